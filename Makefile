@@ -1,0 +1,34 @@
+# Two commands on a fresh machine with only python3: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP_DEMO := $(VENV)/.installed-demo
+STAMP_DEV  := $(VENV)/.installed-dev
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP_DEMO): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[cli,testing,trio]'
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@ $(STAMP_DEMO)
+
+demo: $(STAMP_DEMO)
+	$(PY) -m agentactors demo $(ARGS)
+
+test: $(STAMP_DEV)
+	$(VENV)/bin/ruff check agentactors tests examples benchmarks
+	$(VENV)/bin/mypy --strict agentactors
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP_DEV)
+	$(PY) benchmarks/run.py $(ARGS)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache build dist

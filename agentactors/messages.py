@@ -1,0 +1,470 @@
+"""The data model: messages, tool calls and specs, requests, responses, stream events.
+
+Every class here is a frozen, slotted ``attrs`` class validated at construction, so
+a malformed value fails where it is built rather than deep inside a codec.  The
+internal conversation is OpenAI-chat shaped (system / user / assistant with tool
+calls / tool results); each vendor codec maps it onto its own wire.
+
+Opaque provider data (Anthropic thinking blocks with signatures, Gemini thought
+signatures) travels on :attr:`Message.provider_data` and :attr:`ToolCall.provider_data`
+keyed by wire name (``"anthropic"``, ``"gemini"``, ``"openai"``).  Codecs store it as
+received and replay it untouched on the next request.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+__all__ = [
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "ReasoningDelta",
+    "Role",
+    "StopReason",
+    "StreamEnd",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolChoice",
+    "ToolSpec",
+    "Usage",
+    "parse_arguments",
+]
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+# Every vendor accepts this; Gemini and Anthropic reject wider names with a 400.
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+
+
+def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(value)
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if value is None else dict(value)
+
+
+def parse_arguments(raw: str | None, *, required: bool = False) -> tuple[dict[str, Any], str | None]:
+    """Parse a tool call's raw JSON arguments.
+
+    Returns ``(arguments, error)``.  ``error`` is ``None`` on success,
+    ``"empty"`` when the text is empty but the schema requires properties, and
+    ``"unparseable"`` when the text is not a JSON object (truncated at
+    ``max_tokens``, for instance).  Unparseable text is never silently ``{}``:
+    the caller keeps the raw text and the marker so the tool executor can tell
+    the model what went wrong instead of running the tool.
+    """
+    if raw is None or not raw.strip():
+        return {}, ("empty" if required else None)
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return {}, "unparseable"
+    if not isinstance(value, dict):
+        return {}, "unparseable"
+    return value, None
+
+
+@attrs.frozen(slots=True)
+class ToolCall:
+    """One call the model asked for.
+
+    ``arguments`` is the parsed object; ``raw_arguments`` the text as the vendor
+    sent it (``None`` when the wire carries an object, as Anthropic and Gemini
+    do).  ``arguments_error`` is ``"unparseable"`` or ``"empty"`` when the raw
+    text did not yield an object; ``arguments_error_detail`` says why (e.g. the
+    finish reason that cut it off).
+    """
+
+    id: str = attrs.field()
+    name: str = attrs.field()
+    arguments: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    raw_arguments: str | None = None
+    arguments_error: str | None = attrs.field(default=None)
+    arguments_error_detail: str | None = None
+    provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
+
+    @id.validator
+    def _check_id(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"ToolCall.id must be a str, not {type(value).__name__}")
+
+    @name.validator
+    def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError("ToolCall.name must be a non-empty string")
+
+    @arguments_error.validator
+    def _check_error(self, _: attrs.Attribute[str | None], value: str | None) -> None:
+        if value is not None and value not in ("unparseable", "empty"):
+            raise ValueError(f"ToolCall.arguments_error must be 'unparseable', 'empty' or None, not {value!r}")
+
+    @classmethod
+    def from_raw(
+        cls,
+        id: str,
+        name: str,
+        raw: str | None,
+        *,
+        required: bool = False,
+        provider_data: Mapping[str, Any] | None = None,
+    ) -> ToolCall:
+        """Build a call from raw JSON text, marking it when the text does not parse."""
+        args, error = parse_arguments(raw, required=required)
+        return cls(
+            id=id,
+            name=name,
+            arguments=args,
+            raw_arguments=raw,
+            arguments_error=error,
+            provider_data=provider_data,
+        )
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as JSON text: the raw text when it parsed, else the object re-encoded."""
+        if self.raw_arguments is not None and self.arguments_error is None and self.raw_arguments.strip():
+            return self.raw_arguments
+        return json.dumps(self.arguments, separators=(",", ":"), ensure_ascii=False)
+
+
+@attrs.frozen(slots=True)
+class Message:
+    """One conversation message.  Build with :meth:`system`, :meth:`user`, :meth:`assistant`, :meth:`tool`.
+
+    ``provider_data`` holds opaque vendor data (thinking blocks with signatures,
+    thought signatures) keyed by wire, replayed untouched by that wire's codec.
+    ``reasoning`` is the model's structured reasoning text (kept for the record,
+    not replayed unless a codec needs it).
+    """
+
+    role: Role = attrs.field()
+    content: str = attrs.field(default="")
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str = ""
+    provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
+    is_error: bool = False
+
+    @role.validator
+    def _check_role(self, _: attrs.Attribute[str], value: str) -> None:
+        if value not in _ROLES:
+            raise ValueError(f"Message.role must be one of {sorted(_ROLES)}, not {value!r}")
+
+    @content.validator
+    def _check_content(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"Message.content must be a str, not {type(value).__name__}")
+
+    def __attrs_post_init__(self) -> None:
+        if self.role == "tool":
+            if not self.tool_call_id:
+                raise ValueError("a tool message needs the id of the call it answers (tool_call_id)")
+        elif self.tool_call_id is not None:
+            raise ValueError(f"only tool messages carry a tool_call_id, not {self.role!r} messages")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(f"only assistant messages carry tool calls, not {self.role!r} messages")
+        for call in self.tool_calls:
+            if not isinstance(call, ToolCall):
+                raise TypeError(f"tool_calls must hold ToolCall objects, not {type(call).__name__}")
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", content=text)
+
+    @classmethod
+    def assistant(
+        cls,
+        text: str = "",
+        tool_calls: Iterable[ToolCall] = (),
+        *,
+        reasoning: str = "",
+        provider_data: Mapping[str, Any] | None = None,
+    ) -> Message:
+        return cls(
+            role="assistant",
+            content=text,
+            tool_calls=tuple(tool_calls),
+            reasoning=reasoning,
+            provider_data=provider_data,
+        )
+
+    @classmethod
+    def tool(cls, call_id: str, content: str, name: str | None = None, *, is_error: bool = False) -> Message:
+        return cls(role="tool", content=content, tool_call_id=call_id, name=name, is_error=is_error)
+
+
+@attrs.frozen(slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and a JSON Schema for its parameters."""
+
+    name: str = attrs.field()
+    description: str = ""
+    parameters: dict[str, Any] = attrs.field(
+        factory=lambda: {"type": "object", "properties": {}}, converter=dict
+    )
+
+    @name.validator
+    def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str) or not _TOOL_NAME.match(value):
+            raise ValueError(
+                f"tool name {value!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
+                "starting with a letter or '_'"
+            )
+
+    @parameters.validator
+    def _check_parameters(self, _: attrs.Attribute[dict[str, Any]], value: dict[str, Any]) -> None:
+        if value.get("type", "object") != "object":
+            raise ValueError(f"tool {self.name!r}: parameters must be a JSON Schema of type 'object'")
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        req = self.parameters.get("required", ())
+        return tuple(req) if isinstance(req, list | tuple) else ()
+
+
+@attrs.frozen(slots=True)
+class ToolChoice:
+    """How the model may use tools: ``auto``, ``none``, ``required`` (some tool) or ``tool`` (this one).
+
+    ``required`` and ``tool`` are the *forced* modes; not every model accepts them
+    (see :func:`agentactors.forced_tool_choice_for`).
+    """
+
+    mode: Literal["auto", "none", "required", "tool"] = attrs.field()
+    name: str | None = None
+
+    _MODES: ClassVar[frozenset[str]] = frozenset(("auto", "none", "required", "tool"))
+
+    @mode.validator
+    def _check_mode(self, _: attrs.Attribute[str], value: str) -> None:
+        if value not in self._MODES:
+            raise ValueError(f"ToolChoice.mode must be one of {sorted(self._MODES)}, not {value!r}")
+
+    def __attrs_post_init__(self) -> None:
+        if self.mode == "tool" and not self.name:
+            raise ValueError("ToolChoice.tool(name) needs the name of the tool to force")
+        if self.mode != "tool" and self.name is not None:
+            raise ValueError(f"ToolChoice mode {self.mode!r} takes no tool name")
+
+    @classmethod
+    def auto(cls) -> ToolChoice:
+        return _AUTO
+
+    @classmethod
+    def none(cls) -> ToolChoice:
+        return _NONE
+
+    @classmethod
+    def required(cls) -> ToolChoice:
+        return _REQUIRED
+
+    @classmethod
+    def tool(cls, name: str) -> ToolChoice:
+        return cls("tool", name)
+
+    @property
+    def forced(self) -> bool:
+        """True for ``required`` and ``tool``: the modes some models reject."""
+        return self.mode in ("required", "tool")
+
+
+_AUTO = ToolChoice("auto")
+_NONE = ToolChoice("none")
+_REQUIRED = ToolChoice("required")
+
+
+class StopReason(enum.StrEnum):
+    """Why the model stopped, mapped from every vendor's own vocabulary."""
+
+    end_turn = "end_turn"
+    tool_use = "tool_use"
+    max_tokens = "max_tokens"
+    stop_sequence = "stop_sequence"
+    content_filter = "content_filter"
+    pause_turn = "pause_turn"
+    other = "other"
+
+
+@attrs.frozen(slots=True)
+class Usage:
+    """Token counts for one response (or, summed with ``+``, for a run)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def _to_strings(value: str | Iterable[str]) -> tuple[str, ...]:
+    # A bare string is one stop sequence, not a sequence of characters.
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(slots=True)
+class LLMRequest:
+    """One model call: the conversation, the tools offered and the generation settings.
+
+    ``vendor_options`` passes vendor-only fields through a codec untouched, keyed
+    by wire: ``{"anthropic": {"thinking": {...}}, "openai": {"seed": 1}}``.
+    """
+
+    messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
+    model: str | None = None
+    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=tuple)
+    tool_choice: ToolChoice = attrs.field(factory=ToolChoice.auto)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] = attrs.field(default=(), converter=_to_strings)
+    vendor_options: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.messages:
+            raise ValueError("an LLMRequest needs at least one message")
+        for m in self.messages:
+            if not isinstance(m, Message):
+                raise TypeError(f"LLMRequest.messages must hold Message objects, not {type(m).__name__}")
+        names = [t.name for t in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate tool names in LLMRequest.tools: {names}")
+        if not isinstance(self.tool_choice, ToolChoice):
+            raise TypeError("LLMRequest.tool_choice must be a ToolChoice")
+        if self.tool_choice.forced and not self.tools:
+            raise ValueError(f"tool_choice {self.tool_choice.mode!r} needs at least one tool")
+        if self.tool_choice.mode == "tool" and self.tool_choice.name not in names:
+            raise ValueError(f"tool_choice names {self.tool_choice.name!r}, which is not among the tools {names}")
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            raise ValueError("max_tokens must be positive")
+
+    def with_model(self, model: str | None) -> LLMRequest:
+        """The same request addressed to ``model``."""
+        return self if model == self.model else attrs.evolve(self, model=model)
+
+    def options_for(self, wire: str) -> dict[str, Any]:
+        """The vendor-only options for ``wire`` (empty when none were given)."""
+        value = self.vendor_options.get(wire)
+        return dict(value) if isinstance(value, Mapping) else {}
+
+
+@attrs.frozen(slots=True)
+class LLMResponse:
+    """A model's answer: text, tool calls, why it stopped, usage and who served it."""
+
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
+    stop_reason: StopReason = StopReason.end_turn
+    usage: Usage = attrs.field(factory=Usage)
+    model: str | None = None
+    provider: str | None = None
+    raw_stop_reason: str | None = None
+    reasoning: str = ""
+    provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
+    response_id: str | None = None
+
+    def to_message(self) -> Message:
+        """The assistant message that records this answer in the conversation."""
+        return Message.assistant(
+            self.content, self.tool_calls, reasoning=self.reasoning, provider_data=self.provider_data
+        )
+
+    def with_provider(self, provider: str) -> LLMResponse:
+        return attrs.evolve(self, provider=provider)
+
+
+# --- stream events -----------------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class TextDelta:
+    """A piece of answer text."""
+
+    text: str
+
+
+@attrs.frozen(slots=True)
+class ReasoningDelta:
+    """A piece of structured reasoning (thinking) text; never part of the answer."""
+
+    text: str
+
+
+@attrs.frozen(slots=True)
+class ToolCallStart:
+    """A tool call begins at stream position ``index``."""
+
+    index: int
+    id: str
+    name: str
+
+
+@attrs.frozen(slots=True)
+class ToolCallDelta:
+    """A fragment of the JSON arguments of the call at ``index``."""
+
+    index: int
+    arguments_fragment: str
+
+
+@attrs.frozen(slots=True)
+class ToolCallEnd:
+    """The call at ``index`` is complete; ``call`` holds its parsed arguments."""
+
+    index: int
+    call: ToolCall
+
+
+@attrs.frozen(slots=True)
+class StreamEnd:
+    """The last event of every successful stream: the complete response."""
+
+    response: LLMResponse
+
+
+StreamEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | StreamEnd
+
+
+def split_text(text: str, pieces: int = 4) -> Sequence[str]:
+    """Split ``text`` into about ``pieces`` chunks at word boundaries (used by test doubles)."""
+    if not text:
+        return ()
+    words = re.findall(r"\S+\s*|\s+", text)
+    if len(words) <= 1:
+        return (text,)
+    size = max(1, -(-len(words) // pieces))
+    return tuple("".join(words[i : i + size]) for i in range(0, len(words), size))

@@ -1,0 +1,1 @@
+"""Providers: the port (:mod:`.base`), the vendor wires and the scripted test double."""

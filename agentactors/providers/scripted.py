@@ -1,0 +1,251 @@
+"""``ScriptedProvider``: the deterministic provider of every unit test, example and in-process benchmark."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeAlias
+
+import anyio
+import attrs
+
+from ..errors import ErrorKind, ProviderError
+from ..messages import (
+    LLMRequest,
+    LLMResponse,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    split_text,
+)
+from .base import StreamContext, check_forced_tool_choice, events_for_response, interrupted, resolve_model
+
+__all__ = ["ScriptExhaustedError", "ScriptItem", "ScriptedProvider", "StreamCut"]
+
+
+@attrs.frozen(slots=True)
+class StreamCut:
+    """A script item for a stream that delivers ``text`` and then fails with ``error``.
+
+    ``complete()`` raises ``error`` directly; ``stream()`` yields ``text`` in
+    deltas, then raises :class:`~agentactors.StreamInterruptedError` carrying
+    it.  With empty ``text`` the failure comes before the first event, so it is
+    ``error`` itself (retryable / failover-able as classified).
+    """
+
+    text: str
+    error: BaseException
+
+
+# str | ToolCall | list[ToolCall] | LLMResponse | BaseException | StreamCut | callable
+ScriptItem: TypeAlias = Any
+
+
+class ScriptExhaustedError(ProviderError):
+    """A :class:`ScriptedProvider` was called more times than its script has items."""
+
+
+def _describe(request: LLMRequest) -> str:
+    last_user = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+    if len(last_user) > 60:
+        last_user = last_user[:57] + "..."
+    return f"{len(request.messages)} messages, last user message {last_user!r}"
+
+
+class ScriptedProvider:
+    """A provider that answers from a script, deterministically, without a network.
+
+    ``script`` is a sequence of items consumed one per call, or one callable used
+    for every call.  An item is a ``str`` (a text answer), a :class:`ToolCall` or
+    a list of them (a tool-call turn), an :class:`LLMResponse`, an exception
+    instance (raised), a :class:`StreamCut`, or a callable ``(request) -> item``
+    (sync or async; an async one may await, e.g. to model latency or to wait on
+    an event).  A bare ``str`` script is one item.
+
+    ``stream()`` delivers text in several :class:`TextDelta` events and tool
+    calls as start / delta / end, then one ``StreamEnd``.  ``latency`` seconds
+    (``anyio.sleep``, so virtual under a mock clock) pass before each answer.
+
+    ``requests`` lists every request received, in order.  A forced tool choice
+    for a model in ``rejects_forced_tool_choice`` (or with
+    ``carries_forced_tool_choice=False``) raises
+    :class:`~agentactors.UnsupportedToolChoiceError` before the request is
+    recorded or an item consumed.  Running out of script raises
+    :class:`ScriptExhaustedError` (kind request) naming the request.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[ScriptItem] | Callable[..., Any] | str,
+        *,
+        name: str = "scripted",
+        model: str | None = None,
+        latency: float = 0.0,
+        carries_tools: bool = True,
+        carries_forced_tool_choice: bool = True,
+        rejects_forced_tool_choice: Iterable[str] = (),
+    ) -> None:
+        if isinstance(script, str | LLMResponse | ToolCall | BaseException | StreamCut):
+            script = [script]
+        self._callable: Callable[..., Any] | None = script if callable(script) else None
+        self._items: list[ScriptItem] = [] if self._callable is not None else list(script)  # type: ignore[arg-type]
+        self._next = 0
+        self._name = name
+        self._model = model or "scripted-model"
+        self.latency = float(latency)
+        self._carries_tools = carries_tools
+        self._carries_forced = carries_forced_tool_choice
+        self.rejects_forced_tool_choice = frozenset(rejects_forced_tool_choice)
+        self.requests: list[LLMRequest] = []
+        self._ids = itertools.count(1)
+        self.closed = False
+
+    def __repr__(self) -> str:
+        left = "callable" if self._callable else f"{len(self._items) - self._next} items left"
+        return f"ScriptedProvider(name={self._name!r}, model={self._model!r}, {left})"
+
+    # -- LLMProvider ------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def default_model(self) -> str | None:
+        return self._model
+
+    @property
+    def carries_tools(self) -> bool:
+        return self._carries_tools
+
+    @property
+    def carries_forced_tool_choice(self) -> bool:
+        return self._carries_forced
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        return self._carries_forced and model not in self.rejects_forced_tool_choice
+
+    @property
+    def calls(self) -> int:
+        """How many requests were received."""
+        return len(self.requests)
+
+    @property
+    def remaining(self) -> int:
+        """Items not yet consumed (0 for a callable script)."""
+        return 0 if self._callable else len(self._items) - self._next
+
+    def extend(self, items: Iterable[ScriptItem]) -> None:
+        """Append items to the script."""
+        self._items.extend(items)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        model = self._admit(request)
+        item = await self._resolve(self._take(request), request)
+        if self.latency:
+            await anyio.sleep(self.latency)
+        if isinstance(item, StreamCut):
+            raise item.error
+        return self._to_response(item, model)
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        # Validate and consume now, so an UnsupportedToolChoiceError is raised
+        # by stream() itself, before anything is "sent".
+        model = self._admit(request)
+        raw_item = self._take(request)
+        return self._stream(request, model, raw_item)
+
+    @asynccontextmanager
+    async def _stream(
+        self, request: LLMRequest, model: str, raw_item: Any
+    ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        item = await self._resolve(raw_item, request)
+        if self.latency:
+            await anyio.sleep(self.latency)
+        if isinstance(item, StreamCut):
+            if not item.text:
+                raise item.error
+            events: list[StreamEvent] = [TextDelta(t) for t in split_text(item.text)]
+            failure: BaseException | None = interrupted(
+                item.error, provider=self._name, model=model, partial_text=item.text
+            )
+        else:
+            events = events_for_response(self._to_response(item, model), chunks=split_text)
+            failure = None
+
+        async def _gen() -> AsyncIterator[StreamEvent]:
+            for event in events:
+                yield event
+                await anyio.lowlevel.checkpoint()
+            if failure is not None:
+                raise failure
+
+        yield _gen()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> ScriptedProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _admit(self, request: LLMRequest) -> str:
+        model = resolve_model(self, request)
+        check_forced_tool_choice(self, request, model)
+        return model
+
+    def _take(self, request: LLMRequest) -> Any:
+        self.requests.append(request)
+        if self._callable is not None:
+            return self._callable
+        if self._next >= len(self._items):
+            raise ScriptExhaustedError(
+                f"script exhausted: call #{len(self.requests)} has no item ({_describe(request)}); "
+                f"the script had {len(self._items)} items",
+                provider=self._name,
+                model=request.model or self._model,
+                kind=ErrorKind.request,
+            )
+        item = self._items[self._next]
+        self._next += 1
+        return item
+
+    async def _resolve(self, item: Any, request: LLMRequest) -> Any:
+        # Callables may return another callable's result; resolve until data.
+        for _ in range(8):
+            if isinstance(item, BaseException):
+                raise item
+            if callable(item) and not isinstance(item, type):
+                item = item(request)
+                if inspect.isawaitable(item):
+                    item = await item
+                continue
+            return item
+        raise TypeError("a script callable kept returning callables")
+
+    def _to_response(self, item: Any, model: str) -> LLMResponse:
+        if isinstance(item, LLMResponse):
+            return attrs.evolve(item, model=item.model or model, provider=item.provider or self._name)
+        if isinstance(item, str):
+            return LLMResponse(content=item, model=model, provider=self._name)
+        if isinstance(item, ToolCall):
+            item = [item]
+        if isinstance(item, list | tuple) and item and all(isinstance(c, ToolCall) for c in item):
+            return LLMResponse(
+                content="",
+                tool_calls=tuple(item),
+                stop_reason=StopReason.tool_use,
+                model=model,
+                provider=self._name,
+            )
+        raise TypeError(
+            f"ScriptedProvider {self._name!r}: cannot answer with a {type(item).__name__} "
+            "(use str, ToolCall, a list of ToolCall, LLMResponse, an exception, StreamCut or a callable)"
+        )
