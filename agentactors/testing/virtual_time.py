@@ -1,0 +1,71 @@
+"""Virtual time on asyncio, to match trio's ``MockClock(autojump_threshold=0)``.
+
+:class:`VirtualTimeLoop` is an asyncio event loop whose clock only moves when
+the loop would otherwise sleep: it jumps straight to the next timer.  Code under
+test sees ``anyio.current_time()`` advance by exactly the delays it waited, so a
+scenario yields the same virtual timestamps on asyncio and on trio.
+
+Like trio's autojumping clock, use it only where no real I/O happens: a wait on
+a socket or a worker thread looks like idleness and makes the clock jump.
+
+With the anyio pytest plugin::
+
+    @pytest.fixture
+    def anyio_backend():
+        return ("asyncio", {"loop_factory": VirtualTimeLoop})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+from typing import Any
+
+__all__ = ["VirtualTimeLoop", "virtual_backends"]
+
+
+class _AutojumpSelector(selectors.DefaultSelector):
+    """Polls without blocking; when nothing is ready and a timer is due later, moves the clock to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop: VirtualTimeLoop | None = None
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = super().select(0)
+        if ready or timeout == 0:
+            return ready
+        if timeout is None:
+            # Nothing scheduled at all: only I/O (a thread's wake-up) can move us on.
+            return super().select(None)
+        assert self.loop is not None
+        self.loop.advance(timeout)
+        return []
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on a virtual, autojumping clock (starts at 0.0)."""
+
+    def __init__(self) -> None:
+        selector = _AutojumpSelector()
+        super().__init__(selector)
+        selector.loop = self
+        self._virtual_now = 0.0
+
+    def time(self) -> float:
+        return self._virtual_now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward (the selector does this when the loop is idle)."""
+        if seconds > 0:
+            self._virtual_now += seconds
+
+
+def virtual_backends() -> list[tuple[str, dict[str, Any]]]:
+    """``anyio_backend`` values for both backends on virtual time."""
+    import trio.testing
+
+    return [
+        ("asyncio", {"loop_factory": VirtualTimeLoop}),
+        ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)}),
+    ]
