@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+import email.utils
+import pickle
+import time
+
+import pytest
+
+from agentactors import (
+    AllProvidersFailedError,
+    CircuitOpenError,
+    ErrorKind,
+    ProviderError,
+    ProviderTimeout,
+    StreamInterruptedError,
+    UnsupportedToolChoiceError,
+    classify_exception,
+    classify_http_error,
+    register_secret,
+)
+from agentactors.errors import classify_error_body, parse_retry_after
+
+CANARY = "sk-canary-0123456789abcdefSECRET"
+
+
+def _openai(message: str, code: str | None = None, type_: str = "invalid_request_error") -> dict[str, object]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (400, ErrorKind.request, False),
+        (401, ErrorKind.account, False),
+        (403, ErrorKind.account, False),
+        (404, ErrorKind.account, False),
+        (408, ErrorKind.transient, True),
+        (409, ErrorKind.transient, True),
+        (413, ErrorKind.request, False),
+        (422, ErrorKind.request, False),
+        (429, ErrorKind.transient, True),
+        (500, ErrorKind.transient, True),
+        (502, ErrorKind.transient, True),
+        (503, ErrorKind.transient, True),
+        (504, ErrorKind.transient, True),
+        (529, ErrorKind.transient, True),
+        (599, ErrorKind.transient, True),  # any unlisted 5xx
+        (418, ErrorKind.request, False),  # any unlisted 4xx
+    ],
+)
+def test_status_matrix(status: int, kind: ErrorKind, retryable: bool) -> None:
+    err = classify_http_error(status, {}, b"", provider="p", model="m")
+    assert (err.kind, err.retryable, err.status) == (kind, retryable, status)
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (_openai("You exceeded your current quota", "insufficient_quota", "insufficient_quota"), ErrorKind.account),
+        (_openai("Rate limit reached for requests", "rate_limit_exceeded", "requests"), ErrorKind.transient),
+        ({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, ErrorKind.transient),
+        (_openai("You have reached your specified spend limit", "billing_hard_limit_reached"), ErrorKind.account),
+        (
+            {
+                "error": {
+                    "code": 429,
+                    "status": "RESOURCE_EXHAUSTED",
+                    "message": "Quota exceeded",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                            "violations": [{"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}],
+                        }
+                    ],
+                }
+            },
+            ErrorKind.account,
+        ),
+        (
+            {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "per-minute", "details": []}},
+            ErrorKind.transient,
+        ),
+    ],
+)
+def test_429_account_vs_transient(body: dict[str, object], kind: ErrorKind) -> None:
+    assert classify_http_error(429, {}, body, provider="p").kind is kind
+
+
+def test_context_and_content_policy_codes() -> None:
+    body = _openai("This model's maximum context length is 8192", "context_length_exceeded")
+    ctx = classify_http_error(400, {}, body, provider="p")
+    assert ctx.kind is ErrorKind.context and not ctx.retryable
+    anth = {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens"}}
+    assert classify_http_error(400, {}, anth, provider="p").kind is ErrorKind.context
+    policy = classify_http_error(400, {}, _openai("blocked", "content_policy_violation"), provider="p")
+    assert policy.kind is ErrorKind.content_policy
+
+
+def test_anthropic_and_gemini_bodies() -> None:
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+                  "request_id": "req_1"}
+    e = classify_http_error(529, {}, overloaded, provider="anthropic")
+    assert e.kind is ErrorKind.transient and e.request_id == "req_1" and "Overloaded" in str(e)
+    nf = {"error": {"code": 404, "message": "models/x is not found", "status": "NOT_FOUND"}}
+    assert classify_http_error(404, {}, nf, provider="gemini").kind is ErrorKind.account
+
+
+def test_retry_after_sources() -> None:
+    assert parse_retry_after({"retry-after-ms": "1500"}) == pytest.approx(1.5)
+    assert parse_retry_after({"retry-after": "7"}) == 7.0
+    now = time.time()
+    date = email.utils.formatdate(now + 30, usegmt=True)
+    assert parse_retry_after({"retry-after": date}, now=lambda: now) == pytest.approx(30, abs=1.0)
+    # retry-after-ms wins over retry-after
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == pytest.approx(0.25)
+    gemini = {"error": {"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}]}}
+    assert parse_retry_after({}, gemini) == 37.0
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    err = classify_http_error(429, {"retry-after": "12"}, b"{}", provider="p")
+    assert err.retry_after == 12.0
+
+
+def test_x_should_retry_both_ways() -> None:
+    no = classify_http_error(503, {"x-should-retry": "false"}, b"", provider="p")
+    assert no.kind is ErrorKind.transient and no.retryable is False
+    yes = classify_http_error(400, {"x-should-retry": "true"}, b"", provider="p")
+    assert yes.kind is ErrorKind.transient and yes.retryable is True
+
+
+def test_in_band_stream_error_bodies() -> None:
+    groq = {"error": {"message": "tool call validation failed", "type": "invalid_request_error",
+                      "code": "tool_use_failed"}, "status_code": 400}
+    assert classify_error_body(groq, provider="groq").kind is ErrorKind.request
+    anth = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    assert classify_error_body(anth, provider="anthropic").kind is ErrorKind.transient
+    openrouter = {"error": {"code": 400, "message": "Provider returned error"}}
+    assert classify_error_body(openrouter, provider="openrouter").status == 400
+
+
+def test_provider_error_fields_and_kinds() -> None:
+    e = ProviderError("boom", provider="p", kind="transient", model="m", status=503, retry_after=2)
+    assert e.retryable and e.kind is ErrorKind.transient and e.retry_after == 2.0
+    assert "p/m" in str(e) and "503" in str(e) and "boom" in str(e)
+    assert ProviderError("x", provider="p", kind=ErrorKind.account).retryable is False
+    assert ProviderError("x", provider="p", kind="transient", retryable=False).retryable is False
+    with pytest.raises(ValueError):
+        ProviderError("x", provider="p", kind="sometimes")
+
+
+def test_subclasses() -> None:
+    u = UnsupportedToolChoiceError(provider="anthropic", model="claude-x")
+    assert u.kind is ErrorKind.request and u.retryable is False and "claude-x" in str(u)
+    c = CircuitOpenError(provider="p", model="m", retry_after=3.5, last_error=RuntimeError("x"))
+    assert c.kind is ErrorKind.circuit_open and not c.retryable and c.retry_after == 3.5
+    assert isinstance(c.last_error, RuntimeError)
+    s = StreamInterruptedError("cut", provider="p", partial_text="Hel")
+    assert s.kind is ErrorKind.transient and s.retryable is False and s.partial_text == "Hel"
+    t = ProviderTimeout("slow", provider="p")
+    assert t.kind is ErrorKind.transient and t.retryable
+
+
+def test_all_providers_failed_is_group_and_provider_error() -> None:
+    a = ProviderError("a", provider="a", kind="transient")
+    b = ProviderError("b", provider="b", kind="account", retry_after=4)
+    err = AllProvidersFailedError("all failed", [a, b])
+    assert isinstance(err, ExceptionGroup) and isinstance(err, ProviderError)
+    assert err.exceptions == (a, b) and err.kind is ErrorKind.account and err.retry_after == 4.0
+    caught = []
+    try:
+        raise err
+    except* ProviderError as group:
+        caught.append(group)
+    assert caught and type(caught[0]) is AllProvidersFailedError
+    sub = err.subgroup(lambda e: e is a)
+    assert isinstance(sub, AllProvidersFailedError) and sub.exceptions == (a,)
+    with pytest.raises(ProviderError):
+        raise err
+    clone = pickle.loads(pickle.dumps(err))
+    assert isinstance(clone, AllProvidersFailedError) and len(clone.exceptions) == 2
+
+
+def test_classify_exception() -> None:
+    import httpx
+
+    assert classify_exception(httpx.ConnectError("refused"), provider="p").kind is ErrorKind.transient
+    assert isinstance(classify_exception(httpx.ReadTimeout("slow"), provider="p"), ProviderTimeout)
+    unknown = classify_exception(ValueError("what"), provider="p")
+    assert unknown.kind is ErrorKind.request and not unknown.retryable
+
+    class Flaky(Exception):
+        retryable = True
+
+    inner = Flaky("x")
+    outer = RuntimeError("wrapped")
+    outer.__cause__ = inner
+    assert classify_exception(outer, provider="p").retryable is True
+    pe = ProviderError("x", provider="p", kind="transient")
+    assert classify_exception(pe, provider="q") is pe
+
+
+def test_no_canary_secret_in_any_error_text() -> None:
+    register_secret(CANARY)
+    body = {"error": {"message": f"Incorrect API key provided: {CANARY}", "type": "invalid_request_error",
+                      "code": "invalid_api_key"}}
+    errors: list[ProviderError] = [
+        classify_http_error(401, {"authorization": f"Bearer {CANARY}"}, body, provider="openai", model="gpt"),
+        ProviderError(f"failed with key {CANARY}", provider="p", kind="request", body_excerpt=CANARY * 3),
+        classify_exception(RuntimeError(f"https://x.test/?key={CANARY}"), provider="p"),
+        StreamInterruptedError(f"cut {CANARY}", provider="p"),
+        AllProvidersFailedError(f"all {CANARY}", [ProviderError(CANARY, provider="p", kind="transient")]),
+    ]
+    for err in errors:
+        err.add_note(f"attempt 1 with {CANARY}")
+        texts = [str(err), repr(err), err.body_excerpt or "", *getattr(err, "__notes__", [])]
+        for text in texts:
+            assert CANARY not in text, text
+    # Unregistered keys shaped like vendor keys are masked too.
+    shaped = ProviderError("bad key sk-proj-abcdefghijklmnop1234 and AIzaSyA1234567890abcdefghijklmno", provider="p",
+                           kind="account")
+    assert "sk-proj-abcdefghijklmnop1234" not in str(shaped) and "AIzaSy" not in str(shaped)
+
+
+def test_body_excerpt_is_bounded() -> None:
+    err = classify_http_error(500, {}, b"x" * 5000, provider="p")
+    assert err.body_excerpt is not None and len(err.body_excerpt) <= 500
