@@ -1,0 +1,110 @@
+"""Command line: ``python -m agentactors demo | exchange | fakevendor``.
+
+``demo`` is what ``make demo`` runs: offline, no API key, against the built-in
+fake vendor on 127.0.0.1.  ``exchange`` is the smallest possible look at the
+library: one completed and one streamed request to a ScriptedProvider, and the
+events they recorded.  ``fakevendor`` serves the three vendor wires on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+import anyio
+
+from .events import EventSink, InMemoryRecorder, emit, use_sink
+from .messages import LLMRequest, Message, TextDelta, ToolCall, ToolSpec
+from .providers.scripted import ScriptedProvider
+
+__all__ = ["main"]
+
+
+async def scripted_exchange(file: TextIO | None = None) -> InMemoryRecorder:
+    """One completed and one streamed request to a :class:`ScriptedProvider`, with their events printed."""
+    out = file or sys.stdout
+
+    def write(text: str, end: str = "\n") -> None:
+        print(text, end=end, file=out, flush=True)
+    weather = ToolSpec(
+        "get_weather",
+        "Current weather for a city.",
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
+    provider = ScriptedProvider(
+        [
+            [ToolCall("call_1", "get_weather", {"city": "Lisbon"})],
+            "It is 21 °C and sunny in Lisbon — a fine afternoon for a walk along the river.",
+        ],
+        name="scripted",
+        model="demo-model",
+    )
+    recorder = InMemoryRecorder()
+    with use_sink(EventSink([recorder], run_id="exchange-1")):
+        request = LLMRequest([Message.user("What's the weather in Lisbon?")], tools=[weather])
+        emit("llm.request", request=request)
+        response = await provider.complete(request)
+        emit("llm.response", response=response)
+        call = response.tool_calls[0]
+        write(f"complete(): {response.stop_reason.value}, tool call {call.name}({call.arguments})")
+        followup = LLMRequest(
+            [*request.messages, response.to_message(), Message.tool(call.id, "21 °C, sunny", name=call.name)],
+            tools=[weather],
+        )
+        emit("llm.request", request=followup)
+        write("stream():   ", end="")
+        async with provider.stream(followup) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    write(event.text, end="")
+                    emit("llm.text_delta", text=event.text)
+        write("")
+    write(f"\n{len(recorder.events)} events recorded:")
+    for e in recorder.events:
+        keys = ", ".join(sorted(e.data))
+        write(f"  #{e.seq:<3} {e.type:<16} run={e.run_id} [{keys}]")
+    return recorder
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m agentactors", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="1,000 agents through a resilient three-vendor chain, offline")
+    demo.add_argument("--agents", type=int, default=1000)
+    demo.add_argument("--fault-rate", type=float, default=0.15)
+    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument("--record", default="demo-events.jsonl", help="where to write the JSONL event record")
+    demo.add_argument("--live", action="store_true", help="talk to the real vendors (needs API keys)")
+    demo.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    demo.add_argument("--no-progress", action="store_true")
+    sub.add_parser("exchange", help="one completed and one streamed ScriptedProvider request, with events")
+    fv = sub.add_parser("fakevendor", help="serve the three vendor wires on loopback")
+    fv.add_argument("--host", default="127.0.0.1")
+    fv.add_argument("--port", type=int, default=8765)
+    fv.add_argument("--fault-rate", type=float, default=0.0)
+    fv.add_argument("--seed", type=int, default=None)
+    fv.add_argument("--latency", type=float, default=0.0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "exchange":
+        anyio.run(scripted_exchange)
+        return 0
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(args)
+    if args.command == "fakevendor":
+        from .testing.fakevendor import serve
+
+        serve(host=args.host, port=args.port, fault_rate=args.fault_rate, seed=args.seed, latency=args.latency)
+        return 0
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())
