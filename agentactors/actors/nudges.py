@@ -1,0 +1,304 @@
+"""Nudges: small notes the loop adds to tool results to steer a model out of wasteful habits.
+
+Each nudge is one small, replaceable policy.  A :class:`Nudges` value names the
+policies an agent uses (all three by default; ``Agent(nudges=False)`` uses none)
+and starts one :class:`NudgeSession` per run, which holds each policy's per-run
+state.  A note is appended to the tool result it concerns after a blank line.
+
+* :class:`BatchReadOnly` — after the second successful call of the same
+  ``read_only`` tool in a turn, made in a later step than the first (calls
+  already batched in one step need no advice), suggest batching independent
+  calls in one step.  Once per turn.
+* :class:`RepeatedCall` — when the same (tool, arguments, result) occurs a
+  second time, say so (once, at the second occurrence).
+* :class:`BareAcknowledgment` — when the model ends the turn with only a bare
+  acknowledgment ("Sure, I can help with that!") right after a step that
+  called ``suggest_followups``, continue once so the real answer arrives.
+
+Policies are synchronous and cheap; they never raise into the loop (a policy
+bug must not end a run — see :meth:`NudgeSession.notes_for`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+import attrs
+
+from ..messages import ToolCall
+from ..tools.results import ToolResult, ToolStatus
+
+__all__ = [
+    "ACKNOWLEDGMENT_PHRASES",
+    "DEFAULT_NUDGES",
+    "FOLLOWUPS_TOOL",
+    "NO_NUDGES",
+    "BareAcknowledgment",
+    "BatchReadOnly",
+    "Nudge",
+    "NudgeSession",
+    "Nudges",
+    "RepeatedCall",
+    "StepView",
+    "append_note",
+    "is_bare_acknowledgment",
+]
+
+log = logging.getLogger("agentactors.nudges")
+
+#: The built-in follow-ups tool's name (``Agent(followups=True)``).
+FOLLOWUPS_TOOL = "suggest_followups"
+
+BATCH_NOTE = (
+    "Note: you have now called '{name}' in separate steps. It only reads data, so when you need several "
+    "independent results, request all of those calls in one step: they run in parallel."
+)
+REPEAT_NOTE = (
+    "Note: this is the same result as an earlier call of '{name}' with the same arguments. "
+    "Calling it again will not change it; use the result you have."
+)
+CONTINUE_NOTE = (
+    "Note: the suggestions are recorded. Now write your complete answer to the user's request; "
+    "do not reply with only an acknowledgment."
+)
+
+#: Phrases a bare acknowledgment consists of (compared lower-cased, without punctuation).
+ACKNOWLEDGMENT_PHRASES: tuple[str, ...] = (
+    "sure",
+    "sure thing",
+    "of course",
+    "certainly",
+    "absolutely",
+    "ok",
+    "okay",
+    "got it",
+    "done",
+    "will do",
+    "happy to help",
+    "glad to help",
+    "i can help with that",
+    "i can help with this",
+    "i'd be happy to help",
+    "i would be happy to help",
+    "i'd be glad to help",
+    "i'll help with that",
+    "let me help with that",
+    "here you go",
+    "great",
+    "noted",
+    "understood",
+    "no problem",
+    "sounds good",
+    "thanks",
+    "thank you",
+)
+_ACK_MAX_CHARS = 80
+_WORDS = re.compile(r"[a-z0-9']+")
+_PHRASE_WORDS = frozenset(" ".join(_WORDS.findall(p)) for p in ACKNOWLEDGMENT_PHRASES)
+_FILLER = frozenset(("yes", "yeah", "well", "alright", "all", "right", "oh", "so"))
+
+
+def is_bare_acknowledgment(text: str, phrases: frozenset[str] = _PHRASE_WORDS) -> bool:
+    """True when ``text`` is short (< 80 chars) and is only acknowledgment phrases.
+
+    The text is split into sentences; every sentence must be one of the phrases
+    (words compared lower-cased, punctuation ignored), optionally led by a
+    filler word ("Yes, sure!").
+    """
+    stripped = text.strip()
+    if not stripped or len(stripped) >= _ACK_MAX_CHARS:
+        return False
+    sentences = [s for s in re.split(r"[.!?,;:\n—–-]+", stripped.lower()) if s.strip()]
+    if not sentences:
+        return False
+    for sentence in sentences:
+        words = _WORDS.findall(sentence)
+        while words and words[0] in _FILLER and " ".join(words) not in phrases:
+            words = words[1:]
+        if words and " ".join(words) not in phrases:
+            return False
+    return True
+
+
+@attrs.frozen(slots=True)
+class StepView:
+    """What a policy sees of one step's tool calls: calls and results, in call order, and the step number."""
+
+    step: int
+    calls: Sequence[ToolCall]
+    results: Sequence[ToolResult]
+
+
+class Nudge(Protocol):
+    """One policy.  A fresh instance serves one run; it may keep per-run state."""
+
+    def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
+        """Notes to add, as ``(index of the result, note)`` pairs."""
+        ...
+
+    def should_continue(self, answer: str, previous: StepView | None) -> str | None:
+        """A note that makes the loop continue instead of ending the turn with ``answer``, or ``None``."""
+        ...
+
+
+class _Base:
+    __slots__ = ()
+
+    def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
+        return ()
+
+    def should_continue(self, answer: str, previous: StepView | None) -> str | None:
+        return None
+
+
+class BatchReadOnly(_Base):
+    """Suggest batching after the second successful call of one read-only tool, in a later step."""
+
+    __slots__ = ("_done", "_first_step", "_is_read_only")
+
+    def __init__(self, is_read_only: Callable[[str], bool]) -> None:
+        self._is_read_only = is_read_only
+        self._first_step: dict[str, int] = {}
+        self._done = False
+
+    def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
+        if self._done:
+            return ()
+        for index, result in enumerate(view.results):
+            if result.status is not ToolStatus.ok or not self._is_read_only(result.name):
+                continue
+            first = self._first_step.setdefault(result.name, view.step)
+            if first != view.step:
+                self._done = True
+                return ((index, BATCH_NOTE.format(name=result.name)),)
+        return ()
+
+
+class RepeatedCall(_Base):
+    """Note the second occurrence of the same (tool, arguments, result)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, str], int] = {}
+
+    def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
+        notes: list[tuple[int, str]] = []
+        for index, (call, result) in enumerate(zip(view.calls, view.results, strict=True)):
+            if result.status is ToolStatus.cancelled:
+                continue
+            try:
+                args = json.dumps(call.arguments, sort_keys=True, separators=(",", ":"), default=repr)
+            except (TypeError, ValueError):
+                args = repr(call.arguments)
+            key = (call.name, args, result.content)
+            count = self._seen.get(key, 0) + 1
+            self._seen[key] = count
+            if count == 2:
+                notes.append((index, REPEAT_NOTE.format(name=call.name)))
+        return notes
+
+
+class BareAcknowledgment(_Base):
+    """Continue once when a turn ends with a bare acknowledgment right after ``suggest_followups``."""
+
+    __slots__ = ("_used",)
+
+    def __init__(self) -> None:
+        self._used = False
+
+    def should_continue(self, answer: str, previous: StepView | None) -> str | None:
+        if self._used or previous is None:
+            return None
+        if not any(call.name == FOLLOWUPS_TOOL for call in previous.calls):
+            return None
+        if not is_bare_acknowledgment(answer):
+            return None
+        self._used = True
+        return CONTINUE_NOTE
+
+
+#: A factory of one policy for one run, given the read-only predicate of the agent's tools.
+NudgeFactory = Callable[[Callable[[str], bool]], Nudge]
+
+
+def _batch(is_read_only: Callable[[str], bool]) -> Nudge:
+    return BatchReadOnly(is_read_only)
+
+
+def _repeat(_: Callable[[str], bool]) -> Nudge:
+    return RepeatedCall()
+
+
+def _ack(_: Callable[[str], bool]) -> Nudge:
+    return BareAcknowledgment()
+
+
+def _to_factories(value: Iterable[NudgeFactory]) -> tuple[NudgeFactory, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(slots=True)
+class Nudges:
+    """The policies an agent uses; immutable, shared by all of its runs.
+
+    Replace or extend the defaults with ``Nudges((factory, ...))`` where each
+    factory takes the agent's read-only predicate and returns a fresh policy.
+    """
+
+    factories: tuple[NudgeFactory, ...] = attrs.field(converter=_to_factories)
+
+    def start(self, is_read_only: Callable[[str], bool]) -> NudgeSession | None:
+        """A session for one run, or ``None`` when there are no policies (one check per step)."""
+        if not self.factories:
+            return None
+        return NudgeSession(tuple(factory(is_read_only) for factory in self.factories))
+
+
+DEFAULT_NUDGES = Nudges((_batch, _repeat, _ack))
+NO_NUDGES = Nudges(())
+
+
+class NudgeSession:
+    """The policies of one run with their state."""
+
+    __slots__ = ("_policies",)
+
+    def __init__(self, policies: Sequence[Nudge]) -> None:
+        self._policies = tuple(policies)
+
+    def notes_for(self, view: StepView) -> list[str] | None:
+        """One joined note per result (``""`` for none), or ``None`` when no policy has anything to say."""
+        notes: list[str] | None = None
+        for policy in self._policies:
+            try:
+                found = policy.after_tools(view)
+            except Exception:  # a policy bug must never end a run
+                log.exception("nudge policy %s failed; its note is skipped", type(policy).__name__)
+                continue
+            for index, note in found:
+                if notes is None:
+                    notes = [""] * len(view.results)
+                notes[index] = f"{notes[index]}\n\n{note}" if notes[index] else note
+        return notes
+
+    def should_continue(self, answer: str, previous: StepView | None) -> str | None:
+        """The note that continues the turn instead of ending it, or ``None``."""
+        for policy in self._policies:
+            try:
+                note = policy.should_continue(answer, previous)
+            except Exception:
+                log.exception("nudge policy %s failed; it is skipped", type(policy).__name__)
+                continue
+            if note:
+                return note
+        return None
+
+
+def append_note(content: str, note: str) -> str:
+    """``content`` with ``note`` after a blank line."""
+    return f"{content}\n\n{note}" if content else note
