@@ -1,0 +1,384 @@
+"""``ToolExecutorActor``: runs one step's tool calls and answers with one result per call, in call order.
+
+The loop asks it with :class:`ExecuteTools`; the answer is a tuple of
+:class:`~agentactors.tools.results.ToolResult`, one per call, in the order the
+model made them, whatever order they finished in.  Every outcome is a status
+(``specs/loop.md``): nothing a tool does — raising, hanging, returning too much —
+becomes an exception in the loop.  Only cancellation propagates: a cancelled
+run's turn is discarded, so there is nothing to answer with.
+
+Per call, in order: unknown tool → ``invalid``; arguments that did not parse →
+``invalid``; arguments that break the schema → ``invalid`` (the tool does not
+run); the agent's ``tool_policy`` refuses → ``denied``; then the tool runs
+(sync tools in a worker thread) under its timeout → ``ok`` / ``error`` /
+``timeout``.  A result over the tool's ceiling is refused (``invalid``; the
+payload goes nowhere), then a result over the agent's cap is truncated.  Hints
+are appended to ``error`` and ``invalid`` results only.
+
+The actor holds no per-message state, so one instance may serve many runs with
+runtime ``concurrency > 1``.  Each message gets its own concurrency limiter:
+runs do not share a step's budget.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeAlias
+
+import anyio
+import attrs
+
+from ..events import current_sink, emit
+from ..messages import ToolCall
+from ..tools.registry import Tool, ToolContext, tool
+from ..tools.results import (
+    ToolResult,
+    ToolStatus,
+    ValidationIssue,
+    denied_text,
+    format_error,
+    refusal_text,
+    render_result,
+    timeout_text,
+    truncate,
+    truncated_head_length,
+    unknown_tool_text,
+    unreadable_arguments_text,
+)
+from ..tools.schema import ConversionError
+
+__all__ = ["ExecuteTools", "ExecutionContext", "ToolExecutorActor", "ToolPolicy"]
+
+log = logging.getLogger("agentactors.tools")
+
+#: ``(call, context) -> None`` to allow the call, or a reason string to deny it (may be async).
+ToolPolicy: TypeAlias = Callable[[ToolCall, ToolContext], "str | Awaitable[str | None] | None"]
+
+
+def _positive_cap(_: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ValueError(f"{attribute.name} must be a positive int or None, not {value!r}")
+
+
+def _callable_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{attribute.name} must be callable or None, not {type(value).__name__}")
+
+
+@attrs.frozen(slots=True)
+class ExecutionContext:
+    """What the loop tells the executor about the run a step belongs to.
+
+    ``run_id`` (default: the current event sink's run id), ``agent`` (the
+    agent's name), ``step``; ``max_tool_result_chars`` is the agent's truncation
+    cap (``None``: no cap); ``tool_policy`` may deny calls; ``deps`` is handed
+    to tools through :class:`ToolContext` and never recorded anywhere.
+
+    :raises ValueError: a cap that is not a positive int.
+    :raises TypeError: a ``tool_policy`` that is not callable.
+    """
+
+    run_id: str | None = None
+    agent: str | None = None
+    step: int | None = None
+    max_tool_result_chars: int | None = attrs.field(default=None, validator=_positive_cap)
+    tool_policy: ToolPolicy | None = attrs.field(default=None, validator=_callable_or_none, repr=False)
+    deps: Any = attrs.field(default=None, repr=False)
+
+
+def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    calls = tuple(value)
+    for call in calls:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"ExecuteTools.calls must hold ToolCall objects, not {type(call).__name__}")
+    return calls
+
+
+_DEFAULT_CONTEXT = ExecutionContext()
+
+
+@attrs.frozen(slots=True)
+class ExecuteTools:
+    """Ask: run these calls (one step's) → ``tuple[ToolResult, ...]``, one per call, in call order."""
+
+    calls: tuple[ToolCall, ...] = attrs.field(converter=_to_calls)
+    context: ExecutionContext = attrs.field(default=_DEFAULT_CONTEXT)
+
+    @context.validator
+    def _check_context(self, _: attrs.Attribute[ExecutionContext], value: ExecutionContext) -> None:
+        if not isinstance(value, ExecutionContext):
+            raise TypeError(f"ExecuteTools.context must be an ExecutionContext, not {type(value).__name__}")
+
+
+class ToolExecutorActor:
+    """Executes tool calls: validated, policed, timed out, sized, and each one answered with a status.
+
+    :param tools: :class:`Tool` objects or plain functions (wrapped with ``@tool``).
+    :param max_concurrency_per_step: at most this many calls of one message run at once.
+    :param default_timeout: seconds for a tool that declares none (``None``: no limit).
+    :param tool_policy: a policy applied to every message (a message's own policy applies too).
+    :raises ValueError: duplicate tool names, a non-positive concurrency or timeout.
+    :raises TypeError: something in ``tools`` that is not a function or a Tool.
+
+    Cancellation: cancelling the asker cancels every call in flight (async tools
+    see it; sync tools' threads are abandoned) and propagates; ``tools.finished``
+    events with status ``cancelled`` are emitted for the calls that were running.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool[Any, Any] | Callable[..., Any]] = (),
+        *,
+        max_concurrency_per_step: int = 16,
+        default_timeout: float | None = 60.0,
+        tool_policy: ToolPolicy | None = None,
+    ) -> None:
+        if isinstance(max_concurrency_per_step, bool) or not isinstance(max_concurrency_per_step, int):
+            raise TypeError("max_concurrency_per_step must be an int")
+        if max_concurrency_per_step < 1:
+            raise ValueError(f"max_concurrency_per_step must be at least 1, not {max_concurrency_per_step}")
+        if default_timeout is not None and (
+            isinstance(default_timeout, bool) or not isinstance(default_timeout, int | float) or not default_timeout > 0
+        ):
+            raise ValueError(f"default_timeout must be a positive number of seconds or None, not {default_timeout!r}")
+        if tool_policy is not None and not callable(tool_policy):
+            raise TypeError("tool_policy must be callable: (ToolCall, ToolContext) -> None | reason")
+        table: dict[str, Tool[Any, Any]] = {}
+        for t in tools:
+            if not isinstance(t, Tool):
+                if not callable(t):
+                    raise TypeError(f"tools must be Tool objects or functions, not {type(t).__name__}")
+                t = tool(t)
+            if t.name in table:
+                raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+            table[t.name] = t
+        self._tools: Mapping[str, Tool[Any, Any]] = table
+        self._names = tuple(table)
+        self.max_concurrency_per_step = max_concurrency_per_step
+        self.default_timeout = float(default_timeout) if default_timeout is not None else None
+        self.tool_policy = tool_policy
+
+    @property
+    def tools(self) -> Mapping[str, Tool[Any, Any]]:
+        return self._tools
+
+    def __repr__(self) -> str:
+        return f"ToolExecutorActor(tools={list(self._names)}, max_concurrency_per_step={self.max_concurrency_per_step})"
+
+    async def receive(self, message: ExecuteTools) -> tuple[ToolResult, ...]:
+        """Answer :class:`ExecuteTools`.  :raises TypeError: for any other message."""
+        if not isinstance(message, ExecuteTools):
+            raise TypeError(f"ToolExecutorActor handles ExecuteTools, not {type(message).__name__}")
+        return await self.execute(message.calls, message.context)
+
+    async def execute(
+        self, calls: Iterable[ToolCall], context: ExecutionContext = _DEFAULT_CONTEXT
+    ) -> tuple[ToolResult, ...]:
+        """Run ``calls`` and return one result per call, in call order (see the class docstring)."""
+        calls = tuple(calls)
+        if not calls:
+            return ()
+        if len(calls) == 1:  # the common case: no task group, no limiter
+            return (await self.execute_one(calls[0], context),)
+        results: list[ToolResult | None] = [None] * len(calls)
+        limiter = anyio.CapacityLimiter(self.max_concurrency_per_step)  # per message: runs never share it
+        for group in self._groups(calls):
+            if len(group) == 1:
+                results[group[0]] = await self.execute_one(calls[group[0]], context)
+                continue
+            async with anyio.create_task_group() as tg:
+                for index in group:
+                    tg.start_soon(self._execute_into, results, index, calls[index], context, limiter)
+        return tuple(r for r in results if r is not None)
+
+    def _groups(self, calls: tuple[ToolCall, ...]) -> list[list[int]]:
+        """Call indexes in batches that may run together: a sequential tool's call is a batch of its own."""
+        groups: list[list[int]] = []
+        current: list[int] = []
+        for i, call in enumerate(calls):
+            t = self._tools.get(call.name)
+            if t is not None and t.sequential:
+                if current:
+                    groups.append(current)
+                    current = []
+                groups.append([i])
+            else:
+                current.append(i)
+        if current:
+            groups.append(current)
+        return groups
+
+    async def _execute_into(
+        self,
+        results: list[ToolResult | None],
+        index: int,
+        call: ToolCall,
+        context: ExecutionContext,
+        limiter: anyio.CapacityLimiter,
+    ) -> None:
+        async with limiter:
+            results[index] = await self.execute_one(call, context)
+
+    async def execute_one(self, call: ToolCall, context: ExecutionContext = _DEFAULT_CONTEXT) -> ToolResult:
+        """Run one call to a result, emitting ``tools.started`` and ``tools.finished``.
+
+        Never raises for anything the tool or the model did; cancellation propagates.
+        """
+        started = anyio.current_time()
+        emit("tools.started", call_id=call.id, name=call.name)
+        try:
+            result = await self._dispatch(call, context, started)
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                emit(
+                    "tools.finished",
+                    call_id=call.id,
+                    name=call.name,
+                    status=ToolStatus.cancelled,
+                    duration=anyio.current_time() - started,
+                    size=0,
+                )
+            raise
+        emit(
+            "tools.finished",
+            call_id=call.id,
+            name=call.name,
+            status=result.status,
+            duration=result.duration,
+            size=result.size_chars,
+        )
+        return result
+
+    async def _dispatch(self, call: ToolCall, context: ExecutionContext, started: float) -> ToolResult:
+        t = self._tools.get(call.name)
+        if t is None:
+            return self._finish(
+                call, None, ToolStatus.invalid, unknown_tool_text(call.name, self._names), context, started
+            )
+        if call.arguments_error is not None:
+            text = unreadable_arguments_text(
+                t.name, call.arguments_error, call.arguments_error_detail, t.spec.required, t.fix_text()
+            )
+            return self._finish(call, t, ToolStatus.invalid, text, context, started)
+        issues = t.validate(call.arguments)
+        if issues:
+            return self._finish(call, t, ToolStatus.invalid, t.invalid_text(issues), context, started)
+        sink = current_sink()
+        ctx = ToolContext(
+            call_id=call.id,
+            tool_name=t.name,
+            run_id=context.run_id if context.run_id is not None else (sink.run_id if sink is not None else None),
+            agent=context.agent,
+            step=context.step,
+            deps=context.deps,
+            sink=sink,
+            loop_thread=threading.get_ident(),
+        )
+        for policy in (self.tool_policy, context.tool_policy):
+            if policy is not None:
+                reason = await _ask_policy(policy, call, ctx)
+                if reason is not None:
+                    return self._finish(call, t, ToolStatus.denied, denied_text(t.name, reason), context, started)
+        timeout = t.timeout if t.timeout is not None else self.default_timeout
+        try:
+            if timeout is None:
+                value = await t.invoke(call.arguments, ctx)
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    value = await t.invoke(call.arguments, ctx)
+                if scope.cancelled_caught:
+                    return self._finish(call, t, ToolStatus.timeout, timeout_text(t.name, timeout), context, started)
+        except ConversionError as exc:
+            text = t.invalid_text([_conversion_issue(exc)])
+            return self._finish(call, t, ToolStatus.invalid, text, context, started)
+        except Exception as exc:
+            return self._finish(call, t, ToolStatus.error, format_error(exc), context, started)
+        try:
+            content = render_result(value)
+        except (TypeError, ValueError):
+            text = format_error(TypeError(f"the tool returned a {type(value).__name__} that cannot be sent as JSON"))
+            return self._finish(call, t, ToolStatus.error, text, context, started)
+        del value
+        size = len(content)
+        ceiling = t.result_ceiling
+        if ceiling is not None and size > ceiling.max_chars:
+            # The payload stops here: only its size leaves this function.
+            del content
+            emit(
+                "tools.result_refused",
+                call_id=call.id,
+                name=t.name,
+                size=size,
+                max_chars=ceiling.max_chars,
+                narrow_by=ceiling.narrow_by,
+            )
+            text = refusal_text(t.name, size, ceiling)
+            return self._finish(call, t, ToolStatus.invalid, text, context, started, refused=True, original=size)
+        return self._finish(call, t, ToolStatus.ok, content, context, started, original=size)
+
+    def _finish(
+        self,
+        call: ToolCall,
+        t: Tool[Any, Any] | None,
+        status: ToolStatus,
+        content: str,
+        context: ExecutionContext,
+        started: float,
+        *,
+        refused: bool = False,
+        original: int | None = None,
+    ) -> ToolResult:
+        name = t.name if t is not None else call.name
+        suffix = ""
+        if t is not None and status in (ToolStatus.error, ToolStatus.invalid):
+            hint = t.hint_text(content)
+            if hint is not None:
+                suffix = f"\nHint: {hint}"
+        truncated = False
+        cap = context.max_tool_result_chars
+        # The operator's cap is for what tools produce (results and their error messages); our own
+        # texts (invalid, denied, timeout) are short by construction and must stay whole to be useful.
+        if cap is not None and status in (ToolStatus.ok, ToolStatus.error) and len(content) + len(suffix) > cap:
+            if len(suffix) >= cap:
+                suffix = ""  # a hint as long as the cap itself cannot be kept
+            room = cap - len(suffix)
+            if len(content) > room:
+                size = len(content)
+                content = truncate(name, content, room)
+                truncated = True
+                shown = truncated_head_length(name, size, room)
+                emit("tools.result_truncated", call_id=call.id, name=name, size=size, cap=cap, shown=shown)
+        if suffix:
+            content += suffix
+        return ToolResult(
+            call.id,
+            name,
+            status,
+            content,
+            len(content),
+            max(0.0, anyio.current_time() - started),
+            truncated=truncated,
+            refused=refused,
+            original_chars=original,
+        )
+
+
+async def _ask_policy(policy: ToolPolicy, call: ToolCall, ctx: ToolContext) -> str | None:
+    """The policy's reason to deny (``None`` allows).  A policy that fails denies: it fails closed."""
+    try:
+        verdict: Any = policy(call, ctx)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Exception as exc:
+        log.warning("tool_policy raised %s for tool %r; the call is denied", type(exc).__name__, call.name)
+        return f"the tool policy could not decide ({type(exc).__name__})"
+    if verdict is None:
+        return None
+    return str(verdict) if str(verdict).strip() else "no reason given"
+
+
+def _conversion_issue(exc: ConversionError) -> ValidationIssue:
+    return ValidationIssue(exc.path, exc.expected, "a value that does not convert")

@@ -1,0 +1,561 @@
+"""``@tool``: a Python function as a tool the model can call, with its schema, validator and context.
+
+A :class:`Tool` knows everything about one tool that does not depend on a run:
+its :class:`~agentactors.messages.ToolSpec` (name, description, JSON Schema from
+the type hints and docstring), a compiled Draft 2020-12 validator, how to turn
+validated JSON arguments into the Python values the function takes, and the
+author's declarations (``timeout``, ``result_ceiling``, ``hint``,
+``sequential``, ``read_only``).  Running it for a run — timeouts, statuses,
+events — is the :class:`~agentactors.actors.tools.ToolExecutorActor`'s job.
+
+A parameter annotated :class:`ToolContext` is injected by the executor and is
+not part of the schema.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import typing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import attrs
+import jsonschema
+import jsonschema.exceptions
+
+from ..events import EventSink
+from ..messages import ToolSpec
+from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
+from .schema import (
+    convert,
+    describe_schema,
+    json_default_value,
+    needs_conversion,
+    parse_docstring,
+    schema_for,
+)
+
+__all__ = ["Hint", "Tool", "ToolContext", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: A tool's hint: a fixed text, or ``hint_for(result_text) -> str | None``.
+Hint = str | Callable[[str], str | None]
+
+
+@attrs.frozen(slots=True)
+class ToolContext:
+    """What a running tool may know about the call it serves.
+
+    ``run_id``, ``agent`` (the agent's name), ``call_id``, ``tool_name`` and
+    ``step`` identify the call; ``deps`` is whatever the agent's caller passed
+    for its tools (a database handle, credentials, ...).  ``deps`` is never part
+    of a repr, an event or a log line: only what a tool *returns* reaches the model.
+
+    :meth:`emit` sends a custom event to the run's recorders; :meth:`check_cancelled`
+    lets a *sync* tool in a worker thread stop early when its call was cancelled
+    or timed out (an async tool simply sees the cancellation at its next await).
+    """
+
+    call_id: str
+    tool_name: str
+    run_id: str | None = None
+    agent: str | None = None
+    step: int | None = None
+    deps: Any = attrs.field(default=None, repr=False)
+    _sink: EventSink | None = attrs.field(default=None, repr=False, eq=False, alias="sink")
+    _loop_thread: int | None = attrs.field(default=None, repr=False, eq=False, alias="loop_thread")
+
+    def emit(self, type: str, /, **data: Any) -> None:
+        """Emit ``type`` with ``data`` (plus ``call_id`` and ``tool``) to the run's recorders.
+
+        Safe from a sync tool's worker thread (delivered on the event loop); a
+        no-op when nobody listens or when the call was abandoned.
+
+        :raises ValueError: ``type`` is not a non-empty str.
+        """
+        if not isinstance(type, str) or not type:
+            raise ValueError("an event type must be a non-empty str such as 'tools.progress'")
+        sink = self._sink
+        if sink is None or not sink:
+            return
+        data.setdefault("call_id", self.call_id)
+        data.setdefault("tool", self.tool_name)
+        if self._loop_thread is None or threading.get_ident() == self._loop_thread:
+            sink.emit(type, **data)
+            return
+        try:
+            anyio.from_thread.run_sync(functools.partial(sink.emit, type, **data))
+        except RuntimeError:
+            # The thread was abandoned (timeout / cancellation) and its loop is gone: drop the event.
+            pass
+
+    def check_cancelled(self) -> None:
+        """In a sync tool's worker thread: raise the cancellation if the call was cancelled or timed out.
+
+        A no-op on the event loop's thread (async tools see cancellation at their awaits).
+        """
+        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
+            anyio.from_thread.check_cancelled()
+
+
+def _check_timeout(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"a tool timeout must be a positive number of seconds or None, not {value!r}")
+    return float(value)
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is ToolContext or annotation == "ToolContext"
+
+
+class Tool(Generic[P, R]):
+    """A callable the model can call: the function plus its spec, validator and declarations.
+
+    Build one with :func:`tool` (from a function's signature and docstring) or
+    :meth:`from_spec` (an explicit :class:`ToolSpec`).  Calling the Tool calls
+    the plain function.
+
+    :raises TypeError: the function is not callable, takes ``*args``, or has a
+        parameter whose annotation has no JSON Schema form.
+    :raises ValueError: an invalid name, timeout, ceiling, hint or schema.
+    """
+
+    __slots__ = (
+        "__dict__",  # lets functools.update_wrapper copy __doc__/__name__ for introspection
+        "_context_param",
+        "_converters",
+        "_positional",
+        "_validator",
+        "description",
+        "fn",
+        "hint",
+        "is_async",
+        "read_only",
+        "result_ceiling",
+        "sequential",
+        "spec",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+        result_ceiling: ResultCeiling | None = None,
+        hint: Hint | None = None,
+        sequential: bool = False,
+        read_only: bool = False,
+        spec: ToolSpec | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"@tool needs a function, not {type(fn).__name__}")
+        if result_ceiling is not None and not isinstance(result_ceiling, ResultCeiling):
+            raise TypeError(f"result_ceiling must be a ResultCeiling or None, not {type(result_ceiling).__name__}")
+        if hint is not None and not isinstance(hint, str) and not callable(hint):
+            raise TypeError("hint must be a str, a callable hint_for(result_text) -> str | None, or None")
+        if isinstance(hint, str) and not hint.strip():
+            raise ValueError("hint must not be empty")
+        for flag_name, flag in (("sequential", sequential), ("read_only", read_only)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{flag_name} must be a bool, not {type(flag).__name__}")
+        self.fn: Callable[P, R] = fn
+        self.timeout = _check_timeout(timeout)
+        self.result_ceiling = result_ceiling
+        self.hint = hint
+        self.sequential = sequential
+        self.read_only = read_only
+        self.is_async = _is_async(fn)
+        signature = inspect.signature(fn)
+        hints = _type_hints(fn)
+        self._context_param: str | None = None
+        self._positional: tuple[str, ...] = ()
+        self._converters: dict[str, Any] = {}
+        if spec is not None:
+            if not isinstance(spec, ToolSpec):
+                raise TypeError(f"spec must be a ToolSpec, not {type(spec).__name__}")
+            if name is not None or description is not None:
+                raise ValueError("give either a spec or name/description, not both")
+            self._bind_signature(signature, hints, schema_from_hints=False)
+        else:
+            doc_text, doc_params = parse_docstring(inspect.getdoc(fn))
+            parameters = self._bind_signature(signature, hints, schema_from_hints=True, doc_params=doc_params)
+            tool_name = name if name is not None else getattr(fn, "__name__", None) or type(fn).__name__
+            spec = ToolSpec(
+                tool_name, description if description is not None else doc_text, parameters or _EMPTY_SCHEMA
+            )
+        try:
+            jsonschema.Draft202012Validator.check_schema(spec.parameters)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ValueError(f"tool {spec.name!r}: its parameters are not a valid JSON Schema: {exc.message}") from None
+        self.spec = spec
+        self.description = spec.description
+        # Compiled once per tool: validating a call is then one walk of the arguments.
+        self._validator = jsonschema.Draft202012Validator(spec.parameters)
+        functools.update_wrapper(self, fn)
+
+    @classmethod
+    def from_spec(cls, spec: ToolSpec, fn: Callable[P, R], **options: Any) -> Tool[P, R]:
+        """A tool with an explicit spec; ``fn`` is called with the validated arguments as keywords."""
+        return cls(fn, spec=spec, **options)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.spec.parameters
+
+    @property
+    def takes_context(self) -> bool:
+        return self._context_param is not None
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name!r}{' async' if self.is_async else ''}>"
+
+    # --- building the schema -------------------------------------------------------------------
+
+    def _bind_signature(
+        self,
+        signature: inspect.Signature,
+        hints: Mapping[str, Any],
+        *,
+        schema_from_hints: bool,
+        doc_params: Mapping[str, str] | None = None,
+    ) -> dict[str, Any] | None:
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        positional: list[str] = []
+        open_kwargs = False
+        for param in signature.parameters.values():
+            annotation = hints.get(param.name, param.annotation)
+            if _is_context(annotation):
+                if self._context_param is not None:
+                    raise TypeError(f"{param.name!r}: a tool takes at most one ToolContext parameter")
+                self._context_param = param.name
+                continue
+            if param.kind is param.VAR_POSITIONAL:
+                raise TypeError(f"tool functions cannot take *{param.name}: the model passes named arguments")
+            if param.kind is param.VAR_KEYWORD:
+                open_kwargs = True
+                continue
+            if param.kind is param.POSITIONAL_ONLY:
+                positional.append(param.name)
+            if annotation is inspect.Parameter.empty:
+                annotation = Any
+            if needs_conversion(annotation):
+                self._converters[param.name] = annotation
+            if not schema_from_hints:
+                continue
+            try:
+                prop = schema_for(annotation)
+            except TypeError as exc:
+                raise TypeError(f"parameter {param.name!r}: {exc}") from None
+            if "description" not in prop and doc_params and doc_params.get(param.name):
+                prop["description"] = doc_params[param.name]
+            if param.default is inspect.Parameter.empty:
+                required.append(param.name)
+            else:
+                ok, default = json_default_value(param.default)
+                if ok:
+                    prop["default"] = default
+            properties[param.name] = prop
+        self._positional = tuple(positional)
+        if not schema_from_hints:
+            return None
+        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            schema["required"] = required
+        if not open_kwargs:
+            schema["additionalProperties"] = False
+        return schema
+
+    # --- validating and calling ----------------------------------------------------------------
+
+    def validate(self, arguments: Mapping[str, Any]) -> list[ValidationIssue]:
+        """Every way ``arguments`` break the schema (empty when they are valid); never the values."""
+        issues: list[ValidationIssue] = []
+        seen_required: set[tuple[Any, ...]] = set()
+        for error in self._validator.iter_errors(arguments):
+            issues.extend(_issues_of(error, seen_required))
+        return issues
+
+    def invalid_text(self, issues: Sequence[ValidationIssue]) -> str:
+        """The model-facing text for a call rejected with ``issues``."""
+        return invalid_arguments_text(self.name, issues, self.fix_text())
+
+    def fix_text(self) -> str:
+        """How to call this tool correctly, in one line for the model."""
+        props = self.spec.parameters.get("properties") or {}
+        required = set(self.spec.required)
+        parts = [f"{p} ({describe_schema(s)}{', required' if p in required else ''})" for p, s in props.items()]
+        listed = "; ".join(parts) if parts else "no arguments"
+        if len(listed) > 600:
+            listed = listed[:599] + "…"
+        return f"Fix the arguments and call '{self.name}' again. Its parameters: {listed}."
+
+    def hint_text(self, result_text: str) -> str | None:
+        """The hint to append to an error/invalid result (``None`` when there is none).
+
+        A ``hint_for`` callable that raises counts as no hint: a hint must never
+        turn a tool result into a crash.
+        """
+        hint = self.hint
+        if hint is None:
+            return None
+        if isinstance(hint, str):
+            return hint
+        try:
+            value = hint(result_text)
+        except Exception:
+            return None
+        return value if isinstance(value, str) and value.strip() else None
+
+    def prepare(self, arguments: Mapping[str, Any], context: ToolContext | None) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword arguments for the function from validated JSON ``arguments``.
+
+        :raises ConversionError: an argument could not become its annotated type.
+        """
+        kwargs = dict(arguments)
+        for key, annotation in self._converters.items():
+            if key in kwargs:
+                kwargs[key] = convert(kwargs[key], annotation, key)
+        args = [kwargs.pop(p) for p in self._positional if p in kwargs]
+        if self._context_param is not None:
+            kwargs[self._context_param] = context
+        return args, kwargs
+
+    async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> Any:
+        """Run the tool with validated ``arguments``: async on the loop, sync in a worker thread.
+
+        A sync tool's thread is abandoned (result discarded) when the caller is
+        cancelled or times out; an async tool sees the cancellation at its next await.
+
+        :raises ConversionError: see :meth:`prepare`.
+        :raises Exception: whatever the tool raises.
+        """
+        args, kwargs = self.prepare(arguments, context)
+        if self.is_async:
+            return await typing.cast(Callable[..., Awaitable[Any]], self.fn)(*args, **kwargs)
+        call = functools.partial(self.fn, *args, **kwargs)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target):
+        return True
+    call = getattr(target, "__call__", None)  # noqa: B004 - an object with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        target = getattr(target, "__call__", target)  # noqa: B004
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise TypeError(f"cannot resolve the type hints of {name}: {exc}") from exc
+
+
+# --- validation issues (types, never values) ----------------------------------------------------
+
+_JSON_TYPE_ARTICLE = {
+    "null": "null",
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def _path(parts: Sequence[Any]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            key = str(part)
+            key = key if len(key) <= 40 else key[:39] + "…"
+            out += f".{key}" if out else key
+    return out or "arguments"
+
+
+def _issues_of(
+    error: jsonschema.exceptions.ValidationError, seen_required: set[tuple[Any, ...]]
+) -> list[ValidationIssue]:
+    path = list(error.absolute_path)
+    instance = error.instance
+    got = _json_type(instance)
+    kind = str(error.validator)
+    value: Any = error.validator_value
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if kind == "required":
+        key = tuple(path)
+        if key in seen_required or not isinstance(instance, dict):
+            return []
+        seen_required.add(key)
+        props = schema.get("properties") or {}
+        return [
+            ValidationIssue(_path([*path, name]), f"{describe_schema(props.get(name))} (required)", "nothing")
+            for name in value
+            if name not in instance
+        ]
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        allowed = list((schema.get("properties") or {}).keys())
+        allowed_text = ", ".join(allowed) if allowed else "none"
+        return [
+            ValidationIssue(
+                _path([*path, extra]), f"no such property (allowed: {allowed_text})", _json_type(instance[extra])
+            )
+            for extra in instance
+            if extra not in allowed
+        ]
+    if kind == "type":
+        kinds = value if isinstance(value, list) else [value]
+        expected = " or ".join(_JSON_TYPE_ARTICLE.get(k, str(k)) for k in kinds)
+        return [ValidationIssue(_path(path), expected, got)]
+    if kind in ("anyOf", "oneOf"):
+        return [ValidationIssue(_path(path), describe_schema(schema), got)]
+    if kind == "enum":
+        return [ValidationIssue(_path(path), describe_schema(schema), f"{got} that is not one of them")]
+    if kind == "const":
+        return [ValidationIssue(_path(path), describe_schema(schema), f"{got} that differs")]
+    bounds = {
+        "minimum": f"a number ≥ {value}",
+        "maximum": f"a number ≤ {value}",
+        "exclusiveMinimum": f"a number > {value}",
+        "exclusiveMaximum": f"a number < {value}",
+        "multipleOf": f"a multiple of {value}",
+    }
+    if kind in bounds:
+        return [ValidationIssue(_path(path), bounds[kind], f"{got} out of that range")]
+    if kind in ("minLength", "maxLength") and isinstance(instance, str):
+        word = "at least" if kind == "minLength" else "at most"
+        return [ValidationIssue(_path(path), f"a string of {word} {value} chars", f"a string of {len(instance)} chars")]
+    if kind in ("minItems", "maxItems", "items", "prefixItems") and isinstance(instance, list):
+        if kind == "minItems":
+            expected = f"an array of at least {value} items"
+        elif kind == "maxItems":
+            expected = f"an array of at most {value} items"
+        else:
+            expected = f"an array of at most {len(schema.get('prefixItems') or [])} items"
+        return [ValidationIssue(_path(path), expected, f"an array of {len(instance)} items")]
+    if kind == "uniqueItems":
+        return [ValidationIssue(_path(path), "an array of unique items", "an array with duplicates")]
+    if kind == "pattern":
+        return [ValidationIssue(_path(path), f"a string matching the pattern {value}", "a string that does not match")]
+    if kind in ("minProperties", "maxProperties") and isinstance(instance, dict):
+        word = "at least" if kind == "minProperties" else "at most"
+        return [
+            ValidationIssue(_path(path), f"an object with {word} {value} properties", f"{len(instance)} properties")
+        ]
+    return [ValidationIssue(_path(path), f"a value satisfying '{kind}' ({describe_schema(schema)})", got)]
+
+
+# --- the decorator ------------------------------------------------------------------------------
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    result_ceiling: ResultCeiling | None = None,
+    hint: Hint | None = None,
+    sequential: bool = False,
+    read_only: bool = False,
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    result_ceiling: ResultCeiling | None = None,
+    hint: Hint | None = None,
+    sequential: bool = False,
+    read_only: bool = False,
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Turn a function (async or sync) into a :class:`Tool`: ``@tool`` or ``@tool(...)``.
+
+    :param name: the tool's name (default: the function's name).
+    :param description: what the model reads (default: the docstring's first paragraph).
+    :param timeout: seconds before the call ends with status ``timeout`` (default: the executor's).
+    :param result_ceiling: refuse results over this size (status ``invalid``, no data returned).
+    :param hint: a text, or ``hint_for(result_text) -> str | None``, appended to error and
+        invalid results only.
+    :param sequential: run alone, never concurrently with the other calls of a step.
+    :param read_only: the tool has no side effects (the loop may suggest batching calls to it).
+    :raises TypeError, ValueError: see :class:`Tool`.
+    """
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "timeout": timeout,
+        "result_ceiling": result_ceiling,
+        "hint": hint,
+        "sequential": sequential,
+        "read_only": read_only,
+    }
+    if fn is not None:
+        return Tool(fn, **options)
+
+    def decorate(f: Callable[P, R]) -> Tool[P, R]:
+        return Tool(f, **options)
+
+    return decorate

@@ -1,0 +1,349 @@
+"""What a tool call comes back as: one status for every outcome, and the texts the model reads.
+
+Every call the model makes gets exactly one :class:`ToolResult`; its
+:class:`ToolStatus` says what happened (``specs/loop.md``, "Tool results").  The
+model-facing texts live here, in one place, so the loop, the executor and the
+tests agree on them word for word:
+
+* :func:`invalid_arguments_text` — a call rejected by schema validation (types,
+  never values, of what was sent; at most :data:`MAX_LISTED_ISSUES` issues);
+* :func:`refusal_text` — a result over the tool author's :class:`ResultCeiling`;
+* :func:`truncate` — a result over the operator's ``max_tool_result_chars`` cap;
+* :func:`format_error` / :func:`timeout_text` / :func:`denied_text` / :func:`unknown_tool_text`.
+
+Two answers to an oversized result serve two owners.  The author's ceiling
+*refuses* (the payload never leaves the dispatch; the model retries narrower).
+The operator's cap *truncates* (a marker plus a verbatim head).  The ceiling is
+checked first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import PurePath
+from typing import Any
+
+import attrs
+
+from ..errors import redact
+from ..messages import Message
+
+__all__ = [
+    "MAX_LISTED_ISSUES",
+    "ResultCeiling",
+    "ToolResult",
+    "ToolStatus",
+    "ValidationIssue",
+    "denied_text",
+    "format_error",
+    "invalid_arguments_text",
+    "refusal_text",
+    "render_result",
+    "timeout_text",
+    "truncate",
+    "truncated_head_length",
+    "truncation_marker",
+    "unknown_tool_text",
+    "unreadable_arguments_text",
+]
+
+#: At most this many validation issues are listed to the model (the rest are counted).
+MAX_LISTED_ISSUES = 10
+
+
+class ToolStatus(enum.StrEnum):
+    """How a tool call ended.  Closed: every outcome is one of these.
+
+    ``ok`` the tool returned; ``error`` it raised; ``invalid`` the call could not
+    be run as asked (unknown tool, bad or unparseable arguments, result over its
+    ceiling); ``denied`` the agent's ``tool_policy`` refused it; ``timeout`` it
+    ran past its timeout; ``cancelled`` the run was cancelled mid-call.
+    """
+
+    ok = "ok"
+    error = "error"
+    invalid = "invalid"
+    denied = "denied"
+    timeout = "timeout"
+    cancelled = "cancelled"
+
+
+def _non_negative_int(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative int, not {value!r}")
+
+
+def _to_names(value: str | Iterable[str]) -> tuple[str, ...]:
+    # A bare string is one parameter name, not a sequence of letters.
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen(slots=True)
+class ResultCeiling:
+    """The largest result a tool's author considers sane.
+
+    A result over ``max_chars`` characters is *refused*: status ``invalid``, no
+    data returned, and the model is told to call again narrowing by the
+    parameters named in ``narrow_by`` (e.g. ``("limit", "since")``).
+
+    :raises ValueError: ``max_chars`` is not a positive int, or a ``narrow_by`` entry is not a non-empty str.
+    """
+
+    max_chars: int = attrs.field()
+    narrow_by: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
+
+    @max_chars.validator
+    def _check_max(self, _: attrs.Attribute[int], value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"ResultCeiling.max_chars must be a positive int, not {value!r}")
+
+    @narrow_by.validator
+    def _check_narrow(self, _: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+        for name in value:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"ResultCeiling.narrow_by must hold non-empty parameter names, not {name!r}")
+
+
+@attrs.frozen(slots=True)
+class ToolResult:
+    """The outcome of one tool call, as the model will read it.
+
+    ``content`` is the model-facing text; ``size_chars`` its length;
+    ``duration`` seconds spent dispatching the call (validation included).
+    ``original_chars`` is the size of what the tool returned before a cap or a
+    ceiling acted (``None`` when the tool produced nothing: invalid, denied,
+    timeout, ...); ``truncated`` / ``refused`` say which of the two acted.
+
+    :raises ValueError: for a status that is not a :class:`ToolStatus`, a
+        negative size or duration, or a non-str content.
+    """
+
+    call_id: str = attrs.field()
+    name: str = attrs.field()
+    status: ToolStatus = attrs.field(converter=ToolStatus)
+    content: str = attrs.field()
+    size_chars: int = attrs.field(validator=_non_negative_int)
+    duration: float = attrs.field()
+    truncated: bool = False
+    refused: bool = False
+    original_chars: int | None = None
+
+    @call_id.validator
+    def _check_call_id(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"ToolResult.call_id must be a str, not {type(value).__name__}")
+
+    @name.validator
+    def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError("ToolResult.name must be a non-empty str")
+
+    @content.validator
+    def _check_content(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"ToolResult.content must be a str, not {type(value).__name__}")
+
+    @duration.validator
+    def _check_duration(self, _: attrs.Attribute[float], value: float) -> None:
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"ToolResult.duration must be a non-negative number, not {value!r}")
+
+    @classmethod
+    def of(
+        cls,
+        call_id: str,
+        name: str,
+        status: ToolStatus | str,
+        content: str,
+        duration: float = 0.0,
+        **extra: Any,
+    ) -> ToolResult:
+        """Build a result whose ``size_chars`` is ``len(content)``."""
+        return cls(call_id, name, ToolStatus(status), content, len(content), duration, **extra)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ToolStatus.ok
+
+    @property
+    def is_error(self) -> bool:
+        """Every status but ``ok`` reads as an error result on the wire."""
+        return self.status is not ToolStatus.ok
+
+    def to_message(self) -> Message:
+        """The tool message that feeds this result back to the model."""
+        return Message.tool(self.call_id, self.content, self.name, is_error=self.is_error)
+
+
+# --- rendering a tool's return value -------------------------------------------------------------
+
+
+def _json_default(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return attrs.asdict(value, recurse=False)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, set | frozenset):
+        try:
+            return sorted(value)
+        except TypeError:
+            return list(value)
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, uuid.UUID | decimal.Decimal | PurePath):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    dump = getattr(value, "model_dump", None)  # pydantic models, without importing pydantic
+    if callable(dump):
+        return dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def render_result(value: Any) -> str:
+    """A tool's return value as the text the model reads: a str as is, anything else as JSON.
+
+    ``None`` becomes ``"null"``.  attrs classes, dataclasses, enums, sets, dates,
+    UUIDs, paths, bytes and pydantic models are converted.
+
+    :raises TypeError: the value cannot be represented as JSON.
+    """
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+# --- the texts the model reads -------------------------------------------------------------------
+
+
+def format_error(exc: BaseException) -> str:
+    """``Error: <ExcType>: <message>`` with registered secrets removed, no traceback."""
+    message = redact(str(exc)).strip()
+    name = type(exc).__name__
+    return f"Error: {name}: {message}" if message else f"Error: {name}"
+
+
+def timeout_text(name: str, seconds: float) -> str:
+    return (
+        f"Tool '{name}' timed out after {seconds:g} s and returned no result. "
+        "Try narrower parameters or a smaller request."
+    )
+
+
+def denied_text(name: str, reason: str) -> str:
+    reason = redact(reason.strip()).rstrip(".") or "no reason given"
+    return (
+        f"Call refused: tool '{name}' was denied by this agent's tool policy — the call was not executed. "
+        f"Reason: {reason}. Do not call '{name}' again; continue without it."
+    )
+
+
+def unknown_tool_text(name: str, available: Sequence[str]) -> str:
+    listed = ", ".join(f"'{n}'" for n in available) if available else "(none)"
+    return (
+        f"Invalid call: there is no tool named '{_clip(name, 64)}' — the call was not executed. "
+        f"Available tools: {listed}. Call one of them by its exact name."
+    )
+
+
+def refusal_text(name: str, size: int, ceiling: ResultCeiling) -> str:
+    """The text of a refused result; counts carry thousands separators, like the truncation marker."""
+    suggestions = (", e.g. " + ", ".join(f"'{p}'" for p in ceiling.narrow_by)) if ceiling.narrow_by else ""
+    return (
+        f"Result too large: {name} returned {size:,} chars, over its {ceiling.max_chars:,}-char ceiling. "
+        f"No data was returned. Call it again with narrower parameters{suggestions}."
+    )
+
+
+def truncation_marker(name: str, size: int, shown: int) -> str:
+    """``[truncated: T returned 191,245 chars; showing the first 7,900 of them]``."""
+    return f"[truncated: {name} returned {size:,} chars; showing the first {shown:,} of them]"
+
+
+def truncated_head_length(name: str, size: int, cap: int) -> int:
+    """How many chars of a ``size``-char result fit after the marker within ``cap`` (0 when none do)."""
+    # The marker states how many chars follow, and its own length depends on that
+    # number's digits: iterate to the fixed point (a few rounds at most).
+    shown = max(0, cap - len(truncation_marker(name, size, 0)) - 1)
+    for _ in range(8):
+        room = max(0, cap - len(truncation_marker(name, size, shown)) - 1)
+        if room == shown:
+            break
+        shown = room
+    while shown > 0 and len(truncation_marker(name, size, shown)) + 1 + shown > cap:
+        shown -= 1  # a digit boundary can leave the fixed point one over; step down until it fits
+    return shown
+
+
+def truncate(name: str, content: str, cap: int) -> str:
+    """``content`` cut to at most ``cap`` chars as ``marker + "\\n" + head``.
+
+    ``head`` is the longest verbatim prefix of ``content`` that keeps the whole
+    within ``cap``.  Content at or under the cap is returned as the same object.
+    When the cap is too small to hold even the marker, the marker itself is
+    clipped to the cap (the invariant ``len(result) <= cap`` always holds).
+    """
+    size = len(content)
+    if size <= cap:
+        return content
+    shown = truncated_head_length(name, size, cap)
+    marker = truncation_marker(name, size, shown)
+    if len(marker) + 1 + shown > cap:
+        return marker[:cap]
+    return marker + "\n" + content[:shown]
+
+
+def unreadable_arguments_text(name: str, error: str, detail: str | None, required: Sequence[str], fix: str) -> str:
+    """The text for a call whose arguments did not parse (``"unparseable"``) or were missing (``"empty"``)."""
+    head = f"Invalid arguments for tool '{name}' — the call was not executed."
+    if error == "empty":
+        needed = ", ".join(required) if required else "its parameters"
+        why = f"No arguments were sent, but '{name}' requires: {needed}."
+    else:
+        because = f" ({redact(_clip(detail.strip(), 200))})" if detail and detail.strip() else ""
+        why = (
+            f"The arguments were not a complete JSON object{because}. If they were cut off at max_tokens, "
+            "ask for less or split the call into smaller ones; otherwise send one valid JSON object."
+        )
+    return f"{head}\n{why}\n{fix}"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@attrs.frozen(slots=True)
+class ValidationIssue:
+    """One problem with a call's arguments: where, what was expected, and the JSON type that was sent."""
+
+    path: str
+    expected: str
+    got: str
+
+    def line(self) -> str:
+        return f"- {self.path}: expected {self.expected}, got {self.got}"
+
+
+def invalid_arguments_text(name: str, issues: Sequence[ValidationIssue], fix: str) -> str:
+    """The model-facing text of a call rejected before running.
+
+    Lists at most :data:`MAX_LISTED_ISSUES` issues (and how many more there
+    were), then ``fix``: how to call the tool correctly.
+    """
+    lines = [f"Invalid arguments for tool '{name}' — the call was not executed."]
+    lines.extend(issue.line() for issue in issues[:MAX_LISTED_ISSUES])
+    extra = len(issues) - MAX_LISTED_ISSUES
+    if extra > 0:
+        lines.append(f"- ... and {extra} more issue{'s' if extra != 1 else ''}")
+    lines.append(fix)
+    return "\n".join(lines)

@@ -1,0 +1,532 @@
+"""Python type hints to JSON Schema, JSON arguments back to Python values, and docstring parsing.
+
+The schema is what the model sees; the conversion is what the tool receives.  Both
+walk the same annotation with the same rules, so a value that validates against
+the schema converts into the annotated type:
+
+====================================  =============================================  ==========================
+annotation                            schema                                         the tool receives
+====================================  =============================================  ==========================
+``str`` ``int`` ``float`` ``bool``    ``string`` ``integer`` ``number`` ``boolean``  the value (``float`` for
+                                                                                     an integral ``number``)
+``None``                              ``null``                                       ``None``
+``X | None``, ``Union[X, Y]``         ``anyOf``                                      the matching member
+``list[T]``, ``Sequence[T]``          ``array`` of ``T``                             ``list``
+``tuple[T, ...]`` / ``tuple[A, B]``   ``array`` / ``prefixItems``                    ``tuple``
+``set[T]``, ``frozenset[T]``          ``array`` with ``uniqueItems``                 ``set`` / ``frozenset``
+``dict[str, V]``, ``Mapping[str, V]``  ``object`` with ``additionalProperties``      ``dict``
+``Literal[...]``, an ``Enum``         ``enum`` (of the members' values)              the literal / the member
+attrs class, dataclass, ``TypedDict``  nested ``object``                             an instance / a ``dict``
+``datetime``, ``date``, ``UUID``,     ``string`` with a ``format``                   the parsed value
+``Path``
+``Annotated[T, "text"]``              ``T``'s schema with ``description``            as for ``T``
+``Any``                               ``{}`` (anything)                              the value
+====================================  =============================================  ==========================
+
+Recursive classes are rejected (vendors accept no ``$ref`` cycles reliably).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import datetime as _dt
+import enum
+import inspect
+import json
+import re
+import types
+import typing
+import uuid
+from pathlib import Path, PurePath
+from typing import Annotated, Any, Literal, Union
+
+import attrs
+
+__all__ = [
+    "ConversionError",
+    "convert",
+    "describe_schema",
+    "json_default_value",
+    "needs_conversion",
+    "parse_docstring",
+    "schema_for",
+    "unwrap_annotated",
+]
+
+_SCALARS: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_SEQUENCES = (list, cabc.Sequence, cabc.MutableSequence, cabc.Iterable, cabc.Collection)
+_SETS = (set, frozenset, cabc.Set, cabc.MutableSet)
+_MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
+_FORMATTED: dict[type, str] = {_dt.datetime: "date-time", _dt.date: "date", uuid.UUID: "uuid"}
+
+
+class ConversionError(ValueError):
+    """A validated argument could not become the annotated Python value (a date that does not parse, ...).
+
+    ``path`` names where; ``expected`` what was wanted.  Neither holds the value.
+    """
+
+    def __init__(self, path: str, expected: str) -> None:
+        super().__init__(f"{path}: expected {expected}")
+        self.path = path
+        self.expected = expected
+
+
+def unwrap_annotated(tp: Any) -> tuple[Any, str | None]:
+    """``Annotated[T, "text", ...]`` → ``(T, "text")``; anything else → ``(tp, None)``."""
+    description: str | None = None
+    while typing.get_origin(tp) is Annotated:
+        for meta in tp.__metadata__:
+            if isinstance(meta, str) and description is None:
+                description = meta
+        tp = tp.__origin__
+    return tp, description
+
+
+def _is_union(tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    return origin is Union or origin is types.UnionType
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return isinstance(tp, type) and typing.is_typeddict(tp)
+
+
+def _is_record(tp: Any) -> bool:
+    return isinstance(tp, type) and (attrs.has(tp) or dataclasses.is_dataclass(tp) or _is_typeddict(tp))
+
+
+def json_default_value(value: Any) -> tuple[bool, Any]:
+    """``(True, jsonable)`` for a default that can be recorded in a schema, else ``(False, None)``."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    elif isinstance(value, tuple | frozenset | set):
+        value = list(value)
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False, None
+    return True, value
+
+
+def _class_description(cls: type) -> str | None:
+    doc = inspect.getdoc(cls)
+    if not doc:
+        return None
+    # dataclasses invent "Name(field: type, ...)" docstrings; they describe nothing.
+    if dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "("):
+        return None
+    if doc == inspect.getdoc(object) or doc == inspect.getdoc(dict):
+        return None
+    text, _ = parse_docstring(doc)
+    return text or None
+
+
+def _record_fields(cls: type) -> list[tuple[str, Any, bool, tuple[bool, Any], str | None]]:
+    """``(init name, annotation, required, (has default, default), description)`` for each init field."""
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception as exc:  # unresolvable forward references: say which class
+        raise TypeError(f"cannot resolve the type hints of {cls.__qualname__}: {exc}") from exc
+    out: list[tuple[str, Any, bool, tuple[bool, Any], str | None]] = []
+    if attrs.has(cls):
+        for f in attrs.fields(cls):
+            if not f.init:
+                continue
+            required = f.default is attrs.NOTHING
+            default = (False, None)
+            if not required and not isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
+                default = json_default_value(f.default)
+            desc = f.metadata.get("description") if f.metadata else None
+            out.append((f.alias or f.name, hints.get(f.name, Any), required, default, desc))
+    elif dataclasses.is_dataclass(cls):
+        for df in dataclasses.fields(cls):
+            if not df.init:
+                continue
+            has_default = df.default is not dataclasses.MISSING
+            required = not has_default and df.default_factory is dataclasses.MISSING
+            default = json_default_value(df.default) if has_default else (False, None)
+            desc = df.metadata.get("description") if df.metadata else None
+            out.append((df.name, hints.get(df.name, Any), required, default, desc))
+    else:  # TypedDict
+        required_keys = getattr(cls, "__required_keys__", frozenset(hints))
+        for key, hint in hints.items():
+            inner = hint
+            # NotRequired/Required wrappers are already reflected in __required_keys__.
+            while typing.get_origin(inner) in (typing.NotRequired, typing.Required):
+                inner = typing.get_args(inner)[0]
+            out.append((key, inner, key in required_keys, (False, None), None))
+    return out
+
+
+def schema_for(tp: Any, *, _stack: tuple[type, ...] = ()) -> dict[str, Any]:
+    """The JSON Schema of annotation ``tp`` (see the module table).
+
+    :raises TypeError: the annotation has no JSON form (a callable, a recursive
+        class, a mapping with non-string keys, ...).
+    """
+    tp, description = unwrap_annotated(tp)
+    schema = _schema_for(tp, _stack)
+    if description:
+        schema = {**schema, "description": description}
+    return schema
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"enum": values}
+    kinds = {_json_type_of(v) for v in values}
+    if len(kinds) == 1:
+        schema = {"type": kinds.pop(), **schema}
+    return schema
+
+
+def _json_type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _schema_for(tp: Any, stack: tuple[type, ...]) -> dict[str, Any]:
+    if tp is Any or tp is object:
+        return {}
+    if tp is None or tp is type(None):
+        return {"type": "null"}
+    if tp in _SCALARS:
+        return {"type": _SCALARS[tp]}
+    if isinstance(tp, type) and tp in _FORMATTED:
+        return {"type": "string", "format": _FORMATTED[tp]}
+    if isinstance(tp, type) and issubclass(tp, PurePath):
+        return {"type": "string"}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_schema([m.value for m in tp])
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is Literal:
+        return _enum_schema([a.value if isinstance(a, enum.Enum) else a for a in args])
+    if _is_union(tp):
+        return {"anyOf": [schema_for(a, _stack=stack) for a in args]}
+    if tp in _SEQUENCES or origin in _SEQUENCES:
+        return {"type": "array", "items": schema_for(args[0], _stack=stack)} if args else {"type": "array"}
+    if tp is tuple or origin is tuple:
+        if not args:
+            return {"type": "array"}
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": schema_for(args[0], _stack=stack)}
+        if args == ((),):  # tuple[()]
+            return {"type": "array", "maxItems": 0}
+        return {
+            "type": "array",
+            "prefixItems": [schema_for(a, _stack=stack) for a in args],
+            "items": False,
+            "minItems": len(args),
+            "maxItems": len(args),
+        }
+    if tp in _SETS or origin in _SETS:
+        out: dict[str, Any] = {"type": "array", "uniqueItems": True}
+        if args:
+            out["items"] = schema_for(args[0], _stack=stack)
+        return out
+    if tp in _MAPPINGS or origin in _MAPPINGS:
+        if not args:
+            return {"type": "object"}
+        key, _ = unwrap_annotated(args[0])
+        if key is not str and key is not Any:
+            raise TypeError(f"{tp!r}: JSON object keys are strings, so a mapping's key type must be str")
+        return {"type": "object", "additionalProperties": schema_for(args[1], _stack=stack)}
+    if _is_record(tp):
+        if tp in stack:
+            raise TypeError(f"{tp.__qualname__} refers to itself; recursive types cannot be tool parameters")
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for name, hint, is_required, (has_default, default), desc in _record_fields(tp):
+            prop = schema_for(hint, _stack=(*stack, tp))
+            if desc and "description" not in prop:
+                prop["description"] = desc
+            if has_default:
+                prop["default"] = default
+            properties[name] = prop
+            if is_required:
+                required.append(name)
+        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        cls_desc = _class_description(tp)
+        if cls_desc:
+            schema["description"] = cls_desc
+        return schema
+    raise TypeError(
+        f"cannot describe {tp!r} as JSON Schema: use str, int, float, bool, None, lists, tuples, sets, "
+        "dicts with str keys, Literal, an Enum, unions of these, or attrs / dataclass / TypedDict classes"
+    )
+
+
+def needs_conversion(tp: Any) -> bool:
+    """Whether a JSON value must be converted to match ``tp`` (so plain JSON types skip the walk)."""
+    tp, _ = unwrap_annotated(tp)
+    if tp in (str, int, bool, Any, object, None, type(None)):
+        return False
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return any(isinstance(a, enum.Enum) for a in typing.get_args(tp))
+    if _is_union(tp) or tp in _SEQUENCES or origin in _SEQUENCES or tp in _MAPPINGS or origin in _MAPPINGS:
+        return any(needs_conversion(a) for a in typing.get_args(tp))
+    if _is_typeddict(tp):
+        return any(needs_conversion(h) for _, h, _, _, _ in _record_fields(tp))
+    return True  # float, tuples, sets, enums, records, formatted strings
+
+
+def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
+    """Turn a validated JSON value into the Python value annotation ``tp`` describes.
+
+    :raises ConversionError: the value cannot become that type (a malformed date, ...).
+    """
+    tp, _ = unwrap_annotated(tp)
+    if value is None or tp is Any or tp is object:
+        return value
+    if tp is float:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if tp in _SCALARS:
+        return value
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise ConversionError(path, f"one of the {tp.__name__} values") from None
+    if origin is Literal:
+        for a in args:
+            if isinstance(a, enum.Enum) and a.value == value:
+                return a
+        return value
+    if isinstance(tp, type) and tp in _FORMATTED:
+        return _parse_formatted(value, tp, path)
+    if isinstance(tp, type) and issubclass(tp, PurePath):
+        return tp(value) if tp is not PurePath else Path(value)
+    if _is_union(tp):
+        for member in args:
+            if _matches(value, member):
+                return convert(value, member, path)
+        return value
+    if tp in _SEQUENCES or origin in _SEQUENCES:
+        return [convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
+    if tp is tuple or origin is tuple:
+        if not args or args == ((),):
+            return tuple(value)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value))
+        return tuple(convert(v, a, f"{path}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=False)))
+    if tp in _SETS or origin in _SETS:
+        items = [convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
+        return frozenset(items) if (tp is frozenset or origin is frozenset) else set(items)
+    if tp in _MAPPINGS or origin in _MAPPINGS:
+        if not args:
+            return dict(value)
+        return {k: convert(v, args[1], f"{path}.{k}") for k, v in value.items()}
+    if _is_record(tp):
+        fields = {name: hint for name, hint, _, _, _ in _record_fields(tp)}
+        kwargs = {k: convert(v, fields.get(k, Any), f"{path}.{k}") for k, v in value.items()}
+        if _is_typeddict(tp):
+            return kwargs
+        try:
+            return tp(**kwargs)
+        except (TypeError, ValueError) as exc:  # the class's own validators rejected it
+            raise ConversionError(path, f"a valid {tp.__name__} ({type(exc).__name__})") from None
+    return value
+
+
+def _matches(value: Any, tp: Any) -> bool:
+    """Whether a JSON value plausibly belongs to union member ``tp`` (first match wins)."""
+    tp, _ = unwrap_annotated(tp)
+    if tp is Any or tp is object:
+        return True
+    if tp is None or tp is type(None):
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    origin = typing.get_origin(tp)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return any(m.value == value for m in tp)
+    if origin is Literal:
+        return any((a.value if isinstance(a, enum.Enum) else a) == value for a in typing.get_args(tp))
+    if _is_union(tp):
+        return any(_matches(value, a) for a in typing.get_args(tp))
+    if _is_record(tp) or tp in _MAPPINGS or origin in _MAPPINGS:
+        return isinstance(value, dict)
+    if tp in (*_SEQUENCES, *_SETS, tuple) or origin in (*_SEQUENCES, *_SETS, tuple):
+        return isinstance(value, list)
+    if isinstance(tp, type) and (tp in _FORMATTED or issubclass(tp, PurePath)):
+        return isinstance(value, str)
+    return False
+
+
+def _parse_formatted(value: Any, tp: type, path: str) -> Any:
+    try:
+        if tp is _dt.datetime:
+            return _dt.datetime.fromisoformat(value)
+        if tp is _dt.date:
+            return _dt.date.fromisoformat(value)
+        return uuid.UUID(value)
+    except (TypeError, ValueError):
+        raise ConversionError(path, f"a {_FORMATTED[tp]} string") from None
+
+
+# --- describing a schema in a few words (for the model's fix-it text) ---------------------------
+
+
+def describe_schema(schema: Any) -> str:
+    """A short human description of a schema: ``integer``, ``array of string``, ``one of 'a', 'b'``."""
+    if not isinstance(schema, dict) or not schema:
+        return "any value"
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"][:12])
+    if "const" in schema:
+        return "the constant " + json.dumps(schema["const"], ensure_ascii=False)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " or ".join(dict.fromkeys(describe_schema(s) for s in schema[key]))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array":
+        items = schema.get("items")
+        if isinstance(items, dict) and items:
+            return f"array of {describe_schema(items)}"
+        if "prefixItems" in schema:
+            return "array [" + ", ".join(describe_schema(s) for s in schema["prefixItems"]) + "]"
+        return "array"
+    if kind == "object" and isinstance(schema.get("properties"), dict):
+        return "object {" + ", ".join(schema["properties"]) + "}"
+    if kind == "string" and "format" in schema:
+        return f"string ({schema['format']})"
+    return str(kind) if kind else "any value"
+
+
+# --- docstrings --------------------------------------------------------------------------------
+
+_GOOGLE_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters)\s*:\s*$", re.I
+)
+_ANY_GOOGLE_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|Yields?|"
+    r"Raises|Examples?|Notes?|Attributes|See Also|Warnings?|Todo|References)\s*:\s*$",
+    re.I,
+)
+_NUMPY_UNDERLINE = re.compile(r"^\s*-{3,}\s*$")
+_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_NUMPY_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?::.*)?$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?\*{0,2}(\w+)\s*:\s*(.*)$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """``(description, {parameter: description})`` from a Google, NumPy or Sphinx-style docstring.
+
+    The description is the first paragraph, its lines joined by spaces.
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description_lines: list[str] = []
+    for n, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or _ANY_GOOGLE_SECTION.match(stripped) or stripped.startswith(":"):
+            break
+        if n + 1 < len(lines) and _NUMPY_UNDERLINE.match(lines[n + 1]):  # a NumPy section title
+            break
+        description_lines.append(stripped)
+    params: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if _GOOGLE_SECTION.match(stripped):
+            i = _parse_google(lines, i + 1, _indent(line), params)
+            continue
+        if (
+            stripped.lower() in ("parameters", "other parameters", "keyword arguments")
+            and i + 1 < len(lines)
+            and _NUMPY_UNDERLINE.match(lines[i + 1])
+        ):
+            i = _parse_numpy(lines, i + 2, _indent(line), params)
+            continue
+        m = _SPHINX_PARAM.match(stripped)
+        if m:
+            text = [m.group(2).strip()]
+            i += 1
+            while i < len(lines) and lines[i].strip() and _indent(lines[i]) > _indent(line):
+                text.append(lines[i].strip())
+                i += 1
+            params[m.group(1)] = " ".join(t for t in text if t)
+            continue
+        i += 1
+    return " ".join(description_lines), params
+
+
+def _parse_google(lines: list[str], i: int, header_indent: int, params: dict[str, str]) -> int:
+    entry_indent: int | None = None
+    current: str | None = None
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        indent = _indent(line)
+        if indent <= header_indent:
+            break
+        if entry_indent is None:
+            entry_indent = indent
+        m = _GOOGLE_ENTRY.match(line.strip()) if indent == entry_indent else None
+        if m:
+            current = m.group(1)
+            params[current] = m.group(2).strip()
+        elif current is not None:
+            params[current] = (params[current] + " " + line.strip()).strip()
+        i += 1
+    return i
+
+
+def _parse_numpy(lines: list[str], i: int, header_indent: int, params: dict[str, str]) -> int:
+    current: str | None = None
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        indent = _indent(line)
+        if indent <= header_indent:
+            # A new section (title + underline) ends this one; an entry line continues it.
+            if i + 1 < len(lines) and _NUMPY_UNDERLINE.match(lines[i + 1]):
+                break
+            m = _NUMPY_ENTRY.match(line.strip())
+            if not m:
+                break
+            current = m.group(1)
+            params[current] = ""
+        elif current is not None:
+            params[current] = (params[current] + " " + line.strip()).strip()
+        i += 1
+    return i
