@@ -1,0 +1,259 @@
+"""Actor references: the address (``tell`` / ``try_tell`` / ``ask``) and the cell behind it.
+
+An :class:`ActorRef` is both what senders hold and where the runtime keeps the
+actor's state: the actor object, its mailbox (a deque created on the first
+message and dropped when the actor goes idle), waiting senders and supervision
+bookkeeping.  Keeping the two in one slotted object is what makes an idle
+actor cost a few hundred bytes.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import anyio
+
+from ..errors import ActorStopped, AskTimeout
+from .mailbox import Ask, CancelScopeLike, EventLike, Waiter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .runtime import Runtime
+    from .supervision import Supervisor
+
+__all__ = ["Actor", "ActorLike", "ActorRef"]
+
+# ActorRef states.  Only OPEN accepts messages; OPEN and STOPPING (draining) handle them.
+OPEN: Final = 0
+STOPPING: Final = 1
+STOPPED: Final = 2  # halted: nothing more is handled; the last worker (or whoever sees no worker) finalizes
+FINALIZING: Final = 3
+DEAD: Final = 4
+
+# The runtime the calling code runs in (Runtime.current()).
+_CURRENT: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar("agentactors_runtime", default=None)
+
+
+# _offer() results.
+_OK: Final = 0
+_FULL: Final = 1
+_STOPPED_CODE: Final = 2
+
+
+class ActorLike(Protocol):
+    """Anything with ``async def receive(self, message)``."""
+
+    async def receive(self, message: Any, /) -> Any: ...
+
+
+class Actor:
+    """Optional base class for actors: ``receive`` plus no-op ``on_start`` / ``on_stop`` hooks.
+
+    Subclassing is not required; any object with ``async def receive`` is an actor.
+    """
+
+    __slots__ = ()
+
+    async def receive(self, message: Any, /) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement receive()")
+
+    async def on_start(self) -> None:
+        """Runs in the actor's first worker, before the first message is handled."""
+
+    async def on_stop(self) -> None:
+        """Runs once when the actor stops, if ``on_start`` ran."""
+
+
+class ActorRef:
+    """The address of a spawned actor: ``tell``, ``try_tell`` and ``ask``.
+
+    Also the actor's cell: it holds the actor object, its mailbox (created on
+    the first message, dropped when the actor goes idle) and its supervision
+    state.  Slotted, because a runtime may hold a hundred thousand of them.
+    """
+
+    __slots__ = (
+        "_active",
+        "_actor",
+        "_busy",
+        "_concurrency",
+        "_factory",
+        "_id",
+        "_idle",
+        "_mailbox",
+        "_name",
+        "_restarts",
+        "_rt",
+        "_scopes",
+        "_size",
+        "_started",
+        "_state",
+        "_sup",
+        "_waiters",
+    )
+
+    def __init__(
+        self,
+        rt: Runtime,
+        actor: ActorLike,
+        factory: Callable[[], ActorLike] | None,
+        name: str | None,
+        ident: int,
+        size: int,
+        concurrency: int,
+        sup: Supervisor,
+    ) -> None:
+        self._rt = rt
+        self._actor = actor
+        self._factory = factory
+        self._name = name
+        self._id = ident
+        self._size = size
+        self._concurrency = concurrency
+        self._sup = sup
+        self._mailbox: deque[Any] | None = None
+        self._waiters: deque[Waiter] | None = None
+        self._scopes: set[CancelScopeLike] | None = None
+        self._idle: EventLike | None = None
+        self._active = 0  # worker tasks alive
+        self._busy = 0  # handlers running
+        self._state = OPEN
+        self._started = False
+        self._restarts: list[float] | None = None  # failure times inside the restart window
+
+    # -- public ----------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The name given to ``spawn`` or ``"<Class>-<n>"``."""
+        if self._name is None:
+            self._name = f"{type(self._actor).__name__}-{self._id}"
+        return self._name
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the actor no longer accepts messages."""
+        return self._state != OPEN
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._rt
+
+    def __repr__(self) -> str:
+        return f"<ActorRef {self.name} {('open', 'stopping', 'stopped', 'stopped', 'stopped')[self._state]}>"
+
+    def try_tell(self, message: Any) -> bool:
+        """Enqueue ``message`` if there is room now; never waits.
+
+        Returns ``False`` when the mailbox is full (or senders are already
+        waiting for room, who keep their turn) or the actor is stopped — the
+        latter also records an ``actor.dead_letter`` event.
+        """
+        code = self._offer(message)
+        if code == _STOPPED_CODE:
+            self._rt._dead_letter(self, message)
+        return code == _OK
+
+    async def tell(self, message: Any) -> None:
+        """Enqueue ``message``, waiting while the mailbox is full (backpressure).
+
+        Returns without yielding when there is room.  A tell to a stopped actor
+        (or one that stops while the sender waits) becomes an
+        ``actor.dead_letter`` event; it does not raise.  A handler error for a
+        tell never reaches the sender: it is an ``actor.failed`` event.  If the
+        sender is cancelled while waiting for room, the message is not sent.
+        """
+        code = self._offer(message)
+        if code == _OK:
+            return
+        if code == _STOPPED_CODE or not await self._wait_for_room(message):
+            self._rt._dead_letter(self, message)
+
+    # The timeout parameter is part of the public contract (DESIGN.md), hence the noqa.
+    async def ask(self, message: Any, timeout: float | None = None) -> Any:  # noqa: ASYNC109
+        """Send ``message`` and return the handler's return value.
+
+        The handler runs with the asker's contextvars.  If it raises, the same
+        exception is raised here (under ``on_failure="resume"`` the actor goes
+        on).  Raises :class:`~agentactors.errors.ActorStopped` if the actor is
+        stopped or stops before answering.  ``timeout`` (seconds, covering the
+        wait for mailbox room too) raises :class:`~agentactors.errors.AskTimeout`.
+        On timeout or cancellation of the asker the ask is abandoned: not yet
+        started, it is skipped; running, its handler is cancelled.
+        """
+        env = Ask(message, contextvars.copy_context(), self._rt._new_event())
+        if timeout is None:
+            return await self._ask(env)
+        with anyio.move_on_after(timeout):
+            return await self._ask(env)
+        raise AskTimeout(f"ask to actor {self.name!r} ({type(message).__name__}) got no answer within {timeout:g}s")
+
+    # -- internals -------------------------------------------------------------------------------
+
+    async def _ask(self, env: Ask) -> Any:
+        rt = self._rt
+        if env.ctx.get(_CURRENT) is not rt:
+            # The handler must see its own runtime as Runtime.current(), whoever asks.
+            env.ctx.run(_CURRENT.set, rt)
+        code = self._offer(env)
+        if code != _OK and (code == _STOPPED_CODE or not await self._wait_for_room(env)):
+            raise ActorStopped(f"actor {self.name!r} is stopped")
+        try:
+            await env.done.wait()
+        except BaseException:
+            env.abandon()
+            raise
+        return env.outcome()
+
+    def _offer(self, item: Any) -> int:
+        """Enqueue without waiting.  Returns _OK, _FULL or _STOPPED_CODE."""
+        if self._state != OPEN:
+            return _STOPPED_CODE
+        mailbox = self._mailbox
+        if mailbox is None:
+            mailbox = self._mailbox = deque()
+        elif len(mailbox) >= self._size or self._waiters:
+            return _FULL
+        mailbox.append(item)
+        active = self._active
+        # Start a worker when the live ones cannot take this message: idle actors hold no task.
+        if active - self._busy < len(mailbox) and active < (self._concurrency if self._started else 1):
+            self._rt._activate(self)
+        return _OK
+
+    async def _wait_for_room(self, item: Any) -> bool:
+        """Wait until a worker hands ``item`` into the mailbox.  False if the actor stopped meanwhile."""
+        waiter = Waiter(item, self._rt._new_event())
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = deque()
+        waiters.append(waiter)
+        try:
+            await waiter.event.wait()
+        except BaseException:
+            if waiter.admitted is None:
+                try:
+                    waiters.remove(waiter)
+                except ValueError:
+                    pass
+            elif waiter.admitted and isinstance(item, Ask):
+                item.abandon()  # already queued: make the worker skip it
+            raise
+        return bool(waiter.admitted)
+
+    def _admit_waiter(self) -> None:
+        """A slot was freed: move the first waiting sender's item into the mailbox (FIFO handoff)."""
+        waiters = self._waiters
+        mailbox = self._mailbox
+        if not waiters or mailbox is None:
+            return
+        waiter = waiters.popleft()
+        mailbox.append(waiter.item)
+        waiter.admitted = True
+        waiter.event.set()
+        active = self._active
+        if active - self._busy < len(mailbox) and active < (self._concurrency if self._started else 1):
+            self._rt._activate(self)
