@@ -291,8 +291,12 @@ class Tool(Generic[P, R]):
         """Every way ``arguments`` break the schema (empty when they are valid); never the values."""
         issues: list[ValidationIssue] = []
         seen_required: set[tuple[Any, ...]] = set()
+        seen: set[ValidationIssue] = set()
         for error in self._validator.iter_errors(arguments):
-            issues.extend(_issues_of(error, seen_required))
+            for issue in _issues_of(error, seen_required):
+                if issue not in seen:  # two keywords can say the same thing (maxItems and items: false)
+                    seen.add(issue)
+                    issues.append(issue)
         return issues
 
     def invalid_text(self, issues: Sequence[ValidationIssue]) -> str:
