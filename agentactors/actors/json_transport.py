@@ -25,9 +25,9 @@ from typing import Any
 
 import attrs
 
-from ..messages import ToolCall, ToolSpec
+from ..messages import Message, ToolCall, ToolSpec
 
-__all__ = ["ParsedReply", "StreamFilter", "contract_text", "parse_reply"]
+__all__ = ["ParsedReply", "StreamFilter", "contract_text", "parse_reply", "render_block", "to_wire_messages"]
 
 _FENCE = "```"
 # A fence's info string: a language word such as ``json`` on the fence's own line.
@@ -296,3 +296,38 @@ class StreamFilter:
             self._show(kept if scanner.calls else block, out)
             i = end
         return "".join(out)
+
+
+def render_block(call: ToolCall) -> str:
+    """The contract block of ``call``, as the model would have written it."""
+    return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
+
+
+def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
+    """The conversation as a provider without native tools can carry it.
+
+    The run keeps its conversation in the canonical shape (assistant messages
+    with ``tool_calls``, ``tool`` messages with results) so its record reads the
+    same on both transports.  On the wire, a call becomes its contract block
+    after the assistant's text, and consecutive results become one user message.
+    """
+    out: list[Message] = []
+    results_open = False  # the last message out is a results message that more results may join
+    for m in messages:
+        if m.role == "assistant" and m.tool_calls:
+            blocks = "\n".join(render_block(c) for c in m.tool_calls)
+            text = f"{m.content}\n{blocks}" if m.content else blocks
+            out.append(Message.assistant(text, reasoning=m.reasoning, provider_data=m.provider_data))
+            results_open = False
+        elif m.role == "tool":
+            status = "error" if m.is_error else "ok"
+            entry = f"[{m.name or 'tool'} · call {m.tool_call_id} · {status}]\n{m.content}"
+            if results_open:
+                out[-1] = Message.user(f"{out[-1].content}\n\n{entry}")
+            else:
+                out.append(Message.user(f"Tool results:\n\n{entry}"))
+                results_open = True
+        else:
+            out.append(m)
+            results_open = False
+    return out

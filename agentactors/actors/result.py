@@ -15,6 +15,14 @@ def _strings(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(slots=True)
 class RunResult:
     """The outcome of one run of the tool loop.
@@ -38,8 +46,8 @@ class RunResult:
     """
 
     content: str
-    messages: tuple[Message, ...] = attrs.field(converter=tuple)
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    messages: tuple[Message, ...] = attrs.field(converter=_messages)
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
     steps: int = 0
     bounded: bool = False
     cancelled: bool = False

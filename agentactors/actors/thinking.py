@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_think_only", "strip_think"]
+__all__ = ["ThinkFilter", "is_think_only", "strip_think"]
 
 # <think>, <thinking> and <reasoning> blocks; an unclosed one runs to the end of the text
 # (a model cut off while thinking has not answered).
@@ -42,3 +42,69 @@ def is_think_only(text: str) -> bool:
     if not answer:
         return True
     return len(answer) <= 80 and _LEAD_IN.match(answer) is not None
+
+
+_OPEN_TAGS = ("<think>", "<thinking>", "<reasoning>")
+
+
+class ThinkFilter:
+    """Removes ``<think>…</think>`` blocks from a stream of text deltas.
+
+    ``feed(delta)`` returns the answer text that may be shown now; a possible tag
+    split across deltas (``"<thi"``) is held until it resolves.  ``finish()``
+    returns any held text that turned out not to be a tag.
+    """
+
+    __slots__ = ("_close", "_held")
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._close: str | None = None  # the closing tag while inside a block
+
+    def feed(self, delta: str) -> str:
+        text = self._held + delta
+        self._held = ""
+        if self._close is None and "<" not in text:
+            return text  # the common case: no tag anywhere near
+        out: list[str] = []
+        i = 0
+        n = len(text)
+        while i < n:
+            if self._close is not None:
+                end = text.lower().find(self._close, i)
+                if end < 0:
+                    # Keep only a tail that could be the start of the closing tag.
+                    self._held = _partial_tail(text[i:], (self._close,))
+                    return "".join(out)
+                i = end + len(self._close)
+                self._close = None
+                continue
+            lt = text.find("<", i)
+            if lt < 0:
+                out.append(text[i:])
+                break
+            out.append(text[i:lt])
+            rest = text[lt:].lower()
+            tag = next((t for t in _OPEN_TAGS if rest.startswith(t)), None)
+            if tag is not None:
+                self._close = "</" + tag[1:]
+                i = lt + len(tag)
+                continue
+            if any(t.startswith(rest) for t in _OPEN_TAGS):
+                self._held = text[lt:]  # maybe a tag: wait for more
+                break
+            out.append("<")
+            i = lt + 1
+        return "".join(out)
+
+    def finish(self) -> str:
+        held, self._held = self._held, ""
+        return "" if self._close is not None else held
+
+
+def _partial_tail(text: str, tags: tuple[str, ...]) -> str:
+    low = text.lower()
+    for k in range(min(len(low), max(len(t) for t in tags) - 1), 0, -1):
+        if any(t.startswith(low[-k:]) for t in tags):
+            return text[-k:]
+    return ""
