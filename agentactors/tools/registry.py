@@ -356,8 +356,18 @@ class Tool(Generic[P, R]):
         args, kwargs = self.prepare(arguments, context)
         if self.is_async:
             return await typing.cast(Callable[..., Awaitable[Any]], self.fn)(*args, **kwargs)
-        call = functools.partial(self.fn, *args, **kwargs)
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        fn = self.fn
+
+        def call() -> tuple[Any]:
+            # Boxed: trio refuses a worker function that returns a coroutine, and we want to await it.
+            return (fn(*args, **kwargs),)
+
+        (value,) = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        if inspect.isawaitable(value):
+            # A sync wrapper around an async function (a decorator without functools.wraps):
+            # the coroutine it returned belongs on the event loop.
+            value = await value
+        return value
 
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -367,7 +377,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     target: Any = fn
     while isinstance(target, functools.partial):
         target = target.func
-    if inspect.iscoroutinefunction(target):
+    if inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(inspect.unwrap(target)):
         return True
     call = getattr(target, "__call__", None)  # noqa: B004 - an object with an async __call__
     return call is not None and inspect.iscoroutinefunction(call)

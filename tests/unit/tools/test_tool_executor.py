@@ -649,3 +649,52 @@ def test_message_constructor_validation() -> None:
 
 def test_result_type_is_exported() -> None:
     assert ToolResult.__module__ == "agentactors.tools.results"
+
+
+# --- unusual callables ---------------------------------------------------------------------------
+
+
+class Store:
+    def __init__(self) -> None:
+        self.items = {"a": 1}
+
+    def get(self, key: str) -> int:
+        """Get an item."""
+        return self.items[key]
+
+
+class AsyncCallable:
+    async def __call__(self, n: int) -> int:
+        return n * 2
+
+
+async def test_bound_methods_callable_objects_and_wrapped_coroutines() -> None:
+    import functools
+
+    async def base(x: int) -> int:
+        await anyio.lowlevel.checkpoint()
+        return x + 1
+
+    @functools.wraps(base)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:  # returns base's coroutine
+        return base(*args, **kwargs)
+
+    def bare(x: int) -> Any:  # a sync function that hands back a coroutine, without wraps
+        return base(x)
+
+    store = Store()
+    double = tool(name="double")(AsyncCallable())
+    tools = [tool(store.get), double, tool(name="wrapped")(wrapped), tool(bare)]
+    assert tools[0].spec.parameters["required"] == ["key"] and tools[0].description == "Get an item."
+    assert double.is_async and tools[2].is_async and not tools[3].is_async
+    ex = ToolExecutorActor(tools)
+    results = await ex.execute(
+        [
+            call("1", "get", key="a"),
+            call("2", "double", n=4),
+            call("3", "wrapped", x=1),
+            call("4", "bare", x=2),
+        ]
+    )
+    assert [r.content for r in results] == ["1", "8", "2", "3"]
+    assert all(r.status is ToolStatus.ok for r in results)
