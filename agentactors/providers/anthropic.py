@@ -1,0 +1,315 @@
+"""The Anthropic Messages wire: a pure codec (:class:`AnthropicWire`) and :class:`AnthropicProvider`.
+
+``POST {base_url}/v1/messages`` with ``x-api-key`` and ``anthropic-version: 2023-06-01``.
+
+Request mapping (internal OpenAI-chat-shaped conversation → Messages):
+
+* system messages, wherever they stand, are joined (blank line between) into top-level ``system``;
+* a user message → ``{"type": "text"}`` blocks (an empty text is dropped: the API rejects it);
+* an assistant message → its replayed opaque blocks (``provider_data["anthropic"]["blocks"]``:
+  thinking / redacted_thinking with signatures, server tool blocks — verbatim, as received),
+  a text block only if the text is non-empty, then one ``tool_use{id, name, input}`` per call;
+* a tool message → a ``tool_result{tool_use_id, content, is_error}`` block in a user message;
+  consecutive results merge into ONE user message (right after the assistant's ``tool_use``
+  message), and any same-role neighbours merge, tool results first;
+* ``tool_choice`` → ``{"type": auto|any|none}`` or ``{"type": "tool", "name": N}``, sent only
+  with tools; ``max_tokens`` is required (default :data:`DEFAULT_MAX_TOKENS`); ``stop`` →
+  ``stop_sequences``; ``temperature``.
+
+``vendor_options["anthropic"]`` is merged into the body last, so it can set any vendor field
+(``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one.
+Three keys are read by the codec instead of being copied: ``disable_parallel_tool_use``
+(bool, goes into ``tool_choice``; never with ``none``), ``tool_extras`` (``{tool name: {field:
+value}}`` merged into that tool's definition, e.g. ``cache_control`` or ``defer_loading``) and
+``extra_tools`` (raw tool definitions appended after the declared ones, e.g. server tools).
+
+Forced tool choice: :data:`FORCED_TOOL_CHOICE_REJECTED` lists model-name patterns that reject
+``any`` / ``tool``; a request with extended thinking enabled rejects them on every model.  The
+provider raises :class:`~agentactors.UnsupportedToolChoiceError` for both before sending.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+import httpx
+
+from ..errors import ProviderError, UnsupportedToolChoiceError, classify_http_error
+from ..messages import LLMRequest, LLMResponse, Message, ToolChoice
+from ._anthropic_decode import WIRE, decode_message
+from ._anthropic_stream import AnthropicStreamDecoder
+from .base import resolve_model
+from .codec import StreamDecoder
+from .http import HTTPProvider
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "FORCED_TOOL_CHOICE_REJECTED",
+    "AnthropicProvider",
+    "AnthropicStreamDecoder",
+    "AnthropicWire",
+    "encode_request",
+    "model_accepts_forced_tool_choice",
+    "thinking_enabled",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+
+# Model-name patterns (fnmatch, case-insensitive) that reject tool_choice any/tool with a 400 on
+# every request.  These are the always-thinking variants (OpenRouter's ":thinking" suffix and
+# "-thinking" aliases of proxies): extended thinking is on for every call, and the Messages API
+# refuses a forced choice together with thinking.  Extend with a pattern, or per provider with
+# ``AnthropicProvider(rejects_forced_tool_choice=...)``.
+FORCED_TOOL_CHOICE_REJECTED: tuple[str, ...] = (
+    "*:thinking",
+    "*-thinking",
+    "*-thinking-*",
+)
+
+# vendor_options keys the codec consumes instead of copying into the body.
+_CODEC_KEYS = frozenset({"disable_parallel_tool_use", "tool_extras", "extra_tools"})
+
+
+def model_accepts_forced_tool_choice(model: str | None, rejected: Iterable[str] = FORCED_TOOL_CHOICE_REJECTED) -> bool:
+    """Whether ``model`` accepts ``tool_choice`` ``any`` / ``tool`` (no pattern of ``rejected`` matches)."""
+    if not model:
+        return True
+    name = model.lower()
+    return not any(fnmatch.fnmatchcase(name, pattern.lower()) for pattern in rejected)
+
+
+def thinking_enabled(options: Mapping[str, Any]) -> bool:
+    """Whether ``vendor_options["anthropic"]`` turns on extended thinking (``enabled`` / ``adaptive``)."""
+    thinking = options.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type", "enabled") != "disabled"
+
+
+def _default_max_tokens(options: Mapping[str, Any]) -> int:
+    # With thinking, max_tokens must exceed budget_tokens; leave the default room for the answer.
+    thinking = options.get("thinking")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= DEFAULT_MAX_TOKENS:
+        return budget + DEFAULT_MAX_TOKENS
+    return DEFAULT_MAX_TOKENS
+
+
+def _tool_choice(choice: ToolChoice, disable_parallel: Any) -> dict[str, Any]:
+    wire: dict[str, Any]
+    if choice.mode == "tool":
+        wire = {"type": "tool", "name": choice.name}
+    else:
+        wire = {"type": {"auto": "auto", "none": "none", "required": "any"}[choice.mode]}
+    # The API rejects disable_parallel_tool_use together with "none" (there is nothing to parallelise).
+    if isinstance(disable_parallel, bool) and choice.mode != "none":
+        wire["disable_parallel_tool_use"] = disable_parallel
+    return wire
+
+
+def _replayed_blocks(message: Message) -> list[dict[str, Any]]:
+    data = (message.provider_data or {}).get(WIRE)
+    blocks = data.get("blocks") if isinstance(data, Mapping) else None
+    if not isinstance(blocks, list):
+        return []
+    # Verbatim: a thinking block's signature covers its exact text; any change is a 400.
+    return [dict(b) for b in blocks if isinstance(b, Mapping)]
+
+
+def _blocks_for(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """The wire role and content blocks of one non-system message."""
+    if message.role == "tool":
+        return "user", [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": message.content,
+                "is_error": message.is_error,
+            }
+        ]
+    blocks: list[dict[str, Any]] = []
+    if message.role == "assistant":
+        blocks.extend(_replayed_blocks(message))
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        # An unparseable call still has to be replayed (its tool_result refers to it); {} is the
+        # only object we can honestly send, and the result tells the model what went wrong.
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
+    return message.role, blocks
+
+
+def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # In a user turn the API wants tool_result blocks before any other content.
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if not results or len(results) == len(blocks):
+        return blocks
+    return results + [b for b in blocks if b.get("type") != "tool_result"]
+
+
+def _messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        role, blocks = _blocks_for(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            # The API wants strict user/assistant alternation: neighbours of one role merge.
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    for entry in out:
+        if entry["role"] == "user":
+            entry["content"] = _tool_results_first(entry["content"])
+    return "\n\n".join(system), out
+
+
+def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+    """The Messages API body for ``request`` (see the module docstring for the mapping)."""
+    options = request.options_for(WIRE)
+    system, messages = _messages(request.messages)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens or _default_max_tokens(options),
+        "messages": messages,
+        "stream": stream,
+    }
+    if system:
+        body["system"] = system
+    extras = options.get("tool_extras")
+    extras = extras if isinstance(extras, Mapping) else {}
+    tools: list[dict[str, Any]] = []
+    for spec in request.tools:
+        tool = {"name": spec.name, "description": spec.description, "input_schema": dict(spec.parameters)}
+        more = extras.get(spec.name)
+        if isinstance(more, Mapping):
+            tool.update(more)
+        tools.append(tool)
+    extra_tools = options.get("extra_tools")
+    if isinstance(extra_tools, list | tuple):
+        tools.extend(dict(t) for t in extra_tools if isinstance(t, Mapping))
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = _tool_choice(request.tool_choice, options.get("disable_parallel_tool_use"))
+    if request.stop:
+        body["stop_sequences"] = list(request.stop)
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    body.update({k: v for k, v in options.items() if k not in _CODEC_KEYS})
+    return body
+
+
+class AnthropicWire:
+    """The Anthropic Messages :class:`~agentactors.providers.codec.WireCodec`: pure, no I/O.
+
+    ``betas`` are sent as the ``anthropic-beta`` header (comma-separated) for beta features.
+    """
+
+    wire: str = WIRE
+
+    def __init__(self, *, version: str = ANTHROPIC_VERSION, betas: Iterable[str] = ()) -> None:
+        self.version = version
+        self.betas = tuple(betas)
+
+    def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        return base_url.rstrip("/") + "/v1/messages"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        out = {"anthropic-version": self.version, "content-type": "application/json"}
+        if api_key:
+            out["x-api-key"] = api_key
+        if self.betas:
+            out["anthropic-beta"] = ",".join(self.betas)
+        return out
+
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        return encode_request(request, model, stream=stream)
+
+    def decode_response(self, body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
+        return decode_message(body, request=request, model=model, provider=provider)
+
+    def stream_decoder(self, *, request: LLMRequest | None, model: str, provider: str) -> StreamDecoder:
+        return AnthropicStreamDecoder(request=request, model=model, provider=provider)
+
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
+    ) -> ProviderError:
+        """``{"type":"error","error":{"type","message"},"request_id"}`` → the classified error.
+
+        400 invalid_request_error / 413 request_too_large → request; 401 / 403 / 404 →
+        account; 429 rate_limit_error → transient with ``retry-after``; 500 api_error and
+        529 overloaded_error → transient (``x-should-retry`` overrides, see
+        :func:`~agentactors.errors.classify_http_error`).
+        """
+        return classify_http_error(status, headers, body, provider=provider, model=model)
+
+
+class AnthropicProvider(HTTPProvider):
+    """Anthropic's Messages API over httpx.
+
+    :param model: the default model (``request.model`` wins).
+    :param api_key: the key; ``None`` reads ``ANTHROPIC_API_KEY``.  Sent only in the
+        ``x-api-key`` header and redacted from every error and log line.
+    :param base_url: ``POST {base_url}/v1/messages``.
+    :param http_client: an ``httpx.AsyncClient`` to use (not closed by :meth:`aclose`);
+        by default one pooled client is created lazily inside the running event loop.
+    :param name: the provider name in responses, errors and events (default ``"anthropic"``).
+    :param rejects_forced_tool_choice: model-name patterns, added to
+        :data:`FORCED_TOOL_CHOICE_REJECTED`, that reject a forced tool choice.
+    :param betas: ``anthropic-beta`` feature names to send.
+    :param timeout: an httpx timeout for every call (default: the adapter's).
+
+    Errors and cancellation are those of :class:`~agentactors.providers.http.HTTPProvider`;
+    in particular a forced tool choice for a model that rejects it, or together with
+    extended thinking, raises :class:`~agentactors.UnsupportedToolChoiceError` before
+    anything is sent.
+    """
+
+    wire_name: ClassVar[str] = WIRE
+    api_key_env: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str = "https://api.anthropic.com",
+        http_client: httpx.AsyncClient | None = None,
+        name: str | None = None,
+        rejects_forced_tool_choice: Iterable[str] = (),
+        betas: Iterable[str] = (),
+        timeout: httpx.Timeout | float | None = None,
+    ) -> None:
+        super().__init__(
+            AnthropicWire(betas=betas),
+            model=model,
+            api_key=api_key,
+            base_url=base_url,
+            http_client=http_client,
+            name=name,
+            carries_forced_tool_choice=True,
+            timeout=timeout,
+        )
+        self._rejected = FORCED_TOOL_CHOICE_REJECTED + tuple(rejects_forced_tool_choice)
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether ``model`` accepts ``tool_choice`` ``any`` / ``tool`` (per-model data; see the module)."""
+        return model_accepts_forced_tool_choice(model, self._rejected)
+
+    def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
+        # Extended thinking is per request, not per model: the API refuses any/tool with it.
+        if request.tool_choice.forced and thinking_enabled(request.options_for(WIRE)):
+            raise UnsupportedToolChoiceError(
+                f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended "
+                "thinking on Anthropic; use ToolChoice.auto() or turn thinking off for this request",
+                provider=self.name,
+                model=resolve_model(self, request),
+            )
+        return super()._prepare(request, stream=stream)
