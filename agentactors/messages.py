@@ -51,6 +51,14 @@ def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return tuple(value)
 
 
+def _to_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(value)
+
+
+def _to_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
+    return tuple(value)
+
+
 def _frozen_mapping(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return None if value is None else dict(value)
 
@@ -89,7 +97,7 @@ class ToolCall:
 
     id: str = attrs.field()
     name: str = attrs.field()
-    arguments: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    arguments: dict[str, Any] = attrs.field(factory=dict, converter=_to_dict)
     raw_arguments: str | None = None
     arguments_error: str | None = attrs.field(default=None)
     arguments_error_detail: str | None = None
@@ -217,7 +225,7 @@ class ToolSpec:
     name: str = attrs.field()
     description: str = ""
     parameters: dict[str, Any] = attrs.field(
-        factory=lambda: {"type": "object", "properties": {}}, converter=dict
+        factory=lambda: {"type": "object", "properties": {}}, converter=_to_dict
     )
 
     @name.validator
@@ -347,12 +355,12 @@ class LLMRequest:
 
     messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
     model: str | None = None
-    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=tuple)
+    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=_to_specs)
     tool_choice: ToolChoice = attrs.field(factory=ToolChoice.auto)
     max_tokens: int | None = None
     temperature: float | None = None
     stop: tuple[str, ...] = attrs.field(default=(), converter=_to_strings)
-    vendor_options: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    vendor_options: dict[str, Any] = attrs.field(factory=dict, converter=_to_dict)
 
     def __attrs_post_init__(self) -> None:
         if not self.messages:
