@@ -6,6 +6,7 @@ See ``specs/loop.md`` ("Tools", "Tool results").  The executor that runs them is
 
 from __future__ import annotations
 
+from .docstrings import parse_docstring
 from .registry import Hint, Tool, ToolContext, tool
 from .results import (
     MAX_LISTED_ISSUES,
@@ -17,7 +18,7 @@ from .results import (
     truncate,
     truncation_marker,
 )
-from .schema import ConversionError, parse_docstring, schema_for
+from .schema import ConversionError, schema_for
 
 __all__ = [
     "MAX_LISTED_ISSUES",

@@ -25,20 +25,19 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 import attrs
-import jsonschema
-import jsonschema.exceptions
 
 from ..events import EventSink
 from ..messages import ToolSpec
+from .docstrings import parse_docstring
 from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
 from .schema import (
     convert,
     describe_schema,
     json_default_value,
     needs_conversion,
-    parse_docstring,
     schema_for,
 )
+from .validation import ArgumentValidator
 
 __all__ = ["Hint", "Tool", "ToolContext", "tool"]
 
@@ -195,14 +194,10 @@ class Tool(Generic[P, R]):
             spec = ToolSpec(
                 tool_name, description if description is not None else doc_text, parameters or _EMPTY_SCHEMA
             )
-        try:
-            jsonschema.Draft202012Validator.check_schema(spec.parameters)
-        except jsonschema.exceptions.SchemaError as exc:
-            raise ValueError(f"tool {spec.name!r}: its parameters are not a valid JSON Schema: {exc.message}") from None
+        # Compiled once per tool: validating a call is then one walk of the arguments.
+        self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
         self.spec = spec
         self.description = spec.description
-        # Compiled once per tool: validating a call is then one walk of the arguments.
-        self._validator = jsonschema.Draft202012Validator(spec.parameters)
         functools.update_wrapper(self, fn)
 
     @classmethod
@@ -289,15 +284,7 @@ class Tool(Generic[P, R]):
 
     def validate(self, arguments: Mapping[str, Any]) -> list[ValidationIssue]:
         """Every way ``arguments`` break the schema (empty when they are valid); never the values."""
-        issues: list[ValidationIssue] = []
-        seen_required: set[tuple[Any, ...]] = set()
-        seen: set[ValidationIssue] = set()
-        for error in self._validator.iter_errors(arguments):
-            for issue in _issues_of(error, seen_required):
-                if issue not in seen:  # two keywords can say the same thing (maxItems and items: false)
-                    seen.add(issue)
-                    issues.append(issue)
-        return issues
+        return self._validator.issues(arguments)
 
     def invalid_text(self, issues: Sequence[ValidationIssue]) -> str:
         """The model-facing text for a call rejected with ``issues``."""
@@ -394,121 +381,6 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     except Exception as exc:
         name = getattr(fn, "__qualname__", repr(fn))
         raise TypeError(f"cannot resolve the type hints of {name}: {exc}") from exc
-
-
-# --- validation issues (types, never values) ----------------------------------------------------
-
-_JSON_TYPE_ARTICLE = {
-    "null": "null",
-    "boolean": "a boolean",
-    "integer": "an integer",
-    "number": "a number",
-    "string": "a string",
-    "array": "an array",
-    "object": "an object",
-}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a {type(value).__name__}"
-
-
-def _path(parts: Sequence[Any]) -> str:
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            key = str(part)
-            key = key if len(key) <= 40 else key[:39] + "…"
-            out += f".{key}" if out else key
-    return out or "arguments"
-
-
-def _issues_of(
-    error: jsonschema.exceptions.ValidationError, seen_required: set[tuple[Any, ...]]
-) -> list[ValidationIssue]:
-    path = list(error.absolute_path)
-    instance = error.instance
-    got = _json_type(instance)
-    kind = str(error.validator)
-    value: Any = error.validator_value
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    if kind == "required":
-        key = tuple(path)
-        if key in seen_required or not isinstance(instance, dict):
-            return []
-        seen_required.add(key)
-        props = schema.get("properties") or {}
-        return [
-            ValidationIssue(_path([*path, name]), f"{describe_schema(props.get(name))} (required)", "nothing")
-            for name in value
-            if name not in instance
-        ]
-    if kind == "additionalProperties" and isinstance(instance, dict):
-        allowed = list((schema.get("properties") or {}).keys())
-        allowed_text = ", ".join(allowed) if allowed else "none"
-        return [
-            ValidationIssue(
-                _path([*path, extra]), f"no such property (allowed: {allowed_text})", _json_type(instance[extra])
-            )
-            for extra in instance
-            if extra not in allowed
-        ]
-    if kind == "type":
-        kinds = value if isinstance(value, list) else [value]
-        expected = " or ".join(_JSON_TYPE_ARTICLE.get(k, str(k)) for k in kinds)
-        return [ValidationIssue(_path(path), expected, got)]
-    if kind in ("anyOf", "oneOf"):
-        return [ValidationIssue(_path(path), describe_schema(schema), got)]
-    if kind == "enum":
-        return [ValidationIssue(_path(path), describe_schema(schema), f"{got} that is not one of them")]
-    if kind == "const":
-        return [ValidationIssue(_path(path), describe_schema(schema), f"{got} that differs")]
-    bounds = {
-        "minimum": f"a number ≥ {value}",
-        "maximum": f"a number ≤ {value}",
-        "exclusiveMinimum": f"a number > {value}",
-        "exclusiveMaximum": f"a number < {value}",
-        "multipleOf": f"a multiple of {value}",
-    }
-    if kind in bounds:
-        return [ValidationIssue(_path(path), bounds[kind], f"{got} out of that range")]
-    if kind in ("minLength", "maxLength") and isinstance(instance, str):
-        word = "at least" if kind == "minLength" else "at most"
-        return [ValidationIssue(_path(path), f"a string of {word} {value} chars", f"a string of {len(instance)} chars")]
-    if kind in ("minItems", "maxItems", "items", "prefixItems") and isinstance(instance, list):
-        if kind == "minItems":
-            expected = f"an array of at least {value} items"
-        elif kind == "maxItems":
-            expected = f"an array of at most {value} items"
-        else:
-            expected = f"an array of at most {len(schema.get('prefixItems') or [])} items"
-        return [ValidationIssue(_path(path), expected, f"an array of {len(instance)} items")]
-    if kind == "uniqueItems":
-        return [ValidationIssue(_path(path), "an array of unique items", "an array with duplicates")]
-    if kind == "pattern":
-        return [ValidationIssue(_path(path), f"a string matching the pattern {value}", "a string that does not match")]
-    if kind in ("minProperties", "maxProperties") and isinstance(instance, dict):
-        word = "at least" if kind == "minProperties" else "at most"
-        return [
-            ValidationIssue(_path(path), f"an object with {word} {value} properties", f"{len(instance)} properties")
-        ]
-    return [ValidationIssue(_path(path), f"a value satisfying '{kind}' ({describe_schema(schema)})", got)]
 
 
 # --- the decorator ------------------------------------------------------------------------------
