@@ -27,8 +27,20 @@ test: $(STAMP_DEV)
 	$(VENV)/bin/mypy --strict agentactors
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-bench: $(STAMP_DEV)
-	$(PY) benchmarks/run.py $(ARGS)
+# Peers (pydantic-ai, openai-agents, autogen-core, langgraph, the official openai SDK) live only in
+# this separate environment: they are never dependencies of agentactors.
+BENCH_VENV := .venv-bench
+BENCH_PY   := $(BENCH_VENV)/bin/python
+STAMP_BENCH := $(BENCH_VENV)/.installed-bench
+
+$(STAMP_BENCH): pyproject.toml benchmarks/requirements-peers.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install -q --upgrade pip
+	$(BENCH_PY) -m pip install -q -e '.[bench]' -r benchmarks/requirements-peers.txt
+	touch $@
+
+bench: $(STAMP_BENCH)
+	$(BENCH_PY) benchmarks/run.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache build dist
+	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .ruff_cache build dist

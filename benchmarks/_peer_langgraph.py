@@ -1,0 +1,41 @@
+"""langgraph implementation of the W1 run: a model node and a ToolNode in a StateGraph.
+
+No ``from __future__ import annotations`` here: langgraph reads node type hints at runtime.
+"""
+
+from typing import Any
+
+from _baselines import add
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool as lc_tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+
+
+@lc_tool("add")
+def add_tool(a: int, b: int) -> int:
+    """Add two integers."""
+    return add(a, b)
+
+
+def model_node(state: MessagesState) -> dict:
+    last = state["messages"][-1]
+    if isinstance(last, ToolMessage):
+        return {"messages": [AIMessage(content=f"The answer is {last.content}.")]}
+    call = {"name": "add", "args": {"a": 2, "b": 3}, "id": "call_1", "type": "tool_call"}
+    return {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+
+def route(state: MessagesState) -> str:
+    last = state["messages"][-1]
+    return "tools" if getattr(last, "tool_calls", None) else END
+
+
+def build() -> Any:
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model_node)
+    graph.add_node("tools", ToolNode([add_tool]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", route, ["tools", END])
+    graph.add_edge("tools", "model")
+    return graph.compile()

@@ -1,0 +1,520 @@
+"""The benchmark workloads (W1–W6).  ``run.py`` drives them; memory workloads run here as a child process:
+
+    python benchmarks/_workloads.py w3 '{"impl": "agentactors", "runs": 10000, "latency": 0.05}'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import anyio  # noqa: E402
+from _baselines import (  # noqa: E402
+    NaiveActors,
+    asyncio_queue_roundtrips,
+    memory_stream_roundtrips,
+    memory_stream_tells,
+    plain_loop_run,
+)
+
+from agentactors import Agent, LLMRequest, Message, Runtime, ScriptedProvider, ToolCall, tool  # noqa: E402
+
+PROMPT = "What is 2 + 3?"
+EXPECTED = "The answer is 5."
+
+
+# --- agentactors implementation of the W1 run ---------------------------------------------------
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def scripted_model(request: LLMRequest) -> Any:
+    last = request.messages[-1]
+    if last.role == "tool":
+        return f"The answer is {last.content}."
+    return [ToolCall("call_1", "add", {"a": 2, "b": 3})]
+
+
+def make_agent(latency: float = 0.0) -> Agent:
+    return Agent(ScriptedProvider(scripted_model, latency=latency), tools=[add])
+
+
+class AgentActorsImpl:
+    name = "agentactors"
+
+    async def __aenter__(self) -> AgentActorsImpl:
+        self.rt = Runtime()
+        await self.rt.__aenter__()
+        self.agent = make_agent()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.rt.__aexit__(None, None, None)
+
+    async def run(self, prompt: str) -> str:
+        return (await self.agent.run(prompt)).content
+
+    async def run_many(self, n: int) -> list[str]:
+        results = await self.rt.run_many(self.agent, [PROMPT] * n, concurrency=n)
+        return [r.content for r in results]
+
+
+class PlainImpl:
+    name = "plain asyncio loop"
+
+    async def __aenter__(self) -> PlainImpl:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+    async def run(self, prompt: str) -> str:
+        return await plain_loop_run(prompt)
+
+
+class NaiveImpl(NaiveActors):
+    name = "naive anyio actors"
+
+
+def _impls() -> dict[str, Any]:
+    impls: dict[str, Any] = {"plain asyncio loop": PlainImpl, "naive anyio actors": NaiveImpl,
+                             "agentactors": AgentActorsImpl}
+    try:
+        from _peers import PEERS
+    except ImportError:  # pragma: no cover
+        PEERS = {}
+    impls.update(PEERS)
+    return impls
+
+
+async def _time_sequential(impl: Any, n: int) -> float:
+    out = await impl.run(PROMPT)  # warm up, and check the answer
+    if out != EXPECTED:
+        raise RuntimeError(f"{impl.name} answered {out!r}")
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await impl.run(PROMPT)
+    return (time.perf_counter() - t0) / n
+
+
+async def _time_concurrent(impl: Any, n: int) -> float:
+    t0 = time.perf_counter()
+    if hasattr(impl, "run_many"):
+        outs = await impl.run_many(n)
+    else:
+        outs = list(await asyncio.gather(*(impl.run(PROMPT) for _ in range(n))))
+    wall = time.perf_counter() - t0
+    if len(outs) != n or any(o != EXPECTED for o in outs):
+        raise RuntimeError(f"{impl.name}: wrong concurrent results")
+    return wall
+
+
+def w1_tool_loop(*, reps: int, smoke: bool) -> dict[str, Any]:
+    """Sequential per-run cost and 1,000 concurrent runs, every implementation interleaved per repetition."""
+    impls = _impls()
+    fast_n, slow_n, conc_n = (50, 10, 50) if smoke else (2000, 300, 1000)
+    seq: dict[str, list[float]] = {k: [] for k in impls}
+    conc: dict[str, list[float]] = {k: [] for k in impls}
+    errors: dict[str, str] = {}
+
+    async def one_rep() -> None:
+        for name, factory in impls.items():
+            if name in errors:
+                continue
+            try:
+                impl = factory()
+                async with impl:
+                    n = fast_n if name in ("plain asyncio loop", "naive anyio actors", "agentactors") else slow_n
+                    seq[name].append(await _time_sequential(impl, n))
+                    gc.collect()
+                    conc[name].append(await _time_concurrent(impl, conc_n))
+            except ImportError as exc:
+                errors[name] = f"not installed ({exc.name})"
+            except Exception as exc:
+                errors[name] = f"failed: {type(exc).__name__}: {exc}"[:200]
+
+    for _ in range(reps):
+        asyncio.run(one_rep())
+    return {
+        "concurrent_runs": conc_n,
+        "sequential": {k: ({"error": errors[k]} if k in errors or not v else _summ(v)) for k, v in seq.items()},
+        "concurrent": {k: ({"error": errors[k]} if k in errors or not v else _summ(v)) for k, v in conc.items()},
+    }
+
+
+def _summ(samples: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
+
+
+# --- W2 messaging --------------------------------------------------------------------------------
+
+
+class Echo:
+    async def receive(self, message: Any) -> Any:
+        return message
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def receive(self, message: Any) -> Any:
+        if message == "count?":
+            return self.count
+        self.count += 1
+        return None
+
+
+def _pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+async def _agentactors_messaging(n: int) -> tuple[float, list[float]]:
+    async with Runtime() as rt:
+        echo = rt.spawn(Echo())
+        counter = rt.spawn(Counter(), mailbox_size=256)
+        times: list[float] = []
+        for i in range(n):
+            t0 = anyio.current_time()
+            await echo.ask(i)
+            times.append(anyio.current_time() - t0)
+        t0 = anyio.current_time()
+        for i in range(n):
+            await counter.tell(i)
+        assert await counter.ask("count?") == n
+        tell_time = anyio.current_time() - t0
+    return n / tell_time, times
+
+
+def w2_messaging(*, reps: int, smoke: bool) -> dict[str, Any]:
+    n = 2_000 if smoke else 50_000
+    rows: list[dict[str, Any]] = []
+    for backend in ("asyncio", "trio"):
+        samples: dict[str, list[tuple[float, list[float]]]] = {}
+        for _ in range(reps):
+            samples.setdefault("agentactors", []).append(anyio.run(_agentactors_messaging, n, backend=backend))
+
+            async def streams() -> tuple[float, list[float]]:
+                tell = await memory_stream_tells(n)
+                return n / tell, await memory_stream_roundtrips(n)
+
+            samples.setdefault("anyio memory streams", []).append(anyio.run(streams, backend=backend))
+            if backend == "asyncio":
+
+                async def queues() -> tuple[float, list[float]]:
+                    q: asyncio.Queue[int] = asyncio.Queue(256)
+                    done = asyncio.Event()
+
+                    async def consumer() -> None:
+                        for _ in range(n):
+                            await q.get()
+                        done.set()
+
+                    task = asyncio.ensure_future(consumer())
+                    t0 = time.perf_counter()
+                    for i in range(n):
+                        await q.put(i)
+                    await done.wait()
+                    await task
+                    return n / (time.perf_counter() - t0), await asyncio_queue_roundtrips(n)
+
+                samples.setdefault("asyncio.Queue + Future", []).append(asyncio.run(queues()))
+        for impl, runs in samples.items():
+            tells = statistics.median(r[0] for r in runs)
+            p50 = statistics.median(_pct(r[1], 0.50) for r in runs)
+            p99 = statistics.median(_pct(r[1], 0.99) for r in runs)
+            rows.append({"impl": impl, "backend": backend, "tells_per_s": tells, "ask_p50": p50, "ask_p99": p99})
+    return {"messages": n, "rows": rows}
+
+
+# --- W3 / W4: run in a child process --------------------------------------------------------------
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_w3(impl: str, runs: int, latency: float) -> dict[str, Any]:
+    gc.collect()
+    base = _rss_mb()
+
+    async def agentactors_main() -> int:
+        async with Runtime() as rt:
+            agent = make_agent(latency)
+            results = await rt.run_many(agent, [PROMPT] * runs, concurrency=runs)
+        return sum(r.content == EXPECTED for r in results)
+
+    async def plain_main() -> int:
+        async def one() -> str:
+            await asyncio.sleep(latency)
+            out = await plain_loop_run(PROMPT)
+            await asyncio.sleep(latency)
+            return out
+
+        outs = await asyncio.gather(*(one() for _ in range(runs)))
+        return sum(o == EXPECTED for o in outs)
+
+    t0 = time.perf_counter()
+    completed = asyncio.run(agentactors_main() if impl == "agentactors" else plain_main())
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "completed": completed, "rss_growth_mb": _peak_mb() - base}
+
+
+class Idle:
+    __slots__ = ()
+
+    async def receive(self, message: Any) -> Any:
+        return message
+
+
+def child_w4(impl: str, n: int) -> dict[str, Any]:
+    gc.collect()
+    gc.disable()
+    if impl == "agentactors":
+
+        async def main() -> tuple[float, float]:
+            async with Runtime() as rt:
+                before = _rss_mb()
+                t0 = time.perf_counter()
+                refs = [rt.spawn(Idle()) for _ in range(n)]
+                spawn = time.perf_counter() - t0
+                after = _rss_mb()
+                assert len(refs) == n
+                await refs[0].ask("ping")  # they are live actors
+                return spawn, (after - before) * 1024 * 1024 / n
+
+        spawn_s, per = asyncio.run(main())
+    else:
+        from _peer_autogen import spawn_idle
+
+        async def main() -> tuple[float, float]:
+            before = _rss_mb()
+            t0 = time.perf_counter()
+            runtime, ids = await spawn_idle(n)
+            spawn = time.perf_counter() - t0
+            after = _rss_mb()
+            assert len(ids) == n and runtime is not None
+            return spawn, (after - before) * 1024 * 1024 / n
+
+        spawn_s, per = asyncio.run(main())
+    return {"spawn_s": spawn_s, "bytes_per_agent": per}
+
+
+# --- W5 HTTP path ----------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_fakevendor() -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentactors", "fakevendor", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    import httpx
+
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            httpx.post(f"{base}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user",
+                                                                                        "content": "hi"}]}, timeout=1)
+            return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("FakeVendor did not start")
+
+
+async def _drive(call: Any, n: int, concurrency: int) -> tuple[float, float]:
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with sem:
+            await call()
+
+    for _ in range(5):  # warm the connection pool
+        await call()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return (time.process_time() - cpu0) / n, n / (time.perf_counter() - t0)
+
+
+def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
+    from agentactors import OpenAIProvider
+
+    try:
+        import openai
+    except ImportError:
+        openai = None  # type: ignore[assignment]
+    n = 40 if smoke else 1000
+    proc, base = _start_fakevendor()
+    rows: list[dict[str, Any]] = []
+    try:
+        messages = [{"role": "user", "content": "Say hello."}]
+        request = LLMRequest([Message.user("Say hello.")], model="gpt-4o-mini")
+        results: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
+        for _ in range(reps):
+            for mode in ("json", "stream"):
+                for concurrency in (1, 32):
+
+                    async def ours() -> tuple[float, float]:
+                        async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key", base_url=f"{base}/v1") as p:
+                            if mode == "json":
+                                async def call() -> None:
+                                    await p.complete(request)
+                            else:
+                                async def call() -> None:
+                                    async with p.stream(request) as events:
+                                        async for _ in events:
+                                            pass
+                            return await _drive(call, n, concurrency)
+
+                    results.setdefault(("agentactors OpenAIProvider", mode, concurrency), []).append(
+                        asyncio.run(ours()))
+                    if openai is None:
+                        continue
+
+                    async def official() -> tuple[float, float]:
+                        client = openai.AsyncOpenAI(api_key="sk-bench-key", base_url=f"{base}/v1", max_retries=0)
+                        async with client:
+                            if mode == "json":
+                                async def call() -> None:
+                                    await client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+                            else:
+                                async def call() -> None:
+                                    s = await client.chat.completions.create(model="gpt-4o-mini", messages=messages,
+                                                                             stream=True)
+                                    async for _ in s:
+                                        pass
+                            return await _drive(call, n, concurrency)
+
+                    results.setdefault(("official AsyncOpenAI", mode, concurrency), []).append(asyncio.run(official()))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    for (impl, mode, concurrency), samples in results.items():
+        cpu = statistics.median(s[0] for s in samples) * 1e6
+        rps = statistics.median(s[1] for s in samples)
+        rows.append({"impl": impl, "mode": mode, "concurrency": concurrency, "cpu_us": cpu, "rps": rps})
+    for row in rows:
+        ref = next((r for r in rows if r["impl"] == "official AsyncOpenAI" and r["mode"] == row["mode"]
+                    and r["concurrency"] == row["concurrency"]), None)
+        row["cpu_ratio"] = row["cpu_us"] / ref["cpu_us"] if ref else None
+    return {"requests": n, "rows": rows}
+
+
+# --- W6 chain under faults ---------------------------------------------------------------------------
+
+
+def w6_chain(*, smoke: bool) -> dict[str, Any]:
+    from agentactors.demo import run_fleet_sync
+
+    runs = 60 if smoke else 500
+    report = run_fleet_sync(agents=runs, fault_rate=0.3, seed=11, outage=True, progress=False)
+    return {
+        "runs": runs,
+        "fault_rate": 0.3,
+        "goodput": report.ok / runs,
+        "primary_calls_while_open": report.primary_calls_while_open,
+        "p50": report.p50,
+        "p99": report.p99,
+        "failovers": sum(report.failovers.values()),
+        "breaker_opens": report.breaker_opens,
+        "retries": report.retries,
+    }
+
+
+# --- charts ------------------------------------------------------------------------------------------
+
+
+def charts(report: dict[str, Any], out_dir: Path) -> list[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    paths: list[Path] = []
+    w1 = report["workloads"].get("W1")
+    if w1:
+        names = [k for k, v in w1["sequential"].items() if "median" in v]
+        vals = [w1["sequential"][k]["median"] * 1e6 for k in names]
+        fig, ax = plt.subplots(figsize=(8, 4))
+        colors = ["#d62728" if n == "agentactors" else "#7f7f7f" for n in names]
+        ax.barh(names, vals, color=colors)
+        ax.set_xscale("log")
+        ax.set_xlabel("µs per run (log scale, lower is better)")
+        ax.set_title("W1 tool loop: model → tool → model → text")
+        for i, v in enumerate(vals):
+            ax.text(v, i, f" {v:,.0f}" if v >= 10 else f" {v:.1f}", va="center", fontsize=8)
+        fig.tight_layout()
+        paths.append(out_dir / "w1_tool_loop.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    w3 = report["workloads"].get("W3")
+    if w3:
+        names = [k for k, v in w3["results"].items() if "wall" in v]
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 3.5))
+        a1.bar(names, [w3["results"][k]["wall"] for k in names], color="#1f77b4")
+        a1.set_ylabel("wall time (s)")
+        a2.bar(names, [w3["results"][k]["rss_growth_mb"] for k in names], color="#ff7f0e")
+        a2.set_ylabel("peak RSS growth (MB)")
+        fig.suptitle(f"W3: {w3['runs']:,} concurrent runs, 50 ms model latency")
+        fig.tight_layout()
+        paths.append(out_dir / "w3_many_agents.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    w6 = report["workloads"].get("W6")
+    if w6:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        labels = ["goodput %", "failovers", "breaker opens", "primary calls\nwhile open"]
+        vals = [w6["goodput"] * 100, w6["failovers"], w6["breaker_opens"], w6["primary_calls_while_open"]]
+        ax.bar(labels, vals, color=["#2ca02c", "#1f77b4", "#9467bd", "#d62728"])
+        for i, v in enumerate(vals):
+            ax.text(i, v, f"{v:,.1f}" if i == 0 else f"{v:,.0f}", ha="center", va="bottom")
+        ax.set_title(f"W6: {w6['runs']} runs, {w6['fault_rate']:.0%} faults + an outage")
+        fig.tight_layout()
+        paths.append(out_dir / "w6_chain_under_faults.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    return paths
+
+
+if __name__ == "__main__":
+    which, raw = sys.argv[1], json.loads(sys.argv[2])
+    fn = {"w3": child_w3, "w4": child_w4}[which]
+    print(json.dumps(fn(**raw)))
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown of 100k objects

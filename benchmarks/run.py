@@ -1,0 +1,186 @@
+"""agentactors benchmarks: every workload runs all implementations interleaved, in one invocation.
+
+Usage::
+
+    python benchmarks/run.py                 # everything (make bench)
+    python benchmarks/run.py --only W1,W2    # some workloads
+    python benchmarks/run.py --smoke         # tiny counts: checks the harness, numbers mean nothing
+
+Prints a markdown table, writes ``benchmarks/results/latest.json`` and PNG charts
+of W1, W3 and W6.  Speed is reported as medians with min–max over repetitions
+and as ratios to a baseline measured in the same run (this machine is shared and
+noisy; absolute numbers travel badly).  Nothing here asserts on speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import _workloads as W  # noqa: E402
+
+RESULTS = HERE / "results"
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
+    }
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["memory_gib"] = round(int(line.split()[1]) / 1024 / 1024, 1)
+                break
+    except OSError:
+        pass
+    return info
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
+
+
+def child(workload: str, **kwargs: Any) -> dict[str, Any]:
+    """Run one measurement in a fresh interpreter (memory figures need a clean process)."""
+    cmd = [sys.executable, str(HERE / "_workloads.py"), workload, json.dumps(kwargs)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    if out.returncode != 0:
+        return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:] or ["failed"]}
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def fmt_us(seconds: float) -> str:
+    us = seconds * 1e6
+    return f"{us:,.1f} µs" if us < 100 else f"{us:,.0f} µs"
+
+
+def spread(s: dict[str, float], f: Callable[[float], str] = fmt_us) -> str:
+    return f"{f(s['median'])} ({f(s['min'])}–{f(s['max'])})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="tiny counts, to check the harness")
+    parser.add_argument("--out", default=str(RESULTS / "latest.json"))
+    parser.add_argument("--no-charts", action="store_true")
+    args = parser.parse_args(argv)
+    smoke = args.smoke
+    reps = 1 if smoke else max(3, args.reps)
+    only = {w.strip().upper() for w in args.only.split(",") if w.strip()}
+    report: dict[str, Any] = {"machine": machine(), "smoke": smoke, "reps": reps, "workloads": {}}
+    md: list[str] = [f"# agentactors benchmarks — {report['machine']['date']}", ""]
+
+    if "W1" in only:
+        res = W.w1_tool_loop(reps=reps, smoke=smoke)
+        report["workloads"]["W1"] = res
+        base = res["sequential"]["naive anyio actors"]["median"]
+        rows = []
+        for name, s in res["sequential"].items():
+            if "error" in s:
+                rows.append([name, s["error"], "", "", ""])
+                continue
+            conc = res["concurrent"].get(name, {})
+            rows.append([
+                name,
+                spread(s),
+                f"{s['median'] / base:.2f}×",
+                spread(conc, lambda x: f"{x:,.2f} s") if "median" in conc else conc.get("error", "—"),
+                f"{1 / s['median']:,.0f}",
+            ])
+        md += ["## W1 tool loop (model → tool → model → text, zero-latency model)", "",
+               table(["implementation", "per run, sequential (min–max)", "× naive anyio actors",
+                      f"{res['concurrent_runs']:,} concurrent runs", "runs/s"], rows), ""]
+
+    if "W2" in only:
+        res = W.w2_messaging(reps=reps, smoke=smoke)
+        report["workloads"]["W2"] = res
+        rows = [[r["impl"], r["backend"], f"{r['tells_per_s']:,.0f}", fmt_us(r["ask_p50"]), fmt_us(r["ask_p99"])]
+                for r in res["rows"]]
+        md += ["## W2 messaging", "", table(["implementation", "backend", "tells/s", "ask p50", "ask p99"], rows), ""]
+
+    if "W3" in only:
+        n = 200 if smoke else 10_000
+        res = {"runs": n, "latency": 0.05, "results": {}}
+        for impl in ("agentactors", "plain asyncio"):
+            res["results"][impl] = child("w3", impl=impl, runs=n, latency=0.05)
+        report["workloads"]["W3"] = res
+        rows = [[k, f"{v.get('wall', float('nan')):.2f} s", f"{v.get('completed', 0):,}/{n:,}",
+                 f"{v.get('rss_growth_mb', float('nan')):.1f} MB"] if "error" not in v else [k, str(v["error"]), "", ""]
+                for k, v in res["results"].items()]
+        md += [f"## W3 many agents ({n:,} concurrent runs, 50 ms model latency)", "",
+               table(["implementation", "wall", "completed", "peak RSS growth"], rows), ""]
+
+    if "W4" in only:
+        n = 2_000 if smoke else 100_000
+        res = {"agents": n, "results": {impl: child("w4", impl=impl, n=n) for impl in ("agentactors", "autogen-core")}}
+        report["workloads"]["W4"] = res
+        rows = [[k, f"{v['bytes_per_agent'] / 1024:.2f} KB", f"{v['spawn_s']:.3f} s"] if "error" not in v
+                else [k, str(v["error"]), ""] for k, v in res["results"].items()]
+        md += [f"## W4 idle agents ({n:,})", "", table(["implementation", "memory per idle agent", "spawn time"], rows),
+               ""]
+
+    if "W5" in only:
+        res = W.w5_http(reps=reps, smoke=smoke)
+        report["workloads"]["W5"] = res
+        rows = [[r["impl"], r["mode"], str(r["concurrency"]), f"{r['cpu_us']:,.0f} µs", f"{r['rps']:,.0f}",
+                 f"{r['cpu_ratio']:.2f}×" if r.get("cpu_ratio") else "1.00×"] for r in res["rows"]]
+        md += ["## W5 HTTP path (FakeVendor in another process)", "",
+               table(["client", "mode", "concurrency", "client CPU / request", "requests/s", "CPU × official SDK"],
+                     rows), ""]
+
+    if "W6" in only:
+        res = W.w6_chain(smoke=smoke)
+        report["workloads"]["W6"] = res
+        rows = [[str(res["runs"]), f"{res['fault_rate']:.0%}", f"{res['goodput']:.1%}",
+                 str(res["primary_calls_while_open"]), f"{res['p50']:.2f} s", f"{res['p99']:.2f} s",
+                 str(res["failovers"]), str(res["breaker_opens"])]]
+        md += ["## W6 chain under faults", "",
+               table(["runs", "fault rate", "goodput", "primary calls while open", "p50", "p99", "failovers",
+                      "breaker opens"], rows), ""]
+
+    text = "\n".join(md)
+    print(text)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report["markdown"] = text
+    out.write_text(json.dumps(report, indent=2, default=str))
+    print(f"\nwrote {out}")
+    if not args.no_charts:
+        for path in W.charts(report, out.parent):
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    code = main()
+    print(f"(benchmarks took {time.perf_counter() - t0:,.0f} s)")
+    sys.exit(code)
