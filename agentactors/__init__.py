@@ -6,6 +6,11 @@ submodule namespaces.  See DESIGN.md for the contract these names keep.
 
 from __future__ import annotations
 
+from .actors.loop import LoopController
+from .actors.provider import Complete, ProviderActor, Stream
+from .actors.runtime import Actor, ActorRef, Runtime, RuntimeStats
+from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor
+from .agent import Agent, AgentRun, RunResult
 from .errors import (
     ActorStopped,
     AgentActorsError,
@@ -42,54 +47,81 @@ from .messages import (
     ToolSpec,
     Usage,
 )
+from .providers.anthropic import AnthropicProvider
 from .providers.base import LLMProvider, forced_tool_choice_for
+from .providers.gemini import GeminiProvider
+from .providers.openai import OpenAIProvider
 from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
+from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Actor",
+    "ActorRef",
     "ActorStopped",
+    "Agent",
     "AgentActorsError",
+    "AgentRun",
     "AllProvidersFailedError",
+    "AnthropicProvider",
     "AskTimeout",
     "CircuitOpenError",
+    "Complete",
     "ErrorKind",
     "Event",
     "EventSink",
+    "ExecuteTools",
+    "ExecutionContext",
     "FanOut",
+    "GeminiProvider",
     "InMemoryRecorder",
     "JsonlRecorder",
     "LLMProvider",
     "LLMRequest",
     "LLMResponse",
+    "LoopController",
     "MalformedResponseError",
     "Message",
+    "OpenAIProvider",
+    "ProviderActor",
     "ProviderError",
     "ProviderTimeout",
     "ReasoningDelta",
     "Recorder",
+    "ResultCeiling",
+    "RunResult",
+    "Runtime",
+    "RuntimeStats",
     "ScriptExhaustedError",
     "ScriptedProvider",
     "StopReason",
+    "Stream",
     "StreamCut",
     "StreamEnd",
     "StreamEvent",
     "StreamInterruptedError",
     "TextDelta",
+    "Tool",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
     "ToolChoice",
+    "ToolContext",
+    "ToolExecutorActor",
+    "ToolResult",
     "ToolSpec",
+    "ToolStatus",
     "ToolStatusError",
     "UnsupportedToolChoiceError",
     "Usage",
-    "__version__",
     "classify_exception",
     "classify_http_error",
     "emit",
     "forced_tool_choice_for",
     "redact",
     "register_secret",
+    "tool",
+    "__version__",
 ]
