@@ -1,0 +1,36 @@
+"""Resilient provider chains: retry, fall back, break the circuit, bound the time.
+
+Each decorator takes an :class:`~agentactors.providers.base.LLMProvider` and
+returns one, so they compose in any order.  The recommended stack, outer to
+inner::
+
+    with_fallback(
+        with_circuit_breaker(with_retry(with_timeout(a, attempt=60))),
+        with_circuit_breaker(with_retry(with_timeout(b, attempt=60))),
+    )
+
+Every decision comes from the error taxonomy of :mod:`agentactors.errors`:
+request errors are never retried, moved to a fallback or counted by a breaker.
+"""
+
+from __future__ import annotations
+
+from ._circuit import CircuitState, CircuitStats
+from .breaker import CircuitBreakerProvider, with_circuit_breaker
+from .fallback import DEFAULT_FALLBACK_ON, FallbackProvider, with_fallback
+from .retry import RetryingProvider, with_retry
+from .timeout import TimeoutProvider, with_timeout
+
+__all__ = [
+    "DEFAULT_FALLBACK_ON",
+    "CircuitBreakerProvider",
+    "CircuitState",
+    "CircuitStats",
+    "FallbackProvider",
+    "RetryingProvider",
+    "TimeoutProvider",
+    "with_circuit_breaker",
+    "with_fallback",
+    "with_retry",
+    "with_timeout",
+]

@@ -1,0 +1,106 @@
+"""What every resilience decorator shares: delegation of the provider port, and error normalisation.
+
+A decorator *is* an :class:`~agentactors.providers.base.LLMProvider`: it
+reports its inner provider's name, default model and capabilities, and closes
+it on :meth:`aclose`.  Only :meth:`complete` and :meth:`stream` differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from ..errors import ProviderError, classify_exception
+from ..messages import LLMRequest, LLMResponse
+from ..providers.base import LLMProvider, StreamContext, forced_tool_choice_for
+
+__all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of"]
+
+Clock = Callable[[], float]
+
+
+def name_of(provider: object) -> str:
+    """A provider's name, or its type's name for an object that has none."""
+    name = getattr(provider, "name", None)
+    return name if isinstance(name, str) and name else type(provider).__name__
+
+
+def model_of(provider: object, request: LLMRequest) -> str | None:
+    """The model a call goes to (``request.model`` or the default), without raising when neither is set."""
+    model = request.model or getattr(provider, "default_model", None)
+    return str(model) if model else None
+
+
+def as_provider_error(exc: Exception, provider: object, model: str | None) -> ProviderError:
+    """``exc`` in the taxonomy: a :class:`ProviderError` as is, anything else classified.
+
+    Unknown exceptions become request faults (never retried, moved or counted),
+    transport errors transient; see :func:`agentactors.errors.classify_exception`.
+    Cancellation never reaches this function: every caller catches ``Exception`` only.
+    """
+    return classify_exception(exc, provider=name_of(provider), model=model)
+
+
+def default_clock() -> float:
+    return anyio.current_time()
+
+
+class ProviderDecorator:
+    """Base of the decorators: delegates the provider port to ``inner``.
+
+    ``supports_forced_tool_choice(model)`` answers for the inner provider
+    through :func:`~agentactors.providers.base.forced_tool_choice_for`, so a
+    decorated provider carries exactly what the provider it wraps carries.
+    """
+
+    def __init__(self, inner: LLMProvider | Any) -> None:
+        if not callable(getattr(inner, "complete", None)):
+            raise TypeError(f"expected an LLMProvider (with complete() and stream()), got {type(inner).__name__}")
+        self._inner = inner
+
+    @property
+    def inner(self) -> LLMProvider:
+        """The provider this decorator wraps."""
+        inner: LLMProvider = self._inner
+        return inner
+
+    @property
+    def name(self) -> str:
+        return name_of(self._inner)
+
+    @property
+    def default_model(self) -> str | None:
+        model = getattr(self._inner, "default_model", None)
+        return str(model) if model else None
+
+    @property
+    def carries_tools(self) -> bool:
+        return getattr(self._inner, "carries_tools", False) is True
+
+    @property
+    def carries_forced_tool_choice(self) -> bool:
+        return getattr(self._inner, "carries_forced_tool_choice", False) is True
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        return forced_tool_choice_for(self._inner, model)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def stream(self, request: LLMRequest) -> StreamContext:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the inner provider."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> ProviderDecorator:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._inner!r})"

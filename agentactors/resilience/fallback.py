@@ -1,0 +1,284 @@
+"""``with_fallback``: when a member cannot serve, ask the next one — but only when that can help.
+
+A request fault is the request's fault on every member, so it never moves; a
+cancellation never moves; a stream that already delivered an event never
+moves (the consumer saw part of it).  What does move is decided from the error
+kind alone: transient and circuit_open by default, account / context /
+content_policy when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import attrs
+
+from ..errors import (
+    AllProvidersFailedError,
+    ErrorKind,
+    ProviderError,
+    StreamInterruptedError,
+    UnsupportedToolChoiceError,
+)
+from ..events import emit
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
+from ..providers.base import LLMProvider, StreamContext, forced_tool_choice_for
+from ._base import as_provider_error, name_of
+from ._streaming import OpenedStream, open_stream, relay, stream_of
+
+__all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
+
+T = TypeVar("T")
+FallbackOn = Iterable[ErrorKind | str] | Callable[[ProviderError], bool]
+
+DEFAULT_FALLBACK_ON: frozenset[ErrorKind] = frozenset({ErrorKind.transient, ErrorKind.circuit_open})
+
+
+@attrs.frozen(slots=True)
+class _Step:
+    """One member's turn: the member, the model it will call and the request it gets."""
+
+    index: int
+    member: Any
+    model: str | None
+    request: LLMRequest
+
+    @property
+    def name(self) -> str:
+        return name_of(self.member)
+
+
+def _kinds(fallback_on: FallbackOn | None) -> tuple[frozenset[ErrorKind], Callable[[ProviderError], bool] | None]:
+    if fallback_on is None:
+        return DEFAULT_FALLBACK_ON, None
+    if callable(fallback_on) and not isinstance(fallback_on, str | ErrorKind):
+        return frozenset(), fallback_on
+    values: Iterable[ErrorKind | str] = (fallback_on,) if isinstance(fallback_on, str) else fallback_on
+    kinds = frozenset(ErrorKind(v) for v in values)
+    if ErrorKind.request in kinds:
+        raise ValueError("fallback_on cannot include 'request': a request error is wrong for every member")
+    return kinds, None
+
+
+class FallbackProvider:
+    """The provider :func:`with_fallback` returns.  See there for the semantics."""
+
+    def __init__(
+        self,
+        members: Sequence[LLMProvider | Any],
+        *,
+        fallback_on: FallbackOn | None,
+        skip_incapable: bool,
+        name: str | None,
+    ) -> None:
+        if not members:
+            raise ValueError("with_fallback needs at least one provider")
+        for m in members:
+            if not callable(getattr(m, "complete", None)):
+                raise TypeError(f"expected an LLMProvider (with complete()), got {type(m).__name__}")
+        self.members: tuple[Any, ...] = tuple(members)
+        self._kinds, self._predicate = _kinds(fallback_on)
+        self.skip_incapable = skip_incapable
+        self._name = name or "fallback(" + ", ".join(name_of(m) for m in self.members) + ")"
+
+    def __repr__(self) -> str:
+        return f"FallbackProvider({', '.join(repr(m) for m in self.members)})"
+
+    # -- the port: identity and capabilities ------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def default_model(self) -> str | None:
+        model = getattr(self.members[0], "default_model", None)
+        return str(model) if model else None
+
+    @property
+    def carries_tools(self) -> bool:
+        """True only when every member calls tools natively (the loop's transport must suit them all)."""
+        return all(getattr(m, "carries_tools", False) is True for m in self.members)
+
+    @property
+    def carries_forced_tool_choice(self) -> bool:
+        """True only when every member can carry a forced tool choice."""
+        return all(getattr(m, "carries_forced_tool_choice", False) is True for m in self.members)
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether the chain can send a forced choice when asked for ``model``.
+
+        Each member is asked for the model it would call.  Every member must
+        agree — or, with ``skip_incapable``, at least one.
+        """
+        answers = [forced_tool_choice_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
+        return any(answers) if self.skip_incapable else all(answers)
+
+    @staticmethod
+    def _model_for(index: int, member: Any, requested: str | None) -> str | None:
+        # The primary calls what was asked for (or its default); a fallback is bound to its own model.
+        own = getattr(member, "default_model", None) or None
+        model = (requested or own) if index == 0 else (own or requested)
+        return str(model) if model else None
+
+    # -- the port: calls --------------------------------------------------------------------------
+
+    def _plan(self, request: LLMRequest) -> list[_Step]:
+        steps = []
+        for i, member in enumerate(self.members):
+            model = self._model_for(i, member, request.model)
+            sub = request if i == 0 else request.with_model(model)
+            steps.append(_Step(i, member, model, sub))
+        if request.tool_choice.forced and not self.skip_incapable:
+            # The request is wrong for this chain if any member would reject it: say so now,
+            # not on the day the primary fails and the incapable member is reached.
+            for step in steps:
+                if not forced_tool_choice_for(step.member, step.model):
+                    raise UnsupportedToolChoiceError(provider=step.name, model=step.model)
+        return steps
+
+    def _moves(self, error: ProviderError) -> bool:
+        if error.kind is ErrorKind.request or isinstance(error, StreamInterruptedError):
+            return False
+        if self._predicate is not None:
+            return bool(self._predicate(error))
+        return error.kind in self._kinds
+
+    async def _walk(self, request: LLMRequest, call: Callable[[_Step], Any]) -> tuple[_Step, Any]:
+        """Try the members in order; return (the step that served, what ``call`` returned)."""
+        errors: list[ProviderError] = []
+        moved_from: _Step | None = None
+        for step in self._plan(request):
+            if request.tool_choice.forced and not forced_tool_choice_for(step.member, step.model):
+                emit("fallback.skipped", member=step.name, model=step.model, reason="forced_tool_choice")
+                continue
+            if moved_from is not None:
+                last = errors[-1]
+                emit("fallback.moved", from_member=moved_from.name, to_member=step.name, reason=last.kind, error=last)
+            try:
+                result = await call(step)
+            except Exception as exc:
+                # Cancellation is a BaseException and leaves at once: no member is tried after it.
+                error = as_provider_error(exc, step.member, step.model)
+                if not self._moves(error):
+                    if errors:
+                        error.add_note(f"fallback {self._name}: tried before: " + "; ".join(str(e) for e in errors))
+                    raise error
+                errors.append(error)
+                moved_from = step
+                continue
+            return step, result
+        raise self._exhausted(request, errors)
+
+    def _exhausted(self, request: LLMRequest, errors: list[ProviderError]) -> ProviderError:
+        if not errors:
+            names = ", ".join(name_of(m) for m in self.members)
+            return UnsupportedToolChoiceError(
+                f"no member of fallback chain {self._name} can carry a forced tool choice "
+                f"({request.tool_choice.mode!r}); members: {names}",
+                provider=self._name,
+                model=request.model or self.default_model,
+            )
+        emit("fallback.exhausted", errors=tuple(errors))
+        return AllProvidersFailedError(
+            f"every member of fallback chain {self._name} failed or was skipped", errors, provider=self._name
+        )
+
+    @staticmethod
+    def _served(response: LLMResponse, step: _Step) -> LLMResponse:
+        return response if response.provider else attrs.evolve(response, provider=step.name)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        step, response = await self._walk(request, lambda s: s.member.complete(s.request))
+        return self._served(response, step)
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        return self._stream(request)
+
+    @asynccontextmanager
+    async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        async def open_member(step: _Step) -> OpenedStream:
+            return await open_stream(lambda: stream_of(step.member, step.request), provider=step.name, model=step.model)
+
+        # Failover happens only while opening a member's stream and reading its first event.
+        step, opened = await self._walk(request, open_member)
+
+        def name_server(event: StreamEvent) -> StreamEvent:
+            if isinstance(event, StreamEnd) and not event.response.provider:
+                return StreamEnd(self._served(event.response, step))
+            return event
+
+        async with opened.stack:
+            events = relay(opened, provider=step.member, model=step.model, transform=name_server)
+            try:
+                yield events
+            finally:
+                await events.aclose()
+
+    async def aclose(self) -> None:
+        """Close every member (each once), even if closing one fails; the first failure is raised."""
+        first: BaseException | None = None
+        seen: set[int] = set()
+        for m in self.members:
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            try:
+                await m.aclose()
+            except Exception as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
+    async def __aenter__(self) -> FallbackProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def with_fallback(
+    primary: LLMProvider | Any,
+    *fallbacks: LLMProvider | Any,
+    fallback_on: FallbackOn | None = None,
+    skip_incapable: bool = False,
+    name: str | None = None,
+) -> FallbackProvider:
+    """Try ``primary``, then each of ``fallbacks`` in order, until one serves.
+
+    * **Models**: the primary calls ``request.model`` or its ``default_model``;
+      each fallback calls its own ``default_model`` when it has one (so one
+      request can fail over across vendors: ``AnthropicProvider(model=...)``),
+      else ``request.model``.
+    * **When it moves**: on the kinds in ``fallback_on`` — default
+      ``{transient, circuit_open}``; add ``"account"``, ``"context"`` or
+      ``"content_policy"`` (strings or :class:`~agentactors.errors.ErrorKind`)
+      to opt in — or when ``fallback_on(error)`` returns true if it is a
+      predicate.  Never on a request error, never on cancellation (re-raised at
+      once) and never after a stream's first event
+      (:class:`~agentactors.errors.StreamInterruptedError` reaches the consumer).
+      An error that does not move is raised as is, noting what failed before it.
+    * **Forced tool choice**: each member's ``forced_tool_choice_for(member,
+      model)`` is checked before anything is sent.  By default a member that
+      cannot carry it makes the whole chain raise
+      :class:`~agentactors.errors.UnsupportedToolChoiceError` at once (the
+      request is wrong for this chain; no member is called).  With
+      ``skip_incapable=True`` such a member is skipped (``fallback.skipped``)
+      and the next capable one serves; if every member is skipped, the
+      ``UnsupportedToolChoiceError`` names the chain.
+    * **Exhausted**: :class:`~agentactors.errors.AllProvidersFailedError` — both
+      an ``ExceptionGroup`` and a ``ProviderError`` — with the members' errors
+      in order, primary first.
+    * A member without streaming is adapted (its ``complete()`` becomes a
+      one-response stream), never skipped.
+    * ``LLMResponse.provider`` (and the ``StreamEnd`` response's) names the
+      member that served when the member did not name itself.
+    * ``carries_tools`` / ``carries_forced_tool_choice`` are the AND of the
+      members'.  ``aclose()`` closes every member.
+
+    Events: ``fallback.moved(from_member, to_member, reason, error)``,
+    ``fallback.skipped(member, reason)``, ``fallback.exhausted(errors)``.
+    """
+    return FallbackProvider((primary, *fallbacks), fallback_on=fallback_on, skip_incapable=skip_incapable, name=name)

@@ -1,0 +1,330 @@
+"""``with_retry``: ask again when asking again can help, and only then.
+
+The decision comes from the error taxonomy alone (``ProviderError.retryable``,
+``retry_after``); tenacity is the engine that sequences attempts and waits.
+tenacity's own clock is the real monotonic one, so the deadline is computed
+here on the injected clock, and the attempt loop is ours: tenacity's loops
+catch ``BaseException``, which would route cancellation through a retry
+predicate instead of letting it go at once.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
+
+from ..errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterruptedError
+from ..events import emit
+from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..providers.base import LLMProvider, StreamContext
+from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
+from ._streaming import OpenedStream, open_stream, relay, stream_of
+
+__all__ = ["RetryingProvider", "with_retry"]
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+class RetryingProvider(ProviderDecorator):
+    """The provider :func:`with_retry` returns.  See there for the semantics."""
+
+    def __init__(
+        self,
+        inner: LLMProvider | Any,
+        *,
+        max_attempts: int,
+        base_delay: float,
+        multiplier: float,
+        max_delay: float,
+        jitter: tuple[float, float],
+        max_retry_after: float,
+        deadline: float | None,
+        retry_on: Callable[[ProviderError], bool] | None,
+        clock: Clock | None,
+        sleep: Sleep | None,
+        rng: random.Random | None,
+    ) -> None:
+        super().__init__(inner)
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if base_delay < 0 or max_delay < 0 or multiplier < 1:
+            raise ValueError("base_delay and max_delay must be >= 0 and multiplier >= 1")
+        lo, hi = jitter
+        if not 0 <= lo <= hi:
+            raise ValueError("jitter must be (low, high) with 0 <= low <= high")
+        if deadline is not None and deadline <= 0:
+            raise ValueError("deadline must be positive (seconds) or None")
+        self.max_attempts = max_attempts
+        self.base_delay = float(base_delay)
+        self.multiplier = float(multiplier)
+        self.max_delay = float(max_delay)
+        self.jitter = (float(lo), float(hi))
+        self.max_retry_after = float(max_retry_after)
+        self.deadline = deadline
+        self.retry_on = retry_on
+        self._clock: Clock = clock or default_clock
+        self._sleep: Sleep = sleep or anyio.sleep
+        self._rng = rng if rng is not None else random.Random()
+
+    # -- the port ---------------------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return await self._run(lambda: self._inner.complete(request), request)
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        return self._stream(request)
+
+    @asynccontextmanager
+    async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        model = model_of(self._inner, request)
+
+        async def attempt() -> OpenedStream:
+            return await open_stream(lambda: stream_of(self._inner, request), provider=self.name, model=model)
+
+        # Only opening the stream and reading its first event is retried: nothing reached the consumer yet.
+        opened = await self._run(attempt, request)
+        async with opened.stack:
+            events = relay(opened, provider=self._inner, model=model)
+            try:
+                yield events
+            finally:
+                await events.aclose()
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def delay_for(self, attempt: int, error: ProviderError) -> float:
+        """The wait after failed attempt number ``attempt`` (1-based): Retry-After, or jittered backoff."""
+        ra = error.retry_after
+        if ra is not None and 0 < ra <= self.max_retry_after:
+            return ra
+        backoff = min(self.max_delay, self.base_delay * self.multiplier ** (attempt - 1))
+        return backoff * self._rng.uniform(*self.jitter)
+
+    def refusal(self, error: ProviderError) -> tuple[str, bool] | None:
+        """``None`` when ``error`` may be retried; else (why not, whether it was retryable but declined)."""
+        if isinstance(error, CircuitOpenError):
+            return "circuit open (its retry_after says when)", False
+        if isinstance(error, StreamInterruptedError):
+            return "the stream had started", False
+        if error.kind is ErrorKind.request:
+            return "request error", False
+        wanted = self.retry_on(error) if self.retry_on is not None else error.retryable
+        if not wanted:
+            return "not retryable", False
+        ra = error.retry_after
+        if ra is not None and ra > self.max_retry_after:
+            return f"retry-after {ra:g}s exceeds max_retry_after {self.max_retry_after:g}s", True
+        return None
+
+    async def _run(self, attempt: Callable[[], Awaitable[T]], request: LLMRequest) -> T:
+        call = _Call(self, model_of(self._inner, request))
+        retrying = AsyncRetrying(
+            sleep=self._sleep,
+            stop=call.stop,
+            wait=call.wait,
+            retry=call.retry,
+            reraise=True,
+        )
+        retrying.begin()
+        state = RetryCallState(retry_object=retrying, fn=None, args=(), kwargs={})
+        while True:
+            try:
+                do = await retrying.iter(retry_state=state)
+            except ProviderError as last:
+                raise call.give_up(state, last)
+            if isinstance(do, DoAttempt):
+                try:
+                    result = await attempt()
+                except Exception as exc:
+                    # Cancellation (a BaseException) is not caught: it leaves at once, no attempt follows.
+                    failure = as_provider_error(exc, self._inner, call.model)
+                    state.set_exception((type(failure), failure, failure.__traceback__))
+                else:
+                    state.set_result(result)
+            elif isinstance(do, DoSleep):
+                call.scheduled(state)
+                state.prepare_for_next_attempt()
+                await retrying.sleep(float(do))  # type: ignore[misc]
+            else:
+                call.recovered(state)
+                return do  # type: ignore[no-any-return]
+
+
+class _Call:
+    """The decisions of one call, made for tenacity on the injected clock."""
+
+    __slots__ = ("exhausted", "model", "owner", "pending", "started", "verdict", "waits")
+
+    def __init__(self, owner: RetryingProvider, model: str | None) -> None:
+        self.owner = owner
+        self.model = model
+        self.started = owner._clock()
+        # (error, delay) of every wait actually taken, in order.
+        self.waits: list[tuple[ProviderError, float]] = []
+        # The wait computed for the current failure: (attempt number, error, delay).
+        self.pending: tuple[int, ProviderError, float] | None = None
+        # Why the last failure was not retried, and whether it was a retryable one we stopped on.
+        self.verdict = ""
+        self.exhausted = False
+
+    @staticmethod
+    def _error(state: RetryCallState) -> ProviderError | None:
+        outcome = state.outcome
+        if outcome is None or not outcome.failed:
+            return None
+        exc = outcome.exception()
+        return exc if isinstance(exc, ProviderError) else None
+
+    def _delay(self, state: RetryCallState, error: ProviderError) -> float:
+        # Computed once per failure, whichever of wait() and stop() tenacity asks first.
+        if self.pending is None or self.pending[0] != state.attempt_number:
+            self.pending = (state.attempt_number, error, self.owner.delay_for(state.attempt_number, error))
+        return self.pending[2]
+
+    def retry(self, state: RetryCallState) -> bool:
+        error = self._error(state)
+        if error is None:
+            return False
+        refusal = self.owner.refusal(error)
+        if refusal is not None:
+            self.verdict, self.exhausted = refusal
+            return False
+        return True
+
+    def wait(self, state: RetryCallState) -> float:
+        error = self._error(state)
+        assert error is not None  # tenacity only waits after a failure it retries
+        return self._delay(state, error)
+
+    def stop(self, state: RetryCallState) -> bool:
+        owner = self.owner
+        if state.attempt_number >= owner.max_attempts:
+            self.verdict, self.exhausted = f"all {owner.max_attempts} attempts made", True
+            return True
+        error = self._error(state)
+        if owner.deadline is not None and error is not None:
+            delay = self._delay(state, error)
+            if owner._clock() + delay > self.started + owner.deadline:
+                self.verdict = f"the next wait ({delay:.3g}s) would end past the {owner.deadline:g}s deadline"
+                self.exhausted = True
+                return True
+        return False
+
+    def scheduled(self, state: RetryCallState) -> None:
+        assert self.pending is not None and self.pending[0] == state.attempt_number
+        _, error, delay = self.pending
+        self.waits.append((error, delay))
+        emit(
+            "retry.scheduled",
+            provider=self.owner.name,
+            model=self.model,
+            attempt=state.attempt_number,
+            delay=delay,
+            error=error,
+        )
+
+    def recovered(self, state: RetryCallState) -> None:
+        if state.attempt_number > 1:
+            emit(
+                "retry.recovered",
+                provider=self.owner.name,
+                model=self.model,
+                attempts=state.attempt_number,
+                elapsed=self.owner._clock() - self.started,
+            )
+
+    def give_up(self, state: RetryCallState, error: ProviderError) -> ProviderError:
+        """Annotate the last error (one note per attempt) and report exhaustion; it is raised unwrapped."""
+        attempts = state.attempt_number
+        # A first-attempt error that was never retryable passes through untouched: retry was not involved.
+        if attempts > 1 or self.exhausted:
+            limit = self.owner.max_attempts
+            for n, (err, delay) in enumerate(self.waits, start=1):
+                error.add_note(f"retry: attempt {n}/{limit} failed: {_describe(err)}; waited {delay:.3g}s")
+            error.add_note(f"retry: attempt {attempts}/{limit} failed: {_describe(error)}; not retried: {self.verdict}")
+        if self.exhausted:
+            emit(
+                "retry.exhausted",
+                provider=self.owner.name,
+                model=self.model,
+                attempts=attempts,
+                error=error,
+                reason=self.verdict,
+            )
+        return error
+
+
+def _describe(error: ProviderError) -> str:
+    status = f" HTTP {error.status}" if error.status is not None else ""
+    return f"{error.kind.value}{status}"
+
+
+def with_retry(
+    provider: LLMProvider | Any,
+    *,
+    max_attempts: int = 3,
+    base_delay: float = 0.5,
+    multiplier: float = 2.0,
+    max_delay: float = 8.0,
+    jitter: tuple[float, float] = (0.75, 1.0),
+    max_retry_after: float = 60.0,
+    deadline: float | None = None,
+    retry_on: Callable[[ProviderError], bool] | None = None,
+    clock: Clock | None = None,
+    sleep: Sleep | None = None,
+    rng: random.Random | None = None,
+) -> RetryingProvider:
+    """Wrap ``provider`` so that a failure that asking again can fix is asked again.
+
+    * ``max_attempts`` counts every call, the first included.  Between attempts
+      it waits ``min(max_delay, base_delay * multiplier**(n-1))`` times a
+      uniform factor in ``jitter`` — or exactly the vendor's ``retry_after``
+      when ``0 < retry_after <= max_retry_after``.  A longer ``retry_after`` is
+      not waited for: the error is raised at once, so a fallback can serve now.
+    * ``retry_on(error) -> bool`` replaces the default test, ``error.retryable``.
+      Whatever it says, a request error (``UnsupportedToolChoiceError``, 400...),
+      a :class:`~agentactors.errors.CircuitOpenError` and a
+      :class:`~agentactors.errors.StreamInterruptedError` are never retried.
+      Exceptions that are not a ``ProviderError`` are classified first
+      (:func:`~agentactors.errors.classify_exception`: unknown ones are request
+      errors) and raised as the classified ``ProviderError``.
+    * ``deadline`` (seconds, measured on ``clock`` from the first attempt): a
+      wait that would end past it is not started; the error is raised instead.
+      The attempts themselves are bounded by :func:`with_timeout`, not here.
+    * When it gives up, the **last** error is raised unwrapped, with one PEP 678
+      note per attempt (kind, status, the wait that followed, why it stopped).
+    * Streams are retried only while opening them and reading their first
+      event; a failure after that reaches the consumer as
+      ``StreamInterruptedError`` and is never replayed.
+    * Cancellation (anyio's, from any scope) is re-raised at once: no further
+      attempt, no wait.
+    * ``clock`` (default ``anyio.current_time``), ``sleep`` (``anyio.sleep``) and
+      ``rng`` (a ``random.Random``) are injectable for tests on virtual time.
+
+    Events: ``retry.scheduled(attempt, delay, error)``,
+    ``retry.recovered(attempts, elapsed)``, ``retry.exhausted(attempts, error,
+    reason)`` — delivered to the recorders of the run that made the call.
+    """
+    if math.isnan(max_retry_after) or max_retry_after < 0:
+        raise ValueError("max_retry_after must be >= 0")
+    return RetryingProvider(
+        provider,
+        max_attempts=max_attempts,
+        base_delay=base_delay,
+        multiplier=multiplier,
+        max_delay=max_delay,
+        jitter=jitter,
+        max_retry_after=max_retry_after,
+        deadline=deadline,
+        retry_on=retry_on,
+        clock=clock,
+        sleep=sleep,
+        rng=rng,
+    )

@@ -1,0 +1,165 @@
+"""``with_timeout``: bound a call, a stream's first event and the silence between events.
+
+Built on anyio cancel scopes.  A scope only absorbs *its own* cancellation
+(``cancelled_caught``), so when the bound expires the call is cancelled and
+turned into :class:`~agentactors.errors.ProviderTimeout`, while a cancellation
+coming from outside (the caller's scope, a task group) passes through untouched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from ..errors import ProviderTimeout
+from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..providers.base import LLMProvider, StreamAccumulator, StreamContext, interrupted
+from ._base import ProviderDecorator, model_of
+from ._streaming import stream_of
+
+__all__ = ["TimeoutProvider", "with_timeout"]
+
+
+def _check(label: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"{label} must be a positive number of seconds or None")
+    return float(value)
+
+
+class TimeoutProvider(ProviderDecorator):
+    """The provider :func:`with_timeout` returns.  See there for the semantics."""
+
+    def __init__(
+        self,
+        inner: LLMProvider | Any,
+        *,
+        attempt: float | None,
+        first_event: float | None,
+        idle: float | None,
+    ) -> None:
+        super().__init__(inner)
+        self.attempt = _check("attempt", attempt)
+        self.first_event = _check("first_event", first_event)
+        self.idle = _check("idle", idle)
+
+    def _timeout(self, model: str | None, what: str, seconds: float) -> ProviderTimeout:
+        return ProviderTimeout(f"{what} timed out after {seconds:g}s", provider=self.name, model=model)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.attempt is None:
+            return await self._inner.complete(request)
+        with anyio.move_on_after(self.attempt):
+            return await self._inner.complete(request)
+        # Only reached when our own deadline cancelled the call (an outer cancellation propagates).
+        raise self._timeout(model_of(self._inner, request), "the call", self.attempt)
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        if self.attempt is None and self.first_event is None and self.idle is None:
+            return stream_of(self._inner, request)
+        return self._stream(request)
+
+    @asynccontextmanager
+    async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        model = model_of(self._inner, request)
+        guard = _StreamGuard(self, anyio.current_time())
+        acc = StreamAccumulator()
+        # One scope spans the whole stream (entered before the inner stream, left after it, so scopes
+        # nest properly); its deadline moves between the attempt, first-event and idle bounds.
+        with guard.scope:
+            async with stream_of(self._inner, request) as inner_events:
+                events = guard.watch(inner_events, acc, model)
+                try:
+                    yield events
+                finally:
+                    await events.aclose()
+                # The consumer is done: closing the inner stream is not bounded by the attempt any more.
+                guard.finish()
+        if guard.scope.cancelled_caught:
+            error = self._timeout(model, guard.what, guard.seconds)
+            if acc.events_seen:
+                raise interrupted(error, provider=self.name, model=model, partial_text=acc.text) from error
+            raise error
+
+
+class _StreamGuard:
+    """The moving deadline of one stream, and which bound it currently stands for."""
+
+    __slots__ = ("attempt_deadline", "owner", "scope", "seconds", "what")
+
+    def __init__(self, owner: TimeoutProvider, start: float) -> None:
+        self.owner = owner
+        self.attempt_deadline = start + owner.attempt if owner.attempt is not None else math.inf
+        self.scope = anyio.CancelScope()
+        self.what = "the stream"
+        self.seconds = owner.attempt or 0.0
+        self._bound(start, owner.first_event, "the first event")
+
+    def _bound(self, now: float, seconds: float | None, what: str) -> None:
+        # The nearer of the attempt deadline and this bound; remember which one it is for the message.
+        if seconds is not None and now + seconds < self.attempt_deadline:
+            self.scope.deadline = now + seconds
+            self.what, self.seconds = what, seconds
+        else:
+            self.scope.deadline = self.attempt_deadline
+            self.what, self.seconds = "the stream", self.owner.attempt or 0.0
+
+    def finish(self) -> None:
+        self.scope.deadline = math.inf
+
+    async def watch(
+        self, inner: AsyncIterator[StreamEvent], acc: StreamAccumulator, model: str | None
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Relay ``inner``; while waiting for an event after the first, the idle bound applies."""
+        while True:
+            if acc.events_seen:
+                self._bound(anyio.current_time(), self.owner.idle, "waiting for the next event")
+            try:
+                event = await inner.__anext__()
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                if acc.events_seen:
+                    raise interrupted(exc, provider=self.owner.name, model=model, partial_text=acc.text)
+                raise
+            # Time the consumer spends on an event is not idleness of the vendor.
+            self._bound(anyio.current_time(), None, "")
+            acc.add(event)
+            yield event
+
+
+def with_timeout(
+    provider: LLMProvider | Any,
+    *,
+    attempt: float | None = None,
+    first_event: float | None = None,
+    idle: float | None = None,
+) -> TimeoutProvider:
+    """Bound how long ``provider`` may take, raising :class:`~agentactors.errors.ProviderTimeout` (transient).
+
+    * ``attempt`` bounds one ``complete()`` call and a whole stream (from
+      opening it to leaving its ``async with`` block, the consumer's time
+      included).
+    * ``first_event`` bounds the wait for a stream's first event (the time to
+      first token); ``idle`` the wait for each later event.  The time the
+      consumer spends between events is not idleness.
+    * A bound that expires before the first event raises ``ProviderTimeout``,
+      which ``with_retry`` retries, ``with_fallback`` moves on and a breaker
+      counts; one that expires after it raises
+      :class:`~agentactors.errors.StreamInterruptedError` (its cause is the
+      ``ProviderTimeout``), which nobody replays.
+    * Built on anyio cancel scopes: the timed-out call is cancelled, and only
+      this decorator's own cancellation is turned into ``ProviderTimeout`` — a
+      cancellation from outside (the caller's scope, a task group) propagates
+      unchanged, even when both happen at once.
+
+    Put it innermost (``with_retry(with_timeout(p, attempt=60))``) so that each
+    attempt gets its own bound; outside ``with_retry`` it bounds all attempts
+    and their waits together.
+    """
+    return TimeoutProvider(provider, attempt=attempt, first_event=first_event, idle=idle)
