@@ -219,35 +219,71 @@ class GeminiWire:
             parsed = None
         if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
             parsed = parsed[0]  # streamGenerateContent without alt=sse wraps errors in an array
-        err = classify_http_error(
-            status, headers, parsed if isinstance(parsed, dict) else body, provider=provider, model=model
-        )
-        if err.kind is ErrorKind.request and _invalid_key(parsed):
-            # Gemini reports a bad key as 400 INVALID_ARGUMENT: asking again, anywhere, will not help.
-            return ProviderError(
-                err.message,
-                provider=provider,
-                model=model,
-                kind=ErrorKind.account,
-                status=status,
-                retry_after=err.retry_after,
-                request_id=err.request_id,
-                body_excerpt=body,
+        try:
+            err = classify_http_error(
+                status, headers, parsed if isinstance(parsed, dict) else body, provider=provider, model=model
             )
-        return err
+        except _CLASSIFIER_FAILURES:
+            err = classify_http_error(status, headers, _scalars_only(parsed), provider=provider, model=model)
+        if "x-should-retry" in httpx.Headers(headers):
+            return err  # the vendor's explicit header already decided
+        return _refined(err, parsed, body)
 
 
-def _invalid_key(body: Any) -> bool:
+# The shared classifier walks error details it does not type-check; a body it chokes on is
+# classified again from its scalar fields (code, message, status) rather than escaping as a TypeError.
+_CLASSIFIER_FAILURES = (TypeError, AttributeError, KeyError, ValueError)
+
+
+def _scalars_only(body: Any) -> dict[str, Any]:
     err = body.get("error") if isinstance(body, dict) else None
     if not isinstance(err, dict):
-        return False
-    details = err.get("details")
-    if isinstance(details, list):
+        return {"error": err} if isinstance(err, str) else {}
+    return {"error": {k: v for k, v in err.items() if k in ("code", "message", "status") and isinstance(v, int | str)}}
+
+
+def _refined(err: ProviderError, body: Any, raw: bytes | None) -> ProviderError:
+    """``err`` with its kind corrected by what Gemini's structured error says (see :func:`_gemini_kind`)."""
+    kind = _gemini_kind(body, err.status or 0)
+    if kind is None or kind is err.kind:
+        return err
+    return ProviderError(
+        err.message,
+        provider=err.provider,
+        model=err.model,
+        kind=kind,
+        status=err.status,
+        retry_after=err.retry_after,
+        request_id=err.request_id,
+        body_excerpt=raw if raw is not None else json.dumps(body, ensure_ascii=False),
+    )
+
+
+def _gemini_kind(body: Any, status: int) -> ErrorKind | None:
+    """What Gemini's structured error says beyond the generic classifier, or None."""
+    err = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return None
+    raw_message = err.get("message")
+    message = raw_message if isinstance(raw_message, str) else ""
+    raw_details = err.get("details")
+    details = [d for d in raw_details if isinstance(d, dict)] if isinstance(raw_details, list) else []
+    if any(d.get("reason") in _INVALID_KEY_REASONS for d in details) or "api key not valid" in message.lower():
+        # A bad key arrives as 400 INVALID_ARGUMENT: asking again, anywhere, will not help.
+        return ErrorKind.account
+    if status == 429 or err.get("status") == "RESOURCE_EXHAUSTED":
+        # Gemini's per-minute message reads "You exceeded your current quota ..." just like a
+        # billing failure elsewhere; the QuotaFailure violations are what tell the two apart.
+        quota_ids: list[str] = []
         for d in details:
-            if isinstance(d, dict) and d.get("reason") in _INVALID_KEY_REASONS:
-                return True
-    message = err.get("message")
-    return isinstance(message, str) and "api key not valid" in message.lower()
+            violations = d.get("violations")
+            for v in violations if isinstance(violations, list) else ():
+                if isinstance(v, dict):
+                    quota_ids.append(f"{v.get('quotaId', '')} {v.get('quotaMetric', '')}".lower())
+        if any("perday" in q.replace("_", "").replace("-", "") for q in quota_ids) or "limit: 0" in message:
+            return ErrorKind.account  # a daily cap, or a model this tier may not use at all
+        return ErrorKind.transient
+    return None
 
 
 def _declaration(name: str, description: str, parameters: Mapping[str, Any], model: str) -> dict[str, Any]:
@@ -359,7 +395,11 @@ class _Assembly:
         if not isinstance(chunk, dict):
             raise self.malformed(f"expected a JSON object, got {type(chunk).__name__}")
         if isinstance(chunk.get("error"), dict | str):
-            raise classify_error_body(chunk, provider=self._provider, model=self.model)
+            try:
+                err = classify_error_body(chunk, provider=self._provider, model=self.model)
+            except _CLASSIFIER_FAILURES:
+                err = classify_error_body(_scalars_only(chunk), provider=self._provider, model=self.model)
+            raise _refined(err, chunk, None)
         feedback = chunk.get("promptFeedback")
         if isinstance(feedback, dict) and feedback.get("blockReason"):
             reason = str(feedback["blockReason"])
