@@ -27,6 +27,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, ClassVar
 
 import anyio
+import anyio.lowlevel
 import httpx
 from httpx_sse import EventSource
 
@@ -68,6 +69,18 @@ def iter_sse(raw: bytes | str) -> Iterator[tuple[str, str]]:
     for sse in EventSource(response).iter_sse():
         if sse.data:
             yield sse.event, sse.data
+
+
+def _loop_token() -> object | None:
+    """The running event loop's identity (anyio >= 4.11), or ``None`` when it cannot be told."""
+    current = getattr(anyio.lowlevel, "current_token", None)
+    if current is None:
+        return None
+    try:
+        token: object = current()
+    except Exception:
+        return None
+    return token
 
 
 def _is_2xx(status: int) -> bool:
@@ -122,6 +135,7 @@ class HTTPProvider:
         self._base_url = base_url.rstrip("/")
         self._client = http_client
         self._owns_client = http_client is None
+        self._client_loop: object | None = None
         self._name = name or self.wire_name
         self._carries_forced = bool(carries_forced_tool_choice)
         self._timeout: httpx.Timeout | None = None if timeout is None else httpx.Timeout(timeout)
@@ -183,7 +197,7 @@ class HTTPProvider:
         """
         model, url, headers, content = self._prepare(request, stream=False)
         client = self._get_client()
-        log.debug("%s: POST %s (model=%s)", self._name, url, model)
+        log.debug("%s: POST %s (model=%s)", self._name, redact(url), model)
         try:
             response = await client.post(url, content=content, headers=headers, **self._timeout_kw())
         except anyio.get_cancelled_exc_class():
@@ -238,11 +252,17 @@ class HTTPProvider:
 
     def _get_client(self) -> httpx.AsyncClient:
         # Created on first use so that it binds to the running event loop, not the importer's.
+        token = _loop_token()
+        if self._owns_client and self._client is not None and token is not None and token != self._client_loop:
+            # The loop that owned the pool is gone (a second anyio.run): its connections cannot be
+            # used or closed from here, so start a fresh pool rather than fail every call.
+            self._client = None
         if self._client is None:
             self._client = httpx.AsyncClient(
                 timeout=self._timeout or DEFAULT_TIMEOUT,
                 limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
             )
+            self._client_loop = token
         return self._client
 
     def _timeout_kw(self) -> dict[str, Any]:
@@ -296,7 +316,7 @@ class HTTPProvider:
         self, request: LLMRequest, model: str, url: str, headers: dict[str, str], content: bytes
     ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         client = self._get_client()
-        log.debug("%s: POST %s (model=%s, stream)", self._name, url, model)
+        log.debug("%s: POST %s (model=%s, stream)", self._name, redact(url), model)
         response: httpx.Response | None = None
         try:
             try:
@@ -359,6 +379,9 @@ class HTTPProvider:
                 raise
             raise err from exc
         finally:
+            # Closes httpx-sse's line reader; httpx's own nested byte iterators cannot be closed from
+            # here, so on trio an early exit may log a ResourceWarning for them (ignored by default).
+            # The socket itself is closed by _stream, which is what the server sees.
             with anyio.CancelScope(shield=True):
                 await sse.aclose()
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -456,3 +458,42 @@ def test_iter_sse_follows_whatwg_framing() -> None:
         ("error", "line1\nline2  "),
         ("message", "[DONE]"),
     ]
+
+
+class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep connections open, so the client's pool holds one
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        payload = json.dumps(ok_body("pooled")).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_an_owned_client_follows_the_event_loop_across_runs() -> None:
+    """One provider used by successive ``anyio.run`` calls gets a fresh pool in each loop.
+
+    A pooled keep-alive connection belongs to the loop that opened it; reusing it from the next
+    loop fails.  The provider notices the loop changed and starts a new pool.
+    """
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        provider = OpenAIProvider("m", base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key=CANARY)
+
+        async def call() -> str:
+            return (await provider.complete(REQUEST)).content
+
+        for backend in ("asyncio", "trio", "asyncio"):
+            assert anyio.run(call, backend=backend) == "pooled", backend
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
