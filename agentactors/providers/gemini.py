@@ -21,6 +21,9 @@ accepting client-made ids, and they disambiguate parallel calls of one function.
 
 Thought signatures are stored as received (standard base64 in responses) and
 replayed in the form the vendor's own SDK sends them (base64url, padding kept).
+An assistant turn with calls but no signature at all (another provider made them)
+gets Google's documented :data:`SKIP_SIGNATURE` on its first call when the model
+is Gemini 3 or later, which otherwise rejects the whole request.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from .http import HTTPProvider
 __all__ = [
     "DEFAULT_BASE_URL",
     "FORCED_TOOL_CHOICE_REJECTED",
+    "SKIP_SIGNATURE",
     "GeminiProvider",
     "GeminiStreamDecoder",
     "GeminiWire",
@@ -114,6 +118,10 @@ _GENERATION_FIELDS = frozenset(
     )
     for name in (camel, snake)
 )
+# Google's documented stand-in for a function call Gemini 3+ did not sign (made by another provider
+# in a fallback chain, say): without a signature on a turn's first call, every request is a 400.
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_SIGNING_MODEL = re.compile(r"gemini-(\d+)")
 _INVALID_KEY_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED"})
 _BASE64 = re.compile(r"[A-Za-z0-9+/_\-]*={0,2}")
 _TO_URLSAFE = str.maketrans("+/", "-_")
@@ -298,6 +306,8 @@ def _declaration(name: str, description: str, parameters: Mapping[str, Any], mod
 
 def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     messages = tuple(messages)
+    major = _SIGNING_MODEL.match(_bare_model(model))
+    signing = major is not None and int(major.group(1)) >= 3
     names = {call.id: call.name for m in messages if m.role == "assistant" for call in m.tool_calls}
     echo = {call.id: _echo_id(call) for m in messages if m.role == "assistant" for call in m.tool_calls}
     system: list[dict[str, Any]] = []
@@ -334,9 +344,11 @@ def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, A
             if sig is not None:
                 part["thoughtSignature"] = sig
             parts.append(part)
-        for call in m.tool_calls:
+        signatures = [_replayed_signature(call.provider_data) for call in m.tool_calls]
+        if signing and signatures and not any(signatures):
+            signatures[0] = SKIP_SIGNATURE  # only the first of parallel calls is ever signed
+        for call, sig in zip(m.tool_calls, signatures, strict=True):
             part = {"functionCall": {"id": echo[call.id], "name": call.name, "args": dict(call.arguments)}}
-            sig = _replayed_signature(call.provider_data)
             if sig is not None:
                 part["thoughtSignature"] = sig
             parts.append(part)

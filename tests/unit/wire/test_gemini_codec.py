@@ -144,6 +144,20 @@ def test_a_signature_that_is_not_base64_is_replayed_untouched() -> None:
     assert body["contents"][1]["parts"][0]["thoughtSignature"] == "not base64: +/"
 
 
+def test_unsigned_calls_get_the_documented_skip_signature_on_gemini_3_only() -> None:
+    foreign = [ToolCall("o1", "get_weather", {}), ToolCall("o2", "get_time", {})]  # made by another provider
+    signed = [ToolCall("g1", "get_weather", {}, provider_data={"gemini": {"thought_signature": "c2ln"}}), foreign[1]]
+    req = LLMRequest([Message.user("q"), Message.assistant("", foreign), Message.assistant("", signed)])
+
+    def sigs(model: str) -> list[list[str | None]]:
+        body = CODEC.encode_request(req, model, stream=False)
+        return [[p.get("thoughtSignature") for p in c["parts"]] for c in body["contents"][1:]]
+
+    assert sigs("gemini-3-flash-preview") == [["skip_thought_signature_validator", None], ["c2ln", None]]
+    assert sigs("models/gemini-3.1-pro") == sigs("gemini-3-flash-preview")
+    assert sigs("gemini-2.5-flash") == [[None, None], ["c2ln", None]]
+
+
 def test_a_result_for_an_unknown_call_needs_a_name() -> None:
     with pytest.raises(ProviderError) as info:
         encode(LLMRequest([Message.user("q"), Message.tool("ghost", "x")]))
