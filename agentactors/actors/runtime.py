@@ -54,6 +54,8 @@ log = logging.getLogger("agentactors.actors")
 
 FailurePolicy: TypeAlias = Literal["resume", "restart", "stop", "escalate"]
 _POLICIES: Final = frozenset({"resume", "restart", "stop", "escalate"})
+# Scheduling rounds a worker waits with an empty mailbox before it ends (see Runtime._serve).
+_LINGER_ROUNDS: Final = 2
 
 
 @attrs.frozen(slots=True)
@@ -248,14 +250,17 @@ class Runtime:
         the runtime and raise the error out of ``async with Runtime()``).
         """
         self._check_running()
-        if mailbox_size < 1:
-            raise ValueError("mailbox_size must be >= 1")
-        if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
-        if on_failure not in _POLICIES:
-            raise ValueError(f"on_failure must be one of {sorted(_POLICIES)}, not {on_failure!r}")
-        if max_restarts < 0 or restart_window <= 0:
-            raise ValueError("max_restarts must be >= 0 and restart_window > 0")
+        key = (on_failure, max_restarts, restart_window)
+        sup = self._supervisors.get(key)
+        if sup is None:
+            if on_failure not in _POLICIES:
+                raise ValueError(f"on_failure must be one of {sorted(_POLICIES)}, not {on_failure!r}")
+            if max_restarts < 0 or restart_window <= 0:
+                raise ValueError("max_restarts must be >= 0 and restart_window > 0")
+            # Supervisors are immutable policy objects, shared: an idle actor should not carry its own.
+            sup = self._supervisors[key] = Supervisor(self, on_failure, max_restarts, float(restart_window))
+        if mailbox_size < 1 or concurrency < 1:
+            raise ValueError("mailbox_size and concurrency must be >= 1")
         factory: Callable[[], ActorLike] | None
         if not isinstance(actor_or_factory, type) and callable(getattr(actor_or_factory, "receive", None)):
             actor = cast(ActorLike, actor_or_factory)
@@ -272,14 +277,11 @@ class Runtime:
                 'on_failure="restart" needs a zero-argument factory (a class or function) to rebuild the '
                 "actor's state from; pass the class (or a lambda) instead of an instance"
             )
-        key = (on_failure, max_restarts, float(restart_window))
-        sup = self._supervisors.get(key)
-        if sup is None:
-            # Supervisors are immutable policy objects, shared: an idle actor should not carry its own.
-            sup = self._supervisors[key] = Supervisor(self, on_failure, max_restarts, float(restart_window))
         ref = ActorRef(self, actor, factory, name, next(self._ids), mailbox_size, concurrency, sup)
         self._actors.add(ref)
-        self._emit(None, "actor.started", actor=ref.name)
+        sink = self._listening(None)
+        if sink is not None:
+            sink.emit("actor.started", actor=ref.name)
         return ref
 
     def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
@@ -413,14 +415,15 @@ class Runtime:
             if not ref._started and not await ref._sup.start(ref):
                 return
             mailbox = ref._mailbox
-            while mailbox and ref._state <= STOPPING:
+            while mailbox is not None and ref._state <= STOPPING:
                 with self._scope_cls() as scope:
                     scopes = ref._scopes
                     if scopes is None:
                         scopes = ref._scopes = set()
                     scopes.add(scope)
                     try:
-                        await self._serve(ref, mailbox, scope)
+                        if await self._serve(ref, mailbox, scope):
+                            break
                     finally:
                         scopes.discard(scope)
         finally:
@@ -438,9 +441,24 @@ class Runtime:
         if ref._active == 0 and ref._state == STOPPED:
             await self._finalize(ref)
 
-    async def _serve(self, ref: ActorRef, mailbox: deque[Any], scope: CancelScopeLike) -> None:
-        """Handle messages until the mailbox is empty, the actor halts or this scope is cancelled."""
-        while mailbox and ref._state <= STOPPING:
+    async def _serve(self, ref: ActorRef, mailbox: deque[Any], scope: CancelScopeLike) -> bool:
+        """Handle messages until the mailbox stays empty (True) or this scope is spent (False).
+
+        One cancel scope serves many messages: an abandoned ask cancels it, and the worker then
+        continues in a fresh one.
+        """
+        lingered = 0
+        while ref._state <= STOPPING:
+            if not mailbox:
+                if lingered >= _LINGER_ROUNDS or self._closed:
+                    return True
+                # Stay a scheduling round or two before going idle: an asker that sends its next
+                # message as soon as it has the answer finds this worker still here, instead of
+                # paying for a new task per message (trio may run the asker after us in a round).
+                lingered += 1
+                await anyio.lowlevel.checkpoint()
+                continue
+            lingered = 0
             item = mailbox.popleft()
             if ref._waiters:
                 ref._admit_waiter()
@@ -475,7 +493,8 @@ class Runtime:
                 if failure is not None:
                     await ref._sup.failed(ref, failure, item, None)
             if scope.cancel_called:
-                return  # an abandoned ask cancelled this scope: continue in a fresh one
+                return False
+        return True
 
     async def _run_task(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
         try:
@@ -540,7 +559,9 @@ class Runtime:
             ref._state = DEAD
             ref._mailbox = None
             self._actors.discard(ref)
-            self._emit(None, "actor.stopped", actor=ref.name)
+            sink = self._listening(None)
+            if sink is not None:
+                sink.emit("actor.stopped", actor=ref.name)
             if ref._idle is not None:
                 ref._idle.set()
                 ref._idle = None
@@ -562,14 +583,21 @@ class Runtime:
         """
         self._emit(None, type, **data)
 
-    def _emit(self, ctx: contextvars.Context | None, type: str, /, **data: Any) -> None:
-        """Emit to the current run's sink (the asker's, given ``ctx``) or else the runtime's."""
+    def _listening(self, ctx: contextvars.Context | None) -> EventSink | None:
+        """The sink events go to — the current run's (the asker's, given ``ctx``) or else the
+        runtime's — or ``None`` when nobody listens (so callers need not even build the payload)."""
         sink = current_sink() if ctx is None else ctx.run(current_sink)
         if sink is None:
             sink = self._sink
-        if sink.fanout.recorders:
+        return sink if sink.fanout.recorders else None
+
+    def _emit(self, ctx: contextvars.Context | None, type: str, /, **data: Any) -> None:
+        sink = self._listening(ctx)
+        if sink is not None:
             sink.emit(type, **data)
 
     def _dead_letter(self, ref: ActorRef, message: Any) -> None:
         # The message's type only: its payload may be large or hold secrets.
-        self._emit(None, "actor.dead_letter", actor=ref.name, message_type=type(message).__name__)
+        sink = self._listening(None)
+        if sink is not None:
+            sink.emit("actor.dead_letter", actor=ref.name, message_type=type(message).__name__)
