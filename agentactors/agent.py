@@ -20,7 +20,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeAlias
@@ -40,7 +40,7 @@ from .messages import Message, ToolChoice
 from .tools.registry import Tool, tool
 from .tools.results import ToolStatus
 
-__all__ = ["Agent", "AgentRun", "Prompt", "RunResult", "as_completed", "run_many"]
+__all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_completed", "run_many"]
 
 log = logging.getLogger("agentactors.agent")
 
@@ -335,7 +335,10 @@ class Agent:
         private: bool = False,
     ) -> RunResult:
         controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private)
-        return await _drive(controller, sink, messages)
+        if sink is None and current_sink() is None:
+            return await controller.run(messages)  # the hot path: nothing to install
+        with use_sink(sink):
+            return await controller.run(messages)
 
 
 async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult:
@@ -550,8 +553,12 @@ async def run_many(
     return [r for r in results if r is not None]
 
 
-class _Completed:
-    """The iterator of :func:`as_completed`; the runs live in the runtime's task group."""
+class AsCompleted:
+    """The async iterator of :func:`as_completed`; the runs live in the runtime's task group.
+
+    Also an async context manager whose exit (like :meth:`aclose`) cancels the
+    runs not yet finished.
+    """
 
     def __init__(self, rt: Runtime, agent: Agent, inputs: Iterable[Prompt], concurrency: int) -> None:
         _check_concurrency(concurrency)
@@ -586,7 +593,7 @@ class _Completed:
                 for _ in range(min(self._concurrency, len(items))):
                     tg.start_soon(worker)
 
-    def __aiter__(self) -> _Completed:
+    def __aiter__(self) -> AsCompleted:
         return self
 
     async def __anext__(self) -> RunResult:
@@ -602,16 +609,14 @@ class _Completed:
         if self._receive is not None:
             self._receive.close()
 
-    async def __aenter__(self) -> _Completed:
+    async def __aenter__(self) -> AsCompleted:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
 
-def as_completed(
-    rt: Runtime, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100
-) -> AsyncIterator[RunResult]:
+def as_completed(rt: Runtime, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100) -> AsCompleted:
     """Run ``agent`` on every input in ``rt`` and yield each :class:`RunResult` as it finishes.
 
     The runs start at the first ``__anext__`` and live in the runtime's task
@@ -619,4 +624,4 @@ def as_completed(
     or call ``aclose()``: unfinished runs are cancelled.  Failed runs are
     yielded like the others (see :func:`run_many`).
     """
-    return _Completed(rt, agent, inputs, concurrency)
+    return AsCompleted(rt, agent, inputs, concurrency)

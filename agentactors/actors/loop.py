@@ -68,6 +68,7 @@ log = logging.getLogger("agentactors.loop")
 
 StatusRoute = Literal["continue", "end_turn", "raise"]
 _ROUTES = frozenset(("continue", "end_turn", "raise"))
+_NO_USAGE = Usage()
 
 
 class _Asks(Protocol):
@@ -174,7 +175,7 @@ class LoopController:
         self._stream = stream or on_text is not None
         self.run_id = run_id
         self.steps = 0
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.tool_calls: list[ToolCall] = []
         self.followups: tuple[str, ...] = ()
         self.served_by: str | None = None
@@ -263,9 +264,8 @@ class LoopController:
         native = self._native
         specs = config.tool_specs if native else ()
         choice = config.tool_choice if specs else ToolChoice.auto()
-        session: NudgeSession | None = (
-            config.nudges.start(config.read_only.__contains__) if config.nudges is not None else None
-        )
+        # Started at the first tool step: a text-only run pays nothing for nudges.
+        session: NudgeSession | None = None
         budget = config.context_budget_chars
         if budget is not None and system is not None:
             budget = max(1, budget - len(system.content))
@@ -273,6 +273,7 @@ class LoopController:
         empty_streak = 0
         previous: StepView | None = None
 
+        response: LLMResponse
         while self.steps < config.max_steps:
             self.steps += 1
             step = self.steps
@@ -287,19 +288,23 @@ class LoopController:
             request = LLMRequest(
                 (system, *body) if system is not None else body,
                 model=config.model,
-                tools=specs,  # type: ignore[arg-type]  # mypy reads LLMRequest's converter=tuple as generic
+                tools=specs,
                 tool_choice=choice,
             )
             if sink is not None:
                 sink.emit("llm.request", request=request)
             try:
-                response = await (self._stream_step(request) if self._stream else self._complete_step(request))
+                if self._stream:
+                    response = await self._stream_step(request)
+                else:  # asked inline: one coroutine less per step on the hot path
+                    response = await self._provider.ask(Complete(request))
             except Exception as exc:
                 return self._failed(exc, last_answer, tuple(conversation))
             # A forced choice applies to the first step only: forcing every step would never end the turn.
             if choice.forced:
                 choice = ToolChoice.auto()
-            self.usage = self.usage + response.usage
+            # The first step's usage is taken as is: a one-step run allocates no sum.
+            self.usage = response.usage if self.usage is _NO_USAGE else self.usage + response.usage
             if sink is not None:
                 sink.emit("llm.response", response=response, provider=response.provider, usage=response.usage)
 
@@ -353,6 +358,8 @@ class LoopController:
             self.tool_calls.extend(calls)
             self.served_by = response.provider
             results = await self._execute(calls, step)
+            if session is None and config.nudges is not None:
+                session = config.nudges.start(config.read_only.__contains__)
             notes = session.notes_for(StepView(step, calls, results)) if session is not None else None
             end_turn = False
             for index, result in enumerate(results):
@@ -388,10 +395,6 @@ class LoopController:
         return self._result(last_answer, tuple(conversation), bounded=True)
 
     # -- steps ----------------------------------------------------------------------------------
-
-    async def _complete_step(self, request: LLMRequest) -> LLMResponse:
-        response: LLMResponse = await self._provider.ask(Complete(request))
-        return response
 
     async def _stream_step(self, request: LLMRequest) -> LLMResponse:
         sink = self._sink
