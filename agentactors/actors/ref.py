@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import anyio
 
 from ..errors import ActorStopped, AskTimeout
-from .mailbox import Ask, CancelScopeLike, EventLike, Waiter
+from .mailbox import DONE, Ask, CancelScopeLike, EventLike, Waiter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -182,18 +182,25 @@ class ActorRef:
         stopped or stops before answering.  ``timeout`` (seconds, covering the
         wait for mailbox room too) raises :class:`~agentactors.errors.AskTimeout`.
         On timeout or cancellation of the asker the ask is abandoned: not yet
-        started, it is skipped; running, its handler is cancelled.
+        started, it is skipped; running, its handler is cancelled.  An answer
+        that arrives at the very moment the timeout expires is returned.
         """
         env = Ask(message, contextvars.copy_context(), self._rt._new_event())
         if timeout is None:
-            return await self._ask(env)
-        with anyio.move_on_after(timeout):
-            return await self._ask(env)
+            return await self._ask(env, False)
+        try:
+            with anyio.move_on_after(timeout):
+                return await self._ask(env, True)
+        except BaseException:
+            env.abandon()  # cancelled from outside: an answer already given is dropped (and released)
+            raise
+        if env.state == DONE:
+            return env.outcome()
         raise AskTimeout(f"ask to actor {self.name!r} ({type(message).__name__}) got no answer within {timeout:g}s")
 
     # -- internals -------------------------------------------------------------------------------
 
-    async def _ask(self, env: Ask) -> Any:
+    async def _ask(self, env: Ask, keep_answer: bool) -> Any:
         rt = self._rt
         if env.ctx.get(_CURRENT) is not rt:
             # The handler must see its own runtime as Runtime.current(), whoever asks.
@@ -204,7 +211,8 @@ class ActorRef:
         try:
             await env.done.wait()
         except BaseException:
-            env.abandon()
+            if not (keep_answer and env.state == DONE):
+                env.abandon()
             raise
         return env.outcome()
 

@@ -32,7 +32,7 @@ import contextvars
 import itertools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 import anyio
@@ -47,6 +47,9 @@ from .supervision import Supervisor
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+    from ..agent import Agent, AsCompleted, Prompt
+    from .result import RunResult
 
 __all__ = ["Actor", "ActorRef", "FailurePolicy", "Runtime", "RuntimeStats"]
 
@@ -351,22 +354,30 @@ class Runtime:
     # -- many runs (implemented by agentactors.agent) ----------------------------------------------
 
     async def run_many(
-        self, agent: Any, inputs: Iterable[Any], *, concurrency: int = 100, progress: Callable[..., Any] | None = None
-    ) -> list[Any]:
-        """Run ``agent`` on every input, at most ``concurrency`` at once; results in input order."""
-        import importlib
+        self,
+        agent: Agent,
+        inputs: Iterable[Prompt],
+        *,
+        concurrency: int = 100,
+        progress: Callable[[int, int, int], Any] | None = None,
+    ) -> list[RunResult]:
+        """Run ``agent`` on every input, at most ``concurrency`` at once; results in input order.
 
-        mod = importlib.import_module("agentactors.agent")
-        result: list[Any] = await mod.run_many(self, agent, inputs, concurrency=concurrency, progress=progress)
-        return result
+        ``progress(done, failed, total)`` is called as runs finish.  See
+        :func:`agentactors.agent.run_many` for error and cancellation semantics.
+        """
+        from ..agent import run_many  # the agent module imports this one
 
-    def as_completed(self, agent: Any, inputs: Iterable[Any], *, concurrency: int = 100) -> AsyncIterator[Any]:
-        """Run ``agent`` on every input and yield the results as they finish."""
-        import importlib
+        return await run_many(self, agent, inputs, concurrency=concurrency, progress=progress)
 
-        mod = importlib.import_module("agentactors.agent")
-        it: AsyncIterator[Any] = mod.as_completed(self, agent, inputs, concurrency=concurrency)
-        return it
+    def as_completed(self, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100) -> AsCompleted:
+        """Run ``agent`` on every input and yield each result as it finishes (``async for``).
+
+        See :func:`agentactors.agent.as_completed` for stopping early and cancellation.
+        """
+        from ..agent import as_completed
+
+        return as_completed(self, agent, inputs, concurrency=concurrency)
 
     # -- accounting ------------------------------------------------------------------------------
 
