@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 from resilience_unit_kit import REQ, http_error
 
 from agentactors.errors import ProviderError
+from agentactors.messages import LLMRequest, Message
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.resilience import CircuitState, with_circuit_breaker, with_retry
 from agentactors.resilience._circuit import BreakerPolicy, Circuit, Outcome, Permit
+from agentactors.testing import virtual_backends
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -199,3 +201,71 @@ def test_with_retry_never_calls_more_than_max_attempts(
         assert label in ("503", "529", "429-ms", "should-retry-400")
     if deadline is not None:
         assert clock[0] <= deadline
+
+
+# -- the breaker decorator under concurrency: live probes never exceed half_open_max_calls ----------
+
+calls = st.lists(
+    st.tuples(
+        st.sampled_from([0.0, 0.5, 3.0, 10.0]),  # pause before starting this call
+        st.sampled_from([0.0, 1.0, 4.0, 30.0]),  # how long the vendor takes
+        st.sampled_from(["ok", "503", "400"]),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(plan=calls, max_probes=st.integers(1, 3), backend=st.sampled_from(["asyncio", "trio"]))
+def test_concurrent_callers_never_get_more_live_probes_than_allowed(
+    plan: list[tuple[float, float, str]], max_probes: int, backend: str
+) -> None:
+    wait = 20.0
+
+    async def scenario() -> int:
+        breaker: Any = None
+        live: list[float] = []  # start times of probes in flight
+        most = 0
+
+        async def vendor(request: Any) -> Any:
+            nonlocal most
+            latency, code = request.messages[0].content.split("|")
+            probe = breaker.state_for("m") is CircuitState.half_open
+            now = anyio.current_time()
+            if probe:
+                live.append(now)
+                # A probe hung past max_half_open_wait has given its permit back: not live any more.
+                most = max(most, sum(1 for t in live if now < t + wait))
+            try:
+                await anyio.sleep(float(latency))
+            finally:
+                if probe:
+                    live.remove(now)
+            return OUTCOME_CODES[code]()
+
+        breaker = with_circuit_breaker(
+            ScriptedProvider(vendor, model="m"),
+            consecutive_failures=2,
+            min_calls=2,
+            open_duration=5.0,
+            half_open_max_calls=max_probes,
+            max_half_open_wait=wait,
+        )
+
+        async def one(latency: float, code: str) -> None:
+            request = LLMRequest([Message.user(f"{latency}|{code}")])
+            try:
+                await breaker.complete(request)
+            except ProviderError:
+                pass
+
+        async with anyio.create_task_group() as tg:
+            for pause, latency, code in plan:
+                await anyio.sleep(pause)
+                tg.start_soon(one, latency, code)
+        return most
+
+    # A fresh virtual clock per run (trio's MockClock is stateful).
+    name, options = dict(enumerate(virtual_backends()))[0 if backend == "asyncio" else 1]
+    assert anyio.run(scenario, backend=name, backend_options=options) <= max_probes
