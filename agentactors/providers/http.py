@@ -24,7 +24,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import anyio
 import anyio.lowlevel
@@ -225,7 +225,7 @@ class HTTPProvider:
         if client is not None:
             await client.aclose()
 
-    async def __aenter__(self) -> HTTPProvider:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -236,7 +236,18 @@ class HTTPProvider:
     def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
         model = resolve_model(self, request)
         check_forced_tool_choice(self, request, model)
-        body = self._codec.encode_request(request, model, stream=stream)
+        try:
+            body = self._codec.encode_request(request, model, stream=stream)
+        except ProviderError:
+            raise
+        except (TypeError, ValueError, KeyError) as exc:
+            # The request cannot be expressed on this wire: a request fault, raised before sending.
+            raise ProviderError(
+                f"the request cannot be encoded for the {self._codec.wire} wire: {exc}",
+                provider=self._name,
+                model=model,
+                kind=ErrorKind.request,
+            ) from exc
         try:
             content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
         except (TypeError, ValueError) as exc:

@@ -24,7 +24,7 @@ from agentactors.errors import (
 from agentactors.messages import LLMRequest, Message, StreamEnd, StreamEvent, TextDelta, ToolChoice, ToolSpec
 from agentactors.providers.base import forced_tool_choice_for
 from agentactors.providers.http import HTTPProvider, iter_sse
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.providers.openai import OpenAIProvider, OpenAIWire
 
 pytestmark = pytest.mark.anyio
 
@@ -233,6 +233,22 @@ async def test_an_unserialisable_body_is_a_request_error_before_sending() -> Non
         with pytest.raises(ProviderError) as info:
             await provider.complete(bad)
     assert info.value.kind is ErrorKind.request and rec.requests == []
+
+
+class _RefusingWire(OpenAIWire):
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        raise ValueError("this wire cannot say that")
+
+
+async def test_a_request_the_codec_cannot_encode_is_a_request_error_before_sending() -> None:
+    rec = Recorder(lambda r: httpx.Response(200, json=ok_body()))
+    async with httpx.AsyncClient(transport=httpx.MockTransport(rec)) as client:
+        provider = HTTPProvider(_RefusingWire(), model="m", api_key=None, base_url=BASE, http_client=client)
+        for attempt in (lambda: provider.complete(REQUEST), lambda: collect(provider)):
+            with pytest.raises(ProviderError) as info:
+                await attempt()
+            assert info.value.kind is ErrorKind.request and "cannot say that" in info.value.message
+    assert rec.requests == []
 
 
 # --- complete() failures ------------------------------------------------------------------------
