@@ -111,6 +111,7 @@ class Runtime:
         "_running",
         "_scope_cls",
         "_sink",
+        "_spawning",
         "_supervisors",
         "_tg",
         "_token",
@@ -133,6 +134,7 @@ class Runtime:
         self._escalated: BaseException | None = None
         self._entered = False
         self._closed = False
+        self._spawning = False
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
         self._scope_cls: Callable[[], anyio.CancelScope] = anyio.CancelScope
@@ -198,7 +200,10 @@ class Runtime:
         finally:
             self._closed = True
             if self._token is not None:
-                _CURRENT.reset(self._token)
+                try:
+                    _CURRENT.reset(self._token)
+                except ValueError:
+                    pass  # left in another context than it was entered in: nothing of ours to restore
                 self._token = None
             with anyio.CancelScope(shield=True), anyio.move_on_after(max(self.drain_timeout, 0.1)):
                 await self._close_all()
@@ -303,7 +308,11 @@ class Runtime:
         """Stop an actor.  With ``drain``, queued messages are handled first (at most ``timeout``,
         default the runtime's ``drain_timeout``); then running handlers are cancelled, anything
         still queued is rejected (asks: ``ActorStopped``; tells: dead letters) and ``on_stop`` runs.
-        New messages are rejected from the moment this is called.  Idempotent.
+        New messages are rejected from the moment this is called.  Idempotent; concurrent calls all
+        return once the actor has stopped.
+
+        From inside the actor's own handler use ``drain=False`` (the calling handler is then
+        cancelled at its next checkpoint): a drain would wait for that very handler until the timeout.
         """
         if ref._rt is not self:
             raise ValueError(f"{ref!r} belongs to another runtime")
@@ -407,7 +416,16 @@ class Runtime:
             return
         ref._active += 1
         self._running += 1
-        self._ctx.run(self._tg.start_soon, self._work, ref)
+        if self._spawning:
+            # Nested inside the ctx.run below (an eager task factory ran the new worker at once):
+            # the context cannot be entered twice, and we are already in a copy of it.
+            self._tg.start_soon(self._work, ref)
+            return
+        self._spawning = True
+        try:
+            self._ctx.run(self._tg.start_soon, self._work, ref)
+        finally:
+            self._spawning = False
 
     def _fill(self, ref: ActorRef) -> None:
         """Start workers for queued messages up to the actor's concurrency (after ``on_start``)."""
@@ -556,6 +574,7 @@ class Runtime:
         """Run ``on_stop`` (if the actor started) and record ``actor.stopped``.  Once per actor."""
         if ref._state >= FINALIZING:
             return
+        self._halt(ref, "stopped")  # nothing queued or waiting may be left without an answer
         ref._state = FINALIZING
         try:
             if ref._started:

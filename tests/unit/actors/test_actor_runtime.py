@@ -540,3 +540,43 @@ async def test_scenario_8_idle_actors_cost_under_a_kilobyte_each() -> None:
         assert grown / count < 1024, f"{grown / count:.0f} bytes per idle actor"
         # Spawned actors work.
         assert await refs[-1].ask("x") is None
+
+
+async def test_concurrent_stops_all_return_and_nothing_queued_is_left_unanswered() -> None:
+    actor = Recorder(delay=0.01)
+    async with Runtime() as rt:
+        ref = rt.spawn(actor)
+        for i in range(5):
+            await ref.tell(i)
+
+        async def stop(drain: bool) -> None:
+            await rt.stop(ref, drain=drain)
+
+        async with anyio.create_task_group() as tg:
+            for drain in (True, False, True):
+                tg.start_soon(stop, drain)
+        assert ref.stopped
+        assert rt.stats().actors == 0
+        assert rt.stats().tasks == 0
+
+
+async def test_an_actor_can_stop_itself_without_draining() -> None:
+    rec = InMemoryRecorder()
+
+    class Quits:
+        async def receive(self, message: str) -> str:
+            if message == "quit":
+                rt = Runtime.current()
+                assert rt is not None
+                await rt.stop(me, drain=False)
+            return message
+
+    async with Runtime(recorders=[rec]) as rt:
+        me = rt.spawn(Quits())
+        assert await me.ask("hello") == "hello"
+        with pytest.raises(ActorStopped):
+            await me.ask("quit")
+        await rt.wait_idle()
+        assert me.stopped
+        assert rt.stats().actors == 0
+    assert len(rec.of_type("actor.stopped")) == 1
