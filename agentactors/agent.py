@@ -82,7 +82,7 @@ async def suggest_followups(suggestions: list[str]) -> str:
     return f"Recorded {len(suggestions)} follow-up suggestion{'s' if len(suggestions) != 1 else ''}."
 
 
-_FOLLOWUPS_TOOL: Tool[Any, Any] = tool(name=FOLLOWUPS_TOOL, read_only=True)(suggest_followups)
+_FOLLOWUPS_TOOL: Tool[Any, Any] = tool(name=FOLLOWUPS_TOOL)(suggest_followups)
 
 
 def provider_carries_tools(ref: ActorRef) -> bool:

@@ -21,11 +21,10 @@ bug must not end a run — see :meth:`NudgeSession.notes_for`).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -184,22 +183,24 @@ class RepeatedCall(_Base):
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, str, str], int] = {}
+        # (tool, result) -> [arguments, times seen]: arguments are compared (deep equality) only
+        # when a tool returns a result it returned before, so the common case encodes nothing.
+        self._seen: dict[tuple[str, str], list[list[Any]]] = {}
 
     def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
         notes: list[tuple[int, str]] = []
         for index, (call, result) in enumerate(zip(view.calls, view.results, strict=True)):
             if result.status is ToolStatus.cancelled:
                 continue
-            try:
-                args = json.dumps(call.arguments, sort_keys=True, separators=(",", ":"), default=repr)
-            except (TypeError, ValueError):
-                args = repr(call.arguments)
-            key = (call.name, args, result.content)
-            count = self._seen.get(key, 0) + 1
-            self._seen[key] = count
-            if count == 2:
-                notes.append((index, REPEAT_NOTE.format(name=call.name)))
+            entries = self._seen.setdefault((call.name, result.content), [])
+            for entry in entries:
+                if entry[0] == call.arguments:
+                    entry[1] += 1
+                    if entry[1] == 2:
+                        notes.append((index, REPEAT_NOTE.format(name=call.name)))
+                    break
+            else:
+                entries.append([call.arguments, 1])
         return notes
 
 

@@ -407,3 +407,32 @@ async def test_canary_in_tool_context_never_reaches_events_or_records(tmp_path: 
         "q", deps={"api_key": CANARY}
     )
     assert any(CANARY in m.content for m in returned.messages if m.role == "tool")
+
+
+async def test_stream_path_failures_end_as_generation_failed() -> None:
+    from agentactors.errors import StreamInterruptedError
+    from agentactors.providers.scripted import StreamCut
+
+    before = ProviderError("refused", provider="scripted", kind=ErrorKind.transient)
+    tokens: list[str] = []
+    first = await Agent(ScriptedProvider([before])).run("q", on_token=tokens.append)
+    assert first.generation_failed and first.error is before and tokens == []
+
+    cut = StreamCut("Half an ans", ProviderError("connection reset", provider="scripted", kind=ErrorKind.transient))
+    second = await Agent(ScriptedProvider([cut])).run("q", on_token=tokens.append)
+    assert second.generation_failed
+    assert isinstance(second.error, StreamInterruptedError)
+    assert second.content == ""
+    assert "".join(tokens) == "Half an ans"  # what streamed stays streamed; the result keeps no half answer
+    assert second.messages == (Message.user("q"),)
+
+
+async def test_json_fallback_several_blocks_run_in_parallel_and_in_order() -> None:
+    reply = 'Both.\n{"tool":"lookup","arguments":{"key":"a"}}\n{"tool":"lookup","arguments":{"key":"b"}}'
+    provider = ScriptedProvider([reply, "a and b."], carries_tools=False)
+    result = await Agent(provider, tools=[lookup], nudges=False).run("q")
+    assert [c.arguments["key"] for c in result.tool_calls] == ["a", "b"]
+    assert [c.id for c in result.tool_calls] == ["s1_1", "s1_2"]
+    results_msg = provider.requests[1].messages[-1]
+    assert results_msg.role == "user"
+    assert results_msg.content.index("value-of-a") < results_msg.content.index("value-of-b")
