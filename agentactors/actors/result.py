@@ -35,7 +35,8 @@ class RunResult:
     :ivar tool_calls: every call the model asked for, in order.
     :ivar steps: model calls made (think-only and failed ones included).
     :ivar bounded: the run stopped at ``max_steps`` or ``max_empty_steps`` rather
-        than on an answer.
+        than on an answer — or the provider failed after an earlier step had
+        produced substantive text (then ``error`` is set and ``content`` is that text).
     :ivar cancelled: the run was cancelled through its own handle.
     :ivar generation_failed: the provider stack gave up and nothing useful was produced.
     :ivar error: the provider error (or the tool-status routing error) that ended the run.
