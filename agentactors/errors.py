@@ -510,7 +510,8 @@ def _error_fields(body: Any) -> tuple[str, list[str], str | None]:
                 reason = d.get("reason")
                 if isinstance(reason, str):
                     codes.append(reason.lower())
-                for v in d.get("violations", []) or []:
+                violations = d.get("violations")
+                for v in violations if isinstance(violations, list) else ():
                     if isinstance(v, dict):
                         qid = str(v.get("quotaId", "")) + " " + str(v.get("quotaMetric", ""))
                         if "perday" in qid.lower().replace("_", "").replace("-", ""):
@@ -530,6 +531,10 @@ def _kind_from_codes(codes: Iterable[str], message: str) -> ErrorKind | None:
     codes = list(codes)
     if "per_day_quota" in codes:
         return ErrorKind.account
+    if "resource_exhausted" in codes:
+        # Gemini says "You exceeded your current quota" for per-minute limits too; only a
+        # per-day quota (or a quota of zero: the model is not on this plan) is the account's.
+        return ErrorKind.account if "limit: 0" in text else ErrorKind.transient
     for c in codes:
         if c in _CONTEXT_CODES:
             return ErrorKind.context

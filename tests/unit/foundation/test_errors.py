@@ -223,3 +223,13 @@ def test_no_canary_secret_in_any_error_text() -> None:
 def test_body_excerpt_is_bounded() -> None:
     err = classify_http_error(500, {}, b"x" * 5000, provider="p")
     assert err.body_excerpt is not None and len(err.body_excerpt) <= 500
+
+
+def test_gemini_per_minute_quota_wording_is_transient_and_odd_details_are_tolerated() -> None:
+    body = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+                      "message": "You exceeded your current quota, please check your plan and billing details.",
+                      "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": 7}]}}
+    assert classify_http_error(429, {}, body, provider="gemini").kind is ErrorKind.transient
+    openai_quota = _openai("You exceeded your current quota, please check your plan and billing details.",
+                           "insufficient_quota", "insufficient_quota")
+    assert classify_http_error(429, {}, openai_quota, provider="openai").kind is ErrorKind.account
