@@ -1,0 +1,525 @@
+"""The fake vendor's reading of incoming requests: which wire, which model, and a neutral conversation.
+
+Independent of the client codecs on purpose.  In strict mode a request that the
+real vendor would reject with a 400 is rejected here too, with the vendor's
+message, so a codec bug shows up in the integration tests instead of in
+production.  The checks are conservative: each one mirrors a documented (or
+recorded) rejection of the real service, nothing stricter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ._fake_script import Conversation, OfferedTool, SeenToolCall, SeenToolResult
+
+__all__ = ["ParsedRequest", "WireRejection", "parse_request", "route"]
+
+_GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+(?:/[^/:]+)?):(?P<method>[A-Za-z]+)$")
+_OPENAI_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+_ANTHROPIC_PATHS = frozenset({"/v1/messages"})
+
+# Keys of Gemini's OpenAPI-subset ``Schema`` message; anything else in ``parameters`` is a 400.
+_GEMINI_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+    }
+)
+_GEMINI_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null", "type_unspecified"})
+
+
+class WireRejection(Exception):
+    """The request is one the real vendor rejects; the app answers with this status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@attrs.frozen(slots=True)
+class ParsedRequest:
+    wire: str
+    model: str | None
+    stream: bool
+    conversation: Conversation
+
+
+def route(method: str, path: str) -> tuple[str, str | None, bool | None] | None:
+    """``(wire, model from the path, stream from the path)`` for a vendor endpoint, else ``None``."""
+    if method != "POST":
+        return None
+    if path in _OPENAI_PATHS:
+        return "openai", None, None
+    if path in _ANTHROPIC_PATHS:
+        return "anthropic", None, None
+    m = _GEMINI_PATH.match(path)
+    if m and m.group("method") in ("generateContent", "streamGenerateContent"):
+        model = m.group("model")
+        return "gemini", model.removeprefix("models/"), m.group("method") == "streamGenerateContent"
+    return None
+
+
+def parse_request(
+    wire: str,
+    body: Any,
+    headers: Mapping[str, str],
+    *,
+    path_model: str | None,
+    path_stream: bool | None,
+    strict: bool,
+) -> ParsedRequest:
+    """Read ``body`` as the given wire.
+
+    Raises :class:`WireRejection` (strict mode) for a request the vendor rejects.
+    """
+    if not isinstance(body, dict):
+        raise WireRejection(400, "the request body must be a JSON object")
+    if wire == "openai":
+        return _openai(body, strict)
+    if wire == "anthropic":
+        return _anthropic(body, headers, strict)
+    return _gemini(body, path_model, bool(path_stream), strict)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _text_of(content: Any) -> str:
+    """Text of a content value: a string, or a list of text parts/blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                out.append(part["text"])
+            elif isinstance(part, str):
+                out.append(part)
+        return "".join(out)
+    return ""
+
+
+def _loads(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _reject(strict: bool, status: int, message: str) -> None:
+    if strict:
+        raise WireRejection(status, message)
+
+
+# --- OpenAI chat completions --------------------------------------------------------------------
+
+
+def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        _reject(strict, 400, "you must provide a model parameter")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        _reject(strict, 400, "[] is too short - 'messages'")
+        messages = messages if isinstance(messages, list) else []
+    stream = body.get("stream") is True
+    tools_raw = body.get("tools")
+    tools: list[OfferedTool] = []
+    for i, t in enumerate(tools_raw if isinstance(tools_raw, list) else []):
+        fn = t.get("function") if isinstance(t, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            _reject(strict, 400, f"Missing required parameter: 'tools[{i}].function'.")
+            continue
+        params = fn.get("parameters")
+        schema = params if isinstance(params, dict) else {}
+        tools.append(OfferedTool(fn["name"], str(fn.get("description") or ""), schema))
+    if strict and "parallel_tool_calls" in body and not tools:
+        raise WireRejection(
+            400,
+            "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are "
+            "specified.",
+        )
+    if strict and "stream_options" in body and not stream:
+        raise WireRejection(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+    choice, choice_name = _openai_choice(body.get("tool_choice"), tools, strict)
+
+    system: list[str] = []
+    last_user = ""
+    calls: list[SeenToolCall] = []
+    results: list[SeenToolResult] = []
+    pending: dict[str, str] = {}  # call id -> name, awaiting a tool message
+    names_by_id: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            _reject(strict, 400, f"Invalid type for 'messages[{i}]': expected an object.")
+            continue
+        role = m.get("role")
+        if role != "tool" and pending:
+            _reject(strict, 400, _openai_unanswered(pending))
+            pending = {}
+        if role in ("system", "developer"):
+            system.append(_text_of(m.get("content")))
+        elif role == "user":
+            last_user = _text_of(m.get("content"))
+        elif role == "assistant":
+            tcs = m.get("tool_calls")
+            if m.get("content") is None and not tcs:
+                _reject(strict, 400, f"Invalid value for 'messages[{i}].content': expected a string, got null.")
+            for tc in tcs if isinstance(tcs, list) else []:
+                fn = tc.get("function") if isinstance(tc, dict) else None
+                if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                    _reject(strict, 400, f"Missing required parameter: 'messages[{i}].tool_calls[0].function'.")
+                    continue
+                if not isinstance(fn.get("arguments"), str):
+                    _reject(strict, 400, f"Invalid type for 'messages[{i}].tool_calls[0].function.arguments'.")
+                call_id = tc.get("id") if isinstance(tc.get("id"), str) else None
+                calls.append(SeenToolCall(call_id, fn["name"], _loads(fn.get("arguments"))))
+                if call_id is not None:
+                    pending[call_id] = fn["name"]
+                    names_by_id[call_id] = fn["name"]
+        elif role == "tool":
+            call_id = m.get("tool_call_id")
+            if not isinstance(call_id, str) or call_id not in pending:
+                _reject(
+                    strict,
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                    "with 'tool_calls'.",
+                )
+            if isinstance(call_id, str):
+                pending.pop(call_id, None)
+            cid = call_id if isinstance(call_id, str) else None
+            results.append(SeenToolResult(cid, names_by_id.get(cid or ""), _text_of(m.get("content"))))
+        else:
+            _reject(strict, 400, f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
+                    "'tool', 'function' and 'developer'.")
+    if pending:
+        _reject(strict, 400, _openai_unanswered(pending))
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    options = body.get("stream_options")
+    conv = Conversation(
+        system="\n".join(system),
+        last_user_text=last_user,
+        message_count=len(messages),
+        tools=tuple(tools),
+        tool_choice=choice,
+        tool_choice_name=choice_name,
+        tool_calls=tuple(calls),
+        tool_results=tuple(results),
+        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+        include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+    )
+    return ParsedRequest("openai", model if isinstance(model, str) else None, stream, conv)
+
+
+def _openai_unanswered(pending: Mapping[str, str]) -> str:
+    return (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}"
+    )
+
+
+def _openai_choice(value: Any, tools: Sequence[OfferedTool], strict: bool) -> tuple[str, str | None]:
+    if value is None:
+        return "auto", None
+    if not tools and strict:
+        raise WireRejection(
+            400, "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
+        )
+    if value in ("auto", "none", "required"):
+        return str(value), None
+    if isinstance(value, dict) and value.get("type") == "function":
+        fn = value.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if isinstance(name, str) and any(t.name == name for t in tools):
+            return "tool", name
+        _reject(strict, 400, f"Invalid value for 'tool_choice': function '{name}' not found in 'tools'.")
+        return "auto", None
+    _reject(strict, 400, "Invalid value for 'tool_choice'.")
+    return "auto", None
+
+
+# --- Anthropic messages -------------------------------------------------------------------------
+
+
+def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -> ParsedRequest:
+    if strict and not headers.get("anthropic-version"):
+        raise WireRejection(400, "anthropic-version: header is required")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        _reject(strict, 400, "model: Field required")
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        _reject(strict, 400, "max_tokens: Field required")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        _reject(strict, 400, "messages: at least one message is required")
+        messages = messages if isinstance(messages, list) else []
+    tools: list[OfferedTool] = []
+    for t in body.get("tools") or []:
+        if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("input_schema"), dict):
+            tools.append(OfferedTool(t["name"], str(t.get("description") or ""), t["input_schema"]))
+    choice, choice_name = "auto", None
+    tc = body.get("tool_choice")
+    if isinstance(tc, dict):
+        kind = tc.get("type")
+        choice = {"auto": "auto", "any": "required", "none": "none", "tool": "tool"}.get(str(kind), "auto")
+        if kind == "tool":
+            choice_name = tc.get("name") if isinstance(tc.get("name"), str) else None
+            if choice_name is None or not any(t.name == choice_name for t in tools):
+                _reject(strict, 400, f"tool_choice: tool {choice_name!r} not found in tools")
+        thinking = body.get("thinking")
+        if kind in ("any", "tool") and isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            _reject(strict, 400, "Thinking may not be enabled when tool_choice forces tool use.")
+
+    last_user = ""
+    calls: list[SeenToolCall] = []
+    results: list[SeenToolResult] = []
+    names_by_id: dict[str, str] = {}
+    previous_uses: list[str] = []  # tool_use ids of the previous (assistant) message
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            role = m.get("role") if isinstance(m, dict) else None
+            _reject(strict, 400, f'messages: Unexpected role "{role}". The Messages API accepts a top-level '
+                    '`system` parameter, not "system" as an input message role.')
+            continue
+        role = m["role"]
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            _reject(strict, 400, f"messages.{i}.content: Input should be a valid list")
+            blocks = []
+        final_assistant = role == "assistant" and i == len(messages) - 1
+        if strict and not blocks and not final_assistant:
+            raise WireRejection(400, f"messages.{i}: all messages must have non-empty content except for the "
+                                "optional final assistant message")
+        uses: list[str] = []
+        answered: list[str] = []
+        for j, b in enumerate(blocks):
+            kind = b.get("type") if isinstance(b, dict) else None
+            if kind == "text":
+                if strict and not b.get("text") and not final_assistant:
+                    raise WireRejection(400, f"messages.{i}.content.{j}.text: text content blocks must be non-empty")
+                if role == "user":
+                    last_user = str(b.get("text") or "")
+            elif kind == "tool_use" and role == "assistant" and isinstance(b, dict):
+                if strict and not isinstance(b.get("input"), dict):
+                    raise WireRejection(400, f"messages.{i}.content.{j}.tool_use.input: Input should be a valid "
+                                        "dictionary")
+                call_id, name = str(b.get("id")), str(b.get("name"))
+                uses.append(call_id)
+                names_by_id[call_id] = name
+                calls.append(SeenToolCall(call_id, name, b.get("input")))
+            elif kind == "tool_result" and role == "user" and isinstance(b, dict):
+                call_id = str(b.get("tool_use_id"))
+                if strict and call_id not in previous_uses:
+                    raise WireRejection(
+                        400,
+                        f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                        f"{call_id}. Each `tool_result` block must have a corresponding `tool_use` block in the "
+                        "previous message.",
+                    )
+                answered.append(call_id)
+                results.append(
+                    SeenToolResult(call_id, names_by_id.get(call_id), _text_of(b.get("content")),
+                                   is_error=b.get("is_error") is True)
+                )
+        if strict and previous_uses:
+            missing = [u for u in previous_uses if u not in answered]
+            if missing:
+                raise WireRejection(
+                    400,
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                    f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block "
+                    "in the next message.",
+                )
+        previous_uses = uses
+    system = body.get("system")
+    conv = Conversation(
+        system=_text_of(system),
+        last_user_text=last_user,
+        message_count=len(messages),
+        tools=tuple(tools),
+        tool_choice=choice,
+        tool_choice_name=choice_name,
+        tool_calls=tuple(calls),
+        tool_results=tuple(results),
+        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+    )
+    return ParsedRequest("anthropic", model if isinstance(model, str) else None, body.get("stream") is True, conv)
+
+
+# --- Gemini generateContent ---------------------------------------------------------------------
+
+
+def _gemini_schema_problem(schema: Any, where: str) -> str | None:
+    """The first thing in a legacy ``parameters`` schema that Gemini's Schema message has no field for."""
+    if not isinstance(schema, dict):
+        return f"Invalid value at '{where}': expected an object"
+    for key, value in schema.items():
+        if key not in _GEMINI_SCHEMA_KEYS:
+            return f'Invalid JSON payload received. Unknown name "{key}" at \'{where}\': Cannot find field.'
+        if key == "type" and (not isinstance(value, str) or value.lower() not in _GEMINI_TYPES):
+            return f"Invalid value at '{where}.type': {json.dumps(value)}"
+        if key == "properties" and isinstance(value, dict):
+            for name, sub in value.items():
+                problem = _gemini_schema_problem(sub, f"{where}.properties[{name}].value")
+                if problem:
+                    return problem
+        elif key == "items":
+            problem = _gemini_schema_problem(value, f"{where}.items")
+            if problem:
+                return problem
+        elif key == "anyOf" and isinstance(value, list):
+            for k, sub in enumerate(value):
+                problem = _gemini_schema_problem(sub, f"{where}.any_of[{k}]")
+                if problem:
+                    return problem
+    return None
+
+
+def _response_text(response: Any) -> str:
+    # {"result": "sunny"} reads better as "sunny"; anything richer stays JSON.
+    if isinstance(response, dict) and len(response) == 1:
+        (value,) = response.values()
+        if isinstance(value, str):
+            return value
+    return json.dumps(response, ensure_ascii=False, sort_keys=True) if response is not None else ""
+
+
+def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: bool) -> ParsedRequest:
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        _reject(strict, 400, "* GenerateContentRequest.contents: contents is not specified")
+        contents = contents if isinstance(contents, list) else []
+    tools: list[OfferedTool] = []
+    for ti, t in enumerate(body.get("tools") or []):
+        decls = (t.get("functionDeclarations") or t.get("function_declarations") or []) if isinstance(t, dict) else []
+        for di, d in enumerate(decls):
+            if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+                _reject(strict, 400, f"* GenerateContentRequest.tools[{ti}].function_declarations[{di}].name: "
+                        "Invalid function name.")
+                continue
+            params: Any = None
+            for key in ("parametersJsonSchema", "parameters_json_schema"):
+                if isinstance(d.get(key), dict):
+                    params = d[key]
+            if params is None and "parameters" in d:
+                params = d["parameters"]
+                where = f"tools[{ti}].function_declarations[{di}].parameters"
+                problem = _gemini_schema_problem(params, where)
+                if problem:
+                    _reject(strict, 400, problem)
+            tools.append(OfferedTool(d["name"], str(d.get("description") or ""),
+                                     params if isinstance(params, dict) else {}))
+    config = body.get("toolConfig") or body.get("tool_config") or {}
+    fcc = (config.get("functionCallingConfig") or config.get("function_calling_config") or {}) if isinstance(
+        config, dict) else {}
+    mode = str(fcc.get("mode", "AUTO")).upper() if isinstance(fcc, dict) else "AUTO"
+    allowed = fcc.get("allowedFunctionNames") or fcc.get("allowed_function_names") if isinstance(fcc, dict) else None
+    choice, choice_name = "auto", None
+    if mode == "NONE":
+        choice = "none"
+    elif mode == "ANY":
+        choice = "required"
+        if isinstance(allowed, list) and len(allowed) == 1 and isinstance(allowed[0], str):
+            choice, choice_name = "tool", allowed[0]
+    elif allowed and strict:
+        raise WireRejection(400, "allowed_function_names may only be set when mode is ANY")
+
+    last_user = ""
+    calls: list[SeenToolCall] = []
+    results: list[SeenToolResult] = []
+    for i, c in enumerate(contents):
+        role = c.get("role", "user") if isinstance(c, dict) else None
+        if role not in ("user", "model"):
+            _reject(strict, 400, "Please use a valid role: user, model.")
+            continue
+        parts = c.get("parts") if isinstance(c, dict) else None
+        if not isinstance(parts, list) or not parts:
+            _reject(strict, 400, f"* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty.")
+            continue
+        user_text = []
+        for j, p in enumerate(parts):
+            data = [k for k in ("text", "functionCall", "functionResponse", "inlineData", "fileData",
+                                "function_call", "function_response", "executableCode", "codeExecutionResult")
+                    if isinstance(p, dict) and k in p]
+            if len(data) != 1:
+                _reject(strict, 400, f"* GenerateContentRequest.contents[{i}].parts[{j}].data: required oneof "
+                        "field 'data' must have one initialized field")
+                continue
+            key = data[0]
+            if key == "text":
+                if role == "user" and not p.get("thought"):
+                    user_text.append(str(p["text"]))
+            elif key in ("functionCall", "function_call"):
+                fc = p[key]
+                name = fc.get("name") if isinstance(fc, dict) else None
+                if not isinstance(name, str) or not name:
+                    _reject(strict, 400, f"* GenerateContentRequest.contents[{i}].parts[{j}].function_call.name: "
+                            "Name cannot be empty.")
+                    continue
+                args = fc.get("args", {})
+                if strict and not isinstance(args, dict):
+                    raise WireRejection(400, f"Invalid value at 'contents[{i}].parts[{j}].function_call.args'")
+                calls.append(SeenToolCall(fc.get("id") if isinstance(fc.get("id"), str) else None, name, args))
+            elif key in ("functionResponse", "function_response"):
+                fr = p[key]
+                name = fr.get("name") if isinstance(fr, dict) else None
+                if not isinstance(name, str) or not name:
+                    _reject(strict, 400, f"* GenerateContentRequest.contents[{i}].parts[{j}].function_response."
+                            "name: Name cannot be empty.")
+                    continue
+                response = fr.get("response")
+                if strict and not isinstance(response, dict):
+                    raise WireRejection(400, f"Invalid value at 'contents[{i}].parts[{j}].function_response."
+                                        "response': expected an object")
+                text = _response_text(response)
+                rid = fr.get("id") if isinstance(fr.get("id"), str) else None
+                results.append(SeenToolResult(rid, name, text))
+        if role == "user" and user_text:
+            last_user = "".join(user_text)
+    system = body.get("systemInstruction") or body.get("system_instruction")
+    gen = body.get("generationConfig") or body.get("generation_config") or {}
+    max_tokens = gen.get("maxOutputTokens", gen.get("max_output_tokens")) if isinstance(gen, dict) else None
+    conv = Conversation(
+        system=_text_of(system.get("parts")) if isinstance(system, dict) else "",
+        last_user_text=last_user,
+        message_count=len(contents),
+        tools=tuple(tools),
+        tool_choice=choice,
+        tool_choice_name=choice_name,
+        tool_calls=tuple(calls),
+        tool_results=tuple(results),
+        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+    )
+    return ParsedRequest("gemini", path_model, stream, conv)

@@ -1,0 +1,381 @@
+"""What a :class:`~agentactors.testing.FakeVendor` can be told to answer, and what it records.
+
+These are wire-neutral: a :class:`FakeReply` becomes an OpenAI chat completion,
+an Anthropic message or a Gemini candidate depending on the endpoint that was
+called, in JSON or as a stream according to the request.  The server-side
+encoding lives in :mod:`agentactors.testing._fake_wires`, written independently
+of the client codecs so that the integration tests catch codec bugs.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+import attrs
+
+__all__ = [
+    "MAX_DELAY",
+    "Conversation",
+    "FakeError",
+    "FakeMalformed",
+    "FakeReply",
+    "FakeToolCall",
+    "FaultKind",
+    "FaultPlan",
+    "Handler",
+    "OfferedTool",
+    "RecordedRequest",
+    "ScriptItem",
+    "SeenToolCall",
+    "SeenToolResult",
+    "as_action",
+]
+
+# Every delay the server takes (latency, a hang, a pause between chunks) is capped, so a
+# mis-scripted test cannot keep a server thread alive for long; closing the server also
+# ends every delay at once.
+MAX_DELAY = 120.0
+
+_STOPS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter"})
+
+
+def _delay(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"a delay must be a non-negative number of seconds, not {value!r}")
+    return min(value, MAX_DELAY)
+
+
+def _delay_or_zero(value: float | None) -> float:
+    return _delay(value) or 0.0
+
+
+def _nonneg(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, not {value!r}")
+
+
+def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(value or {})
+
+
+def _headers(value: Mapping[str, str] | None) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in (value or {}).items()}
+
+
+def _arguments(value: Mapping[str, Any] | str) -> Mapping[str, Any] | str:
+    return value if isinstance(value, str) else dict(value)
+
+
+@attrs.frozen(slots=True)
+class FakeToolCall:
+    """A tool call the fake model makes.
+
+    ``arguments`` is an object, or a string sent verbatim: on the OpenAI wire as the
+    ``arguments`` text, on Anthropic streams as ``input_json_delta`` fragments (so a
+    truncated string such as ``'{"path": "a.t'`` models arguments cut off at
+    ``max_tokens``).  On wires whose JSON carries an object, a string that does not
+    parse is sent as a string value, which no real vendor does: a client must
+    reject it as malformed.  ``id`` defaults to a unique ``call_…`` / ``toolu_…``
+    id; Gemini calls carry an id only when one is given here (real Gemini sends none).
+    """
+
+    name: str = attrs.field()
+    arguments: Mapping[str, Any] | str = attrs.field(factory=dict, converter=_arguments)
+    id: str | None = None
+
+    @name.validator
+    def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError("FakeToolCall.name must be a non-empty string")
+
+
+def _calls(value: FakeToolCall | Sequence[FakeToolCall]) -> tuple[FakeToolCall, ...]:
+    calls = (value,) if isinstance(value, FakeToolCall) else tuple(value)
+    for c in calls:
+        if not isinstance(c, FakeToolCall):
+            raise TypeError(f"tool_calls must hold FakeToolCall objects, not {type(c).__name__}")
+    return calls
+
+
+@attrs.frozen(slots=True)
+class FakeError:
+    """An HTTP error answer, in the called wire's real error body shape.
+
+    :param status: the HTTP status (429, 500, 503, 529, 400, 401, ...).
+    :param message: the error message (a per-status default otherwise).
+    :param code: the vendor's error type/code (``"insufficient_quota"``,
+        ``"overloaded_error"``, ``"RESOURCE_EXHAUSTED"``, ...); a per-wire,
+        per-status default otherwise.
+    :param retry_after: seconds, sent as ``retry-after`` (and, on Gemini 429s, as
+        ``RetryInfo.retryDelay`` in the body).
+    :param retry_after_ms: sent as ``retry-after-ms``.
+    :param should_retry: sent as ``x-should-retry: true|false``.
+    :param headers: extra response headers.
+    :param body: a body sent verbatim instead of the wire's shape (a mapping is
+        JSON-encoded; ``str``/``bytes`` are sent as is).
+    :param latency: seconds before the answer (``None``: the vendor's default latency).
+    """
+
+    status: int = attrs.field()
+    message: str | None = None
+    code: str | None = None
+    retry_after: float | None = None
+    retry_after_ms: float | None = None
+    should_retry: bool | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=_headers)
+    body: Any = None
+    latency: float | None = attrs.field(default=None, converter=_delay)
+
+    @status.validator
+    def _check_status(self, _: attrs.Attribute[int], value: int) -> None:
+        if not isinstance(value, int) or not 400 <= value <= 599:
+            raise ValueError(f"FakeError.status must be an HTTP error status (400-599), not {value!r}")
+
+
+@attrs.frozen(slots=True)
+class FakeMalformed:
+    """A body that is not what the wire promises: invalid JSON by default.
+
+    For a streaming request the body is sent as the data of one SSE event (and the
+    stream then ends), so the client's stream decoder meets it.
+    """
+
+    body: str | bytes = '{"id": "fake-malformed", "choices": [{"message": '
+    status: int = 200
+    content_type: str | None = None
+    latency: float | None = attrs.field(default=None, converter=_delay)
+
+
+@attrs.frozen(slots=True)
+class FakeReply:
+    """A successful answer.
+
+    :param text: the answer text (streamed a few words per chunk).
+    :param tool_calls: calls the model makes (a single :class:`FakeToolCall` is accepted).
+    :param reasoning: structured reasoning (Anthropic thinking block with a signature,
+        Gemini ``thought`` parts, ``reasoning`` deltas on the OpenAI wire).
+    :param stop: ``end_turn`` | ``tool_use`` | ``max_tokens`` | ``stop_sequence`` |
+        ``content_filter``, mapped to the wire's vocabulary; ``None`` derives it.
+    :param input_tokens: / :param output_tokens: usage (estimated from sizes if ``None``).
+    :param latency: seconds before the response headers (``None``: vendor default).
+    :param chunk_latency: seconds after each streamed content chunk (the events before
+        the first chunk, like ``message_start``, go out together with it).
+    :param words_per_chunk: text words per streamed chunk.
+    :param cut_after: drop the connection after this many content chunks (text,
+        reasoning or tool-argument deltas) were sent; a JSON answer is cut half way.
+    :param stream_error: an error sent *inside* the HTTP 200 stream after
+        ``stream_error_after`` content chunks (Anthropic ``event: error``, an OpenAI
+        ``{"error": ...}`` chunk, a Gemini error chunk); a non-streaming request gets
+        it as a plain HTTP error.
+    :param headers: extra response headers.
+    """
+
+    text: str = ""
+    tool_calls: tuple[FakeToolCall, ...] = attrs.field(default=(), converter=_calls)
+    reasoning: str = ""
+    stop: str | None = attrs.field(default=None)
+    input_tokens: int | None = attrs.field(default=None, validator=_nonneg)
+    output_tokens: int | None = attrs.field(default=None, validator=_nonneg)
+    latency: float | None = attrs.field(default=None, converter=_delay)
+    chunk_latency: float = attrs.field(default=0.0, converter=_delay_or_zero)
+    words_per_chunk: int = attrs.field(default=2)
+    cut_after: int | None = attrs.field(default=None, validator=_nonneg)
+    stream_error: FakeError | None = None
+    stream_error_after: int = attrs.field(default=1, validator=_nonneg)
+    headers: Mapping[str, str] = attrs.field(factory=dict, converter=_headers)
+
+    @stop.validator
+    def _check_stop(self, _: attrs.Attribute[str | None], value: str | None) -> None:
+        if value is not None and value not in _STOPS:
+            raise ValueError(f"FakeReply.stop must be one of {sorted(_STOPS)} or None, not {value!r}")
+
+    @words_per_chunk.validator
+    def _check_words(self, _: attrs.Attribute[int], value: int) -> None:
+        if value < 1:
+            raise ValueError("words_per_chunk must be >= 1")
+
+    @property
+    def stop_reason(self) -> str:
+        """The stop reason sent: the given one, else ``tool_use`` with calls and ``end_turn`` without."""
+        return self.stop or ("tool_use" if self.tool_calls else "end_turn")
+
+
+class FaultKind(enum.StrEnum):
+    """Faults a :class:`FaultPlan` injects."""
+
+    rate_limit = "rate_limit"  # 429 with retry-after
+    server_error = "server_error"  # 500
+    overloaded = "overloaded"  # 529 on the Anthropic wire, 503 on the others
+    timeout = "timeout"  # the answer comes only after FaultPlan.hang seconds
+    disconnect = "disconnect"  # the connection drops mid-answer
+
+
+_DEFAULT_WEIGHTS: Mapping[FaultKind, float] = {
+    FaultKind.rate_limit: 3.0,
+    FaultKind.server_error: 2.0,
+    FaultKind.overloaded: 2.0,
+    FaultKind.timeout: 1.0,
+    FaultKind.disconnect: 2.0,
+}
+
+
+def _weights(value: Mapping[FaultKind | str, float] | None) -> Mapping[FaultKind, float]:
+    if value is None:
+        return dict(_DEFAULT_WEIGHTS)
+    out = {FaultKind(k): float(v) for k, v in value.items()}
+    if any(v < 0 or math.isnan(v) for v in out.values()) or not any(v > 0 for v in out.values()):
+        raise ValueError("FaultPlan weights must be non-negative with at least one positive")
+    return out
+
+
+def _rate(value: float) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"FaultPlan.rate must be within [0, 1], not {value!r}")
+    return value
+
+
+def _names(value: Sequence[str] | str | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    return frozenset((value,) if isinstance(value, str) else value)
+
+
+@attrs.frozen(slots=True)
+class FaultPlan:
+    """Random fault injection, reproducible with ``seed``.
+
+    Each request that no queued script item answers fails with probability
+    ``rate``; the fault is drawn from ``weights`` (:class:`FaultKind` → weight).
+    ``retry_after`` is what a 429 asks for, ``hang`` how long a ``timeout``
+    fault withholds its answer (bounded; pick it longer than the client's
+    timeout), ``cut_after`` how many content chunks a ``disconnect`` lets
+    through.  ``wires`` / ``models`` restrict the plan to some endpoints.
+    """
+
+    rate: float = attrs.field(default=0.0, converter=_rate)
+    seed: int | None = None
+    weights: Mapping[FaultKind, float] = attrs.field(default=None, converter=_weights)
+    retry_after: float = 1.0
+    hang: float = attrs.field(default=30.0, converter=_delay_or_zero)
+    cut_after: int = attrs.field(default=1, validator=_nonneg)
+    wires: frozenset[str] | None = attrs.field(default=None, converter=_names)
+    models: frozenset[str] | None = attrs.field(default=None, converter=_names)
+
+    def applies_to(self, wire: str, model: str | None) -> bool:
+        if self.rate <= 0.0:
+            return False
+        if self.wires is not None and wire not in self.wires:
+            return False
+        return self.models is None or model in self.models
+
+
+# --- what the server saw ------------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class OfferedTool:
+    """A tool declared in a request."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map)
+
+
+@attrs.frozen(slots=True)
+class SeenToolCall:
+    """A tool call found in the conversation's history (an earlier assistant turn)."""
+
+    id: str | None
+    name: str
+    arguments: Any = None
+
+
+@attrs.frozen(slots=True)
+class SeenToolResult:
+    """A tool result found in the conversation (the tool's name when the wire carries it)."""
+
+    call_id: str | None
+    name: str | None
+    content: str
+    is_error: bool = False
+
+
+@attrs.frozen(slots=True)
+class Conversation:
+    """A wire-neutral reading of a request's conversation, for scripts and the default behaviour."""
+
+    system: str = ""
+    last_user_text: str = ""
+    message_count: int = 0
+    tools: tuple[OfferedTool, ...] = ()
+    tool_choice: str = "auto"  # auto | none | required | tool
+    tool_choice_name: str | None = None
+    tool_calls: tuple[SeenToolCall, ...] = ()
+    tool_results: tuple[SeenToolResult, ...] = ()
+    max_tokens: int | None = None
+    include_usage: bool = False  # OpenAI stream_options.include_usage
+
+
+@attrs.frozen(slots=True)
+class RecordedRequest:
+    """One request the server received, and (in :attr:`FakeVendor.requests`) what became of it.
+
+    Credentials are never stored: ``headers`` has them replaced by ``[REDACTED]``,
+    ``api_key_present`` says whether one came in a credential header, and
+    ``key_leaks`` lists the other places (``"url"``, ``"body"``, ``"header:<name>"``)
+    where that key also appeared (it is redacted there too).  A correct client
+    leaves ``key_leaks`` empty.
+
+    ``outcome`` is ``pending`` while the answer is being produced, then ``ok``,
+    ``error`` (an HTTP error status), ``stream_error`` (an in-band error),
+    ``malformed``, ``cut`` (the server dropped the connection on purpose),
+    ``disconnected`` (the client went away first; ``disconnected`` is then True)
+    or ``aborted`` (the server was shut down mid-answer).
+    """
+
+    index: int
+    wire: str
+    method: str
+    path: str
+    model: str | None
+    stream: bool
+    body: Any
+    body_size: int
+    headers: Mapping[str, str] = attrs.field(converter=_frozen_map)
+    api_key_present: bool
+    key_leaks: tuple[str, ...] = ()
+    conversation: Conversation | None = None
+    received_at: float = 0.0
+    status: int | None = None
+    outcome: str = "pending"
+    disconnected: bool = False
+    fault: str | None = None
+    completed_at: float | None = None
+
+
+ScriptItem: TypeAlias = "FakeReply | FakeError | FakeMalformed | str | FakeToolCall | Sequence[FakeToolCall]"
+Handler: TypeAlias = Callable[[RecordedRequest], "ScriptItem | None"]
+Action: TypeAlias = FakeReply | FakeError | FakeMalformed
+
+
+def as_action(item: Any) -> Action:
+    """Normalise a script item: a ``str`` is a text reply, a call or list of calls a tool-call reply."""
+    if isinstance(item, FakeReply | FakeError | FakeMalformed):
+        return item
+    if isinstance(item, str):
+        return FakeReply(text=item)
+    if isinstance(item, FakeToolCall):
+        return FakeReply(tool_calls=(item,))
+    if isinstance(item, Sequence) and item and all(isinstance(c, FakeToolCall) for c in item):
+        return FakeReply(tool_calls=tuple(item))
+    raise TypeError(
+        "a FakeVendor script item is a FakeReply, FakeError, FakeMalformed, str, FakeToolCall "
+        f"or a non-empty list of FakeToolCall, not {type(item).__name__}"
+    )

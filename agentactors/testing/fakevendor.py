@@ -1,0 +1,451 @@
+"""``FakeVendor``: a real HTTP server on loopback speaking the OpenAI, Anthropic and Gemini wires.
+
+One ``base_url`` serves all three: OpenAI at ``{base_url}/v1/chat/completions``,
+Anthropic at ``{base_url}/v1/messages`` and Gemini at
+``{base_url}/v1beta/models/{model}:generateContent`` and
+``:streamGenerateContent?alt=sse`` — JSON or SSE in each wire's real shapes.
+
+The server is hypercorn with a small ASGI app, run on its own asyncio event
+loop in a dedicated thread, so it works the same under asyncio and trio
+callers (and from synchronous code)::
+
+    async with FakeVendor() as fv:
+        fv.script("Paris.", FakeError(429, retry_after=1), FakeReply(text="hi", cut_after=1))
+        provider = AnthropicProvider("claude-x", api_key="test-key", base_url=fv.base_url)
+        ...
+        assert fv.requests[0].wire == "anthropic"
+
+Scripting (first match wins): an active :meth:`outage`; then items queued with
+:meth:`script` (per model, per wire, then for any request); then a random fault
+from the :class:`FaultPlan`; then handlers set with :meth:`on` (per model, per
+wire, any); then the default behaviour (an echo, or tool calls in auto-tool
+mode).  Every request is recorded with its credentials redacted, with whether the
+client disconnected before the answer was complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from types import FrameType, TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+from anyio.abc import TaskStatus
+
+from ._fake_app import FakeVendorApp
+from ._fake_script import FaultPlan, RecordedRequest, ScriptItem
+from ._fake_state import Outage, VendorState
+
+__all__ = ["FakeVendor", "main", "serve"]
+
+log = logging.getLogger("agentactors.testing.fakevendor")
+
+_STOP_TIMEOUT = 10.0
+
+
+class FakeVendor:
+    """A scriptable fake of the three vendor wires on ``127.0.0.1`` (see the module docstring).
+
+    :param host: the interface to listen on (loopback by default; the server has
+        no authentication worth the name, so think twice before exposing it).
+    :param port: ``0`` picks a free port.
+    :param latency: seconds before each answer that does not set its own.
+    :param auto_tools: unscripted requests that offer tools get tool calls — each
+        offered tool once, in order (``True``), or at most this many calls (an
+        ``int``) — with arguments made up from the tools' schemas; then a text
+        answer quoting the tool results.
+    :param faults: random fault injection (:class:`FaultPlan`); settable later.
+    :param strict: reject requests the real vendors reject (missing key, missing
+        ``anthropic-version`` / ``max_tokens``, tool results that answer no call,
+        schemas Gemini does not accept, ...) with the vendor's 400/401.
+    :param expected_api_key: when set, a request with another key gets a 401.
+    :param record_bodies: keep each request's parsed body (turn off for long benchmarks).
+    :param max_records: keep only the last N requests (``None``: all).
+
+    Lifecycle: ``async with FakeVendor() as fv`` (asyncio or trio), ``with
+    FakeVendor() as fv`` or :meth:`start` / :meth:`stop`.  Starting and stopping
+    block only a worker thread, never the caller's event loop.  Stopping ends
+    every pending answer at once (latencies and hangs included) and joins the
+    server thread; cancelling the caller does not leave the server running.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        auto_tools: bool | int = False,
+        faults: FaultPlan | None = None,
+        strict: bool = True,
+        expected_api_key: str | None = None,
+        record_bodies: bool = True,
+        max_records: int | None = None,
+    ) -> None:
+        if latency < 0:
+            raise ValueError("latency must be >= 0 seconds")
+        self._host = host
+        self._requested_port = port
+        self._state = VendorState(latency=latency, auto_tools=auto_tools, faults=faults, max_records=max_records)
+        self._app = FakeVendorApp(
+            self._state, strict=strict, expected_api_key=expected_api_key, record_bodies=record_bodies
+        )
+        self._lifecycle = threading.Lock()
+        self._port: int | None = None
+        self._stack: contextlib.ExitStack | None = None
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._server: Future[None] | None = None
+        self._closing: anyio.Event | None = None
+
+    def __repr__(self) -> str:
+        where = self.base_url if self._port is not None else "not started"
+        return f"FakeVendor({where}, requests={len(self._state.snapshots())})"
+
+    # -- addresses --------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None and not self._server.done()
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the FakeVendor is not started")
+        return self._port
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` — the Anthropic and Gemini providers' ``base_url``."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """``{base_url}/v1`` — the OpenAI provider's ``base_url`` (it appends ``/chat/completions``)."""
+        return f"{self.base_url}/v1"
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start serving (blocking until the socket listens).  Raises ``RuntimeError`` if already started."""
+        with self._lifecycle:
+            if self._stack is not None:
+                raise RuntimeError("the FakeVendor is already started")
+            family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self._host, self._requested_port))
+                # Listening now means connections queue even before hypercorn accepts them.
+                sock.listen(1024)
+                port = int(sock.getsockname()[1])
+            except BaseException:
+                sock.close()
+                raise
+            stack = contextlib.ExitStack()
+            try:
+                portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio", name="fakevendor"))
+                fd = sock.detach()  # hypercorn adopts the listening socket (fd:// bind)
+                future, _ = portal.start_task(self._serve, fd, name="fakevendor-server")
+            except BaseException:
+                sock.close()
+                stack.close()
+                raise
+            self._stack, self._portal, self._server, self._port = stack, portal, future, port
+        log.info("FakeVendor serving on %s", self.base_url)
+
+    def stop(self) -> None:
+        """Stop serving: end every pending answer, close the socket, join the thread (idempotent).
+
+        Re-raises a failure of the server itself (a bug), after cleaning up.
+        """
+        with self._lifecycle:
+            stack, portal, future = self._stack, self._portal, self._server
+            self._stack = self._portal = self._server = None
+            if stack is None or portal is None or future is None:
+                return
+            error: BaseException | None = None
+            try:
+                if self._closing is not None:
+                    portal.call(self._closing.set)
+                try:
+                    future.result(timeout=_STOP_TIMEOUT)
+                except FutureTimeout:
+                    log.warning("FakeVendor did not stop within %ss; cancelling it", _STOP_TIMEOUT)
+                    portal.call(portal.stop, True)
+                except BaseException as exc:  # the server crashed; report it after cleaning up
+                    error = exc
+            finally:
+                stack.close()
+                self._closing = None
+            if error is not None:
+                raise RuntimeError("the FakeVendor server failed") from error
+
+    async def _serve(self, fd: int, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        # Imported here: hypercorn is the `testing` extra, not a core dependency.
+        from hypercorn.asyncio import serve as hypercorn_serve
+        from hypercorn.config import Config
+
+        config = Config()
+        config.bind = [f"fd://{fd}"]
+        config.accesslog = None
+        config.errorlog = logging.getLogger("agentactors.testing.fakevendor.server")
+        config.graceful_timeout = 1.0
+        config.keep_alive_timeout = 5.0
+        config.backlog = 1024
+        closing = anyio.Event()
+        self._closing = closing
+        self._app.bind(closing)
+        task_status.started()
+        app: Any = self._app  # hypercorn's ASGI typing is stricter than a plain-dict ASGI app
+        await hypercorn_serve(app, config, shutdown_trigger=closing.wait, mode="asgi")
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        # Shielded: a cancellation while starting must not leave a server nobody will stop.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.start)
+        try:
+            await anyio.lowlevel.checkpoint()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.stop)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await anyio.to_thread.run_sync(self.stop)
+            except RuntimeError:
+                if exc is None:
+                    raise
+                log.exception("FakeVendor server failure (while another exception propagates)")
+
+    # -- scripting --------------------------------------------------------------------------------
+
+    def script(self, *items: ScriptItem, wire: str | None = None, model: str | None = None) -> None:
+        """Queue answers, consumed one per request (for requests to ``model`` / ``wire`` if given).
+
+        An item is a :class:`FakeReply`, :class:`FakeError`, :class:`FakeMalformed`,
+        a ``str`` (a text answer), a :class:`FakeToolCall` or a list of them (a
+        tool-call answer).  Raises ``TypeError`` for anything else, before queueing.
+        """
+        self._state.enqueue(items, self._state.key(wire, model))
+
+    def on(
+        self,
+        handler: Callable[[RecordedRequest], ScriptItem | None] | ScriptItem | None,
+        *,
+        wire: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Answer every request (to ``model`` / ``wire`` if given) with ``handler``.
+
+        ``handler`` is a fixed item, or a callable ``(RecordedRequest) -> item | None``
+        (``None`` falls through to the next route / the default).  Callables run on
+        the server's thread: keep them quick, non-blocking and thread-safe.  A
+        handler that raises answers a 500 (``x-should-retry: false``) and is kept in
+        :attr:`handler_errors`.  ``on(None, ...)`` removes the route.
+        """
+        self._state.set_route(self._state.key(wire, model), handler)
+
+    @property
+    def faults(self) -> FaultPlan | None:
+        return self._state.faults
+
+    @faults.setter
+    def faults(self, plan: FaultPlan | None) -> None:
+        self._state.faults = plan
+
+    @property
+    def latency(self) -> float:
+        return self._state.latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("latency must be >= 0 seconds")
+        self._state.latency = seconds
+
+    @property
+    def auto_tools(self) -> bool | int:
+        return self._state.auto_tools
+
+    @auto_tools.setter
+    def auto_tools(self, value: bool | int) -> None:
+        self._state.auto_tools = value
+
+    def outage(
+        self,
+        *,
+        wire: str | None = None,
+        model: str | None = None,
+        duration: float | None = None,
+        status: int | None = None,
+    ) -> Outage:
+        """Fail every request to ``wire`` and/or ``model`` (all, if neither) until the outage ends.
+
+        The status is 529 on the Anthropic wire and 503 elsewhere unless given.
+        Returns the :class:`Outage`: call ``.end()`` or use it as a context manager;
+        with ``duration`` (seconds) it ends by itself.
+        """
+        if wire is not None:
+            self._state.key(wire, None)  # validates the wire name
+        return self._state.add_outage(Outage(wire=wire, model=model, duration=duration, status=status))
+
+    def end_outages(self) -> None:
+        """End every outage now."""
+        self._state.end_outages()
+
+    def clear(self) -> None:
+        """Forget queued items, routes, outages and the request record (the fault plan stays)."""
+        self._state.clear()
+
+    # -- the record -------------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> tuple[RecordedRequest, ...]:
+        """Every recorded request, oldest first, with its outcome so far (a snapshot)."""
+        return self._state.snapshots()
+
+    @property
+    def disconnects(self) -> tuple[RecordedRequest, ...]:
+        """The requests whose client went away before the answer was complete."""
+        return tuple(r for r in self._state.snapshots() if r.disconnected)
+
+    @property
+    def pending_script(self) -> int:
+        """How many queued items were not consumed yet."""
+        return self._state.pending()
+
+    @property
+    def handler_errors(self) -> tuple[BaseException, ...]:
+        return tuple(self._state.handler_errors)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counts: requests, outcomes (ok, error, cut, disconnected, ...) and injected faults."""
+        snapshot = self._state.snapshots()
+        return {
+            "requests": len(snapshot),
+            "outcomes": dict(self._state.outcomes),
+            "faults": dict(self._state.faults_injected),
+        }
+
+    async def wait_for(
+        self, predicate: Callable[[tuple[RecordedRequest, ...]], bool], *, within: float = 5.0
+    ) -> tuple[RecordedRequest, ...]:
+        """Wait (polling every few ms, on the caller's clock) until ``predicate(requests)`` holds.
+
+        Raises ``TimeoutError`` after ``within`` seconds.  Useful because the server
+        learns of a client's disconnect a moment after the client gave up.
+        """
+        with anyio.move_on_after(within):
+            while True:
+                snapshot = self._state.snapshots()
+                if predicate(snapshot):
+                    return snapshot
+                await anyio.sleep(0.005)
+        raise TimeoutError(f"FakeVendor: condition not met within {within}s; requests: {self._state.snapshots()}")
+
+    async def wait_for_disconnects(self, count: int = 1, *, within: float = 5.0) -> tuple[RecordedRequest, ...]:
+        """Wait until at least ``count`` requests were disconnected by their client; returns them."""
+        await self.wait_for(lambda rs: sum(r.disconnected for r in rs) >= count, within=within)
+        return self.disconnects
+
+    async def wait_until_settled(self, *, within: float = 5.0) -> tuple[RecordedRequest, ...]:
+        """Wait until no recorded request is still pending."""
+        return await self.wait_for(lambda rs: all(r.outcome != "pending" for r in rs), within=within)
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    fault_rate: float = 0.0,
+    seed: int | None = None,
+    latency: float = 0.0,
+    auto_tools: bool | int = True,
+    strict: bool = True,
+    out: Any = None,
+    stop_event: threading.Event | None = None,
+) -> None:
+    """Serve until Ctrl-C / SIGTERM (or ``stop_event``).  Prints the base URL as the first stdout line."""
+    out = out or sys.stdout
+    faults = FaultPlan(rate=fault_rate, seed=seed) if fault_rate > 0 else None
+    stop = stop_event or threading.Event()
+    previous: Any = None
+    if threading.current_thread() is threading.main_thread():
+
+        def _on_term(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        previous = signal.signal(signal.SIGTERM, _on_term)
+    fv = FakeVendor(host=host, port=port, latency=latency, auto_tools=auto_tools, faults=faults, strict=strict,
+                    record_bodies=False, max_records=1000)
+    try:
+        with fv:
+            print(fv.base_url, file=out, flush=True)
+            if host not in ("127.0.0.1", "::1", "localhost"):
+                print(f"warning: listening on {host}, not loopback", file=sys.stderr, flush=True)
+            print(
+                f"FakeVendor: OpenAI base_url {fv.openai_base_url} | Anthropic and Gemini base_url {fv.base_url}"
+                f" | fault rate {fault_rate} seed {seed} latency {latency}s — Ctrl-C to stop",
+                file=sys.stderr,
+                flush=True,
+            )
+            with contextlib.suppress(KeyboardInterrupt):
+                while not stop.wait(0.5):
+                    pass
+            print(f"FakeVendor: stopping after {fv.stats}", file=sys.stderr, flush=True)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agentactors.testing.fakevendor --port N [--fault-rate R --seed S --latency L]``."""
+    parser = argparse.ArgumentParser(prog="fakevendor", description="Serve the three vendor wires on loopback.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--no-auto-tools", action="store_true", help="echo instead of calling offered tools")
+    parser.add_argument("--lenient", action="store_true", help="accept requests the real vendors reject")
+    args = parser.parse_args(argv)
+    serve(args.host, args.port, fault_rate=args.fault_rate, seed=args.seed, latency=args.latency,
+          auto_tools=not args.no_auto_tools, strict=not args.lenient)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
