@@ -217,18 +217,19 @@ class Circuit:
 
         Ignored outcomes, stale permits (admitted before the last transition)
         and probes whose permit was freed after ``max_half_open_wait`` count
-        nothing; an ignored probe gives its permit back, so the next call probes.
+        nothing; an ignored probe gives its permit back, so the next call
+        probes.  A stale probe still gives its permit back when it answers.
         """
         if permit.settled:
             return False
         permit.settled = True
+        held = permit.probe and permit in self.probes
+        if held:
+            self.probes.remove(permit)
         if permit.epoch != self.epoch:
             return False
         if permit.probe:
-            if permit not in self.probes:
-                return False
-            self.probes.remove(permit)
-            if self._expired(permit, now):
+            if not held or self._expired(permit, now):
                 # It answered, but after its permit was (or would have been) handed to another probe.
                 return False
             if outcome is Outcome.ignored:
@@ -292,6 +293,7 @@ class Circuit:
         before = self.state
         self.state = to
         self.epoch += 1
-        self.probes = []
+        # Probes still in flight keep their permits across transitions (until they answer or hang past
+        # max_half_open_wait): a vendor that is recovering never sees more than half_open_max_calls of them.
         self.probe_successes = 0
         self._notify(self, before, to, reason)

@@ -69,15 +69,10 @@ def test_a_circuit_never_has_more_live_probes_than_half_open_max_calls(
                 assert (circuit.totals(now), circuit.consecutive, circuit.state, circuit.epoch) == before
         elif op[0] == "advance":
             now += op[1]
-        live_probes = [
-            p
-            for p in outstanding
-            if p.probe and p.epoch == circuit.epoch and now < p.admitted_at + policy.max_half_open_wait
-        ]
+        # Probes admitted in any half-open period, not answered and not hung past the wait.
+        live_probes = [p for p in outstanding if p.probe and now < p.admitted_at + policy.max_half_open_wait]
         assert len(live_probes) <= policy.half_open_max_calls
         assert len(circuit.probes) <= policy.half_open_max_calls
-        if circuit.state is CircuitState.closed:
-            assert not circuit.probes
 
 
 # -- the breaker decorator: request-kind errors are never counted ------------------------------------
