@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
@@ -41,9 +40,10 @@ from anyio.abc import TaskGroup
 
 from ..errors import ActorStopped, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
-from .mailbox import QUEUED, RUNNING, Ask, CancelScopeLike, EventLike, in_context
+from .mailbox import Ask, EventLike
 from .ref import _CURRENT, DEAD, FINALIZING, OPEN, STOPPED, STOPPING, Actor, ActorLike, ActorRef
 from .supervision import Supervisor
+from .worker import work
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -57,8 +57,6 @@ log = logging.getLogger("agentactors.actors")
 
 FailurePolicy: TypeAlias = Literal["resume", "restart", "stop", "escalate"]
 _POLICIES: Final = frozenset({"resume", "restart", "stop", "escalate"})
-# Scheduling rounds a worker waits with an empty mailbox before it ends (see Runtime._serve).
-_LINGER_ROUNDS: Final = 2
 
 
 @attrs.frozen(slots=True)
@@ -419,11 +417,11 @@ class Runtime:
         if self._spawning:
             # Nested inside the ctx.run below (an eager task factory ran the new worker at once):
             # the context cannot be entered twice, and we are already in a copy of it.
-            self._tg.start_soon(self._work, ref)
+            self._tg.start_soon(work, self, ref)
             return
         self._spawning = True
         try:
-            self._ctx.run(self._tg.start_soon, self._work, ref)
+            self._ctx.run(self._tg.start_soon, work, self, ref)
         finally:
             self._spawning = False
 
@@ -438,92 +436,6 @@ class Runtime:
             and not self._closed
         ):
             self._activate(ref)
-
-    async def _work(self, ref: ActorRef) -> None:
-        try:
-            if not ref._started and not await ref._sup.start(ref):
-                return
-            mailbox = ref._mailbox
-            while mailbox is not None and ref._state <= STOPPING:
-                with self._scope_cls() as scope:
-                    scopes = ref._scopes
-                    if scopes is None:
-                        scopes = ref._scopes = set()
-                    scopes.add(scope)
-                    try:
-                        if await self._serve(ref, mailbox, scope):
-                            break
-                    finally:
-                        scopes.discard(scope)
-        finally:
-            ref._active -= 1
-            self._running -= 1
-            if ref._active == 0:
-                if ref._mailbox is not None and not ref._mailbox and ref._state == OPEN:
-                    ref._mailbox = None  # an idle actor keeps no buffer
-                if ref._idle is not None:
-                    ref._idle.set()
-                    ref._idle = None
-            if self._running == 0 and self._idle is not None:
-                self._idle.set()
-                self._idle = None
-        if ref._active == 0 and ref._state == STOPPED:
-            await self._finalize(ref)
-
-    async def _serve(self, ref: ActorRef, mailbox: deque[Any], scope: CancelScopeLike) -> bool:
-        """Handle messages until the mailbox stays empty (True) or this scope is spent (False).
-
-        One cancel scope serves many messages: an abandoned ask cancels it, and the worker then
-        continues in a fresh one.
-        """
-        lingered = 0
-        while ref._state <= STOPPING:
-            if not mailbox:
-                if lingered >= _LINGER_ROUNDS or self._closed:
-                    return True
-                # Stay a scheduling round or two before going idle: an asker that sends its next
-                # message as soon as it has the answer finds this worker still here, instead of
-                # paying for a new task per message (trio may run the asker after us in a round).
-                lingered += 1
-                await anyio.lowlevel.checkpoint()
-                continue
-            lingered = 0
-            item = mailbox.popleft()
-            if ref._waiters:
-                ref._admit_waiter()
-            failure: Exception | None = None
-            ref._busy += 1
-            if type(item) is Ask:
-                if item.state != QUEUED:  # abandoned before it started
-                    ref._busy -= 1
-                    continue
-                item.state = RUNNING
-                item.scope = scope
-                try:
-                    result = await in_context(item.ctx, ref._actor.receive(item.message))
-                except Exception as exc:
-                    item.fail(exc)
-                    failure = exc
-                else:
-                    item.succeed(result)
-                finally:
-                    ref._busy -= 1
-                    if item.state == RUNNING:  # left by cancellation that the asker did not ask for
-                        item.fail(ActorStopped(f"actor {ref.name!r} was stopped while handling the message"))
-                if failure is not None and ref._sup.policy != "resume":
-                    await ref._sup.failed(ref, failure, item.message, item.ctx)
-            else:
-                try:
-                    await ref._actor.receive(item)
-                except Exception as exc:
-                    failure = exc
-                finally:
-                    ref._busy -= 1
-                if failure is not None:
-                    await ref._sup.failed(ref, failure, item, None)
-            if scope.cancel_called:
-                return False
-        return True
 
     async def _run_task(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
         try:
