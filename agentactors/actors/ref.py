@@ -140,6 +140,7 @@ class ActorRef:
 
     @property
     def runtime(self) -> Runtime:
+        """The runtime the actor lives in."""
         return self._rt
 
     def __repr__(self) -> str:

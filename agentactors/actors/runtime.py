@@ -154,6 +154,7 @@ class Runtime:
 
     @property
     def running(self) -> bool:
+        """Inside ``async with``: actors can be spawned and messaged."""
         return self._entered and not self._closed
 
     # -- lifecycle -------------------------------------------------------------------------------
