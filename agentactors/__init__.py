@@ -52,6 +52,7 @@ from .providers.base import LLMProvider, forced_tool_choice_for
 from .providers.gemini import GeminiProvider
 from .providers.openai import OpenAIProvider
 from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
+from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_fallback, with_retry, with_timeout
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 
 __version__ = "0.1.0"
@@ -67,6 +68,8 @@ __all__ = [
     "AnthropicProvider",
     "AskTimeout",
     "CircuitOpenError",
+    "CircuitState",
+    "CircuitStats",
     "Complete",
     "ErrorKind",
     "Event",
@@ -123,5 +126,9 @@ __all__ = [
     "redact",
     "register_secret",
     "tool",
+    "with_circuit_breaker",
+    "with_fallback",
+    "with_retry",
+    "with_timeout",
     "__version__",
 ]

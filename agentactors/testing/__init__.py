@@ -1,7 +1,51 @@
-"""Testing support: virtual time on asyncio, and (with the ``testing`` extra) the FakeVendor server."""
+"""Testing support: the FakeVendor server, its scripting types, and virtual time on asyncio.
+
+``FakeVendor`` needs the ``testing`` extra (``pip install agentactors[testing]``,
+for hypercorn); it is imported on first use so that ``agentactors.testing``
+itself costs nothing to import.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from ._fake_script import (
+    Conversation,
+    FakeError,
+    FakeMalformed,
+    FakeReply,
+    FakeToolCall,
+    FaultKind,
+    FaultPlan,
+    RecordedRequest,
+)
 from .virtual_time import VirtualTimeLoop, virtual_backends
 
-__all__ = ["VirtualTimeLoop", "virtual_backends"]
+if TYPE_CHECKING:
+    from .fakevendor import FakeVendor
+
+__all__ = [
+    "Conversation",
+    "FakeError",
+    "FakeMalformed",
+    "FakeReply",
+    "FakeToolCall",
+    "FakeVendor",
+    "FaultKind",
+    "FaultPlan",
+    "RecordedRequest",
+    "VirtualTimeLoop",
+    "virtual_backends",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FakeVendor":
+        try:
+            from .fakevendor import FakeVendor
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "agentactors.testing.FakeVendor needs the 'testing' extra: pip install 'agentactors[testing]'"
+            ) from exc
+        return FakeVendor
+    raise AttributeError(f"module 'agentactors.testing' has no attribute {name!r}")
