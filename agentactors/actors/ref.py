@@ -143,6 +143,15 @@ class ActorRef:
         """The runtime the actor lives in."""
         return self._rt
 
+    @property
+    def actor(self) -> Any:
+        """The actor object behind this reference (its current incarnation after a restart).
+
+        For in-process introspection only (e.g. reading a ProviderActor's provider
+        capabilities); talk to the actor with :meth:`tell` and :meth:`ask`.
+        """
+        return self._actor
+
     def __repr__(self) -> str:
         return f"<ActorRef {self.name} {('open', 'stopping', 'stopped', 'stopped', 'stopped')[self._state]}>"
 
