@@ -6,6 +6,11 @@ maintained ``jsonschema`` validator) and turns every error into a
 ``tags[1]``), what was expected, and the JSON *type* of what was sent — never
 the value, which may be long, sensitive, or simply wrong in a way the model
 should fix from the schema rather than from an echo.
+
+Most calls are valid, so a call is first put to a compiled, type-directed
+check (:mod:`~agentactors.tools.fastcheck`) that can only say "certainly
+valid"; ``jsonschema`` walks the arguments only when it cannot, and then
+produces the issues.  The issue texts are ``jsonschema``'s verdict either way.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 
+from .fastcheck import Check, compile_check
 from .results import ValidationIssue
 from .schema import describe_schema
 
@@ -28,7 +34,7 @@ class ArgumentValidator:
     :raises ValueError: the schema is not a valid Draft 2020-12 JSON Schema.
     """
 
-    __slots__ = ("_validator", "schema")
+    __slots__ = ("_fast", "_validator", "schema")
 
     def __init__(self, schema: Mapping[str, Any], *, tool_name: str = "tool") -> None:
         try:
@@ -36,10 +42,15 @@ class ArgumentValidator:
         except jsonschema.exceptions.SchemaError as exc:
             raise ValueError(f"tool {tool_name!r}: its parameters are not a valid JSON Schema: {exc.message}") from None
         self.schema = schema
+        # No format checker: "format" is an annotation, which the fast check relies on too.
         self._validator = jsonschema.Draft202012Validator(schema)
+        self._fast: Check | None = compile_check(schema)
 
     def issues(self, arguments: Any) -> list[ValidationIssue]:
         """Every way ``arguments`` break the schema, in schema order, each once (empty when valid)."""
+        fast = self._fast
+        if fast is not None and fast(arguments):
+            return []
         issues: list[ValidationIssue] = []
         seen_required: set[tuple[Any, ...]] = set()
         seen: set[ValidationIssue] = set()

@@ -1,0 +1,329 @@
+"""A compiled, type-directed "is this certainly valid?" check for the simple schemas ``@tool`` generates.
+
+Validating a call's arguments with ``jsonschema`` walks the schema through its
+generic keyword machinery on every call (tens of microseconds for a
+two-integer tool).  Almost every call the model makes is valid, so the
+executor only needs a cheap *yes*; the issue list is wanted only when the
+answer is *no*.  :func:`compile_check` turns a schema into a predicate built
+from closures specialised per keyword, once per tool:
+
+* ``True`` means the instance is valid under Draft 2020-12 — the predicate is
+  conservative: it never says ``True`` where ``jsonschema`` would report an error;
+* ``False`` means "not certain": the caller asks ``jsonschema`` (which also
+  produces the issues).  A float where an integer is expected (``2.0`` is a
+  valid JSON-Schema integer), a ``dict`` subclass, a non-ASCII corner of
+  ``uniqueItems``... all simply fall back.
+
+Schemas using anything outside the supported subset (``$ref``, ``oneOf``,
+``allOf``, ``not``, ``patternProperties``, ``multipleOf``, unknown keywords,
+...) compile to ``None``: those tools always go through ``jsonschema``.
+``format`` is an annotation here, as in a ``jsonschema`` validator built
+without a format checker (which is how :class:`ArgumentValidator` builds it).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+__all__ = ["Check", "compile_check"]
+
+#: ``check(instance) -> bool``: ``True`` only when the instance is certainly valid.
+Check = Callable[[Any], bool]
+
+# Keywords that never make an instance invalid (with no format checker, ``format`` is one of them).
+_ANNOTATIONS: Final = frozenset(
+    ("title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "format")
+)
+_SUPPORTED: Final = frozenset(
+    (
+        "type",
+        "enum",
+        "const",
+        "anyOf",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+    )
+)
+_OBJECT_KEYS: Final = ("properties", "required", "additionalProperties")
+_ARRAY_KEYS: Final = ("items", "prefixItems", "minItems", "maxItems", "uniqueItems")
+_STRING_KEYS: Final = ("minLength", "maxLength", "pattern")
+_NUMBER_KEYS: Final = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_SCALAR_TYPES: Final = frozenset((str, int, float, bool, type(None)))
+
+
+class _Unsupported(Exception):
+    """The schema uses something the fast check does not cover."""
+
+
+def compile_check(schema: Any) -> Check | None:
+    """The fast predicate for ``schema``, or ``None`` when the schema is outside the supported subset."""
+    try:
+        return _compile(schema)
+    except (_Unsupported, re.error, TypeError, ValueError):
+        return None  # validated the thorough way only
+
+
+def _always(_: Any) -> bool:
+    return True
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+# Exact types only: a subclass (bool is one of int) is either excluded by the keyword or left to jsonschema.
+_TYPE_CHECKS: Final[dict[str, Check]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: v is True or v is False,
+    "null": lambda v: v is None,
+    "array": lambda v: type(v) is list,
+    "object": lambda v: type(v) is dict,
+}
+
+
+def _compile(schema: Any) -> Check:
+    if schema is True:
+        return _always
+    if schema is False:
+        return _never
+    if type(schema) is not dict:
+        raise _Unsupported
+    unknown = schema.keys() - _SUPPORTED - _ANNOTATIONS
+    if unknown:
+        raise _Unsupported
+    checks: list[Check] = []
+    kind = schema.get("type")
+    object_keys = any(k in schema for k in _OBJECT_KEYS)
+    if kind == "object" and object_keys:
+        checks.append(_object_check(schema, typed=True))  # tests the type itself
+    else:
+        if kind is not None:
+            checks.append(_type_check(kind))
+        if object_keys:
+            checks.append(_object_check(schema, typed=False))
+    if "enum" in schema:
+        checks.append(_member_check(schema["enum"]))
+    if "const" in schema:
+        checks.append(_member_check([schema["const"]]))
+    if "anyOf" in schema:
+        checks.append(_any_of(schema["anyOf"]))
+    if any(k in schema for k in _ARRAY_KEYS):
+        checks.append(_array_check(schema))
+    if any(k in schema for k in _STRING_KEYS):
+        checks.append(_string_check(schema))
+    if any(k in schema for k in _NUMBER_KEYS):
+        checks.append(_number_check(schema))
+    if not checks:
+        return _always
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+
+        def both(v: Any) -> bool:
+            return first(v) and second(v)
+
+        return both
+    frozen = tuple(checks)
+
+    def every(v: Any) -> bool:
+        return all(c(v) for c in frozen)
+
+    return every
+
+
+def _type_check(kind: Any) -> Check:
+    if isinstance(kind, str):
+        if kind not in _TYPE_CHECKS:
+            raise _Unsupported
+        return _TYPE_CHECKS[kind]
+    if isinstance(kind, list) and kind and all(isinstance(k, str) and k in _TYPE_CHECKS for k in kind):
+        options = tuple(_TYPE_CHECKS[k] for k in kind)
+
+        def any_type(v: Any) -> bool:
+            return any(c(v) for c in options)
+
+        return any_type
+    raise _Unsupported
+
+
+def _member_check(values: Any) -> Check:
+    if not isinstance(values, list):
+        raise _Unsupported
+    # (type, value) pairs: True is not 1 and 1.0 is not 1 here; jsonschema's looser equality
+    # (1 == 1.0) only costs a fallback.  NaN never equals itself, so it is never a member.
+    members = frozenset(
+        (type(v), v) for v in values if type(v) in _SCALAR_TYPES and not (type(v) is float and math.isnan(v))
+    )
+
+    def member(v: Any) -> bool:
+        return type(v) in _SCALAR_TYPES and (type(v), v) in members
+
+    return member
+
+
+def _any_of(schemas: Any) -> Check:
+    if not isinstance(schemas, list) or not schemas:
+        raise _Unsupported
+    options = tuple(_compile(s) for s in schemas)
+
+    def any_of(v: Any) -> bool:
+        return any(c(v) for c in options)
+
+    return any_of
+
+
+def _object_check(schema: Mapping[str, Any], *, typed: bool) -> Check:
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        raise _Unsupported
+    props = {name: _compile(sub) for name, sub in properties.items()}
+    needed = tuple(required)
+    additional = schema.get("additionalProperties", True)
+    extra: Check | None
+    if additional is True:
+        extra = None  # anything else is allowed
+    elif additional is False:
+        extra = _never
+    else:
+        extra = _compile(additional)
+    known_only = extra is _never
+
+    def check_typed_object(v: Any) -> bool:
+        if type(v) is not dict:
+            return False
+        for name in needed:
+            if name not in v:
+                return False
+        for key, item in v.items():
+            c = props.get(key)
+            if c is None:
+                if extra is None:
+                    continue
+                if known_only or not extra(item):
+                    return False
+            elif not c(item):
+                return False
+        return True
+
+    if typed:
+        return check_typed_object
+
+    def check_object(v: Any) -> bool:
+        if type(v) is not dict:
+            return not isinstance(v, dict)  # the keywords do not apply to non-objects
+        return check_typed_object(v)
+
+    return check_object
+
+
+def _array_check(schema: Mapping[str, Any]) -> Check:
+    prefix_schemas = schema.get("prefixItems", [])
+    if not isinstance(prefix_schemas, list):
+        raise _Unsupported
+    prefix = tuple(_compile(s) for s in prefix_schemas)
+    items = schema.get("items", True)
+    rest: Check | None = None if items is True else (_never if items is False else _compile(items))
+    no_rest = rest is _never
+    min_items = _count(schema.get("minItems", 0))
+    max_items = _count(schema.get("maxItems")) if "maxItems" in schema else None
+    unique = schema.get("uniqueItems", False)
+    if not isinstance(unique, bool):
+        raise _Unsupported
+
+    def check_array(v: Any) -> bool:
+        if type(v) is not list:
+            return not isinstance(v, list)  # the keywords do not apply to non-arrays
+        n = len(v)
+        if n < min_items or (max_items is not None and n > max_items):
+            return False
+        for c, item in zip(prefix, v, strict=False):
+            if not c(item):
+                return False
+        if n > len(prefix) and rest is not None:
+            if no_rest:
+                return False
+            for item in v[len(prefix) :] if prefix else v:
+                if not rest(item):
+                    return False
+        if unique and n > 1:
+            # Only all-string arrays are decided here (no bool/int/float equality corners).
+            for item in v:
+                if type(item) is not str:
+                    return False
+            return len(set(v)) == n
+        return True
+
+    return check_array
+
+
+def _string_check(schema: Mapping[str, Any]) -> Check:
+    min_length = _count(schema.get("minLength", 0))
+    max_length = _count(schema.get("maxLength")) if "maxLength" in schema else None
+    pattern = schema.get("pattern")
+    if pattern is not None and not isinstance(pattern, str):
+        raise _Unsupported
+    search = re.compile(pattern).search if pattern is not None else None  # jsonschema uses re.search too
+
+    def check_string(v: Any) -> bool:
+        if type(v) is not str:
+            return not isinstance(v, str)  # the keywords do not apply to non-strings
+        n = len(v)
+        if n < min_length or (max_length is not None and n > max_length):
+            return False
+        return search is None or search(v) is not None
+
+    return check_string
+
+
+def _number_check(schema: Mapping[str, Any]) -> Check:
+    bounds = {k: schema[k] for k in _NUMBER_KEYS if k in schema}
+    for bound in bounds.values():
+        if type(bound) not in (int, float):
+            raise _Unsupported
+    low = bounds.get("minimum")
+    high = bounds.get("maximum")
+    low_open = bounds.get("exclusiveMinimum")
+    high_open = bounds.get("exclusiveMaximum")
+
+    def check_number(v: Any) -> bool:
+        t = type(v)
+        if t is not int and t is not float:
+            # Booleans and non-numbers are not "number" to jsonschema: the keywords do not apply.
+            return t is bool or not isinstance(v, numbers.Number)
+        # The very comparisons jsonschema makes, so NaN and big ints behave the same way.
+        if low is not None and v < low:
+            return False
+        if high is not None and v > high:
+            return False
+        if low_open is not None and v <= low_open:
+            return False
+        return not (high_open is not None and v >= high_open)
+
+    return check_number
+
+
+def _count(value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise _Unsupported
+    return value
