@@ -18,19 +18,18 @@ from urllib.parse import parse_qsl, unquote
 
 import anyio
 
+from ._fake_errors import error_response, stream_error_frame
 from ._fake_parse import WireRejection, parse_request, route
 from ._fake_script import MAX_DELAY, Action, FakeError, FakeMalformed, FakeReply, RecordedRequest
 from ._fake_state import Exchange, VendorState
 from ._fake_wires import (
     WireContext,
     content_type,
-    error_response,
     frame_bytes,
     malformed_frame,
     reply_frames,
     reply_json,
     request_id_headers,
-    stream_error_frame,
 )
 
 __all__ = ["FakeVendorApp"]
@@ -42,6 +41,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 MAX_BODY = 64 * 1024 * 1024
+_MIN_KEY_LEN = 6
 REDACTED = "[REDACTED]"
 _CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization"})
 _SENSITIVE_HEADERS = _CREDENTIAL_HEADERS | {"cookie"}
@@ -105,6 +105,8 @@ class FakeVendorApp:
         headers = _headers(scope)
         keys, query_key = _credentials(headers, query)
         leaks = _leaks(keys, path, query, raw, headers, query_key)
+        # What gets scrubbed from stored text: keys long enough not to match ordinary words.
+        scrub = [k for k in keys if len(k) >= _MIN_KEY_LEN]
         index = self.state.next_index()
         routed = route(method, path)
         wire = routed[0] if routed else "unknown"
@@ -112,8 +114,8 @@ class FakeVendorApp:
         body_error = False
         if raw and not too_large:
             text = raw.decode("utf-8", "replace")
-            for k in keys:
-                text = text.replace(k, REDACTED)
+            if "body" in leaks:  # a client bug: the key is in the body; keep it out of the record
+                text = _scrub(text, scrub)
             try:
                 body = json.loads(text)
             except ValueError:
@@ -144,12 +146,12 @@ class FakeVendorApp:
             index=index,
             wire=wire,
             method=method,
-            path=_redacted_path(path, query, keys),
+            path=_redacted_path(path, query, scrub),
             model=model,
             stream=stream,
             body=body if self.record_bodies else None,
             body_size=len(raw),
-            headers=_redacted_headers(headers, keys),
+            headers=_redacted_headers(headers, scrub),
             api_key_present=bool(keys) or query_key is not None,
             key_leaks=leaks,
             conversation=parsed.conversation if parsed else None,
@@ -372,8 +374,8 @@ def _credentials(headers: dict[str, str], query: str) -> tuple[list[str], str | 
 def _leaks(keys: list[str], path: str, query: str, raw: bytes, headers: dict[str, str],
            query_key: str | None) -> tuple[str, ...]:
     found: list[str] = []
-    # Keys shorter than 6 characters would match ordinary text; they are not credentials anyway.
-    real = [k for k in keys if len(k) >= 6]
+    # Very short "keys" would match ordinary text; they are not credentials anyway.
+    real = [k for k in keys if len(k) >= _MIN_KEY_LEN]
     url = unquote(path) + "?" + unquote(query)
     if query_key is not None or any(k in url for k in real):
         found.append("url")

@@ -16,19 +16,18 @@ from typing import Any
 
 import attrs
 
-from ._fake_script import FakeError, FakeReply, FakeToolCall
+from ._fake_script import FakeReply, FakeToolCall
 
 __all__ = [
     "Frame",
     "WireContext",
     "content_type",
-    "error_response",
+    "dumps",
     "frame_bytes",
     "malformed_frame",
     "reply_frames",
     "reply_json",
     "request_id_headers",
-    "stream_error_frame",
 ]
 
 
@@ -56,15 +55,10 @@ class Frame:
 # --- small helpers ------------------------------------------------------------------------------
 
 
-def _dumps(value: Any, *, compact: bool = True) -> str:
+def dumps(value: Any, *, compact: bool = True) -> str:
     if compact:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return json.dumps(value, ensure_ascii=False)
-
-
-def _num(value: float) -> str:
-    value = float(value)
-    return str(int(value)) if value.is_integer() else repr(value)
 
 
 def _word_chunks(text: str, words: int) -> list[str]:
@@ -84,7 +78,7 @@ def _fragments(text: str, size: int = 7) -> list[str]:
 
 
 def _args_text(call: FakeToolCall, *, compact: bool) -> str:
-    return call.arguments if isinstance(call.arguments, str) else _dumps(call.arguments, compact=compact)
+    return call.arguments if isinstance(call.arguments, str) else dumps(call.arguments, compact=compact)
 
 
 def _args_object(call: FakeToolCall) -> Any:
@@ -405,7 +399,7 @@ def _gemini_frames(reply: FakeReply, ctx: WireContext) -> Iterator[Frame]:
 
 def frame_bytes(wire: str, frame: Frame, n: int = 0) -> bytes:
     """One framed SSE event, with each wire's real separators and quirks."""
-    data = frame.payload if isinstance(frame.payload, str) else _dumps(frame.payload, compact=wire != "gemini")
+    data = frame.payload if isinstance(frame.payload, str) else dumps(frame.payload, compact=wire != "gemini")
     lines = data.split("\n")
     if wire == "anthropic":
         # The real service pads JSON data lines with trailing spaces.
@@ -420,101 +414,3 @@ def frame_bytes(wire: str, frame: Frame, n: int = 0) -> bytes:
 
 def malformed_frame(wire: str, body: str) -> Frame:
     return Frame(body, "message_start" if wire == "anthropic" else None)
-
-
-# --- errors -------------------------------------------------------------------------------------
-
-_OPENAI_ERRORS: dict[int, tuple[str, str | None, str]] = {
-    400: ("invalid_request_error", None, "Invalid request."),
-    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-    403: ("invalid_request_error", "unsupported_country_region_territory", "Country, region, or territory not "
-          "supported"),
-    404: ("invalid_request_error", "model_not_found", "The model `{model}` does not exist or you do not have "
-          "access to it."),
-    413: ("invalid_request_error", "request_too_large", "Request too large."),
-    429: ("requests", "rate_limit_exceeded", "Rate limit reached for {model} on requests per min (RPM). "
-          "Please try again later."),
-    500: ("server_error", None, "The server had an error while processing your request. Sorry about that!"),
-    503: ("server_error", None, "The engine is currently overloaded, please try again later."),
-}
-_ANTHROPIC_ERRORS: dict[int, tuple[str, str]] = {
-    400: ("invalid_request_error", "Invalid request."),
-    401: ("authentication_error", "invalid x-api-key"),
-    403: ("permission_error", "Your API key does not have permission to use the specified resource."),
-    404: ("not_found_error", "model: {model}"),
-    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
-    429: ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."),
-    500: ("api_error", "Internal server error"),
-    503: ("overloaded_error", "Overloaded"),
-    529: ("overloaded_error", "Overloaded"),
-}
-_GEMINI_ERRORS: dict[int, tuple[str, str]] = {
-    400: ("INVALID_ARGUMENT", "Request contains an invalid argument."),
-    401: ("UNAUTHENTICATED", "Request is missing required authentication credential."),
-    403: ("PERMISSION_DENIED", "Method doesn't allow unregistered callers."),
-    404: ("NOT_FOUND", "models/{model} is not found for API version v1beta, or is not supported for "
-          "generateContent."),
-    429: ("RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
-    500: ("INTERNAL", "An internal error has occurred."),
-    503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
-    504: ("DEADLINE_EXCEEDED", "Deadline expired before operation could complete."),
-}
-
-
-def _error_payload(err: FakeError, ctx: WireContext) -> dict[str, Any]:
-    status = err.status
-    if ctx.wire == "openai":
-        kind, code, message = _OPENAI_ERRORS.get(status, ("server_error" if status >= 500 else
-                                                          "invalid_request_error", None, f"HTTP {status}"))
-        return {"error": {"message": err.message or message.format(model=ctx.model), "type": kind,
-                          "param": None, "code": err.code or code}}
-    if ctx.wire == "anthropic":
-        kind, message = _ANTHROPIC_ERRORS.get(status, ("api_error" if status >= 500 else
-                                                       "invalid_request_error", f"HTTP {status}"))
-        return {"type": "error", "error": {"type": err.code or kind, "message": err.message or
-                                           message.format(model=ctx.model)},
-                "request_id": f"req_fake{ctx.index:05d}"}
-    kind, message = _GEMINI_ERRORS.get(status, ("UNAVAILABLE" if status >= 500 else "INVALID_ARGUMENT",
-                                                f"HTTP {status}"))
-    error: dict[str, Any] = {"code": status, "message": err.message or message.format(model=ctx.model),
-                             "status": err.code or kind}
-    if status == 429 and err.retry_after is not None:
-        error["details"] = [
-            {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
-             "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
-                             "quotaId": "GenerateRequestsPerMinutePerProjectPerModel"}]},
-            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{_num(err.retry_after)}s"},
-        ]
-    return {"error": error}
-
-
-def error_response(err: FakeError, ctx: WireContext) -> tuple[int, list[tuple[str, str]], bytes]:
-    """``(status, headers, body)`` for an HTTP error answer."""
-    headers: list[tuple[str, str]] = list(request_id_headers(ctx))
-    if err.retry_after is not None:
-        headers.append(("retry-after", _num(err.retry_after)))
-    if err.retry_after_ms is not None:
-        headers.append(("retry-after-ms", _num(err.retry_after_ms)))
-    if err.should_retry is not None:
-        headers.append(("x-should-retry", "true" if err.should_retry else "false"))
-    if err.body is None:
-        body = _dumps(_error_payload(err, ctx), compact=ctx.wire != "gemini").encode("utf-8")
-        headers.append(("content-type", content_type(ctx.wire, sse=False)))
-    elif isinstance(err.body, bytes | str):
-        body = err.body.encode("utf-8") if isinstance(err.body, str) else err.body
-        headers.append(("content-type", "text/plain; charset=utf-8"))
-    else:
-        body = _dumps(err.body).encode("utf-8")
-        headers.append(("content-type", content_type(ctx.wire, sse=False)))
-    headers.extend(err.headers.items())
-    return err.status, headers, body
-
-
-def stream_error_frame(err: FakeError, ctx: WireContext) -> Frame:
-    """An error inside an HTTP 200 stream, as each wire sends one."""
-    payload = err.body if err.body is not None else _error_payload(err, ctx)
-    if ctx.wire == "anthropic":
-        if isinstance(payload, dict):
-            payload = {k: v for k, v in payload.items() if k != "request_id"}
-        return Frame(payload, "error")
-    return Frame(payload)

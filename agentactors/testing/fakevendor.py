@@ -45,10 +45,39 @@ import anyio.to_thread
 from anyio.abc import TaskStatus
 
 from ._fake_app import FakeVendorApp
-from ._fake_script import FaultPlan, RecordedRequest, ScriptItem
+from ._fake_script import (
+    Conversation,
+    FakeError,
+    FakeMalformed,
+    FakeReply,
+    FakeToolCall,
+    FaultKind,
+    FaultPlan,
+    OfferedTool,
+    RecordedRequest,
+    ScriptItem,
+    SeenToolCall,
+    SeenToolResult,
+)
 from ._fake_state import Outage, VendorState
 
-__all__ = ["FakeVendor", "main", "serve"]
+__all__ = [
+    "Conversation",
+    "FakeError",
+    "FakeMalformed",
+    "FakeReply",
+    "FakeToolCall",
+    "FakeVendor",
+    "FaultKind",
+    "FaultPlan",
+    "OfferedTool",
+    "Outage",
+    "RecordedRequest",
+    "SeenToolCall",
+    "SeenToolResult",
+    "main",
+    "serve",
+]
 
 log = logging.getLogger("agentactors.testing.fakevendor")
 
@@ -207,7 +236,9 @@ class FakeVendor:
         config.accesslog = None
         config.errorlog = logging.getLogger("agentactors.testing.fakevendor.server")
         config.graceful_timeout = 1.0
-        config.keep_alive_timeout = 5.0
+        # Longer than any client's idle expiry (httpx: 5 s), as real vendors' are: otherwise the server
+        # may close an idle connection just as a busy client reuses it, and that request fails.
+        config.keep_alive_timeout = 120.0
         config.backlog = 1024
         closing = anyio.Event()
         self._closing = closing

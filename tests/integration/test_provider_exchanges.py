@@ -18,8 +18,7 @@ from agentactors.messages import (
     ToolCallStart,
     ToolChoice,
 )
-from agentactors.testing._fake_script import FakeReply, FakeToolCall
-from agentactors.testing.fakevendor import FakeVendor
+from agentactors.testing.fakevendor import FakeReply, FakeToolCall, FakeVendor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("wire", WIRES)]
 

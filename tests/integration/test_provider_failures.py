@@ -18,8 +18,7 @@ from agentactors.errors import (
     StreamInterruptedError,
 )
 from agentactors.messages import TextDelta
-from agentactors.testing._fake_script import FakeError, FakeMalformed, FakeReply
-from agentactors.testing.fakevendor import FakeVendor
+from agentactors.testing.fakevendor import FakeError, FakeMalformed, FakeReply, FakeVendor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("wire", WIRES)]
 

@@ -10,8 +10,7 @@ import httpx
 import pytest
 from fakevendor_kit import auth_headers, post, url
 
-from agentactors.testing._fake_script import FakeReply
-from agentactors.testing.fakevendor import FakeVendor
+from agentactors.testing.fakevendor import FakeReply, FakeVendor
 
 pytestmark = pytest.mark.anyio
 
@@ -136,3 +135,17 @@ async def test_the_fixture_works_from_async_tests(fake_vendor: FakeVendor) -> No
 async def test_wait_for_times_out_with_a_clear_error(fake_vendor: FakeVendor) -> None:
     with pytest.raises(TimeoutError, match="condition not met"):
         await fake_vendor.wait_for(lambda rs: len(rs) > 0, within=0.05)
+
+
+def test_stopping_does_not_wait_for_idle_keep_alive_connections() -> None:
+    with httpx.Client() as client:
+        fv = FakeVendor()
+        fv.start()
+        try:
+            response = client.post(url(fv, "openai"), headers=auth_headers("openai"),
+                                   json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+            assert response.status_code == 200
+        finally:
+            started = time.monotonic()
+            fv.stop()  # the client still holds its pooled connection open
+        assert time.monotonic() - started < 1.0

@@ -12,15 +12,15 @@ import pytest
 from fakevendor_kit import CANARY, WIRES, auth_headers, body, post, time_tool, url, weather_tool
 
 from agentactors.testing._fake_default import example_arguments, example_value
-from agentactors.testing._fake_script import (
+from agentactors.testing.fakevendor import (
     FakeError,
     FakeReply,
     FakeToolCall,
+    FakeVendor,
     FaultKind,
     FaultPlan,
     RecordedRequest,
 )
-from agentactors.testing.fakevendor import FakeVendor
 
 pytestmark = pytest.mark.anyio
 
@@ -198,8 +198,7 @@ async def test_a_client_that_gives_up_is_recorded_as_disconnected(
         await post(client, fake_vendor, wire)
     async with client.stream("POST", url(fake_vendor, wire, stream=True), json=body(wire, stream=True),
                              headers=auth_headers(wire)) as response:
-        async for _ in response.aiter_lines():
-            break  # leave mid-stream
+        assert response.status_code == 200  # the stream has started: leave it mid-way
     gone = await fake_vendor.wait_for_disconnects(2)
     assert [r.outcome for r in gone] == ["disconnected", "disconnected"]
     assert [r.stream for r in gone] == [False, True]
@@ -379,3 +378,12 @@ async def test_records_can_be_bounded_and_cleared(client: httpx.AsyncClient) -> 
         fv.clear()
         assert fv.requests == () and fv.pending_script == 0
         assert _openai_text(await post(client, fv, "openai")).startswith("Echo:")
+
+
+async def test_a_short_key_never_mangles_the_request(fake_vendor: FakeVendor, client: httpx.AsyncClient) -> None:
+    # Redaction is for the record only; a one-letter "key" must not rewrite "max_tokens" or "keep-alive".
+    response = await post(client, fake_vendor, "anthropic", headers=auth_headers("anthropic", "k"))
+    assert response.status_code == 200
+    (record,) = fake_vendor.requests
+    assert record.body["max_tokens"] == 256 and record.headers["x-api-key"] == "[REDACTED]"
+    assert record.key_leaks == () and "keep-alive" in record.headers.get("connection", "keep-alive")

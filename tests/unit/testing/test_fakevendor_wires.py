@@ -16,8 +16,7 @@ import pytest
 from fakevendor_kit import WIRES, auth_headers, body, post, sse, url, weather_tool
 
 from agentactors.errors import ErrorKind, classify_error_body, classify_http_error
-from agentactors.testing._fake_script import FakeError, FakeMalformed, FakeReply, FakeToolCall
-from agentactors.testing.fakevendor import FakeVendor
+from agentactors.testing.fakevendor import FakeError, FakeMalformed, FakeReply, FakeToolCall, FakeVendor
 
 pytestmark = pytest.mark.anyio
 
