@@ -17,8 +17,12 @@ from ._fake_script import (
     FakeToolCall,
     FaultKind,
     FaultPlan,
+    OfferedTool,
     RecordedRequest,
+    SeenToolCall,
+    SeenToolResult,
 )
+from ._fake_state import Outage
 from .virtual_time import VirtualTimeLoop, virtual_backends
 
 if TYPE_CHECKING:
@@ -33,7 +37,11 @@ __all__ = [
     "FakeVendor",
     "FaultKind",
     "FaultPlan",
+    "OfferedTool",
+    "Outage",
     "RecordedRequest",
+    "SeenToolCall",
+    "SeenToolResult",
     "VirtualTimeLoop",
     "virtual_backends",
 ]
