@@ -72,8 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m agentactors", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="1,000 agents through a resilient three-vendor chain, offline")
-    demo.add_argument("--agents", type=int, default=1000)
-    demo.add_argument("--fault-rate", type=float, default=0.15)
+    demo.add_argument("--agents", type=int, default=None, help="default 1000 (3 with --live)")
+    demo.add_argument("--fault-rate", type=float, default=None, help="default 0.15 (0 with --live)")
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--record", default="demo-events.jsonl", help="where to write the JSONL event record")
     demo.add_argument("--live", action="store_true", help="talk to the real vendors (needs API keys)")
@@ -86,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     fv.add_argument("--fault-rate", type=float, default=0.0)
     fv.add_argument("--seed", type=int, default=None)
     fv.add_argument("--latency", type=float, default=0.0)
+    fv.add_argument("--no-auto-tools", action="store_true", help="answer tool offers with text, not tool calls")
+    fv.add_argument("--lenient", action="store_true", help="accept requests the real vendors would reject")
     return parser
 
 
@@ -101,7 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "fakevendor":
         from .testing.fakevendor import serve
 
-        serve(host=args.host, port=args.port, fault_rate=args.fault_rate, seed=args.seed, latency=args.latency)
+        serve(
+            host=args.host,
+            port=args.port,
+            fault_rate=args.fault_rate,
+            seed=args.seed,
+            latency=args.latency,
+            auto_tools=not args.no_auto_tools,
+            strict=not args.lenient,
+        )
         return 0
     return 2  # pragma: no cover - argparse rejects unknown commands
 
