@@ -31,7 +31,7 @@ from typing import Any, TypeAlias
 import anyio
 import attrs
 
-from ..events import current_sink, emit
+from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall
 from ..tools.registry import Tool, ToolContext, tool
 from ..tools.results import (
@@ -228,12 +228,16 @@ class ToolExecutorActor:
         Never raises for anything the tool or the model did; cancellation propagates.
         """
         started = anyio.current_time()
-        emit("tools.started", call_id=call.id, name=call.name)
+        sink = current_sink()
+        # One check when nobody listens: no payload is built for either event.
+        events = sink if sink is not None and sink.fanout.recorders else None
+        if events is not None:
+            events.emit("tools.started", call_id=call.id, name=call.name)
         try:
-            result = await self._dispatch(call, context, started)
+            result = await self._dispatch(call, context, started, sink)
         except BaseException as exc:
-            if isinstance(exc, anyio.get_cancelled_exc_class()):
-                emit(
+            if events is not None and isinstance(exc, anyio.get_cancelled_exc_class()):
+                events.emit(
                     "tools.finished",
                     call_id=call.id,
                     name=call.name,
@@ -242,17 +246,20 @@ class ToolExecutorActor:
                     size=0,
                 )
             raise
-        emit(
-            "tools.finished",
-            call_id=call.id,
-            name=call.name,
-            status=result.status,
-            duration=result.duration,
-            size=result.size_chars,
-        )
+        if events is not None:
+            events.emit(
+                "tools.finished",
+                call_id=call.id,
+                name=call.name,
+                status=result.status,
+                duration=result.duration,
+                size=result.size_chars,
+            )
         return result
 
-    async def _dispatch(self, call: ToolCall, context: ExecutionContext, started: float) -> ToolResult:
+    async def _dispatch(
+        self, call: ToolCall, context: ExecutionContext, started: float, sink: EventSink | None
+    ) -> ToolResult:
         t = self._tools.get(call.name)
         if t is None:
             return self._finish(
@@ -266,29 +273,36 @@ class ToolExecutorActor:
         issues = t.validate(call.arguments)
         if issues:
             return self._finish(call, t, ToolStatus.invalid, t.invalid_text(issues), context, started)
-        sink = current_sink()
-        ctx = ToolContext(
-            call_id=call.id,
-            tool_name=t.name,
-            run_id=context.run_id if context.run_id is not None else (sink.run_id if sink is not None else None),
-            agent=context.agent,
-            step=context.step,
-            deps=context.deps,
-            sink=sink,
-            loop_thread=threading.get_ident(),
-        )
-        for policy in (self.tool_policy, context.tool_policy):
-            if policy is not None:
-                reason = await _ask_policy(policy, call, ctx)
-                if reason is not None:
-                    return self._finish(call, t, ToolStatus.denied, denied_text(t.name, reason), context, started)
+        policies = (self.tool_policy, context.tool_policy)
+        ctx: ToolContext | None = None
+        # Built only for someone who reads it: a policy, or a tool that takes a ToolContext.
+        if t.takes_context or policies[0] is not None or policies[1] is not None:
+            ctx = ToolContext(
+                call_id=call.id,
+                tool_name=t.name,
+                run_id=context.run_id if context.run_id is not None else (sink.run_id if sink is not None else None),
+                agent=context.agent,
+                step=context.step,
+                deps=context.deps,
+                sink=sink,
+                loop_thread=threading.get_ident(),
+            )
+            for policy in policies:
+                if policy is not None:
+                    reason = await _ask_policy(policy, call, ctx)
+                    if reason is not None:
+                        return self._finish(call, t, ToolStatus.denied, denied_text(t.name, reason), context, started)
         timeout = t.timeout if t.timeout is not None else self.default_timeout
         try:
+            # An async tool's coroutine is awaited here directly: Tool.invoke would add a frame per call.
             if timeout is None:
-                value = await t.invoke(call.arguments, ctx)
+                value = await (t.start(call.arguments, ctx) if t.is_async else t.invoke(call.arguments, ctx))
             else:
-                with anyio.move_on_after(timeout) as scope:
-                    value = await t.invoke(call.arguments, ctx)
+                # The tool's time starts now (a policy's own time, it may await, is not the tool's);
+                # with no policy, "now" is when the call started: no second clock read.
+                begun = started if ctx is None else anyio.current_time()
+                with anyio.CancelScope(deadline=begun + timeout) as scope:
+                    value = await (t.start(call.arguments, ctx) if t.is_async else t.invoke(call.arguments, ctx))
                 if scope.cancelled_caught:
                     return self._finish(call, t, ToolStatus.timeout, timeout_text(t.name, timeout), context, started)
         except ConversionError as exc:

@@ -132,6 +132,7 @@ class Tool(Generic[P, R]):
         "__dict__",  # lets functools.update_wrapper copy __doc__/__name__ for introspection
         "_context_param",
         "_converters",
+        "_direct",
         "_positional",
         "_validator",
         "description",
@@ -196,6 +197,8 @@ class Tool(Generic[P, R]):
             )
         # Compiled once per tool: validating a call is then one walk of the arguments.
         self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
+        # Validated JSON arguments go to the function as they are: nothing to convert, reorder or inject.
+        self._direct = not self._converters and not self._positional and self._context_param is None
         self.spec = spec
         self.description = spec.description
         functools.update_wrapper(self, fn)
@@ -331,6 +334,20 @@ class Tool(Generic[P, R]):
             kwargs[self._context_param] = context
         return args, kwargs
 
+    def start(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> Awaitable[Any]:
+        """An async tool's awaitable for validated ``arguments``, not yet awaited (the executor drives it).
+
+        :raises ConversionError: see :meth:`prepare`.
+        :raises TypeError: the tool is sync (use :meth:`invoke`, which runs it in a worker thread).
+        """
+        if not self.is_async:
+            raise TypeError(f"tool {self.name!r} is sync: use invoke(), which runs it in a worker thread")
+        fn = typing.cast(Callable[..., Awaitable[Any]], self.fn)
+        if self._direct:
+            return fn(**arguments)
+        args, kwargs = self.prepare(arguments, context)
+        return fn(*args, **kwargs)
+
     async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> Any:
         """Run the tool with validated ``arguments``: async on the loop, sync in a worker thread.
 
@@ -340,9 +357,9 @@ class Tool(Generic[P, R]):
         :raises ConversionError: see :meth:`prepare`.
         :raises Exception: whatever the tool raises.
         """
-        args, kwargs = self.prepare(arguments, context)
         if self.is_async:
-            return await typing.cast(Callable[..., Awaitable[Any]], self.fn)(*args, **kwargs)
+            return await self.start(arguments, context)
+        args, kwargs = self.prepare(arguments, context)
         fn = self.fn
 
         def call() -> tuple[Any]:

@@ -210,6 +210,11 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+# json.dumps with options builds an encoder per call; one shared encoder (it keeps no state
+# between calls) writes exactly the same text.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+
+
 def render_result(value: Any) -> str:
     """A tool's return value as the text the model reads: a str as is, anything else as JSON.
 
@@ -220,7 +225,9 @@ def render_result(value: Any) -> str:
     """
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=_json_default)
+    if type(value) is int:
+        return int.__repr__(value)  # what json.dumps writes for an int, without building an encoder
+    return _ENCODER.encode(value)
 
 
 # --- the texts the model reads -------------------------------------------------------------------
