@@ -3,7 +3,9 @@
 ``await agent.run(prompt)`` starts a :class:`~agentactors.actors.loop.LoopController`
 in the current :class:`~agentactors.actors.runtime.Runtime` (or a private one when
 none is running), reusing the agent's provider and tool actors there: agents given
-the same provider object in one runtime share one ProviderActor.
+the same provider object in one runtime share one ProviderActor.  A run asks
+its agent's own (stateless, private) ToolExecutorActor in the run's task
+rather than through the mailbox; see :class:`_OwnExecutor`.
 ``async with agent.stream(prompt) as run`` yields the run's typed events as they
 happen.  :func:`run_many` and :func:`as_completed` (reached as ``rt.run_many`` /
 ``rt.as_completed``) run one agent over many inputs.
@@ -16,6 +18,7 @@ contextvars) report to it.  With no recorder anywhere, no event is ever built.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import logging
 import math
@@ -30,6 +33,7 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .actors.loop import LoopConfig, LoopController
+from .actors.mailbox import in_context
 from .actors.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .actors.provider import ProviderActor
 from .actors.result import RunResult
@@ -118,15 +122,42 @@ def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
     return recorders
 
 
+class _OwnExecutor:
+    """How a run asks its agent's own ToolExecutorActor: in the run's task, as a worker of the actor would.
+
+    The executor is the agent's alone, holds no state between messages and
+    takes any number at once, so routing a step through its mailbox buys
+    nothing and costs a worker task per tool step (the actor is idle between
+    steps).  The handler runs exactly as an ask would run it: in a copy of the
+    run's context (a tool's contextvar changes stay its own), with the
+    runtime as ``Runtime.current()``, cancelled with the run.  When the actor
+    is stopped, or the run's runtime is not the actor's, the step goes through
+    a real ask (and its ``ActorStopped``).
+    """
+
+    __slots__ = ("_executor", "_ref")
+
+    def __init__(self, ref: ActorRef, executor: ToolExecutorActor) -> None:
+        self._ref = ref
+        self._executor = executor
+
+    async def ask(self, message: Any) -> Any:
+        ref = self._ref
+        if ref.stopped or Runtime.current() is not ref.runtime:
+            return await ref.ask(message)
+        return await in_context(contextvars.copy_context(), self._executor.receive(message))
+
+
 @attrs.frozen(slots=True)
 class _Bound:
-    """An agent's actors in one runtime."""
+    """An agent's actors in one runtime (``executor`` asks the tools actor in the run's task)."""
 
     rt: Runtime
     provider: ActorRef
     native: bool
     tools: ActorRef | None
     fanout: FanOut
+    executor: _OwnExecutor | None
 
 
 @attrs.frozen(slots=True, eq=False, repr=False)
@@ -285,15 +316,17 @@ class Agent:
             else:
                 ref = rt.provider_ref(provider)
             native = getattr(provider, "carries_tools", True) is not False
-        tools = None
+        tools = executor = None
         if self._all_tools:
+            own = ToolExecutorActor(self._all_tools)
             tools = rt.spawn(
-                ToolExecutorActor(self._all_tools),
+                own,
                 name=f"tools:{self.name or 'agent'}",
                 concurrency=_EXECUTOR_CONCURRENCY,
                 mailbox_size=1024,
             )
-        bound = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders))
+            executor = _OwnExecutor(tools, own)
+        bound = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders), executor)
         if not private:
             self._bound[id(rt)] = bound
         return bound
@@ -315,7 +348,7 @@ class Agent:
         controller = LoopController(
             self._config,
             bound.provider,
-            bound.tools,
+            bound.executor,
             native=bound.native,
             sink=sink,
             run_id=run_id,
