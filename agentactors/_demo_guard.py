@@ -5,8 +5,9 @@ the breaker admits a *call* and the retry inside it may make up to
 ``max_attempts`` HTTP requests.  If the breaker opens while one of those calls
 is waiting between attempts (other calls' failures tripped it), the next
 attempt still goes out — to a vendor the breaker has just declared down.  The
-demo measured it: with an outage, about one primary request in six was sent
-that way.
+demo measures it in every run with an outage: without this guard, at the
+default settings, 8 of 1,800 primary requests were sent that way (16 of 93 in
+a 30-agent run at 30% faults).
 
 Two small layers close that gap, using only the public breaker API:
 

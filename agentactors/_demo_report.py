@@ -213,19 +213,20 @@ def _error_text(error: Any) -> str:
 
 
 def _pick(outcomes: Sequence[TaskOutcome], by_run: Mapping[str, list[Event]]) -> TaskOutcome | None:
-    """A verified run that failed over; prefer one that also retried, streamed and met an open breaker."""
+    """The run to explain: an ok run that failed over — preferring one that also retried, streamed and met
+    an open breaker, and one that was not a re-run — or, when none failed over, the first ok run."""
     best: tuple[int, int] | None = None
     chosen = None
     for o in outcomes:
         r = o.result
-        if r is None or not r.ok or r.run_id is None or not answer_quotes_results(r.content, r.messages):
+        if r is None or not r.ok or r.run_id is None:
             continue
         events = by_run.get(r.run_id, [])
         reasons = {_state(e.get("reason")) for e in events if e.type == "fallback.moved"}
-        if not reasons:
-            continue
         score = (
-            -8 * (o.reruns > 0)  # a re-run's story starts in another run: prefer one that is whole
+            16 * bool(reasons)
+            + 4 * answer_quotes_results(r.content, r.messages)
+            - 8 * (o.reruns > 0)  # a re-run's story starts in another run: prefer one that is whole
             + 2 * ("transient" in reasons)
             + 2 * ("circuit_open" in reasons)
             + any(e.type == "retry.scheduled" for e in events)

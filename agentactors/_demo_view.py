@@ -42,14 +42,17 @@ def summary_sections(report: FleetReport) -> list[Section]:
     r = report
     runs: list[tuple[str, str]] = [
         ("agents (runs)", _n(r.agents)),
-        ("ok", f"{_n(r.ok)}  ({_pct(r.ok, r.agents)}; {_n(r.verified)} answers quote both tool results"
-               f"{'' if not r.wrong else f', {_n(r.wrong)} do NOT'})"),
+        ("ok", f"{_n(r.ok)}  ({_pct(r.ok, r.agents)}; " + (
+            f"{_n(r.verified)} quote both tool results verbatim — not required of real models)" if r.live
+            else f"{_n(r.verified)} answers quote both tool results" + (f", {_n(r.wrong)} do NOT)" if r.wrong else ")")
+        )),
         ("failed", _n(r.failed) + (f"  ({_counts(r.failures)})" if r.failures else "")),
         ("bounded", _n(r.bounded)),
         ("run latency p50 / p99", f"{_s(r.p50)} / {_s(r.p99)}"),
         ("wall time", f"{_s(r.wall)}  ({r.agents / r.wall:,.0f} runs/s)" if r.wall > 0 else _s(r.wall)),
         ("streamed runs", f"{_n(r.streamed_runs)}  ({_n(r.streamed_chars)} characters delivered token by token)"),
-        ("streams cut mid-answer", f"{_n(r.interrupted_streams)} runs (never replayed by the library); the demo "
+        ("streams cut mid-answer", f"{_n(r.interrupted_streams)} run{'' if r.interrupted_streams == 1 else 's'} "
+                                   "(never replayed by the library); the demo "
                                    f"re-ran {_n(r.reruns)} of those tasks once: {_n(r.reruns_ok)} ok"),
     ]
     opened = ", ".join(f"{a:.2f}–{b:.2f}s" for a, b in r.open_intervals) or "never"
@@ -77,6 +80,11 @@ def summary_sections(report: FleetReport) -> list[Section]:
         ("events recorded", _n(r.events)),
     ]
     return [("Runs", runs), ("Resilience", resilience), ("Traffic", traffic)]
+
+
+def _explained_title(report: FleetReport) -> str:
+    failed_over = report.explanation is not None and report.explanation.failovers
+    return "One run, explained (from its recorded events)" + ("" if failed_over else " — no run failed over")
 
 
 def _status(c: LiveCounters, breaker: str) -> str:
@@ -133,11 +141,11 @@ class PlainView:
                 self.line(f"  {label:<{width}}  {value}")
         self.line("")
         if report.explanation is not None:
-            self.line("One run, explained (from its recorded events)")
+            self.line(_explained_title(report))
             for text in report.explanation.lines():
                 self.line("  " + text)
         else:
-            self.line("No run failed over, so there is no failover to explain.")
+            self.line("No run ended on an answer, so there is no run to explain.")
         self.line("")
         for text in footer:
             self.line(text)
@@ -195,9 +203,9 @@ class RichView:
             from rich.panel import Panel
 
             body = Text("\n".join(report.explanation.lines()))
-            self._console.print(Panel(body, title="One run, explained (from its recorded events)", expand=False))
+            self._console.print(Panel(body, title=_explained_title(report), expand=False))
         else:
-            self.line("No run failed over, so there is no failover to explain.")
+            self.line("No run ended on an answer, so there is no run to explain.")
         for text in footer:
             self.line(text)
 

@@ -29,6 +29,7 @@ import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
@@ -186,7 +187,7 @@ def _header(args: argparse.Namespace, agents: int, fault_rate: float, outage: bo
         names = [("openai", "gpt-4o-mini"), ("anthropic", "claude-3-5-haiku-latest"), ("gemini", "gemini-2.0-flash")]
         where = "FakeVendor on 127.0.0.1 (a child process) — OpenAI, Anthropic and Gemini wires, canary API key"
     else:
-        names = [(v.wire, v.model) for v in specs]
+        names = [(v.wire, f"{v.model} at {urlsplit(v.base_url).netloc}") for v in specs]
         where = "LIVE: the real vendors whose API keys are in the environment (keys are never printed)"
     members = [f"    with_circuit_breaker(with_retry(with_timeout({w}: {m})))" for w, m in names]
     members[0] += "   ← primary" + (", faults injected" if fault_rate > 0 else "")
