@@ -38,11 +38,11 @@ from .actors.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .actors.provider import ProviderActor
 from .actors.result import RunResult
 from .actors.runtime import ActorRef, Runtime
-from .actors.tools import ToolExecutorActor, ToolPolicy
+from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor, ToolPolicy
 from .events import Event, EventSink, FanOut, Recorder, current_sink, use_sink
-from .messages import Message, ToolChoice
+from .messages import Message, ToolCall, ToolChoice
 from .tools.registry import Tool, tool
-from .tools.results import ToolStatus
+from .tools.results import ToolResult, ToolStatus
 
 __all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_completed", "run_many"]
 
@@ -141,11 +141,13 @@ class _OwnExecutor:
         self._ref = ref
         self._executor = executor
 
-    async def ask(self, message: Any) -> Any:
+    async def execute(self, calls: Sequence[ToolCall], context: ExecutionContext) -> tuple[ToolResult, ...]:
         ref = self._ref
         if ref.stopped or Runtime.current() is not ref.runtime:
-            return await ref.ask(message)
-        return await in_context(contextvars.copy_context(), self._executor.receive(message))
+            results: tuple[ToolResult, ...] = await ref.ask(ExecuteTools(calls, context))
+            return results
+        results = await in_context(contextvars.copy_context(), self._executor.execute(calls, context))
+        return results
 
 
 @attrs.frozen(slots=True)

@@ -33,8 +33,8 @@ this run's id because the run's sink is the current one while it runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, cast
 
 import anyio
 import attrs
@@ -59,7 +59,7 @@ from .json_transport import StreamFilter, contract_text, parse_reply, to_wire_me
 from .nudges import FOLLOWUPS_TOOL, Nudges, NudgeSession, StepView, append_note
 from .provider import Complete, Stream
 from .result import RunResult
-from .thinking import ThinkFilter, is_think_only, strip_think
+from .thinking import ThinkFilter, answer_of, strip_think
 from .tools import ExecuteTools, ExecutionContext, ToolPolicy
 
 __all__ = ["LoopConfig", "LoopController", "StatusRoute"]
@@ -75,6 +75,12 @@ class _Asks(Protocol):
     """What the controller needs of an actor reference."""
 
     async def ask(self, message: Any) -> Any: ...
+
+
+class _Executes(Protocol):
+    """A tool executor called in the controller's own task (``ToolExecutorActor.execute``'s signature)."""
+
+    async def execute(self, calls: Sequence[ToolCall], context: ExecutionContext) -> tuple[ToolResult, ...]: ...
 
 
 def _routes(value: Mapping[Any, str] | None) -> Mapping[ToolStatus, StatusRoute]:
@@ -111,6 +117,23 @@ class LoopConfig:
     followups: bool = False
     read_only: frozenset[str] = frozenset()
     agent_name: str | None = None
+    # (native, tool choice) -> a validated request whose messages every step replaces (see _request_like).
+    _skeletons: dict[tuple[bool, ToolChoice], LLMRequest] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
+
+    def skeleton(self, native: bool, choice: ToolChoice) -> LLMRequest:
+        """The request every step of a run sends but for its messages (built and validated once)."""
+        key = (native, choice)
+        skeleton = self._skeletons.get(key)
+        if skeleton is None:
+            skeleton = self._skeletons[key] = LLMRequest(
+                (Message.user(""),),
+                model=self.model,
+                tools=self.tool_specs if native else (),
+                tool_choice=choice,
+            )
+        return skeleton
 
     def __attrs_post_init__(self) -> None:
         if self.max_steps < 1:
@@ -126,7 +149,9 @@ class LoopController:
 
     :param config: the agent's :class:`LoopConfig`.
     :param provider: a reference to the ProviderActor (``ask(Complete(...))`` / ``ask(Stream(...))``).
-    :param tools: a reference to the ToolExecutorActor, or ``None`` when the agent has no tools.
+    :param tools: a reference to the ToolExecutorActor (asked ``ExecuteTools``), an executor whose
+        ``execute(calls, context)`` is awaited in the run's task (the agent's own executor), or
+        ``None`` when the agent has no tools.
     :param native: the provider carries tools natively; ``False`` selects the JSON-fallback transport.
     :param sink: this run's event sink, or ``None`` when nobody listens.
     :param run_id: the run's id (also the sink's).
@@ -138,6 +163,7 @@ class LoopController:
     __slots__ = (
         "_config",
         "_deps",
+        "_local",
         "_native",
         "_on_text",
         "_provider",
@@ -156,7 +182,7 @@ class LoopController:
         self,
         config: LoopConfig,
         provider: _Asks,
-        tools: _Asks | None,
+        tools: _Asks | _Executes | None,
         *,
         native: bool = True,
         sink: EventSink | None = None,
@@ -168,6 +194,11 @@ class LoopController:
         self._config = config
         self._provider = provider
         self._tools = tools
+        # The agent's own executor is called in this task; any other is an actor reference, asked.
+        local = getattr(tools, "execute", None)
+        self._local: Callable[[Sequence[ToolCall], ExecutionContext], Awaitable[tuple[ToolResult, ...]]] | None = (
+            local if callable(local) else None
+        )
         self._native = native
         self._sink = sink if sink else None
         self._deps = deps
@@ -261,6 +292,9 @@ class LoopController:
         sink = self._sink
         conversation = list(inputs)
         system, skip = self._system(inputs)
+        for m in inputs:  # what LLMRequest would check of them; every later message is the loop's own
+            if not isinstance(m, Message):
+                raise TypeError(f"LLMRequest.messages must hold Message objects, not {type(m).__name__}")
         native = self._native
         specs = config.tool_specs if native else ()
         choice = config.tool_choice if specs else ToolChoice.auto()
@@ -285,11 +319,8 @@ class LoopController:
                 body = fit_to_budget(body, budget)
             if not native:
                 body = to_wire_messages(body)
-            request = LLMRequest(
-                (system, *body) if system is not None else body,
-                model=config.model,
-                tools=specs,
-                tool_choice=choice,
+            request = _request_like(
+                config.skeleton(native, choice), (system, *body) if system is not None else tuple(body)
             )
             if sink is not None:
                 sink.emit("llm.request", request=request)
@@ -315,7 +346,8 @@ class LoopController:
                 text, calls = parsed.text, parsed.calls
 
             if not calls:
-                if is_think_only(text):
+                answer_or_none = answer_of(text)
+                if answer_or_none is None:  # think-only
                     empty_streak += 1
                     if sink is not None:
                         sink.emit("step.finished", think_only=True, tool_calls=0)
@@ -324,8 +356,7 @@ class LoopController:
                         return self._result(last_answer, tuple(conversation), bounded=True)
                     continue
                 empty_streak = 0
-                answer = strip_think(text)
-                last_answer = answer
+                answer = last_answer = answer_or_none
                 if session is not None and previous is not None and conversation[-1].role == "tool":
                     note = session.should_continue(answer, previous)
                     if note is not None:
@@ -350,7 +381,7 @@ class LoopController:
             # A tool step.
             empty_streak = 0
             answer = strip_think(text)
-            if answer and not is_think_only(answer):
+            if answer and answer_of(answer) is not None:
                 last_answer = answer
             conversation.append(
                 Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
@@ -360,7 +391,8 @@ class LoopController:
             results = await self._execute(calls, step)
             if session is None and config.nudges is not None:
                 session = config.nudges.start(config.read_only.__contains__)
-            notes = session.notes_for(StepView(step, calls, results)) if session is not None else None
+            view = StepView(step, calls, results)
+            notes = session.notes_for(view) if session is not None else None
             end_turn = False
             for index, result in enumerate(results):
                 message = result.to_message()
@@ -390,7 +422,7 @@ class LoopController:
                 sink.emit("step.finished", tool_calls=len(calls), routed="end_turn" if end_turn else None)
             if end_turn:
                 return self._result(last_answer, tuple(conversation))
-            previous = StepView(step, calls, results)
+            previous = view
 
         return self._result(last_answer, tuple(conversation), bounded=True)
 
@@ -451,7 +483,9 @@ class LoopController:
             tool_policy=config.tool_policy,
             deps=self._deps,
         )
-        results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
+        if self._local is not None:
+            return await self._local(calls, context)
+        results: tuple[ToolResult, ...] = await cast(_Asks, self._tools).ask(ExecuteTools(tuple(calls), context))
         return results
 
     def _failed(self, exc: Exception, last_answer: str, conversation: tuple[Message, ...]) -> RunResult:
@@ -463,6 +497,29 @@ class LoopController:
             # Something useful was produced: keep it, and say why the run stopped early.
             return self._result(last_answer, conversation, bounded=True, error=error)
         return self._result("", conversation, generation_failed=True, error=error)
+
+
+# Copied as they are from a request's skeleton (messages are replaced, vendor options copied).
+_SKELETON_FIELDS = tuple(f.name for f in attrs.fields(LLMRequest) if f.name not in ("messages", "vendor_options"))
+
+
+def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequest:
+    """The request ``LLMRequest(messages, ...)`` with the skeleton's other fields — without re-checking them.
+
+    Building an LLMRequest checks every field (tool names unique, the choice among the tools, each
+    message a Message...) and copies the containers, on every step of every run.  The skeleton
+    passed those checks once; the only ones about ``messages`` (a non-empty tuple of Message)
+    hold for the loop's conversation by construction (the run checks its input messages).
+    """
+    if not messages:
+        raise ValueError("an LLMRequest needs at least one message")
+    request: LLMRequest = object.__new__(LLMRequest)
+    put = object.__setattr__  # how attrs itself sets the fields of a frozen instance
+    put(request, "messages", messages)
+    for name in _SKELETON_FIELDS:
+        put(request, name, getattr(skeleton, name))
+    put(request, "vendor_options", dict(skeleton.vendor_options))
+    return request
 
 
 def _suggestions(call: ToolCall) -> tuple[str, ...]:

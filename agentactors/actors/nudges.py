@@ -188,20 +188,27 @@ class RepeatedCall(_Base):
         self._seen: dict[tuple[str, str], list[list[Any]]] = {}
 
     def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
-        notes: list[tuple[int, str]] = []
+        notes: list[tuple[int, str]] | None = None
+        seen = self._seen
         for index, (call, result) in enumerate(zip(view.calls, view.results, strict=True)):
             if result.status is ToolStatus.cancelled:
                 continue
-            entries = self._seen.setdefault((call.name, result.content), [])
+            key = (call.name, result.content)
+            entries = seen.get(key)
+            if entries is None:  # a result never seen: nothing to compare
+                seen[key] = [[call.arguments, 1]]
+                continue
             for entry in entries:
                 if entry[0] == call.arguments:
                     entry[1] += 1
                     if entry[1] == 2:
+                        if notes is None:
+                            notes = []
                         notes.append((index, REPEAT_NOTE.format(name=call.name)))
                     break
             else:
                 entries.append([call.arguments, 1])
-        return notes
+        return notes or ()
 
 
 class BareAcknowledgment(_Base):
@@ -257,7 +264,7 @@ class Nudges:
         """A session for one run, or ``None`` when there are no policies (one check per step)."""
         if not self.factories:
             return None
-        return NudgeSession(tuple(factory(is_read_only) for factory in self.factories))
+        return NudgeSession([factory(is_read_only) for factory in self.factories])
 
 
 DEFAULT_NUDGES = Nudges((_batch, _repeat, _ack))

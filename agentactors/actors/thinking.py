@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ThinkFilter", "is_think_only", "strip_think"]
+__all__ = ["ThinkFilter", "answer_of", "is_think_only", "strip_think"]
 
 # <think>, <thinking> and <reasoning> blocks; an unclosed one runs to the end of the text
 # (a model cut off while thinking has not answered).
@@ -38,10 +38,18 @@ def strip_think(text: str) -> str:
 
 def is_think_only(text: str) -> bool:
     """True for empty text, text of only think blocks, or a bare "let me think…" lead-in."""
+    return answer_of(text) is None
+
+
+def answer_of(text: str) -> str | None:
+    """``text`` without think blocks, trimmed — or ``None`` when it is think-only (see :func:`is_think_only`).
+
+    One pass for what the loop asks of every answer: is it one, and what does it say.
+    """
     answer = strip_think(text)
-    if not answer:
-        return True
-    return len(answer) <= 80 and _LEAD_IN.match(answer) is not None
+    if not answer or (len(answer) <= 80 and _LEAD_IN.match(answer) is not None):
+        return None
+    return answer
 
 
 _OPEN_TAGS = ("<think>", "<thinking>", "<reasoning>")
