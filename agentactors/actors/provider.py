@@ -258,8 +258,16 @@ class ProviderActor:
     # -- complete --------------------------------------------------------------------------------
 
     async def _complete(self, request: LLMRequest) -> LLMResponse:
-        estimate = await self._admit(request)
-        await self._acquire_slot()
+        # Without rate budgets there is nothing to wait for; a free slot is taken without a checkpoint.
+        estimate = await self._admit(request) if self._lock is not None else 0
+        slots = self._slots
+        if slots is None:
+            await self._acquire_slot()
+        else:
+            try:
+                slots.acquire_nowait()  # inline: the common case costs no coroutine and no checkpoint
+            except anyio.WouldBlock:
+                await slots.acquire()
         try:
             response: LLMResponse = await self.provider.complete(request)
         except ProviderError as exc:

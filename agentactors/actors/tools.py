@@ -25,7 +25,8 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from typing import Any, TypeAlias
 
 import anyio
@@ -300,9 +301,18 @@ class ToolExecutorActor:
             else:
                 # The tool's time starts now (a policy's own time, it may await, is not the tool's);
                 # with no policy, "now" is when the call started: no second clock read.
-                begun = started if ctx is None else anyio.current_time()
-                with anyio.CancelScope(deadline=begun + timeout) as scope:
-                    value = await (t.start(call.arguments, ctx) if t.is_async else t.invoke(call.arguments, ctx))
+                deadline = (started if ctx is None else anyio.current_time()) + timeout
+                if t.is_async:
+                    awaitable = t.start(call.arguments, ctx)
+                    with anyio.CancelScope() as scope:
+                        if isinstance(awaitable, Coroutine):
+                            value = await _armed_at_first_wait(awaitable, scope, deadline)
+                        else:
+                            scope.deadline = deadline
+                            value = await awaitable
+                else:
+                    with anyio.CancelScope(deadline=deadline) as scope:
+                        value = await t.invoke(call.arguments, ctx)
                 if scope.cancelled_caught:
                     return self._finish(call, t, ToolStatus.timeout, timeout_text(t.name, timeout), context, started)
         except ConversionError as exc:
@@ -378,6 +388,42 @@ class ToolExecutorActor:
             refused=refused,
             original_chars=original,
         )
+
+
+@types.coroutine
+def _armed_at_first_wait(
+    coro: Coroutine[Any, Any, Any], scope: anyio.CancelScope, deadline: float
+) -> Generator[Any, Any, Any]:
+    """Await ``coro`` (already inside ``scope``), setting the scope's deadline when it first waits.
+
+    A deadline can only strike while the tool waits, and most calls of an async
+    tool never wait: they then pay for no timer (arming and disarming one is a
+    good part of a cancel scope's cost).  The scope itself is entered before the
+    coroutine starts, so scopes the tool opens nest inside it as they must.
+    """
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    scope.deadline = deadline  # the same deadline as from the start: it could not have struck yet
+    while True:
+        # Pass what the coroutine yields to the event loop, and what comes back (a value, or a
+        # cancellation thrown in) to the coroutine.
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+            continue
+        try:
+            yielded = coro.send(sent)
+        except StopIteration as stop:
+            return stop.value
 
 
 async def _ask_policy(policy: ToolPolicy, call: ToolCall, ctx: ToolContext) -> str | None:

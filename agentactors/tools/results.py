@@ -74,9 +74,8 @@ class ToolStatus(enum.StrEnum):
     cancelled = "cancelled"
 
 
-def _non_negative_int(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative int, not {value!r}")
+def _to_status(value: ToolStatus | str) -> ToolStatus:
+    return value if type(value) is ToolStatus else ToolStatus(value)
 
 
 def _to_names(value: str | Iterable[str]) -> tuple[str, ...]:
@@ -124,35 +123,30 @@ class ToolResult:
         negative size or duration, or a non-str content.
     """
 
-    call_id: str = attrs.field()
-    name: str = attrs.field()
-    status: ToolStatus = attrs.field(converter=ToolStatus)
-    content: str = attrs.field()
-    size_chars: int = attrs.field(validator=_non_negative_int)
-    duration: float = attrs.field()
+    call_id: str
+    name: str
+    status: ToolStatus = attrs.field(converter=_to_status)
+    content: str
+    size_chars: int
+    duration: float
     truncated: bool = False
     refused: bool = False
     original_chars: int | None = None
 
-    @call_id.validator
-    def _check_call_id(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str):
-            raise TypeError(f"ToolResult.call_id must be a str, not {type(value).__name__}")
-
-    @name.validator
-    def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str) or not value:
+    def __attrs_post_init__(self) -> None:
+        # One check of every field, in field order (one call per result instead of one per field).
+        if not isinstance(self.call_id, str):
+            raise TypeError(f"ToolResult.call_id must be a str, not {type(self.call_id).__name__}")
+        if not isinstance(self.name, str) or not self.name:
             raise ValueError("ToolResult.name must be a non-empty str")
-
-    @content.validator
-    def _check_content(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str):
-            raise TypeError(f"ToolResult.content must be a str, not {type(value).__name__}")
-
-    @duration.validator
-    def _check_duration(self, _: attrs.Attribute[float], value: float) -> None:
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"ToolResult.duration must be a non-negative number, not {value!r}")
+        if not isinstance(self.content, str):
+            raise TypeError(f"ToolResult.content must be a str, not {type(self.content).__name__}")
+        size = self.size_chars
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError(f"size_chars must be a non-negative int, not {size!r}")
+        duration = self.duration
+        if not isinstance(duration, int | float) or isinstance(duration, bool) or duration < 0:
+            raise ValueError(f"ToolResult.duration must be a non-negative number, not {duration!r}")
 
     @classmethod
     def of(

@@ -1,0 +1,103 @@
+"""An async tool's timeout holds however the tool waits: armed at its first wait, counted from the call's start."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from agentactors.actors.tools import ToolExecutorActor
+from agentactors.messages import ToolCall
+from agentactors.tools.registry import tool
+from agentactors.tools.results import ToolStatus
+
+pytestmark = pytest.mark.anyio
+
+
+def _call(name: str) -> ToolCall:
+    return ToolCall("c1", name, {})
+
+
+@pytest.mark.virtual_time
+async def test_a_tool_that_opens_its_own_scopes_before_waiting_still_times_out() -> None:
+    @tool(timeout=3)
+    async def nested() -> str:
+        with anyio.CancelScope():
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.sleep, 50)
+                with anyio.move_on_after(100):
+                    await anyio.sleep(100)
+        return "never"
+
+    start = anyio.current_time()
+    (result,) = await ToolExecutorActor([nested]).execute([_call("nested")])
+    assert result.status is ToolStatus.timeout
+    assert anyio.current_time() - start == pytest.approx(3)
+
+
+@pytest.mark.virtual_time
+async def test_waiting_and_finishing_in_time_is_ok() -> None:
+    @tool(timeout=3)
+    async def brief() -> int:
+        with anyio.move_on_after(10):
+            await anyio.sleep(1)
+        await anyio.lowlevel.checkpoint()
+        return 7
+
+    @tool(timeout=3)
+    async def instant() -> int:
+        return 8
+
+    ex = ToolExecutorActor([brief, instant])
+    assert [r.content for r in await ex.execute([_call("brief")])] == ["7"]
+    assert [r.content for r in await ex.execute([_call("instant")])] == ["8"]
+    # The scope a finished call used is gone: a later wait in the same task is not cut short.
+    start = anyio.current_time()
+    await anyio.sleep(10)
+    assert anyio.current_time() - start == pytest.approx(10)
+
+
+@pytest.mark.virtual_time
+async def test_a_tool_that_swallows_its_timeout_and_returns_keeps_its_value() -> None:
+    @tool(timeout=1)
+    async def stubborn() -> str:
+        try:
+            await anyio.sleep(5)
+        except anyio.get_cancelled_exc_class():
+            return "kept"
+        return "slept"
+
+    (result,) = await ToolExecutorActor([stubborn]).execute([_call("stubborn")])
+    assert (result.status, result.content) == (ToolStatus.ok, "kept")
+
+
+async def test_the_deadline_counts_from_the_calls_start_not_its_first_wait() -> None:
+    @tool(timeout=0.01)
+    async def busy_then_wait() -> str:
+        time.sleep(0.03)  # noqa: ASYNC251 - blocking work before the first wait uses up the whole timeout
+        await anyio.sleep(5)
+        return "never"
+
+    start = time.monotonic()
+    (result,) = await ToolExecutorActor([busy_then_wait]).execute([_call("busy_then_wait")])
+    assert result.status is ToolStatus.timeout
+    assert time.monotonic() - start < 1
+
+
+async def test_an_enclosing_cancellation_still_propagates() -> None:
+    started = anyio.Event()
+
+    @tool(timeout=30)
+    async def waits() -> str:
+        started.set()
+        await anyio.sleep(30)
+        return "never"
+
+    ex = ToolExecutorActor([waits])
+    with anyio.move_on_after(5) as outer:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ex.execute, [_call("waits")])
+            await started.wait()
+            outer.cancel()
+    assert outer.cancelled_caught
