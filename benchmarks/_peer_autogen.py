@@ -81,5 +81,5 @@ async def spawn_idle(n: int) -> Any:
     ids = [AgentId("model", f"a{i}") for i in range(n)]
     # Lazy agents are created on first message; force creation so each id has a live agent object.
     for agent_id in ids:
-        await runtime._get_agent(agent_id)  # noqa: SLF001 - the only way to materialise an idle agent
+        await runtime._get_agent(agent_id)  # private, but the only way to materialise an idle agent
     return runtime, ids

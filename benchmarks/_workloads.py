@@ -39,8 +39,9 @@ EXPECTED = "The answer is 5."
 
 
 @tool
-def add(a: int, b: int) -> int:
+async def add(a: int, b: int) -> int:
     """Add two integers."""
+    # async: the recommended kind of tool (a sync tool runs in a worker thread, per the spec).
     return a + b
 
 
@@ -370,59 +371,61 @@ async def _drive(call: Any, n: int, concurrency: int) -> tuple[float, float]:
     return (time.process_time() - cpu0) / n, n / (time.perf_counter() - t0)
 
 
-def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
+async def _ours(base: str, request: LLMRequest, mode: str, n: int, concurrency: int) -> tuple[float, float]:
     from agentactors import OpenAIProvider
 
+    async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key-0000", base_url=f"{base}/v1") as provider:
+
+        async def complete() -> None:
+            await provider.complete(request)
+
+        async def stream() -> None:
+            async with provider.stream(request) as events:
+                async for _ in events:
+                    pass
+
+        return await _drive(complete if mode == "json" else stream, n, concurrency)
+
+
+async def _official(openai: Any, base: str, mode: str, n: int, concurrency: int) -> tuple[float, float]:
+    messages = [{"role": "user", "content": "Say hello."}]
+    client = openai.AsyncOpenAI(api_key="sk-bench-key-0000", base_url=f"{base}/v1", max_retries=0)
+    async with client:
+
+        async def complete() -> None:
+            await client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+
+        async def stream() -> None:
+            s = await client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
+            async for _ in s:
+                pass
+
+        return await _drive(complete if mode == "json" else stream, n, concurrency)
+
+
+def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
+    """OpenAIProvider vs the official AsyncOpenAI client against one FakeVendor in another process."""
     try:
         import openai
     except ImportError:
-        openai = None  # type: ignore[assignment]
+        openai = None
     n = 40 if smoke else 1000
     proc, base = _start_fakevendor()
-    rows: list[dict[str, Any]] = []
+    request = LLMRequest([Message.user("Say hello.")], model="gpt-4o-mini")
+    results: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
     try:
-        messages = [{"role": "user", "content": "Say hello."}]
-        request = LLMRequest([Message.user("Say hello.")], model="gpt-4o-mini")
-        results: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
         for _ in range(reps):
             for mode in ("json", "stream"):
                 for concurrency in (1, 32):
-
-                    async def ours() -> tuple[float, float]:
-                        async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key", base_url=f"{base}/v1") as p:
-                            if mode == "json":
-                                async def call() -> None:
-                                    await p.complete(request)
-                            else:
-                                async def call() -> None:
-                                    async with p.stream(request) as events:
-                                        async for _ in events:
-                                            pass
-                            return await _drive(call, n, concurrency)
-
-                    results.setdefault(("agentactors OpenAIProvider", mode, concurrency), []).append(
-                        asyncio.run(ours()))
-                    if openai is None:
-                        continue
-
-                    async def official() -> tuple[float, float]:
-                        client = openai.AsyncOpenAI(api_key="sk-bench-key", base_url=f"{base}/v1", max_retries=0)
-                        async with client:
-                            if mode == "json":
-                                async def call() -> None:
-                                    await client.chat.completions.create(model="gpt-4o-mini", messages=messages)
-                            else:
-                                async def call() -> None:
-                                    s = await client.chat.completions.create(model="gpt-4o-mini", messages=messages,
-                                                                             stream=True)
-                                    async for _ in s:
-                                        pass
-                            return await _drive(call, n, concurrency)
-
-                    results.setdefault(("official AsyncOpenAI", mode, concurrency), []).append(asyncio.run(official()))
+                    key = ("agentactors OpenAIProvider", mode, concurrency)
+                    results.setdefault(key, []).append(asyncio.run(_ours(base, request, mode, n, concurrency)))
+                    if openai is not None:
+                        key = ("official AsyncOpenAI", mode, concurrency)
+                        results.setdefault(key, []).append(asyncio.run(_official(openai, base, mode, n, concurrency)))
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    rows: list[dict[str, Any]] = []
     for (impl, mode, concurrency), samples in results.items():
         cpu = statistics.median(s[0] for s in samples) * 1e6
         rps = statistics.median(s[1] for s in samples)
