@@ -135,17 +135,21 @@ class _OwnExecutor:
     a real ask (and its ``ActorStopped``).
     """
 
-    __slots__ = ("_executor", "_ref")
+    __slots__ = ("_executor", "_ref", "_started")
 
     def __init__(self, ref: ActorRef, executor: ToolExecutorActor) -> None:
         self._ref = ref
         self._executor = executor
+        self._started = False
 
     async def execute(self, calls: Sequence[ToolCall], context: ExecutionContext) -> tuple[ToolResult, ...]:
         ref = self._ref
         if ref.stopped or Runtime.current() is not ref.runtime:
             results: tuple[ToolResult, ...] = await ref.ask(ExecuteTools(calls, context))
             return results
+        if not self._started:  # the actor's start hook, as its first worker would run it
+            self._started = True
+            await self._executor.on_start()
         results = await in_context(contextvars.copy_context(), self._executor.execute(calls, context))
         return results
 
@@ -274,7 +278,12 @@ class Agent:
         messages = _to_messages(prompt)
         rt = self._runtime()
         if rt is not None:
-            return await self._run_in(rt, messages, on_token=on_token, deps=deps)
+            # _run_in inlined: one coroutine frame less per run on the hot path.
+            controller, sink = self._controller(rt, on_token=on_token, deps=deps)
+            if sink is None and current_sink() is None:
+                return await controller.run(messages)
+            with use_sink(sink):
+                return await controller.run(messages)
         async with Runtime() as private:
             result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
         return result

@@ -161,7 +161,7 @@ class BatchReadOnly(_Base):
 
     def __init__(self, is_read_only: Callable[[str], bool]) -> None:
         self._is_read_only = is_read_only
-        self._first_step: dict[str, int] = {}
+        self._first_step: dict[str, int] | None = None  # made at the first read-only result
         self._done = False
 
     def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
@@ -170,6 +170,8 @@ class BatchReadOnly(_Base):
         for index, result in enumerate(view.results):
             if result.status is not ToolStatus.ok or not self._is_read_only(result.name):
                 continue
+            if self._first_step is None:
+                self._first_step = {}
             first = self._first_step.setdefault(result.name, view.step)
             if first != view.step:
                 self._done = True

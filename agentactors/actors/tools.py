@@ -161,6 +161,12 @@ class ToolExecutorActor:
         self.max_concurrency_per_step = max_concurrency_per_step
         self.default_timeout = float(default_timeout) if default_timeout is not None else None
         self.tool_policy = tool_policy
+        # anyio.CancelScope looks the backend up on every call; on_start resolves the class once.
+        self._scope: type[anyio.CancelScope] = anyio.CancelScope
+
+    async def on_start(self) -> None:
+        """Runs inside the event loop the executor serves: resolve that backend's cancel scope class."""
+        self._scope = type(anyio.CancelScope())
 
     @property
     def tools(self) -> Mapping[str, Tool[Any, Any]]:
@@ -304,14 +310,14 @@ class ToolExecutorActor:
                 deadline = (started if ctx is None else anyio.current_time()) + timeout
                 if t.is_async:
                     awaitable = t.start(call.arguments, ctx)
-                    with anyio.CancelScope() as scope:
+                    with self._scope() as scope:
                         if isinstance(awaitable, Coroutine):
                             value = await _armed_at_first_wait(awaitable, scope, deadline)
                         else:
                             scope.deadline = deadline
                             value = await awaitable
                 else:
-                    with anyio.CancelScope(deadline=deadline) as scope:
+                    with self._scope(deadline=deadline) as scope:
                         value = await t.invoke(call.arguments, ctx)
                 if scope.cancelled_caught:
                     return self._finish(call, t, ToolStatus.timeout, timeout_text(t.name, timeout), context, started)

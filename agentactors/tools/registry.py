@@ -342,7 +342,7 @@ class Tool(Generic[P, R]):
         """
         if not self.is_async:
             raise TypeError(f"tool {self.name!r} is sync: use invoke(), which runs it in a worker thread")
-        fn = typing.cast(Callable[..., Awaitable[Any]], self.fn)
+        fn = typing.cast(_AsyncFn, self.fn)  # an alias: Callable[...] written here is built on every call
         if self._direct:
             return fn(**arguments)
         args, kwargs = self.prepare(arguments, context)
@@ -375,6 +375,7 @@ class Tool(Generic[P, R]):
 
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_AsyncFn = Callable[..., Awaitable[Any]]
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

@@ -101,3 +101,22 @@ async def test_an_enclosing_cancellation_still_propagates() -> None:
             await started.wait()
             outer.cancel()
     assert outer.cancelled_caught
+
+
+async def test_timeouts_hold_after_the_start_hook_resolved_the_backend() -> None:
+    # Real time: the sync tool waits on a worker thread, which an autojumping clock would skip past.
+    @tool(timeout=0.05)
+    async def hang() -> str:
+        await anyio.sleep(10)
+        return "never"
+
+    @tool(timeout=10)
+    def sync_quick() -> str:
+        return "quick"
+
+    ex = ToolExecutorActor([hang, sync_quick])
+    await ex.on_start()
+    (result,) = await ex.execute([_call("hang")])
+    assert result.status is ToolStatus.timeout
+    (result,) = await ex.execute([_call("sync_quick")])
+    assert (result.status, result.content) == (ToolStatus.ok, "quick")
