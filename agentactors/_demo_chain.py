@@ -1,9 +1,10 @@
 """The demo's provider chain: three vendors on three wires, each behind breaker, retry and timeout.
 
-``build_chain`` makes the recommended stack (plus the retry guard of
-:mod:`agentactors._demo_guard`) over the fake vendor's three wires or the real
-vendors whose keys are in the environment; every request it sends is stamped
-with the client's send time and its run (see :data:`SENT_AT_HEADER`).
+``build_chain`` makes the recommended stack, as is, over the fake vendor's three
+wires or the real vendors whose keys are in the environment; every request it
+sends is stamped with the client's send time and its run (see
+:data:`SENT_AT_HEADER`), so the report can check that none reached a member
+while its breaker was open.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import anyio
 import attrs
 import httpx
 
-from ._demo_guard import AttemptGuard, BreakerRef, CallScope, retry_while_closed
 from .errors import ErrorKind, ProviderError
 from .events import current_run_id
 from .messages import LLMRequest, LLMResponse
@@ -100,12 +100,6 @@ class Member:
     wire: str
     model: str
     breaker: CircuitBreakerProvider
-    guard: AttemptGuard | None = None
-
-    @property
-    def refused_attempts(self) -> int:
-        """Attempts the guard kept from a vendor whose breaker had opened meanwhile."""
-        return self.guard.refused if self.guard is not None else 0
 
 
 def offline_members(base_url: str, api_key: str) -> list[VendorSpec]:
@@ -232,13 +226,12 @@ def build_chain(
     *,
     client_faults: float = 0.0,
     seed: int = 0,
-    guard: bool = True,
 ) -> tuple[LLMProvider, list[Member]]:
     """``with_fallback(with_circuit_breaker(with_retry(with_timeout(p))), ...)`` over ``specs``, in order.
 
-    With ``guard`` (the default) each member's retry stops once its breaker is
-    no longer closed (:mod:`agentactors._demo_guard`): without it, attempts
-    scheduled before the breaker opened are still sent after.
+    The plain recommended stack: a member's retry sends no further attempt once
+    that member's breaker has opened (the breaker's permit travels with the call
+    it admitted), so the demo needs nothing of its own to keep its promise.
     """
     members: list[Member] = []
     decorated: list[LLMProvider] = []
@@ -252,21 +245,13 @@ def build_chain(
             first_event=settings.first_event_timeout,
             idle=settings.idle_timeout,
         )
-        ref = BreakerRef()
-        attempt_guard = None
-        if guard:
-            attempt_guard = AttemptGuard(inner, ref)
-            inner = attempt_guard
-        retried: LLMProvider = with_retry(
+        retried = with_retry(
             inner,
             max_attempts=settings.max_attempts,
             base_delay=settings.base_delay,
             max_delay=settings.max_delay,
             max_retry_after=settings.max_retry_after,
-            retry_on=retry_while_closed(ref) if guard else None,
         )
-        if guard:
-            retried = CallScope(retried)
         breaker = with_circuit_breaker(
             retried,
             window=settings.window,
@@ -277,7 +262,6 @@ def build_chain(
             max_open_duration=settings.max_open_duration,
             max_half_open_wait=settings.max_half_open_wait,
         )
-        ref.breaker = breaker
-        members.append(Member(spec.wire, spec.model, breaker, attempt_guard))
+        members.append(Member(spec.wire, spec.model, breaker))
         decorated.append(breaker)
     return with_fallback(*decorated), members

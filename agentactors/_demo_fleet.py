@@ -172,7 +172,6 @@ async def run_fleet_raw(
     live_specs: Sequence[VendorSpec] | None = None,
     settings: DemoSettings | None = None,
     on_start: Callable[[LiveCounters, list[Member]], None] | None = None,
-    guard: bool = True,
 ) -> FleetRun:
     """Run the fleet and return what happened (no analysis, no output).
 
@@ -183,7 +182,6 @@ async def run_fleet_raw(
 
     ``on_start(counters, members)`` is called once the agents are about to
     start: the live counters and the chain's members (for a progress view).
-    ``guard=False`` leaves out the retry guard of :mod:`agentactors._demo_guard`.
 
     Errors: a failure to start the vendor or the runtime propagates; a run's own
     failure never does (it is an outcome).  Cancellation propagates and stops everything.
@@ -200,7 +198,7 @@ async def run_fleet_raw(
     if live_specs is not None:
         return await _run(
             tasks, tools, recorder, settings, list(live_specs), fv=None, fault_rate=fault_rate, seed=seed,
-            outage=False, on_start=on_start, guard=guard,
+            outage=False, on_start=on_start,
         )
     from .testing._fake_script import FaultKind, FaultPlan
 
@@ -225,7 +223,7 @@ async def run_fleet_raw(
         specs = offline_members(vendor.base_url, canary)
         return await _run(
             tasks, tools, recorder, settings, specs, fv=vendor, fault_rate=fault_rate, seed=seed, outage=outage,
-            on_start=on_start, guard=guard,
+            on_start=on_start,
         )
 
 
@@ -241,7 +239,6 @@ async def _run(
     seed: int,
     outage: bool,
     on_start: Callable[[LiveCounters, list[Member]], None] | None,
-    guard: bool,
 ) -> FleetRun:
     window: list[float] = []
     # About three model calls a task; the outage opens once `outage_after` of them were answered.
@@ -261,9 +258,8 @@ async def _run(
     timeout = httpx.Timeout(connect=10.0, read=60.0, write=30.0, pool=30.0)
     stamper = Stamper()
     async with httpx.AsyncClient(limits=limits, timeout=timeout, event_hooks={"request": [stamper]}) as client:
-        chain, members = build_chain(
-            specs, client, settings, client_faults=fault_rate if fv is None else 0.0, seed=seed, guard=guard
-        )
+        client_faults = fault_rate if fv is None else 0.0
+        chain, members = build_chain(specs, client, settings, client_faults=client_faults, seed=seed)
         async with Runtime(recorders=(recorder, counters)) as rt:
             ref = rt.provider_ref(chain, max_concurrency=settings.max_concurrency)
             fleet = [

@@ -85,7 +85,10 @@ class FleetReport:
     the ok runs quote both tool results of their own task; ``wrong`` do not.
     ``primary_calls_while_open`` counts requests the primary received that its
     client sent while the primary's breaker was open (must be 0);
-    ``unstamped_primary_calls`` those that could not be checked (must be 0 too).
+    ``unstamped_primary_calls`` those that could not be checked (must be 0 too);
+    ``retries_stopped_by_breaker`` the retries (any member) that sent no further
+    attempt because their member's breaker opened while they waited
+    (``retry.exhausted`` with reason ``circuit_open``).
     """
 
     agents: int
@@ -106,7 +109,7 @@ class FleetReport:
     primary_calls_while_open: int
     unstamped_primary_calls: int
     primary_calls: int
-    guarded_attempts: int
+    retries_stopped_by_breaker: int
     tokens: Usage
     requests_by_vendor: Mapping[str, int]
     outcomes_by_vendor: Mapping[str, Mapping[str, int]]
@@ -251,7 +254,8 @@ def _timeline(events: Sequence[Event], start: float) -> list[str]:
             lines.append(f"{t} {step}: {e.get('provider')} attempt {e.get('attempt')} failed "
                          f"({_error_text(e.get('error'))}); retrying in {float(e.get('delay', 0)):.2f}s")
         elif kind == "retry.exhausted":
-            lines.append(f"{t} {step}: {e.get('provider')} gave up after {e.get('attempts')} attempts")
+            why = ": its breaker opened meanwhile, no further attempt sent" if e.get("reason") == "circuit_open" else ""
+            lines.append(f"{t} {step}: {e.get('provider')} gave up after {e.get('attempts')} attempts{why}")
         elif kind == "breaker.rejected":
             lines.append(f"{t} {step}: breaker {_member_of(e.get('key'))} is {_state(e.get('state'))}: "
                          "refused without calling it")
@@ -348,13 +352,15 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
     paths: Counter[str] = Counter()
     transitions: Counter[str] = Counter()
     tokens = Usage()
-    retries = opens = interrupted = 0
+    retries = opens = interrupted = stopped = 0
     for e in events:
         if e.run_id is not None:
             by_run.setdefault(e.run_id, []).append(e)
         kind = e.type
         if kind == "retry.scheduled":
             retries += 1
+        elif kind == "retry.exhausted":
+            stopped += e.get("reason") == "circuit_open"
         elif kind == "fallback.moved":
             failovers[_state(e.get("reason"))] += 1
             paths[f"{e.get('from_member')} → {e.get('to_member')}"] += 1
@@ -420,7 +426,7 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
         primary_calls_while_open=while_open,
         unstamped_primary_calls=unstamped,
         primary_calls=primary_calls,
-        guarded_attempts=sum(m.refused_attempts for m in fleet.members),
+        retries_stopped_by_breaker=stopped,
         tokens=tokens,
         requests_by_vendor=dict(sorted(by_vendor.items())),
         outcomes_by_vendor={w: dict(c.most_common()) for w, c in sorted(outcomes_by_vendor.items())},

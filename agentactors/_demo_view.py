@@ -67,7 +67,7 @@ def summary_sections(report: FleetReport) -> list[Section]:
          f"{_n(r.primary_calls_while_open)} {verdict}  (of {_n(r.primary_calls)} primary requests, each checked "
          "by its send time" + (f"; {_n(r.unstamped_primary_calls)} unstamped" if r.unstamped_primary_calls else "")
          + ")"),
-        ("retries kept from an open breaker", f"{_n(r.guarded_attempts)}  (attempts scheduled before it opened)"),
+        ("retries stopped by an open breaker", f"{_n(r.retries_stopped_by_breaker)}  (no further attempt sent)"),
     ]
     if r.outage is not None:
         resilience.insert(0, ("primary outage (injected)", f"{r.outage[0]:.2f}–{r.outage[1]:.2f}s"))

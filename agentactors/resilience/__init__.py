@@ -11,6 +11,8 @@ inner::
 
 Every decision comes from the error taxonomy of :mod:`agentactors.errors`:
 request errors are never retried, moved to a fallback or counted by a breaker.
+A call a breaker admitted carries its permit down the stack, so no attempt is
+sent to a member whose breaker opened while the call was retrying.
 """
 
 from __future__ import annotations

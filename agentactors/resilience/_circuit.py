@@ -207,6 +207,31 @@ class Circuit:
             return permit
         return max(0.0, min(p.admitted_at for p in self.probes) + self.policy.max_half_open_wait - now)
 
+    def still_admits(self, permit: Permit | None, now: float) -> bool:
+        """Whether a call admitted with ``permit`` may send another attempt at ``now`` (nothing changes).
+
+        A call admitted while closed (or with no permit: the breaker was
+        disabled) may send only while the circuit is closed: once it is open or
+        half-open, another request would go to a vendor the circuit declares
+        down, or be one probe too many.  A half-open probe may send while it
+        still holds its permit in the same half-open period: not after the
+        circuit reopened (another probe failed), and not once its permit
+        expired after ``max_half_open_wait`` (another probe may hold it now).
+        """
+        state = self.state_at(now)
+        if state is CircuitState.closed:
+            return True
+        if state is not CircuitState.half_open or permit is None or not permit.probe:
+            return False
+        # state_at() reports an open circuit whose time is up as half-open before anyone moved it
+        # there; a probe of the earlier half-open period has a different epoch and may not send.
+        return (
+            permit.epoch == self.epoch
+            and not permit.settled
+            and permit in self.probes
+            and not self._expired(permit, now)
+        )
+
     def _expired(self, permit: Permit, now: float) -> bool:
         return now >= permit.admitted_at + self.policy.max_half_open_wait
 

@@ -8,7 +8,10 @@ back.  Counting such an error as a success — as resilience4j, Polly and
 pybreaker do — can close a half-open breaker on a 400; we don't.
 
 The state machine lives in :mod:`._circuit` and runs on the injected clock,
-lazily, with no background task.
+lazily, with no background task.  An admitted call carries its permit down the
+stack (:mod:`._gate`), so a retry below the breaker sends no further attempt
+once the circuit has opened: the breaker's "no calls while open" holds for
+every request, not only for the calls it admits.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..errors import CircuitOpenError, ErrorKind, ProviderError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.base import LLMProvider, StreamContext
+from . import _gate
 from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from ._circuit import BreakerPolicy, Circuit, CircuitState, CircuitStats, Outcome, Permit
 from ._streaming import open_stream, relay, stream_of
@@ -189,11 +193,32 @@ class CircuitBreakerProvider(ProviderDecorator):
                 kind = "consumer_error" if isinstance(failure, Exception) else "cancelled"
             emit("breaker.ignored", key=circuit.key, kind=kind)
 
+    def _refusal(self, model: str | None, permit: Permit | None) -> str | None:
+        """Why a call admitted with ``permit`` may not send another attempt now (see :class:`_Admission`)."""
+        override = self._override
+        if override is CircuitState.disabled:
+            return None
+        key = self.key_for(model)
+        if override is CircuitState.forced_open:
+            return f"the circuit breaker for {key!r} was forced open"
+        # Looked up again rather than remembered: after reset() the key's circuit is a new, closed one.
+        circuit = self._circuits.get(key)
+        if circuit is None:
+            return None
+        now = self._clock()
+        if circuit.still_admits(permit, now):
+            return None
+        state = circuit.state_at(now)
+        if state is CircuitState.half_open:
+            return f"the circuit breaker for {key!r} is half-open and this call holds no probe permit"
+        return f"the circuit breaker for {key!r} opened"
+
     # -- the port ---------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         model = model_of(self._inner, request)
         ticket = self._admit(model)
+        gate = _gate.enter(_Admission(self, model, ticket[1] if ticket is not None else None))
         try:
             response = await self._inner.complete(request)
         except Exception as exc:
@@ -204,6 +229,8 @@ class CircuitBreakerProvider(ProviderDecorator):
             # Cancellation (or an interpreter exit): says nothing about the vendor; the permit goes back.
             self._settle(ticket, exc)
             raise
+        finally:
+            _gate.leave(gate)
         self._settle(ticket, None)
         return response
 
@@ -214,6 +241,9 @@ class CircuitBreakerProvider(ProviderDecorator):
     async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         model = model_of(self._inner, request)
         ticket = self._admit(model)
+        # The gate covers opening the stream only (all a retry below may repeat), and is left before the
+        # yield: the consumer's block runs in the same context and must not inherit it.
+        gate = _gate.enter(_Admission(self, model, ticket[1] if ticket is not None else None))
         try:
             opened = await open_stream(lambda: stream_of(self._inner, request), provider=self.name, model=model)
         except Exception as exc:
@@ -223,6 +253,8 @@ class CircuitBreakerProvider(ProviderDecorator):
         except BaseException as exc:
             self._settle(ticket, exc)
             raise
+        finally:
+            _gate.leave(gate)
         if not self.count_mid_stream:
             # The vendor answered; what happens after the first event is not counted.
             self._settle(ticket, None)
@@ -243,6 +275,20 @@ class CircuitBreakerProvider(ProviderDecorator):
                 self._settle(ticket, exc)
             raise
         self._settle(ticket, None)
+
+
+class _Admission:
+    """The send gate of one admitted call (see :mod:`._gate`): its breaker, model and permit."""
+
+    __slots__ = ("breaker", "model", "permit")
+
+    def __init__(self, breaker: CircuitBreakerProvider, model: str | None, permit: Permit | None) -> None:
+        self.breaker = breaker
+        self.model = model
+        self.permit = permit
+
+    def refusal(self) -> str | None:
+        return self.breaker._refusal(self.model, self.permit)
 
 
 def with_circuit_breaker(
@@ -288,6 +334,12 @@ def with_circuit_breaker(
       the first event counts as the success; a failure after it is not counted
       unless ``count_mid_stream=True`` (then the outcome is taken when the
       stream ends).
+    * **Admitted calls carry their permit down**: while the inner call runs, a
+      :func:`~agentactors.resilience.with_retry` below this breaker asks it
+      before every attempt after the first, and sends none once the circuit
+      has opened (or was forced open) since the call was admitted — nor, in a
+      half-open circuit, for a call that is not its live probe.  So no attempt
+      is sent to a member whose breaker opened while the call was retrying.
     * Transitions are computed from ``clock`` (default ``anyio.current_time``)
       on each call: no background task, no ``await`` inside a state change, so
       one breaker can be shared by every agent of an event loop without a lock.

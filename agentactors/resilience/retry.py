@@ -5,7 +5,9 @@ The decision comes from the error taxonomy alone (``ProviderError.retryable``,
 tenacity's own clock is the real monotonic one, so the deadline is computed
 here on the injected clock, and the attempt loop is ours: tenacity's loops
 catch ``BaseException``, which would route cancellation through a retry
-predicate instead of letting it go at once.
+predicate instead of letting it go at once.  Before each resend it asks the
+circuit breakers above it (:mod:`._gate`) whether the call they admitted may
+still send: a breaker that opened during the backoff stops the retry.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterrupt
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.base import LLMProvider, StreamContext
+from . import _gate
 from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from ._streaming import OpenedStream, open_stream, relay, stream_of
 
@@ -140,6 +143,11 @@ class RetryingProvider(ProviderDecorator):
             except ProviderError as last:
                 raise call.give_up(state, last)
             if isinstance(do, DoAttempt):
+                if state.attempt_number > 1:
+                    # Right before sending: a breaker above may have opened during the wait.
+                    shut = _gate.refusal()
+                    if shut is not None:
+                        raise call.shut_out(shut, waited=True)
                 try:
                     result = await attempt()
                 except Exception as exc:
@@ -149,6 +157,10 @@ class RetryingProvider(ProviderDecorator):
                 else:
                     state.set_result(result)
             elif isinstance(do, DoSleep):
+                # Not worth waiting for an attempt a breaker above already forbids: let a fallback serve now.
+                shut = _gate.refusal()
+                if shut is not None:
+                    raise call.shut_out(shut, waited=False)
                 call.scheduled(state)
                 state.prepare_for_next_attempt()
                 await retrying.sleep(float(do))  # type: ignore[misc]
@@ -260,6 +272,40 @@ class _Call:
             )
         return error
 
+    def shut_out(self, why: str, *, waited: bool) -> ProviderError:
+        """A breaker above closed its gate (``why``): annotate the last error and report; it is raised unwrapped.
+
+        ``waited``: the wait after the last failure was taken (the check came
+        right before the next attempt); otherwise it was not started.
+        """
+        limit = self.owner.max_attempts
+        if waited:
+            error, delay = self.waits[-1]
+            earlier = self.waits[:-1]
+            last = f"waited {delay:.3g}s, then not retried"
+        else:
+            assert self.pending is not None  # tenacity computed the wait for this failure
+            error = self.pending[1]
+            earlier = self.waits
+            last = "not retried"
+        attempts = len(earlier) + 1
+        for n, (err, delay) in enumerate(earlier, start=1):
+            error.add_note(f"retry: attempt {n}/{limit} failed: {_describe(err)}; waited {delay:.3g}s")
+        error.add_note(
+            f"retry: attempt {attempts}/{limit} failed: {_describe(error)}; {last}: {why} (no further attempt sent)"
+        )
+        self.verdict, self.exhausted = why, True
+        emit(
+            "retry.exhausted",
+            provider=self.owner.name,
+            model=self.model,
+            attempts=attempts,
+            error=error,
+            reason="circuit_open",
+            detail=why,
+        )
+        return error
+
 
 def _describe(error: ProviderError) -> str:
     status = f" HTTP {error.status}" if error.status is not None else ""
@@ -300,6 +346,18 @@ def with_retry(
       The attempts themselves are bounded by :func:`with_timeout`, not here.
     * When it gives up, the **last** error is raised unwrapped, with one PEP 678
       note per attempt (kind, status, the wait that followed, why it stopped).
+    * **Under a circuit breaker** (``with_circuit_breaker(with_retry(p))``, the
+      recommended order): before every attempt after the first — before its
+      wait and again right before sending — the retry asks the breakers above
+      it whether the call they admitted may still send.  Once one has opened
+      (or was forced open, or the call is not its live half-open probe), no
+      further attempt is sent: the last error is raised unwrapped at once, with
+      a note saying why, and ``retry.exhausted`` reports ``reason="circuit_open"``.
+      That error is the vendor's (transient, unless ``retry_on`` retried
+      another kind), so a fallback above moves on as it would after the last
+      attempt, and a breaker whose circuit changed state since admitting the
+      call does not count it.  Without a breaker above, this costs one
+      context-variable read per failure.
     * Streams are retried only while opening them and reading their first
       event; a failure after that reaches the consumer as
       ``StreamInterruptedError`` and is never replayed.
@@ -310,7 +368,8 @@ def with_retry(
 
     Events: ``retry.scheduled(attempt, delay, error)``,
     ``retry.recovered(attempts, elapsed)``, ``retry.exhausted(attempts, error,
-    reason)`` — delivered to the recorders of the run that made the call.
+    reason)`` (``reason="circuit_open"`` with a ``detail`` when a breaker above
+    stopped it) — delivered to the recorders of the run that made the call.
     """
     if math.isnan(max_retry_after) or max_retry_after < 0:
         raise ValueError("max_retry_after must be >= 0")

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.lowlevel
+import httpx
 import pytest
 
 from agentactors.__main__ import main
-from agentactors._demo_chain import DemoSettings, live_members, request_bound
-from agentactors._demo_guard import AttemptGuard, BreakerRef, CallScope, retry_while_closed
+from agentactors._demo_chain import DemoSettings, VendorSpec, build_chain, live_members, request_bound
 from agentactors._demo_report import open_intervals, percentile
 from agentactors._demo_tasks import (
     CURRENCIES,
@@ -31,11 +30,9 @@ from agentactors._demo_tasks import (
     make_tasks,
     make_tools,
 )
-from agentactors.errors import CircuitOpenError, ErrorKind, ProviderError
+from agentactors.errors import ProviderError
 from agentactors.events import Event
 from agentactors.messages import LLMRequest, Message
-from agentactors.providers.scripted import ScriptedProvider
-from agentactors.resilience import with_circuit_breaker, with_retry
 from agentactors.testing._fake_script import (
     Conversation,
     FakeReply,
@@ -292,47 +289,59 @@ def test_percentile_is_nearest_rank() -> None:
     assert math.isnan(percentile([], 50))
 
 
-# --- the retry guard ---------------------------------------------------------------------------------------
+# --- the chain: the plain recommended stack keeps the demo's promise ---------------------------------------
 
 
-def _transient() -> ProviderError:
-    return ProviderError("overloaded", provider="scripted", model="m", kind=ErrorKind.transient, status=503)
+def _mock_client(statuses: list[int], sent: list[float]) -> httpx.AsyncClient:
+    """An HTTP client whose vendor answers the given statuses in turn (then 200), logging each request's time."""
 
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(anyio.current_time())
+        status = statuses.pop(0) if statuses else 200
+        if status != 200:
+            return httpx.Response(status, json={"error": {"message": "overloaded", "type": "server_error"}})
+        return httpx.Response(200, json={
+            "id": "c1", "object": "chat.completion", "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        })
 
-def _guarded(inner: ScriptedProvider, sleep: Any) -> tuple[Any, BreakerRef]:
-    ref = BreakerRef()
-    guarded = with_retry(AttemptGuard(inner, ref), retry_on=retry_while_closed(ref), sleep=sleep, base_delay=0.01)
-    breaker = with_circuit_breaker(CallScope(guarded))
-    ref.breaker = breaker
-    return breaker, ref
-
-
-@pytest.mark.anyio
-async def test_guard_keeps_a_retry_from_a_breaker_that_opened_during_its_backoff() -> None:
-    inner = ScriptedProvider([_transient(), "never sent"], model="m")
-    holder: list[Any] = []
-
-    async def sleep(seconds: float) -> None:
-        holder[0].force_open()  # another call's failure opened the breaker while this one waited
-
-    breaker, _ = _guarded(inner, sleep)
-    holder.append(breaker)
-    with pytest.raises(CircuitOpenError):
-        await breaker.complete(LLMRequest([Message.user("hi")]))
-    assert len(inner.requests) == 1  # the second attempt was never sent
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
 
 
 @pytest.mark.anyio
-async def test_guard_lets_retries_through_while_the_breaker_stays_closed() -> None:
-    inner = ScriptedProvider([_transient(), _transient(), "third time"], model="m")
+@pytest.mark.virtual_time
+async def test_a_member_sends_no_retry_once_its_breaker_opened_during_the_backoff() -> None:
+    sent: list[float] = []
+    settings = DemoSettings()
+    async with _mock_client([503, 503, 503], sent) as client:
+        chain, members = build_chain([VendorSpec("openai", "gpt-4o-mini", "http://vendor.test/v1", "sk-x")], client,
+                                     settings)
+        breaker = members[0].breaker
 
-    async def sleep(seconds: float) -> None:
-        await anyio.lowlevel.checkpoint()
+        async def open_it() -> None:
+            await anyio.sleep(settings.base_delay / 2)  # other calls' failures opened it while this one waited
+            breaker.force_open()
 
-    breaker, _ = _guarded(inner, sleep)
-    response = await breaker.complete(LLMRequest([Message.user("hi")]))
-    assert response.content == "third time"
-    assert len(inner.requests) == 3
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(open_it)
+            with pytest.raises(ProviderError) as info:
+                await chain.complete(LLMRequest([Message.user("hi")]))
+    assert len(sent) == 1  # the second attempt was never sent
+    assert info.value.exceptions[0].status == 503  # type: ignore[attr-defined]
+    assert "forced open" in info.value.exceptions[0].__notes__[-1]  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+@pytest.mark.virtual_time
+async def test_a_member_retries_as_usual_while_its_breaker_stays_closed() -> None:
+    sent: list[float] = []
+    async with _mock_client([503, 503], sent) as client:
+        chain, _ = build_chain([VendorSpec("openai", "gpt-4o-mini", "http://vendor.test/v1", "sk-x")], client,
+                                     DemoSettings())
+        response = await chain.complete(LLMRequest([Message.user("hi")]))
+    assert response.content == "fine"
+    assert len(sent) == 3
 
 
 def test_cli_help_lists_the_demo_options(capsys: pytest.CaptureFixture[str]) -> None:
