@@ -73,6 +73,8 @@ class TimeoutProvider(ProviderDecorator):
         # nest properly); its deadline moves between the attempt, first-event and idle bounds.
         with guard.scope:
             async with stream_of(self._inner, request) as inner_events:
+                # Sent and answered: until the consumer asks for the first event, the time is its own.
+                guard.pause_first_event(anyio.current_time())
                 events = guard.watch(inner_events, acc, model)
                 try:
                     yield events
@@ -88,26 +90,42 @@ class TimeoutProvider(ProviderDecorator):
 
 
 class _StreamGuard:
-    """The moving deadline of one stream, and which bound it currently stands for."""
+    """The moving deadline of one stream, and which bound it currently stands for.
 
-    __slots__ = ("attempt_deadline", "owner", "scope", "seconds", "what")
+    The first-event bound runs while the stream is being opened (the request
+    sent, the answer's headers awaited) and again once the consumer asks for
+    the first event, with what was left of it; the consumer's time in between
+    is not the vendor's.  The idle bound starts each time the consumer asks for
+    the next event.  The attempt bound runs throughout.
+    """
+
+    __slots__ = ("attempt_deadline", "first_event_left", "owner", "scope", "seconds", "started", "what")
 
     def __init__(self, owner: TimeoutProvider, start: float) -> None:
         self.owner = owner
+        self.started = start
         self.attempt_deadline = start + owner.attempt if owner.attempt is not None else math.inf
+        self.first_event_left = owner.first_event
         self.scope = anyio.CancelScope()
         self.what = "the stream"
         self.seconds = owner.attempt or 0.0
         self._bound(start, owner.first_event, "the first event")
 
-    def _bound(self, now: float, seconds: float | None, what: str) -> None:
-        # The nearer of the attempt deadline and this bound; remember which one it is for the message.
-        if seconds is not None and now + seconds < self.attempt_deadline:
-            self.scope.deadline = now + seconds
-            self.what, self.seconds = what, seconds
+    def _bound(self, now: float, left: float | None, what: str, seconds: float | None = None) -> None:
+        # The nearer of the attempt deadline and this bound (``left`` seconds from now); remember which one
+        # it is and its full length (``seconds``, default ``left``) for the message.
+        if left is not None and now + left < self.attempt_deadline:
+            self.scope.deadline = now + left
+            self.what, self.seconds = what, seconds if seconds is not None else left
         else:
             self.scope.deadline = self.attempt_deadline
             self.what, self.seconds = "the stream", self.owner.attempt or 0.0
+
+    def pause_first_event(self, now: float) -> None:
+        """The stream is open: stop the first-event clock until the consumer asks for the first event."""
+        if self.first_event_left is not None:
+            self.first_event_left = max(0.0, self.first_event_left - (now - self.started))
+        self._bound(now, None, "")
 
     def finish(self) -> None:
         self.scope.deadline = math.inf
@@ -115,10 +133,12 @@ class _StreamGuard:
     async def watch(
         self, inner: AsyncIterator[StreamEvent], acc: StreamAccumulator, model: str | None
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Relay ``inner``; while waiting for an event after the first, the idle bound applies."""
+        """Relay ``inner``: the rest of the first-event bound for the first, the idle bound for each later one."""
         while True:
             if acc.events_seen:
                 self._bound(anyio.current_time(), self.owner.idle, "waiting for the next event")
+            else:
+                self._bound(anyio.current_time(), self.first_event_left, "the first event", self.owner.first_event)
             try:
                 event = await inner.__anext__()
             except StopAsyncIteration:
@@ -146,8 +166,10 @@ def with_timeout(
       opening it to leaving its ``async with`` block, the consumer's time
       included).
     * ``first_event`` bounds the wait for a stream's first event (the time to
-      first token); ``idle`` the wait for each later event.  The time the
-      consumer spends between events is not idleness.
+      first token): opening the stream, then the wait once the consumer asks
+      for the first event; ``idle`` bounds the wait for each later event, from
+      the moment the consumer asks for it.  The consumer's own time (before
+      its first read, and between events) counts against neither.
     * A bound that expires before the first event raises ``ProviderTimeout``,
       which ``with_retry`` retries, ``with_fallback`` moves on and a breaker
       counts; one that expires after it raises

@@ -10,10 +10,12 @@ import anyio
 import pytest
 from resilience_unit_kit import REQ
 
+from agentactors.actors.provider import Stream
+from agentactors.actors.runtime import Runtime
 from agentactors.errors import ErrorKind, ProviderTimeout, StreamInterruptedError
 from agentactors.messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
 from agentactors.providers.scripted import ScriptedProvider
-from agentactors.resilience import with_retry, with_timeout
+from agentactors.resilience import with_circuit_breaker, with_fallback, with_retry, with_timeout
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -26,9 +28,12 @@ class Paced:
     carries_tools = True
     carries_forced_tool_choice = True
 
-    def __init__(self, *scripts: Sequence[tuple[float, str]], complete_delay: float = 0.0) -> None:
+    def __init__(
+        self, *scripts: Sequence[tuple[float, str]], complete_delay: float = 0.0, open_delay: float = 0.0
+    ) -> None:
         self.scripts = list(scripts)
         self.complete_delay = complete_delay
+        self.open_delay = open_delay  # sending the request and reading the answer's headers
         self.opened = 0
         self.closed_streams = 0
 
@@ -50,6 +55,7 @@ class Paced:
                     yield TextDelta(piece)
                 yield StreamEnd(LLMResponse(text, provider=self.name))
 
+            await anyio.sleep(self.open_delay)
             try:
                 yield gen()
             finally:
@@ -119,6 +125,52 @@ async def test_idle_after_the_first_event_interrupts_the_stream_with_the_partial
 async def test_the_consumers_own_time_is_not_idleness() -> None:
     p = Paced([(0, "one "), (0.5, "two "), (0.5, "three")])
     assert await read_all(with_timeout(p, idle=1), pause=10) == "one two three"
+
+
+async def test_a_slow_consumer_of_a_fast_stream_never_times_out_through_the_recommended_stack() -> None:
+    # Every event is ready at once; the consumer takes 10 s over each.  Neither idle nor first_event may fire.
+    p = Paced([(0, "one "), (0, "two "), (0, "three")])
+    chain = with_fallback(with_circuit_breaker(with_retry(with_timeout(p, first_event=1, idle=1))))
+    assert await read_all(chain, pause=10) == "one two three"
+    assert anyio.current_time() == 40.0
+    assert p.opened == 1
+
+
+async def test_a_slow_consumer_behind_a_provider_actor_never_times_out_on_idle() -> None:
+    # With no buffer the actor's feeding task waits on the consumer for every event: still not idleness.
+    p = Paced([(0.2, "one "), (0.2, "two "), (0.2, "three")])
+    chain = with_fallback(with_circuit_breaker(with_retry(with_timeout(p, first_event=1, idle=1))))
+    text = ""
+    async with Runtime() as rt:
+        ref = rt.provider_ref(chain, stream_buffer=0)
+        async with await ref.ask(Stream(REQ)) as stream:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    text += event.text
+                await anyio.sleep(5)
+    assert text == "one two three"
+    assert p.opened == 1
+
+
+async def test_the_consumers_time_before_its_first_read_is_not_the_vendors() -> None:
+    p = Paced([(1, "on time")], open_delay=0.5)
+    async with with_timeout(p, first_event=2).stream(REQ) as events:
+        await anyio.sleep(5)  # busy before reading: neither the vendor's time nor cancelled by its bound
+        text = "".join([e.text async for e in events if isinstance(e, TextDelta)])
+    assert text == "on time"
+    assert anyio.current_time() == 6.5
+
+
+async def test_the_first_event_bound_resumes_with_what_opening_the_stream_left_of_it() -> None:
+    # Opening took 1.5 of the 2 s; the consumer reads at 6.5 and the vendor needs 1 s more: late by 0.5 s.
+    p = Paced([(1, "late")], open_delay=1.5)
+    with pytest.raises(ProviderTimeout) as info:
+        async with with_timeout(p, first_event=2).stream(REQ) as events:
+            await anyio.sleep(5)
+            async for _ in events:
+                pass
+    assert anyio.current_time() == 7.0
+    assert "first event timed out after 2s" in str(info.value)
 
 
 async def test_attempt_bounds_the_whole_stream_consumer_included() -> None:
