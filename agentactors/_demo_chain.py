@@ -74,6 +74,9 @@ class DemoSettings:
     max_steps: int = 6
     outage_after: float = 0.15
     outage_duration: float = 2.5
+    # The first fallback goes down too, briefly, at the start of the primary's outage, so the
+    # third member (the Gemini wire) is seen serving.
+    secondary_outage_duration: float = 0.6
     vendor_latency: float = 0.02
     stream_every: int = 2
 

@@ -250,6 +250,8 @@ async def _run(
             now = anyio.current_time()
             window.extend((now, now + outage_duration))
             fv.outage(wire="openai", duration=outage_duration)
+            if settings.secondary_outage_duration > 0:
+                fv.outage(wire="anthropic", duration=settings.secondary_outage_duration)
 
     counters = LiveCounters(len(tasks), maybe_open_outage)
     limits = httpx.Limits(

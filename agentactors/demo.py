@@ -213,7 +213,8 @@ def _header(args: argparse.Namespace, agents: int, fault_rate: float, outage: bo
             f"faults on the primary: {fault_rate:.0%} of its requests (429 with retry-after, 503, 500, mid-stream "
             "disconnects, hung answers)"
             + (f"; outage: the primary goes down for {s.outage_duration:g}s once {s.outage_after:.0%} of the "
-               "model calls were answered" if outage else "")
+               f"model calls were answered, and the first fallback for its first {s.secondary_outage_duration:g}s"
+               if outage else "")
         )
     elif fault_rate > 0:
         lines.append(f"faults: {fault_rate:.0%} of the primary's calls fail client-side before sending (as a 503)")
