@@ -23,7 +23,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeAlias
@@ -278,12 +278,7 @@ class Agent:
         messages = _to_messages(prompt)
         rt = self._runtime()
         if rt is not None:
-            # _run_in inlined: one coroutine frame less per run on the hot path.
-            controller, sink = self._controller(rt, on_token=on_token, deps=deps)
-            if sink is None and current_sink() is None:
-                return await controller.run(messages)
-            with use_sink(sink):
-                return await controller.run(messages)
+            return await self._run_in(rt, messages, on_token=on_token, deps=deps)
         async with Runtime() as private:
             result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
         return result
@@ -369,7 +364,7 @@ class Agent:
         )
         return controller, sink
 
-    async def _run_in(
+    def _run_in(
         self,
         rt: Runtime,
         messages: tuple[Message, ...],
@@ -377,12 +372,12 @@ class Agent:
         on_token: Callable[[str], None] | None = None,
         deps: Any = None,
         private: bool = False,
-    ) -> RunResult:
+    ) -> Awaitable[RunResult]:
+        """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
         controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private)
         if sink is None and current_sink() is None:
-            return await controller.run(messages)  # the hot path: nothing to install
-        with use_sink(sink):
-            return await controller.run(messages)
+            return controller.run(messages)  # the hot path: nothing to install
+        return _drive(controller, sink, messages)
 
 
 async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult:

@@ -33,7 +33,7 @@ this run's id because the run's sink is the current one while it runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, cast
 
 import anyio
@@ -195,10 +195,8 @@ class LoopController:
         self._provider = provider
         self._tools = tools
         # The agent's own executor is called in this task; any other is an actor reference, asked.
-        local = getattr(tools, "execute", None)
-        self._local: Callable[[Sequence[ToolCall], ExecutionContext], Awaitable[tuple[ToolResult, ...]]] | None = (
-            local if callable(local) else None
-        )
+        # (The executor itself is kept, not its bound method: one object less per run in flight.)
+        self._local: _Executes | None = cast(_Executes, tools) if hasattr(tools, "execute") else None
         self._native = native
         self._sink = sink if sink else None
         self._deps = deps
@@ -272,6 +270,8 @@ class LoopController:
         The agent's system text, a leading system message of the caller's and the
         JSON-fallback contract become one system message: several vendors accept only one.
         """
+        if self._native and not self._config.system and (not inputs or inputs[0].role != "system"):
+            return None, 0  # the common case: nothing to add or merge
         parts: list[str] = []
         if self._config.system:
             parts.append(self._config.system)
@@ -484,7 +484,7 @@ class LoopController:
             deps=self._deps,
         )
         if self._local is not None:
-            return await self._local(calls, context)
+            return await self._local.execute(calls, context)
         results: tuple[ToolResult, ...] = await cast(_Asks, self._tools).ask(ExecuteTools(tuple(calls), context))
         return results
 
