@@ -4,8 +4,10 @@ One run = generate → execute the tool calls → feed the results back → repe
 until the model answers without tool calls, bounded by ``max_steps``.  The
 controller asks a :class:`~agentactors.actors.provider.ProviderActor`
 (``Complete`` / ``Stream``) and a
-:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``), and
-returns a :class:`~agentactors.actors.result.RunResult`.
+:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) — or,
+for the agent's own executor, calls its ``execute`` in the run's task (see
+:class:`~agentactors.agent.Agent`) — and returns a
+:class:`~agentactors.actors.result.RunResult`.
 
 What ends a run:
 
