@@ -153,8 +153,9 @@ async def test_scenario_5_a_full_mailbox_makes_the_sender_wait_and_try_tell_refu
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(sender)
-            for _ in range(20):
-                await anyio.lowlevel.checkpoint()
+            # Let every task run until it blocks: counting checkpoints races the scheduler (trio
+            # shuffles ready tasks), waiting for quiescence does not.
+            await anyio.wait_all_tasks_blocked()
             # One message is being handled, two fill the mailbox: the sender waits on the fourth.
             assert sent == 3
             assert rt.stats().queued == 2
@@ -217,7 +218,7 @@ async def test_an_ask_that_times_out_before_it_starts_is_skipped() -> None:
         ref = rt.spawn(Busy())
         async with anyio.create_task_group() as tg:
             tg.start_soon(ref.ask, "first")
-            await anyio.lowlevel.checkpoint()
+            await anyio.wait_all_tasks_blocked()
             with pytest.raises(AskTimeout):
                 await ref.ask("second", timeout=0.5)  # still queued behind "first" at 0.5 s
         assert await ref.ask("third") == "third"
@@ -262,8 +263,7 @@ async def test_no_task_is_left_after_many_cancellations() -> None:
         async with anyio.create_task_group() as tg:
             for i in range(200):
                 tg.start_soon(refs[i % 2].ask, 3600.0)
-            for _ in range(10):
-                await anyio.lowlevel.checkpoint()
+            await anyio.wait_all_tasks_blocked()
             assert rt.stats().tasks == 1 + 4
             tg.cancel_scope.cancel()
         # Timeouts abandon work the same way.
@@ -291,9 +291,9 @@ async def test_an_asker_cancelled_while_waiting_for_room_sends_nothing() -> None
         ref = rt.spawn(Slow(), mailbox_size=1)
         async with anyio.create_task_group() as tg:
             tg.start_soon(ref.ask, "running")
-            await anyio.lowlevel.checkpoint()
+            await anyio.wait_all_tasks_blocked()
             tg.start_soon(ref.ask, "queued")
-            await anyio.lowlevel.checkpoint()
+            await anyio.wait_all_tasks_blocked()
             with anyio.move_on_after(0.01):
                 await ref.ask("waiting for room")
             release.set()
