@@ -265,7 +265,10 @@ def child_w3(impl: str, runs: int, latency: float) -> dict[str, Any]:
 
     async def agentactors_main() -> int:
         async with Runtime() as rt:
-            agent = make_agent(latency)
+            # The in-process model has no rate limit of its own: lift the ProviderActor's default
+            # budget of 64 requests in flight so the run measures the framework, not the throttle.
+            provider = rt.provider_ref(ScriptedProvider(scripted_model, latency=latency), max_concurrency=runs)
+            agent = Agent(provider, tools=[add])
             results = await rt.run_many(agent, [PROMPT] * runs, concurrency=runs)
         return sum(r.content == EXPECTED for r in results)
 
