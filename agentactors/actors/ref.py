@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import anyio
 
 from ..errors import ActorStopped, AskTimeout
-from .mailbox import DONE, Ask, CancelScopeLike, EventLike, Waiter
+from .mailbox import DONE, Ask, CancelScopeLike, EventLike, Waiter, in_context
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -118,7 +118,7 @@ class ActorRef:
         self._waiters: deque[Waiter] | None = None
         self._scopes: set[CancelScopeLike] | None = None
         self._idle: EventLike | None = None
-        self._active = 0  # worker tasks alive
+        self._active = 0  # slot holders: worker tasks alive plus direct asks running (see _ask_direct)
         self._busy = 0  # handlers running
         self._state = OPEN
         self._started = False
@@ -186,15 +186,34 @@ class ActorRef:
     async def ask(self, message: Any, timeout: float | None = None) -> Any:  # noqa: ASYNC109
         """Send ``message`` and return the handler's return value.
 
-        The handler runs with the asker's contextvars.  If it raises, the same
-        exception is raised here (under ``on_failure="resume"`` the actor goes
-        on).  Raises :class:`~agentactors.errors.ActorStopped` if the actor is
+        The handler runs with the asker's contextvars (in a copy: changes it makes stay there).  When
+        the actor has started, is open, has nothing queued and a free handler slot, the handler runs
+        directly in the asker's task (no mailbox round trip, no worker task); otherwise the message
+        goes through the mailbox.  Either way the actor's ``concurrency`` and per-sender order hold.
+        If the handler raises, the same exception is raised here (under ``on_failure="resume"`` the
+        actor goes on).  Raises :class:`~agentactors.errors.ActorStopped` if the actor is
         stopped or stops before answering.  ``timeout`` (seconds, covering the
         wait for mailbox room too) raises :class:`~agentactors.errors.AskTimeout`.
         On timeout or cancellation of the asker the ask is abandoned: not yet
         started, it is skipped; running, its handler is cancelled.  An answer
-        that arrives at the very moment the timeout expires is returned.
+        that arrives at the very moment the timeout expires is returned.  (A handler run directly that
+        shields itself from cancellation past the timeout keeps the asker waiting until it returns;
+        the asker then gets ``AskTimeout``.)  An ask is a cancellation point: an already-cancelled
+        asker raises before its message is handled directly.
         """
+        if (
+            self._state == OPEN
+            and self._started
+            and self._busy < self._concurrency
+            and not self._mailbox
+            and not self._waiters
+            and (timeout is None or timeout > 0)
+            and not self._rt._closed
+        ):
+            # The direct path: nothing queued ahead (per-sender order holds), a free slot and a started
+            # actor — run the handler here instead of paying for a mailbox round trip (and, for an idle
+            # actor, a new worker task).
+            return await self._ask_direct(message, timeout)
         env = Ask(message, contextvars.copy_context(), self._rt._new_event())
         if timeout is None:
             return await self._ask(env, False)
@@ -209,6 +228,83 @@ class ActorRef:
         raise AskTimeout(f"ask to actor {self.name!r} ({type(message).__name__}) got no answer within {timeout:g}s")
 
     # -- internals -------------------------------------------------------------------------------
+
+    async def _ask_direct(self, message: Any, timeout: float | None) -> Any:  # noqa: ASYNC109
+        """Run the handler in the asker's task, in a copy of its context, holding one of the actor's slots.
+
+        The handler counts as busy (``_busy``: at most ``concurrency`` handlers run at once, whoever
+        runs them) and as active (``_active``, as a worker: ``stop`` waits for it).  So a
+        ``concurrency=1`` actor never runs a second handler meanwhile: messages arriving now queue,
+        a lingering worker leaves them alone (see :func:`~agentactors.actors.worker.serve`), and
+        :meth:`_leave_direct` starts a worker for them.  The handler's cancel scope is registered like
+        a worker's, so a halt (``stop``, runtime shutdown, escalation) cancels it; its deadline is the
+        ask's timeout.
+        """
+        rt = self._rt
+        await anyio.lowlevel.checkpoint_if_cancelled()  # an ask is a cancellation point, whichever path
+        if self._state != OPEN or self._busy >= self._concurrency or self._mailbox or self._waiters:
+            # Only reached if that check raised nothing but let something run (never on anyio today):
+            # fall back to the mailbox rather than reason about what changed.
+            return await self.ask(message, timeout)
+        ctx = contextvars.copy_context()
+        if ctx.get(_CURRENT) is not rt:
+            ctx.run(_CURRENT.set, rt)
+        deadline = None if timeout is None else anyio.current_time() + timeout
+        scope = rt._scope_cls() if deadline is None else rt._scope_cls(deadline=deadline)
+        scopes = self._scopes
+        if scopes is None:
+            scopes = self._scopes = set()
+        scopes.add(scope)
+        self._active += 1
+        self._busy += 1
+        failure: Exception | None = None
+        result: Any = None
+        try:
+            with scope:
+                result = await in_context(ctx, self._actor.receive(message))
+        except Exception as exc:
+            failure = exc
+        finally:
+            scopes.discard(scope)
+            self._leave_direct(failure, message, ctx)
+        if failure is not None:
+            raise failure
+        # A handler that shielded itself past the deadline could not be left behind (it runs in this
+        # task), but its late answer is still a timeout; one that finished at the deadline is an answer.
+        if scope.cancelled_caught or (deadline is not None and anyio.current_time() > deadline):
+            if timeout is None or self._state >= STOPPED:
+                raise ActorStopped(f"actor {self.name!r} was stopped while handling the message")
+            raise AskTimeout(f"ask to actor {self.name!r} ({type(message).__name__}) got no answer within {timeout:g}s")
+        return result
+
+    def _leave_direct(self, failure: Exception | None, message: Any, ctx: contextvars.Context) -> None:
+        """Give back a direct ask's slot, applying supervision to its failure and serving what queued meanwhile."""
+        rt = self._rt
+        policy = self._sup.policy if failure is not None else "resume"
+        if failure is not None and policy == "restart" and not rt._closed:
+            # Rebuilding awaits on_stop / on_start: a worker takes over the slot, still counted busy
+            # (so no other worker handles a message on the broken actor meanwhile), and does it, as
+            # it would have in the mailbox path.
+            self._active -= 1
+            rt._activate(self, (failure, message, ctx))
+            return
+        self._busy -= 1
+        if failure is not None and policy != "resume":
+            # stop / escalate (or restart in a closed runtime, which just stops): synchronous.
+            self._sup.failed_now(self, failure, message, ctx)
+        self._active -= 1
+        if self._mailbox and self._state <= STOPPING and self._started:
+            # What queued behind the direct handler.  (Not started: another handler's failure is
+            # restarting the actor, and its on_start fills the slots when it is done.)
+            rt._fill(self)
+        if self._active == 0:
+            if self._state == STOPPED:
+                rt._finalize_soon(self)
+            elif self._mailbox is not None and not self._mailbox and self._state == OPEN:
+                self._mailbox = None  # an idle actor keeps no buffer
+            if self._idle is not None:
+                self._idle.set()
+                self._idle = None
 
     async def _ask(self, env: Ask, keep_answer: bool) -> Any:
         rt = self._rt

@@ -19,7 +19,10 @@ actor is its :class:`ActorRef` plus the user's object — a few hundred bytes.
 ask step by step inside a copy of the asker's context (see
 :func:`~agentactors.actors.mailbox.in_context`), so a run's event sink and id
 reach the decorators inside a provider actor without a task per message.
-Tells run in the runtime's own context.
+Tells run in the runtime's own context.  An ask to a started actor with an
+empty mailbox and a free handler slot skips the mailbox: its handler runs the
+same way, but in the asker's own task (:meth:`ActorRef.ask`), holding a slot
+and a registered cancel scope like a worker's handler.
 
 **Cancellation.**  An asker that is cancelled, or whose ``timeout`` expires,
 abandons its ask: a message not yet started is skipped; a running handler is
@@ -31,7 +34,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 import anyio
@@ -43,7 +46,7 @@ from ..events import EventSink, FanOut, Recorder, current_sink
 from .mailbox import Ask, EventLike
 from .ref import _CURRENT, DEAD, FINALIZING, OPEN, STOPPED, STOPPING, Actor, ActorLike, ActorRef
 from .supervision import Supervisor
-from .worker import work
+from .worker import Failure, work
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -135,7 +138,7 @@ class Runtime:
         self._spawning = False
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
-        self._scope_cls: Callable[[], anyio.CancelScope] = anyio.CancelScope
+        self._scope_cls: Callable[..., anyio.CancelScope] = anyio.CancelScope
 
     @staticmethod
     def current() -> Runtime | None:
@@ -410,19 +413,34 @@ class Runtime:
         if not self._entered or self._closed:
             raise RuntimeError("the Runtime is not running: use `async with Runtime() as rt:`")
 
-    def _activate(self, ref: ActorRef) -> None:
-        if self._closed or self._tg is None or self._ctx is None:
+    def _activate(self, ref: ActorRef, failure: Failure | None = None) -> None:
+        """Start a worker for ``ref`` (taking one of its slots).  ``failure``: a direct ask's failure
+        the worker supervises first (see :func:`~agentactors.actors.worker.work`)."""
+        if self._closed or self._tg is None:
             return
         ref._active += 1
         self._running += 1
+        self._start_internal(work, self, ref, failure)
+
+    def _finalize_soon(self, ref: ActorRef) -> None:
+        """Finalize a halted actor in a runtime task (its ``on_stop`` must not run in, nor be
+        cancelled with, the task of the direct ask that halted it)."""
+        if self._closed or self._tg is None:
+            return  # closing: _close_all finalizes every actor
+        self._running += 1
+        self._start_internal(self._run_task, self._finalize, (ref,))
+
+    def _start_internal(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Start a runtime task in the runtime's own context (never the caller's)."""
+        assert self._tg is not None and self._ctx is not None
         if self._spawning:
-            # Nested inside the ctx.run below (an eager task factory ran the new worker at once):
+            # Nested inside the ctx.run below (an eager task factory ran the new task at once):
             # the context cannot be entered twice, and we are already in a copy of it.
-            self._tg.start_soon(work, self, ref)
+            self._tg.start_soon(fn, *args)
             return
         self._spawning = True
         try:
-            self._ctx.run(self._tg.start_soon, work, self, ref)
+            self._ctx.run(self._tg.start_soon, fn, *args)
         finally:
             self._spawning = False
 

@@ -77,6 +77,25 @@ class Supervisor:
         phase: str = "receive",
     ) -> None:
         """Apply the policy to a failure.  ``ctx`` is the asker's context (``None`` for a tell)."""
+        if self.failed_now(ref, exc, message, ctx, phase=phase):
+            await self._restart(ref, exc, ctx)
+
+    def failed_now(
+        self,
+        ref: ActorRef,
+        exc: Exception,
+        message: Any,
+        ctx: contextvars.Context | None,
+        *,
+        phase: str = "receive",
+    ) -> bool:
+        """The synchronous part of :meth:`failed`: record the failure, resume, stop or escalate.
+
+        Returns True when the actor is to be restarted, which the caller must then await
+        (:meth:`failed` does); in a closed runtime there is nothing to restart into, so the
+        actor stops instead.  A direct ask (run in the asker's task) calls this for ``stop`` and
+        ``escalate`` so that they take effect before the asker sees the error.
+        """
         rt = self.rt
         policy = self.policy
         if phase != "receive" and policy == "resume":
@@ -92,14 +111,14 @@ class Supervisor:
                 message_type=None if message is None else type(message).__name__,
             )
         if policy == "resume":
-            return
+            return False
         if policy == "escalate":
             rt._escalate(ref, exc)
-            return
-        if policy == "stop":
+            return False
+        if policy == "stop" or rt._closed:
             rt._halt(ref, f"it failed with {type(exc).__name__}")
-            return
-        await self._restart(ref, exc, ctx)
+            return False
+        return True
 
     async def _restart(self, ref: ActorRef, exc: Exception, ctx: contextvars.Context | None) -> None:
         rt = self.rt

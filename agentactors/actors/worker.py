@@ -8,13 +8,16 @@ workers run at once for one actor.
 
 An ask's handler runs inside the asker's context (:func:`in_context`) and
 inside the worker's current cancel scope, which the asker cancels if it gives
-up.  A tell's handler runs in the runtime's own context.
+up.  A tell's handler runs in the runtime's own context.  Asks handled directly
+in their askers' tasks hold handler slots too: a worker leaves the mailbox
+alone while every slot is busy (the last direct handler to finish starts one).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import anyio
 
@@ -26,16 +29,30 @@ if TYPE_CHECKING:
     from .ref import ActorRef
     from .runtime import Runtime
 
-__all__ = ["serve", "work"]
+__all__ = ["Failure", "serve", "work"]
 
 # Scheduling rounds a worker waits with an empty mailbox before it ends (see serve()).
 _LINGER_ROUNDS: Final = 2
 
 
-async def work(rt: Runtime, ref: ActorRef) -> None:
-    """One worker of ``ref``: start the actor if needed, serve its mailbox, then end (the actor goes idle)."""
+# A direct ask's failure handed to a worker for supervision: (error, message, the asker's context).
+Failure: TypeAlias = "tuple[Exception, Any, contextvars.Context]"
+
+
+async def work(rt: Runtime, ref: ActorRef, failure: Failure | None = None) -> None:
+    """One worker of ``ref``: start the actor if needed, serve its mailbox, then end (the actor goes idle).
+
+    Given ``failure``, the worker takes over the slot of a direct ask (see
+    :meth:`ActorRef._ask_direct`) whose handler failed under a policy that must await (restart):
+    it applies the policy first, then serves what queued meanwhile.
+    """
     try:
-        if not ref._started and not await ref._sup.start(ref):
+        if failure is not None:
+            try:
+                await ref._sup.failed(ref, *failure)
+            finally:
+                ref._busy -= 1  # the direct ask's handler slot, held through the restart
+        elif not ref._started and not await ref._sup.start(ref):
             return
         mailbox = ref._mailbox
         while mailbox is not None and ref._state <= STOPPING:
@@ -82,6 +99,10 @@ async def serve(rt: Runtime, ref: ActorRef, mailbox: deque[Any], scope: CancelSc
             lingered += 1
             await anyio.lowlevel.checkpoint()
             continue
+        if ref._busy >= ref._concurrency:
+            # Every handler slot is taken by direct asks (run in their askers' tasks): leave the
+            # queued messages to the worker the last of them starts when it finishes.
+            return True
         lingered = 0
         item = mailbox.popleft()
         if ref._waiters:
