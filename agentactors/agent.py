@@ -572,8 +572,17 @@ async def run_many(
     warned = [False]
 
     async def worker() -> None:
+        # _run_safely inlined: one coroutine frame less per run in flight (10k runs in flight are common).
         for i in indexes:
-            result = await _run_safely(rt, agent, items[i])
+            try:
+                messages = _to_messages(items[i])
+            except (TypeError, ValueError) as exc:
+                result = _failed_result((), exc)
+            else:
+                try:
+                    result = await agent._run_in(rt, messages)
+                except Exception as exc:
+                    result = _failed_result(messages, exc)
             results[i] = result
             counts[0] += 1
             if _is_failed(result):
