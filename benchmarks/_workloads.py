@@ -256,6 +256,11 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across execve, so a child started by a large
+    # parent would report the parent's peak.  VmHWM belongs to this address space alone.
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

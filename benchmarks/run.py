@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny counts, to check the harness")
     parser.add_argument("--out", default=str(RESULTS / "latest.json"))
     parser.add_argument("--no-charts", action="store_true")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other workloads' results already in --out (re-run some, keep the rest)")
     args = parser.parse_args(argv)
     smoke = args.smoke
     reps = 1 if smoke else max(3, args.reps)
@@ -170,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.merge and out.exists():
+        previous = json.loads(out.read_text())
+        merged = dict(previous.get("workloads", {}))
+        merged.update(report["workloads"])
+        report["workloads"] = merged
+        report["markdown_previous"] = previous.get("markdown")
     report["markdown"] = text
     out.write_text(json.dumps(report, indent=2, default=str))
     print(f"\nwrote {out}")
