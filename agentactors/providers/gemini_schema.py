@@ -36,6 +36,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..json_types import json_type_name
+
 __all__ = ["GeminiSchemaError", "to_gemini_schema"]
 
 # Deeper than any real tool schema; guards against pathological input before Python's own limit does.
@@ -280,17 +282,9 @@ def _infer_type(node: Mapping[str, Any], enum: list[Any] | None) -> list[str]:
 
 
 def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    # Enum values come from JSON; a null (or anything JSON has no name for) is described as an object.
+    name = json_type_name(value)
+    return name if name is not None and name != "null" else "object"
 
 
 def _with_allowed(description: str | None, values: Sequence[Any]) -> str:

@@ -42,6 +42,7 @@ from typing import Annotated, Any, Literal, Union
 
 import attrs
 
+from ..json_types import json_type_name
 from .docstrings import parse_docstring
 
 __all__ = [
@@ -182,21 +183,7 @@ def _enum_schema(values: list[Any]) -> dict[str, Any]:
 
 
 def _json_type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return json_type_name(value) or type(value).__name__
 
 
 def _schema_for(tp: Any, stack: tuple[type, ...]) -> dict[str, Any]:

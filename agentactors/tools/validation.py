@@ -21,6 +21,7 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 
+from ..json_types import json_type_name
 from .fastcheck import Check, compile_check
 from .results import ValidationIssue
 from .schema import describe_schema
@@ -75,21 +76,12 @@ _JSON_TYPE_ARTICLE = {
 
 def json_type_of(value: Any) -> str:
     """``a string``, ``an integer``, ``null``...: how a JSON value's type is named in issue texts."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a {type(value).__name__}"
+    name = json_type_name(value)
+    if name == "null":
+        return name
+    if name is None:
+        return f"a {type(value).__name__}"
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 def _path(parts: Sequence[Any]) -> str:
