@@ -16,8 +16,8 @@ every request, not only for the calls it admits.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Hashable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import attrs
@@ -213,24 +213,33 @@ class CircuitBreakerProvider(ProviderDecorator):
             return f"the circuit breaker for {key!r} is half-open and this call holds no probe permit"
         return f"the circuit breaker for {key!r} opened"
 
-    # -- the port ---------------------------------------------------------------------------------
+    @contextmanager
+    def _admitted(self, ticket: tuple[Circuit, Permit] | None, model: str | None) -> Iterator[None]:
+        """Run an admitted call's send under its gate (see :mod:`._gate`); a failure settles its ticket.
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        model = model_of(self._inner, request)
-        ticket = self._admit(model)
+        A vendor failure is raised as the classified ``ProviderError``; cancellation (or an interpreter
+        exit) says nothing about the vendor and only gives the permit back.
+        """
         gate = _gate.enter(_Admission(self, model, ticket[1] if ticket is not None else None))
         try:
-            response = await self._inner.complete(request)
+            yield
         except Exception as exc:
             error = as_provider_error(exc, self._inner, model)
             self._settle(ticket, error)
             raise error
         except BaseException as exc:
-            # Cancellation (or an interpreter exit): says nothing about the vendor; the permit goes back.
             self._settle(ticket, exc)
             raise
         finally:
             _gate.leave(gate)
+
+    # -- the port ---------------------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        model = model_of(self._inner, request)
+        ticket = self._admit(model)
+        with self._admitted(ticket, model):
+            response = await self._inner.complete(request)
         self._settle(ticket, None)
         return response
 
@@ -243,18 +252,8 @@ class CircuitBreakerProvider(ProviderDecorator):
         ticket = self._admit(model)
         # The gate covers opening the stream only (all a retry below may repeat), and is left before the
         # yield: the consumer's block runs in the same context and must not inherit it.
-        gate = _gate.enter(_Admission(self, model, ticket[1] if ticket is not None else None))
-        try:
+        with self._admitted(ticket, model):
             opened = await open_stream(lambda: stream_of(self._inner, request), provider=self.name, model=model)
-        except Exception as exc:
-            error = as_provider_error(exc, self._inner, model)
-            self._settle(ticket, error)
-            raise error
-        except BaseException as exc:
-            self._settle(ticket, exc)
-            raise
-        finally:
-            _gate.leave(gate)
         if not self.count_mid_stream:
             # The vendor answered; what happens after the first event is not counted.
             self._settle(ticket, None)
@@ -267,12 +266,9 @@ class CircuitBreakerProvider(ProviderDecorator):
                 finally:
                     await events.aclose()
         except BaseException as exc:
-            if inner_failures:
-                self._settle(ticket, inner_failures[0])
-            elif isinstance(exc, ProviderError):  # e.g. an inner timeout, raised as its stream closed
-                self._settle(ticket, exc)
-            else:  # the consumer's own error or a cancellation: nothing about the vendor
-                self._settle(ticket, exc)
+            # The inner stream's own failure if it had one; else what ended the block (an inner timeout
+            # raised as the stream closed, the consumer's error, a cancellation): _settle classifies it.
+            self._settle(ticket, inner_failures[0] if inner_failures else exc)
             raise
         self._settle(ticket, None)
 
