@@ -1,12 +1,11 @@
 """agentactors: LLM agents as actors on anyio.
 
 The public API is re-exported here; everything else lives in private or
-submodule namespaces.  See DESIGN.md for the contract these names keep.
+submodule namespaces.  See docs/architecture.md for the contract these names keep.
 """
 
 from __future__ import annotations
 
-from .actors.loop import LoopController
 from .actors.provider import Complete, ProviderActor, Stream
 from .actors.runtime import Actor, ActorRef, Runtime, RuntimeStats
 from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor
@@ -30,6 +29,7 @@ from .errors import (
     register_secret,
 )
 from .events import Event, EventSink, FanOut, InMemoryRecorder, JsonlRecorder, Recorder, emit
+from .loop.controller import LoopController
 from .messages import (
     LLMRequest,
     LLMResponse,

@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         anyio.run(scripted_exchange)
         return 0
     if args.command == "demo":
-        from .demo import run_demo
+        from ._demo.main import run_demo
 
         return run_demo(args)
     if args.command == "fakevendor":

@@ -1,6 +1,6 @@
 """The ``Agent`` façade: an immutable configuration that runs the tool loop in a runtime.
 
-``await agent.run(prompt)`` starts a :class:`~agentactors.actors.loop.LoopController`
+``await agent.run(prompt)`` starts a :class:`~agentactors.loop.controller.LoopController`
 in the current :class:`~agentactors.actors.runtime.Runtime` (or a private one when
 none is running), reusing the agent's provider and tool actors there: agents given
 the same provider object in one runtime share one ProviderActor.  A run asks
@@ -32,14 +32,14 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .actors.loop import LoopConfig, LoopController
 from .actors.mailbox import in_context
-from .actors.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .actors.provider import ProviderActor
-from .actors.result import RunResult
 from .actors.runtime import ActorRef, Runtime
 from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor, ToolPolicy
 from .events import Event, EventSink, FanOut, Recorder, current_sink, use_sink
+from .loop.controller import LoopConfig, LoopController
+from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
+from .loop.result import RunResult
 from .messages import Message, ToolCall, ToolChoice
 from .tools.registry import Tool, tool
 from .tools.results import ToolResult, ToolStatus
@@ -168,7 +168,7 @@ class _Bound:
 
 @attrs.frozen(slots=True, eq=False, repr=False)
 class Agent:
-    """An immutable agent configuration.  See DESIGN.md for every parameter.
+    """An immutable agent configuration.  See docs/architecture.md for every parameter.
 
     :param provider: an :class:`~agentactors.providers.base.LLMProvider` (agents given the
         same provider object share one ProviderActor in a runtime) or an

@@ -521,7 +521,7 @@ def classify_http_error(
 ) -> ProviderError:
     """Turn an HTTP failure into a :class:`ProviderError`.
 
-    Precedence (``specs/resilience.md`` §1): the vendor's ``x-should-retry``
+    Precedence (``docs/resilience.md`` §1): the vendor's ``x-should-retry``
     header (``true`` → transient and retryable, ``false`` → not retryable, kind
     kept); the vendor's error code in the body (a 429 ``insufficient_quota`` is
     an account error); the status (unlisted 5xx transient, unlisted 4xx request).

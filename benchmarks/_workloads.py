@@ -449,7 +449,7 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
 
 
 def w6_chain(*, smoke: bool) -> dict[str, Any]:
-    from agentactors.demo import run_fleet_sync
+    from agentactors._demo.main import run_fleet_sync
 
     runs = 60 if smoke else 500
     report = run_fleet_sync(agents=runs, fault_rate=0.3, seed=11, outage=True, progress=False)

@@ -15,8 +15,7 @@ import pytest
 import trio.testing
 
 from agentactors.testing import VirtualTimeLoop
-
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+from tests.support.paths import CORPUS
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,5 +34,5 @@ def anyio_backend(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():
-        pytest.fail(f"the vendor corpus is missing at {CORPUS} (expected ../shared/corpus beside the checkout)")
+        pytest.fail(f"the vendor corpus is missing at {CORPUS}")
     return CORPUS

@@ -182,7 +182,7 @@ class ActorRef:
         if code == _STOPPED_CODE or not await self._wait_for_room(message):
             self._rt._dead_letter(self, message)
 
-    # The timeout parameter is part of the public contract (DESIGN.md), hence the noqa.
+    # The timeout parameter is part of the public contract (docs/architecture.md), hence the noqa.
     async def ask(self, message: Any, timeout: float | None = None) -> Any:  # noqa: ASYNC109
         """Send ``message`` and return the handler's return value.
 

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from ..agent import Agent, AsCompleted, Prompt
-    from .result import RunResult
+    from ..loop.result import RunResult
 
 __all__ = ["Actor", "ActorRef", "FailurePolicy", "Runtime", "RuntimeStats"]
 

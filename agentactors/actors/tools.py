@@ -3,7 +3,7 @@
 The loop asks it with :class:`ExecuteTools`; the answer is a tuple of
 :class:`~agentactors.tools.results.ToolResult`, one per call, in the order the
 model made them, whatever order they finished in.  Every outcome is a status
-(``specs/loop.md``): nothing a tool does — raising, hanging, returning too much —
+(``docs/loop.md``): nothing a tool does — raising, hanging, returning too much —
 becomes an exception in the loop.  Only cancellation propagates: a cancelled
 run's turn is discarded, so there is nothing to answer with.
 

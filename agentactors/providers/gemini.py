@@ -1,6 +1,6 @@
 """The Gemini ``generateContent`` wire: a pure codec (:class:`GeminiWire`) and :class:`GeminiProvider`.
 
-Mapping of the internal (OpenAI-chat shaped) conversation, per ``specs/wire.md``:
+Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
 
 * system messages → ``systemInstruction.parts[].text``; user → role ``user``;
   assistant → role ``model`` with a ``text`` part and one ``functionCall`` part per

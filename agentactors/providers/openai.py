@@ -2,7 +2,7 @@
 
 :class:`OpenAIWire` is the pure codec (no I/O); :class:`OpenAIProvider` is the
 thin httpx adapter around it (:class:`~agentactors.providers.http.HTTPProvider`).
-The stream decoder lives in :mod:`.openai_stream`.
+The stream decoder lives in :mod:`._openai_stream`.
 
 Compatible servers (Groq, OpenRouter, vLLM, llama.cpp, NIM, Gemini's compat
 endpoint) speak the same wire with additions this codec understands:
@@ -40,7 +40,7 @@ from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, T
 from .http import HTTPProvider
 
 if TYPE_CHECKING:
-    from .openai_stream import OpenAIStreamDecoder
+    from ._openai_stream import OpenAIStreamDecoder
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
@@ -351,7 +351,7 @@ class OpenAIWire:
         return tuple(calls)
 
     def stream_decoder(self, *, request: LLMRequest | None, model: str, provider: str) -> OpenAIStreamDecoder:
-        from .openai_stream import OpenAIStreamDecoder  # it builds on this module's helpers
+        from ._openai_stream import OpenAIStreamDecoder  # it builds on this module's helpers
 
         return OpenAIStreamDecoder(request=request, model=model, provider=provider)
 

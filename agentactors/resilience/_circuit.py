@@ -52,7 +52,7 @@ def _at_least_one(_: object, attribute: attrs.Attribute[int], value: int) -> Non
 
 @attrs.frozen(slots=True)
 class BreakerPolicy:
-    """The numbers of a breaker (``specs/resilience.md`` §4); defaults as documented there."""
+    """The numbers of a breaker (``docs/resilience.md`` §4); defaults as documented there."""
 
     window: float = attrs.field(default=60.0, validator=_positive)
     min_calls: int = attrs.field(default=10, validator=_at_least_one)

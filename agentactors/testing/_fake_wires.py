@@ -1,6 +1,6 @@
 """Server-side encoding of the three vendor wires: JSON bodies, SSE events and error bodies.
 
-Written from the vendors' documented and recorded shapes (``../shared/corpus``),
+Written from the vendors' documented and recorded shapes (``tests/corpus`` in the repository),
 independently of the client codecs in :mod:`agentactors.providers` — sharing
 code with them would let a codec bug pass its own integration tests.
 """

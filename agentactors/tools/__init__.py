@@ -1,6 +1,6 @@
 """Tools: ``@tool`` with schemas from type hints, argument validation, and one status for every outcome.
 
-See ``specs/loop.md`` ("Tools", "Tool results").  The executor that runs them is
+See ``docs/loop.md`` ("Tools", "Tool results").  The executor that runs them is
 :class:`agentactors.actors.tools.ToolExecutorActor`.
 """
 

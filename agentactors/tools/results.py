@@ -1,7 +1,7 @@
 """What a tool call comes back as: one status for every outcome, and the texts the model reads.
 
 Every call the model makes gets exactly one :class:`ToolResult`; its
-:class:`ToolStatus` says what happened (``specs/loop.md``, "Tool results").  The
+:class:`ToolStatus` says what happened (``docs/loop.md``, "Tool results").  The
 model-facing texts live here, in one place, so the loop, the executor and the
 tests agree on them word for word:
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from providers_kit import MODELS, TIME, WEATHER, WIRES, ask, collect, provider
 
 from agentactors.messages import (
     LLMRequest,
@@ -19,6 +18,7 @@ from agentactors.messages import (
     ToolChoice,
 )
 from agentactors.testing.fakevendor import FakeReply, FakeToolCall, FakeVendor
+from tests.support.providers import MODELS, TIME, WEATHER, WIRES, ask, collect, provider
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("wire", WIRES)]
 

@@ -8,7 +8,6 @@ import logging
 
 import anyio
 import pytest
-from providers_kit import CANARY, WIRES, ask, collect, provider
 
 from agentactors.errors import (
     ErrorKind,
@@ -19,6 +18,7 @@ from agentactors.errors import (
 )
 from agentactors.messages import TextDelta
 from agentactors.testing.fakevendor import FakeError, FakeMalformed, FakeReply, FakeVendor
+from tests.support.providers import CANARY, WIRES, ask, collect, provider
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("wire", WIRES)]
 

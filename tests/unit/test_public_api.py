@@ -1,4 +1,4 @@
-"""The names and signatures DESIGN.md promises are importable from ``agentactors``.
+"""The names and signatures docs/architecture.md promises are importable from ``agentactors``.
 
 Users and acceptance checks rely on these exact names; this test fails when one is
 renamed or reshaped without a deprecation path.

@@ -11,9 +11,9 @@ import threading
 
 import httpx
 import pytest
-from fakevendor_kit import auth_headers, url
 
 from agentactors.testing.fakevendor import serve
+from tests.support.fakevendor import auth_headers, url
 
 
 def test_serve_prints_the_base_url_then_serves_until_stopped() -> None:

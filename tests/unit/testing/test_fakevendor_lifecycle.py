@@ -8,9 +8,9 @@ import time
 import anyio
 import httpx
 import pytest
-from fakevendor_kit import auth_headers, post, url
 
 from agentactors.testing.fakevendor import FakeReply, FakeVendor
+from tests.support.fakevendor import auth_headers, post, url
 
 pytestmark = pytest.mark.anyio
 

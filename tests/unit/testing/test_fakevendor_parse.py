@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from agentactors.testing._fake_parse import parse_request, route
+from tests.support.paths import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
 _WIRE = {"openai": "openai", "groq": "openai", "openrouter": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 
 

@@ -9,7 +9,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from fakevendor_kit import CANARY, WIRES, auth_headers, body, post, time_tool, url, weather_tool
 
 from agentactors.testing._fake_default import example_arguments, example_value
 from agentactors.testing.fakevendor import (
@@ -21,6 +20,7 @@ from agentactors.testing.fakevendor import (
     FaultPlan,
     RecordedRequest,
 )
+from tests.support.fakevendor import CANARY, WIRES, auth_headers, body, post, time_tool, url, weather_tool
 
 pytestmark = pytest.mark.anyio
 

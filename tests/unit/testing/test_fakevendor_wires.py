@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fakevendor_kit import WIRES, auth_headers, body, post, sse, url, weather_tool
 
 from agentactors.errors import ErrorKind, classify_error_body, classify_http_error
 from agentactors.testing.fakevendor import FakeError, FakeMalformed, FakeReply, FakeToolCall, FakeVendor
+from tests.support.fakevendor import WIRES, auth_headers, body, post, sse, url, weather_tool
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,270 @@
+"""The demo's provider chain: three vendors on three wires, each behind breaker, retry and timeout.
+
+``build_chain`` makes the recommended stack, as is, over the fake vendor's three
+wires or the real vendors whose keys are in the environment; every request it
+sends is stamped with the client's send time and its run (see
+:data:`SENT_AT_HEADER`), so the report can check that none reached a member
+while its breaker was open.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+
+import anyio
+import attrs
+import httpx
+
+from ..errors import ErrorKind, ProviderError
+from ..events import current_run_id
+from ..messages import LLMRequest, LLMResponse
+from ..providers.anthropic import AnthropicProvider
+from ..providers.base import LLMProvider, StreamContext
+from ..providers.gemini import GeminiProvider
+from ..providers.openai import OpenAIProvider
+from ..resilience import CircuitBreakerProvider, with_circuit_breaker, with_fallback, with_retry, with_timeout
+from ..resilience._base import ProviderDecorator
+
+__all__ = [
+    "RUN_HEADER",
+    "SENT_AT_HEADER",
+    "DemoSettings",
+    "Member",
+    "Stamper",
+    "VendorSpec",
+    "build_chain",
+    "live_members",
+    "offline_members",
+    "request_bound",
+    "wire_of_path",
+]
+
+SENT_AT_HEADER = "x-demo-sent-at"
+RUN_HEADER = "x-demo-run"
+
+
+
+@attrs.frozen(slots=True)
+class DemoSettings:
+    """The fleet's parameters: the chain's (short, so one run shows a whole breaker cycle), the vendor's, the outage's.
+
+    The outage opens once ``outage_after`` of the expected model calls (about
+    three a task) were answered and lasts ``outage_duration`` seconds;
+    ``vendor_latency`` is the fake vendor's time to answer; every
+    ``stream_every``-th run streams (``0``: none).
+    """
+
+    attempt_timeout: float = 5.0
+    first_event_timeout: float = 3.0
+    idle_timeout: float = 3.0
+    max_attempts: int = 3
+    base_delay: float = 0.05
+    max_delay: float = 0.4
+    max_retry_after: float = 2.0
+    window: float = 10.0
+    min_calls: int = 20
+    failure_rate: float = 0.5
+    consecutive_failures: int = 5
+    open_duration: float = 0.5
+    max_open_duration: float = 2.0
+    max_half_open_wait: float = 2.0
+    max_concurrency: int = 16
+    max_steps: int = 6
+    outage_after: float = 0.15
+    outage_duration: float = 2.5
+    # The first fallback goes down too, briefly, at the start of the primary's outage, so the
+    # third member (the Gemini wire) is seen serving.
+    secondary_outage_duration: float = 0.6
+    vendor_latency: float = 0.02
+    stream_every: int = 2
+
+    @classmethod
+    def for_live(cls) -> DemoSettings:
+        """Real models take seconds to answer: the same chain with timeouts that suit them."""
+        return cls(attempt_timeout=90.0, first_event_timeout=45.0, idle_timeout=45.0, max_retry_after=20.0)
+
+
+@attrs.frozen(slots=True)
+class VendorSpec:
+    """One member of the chain before it is built: wire, model, where and with which key."""
+
+    wire: str  # openai | anthropic | gemini
+    model: str
+    base_url: str
+    api_key: str = attrs.field(repr=False)
+
+
+@attrs.frozen(slots=True)
+class Member:
+    """A built member: its breaker (to read its state and key) and the decorated provider."""
+
+    wire: str
+    model: str
+    breaker: CircuitBreakerProvider
+
+
+def offline_members(base_url: str, api_key: str) -> list[VendorSpec]:
+    """The three FakeVendor wires: an OpenAI-wire primary, Anthropic- and Gemini-wire fallbacks."""
+    return [
+        VendorSpec("openai", "gpt-4o-mini", base_url + "/v1", api_key),
+        VendorSpec("anthropic", "claude-3-5-haiku-latest", base_url, api_key),
+        VendorSpec("gemini", "gemini-2.0-flash", base_url, api_key),
+    ]
+
+
+_LIVE: tuple[tuple[str, tuple[str, ...], str, str, str], ...] = (
+    # wire, key variables, base-url variable, default base url, default model
+    ("openai", ("OPENAI_API_KEY",), "OPENAI_BASE_URL", "https://api.openai.com/v1", "gpt-4o-mini"),
+    ("anthropic", ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "claude-3-5-haiku-latest"),
+    ("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL", "https://generativelanguage.googleapis.com",
+     "gemini-2.0-flash"),
+)
+
+
+def live_members(environ: os._Environ[str] | dict[str, str] | None = None) -> list[VendorSpec]:
+    """The vendors whose API key is in the environment, in chain order (OpenAI, Anthropic, Gemini).
+
+    Models can be overridden with ``AGENTACTORS_DEMO_<WIRE>_MODEL`` and endpoints with the
+    usual ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` / ``GEMINI_BASE_URL``.
+    """
+    env = os.environ if environ is None else environ
+    found = []
+    for wire, key_vars, url_var, url, model in _LIVE:
+        key = next((env[v] for v in key_vars if env.get(v)), None)
+        if key:
+            found.append(VendorSpec(
+                wire,
+                env.get(f"AGENTACTORS_DEMO_{wire.upper()}_MODEL") or model,
+                env.get(url_var) or url,
+                key,
+            ))
+    return found
+
+
+def request_bound(agents: int, members: int, settings: DemoSettings, *, reruns: bool = True) -> int:
+    """The most HTTP requests a fleet can send: every step of every run trying every member to exhaustion."""
+    per_run = settings.max_steps * members * settings.max_attempts
+    return agents * per_run * (2 if reruns else 1)
+
+
+# --- client-side fault injection for --live (a real vendor cannot be told to fail) ---------------
+
+
+class _InjectFaults(ProviderDecorator):
+    """Fails a share of calls *before sending them*, as a 503 would: for ``--live --fault-rate R``."""
+
+    def __init__(self, inner: LLMProvider, rate: float, seed: int) -> None:
+        super().__init__(inner)
+        self._rate = rate
+        self._rng = random.Random(f"live-faults-{seed}")
+
+    def _maybe_fail(self, request: LLMRequest) -> None:
+        if self._rng.random() < self._rate:
+            raise ProviderError(
+                "injected by the demo (no request was sent)",
+                provider=self.name,
+                model=request.model or self.default_model,
+                kind=ErrorKind.transient,
+                status=503,
+            )
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self._maybe_fail(request)
+        return await self.inner.complete(request)
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        self._maybe_fail(request)
+        return self.inner.stream(request)
+
+
+# --- building the chain --------------------------------------------------------------------------
+
+
+def wire_of_path(path: str) -> str:
+    """Which wire a request path belongs to (``unknown`` for anything else)."""
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/v1/messages"):
+        return "anthropic"
+    if "/v1beta/models/" in path:
+        return "gemini"
+    return "unknown"
+
+
+class Stamper:
+    """The HTTP client's request hook: stamps each request (see :data:`SENT_AT_HEADER`) and logs it.
+
+    ``sent`` is the client's own log, ``(wire, sent_at, run_id)`` per request:
+    the only record there is when the demo talks to real vendors.
+    """
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, float, str | None]] = []
+
+    async def __call__(self, request: httpx.Request) -> None:
+        now = anyio.current_time()
+        run_id = current_run_id()
+        request.headers[SENT_AT_HEADER] = repr(now)
+        if run_id is not None:
+            request.headers[RUN_HEADER] = run_id
+        self.sent.append((wire_of_path(request.url.path), now, run_id))
+
+
+def _provider(spec: VendorSpec, client: httpx.AsyncClient) -> LLMProvider:
+    if spec.wire == "openai":
+        # FakeVendor declares forced tool choice like OpenAI does; say so for a compatible server.
+        return OpenAIProvider(spec.model, api_key=spec.api_key, base_url=spec.base_url, http_client=client,
+                              carries_forced_tool_choice=True)
+    if spec.wire == "anthropic":
+        return AnthropicProvider(spec.model, api_key=spec.api_key, base_url=spec.base_url, http_client=client)
+    return GeminiProvider(spec.model, api_key=spec.api_key, base_url=spec.base_url, http_client=client)
+
+
+def build_chain(
+    specs: Sequence[VendorSpec],
+    client: httpx.AsyncClient,
+    settings: DemoSettings,
+    *,
+    client_faults: float = 0.0,
+    seed: int = 0,
+) -> tuple[LLMProvider, list[Member]]:
+    """``with_fallback(with_circuit_breaker(with_retry(with_timeout(p))), ...)`` over ``specs``, in order.
+
+    The plain recommended stack: a member's retry sends no further attempt once
+    that member's breaker has opened (the breaker's permit travels with the call
+    it admitted), so the demo needs nothing of its own to keep its promise.
+    """
+    members: list[Member] = []
+    decorated: list[LLMProvider] = []
+    for n, spec in enumerate(specs):
+        base: LLMProvider = _provider(spec, client)
+        if client_faults > 0 and n == 0:
+            base = _InjectFaults(base, client_faults, seed)
+        inner: LLMProvider = with_timeout(
+            base,
+            attempt=settings.attempt_timeout,
+            first_event=settings.first_event_timeout,
+            idle=settings.idle_timeout,
+        )
+        retried = with_retry(
+            inner,
+            max_attempts=settings.max_attempts,
+            base_delay=settings.base_delay,
+            max_delay=settings.max_delay,
+            max_retry_after=settings.max_retry_after,
+        )
+        breaker = with_circuit_breaker(
+            retried,
+            window=settings.window,
+            min_calls=settings.min_calls,
+            failure_rate=settings.failure_rate,
+            consecutive_failures=settings.consecutive_failures,
+            open_duration=settings.open_duration,
+            max_open_duration=settings.max_open_duration,
+            max_half_open_wait=settings.max_half_open_wait,
+        )
+        members.append(Member(spec.wire, spec.model, breaker))
+        decorated.append(breaker)
+    return with_fallback(*decorated), members

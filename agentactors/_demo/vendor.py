@@ -1,0 +1,233 @@
+"""The demo's FakeVendor, served from a child process.
+
+The fake vendor is a real HTTP server; run in the demo's own process it would
+share the interpreter lock with the thousand agents it serves, and on a
+two-core machine each would wait for the other at every socket call.  In a
+child process it gets a core of its own, which is also where a real vendor
+sits: on the other side of a socket.
+
+The child (``python -m agentactors._demo.vendor``) runs
+:class:`~agentactors.testing.fakevendor.FakeVendor` with the demo's fake model
+(:func:`agentactors._demo.tasks.fake_model`) and fault plan, and takes one JSON
+command per line on stdin — open an outage window, hand over the request log,
+stop — answering on stdout.  A plain subprocess rather than ``multiprocessing``:
+spawning would re-import the caller's ``__main__``, which a script without an
+``if __name__ == "__main__"`` guard does not survive.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import anyio.to_thread
+import attrs
+
+__all__ = ["LoggedRequest", "VendorProcess"]
+
+_START_TIMEOUT = 60.0
+_STOP_TIMEOUT = 10.0
+#: The request headers the log keeps (the demo's own stamps; never a credential).
+KEPT_HEADERS = ("x-demo-sent-at", "x-demo-run")
+
+
+@attrs.frozen(slots=True)
+class LoggedRequest:
+    """One request the fake vendor received, as its log reports it (no body, no credentials)."""
+
+    index: int
+    wire: str
+    path: str
+    model: str | None
+    stream: bool
+    status: int | None
+    outcome: str
+    fault: str | None
+    disconnected: bool
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+def _logged(r: Any) -> dict[str, Any]:
+    return {
+        "index": r.index, "wire": r.wire, "path": r.path, "model": r.model, "stream": r.stream,
+        "status": r.status, "outcome": r.outcome, "fault": r.fault, "disconnected": r.disconnected,
+        "headers": {k: r.headers[k] for k in KEPT_HEADERS if k in r.headers},
+    }
+
+
+def _child(config: Mapping[str, Any]) -> int:
+    """The child's main: serve until told to stop or until stdin closes (the parent went away)."""
+    from ..testing._fake_script import FaultPlan
+    from ..testing.fakevendor import FakeVendor
+    from .tasks import fake_model
+
+    logging.basicConfig(level=logging.ERROR)
+    plan = config.get("faults")
+    faults = FaultPlan(**plan) if plan else None
+    vendor = FakeVendor(
+        latency=float(config["latency"]), faults=faults, record_bodies=False, expected_api_key=config["api_key"]
+    )
+    out = sys.stdout
+    vendor.start()
+    try:
+        vendor.on(fake_model)
+        out.write(json.dumps({"ready": vendor.base_url}) + "\n")
+        out.flush()
+        for line in sys.stdin:
+            command = json.loads(line)
+            if command["do"] == "outage":
+                vendor.outage(wire=command["wire"], duration=float(command["duration"]))
+            elif command["do"] == "log":
+                deadline = time.monotonic() + float(command["settle_within"])
+                # An answer the client gave up on is recorded as disconnected a moment later.
+                while any(r.outcome == "pending" for r in vendor.requests) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                out.write(json.dumps({"requests": [_logged(r) for r in vendor.requests], "stats": vendor.stats})
+                          + "\n")
+                out.flush()
+            elif command["do"] == "stop":
+                break
+    finally:
+        vendor.stop()
+    return 0
+
+
+class VendorProcess:
+    """A FakeVendor in a child process (see the module docstring).
+
+    ``async with VendorProcess(faults=..., latency=..., api_key=...) as vendor``
+    starts it (``vendor.base_url``); :meth:`outage` opens an outage window
+    without waiting for the child; :meth:`log` fetches the recorded requests and
+    the stats; leaving the block stops the child (terminating it if it does not
+    stop in time).  ``faults`` is a :class:`~agentactors.testing._fake_script.FaultPlan`
+    or ``None``; the API key is handed to the child on its stdin, never on its command line.
+
+    Errors: a child that fails to start raises ``RuntimeError`` with the end of
+    its stderr.  Starting and stopping block a worker thread, never the event
+    loop, and are shielded from cancellation so that no child is left behind.
+    """
+
+    def __init__(self, *, faults: Any, latency: float, api_key: str) -> None:
+        plan = None
+        if faults is not None:
+            plan = {
+                "rate": faults.rate, "seed": faults.seed, "weights": {k.value: v for k, v in faults.weights.items()},
+                "retry_after": faults.retry_after, "hang": faults.hang, "cut_after": faults.cut_after,
+                "wires": sorted(faults.wires) if faults.wires is not None else None,
+                "models": sorted(faults.models) if faults.models is not None else None,
+            }
+        self._config = {"faults": plan, "latency": latency, "api_key": api_key}
+        self._process: subprocess.Popen[str] | None = None
+        self._stderr: IO[str] | None = None
+        self._lock = threading.Lock()
+        self.base_url = ""
+
+    def _start(self) -> None:
+        # Kept open for the child's lifetime (closed by _stop) so that a failure can quote it.
+        stderr = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        # The child imports this very package, wherever the parent found it.
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agentactors._demo.vendor"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8", env=env,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        self._process, self._stderr = process, stderr
+        process.stdin.write(json.dumps(self._config) + "\n")
+        process.stdin.flush()
+        ready: list[str] = []
+        reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(_START_TIMEOUT)
+        line = ready[0] if ready else ""
+        if not line:
+            self._stop()
+            raise RuntimeError(f"the fake vendor process did not start: {self._stderr_tail()}")
+        self.base_url = str(json.loads(line)["ready"])
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return "(no stderr)"
+        self._stderr.seek(0)
+        return self._stderr.read()[-2000:] or "(empty stderr)"
+
+    def _send(self, command: Mapping[str, Any]) -> None:
+        process = self._process
+        if process is None or process.stdin is None:
+            raise RuntimeError("the fake vendor process is not running")
+        with self._lock:
+            process.stdin.write(json.dumps(command) + "\n")
+            process.stdin.flush()
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                if process.stdin is not None:
+                    process.stdin.write(json.dumps({"do": "stop"}) + "\n")
+                    process.stdin.close()
+            except (OSError, ValueError):
+                pass  # it is gone already
+            try:
+                process.wait(_STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                process.wait(_STOP_TIMEOUT)
+            if process.stdout is not None:
+                process.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    async def __aenter__(self) -> VendorProcess:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._start)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._stop)
+
+    def outage(self, *, wire: str, duration: float) -> None:
+        """Fail every request to ``wire`` for ``duration`` seconds from now.  A pipe write; no waiting."""
+        self._send({"do": "outage", "wire": wire, "duration": duration})
+
+    def _log(self, settle_within: float) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
+        process = self._process
+        if process is None or process.stdout is None:
+            raise RuntimeError("the fake vendor process is not running")
+        self._send({"do": "log", "settle_within": settle_within})
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the fake vendor process ended: {self._stderr_tail()}")
+        reply = json.loads(line)
+        return tuple(LoggedRequest(**r) for r in reply["requests"]), dict(reply["stats"])
+
+    async def log(self, *, settle_within: float = 3.0) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
+        """``(requests, stats)``: every request the vendor recorded, oldest first, and its counters.
+
+        Waits up to ``settle_within`` seconds for answers still in progress to settle.
+        """
+        return await anyio.to_thread.run_sync(self._log, settle_within)
+
+
+def main() -> int:
+    """Entry of the child process: the first stdin line is its configuration."""
+    config = json.loads(sys.stdin.readline())
+    return _child(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

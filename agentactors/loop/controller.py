@@ -1,0 +1,538 @@
+"""``LoopController``: one run of the tool loop (``docs/loop.md``).
+
+One run = generate → execute the tool calls → feed the results back → repeat,
+until the model answers without tool calls, bounded by ``max_steps``.  The
+controller asks a :class:`~agentactors.actors.provider.ProviderActor`
+(``Complete`` / ``Stream``) and a
+:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) — or,
+for the agent's own executor, calls its ``execute`` in the run's task (see
+:class:`~agentactors.agent.Agent`) — and returns a
+:class:`~agentactors.loop.result.RunResult`.
+
+What ends a run:
+
+* an answer: a step with no tool calls whose text is not think-only;
+* ``max_empty_steps`` think-only steps in a row (``bounded=True``);
+* ``max_steps`` steps (``bounded=True``; the content is the last substantive answer);
+* a tool status routed to ``"end_turn"`` by ``on_tool_status``;
+* the provider stack giving up (``generation_failed=True`` when nothing useful
+  was produced; the error is attached, the content never holds a vendor's error body).
+
+Errors and cancellation: a status routed to ``"raise"`` raises
+:class:`~agentactors.errors.ToolStatusError`.  Cancellation (an enclosing
+scope, or the run's own handle) propagates as anyio's cancellation exception
+through every await — the provider request and the running tools are
+cancelled with it — and the controller keeps nothing of the cancelled turn:
+its conversation is a private list the caller never sees unless the run ends.
+
+Events (only built when a recorder listens): ``run.started``, ``step.started``,
+``llm.request`` (the full :class:`~agentactors.messages.LLMRequest`),
+``llm.text_delta``, ``llm.response``, ``step.finished``, ``run.finished``; the
+tool executor adds ``tools.*`` and the provider stack its own, all carrying
+this run's id because the run's sink is the current one while it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal, Protocol, cast
+
+import anyio
+import attrs
+
+from ..actors.provider import Complete, Stream
+from ..actors.tools import ExecuteTools, ExecutionContext, ToolPolicy
+from ..errors import ProviderError, ToolStatusError, classify_exception
+from ..events import EventSink
+from ..messages import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    ReasoningDelta,
+    StreamEnd,
+    TextDelta,
+    ToolCall,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
+from ..tools.results import ToolResult, ToolStatus
+from .context_budget import fit_to_budget
+from .json_transport import StreamFilter, contract_text, parse_reply, to_wire_messages
+from .nudges import FOLLOWUPS_TOOL, Nudges, NudgeSession, StepView, append_note
+from .result import RunResult
+from .thinking import ThinkFilter, answer_of, strip_think
+
+__all__ = ["LoopConfig", "LoopController", "StatusRoute"]
+
+log = logging.getLogger("agentactors.loop")
+
+StatusRoute = Literal["continue", "end_turn", "raise"]
+_ROUTES = frozenset(("continue", "end_turn", "raise"))
+_NO_USAGE = Usage()
+
+
+class _Asks(Protocol):
+    """What the controller needs of an actor reference."""
+
+    async def ask(self, message: Any) -> Any: ...
+
+
+class _Executes(Protocol):
+    """A tool executor called in the controller's own task (``ToolExecutorActor.execute``'s signature)."""
+
+    async def execute(self, calls: Sequence[ToolCall], context: ExecutionContext) -> tuple[ToolResult, ...]: ...
+
+
+def _routes(value: Mapping[Any, str] | None) -> Mapping[ToolStatus, StatusRoute]:
+    if not value:
+        return {}
+    out: dict[ToolStatus, StatusRoute] = {}
+    for status, route in value.items():
+        if route not in _ROUTES:
+            raise ValueError(f"on_tool_status routes to 'continue', 'end_turn' or 'raise', not {route!r}")
+        if route != "continue":
+            out[ToolStatus(status)] = route  # type: ignore[assignment]
+    return out
+
+
+@attrs.frozen(slots=True)
+class LoopConfig:
+    """Everything a run takes from its agent; built once per agent, shared by all of its runs.
+
+    ``tool_specs`` are the specs offered to the model (built-ins included);
+    ``read_only`` names the tools marked ``read_only`` (for the batching nudge).
+    """
+
+    tool_specs: tuple[ToolSpec, ...] = ()
+    system: str | None = None
+    model: str | None = None
+    tool_choice: ToolChoice = attrs.field(factory=ToolChoice.auto)
+    max_steps: int = 8
+    max_empty_steps: int = 2
+    max_tool_result_chars: int | None = None
+    context_budget_chars: int | None = None
+    on_tool_status: Mapping[ToolStatus, StatusRoute] = attrs.field(factory=dict, converter=_routes)
+    tool_policy: ToolPolicy | None = None
+    nudges: Nudges | None = None
+    followups: bool = False
+    read_only: frozenset[str] = frozenset()
+    agent_name: str | None = None
+    # (native, tool choice) -> a validated request whose messages every step replaces (see _request_like).
+    _skeletons: dict[tuple[bool, ToolChoice], LLMRequest] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
+
+    def skeleton(self, native: bool, choice: ToolChoice) -> LLMRequest:
+        """The request every step of a run sends but for its messages (built and validated once)."""
+        key = (native, choice)
+        skeleton = self._skeletons.get(key)
+        if skeleton is None:
+            skeleton = self._skeletons[key] = LLMRequest(
+                (Message.user(""),),
+                model=self.model,
+                tools=self.tool_specs if native else (),
+                tool_choice=choice,
+            )
+        return skeleton
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, not {self.max_steps}")
+        if self.max_empty_steps < 1:
+            raise ValueError(f"max_empty_steps must be at least 1, not {self.max_empty_steps}")
+        if self.context_budget_chars is not None and self.context_budget_chars < 1:
+            raise ValueError(f"context_budget_chars must be positive, not {self.context_budget_chars}")
+
+
+class LoopController:
+    """Drives one run; create one per run (it holds that run's state).
+
+    :param config: the agent's :class:`LoopConfig`.
+    :param provider: a reference to the ProviderActor (``ask(Complete(...))`` / ``ask(Stream(...))``).
+    :param tools: a reference to the ToolExecutorActor (asked ``ExecuteTools``), an executor whose
+        ``execute(calls, context)`` is awaited in the run's task (the agent's own executor), or
+        ``None`` when the agent has no tools.
+    :param native: the provider carries tools natively; ``False`` selects the JSON-fallback transport.
+    :param sink: this run's event sink, or ``None`` when nobody listens.
+    :param run_id: the run's id (also the sink's).
+    :param deps: handed to tools through their ``ToolContext``; never recorded.
+    :param on_text: called with each piece of answer text as it streams (selects the stream path).
+    :param stream: use the provider's stream path even without ``on_text`` (for ``agent.stream``).
+    """
+
+    __slots__ = (
+        "_config",
+        "_deps",
+        "_local",
+        "_native",
+        "_on_text",
+        "_provider",
+        "_sink",
+        "_stream",
+        "_tools",
+        "followups",
+        "run_id",
+        "served_by",
+        "steps",
+        "tool_calls",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        config: LoopConfig,
+        provider: _Asks,
+        tools: _Asks | _Executes | None,
+        *,
+        native: bool = True,
+        sink: EventSink | None = None,
+        run_id: str | None = None,
+        deps: Any = None,
+        on_text: Callable[[str], None] | None = None,
+        stream: bool = False,
+    ) -> None:
+        self._config = config
+        self._provider = provider
+        self._tools = tools
+        # The agent's own executor is called in this task; any other is an actor reference, asked.
+        # (The executor itself is kept, not its bound method: one object less per run in flight.)
+        self._local: _Executes | None = cast(_Executes, tools) if hasattr(tools, "execute") else None
+        self._native = native
+        self._sink = sink if sink else None
+        self._deps = deps
+        self._on_text = on_text
+        self._stream = stream or on_text is not None
+        self.run_id = run_id
+        self.steps = 0
+        self.usage = _NO_USAGE
+        self.tool_calls: list[ToolCall] = []
+        self.followups: tuple[str, ...] = ()
+        self.served_by: str | None = None
+
+    # -- the run --------------------------------------------------------------------------------
+
+    def run(self, messages: Sequence[Message]) -> Coroutine[Any, Any, RunResult]:
+        """Run the loop on ``messages`` (the input conversation) to a :class:`RunResult` (await it).
+
+        :raises ToolStatusError: a tool status routed to ``"raise"``.
+        Cancellation propagates as anyio's cancellation exception; nothing of
+        the cancelled turn is kept.  Nothing is raised before the returned coroutine is awaited.
+        """
+        if self._sink is None:
+            # Nothing to record: the loop's own coroutine, without a frame of ours around it
+            # (a frame is ~0.3 KB, and 10k runs in flight are a target).
+            return self._loop(messages)
+        return self._recorded(self._sink, messages)
+
+    async def _recorded(self, sink: EventSink, messages: Sequence[Message]) -> RunResult:
+        """``run`` with a sink: ``run.started`` / ``run.finished`` around the loop."""
+        inputs = tuple(messages)
+        sink.emit("run.started", agent=self._config.agent_name, messages=len(inputs), native_tools=self._native)
+        try:
+            result = await self._loop(inputs)
+        except BaseException as exc:
+            sink.step = None
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                sink.emit("run.finished", cancelled=True, steps=self.steps, usage=self.usage)
+            else:
+                sink.emit("run.finished", error=exc, steps=self.steps, usage=self.usage)
+            raise
+        sink.step = None
+        sink.emit(
+            "run.finished",
+            content=result.content,
+            steps=result.steps,
+            bounded=result.bounded,
+            generation_failed=result.generation_failed,
+            error=result.error,
+            served_by=result.served_by,
+            usage=result.usage,
+            tool_calls=len(result.tool_calls),
+        )
+        return result
+
+    def cancelled_result(self, messages: Sequence[Message]) -> RunResult:
+        """The result of a run cancelled through its handle: nothing of the turn kept."""
+        return self._result("", tuple(messages), cancelled=True)
+
+    def _result(self, content: str, messages: tuple[Message, ...], **flags: Any) -> RunResult:
+        return RunResult(
+            content,
+            messages,
+            tuple(self.tool_calls),
+            self.steps,
+            followups=self.followups,
+            usage=self.usage,
+            served_by=self.served_by,
+            run_id=self.run_id,
+            **flags,
+        )
+
+    def _system(self, inputs: tuple[Message, ...]) -> tuple[Message | None, int]:
+        """The system message to send, and how many leading input messages it replaces.
+
+        The agent's system text, a leading system message of the caller's and the
+        JSON-fallback contract become one system message: several vendors accept only one.
+        """
+        if self._native and not self._config.system and (not inputs or inputs[0].role != "system"):
+            return None, 0  # the common case: nothing to add or merge
+        parts: list[str] = []
+        if self._config.system:
+            parts.append(self._config.system)
+        skip = 0
+        if inputs and inputs[0].role == "system":
+            if not parts and self._native:
+                return None, 0  # nothing to merge: the caller's system message goes as it is
+            parts.append(inputs[0].content)
+            skip = 1
+        if not self._native and self._config.tool_specs:
+            parts.append(contract_text(self._config.tool_specs))
+        if not parts:
+            return None, 0
+        return Message.system("\n\n".join(p for p in parts if p)), skip
+
+    async def _loop(self, messages: Sequence[Message]) -> RunResult:
+        inputs = messages if type(messages) is tuple else tuple(messages)
+        config = self._config
+        sink = self._sink
+        conversation = list(inputs)
+        system, skip = self._system(inputs)
+        for m in inputs:  # what LLMRequest would check of them; every later message is the loop's own
+            if not isinstance(m, Message):
+                raise TypeError(f"LLMRequest.messages must hold Message objects, not {type(m).__name__}")
+        native = self._native
+        specs = config.tool_specs if native else ()
+        choice = config.tool_choice if specs else ToolChoice.auto()
+        # Started at the first tool step: a text-only run pays nothing for nudges.
+        session: NudgeSession | None = None
+        budget = config.context_budget_chars
+        if budget is not None and system is not None:
+            budget = max(1, budget - len(system.content))
+        last_answer = ""
+        empty_streak = 0
+        previous: StepView | None = None
+
+        response: LLMResponse
+        while self.steps < config.max_steps:
+            self.steps += 1
+            step = self.steps
+            if sink is not None:
+                sink.step = step
+                sink.emit("step.started")
+            body: Sequence[Message] = conversation[skip:] if skip else conversation
+            if budget is not None:
+                body = fit_to_budget(body, budget)
+            if not native:
+                body = to_wire_messages(body)
+            request = _request_like(
+                config.skeleton(native, choice), (system, *body) if system is not None else tuple(body)
+            )
+            if sink is not None:
+                sink.emit("llm.request", request=request)
+            try:
+                if self._stream:
+                    response = await self._stream_step(request)
+                else:  # asked inline: one coroutine less per step on the hot path
+                    response = await self._provider.ask(Complete(request))
+            except Exception as exc:
+                return self._failed(exc, last_answer, tuple(conversation))
+            # A forced choice applies to the first step only: forcing every step would never end the turn.
+            if choice.forced:
+                choice = ToolChoice.auto()
+            # The first step's usage is taken as is: a one-step run allocates no sum.
+            self.usage = response.usage if self.usage is _NO_USAGE else self.usage + response.usage
+            if sink is not None:
+                sink.emit("llm.response", response=response, provider=response.provider, usage=response.usage)
+
+            if native:
+                text, calls = response.content, response.tool_calls
+            else:
+                parsed = parse_reply(response.content, id_prefix=f"s{step}_")
+                text, calls = parsed.text, parsed.calls
+
+            if not calls:
+                answer_or_none = answer_of(text)
+                if answer_or_none is None:  # think-only
+                    empty_streak += 1
+                    if sink is not None:
+                        sink.emit("step.finished", think_only=True, tool_calls=0)
+                    if empty_streak >= config.max_empty_steps:
+                        self.served_by = response.provider
+                        return self._result(last_answer, tuple(conversation), bounded=True)
+                    continue
+                empty_streak = 0
+                answer = last_answer = answer_or_none
+                if session is not None and previous is not None and conversation[-1].role == "tool":
+                    note = session.should_continue(answer, previous)
+                    if note is not None:
+                        # The acknowledgment is dropped; the note rides on the last result so the
+                        # conversation keeps its shape and the model answers for real.
+                        last = conversation[-1]
+                        conversation[-1] = Message.tool(
+                            last.tool_call_id or "", append_note(last.content, note), last.name, is_error=last.is_error
+                        )
+                        previous = None
+                        if sink is not None:
+                            sink.emit("step.finished", tool_calls=0, nudged=True)
+                        continue
+                conversation.append(
+                    Message.assistant(answer, reasoning=response.reasoning, provider_data=response.provider_data)
+                )
+                self.served_by = response.provider
+                if sink is not None:
+                    sink.emit("step.finished", tool_calls=0)
+                return self._result(answer, tuple(conversation))
+
+            # A tool step.
+            empty_streak = 0
+            answer = strip_think(text)
+            if answer and answer_of(answer) is not None:
+                last_answer = answer
+            conversation.append(
+                Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
+            )
+            self.tool_calls.extend(calls)
+            self.served_by = response.provider
+            results = await self._execute(calls, step)
+            if session is None and config.nudges is not None:
+                session = config.nudges.start(config.read_only.__contains__)
+            view = StepView(step, calls, results)
+            notes = session.notes_for(view) if session is not None else None
+            end_turn = False
+            for index, result in enumerate(results):
+                message = result.to_message()
+                if notes is not None and notes[index]:
+                    message = Message.tool(
+                        message.tool_call_id or "",
+                        append_note(message.content, notes[index]),
+                        message.name,
+                        is_error=message.is_error,
+                    )
+                conversation.append(message)
+                if config.followups and result.name == FOLLOWUPS_TOOL and result.status is ToolStatus.ok:
+                    self.followups = _suggestions(calls[index])
+                route = config.on_tool_status.get(result.status) if config.on_tool_status else None
+                if route == "raise":
+                    if sink is not None:
+                        sink.emit("step.finished", tool_calls=len(calls), routed="raise")
+                    raise ToolStatusError(
+                        f"tool {result.name!r} (call {result.call_id}) ended with status {result.status.value}; "
+                        "on_tool_status routes it to 'raise'",
+                        status=result.status,
+                        result=result,
+                    )
+                if route == "end_turn":
+                    end_turn = True
+            if sink is not None:
+                sink.emit("step.finished", tool_calls=len(calls), routed="end_turn" if end_turn else None)
+            if end_turn:
+                return self._result(last_answer, tuple(conversation))
+            previous = view
+
+        return self._result(last_answer, tuple(conversation), bounded=True)
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    async def _stream_step(self, request: LLMRequest) -> LLMResponse:
+        sink = self._sink
+        thinking = ThinkFilter()
+        blocks = StreamFilter() if not self._native else None
+        response: LLMResponse | None = None
+        channel = await self._provider.ask(Stream(request))
+        async with channel:
+            async for event in channel:
+                if isinstance(event, TextDelta):
+                    text = thinking.feed(event.text)
+                    if blocks is not None and text:
+                        text = blocks.feed(text)
+                    if text:
+                        self._deliver(text)
+                elif isinstance(event, StreamEnd):
+                    response = event.response
+                elif isinstance(event, ReasoningDelta) and sink is not None:
+                    sink.emit("llm.reasoning_delta", text=event.text)
+        tail = thinking.finish()
+        if blocks is not None:
+            tail = blocks.feed(tail) + blocks.finish() if tail else blocks.finish()
+        if tail:
+            self._deliver(tail)
+        if response is None:
+            raise ProviderError(
+                "the stream ended without its final response", provider="stream", model=request.model, kind="transient"
+            )
+        return response
+
+    def _deliver(self, text: str) -> None:
+        if self._sink is not None:
+            self._sink.emit("llm.text_delta", text=text)
+        if self._on_text is not None:
+            try:
+                self._on_text(text)
+            except Exception:  # a user callback must not break the run
+                log.exception("on_token callback raised; the run goes on")
+
+    async def _execute(self, calls: Sequence[ToolCall], step: int) -> tuple[ToolResult, ...]:
+        config = self._config
+        if self._tools is None:
+            # No executor (the agent has no tools): every call is for an unknown tool.
+            from ..tools.results import unknown_tool_text
+
+            return tuple(
+                ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in calls
+            )
+        context = ExecutionContext(
+            run_id=self.run_id,
+            agent=config.agent_name,
+            step=step,
+            max_tool_result_chars=config.max_tool_result_chars,
+            tool_policy=config.tool_policy,
+            deps=self._deps,
+        )
+        if self._local is not None:
+            return await self._local.execute(calls, context)
+        results: tuple[ToolResult, ...] = await cast(_Asks, self._tools).ask(ExecuteTools(tuple(calls), context))
+        return results
+
+    def _failed(self, exc: Exception, last_answer: str, conversation: tuple[Message, ...]) -> RunResult:
+        error = exc if isinstance(exc, ProviderError) else classify_exception(exc, provider="provider")
+        if self._sink is not None:
+            self._sink.emit("step.finished", failed=True, error=error)
+        log.debug("run %s: generation failed at step %d: %s", self.run_id, self.steps, type(error).__name__)
+        if last_answer:
+            # Something useful was produced: keep it, and say why the run stopped early.
+            return self._result(last_answer, conversation, bounded=True, error=error)
+        return self._result("", conversation, generation_failed=True, error=error)
+
+
+# Copied as they are from a request's skeleton (messages are replaced, vendor options copied).
+_SKELETON_FIELDS = tuple(f.name for f in attrs.fields(LLMRequest) if f.name not in ("messages", "vendor_options"))
+
+
+def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequest:
+    """The request ``LLMRequest(messages, ...)`` with the skeleton's other fields — without re-checking them.
+
+    Building an LLMRequest checks every field (tool names unique, the choice among the tools, each
+    message a Message...) and copies the containers, on every step of every run.  The skeleton
+    passed those checks once; the only ones about ``messages`` (a non-empty tuple of Message)
+    hold for the loop's conversation by construction (the run checks its input messages).
+    """
+    if not messages:
+        raise ValueError("an LLMRequest needs at least one message")
+    request: LLMRequest = object.__new__(LLMRequest)
+    put = object.__setattr__  # how attrs itself sets the fields of a frozen instance
+    put(request, "messages", messages)
+    for name in _SKELETON_FIELDS:
+        put(request, name, getattr(skeleton, name))
+    put(request, "vendor_options", dict(skeleton.vendor_options))
+    return request
+
+
+def _suggestions(call: ToolCall) -> tuple[str, ...]:
+    value = call.arguments.get("suggestions", ())
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if str(v).strip())
+    return ()

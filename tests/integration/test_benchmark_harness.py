@@ -1,0 +1,41 @@
+"""The benchmark harness runs end to end in smoke mode (tiny counts; the numbers mean nothing).
+
+Peers are absent from the test environment by design (they live only in .venv-bench), so
+this also checks that a missing peer is reported, not fatal.  Nothing here asserts on speed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.paths import ROOT
+
+
+def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
+    out = tmp_path / "latest.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["smoke"] is True
+    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6"}
+    w1 = report["workloads"]["W1"]["sequential"]
+    for impl in ("plain asyncio loop", "naive anyio actors", "agentactors"):
+        assert w1[impl]["median"] > 0, impl
+    w3 = report["workloads"]["W3"]["results"]["agentactors"]
+    assert w3["completed"] == report["workloads"]["W3"]["runs"]
+    assert report["workloads"]["W4"]["results"]["agentactors"]["bytes_per_agent"] > 0
+    assert any(r["impl"] == "agentactors OpenAIProvider" for r in report["workloads"]["W5"]["rows"])
+    w6 = report["workloads"]["W6"]
+    assert w6["primary_calls_while_open"] == 0
+    assert w6["goodput"] > 0.5
+    assert "| implementation |" in proc.stdout  # the markdown table is printed

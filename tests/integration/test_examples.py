@@ -1,0 +1,51 @@
+"""Every example runs, on both backends, and does what it says."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+import pytest
+
+from tests.support.paths import EXAMPLES
+
+pytestmark = pytest.mark.anyio
+
+
+
+def _load(name: str) -> ModuleType:
+    path = EXAMPLES / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"examples_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_tool_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    result = await _load("tool_agent").main()
+    assert result.content.endswith("Lisbon is 17.0 °C warmer.")
+    assert [c.name for c in result.tool_calls] == ["weather", "weather", "difference"]
+    assert result.steps == 3 and not result.bounded
+    out = capsys.readouterr().out
+    assert "Lisbon is 17.0 °C warmer." in out
+    assert "example.difference" in out and "run.finished" in out
+
+
+@pytest.mark.virtual_time
+async def test_many_agents(capsys: pytest.CaptureFixture[str]) -> None:
+    module = _load("many_agents")
+    results = await module.main()
+    assert len(results) == module.RUNS == 1000
+    assert [i for i, r in enumerate(results) if r.generation_failed] == [13]
+    assert all(r.content == f"{n} squared is {n * n}." for n, r in enumerate(results) if n != 13)
+    assert "999 of 1000 runs answered" in capsys.readouterr().out
+
+
+def test_examples_have_a_main_and_run_it() -> None:
+    for path in sorted(EXAMPLES.glob("*.py")):
+        text = path.read_text()
+        assert "async def main(" in text, path.name
+        assert "anyio.run(main)" in text, path.name

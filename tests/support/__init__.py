@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules (imported as ``tests.support.<module>``, never off ``sys.path``)."""

@@ -1,0 +1,352 @@
+"""The demo (``python -m agentactors demo``): at small scale on both backends, its live mode, and its parts.
+
+The end-to-end tests run the real command against the fake vendor on
+127.0.0.1 (real sockets, real clock) and check its claims from the JSONL record
+it writes, with code independent of the demo's own report: every ok run quotes
+its own tool results, no request reached the primary while its breaker was
+open, and the API key appears nowhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from agentactors.__main__ import main
+from agentactors._demo.chain import DemoSettings, VendorSpec, build_chain, live_members, request_bound
+from agentactors._demo.report import open_intervals, percentile
+from agentactors._demo.tasks import (
+    CURRENCIES,
+    answer_quotes_results,
+    fake_model,
+    make_catalogue,
+    make_tasks,
+    make_tools,
+)
+from agentactors.errors import ProviderError
+from agentactors.events import Event
+from agentactors.messages import LLMRequest, Message
+from agentactors.testing._fake_script import (
+    Conversation,
+    FakeReply,
+    FakeToolCall,
+    RecordedRequest,
+    SeenToolCall,
+    SeenToolResult,
+)
+
+CANARY_PREFIX = "sk-demo-canary-"
+KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+SECTIONS = ("Runs", "Resilience", "Traffic", "One run, explained")
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _first_paragraph(text: str) -> str:
+    return text.split("\n\n", 1)[0].strip()
+
+
+def _check_record(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Recompute the demo's claims from its record alone; returns the summary line's report."""
+    assert records[-1]["type"] == "demo.summary"
+    report = records[-1]["report"]
+    last_request: dict[str, dict[str, Any]] = {}
+    finished: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if r["type"] == "llm.request":
+            last_request[r["run_id"]] = r["request"]
+        elif r["type"] == "run.finished":
+            finished[r["run_id"]] = r
+    ok_runs = [
+        f for f in finished.values()
+        if f.get("error") is None and not f.get("bounded") and not f.get("generation_failed") and "content" in f
+    ]
+    assert ok_runs
+    for f in ok_runs:
+        results = [
+            _first_paragraph(m["content"]) for m in last_request[f["run_id"]]["messages"] if m["role"] == "tool"
+        ]
+        assert len(results) == 2, f["run_id"]
+        for text in results:
+            assert text in f["content"], (f["run_id"], text, f["content"])
+
+    # Primary calls while its breaker was open: the breaker's open intervals vs the send time
+    # stamped on every request the fake vendor received for the primary.
+    opened: list[tuple[float, float]] = []
+    start: float | None = None
+    for r in records:
+        if r["type"] != "breaker.state_changed" or r["key"][0] != "openai":
+            continue
+        if r["to_state"] == "open" and start is None:
+            start = r["time"]
+        elif r["from_state"] == "open" and start is not None:
+            opened.append((start, r["time"]))
+            start = None
+    if start is not None:
+        opened.append((start, math.inf))
+    primary = [r for r in records if r["type"] == "vendor.request" and r["wire"] == "openai"]
+    assert primary
+    sent = [float(r["headers"]["x-demo-sent-at"]) for r in primary]
+    assert sum(1 for t in sent if any(a <= t < b for a, b in opened)) == 0
+    assert report["primary_calls_while_open"] == 0
+    assert report["primary_calls"] == len(primary)
+    return dict(report)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_demo_small_scale_end_to_end(
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    record = tmp_path / "events.jsonl"
+    code = main([
+        "demo", "--agents", "30", "--fault-rate", "0.3", "--seed", "11", "--record", str(record),
+        "--backend", backend, "--no-progress",
+    ])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    for title in SECTIONS:
+        assert title in out
+    for label in ("run latency p50 / p99", "retries", "failovers by reason", "breaker transitions", "tokens",
+                  "requests per vendor", "primary calls while its breaker was open  0 ✓", "the request that "
+                  "produced the answer", "tool results it saw", f"backend {backend}", str(record)):
+        assert label in out, label
+    records = _load(record)
+    report = _check_record(records)
+    assert report["agents"] == 30
+    assert report["ok"] + report["failed"] + report["bounded"] == 30
+    assert report["verified"] == report["ok"] >= 24
+    assert report["breaker_opens"] >= 1, "the outage must open the primary's breaker"
+    assert report["failovers"], "runs must have failed over"
+    assert report["requests_by_vendor"]["anthropic"] > 0
+    assert report["tokens"]["input_tokens"] > 0
+    assert report["explanation"] is not None
+    # The canary key never leaves the HTTP headers: not in the output, not in the record.
+    assert CANARY_PREFIX not in out
+    assert CANARY_PREFIX not in record.read_text(encoding="utf-8")
+
+
+def test_live_refuses_without_a_key(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                    tmp_path: Path) -> None:
+    for var in KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    record = tmp_path / "never.jsonl"
+    code = main(["demo", "--live", "--no-progress", "--record", str(record)])
+    out = capsys.readouterr().out
+    assert code == 2
+    assert "no API key found" in out and "OPENAI_API_KEY" in out
+    assert not record.exists()
+
+
+def test_live_mode_against_a_local_vendor(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--live`` takes its vendors from the environment; pointed at a loopback FakeVendor it runs offline."""
+    from agentactors.testing.fakevendor import FakeVendor
+
+    key = "sk-live-test-" + "7" * 24
+    for var in KEY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    with FakeVendor(expected_api_key=key, record_bodies=False) as fv:
+        fv.on(fake_model)
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        monkeypatch.setenv("OPENAI_BASE_URL", fv.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fv.base_url)
+        record = tmp_path / "live.jsonl"
+        code = main(["demo", "--live", "--no-progress", "--record", str(record)])
+        served = fv.requests
+    out = capsys.readouterr().out
+    assert code == 0, out
+    bound = request_bound(3, 2, DemoSettings())
+    assert f"at most {bound:,} requests" in out
+    # Three agents by default, no injected faults: three model calls each, all to the primary.
+    assert len(served) == 9
+    assert {r.wire for r in served} == {"openai"}
+    assert all(r.outcome == "ok" for r in served)
+    text = record.read_text(encoding="utf-8")
+    assert key not in out and key not in text
+    report = _load(record)[-1]["report"]
+    assert report["ok"] == 3 and report["live"] is True and report["primary_calls_while_open"] == 0
+
+
+def test_live_members_reads_keys_models_and_urls_from_the_environment() -> None:
+    env = {
+        "ANTHROPIC_API_KEY": "a-key-123456",
+        "GOOGLE_API_KEY": "g-key-123456",
+        "AGENTACTORS_DEMO_GEMINI_MODEL": "gemini-x",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+    }
+    specs = live_members(env)
+    assert [(s.wire, s.model, s.base_url) for s in specs] == [
+        ("anthropic", "claude-3-5-haiku-latest", "http://127.0.0.1:9"),
+        ("gemini", "gemini-x", "https://generativelanguage.googleapis.com"),
+    ]
+    assert "a-key-123456" not in repr(specs)
+    assert live_members({}) == []
+
+
+def test_request_bound_is_every_step_times_every_member_times_every_attempt() -> None:
+    s = DemoSettings(max_steps=6, max_attempts=3)
+    assert request_bound(3, 3, s) == 3 * 6 * 3 * 3 * 2
+    assert request_bound(3, 1, s, reruns=False) == 3 * 6 * 3
+
+
+# --- the task and the fake model ----------------------------------------------------------------------
+
+
+def _request(conv: Conversation) -> RecordedRequest:
+    return RecordedRequest(
+        index=1, wire="openai", method="POST", path="/v1/chat/completions", model="m", stream=False, body=None,
+        body_size=0, headers={}, api_key_present=True, conversation=conv,
+    )
+
+
+def test_fake_model_calls_both_tools_then_quotes_their_results() -> None:
+    question = "How much does an umbrella cost in JPY? Look up its price in US dollars, then convert it."
+    first = fake_model(_request(Conversation(last_user_text=question)))
+    assert first == FakeToolCall("lookup_price", {"item": "umbrella"})
+    price = "12.50 USD (list price of an umbrella)"
+    second = fake_model(_request(Conversation(
+        last_user_text=question,
+        tool_calls=(SeenToolCall("c1", "lookup_price", {"item": "umbrella"}),),
+        tool_results=(SeenToolResult("c1", None, price),),  # the OpenAI wire carries no name: found by id
+    )))
+    assert second == FakeToolCall("convert_currency", {"amount": 12.5, "currency": "JPY"})
+    converted = "12.50 USD = 1892.50 JPY"
+    answer = fake_model(_request(Conversation(
+        last_user_text=question,
+        tool_calls=(SeenToolCall("c1", "lookup_price"), SeenToolCall("c2", "convert_currency")),
+        tool_results=(SeenToolResult("c1", "lookup_price", price),
+                      SeenToolResult("c2", "convert_currency", converted + "\n\nNote: a loop nudge")),
+    )))
+    assert isinstance(answer, FakeReply)
+    assert price in answer.text and converted in answer.text and "Note" not in answer.text
+    assert fake_model(_request(Conversation(last_user_text="Hello"))) is None
+
+
+def test_tasks_vary_with_the_seed_and_the_tools_compute_the_expected_results() -> None:
+    catalogue = make_catalogue(3)
+    tasks = make_tasks(50, 3, catalogue)
+    assert len({(t.item, t.currency) for t in tasks}) > 20
+    assert make_tasks(50, 3, catalogue) == tasks
+    assert make_catalogue(4) != catalogue
+    lookup, convert = make_tools(catalogue)
+    task = tasks[0]
+
+    async def call() -> tuple[Any, Any]:
+        return await lookup.fn(task.item), await convert.fn(task.price, task.currency.lower())
+
+    price, converted = anyio.run(call)
+    assert (price, converted) == task.expected_results
+    assert converted.endswith(f"{task.price * CURRENCIES[task.currency]:.2f} {task.currency}")
+
+
+def test_answer_quotes_results_needs_both_results_verbatim() -> None:
+    messages = [Message.user("q"), Message.tool("c1", "1.00 USD (list price of a kettle)\n\nNote: x"),
+                Message.tool("c2", "1.00 USD = 0.92 EUR")]
+    assert answer_quotes_results("1.00 USD (list price of a kettle) and 1.00 USD = 0.92 EUR", messages)
+    assert not answer_quotes_results("1.00 USD (list price of a kettle) and 0.92 EUR", messages)
+    assert not answer_quotes_results("1.00 USD = 0.92 EUR", messages[:2] + messages[2:3][:0])
+
+
+# --- the report's arithmetic ---------------------------------------------------------------------------
+
+
+def _changed(t: float, frm: str, to: str, key: Any = ("openai", "m")) -> Event:
+    return Event("breaker.state_changed", time=t, data={"key": key, "from_state": frm, "to_state": to})
+
+
+def test_open_intervals_follow_the_state_changes_of_one_key() -> None:
+    events = [
+        _changed(1.0, "closed", "open"),
+        _changed(1.2, "closed", "open", key=("anthropic", "m")),
+        _changed(1.5, "open", "half_open"),
+        _changed(1.6, "half_open", "open"),
+        _changed(2.6, "open", "half_open"),
+        _changed(2.7, "half_open", "closed"),
+        _changed(3.0, "closed", "open"),
+    ]
+    assert open_intervals(events, ("openai", "m"), end=9.0) == [(1.0, 1.5), (1.6, 2.6), (3.0, 9.0)]
+    assert open_intervals(events, ("gemini", "m")) == []
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 99) == 99.0
+    assert percentile([3.0], 99) == 3.0
+    assert math.isnan(percentile([], 50))
+
+
+# --- the chain: the plain recommended stack keeps the demo's promise ---------------------------------------
+
+
+def _mock_client(statuses: list[int], sent: list[float]) -> httpx.AsyncClient:
+    """An HTTP client whose vendor answers the given statuses in turn (then 200), logging each request's time."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(anyio.current_time())
+        status = statuses.pop(0) if statuses else 200
+        if status != 200:
+            return httpx.Response(status, json={"error": {"message": "overloaded", "type": "server_error"}})
+        return httpx.Response(200, json={
+            "id": "c1", "object": "chat.completion", "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        })
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+@pytest.mark.anyio
+@pytest.mark.virtual_time
+async def test_a_member_sends_no_retry_once_its_breaker_opened_during_the_backoff() -> None:
+    sent: list[float] = []
+    settings = DemoSettings()
+    async with _mock_client([503, 503, 503], sent) as client:
+        chain, members = build_chain([VendorSpec("openai", "gpt-4o-mini", "http://vendor.test/v1", "sk-x")], client,
+                                     settings)
+        breaker = members[0].breaker
+
+        async def open_it() -> None:
+            await anyio.sleep(settings.base_delay / 2)  # other calls' failures opened it while this one waited
+            breaker.force_open()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(open_it)
+            with pytest.raises(ProviderError) as info:
+                await chain.complete(LLMRequest([Message.user("hi")]))
+    assert len(sent) == 1  # the second attempt was never sent
+    assert info.value.exceptions[0].status == 503  # type: ignore[attr-defined]
+    assert "forced open" in info.value.exceptions[0].__notes__[-1]  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+@pytest.mark.virtual_time
+async def test_a_member_retries_as_usual_while_its_breaker_stays_closed() -> None:
+    sent: list[float] = []
+    async with _mock_client([503, 503], sent) as client:
+        chain, _ = build_chain([VendorSpec("openai", "gpt-4o-mini", "http://vendor.test/v1", "sk-x")], client,
+                                     DemoSettings())
+        response = await chain.complete(LLMRequest([Message.user("hi")]))
+    assert response.content == "fine"
+    assert len(sent) == 3
+
+
+def test_cli_help_lists_the_demo_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    out = capsys.readouterr().out
+    for option in ("--agents", "--fault-rate", "--seed", "--record", "--live", "--backend", "--no-progress"):
+        assert re.search(rf"{option}\b", out), option
