@@ -6,6 +6,7 @@ submodule namespaces.  See docs/architecture.md for the contract these names kee
 
 from __future__ import annotations
 
+from . import _compat
 from .actors.provider import Complete, ProviderActor, Stream
 from .actors.runtime import Actor, ActorRef, Runtime, RuntimeStats
 from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor
@@ -56,6 +57,8 @@ from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_f
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 
 __version__ = "0.1.0"
+
+_compat.install()
 
 __all__ = [
     "Actor",
