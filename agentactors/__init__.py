@@ -24,10 +24,6 @@ from .errors import (
     StreamInterruptedError,
     ToolStatusError,
     UnsupportedToolChoiceError,
-    classify_exception,
-    classify_http_error,
-    redact,
-    register_secret,
 )
 from .events import Event, EventSink, FanOut, InMemoryRecorder, JsonlRecorder, Recorder, emit
 from .loop.controller import LoopController
@@ -48,11 +44,13 @@ from .messages import (
     ToolSpec,
     Usage,
 )
+from .providers._classify import classify_exception, classify_http_error
 from .providers.anthropic import AnthropicProvider
 from .providers.base import LLMProvider, forced_tool_choice_for
 from .providers.gemini import GeminiProvider
 from .providers.openai import OpenAIProvider
 from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
+from .redaction import redact, register_secret
 from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_fallback, with_retry, with_timeout
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 

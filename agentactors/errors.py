@@ -1,10 +1,33 @@
-"""One error taxonomy for every provider failure, and the one function that classifies HTTP failures.
+"""The exception tree: every error this library raises, and the one taxonomy of provider failures.
 
-Every library error derives from :class:`AgentActorsError`.  A provider failure is a
-:class:`ProviderError` whose ``kind`` says whose fault it is and whose ``retryable``
-says whether asking again can help.  The resilience decorators derive every
-decision (retry, fall back, count in a breaker) from these two fields and nothing
-else, so the classification lives here, in one place:
+Every library error derives from :class:`AgentActorsError`, so ``except AgentActorsError`` catches
+anything the library raises on purpose (cancellation aside: that is anyio's own exception).  The
+whole tree, with where to import a class from when it is not this module::
+
+    AgentActorsError
+    ├── ProviderError
+    │   ├── MalformedResponseError
+    │   ├── UnsupportedToolChoiceError
+    │   ├── CircuitOpenError
+    │   ├── StreamInterruptedError
+    │   ├── ProviderTimeout
+    │   ├── AllProvidersFailedError         also an ExceptionGroup
+    │   └── ScriptExhaustedError            agentactors.providers.scripted
+    ├── AskTimeout                          also a TimeoutError
+    ├── ActorStopped
+    ├── ToolStatusError
+    ├── ConversionError                     also a ValueError; agentactors.tools.schema
+    ├── GeminiSchemaError                   also a ValueError; agentactors.providers.gemini
+    ├── WireRejection                       agentactors.testing (the fake vendor's 4xx)
+    └── LiveUnavailable                     also a RuntimeError; the demo's ``--live`` without a key
+
+The drawing is checked (``tests/unit/test_exception_tree.py``): every exception class the package
+defines appears in it, under one of its real bases.  Private exceptions (a leading underscore) are
+control flow caught inside the module that raises them; they are not library errors and are not drawn.
+
+A provider failure is a :class:`ProviderError` whose ``kind`` says whose fault it is and whose
+``retryable`` says whether asking again can help.  The resilience decorators derive every decision
+(retry, fall back, count in a breaker) from these two fields and nothing else:
 
 ========== ===== ======== ==============
 kind       retry fallback breaker counts
@@ -19,25 +42,26 @@ circuit_   no    yes      no
 open
 ========== ===== ======== ==============
 
-Cancellation is never a ``ProviderError``: it is anyio's cancellation exception
-and is re-raised at once by everything.
+Turning an HTTP failure into a kind is the providers' job:
+:mod:`agentactors.providers._classify` (``classify_http_error``, ``classify_exception``, importable
+from :mod:`agentactors`).  Their old names here still resolve, with a :class:`DeprecationWarning`,
+for one release.
 
-No credential ever appears in an error's ``str``, ``repr``, notes or
-``body_excerpt``: providers register their keys with :func:`register_secret` and
-every text that enters an error passes through :func:`redact`.
+No credential ever appears in an error's ``str``, ``repr``, notes or ``body_excerpt``: providers
+register their keys with :func:`~agentactors.redaction.register_secret` and every text that enters an
+error passes through :func:`~agentactors.redaction.redact`.
 """
 
 from __future__ import annotations
 
-import email.utils
 import enum
-import json
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import importlib
+import warnings
+from collections.abc import Sequence
 from typing import Any, Self
 
-import httpx
-
+# redact / register_secret are re-exported: ``from agentactors.errors import redact`` predates
+# agentactors.redaction and is still how much of the package imports them.
 from .redaction import redact, register_secret
 
 __all__ = [
@@ -53,9 +77,6 @@ __all__ = [
     "StreamInterruptedError",
     "ToolStatusError",
     "UnsupportedToolChoiceError",
-    "classify_exception",
-    "classify_http_error",
-    "parse_retry_after",
     "redact",
     "register_secret",
 ]
@@ -320,315 +341,33 @@ class ToolStatusError(AgentActorsError):
         self.result = result
 
 
-# --- classification -----------------------------------------------------------------------------
 
-# Vendor error codes / types that refine the status (checked before the status).
-_ACCOUNT_CODES = frozenset(
-    {
-        "insufficient_quota",
-        "billing_hard_limit_reached",
-        "billing_not_active",
-        "account_deactivated",
-        "invalid_api_key",
-        "model_not_found",
-        "authentication_error",
-        "permission_error",
-        "not_found_error",
-        "permission_denied",
-        "unauthenticated",
-        "not_found",
-        "access_terminated",
-        "organization_restricted",
-    }
+# --- names that moved to agentactors.providers._classify ----------------------------------------
+
+_CLASSIFY_MODULE = "agentactors.providers._classify"
+_MOVED_TO_CLASSIFY = frozenset(
+    {"classify_error_body", "classify_exception", "classify_http_error", "explicit_retryable", "parse_retry_after"}
 )
-_CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length", "model_context_window_exceeded"})
-_POLICY_CODES = frozenset({"content_filter", "content_policy_violation", "safety", "prohibited_content"})
-_TRANSIENT_CODES = frozenset(
-    {
-        "overloaded_error",
-        "api_error",
-        "rate_limit_error",
-        "rate_limit_exceeded",
-        "server_error",
-        "unavailable",
-        "internal",
-        "deadline_exceeded",
-        "timeout_error",
-        "service_unavailable",
-    }
-)
-_REQUEST_CODES = frozenset({"invalid_request_error", "invalid_argument", "request_too_large", "unsupported_value"})
-_CONTEXT_PHRASES = (
-    "context window",
-    "context length",
-    "maximum context",
-    "prompt is too long",
-    "too many tokens",
-    "input token count",
-    "exceeds the maximum number of tokens",
-)
-_ACCOUNT_PHRASES = (
-    "spend limit",
-    "spending limit",
-    "credit balance is too low",
-    "exceeded your current quota",
-    "billing",
-    "per day",
-    "perday",
-    "daily limit",
-    "requests per day",
-)
-_TRANSIENT_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-_ACCOUNT_STATUSES = frozenset({401, 402, 403, 404})
+_EXPORTED_AT_ROOT = frozenset({"classify_exception", "classify_http_error"})
 
 
-def parse_retry_after(
-    headers: Mapping[str, str] | httpx.Headers | None,
-    body: Any = None,
-    *,
-    now: Callable[[], float] = time.time,
-) -> float | None:
-    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or HTTP date) or Gemini's RetryInfo."""
-    if headers is not None:
-        h = httpx.Headers(headers) if not isinstance(headers, httpx.Headers) else headers
-        ms = h.get("retry-after-ms")
-        if ms is not None:
-            try:
-                value = float(ms) / 1000.0
-                if value >= 0:
-                    return value
-            except ValueError:
-                pass
-        ra = h.get("retry-after")
-        if ra is not None:
-            ra = ra.strip()
-            try:
-                return max(0.0, float(ra))
-            except ValueError:
-                try:
-                    when = email.utils.parsedate_to_datetime(ra)
-                except (TypeError, ValueError, IndexError):
-                    when = None
-                if when is not None:
-                    return max(0.0, when.timestamp() - now())
-    return _retry_info_delay(body)
+def __getattr__(name: str) -> Any:
+    """The classification functions that used to live here, with a :class:`DeprecationWarning`.
 
-
-def _retry_info_delay(body: Any) -> float | None:
-    """Gemini: ``error.details[] @type RetryInfo retryDelay: "37s"``."""
-    err = body.get("error") if isinstance(body, dict) else None
-    details = err.get("details") if isinstance(err, dict) else None
-    if not isinstance(details, list):
-        return None
-    for d in details:
-        if isinstance(d, dict) and str(d.get("@type", "")).endswith("RetryInfo"):
-            delay = d.get("retryDelay")
-            if isinstance(delay, str) and delay.endswith("s"):
-                try:
-                    return max(0.0, float(delay[:-1]))
-                except ValueError:
-                    return None
-            if isinstance(delay, dict):  # {"seconds": 37, "nanos": 0}
-                try:
-                    return float(delay.get("seconds", 0)) + float(delay.get("nanos", 0)) / 1e9
-                except (TypeError, ValueError):
-                    return None
-    return None
-
-
-def _error_fields(body: Any) -> tuple[str, list[str], str | None]:
-    """(message, lower-cased codes, request id) from any of the three vendors' error bodies."""
-    if not isinstance(body, dict):
-        return "", [], None
-    err = body.get("error")
-    request_id = body.get("request_id") if isinstance(body.get("request_id"), str) else None
-    codes: list[str] = []
-    message = ""
-    if isinstance(err, dict):
-        message = str(err.get("message") or "")
-        for key in ("code", "type", "status"):
-            v = err.get(key)
-            if isinstance(v, str) and v:
-                codes.append(v.lower())
-        details = err.get("details")
-        if isinstance(details, list):
-            for d in details:
-                if not isinstance(d, dict):
-                    continue
-                reason = d.get("reason")
-                if isinstance(reason, str):
-                    codes.append(reason.lower())
-                violations = d.get("violations")
-                for v in violations if isinstance(violations, list) else ():
-                    if isinstance(v, dict):
-                        qid = str(v.get("quotaId", "")) + " " + str(v.get("quotaMetric", ""))
-                        if "perday" in qid.lower().replace("_", "").replace("-", ""):
-                            codes.append("per_day_quota")
-        meta = err.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("raw"), str):
-            message = f"{message} ({meta['raw']})" if message else meta["raw"]
-    elif isinstance(err, str):
-        message = err
-    elif isinstance(body.get("message"), str):
-        message = body["message"]
-    return message, codes, request_id
-
-
-def _kind_from_codes(codes: Iterable[str], message: str) -> ErrorKind | None:
-    text = message.lower()
-    codes = list(codes)
-    if "per_day_quota" in codes:
-        return ErrorKind.account
-    if "resource_exhausted" in codes:
-        # Gemini says "You exceeded your current quota" for per-minute limits too; only a
-        # per-day quota (or a quota of zero: the model is not on this plan) is the account's.
-        return ErrorKind.account if "limit: 0" in text else ErrorKind.transient
-    for c in codes:
-        if c in _CONTEXT_CODES:
-            return ErrorKind.context
-        if c in _POLICY_CODES:
-            return ErrorKind.content_policy
-        if c in _ACCOUNT_CODES:
-            return ErrorKind.account
-    if any(p in text for p in _CONTEXT_PHRASES):
-        return ErrorKind.context
-    if any(p in text for p in _ACCOUNT_PHRASES) and ("quota" in text or "limit" in text or "billing" in text):
-        return ErrorKind.account
-    for c in codes:
-        if c in _TRANSIENT_CODES or c == "resource_exhausted":
-            return ErrorKind.transient
-        if c in _REQUEST_CODES:
-            return None  # a generic request code: let the status decide
-    return None
-
-
-def _kind_from_status(status: int) -> ErrorKind:
-    if status in _TRANSIENT_STATUSES or status >= 500:
-        return ErrorKind.transient
-    if status in _ACCOUNT_STATUSES:
-        return ErrorKind.account
-    return ErrorKind.request
-
-
-def classify_http_error(
-    status: int,
-    headers: Mapping[str, str] | httpx.Headers | None,
-    body: bytes | str | Any,
-    *,
-    provider: str,
-    model: str | None = None,
-    now: Callable[[], float] = time.time,
-) -> ProviderError:
-    """Turn an HTTP failure into a :class:`ProviderError`.
-
-    Precedence (``docs/resilience.md`` §1): the vendor's ``x-should-retry``
-    header (``true`` → transient and retryable, ``false`` → not retryable, kind
-    kept); the vendor's error code in the body (a 429 ``insufficient_quota`` is
-    an account error); the status (unlisted 5xx transient, unlisted 4xx request).
-    ``body`` may be raw bytes/text or an already parsed JSON value.
+    Kept for one release.  ``classify_exception`` and ``classify_http_error`` are importable from
+    :mod:`agentactors`; the other three are internal to the providers now.
     """
-    raw_text: str | None
-    parsed: Any
-    if isinstance(body, bytes | bytearray):
-        raw_text = bytes(body).decode("utf-8", "replace")
-        parsed = _try_json(raw_text)
-    elif isinstance(body, str):
-        raw_text = body
-        parsed = _try_json(body)
-    else:
-        parsed = body
-        raw_text = json.dumps(body, ensure_ascii=False) if body is not None else None
-    h = httpx.Headers(headers or {})
-    message, codes, request_id = _error_fields(parsed)
-    request_id = request_id or h.get("request-id") or h.get("x-request-id")
-    kind = _kind_from_codes(codes, message) or _kind_from_status(status)
-    retryable: bool | None = None
-    should = (h.get("x-should-retry") or "").strip().lower()
-    if should == "true":
-        kind, retryable = ErrorKind.transient, True
-    elif should == "false":
-        retryable = False
-    retry_after = parse_retry_after(h, parsed, now=now)
-    text = message or (raw_text or "").strip()[:200] or f"HTTP {status}"
-    return ProviderError(
-        text,
-        provider=provider,
-        model=model,
-        kind=kind,
-        status=status,
-        retry_after=retry_after,
-        retryable=retryable,
-        request_id=request_id,
-        body_excerpt=raw_text,
+    if name not in _MOVED_TO_CLASSIFY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    instead = "import it from agentactors" if name in _EXPORTED_AT_ROOT else f"it lives in {_CLASSIFY_MODULE}"
+    warnings.warn(
+        f"agentactors.errors.{name} moved to {_CLASSIFY_MODULE}; {instead} "
+        "(the old name is kept for one release)",
+        DeprecationWarning,
+        stacklevel=2,
     )
-
-
-def classify_error_body(
-    body: Any, *, provider: str, model: str | None = None, status: int | None = None
-) -> ProviderError:
-    """Classify an error that arrived *inside* an HTTP 200 stream (Anthropic ``event: error``, Groq,
-    OpenRouter error chunks, OpenAI ``{"error": ...}`` data).  A status found in the body wins."""
-    inner = body.get("error") if isinstance(body, dict) else None
-    found = status
-    if isinstance(body, dict) and isinstance(body.get("status_code"), int):
-        found = body["status_code"]
-    elif isinstance(inner, dict):
-        code = inner.get("code")
-        if isinstance(code, int) and 100 <= code <= 599:
-            found = code
-        elif isinstance(inner.get("status_code"), int):
-            found = inner["status_code"]
-    if found is None:
-        message, codes, _ = _error_fields(body)
-        kind = _kind_from_codes(codes, message)
-        if kind is None:
-            # An unknown in-band error during generation: the vendor failed mid-answer.
-            found = 500 if not any(c in _REQUEST_CODES for c in codes) else 400
-    return classify_http_error(found or 500, None, body, provider=provider, model=model)
-
-
-def _try_json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
-def explicit_retryable(exc: BaseException) -> bool | None:
-    """An explicit ``retryable`` attribute on ``exc`` or anything in its ``__cause__`` chain."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        value = getattr(cur, "retryable", None)
-        if isinstance(value, bool):
-            return value
-        cur = cur.__cause__
-    return None
-
-
-def classify_exception(exc: BaseException, *, provider: str, model: str | None = None) -> ProviderError:
-    """Wrap any exception raised while calling a provider into the taxonomy.
-
-    A :class:`ProviderError` is returned as is.  httpx transport errors and
-    timeouts are transient; anything else unknown is a request fault (unknown
-    errors are not retried — retrying unknowns is how peers burn money), unless
-    it or its cause carries an explicit ``retryable`` attribute.
-    Cancellation must not reach this function; callers re-raise it first.
-    """
-    if isinstance(exc, ProviderError):
-        return exc
-    explicit = explicit_retryable(exc)
-    if isinstance(exc, httpx.TimeoutException):
-        err: ProviderError = ProviderTimeout(f"{type(exc).__name__}: {exc}", provider=provider, model=model)
-    elif isinstance(exc, httpx.TransportError | ConnectionError | OSError | TimeoutError):
-        err = ProviderError(
-            f"{type(exc).__name__}: {exc}", provider=provider, model=model, kind=ErrorKind.transient
-        )
-    else:
-        kind = ErrorKind.transient if explicit else ErrorKind.request
-        err = ProviderError(f"{type(exc).__name__}: {exc}", provider=provider, model=model, kind=kind)
-    if explicit is not None:
-        err.retryable = explicit
-    err.__cause__ = exc
-    return err
+    # Imported by name, at attribute-access time, on purpose: a real import statement (even a
+    # function-level one) would put the edge errors -> providers into the import graph, and
+    # providers -> errors is already there, so the graph would have a cycle.  The error tree is
+    # the bottom layer; it must not know the layer that classifies HTTP.
+    return getattr(importlib.import_module(_CLASSIFY_MODULE), name)

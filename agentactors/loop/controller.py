@@ -43,7 +43,7 @@ import attrs
 
 from ..actors.provider import Complete, Stream
 from ..actors.tools import ExecuteTools, ExecutionContext, ToolPolicy
-from ..errors import ProviderError, ToolStatusError, classify_exception
+from ..errors import ProviderError, ToolStatusError
 from ..events import EventSink
 from ..messages import (
     LLMRequest,
@@ -57,6 +57,7 @@ from ..messages import (
     ToolSpec,
     Usage,
 )
+from ..providers._classify import classify_exception
 from ..tools.results import ToolResult, ToolStatus
 from .context_budget import fit_to_budget
 from .json_transport import StreamFilter, contract_text, parse_reply, to_wire_messages

@@ -6,7 +6,7 @@ request/response/stream mapping) plus this class, which does the I/O:
 * resolves the model and refuses a forced tool choice the model rejects
   *before* anything is sent;
 * puts the API key in headers only (never in a URL) and registers it with
-  :func:`~agentactors.errors.register_secret`, so it is redacted from every
+  :func:`~agentactors.redaction.register_secret`, so it is redacted from every
   error and log line;
 * owns one pooled :class:`httpx.AsyncClient`, created lazily inside the running
   event loop (an injected client is used as is and never closed here);
@@ -31,15 +31,10 @@ import anyio.lowlevel
 import httpx
 from httpx_sse import EventSource
 
-from ..errors import (
-    ErrorKind,
-    MalformedResponseError,
-    ProviderError,
-    classify_exception,
-    redact,
-    register_secret,
-)
+from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
+from ..redaction import redact, register_secret
+from ._classify import classify_exception
 from .base import check_forced_tool_choice, events_for_response, interrupted, resolve_model
 from .codec import StreamDecoder, WireCodec
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import anyio
 
-from ..errors import ProviderError, classify_exception
+from ..errors import ProviderError
 from ..messages import LLMRequest, LLMResponse
+from ..providers._classify import classify_exception
 from ..providers.base import LLMProvider, StreamContext, forced_tool_choice_for
 
 __all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of"]
@@ -37,7 +38,7 @@ def as_provider_error(exc: Exception, provider: object, model: str | None) -> Pr
     """``exc`` in the taxonomy: a :class:`ProviderError` as is, anything else classified.
 
     Unknown exceptions become request faults (never retried, moved or counted),
-    transport errors transient; see :func:`agentactors.errors.classify_exception`.
+    transport errors transient; see :func:`agentactors.classify_exception`.
     Cancellation never reaches this function: every caller catches ``Exception`` only.
     """
     return classify_exception(exc, provider=name_of(provider), model=model)
