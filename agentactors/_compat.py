@@ -30,6 +30,7 @@ MOVED: dict[str, str] = {
     "agentactors.actors.thinking": "agentactors.loop.thinking",
     "agentactors.actors.context_budget": "agentactors.loop.context_budget",
     "agentactors.providers.openai_stream": "agentactors.providers._openai_stream",
+    "agentactors.providers.gemini_schema": "agentactors.providers._gemini_schema",
     "agentactors.demo": "agentactors._demo.main",
 }
 

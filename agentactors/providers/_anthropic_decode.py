@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import MalformedResponseError, ProviderError, classify_http_error
+from ..errors import MalformedResponseError, ProviderError
 from ..messages import (
     LLMRequest,
     LLMResponse,
@@ -32,10 +32,12 @@ from ..messages import (
     ToolCall,
     Usage,
 )
+from ._classify import classify_http_error
 
 __all__ = [
     "WIRE",
     "assemble",
+    "classify_error",
     "classify_error_body",
     "decode_message",
     "is_error_body",
@@ -136,6 +138,20 @@ def classify_error_body(
     etype = err.get("type") if isinstance(err, Mapping) else None
     found = status if status is not None and status >= 400 else _ERROR_STATUS.get(str(etype), 500)
     return classify_http_error(found, None, dict(body), provider=provider, model=model)
+
+
+def classify_error(
+    status: int, headers: Mapping[str, str] | None, body: bytes, *, provider: str, model: str | None
+) -> ProviderError:
+    """``{"type":"error","error":{"type","message"},"request_id"}`` with a non-2xx status → the classified error.
+
+    400 invalid_request_error / 413 request_too_large → request; 401 / 403 / 404 →
+    account; 429 rate_limit_error → transient with ``retry-after``; 500 api_error and
+    529 overloaded_error → transient (``x-should-retry`` overrides, see
+    :func:`~agentactors.providers._classify.classify_http_error`).  The shared classifier knows
+    every one of these types, so nothing is refined here.
+    """
+    return classify_http_error(status, headers, body, provider=provider, model=model)
 
 
 def _tool_call_from_block(block: Mapping[str, Any], *, provider: str, model: str | None) -> ToolCall:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import classify_error_body
 from ..messages import (
     LLMRequest,
     LLMResponse,
@@ -28,7 +27,8 @@ from ..messages import (
     ToolCallStart,
     Usage,
 )
-from .openai import (
+from ._classify import classify_error_body
+from ._openai_decode import (
     WIRE,
     build_tool_call,
     malformed,

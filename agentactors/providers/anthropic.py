@@ -36,9 +36,10 @@ from typing import Any, ClassVar
 
 import httpx
 
-from ..errors import ProviderError, UnsupportedToolChoiceError, classify_http_error
+from ..errors import ProviderError, UnsupportedToolChoiceError
 from ..messages import LLMRequest, LLMResponse, Message, ToolChoice
-from ._anthropic_decode import WIRE, decode_message
+from . import _anthropic_decode
+from ._anthropic_decode import WIRE
 from ._anthropic_stream import AnthropicStreamDecoder
 from .base import resolve_model
 from .codec import StreamDecoder
@@ -233,22 +234,18 @@ class AnthropicWire:
         return encode_request(request, model, stream=stream)
 
     def decode_response(self, body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
-        return decode_message(body, request=request, model=model, provider=provider)
+        """See :func:`._anthropic_decode.decode_message`."""
+        return _anthropic_decode.decode_message(body, request=request, model=model, provider=provider)
 
     def stream_decoder(self, *, request: LLMRequest | None, model: str, provider: str) -> StreamDecoder:
+        """A fresh :class:`AnthropicStreamDecoder` for one stream."""
         return AnthropicStreamDecoder(request=request, model=model, provider=provider)
 
     def classify_error(
         self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
     ) -> ProviderError:
-        """``{"type":"error","error":{"type","message"},"request_id"}`` → the classified error.
-
-        400 invalid_request_error / 413 request_too_large → request; 401 / 403 / 404 →
-        account; 429 rate_limit_error → transient with ``retry-after``; 500 api_error and
-        529 overloaded_error → transient (``x-should-retry`` overrides, see
-        :func:`~agentactors.errors.classify_http_error`).
-        """
-        return classify_http_error(status, headers, body, provider=provider, model=model)
+        """See :func:`._anthropic_decode.classify_error`."""
+        return _anthropic_decode.classify_error(status, headers, body, provider=provider, model=model)
 
 
 class AnthropicProvider(HTTPProvider):
