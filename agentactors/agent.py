@@ -41,6 +41,7 @@ from .loop.controller import LoopConfig, LoopController
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.result import RunResult
 from .messages import Message, ToolCall, ToolChoice
+from .providers.base import native_tools_for
 from .tools.registry import Tool, tool
 from .tools.results import ToolResult, ToolStatus
 
@@ -99,7 +100,7 @@ def provider_carries_tools(ref: ActorRef) -> bool:
     if actor is None:
         actor = getattr(ref, "_actor", None)  # ActorRef keeps its actor in its cell
     provider = getattr(actor, "provider", None)
-    return getattr(provider, "carries_tools", True) is not False
+    return native_tools_for(provider)
 
 
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
@@ -321,7 +322,7 @@ class Agent:
                 ref = rt.spawn(actor, name="provider", concurrency=actor.max_concurrency)
             else:
                 ref = rt.provider_ref(provider)
-            native = getattr(provider, "carries_tools", True) is not False
+            native = native_tools_for(provider)
         tools = executor = None
         if self._all_tools:
             own = ToolExecutorActor(self._all_tools)

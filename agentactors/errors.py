@@ -96,6 +96,7 @@ class ErrorKind(enum.StrEnum):
 
     @property
     def retryable(self) -> bool:
+        """Whether errors of this kind are retryable by default (only ``transient`` is)."""
         return self is ErrorKind.transient
 
 
@@ -175,6 +176,7 @@ class ProviderError(AgentActorsError):
         return (_rebuild, (type(self), state))
 
     def add_note(self, note: str) -> None:
+        """Add a note, credentials removed (notes show in tracebacks)."""
         super().add_note(redact(note))
 
 
@@ -307,6 +309,7 @@ class AllProvidersFailedError(ProviderError, ExceptionGroup):
 
     @property
     def exceptions(self) -> tuple[Exception, ...]:
+        """The members' errors, in the order they were tried."""
         return self.errors
 
     def __str__(self) -> str:
@@ -314,6 +317,7 @@ class AllProvidersFailedError(ProviderError, ExceptionGroup):
         return f"{self.message} ({len(self.errors)} errors: {inner})"
 
     def derive(self, excs: Sequence[Exception]) -> AllProvidersFailedError:  # type: ignore[override]
+        """A group of the same type and provider with ``excs`` (what ``except*`` splits build)."""
         return AllProvidersFailedError(self.message, list(excs), provider=self.provider)
 
     def __reduce__(self) -> Any:

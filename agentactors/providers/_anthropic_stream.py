@@ -84,6 +84,7 @@ class AnthropicStreamDecoder:
 
     @property
     def done(self) -> bool:
+        """Whether ``message_stop`` has arrived."""
         return self._done
 
     def _bad(self, why: str) -> MalformedResponseError:

@@ -185,9 +185,11 @@ class CandidateAssembly:
         self.saw_candidate = False
 
     def malformed(self, message: str) -> MalformedResponseError:
+        """The transient error for data this wire does not allow."""
         return MalformedResponseError(message, provider=self._provider, model=self.model)
 
     def add(self, chunk: Any) -> list[StreamEvent]:
+        """Fold one ``GenerateContentResponse`` (a body or a chunk) in; the stream events it produces."""
         if not isinstance(chunk, dict):
             raise self.malformed(f"expected a JSON object, got {type(chunk).__name__}")
         if isinstance(chunk.get("error"), dict | str):
@@ -304,6 +306,7 @@ class CandidateAssembly:
                     self.usage[key] = value
 
     def response(self) -> LLMResponse:
+        """The response assembled so far."""
         u = self.usage
         thoughts = u.get("thoughtsTokenCount", 0)
         usage = Usage(

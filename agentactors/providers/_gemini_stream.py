@@ -28,9 +28,11 @@ class GeminiStreamDecoder:
 
     @property
     def done(self) -> bool:
+        """Whether a chunk with ``finishReason`` has arrived."""
         return self._assembly.finish is not None
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
+        """The stream events of one chunk (see :class:`~agentactors.providers.codec.StreamDecoder`)."""
         text = data.strip()
         if not text:
             return []
@@ -41,6 +43,7 @@ class GeminiStreamDecoder:
         return self._assembly.add(chunk)
 
     def finish(self) -> LLMResponse:
+        """The whole response once ``finishReason`` arrived; a transient ``MalformedResponseError`` before."""
         if not self.done:
             raise self._assembly.malformed("the stream ended before a chunk with finishReason (truncated)")
         return self._assembly.response()

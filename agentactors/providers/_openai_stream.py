@@ -87,9 +87,11 @@ class OpenAIStreamDecoder:
 
     @property
     def done(self) -> bool:
+        """Whether ``[DONE]`` has arrived."""
         return self._done
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
+        """The stream events of one SSE event (see :class:`~agentactors.providers.codec.StreamDecoder`)."""
         if self._done:
             return []  # nothing after [DONE] belongs to this answer
         text = data.strip()
@@ -126,6 +128,7 @@ class OpenAIStreamDecoder:
         return out
 
     def finish(self) -> LLMResponse:
+        """The whole response once ``[DONE]`` arrived; a transient ``MalformedResponseError`` before."""
         if not self._done:
             raise self._malformed("the stream ended before [DONE] (truncated)")
         ended = (self._calls[i].ended for i in sorted(self._calls))

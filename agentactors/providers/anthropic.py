@@ -220,9 +220,11 @@ class AnthropicWire:
         self.betas = tuple(betas)
 
     def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """See :meth:`~agentactors.providers.codec.WireCodec.url`."""
         return base_url.rstrip("/") + "/v1/messages"
 
     def headers(self, api_key: str | None) -> dict[str, str]:
+        """See :meth:`~agentactors.providers.codec.WireCodec.headers`."""
         out = {"anthropic-version": self.version, "content-type": "application/json"}
         if api_key:
             out["x-api-key"] = api_key
@@ -231,6 +233,7 @@ class AnthropicWire:
         return out
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """The request body (see the module docstring for the mapping)."""
         return encode_request(request, model, stream=stream)
 
     def decode_response(self, body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:

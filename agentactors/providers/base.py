@@ -1,4 +1,4 @@
-"""The provider port: the ``LLMProvider`` protocol and the forced-tool-choice capability.
+"""The provider port: the ``LLMProvider`` protocol, and one reader per capability.
 
 Vendor adapters, resilience decorators and test doubles all implement
 :class:`LLMProvider`; nothing above it knows a vendor's wire.
@@ -17,6 +17,23 @@ Contract every implementation keeps:
 * A request that forces a tool choice (``required`` / ``tool``) for a model that
   rejects it raises :class:`~agentactors.UnsupportedToolChoiceError` before
   anything is sent.
+
+Capabilities are read through the functions of this module, never with ``getattr``
+at the point of use: each has one reader and one default, so a provider that lacks
+a capability (a duck-typed test double, a user's adapter written against an older
+protocol) is treated the same way everywhere.
+
+* ``name`` — :func:`name_of`; default: the type's name.
+* ``default_model`` — :func:`default_model_of`; default: ``None``.
+* ``carries_tools`` — :func:`native_tools_for`; default: yes (only an explicit ``False`` is no).
+* ``carries_forced_tool_choice`` — :func:`forced_tool_choice_carried_by`; default: no (only an
+  explicit ``True`` is yes).
+* ``supports_forced_tool_choice(model)`` — :func:`forced_tool_choice_for`, together with the
+  previous one; default: no.
+* ``supports_streaming`` — :func:`streaming_for`; default: yes.
+
+A value of the wrong type, or an exception raised while reading it, gets the default too:
+a broken capability never breaks a call.
 """
 
 from __future__ import annotations
@@ -46,10 +63,15 @@ __all__ = [
     "StreamAccumulator",
     "StreamContext",
     "check_forced_tool_choice",
+    "default_model_of",
     "events_for_response",
+    "forced_tool_choice_carried_by",
     "forced_tool_choice_for",
+    "name_of",
+    "native_tools_for",
     "resolve_model",
     "stream_from_complete",
+    "streaming_for",
 ]
 
 StreamContext: TypeAlias = AbstractAsyncContextManager[AsyncIterator[StreamEvent]]
@@ -57,29 +79,163 @@ StreamContext: TypeAlias = AbstractAsyncContextManager[AsyncIterator[StreamEvent
 
 @runtime_checkable
 class LLMProvider(Protocol):
-    """A model provider.  See the module docstring for the contract."""
+    """A model provider: identity, capabilities, and the two calls.  See the module docstring for the contract.
+
+    Every member below is part of the port.  Code that holds a provider reads the
+    capabilities through this module's reader functions (named in each member's
+    docstring), which give a provider that lacks one the documented default.
+    """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The provider's name in responses (``LLMResponse.provider``), errors, events and breaker keys.
+
+        Read by :func:`name_of` (the decorators and the fallback chain naming themselves,
+        errors raised before sending); default: the type's name.
+        """
+        ...
 
     @property
-    def default_model(self) -> str | None: ...
+    def default_model(self) -> str | None:
+        """The model called when ``request.model`` is ``None``; ``None`` when the provider has no default.
+
+        Read by :func:`default_model_of` and :func:`resolve_model` (every provider before it
+        sends; a fallback chain to choose each member's model); default: ``None``.
+        """
+        ...
 
     @property
     def carries_tools(self) -> bool:
-        """Native tool calling.  ``False``: the loop uses the JSON-fallback transport."""
+        """Whether the provider calls tools natively (tool specs sent, tool calls in the response).
+
+        ``False``: the loop sends no tool specs and uses the JSON-fallback transport
+        (tools described in the prompt, calls parsed from the text).  The transport is
+        chosen before the first request, so this cannot be learned from a response.
+        Read by :func:`native_tools_for` (the agent choosing its transport; decorators and
+        fallback chains forwarding it); default: yes.
+        """
         ...
 
     @property
     def carries_forced_tool_choice(self) -> bool:
-        """Whether this provider can carry ``required`` / ``tool`` choices at all."""
+        """Whether the provider can carry a forced tool choice (``required`` / a named tool) to any model.
+
+        A per-provider switch (``False`` for a compatible server that ignores
+        ``tool_choice``); :meth:`supports_forced_tool_choice` refines it per model.
+        Read by :func:`forced_tool_choice_carried_by` (decorators and chains forwarding it)
+        and, with the per-model answer, by :func:`forced_tool_choice_for`; default: no.
+        """
         ...
 
-    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether a forced tool choice may be sent to ``model`` (``None``: the default model).
 
-    def stream(self, request: LLMRequest) -> StreamContext: ...
+        Should be total and cheap: it is asked before every forced request.  Read only
+        through :func:`forced_tool_choice_for` (a provider before it sends, a fallback
+        chain planning its members and its ``skip_incapable``, the decorators forwarding
+        it, users choosing a tool choice); default: no.
+        """
+        ...
 
-    async def aclose(self) -> None: ...
+    @property
+    def supports_streaming(self) -> bool:
+        """Whether :meth:`stream` delivers the answer as it is generated.
+
+        ``False`` is for an adapter whose ``stream()`` exists only to satisfy the port:
+        the resilience decorators then call :meth:`complete` and deliver its response as
+        a one-response stream (so do they for a provider without a callable ``stream``
+        or whose ``stream()`` raises ``NotImplementedError``).  A decorator or a fallback
+        chain always answers ``True``: its own ``stream()`` adapts such a member and
+        applies its stream policy (first-event and idle timeouts, mid-stream counting)
+        to the adapted stream.  Read by :func:`streaming_for`; default: yes.
+        """
+        ...
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send ``request`` and return the whole response.
+
+        Raises :class:`~agentactors.ProviderError` (any subclass) for every failure,
+        classified by whose fault it is; a request fault (no model, a forced choice the
+        model rejects) is raised before anything is sent.
+
+        Cancellation: cancelling the caller abandons the call and closes the underlying
+        HTTP request, so the vendor sees the disconnect; nothing is retried or recorded
+        as a failure.
+        """
+        ...
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        """Stream ``request``: an async context manager whose value is an async iterator of stream events.
+
+        Request faults are raised when ``stream()`` is called or, at the latest, when
+        its context is entered, before anything is sent.  A successful stream yields exactly one
+        :class:`~agentactors.StreamEnd`, last, carrying the whole response; a stream
+        whose terminal event never arrived raises instead of ending.  A failure before
+        the first event is the classified error itself (a decorator may retry or fail
+        over); after it, :class:`~agentactors.StreamInterruptedError` with the text
+        delivered so far, never retried (the consumer has seen part of the answer).
+
+        Cancellation: cancelling the consumer, or leaving the context manager early,
+        closes the underlying HTTP request; the iterator yields nothing more.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the provider owns (an HTTP provider's pooled client); a decorator closes its inner one.
+
+        Calling it twice is harmless.  A :class:`~agentactors.Runtime` closes the
+        providers it started actors for; providers are also async context managers.
+
+        Cancellation: the provider lets go of what it owns before it awaits anything, so
+        a cancelled ``aclose()`` still leaves it closed (an HTTP provider's next call
+        creates a new client); connections the cancelled close did not reach are left to
+        the garbage collector.
+        """
+        ...
+
+
+# --- the capability readers ----------------------------------------------------------------------
+
+
+def _read(provider: object, attribute: str, default: object) -> object:
+    """``provider.attribute``, or ``default`` when it is missing or reading it raises."""
+    try:
+        return getattr(provider, attribute, default)
+    except Exception:
+        # A capability is a property of someone else's object; a bug in it must not break a call.
+        return default
+
+
+def name_of(provider: object) -> str:
+    """``provider.name`` when it is a non-empty string, else the type's name."""
+    name = _read(provider, "name", None)
+    return name if isinstance(name, str) and name else type(provider).__name__
+
+
+def default_model_of(provider: object) -> str | None:
+    """``provider.default_model`` when it is set (a non-empty value, as text), else ``None``."""
+    model = _read(provider, "default_model", None)
+    return str(model) if model else None
+
+
+def native_tools_for(provider: object) -> bool:
+    """Whether ``provider`` calls tools natively (see :attr:`LLMProvider.carries_tools`).
+
+    The one reader of ``carries_tools``: only an explicit ``False`` is no.  A missing
+    attribute, a non-bool value or an exception is the default, yes — what an agent has
+    always assumed of a provider that does not say (a fallback chain is the AND of its
+    members' answers).
+    """
+    return _read(provider, "carries_tools", True) is not False
+
+
+def forced_tool_choice_carried_by(provider: object) -> bool:
+    """Whether ``provider`` can carry a forced tool choice at all (see :attr:`LLMProvider.carries_forced_tool_choice`).
+
+    The one reader of ``carries_forced_tool_choice``: only an explicit ``True`` is yes;
+    anything else (missing, ``None``, a truthy non-bool, an exception) is no.
+    """
+    return _read(provider, "carries_forced_tool_choice", None) is True
 
 
 def forced_tool_choice_for(provider: object, model: str | None) -> bool:
@@ -90,24 +246,41 @@ def forced_tool_choice_for(provider: object, model: str | None) -> bool:
     provider has it, must return exactly ``True``.  Anything but an explicit yes
     (a missing attribute, ``None``, a truthy non-bool, an exception) is no.
     """
-    if getattr(provider, "carries_forced_tool_choice", None) is not True:
+    if not forced_tool_choice_carried_by(provider):
         return False
-    per_model = getattr(provider, "supports_forced_tool_choice", None)
+    per_model = _read(provider, "supports_forced_tool_choice", None)
     if per_model is None:
         return True
+    if not callable(per_model):
+        return False
     try:
         return per_model(model) is True
     except Exception:
         return False
 
 
+def streaming_for(provider: object) -> bool:
+    """Whether ``provider.stream()`` is worth calling (see :attr:`LLMProvider.supports_streaming`).
+
+    The one reader of ``supports_streaming``: no when the provider has no callable
+    ``stream`` or says exactly ``False``; otherwise (missing, a non-bool value, an
+    exception) the default, yes.
+    """
+    if not callable(_read(provider, "stream", None)):
+        return False
+    return _read(provider, "supports_streaming", True) is not False
+
+
 def resolve_model(provider: LLMProvider | Any, request: LLMRequest) -> str:
-    """The model a call goes to: ``request.model`` or the provider's ``default_model``."""
-    model = request.model or getattr(provider, "default_model", None)
+    """The model a call goes to: ``request.model`` or the provider's ``default_model``.
+
+    Raises a request-kind :class:`~agentactors.ProviderError` when there is neither.
+    """
+    model = request.model or default_model_of(provider)
     if not model:
         raise ProviderError(
             "no model: set LLMRequest.model or give the provider a default model",
-            provider=getattr(provider, "name", type(provider).__name__),
+            provider=name_of(provider),
             kind=ErrorKind.request,
         )
     return str(model)
@@ -116,7 +289,7 @@ def resolve_model(provider: LLMProvider | Any, request: LLMRequest) -> str:
 def check_forced_tool_choice(provider: object, request: LLMRequest, model: str | None) -> None:
     """Raise :class:`UnsupportedToolChoiceError` when ``request`` forces a choice ``model`` rejects."""
     if request.tool_choice.forced and not forced_tool_choice_for(provider, model):
-        raise UnsupportedToolChoiceError(provider=getattr(provider, "name", type(provider).__name__), model=model)
+        raise UnsupportedToolChoiceError(provider=name_of(provider), model=model)
 
 
 # --- stream helpers -----------------------------------------------------------------------------
@@ -179,9 +352,11 @@ class StreamAccumulator:
 
     @property
     def text(self) -> str:
+        """The answer text delivered so far."""
         return "".join(self.text_parts)
 
     def add(self, event: StreamEvent) -> None:
+        """Take one stream event into account."""
         self.events_seen += 1
         if isinstance(event, TextDelta):
             self.text_parts.append(event.text)

@@ -1,7 +1,11 @@
 """The shape every vendor wire codec has: pure functions plus a small stream decoder.
 
 A codec does no I/O.  :mod:`agentactors.providers.http` wraps one in an httpx
-call; tests drive codecs directly with the recorded corpus.
+call; tests drive codecs directly with the recorded corpus.  Each wire is one
+public module (``openai``, ``anthropic``, ``gemini``: the codec class and the
+provider class) over a private ``_<wire>_stream`` module (its
+:class:`StreamDecoder`) over a private ``_<wire>_decode`` module (bodies, usage,
+stop reasons, tool calls, error refinement); imports go that one way.
 """
 
 from __future__ import annotations
@@ -18,40 +22,96 @@ __all__ = ["StreamDecoder", "WireCodec"]
 class StreamDecoder(Protocol):
     """Decodes one response stream, fed one SSE event at a time.
 
-    ``feed`` returns the stream events that this SSE event produces (possibly
-    none) and raises the classified :class:`ProviderError` for an in-band error
-    event, or a transient ``MalformedResponseError`` for data it cannot decode.
-    ``finish`` is called at end of input: it returns the complete response (the
-    same one the final :class:`~agentactors.StreamEnd` carries) or raises a
-    transient ``MalformedResponseError`` when the wire's terminal event never
-    arrived (a truncated stream is never returned as if complete).
+    One decoder per stream: it accumulates the answer as events arrive.  It does no
+    I/O, so it has nothing to cancel; :class:`~agentactors.providers.http.HTTPProvider`
+    owns the connection and stops feeding when its consumer goes away.
     """
 
     @property
     def done(self) -> bool:
-        """Whether the wire's terminal event has arrived."""
+        """Whether the wire's terminal event has arrived (``[DONE]``, ``message_stop``, a ``finishReason``).
+
+        Once it is ``True``, :meth:`finish` returns the response instead of raising.
+        """
         ...
 
-    def feed(self, event: str, data: str) -> list[StreamEvent]: ...
+    def feed(self, event: str, data: str) -> list[StreamEvent]:
+        """The stream events that one SSE event produces (possibly none).
 
-    def finish(self) -> LLMResponse: ...
+        ``event`` is the SSE event name (``"message"`` when the server sent none) and
+        ``data`` its data, lines joined.  Raises the classified
+        :class:`~agentactors.ProviderError` for an in-band error event, and a transient
+        :class:`~agentactors.MalformedResponseError` for data this wire does not allow.
+        """
+        ...
+
+    def finish(self) -> LLMResponse:
+        """The complete response, at end of input: the one the final :class:`~agentactors.StreamEnd` carries.
+
+        Raises a transient :class:`~agentactors.MalformedResponseError` when the wire's
+        terminal event never arrived: a truncated stream is never returned as if complete.
+        """
+        ...
 
 
 class WireCodec(Protocol):
-    """One vendor wire.  ``wire`` is the key used in ``vendor_options`` and ``provider_data``."""
+    """One vendor wire: pure mappings between the library's data model and the vendor's JSON.
+
+    No method does I/O: each is a function of its arguments and the codec's
+    configuration (fresh tool-call ids where a vendor sends none aside, and the clock an
+    HTTP-date ``retry-after`` is read against).
+    """
 
     wire: str
+    """The wire's key: ``"openai"``, ``"anthropic"`` or ``"gemini"``.
 
-    def url(self, base_url: str, model: str, *, stream: bool) -> str: ...
+    Used as the key of ``LLMRequest.vendor_options`` and of ``provider_data`` on
+    messages and tool calls (what this wire replays on the next request).
+    """
 
-    def headers(self, api_key: str | None) -> dict[str, str]: ...
+    def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """The endpoint to ``POST`` to for ``model``, streaming or not (never with a credential in it)."""
+        ...
 
-    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]: ...
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """The wire's headers, the credential included (``None``: a local server that needs none).
 
-    def decode_response(self, body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse: ...
+        The only place a key goes: :class:`~agentactors.providers.http.HTTPProvider`
+        registers it for redaction and never puts it in a URL or a log line.
+        """
+        ...
 
-    def stream_decoder(self, *, request: LLMRequest | None, model: str, provider: str) -> StreamDecoder: ...
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """The JSON body for ``request`` sent to ``model``.
+
+        Raises a request-kind :class:`~agentactors.ProviderError` (or ``TypeError`` /
+        ``ValueError``, which the adapter turns into one) for a request this wire cannot
+        express; nothing has been sent then.
+        """
+        ...
+
+    def decode_response(self, body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
+        """The response in a 2xx body (parsed JSON).
+
+        ``request`` (when known) lets the decoder judge tool arguments against the tool's
+        schema; ``provider`` names the response and any error.  Raises the classified
+        :class:`~agentactors.ProviderError` for an error body sent with a 2xx status and a
+        transient :class:`~agentactors.MalformedResponseError` for a body this wire does
+        not allow.
+        """
+        ...
+
+    def stream_decoder(self, *, request: LLMRequest | None, model: str, provider: str) -> StreamDecoder:
+        """A fresh :class:`StreamDecoder` for one stream of ``model``."""
+        ...
 
     def classify_error(
         self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
-    ) -> ProviderError: ...
+    ) -> ProviderError:
+        """The :class:`~agentactors.ProviderError` for a non-2xx answer (returned, not raised).
+
+        The shared classifier (:mod:`agentactors.providers._classify`: ``x-should-retry``,
+        the vendor's error code, the status, ``retry-after``), refined by what this wire
+        knows about its own error bodies.
+        """
+        ...

@@ -142,16 +142,19 @@ class GeminiWire:
     wire: str = WIRE
 
     def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """See :meth:`~agentactors.providers.codec.WireCodec.url`."""
         path = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
         method = "streamGenerateContent?alt=sse" if stream else "generateContent"
         return f"{base_url.rstrip('/')}/v1beta/{quote(path, safe='/-._~@')}:{method}"
 
     def headers(self, api_key: str | None) -> dict[str, str]:
+        """See :meth:`~agentactors.providers.codec.WireCodec.headers`."""
         return {"x-goog-api-key": api_key} if api_key else {}
 
     # -- requests --------------------------------------------------------------------------------
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """The request body (see the module docstring for the mapping)."""
         system, contents = _contents(request.messages, model)
         body: dict[str, Any] = {"contents": contents}
         if system:

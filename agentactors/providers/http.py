@@ -155,27 +155,38 @@ class HTTPProvider:
 
     @property
     def name(self) -> str:
+        """The name given, else :attr:`wire_name`."""
         return self._name
 
     @property
     def default_model(self) -> str | None:
+        """The model given to the constructor (``request.model`` wins)."""
         return self._model
 
     @property
     def base_url(self) -> str:
+        """The vendor's base URL, without a trailing slash."""
         return self._base_url
 
     @property
     def codec(self) -> WireCodec:
+        """The wire codec this provider sends through."""
         return self._codec
 
     @property
     def carries_tools(self) -> bool:
+        """``True``: every wire here calls tools natively."""
         return True
 
     @property
     def carries_forced_tool_choice(self) -> bool:
+        """As given to the constructor; :meth:`supports_forced_tool_choice` refines it per model."""
         return self._carries_forced
+
+    @property
+    def supports_streaming(self) -> bool:
+        """``True``: every wire here streams (a server that answers with one JSON body is decoded whole)."""
+        return True
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether a forced choice (``required`` / a named tool) may be sent to ``model``.

@@ -76,14 +76,17 @@ class OpenAIWire:
         self.max_tokens_field = max_tokens_field
 
     def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """See :meth:`~agentactors.providers.codec.WireCodec.url`."""
         return base_url.rstrip("/") + "/chat/completions"
 
     def headers(self, api_key: str | None) -> dict[str, str]:
+        """See :meth:`~agentactors.providers.codec.WireCodec.headers`."""
         return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
     # -- encoding ---------------------------------------------------------------------------------
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """The request body (see the module docstring for the mapping)."""
         options = request.options_for(WIRE)
         body: dict[str, Any] = {"model": model, "messages": self.encode_messages(request.messages)}
         if request.tools:
@@ -115,6 +118,7 @@ class OpenAIWire:
         return body
 
     def encode_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
+        """The conversation on the wire, empty assistant turns dropped."""
         out: list[dict[str, Any]] = []
         for m in messages:
             encoded = self.encode_message(m)
@@ -174,6 +178,7 @@ class OpenAIWire:
 
 
 def encode_tool_choice(choice: ToolChoice) -> Any:
+    """``tool_choice`` on this wire: ``"auto"`` / ``"none"`` / ``"required"`` or a named function."""
     if choice.mode == "tool":
         return {"type": "function", "function": {"name": choice.name}}
     return choice.mode

@@ -111,22 +111,32 @@ class ScriptedProvider:
 
     @property
     def name(self) -> str:
+        """The name given (default ``"scripted"``)."""
         return self._name
 
     @property
     def default_model(self) -> str | None:
+        """The model given (default ``"scripted-model"``)."""
         return self._model
 
     @property
     def carries_tools(self) -> bool:
+        """As given: ``False`` makes the loop use the JSON-fallback transport."""
         return self._carries_tools
 
     @property
     def carries_forced_tool_choice(self) -> bool:
+        """As given."""
         return self._carries_forced
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """``False`` without :attr:`carries_forced_tool_choice` or for a model in ``rejects_forced_tool_choice``."""
         return self._carries_forced and model not in self.rejects_forced_tool_choice
+
+    @property
+    def supports_streaming(self) -> bool:
+        """``True``: :meth:`stream` delivers text and tool calls in several events."""
+        return True
 
     @property
     def calls(self) -> int:
@@ -143,6 +153,7 @@ class ScriptedProvider:
         self._items.extend(items)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The next item as a response (an exception item is raised), after ``latency`` seconds."""
         model = self._admit(request)
         item = await self._resolve(self._take(request), request)
         if self.latency:
@@ -152,6 +163,7 @@ class ScriptedProvider:
         return self._to_response(item, model)
 
     def stream(self, request: LLMRequest) -> StreamContext:
+        """The next item as a stream: text in several deltas, calls as start / delta / end, one ``StreamEnd``."""
         # Validate and consume now, so an UnsupportedToolChoiceError is raised
         # by stream() itself, before anything is "sent".
         model = self._admit(request)
@@ -186,6 +198,7 @@ class ScriptedProvider:
         yield _gen()
 
     async def aclose(self) -> None:
+        """Mark the provider closed (:attr:`closed`); it keeps answering, so tests can see who closed it."""
         self.closed = True
 
     async def __aenter__(self) -> ScriptedProvider:

@@ -15,23 +15,24 @@ import anyio
 from ..errors import ProviderError
 from ..messages import LLMRequest, LLMResponse
 from ..providers._classify import classify_exception
-from ..providers.base import LLMProvider, StreamContext, forced_tool_choice_for
+from ..providers.base import (
+    LLMProvider,
+    StreamContext,
+    default_model_of,
+    forced_tool_choice_carried_by,
+    forced_tool_choice_for,
+    name_of,
+    native_tools_for,
+)
 
 __all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of"]
 
 Clock = Callable[[], float]
 
 
-def name_of(provider: object) -> str:
-    """A provider's name, or its type's name for an object that has none."""
-    name = getattr(provider, "name", None)
-    return name if isinstance(name, str) and name else type(provider).__name__
-
-
 def model_of(provider: object, request: LLMRequest) -> str | None:
     """The model a call goes to (``request.model`` or the default), without raising when neither is set."""
-    model = request.model or getattr(provider, "default_model", None)
-    return str(model) if model else None
+    return request.model or default_model_of(provider)
 
 
 def as_provider_error(exc: Exception, provider: object, model: str | None) -> ProviderError:
@@ -45,15 +46,20 @@ def as_provider_error(exc: Exception, provider: object, model: str | None) -> Pr
 
 
 def default_clock() -> float:
+    """anyio's clock (virtual under a mock clock)."""
     return anyio.current_time()
 
 
 class ProviderDecorator:
     """Base of the decorators: delegates the provider port to ``inner``.
 
-    ``supports_forced_tool_choice(model)`` answers for the inner provider
-    through :func:`~agentactors.providers.base.forced_tool_choice_for`, so a
-    decorated provider carries exactly what the provider it wraps carries.
+    Identity and capabilities are forwarded through the readers of
+    :mod:`agentactors.providers.base` (:func:`~agentactors.providers.base.native_tools_for`,
+    :func:`~agentactors.providers.base.forced_tool_choice_for`, ...), so a decorated
+    provider carries exactly what the provider it wraps carries, with the same defaults
+    for one that does not say.  ``supports_streaming`` is the exception: it is always
+    ``True``, because a decorator's ``stream()`` adapts an inner provider that cannot
+    stream and applies its own stream policy to the adapted stream.
     """
 
     def __init__(self, inner: LLMProvider | Any) -> None:
@@ -69,23 +75,32 @@ class ProviderDecorator:
 
     @property
     def name(self) -> str:
+        """The inner provider's name."""
         return name_of(self._inner)
 
     @property
     def default_model(self) -> str | None:
-        model = getattr(self._inner, "default_model", None)
-        return str(model) if model else None
+        """The inner provider's default model."""
+        return default_model_of(self._inner)
 
     @property
     def carries_tools(self) -> bool:
-        return getattr(self._inner, "carries_tools", False) is True
+        """Whether the inner provider calls tools natively (:func:`~agentactors.providers.base.native_tools_for`)."""
+        return native_tools_for(self._inner)
 
     @property
     def carries_forced_tool_choice(self) -> bool:
-        return getattr(self._inner, "carries_forced_tool_choice", False) is True
+        """The inner provider's answer, through :func:`~agentactors.providers.base.forced_tool_choice_carried_by`."""
+        return forced_tool_choice_carried_by(self._inner)
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """The inner provider's answer, through :func:`~agentactors.providers.base.forced_tool_choice_for`."""
         return forced_tool_choice_for(self._inner, model)
+
+    @property
+    def supports_streaming(self) -> bool:
+        """Always ``True``: :meth:`stream` adapts an inner provider that cannot stream (see the class)."""
+        return True
 
     async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - overridden
         raise NotImplementedError

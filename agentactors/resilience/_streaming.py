@@ -22,7 +22,7 @@ import attrs
 
 from ..errors import MalformedResponseError
 from ..messages import LLMRequest, StreamEvent
-from ..providers.base import StreamAccumulator, StreamContext, interrupted, stream_from_complete
+from ..providers.base import StreamAccumulator, StreamContext, interrupted, stream_from_complete, streaming_for
 from ._base import name_of
 
 __all__ = ["OpenedStream", "open_stream", "relay", "stream_of"]
@@ -31,15 +31,14 @@ __all__ = ["OpenedStream", "open_stream", "relay", "stream_of"]
 def stream_of(provider: Any, request: LLMRequest) -> StreamContext:
     """``provider.stream(request)``, or its ``complete()`` as a one-response stream when it cannot stream.
 
-    A provider "cannot stream" when it has no callable ``stream``, says
-    ``supports_streaming = False``, or raises ``NotImplementedError`` from
-    ``stream()``.  Such a member is adapted, never skipped.
+    A provider "cannot stream" when :func:`~agentactors.providers.base.streaming_for`
+    says so (no callable ``stream``, or ``supports_streaming`` is ``False``) or its
+    ``stream()`` raises ``NotImplementedError``.  Such a member is adapted, never skipped.
     """
-    fn = getattr(provider, "stream", None)
-    if not callable(fn) or getattr(provider, "supports_streaming", True) is False:
+    if not streaming_for(provider):
         return stream_from_complete(provider, request)
     try:
-        return fn(request)  # type: ignore[no-any-return]
+        return provider.stream(request)  # type: ignore[no-any-return]
     except NotImplementedError:
         return stream_from_complete(provider, request)
 

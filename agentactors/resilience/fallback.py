@@ -24,7 +24,14 @@ from ..errors import (
 )
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
-from ..providers.base import LLMProvider, StreamContext, forced_tool_choice_for
+from ..providers.base import (
+    LLMProvider,
+    StreamContext,
+    default_model_of,
+    forced_tool_choice_carried_by,
+    forced_tool_choice_for,
+    native_tools_for,
+)
 from ._base import as_provider_error, name_of
 from ._streaming import OpenedStream, open_stream, relay, stream_of
 
@@ -90,22 +97,29 @@ class FallbackProvider:
 
     @property
     def name(self) -> str:
+        """``fallback(a, b, ...)`` from the members' names, unless a name was given."""
         return self._name
 
     @property
     def default_model(self) -> str | None:
-        model = getattr(self.members[0], "default_model", None)
-        return str(model) if model else None
+        """The primary's default model."""
+        return default_model_of(self.members[0])
 
     @property
     def carries_tools(self) -> bool:
-        """True only when every member calls tools natively (the loop's transport must suit them all)."""
-        return all(getattr(m, "carries_tools", False) is True for m in self.members)
+        """True only when every member calls tools natively (the loop's transport must suit them all).
+
+        Each member answers through :func:`~agentactors.providers.base.native_tools_for`.
+        """
+        return all(native_tools_for(m) for m in self.members)
 
     @property
     def carries_forced_tool_choice(self) -> bool:
-        """True only when every member can carry a forced tool choice."""
-        return all(getattr(m, "carries_forced_tool_choice", False) is True for m in self.members)
+        """True only when every member can carry a forced tool choice.
+
+        Each member answers through :func:`~agentactors.providers.base.forced_tool_choice_carried_by`.
+        """
+        return all(forced_tool_choice_carried_by(m) for m in self.members)
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether the chain can send a forced choice when asked for ``model``.
@@ -116,10 +130,15 @@ class FallbackProvider:
         answers = [forced_tool_choice_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
         return any(answers) if self.skip_incapable else all(answers)
 
+    @property
+    def supports_streaming(self) -> bool:
+        """Always ``True``: :meth:`stream` adapts a member that cannot stream and relays the others."""
+        return True
+
     @staticmethod
     def _model_for(index: int, member: Any, requested: str | None) -> str | None:
         # The primary calls what was asked for (or its default); a fallback is bound to its own model.
-        own = getattr(member, "default_model", None) or None
+        own = default_model_of(member)
         model = (requested or own) if index == 0 else (own or requested)
         return str(model) if model else None
 
@@ -191,10 +210,12 @@ class FallbackProvider:
         return response if response.provider else attrs.evolve(response, provider=step.name)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The first member's response that does not fail in a way that moves (see :func:`with_fallback`)."""
         step, response = await self._walk(request, lambda s: s.member.complete(s.request))
         return self._served(response, step)
 
     def stream(self, request: LLMRequest) -> StreamContext:
+        """The first member's stream that reaches its first event; later failures do not move."""
         return self._stream(request)
 
     @asynccontextmanager
