@@ -2,7 +2,7 @@
 
 Every library error derives from :class:`AgentActorsError`, so ``except AgentActorsError`` catches
 anything the library raises on purpose (cancellation aside: that is anyio's own exception).  The
-whole tree, with where to import a class from when it is not this module::
+whole tree; a note names a class's other bases and, when it is not defined here, where it lives::
 
     AgentActorsError
     ├── ProviderError
@@ -12,17 +12,17 @@ whole tree, with where to import a class from when it is not this module::
     │   ├── StreamInterruptedError
     │   ├── ProviderTimeout
     │   ├── AllProvidersFailedError         also an ExceptionGroup
-    │   └── ScriptExhaustedError            agentactors.providers.scripted
+    │   └── ScriptExhaustedError            agentactors (defined in providers.scripted)
     ├── AskTimeout                          also a TimeoutError
     ├── ActorStopped
     ├── ToolStatusError
     ├── ConversionError                     also a ValueError; agentactors.tools.schema
     ├── GeminiSchemaError                   also a ValueError; agentactors.providers.gemini
-    ├── WireRejection                       agentactors.testing (the fake vendor's 4xx)
-    └── LiveUnavailable                     also a RuntimeError; the demo's ``--live`` without a key
+    ├── WireRejection                       the fake vendor's 4xx, never leaves agentactors.testing
+    └── LiveUnavailable                     also a RuntimeError; the demo's --live without a key
 
 The drawing is checked (``tests/unit/test_exception_tree.py``): every exception class the package
-defines appears in it, under one of its real bases.  Private exceptions (a leading underscore) are
+defines appears in it, under one of its real bases, with its other bases noted.  Private exceptions (a leading underscore) are
 control flow caught inside the module that raises them; they are not library errors and are not drawn.
 
 A provider failure is a :class:`ProviderError` whose ``kind`` says whose fault it is and whose

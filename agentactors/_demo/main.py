@@ -35,6 +35,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from ..errors import AgentActorsError
 from ..events import Event, JsonlRecorder
 from .chain import DemoSettings, Member, VendorSpec, live_members, request_bound
 from .fleet import LiveCounters, run_fleet_raw
@@ -61,7 +62,7 @@ LIVE_AGENTS = 3
 MIN_GOODPUT = 0.8
 
 
-class LiveUnavailable(RuntimeError):
+class LiveUnavailable(AgentActorsError, RuntimeError):
     """``--live`` without any vendor API key in the environment."""
 
 

@@ -36,6 +36,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import AgentActorsError
 from ..json_types import json_type_name
 
 __all__ = ["GeminiSchemaError", "to_gemini_schema"]
@@ -59,7 +60,7 @@ _BY_TYPE: Mapping[str, tuple[str, ...]] = {
 }
 
 
-class GeminiSchemaError(ValueError):
+class GeminiSchemaError(AgentActorsError, ValueError):
     """A JSON Schema that cannot be expressed in Gemini's subset (a recursive ``$ref``, a bad pointer)."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from ..errors import AgentActorsError
 from ._fake_script import Conversation, OfferedTool, SeenToolCall, SeenToolResult
 
 __all__ = ["ParsedRequest", "WireRejection", "parse_request", "route"]
@@ -54,7 +55,7 @@ _GEMINI_SCHEMA_KEYS = frozenset(
 _GEMINI_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null", "type_unspecified"})
 
 
-class WireRejection(Exception):
+class WireRejection(AgentActorsError):
     """The request is one the real vendor rejects; the app answers with this status and message."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -42,6 +42,7 @@ from typing import Annotated, Any, Literal, Union
 
 import attrs
 
+from ..errors import AgentActorsError
 from ..json_types import json_type_name
 from .docstrings import parse_docstring
 
@@ -62,7 +63,7 @@ _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 _FORMATTED: dict[type, str] = {_dt.datetime: "date-time", _dt.date: "date", uuid.UUID: "uuid"}
 
 
-class ConversionError(ValueError):
+class ConversionError(AgentActorsError, ValueError):
     """A validated argument could not become the annotated Python value (a date that does not parse, ...).
 
     ``path`` names where; ``expected`` what was wanted.  Neither holds the value.
