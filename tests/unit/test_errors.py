@@ -1,12 +1,17 @@
+"""The exception tree's classes: fields, kinds, groups, pickling, redaction; and the moved classifier names."""
+
 from __future__ import annotations
 
-import email.utils
+import importlib
 import pickle
-import time
+import subprocess
+import sys
 
 import pytest
 
+import agentactors.errors
 from agentactors import (
+    AgentActorsError,
     AllProvidersFailedError,
     CircuitOpenError,
     ErrorKind,
@@ -18,123 +23,8 @@ from agentactors import (
     classify_http_error,
     register_secret,
 )
-from agentactors.errors import classify_error_body, parse_retry_after
 
 CANARY = "sk-canary-0123456789abcdefSECRET"
-
-
-def _openai(message: str, code: str | None = None, type_: str = "invalid_request_error") -> dict[str, object]:
-    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
-
-
-@pytest.mark.parametrize(
-    ("status", "kind", "retryable"),
-    [
-        (400, ErrorKind.request, False),
-        (401, ErrorKind.account, False),
-        (403, ErrorKind.account, False),
-        (404, ErrorKind.account, False),
-        (408, ErrorKind.transient, True),
-        (409, ErrorKind.transient, True),
-        (413, ErrorKind.request, False),
-        (422, ErrorKind.request, False),
-        (429, ErrorKind.transient, True),
-        (500, ErrorKind.transient, True),
-        (502, ErrorKind.transient, True),
-        (503, ErrorKind.transient, True),
-        (504, ErrorKind.transient, True),
-        (529, ErrorKind.transient, True),
-        (599, ErrorKind.transient, True),  # any unlisted 5xx
-        (418, ErrorKind.request, False),  # any unlisted 4xx
-    ],
-)
-def test_status_matrix(status: int, kind: ErrorKind, retryable: bool) -> None:
-    err = classify_http_error(status, {}, b"", provider="p", model="m")
-    assert (err.kind, err.retryable, err.status) == (kind, retryable, status)
-
-
-@pytest.mark.parametrize(
-    ("body", "kind"),
-    [
-        (_openai("You exceeded your current quota", "insufficient_quota", "insufficient_quota"), ErrorKind.account),
-        (_openai("Rate limit reached for requests", "rate_limit_exceeded", "requests"), ErrorKind.transient),
-        ({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, ErrorKind.transient),
-        (_openai("You have reached your specified spend limit", "billing_hard_limit_reached"), ErrorKind.account),
-        (
-            {
-                "error": {
-                    "code": 429,
-                    "status": "RESOURCE_EXHAUSTED",
-                    "message": "Quota exceeded",
-                    "details": [
-                        {
-                            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                            "violations": [{"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}],
-                        }
-                    ],
-                }
-            },
-            ErrorKind.account,
-        ),
-        (
-            {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "per-minute", "details": []}},
-            ErrorKind.transient,
-        ),
-    ],
-)
-def test_429_account_vs_transient(body: dict[str, object], kind: ErrorKind) -> None:
-    assert classify_http_error(429, {}, body, provider="p").kind is kind
-
-
-def test_context_and_content_policy_codes() -> None:
-    body = _openai("This model's maximum context length is 8192", "context_length_exceeded")
-    ctx = classify_http_error(400, {}, body, provider="p")
-    assert ctx.kind is ErrorKind.context and not ctx.retryable
-    anth = {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens"}}
-    assert classify_http_error(400, {}, anth, provider="p").kind is ErrorKind.context
-    policy = classify_http_error(400, {}, _openai("blocked", "content_policy_violation"), provider="p")
-    assert policy.kind is ErrorKind.content_policy
-
-
-def test_anthropic_and_gemini_bodies() -> None:
-    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
-                  "request_id": "req_1"}
-    e = classify_http_error(529, {}, overloaded, provider="anthropic")
-    assert e.kind is ErrorKind.transient and e.request_id == "req_1" and "Overloaded" in str(e)
-    nf = {"error": {"code": 404, "message": "models/x is not found", "status": "NOT_FOUND"}}
-    assert classify_http_error(404, {}, nf, provider="gemini").kind is ErrorKind.account
-
-
-def test_retry_after_sources() -> None:
-    assert parse_retry_after({"retry-after-ms": "1500"}) == pytest.approx(1.5)
-    assert parse_retry_after({"retry-after": "7"}) == 7.0
-    now = time.time()
-    date = email.utils.formatdate(now + 30, usegmt=True)
-    assert parse_retry_after({"retry-after": date}, now=lambda: now) == pytest.approx(30, abs=1.0)
-    # retry-after-ms wins over retry-after
-    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == pytest.approx(0.25)
-    gemini = {"error": {"details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}]}}
-    assert parse_retry_after({}, gemini) == 37.0
-    assert parse_retry_after({"retry-after": "soon"}) is None
-    err = classify_http_error(429, {"retry-after": "12"}, b"{}", provider="p")
-    assert err.retry_after == 12.0
-
-
-def test_x_should_retry_both_ways() -> None:
-    no = classify_http_error(503, {"x-should-retry": "false"}, b"", provider="p")
-    assert no.kind is ErrorKind.transient and no.retryable is False
-    yes = classify_http_error(400, {"x-should-retry": "true"}, b"", provider="p")
-    assert yes.kind is ErrorKind.transient and yes.retryable is True
-
-
-def test_in_band_stream_error_bodies() -> None:
-    groq = {"error": {"message": "tool call validation failed", "type": "invalid_request_error",
-                      "code": "tool_use_failed"}, "status_code": 400}
-    assert classify_error_body(groq, provider="groq").kind is ErrorKind.request
-    anth = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    assert classify_error_body(anth, provider="anthropic").kind is ErrorKind.transient
-    openrouter = {"error": {"code": 400, "message": "Provider returned error"}}
-    assert classify_error_body(openrouter, provider="openrouter").status == 400
 
 
 def test_provider_error_fields_and_kinds() -> None:
@@ -179,25 +69,6 @@ def test_all_providers_failed_is_group_and_provider_error() -> None:
     assert isinstance(clone, AllProvidersFailedError) and len(clone.exceptions) == 2
 
 
-def test_classify_exception() -> None:
-    import httpx
-
-    assert classify_exception(httpx.ConnectError("refused"), provider="p").kind is ErrorKind.transient
-    assert isinstance(classify_exception(httpx.ReadTimeout("slow"), provider="p"), ProviderTimeout)
-    unknown = classify_exception(ValueError("what"), provider="p")
-    assert unknown.kind is ErrorKind.request and not unknown.retryable
-
-    class Flaky(Exception):
-        retryable = True
-
-    inner = Flaky("x")
-    outer = RuntimeError("wrapped")
-    outer.__cause__ = inner
-    assert classify_exception(outer, provider="p").retryable is True
-    pe = ProviderError("x", provider="p", kind="transient")
-    assert classify_exception(pe, provider="q") is pe
-
-
 def test_no_canary_secret_in_any_error_text() -> None:
     register_secret(CANARY)
     body = {"error": {"message": f"Incorrect API key provided: {CANARY}", "type": "invalid_request_error",
@@ -225,11 +96,62 @@ def test_body_excerpt_is_bounded() -> None:
     assert err.body_excerpt is not None and len(err.body_excerpt) <= 500
 
 
-def test_gemini_per_minute_quota_wording_is_transient_and_odd_details_are_tolerated() -> None:
-    body = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
-                      "message": "You exceeded your current quota, please check your plan and billing details.",
-                      "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": 7}]}}
-    assert classify_http_error(429, {}, body, provider="gemini").kind is ErrorKind.transient
-    openai_quota = _openai("You exceeded your current quota, please check your plan and billing details.",
-                           "insufficient_quota", "insufficient_quota")
-    assert classify_http_error(429, {}, openai_quota, provider="openai").kind is ErrorKind.account
+# --- the classifier's old home: agentactors.errors names it for one release --------------------
+
+MOVED_TO_CLASSIFY = ["classify_error_body", "classify_exception", "classify_http_error", "explicit_retryable",
+                     "parse_retry_after"]
+
+
+@pytest.mark.parametrize("name", MOVED_TO_CLASSIFY)
+def test_a_classifier_name_on_agentactors_errors_warns_and_is_the_moved_function(name: str) -> None:
+    moved = getattr(importlib.import_module("agentactors.providers._classify"), name)
+    moved_to = r"moved to agentactors\.providers\._classify"
+    with pytest.warns(DeprecationWarning, match=rf"agentactors\.errors\.{name} {moved_to}"):
+        old = getattr(agentactors.errors, name)
+    assert old is moved
+
+
+def test_the_old_import_statement_still_works_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="import it from agentactors"):
+        from agentactors.errors import classify_http_error as old
+    assert old is classify_http_error
+    err = old(503, {}, b"", provider="p")
+    assert isinstance(err, ProviderError) and err.kind is ErrorKind.transient
+
+
+def test_other_missing_names_on_agentactors_errors_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        agentactors.errors.no_such_name  # noqa: B018
+    assert not hasattr(agentactors.errors, "classify_everything")
+
+
+def test_redaction_names_are_still_importable_from_agentactors_errors_without_a_warning() -> None:
+    import warnings
+
+    from agentactors import redaction
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        names = (agentactors.errors.redact, agentactors.errors.register_secret)
+    assert names == (redaction.redact, redaction.register_secret)
+
+
+def test_importing_agentactors_emits_no_deprecation_warning() -> None:
+    # A fresh interpreter: in this one the package is long imported, and warnings fire once.
+    code = "import agentactors, agentactors.errors, agentactors.providers.openai, agentactors.resilience"
+    done = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_errors_outside_errors_py_join_the_tree_and_keep_their_builtin_bases() -> None:
+    from agentactors.providers.gemini import GeminiSchemaError, to_gemini_schema
+    from agentactors.tools.schema import ConversionError
+
+    assert issubclass(ConversionError, AgentActorsError) and issubclass(ConversionError, ValueError)
+    with pytest.raises(ValueError, match="recursive"):  # ``except ValueError`` still catches it
+        to_gemini_schema({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"})
+    with pytest.raises(AgentActorsError):
+        to_gemini_schema({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"})
+    assert issubclass(GeminiSchemaError, AgentActorsError)
