@@ -1,0 +1,114 @@
+"""No import cycle goes through providers/ or errors.py; each wire's modules import one way.
+
+The graph is read from the source (every ``import`` statement, including the ones under
+``if TYPE_CHECKING:`` and inside functions), not from what happens to be imported at run
+time, so an import hidden in a function still counts.  The package-wide cycle check is
+the layout's; this one guards the providers' layering and the bottom of the error tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import agentactors
+
+PACKAGE = Path(agentactors.__file__).parent
+WIRES = ("openai", "anthropic", "gemini")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports, anywhere in its source."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    package = name if is_package else name.rpartition(".")[0]
+                    for _ in range(node.level - 1):
+                        package = package.rpartition(".")[0]
+                    base = f"{package}.{node.module}" if node.module else package
+                else:
+                    base = node.module or ""
+                # ``from pkg import mod`` imports the module pkg.mod; ``from mod import name`` imports mod.
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+            graph[name].update(t for t in targets if t in files and t != name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_goes_through_providers_or_errors() -> None:
+    graph = import_graph()
+    assert graph.get("agentactors.providers.openai")  # the graph was read
+
+    def guarded(module: str) -> bool:
+        return module.startswith("agentactors.providers") or module == "agentactors.errors"
+
+    through = [c for c in cycles(graph) if any(guarded(m) for m in c)]
+    assert not through, f"import cycles: {through}"
+
+
+def test_errors_imports_nothing_of_the_package_but_redaction() -> None:
+    assert import_graph()["agentactors.errors"] <= {"agentactors.redaction"}
+
+
+def test_each_wire_imports_one_way_public_then_stream_then_decode() -> None:
+    graph = import_graph()
+    for wire in WIRES:
+        public, stream, decode = (f"agentactors.providers.{m}" for m in (wire, f"_{wire}_stream", f"_{wire}_decode"))
+        assert {stream, decode} <= graph[public], wire
+        assert decode in graph[stream] and public not in graph[stream], wire
+        assert not graph[decode] & {public, stream}, wire
+        # Decoding is pure: it knows the data model, the error tree and the classifier, not the transport.
+        assert "agentactors.providers.http" not in graph[decode] | graph[stream], wire
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
