@@ -1,1 +1,21 @@
-"""Providers: the port (:mod:`.base`), the vendor wires and the scripted test double."""
+"""Providers: the port, the HTTP adapter, the three vendor wires and the scripted test double.
+
+One module per idea, imports going one way (down this list)::
+
+    base.py                 the port: LLMProvider, one reader per capability, stream helpers
+    scripted.py             ScriptedProvider, the deterministic test double
+    openai.py               OpenAIWire (the codec) + OpenAIProvider
+      _openai_stream.py       its stream decoder
+        _openai_decode.py       bodies, usage, finish reasons, tool calls, error refinement
+    anthropic.py            the same for the Messages API
+      _anthropic_stream.py
+        _anthropic_decode.py
+    gemini.py               the same for generateContent (+ _gemini_schema.py, the schema sanitiser)
+      _gemini_stream.py
+        _gemini_decode.py
+    http.py                 HTTPProvider: the thin httpx adapter every wire shares
+    codec.py                the WireCodec / StreamDecoder protocols a wire implements
+    _classify.py            HTTP failure -> ProviderError, shared by every wire
+
+Nothing here is imported by ``agentactors.errors``: the error tree is the layer below.
+"""
