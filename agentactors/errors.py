@@ -22,8 +22,9 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     └── LiveUnavailable                     also a RuntimeError; the demo's --live without a key
 
 The drawing is checked (``tests/unit/test_exception_tree.py``): every exception class the package
-defines appears in it, under one of its real bases, with its other bases noted.  Private exceptions (a leading underscore) are
-control flow caught inside the module that raises them; they are not library errors and are not drawn.
+defines appears in it, under one of its real bases, with its other bases noted.  Private exceptions
+(a leading underscore) are control flow caught inside the module that raises them; they are not
+library errors and are not drawn.
 
 A provider failure is a :class:`ProviderError` whose ``kind`` says whose fault it is and whose
 ``retryable`` says whether asking again can help.  The resilience decorators derive every decision
