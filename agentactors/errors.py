@@ -364,7 +364,7 @@ def __getattr__(name: str) -> Any:
     """
     if name not in _MOVED_TO_CLASSIFY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    instead = "import it from agentactors" if name in _EXPORTED_AT_ROOT else f"it lives in {_CLASSIFY_MODULE}"
+    instead = "import it from agentactors" if name in _EXPORTED_AT_ROOT else "it is internal to the providers now"
     warnings.warn(
         f"agentactors.errors.{name} moved to {_CLASSIFY_MODULE}; {instead} "
         "(the old name is kept for one release)",
