@@ -1,7 +1,8 @@
 """agentactors: LLM agents as actors on anyio (asyncio and trio).
 
-The names in ``__all__`` are the user API and the contract of docs/architecture.md.  Everything else is
-plumbing and stays importable from the submodule that defines it.  The package is laid out by idea:
+The names in ``__all__`` are the user API; they report ``agentactors`` as their module and are the
+contract of docs/architecture.md.  Everything else is plumbing and stays importable from the submodule that
+defines it.  The package is laid out by idea:
 
 ``messages``, ``errors``, ``events``
     the data model, the exception tree, typed events and recorders.
@@ -24,7 +25,7 @@ plumbing and stays importable from the submodule that defines it.  The package i
 
 import typing as _typing
 
-from . import _compat
+from . import _compat, _reexport
 from .actors.provider import Complete, ProviderActor, Stream
 from .actors.ref import Actor, ActorRef
 from .actors.runtime import Runtime, RuntimeStats
@@ -163,6 +164,9 @@ __all__ = [
     "__version__",
 ]
 
+# Reprs, tracebacks and pickles name agentactors.X, where users import X from, not the submodule that
+# happens to define it today (_reexport says what that takes to keep type hints resolving).
+_reexport.adopt(globals(), (name for name in __all__ if name != "__version__"), __name__)
 _compat.install()
 
 #: Names that left ``__all__`` because they are plumbing, with the module to import them from.  They stay
