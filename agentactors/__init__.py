@@ -1,16 +1,36 @@
-"""agentactors: LLM agents as actors on anyio.
+"""agentactors: LLM agents as actors on anyio (asyncio and trio).
 
-The public API is re-exported here; everything else lives in private or
-submodule namespaces.  See docs/architecture.md for the contract these names keep.
+The names in ``__all__`` are the user API; they report ``agentactors`` as their module and are the
+contract of docs/architecture.md.  Everything else is plumbing and stays importable from the submodule that
+defines it.  The package is laid out by idea:
+
+``messages``, ``errors``, ``events``
+    the data model, the exception tree, typed events and recorders.
+``actors``
+    the actor kernel (runtime, refs, mailbox, worker, supervision) and the domain actors
+    (``provider``: ProviderActor, ``tools``: ToolExecutorActor).
+``loop``
+    the tool loop a run is: controller, nudges, JSON transport, thinking filter, context budget, result.
+``agent``
+    Agent (configuration bound to a runtime) and AgentRun (a run's stream handle).
+``providers``
+    the LLMProvider port, the three vendor wires over httpx, and the scripted double.
+``resilience``
+    retry, fallback, circuit breaker and timeout: decorators that return an LLMProvider.
+``tools``
+    ``@tool``, schemas from type hints, argument validation, results.
+``testing``
+    FakeVendor (a real HTTP server speaking the three wires), virtual time, the pytest plugin.
 """
 
-from __future__ import annotations
+import typing as _typing
 
-from . import _compat
+from . import _compat, _reexport
 from .actors.provider import Complete, ProviderActor, Stream
-from .actors.runtime import Actor, ActorRef, Runtime, RuntimeStats
+from .actors.ref import Actor, ActorRef
+from .actors.runtime import Runtime, RuntimeStats
 from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor
-from .agent import Agent, AgentRun, RunResult
+from .agent import Agent, AgentRun
 from .errors import (
     ActorStopped,
     AgentActorsError,
@@ -25,8 +45,9 @@ from .errors import (
     ToolStatusError,
     UnsupportedToolChoiceError,
 )
-from .events import Event, EventSink, FanOut, InMemoryRecorder, JsonlRecorder, Recorder, emit
+from .events import Event, InMemoryRecorder, JsonlRecorder, Recorder
 from .loop.controller import LoopController
+from .loop.result import RunResult
 from .messages import (
     LLMRequest,
     LLMResponse,
@@ -54,82 +75,134 @@ from .redaction import redact, register_secret
 from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_fallback, with_retry, with_timeout
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 
+if _typing.TYPE_CHECKING:
+    # The deprecated root names (see _MOVED_OUT), for type checkers only: at run time they are served by
+    # __getattr__, which warns.  Without these, a user's checker would reject code that still runs.
+    from .errors import classify_exception as classify_exception
+    from .errors import classify_http_error as classify_http_error
+    from .events import EventSink as EventSink
+    from .events import FanOut as FanOut
+    from .events import emit as emit
+
 __version__ = "0.1.0"
 
-_compat.install()
-
 __all__ = [
-    "Actor",
-    "ActorRef",
-    "ActorStopped",
-    "Agent",
-    "AgentActorsError",
-    "AgentRun",
-    "AllProvidersFailedError",
-    "AnthropicProvider",
-    "AskTimeout",
-    "CircuitOpenError",
-    "CircuitState",
-    "CircuitStats",
-    "Complete",
-    "ErrorKind",
-    "Event",
-    "EventSink",
-    "ExecuteTools",
-    "ExecutionContext",
-    "FanOut",
-    "GeminiProvider",
-    "InMemoryRecorder",
-    "JsonlRecorder",
-    "LLMProvider",
+    # data
     "LLMRequest",
     "LLMResponse",
-    "LoopController",
-    "MalformedResponseError",
     "Message",
-    "OpenAIProvider",
-    "ProviderActor",
-    "ProviderError",
-    "ProviderTimeout",
     "ReasoningDelta",
-    "Recorder",
-    "ResultCeiling",
-    "RunResult",
-    "Runtime",
-    "RuntimeStats",
-    "ScriptExhaustedError",
-    "ScriptedProvider",
     "StopReason",
-    "Stream",
-    "StreamCut",
     "StreamEnd",
     "StreamEvent",
-    "StreamInterruptedError",
     "TextDelta",
-    "Tool",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
     "ToolChoice",
-    "ToolContext",
-    "ToolExecutorActor",
-    "ToolResult",
     "ToolSpec",
-    "ToolStatus",
+    "Usage",
+    # providers
+    "AnthropicProvider",
+    "GeminiProvider",
+    "LLMProvider",
+    "OpenAIProvider",
+    "ScriptExhaustedError",
+    "ScriptedProvider",
+    "StreamCut",
+    "forced_tool_choice_for",
+    # errors
+    "ActorStopped",
+    "AgentActorsError",
+    "AllProvidersFailedError",
+    "AskTimeout",
+    "CircuitOpenError",
+    "ErrorKind",
+    "MalformedResponseError",
+    "ProviderError",
+    "ProviderTimeout",
+    "StreamInterruptedError",
     "ToolStatusError",
     "UnsupportedToolChoiceError",
-    "Usage",
-    "classify_exception",
-    "classify_http_error",
-    "emit",
-    "forced_tool_choice_for",
+    # secrets: for authors of their own providers, tools and recorders
     "redact",
     "register_secret",
-    "tool",
+    # resilience
+    "CircuitState",
+    "CircuitStats",
     "with_circuit_breaker",
     "with_fallback",
     "with_retry",
     "with_timeout",
+    # tools
+    "ResultCeiling",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "ToolStatus",
+    "tool",
+    # actors and agents
+    "Actor",
+    "ActorRef",
+    "Agent",
+    "AgentRun",
+    "Complete",
+    "ExecuteTools",
+    "ExecutionContext",
+    "LoopController",
+    "ProviderActor",
+    "RunResult",
+    "Runtime",
+    "RuntimeStats",
+    "Stream",
+    "ToolExecutorActor",
+    # events
+    "Event",
+    "InMemoryRecorder",
+    "JsonlRecorder",
+    "Recorder",
     "__version__",
 ]
+
+# Reprs, tracebacks and pickles name agentactors.X, where users import X from, not the submodule that
+# happens to define it today (_reexport says what that takes to keep type hints resolving).
+_reexport.adopt(globals(), (name for name in __all__ if name != "__version__"), __name__)
+_compat.install()
+
+#: Names that left ``__all__`` because they are plumbing, with the module to import them from.  They stay
+#: importable from the root for one release, through ``__getattr__`` with a DeprecationWarning.
+_MOVED_OUT: dict[str, str] = {
+    "EventSink": "agentactors.events",
+    "FanOut": "agentactors.events",
+    "emit": "agentactors.events",
+    "classify_exception": "agentactors.errors",
+    "classify_http_error": "agentactors.errors",
+}
+
+
+def _moved_out(name: str) -> object:
+    """A deprecated root name: the object from its module, with a DeprecationWarning that names the module.
+
+    Python calls a module's ``__getattr__`` only for names the module does not bind, so this costs nothing at
+    import nor for any name of the user API.
+    """
+    home = _MOVED_OUT.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Imported here, not at the top: the root's namespace holds the user API and nothing else public.
+    import importlib
+    import warnings
+
+    warnings.warn(
+        f"agentactors.{name} is deprecated: import it from {home} (the root name is kept for one release)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)
+
+
+if not _typing.TYPE_CHECKING:
+    # Hidden from type checkers: a module __getattr__ would make them accept any name imported from the
+    # package, typos included.  They see the deprecated names through the TYPE_CHECKING imports above.
+    __getattr__ = _moved_out

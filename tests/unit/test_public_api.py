@@ -70,7 +70,86 @@ CONTRACT: dict[str, list[str]] = {
                   "followups", "usage", "served_by"],
     "InMemoryRecorder": [],
     "JsonlRecorder": ["path"],
+    "Actor": [],
+    "ActorRef": [],
+    "Complete": ["request"],
+    "Stream": ["request"],
+    "ExecuteTools": ["calls", "context"],
 }
+
+# Methods the API block names, with the parameters it gives them.
+METHOD_CONTRACT: dict[str, list[str]] = {
+    "Message.system": ["text"],
+    "Message.user": ["text"],
+    "Message.assistant": ["text", "tool_calls"],
+    "Message.tool": ["call_id", "content", "name"],
+    "ToolChoice.auto": [],
+    "ToolChoice.none": [],
+    "ToolChoice.required": [],
+    "ToolChoice.tool": ["name"],
+    "Runtime.spawn": ["actor_or_factory", "name", "mailbox_size", "concurrency", "on_failure", "max_restarts",
+                      "restart_window"],
+    "Runtime.stats": [],
+    "Runtime.run_many": ["agent", "inputs", "concurrency", "progress"],
+    "Runtime.as_completed": ["agent", "inputs", "concurrency"],
+    "ActorRef.tell": [],
+    "ActorRef.try_tell": [],
+    "ActorRef.ask": ["timeout"],
+    "Agent.run": ["on_token"],
+    "Agent.stream": [],
+}
+
+# Default values the API block spells out: changing one changes what existing callers get.
+DEFAULTS: dict[str, dict[str, object]] = {
+    "ToolCall": {"raw_arguments": None, "arguments_error": None},
+    "LLMRequest": {"model": None, "tools": (), "max_tokens": None, "temperature": None, "stop": ()},
+    "LLMResponse": {"tool_calls": (), "stop_reason": agentactors.StopReason.end_turn, "model": None,
+                    "provider": None, "raw_stop_reason": None, "reasoning": "", "provider_data": None},
+    "Usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0,
+              "reasoning_tokens": 0},
+    "Message.assistant": {"tool_calls": ()},
+    "Message.tool": {"name": None},
+    "OpenAIProvider": {"model": None, "api_key": None, "base_url": "https://api.openai.com/v1",
+                       "carries_forced_tool_choice": None, "http_client": None},
+    "AnthropicProvider": {"model": None, "api_key": None, "base_url": "https://api.anthropic.com",
+                          "http_client": None},
+    "GeminiProvider": {"model": None, "api_key": None, "base_url": "https://generativelanguage.googleapis.com",
+                       "http_client": None},
+    "ScriptedProvider": {"name": "scripted", "model": None, "latency": 0.0, "carries_tools": True,
+                         "carries_forced_tool_choice": True, "rejects_forced_tool_choice": ()},
+    "ProviderError": {"model": None, "status": None, "retry_after": None, "retryable": None, "request_id": None},
+    "with_retry": {"max_attempts": 3, "base_delay": 0.5, "multiplier": 2.0, "max_delay": 8.0, "jitter": (0.75, 1.0),
+                   "max_retry_after": 60.0, "deadline": None, "retry_on": None, "clock": None, "sleep": None,
+                   "rng": None},
+    "with_fallback": {"fallback_on": None, "skip_incapable": False},
+    "with_circuit_breaker": {"window": 60.0, "min_calls": 10, "failure_rate": 0.5, "consecutive_failures": 5,
+                             "open_duration": 30.0, "max_open_duration": 300.0, "half_open_max_calls": 1,
+                             "half_open_successes": 1, "max_half_open_wait": 60.0, "count_mid_stream": False,
+                             "key": None, "clock": None},
+    "with_timeout": {"attempt": None, "first_event": None, "idle": None},
+    "tool": {"name": None, "description": None, "timeout": None, "result_ceiling": None, "hint": None,
+             "sequential": False, "read_only": False},
+    "ResultCeiling": {"narrow_by": ()},
+    "Runtime": {"recorders": (), "drain_timeout": 5.0},
+    "Runtime.spawn": {"name": None, "mailbox_size": 256, "concurrency": 1, "on_failure": "resume", "max_restarts": 3,
+                      "restart_window": 60.0},
+    "Runtime.run_many": {"concurrency": 100, "progress": None},
+    "Runtime.as_completed": {"concurrency": 100},
+    "ActorRef.ask": {"timeout": None},
+    "ProviderActor": {"max_concurrency": 64, "requests_per_minute": None, "tokens_per_minute": None},
+    "ToolExecutorActor": {"max_concurrency_per_step": 16, "default_timeout": 60.0},
+    "Agent": {"tools": (), "system": None, "model": None, "max_steps": 8, "max_empty_steps": 2,
+              "max_tool_result_chars": None, "context_budget_chars": None, "on_tool_status": None,
+              "tool_policy": None, "nudges": True, "followups": False, "recorders": ()},
+    "Agent.run": {"on_token": None},
+}
+
+
+def _resolve(dotted: str) -> Any:
+    obj: Any = agentactors
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT))
@@ -114,3 +193,39 @@ def test_enums_and_methods_promised() -> None:
     from agentactors.testing import FakeVendor
 
     assert FakeVendor is not None
+
+
+@pytest.mark.parametrize("dotted", sorted(METHOD_CONTRACT))
+def test_contract_method_exists_with_its_parameters(dotted: str) -> None:
+    method = _resolve(dotted)
+    assert callable(method)
+    sig = inspect.signature(method)
+    missing = [p for p in METHOD_CONTRACT[dotted] if p not in sig.parameters]
+    assert not missing, f"{dotted} lacks parameters {missing}: {sig}"
+
+
+@pytest.mark.parametrize("dotted", sorted(DEFAULTS))
+def test_contract_defaults_are_kept(dotted: str) -> None:
+    sig = inspect.signature(_resolve(dotted))
+    changed = {
+        name: (expected, sig.parameters[name].default if name in sig.parameters else "<missing>")
+        for name, expected in DEFAULTS[dotted].items()
+        if name not in sig.parameters or sig.parameters[name].default != expected
+    }
+    assert not changed, f"{dotted}: (promised, actual) defaults differ: {changed}"
+
+
+def test_the_provider_port_declares_its_members() -> None:
+    declared = set(dir(agentactors.LLMProvider))
+    for member in ("name", "default_model", "complete", "stream", "carries_tools", "carries_forced_tool_choice",
+                   "aclose"):
+        assert member in declared, f"LLMProvider does not declare {member}"
+
+
+def test_events_and_tool_contexts_carry_the_promised_fields() -> None:
+    event = agentactors.Event("run.started", "run-1", 1, 0.5, None)
+    assert (event.type, event.run_id, event.seq, event.time, event.step) == ("run.started", "run-1", 1, 0.5, None)
+    context = agentactors.ToolContext("call_1", "lookup", run_id="run-1", agent="a")
+    assert (context.run_id, context.agent, context.call_id) == ("run-1", "a", "call_1")
+    assert callable(context.emit)
+    assert agentactors.InMemoryRecorder().events == []

@@ -648,7 +648,11 @@ def test_message_constructor_validation() -> None:
 
 
 def test_result_type_is_exported() -> None:
-    assert ToolResult.__module__ == "agentactors.tools.results"
+    # Defined in agentactors.tools.results; exported from the root, whose name it reports (test_exported_members).
+    from agentactors.tools import results
+
+    assert results.ToolResult is ToolResult
+    assert ToolResult.__module__ == "agentactors"
 
 
 # --- unusual callables ---------------------------------------------------------------------------

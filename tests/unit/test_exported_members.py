@@ -1,0 +1,393 @@
+"""``agentactors.__all__`` is the user API, the package's own, reported as ``agentactors.X``; plumbing is not in it.
+
+Like httpx's ``tests/test_exported_members.py``: every exported name exists, is public and is defined in the
+package; nothing public at the root is left out of ``__all__``.  The exported classes and functions report
+``agentactors`` as their module, and the rest of this file proves that the relabelling breaks none of what
+reads ``__module__``: pickling (Ray will move results and errors between processes), copying,
+``attrs.evolve``, ``typing.get_type_hints`` and ``inspect.signature``.  Names that left ``__all__`` stay
+importable from the root for one release, with a DeprecationWarning naming their module.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import enum
+import importlib
+import inspect
+import pickle
+import pickletools
+import typing
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import attrs
+import pytest
+
+import agentactors
+from agentactors import (
+    AllProvidersFailedError,
+    CircuitOpenError,
+    CircuitState,
+    CircuitStats,
+    Complete,
+    ErrorKind,
+    Event,
+    ExecuteTools,
+    ExecutionContext,
+    LLMRequest,
+    LLMResponse,
+    MalformedResponseError,
+    Message,
+    ProviderError,
+    ProviderTimeout,
+    ReasoningDelta,
+    ResultCeiling,
+    RunResult,
+    RuntimeStats,
+    ScriptExhaustedError,
+    StopReason,
+    Stream,
+    StreamCut,
+    StreamEnd,
+    StreamInterruptedError,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolChoice,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    ToolStatus,
+    ToolStatusError,
+    UnsupportedToolChoiceError,
+    Usage,
+    tool,
+)
+
+PACKAGE_DIR = Path(agentactors.__file__).parent
+EXPORTED = [name for name in agentactors.__all__ if name != "__version__"]
+# Plumbing that left __all__, and the module each is imported from now (kept at the root for one release).
+MOVED_OUT: dict[str, str] = {
+    "EventSink": "agentactors.events",
+    "FanOut": "agentactors.events",
+    "emit": "agentactors.events",
+    "classify_exception": "agentactors.errors",
+    "classify_http_error": "agentactors.errors",
+}
+
+
+def _exported(kind: Callable[[object], bool]) -> list[str]:
+    return sorted(name for name in EXPORTED if kind(getattr(agentactors, name)))
+
+
+def _is_class_or_function(obj: object) -> bool:
+    return isinstance(obj, type) or inspect.isfunction(obj)
+
+
+# --- the shape of __all__ -------------------------------------------------------------------------
+
+
+def test_all_has_no_duplicates() -> None:
+    duplicates = sorted({name for name in agentactors.__all__ if agentactors.__all__.count(name) > 1})
+    assert not duplicates
+
+
+def test_every_exported_name_exists_and_is_public() -> None:
+    for name in agentactors.__all__:
+        assert name in vars(agentactors), f"{name} is in __all__ but not bound in the package"
+        assert not name.startswith("_") or name == "__version__", f"{name} is private"
+
+
+def _top_level_definitions() -> dict[str, list[str]]:
+    """name -> the package modules that define it at top level (class, def or assignment), read with ast."""
+    defined: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        module = ".".join(parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names: list[str] = []
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            for name in names:
+                defined.setdefault(name, []).append(module)
+    return defined
+
+
+def test_every_exported_member_is_defined_in_the_package() -> None:
+    """Defined by one of the package's submodules (not re-exported from a dependency), and that very object."""
+    defined = _top_level_definitions()
+    for name in EXPORTED:
+        obj = getattr(agentactors, name)
+        homes = [m for m in defined.get(name, ()) if m != "agentactors" and m != "agentactors.__main__"]
+        assert any(getattr(importlib.import_module(m), name, None) is obj for m in homes), (
+            f"{name} is not defined by any agentactors submodule (candidates: {homes})"
+        )
+
+
+def test_exported_classes_and_functions_report_the_package_as_their_module() -> None:
+    for name in _exported(_is_class_or_function):
+        obj = getattr(agentactors, name)
+        assert obj.__module__ == "agentactors", f"{name} reports {obj.__module__}"
+        # pickle finds a class or function again by module + qualified name: they must name the export.
+        assert obj.__qualname__ == name, f"{name} is exported under another name than its own ({obj.__qualname__})"
+    assert repr(agentactors.Runtime) == "<class 'agentactors.Runtime'>"
+    assert repr(agentactors.ProviderError("boom", provider="p", kind="transient")).startswith("ProviderError(")
+
+
+def test_no_public_root_name_is_missing_from_all() -> None:
+    """Submodules aside (``agentactors.events`` is bound by importing it), every public root name is exported."""
+    public = {
+        name
+        for name, value in vars(agentactors).items()
+        if not name.startswith("_") and not isinstance(value, ModuleType)
+    }
+    assert public == set(EXPORTED)
+
+
+# --- the plumbing that left __all__ ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "home"), sorted(MOVED_OUT.items()))
+def test_a_name_that_left_all_is_importable_from_the_root_with_a_warning(name: str, home: str) -> None:
+    assert name not in agentactors.__all__
+    assert name not in vars(agentactors), "bound at the root, so __getattr__ (and its warning) never runs"
+    with pytest.warns(DeprecationWarning, match=rf"agentactors\.{name} is deprecated: import it from {home}") as w:
+        obj = getattr(agentactors, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the home may itself be an alias after a move
+        assert obj is getattr(importlib.import_module(home), name)
+    assert obj.__module__ != "agentactors", "plumbing keeps the name of the module that defines it"
+    assert w[0].filename == __file__, "the warning points at the importing line"
+
+
+def test_the_from_import_form_warns_too() -> None:
+    with pytest.warns(DeprecationWarning, match="import it from agentactors.events"):
+        from agentactors import emit
+    from agentactors.events import emit as home
+
+    assert emit is home
+
+
+def test_an_unknown_root_name_is_an_attribute_error_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError, match="module 'agentactors' has no attribute 'no_such_name'"):
+            agentactors.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+        assert not hasattr(agentactors, "no_such_name")
+
+
+def test_a_submodule_is_still_imported_by_from_import() -> None:
+    """``from agentactors import testing`` asks the root first; its __getattr__ must let the import go on."""
+    from agentactors import testing
+
+    assert testing is importlib.import_module("agentactors.testing")
+
+
+def test_star_import_is_the_user_api_and_does_not_warn() -> None:
+    namespace: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec("from agentactors import *", namespace)
+    assert set(namespace) - {"__builtins__"} == set(agentactors.__all__)
+
+
+# --- what reads __module__ keeps working ----------------------------------------------------------
+
+_ERROR = ProviderError("vendor down", provider="openai", kind="transient", model="m", status=503, request_id="r1")
+_REQUEST = LLMRequest([Message.system("be brief"), Message.user("hi")], model="m", max_tokens=10)
+_CALL = ToolCall("call_1", "lookup", {"q": "x"}, raw_arguments='{"q": "x"}')
+_RESPONSE = LLMResponse("hello", (_CALL,), StopReason.tool_use, Usage(3, 4), model="m", provider="openai")
+
+# One instance of every exported attrs class and exception class, built from simple arguments.
+SAMPLES: dict[str, Callable[[], object]] = {
+    # data
+    "LLMRequest": lambda: _REQUEST,
+    "LLMResponse": lambda: _RESPONSE,
+    "Message": lambda: Message.assistant("on it", tool_calls=[_CALL]),
+    "ReasoningDelta": lambda: ReasoningDelta("hm"),
+    "StreamEnd": lambda: StreamEnd(_RESPONSE),
+    "TextDelta": lambda: TextDelta("he"),
+    "ToolCall": lambda: _CALL,
+    "ToolCallDelta": lambda: ToolCallDelta(0, '{"q"'),
+    "ToolCallEnd": lambda: ToolCallEnd(0, _CALL),
+    "ToolCallStart": lambda: ToolCallStart(0, "call_1", "lookup"),
+    "ToolChoice": lambda: ToolChoice.tool("lookup"),
+    "ToolSpec": lambda: ToolSpec("lookup", "Look it up.", {"type": "object", "properties": {}}),
+    "Usage": lambda: Usage(1, 2, 3, 4, 5),
+    # providers, resilience, tools
+    "StreamCut": lambda: StreamCut("par", _ERROR),
+    "CircuitStats": lambda: CircuitStats("m", CircuitState.open, calls=10, failures=6, last_error=_ERROR),
+    "ResultCeiling": lambda: ResultCeiling(1000, narrow_by=("limit",)),
+    "ToolResult": lambda: ToolResult("call_1", "lookup", ToolStatus.ok, "42", 2, 0.5),
+    "ToolContext": lambda: ToolContext("call_1", "lookup", run_id="run-1", agent="a", step=1),
+    # actors, runs, events
+    "Complete": lambda: Complete(_REQUEST),
+    "Stream": lambda: Stream(_REQUEST),
+    "ExecuteTools": lambda: ExecuteTools([_CALL], ExecutionContext(run_id="run-1", agent="a", step=2)),
+    "ExecutionContext": lambda: ExecutionContext(run_id="run-1", max_tool_result_chars=100),
+    "RunResult": lambda: RunResult(
+        "hello",
+        [Message.user("hi"), Message.assistant("hello")],
+        steps=1,
+        generation_failed=True,
+        error=_ERROR,
+        usage=Usage(3, 4),
+        served_by="openai",
+        run_id="run-1",
+    ),
+    "RuntimeStats": lambda: RuntimeStats(actors=2, tasks=3, busy=1, queued=0, mailboxes={"provider": 0}),
+    "Event": lambda: Event("llm.request", "run-1", 3, 1.5, 1, {"model": "m"}),
+    # errors
+    "AgentActorsError": lambda: agentactors.AgentActorsError("base"),
+    "ActorStopped": lambda: agentactors.ActorStopped("stopped"),
+    "AskTimeout": lambda: agentactors.AskTimeout("no answer in 1s"),
+    "ProviderError": lambda: _ERROR,
+    "MalformedResponseError": lambda: MalformedResponseError("no choices", provider="openai", model="m"),
+    "UnsupportedToolChoiceError": lambda: UnsupportedToolChoiceError(provider="openai", model="m"),
+    "CircuitOpenError": lambda: CircuitOpenError(provider="openai", model="m", retry_after=3.0, last_error=_ERROR),
+    "StreamInterruptedError": lambda: StreamInterruptedError("cut", provider="openai", partial_text="par"),
+    "ProviderTimeout": lambda: ProviderTimeout("attempt took 60s", provider="openai", model="m"),
+    "ScriptExhaustedError": lambda: ScriptExhaustedError("out of script", provider="scripted", kind="request"),
+    "AllProvidersFailedError": lambda: AllProvidersFailedError(
+        "all failed", [_ERROR, ProviderTimeout("slow", provider="anthropic")]
+    ),
+    "ToolStatusError": lambda: ToolStatusError("tool failed", status=ToolStatus.error),
+}
+
+# Exported attrs classes not round-tripped here, and why.
+NOT_SAMPLED: dict[str, str] = {
+    "Agent": "configuration around a live provider, not data; a worker builds its agents from a factory",
+}
+
+
+def _is_data_or_error(obj: object) -> bool:
+    return isinstance(obj, type) and (attrs.has(obj) or issubclass(obj, BaseException))
+
+
+def test_every_exported_attrs_class_and_error_has_a_sample() -> None:
+    expected = set(_exported(_is_data_or_error))
+    assert set(SAMPLES) | set(NOT_SAMPLED) == expected
+    assert not set(SAMPLES) & set(NOT_SAMPLED)
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal by value, looking into attrs instances and exceptions (which compare by identity)."""
+    if type(a) is not type(b):
+        return False
+    if attrs.has(type(a)):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in attrs.fields(type(a)))  # type: ignore[arg-type]
+    if isinstance(a, BaseException):
+        assert isinstance(b, BaseException)
+        return (
+            str(a) == str(b)
+            and repr(a) == repr(b)
+            and _same(vars(a), vars(b))
+            and getattr(a, "__notes__", None) == getattr(b, "__notes__", None)
+        )
+    if isinstance(a, tuple | list):
+        assert isinstance(b, tuple | list)
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping):
+        assert isinstance(b, Mapping)
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _pickled_globals(data: bytes) -> set[tuple[str, str]]:
+    """The (module, name) pairs a protocol-2 pickle refers to."""
+    found: set[tuple[str, str]] = set()
+    for opcode, arg, _ in pickletools.genops(data):
+        if opcode.name == "GLOBAL":
+            module, _, name = str(arg).partition(" ")
+            found.add((module, name))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_pickle_and_copy_round_trip(name: str) -> None:
+    obj = SAMPLES[name]()
+    assert type(obj) is getattr(agentactors, name)
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        clone = pickle.loads(pickle.dumps(obj, protocol=protocol))
+        assert _same(clone, obj), f"protocol {protocol}: {clone!r} != {obj!r}"
+    # The pickle names the class where users import it from, so it survives a move between submodules.
+    assert ("agentactors", name) in _pickled_globals(pickle.dumps(obj, protocol=2))
+    assert _same(copy.copy(obj), obj)
+    assert _same(copy.deepcopy(obj), obj)
+    if attrs.has(type(obj)):
+        evolved = attrs.evolve(obj)  # type: ignore[misc]
+        assert type(evolved) is type(obj) and _same(evolved, obj)
+
+
+def test_an_evolved_instance_takes_the_change() -> None:
+    assert attrs.evolve(_RESPONSE, content="bye") == LLMResponse(
+        "bye", (_CALL,), StopReason.tool_use, Usage(3, 4), model="m", provider="openai"
+    )
+    assert attrs.evolve(Usage(), input_tokens=3).input_tokens == 3
+
+
+@pytest.mark.parametrize("name", _exported(lambda obj: isinstance(obj, enum.EnumType)))
+def test_enum_members_pickle_and_copy_to_themselves(name: str) -> None:
+    cls = getattr(agentactors, name)
+    for member in cls:
+        for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+            assert pickle.loads(pickle.dumps(member, protocol=protocol)) is member
+        assert copy.copy(member) is member and copy.deepcopy(member) is member
+        # By value, through the class as users import it.
+        assert member.__reduce_ex__(4) == (cls, (member.value,))
+
+
+def test_the_enums_promised_are_exported() -> None:
+    assert {ErrorKind, StopReason, ToolStatus} <= {getattr(agentactors, n) for n in EXPORTED}
+
+
+@pytest.mark.parametrize("name", _exported(lambda obj: isinstance(obj, type)))
+def test_type_hints_of_exported_classes_resolve(name: str) -> None:
+    """String annotations resolve in the module that wrote them, though the class now reports the package."""
+    cls = getattr(agentactors, name)
+    typing.get_type_hints(cls)
+    typing.get_type_hints(cls, include_extras=True)
+
+
+def test_type_hints_resolve_to_the_types_written() -> None:
+    assert typing.get_type_hints(Message)["tool_calls"] == tuple[ToolCall, ...]
+    assert typing.get_type_hints(Event)["data"] == Mapping[str, Any]
+    assert typing.get_type_hints(LLMRequest)["tool_choice"] is ToolChoice
+    assert typing.get_type_hints(ToolChoice)["mode"] == typing.Literal["auto", "none", "required", "tool"]
+
+
+def test_a_tool_can_take_an_exported_class_as_a_parameter() -> None:
+    """The tool-schema builder reads the parameter class's type hints (``Mapping[str, Any]`` in ToolSpec)."""
+
+    @tool
+    def register(spec: ToolSpec, call: ToolCall) -> str:
+        """Register a tool."""
+        return spec.name + call.id
+
+    properties = register.spec.parameters["properties"]
+    assert properties["spec"]["properties"]["parameters"] == {"type": "object", "additionalProperties": {}}
+    assert properties["call"]["required"] == ["id", "name"]
+
+
+def _has_python_signature(obj: object) -> bool:
+    # An exception class that defines no __init__ or __new__ has the builtin ones, which carry no signature.
+    if not (isinstance(obj, type) and issubclass(obj, BaseException)):
+        return True
+    return any(inspect.isfunction(vars(k).get("__init__") or vars(k).get("__new__")) for k in obj.__mro__)
+
+
+@pytest.mark.parametrize("name", _exported(lambda obj: callable(obj) and _has_python_signature(obj)))
+def test_signatures_of_exported_callables_are_readable(name: str) -> None:
+    assert isinstance(inspect.signature(getattr(agentactors, name)), inspect.Signature)
