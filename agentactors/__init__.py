@@ -65,7 +65,6 @@ from .messages import (
     ToolSpec,
     Usage,
 )
-from .providers._classify import classify_exception, classify_http_error
 from .providers.anthropic import AnthropicProvider
 from .providers.base import LLMProvider, forced_tool_choice_for
 from .providers.gemini import GeminiProvider
@@ -78,11 +77,11 @@ from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, too
 if _typing.TYPE_CHECKING:
     # The deprecated root names (see _MOVED_OUT), for type checkers only: at run time they are served by
     # __getattr__, which warns.  Without these, a user's checker would reject code that still runs.
-    from .errors import classify_exception as classify_exception
-    from .errors import classify_http_error as classify_http_error
     from .events import EventSink as EventSink
     from .events import FanOut as FanOut
     from .events import emit as emit
+    from .providers import classify_exception as classify_exception
+    from .providers import classify_http_error as classify_http_error
 
 __version__ = "0.1.0"
 
@@ -176,8 +175,8 @@ _MOVED_OUT: dict[str, str] = {
     "EventSink": "agentactors.events",
     "FanOut": "agentactors.events",
     "emit": "agentactors.events",
-    "classify_exception": "agentactors.errors",
-    "classify_http_error": "agentactors.errors",
+    "classify_exception": "agentactors.providers",
+    "classify_http_error": "agentactors.providers",
 }
 
 

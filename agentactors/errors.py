@@ -360,11 +360,12 @@ def __getattr__(name: str) -> Any:
     """The classification functions that used to live here, with a :class:`DeprecationWarning`.
 
     Kept for one release.  ``classify_exception`` and ``classify_http_error`` are importable from
-    :mod:`agentactors`; the other three are internal to the providers now.
+    :mod:`agentactors.providers` (for authors of their own providers); the other three are internal now.
     """
     if name not in _MOVED_TO_CLASSIFY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    instead = "import it from agentactors" if name in _EXPORTED_AT_ROOT else "it is internal to the providers now"
+    public = name in _EXPORTED_AT_ROOT
+    instead = "import it from agentactors.providers" if public else "it is internal to the providers now"
     warnings.warn(
         f"agentactors.errors.{name} moved to {_CLASSIFY_MODULE}; {instead} "
         "(the old name is kept for one release)",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import anyio
 import attrs
@@ -123,7 +123,7 @@ _LIVE: tuple[tuple[str, tuple[str, ...], str, str, str], ...] = (
 )
 
 
-def live_members(environ: os._Environ[str] | dict[str, str] | None = None) -> list[VendorSpec]:
+def live_members(environ: Mapping[str, str] | None = None) -> list[VendorSpec]:
     """The vendors whose API key is in the environment, in chain order (OpenAI, Anthropic, Gemini).
 
     Models can be overridden with ``AGENTACTORS_DEMO_<WIRE>_MODEL`` and endpoints with the

@@ -19,3 +19,9 @@ One module per idea, imports going one way (down this list)::
 
 Nothing here is imported by ``agentactors.errors``: the error tree is the layer below.
 """
+
+from __future__ import annotations
+
+from ._classify import classify_exception, classify_http_error
+
+__all__ = ["classify_exception", "classify_http_error"]

@@ -9,9 +9,10 @@ from typing import Any
 
 import anyio
 
-from agentactors.errors import ProviderError, classify_http_error
+from agentactors.errors import ProviderError
 from agentactors.events import EventSink, InMemoryRecorder, to_jsonable, use_sink
 from agentactors.messages import LLMRequest, LLMResponse, Message, ToolChoice, ToolSpec
+from agentactors.providers import classify_http_error
 from agentactors.providers.base import StreamContext
 
 REQ = LLMRequest([Message.user("hello")])

@@ -19,10 +19,9 @@ from agentactors import (
     ProviderTimeout,
     StreamInterruptedError,
     UnsupportedToolChoiceError,
-    classify_exception,
-    classify_http_error,
     register_secret,
 )
+from agentactors.providers import classify_exception, classify_http_error
 
 CANARY = "sk-canary-0123456789abcdefSECRET"
 

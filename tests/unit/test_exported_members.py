@@ -77,8 +77,8 @@ MOVED_OUT: dict[str, str] = {
     "EventSink": "agentactors.events",
     "FanOut": "agentactors.events",
     "emit": "agentactors.events",
-    "classify_exception": "agentactors.errors",
-    "classify_http_error": "agentactors.errors",
+    "classify_exception": "agentactors.providers",
+    "classify_http_error": "agentactors.providers",
 }
 
 

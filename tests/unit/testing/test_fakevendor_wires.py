@@ -14,7 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agentactors.errors import ErrorKind, classify_error_body, classify_http_error
+from agentactors.errors import ErrorKind
+from agentactors.providers import classify_http_error
+from agentactors.providers._classify import classify_error_body
 from agentactors.testing.fakevendor import FakeError, FakeMalformed, FakeReply, FakeToolCall, FakeVendor
 from tests.support.fakevendor import WIRES, auth_headers, body, post, sse, url, weather_tool
 
