@@ -673,10 +673,6 @@ class LoopController:
         return self._result("", tuple(self._conversation), generation_failed=True, error=error)
 
 
-# Copied as they are from a request's skeleton (messages are replaced, vendor options copied).
-_SKELETON_FIELDS = tuple(f.name for f in attrs.fields(LLMRequest) if f.name not in ("messages", "vendor_options"))
-
-
 def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequest:
     """The request ``LLMRequest(messages, ...)`` with the skeleton's other fields — without re-checking them.
 
@@ -684,14 +680,21 @@ def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMReq
     message a Message...) and copies the containers, on every step of every run.  The skeleton
     passed those checks once; the only ones about ``messages`` (a non-empty tuple of Message)
     hold for the loop's conversation by construction (the run checks its input messages).
+
+    The fields are spelled out (a loop over their names costs a third more, every step), so a field
+    LLMRequest gains must be added here; the requests test compares every field and says so.
     """
     if not messages:
         raise ValueError("an LLMRequest needs at least one message")
     request: LLMRequest = object.__new__(LLMRequest)
     put = object.__setattr__  # how attrs itself sets the fields of a frozen instance
     put(request, "messages", messages)
-    for name in _SKELETON_FIELDS:
-        put(request, name, getattr(skeleton, name))
+    put(request, "model", skeleton.model)
+    put(request, "tools", skeleton.tools)
+    put(request, "tool_choice", skeleton.tool_choice)
+    put(request, "max_tokens", skeleton.max_tokens)
+    put(request, "temperature", skeleton.temperature)
+    put(request, "stop", skeleton.stop)
     put(request, "vendor_options", dict(skeleton.vendor_options))
     return request
 
