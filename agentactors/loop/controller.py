@@ -9,6 +9,34 @@ for the agent's own executor, calls its ``execute`` in the run's task (see
 :class:`~agentactors.agent.Agent`) — and returns a
 :class:`~agentactors.loop.result.RunResult`.
 
+The run is cut into layers, each a method with one job — the way httpx's client
+sends through ``_send_handling_auth`` → ``_send_handling_redirects`` →
+``_send_single_request``::
+
+    _loop                  the run: its state (_start), then steps until one ends it; max_steps
+    └── _step              one step: its request (_request), one generation, then one of
+        ├── _generate      one model call: Complete, or the stream path (_generate_streamed)
+        ├── _answer_step   no tool calls: think-only, continued past by a nudge, or the answer
+        └── _tool_step     tool calls: the assistant message, _execute, then _feed_back
+                           (results with the nudges' notes, follow-ups, status routing)
+
+A step's outcome is a value: ``None`` to go on, or the run's
+:class:`~agentactors.loop.result.RunResult` when the step ends the run.  Only
+``_loop``, ``_step`` and ``_tool_step`` are coroutines: the parts that do not
+await are plain methods, and ``_generate`` hands the provider's coroutine to the
+step instead of wrapping it — each ``async def`` awaited per step is a coroutine
+frame per step, held by every run in flight (~0.3 KB; 10,000 runs in flight are
+a target).
+
+The seams:
+
+* a step's tool choice is decided in ``_choose``, and nowhere else;
+* a step's calls are executed in ``_execute``, called by ``_tool_step`` only;
+* a run ends where a layer returns its result: ``_loop`` (``max_steps``),
+  ``_step`` (the provider stack giving up, through ``_failed``), ``_answer_step``
+  (an answer, ``max_empty_steps``) and ``_tool_step`` (``end_turn``);
+  ``_feed_back`` raises for ``"raise"``.
+
 What ends a run:
 
 * an answer: a step with no tool calls whose text is not think-only;
@@ -161,17 +189,34 @@ class LoopController:
     :param deps: handed to tools through their ``ToolContext``; never recorded.
     :param on_text: called with each piece of answer text as it streams (selects the stream path).
     :param stream: use the provider's stream path even without ``on_text`` (for ``agent.stream``).
+
+    The run's state lives here too, set by ``_start`` and changed by the steps: the conversation
+    (private until the run ends), the system message sent and how many input messages it
+    replaces, the budget left for the rest, the tool choice and its request skeleton, the nudge
+    session (started at the first tool step), the previous tool step (what a nudge looks back
+    at), the last substantive answer and the count of think-only steps in a row.  ``steps``,
+    ``usage``, ``tool_calls``, ``followups`` and ``served_by`` are what the result reports.
     """
 
     __slots__ = (
+        "_answer_so_far",
+        "_budget",
+        "_choice",
         "_config",
+        "_conversation",
         "_deps",
         "_local",
         "_native",
         "_on_text",
+        "_previous",
         "_provider",
+        "_session",
         "_sink",
+        "_skeleton",
+        "_skip",
         "_stream",
+        "_system_message",
+        "_think_only_streak",
         "_tools",
         "followups",
         "run_id",
@@ -217,9 +262,13 @@ class LoopController:
     def run(self, messages: Sequence[Message]) -> Coroutine[Any, Any, RunResult]:
         """Run the loop on ``messages`` (the input conversation) to a :class:`RunResult` (await it).
 
+        Nothing is raised before the returned coroutine is awaited.
+
         :raises ToolStatusError: a tool status routed to ``"raise"``.
-        Cancellation propagates as anyio's cancellation exception; nothing of
-        the cancelled turn is kept.  Nothing is raised before the returned coroutine is awaited.
+
+        Cancellation: propagates as anyio's cancellation exception from whichever await the run is
+        in (the provider request or the running tools are cancelled with it); nothing of the
+        cancelled turn is kept.
         """
         if self._sink is None:
             # Nothing to record: the loop's own coroutine, without a frame of ours around it
@@ -228,7 +277,10 @@ class LoopController:
         return self._recorded(self._sink, messages)
 
     async def _recorded(self, sink: EventSink, messages: Sequence[Message]) -> RunResult:
-        """``run`` with a sink: ``run.started`` / ``run.finished`` around the loop."""
+        """``run`` with a sink: ``run.started`` / ``run.finished`` around the loop.
+
+        Cancellation: ``run.finished`` says ``cancelled=True``, then the cancellation propagates.
+        """
         inputs = tuple(messages)
         sink.emit("run.started", agent=self._config.agent_name, messages=len(inputs), native_tools=self._native)
         try:
@@ -294,149 +346,140 @@ class LoopController:
             return None, 0
         return Message.system("\n\n".join(p for p in parts if p)), skip
 
+    # -- the layers: run → step → generate → answer step | tool step ------------------------------
+
     async def _loop(self, messages: Sequence[Message]) -> RunResult:
+        """The run: its state set up from ``messages``, then one step after another until one ends it.
+
+        A step ends the run by returning its result; when ``max_steps`` steps did not, the run ends
+        here, ``bounded``, with the last substantive answer.
+
+        Cancellation: propagates from the step it interrupts.
+        """
+        self._start(messages)
+        max_steps = self._config.max_steps
+        while self.steps < max_steps:
+            ended = await self._step()
+            if ended is not None:
+                return ended
+        return self._result(self._answer_so_far, tuple(self._conversation), bounded=True)
+
+    def _start(self, messages: Sequence[Message]) -> None:
+        """Set the run's state up from its input conversation, checked as ``LLMRequest`` would check it."""
         inputs = messages if type(messages) is tuple else tuple(messages)
         config = self._config
-        sink = self._sink
-        conversation = list(inputs)
-        system, skip = self._system(inputs)
+        self._conversation = list(inputs)
+        system, self._skip = self._system(inputs)
+        self._system_message = system
         for m in inputs:  # what LLMRequest would check of them; every later message is the loop's own
             if not isinstance(m, Message):
                 raise TypeError(f"LLMRequest.messages must hold Message objects, not {type(m).__name__}")
-        native = self._native
-        specs = config.tool_specs if native else ()
-        choice = config.tool_choice if specs else ToolChoice.auto()
-        # Started at the first tool step: a text-only run pays nothing for nudges.
-        session: NudgeSession | None = None
+        self._choice = config.tool_choice if self._native and config.tool_specs else ToolChoice.auto()
+        self._skeleton: LLMRequest | None = None
         budget = config.context_budget_chars
         if budget is not None and system is not None:
             budget = max(1, budget - len(system.content))
-        last_answer = ""
-        empty_streak = 0
-        previous: StepView | None = None
+        self._budget = budget
+        # Started at the first tool step: a text-only run pays nothing for nudges.
+        self._session: NudgeSession | None = None
+        self._previous: StepView | None = None
+        self._answer_so_far = ""
+        self._think_only_streak = 0
 
-        response: LLMResponse
-        while self.steps < config.max_steps:
-            self.steps += 1
-            step = self.steps
-            if sink is not None:
-                sink.step = step
-                sink.emit("step.started")
-            body: Sequence[Message] = conversation[skip:] if skip else conversation
-            if budget is not None:
-                body = fit_to_budget(body, budget)
-            if not native:
-                body = to_wire_messages(body)
-            request = _request_like(
-                config.skeleton(native, choice), (system, *body) if system is not None else tuple(body)
-            )
-            if sink is not None:
-                sink.emit("llm.request", request=request)
-            try:
-                if self._stream:
-                    response = await self._stream_step(request)
-                else:  # asked inline: one coroutine less per step on the hot path
-                    response = await self._provider.ask(Complete(request))
-            except Exception as exc:
-                return self._failed(exc, last_answer, tuple(conversation))
-            # A forced choice applies to the first step only: forcing every step would never end the turn.
-            if choice.forced:
-                choice = ToolChoice.auto()
-            # The first step's usage is taken as is: a one-step run allocates no sum.
-            self.usage = response.usage if self.usage is _NO_USAGE else self.usage + response.usage
-            if sink is not None:
-                sink.emit("llm.response", response=response, provider=response.provider, usage=response.usage)
+    async def _step(self) -> RunResult | None:
+        """One step: its request, one generation, then the answer step or the tool step.
 
-            if native:
-                text, calls = response.content, response.tool_calls
-            else:
-                parsed = parse_reply(response.content, id_prefix=f"s{step}_")
-                text, calls = parsed.text, parsed.calls
+        :returns: the run's result when this step ends the run — a provider failure ends it too, as
+            the failed result (:meth:`_failed`) — or ``None`` to go on.
+        :raises ToolStatusError: a tool status routed to ``"raise"`` (from the tool step).
 
-            if not calls:
-                answer_or_none = answer_of(text)
-                if answer_or_none is None:  # think-only
-                    empty_streak += 1
-                    if sink is not None:
-                        sink.emit("step.finished", think_only=True, tool_calls=0)
-                    if empty_streak >= config.max_empty_steps:
-                        self.served_by = response.provider
-                        return self._result(last_answer, tuple(conversation), bounded=True)
-                    continue
-                empty_streak = 0
-                answer = last_answer = answer_or_none
-                if session is not None and previous is not None and conversation[-1].role == "tool":
-                    note = session.should_continue(answer, previous)
-                    if note is not None:
-                        # The acknowledgment is dropped; the note rides on the last result so the
-                        # conversation keeps its shape and the model answers for real.
-                        last = conversation[-1]
-                        conversation[-1] = Message.tool(
-                            last.tool_call_id or "", append_note(last.content, note), last.name, is_error=last.is_error
-                        )
-                        previous = None
-                        if sink is not None:
-                            sink.emit("step.finished", tool_calls=0, nudged=True)
-                        continue
-                conversation.append(
-                    Message.assistant(answer, reasoning=response.reasoning, provider_data=response.provider_data)
-                )
-                self.served_by = response.provider
-                if sink is not None:
-                    sink.emit("step.finished", tool_calls=0)
-                return self._result(answer, tuple(conversation))
+        Cancellation: propagates out of the generation or the running tools; the step is abandoned
+        where it stood, and the run's result (the only way out for its conversation) is never built.
+        """
+        self.steps += 1
+        sink = self._sink
+        if sink is not None:
+            sink.step = self.steps
+            sink.emit("step.started")
+        request = self._request()
+        try:
+            response = await self._generate(request)
+        except Exception as exc:
+            return self._failed(exc)
+        # The first step's usage is taken as is: a one-step run allocates no sum.
+        self.usage = response.usage if self.usage is _NO_USAGE else self.usage + response.usage
+        if sink is not None:
+            sink.emit("llm.response", response=response, provider=response.provider, usage=response.usage)
+        if self._native:
+            text, calls = response.content, response.tool_calls
+        else:
+            parsed = parse_reply(response.content, id_prefix=f"s{self.steps}_")
+            text, calls = parsed.text, parsed.calls
+        if not calls:
+            return self._answer_step(response, text)
+        return await self._tool_step(response, text, calls)
 
-            # A tool step.
-            empty_streak = 0
-            answer = strip_think(text)
-            if answer and answer_of(answer) is not None:
-                last_answer = answer
-            conversation.append(
-                Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
-            )
-            self.tool_calls.extend(calls)
-            self.served_by = response.provider
-            results = await self._execute(calls, step)
-            if session is None and config.nudges is not None:
-                session = config.nudges.start(config.read_only.__contains__)
-            view = StepView(step, calls, results)
-            notes = session.notes_for(view) if session is not None else None
-            end_turn = False
-            for index, result in enumerate(results):
-                message = result.to_message()
-                if notes is not None and notes[index]:
-                    message = Message.tool(
-                        message.tool_call_id or "",
-                        append_note(message.content, notes[index]),
-                        message.name,
-                        is_error=message.is_error,
-                    )
-                conversation.append(message)
-                if config.followups and result.name == FOLLOWUPS_TOOL and result.status is ToolStatus.ok:
-                    self.followups = _suggestions(calls[index])
-                route = config.on_tool_status.get(result.status) if config.on_tool_status else None
-                if route == "raise":
-                    if sink is not None:
-                        sink.emit("step.finished", tool_calls=len(calls), routed="raise")
-                    raise ToolStatusError(
-                        f"tool {result.name!r} (call {result.call_id}) ended with status {result.status.value}; "
-                        "on_tool_status routes it to 'raise'",
-                        status=result.status,
-                        result=result,
-                    )
-                if route == "end_turn":
-                    end_turn = True
-            if sink is not None:
-                sink.emit("step.finished", tool_calls=len(calls), routed="end_turn" if end_turn else None)
-            if end_turn:
-                return self._result(last_answer, tuple(conversation))
-            previous = view
+    def _request(self) -> LLMRequest:
+        """This step's request: the system message, then the conversation as this step sends it.
 
-        return self._result(last_answer, tuple(conversation), bounded=True)
+        Old tool results are trimmed to the context budget (in the request only); on the JSON
+        transport, tool turns are put in its words.
+        """
+        conversation = self._conversation
+        body: Sequence[Message] = conversation[self._skip :] if self._skip else conversation
+        if self._budget is not None:
+            body = fit_to_budget(body, self._budget)
+        if not self._native:
+            body = to_wire_messages(body)
+        skeleton = self._skeleton
+        if skeleton is None:  # the first step, or the one after a forced choice
+            skeleton = self._choose()
+        system = self._system_message
+        request = _request_like(skeleton, (system, *body) if system is not None else tuple(body))
+        if self._sink is not None:
+            self._sink.emit("llm.request", request=request)
+        return request
 
-    # -- steps ----------------------------------------------------------------------------------
+    def _choose(self) -> LLMRequest:
+        """The skeleton of this step's request, with its tool choice: the one place that choice is decided.
 
-    async def _stream_step(self, request: LLMRequest) -> LLMResponse:
+        The configured choice is the first step's.  A forced one applies to that step only (forcing
+        every step would never end the turn): the next step is built with ``auto``.  An unforced
+        choice holds for the run, so its skeleton is kept and this runs once.
+        """
+        choice = self._choice
+        skeleton = self._config.skeleton(self._native, choice)
+        if choice.forced:
+            self._choice = ToolChoice.auto()
+        else:
+            self._skeleton = skeleton
+        return skeleton
+
+    def _generate(self, request: LLMRequest) -> Coroutine[Any, Any, LLMResponse]:
+        """One model call for ``request``: the provider asked ``Complete(request)``, or the stream path.
+
+        A plain method returning the call's coroutine for the step to await: no frame of ours
+        between the step and the provider's, per step and per run in flight.  What the call raises
+        is the provider stack giving up; the step turns it into the run's failed result.
+
+        Cancellation: the provider request is cancelled with the step awaiting it (an in-flight HTTP
+        request stops).
+        """
+        if self._stream:
+            return self._generate_streamed(request)
+        return self._provider.ask(Complete(request))
+
+    async def _generate_streamed(self, request: LLMRequest) -> LLMResponse:
+        """The stream path of :meth:`_generate`: answer text delivered as it arrives, then the response.
+
+        Think blocks never reach ``on_text`` or ``llm.text_delta``; on the JSON transport neither do
+        the tool-call blocks (held back from a possible block start until resolved).
+
+        :raises ProviderError: the stream ended without its final response.
+
+        Cancellation: the stream is closed (``async with``) and its request cancelled; text already
+        delivered stays delivered — the run's result keeps no half answer.
+        """
         sink = self._sink
         thinking = ThinkFilter()
         blocks = StreamFilter() if not self._native else None
@@ -464,6 +507,129 @@ class LoopController:
                 "the stream ended without its final response", provider="stream", model=request.model, kind="transient"
             )
         return response
+
+    def _answer_step(self, response: LLMResponse, text: str) -> RunResult | None:
+        """A step without tool calls: think-only, an acknowledgment a nudge continues past, or the answer.
+
+        * think-only: nothing is added; the ``max_empty_steps``-th in a row ends the run ``bounded``
+          with the last substantive answer;
+        * an acknowledgment :meth:`_continued_past`: dropped, and the run goes on;
+        * an answer: appended to the conversation; the run ends on it.
+        """
+        sink = self._sink
+        answer = answer_of(text)
+        if answer is None:  # think-only
+            self._think_only_streak += 1
+            if sink is not None:
+                sink.emit("step.finished", think_only=True, tool_calls=0)
+            if self._think_only_streak >= self._config.max_empty_steps:
+                self.served_by = response.provider
+                return self._result(self._answer_so_far, tuple(self._conversation), bounded=True)
+            return None
+        self._think_only_streak = 0
+        self._answer_so_far = answer
+        if self._continued_past(answer):
+            if sink is not None:
+                sink.emit("step.finished", tool_calls=0, nudged=True)
+            return None
+        self._conversation.append(
+            Message.assistant(answer, reasoning=response.reasoning, provider_data=response.provider_data)
+        )
+        self.served_by = response.provider
+        if sink is not None:
+            sink.emit("step.finished", tool_calls=0)
+        return self._result(answer, tuple(self._conversation))
+
+    def _continued_past(self, answer: str) -> bool:
+        """Whether a nudge continues the turn past ``answer``, given right after a tool step.
+
+        The answer is dropped; the nudge's note rides on the last result so the conversation keeps
+        its shape and the model answers for real.
+        """
+        session, previous, conversation = self._session, self._previous, self._conversation
+        if session is None or previous is None or conversation[-1].role != "tool":
+            return False
+        note = session.should_continue(answer, previous)
+        if note is None:
+            return False
+        last = conversation[-1]
+        conversation[-1] = Message.tool(
+            last.tool_call_id or "", append_note(last.content, note), last.name, is_error=last.is_error
+        )
+        self._previous = None
+        return True
+
+    async def _tool_step(self, response: LLMResponse, text: str, calls: Sequence[ToolCall]) -> RunResult | None:
+        """A step with tool calls: the assistant message, the calls executed, their results fed back.
+
+        The step's text (think blocks stripped) goes into the assistant message and, when it is
+        substantive, becomes the run's answer so far.  The calls run through :meth:`_execute`, the
+        one place a step's calls are executed; :meth:`_feed_back` takes their results.
+
+        :returns: the run's result when a status routed to ``"end_turn"`` ends it, else ``None``.
+        :raises ToolStatusError: a status routed to ``"raise"``.
+
+        Cancellation: propagates out of the running tools, which are cancelled with the step (an
+        async tool sees it; a sync tool's thread is abandoned); no result of theirs is fed back.
+        """
+        self._think_only_streak = 0
+        answer = strip_think(text)
+        if answer and answer_of(answer) is not None:
+            self._answer_so_far = answer
+        self._conversation.append(
+            Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
+        )
+        self.tool_calls.extend(calls)
+        self.served_by = response.provider
+        results = await self._execute(calls, self.steps)
+        view = StepView(self.steps, calls, results)
+        if self._feed_back(view):
+            return self._result(self._answer_so_far, tuple(self._conversation))
+        self._previous = view
+        return None
+
+    def _feed_back(self, view: StepView) -> bool:
+        """Append a tool step's results (with the nudges' notes), take the follow-ups, route each status.
+
+        :returns: whether a status was routed to ``"end_turn"`` — every result is fed back first.
+        :raises ToolStatusError: at the first status routed to ``"raise"``, after ``step.finished`` says so.
+        """
+        config = self._config
+        sink = self._sink
+        calls, results = view.calls, view.results
+        if self._session is None and config.nudges is not None:
+            self._session = config.nudges.start(config.read_only.__contains__)
+        notes = self._session.notes_for(view) if self._session is not None else None
+        end_turn = False
+        for index, result in enumerate(results):
+            message = result.to_message()
+            if notes is not None and notes[index]:
+                message = Message.tool(
+                    message.tool_call_id or "",
+                    append_note(message.content, notes[index]),
+                    message.name,
+                    is_error=message.is_error,
+                )
+            self._conversation.append(message)
+            if config.followups and result.name == FOLLOWUPS_TOOL and result.status is ToolStatus.ok:
+                self.followups = _suggestions(calls[index])
+            route = config.on_tool_status.get(result.status) if config.on_tool_status else None
+            if route == "raise":
+                if sink is not None:
+                    sink.emit("step.finished", tool_calls=len(calls), routed="raise")
+                raise ToolStatusError(
+                    f"tool {result.name!r} (call {result.call_id}) ended with status {result.status.value}; "
+                    "on_tool_status routes it to 'raise'",
+                    status=result.status,
+                    result=result,
+                )
+            if route == "end_turn":
+                end_turn = True
+        if sink is not None:
+            sink.emit("step.finished", tool_calls=len(calls), routed="end_turn" if end_turn else None)
+        return end_turn
+
+    # -- helpers of the layers --------------------------------------------------------------------
 
     def _deliver(self, text: str) -> None:
         if self._sink is not None:
@@ -496,19 +662,16 @@ class LoopController:
         results: tuple[ToolResult, ...] = await cast(_Asks, self._tools).ask(ExecuteTools(tuple(calls), context))
         return results
 
-    def _failed(self, exc: Exception, last_answer: str, conversation: tuple[Message, ...]) -> RunResult:
+    def _failed(self, exc: Exception) -> RunResult:
+        """The run's result when the provider stack gave up at this step (a vendor's error body never in it)."""
         error = exc if isinstance(exc, ProviderError) else classify_exception(exc, provider="provider")
         if self._sink is not None:
             self._sink.emit("step.finished", failed=True, error=error)
         log.debug("run %s: generation failed at step %d: %s", self.run_id, self.steps, type(error).__name__)
-        if last_answer:
+        if self._answer_so_far:
             # Something useful was produced: keep it, and say why the run stopped early.
-            return self._result(last_answer, conversation, bounded=True, error=error)
-        return self._result("", conversation, generation_failed=True, error=error)
-
-
-# Copied as they are from a request's skeleton (messages are replaced, vendor options copied).
-_SKELETON_FIELDS = tuple(f.name for f in attrs.fields(LLMRequest) if f.name not in ("messages", "vendor_options"))
+            return self._result(self._answer_so_far, tuple(self._conversation), bounded=True, error=error)
+        return self._result("", tuple(self._conversation), generation_failed=True, error=error)
 
 
 def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequest:
@@ -518,14 +681,21 @@ def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMReq
     message a Message...) and copies the containers, on every step of every run.  The skeleton
     passed those checks once; the only ones about ``messages`` (a non-empty tuple of Message)
     hold for the loop's conversation by construction (the run checks its input messages).
+
+    The fields are spelled out (a loop over their names costs a third more, every step), so a field
+    LLMRequest gains must be added here; the requests test compares every field and says so.
     """
     if not messages:
         raise ValueError("an LLMRequest needs at least one message")
     request: LLMRequest = object.__new__(LLMRequest)
     put = object.__setattr__  # how attrs itself sets the fields of a frozen instance
     put(request, "messages", messages)
-    for name in _SKELETON_FIELDS:
-        put(request, name, getattr(skeleton, name))
+    put(request, "model", skeleton.model)
+    put(request, "tools", skeleton.tools)
+    put(request, "tool_choice", skeleton.tool_choice)
+    put(request, "max_tokens", skeleton.max_tokens)
+    put(request, "temperature", skeleton.temperature)
+    put(request, "stop", skeleton.stop)
     put(request, "vendor_options", dict(skeleton.vendor_options))
     return request
 

@@ -266,7 +266,11 @@ class Nudges:
         """A session for one run, or ``None`` when there are no policies (one check per step)."""
         if not self.factories:
             return None
-        return NudgeSession([factory(is_read_only) for factory in self.factories])
+        # A loop, not a list comprehension: on Python 3.11 that is a function call of its own, every run.
+        policies: list[Nudge] = []
+        for factory in self.factories:
+            policies.append(factory(is_read_only))
+        return NudgeSession(policies)
 
 
 DEFAULT_NUDGES = Nudges((_batch, _repeat, _ack))
