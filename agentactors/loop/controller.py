@@ -4,10 +4,8 @@ One run = generate → execute the tool calls → feed the results back → repe
 until the model answers without tool calls, bounded by ``max_steps``.  The
 controller asks a :class:`~agentactors.actors.provider.ProviderActor`
 (``Complete`` / ``Stream``) and a
-:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) — or,
-for the agent's own executor, calls its ``execute`` in the run's task (see
-:class:`~agentactors.agent.Agent`) — and returns a
-:class:`~agentactors.loop.result.RunResult`.
+:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) and
+returns a :class:`~agentactors.loop.result.RunResult`.
 
 What ends a run:
 
@@ -36,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
 import anyio
 import attrs
@@ -77,12 +75,6 @@ class _Asks(Protocol):
     """What the controller needs of an actor reference."""
 
     async def ask(self, message: Any) -> Any: ...
-
-
-class _Executes(Protocol):
-    """A tool executor called in the controller's own task (``ToolExecutorActor.execute``'s signature)."""
-
-    async def execute(self, calls: Sequence[ToolCall], context: ExecutionContext) -> tuple[ToolResult, ...]: ...
 
 
 def _routes(value: Mapping[Any, str] | None) -> Mapping[ToolStatus, StatusRoute]:
@@ -151,9 +143,8 @@ class LoopController:
 
     :param config: the agent's :class:`LoopConfig`.
     :param provider: a reference to the ProviderActor (``ask(Complete(...))`` / ``ask(Stream(...))``).
-    :param tools: a reference to the ToolExecutorActor (asked ``ExecuteTools``), an executor whose
-        ``execute(calls, context)`` is awaited in the run's task (the agent's own executor), or
-        ``None`` when the agent has no tools.
+    :param tools: a reference to the ToolExecutorActor (asked ``ExecuteTools``), or ``None`` when
+        the agent has no tools.
     :param native: the provider carries tools natively; ``False`` selects the JSON-fallback transport.
     :param sink: this run's event sink, or ``None`` when nobody listens.
     :param run_id: the run's id (also the sink's).
@@ -165,7 +156,6 @@ class LoopController:
     __slots__ = (
         "_config",
         "_deps",
-        "_local",
         "_native",
         "_on_text",
         "_provider",
@@ -184,7 +174,7 @@ class LoopController:
         self,
         config: LoopConfig,
         provider: _Asks,
-        tools: _Asks | _Executes | None,
+        tools: _Asks | None,
         *,
         native: bool = True,
         sink: EventSink | None = None,
@@ -196,9 +186,6 @@ class LoopController:
         self._config = config
         self._provider = provider
         self._tools = tools
-        # The agent's own executor is called in this task; any other is an actor reference, asked.
-        # (The executor itself is kept, not its bound method: one object less per run in flight.)
-        self._local: _Executes | None = cast(_Executes, tools) if hasattr(tools, "execute") else None
         self._native = native
         self._sink = sink if sink else None
         self._deps = deps
@@ -490,9 +477,7 @@ class LoopController:
             tool_policy=config.tool_policy,
             deps=self._deps,
         )
-        if self._local is not None:
-            return await self._local.execute(calls, context)
-        results: tuple[ToolResult, ...] = await cast(_Asks, self._tools).ask(ExecuteTools(tuple(calls), context))
+        results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
         return results
 
     def _failed(self, exc: Exception, last_answer: str, conversation: tuple[Message, ...]) -> RunResult:

@@ -104,7 +104,7 @@ async def test_agents_with_one_provider_share_one_provider_actor() -> None:
         await a.run("1")
         await b.run("2")
         await a.run("3")
-        assert rt.provider_ref(provider) is a._bind(rt).provider is b._bind(rt).provider
+        assert ProviderActor.shared(rt, provider) is a._bind(rt).provider is b._bind(rt).provider
         names = [ref.name for ref in rt._actors]
         assert sum(1 for n in names if n.startswith("provider:")) == 1
         assert sum(1 for n in names if n.startswith("tools:")) == 1  # only b has tools
@@ -138,7 +138,7 @@ async def test_provider_actor_ref_with_its_own_budget() -> None:
 async def test_ref_runtime_hosts_runs_from_outside_it() -> None:
     provider = ScriptedProvider(lambda request: "hosted")
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         agent = Agent(ref)
         # A task outside the runtime's context still runs in the ref's runtime.
         assert agent._runtime() is rt

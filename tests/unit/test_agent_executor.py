@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from agentactors.actors.provider import ProviderActor
-from agentactors.actors.ref import _CURRENT
+from agentactors.actors._cell import CURRENT_RUNTIME
 from agentactors.actors.runtime import Runtime
 from agentactors.agent import Agent
 from agentactors.errors import ActorStopped
@@ -75,7 +75,7 @@ async def test_a_run_hosted_by_the_providers_runtime_asks_through_the_mailbox() 
 
         async def outside() -> None:
             # This task's own context, where no runtime is current: the provider's runtime hosts the run.
-            _CURRENT.set(None)
+            CURRENT_RUNTIME.set(None)
             assert Runtime.current() is None
             assert (await agent.run("q")).content == "done"
 
