@@ -358,14 +358,27 @@ class Cell:
             and (self.started or self.slots == 0)
         )
 
-    def enter_direct(self, scope: CancelScopeLike) -> bool:
-        """A direct ask takes a slot; its scope is registered so a halt cancels it.
+    def enter_direct(self, scope: CancelScopeLike) -> bool | None:
+        """A direct ask takes a slot, re-checking :meth:`may_run_direct` (its asker passed a checkpoint since).
 
-        Returns whether the actor was started (the handler then counts as busy
-        at once); if not, the asker runs ``on_start`` and then :meth:`started_now`.
+        ``None``: the direct path closed meanwhile, nothing was taken (the ask goes through the mailbox).
+        Otherwise the scope is registered, so a halt cancels it, and the result says whether the actor
+        was started: the handler then counts as busy at once; if not, the asker runs ``on_start`` first
+        and then calls :meth:`started_now`.
         """
+        if not (
+            self.state == OPEN
+            and self.busy < self.spec.concurrency
+            and not self.mailbox
+            and not self.waiters
+            and (self.started or self.slots == 0)
+        ):
+            return None
         self.slots += 1
-        self.register(scope)
+        scopes = self.scopes
+        if scopes is None:
+            scopes = self.scopes = set()
+        scopes.add(scope)
         if self.started:
             self.busy += 1
             return True
@@ -380,7 +393,9 @@ class Cell:
 
     def leave_direct(self, scope: CancelScopeLike, busy: bool) -> None:
         """A direct ask gives its slot back (``busy``: its handler ran) and serves what queued meanwhile."""
-        self.unregister(scope)
+        scopes = self.scopes
+        if scopes is not None:
+            scopes.discard(scope)
         if busy:
             self.busy -= 1
         self.slots -= 1

@@ -117,8 +117,13 @@ class Ask:
         return self.result
 
 
+_NOTHING: Any = object()
+
+
 @types.coroutine
-def in_context(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any]) -> Generator[Any, Any, Any]:
+def in_context(
+    ctx: contextvars.Context, coro: Coroutine[Any, Any, Any], first: Any = _NOTHING
+) -> Generator[Any, Any, Any]:
     """Run ``coro`` to completion inside ``ctx`` while staying in the current task.
 
     Each step of the coroutine is executed with ``ctx.run``; what it yields to
@@ -128,20 +133,22 @@ def in_context(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any]) -> Gene
     the contextvars differ, and changes the coroutine makes to them stay in
     ``ctx``.  This is how an ask runs its handler with the asker's contextvars
     without starting a task per message.
+
+    ``first``: what the coroutine yielded from a first step the caller already ran in ``ctx``
+    (``ctx.run(coro.send, None)``), to go on from there.
     """
     send = coro.send
     throw = coro.throw
     value: Any = None
     error: BaseException | None = None
-    while True:
+    if first is not _NOTHING:
+        yielded = first
+    else:
         try:
-            if error is None:
-                yielded = ctx.run(send, value)
-            else:
-                pending, error = error, None
-                yielded = ctx.run(throw, pending)
+            yielded = ctx.run(send, None)
         except StopIteration as stop:
             return stop.value
+    while True:
         try:
             value = yield yielded
         except GeneratorExit:
@@ -150,3 +157,11 @@ def in_context(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any]) -> Gene
         except BaseException as exc:
             error = exc
             value = None
+        try:
+            if error is None:
+                yielded = ctx.run(send, value)
+            else:
+                pending, error = error, None
+                yielded = ctx.run(throw, pending)
+        except StopIteration as stop:
+            return stop.value

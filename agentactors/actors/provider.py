@@ -327,7 +327,8 @@ class ProviderActor:
             raise
         finally:
             self._release_slot()
-        self._settle(estimate, response.usage)
+        if self._tokens is not None:  # no token budget: nothing to correct (and no call to make)
+            self._settle(estimate, response.usage)
         return response
 
     # -- stream ----------------------------------------------------------------------------------

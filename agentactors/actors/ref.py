@@ -167,24 +167,23 @@ class ActorRef:
         cell = self._cell
         env: Ask | None = None
         deadline: float | None = None
-        direct = (timeout is None or timeout > 0) and cell.may_run_direct()
-        if direct:
+        busy: bool | None = None
+        if (timeout is None or timeout > 0) and cell.may_run_direct():
             await anyio.lowlevel.checkpoint_if_cancelled()  # an ask is a cancellation point, whichever path
-            # Only changes if that checkpoint let something run (never on anyio today): then the mailbox.
-            direct = cell.may_run_direct()
-        if direct:
-            # -- the direct path: the handler runs here, holding a slot like a worker's handler.
             spec = cell.spec
-            ctx = contextvars.copy_context()
-            if ctx.get(CURRENT_RUNTIME) is not spec.runtime:
-                ctx.run(CURRENT_RUNTIME.set, spec.runtime)
             if timeout is not None:
                 deadline = anyio.current_time() + timeout
                 scope = spec.new_scope(deadline=deadline)
             else:
                 scope = spec.new_scope()
-            # Not started (and nobody starting it): this asker runs on_start first, not counted busy.
+            # Re-checked: None if that checkpoint let something run (never on anyio today): then the mailbox.
+            # False: not started (and nobody starting it): this asker runs on_start first, not counted busy.
             busy = cell.enter_direct(scope)
+        if busy is not None:
+            # -- the direct path: the handler runs here, holding a slot like a worker's handler.
+            ctx = contextvars.copy_context()
+            if ctx.get(CURRENT_RUNTIME) is not spec.runtime:
+                ctx.run(CURRENT_RUNTIME.set, spec.runtime)
             failure: Failure | None = None
             result: Any = None
             try:
@@ -205,7 +204,15 @@ class ActorRef:
                             cell.started_now(True)
                             busy = True
                     if busy:
-                        result = await in_context(ctx, cell.actor.receive(message))
+                        coro = cell.actor.receive(message)
+                        try:
+                            # The first step here: a handler that answers without suspending (most do)
+                            # needs no trampoline.
+                            step = ctx.run(coro.send, None)
+                        except StopIteration as stop:
+                            result = stop.value
+                        else:
+                            result = await in_context(ctx, coro, step)
             except Exception as exc:
                 failure = (exc, message, ctx, "receive")
             finally:
@@ -233,7 +240,7 @@ class ActorRef:
                 return await self._ask(env, False, True)
             deadline = anyio.current_time() + timeout
         # Direct: the message went to the mailbox after on_start failed (it is queued already).
-        send = not direct
+        send = busy is None
         if deadline is None:
             return await self._ask(env, False, send)
         try:

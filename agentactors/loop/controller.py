@@ -469,13 +469,10 @@ class LoopController:
             return tuple(
                 ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in calls
             )
+        # Positional, in field order (run_id, agent, step, cap, policy, deps): keywords cost a good part
+        # of building it, once per step.
         context = ExecutionContext(
-            run_id=self.run_id,
-            agent=config.agent_name,
-            step=step,
-            max_tool_result_chars=config.max_tool_result_chars,
-            tool_policy=config.tool_policy,
-            deps=self._deps,
+            self.run_id, config.agent_name, step, config.max_tool_result_chars, config.tool_policy, self._deps
         )
         results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
         return results
