@@ -274,15 +274,28 @@ class Runtime:
         return suppress
 
     async def wait_idle(self) -> None:
-        """Wait until no worker and no runtime task runs (direct asks run in their askers' tasks).
+        """Wait until no handler runs and no runtime task runs.
+
+        Handlers run in workers and, for direct asks, in their askers' own tasks: both count (a
+        drain waits for both).  Called from inside a handler it would wait for that very handler:
+        don't.
 
         Cancellation: a cancelled waiter leaves at once; nothing else changes.
         """
-        while self._running:
-            event = self._idle
-            if event is None:
-                event = self._idle = self._event_cls()
-            await event.wait()
+        while True:
+            if self._running:
+                event = self._idle
+                if event is None:
+                    event = self._idle = self._event_cls()
+                await event.wait()
+                continue
+            # No runtime task: what is left are direct asks, in tasks that are not ours.
+            for cell in self._actors:
+                if cell.slots:
+                    await cell.wait_quiet()
+                    break  # the set may have changed meanwhile: look again from the start
+            else:
+                return
 
     async def _close_all(self) -> None:
         cells = list(self._actors)
