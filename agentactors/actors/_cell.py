@@ -407,8 +407,10 @@ class Cell:
                 # started, and a worker starts it over for what queued meanwhile.  (With a slot holder left,
                 # that one is starting the actor — a restart — and fills the slots when it is done.)
                 self._start_worker(None)
-        if self._settle():
-            self.spec.host.finalize_soon(self)
+        if not self.slots:
+            self._go_idle()
+            if self.state == STOPPED:
+                self.spec.host.finalize_soon(self)
 
     def hand_over(self, scope: CancelScopeLike, failure: Failure, busy: bool) -> None:
         """A direct ask's slot passes to a worker that applies supervision to ``failure`` (a restart awaits).
