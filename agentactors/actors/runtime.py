@@ -195,7 +195,8 @@ class Runtime:
     @staticmethod
     def current() -> Runtime | None:
         """The runtime the calling code runs in (inside ``async with`` or an actor), or ``None``."""
-        return cast("Runtime | None", CURRENT_RUNTIME.get())
+        current: Runtime | None = CURRENT_RUNTIME.get()  # (no cast() call: this is read once per run)
+        return current
 
     @property
     def fanout(self) -> FanOut:
