@@ -3,12 +3,14 @@
 ``await agent.run(prompt)`` starts a :class:`~agentactors.loop.controller.LoopController`
 in the current :class:`~agentactors.actors.runtime.Runtime` (or a private one when
 none is running), reusing the agent's provider and tool actors there: agents given
-the same provider object in one runtime share one ProviderActor.  A run asks
-its agent's own (stateless, private) ToolExecutorActor in the run's task
-rather than through the mailbox; see :class:`_OwnExecutor`.
+the same provider object in one runtime share one ProviderActor
+(:meth:`~agentactors.actors.provider.ProviderActor.shared`).  A run asks its
+agent's own (stateless, private) ToolExecutorActor with an ordinary ask, which
+takes the direct path (the handler runs in the run's task, seen by
+``rt.stats()`` and cancelled by ``rt.stop()`` like any handler).
 ``async with agent.stream(prompt) as run`` yields the run's typed events as they
-happen.  :func:`run_many` and :func:`as_completed` (reached as ``rt.run_many`` /
-``rt.as_completed``) run one agent over many inputs.
+happen.  :meth:`Agent.run_many` and :meth:`Agent.as_completed` (also reached as
+``rt.run_many`` / ``rt.as_completed``) run one agent over many inputs.
 
 Every run gets its own :class:`~agentactors.events.EventSink` combining the
 runtime's and the agent's recorders, installed as the current sink while the run
@@ -18,7 +20,6 @@ contextvars) report to it.  With no recorder anywhere, no event is ever built.
 
 from __future__ import annotations
 
-import contextvars
 import itertools
 import logging
 import math
@@ -32,18 +33,17 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .actors.mailbox import in_context
 from .actors.provider import ProviderActor
 from .actors.runtime import ActorRef, Runtime
-from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor, ToolPolicy
+from .actors.tools import ToolExecutorActor, ToolPolicy
 from .events import Event, EventSink, FanOut, Recorder, current_sink, use_sink
 from .loop.controller import LoopConfig, LoopController
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.result import RunResult
-from .messages import Message, ToolCall, ToolChoice
+from .messages import Message, ToolChoice
 from .providers.base import native_tools_for
 from .tools.registry import Tool, tool
-from .tools.results import ToolResult, ToolStatus
+from .tools.results import ToolStatus
 
 __all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_completed", "run_many"]
 
@@ -96,10 +96,7 @@ def provider_carries_tools(ref: ActorRef) -> bool:
     Read from the hosted provider's ``carries_tools``; the transport must be
     known before the first request, so it cannot be learned from a response.
     """
-    actor = getattr(ref, "actor", None)
-    if actor is None:
-        actor = getattr(ref, "_actor", None)  # ActorRef keeps its actor in its cell
-    provider = getattr(actor, "provider", None)
+    provider = getattr(ref.actor, "provider", None)
     return native_tools_for(provider)
 
 
@@ -123,48 +120,15 @@ def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
     return recorders
 
 
-class _OwnExecutor:
-    """How a run asks its agent's own ToolExecutorActor: in the run's task, as a worker of the actor would.
-
-    The executor is the agent's alone, holds no state between messages and
-    takes any number at once, so routing a step through its mailbox buys
-    nothing and costs a worker task per tool step (the actor is idle between
-    steps).  The handler runs exactly as an ask would run it: in a copy of the
-    run's context (a tool's contextvar changes stay its own), with the
-    runtime as ``Runtime.current()``, cancelled with the run.  When the actor
-    is stopped, or the run's runtime is not the actor's, the step goes through
-    a real ask (and its ``ActorStopped``).
-    """
-
-    __slots__ = ("_executor", "_ref", "_started")
-
-    def __init__(self, ref: ActorRef, executor: ToolExecutorActor) -> None:
-        self._ref = ref
-        self._executor = executor
-        self._started = False
-
-    async def execute(self, calls: Sequence[ToolCall], context: ExecutionContext) -> tuple[ToolResult, ...]:
-        ref = self._ref
-        if ref.stopped or Runtime.current() is not ref.runtime:
-            results: tuple[ToolResult, ...] = await ref.ask(ExecuteTools(calls, context))
-            return results
-        if not self._started:  # the actor's start hook, as its first worker would run it
-            self._started = True
-            await self._executor.on_start()
-        results = await in_context(contextvars.copy_context(), self._executor.execute(calls, context))
-        return results
-
-
 @attrs.frozen(slots=True)
 class _Bound:
-    """An agent's actors in one runtime (``executor`` asks the tools actor in the run's task)."""
+    """An agent's actors in one runtime."""
 
     rt: Runtime
     provider: ActorRef
     native: bool
     tools: ActorRef | None
     fanout: FanOut
-    executor: _OwnExecutor | None
 
 
 @attrs.frozen(slots=True, eq=False, repr=False)
@@ -281,8 +245,71 @@ class Agent:
         if rt is not None:
             return await self._run_in(rt, messages, on_token=on_token, deps=deps)
         async with Runtime() as private:
-            result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
+            try:
+                result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
+            finally:
+                self._forget(private)
         return result
+
+    async def run_many(
+        self,
+        inputs: Iterable[Prompt],
+        *,
+        runtime: Runtime | None = None,
+        concurrency: int = 100,
+        progress: Callable[[int, int, int], Any] | None = None,
+    ) -> list[RunResult]:
+        """Run the agent on every input, at most ``concurrency`` at once; results in input order.
+
+        In ``runtime`` (default: the current one, as for :meth:`run`, or a
+        private one made for these runs).  ``progress(done, failed, total)`` is
+        called after each run (``failed`` counts runs with ``generation_failed``
+        or an ``error``); a progress callback that raises is logged and ignored.
+        A run that fails, or raises, becomes a failed :class:`RunResult` in its
+        place and never disturbs the others.
+
+        :raises ValueError: ``concurrency`` is not a positive int.
+
+        Cancellation: cancels every run and propagates.
+        """
+        _check_concurrency(concurrency)
+        items = list(inputs)
+        if not items:
+            return []
+        rt = runtime if runtime is not None else self._runtime()
+        if rt is not None:
+            return await _run_many(rt, self, items, concurrency, progress, False)
+        async with Runtime() as private:
+            try:
+                results = await _run_many(private, self, items, concurrency, progress, True)
+            finally:
+                self._forget(private)
+        return results
+
+    def as_completed(
+        self, inputs: Iterable[Prompt], *, runtime: Runtime | None = None, concurrency: int = 100
+    ) -> AsCompleted:
+        """Run the agent on every input and yield each :class:`RunResult` as it finishes (``async for``).
+
+        In ``runtime`` (default: the current one, as for :meth:`run`); the runs
+        start at the first ``__anext__`` and live in the runtime's task group.
+        To stop early, use ``async with agent.as_completed(...) as results:`` or
+        call ``aclose()``: unfinished runs are cancelled.  Failed runs are
+        yielded like the others (see :meth:`run_many`).
+
+        :raises RuntimeError: no runtime is running (the runs need one to live in).
+        :raises ValueError: ``concurrency`` is not a positive int.
+
+        Cancellation: the runs belong to the runtime, not to the consumer: cancelling the consumer
+        leaves them running until ``aclose()``, the end of ``async with``, or the runtime's exit.
+        """
+        rt = runtime if runtime is not None else self._runtime()
+        if rt is None:
+            raise RuntimeError(
+                "as_completed needs a running Runtime for its runs: call it inside `async with Runtime() as rt:` "
+                "(or use run_many, which makes one)"
+            )
+        return AsCompleted(rt, self, inputs, concurrency)
 
     def stream(self, prompt: Prompt, *, deps: Any = None) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
@@ -295,16 +322,22 @@ class Agent:
         rt = Runtime.current()
         if rt is not None and rt.running:
             return rt
-        if isinstance(self.provider, ActorRef) and self.provider.runtime.running:
-            return self.provider.runtime  # the provider's own runtime hosts the run
+        if isinstance(self.provider, ActorRef):
+            host = self.provider.runtime
+            if isinstance(host, Runtime) and host.running:
+                return host  # the provider's own runtime hosts the run
         return None
+
+    def _forget(self, rt: Runtime) -> None:
+        """Drop what :meth:`_bind` cached for a private runtime that is closing."""
+        self._bound.pop(id(rt), None)
 
     def _bind(self, rt: Runtime, *, private: bool = False) -> _Bound:
         """The agent's actors in ``rt``, spawned on first use and cached while ``rt`` runs.
 
-        In a ``private`` runtime (one ``agent.run`` made for itself) the provider
+        In a ``private`` runtime (one ``agent.run`` or ``run_many`` made for itself) the provider
         actor is spawned directly: the runtime would otherwise close the caller's
-        provider when the run ends.
+        provider when the run ends.  Whoever made the private runtime drops its entry (:meth:`_forget`).
         """
         bound = self._bound.get(id(rt))
         if bound is not None and bound.rt is rt and not bound.provider.stopped:
@@ -321,21 +354,18 @@ class Agent:
                 actor = ProviderActor(provider)
                 ref = rt.spawn(actor, name="provider", concurrency=actor.max_concurrency)
             else:
-                ref = rt.provider_ref(provider)
+                ref = ProviderActor.shared(rt, provider)
             native = native_tools_for(provider)
-        tools = executor = None
+        tools = None
         if self._all_tools:
-            own = ToolExecutorActor(self._all_tools)
+            # Stateless and the agent's alone: asks to it take the direct path (in the run's task).
             tools = rt.spawn(
-                own,
+                ToolExecutorActor(self._all_tools),
                 name=f"tools:{self.name or 'agent'}",
                 concurrency=_EXECUTOR_CONCURRENCY,
                 mailbox_size=1024,
             )
-            executor = _OwnExecutor(tools, own)
-        bound = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders), executor)
-        if not private:
-            self._bound[id(rt)] = bound
+        bound = self._bound[id(rt)] = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders))
         return bound
 
     def _controller(
@@ -355,7 +385,7 @@ class Agent:
         controller = LoopController(
             self._config,
             bound.provider,
-            bound.executor,
+            bound.tools,
             native=bound.native,
             sink=sink,
             run_id=run_id,
@@ -446,6 +476,7 @@ class AgentRun:
             private = rt is None
             if rt is None:
                 rt = await stack.enter_async_context(Runtime())
+                stack.callback(self._agent._forget, rt)  # on the way out, after the run's task group
             send, receive = anyio.create_memory_object_stream[Event](math.inf)
             self._receive = receive
             stack.callback(receive.close)
@@ -554,20 +585,20 @@ async def run_many(
     concurrency: int = 100,
     progress: Callable[[int, int, int], Any] | None = None,
 ) -> list[RunResult]:
-    """Run ``agent`` on every input in ``rt``, at most ``concurrency`` at once; results in input order.
+    """``agent.run_many(inputs, runtime=rt, ...)`` (see :meth:`Agent.run_many`)."""
+    return await agent.run_many(inputs, runtime=rt, concurrency=concurrency, progress=progress)
 
-    ``progress(done, failed, total)`` is called after each run (``failed``
-    counts runs with ``generation_failed`` or an ``error``); a progress callback
-    that raises is logged and ignored.  A run that fails, or raises, becomes a
-    failed :class:`RunResult` in its place and never disturbs the others.
-    Cancellation cancels every run and propagates.
-    """
-    _check_concurrency(concurrency)
-    items = list(inputs)
+
+async def _run_many(
+    rt: Runtime,
+    agent: Agent,
+    items: list[Prompt],
+    concurrency: int,
+    progress: Callable[[int, int, int], Any] | None,
+    private: bool,
+) -> list[RunResult]:
     total = len(items)
     results: list[RunResult | None] = [None] * total
-    if not total:
-        return []
     indexes = iter(range(total))
     counts = [0, 0]
     warned = [False]
@@ -581,7 +612,7 @@ async def run_many(
                 result = _failed_result((), exc)
             else:
                 try:
-                    result = await agent._run_in(rt, messages)
+                    result = await agent._run_in(rt, messages, private=private)
                 except Exception as exc:
                     result = _failed_result(messages, exc)
             results[i] = result
@@ -603,7 +634,7 @@ async def run_many(
 
 
 class AsCompleted:
-    """The async iterator of :func:`as_completed`; the runs live in the runtime's task group.
+    """The async iterator of :meth:`Agent.as_completed`; the runs live in the runtime's task group.
 
     Also an async context manager whose exit (like :meth:`aclose`) cancels the
     runs not yet finished.
@@ -666,11 +697,5 @@ class AsCompleted:
 
 
 def as_completed(rt: Runtime, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100) -> AsCompleted:
-    """Run ``agent`` on every input in ``rt`` and yield each :class:`RunResult` as it finishes.
-
-    The runs start at the first ``__anext__`` and live in the runtime's task
-    group.  To stop early, use ``async with rt.as_completed(...) as results:``
-    or call ``aclose()``: unfinished runs are cancelled.  Failed runs are
-    yielded like the others (see :func:`run_many`).
-    """
-    return AsCompleted(rt, agent, inputs, concurrency)
+    """``agent.as_completed(inputs, runtime=rt, ...)`` (see :meth:`Agent.as_completed`)."""
+    return agent.as_completed(inputs, runtime=rt, concurrency=concurrency)

@@ -29,7 +29,16 @@ from _baselines import (  # noqa: E402
     plain_loop_run,
 )
 
-from agentactors import Agent, LLMRequest, Message, Runtime, ScriptedProvider, ToolCall, tool  # noqa: E402
+from agentactors import (  # noqa: E402
+    Agent,
+    LLMRequest,
+    Message,
+    ProviderActor,
+    Runtime,
+    ScriptedProvider,
+    ToolCall,
+    tool,
+)
 
 PROMPT = "What is 2 + 3?"
 EXPECTED = "The answer is 5."
@@ -272,7 +281,7 @@ def child_w3(impl: str, runs: int, latency: float) -> dict[str, Any]:
         async with Runtime() as rt:
             # The in-process model has no rate limit of its own: lift the ProviderActor's default
             # budget of 64 requests in flight so the run measures the framework, not the throttle.
-            provider = rt.provider_ref(ScriptedProvider(scripted_model, latency=latency), max_concurrency=runs)
+            provider = ProviderActor.shared(rt, ScriptedProvider(scripted_model, latency=latency), max_concurrency=runs)
             agent = Agent(provider, tools=[add])
             results = await rt.run_many(agent, [PROMPT] * runs, concurrency=runs)
         return sum(r.content == EXPECTED for r in results)

@@ -17,6 +17,7 @@ import anyio
 import attrs
 import httpx
 
+from ..actors.provider import ProviderActor
 from ..actors.runtime import Runtime
 from ..agent import Agent
 from ..errors import StreamInterruptedError
@@ -263,7 +264,7 @@ async def _run(
         client_faults = fault_rate if fv is None else 0.0
         chain, members = build_chain(specs, client, settings, client_faults=client_faults, seed=seed)
         async with Runtime(recorders=(recorder, counters)) as rt:
-            ref = rt.provider_ref(chain, max_concurrency=settings.max_concurrency)
+            ref = ProviderActor.shared(rt, chain, max_concurrency=settings.max_concurrency)
             fleet = [
                 Agent(ref, tools=tools, system=SYSTEM_PROMPT, max_steps=settings.max_steps, name=f"agent-{t.index:04d}")
                 for t in tasks

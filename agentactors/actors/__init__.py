@@ -1,17 +1,26 @@
-"""Actors: the runtime (spawn, tell/ask, supervision) and the provider actor."""
+"""Actors: the kernel (runtime, refs, mailbox, workers, supervision) and the domain actors built on it.
+
+The kernel — ``runtime``, ``ref``, ``_cell``, ``worker``, ``supervision``, ``mailbox`` — knows no
+agents, loops or providers.  The domain actors import it: ``provider`` (:class:`ProviderActor`)
+and ``tools`` (:class:`~agentactors.actors.tools.ToolExecutorActor`).
+"""
 
 from __future__ import annotations
 
+from .mailbox import ReleasableAnswer
 from .provider import Complete, ProviderActor, ProviderStream, Stream, estimate_tokens
-from .runtime import Actor, ActorRef, FailurePolicy, Runtime, RuntimeStats
+from .runtime import Actor, ActorRef, Completions, FailurePolicy, RunsMany, Runtime, RuntimeStats
 
 __all__ = [
     "Actor",
     "ActorRef",
     "Complete",
+    "Completions",
     "FailurePolicy",
     "ProviderActor",
     "ProviderStream",
+    "ReleasableAnswer",
+    "RunsMany",
     "Runtime",
     "RuntimeStats",
     "Stream",

@@ -1,47 +1,65 @@
-"""The pieces a mailbox is made of: the ask envelope, the sender waiting for room, and the context trampoline.
+"""What travels through a mailbox: the ask envelope, the answer that owns work, and the context trampoline.
 
-The mailbox itself is a :class:`collections.deque` owned by the
-:class:`~agentactors.actors.runtime.ActorRef` (created on the first message and
-dropped when the actor goes idle).  It was chosen by measurement over anyio
-memory object streams: a deque append/popleft plus one wake-up event per ask
-costs a fraction of a stream send/receive pair, and an idle actor holds no
-buffer at all.  Tells are queued as the bare message (no allocation); asks as
-an :class:`Ask` envelope carrying the reply slot.
+The mailbox itself is a :class:`collections.deque` owned by the actor's cell
+(:mod:`agentactors.actors._cell`: created on the first message and dropped when
+the actor goes idle).  It was chosen by measurement over anyio memory object
+streams: a deque append/popleft plus one wake-up event per ask costs a fraction
+of a stream send/receive pair, and an idle actor holds no buffer at all.  Tells
+are queued as the bare message (no allocation); asks as an :class:`Ask`
+envelope carrying the reply slot.
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
 import types
 from collections.abc import Coroutine, Generator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
-__all__ = ["ABANDONED", "DONE", "QUEUED", "RUNNING", "Ask", "CancelScopeLike", "EventLike", "Waiter", "in_context"]
+if TYPE_CHECKING:
+    from ._cell import CancelScopeLike, EventLike
+
+__all__ = ["ABANDONED", "DONE", "QUEUED", "RUNNING", "Ask", "ReleasableAnswer", "in_context", "release_unclaimed"]
+
+log = logging.getLogger("agentactors.actors")
 
 # Ask states.  Plain ints: compared on the hot path.
-QUEUED = 0
-RUNNING = 1
-DONE = 2
-ABANDONED = 3
+QUEUED: Final = 0
+RUNNING: Final = 1
+DONE: Final = 2
+ABANDONED: Final = 3
 
 
-class EventLike(Protocol):
-    """The subset of ``anyio.Event`` the mailbox uses."""
+@runtime_checkable
+class ReleasableAnswer(Protocol):
+    """An answer that owns work (a task, a connection) and must release it if its asker never takes it.
 
-    def set(self) -> None: ...
+    An asker that is cancelled, or whose ``timeout`` expires, after the
+    handler answered but before the answer reached it, abandons an answer that
+    nobody will ever see.  When that answer implements this protocol, the
+    kernel calls :meth:`release_unclaimed` on it — once, in the abandoning
+    asker's task — so the work it owns does not outlive the ask (a
+    :class:`~agentactors.actors.provider.ProviderStream` cancels its feeding
+    task and HTTP request).
+    """
 
-    def is_set(self) -> bool: ...
+    def release_unclaimed(self) -> None:
+        """Release what the answer owns; it will never be used.  Must not block, nor raise."""
+        ...
 
-    async def wait(self) -> None: ...
 
+def release_unclaimed(answer: object) -> None:
+    """Release ``answer`` if it is a :class:`ReleasableAnswer` (an answer its asker gave up on).
 
-class CancelScopeLike(Protocol):
-    """The subset of ``anyio.CancelScope`` the mailbox uses."""
-
-    def cancel(self) -> None: ...
-
-    @property
-    def cancel_called(self) -> bool: ...
+    Called while the asker's own cancellation (or timeout) propagates, so a
+    release that raises is logged, never raised over it.
+    """
+    if isinstance(answer, ReleasableAnswer):
+        try:
+            answer.release_unclaimed()
+        except Exception as exc:
+            log.warning("releasing an unclaimed %s raised %s", type(answer).__name__, type(exc).__name__)
 
 
 class Ask:
@@ -81,12 +99,10 @@ class Ask:
         """The asker gave up: skip the message if not started, cancel its handler if running."""
         state = self.state
         if state == DONE:
-            # Answered, but the asker will never take the answer: let an answer that owns
-            # work (a provider stream's feeding task) release it.
-            hook = getattr(self.result, "_abandoned_by_asker", None)
+            # Answered, but the asker will never take the answer: an answer that owns work releases it.
             self.state = ABANDONED
-            if hook is not None:
-                hook()
+            result, self.result = self.result, None
+            release_unclaimed(result)
             return
         if state == ABANDONED:
             return
@@ -101,25 +117,13 @@ class Ask:
         return self.result
 
 
-class Waiter:
-    """A sender waiting for room in a full mailbox.
-
-    The worker that frees a slot hands the waiting item straight into the
-    mailbox (``admitted = True``) and wakes the sender, so a new sender cannot
-    overtake one that is already waiting (FIFO, per-sender order kept).
-    ``admitted = False`` means the actor stopped while the sender waited.
-    """
-
-    __slots__ = ("admitted", "event", "item")
-
-    def __init__(self, item: Any, event: EventLike) -> None:
-        self.item = item
-        self.event = event
-        self.admitted: bool | None = None
+_NOTHING: Any = object()
 
 
 @types.coroutine
-def in_context(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any]) -> Generator[Any, Any, Any]:
+def in_context(
+    ctx: contextvars.Context, coro: Coroutine[Any, Any, Any], first: Any = _NOTHING
+) -> Generator[Any, Any, Any]:
     """Run ``coro`` to completion inside ``ctx`` while staying in the current task.
 
     Each step of the coroutine is executed with ``ctx.run``; what it yields to
@@ -129,20 +133,22 @@ def in_context(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any]) -> Gene
     the contextvars differ, and changes the coroutine makes to them stay in
     ``ctx``.  This is how an ask runs its handler with the asker's contextvars
     without starting a task per message.
+
+    ``first``: what the coroutine yielded from a first step the caller already ran in ``ctx``
+    (``ctx.run(coro.send, None)``), to go on from there.
     """
     send = coro.send
     throw = coro.throw
     value: Any = None
     error: BaseException | None = None
-    while True:
+    if first is not _NOTHING:
+        yielded = first
+    else:
         try:
-            if error is None:
-                yielded = ctx.run(send, value)
-            else:
-                pending, error = error, None
-                yielded = ctx.run(throw, pending)
+            yielded = ctx.run(send, None)
         except StopIteration as stop:
             return stop.value
+    while True:
         try:
             value = yield yielded
         except GeneratorExit:
@@ -151,3 +157,11 @@ def in_context(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any]) -> Gene
         except BaseException as exc:
             error = exc
             value = None
+        try:
+            if error is None:
+                yielded = ctx.run(send, value)
+            else:
+                pending, error = error, None
+                yielded = ctx.run(throw, pending)
+        except StopIteration as stop:
+            return stop.value

@@ -1,8 +1,11 @@
 """``ProviderActor``: one (usually decorated) LLM provider shared by many agents, with its budgets.
 
-Spawn it with ``rt.provider_ref(provider, **budgets)`` (one per provider
-object per runtime, spawned with ``concurrency=max_concurrency``) or
-``rt.spawn(ProviderActor(...), concurrency=actor.max_concurrency)``.
+Spawn it with ``ProviderActor.shared(rt, provider, **budgets)`` (one per
+provider object per runtime, spawned with ``concurrency=max_concurrency``; the
+runtime closes the provider when it exits) or
+``rt.spawn(ProviderActor(...), concurrency=actor.max_concurrency)``.  Its
+semaphore and rate buckets are built by ``on_start``, inside the running event
+loop, so the actor itself can be constructed anywhere.
 
 Messages:
 
@@ -33,18 +36,22 @@ for a full bucket and then goes (rather than never).
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Final
 
 import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError
+from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
 from ..providers.base import interrupted
+from .ref import ActorRef
 from .runtime import Runtime
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
+
+log = logging.getLogger("agentactors.actors")
 
 _EPSILON: Final = 1e-6  # seconds: float noise after sleeping exactly the computed wait
 
@@ -167,8 +174,13 @@ class ProviderStream:
         self.close()
         await anyio.lowlevel.checkpoint()
 
-    def _abandoned_by_asker(self) -> None:
-        # The asker was cancelled after the handler answered but before it took the answer.
+    def release_unclaimed(self) -> None:
+        """The asker gave up after the stream was answered but before it took it: close it, unread.
+
+        The :class:`~agentactors.actors.mailbox.ReleasableAnswer` protocol: the
+        kernel calls this so the feeding task and its HTTP request do not
+        outlive an ask nobody will read.
+        """
         self.close()
 
     async def __aenter__(self) -> ProviderStream:
@@ -237,11 +249,50 @@ class ProviderActor:
             f"ProviderActor({getattr(self.provider, 'name', self.provider)!r}, max_concurrency={self.max_concurrency})"
         )
 
+    @classmethod
+    def shared(cls, rt: Runtime, provider: Any, **budgets: Any) -> ActorRef:
+        """The runtime's one ProviderActor for ``provider`` (keyed by identity), spawned on first use.
+
+        ``budgets`` are this class's keyword arguments (``max_concurrency``,
+        ``requests_per_minute``, ``tokens_per_minute``, ``stream_buffer``);
+        asking again with different budgets for the same provider raises
+        ``ValueError`` (spawn a ProviderActor yourself to hold a second
+        budget); asking with none returns the one there is.  The actor is
+        spawned with ``concurrency=max_concurrency``.  The runtime closes the
+        provider when it exits (a :meth:`Runtime.service` cleanup).  An actor
+        that was stopped is replaced by a new one on the next call.
+
+        :raises RuntimeError: outside ``async with rt``.
+        """
+        registry = rt.service(_SharedProviders, _SharedProviders, cleanup=_SharedProviders.aclose)
+        entry = registry.entries.get(id(provider))
+        if entry is not None and not entry[1].stopped:
+            if budgets and budgets != entry[2]:
+                raise ValueError(
+                    f"provider {getattr(provider, 'name', provider)!r} already has a ProviderActor in this runtime "
+                    f"with budgets {entry[2]}; spawn a ProviderActor yourself for different budgets"
+                )
+            return entry[1]
+        actor = cls(provider, **budgets)
+        ref = rt.spawn(
+            actor,
+            name=f"provider:{getattr(provider, 'name', type(provider).__name__)}",
+            concurrency=actor.max_concurrency,
+            mailbox_size=max(256, actor.max_concurrency * 4),
+        )
+        registry.entries[id(provider)] = (provider, ref, dict(budgets))
+        return ref
+
+    async def on_start(self) -> None:
+        """Build the semaphore and the rate buckets, inside the running event loop.
+
+        A direct actor's first asker runs this itself before its request, without a
+        checkpoint (it never awaits): the first wave of asks all go directly, none
+        queues for a worker task.
+        """
+        self._setup()
+
     def _setup(self) -> None:
-        # Built on the first message, inside the running loop, so the actor can be constructed
-        # anywhere.  Not an on_start hook on purpose: an actor without one is started at spawn,
-        # so the first wave of asks runs directly in the askers' tasks instead of queueing for a
-        # worker task each (10,000 concurrent runs: ~50 MB less at peak).
         self._slots = anyio.Semaphore(self.max_concurrency)
         if self.requests_per_minute is not None or self.tokens_per_minute is not None:
             now = anyio.current_time()
@@ -252,8 +303,7 @@ class ProviderActor:
                 self._tokens = _Bucket(self.tokens_per_minute, now)
 
     async def receive(self, message: Any) -> Any:
-        if self._slots is None:
-            self._setup()
+        """Answer :class:`Complete` or :class:`Stream` (see the module docstring).  Runs after :meth:`on_start`."""
         if not isinstance(message, Complete):
             if isinstance(message, Stream):
                 return await self._stream(message.request)
@@ -277,7 +327,8 @@ class ProviderActor:
             raise
         finally:
             self._release_slot()
-        self._settle(estimate, response.usage)
+        if self._tokens is not None:  # no token budget: nothing to correct (and no call to make)
+            self._settle(estimate, response.usage)
         return response
 
     # -- stream ----------------------------------------------------------------------------------
@@ -361,7 +412,7 @@ class ProviderActor:
 
     async def _acquire_slot(self) -> None:
         slots = self._slots
-        if slots is None:  # pragma: no cover - receive() sets the actor up first
+        if slots is None:  # pragma: no cover - on_start sets the actor up first
             slots = self._slots = anyio.Semaphore(self.max_concurrency)
         try:
             slots.acquire_nowait()  # the common case pays no checkpoint
@@ -417,3 +468,26 @@ class ProviderActor:
         # A request fault is raised before (or instead of) any work by the vendor: no tokens spent.
         if self._tokens is not None and exc.kind is ErrorKind.request:
             self._tokens.give_back(estimate)
+
+
+class _SharedProviders:
+    """A runtime's shared ProviderActors, one per provider object (the :meth:`ProviderActor.shared` registry).
+
+    Kept as a :meth:`Runtime.service`; each entry holds the provider itself,
+    so its id cannot be reused while the runtime runs.
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[Any, ActorRef, dict[str, Any]]] = {}
+
+    async def aclose(self) -> None:
+        """Close every provider (the runtime's exit, after its actors stopped); a failure is logged."""
+        entries = list(self.entries.values())
+        self.entries.clear()
+        for provider, _ref, _budgets in entries:
+            try:
+                await provider.aclose()
+            except Exception as exc:
+                log.warning("closing provider %r raised %s", provider, redact(f"{type(exc).__name__}: {exc}"))

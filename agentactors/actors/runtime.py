@@ -8,34 +8,44 @@ to ``drain_timeout`` seconds, then whatever is still running is cancelled.
 An actor is any object with ``async def receive(self, message)``; the return
 value answers an ``ask``.  Optional ``async def on_start(self)`` runs before the
 first message is handled and ``async def on_stop(self)`` when the actor stops
-(only if ``on_start`` ran, i.e. the actor was activated).
+(only if ``on_start`` ran).  An actor without ``on_start`` is started at spawn.
 
 **Idle actors hold no task.**  A message arriving at an idle actor starts a
 worker task in the runtime's task group; the worker handles messages until the
 mailbox is empty and then ends (dropping the mailbox's buffer too).  An idle
-actor is its :class:`ActorRef` plus the user's object — a few hundred bytes.
+actor is its :class:`ActorRef`, its cell and the user's object — a few hundred bytes.
 
 **Asks run with the asker's contextvars.**  The worker runs the handler of an
 ask step by step inside a copy of the asker's context (see
 :func:`~agentactors.actors.mailbox.in_context`), so a run's event sink and id
 reach the decorators inside a provider actor without a task per message.
-Tells run in the runtime's own context.  An ask to a started actor with an
-empty mailbox and a free handler slot skips the mailbox: its handler runs the
-same way, but in the asker's own task (:meth:`ActorRef.ask`), holding a slot
+Tells run in the runtime's own context.  An actor spawned ``direct=True`` (the
+default) that is open, idle enough (nothing queued, a free handler slot) runs
+an ask's handler in the asker's own task (:meth:`ActorRef.ask`), holding a slot
 and a registered cancel scope like a worker's handler.
 
 **Cancellation.**  An asker that is cancelled, or whose ``timeout`` expires,
 abandons its ask: a message not yet started is skipped; a running handler is
 cancelled (it sees anyio's cancellation exception at its next checkpoint).
+
+The kernel — this module, :mod:`.ref`, :mod:`._cell`, :mod:`.worker`,
+:mod:`.supervision`, :mod:`.mailbox` — knows nothing of agents, loops or
+providers.  What the domain needs of a runtime goes through domain-free hooks:
+:meth:`Runtime.service` (per-runtime shared values with a cleanup at exit: the
+shared-provider registry of :meth:`~agentactors.actors.provider.ProviderActor.shared`
+is one) and the :class:`RunsMany` protocol behind :meth:`Runtime.run_many` and
+:meth:`Runtime.as_completed`.
 """
 
 from __future__ import annotations
 
 import contextvars
+import importlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeAlias, TypeVar, cast
 
 import anyio
 import attrs
@@ -43,23 +53,24 @@ from anyio.abc import TaskGroup
 
 from ..errors import ActorStopped, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
-from .mailbox import Ask, EventLike
-from .ref import _CURRENT, DEAD, FINALIZING, OPEN, STOPPED, STOPPING, Actor, ActorLike, ActorRef
-from .supervision import Supervisor
-from .worker import Failure, work
+from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
+from .mailbox import Ask
+from .ref import Actor, ActorLike, ActorRef, cell_of
+from .worker import work
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from ..agent import Agent, AsCompleted, Prompt
-    from ..loop.result import RunResult
-
-__all__ = ["Actor", "ActorRef", "FailurePolicy", "Runtime", "RuntimeStats"]
+__all__ = ["Actor", "ActorRef", "Completions", "FailurePolicy", "RunsMany", "Runtime", "RuntimeStats"]
 
 log = logging.getLogger("agentactors.actors")
 
 FailurePolicy: TypeAlias = Literal["resume", "restart", "stop", "escalate"]
 _POLICIES: Final = frozenset({"resume", "restart", "stop", "escalate"})
+
+T = TypeVar("T")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
 @attrs.frozen(slots=True)
@@ -68,8 +79,9 @@ class RuntimeStats:
 
     ``actors``: live (spawned, not finally stopped) actors.  ``tasks``: tasks
     the runtime is running (actor workers and helper tasks).  ``busy``: handlers
-    running now.  ``queued``: messages waiting in mailboxes, with the depth per
-    actor name (non-empty mailboxes only) in ``mailboxes``.
+    running now (in workers, or in askers' tasks for direct asks).  ``queued``:
+    messages waiting in mailboxes, with the depth per actor name (non-empty
+    mailboxes only) in ``mailboxes``.
     """
 
     actors: int
@@ -80,6 +92,41 @@ class RuntimeStats:
 
 
 ActorSource: TypeAlias = ActorLike | Callable[[], ActorLike]
+
+
+class Completions(Protocol[R_co]):
+    """Results yielded as they finish (``async for``); leaving ``async with`` (or ``aclose()``) stops the rest."""
+
+    def __aiter__(self) -> AsyncIterator[R_co]: ...
+
+    async def __anext__(self) -> R_co: ...
+
+    async def aclose(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+class RunsMany(Protocol[R]):
+    """What :meth:`Runtime.run_many` and :meth:`Runtime.as_completed` need of an agent.
+
+    :class:`agentactors.Agent` implements it (``Agent.run_many`` / ``Agent.as_completed``); the
+    runtime only hands itself over, so the kernel needs to know nothing about agents.
+    """
+
+    async def run_many(
+        self,
+        inputs: Iterable[Any],
+        *,
+        runtime: Runtime | None = None,
+        concurrency: int = 100,
+        progress: Callable[[int, int, int], Any] | None = None,
+    ) -> list[R]: ...
+
+    def as_completed(
+        self, inputs: Iterable[Any], *, runtime: Runtime | None = None, concurrency: int = 100
+    ) -> Completions[R]: ...
 
 
 class Runtime:
@@ -93,27 +140,30 @@ class Runtime:
     Leaving the block waits until every actor is idle (at most
     ``drain_timeout``), cancels what still runs, rejects what is still queued
     (asks get :class:`~agentactors.errors.ActorStopped`, tells become dead
-    letters), runs ``on_stop`` hooks and closes the providers started with
-    :meth:`provider_ref`.  An actor whose ``on_failure="escalate"`` fails
-    cancels the block, and its exception — bare, not in a group — leaves
-    ``async with``.
+    letters), runs ``on_stop`` hooks, then the cleanups registered with
+    :meth:`service` (which is how the providers behind
+    :meth:`ProviderActor.shared <agentactors.actors.provider.ProviderActor.shared>`
+    get closed).  An actor whose ``on_failure="escalate"`` fails cancels the
+    block, and its exception — bare, not in a group — leaves ``async with``.
     """
 
     __slots__ = (
         "_actors",
+        "_cleanups",
         "_closed",
         "_ctx",
         "_entered",
         "_escalated",
         "_event_cls",
+        "_host",
         "_idle",
         "_ids",
-        "_providers",
         "_running",
         "_scope_cls",
+        "_services",
         "_sink",
         "_spawning",
-        "_supervisors",
+        "_specs",
         "_tg",
         "_token",
         "drain_timeout",
@@ -126,10 +176,12 @@ class Runtime:
         self._sink = EventSink(FanOut(tuple(recorders)))
         self._tg: TaskGroup | None = None
         self._ctx: contextvars.Context | None = None
-        self._token: contextvars.Token[Runtime | None] | None = None
-        self._actors: set[ActorRef] = set()
-        self._providers: dict[int, tuple[Any, ActorRef, dict[str, Any]]] = {}
-        self._supervisors: dict[tuple[str, int, float], Supervisor] = {}
+        self._token: contextvars.Token[Any] | None = None
+        self._actors: set[Cell] = set()
+        self._services: dict[Hashable, Any] = {}
+        self._cleanups: list[Callable[[], Awaitable[object]]] = []
+        self._specs: dict[tuple[Any, ...], Spec] = {}
+        self._host = _Host(self)
         self._running = 0
         self._idle: EventLike | None = None
         self._escalated: BaseException | None = None
@@ -143,7 +195,8 @@ class Runtime:
     @staticmethod
     def current() -> Runtime | None:
         """The runtime the calling code runs in (inside ``async with`` or an actor), or ``None``."""
-        return _CURRENT.get()
+        current: Runtime | None = CURRENT_RUNTIME.get()  # (no cast() call: this is read once per run)
+        return current
 
     @property
     def fanout(self) -> FanOut:
@@ -173,7 +226,7 @@ class Runtime:
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
-        self._token = _CURRENT.set(self)
+        self._token = CURRENT_RUNTIME.set(self)
         # Workers start in this context, not the sender's: a tell must not inherit whatever
         # contextvars happened to be set where its actor was activated.
         self._ctx = contextvars.copy_context()
@@ -182,6 +235,13 @@ class Runtime:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
+        """Drain, cancel, stop every actor, run the cleanups (see the class docstring).
+
+        Cancellation: an outer cancellation during the drain ends the drain at
+        once; the actors are then cancelled and stopped, their ``on_stop``
+        hooks and the cleanups run shielded (for at most ``drain_timeout``,
+        0.1 s at least), and the cancellation propagates.
+        """
         tg = self._tg
         assert tg is not None, "Runtime.__aexit__ without __aenter__"
         cancelled = anyio.get_cancelled_exc_class()
@@ -203,7 +263,7 @@ class Runtime:
             self._closed = True
             if self._token is not None:
                 try:
-                    _CURRENT.reset(self._token)
+                    CURRENT_RUNTIME.reset(self._token)
                 except ValueError:
                     pass  # left in another context than it was entered in: nothing of ours to restore
                 self._token = None
@@ -215,23 +275,44 @@ class Runtime:
         return suppress
 
     async def wait_idle(self) -> None:
-        """Wait until no actor handles a message and no runtime task runs."""
-        while self._running:
-            event = self._idle
-            if event is None:
-                event = self._idle = self._event_cls()
-            await event.wait()
+        """Wait until no handler runs and no runtime task runs.
+
+        Handlers run in workers and, for direct asks, in their askers' own tasks: both count (a
+        drain waits for both).  Called from inside a handler it would wait for that very handler:
+        don't.
+
+        Cancellation: a cancelled waiter leaves at once; nothing else changes.
+        """
+        while True:
+            if self._running:
+                event = self._idle
+                if event is None:
+                    event = self._idle = self._event_cls()
+                await event.wait()
+                continue
+            # No runtime task: what is left are direct asks, in tasks that are not ours.
+            for cell in self._actors:
+                if cell.slots:
+                    await cell.wait_quiet()
+                    break  # the set may have changed meanwhile: look again from the start
+            else:
+                return
 
     async def _close_all(self) -> None:
-        for ref in list(self._actors):
-            self._halt(ref, "the runtime closed")
-            await self._finalize(ref)
-        providers, self._providers = list(self._providers.values()), {}
-        for provider, _ref, _budgets in providers:
+        cells = list(self._actors)
+        # Every actor halts before any on_stop runs: an on_stop that asks another actor gets
+        # ActorStopped at once rather than waiting on a mailbox no worker will serve.
+        for cell in cells:
+            cell.halt("the runtime closed")
+        for cell in cells:
+            await cell.finalize()
+        cleanups, self._cleanups = self._cleanups, []
+        self._services.clear()
+        for cleanup in reversed(cleanups):
             try:
-                await provider.aclose()
+                await cleanup()
             except Exception as exc:
-                log.warning("closing provider %r raised %s", provider, redact(f"{type(exc).__name__}: {exc}"))
+                log.warning("a runtime cleanup raised %s", redact(f"{type(exc).__name__}: {exc}"))
 
     # -- spawning --------------------------------------------------------------------------------
 
@@ -245,6 +326,7 @@ class Runtime:
         on_failure: FailurePolicy = "resume",
         max_restarts: int = 3,
         restart_window: float = 60.0,
+        direct: bool = True,
     ) -> ActorRef:
         """Register an actor and return its address.  Synchronous: the actor starts on its first message.
 
@@ -258,19 +340,39 @@ class Runtime:
         (rebuild from the factory; more than ``max_restarts`` failures within
         ``restart_window`` seconds stop it), ``"stop"``, ``"escalate"`` (cancel
         the runtime and raise the error out of ``async with Runtime()``).
+
+        ``direct``: whether an ask may run its handler in the asker's own task
+        when the actor is idle enough (open, nothing queued, a free handler
+        slot) — no mailbox round trip, no worker task; see :meth:`ActorRef.ask`.
+        With ``direct=False`` every message goes through the mailbox and is
+        handled in a worker task (for an actor whose handlers must never run in
+        a caller's task, e.g. one that relies on its own task's state).  An
+        actor without ``on_start`` is started at spawn; one with it is started
+        by its first message (by the first asker itself, when direct).
         """
         self._check_running()
-        key = (on_failure, max_restarts, restart_window)
-        sup = self._supervisors.get(key)
-        if sup is None:
+        key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct)
+        spec = self._specs.get(key)
+        if spec is None:
             if on_failure not in _POLICIES:
                 raise ValueError(f"on_failure must be one of {sorted(_POLICIES)}, not {on_failure!r}")
             if max_restarts < 0 or restart_window <= 0:
                 raise ValueError("max_restarts must be >= 0 and restart_window > 0")
-            # Supervisors are immutable policy objects, shared: an idle actor should not carry its own.
-            sup = self._supervisors[key] = Supervisor(self, on_failure, max_restarts, float(restart_window))
-        if mailbox_size < 1 or concurrency < 1:
-            raise ValueError("mailbox_size and concurrency must be >= 1")
+            if mailbox_size < 1 or concurrency < 1:
+                raise ValueError("mailbox_size and concurrency must be >= 1")
+            # Shared by every actor spawned with these settings: an idle actor should not carry its own.
+            spec = self._specs[key] = Spec(
+                self._host,
+                self,
+                new_event=self._event_cls,
+                new_scope=self._scope_cls,
+                policy=on_failure,
+                max_restarts=max_restarts,
+                window=float(restart_window),
+                size=mailbox_size,
+                concurrency=concurrency,
+                direct=bool(direct),
+            )
         factory: Callable[[], ActorLike] | None
         if not isinstance(actor_or_factory, type) and callable(getattr(actor_or_factory, "receive", None)):
             actor = cast(ActorLike, actor_or_factory)
@@ -287,16 +389,13 @@ class Runtime:
                 'on_failure="restart" needs a zero-argument factory (a class or function) to rebuild the '
                 "actor's state from; pass the class (or a lambda) instead of an instance"
             )
-        ref = ActorRef(self, actor, factory, name, next(self._ids), mailbox_size, concurrency, sup)
-        if not _has_lifecycle_hooks(actor):
-            # Nothing to run before the first message: started now, so the first asks can take
-            # the direct path instead of each waiting for a worker task.
-            ref._started = True
-        self._actors.add(ref)
+        number = next(self._ids)
+        cell = Cell(spec, actor, number if name is None else name, factory)
+        self._actors.add(cell)
         sink = self._listening(None)
         if sink is not None:
-            sink.emit("actor.started", actor=ref.name)
-        return ref
+            sink.emit("actor.started", actor=cell.name)
+        return ActorRef(cell)
 
     def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
         """Run ``fn(*args)`` in the runtime's task group, with the caller's contextvars.
@@ -304,6 +403,10 @@ class Runtime:
         Counted in :meth:`stats` and cancelled when the runtime closes.  An
         exception escaping ``fn`` escalates: it cancels the runtime and leaves
         ``async with Runtime()``.
+
+        Cancellation: the task belongs to the runtime, not to the caller —
+        cancelling the caller does not cancel it; leaving ``async with`` does
+        (after the drain).  The call itself never blocks.
         """
         self._check_running()
         assert self._tg is not None
@@ -312,87 +415,101 @@ class Runtime:
 
     async def stop(self, ref: ActorRef, *, drain: bool = True, timeout: float | None = None) -> None:  # noqa: ASYNC109
         """Stop an actor.  With ``drain``, queued messages are handled first (at most ``timeout``,
-        default the runtime's ``drain_timeout``); then running handlers are cancelled, anything
-        still queued is rejected (asks: ``ActorStopped``; tells: dead letters) and ``on_stop`` runs.
-        New messages are rejected from the moment this is called.  Idempotent; concurrent calls all
-        return once the actor has stopped.
+        default the runtime's ``drain_timeout``); then running handlers are cancelled — in workers
+        and in askers' tasks alike — anything still queued is rejected (asks: ``ActorStopped``;
+        tells: dead letters) and ``on_stop`` runs.  New messages are rejected from the moment this
+        is called.  Idempotent; concurrent calls all return once the actor has stopped.
 
         From inside the actor's own handler use ``drain=False`` (the calling handler is then
         cancelled at its next checkpoint): a drain would wait for that very handler until the timeout.
+
+        Cancellation: a cancelled caller leaves at once.  The actor is stopping by then (it accepts
+        nothing new) and, once its drain is over or was never asked for, halted; its ``on_stop``
+        runs where it would have (the last worker's task, or the next call to ``stop``, or the
+        runtime's exit).
         """
-        if ref._rt is not self:
+        cell = cell_of(ref)
+        if cell.spec.runtime is not self:
             raise ValueError(f"{ref!r} belongs to another runtime")
-        if ref._state == OPEN:
-            ref._state = STOPPING
-            self._reject_waiters(ref)
+        if cell.begin_stopping():
             if drain:
                 with anyio.move_on_after(self.drain_timeout if timeout is None else timeout):
-                    while ref._active:
-                        await self._wait_ref(ref)
-            self._halt(ref, "stopped")
-        while ref._active:
-            await self._wait_ref(ref)
-        await self._finalize(ref)
-        while ref._state != DEAD:
-            await self._wait_ref(ref)
+                    await cell.wait_quiet()
+            cell.halt("stopped")
+        await cell.wait_quiet()
+        await cell.finalize()
+        await cell.wait_dead()
 
-    def provider_ref(self, provider: Any, **budgets: Any) -> ActorRef:
-        """The runtime's one ProviderActor for ``provider`` (keyed by identity), spawned on first use.
+    def service(
+        self,
+        key: Hashable,
+        build: Callable[[], T],
+        *,
+        cleanup: Callable[[T], Awaitable[object]] | None = None,
+    ) -> T:
+        """The runtime's one value for ``key``: built by ``build()`` on first use, the same object after.
 
-        ``budgets`` are :class:`~agentactors.actors.provider.ProviderActor`'s
-        keyword arguments (``max_concurrency``, ``requests_per_minute``,
-        ``tokens_per_minute``, ...); asking again with different budgets for the
-        same provider raises ``ValueError`` (spawn a ProviderActor yourself to
-        hold a second budget).  The runtime closes the provider when it exits.
+        A per-runtime registry for whatever is shared by everything in one
+        runtime — e.g. the shared-provider registry of
+        :meth:`ProviderActor.shared <agentactors.actors.provider.ProviderActor.shared>`.
+        ``cleanup(value)`` (given with the call that builds it) is awaited when
+        the runtime exits, after every actor has stopped, in reverse order of
+        building; a cleanup that raises is logged and the others still run.
+        Keys compare by equality: use something of your own (a class, a tuple
+        starting with your module's name) so as not to clash with other users.
+
+        :raises RuntimeError: outside ``async with``.
         """
         self._check_running()
-        entry = self._providers.get(id(provider))
-        if entry is not None and entry[1]._state == OPEN:
-            if budgets and budgets != entry[2]:
-                raise ValueError(
-                    f"provider {getattr(provider, 'name', provider)!r} already has a ProviderActor in this runtime "
-                    f"with budgets {entry[2]}; spawn a ProviderActor yourself for different budgets"
-                )
-            return entry[1]
-        from .provider import ProviderActor
+        services = self._services
+        if key in services:
+            return cast(T, services[key])
+        value = build()
+        services[key] = value
+        if cleanup is not None:
+            self._cleanups.append(lambda: cleanup(value))
+        return value
 
-        actor = ProviderActor(provider, **budgets)
-        ref = self.spawn(
-            actor,
-            name=f"provider:{getattr(provider, 'name', type(provider).__name__)}",
-            concurrency=actor.max_concurrency,
-            mailbox_size=max(256, actor.max_concurrency * 4),
+    def provider_ref(self, provider: Any, **budgets: Any) -> ActorRef:
+        """Deprecated: use :meth:`ProviderActor.shared(rt, provider, **budgets)
+        <agentactors.actors.provider.ProviderActor.shared>`, which this calls.
+        """
+        warnings.warn(
+            "Runtime.provider_ref(provider, ...) is deprecated; use ProviderActor.shared(rt, provider, ...)",
+            DeprecationWarning,
+            stacklevel=2,
         )
-        self._providers[id(provider)] = (provider, ref, dict(budgets))
+        # A deprecation shim, kept for one release: the kernel imports nothing of the domain, so the
+        # provider actor's module is found by name, at call time.
+        module = importlib.import_module("agentactors.actors.provider")
+        ref: ActorRef = module.ProviderActor.shared(self, provider, **budgets)
         return ref
 
-    # -- many runs (implemented by agentactors.agent) ----------------------------------------------
+    # -- many runs (implemented by the agent) ------------------------------------------------------
 
     async def run_many(
         self,
-        agent: Agent,
-        inputs: Iterable[Prompt],
+        agent: RunsMany[R],
+        inputs: Iterable[Any],
         *,
         concurrency: int = 100,
         progress: Callable[[int, int, int], Any] | None = None,
-    ) -> list[RunResult]:
-        """Run ``agent`` on every input, at most ``concurrency`` at once; results in input order.
+    ) -> list[R]:
+        """Run ``agent`` on every input in this runtime, at most ``concurrency`` at once; results in input order.
 
-        ``progress(done, failed, total)`` is called as runs finish.  See
-        :func:`agentactors.agent.run_many` for error and cancellation semantics.
+        ``progress(done, failed, total)`` is called as runs finish.  The agent
+        does the work (:meth:`agentactors.Agent.run_many` documents errors and
+        cancellation); this is the same call with ``runtime=self``.
         """
-        from ..agent import run_many  # the agent module imports this one
+        return await agent.run_many(inputs, runtime=self, concurrency=concurrency, progress=progress)
 
-        return await run_many(self, agent, inputs, concurrency=concurrency, progress=progress)
+    def as_completed(self, agent: RunsMany[R], inputs: Iterable[Any], *, concurrency: int = 100) -> Completions[R]:
+        """Run ``agent`` on every input in this runtime and yield each result as it finishes (``async for``).
 
-    def as_completed(self, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100) -> AsCompleted:
-        """Run ``agent`` on every input and yield each result as it finishes (``async for``).
-
-        See :func:`agentactors.agent.as_completed` for stopping early and cancellation.
+        The same as :meth:`agentactors.Agent.as_completed` with ``runtime=self`` (stopping early,
+        cancellation: see there).
         """
-        from ..agent import as_completed
-
-        return as_completed(self, agent, inputs, concurrency=concurrency)
+        return agent.as_completed(inputs, runtime=self, concurrency=concurrency)
 
     # -- accounting ------------------------------------------------------------------------------
 
@@ -400,39 +517,20 @@ class Runtime:
         """Live actors, running tasks, busy handlers and mailbox depths (see :class:`RuntimeStats`)."""
         depths: dict[str, int] = {}
         busy = 0
-        for ref in self._actors:
-            busy += ref._busy
-            if ref._mailbox:
-                depths[ref.name] = depths.get(ref.name, 0) + len(ref._mailbox)
+        for cell in self._actors:
+            busy += cell.busy
+            if cell.mailbox:
+                name = cell.name
+                depths[name] = depths.get(name, 0) + len(cell.mailbox)
         return RuntimeStats(
             actors=len(self._actors), tasks=self._running, busy=busy, queued=sum(depths.values()), mailboxes=depths
         )
 
-    # -- workers ---------------------------------------------------------------------------------
-
-    def _new_event(self) -> EventLike:
-        return self._event_cls()
+    # -- tasks -----------------------------------------------------------------------------------
 
     def _check_running(self) -> None:
         if not self._entered or self._closed:
             raise RuntimeError("the Runtime is not running: use `async with Runtime() as rt:`")
-
-    def _activate(self, ref: ActorRef, failure: Failure | None = None) -> None:
-        """Start a worker for ``ref`` (taking one of its slots).  ``failure``: a direct ask's failure
-        the worker supervises first (see :func:`~agentactors.actors.worker.work`)."""
-        if self._closed or self._tg is None:
-            return
-        ref._active += 1
-        self._running += 1
-        self._start_internal(work, self, ref, failure)
-
-    def _finalize_soon(self, ref: ActorRef) -> None:
-        """Finalize a halted actor in a runtime task (its ``on_stop`` must not run in, nor be
-        cancelled with, the task of the direct ask that halted it)."""
-        if self._closed or self._tg is None:
-            return  # closing: _close_all finalizes every actor
-        self._running += 1
-        self._start_internal(self._run_task, self._finalize, (ref,))
 
     def _start_internal(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Start a runtime task in the runtime's own context (never the caller's)."""
@@ -448,94 +546,25 @@ class Runtime:
         finally:
             self._spawning = False
 
-    def _fill(self, ref: ActorRef) -> None:
-        """Start workers for queued messages up to the actor's concurrency (after ``on_start``)."""
-        mailbox = ref._mailbox
-        while (
-            mailbox
-            and ref._state <= STOPPING
-            and ref._active - ref._busy < len(mailbox)
-            and ref._active < ref._concurrency
-            and not self._closed
-        ):
-            self._activate(ref)
-
     async def _run_task(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
         try:
             await fn(*args)
         except Exception as exc:
             self._escalate(None, exc)
         finally:
-            self._running -= 1
-            if self._running == 0 and self._idle is not None:
-                self._idle.set()
-                self._idle = None
+            self._task_done()
 
-    # -- stopping --------------------------------------------------------------------------------
+    def _task_done(self) -> None:
+        self._running -= 1
+        if self._running == 0 and self._idle is not None:
+            self._idle.set()
+            self._idle = None
 
-    async def _wait_ref(self, ref: ActorRef) -> None:
-        event = ref._idle
-        if event is None:
-            event = ref._idle = self._event_cls()
-        await event.wait()
-
-    def _reject_waiters(self, ref: ActorRef) -> None:
-        waiters = ref._waiters
-        while waiters:
-            waiter = waiters.popleft()
-            waiter.admitted = False
-            waiter.event.set()
-
-    def _halt(self, ref: ActorRef, reason: str) -> None:
-        """Stop handling now: reject queued messages and waiting senders, cancel running handlers."""
-        if ref._state >= STOPPED:
-            return
-        ref._state = STOPPED
-        self._reject_waiters(ref)
-        mailbox = ref._mailbox
-        if mailbox:
-            items = list(mailbox)
-            mailbox.clear()
-            for item in items:
-                if type(item) is Ask:
-                    item.fail(ActorStopped(f"actor {ref.name!r} stopped before handling the message ({reason})"))
-                else:
-                    self._dead_letter(ref, item)
-        if ref._scopes:
-            for scope in ref._scopes:
-                scope.cancel()
-
-    async def _finalize(self, ref: ActorRef) -> None:
-        """Run ``on_stop`` (if the actor started) and record ``actor.stopped``.  Once per actor."""
-        if ref._state >= FINALIZING:
-            return
-        self._halt(ref, "stopped")  # nothing queued or waiting may be left without an answer
-        ref._state = FINALIZING
-        try:
-            if ref._started:
-                ref._started = False
-                on_stop = getattr(ref._actor, "on_stop", None)
-                if on_stop is not None:
-                    try:
-                        await on_stop()
-                    except Exception as exc:
-                        self._emit(None, "actor.failed", actor=ref.name, error=exc, phase="on_stop")
-        finally:
-            ref._state = DEAD
-            ref._mailbox = None
-            self._actors.discard(ref)
-            sink = self._listening(None)
-            if sink is not None:
-                sink.emit("actor.stopped", actor=ref.name)
-            if ref._idle is not None:
-                ref._idle.set()
-                ref._idle = None
-
-    def _escalate(self, ref: ActorRef | None, exc: BaseException) -> None:
+    def _escalate(self, cell: Cell | None, exc: BaseException) -> None:
         if self._escalated is None:
             self._escalated = exc
-        if ref is not None:
-            self._halt(ref, "its failure escalated")
+        if cell is not None:
+            cell.halt("its failure escalated")
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
@@ -561,18 +590,67 @@ class Runtime:
         if sink is not None:
             sink.emit(type, **data)
 
-    def _dead_letter(self, ref: ActorRef, message: Any) -> None:
+    def _dead_letter(self, name: str, message: Any) -> None:
         # The message's type only: its payload may be large or hold secrets.
         sink = self._listening(None)
         if sink is not None:
-            sink.emit("actor.dead_letter", actor=ref.name, message_type=type(message).__name__)
+            sink.emit("actor.dead_letter", actor=name, message_type=type(message).__name__)
 
 
-def _has_lifecycle_hooks(actor: object) -> bool:
-    """Whether ``actor`` has an ``on_start`` or ``on_stop`` of its own (not the base class's no-ops)."""
-    cls = type(actor)
-    for hook in ("on_start", "on_stop"):
-        found = getattr(cls, hook, None) if hasattr(cls, hook) else getattr(actor, hook, None)
-        if found is not None and found is not getattr(Actor, hook):
-            return True
-    return False
+class _Host:
+    """The runtime as its actors' cells see it (:class:`~agentactors.actors._cell.Host`).
+
+    A separate object so that :class:`Runtime`'s own surface stays what users
+    call; it works on its runtime's private state (this module's own).
+    """
+
+    __slots__ = ("_rt",)
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+
+    @property
+    def running(self) -> bool:
+        return self._rt.running
+
+    def start_worker(self, cell: Cell, failure: Failure | None) -> bool:
+        rt = self._rt
+        if rt._closed or rt._tg is None:
+            return False
+        rt._running += 1
+        rt._start_internal(work, cell, failure)
+        return True
+
+    def worker_done(self) -> None:
+        self._rt._task_done()
+
+    def finalize_soon(self, cell: Cell) -> None:
+        rt = self._rt
+        if rt._closed or rt._tg is None:
+            return  # closing: the runtime's exit finalizes every actor
+        rt._running += 1
+        rt._start_internal(rt._run_task, cell.finalize, ())
+
+    def reject(self, cell: Cell, item: Any, reason: str) -> None:
+        if type(item) is Ask:
+            item.fail(ActorStopped(f"actor {cell.name!r} stopped before handling the message ({reason})"))
+        else:
+            self._rt._dead_letter(cell.name, item)
+
+    def record(self, ctx: contextvars.Context | None, type: str, /, **data: Any) -> None:
+        self._rt._emit(ctx, type, **data)
+
+    def escalate(self, cell: Cell, error: BaseException) -> None:
+        self._rt._escalate(cell, error)
+
+    def forget(self, cell: Cell) -> None:
+        rt = self._rt
+        rt._actors.discard(cell)
+        sink = rt._listening(None)
+        if sink is not None:
+            sink.emit("actor.stopped", actor=cell.name)
+
+    def own_context(self) -> contextvars.Context:
+        ctx = self._rt._ctx
+        assert ctx is not None, "a cell asked for the context of a runtime that was never entered"
+        return ctx.copy()

@@ -19,138 +19,141 @@ Policies, per actor:
     leaves ``async with Runtime()`` as the bare exception.
 
 An ``on_start`` that raises cannot be resumed from: under ``resume`` the actor
-stops.  A :class:`Supervisor` is immutable and shared by every actor spawned
-with the same settings; per-actor restart history lives on the actor's ref.
+stops.  The policy and its limits live in the actor's shared
+:class:`~agentactors.actors._cell.Spec`; the restart history in its cell.
+These functions are the whole of it; they move the cell through its own
+transitions and reach the runtime through the cell's host.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from ..errors import redact
+from ._cell import STOPPING, Cell, Failure
 
-if TYPE_CHECKING:
-    from .ref import ActorRef
-    from .runtime import Runtime
-
-__all__ = ["Supervisor"]
+__all__ = ["after_direct_failure", "failed", "failed_now", "start"]
 
 log = logging.getLogger("agentactors.actors")
 
 
-class Supervisor:
-    """One failure policy (``policy``, ``max_restarts``, ``window``) applied for one runtime."""
+async def start(cell: Cell) -> bool:
+    """Run the actor's ``on_start`` in the calling worker.  True when the actor may handle messages.
 
-    __slots__ = ("max_restarts", "policy", "rt", "window")
-
-    def __init__(self, rt: Runtime, policy: str, max_restarts: int, window: float) -> None:
-        self.rt = rt
-        self.policy = policy
-        self.max_restarts = max_restarts
-        self.window = window
-
-    async def start(self, ref: ActorRef) -> bool:
-        """Run the actor's ``on_start``.  True when the actor may handle messages."""
-        on_start = getattr(ref._actor, "on_start", None)
-        if on_start is not None:
-            try:
-                await on_start()
-            except Exception as exc:
-                await self.failed(ref, exc, None, None, phase="on_start")
-                # A restart re-ran start() with a new object; anything else leaves the actor stopped.
-                return ref._started and ref._state <= 1
-        ref._started = True
-        self.rt._fill(ref)
-        return True
-
-    async def failed(
-        self,
-        ref: ActorRef,
-        exc: Exception,
-        message: Any,
-        ctx: contextvars.Context | None,
-        *,
-        phase: str = "receive",
-    ) -> None:
-        """Apply the policy to a failure.  ``ctx`` is the asker's context (``None`` for a tell)."""
-        if self.failed_now(ref, exc, message, ctx, phase=phase):
-            await self._restart(ref, exc, ctx)
-
-    def failed_now(
-        self,
-        ref: ActorRef,
-        exc: Exception,
-        message: Any,
-        ctx: contextvars.Context | None,
-        *,
-        phase: str = "receive",
-    ) -> bool:
-        """The synchronous part of :meth:`failed`: record the failure, resume, stop or escalate.
-
-        Returns True when the actor is to be restarted, which the caller must then await
-        (:meth:`failed` does); in a closed runtime there is nothing to restart into, so the
-        actor stops instead.  A direct ask (run in the asker's task) calls this for ``stop`` and
-        ``escalate`` so that they take effect before the asker sees the error.
-        """
-        rt = self.rt
-        policy = self.policy
-        if phase != "receive" and policy == "resume":
-            policy = "stop"
-        if ctx is None or policy != "resume":
-            rt._emit(
-                ctx,
-                "actor.failed",
-                actor=ref.name,
-                error=exc,
-                policy=policy,
-                phase=phase,
-                message_type=None if message is None else type(message).__name__,
-            )
-        if policy == "resume":
-            return False
-        if policy == "escalate":
-            rt._escalate(ref, exc)
-            return False
-        if policy == "stop" or rt._closed:
-            rt._halt(ref, f"it failed with {type(exc).__name__}")
-            return False
-        return True
-
-    async def _restart(self, ref: ActorRef, exc: Exception, ctx: contextvars.Context | None) -> None:
-        rt = self.rt
-        now = anyio.current_time()
-        recent = [t for t in (ref._restarts or ()) if now - t < self.window]
-        if len(recent) >= self.max_restarts:
-            ref._restarts = None
-            reason = f"it failed {len(recent) + 1} times within {self.window:g}s (max_restarts={self.max_restarts})"
-            rt._halt(ref, reason)
-            return
-        factory = ref._factory
-        assert factory is not None, "spawn() checks that a restarting actor has a factory"
+    Cancellation: an ``on_start`` cancelled with the worker leaves the actor
+    unstarted (the next worker runs it again) and propagates.
+    """
+    on_start = getattr(cell.actor, "on_start", None)
+    if on_start is not None:
         try:
-            fresh = factory()
-        except Exception as build_error:
-            log.warning(
-                "the factory of actor %s raised %s while restarting it; the actor stops",
-                ref.name,
-                redact(f"{type(build_error).__name__}: {build_error}"),
-            )
-            rt._halt(ref, "its factory raised while restarting it")
-            return
-        recent.append(now)
-        ref._restarts = recent
-        old, was_started = ref._actor, ref._started
-        ref._actor = fresh
-        ref._started = False
-        rt._emit(ctx, "actor.restarted", actor=ref.name, restarts=len(recent), error=exc)
-        on_stop = getattr(old, "on_stop", None) if was_started else None
-        if on_stop is not None:
-            try:
-                await on_stop()
-            except Exception as stop_error:
-                rt._emit(ctx, "actor.failed", actor=ref.name, error=stop_error, policy="restart", phase="on_stop")
-        await self.start(ref)
+            await on_start()
+        except Exception as exc:
+            await failed(cell, exc, None, None, "on_start")
+            # A restart re-ran start() with a new object; anything else leaves the actor stopped.
+            return cell.started and cell.state <= STOPPING
+    cell.started_now(False)
+    return True
+
+
+async def failed(
+    cell: Cell, exc: Exception, message: Any, ctx: contextvars.Context | None, phase: str = "receive"
+) -> None:
+    """Apply the policy to a failure.  ``ctx`` is the asker's context (``None`` for a tell or ``on_start``).
+
+    Cancellation: a restart in progress is cut short where it awaits (the old
+    ``on_stop``, the new ``on_start``); the actor is then not started, and the
+    next worker starts it.
+    """
+    if failed_now(cell, exc, message, ctx, phase):
+        await _restart(cell, exc, ctx)
+
+
+def failed_now(
+    cell: Cell, exc: Exception, message: Any, ctx: contextvars.Context | None, phase: str = "receive"
+) -> bool:
+    """The synchronous part of :func:`failed`: record the failure, resume, stop or escalate.
+
+    Returns True when the actor is to be restarted, which the caller must then await
+    (:func:`failed` does); in a closed runtime there is nothing to restart into, so the
+    actor stops instead.  A direct ask (run in the asker's task) calls this for ``stop`` and
+    ``escalate`` so that they take effect before the asker sees the error.
+    """
+    spec = cell.spec
+    host = spec.host
+    policy = spec.policy
+    if phase != "receive" and policy == "resume":
+        policy = "stop"
+    if ctx is None or policy != "resume":
+        host.record(
+            ctx,
+            "actor.failed",
+            actor=cell.name,
+            error=exc,
+            policy=policy,
+            phase=phase,
+            message_type=None if message is None else type(message).__name__,
+        )
+    if policy == "resume":
+        return False
+    if policy == "escalate":
+        host.escalate(cell, exc)
+        return False
+    if policy == "stop" or not host.running:
+        cell.halt(f"it failed with {type(exc).__name__}")
+        return False
+    return True
+
+
+def after_direct_failure(cell: Cell, scope: Any, failure: Failure, busy: bool) -> None:
+    """A handler (or ``on_start``) run directly in an asker's task raised: apply the policy, give the slot back.
+
+    ``resume`` (for a handler) and ``stop`` / ``escalate`` take effect now, before the asker
+    sees the error.  A ``restart`` awaits ``on_stop`` / ``on_start``, which must not run in —
+    nor be cancelled with — the asker's task: a worker takes over the slot and does it, as it
+    would have for a message from the mailbox.
+    """
+    exc, message, ctx, phase = failure
+    spec = cell.spec
+    if spec.policy == "restart" and spec.host.running:
+        cell.hand_over(scope, failure, busy)
+        return
+    failed_now(cell, exc, message, ctx, phase)
+    cell.leave_direct(scope, busy)
+
+
+async def _restart(cell: Cell, exc: Exception, ctx: contextvars.Context | None) -> None:
+    spec = cell.spec
+    host = spec.host
+    now = anyio.current_time()
+    recent = [t for t in cell.restarts if now - t < spec.window]
+    if len(recent) >= spec.max_restarts:
+        cell.forget_restarts()
+        reason = f"it failed {len(recent) + 1} times within {spec.window:g}s (max_restarts={spec.max_restarts})"
+        cell.halt(reason)
+        return
+    factory = cell.factory
+    assert factory is not None, "spawn() checks that a restarting actor has a factory"
+    try:
+        fresh = factory()
+    except Exception as build_error:
+        log.warning(
+            "the factory of actor %s raised %s while restarting it; the actor stops",
+            cell.name,
+            redact(f"{type(build_error).__name__}: {build_error}"),
+        )
+        cell.halt("its factory raised while restarting it")
+        return
+    recent.append(now)
+    old, was_started = cell.replace(fresh, recent)
+    host.record(ctx, "actor.restarted", actor=cell.name, restarts=len(recent), error=exc)
+    on_stop = getattr(old, "on_stop", None) if was_started else None
+    if on_stop is not None:
+        try:
+            await on_stop()
+        except Exception as stop_error:
+            host.record(ctx, "actor.failed", actor=cell.name, error=stop_error, policy="restart", phase="on_stop")
+    await start(cell)

@@ -91,7 +91,7 @@ class ExecutionContext:
 
 
 def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    calls = tuple(value)
+    calls = value if type(value) is tuple else tuple(value)  # the loop's own calls: a tuple already
     for call in calls:
         if not isinstance(call, ToolCall):
             raise TypeError(f"ExecuteTools.calls must hold ToolCall objects, not {type(call).__name__}")
@@ -179,7 +179,10 @@ class ToolExecutorActor:
         """Answer :class:`ExecuteTools`.  :raises TypeError: for any other message."""
         if not isinstance(message, ExecuteTools):
             raise TypeError(f"ToolExecutorActor handles ExecuteTools, not {type(message).__name__}")
-        return await self.execute(message.calls, message.context)
+        calls = message.calls
+        if len(calls) == 1:  # the common case, one frame less: execute() would do just this
+            return (await self.execute_one(calls[0], message.context),)
+        return await self.execute(calls, message.context)
 
     async def execute(
         self, calls: Iterable[ToolCall], context: ExecutionContext = _DEFAULT_CONTEXT
@@ -311,8 +314,15 @@ class ToolExecutorActor:
                 if t.is_async:
                     awaitable = t.start(call.arguments, ctx)
                     with self._scope() as scope:
-                        if isinstance(awaitable, Coroutine):
-                            value = await _armed_at_first_wait(awaitable, scope, deadline)
+                        if type(awaitable) is types.CoroutineType or isinstance(awaitable, Coroutine):
+                            try:
+                                # The first step here: a call that never waits needs no trampoline, no timer.
+                                first = awaitable.send(None)
+                            except StopIteration as stop:
+                                value = stop.value
+                            else:
+                                scope.deadline = deadline  # the same as from the start: it could not have struck
+                                value = await _armed_at_first_wait(awaitable, first)
                         else:
                             scope.deadline = deadline
                             value = await awaitable
@@ -390,28 +400,22 @@ class ToolExecutorActor:
             content,
             len(content),
             max(0.0, anyio.current_time() - started),
-            truncated=truncated,
-            refused=refused,
-            original_chars=original,
+            truncated,  # positional: keywords cost a good part of building a result, once per call
+            refused,
+            original,
         )
 
 
 @types.coroutine
-def _armed_at_first_wait(
-    coro: Coroutine[Any, Any, Any], scope: anyio.CancelScope, deadline: float
-) -> Generator[Any, Any, Any]:
-    """Await ``coro`` (already inside ``scope``), setting the scope's deadline when it first waits.
+def _armed_at_first_wait(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
+    """Go on awaiting ``coro`` from its first wait (``yielded``), once its scope's deadline is armed.
 
     A deadline can only strike while the tool waits, and most calls of an async
-    tool never wait: they then pay for no timer (arming and disarming one is a
-    good part of a cancel scope's cost).  The scope itself is entered before the
-    coroutine starts, so scopes the tool opens nest inside it as they must.
+    tool never wait: the caller runs the first step itself, and only a call that
+    waits pays for a timer and this trampoline (arming and disarming a timer is
+    a good part of a cancel scope's cost).  The scope itself is entered before
+    the coroutine starts, so scopes the tool opens nest inside it as they must.
     """
-    try:
-        yielded = coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    scope.deadline = deadline  # the same deadline as from the start: it could not have struck yet
     while True:
         # Pass what the coroutine yields to the event loop, and what comes back (a value, or a
         # cancellation thrown in) to the coroutine.

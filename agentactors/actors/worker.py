@@ -1,10 +1,10 @@
 """The worker: the task that handles an actor's messages while it has any.
 
 A message arriving at an idle actor starts a worker in the runtime's task group
-(:meth:`~agentactors.actors.runtime.Runtime._activate`); the worker runs the
-actor's ``on_start`` the first time, handles messages until the mailbox stays
-empty for a couple of scheduling rounds, and ends.  Up to ``concurrency``
-workers run at once for one actor.
+(:meth:`~agentactors.actors._cell.Cell.offer` asks the cell's host for one);
+the worker runs the actor's ``on_start`` if it has not run yet, handles
+messages until the mailbox stays empty for a couple of scheduling rounds, and
+ends.  Up to ``concurrency`` workers run at once for one actor.
 
 An ask's handler runs inside the asker's context (:func:`in_context`) and
 inside the worker's current cancel scope, which the asker cancels if it gives
@@ -15,83 +15,69 @@ alone while every slot is busy (the last direct handler to finish starts one).
 
 from __future__ import annotations
 
-import contextvars
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final
 
 import anyio
 
 from ..errors import ActorStopped
-from .mailbox import QUEUED, RUNNING, Ask, CancelScopeLike, in_context
-from .ref import OPEN, STOPPED, STOPPING
+from . import supervision
+from ._cell import STOPPING, CancelScopeLike, Cell, Failure
+from .mailbox import QUEUED, RUNNING, Ask, in_context
 
-if TYPE_CHECKING:
-    from .ref import ActorRef
-    from .runtime import Runtime
-
-__all__ = ["Failure", "serve", "work"]
+__all__ = ["serve", "work"]
 
 # Scheduling rounds a worker waits with an empty mailbox before it ends (see serve()).
 _LINGER_ROUNDS: Final = 2
 
 
-# A direct ask's failure handed to a worker for supervision: (error, message, the asker's context).
-Failure: TypeAlias = "tuple[Exception, Any, contextvars.Context]"
+async def work(cell: Cell, failure: Failure | None = None) -> None:
+    """One worker of ``cell``: start the actor if needed, serve its mailbox, then end (the actor goes idle).
 
+    Given ``failure``, the worker has taken over the slot of a direct ask (see
+    :meth:`~agentactors.actors.ref.ActorRef.ask`) whose handler or ``on_start``
+    failed under a policy that must await (restart): it applies the policy
+    first, then serves what queued meanwhile.
 
-async def work(rt: Runtime, ref: ActorRef, failure: Failure | None = None) -> None:
-    """One worker of ``ref``: start the actor if needed, serve its mailbox, then end (the actor goes idle).
-
-    Given ``failure``, the worker takes over the slot of a direct ask (see
-    :meth:`ActorRef._ask_direct`) whose handler failed under a policy that must await (restart):
-    it applies the policy first, then serves what queued meanwhile.
+    Cancellation: the runtime's task group cancels workers when it closes; a
+    cancelled handler's ask fails with ``ActorStopped`` and the worker ends.
     """
     try:
         if failure is not None:
             try:
-                await ref._sup.failed(ref, *failure)
+                await supervision.failed(cell, *failure)
             finally:
-                ref._busy -= 1  # the direct ask's handler slot, held through the restart
-        elif not ref._started and not await ref._sup.start(ref):
+                if failure[3] == "receive":
+                    cell.handler_done()  # the direct ask's handler slot, held through the restart
+        elif not cell.started and not await supervision.start(cell):
             return
-        mailbox = ref._mailbox
-        while mailbox is not None and ref._state <= STOPPING:
-            with rt._scope_cls() as scope:
-                scopes = ref._scopes
-                if scopes is None:
-                    scopes = ref._scopes = set()
-                scopes.add(scope)
+        mailbox = cell.mailbox
+        while mailbox is not None and cell.state <= STOPPING:
+            with cell.spec.new_scope() as scope:
+                cell.register(scope)
                 try:
-                    if await serve(rt, ref, mailbox, scope):
+                    if await serve(cell, mailbox, scope):
                         break
                 finally:
-                    scopes.discard(scope)
+                    cell.unregister(scope)
     finally:
-        ref._active -= 1
-        rt._running -= 1
-        if ref._active == 0:
-            if ref._mailbox is not None and not ref._mailbox and ref._state == OPEN:
-                ref._mailbox = None  # an idle actor keeps no buffer
-            if ref._idle is not None:
-                ref._idle.set()
-                ref._idle = None
-        if rt._running == 0 and rt._idle is not None:
-            rt._idle.set()
-            rt._idle = None
-    if ref._active == 0 and ref._state == STOPPED:
-        await rt._finalize(ref)
+        finalize = cell.leave_worker()
+    if finalize:
+        await cell.finalize()
 
 
-async def serve(rt: Runtime, ref: ActorRef, mailbox: deque[Any], scope: CancelScopeLike) -> bool:
+async def serve(cell: Cell, mailbox: deque[Any], scope: CancelScopeLike) -> bool:
     """Handle messages until the mailbox stays empty (True) or this scope is spent (False).
 
     One cancel scope serves many messages: an abandoned ask cancels it, and the worker then
     continues in a fresh one.
     """
+    spec = cell.spec
+    host = spec.host
     lingered = 0
-    while ref._state <= STOPPING:
+    while cell.state <= STOPPING:
         if not mailbox:
-            if lingered >= _LINGER_ROUNDS or rt._closed:
+            if lingered >= _LINGER_ROUNDS or not host.running:
                 return True
             # Stay a scheduling round or two before going idle: an asker that sends its next
             # message as soon as it has the answer finds this worker still here, instead of
@@ -99,44 +85,41 @@ async def serve(rt: Runtime, ref: ActorRef, mailbox: deque[Any], scope: CancelSc
             lingered += 1
             await anyio.lowlevel.checkpoint()
             continue
-        if ref._busy >= ref._concurrency:
+        if cell.busy >= spec.concurrency:
             # Every handler slot is taken by direct asks (run in their askers' tasks): leave the
             # queued messages to the worker the last of them starts when it finishes.
             return True
         lingered = 0
-        item = mailbox.popleft()
-        if ref._waiters:
-            ref._admit_waiter()
+        item = cell.take()
         failure: Exception | None = None
-        ref._busy += 1
         if type(item) is Ask:
             if item.state != QUEUED:  # abandoned before it started
-                ref._busy -= 1
+                cell.handler_done()
                 continue
             item.state = RUNNING
             item.scope = scope
             try:
-                result = await in_context(item.ctx, ref._actor.receive(item.message))
+                result = await in_context(item.ctx, cell.actor.receive(item.message))
             except Exception as exc:
                 item.fail(exc)
                 failure = exc
             else:
                 item.succeed(result)
             finally:
-                ref._busy -= 1
+                cell.handler_done()
                 if item.state == RUNNING:  # left by cancellation that the asker did not ask for
-                    item.fail(ActorStopped(f"actor {ref.name!r} was stopped while handling the message"))
-            if failure is not None and ref._sup.policy != "resume":
-                await ref._sup.failed(ref, failure, item.message, item.ctx)
+                    item.fail(ActorStopped(f"actor {cell.name!r} was stopped while handling the message"))
+            if failure is not None and spec.policy != "resume":
+                await supervision.failed(cell, failure, item.message, item.ctx)
         else:
             try:
-                await ref._actor.receive(item)
+                await cell.actor.receive(item)
             except Exception as exc:
                 failure = exc
             finally:
-                ref._busy -= 1
+                cell.handler_done()
             if failure is not None:
-                await ref._sup.failed(ref, failure, item, None)
+                await supervision.failed(cell, failure, item, None)
         if scope.cancel_called:
             return False
     return True

@@ -4,10 +4,8 @@ One run = generate → execute the tool calls → feed the results back → repe
 until the model answers without tool calls, bounded by ``max_steps``.  The
 controller asks a :class:`~agentactors.actors.provider.ProviderActor`
 (``Complete`` / ``Stream``) and a
-:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) — or,
-for the agent's own executor, calls its ``execute`` in the run's task (see
-:class:`~agentactors.agent.Agent`) — and returns a
-:class:`~agentactors.loop.result.RunResult`.
+:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) and
+returns a :class:`~agentactors.loop.result.RunResult`.
 
 The run is cut into layers, each a method with one job — the way httpx's client
 sends through ``_send_handling_auth`` → ``_send_handling_redirects`` →
@@ -64,7 +62,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
 import anyio
 import attrs
@@ -106,12 +104,6 @@ class _Asks(Protocol):
     """What the controller needs of an actor reference."""
 
     async def ask(self, message: Any) -> Any: ...
-
-
-class _Executes(Protocol):
-    """A tool executor called in the controller's own task (``ToolExecutorActor.execute``'s signature)."""
-
-    async def execute(self, calls: Sequence[ToolCall], context: ExecutionContext) -> tuple[ToolResult, ...]: ...
 
 
 def _routes(value: Mapping[Any, str] | None) -> Mapping[ToolStatus, StatusRoute]:
@@ -180,9 +172,8 @@ class LoopController:
 
     :param config: the agent's :class:`LoopConfig`.
     :param provider: a reference to the ProviderActor (``ask(Complete(...))`` / ``ask(Stream(...))``).
-    :param tools: a reference to the ToolExecutorActor (asked ``ExecuteTools``), an executor whose
-        ``execute(calls, context)`` is awaited in the run's task (the agent's own executor), or
-        ``None`` when the agent has no tools.
+    :param tools: a reference to the ToolExecutorActor (asked ``ExecuteTools``), or ``None`` when
+        the agent has no tools.
     :param native: the provider carries tools natively; ``False`` selects the JSON-fallback transport.
     :param sink: this run's event sink, or ``None`` when nobody listens.
     :param run_id: the run's id (also the sink's).
@@ -205,7 +196,6 @@ class LoopController:
         "_config",
         "_conversation",
         "_deps",
-        "_local",
         "_native",
         "_on_text",
         "_previous",
@@ -230,7 +220,7 @@ class LoopController:
         self,
         config: LoopConfig,
         provider: _Asks,
-        tools: _Asks | _Executes | None,
+        tools: _Asks | None,
         *,
         native: bool = True,
         sink: EventSink | None = None,
@@ -242,9 +232,6 @@ class LoopController:
         self._config = config
         self._provider = provider
         self._tools = tools
-        # The agent's own executor is called in this task; any other is an actor reference, asked.
-        # (The executor itself is kept, not its bound method: one object less per run in flight.)
-        self._local: _Executes | None = cast(_Executes, tools) if hasattr(tools, "execute") else None
         self._native = native
         self._sink = sink if sink else None
         self._deps = deps
@@ -649,17 +636,12 @@ class LoopController:
             return tuple(
                 ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in calls
             )
+        # Positional, in field order (run_id, agent, step, cap, policy, deps): keywords cost a good part
+        # of building it, once per step.
         context = ExecutionContext(
-            run_id=self.run_id,
-            agent=config.agent_name,
-            step=step,
-            max_tool_result_chars=config.max_tool_result_chars,
-            tool_policy=config.tool_policy,
-            deps=self._deps,
+            self.run_id, config.agent_name, step, config.max_tool_result_chars, config.tool_policy, self._deps
         )
-        if self._local is not None:
-            return await self._local.execute(calls, context)
-        results: tuple[ToolResult, ...] = await cast(_Asks, self._tools).ask(ExecuteTools(tuple(calls), context))
+        results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
         return results
 
     def _failed(self, exc: Exception) -> RunResult:

@@ -14,6 +14,7 @@ from agentactors import (
     LLMRequest,
     Message,
     OpenAIProvider,
+    ProviderActor,
     Runtime,
     Stream,
     TextDelta,
@@ -31,7 +32,7 @@ def provider(fv: FakeVendor) -> OpenAIProvider:
 async def test_asker_cancelled_mid_request_disconnects(fake_vendor: FakeVendor) -> None:
     fake_vendor.script(FakeReply(text="too late", latency=10))
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider(fake_vendor))
+        ref = ProviderActor.shared(rt, provider(fake_vendor))
         with anyio.move_on_after(0.3) as scope:
             await ref.ask(Complete(REQUEST))
         assert scope.cancelled_caught
@@ -48,7 +49,7 @@ async def test_asker_cancelled_mid_request_disconnects(fake_vendor: FakeVendor) 
 async def test_ask_timeout_disconnects_like_a_cancellation(fake_vendor: FakeVendor) -> None:
     fake_vendor.script(FakeReply(text="too late", latency=10))
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider(fake_vendor))
+        ref = ProviderActor.shared(rt, provider(fake_vendor))
         with pytest.raises(AskTimeout):
             await ref.ask(Complete(REQUEST), timeout=0.3)
         (gone,) = await fake_vendor.wait_for_disconnects(1)
@@ -58,7 +59,7 @@ async def test_ask_timeout_disconnects_like_a_cancellation(fake_vendor: FakeVend
 async def test_closing_a_stream_channel_disconnects(fake_vendor: FakeVendor) -> None:
     fake_vendor.script(FakeReply(text="one two three four five", words_per_chunk=1, chunk_latency=10))
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider(fake_vendor))
+        ref = ProviderActor.shared(rt, provider(fake_vendor))
         stream = await ref.ask(Stream(REQUEST))
         async with stream:
             async for event in stream:

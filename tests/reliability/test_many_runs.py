@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agentactors.actors.provider import ProviderActor
 from agentactors.actors.runtime import Runtime
 from agentactors.agent import Agent
 from agentactors.errors import ErrorKind, ProviderError
@@ -67,7 +68,7 @@ async def test_ten_thousand_concurrent_runs_share_one_provider_actor() -> None:
     agent = Agent(provider, tools=[cube], nudges=False)
     progress: list[tuple[int, int, int]] = []
     async with Runtime() as rt:
-        rt.provider_ref(provider, max_concurrency=PROVIDER_CONCURRENCY)
+        ProviderActor.shared(rt, provider, max_concurrency=PROVIDER_CONCURRENCY)
         results = await rt.run_many(
             agent, [str(n) for n in range(RUNS)], concurrency=RUNS, progress=lambda *a: progress.append(a)
         )

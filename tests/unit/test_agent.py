@@ -104,7 +104,7 @@ async def test_agents_with_one_provider_share_one_provider_actor() -> None:
         await a.run("1")
         await b.run("2")
         await a.run("3")
-        assert rt.provider_ref(provider) is a._bind(rt).provider is b._bind(rt).provider
+        assert ProviderActor.shared(rt, provider) is a._bind(rt).provider is b._bind(rt).provider
         names = [ref.name for ref in rt._actors]
         assert sum(1 for n in names if n.startswith("provider:")) == 1
         assert sum(1 for n in names if n.startswith("tools:")) == 1  # only b has tools
@@ -138,7 +138,7 @@ async def test_provider_actor_ref_with_its_own_budget() -> None:
 async def test_ref_runtime_hosts_runs_from_outside_it() -> None:
     provider = ScriptedProvider(lambda request: "hosted")
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         agent = Agent(ref)
         # A task outside the runtime's context still runs in the ref's runtime.
         assert agent._runtime() is rt
@@ -301,3 +301,72 @@ async def test_as_completed_closed_early_cancels_the_rest() -> None:
         await rt.wait_idle()
         assert sorted(cancelled) == ["50", "60"]
         assert rt.stats().tasks == 0
+
+
+# --- run_many and as_completed as the agent's own methods ------------------------------------------------
+
+
+@pytest.mark.virtual_time
+async def test_the_agents_methods_and_the_runtimes_are_the_same_runs() -> None:
+    async def answer(request: LLMRequest) -> str:
+        delay = float(_last_user(request))
+        await anyio.sleep(delay)
+        return f"after {delay:g}"
+
+    agent = Agent(ScriptedProvider(answer))
+    progress: list[tuple[int, int, int]] = []
+    async with Runtime() as rt:
+        by_agent = await agent.run_many(["2", "1"], concurrency=2, progress=lambda *a: progress.append(a))
+        by_runtime = await rt.run_many(agent, ["2", "1"], concurrency=2)
+        assert [r.content for r in by_agent] == [r.content for r in by_runtime] == ["after 2", "after 1"]
+        assert progress == [(1, 0, 2), (2, 0, 2)]
+        got = [r.content async for r in agent.as_completed(["3", "1"], concurrency=2)]
+        assert got == ["after 1", "after 3"]
+        async with rt.as_completed(agent, ["2", "1"], concurrency=2) as results:
+            assert [r.content async for r in results] == ["after 1", "after 2"]
+        async with Runtime() as other:
+            # runtime= chooses where the runs live, whichever runtime is current.
+            assert [r.content for r in await agent.run_many(["1"], runtime=rt)] == ["after 1"]
+            assert other.stats().actors == 0
+        await rt.wait_idle()
+        assert rt.stats().tasks == 0
+
+
+async def test_run_many_without_a_runtime_makes_a_private_one_and_keeps_the_provider_open() -> None:
+    provider = ScriptedProvider(lambda request: f"answer to {_last_user(request)}")
+    agent = Agent(provider, tools=[echo])
+    assert Runtime.current() is None
+    results = await agent.run_many(["a", "b", "c"], concurrency=2)
+    assert [r.content for r in results] == ["answer to a", "answer to b", "answer to c"]
+    assert not provider.closed  # the private runtime does not close the caller's provider
+    assert agent._bound == {}
+    assert await agent.run_many([]) == []
+    with pytest.raises(ValueError, match="concurrency"):
+        await agent.run_many(["a"], concurrency=0)
+
+
+def test_as_completed_needs_a_running_runtime() -> None:
+    agent = Agent(ScriptedProvider(lambda request: "x"))
+    with pytest.raises(RuntimeError, match="needs a running Runtime"):
+        agent.as_completed(["a"])
+
+
+async def test_the_runtime_delegates_many_runs_to_anything_that_runs_many() -> None:
+    """The kernel knows no agent: rt.run_many / rt.as_completed hand themselves to the object's methods."""
+    calls: list[tuple[str, Any, int]] = []
+
+    class Fake:
+        async def run_many(
+            self, inputs: Any, *, runtime: Runtime | None = None, concurrency: int = 100, progress: Any = None
+        ) -> list[str]:
+            calls.append(("run_many", runtime, concurrency))
+            return [f"ran {i}" for i in inputs]
+
+        def as_completed(self, inputs: Any, *, runtime: Runtime | None = None, concurrency: int = 100) -> Any:
+            calls.append(("as_completed", runtime, concurrency))
+            return ["completions"]
+
+    async with Runtime() as rt:
+        assert await rt.run_many(Fake(), [1, 2], concurrency=7) == ["ran 1", "ran 2"]
+        assert rt.as_completed(Fake(), [1], concurrency=3) == ["completions"]  # type: ignore[comparison-overlap]
+    assert calls == [("run_many", rt, 7), ("as_completed", rt, 3)]

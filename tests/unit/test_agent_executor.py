@@ -1,14 +1,20 @@
-"""A run asks its agent's own tool executor in the run's task, with everything an ask through the mailbox gives."""
+"""A run asks its agent's own tool executor with an ordinary ask, which runs the step in the run's task.
+
+Everything an ask gives comes with it: contextvar isolation, the actor's runtime as ``Runtime.current()``,
+``ActorStopped`` from a stopped actor — and a tool step that ``rt.stats()``, ``rt.stop()`` and the runtime's
+exit see like any running handler.
+"""
 
 from __future__ import annotations
 
 import contextvars
+from typing import Any
 
 import anyio
 import pytest
 
+from agentactors.actors._cell import CURRENT_RUNTIME
 from agentactors.actors.provider import ProviderActor
-from agentactors.actors.ref import _CURRENT
 from agentactors.actors.runtime import Runtime
 from agentactors.agent import Agent
 from agentactors.errors import ActorStopped
@@ -75,10 +81,117 @@ async def test_a_run_hosted_by_the_providers_runtime_asks_through_the_mailbox() 
 
         async def outside() -> None:
             # This task's own context, where no runtime is current: the provider's runtime hosts the run.
-            _CURRENT.set(None)
+            CURRENT_RUNTIME.set(None)
             assert Runtime.current() is None
             assert (await agent.run("q")).content == "done"
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(outside)
         assert seen == [rt]
+
+
+# -- the tool step is a handler like any other: stats(), stop() and the runtime's exit see it ----------
+
+
+def _slow_tool(started: anyio.Event, cancelled: list[str], release: anyio.Event | None = None) -> Any:
+    @tool
+    async def probe() -> str:
+        started.set()
+        try:
+            if release is None:
+                await anyio.sleep_forever()
+            else:
+                await release.wait()
+        except anyio.get_cancelled_exc_class():
+            cancelled.append("probe")
+            raise
+        return "ok"
+
+    return probe
+
+
+async def test_stats_see_a_running_tool_step_run_in_the_runs_own_task() -> None:
+    started, release, cancelled = anyio.Event(), anyio.Event(), []
+    async with Runtime() as rt:
+        agent = Agent(_script(), tools=[_slow_tool(started, cancelled, release)])
+        results: list[str] = []
+
+        async def run() -> None:
+            results.append((await agent.run("q")).content)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            stats = rt.stats()
+            assert (stats.busy, stats.tasks, stats.queued) == (1, 0, 0)  # busy, and no worker task: direct
+            release.set()
+        assert results == ["done"] and rt.stats().busy == 0
+
+
+async def test_stop_cancels_a_running_tool_step_and_the_run_raises_actor_stopped() -> None:
+    started, cancelled = anyio.Event(), []
+    async with Runtime() as rt:
+        agent = Agent(_script(), tools=[_slow_tool(started, cancelled)])
+        errors: list[BaseException] = []
+
+        async def run() -> None:
+            try:
+                await agent.run("q")
+            except ActorStopped as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            tools = agent._bind(rt).tools
+            assert tools is not None
+            await rt.stop(tools, drain=False)
+        assert cancelled == ["probe"] and len(errors) == 1
+        assert rt.stats().busy == 0
+
+
+async def test_a_draining_stop_waits_for_the_running_tool_step() -> None:
+    started, release, cancelled = anyio.Event(), anyio.Event(), []
+    async with Runtime() as rt:
+        agent = Agent(_script(), tools=[_slow_tool(started, cancelled, release)])
+        results: list[str] = []
+        stopped = anyio.Event()
+
+        async def run() -> None:
+            results.append((await agent.run("q")).content)
+
+        async def stop() -> None:
+            tools = agent._bind(rt).tools
+            assert tools is not None
+            await rt.stop(tools)
+            stopped.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await started.wait()
+            tg.start_soon(stop)
+            await anyio.wait_all_tasks_blocked()
+            assert not stopped.is_set()  # the tool step holds the executor's slot
+            release.set()
+        assert stopped.is_set() and results == ["done"] and cancelled == []
+
+
+@pytest.mark.virtual_time
+async def test_leaving_the_runtime_drains_then_cancels_a_tool_step_running_in_a_task_of_its_own() -> None:
+    started, cancelled = anyio.Event(), []
+    outcome: list[str] = []
+    async with anyio.create_task_group() as tg:  # the run's task is not the runtime's
+        async with Runtime(drain_timeout=2.0):
+            agent = Agent(_script(), tools=[_slow_tool(started, cancelled)])
+
+            async def run() -> None:
+                try:
+                    await agent.run("q")
+                except ActorStopped:
+                    outcome.append("stopped")
+
+            tg.start_soon(run)
+            await started.wait()
+            left = anyio.current_time()
+        assert anyio.current_time() - left == pytest.approx(2.0)  # drained for its timeout, then cancelled
+    assert cancelled == ["probe"] and outcome == ["stopped"]

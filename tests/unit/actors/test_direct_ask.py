@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentactors.actors import Runtime
-from agentactors.actors.ref import ActorRef
+from agentactors.actors.ref import ActorRef, cell_of
 from agentactors.errors import ActorStopped, AskTimeout
 from agentactors.events import InMemoryRecorder
 from agentactors.testing import VirtualTimeLoop
@@ -75,7 +75,7 @@ class Probe:
 
 
 async def warm(rt: Runtime, ref: ActorRef) -> None:
-    """Start the actor (its first message goes through a worker, which runs on_start) and let it go idle."""
+    """Start the actor (its first ask runs on_start, in the asker's task) and let it go idle."""
     await ref.ask("warm-up")
     await rt.wait_idle()
     assert rt.stats().tasks == 0
@@ -86,16 +86,16 @@ async def test_an_ask_to_an_idle_started_actor_runs_without_a_worker_task() -> N
         ref = rt.spawn(Probe)
         actor: Probe = ref.actor
         await ref.ask("first")
-        assert actor.tasks_seen == [1]  # not started yet: the normal path (a worker runs on_start)
+        assert actor.tasks_seen == [0]  # not started yet: the asker runs on_start, then the handler
         assert actor.started == 1
         await rt.wait_idle()
         for i in range(5):
             assert await ref.ask(i) == (actor.incarnation, i)
-        assert actor.tasks_seen == [1, 0, 0, 0, 0, 0]  # handled in the asker's task
+        assert actor.tasks_seen == [0, 0, 0, 0, 0, 0]  # handled in the asker's task
         stats = rt.stats()
         assert (stats.tasks, stats.busy, stats.queued) == (0, 0, 0)
-        assert ref._mailbox is None  # idle: no buffer
-        assert ref._active == 0
+        assert cell_of(ref).mailbox is None  # idle: no buffer
+        assert cell_of(ref).slots == 0
 
 
 async def test_a_direct_handler_counts_as_busy() -> None:
@@ -262,7 +262,7 @@ async def test_restart_rebuilds_the_actor_and_queued_messages_go_to_the_new_one(
         assert new is not old
         assert old.stopped == 1 and new.started == 1
         assert new.handled == ["queued"]  # handled by the rebuilt actor, after the restart
-        assert ref._restarts is not None and len(ref._restarts) == 1
+        assert len(cell_of(ref).restarts) == 1
         assert await ref.ask("next") == (new.incarnation, "next")
         assert rt.stats().busy == 0
     assert [e.type for e in recorder.events if e.type in ("actor.failed", "actor.restarted")] == [

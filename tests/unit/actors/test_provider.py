@@ -76,8 +76,8 @@ class Gate:
 async def test_complete_answers_the_providers_response() -> None:
     provider = ScriptedProvider(["first", "second"])
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
-        assert rt.provider_ref(provider) is ref  # one actor per provider object
+        ref = ProviderActor.shared(rt, provider)
+        assert ProviderActor.shared(rt, provider) is ref  # one actor per provider object
         first = await ref.ask(Complete(REQUEST))
         second = await ref.ask(Complete(REQUEST))
     assert isinstance(first, LLMResponse)
@@ -89,7 +89,7 @@ async def test_provider_errors_reach_the_asker_and_the_actor_goes_on() -> None:
     error = ProviderError("overloaded", provider="scripted", kind=ErrorKind.transient, status=529)
     provider = ScriptedProvider([error, "fine"])
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         with pytest.raises(ProviderError) as info:
             await ref.ask(Complete(REQUEST))
         assert info.value is error
@@ -98,7 +98,7 @@ async def test_provider_errors_reach_the_asker_and_the_actor_goes_on() -> None:
 
 async def test_unknown_messages_are_a_type_error() -> None:
     async with Runtime() as rt:
-        ref = rt.provider_ref(ScriptedProvider([]))
+        ref = ProviderActor.shared(rt, ScriptedProvider([]))
         with pytest.raises(TypeError, match="Complete and Stream"):
             await ref.ask("hello")
 
@@ -107,7 +107,7 @@ async def test_asker_cancellation_cancels_the_provider_call() -> None:
     gate = Gate()
     provider = ScriptedProvider(gate)
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         async with anyio.create_task_group() as tg:
             tg.start_soon(ref.ask, Complete(REQUEST))
             await gate.started.wait()
@@ -124,7 +124,7 @@ async def test_asker_cancellation_cancels_the_provider_call() -> None:
 async def test_ask_timeout_cancels_the_provider_call() -> None:
     gate = Gate()
     async with Runtime() as rt:
-        ref = rt.provider_ref(ScriptedProvider(gate))
+        ref = ProviderActor.shared(rt, ScriptedProvider(gate))
         with pytest.raises(AskTimeout):
             await ref.ask(Complete(REQUEST), timeout=0.1)
         assert anyio.current_time() == pytest.approx(0.1)
@@ -136,7 +136,7 @@ async def test_ask_timeout_cancels_the_provider_call() -> None:
 async def test_max_concurrency_bounds_requests_in_flight() -> None:
     gate = Gate(hold=1.0)
     async with Runtime() as rt:
-        ref = rt.provider_ref(ScriptedProvider(gate), max_concurrency=3)
+        ref = ProviderActor.shared(rt, ScriptedProvider(gate), max_concurrency=3)
         async with anyio.create_task_group() as tg:
             for _ in range(20):
                 tg.start_soon(ref.ask, Complete(REQUEST))
@@ -149,7 +149,7 @@ async def test_max_concurrency_bounds_requests_in_flight() -> None:
 async def test_streams_count_against_max_concurrency_until_they_end() -> None:
     provider = CountingStreamProvider(50)
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider, max_concurrency=1, stream_buffer=2)
+        ref = ProviderActor.shared(rt, provider, max_concurrency=1, stream_buffer=2)
         stream = await ref.ask(Stream(REQUEST))
         with pytest.raises(AskTimeout):
             await ref.ask(Complete(REQUEST), timeout=5.0)  # the unfinished stream holds the only slot
@@ -164,7 +164,7 @@ async def test_requests_per_minute_spaces_calls_and_emits_throttled_events() -> 
     rec = InMemoryRecorder()
     gate = Gate(hold=0.0)
     async with Runtime(recorders=[rec]) as rt:
-        ref = rt.provider_ref(ScriptedProvider(gate), requests_per_minute=2)
+        ref = ProviderActor.shared(rt, ScriptedProvider(gate), requests_per_minute=2)
         async with anyio.create_task_group() as tg:
             for _ in range(5):
                 tg.start_soon(ref.ask, Complete(REQUEST))
@@ -181,7 +181,7 @@ async def test_throttled_events_reach_the_askers_run() -> None:
     run = InMemoryRecorder()
     gate = Gate(hold=0.0)
     async with Runtime() as rt:
-        ref = rt.provider_ref(ScriptedProvider(gate), requests_per_minute=1)
+        ref = ProviderActor.shared(rt, ScriptedProvider(gate), requests_per_minute=1)
         with use_sink(EventSink([run], run_id="run-7")):
             await ref.ask(Complete(REQUEST))
             await ref.ask(Complete(REQUEST))
@@ -205,7 +205,7 @@ async def test_tokens_per_minute_uses_the_estimate_corrected_by_reported_usage()
             return LLMResponse("ok", usage=reported)
 
         async with Runtime(recorders=[rec]) as rt:
-            ref = rt.provider_ref(ScriptedProvider(answer), tokens_per_minute=100)
+            ref = ProviderActor.shared(rt, ScriptedProvider(answer), tokens_per_minute=100)
             for _ in range(4):
                 await ref.ask(Complete(request))
         return times, rec.of_type("provider.throttled")
@@ -224,7 +224,7 @@ async def test_tokens_per_minute_uses_the_estimate_corrected_by_reported_usage()
 async def test_a_request_larger_than_the_token_budget_waits_for_a_full_bucket_then_goes() -> None:
     gate = Gate(hold=0.0)
     async with Runtime() as rt:
-        ref = rt.provider_ref(ScriptedProvider(gate), tokens_per_minute=10)
+        ref = ProviderActor.shared(rt, ScriptedProvider(gate), tokens_per_minute=10)
         await ref.ask(Complete(request_of(400)))  # ~101 tokens > 10: goes on a full bucket
         await ref.ask(Complete(request_of(4)))  # bucket is deeply negative now: waits, but not forever
     assert gate.times[0] == 0.0
@@ -238,10 +238,10 @@ async def test_budget_arguments_are_validated_and_conflicting_budgets_refused() 
         ProviderActor(ScriptedProvider([]), requests_per_minute=0)
     provider = ScriptedProvider([])
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider, max_concurrency=4)
-        assert rt.provider_ref(provider) is ref
+        ref = ProviderActor.shared(rt, provider, max_concurrency=4)
+        assert ProviderActor.shared(rt, provider) is ref
         with pytest.raises(ValueError, match="already has a ProviderActor"):
-            rt.provider_ref(provider, max_concurrency=8)
+            ProviderActor.shared(rt, provider, max_concurrency=8)
 
 
 async def test_the_provider_sees_the_askers_contextvars() -> None:
@@ -255,7 +255,7 @@ async def test_the_provider_sees_the_askers_contextvars() -> None:
         return "ok"
 
     async with Runtime() as rt:
-        ref = rt.provider_ref(ScriptedProvider(answer))
+        ref = ProviderActor.shared(rt, ScriptedProvider(answer))
         var.set("from the asker")
         with use_sink(EventSink([run], run_id="r1")):
             await ref.ask(Complete(REQUEST))
@@ -269,7 +269,7 @@ async def test_the_provider_sees_the_askers_contextvars() -> None:
 async def test_stream_delivers_the_events_in_order() -> None:
     provider = ScriptedProvider(["the quick brown fox jumps over"])
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         stream = await ref.ask(Stream(REQUEST))
         assert isinstance(stream, ProviderStream)
         async with stream:
@@ -345,7 +345,7 @@ async def test_an_error_mid_stream_reaches_the_consumer_after_the_events_before_
     provider = ScriptedProvider([StreamCut("partial answer text", cut)])
     got: list[str] = []
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         stream = await ref.ask(Stream(REQUEST))
         with pytest.raises(StreamInterruptedError) as info:
             async with stream:
@@ -363,7 +363,7 @@ async def test_an_error_before_the_first_event_is_raised_as_is() -> None:
     tool = ToolSpec("t", "a tool", {"type": "object", "properties": {}})
     forced = LLMRequest([Message.user("x")], tools=[tool], tool_choice=ToolChoice.required())
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         stream = await ref.ask(Stream(forced))
         with pytest.raises(UnsupportedToolChoiceError):
             async with stream:
@@ -395,12 +395,12 @@ async def test_a_provider_that_breaks_the_contract_mid_stream_still_gives_a_type
             return cm()
 
     async with Runtime() as rt:
-        stream = await rt.provider_ref(Bad(1)).ask(Stream(REQUEST))
+        stream = await ProviderActor.shared(rt, Bad(1)).ask(Stream(REQUEST))
         with pytest.raises(StreamInterruptedError) as info:
             async with stream:
                 [e async for e in stream]
         assert info.value.partial_text == "half "
-        stream = await rt.provider_ref(NoEnd(1)).ask(Stream(REQUEST))
+        stream = await ProviderActor.shared(rt, NoEnd(1)).ask(Stream(REQUEST))
         with pytest.raises(MalformedResponseError):
             async with stream:
                 [e async for e in stream]
@@ -409,7 +409,7 @@ async def test_a_provider_that_breaks_the_contract_mid_stream_still_gives_a_type
 async def test_closing_the_stream_early_cancels_the_feeder_and_the_request() -> None:
     provider = CountingStreamProvider(10_000)
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
         stream = await ref.ask(Stream(REQUEST))
         async with stream:
             await stream.receive()
@@ -426,7 +426,7 @@ async def test_closing_the_stream_early_cancels_the_feeder_and_the_request() -> 
 async def test_an_asker_cancelled_while_consuming_cancels_the_request() -> None:
     provider = CountingStreamProvider(10_000)
     async with Runtime() as rt:
-        ref = rt.provider_ref(provider)
+        ref = ProviderActor.shared(rt, provider)
 
         async def consume() -> None:
             stream = await ref.ask(Stream(REQUEST))
@@ -445,7 +445,7 @@ async def test_an_asker_cancelled_while_consuming_cancels_the_request() -> None:
 async def test_a_stream_whose_runtime_closes_ends_with_actor_stopped() -> None:
     provider = CountingStreamProvider(10_000)
     async with Runtime(drain_timeout=0.01) as rt:
-        stream: ProviderStream = await rt.provider_ref(provider).ask(Stream(REQUEST))
+        stream: ProviderStream = await ProviderActor.shared(rt, provider).ask(Stream(REQUEST))
         await stream.receive()
     assert provider.closed_early
     with pytest.raises(ActorStopped):

@@ -15,6 +15,7 @@ import anyio.lowlevel
 import pytest
 
 from agentactors.actors import Actor, ActorRef, Runtime
+from agentactors.actors.ref import cell_of
 from agentactors.errors import ActorStopped, AskTimeout
 from agentactors.events import EventSink, InMemoryRecorder, use_sink
 
@@ -488,7 +489,7 @@ async def test_an_idle_actor_holds_no_task_and_no_buffer() -> None:
         assert await ref.ask(1) == ("ok", 1)
         await rt.wait_idle()
         assert rt.stats().tasks == 0
-        assert ref._mailbox is None
+        assert cell_of(ref).mailbox is None
 
 
 async def test_concurrency_n_runs_up_to_n_handlers_at_once() -> None:

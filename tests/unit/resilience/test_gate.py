@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors.actors.provider import Complete
+from agentactors.actors.provider import Complete, ProviderActor
 from agentactors.actors.runtime import Runtime
 from agentactors.errors import ErrorKind, ProviderError
 from agentactors.messages import LLMRequest, Message, TextDelta
@@ -357,7 +357,7 @@ async def test_through_a_provider_actor_each_ask_carries_its_own_gate() -> None:
     vendor = Vendor({"A": [(0, overloaded), (0, ok("never sent"))], "B": [(0, down)], "C": [(0, down)]})
     breaker = guarded(vendor)
     async with Runtime() as rt:
-        ref = rt.provider_ref(breaker, max_concurrency=8)
+        ref = ProviderActor.shared(rt, breaker, max_concurrency=8)
 
         class Asker:
             async def complete(self, request: LLMRequest) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors.actors.provider import Stream
+from agentactors.actors.provider import ProviderActor, Stream
 from agentactors.actors.runtime import Runtime
 from agentactors.errors import ErrorKind, ProviderTimeout, StreamInterruptedError
 from agentactors.messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
@@ -142,7 +142,7 @@ async def test_a_slow_consumer_behind_a_provider_actor_never_times_out_on_idle()
     chain = with_fallback(with_circuit_breaker(with_retry(with_timeout(p, first_event=1, idle=1))))
     text = ""
     async with Runtime() as rt:
-        ref = rt.provider_ref(chain, stream_buffer=0)
+        ref = ProviderActor.shared(rt, chain, stream_buffer=0)
         async with await ref.ask(Stream(REQ)) as stream:
             async for event in stream:
                 if isinstance(event, TextDelta):
