@@ -158,7 +158,7 @@ def may_classify_stream(pairs: list[tuple[str, str]]) -> bool:
         if event == "error":
             return True
         try:
-            if recognised_error(json.loads(data)):
+            if recognised_error(json.loads(data.strip())):  # the decoder strips the data the same way
                 return True
         except ValueError:
             continue
