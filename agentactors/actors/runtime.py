@@ -78,7 +78,7 @@ class RuntimeStats:
     """The runtime's own accounting, at the moment of the call.
 
     ``actors``: live (spawned, not finally stopped) actors.  ``tasks``: tasks
-    the runtime is running (actor workers and helper tasks).  ``busy``: handlers
+    the runtime is running (actor workers, helper tasks and background tasks).  ``busy``: handlers
     running now (in workers, or in askers' tasks for direct asks).  ``queued``:
     messages waiting in mailboxes, with the depth per actor name (non-empty
     mailboxes only) in ``mailboxes``.
@@ -149,6 +149,7 @@ class Runtime:
 
     __slots__ = (
         "_actors",
+        "_background",
         "_cleanups",
         "_closed",
         "_ctx",
@@ -183,6 +184,7 @@ class Runtime:
         self._specs: dict[tuple[Any, ...], Spec] = {}
         self._host = _Host(self)
         self._running = 0
+        self._background = 0  # background tasks (spawn_task(background=True)): not waited for by a drain
         self._idle: EventLike | None = None
         self._escalated: BaseException | None = None
         self._entered = False
@@ -397,12 +399,22 @@ class Runtime:
             sink.emit("actor.started", actor=cell.name)
         return ActorRef(cell)
 
-    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+    def spawn_task(
+        self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None, background: bool = False
+    ) -> None:
         """Run ``fn(*args)`` in the runtime's task group, with the caller's contextvars.
 
         Counted in :meth:`stats` and cancelled when the runtime closes.  An
         exception escaping ``fn`` escalates: it cancels the runtime and leaves
         ``async with Runtime()``.
+
+        A ``background`` task is one that lives as long as the runtime does (the
+        task that owns a connection a :meth:`service` shares, say): the drain and
+        :meth:`wait_idle` do not wait for it — it would keep every exit waiting
+        ``drain_timeout`` — and it is cancelled with the rest after the drain, so
+        it closes what it owns on that cancellation (shielded, bounded).  It runs
+        in the runtime's own contextvars, not the caller's: it outlives the caller
+        (a run's event sink must not follow it).
 
         Cancellation: the task belongs to the runtime, not to the caller —
         cancelling the caller does not cancel it; leaving ``async with`` does
@@ -410,6 +422,10 @@ class Runtime:
         """
         self._check_running()
         assert self._tg is not None
+        if background:
+            self._background += 1
+            self._start_internal(self._run_background, fn, args)
+            return
         self._running += 1
         self._tg.start_soon(self._run_task, fn, args, name=name)
 
@@ -523,7 +539,11 @@ class Runtime:
                 name = cell.name
                 depths[name] = depths.get(name, 0) + len(cell.mailbox)
         return RuntimeStats(
-            actors=len(self._actors), tasks=self._running, busy=busy, queued=sum(depths.values()), mailboxes=depths
+            actors=len(self._actors),
+            tasks=self._running + self._background,
+            busy=busy,
+            queued=sum(depths.values()),
+            mailboxes=depths,
         )
 
     # -- tasks -----------------------------------------------------------------------------------
@@ -553,6 +573,14 @@ class Runtime:
             self._escalate(None, exc)
         finally:
             self._task_done()
+
+    async def _run_background(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
+        try:
+            await fn(*args)
+        except Exception as exc:
+            self._escalate(None, exc)
+        finally:
+            self._background -= 1
 
     def _task_done(self) -> None:
         self._running -= 1
