@@ -18,7 +18,7 @@ defines it.  The package is laid out by idea:
 ``resilience``
     retry, fallback, circuit breaker and timeout: decorators that return an LLMProvider.
 ``tools``
-    ``@tool``, schemas from type hints, argument validation, results.
+    ``@tool``, schemas from type hints, argument validation, results; toolsets (sources of tools).
 ``testing``
     FakeVendor (a real HTTP server speaking the three wires), virtual time, the pytest plugin.
 """
@@ -73,6 +73,7 @@ from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCu
 from .redaction import redact, register_secret
 from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_fallback, with_retry, with_timeout
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
+from .tools.toolset import ToolNameClashError, Toolset, ToolsetError
 
 if _typing.TYPE_CHECKING:
     # The deprecated root names (see _MOVED_OUT), for type checkers only: at run time they are served by
@@ -138,8 +139,11 @@ __all__ = [
     "ResultCeiling",
     "Tool",
     "ToolContext",
+    "ToolNameClashError",
     "ToolResult",
     "ToolStatus",
+    "Toolset",
+    "ToolsetError",
     "tool",
     # actors and agents
     "Actor",

@@ -44,6 +44,7 @@ from .messages import Message, ToolChoice
 from .providers.base import native_tools_for
 from .tools.registry import Tool, tool
 from .tools.results import ToolStatus
+from .tools.toolset import Toolset, ToolsetView, check_toolsets
 
 __all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_completed", "run_many"]
 
@@ -120,6 +121,19 @@ def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
     return recorders
 
 
+@attrs.define(slots=True, eq=False)
+class _ToolsetTools:
+    """An agent's tools in one runtime when it has toolsets: they change when a toolset's list does.
+
+    ``config`` and ``executor`` follow ``view.tools``; an executor replaced after a change is left to
+    the runs still asking it (it is stateless, and idle it holds no task).
+    """
+
+    view: ToolsetView
+    config: LoopConfig
+    executor: ActorRef | None
+
+
 @attrs.frozen(slots=True)
 class _Bound:
     """An agent's actors in one runtime."""
@@ -129,6 +143,7 @@ class _Bound:
     native: bool
     tools: ActorRef | None
     fanout: FanOut
+    toolsets: _ToolsetTools | None = None
 
 
 @attrs.frozen(slots=True, eq=False, repr=False)
@@ -139,6 +154,10 @@ class Agent:
         same provider object share one ProviderActor in a runtime) or an
         :class:`~agentactors.actors.runtime.ActorRef` to a ProviderActor spawned with its own budgets.
     :param tools: ``@tool`` functions (plain functions are wrapped).
+    :param toolsets: sources of tools listed when a run starts (:class:`~agentactors.Toolset`; an MCP
+        server from :mod:`agentactors.mcp` is one).  A name clash with another toolset or a plain tool
+        raises :class:`~agentactors.ToolNameClashError` at the first run; a toolset that cannot list its
+        tools makes the run raise :class:`~agentactors.ToolsetError`.
     :param system: the system prompt.
     :param model: the model to call (default: the provider's).
     :param tool_choice: applies to the first step of a run; later steps use ``auto``.
@@ -170,6 +189,7 @@ class Agent:
     followups: bool = attrs.field(default=False, kw_only=True)
     recorders: tuple[Recorder, ...] = attrs.field(default=(), converter=_to_recorders, kw_only=True)
     name: str | None = attrs.field(default=None, kw_only=True)
+    toolsets: tuple[Toolset, ...] = attrs.field(default=(), converter=check_toolsets, kw_only=True)
     _config: LoopConfig = attrs.field(init=False)
     _all_tools: tuple[Tool[Any, Any], ...] = attrs.field(init=False)
     _bound: dict[int, _Bound] = attrs.field(init=False, factory=dict)
@@ -185,10 +205,8 @@ class Agent:
         names = [t.name for t in all_tools]
         if len(set(names)) != len(names):
             raise ValueError(f"tool names must be unique: {names}")
-        if self.tool_choice.forced and not all_tools:
-            raise ValueError(f"tool_choice {self.tool_choice.mode!r} needs at least one tool")
-        if self.tool_choice.mode == "tool" and self.tool_choice.name not in names:
-            raise ValueError(f"tool_choice names {self.tool_choice.name!r}, which is not among the tools {names}")
+        if not self.toolsets:  # with toolsets, the tools are known at the first run: checked there
+            _check_choice(self.tool_choice, names)
         if self.max_tool_result_chars is not None and self.max_tool_result_chars < 1:
             raise ValueError("max_tool_result_chars must be positive")
         if self.tool_policy is not None and not callable(self.tool_policy):
@@ -221,7 +239,11 @@ class Agent:
     def __repr__(self) -> str:
         provider = getattr(self.provider, "name", None) or repr(self.provider)
         label = f"{self.name!r}, " if self.name else ""
-        return f"Agent({label}provider={provider!r}, tools={[t.name for t in self.tools]}, max_steps={self.max_steps})"
+        toolsets = f", toolsets={[ts.name for ts in self.toolsets]}" if self.toolsets else ""
+        return (
+            f"Agent({label}provider={provider!r}, tools={[t.name for t in self.tools]}{toolsets}, "
+            f"max_steps={self.max_steps})"
+        )
 
     # -- running --------------------------------------------------------------------------------
 
@@ -365,8 +387,40 @@ class Agent:
                 concurrency=_EXECUTOR_CONCURRENCY,
                 mailbox_size=1024,
             )
-        bound = self._bound[id(rt)] = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders))
+        toolsets = None
+        if self.toolsets:
+            toolsets = _ToolsetTools(ToolsetView(self._all_tools, self.toolsets), self._config, tools)
+        bound = self._bound[id(rt)] = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders), toolsets)
         return bound
+
+    async def _toolset_tools(self, bound: _Bound) -> tuple[LoopConfig, ActorRef | None]:
+        """This run's config and tool executor: the toolsets listed now, the tables rebuilt if that changed.
+
+        :raises ToolsetError: a toolset could not list its tools.
+        :raises ToolNameClashError: two tools share a name.
+        :raises ValueError: ``tool_choice`` does not fit the tools listed.
+        """
+        state = bound.toolsets
+        assert state is not None
+        if await state.view.refresh(bound.rt):
+            tools = state.view.tools
+            _check_choice(self.tool_choice, [t.name for t in tools])
+            state.config = attrs.evolve(
+                self._config,
+                tool_specs=tuple(t.spec for t in tools),
+                read_only=frozenset(t.name for t in tools if t.read_only),
+            )
+            state.executor = (
+                bound.rt.spawn(
+                    ToolExecutorActor(tools),
+                    name=f"tools:{self.name or 'agent'}",
+                    concurrency=_EXECUTOR_CONCURRENCY,
+                    mailbox_size=1024,
+                )
+                if tools
+                else None
+            )
+        return state.config, state.executor
 
     def _controller(
         self,
@@ -377,15 +431,16 @@ class Agent:
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
+        listed: tuple[LoopConfig, ActorRef | None] | None = None,
+        run: tuple[str, EventSink | None] | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
-        run_id = new_run_id()
-        fanout = bound.fanout if extra is None else bound.fanout.with_recorders((extra,))
-        sink = EventSink(fanout, run_id=run_id) if fanout else None
+        run_id, sink = self._new_run(bound, extra) if run is None else run
+        config, tools = (self._config, bound.tools) if listed is None else listed
         controller = LoopController(
-            self._config,
+            config,
             bound.provider,
-            bound.tools,
+            tools,
             native=bound.native,
             sink=sink,
             run_id=run_id,
@@ -394,6 +449,36 @@ class Agent:
             stream=stream,
         )
         return controller, sink
+
+    @staticmethod
+    def _new_run(bound: _Bound, extra: Recorder | None) -> tuple[str, EventSink | None]:
+        """A new run's id and event sink (``None`` when nobody listens)."""
+        run_id = new_run_id()
+        fanout = bound.fanout if extra is None else bound.fanout.with_recorders((extra,))
+        return run_id, (EventSink(fanout, run_id=run_id) if fanout else None)
+
+    async def _listed_controller(
+        self,
+        rt: Runtime,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        deps: Any = None,
+        extra: Recorder | None = None,
+        stream: bool = False,
+        private: bool = False,
+    ) -> tuple[LoopController, EventSink | None]:
+        """:meth:`_controller` for an agent with toolsets: they are listed first, as part of the run.
+
+        The listing reports to the run's sink (a connection's ``mcp.*`` events belong to the run that
+        caused them).  :raises ToolsetError, ToolNameClashError, ValueError: see :meth:`_toolset_tools`.
+        """
+        bound = self._bind(rt, private=private)
+        run = self._new_run(bound, extra)
+        with use_sink(run[1]):
+            listed = await self._toolset_tools(bound)
+        return self._controller(
+            rt, on_token=on_token, deps=deps, extra=extra, stream=stream, private=private, listed=listed, run=run
+        )
 
     def _run_in(
         self,
@@ -405,10 +490,33 @@ class Agent:
         private: bool = False,
     ) -> Awaitable[RunResult]:
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
+        if self.toolsets:
+            return self._run_listed(rt, messages, on_token=on_token, deps=deps, private=private)
         controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private)
         if sink is None and current_sink() is None:
             return controller.run(messages)  # the hot path: nothing to install
         return _drive(controller, sink, messages)
+
+    async def _run_listed(
+        self,
+        rt: Runtime,
+        messages: tuple[Message, ...],
+        *,
+        on_token: Callable[[str], None] | None,
+        deps: Any,
+        private: bool,
+    ) -> RunResult:
+        """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
+        controller, sink = await self._listed_controller(rt, on_token=on_token, deps=deps, private=private)
+        return await _drive(controller, sink, messages)
+
+
+def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
+    """``choice`` fits tools named ``names``.  :raises ValueError: it does not."""
+    if choice.forced and not names:
+        raise ValueError(f"tool_choice {choice.mode!r} needs at least one tool")
+    if choice.mode == "tool" and choice.name not in names:
+        raise ValueError(f"tool_choice names {choice.name!r}, which is not among the tools {list(names)}")
 
 
 async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult:
@@ -480,9 +588,13 @@ class AgentRun:
             send, receive = anyio.create_memory_object_stream[Event](math.inf)
             self._receive = receive
             stack.callback(receive.close)
-            controller, sink = self._agent._controller(
-                rt, deps=self._deps, extra=_ChannelRecorder(send), stream=True, private=private
-            )
+            agent, recorder = self._agent, _ChannelRecorder(send)
+            if agent.toolsets:
+                controller, sink = await agent._listed_controller(
+                    rt, deps=self._deps, extra=recorder, stream=True, private=private
+                )
+            else:
+                controller, sink = agent._controller(rt, deps=self._deps, extra=recorder, stream=True, private=private)
             tg = await stack.enter_async_context(anyio.create_task_group())
             tg.start_soon(self._work, controller, sink, send)
         except BaseException:

@@ -17,6 +17,10 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     ├── ActorStopped
     ├── ToolStatusError
     ├── ConversionError                     also a ValueError; agentactors.tools.schema
+    ├── ToolsetError                        agentactors (defined in tools.toolset)
+    │   └── ToolNameClashError              also a ValueError; agentactors (defined in tools.toolset)
+    ├── MCPToolError                        agentactors.mcp (defined in mcp._results): a failed MCP call
+    ├── MCPConnectionError                  agentactors.mcp._connection, never leaves agentactors.mcp
     ├── GeminiSchemaError                   also a ValueError; agentactors.providers.gemini
     ├── WireRejection                       the fake vendor's 4xx, never leaves agentactors.testing
     └── LiveUnavailable                     also a RuntimeError; the demo's --live without a key

@@ -1,5 +1,7 @@
 """Tools: ``@tool`` with schemas from type hints, argument validation, and one status for every outcome.
 
+Toolsets (``toolset``) are sources of tools an agent lists when a run starts (an MCP server is one).
+
 See ``docs/loop.md`` ("Tools", "Tool results").  The executor that runs them is
 :class:`agentactors.actors.tools.ToolExecutorActor`.
 """
@@ -19,6 +21,7 @@ from .results import (
     truncation_marker,
 )
 from .schema import ConversionError, schema_for
+from .toolset import ToolNameClashError, Toolset, ToolsetError, ToolsetHost
 
 __all__ = [
     "MAX_LISTED_ISSUES",
@@ -27,8 +30,12 @@ __all__ = [
     "ResultCeiling",
     "Tool",
     "ToolContext",
+    "ToolNameClashError",
     "ToolResult",
     "ToolStatus",
+    "Toolset",
+    "ToolsetError",
+    "ToolsetHost",
     "ValidationIssue",
     "parse_docstring",
     "render_result",

@@ -264,6 +264,8 @@ SAMPLES: dict[str, Callable[[], object]] = {
         "all failed", [_ERROR, ProviderTimeout("slow", provider="anthropic")]
     ),
     "ToolStatusError": lambda: ToolStatusError("tool failed", status=ToolStatus.error),
+    "ToolsetError": lambda: agentactors.ToolsetError("toolset 'github' could not list its tools: gone"),
+    "ToolNameClashError": lambda: agentactors.ToolNameClashError("two tools are named 'search'"),
 }
 
 # Exported attrs classes not round-tripped here, and why.
