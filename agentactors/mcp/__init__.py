@@ -1,0 +1,29 @@
+"""Tools from MCP servers: ``Agent(..., toolsets=[MCPServerStdio(...), MCPServerHTTP(...)])``.
+
+Needs the ``mcp`` extra (``pip install 'agentactors[mcp]'``: the official SDK, ``mcp`` 2.x).  Importing
+:mod:`agentactors` never imports this package or the SDK.
+
+An MCP server is a :class:`~agentactors.Toolset`: an agent lists its tools when a run starts (the first
+run in a runtime connects; later runs reuse the connection and its listing, until the server says its
+tool list changed), and its tools run through the agent's ToolExecutorActor like any tool — argument
+validation against the server's JSON Schema, ``tools.started`` / ``tools.finished`` events, the
+result ceiling and the operator's cap, ``tool_policy``, timeouts.  A call's result content becomes the
+tool result text; an ``isError`` result, a JSON-RPC error, a protocol error or a dead server is status
+``error`` with a concise reason (:class:`MCPToolError`'s text), a call past its timeout is status
+``timeout`` — never an exception out of the run.  Cancelling a run sends the server
+``notifications/cancelled`` for its calls in flight.
+
+Modules: ``_server`` (the two public classes and their scopes), ``_link`` (a server in one scope:
+connect, restart, list, call), ``_connection`` (the task that owns one session), ``_transports``
+(stdio with stderr to the log; HTTP with redacted credentials), ``_results`` (a result as text).
+
+Events: ``mcp.tools_listed`` (``server``, ``tools``), ``mcp.server_restarted`` (``server``,
+``restarts``, ``reason``).  Logs: the ``agentactors.mcp`` logger (a stdio server's stderr at INFO).
+"""
+
+from __future__ import annotations
+
+from ._results import MCPToolError
+from ._server import MCPServerHTTP, MCPServerStdio, ToolFilter
+
+__all__ = ["MCPServerHTTP", "MCPServerStdio", "MCPToolError", "ToolFilter"]

@@ -1,0 +1,293 @@
+"""One live session with an MCP server, owned by one task.
+
+The SDK's ``Client`` and its transports are async context managers holding task groups, and anyio
+wants a task group left by the task that entered it.  So a :class:`Connection` runs in a task of its
+own (:meth:`Connection.serve`, started as a background task of the runtime or of the server's own
+``async with``): it enters the transport and the client, says it is ready, and waits until it is asked
+to close — or is cancelled, when its host shuts down; either way it leaves everything it entered,
+shielded and bounded.  Calls come from the runs' own tasks: the SDK's requests go through memory
+streams to the session, so any task may send one (and cancelling it sends ``notifications/cancelled``).
+
+What the connection watches:
+
+* the end of the server's stream (a stdio server that died, a transport that closed): :attr:`lost`
+  says why, and its owner replaces the connection at the next use;
+* the server saying its tool list changed — ``notifications/tools/list_changed`` on a 2025-era
+  session, a ``subscriptions/listen`` stream on a 2026-07-28 one — which sets :attr:`changed`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+from mcp import Client
+from mcp.client import Transport
+from mcp.types import Implementation, ToolListChangedNotification
+from mcp.types import Tool as MCPTool
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from ..errors import AgentActorsError
+from ..redaction import redact
+
+__all__ = ["Connection", "MCPConnectionError"]
+
+log = logging.getLogger("agentactors.mcp")
+
+#: Leaving a connection (the SDK's stdio shutdown: close stdin, wait, terminate, kill) takes at most this.
+_CLOSE_TIMEOUT: Final = 10.0
+#: How long to wait for a server to acknowledge the tools list-changed subscription before going on.
+_LISTEN_ACK_TIMEOUT: Final = 5.0
+#: A tools/list that pages on past this many pages stops there.
+_MAX_PAGES: Final = 100
+_CLIENT_INFO: Final = Implementation(name="agentactors", version="0.1.0")
+
+
+class MCPConnectionError(AgentActorsError):
+    """A connection that cannot be opened (or is gone); the message is a concise, redacted reason.
+
+    It never leaves :mod:`agentactors.mcp`: a call turns it into an :class:`MCPToolError` (status
+    ``error``), a listing into a :class:`~agentactors.ToolsetError`.
+    """
+
+
+def describe(exc: BaseException) -> str:
+    """A concise, redacted reason: the innermost exceptions of a group, type and message."""
+    leaves: list[BaseException] = []
+
+    def walk(e: BaseException) -> None:
+        if isinstance(e, BaseExceptionGroup):
+            for inner in e.exceptions:
+                walk(inner)
+        else:
+            leaves.append(e)
+
+    walk(exc)
+    parts = []
+    for leaf in leaves[:3]:
+        message = str(leaf).strip()
+        parts.append(f"{type(leaf).__name__}: {message}" if message else type(leaf).__name__)
+    text = "; ".join(parts) or type(exc).__name__
+    if len(text) > 300:
+        text = text[:299] + "…"
+    return redact(text)
+
+
+class _WatchedStream:
+    """A read stream that tells its connection when it ends (the server is gone)."""
+
+    __slots__ = ("_on_end", "_stream")
+
+    def __init__(self, stream: Any, on_end: Callable[[str], None]) -> None:
+        self._stream = stream
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        # The SDK's dispatcher reads this, duck-typed, off the streams that carry it.
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._stream.receive()
+        except anyio.EndOfStream:
+            self._on_end("the server closed the connection")
+            raise
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end("the connection was closed")
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _WatchedStream:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _Watched:
+    """A transport whose read stream is watched for its end."""
+
+    def __init__(self, transport: Transport, on_end: Callable[[str], None]) -> None:
+        self._transport = transport
+        self._on_end = on_end
+
+    async def __aenter__(self) -> Any:
+        read, write = await self._transport.__aenter__()
+        return _WatchedStream(read, self._on_end), write
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._transport.__aexit__(exc_type, exc, tb)
+
+
+class Connection:
+    """One session with a server: :meth:`serve` owns it; :meth:`ready` waits for it; :meth:`aclose` ends it.
+
+    :param label: ``MCP server 'name'``, for logs and reasons.
+    :param open_transport: makes the transport to enter (a new one per connection).
+    """
+
+    def __init__(self, label: str, open_transport: Callable[[], Transport]) -> None:
+        self.label = label
+        self._open_transport = open_transport
+        self.client: Client | None = None
+        #: Why the connection is gone (``None`` while it lives).
+        self.lost: str | None = None
+        #: The server said its tool list changed since this flag was last cleared.
+        self.changed = False
+        #: The connection was opened (a lost one that was opened died; one that was not failed to open).
+        self.opened = False
+        self._failure: str | None = None
+        self._leaving = False
+        self._ready = anyio.Event()
+        self._closing = anyio.Event()
+        self._closed = anyio.Event()
+
+    def _end(self, reason: str) -> None:
+        if self.lost is None:
+            self.lost = reason
+            if self._ready.is_set() and not self._leaving:  # not our own closing: the server went away
+                log.warning("%s: %s", self.label, reason)
+
+    async def serve(self) -> None:
+        """Open the connection and hold it until :meth:`aclose` or cancellation.
+
+        Never raises but cancellation: a failure is kept for :meth:`ready` and :attr:`lost`.
+        """
+        # Entered before anything the connection holds, so that it can shield their exits: cancel
+        # scopes nest, and the scopes of the SDK's task groups must be left inside this one.
+        scope = anyio.CancelScope()
+        try:
+            with scope:
+                async with AsyncExitStack() as stack:
+                    try:
+                        await self._open(stack)
+                        await self._closing.wait()
+                    finally:
+                        # Leaving — asked to, cancelled with the host, or failed: the exits run
+                        # shielded from the host's cancellation, and bounded.
+                        self._leaving = True
+                        self.client = None
+                        scope.shield = True
+                        scope.deadline = anyio.current_time() + _CLOSE_TIMEOUT
+        except Exception as exc:
+            reason = describe(exc)
+            if not self._ready.is_set():
+                self._failure = reason
+            self._end(f"the connection failed: {reason}")
+        finally:
+            self._leaving = True
+            self._end("the connection was closed")
+            self.client = None
+            self._ready.set()
+            self._closed.set()
+
+    async def _open(self, stack: AsyncExitStack) -> None:
+        transport = _Watched(self._open_transport(), self._end)
+        client = Client(transport, message_handler=self._on_message, cache=None, client_info=_CLIENT_INFO)
+        await stack.enter_async_context(client)
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)  # runs first on the way out: the watcher stops
+        self.client = client
+        await self._watch_list(client, tg)
+        self.opened = True
+        self._ready.set()
+
+    async def ready(self) -> Client:
+        """Wait until the connection is open.
+
+        :raises MCPConnectionError: it could not be opened, or it is gone already.
+
+        Cancellation: a cancelled waiter leaves; the connection goes on opening for the next one.
+        """
+        await self._ready.wait()
+        client = self.client
+        if self._failure is not None:
+            raise MCPConnectionError(self._failure)
+        if client is None or self.lost is not None:
+            raise MCPConnectionError(self.lost or "the connection was closed")
+        return client
+
+    def mark_lost(self, reason: str) -> None:
+        """The connection is of no more use (``reason``): its owner replaces it at the next use."""
+        self._end(reason)
+
+    def close_soon(self) -> None:
+        """Ask :meth:`serve` to leave, without waiting for it."""
+        self._closing.set()
+
+    async def aclose(self) -> None:
+        """Ask :meth:`serve` to leave, and wait (bounded) until it has.
+
+        Cancellation: shielded and bounded — a connection asked to close is closed.
+        """
+        self._closing.set()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT + 1.0):
+            await self._closed.wait()
+
+    async def list_tools(self) -> list[MCPTool]:
+        """Every tool the server lists now, page after page (at most ``_MAX_PAGES``).
+
+        :raises Exception: what the SDK raises (``MCPError``, a validation error, ...).
+        """
+        client = await self.ready()
+        tools: list[MCPTool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+        log.warning("%s: tools/list still had pages after %d; using the tools listed so far", self.label, _MAX_PAGES)
+        return tools
+
+    # -- list changes ------------------------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        """The session's notifications (2025-era list changes arrive here) and transport errors."""
+        if isinstance(message, ToolListChangedNotification):
+            self.changed = True
+        elif isinstance(message, Exception):
+            log.debug("%s: transport error: %s", self.label, describe(message))
+
+    async def _watch_list(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
+        """On a 2026-07-28 session, subscribe to tool list changes (waiting briefly for the acknowledgement)."""
+        tools = client.server_capabilities.tools
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or tools is None or not tools.list_changed:
+            return
+        acked = anyio.Event()
+        tg.start_soon(self._listen, client, acked)
+        with anyio.move_on_after(_LISTEN_ACK_TIMEOUT):
+            await acked.wait()
+
+    async def _listen(self, client: Client, acked: anyio.Event) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                acked.set()
+                async for _event in subscription:
+                    self.changed = True
+        except Exception as exc:  # an unsupported or lost subscription: changes are then not seen
+            log.debug("%s: no tool list-changed subscription: %s", self.label, describe(exc))
+        finally:
+            acked.set()

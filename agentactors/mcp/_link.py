@@ -1,0 +1,256 @@
+"""A server in one scope — a runtime, or an ``async with server:`` block: its connection, its tools, its calls.
+
+A :class:`Link` opens the connection at first use and keeps it for every run of the scope.  It lists
+the server's tools once per connection (again when the server says the list changed) and turns them
+into :class:`~agentactors.Tool` objects whose calls come back here.  When the connection is lost (a
+stdio server that died, an HTTP session the server ended) the next use opens a new one — a restart,
+recorded as an ``mcp.server_restarted`` event and a warning — at most ``max_restarts`` times per scope.
+
+Every failure of a call is a :class:`~agentactors.mcp.MCPToolError` with a concise reason, raised
+inside the tool, so the executor records status ``error`` with that text: nothing a server does
+becomes an exception out of a run.  Only cancellation propagates (it sends the server
+``notifications/cancelled``; a timeout is the executor's cancellation, hence status ``timeout``).
+
+Tool names and descriptions from a server are data: they are validated as names, shown to the model,
+logged with ``%r`` and never executed or formatted into code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import anyio
+import attrs
+from mcp.client import Transport
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST
+from mcp.types import Tool as MCPTool
+
+from ..messages import ToolSpec
+from ..tools.registry import Tool
+from ..tools.results import ResultCeiling
+from ._connection import Connection, MCPConnectionError, describe
+from ._results import MCPToolError, result_text
+
+__all__ = ["LIST_TIMEOUT", "Link", "ServerSettings"]
+
+log = logging.getLogger("agentactors.mcp")
+
+#: How a scope starts the task that owns a connection (a background task of the runtime, or a task of
+#: the server's own task group).
+Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+#: How a scope emits an event (to the current run's recorders, or the runtime's).
+Emit = Callable[..., None]
+
+_MAX_NAME_SHOWN: Final = 80
+#: Connecting and listing may take this long (a server's cold start: an interpreter, a package download).
+LIST_TIMEOUT: Final = 60.0
+
+
+@attrs.frozen(slots=True)
+class ServerSettings:
+    """What a link needs to know about its server (the public classes hold it)."""
+
+    name: str
+    label: str
+    tool_prefix: str | None
+    tool_filter: Callable[[str], bool] | None
+    timeout: float | None
+    result_ceiling: ResultCeiling | None
+    max_restarts: int
+    open_transport: Callable[[], Transport] = attrs.field(repr=False)
+
+
+class Link:
+    """One server in one scope.  See the module docstring.
+
+    :param settings: the server's settings.
+    :param spawn: starts the task that owns a connection.
+    :param emit: emits the link's events.
+    """
+
+    def __init__(self, settings: ServerSettings, spawn: Spawn, emit: Emit) -> None:
+        self.settings = settings
+        self._spawn = spawn
+        self._emit = emit
+        self._connection: Connection | None = None
+        self._lock: anyio.Lock | None = None
+        self._list_lock: anyio.Lock | None = None
+        self._restarts = 0
+        self._tools: tuple[Tool[Any, Any], ...] | None = None
+        self._listed_from: Connection | None = None
+        self._closed = False
+
+    # -- the connection ----------------------------------------------------------------------------
+
+    async def connection(self) -> Connection:
+        """The open connection, opening (or reopening) it first when there is none.
+
+        :raises MCPConnectionError: it cannot be opened, the scope has closed, or the server died more
+            than ``max_restarts`` times.
+
+        Cancellation: a cancelled caller leaves; a connection being opened goes on for the next caller.
+        """
+        conn = self._connection
+        if conn is None or conn.lost is not None:
+            conn = await self._replace(conn)
+        await conn.ready()
+        return conn
+
+    async def _replace(self, old: Connection | None) -> Connection:
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            conn = self._connection
+            if conn is not None and conn is not old and conn.lost is None:
+                return conn  # another caller replaced it meanwhile
+            if self._closed:
+                raise MCPConnectionError(f"{self.settings.label} was closed")
+            if conn is not None:
+                conn.close_soon()
+                if conn.opened:  # it died (rather than failing to open): a restart, and they are bounded
+                    self._count_restart(conn.lost or "the connection was lost")
+            conn = self._connection = Connection(self.settings.label, self.settings.open_transport)
+            self._spawn(conn.serve)
+            return conn
+
+    def _count_restart(self, reason: str) -> None:
+        settings = self.settings
+        if self._restarts >= settings.max_restarts:
+            raise MCPConnectionError(
+                f"{settings.label} is gone ({reason}) and was restarted {self._restarts} "
+                f"time{'s' if self._restarts != 1 else ''} already (max_restarts={settings.max_restarts})"
+            )
+        self._restarts += 1
+        log.warning("%s: %s; restarting it (restart %d of at most %d)", settings.label, reason, self._restarts,
+                    settings.max_restarts)
+        self._emit("mcp.server_restarted", server=settings.name, restarts=self._restarts, reason=reason)
+
+    async def aclose(self) -> None:
+        """Close the connection (the scope is ending); later uses fail.
+
+        Cancellation: shielded and bounded (see :meth:`Connection.aclose`).
+        """
+        self._closed = True
+        conn, self._connection = self._connection, None
+        if conn is not None:
+            await conn.aclose()
+
+    # -- listing -----------------------------------------------------------------------------------
+
+    async def tools(self) -> tuple[Tool[Any, Any], ...]:
+        """The server's tools as agentactors tools: listed once per connection and again after a change.
+
+        Returns the same tuple while nothing changed (that is how an agent knows to keep its tables).
+
+        :raises MCPConnectionError: see :meth:`connection`.
+        :raises Exception: the listing failed (what the SDK raised).
+        """
+        conn = self._connection
+        if conn is not None and conn is self._listed_from and conn.lost is None and not conn.changed:
+            assert self._tools is not None
+            return self._tools  # the common case: no await, no lock
+        if self._list_lock is None:
+            self._list_lock = anyio.Lock()
+        async with self._list_lock:
+            with anyio.fail_after(LIST_TIMEOUT):
+                conn = await self.connection()
+                if conn is self._listed_from and not conn.changed and self._tools is not None:
+                    return self._tools
+                conn.changed = False  # cleared first: a change announced while listing lists again
+                listed = await conn.list_tools()
+            tools = self._build(listed)
+            previous = self._tools
+            if previous is not None and [t.spec for t in previous] == [t.spec for t in tools]:
+                tools = previous  # the same tools on a new connection: nothing for the agents to rebuild
+            else:
+                self._emit("mcp.tools_listed", server=self.settings.name, tools=tuple(t.name for t in tools))
+            self._tools, self._listed_from = tools, conn
+            return tools
+
+    def _build(self, listed: list[MCPTool]) -> tuple[Tool[Any, Any], ...]:
+        settings = self.settings
+        prefix = settings.tool_prefix or ""
+        keep = settings.tool_filter
+        tools: list[Tool[Any, Any]] = []
+        names: set[str] = set()
+        for remote in listed:
+            if keep is not None and not _allowed(keep, remote.name, settings.label):
+                continue
+            name = prefix + remote.name
+            if name in names:
+                log.warning("%s lists two tools named %r; the second is skipped", settings.label, _clip(name))
+                continue
+            annotations = remote.annotations
+            try:
+                spec = ToolSpec(name, remote.description or remote.title or "", dict(remote.input_schema))
+                built: Tool[Any, Any] = Tool.from_spec(
+                    spec,
+                    self._caller(remote.name),
+                    timeout=settings.timeout,
+                    result_ceiling=settings.result_ceiling,
+                    read_only=bool(annotations is not None and annotations.read_only_hint),
+                )
+            except (TypeError, ValueError) as exc:
+                log.warning("%s: tool %r is skipped: %s", settings.label, _clip(name), describe(exc))
+                continue
+            names.add(name)
+            tools.append(built)
+        return tuple(tools)
+
+    def _caller(self, remote_name: str) -> Callable[..., Awaitable[str]]:
+        link = self
+
+        async def call_mcp_tool(**arguments: Any) -> str:
+            return await link.call(remote_name, arguments)
+
+        return call_mcp_tool
+
+    # -- calling -----------------------------------------------------------------------------------
+
+    async def call(self, remote_name: str, arguments: dict[str, Any]) -> str:
+        """Call the server's tool ``remote_name`` with validated ``arguments``; its result as text.
+
+        :raises MCPToolError: for every failure (see the module docstring).
+
+        Cancellation: propagates; the SDK sends the server ``notifications/cancelled`` for the call.
+        """
+        label = self.settings.label
+        try:
+            conn = await self.connection()
+        except MCPConnectionError as exc:
+            raise MCPToolError(f"{label} is not available: {exc}") from None
+        client = conn.client
+        if client is None:
+            raise MCPToolError(f"{label} is not available: {conn.lost or 'the connection closed'}")
+        try:
+            result = await client.call_tool(remote_name, arguments)
+        except MCPError as exc:
+            # -32000 is also the first of the codes servers use for their own errors: the SDK's
+            # "connection closed" is told by its message too, and a lost connection by the stream's end.
+            if conn.lost is not None or (exc.code == CONNECTION_CLOSED and exc.message == "Connection closed"):
+                raise MCPToolError(
+                    f"{label} went away during the call ({conn.lost or exc.message}); "
+                    "it is started again at the next call"
+                ) from None
+            if exc.code == INVALID_REQUEST and "terminated" in exc.message.lower():
+                conn.mark_lost("the server ended the session")
+                raise MCPToolError(f"{label} ended the session; it is reconnected at the next call") from None
+            raise MCPToolError(exc.message or f"JSON-RPC error {exc.code}") from None
+        except Exception as exc:  # a result that does not validate, a transport failure, ...
+            raise MCPToolError(f"{label} failed the call: {describe(exc)}") from None
+        return result_text(result)
+
+
+def _allowed(keep: Callable[[str], bool], name: str, label: str) -> bool:
+    try:
+        return bool(keep(name))
+    except Exception as exc:  # a filter that fails keeps the tool out: it fails closed
+        log.warning("%s: tool_filter raised %s for %r; the tool is left out", label, type(exc).__name__, _clip(name))
+        return False
+
+
+def _clip(name: str) -> str:
+    return name if len(name) <= _MAX_NAME_SHOWN else name[: _MAX_NAME_SHOWN - 1] + "…"

@@ -1,0 +1,98 @@
+"""Real MCP servers for the MCP tests: the stdio one as a subprocess, the HTTP one on 127.0.0.1.
+
+Both run ``tests/support/mcp_server.py`` (the SDK's server API).  An HTTP server is a subprocess with a
+free port, shared by a test module (its state — the cancellations it saw — is per process, so tests
+read it through its tools).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentactors import InMemoryRecorder, Message, RunResult
+from agentactors.mcp import MCPServerHTTP, MCPServerStdio
+from tests.support.paths import ROOT
+
+SERVER = ROOT / "tests" / "support" / "mcp_server.py"
+#: The bearer token the HTTP test server demands (a secret: it must never show up anywhere).
+TOKEN = "mcp-test-token-6f1c9a7e2b5d4803"
+
+
+def stdio_server(*, state: Path | None = None, **options: Any) -> MCPServerStdio:
+    """A stdio server running the test server; ``state`` collects one file per process start."""
+    env = {"MCP_TEST_STATE": str(state)} if state is not None else None
+    options.setdefault("name", "test")
+    return MCPServerStdio(sys.executable, [str(SERVER), "stdio"], env=env, **options)
+
+
+def starts(state: Path) -> int:
+    """How many server processes started with ``state``."""
+    return len(list(state.glob("start-*")))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+@contextlib.contextmanager
+def http_server_process(token: str | None = TOKEN) -> Iterator[str]:
+    """Run the test server over streamable HTTP; yields its URL (``http://127.0.0.1:PORT/mcp``)."""
+    port = free_port()
+    args = [sys.executable, str(SERVER), "http", str(port), *([token] if token else [])]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the MCP test server did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def http_server(url: str, *, token: str = TOKEN, **options: Any) -> MCPServerHTTP:
+    options.setdefault("name", "web")
+    return MCPServerHTTP(url, headers={"Authorization": f"Bearer {token}"}, **options)
+
+
+def tool_texts(result: RunResult) -> list[str]:
+    """The tool messages of a run, in order."""
+    return [m.content for m in result.messages if m.role == "tool"]
+
+
+def statuses(recorder: InMemoryRecorder) -> list[tuple[str, str]]:
+    """``(tool name, status)`` of every finished call the recorder saw."""
+    return [(e.name, str(e.status)) for e in recorder.events if e.type == "tools.finished"]
+
+
+def events(recorder: InMemoryRecorder, prefix: str) -> list[Any]:
+    return [e for e in recorder.events if e.type.startswith(prefix)]
+
+
+def offered(requests: Sequence[Any]) -> list[list[str]]:
+    """The tool names offered in each request a ScriptedProvider received."""
+    return [[spec.name for spec in request.tools] for request in requests]
+
+
+def user(text: str) -> list[Message]:
+    return [Message.user(text)]
