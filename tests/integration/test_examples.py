@@ -44,6 +44,15 @@ async def test_many_agents(capsys: pytest.CaptureFixture[str]) -> None:
     assert "999 of 1000 runs answered" in capsys.readouterr().out
 
 
+async def test_mcp_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    result = await _load("mcp_tools").main()
+    assert result.content == "Lisbon's 21 degrees: 21 °C is 69.8 °F."
+    assert [c.name for c in result.tool_calls] == ["units_convert"]
+    out = capsys.readouterr().out
+    assert "answer: Lisbon's 21 degrees: 21 °C is 69.8 °F." in out
+    assert "mcp.tools_listed   units" in out and "tools.finished     units_convert ok" in out
+
+
 def test_examples_have_a_main_and_run_it() -> None:
     for path in sorted(EXAMPLES.glob("*.py")):
         text = path.read_text()
