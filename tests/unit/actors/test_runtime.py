@@ -588,3 +588,29 @@ async def test_an_actor_can_stop_itself_without_draining() -> None:
         assert me.stopped
         assert rt.stats().actors == 0
     assert len(rec.of_type("actor.stopped")) == 1
+
+
+# --- background tasks -------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_background_task_does_not_hold_up_the_drain_and_is_cancelled_at_exit() -> None:
+    seen: list[str] = []
+
+    async def serve() -> None:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.lowlevel.checkpoint()  # a shielded close, as a connection's owner does
+                seen.append("closed")
+            raise
+
+    started = anyio.current_time()
+    async with Runtime(drain_timeout=30.0) as rt:
+        rt.spawn_task(serve, background=True)
+        await anyio.lowlevel.checkpoint()
+        assert rt.stats().tasks == 1
+        await rt.wait_idle()  # returns at once: a background task is not work to wait for
+    assert seen == ["closed"]
+    assert anyio.current_time() - started < 5.0  # not the 30 s drain
