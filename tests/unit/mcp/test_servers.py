@@ -58,3 +58,11 @@ def test_the_http_stacks_loggers_redact_their_records(caplog: pytest.LogCaptureF
     logging.getLogger("httpx2").info("sent %s", "Bearer log-token-5566778899aa")
     logging.getLogger("httpcore2.http11").debug("headers %r", [(b"authorization", b"Bearer log-token-5566778899aa")])
     assert "log-token-5566778899aa" not in caplog.text
+
+
+def test_importing_the_package_does_not_import_the_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, agentactors; assert not [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')], 'sdk'"
+    subprocess.run([sys.executable, "-c", code], check=True)
