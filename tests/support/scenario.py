@@ -1,7 +1,7 @@
 """One run that has it all, for the explain and OpenTelemetry tests: retries, a failover, a tool and a refusal.
 
-The primary (``primary``, model ``p-model``) fails every attempt with a 503 — its retry gives up after two — and the chain
-fails over to the secondary (``secondary``, model ``s-model``), which calls ``lookup`` and then ``dump``
+The primary (``primary``, model ``p-model``) fails every attempt with a 503 — its retry gives up after two —
+and the chain fails over to the secondary (``secondary``, model ``s-model``), which calls ``lookup`` and then ``dump``
 (whose result is over its ceiling and refused), then answers.  Scripted and on virtual time: the retry's
 backoff sleeps are the only waits.
 """

@@ -29,13 +29,15 @@ def check(explanation: Explanation) -> None:
     assert all(isinstance(m, Message) for m in request.messages)
     # the exact request that produced the answer: the third model call, with both tool results in it
     assert [m.role for m in request.messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
-    assert request.messages[0].content == "Be brief." and request.messages[1].content == "What is the weather in Lisbon?"
+    assert request.messages[0].content == "Be brief."
+    assert request.messages[1].content == "What is the weather in Lisbon?"
     assert [t.name for t in request.tools] == ["lookup", "dump"]
     assert request.messages[2].tool_calls[0].arguments == {"city": "Lisbon"}
     lookup, dump = explanation.tool_results
-    assert (lookup.name, lookup.status, lookup.content, lookup.refused) == ("lookup", ToolStatus.ok, "Lisbon: 21 °C, sunny",
-                                                                            False)
-    assert (dump.name, dump.status, dump.refused, dump.original_chars) == ("dump", ToolStatus.invalid, True, REFUSED_SIZE)
+    assert (lookup.name, lookup.status, lookup.content) == ("lookup", ToolStatus.ok, "Lisbon: 21 °C, sunny")
+    assert not lookup.refused
+    assert (dump.name, dump.status, dump.refused) == ("dump", ToolStatus.invalid, True)
+    assert dump.original_chars == REFUSED_SIZE
     assert dump.size_chars == len(dump.content) < REFUSED_SIZE
     assert explanation.answer == ANSWER and explanation.served_by == "secondary"
     assert explanation.served_model == "s-model-2025" and explanation.steps == 3 and explanation.agent == "weather"
