@@ -45,6 +45,7 @@ from typing import Any, TypeAlias
 
 import anyio
 import attrs
+import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .actors.provider import ProviderActor
@@ -124,6 +125,54 @@ def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Too
         else:
             raise TypeError(f"tools must be @tool functions or plain functions, not {type(t).__name__}")
     return tuple(out)
+
+
+def _members(provider: Any, depth: int = 0) -> Iterable[tuple[str, str | None, str | None, int | None]]:
+    """``(name, wire, host, port)`` of each vendor provider in a stack, read from public attributes only.
+
+    A fallback's ``members`` and a decorator's ``inner`` are followed; an HTTP provider says its
+    ``wire_name`` and ``base_url``; anything else (a scripted or user provider) is a member with no wire.
+    """
+    if depth > 16:
+        return
+    members = getattr(provider, "members", None)
+    if isinstance(members, tuple | list):
+        for member in members:
+            yield from _members(member, depth + 1)
+        return
+    inner = getattr(provider, "inner", None)
+    if inner is not None and inner is not provider:
+        yield from _members(inner, depth + 1)
+        return
+    name = str(getattr(provider, "name", None) or type(provider).__name__)
+    wire = getattr(provider, "wire_name", None)
+    base_url = getattr(provider, "base_url", None)
+    host: str | None = None
+    port: int | None = None
+    if isinstance(base_url, str):
+        try:
+            url = httpx.URL(base_url)
+            host, port = url.host or None, url.port or (443 if url.scheme == "https" else 80)
+        except (httpx.InvalidURL, TypeError, ValueError):
+            pass
+    yield name, wire if isinstance(wire, str) else None, host, port
+
+
+def _run_info(provider: Any, model: str | None) -> dict[str, Any]:
+    """What ``run.started`` says of an agent's provider, when it knows: its default model, its vendor members."""
+    hosted = getattr(getattr(provider, "actor", None), "provider", None) if isinstance(provider, ActorRef) else provider
+    if hosted is None:
+        return {}
+    info: dict[str, Any] = {}
+    members = tuple(_members(hosted))
+    # Only what says more than the names responses carry anyway: a stack with a vendor in it, a model given.
+    vendors = any(wire is not None or host is not None for _, wire, host, _ in members)
+    default = model if model is not None or not vendors else getattr(hosted, "default_model", None)
+    if isinstance(default, str):
+        info["model"] = default
+    if vendors:
+        info["providers"] = members
+    return info
 
 
 def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
@@ -239,6 +288,7 @@ class Agent:
             followups=self.followups,
             read_only=frozenset(t.name for t in all_tools if t.read_only),
             agent_name=self.name,
+            run_info=_run_info(self.provider, self.model),
         )
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_all_tools", all_tools)

@@ -60,4 +60,4 @@ def scenario_agent(*, name: str = "weather") -> Agent:
         with_circuit_breaker(with_retry(primary, max_attempts=2, base_delay=0.1, jitter=(1.0, 1.0))),
         with_circuit_breaker(with_retry(secondary, max_attempts=2, base_delay=0.1, jitter=(1.0, 1.0))),
     )
-    return Agent(chain, tools=[lookup, dump], system="Be brief.", name=name)
+    return Agent(chain, tools=[lookup, dump], system="Be brief.", name=name, model="p-model")
