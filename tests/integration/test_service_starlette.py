@@ -124,3 +124,26 @@ async def test_the_page_in_a_browser_streams_tokens_and_stop_cancels_the_vendor_
         (gone,) = await fake_vendor.wait_for_disconnects(1, within=10)
         assert gone.outcome == "disconnected"
         assert "word59" not in after, "stopped before the answer was complete"
+
+
+async def test_the_readme_recipe_works_as_written() -> None:
+    """The README's "In a service" code, run as it is printed (with a scripted model instead of OpenAI)."""
+    import re
+
+    import agentactors
+    from tests.support.paths import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## In a service") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    source = code.group(1).replace('OpenAIProvider("gpt-4.1-mini")', 'ScriptedProvider(lambda request: "It works.")')
+    namespace: dict[str, Any] = {"ScriptedProvider": agentactors.ScriptedProvider}
+    exec(compile(source, "README.md", "exec"), namespace)
+    module = load_example("service_starlette")
+    async with serving(namespace["app"], module) as base:  # (its "/" is a 404: enough to know it is up)
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+            answer = (await client.post("/ask", json={"prompt": "hi"})).json()
+            streamed = (await client.get("/stream", params={"prompt": "hi"})).text
+    assert answer["answer"] == "It works." and answer["run_id"]
+    assert "".join(json.loads(line[6:]) for line in streamed.splitlines() if line.startswith("data: ")) == "It works."

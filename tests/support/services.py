@@ -42,8 +42,11 @@ def load_example(name: str) -> ModuleType:
 
 
 @asynccontextmanager
-async def serving(app: Any, module: ModuleType) -> AsyncIterator[str]:
-    """Serve ``app`` with the example's own ``serve`` until the block ends; yields its base URL."""
+async def serving(app: Any, module: ModuleType, *, probe: str = "/") -> AsyncIterator[str]:
+    """Serve ``app`` with the example's own ``serve`` until the block ends; yields its base URL.
+
+    Ready once ``probe`` answers (any status).
+    """
     port = module.free_port()
     stop = anyio.Event()
     base = f"http://127.0.0.1:{port}"
@@ -53,7 +56,7 @@ async def serving(app: Any, module: ModuleType) -> AsyncIterator[str]:
             with anyio.fail_after(10):
                 while True:
                     try:
-                        await client.get(base + "/", timeout=1)
+                        await client.get(base + probe, timeout=1)
                         break
                     except httpx.TransportError:
                         await anyio.sleep(0.02)
