@@ -129,17 +129,6 @@ class OTelRecorder:
             elif kind.startswith("tools."):
                 self._tool_note(run, event)
 
-    def flush(self) -> None:
-        """End the spans of runs that never finished (their events stopped coming), marked as such."""
-        with self._lock:
-            runs, self._runs = self._runs, {}
-        for run in runs.values():
-            for span in [*run.tools.values(), *([run.chat] if run.chat is not None else [])]:
-                span.set_status(Status(StatusCode.ERROR, "the run's events ended before this span"))
-                span.end()
-            run.span.set_status(Status(StatusCode.ERROR, "the run's events ended before it finished"))
-            run.span.end()
-
     # -- runs ---------------------------------------------------------------------------------------------
 
     def _run_started(self, run_id: str, event: Event) -> None:
@@ -151,7 +140,9 @@ class OTelRecorder:
                 name, wire, host, port = member
                 members[str(name)] = (str(name), wire, host, port)
         model = data.get("model") if isinstance(data.get("model"), str) else None
-        parent_id = data.get("parent_run_id")
+        # A delegated run's events carry its parent's id (a payload key today; read like an attribute, so a
+        # field of its own later reads the same).
+        parent_id = getattr(event, "parent_run_id", None)
         parent = self._runs.get(parent_id) if isinstance(parent_id, str) else None
         if parent is not None:
             open_tools = list(parent.tools.values())
