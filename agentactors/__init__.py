@@ -6,6 +6,8 @@ defines it.  The package is laid out by idea:
 
 ``messages``, ``errors``, ``events``
     the data model, the exception tree, typed events and recorders.
+``explain``
+    an answer traced back to the request that produced it, live or from a JSONL record.
 ``actors``
     the actor kernel (runtime, refs, mailbox, worker, supervision) and the domain actors
     (``provider``: ProviderActor, ``tools``: ToolExecutorActor).
@@ -45,7 +47,22 @@ from .errors import (
     ToolStatusError,
     UnsupportedToolChoiceError,
 )
-from .events import Event, InMemoryRecorder, JsonlRecorder, Recorder
+from .events import (
+    ActorEvent,
+    BreakerEvent,
+    Event,
+    FallbackEvent,
+    InMemoryRecorder,
+    JsonlRecorder,
+    LLMEvent,
+    ProviderEvent,
+    Recorder,
+    RetryEvent,
+    RunEvent,
+    StepEvent,
+    ToolEvent,
+)
+from .explain import Explanation, explain
 from .loop.controller import LoopController
 from .loop.result import RunResult
 from .messages import (
@@ -165,6 +182,19 @@ __all__ = [
     "InMemoryRecorder",
     "JsonlRecorder",
     "Recorder",
+    # typed events: the families (the class of each type is in agentactors.events)
+    "ActorEvent",
+    "BreakerEvent",
+    "FallbackEvent",
+    "LLMEvent",
+    "ProviderEvent",
+    "RetryEvent",
+    "RunEvent",
+    "StepEvent",
+    "ToolEvent",
+    # services and observability
+    "Explanation",
+    "explain",
     "__version__",
 ]
 

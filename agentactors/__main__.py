@@ -1,9 +1,11 @@
-"""Command line: ``python -m agentactors demo | exchange | fakevendor``.
+"""Command line: ``python -m agentactors demo | exchange | fakevendor | explain``.
 
 ``demo`` is what ``make demo`` runs: offline, no API key, against the built-in
 fake vendor on 127.0.0.1.  ``exchange`` is the smallest possible look at the
 library: one completed and one streamed request to a ScriptedProvider, and the
 events they recorded.  ``fakevendor`` serves the three vendor wires on loopback.
+``explain FILE RUN_ID`` prints the explanation of one run of a JSONL event record
+(:meth:`agentactors.explain.Explanation.from_jsonl`).
 """
 
 from __future__ import annotations
@@ -88,7 +90,22 @@ def _parser() -> argparse.ArgumentParser:
     fv.add_argument("--latency", type=float, default=0.0)
     fv.add_argument("--no-auto-tools", action="store_true", help="answer tool offers with text, not tool calls")
     fv.add_argument("--lenient", action="store_true", help="accept requests the real vendors would reject")
+    ex = sub.add_parser("explain", help="explain one run of a JSONL event record (e.g. demo-events.jsonl)")
+    ex.add_argument("file", help="a JsonlRecorder's file")
+    ex.add_argument("run_id", help="the run to explain (RunResult.run_id; every event carries it)")
     return parser
+
+
+def _explain(path: str, run_id: str) -> int:
+    from .explain import Explanation
+
+    try:
+        explanation = Explanation.from_jsonl(path, run_id)
+    except (OSError, LookupError, ValueError) as exc:
+        print(f"cannot explain run {run_id!r} from {path}: {exc}", file=sys.stderr)
+        return 1
+    print(explanation)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._demo.main import run_demo
 
         return run_demo(args)
+    if args.command == "explain":
+        return _explain(args.file, args.run_id)
     if args.command == "fakevendor":
         from .testing.fakevendor import serve
 

@@ -9,8 +9,20 @@ agent's own (stateless, private) ToolExecutorActor with an ordinary ask, which
 takes the direct path (the handler runs in the run's task, seen by
 ``rt.stats()`` and cancelled by ``rt.stop()`` like any handler).
 ``async with agent.stream(prompt) as run`` yields the run's typed events as they
-happen.  :meth:`Agent.run_many` and :meth:`Agent.as_completed` (also reached as
-``rt.run_many`` / ``rt.as_completed``) run one agent over many inputs.
+happen (``run.text_stream()`` only its answer text).  :meth:`Agent.run_many` and
+:meth:`Agent.as_completed` (also reached as ``rt.run_many`` / ``rt.as_completed``)
+run one agent over many inputs.
+
+**Which runtime a run uses** (:meth:`Agent._runtime`): the one passed as
+``runtime=``; else the one the agent is bound to (:meth:`Agent.bind`); else the
+current one (``Runtime.current()``: inside ``async with`` or an actor); else the
+runtime of a provider ``ActorRef``; else a private runtime made for the run.  A
+web server runs its handlers in tasks that do not inherit the lifespan's context,
+so there the current runtime is ``None``: a run that falls back to a private
+runtime while a Runtime is running in the process warns once per agent
+(``RuntimeWarning``), because it silently loses the shared ProviderActor, its
+budgets and the runtime's recorders.  A script with no Runtime anywhere uses the
+private one silently.
 
 Every run gets its own :class:`~agentactors.events.EventSink` combining the
 runtime's and the agent's recorders, installed as the current sink while the run
@@ -24,19 +36,22 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+import threading
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeAlias
 
 import anyio
 import attrs
+import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .actors.provider import ProviderActor
 from .actors.runtime import ActorRef, Runtime
 from .actors.tools import ToolExecutorActor, ToolPolicy
-from .events import Event, EventSink, FanOut, Recorder, current_sink, use_sink
+from .events import Event, EventSink, FanOut, LLMTextDelta, Recorder, current_sink, use_sink
 from .loop.controller import LoopConfig, LoopController
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.result import RunResult
@@ -113,6 +128,54 @@ def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Too
     return tuple(out)
 
 
+def _members(provider: Any, depth: int = 0) -> Iterable[tuple[str, str | None, str | None, int | None]]:
+    """``(name, wire, host, port)`` of each vendor provider in a stack, read from public attributes only.
+
+    A fallback's ``members`` and a decorator's ``inner`` are followed; an HTTP provider says its
+    ``wire_name`` and ``base_url``; anything else (a scripted or user provider) is a member with no wire.
+    """
+    if depth > 16:
+        return
+    members = getattr(provider, "members", None)
+    if isinstance(members, tuple | list):
+        for member in members:
+            yield from _members(member, depth + 1)
+        return
+    inner = getattr(provider, "inner", None)
+    if inner is not None and inner is not provider:
+        yield from _members(inner, depth + 1)
+        return
+    name = str(getattr(provider, "name", None) or type(provider).__name__)
+    wire = getattr(provider, "wire_name", None)
+    base_url = getattr(provider, "base_url", None)
+    host: str | None = None
+    port: int | None = None
+    if isinstance(base_url, str):
+        try:
+            url = httpx.URL(base_url)
+            host, port = url.host or None, url.port or (443 if url.scheme == "https" else 80)
+        except (httpx.InvalidURL, TypeError, ValueError):
+            pass
+    yield name, wire if isinstance(wire, str) else None, host, port
+
+
+def _run_info(provider: Any, model: str | None) -> dict[str, Any]:
+    """What ``run.started`` says of an agent's provider, when it knows: its default model, its vendor members."""
+    hosted = getattr(getattr(provider, "actor", None), "provider", None) if isinstance(provider, ActorRef) else provider
+    if hosted is None:
+        return {}
+    info: dict[str, Any] = {}
+    members = tuple(_members(hosted))
+    # Only what says more than the names responses carry anyway: a stack with a vendor in it, a model given.
+    vendors = any(wire is not None or host is not None for _, wire, host, _ in members)
+    default = model if model is not None or not vendors else getattr(hosted, "default_model", None)
+    if isinstance(default, str):
+        info["model"] = default
+    if vendors:
+        info["providers"] = members
+    return info
+
+
 def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
     recorders = tuple(value)
     for r in recorders:
@@ -132,6 +195,15 @@ class _ToolsetTools:
     view: ToolsetView
     config: LoopConfig
     executor: ActorRef | None
+
+
+class _Warned:
+    """Whether an agent has warned about running outside the runtime its process runs (once per agent)."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = False
 
 
 @attrs.frozen(slots=True)
@@ -193,6 +265,8 @@ class Agent:
     _config: LoopConfig = attrs.field(init=False)
     _all_tools: tuple[Tool[Any, Any], ...] = attrs.field(init=False)
     _bound: dict[int, _Bound] = attrs.field(init=False, factory=dict)
+    _home: Runtime | None = attrs.field(init=False, default=None)
+    _warned: _Warned = attrs.field(init=False, factory=_Warned)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.provider, ActorRef) and not callable(getattr(self.provider, "complete", None)):
@@ -232,6 +306,7 @@ class Agent:
             followups=self.followups,
             read_only=frozenset(t.name for t in all_tools if t.read_only),
             agent_name=self.name,
+            run_info=_run_info(self.provider, self.model),
         )
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_all_tools", all_tools)
@@ -240,21 +315,61 @@ class Agent:
         provider = getattr(self.provider, "name", None) or repr(self.provider)
         label = f"{self.name!r}, " if self.name else ""
         toolsets = f", toolsets={[ts.name for ts in self.toolsets]}" if self.toolsets else ""
+        bound = ", bound" if self._home is not None else ""
         return (
             f"Agent({label}provider={provider!r}, tools={[t.name for t in self.tools]}{toolsets}, "
-            f"max_steps={self.max_steps})"
+            f"max_steps={self.max_steps}{bound})"
         )
+
+    # -- binding to a runtime ---------------------------------------------------------------------
+
+    def bind(self, runtime: Runtime) -> Agent:
+        """This agent's configuration, bound to ``runtime``: its runs use that runtime from any task.
+
+        The recipe for services: open the runtime in the server's lifespan and bind the agent there;
+        request handlers (tasks the server spawned, which do not see the lifespan's
+        ``Runtime.current()``) then share its ProviderActor, budgets and recorders.  ``runtime`` may
+        be bound before it is entered; a run needs it running.  The agent itself is unchanged (it is
+        immutable): the bound copy is returned.
+
+        A runtime belongs to its event loop's thread.  From another thread, run in that loop:
+        ``anyio.from_thread.run(bound.run, prompt, token=token)`` with a token taken in the loop
+        (``anyio.lowlevel.current_token()`` in the lifespan), or through a ``BlockingPortal``; a run
+        started in the wrong thread is refused with a :class:`RuntimeError` that says so.
+
+        :raises TypeError: ``runtime`` is not a :class:`~agentactors.actors.runtime.Runtime`.
+        """
+        if not isinstance(runtime, Runtime):
+            raise TypeError(f"bind() takes a Runtime, not {type(runtime).__name__}")
+        bound: Agent = attrs.evolve(self)
+        object.__setattr__(bound, "_home", runtime)
+        return bound
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The runtime this agent is bound to (:meth:`bind`), or ``None``."""
+        return self._home
 
     # -- running --------------------------------------------------------------------------------
 
     async def run(
-        self, prompt: Prompt, *, on_token: Callable[[str], None] | None = None, deps: Any = None
+        self,
+        prompt: Prompt,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        deps: Any = None,
+        runtime: Runtime | None = None,
     ) -> RunResult:
         """Run the tool loop on ``prompt`` (a str, a Message or a conversation) to a :class:`RunResult`.
 
         ``on_token(text)`` is called for each piece of answer text as it streams
         (the provider's stream path is used then).  ``deps`` reaches tools as
-        ``ToolContext.deps`` and is never recorded.
+        ``ToolContext.deps`` and is never recorded.  ``runtime``: the runtime to
+        run in (default: the bound one, else the current one; see the module's
+        docstring for the whole order and the warning a server gets when it finds none).
+
+        :raises RuntimeError: ``runtime`` (or the bound one) is not running — it closed, or was never
+            entered — or belongs to another thread's event loop.
 
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
@@ -263,7 +378,7 @@ class Agent:
         caller's conversation is untouched.
         """
         messages = _to_messages(prompt)
-        rt = self._runtime()
+        rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
         if rt is not None:
             return await self._run_in(rt, messages, on_token=on_token, deps=deps)
         async with Runtime() as private:
@@ -333,14 +448,26 @@ class Agent:
             )
         return AsCompleted(rt, self, inputs, concurrency)
 
-    def stream(self, prompt: Prompt, *, deps: Any = None) -> AgentRun:
+    def stream(self, prompt: Prompt, *, deps: Any = None, runtime: Runtime | None = None) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
-        See :class:`AgentRun`.
+        ``runtime`` as for :meth:`run` (checked when the handle is entered).  See :class:`AgentRun`.
         """
-        return AgentRun(self, _to_messages(prompt), deps=deps)
+        return AgentRun(self, _to_messages(prompt), deps=deps, runtime=runtime)
 
-    def _runtime(self) -> Runtime | None:
+    def _runtime(self, runtime: Runtime | None = None, *, stacklevel: int = 3) -> Runtime | None:
+        """The runtime a run uses, in the order the module's docstring gives; ``None`` for a private one.
+
+        :raises RuntimeError: an explicit or bound runtime that is not running, or of another thread.
+        """
+        rt = runtime if runtime is not None else self._home
+        if rt is not None:
+            _check_usable(rt, "passed as runtime=" if runtime is not None else "this agent is bound to")
+            return rt
+        return self._current(stacklevel=stacklevel + 1)
+
+    def _current(self, *, stacklevel: int = 3) -> Runtime | None:
+        """The current runtime (or the provider ref's); ``None`` — with the warning, when it applies."""
         rt = Runtime.current()
         if rt is not None and rt.running:
             return rt
@@ -348,6 +475,17 @@ class Agent:
             host = self.provider.runtime
             if isinstance(host, Runtime) and host.running:
                 return host  # the provider's own runtime hosts the run
+        if not self._warned.done and Runtime.running_in_process():
+            self._warned.done = True
+            warnings.warn(
+                f"{self!r} found no Runtime for its run: none is current in this task and the agent is not "
+                "bound, although a Runtime is running in this process (a server's lifespan runtime is not "
+                "seen by its request handlers). The run uses a private runtime — no shared ProviderActor, "
+                "budgets or recorders. Pass runtime=rt, or bind the agent once: agent.bind(rt). "
+                "(This warning is given once per agent.)",
+                RuntimeWarning,
+                stacklevel=stacklevel,
+            )
         return None
 
     def _forget(self, rt: Runtime) -> None:
@@ -519,6 +657,17 @@ def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
         raise ValueError(f"tool_choice names {choice.name!r}, which is not among the tools {list(names)}")
 
 
+def _check_usable(rt: Runtime, which: str) -> None:
+    if not rt.running:
+        state = "has closed" if rt.closed else "was never entered (use `async with Runtime() as rt:`)"
+        raise RuntimeError(f"the Runtime {which} is not running: it {state}")
+    if rt.thread != threading.get_ident():
+        raise RuntimeError(
+            f"the Runtime {which} belongs to another thread's event loop; run in that loop instead "
+            "(anyio.from_thread.run(agent.run, prompt, token=...) with a token taken there, or a BlockingPortal)"
+        )
+
+
 async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult:
     if sink is None and current_sink() is None:
         return await controller.run(messages)  # the hot path: nothing to install
@@ -551,43 +700,64 @@ class AgentRun:
     ``async with agent.stream(prompt) as run:`` starts the run; ``async for event
     in run`` yields the same typed events recorders receive (``run.started``,
     ``llm.request``, ``llm.text_delta``, ``tools.started``, ``tools.finished``,
-    ``step.finished``, ``run.finished``, ...) and ends after the run finished.
+    ``step.finished``, ``run.finished``, ...; see :mod:`agentactors.events` for
+    their classes, e.g. ``isinstance(event, ToolEvent)``) and ends after the run
+    finished.  ``run.text_stream()`` yields only the answer text.
 
     ``run.cancel()`` cancels the run (its provider request and running tools
     included); it then ends with ``RunResult(cancelled=True)`` whose messages
     are the input messages.  Leaving the block before the run finished cancels
-    it the same way.  ``run.result`` is the :class:`RunResult` once finished;
-    ``await run.wait()`` waits for it.  An exception the run raised (e.g.
+    it the same way — so does a consumer that goes away: a cancelled request
+    handler, a closed ``text_stream()`` generator, a handle dropped unfinished.
+    ``run.result`` is the :class:`RunResult` once finished; ``await run.wait()``
+    waits for it.  An exception the run raised (e.g.
     :class:`~agentactors.errors.ToolStatusError`) is raised by ``wait()``,
     ``result`` and when the block is left.  Cancellation from an enclosing
     scope propagates as anyio's cancellation exception.
+
+    The run works in a task of its runtime (the one :meth:`Agent.run` would
+    use; a private one is opened by the handle and closed when it is left), not
+    in the consumer's task: the consumer may be an async generator that a web
+    framework abandons, and leaving the handle from another task — as a
+    generator's finaliser does — still cancels the run and waits for it.
+
+    Typed partial results (``run.partial_output()``, from the typed-results work) are a filter over
+    the same events, like :meth:`text_stream`: build them on :meth:`_values`.
     """
 
-    def __init__(self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None) -> None:
+    def __init__(
+        self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None, runtime: Runtime | None = None
+    ) -> None:
         self._agent = agent
         self._messages = messages
         self._deps = deps
+        self._runtime = runtime
+        self._entered = False
         self._stack: AsyncExitStack | None = None
-        self._scope = anyio.CancelScope()
         self._receive: MemoryObjectReceiveStream[Event] | None = None
-        self._done = anyio.Event()
-        self._result: RunResult | None = None
-        self._error: BaseException | None = None
+        self._state = _RunState()
 
     async def __aenter__(self) -> AgentRun:
-        if self._stack is not None:
+        """Start the run.
+
+        :raises RuntimeError: entered twice; or ``runtime=`` (or the bound runtime) is not running or
+            belongs to another thread's loop.
+        """
+        if self._entered:
             raise RuntimeError("an AgentRun can be entered only once")
-        stack = AsyncExitStack()
-        await stack.__aenter__()
+        self._entered = True
+        rt = self._agent._runtime(self._runtime)
+        private = rt is None
+        stack: AsyncExitStack | None = None
+        if rt is None:
+            stack = AsyncExitStack()
+            await stack.__aenter__()
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
         try:
-            rt = self._agent._runtime()
-            private = rt is None
-            if rt is None:
+            if stack is not None:
                 rt = await stack.enter_async_context(Runtime())
-                stack.callback(self._agent._forget, rt)  # on the way out, after the run's task group
-            send, receive = anyio.create_memory_object_stream[Event](math.inf)
-            self._receive = receive
-            stack.callback(receive.close)
+                stack.callback(self._agent._forget, rt)  # on the way out, after the run's task
+            assert rt is not None
             agent, recorder = self._agent, _ChannelRecorder(send)
             if agent.toolsets:
                 controller, sink = await agent._listed_controller(
@@ -595,37 +765,46 @@ class AgentRun:
                 )
             else:
                 controller, sink = agent._controller(rt, deps=self._deps, extra=recorder, stream=True, private=private)
-            tg = await stack.enter_async_context(anyio.create_task_group())
-            tg.start_soon(self._work, controller, sink, send)
+            # The task holds the run's state, never this handle: a handle nobody holds can be collected,
+            # and its finaliser cancels the run.
+            rt.spawn_task(self._state.work, controller, sink, send, self._messages, name="agent.stream")
         except BaseException:
-            await stack.__aexit__(None, None, None)
+            send.close()
+            receive.close()
+            if stack is not None:
+                await stack.__aexit__(None, None, None)
             raise
+        self._receive = receive
         self._stack = stack
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        if not self._done.is_set():
-            self._scope.cancel()
-        assert self._stack is not None
-        suppressed = await self._stack.__aexit__(exc_type, exc, tb)
-        if exc_type is None and self._error is not None:
-            raise self._error
+        """Cancel the run unless it finished, wait for it to end, close a private runtime.
+
+        Cancellation: the wait for the cancelled run to end is shielded (it ends at its next
+        checkpoint; its HTTP request is closed on the way), so a cancelled consumer still leaves
+        nothing running; the consumer's cancellation then propagates.
+        """
+        await self._state.close()
+        if self._receive is not None:
+            self._receive.close()
+        suppressed = None
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            suppressed = await stack.__aexit__(exc_type, exc, tb)
+        error = self._state.error
+        if exc_type is None and error is not None:
+            raise error
         return suppressed
 
-    async def _work(
-        self, controller: LoopController, sink: EventSink | None, send: MemoryObjectSendStream[Event]
-    ) -> None:
-        with send:
-            with self._scope:
-                try:
-                    self._result = await _drive(controller, sink, self._messages)
-                except Exception as exc:
-                    self._error = exc
-            if self._result is None and self._error is None:
-                self._result = controller.cancelled_result(self._messages)
-            self._done.set()
+    def __del__(self) -> None:
+        # A handle dropped while its run goes on (a consumer that vanished without leaving the block): the
+        # run must not go on spending tokens for nobody.
+        state = getattr(self, "_state", None)
+        if state is not None and self._entered:
+            state.abandon()
 
     def __aiter__(self) -> AgentRun:
         return self
@@ -638,27 +817,171 @@ class AgentRun:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
+    async def _values(self, pick: Callable[[Event], str | None]) -> AsyncIterator[str]:
+        """The run's events mapped by ``pick`` (``None``: skipped), entering and leaving the run if not entered.
+
+        The seam for filtered views of a run (:meth:`text_stream`; typed partial output next).
+        """
+        if self._entered:
+            async for event in self:
+                value = pick(event)
+                if value is not None:
+                    yield value
+            return
+        async with self:
+            async for event in self:
+                value = pick(event)
+                if value is not None:
+                    yield value
+
+    def text_stream(self, *, min_interval: float | None = None) -> AsyncIterator[str]:
+        """The answer text as it streams: ``async for text in run.text_stream(): ...``.
+
+        Only ``llm.text_delta`` pieces (never think blocks, tool-call JSON or other events).  With
+        ``min_interval`` (seconds), pieces arriving closer together are joined: a piece is yielded at
+        most every ``min_interval`` seconds (the first at once), and whatever arrived meanwhile is
+        joined into the next — the same text, in fewer, larger pieces (for a UI that repaints per
+        piece, or an SSE stream that should not send a frame per token).
+
+        Usable inside ``async with agent.stream(p) as run:`` (consume it or ``async for event in run``,
+        not both), or on its own — ``agent.stream(p).text_stream()`` — when it enters the run itself
+        and leaves it when the iteration ends or the generator is closed (``aclose()``, or dropped
+        by its consumer): the run is cancelled with it.
+
+        :raises ValueError: ``min_interval`` is negative.
+
+        Cancellation: a cancelled consumer leaves the generator; a run it entered is cancelled (and
+        waited for) on the way out.
+        """
+        if min_interval is not None and min_interval < 0:
+            raise ValueError(f"min_interval must be >= 0, not {min_interval!r}")
+        if not min_interval:
+            return self._values(_text_of)
+        return self._debounced(min_interval)
+
+    async def _debounced(self, interval: float) -> AsyncIterator[str]:
+        if not self._entered:
+            async with self:
+                async for text in self._joined(interval):
+                    yield text
+            return
+        async for text in self._joined(interval):
+            yield text
+
+    async def _joined(self, interval: float) -> AsyncIterator[str]:
+        """Text pieces, those arriving within ``interval`` of the last yield joined into one.
+
+        Waits by sleeping while pieces gather in the (unbounded) buffer, then takes what is there
+        without blocking: a receive is never cancelled half-way, so no piece can be lost.
+        """
+        receive = self._receive
+        if receive is None:
+            raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
+        due = -math.inf
+        pending: list[str] = []
+        ended = False
+        while not ended:
+            try:
+                event = await receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            text = _text_of(event)
+            if text is None:
+                continue
+            pending.append(text)
+            wait = due - anyio.current_time()
+            if wait > 0:
+                await anyio.sleep(wait)
+            while True:
+                try:
+                    event = receive.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    ended = True
+                    break
+                text = _text_of(event)
+                if text is not None:
+                    pending.append(text)
+            yield "".join(pending)
+            pending.clear()
+            due = anyio.current_time() + interval
+
     def cancel(self) -> None:
         """Cancel the run; it ends with ``RunResult(cancelled=True)``.  Idempotent; no effect once finished."""
-        self._scope.cancel()
+        self._state.scope.cancel()
 
     @property
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._state.done.is_set()
 
     @property
     def result(self) -> RunResult:
         """The run's result.  :raises RuntimeError: the run has not finished yet."""
-        if self._error is not None:
-            raise self._error
-        if self._result is None:
+        state = self._state
+        if state.error is not None:
+            raise state.error
+        if state.result is None:
             raise RuntimeError("the run has not finished: iterate it, or `await run.wait()`")
-        return self._result
+        return state.result
 
     async def wait(self) -> RunResult:
         """Wait until the run finishes and return its result (raising what the run raised)."""
-        await self._done.wait()
+        await self._state.done.wait()
         return self.result
+
+
+class _RunState:
+    """What a streamed run's task and its handle share: the scope, the outcome, the end."""
+
+    __slots__ = ("done", "error", "result", "scope", "thread")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.result: RunResult | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.get_ident()
+
+    async def work(
+        self,
+        controller: LoopController,
+        sink: EventSink | None,
+        send: MemoryObjectSendStream[Event],
+        messages: tuple[Message, ...],
+    ) -> None:
+        try:
+            with send, self.scope:
+                try:
+                    self.result = await _drive(controller, sink, messages)
+                except Exception as exc:
+                    self.error = exc
+        finally:
+            # Also when the runtime itself cancelled the task (its exit): the handle must learn the run ended.
+            if self.result is None and self.error is None:
+                self.result = controller.cancelled_result(messages)
+            self.done.set()
+
+    async def close(self) -> None:
+        if not self.done.is_set():
+            self.scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await self.done.wait()
+
+    def abandon(self) -> None:
+        # From a finaliser: cancelling a scope is synchronous, but only safe in the loop's own thread.
+        if not self.done.is_set() and threading.get_ident() == self.thread:
+            try:
+                self.scope.cancel()
+            except Exception:  # pragma: no cover - a finaliser must never raise
+                log.debug("could not cancel an abandoned stream's run", exc_info=True)
+
+
+def _text_of(event: Event) -> str | None:
+    if type(event) is LLMTextDelta:
+        text: str = event.data["text"]
+        return text
+    return None
 
 
 # --- many runs -----------------------------------------------------------------------------------

@@ -15,6 +15,27 @@ one context-variable lookup and one ``None`` check.
 A recorder is any object with a synchronous, non-blocking ``record(event)``.
 :class:`FanOut` isolates recorders from each other and from the run: a recorder
 that raises is logged once and the run goes on.
+
+**Typed events.**  Every event is an :class:`Event`; what is emitted is an instance
+of the class its type names, so ``isinstance`` filters work::
+
+    Event
+    ├── RunEvent        run.*       RunStarted, RunFinished
+    ├── StepEvent       step.*      StepStarted, StepFinished
+    ├── LLMEvent        llm.*       LLMRequested, LLMResponded, LLMTextDelta, LLMReasoningDelta
+    ├── ToolEvent       tools.*     ToolStarted, ToolFinished, ToolResultRefused, ToolResultTruncated
+    ├── RetryEvent      retry.*     RetryScheduled, RetryRecovered, RetryExhausted
+    ├── FallbackEvent   fallback.*  FallbackMoved, FallbackSkipped, FallbackExhausted
+    ├── BreakerEvent    breaker.*   BreakerStateChanged, BreakerRejected, BreakerIgnored
+    ├── ProviderEvent   provider.*  ProviderThrottled
+    └── ActorEvent      actor.*     (the kernel's: started, stopped, failed, restarted, dead_letter)
+
+A type without a class of its own (a tool's own ``ctx.emit("tools.progress")``, a
+type a later version adds) gets its family's class, and one of no known family a
+plain :class:`Event`.  The classes add no fields: ``.type``, ``.data``, attribute
+access to the payload, :meth:`Event.to_dict` and the JSONL record are the same for
+all.  ``Event(...)`` still builds a plain :class:`Event`; :func:`event_class` (and
+:func:`make_event`) choose the class by type, as emitting does.
 """
 
 from __future__ import annotations
@@ -36,7 +57,38 @@ import attrs
 from .errors import redact
 
 __all__ = [
+    "ActorEvent",
+    "BreakerEvent",
+    "BreakerIgnored",
+    "BreakerRejected",
+    "BreakerStateChanged",
     "Event",
+    "FallbackEvent",
+    "FallbackExhausted",
+    "FallbackMoved",
+    "FallbackSkipped",
+    "LLMEvent",
+    "LLMReasoningDelta",
+    "LLMRequested",
+    "LLMResponded",
+    "LLMTextDelta",
+    "ProviderEvent",
+    "ProviderThrottled",
+    "RetryEvent",
+    "RetryExhausted",
+    "RetryRecovered",
+    "RetryScheduled",
+    "RunEvent",
+    "RunFinished",
+    "RunStarted",
+    "StepEvent",
+    "StepFinished",
+    "StepStarted",
+    "ToolEvent",
+    "ToolFinished",
+    "ToolResultRefused",
+    "ToolResultTruncated",
+    "ToolStarted",
     "EventSink",
     "FanOut",
     "InMemoryRecorder",
@@ -44,7 +96,11 @@ __all__ = [
     "Recorder",
     "current_sink",
     "emit",
+    "event_class",
+    "event_from_dict",
     "event_to_dict",
+    "make_event",
+    "read_jsonl",
     "use_sink",
 ]
 
@@ -87,6 +143,273 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return event_to_dict(self)
+
+
+# --- typed events: one family per prefix, one class per type the library emits --------------------
+# Plain subclasses with empty slots: attrs' __init__, repr (it names the instance's class), pickling and
+# attrs.fields all come from Event, and an instance costs exactly what an Event costs.
+
+
+class RunEvent(Event):
+    """``run.*``: a run began or ended."""
+
+    __slots__ = ()
+
+
+class RunStarted(RunEvent):
+    """``run.started``: ``agent``, ``messages`` (how many input messages), ``native_tools``, and, when the
+    agent knows them, ``model`` (the model it calls by default) and ``providers`` (``(name, wire,
+    server)`` per member of its provider stack)."""
+
+    __slots__ = ()
+
+
+class RunFinished(RunEvent):
+    """``run.finished``: ``steps``, ``usage`` and either the outcome (``content``, ``bounded``,
+    ``generation_failed``, ``error``, ``served_by``, ``tool_calls``), ``cancelled=True``, or the ``error``
+    the run raised."""
+
+    __slots__ = ()
+
+
+class StepEvent(Event):
+    """``step.*``: one step of the loop (one model call and what followed it)."""
+
+    __slots__ = ()
+
+
+class StepStarted(StepEvent):
+    """``step.started``: no payload; ``.step`` is the step's number."""
+
+    __slots__ = ()
+
+
+class StepFinished(StepEvent):
+    """``step.finished``: ``tool_calls`` and how the step ended (``think_only``, ``nudged``, ``routed``,
+    or ``failed`` with the ``error``)."""
+
+    __slots__ = ()
+
+
+class LLMEvent(Event):
+    """``llm.*``: what the loop sent to the provider stack and what came back."""
+
+    __slots__ = ()
+
+
+class LLMRequested(LLMEvent):
+    """``llm.request``: ``request``, the exact :class:`~agentactors.messages.LLMRequest` of the step."""
+
+    __slots__ = ()
+
+
+class LLMResponded(LLMEvent):
+    """``llm.response``: ``response`` (the :class:`~agentactors.messages.LLMResponse`), ``provider`` (the
+    member that served) and ``usage``."""
+
+    __slots__ = ()
+
+
+class LLMTextDelta(LLMEvent):
+    """``llm.text_delta``: ``text``, a piece of answer text as it streamed (think blocks never)."""
+
+    __slots__ = ()
+
+
+class LLMReasoningDelta(LLMEvent):
+    """``llm.reasoning_delta``: ``text``, a piece of the model's reasoning as it streamed."""
+
+    __slots__ = ()
+
+
+class ToolEvent(Event):
+    """``tools.*``: a tool call and its result (tools may emit their own ``tools.*`` types too)."""
+
+    __slots__ = ()
+
+
+class ToolStarted(ToolEvent):
+    """``tools.started``: ``call_id``, ``name``."""
+
+    __slots__ = ()
+
+
+class ToolFinished(ToolEvent):
+    """``tools.finished``: ``call_id``, ``name``, ``status``, ``duration``, ``size`` (of the content the model
+    gets)."""
+
+    __slots__ = ()
+
+
+class ToolResultRefused(ToolEvent):
+    """``tools.result_refused``: ``call_id``, ``name``, ``size`` (the refused payload's true size),
+    ``max_chars``, ``narrow_by``.  The payload itself never enters an event."""
+
+    __slots__ = ()
+
+
+class ToolResultTruncated(ToolEvent):
+    """``tools.result_truncated``: ``call_id``, ``name``, ``size``, ``cap``, ``shown``."""
+
+    __slots__ = ()
+
+
+class RetryEvent(Event):
+    """``retry.*``: a retry decorator's decisions."""
+
+    __slots__ = ()
+
+
+class RetryScheduled(RetryEvent):
+    """``retry.scheduled``: ``provider``, ``model``, ``attempt`` (the one that failed), ``delay``, ``error``."""
+
+    __slots__ = ()
+
+
+class RetryRecovered(RetryEvent):
+    """``retry.recovered``: ``provider``, ``model``, ``attempts``, ``elapsed``."""
+
+    __slots__ = ()
+
+
+class RetryExhausted(RetryEvent):
+    """``retry.exhausted``: ``provider``, ``model``, ``attempts``, ``error``, ``reason``."""
+
+    __slots__ = ()
+
+
+class FallbackEvent(Event):
+    """``fallback.*``: a fallback chain moving between its members."""
+
+    __slots__ = ()
+
+
+class FallbackMoved(FallbackEvent):
+    """``fallback.moved``: ``from_member``, ``to_member``, ``reason`` (an error kind), ``error``."""
+
+    __slots__ = ()
+
+
+class FallbackSkipped(FallbackEvent):
+    """``fallback.skipped``: ``member``, ``model``, ``reason``."""
+
+    __slots__ = ()
+
+
+class FallbackExhausted(FallbackEvent):
+    """``fallback.exhausted``: ``errors``, every member's, in order."""
+
+    __slots__ = ()
+
+
+class BreakerEvent(Event):
+    """``breaker.*``: a circuit breaker's transitions and refusals."""
+
+    __slots__ = ()
+
+
+class BreakerStateChanged(BreakerEvent):
+    """``breaker.state_changed``: ``key``, ``from_state``, ``to_state``, ``reason``."""
+
+    __slots__ = ()
+
+
+class BreakerRejected(BreakerEvent):
+    """``breaker.rejected`` (sampled): ``key``, ``count``, ``retry_after``, ``state``."""
+
+    __slots__ = ()
+
+
+class BreakerIgnored(BreakerEvent):
+    """``breaker.ignored``: ``key``, ``kind`` (an outcome the breaker does not count)."""
+
+    __slots__ = ()
+
+
+class ProviderEvent(Event):
+    """``provider.*``: a ProviderActor's budgets at work."""
+
+    __slots__ = ()
+
+
+class ProviderThrottled(ProviderEvent):
+    """``provider.throttled``: ``provider``, ``budget``, ``wait``, ``estimated_tokens``."""
+
+    __slots__ = ()
+
+
+class ActorEvent(Event):
+    """``actor.*``: the kernel's lifecycle events (``actor.started``, ``stopped``, ``failed``, ``restarted``,
+    ``dead_letter``), each with ``actor``."""
+
+    __slots__ = ()
+
+
+_FAMILIES: dict[str, type[Event]] = {
+    "run": RunEvent,
+    "step": StepEvent,
+    "llm": LLMEvent,
+    "tools": ToolEvent,
+    "retry": RetryEvent,
+    "fallback": FallbackEvent,
+    "breaker": BreakerEvent,
+    "provider": ProviderEvent,
+    "actor": ActorEvent,
+}
+
+# type -> class: the emitted types, then (filled as they are first seen) every other type's family.
+_CLASSES: dict[str, type[Event]] = {
+    "run.started": RunStarted,
+    "run.finished": RunFinished,
+    "step.started": StepStarted,
+    "step.finished": StepFinished,
+    "llm.request": LLMRequested,
+    "llm.response": LLMResponded,
+    "llm.text_delta": LLMTextDelta,
+    "llm.reasoning_delta": LLMReasoningDelta,
+    "tools.started": ToolStarted,
+    "tools.finished": ToolFinished,
+    "tools.result_refused": ToolResultRefused,
+    "tools.result_truncated": ToolResultTruncated,
+    "retry.scheduled": RetryScheduled,
+    "retry.recovered": RetryRecovered,
+    "retry.exhausted": RetryExhausted,
+    "fallback.moved": FallbackMoved,
+    "fallback.skipped": FallbackSkipped,
+    "fallback.exhausted": FallbackExhausted,
+    "breaker.state_changed": BreakerStateChanged,
+    "breaker.rejected": BreakerRejected,
+    "breaker.ignored": BreakerIgnored,
+    "provider.throttled": ProviderThrottled,
+}
+# Types are few in practice, but a tool may make them up: the cache of families learned stays bounded.
+_LEARNED_MAX = 1024
+_learned = 0
+
+
+def event_class(type: str) -> type[Event]:
+    """The class an event of ``type`` is emitted as: its own, else its family's, else :class:`Event`."""
+    cls = _CLASSES.get(type)
+    if cls is not None:
+        return cls
+    cls = _FAMILIES.get(type.partition(".")[0], Event)
+    global _learned
+    if _learned < _LEARNED_MAX:
+        _learned += 1
+        _CLASSES[type] = cls
+    return cls
+
+
+def make_event(
+    type: str,
+    run_id: str | None = None,
+    seq: int = 0,
+    time: float = 0.0,
+    step: int | None = None,
+    data: Mapping[str, Any] | None = None,
+) -> Event:
+    """An event of the class its ``type`` names (:func:`event_class`); the arguments are :class:`Event`'s."""
+    return event_class(type)(type, run_id, seq, time, step, {} if data is None else data)
 
 
 @runtime_checkable
@@ -151,7 +474,9 @@ class EventSink:
         """Build and deliver one event; returns it (``None`` when nobody listens)."""
         if not self.fanout.recorders:
             return None
-        event = Event(type, self.run_id, next(self._seq), _now(), self.step, data)
+        # The class by type: one dict lookup (a type first seen is classified once, then cached).
+        cls = _CLASSES.get(type) or event_class(type)
+        event = cls(type, self.run_id, next(self._seq), _now(), self.step, data)
         self.fanout.record(event)
         return event
 
@@ -254,6 +579,9 @@ def to_jsonable(value: Any) -> Any:
         return value
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, bytes | bytearray | memoryview):
+        # A part's payload (an image, a document) never enters the record: its size says enough.
+        return {"omitted_bytes": len(value)}
     if isinstance(value, BaseException):
         out: dict[str, Any] = {"error": type(value).__name__, "message": redact(str(value))}
         for key in ("kind", "status", "provider", "model", "retry_after"):
@@ -280,3 +608,48 @@ def event_to_dict(event: Event) -> dict[str, Any]:
 
 def _json_default(value: Any) -> Any:
     return to_jsonable(value)
+
+
+_HEADER = frozenset(("type", "run_id", "seq", "time", "step"))
+
+
+def event_from_dict(record: Mapping[str, Any]) -> Event:
+    """The event a JSONL line (:func:`event_to_dict`) describes, of the class its type names.
+
+    The payload stays as the record has it — JSON values, not the objects that were emitted (a request
+    is a dict here); :mod:`agentactors.explain` rebuilds what it needs from them.
+
+    :raises ValueError: the record has no ``type``.
+    """
+    type = record.get("type")
+    if not isinstance(type, str):
+        raise ValueError(f"an event record needs a string 'type', not {type!r}")
+    data = {k: v for k, v in record.items() if k not in _HEADER}
+    step = record.get("step")
+    return make_event(
+        type,
+        record.get("run_id"),
+        int(record.get("seq") or 0),
+        float(record.get("time") or 0.0),
+        step if isinstance(step, int) else None,
+        data,
+    )
+
+
+def read_jsonl(path: str | Path, *, run_id: str | None = None) -> Iterator[Event]:
+    """The events a :class:`JsonlRecorder` wrote to ``path`` (only ``run_id``'s, if given), in file order.
+
+    Lines that are not event records (blank lines, a summary line without a ``type``) are skipped.
+    Synchronous: it reads the file as it iterates.
+    """
+    with Path(path).open(encoding="utf-8") as file:
+        for line in file:
+            line = line.strip()
+            if not line:
+                continue
+            record = json.loads(line)
+            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+                continue
+            if run_id is not None and record.get("run_id") != run_id:
+                continue
+            yield event_from_dict(record)

@@ -9,7 +9,6 @@ intervals read from ``breaker.state_changed`` events.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,57 +18,40 @@ import attrs
 
 from ..errors import StreamInterruptedError
 from ..events import Event
-from ..messages import LLMRequest, Message, Usage
+from ..explain import Explanation, explain
+from ..messages import Usage
 from .chain import RUN_HEADER, SENT_AT_HEADER
 from .fleet import FleetRun, TaskOutcome
-from .tasks import answer_quotes_results, tool_results_of
+from .tasks import answer_quotes_results
 
 __all__ = ["FleetReport", "RunExplanation", "analyze", "open_intervals", "percentile"]
 
 
 @attrs.frozen(slots=True)
 class RunExplanation:
-    """One run that failed over, told from its events: what it asked, what it saw, who answered."""
+    """One run that failed over: the API's :class:`~agentactors.explain.Explanation` of it, with what only
+    the demo knows — the vendor's own log of the run's HTTP requests, and the run it re-ran."""
 
-    run_id: str
-    agent: str
-    question: str
-    streamed: bool
-    latency: float
-    served_by: str | None
-    served_model: str | None
-    steps: int
-    timeline: tuple[str, ...]
-    http: tuple[str, ...]
-    final_request: tuple[str, ...]
-    tools_offered: tuple[str, ...]
-    tool_results: tuple[str, ...]
-    answer: str
-    retries: int
-    failovers: tuple[str, ...]
+    explanation: Explanation
+    http: tuple[str, ...] = ()
     rerun_of: str | None = None
 
+    @property
+    def run_id(self) -> str:
+        return self.explanation.run_id
+
+    @property
+    def failovers(self) -> tuple[str, ...]:
+        return self.explanation.failovers
+
     def lines(self) -> list[str]:
-        """The explanation as plain text lines."""
-        mode = "streamed" if self.streamed else "complete()"
-        out = [
-            f"run {self.run_id} ({self.agent}, {mode}, {self.steps} model calls, {self.latency:.2f}s)",
-            f"  asked: {self.question}",
-            *([f"  a re-run: its first run, {self.rerun_of}, was cut mid-stream"] if self.rerun_of else []),
-            f"  retries: {self.retries}; failovers: {', '.join(self.failovers) or 'none'}",
-            "  what happened (seconds since the run started):",
-            *(f"    {line}" for line in self.timeline),
-        ]
+        """The explanation as plain text lines: the API's, with the demo's two additions spliced in."""
+        out = self.explanation.lines()
+        if self.rerun_of:
+            out.insert(2, f"  a re-run: its first run, {self.rerun_of}, was cut mid-stream")
         if self.http:
-            out += ["  its HTTP requests, as the vendor recorded them:", *(f"    {line}" for line in self.http)]
-        out += [
-            f"  the request that produced the answer (served by {self.served_by}, model {self.served_model}):",
-            f"    tools offered: {', '.join(self.tools_offered)}",
-            *(f"    {line}" for line in self.final_request),
-            "  tool results it saw:",
-            *(f"    {r}" for r in self.tool_results),
-            f"  answer: {self.answer}",
-        ]
+            at = next((i for i, line in enumerate(out) if line.startswith("  the request that produced")), len(out))
+            out[at:at] = ["  its HTTP requests, as the vendor recorded them:", *(f"    {line}" for line in self.http)]
         return out
 
     def __str__(self) -> str:
@@ -182,20 +164,6 @@ def _inside(t: float, intervals: Sequence[tuple[float, float]]) -> bool:
     return any(start <= t < stop for start, stop in intervals)
 
 
-def _short(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _describe_message(m: Message) -> str:
-    if m.role == "assistant" and m.tool_calls:
-        calls = ", ".join(f"{c.name}({json.dumps(c.arguments, separators=(',', ':'))})" for c in m.tool_calls)
-        return f"assistant → {calls}"
-    if m.role == "tool":
-        return f"tool {m.name or m.tool_call_id}: {_short(m.content, 80)}"
-    return f"{m.role}: {_short(m.content, 80)}"
-
-
 def _error_text(error: Any) -> str:
     if error is None:
         return "?"
@@ -240,41 +208,6 @@ def _pick(outcomes: Sequence[TaskOutcome], by_run: Mapping[str, list[Event]]) ->
     return chosen
 
 
-def _timeline(events: Sequence[Event], start: float) -> list[str]:
-    lines: list[str] = []
-    for e in events:
-        t = f"+{e.time - start:6.3f}s"
-        step = f"step {e.step}" if e.step is not None else "      "
-        kind = e.type
-        if kind == "llm.request":
-            req: LLMRequest = e.get("request")
-            lines.append(f"{t} {step}: request sent to the chain ({len(req.messages)} messages, "
-                         f"{len(req.tools)} tools offered)")
-        elif kind == "retry.scheduled":
-            lines.append(f"{t} {step}: {e.get('provider')} attempt {e.get('attempt')} failed "
-                         f"({_error_text(e.get('error'))}); retrying in {float(e.get('delay', 0)):.2f}s")
-        elif kind == "retry.exhausted":
-            why = ": its breaker opened meanwhile, no further attempt sent" if e.get("reason") == "circuit_open" else ""
-            lines.append(f"{t} {step}: {e.get('provider')} gave up after {e.get('attempts')} attempts{why}")
-        elif kind == "breaker.rejected":
-            lines.append(f"{t} {step}: breaker {_member_of(e.get('key'))} is {_state(e.get('state'))}: "
-                         "refused without calling it")
-        elif kind == "breaker.state_changed":
-            lines.append(f"{t} {step}: breaker {_member_of(e.get('key'))} {_state(e.get('from_state'))} → "
-                         f"{_state(e.get('to_state'))} ({e.get('reason')})")
-        elif kind == "fallback.moved":
-            lines.append(f"{t} {step}: failover {e.get('from_member')} → {e.get('to_member')} "
-                         f"(reason: {_state(e.get('reason'))}, {_error_text(e.get('error'))})")
-        elif kind == "llm.response":
-            resp = e.get("response")
-            what = ", ".join(f"{c.name}({json.dumps(c.arguments, separators=(',', ':'))})"
-                             for c in resp.tool_calls) or f"text ({len(resp.content)} chars)"
-            lines.append(f"{t} {step}: {e.get('provider')} answered: {what}")
-        elif kind == "tools.finished":
-            lines.append(f"{t} {step}: tool {e.get('name')} → {_state(e.get('status'))}")
-    return lines
-
-
 def _http_lines(run_id: str, requests: Sequence[Any], start: float) -> list[str]:
     lines = []
     for r in requests:
@@ -293,37 +226,15 @@ def _explain(outcome: TaskOutcome, events: Sequence[Event], requests: Sequence[A
     r = outcome.result
     assert r is not None and r.run_id is not None
     start = events[0].time if events else 0.0  # run.started: every time shown is relative to it
-    final_request: LLMRequest | None = None
-    served_model: str | None = None
-    for e in events:
-        if e.type == "llm.request":
-            final_request = e.get("request")
-        elif e.type == "llm.response":
-            served_model = getattr(e.get("response"), "model", None)
-    messages = final_request.messages if final_request is not None else ()
-    failovers = tuple(
-        f"{e.get('from_member')} → {e.get('to_member')} ({_state(e.get('reason'))})"
-        for e in events if e.type == "fallback.moved"
-    )
-    return RunExplanation(
-        run_id=r.run_id,
+    explanation = attrs.evolve(
+        explain(r, events),
         agent=f"agent-{outcome.task.index:04d}",
         question=outcome.task.prompt,
         streamed=outcome.streamed,
         latency=outcome.latency,
-        served_by=r.served_by,
-        served_model=served_model,
-        steps=r.steps,
-        timeline=tuple(_timeline(events, start)),
-        http=tuple(_http_lines(r.run_id, requests, start)),
-        rerun_of=outcome.first_run_id,
-        final_request=tuple(_describe_message(m) for m in messages),
-        tools_offered=tuple(t.name for t in final_request.tools) if final_request is not None else (),
-        tool_results=tuple(tool_results_of(messages)),
-        answer=r.content,
-        retries=sum(1 for e in events if e.type == "retry.scheduled"),
-        failovers=failovers,
     )
+    http = tuple(_http_lines(r.run_id, requests, start))
+    return RunExplanation(explanation, http=http, rerun_of=outcome.first_run_id)
 
 
 # --- the report --------------------------------------------------------------------------------------

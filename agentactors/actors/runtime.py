@@ -43,6 +43,7 @@ import contextvars
 import importlib
 import itertools
 import logging
+import threading
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeAlias, TypeVar, cast
@@ -71,6 +72,12 @@ _POLICIES: Final = frozenset({"resume", "restart", "stop", "escalate"})
 T = TypeVar("T")
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
+
+# Runtimes inside ``async with`` in this process, in any thread: what lets a run that finds no runtime of its
+# own tell a script (none anywhere: a private runtime is right) from a server whose handlers do not see the
+# one its lifespan opened (warned about by the agent).  Changed only on enter and exit, hence the plain lock.
+_RUNNING_LOCK = threading.Lock()
+_running_in_process = 0
 
 
 @attrs.frozen(slots=True)
@@ -143,8 +150,15 @@ class Runtime:
     letters), runs ``on_stop`` hooks, then the cleanups registered with
     :meth:`service` (which is how the providers behind
     :meth:`ProviderActor.shared <agentactors.actors.provider.ProviderActor.shared>`
-    get closed).  An actor whose ``on_failure="escalate"`` fails cancels the
+    get closed), and last flushes the runtime's recorders that have a
+    ``flush()`` (a :class:`~agentactors.events.JsonlRecorder`'s buffer, an
+    exporter's queue).  An actor whose ``on_failure="escalate"`` fails cancels the
     block, and its exception — bare, not in a group — leaves ``async with``.
+
+    A runtime belongs to the event loop (and so the thread) that entered it: any
+    task of that loop may use it — a request handler, a task the server
+    spawned — whether or not it runs inside the ``async with`` block (pass it
+    along: ``agent.run(..., runtime=rt)``, ``agent.bind(rt)``).
     """
 
     __slots__ = (
@@ -166,6 +180,7 @@ class Runtime:
         "_spawning",
         "_specs",
         "_tg",
+        "_thread",
         "_token",
         "drain_timeout",
     )
@@ -190,6 +205,7 @@ class Runtime:
         self._entered = False
         self._closed = False
         self._spawning = False
+        self._thread: int | None = None
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
         self._scope_cls: Callable[..., anyio.CancelScope] = anyio.CancelScope
@@ -215,12 +231,32 @@ class Runtime:
         """Inside ``async with``: actors can be spawned and messaged."""
         return self._entered and not self._closed
 
+    @property
+    def closed(self) -> bool:
+        """The runtime has left (or is leaving) ``async with``: it will not run anything again."""
+        return self._closed
+
+    @property
+    def thread(self) -> int | None:
+        """The ident of the thread whose event loop entered the runtime (``None`` before ``async with``).
+
+        Only tasks of that loop may use the runtime; from another thread, hop into it with
+        ``anyio.from_thread.run(fn, ..., token=...)`` (a token taken in that loop) or a ``BlockingPortal``.
+        """
+        return self._thread
+
+    @staticmethod
+    def running_in_process() -> int:
+        """How many runtimes are inside ``async with`` in this process right now, in any thread."""
+        return _running_in_process
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Runtime:
         if self._entered:
             raise RuntimeError("a Runtime can be entered only once")
         self._entered = True
+        self._thread = threading.get_ident()
         # Resolve the backend's concrete classes once: anyio.Event() / CancelScope() look the
         # backend up on every call, which the ask hot path does not need to pay.
         self._event_cls = type(anyio.Event())
@@ -232,6 +268,7 @@ class Runtime:
         # Workers start in this context, not the sender's: a tell must not inherit whatever
         # contextvars happened to be set where its actor was activated.
         self._ctx = contextvars.copy_context()
+        _count_running(+1)
         return self
 
     async def __aexit__(
@@ -262,6 +299,8 @@ class Runtime:
                 # The body raised: let its exception leave bare rather than wrapped in the group.
                 await tg.__aexit__(None, None, None)
         finally:
+            if not self._closed:
+                _count_running(-1)
             self._closed = True
             if self._token is not None:
                 try:
@@ -271,10 +310,30 @@ class Runtime:
                 self._token = None
             with anyio.CancelScope(shield=True), anyio.move_on_after(max(self.drain_timeout, 0.1)):
                 await self._close_all()
+            self._flush_recorders()
         escalated, self._escalated = self._escalated, None
         if escalated is not None:
             raise escalated
         return suppress
+
+    def _flush_recorders(self) -> None:
+        """Flush the recorders that can be flushed, now that no event of this runtime will come.
+
+        Synchronous, like ``record()``: a recorder's ``flush()`` must not block for long either.  One that
+        raises is logged; the others are still flushed.
+        """
+        for recorder in self._sink.fanout.recorders:
+            flush = getattr(recorder, "flush", None)
+            if not callable(flush):
+                continue
+            try:
+                flush()
+            except Exception as exc:
+                log.warning(
+                    "recorder %s raised %s when flushed at the runtime's exit",
+                    type(recorder).__name__,
+                    redact(f"{type(exc).__name__}: {exc}"),
+                )
 
     async def wait_idle(self) -> None:
         """Wait until no handler runs and no runtime task runs.
@@ -623,6 +682,12 @@ class Runtime:
         sink = self._listening(None)
         if sink is not None:
             sink.emit("actor.dead_letter", actor=name, message_type=type(message).__name__)
+
+
+def _count_running(delta: int) -> None:
+    global _running_in_process
+    with _RUNNING_LOCK:
+        _running_in_process += delta
 
 
 class _Host:

@@ -140,6 +140,9 @@ class LoopConfig:
     followups: bool = False
     read_only: frozenset[str] = frozenset()
     agent_name: str | None = None
+    # What run.started tells about the agent beyond its name (its default model, its provider members), for
+    # recorders that describe runs to others (OpenTelemetry): built once per agent, never per run.
+    run_info: Mapping[str, Any] = attrs.field(factory=dict)
     # (native, tool choice) -> a validated request whose messages every step replaces (see _request_like).
     _skeletons: dict[tuple[bool, ToolChoice], LLMRequest] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
@@ -269,7 +272,10 @@ class LoopController:
         Cancellation: ``run.finished`` says ``cancelled=True``, then the cancellation propagates.
         """
         inputs = tuple(messages)
-        sink.emit("run.started", agent=self._config.agent_name, messages=len(inputs), native_tools=self._native)
+        config = self._config
+        sink.emit(
+            "run.started", agent=config.agent_name, messages=len(inputs), native_tools=self._native, **config.run_info
+        )
         try:
             result = await self._loop(inputs)
         except BaseException as exc:

@@ -249,6 +249,22 @@ SAMPLES: dict[str, Callable[[], object]] = {
     ),
     "RuntimeStats": lambda: RuntimeStats(actors=2, tasks=3, busy=1, queued=0, mailboxes={"provider": 0}),
     "Event": lambda: Event("llm.request", "run-1", 3, 1.5, 1, {"model": "m"}),
+    # typed events: the families exported at the root
+    "ActorEvent": lambda: agentactors.ActorEvent("actor.started", None, 1, 0.5, None, {"actor": "provider"}),
+    "BreakerEvent": lambda: agentactors.BreakerEvent("breaker.state_changed", "run-1", 2, 1.0, 1, {"key": "k"}),
+    "FallbackEvent": lambda: agentactors.FallbackEvent("fallback.moved", "run-1", 2, 1.0, 1, {"reason": "x"}),
+    "LLMEvent": lambda: agentactors.LLMEvent("llm.request", "run-1", 3, 1.5, 1, {"request": _REQUEST}),
+    "ProviderEvent": lambda: agentactors.ProviderEvent("provider.throttled", "run-1", 2, 1.0, 1, {"wait": 0.5}),
+    "RetryEvent": lambda: agentactors.RetryEvent("retry.scheduled", "run-1", 2, 1.0, 1, {"error": _ERROR}),
+    "RunEvent": lambda: agentactors.RunEvent("run.started", "run-1", 1, 0.0, None, {"agent": "a"}),
+    "StepEvent": lambda: agentactors.StepEvent("step.started", "run-1", 2, 0.1, 1, {}),
+    "ToolEvent": lambda: agentactors.ToolEvent("tools.finished", "run-1", 4, 2.0, 1, {"status": ToolStatus.ok}),
+    "Explanation": lambda: agentactors.Explanation(
+        run_id="run-1", agent="a", question="hi", answer="hello", streamed=False, latency=0.5, steps=1,
+        served_by="openai", served_model="m", request=_REQUEST,
+        tool_results=(ToolResult("call_1", "lookup", ToolStatus.ok, "42", 2, 0.5),), path=(), timeline=(),
+        retries=0, failovers=(),
+    ),
     # errors
     "AgentActorsError": lambda: agentactors.AgentActorsError("base"),
     "ActorStopped": lambda: agentactors.ActorStopped("stopped"),

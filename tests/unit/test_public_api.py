@@ -95,8 +95,11 @@ METHOD_CONTRACT: dict[str, list[str]] = {
     "ActorRef.tell": [],
     "ActorRef.try_tell": [],
     "ActorRef.ask": ["timeout"],
-    "Agent.run": ["on_token"],
-    "Agent.stream": [],
+    "Agent.run": ["on_token", "runtime"],
+    "Agent.stream": ["runtime"],
+    "Agent.bind": ["runtime"],
+    "AgentRun.text_stream": ["min_interval"],
+    "Explanation.from_jsonl": ["path", "run_id"],
 }
 
 # Default values the API block spells out: changing one changes what existing callers get.
@@ -229,3 +232,17 @@ def test_events_and_tool_contexts_carry_the_promised_fields() -> None:
     assert (context.run_id, context.agent, context.call_id) == ("run-1", "a", "call_1")
     assert callable(context.emit)
     assert agentactors.InMemoryRecorder().events == []
+
+
+def test_the_services_and_observability_names_of_the_second_wave() -> None:
+    """docs/architecture.md, second API block: services and observability."""
+    from agentactors.otel import OTelRecorder
+
+    assert list(inspect.signature(agentactors.explain).parameters) == ["result", "events"]
+    otel = inspect.signature(OTelRecorder).parameters
+    assert otel["tracer_provider"].default is None
+    assert otel["capture_content"].kind is inspect.Parameter.KEYWORD_ONLY and otel["capture_content"].default is False
+    assert inspect.signature(agentactors.Agent.run).parameters["runtime"].default is None
+    assert inspect.signature(agentactors.Agent.stream).parameters["runtime"].default is None
+    assert callable(agentactors.Agent.bind) and callable(agentactors.AgentRun.text_stream)
+    assert callable(agentactors.Explanation.from_jsonl)

@@ -1,0 +1,475 @@
+"""Explain an answer: the exact request that produced it, the tool results it consumed, the provider path.
+
+The seeds' headline — trace a wrong answer back to the context that produced it — as an API::
+
+    result = await agent.run("...")                 # with an InMemoryRecorder (or a JsonlRecorder) attached
+    print(explain(result, recorder.events))         # the same text the demo prints
+    Explanation.from_jsonl("events.jsonl", run_id)  # the same, from the record; python -m agentactors explain
+
+:func:`explain` and :meth:`Explanation.from_jsonl` are synchronous and read only events: a live run's
+(objects) and a JSONL record's (JSON values) go through one path — each event's payload is first put in
+its JSON form (:func:`~agentactors.events.to_jsonable`) — so both give the same explanation, with
+``.request`` rebuilt as an :class:`~agentactors.messages.LLMRequest` of
+:class:`~agentactors.messages.Message` objects and ``.tool_results`` as
+:class:`~agentactors.tools.results.ToolResult` objects.
+
+What a record holds is what the events hold: the request (messages, tools, settings) as the loop sent it,
+every tool call's status and sizes (a refused result's true size; the refused payload itself never enters
+an event), and every resilience decision with the member it concerned.  Part payloads (an image's bytes)
+are recorded as their size only, and nothing the run was given as ``deps`` is recorded at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .events import Event, read_jsonl, to_jsonable
+from .loop.result import RunResult
+from .messages import LLMRequest, Message, ToolCall, ToolChoice, ToolSpec
+from .tools.results import ToolResult, ToolStatus
+
+__all__ = ["Explanation", "StepPath", "explain"]
+
+
+@attrs.frozen(slots=True)
+class StepPath:
+    """How one step's model call went through the provider stack.
+
+    ``tried``: the members in the order they were tried; ``attempts``: requests sent per member (a
+    member whose breaker refused the call has 0); ``errors``: failed attempts by error kind;
+    ``failovers``: ``"a → b (kind)"``; ``breakers``: breaker transitions and refusals seen during the
+    step; ``served_by``: the member that answered (``None`` when the step failed, with ``error``).
+    """
+
+    step: int
+    tried: tuple[str, ...] = ()
+    attempts: Mapping[str, int] = attrs.field(factory=dict)
+    errors: Mapping[str, int] = attrs.field(factory=dict)
+    failovers: tuple[str, ...] = ()
+    breakers: tuple[str, ...] = ()
+    served_by: str | None = None
+    error: str | None = None
+
+    def describe(self) -> str:
+        """One line: who was tried, how often, what failed, who served."""
+        tried = ", ".join(f"{m} ×{self.attempts.get(m, 0)}" for m in self.tried) or "nothing"
+        errors = ", ".join(f"{n} {kind}" for kind, n in self.errors.items())
+        out = f"step {self.step}: tried {tried}"
+        if errors:
+            out += f"; errors: {errors}"
+        if self.failovers:
+            out += f"; failovers: {', '.join(self.failovers)}"
+        if self.breakers:
+            out += f"; breakers: {', '.join(self.breakers)}"
+        out += f"; served by {self.served_by}" if self.served_by else f"; failed ({self.error or 'no answer'})"
+        return out
+
+
+@attrs.frozen(slots=True)
+class Explanation:
+    """One run, told from its events.  ``str(explanation)`` prints it (:meth:`lines`).
+
+    ``request`` is the :class:`~agentactors.messages.LLMRequest` that produced the final answer (the
+    last one the provider stack answered), ``tool_results`` the results of the tool calls in that
+    request's context, in order — ``status``, ``duration`` and sizes from the events, ``content`` as the
+    model read it (a refused result: ``refused=True`` and its true size in ``original_chars``).
+    ``path`` is the provider path of every step; ``timeline`` the run's decisions, in seconds since it
+    started.
+    """
+
+    run_id: str
+    agent: str | None
+    question: str
+    answer: str
+    streamed: bool
+    latency: float
+    steps: int
+    served_by: str | None
+    served_model: str | None
+    request: LLMRequest | None
+    tool_results: tuple[ToolResult, ...]
+    path: tuple[StepPath, ...]
+    timeline: tuple[str, ...]
+    retries: int
+    failovers: tuple[str, ...]
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
+        """The explanation of ``run_id`` from a :class:`~agentactors.events.JsonlRecorder` record.
+
+        :raises LookupError: the record holds no event of ``run_id``.
+        :raises OSError, ValueError: the file cannot be read, or a line is not JSON.
+        """
+        events = list(read_jsonl(path, run_id=run_id))
+        if not events:
+            raise LookupError(f"{path} holds no event of run {run_id!r}")
+        return _explain(run_id, events, None)
+
+    def lines(self) -> list[str]:
+        """The explanation as plain text lines."""
+        mode = "streamed" if self.streamed else "complete()"
+        label = self.agent or "agent"
+        out = [
+            f"run {self.run_id} ({label}, {mode}, {self.steps} model calls, {self.latency:.2f}s)",
+            f"  asked: {self.question}",
+            f"  retries: {self.retries}; failovers: {', '.join(self.failovers) or 'none'}",
+            "  what happened (seconds since the run started):",
+            *(f"    {line}" for line in self.timeline),
+            "  the provider path of each step:",
+            *(f"    {p.describe()}" for p in self.path),
+        ]
+        request = self.request
+        if request is None:
+            out.append("  no request produced an answer")
+        else:
+            out += [
+                f"  the request that produced the answer (served by {self.served_by}, model {self.served_model}):",
+                f"    tools offered: {', '.join(t.name for t in request.tools)}",
+                *(f"    {_describe_message(m)}" for m in request.messages),
+            ]
+        out += [
+            "  tool results it saw:",
+            *(f"    {_describe_result(r)}" for r in self.tool_results),
+            f"  answer: {self.answer}",
+        ]
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def explain(result: RunResult, events: Iterable[Event]) -> Explanation:
+    """The :class:`Explanation` of ``result``'s run from ``events`` (a recorder's: other runs' are skipped).
+
+    :raises ValueError: ``result`` has no run id, or ``events`` hold none of its run.
+    """
+    run_id = result.run_id
+    if run_id is None:
+        raise ValueError("this RunResult has no run_id: it was not produced by a run")
+    mine = [e for e in events if e.run_id == run_id]
+    if not mine:
+        raise ValueError(f"no event of run {run_id!r}: was a recorder attached to the run or its runtime?")
+    return _explain(run_id, mine, result)
+
+
+# --- building it ----------------------------------------------------------------------------------------
+
+
+def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> Explanation:
+    start = events[0].time
+    end = events[-1].time
+    agent: str | None = None
+    final_request: Any = None
+    answered_request: Any = None
+    served_model: str | None = None
+    served_by: str | None = None
+    answer = ""
+    streamed = False
+    steps = 0
+    tools: dict[str, dict[str, Any]] = {}  # call_id -> status, duration, size, refused/truncated sizes
+    retries = 0
+    failovers: list[str] = []
+    paths: dict[int, _PathBuilder] = {}
+    timeline: list[str] = []
+    for e in events:
+        data = {k: to_jsonable(v) if k != "request" else v for k, v in e.data.items()}
+        kind = e.type
+        step = e.step
+        builder = None
+        if step is not None:
+            steps = max(steps, step)
+            builder = paths.get(step)
+            if builder is None:
+                builder = paths[step] = _PathBuilder(step)
+            builder.see(kind, data)
+        if kind == "run.started":
+            agent = data.get("agent")
+        elif kind == "llm.request":
+            final_request = e.data.get("request")
+        elif kind == "llm.response":
+            answered_request = final_request
+            response = data.get("response") or {}
+            served_model = response.get("model")
+            served_by = data.get("provider") or response.get("provider")
+        elif kind == "llm.text_delta":
+            streamed = True
+        elif kind == "retry.scheduled":
+            retries += 1
+        elif kind == "fallback.moved":
+            failovers.append(f"{data.get('from_member')} → {data.get('to_member')} ({data.get('reason')})")
+        elif kind.startswith("tools."):
+            call_id = data.get("call_id")
+            if isinstance(call_id, str):
+                entry = tools.setdefault(call_id, {})
+                if kind == "tools.finished":
+                    entry.update(status=data.get("status"), duration=data.get("duration"), size=data.get("size"))
+                elif kind == "tools.result_refused":
+                    entry["refused"] = data.get("size")
+                elif kind == "tools.result_truncated":
+                    entry["truncated"] = data.get("size")
+        elif kind == "run.finished":
+            answer = str(data.get("content") or "")
+            served_by = data.get("served_by") or served_by
+        line = _timeline_line(kind, data, e.time - start, step)
+        if line is not None:
+            timeline.append(line)
+    request = _to_request(answered_request) if answered_request is not None else None
+    if result is not None:
+        answer = result.content
+        served_by = result.served_by or served_by
+        steps = result.steps or steps
+    messages = request.messages if request is not None else ()
+    return Explanation(
+        run_id=run_id,
+        agent=agent,
+        question=_question(messages),
+        answer=answer,
+        streamed=streamed,
+        latency=max(0.0, end - start),
+        steps=steps,
+        served_by=served_by,
+        served_model=served_model,
+        request=request,
+        tool_results=tuple(_tool_results(messages, tools)),
+        path=tuple(paths[s].build() for s in sorted(paths)),
+        timeline=tuple(timeline),
+        retries=retries,
+        failovers=tuple(failovers),
+    )
+
+
+class _PathBuilder:
+    """Collects one step's resilience events into its :class:`StepPath`."""
+
+    __slots__ = ("attempts", "breakers", "error", "errors", "failovers", "served_by", "step", "tried")
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.tried: list[str] = []
+        self.attempts: dict[str, int] = {}
+        self.errors: Counter[str] = Counter()
+        self.failovers: list[str] = []
+        self.breakers: list[str] = []
+        self.served_by: str | None = None
+        self.error: str | None = None
+
+    def _try(self, member: Any, attempts: int | None = None) -> None:
+        if not isinstance(member, str):
+            return
+        if member not in self.tried:
+            self.tried.append(member)
+        if attempts is not None:
+            self.attempts[member] = max(self.attempts.get(member, 0), attempts)
+
+    def see(self, kind: str, data: Mapping[str, Any]) -> None:
+        if kind == "retry.scheduled":
+            self._try(data.get("provider"), int(data.get("attempt") or 1))
+            self.errors[_kind_of(data.get("error"))] += 1
+        elif kind in ("retry.recovered", "retry.exhausted"):
+            self._try(data.get("provider"), int(data.get("attempts") or 1))
+        elif kind == "fallback.moved":
+            source = data.get("from_member")
+            refused = data.get("reason") == "circuit_open"
+            self._try(source, 0 if refused and source not in self.attempts else 1)
+            self.errors[str(data.get("reason"))] += 1
+            self.failovers.append(f"{source} → {data.get('to_member')} ({data.get('reason')})")
+            self._try(data.get("to_member"))
+        elif kind == "breaker.state_changed":
+            member = _member_of(data.get("key"))
+            self.breakers.append(f"{member} {data.get('from_state')} → {data.get('to_state')} ({data.get('reason')})")
+        elif kind == "breaker.rejected":
+            member = _member_of(data.get("key"))
+            self._try(member, 0)
+            self.breakers.append(f"{member} {data.get('state')}: refused")
+        elif kind == "llm.response":
+            served = data.get("provider")
+            self._try(served, 1)
+            self.served_by = served if isinstance(served, str) else None
+        elif kind == "step.finished" and data.get("failed"):
+            error = data.get("error")
+            self.error = _error_text(error)
+            errors = error.get("errors") if isinstance(error, Mapping) else None
+            # The last member's error: the ones before it were counted when the chain moved on.
+            self.errors[_kind_of(errors[-1] if isinstance(errors, list) and errors else error)] += 1
+
+    def build(self) -> StepPath:
+        return StepPath(
+            step=self.step,
+            tried=tuple(self.tried),
+            attempts={m: self.attempts.get(m, 0) for m in self.tried},
+            errors=dict(self.errors),
+            failovers=tuple(self.failovers),
+            breakers=tuple(self.breakers),
+            served_by=self.served_by,
+            error=self.error,
+        )
+
+
+def _member_of(key: Any) -> str:
+    return str(key[0]) if isinstance(key, list | tuple) and key else str(key)
+
+
+def _kind_of(error: Any) -> str:
+    if isinstance(error, Mapping):
+        return str(error.get("kind") or error.get("error") or "error")
+    return "error"
+
+
+def _error_text(error: Any) -> str:
+    if not isinstance(error, Mapping):
+        return "?"
+    name = str(error.get("error") or "error")
+    if name == "StreamInterruptedError":
+        return "StreamInterruptedError (cut after its first event)"
+    parts = [name]
+    if error.get("status") is not None:
+        parts.append(f"HTTP {error['status']}")
+    if error.get("kind") and name != "CircuitOpenError":
+        parts.append(str(error["kind"]))
+    return " ".join(parts)
+
+
+def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | None) -> str | None:
+    at = f"+{t:6.3f}s " + (f"step {step}" if step is not None else "      ")
+    if kind == "llm.request":
+        request = data.get("request")
+        messages = getattr(request, "messages", None)
+        tools = getattr(request, "tools", None)
+        if isinstance(request, Mapping):
+            messages, tools = request.get("messages"), request.get("tools")
+        return f"{at}: request sent to the chain ({len(messages or ())} messages, {len(tools or ())} tools offered)"
+    if kind == "retry.scheduled":
+        return (f"{at}: {data.get('provider')} attempt {data.get('attempt')} failed "
+                f"({_error_text(data.get('error'))}); retrying in {float(data.get('delay') or 0):.2f}s")
+    if kind == "retry.exhausted":
+        why = ": its breaker opened meanwhile, no further attempt sent" if data.get("reason") == "circuit_open" else ""
+        return f"{at}: {data.get('provider')} gave up after {data.get('attempts')} attempts{why}"
+    if kind == "breaker.rejected":
+        return f"{at}: breaker {_member_of(data.get('key'))} is {data.get('state')}: refused without calling it"
+    if kind == "breaker.state_changed":
+        return (f"{at}: breaker {_member_of(data.get('key'))} {data.get('from_state')} → "
+                f"{data.get('to_state')} ({data.get('reason')})")
+    if kind == "fallback.moved":
+        return (f"{at}: failover {data.get('from_member')} → {data.get('to_member')} "
+                f"(reason: {data.get('reason')}, {_error_text(data.get('error'))})")
+    if kind == "llm.response":
+        response = data.get("response") or {}
+        calls = response.get("tool_calls") or ()
+        what = ", ".join(f"{c.get('name')}({json.dumps(c.get('arguments'), separators=(',', ':'))})" for c in calls)
+        text = response.get("content") or ""
+        return f"{at}: {data.get('provider')} answered: {what or f'text ({len(text)} chars)'}"
+    if kind == "tools.finished":
+        return f"{at}: tool {data.get('name')} → {data.get('status')}"
+    if kind == "step.finished" and data.get("failed"):
+        return f"{at}: the provider stack gave up ({_error_text(data.get('error'))})"
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe_message(m: Message) -> str:
+    if m.role == "assistant" and m.tool_calls:
+        calls = ", ".join(f"{c.name}({json.dumps(c.arguments, separators=(',', ':'))})" for c in m.tool_calls)
+        return f"assistant → {calls}"
+    if m.role == "tool":
+        return f"tool {m.name or m.tool_call_id}: {_short(m.content)}"
+    return f"{m.role}: {_short(m.content)}"
+
+
+def _describe_result(r: ToolResult) -> str:
+    size = f"{r.original_chars:,} chars, refused" if r.refused else f"{r.size_chars:,} chars"
+    if r.truncated and r.original_chars is not None:
+        size = f"{r.original_chars:,} chars, truncated to {r.size_chars:,}"
+    return f"{r.name} [{r.status.value}, {size}]: {_short(r.content, 70)}"
+
+
+def _question(messages: Sequence[Message]) -> str:
+    for m in messages:
+        if m.role == "user":
+            return _short(m.content, 120)
+    return ""
+
+
+def _tool_results(messages: Sequence[Message], tools: Mapping[str, Mapping[str, Any]]) -> list[ToolResult]:
+    out: list[ToolResult] = []
+    for m in messages:
+        if m.role != "tool" or m.tool_call_id is None:
+            continue
+        seen = tools.get(m.tool_call_id, {})
+        status = seen.get("status")
+        try:
+            status_value = ToolStatus(status) if status is not None else (
+                ToolStatus.error if m.is_error else ToolStatus.ok
+            )
+        except ValueError:
+            status_value = ToolStatus.error
+        refused = seen.get("refused")
+        truncated = seen.get("truncated")
+        size = seen.get("size")
+        out.append(
+            ToolResult(
+                m.tool_call_id,
+                m.name or "tool",
+                status_value,
+                m.content,
+                size if isinstance(size, int) and size >= 0 else len(m.content),
+                float(seen.get("duration") or 0.0),
+                truncated=truncated is not None,
+                refused=refused is not None,
+                original_chars=refused if refused is not None else truncated,
+            )
+        )
+    return out
+
+
+# --- a request from its record -----------------------------------------------------------------------------
+
+_MESSAGE_FIELDS = ("role", "content", "tool_call_id", "name", "reasoning", "provider_data", "is_error")
+_CALL_FIELDS = ("id", "name", "arguments", "raw_arguments", "arguments_error", "arguments_error_detail",
+                "provider_data")
+_REQUEST_FIELDS = ("model", "max_tokens", "temperature", "stop", "vendor_options")
+
+
+def _to_request(value: Any) -> LLMRequest | None:
+    """``value`` as an LLMRequest: the emitted object itself, or rebuilt from its JSON record.
+
+    Only the fields this module knows are rebuilt; a field a later version records keeps its default
+    here rather than failing the explanation.
+    """
+    if isinstance(value, LLMRequest):
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    kwargs: dict[str, Any] = {k: value[k] for k in _REQUEST_FIELDS if value.get(k) is not None}
+    kwargs["tools"] = tuple(
+        ToolSpec(t["name"], t.get("description") or "", t.get("parameters") or {"type": "object", "properties": {}})
+        for t in value.get("tools") or ()
+        if isinstance(t, Mapping)
+    )
+    choice = value.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("mode"):
+        mode = choice["mode"]
+        kwargs["tool_choice"] = ToolChoice.tool(choice["name"]) if mode == "tool" else getattr(ToolChoice, mode)()
+    messages = tuple(_to_message(m) for m in value.get("messages") or () if isinstance(m, Mapping))
+    if not messages:
+        return None
+    return LLMRequest(messages, **kwargs)
+
+
+def _to_message(record: Mapping[str, Any]) -> Message:
+    kwargs = {k: record[k] for k in _MESSAGE_FIELDS if record.get(k) is not None}
+    calls = tuple(
+        ToolCall(**{k: c[k] for k in _CALL_FIELDS if c.get(k) is not None})
+        for c in record.get("tool_calls") or ()
+        if isinstance(c, Mapping)
+    )
+    return Message(tool_calls=calls, **kwargs)

@@ -1,0 +1,398 @@
+"""``OTelRecorder``: a run's events as OpenTelemetry spans and GenAI metrics.
+
+Which event opens and closes which span::
+
+    run.started ───────────────────────── invoke_agent {agent}   (parent: the caller's active span, or the
+    │                                                              parent run's, for a delegated run)
+    ├── llm.request ── llm.response ───── chat {model}           (retry.*, fallback.*, breaker.* events on
+    │                  (or a failed step)                          it as span events; the member that served)
+    ├── tools.started ── tools.finished ─ execute_tool {tool}    (status; a refusal or truncation as an event)
+    run.finished
+
+Recording is synchronous and never blocks (the spans' exporter does its own batching): a span is started
+and ended with explicit times.  Events carry the anyio clock — monotonic, and virtual in tests — so each
+run is anchored once, at ``run.started``, to the wall clock (``time.time_ns()``), and every time of the run
+is that anchor plus the event's offset: durations are the run's own, even on a virtual clock.
+
+Content: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` only with ``capture_content=True``, and
+passed through :func:`~agentactors.redaction.redact`; spans otherwise carry names, models, sizes, counts,
+error types and statuses — never a message, an error's text or a credential.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from .. import __version__
+from ..events import Event, to_jsonable
+from ..redaction import redact
+from . import _semconv as sc
+
+__all__ = ["OTelRecorder"]
+
+_SCOPE = "agentactors"
+# A member of the agent's provider stack, as run.started describes it: (name, wire, host, port).
+_Member = tuple[str, str | None, str | None, int | None]
+
+
+class _Run:
+    """One run's spans while it runs."""
+
+    __slots__ = ("chat", "chat_attrs", "chat_started", "context", "members", "model", "span", "t0", "tools", "wall0")
+
+    def __init__(self, span: Span, t0: float, members: dict[str, _Member], model: str | None) -> None:
+        self.span = span
+        self.context = trace.set_span_in_context(span)
+        self.t0 = t0
+        self.wall0 = time.time_ns()
+        self.members = members
+        self.model = model
+        self.chat: Span | None = None
+        self.chat_attrs: dict[str, Any] = {}
+        self.chat_started = 0.0
+        self.tools: dict[str, Span] = {}
+
+    def ns(self, t: float) -> int:
+        return self.wall0 + int(max(0.0, t - self.t0) * 1e9)
+
+
+class OTelRecorder:
+    """A recorder that turns runs into spans and metrics following the OpenTelemetry GenAI conventions.
+
+    :param tracer_provider: where spans go (default: the global one, ``trace.get_tracer_provider()``).
+    :param capture_content: record the messages sent and received (``gen_ai.input.messages`` /
+        ``gen_ai.output.messages``); off by default, as the conventions ask — they may hold personal data.
+    :param meter_provider: where the ``gen_ai.client.token.usage`` and
+        ``gen_ai.client.operation.duration`` histograms go (default: the global one).
+
+    Attach it like any recorder: ``Runtime(recorders=[OTelRecorder()])`` or ``Agent(..., recorders=[...])``.
+    Spans: ``invoke_agent {agent}`` (INTERNAL) per run, parented on the span active where the run was
+    started; ``chat {model}`` (CLIENT) per model call, with request and response model, provider, server
+    address, token usage and finish reasons, the retries, failovers and breaker transitions as span events
+    and ``agentactors.served_by`` naming the member that answered; ``execute_tool {tool}`` (INTERNAL) per
+    tool call with its status (any status but ``ok`` is an error).  A run whose events carry a
+    ``parent_run_id`` (a delegated run) is a child of its parent run's span.
+    """
+
+    def __init__(
+        self, tracer_provider: Any = None, *, capture_content: bool = False, meter_provider: Any = None
+    ) -> None:
+        self.capture_content = bool(capture_content)
+        self._tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(_SCOPE, __version__, meter_provider=meter_provider)
+        self._tokens = meter.create_histogram(
+            sc.TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=sc.TOKEN_BUCKETS,
+        )
+        self._duration = meter.create_histogram(
+            sc.OPERATION_DURATION,
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=sc.DURATION_BUCKETS,
+        )
+        self._runs: dict[str, _Run] = {}
+        # Runs of several runtimes (threads) may share one recorder; a run's own events come in order.
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OTelRecorder(capture_content={self.capture_content}, open_runs={len(self._runs)})"
+
+    # -- the recorder protocol -------------------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Open, annotate or close the span ``event`` concerns.  Events outside runs are ignored."""
+        run_id = event.run_id
+        if run_id is None:
+            return
+        kind = event.type
+        with self._lock:
+            if kind == "run.started":
+                self._run_started(run_id, event)
+                return
+            run = self._runs.get(run_id)
+            if run is None:
+                return
+            handler = _HANDLERS.get(kind)
+            if handler is not None:
+                handler(self, run, event)
+            elif kind.startswith(("retry.", "fallback.", "breaker.")):
+                self._resilience(run, event)
+            elif kind.startswith("tools."):
+                self._tool_note(run, event)
+
+    # -- runs ---------------------------------------------------------------------------------------------
+
+    def _run_started(self, run_id: str, event: Event) -> None:
+        data = event.data
+        agent = data.get("agent")
+        members: dict[str, _Member] = {}
+        for member in data.get("providers") or ():
+            if isinstance(member, list | tuple) and len(member) == 4:
+                name, wire, host, port = member
+                members[str(name)] = (str(name), wire, host, port)
+        model = data.get("model") if isinstance(data.get("model"), str) else None
+        # A delegated run's events carry its parent's id (a payload key today; read like an attribute, so a
+        # field of its own later reads the same).
+        parent_id = getattr(event, "parent_run_id", None)
+        parent = self._runs.get(parent_id) if isinstance(parent_id, str) else None
+        if parent is not None:
+            open_tools = list(parent.tools.values())
+            parent_ctx = trace.set_span_in_context(open_tools[-1]) if open_tools else parent.context
+        else:
+            parent_ctx = otel_context.get_current()  # the caller's: the run is recorded in its task
+        attributes: dict[str, Any] = {sc.OPERATION: "invoke_agent", sc.RUN_ID: run_id}
+        if agent:
+            attributes[sc.AGENT_NAME] = str(agent)
+        first = next(iter(members.values()), None)
+        if first is not None:
+            attributes[sc.PROVIDER] = sc.provider_name(first[1], first[0])
+        if model:
+            attributes[sc.REQUEST_MODEL] = model
+        wall = time.time_ns()
+        span = self._tracer.start_span(
+            f"invoke_agent {agent}" if agent else "invoke_agent",
+            context=parent_ctx,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=wall,
+        )
+        run = _Run(span, event.time, members, model)
+        run.wall0 = wall
+        self._runs[run_id] = run
+
+    def _run_finished(self, run: _Run, event: Event) -> None:
+        assert event.run_id is not None
+        self._runs.pop(event.run_id, None)
+        data = event.data
+        end = run.ns(event.time)
+        for span in run.tools.values():
+            span.set_status(Status(StatusCode.ERROR, "cancelled"))
+            span.end(end_time=end)
+        run.tools.clear()
+        if run.chat is not None:
+            self._end_chat(run, event, error="cancelled" if data.get("cancelled") else "run_ended")
+        span = run.span
+        usage = to_jsonable(data.get("usage"))
+        if isinstance(usage, Mapping):
+            span.set_attribute(sc.INPUT_TOKENS, int(usage.get("input_tokens") or 0))
+            span.set_attribute(sc.OUTPUT_TOKENS, int(usage.get("output_tokens") or 0))
+        served = data.get("served_by")
+        if isinstance(served, str):
+            span.set_attribute(sc.SERVED_BY, served)
+        error = data.get("error")
+        if data.get("cancelled"):
+            span.set_attribute(sc.ERROR_TYPE, "cancelled")
+            span.set_status(Status(StatusCode.ERROR, "cancelled"))
+        elif error is not None or data.get("generation_failed"):
+            span.set_attribute(sc.ERROR_TYPE, _error_type(error))
+            span.set_status(Status(StatusCode.ERROR, _error_type(error)))
+        span.end(end_time=end)
+
+    # -- model calls ----------------------------------------------------------------------------------------
+
+    def _llm_request(self, run: _Run, event: Event) -> None:
+        if run.chat is not None:
+            self._end_chat(run, event, error="superseded")
+        request = event.data.get("request")
+        record = to_jsonable(request) if request is not None else {}
+        if not isinstance(record, Mapping):
+            record = {}
+        model = record.get("model") or run.model
+        first = next(iter(run.members.values()), None)
+        attributes: dict[str, Any] = {
+            sc.OPERATION: "chat",
+            sc.PROVIDER: sc.provider_name(first[1], first[0]) if first is not None else "agentactors",
+            sc.RUN_ID: event.run_id,
+        }
+        if model:
+            attributes[sc.REQUEST_MODEL] = str(model)
+        if first is not None and first[2]:
+            attributes[sc.SERVER_ADDRESS] = first[2]
+            if first[3]:
+                attributes[sc.SERVER_PORT] = first[3]
+        for key, name in (("max_tokens", sc.REQUEST_MAX_TOKENS), ("temperature", sc.REQUEST_TEMPERATURE)):
+            if record.get(key) is not None:
+                attributes[name] = record[key]
+        if record.get("stop"):
+            attributes[sc.REQUEST_STOP] = [str(s) for s in record["stop"]]
+        run.chat_attrs = {k: v for k, v in attributes.items() if k != sc.RUN_ID}
+        if self.capture_content:
+            attributes[sc.INPUT_MESSAGES] = redact(sc.input_messages(record.get("messages") or ()))
+        run.chat_started = event.time
+        run.chat = self._tracer.start_span(
+            f"chat {model}" if model else "chat",
+            context=run.context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            start_time=run.ns(event.time),
+        )
+
+    def _text_delta(self, run: _Run, event: Event) -> None:
+        if run.chat is not None:
+            run.chat.set_attribute(sc.REQUEST_STREAM, True)
+
+    def _llm_response(self, run: _Run, event: Event) -> None:
+        chat = run.chat
+        if chat is None:
+            return
+        response = to_jsonable(event.data.get("response"))
+        if not isinstance(response, Mapping):
+            response = {}
+        served = event.data.get("provider") or response.get("provider")
+        attributes: dict[str, Any] = {}
+        if isinstance(served, str):
+            attributes[sc.SERVED_BY] = served
+            member = run.members.get(served)
+            attributes[sc.PROVIDER] = sc.provider_name(member[1] if member else None, served)
+            if member is not None and member[2]:
+                attributes[sc.SERVER_ADDRESS] = member[2]
+                if member[3]:
+                    attributes[sc.SERVER_PORT] = member[3]
+        if response.get("model"):
+            attributes[sc.RESPONSE_MODEL] = str(response["model"])
+        if response.get("response_id"):
+            attributes[sc.RESPONSE_ID] = str(response["response_id"])
+        attributes[sc.FINISH_REASONS] = [sc.finish_reason(response.get("stop_reason"))]
+        usage = response.get("usage") if isinstance(response.get("usage"), Mapping) else {}
+        assert isinstance(usage, Mapping)
+        tokens = {
+            sc.INPUT_TOKENS: usage.get("input_tokens"),
+            sc.OUTPUT_TOKENS: usage.get("output_tokens"),
+            sc.CACHE_READ_TOKENS: usage.get("cache_read_tokens"),
+            sc.CACHE_WRITE_TOKENS: usage.get("cache_write_tokens"),
+            sc.REASONING_TOKENS: usage.get("reasoning_tokens"),
+        }
+        for name, value in tokens.items():
+            if isinstance(value, int) and (value or name in (sc.INPUT_TOKENS, sc.OUTPUT_TOKENS)):
+                attributes[name] = value
+        if self.capture_content:
+            attributes[sc.OUTPUT_MESSAGES] = redact(sc.output_messages(response))
+        chat.set_attributes(attributes)
+        run.chat_attrs.update({k: attributes[k] for k in (sc.PROVIDER, sc.RESPONSE_MODEL, sc.SERVER_ADDRESS,
+                                                          sc.SERVER_PORT) if k in attributes})
+        metric_attrs = dict(run.chat_attrs)
+        for kind, name in (("input", sc.INPUT_TOKENS), ("output", sc.OUTPUT_TOKENS)):
+            value = attributes.get(name)
+            if isinstance(value, int):
+                self._tokens.record(value, {**metric_attrs, sc.TOKEN_TYPE: kind})
+        self._duration.record(max(0.0, event.time - run.chat_started), metric_attrs)
+        chat.end(end_time=run.ns(event.time))
+        run.chat = None
+
+    def _step_finished(self, run: _Run, event: Event) -> None:
+        if run.chat is not None and event.data.get("failed"):
+            self._end_chat(run, event, error=_error_type(event.data.get("error")))
+
+    def _end_chat(self, run: _Run, event: Event, *, error: str) -> None:
+        chat = run.chat
+        assert chat is not None
+        chat.set_attribute(sc.ERROR_TYPE, error)
+        chat.set_status(Status(StatusCode.ERROR, error))
+        self._duration.record(max(0.0, event.time - run.chat_started), {**run.chat_attrs, sc.ERROR_TYPE: error})
+        chat.end(end_time=run.ns(event.time))
+        run.chat = None
+
+    def _resilience(self, run: _Run, event: Event) -> None:
+        """A retry, failover or breaker decision: a span event on the model call it happened in."""
+        span = run.chat if run.chat is not None else run.span
+        attributes: dict[str, Any] = {}
+        for key, value in event.data.items():
+            if key == "error":
+                attributes.update(_error_attributes(value))
+            elif key == "errors" and isinstance(value, list | tuple):
+                attributes["agentactors.errors"] = [_error_type(e) for e in value]
+            else:
+                plain = to_jsonable(value)
+                if isinstance(plain, list) and all(isinstance(v, str | int | float | bool) for v in plain):
+                    attributes[f"agentactors.{key}"] = [str(v) for v in plain]
+                elif isinstance(plain, str | int | float | bool):
+                    attributes[f"agentactors.{key}"] = plain
+        span.add_event(event.type, attributes, timestamp=run.ns(event.time))
+
+    # -- tools ------------------------------------------------------------------------------------------------
+
+    def _tool_started(self, run: _Run, event: Event) -> None:
+        name = str(event.data.get("name") or "tool")
+        call_id = str(event.data.get("call_id") or "")
+        run.tools[call_id] = self._tracer.start_span(
+            f"execute_tool {name}",
+            context=run.context,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                sc.OPERATION: "execute_tool",
+                sc.TOOL_NAME: name,
+                sc.TOOL_CALL_ID: call_id,
+                sc.TOOL_TYPE: "function",
+                sc.RUN_ID: event.run_id,
+            },
+            start_time=run.ns(event.time),
+        )
+
+    def _tool_finished(self, run: _Run, event: Event) -> None:
+        span = run.tools.pop(str(event.data.get("call_id") or ""), None)
+        if span is None:
+            return
+        status = to_jsonable(event.data.get("status"))
+        span.set_attribute(sc.TOOL_STATUS, str(status))
+        size = event.data.get("size")
+        if isinstance(size, int):
+            span.set_attribute("agentactors.tool.result_chars", size)
+        if status != "ok":
+            span.set_attribute(sc.ERROR_TYPE, str(status))
+            span.set_status(Status(StatusCode.ERROR, str(status)))
+        span.end(end_time=run.ns(event.time))
+
+    def _tool_note(self, run: _Run, event: Event) -> None:
+        """A tool event other than start and finish (a refusal, a truncation, a tool's own): a span event."""
+        span = run.tools.get(str(event.data.get("call_id") or ""))
+        if span is None:
+            return
+        attributes = {
+            f"agentactors.{k}": v
+            for k, v in ((k, to_jsonable(v)) for k, v in event.data.items() if k not in ("call_id", "name"))
+            if isinstance(v, str | int | float | bool)
+        }
+        span.add_event(event.type, attributes, timestamp=run.ns(event.time))
+
+
+def _error_attributes(error: Any) -> dict[str, Any]:
+    """An error as span-event attributes: its type, kind and HTTP status — never its text."""
+    out: dict[str, Any] = {sc.ERROR_TYPE: _error_type(error)}
+    kind = getattr(error, "kind", None)
+    if kind is not None:
+        out["agentactors.error.kind"] = str(getattr(kind, "value", kind))
+    status = getattr(error, "status", None)
+    if isinstance(status, int):
+        out["agentactors.error.status"] = status
+    return out
+
+
+def _error_type(error: Any) -> str:
+    """A low-cardinality name for an error, as ``error.type`` wants: its class name (``_OTHER`` if none)."""
+    if error is None:
+        return "_OTHER"
+    if isinstance(error, Mapping):
+        return str(error.get("error") or "_OTHER")
+    if isinstance(error, BaseException):
+        return type(error).__name__
+    return "_OTHER"
+
+
+_HANDLERS = {
+    "run.finished": OTelRecorder._run_finished,
+    "llm.request": OTelRecorder._llm_request,
+    "llm.response": OTelRecorder._llm_response,
+    "llm.text_delta": OTelRecorder._text_delta,
+    "step.finished": OTelRecorder._step_finished,
+    "tools.started": OTelRecorder._tool_started,
+    "tools.finished": OTelRecorder._tool_finished,
+}

@@ -1,0 +1,146 @@
+"""A Starlette service: one Runtime for the app's lifetime, an SSE endpoint streaming a run's tokens, a page.
+
+The recipe (see README, "In a service"): the runtime lives in the app's lifespan
+(``agentactors.asgi.lifespan``), and every handler passes it to its runs
+(``runtime=request.state.runtime``) — so all requests share one ProviderActor, its
+budget and the runtime's recorders.  ``GET /stream?prompt=...`` streams the answer
+as server-sent events; a client that goes away (the page's Stop button closes its
+EventSource) cancels the run, and the vendor request with it.  ``POST /ask`` answers
+with JSON.  ``GET /`` is a small page: a prompt, the tokens as they arrive, Stop.
+
+Runs offline: with no ``OPENAI_API_KEY`` it starts the built-in FakeVendor on
+127.0.0.1 and talks to it over real HTTP.
+
+    python examples/service_starlette.py          # then open http://127.0.0.1:8000
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import anyio
+import sniffio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from agentactors import Agent, OpenAIProvider, ProviderActor, Recorder
+from agentactors.asgi import lifespan
+
+PAGE = """<!doctype html>
+<html lang="en"><meta charset="utf-8"><title>agentactors</title>
+<style>body{font:16px system-ui;max-width:40rem;margin:2rem auto} #answer{white-space:pre-wrap;min-height:3rem}</style>
+<form id="ask">
+  <input id="prompt" size="50" autocomplete="off" placeholder="Ask something" required>
+  <button id="send">Send</button> <button type="button" id="stop" disabled>Stop</button>
+</form>
+<p id="answer"></p><p id="status"></p>
+<script>
+const $ = (id) => document.getElementById(id);
+let source = null;
+function finish(text) {
+  if (source) { source.close(); source = null; }   // closing the EventSource ends the request: the run stops
+  $("stop").disabled = true; $("send").disabled = false; $("status").textContent = text;
+}
+$("ask").onsubmit = (event) => {
+  event.preventDefault(); finish(""); $("answer").textContent = "";
+  source = new EventSource("/stream?prompt=" + encodeURIComponent($("prompt").value));
+  $("stop").disabled = false; $("send").disabled = true; $("status").textContent = "streaming…";
+  source.addEventListener("token", (m) => { $("answer").textContent += JSON.parse(m.data).text; });
+  source.addEventListener("done", () => finish("done"));
+  source.onerror = () => finish("connection lost");
+};
+$("stop").onclick = () => finish("stopped");
+</script>
+</html>
+"""
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+
+
+def build_app(provider: Any, *, recorders: Iterable[Recorder] = (), max_concurrency: int = 16) -> Starlette:
+    """The service: ``provider`` behind one shared ProviderActor of ``max_concurrency`` for every request."""
+    agent = Agent(provider, system="Be brief.", name="assistant")
+
+    async def page(request: Request) -> Response:
+        return HTMLResponse(PAGE)
+
+    async def ask(request: Request) -> Response:
+        body = await request.json()
+        result = await agent.run(str(body.get("prompt", "")), runtime=request.state.runtime)
+        return JSONResponse({"answer": result.content, "served_by": result.served_by, "run_id": result.run_id})
+
+    async def stream(request: Request) -> Response:
+        prompt = request.query_params.get("prompt", "")
+        runtime = request.state.runtime
+
+        async def events() -> AsyncIterator[str]:
+            # When the client goes away, Starlette cancels this generator (or drops it): either way the
+            # run is cancelled and its vendor request closed.
+            async with agent.stream(prompt, runtime=runtime) as run:
+                async for text in run.text_stream(min_interval=0.05):
+                    yield _sse("token", {"text": text})
+                result = await run.wait()
+            yield _sse("done", {"run_id": result.run_id, "served_by": result.served_by})
+
+        return StreamingResponse(events(), media_type="text/event-stream", headers={"cache-control": "no-store"})
+
+    return Starlette(
+        routes=[Route("/", page), Route("/ask", ask, methods=["POST"]), Route("/stream", stream)],
+        lifespan=lifespan(
+            recorders=recorders, setup=lambda rt: ProviderActor.shared(rt, provider, max_concurrency=max_concurrency)
+        ),
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def serve(app: Any, port: int, *, host: str = "127.0.0.1", stop: anyio.Event | None = None) -> None:
+    """Serve ``app`` with hypercorn on the running backend (asyncio or trio) until ``stop`` is set."""
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = 1.0
+    trigger = (stop or anyio.Event()).wait
+    if sniffio.current_async_library() == "trio":
+        from hypercorn.trio import serve as serve_trio
+
+        await serve_trio(app, config, shutdown_trigger=trigger)
+    else:
+        from hypercorn.asyncio import serve as serve_asyncio
+
+        await serve_asyncio(app, config, shutdown_trigger=trigger)
+
+
+async def main() -> None:
+    port = int(os.environ.get("PORT", "8000"))
+    if os.environ.get("OPENAI_API_KEY"):
+        await serve(build_app(OpenAIProvider(os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"))), port)
+        return
+    from agentactors.testing import FakeReply, FakeVendor
+
+    async with FakeVendor() as vendor:
+        vendor.on(FakeReply(text="Here is a slowly streamed answer, one word at a time. " * 5,
+                            words_per_chunk=1, chunk_latency=0.1))
+        provider = OpenAIProvider("fake-model", api_key="sk-offline-example", base_url=vendor.openai_base_url)
+        print(f"http://127.0.0.1:{port} (offline: a FakeVendor plays the model)")
+        await serve(build_app(provider), port)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,260 @@
+"""Which runtime a run uses: runtime=, a bound agent, the current one, a private one — and the warning a server gets.
+
+A web server runs request handlers in tasks that do not inherit its lifespan's context: the lifespan's Runtime
+is not ``Runtime.current()`` there.  These tests build that situation without a server: the "lifespan" is one
+task that enters the runtime and waits; the "handlers" are its siblings, started before it, which never see its
+context.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agentactors import Agent, InMemoryRecorder, JsonlRecorder, LLMRequest, ProviderActor, Runtime, ScriptedProvider
+from agentactors.events import RunFinished
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def lifespan(**runtime_kwargs: Any) -> AsyncIterator[tuple[Runtime, anyio.abc.TaskGroup]]:
+    """A runtime entered by a task of its own, and a task group whose tasks (the handlers) do not see it."""
+    rt = Runtime(**runtime_kwargs)
+    entered, leave = anyio.Event(), anyio.Event()
+
+    async def hold() -> None:
+        async with rt:
+            entered.set()
+            await leave.wait()
+
+    async with anyio.create_task_group() as tg:
+        handlers: list[Any] = []
+        async with anyio.create_task_group() as requests:
+            tg.start_soon(hold)
+            await entered.wait()
+            handlers.append(requests)
+            yield rt, requests
+        leave.set()
+
+
+def counting_provider(max_seen: list[int], gate: anyio.Event | None = None) -> ScriptedProvider:
+    """A model that notes how many of its calls are in flight at once."""
+    in_flight = [0]
+
+    async def answer(request: LLMRequest) -> str:
+        in_flight[0] += 1
+        max_seen[0] = max(max_seen[0], in_flight[0])
+        try:
+            await anyio.sleep(0.01)
+            if gate is not None:
+                await gate.wait()
+        finally:
+            in_flight[0] -= 1
+        return "ok"
+
+    return ScriptedProvider(answer)
+
+
+async def test_handlers_do_not_see_the_lifespan_runtime_as_current() -> None:
+    async with lifespan() as (rt, requests):
+        seen: list[Runtime | None] = []
+
+        async def handler() -> None:
+            seen.append(Runtime.current())
+
+        requests.start_soon(handler)
+    assert seen == [None] and rt.closed
+
+
+async def test_a_bound_agent_shares_the_lifespan_providers_budget_and_recorders() -> None:
+    recorder = InMemoryRecorder()
+    max_seen = [0]
+    provider = counting_provider(max_seen)
+    results: list[str] = []
+    async with lifespan(recorders=[recorder]) as (rt, requests):
+        ProviderActor.shared(rt, provider, max_concurrency=2)
+        agent = Agent(provider).bind(rt)
+
+        async def handler() -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)  # a bound agent never warns
+                results.append((await agent.run("hi")).content)
+
+        for _ in range(6):
+            requests.start_soon(handler)
+    assert results == ["ok"] * 6
+    assert max_seen[0] == 2, "the shared ProviderActor's max_concurrency held across the handlers"
+    assert sum(isinstance(e, RunFinished) for e in recorder.events) == 6, "the runtime's recorders saw every run"
+
+
+async def test_runtime_argument_reaches_the_runtime_from_a_handler() -> None:
+    recorder = InMemoryRecorder()
+    max_seen = [0]
+    provider = counting_provider(max_seen)
+    agent = Agent(provider)
+    async with lifespan(recorders=[recorder]) as (rt, requests):
+        ProviderActor.shared(rt, provider, max_concurrency=1)
+
+        async def handler() -> None:
+            assert (await agent.run("hi", runtime=rt)).content == "ok"
+            async with agent.stream("hi", runtime=rt) as run:
+                assert [t async for t in run.text_stream()] == ["ok"]
+
+        for _ in range(3):
+            requests.start_soon(handler)
+    assert max_seen[0] == 1
+    assert sum(isinstance(e, RunFinished) for e in recorder.events) == 6
+
+
+async def test_a_handler_that_finds_no_runtime_warns_once_per_agent_naming_the_fix() -> None:
+    agent = Agent(ScriptedProvider(lambda request: "ok"))
+    other = Agent(ScriptedProvider(lambda request: "ok"))
+    async with lifespan() as (_rt, requests):
+        caught: list[warnings.WarningMessage] = []
+
+        async def handler() -> None:
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                for _ in range(3):
+                    assert (await agent.run("hi")).content == "ok"  # still served, by a private runtime
+                async with other.stream("hi") as run:
+                    await run.wait()
+            caught.extend(got)
+
+        requests.start_soon(handler)
+    runtime_warnings = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(runtime_warnings) == 2, "once for each agent, not once per run"
+    message = str(runtime_warnings[0].message)
+    assert "runtime=" in message and "bind" in message
+    assert runtime_warnings[0].filename == __file__, "the warning points at the caller's line"
+    assert runtime_warnings[1].filename == __file__
+
+
+async def test_no_runtime_anywhere_is_silent() -> None:
+    assert Runtime.running_in_process() == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        agent = Agent(ScriptedProvider(lambda request: "ok"))
+        assert (await agent.run("hi")).content == "ok"
+        async with agent.stream("hi") as run:
+            await run.wait()
+        assert [t async for t in agent.stream("hi").text_stream()] == ["ok"]
+
+
+async def test_inside_async_with_the_current_runtime_is_used_without_a_warning() -> None:
+    recorder = InMemoryRecorder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        async with Runtime(recorders=[recorder]):
+            assert (await Agent(ScriptedProvider("ok")).run("hi")).content == "ok"
+    assert any(isinstance(e, RunFinished) for e in recorder.events)
+
+
+async def test_running_runtimes_are_counted_process_wide() -> None:
+    assert Runtime.running_in_process() == 0
+    async with Runtime():
+        assert Runtime.running_in_process() == 1
+        async with Runtime():
+            assert Runtime.running_in_process() == 2
+        assert Runtime.running_in_process() == 1
+    assert Runtime.running_in_process() == 0
+
+
+async def test_a_bound_agent_after_its_runtime_closed_is_a_clear_error() -> None:
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(["a", "b", "c"])).bind(rt)
+        assert (await agent.run("hi")).content == "a"
+        assert agent.runtime is rt
+    with pytest.raises(RuntimeError, match="bound to is not running: it has closed"):
+        await agent.run("again")
+    with pytest.raises(RuntimeError, match="has closed"):
+        async with agent.stream("again"):
+            pass
+    with pytest.raises(RuntimeError, match="passed as runtime= is not running: it has closed"):
+        await Agent(ScriptedProvider("x")).run("hi", runtime=rt)
+
+
+async def test_a_runtime_never_entered_is_a_clear_error_and_bind_checks_its_argument() -> None:
+    agent = Agent(ScriptedProvider("x")).bind(Runtime())
+    with pytest.raises(RuntimeError, match="was never entered"):
+        await agent.run("hi")
+    with pytest.raises(TypeError, match="takes a Runtime"):
+        Agent(ScriptedProvider("x")).bind("rt")  # type: ignore[arg-type]
+
+
+async def test_bind_returns_a_bound_copy_with_the_same_configuration() -> None:
+    agent = Agent(ScriptedProvider("x"), system="Be brief.", max_steps=3, name="helper")
+    async with Runtime() as rt:
+        bound = agent.bind(rt)
+    assert bound is not agent and agent.runtime is None and bound.runtime is rt
+    assert (bound.system, bound.max_steps, bound.name, bound.provider) == ("Be brief.", 3, "helper", agent.provider)
+    assert "bound" in repr(bound) and "bound" not in repr(agent)
+
+
+async def test_a_runtime_of_another_thread_is_refused_with_the_way_to_reach_it() -> None:
+    agent = Agent(ScriptedProvider(lambda request: "ok"))
+    ready, done = threading.Event(), threading.Event()
+    box: list[Any] = []
+
+    def other_loop() -> None:
+        async def main() -> None:
+            async with Runtime() as rt:
+                box.append(rt)
+                box.append(anyio.lowlevel.current_token())
+                ready.set()
+                await anyio.to_thread.run_sync(done.wait)
+
+        anyio.run(main)
+
+    thread = threading.Thread(target=other_loop)
+    thread.start()
+    try:
+        await anyio.to_thread.run_sync(ready.wait)
+        rt, token = box
+        with pytest.raises(RuntimeError, match=r"another thread.s event loop.*from_thread"):
+            await agent.run("hi", runtime=rt)
+        # The documented way: run in the runtime's own loop.
+        bound = agent.bind(rt)
+        run: Callable[[], Awaitable[Any]] = lambda: bound.run("hi")  # noqa: E731
+        result = await anyio.to_thread.run_sync(lambda: anyio.from_thread.run(run, token=token))
+        assert result.content == "ok"
+    finally:
+        done.set()
+        await anyio.to_thread.run_sync(thread.join)
+
+
+class Flushing:
+    def __init__(self) -> None:
+        self.flushed = 0
+
+    def record(self, event: object) -> None:
+        pass
+
+    def flush(self) -> None:
+        self.flushed += 1
+
+
+class BrokenFlush(Flushing):
+    def flush(self) -> None:
+        raise OSError("disk full")
+
+
+async def test_a_runtime_flushes_its_recorders_when_it_exits(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    flushing, broken, plain = Flushing(), BrokenFlush(), InMemoryRecorder()
+    jsonl = JsonlRecorder(tmp_path / "events.jsonl")
+    async with Runtime(recorders=[broken, flushing, plain, jsonl]):
+        await Agent(ScriptedProvider("ok")).run("hi")
+        assert flushing.flushed == 0
+        assert (tmp_path / "events.jsonl").read_text() == "", "buffered until flushed"
+    assert flushing.flushed == 1, "flushed even though another recorder's flush raised"
+    assert "run.finished" in (tmp_path / "events.jsonl").read_text()
+    assert any("disk full" in r.getMessage() for r in caplog.records)
+    jsonl.close()
