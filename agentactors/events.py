@@ -254,6 +254,9 @@ def to_jsonable(value: Any) -> Any:
         return value
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, bytes | bytearray | memoryview):
+        # A payload (an image's bytes, say) never enters a record: only its size does.
+        return {"bytes": len(value)}
     if isinstance(value, BaseException):
         out: dict[str, Any] = {"error": type(value).__name__, "message": redact(str(value))}
         for key in ("kind", "status", "provider", "model", "retry_after"):
