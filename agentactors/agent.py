@@ -42,6 +42,7 @@ from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.result import RunResult
 from .messages import Message, ToolCall, ToolChoice
 from .providers.base import native_tools_for
+from .settings import ModelSettings
 from .tools.registry import Tool, tool
 from .tools.results import ToolResult, ToolStatus
 
@@ -101,6 +102,11 @@ def provider_carries_tools(ref: ActorRef) -> bool:
         actor = getattr(ref, "_actor", None)  # ActorRef keeps its actor in its cell
     provider = getattr(actor, "provider", None)
     return native_tools_for(provider)
+
+
+def _check_settings(settings: object) -> None:
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
 
 
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
@@ -188,6 +194,8 @@ class Agent:
     :param followups: add the built-in ``suggest_followups`` tool (``RunResult.followups``).
     :param recorders: receive the events of this agent's runs.
     :param name: the agent's name, in events and tool contexts.
+    :param settings: :class:`~agentactors.ModelSettings` for every request of its runs; they win over the
+        provider's defaults, and a run's ``settings=`` win over them, field by field.
     :raises ValueError, TypeError: for an invalid configuration (checked here, not at run time).
     """
 
@@ -206,6 +214,7 @@ class Agent:
     followups: bool = attrs.field(default=False, kw_only=True)
     recorders: tuple[Recorder, ...] = attrs.field(default=(), converter=_to_recorders, kw_only=True)
     name: str | None = attrs.field(default=None, kw_only=True)
+    settings: ModelSettings | None = attrs.field(default=None, kw_only=True)
     _config: LoopConfig = attrs.field(init=False)
     _all_tools: tuple[Tool[Any, Any], ...] = attrs.field(init=False)
     _bound: dict[int, _Bound] = attrs.field(init=False, factory=dict)
@@ -227,6 +236,7 @@ class Agent:
             raise ValueError(f"tool_choice names {self.tool_choice.name!r}, which is not among the tools {names}")
         if self.max_tool_result_chars is not None and self.max_tool_result_chars < 1:
             raise ValueError("max_tool_result_chars must be positive")
+        _check_settings(self.settings)
         if self.tool_policy is not None and not callable(self.tool_policy):
             raise TypeError("tool_policy must be callable: (ToolCall, ToolContext) -> None | reason")
         if isinstance(self.nudges, Nudges):
@@ -250,6 +260,7 @@ class Agent:
             followups=self.followups,
             read_only=frozenset(t.name for t in all_tools if t.read_only),
             agent_name=self.name,
+            settings=self.settings or None,
         )
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_all_tools", all_tools)
@@ -262,13 +273,19 @@ class Agent:
     # -- running --------------------------------------------------------------------------------
 
     async def run(
-        self, prompt: Prompt, *, on_token: Callable[[str], None] | None = None, deps: Any = None
+        self,
+        prompt: Prompt,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        deps: Any = None,
+        settings: ModelSettings | None = None,
     ) -> RunResult:
         """Run the tool loop on ``prompt`` (a str, a Message or a conversation) to a :class:`RunResult`.
 
         ``on_token(text)`` is called for each piece of answer text as it streams
         (the provider's stream path is used then).  ``deps`` reaches tools as
-        ``ToolContext.deps`` and is never recorded.
+        ``ToolContext.deps`` and is never recorded.  ``settings`` win over the
+        agent's for this run, field by field.
 
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
@@ -277,19 +294,23 @@ class Agent:
         caller's conversation is untouched.
         """
         messages = _to_messages(prompt)
+        _check_settings(settings)
         rt = self._runtime()
         if rt is not None:
-            return await self._run_in(rt, messages, on_token=on_token, deps=deps)
+            return await self._run_in(rt, messages, on_token=on_token, deps=deps, settings=settings)
         async with Runtime() as private:
-            result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
+            result = await self._run_in(
+                private, messages, on_token=on_token, deps=deps, private=True, settings=settings
+            )
         return result
 
-    def stream(self, prompt: Prompt, *, deps: Any = None) -> AgentRun:
+    def stream(self, prompt: Prompt, *, deps: Any = None, settings: ModelSettings | None = None) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
-        See :class:`AgentRun`.
+        ``settings`` win over the agent's for this run.  See :class:`AgentRun`.
         """
-        return AgentRun(self, _to_messages(prompt), deps=deps)
+        _check_settings(settings)
+        return AgentRun(self, _to_messages(prompt), deps=deps, settings=settings)
 
     def _runtime(self) -> Runtime | None:
         rt = Runtime.current()
@@ -347,6 +368,7 @@ class Agent:
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
+        settings: ModelSettings | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
         run_id = new_run_id()
@@ -362,6 +384,7 @@ class Agent:
             deps=deps,
             on_text=on_token,
             stream=stream,
+            settings=settings,
         )
         return controller, sink
 
@@ -373,9 +396,10 @@ class Agent:
         on_token: Callable[[str], None] | None = None,
         deps: Any = None,
         private: bool = False,
+        settings: ModelSettings | None = None,
     ) -> Awaitable[RunResult]:
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
-        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private)
+        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private, settings=settings)
         if sink is None and current_sink() is None:
             return controller.run(messages)  # the hot path: nothing to install
         return _drive(controller, sink, messages)
@@ -425,10 +449,13 @@ class AgentRun:
     scope propagates as anyio's cancellation exception.
     """
 
-    def __init__(self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None) -> None:
+    def __init__(
+        self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None, settings: ModelSettings | None = None
+    ) -> None:
         self._agent = agent
         self._messages = messages
         self._deps = deps
+        self._settings = settings
         self._stack: AsyncExitStack | None = None
         self._scope = anyio.CancelScope()
         self._receive: MemoryObjectReceiveStream[Event] | None = None
@@ -450,7 +477,7 @@ class AgentRun:
             self._receive = receive
             stack.callback(receive.close)
             controller, sink = self._agent._controller(
-                rt, deps=self._deps, extra=_ChannelRecorder(send), stream=True, private=private
+                rt, deps=self._deps, extra=_ChannelRecorder(send), stream=True, private=private, settings=self._settings
             )
             tg = await stack.enter_async_context(anyio.create_task_group())
             tg.start_soon(self._work, controller, sink, send)
