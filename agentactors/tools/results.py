@@ -190,6 +190,9 @@ class ToolResult:
 
 
 def _json_default(value: Any) -> Any:
+    if is_part(value):
+        # A part's bytes must never become text the model reads: parts travel as parts (split_parts), alone.
+        raise TypeError("a content part can be returned alone or in a list of parts, not inside other values")
     if attrs.has(type(value)):
         return attrs.asdict(value, recurse=False)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -29,6 +29,16 @@ CONTRACT: dict[str, list[str]] = {
     "ToolCallDelta": ["index", "arguments_fragment"],
     "ToolCallEnd": ["index", "call"],
     "StreamEnd": ["response"],
+    # model settings and content parts (the second wave's block)
+    "ModelSettings": ["temperature", "top_p", "max_tokens", "stop", "seed", "parallel_tool_calls", "reasoning_effort",
+                      "thinking_budget", "cache", "timeout", "extra"],
+    "CachePolicy": ["system", "tools", "conversation", "retention"],
+    "Text": ["text"],
+    "Image": ["data", "url", "media_type"],
+    "Document": ["data", "url", "media_type", "title"],
+    "Audio": ["data", "media_type"],
+    "UnsupportedContentError": ["provider", "model", "part"],
+    "UnsupportedSettingError": ["provider", "model", "setting"],
     "LLMProvider": [],
     "forced_tool_choice_for": ["provider", "model"],
     "OpenAIProvider": ["model", "api_key", "base_url", "carries_forced_tool_choice", "http_client"],
@@ -65,7 +75,7 @@ CONTRACT: dict[str, list[str]] = {
     "LoopController": [],
     "Agent": ["provider", "tools", "system", "model", "tool_choice", "max_steps", "max_empty_steps",
               "max_tool_result_chars", "context_budget_chars", "on_tool_status", "tool_policy", "nudges", "followups",
-              "recorders"],
+              "recorders", "settings"],
     "RunResult": ["content", "messages", "tool_calls", "steps", "bounded", "cancelled", "generation_failed", "error",
                   "followups", "usage", "served_by"],
     "InMemoryRecorder": [],
@@ -95,8 +105,8 @@ METHOD_CONTRACT: dict[str, list[str]] = {
     "ActorRef.tell": [],
     "ActorRef.try_tell": [],
     "ActorRef.ask": ["timeout"],
-    "Agent.run": ["on_token"],
-    "Agent.stream": [],
+    "Agent.run": ["on_token", "settings"],
+    "Agent.stream": ["settings"],
 }
 
 # Default values the API block spells out: changing one changes what existing callers get.
@@ -140,8 +150,15 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "ToolExecutorActor": {"max_concurrency_per_step": 16, "default_timeout": 60.0},
     "Agent": {"tools": (), "system": None, "model": None, "max_steps": 8, "max_empty_steps": 2,
               "max_tool_result_chars": None, "context_budget_chars": None, "on_tool_status": None,
-              "tool_policy": None, "nudges": True, "followups": False, "recorders": ()},
-    "Agent.run": {"on_token": None},
+              "tool_policy": None, "nudges": True, "followups": False, "recorders": (), "settings": None},
+    "Agent.run": {"on_token": None, "settings": None},
+    "Agent.stream": {"settings": None},
+    "ModelSettings": {name: None for name in ("temperature", "top_p", "max_tokens", "stop", "seed",
+                                              "parallel_tool_calls", "reasoning_effort", "thinking_budget", "cache",
+                                              "timeout", "extra")},
+    "Image": {"data": None, "url": None, "media_type": None},
+    "Document": {"data": None, "url": None, "media_type": "application/pdf", "title": None},
+    "Audio": {"media_type": None},
 }
 
 
