@@ -212,8 +212,9 @@ class Message:
     reasoning: str = ""
     provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
     is_error: bool = False
-    # None for text: a text-only message allocates no tuple (W1/W3 build millions of them).
-    _parts: tuple[Part, ...] | None = attrs.field(default=None, converter=_to_parts, alias="parts")
+    # None for text: a text-only message allocates no tuple (W1/W3 build millions of them), and no converter
+    # runs for it either: parts given as any iterable become a tuple in _settle_parts.
+    _parts: tuple[Part, ...] | None = attrs.field(default=None, alias="parts")
 
     @role.validator
     def _check_role(self, _: attrs.Attribute[str], value: str) -> None:
@@ -239,8 +240,9 @@ class Message:
         if self._parts is not None:
             self._settle_parts(self._parts)
 
-    def _settle_parts(self, parts: tuple[Part, ...]) -> None:
-        """Check the parts; set ``content`` to their text, and keep them only when one is not text."""
+    def _settle_parts(self, given: Part | Iterable[Part]) -> None:
+        """Check the parts; set ``content`` to their text, and keep them (a tuple) only when one is not text."""
+        parts = _to_parts(given) or ()
         texts: list[str] = []
         media = False
         for part in parts:
