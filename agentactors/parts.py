@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import re
 import urllib.parse
 from typing import Any, TypeAlias, cast
@@ -75,7 +76,10 @@ _ALIASES = {
 }
 _MEDIA_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$")
 _URL_SCHEMES = frozenset({"http", "https", "gs"})
-_PDF_COUNT = re.compile(rb"/Type\s*/Pages\b[^>]*?/Count\s+(\d+)|/Count\s+(\d+)[^>]*?/Type\s*/Pages\b")
+# The page tree's /Count (the root's is the largest: outline counts are small) and page objects.  Matches are
+# capped, so crafted bytes cost a bounded scan, and a plain regex each: no backtracking between the two names.
+_PDF_COUNT = re.compile(rb"/Count\s+(\d{1,7})")
+_PDF_MATCHES = 10_000
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 # A PDF whose page tree sits in compressed object streams shows no page objects: count one page per this much.
 _PDF_BYTES_PER_PAGE = 100_000
@@ -285,10 +289,11 @@ class Image(_Media):
 
 
 def _pdf_pages(data: bytes) -> int:
-    counts = [int(a or b) for a, b in _PDF_COUNT.findall(data)]
-    if counts:
-        return max(1, max(counts))  # the root page tree's /Count is the document's total
-    pages = len(_PDF_PAGE.findall(data))
+    """An estimate for budgeting, not a parse: the largest /Count, else the page objects, else by size."""
+    counts = [int(m.group(1)) for m in itertools.islice(_PDF_COUNT.finditer(data), _PDF_MATCHES)]
+    if counts and max(counts) > 0:
+        return max(counts)  # the root page tree's /Count is the document's total
+    pages = sum(1 for _ in itertools.islice(_PDF_PAGE.finditer(data), _PDF_MATCHES))
     return pages if pages else 1 + len(data) // _PDF_BYTES_PER_PAGE
 
 

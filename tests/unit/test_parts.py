@@ -135,6 +135,8 @@ def test_token_estimates_per_image_page_and_second() -> None:
     loose = b"%PDF-1.4\n" + b"<< /Type /Page >>\n" * 3 + b"<< /Type /Pages >>\n"
     assert Document(data=loose).pages == 3
     assert Document(data=b"%PDF-1.5\n" + b"\0" * 250_000).pages == 3
+    # An estimate, not a parse: crafted bytes cost a bounded scan (matches are capped)
+    assert Document(data=b"%PDF-1.4\n" + b"/Type /Page " * 20_000).pages == 10_000
 
 
 def test_no_payload_in_a_repr_a_description_or_a_message_repr() -> None:
