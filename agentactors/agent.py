@@ -26,7 +26,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import anyio
 import attrs
@@ -41,6 +41,7 @@ from .loop.controller import LoopConfig, LoopController
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.result import RunResult
 from .messages import Message, ToolCall, ToolChoice
+from .parts import Part, is_part
 from .providers.base import native_tools_for
 from .settings import ModelSettings
 from .tools.registry import Tool, tool
@@ -50,8 +51,8 @@ __all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_comple
 
 log = logging.getLogger("agentactors.agent")
 
-#: What a run takes: a prompt, one message, or a conversation.
-Prompt: TypeAlias = str | Message | Sequence[Message]
+#: What a run takes: a prompt, one message, a conversation, or the content parts of one user message.
+Prompt: TypeAlias = str | Message | Sequence[Message] | Sequence[Part]
 
 # Run ids: unique in a process (a counter) and across processes (a random prefix), cheap to make.
 _RUN_PREFIX = os.urandom(3).hex()
@@ -73,10 +74,12 @@ def _to_messages(prompt: Prompt) -> tuple[Message, ...]:
     messages = tuple(prompt)
     if not messages:
         raise ValueError("a run needs a prompt or at least one message")
+    if all(is_part(m) for m in messages):
+        return (Message.user(cast("tuple[Part, ...]", messages)),)  # [Text(...), Image(...)]: one user message
     for m in messages:
         if not isinstance(m, Message):
             raise TypeError(f"a conversation holds Message objects, not {type(m).__name__}")
-    return messages
+    return cast("tuple[Message, ...]", messages)
 
 
 async def suggest_followups(suggestions: list[str]) -> str:
@@ -280,7 +283,8 @@ class Agent:
         deps: Any = None,
         settings: ModelSettings | None = None,
     ) -> RunResult:
-        """Run the tool loop on ``prompt`` (a str, a Message or a conversation) to a :class:`RunResult`.
+        """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
+        message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
 
         ``on_token(text)`` is called for each piece of answer text as it streams
         (the provider's stream path is used then).  ``deps`` reaches tools as

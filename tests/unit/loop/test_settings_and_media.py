@@ -104,6 +104,16 @@ async def test_a_prompt_of_parts_reaches_the_provider_whole() -> None:
     assert request.messages[1].parts == (Text("What is this?"), image)
 
 
+async def test_a_list_of_parts_is_one_user_message() -> None:
+    provider = ScriptedProvider(["a cat", "a dog"])
+    image = Image(data=PNG)
+    agent = Agent(provider)
+    assert (await agent.run([Text("What is this?"), image])).content == "a cat"
+    assert provider.requests[0].messages == (Message.user([Text("What is this?"), image]),)
+    with pytest.raises(TypeError, match="holds Message objects"):
+        await agent.run([Message.user("q"), image])  # type: ignore[list-item]
+
+
 async def test_a_tool_that_returns_media_feeds_them_back() -> None:
     image = Image(data=PNG)
 
