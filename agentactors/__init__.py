@@ -4,8 +4,8 @@ The names in ``__all__`` are the user API; they report ``agentactors`` as their 
 contract of docs/architecture.md.  Everything else is plumbing and stays importable from the submodule that
 defines it.  The package is laid out by idea:
 
-``messages``, ``errors``, ``events``
-    the data model, the exception tree, typed events and recorders.
+``messages``, ``parts``, ``settings``, ``errors``, ``events``
+    the data model (with content parts and model settings), the exception tree, typed events and recorders.
 ``explain``
     an answer traced back to the request that produced it, live or from a JSONL record.
 ``actors``
@@ -45,6 +45,8 @@ from .errors import (
     ProviderTimeout,
     StreamInterruptedError,
     ToolStatusError,
+    UnsupportedContentError,
+    UnsupportedSettingError,
     UnsupportedToolChoiceError,
 )
 from .events import (
@@ -82,6 +84,7 @@ from .messages import (
     ToolSpec,
     Usage,
 )
+from .parts import Audio, Document, Image, Text
 from .providers.anthropic import AnthropicProvider
 from .providers.base import LLMProvider, forced_tool_choice_for
 from .providers.gemini import GeminiProvider
@@ -89,6 +92,7 @@ from .providers.openai import OpenAIProvider
 from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
 from .redaction import redact, register_secret
 from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_fallback, with_retry, with_timeout
+from .settings import CachePolicy, ModelSettings
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 from .tools.toolset import ToolNameClashError, Toolset, ToolsetError
 
@@ -120,6 +124,13 @@ __all__ = [
     "ToolChoice",
     "ToolSpec",
     "Usage",
+    # content parts and model settings
+    "Audio",
+    "CachePolicy",
+    "Document",
+    "Image",
+    "ModelSettings",
+    "Text",
     # providers
     "AnthropicProvider",
     "GeminiProvider",
@@ -141,6 +152,8 @@ __all__ = [
     "ProviderTimeout",
     "StreamInterruptedError",
     "ToolStatusError",
+    "UnsupportedContentError",
+    "UnsupportedSettingError",
     "UnsupportedToolChoiceError",
     # secrets: for authors of their own providers, tools and recorders
     "redact",

@@ -41,7 +41,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import anyio
 import attrs
@@ -56,7 +56,9 @@ from .loop.controller import LoopConfig, LoopController
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.result import RunResult
 from .messages import Message, ToolChoice
+from .parts import Part, is_part
 from .providers.base import native_tools_for
+from .settings import ModelSettings
 from .tools.registry import Tool, tool
 from .tools.results import ToolStatus
 from .tools.toolset import Toolset, ToolsetView, check_toolsets
@@ -65,8 +67,8 @@ __all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_comple
 
 log = logging.getLogger("agentactors.agent")
 
-#: What a run takes: a prompt, one message, or a conversation.
-Prompt: TypeAlias = str | Message | Sequence[Message]
+#: What a run takes: a prompt, one message, a conversation, or the content parts of one user message.
+Prompt: TypeAlias = str | Message | Sequence[Message] | Sequence[Part]
 
 # Run ids: unique in a process (a counter) and across processes (a random prefix), cheap to make.
 _RUN_PREFIX = os.urandom(3).hex()
@@ -88,10 +90,12 @@ def _to_messages(prompt: Prompt) -> tuple[Message, ...]:
     messages = tuple(prompt)
     if not messages:
         raise ValueError("a run needs a prompt or at least one message")
+    if all(is_part(m) for m in messages):
+        return (Message.user(cast("tuple[Part, ...]", messages)),)  # [Text(...), Image(...)]: one user message
     for m in messages:
         if not isinstance(m, Message):
             raise TypeError(f"a conversation holds Message objects, not {type(m).__name__}")
-    return messages
+    return cast("tuple[Message, ...]", messages)
 
 
 async def suggest_followups(suggestions: list[str]) -> str:
@@ -114,6 +118,11 @@ def provider_carries_tools(ref: ActorRef) -> bool:
     """
     provider = getattr(ref.actor, "provider", None)
     return native_tools_for(provider)
+
+
+def _check_settings(settings: object) -> None:
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
 
 
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
@@ -243,6 +252,8 @@ class Agent:
     :param followups: add the built-in ``suggest_followups`` tool (``RunResult.followups``).
     :param recorders: receive the events of this agent's runs.
     :param name: the agent's name, in events and tool contexts.
+    :param settings: :class:`~agentactors.ModelSettings` for every request of its runs; they win over the
+        provider's defaults, and a run's ``settings=`` win over them, field by field.
     :raises ValueError, TypeError: for an invalid configuration (checked here, not at run time).
     """
 
@@ -262,6 +273,7 @@ class Agent:
     recorders: tuple[Recorder, ...] = attrs.field(default=(), converter=_to_recorders, kw_only=True)
     name: str | None = attrs.field(default=None, kw_only=True)
     toolsets: tuple[Toolset, ...] = attrs.field(default=(), converter=check_toolsets, kw_only=True)
+    settings: ModelSettings | None = attrs.field(default=None, kw_only=True)
     _config: LoopConfig = attrs.field(init=False)
     _all_tools: tuple[Tool[Any, Any], ...] = attrs.field(init=False)
     _bound: dict[int, _Bound] = attrs.field(init=False, factory=dict)
@@ -283,6 +295,7 @@ class Agent:
             _check_choice(self.tool_choice, names)
         if self.max_tool_result_chars is not None and self.max_tool_result_chars < 1:
             raise ValueError("max_tool_result_chars must be positive")
+        _check_settings(self.settings)
         if self.tool_policy is not None and not callable(self.tool_policy):
             raise TypeError("tool_policy must be callable: (ToolCall, ToolContext) -> None | reason")
         if isinstance(self.nudges, Nudges):
@@ -307,6 +320,7 @@ class Agent:
             read_only=frozenset(t.name for t in all_tools if t.read_only),
             agent_name=self.name,
             run_info=_run_info(self.provider, self.model),
+            settings=self.settings or None,
         )
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_all_tools", all_tools)
@@ -359,14 +373,17 @@ class Agent:
         on_token: Callable[[str], None] | None = None,
         deps: Any = None,
         runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
     ) -> RunResult:
-        """Run the tool loop on ``prompt`` (a str, a Message or a conversation) to a :class:`RunResult`.
+        """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
+        message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
 
         ``on_token(text)`` is called for each piece of answer text as it streams
         (the provider's stream path is used then).  ``deps`` reaches tools as
         ``ToolContext.deps`` and is never recorded.  ``runtime``: the runtime to
         run in (default: the bound one, else the current one; see the module's
         docstring for the whole order and the warning a server gets when it finds none).
+        ``settings`` win over the agent's for this run, field by field.
 
         :raises RuntimeError: ``runtime`` (or the bound one) is not running — it closed, or was never
             entered — or belongs to another thread's event loop.
@@ -378,12 +395,15 @@ class Agent:
         caller's conversation is untouched.
         """
         messages = _to_messages(prompt)
+        _check_settings(settings)
         rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
         if rt is not None:
-            return await self._run_in(rt, messages, on_token=on_token, deps=deps)
+            return await self._run_in(rt, messages, on_token=on_token, deps=deps, settings=settings)
         async with Runtime() as private:
             try:
-                result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
+                result = await self._run_in(
+                    private, messages, on_token=on_token, deps=deps, private=True, settings=settings
+                )
             finally:
                 self._forget(private)
         return result
@@ -448,12 +468,21 @@ class Agent:
             )
         return AsCompleted(rt, self, inputs, concurrency)
 
-    def stream(self, prompt: Prompt, *, deps: Any = None, runtime: Runtime | None = None) -> AgentRun:
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
+    ) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
-        ``runtime`` as for :meth:`run` (checked when the handle is entered).  See :class:`AgentRun`.
+        ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings`` win over the
+        agent's for this run.  See :class:`AgentRun`.
         """
-        return AgentRun(self, _to_messages(prompt), deps=deps, runtime=runtime)
+        _check_settings(settings)
+        return AgentRun(self, _to_messages(prompt), deps=deps, runtime=runtime, settings=settings)
 
     def _runtime(self, runtime: Runtime | None = None, *, stacklevel: int = 3) -> Runtime | None:
         """The runtime a run uses, in the order the module's docstring gives; ``None`` for a private one.
@@ -571,6 +600,7 @@ class Agent:
         private: bool = False,
         listed: tuple[LoopConfig, ActorRef | None] | None = None,
         run: tuple[str, EventSink | None] | None = None,
+        settings: ModelSettings | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
         run_id, sink = self._new_run(bound, extra) if run is None else run
@@ -585,6 +615,7 @@ class Agent:
             deps=deps,
             on_text=on_token,
             stream=stream,
+            settings=settings,
         )
         return controller, sink
 
@@ -604,6 +635,7 @@ class Agent:
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
+        settings: ModelSettings | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         """:meth:`_controller` for an agent with toolsets: they are listed first, as part of the run.
 
@@ -615,7 +647,15 @@ class Agent:
         with use_sink(run[1]):
             listed = await self._toolset_tools(bound)
         return self._controller(
-            rt, on_token=on_token, deps=deps, extra=extra, stream=stream, private=private, listed=listed, run=run
+            rt,
+            on_token=on_token,
+            deps=deps,
+            extra=extra,
+            stream=stream,
+            private=private,
+            listed=listed,
+            run=run,
+            settings=settings,
         )
 
     def _run_in(
@@ -626,11 +666,12 @@ class Agent:
         on_token: Callable[[str], None] | None = None,
         deps: Any = None,
         private: bool = False,
+        settings: ModelSettings | None = None,
     ) -> Awaitable[RunResult]:
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
         if self.toolsets:
-            return self._run_listed(rt, messages, on_token=on_token, deps=deps, private=private)
-        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private)
+            return self._run_listed(rt, messages, on_token=on_token, deps=deps, private=private, settings=settings)
+        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private, settings=settings)
         if sink is None and current_sink() is None:
             return controller.run(messages)  # the hot path: nothing to install
         return _drive(controller, sink, messages)
@@ -643,9 +684,12 @@ class Agent:
         on_token: Callable[[str], None] | None,
         deps: Any,
         private: bool,
+        settings: ModelSettings | None = None,
     ) -> RunResult:
         """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
-        controller, sink = await self._listed_controller(rt, on_token=on_token, deps=deps, private=private)
+        controller, sink = await self._listed_controller(
+            rt, on_token=on_token, deps=deps, private=private, settings=settings
+        )
         return await _drive(controller, sink, messages)
 
 
@@ -726,13 +770,20 @@ class AgentRun:
     """
 
     def __init__(
-        self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None, runtime: Runtime | None = None
+        self,
+        agent: Agent,
+        messages: tuple[Message, ...],
+        *,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
         self._agent = agent
         self._messages = messages
         self._deps = deps
         self._runtime = runtime
         self._entered = False
+        self._settings = settings
         self._stack: AsyncExitStack | None = None
         self._receive: MemoryObjectReceiveStream[Event] | None = None
         self._state = _RunState()
@@ -761,10 +812,12 @@ class AgentRun:
             agent, recorder = self._agent, _ChannelRecorder(send)
             if agent.toolsets:
                 controller, sink = await agent._listed_controller(
-                    rt, deps=self._deps, extra=recorder, stream=True, private=private
+                    rt, deps=self._deps, extra=recorder, stream=True, private=private, settings=self._settings
                 )
             else:
-                controller, sink = agent._controller(rt, deps=self._deps, extra=recorder, stream=True, private=private)
+                controller, sink = agent._controller(
+                    rt, deps=self._deps, extra=recorder, stream=True, private=private, settings=self._settings
+                )
             # The task holds the run's state, never this handle: a handle nobody holds can be collected,
             # and its finaliser cancels the run.
             rt.spawn_task(self._state.work, controller, sink, send, self._messages, name="agent.stream")

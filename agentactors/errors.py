@@ -8,6 +8,8 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     ├── ProviderError
     │   ├── MalformedResponseError
     │   ├── UnsupportedToolChoiceError
+    │   ├── UnsupportedContentError
+    │   ├── UnsupportedSettingError
     │   ├── CircuitOpenError
     │   ├── StreamInterruptedError
     │   ├── ProviderTimeout
@@ -81,6 +83,8 @@ __all__ = [
     "ProviderTimeout",
     "StreamInterruptedError",
     "ToolStatusError",
+    "UnsupportedContentError",
+    "UnsupportedSettingError",
     "UnsupportedToolChoiceError",
     "redact",
     "register_secret",
@@ -217,6 +221,32 @@ class UnsupportedToolChoiceError(ProviderError):
             kind=ErrorKind.request,
             retryable=False,
         )
+
+
+class UnsupportedContentError(ProviderError):
+    """A content part (an image, a document, audio) this wire or model cannot carry, or one over its size limit.
+
+    Raised *before anything is sent*, naming the part (its kind, media type and size, never its payload) and
+    the model.  A request fault: never retried, moved to a fallback or counted by a breaker.  ``part`` is the
+    part's description.
+    """
+
+    def __init__(self, message: str, *, provider: str, model: str | None = None, part: str | None = None) -> None:
+        super().__init__(message, provider=provider, model=model, kind=ErrorKind.request, retryable=False)
+        self.part = part
+
+
+class UnsupportedSettingError(ProviderError):
+    """A model setting this model cannot take where dropping it would change the meaning, or a conflict.
+
+    E.g. a thinking budget for a model that does not think, a budget over ``max_tokens``, a temperature
+    together with Anthropic's extended thinking (``docs/settings.md`` has the table).  Raised *before anything
+    is sent*; a request fault.  ``setting`` names the field.
+    """
+
+    def __init__(self, message: str, *, provider: str, model: str | None = None, setting: str | None = None) -> None:
+        super().__init__(message, provider=provider, model=model, kind=ErrorKind.request, retryable=False)
+        self.setting = setting
 
 
 class CircuitOpenError(ProviderError):

@@ -9,6 +9,13 @@ Opaque provider data (Anthropic thinking blocks with signatures, Gemini thought
 signatures) travels on :attr:`Message.provider_data` and :attr:`ToolCall.provider_data`
 keyed by wire name (``"anthropic"``, ``"gemini"``, ``"openai"``).  Codecs store it as
 received and replay it untouched on the next request.
+
+A user message or a tool result may carry content parts (:mod:`agentactors.parts`: text,
+images, documents, audio): ``Message.user([Text("What is this?"), Image(data=png)])``.
+``Message.content`` is always the text (the text parts joined by newlines) and
+``Message.parts`` every part in order; a text-only message stores no parts at all, so the
+common case costs nothing.  The generation settings of a request (``temperature`` …
+``timeout``) are :class:`~agentactors.settings.ModelSettings`' fields, one field each.
 """
 
 from __future__ import annotations
@@ -17,11 +24,29 @@ import enum
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
+from .parts import Audio, Document, Image, MediaPart, Part, Text, is_part
+from .settings import (
+    CachePolicy,
+    ModelSettings,
+    check_reasoning_effort,
+    check_seed,
+    check_thinking_budget,
+    check_timeout,
+    check_top_p,
+    to_cache,
+)
+
 __all__ = [
+    "Audio",
+    "Document",
+    "Image",
+    "MediaPart",
+    "Part",
+    "Text",
     "LLMRequest",
     "LLMResponse",
     "Message",
@@ -61,6 +86,23 @@ def _to_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return None if value is None else dict(value)
+
+
+def _to_parts(value: Part | Iterable[Part] | None) -> tuple[Part, ...] | None:
+    if value is None:
+        return None
+    if is_part(value):
+        return (value,)  # type: ignore[return-value]
+    if isinstance(cast(object, value), str | bytes):  # a string is iterable, but not parts
+        raise TypeError("parts must be content parts (Text, Image, Document, Audio), not a string")
+    return tuple(value)  # type: ignore[arg-type]
+
+
+def _text_and_parts(value: str | Part | Iterable[Part]) -> tuple[str, tuple[Part, ...] | None]:
+    """A factory argument as (content, parts): a str is text only."""
+    if isinstance(value, str):
+        return value, None
+    return "", _to_parts(value)
 
 
 def parse_arguments(raw: str | None, *, required: bool = False) -> tuple[dict[str, Any], str | None]:
@@ -155,6 +197,11 @@ class Message:
     thought signatures) keyed by wire, replayed untouched by that wire's codec.
     ``reasoning`` is the model's structured reasoning text (kept for the record,
     not replayed unless a codec needs it).
+
+    ``parts`` (user and tool messages only) are content parts: ``content`` is then
+    their text parts joined by newlines (pass no ``content``, or that text).  Parts
+    that are all :class:`~agentactors.parts.Text` are just text: such a message
+    stores none, and equals the message built from the joined string.
     """
 
     role: Role = attrs.field()
@@ -165,6 +212,9 @@ class Message:
     reasoning: str = ""
     provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
     is_error: bool = False
+    # None for text: a text-only message allocates no tuple (W1/W3 build millions of them), and no converter
+    # runs for it either: parts given as any iterable become a tuple in _settle_parts.
+    _parts: tuple[Part, ...] | None = attrs.field(default=None, alias="parts")
 
     @role.validator
     def _check_role(self, _: attrs.Attribute[str], value: str) -> None:
@@ -187,14 +237,65 @@ class Message:
         for call in self.tool_calls:
             if not isinstance(call, ToolCall):
                 raise TypeError(f"tool_calls must hold ToolCall objects, not {type(call).__name__}")
+        if self._parts is not None:
+            self._settle_parts(self._parts)
+
+    def _settle_parts(self, given: Part | Iterable[Part]) -> None:
+        """Check the parts; set ``content`` to their text, and keep them (a tuple) only when one is not text."""
+        parts = _to_parts(given) or ()
+        texts: list[str] = []
+        media = False
+        for part in parts:
+            if isinstance(part, Text):
+                texts.append(part.text)
+            elif isinstance(part, Image | Document | Audio):
+                media = True
+            else:
+                raise TypeError(
+                    f"message parts are Text, Image, Document or Audio, not {type(part).__name__}"
+                )
+        if media and self.role not in ("user", "tool"):
+            raise ValueError(f"only user and tool messages carry images, documents or audio, not {self.role!r}")
+        text = "\n".join(texts)
+        if self.content and self.content != text:
+            raise ValueError("a message with parts takes its content from their text: pass no content=")
+        object.__setattr__(self, "content", text)
+        object.__setattr__(self, "_parts", parts if media else None)
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """Every part, in order: the stored parts, or the content as one :class:`Text` (none when empty)."""
+        if self._parts is not None:
+            return self._parts
+        return (Text(self.content),) if self.content else ()
+
+    @property
+    def media(self) -> tuple[MediaPart, ...]:
+        """The parts that are not text (images, documents, audio); ``()`` for a text message."""
+        if self._parts is None:
+            return ()
+        return tuple(p for p in self._parts if not isinstance(p, Text))
+
+    def with_text(self, text: str) -> Message:
+        """The same message with its text replaced by ``text``; media parts are kept, after the text.
+
+        (The loop appends notes to tool results this way, without losing an image a tool returned.)
+        """
+        if self._parts is None:
+            return attrs.evolve(self, content=text)
+        return attrs.evolve(self, content="", parts=((Text(text),) if text else ()) + self.media)
 
     @classmethod
     def system(cls, text: str) -> Message:
         return cls(role="system", content=text)
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        return cls(role="user", content=text)
+    def user(cls, text: str | Part | Sequence[Part]) -> Message:
+        """A user message: a str, or content parts (``[Text(...), Image(...)]``)."""
+        if isinstance(text, str):
+            return cls(role="user", content=text)
+        content, parts = _text_and_parts(text)
+        return cls(role="user", content=content, parts=parts)
 
     @classmethod
     def assistant(
@@ -214,8 +315,14 @@ class Message:
         )
 
     @classmethod
-    def tool(cls, call_id: str, content: str, name: str | None = None, *, is_error: bool = False) -> Message:
-        return cls(role="tool", content=content, tool_call_id=call_id, name=name, is_error=is_error)
+    def tool(
+        cls, call_id: str, content: str | Part | Sequence[Part], name: str | None = None, *, is_error: bool = False
+    ) -> Message:
+        """A tool result: text, or content parts (an image a tool returned) on the wires that take them."""
+        if isinstance(content, str):
+            return cls(role="tool", content=content, tool_call_id=call_id, name=name, is_error=is_error)
+        text, parts = _text_and_parts(content)
+        return cls(role="tool", content=text, tool_call_id=call_id, name=name, is_error=is_error, parts=parts)
 
 
 @attrs.frozen(slots=True)
@@ -351,6 +458,13 @@ class LLMRequest:
 
     ``vendor_options`` passes vendor-only fields through a codec untouched, keyed
     by wire: ``{"anthropic": {"thinking": {...}}, "openai": {"seed": 1}}``.
+
+    The generation settings are the fields of :class:`~agentactors.settings.ModelSettings`,
+    each in one place: ``max_tokens``, ``temperature``, ``stop`` (``()`` when unset),
+    ``top_p``, ``seed``, ``parallel_tool_calls``, ``reasoning_effort``,
+    ``thinking_budget``, ``cache`` (a :class:`~agentactors.settings.CachePolicy`; ``True`` /
+    ``False`` accepted), ``timeout``; ``ModelSettings.extra`` is ``vendor_options``.
+    ``None`` is the vendor's default; how each reaches each wire: ``docs/settings.md``.
     """
 
     messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
@@ -361,6 +475,13 @@ class LLMRequest:
     temperature: float | None = None
     stop: tuple[str, ...] = attrs.field(default=(), converter=_to_strings)
     vendor_options: dict[str, Any] = attrs.field(factory=dict, converter=_to_dict)
+    top_p: float | None = attrs.field(default=None, kw_only=True)
+    seed: int | None = attrs.field(default=None, kw_only=True)
+    parallel_tool_calls: bool | None = attrs.field(default=None, kw_only=True)
+    reasoning_effort: str | None = attrs.field(default=None, kw_only=True)
+    thinking_budget: int | None = attrs.field(default=None, kw_only=True)
+    cache: CachePolicy | None = attrs.field(default=None, converter=to_cache, kw_only=True)
+    timeout: float | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if not self.messages:
@@ -379,6 +500,38 @@ class LLMRequest:
             raise ValueError(f"tool_choice names {self.tool_choice.name!r}, which is not among the tools {names}")
         if self.max_tokens is not None and self.max_tokens <= 0:
             raise ValueError("max_tokens must be positive")
+        # The fields LLMRequest always had keep their old, lenient checks; the settings fields it gained
+        # are checked as ModelSettings checks them.
+        check_top_p(self.top_p)
+        check_seed(self.seed)
+        check_reasoning_effort(self.reasoning_effort)
+        if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
+            raise TypeError("parallel_tool_calls must be a bool")
+        check_thinking_budget(self.thinking_budget)
+        check_timeout(self.timeout)
+
+    def with_defaults(self, settings: ModelSettings | None) -> LLMRequest:
+        """This request with ``settings`` filling the fields it leaves unset (the request's own values win).
+
+        ``settings.extra`` goes under ``vendor_options``, wire by wire and key by key.  How a provider
+        applies its ``settings=`` defaults; returns ``self`` when nothing changes.
+        """
+        if not settings:
+            return self
+        changes: dict[str, Any] = {}
+        for name, value in settings.request_fields().items():
+            if name == "vendor_options":
+                merged = {wire: dict(options) for wire, options in value.items()}
+                for wire, options in self.vendor_options.items():
+                    merged[wire] = {**merged.get(wire, {}), **options} if isinstance(options, Mapping) else options
+                if merged != self.vendor_options:
+                    changes[name] = merged
+            elif name == "stop":
+                if not self.stop:
+                    changes[name] = value
+            elif getattr(self, name) is None:
+                changes[name] = value
+        return attrs.evolve(self, **changes) if changes else self
 
     def with_model(self, model: str | None) -> LLMRequest:
         """The same request addressed to ``model``."""

@@ -71,15 +71,23 @@ class Stream:
 
 
 def estimate_tokens(request: LLMRequest) -> int:
-    """A conservative token estimate for budgeting: ~4 characters a token, plus ``max_tokens``."""
+    """A conservative token estimate for budgeting: ~4 characters a token, plus ``max_tokens``.
+
+    Media parts count by their own estimate (``estimated_tokens``, :mod:`agentactors.parts`): a flat
+    :data:`~agentactors.parts.IMAGE_TOKENS` an image, :data:`~agentactors.parts.PAGE_TOKENS` a PDF page,
+    :data:`~agentactors.parts.AUDIO_TOKENS_PER_SECOND` a second of audio.
+    """
     chars = 0
+    media = 0
     for message in request.messages:
         chars += len(message.content)
         for call in message.tool_calls:
             chars += len(call.name) + len(call.raw_arguments or call.arguments_json)
+        for part in message.media:
+            media += part.estimated_tokens
     for spec in request.tools:
         chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters, separators=(",", ":")))
-    return chars // 4 + 1 + (request.max_tokens or 0)
+    return chars // 4 + 1 + media + (request.max_tokens or 0)
 
 
 class _Bucket:

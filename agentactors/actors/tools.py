@@ -34,6 +34,7 @@ import attrs
 
 from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall
+from ..parts import MediaPart
 from ..tools.registry import Tool, ToolContext, tool
 from ..tools.results import (
     ToolResult,
@@ -43,6 +44,7 @@ from ..tools.results import (
     format_error,
     refusal_text,
     render_result,
+    split_parts,
     timeout_text,
     truncate,
     truncated_head_length,
@@ -336,11 +338,18 @@ class ToolExecutorActor:
             return self._finish(call, t, ToolStatus.invalid, text, context, started)
         except Exception as exc:
             return self._finish(call, t, ToolStatus.error, format_error(exc), context, started)
-        try:
-            content = render_result(value)
-        except (TypeError, ValueError):
-            text = format_error(TypeError(f"the tool returned a {type(value).__name__} that cannot be sent as JSON"))
-            return self._finish(call, t, ToolStatus.error, text, context, started)
+        media: tuple[MediaPart, ...] = ()
+        parts = split_parts(value)
+        if parts is not None:
+            content, media = parts  # images etc. a tool returned ride beside its text
+        else:
+            try:
+                content = render_result(value)
+            except (TypeError, ValueError):
+                text = format_error(
+                    TypeError(f"the tool returned a {type(value).__name__} that cannot be sent as JSON")
+                )
+                return self._finish(call, t, ToolStatus.error, text, context, started)
         del value
         size = len(content)
         ceiling = t.result_ceiling
@@ -357,7 +366,7 @@ class ToolExecutorActor:
             )
             text = refusal_text(t.name, size, ceiling)
             return self._finish(call, t, ToolStatus.invalid, text, context, started, refused=True, original=size)
-        return self._finish(call, t, ToolStatus.ok, content, context, started, original=size)
+        return self._finish(call, t, ToolStatus.ok, content, context, started, original=size, media=media)
 
     def _finish(
         self,
@@ -370,6 +379,7 @@ class ToolExecutorActor:
         *,
         refused: bool = False,
         original: int | None = None,
+        media: tuple[MediaPart, ...] = (),
     ) -> ToolResult:
         name = t.name if t is not None else call.name
         suffix = ""
@@ -403,6 +413,7 @@ class ToolExecutorActor:
             truncated,  # positional: keywords cost a good part of building a result, once per call
             refused,
             original,
+            media,
         )
 
 

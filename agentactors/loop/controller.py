@@ -84,6 +84,7 @@ from ..messages import (
     Usage,
 )
 from ..providers._classify import classify_exception
+from ..settings import ModelSettings
 from ..tools.results import ToolResult, ToolStatus
 from .context_budget import fit_to_budget
 from .json_transport import StreamFilter, contract_text, parse_reply, to_wire_messages
@@ -123,7 +124,8 @@ class LoopConfig:
     """Everything a run takes from its agent; built once per agent, shared by all of its runs.
 
     ``tool_specs`` are the specs offered to the model (built-ins included);
-    ``read_only`` names the tools marked ``read_only`` (for the batching nudge).
+    ``read_only`` names the tools marked ``read_only`` (for the batching nudge);
+    ``settings`` the agent's :class:`~agentactors.settings.ModelSettings`, in every request's skeleton.
     """
 
     tool_specs: tuple[ToolSpec, ...] = ()
@@ -143,23 +145,34 @@ class LoopConfig:
     # What run.started tells about the agent beyond its name (its default model, its provider members), for
     # recorders that describe runs to others (OpenTelemetry): built once per agent, never per run.
     run_info: Mapping[str, Any] = attrs.field(factory=dict)
+    settings: ModelSettings | None = None
     # (native, tool choice) -> a validated request whose messages every step replaces (see _request_like).
     _skeletons: dict[tuple[bool, ToolChoice], LLMRequest] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
 
-    def skeleton(self, native: bool, choice: ToolChoice) -> LLMRequest:
-        """The request every step of a run sends but for its messages (built and validated once)."""
+    def skeleton(self, native: bool, choice: ToolChoice, settings: ModelSettings | None = None) -> LLMRequest:
+        """The request every step of a run sends but for its messages (built and validated once).
+
+        ``settings`` are a run's own (already merged over the agent's): its skeleton is built for that run
+        alone, once per tool choice, and not kept.  Without them, the agent's skeleton is cached.
+        """
+        if settings is not None:
+            return self._build(native, choice, settings)
         key = (native, choice)
         skeleton = self._skeletons.get(key)
         if skeleton is None:
-            skeleton = self._skeletons[key] = LLMRequest(
-                (Message.user(""),),
-                model=self.model,
-                tools=self.tool_specs if native else (),
-                tool_choice=choice,
-            )
+            skeleton = self._skeletons[key] = self._build(native, choice, self.settings)
         return skeleton
+
+    def _build(self, native: bool, choice: ToolChoice, settings: ModelSettings | None) -> LLMRequest:
+        return LLMRequest(
+            (Message.user(""),),
+            model=self.model,
+            tools=self.tool_specs if native else (),
+            tool_choice=choice,
+            **(settings.request_fields() if settings else {}),
+        )
 
     def __attrs_post_init__(self) -> None:
         if self.max_steps < 1:
@@ -183,6 +196,8 @@ class LoopController:
     :param deps: handed to tools through their ``ToolContext``; never recorded.
     :param on_text: called with each piece of answer text as it streams (selects the stream path).
     :param stream: use the provider's stream path even without ``on_text`` (for ``agent.stream``).
+    :param settings: the run's own :class:`~agentactors.settings.ModelSettings`, merged over the agent's
+        (field by field) into the run's requests once, at its first step.
 
     The run's state lives here too, set by ``_start`` and changed by the steps: the conversation
     (private until the run ends), the system message sent and how many input messages it
@@ -203,6 +218,7 @@ class LoopController:
         "_on_text",
         "_previous",
         "_provider",
+        "_run_settings",
         "_session",
         "_sink",
         "_skeleton",
@@ -231,8 +247,13 @@ class LoopController:
         deps: Any = None,
         on_text: Callable[[str], None] | None = None,
         stream: bool = False,
+        settings: ModelSettings | None = None,
     ) -> None:
         self._config = config
+        # A run's settings over the agent's, merged once here; None keeps the agent's cached skeletons.
+        self._run_settings = (
+            (config.settings.merge(settings) if config.settings is not None else settings) if settings else None
+        )
         self._provider = provider
         self._tools = tools
         self._native = native
@@ -441,7 +462,7 @@ class LoopController:
         choice holds for the run, so its skeleton is kept and this runs once.
         """
         choice = self._choice
-        skeleton = self._config.skeleton(self._native, choice)
+        skeleton = self._config.skeleton(self._native, choice, self._run_settings)
         if choice.forced:
             self._choice = ToolChoice.auto()
         else:
@@ -546,9 +567,7 @@ class LoopController:
         if note is None:
             return False
         last = conversation[-1]
-        conversation[-1] = Message.tool(
-            last.tool_call_id or "", append_note(last.content, note), last.name, is_error=last.is_error
-        )
+        conversation[-1] = last.with_text(append_note(last.content, note))  # media a tool returned stay
         self._previous = None
         return True
 
@@ -597,12 +616,7 @@ class LoopController:
         for index, result in enumerate(results):
             message = result.to_message()
             if notes is not None and notes[index]:
-                message = Message.tool(
-                    message.tool_call_id or "",
-                    append_note(message.content, notes[index]),
-                    message.name,
-                    is_error=message.is_error,
-                )
+                message = message.with_text(append_note(message.content, notes[index]))
             self._conversation.append(message)
             if config.followups and result.name == FOLLOWUPS_TOOL and result.status is ToolStatus.ok:
                 self.followups = _suggestions(calls[index])
@@ -685,6 +699,13 @@ def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMReq
     put(request, "temperature", skeleton.temperature)
     put(request, "stop", skeleton.stop)
     put(request, "vendor_options", dict(skeleton.vendor_options))
+    put(request, "top_p", skeleton.top_p)
+    put(request, "seed", skeleton.seed)
+    put(request, "parallel_tool_calls", skeleton.parallel_tool_calls)
+    put(request, "reasoning_effort", skeleton.reasoning_effort)
+    put(request, "thinking_budget", skeleton.thinking_budget)
+    put(request, "cache", skeleton.cache)
+    put(request, "timeout", skeleton.timeout)
     return request
 
 

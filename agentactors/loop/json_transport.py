@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from ..messages import Message, ToolCall, ToolSpec
+from ..parts import MediaPart, Text
 
 __all__ = ["ParsedReply", "StreamFilter", "contract_text", "parse_reply", "render_block", "to_wire_messages"]
 
@@ -303,13 +304,19 @@ def render_block(call: ToolCall) -> str:
     return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
 
 
+def _results_message(text: str, media: tuple[MediaPart, ...]) -> Message:
+    # Media a tool returned (an image) travel with the results, after their text.
+    return Message.user([Text(text), *media]) if media else Message.user(text)
+
+
 def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
     """The conversation as a provider without native tools can carry it.
 
     The run keeps its conversation in the canonical shape (assistant messages
     with ``tool_calls``, ``tool`` messages with results) so its record reads the
     same on both transports.  On the wire, a call becomes its contract block
-    after the assistant's text, and consecutive results become one user message.
+    after the assistant's text, and consecutive results become one user message
+    (with the media parts the tools returned, after the text).
     """
     out: list[Message] = []
     results_open = False  # the last message out is a results message that more results may join
@@ -323,9 +330,9 @@ def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
             status = "error" if m.is_error else "ok"
             entry = f"[{m.name or 'tool'} · call {m.tool_call_id} · {status}]\n{m.content}"
             if results_open:
-                out[-1] = Message.user(f"{out[-1].content}\n\n{entry}")
+                out[-1] = _results_message(f"{out[-1].content}\n\n{entry}", out[-1].media + m.media)
             else:
-                out.append(Message.user(f"Tool results:\n\n{entry}"))
+                out.append(_results_message(f"Tool results:\n\n{entry}", m.media))
                 results_open = True
         else:
             out.append(m)

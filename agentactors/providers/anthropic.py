@@ -16,6 +16,19 @@ Request mapping (internal OpenAI-chat-shaped conversation → Messages):
   with tools; ``max_tokens`` is required (default :data:`DEFAULT_MAX_TOKENS`); ``stop`` →
   ``stop_sequences``; ``temperature``.
 
+The request's settings (``docs/settings.md``; per-model data in :mod:`._anthropic_models`):
+``thinking_budget`` → ``thinking: {type: enabled, budget_tokens}`` (at least 1024, below ``max_tokens``);
+``reasoning_effort`` → ``output_config.effort`` with adaptive thinking on the models that have them, a
+thinking budget on older thinking models; ``top_p``; ``parallel_tool_calls: false`` →
+``tool_choice.disable_parallel_tool_use``; ``cache`` → ``cache_control`` breakpoints on the last tool, the
+system prompt and the newest message (a 1-hour TTL on the first two for an extended retention).  Thinking
+refuses a temperature other than 1, a ``top_p`` below 0.95 and a forced tool choice before sending.  The
+wire has no ``seed``: it is dropped with an ``llm.setting_dropped`` event.
+
+Content parts: images → ``image`` blocks, PDFs → ``document`` blocks (``base64`` or ``url`` sources), text
+documents → ``document`` blocks with a ``text`` source; a tool result with media → a ``tool_result`` whose
+content is the text block and those blocks.
+
 ``vendor_options["anthropic"]`` is merged into the body last, so it can set any vendor field
 (``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one.
 Three keys are read by the codec instead of being copied: ``disable_parallel_tool_use``
@@ -38,9 +51,13 @@ import httpx
 
 from ..errors import ProviderError, UnsupportedToolChoiceError
 from ..messages import LLMRequest, LLMResponse, Message, ToolChoice
+from ..parts import Document, Image, Part, Text
+from ..settings import CachePolicy, ModelSettings
 from . import _anthropic_decode
 from ._anthropic_decode import WIRE
+from ._anthropic_models import check_parts, plan_thinking, sampling_fields
 from ._anthropic_stream import AnthropicStreamDecoder
+from ._settings import dropped, refused
 from .base import resolve_model
 from .codec import StreamDecoder
 from .http import HTTPProvider
@@ -54,6 +71,7 @@ __all__ = [
     "AnthropicWire",
     "encode_request",
     "model_accepts_forced_tool_choice",
+    "part_block",
     "thinking_enabled",
 ]
 
@@ -119,6 +137,32 @@ def _replayed_blocks(message: Message) -> list[dict[str, Any]]:
     return [dict(b) for b in blocks if isinstance(b, Mapping)]
 
 
+def part_block(part: Part) -> dict[str, Any] | None:
+    """One content part as a content block (``None`` for empty text: the API rejects an empty text block)."""
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, Image):
+        if part.url is not None:
+            return {"type": "image", "source": {"type": "url", "url": part.url}}
+        return {"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": part.base64()}}
+    assert isinstance(part, Document)  # check_parts refused audio before encoding began
+    text = part.text
+    if text is not None:
+        source: dict[str, Any] = {"type": "text", "media_type": "text/plain", "data": text}
+    elif part.url is not None:
+        source = {"type": "url", "url": part.url}
+    else:
+        source = {"type": "base64", "media_type": "application/pdf", "data": part.base64()}
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if part.title:
+        block["title"] = part.title
+    return block
+
+
+def _content_blocks(message: Message) -> list[dict[str, Any]]:
+    return [b for b in (part_block(p) for p in message.parts) if b is not None]
+
+
 def _blocks_for(message: Message) -> tuple[str, list[dict[str, Any]]]:
     """The wire role and content blocks of one non-system message."""
     if message.role == "tool":
@@ -126,14 +170,16 @@ def _blocks_for(message: Message) -> tuple[str, list[dict[str, Any]]]:
             {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id,
-                "content": message.content,
+                "content": _content_blocks(message) if message.media else message.content,
                 "is_error": message.is_error,
             }
         ]
     blocks: list[dict[str, Any]] = []
     if message.role == "assistant":
         blocks.extend(_replayed_blocks(message))
-    if message.content:
+    if message.media:
+        blocks.extend(_content_blocks(message))
+    elif message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
         # An unparseable call still has to be replayed (its tool_result refers to it); {} is the
@@ -172,13 +218,42 @@ def _messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
     return "\n\n".join(system), out
 
 
+# Blocks a cache_control breakpoint may sit on (not thinking blocks: those are cached with their turn).
+_CACHEABLE = frozenset({"text", "image", "document", "tool_result", "tool_use"})
+
+
+def _mark_cache(body: dict[str, Any], policy: CachePolicy) -> None:
+    """Put ``cache_control`` breakpoints where ``policy`` asks: last tool, system prompt, newest message."""
+    lasting: dict[str, Any] = {"type": "ephemeral"}
+    if policy.retention == "extended":
+        lasting["ttl"] = "1h"  # the prefix outlives the conversation's tail, which moves every step
+    tools = body.get("tools")
+    if policy.tools and tools:
+        tools[-1] = {**tools[-1], "cache_control": tools[-1].get("cache_control", lasting)}
+    system = body.get("system")
+    if policy.system and isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": lasting}]
+    messages = body.get("messages")
+    if policy.conversation and messages and isinstance(messages[-1].get("content"), list):
+        for block in reversed(messages[-1]["content"]):
+            if isinstance(block, dict) and block.get("type") in _CACHEABLE:
+                block.setdefault("cache_control", {"type": "ephemeral"})
+                break
+
+
 def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
     """The Messages API body for ``request`` (see the module docstring for the mapping)."""
     options = request.options_for(WIRE)
+    check_parts(request.messages, model)
+    thinking, effort = plan_thinking(request, model)
+    thinking_on = thinking_enabled(options) if "thinking" in options else thinking is not None
+    if thinking_on and request.tool_choice.forced and request.tools:
+        raise _forced_with_thinking(request, model, WIRE)
     system, messages = _messages(request.messages)
     body: dict[str, Any] = {
         "model": model,
-        "max_tokens": request.max_tokens or _default_max_tokens(options),
+        "max_tokens": request.max_tokens or _default_max_tokens(options if "thinking" in options else
+                                                                {"thinking": thinking}),
         "messages": messages,
         "stream": stream,
     }
@@ -198,13 +273,40 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
         tools.extend(dict(t) for t in extra_tools if isinstance(t, Mapping))
     if tools:
         body["tools"] = tools
-        body["tool_choice"] = _tool_choice(request.tool_choice, options.get("disable_parallel_tool_use"))
+        disable = options.get("disable_parallel_tool_use")
+        if disable is None and request.parallel_tool_calls is not None:
+            disable = not request.parallel_tool_calls
+        body["tool_choice"] = _tool_choice(request.tool_choice, disable)
     if request.stop:
         body["stop_sequences"] = list(request.stop)
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    body.update({k: v for k, v in options.items() if k not in _CODEC_KEYS})
+    body.update(sampling_fields(request, model, thinking=thinking_on))
+    if thinking_on and "top_k" in options:
+        raise refused(WIRE, model, "top_k", "extended thinking is not compatible with top_k")
+    if request.seed is not None:
+        dropped(WIRE, model, "seed", request.seed, "the Messages API has no seed")
+    if thinking is not None:
+        body["thinking"] = thinking
+    if effort is not None:
+        body["output_config"] = {"effort": effort}
+    if request.cache is not None and request.cache.enabled:
+        _mark_cache(body, request.cache)
+    for key, value in options.items():
+        if key in _CODEC_KEYS:
+            continue
+        if key == "output_config" and isinstance(value, Mapping) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}  # e.g. a response format beside our effort
+        else:
+            body[key] = value
     return body
+
+
+def _forced_with_thinking(request: LLMRequest, model: str, provider: str) -> UnsupportedToolChoiceError:
+    return UnsupportedToolChoiceError(
+        f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended "
+        "thinking on Anthropic; use ToolChoice.auto() or turn thinking off for this request",
+        provider=provider,
+        model=model,
+    )
 
 
 class AnthropicWire:
@@ -265,6 +367,7 @@ class AnthropicProvider(HTTPProvider):
         :data:`FORCED_TOOL_CHOICE_REJECTED`, that reject a forced tool choice.
     :param betas: ``anthropic-beta`` feature names to send.
     :param timeout: an httpx timeout for every call (default: the adapter's).
+    :param settings: default :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).
 
     Errors and cancellation are those of :class:`~agentactors.providers.http.HTTPProvider`;
     in particular a forced tool choice for a model that rejects it, or together with
@@ -286,6 +389,7 @@ class AnthropicProvider(HTTPProvider):
         rejects_forced_tool_choice: Iterable[str] = (),
         betas: Iterable[str] = (),
         timeout: httpx.Timeout | float | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
         super().__init__(
             AnthropicWire(betas=betas),
@@ -296,6 +400,7 @@ class AnthropicProvider(HTTPProvider):
             name=name,
             carries_forced_tool_choice=True,
             timeout=timeout,
+            settings=settings,
         )
         self._rejected = FORCED_TOOL_CHOICE_REJECTED + tuple(rejects_forced_tool_choice)
 
@@ -305,11 +410,7 @@ class AnthropicProvider(HTTPProvider):
 
     def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
         # Extended thinking is per request, not per model: the API refuses any/tool with it.
+        request = self.with_defaults(request)
         if request.tool_choice.forced and thinking_enabled(request.options_for(WIRE)):
-            raise UnsupportedToolChoiceError(
-                f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended "
-                "thinking on Anthropic; use ToolChoice.auto() or turn thinking off for this request",
-                provider=self.name,
-                model=resolve_model(self, request),
-            )
+            raise _forced_with_thinking(request, resolve_model(self, request), self.name)
         return super()._prepare(request, stream=stream)

@@ -11,6 +11,14 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
 * tools → one ``functionDeclarations`` entry with schemas sanitised by
   :func:`to_gemini_schema` (:mod:`._gemini_schema`); the tool choice →
   ``toolConfig.functionCallingConfig``;
+* the request's settings → ``generationConfig`` (``docs/settings.md``; per-model data in
+  :mod:`._gemini_models`): ``maxOutputTokens``, ``temperature``, ``topP``, ``stopSequences`` (at most 5),
+  ``seed``, and ``thinkingConfig`` — ``thinkingLevel`` from ``reasoning_effort`` on the models that take
+  levels, ``thinkingBudget`` from ``thinking_budget`` (or from the effort on 2.5 models); the wire has no
+  ``parallel_tool_calls`` and caches prefixes on its own (an extended retention is dropped with an
+  ``llm.setting_dropped`` event);
+* content parts → ``inlineData`` (bytes, base64) or ``fileData`` (a URL: Files API, ``gs://`` or HTTPS);
+  media a tool returned follow the ``functionResponse`` parts in the same user content;
 * ``vendor_options["gemini"]`` is merged into the body last (generation fields
   such as ``thinkingConfig`` may be given at its top level).
 
@@ -38,10 +46,15 @@ import httpx
 
 from ..errors import ErrorKind, ProviderError
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall
+from ..parts import Part, Text
+from ..settings import ModelSettings
 from . import _gemini_decode
 from ._gemini_decode import WIRE
+from ._gemini_models import MAX_STOP_SEQUENCES, check_parts, thinking_config, wire_media_type
 from ._gemini_schema import GeminiSchemaError, to_gemini_schema
 from ._gemini_stream import GeminiStreamDecoder
+from ._media import guessed_media_type
+from ._settings import dropped, refused
 from .http import HTTPProvider
 
 __all__ = [
@@ -155,6 +168,7 @@ class GeminiWire:
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
         """The request body (see the module docstring for the mapping)."""
+        check_parts(request.messages, model)
         system, contents = _contents(request.messages, model)
         body: dict[str, Any] = {"contents": contents}
         if system:
@@ -166,13 +180,7 @@ class GeminiWire:
             if request.tool_choice.mode == "tool":
                 calling["allowedFunctionNames"] = [request.tool_choice.name]
             body["toolConfig"] = {"functionCallingConfig": calling}
-        generation: dict[str, Any] = {}
-        if request.max_tokens is not None:
-            generation["maxOutputTokens"] = request.max_tokens
-        if request.temperature is not None:
-            generation["temperature"] = request.temperature
-        if request.stop:
-            generation["stopSequences"] = list(request.stop)
+        generation = _generation(request, model)
         options = request.options_for(WIRE)
         lifted = {k: options.pop(k) for k in list(options) if k in _GENERATION_FIELDS}
         generation = _deep_merge(generation, lifted)
@@ -197,6 +205,43 @@ class GeminiWire:
         return _gemini_decode.classify_error(status, headers, body, model=model, provider=provider)
 
 
+def _generation(request: LLMRequest, model: str) -> dict[str, Any]:
+    """``generationConfig`` from the request's settings (``vendor_options`` are merged over it later)."""
+    generation: dict[str, Any] = {}
+    if request.max_tokens is not None:
+        generation["maxOutputTokens"] = request.max_tokens
+    if request.temperature is not None:
+        generation["temperature"] = request.temperature
+    if request.top_p is not None:
+        generation["topP"] = request.top_p
+    if request.stop:
+        if len(request.stop) > MAX_STOP_SEQUENCES:
+            raise refused(WIRE, model, "stop", f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences")
+        generation["stopSequences"] = list(request.stop)
+    if request.seed is not None:
+        generation["seed"] = request.seed
+    thinking = thinking_config(request, model)
+    if thinking is not None:
+        generation["thinkingConfig"] = thinking
+    if request.parallel_tool_calls is not None and request.tools:
+        dropped(WIRE, model, "parallel_tool_calls", request.parallel_tool_calls,
+                "generateContent has no parallel_tool_calls setting")
+    if request.cache is not None and request.cache.retention == "extended":
+        dropped(WIRE, model, "cache", "extended retention",
+                "Gemini's implicit cache has no retention setting (explicit caches are vendor_options' cachedContent)")
+    return generation
+
+
+def _part(part: Part) -> dict[str, Any]:
+    """One content part as a Gemini ``Part`` (checked by ``check_parts`` before encoding began)."""
+    if isinstance(part, Text):
+        return {"text": part.text}
+    media_type = wire_media_type(guessed_media_type(part) or "")
+    if part.url is not None:
+        return {"fileData": {"mimeType": media_type, "fileUri": part.url}}
+    return {"inlineData": {"mimeType": media_type, "data": part.base64()}}
+
+
 def _declaration(name: str, description: str, parameters: Mapping[str, Any], model: str) -> dict[str, Any]:
     try:
         schema = to_gemini_schema(parameters)
@@ -216,6 +261,7 @@ def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, A
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     results: list[dict[str, Any]] | None = None  # the open content collecting consecutive tool results
+    returned: list[Part] = []  # the media parts at the end of that content
     for m in messages:
         if m.role == "system":
             system.append({"text": m.content})
@@ -233,12 +279,19 @@ def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, A
             response: dict[str, Any] = {"id": echo.get(call_id, call_id), "name": name, "response": {key: m.content}}
             if results is None:
                 results = []
+                returned = []
                 contents.append({"role": "user", "parts": results})
-            results.append({"functionResponse": response})
+            # Media a tool returned go after the run's function responses, in the same content.
+            index = len(results) - len(returned)
+            results.insert(index, {"functionResponse": response})
+            for p in m.media:
+                results.append(_part(p))
+                returned.append(p)
             continue
         results = None
         if m.role == "user":
-            contents.append({"role": "user", "parts": [{"text": m.content}]})
+            user_parts = [_part(p) for p in m.parts] if m.media else [{"text": m.content}]
+            contents.append({"role": "user", "parts": user_parts})
             continue
         parts: list[dict[str, Any]] = []
         if m.content:
@@ -281,8 +334,9 @@ class GeminiProvider(HTTPProvider):
     environment variables and travels only in the ``x-goog-api-key`` header.
     Forced tool choices are refused before sending for models listed in
     :data:`FORCED_TOOL_CHOICE_REJECTED` or ``rejects_forced_tool_choice``
-    (model-name prefixes).  Error and cancellation semantics are
-    :class:`~agentactors.providers.http.HTTPProvider`'s.
+    (model-name prefixes).  ``settings`` are the provider's default
+    :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).  Error and
+    cancellation semantics are :class:`~agentactors.providers.http.HTTPProvider`'s.
     """
 
     wire_name: ClassVar[str] = WIRE
@@ -298,6 +352,7 @@ class GeminiProvider(HTTPProvider):
         name: str | None = None,
         timeout: httpx.Timeout | float | None = None,
         rejects_forced_tool_choice: Iterable[str] = (),
+        settings: ModelSettings | None = None,
     ) -> None:
         super().__init__(
             GeminiWire(),
@@ -307,6 +362,7 @@ class GeminiProvider(HTTPProvider):
             http_client=http_client,
             name=name,
             timeout=timeout,
+            settings=settings,
         )
         self._rejects = tuple(p.lower() for p in (*FORCED_TOOL_CHOICE_REJECTED, *rejects_forced_tool_choice))
 

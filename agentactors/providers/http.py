@@ -3,8 +3,9 @@
 A vendor provider is a :class:`~agentactors.providers.codec.WireCodec` (pure
 request/response/stream mapping) plus this class, which does the I/O:
 
-* resolves the model and refuses a forced tool choice the model rejects
-  *before* anything is sent;
+* fills the fields a request leaves unset from the provider's default
+  :class:`~agentactors.ModelSettings` (``settings=``), resolves the model and refuses a
+  forced tool choice the model rejects *before* anything is sent;
 * puts the API key in headers only (never in a URL) and registers it with
   :func:`~agentactors.redaction.register_secret`, so it is redacted from every
   error and log line;
@@ -34,6 +35,7 @@ from httpx_sse import EventSource
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
 from ..redaction import redact, register_secret
+from ..settings import ModelSettings
 from ._classify import classify_exception
 from .base import check_forced_tool_choice, events_for_response, interrupted, resolve_model
 from .codec import StreamDecoder, WireCodec
@@ -121,7 +123,13 @@ class HTTPProvider:
         name: str | None = None,
         carries_forced_tool_choice: bool = True,
         timeout: httpx.Timeout | float | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
+        if settings is not None and not isinstance(settings, ModelSettings):
+            raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
+        if timeout is None and settings is not None and settings.timeout is not None:
+            timeout = settings.timeout  # the default settings' timeout is this provider's
+        self._settings = settings or None
         self._codec = codec
         self._model = model
         key = api_key if api_key is not None else self._key_from_env()
@@ -169,6 +177,11 @@ class HTTPProvider:
         return self._base_url
 
     @property
+    def settings(self) -> ModelSettings | None:
+        """The default settings given to the constructor (a request's own fields win over them)."""
+        return self._settings
+
+    @property
     def codec(self) -> WireCodec:
         """The wire codec this provider sends through."""
         return self._codec
@@ -205,7 +218,7 @@ class HTTPProvider:
         client = self._get_client()
         log.debug("%s: POST %s (model=%s)", self._name, redact(url), model)
         try:
-            response = await client.post(url, content=content, headers=headers, **self._timeout_kw())
+            response = await client.post(url, content=content, headers=headers, **self._timeout_kw(request))
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
@@ -240,6 +253,7 @@ class HTTPProvider:
     # -- internals --------------------------------------------------------------------------------
 
     def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
+        request = self.with_defaults(request)
         model = resolve_model(self, request)
         check_forced_tool_choice(self, request, model)
         try:
@@ -267,6 +281,10 @@ class HTTPProvider:
         headers.update(self._codec.headers(self.__api_key))
         return model, self._codec.url(self._base_url, model, stream=stream), headers, content
 
+    def with_defaults(self, request: LLMRequest) -> LLMRequest:
+        """``request`` with this provider's default settings filling the fields it leaves unset."""
+        return request if self._settings is None else request.with_defaults(self._settings)
+
     def _get_client(self) -> httpx.AsyncClient:
         # Created on first use so that it binds to the running event loop, not the importer's.
         token = _loop_token()
@@ -282,8 +300,11 @@ class HTTPProvider:
             self._client_loop = token
         return self._client
 
-    def _timeout_kw(self) -> dict[str, Any]:
-        # An injected client keeps its own timeout unless one was given to us explicitly.
+    def _timeout_kw(self, request: LLMRequest) -> dict[str, Any]:
+        # A request's own timeout (ModelSettings.timeout) wins; an injected client keeps its own timeout
+        # unless one was given to us explicitly.
+        if request.timeout is not None:
+            return {"timeout": httpx.Timeout(request.timeout)}
         return {"timeout": self._timeout} if self._timeout is not None else {}
 
     def _transport_error(self, exc: BaseException, model: str) -> ProviderError:
@@ -337,7 +358,9 @@ class HTTPProvider:
         response: httpx.Response | None = None
         try:
             try:
-                http_request = client.build_request("POST", url, content=content, headers=headers, **self._timeout_kw())
+                http_request = client.build_request(
+                    "POST", url, content=content, headers=headers, **self._timeout_kw(request)
+                )
                 response = await client.send(http_request, stream=True)
                 if not _is_2xx(response.status_code):
                     body = await response.aread()

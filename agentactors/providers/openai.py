@@ -17,6 +17,16 @@ Opaque data travels in ``provider_data["openai"]``: on a :class:`Message` it is 
 dict of extra wire fields merged into that message when it is sent; on a
 :class:`ToolCall`, extra fields of that tool call.
 
+The request's settings (``docs/settings.md``): ``max_tokens`` → ``max_completion_tokens`` on OpenAI's
+endpoint and for reasoning models (``max_tokens`` elsewhere), ``temperature``, ``top_p``, ``stop``,
+``seed``, ``reasoning_effort`` (validated per model), ``parallel_tool_calls`` (only with tools), an
+extended cache retention → ``prompt_cache_retention: "24h"``; per-model data in :mod:`._openai_models`.
+
+Content parts: an image → ``image_url`` (a ``data:`` URL, or the image's own URL), a PDF → ``file``
+(``file_data``), a text document → a ``text`` part, audio → ``input_audio`` (WAV / MP3).  A tool message
+takes text only, so media a tool returned follow the run of tool messages as one user message
+(``"Media returned by tool call <id>:"`` and the parts).
+
 ``vendor_options["openai"]`` is merged over the request body (``seed``,
 ``prompt_cache_key``, ``n``, ``parallel_tool_calls``, ``reasoning``,
 ``max_completion_tokens``, ...); a ``None`` value removes a field the codec would
@@ -35,8 +45,11 @@ import httpx
 
 from ..errors import ProviderError
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice
+from ..parts import Document, Image, Part, Text
+from ..settings import ModelSettings
 from . import _openai_decode
 from ._openai_decode import WIRE, build_tool_call, dict_or_empty, map_finish_reason, parse_usage
+from ._openai_models import audio_format, check_parts, encode_settings, model_row
 from ._openai_stream import OpenAIStreamDecoder
 from .http import HTTPProvider
 
@@ -62,18 +75,22 @@ class OpenAIWire:
 
     ``max_tokens_field`` names the field ``LLMRequest.max_tokens`` is sent in:
     ``"max_tokens"`` (what every compatible server understands) or
-    ``"max_completion_tokens"`` (what OpenAI's reasoning models require).
+    ``"max_completion_tokens"`` (what OpenAI's reasoning models require; always sent for a model
+    :mod:`._openai_models` knows to reason).  ``official`` says the requests go to OpenAI's own
+    endpoint, whose documented size limits are then checked before sending.
 
-    Errors: decoding raises :class:`~agentactors.MalformedResponseError`
-    (transient) for a body this wire does not allow and the classified
+    Errors: encoding raises :class:`~agentactors.UnsupportedContentError` /
+    :class:`~agentactors.UnsupportedSettingError` for what the model cannot take.  Decoding raises
+    :class:`~agentactors.MalformedResponseError` (transient) for a body this wire does not allow and the classified
     :class:`~agentactors.ProviderError` for a vendor error body; nothing else.
     """
 
-    def __init__(self, *, max_tokens_field: str = "max_tokens") -> None:
+    def __init__(self, *, max_tokens_field: str = "max_tokens", official: bool = False) -> None:
         self.wire = WIRE
         if max_tokens_field not in ("max_tokens", "max_completion_tokens"):
             raise ValueError("max_tokens_field must be 'max_tokens' or 'max_completion_tokens'")
         self.max_tokens_field = max_tokens_field
+        self.official = official
 
     def url(self, base_url: str, model: str, *, stream: bool) -> str:
         """See :meth:`~agentactors.providers.codec.WireCodec.url`."""
@@ -88,6 +105,7 @@ class OpenAIWire:
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
         """The request body (see the module docstring for the mapping)."""
         options = request.options_for(WIRE)
+        check_parts(request.messages, model, official=self.official)
         body: dict[str, Any] = {"model": model, "messages": self.encode_messages(request.messages)}
         if request.tools:
             strict = options.get("strict_tools", False)
@@ -100,11 +118,8 @@ class OpenAIWire:
         if stream:
             body["stream_options"] = {"include_usage": True}
         if request.max_tokens is not None and "max_tokens" not in options and "max_completion_tokens" not in options:
-            body[self.max_tokens_field] = request.max_tokens
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.stop:
-            body["stop"] = list(request.stop)
+            body[self._max_tokens_field(model)] = request.max_tokens
+        body.update(encode_settings(request, model, tools=bool(request.tools)))
         for key, value in options.items():
             if key in _CODEC_OPTIONS:
                 continue
@@ -117,19 +132,37 @@ class OpenAIWire:
             body.pop("parallel_tool_calls", None)
         return body
 
+    def _max_tokens_field(self, model: str) -> str:
+        row = model_row(model)
+        return "max_completion_tokens" if row is not None and row.reasons else self.max_tokens_field
+
     def encode_messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
-        """The conversation on the wire, empty assistant turns dropped."""
+        """The conversation on the wire, empty assistant turns dropped.
+
+        Media in tool results follow the run of tool messages as one user message: a tool message
+        takes text only, and nothing may come between an assistant's calls and their results.
+        """
         out: list[dict[str, Any]] = []
+        returned: list[dict[str, Any]] = []  # media of the tool results since the last non-tool message
         for m in messages:
+            if m.role != "tool" and returned:
+                out.append({"role": "user", "content": returned})
+                returned = []
             encoded = self.encode_message(m)
             if encoded is not None:
                 out.append(encoded)
+            if m.role == "tool" and m.media:
+                returned.append({"type": "text", "text": f"Media returned by tool call {m.tool_call_id}:"})
+                returned.extend(encode_part(p) for p in m.media)
+        if returned:
+            out.append({"role": "user", "content": returned})
         return out
 
     def encode_message(self, m: Message) -> dict[str, Any] | None:
         """One message on the wire, or ``None`` for an assistant message with neither text nor calls."""
         extra = dict_or_empty((m.provider_data or {}).get(WIRE))
         if m.role == "tool":
+            # Media a tool returned travel in a user message after the results (see encode_messages).
             msg: dict[str, Any] = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
         elif m.role == "assistant":
             if not m.tool_calls and not m.content and "content" not in extra:
@@ -138,6 +171,8 @@ class OpenAIWire:
             msg = {"role": "assistant", "content": m.content or None}
             if m.tool_calls:
                 msg["tool_calls"] = [self._encode_call(c) for c in m.tool_calls]
+        elif m.media:
+            msg = {"role": m.role, "content": [encode_part(p) for p in m.parts]}
         else:
             msg = {"role": m.role, "content": m.content}
         msg.update(extra)
@@ -177,6 +212,20 @@ class OpenAIWire:
         return _openai_decode.classify_error(status, headers, body, model=model, provider=provider)
 
 
+def encode_part(part: Part) -> dict[str, Any]:
+    """One content part as a Chat Completions content part (what the part is was checked by ``check_parts``)."""
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, Image):
+        return {"type": "image_url", "image_url": {"url": part.url if part.url is not None else part.data_url()}}
+    if isinstance(part, Document):
+        text = part.text
+        if text is not None:
+            return {"type": "text", "text": f"{part.title}\n\n{text}" if part.title else text}
+        return {"type": "file", "file": {"filename": part.title or "document.pdf", "file_data": part.data_url()}}
+    return {"type": "input_audio", "input_audio": {"data": part.base64(), "format": audio_format(part)}}
+
+
 def encode_tool_choice(choice: ToolChoice) -> Any:
     """``tool_choice`` on this wire: ``"auto"`` / ``"none"`` / ``"required"`` or a named function."""
     if choice.mode == "tool":
@@ -207,7 +256,9 @@ class OpenAIProvider(HTTPProvider):
     server's support is its promise, not OpenAI's, so declare it explicitly.
 
     Requests to OpenAI's endpoint send ``max_completion_tokens`` (its reasoning
-    models reject ``max_tokens``); other servers get ``max_tokens``.
+    models reject ``max_tokens``); other servers get ``max_tokens``, but for a model
+    known to reason.  ``settings`` are this provider's default
+    :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).
 
     Errors and cancellation: see :class:`~agentactors.providers.http.HTTPProvider`.
     """
@@ -228,12 +279,13 @@ class OpenAIProvider(HTTPProvider):
         name: str | None = None,
         rejects_forced_tool_choice: Iterable[str] | None = None,
         timeout: httpx.Timeout | float | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
         official = base_url.rstrip("/") == DEFAULT_OPENAI_BASE_URL
         if carries_forced_tool_choice is None:
             carries_forced_tool_choice = official
         super().__init__(
-            OpenAIWire(max_tokens_field="max_completion_tokens" if official else "max_tokens"),
+            OpenAIWire(max_tokens_field="max_completion_tokens" if official else "max_tokens", official=official),
             model=model,
             api_key=api_key,
             base_url=base_url,
@@ -241,6 +293,7 @@ class OpenAIProvider(HTTPProvider):
             name=name,
             carries_forced_tool_choice=carries_forced_tool_choice,
             timeout=timeout,
+            settings=settings,
         )
         patterns = self.REJECTS_FORCED_TOOL_CHOICE if rejects_forced_tool_choice is None else rejects_forced_tool_choice
         self.rejects_forced_tool_choice: tuple[str, ...] = tuple(p.lower() for p in patterns)

@@ -19,6 +19,7 @@ from ._fake_script import (
     FaultPlan,
     OfferedTool,
     RecordedRequest,
+    SeenPart,
     SeenToolCall,
     SeenToolResult,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "OfferedTool",
     "Outage",
     "RecordedRequest",
+    "SeenPart",
     "SeenToolCall",
     "SeenToolResult",
     "VirtualTimeLoop",

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from ..errors import AgentActorsError
-from ._fake_script import Conversation, OfferedTool, SeenToolCall, SeenToolResult
+from ._fake_media import (
+    anthropic_block_part,
+    anthropic_settings,
+    gemini_part,
+    gemini_settings,
+    openai_content_parts,
+    openai_settings,
+)
+from ._fake_script import Conversation, OfferedTool, SeenPart, SeenToolCall, SeenToolResult
 
 __all__ = ["ParsedRequest", "WireRejection", "parse_request", "route"]
 
@@ -141,6 +149,15 @@ def _reject(strict: bool, status: int, message: str) -> None:
         raise WireRejection(status, message)
 
 
+def _failer(strict: bool) -> Callable[[int, str], None]:
+    """``_reject`` bound to the mode, for the media and settings readers."""
+
+    def fail(status: int, message: str) -> None:
+        _reject(strict, status, message)
+
+    return fail
+
+
 # --- OpenAI chat completions --------------------------------------------------------------------
 
 
@@ -173,6 +190,9 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         raise WireRejection(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
     choice, choice_name = _openai_choice(body.get("tool_choice"), tools, strict)
 
+    fail = _failer(strict)
+    settings = openai_settings(body, fail)
+    parts: list[SeenPart] = []
     system: list[str] = []
     last_user = ""
     calls: list[SeenToolCall] = []
@@ -191,6 +211,7 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
             system.append(_text_of(m.get("content")))
         elif role == "user":
             last_user = _text_of(m.get("content"))
+            parts.extend(openai_content_parts(m.get("content"), where=f"messages[{i}]", role="user", fail=fail))
         elif role == "assistant":
             tcs = m.get("tool_calls")
             if m.get("content") is None and not tcs:
@@ -220,6 +241,7 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
                 pending.pop(call_id, None)
             cid = call_id if isinstance(call_id, str) else None
             results.append(SeenToolResult(cid, names_by_id.get(cid or ""), _text_of(m.get("content"))))
+            parts.extend(openai_content_parts(m.get("content"), where=f"messages[{i}]", role="tool", fail=fail))
         else:
             _reject(strict, 400, f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
                     "'tool', 'function' and 'developer'.")
@@ -238,6 +260,8 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         tool_results=tuple(results),
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
         include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+        parts=tuple(parts),
+        settings=settings,
     )
     return ParsedRequest("openai", model if isinstance(model, str) else None, stream, conv)
 
@@ -299,8 +323,11 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
             if choice_name is None or not any(t.name == choice_name for t in tools):
                 _reject(strict, 400, f"tool_choice: tool {choice_name!r} not found in tools")
         thinking = body.get("thinking")
-        if kind in ("any", "tool") and isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        if kind in ("any", "tool") and isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
             _reject(strict, 400, "Thinking may not be enabled when tool_choice forces tool use.")
+    fail = _failer(strict)
+    settings = anthropic_settings(body, max_tokens, fail)
+    parts: list[SeenPart] = []
 
     last_user = ""
     calls: list[SeenToolCall] = []
@@ -340,7 +367,18 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
                 uses.append(call_id)
                 names_by_id[call_id] = name
                 calls.append(SeenToolCall(call_id, name, b.get("input")))
+            elif kind in ("image", "document") and role == "user" and isinstance(b, dict):
+                part = anthropic_block_part(b, where=f"messages.{i}.content.{j}", role="user", fail=fail)
+                if part is not None:
+                    parts.append(part)
             elif kind == "tool_result" and role == "user" and isinstance(b, dict):
+                inner = b.get("content")
+                for k, sub in enumerate(inner if isinstance(inner, list) else []):
+                    if isinstance(sub, dict):
+                        part = anthropic_block_part(sub, where=f"messages.{i}.content.{j}.content.{k}", role="tool",
+                                                    fail=fail)
+                        if part is not None:
+                            parts.append(part)
                 call_id = str(b.get("tool_use_id"))
                 if strict and call_id not in previous_uses:
                     raise WireRejection(
@@ -375,6 +413,8 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
         tool_calls=tuple(calls),
         tool_results=tuple(results),
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+        parts=tuple(parts),
+        settings=settings,
     )
     return ParsedRequest("anthropic", model if isinstance(model, str) else None, body.get("stream") is True, conv)
 
@@ -457,6 +497,8 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
     elif allowed and strict:
         raise WireRejection(400, "allowed_function_names may only be set when mode is ANY")
 
+    fail = _failer(strict)
+    seen_parts: list[SeenPart] = []
     last_user = ""
     calls: list[SeenToolCall] = []
     results: list[SeenToolResult] = []
@@ -470,6 +512,7 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
             _reject(strict, 400, f"* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty.")
             continue
         user_text = []
+        answers = any(isinstance(p, dict) and ("functionResponse" in p or "function_response" in p) for p in parts)
         for j, p in enumerate(parts):
             data = [k for k in ("text", "functionCall", "functionResponse", "inlineData", "fileData",
                                 "function_call", "function_response", "executableCode", "codeExecutionResult")
@@ -479,7 +522,11 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
                         "field 'data' must have one initialized field")
                 continue
             key = data[0]
-            if key == "text":
+            media = gemini_part(p, key, where=f"contents[{i}].parts[{j}]", role="tool" if answers else "user",
+                                fail=fail)
+            if media is not None:
+                seen_parts.append(media)
+            elif key == "text":
                 if role == "user" and not p.get("thought"):
                     user_text.append(str(p["text"]))
             elif key in ("functionCall", "function_call"):
@@ -512,6 +559,7 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
     system = body.get("systemInstruction") or body.get("system_instruction")
     gen = body.get("generationConfig") or body.get("generation_config") or {}
     max_tokens = gen.get("maxOutputTokens", gen.get("max_output_tokens")) if isinstance(gen, dict) else None
+    settings = gemini_settings(gen, fail) if isinstance(gen, dict) else {}
     conv = Conversation(
         system=_text_of(system.get("parts")) if isinstance(system, dict) else "",
         last_user_text=last_user,
@@ -522,5 +570,7 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
         tool_calls=tuple(calls),
         tool_results=tuple(results),
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+        parts=tuple(seen_parts),
+        settings=settings,
     )
     return ParsedRequest("gemini", path_model, stream, conv)

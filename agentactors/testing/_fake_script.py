@@ -29,6 +29,7 @@ __all__ = [
     "OfferedTool",
     "RecordedRequest",
     "ScriptItem",
+    "SeenPart",
     "SeenToolCall",
     "SeenToolResult",
     "as_action",
@@ -308,8 +309,33 @@ class SeenToolResult:
 
 
 @attrs.frozen(slots=True)
+class SeenPart:
+    """A media part found in a request: what it is and how it came, never its payload.
+
+    ``kind`` is ``image``, ``document`` or ``audio``; ``source`` is ``data`` (inline, ``size`` decoded
+    bytes) or ``url`` (``url`` as sent; the fake vendor never fetches it); ``role`` is ``user``, or ``tool``
+    for media a tool returned.
+    """
+
+    kind: str
+    media_type: str | None
+    source: str
+    size: int | None = None
+    url: str | None = None
+    role: str = "user"
+    title: str | None = None
+
+
+@attrs.frozen(slots=True)
 class Conversation:
-    """A wire-neutral reading of a request's conversation, for scripts and the default behaviour."""
+    """A wire-neutral reading of a request's conversation, for scripts and the default behaviour.
+
+    ``parts`` are the media parts of the conversation, in order; ``settings`` the generation settings the
+    request carried, under neutral names (``temperature``, ``top_p``, ``stop``, ``seed``,
+    ``parallel_tool_calls``, ``reasoning_effort`` — the wire's effort or thinking level —,
+    ``thinking`` — ``enabled`` / ``adaptive`` —, ``thinking_budget``, ``cache_breakpoints``,
+    ``cache_retention``), only those present.
+    """
 
     system: str = ""
     last_user_text: str = ""
@@ -321,6 +347,8 @@ class Conversation:
     tool_results: tuple[SeenToolResult, ...] = ()
     max_tokens: int | None = None
     include_usage: bool = False  # OpenAI stream_options.include_usage
+    parts: tuple[SeenPart, ...] = ()
+    settings: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map)
 
 
 @attrs.frozen(slots=True)

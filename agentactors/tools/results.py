@@ -33,6 +33,7 @@ import attrs
 
 from ..errors import redact
 from ..messages import Message
+from ..parts import MediaPart, Text, is_part
 
 __all__ = [
     "MAX_LISTED_ISSUES",
@@ -45,6 +46,7 @@ __all__ = [
     "invalid_arguments_text",
     "refusal_text",
     "render_result",
+    "split_parts",
     "timeout_text",
     "truncate",
     "truncated_head_length",
@@ -109,6 +111,10 @@ class ResultCeiling:
                 raise ValueError(f"ResultCeiling.narrow_by must hold non-empty parameter names, not {name!r}")
 
 
+def _to_media(value: Iterable[MediaPart]) -> tuple[MediaPart, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(slots=True)
 class ToolResult:
     """The outcome of one tool call, as the model will read it.
@@ -118,6 +124,8 @@ class ToolResult:
     ``original_chars`` is the size of what the tool returned before a cap or a
     ceiling acted (``None`` when the tool produced nothing: invalid, denied,
     timeout, ...); ``truncated`` / ``refused`` say which of the two acted.
+    ``parts`` are the images, documents or audio the tool returned beside its text
+    (:func:`split_parts`); the cap and the ceiling measure the text.
 
     :raises ValueError: for a status that is not a :class:`ToolStatus`, a
         negative size or duration, or a non-str content.
@@ -132,6 +140,7 @@ class ToolResult:
     truncated: bool = False
     refused: bool = False
     original_chars: int | None = None
+    parts: tuple[MediaPart, ...] = attrs.field(default=(), converter=_to_media)
 
     def __attrs_post_init__(self) -> None:
         # One check of every field, in field order (one call per result instead of one per field).
@@ -171,7 +180,9 @@ class ToolResult:
         return self.status is not ToolStatus.ok
 
     def to_message(self) -> Message:
-        """The tool message that feeds this result back to the model."""
+        """The tool message that feeds this result back to the model (its media parts after the text)."""
+        if self.parts:
+            return Message.tool(self.call_id, (Text(self.content), *self.parts), self.name, is_error=self.is_error)
         return Message.tool(self.call_id, self.content, self.name, is_error=self.is_error)
 
 
@@ -179,6 +190,9 @@ class ToolResult:
 
 
 def _json_default(value: Any) -> Any:
+    if is_part(value):
+        # A part's bytes must never become text the model reads: parts travel as parts (split_parts), alone.
+        raise TypeError("a content part can be returned alone or in a list of parts, not inside other values")
     if attrs.has(type(value)):
         return attrs.asdict(value, recurse=False)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -207,6 +221,23 @@ def _json_default(value: Any) -> Any:
 # json.dumps with options builds an encoder per call; one shared encoder (it keeps no state
 # between calls) writes exactly the same text.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+
+
+def split_parts(value: Any) -> tuple[str, tuple[MediaPart, ...]] | None:
+    """A tool's return value as (text, media parts) when it is content parts, else ``None``.
+
+    A tool returns media by returning a part (``Image(data=png)``) or a list or tuple of parts
+    (``[Text("the chart:"), Image(...)]``); the text parts, joined by newlines, are the result's text.
+    A list mixing parts with other values is not parts: it is rendered as JSON (and fails there).
+    """
+    if is_part(value):
+        items: tuple[Any, ...] = (value,)
+    elif isinstance(value, list | tuple) and value and all(is_part(v) for v in value):
+        items = tuple(value)
+    else:
+        return None
+    texts = [p.text for p in items if isinstance(p, Text)]
+    return "\n".join(texts), tuple(p for p in items if not isinstance(p, Text))
 
 
 def render_result(value: Any) -> str:

@@ -53,6 +53,19 @@ async def test_mcp_tools(capsys: pytest.CaptureFixture[str]) -> None:
     assert "mcp.tools_listed   units" in out and "tools.finished     units_convert ok" in out
 
 
+async def test_settings_and_images(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentactors import UnsupportedContentError
+
+    results = await _load("settings_and_images").main()
+    assert [results[w].content for w in ("openai", "anthropic", "gemini")] == ["Yes: both say red."] * 3
+    refused = results["refused"]
+    assert refused.generation_failed and isinstance(refused.error, UnsupportedContentError)
+    out = capsys.readouterr().out
+    assert out.count("image image/png (69 bytes), document application/pdf (72 bytes)") == 3
+    assert "'temperature': 0.7" in out and "dropped on anthropic: seed=7" in out
+    assert "refused before sending: UnsupportedContentError" in out
+
+
 def test_examples_have_a_main_and_run_it() -> None:
     for path in sorted(EXAMPLES.glob("*.py")):
         text = path.read_text()

@@ -1,0 +1,81 @@
+"""What every wire does with a model setting it cannot carry: drop it, said out loud, or refuse the request.
+
+Two answers, one rule (``docs/settings.md``, "Dropped or refused"):
+
+* a setting that only *tunes* generation (``temperature``, ``top_p``, ``seed``, ``parallel_tool_calls``,
+  ``reasoning_effort`` on a model that does not reason, cache retention) is **dropped** when the wire or the
+  model has no field for it, and the drop is recorded as an ``llm.setting_dropped`` event: the answer comes
+  back, generated without the tuning;
+* a setting that *constrains* what comes back (``stop``, ``thinking_budget``), a value the model refuses
+  (an effort it does not know, a budget out of its range) and two settings that conflict are **refused**
+  with :class:`~agentactors.UnsupportedSettingError` (request kind) before anything is sent: dropping them
+  would hand back something the caller did not ask for.
+
+Per-model capability data lives with each wire (``_openai_models``, ``_anthropic_models``,
+``_gemini_models``); model names are matched by :func:`match_model`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from ..errors import UnsupportedSettingError
+from ..events import emit
+
+__all__ = ["Row", "bare_model", "dropped", "listed", "match_model", "refused"]
+
+
+class Row(Protocol):
+    """A row of a per-model capability table: the model-name patterns it applies to."""
+
+    @property
+    def patterns(self) -> tuple[str, ...]: ...
+
+
+RowT = TypeVar("RowT", bound=Row)
+
+
+def bare_model(model: str) -> str:
+    """The model's own name: lower case, without a router's ``vendor/`` or a cloud's ``anthropic.`` prefix.
+
+    ``openai/gpt-5`` (OpenRouter), ``us.anthropic.claude-opus-4-6-v1`` (Bedrock) and ``models/gemini-2.5-pro``
+    (Gemini's resource name) are ``gpt-5``, ``claude-opus-4-6-v1`` and ``gemini-2.5-pro``.
+    """
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    marker = name.find("claude-")
+    return name[marker:] if marker > 0 else name
+
+
+def match_model(table: Sequence[RowT], model: str) -> RowT | None:
+    """The first row of ``table`` one of whose ``fnmatch`` patterns matches ``model``; ``None``: unknown model.
+
+    An unknown model gets every setting as given (the vendor judges it): the tables know the vendor's own
+    models, and a compatible server's models are its own business.
+    """
+    name = bare_model(model)
+    for row in table:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in row.patterns):
+            return row
+    return None
+
+
+def dropped(wire: str, model: str, setting: str, value: Any, reason: str) -> None:
+    """Record that ``setting`` was left out of the request to ``model``, and why (``llm.setting_dropped``)."""
+    emit("llm.setting_dropped", wire=wire, model=model, setting=setting, value=value, reason=reason)
+
+
+def refused(wire: str, model: str, setting: str, why: str) -> UnsupportedSettingError:
+    """The request-kind error for a setting ``model`` cannot take (returned, for the caller to raise)."""
+    return UnsupportedSettingError(
+        f"{setting}: {why} (model {model!r}); nothing was sent", provider=wire, model=model, setting=setting
+    )
+
+
+def listed(values: Iterable[str]) -> str:
+    """``'low', 'medium' or 'high'``: accepted values, for an error text."""
+    items = [repr(v) for v in values]
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]

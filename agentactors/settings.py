@@ -1,0 +1,308 @@
+"""Model settings: how a model generates, said once, vendor-neutrally, and merged run over agent over provider.
+
+:class:`ModelSettings` is a frozen bag of optional fields (``None`` everywhere means "the vendor's default").
+It is validated where it is built — ranges and types — so a typo fails at the line that wrote it, not in a
+codec three layers down.  Who sets what:
+
+* a provider's defaults (``OpenAIProvider(..., settings=ModelSettings(seed=7))``),
+* an agent's (``Agent(..., settings=...)``), which win over the provider's,
+* a run's (``agent.run(..., settings=...)``), which win over both.
+
+Merging is field by field (:meth:`ModelSettings.merge`): a field the winner leaves unset keeps the other's
+value.  ``extra`` (the vendor passthrough, shaped like ``LLMRequest.vendor_options``:
+``{"anthropic": {...}, "openai": {...}}``) merges one level deeper, wire by wire and key by key, so a run that
+adds an OpenAI option keeps the agent's Anthropic ones.
+
+How a field reaches each wire, which fields a model cannot carry (dropped with an ``llm.setting_dropped``
+event) and which combinations are refused before sending: ``docs/settings.md``.  This module knows no wire;
+the codecs in :mod:`agentactors.providers` read the fields from the request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+__all__ = [
+    "REASONING_EFFORTS",
+    "CachePolicy",
+    "ModelSettings",
+    "ReasoningEffort",
+    "check_cache",
+    "check_max_tokens",
+    "check_reasoning_effort",
+    "check_seed",
+    "check_stop",
+    "check_temperature",
+    "check_thinking_budget",
+    "check_timeout",
+    "check_top_p",
+    "to_cache",
+    "to_stop",
+]
+
+ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+#: Every effort any wire knows, lowest first (OpenAI: none…xhigh; Anthropic: low…max).  Which a model accepts
+#: is the wire's per-model data; a value outside this list is a typo and fails at construction.
+REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+
+# The widest ranges any wire accepts (OpenAI and Gemini: temperature 0..2; Anthropic 0..1, checked by its codec).
+_TEMPERATURE_MAX = 2.0
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, not {value!r}")
+    return float(value)
+
+
+def _integer(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
+
+
+def check_temperature(value: float | None) -> None:
+    """``None`` or a number in [0, 2] (the widest any wire takes)."""
+    if value is not None and not 0.0 <= _number("temperature", value) <= _TEMPERATURE_MAX:
+        raise ValueError(f"temperature must be between 0 and {_TEMPERATURE_MAX:g}, not {value!r}")
+
+
+def check_top_p(value: float | None) -> None:
+    """``None`` or a number in [0, 1]."""
+    if value is not None and not 0.0 <= _number("top_p", value) <= 1.0:
+        raise ValueError(f"top_p must be between 0 and 1, not {value!r}")
+
+
+def check_max_tokens(value: int | None) -> None:
+    """``None`` or a positive int."""
+    if value is not None and _integer("max_tokens", value) <= 0:
+        raise ValueError("max_tokens must be positive")
+
+
+def check_seed(value: int | None) -> None:
+    """``None`` or an int."""
+    if value is not None:
+        _integer("seed", value)
+
+
+def check_reasoning_effort(value: str | None) -> None:
+    """``None`` or one of :data:`REASONING_EFFORTS` (which of them a model accepts is checked per model)."""
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"reasoning_effort must be a str, not {type(value).__name__}")
+    if value not in REASONING_EFFORTS:
+        raise ValueError(f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}, not {value!r}")
+
+
+def check_thinking_budget(value: int | None) -> None:
+    """``None`` or an int >= 0 (0: no thinking; each wire checks its own minimum and maximum)."""
+    if value is not None and _integer("thinking_budget", value) < 0:
+        raise ValueError(f"thinking_budget must be >= 0 tokens, not {value!r}")
+
+
+def check_timeout(value: float | None) -> None:
+    """``None`` or a positive number of seconds."""
+    if value is not None and _number("timeout", value) <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {value!r}")
+
+
+def check_cache(value: CachePolicy | None) -> None:
+    """``None`` or a :class:`CachePolicy` (``True`` / ``False`` are converted by :func:`to_cache`)."""
+    if value is not None and not isinstance(value, CachePolicy):
+        raise TypeError(f"cache must be a bool or a CachePolicy, not {type(value).__name__}")
+
+
+def check_stop(value: tuple[str, ...]) -> None:
+    """Every stop sequence a non-empty str."""
+    for s in value:
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"stop sequences must be non-empty strings, not {s!r}")
+
+
+def to_stop(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    """A bare string is one stop sequence, not a sequence of characters; ``None`` stays unset."""
+    if value is None:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _to_extra(value: Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"extra must be a mapping of wire name to options, not {type(value).__name__}")
+    out: dict[str, dict[str, Any]] = {}
+    for wire, options in value.items():
+        if not isinstance(wire, str) or not isinstance(options, Mapping):
+            raise TypeError(
+                'extra is keyed by wire, like LLMRequest.vendor_options: {"openai": {...}, "anthropic": {...}}; '
+                f"{wire!r} maps to a {type(options).__name__}"
+            )
+        out[wire] = dict(options)
+    return out
+
+
+@attrs.frozen(slots=True)
+class CachePolicy:
+    """Prompt caching, vendor-neutrally: which stable prefixes to mark for the vendor's cache.
+
+    :param system: cache the system prompt.
+    :param tools: cache the tool definitions.
+    :param conversation: cache the conversation so far (a breakpoint on the newest message, so each step
+        reads the previous step's prefix from the cache).
+    :param retention: ``"default"`` or ``"extended"`` (Anthropic: a 1-hour TTL on the system and tool
+        breakpoints; OpenAI: ``prompt_cache_retention: "24h"``).
+
+    ``ModelSettings(cache=True)`` is ``CachePolicy()`` (everything, default retention);
+    ``cache=False`` is :meth:`off`.  Wires that cache prefixes on their own (OpenAI, Gemini) need no
+    breakpoints; on them only ``retention`` means something.
+    """
+
+    system: bool = True
+    tools: bool = True
+    conversation: bool = True
+    retention: Literal["default", "extended"] = attrs.field(default="default")
+
+    _RETENTIONS: ClassVar[frozenset[str]] = frozenset(("default", "extended"))
+
+    @retention.validator
+    def _check_retention(self, _: attrs.Attribute[str], value: str) -> None:
+        if value not in self._RETENTIONS:
+            raise ValueError(f"CachePolicy.retention must be 'default' or 'extended', not {value!r}")
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("system", "tools", "conversation"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"CachePolicy.{name} must be a bool")
+
+    @classmethod
+    def off(cls) -> CachePolicy:
+        """No breakpoints at all (what ``cache=False`` means)."""
+        return _OFF
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anything is to be cached."""
+        return self.system or self.tools or self.conversation
+
+
+_OFF = CachePolicy(system=False, tools=False, conversation=False)
+
+
+def to_cache(value: bool | CachePolicy | None) -> CachePolicy | None:
+    """``True`` → :class:`CachePolicy`\\ (), ``False`` → :meth:`CachePolicy.off`, a policy as is."""
+    if value is None or isinstance(value, CachePolicy):
+        return value
+    if isinstance(value, bool):
+        return CachePolicy() if value else _OFF
+    raise TypeError(f"cache must be a bool or a CachePolicy, not {type(value).__name__}")
+
+
+_FIELDS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "stop",
+    "seed",
+    "parallel_tool_calls",
+    "reasoning_effort",
+    "thinking_budget",
+    "cache",
+    "timeout",
+    "extra",
+)
+
+
+@attrs.frozen(slots=True)
+class ModelSettings:
+    """How the model generates; every field optional (``None``: the vendor's default).
+
+    :param temperature: sampling temperature, 0–2 (Anthropic takes 0–1).
+    :param top_p: nucleus sampling, 0–1.
+    :param max_tokens: the most output tokens (thinking included where the vendor counts it so).
+    :param stop: stop sequences (a bare string is one).
+    :param seed: a sampling seed, for reproducible answers where the vendor supports it.
+    :param parallel_tool_calls: whether the model may call several tools in one step.
+    :param reasoning_effort: one of :data:`REASONING_EFFORTS`; which a model accepts is checked per model
+        before sending (OpenAI ``reasoning_effort``, Anthropic ``output_config.effort`` with adaptive thinking
+        or a thinking budget on older models, Gemini ``thinkingLevel`` / ``thinkingBudget``).
+    :param thinking_budget: tokens the model may think for (0: no thinking); Anthropic requires at least
+        1024 and fewer than ``max_tokens``.
+    :param cache: prompt caching: ``True``, ``False`` or a :class:`CachePolicy`.
+    :param timeout: seconds: the HTTP timeout of each model call, overriding the provider's (a bound on a
+        whole call, retries included, is ``with_timeout``'s job).
+    :param extra: vendor-only request fields, keyed by wire, merged into the request body as
+        ``LLMRequest.vendor_options`` are.
+
+    :raises TypeError, ValueError: a field of the wrong type or out of range.
+    """
+
+    temperature: float | None = attrs.field(default=None)
+    top_p: float | None = attrs.field(default=None)
+    max_tokens: int | None = attrs.field(default=None)
+    stop: tuple[str, ...] | None = attrs.field(default=None, converter=to_stop)
+    seed: int | None = attrs.field(default=None)
+    parallel_tool_calls: bool | None = attrs.field(default=None)
+    reasoning_effort: ReasoningEffort | None = attrs.field(default=None)
+    thinking_budget: int | None = attrs.field(default=None)
+    cache: CachePolicy | None = attrs.field(default=None, converter=to_cache)
+    timeout: float | None = attrs.field(default=None)
+    extra: dict[str, dict[str, Any]] | None = attrs.field(default=None, converter=_to_extra)
+
+    def __attrs_post_init__(self) -> None:
+        check_temperature(self.temperature)
+        check_top_p(self.top_p)
+        check_max_tokens(self.max_tokens)
+        if self.stop is not None:
+            check_stop(self.stop)
+        check_seed(self.seed)
+        if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
+            raise TypeError(f"parallel_tool_calls must be a bool, not {type(self.parallel_tool_calls).__name__}")
+        check_reasoning_effort(self.reasoning_effort)
+        check_thinking_budget(self.thinking_budget)
+        check_timeout(self.timeout)
+
+    def __bool__(self) -> bool:
+        """Whether any field is set (an empty ``ModelSettings()`` changes nothing)."""
+        return any(getattr(self, name) is not None for name in _FIELDS)
+
+    def merge(self, other: ModelSettings | None) -> ModelSettings:
+        """These settings with ``other``'s set fields winning, field by field (``extra`` wire by wire, key by key).
+
+        ``self.merge(None)`` and merging an empty ``ModelSettings()`` return ``self``.
+        """
+        if other is None or other is self or not other:
+            return self
+        if not self:
+            return other
+        changes: dict[str, Any] = {}
+        for name in _FIELDS:
+            value = getattr(other, name)
+            if value is not None:
+                changes[name] = value
+        if self.extra and other.extra:
+            merged = {wire: dict(options) for wire, options in self.extra.items()}
+            for wire, options in other.extra.items():
+                merged[wire] = {**merged.get(wire, {}), **options}
+            changes["extra"] = merged
+        return attrs.evolve(self, **changes)
+
+    def request_fields(self) -> dict[str, Any]:
+        """The ``LLMRequest`` keyword arguments these settings stand for (set fields only).
+
+        ``extra`` becomes ``vendor_options``; every other field keeps its name.
+        """
+        out: dict[str, Any] = {}
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            out["vendor_options" if name == "extra" else name] = value
+        return out
