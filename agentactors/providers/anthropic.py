@@ -43,7 +43,7 @@ from ._anthropic_decode import WIRE
 from ._anthropic_stream import AnthropicStreamDecoder
 from .base import resolve_model
 from .codec import StreamDecoder
-from .http import HTTPProvider
+from .http import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, HTTPProvider
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -265,6 +265,8 @@ class AnthropicProvider(HTTPProvider):
         :data:`FORCED_TOOL_CHOICE_REJECTED`, that reject a forced tool choice.
     :param betas: ``anthropic-beta`` feature names to send.
     :param timeout: an httpx timeout for every call (default: the adapter's).
+    :param max_response_bytes: / :param max_sse_line_bytes: / :param max_event_bytes: the
+        byte limits responses are read under (see :class:`~agentactors.providers.http.HTTPProvider`).
 
     Errors and cancellation are those of :class:`~agentactors.providers.http.HTTPProvider`;
     in particular a forced tool choice for a model that rejects it, or together with
@@ -286,6 +288,9 @@ class AnthropicProvider(HTTPProvider):
         rejects_forced_tool_choice: Iterable[str] = (),
         betas: Iterable[str] = (),
         timeout: httpx.Timeout | float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         super().__init__(
             AnthropicWire(betas=betas),
@@ -296,6 +301,9 @@ class AnthropicProvider(HTTPProvider):
             name=name,
             carries_forced_tool_choice=True,
             timeout=timeout,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
         )
         self._rejected = FORCED_TOOL_CHOICE_REJECTED + tuple(rejects_forced_tool_choice)
 

@@ -42,7 +42,7 @@ from . import _gemini_decode
 from ._gemini_decode import WIRE
 from ._gemini_schema import GeminiSchemaError, to_gemini_schema
 from ._gemini_stream import GeminiStreamDecoder
-from .http import HTTPProvider
+from .http import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, HTTPProvider
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -281,8 +281,9 @@ class GeminiProvider(HTTPProvider):
     environment variables and travels only in the ``x-goog-api-key`` header.
     Forced tool choices are refused before sending for models listed in
     :data:`FORCED_TOOL_CHOICE_REJECTED` or ``rejects_forced_tool_choice``
-    (model-name prefixes).  Error and cancellation semantics are
-    :class:`~agentactors.providers.http.HTTPProvider`'s.
+    (model-name prefixes).  ``max_response_bytes``, ``max_sse_line_bytes`` and
+    ``max_event_bytes`` bound what is read of a response.  Error and cancellation
+    semantics are :class:`~agentactors.providers.http.HTTPProvider`'s.
     """
 
     wire_name: ClassVar[str] = WIRE
@@ -298,6 +299,9 @@ class GeminiProvider(HTTPProvider):
         name: str | None = None,
         timeout: httpx.Timeout | float | None = None,
         rejects_forced_tool_choice: Iterable[str] = (),
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         super().__init__(
             GeminiWire(),
@@ -307,6 +311,9 @@ class GeminiProvider(HTTPProvider):
             http_client=http_client,
             name=name,
             timeout=timeout,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
         )
         self._rejects = tuple(p.lower() for p in (*FORCED_TOOL_CHOICE_REJECTED, *rejects_forced_tool_choice))
 
