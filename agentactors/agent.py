@@ -650,6 +650,7 @@ class AsCompleted:
         try:
             return await receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
+            receive.close()  # closed when done, not left to the garbage collector (a ResourceWarning)
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
