@@ -858,6 +858,9 @@ class AgentRun:
         state = getattr(self, "_state", None)
         if state is not None and self._entered:
             state.abandon()
+            receive = getattr(self, "_receive", None)
+            if receive is not None and threading.get_ident() == state.thread:
+                receive.close()  # synchronous; like the cancel, only safe in the loop's own thread
 
     def __aiter__(self) -> AgentRun:
         return self
@@ -1169,6 +1172,7 @@ class AsCompleted:
         try:
             return await receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
+            receive.close()  # closed when done, not left to the garbage collector (a ResourceWarning)
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:

@@ -7,6 +7,7 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     AgentActorsError
     ├── ProviderError
     │   ├── MalformedResponseError
+    │   ├── ResponseTooLargeError
     │   ├── UnsupportedToolChoiceError
     │   ├── UnsupportedContentError
     │   ├── UnsupportedSettingError
@@ -18,6 +19,7 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     ├── AskTimeout                          also a TimeoutError
     ├── ActorStopped
     ├── ToolStatusError
+    ├── RedactedException               stands in for a foreign cause whose text held a credential
     ├── ConversionError                     also a ValueError; agentactors.tools.schema
     ├── ToolsetError                        agentactors (defined in tools.toolset)
     │   └── ToolNameClashError              also a ValueError; agentactors (defined in tools.toolset)
@@ -56,20 +58,24 @@ for one release.
 
 No credential ever appears in an error's ``str``, ``repr``, notes or ``body_excerpt``: providers
 register their keys with :func:`~agentactors.redaction.register_secret` and every text that enters an
-error passes through :func:`~agentactors.redaction.redact`.
+error passes through :func:`~agentactors.redaction.redact`.  Nor in its cause chain: where the library
+wraps a foreign exception (httpx's, h11's, aiohttp's), :func:`scrub_chain` keeps it as the cause only
+when no text in its chain holds a credential, and otherwise puts a :class:`RedactedException` in its
+place.
 """
 
 from __future__ import annotations
 
 import enum
 import importlib
+import traceback
 import warnings
 from collections.abc import Sequence
 from typing import Any, Self
 
 # redact / register_secret are re-exported: ``from agentactors.errors import redact`` predates
 # agentactors.redaction and is still how much of the package imports them.
-from .redaction import redact, register_secret
+from .redaction import excerpt, redact, register_secret
 
 __all__ = [
     "ActorStopped",
@@ -81,6 +87,8 @@ __all__ = [
     "MalformedResponseError",
     "ProviderError",
     "ProviderTimeout",
+    "RedactedException",
+    "ResponseTooLargeError",
     "StreamInterruptedError",
     "ToolStatusError",
     "UnsupportedContentError",
@@ -88,6 +96,7 @@ __all__ = [
     "UnsupportedToolChoiceError",
     "redact",
     "register_secret",
+    "scrub_chain",
 ]
 
 _EXCERPT_LIMIT = 500
@@ -112,10 +121,8 @@ class ErrorKind(enum.StrEnum):
 def _excerpt(body: str | bytes | None) -> str | None:
     if body is None:
         return None
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    text = redact(body.strip())
-    return text if len(text) <= _EXCERPT_LIMIT else text[: _EXCERPT_LIMIT - 1] + "…"
+    # Cut before redacting: an excerpt of a 60 MB page costs what one of 500 characters costs.
+    return excerpt(body, _EXCERPT_LIMIT)
 
 
 # --- the hierarchy ------------------------------------------------------------------------------
@@ -202,6 +209,26 @@ class MalformedResponseError(ProviderError):
     def __init__(self, message: str, *, provider: str, model: str | None = None, **kw: Any) -> None:
         kw.setdefault("kind", ErrorKind.transient)
         super().__init__(f"malformed vendor response: {message}", provider=provider, model=model, **kw)
+
+
+class ResponseTooLargeError(ProviderError):
+    """The vendor's response went past a configured size limit; it was not read further.
+
+    ``limit`` names the limit (``"max_response_bytes"``, ``"max_sse_line_bytes"`` or
+    ``"max_event_bytes"``) and ``limit_bytes`` its value.  The vendor's fault, so kind
+    ``transient`` (a breaker counts it, a fallback may move on), but not retryable by
+    default: asking the same vendor the same thing tends to produce the same runaway answer,
+    and every attempt reads up to the limit again.
+    """
+
+    def __init__(
+        self, message: str, *, provider: str, model: str | None = None, limit: str, limit_bytes: int, **kw: Any
+    ) -> None:
+        kw.setdefault("kind", ErrorKind.transient)
+        kw.setdefault("retryable", False)
+        super().__init__(message, provider=provider, model=model, **kw)
+        self.limit = limit
+        self.limit_bytes = limit_bytes
 
 
 class UnsupportedToolChoiceError(ProviderError):
@@ -379,6 +406,84 @@ class ToolStatusError(AgentActorsError):
         self.status = status
         self.result = result
 
+
+
+class RedactedException(AgentActorsError):
+    """Stands in, in a cause chain, for a foreign exception whose text held a credential.
+
+    The original (h11's ``LocalProtocolError("Illegal header value b'Bearer <key>\\n'")``, say)
+    is dropped with its ``args`` and its frames' locals; what helps debugging stays: the
+    original's type (``original_type``, dotted), its message with credentials removed, and
+    its traceback as redacted text in a note (shown by ``traceback`` and ``logger.exception``).
+    """
+
+    def __init__(self, original_type: str, message: str) -> None:
+        self.original_type = original_type
+        super().__init__(f"{original_type}: {message}" if message else original_type)
+
+
+def scrub_chain(exc: BaseException) -> BaseException:
+    """``exc`` for use as a cause: itself if no text in its chain holds a credential, else a stand-in.
+
+    The chain is ``exc``, its ``__cause__`` and its shown ``__context__``, recursively; the
+    texts are each link's ``str``, ``repr`` and notes.  When any of them changes under
+    :func:`redact`, every link is replaced by a :class:`RedactedException` (chained the
+    same way), so no object that held the secret stays reachable.  The library's own
+    errors are returned as they are: their texts are redacted when they are made.
+    """
+    if isinstance(exc, AgentActorsError) or _chain_is_clean(exc):
+        return exc
+    return _stand_in(exc, set())
+
+
+def _links(exc: BaseException) -> list[BaseException]:
+    seen: set[int] = set()
+    out: list[BaseException] = []
+    todo: list[BaseException] = [exc]
+    while todo:
+        cur = todo.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        out.append(cur)
+        if cur.__cause__ is not None:
+            todo.append(cur.__cause__)
+        elif cur.__context__ is not None and not cur.__suppress_context__:
+            todo.append(cur.__context__)
+    return out
+
+
+def _texts(exc: BaseException) -> list[str]:
+    texts = [str(exc), repr(exc)]
+    texts += [str(n) for n in getattr(exc, "__notes__", None) or ()]
+    return texts
+
+
+def _safe_texts(exc: BaseException) -> list[str]:
+    try:
+        return _texts(exc)
+    except Exception:  # an exception whose __str__ raises: nothing to show, nothing to leak
+        return []
+
+
+def _chain_is_clean(exc: BaseException) -> bool:
+    return all(redact(text) == text for link in _links(exc) for text in _safe_texts(link))
+
+
+def _stand_in(exc: BaseException, seen: set[int]) -> RedactedException:
+    seen.add(id(exc))
+    kind = type(exc)
+    texts = _safe_texts(exc)
+    err = RedactedException(f"{kind.__module__}.{kind.__qualname__}", redact(texts[0]) if texts else "")
+    if exc.__traceback__ is not None:
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        err.add_note("original traceback (credentials removed):\n" + redact(frames).rstrip())
+    nxt = exc.__cause__
+    if nxt is None and not exc.__suppress_context__:
+        nxt = exc.__context__
+    if nxt is not None and id(nxt) not in seen:
+        err.__cause__ = nxt if isinstance(nxt, AgentActorsError) else _stand_in(nxt, seen)
+    return err
 
 
 # --- names that moved to agentactors.providers._classify ----------------------------------------

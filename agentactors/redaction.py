@@ -5,26 +5,54 @@ enters an error, an event payload or a log line passes through :func:`redact`.
 Two nets, because either alone has holes: exact registered values catch keys of
 any shape, and the shape patterns catch keys we were never told about (a key
 echoed back in a vendor's error body, a bearer token in a proxy's message).
+
+Two more pieces keep other people's text clean:
+
+* :func:`excerpt` cuts a (possibly huge) text *before* redacting it, so showing the
+  start of a 60 MB error page costs what showing 500 characters costs;
+* :class:`RedactingFilter` / :func:`redact_loggers` mask records of loggers the
+  library does not own (httpx, httpcore, hpack, aiohttp) before any handler sees them.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+from collections.abc import Iterable
 
-__all__ = ["redact", "register_secret"]
-
+__all__ = ["RedactingFilter", "excerpt", "redact", "redact_loggers", "register_secret"]
 
 
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
 _secret_pattern: re.Pattern[str] | None = None
+_longest_secret = 0
 # Shapes of credentials we may never have been told about: vendor key prefixes and bearer tokens.
 _KEY_SHAPES = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|gsk_[A-Za-z0-9]{8,}|AIza[0-9A-Za-z_\-]{20,}"
     r"|ya29\.[0-9A-Za-z_\-]{10,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}"
     r"|(?i:(?:api[_-]?key|x-api-key|x-goog-api-key|key|token)[\"']?\s*[=:]\s*[\"']?)[A-Za-z0-9._\-]{12,})"
 )
+# A key-shaped match is at most this long in practice; an excerpt keeps this margin past its cut
+# so that a credential straddling the cut is still seen whole by the patterns.
+_SHAPE_MARGIN = 512
+_NON_SPACE = re.compile(r"\S")
+
+
+def _spellings(secret: str) -> set[str]:
+    """``secret`` as it may appear in text: itself, and escaped the way ``repr`` of a str or bytes shows it.
+
+    h11 and friends put header values in their messages as ``repr(bytes)``; a key holding a
+    backslash or a quote is then spelled differently from the key itself.
+    """
+    out = {secret}
+    out.add(repr(secret)[1:-1])
+    try:
+        out.add(repr(secret.encode("utf-8"))[2:-1])
+    except UnicodeEncodeError:  # a lone surrogate: no bytes spelling exists
+        pass
+    return {s for s in out if len(s) >= 8}
 
 
 def register_secret(secret: str | None) -> None:
@@ -32,16 +60,19 @@ def register_secret(secret: str | None) -> None:
 
     Providers call this with their API key; call it for any other secret your
     tools or transports handle.  Strings shorter than 8 characters are ignored
-    (redacting them would mangle ordinary words).
+    (redacting them would mangle ordinary words).  The escaped spellings ``repr``
+    gives a str or bytes value are registered too.
     """
-    global _secret_pattern
+    global _secret_pattern, _longest_secret
     if not secret or len(secret) < 8:
         return
     with _secrets_lock:
-        if secret in _secrets:
+        new = _spellings(secret) - _secrets
+        if not new:
             return
-        _secrets.add(secret)
+        _secrets.update(new)
         ordered = sorted(_secrets, key=len, reverse=True)
+        _longest_secret = len(ordered[0])
         _secret_pattern = re.compile("|".join(re.escape(s) for s in ordered))
 
 
@@ -66,3 +97,72 @@ def redact(text: str) -> str:
     return _KEY_SHAPES.sub(_mask, text)
 
 
+def excerpt(text: str | bytes, limit: int) -> str:
+    """The start of ``text``, at most ``limit`` characters, stripped and redacted (``…`` marks a cut).
+
+    Cut *before* redacting, with a margin as long as the longest registered secret (and
+    the longest credential shape), so a secret straddling the cut is masked, never shown
+    in part; the work is O(``limit``) whatever the size of ``text``.
+    """
+    keep = limit + max(_longest_secret, _SHAPE_MARGIN) + 16
+    beyond = False
+    if isinstance(text, bytes | bytearray):
+        # A UTF-8 character is at most 4 bytes: decoding more than this is wasted work.
+        beyond = len(text) > keep * 4
+        text = bytes(text[: keep * 4]).decode("utf-8", "replace")
+    first = _NON_SPACE.search(text)
+    if first is None:
+        return ""
+    start = first.start()
+    head = text[start : start + keep]
+    beyond = beyond or len(text) - start > keep
+    if not beyond:
+        head = head.rstrip()
+    clean = redact(head)
+    if not beyond and len(clean) <= limit:
+        return clean
+    return clean[: limit - 1] + "…"
+
+
+class RedactingFilter(logging.Filter):
+    """A :class:`logging.Filter` that masks credentials in a record's message, traceback and stack.
+
+    Attach it to a logger the library does not own (:func:`redact_loggers` does, for the
+    HTTP stack): filters run on the logger where a record is made, before any handler —
+    so no handler, file or log shipper ever receives the secret.  It only runs for
+    records the logger's level lets through, so it costs nothing while DEBUG is off.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string is the handler's problem to report, not ours
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            # Formatted once here; formatters reuse record.exc_text instead of formatting again.
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+_FILTER = RedactingFilter()
+_filtered: set[str] = set()
+
+
+def redact_loggers(names: Iterable[str]) -> None:
+    """Attach the shared :class:`RedactingFilter` to each named logger (idempotent).
+
+    A logger's filters do not apply to records of its children, so name every logger
+    that emits (``httpcore.http11``, not ``httpcore``).
+    """
+    with _secrets_lock:
+        for name in names:
+            if name not in _filtered:
+                logging.getLogger(name).addFilter(_FILTER)
+                _filtered.add(name)

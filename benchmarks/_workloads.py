@@ -1,4 +1,4 @@
-"""The benchmark workloads (W1–W6).  ``run.py`` drives them; memory workloads run here as a child process:
+"""The benchmark workloads (W1–W7).  ``run.py`` drives them; memory workloads run here as a child process:
 
     python benchmarks/_workloads.py w3 '{"impl": "agentactors", "runs": 10000, "latency": 0.05}'
 """
@@ -375,33 +375,70 @@ def _start_fakevendor() -> tuple[subprocess.Popen[bytes], str]:
 
 
 async def _drive(call: Any, n: int, concurrency: int) -> tuple[float, float]:
-    sem = asyncio.Semaphore(concurrency)
+    limiter = anyio.CapacityLimiter(concurrency)
 
     async def one() -> None:
-        async with sem:
+        async with limiter:
             await call()
 
     for _ in range(5):  # warm the connection pool
         await call()
     cpu0, t0 = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(n)))
+    async with anyio.create_task_group() as tg:
+        for _ in range(n):
+            tg.start_soon(one)
     return (time.process_time() - cpu0) / n, n / (time.perf_counter() - t0)
 
 
-async def _ours(base: str, request: LLMRequest, mode: str, n: int, concurrency: int) -> tuple[float, float]:
+async def _ours(base: str, request: LLMRequest, mode: str, n: int, concurrency: int,
+                transport: str = "auto") -> tuple[float, float]:
+    """``transport``: ``auto`` (aiohttp on asyncio when installed), ``httpx`` (httpcore forced)."""
     from agentactors import OpenAIProvider
 
-    async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key-0000", base_url=f"{base}/v1") as provider:
+    previous = os.environ.get("AGENTACTORS_HTTP_TRANSPORT")
+    if transport != "auto":
+        os.environ["AGENTACTORS_HTTP_TRANSPORT"] = transport
+    try:
+        async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key-0000", base_url=f"{base}/v1") as provider:
 
-        async def complete() -> None:
-            await provider.complete(request)
+            async def complete() -> None:
+                await provider.complete(request)
 
-        async def stream() -> None:
-            async with provider.stream(request) as events:
-                async for _ in events:
+            async def stream() -> None:
+                async with provider.stream(request) as events:
+                    async for _ in events:
+                        pass
+
+            return await _drive(complete if mode == "json" else stream, n, concurrency)
+    finally:
+        if previous is None:
+            os.environ.pop("AGENTACTORS_HTTP_TRANSPORT", None)
+        else:
+            os.environ["AGENTACTORS_HTTP_TRANSPORT"] = previous
+
+
+async def _raw_httpx(base: str, mode: str, n: int, concurrency: int) -> tuple[float, float]:
+    import httpx
+
+    body = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello."}],
+                       "stream": mode == "stream"}).encode()
+    headers = {"authorization": "Bearer sk-bench-key-0000", "content-type": "application/json"}
+    url = f"{base}/v1/chat/completions"
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)) as client:
+
+        async def call() -> None:
+            async with client.stream("POST", url, content=body, headers=headers) as r:
+                async for _ in r.aiter_raw():
                     pass
 
-        return await _drive(complete if mode == "json" else stream, n, concurrency)
+        return await _drive(call, n, concurrency)
+
+
+def _trio_run(fn: Any, *args: Any) -> tuple[float, float]:
+    import trio  # noqa: F401 - the bench extra installs it
+
+    result: tuple[float, float] = anyio.run(fn, *args, backend="trio")
+    return result
 
 
 async def _official(openai: Any, base: str, mode: str, n: int, concurrency: int) -> tuple[float, float]:
@@ -434,11 +471,17 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
         for _ in range(reps):
             for mode in ("json", "stream"):
                 for concurrency in (1, 32):
-                    key = ("agentactors OpenAIProvider", mode, concurrency)
-                    results.setdefault(key, []).append(asyncio.run(_ours(base, request, mode, n, concurrency)))
+                    def add(impl: str, sample: tuple[float, float], key: tuple[str, int] = (mode, concurrency)) -> None:
+                        results.setdefault((impl, *key), []).append(sample)
+
+                    add("agentactors (aiohttp, asyncio)", asyncio.run(_ours(base, request, mode, n, concurrency)))
+                    add("agentactors (httpx, asyncio)",
+                        asyncio.run(_ours(base, request, mode, n, concurrency, "httpx")))
+                    add("raw httpx (asyncio)", asyncio.run(_raw_httpx(base, mode, n, concurrency)))
+                    add("agentactors (httpx, trio)", _trio_run(_ours, base, request, mode, n, concurrency))
+                    add("raw httpx (trio)", _trio_run(_raw_httpx, base, mode, n, concurrency))
                     if openai is not None:
-                        key = ("official AsyncOpenAI", mode, concurrency)
-                        results.setdefault(key, []).append(asyncio.run(_official(openai, base, mode, n, concurrency)))
+                        add("official AsyncOpenAI", asyncio.run(_official(openai, base, mode, n, concurrency)))
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -448,10 +491,102 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
         rps = statistics.median(s[1] for s in samples)
         rows.append({"impl": impl, "mode": mode, "concurrency": concurrency, "cpu_us": cpu, "rps": rps})
     for row in rows:
-        ref = next((r for r in rows if r["impl"] == "official AsyncOpenAI" and r["mode"] == row["mode"]
+        # asyncio rows compare with the official SDK; trio rows with raw httpx on trio (no SDK there).
+        base_impl = "raw httpx (trio)" if "trio" in row["impl"] else "official AsyncOpenAI"
+        ref = next((r for r in rows if r["impl"] == base_impl and r["mode"] == row["mode"]
                     and r["concurrency"] == row["concurrency"]), None)
         row["cpu_ratio"] = row["cpu_us"] / ref["cpu_us"] if ref else None
+        row["baseline"] = base_impl
     return {"requests": n, "rows": rows}
+
+
+# --- W7 streaming CPU ---------------------------------------------------------------------------------
+
+
+async def _w7_ours(base: str, runs: int) -> tuple[float, int]:
+    from agentactors import Agent, OpenAIProvider, Runtime
+
+    deltas = 0
+    async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key-0000", base_url=f"{base}/v1") as provider:
+        agent = Agent(provider, nudges=False)
+        async with Runtime() as rt:
+            rt.provider_ref(provider, max_concurrency=runs)
+
+            def count(_: str) -> None:
+                nonlocal deltas
+                deltas += 1
+
+            async def one(i: int) -> None:
+                # on_token: the run takes the provider's stream path, one call per text delta.
+                await agent.run(f"Tell me a story number {i}.", on_token=count)
+
+            await _w7_warm(one)
+            cpu0 = time.process_time()
+            deltas = 0
+            async with anyio.create_task_group() as tg:
+                for i in range(runs):
+                    tg.start_soon(one, i)
+            return time.process_time() - cpu0, deltas
+
+
+async def _w7_warm(one: Any) -> None:
+    for i in range(3):
+        await one(i)
+
+
+async def _w7_official(openai: Any, base: str, runs: int) -> tuple[float, int]:
+    client = openai.AsyncOpenAI(api_key="sk-bench-key-0000", base_url=f"{base}/v1", max_retries=0,
+                                http_client=openai.DefaultAsyncHttpxClient(
+                                    limits=__import__("httpx").Limits(max_connections=runs)))
+    deltas = 0
+    async with client:
+
+        async def one(i: int) -> None:
+            nonlocal deltas
+            s = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": f"Tell me a story number {i}."}],
+                stream=True)
+            async for chunk in s:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    deltas += 1
+
+        await _w7_warm(one)
+        cpu0 = time.process_time()
+        deltas = 0
+        async with anyio.create_task_group() as tg:
+            for i in range(runs):
+                tg.start_soon(one, i)
+        return time.process_time() - cpu0, deltas
+
+
+def w7_streaming(*, reps: int, smoke: bool) -> dict[str, Any]:
+    """1,000 concurrent streamed runs against a FakeVendor in another process: client CPU per text delta."""
+    try:
+        import openai
+    except ImportError:
+        openai = None
+    runs = 50 if smoke else 1000
+    proc, base = _start_fakevendor()
+    samples: dict[str, list[float]] = {}
+    deltas: dict[str, int] = {}
+    try:
+        for _ in range(reps):
+            cpu, d = asyncio.run(_w7_ours(base, runs))
+            samples.setdefault("agentactors (agent.run, on_token)", []).append(cpu / max(d, 1))
+            deltas["agentactors (agent.run, on_token)"] = d
+            if openai is not None:
+                cpu, d = asyncio.run(_w7_official(openai, base, runs))
+                samples.setdefault("official AsyncOpenAI", []).append(cpu / max(d, 1))
+                deltas["official AsyncOpenAI"] = d
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    rows = [{"impl": k, "cpu_us_per_delta": statistics.median(v) * 1e6, "deltas": deltas[k]}
+            for k, v in samples.items()]
+    ref = next((r for r in rows if r["impl"] == "official AsyncOpenAI"), None)
+    for row in rows:
+        row["cpu_ratio"] = row["cpu_us_per_delta"] / ref["cpu_us_per_delta"] if ref else None
+    return {"runs": runs, "rows": rows}
 
 
 # --- W6 chain under faults ---------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def spread(s: dict[str, float], f: Callable[[float], str] = fmt_us) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny counts, to check the harness")
     parser.add_argument("--out", default=str(RESULTS / "latest.json"))
@@ -155,8 +155,16 @@ def main(argv: list[str] | None = None) -> int:
         rows = [[r["impl"], r["mode"], str(r["concurrency"]), f"{r['cpu_us']:,.0f} µs", f"{r['rps']:,.0f}",
                  f"{r['cpu_ratio']:.2f}×" if r.get("cpu_ratio") else "1.00×"] for r in res["rows"]]
         md += ["## W5 HTTP path (FakeVendor in another process)", "",
-               table(["client", "mode", "concurrency", "client CPU / request", "requests/s", "CPU × official SDK"],
-                     rows), ""]
+               table(["client", "mode", "concurrency", "client CPU / request", "requests/s",
+                      "CPU × baseline (asyncio: official SDK; trio: raw httpx)"], rows), ""]
+
+    if "W7" in only:
+        res = W.w7_streaming(reps=reps, smoke=smoke)
+        report["workloads"]["W7"] = res
+        rows = [[r["impl"], f"{r['cpu_us_per_delta']:,.1f} µs", f"{r['deltas']:,}",
+                 f"{r['cpu_ratio']:.2f}×" if r.get("cpu_ratio") else "—"] for r in res["rows"]]
+        md += [f"## W7 streaming CPU ({res['runs']:,} concurrent streamed runs, FakeVendor in another process)", "",
+               table(["client", "client CPU / text delta", "deltas", "× official SDK"], rows), ""]
 
     if "W6" in only:
         res = W.w6_chain(smoke=smoke)

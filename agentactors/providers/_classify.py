@@ -32,7 +32,8 @@ from typing import Any
 
 import httpx
 
-from ..errors import ErrorKind, ProviderError, ProviderTimeout
+from ..errors import ErrorKind, ProviderError, ProviderTimeout, scrub_chain
+from ..redaction import redact
 
 __all__ = [
     "classify_error_body",
@@ -328,28 +329,60 @@ def explicit_retryable(exc: BaseException) -> bool | None:
     return None
 
 
+# aiohttp's exception types, by name (aiohttp is an optional extra: it is never imported here).  Our own
+# aiohttp transport maps them to httpx's; these catch them from an injected client that does not.
+_AIOHTTP_TIMEOUTS = frozenset({"ServerTimeoutError", "ConnectionTimeoutError", "SocketTimeoutError"})
+_AIOHTTP_TRANSIENT = frozenset({"ClientConnectionError", "ClientPayloadError", "ClientConnectionResetError"})
+
+
+def _aiohttp_kind(exc: BaseException) -> str | None:
+    """``"timeout"`` / ``"transient"`` for aiohttp's transport failures, else ``None``."""
+    for klass in type(exc).__mro__:
+        if not klass.__module__.startswith("aiohttp"):
+            continue
+        if klass.__name__ in _AIOHTTP_TIMEOUTS:
+            return "timeout"
+        if klass.__name__ in _AIOHTTP_TRANSIENT:
+            return "transient"
+    return None
+
+
 def classify_exception(exc: BaseException, *, provider: str, model: str | None = None) -> ProviderError:
     """Wrap any exception raised while calling a provider into the taxonomy.
 
     A :class:`ProviderError` is returned as is.  httpx transport errors and
-    timeouts are transient; anything else unknown is a request fault (unknown
-    errors are not retried — retrying unknowns is how peers burn money), unless
-    it or its cause carries an explicit ``retryable`` attribute.
+    timeouts are transient (aiohttp's too, recognised by type name), except a
+    request the HTTP stack refused to send (``httpx.LocalProtocolError``: a
+    malformed header, say), which is a request fault.  Anything else unknown is a
+    request fault (unknown errors are not retried — retrying unknowns is how peers
+    burn money), unless it or its cause carries an explicit ``retryable`` attribute.
+    The cause kept is :func:`~agentactors.errors.scrub_chain` of ``exc``: ``exc``
+    itself, or a stand-in if its text held a credential.
     Cancellation must not reach this function; callers re-raise it first.
     """
     if isinstance(exc, ProviderError):
         return exc
     explicit = explicit_retryable(exc)
-    if isinstance(exc, httpx.TimeoutException):
-        err: ProviderError = ProviderTimeout(f"{type(exc).__name__}: {exc}", provider=provider, model=model)
-    elif isinstance(exc, httpx.TransportError | ConnectionError | OSError | TimeoutError):
-        err = ProviderError(
-            f"{type(exc).__name__}: {exc}", provider=provider, model=model, kind=ErrorKind.transient
-        )
+    text = redact(f"{type(exc).__name__}: {_safe_str(exc)}")
+    aiohttp_kind = _aiohttp_kind(exc)
+    if isinstance(exc, httpx.TimeoutException) or aiohttp_kind == "timeout":
+        err: ProviderError = ProviderTimeout(text, provider=provider, model=model)
+    elif isinstance(exc, httpx.LocalProtocolError):
+        # Our side refused to send what we built (an illegal header value): asking again sends it again.
+        err = ProviderError(text, provider=provider, model=model, kind=ErrorKind.request, retryable=False)
+    elif isinstance(exc, httpx.TransportError | ConnectionError | OSError | TimeoutError) or aiohttp_kind:
+        err = ProviderError(text, provider=provider, model=model, kind=ErrorKind.transient)
     else:
         kind = ErrorKind.transient if explicit else ErrorKind.request
-        err = ProviderError(f"{type(exc).__name__}: {exc}", provider=provider, model=model, kind=kind)
+        err = ProviderError(text, provider=provider, model=model, kind=kind)
     if explicit is not None:
         err.retryable = explicit
-    err.__cause__ = exc
+    err.__cause__ = scrub_chain(exc)
     return err
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # an exception whose __str__ raises must not hide the failure it reports
+        return f"<{type(exc).__name__} with an unprintable message>"

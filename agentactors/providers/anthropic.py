@@ -60,7 +60,7 @@ from ._anthropic_stream import AnthropicStreamDecoder
 from ._settings import dropped, refused
 from .base import resolve_model
 from .codec import StreamDecoder
-from .http import HTTPProvider
+from .http import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, HTTPProvider
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -368,6 +368,8 @@ class AnthropicProvider(HTTPProvider):
     :param betas: ``anthropic-beta`` feature names to send.
     :param timeout: an httpx timeout for every call (default: the adapter's).
     :param settings: default :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).
+    :param max_response_bytes: / :param max_sse_line_bytes: / :param max_event_bytes: the
+        byte limits responses are read under (see :class:`~agentactors.providers.http.HTTPProvider`).
 
     Errors and cancellation are those of :class:`~agentactors.providers.http.HTTPProvider`;
     in particular a forced tool choice for a model that rejects it, or together with
@@ -390,6 +392,9 @@ class AnthropicProvider(HTTPProvider):
         betas: Iterable[str] = (),
         timeout: httpx.Timeout | float | None = None,
         settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         super().__init__(
             AnthropicWire(betas=betas),
@@ -401,6 +406,9 @@ class AnthropicProvider(HTTPProvider):
             carries_forced_tool_choice=True,
             timeout=timeout,
             settings=settings,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
         )
         self._rejected = FORCED_TOOL_CHOICE_REJECTED + tuple(rejects_forced_tool_choice)
 

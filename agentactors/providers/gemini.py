@@ -55,7 +55,7 @@ from ._gemini_schema import GeminiSchemaError, to_gemini_schema
 from ._gemini_stream import GeminiStreamDecoder
 from ._media import guessed_media_type
 from ._settings import dropped, refused
-from .http import HTTPProvider
+from .http import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, HTTPProvider
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -335,8 +335,10 @@ class GeminiProvider(HTTPProvider):
     Forced tool choices are refused before sending for models listed in
     :data:`FORCED_TOOL_CHOICE_REJECTED` or ``rejects_forced_tool_choice``
     (model-name prefixes).  ``settings`` are the provider's default
-    :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).  Error and
-    cancellation semantics are :class:`~agentactors.providers.http.HTTPProvider`'s.
+    :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).
+    ``max_response_bytes``, ``max_sse_line_bytes`` and ``max_event_bytes`` bound what is read
+    of a response.  Error and cancellation semantics are
+    :class:`~agentactors.providers.http.HTTPProvider`'s.
     """
 
     wire_name: ClassVar[str] = WIRE
@@ -353,6 +355,9 @@ class GeminiProvider(HTTPProvider):
         timeout: httpx.Timeout | float | None = None,
         rejects_forced_tool_choice: Iterable[str] = (),
         settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         super().__init__(
             GeminiWire(),
@@ -363,6 +368,9 @@ class GeminiProvider(HTTPProvider):
             name=name,
             timeout=timeout,
             settings=settings,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
         )
         self._rejects = tuple(p.lower() for p in (*FORCED_TOOL_CHOICE_REJECTED, *rejects_forced_tool_choice))
 

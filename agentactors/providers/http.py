@@ -1,4 +1,4 @@
-"""``HTTPProvider``: the thin httpx adapter every vendor wire shares.
+"""``HTTPProvider``: the thin HTTP adapter every vendor wire shares.
 
 A vendor provider is a :class:`~agentactors.providers.codec.WireCodec` (pure
 request/response/stream mapping) plus this class, which does the I/O:
@@ -6,16 +6,25 @@ request/response/stream mapping) plus this class, which does the I/O:
 * fills the fields a request leaves unset from the provider's default
   :class:`~agentactors.ModelSettings` (``settings=``), resolves the model and refuses a
   forced tool choice the model rejects *before* anything is sent;
-* puts the API key in headers only (never in a URL) and registers it with
-  :func:`~agentactors.redaction.register_secret`, so it is redacted from every
-  error and log line;
-* owns one pooled :class:`httpx.AsyncClient`, created lazily inside the running
-  event loop (an injected client is used as is and never closed here);
+* checks the API key once, when the provider is made (surrounding whitespace
+  stripped; a key no HTTP header can carry refused with a ``ValueError`` that
+  does not contain it), puts it in headers only (never in a URL) and registers
+  it with :func:`~agentactors.redaction.register_secret`, so it is redacted from
+  every error, cause chain and log line (httpx's and httpcore's included);
+* sends through one seam (:mod:`._transport`): an injected
+  :class:`httpx.AsyncClient` as is; else an owned pool created lazily inside the
+  running event loop — aiohttp under httpx on asyncio when the ``[aiohttp]``
+  extra is installed, httpcore otherwise (always on trio);
+* reads bodies under byte limits counted after decompression
+  (:mod:`._limits`, :mod:`._body`) and an error body only as far as
+  classification needs;
 * classifies every failure into the :class:`~agentactors.ProviderError`
   taxonomy: non-2xx through the codec, transport errors and timeouts as
-  transient, an undecodable body as :class:`~agentactors.MalformedResponseError`;
-* decodes streams with ``httpx-sse`` (WHATWG framing) one event at a time
-  through the codec's :class:`~agentactors.providers.codec.StreamDecoder`.
+  transient, an undecodable body as :class:`~agentactors.MalformedResponseError`,
+  a body past a limit as :class:`~agentactors.ResponseTooLargeError`;
+* decodes streams one SSE event at a time (:mod:`._sse`: bounded lines and
+  events, httpx-sse's field decoder) through the codec's
+  :class:`~agentactors.providers.codec.StreamDecoder`.
 """
 
 from __future__ import annotations
@@ -25,22 +34,39 @@ import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 import anyio
 import anyio.lowlevel
 import httpx
-from httpx_sse import EventSource
 
-from ..errors import ErrorKind, MalformedResponseError, ProviderError
+from ..errors import ErrorKind, MalformedResponseError, ProviderError, scrub_chain
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
-from ..redaction import redact, register_secret
+from ..redaction import redact, redact_loggers, register_secret
 from ..settings import ModelSettings
+from ._body import BodyReader
 from ._classify import classify_exception
+from ._keys import clean_api_key
+from ._limits import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SSE_LINE_BYTES,
+    ERROR_BODY_BYTES,
+    ResponseLimits,
+)
+from ._sse import SSEReader, iter_events
+from ._transport import ClientSender, Sender, owned_sender, preload
 from .base import check_forced_tool_choice, events_for_response, interrupted, resolve_model
 from .codec import StreamDecoder, WireCodec
 
-__all__ = ["DEFAULT_TIMEOUT", "HTTPProvider", "iter_sse"]
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_MAX_SSE_LINE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "HTTPProvider",
+    "iter_sse",
+]
 
 log = logging.getLogger("agentactors.providers.http")
 
@@ -48,24 +74,39 @@ log = logging.getLogger("agentactors.providers.http")
 # timeout is generous; connecting and pool waits should fail fast.  A whole-call bound
 # belongs to the with_timeout decorator, not to the transport.
 DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
-# Closing a response must not hang a cancelled caller; past this we abandon the socket.
-_CLOSE_GRACE = 5.0
 # Undecodable exceptions a codec may raise on a vendor shape it did not foresee.
 _DECODE_FAILURES = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
+# The loggers of the HTTP stack under us: each gets the redacting filter (a logger's filters do
+# not apply to its children's records, so every emitting logger is named).
+_TRANSPORT_LOGGERS = (
+    "httpx",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+    "hpack.hpack",
+    "hpack.table",
+    "h2",
+    "h11",
+    "aiohttp.client",
+    "aiohttp.internal",
+    "asyncio",
+)
+# Offered explicitly, so a server never answers in an encoding whose decoder we do not bound.
+_ACCEPT_ENCODING = "gzip, deflate"
 
 
 def iter_sse(raw: bytes | str) -> Iterator[tuple[str, str]]:
     """Decode a complete SSE body into ``(event, data)`` pairs, exactly as a live stream would be.
 
-    Uses the same ``httpx-sse`` path as :meth:`HTTPProvider.stream` (an unnamed
-    event is ``"message"``; events with empty data are not dispatched, per
-    WHATWG).  Meant for tests and tooling that replay recorded streams.
+    Uses the same reader as :meth:`HTTPProvider.stream` (an unnamed event is
+    ``"message"``; events with empty data are not dispatched, per WHATWG), with the
+    default line and event limits.  Meant for tests and tooling that replay recorded
+    streams.
     """
     content = raw.encode("utf-8") if isinstance(raw, str) else raw
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=content)
-    for sse in EventSource(response).iter_sse():
-        if sse.data:
-            yield sse.event, sse.data
+    yield from iter_events(content, max_line_bytes=DEFAULT_MAX_SSE_LINE_BYTES, max_event_bytes=DEFAULT_MAX_EVENT_BYTES)
 
 
 def _loop_token() -> object | None:
@@ -85,12 +126,19 @@ def _is_2xx(status: int) -> bool:
 
 
 class HTTPProvider:
-    """Thin httpx adapter around a :class:`~agentactors.providers.codec.WireCodec`.
+    """Thin HTTP adapter around a :class:`~agentactors.providers.codec.WireCodec`.
 
     Subclasses set :attr:`wire_name` (the default provider name) and
     :attr:`api_key_env` (environment variables tried in order when ``api_key``
     is ``None``) and usually override :meth:`supports_forced_tool_choice` with
     per-model data.
+
+    :param max_response_bytes: the most bytes read of one response — a JSON body or a
+        whole stream — counted after decompression (default 64 MiB).
+    :param max_sse_line_bytes: the longest SSE line read (default 16 MiB).
+    :param max_event_bytes: the most bytes of one SSE event's lines (default 16 MiB).
+        Past any of the three: :class:`~agentactors.ResponseTooLargeError`, and nothing
+        more is read (see :mod:`agentactors.providers._limits`).
 
     Errors: :meth:`complete` and :meth:`stream` raise only
     :class:`~agentactors.ProviderError` subclasses (or anyio's cancellation
@@ -99,12 +147,13 @@ class HTTPProvider:
     request-kind error, both before any request is sent.  A stream that fails
     after its first event raises :class:`~agentactors.StreamInterruptedError`
     (``partial_text`` = the answer text delivered); before it, the classified
-    error itself.
+    error itself.  The constructor raises ``ValueError`` for an API key that
+    cannot go in an HTTP header (the message never holds the key).
 
     Cancellation: cancelling a call, or leaving a stream's context manager
     early, closes the HTTP response, so the server sees the disconnect.
 
-    The provider belongs to one event loop: its owned client is created in the
+    The provider belongs to one event loop: its owned pool is created in the
     first loop that uses it.  :meth:`aclose` closes it (a later call creates a
     new one).
     """
@@ -124,6 +173,9 @@ class HTTPProvider:
         carries_forced_tool_choice: bool = True,
         timeout: httpx.Timeout | float | None = None,
         settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         if settings is not None and not isinstance(settings, ModelSettings):
             raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
@@ -132,22 +184,34 @@ class HTTPProvider:
         self._settings = settings or None
         self._codec = codec
         self._model = model
-        key = api_key if api_key is not None else self._key_from_env()
-        register_secret(key)
-        self.__api_key = key or None
-        self._base_url = base_url.rstrip("/")
-        self._client = http_client
-        self._owns_client = http_client is None
-        self._client_loop: object | None = None
         self._name = name or self.wire_name
-        self._carries_forced = bool(carries_forced_tool_choice)
+        raw_key = api_key if api_key is not None else self._key_from_env()
+        register_secret(raw_key)  # before checking it: even a refused key is never shown
+        key = clean_api_key(raw_key, provider=self._name)
+        register_secret(key)
+        redact_loggers(_TRANSPORT_LOGGERS)
+        self.__api_key = key
+        self._base_url = base_url.rstrip("/")
         self._timeout: httpx.Timeout | None = None if timeout is None else httpx.Timeout(timeout)
+        self._limits = ResponseLimits(
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
+        )
+        self._owns_sender = http_client is None
+        if self._owns_sender:
+            preload()
+        self._sender: Sender | None = (
+            None if http_client is None else ClientSender(http_client, timeout=self._timeout, owned=False)
+        )
+        self._sender_loop: object | None = None
+        self._carries_forced = bool(carries_forced_tool_choice)
 
     @classmethod
     def _key_from_env(cls) -> str | None:
         for var in cls.api_key_env:
             value = os.environ.get(var)
-            if value:
+            if value and value.strip():
                 return value
         return None
 
@@ -187,6 +251,19 @@ class HTTPProvider:
         return self._codec
 
     @property
+    def limits(self) -> ResponseLimits:
+        """The byte limits responses are read under."""
+        return self._limits
+
+    @property
+    def transport(self) -> str | None:
+        """How requests go out: ``"client"`` (injected), ``"aiohttp"`` or ``"httpx"`` (owned).
+
+        ``None`` until the first request of an owned pool (the choice depends on the running backend).
+        """
+        return None if self._sender is None else self._sender.name
+
+    @property
     def carries_tools(self) -> bool:
         """``True``: every wire here calls tools natively."""
         return True
@@ -215,17 +292,15 @@ class HTTPProvider:
         Raises a classified :class:`~agentactors.ProviderError`; see the class docstring.
         """
         model, url, headers, content = self._prepare(request, stream=False)
-        client = self._get_client()
-        log.debug("%s: POST %s (model=%s)", self._name, redact(url), model)
+        response = await self._send(url, headers, content, model, stream=False, io_timeout=request.timeout)
+        reader = self._reader(response, model)
         try:
-            response = await client.post(url, content=content, headers=headers, **self._timeout_kw(request))
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception as exc:
-            raise self._transport_error(exc, model) from exc
-        if not _is_2xx(response.status_code):
-            raise self._http_error(response.status_code, response.headers, response.content, model)
-        return self._decode_body(response.content, request, model, response.status_code)
+            if not _is_2xx(response.status_code):
+                raise await self._http_error(response, reader, model)
+            body = await self._read_all(reader, model)
+        finally:
+            await reader.aclose()
+        return self._decode_body(body, request, model, response.status_code)
 
     def stream(self, request: LLMRequest) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         """Stream ``request``: an async context manager whose value iterates stream events.
@@ -239,10 +314,12 @@ class HTTPProvider:
         return self._stream(request, *prepared)
 
     async def aclose(self) -> None:
-        """Close the owned HTTP client (an injected one is left to its owner)."""
-        client, self._client = (self._client, None) if self._owns_client else (None, self._client)
-        if client is not None:
-            await client.aclose()
+        """Close the owned HTTP pool (an injected client is left to its owner)."""
+        if not self._owns_sender:
+            return
+        sender, self._sender = self._sender, None
+        if sender is not None:
+            await sender.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -277,7 +354,11 @@ class HTTPProvider:
                 model=model,
                 kind=ErrorKind.request,
             ) from exc
-        headers = {"content-type": "application/json", "accept": "text/event-stream" if stream else "application/json"}
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if stream else "application/json",
+            "accept-encoding": _ACCEPT_ENCODING,
+        }
         headers.update(self._codec.headers(self.__api_key))
         return model, self._codec.url(self._base_url, model, stream=stream), headers, content
 
@@ -285,32 +366,75 @@ class HTTPProvider:
         """``request`` with this provider's default settings filling the fields it leaves unset."""
         return request if self._settings is None else request.with_defaults(self._settings)
 
-    def _get_client(self) -> httpx.AsyncClient:
+    def _get_sender(self) -> Sender:
         # Created on first use so that it binds to the running event loop, not the importer's.
         token = _loop_token()
-        if self._owns_client and self._client is not None and token is not None and token != self._client_loop:
+        if self._owns_sender and self._sender is not None and token is not None and token != self._sender_loop:
             # The loop that owned the pool is gone (a second anyio.run): its connections cannot be
             # used or closed from here, so start a fresh pool rather than fail every call.
-            self._client = None
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=self._timeout or DEFAULT_TIMEOUT,
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-            )
-            self._client_loop = token
-        return self._client
+            self._sender = None
+        if self._sender is None:
+            self._sender = owned_sender(self._timeout or DEFAULT_TIMEOUT)
+            self._sender_loop = token
+        return self._sender
 
-    def _timeout_kw(self, request: LLMRequest) -> dict[str, Any]:
-        # A request's own timeout (ModelSettings.timeout) wins; an injected client keeps its own timeout
-        # unless one was given to us explicitly.
-        if request.timeout is not None:
-            return {"timeout": httpx.Timeout(request.timeout)}
-        return {"timeout": self._timeout} if self._timeout is not None else {}
+    async def _send(
+        self,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+        model: str,
+        *,
+        stream: bool,
+        io_timeout: float | None = None,
+    ) -> httpx.Response:
+        """Put the request on the wire; ``io_timeout`` is the request's own (``ModelSettings.timeout``)."""
+        sender = self._get_sender()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: POST %s (model=%s%s)", self._name, redact(url), model, ", stream" if stream else "")
+        try:
+            return await sender.send(url, headers, content, None if io_timeout is None else httpx.Timeout(io_timeout))
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            failure = self._transport_error(exc, model)
+        # Raised outside the except block, so the foreign exception is not kept as __context__ either.
+        raise failure
+
+    def _reader(self, response: httpx.Response, model: str) -> BodyReader:
+        return BodyReader(
+            response,
+            limit=self._limits.max_response_bytes,
+            limit_name="max_response_bytes",
+            provider=self._name,
+            model=model,
+        )
+
+    async def _read_all(self, reader: BodyReader, model: str) -> bytes:
+        try:
+            return await reader.read_all()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except ProviderError:
+            raise
+        except Exception as exc:
+            failure = self._transport_error(exc, model)
+        raise failure
 
     def _transport_error(self, exc: BaseException, model: str) -> ProviderError:
         return classify_exception(exc, provider=self._name, model=model)
 
-    def _http_error(self, status: int, headers: Mapping[str, str], body: bytes, model: str) -> ProviderError:
+    async def _http_error(self, response: httpx.Response, reader: BodyReader, model: str) -> ProviderError:
+        # Only as much of the body as classification needs: an error page may be 60 MB.
+        try:
+            body = await reader.read_head(ERROR_BODY_BYTES)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:  # a body that cannot be read must not hide the status
+            body = b""
+        return self._classified(response.status_code, response.headers, body, model)
+
+    def _classified(self, status: int, headers: Mapping[str, str], body: bytes, model: str) -> ProviderError:
         try:
             return self._codec.classify_error(status, headers, body, model=model, provider=self._name)
         except _DECODE_FAILURES as exc:  # a codec bug must not hide the vendor's failure
@@ -321,65 +445,57 @@ class HTTPProvider:
                 status=status,
                 body_excerpt=body,
             )
-            err.__cause__ = exc
+            err.__cause__ = scrub_chain(exc)
             return err
 
     def _decode_body(self, body: bytes, request: LLMRequest, model: str, status: int) -> LLMResponse:
         try:
             parsed = json.loads(body)
         except (ValueError, RecursionError) as exc:
+            # Not chained: a JSONDecodeError keeps the whole body (up to the limit) in .doc.
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
             raise MalformedResponseError(
-                f"the response body is not JSON (HTTP {status}, {len(body)} bytes)",
+                f"the response body is not JSON (HTTP {status}, {len(body)} bytes: {reason})",
                 provider=self._name,
                 model=model,
                 status=status,
                 body_excerpt=body,
-            ) from exc
+            ) from None
         try:
             response = self._codec.decode_response(parsed, request=request, model=model, provider=self._name)
         except ProviderError:
             raise
         except _DECODE_FAILURES as exc:
-            raise MalformedResponseError(
+            failure = MalformedResponseError(
                 f"the response could not be decoded ({type(exc).__name__})",
                 provider=self._name,
                 model=model,
                 status=status,
                 body_excerpt=body,
-            ) from exc
+            )
+            failure.__cause__ = scrub_chain(exc)
+            raise failure from failure.__cause__
         return response if response.provider == self._name else response.with_provider(self._name)
 
     @asynccontextmanager
     async def _stream(
         self, request: LLMRequest, model: str, url: str, headers: dict[str, str], content: bytes
     ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        client = self._get_client()
-        log.debug("%s: POST %s (model=%s, stream)", self._name, redact(url), model)
-        response: httpx.Response | None = None
+        response = await self._send(url, headers, content, model, stream=True, io_timeout=request.timeout)
+        reader = self._reader(response, model)
         try:
-            try:
-                http_request = client.build_request(
-                    "POST", url, content=content, headers=headers, **self._timeout_kw(request)
-                )
-                response = await client.send(http_request, stream=True)
-                if not _is_2xx(response.status_code):
-                    body = await response.aread()
-                    raise self._http_error(response.status_code, response.headers, body, model)
-                ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-                if ctype != "text/event-stream":
-                    # A server that ignored stream=true and answered in one body: decode it whole.
-                    body = await response.aread()
-                    whole = self._decode_body(body, request, model, response.status_code)
-                    events: AsyncGenerator[StreamEvent, None] = _replay(events_for_response(whole))
-                else:
-                    decoder = self._codec.stream_decoder(request=request, model=model, provider=self._name)
-                    events = self._events(response, decoder, model)
-            except anyio.get_cancelled_exc_class():
-                raise
-            except ProviderError:
-                raise
-            except Exception as exc:
-                raise self._transport_error(exc, model) from exc
+            if not _is_2xx(response.status_code):
+                raise await self._http_error(response, reader, model)
+            ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+            events: AsyncGenerator[StreamEvent, None]
+            if ctype != "text/event-stream":
+                # A server that ignored stream=true and answered in one body: decode it whole.
+                body = await self._read_all(reader, model)
+                whole = self._decode_body(body, request, model, response.status_code)
+                events = _replay(events_for_response(whole))
+            else:
+                decoder = self._codec.stream_decoder(request=request, model=model, provider=self._name)
+                events = self._events(reader, decoder, model)
             try:
                 yield events
             finally:
@@ -387,43 +503,43 @@ class HTTPProvider:
                 with anyio.CancelScope(shield=True):
                     await events.aclose()
         finally:
-            if response is not None:
-                # Shielded and bounded: a cancelled caller still closes the socket, so the server sees it.
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_GRACE):
-                    await response.aclose()
+            # Shielded and bounded: a cancelled caller still closes the socket, so the server sees it.
+            await reader.aclose()
 
     async def _events(
-        self, response: httpx.Response, decoder: StreamDecoder, model: str
+        self, reader: BodyReader, decoder: StreamDecoder, model: str
     ) -> AsyncGenerator[StreamEvent, None]:
         text: list[str] = []
         started = False
-        sse = EventSource(response).aiter_sse()
+        sse = SSEReader(
+            max_line_bytes=self._limits.max_sse_line_bytes,
+            max_event_bytes=self._limits.max_event_bytes,
+            overflow=lambda name, limit, what: reader.too_large(name, limit, what),
+        )
         try:
-            async for event in sse:
-                if not event.data:  # WHATWG: an event with an empty data buffer is not dispatched
-                    continue
-                for out in decoder.feed(event.event, event.data):
-                    if isinstance(out, TextDelta):
-                        text.append(out.text)
-                    started = True
-                    yield out
+            while True:
+                chunk = await reader.read()
+                for event, data in sse.feed(chunk) if chunk else sse.close():
+                    for out in decoder.feed(event, data):
+                        if isinstance(out, TextDelta):
+                            text.append(out.text)
+                        started = True
+                        yield out
+                if not chunk:
+                    break
             final = decoder.finish()
             yield StreamEnd(final if final.provider == self._name else final.with_provider(self._name))
+            return
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             err = self._stream_error(exc, model)
-            if started:
-                raise interrupted(err, provider=self._name, model=model, partial_text="".join(text)) from err
-            if err is exc:
+            if err is exc and not started:
                 raise
-            raise err from exc
-        finally:
-            # Closes httpx-sse's line reader; httpx's own nested byte iterators cannot be closed from
-            # here, so on trio an early exit may log a ResourceWarning for them (ignored by default).
-            # The socket itself is closed by _stream, which is what the server sees.
-            with anyio.CancelScope(shield=True):
-                await sse.aclose()
+            failure = (
+                interrupted(err, provider=self._name, model=model, partial_text="".join(text)) if started else err
+            )
+        raise failure
 
     def _stream_error(self, exc: Exception, model: str) -> ProviderError:
         if isinstance(exc, ProviderError):
@@ -432,7 +548,7 @@ class HTTPProvider:
             err = MalformedResponseError(
                 f"a stream event could not be decoded ({type(exc).__name__})", provider=self._name, model=model
             )
-            err.__cause__ = exc
+            err.__cause__ = scrub_chain(exc)
             return err
         return self._transport_error(exc, model)
 

@@ -51,7 +51,7 @@ from . import _openai_decode
 from ._openai_decode import WIRE, build_tool_call, dict_or_empty, map_finish_reason, parse_usage
 from ._openai_models import audio_format, check_parts, encode_settings, model_row
 from ._openai_stream import OpenAIStreamDecoder
-from .http import HTTPProvider
+from .http import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, HTTPProvider
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
@@ -260,7 +260,8 @@ class OpenAIProvider(HTTPProvider):
     known to reason.  ``settings`` are this provider's default
     :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).
 
-    Errors and cancellation: see :class:`~agentactors.providers.http.HTTPProvider`.
+    ``max_response_bytes``, ``max_sse_line_bytes`` and ``max_event_bytes`` bound what is read
+    of a response; errors and cancellation: see :class:`~agentactors.providers.http.HTTPProvider`.
     """
 
     wire_name: ClassVar[str] = WIRE
@@ -280,6 +281,9 @@ class OpenAIProvider(HTTPProvider):
         rejects_forced_tool_choice: Iterable[str] | None = None,
         timeout: httpx.Timeout | float | None = None,
         settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         official = base_url.rstrip("/") == DEFAULT_OPENAI_BASE_URL
         if carries_forced_tool_choice is None:
@@ -294,6 +298,9 @@ class OpenAIProvider(HTTPProvider):
             carries_forced_tool_choice=carries_forced_tool_choice,
             timeout=timeout,
             settings=settings,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
         )
         patterns = self.REJECTS_FORCED_TOOL_CHOICE if rejects_forced_tool_choice is None else rejects_forced_tool_choice
         self.rejects_forced_tool_choice: tuple[str, ...] = tuple(p.lower() for p in patterns)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeAlias
 
@@ -188,14 +188,20 @@ class ScriptedProvider:
             events = events_for_response(self._to_response(item, model), chunks=split_text)
             failure = None
 
-        async def _gen() -> AsyncIterator[StreamEvent]:
+        async def _gen() -> AsyncGenerator[StreamEvent, None]:
             for event in events:
                 yield event
                 await anyio.lowlevel.checkpoint()
             if failure is not None:
                 raise failure
 
-        yield _gen()
+        gen = _gen()
+        try:
+            yield gen
+        finally:
+            # Closed here, not by the garbage collector (which trio reports as a ResourceWarning).
+            with anyio.CancelScope(shield=True):
+                await gen.aclose()
 
     async def aclose(self) -> None:
         """Mark the provider closed (:attr:`closed`); it keeps answering, so tests can see who closed it."""

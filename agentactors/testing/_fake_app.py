@@ -1,4 +1,4 @@
-"""The fake vendor's ASGI application (served by hypercorn in the FakeVendor's own thread).
+"""The fake vendor's ASGI application (served by :mod:`._fake_server` in the FakeVendor's own thread).
 
 One request: read the body, work out the wire, record the request with its
 credentials redacted, decide the answer, then send it while a watcher listens
@@ -300,7 +300,7 @@ class FakeVendorApp:
                     data = frame_bytes(ctx.wire, stream_error_frame(reply.stream_error, ctx), n)
                     await _body(send, data, more=False)
                 else:
-                    # Returning without the final body makes hypercorn drop the connection mid-message.
+                    # Returning without the final body makes the server drop the connection mid-message.
                     self.state.finish(ex, outcome="cut", status=200)
                 return
             if last:

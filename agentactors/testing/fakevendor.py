@@ -5,9 +5,9 @@ Anthropic at ``{base_url}/v1/messages`` and Gemini at
 ``{base_url}/v1beta/models/{model}:generateContent`` and
 ``:streamGenerateContent?alt=sse`` — JSON or SSE in each wire's real shapes.
 
-The server is hypercorn with a small ASGI app, run on its own asyncio event
-loop in a dedicated thread, so it works the same under asyncio and trio
-callers (and from synchronous code)::
+The server is a small HTTP/1.1 server (h11 over anyio, :mod:`._fake_server`) with
+an ASGI app, run on its own asyncio event loop in a dedicated thread, so it works
+the same under asyncio and trio callers (and from synchronous code)::
 
     async with FakeVendor() as fv:
         fv.script("Paris.", FakeError(429, retry_after=1), FakeReply(text="hi", cut_after=1))
@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import logging
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -39,6 +38,7 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 import anyio
+import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
@@ -59,6 +59,7 @@ from ._fake_script import (
     SeenToolCall,
     SeenToolResult,
 )
+from ._fake_server import FakeServer
 from ._fake_state import Outage, VendorState
 
 __all__ = [
@@ -82,6 +83,10 @@ __all__ = [
 log = logging.getLogger("agentactors.testing.fakevendor")
 
 _STOP_TIMEOUT = 10.0
+# Longer than any client's idle expiry (httpx: 5 s, aiohttp: 15 s), as real vendors' are: otherwise the
+# server may close an idle connection just as a busy client reuses it, and that request fails.  A client
+# that closes its end is seen at once (the connection's socket is released then, not at this timeout).
+_KEEP_ALIVE = 120.0
 
 
 class FakeVendor:
@@ -137,6 +142,7 @@ class FakeVendor:
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._server: Future[None] | None = None
         self._closing: anyio.Event | None = None
+        self._server_impl: FakeServer | None = None
 
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None else "not started"
@@ -176,27 +182,14 @@ class FakeVendor:
         with self._lifecycle:
             if self._stack is not None:
                 raise RuntimeError("the FakeVendor is already started")
-            family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((self._host, self._requested_port))
-                # Listening now means connections queue even before hypercorn accepts them.
-                sock.listen(1024)
-                port = int(sock.getsockname()[1])
-            except BaseException:
-                sock.close()
-                raise
             stack = contextlib.ExitStack()
             try:
                 portal = stack.enter_context(anyio.from_thread.start_blocking_portal("asyncio", name="fakevendor"))
-                fd = sock.detach()  # hypercorn adopts the listening socket (fd:// bind)
-                future, _ = portal.start_task(self._serve, fd, name="fakevendor-server")
+                future, port = portal.start_task(self._serve, name="fakevendor-server")
             except BaseException:
-                sock.close()
                 stack.close()
                 raise
-            self._stack, self._portal, self._server, self._port = stack, portal, future, port
+            self._stack, self._portal, self._server, self._port = stack, portal, future, int(port)
         log.info("FakeVendor serving on %s", self.base_url)
 
     def stop(self) -> None:
@@ -226,26 +219,18 @@ class FakeVendor:
             if error is not None:
                 raise RuntimeError("the FakeVendor server failed") from error
 
-    async def _serve(self, fd: int, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        # Imported here: hypercorn is the `testing` extra, not a core dependency.
-        from hypercorn.asyncio import serve as hypercorn_serve
-        from hypercorn.config import Config
-
-        config = Config()
-        config.bind = [f"fd://{fd}"]
-        config.accesslog = None
-        config.errorlog = logging.getLogger("agentactors.testing.fakevendor.server")
-        config.graceful_timeout = 1.0
-        # Longer than any client's idle expiry (httpx: 5 s), as real vendors' are: otherwise the server
-        # may close an idle connection just as a busy client reuses it, and that request fails.
-        config.keep_alive_timeout = 120.0
-        config.backlog = 1024
+    async def _serve(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
+        # Listening before started() returns: connections queue even before the first accept.
+        listener = await anyio.create_tcp_listener(
+            local_host=self._host, local_port=self._requested_port, backlog=1024
+        )
+        port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
         closing = anyio.Event()
         self._closing = closing
         self._app.bind(closing)
-        task_status.started()
-        app: Any = self._app  # hypercorn's ASGI typing is stricter than a plain-dict ASGI app
-        await hypercorn_serve(app, config, shutdown_trigger=closing.wait, mode="asgi")
+        self._server_impl = FakeServer(self._app, closing=closing, keep_alive_timeout=_KEEP_ALIVE)
+        task_status.started(port)
+        await self._server_impl.serve(listener)
 
     def __enter__(self) -> Self:
         self.start()
@@ -379,13 +364,21 @@ class FakeVendor:
         return tuple(self._state.handler_errors)
 
     @property
+    def open_connections(self) -> int:
+        """Client connections the server holds open now (each one a socket); 0 when stopped."""
+        server = self._server_impl
+        return server.connections if server is not None and self.running else 0
+
+    @property
     def stats(self) -> dict[str, Any]:
-        """Counts: requests, outcomes (ok, error, cut, disconnected, ...) and injected faults."""
+        """Counts: requests, outcomes (ok, error, cut, disconnected, ...), injected faults, open connections."""
         snapshot = self._state.snapshots()
+        server = self._server_impl
         return {
             "requests": len(snapshot),
             "outcomes": dict(self._state.outcomes),
             "faults": dict(self._state.faults_injected),
+            "connections": server.connections if server is not None else 0,
         }
 
     async def wait_for(

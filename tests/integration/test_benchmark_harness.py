@@ -27,14 +27,17 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["smoke"] is True
-    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6"}
+    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6", "W7"}
     w1 = report["workloads"]["W1"]["sequential"]
     for impl in ("plain asyncio loop", "naive anyio actors", "agentactors"):
         assert w1[impl]["median"] > 0, impl
     w3 = report["workloads"]["W3"]["results"]["agentactors"]
     assert w3["completed"] == report["workloads"]["W3"]["runs"]
     assert report["workloads"]["W4"]["results"]["agentactors"]["bytes_per_agent"] > 0
-    assert any(r["impl"] == "agentactors OpenAIProvider" for r in report["workloads"]["W5"]["rows"])
+    w5 = {r["impl"] for r in report["workloads"]["W5"]["rows"]}
+    assert {"agentactors (aiohttp, asyncio)", "agentactors (httpx, asyncio)", "agentactors (httpx, trio)"} <= w5
+    w7 = report["workloads"]["W7"]["rows"]
+    assert any(r["impl"].startswith("agentactors") and r["deltas"] > 0 for r in w7)
     w6 = report["workloads"]["W6"]
     assert w6["primary_calls_while_open"] == 0
     assert w6["goodput"] > 0.5

@@ -48,9 +48,10 @@ async def test_calls_carry_the_headers_and_the_token_shows_nowhere(
         ToolCall("3", "fail", {"message": "x"}),
         "done",
     ]
-    agent = Agent(ScriptedProvider(script), toolsets=[server], recorders=[recorder, JsonlRecorder(jsonl)])
-    async with Runtime():
-        result = await agent.run("call it")
+    with JsonlRecorder(jsonl) as record:
+        agent = Agent(ScriptedProvider(script), toolsets=[server], recorders=[recorder, record])
+        async with Runtime():
+            result = await agent.run("call it")
     echoed, added, failed = tool_texts(result)
     assert echoed == "[REDACTED]"  # the header reached the server ("none" otherwise); its echo did not reach the model
     assert added == "3" and failed.startswith("Error: MCPToolError:")

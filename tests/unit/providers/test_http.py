@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import http.server
 import json
 import logging
@@ -492,6 +493,9 @@ class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+# The pool of a finished loop cannot be closed from the next one: its sockets are collected unclosed
+# (the documented cost of not closing a provider before its loop ends), which is not what this checks.
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_an_owned_client_follows_the_event_loop_across_runs() -> None:
     """One provider used by successive ``anyio.run`` calls gets a fresh pool in each loop.
 
@@ -509,6 +513,8 @@ def test_an_owned_client_follows_the_event_loop_across_runs() -> None:
 
         for backend in ("asyncio", "trio", "asyncio"):
             assert anyio.run(call, backend=backend) == "pooled", backend
+        provider = None  # type: ignore[assignment]
+        gc.collect()  # the abandoned pools go now, under this test's warning filter
     finally:
         server.shutdown()
         server.server_close()

@@ -56,10 +56,12 @@ class Paced:
                 yield StreamEnd(LLMResponse(text, provider=self.name))
 
             await anyio.sleep(self.open_delay)
+            events = gen()
             try:
-                yield gen()
+                yield events
             finally:
                 self.closed_streams += 1
+                await events.aclose()  # type: ignore[attr-defined]  # not left to the collector (trio warns)
 
         return cm()
 
