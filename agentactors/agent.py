@@ -226,13 +226,29 @@ class Agent:
     # -- running --------------------------------------------------------------------------------
 
     async def run(
-        self, prompt: Prompt, *, on_token: Callable[[str], None] | None = None, deps: Any = None
+        self,
+        prompt: Prompt,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        deps: Any = None,
+        deadline: float | None = None,
+        priority: int | None = None,
     ) -> RunResult:
         """Run the tool loop on ``prompt`` (a str, a Message or a conversation) to a :class:`RunResult`.
 
         ``on_token(text)`` is called for each piece of answer text as it streams
         (the provider's stream path is used then).  ``deps`` reaches tools as
         ``ToolContext.deps`` and is never recorded.
+
+        ``deadline`` (seconds) bounds the whole run — budget waits at the ProviderActor, retries'
+        backoff (``with_retry`` starts no wait that would end past it), model calls and tool
+        steps: a run past it ends with :class:`~agentactors.errors.RunDeadlineExceeded` in
+        ``RunResult.error`` (it is not raised), its in-flight request cancelled.  ``priority``
+        (an int, higher first; default ``0``) is the run's class at the ProviderActor: an
+        interactive run with ``priority=1`` is served before batch runs at ``0``, and lower
+        classes are never starved (``ProviderActor(max_overtakes=)``).  A run started inside
+        another run's work (a tool that runs an agent) inherits its age, its class and its
+        earlier deadline.
 
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
@@ -243,10 +259,12 @@ class Agent:
         messages = _to_messages(prompt)
         rt = self._runtime()
         if rt is not None:
-            return await self._run_in(rt, messages, on_token=on_token, deps=deps)
+            return await self._run_in(rt, messages, on_token=on_token, deps=deps, deadline=deadline, priority=priority)
         async with Runtime() as private:
             try:
-                result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
+                result = await self._run_in(
+                    private, messages, on_token=on_token, deps=deps, private=True, deadline=deadline, priority=priority
+                )
             finally:
                 self._forget(private)
         return result
@@ -311,12 +329,14 @@ class Agent:
             )
         return AsCompleted(rt, self, inputs, concurrency)
 
-    def stream(self, prompt: Prompt, *, deps: Any = None) -> AgentRun:
+    def stream(
+        self, prompt: Prompt, *, deps: Any = None, deadline: float | None = None, priority: int | None = None
+    ) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
-        See :class:`AgentRun`.
+        See :class:`AgentRun`; ``deadline`` and ``priority`` as for :meth:`run`.
         """
-        return AgentRun(self, _to_messages(prompt), deps=deps)
+        return AgentRun(self, _to_messages(prompt), deps=deps, deadline=deadline, priority=priority)
 
     def _runtime(self) -> Runtime | None:
         rt = Runtime.current()
@@ -352,7 +372,7 @@ class Agent:
         else:
             if private:
                 actor = ProviderActor(provider)
-                ref = rt.spawn(actor, name="provider", concurrency=actor.max_concurrency)
+                ref = rt.spawn(actor, name="provider", concurrency=actor.spawn_concurrency)
             else:
                 ref = ProviderActor.shared(rt, provider)
             native = native_tools_for(provider)
@@ -377,6 +397,8 @@ class Agent:
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
+        deadline: float | None = None,
+        priority: int | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
         run_id = new_run_id()
@@ -392,6 +414,8 @@ class Agent:
             deps=deps,
             on_text=on_token,
             stream=stream,
+            deadline=deadline,
+            priority=priority,
         )
         return controller, sink
 
@@ -403,9 +427,13 @@ class Agent:
         on_token: Callable[[str], None] | None = None,
         deps: Any = None,
         private: bool = False,
+        deadline: float | None = None,
+        priority: int | None = None,
     ) -> Awaitable[RunResult]:
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
-        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private)
+        controller, sink = self._controller(
+            rt, on_token=on_token, deps=deps, private=private, deadline=deadline, priority=priority
+        )
         if sink is None and current_sink() is None:
             return controller.run(messages)  # the hot path: nothing to install
         return _drive(controller, sink, messages)
@@ -455,10 +483,20 @@ class AgentRun:
     scope propagates as anyio's cancellation exception.
     """
 
-    def __init__(self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        messages: tuple[Message, ...],
+        *,
+        deps: Any = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+    ) -> None:
         self._agent = agent
         self._messages = messages
         self._deps = deps
+        self._deadline = deadline
+        self._priority = priority
         self._stack: AsyncExitStack | None = None
         self._scope = anyio.CancelScope()
         self._receive: MemoryObjectReceiveStream[Event] | None = None
@@ -481,7 +519,13 @@ class AgentRun:
             self._receive = receive
             stack.callback(receive.close)
             controller, sink = self._agent._controller(
-                rt, deps=self._deps, extra=_ChannelRecorder(send), stream=True, private=private
+                rt,
+                deps=self._deps,
+                extra=_ChannelRecorder(send),
+                stream=True,
+                private=private,
+                deadline=self._deadline,
+                priority=self._priority,
             )
             tg = await stack.enter_async_context(anyio.create_task_group())
             tg.start_soon(self._work, controller, sink, send)

@@ -264,6 +264,10 @@ SAMPLES: dict[str, Callable[[], object]] = {
         "all failed", [_ERROR, ProviderTimeout("slow", provider="anthropic")]
     ),
     "ToolStatusError": lambda: ToolStatusError("tool failed", status=ToolStatus.error),
+    "Overloaded": lambda: agentactors.Overloaded(
+        "refused", provider="openai", model="m", retry_after=0.5, reason="max_waiting"
+    ),
+    "RunDeadlineExceeded": lambda: agentactors.RunDeadlineExceeded("past 30s", deadline=30.0, step=2),
 }
 
 # Exported attrs classes not round-tripped here, and why.
