@@ -37,6 +37,7 @@ from ..redaction import redact, register_secret
 from ._classify import classify_exception
 from .base import check_forced_tool_choice, events_for_response, interrupted, resolve_model
 from .codec import StreamDecoder, WireCodec
+from .ratelimits import RateLimitState, read_rate_limits
 
 __all__ = ["DEFAULT_TIMEOUT", "HTTPProvider", "iter_sse"]
 
@@ -134,6 +135,7 @@ class HTTPProvider:
         self._name = name or self.wire_name
         self._carries_forced = bool(carries_forced_tool_choice)
         self._timeout: httpx.Timeout | None = None if timeout is None else httpx.Timeout(timeout)
+        self._rate_limit: RateLimitState | None = None
 
     @classmethod
     def _key_from_env(cls) -> str | None:
@@ -188,6 +190,15 @@ class HTTPProvider:
         """``True``: every wire here streams (a server that answers with one JSON body is decoded whole)."""
         return True
 
+    @property
+    def rate_limit(self) -> RateLimitState | None:
+        """What the vendor's last response said about its rate limits (its headers), or ``None`` if nothing yet.
+
+        Read from every response, error responses included (a 429's ``retry-after``); see
+        :mod:`agentactors.providers.ratelimits`.  ``with_pool`` steers away from a member near its limit.
+        """
+        return self._rate_limit
+
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether a forced choice (``required`` / a named tool) may be sent to ``model``.
 
@@ -210,6 +221,7 @@ class HTTPProvider:
             raise
         except Exception as exc:
             raise self._transport_error(exc, model) from exc
+        self._note_rate_limit(response.headers)
         if not _is_2xx(response.status_code):
             raise self._http_error(response.status_code, response.headers, response.content, model)
         return self._decode_body(response.content, request, model, response.status_code)
@@ -286,6 +298,11 @@ class HTTPProvider:
         # An injected client keeps its own timeout unless one was given to us explicitly.
         return {"timeout": self._timeout} if self._timeout is not None else {}
 
+    def _note_rate_limit(self, headers: httpx.Headers) -> None:
+        state = read_rate_limits(headers)
+        if state is not None:  # a response without the headers says nothing new
+            self._rate_limit = state
+
     def _transport_error(self, exc: BaseException, model: str) -> ProviderError:
         return classify_exception(exc, provider=self._name, model=model)
 
@@ -339,6 +356,7 @@ class HTTPProvider:
             try:
                 http_request = client.build_request("POST", url, content=content, headers=headers, **self._timeout_kw())
                 response = await client.send(http_request, stream=True)
+                self._note_rate_limit(response.headers)
                 if not _is_2xx(response.status_code):
                     body = await response.aread()
                     raise self._http_error(response.status_code, response.headers, body, model)
