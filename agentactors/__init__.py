@@ -73,7 +73,16 @@ from .providers.gemini import GeminiProvider
 from .providers.openai import OpenAIProvider
 from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
 from .redaction import redact, register_secret
-from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_fallback, with_retry, with_timeout
+from .resilience import (
+    CircuitState,
+    CircuitStats,
+    resilient_chain,
+    with_circuit_breaker,
+    with_fallback,
+    with_pool,
+    with_retry,
+    with_timeout,
+)
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 
 if _typing.TYPE_CHECKING:
@@ -134,8 +143,10 @@ __all__ = [
     # resilience
     "CircuitState",
     "CircuitStats",
+    "resilient_chain",
     "with_circuit_breaker",
     "with_fallback",
+    "with_pool",
     "with_retry",
     "with_timeout",
     # tools

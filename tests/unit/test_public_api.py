@@ -75,6 +75,11 @@ CONTRACT: dict[str, list[str]] = {
     "Complete": ["request"],
     "Stream": ["request"],
     "ExecuteTools": ["calls", "context"],
+    # second wave, under load
+    "Overloaded": [],
+    "RunDeadlineExceeded": [],
+    "with_pool": ["members", "strategy", "weights"],
+    "resilient_chain": ["members", "attempt_timeout", "first_event_timeout"],
 }
 
 # Methods the API block names, with the parameters it gives them.
@@ -95,8 +100,9 @@ METHOD_CONTRACT: dict[str, list[str]] = {
     "ActorRef.tell": [],
     "ActorRef.try_tell": [],
     "ActorRef.ask": ["timeout"],
-    "Agent.run": ["on_token"],
+    "Agent.run": ["on_token", "deadline", "priority"],
     "Agent.stream": [],
+    "ProviderActor.__init__": ["scheduling", "max_waiting", "max_wait"],
 }
 
 # Default values the API block spells out: changing one changes what existing callers get.
@@ -141,7 +147,10 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "Agent": {"tools": (), "system": None, "model": None, "max_steps": 8, "max_empty_steps": 2,
               "max_tool_result_chars": None, "context_budget_chars": None, "on_tool_status": None,
               "tool_policy": None, "nudges": True, "followups": False, "recorders": ()},
-    "Agent.run": {"on_token": None},
+    "Agent.run": {"on_token": None, "deadline": None, "priority": None},
+    "ProviderActor.__init__": {"scheduling": "oldest_run", "max_waiting": None, "max_wait": None},
+    "with_pool": {"strategy": "least_loaded", "weights": None},
+    "resilient_chain": {"attempt_timeout": 60.0, "first_event_timeout": 20.0},
 }
 
 
@@ -169,8 +178,12 @@ def test_every_library_error_derives_from_the_base() -> None:
                  "CircuitOpenError", "AllProvidersFailedError", "StreamInterruptedError", "ProviderTimeout"):
         assert issubclass(getattr(agentactors, name), agentactors.AgentActorsError)
     for name in ("UnsupportedToolChoiceError", "CircuitOpenError", "AllProvidersFailedError",
-                 "StreamInterruptedError", "ProviderTimeout"):
+                 "StreamInterruptedError", "ProviderTimeout", "Overloaded"):
         assert issubclass(getattr(agentactors, name), agentactors.ProviderError)
+    overloaded = agentactors.Overloaded("refused", provider="p", retry_after=1.5)
+    assert overloaded.kind is agentactors.ErrorKind.transient and overloaded.retry_after == 1.5
+    assert issubclass(agentactors.RunDeadlineExceeded, agentactors.AgentActorsError)
+    assert not issubclass(agentactors.RunDeadlineExceeded, agentactors.ProviderError)
     assert not issubclass(agentactors.AskTimeout, agentactors.ProviderError)
 
 
