@@ -96,7 +96,7 @@ def start_ticket(deadline: float | None = None, priority: int | None = None) -> 
     if deadline is None and priority is None:
         if parent is None:
             return RunTicket(next(_ORDER))  # the common case: one counter step, one small object
-        return RunTicket(parent.order, parent.priority, parent.deadline, parent.budget)
+        return parent  # a child with nothing of its own: its parent's ticket is its own (tickets never change)
     check_deadline(deadline)
     check_priority(priority)
     absolute = None if deadline is None else anyio.current_time() + deadline

@@ -103,25 +103,6 @@ _ROUTES = frozenset(("continue", "end_turn", "raise"))
 _NO_USAGE = Usage()
 
 
-class _NoDeadline:
-    """What a run without a deadline enters around its steps instead of a cancel scope: nothing.
-
-    Shared and reusable (two calls per run).  ``__exit__`` is typed ``-> bool`` like the cancel scope
-    it stands in for, which may absorb its own cancellation: the code after the ``with`` is reachable.
-    """
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    # Deliberately ``bool``, not ``Literal[False]``: the type is the cancel scope's, whose place it takes.
-    def __exit__(self, *exc: object) -> bool:  # type: ignore[exit-return]
-        return False
-
-
-_NO_DEADLINE = _NoDeadline()
-
 
 class _Asks(Protocol):
     """What the controller needs of an actor reference."""
@@ -390,11 +371,17 @@ class LoopController:
         self._start(messages)
         ticket = run_ticket.start_ticket(self._deadline, self._priority)
         token = run_ticket.enter(ticket)
+        max_steps = self._config.max_steps
         try:
-            # Only a run with a deadline pays for a cancel scope; the others enter a shared no-op.
-            bound = anyio.move_on_at(ticket.deadline) if ticket.deadline is not None else _NO_DEADLINE
-            with bound:
-                max_steps = self._config.max_steps
+            # The same loop twice, on purpose: only a run with a deadline pays for a cancel scope, and
+            # a shared no-op context manager in its place would cost every other run two calls per run.
+            if ticket.deadline is None:
+                while self.steps < max_steps:
+                    ended = await self._step()
+                    if ended is not None:
+                        return ended
+                return self._result(self._answer_so_far, tuple(self._conversation), bounded=True)
+            with anyio.move_on_at(ticket.deadline):
                 while self.steps < max_steps:
                     ended = await self._step()
                     if ended is not None:
