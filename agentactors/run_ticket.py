@@ -46,21 +46,25 @@ _TICKET: contextvars.ContextVar[RunTicket | None] = contextvars.ContextVar("agen
 
 
 class RunTicket:
-    """One run's age, priority class and deadline (see the module docstring).  Immutable by convention.
+    """One run's age, priority class and deadline (see the module docstring).
 
     :ivar order: the run's age on the process-wide scale (lower = older).
     :ivar priority: the run's class; higher is served first.
     :ivar deadline: when the run must end, on ``anyio.current_time()``'s clock, or ``None``.
     :ivar budget: the seconds the deadline was set from (the run's own ``deadline=``, or its parent's).
+    :ivar calls: model calls the run (and the children sharing its ticket) made through ProviderActors
+        with admission bounds; counted by their schedulers, which tell a run's first call (a new run
+        asking in) from a run in progress.  The only field that changes.
     """
 
-    __slots__ = ("budget", "deadline", "order", "priority")
+    __slots__ = ("budget", "calls", "deadline", "order", "priority")
 
     def __init__(self, order: int, priority: int = 0, deadline: float | None = None, budget: float | None = None):
         self.order = order
         self.priority = priority
         self.deadline = deadline
         self.budget = budget
+        self.calls = 0
 
     def __repr__(self) -> str:
         return f"RunTicket(order={self.order}, priority={self.priority}, deadline={self.deadline!r})"
@@ -96,7 +100,7 @@ def start_ticket(deadline: float | None = None, priority: int | None = None) -> 
     if deadline is None and priority is None:
         if parent is None:
             return RunTicket(next(_ORDER))  # the common case: one counter step, one small object
-        return parent  # a child with nothing of its own: its parent's ticket is its own (tickets never change)
+        return parent  # a child with nothing of its own: its parent's ticket is its own
     check_deadline(deadline)
     check_priority(priority)
     absolute = None if deadline is None else anyio.current_time() + deadline

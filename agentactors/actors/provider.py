@@ -338,7 +338,7 @@ class ProviderActor:
         # The common case — a slot and the budgets free, nobody waiting — takes them without a checkpoint.
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
-        started = anyio.current_time() if sched.tracks else 0.0
+        started = sched.started() if sched.tracks else 0.0
         try:
             response: LLMResponse = await self.provider.complete(request)
         except ProviderError as exc:
@@ -360,7 +360,7 @@ class ProviderActor:
         estimate = estimate_tokens(request) if sched.tokens is not None else 0
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
-        started = anyio.current_time() if sched.tracks else 0.0
+        started = sched.started() if sched.tracks else 0.0
         send, receive = anyio.create_memory_object_stream[Any](self.stream_buffer)
         scope = anyio.CancelScope()
         try:

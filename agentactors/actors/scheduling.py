@@ -21,8 +21,9 @@ asker to run its handler directly), and the scheduler decides who goes next:
   — the only timer — and emits ``provider.throttled`` with the wait.
 
 Admission: past ``max_waiting`` waiting requests, or when a request's wait would exceed
-``max_wait`` seconds (estimated on arrival from its place in the queue, the service time observed
-so far and the budgets; or reached while it waits), it is refused with
+``max_wait`` seconds (estimated on arrival — from its place in the queue, the service time and the
+calls per run observed so far, and the budgets — with a margin: refused beyond 80 % of
+``max_wait``; or reached while it waits), it is refused with
 :class:`~agentactors.errors.Overloaded` (transient, with a ``retry_after`` estimate) instead of
 queueing.  When ``max_waiting`` requests wait and a better-placed one arrives (an older run's, or
 a higher class's), the worst-placed waiter is refused to make room: in-progress work is kept, new
@@ -59,6 +60,10 @@ POLICIES: Final = frozenset({"oldest_run", "fifo"})
 #: Seconds: without ``max_wait``, a computed budget wait longer than this is refused (15 minutes — a
 #: budget that far behind is broken, e.g. by a usage report no request could have caused).
 BUDGET_WAIT_BOUND: Final = 900.0
+
+# A request is refused on arrival when its expected wait exceeds this share of max_wait: one admitted at
+# the bound would, the estimate being an estimate, outlast it about half the time and be refused late.
+_ADMIT_SHARE: Final = 0.8
 
 # How much a new service-time sample moves the running average.
 _SMOOTHING: Final = 0.2
@@ -125,7 +130,9 @@ class Scheduler:
     """
 
     __slots__ = (
+        "_calls",
         "_classes",
+        "_first_calls",
         "_queued_tokens",
         "_queues",
         "_seq",
@@ -177,6 +184,10 @@ class Scheduler:
         self._seq = itertools.count()
         self._timer: _Waiter | None = None  # the head waiting for budget (the one that sleeps until it is there)
         self._service: float | None = None  # running average of how long a request holds its slot
+        # Calls admitted, and how many of them were a run's first: their ratio is how many calls a run
+        # makes, which is how much work each waiting run still brings ahead of a newer one (oldest_run).
+        self._calls = 0
+        self._first_calls = 0
 
     # -- taking and giving back ----------------------------------------------------------------------
 
@@ -216,8 +227,9 @@ class Scheduler:
             raise self._refused("max_waiting", self._ahead(priority, key), estimate, model, now)
         ahead = self._ahead(priority, key)
         if self.max_wait is not None:
-            expected = self._expected_wait(ahead, estimate, now)
-            if expected > self.max_wait:
+            first = ticket is None or ticket.calls == 0
+            expected = self._expected_wait(ahead, estimate, now, first)
+            if expected > self.max_wait * _ADMIT_SHARE:
                 raise self._refused("max_wait", ahead, estimate, model, now, expected)
         expires = now + self.max_wait if self.max_wait is not None else math.inf
         waiter = _Waiter(key, priority, estimate, now, expires)
@@ -265,6 +277,21 @@ class Scheduler:
                 self._dispatch()
                 return
             self._dispatch()
+
+    def started(self) -> float:
+        """A request took its slot: when (for :meth:`release`), and one more call of its run counted.
+
+        Only called when :attr:`tracks`: admission bounds need the service time and the calls per run.
+        """
+        ticket = current_ticket()
+        self._calls += 1
+        if ticket is None:
+            self._first_calls += 1
+        else:
+            if ticket.calls == 0:
+                self._first_calls += 1
+            ticket.calls += 1
+        return anyio.current_time()
 
     def release(self, started: float) -> None:
         """A request gave its slot back (``started``: when it took it, if :attr:`tracks`); the next may go."""
@@ -437,14 +464,23 @@ class Scheduler:
 
     # -- estimates ---------------------------------------------------------------------------------
 
-    def _expected_wait(self, ahead: int, estimate: int, now: float) -> float:
-        """Seconds a request with ``ahead`` waiters before it would likely wait (0 when it cannot be told)."""
+    def _expected_wait(self, ahead: int, estimate: int, now: float, first: bool = False) -> float:
+        """Seconds a request with ``ahead`` waiters before it would likely wait (0 when it cannot be told).
+
+        Under ``oldest_run`` a new run's first call waits for more than the calls ahead of it now:
+        each older run ahead will ask again, ahead of it, until it is done — so its share of the
+        queue is scaled by the calls a run makes (observed).  A run in progress is overtaken by
+        older runs only, which are few; under ``fifo`` nobody overtakes.
+        """
         wait = 0.0
         service = self._service
         if service is not None:
             behind = ahead + 1 - self.free  # requests that must finish before a slot is this one's
             if behind > 0:
-                wait = behind * service / self.slots
+                per_run = self._calls / self._first_calls if first and self._first_calls else 1.0
+                if self.policy != "oldest_run":
+                    per_run = 1.0
+                wait = behind * per_run * service / self.slots
         if self.requests is not None:
             wait = max(wait, self.requests.delay_for_total(ahead + 1, now))
         if self.tokens is not None:
