@@ -395,6 +395,8 @@ class Scheduler:
 
     def _make_room(self, priority: int, key: tuple[int, int]) -> bool:
         """With ``max_waiting`` reached: refuse the worst-placed waiter if the newcomer is better placed."""
+        if not self._classes:
+            return False  # max_waiting=0: nobody waits, nobody to displace
         lowest = -self._classes[-1]
         queue = self._queues[lowest]
         worst = queue[0][2]

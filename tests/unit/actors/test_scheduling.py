@@ -431,3 +431,24 @@ async def test_under_overload_oldest_run_sheds_new_runs_at_once_and_keeps_the_on
     assert oldest["worst_ok"] <= 3.0 + 5.0  # its three calls, and at most one max_wait of waiting
     assert fifo["worst_ok"] > 10.0  # in arrival order every call of a run waits its turn again
     assert oldest["ok"] >= 0.9 * fifo["ok"]  # the same goodput
+
+
+async def test_a_refused_run_says_so_and_when_to_come_back_and_with_retry_acts_on_it() -> None:
+    from agentactors import with_retry
+
+    vendor = Vendor(hold=1.0)
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, ScriptedProvider(vendor), max_concurrency=1, max_waiting=0)
+        agent = Agent(ref)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.run, "one")  # holds the only slot for a second
+            await anyio.sleep(0.001)
+            result = await agent.run("two")  # nobody may wait: refused at once
+    assert result.generation_failed and isinstance(result.error, Overloaded)
+    assert result.error.retryable and result.error.kind.value == "transient"
+    # Overloaded is transient with a retry_after: a retry honours it like a vendor's 429.
+    refused = Overloaded("refused", provider="actor", retry_after=2.5)
+    retried = with_retry(ScriptedProvider([refused, "served"]))
+    start = anyio.current_time()
+    assert (await retried.complete(request("x"))).content == "served"
+    assert anyio.current_time() - start == pytest.approx(2.5)
