@@ -41,8 +41,10 @@ from .errors import (
     CircuitOpenError,
     ErrorKind,
     MalformedResponseError,
+    Overloaded,
     ProviderError,
     ProviderTimeout,
+    RunDeadlineExceeded,
     StreamInterruptedError,
     ToolStatusError,
     UnsupportedContentError,
@@ -91,7 +93,16 @@ from .providers.gemini import GeminiProvider
 from .providers.openai import OpenAIProvider
 from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
 from .redaction import redact, register_secret
-from .resilience import CircuitState, CircuitStats, with_circuit_breaker, with_fallback, with_retry, with_timeout
+from .resilience import (
+    CircuitState,
+    CircuitStats,
+    resilient_chain,
+    with_circuit_breaker,
+    with_fallback,
+    with_pool,
+    with_retry,
+    with_timeout,
+)
 from .settings import CachePolicy, ModelSettings
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 from .tools.toolset import ToolNameClashError, Toolset, ToolsetError
@@ -148,8 +159,10 @@ __all__ = [
     "CircuitOpenError",
     "ErrorKind",
     "MalformedResponseError",
+    "Overloaded",
     "ProviderError",
     "ProviderTimeout",
+    "RunDeadlineExceeded",
     "StreamInterruptedError",
     "ToolStatusError",
     "UnsupportedContentError",
@@ -161,8 +174,10 @@ __all__ = [
     # resilience
     "CircuitState",
     "CircuitStats",
+    "resilient_chain",
     "with_circuit_breaker",
     "with_fallback",
+    "with_pool",
     "with_retry",
     "with_timeout",
     # tools

@@ -39,9 +39,9 @@ import os
 import threading
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
-from typing import Any, TypeAlias, cast
+from typing import Any, Final, TypeAlias, cast
 
 import anyio
 import attrs
@@ -123,6 +123,39 @@ def provider_carries_tools(ref: ActorRef) -> bool:
 def _check_settings(settings: object) -> None:
     if settings is not None and not isinstance(settings, ModelSettings):
         raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
+
+
+@attrs.frozen(slots=True)
+class RunOptions:
+    """What one run takes beyond its messages: the keywords of :meth:`Agent.run` / :meth:`Agent.stream`.
+
+    One value travels from the entry point to the run's :class:`~agentactors.loop.controller.LoopController`
+    instead of a keyword per option through every layer.  ``NO_OPTIONS`` (all defaults) is shared, so a
+    plain ``agent.run(prompt)`` builds none.
+    """
+
+    on_token: Callable[[str], None] | None = None
+    deps: Any = attrs.field(default=None, repr=False)
+    settings: ModelSettings | None = None
+    deadline: float | None = None
+    priority: int | None = None
+
+
+NO_OPTIONS: Final = RunOptions()
+
+
+def _options(
+    on_token: Callable[[str], None] | None,
+    deps: Any,
+    settings: ModelSettings | None,
+    deadline: float | None,
+    priority: int | None,
+) -> RunOptions:
+    """The run's options, checked; the shared default when none is given (the hot path allocates nothing)."""
+    if on_token is None and deps is None and settings is None and deadline is None and priority is None:
+        return NO_OPTIONS
+    _check_settings(settings)
+    return RunOptions(on_token, deps, settings, deadline, priority)
 
 
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
@@ -374,6 +407,8 @@ class Agent:
         deps: Any = None,
         runtime: Runtime | None = None,
         settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
     ) -> RunResult:
         """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
         message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
@@ -388,6 +423,16 @@ class Agent:
         :raises RuntimeError: ``runtime`` (or the bound one) is not running — it closed, or was never
             entered — or belongs to another thread's event loop.
 
+        ``deadline`` (seconds) bounds the whole run — budget waits at the ProviderActor, retries'
+        backoff (``with_retry`` starts no wait that would end past it), model calls and tool
+        steps: a run past it ends with :class:`~agentactors.errors.RunDeadlineExceeded` in
+        ``RunResult.error`` (it is not raised), its in-flight request cancelled.  ``priority``
+        (an int, higher first; default ``0``) is the run's class at the ProviderActor: an
+        interactive run with ``priority=1`` is served before batch runs at ``0``, and lower
+        classes are never starved (``ProviderActor(max_overtakes=)``).  A run started inside
+        another run's work (a tool that runs an agent) inherits its age, its class and its
+        earlier deadline.
+
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
         :class:`~agentactors.errors.ToolStatusError`.  Cancellation from an
@@ -395,17 +440,12 @@ class Agent:
         caller's conversation is untouched.
         """
         messages = _to_messages(prompt)
-        _check_settings(settings)
+        options = _options(on_token, deps, settings, deadline, priority)
         rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
         if rt is not None:
-            return await self._run_in(rt, messages, on_token=on_token, deps=deps, settings=settings)
-        async with Runtime() as private:
-            try:
-                result = await self._run_in(
-                    private, messages, on_token=on_token, deps=deps, private=True, settings=settings
-                )
-            finally:
-                self._forget(private)
+            return await self._run_in(rt, messages, options)
+        async with self._private() as private:
+            result = await self._run_in(private, messages, options, private=True)
         return result
 
     async def run_many(
@@ -436,11 +476,8 @@ class Agent:
         rt = runtime if runtime is not None else self._runtime()
         if rt is not None:
             return await _run_many(rt, self, items, concurrency, progress, False)
-        async with Runtime() as private:
-            try:
-                results = await _run_many(private, self, items, concurrency, progress, True)
-            finally:
-                self._forget(private)
+        async with self._private() as private:
+            results = await _run_many(private, self, items, concurrency, progress, True)
         return results
 
     def as_completed(
@@ -475,14 +512,16 @@ class Agent:
         deps: Any = None,
         runtime: Runtime | None = None,
         settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
     ) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
-        ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings`` win over the
-        agent's for this run.  See :class:`AgentRun`.
+        ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings``, ``deadline``
+        and ``priority`` as for :meth:`run`.  See :class:`AgentRun`.
         """
-        _check_settings(settings)
-        return AgentRun(self, _to_messages(prompt), deps=deps, runtime=runtime, settings=settings)
+        options = _options(None, deps, settings, deadline, priority)
+        return AgentRun(self, _to_messages(prompt), options, runtime=runtime)
 
     def _runtime(self, runtime: Runtime | None = None, *, stacklevel: int = 3) -> Runtime | None:
         """The runtime a run uses, in the order the module's docstring gives; ``None`` for a private one.
@@ -517,6 +556,20 @@ class Agent:
             )
         return None
 
+    @asynccontextmanager
+    async def _private(self) -> AsyncIterator[Runtime]:
+        """A runtime made for one run (or one batch) of this agent when none is running.
+
+        It does not close the caller's provider, as a runtime of the caller's would: the provider is the
+        caller's, and other runs may still use it.  (Its connection pool does not leak: the HTTP
+        transports close what they own when their event loop ends.)
+        """
+        async with Runtime() as rt:
+            try:
+                yield rt
+            finally:
+                self._forget(rt)
+
     def _forget(self, rt: Runtime) -> None:
         """Drop what :meth:`_bind` cached for a private runtime that is closing."""
         self._bound.pop(id(rt), None)
@@ -541,7 +594,7 @@ class Agent:
         else:
             if private:
                 actor = ProviderActor(provider)
-                ref = rt.spawn(actor, name="provider", concurrency=actor.max_concurrency)
+                ref = rt.spawn(actor, name="provider", concurrency=actor.spawn_concurrency)
             else:
                 ref = ProviderActor.shared(rt, provider)
             native = native_tools_for(provider)
@@ -592,15 +645,13 @@ class Agent:
     def _controller(
         self,
         rt: Runtime,
+        options: RunOptions,
         *,
-        on_token: Callable[[str], None] | None = None,
-        deps: Any = None,
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
         listed: tuple[LoopConfig, ActorRef | None] | None = None,
         run: tuple[str, EventSink | None] | None = None,
-        settings: ModelSettings | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
         run_id, sink = self._new_run(bound, extra) if run is None else run
@@ -612,10 +663,12 @@ class Agent:
             native=bound.native,
             sink=sink,
             run_id=run_id,
-            deps=deps,
-            on_text=on_token,
+            deps=options.deps,
+            on_text=options.on_token,
             stream=stream,
-            settings=settings,
+            settings=options.settings,
+            deadline=options.deadline,
+            priority=options.priority,
         )
         return controller, sink
 
@@ -629,13 +682,11 @@ class Agent:
     async def _listed_controller(
         self,
         rt: Runtime,
+        options: RunOptions,
         *,
-        on_token: Callable[[str], None] | None = None,
-        deps: Any = None,
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
-        settings: ModelSettings | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         """:meth:`_controller` for an agent with toolsets: they are listed first, as part of the run.
 
@@ -646,50 +697,24 @@ class Agent:
         run = self._new_run(bound, extra)
         with use_sink(run[1]):
             listed = await self._toolset_tools(bound)
-        return self._controller(
-            rt,
-            on_token=on_token,
-            deps=deps,
-            extra=extra,
-            stream=stream,
-            private=private,
-            listed=listed,
-            run=run,
-            settings=settings,
-        )
+        return self._controller(rt, options, extra=extra, stream=stream, private=private, listed=listed, run=run)
 
     def _run_in(
-        self,
-        rt: Runtime,
-        messages: tuple[Message, ...],
-        *,
-        on_token: Callable[[str], None] | None = None,
-        deps: Any = None,
-        private: bool = False,
-        settings: ModelSettings | None = None,
+        self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions = NO_OPTIONS, *, private: bool = False
     ) -> Awaitable[RunResult]:
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
         if self.toolsets:
-            return self._run_listed(rt, messages, on_token=on_token, deps=deps, private=private, settings=settings)
-        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private, settings=settings)
+            return self._run_listed(rt, messages, options, private=private)
+        controller, sink = self._controller(rt, options, private=private)
         if sink is None and current_sink() is None:
             return controller.run(messages)  # the hot path: nothing to install
         return _drive(controller, sink, messages)
 
     async def _run_listed(
-        self,
-        rt: Runtime,
-        messages: tuple[Message, ...],
-        *,
-        on_token: Callable[[str], None] | None,
-        deps: Any,
-        private: bool,
-        settings: ModelSettings | None = None,
+        self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions, *, private: bool
     ) -> RunResult:
         """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
-        controller, sink = await self._listed_controller(
-            rt, on_token=on_token, deps=deps, private=private, settings=settings
-        )
+        controller, sink = await self._listed_controller(rt, options, private=private)
         return await _drive(controller, sink, messages)
 
 
@@ -773,17 +798,15 @@ class AgentRun:
         self,
         agent: Agent,
         messages: tuple[Message, ...],
+        options: RunOptions | None = None,
         *,
-        deps: Any = None,
         runtime: Runtime | None = None,
-        settings: ModelSettings | None = None,
     ) -> None:
         self._agent = agent
         self._messages = messages
-        self._deps = deps
+        self._options = NO_OPTIONS if options is None else options
         self._runtime = runtime
         self._entered = False
-        self._settings = settings
         self._stack: AsyncExitStack | None = None
         self._receive: MemoryObjectReceiveStream[Event] | None = None
         self._state = _RunState()
@@ -806,18 +829,15 @@ class AgentRun:
         send, receive = anyio.create_memory_object_stream[Event](math.inf)
         try:
             if stack is not None:
-                rt = await stack.enter_async_context(Runtime())
-                stack.callback(self._agent._forget, rt)  # on the way out, after the run's task
+                rt = await stack.enter_async_context(self._agent._private())
             assert rt is not None
             agent, recorder = self._agent, _ChannelRecorder(send)
             if agent.toolsets:
                 controller, sink = await agent._listed_controller(
-                    rt, deps=self._deps, extra=recorder, stream=True, private=private, settings=self._settings
+                    rt, self._options, extra=recorder, stream=True, private=private
                 )
             else:
-                controller, sink = agent._controller(
-                    rt, deps=self._deps, extra=recorder, stream=True, private=private, settings=self._settings
-                )
+                controller, sink = agent._controller(rt, self._options, extra=recorder, stream=True, private=private)
             # The task holds the run's state, never this handle: a handle nobody holds can be collected,
             # and its finaliser cancels the run.
             rt.spawn_task(self._state.work, controller, sink, send, self._messages, name="agent.stream")

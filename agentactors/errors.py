@@ -14,12 +14,14 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     │   ├── CircuitOpenError
     │   ├── StreamInterruptedError
     │   ├── ProviderTimeout
+    │   ├── Overloaded                      a ProviderActor refused a request it could not serve in time
     │   ├── AllProvidersFailedError         also an ExceptionGroup
     │   └── ScriptExhaustedError            agentactors (defined in providers.scripted)
     ├── AskTimeout                          also a TimeoutError
     ├── ActorStopped
     ├── ToolStatusError
     ├── RedactedException               stands in for a foreign cause whose text held a credential
+    ├── RunDeadlineExceeded             in RunResult.error, never raised by a run
     ├── ConversionError                     also a ValueError; agentactors.tools.schema
     ├── ToolsetError                        agentactors (defined in tools.toolset)
     │   └── ToolNameClashError              also a ValueError; agentactors (defined in tools.toolset)
@@ -85,10 +87,12 @@ __all__ = [
     "CircuitOpenError",
     "ErrorKind",
     "MalformedResponseError",
+    "Overloaded",
     "ProviderError",
     "ProviderTimeout",
     "RedactedException",
     "ResponseTooLargeError",
+    "RunDeadlineExceeded",
     "StreamInterruptedError",
     "ToolStatusError",
     "UnsupportedContentError",
@@ -339,6 +343,24 @@ class ProviderTimeout(ProviderError):
         super().__init__(message, provider=provider, model=model, kind=ErrorKind.transient)
 
 
+class Overloaded(ProviderError):
+    """A ProviderActor refused a request at once instead of queueing it past its bounds (transient).
+
+    Raised when ``max_waiting`` requests already wait, when the request's wait would exceed
+    ``max_wait`` (estimated on arrival, or reached while it waited), or when a computed budget wait is
+    beyond any sane bound.  Nothing was sent.  ``retry_after`` estimates the seconds until the actor
+    could serve it, so a fallback chain outside the actor, ``with_retry`` or the caller can act on it;
+    ``reason`` says which bound refused it (``"max_waiting"``, ``"max_wait"`` or ``"budget"``).
+    """
+
+    def __init__(
+        self, message: str, *, provider: str, model: str | None = None, retry_after: float | None = None,
+        reason: str = "max_wait",
+    ) -> None:
+        super().__init__(message, provider=provider, model=model, kind=ErrorKind.transient, retry_after=retry_after)
+        self.reason = reason
+
+
 class AllProvidersFailedError(ProviderError, ExceptionGroup):
     """Every member of a fallback chain failed.
 
@@ -405,6 +427,21 @@ class ToolStatusError(AgentActorsError):
         super().__init__(redact(message))
         self.status = status
         self.result = result
+
+
+class RunDeadlineExceeded(AgentActorsError):
+    """A run reached its ``deadline`` before it ended: found in ``RunResult.error``, never raised by the run.
+
+    Whatever the run was doing then — waiting for budget, backing off between retries, a model call
+    in flight (its HTTP request is cancelled), a tool step — was cancelled.  ``deadline`` is the
+    run's budget in seconds (its own ``deadline=``, or the earlier one of the run it is a child of);
+    ``step`` the step it was in.
+    """
+
+    def __init__(self, message: str, *, deadline: float | None = None, step: int | None = None) -> None:
+        super().__init__(redact(message))
+        self.deadline = deadline
+        self.step = step
 
 
 

@@ -30,6 +30,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import _load as L  # noqa: E402
 import _workloads as W  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -86,7 +87,7 @@ def spread(s: dict[str, float], f: Callable[[float], str] = fmt_us) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8,W9")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny counts, to check the harness")
     parser.add_argument("--out", default=str(RESULTS / "latest.json"))
@@ -175,6 +176,31 @@ def main(argv: list[str] | None = None) -> int:
         md += ["## W6 chain under faults", "",
                table(["runs", "fault rate", "goodput", "primary calls while open", "p50", "p99", "failovers",
                       "breaker opens"], rows), ""]
+
+    if "W8" in only:
+        res = L.w8_scheduling(reps=reps, smoke=smoke)
+        report["workloads"]["W8"] = res
+        rows = [[policy, f"{r['p50']:.2f} s", f"{r['p99']:.2f} s", f"{r['runs_per_s']:,.1f}",
+                 f"{r['p50_vs_fifo']:.2f}×", f"{r['throughput_vs_fifo']:.2f}×"] for policy, r in res["results"].items()]
+        md += [f"## W8 scheduling ({res['runs']:,} runs × 3 model calls, {res['slots']} slots, "
+               f"{res['latency'] * 1000:.0f} ms a call, all started at once)", "",
+               table(["scheduling", "run latency p50", "p99", "runs/s", "p50 × fifo", "throughput × fifo"], rows), ""]
+
+    if "W9" in only:
+        res = L.w9_overload(smoke=smoke)
+        report["workloads"]["W9"] = res
+
+        def ms(x: float) -> str:
+            return "—" if x != x else f"{x * 1000:,.2f} ms"
+
+        rows = [[r["scheduling"], "none" if r["max_wait"] is None else f"{r['max_wait']:g} s",
+                 f"{r['goodput']:.1f}/s ({r['goodput_vs_capacity']:.0%})", f"{r['p50']:.2f} s", f"{r['p99']:.2f} s",
+                 f"{r['refused']:,}", f"{r['refused_after_start']:,}", ms(r["refuse_p50"]), ms(r["refuse_p99"]),
+                 f"{r['unfinished']:,}"] for r in res["rows"]]
+        md += [f"## W9 overload ({res['offered_runs_per_s']:.0f} runs/s offered for {res['duration']:g} s, "
+               f"3× the {res['capacity_runs_per_s']:.0f} runs/s one actor serves)", "",
+               table(["scheduling", "max_wait", "goodput", "ok p50", "ok p99", "refused", "refused mid-run",
+                      "refused in (p50)", "(p99)", "unfinished at cut-off"], rows), ""]
 
     text = "\n".join(md)
     print(text)

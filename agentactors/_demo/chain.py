@@ -24,7 +24,7 @@ from ..providers.anthropic import AnthropicProvider
 from ..providers.base import LLMProvider, StreamContext
 from ..providers.gemini import GeminiProvider
 from ..providers.openai import OpenAIProvider
-from ..resilience import CircuitBreakerProvider, with_circuit_breaker, with_fallback, with_retry, with_timeout
+from ..resilience import CircuitBreakerProvider, FallbackProvider, resilient_chain, with_fallback
 from ..resilience._base import ProviderDecorator
 
 __all__ = [
@@ -230,41 +230,45 @@ def build_chain(
     client_faults: float = 0.0,
     seed: int = 0,
 ) -> tuple[LLMProvider, list[Member]]:
-    """``with_fallback(with_circuit_breaker(with_retry(with_timeout(p))), ...)`` over ``specs``, in order.
+    """The recommended stack over ``specs``, in order: ``resilient_chain`` with the demo's settings.
 
-    The plain recommended stack: a member's retry sends no further attempt once
-    that member's breaker has opened (the breaker's permit travels with the call
-    it admitted), so the demo needs nothing of its own to keep its promise.
+    That is ``with_fallback(with_circuit_breaker(with_retry(with_timeout(p))), ...)``, as is: a
+    member's retry sends no further attempt once that member's breaker has opened (the breaker's
+    permit travels with the call it admitted), so the demo needs nothing of its own to keep its promise.
     """
-    members: list[Member] = []
-    decorated: list[LLMProvider] = []
+    bases: list[LLMProvider] = []
     for n, spec in enumerate(specs):
         base: LLMProvider = _provider(spec, client)
         if client_faults > 0 and n == 0:
             base = _InjectFaults(base, client_faults, seed)
-        inner: LLMProvider = with_timeout(
-            base,
-            attempt=settings.attempt_timeout,
-            first_event=settings.first_event_timeout,
-            idle=settings.idle_timeout,
-        )
-        retried = with_retry(
-            inner,
-            max_attempts=settings.max_attempts,
-            base_delay=settings.base_delay,
-            max_delay=settings.max_delay,
-            max_retry_after=settings.max_retry_after,
-        )
-        breaker = with_circuit_breaker(
-            retried,
-            window=settings.window,
-            min_calls=settings.min_calls,
-            failure_rate=settings.failure_rate,
-            consecutive_failures=settings.consecutive_failures,
-            open_duration=settings.open_duration,
-            max_open_duration=settings.max_open_duration,
-            max_half_open_wait=settings.max_half_open_wait,
-        )
-        members.append(Member(spec.wire, spec.model, breaker))
-        decorated.append(breaker)
-    return with_fallback(*decorated), members
+        bases.append(base)
+    chain = resilient_chain(
+        *bases,
+        attempt_timeout=settings.attempt_timeout,
+        first_event_timeout=settings.first_event_timeout,
+        idle_timeout=settings.idle_timeout,
+        max_attempts=settings.max_attempts,
+        retry={
+            "base_delay": settings.base_delay,
+            "max_delay": settings.max_delay,
+            "max_retry_after": settings.max_retry_after,
+        },
+        breaker={
+            "window": settings.window,
+            "min_calls": settings.min_calls,
+            "failure_rate": settings.failure_rate,
+            "consecutive_failures": settings.consecutive_failures,
+            "open_duration": settings.open_duration,
+            "max_open_duration": settings.max_open_duration,
+            "max_half_open_wait": settings.max_half_open_wait,
+        },
+    )
+    if not isinstance(chain, FallbackProvider):
+        # One vendor (--live with one key): still a chain, so a failure reads the same as with three.
+        chain = with_fallback(chain)
+    members = [
+        Member(spec.wire, spec.model, breaker)
+        for spec, breaker in zip(specs, chain.members, strict=True)
+        if isinstance(breaker, CircuitBreakerProvider)
+    ]
+    return chain, members

@@ -1,11 +1,10 @@
-"""``ProviderActor``: one (usually decorated) LLM provider shared by many agents, with its budgets.
+"""``ProviderActor``: one (usually decorated) LLM provider shared by many agents, with its budgets and queue.
 
 Spawn it with ``ProviderActor.shared(rt, provider, **budgets)`` (one per
-provider object per runtime, spawned with ``concurrency=max_concurrency``; the
-runtime closes the provider when it exits) or
-``rt.spawn(ProviderActor(...), concurrency=actor.max_concurrency)``.  Its
-semaphore and rate buckets are built by ``on_start``, inside the running event
-loop, so the actor itself can be constructed anywhere.
+provider object per runtime; the runtime closes the provider when it exits) or
+``rt.spawn(actor, concurrency=actor.spawn_concurrency)``.  Its scheduler (slots,
+rate buckets, the queue of waiting requests) is built by ``on_start``, inside
+the running event loop, so the actor itself can be constructed anywhere.
 
 Messages:
 
@@ -23,14 +22,22 @@ Messages:
 
 Budgets, shared by every request through the actor: ``max_concurrency``
 requests in flight (a stream counts until it ends), ``requests_per_minute`` and
-``tokens_per_minute``.  The rate budgets are token buckets holding one minute's
-budget and refilled continuously (budget/60 per second), on ``anyio.current_time``
-so that virtual clocks apply.  A request's tokens are estimated from its size
-before it is sent (about 4 characters a token, plus ``max_tokens``) and
-corrected by the usage the response reports.  Waiting for budget is recorded
-as a ``provider.throttled`` event with the wait in seconds.  Waiters are
-served in arrival order.  A request larger than the whole token budget waits
-for a full bucket and then goes (rather than never).
+``tokens_per_minute`` (token buckets, :mod:`.budgets`).  A request's tokens are
+estimated from its size before it is sent (about 4 characters a token, plus
+``max_tokens``) and corrected by the usage the response reports — within
+plausibility: a report beyond the request's estimate and a minute's budget is
+charged at that ceiling and recorded as ``provider.usage_implausible``.  A
+request larger than the whole token budget waits for a full bucket and then goes
+(rather than never).
+
+Waiting: a request that finds no slot or budget waits in its asker's own task,
+and the scheduler (:mod:`.scheduling`) decides who goes next — by priority class
+(the run's ``priority``, with starvation bounded by ``max_overtakes``), then by
+``scheduling`` (``"oldest_run"``: runs in progress first; ``"fifo"``); past
+``max_waiting`` / ``max_wait`` a request is refused at once with
+:class:`~agentactors.errors.Overloaded`.  Waiting for budget is recorded as
+``provider.throttled`` (the wait in seconds), every wait as ``provider.waited``,
+every refusal as ``provider.overloaded``.
 """
 
 from __future__ import annotations
@@ -48,12 +55,14 @@ from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelt
 from ..providers.base import interrupted
 from .ref import ActorRef
 from .runtime import Runtime
+from .scheduling import POLICIES, Policy, Scheduler
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
 
 log = logging.getLogger("agentactors.actors")
 
-_EPSILON: Final = 1e-6  # seconds: float noise after sleeping exactly the computed wait
+# Handlers the actor is spawned with: enough that every asker waits in the scheduler, not the mailbox.
+_HANDLERS: Final = 1_000_000
 
 
 @attrs.frozen(slots=True)
@@ -88,32 +97,6 @@ def estimate_tokens(request: LLMRequest) -> int:
     for spec in request.tools:
         chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters, separators=(",", ":")))
     return chars // 4 + 1 + media + (request.max_tokens or 0)
-
-
-class _Bucket:
-    """A token bucket holding ``per_minute`` units, refilled at ``per_minute / 60`` a second."""
-
-    __slots__ = ("capacity", "level", "rate", "stamp")
-
-    def __init__(self, per_minute: float, now: float) -> None:
-        self.capacity = float(per_minute)
-        self.level = float(per_minute)
-        self.rate = float(per_minute) / 60.0
-        self.stamp = now
-
-    def delay(self, amount: float, now: float) -> float:
-        """Seconds until ``amount`` may be taken (an amount over capacity waits for a full bucket)."""
-        if now > self.stamp:
-            self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-            self.stamp = now
-        need = min(amount, self.capacity)
-        return 0.0 if self.level >= need else (need - self.level) / self.rate
-
-    def take(self, amount: float) -> None:
-        self.level -= amount  # may go below zero: an oversized request is paid back over time
-
-    def give_back(self, amount: float) -> None:
-        self.level = min(self.capacity, self.level + amount)
 
 
 class _Failure:
@@ -199,28 +182,41 @@ class ProviderStream:
 
 
 class ProviderActor:
-    """Hosts one provider for many agents: one connection pool, one breaker state, one budget.
+    """Hosts one provider for many agents: one connection pool, one breaker state, one budget, one queue.
 
     :param provider: an :class:`~agentactors.providers.base.LLMProvider`, usually decorated.
     :param max_concurrency: requests in flight at once (a stream counts until it ends).
     :param requests_per_minute: request budget, or ``None`` for no limit.
     :param tokens_per_minute: token budget (estimated, corrected by reported usage), or ``None``.
     :param stream_buffer: events a stream may run ahead of its consumer.
+    :param scheduling: which waiting request goes first within a priority class: ``"oldest_run"``
+        (the request of the run that started first, so runs in progress finish before new ones
+        start) or ``"fifo"`` (arrival order).
+    :param max_waiting: refuse a request with :class:`~agentactors.errors.Overloaded` when this many
+        already wait (``None``: no bound).
+    :param max_wait: refuse a request with ``Overloaded`` when its wait for a slot and budget would
+        exceed this many seconds — estimated on arrival, or reached while it waits (``None``: no bound
+        on slot waits; budget waits are bounded by
+        :data:`~agentactors.actors.scheduling.BUDGET_WAIT_BOUND`).
+    :param max_overtakes: while a lower priority class waits, at most this many requests of higher
+        classes are served in a row (``None``: strict priority).
 
     Errors: a provider error is raised in the asker (the actor goes on); an
-    unknown message raises ``TypeError``.  Cancellation: abandoning an ask
-    (asker cancelled, ask timeout) cancels the provider call; a request still
-    waiting for budget never reaches the provider.
+    unknown message raises ``TypeError``; a refused request raises ``Overloaded``
+    (nothing was sent).  Cancellation: abandoning an ask (asker cancelled, ask
+    timeout, the run's deadline) cancels the provider call; a request still
+    waiting never reaches the provider and gives its place up.
     """
 
     __slots__ = (
-        "_lock",
-        "_requests",
-        "_slots",
-        "_tokens",
+        "_sched",
         "max_concurrency",
+        "max_overtakes",
+        "max_wait",
+        "max_waiting",
         "provider",
         "requests_per_minute",
+        "scheduling",
         "stream_buffer",
         "tokens_per_minute",
     )
@@ -233,6 +229,10 @@ class ProviderActor:
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         stream_buffer: int = 16,
+        scheduling: Policy = "oldest_run",
+        max_waiting: int | None = None,
+        max_wait: float | None = None,
+        max_overtakes: int | None = 16,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
@@ -242,33 +242,53 @@ class ProviderActor:
             raise ValueError("tokens_per_minute must be positive")
         if stream_buffer < 0:
             raise ValueError("stream_buffer must be >= 0")
+        if scheduling not in POLICIES:
+            raise ValueError(f"scheduling must be one of {sorted(POLICIES)}, not {scheduling!r}")
+        if max_waiting is not None and (isinstance(max_waiting, bool) or max_waiting < 0):
+            raise ValueError("max_waiting must be >= 0 or None")
+        if max_wait is not None and not max_wait >= 0:
+            raise ValueError("max_wait must be >= 0 seconds or None")
+        if max_overtakes is not None and max_overtakes < 1:
+            raise ValueError("max_overtakes must be >= 1 or None")
         self.provider = provider
         self.max_concurrency = max_concurrency
         self.requests_per_minute = requests_per_minute
         self.tokens_per_minute = tokens_per_minute
         self.stream_buffer = stream_buffer
-        self._slots: anyio.Semaphore | None = None
-        self._lock: anyio.Lock | None = None
-        self._requests: _Bucket | None = None
-        self._tokens: _Bucket | None = None
+        self.scheduling = scheduling
+        self.max_waiting = max_waiting
+        self.max_wait = max_wait
+        self.max_overtakes = max_overtakes
+        self._sched: Scheduler | None = None
 
     def __repr__(self) -> str:
         return (
             f"ProviderActor({getattr(self.provider, 'name', self.provider)!r}, max_concurrency={self.max_concurrency})"
         )
 
+    @property
+    def spawn_concurrency(self) -> int:
+        """The handler concurrency to spawn this actor with: room for every asker to wait *inside* the actor.
+
+        Requests past ``max_concurrency`` then wait in the actor's scheduler — where ``scheduling``,
+        priorities, ``max_waiting`` and ``max_wait`` apply — each in its asker's own task, rather than
+        in the mailbox in arrival order.  Spawned with ``concurrency=max_concurrency`` instead, the
+        actor still bounds what is in flight, but waiting asks queue in the mailbox, unseen by it.
+        """
+        return _HANDLERS
+
     @classmethod
     def shared(cls, rt: Runtime, provider: Any, **budgets: Any) -> ActorRef:
         """The runtime's one ProviderActor for ``provider`` (keyed by identity), spawned on first use.
 
         ``budgets`` are this class's keyword arguments (``max_concurrency``,
-        ``requests_per_minute``, ``tokens_per_minute``, ``stream_buffer``);
-        asking again with different budgets for the same provider raises
-        ``ValueError`` (spawn a ProviderActor yourself to hold a second
-        budget); asking with none returns the one there is.  The actor is
-        spawned with ``concurrency=max_concurrency``.  The runtime closes the
-        provider when it exits (a :meth:`Runtime.service` cleanup).  An actor
-        that was stopped is replaced by a new one on the next call.
+        ``requests_per_minute``, ``tokens_per_minute``, ``stream_buffer``, ``scheduling``,
+        ``max_waiting``, ``max_wait``, ``max_overtakes``); asking again with different budgets for
+        the same provider raises ``ValueError`` (spawn a ProviderActor yourself to hold a second
+        budget); asking with none returns the one there is.  The actor is spawned with
+        ``concurrency=`` :attr:`spawn_concurrency`.  The runtime closes the provider when it exits
+        (a :meth:`Runtime.service` cleanup).  An actor that was stopped is replaced by a new one on
+        the next call.
 
         :raises RuntimeError: outside ``async with rt``.
         """
@@ -285,14 +305,14 @@ class ProviderActor:
         ref = rt.spawn(
             actor,
             name=f"provider:{getattr(provider, 'name', type(provider).__name__)}",
-            concurrency=actor.max_concurrency,
+            concurrency=actor.spawn_concurrency,
             mailbox_size=max(256, actor.max_concurrency * 4),
         )
         registry.entries[id(provider)] = (provider, ref, dict(budgets))
         return ref
 
     async def on_start(self) -> None:
-        """Build the semaphore and the rate buckets, inside the running event loop.
+        """Build the scheduler (slots, rate buckets, queue), inside the running event loop.
 
         A direct actor's first asker runs this itself before its request, without a
         checkpoint (it never awaits): the first wave of asks all go directly, none
@@ -300,15 +320,18 @@ class ProviderActor:
         """
         self._setup()
 
-    def _setup(self) -> None:
-        self._slots = anyio.Semaphore(self.max_concurrency)
-        if self.requests_per_minute is not None or self.tokens_per_minute is not None:
-            now = anyio.current_time()
-            self._lock = anyio.Lock()
-            if self.requests_per_minute is not None:
-                self._requests = _Bucket(self.requests_per_minute, now)
-            if self.tokens_per_minute is not None:
-                self._tokens = _Bucket(self.tokens_per_minute, now)
+    def _setup(self) -> Scheduler:
+        sched = self._sched = Scheduler(
+            self._name,
+            slots=self.max_concurrency,
+            requests_per_minute=self.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute,
+            policy=self.scheduling,
+            max_waiting=self.max_waiting,
+            max_wait=self.max_wait,
+            max_overtakes=self.max_overtakes,
+        )
+        return sched
 
     async def receive(self, message: Any) -> Any:
         """Answer :class:`Complete` or :class:`Stream` (see the module docstring).  Runs after :meth:`on_start`."""
@@ -318,25 +341,21 @@ class ProviderActor:
             raise TypeError(f"ProviderActor handles Complete and Stream, not {type(message).__name__}")
         # -- complete: handled in this frame (no coroutine of its own: one frame less per request in flight)
         request = message.request
-        # Without rate budgets there is nothing to wait for; a free slot is taken without a checkpoint.
-        estimate = await self._admit(request) if self._lock is not None else 0
-        slots = self._slots
-        if slots is None:
-            await self._acquire_slot()
-        else:
-            try:
-                slots.acquire_nowait()  # inline: the common case costs no coroutine and no checkpoint
-            except anyio.WouldBlock:
-                await slots.acquire()
+        sched = self._sched if self._sched is not None else self._setup()
+        estimate = estimate_tokens(request) if sched.tokens is not None else 0
+        # The common case — a slot and the budgets free, nobody waiting — takes them without a checkpoint.
+        if not sched.try_admit(estimate):
+            await sched.admit(estimate, request.model)
+        started = sched.started() if sched.tracks else 0.0
         try:
             response: LLMResponse = await self.provider.complete(request)
         except ProviderError as exc:
-            self._refund_if_unsent(exc, estimate)
+            self._refund_if_unsent(sched, exc, estimate)
             raise
         finally:
-            self._release_slot()
-        if self._tokens is not None:  # no token budget: nothing to correct (and no call to make)
-            self._settle(estimate, response.usage)
+            sched.release(started)
+        if sched.tokens is not None:  # no token budget: nothing to correct (and no call to make)
+            sched.settle(estimate, response.usage)
         return response
 
     # -- stream ----------------------------------------------------------------------------------
@@ -345,21 +364,30 @@ class ProviderActor:
         rt = Runtime.current()
         if rt is None or not rt.running:
             raise ActorStopped("a ProviderActor streams only inside a running Runtime")
-        estimate = await self._admit(request)
-        await self._acquire_slot()
+        sched = self._sched if self._sched is not None else self._setup()
+        estimate = estimate_tokens(request) if sched.tokens is not None else 0
+        if not sched.try_admit(estimate):
+            await sched.admit(estimate, request.model)
+        started = sched.started() if sched.tracks else 0.0
         send, receive = anyio.create_memory_object_stream[Any](self.stream_buffer)
         scope = anyio.CancelScope()
         try:
-            rt.spawn_task(self._feed, request, send, scope, estimate, name=f"stream:{self!r}")
+            rt.spawn_task(self._feed, sched, request, send, scope, estimate, started, name=f"stream:{self!r}")
         except BaseException:
-            self._release_slot()
+            sched.release(started)
             send.close()
             receive.close()
             raise
         return ProviderStream(receive, scope)
 
     async def _feed(
-        self, request: LLMRequest, send: MemoryObjectSendStream[Any], scope: anyio.CancelScope, estimate: int
+        self,
+        sched: Scheduler,
+        request: LLMRequest,
+        send: MemoryObjectSendStream[Any],
+        scope: anyio.CancelScope,
+        estimate: int,
+        started: float,
     ) -> None:
         """Pump the provider's stream into ``send``; runs in the runtime's task group."""
         usage: Usage | None = None
@@ -368,15 +396,15 @@ class ProviderActor:
                 failure, usage = await self._pump(request, send)
                 if failure is not None:
                     if isinstance(failure.error, ProviderError):
-                        self._refund_if_unsent(failure.error, estimate)
+                        self._refund_if_unsent(sched, failure.error, estimate)
                     try:
                         await send.send(failure)
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                         pass  # the consumer already left; nobody is waiting for the error
         finally:
-            self._release_slot()
+            sched.release(started)
         if usage is not None:
-            self._settle(estimate, usage)
+            sched.settle(estimate, usage)
 
     async def _pump(
         self, request: LLMRequest, send: MemoryObjectSendStream[Any]
@@ -387,18 +415,27 @@ class ProviderActor:
         usage: Usage | None = None
         try:
             async with self.provider.stream(request) as events:
-                async for event in events:
-                    if isinstance(event, TextDelta):
-                        texts.append(event.text)
-                    elif isinstance(event, StreamEnd):
-                        usage = event.response.usage
-                    try:
-                        await send.send(event)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        return None, usage  # the consumer closed: leaving the block closes the request
-                    sent += 1
-                    if usage is not None:
-                        break
+                try:
+                    async for event in events:
+                        if isinstance(event, TextDelta):
+                            texts.append(event.text)
+                        elif isinstance(event, StreamEnd):
+                            usage = event.response.usage
+                        try:
+                            await send.send(event)
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            return None, usage  # the consumer closed: leaving the block closes the request
+                        sent += 1
+                        if usage is not None:
+                            break
+                finally:
+                    # Left early (after StreamEnd, or the consumer gone): finish the provider's iterator
+                    # now rather than when it is collected (trio warns about a half-read async generator,
+                    # and its own cleanup must run in this task, not in a finaliser).
+                    aclose = getattr(events, "aclose", None)
+                    if aclose is not None:
+                        with anyio.CancelScope(shield=True):
+                            await aclose()
         except Exception as exc:
             if sent:
                 # The contract says a failure after the first event is StreamInterruptedError; make
@@ -418,64 +455,11 @@ class ProviderActor:
 
     # -- budgets ---------------------------------------------------------------------------------
 
-    async def _acquire_slot(self) -> None:
-        slots = self._slots
-        if slots is None:  # pragma: no cover - on_start sets the actor up first
-            slots = self._slots = anyio.Semaphore(self.max_concurrency)
-        try:
-            slots.acquire_nowait()  # the common case pays no checkpoint
-        except anyio.WouldBlock:
-            await slots.acquire()
-
-    def _release_slot(self) -> None:
-        if self._slots is not None:
-            self._slots.release()
-
-    async def _admit(self, request: LLMRequest) -> int:
-        """Wait for request and token budget (FIFO); returns the tokens taken."""
-        lock = self._lock
-        if lock is None:
-            return 0
-        tokens = self._tokens
-        requests = self._requests
-        estimate = estimate_tokens(request) if tokens is not None else 0
-        async with lock:
-            while True:
-                now = anyio.current_time()
-                wait_requests = requests.delay(1, now) if requests is not None else 0.0
-                wait_tokens = tokens.delay(estimate, now) if tokens is not None else 0.0
-                wait = max(wait_requests, wait_tokens)
-                if wait <= _EPSILON:
-                    break
-                rt = Runtime.current()
-                if rt is not None:
-                    rt.emit(
-                        "provider.throttled",
-                        provider=self._name,
-                        budget="requests" if wait_requests >= wait_tokens else "tokens",
-                        wait=wait,
-                        estimated_tokens=estimate,
-                    )
-                await anyio.sleep(wait)
-            if requests is not None:
-                requests.take(1)
-            if tokens is not None:
-                tokens.take(estimate)
-        return estimate
-
-    def _settle(self, estimate: int, usage: Usage) -> None:
-        """Correct the token budget by what the response says it used."""
-        tokens = self._tokens
-        if tokens is None:
-            return
-        used = usage.input_tokens + usage.output_tokens
-        if used > 0:
-            tokens.give_back(estimate - used) if used < estimate else tokens.take(used - estimate)
-
-    def _refund_if_unsent(self, exc: ProviderError, estimate: int) -> None:
+    @staticmethod
+    def _refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> None:
         # A request fault is raised before (or instead of) any work by the vendor: no tokens spent.
-        if self._tokens is not None and exc.kind is ErrorKind.request:
-            self._tokens.give_back(estimate)
+        if exc.kind is ErrorKind.request:
+            sched.refund(estimate)
 
 
 class _SharedProviders:

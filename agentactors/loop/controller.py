@@ -42,7 +42,9 @@ What ends a run:
 * ``max_steps`` steps (``bounded=True``; the content is the last substantive answer);
 * a tool status routed to ``"end_turn"`` by ``on_tool_status``;
 * the provider stack giving up (``generation_failed=True`` when nothing useful
-  was produced; the error is attached, the content never holds a vendor's error body).
+  was produced; the error is attached, the content never holds a vendor's error body);
+* the run's ``deadline`` passing (:class:`~agentactors.errors.RunDeadlineExceeded` in
+  ``error``; whatever the run was waiting on is cancelled).
 
 Errors and cancellation: a status routed to ``"raise"`` raises
 :class:`~agentactors.errors.ToolStatusError`.  Cancellation (an enclosing
@@ -67,9 +69,10 @@ from typing import Any, Literal, Protocol
 import anyio
 import attrs
 
+from .. import run_ticket
 from ..actors.provider import Complete, Stream
 from ..actors.tools import ExecuteTools, ExecutionContext, ToolPolicy
-from ..errors import ProviderError, ToolStatusError
+from ..errors import ProviderError, RunDeadlineExceeded, ToolStatusError
 from ..events import EventSink
 from ..messages import (
     LLMRequest,
@@ -99,6 +102,7 @@ log = logging.getLogger("agentactors.loop")
 StatusRoute = Literal["continue", "end_turn", "raise"]
 _ROUTES = frozenset(("continue", "end_turn", "raise"))
 _NO_USAGE = Usage()
+
 
 
 class _Asks(Protocol):
@@ -198,6 +202,9 @@ class LoopController:
     :param stream: use the provider's stream path even without ``on_text`` (for ``agent.stream``).
     :param settings: the run's own :class:`~agentactors.settings.ModelSettings`, merged over the agent's
         (field by field) into the run's requests once, at its first step.
+    :param deadline: seconds the whole run may take (see :meth:`run`), or ``None``.
+    :param priority: the run's class at the ProviderActor (higher is served first), or ``None``
+        (``0``, or the class of the run this one is a child of).
 
     The run's state lives here too, set by ``_start`` and changed by the steps: the conversation
     (private until the run ends), the system message sent and how many input messages it
@@ -213,10 +220,12 @@ class LoopController:
         "_choice",
         "_config",
         "_conversation",
+        "_deadline",
         "_deps",
         "_native",
         "_on_text",
         "_previous",
+        "_priority",
         "_provider",
         "_run_settings",
         "_session",
@@ -248,7 +257,11 @@ class LoopController:
         on_text: Callable[[str], None] | None = None,
         stream: bool = False,
         settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
     ) -> None:
+        run_ticket.check_deadline(deadline)
+        run_ticket.check_priority(priority)
         self._config = config
         # A run's settings over the agent's, merged once here; None keeps the agent's cached skeletons.
         self._run_settings = (
@@ -261,6 +274,8 @@ class LoopController:
         self._deps = deps
         self._on_text = on_text
         self._stream = stream or on_text is not None
+        self._deadline = deadline
+        self._priority = priority
         self.run_id = run_id
         self.steps = 0
         self.usage = _NO_USAGE
@@ -274,6 +289,15 @@ class LoopController:
         """Run the loop on ``messages`` (the input conversation) to a :class:`RunResult` (await it).
 
         Nothing is raised before the returned coroutine is awaited.
+
+        The run carries its ticket (:mod:`agentactors.run_ticket`: its age, priority class and
+        deadline) to every place it waits.  With a ``deadline``, the whole run — budget waits at the
+        ProviderActor, retries' backoff, model calls, tool steps — is bounded by it: a run past it
+        is cancelled where it stands (an in-flight HTTP request included) and ends with
+        :class:`~agentactors.errors.RunDeadlineExceeded` in ``RunResult.error`` (``bounded`` when an
+        earlier step had produced substantive text, which is then the content); its messages are
+        the conversation up to the last complete step.  A run started inside another run's work
+        (a tool that runs an agent) keeps that run's age and earlier deadline.
 
         :raises ToolStatusError: a tool status routed to ``"raise"``.
 
@@ -366,17 +390,34 @@ class LoopController:
         """The run: its state set up from ``messages``, then one step after another until one ends it.
 
         A step ends the run by returning its result; when ``max_steps`` steps did not, the run ends
-        here, ``bounded``, with the last substantive answer.
+        here, ``bounded``, with the last substantive answer — or, when the run's deadline passes
+        first, with :class:`~agentactors.errors.RunDeadlineExceeded` (:meth:`_past_deadline`).
 
-        Cancellation: propagates from the step it interrupts.
+        Cancellation: propagates from the step it interrupts (the deadline's own is absorbed here).
         """
         self._start(messages)
+        ticket = run_ticket.start_ticket(self._deadline, self._priority)
+        token = run_ticket.enter(ticket)
         max_steps = self._config.max_steps
-        while self.steps < max_steps:
-            ended = await self._step()
-            if ended is not None:
-                return ended
-        return self._result(self._answer_so_far, tuple(self._conversation), bounded=True)
+        try:
+            # The same loop twice, on purpose: only a run with a deadline pays for a cancel scope, and
+            # a shared no-op context manager in its place would cost every other run two calls per run.
+            if ticket.deadline is None:
+                while self.steps < max_steps:
+                    ended = await self._step()
+                    if ended is not None:
+                        return ended
+                return self._result(self._answer_so_far, tuple(self._conversation), bounded=True)
+            with anyio.move_on_at(ticket.deadline):
+                while self.steps < max_steps:
+                    ended = await self._step()
+                    if ended is not None:
+                        return ended
+                return self._result(self._answer_so_far, tuple(self._conversation), bounded=True)
+            # Reached only when the deadline's own scope cancelled the run (an outer cancellation propagates).
+            return self._past_deadline(ticket)
+        finally:
+            run_ticket.leave(token)
 
     def _start(self, messages: Sequence[Message]) -> None:
         """Set the run's state up from its input conversation, checked as ``LLMRequest`` would check it."""
@@ -663,6 +704,25 @@ class LoopController:
         )
         results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
         return results
+
+    def _past_deadline(self, ticket: run_ticket.RunTicket) -> RunResult:
+        """The run's result when its deadline cancelled it: what it had, and :class:`RunDeadlineExceeded`."""
+        budget = ticket.budget
+        error = RunDeadlineExceeded(
+            f"the run passed its deadline of {budget:g}s at step {self.steps}" if budget is not None
+            else f"the run passed its deadline at step {self.steps}",
+            deadline=budget,
+            step=self.steps,
+        )
+        conversation = self._conversation
+        if conversation and conversation[-1].role == "assistant" and conversation[-1].tool_calls:
+            conversation = conversation[:-1]  # calls whose results never came: not a conversation to go on from
+        if self._sink is not None:
+            self._sink.emit("run.deadline_exceeded", deadline=budget)
+        log.debug("run %s: deadline passed at step %d", self.run_id, self.steps)
+        if self._answer_so_far:
+            return self._result(self._answer_so_far, tuple(conversation), bounded=True, error=error)
+        return self._result("", tuple(conversation), error=error)
 
     def _failed(self, exc: Exception) -> RunResult:
         """The run's result when the provider stack gave up at this step (a vendor's error body never in it)."""

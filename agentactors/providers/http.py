@@ -58,6 +58,7 @@ from ._sse import SSEReader, iter_events
 from ._transport import ClientSender, Sender, owned_sender, preload
 from .base import check_forced_tool_choice, events_for_response, interrupted, resolve_model
 from .codec import StreamDecoder, WireCodec
+from .ratelimits import RateLimitState, read_rate_limits
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
@@ -205,7 +206,10 @@ class HTTPProvider:
             None if http_client is None else ClientSender(http_client, timeout=self._timeout, owned=False)
         )
         self._sender_loop: object | None = None
+        # Closes the owned sender when its event loop ends (see _closed_with_its_loop).
+        self._keeper: AsyncGenerator[None, None] | None = None
         self._carries_forced = bool(carries_forced_tool_choice)
+        self._rate_limit: RateLimitState | None = None
 
     @classmethod
     def _key_from_env(cls) -> str | None:
@@ -278,6 +282,15 @@ class HTTPProvider:
         """``True``: every wire here streams (a server that answers with one JSON body is decoded whole)."""
         return True
 
+    @property
+    def rate_limit(self) -> RateLimitState | None:
+        """What the vendor's last response said about its rate limits (its headers), or ``None`` if nothing yet.
+
+        Read from every response, error responses included (a 429's ``retry-after``); see
+        :mod:`agentactors.providers.ratelimits`.  ``with_pool`` steers away from a member near its limit.
+        """
+        return self._rate_limit
+
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether a forced choice (``required`` / a named tool) may be sent to ``model``.
 
@@ -295,6 +308,7 @@ class HTTPProvider:
         response = await self._send(url, headers, content, model, stream=False, io_timeout=request.timeout)
         reader = self._reader(response, model)
         try:
+            self._note_rate_limit(response.headers)
             if not _is_2xx(response.status_code):
                 raise await self._http_error(response, reader, model)
             body = await self._read_all(reader, model)
@@ -318,8 +332,11 @@ class HTTPProvider:
         if not self._owns_sender:
             return
         sender, self._sender = self._sender, None
+        keeper, self._keeper = self._keeper, None
         if sender is not None:
             await sender.aclose()
+        if keeper is not None:
+            await keeper.aclose()  # its sender is closed: nothing left for it to do
 
     async def __aenter__(self) -> Self:
         return self
@@ -376,6 +393,7 @@ class HTTPProvider:
         if self._sender is None:
             self._sender = owned_sender(self._timeout or DEFAULT_TIMEOUT)
             self._sender_loop = token
+            self._keeper = None  # the new sender's keeper starts with its first request (_send)
         return self._sender
 
     async def _send(
@@ -390,6 +408,11 @@ class HTTPProvider:
     ) -> httpx.Response:
         """Put the request on the wire; ``io_timeout`` is the request's own (``ModelSettings.timeout``)."""
         sender = self._get_sender()
+        if self._keeper is None and self._owns_sender:
+            # Started in the loop the sender belongs to: the loop finalises it when it ends.
+            keeper = _closed_with_its_loop(sender)
+            await keeper.asend(None)
+            self._keeper = keeper
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: POST %s (model=%s%s)", self._name, redact(url), model, ", stream" if stream else "")
         try:
@@ -420,6 +443,11 @@ class HTTPProvider:
         except Exception as exc:
             failure = self._transport_error(exc, model)
         raise failure
+
+    def _note_rate_limit(self, headers: httpx.Headers) -> None:
+        state = read_rate_limits(headers)
+        if state is not None:  # a response without the headers says nothing new
+            self._rate_limit = state
 
     def _transport_error(self, exc: BaseException, model: str) -> ProviderError:
         return classify_exception(exc, provider=self._name, model=model)
@@ -484,6 +512,7 @@ class HTTPProvider:
         response = await self._send(url, headers, content, model, stream=True, io_timeout=request.timeout)
         reader = self._reader(response, model)
         try:
+            self._note_rate_limit(response.headers)
             if not _is_2xx(response.status_code):
                 raise await self._http_error(response, reader, model)
             ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -551,6 +580,20 @@ class HTTPProvider:
             err.__cause__ = scrub_chain(exc)
             return err
         return self._transport_error(exc, model)
+
+
+async def _closed_with_its_loop(sender: Sender) -> AsyncGenerator[None, None]:
+    """Waits at its ``yield`` while ``sender`` lives; finalising it closes the sender, in the sender's loop.
+
+    Event loops finalise the async generators still alive when they end (asyncio.run and trio.run
+    both do, so anyio.run does), and one collected earlier in a task of their own.  A provider whose
+    caller never closed it — a script's ``agent.run`` without a Runtime, a provider dropped — thus
+    leaves no open connection pool (no "Unclosed client session", no unclosed sockets) behind.
+    """
+    try:
+        yield
+    finally:
+        await sender.aclose()
 
 
 async def _replay(events: list[StreamEvent]) -> AsyncGenerator[StreamEvent, None]:

@@ -1,13 +1,16 @@
-"""Resilient provider chains: retry, fall back, break the circuit, bound the time.
+"""Resilient provider chains: retry, fall back, break the circuit, bound the time, spread the load.
 
 Each decorator takes an :class:`~agentactors.providers.base.LLMProvider` and
 returns one, so they compose in any order.  The recommended stack, outer to
-inner::
+inner — what ``resilient_chain(a, b)`` builds (:mod:`.preset`)::
 
     with_fallback(
-        with_circuit_breaker(with_retry(with_timeout(a, attempt=60))),
-        with_circuit_breaker(with_retry(with_timeout(b, attempt=60))),
+        with_circuit_breaker(with_retry(with_timeout(a, attempt=60, first_event=20))),
+        with_circuit_breaker(with_retry(with_timeout(b, attempt=60, first_event=20))),
     )
+
+``with_pool`` spreads calls over equivalent deployments of one model, skipping
+open breakers and steering away from members near their vendor rate limits.
 
 Every decision comes from the error taxonomy of :mod:`agentactors.errors`:
 request errors are never retried, moved to a fallback or counted by a breaker.
@@ -20,6 +23,8 @@ from __future__ import annotations
 from ._circuit import CircuitState, CircuitStats
 from .breaker import CircuitBreakerProvider, with_circuit_breaker
 from .fallback import DEFAULT_FALLBACK_ON, FallbackProvider, with_fallback
+from .pool import PoolProvider, with_pool
+from .preset import guarded, resilient_chain
 from .retry import RetryingProvider, with_retry
 from .timeout import TimeoutProvider, with_timeout
 
@@ -29,10 +34,14 @@ __all__ = [
     "CircuitState",
     "CircuitStats",
     "FallbackProvider",
+    "PoolProvider",
     "RetryingProvider",
     "TimeoutProvider",
+    "guarded",
+    "resilient_chain",
     "with_circuit_breaker",
     "with_fallback",
+    "with_pool",
     "with_retry",
     "with_timeout",
 ]

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import anyio
 from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
 
+from .. import run_ticket
 from ..errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterruptedError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
@@ -221,10 +222,23 @@ class _Call:
             self.verdict, self.exhausted = f"all {owner.max_attempts} attempts made", True
             return True
         error = self._error(state)
-        if owner.deadline is not None and error is not None:
+        if error is None:
+            return False
+        if owner.deadline is not None:
             delay = self._delay(state, error)
             if owner._clock() + delay > self.started + owner.deadline:
                 self.verdict = f"the next wait ({delay:.3g}s) would end past the {owner.deadline:g}s deadline"
+                self.exhausted = True
+                return True
+        # The run's own deadline bounds the retry too (the earlier of the two wins): a wait that would end
+        # past it is not started, so the caller (a fallback, the run) learns the vendor's error now.
+        left = run_ticket.remaining()
+        if left is not None:
+            delay = self._delay(state, error)
+            if delay > left:
+                self.verdict = (
+                    f"the next wait ({delay:.3g}s) would end past the run's deadline ({max(left, 0.0):.3g}s left)"
+                )
                 self.exhausted = True
                 return True
         return False
@@ -344,6 +358,10 @@ def with_retry(
     * ``deadline`` (seconds, measured on ``clock`` from the first attempt): a
       wait that would end past it is not started; the error is raised instead.
       The attempts themselves are bounded by :func:`with_timeout`, not here.
+      A call made for a run with a deadline (``agent.run(..., deadline=)``, which
+      travels with the call: :mod:`agentactors.run_ticket`) is bounded by the
+      earlier of the two: no wait is started that would end past the run's
+      deadline either (``retry.exhausted`` says which one stopped it).
     * When it gives up, the **last** error is raised unwrapped, with one PEP 678
       note per attempt (kind, status, the wait that followed, why it stopped).
     * **Under a circuit breaker** (``with_circuit_breaker(with_retry(p))``, the

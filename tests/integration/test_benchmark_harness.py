@@ -27,7 +27,7 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["smoke"] is True
-    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6", "W7"}
+    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"}
     w1 = report["workloads"]["W1"]["sequential"]
     for impl in ("plain asyncio loop", "naive anyio actors", "agentactors"):
         assert w1[impl]["median"] > 0, impl

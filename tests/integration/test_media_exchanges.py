@@ -104,8 +104,8 @@ async def test_settings_reach_the_wire(fake_vendor: FakeVendor, wire: str, strea
 async def test_thinking_settings_reach_the_wire(fake_vendor: FakeVendor, wire: str) -> None:
     fake_vendor.script(FakeReply(text="42"))
     model = {"openai": "o4-mini", "anthropic": "claude-opus-4-6", "gemini": "gemini-3-pro-preview"}[wire]
-    agent = Agent(named(wire, fake_vendor, model), settings=ModelSettings(reasoning_effort="high"))
-    result = await agent.run("Think.")
+    async with named(wire, fake_vendor, model) as vendor:  # a run without a Runtime leaves closing to us
+        result = await Agent(vendor, settings=ModelSettings(reasoning_effort="high")).run("Think.")
     assert result.error is None
     (record,) = fake_vendor.requests
     assert record.conversation is not None
@@ -121,8 +121,8 @@ async def test_a_tool_that_returns_an_image_sends_it_back(fake_vendor: FakeVendo
         return [Text("the chart"), Image(data=PNG)]
 
     fake_vendor.script(FakeToolCall("chart", {}), FakeReply(text="It rises."))
-    agent = Agent(provider(wire, fake_vendor), tools=[chart])
-    result = await agent.run("Show me the chart")
+    async with provider(wire, fake_vendor) as vendor:  # a run without a Runtime leaves closing to us
+        result = await Agent(vendor, tools=[chart]).run("Show me the chart")
     assert result.error is None and result.content == "It rises."
     _, second = fake_vendor.requests
     assert second.outcome == "ok" and second.conversation is not None

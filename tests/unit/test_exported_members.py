@@ -301,6 +301,10 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "ToolStatusError": lambda: ToolStatusError("tool failed", status=ToolStatus.error),
     "ToolsetError": lambda: agentactors.ToolsetError("toolset 'github' could not list its tools: gone"),
     "ToolNameClashError": lambda: agentactors.ToolNameClashError("two tools are named 'search'"),
+    "Overloaded": lambda: agentactors.Overloaded(
+        "refused", provider="openai", model="m", retry_after=0.5, reason="max_waiting"
+    ),
+    "RunDeadlineExceeded": lambda: agentactors.RunDeadlineExceeded("past 30s", deadline=30.0, step=2),
 }
 
 # Exported attrs classes not round-tripped here, and why.

@@ -85,6 +85,11 @@ CONTRACT: dict[str, list[str]] = {
     "Complete": ["request"],
     "Stream": ["request"],
     "ExecuteTools": ["calls", "context"],
+    # second wave, under load
+    "Overloaded": [],
+    "RunDeadlineExceeded": [],
+    "with_pool": ["members", "strategy", "weights"],
+    "resilient_chain": ["members", "attempt_timeout", "first_event_timeout"],
 }
 
 # Methods the API block names, with the parameters it gives them.
@@ -105,11 +110,12 @@ METHOD_CONTRACT: dict[str, list[str]] = {
     "ActorRef.tell": [],
     "ActorRef.try_tell": [],
     "ActorRef.ask": ["timeout"],
-    "Agent.run": ["on_token", "runtime", "settings"],
+    "Agent.run": ["on_token", "runtime", "settings", "deadline", "priority"],
     "Agent.stream": ["runtime", "settings"],
     "Agent.bind": ["runtime"],
     "AgentRun.text_stream": ["min_interval"],
     "Explanation.from_jsonl": ["path", "run_id"],
+    "ProviderActor.__init__": ["scheduling", "max_waiting", "max_wait"],
 }
 
 # Default values the API block spells out: changing one changes what existing callers get.
@@ -154,7 +160,7 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "Agent": {"tools": (), "system": None, "model": None, "max_steps": 8, "max_empty_steps": 2,
               "max_tool_result_chars": None, "context_budget_chars": None, "on_tool_status": None,
               "tool_policy": None, "nudges": True, "followups": False, "recorders": (), "settings": None},
-    "Agent.run": {"on_token": None, "settings": None},
+    "Agent.run": {"on_token": None, "settings": None, "deadline": None, "priority": None},
     "Agent.stream": {"settings": None},
     "ModelSettings": {name: None for name in ("temperature", "top_p", "max_tokens", "stop", "seed",
                                               "parallel_tool_calls", "reasoning_effort", "thinking_budget", "cache",
@@ -162,6 +168,9 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "Image": {"data": None, "url": None, "media_type": None},
     "Document": {"data": None, "url": None, "media_type": "application/pdf", "title": None},
     "Audio": {"media_type": None},
+    "ProviderActor.__init__": {"scheduling": "oldest_run", "max_waiting": None, "max_wait": None},
+    "with_pool": {"strategy": "least_loaded", "weights": None},
+    "resilient_chain": {"attempt_timeout": 60.0, "first_event_timeout": 20.0},
 }
 
 
@@ -189,8 +198,12 @@ def test_every_library_error_derives_from_the_base() -> None:
                  "CircuitOpenError", "AllProvidersFailedError", "StreamInterruptedError", "ProviderTimeout"):
         assert issubclass(getattr(agentactors, name), agentactors.AgentActorsError)
     for name in ("UnsupportedToolChoiceError", "CircuitOpenError", "AllProvidersFailedError",
-                 "StreamInterruptedError", "ProviderTimeout"):
+                 "StreamInterruptedError", "ProviderTimeout", "Overloaded"):
         assert issubclass(getattr(agentactors, name), agentactors.ProviderError)
+    overloaded = agentactors.Overloaded("refused", provider="p", retry_after=1.5)
+    assert overloaded.kind is agentactors.ErrorKind.transient and overloaded.retry_after == 1.5
+    assert issubclass(agentactors.RunDeadlineExceeded, agentactors.AgentActorsError)
+    assert not issubclass(agentactors.RunDeadlineExceeded, agentactors.ProviderError)
     assert not issubclass(agentactors.AskTimeout, agentactors.ProviderError)
 
 

@@ -1,0 +1,74 @@
+"""A ProviderActor's rate budgets: token buckets, and what a response's reported usage may charge to them.
+
+A budget is a token bucket holding one minute's worth and refilled continuously (budget/60 a
+second) on ``anyio.current_time`` (so virtual clocks apply).  A request takes its estimated tokens
+before it is sent; the usage its response reports corrects the estimate afterwards.
+
+That correction trusts a number the vendor (or a proxy, or a bug) wrote.  Charged as is, one
+response reporting ``output_tokens=10**12`` would push the bucket ~19 years into debt and throttle
+every later request of every agent sharing the actor.  So a report is charged up to a ceiling — the
+larger of the request's own estimate and the bucket's capacity (one minute's budget): no single
+response can plausibly use more than a minute of budget beyond what was estimated for it — and
+anything above is *implausible*: not charged, and reported (:func:`usage_charge` says so, the actor
+records a ``provider.usage_implausible`` event).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["TokenBucket", "usage_charge"]
+
+#: Seconds: float noise after sleeping exactly the computed wait.
+EPSILON: Final = 1e-6
+
+
+class TokenBucket:
+    """A token bucket holding ``per_minute`` units, refilled at ``per_minute / 60`` a second.
+
+    The level may go below zero: a request larger than the whole bucket waits for a full bucket
+    and then goes (rather than never), and is paid back over time.
+    """
+
+    __slots__ = ("capacity", "level", "rate", "stamp")
+
+    def __init__(self, per_minute: float, now: float) -> None:
+        self.capacity = float(per_minute)
+        self.level = float(per_minute)
+        self.rate = float(per_minute) / 60.0
+        self.stamp = now
+
+    def refill(self, now: float) -> None:
+        """Add what flowed in since the last look (never above capacity)."""
+        if now > self.stamp:
+            self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+            self.stamp = now
+
+    def delay(self, amount: float, now: float) -> float:
+        """Seconds until ``amount`` may be taken (an amount over capacity waits for a full bucket)."""
+        self.refill(now)
+        need = min(amount, self.capacity)
+        return 0.0 if self.level >= need else (need - self.level) / self.rate
+
+    def delay_for_total(self, amount: float, now: float) -> float:
+        """Seconds until ``amount`` in all could have been taken (several requests' worth; an estimate)."""
+        self.refill(now)
+        return 0.0 if self.level >= amount else (amount - self.level) / self.rate
+
+    def take(self, amount: float) -> None:
+        self.level -= amount
+
+    def give_back(self, amount: float) -> None:
+        self.level = min(self.capacity, self.level + amount)
+
+
+def usage_charge(estimate: int, used: int, capacity: float) -> tuple[int, bool]:
+    """What to charge for a response that reports ``used`` tokens, given the request's ``estimate``.
+
+    Returns ``(charge, implausible)``: ``used`` itself, or — when it is beyond the larger of the
+    estimate and the bucket's ``capacity`` — that ceiling, with ``implausible`` true.
+    """
+    ceiling = max(estimate, int(capacity))
+    if used > ceiling:
+        return ceiling, True
+    return used, False

@@ -1,0 +1,399 @@
+"""``with_pool``: spread calls over equivalent deployments of one model, around the ones that cannot serve.
+
+Two regions, two API keys, two replicas of a self-hosted model: the same model behind several
+members.  Per call the pool puts its members in an order and tries them in it, like a fallback
+chain whose order is chosen afresh each time:
+
+1. members whose circuit breaker is open are skipped (not called at all);
+2. the others are ranked by headroom — first those with room, then those near their vendor's rate
+   limit (as their last response's headers said, :mod:`agentactors.providers.ratelimits`), then
+   those the vendor told to wait (a ``retry-after`` still running, a budget at zero).  A half-open
+   member ranks with the healthy ones: its breaker admits its probe and refuses the rest at no
+   cost, so a recovered deployment gets its share back;
+3. within a rank, by the strategy: ``least_loaded`` (fewest calls in flight through this pool,
+   ties taken in turn), ``round_robin`` (in turn), ``weighted`` (smooth weighted round robin: over
+   any run of calls each member serves its share of ``weights``).
+
+A member that fails in a way another one could fix — transient, or a breaker's refusal — hands the
+call to the next; anything else (a request fault, a cancellation, a stream cut after its first
+event) is raised at once, as :func:`with_fallback` does.  Everything here is synchronous between the
+awaits of the member calls: one pool is shared by every agent of an event loop without a lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final, Literal, TypeVar
+
+import attrs
+
+from ..errors import (
+    AllProvidersFailedError,
+    CircuitOpenError,
+    ErrorKind,
+    ProviderError,
+    StreamInterruptedError,
+    UnsupportedToolChoiceError,
+)
+from ..events import emit
+from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..providers.base import (
+    LLMProvider,
+    StreamContext,
+    default_model_of,
+    forced_tool_choice_carried_by,
+    forced_tool_choice_for,
+    native_tools_for,
+)
+from ..providers.ratelimits import RateLimitState
+from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, name_of
+from ._circuit import CircuitState
+from ._streaming import OpenedStream, open_stream, relay, stream_of
+from .breaker import CircuitBreakerProvider
+
+__all__ = ["STRATEGIES", "PoolProvider", "Strategy", "with_pool"]
+
+T = TypeVar("T")
+Strategy = Literal["least_loaded", "round_robin", "weighted"]
+STRATEGIES: Final = frozenset({"least_loaded", "round_robin", "weighted"})
+
+_MOVES: Final = frozenset({ErrorKind.transient, ErrorKind.circuit_open})
+# Health ranks: lower is tried first.  Open breakers are not ranked: they are skipped.
+_HEALTHY: Final = 0
+_LOW_HEADROOM: Final = 1
+_TOLD_TO_WAIT: Final = 2
+_OPEN: Final = frozenset({CircuitState.open, CircuitState.forced_open})
+
+
+@attrs.frozen(slots=True)
+class _Member:
+    """A member and what the pool reads of it: its breaker and its vendor's rate-limit state, if any."""
+
+    index: int
+    provider: Any
+    breaker: CircuitBreakerProvider | None
+    vendor: Any  # the innermost provider with a ``rate_limit`` (an HTTPProvider), or None
+
+    @property
+    def name(self) -> str:
+        return name_of(self.provider)
+
+    def model_for(self, requested: str | None) -> str | None:
+        # Equivalent deployments may name the model differently (an Azure deployment): a member's own wins.
+        own = default_model_of(self.provider)
+        model = own or requested
+        return str(model) if model else None
+
+    def rate_limit(self) -> RateLimitState | None:
+        state = getattr(self.vendor, "rate_limit", None) if self.vendor is not None else None
+        return state if isinstance(state, RateLimitState) else None
+
+
+def _chain(provider: Any) -> Iterator[Any]:
+    """``provider`` and the providers it decorates, outer to inner (through ``inner``, decorators only)."""
+    seen = 0
+    while provider is not None and seen < 64:
+        yield provider
+        seen += 1
+        provider = provider.inner if isinstance(provider, ProviderDecorator) else None
+
+
+def _member(index: int, provider: Any) -> _Member:
+    breaker = next((p for p in _chain(provider) if isinstance(p, CircuitBreakerProvider)), None)
+    vendor = next((p for p in _chain(provider) if hasattr(p, "rate_limit")), None)
+    return _Member(index, provider, breaker, vendor)
+
+
+class PoolProvider:
+    """The provider :func:`with_pool` returns.  See there for the semantics.
+
+    ``in_flight`` is the number of calls each member has in flight through this pool, in member order.
+    """
+
+    def __init__(
+        self,
+        members: Sequence[LLMProvider | Any],
+        *,
+        strategy: Strategy,
+        weights: Sequence[float] | None,
+        min_headroom: float,
+        name: str | None,
+        clock: Clock | None,
+    ) -> None:
+        if not members:
+            raise ValueError("with_pool needs at least one provider")
+        for m in members:
+            if not callable(getattr(m, "complete", None)):
+                raise TypeError(f"expected an LLMProvider (with complete()), got {type(m).__name__}")
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, not {strategy!r}")
+        if weights is not None:
+            weights = [float(w) for w in weights]
+            if len(weights) != len(members):
+                raise ValueError(f"weights needs one weight per member ({len(members)}), got {len(weights)}")
+            if any(not (w > 0 and math.isfinite(w)) for w in weights):
+                raise ValueError("weights must be positive, finite numbers")
+        elif strategy == "weighted":
+            raise ValueError("strategy='weighted' needs weights=")
+        if not 0 <= min_headroom < 1:
+            raise ValueError("min_headroom must be within [0, 1)")
+        self.members: tuple[Any, ...] = tuple(members)
+        self.strategy = strategy
+        self.weights: tuple[float, ...] = tuple(weights) if weights is not None else (1.0,) * len(members)
+        self.min_headroom = min_headroom
+        self._members = tuple(_member(i, m) for i, m in enumerate(members))
+        self._name = name or "pool(" + ", ".join(name_of(m) for m in self.members) + ")"
+        self._clock: Clock = clock or default_clock
+        self._turn = itertools.count()
+        self._current = [0.0] * len(members)  # smooth weighted round robin state
+        self.in_flight = [0] * len(members)
+
+    def __repr__(self) -> str:
+        return f"PoolProvider({', '.join(repr(m) for m in self.members)}, strategy={self.strategy!r})"
+
+    # -- the port: identity and capabilities ------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """``pool(a, b, ...)`` from the members' names, unless a name was given."""
+        return self._name
+
+    @property
+    def default_model(self) -> str | None:
+        """The first member's default model."""
+        return default_model_of(self.members[0])
+
+    @property
+    def carries_tools(self) -> bool:
+        """True only when every member calls tools natively (any member may serve any call)."""
+        return all(native_tools_for(m) for m in self.members)
+
+    @property
+    def carries_forced_tool_choice(self) -> bool:
+        """True only when every member can carry a forced tool choice (any member may serve any call)."""
+        return all(forced_tool_choice_carried_by(m) for m in self.members)
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether every member, asked for the model it would call, takes a forced choice."""
+        return all(forced_tool_choice_for(m.provider, m.model_for(model)) for m in self._members)
+
+    @property
+    def supports_streaming(self) -> bool:
+        """Always ``True``: a member that cannot stream is adapted."""
+        return True
+
+    # -- choosing ---------------------------------------------------------------------------------
+
+    def _health(self, member: _Member, model: str | None, now: float) -> int | None:
+        """The member's rank for this call (``None``: its breaker is open — skip it)."""
+        if member.breaker is not None and member.breaker.state_for(model) in _OPEN:
+            return None
+        limits = member.rate_limit()
+        if limits is None:
+            return _HEALTHY
+        if limits.blocked(now):
+            return _TOLD_TO_WAIT
+        headroom = limits.headroom(now)
+        return _LOW_HEADROOM if headroom is not None and headroom < self.min_headroom else _HEALTHY
+
+    def order(self, request: LLMRequest) -> list[tuple[_Member, str | None]]:
+        """The members to try for ``request``, in order, each with the model it would call.
+
+        Members whose breaker is open are left out (``pool.skipped``).  Choosing is a decision
+        (round-robin turns and weighted shares advance), so call it once per call.
+        """
+        now = self._clock()
+        ranked: list[tuple[int, _Member, str | None]] = []
+        for member in self._members:
+            model = member.model_for(request.model)
+            rank = self._health(member, model, now)
+            if rank is None:
+                emit("pool.skipped", member=member.name, index=member.index, reason="circuit_open")
+                continue
+            ranked.append((rank, member, model))
+        if not ranked:
+            return []
+        best = min(r for r, _, _ in ranked)
+        turn = next(self._turn)
+        n = len(self._members)
+        if self.strategy == "weighted":
+            chosen = self._weighted_pick([m.index for r, m, _ in ranked if r == best])
+
+            def key(item: tuple[int, _Member, str | None]) -> tuple[float, ...]:
+                rank, member, _ = item
+                return (rank, member.index != chosen, -self.weights[member.index], member.index)
+        elif self.strategy == "round_robin":
+
+            def key(item: tuple[int, _Member, str | None]) -> tuple[float, ...]:
+                rank, member, _ = item
+                return (rank, (member.index - turn) % n)
+        else:
+            in_flight = self.in_flight
+
+            def key(item: tuple[int, _Member, str | None]) -> tuple[float, ...]:
+                rank, member, _ = item
+                return (rank, in_flight[member.index], (member.index - turn) % n)
+
+        ranked.sort(key=key)
+        return [(member, model) for _, member, model in ranked]
+
+    def _weighted_pick(self, candidates: list[int]) -> int:
+        """Smooth weighted round robin over ``candidates`` (nginx's): each gets its weight's share of picks."""
+        current, weights = self._current, self.weights
+        total = 0.0
+        for i in candidates:
+            current[i] += weights[i]
+            total += weights[i]
+        chosen = max(candidates, key=lambda i: current[i])
+        current[chosen] -= total
+        return chosen
+
+    # -- calling ----------------------------------------------------------------------------------
+
+    def _check_forced(self, request: LLMRequest) -> None:
+        if request.tool_choice.forced:
+            for member in self._members:
+                model = member.model_for(request.model)
+                if not forced_tool_choice_for(member.provider, model):
+                    raise UnsupportedToolChoiceError(provider=member.name, model=model)
+
+    def _all_open(self, request: LLMRequest) -> CircuitOpenError:
+        waits = []
+        for member in self._members:
+            if member.breaker is not None:
+                stats = member.breaker.stats_for(member.model_for(request.model))
+                if stats.retry_after is not None:
+                    waits.append(stats.retry_after)
+        return CircuitOpenError(
+            f"every member of {self._name} has an open circuit breaker",
+            provider=self._name,
+            model=request.model or self.default_model,
+            retry_after=min(waits) if waits else None,
+        )
+
+    async def _walk(self, request: LLMRequest, call: Callable[[Any, LLMRequest], Any]) -> tuple[_Member, Any]:
+        """Try the members in :meth:`order`; return the one that served and what ``call`` returned."""
+        self._check_forced(request)
+        plan = self.order(request)
+        if not plan:
+            raise self._all_open(request)
+        errors: list[ProviderError] = []
+        previous: _Member | None = None
+        for member, model in plan:
+            if previous is not None:
+                last = errors[-1]
+                emit("pool.moved", from_member=previous.name, to_member=member.name, reason=last.kind, error=last)
+            sub = request if model == request.model else request.with_model(model)
+            self.in_flight[member.index] += 1
+            try:
+                result = await call(member.provider, sub)
+            except Exception as exc:
+                # Cancellation is a BaseException: it leaves at once, no member is tried after it.
+                error = as_provider_error(exc, member.provider, model)
+                if error.kind not in _MOVES or isinstance(error, StreamInterruptedError):
+                    if errors:
+                        error.add_note(f"{self._name}: tried before: " + "; ".join(str(e) for e in errors))
+                    raise error
+                errors.append(error)
+                previous = member
+                continue
+            finally:
+                self.in_flight[member.index] -= 1
+            return member, result
+        emit("pool.exhausted", errors=tuple(errors))
+        raise AllProvidersFailedError(f"every member of {self._name} failed", errors, provider=self._name)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The first member's response, in this call's order (see :func:`with_pool`)."""
+        member, response = await self._walk(request, lambda p, r: p.complete(r))
+        served: LLMResponse = response if response.provider else attrs.evolve(response, provider=member.name)
+        return served
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        """The first member's stream that reaches its first event; a failure after it does not move."""
+        return self._stream(request)
+
+    @asynccontextmanager
+    async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        async def open_member(provider: Any, sub: LLMRequest) -> OpenedStream:
+            return await open_stream(lambda: stream_of(provider, sub), provider=name_of(provider), model=sub.model)
+
+        member, opened = await self._walk(request, open_member)
+        # The stream is in flight until it ends: count it against the member that serves it.
+        self.in_flight[member.index] += 1
+        try:
+            async with opened.stack:
+                events = relay(opened, provider=member.provider, model=member.model_for(request.model))
+                try:
+                    yield events
+                finally:
+                    await events.aclose()
+        finally:
+            self.in_flight[member.index] -= 1
+
+    async def aclose(self) -> None:
+        """Close every member (each once), even if closing one fails; the first failure is raised."""
+        first: BaseException | None = None
+        seen: set[int] = set()
+        for m in self.members:
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            try:
+                await m.aclose()
+            except Exception as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
+    async def __aenter__(self) -> PoolProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def with_pool(
+    *members: LLMProvider | Any,
+    strategy: Strategy = "least_loaded",
+    weights: Sequence[float] | None = None,
+    min_headroom: float = 0.1,
+    name: str | None = None,
+    clock: Clock | None = None,
+) -> PoolProvider:
+    """Spread calls over ``members``, equivalent deployments of one model (two regions, two keys).
+
+    * **Order, per call**: members whose circuit breaker is open are skipped (``pool.skipped``;
+      the breaker is found by walking the member's decorators, so put breakers *inside* the
+      pool: ``with_pool(with_circuit_breaker(with_retry(a)), with_circuit_breaker(with_retry(b)))``);
+      then members with room, then those near their vendor's rate limit (headroom below
+      ``min_headroom`` of a budget, as their last response's ``x-ratelimit-*`` /
+      ``anthropic-ratelimit-*`` headers said, until the reset they gave), then those told to wait
+      (a ``retry-after`` still running, or a budget at zero).  A half-open member ranks with the
+      healthy: its breaker admits the probe and refuses the rest for free.  Within a rank:
+      ``strategy="least_loaded"`` (fewest calls in flight through the pool; ties in turn),
+      ``"round_robin"``, or ``"weighted"`` (``weights``, one positive number per member: each
+      member serves its share of the calls, smoothly interleaved).
+    * **Failover**: a transient failure or a breaker's refusal moves the call to the next member
+      (``pool.moved``); a request fault, a cancellation or a stream failure after its first event
+      never moves.  All failed: :class:`~agentactors.errors.AllProvidersFailedError` (kind of the
+      last error), so a :func:`with_fallback` above moves on; every breaker open:
+      :class:`~agentactors.errors.CircuitOpenError` naming the pool, with the soonest ``retry_after``.
+    * **Models**: each member calls its own ``default_model`` when it has one (deployments may name
+      the model differently), else ``request.model``.
+    * **Capabilities**: ``carries_tools``, ``carries_forced_tool_choice`` and
+      ``supports_forced_tool_choice(model)`` are the AND of the members' (any member may serve any
+      call); a forced choice some member cannot carry raises
+      :class:`~agentactors.errors.UnsupportedToolChoiceError` before anything is sent.
+    * **Streams**: failover only before the first event, like :func:`with_fallback`; a stream counts
+      as in flight until it ends.
+    * ``LLMResponse.provider`` names the member that served when the member did not.
+      ``aclose()`` closes every member.
+
+    Events: ``pool.skipped(member, index, reason)``, ``pool.moved(from_member, to_member, reason,
+    error)``, ``pool.exhausted(errors)``.
+    """
+    return PoolProvider(members, strategy=strategy, weights=weights, min_headroom=min_headroom, name=name, clock=clock)
