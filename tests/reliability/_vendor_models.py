@@ -1,7 +1,8 @@
-"""The fault soak's fake model, served by a FakeVendor in a child process (``VendorProcess(model=...)``).
+"""Fake models for the reliability suite's vendors, served by a FakeVendor in a child process.
 
-``item N``: one tool call, then an answer quoting the tool's result; ``plain N``: an answer at once;
-``bad N``: a request fault (a 400 the stack must neither retry nor move to another member).
+``VendorProcess(model=SOAK)`` / ``VendorProcess(model=STORM)``: the child imports the function named.
+The vendor runs in its own process, as the demo's does: in the test's process it would share the
+interpreter lock with the hundreds of runs it serves, and each would wait for the other.
 """
 
 from __future__ import annotations
@@ -10,11 +11,16 @@ from typing import Any
 
 from agentactors.testing import FakeError, FakeReply, FakeToolCall, RecordedRequest
 
-#: ``VendorProcess(model=SPEC)``: how the child finds :func:`model`.
-SPEC = "tests.reliability._soak_model:model"
+SOAK = "tests.reliability._vendor_models:soak"
+STORM = "tests.reliability._vendor_models:storm"
+
+#: The storm's streamed answer: 20 chunks, 10 ms apart.
+STORM_ANSWER = " ".join(f"word{i}" for i in range(40))
 
 
-def model(request: RecordedRequest) -> Any:
+def soak(request: RecordedRequest) -> Any:
+    """``item N``: one tool call, then an answer quoting its result; ``plain N``: an answer at once;
+    ``bad N``: a request fault (a 400 the stack must neither retry nor move to another member)."""
     conversation = request.conversation
     if conversation is None:
         return None
@@ -26,3 +32,17 @@ def model(request: RecordedRequest) -> Any:
     if not conversation.tool_results:
         return FakeToolCall("lookup", {"item": prompt})
     return FakeReply(text=f"{prompt} -> {conversation.tool_results[-1].content}")
+
+
+def storm(request: RecordedRequest) -> Any:
+    """``sync N`` / ``async N``: a call to the slow sync / async tool, then a slow answer (streamed or not);
+    ``plain N``: a short answer at once."""
+    conversation = request.conversation
+    if conversation is None:
+        return None
+    kind, _, n = conversation.last_user_text.partition(" ")
+    if kind == "plain":
+        return FakeReply(text=f"plain {n}")
+    if not conversation.tool_results:
+        return FakeToolCall("slow_sync" if kind == "sync" else "slow_async", {"n": int(n)})
+    return FakeReply(text=STORM_ANSWER, chunk_latency=0.01, words_per_chunk=2, latency=0.05)

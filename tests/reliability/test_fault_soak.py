@@ -42,7 +42,7 @@ from agentactors.providers.openai import OpenAIProvider
 from agentactors.resilience import with_circuit_breaker, with_fallback, with_retry, with_timeout
 from agentactors.testing import FaultKind, FaultPlan
 from agentactors.tools import ToolContext, tool
-from tests.reliability._soak_model import SPEC
+from tests.reliability._vendor_models import SOAK
 
 pytestmark = pytest.mark.anyio
 
@@ -119,7 +119,7 @@ async def test_a_thousand_runs_through_faults_and_an_outage_lose_nothing(anyio_b
 
     # The vendor in a child process, as the demo runs it: in this one it would share the interpreter
     # lock with the thousand runs it serves.
-    async with VendorProcess(faults=faults, latency=0.0, api_key=KEY, model=SPEC) as fv:
+    async with VendorProcess(faults=faults, latency=0.0, api_key=KEY, model=SOAK) as fv:
         # A small pool: httpcore checks every idle connection on every request, and a loopback vendor
         # needs few at once.
         limits = httpx.Limits(max_connections=32, max_keepalive_connections=16)
