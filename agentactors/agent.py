@@ -11,7 +11,8 @@ takes the direct path (the handler runs in the run's task, seen by
 ``async with agent.stream(prompt) as run`` yields the run's typed events as they
 happen (``run.text_stream()`` only its answer text).  :meth:`Agent.run_many` and
 :meth:`Agent.as_completed` (also reached as ``rt.run_many`` / ``rt.as_completed``)
-run one agent over many inputs.
+run one agent over many inputs, with the machinery of :mod:`agentactors.batch` (one result per
+input, always).
 
 **Which runtime a run uses** (:meth:`Agent._runtime`): the one passed as
 ``runtime=``; else the one the agent is bound to (:meth:`Agent.bind`); else the
@@ -40,6 +41,7 @@ import threading
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from types import TracebackType
 from typing import Any, Final, TypeAlias, cast
 
@@ -51,6 +53,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from .actors.provider import ProviderActor
 from .actors.runtime import ActorRef, Runtime
 from .actors.tools import ToolExecutorActor, ToolPolicy
+from .batch import AsCompleted, check_concurrency, run_batch
 from .events import Event, EventSink, FanOut, LLMTextDelta, Recorder, current_sink, use_sink
 from .loop.controller import LoopConfig, LoopController
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
@@ -456,40 +459,62 @@ class Agent:
         concurrency: int = 100,
         progress: Callable[[int, int, int], Any] | None = None,
     ) -> list[RunResult]:
-        """Run the agent on every input, at most ``concurrency`` at once; results in input order.
+        """Run the agent on every input, at most ``concurrency`` at once; one result per input, in input order.
 
         In ``runtime`` (default: the current one, as for :meth:`run`, or a
         private one made for these runs).  ``progress(done, failed, total)`` is
         called after each run (``failed`` counts runs with ``generation_failed``
         or an ``error``); a progress callback that raises is logged and ignored.
-        A run that fails, or raises, becomes a failed :class:`RunResult` in its
-        place and never disturbs the others.
+        A run that fails, or raises anything that is its own failure (any
+        ``Exception``, ``SystemExit``, a ``BaseException`` of its own, a
+        cancellation no cancel scope asked for), becomes a failed
+        :class:`RunResult` in its place (``error`` set) and never disturbs the
+        others: the list always has ``len(inputs)`` results, ``results[i]``
+        always ``inputs[i]``'s (docs/reliability.md, "Batches").
 
         :raises ValueError: ``concurrency`` is not a positive int.
+        :raises KeyboardInterrupt: the batch was interrupted (a run raised it, or trio delivered
+            Ctrl-C to the batch's task): the other runs are cancelled and the *same* interrupt is
+            raised again, with every input's result in ``exc.results`` (finished runs' results,
+            ``RunResult(cancelled=True)`` for the others).  On asyncio, ``anyio.run`` turns Ctrl-C
+            into a cancellation of the main task (see Cancellation) and raises the interrupt from
+            it: :func:`agentactors.batch.results_of(exc) <agentactors.batch.results_of>` finds the
+            list on both backends.
 
-        Cancellation: cancels every run and propagates.
+        Cancellation: cancels every run and propagates; every slot is filled first and the list
+        rides on the cancellation exception as ``exc.results``.
         """
-        _check_concurrency(concurrency)
+        check_concurrency(concurrency)
         items = list(inputs)
         if not items:
             return []
         rt = runtime if runtime is not None else self._runtime()
         if rt is not None:
-            return await _run_many(rt, self, items, concurrency, progress, False)
+            return await run_batch(
+                items, _to_messages, partial(self._run_in, rt), concurrency=concurrency, progress=progress
+            )
         async with self._private() as private:
-            results = await _run_many(private, self, items, concurrency, progress, True)
+            results = await run_batch(
+                items,
+                _to_messages,
+                partial(self._run_in, private, private=True),
+                concurrency=concurrency,
+                progress=progress,
+            )
         return results
 
     def as_completed(
         self, inputs: Iterable[Prompt], *, runtime: Runtime | None = None, concurrency: int = 100
-    ) -> AsCompleted:
+    ) -> AsCompleted[Prompt]:
         """Run the agent on every input and yield each :class:`RunResult` as it finishes (``async for``).
 
         In ``runtime`` (default: the current one, as for :meth:`run`); the runs
         start at the first ``__anext__`` and live in the runtime's task group.
         To stop early, use ``async with agent.as_completed(...) as results:`` or
         call ``aclose()``: unfinished runs are cancelled.  Failed runs are
-        yielded like the others (see :meth:`run_many`).
+        yielded like the others (see :meth:`run_many`): one result per input.
+        A ``KeyboardInterrupt`` in a run cancels the others; the results
+        finished before it are yielded, then the iteration raises it.
 
         :raises RuntimeError: no runtime is running (the runs need one to live in).
         :raises ValueError: ``concurrency`` is not a positive int.
@@ -503,7 +528,7 @@ class Agent:
                 "as_completed needs a running Runtime for its runs: call it inside `async with Runtime() as rt:` "
                 "(or use run_many, which makes one)"
             )
-        return AsCompleted(rt, self, inputs, concurrency)
+        return AsCompleted(rt, list(inputs), _to_messages, partial(self._run_in, rt), concurrency)
 
     def stream(
         self,
@@ -1060,32 +1085,7 @@ def _text_of(event: Event) -> str | None:
     return None
 
 
-# --- many runs -----------------------------------------------------------------------------------
-
-
-def _failed_result(messages: tuple[Message, ...], exc: Exception) -> RunResult:
-    return RunResult("", messages, error=exc)
-
-
-async def _run_safely(rt: Runtime, agent: Agent, prompt: Prompt) -> RunResult:
-    """One run of many: whatever it raises (but cancellation) becomes its result, never its neighbours'."""
-    try:
-        messages = _to_messages(prompt)
-    except (TypeError, ValueError) as exc:
-        return _failed_result((), exc)
-    try:
-        return await agent._run_in(rt, messages)
-    except Exception as exc:
-        return _failed_result(messages, exc)
-
-
-def _is_failed(result: RunResult) -> bool:
-    return result.generation_failed or result.error is not None
-
-
-def _check_concurrency(concurrency: int) -> None:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
+# --- many runs (the machinery: agentactors.batch) --------------------------------------------------
 
 
 async def run_many(
@@ -1100,114 +1100,8 @@ async def run_many(
     return await agent.run_many(inputs, runtime=rt, concurrency=concurrency, progress=progress)
 
 
-async def _run_many(
-    rt: Runtime,
-    agent: Agent,
-    items: list[Prompt],
-    concurrency: int,
-    progress: Callable[[int, int, int], Any] | None,
-    private: bool,
-) -> list[RunResult]:
-    total = len(items)
-    results: list[RunResult | None] = [None] * total
-    indexes = iter(range(total))
-    counts = [0, 0]
-    warned = [False]
-
-    async def worker() -> None:
-        # _run_safely inlined: one coroutine frame less per run in flight (10k runs in flight are common).
-        for i in indexes:
-            try:
-                messages = _to_messages(items[i])
-            except (TypeError, ValueError) as exc:
-                result = _failed_result((), exc)
-            else:
-                try:
-                    result = await agent._run_in(rt, messages, private=private)
-                except Exception as exc:
-                    result = _failed_result(messages, exc)
-            results[i] = result
-            counts[0] += 1
-            if _is_failed(result):
-                counts[1] += 1
-            if progress is not None:
-                try:
-                    progress(counts[0], counts[1], total)
-                except Exception:
-                    if not warned[0]:
-                        warned[0] = True
-                        log.exception("the run_many progress callback raised; it is ignored from now on")
-
-    async with anyio.create_task_group() as tg:
-        for _ in range(min(concurrency, total)):
-            tg.start_soon(worker)
-    return [r for r in results if r is not None]
-
-
-class AsCompleted:
-    """The async iterator of :meth:`Agent.as_completed`; the runs live in the runtime's task group.
-
-    Also an async context manager whose exit (like :meth:`aclose`) cancels the
-    runs not yet finished.
-    """
-
-    def __init__(self, rt: Runtime, agent: Agent, inputs: Iterable[Prompt], concurrency: int) -> None:
-        _check_concurrency(concurrency)
-        self._rt = rt
-        self._agent = agent
-        self._items = list(inputs)
-        self._concurrency = concurrency
-        self._scope = anyio.CancelScope()
-        self._receive: MemoryObjectReceiveStream[RunResult] | None = None
-
-    def _start(self) -> MemoryObjectReceiveStream[RunResult]:
-        send, receive = anyio.create_memory_object_stream[RunResult](math.inf)
-        self._receive = receive
-        self._rt.spawn_task(self._feed, send, name="as_completed")
-        return receive
-
-    async def _feed(self, send: MemoryObjectSendStream[RunResult]) -> None:
-        items = self._items
-        indexes = iter(range(len(items)))
-
-        async def worker() -> None:
-            for i in indexes:
-                result = await _run_safely(self._rt, self._agent, items[i])
-                try:
-                    send.send_nowait(result)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._scope.cancel()  # nobody reads any more: stop the rest
-                    return
-
-        with send, self._scope:
-            async with anyio.create_task_group() as tg:
-                for _ in range(min(self._concurrency, len(items))):
-                    tg.start_soon(worker)
-
-    def __aiter__(self) -> AsCompleted:
-        return self
-
-    async def __anext__(self) -> RunResult:
-        receive = self._receive if self._receive is not None else self._start()
-        try:
-            return await receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            receive.close()  # closed when done, not left to the garbage collector (a ResourceWarning)
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        """Stop: runs not finished are cancelled, results not yet read are dropped."""
-        self._scope.cancel()
-        if self._receive is not None:
-            self._receive.close()
-
-    async def __aenter__(self) -> AsCompleted:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-def as_completed(rt: Runtime, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100) -> AsCompleted:
+def as_completed(
+    rt: Runtime, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100
+) -> AsCompleted[Prompt]:
     """``agent.as_completed(inputs, runtime=rt, ...)`` (see :meth:`Agent.as_completed`)."""
     return agent.as_completed(inputs, runtime=rt, concurrency=concurrency)

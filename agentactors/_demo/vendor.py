@@ -17,6 +17,7 @@ spawning would re-import the caller's ``__main__``, which a script without an
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -65,12 +66,22 @@ def _logged(r: Any) -> dict[str, Any]:
     }
 
 
+def _model(spec: str | None) -> Any:
+    """The child's model: the demo's own, or ``"module:function"`` (a test's, e.g. the fault soak's)."""
+    if not spec:
+        from .tasks import fake_model
+
+        return fake_model
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _child(config: Mapping[str, Any]) -> int:
     """The child's main: serve until told to stop or until stdin closes (the parent went away)."""
     from ..testing._fake_script import FaultPlan
     from ..testing.fakevendor import FakeVendor
-    from .tasks import fake_model
 
+    fake_model = _model(config.get("model"))
     logging.basicConfig(level=logging.ERROR)
     plan = config.get("faults")
     faults = FaultPlan(**plan) if plan else None
@@ -111,13 +122,15 @@ class VendorProcess:
     the stats; leaving the block stops the child (terminating it if it does not
     stop in time).  ``faults`` is a :class:`~agentactors.testing._fake_script.FaultPlan`
     or ``None``; the API key is handed to the child on its stdin, never on its command line.
+    ``model`` names another fake model, ``"module:function"`` importable by the child (the
+    reliability suite's fault soak brings its own); ``None`` is the demo's.
 
     Errors: a child that fails to start raises ``RuntimeError`` with the end of
     its stderr.  Starting and stopping block a worker thread, never the event
     loop, and are shielded from cancellation so that no child is left behind.
     """
 
-    def __init__(self, *, faults: Any, latency: float, api_key: str) -> None:
+    def __init__(self, *, faults: Any, latency: float, api_key: str, model: str | None = None) -> None:
         plan = None
         if faults is not None:
             plan = {
@@ -126,7 +139,7 @@ class VendorProcess:
                 "wires": sorted(faults.wires) if faults.wires is not None else None,
                 "models": sorted(faults.models) if faults.models is not None else None,
             }
-        self._config = {"faults": plan, "latency": latency, "api_key": api_key}
+        self._config = {"faults": plan, "latency": latency, "api_key": api_key, "model": model}
         self._process: subprocess.Popen[str] | None = None
         self._stderr: IO[str] | None = None
         self._lock = threading.Lock()

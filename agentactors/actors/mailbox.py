@@ -41,7 +41,9 @@ class ReleasableAnswer(Protocol):
     kernel calls :meth:`release_unclaimed` on it — once, in the abandoning
     asker's task — so the work it owns does not outlive the ask (a
     :class:`~agentactors.actors.provider.ProviderStream` cancels its feeding
-    task and HTTP request).
+    task and HTTP request).  A handler that still answers after its asker left
+    (it reached no checkpoint after the cancellation) has its answer released
+    the same way, in the worker's task, as it answers.
     """
 
     def release_unclaimed(self) -> None:
@@ -83,6 +85,9 @@ class Ask:
 
     def succeed(self, result: Any) -> None:
         if self.state == ABANDONED:
+            # The asker left while the handler ran, and the handler finished anyway (no checkpoint after
+            # the cancellation): nobody will take this answer, so one that owns work lets it go.
+            release_unclaimed(result)
             return
         self.state = DONE
         self.result = result

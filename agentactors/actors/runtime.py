@@ -57,6 +57,7 @@ from ..events import EventSink, FanOut, Recorder, current_sink
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
 from .mailbox import Ask
 from .ref import Actor, ActorLike, ActorRef, cell_of
+from .threads import worker_threads
 from .worker import work
 
 if TYPE_CHECKING:
@@ -88,7 +89,10 @@ class RuntimeStats:
     the runtime is running (actor workers, helper tasks and background tasks).  ``busy``: handlers
     running now (in workers, or in askers' tasks for direct asks).  ``queued``:
     messages waiting in mailboxes, with the depth per actor name (non-empty
-    mailboxes only) in ``mailboxes``.
+    mailboxes only) in ``mailboxes``.  ``abandoned_threads``: worker threads of
+    this event loop still running a blocking call its caller gave up on (a sync
+    tool past its timeout, say); they cannot be killed, only counted (see
+    :mod:`agentactors.actors.threads`).
     """
 
     actors: int
@@ -96,6 +100,7 @@ class RuntimeStats:
     busy: int
     queued: int
     mailboxes: Mapping[str, int]
+    abandoned_threads: int = 0
 
 
 ActorSource: TypeAlias = ActorLike | Callable[[], ActorLike]
@@ -589,7 +594,7 @@ class Runtime:
     # -- accounting ------------------------------------------------------------------------------
 
     def stats(self) -> RuntimeStats:
-        """Live actors, running tasks, busy handlers and mailbox depths (see :class:`RuntimeStats`)."""
+        """Live actors, running tasks, busy handlers, mailbox depths, abandoned threads (:class:`RuntimeStats`)."""
         depths: dict[str, int] = {}
         busy = 0
         for cell in self._actors:
@@ -597,12 +602,17 @@ class Runtime:
             if cell.mailbox:
                 name = cell.name
                 depths[name] = depths.get(name, 0) + len(cell.mailbox)
+        try:
+            abandoned = worker_threads().abandoned
+        except RuntimeError:  # called outside any event loop: no loop, no threads of one
+            abandoned = 0
         return RuntimeStats(
             actors=len(self._actors),
             tasks=self._running + self._background,
             busy=busy,
             queued=sum(depths.values()),
             mailboxes=depths,
+            abandoned_threads=abandoned,
         )
 
     # -- tasks -----------------------------------------------------------------------------------

@@ -4,16 +4,25 @@ The loop asks it with :class:`ExecuteTools`; the answer is a tuple of
 :class:`~agentactors.tools.results.ToolResult`, one per call, in the order the
 model made them, whatever order they finished in.  Every outcome is a status
 (``docs/loop.md``): nothing a tool does — raising, hanging, returning too much —
-becomes an exception in the loop.  Only cancellation propagates: a cancelled
-run's turn is discarded, so there is nothing to answer with.
+becomes an exception in the loop.  ``SystemExit``, a ``BaseException`` of the
+tool's own and a cancellation no cancel scope asked for (a library leaking
+asyncio's ``CancelledError``) are ``error`` results too; only what is not the
+tool's to stop propagates (:mod:`agentactors._containment`): a real
+cancellation — a cancelled run's turn is discarded, so there is nothing to
+answer with — ``KeyboardInterrupt`` and ``GeneratorExit``.
 
 Per call, in order: unknown tool → ``invalid``; arguments that did not parse →
 ``invalid``; arguments that break the schema → ``invalid`` (the tool does not
 run); the agent's ``tool_policy`` refuses → ``denied``; then the tool runs
-(sync tools in a worker thread) under its timeout → ``ok`` / ``error`` /
-``timeout``.  A result over the tool's ceiling is refused (``invalid``; the
-payload goes nowhere), then a result over the agent's cap is truncated.  Hints
-are appended to ``error`` and ``invalid`` results only.
+(sync tools in a worker thread of :func:`~agentactors.actors.threads.worker_threads`,
+at most 40 at once per event loop; a sync call abandoned at its timeout frees its
+slot and is reported: ``tools.thread_abandoned``, ``rt.stats().abandoned_threads``)
+under its timeout → ``ok`` / ``error`` / ``timeout``.  A result that cannot be
+rendered as JSON (unserialisable, circular, nested too deeply) is an ``error``.
+A result over the tool's ceiling is refused (``invalid``; the payload goes
+nowhere), then a result over the agent's cap is truncated.  Hints are appended
+to ``error`` and ``invalid`` results only.  Every text is made sendable: lone
+surrogates are replaced (``tools.surrogates_replaced``).
 
 The actor holds no per-message state, so one instance may serve many runs with
 runtime ``concurrency > 1``.  Each message gets its own concurrency limiter:
@@ -32,6 +41,7 @@ from typing import Any, TypeAlias
 import anyio
 import attrs
 
+from .._containment import escapes, interrupt_in
 from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall
 from ..parts import MediaPart
@@ -41,6 +51,7 @@ from ..tools.results import (
     ToolStatus,
     ValidationIssue,
     denied_text,
+    encodable_text,
     format_error,
     refusal_text,
     render_result,
@@ -129,6 +140,8 @@ class ToolExecutorActor:
     Cancellation: cancelling the asker cancels every call in flight (async tools
     see it; sync tools' threads are abandoned) and propagates; ``tools.finished``
     events with status ``cancelled`` are emitted for the calls that were running.
+    A ``KeyboardInterrupt`` from a tool cancels the step's other calls and is
+    raised in the asker's task.
     """
 
     def __init__(
@@ -197,14 +210,22 @@ class ToolExecutorActor:
             return (await self.execute_one(calls[0], context),)
         results: list[ToolResult | None] = [None] * len(calls)
         limiter = anyio.CapacityLimiter(self.max_concurrency_per_step)  # per message: runs never share it
+        interrupted: list[BaseException] = []
         for group in self._groups(calls):
             if len(group) == 1:
                 results[group[0]] = await self.execute_one(calls[group[0]], context)
                 continue
             async with anyio.create_task_group() as tg:
                 for index in group:
-                    tg.start_soon(self._execute_into, results, index, calls[index], context, limiter)
-        return tuple(r for r in results if r is not None)
+                    tg.start_soon(
+                        self._execute_into, results, index, calls[index], context, limiter, interrupted, tg.cancel_scope
+                    )
+            if interrupted:
+                # Raised here, in the asker's task, where the run (and a batch around it) can answer it.
+                raise interrupted[0]
+        if None in results:  # execute_one answers or raises: a hole would be a bug of ours
+            raise AssertionError(f"the executor lost a result: {sum(r is None for r in results)} of {len(calls)}")
+        return tuple(results)  # type: ignore[arg-type]  # no None left: checked above
 
     def _groups(self, calls: tuple[ToolCall, ...]) -> list[list[int]]:
         """Call indexes in batches that may run together: a sequential tool's call is a batch of its own."""
@@ -230,9 +251,24 @@ class ToolExecutorActor:
         call: ToolCall,
         context: ExecutionContext,
         limiter: anyio.CapacityLimiter,
+        interrupted: list[BaseException],
+        group: anyio.CancelScope,
     ) -> None:
-        async with limiter:
-            results[index] = await self.execute_one(call, context)
+        """One call of a step, in a task of the step's group.
+
+        A KeyboardInterrupt is handed to the step's own task instead of leaving this one: on
+        asyncio an interrupt escaping a task leaves the event loop at once, past every run and
+        batch that could still account for it.  The other calls are cancelled.
+        """
+        try:
+            async with limiter:
+                results[index] = await self.execute_one(call, context)
+        except BaseException as exc:
+            interrupt = interrupt_in(exc)
+            if interrupt is None:
+                raise
+            interrupted.append(interrupt)
+            group.cancel()
 
     async def execute_one(self, call: ToolCall, context: ExecutionContext = _DEFAULT_CONTEXT) -> ToolResult:
         """Run one call to a result, emitting ``tools.started`` and ``tools.finished``.
@@ -308,7 +344,10 @@ class ToolExecutorActor:
         try:
             # An async tool's coroutine is awaited here directly: Tool.invoke would add a frame per call.
             if timeout is None:
-                value = await (t.start(call.arguments, ctx) if t.is_async else t.invoke(call.arguments, ctx))
+                if t.is_async:
+                    value = await t.start(call.arguments, ctx)
+                else:
+                    value = await t.invoke(call.arguments, ctx, on_abandoned=_Abandoned(call.id, t.name))
             else:
                 # The tool's time starts now (a policy's own time, it may await, is not the tool's);
                 # with no policy, "now" is when the call started: no second clock read.
@@ -330,13 +369,19 @@ class ToolExecutorActor:
                             value = await awaitable
                 else:
                     with self._scope(deadline=deadline) as scope:
-                        value = await t.invoke(call.arguments, ctx)
+                        value = await t.invoke(call.arguments, ctx, on_abandoned=_Abandoned(call.id, t.name))
                 if scope.cancelled_caught:
                     return self._finish(call, t, ToolStatus.timeout, timeout_text(t.name, timeout), context, started)
         except ConversionError as exc:
             text = t.invalid_text([_conversion_issue(exc)])
             return self._finish(call, t, ToolStatus.invalid, text, context, started)
         except Exception as exc:
+            return self._finish(call, t, ToolStatus.error, format_error(exc), context, started)
+        except BaseException as exc:
+            # SystemExit, a BaseException of the tool's own, a CancelledError no scope asked for:
+            # the tool's failure.  A real cancellation, KeyboardInterrupt, GeneratorExit: not its to stop.
+            if escapes(exc):
+                raise
             return self._finish(call, t, ToolStatus.error, format_error(exc), context, started)
         media: tuple[MediaPart, ...] = ()
         parts = split_parts(value)
@@ -345,7 +390,7 @@ class ToolExecutorActor:
         else:
             try:
                 content = render_result(value)
-            except (TypeError, ValueError):
+            except Exception:  # TypeError whatever went wrong (too deep, circular, a conversion that raised)
                 text = format_error(
                     TypeError(f"the tool returned a {type(value).__name__} that cannot be sent as JSON")
                 )
@@ -382,11 +427,13 @@ class ToolExecutorActor:
         media: tuple[MediaPart, ...] = (),
     ) -> ToolResult:
         name = t.name if t is not None else call.name
+        if not content.isascii():
+            content = _encodable(call, name, content)
         suffix = ""
         if t is not None and status in (ToolStatus.error, ToolStatus.invalid):
             hint = t.hint_text(content)
             if hint is not None:
-                suffix = f"\nHint: {hint}"
+                suffix = f"\nHint: {hint}" if hint.isascii() else _encodable(call, name, f"\nHint: {hint}")
         truncated = False
         cap = context.max_tool_result_chars
         # The operator's cap is for what tools produce (results and their error messages); our own
@@ -448,17 +495,52 @@ def _armed_at_first_wait(coro: Coroutine[Any, Any, Any], yielded: Any) -> Genera
 
 
 async def _ask_policy(policy: ToolPolicy, call: ToolCall, ctx: ToolContext) -> str | None:
-    """The policy's reason to deny (``None`` allows).  A policy that fails denies: it fails closed."""
+    """The policy's reason to deny (``None`` allows).  A policy that fails denies: it fails closed.
+
+    "Fails" as for a tool (:mod:`agentactors._containment`): SystemExit and stray cancellations
+    included; a real cancellation, KeyboardInterrupt and GeneratorExit propagate.
+    """
     try:
         verdict: Any = policy(call, ctx)
         if inspect.isawaitable(verdict):
             verdict = await verdict
-    except Exception as exc:
+        if verdict is None:
+            return None
+        reason = str(verdict)
+    except BaseException as exc:
+        if escapes(exc):
+            raise
         log.warning("tool_policy raised %s for tool %r; the call is denied", type(exc).__name__, call.name)
         return f"the tool policy could not decide ({type(exc).__name__})"
-    if verdict is None:
-        return None
-    return str(verdict) if str(verdict).strip() else "no reason given"
+    return reason if reason.strip() else "no reason given"
+
+
+class _Abandoned:
+    """Reports a sync call its caller left (timeout, cancellation): an event and a log line."""
+
+    __slots__ = ("call_id", "name")
+
+    def __init__(self, call_id: str, name: str) -> None:
+        self.call_id = call_id
+        self.name = name
+
+    def __call__(self, alive: int) -> None:
+        # The thread cannot be stopped; what can be done is to say so, with how many are stuck.
+        log.info(
+            "sync tool %r (call %s) was abandoned in its worker thread; %d abandoned thread(s) still running",
+            self.name,
+            self.call_id,
+            alive,
+        )
+        emit("tools.thread_abandoned", call_id=self.call_id, name=self.name, alive=alive)
+
+
+def _encodable(call: ToolCall, name: str, text: str) -> str:
+    """``text`` as the next request can carry it; repairs are recorded (``tools.surrogates_replaced``)."""
+    fixed, count = encodable_text(text)
+    if count:
+        emit("tools.surrogates_replaced", call_id=call.id, name=name, surrogates=count)
+    return fixed
 
 
 def _conversion_issue(exc: ConversionError) -> ValidationIssue:

@@ -217,6 +217,7 @@ class LoopController:
     __slots__ = (
         "_answer_so_far",
         "_budget",
+        "_call_ids",
         "_choice",
         "_config",
         "_conversation",
@@ -440,6 +441,7 @@ class LoopController:
         self._previous: StepView | None = None
         self._answer_so_far = ""
         self._think_only_streak = 0
+        self._call_ids: set[str] | None = None  # the run's call ids, gathered at its first tool step
 
     async def _step(self) -> RunResult | None:
         """One step: its request, one generation, then the answer step or the tool step.
@@ -629,6 +631,7 @@ class LoopController:
         answer = strip_think(text)
         if answer and answer_of(answer) is not None:
             self._answer_so_far = answer
+        calls = self._unique_ids(calls)
         self._conversation.append(
             Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
         )
@@ -640,6 +643,33 @@ class LoopController:
             return self._result(self._answer_so_far, tuple(self._conversation))
         self._previous = view
         return None
+
+    def _unique_ids(self, calls: Sequence[ToolCall]) -> Sequence[ToolCall]:
+        """``calls`` with every id unique in the run: a call reusing an id gets a fresh one (docs/loop.md).
+
+        Two calls with one id would both run (two side effects for one id) and the next request
+        would carry two results for it, which vendors reject.  Renaming before anything runs keeps
+        the one place ids are decided here: the assistant message, the executor, the results and
+        ``RunResult.tool_calls`` all carry the new id.  "In the run" means every call id in its
+        conversation so far — the caller's history included — and the earlier calls of the step.
+        """
+        taken = self._call_ids
+        if taken is None:  # the run's first tool step: the ids its input conversation already holds
+            taken = self._call_ids = {c.id for m in self._conversation for c in m.tool_calls}
+        if len(calls) == 1 and calls[0].id not in taken:  # the common case: nothing to rename
+            taken.add(calls[0].id)
+            return calls
+        out: list[ToolCall] = []
+        for call in calls:
+            if call.id in taken:
+                fresh = _fresh_id(call.id, taken)
+                if self._sink is not None:
+                    self._sink.emit("tools.duplicate_call_id", call_id=call.id, renamed_to=fresh, name=call.name)
+                log.info("run %s: call id %r was used already; %s runs as %r", self.run_id, call.id, call.name, fresh)
+                call = attrs.evolve(call, id=fresh)
+            taken.add(call.id)
+            out.append(call)
+        return tuple(out)
 
     def _feed_back(self, view: StepView) -> bool:
         """Append a tool step's results (with the nudges' notes), take the follow-ups, route each status.
@@ -767,6 +797,21 @@ def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMReq
     put(request, "cache", skeleton.cache)
     put(request, "timeout", skeleton.timeout)
     return request
+
+
+#: Vendors cap call ids (OpenAI at 40 characters); a fresh id keeps within it.
+_MAX_CALL_ID = 40
+
+
+def _fresh_id(original: str, taken: set[str]) -> str:
+    """``<original>_2`` (``_3``, ...): recognisably the same call's, unused in the run, at most 40 chars."""
+    n = 2
+    while True:
+        suffix = f"_{n}"
+        fresh = (original or "call")[: _MAX_CALL_ID - len(suffix)] + suffix
+        if fresh not in taken:
+            return fresh
+        n += 1
 
 
 def _suggestions(call: ToolCall) -> tuple[str, ...]:

@@ -23,9 +23,9 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import anyio
 import anyio.from_thread
-import anyio.to_thread
 import attrs
 
+from ..actors.threads import WorkerThreads, worker_threads
 from ..events import EventSink
 from ..messages import ToolSpec
 from .docstrings import parse_docstring
@@ -348,14 +348,26 @@ class Tool(Generic[P, R]):
         args, kwargs = self.prepare(arguments, context)
         return fn(*args, **kwargs)
 
-    async def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> Any:
+    async def invoke(
+        self,
+        arguments: Mapping[str, Any],
+        context: ToolContext | None = None,
+        *,
+        threads: WorkerThreads | None = None,
+        on_abandoned: Callable[[int], object] | None = None,
+    ) -> Any:
         """Run the tool with validated ``arguments``: async on the loop, sync in a worker thread.
 
-        A sync tool's thread is abandoned (result discarded) when the caller is
-        cancelled or times out; an async tool sees the cancellation at its next await.
+        A sync tool runs in one of ``threads`` (default: the event loop's
+        :func:`~agentactors.actors.threads.worker_threads`), which bounds how many run
+        at once; ``on_abandoned(alive)`` is told when a call is abandoned.
 
         :raises ConversionError: see :meth:`prepare`.
         :raises Exception: whatever the tool raises.
+
+        Cancellation: an async tool sees it at its next await.  A sync tool's call is abandoned
+        (its result discarded, its thread slot freed at once); the thread runs on until the
+        function returns, counted as abandoned, and can notice with :meth:`ToolContext.check_cancelled`.
         """
         if self.is_async:
             return await self.start(arguments, context)
@@ -366,7 +378,8 @@ class Tool(Generic[P, R]):
             # Boxed: trio refuses a worker function that returns a coroutine, and we want to await it.
             return (fn(*args, **kwargs),)
 
-        (value,) = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        pool = threads if threads is not None else worker_threads()
+        (value,) = await pool.run_sync(call, on_abandoned=on_abandoned)
         if inspect.isawaitable(value):
             # A sync wrapper around an async function (a decorator without functools.wraps):
             # the coroutine it returned belongs on the event loop.

@@ -9,7 +9,8 @@ tests agree on them word for word:
   never values, of what was sent; at most :data:`MAX_LISTED_ISSUES` issues);
 * :func:`refusal_text` — a result over the tool author's :class:`ResultCeiling`;
 * :func:`truncate` — a result over the operator's ``max_tool_result_chars`` cap;
-* :func:`format_error` / :func:`timeout_text` / :func:`denied_text` / :func:`unknown_tool_text`.
+* :func:`format_error` / :func:`timeout_text` / :func:`denied_text` / :func:`unknown_tool_text`;
+* :func:`encodable_text` — any of them made sendable (lone surrogates replaced).
 
 Two answers to an oversized result serve two owners.  The author's ceiling
 *refuses* (the payload never leaves the dispatch; the model retries narrower).
@@ -24,6 +25,7 @@ import datetime as _dt
 import decimal
 import enum
 import json
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
@@ -42,6 +44,7 @@ __all__ = [
     "ToolStatus",
     "ValidationIssue",
     "denied_text",
+    "encodable_text",
     "format_error",
     "invalid_arguments_text",
     "refusal_text",
@@ -246,23 +249,69 @@ def render_result(value: Any) -> str:
     ``None`` becomes ``"null"``.  attrs classes, dataclasses, enums, sets, dates,
     UUIDs, paths, bytes and pydantic models are converted.
 
-    :raises TypeError: the value cannot be represented as JSON.
+    :raises TypeError: the value cannot be represented as JSON — whatever went wrong on the way
+        (a circular or too deeply nested value, a ``model_dump`` that raised, ...) is this one
+        error, with the reason in its message: the caller has one thing to catch.
     """
     if isinstance(value, str):
-        return value
+        return value if type(value) is str else str.__str__(value)  # a subclass's overrides go nowhere
     if type(value) is int:
         return int.__repr__(value)  # what json.dumps writes for an int, without building an encoder
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except TypeError:
+        raise
+    except RecursionError:
+        # Caught after the stack unwound: there is room again to build the error.
+        raise TypeError("it is nested too deeply to be sent as JSON") from None
+    except ValueError as exc:  # "Circular reference detected"
+        raise TypeError(f"it cannot be sent as JSON ({_clip(_message_of(exc) or 'ValueError', 200)})") from None
+    except Exception as exc:  # a conversion that raised (a model_dump, an attrs field, ...)
+        raise TypeError(f"it cannot be sent as JSON (converting it raised {type(exc).__name__})") from None
+
+
+# Lone surrogates (U+D800–U+DFFF) are str code points that no UTF-8 text can hold: a request body
+# carrying one cannot be encoded, so the step after the tool's would fail.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable_text(text: str) -> tuple[str, int]:
+    """``text`` as UTF-8 can carry it, and how many surrogate code points had to be repaired.
+
+    A surrogate pair written as two code points becomes the one character it encodes; a lone
+    surrogate becomes U+FFFD.  Text without surrogates is returned as the same object (the
+    common case costs one ``isascii`` or one regex scan).
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text, 0
+    count = len(_SURROGATE.findall(text))
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace"), count
 
 
 # --- the texts the model reads -------------------------------------------------------------------
 
 
 def format_error(exc: BaseException) -> str:
-    """``Error: <ExcType>: <message>`` with registered secrets removed, no traceback."""
-    message = redact(str(exc)).strip()
+    """``Error: <ExcType>: <message>`` with registered secrets removed, no traceback.
+
+    Never raises: an exception whose ``__str__`` raises (or returns something odd) is named
+    by its type alone, with a note that its message could not be read.
+    """
     name = type(exc).__name__
+    message = _message_of(exc)
+    if message is None:
+        return f"Error: {name} (its message could not be read)"
+    message = redact(message).strip()
     return f"Error: {name}: {message}" if message else f"Error: {name}"
+
+
+def _message_of(exc: BaseException) -> str | None:
+    """``str(exc)``, or ``None`` when the exception's own ``__str__`` fails."""
+    try:
+        message = str(exc)
+    except Exception:
+        return None
+    return message if type(message) is str else str.__str__(message)
 
 
 def timeout_text(name: str, seconds: float) -> str:

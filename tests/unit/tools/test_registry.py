@@ -54,3 +54,29 @@ async def test_start_refuses_a_sync_tool() -> None:
 @pytest.mark.parametrize("value", [0, 5, -17, 10**40, True, None, 2.5, [1, "é"], {"k": (1, 2)}])
 def test_rendering_matches_json_dumps(value: Any) -> None:
     assert render_result(value) == json.dumps(value, ensure_ascii=False)
+
+
+async def test_invoke_runs_a_sync_tool_in_the_given_worker_threads_and_reports_abandonment() -> None:
+    import threading
+
+    import anyio
+
+    from agentactors.actors.threads import WorkerThreads
+
+    release = threading.Event()
+
+    @tool
+    def stuck() -> str:
+        """Blocks until released."""
+        release.wait(5)
+        return "late"
+
+    pool = WorkerThreads(1)
+    reported: list[int] = []
+    try:
+        with anyio.move_on_after(0.1):
+            await stuck.invoke({}, threads=pool, on_abandoned=reported.append)
+        assert reported == [1] and pool.abandoned == 1
+        assert await sync_add.invoke({"a": 1, "b": 2}, threads=pool) == 3  # the slot came back at once
+    finally:
+        release.set()

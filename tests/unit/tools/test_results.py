@@ -18,6 +18,7 @@ from agentactors.tools import ResultCeiling, ToolResult, ToolStatus, render_resu
 from agentactors.tools.results import (
     ValidationIssue,
     denied_text,
+    encodable_text,
     format_error,
     invalid_arguments_text,
     refusal_text,
@@ -195,3 +196,64 @@ def test_unreadable_arguments_text() -> None:
     assert cut.endswith("\nFix.")
     empty = unreadable_arguments_text("t", "empty", None, ("a", "b"), "Fix.")
     assert "No arguments were sent" in empty and "a, b" in empty
+
+
+# --- rendering and formatting never fail in a way the executor cannot answer -------------------
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_render_result_raises_type_error_only_whatever_goes_wrong() -> None:
+    circular: list[object] = []
+    circular.append(circular)
+
+    class Dumps:
+        def model_dump(self, mode: str) -> object:
+            raise RuntimeError("a pydantic-like failure")
+
+    with pytest.raises(TypeError, match="nested too deeply"):
+        render_result(_nested(100_000))
+    with pytest.raises(TypeError, match="Circular reference"):
+        render_result(circular)
+    with pytest.raises(TypeError, match="converting it raised RuntimeError"):
+        render_result(Dumps())
+    with pytest.raises(TypeError, match="not JSON serialisable"):
+        render_result(object())
+
+
+def test_render_result_hands_back_a_plain_str_for_a_str_subclass() -> None:
+    class Loud(str):
+        def __str__(self) -> str:
+            return "LOUD"
+
+    rendered = render_result(Loud("quiet"))
+    assert rendered == "quiet" and type(rendered) is str
+
+
+def test_format_error_never_raises() -> None:
+    class Unreadable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    class Odd(BaseException):
+        pass
+
+    assert format_error(Unreadable()) == "Error: Unreadable (its message could not be read)"
+    assert format_error(SystemExit(2)) == "Error: SystemExit: 2"
+    assert format_error(Odd()) == "Error: Odd"
+    assert format_error(KeyboardInterrupt()) == "Error: KeyboardInterrupt"
+
+
+def test_encodable_text_repairs_surrogates_and_leaves_the_rest_alone() -> None:
+    fine = "naïve — ☕ 😀"
+    assert encodable_text(fine) == (fine, 0) and encodable_text(fine)[0] is fine
+    assert encodable_text("plain ascii") == ("plain ascii", 0)
+    fixed, count = encodable_text("a\udce9b \ud83d\ude00 c\ud800")
+    assert (fixed, count) == ("a\ufffdb 😀 c\ufffd", 4)
+    fixed.encode("utf-8")
+    assert encodable_text("\ufffd already")[1] == 0

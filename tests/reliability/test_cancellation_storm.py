@@ -1,0 +1,243 @@
+"""The cancellation storm: hundreds of runs cancelled at random points leave nothing behind, on both backends.
+
+Runs over loopback HTTP (a FakeVendor on 127.0.0.1, in a child process) call a slow async or a slow sync
+tool, then stream or fetch a slow answer; each is cancelled by its caller's scope at a random moment — while
+a request is in flight, while a stream is arriving, while a tool runs — and a batch is cancelled as a whole.
+Afterwards
+(issue 10; docs/reliability.md, "What cancellation leaves behind"):
+
+* no task and no busy handler in the runtime (``rt.stats()``), no abandoned thread once the sync tools return;
+* every ProviderActor permit is back: as many requests as its ``max_concurrency`` get in at once;
+* no socket: every connection left in the client's pool is idle, no other socket to the vendor is open,
+  and closing the client closes them all;
+* the vendor saw every request it was still answering as a disconnect (none is left pending).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from agentactors._demo.vendor import VendorProcess
+from agentactors.actors import ProviderActor, Runtime, worker_threads
+from agentactors.agent import Agent
+from agentactors.events import Event, InMemoryRecorder
+from agentactors.messages import LLMRequest, LLMResponse
+from agentactors.providers.base import StreamContext
+from agentactors.providers.openai import OpenAIProvider
+from agentactors.tools import tool
+from tests.reliability._vendor_models import STORM
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-storm-6a2b9d0e1f"
+RUNS = 120
+PERMITS = 32
+
+
+@tool(timeout=None)
+async def slow_async(n: int) -> str:
+    """Takes a while, awaiting."""
+    await anyio.sleep(0.15)
+    return f"async {n}"
+
+
+@tool(timeout=None)
+def slow_sync(n: int) -> str:
+    """Takes a while, blocking its worker thread."""
+    time.sleep(0.15)
+    return f"sync {n}"
+
+
+class Gate:
+    """A provider in front of the HTTP one that, once armed, holds each ``complete`` until ``count`` are in.
+
+    After the storm it proves the ProviderActor's permits all came back: with one missing, only
+    ``count - 1`` requests could get in and the gate would never open.
+    """
+
+    def __init__(self, inner: OpenAIProvider) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.default_model = inner.default_model
+        self.armed: tuple[int, anyio.Event] | None = None
+        self.inside = 0
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.armed is not None:
+            count, all_in = self.armed
+            self.inside += 1
+            if self.inside == count:
+                all_in.set()
+            await all_in.wait()
+        return await self.inner.complete(request)
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        return self.inner.stream(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _client_sockets(port: int) -> Counter[str]:
+    """States of this machine's TCP sockets whose *remote* port is ``port``: the clients' ends (Linux)."""
+    states = {"01": "ESTABLISHED", "02": "SYN_SENT", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "06": "TIME_WAIT",
+              "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0B": "CLOSING"}
+    found: Counter[str] = Counter()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        path = Path(table)
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port:
+                found[states.get(fields[3], fields[3])] += 1
+    return found
+
+
+class Striker:
+    """A recorder that cancels chosen runs where asked: in flight, mid-stream or mid-tool, for sure.
+
+    The random storm hits every point only most of the time; these runs make the coverage certain.  A
+    run is chosen by its prompt; at the event named for it, its scope's deadline is set a moment
+    ahead (``after`` seconds: the request is on the wire, the tool is running) or reached at once.
+    """
+
+    def __init__(self) -> None:
+        self.targets: dict[str, tuple[str, float, anyio.CancelScope]] = {}
+        self.struck: Counter[str] = Counter()
+        self._prompts: dict[str, str] = {}
+
+    def aim(self, prompt: str, at: str, after: float) -> anyio.CancelScope:
+        scope = anyio.CancelScope()
+        self.targets[prompt] = (at, after, scope)
+        return scope
+
+    def record(self, event: Event) -> None:
+        if event.run_id is None:
+            return
+        if event.type == "llm.request" and event.run_id not in self._prompts:
+            self._prompts[event.run_id] = next(m.content for m in event.request.messages if m.role == "user")
+        prompt = self._prompts.get(event.run_id)
+        target = self.targets.get(prompt) if prompt is not None else None
+        if target is not None and event.type == target[0]:
+            at, after, scope = self.targets.pop(prompt)  # type: ignore[arg-type]
+            scope.deadline = anyio.current_time() + after
+            self.struck[at] += 1
+
+
+def _where(events: list[Event]) -> str:
+    """Where a cancelled run was when it was cancelled, read from its events."""
+    last = "before its first request"
+    for e in events:
+        if e.type == "tools.finished" and e.status == "cancelled":
+            return "mid-tool"  # the executor reports the calls a cancellation interrupted
+        if e.type in ("llm.request", "llm.text_delta"):
+            last = "mid-request" if e.type == "llm.request" else "mid-stream"
+        elif e.type == "llm.response":
+            last = "between steps"
+    return last
+
+
+async def test_runs_cancelled_at_random_points_leave_nothing_behind(anyio_backend_name: str) -> None:
+    rng = random.Random(f"storm-{anyio_backend_name}")
+    recorder = InMemoryRecorder()
+    striker = Striker()
+    threads_before = worker_threads().abandoned
+    transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+    async with VendorProcess(faults=None, latency=0.05, api_key=KEY, model=STORM) as vendor, httpx.AsyncClient(
+        transport=transport
+    ) as client:
+        port = httpx.URL(vendor.base_url).port
+        assert port is not None
+        gate = Gate(OpenAIProvider("gpt-storm", api_key=KEY, base_url=f"{vendor.base_url}/v1", http_client=client))
+        async with Runtime(recorders=[recorder, striker]) as rt:
+            ref = ProviderActor.shared(rt, gate, max_concurrency=PERMITS)
+            agent = Agent(ref, tools=[slow_async, slow_sync], nudges=False)
+            finished: list[str] = []
+
+            async def cancelled_at_random(n: int) -> None:
+                prompt = f"{'sync' if n % 3 == 0 else 'async'} {n}"
+                # Spread over two seconds, so that a few dozen are in flight at once: a storm, not a queue.
+                await anyio.sleep(rng.uniform(0.0, 2.0))
+                with anyio.move_on_after(rng.uniform(0.0, 0.9)):
+                    result = await agent.run(prompt, on_token=(lambda text: None) if n % 2 else None)
+                    finished.append(result.content)
+
+            async def struck(prompt: str, at: str, after: float, stream: bool) -> None:
+                await anyio.sleep(rng.uniform(0.0, 2.0))
+                with striker.aim(prompt, at, after):
+                    await agent.run(prompt, on_token=(lambda text: None) if stream else None)
+
+            aimed = [
+                *((f"async {n}", "llm.request", 0.02, False) for n in range(1000, 1010)),  # on the wire
+                *((f"async {n}", "llm.text_delta", 0.0, True) for n in range(1010, 1020)),  # mid-stream
+                *((f"sync {n}", "tools.started", 0.05, False) for n in range(1020, 1030)),  # mid-tool, a thread
+                *((f"async {n}", "tools.started", 0.05, False) for n in range(1030, 1035)),  # mid-tool, awaiting
+            ]
+
+            async def batch_cancelled_as_a_whole() -> None:
+                await anyio.sleep(1.0)
+                with anyio.move_on_after(0.4):
+                    await rt.run_many(agent, [f"async {n}" for n in range(RUNS, RUNS + 40)], concurrency=40)
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    for n in range(RUNS):
+                        tg.start_soon(cancelled_at_random, n)
+                    for prompt, at, after, stream in aimed:
+                        tg.start_soon(struck, prompt, at, after, stream)
+                    tg.start_soon(batch_cancelled_as_a_whole)
+                await rt.wait_idle()
+
+            # Where the storm struck: every kind of point was hit.
+            by_run: dict[str, list[Event]] = {}
+            cancelled: list[str] = []
+            for e in recorder.events:
+                if e.run_id is not None:
+                    by_run.setdefault(e.run_id, []).append(e)
+                if e.type == "run.finished" and e.get("cancelled"):
+                    cancelled.append(e.run_id or "")
+            points = Counter(_where(by_run[run_id]) for run_id in cancelled)
+            assert {"mid-request", "mid-stream", "mid-tool"} <= set(points), points
+            assert striker.struck == {"llm.request": 10, "llm.text_delta": 10, "tools.started": 15}
+            assert finished, "some runs got through before their scope struck"
+            started = sum(e.type == "run.started" for e in recorder.events)
+            assert started == sum(e.type == "run.finished" for e in recorder.events)  # every run ended
+
+            # No task, no busy handler, nothing queued.
+            stats = rt.stats()
+            assert (stats.tasks, stats.busy, stats.queued) == (0, 0, 0), stats
+
+            # Every permit is back: PERMITS requests get in at once (the gate opens only when all are in).
+            gate.armed = (PERMITS, anyio.Event())
+            with anyio.fail_after(20):
+                again = await rt.run_many(agent, [f"plain {n}" for n in range(PERMITS)], concurrency=PERMITS)
+            assert all(r.ok for r in again), [r.error for r in again if not r.ok]
+            gate.armed = None
+
+        # No socket: every pooled connection is idle, and no other socket to the vendor is open.
+        connections = transport._pool.connections  # httpx keeps its httpcore pool private; read it here only
+        assert all(c.is_idle() or c.is_closed() for c in connections), connections
+        open_now = _client_sockets(port)
+        assert open_now["ESTABLISHED"] <= sum(1 for c in connections if not c.is_closed()), open_now
+        assert not open_now["SYN_SENT"] and not open_now["CLOSE_WAIT"], open_now
+        await client.aclose()
+        assert not _client_sockets(port)["ESTABLISHED"]  # closing the client closed every one
+
+        # The vendor saw every request it was still answering as a disconnect; none is left pending.
+        requests, _ = await vendor.log(settle_within=10)
+        outcomes = Counter(r.outcome for r in requests)
+        assert set(outcomes) <= {"ok", "disconnected"}, outcomes
+        assert outcomes["disconnected"] > 0, outcomes  # the storm did strike requests in flight
+
+    # The sync tools' abandoned threads all return (they were counted meanwhile).
+    with anyio.fail_after(10):
+        while worker_threads().abandoned > threads_before:  # noqa: ASYNC110 - threads change the count
+            await anyio.sleep(0.01)
