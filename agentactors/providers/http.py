@@ -408,8 +408,11 @@ class HTTPProvider:
     ) -> httpx.Response:
         """Put the request on the wire; ``io_timeout`` is the request's own (``ModelSettings.timeout``)."""
         sender = self._get_sender()
-        if self._keeper is None and self._owns_sender:
-            # Started in the loop the sender belongs to: the loop finalises it when it ends.
+        if self._keeper is None and self._owns_sender and sender.name == "aiohttp":
+            # Started in the loop the sender belongs to: the loop finalises it when it ends.  Only for
+            # aiohttp (asyncio), whose collected sessions log "Unclosed client session" errors through
+            # the loop; httpx's pool (and trio, which warns about any collected half-run generator)
+            # is left as it is.
             keeper = _closed_with_its_loop(sender)
             await keeper.asend(None)
             self._keeper = keeper

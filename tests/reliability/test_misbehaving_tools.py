@@ -158,7 +158,9 @@ def _tool_messages(result: Any) -> list[tuple[Any, str]]:
 
 @pytest.mark.parametrize("prompt", sorted(CASES))
 async def test_each_misbehaving_tool_ends_as_a_result_of_agent_run(vendor: FakeVendor, prompt: str) -> None:
-    result = await _agent(vendor).run(prompt)
+    agent = _agent(vendor)
+    async with agent.provider:  # a run without a Runtime leaves closing the provider to its owner
+        result = await agent.run(prompt)
     assert result.ok and not result.generation_failed, result.error
     _check(prompt, result.content, _tool_messages(result))
 
@@ -186,7 +188,9 @@ async def test_every_misbehaving_tool_in_one_batch_loses_no_run(vendor: FakeVend
 
 async def test_duplicate_call_ids_run_once_each_and_the_next_request_is_accepted(vendor: FakeVendor) -> None:
     before = len(vendor.requests)
-    result = await _agent(vendor).run("duplicate-ids")
+    agent = _agent(vendor)
+    async with agent.provider:
+        result = await agent.run("duplicate-ids")
     assert result.ok and result.content == "results: echo a | echo b"
     follow_up = vendor.requests[before + 1]
     assert follow_up.status == 200 and follow_up.conversation is not None
