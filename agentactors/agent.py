@@ -226,13 +226,21 @@ class Agent:
     # -- running --------------------------------------------------------------------------------
 
     async def run(
-        self, prompt: Prompt, *, on_token: Callable[[str], None] | None = None, deps: Any = None
+        self,
+        prompt: Prompt,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        deps: Any = None,
+        input_key: str | None = None,
     ) -> RunResult:
         """Run the tool loop on ``prompt`` (a str, a Message or a conversation) to a :class:`RunResult`.
 
         ``on_token(text)`` is called for each piece of answer text as it streams
         (the provider's stream path is used then).  ``deps`` reaches tools as
-        ``ToolContext.deps`` and is never recorded.
+        ``ToolContext.deps`` and is never recorded.  ``input_key`` names the
+        input across attempts (a run of the same input again gets a new run id
+        but the same key) and reaches tools as ``ToolContext.input_key``, so a
+        tool with side effects can deduplicate.
 
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
@@ -243,10 +251,12 @@ class Agent:
         messages = _to_messages(prompt)
         rt = self._runtime()
         if rt is not None:
-            return await self._run_in(rt, messages, on_token=on_token, deps=deps)
+            return await self._run_in(rt, messages, on_token=on_token, deps=deps, input_key=input_key)
         async with Runtime() as private:
             try:
-                result = await self._run_in(private, messages, on_token=on_token, deps=deps, private=True)
+                result = await self._run_in(
+                    private, messages, on_token=on_token, deps=deps, private=True, input_key=input_key
+                )
             finally:
                 self._forget(private)
         return result
@@ -311,12 +321,12 @@ class Agent:
             )
         return AsCompleted(rt, self, inputs, concurrency)
 
-    def stream(self, prompt: Prompt, *, deps: Any = None) -> AgentRun:
+    def stream(self, prompt: Prompt, *, deps: Any = None, input_key: str | None = None) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
-        See :class:`AgentRun`.
+        See :class:`AgentRun`; ``deps`` and ``input_key`` as for :meth:`run`.
         """
-        return AgentRun(self, _to_messages(prompt), deps=deps)
+        return AgentRun(self, _to_messages(prompt), deps=deps, input_key=input_key)
 
     def _runtime(self) -> Runtime | None:
         rt = Runtime.current()
@@ -377,6 +387,7 @@ class Agent:
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
+        input_key: str | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
         run_id = new_run_id()
@@ -392,6 +403,7 @@ class Agent:
             deps=deps,
             on_text=on_token,
             stream=stream,
+            input_key=input_key,
         )
         return controller, sink
 
@@ -403,9 +415,10 @@ class Agent:
         on_token: Callable[[str], None] | None = None,
         deps: Any = None,
         private: bool = False,
+        input_key: str | None = None,
     ) -> Awaitable[RunResult]:
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
-        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private)
+        controller, sink = self._controller(rt, on_token=on_token, deps=deps, private=private, input_key=input_key)
         if sink is None and current_sink() is None:
             return controller.run(messages)  # the hot path: nothing to install
         return _drive(controller, sink, messages)
@@ -455,10 +468,13 @@ class AgentRun:
     scope propagates as anyio's cancellation exception.
     """
 
-    def __init__(self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None) -> None:
+    def __init__(
+        self, agent: Agent, messages: tuple[Message, ...], *, deps: Any = None, input_key: str | None = None
+    ) -> None:
         self._agent = agent
         self._messages = messages
         self._deps = deps
+        self._input_key = input_key
         self._stack: AsyncExitStack | None = None
         self._scope = anyio.CancelScope()
         self._receive: MemoryObjectReceiveStream[Event] | None = None
@@ -481,7 +497,12 @@ class AgentRun:
             self._receive = receive
             stack.callback(receive.close)
             controller, sink = self._agent._controller(
-                rt, deps=self._deps, extra=_ChannelRecorder(send), stream=True, private=private
+                rt,
+                deps=self._deps,
+                extra=_ChannelRecorder(send),
+                stream=True,
+                private=private,
+                input_key=self._input_key,
             )
             tg = await stack.enter_async_context(anyio.create_task_group())
             tg.start_soon(self._work, controller, sink, send)

@@ -178,6 +178,7 @@ class LoopController:
     :param sink: this run's event sink, or ``None`` when nobody listens.
     :param run_id: the run's id (also the sink's).
     :param deps: handed to tools through their ``ToolContext``; never recorded.
+    :param input_key: the caller's stable key for the input, handed to tools (``ToolContext.input_key``).
     :param on_text: called with each piece of answer text as it streams (selects the stream path).
     :param stream: use the provider's stream path even without ``on_text`` (for ``agent.stream``).
 
@@ -196,6 +197,7 @@ class LoopController:
         "_config",
         "_conversation",
         "_deps",
+        "_input_key",
         "_native",
         "_on_text",
         "_previous",
@@ -228,6 +230,7 @@ class LoopController:
         deps: Any = None,
         on_text: Callable[[str], None] | None = None,
         stream: bool = False,
+        input_key: str | None = None,
     ) -> None:
         self._config = config
         self._provider = provider
@@ -235,6 +238,7 @@ class LoopController:
         self._native = native
         self._sink = sink if sink else None
         self._deps = deps
+        self._input_key = input_key
         self._on_text = on_text
         self._stream = stream or on_text is not None
         self.run_id = run_id
@@ -636,10 +640,16 @@ class LoopController:
             return tuple(
                 ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in calls
             )
-        # Positional, in field order (run_id, agent, step, cap, policy, deps): keywords cost a good part
-        # of building it, once per step.
+        # Positional, in field order (run_id, agent, step, cap, policy, deps, input_key): keywords cost a
+        # good part of building it, once per step.
         context = ExecutionContext(
-            self.run_id, config.agent_name, step, config.max_tool_result_chars, config.tool_policy, self._deps
+            self.run_id,
+            config.agent_name,
+            step,
+            config.max_tool_result_chars,
+            config.tool_policy,
+            self._deps,
+            self._input_key,
         )
         results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
         return results
