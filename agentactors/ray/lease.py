@@ -152,6 +152,7 @@ class LeaseClient:
         self._busy = 0
         self._share = budget.max_concurrency or 0
         self._to_return = 0
+        self._releasing = 0
         self._idle_since: float | None = None
         self._last_contact = -math.inf
         self._registered_at = -math.inf
@@ -368,6 +369,8 @@ class LeaseClient:
                 continue
             wake = self._return_wake
             deadline = self._idle_since + budget.linger if idle > 0 and self._idle_since is not None else math.inf
+            if self._epoch is None:
+                deadline = math.inf  # nothing can go back before the registration (which wakes us)
             with anyio.move_on_after(max(0.0, deadline - now)):
                 await wake.wait()
             if wake is self._return_wake:
@@ -393,7 +396,10 @@ class LeaseClient:
             await anyio.sleep(self.budget.refresh)
         self._registered_at = now
         self.stats.ledger_calls += 1
-        reply = await self._port.register(self.worker, self._held, self._roster)
+        # Slots on their way back count as held until an incarnation confirms it has them back: a
+        # registration that left them out, followed by their release, would make the ledger think
+        # we hold fewer than we do — and grant them twice.
+        reply = await self._port.register(self.worker, self._held + self._to_return + self._releasing, self._roster)
         self._epoch = reply.epoch
         self._last_contact = self._clock()
         if reply.share:
@@ -402,10 +408,22 @@ class LeaseClient:
             await anyio.sleep(min(self.budget.refresh, 0.05))
 
     async def _call_release(self, count: int, *, returned: bool = False) -> None:
+        """Give ``count`` slots back; a release no incarnation confirmed is queued again (for the next one)."""
         self.stats.ledger_calls += 1
-        if returned:
+        epoch = self._epoch
+        self._releasing += count
+        try:
+            reply = await self._port.release(self.worker, epoch, count, self._missing())
+        except BaseException:
+            self._releasing -= count
+            self._to_return += count
+            raise
+        self._releasing -= count
+        if reply.register or reply.epoch != epoch:
+            self._to_return += count
+        elif returned:
             self.stats.slots_returned += count
-        self._adopt(await self._port.release(self.worker, self._epoch, count, self._missing()))
+        self._adopt(reply)
 
     def _adopt(self, reply: SlotReply) -> bool:
         """Take in a reply; ``False`` when the ledger asks us to register (a new incarnation)."""

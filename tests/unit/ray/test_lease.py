@@ -307,3 +307,45 @@ def test_shared_budget_validates() -> None:
         SharedBudget(requests_per_minute=-1)
     assert SharedBudget(requests_per_minute=6000).request_lease == 16
     assert SharedBudget(requests_per_minute=30).request_lease == 1
+
+
+async def test_restarts_while_slots_go_back_and_forth_never_double_grant() -> None:
+    """Bursts with pauses longer than the linger, so slots keep going back and coming again, and the
+    ledger killed and restarted in the middle of it, again and again: a slot on its way back when
+    the ledger restarts must still count as held by the new incarnation until it is returned there."""
+    rng = random.Random(3)
+    budget = SharedBudget(max_concurrency=5, linger=0.02, refresh=0.05)
+    port = Port(budget, latency=0.002)
+    gauge = Gauge()
+    violations: list[str] = []
+
+    async def bursts(client: LeaseClient) -> None:
+        for _ in range(40):
+            await requests(client, gauge, rng.randint(1, 8), lambda: rng.uniform(0.001, 0.03))
+            await anyio.sleep(rng.uniform(0.0, 0.06))
+
+    async def watch() -> None:
+        while True:
+            service = port.service
+            if service is not None and not service.ledger.recovering and service.ledger.in_use < gauge.now:
+                violations.append(f"ledger counts {service.ledger.in_use}, {gauge.now} in flight")
+            await anyio.sleep(0.001)
+
+    restarts = 0
+    async with clients(port, 3) as made:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as work:
+                    for client in made:
+                        work.start_soon(bursts, client)
+                    for _ in range(8):
+                        await anyio.sleep(rng.uniform(0.05, 0.3))
+                        port.kill()
+                        await anyio.sleep(rng.uniform(0.0, 0.05))
+                        port.restart()
+                        restarts += 1
+            tg.cancel_scope.cancel()
+    assert restarts == 8
+    assert not violations, violations[:3]
+    assert gauge.peak <= 5
