@@ -26,6 +26,7 @@ async def test_a_foreign_task_sees_no_runtime_and_call_gives_it_one() -> None:
     seen: dict[str, object] = {}
     handed: list[Runtime] = []
     ready = anyio.Event()
+    finished = anyio.Event()
 
     async def inside() -> str:
         seen["current"] = Runtime.current()
@@ -38,6 +39,7 @@ async def test_a_foreign_task_sees_no_runtime_and_call_gives_it_one() -> None:
         seen["before"] = Runtime.current()
         seen["content"] = await rt.call(inside)
         seen["after"] = Runtime.current()
+        finished.set()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(foreign)
@@ -45,8 +47,7 @@ async def test_a_foreign_task_sees_no_runtime_and_call_gives_it_one() -> None:
             handed.append(rt)
             ready.set()
             with anyio.fail_after(5):
-                while "after" not in seen:
-                    await anyio.sleep(0.001)
+                await finished.wait()
             # The foreign task's run used this runtime's one shared ProviderActor.
             assert ProviderActor.shared(rt, provider).actor.provider is provider
             assert provider.calls == 1
