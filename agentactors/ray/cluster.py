@@ -399,6 +399,7 @@ class ClusterCompletions:
         self._delivered = bytearray(self._total)
         self._changed = anyio.Event()
         self._tg: TaskGroup | None = None
+        self._closed = False
         self._send: MemoryObjectSendStream[tuple[int, RunResult]]
         self._receive: MemoryObjectReceiveStream[tuple[int, RunResult]]
         self._send, self._receive = anyio.create_memory_object_stream[tuple[int, RunResult]](math.inf)
@@ -418,6 +419,7 @@ class ClusterCompletions:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         tg, self._tg = self._tg, None
+        self._closed = True
         self._receive.close()
         if tg is None:
             return None
@@ -428,10 +430,15 @@ class ClusterCompletions:
         return self
 
     async def __anext__(self) -> tuple[int, RunResult]:
+        if self._tg is None and not self._receive_closed():
+            raise RuntimeError("iterate it inside `async with cluster.as_completed(inputs) as results:`")
         try:
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
+
+    def _receive_closed(self) -> bool:
+        return self._closed
 
     # -- the job ---------------------------------------------------------------------------------
 
