@@ -31,9 +31,22 @@ import attrs
 
 from ..errors import redact
 from ..loop.result import RunResult
+from ..messages import Message
 from .errors import RemoteError
 
-__all__ = ["pack_factory", "pack_results", "unpack_factory", "unpack_results"]
+__all__ = ["input_messages", "pack_factory", "pack_results", "remote_error", "unpack_factory", "unpack_results"]
+
+
+def input_messages(prompt: Any) -> tuple[Message, ...]:
+    """The messages a failed result of ``prompt`` carries (what a run would have started from)."""
+    if isinstance(prompt, str):
+        return (Message.user(prompt),)
+    if isinstance(prompt, Message):
+        return (prompt,)
+    try:
+        return tuple(m for m in prompt if isinstance(m, Message))
+    except TypeError:
+        return ()
 
 
 def _installed_roots() -> tuple[Path, ...]:

@@ -49,10 +49,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .. import __version__
 from ..loop.result import RunResult
-from ..messages import Message
 from ._budget_actor import BudgetActor
 from ._refs import RefWaiter
-from ._shipping import pack_factory, remote_error, unpack_results
+from ._shipping import input_messages, pack_factory, remote_error, unpack_results
 from .budget import SharedBudget
 from .errors import VersionMismatch, WorkerLost
 from .ledger import Roster
@@ -66,17 +65,6 @@ log = logging.getLogger("agentactors.ray")
 INLINE_LIMIT: Final = 100 * 1024
 _MAX_CHUNK: Final = 256
 _FORBIDDEN_OPTIONS: Final = frozenset({"max_task_retries", "max_restarts"})
-
-
-def _input_messages(prompt: Any) -> tuple[Message, ...]:
-    if isinstance(prompt, str):
-        return (Message.user(prompt),)
-    if isinstance(prompt, Message):
-        return (prompt,)
-    try:
-        return tuple(m for m in prompt if isinstance(m, Message))
-    except TypeError:
-        return ()
 
 
 @attrs.define(slots=True, eq=False)
@@ -467,7 +455,7 @@ class ClusterCompletions:
 
     def _fail_chunk(self, chunk: _Chunk, error: BaseException) -> None:
         for offset, prompt in enumerate(chunk.items):
-            self._deliver(chunk.start + offset, RunResult("", _input_messages(prompt), error=error))
+            self._deliver(chunk.start + offset, RunResult("", input_messages(prompt), error=error))
 
     async def _run(self) -> None:
         cluster = self._cluster

@@ -32,26 +32,14 @@ import anyio
 from .. import __version__
 from ..actors.runtime import Runtime
 from ..loop.result import RunResult
-from ..messages import Message
 from ._budget_actor import RayLedgerPort
 from ._env import WorkerEnv, use_env
-from ._shipping import pack_results, unpack_factory
+from ._shipping import input_messages, pack_results, unpack_factory
 from .budget import SharedBudget
 from .lease import LeaseClient
 from .ledger import Roster
 
 __all__ = ["ClusterWorker"]
-
-
-def _input_messages(prompt: Any) -> tuple[Message, ...]:
-    if isinstance(prompt, str):
-        return (Message.user(prompt),)
-    if isinstance(prompt, Message):
-        return (prompt,)
-    try:
-        return tuple(m for m in prompt if isinstance(m, Message))
-    except TypeError:
-        return ()
 
 
 class ClusterWorker:
@@ -166,7 +154,7 @@ class ClusterWorker:
             try:
                 results[i] = await agent.run(prompt, input_key=f"{job}:{start + i}")
             except Exception as exc:
-                results[i] = RunResult("", _input_messages(prompt), error=exc)
+                results[i] = RunResult("", input_messages(prompt), error=exc)
 
         async with anyio.create_task_group() as tg:
             for i in range(len(inputs)):
