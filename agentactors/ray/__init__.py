@@ -27,8 +27,8 @@
   rate budget for the whole cluster, leased in batches.
 - :class:`WorkerLost`, :class:`RemoteError`, :class:`VersionMismatch` — its errors.
 
-docs/ray.md has the design and the failure semantics.  Importing this package
-imports ray; ``import agentactors`` never does.
+docs/ray.md has the design and the failure semantics.  ray itself is imported
+when a cluster starts (or a worker runs), never by ``import agentactors``.
 """
 
 from __future__ import annotations

@@ -49,3 +49,11 @@ async def test_iterating_completions_outside_async_with_is_an_error() -> None:
     completions = ClusterCompletions(RayCluster(factory, workers=1), ["a"])
     with pytest.raises(RuntimeError, match=r"async with cluster\.as_completed"):
         await completions.__anext__()
+
+
+def test_neither_the_core_nor_the_package_imports_ray_before_a_cluster_starts() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, agentactors, agentactors.ray; assert 'ray' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
