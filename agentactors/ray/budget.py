@@ -63,7 +63,8 @@ class SharedBudget:
     :param token_ttl: seconds a worker keeps leased rate units it has not spent before
         returning them.
     :param refresh: seconds between a holding worker's check-ins, which tell it its fair share
-        (so a worker holding more than its share hands the surplus back as requests end).
+        (so a worker holding more than its share hands the surplus back as requests end); an
+        idle worker checks in every ``4 × refresh`` (so a restarted ledger hears from it).
     """
 
     max_concurrency: int | None = attrs.field(default=None, validator=_concurrency)

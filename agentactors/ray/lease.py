@@ -49,6 +49,7 @@ _BACKOFF_MAX: Final = 1.0
 # Seconds of float noise: a deadline computed as ``t + linger`` may compare as a hair short of
 # ``linger`` once reached, and a loop that slept "until then" must not spin on it.
 _EPSILON: Final = 1e-6
+_IDLE_CHECK_IN: Final = 4  # an idle worker checks in every 4 refreshes (1 s by default)
 
 
 @attrs.define(slots=True)
@@ -336,13 +337,13 @@ class LeaseClient:
                 self._hand_out()
                 self._idle_if_spare()
             return
-        if self._held > 0 and now - self._last_contact >= budget.refresh - _EPSILON:
+        if now - self._last_contact >= self._check_in_every() - _EPSILON:
             self.stats.ledger_calls += 1
             self._adopt(await self._port.check_in(self.worker, self._epoch, self._missing()))
             self._give_back_surplus()
             return
         wake = self._wake
-        deadline = self._last_contact + budget.refresh if self._held > 0 else math.inf
+        deadline = self._last_contact + self._check_in_every()
         with anyio.move_on_after(max(0.0, deadline - now)):
             await wake.wait()
         if wake is self._wake:
@@ -375,6 +376,12 @@ class LeaseClient:
                 await wake.wait()
             if wake is self._return_wake:
                 self._return_wake = anyio.Event()
+
+    def _check_in_every(self) -> float:
+        # A holding worker checks in every refresh (to learn its share).  An idle one checks in
+        # too, less often: a restarted ledger waits for every worker of the roster to register,
+        # and a worker that never calls would keep it recovering — starving the others.
+        return self.budget.refresh if self._held > 0 else self.budget.refresh * _IDLE_CHECK_IN
 
     def _idle_if_spare(self) -> None:
         # A long-polled grant may outlive the demand it was for: those slots linger, then go back.

@@ -248,7 +248,9 @@ async def test_the_budget_actor_killed_and_restarted_keeps_the_bound() -> None:
                 second = await restarted_stats(ledger, first["epoch"])
                 # What the workers held came back to them; new grants come from the new incarnation.
                 after = await cluster.run_many([f"r{i}" for i in range(40)])
-                third = await cluster_call(ledger.stats.remote())
+                with anyio.fail_after(10):  # every worker, busy or idle, re-registers within a few check-ins
+                    while (third := await cluster_call(ledger.stats.remote()))["recovering"]:
+                        await anyio.sleep(0.1)  # noqa: ASYNC110 - polling another process
         requests = await fv.wait_until_settled()
     assert second["pid"] != first["pid"]  # it really was a new process
     assert third["epoch"] == second["epoch"] and not third["recovering"]

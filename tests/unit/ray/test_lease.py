@@ -349,3 +349,20 @@ async def test_restarts_while_slots_go_back_and_forth_never_double_grant() -> No
     assert restarts == 8
     assert not violations, violations[:3]
     assert gauge.peak <= 5
+
+
+async def test_an_idle_worker_re_registers_so_a_restarted_ledger_recovers_for_the_busy_one() -> None:
+    budget = SharedBudget(max_concurrency=4, refresh=0.1)
+    port = Port(budget)
+    gauge = Gauge()
+    async with clients(port, 2) as (busy, idle):
+        await requests(busy, gauge, 20, lambda: 0.05)
+        port.kill()
+        await anyio.sleep(0.2)
+        service = port.restart()
+        await anyio.sleep(2.0)  # busy's slots went back meanwhile; idle never had work
+        assert idle.held == 0 and idle.stats.permits == 0
+        assert not service.ledger.recovering  # idle checked in, so the ledger knows it holds nothing
+        with anyio.fail_after(5):
+            await requests(busy, gauge, 20, lambda: 0.05)  # new grants from the new incarnation
+    assert gauge.peak <= 4
