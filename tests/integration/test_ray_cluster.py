@@ -249,8 +249,7 @@ async def test_the_budget_actor_killed_and_restarted_keeps_the_bound() -> None:
                 # What the workers held came back to them; new grants come from the new incarnation.
                 after = await cluster.run_many([f"r{i}" for i in range(40)])
                 with anyio.fail_after(10):  # every worker, busy or idle, re-registers within a few check-ins
-                    while (third := await cluster_call(ledger.stats.remote()))["recovering"]:
-                        await anyio.sleep(0.1)  # noqa: ASYNC110 - polling another process
+                    third = await recovered_stats(ledger)
         requests = await fv.wait_until_settled()
     assert second["pid"] != first["pid"]  # it really was a new process
     assert third["epoch"] == second["epoch"] and not third["recovering"]
@@ -263,6 +262,17 @@ async def cluster_call(ref: Any) -> Any:
     from agentactors.ray._refs import RefWaiter
 
     return await RefWaiter().wait(ref)
+
+
+async def recovered_stats(ledger: Any) -> dict[str, Any]:
+    """The ledger's stats once it no longer recovers (polling another process: no event to wait on)."""
+    stats: dict[str, Any] = await cluster_call(ledger.stats.remote())
+    for _ in range(1000):
+        if not stats["recovering"]:
+            break
+        await anyio.sleep(0.1)
+        stats = await cluster_call(ledger.stats.remote())
+    return stats
 
 
 async def restarted_stats(ledger: Any, old_epoch: str) -> dict[str, Any]:
