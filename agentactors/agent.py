@@ -142,6 +142,7 @@ class RunOptions:
     settings: ModelSettings | None = None
     deadline: float | None = None
     priority: int | None = None
+    input_key: str | None = None
 
 
 NO_OPTIONS: Final = RunOptions()
@@ -153,12 +154,22 @@ def _options(
     settings: ModelSettings | None,
     deadline: float | None,
     priority: int | None,
+    input_key: str | None,
 ) -> RunOptions:
     """The run's options, checked; the shared default when none is given (the hot path allocates nothing)."""
-    if on_token is None and deps is None and settings is None and deadline is None and priority is None:
+    if (
+        on_token is None
+        and deps is None
+        and settings is None
+        and deadline is None
+        and priority is None
+        and input_key is None
+    ):
         return NO_OPTIONS
     _check_settings(settings)
-    return RunOptions(on_token, deps, settings, deadline, priority)
+    if input_key is not None and not isinstance(input_key, str):
+        raise TypeError(f"input_key must be a str, not {type(input_key).__name__}")
+    return RunOptions(on_token, deps, settings, deadline, priority, input_key)
 
 
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
@@ -412,13 +423,17 @@ class Agent:
         settings: ModelSettings | None = None,
         deadline: float | None = None,
         priority: int | None = None,
+        input_key: str | None = None,
     ) -> RunResult:
         """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
         message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
 
         ``on_token(text)`` is called for each piece of answer text as it streams
         (the provider's stream path is used then).  ``deps`` reaches tools as
-        ``ToolContext.deps`` and is never recorded.  ``runtime``: the runtime to
+        ``ToolContext.deps`` and is never recorded.  ``input_key`` names the
+        input across attempts (a run of the same input again gets a new run id
+        but the same key) and reaches tools as ``ToolContext.input_key``, so a
+        tool with side effects can deduplicate.  ``runtime``: the runtime to
         run in (default: the bound one, else the current one; see the module's
         docstring for the whole order and the warning a server gets when it finds none).
         ``settings`` win over the agent's for this run, field by field.
@@ -443,7 +458,7 @@ class Agent:
         caller's conversation is untouched.
         """
         messages = _to_messages(prompt)
-        options = _options(on_token, deps, settings, deadline, priority)
+        options = _options(on_token, deps, settings, deadline, priority, input_key)
         rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
         if rt is not None:
             return await self._run_in(rt, messages, options)
@@ -539,13 +554,14 @@ class Agent:
         settings: ModelSettings | None = None,
         deadline: float | None = None,
         priority: int | None = None,
+        input_key: str | None = None,
     ) -> AgentRun:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
-        ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings``, ``deadline``
-        and ``priority`` as for :meth:`run`.  See :class:`AgentRun`.
+        ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings``, ``deadline``,
+        ``priority`` and ``input_key`` as for :meth:`run`.  See :class:`AgentRun`.
         """
-        options = _options(None, deps, settings, deadline, priority)
+        options = _options(None, deps, settings, deadline, priority, input_key)
         return AgentRun(self, _to_messages(prompt), options, runtime=runtime)
 
     def _runtime(self, runtime: Runtime | None = None, *, stacklevel: int = 3) -> Runtime | None:
@@ -694,6 +710,7 @@ class Agent:
             settings=options.settings,
             deadline=options.deadline,
             priority=options.priority,
+            input_key=options.input_key,
         )
         return controller, sink
 
@@ -712,6 +729,7 @@ class Agent:
         extra: Recorder | None = None,
         stream: bool = False,
         private: bool = False,
+        input_key: str | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         """:meth:`_controller` for an agent with toolsets: they are listed first, as part of the run.
 

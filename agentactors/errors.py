@@ -28,6 +28,10 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     ├── MCPToolError                        agentactors.mcp (defined in mcp._results): a failed MCP call
     ├── MCPConnectionError                  agentactors.mcp._connection, never leaves agentactors.mcp
     ├── GeminiSchemaError                   also a ValueError; agentactors.providers.gemini
+    ├── WorkerLost                          agentactors.ray: a run lost with its Ray worker
+    ├── RemoteError                         agentactors.ray: a worker's exception that did not pickle
+    ├── VersionMismatch                     agentactors.ray: a worker on another agentactors version
+    ├── LedgerUnavailable                   agentactors.ray.ledger, never leaves the lease client
     ├── WireRejection                       the fake vendor's 4xx, never leaves agentactors.testing
     └── LiveUnavailable                     also a RuntimeError; the demo's --live without a key
 

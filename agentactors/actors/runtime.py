@@ -55,7 +55,7 @@ from anyio.abc import TaskGroup
 from ..errors import ActorStopped, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
-from .mailbox import Ask
+from .mailbox import Ask, in_context
 from .ref import Actor, ActorLike, ActorRef, cell_of
 from .threads import worker_threads
 from .worker import work
@@ -175,6 +175,7 @@ class Runtime:
         "_entered",
         "_escalated",
         "_event_cls",
+        "_guests",
         "_host",
         "_idle",
         "_ids",
@@ -211,6 +212,7 @@ class Runtime:
         self._closed = False
         self._spawning = False
         self._thread: int | None = None
+        self._guests: set[anyio.CancelScope] = set()
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
         self._scope_cls: Callable[..., anyio.CancelScope] = anyio.CancelScope
@@ -298,6 +300,8 @@ class Runtime:
                 except cancelled as e:  # an escalation (or an outer cancellation) during the drain
                     exc = e
             tg.cancel_scope.cancel()
+            for scope in list(self._guests):
+                scope.cancel()  # calls into the runtime from other tasks (call()) end with it
             if exc is None or isinstance(exc, cancelled):
                 suppress = bool(await tg.__aexit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None))
             else:
@@ -462,6 +466,46 @@ class Runtime:
         if sink is not None:
             sink.emit("actor.started", actor=cell.name)
         return ActorRef(cell)
+
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Await ``fn(*args)`` in this runtime's context from a task that is not the runtime's.
+
+        Code inside ``async with Runtime() as rt:`` finds its runtime through a
+        contextvar (:meth:`current`), set in the task that entered the block.
+        Code that runs in some other task of the same event loop — a Ray actor
+        method (Ray's task, not the one that entered the runtime), a server's
+        request handler, a callback scheduled by a library — would see no
+        runtime, or the wrong one.  ``call`` runs ``fn(*args)`` step by step in
+        a copy of the runtime's own context (the contextvars as they were when
+        ``async with`` was entered: :meth:`current` is this runtime, no run's
+        event sink), while staying in the calling task: no task is started and
+        nothing is copied back into the caller's context.  ``agent.run(...)``
+        inside ``fn`` runs in this runtime and shares its actors.
+
+        :raises RuntimeError: the runtime is not running.
+
+        Cancellation: ``fn`` runs in the calling task, so cancelling the caller
+        cancels it at its next checkpoint, as for a plain ``await fn(*args)``.
+        The runtime's exit cancels it too (after the drain), and the call then
+        raises :class:`RuntimeError`: a call never outlives the runtime it runs in.
+        """
+        self._check_running()
+        ctx = self._ctx
+        assert ctx is not None
+        awaitable = fn(*args)
+        coro = awaitable if isinstance(awaitable, Coroutine) else _awaiting(awaitable)
+        scope = self._scope_cls()
+        guests = self._guests
+        guests.add(scope)
+        try:
+            with scope:
+                result: T = await in_context(ctx.copy(), coro)
+                return result
+        finally:
+            guests.discard(scope)
+        # Only the runtime's exit cancels this scope (the caller's cancellation is not the scope's own,
+        # so it propagates): fn did not finish, and there is no result to give.
+        raise RuntimeError("the runtime closed while Runtime.call() was running")
 
     def spawn_task(
         self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None, background: bool = False
@@ -698,6 +742,10 @@ def _count_running(delta: int) -> None:
     global _running_in_process
     with _RUNNING_LOCK:
         _running_in_process += delta
+
+
+async def _awaiting(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 class _Host:

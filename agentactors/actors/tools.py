@@ -89,7 +89,9 @@ class ExecutionContext:
     ``run_id`` (default: the current event sink's run id), ``agent`` (the
     agent's name), ``step``; ``max_tool_result_chars`` is the agent's truncation
     cap (``None``: no cap); ``tool_policy`` may deny calls; ``deps`` is handed
-    to tools through :class:`ToolContext` and never recorded anywhere.
+    to tools through :class:`ToolContext` and never recorded anywhere;
+    ``input_key`` (the caller's stable key for the run's input, see
+    :attr:`ToolContext.input_key`) is handed to tools the same way.
 
     :raises ValueError: a cap that is not a positive int.
     :raises TypeError: a ``tool_policy`` that is not callable.
@@ -101,6 +103,7 @@ class ExecutionContext:
     max_tool_result_chars: int | None = attrs.field(default=None, validator=_positive_cap)
     tool_policy: ToolPolicy | None = attrs.field(default=None, validator=_callable_or_none, repr=False)
     deps: Any = attrs.field(default=None, repr=False)
+    input_key: str | None = None
 
 
 def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
@@ -332,6 +335,7 @@ class ToolExecutorActor:
                 agent=context.agent,
                 step=context.step,
                 deps=context.deps,
+                input_key=context.input_key,
                 sink=sink,
                 loop_thread=threading.get_ident(),
             )

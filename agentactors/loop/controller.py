@@ -198,6 +198,7 @@ class LoopController:
     :param sink: this run's event sink, or ``None`` when nobody listens.
     :param run_id: the run's id (also the sink's).
     :param deps: handed to tools through their ``ToolContext``; never recorded.
+    :param input_key: the caller's stable key for the input, handed to tools (``ToolContext.input_key``).
     :param on_text: called with each piece of answer text as it streams (selects the stream path).
     :param stream: use the provider's stream path even without ``on_text`` (for ``agent.stream``).
     :param settings: the run's own :class:`~agentactors.settings.ModelSettings`, merged over the agent's
@@ -223,6 +224,7 @@ class LoopController:
         "_conversation",
         "_deadline",
         "_deps",
+        "_input_key",
         "_native",
         "_on_text",
         "_previous",
@@ -260,6 +262,7 @@ class LoopController:
         settings: ModelSettings | None = None,
         deadline: float | None = None,
         priority: int | None = None,
+        input_key: str | None = None,
     ) -> None:
         run_ticket.check_deadline(deadline)
         run_ticket.check_priority(priority)
@@ -273,6 +276,7 @@ class LoopController:
         self._native = native
         self._sink = sink if sink else None
         self._deps = deps
+        self._input_key = input_key
         self._on_text = on_text
         self._stream = stream or on_text is not None
         self._deadline = deadline
@@ -727,10 +731,16 @@ class LoopController:
             return tuple(
                 ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in calls
             )
-        # Positional, in field order (run_id, agent, step, cap, policy, deps): keywords cost a good part
-        # of building it, once per step.
+        # Positional, in field order (run_id, agent, step, cap, policy, deps, input_key): keywords cost a
+        # good part of building it, once per step.
         context = ExecutionContext(
-            self.run_id, config.agent_name, step, config.max_tool_result_chars, config.tool_policy, self._deps
+            self.run_id,
+            config.agent_name,
+            step,
+            config.max_tool_result_chars,
+            config.tool_policy,
+            self._deps,
+            self._input_key,
         )
         results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
         return results

@@ -69,7 +69,10 @@ class ScriptedProvider:
     calls as start / delta / end, then one ``StreamEnd``.  ``latency`` seconds
     (``anyio.sleep``, so virtual under a mock clock) pass before each answer.
 
-    ``requests`` lists every request received, in order.  A forced tool choice
+    ``requests`` lists every request received, in order — unless
+    ``record=False``, for a long-lived provider (a Ray worker's, a benchmark's)
+    that must not keep every request it ever saw: ``requests`` then stays
+    empty, and :attr:`calls` still counts them.  A forced tool choice
     for a model in ``rejects_forced_tool_choice`` (or with
     ``carries_forced_tool_choice=False``) raises
     :class:`~agentactors.UnsupportedToolChoiceError` before the request is
@@ -87,6 +90,7 @@ class ScriptedProvider:
         carries_tools: bool = True,
         carries_forced_tool_choice: bool = True,
         rejects_forced_tool_choice: Iterable[str] = (),
+        record: bool = True,
     ) -> None:
         if isinstance(script, str | LLMResponse | ToolCall | BaseException | StreamCut):
             script = [script]
@@ -100,6 +104,8 @@ class ScriptedProvider:
         self._carries_forced = carries_forced_tool_choice
         self.rejects_forced_tool_choice = frozenset(rejects_forced_tool_choice)
         self.requests: list[LLMRequest] = []
+        self.record = bool(record)
+        self._calls = 0
         self._ids = itertools.count(1)
         self.closed = False
 
@@ -140,8 +146,8 @@ class ScriptedProvider:
 
     @property
     def calls(self) -> int:
-        """How many requests were received."""
-        return len(self.requests)
+        """How many requests were received (counted with ``record=False`` too)."""
+        return self._calls
 
     @property
     def remaining(self) -> int:
@@ -221,12 +227,14 @@ class ScriptedProvider:
         return model
 
     def _take(self, request: LLMRequest) -> Any:
-        self.requests.append(request)
+        self._calls += 1
+        if self.record:
+            self.requests.append(request)
         if self._callable is not None:
             return self._callable
         if self._next >= len(self._items):
             raise ScriptExhaustedError(
-                f"script exhausted: call #{len(self.requests)} has no item ({_describe(request)}); "
+                f"script exhausted: call #{self._calls} has no item ({_describe(request)}); "
                 f"the script had {len(self._items)} items",
                 provider=self._name,
                 model=request.model or self._model,

@@ -57,6 +57,13 @@ class ToolContext:
     for its tools (a database handle, credentials, ...).  ``deps`` is never part
     of a repr, an event or a log line: only what a tool *returns* reaches the model.
 
+    ``input_key`` is the caller's stable name for the *input* the run serves
+    (``agent.run(..., input_key=...)``; ``None`` when not given).  Unlike
+    ``run_id``, which is new for every attempt, it stays the same when the same
+    input is run again — e.g. by :class:`agentactors.ray.RayCluster` after a
+    worker died (``"{job}:{index}"``) — so a tool with side effects can
+    deduplicate on ``(input_key, tool_name, its arguments)``.
+
     :meth:`emit` sends a custom event to the run's recorders; :meth:`check_cancelled`
     lets a *sync* tool in a worker thread stop early when its call was cancelled
     or timed out (an async tool simply sees the cancellation at its next await).
@@ -68,6 +75,7 @@ class ToolContext:
     agent: str | None = None
     step: int | None = None
     deps: Any = attrs.field(default=None, repr=False)
+    input_key: str | None = None
     _sink: EventSink | None = attrs.field(default=None, repr=False, eq=False, alias="sink")
     _loop_thread: int | None = attrs.field(default=None, repr=False, eq=False, alias="loop_thread")
 

@@ -1,0 +1,146 @@
+"""What crosses between driver and workers: the factory (by value when it must be) and the results.
+
+**The factory.**  Ray pickles a function by reference (module and name) when
+its module is importable, which a worker cannot do for a factory defined in
+``__main__``, a notebook or a test module that is not on the workers' path.
+:func:`pack_factory` registers such a module with
+``ray.cloudpickle.register_pickle_by_value`` for the one ``dumps`` (and
+unregisters it after), so the factory and what it uses from its module travel
+by value.  A module that an installed distribution provides (under a
+``site-packages`` / ``dist-packages`` directory or the standard library) goes by
+reference: the workers have it too.
+
+**Results.**  A worker pickles its chunk's results itself (:func:`pack_results`),
+one by one, so a result that cannot travel does not take its chunk down: an
+exception that does not survive ``pickle.loads(pickle.dumps(e))`` is replaced by
+a :class:`~agentactors.ray.errors.RemoteError` naming its type (agentactors'
+own errors round-trip as they are).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import sys
+import sysconfig
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..errors import redact
+from ..loop.result import RunResult
+from ..messages import Message
+from .errors import RemoteError
+
+__all__ = ["input_messages", "pack_factory", "pack_results", "remote_error", "unpack_factory", "unpack_results"]
+
+
+def input_messages(prompt: Any) -> tuple[Message, ...]:
+    """The messages a failed result of ``prompt`` carries (what a run would have started from)."""
+    if isinstance(prompt, str):
+        return (Message.user(prompt),)
+    if isinstance(prompt, Message):
+        return (prompt,)
+    try:
+        return tuple(m for m in prompt if isinstance(m, Message))
+    except TypeError:
+        return ()
+
+
+def _installed_roots() -> tuple[Path, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths.get("stdlib"), paths.get("platstdlib"), paths.get("purelib"), paths.get("platlib")}
+    return tuple(Path(p).resolve() for p in roots if p)
+
+
+def _needs_value(module_name: str) -> bool:
+    """Whether the workers may be unable to import ``module_name`` (so it must travel by value)."""
+    if module_name == "__main__" or module_name.startswith("agentactors"):
+        return False  # __main__ goes by value anyway; agentactors is on every worker (checked)
+    top = module_name.partition(".")[0]
+    if top in sys.builtin_module_names:
+        return False
+    spec = importlib.util.find_spec(top)
+    origin = spec.origin if spec is not None else None
+    if origin is None or origin in ("built-in", "frozen"):
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        if not locations:
+            return spec is None
+        origin = locations[0]
+    path = Path(origin).resolve()
+    if any(part in ("site-packages", "dist-packages") for part in path.parts):
+        return False
+    return not any(path.is_relative_to(root) for root in _installed_roots())
+
+
+def pack_factory(factory: Callable[..., Any]) -> bytes:
+    """``factory`` pickled for the workers, its module by value when the workers may not import it."""
+    import ray.cloudpickle
+
+    cloudpickle: Any = ray.cloudpickle  # untyped
+    module_name = getattr(factory, "__module__", None)
+    module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+    registered = False
+    if module is not None and isinstance(module_name, str) and _needs_value(module_name):
+        try:
+            cloudpickle.register_pickle_by_value(module)
+            registered = True
+        except ValueError:
+            registered = False  # already registered by the user: leave it so
+    try:
+        return bytes(cloudpickle.dumps(factory))
+    finally:
+        if registered and module is not None:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def unpack_factory(blob: bytes) -> Callable[..., Any]:
+    """The factory :func:`pack_factory` packed (on the worker)."""
+    import ray.cloudpickle
+
+    factory: Callable[..., Any] = ray.cloudpickle.loads(blob)
+    return factory
+
+
+def _travels(exc: BaseException) -> bool:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return False
+    return True
+
+
+def remote_error(exc: BaseException) -> RemoteError:
+    """A :class:`RemoteError` standing in for ``exc`` (its type's qualified name, its text redacted)."""
+    kind = type(exc)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    return RemoteError(redact(f"{name}: {exc}")[:2000], type_name=name)
+
+
+def sendable(result: RunResult) -> RunResult:
+    """``result`` as it can travel: an error that does not pickle becomes a :class:`RemoteError`."""
+    error = result.error
+    if error is not None and not _travels(error):
+        result = attrs.evolve(result, error=remote_error(error))
+    return result
+
+
+def pack_results(results: Sequence[RunResult]) -> bytes:
+    """A chunk's results for the driver; a result that still does not pickle becomes a failed one."""
+    out: list[RunResult] = []
+    for result in results:
+        result = sendable(result)
+        try:
+            pickle.dumps(result)
+        except Exception as exc:  # something else in it (provider data, a tool's output) does not pickle
+            result = RunResult("", result.messages[:0], error=remote_error(exc))
+        out.append(result)
+    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack_results(blob: bytes) -> list[RunResult]:
+    """The results :func:`pack_results` packed (on the driver)."""
+    results: list[RunResult] = pickle.loads(blob)
+    return results

@@ -1,0 +1,529 @@
+"""``RayCluster``: one agent over many inputs, spread over Ray workers that each host a Runtime.
+
+The driver (this module) shards the inputs into chunks and keeps ``inflight``
+chunks running on every live worker (:class:`~agentactors.ray.worker.ClusterWorker`);
+each chunk's results come back pickled in one object, and each input index is
+delivered exactly once — in input order by :meth:`RayCluster.run_many`, as
+they finish by :meth:`RayCluster.as_completed`.
+
+**Chunks.**  ``chunk=None`` sizes them from what is left (several chunks per
+lane, so the tail balances) and from the measured size of a result, so that a
+chunk's results stay under Ray's inline object limit (100 KiB: an object that
+small travels with the reply instead of through the object store).
+
+**Failures.**  A worker that dies loses the chunks it was running.  With
+``retries > 0`` they run again on another worker (at-least-once execution: a
+run may have done part of its work, tools included, before its process died —
+tools deduplicate on ``ToolContext.input_key``, ``"{job}:{index}"``, which is
+the same on every attempt).  With ``retries=0`` they come back as failed
+:class:`~agentactors.RunResult` s whose ``error`` is
+:class:`~agentactors.ray.WorkerLost` (at-most-once).  Ray's own task retries are
+off for workers (``max_task_retries=0``): stacked on the driver's they would
+run a lost chunk twice over.  A dead worker is not replaced; when none is left,
+what was not run comes back failed with ``WorkerLost``.
+
+**Cancellation.**  Cancelling the driver (or leaving ``as_completed`` early)
+``ray.cancel`` s every chunk in flight: Ray cancels the worker's asyncio task,
+which cancels the chunk's runs and their HTTP requests.
+
+The driver runs on asyncio or trio: it waits on object refs through
+:class:`~agentactors.ray._refs.RefWaiter` (a callback per ref, no thread per wait).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+import attrs
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .. import __version__
+from ..loop.result import RunResult
+from ._budget_actor import BudgetActor
+from ._refs import RefWaiter
+from ._shipping import input_messages, pack_factory, remote_error, unpack_results
+from .budget import SharedBudget
+from .errors import VersionMismatch, WorkerLost
+from .ledger import Roster
+from .worker import ClusterWorker
+
+__all__ = ["ClusterCompletions", "RayCluster"]
+
+log = logging.getLogger("agentactors.ray")
+
+#: Ray's ``max_direct_call_object_size`` default: results under it travel inline with the reply.
+INLINE_LIMIT: Final = 100 * 1024
+_MAX_CHUNK: Final = 256
+_FORBIDDEN_OPTIONS: Final = frozenset({"max_task_retries", "max_restarts"})
+
+
+@attrs.define(slots=True, eq=False)
+class _Worker:
+    id: str
+    handle: Any
+    serve: Any = None
+    alive: bool = True
+
+
+@attrs.define(slots=True, eq=False)
+class _Chunk:
+    start: int
+    items: list[Any]
+    attempts: int = 0
+
+
+class RayCluster:
+    """Runs one agent over many inputs on Ray workers (an async context manager; asyncio or trio).
+
+    :param agent_factory: builds the agent, once per worker, inside that worker's runtime
+        (picklable; shipped by value when its module is not importable on the workers). It may
+        call :func:`~agentactors.ray.with_shared_budget`; it may be async.
+    :param workers: how many workers (Ray actors, one process and one Runtime each).
+    :param budgets: ``{name: SharedBudget(...)}``: one Ray actor per budget, shared by all workers.
+    :param worker_options: Ray actor options for the workers (``num_cpus``, ``resources``,
+        ``runtime_env``, ...); ``max_task_retries`` and ``max_restarts`` are the cluster's own.
+    :param chunk: inputs per chunk (``None``: sized automatically, see the module docstring).
+    :param inflight: chunks running at once on each worker.
+    :param retries: how many times a chunk lost with its worker is sent again.
+    :param init: ``ray.init`` keyword arguments, used when Ray is not initialized yet (the
+        cluster then shuts Ray down at its exit).  Without it, Ray must be initialized already.
+    :param drain_timeout: seconds a worker's runs may finish in when the cluster exits.
+    :param start_timeout: seconds the workers may take to start.
+    :raises ValueError: invalid numbers or options.
+    """
+
+    def __init__(
+        self,
+        agent_factory: Callable[[], Any],
+        *,
+        workers: int,
+        budgets: Mapping[str, SharedBudget] | None = None,
+        worker_options: Mapping[str, Any] | None = None,
+        chunk: int | None = None,
+        inflight: int = 2,
+        retries: int = 1,
+        init: Mapping[str, Any] | None = None,
+        drain_timeout: float = 5.0,
+        start_timeout: float = 120.0,
+    ) -> None:
+        if not callable(agent_factory):
+            raise TypeError("agent_factory must be callable: () -> Agent")
+        for label, value, low in (("workers", workers, 1), ("inflight", inflight, 1), ("retries", retries, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{label} must be an int >= {low}, not {value!r}")
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+            raise ValueError(f"chunk must be a positive int or None, not {chunk!r}")
+        options = dict(worker_options or {})
+        clash = _FORBIDDEN_OPTIONS & options.keys()
+        if clash:
+            raise ValueError(
+                f"worker_options may not set {sorted(clash)}: the cluster re-sends what a lost worker was "
+                "running itself, and Ray's retries stacked on it would run lost work twice over"
+            )
+        for name, budget in (budgets or {}).items():
+            if not isinstance(budget, SharedBudget):
+                raise TypeError(f"budgets[{name!r}] must be a SharedBudget, not {type(budget).__name__}")
+        self._factory = agent_factory
+        self._size = workers
+        self._budgets = dict(budgets or {})
+        self._options = options
+        self._chunk = chunk
+        self.inflight = inflight
+        self.retries = retries
+        self._init = dict(init) if init is not None else None
+        self._drain_timeout = drain_timeout
+        self._start_timeout = start_timeout
+        self._workers: list[_Worker] = []
+        self._budget_actors: dict[str, Any] = {}
+        self._roster = Roster(0, frozenset())
+        self._waiter: RefWaiter | None = None
+        self._tg: TaskGroup | None = None
+        self._started_ray = False
+        self._result_bytes = 0.0
+        self._entered = False
+
+    def __repr__(self) -> str:
+        live = sum(w.alive for w in self._workers)
+        return f"RayCluster(workers={live}/{self._size}, budgets={sorted(self._budgets)})"
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> RayCluster:
+        if self._entered:
+            raise RuntimeError("a RayCluster can be entered only once")
+        self._entered = True
+        import ray
+
+        if not ray.is_initialized():
+            if self._init is None:
+                raise RuntimeError(
+                    "Ray is not initialized: call ray.init(...) first (a running cluster is used as is), "
+                    "or pass RayCluster(..., init=dict(...)) to start a local one"
+                )
+            await anyio.to_thread.run_sync(functools.partial(ray.init, **self._init))
+            self._started_ray = True
+        waiter = self._waiter = RefWaiter()
+        try:
+            with anyio.fail_after(self._start_timeout):
+                await self._start(ray, waiter)
+            tg = self._tg = anyio.create_task_group()
+            await tg.__aenter__()
+            for worker in self._workers:
+                tg.start_soon(self._watch, worker)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._shutdown()
+            raise
+        return self
+
+    async def _start(self, ray: Any, waiter: RefWaiter) -> None:
+        cluster_id = os.urandom(4).hex()
+        ids = [f"{cluster_id}-w{i}" for i in range(self._size)]
+        roster = self._roster = Roster(1, frozenset(ids))
+        budget_cls = ray.remote(BudgetActor)
+        for name, budget in self._budgets.items():
+            self._budget_actors[name] = budget_cls.options(
+                name=f"agentactors-budget-{cluster_id}-{name}",
+                max_restarts=-1,
+                max_task_retries=0,
+                num_cpus=0,
+            ).remote(budget)
+        shared = {name: (self._budgets[name], handle) for name, handle in self._budget_actors.items()}
+        blob = pack_factory(self._factory)
+        worker_cls = ray.remote(ClusterWorker)
+        options = {**self._options, "max_task_retries": 0, "max_restarts": 0}
+        for worker_id in ids:
+            handle = worker_cls.options(**options).remote(worker_id, blob, shared, roster, self._drain_timeout)
+            self._workers.append(_Worker(worker_id, handle))
+        infos = [await waiter.wait(w.handle.ready.remote()) for w in self._workers]
+        for info in infos:
+            if info["version"] != __version__:
+                raise VersionMismatch(
+                    f"worker {info['worker']} runs agentactors {info['version']}, the driver {__version__}: "
+                    "install the same version on every node"
+                )
+        for handle in self._budget_actors.values():
+            await waiter.wait(handle.set_roster.remote(roster))
+        for worker in self._workers:
+            worker.serve = worker.handle.serve.remote()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        """Stop the workers (their runs may finish for ``drain_timeout``), then the budget actors.
+
+        Cancellation: the shutdown runs shielded (bounded by ``drain_timeout`` plus a few seconds).
+        """
+        tg, self._tg = self._tg, None
+        try:
+            if tg is not None:
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._shutdown()
+        return None
+
+    async def _watch(self, worker: _Worker) -> None:
+        """Learn of a worker's death even while it runs nothing (the budgets' roster depends on it)."""
+        import ray.exceptions
+
+        assert self._waiter is not None
+        try:
+            await self._waiter.wait(worker.serve)
+        except ray.exceptions.RayActorError:
+            self._lost(worker)
+        except Exception as exc:  # the factory failed: its chunks say so
+            log.warning("worker %s stopped serving: %s", worker.id, type(exc).__name__)
+
+    async def _shutdown(self) -> None:
+        import ray
+
+        waiter = self._waiter
+        live = [w for w in self._workers if w.alive]
+        if waiter is not None and live:
+            with anyio.move_on_after(self._drain_timeout + 5.0):
+                for w in live:
+                    try:
+                        await waiter.wait(w.handle.stop.remote())
+                    except Exception:
+                        pass
+                for w in live:
+                    if w.serve is not None:
+                        try:
+                            await waiter.wait(w.serve)
+                        except Exception:
+                            pass
+        for w in self._workers:
+            try:
+                ray.kill(w.handle)
+            except Exception:
+                pass
+        for handle in self._budget_actors.values():
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:
+                pass
+        self._workers = [attrs.evolve(w, alive=False) for w in self._workers]
+        if self._started_ray:
+            self._started_ray = False
+            await anyio.to_thread.run_sync(ray.shutdown)
+
+    # -- what the cluster is -----------------------------------------------------------------------
+
+    @property
+    def workers(self) -> tuple[Any, ...]:
+        """The Ray actor handles of the live workers (for operations, e.g. ``ray.kill`` in a drill)."""
+        return tuple(w.handle for w in self._workers if w.alive)
+
+    @property
+    def budget_actors(self) -> Mapping[str, Any]:
+        """The Ray actor handle of each budget's ledger, by name."""
+        return dict(self._budget_actors)
+
+    async def stats(self) -> list[dict[str, Any]]:
+        """Each live worker's accounting: per budget, requests served and ledger calls made."""
+        waiter = self._check()
+        return [await waiter.wait(w.handle.stats.remote()) for w in self._workers if w.alive]
+
+    def _check(self) -> RefWaiter:
+        if self._waiter is None or self._tg is None:
+            raise RuntimeError("use the cluster inside `async with RayCluster(...) as cluster:`")
+        return self._waiter
+
+    def _lost(self, worker: _Worker) -> None:
+        if not worker.alive:
+            return
+        worker.alive = False
+        log.warning("worker %s was lost", worker.id)
+        live = frozenset(w.id for w in self._workers if w.alive)
+        roster = self._roster = Roster(self._roster.version + 1, live)
+        # Fire and forget: a budget that restarts later gets the roster back from the workers.
+        for w in self._workers:
+            if w.alive:
+                w.handle.update_roster.remote(roster)
+        for handle in self._budget_actors.values():
+            handle.set_roster.remote(roster)
+
+    # -- running -----------------------------------------------------------------------------------
+
+    async def run_many(
+        self, inputs: Iterable[Any], *, progress: Callable[[int, int, int], Any] | None = None
+    ) -> list[RunResult]:
+        """Run the agent on every input; one :class:`~agentactors.RunResult` per input, in input order.
+
+        ``progress(done, failed, total)`` is called on the driver as results arrive (a callback
+        that raises is logged once and ignored).  Failed runs (the run's own failure, a
+        ``WorkerLost``, a ``RemoteError``) are results like the others.
+
+        Cancellation: cancels the chunks in flight (``ray.cancel``) and propagates.
+        """
+        items = list(inputs)
+        results: list[RunResult | None] = [None] * len(items)
+        done = failed = 0
+        warned = False
+        async with self.as_completed(items) as completions:
+            async for index, result in completions:
+                results[index] = result
+                done += 1
+                failed += bool(result.generation_failed or result.error is not None)
+                if progress is not None:
+                    try:
+                        progress(done, failed, len(items))
+                    except Exception:
+                        if not warned:
+                            warned = True
+                            log.exception("the run_many progress callback raised; it is ignored from now on")
+        missing = [i for i, r in enumerate(results) if r is None]
+        assert not missing, f"inputs {missing[:5]} were never delivered"
+        return [r for r in results if r is not None]
+
+    def as_completed(self, inputs: Iterable[Any]) -> ClusterCompletions:
+        """``async with cluster.as_completed(inputs) as results: async for index, result in results:``.
+
+        Yields ``(index, RunResult)`` pairs as chunks finish, each index exactly once.  Leaving
+        the block early cancels the chunks still running.
+        """
+        self._check()
+        return ClusterCompletions(self, list(inputs))
+
+    def _chunk_size(self, remaining: int) -> int:
+        if self._chunk is not None:
+            return self._chunk
+        live = max(1, sum(w.alive for w in self._workers))
+        size = max(1, min(_MAX_CHUNK, math.ceil(remaining / (live * self.inflight * 2))))
+        if self._result_bytes > 0:
+            size = min(size, max(1, int(INLINE_LIMIT * 0.8 / self._result_bytes)))
+        else:
+            size = min(size, 16)  # nothing measured yet: start small
+        return size
+
+    def _measured(self, blob_size: int, count: int) -> None:
+        if count:
+            self._result_bytes = max(self._result_bytes * 0.8, blob_size / count)
+
+
+class ClusterCompletions:
+    """Results of :meth:`RayCluster.as_completed` as ``(index, RunResult)`` (see there)."""
+
+    def __init__(self, cluster: RayCluster, items: list[Any]) -> None:
+        self._cluster = cluster
+        self._items = items
+        self._total = len(items)
+        self._job = os.urandom(4).hex()
+        self._cursor = 0
+        self._requeued: deque[_Chunk] = deque()
+        self._in_flight = 0
+        self._delivered = bytearray(self._total)
+        self._changed = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._closed = False
+        # Made when the block is entered: a handle never entered holds no stream to leave unclosed.
+        self._send: MemoryObjectSendStream[tuple[int, RunResult]]
+        self._receive: MemoryObjectReceiveStream[tuple[int, RunResult]]
+
+    @property
+    def job(self) -> str:
+        """This job's id: the ``{job}`` of each run's ``input_key`` (``"{job}:{index}"``)."""
+        return self._job
+
+    async def __aenter__(self) -> ClusterCompletions:
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[int, RunResult]](math.inf)
+        tg = self._tg = anyio.create_task_group()
+        await tg.__aenter__()
+        tg.start_soon(self._run)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        tg, self._tg = self._tg, None
+        self._closed = True
+        self._receive.close()
+        if tg is None:
+            return None
+        tg.cancel_scope.cancel()
+        return await tg.__aexit__(exc_type, exc, tb)
+
+    def __aiter__(self) -> ClusterCompletions:
+        return self
+
+    async def __anext__(self) -> tuple[int, RunResult]:
+        if self._tg is None and not self._receive_closed():
+            raise RuntimeError("iterate it inside `async with cluster.as_completed(inputs) as results:`")
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    def _receive_closed(self) -> bool:
+        return self._closed
+
+    # -- the job ---------------------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    def _next_chunk(self) -> _Chunk | None:
+        if self._requeued:
+            return self._requeued.popleft()
+        if self._cursor >= self._total:
+            return None
+        size = self._cluster._chunk_size(self._total - self._cursor)
+        start = self._cursor
+        self._cursor = min(self._total, start + size)
+        return _Chunk(start, self._items[start : self._cursor])
+
+    def _deliver(self, index: int, result: RunResult) -> None:
+        if self._delivered[index]:
+            return  # exactly once, whatever happened on the way
+        self._delivered[index] = 1
+        try:
+            self._send.send_nowait((index, result))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the consumer left: the exit cancels the rest
+
+    def _fail_chunk(self, chunk: _Chunk, error: BaseException) -> None:
+        for offset, prompt in enumerate(chunk.items):
+            self._deliver(chunk.start + offset, RunResult("", input_messages(prompt), error=error))
+
+    async def _run(self) -> None:
+        cluster = self._cluster
+        with self._send:
+            async with anyio.create_task_group() as tg:
+                for worker in cluster._workers:
+                    if worker.alive:
+                        for _ in range(cluster.inflight):
+                            tg.start_soon(self._lane, worker)
+            # No live worker is left for what was never run.
+            leftover = WorkerLost("no live worker was left to run this input", attempts=0)
+            while True:
+                chunk = self._next_chunk()
+                if chunk is None:
+                    break
+                self._fail_chunk(chunk, leftover)
+
+    async def _lane(self, worker: _Worker) -> None:
+        import ray
+        import ray.exceptions
+
+        cluster = self._cluster
+        waiter = cluster._check()
+        while worker.alive:
+            chunk = self._next_chunk()
+            if chunk is None:
+                if self._in_flight == 0:
+                    return
+                await self._changed.wait()
+                continue
+            chunk.attempts += 1
+            self._in_flight += 1
+            ref = worker.handle.run_chunk.remote(self._job, chunk.start, chunk.items)
+            try:
+                blob = await waiter.wait(ref)
+            except anyio.get_cancelled_exc_class():
+                ray.cancel(ref)
+                raise
+            except ray.exceptions.RayActorError:
+                cluster._lost(worker)
+                if chunk.attempts <= cluster.retries and any(w.alive for w in cluster._workers):
+                    self._requeued.append(chunk)
+                else:
+                    self._fail_chunk(
+                        chunk,
+                        WorkerLost(
+                            f"worker {worker.id} died while running this input (attempt {chunk.attempts} "
+                            f"of {cluster.retries + 1})",
+                            worker=worker.id,
+                            attempts=chunk.attempts,
+                        ),
+                    )
+                return
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else exc
+                self._fail_chunk(chunk, cause if _is_ours(cause) else remote_error(cause))
+            else:
+                results = unpack_results(blob)
+                cluster._measured(len(blob), len(results))
+                for offset, result in enumerate(results):
+                    self._deliver(chunk.start + offset, result)
+            finally:
+                self._in_flight -= 1
+                self._notify()
+
+
+def _is_ours(exc: BaseException) -> bool:
+    from ..errors import AgentActorsError
+
+    return isinstance(exc, AgentActorsError)

@@ -1,0 +1,58 @@
+"""The errors of ``agentactors.ray`` (drawn in :mod:`agentactors.errors`'s tree).
+
+:class:`WorkerLost` is what a run that was lost with its worker carries in
+``RunResult.error`` (with ``retries=0``, or once its retries are spent);
+:class:`RemoteError` stands in for a worker-side exception that could not
+travel back to the driver; :class:`VersionMismatch` stops a cluster whose
+workers run another agentactors than its driver.
+"""
+
+from __future__ import annotations
+
+from ..errors import AgentActorsError
+
+__all__ = ["RemoteError", "VersionMismatch", "WorkerLost"]
+
+
+class WorkerLost(AgentActorsError):
+    """The worker running this input died before it returned the result.
+
+    ``worker`` is its id, ``attempts`` how many times the input was sent (1 with
+    ``retries=0``).  Whether the run's side effects happened is unknown: the
+    run may have been anywhere when its process died.
+    """
+
+    def __init__(self, message: str, *, worker: str | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.worker = worker
+        self.attempts = attempts
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_worker_lost, (str(self), self.worker, self.attempts))
+
+
+def _rebuild_worker_lost(message: str, worker: str | None, attempts: int) -> WorkerLost:
+    return WorkerLost(message, worker=worker, attempts=attempts)
+
+
+class RemoteError(AgentActorsError):
+    """An exception raised on a worker that cannot be pickled (or unpickled) on its way back.
+
+    ``type_name`` is the original's qualified type name; the message keeps its
+    text (redacted, as every library error).
+    """
+
+    def __init__(self, message: str, *, type_name: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_remote_error, (str(self), self.type_name))
+
+
+def _rebuild_remote_error(message: str, type_name: str) -> RemoteError:
+    return RemoteError(message, type_name=type_name)
+
+
+class VersionMismatch(AgentActorsError):
+    """A worker runs another agentactors version than the driver (install the same one on every node)."""

@@ -1,0 +1,180 @@
+"""A cluster worker: one Ray async actor hosting one agentactors :class:`~agentactors.Runtime` for its life.
+
+A Ray actor is a whole process (tens of MB, a fraction of a second to start),
+so it hosts a runtime, never an agent.  The cluster makes it a Ray actor
+(``ray.remote(ClusterWorker)``, ``max_task_retries=0``: the driver re-sends what
+a dead worker lost; Ray must not replay it too).  Ray runs an async actor's
+methods on its own asyncio event loop, so **workers run agentactors on
+asyncio** whatever the driver runs on.
+
+- :meth:`ClusterWorker.serve` is the runtime's home: the driver calls it once;
+  it enters ``async with Runtime()``, starts the budgets' lease maintainers,
+  builds the agent with the user's factory (inside the runtime, so every run of
+  this worker shares its ProviderActor and connection pool), and returns when
+  :meth:`ClusterWorker.stop` is called.  Its object ref failing is how the
+  driver learns the process died.
+- :meth:`ClusterWorker.run_chunk` runs in Ray's task for that call, not the
+  runtime's: it enters the runtime with :meth:`Runtime.call
+  <agentactors.actors.runtime.Runtime.call>`.  All inputs of a chunk run
+  concurrently; each gets ``input_key = "{job}:{index}"``.  ``ray.cancel`` of
+  the call cancels its runs, and with them their HTTP requests.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from .. import __version__
+from ..actors.runtime import Runtime
+from ..loop.result import RunResult
+from ._budget_actor import RayLedgerPort
+from ._env import WorkerEnv, use_env
+from ._shipping import input_messages, pack_results, unpack_factory
+from .budget import SharedBudget
+from .lease import LeaseClient
+from .ledger import Roster
+
+__all__ = ["ClusterWorker"]
+
+
+class ClusterWorker:
+    """The worker actor (see the module docstring).
+
+    :param worker: its id in the cluster's roster.
+    :param factory: the agent factory, packed by :func:`~agentactors.ray._shipping.pack_factory`.
+    :param budgets: ``{name: (SharedBudget, budget actor handle)}``.
+    :param roster: the cluster's workers when this one was made.
+    :param drain_timeout: the runtime's (seconds runs may finish in when the worker stops).
+    """
+
+    def __init__(
+        self,
+        worker: str,
+        factory: bytes,
+        budgets: Mapping[str, tuple[SharedBudget, Any]],
+        roster: Roster | None = None,
+        drain_timeout: float = 5.0,
+    ) -> None:
+        self._id = worker
+        self._factory_blob = factory
+        self._budgets = dict(budgets)
+        self._drain_timeout = drain_timeout
+        self._leases: dict[str, LeaseClient] = {}
+        self._roster = roster
+        self._rt: Runtime | None = None
+        self._agent: Any = None
+        self._ready: anyio.Event | None = None
+        self._stopping: anyio.Event | None = None
+        self._failure: BaseException | None = None
+
+    def _events(self) -> tuple[anyio.Event, anyio.Event]:
+        # Made in the actor's event loop: __init__ runs outside it.
+        if self._ready is None or self._stopping is None:
+            self._ready, self._stopping = anyio.Event(), anyio.Event()
+        return self._ready, self._stopping
+
+    async def ready(self) -> dict[str, Any]:
+        """The worker's agentactors version and pid (the driver checks the version)."""
+        return {"version": __version__, "pid": os.getpid(), "worker": self._id}
+
+    async def serve(self) -> None:
+        """Host the runtime until :meth:`stop` (see the module docstring).
+
+        A factory that raises makes every chunk fail with that error (and this call with it).
+        """
+        ready, stopping = self._events()
+        try:
+            async with Runtime(drain_timeout=self._drain_timeout) as rt:
+                self._rt = rt
+                leases = self._leases = {
+                    name: LeaseClient(self._id, budget, RayLedgerPort(handle))
+                    for name, (budget, handle) in self._budgets.items()
+                }
+                if self._roster is not None:
+                    for lease in leases.values():
+                        lease.set_roster(self._roster)
+                async with anyio.create_task_group() as tg:
+                    for lease in leases.values():
+                        tg.start_soon(lease.maintain)
+                    try:
+                        with use_env(WorkerEnv(self._id, leases)):
+                            agent = unpack_factory(self._factory_blob)()
+                            if inspect.isawaitable(agent):
+                                agent = await agent
+                        self._agent = agent
+                    except Exception as exc:
+                        self._failure = exc
+                        ready.set()
+                        raise
+                    ready.set()
+                    await stopping.wait()
+                    tg.cancel_scope.cancel()
+                for lease in leases.values():
+                    await lease.close()
+        finally:
+            self._rt = None
+
+    async def stop(self) -> None:
+        """Let :meth:`serve` return (after the runs in flight, at most ``drain_timeout`` seconds)."""
+        self._events()[1].set()
+
+    async def update_roster(self, roster: Roster) -> None:
+        """The cluster's roster, as the driver last said (sent to the ledger after its restart)."""
+        self._roster = roster
+        for lease in self._leases.values():
+            lease.set_roster(roster)
+
+    async def run_chunk(self, job: str, start: int, inputs: Sequence[Any]) -> bytes:
+        """Run ``inputs`` (indexes ``start``, ``start + 1``, ...) concurrently; their results, packed.
+
+        Cancellation: ``ray.cancel`` of this call cancels every run of the chunk (their provider
+        requests and tools included) and the call ends with Ray's ``TaskCancelledError``.
+        """
+        ready, _ = self._events()
+        await ready.wait()
+        if self._failure is not None:
+            raise self._failure
+        rt = self._rt
+        if rt is None:
+            raise RuntimeError(f"worker {self._id} is not serving")
+        results: list[RunResult] = await rt.call(self._run_all, job, start, list(inputs))
+        return pack_results(results)
+
+    async def _run_all(self, job: str, start: int, inputs: list[Any]) -> list[RunResult]:
+        results: list[RunResult | None] = [None] * len(inputs)
+        agent = self._agent
+
+        async def one(i: int) -> None:
+            prompt = inputs[i]
+            try:
+                results[i] = await agent.run(prompt, input_key=f"{job}:{start + i}")
+            except Exception as exc:
+                results[i] = RunResult("", input_messages(prompt), error=exc)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(inputs)):
+                tg.start_soon(one, i)
+        return [r if r is not None else RunResult("", ()) for r in results]
+
+    async def stats(self) -> dict[str, Any]:
+        """Per budget: requests served and ledger calls made; the runtime's accounting."""
+        rt = self._rt
+        return {
+            "worker": self._id,
+            "pid": os.getpid(),
+            "budgets": {
+                name: {
+                    "permits": lease.stats.permits,
+                    "ledger_calls": lease.stats.ledger_calls,
+                    "held": lease.held,
+                    "busy": lease.busy,
+                }
+                for name, lease in self._leases.items()
+            },
+            "runtime": None if rt is None else rt.stats().actors,
+        }

@@ -1,0 +1,350 @@
+"""agentactors on Ray: one local cluster for the module, test workers with num_cpus=0, both driver backends.
+
+What is checked, against real Ray worker processes: order and exactly-once delivery of 2,000 inputs
+over 2 workers; the shared budget's concurrency bound at a FakeVendor (in flight counted from the
+server's own record); a worker killed mid-job (every index delivered once; with retries=0 the lost ones
+are failed results naming WorkerLost; side effects deduplicated on input_key applied exactly once); the
+budget actor killed and restarted by Ray (the bound still holds); cancelling the driver reaching the
+vendor as disconnects; results and errors that travel; the version check; the example.
+
+The factories live in this test module, which the workers cannot import: they travel by value.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+import pytest
+
+ray = pytest.importorskip("ray")  # the [ray] extra; dev installs it, so make test never skips this
+
+from agentactors import (  # noqa: E402
+    Agent,
+    LLMRequest,
+    OpenAIProvider,
+    RunResult,
+    ScriptedProvider,
+    ToolCall,
+    ToolContext,
+    tool,
+)
+from agentactors.ray import (  # noqa: E402
+    RayCluster,
+    RemoteError,
+    SharedBudget,
+    VersionMismatch,
+    WorkerLost,
+    with_shared_budget,
+)
+from agentactors.ray._shipping import _needs_value  # noqa: E402
+from agentactors.testing import FakeVendor  # noqa: E402
+from agentactors.testing.fakevendor import RecordedRequest  # noqa: E402
+from tests.support.paths import EXAMPLES  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+WORKER = {"num_cpus": 0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray() -> Iterator[None]:
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+# --- factories (this module travels by value) ---------------------------------------------------
+
+
+def echo(request: LLMRequest) -> str:
+    return f"echo {request.messages[-1].content}"
+
+
+def echo_agent() -> Agent:
+    return Agent(ScriptedProvider(echo, record=False))
+
+
+def vendor_agent(base_url: str) -> Agent:
+    provider = OpenAIProvider("gpt-test", api_key="sk-test", base_url=base_url)
+    return Agent(with_shared_budget(provider, "vendor"))
+
+
+def _append(path: Path, line: str) -> None:
+    with open(path, "a") as log:  # one short line: a file system call, not worth a thread
+        log.write(f"{line}\n")
+
+
+def effects_agent(directory: str, latency: float, hold: float) -> Agent:
+    """A tool with a side effect, deduplicated on input_key: applied exactly once per input.
+
+    It applies its effect and then holds for ``hold`` seconds before answering, so that a worker
+    killed mid-job dies with effects applied whose results were never delivered.
+    """
+
+    @tool
+    async def charge(ctx: ToolContext) -> str:
+        """Charge the customer."""
+        assert ctx.input_key is not None
+        root = Path(directory)
+        _append(root / "attempts.log", ctx.input_key)
+        try:
+            fd = os.open(root / f"done-{ctx.input_key.replace(':', '_')}", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return "already charged"
+        os.close(fd)
+        _append(root / "applied.log", ctx.input_key)
+        await anyio.sleep(hold)
+        return "charged"
+
+    def model(request: LLMRequest) -> str | ToolCall:
+        if request.messages[-1].role == "tool":
+            return "done"
+        return ToolCall("c1", "charge", {})
+
+    return Agent(ScriptedProvider(model, latency=latency, record=False), tools=[charge])
+
+
+class Unpicklable(Exception):
+    """An exception whose pickled form cannot be loaded (its __init__ takes two arguments)."""
+
+    def __init__(self, a: str, b: str) -> None:
+        super().__init__(f"{a}/{b}")
+
+
+class FailingAgent:
+    async def run(self, prompt: Any, **_: Any) -> RunResult:
+        raise Unpicklable("bad", prompt)
+
+
+def failing_agent() -> FailingAgent:
+    return FailingAgent()
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def peak_in_flight(requests: Sequence[RecordedRequest]) -> int:
+    """The most requests the vendor was answering at once, from its own record."""
+    edges: list[tuple[float, int]] = []
+    for r in requests:
+        edges.append((r.received_at, 1))
+        edges.append((r.completed_at if r.completed_at is not None else float("inf"), -1))
+    peak = now = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):  # an end before a start at the same time
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+# --- tests ----------------------------------------------------------------------------------------
+
+
+async def test_2000_inputs_over_2_workers_in_order_and_exactly_once() -> None:
+    prompts = [f"q{i}" for i in range(2000)]
+    seen: list[int] = []
+    progress: list[tuple[int, int, int]] = []
+    with anyio.fail_after(60):
+        async with RayCluster(echo_agent, workers=2, worker_options=WORKER) as cluster:
+            results = await cluster.run_many(prompts, progress=lambda *p: progress.append(p))
+            async with cluster.as_completed(prompts[:300]) as completions:
+                async for index, result in completions:
+                    assert result.content == f"echo q{index}"
+                    seen.append(index)
+            stats = await cluster.stats()
+    assert [r.content for r in results] == [f"echo q{i}" for i in range(2000)]
+    assert all(r.ok for r in results)
+    assert sorted(seen) == list(range(300))  # each index once
+    assert progress[-1] == (2000, 0, 2000) and len(progress) == 2000
+    assert len(stats) == 2 and len({s["pid"] for s in stats}) == 2
+
+
+async def test_the_shared_budget_bounds_requests_in_flight_across_workers() -> None:
+    async with FakeVendor(latency=0.05) as fv:
+        budgets = {"vendor": SharedBudget(max_concurrency=6)}
+        factory = functools.partial(vendor_agent, fv.openai_base_url)
+        with anyio.fail_after(60):
+            async with RayCluster(factory, workers=2, budgets=budgets, worker_options=WORKER) as cluster:
+                results = await cluster.run_many([f"q{i}" for i in range(160)])
+                stats = await cluster.stats()
+        requests = await fv.wait_until_settled()
+    assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
+    assert len(requests) == 160
+    assert peak_in_flight(requests) == 6  # reached, never exceeded
+    permits = sum(s["budgets"]["vendor"]["permits"] for s in stats)
+    calls = sum(s["budgets"]["vendor"]["ledger_calls"] for s in stats)
+    assert permits == 160
+    assert calls / permits < 0.35, (calls, permits)  # the hot path rarely pays a Ray call
+
+
+@pytest.mark.parametrize("retries", [1, 0])
+async def test_a_worker_killed_mid_job(tmp_path: Path, retries: int) -> None:
+    total = 200
+    factory = functools.partial(effects_agent, str(tmp_path), 0.01, 0.2)
+    delivered: list[int] = []
+    results: dict[int, RunResult] = {}
+    with anyio.fail_after(90):
+        async with RayCluster(factory, workers=2, worker_options=WORKER, chunk=10, retries=retries) as cluster:
+            victim = cluster.workers[0]
+            async with cluster.as_completed([f"customer {i}" for i in range(total)]) as completions:
+                async for index, result in completions:
+                    delivered.append(index)
+                    results[index] = result
+                    if len(delivered) == 40:
+                        await anyio.sleep(0.08)  # the victim's runs in flight have applied their effects
+                        ray.kill(victim)
+            assert len(cluster.workers) == 1
+    assert sorted(delivered) == list(range(total))  # every index delivered exactly once
+    applied = (tmp_path / "applied.log").read_text().split()
+    attempts = (tmp_path / "attempts.log").read_text().split()
+    assert len(applied) == len(set(applied))  # side effects deduplicated on input_key: never twice
+    lost = [i for i, r in results.items() if not r.ok]
+    if retries:
+        assert not lost
+        assert len(applied) == total  # ... and every input's effect applied exactly once
+        assert len(attempts) > total  # at-least-once: some inputs really ran twice
+    else:
+        assert lost, "the killed worker was running something"
+        for i in lost:
+            error = results[i].error
+            assert isinstance(error, WorkerLost) and error.attempts == 1, error
+            assert results[i].messages[-1].content == f"customer {i}"
+        assert len(applied) <= total
+        keys = {key.rpartition(":")[2] for key in applied}
+        assert all(str(i) in keys for i in results if results[i].ok)
+
+
+async def test_the_budget_actor_killed_and_restarted_keeps_the_bound() -> None:
+    async with FakeVendor(latency=0.03) as fv:
+        budgets = {"vendor": SharedBudget(max_concurrency=4, refresh=0.1)}
+        factory = functools.partial(vendor_agent, fv.openai_base_url)
+        with anyio.fail_after(90):
+            async with RayCluster(factory, workers=2, budgets=budgets, worker_options=WORKER, chunk=8) as cluster:
+                ledger = cluster.budget_actors["vendor"]
+                first = await cluster_call(ledger.stats.remote())
+                async with anyio.create_task_group() as tg:
+
+                    async def kill_soon() -> None:
+                        await fv.wait_for(lambda rs: len(rs) >= 40, within=30)
+                        ray.kill(ledger, no_restart=False)  # Ray restarts it: a new, empty incarnation
+
+                    tg.start_soon(kill_soon)
+                    during = await cluster.run_many([f"q{i}" for i in range(100)])
+                second = await restarted_stats(ledger, first["epoch"])
+                # What the workers held came back to them; new grants come from the new incarnation.
+                after = await cluster.run_many([f"r{i}" for i in range(40)])
+                with anyio.fail_after(10):  # every worker, busy or idle, re-registers within a few check-ins
+                    third = await recovered_stats(ledger)
+        requests = await fv.wait_until_settled()
+    assert second["pid"] != first["pid"]  # it really was a new process
+    assert third["epoch"] == second["epoch"] and not third["recovering"]
+    assert all(r.ok for r in during + after)
+    assert len(requests) == 140
+    assert peak_in_flight(requests) <= 4
+
+
+async def cluster_call(ref: Any) -> Any:
+    from agentactors.ray._refs import RefWaiter
+
+    return await RefWaiter().wait(ref)
+
+
+async def recovered_stats(ledger: Any) -> dict[str, Any]:
+    """The ledger's stats once it no longer recovers (polling another process: no event to wait on)."""
+    stats: dict[str, Any] = await cluster_call(ledger.stats.remote())
+    for _ in range(1000):
+        if not stats["recovering"]:
+            break
+        await anyio.sleep(0.1)
+        stats = await cluster_call(ledger.stats.remote())
+    return stats
+
+
+async def restarted_stats(ledger: Any, old_epoch: str) -> dict[str, Any]:
+    """The ledger's stats once its new incarnation answers."""
+    while True:
+        try:
+            stats: dict[str, Any] = await cluster_call(ledger.stats.remote())
+        except ray.exceptions.RayActorError:
+            await anyio.sleep(0.1)
+            continue
+        if stats["epoch"] != old_epoch:
+            return stats
+        await anyio.sleep(0.1)
+
+
+async def test_cancelling_the_driver_reaches_the_vendor_as_disconnects() -> None:
+    async with FakeVendor(latency=30.0) as fv:
+        factory = functools.partial(vendor_agent, fv.openai_base_url)
+        budgets = {"vendor": SharedBudget(max_concurrency=100)}
+        with anyio.fail_after(60):
+            async with RayCluster(factory, workers=1, budgets=budgets, worker_options=WORKER, chunk=6) as cluster:
+                with anyio.move_on_after(30) as scope:
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(cluster.run_many, [f"q{i}" for i in range(12)])
+                        await fv.wait_for(lambda rs: len(rs) >= 12, within=25)
+                        tg.cancel_scope.cancel()  # the driver gives up
+                assert not scope.cancelled_caught
+                disconnected = await fv.wait_for_disconnects(12, within=20)
+    assert len(disconnected) == 12
+
+
+async def test_an_error_that_does_not_pickle_comes_back_as_a_remote_error() -> None:
+    with anyio.fail_after(60):
+        async with RayCluster(failing_agent, workers=1, worker_options=WORKER) as cluster:
+            results = await cluster.run_many(["a", "b"])
+    for result in results:
+        assert isinstance(result.error, RemoteError)
+        assert result.error.type_name.endswith("Unpicklable")
+        assert "bad/" in str(result.error)
+
+
+async def test_a_worker_on_another_version_stops_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentactors.ray.cluster as cluster_module
+
+    monkeypatch.setattr(cluster_module, "__version__", "0.0.0-driver")
+    with anyio.fail_after(60), pytest.raises(VersionMismatch, match=r"0\.0\.0-driver"):
+        async with RayCluster(echo_agent, workers=1, worker_options=WORKER):
+            pass
+
+
+def test_this_module_travels_by_value_and_agentactors_by_reference() -> None:
+    assert _needs_value(__name__)
+    assert not _needs_value("agentactors.agent")
+    assert not _needs_value("json")
+    assert not _needs_value("httpx")
+
+
+def _load_example() -> ModuleType:
+    path = EXAMPLES / "ray_cluster.py"
+    spec = importlib.util.spec_from_file_location("examples_ray_cluster", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_example_runs_on_the_running_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+    with anyio.fail_after(60):
+        results = await _load_example().main(count=40, workers=1)
+    assert ray.is_initialized()  # a running cluster is used as is, and left running
+    assert results[0].content.startswith('It is sunny: {"city": "City0", "celsius": 15, "key": "')
+    assert results[0].content.endswith(':0"}')  # the input key: "{job}:{index}"
+    assert all(r.ok for r in results) and len(results) == 40
+    assert "40/40 runs ok" in capsys.readouterr().out
