@@ -21,6 +21,8 @@ defines it.  The package is laid out by idea:
     retry, fallback, circuit breaker and timeout: decorators that return an LLMProvider.
 ``tools``
     ``@tool``, schemas from type hints, argument validation, results; toolsets (sources of tools).
+``output``
+    typed results: output types, the three output strategies (tool, native, prompted), validation and re-ask.
 ``testing``
     FakeVendor (a real HTTP server speaking the three wires), virtual time, the pytest plugin.
 """
@@ -41,6 +43,8 @@ from .errors import (
     CircuitOpenError,
     ErrorKind,
     MalformedResponseError,
+    ModelRetry,
+    OutputValidationError,
     Overloaded,
     ProviderError,
     ProviderTimeout,
@@ -59,6 +63,7 @@ from .events import (
     InMemoryRecorder,
     JsonlRecorder,
     LLMEvent,
+    OutputEvent,
     ProviderEvent,
     Recorder,
     RetryEvent,
@@ -74,6 +79,7 @@ from .messages import (
     LLMResponse,
     Message,
     ReasoningDelta,
+    ResponseFormat,
     StopReason,
     StreamEnd,
     StreamEvent,
@@ -86,6 +92,7 @@ from .messages import (
     ToolSpec,
     Usage,
 )
+from .output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from .parts import Audio, Document, Image, Text
 from .providers.anthropic import AnthropicProvider
 from .providers.base import LLMProvider, forced_tool_choice_for
@@ -124,6 +131,7 @@ __all__ = [
     "LLMResponse",
     "Message",
     "ReasoningDelta",
+    "ResponseFormat",
     "StopReason",
     "StreamEnd",
     "StreamEvent",
@@ -160,6 +168,8 @@ __all__ = [
     "ErrorKind",
     "MalformedResponseError",
     "Overloaded",
+    "ModelRetry",
+    "OutputValidationError",
     "ProviderError",
     "ProviderTimeout",
     "RunDeadlineExceeded",
@@ -215,11 +225,17 @@ __all__ = [
     "BreakerEvent",
     "FallbackEvent",
     "LLMEvent",
+    "OutputEvent",
     "ProviderEvent",
     "RetryEvent",
     "RunEvent",
     "StepEvent",
     "ToolEvent",
+    # typed results
+    "NativeOutput",
+    "OutputContext",
+    "PromptedOutput",
+    "ToolOutput",
     # services and observability
     "Explanation",
     "explain",

@@ -43,7 +43,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from types import TracebackType
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, Generic, TypeAlias, cast
 
 import anyio
 import attrs
@@ -59,6 +59,9 @@ from .loop.controller import LoopConfig, LoopController
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.result import RunResult
 from .messages import Message, ToolChoice
+from .output.config import OutputConfig
+from .output.partial import jiter_available
+from .output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
 from .parts import Part, is_part
 from .providers.base import native_tools_for
 from .settings import ModelSettings
@@ -275,8 +278,8 @@ class _Bound:
 
 
 @attrs.frozen(slots=True, eq=False, repr=False)
-class Agent:
-    """An immutable agent configuration.  See docs/architecture.md for every parameter.
+class Agent(Generic[OutputT]):
+    """An immutable agent configuration, generic in its output type.  See docs/architecture.md for every parameter.
 
     :param provider: an :class:`~agentactors.providers.base.LLMProvider` (agents given the
         same provider object share one ProviderActor in a runtime) or an
@@ -301,6 +304,15 @@ class Agent:
     :param name: the agent's name, in events and tool contexts.
     :param settings: :class:`~agentactors.ModelSettings` for every request of its runs; they win over the
         provider's defaults, and a run's ``settings=`` win over them, field by field.
+    :param output_type: the type of ``RunResult.output`` (``docs/output.md``): ``str`` (the default: the
+        answer text, as always), a class, a scalar, ``list[...]`` / ``dict[str, ...]``, ``Literal[...]`` or
+        an ``Enum`` (a constrained pick), a union of classes — bare (auto: the strategy chosen per model
+        call) or in :class:`~agentactors.ToolOutput`, :class:`~agentactors.NativeOutput` or
+        :class:`~agentactors.PromptedOutput`.
+    :param output_retries: how many times an answer that does not validate is sent back with its issues
+        before the run ends with :class:`~agentactors.OutputValidationError` in ``RunResult.error``.
+    :param output_validator: ``fn(value, ctx) -> value`` (sync or async; ``fn(value)`` too), raising
+        :class:`~agentactors.ModelRetry` to re-ask: checks no schema can express.
     :raises ValueError, TypeError: for an invalid configuration (checked here, not at run time).
     """
 
@@ -321,6 +333,11 @@ class Agent:
     name: str | None = attrs.field(default=None, kw_only=True)
     toolsets: tuple[Toolset, ...] = attrs.field(default=(), converter=check_toolsets, kw_only=True)
     settings: ModelSettings | None = attrs.field(default=None, kw_only=True)
+    output_type: type[OutputT] | ToolOutput[OutputT] | NativeOutput[OutputT] | PromptedOutput[OutputT] = attrs.field(
+        default=str, kw_only=True  # type: ignore[assignment]
+    )
+    output_retries: int = attrs.field(default=2, kw_only=True)
+    output_validator: Callable[..., Any] | None = attrs.field(default=None, kw_only=True)
     _config: LoopConfig = attrs.field(init=False)
     _all_tools: tuple[Tool[Any, Any], ...] = attrs.field(init=False)
     _bound: dict[int, _Bound] = attrs.field(init=False, factory=dict)
@@ -351,6 +368,9 @@ class Agent:
             nudges = DEFAULT_NUDGES if self.nudges else None
         else:
             raise TypeError("nudges must be True, False or a Nudges value")
+        output = OutputConfig.build(
+            self.output_type, retries=self.output_retries, validator=self.output_validator, tool_names=names
+        )
         config = LoopConfig(
             tool_specs=tuple(t.spec for t in all_tools),
             system=self.system,
@@ -368,6 +388,7 @@ class Agent:
             agent_name=self.name,
             run_info=_run_info(self.provider, self.model),
             settings=self.settings or None,
+            output=output,
         )
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_all_tools", all_tools)
@@ -384,7 +405,7 @@ class Agent:
 
     # -- binding to a runtime ---------------------------------------------------------------------
 
-    def bind(self, runtime: Runtime) -> Agent:
+    def bind(self, runtime: Runtime) -> Agent[OutputT]:
         """This agent's configuration, bound to ``runtime``: its runs use that runtime from any task.
 
         The recipe for services: open the runtime in the server's lifespan and bind the agent there;
@@ -402,7 +423,7 @@ class Agent:
         """
         if not isinstance(runtime, Runtime):
             raise TypeError(f"bind() takes a Runtime, not {type(runtime).__name__}")
-        bound: Agent = attrs.evolve(self)
+        bound: Agent[OutputT] = attrs.evolve(self)
         object.__setattr__(bound, "_home", runtime)
         return bound
 
@@ -424,7 +445,7 @@ class Agent:
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
         message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
 
@@ -473,7 +494,7 @@ class Agent:
         runtime: Runtime | None = None,
         concurrency: int = 100,
         progress: Callable[[int, int, int], Any] | None = None,
-    ) -> list[RunResult]:
+    ) -> list[RunResult[OutputT]]:
         """Run the agent on every input, at most ``concurrency`` at once; one result per input, in input order.
 
         In ``runtime`` (default: the current one, as for :meth:`run`, or a
@@ -504,9 +525,15 @@ class Agent:
         if not items:
             return []
         rt = runtime if runtime is not None else self._runtime()
+        typed = self._config.output is not None
         if rt is not None:
             return await run_batch(
-                items, _to_messages, partial(self._run_in, rt), concurrency=concurrency, progress=progress
+                items,
+                _to_messages,
+                partial(self._run_in, rt),
+                concurrency=concurrency,
+                progress=progress,
+                typed=typed,
             )
         async with self._private() as private:
             results = await run_batch(
@@ -515,6 +542,7 @@ class Agent:
                 partial(self._run_in, private, private=True),
                 concurrency=concurrency,
                 progress=progress,
+                typed=typed,
             )
         return results
 
@@ -543,7 +571,14 @@ class Agent:
                 "as_completed needs a running Runtime for its runs: call it inside `async with Runtime() as rt:` "
                 "(or use run_many, which makes one)"
             )
-        return AsCompleted(rt, list(inputs), _to_messages, partial(self._run_in, rt), concurrency)
+        return AsCompleted(
+            rt,
+            list(inputs),
+            _to_messages,
+            partial(self._run_in, rt),
+            concurrency,
+            typed=self._config.output is not None,
+        )
 
     def stream(
         self,
@@ -555,7 +590,7 @@ class Agent:
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
-    ) -> AgentRun:
+    ) -> AgentRun[OutputT]:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
         ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings``, ``deadline``,
@@ -744,7 +779,7 @@ class Agent:
 
     def _run_in(
         self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions = NO_OPTIONS, *, private: bool = False
-    ) -> Awaitable[RunResult]:
+    ) -> Awaitable[RunResult[OutputT]]:
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
         if self.toolsets:
             return self._run_listed(rt, messages, options, private=private)
@@ -755,7 +790,7 @@ class Agent:
 
     async def _run_listed(
         self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions, *, private: bool
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
         controller, sink = await self._listed_controller(rt, options, private=private)
         return await _drive(controller, sink, messages)
@@ -780,7 +815,7 @@ def _check_usable(rt: Runtime, which: str) -> None:
         )
 
 
-async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult:
+async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult[Any]:
     if sink is None and current_sink() is None:
         return await controller.run(messages)  # the hot path: nothing to install
     # Installed even when None: an enclosing run's sink must not receive this run's events.
@@ -806,8 +841,8 @@ class _ChannelRecorder:
             pass  # the consumer left: the run goes on without it
 
 
-class AgentRun:
-    """A run in progress, from :meth:`Agent.stream`.
+class AgentRun(Generic[OutputT]):
+    """A run in progress, from :meth:`Agent.stream`; generic in the agent's output type.
 
     ``async with agent.stream(prompt) as run:`` starts the run; ``async for event
     in run`` yields the same typed events recorders receive (``run.started``,
@@ -833,13 +868,13 @@ class AgentRun:
     framework abandons, and leaving the handle from another task — as a
     generator's finaliser does — still cancels the run and waits for it.
 
-    Typed partial results (``run.partial_output()``, from the typed-results work) are a filter over
-    the same events, like :meth:`text_stream`: build them on :meth:`_values`.
+    ``run.partial_output()`` yields the typed result as it streams in — successively more complete
+    values, then the final validated one — a filter over the same events, like :meth:`text_stream`.
     """
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent[OutputT],
         messages: tuple[Message, ...],
         options: RunOptions | None = None,
         *,
@@ -854,7 +889,7 @@ class AgentRun:
         self._receive: MemoryObjectReceiveStream[Event] | None = None
         self._state = _RunState()
 
-    async def __aenter__(self) -> AgentRun:
+    async def __aenter__(self) -> AgentRun[OutputT]:
         """Start the run.
 
         :raises RuntimeError: entered twice; or ``runtime=`` (or the bound runtime) is not running or
@@ -925,7 +960,7 @@ class AgentRun:
             if receive is not None and threading.get_ident() == state.thread:
                 receive.close()  # synchronous; like the cancel, only safe in the loop's own thread
 
-    def __aiter__(self) -> AgentRun:
+    def __aiter__(self) -> AgentRun[OutputT]:
         return self
 
     async def __anext__(self) -> Event:
@@ -936,7 +971,7 @@ class AgentRun:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
-    async def _values(self, pick: Callable[[Event], str | None]) -> AsyncIterator[str]:
+    async def _values(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
         """The run's events mapped by ``pick`` (``None``: skipped), entering and leaving the run if not entered.
 
         The seam for filtered views of a run (:meth:`text_stream`; typed partial output next).
@@ -1026,6 +1061,41 @@ class AgentRun:
             pending.clear()
             due = anyio.current_time() + interval
 
+    def partial_output(self) -> AsyncIterator[OutputT]:
+        """The typed result as it streams: ``async for partial in run.partial_output(): ...``.
+
+        Successively more complete values while the output tool's arguments or the answer's JSON stream
+        in — each one a value of the output type (a JSON prefix that does not validate yet, such as an
+        object whose required field has not begun, is skipped; a value equal to the last is not
+        repeated) — then the final validated value, the run's ``result.output``.  An answer that is
+        refused and asked again streams its partial values too: only the last value is the validated
+        one.  A run that ends without a valid answer yields no final value (its ``result`` says why).
+        For ``output_type=str``: the answer text so far, growing piece by piece, then the whole answer.
+
+        Usable like :meth:`text_stream`: inside ``async with agent.stream(p) as run:`` or on its own
+        (``agent.stream(p).partial_output()``), entering and leaving the run itself.
+
+        :raises ImportError: a typed output needs ``jiter`` for partial JSON (``pip install
+            'agentactors[jiter]'``).
+
+        Cancellation: as :meth:`text_stream`.
+        """
+        if self._agent._config.output is not None and self._agent._config.output.target is not None:
+            if not jiter_available():
+                raise ImportError(
+                    "partial_output() of a typed result parses partial JSON with jiter: "
+                    "pip install 'agentactors[jiter]'"
+                )
+            return self._partials(_partial_of)
+        return self._partials(_TextSoFar())
+
+    async def _partials(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
+        async for value in self._values(pick):
+            yield value
+        state = self._state
+        if state.result is not None and state.error is None and state.result.ok:
+            yield state.result.output
+
     def cancel(self) -> None:
         """Cancel the run; it ends with ``RunResult(cancelled=True)``.  Idempotent; no effect once finished."""
         self._state.scope.cancel()
@@ -1035,7 +1105,7 @@ class AgentRun:
         return self._state.done.is_set()
 
     @property
-    def result(self) -> RunResult:
+    def result(self) -> RunResult[OutputT]:
         """The run's result.  :raises RuntimeError: the run has not finished yet."""
         state = self._state
         if state.error is not None:
@@ -1044,7 +1114,7 @@ class AgentRun:
             raise RuntimeError("the run has not finished: iterate it, or `await run.wait()`")
         return state.result
 
-    async def wait(self) -> RunResult:
+    async def wait(self) -> RunResult[OutputT]:
         """Wait until the run finishes and return its result (raising what the run raised)."""
         await self._state.done.wait()
         return self.result
@@ -1058,7 +1128,7 @@ class _RunState:
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
-        self.result: RunResult | None = None
+        self.result: RunResult[Any] | None = None
         self.error: BaseException | None = None
         self.thread = threading.get_ident()
 
@@ -1096,6 +1166,28 @@ class _RunState:
                 log.debug("could not cancel an abandoned stream's run", exc_info=True)
 
 
+def _partial_of(event: Event) -> Any:
+    if event.type == "output.partial":
+        return event.data["value"]
+    return None
+
+
+class _TextSoFar:
+    """The answer text so far, for the partial output of a text run."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def __call__(self, event: Event) -> str | None:
+        piece = _text_of(event)
+        if not piece:
+            return None
+        self.text += piece
+        return self.text
+
+
 def _text_of(event: Event) -> str | None:
     if type(event) is LLMTextDelta:
         text: str = event.data["text"]
@@ -1108,18 +1200,18 @@ def _text_of(event: Event) -> str | None:
 
 async def run_many(
     rt: Runtime,
-    agent: Agent,
+    agent: Agent[Any],
     inputs: Iterable[Prompt],
     *,
     concurrency: int = 100,
     progress: Callable[[int, int, int], Any] | None = None,
-) -> list[RunResult]:
+) -> list[RunResult[Any]]:
     """``agent.run_many(inputs, runtime=rt, ...)`` (see :meth:`Agent.run_many`)."""
     return await agent.run_many(inputs, runtime=rt, concurrency=concurrency, progress=progress)
 
 
 def as_completed(
-    rt: Runtime, agent: Agent, inputs: Iterable[Prompt], *, concurrency: int = 100
+    rt: Runtime, agent: Agent[Any], inputs: Iterable[Prompt], *, concurrency: int = 100
 ) -> AsCompleted[Prompt]:
     """``agent.as_completed(inputs, runtime=rt, ...)`` (see :meth:`Agent.as_completed`)."""
     return agent.as_completed(inputs, runtime=rt, concurrency=concurrency)

@@ -46,7 +46,7 @@ P = TypeVar("P")
 #: Turns one input into the run's messages; raises ``TypeError`` / ``ValueError`` for a bad input.
 Prepare = Callable[[P], tuple[Message, ...]]
 #: Runs the messages of one input to its result (an agent's run, in the batch's runtime).
-RunMessages = Callable[[tuple[Message, ...]], Awaitable[RunResult]]
+RunMessages = Callable[[tuple[Message, ...]], Awaitable[RunResult[Any]]]
 
 _NO_MESSAGES: tuple[Message, ...] = ()
 
@@ -57,27 +57,31 @@ def check_concurrency(concurrency: int) -> None:
         raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
 
 
-def _failed(messages: tuple[Message, ...], exc: BaseException) -> RunResult:
+def _failed(messages: tuple[Message, ...], exc: BaseException, typed: bool) -> RunResult[Any]:
+    if typed:  # a typed run that did not end on a valid answer has no output (docs/output.md)
+        return RunResult("", messages, error=exc, output=None)
     return RunResult("", messages, error=exc)
 
 
-def _cancelled(messages: tuple[Message, ...]) -> RunResult:
+def _cancelled(messages: tuple[Message, ...], typed: bool) -> RunResult[Any]:
+    if typed:
+        return RunResult("", messages, cancelled=True, output=None)
     return RunResult("", messages, cancelled=True)
 
 
-def _is_failed(result: RunResult) -> bool:
+def _is_failed(result: RunResult[Any]) -> bool:
     return result.generation_failed or result.error is not None
 
 
-def _prepared(prepare: Prepare[P], item: P) -> tuple[tuple[Message, ...], RunResult | None]:
+def _prepared(prepare: Prepare[P], item: P, typed: bool) -> tuple[tuple[Message, ...], RunResult[Any] | None]:
     """The input's messages, or the failed result of an input that has none."""
     try:
         return prepare(item), None
     except Exception as exc:  # an input that is not a prompt fails alone
-        return _NO_MESSAGES, _failed(_NO_MESSAGES, exc)
+        return _NO_MESSAGES, _failed(_NO_MESSAGES, exc, typed)
 
 
-def _attach(exc: BaseException, results: list[RunResult], *, note: bool) -> None:
+def _attach(exc: BaseException, results: list[RunResult[Any]], *, note: bool) -> None:
     """Hang the batch's results on the exception that stops it (``exc.results``); a note for the reader."""
     try:
         setattr(exc, "results", results)  # noqa: B010 - documented: the batch's results ride on the exception
@@ -88,7 +92,7 @@ def _attach(exc: BaseException, results: list[RunResult], *, note: bool) -> None
         exc.add_note(f"run_many: {done} of {len(results)} runs had finished; every result is in exc.results")
 
 
-def results_of(exc: BaseException) -> list[RunResult] | None:
+def results_of(exc: BaseException) -> list[RunResult[Any]] | None:
     """The results a stopped ``run_many`` hung on ``exc``, or on an exception ``exc`` was raised from.
 
     ``except KeyboardInterrupt as exc: results = results_of(exc)`` works on both backends: on trio
@@ -118,11 +122,13 @@ async def run_batch(
     *,
     concurrency: int,
     progress: Callable[[int, int, int], Any] | None = None,
-) -> list[RunResult]:
+    typed: bool = False,
+) -> list[RunResult[Any]]:
     """Run every item, at most ``concurrency`` at once, and return one result per item, in order.
 
     ``progress(done, failed, total)`` is called after each run (``failed``: ``generation_failed``
-    or an ``error``); a progress callback that raises is logged once and ignored.
+    or an ``error``); a progress callback that raises is logged once and ignored.  ``typed``: the
+    runs are of an agent with an output type, whose failed and cancelled results have ``output=None``.
 
     :raises KeyboardInterrupt: the batch was interrupted; ``exc.results`` holds every slot.
 
@@ -130,7 +136,7 @@ async def run_batch(
     filled in ``exc.results`` (unfinished runs: ``RunResult(cancelled=True)``).
     """
     total = len(items)
-    results: list[RunResult | None] = [None] * total
+    results: list[RunResult[Any] | None] = [None] * total
     indexes = iter(range(total))
     counts = [0, 0]
     warned = [False]
@@ -138,7 +144,7 @@ async def run_batch(
 
     async def worker(batch: anyio.CancelScope) -> None:
         for i in indexes:
-            messages, result = _prepared(prepare, items[i])
+            messages, result = _prepared(prepare, items[i], typed)
             if result is None:
                 try:
                     result = await run(messages)
@@ -146,14 +152,14 @@ async def run_batch(
                     # Asked here, inside the batch's scopes: outside them a real cancellation and a
                     # stray one look alike.
                     if escapes(exc):
-                        results[i] = _cancelled(messages)
+                        results[i] = _cancelled(messages, typed)
                         interrupt = interrupt_in(exc)
                         if interrupt is None:
                             raise
                         interrupted.append(interrupt)
                         batch.cancel()  # the other runs end as cancelled; the interrupt is raised below
                         return
-                    result = _failed(messages, exc)
+                    result = _failed(messages, exc, typed)
             results[i] = result
             counts[0] += 1
             if _is_failed(result):
@@ -171,7 +177,7 @@ async def run_batch(
             for _ in range(min(concurrency, total)):
                 tg.start_soon(worker, tg.cancel_scope)
     except BaseException as exc:
-        filled = _fill(results, items, prepare)
+        filled = _fill(results, items, prepare, typed)
         stop = interrupt_in(exc)
         if stop is None:
             _attach(exc, filled, note=False)
@@ -180,20 +186,22 @@ async def run_batch(
         raise stop from None  # the interrupt itself, not a group: `except KeyboardInterrupt` must catch it
     if interrupted:
         stop = interrupted[0]
-        _attach(stop, _fill(results, items, prepare), note=True)
+        _attach(stop, _fill(results, items, prepare, typed), note=True)
         raise stop
     if None in results:  # each worker fills every slot it takes: a hole is a bug of ours, never a short list
         raise AssertionError(f"run_many lost {results.count(None)} of {total} results")
-    return cast(list[RunResult], results)
+    return cast(list[RunResult[Any]], results)
 
 
-def _fill(results: list[RunResult | None], items: Sequence[P], prepare: Prepare[P]) -> list[RunResult]:
+def _fill(
+    results: list[RunResult[Any] | None], items: Sequence[P], prepare: Prepare[P], typed: bool
+) -> list[RunResult[Any]]:
     """Every slot still empty gets ``RunResult(cancelled=True)`` with its input's messages."""
     for i, result in enumerate(results):
         if result is None:
-            messages, failed = _prepared(prepare, items[i])
-            results[i] = failed if failed is not None else _cancelled(messages)
-    return cast(list[RunResult], results)
+            messages, failed = _prepared(prepare, items[i], typed)
+            results[i] = failed if failed is not None else _cancelled(messages, typed)
+    return cast(list[RunResult[Any]], results)
 
 
 class AsCompleted(Generic[P]):
@@ -206,7 +214,14 @@ class AsCompleted(Generic[P]):
     """
 
     def __init__(
-        self, rt: Runtime, items: Sequence[P], prepare: Prepare[P], run: RunMessages, concurrency: int
+        self,
+        rt: Runtime,
+        items: Sequence[P],
+        prepare: Prepare[P],
+        run: RunMessages,
+        concurrency: int,
+        *,
+        typed: bool = False,
     ) -> None:
         check_concurrency(concurrency)
         self._rt = rt
@@ -214,26 +229,27 @@ class AsCompleted(Generic[P]):
         self._prepare = prepare
         self._run = run
         self._concurrency = concurrency
+        self._typed = typed
         self._scope = anyio.CancelScope()
-        self._receive: MemoryObjectReceiveStream[RunResult] | None = None
+        self._receive: MemoryObjectReceiveStream[RunResult[Any]] | None = None
         self._interrupt: KeyboardInterrupt | None = None
 
-    def _start(self) -> MemoryObjectReceiveStream[RunResult]:
-        send, receive = anyio.create_memory_object_stream[RunResult](math.inf)
+    def _start(self) -> MemoryObjectReceiveStream[RunResult[Any]]:
+        send, receive = anyio.create_memory_object_stream[RunResult[Any]](math.inf)
         self._receive = receive
         self._rt.spawn_task(self._feed, send, name="as_completed")
         return receive
 
-    async def _one(self, item: P) -> RunResult | None:
+    async def _one(self, item: P) -> RunResult[Any] | None:
         """One input's result; ``None`` when a KeyboardInterrupt stopped the feed (kept for the reader)."""
-        messages, failed = _prepared(self._prepare, item)
+        messages, failed = _prepared(self._prepare, item, self._typed)
         if failed is not None:
             return failed
         try:
             return await self._run(messages)
         except BaseException as exc:
             if not escapes(exc):
-                return _failed(messages, exc)
+                return _failed(messages, exc, self._typed)
             interrupt = interrupt_in(exc)
             if interrupt is None:
                 raise
@@ -243,7 +259,7 @@ class AsCompleted(Generic[P]):
             self._scope.cancel()
             return None
 
-    async def _feed(self, send: MemoryObjectSendStream[RunResult]) -> None:
+    async def _feed(self, send: MemoryObjectSendStream[RunResult[Any]]) -> None:
         items = self._items
         indexes = iter(range(len(items)))
 
@@ -266,7 +282,7 @@ class AsCompleted(Generic[P]):
     def __aiter__(self) -> AsCompleted[P]:
         return self
 
-    async def __anext__(self) -> RunResult:
+    async def __anext__(self) -> RunResult[Any]:
         receive = self._receive if self._receive is not None else self._start()
         try:
             return await receive.receive()

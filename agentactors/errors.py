@@ -22,6 +22,8 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     ├── ToolStatusError
     ├── RedactedException               stands in for a foreign cause whose text held a credential
     ├── RunDeadlineExceeded             in RunResult.error, never raised by a run
+    ├── ModelRetry
+    ├── OutputValidationError
     ├── ConversionError                     also a ValueError; agentactors.tools.schema
     ├── ToolsetError                        agentactors (defined in tools.toolset)
     │   └── ToolNameClashError              also a ValueError; agentactors (defined in tools.toolset)
@@ -92,6 +94,8 @@ __all__ = [
     "ErrorKind",
     "MalformedResponseError",
     "Overloaded",
+    "ModelRetry",
+    "OutputValidationError",
     "ProviderError",
     "ProviderTimeout",
     "RedactedException",
@@ -370,13 +374,17 @@ class AllProvidersFailedError(ProviderError, ExceptionGroup):
 
     Both an ``ExceptionGroup`` (``except*`` works, ``.exceptions`` lists the
     members' errors in order, primary first) and a :class:`ProviderError` whose
-    kind, retryable and retry_after are the last error's.
+    kind, retryable and retry_after are the last error's.  ``skipped`` names the members the chain
+    skipped without calling them (``with_fallback(skip_incapable=True)`` and a forced tool choice they
+    cannot carry): a caller that can send the step another way (the typed-results loop) reads it.
     """
 
     def __new__(cls, message: str, errors: Sequence[Exception], **_: Any) -> Self:
         return super().__new__(cls, message, list(errors))
 
-    def __init__(self, message: str, errors: Sequence[Exception], *, provider: str = "fallback") -> None:
+    def __init__(
+        self, message: str, errors: Sequence[Exception], *, provider: str = "fallback", skipped: Sequence[str] = ()
+    ) -> None:
         errs = list(errors)
         if not errs:
             raise ValueError("AllProvidersFailedError needs at least one error")
@@ -394,6 +402,7 @@ class AllProvidersFailedError(ProviderError, ExceptionGroup):
             request_id=last_pe.request_id if last_pe else None,
         )
         self.errors = tuple(errs)
+        self.skipped = tuple(skipped)
 
     @property
     def exceptions(self) -> tuple[Exception, ...]:
@@ -406,14 +415,16 @@ class AllProvidersFailedError(ProviderError, ExceptionGroup):
 
     def derive(self, excs: Sequence[Exception]) -> AllProvidersFailedError:  # type: ignore[override]
         """A group of the same type and provider with ``excs`` (what ``except*`` splits build)."""
-        return AllProvidersFailedError(self.message, list(excs), provider=self.provider)
+        return AllProvidersFailedError(self.message, list(excs), provider=self.provider, skipped=self.skipped)
 
     def __reduce__(self) -> Any:
-        return (AllProvidersFailedError, (self.message, list(self.errors)), {"provider": self.provider})
+        state = {"provider": self.provider, "skipped": self.skipped}
+        return (AllProvidersFailedError, (self.message, list(self.errors)), state)
 
     def __setstate__(self, state: dict[str, Any] | None) -> None:
         if state:
             self.provider = state["provider"]
+            self.skipped = tuple(state.get("skipped", ()))
 
 
 class AskTimeout(AgentActorsError, TimeoutError):
@@ -525,6 +536,34 @@ def _stand_in(exc: BaseException, seen: set[int]) -> RedactedException:
     if nxt is not None and id(nxt) not in seen:
         err.__cause__ = nxt if isinstance(nxt, AgentActorsError) else _stand_in(nxt, seen)
     return err
+
+class ModelRetry(AgentActorsError):
+    """Raised by an output validator (or a tool) to send the model back with ``message``.
+
+    From ``Agent(output_validator=...)``: the answer is refused and the model is asked again with
+    ``message`` (counted against ``output_retries``).  From a tool: the call's result is the message
+    (status ``error``), which the model reads before it calls again.  The message is for the model:
+    say what is wrong and how to fix it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(str(message)))
+        self.message = redact(str(message))
+
+
+class OutputValidationError(AgentActorsError):
+    """A run's answer never validated against its output type: ``output_retries`` re-asks ran out.
+
+    In ``RunResult.error`` (the run ends with ``output=None``; nothing is raised).  ``issues`` are the
+    last attempt's problems as the model read them; ``attempts`` counts every answer refused.  No
+    answer value is ever part of the message: only where it was wrong and what was expected.
+    """
+
+    def __init__(self, message: str, *, issues: Sequence[str] = (), attempts: int = 0) -> None:
+        super().__init__(redact(str(message)))
+        self.issues = tuple(redact(str(i)) for i in issues)
+        self.attempts = attempts
+
 
 
 # --- names that moved to agentactors.providers._classify ----------------------------------------

@@ -28,6 +28,7 @@ of the class its type names, so ``isinstance`` filters work::
     ├── FallbackEvent   fallback.*  FallbackMoved, FallbackSkipped, FallbackExhausted
     ├── BreakerEvent    breaker.*   BreakerStateChanged, BreakerRejected, BreakerIgnored
     ├── ProviderEvent   provider.*  ProviderThrottled
+    ├── OutputEvent     output.*    OutputStrategyChosen, OutputStrategyDegraded, OutputInvalid, OutputPartial
     └── ActorEvent      actor.*     (the kernel's: started, stopped, failed, restarted, dead_letter)
 
 A type without a class of its own (a tool's own ``ctx.emit("tools.progress")``, a
@@ -72,6 +73,11 @@ __all__ = [
     "LLMRequested",
     "LLMResponded",
     "LLMTextDelta",
+    "OutputEvent",
+    "OutputInvalid",
+    "OutputPartial",
+    "OutputStrategyChosen",
+    "OutputStrategyDegraded",
     "ProviderEvent",
     "ProviderThrottled",
     "RetryEvent",
@@ -338,6 +344,39 @@ class ProviderThrottled(ProviderEvent):
     __slots__ = ()
 
 
+class OutputEvent(Event):
+    """``output.*``: a typed result's strategy, its refused answers and its partial values."""
+
+    __slots__ = ()
+
+
+class OutputStrategyChosen(OutputEvent):
+    """``output.strategy``: ``strategy`` (``"tool"``, ``"native"`` or ``"prompted"``) and ``reason``, when a
+    step's strategy differs from the step before's (the first step's always)."""
+
+    __slots__ = ()
+
+
+class OutputStrategyDegraded(OutputEvent):
+    """``output.strategy_degraded``: the step is sent again with ``strategy`` instead of ``from_strategy``
+    (the forced choice could not be carried), with the ``reason`` and the ``error``."""
+
+    __slots__ = ()
+
+
+class OutputInvalid(OutputEvent):
+    """``output.invalid``: an answer refused — ``attempt``, ``strategy``, ``issues`` (the lines the model
+    reads) and ``retries_left``."""
+
+    __slots__ = ()
+
+
+class OutputPartial(OutputEvent):
+    """``output.partial``: ``value``, the typed result so far while it streams."""
+
+    __slots__ = ()
+
+
 class ActorEvent(Event):
     """``actor.*``: the kernel's lifecycle events (``actor.started``, ``stopped``, ``failed``, ``restarted``,
     ``dead_letter``), each with ``actor``."""
@@ -354,6 +393,7 @@ _FAMILIES: dict[str, type[Event]] = {
     "fallback": FallbackEvent,
     "breaker": BreakerEvent,
     "provider": ProviderEvent,
+    "output": OutputEvent,
     "actor": ActorEvent,
 }
 
@@ -381,6 +421,10 @@ _CLASSES: dict[str, type[Event]] = {
     "breaker.rejected": BreakerRejected,
     "breaker.ignored": BreakerIgnored,
     "provider.throttled": ProviderThrottled,
+    "output.strategy": OutputStrategyChosen,
+    "output.strategy_degraded": OutputStrategyDegraded,
+    "output.invalid": OutputInvalid,
+    "output.partial": OutputPartial,
 }
 # Types are few in practice, but a tool may make them up: the cache of families learned stays bounded.
 _LEARNED_MAX = 1024

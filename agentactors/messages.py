@@ -51,6 +51,7 @@ __all__ = [
     "LLMResponse",
     "Message",
     "ReasoningDelta",
+    "ResponseFormat",
     "Role",
     "StopReason",
     "StreamEnd",
@@ -405,6 +406,31 @@ _NONE = ToolChoice("none")
 _REQUIRED = ToolChoice("required")
 
 
+_FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@attrs.frozen(slots=True)
+class ResponseFormat:
+    """A JSON-schema response format: the answer text must be JSON matching ``schema``.
+
+    Each wire carries it in its own field (OpenAI ``response_format``, Anthropic
+    ``output_config.format``, Gemini ``generationConfig.responseJsonSchema``); a provider whose
+    wire or model cannot carry it raises a request-kind error before sending.  ``name`` (1-64
+    letters, digits, ``_`` or ``-``) and ``strict`` are what OpenAI's field takes; the other wires
+    use the schema alone.  ``schema`` is plain JSON Schema (each codec fits it to its wire).
+    """
+
+    name: str = attrs.field()
+    schema: dict[str, Any] = attrs.field(converter=_to_dict)
+    strict: bool = True
+    description: str | None = None
+
+    @name.validator
+    def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str) or not _FORMAT_NAME.match(value):
+            raise ValueError(f"a response format's name must be 1-64 letters, digits, '_' or '-', not {value!r}")
+
+
 class StopReason(enum.StrEnum):
     """Why the model stopped, mapped from every vendor's own vocabulary."""
 
@@ -456,6 +482,8 @@ def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
 class LLMRequest:
     """One model call: the conversation, the tools offered and the generation settings.
 
+    ``response_format`` asks for a JSON answer matching a schema (see :class:`ResponseFormat`).
+
     ``vendor_options`` passes vendor-only fields through a codec untouched, keyed
     by wire: ``{"anthropic": {"thinking": {...}}, "openai": {"seed": 1}}``.
 
@@ -482,6 +510,8 @@ class LLMRequest:
     thinking_budget: int | None = attrs.field(default=None, kw_only=True)
     cache: CachePolicy | None = attrs.field(default=None, converter=to_cache, kw_only=True)
     timeout: float | None = attrs.field(default=None, kw_only=True)
+    #: The JSON schema the answer text must match (the vendor's constrained decoding), or ``None``.
+    response_format: ResponseFormat | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if not self.messages:
@@ -509,6 +539,9 @@ class LLMRequest:
             raise TypeError("parallel_tool_calls must be a bool")
         check_thinking_budget(self.thinking_budget)
         check_timeout(self.timeout)
+
+        if self.response_format is not None and not isinstance(self.response_format, ResponseFormat):
+            raise TypeError("LLMRequest.response_format must be a ResponseFormat or None")
 
     def with_defaults(self, settings: ModelSettings | None) -> LLMRequest:
         """This request with ``settings`` filling the fields it leaves unset (the request's own values win).

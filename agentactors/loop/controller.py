@@ -82,11 +82,16 @@ from ..messages import (
     StreamEnd,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
     ToolChoice,
     ToolSpec,
     Usage,
 )
+from ..output.config import OutputConfig
+from ..output.run import OutputRun
 from ..providers._classify import classify_exception
+from ..providers.base import default_model_of
 from ..settings import ModelSettings
 from ..tools.results import ToolResult, ToolStatus
 from .context_budget import fit_to_budget
@@ -150,8 +155,14 @@ class LoopConfig:
     # recorders that describe runs to others (OpenTelemetry): built once per agent, never per run.
     run_info: Mapping[str, Any] = attrs.field(factory=dict)
     settings: ModelSettings | None = None
+    #: The typed result (``docs/output.md``); ``None`` for a plain ``str`` answer, whose runs pay nothing for it.
+    output: OutputConfig | None = None
     # (native, tool choice) -> a validated request whose messages every step replaces (see _request_like).
     _skeletons: dict[tuple[bool, ToolChoice], LLMRequest] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
+    # The same for the output strategies: (strategy, native, tool choice) -> skeleton.
+    _output_skeletons: dict[tuple[str, bool, ToolChoice], LLMRequest] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
 
@@ -175,6 +186,41 @@ class LoopConfig:
             model=self.model,
             tools=self.tool_specs if native else (),
             tool_choice=choice,
+            **(settings.request_fields() if settings else {}),
+        )
+
+    def output_skeleton(
+        self, strategy: str, native: bool, choice: ToolChoice, settings: ModelSettings | None = None
+    ) -> LLMRequest:
+        """The skeleton of a step asking for the typed result with ``strategy`` (built and validated once).
+
+        ``tool``: the agent's tools and the output tools, with the forced ``choice``; ``native``: the
+        agent's tools and the JSON-schema response format; ``prompted``: the agent's tools alone (the
+        instruction is in the system message).  ``settings`` as for :meth:`skeleton`: a run's own are
+        built for it alone and not kept.
+        """
+        if settings is not None:
+            return self._build_output(strategy, native, choice, settings)
+        key = (strategy, native, choice)
+        skeleton = self._output_skeletons.get(key)
+        if skeleton is None:
+            skeleton = self._output_skeletons[key] = self._build_output(strategy, native, choice, self.settings)
+        return skeleton
+
+    def _build_output(
+        self, strategy: str, native: bool, choice: ToolChoice, settings: ModelSettings | None
+    ) -> LLMRequest:
+        output = self.output
+        assert output is not None
+        tools = self.tool_specs if native else ()
+        if strategy == "tool":
+            tools = (*tools, *output.tool_specs)
+        return LLMRequest(
+            (Message.user(""),),
+            model=self.model,
+            tools=tools,
+            tool_choice=choice if tools else ToolChoice.auto(),
+            response_format=output.response_format if strategy == "native" else None,
             **(settings.request_fields() if settings else {}),
         )
 
@@ -227,6 +273,7 @@ class LoopController:
         "_input_key",
         "_native",
         "_on_text",
+        "_output",
         "_previous",
         "_priority",
         "_provider",
@@ -287,10 +334,11 @@ class LoopController:
         self.tool_calls: list[ToolCall] = []
         self.followups: tuple[str, ...] = ()
         self.served_by: str | None = None
+        self._output: OutputRun | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
-    def run(self, messages: Sequence[Message]) -> Coroutine[Any, Any, RunResult]:
+    def run(self, messages: Sequence[Message]) -> Coroutine[Any, Any, RunResult[Any]]:
         """Run the loop on ``messages`` (the input conversation) to a :class:`RunResult` (await it).
 
         Nothing is raised before the returned coroutine is awaited.
@@ -316,7 +364,7 @@ class LoopController:
             return self._loop(messages)
         return self._recorded(self._sink, messages)
 
-    async def _recorded(self, sink: EventSink, messages: Sequence[Message]) -> RunResult:
+    async def _recorded(self, sink: EventSink, messages: Sequence[Message]) -> RunResult[Any]:
         """``run`` with a sink: ``run.started`` / ``run.finished`` around the loop.
 
         Cancellation: ``run.finished`` says ``cancelled=True``, then the cancellation propagates.
@@ -349,11 +397,13 @@ class LoopController:
         )
         return result
 
-    def cancelled_result(self, messages: Sequence[Message]) -> RunResult:
+    def cancelled_result(self, messages: Sequence[Message]) -> RunResult[Any]:
         """The result of a run cancelled through its handle: nothing of the turn kept."""
         return self._result("", tuple(messages), cancelled=True)
 
-    def _result(self, content: str, messages: tuple[Message, ...], **flags: Any) -> RunResult:
+    def _result(self, content: str, messages: tuple[Message, ...], **flags: Any) -> RunResult[Any]:
+        if self._output is not None and "output" not in flags:
+            flags["output"] = None  # a typed run that did not end on a valid answer
         return RunResult(
             content,
             messages,
@@ -366,12 +416,19 @@ class LoopController:
             **flags,
         )
 
-    def _system(self, inputs: tuple[Message, ...]) -> tuple[Message | None, int]:
+    def _system(self, inputs: Sequence[Message], extra: str | None = None) -> tuple[Message | None, int]:
         """The system message to send, and how many leading input messages it replaces.
 
-        The agent's system text, a leading system message of the caller's and the
-        JSON-fallback contract become one system message: several vendors accept only one.
+        The agent's system text, a leading system message of the caller's, the
+        JSON-fallback contract and ``extra`` (the prompted output's instruction) become one system
+        message: several vendors accept only one.
         """
+        if extra is not None:
+            base, skip = self._system(inputs)
+            if base is None and inputs and inputs[0].role == "system":
+                base, skip = inputs[0], 1
+            text = f"{base.content}\n\n{extra}" if base is not None and base.content else extra
+            return Message.system(text), skip
         if self._native and not self._config.system and (not inputs or inputs[0].role != "system"):
             return None, 0  # the common case: nothing to add or merge
         parts: list[str] = []
@@ -391,7 +448,7 @@ class LoopController:
 
     # -- the layers: run → step → generate → answer step | tool step ------------------------------
 
-    async def _loop(self, messages: Sequence[Message]) -> RunResult:
+    async def _loop(self, messages: Sequence[Message]) -> RunResult[Any]:
         """The run: its state set up from ``messages``, then one step after another until one ends it.
 
         A step ends the run by returning its result; when ``max_steps`` steps did not, the run ends
@@ -446,8 +503,27 @@ class LoopController:
         self._answer_so_far = ""
         self._think_only_streak = 0
         self._call_ids: set[str] | None = None  # the run's call ids, gathered at its first tool step
+        if config.output is not None:
+            self._output = self._output_run(config.output)
 
-    async def _step(self) -> RunResult | None:
+    def _output_run(self, output: OutputConfig) -> OutputRun:
+        """This run's typed-result state; auto asks the provider its ProviderActor hosts (read through ``actor``)."""
+        hosted = getattr(getattr(self._provider, "actor", None), "provider", None)
+        provider = hosted if hosted is not None else self._provider
+        config = self._config
+        return OutputRun(
+            output,
+            provider=provider,
+            model=config.model or default_model_of(provider),
+            native=self._native,
+            has_tools=bool(config.tool_specs),
+            sink=self._sink,
+            run_id=self.run_id,
+            agent=config.agent_name,
+            deps=self._deps,
+        )
+
+    async def _step(self) -> RunResult[Any] | None:
         """One step: its request, one generation, then the answer step or the tool step.
 
         :returns: the run's result when this step ends the run — a provider failure ends it too, as
@@ -466,7 +542,13 @@ class LoopController:
         try:
             response = await self._generate(request)
         except Exception as exc:
-            return self._failed(exc)
+            if self._output is None or not self._output.degrade(exc):
+                return self._failed(exc)
+            # Auto's forced choice could not be carried: the same step once more, with the next strategy.
+            try:
+                response = await self._generate(self._request())
+            except Exception as again:
+                return self._failed(again)
         # The first step's usage is taken as is: a one-step run allocates no sum.
         self.usage = response.usage if self.usage is _NO_USAGE else self.usage + response.usage
         if sink is not None:
@@ -476,6 +558,8 @@ class LoopController:
         else:
             parsed = parse_reply(response.content, id_prefix=f"s{self.steps}_")
             text, calls = parsed.text, parsed.calls
+        if self._output is not None:
+            return await self._output_step(response, text, calls)
         if not calls:
             return self._answer_step(response, text)
         return await self._tool_step(response, text, calls)
@@ -487,15 +571,18 @@ class LoopController:
         transport, tool turns are put in its words.
         """
         conversation = self._conversation
-        body: Sequence[Message] = conversation[self._skip :] if self._skip else conversation
+        if self._output is None:
+            skip, system = self._skip, self._system_message
+            skeleton = self._skeleton
+            if skeleton is None:  # the first step, or the one after a forced choice
+                skeleton = self._choose()
+        else:
+            skeleton, system, skip = self._output_request(self._output)
+        body: Sequence[Message] = conversation[skip:] if skip else conversation
         if self._budget is not None:
             body = fit_to_budget(body, self._budget)
         if not self._native:
             body = to_wire_messages(body)
-        skeleton = self._skeleton
-        if skeleton is None:  # the first step, or the one after a forced choice
-            skeleton = self._choose()
-        system = self._system_message
         request = _request_like(skeleton, (system, *body) if system is not None else tuple(body))
         if self._sink is not None:
             self._sink.emit("llm.request", request=request)
@@ -515,6 +602,32 @@ class LoopController:
         else:
             self._skeleton = skeleton
         return skeleton
+
+    def _output_request(self, output: OutputRun) -> tuple[LLMRequest, Message | None, int]:
+        """A typed run's step: the skeleton, system message and skip of this call's output strategy.
+
+        The tool strategy forces its choice on every step until an output tool is called (the call
+        ends the run or is refused and asked again); the others keep the agent's choice as ``_choose``
+        does.  The prompted instruction joins the system message.
+        """
+        strategy = output.begin_step()
+        config = self._config
+        if strategy is None:  # a plain str answer checked by a validator: the request is the usual one
+            skeleton = self._skeleton if self._skeleton is not None else self._choose()
+            return skeleton, self._system_message, self._skip
+        if strategy == "tool":
+            choice = output.forced_choice(bool(config.tool_specs))
+        else:
+            choice = self._choice
+            if choice.forced:
+                self._choice = ToolChoice.auto()
+        skeleton = config.output_skeleton(strategy, self._native, choice, self._run_settings)
+        if strategy != "prompted":
+            return skeleton, self._system_message, self._skip
+        if output.prompted_system is None:
+            output.prompted_system = self._system(self._conversation[:1], output.config.prompt)
+        system, skip = output.prompted_system
+        return skeleton, system, skip
 
     def _generate(self, request: LLMRequest) -> Coroutine[Any, Any, LLMResponse]:
         """One model call for ``request``: the provider asked ``Complete(request)``, or the stream path.
@@ -544,6 +657,8 @@ class LoopController:
         sink = self._sink
         thinking = ThinkFilter()
         blocks = StreamFilter() if not self._native else None
+        # A typed run someone listens to follows the answer's JSON as it streams (output.partial events).
+        partial = self._output.partials(self._emit_partial) if self._output is not None and sink is not None else None
         response: LLMResponse | None = None
         channel = await self._provider.ask(Stream(request))
         async with channel:
@@ -554,22 +669,115 @@ class LoopController:
                         text = blocks.feed(text)
                     if text:
                         self._deliver(text)
+                        if partial is not None:
+                            partial.feed_text(text)
                 elif isinstance(event, StreamEnd):
                     response = event.response
                 elif isinstance(event, ReasoningDelta) and sink is not None:
                     sink.emit("llm.reasoning_delta", text=event.text)
+                elif partial is not None:
+                    if isinstance(event, ToolCallDelta):
+                        partial.call_delta(event.index, event.arguments_fragment)
+                    elif isinstance(event, ToolCallStart):
+                        partial.call_started(event.index, event.name)
         tail = thinking.finish()
         if blocks is not None:
             tail = blocks.feed(tail) + blocks.finish() if tail else blocks.finish()
         if tail:
             self._deliver(tail)
+            if partial is not None:
+                partial.feed_text(tail)
         if response is None:
             raise ProviderError(
                 "the stream ended without its final response", provider="stream", model=request.model, kind="transient"
             )
         return response
 
-    def _answer_step(self, response: LLMResponse, text: str) -> RunResult | None:
+    def _emit_partial(self, value: Any) -> None:
+        if self._sink is not None:
+            self._sink.emit("output.partial", value=value)
+
+    async def _output_step(self, response: LLMResponse, text: str, calls: Sequence[ToolCall]) -> RunResult[Any] | None:
+        """A typed run's step: the answer checked (and refused with every issue listed), or a tool step.
+
+        * calls, none of an output tool: the agent's tools run (:meth:`_tool_step`), the run goes on;
+        * output calls: :meth:`_output_calls`;
+        * think-only text: as :meth:`_answer_step` has it;
+        * a text answer: checked (the JSON of native and prompted; a plain validator's ``str``); taken,
+          it ends the run with its value; refused, the answer stays in the conversation and the model
+          reads why in a user message — or, past ``output_retries``, the run ends with the error.
+        """
+        output = self._output
+        assert output is not None
+        if calls:
+            if any(output.is_output_call(c) for c in calls):
+                return await self._output_calls(output, response, text, calls)
+            return await self._tool_step(response, text, calls)
+        answer = answer_of(text)
+        if answer is None:
+            return self._answer_step(response, text)
+        sink = self._sink
+        self._think_only_streak = 0
+        self._answer_so_far = answer
+        self._conversation.append(
+            Message.assistant(answer, reasoning=response.reasoning, provider_data=response.provider_data)
+        )
+        self.served_by = response.provider
+        verdict = await output.check_text(answer, self.steps)
+        if verdict.ok:
+            if sink is not None:
+                sink.emit("step.finished", tool_calls=0)
+            return self._result(answer, tuple(self._conversation), output=verdict.value)
+        self._conversation.append(Message.user(verdict.feedback))
+        if sink is not None:
+            sink.emit("step.finished", tool_calls=0, output_invalid=True)
+        if verdict.exhausted:
+            return self._result(answer, tuple(self._conversation), error=output.error)
+        return None
+
+    async def _output_calls(
+        self, output: OutputRun, response: LLMResponse, text: str, calls: Sequence[ToolCall]
+    ) -> RunResult[Any] | None:
+        """A step with output calls: the other calls run first and their results stay, then the output.
+
+        The first output call with a valid answer ends the run (its result says so, to keep the
+        conversation well formed for a later turn); invalid ones get every issue listed, and the
+        forced choice stays for the next step.
+        """
+        self._think_only_streak = 0
+        answer = strip_think(text)
+        if answer and answer_of(answer) is not None:
+            self._answer_so_far = answer
+        calls = self._unique_ids(calls)
+        self._conversation.append(
+            Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
+        )
+        self.tool_calls.extend(calls)
+        self.served_by = response.provider
+        others = [c for c in calls if not output.is_output_call(c)]
+        end_turn = False
+        if others:
+            results = await self._execute(others, self.steps)
+            view = StepView(self.steps, others, results)
+            end_turn = self._feed_back(view, finish=False)
+            self._previous = view
+        verdict = await output.check_calls([c for c in calls if output.is_output_call(c)], self.steps)
+        for call, content, ok in verdict.results:
+            self._conversation.append(Message.tool(call.id, content, call.name, is_error=not ok))
+        sink = self._sink
+        if verdict.ok:
+            if sink is not None:
+                sink.emit("step.finished", tool_calls=len(calls), output=True)
+            return self._result(self._answer_so_far, tuple(self._conversation), output=verdict.value)
+        if sink is not None:
+            sink.emit("step.finished", tool_calls=len(calls), output_invalid=True)
+        if verdict.exhausted:
+            return self._result(self._answer_so_far, tuple(self._conversation), error=output.error)
+        if end_turn:
+            return self._result(self._answer_so_far, tuple(self._conversation))
+        return None
+
+    def _answer_step(self, response: LLMResponse, text: str) -> RunResult[Any] | None:
         """A step without tool calls: think-only, an acknowledgment a nudge continues past, or the answer.
 
         * think-only: nothing is added; the ``max_empty_steps``-th in a row ends the run ``bounded``
@@ -618,7 +826,7 @@ class LoopController:
         self._previous = None
         return True
 
-    async def _tool_step(self, response: LLMResponse, text: str, calls: Sequence[ToolCall]) -> RunResult | None:
+    async def _tool_step(self, response: LLMResponse, text: str, calls: Sequence[ToolCall]) -> RunResult[Any] | None:
         """A step with tool calls: the assistant message, the calls executed, their results fed back.
 
         The step's text (think blocks stripped) goes into the assistant message and, when it is
@@ -675,10 +883,11 @@ class LoopController:
             out.append(call)
         return tuple(out)
 
-    def _feed_back(self, view: StepView) -> bool:
+    def _feed_back(self, view: StepView, *, finish: bool = True) -> bool:
         """Append a tool step's results (with the nudges' notes), take the follow-ups, route each status.
 
         :returns: whether a status was routed to ``"end_turn"`` — every result is fed back first.
+            ``finish=False`` leaves ``step.finished`` to the caller (a step that has more to feed back).
         :raises ToolStatusError: at the first status routed to ``"raise"``, after ``step.finished`` says so.
         """
         config = self._config
@@ -707,7 +916,7 @@ class LoopController:
                 )
             if route == "end_turn":
                 end_turn = True
-        if sink is not None:
+        if sink is not None and finish:
             sink.emit("step.finished", tool_calls=len(calls), routed="end_turn" if end_turn else None)
         return end_turn
 
@@ -745,7 +954,7 @@ class LoopController:
         results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
         return results
 
-    def _past_deadline(self, ticket: run_ticket.RunTicket) -> RunResult:
+    def _past_deadline(self, ticket: run_ticket.RunTicket) -> RunResult[Any]:
         """The run's result when its deadline cancelled it: what it had, and :class:`RunDeadlineExceeded`."""
         budget = ticket.budget
         error = RunDeadlineExceeded(
@@ -764,7 +973,7 @@ class LoopController:
             return self._result(self._answer_so_far, tuple(conversation), bounded=True, error=error)
         return self._result("", tuple(conversation), error=error)
 
-    def _failed(self, exc: Exception) -> RunResult:
+    def _failed(self, exc: Exception) -> RunResult[Any]:
         """The run's result when the provider stack gave up at this step (a vendor's error body never in it)."""
         error = exc if isinstance(exc, ProviderError) else classify_exception(exc, provider="provider")
         if self._sink is not None:
@@ -806,6 +1015,7 @@ def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMReq
     put(request, "thinking_budget", skeleton.thinking_budget)
     put(request, "cache", skeleton.cache)
     put(request, "timeout", skeleton.timeout)
+    put(request, "response_format", skeleton.response_format)
     return request
 
 

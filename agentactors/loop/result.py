@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable
+from typing import Any, Generic
 
 import attrs
 
 from ..messages import Message, ToolCall, Usage
+from ..output.spec import OutputT
 
 __all__ = ["RunResult"]
 
@@ -23,9 +26,25 @@ def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return tuple(value)
 
 
+class _Text:
+    """The output of a text run: its content (a sentinel, so a text result stores no second copy)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<the content>"
+
+    def __reduce__(self) -> str:
+        return "TEXT"
+
+
+#: ``RunResult(output=TEXT)`` (the default): the output is the content.
+TEXT: Any = _Text()
+
+
 @attrs.frozen(slots=True)
-class RunResult:
-    """The outcome of one run of the tool loop.
+class RunResult(Generic[OutputT]):
+    """The outcome of one run of the tool loop; generic in the agent's output type (``str`` by default).
 
     :ivar content: the answer text (think blocks removed); on ``bounded`` runs the
         last substantive answer; on failed runs a plain explanation, never a
@@ -44,6 +63,7 @@ class RunResult:
     :ivar usage: tokens summed over every step.
     :ivar served_by: the provider member that served the final answer.
     :ivar run_id: the id every event of this run carries.
+    :ivar output: the typed result (:attr:`output`).
     """
 
     content: str
@@ -58,6 +78,18 @@ class RunResult:
     usage: Usage = attrs.field(factory=Usage)
     served_by: str | None = None
     run_id: str | None = None
+    _output: Any = attrs.field(default=TEXT, kw_only=True, alias="output", repr=False)
+
+    @property
+    def output(self) -> OutputT:
+        """The answer as the agent's ``output_type``: validated, converted, ready to use.
+
+        ``output_type=str`` (the default): the same as :attr:`content`.  A typed run that did not end on
+        a valid answer — ``OutputValidationError`` in :attr:`error` after ``output_retries`` re-asks, a
+        failed, bounded or cancelled run — has ``None`` here (check :attr:`ok`).
+        """
+        value: Any = self.content if self._output is TEXT else self._output
+        return typing.cast(OutputT, value)
 
     @property
     def ok(self) -> bool:

@@ -36,6 +36,12 @@ Three keys are read by the codec instead of being copied: ``disable_parallel_too
 value}}`` merged into that tool's definition, e.g. ``cache_control`` or ``defer_loading``) and
 ``extra_tools`` (raw tool definitions appended after the declared ones, e.g. server tools).
 
+``LLMRequest.response_format`` → ``output_config.format: {"type": "json_schema", "schema": S}`` (merged
+with any ``output_config`` of the vendor options), the schema fitted to what Anthropic's structured
+outputs compile (:mod:`._constrained_schema`).  :data:`RESPONSE_FORMAT_REJECTED` lists the models that
+predate it (generally available from Claude Sonnet 4.5 / Opus 4.5 / Haiku 4.5 on); the provider refuses
+a response format for them before sending.
+
 Forced tool choice: :data:`FORCED_TOOL_CHOICE_REJECTED` lists model-name patterns that reject
 ``any`` / ``tool``; a request with extended thinking enabled rejects them on every model.  The
 provider raises :class:`~agentactors.UnsupportedToolChoiceError` for both before sending.
@@ -57,6 +63,7 @@ from . import _anthropic_decode
 from ._anthropic_decode import WIRE
 from ._anthropic_models import check_parts, plan_thinking, sampling_fields
 from ._anthropic_stream import AnthropicStreamDecoder
+from ._constrained_schema import anthropic_output_schema
 from ._settings import dropped, refused
 from .base import resolve_model
 from .codec import StreamDecoder
@@ -66,6 +73,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "DEFAULT_MAX_TOKENS",
     "FORCED_TOOL_CHOICE_REJECTED",
+    "RESPONSE_FORMAT_REJECTED",
     "AnthropicProvider",
     "AnthropicStreamDecoder",
     "AnthropicWire",
@@ -87,6 +95,21 @@ FORCED_TOOL_CHOICE_REJECTED: tuple[str, ...] = (
     "*:thinking",
     "*-thinking",
     "*-thinking-*",
+)
+
+# Model-name patterns (fnmatch, case-insensitive) with no ``output_config.format``: structured outputs are
+# generally available from the 4.5 models on; everything before them answers it with a 400.
+RESPONSE_FORMAT_REJECTED: tuple[str, ...] = (
+    "claude-instant*",
+    "claude-2*",
+    "claude-3*",
+    "claude-opus-4",
+    "claude-sonnet-4",
+    "claude-opus-4-0*",
+    "claude-sonnet-4-0*",
+    "claude-opus-4-1*",
+    "claude-opus-4-2025*",
+    "claude-sonnet-4-2025*",
 )
 
 # vendor_options keys the codec consumes instead of copying into the body.
@@ -297,6 +320,12 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
             body[key] = {**body[key], **value}  # e.g. a response format beside our effort
         else:
             body[key] = value
+    if request.response_format is not None:
+        config = body.get("output_config")
+        body["output_config"] = {
+            **(dict(config) if isinstance(config, Mapping) else {}),
+            "format": {"type": "json_schema", "schema": anthropic_output_schema(request.response_format.schema)},
+        }
     return body
 
 
@@ -370,6 +399,8 @@ class AnthropicProvider(HTTPProvider):
     :param settings: default :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).
     :param max_response_bytes: / :param max_sse_line_bytes: / :param max_event_bytes: the
         byte limits responses are read under (see :class:`~agentactors.providers.http.HTTPProvider`).
+    :param rejects_response_format: model-name patterns, added to :data:`RESPONSE_FORMAT_REJECTED`,
+        that have no JSON-schema response format.
 
     Errors and cancellation are those of :class:`~agentactors.providers.http.HTTPProvider`;
     in particular a forced tool choice for a model that rejects it, or together with
@@ -395,6 +426,7 @@ class AnthropicProvider(HTTPProvider):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        rejects_response_format: Iterable[str] = (),
     ) -> None:
         super().__init__(
             AnthropicWire(betas=betas),
@@ -411,10 +443,16 @@ class AnthropicProvider(HTTPProvider):
             max_event_bytes=max_event_bytes,
         )
         self._rejected = FORCED_TOOL_CHOICE_REJECTED + tuple(rejects_forced_tool_choice)
+        self._no_format = RESPONSE_FORMAT_REJECTED + tuple(rejects_response_format)
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether ``model`` accepts ``tool_choice`` ``any`` / ``tool`` (per-model data; see the module)."""
         return model_accepts_forced_tool_choice(model, self._rejected)
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether ``model`` takes ``output_config.format`` (no pattern of :data:`RESPONSE_FORMAT_REJECTED`
+        or of ``rejects_response_format`` matches)."""
+        return model_accepts_forced_tool_choice(model, self._no_format)
 
     def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
         # Extended thinking is per request, not per model: the API refuses any/tool with it.

@@ -31,6 +31,11 @@ protocol) is treated the same way everywhere.
 * ``supports_forced_tool_choice(model)`` — :func:`forced_tool_choice_for`, together with the
   previous one; default: no.
 * ``supports_streaming`` — :func:`streaming_for`; default: yes.
+* ``supports_response_format(model)`` (optional, not part of the protocol's required members) —
+  :func:`response_format_for`: whether a JSON-schema response format
+  (:class:`~agentactors.messages.ResponseFormat`) reaches ``model``; default: no.  A request with
+  a response format for a model that cannot carry it raises a request-kind
+  :class:`~agentactors.ProviderError` before anything is sent (:func:`check_response_format`).
 
 A value of the wrong type, or an exception raised while reading it, gets the default too:
 a broken capability never breaks a call.
@@ -63,6 +68,7 @@ __all__ = [
     "StreamAccumulator",
     "StreamContext",
     "check_forced_tool_choice",
+    "check_response_format",
     "default_model_of",
     "events_for_response",
     "forced_tool_choice_carried_by",
@@ -70,6 +76,7 @@ __all__ = [
     "name_of",
     "native_tools_for",
     "resolve_model",
+    "response_format_for",
     "stream_from_complete",
     "streaming_for",
 ]
@@ -290,6 +297,35 @@ def check_forced_tool_choice(provider: object, request: LLMRequest, model: str |
     """Raise :class:`UnsupportedToolChoiceError` when ``request`` forces a choice ``model`` rejects."""
     if request.tool_choice.forced and not forced_tool_choice_for(provider, model):
         raise UnsupportedToolChoiceError(provider=name_of(provider), model=model)
+
+
+def response_format_for(provider: object, model: str | None) -> bool:
+    """Whether ``provider`` can send a JSON-schema response format to ``model``.
+
+    The one reader of ``supports_response_format(model)``: only an explicit ``True`` is yes; a
+    provider without the method, a non-bool answer or an exception is no — a response format the
+    wire drops silently would drop the guarantee with it.
+    """
+    per_model = _read(provider, "supports_response_format", None)
+    if not callable(per_model):
+        return False
+    try:
+        return per_model(model) is True
+    except Exception:
+        return False
+
+
+def check_response_format(provider: object, request: LLMRequest, model: str | None) -> None:
+    """Raise a request-kind :class:`ProviderError` when ``request`` has a response format ``model`` cannot carry."""
+    if request.response_format is not None and not response_format_for(provider, model):
+        raise ProviderError(
+            f"model {model!r} of provider {name_of(provider)!r} cannot carry a JSON-schema response format "
+            "(NativeOutput); use ToolOutput or PromptedOutput, or a model that supports it",
+            provider=name_of(provider),
+            model=model,
+            kind=ErrorKind.request,
+            retryable=False,
+        )
 
 
 # --- stream helpers -----------------------------------------------------------------------------

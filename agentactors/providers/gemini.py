@@ -19,6 +19,9 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
   ``llm.setting_dropped`` event);
 * content parts → ``inlineData`` (bytes, base64) or ``fileData`` (a URL: Files API, ``gs://`` or HTTPS);
   media a tool returned follow the ``functionResponse`` parts in the same user content;
+* ``LLMRequest.response_format`` → ``generationConfig.responseJsonSchema`` (plain JSON Schema,
+  which the API takes on every current model) with ``responseMimeType: "application/json"``;
+  :data:`RESPONSE_FORMAT_REJECTED` lists the model prefixes without it (refused before sending);
 * ``vendor_options["gemini"]`` is merged into the body last (generation fields
   such as ``thinkingConfig`` may be given at its top level).
 
@@ -60,6 +63,7 @@ from .http import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_M
 __all__ = [
     "DEFAULT_BASE_URL",
     "FORCED_TOOL_CHOICE_REJECTED",
+    "RESPONSE_FORMAT_REJECTED",
     "SKIP_SIGNATURE",
     "GeminiProvider",
     "GeminiSchemaError",
@@ -75,6 +79,16 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 #: calling on this API.  Extend per provider with ``GeminiProvider(rejects_forced_tool_choice=...)``.
 FORCED_TOOL_CHOICE_REJECTED: tuple[str, ...] = (
     "gemini-1.0-",
+    "gemini-pro",
+    "gemma-",
+    "gemini-2.0-flash-thinking",
+)
+
+#: Model-name prefixes with no ``responseJsonSchema`` (JSON Schema in structured outputs came with the
+#: models after Gemini 1.5; Gemma has no structured outputs on this API).
+RESPONSE_FORMAT_REJECTED: tuple[str, ...] = (
+    "gemini-1.0-",
+    "gemini-1.5-",
     "gemini-pro",
     "gemma-",
     "gemini-2.0-flash-thinking",
@@ -181,6 +195,9 @@ class GeminiWire:
                 calling["allowedFunctionNames"] = [request.tool_choice.name]
             body["toolConfig"] = {"functionCallingConfig": calling}
         generation = _generation(request, model)
+        if request.response_format is not None:
+            generation["responseMimeType"] = "application/json"
+            generation["responseJsonSchema"] = dict(request.response_format.schema)
         options = request.options_for(WIRE)
         lifted = {k: options.pop(k) for k in list(options) if k in _GENERATION_FIELDS}
         generation = _deep_merge(generation, lifted)
@@ -358,6 +375,7 @@ class GeminiProvider(HTTPProvider):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        rejects_response_format: Iterable[str] = (),
     ) -> None:
         super().__init__(
             GeminiWire(),
@@ -373,6 +391,7 @@ class GeminiProvider(HTTPProvider):
             max_event_bytes=max_event_bytes,
         )
         self._rejects = tuple(p.lower() for p in (*FORCED_TOOL_CHOICE_REJECTED, *rejects_forced_tool_choice))
+        self._no_format = tuple(p.lower() for p in (*RESPONSE_FORMAT_REJECTED, *rejects_response_format))
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """False for a model whose name starts with a rejected prefix; True otherwise."""
@@ -380,3 +399,9 @@ class GeminiProvider(HTTPProvider):
             return False
         bare = _bare_model(model or self.default_model or "")
         return not any(bare.startswith(prefix) for prefix in self._rejects)
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """False for a model whose name starts with a prefix of :data:`RESPONSE_FORMAT_REJECTED` (or of
+        ``rejects_response_format``); True otherwise."""
+        bare = _bare_model(model or self.default_model or "")
+        return not any(bare.startswith(prefix) for prefix in self._no_format)

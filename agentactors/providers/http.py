@@ -56,7 +56,7 @@ from ._limits import (
 )
 from ._sse import SSEReader, iter_events
 from ._transport import ClientSender, Sender, owned_sender, preload
-from .base import check_forced_tool_choice, events_for_response, interrupted, resolve_model
+from .base import check_forced_tool_choice, check_response_format, events_for_response, interrupted, resolve_model
 from .codec import StreamDecoder, WireCodec
 from .ratelimits import RateLimitState, read_rate_limits
 
@@ -350,6 +350,7 @@ class HTTPProvider:
         request = self.with_defaults(request)
         model = resolve_model(self, request)
         check_forced_tool_choice(self, request, model)
+        check_response_format(self, request, model)
         try:
             body = self._codec.encode_request(request, model, stream=stream)
         except ProviderError:

@@ -33,6 +33,10 @@ takes text only, so media a tool returned follow the run of tool messages as one
 have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  One
 key is the codec's own and is not sent: ``strict_tools`` (``True`` for every
 tool, or an iterable of tool names) marks function definitions ``strict``.
+
+``LLMRequest.response_format`` becomes ``response_format: {"type": "json_schema",
+"json_schema": {"name", "schema", "strict"}}`` (plus ``description`` when given); a strict
+format's schema is fitted to strict mode first (:mod:`._constrained_schema`).
 """
 
 from __future__ import annotations
@@ -44,10 +48,11 @@ from typing import Any, ClassVar
 import httpx
 
 from ..errors import ProviderError
-from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice
+from ..messages import LLMRequest, LLMResponse, Message, ResponseFormat, ToolCall, ToolChoice
 from ..parts import Document, Image, Part, Text
 from ..settings import ModelSettings
 from . import _openai_decode
+from ._constrained_schema import openai_strict_schema
 from ._openai_decode import WIRE, build_tool_call, dict_or_empty, map_finish_reason, parse_usage
 from ._openai_models import audio_format, check_parts, encode_settings, model_row
 from ._openai_stream import OpenAIStreamDecoder
@@ -59,6 +64,7 @@ __all__ = [
     "OpenAIStreamDecoder",
     "OpenAIWire",
     "build_tool_call",
+    "encode_response_format",
     "map_finish_reason",
     "parse_usage",
 ]
@@ -120,6 +126,8 @@ class OpenAIWire:
         if request.max_tokens is not None and "max_tokens" not in options and "max_completion_tokens" not in options:
             body[self._max_tokens_field(model)] = request.max_tokens
         body.update(encode_settings(request, model, tools=bool(request.tools)))
+        if request.response_format is not None:
+            body["response_format"] = encode_response_format(request.response_format)
         for key, value in options.items():
             if key in _CODEC_OPTIONS:
                 continue
@@ -226,6 +234,21 @@ def encode_part(part: Part) -> dict[str, Any]:
     return {"type": "input_audio", "input_audio": {"data": part.base64(), "format": audio_format(part)}}
 
 
+def encode_response_format(fmt: ResponseFormat) -> dict[str, Any]:
+    """``response_format`` on this wire: a ``json_schema`` format, its schema fitted to strict mode when strict.
+
+    :raises ValueError: a strict schema with a field strict mode cannot carry (named in the message).
+    """
+    spec: dict[str, Any] = {
+        "name": fmt.name,
+        "schema": openai_strict_schema(fmt.schema) if fmt.strict else fmt.schema,
+        "strict": fmt.strict,
+    }
+    if fmt.description:
+        spec["description"] = fmt.description
+    return {"type": "json_schema", "json_schema": spec}
+
+
 def encode_tool_choice(choice: ToolChoice) -> Any:
     """``tool_choice`` on this wire: ``"auto"`` / ``"none"`` / ``"required"`` or a named function."""
     if choice.mode == "tool":
@@ -268,6 +291,11 @@ class OpenAIProvider(HTTPProvider):
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     #: Model-name patterns (``fnmatch``, case-insensitive) known to reject a forced tool choice.
     REJECTS_FORCED_TOOL_CHOICE: ClassVar[tuple[str, ...]] = ("o1-mini*", "o1-preview*")
+    #: Model-name patterns known to have no JSON-schema response format (Structured Outputs came with
+    #: gpt-4o-2024-08-06; the models before it, and o1's previews, answer it with a 400).
+    REJECTS_RESPONSE_FORMAT: ClassVar[tuple[str, ...]] = (
+        "gpt-3.5*", "gpt-4", "gpt-4-*", "gpt-4o-2024-05-13", "o1-mini*", "o1-preview*",
+    )
 
     def __init__(
         self,
@@ -284,10 +312,16 @@ class OpenAIProvider(HTTPProvider):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        carries_response_format: bool | None = None,
+        rejects_response_format: Iterable[str] | None = None,
     ) -> None:
         official = base_url.rstrip("/") == DEFAULT_OPENAI_BASE_URL
         if carries_forced_tool_choice is None:
             carries_forced_tool_choice = official
+        # Like a forced choice: a compatible server's JSON-schema support is its promise, declared explicitly.
+        self.carries_response_format = official if carries_response_format is None else bool(carries_response_format)
+        formats = self.REJECTS_RESPONSE_FORMAT if rejects_response_format is None else rejects_response_format
+        self.rejects_response_format: tuple[str, ...] = tuple(p.lower() for p in formats)
         super().__init__(
             OpenAIWire(max_tokens_field="max_completion_tokens" if official else "max_tokens", official=official),
             model=model,
@@ -313,3 +347,17 @@ class OpenAIProvider(HTTPProvider):
             return True
         name = model.lower().rsplit("/", 1)[-1]  # "openai/o1-mini" on a router is still o1-mini
         return not any(fnmatch.fnmatchcase(name, p) for p in self.rejects_forced_tool_choice)
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether a JSON-schema ``response_format`` reaches ``model``.
+
+        ``carries_response_format=None`` means yes on OpenAI's own endpoint and no on any other (declare
+        it for a compatible server that implements ``json_schema``); models matching
+        ``rejects_response_format`` (default :attr:`REJECTS_RESPONSE_FORMAT`) never do.
+        """
+        if not self.carries_response_format:
+            return False
+        if model is None:
+            return True
+        name = model.lower().rsplit("/", 1)[-1]
+        return not any(fnmatch.fnmatchcase(name, p) for p in self.rejects_response_format)

@@ -21,7 +21,14 @@ from ..messages import (
     ToolCall,
     split_text,
 )
-from .base import StreamContext, check_forced_tool_choice, events_for_response, interrupted, resolve_model
+from .base import (
+    StreamContext,
+    check_forced_tool_choice,
+    check_response_format,
+    events_for_response,
+    interrupted,
+    resolve_model,
+)
 
 __all__ = ["ScriptExhaustedError", "ScriptItem", "ScriptedProvider", "StreamCut"]
 
@@ -78,6 +85,11 @@ class ScriptedProvider:
     :class:`~agentactors.UnsupportedToolChoiceError` before the request is
     recorded or an item consumed.  Running out of script raises
     :class:`ScriptExhaustedError` (kind request) naming the request.
+
+    A JSON-schema response format (``LLMRequest.response_format``) is carried unless
+    ``carries_response_format=False`` or the model is in ``rejects_response_format``: then the
+    request is refused with a request-kind ``ProviderError``, before it is recorded — the way a
+    vendor provider refuses it before sending.
     """
 
     def __init__(
@@ -91,6 +103,8 @@ class ScriptedProvider:
         carries_forced_tool_choice: bool = True,
         rejects_forced_tool_choice: Iterable[str] = (),
         record: bool = True,
+        carries_response_format: bool = True,
+        rejects_response_format: Iterable[str] = (),
     ) -> None:
         if isinstance(script, str | LLMResponse | ToolCall | BaseException | StreamCut):
             script = [script]
@@ -103,6 +117,8 @@ class ScriptedProvider:
         self._carries_tools = carries_tools
         self._carries_forced = carries_forced_tool_choice
         self.rejects_forced_tool_choice = frozenset(rejects_forced_tool_choice)
+        self._carries_format = carries_response_format
+        self.rejects_response_format = frozenset(rejects_response_format)
         self.requests: list[LLMRequest] = []
         self.record = bool(record)
         self._calls = 0
@@ -138,6 +154,10 @@ class ScriptedProvider:
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """``False`` without :attr:`carries_forced_tool_choice` or for a model in ``rejects_forced_tool_choice``."""
         return self._carries_forced and model not in self.rejects_forced_tool_choice
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """``False`` with ``carries_response_format=False`` or for a model in ``rejects_response_format``."""
+        return self._carries_format and model not in self.rejects_response_format
 
     @property
     def supports_streaming(self) -> bool:
@@ -224,6 +244,7 @@ class ScriptedProvider:
     def _admit(self, request: LLMRequest) -> str:
         model = resolve_model(self, request)
         check_forced_tool_choice(self, request, model)
+        check_response_format(self, request, model)
         return model
 
     def _take(self, request: LLMRequest) -> Any:

@@ -23,6 +23,7 @@ from ..providers.base import (
     forced_tool_choice_for,
     name_of,
     native_tools_for,
+    response_format_for,
 )
 
 __all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of"]
@@ -96,6 +97,10 @@ class ProviderDecorator:
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """The inner provider's answer, through :func:`~agentactors.providers.base.forced_tool_choice_for`."""
         return forced_tool_choice_for(self._inner, model)
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """The inner provider's answer, through :func:`~agentactors.providers.base.response_format_for`."""
+        return response_format_for(self._inner, model)
 
     @property
     def supports_streaming(self) -> bool:

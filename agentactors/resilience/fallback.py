@@ -31,6 +31,7 @@ from ..providers.base import (
     forced_tool_choice_carried_by,
     forced_tool_choice_for,
     native_tools_for,
+    response_format_for,
 )
 from ._base import as_provider_error, name_of
 from ._streaming import OpenedStream, open_stream, relay, stream_of
@@ -115,11 +116,14 @@ class FallbackProvider:
 
     @property
     def carries_forced_tool_choice(self) -> bool:
-        """True only when every member can carry a forced tool choice.
+        """True only when every member can carry a forced tool choice — or, with ``skip_incapable``, one can.
 
         Each member answers through :func:`~agentactors.providers.base.forced_tool_choice_carried_by`.
+        A chain that skips its incapable members carries a forced choice as far as its capable ones do,
+        the same answer :meth:`supports_forced_tool_choice` gives per model.
         """
-        return all(forced_tool_choice_carried_by(m) for m in self.members)
+        answers = [forced_tool_choice_carried_by(m) for m in self.members]
+        return any(answers) if self.skip_incapable else all(answers)
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether the chain can send a forced choice when asked for ``model``.
@@ -128,6 +132,16 @@ class FallbackProvider:
         agree — or, with ``skip_incapable``, at least one.
         """
         answers = [forced_tool_choice_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
+        return any(answers) if self.skip_incapable else all(answers)
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether the chain can send a JSON-schema response format when asked for ``model``.
+
+        Each member is asked for the model it would call (through
+        :func:`~agentactors.providers.base.response_format_for`); every member must agree — or, with
+        ``skip_incapable``, at least one.
+        """
+        answers = [response_format_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
         return any(answers) if self.skip_incapable else all(answers)
 
     @property
@@ -156,7 +170,21 @@ class FallbackProvider:
             for step in steps:
                 if not forced_tool_choice_for(step.member, step.model):
                     raise UnsupportedToolChoiceError(provider=step.name, model=step.model)
+        if request.response_format is not None and not self.skip_incapable:
+            # The same for a response format: refused now, before any member is called.
+            for step in steps:
+                if not response_format_for(step.member, step.model):
+                    raise _no_response_format(step)
         return steps
+
+    @staticmethod
+    def _incapable(request: LLMRequest, step: _Step) -> str | None:
+        """Why ``skip_incapable`` skips ``step``'s member for ``request`` (``None``: it can serve it)."""
+        if request.tool_choice.forced and not forced_tool_choice_for(step.member, step.model):
+            return "forced_tool_choice"
+        if request.response_format is not None and not response_format_for(step.member, step.model):
+            return "response_format"
+        return None
 
     def _moves(self, error: ProviderError) -> bool:
         if error.kind is ErrorKind.request or isinstance(error, StreamInterruptedError):
@@ -168,10 +196,13 @@ class FallbackProvider:
     async def _walk(self, request: LLMRequest, call: Callable[[_Step], Any]) -> tuple[_Step, Any]:
         """Try the members in order; return (the step that served, what ``call`` returned)."""
         errors: list[ProviderError] = []
+        skipped: list[str] = []
         moved_from: _Step | None = None
         for step in self._plan(request):
-            if request.tool_choice.forced and not forced_tool_choice_for(step.member, step.model):
-                emit("fallback.skipped", member=step.name, model=step.model, reason="forced_tool_choice")
+            reason = self._incapable(request, step)
+            if reason is not None:
+                emit("fallback.skipped", member=step.name, model=step.model, reason=reason)
+                skipped.append(step.name)
                 continue
             if moved_from is not None:
                 last = errors[-1]
@@ -189,11 +220,19 @@ class FallbackProvider:
                 moved_from = step
                 continue
             return step, result
-        raise self._exhausted(request, errors)
+        raise self._exhausted(request, errors, skipped)
 
-    def _exhausted(self, request: LLMRequest, errors: list[ProviderError]) -> ProviderError:
+    def _exhausted(self, request: LLMRequest, errors: list[ProviderError], skipped: list[str]) -> ProviderError:
         if not errors:
             names = ", ".join(name_of(m) for m in self.members)
+            if not request.tool_choice.forced:
+                return ProviderError(
+                    f"no member of fallback chain {self._name} can carry a JSON-schema response format; "
+                    f"members: {names}",
+                    provider=self._name,
+                    model=request.model or self.default_model,
+                    kind=ErrorKind.request,
+                )
             return UnsupportedToolChoiceError(
                 f"no member of fallback chain {self._name} can carry a forced tool choice "
                 f"({request.tool_choice.mode!r}); members: {names}",
@@ -202,7 +241,10 @@ class FallbackProvider:
             )
         emit("fallback.exhausted", errors=tuple(errors))
         return AllProvidersFailedError(
-            f"every member of fallback chain {self._name} failed or was skipped", errors, provider=self._name
+            f"every member of fallback chain {self._name} failed or was skipped",
+            errors,
+            provider=self._name,
+            skipped=skipped,
         )
 
     @staticmethod
@@ -260,6 +302,17 @@ class FallbackProvider:
         await self.aclose()
 
 
+def _no_response_format(step: _Step) -> ProviderError:
+    return ProviderError(
+        f"member {step.name!r} (model {step.model!r}) cannot carry a JSON-schema response format; "
+        "use skip_incapable=True to skip it, or another output strategy",
+        provider=step.name,
+        model=step.model,
+        kind=ErrorKind.request,
+        retryable=False,
+    )
+
+
 def with_fallback(
     primary: LLMProvider | Any,
     *fallbacks: LLMProvider | Any,
@@ -288,7 +341,11 @@ def with_fallback(
       request is wrong for this chain; no member is called).  With
       ``skip_incapable=True`` such a member is skipped (``fallback.skipped``)
       and the next capable one serves; if every member is skipped, the
-      ``UnsupportedToolChoiceError`` names the chain.
+      ``UnsupportedToolChoiceError`` names the chain.  A JSON-schema response
+      format (``LLMRequest.response_format``) is planned the same way (a request
+      error at once, or ``fallback.skipped`` with reason ``response_format``).
+      An :class:`~agentactors.errors.AllProvidersFailedError` names the members
+      it skipped in ``skipped``.
     * **Exhausted**: :class:`~agentactors.errors.AllProvidersFailedError` — both
       an ``ExceptionGroup`` and a ``ProviderError`` — with the members' errors
       in order, primary first.
@@ -297,7 +354,8 @@ def with_fallback(
     * ``LLMResponse.provider`` (and the ``StreamEnd`` response's) names the
       member that served when the member did not name itself.
     * ``carries_tools`` / ``carries_forced_tool_choice`` are the AND of the
-      members'.  ``aclose()`` closes every member.
+      members' (with ``skip_incapable``, ``carries_forced_tool_choice`` is their
+      OR, like ``supports_forced_tool_choice``).  ``aclose()`` closes every member.
 
     Events: ``fallback.moved(from_member, to_member, reason, error)``,
     ``fallback.skipped(member, reason)``, ``fallback.exhausted(errors)``.

@@ -61,6 +61,7 @@ _GEMINI_SCHEMA_KEYS = frozenset(
     }
 )
 _GEMINI_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null", "type_unspecified"})
+_FORMAT_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class WireRejection(AgentActorsError):
@@ -249,6 +250,7 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         _reject(strict, 400, _openai_unanswered(pending))
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     options = body.get("stream_options")
+    response_format = _openai_response_format(body.get("response_format"), strict)
     conv = Conversation(
         system="\n".join(system),
         last_user_text=last_user,
@@ -262,8 +264,75 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         include_usage=isinstance(options, dict) and options.get("include_usage") is True,
         parts=tuple(parts),
         settings=settings,
+        response_format=response_format,
     )
     return ParsedRequest("openai", model if isinstance(model, str) else None, stream, conv)
+
+
+def _openai_response_format(value: Any, strict: bool) -> dict[str, Any] | None:
+    """``response_format`` read as OpenAI reads it (``text`` / ``json_object`` / ``json_schema``)."""
+    if value is None:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        _reject(strict, 400, "Invalid value for 'response_format.type': supported values are 'text', "
+                "'json_object' and 'json_schema'.")
+        return None
+    if kind != "json_schema":
+        return None
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict):
+        _reject(strict, 400, "Missing required parameter: 'response_format.json_schema'.")
+        return None
+    name = spec.get("name")
+    if not isinstance(name, str) or not _FORMAT_NAME.match(name):
+        _reject(strict, 400, "Invalid 'response_format.json_schema.name': string does not match pattern. Expected "
+                "a string that matches the pattern '^[a-zA-Z0-9_-]+$'.")
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        _reject(strict, 400, "Invalid type for 'response_format.json_schema.schema': expected an object.")
+        schema = {}
+    if spec.get("strict") is True:
+        problem = _openai_strict_problem(schema, ())
+        if problem:
+            _reject(strict, 400, f"Invalid schema for response_format '{name}': {problem}")
+    return {"name": name, "schema": schema, "strict": spec.get("strict") is True}
+
+
+def _openai_strict_problem(schema: Any, where: tuple[str, ...]) -> str | None:
+    """The first rule of OpenAI's strict mode ``schema`` breaks (its own wording), or ``None``."""
+    context = f"In context={where!r}, "
+    if not isinstance(schema, dict):
+        return None
+    if not where and schema.get("type") != "object":
+        return f"{context}schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'."
+    kinds = schema.get("type")
+    if kinds == "object" or (isinstance(kinds, list) and "object" in kinds):
+        if schema.get("additionalProperties") is not False:
+            return f"{context}'additionalProperties' is required to be supplied and to be false."
+        properties = schema.get("properties") or {}
+        required = schema.get("required") or []
+        missing = [k for k in properties if k not in required]
+        if missing:
+            return (f"{context}'required' is required to be supplied and to be an array including every key in "
+                    f"properties. Missing '{missing[0]}'.")
+        for key, sub in properties.items():
+            problem = _openai_strict_problem(sub, (*where, "properties", key))
+            if problem:
+                return problem
+    for key in ("items",):
+        if isinstance(schema.get(key), dict):
+            problem = _openai_strict_problem(schema[key], (*where, key))
+            if problem:
+                return problem
+    for i, sub in enumerate(schema.get("anyOf") or []):
+        problem = _openai_strict_problem(sub, (*where, "anyOf", str(i)))
+        if problem:
+            return problem
+    for keyword in ("minLength", "maxLength", "default", "prefixItems", "uniqueItems"):
+        if keyword in schema:
+            return f"{context}'{keyword}' is not permitted."
+    return None
 
 
 def _openai_unanswered(pending: Mapping[str, str]) -> str:
@@ -403,6 +472,7 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
                 )
         previous_uses = uses
     system = body.get("system")
+    response_format = _anthropic_output_format(body.get("output_config"), strict)
     conv = Conversation(
         system=_text_of(system),
         last_user_text=last_user,
@@ -415,8 +485,51 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
         parts=tuple(parts),
         settings=settings,
+        response_format=response_format,
     )
     return ParsedRequest("anthropic", model if isinstance(model, str) else None, body.get("stream") is True, conv)
+
+
+def _anthropic_output_format(config: Any, strict: bool) -> dict[str, Any] | None:
+    """``output_config.format`` read as the Messages API reads it (``json_schema`` with a closed-object schema)."""
+    fmt = config.get("format") if isinstance(config, dict) else None
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        _reject(strict, 400, "output_config.format.type: Input should be 'json_schema'")
+        return None
+    schema = fmt.get("schema")
+    if not isinstance(schema, dict):
+        _reject(strict, 400, "output_config.format.schema: Field required")
+        return None
+    problem = _anthropic_schema_problem(schema, "")
+    if problem:
+        _reject(strict, 400, f"output_config.format.schema: {problem}")
+    return {"name": None, "schema": schema, "strict": True}
+
+
+def _anthropic_schema_problem(schema: Any, where: str) -> str | None:
+    if not isinstance(schema, dict):
+        return None
+    kinds = schema.get("type")
+    if (kinds == "object" or (isinstance(kinds, list) and "object" in kinds)) and schema.get(
+        "additionalProperties"
+    ) is not False:
+        return f"For 'object' type, 'additionalProperties' must be explicitly set to false{where}"
+    for keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+                    "maxLength"):
+        if keyword in schema:
+            return f"'{keyword}' is not supported{where}"
+    for key, sub in (schema.get("properties") or {}).items():
+        problem = _anthropic_schema_problem(sub, f" (at {key})")
+        if problem:
+            return problem
+    subs = [schema.get("items"), *(schema.get("anyOf") or [])]
+    for sub in subs:
+        problem = _anthropic_schema_problem(sub, where)
+        if problem:
+            return problem
+    return None
 
 
 # --- Gemini generateContent ---------------------------------------------------------------------
@@ -560,6 +673,7 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
     gen = body.get("generationConfig") or body.get("generation_config") or {}
     max_tokens = gen.get("maxOutputTokens", gen.get("max_output_tokens")) if isinstance(gen, dict) else None
     settings = gemini_settings(gen, fail) if isinstance(gen, dict) else {}
+    response_format = _gemini_response_format(gen if isinstance(gen, dict) else {}, strict)
     conv = Conversation(
         system=_text_of(system.get("parts")) if isinstance(system, dict) else "",
         last_user_text=last_user,
@@ -572,5 +686,25 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
         parts=tuple(seen_parts),
         settings=settings,
+        response_format=response_format,
     )
     return ParsedRequest("gemini", path_model, stream, conv)
+
+
+def _gemini_response_format(gen: Mapping[str, Any], strict: bool) -> dict[str, Any] | None:
+    """``responseJsonSchema`` / ``responseSchema`` with the ``responseMimeType`` they need, as Gemini reads them."""
+    json_schema = gen.get("responseJsonSchema", gen.get("response_json_schema"))
+    legacy = gen.get("responseSchema", gen.get("response_schema"))
+    if json_schema is None and legacy is None:
+        return None
+    if json_schema is not None and legacy is not None:
+        _reject(strict, 400, "response_schema and response_json_schema cannot both be set.")
+    mime = gen.get("responseMimeType", gen.get("response_mime_type"))
+    if mime not in ("application/json", "text/x.enum"):
+        _reject(strict, 400, "* GenerationConfig.response_mime_type: response_mime_type must be one of "
+                "['application/json', 'text/x.enum'] when a response schema is set.")
+    schema = json_schema if json_schema is not None else legacy
+    if not isinstance(schema, dict):
+        _reject(strict, 400, "Invalid value at 'generation_config.response_json_schema': expected an object")
+        return None
+    return {"name": None, "schema": schema, "strict": False}

@@ -349,6 +349,8 @@ class Conversation:
     include_usage: bool = False  # OpenAI stream_options.include_usage
     parts: tuple[SeenPart, ...] = ()
     settings: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map)
+    # The JSON-schema response format asked for, wire-neutral: {"name", "schema", "strict"} (None: text).
+    response_format: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(slots=True)

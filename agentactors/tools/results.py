@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import redact
+from ..errors import ModelRetry, redact
 from ..messages import Message
 from ..parts import MediaPart, Text, is_part
 
@@ -295,8 +295,13 @@ def format_error(exc: BaseException) -> str:
     """``Error: <ExcType>: <message>`` with registered secrets removed, no traceback.
 
     Never raises: an exception whose ``__str__`` raises (or returns something odd) is named
-    by its type alone, with a note that its message could not be read.
+    by its type alone, with a note that its message could not be read.  A
+    :class:`~agentactors.ModelRetry` a tool raised is a message for the model, not an error
+    report: ``Retry: <message>``.
     """
+    if isinstance(exc, ModelRetry):
+        retry = redact(exc.message).strip()
+        return f"Retry: {retry}" if retry else "Retry: call again with corrected arguments"
     name = type(exc).__name__
     message = _message_of(exc)
     if message is None:

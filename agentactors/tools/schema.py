@@ -17,11 +17,21 @@ annotation                            schema                                    
 ``dict[str, V]``, ``Mapping[str, V]``  ``object`` with ``additionalProperties``      ``dict``
 ``Literal[...]``, an ``Enum``         ``enum`` (of the members' values)              the literal / the member
 attrs class, dataclass, ``TypedDict``  nested ``object``                             an instance / a ``dict``
+a pydantic ``BaseModel``              its ``model_json_schema()``, ``$ref`` inlined  ``model_validate``'s
+                                                                                     instance
 ``datetime``, ``date``, ``UUID``,     ``string`` with a ``format``                   the parsed value
 ``Path``
 ``Annotated[T, "text"]``              ``T``'s schema with ``description``            as for ``T``
+``Annotated[T, Field(ge=0, ...)]``    ``T``'s schema with ``minimum``, ...           as for ``T``
 ``Any``                               ``{}`` (anything)                              the value
 ====================================  =============================================  ==========================
+
+Constraints in ``Annotated`` metadata — pydantic's ``Field(...)`` (``gt``, ``ge``, ``lt``, ``le``,
+``multiple_of``, ``min_length``, ``max_length``, ``pattern``, ``description``) and the ``annotated_types``
+objects it is built on (``Gt``, ``Ge``, ``Len``, ...) — become the matching JSON Schema keywords, so the
+validator enforces them before the tool runs.  Both are read by their attributes: pydantic is never
+imported here (it is an optional extra), a model class is recognised by its ``model_json_schema`` and
+``model_validate``.
 
 Recursive classes are rejected (vendors accept no ``$ref`` cycles reliably).
 """
@@ -43,6 +53,7 @@ from typing import Annotated, Any, Literal, Union
 import attrs
 
 from ..errors import AgentActorsError
+from ..json_refs import inline_refs
 from ..json_types import json_type_name
 from .docstrings import parse_docstring
 
@@ -50,8 +61,13 @@ __all__ = [
     "ConversionError",
     "convert",
     "describe_schema",
+    "is_object_type",
+    "is_pydantic_model",
+    "is_union",
     "json_default_value",
     "needs_conversion",
+    "pydantic_issue",
+    "pydantic_issues",
     "schema_for",
     "unwrap_annotated",
 ]
@@ -76,14 +92,119 @@ class ConversionError(AgentActorsError, ValueError):
 
 
 def unwrap_annotated(tp: Any) -> tuple[Any, str | None]:
-    """``Annotated[T, "text", ...]`` → ``(T, "text")``; anything else → ``(tp, None)``."""
+    """``Annotated[T, "text", ...]`` → ``(T, "text")``; anything else → ``(tp, None)``.
+
+    A pydantic ``Field(description=...)`` in the metadata counts as the text too.
+    """
     description: str | None = None
     while typing.get_origin(tp) is Annotated:
         for meta in tp.__metadata__:
-            if isinstance(meta, str) and description is None:
+            if description is not None:
+                break
+            if isinstance(meta, str):
                 description = meta
+            elif isinstance(getattr(meta, "metadata", None), list):  # a pydantic FieldInfo
+                text = getattr(meta, "description", None)
+                if isinstance(text, str) and text:
+                    description = text
         tp = tp.__origin__
     return tp, description
+
+
+# Constraint attributes of annotated_types objects (and of pydantic's metadata built on them).
+_CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "pattern")
+_NUMERIC_KEYWORDS = {
+    "gt": "exclusiveMinimum",
+    "ge": "minimum",
+    "lt": "exclusiveMaximum",
+    "le": "maximum",
+    "multiple_of": "multipleOf",
+}
+_LENGTH_KEYWORDS = {
+    "string": ("minLength", "maxLength"),
+    "array": ("minItems", "maxItems"),
+    "object": ("minProperties", "maxProperties"),
+}
+
+
+def _constraints_of(tp: Any) -> dict[str, Any]:
+    """The constraints in ``Annotated`` metadata (outermost first wins), by attribute name."""
+    found: dict[str, Any] = {}
+
+    def take(meta: Any, depth: int = 0) -> None:
+        if isinstance(meta, str | int | float | bool) or meta is None or depth > 4:
+            return
+        inner = getattr(meta, "metadata", None)
+        if isinstance(inner, list):  # a pydantic FieldInfo: its constraints are annotated_types objects
+            for item in inner:
+                take(item, depth + 1)
+            return
+        for name in _CONSTRAINTS:
+            try:
+                value = getattr(meta, name, None)
+            except Exception:
+                continue
+            if name == "pattern" and hasattr(value, "pattern"):
+                value = getattr(value, "pattern", None)  # a compiled regex
+            if isinstance(value, int | float | str) and not isinstance(value, bool):
+                found.setdefault(name, value)
+
+    while typing.get_origin(tp) is Annotated:
+        for meta in tp.__metadata__:
+            take(meta)
+        tp = tp.__origin__
+    return found
+
+
+def _constrained(schema: dict[str, Any], constraints: dict[str, Any]) -> dict[str, Any]:
+    out = dict(schema)
+    kind = out.get("type")
+    for name, value in constraints.items():
+        if name in _NUMERIC_KEYWORDS:
+            out[_NUMERIC_KEYWORDS[name]] = value
+        elif name == "pattern":
+            out["pattern"] = value
+        elif isinstance(kind, str) and kind in _LENGTH_KEYWORDS:
+            out[_LENGTH_KEYWORDS[kind][0 if name == "min_length" else 1]] = value
+    return out
+
+
+def is_pydantic_model(tp: Any) -> bool:
+    """Whether ``tp`` is a pydantic model class (recognised by its methods: pydantic is never imported here)."""
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
+        and callable(getattr(tp, "model_validate", None))
+    )
+
+
+def _untitled(node: Any) -> Any:
+    """A pydantic schema without the ``title`` it gives every node: tokens that tell the model nothing."""
+    if isinstance(node, list):
+        return [_untitled(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("enum", "const", "default", "examples"):
+            out[key] = value
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: _untitled(sub) for name, sub in value.items()}
+        else:
+            out[key] = _untitled(value)
+    return out
+
+
+def _pydantic_schema(tp: type) -> dict[str, Any]:
+    try:
+        schema = inline_refs(tp.model_json_schema())  # type: ignore[attr-defined]
+    except ValueError as exc:
+        raise TypeError(f"{tp.__qualname__}: {exc}; recursive types cannot be tool parameters") from None
+    out = _untitled(schema)
+    assert isinstance(out, dict)
+    return out
 
 
 def _is_union(tp: Any) -> bool:
@@ -97,6 +218,16 @@ def _is_typeddict(tp: Any) -> bool:
 
 def _is_record(tp: Any) -> bool:
     return isinstance(tp, type) and (attrs.has(tp) or dataclasses.is_dataclass(tp) or _is_typeddict(tp))
+
+
+def is_object_type(tp: Any) -> bool:
+    """Whether ``tp`` is a class whose schema is an object with named fields: attrs, dataclass, TypedDict, pydantic."""
+    return _is_record(tp) or is_pydantic_model(tp)
+
+
+def is_union(tp: Any) -> bool:
+    """Whether ``tp`` is ``A | B`` / ``Union[A, B]`` (``Optional[A]`` included)."""
+    return _is_union(tp)
 
 
 def json_default_value(value: Any) -> tuple[bool, Any]:
@@ -168,8 +299,11 @@ def schema_for(tp: Any, *, _stack: tuple[type, ...] = ()) -> dict[str, Any]:
     :raises TypeError: the annotation has no JSON form (a callable, a recursive
         class, a mapping with non-string keys, ...).
     """
+    constraints = _constraints_of(tp) if typing.get_origin(tp) is Annotated else None
     tp, description = unwrap_annotated(tp)
     schema = _schema_for(tp, _stack)
+    if constraints:
+        schema = _constrained(schema, constraints)
     if description:
         schema = {**schema, "description": description}
     return schema
@@ -234,6 +368,8 @@ def _schema_for(tp: Any, stack: tuple[type, ...]) -> dict[str, Any]:
         if key is not str and key is not Any:
             raise TypeError(f"{tp!r}: JSON object keys are strings, so a mapping's key type must be str")
         return {"type": "object", "additionalProperties": schema_for(args[1], _stack=stack)}
+    if is_pydantic_model(tp):
+        return _pydantic_schema(tp)
     if _is_record(tp):
         if tp in stack:
             raise TypeError(f"{tp.__qualname__} refers to itself; recursive types cannot be tool parameters")
@@ -258,7 +394,8 @@ def _schema_for(tp: Any, stack: tuple[type, ...]) -> dict[str, Any]:
         return schema
     raise TypeError(
         f"cannot describe {tp!r} as JSON Schema: use str, int, float, bool, None, lists, tuples, sets, "
-        "dicts with str keys, Literal, an Enum, unions of these, or attrs / dataclass / TypedDict classes"
+        "dicts with str keys, Literal, an Enum, unions of these, attrs / dataclass / TypedDict classes or "
+        "pydantic models"
     )
 
 
@@ -325,6 +462,12 @@ def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
         if not args:
             return dict(value)
         return {k: convert(v, args[1], f"{path}.{k}") for k, v in value.items()}
+    if is_pydantic_model(tp):
+        try:
+            return tp.model_validate(value)
+        except ValueError as exc:  # pydantic's ValidationError: its own validators said no
+            where, expected = pydantic_issue(exc)
+            raise ConversionError(f"{path}.{where}" if where else path, expected) from None
     if _is_record(tp):
         fields = {name: hint for name, hint, _, _, _ in _record_fields(tp)}
         kwargs = {k: convert(v, fields.get(k, Any), f"{path}.{k}") for k, v in value.items()}
@@ -335,6 +478,29 @@ def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
         except (TypeError, ValueError) as exc:  # the class's own validators rejected it
             raise ConversionError(path, f"a valid {tp.__name__} ({type(exc).__name__})") from None
     return value
+
+
+def pydantic_issues(exc: BaseException) -> list[tuple[str, str]]:
+    """``(where, what was expected)`` for each error of a pydantic ``ValidationError`` (never the input)."""
+    errors = getattr(exc, "errors", None)
+    try:
+        items = errors(include_input=False, include_url=False) if callable(errors) else []
+    except TypeError:
+        items = errors() if callable(errors) else []
+    out: list[tuple[str, str]] = []
+    for item in items:
+        loc = item.get("loc", ()) if isinstance(item, dict) else ()
+        where = ""
+        for part in loc:
+            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+        message = str(item.get("msg", "a valid value")) if isinstance(item, dict) else "a valid value"
+        out.append((where, message[:1].lower() + message[1:]))
+    return out or [("", type(exc).__name__)]
+
+
+def pydantic_issue(exc: BaseException) -> tuple[str, str]:
+    """The first of :func:`pydantic_issues`."""
+    return pydantic_issues(exc)[0]
 
 
 def _matches(value: Any, tp: Any) -> bool:
@@ -359,7 +525,7 @@ def _matches(value: Any, tp: Any) -> bool:
         return any((a.value if isinstance(a, enum.Enum) else a) == value for a in typing.get_args(tp))
     if _is_union(tp):
         return any(_matches(value, a) for a in typing.get_args(tp))
-    if _is_record(tp) or tp in _MAPPINGS or origin in _MAPPINGS:
+    if _is_record(tp) or is_pydantic_model(tp) or tp in _MAPPINGS or origin in _MAPPINGS:
         return isinstance(value, dict)
     if tp in (*_SEQUENCES, *_SETS, tuple) or origin in (*_SEQUENCES, *_SETS, tuple):
         return isinstance(value, list)

@@ -71,3 +71,16 @@ def test_examples_have_a_main_and_run_it() -> None:
         text = path.read_text()
         assert "async def main(" in text, path.name
         assert "anyio.run(main)" in text, path.name
+
+
+async def test_typed_results(capsys: pytest.CaptureFixture[str]) -> None:
+    module = _load("typed_results")
+    result = await module.main()
+    assert isinstance(result.output, module.Triage)
+    assert (result.output.action, result.output.priority, result.steps) == ("replace", 2, 2)
+    out = capsys.readouterr().out
+    assert "action: replace  priority: 2" in out
+    assert "strategy: tool" in out
+    assert 'refused attempt 1: - action: expected one of "refund", "replace", "escalate"' in out
+    partials = [line for line in out.splitlines() if line.startswith("partial: ")]
+    assert partials[-1] == "partial: escalate / 'A second crack means a bad batch.'"

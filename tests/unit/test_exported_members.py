@@ -305,6 +305,18 @@ SAMPLES: dict[str, Callable[[], object]] = {
         "refused", provider="openai", model="m", retry_after=0.5, reason="max_waiting"
     ),
     "RunDeadlineExceeded": lambda: agentactors.RunDeadlineExceeded("past 30s", deadline=30.0, step=2),
+    # typed results
+    "ResponseFormat": lambda: agentactors.ResponseFormat("Person", {"type": "object", "properties": {}}),
+    "ToolOutput": lambda: agentactors.ToolOutput(int, name="answer", description="The answer."),
+    "NativeOutput": lambda: agentactors.NativeOutput(int, name="answer", strict=False),
+    "PromptedOutput": lambda: agentactors.PromptedOutput(int, template="Answer as {schema}"),
+    "OutputContext": lambda: agentactors.OutputContext("run-1", "a", 2, 1, "tool"),
+    "OutputEvent": lambda: agentactors.OutputEvent("output.invalid", "run-1", 5, 2.0, 2, {"attempt": 1}),
+    "ModelRetry": lambda: agentactors.ModelRetry("the total must add up"),
+    "OutputValidationError": lambda: agentactors.OutputValidationError(
+        "the answer did not validate after 3 attempts", issues=("- age: expected an integer, got a string",),
+        attempts=3,
+    ),
 }
 
 # Exported attrs classes not round-tripped here, and why.

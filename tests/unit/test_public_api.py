@@ -75,7 +75,12 @@ CONTRACT: dict[str, list[str]] = {
     "LoopController": [],
     "Agent": ["provider", "tools", "system", "model", "tool_choice", "max_steps", "max_empty_steps",
               "max_tool_result_chars", "context_budget_chars", "on_tool_status", "tool_policy", "nudges", "followups",
-              "recorders", "settings"],
+              "recorders", "settings", "output_type", "output_retries", "output_validator"],
+    "ToolOutput": ["output_type", "name", "description"],
+    "NativeOutput": ["output_type", "name", "strict"],
+    "PromptedOutput": ["output_type", "template"],
+    "ModelRetry": ["message"],
+    "OutputValidationError": [],
     "RunResult": ["content", "messages", "tool_calls", "steps", "bounded", "cancelled", "generation_failed", "error",
                   "followups", "usage", "served_by"],
     "InMemoryRecorder": [],
@@ -114,6 +119,7 @@ METHOD_CONTRACT: dict[str, list[str]] = {
     "Agent.stream": ["runtime", "settings"],
     "Agent.bind": ["runtime"],
     "AgentRun.text_stream": ["min_interval"],
+    "AgentRun.partial_output": [],
     "Explanation.from_jsonl": ["path", "run_id"],
     "ProviderActor.__init__": ["scheduling", "max_waiting", "max_wait"],
 }
@@ -159,7 +165,8 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "ToolExecutorActor": {"max_concurrency_per_step": 16, "default_timeout": 60.0},
     "Agent": {"tools": (), "system": None, "model": None, "max_steps": 8, "max_empty_steps": 2,
               "max_tool_result_chars": None, "context_budget_chars": None, "on_tool_status": None,
-              "tool_policy": None, "nudges": True, "followups": False, "recorders": (), "settings": None},
+              "tool_policy": None, "nudges": True, "followups": False, "recorders": (), "settings": None,
+              "output_type": str, "output_retries": 2, "output_validator": None},
     "Agent.run": {"on_token": None, "settings": None, "deadline": None, "priority": None},
     "Agent.stream": {"settings": None},
     "ModelSettings": {name: None for name in ("temperature", "top_p", "max_tokens", "stop", "seed",
@@ -171,6 +178,9 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "ProviderActor.__init__": {"scheduling": "oldest_run", "max_waiting": None, "max_wait": None},
     "with_pool": {"strategy": "least_loaded", "weights": None},
     "resilient_chain": {"attempt_timeout": 60.0, "first_event_timeout": 20.0},
+    "ToolOutput": {"name": "final_result", "description": None},
+    "NativeOutput": {"name": None, "strict": True},
+    "PromptedOutput": {"template": None},
 }
 
 
@@ -276,3 +286,14 @@ def test_the_services_and_observability_names_of_the_second_wave() -> None:
     assert inspect.signature(agentactors.Agent.stream).parameters["runtime"].default is None
     assert callable(agentactors.Agent.bind) and callable(agentactors.AgentRun.text_stream)
     assert callable(agentactors.Explanation.from_jsonl)
+
+
+def test_the_typed_results_names_of_the_second_wave() -> None:
+    """docs/architecture.md, second API block: typed results."""
+    assert issubclass(agentactors.ModelRetry, agentactors.AgentActorsError)
+    assert issubclass(agentactors.OutputValidationError, agentactors.AgentActorsError)
+    assert not issubclass(agentactors.OutputValidationError, agentactors.ProviderError)
+    for name in ("name", "description"):
+        assert inspect.signature(agentactors.ToolOutput).parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+    assert next(iter(inspect.signature(agentactors.ToolOutput).parameters)) == "output_type"
+    assert callable(agentactors.AgentRun.partial_output)

@@ -412,3 +412,35 @@ def test_result_ceiling_validation() -> None:
         ResultCeiling(5, ("",))
     with pytest.raises(ValueError, match="narrow_by"):
         ResultCeiling(5, (1,))  # type: ignore[arg-type]
+
+
+def test_pydantic_models_and_field_constraints_as_tool_parameters() -> None:
+    """Item 6 of typed results: a pydantic model parameter is validated and converted before the tool runs."""
+    from typing import Annotated
+
+    import pydantic
+
+    from agentactors.tools.registry import tool as make_tool
+    from agentactors.tools.schema import ConversionError, convert, schema_for
+
+    class Order(pydantic.BaseModel):
+        item: str
+        qty: int = pydantic.Field(ge=1)
+
+    @make_tool
+    def place(order: Order, note: Annotated[str, pydantic.Field(max_length=20, description="for the courier")]) -> str:
+        """Place an order."""
+        return f"{order.qty} x {order.item}"
+
+    props = place.spec.parameters["properties"]
+    assert props["order"] == {"type": "object", "properties": {"item": {"type": "string"},
+                              "qty": {"type": "integer", "minimum": 1}}, "required": ["item", "qty"]}
+    assert props["note"] == {"type": "string", "maxLength": 20, "description": "for the courier"}
+    assert [i.path for i in place.validate({"order": {"item": "tea", "qty": 0}, "note": "x" * 30})] == [
+        "order.qty", "note"]
+    _args, kwargs = place.prepare({"order": {"item": "tea", "qty": 2}, "note": "ok"}, None)
+    assert kwargs["order"] == Order(item="tea", qty=2)
+    assert schema_for(Annotated[float, pydantic.Field(gt=0, lt=1)]) == {
+        "type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}
+    with pytest.raises(ConversionError, match="qty"):
+        convert({"item": "tea", "qty": 0}, Order)

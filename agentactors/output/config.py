@@ -1,0 +1,94 @@
+"""An agent's output configuration, built once: the target, the strategy, what each strategy sends.
+
+:meth:`OutputConfig.build` reads ``Agent(output_type=..., output_retries=..., output_validator=...)``.
+It returns ``None`` for the default — ``str`` with no validator — so a text agent carries nothing new
+and its runs pay nothing for typed results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from ..messages import ResponseFormat, ToolSpec
+from .context import OutputValidator, validator_arity
+from .prompt import instruction
+from .spec import DEFAULT_TOOL_NAME, NativeOutput, PromptedOutput, Strategy, ToolOutput, strategy_of
+from .target import OutputTarget, type_label
+
+__all__ = ["OutputConfig"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _format_name(tp: Any) -> str:
+    name = _UNSAFE.sub("_", type_label(tp)).strip("_")[:64]
+    return name or DEFAULT_TOOL_NAME
+
+
+@attrs.frozen(slots=True, eq=False)
+class OutputConfig:
+    """What every run of one agent needs to ask for, and check, its typed result.
+
+    ``strategy`` is the explicit one (``None``: auto, chosen per model call); ``target`` is ``None`` for
+    a plain ``str`` answer that only an output validator checks.
+    """
+
+    target: OutputTarget | None
+    strategy: Strategy | None
+    retries: int
+    validator: OutputValidator | None = None
+    arity: int = 2
+    tool_specs: tuple[ToolSpec, ...] = ()
+    response_format: ResponseFormat | None = None
+    prompt: str = ""
+
+    @property
+    def plain(self) -> bool:
+        """A ``str`` answer checked by the validator alone: no strategy, no schema, the request unchanged."""
+        return self.target is None
+
+    @classmethod
+    def build(
+        cls,
+        output_type: Any,
+        *,
+        retries: int,
+        validator: OutputValidator | None,
+        tool_names: Iterable[str] = (),
+    ) -> OutputConfig | None:
+        """The configuration for an agent, or ``None`` when there is nothing to do (``str``, no validator).
+
+        :raises TypeError: an output type with no JSON Schema form, or a validator that is not callable.
+        :raises ValueError: ``retries`` is negative, or an output tool's name is one of the agent's tools.
+        """
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"output_retries must be an int >= 0, not {retries!r}")
+        arity = validator_arity(validator) if validator is not None else 2
+        strategy = strategy_of(output_type)
+        tp = output_type.output_type if strategy is not None else output_type
+        if tp is None:
+            raise TypeError("output_type cannot be None: use str for a text answer")
+        if strategy is None and tp is str:
+            if validator is None:
+                return None
+            return cls(None, None, retries, validator, arity)
+        name = output_type.name if isinstance(output_type, ToolOutput) else DEFAULT_TOOL_NAME
+        description = output_type.description if isinstance(output_type, ToolOutput) else None
+        target = OutputTarget(tp, name=name, description=description)
+        taken = set(tool_names)
+        clash = [m.name for m in target.members if m.name in taken]
+        if clash:
+            raise ValueError(f"output tool name {clash[0]!r} is also one of the agent's tools: name one differently")
+        specs = tuple(ToolSpec(m.name, m.description, m.schema) for m in target.members)
+        native = output_type if isinstance(output_type, NativeOutput) else None
+        fmt = ResponseFormat(
+            native.name if native is not None and native.name else _format_name(tp),
+            target.schema,
+            strict=native.strict if native is not None else True,
+        )
+        template = output_type.template if isinstance(output_type, PromptedOutput) else None
+        return cls(target, strategy, retries, validator, arity, specs, fmt, instruction(target.schema, template))

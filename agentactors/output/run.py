@@ -1,0 +1,322 @@
+"""One run's typed result: the strategy of each model call, the verdict on each answer, the re-asks.
+
+The loop (:mod:`agentactors.loop.controller`) holds an :class:`OutputRun` when its agent has an output
+type, and asks it, step by step:
+
+* :meth:`OutputRun.begin_step` — the strategy of this model call: the explicit one, or auto's choice
+  for the model about to be called (:mod:`agentactors.output.choice`), recorded as ``output.strategy``
+  (``strategy``, ``reason``) whenever it changes;
+* :meth:`OutputRun.degrade` — after a call refused for its forced choice by a chain that skipped its
+  incapable members (``UnsupportedToolChoiceError``, or ``AllProvidersFailedError`` naming skipped
+  members), whether the step is sent again with the next strategy (once; ``output.strategy_degraded``).
+  Only auto degrades: an explicit :class:`~agentactors.output.spec.ToolOutput` keeps the error;
+* :meth:`OutputRun.check_calls` / :meth:`OutputRun.check_text` — the verdict on the answer: the value,
+  or what the model reads to try again (every issue listed), each refusal an ``output.invalid`` event
+  (``attempt``, ``strategy``, ``issues``, ``retries_left``) and, past ``output_retries``, the
+  :class:`~agentactors.OutputValidationError` the run ends with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from ..errors import AllProvidersFailedError, ModelRetry, OutputValidationError, UnsupportedToolChoiceError
+from ..events import EventSink
+from ..messages import ToolCall, ToolChoice
+from ..providers.base import name_of
+from ..tools.results import ValidationIssue
+from .choice import auto_strategy, next_strategy
+from .config import OutputConfig
+from .context import OutputContext, call_validator
+from .feedback import (
+    ACCEPTED_TEXT,
+    NOT_USED_TEXT,
+    no_output_call_text,
+    not_json_text,
+    output_call_text,
+    retry_text,
+    text_answer_text,
+)
+from .partial import PartialOutput, jiter_available
+from .prompt import extract_json
+from .spec import Strategy
+from .target import Checked, Member, OutputTarget, issue_lines
+
+__all__ = ["CallVerdict", "OutputRun", "TextVerdict"]
+
+
+@attrs.frozen(slots=True)
+class TextVerdict:
+    """The verdict on a text answer: ``ok`` with the ``value``, or the ``feedback`` to send back."""
+
+    ok: bool
+    value: Any = None
+    feedback: str = ""
+    exhausted: bool = False
+
+
+@attrs.frozen(slots=True)
+class CallVerdict:
+    """The verdict on a turn's output calls: one result text per call, and the value when one was taken."""
+
+    ok: bool
+    results: tuple[tuple[ToolCall, str, bool], ...]
+    value: Any = None
+    exhausted: bool = False
+
+
+class OutputRun:
+    """The typed-result state of one run (see the module docstring).
+
+    :param config: the agent's :class:`~agentactors.output.config.OutputConfig`.
+    :param provider: the provider the run's ProviderActor hosts (its capabilities decide auto's choice).
+    :param model: the model the run calls (the agent's, else the provider's default).
+    :param native: the provider carries tools natively (``False``: the JSON-fallback transport).
+    :param has_tools: the agent offers tools of its own.
+    """
+
+    __slots__ = (
+        "_agent",
+        "_config",
+        "_degraded",
+        "_deps",
+        "_has_tools",
+        "_model",
+        "_native",
+        "_provider",
+        "_reported",
+        "_run_id",
+        "_sink",
+        "attempts",
+        "error",
+        "prompted_system",
+        "strategy",
+        "value",
+    )
+
+    def __init__(
+        self,
+        config: OutputConfig,
+        *,
+        provider: object,
+        model: str | None,
+        native: bool,
+        has_tools: bool,
+        sink: EventSink | None,
+        run_id: str | None,
+        agent: str | None,
+        deps: Any,
+    ) -> None:
+        self._config = config
+        self._provider = provider
+        self._model = model
+        self._native = native
+        self._has_tools = has_tools
+        self._sink = sink
+        self._run_id = run_id
+        self._agent = agent
+        self._deps = deps
+        self._degraded: Strategy | None = None
+        self._reported: Strategy | None = None
+        self.attempts = 0
+        self.strategy: Strategy | None = None
+        self.value: Any = None
+        self.error: OutputValidationError | None = None
+        #: The system message and skip of the prompted strategy, worked out by the loop on first use.
+        self.prompted_system: Any = None
+        if config.strategy == "tool" and not native:
+            raise UnsupportedToolChoiceError(
+                "ToolOutput needs a provider that calls tools natively; this one uses the JSON-fallback "
+                "transport, which cannot force a call: use NativeOutput, PromptedOutput or a bare type (auto)",
+                provider=name_of(provider),
+                model=model,
+            )
+
+    @property
+    def config(self) -> OutputConfig:
+        return self._config
+
+    @property
+    def target(self) -> OutputTarget | None:
+        return self._config.target
+
+    # -- the request -------------------------------------------------------------------------------
+
+    def begin_step(self) -> Strategy | None:
+        """The strategy of this step's model call (``None`` for a plain ``str`` answer)."""
+        config = self._config
+        if config.plain:
+            return None
+        if self._degraded is not None:
+            degraded, self._degraded = self._degraded, None
+            self.strategy = degraded
+            self._reported = degraded
+            return degraded
+        strategy: Strategy
+        if config.strategy is not None:
+            strategy = config.strategy
+            reason = "explicit"
+        else:
+            strategy, reason = auto_strategy(
+                self._provider, self._model, native_tools=self._native, has_tools=self._has_tools
+            )
+        self.strategy = strategy
+        if strategy != self._reported:
+            self._reported = strategy
+            if self._sink is not None:
+                self._sink.emit("output.strategy", strategy=strategy, reason=reason)
+        return strategy
+
+    def forced_choice(self, has_tools: bool) -> ToolChoice:
+        """The tool choice of the tool strategy: the one output tool, or ``required`` beside others."""
+        target = self._config.target
+        assert target is not None
+        if not has_tools and not target.is_union:
+            return ToolChoice.tool(target.members[0].name)
+        return ToolChoice.required()
+
+    def degrade(self, exc: BaseException) -> bool:
+        """Whether this step, refused for its forced choice, is sent again with the next strategy (once)."""
+        if self._config.strategy is not None or self.strategy != "tool":
+            return False
+        skipped = isinstance(exc, AllProvidersFailedError) and bool(exc.skipped)
+        if not (isinstance(exc, UnsupportedToolChoiceError) or skipped):
+            return False
+        strategy = next_strategy(self._provider, self._model, native_tools=self._native, has_tools=self._has_tools)
+        self._degraded = strategy
+        if self._sink is not None:
+            reason = (
+                f"members skipped for the forced tool choice: {', '.join(exc.skipped)}"
+                if isinstance(exc, AllProvidersFailedError)
+                else "the forced tool choice was refused before sending"
+            )
+            self._sink.emit(
+                "output.strategy_degraded", from_strategy="tool", strategy=strategy, reason=reason, error=exc
+            )
+        return True
+
+    def partials(self, emit: Callable[[Any], None]) -> PartialOutput | None:
+        """A partial-value follower for this step's call, or ``None`` (plain text, or jiter not installed)."""
+        target = self._config.target
+        if target is None or self.strategy is None or not jiter_available():
+            return None
+        return PartialOutput(target, text=self.strategy != "tool", emit=emit)
+
+    # -- the answer --------------------------------------------------------------------------------
+
+    def is_output_call(self, call: ToolCall) -> bool:
+        """Whether ``call`` is of an output tool offered at this step."""
+        target = self._config.target
+        return self.strategy == "tool" and target is not None and target.member(call.name) is not None
+
+    async def check_text(self, answer: str, step: int) -> TextVerdict:
+        """The verdict on a text answer (not think-only) of this step."""
+        config = self._config
+        target = config.target
+        if target is None:  # a plain str answer: the validator alone
+            return await self._validated_text(answer, answer, step, None)
+        extracted = extract_json(answer)
+        if self.strategy == "tool":
+            # The model answered in text where a call was asked for: a JSON answer that validates is taken
+            # all the same (the guarantee is the validation, not the channel); anything else is asked again.
+            verdict = target.check(extracted.value) if extracted.ok else None
+            if verdict is None or not verdict.ok:
+                return self._refused_text(no_output_call_text(target), ("answer: expected a call of the output tool",))
+            return await self._validated_text(verdict.value, answer, step, None)
+        if not extracted.ok:
+            return self._refused_text(not_json_text(target, extracted.error), (f"answer: {extracted.error}",))
+        verdict = target.check(extracted.value)
+        if not verdict.ok:
+            return self._refused_text(text_answer_text(target, verdict.issues), issue_lines(verdict.issues))
+        return await self._validated_text(verdict.value, answer, step, None)
+
+    async def check_calls(self, calls: Sequence[ToolCall], step: int) -> CallVerdict:
+        """The verdict on this step's output calls: the first valid one is taken, the others answered."""
+        target = self._config.target
+        assert target is not None
+        results: list[tuple[ToolCall, str, bool]] = []
+        taken: Any = None
+        found = False
+        issues: list[str] = []
+        for call in calls:
+            member = target.member(call.name)
+            assert member is not None
+            if found:
+                results.append((call, NOT_USED_TEXT, True))
+                continue
+            verdict = self._check_call(call, member)
+            if not verdict.ok:
+                text = output_call_text(member, verdict.issues)
+                results.append((call, text, False))
+                issues.extend(issue_lines(verdict.issues))
+                continue
+            refusal = await self._refusal(verdict.value, step)
+            if isinstance(refusal, ModelRetry):
+                results.append((call, retry_text(refusal.message, member), False))
+                issues.append(f"- {refusal.message}")
+                continue
+            found, taken = True, refusal
+            results.append((call, ACCEPTED_TEXT, True))
+        if found:
+            self.value = taken
+            return CallVerdict(True, tuple(results), taken)
+        exhausted = self._invalid(tuple(issues))
+        return CallVerdict(False, tuple(results), exhausted=exhausted)
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_call(call: ToolCall, member: Member) -> Checked:
+        if call.arguments_error is not None:
+            detail = call.arguments_error_detail or call.arguments_error
+            issue = ValidationIssue("arguments", "one complete JSON object", f"text that does not parse ({detail})")
+            return Checked(False, issues=(issue,))
+        return member.check(dict(call.arguments))
+
+    async def _refusal(self, value: Any, step: int) -> Any:
+        """``value`` as the validator keeps it, or the :class:`ModelRetry` it raised."""
+        config = self._config
+        if config.validator is None:
+            return value
+        ctx = OutputContext(self._run_id, self._agent, step, self.attempts, self.strategy, self._deps)
+        try:
+            return await call_validator(config.validator, config.arity, value, ctx)
+        except ModelRetry as retry:
+            return retry
+
+    async def _validated_text(self, value: Any, answer: str, step: int, member: Member | None) -> TextVerdict:
+        kept = await self._refusal(value, step)
+        if isinstance(kept, ModelRetry):
+            return self._refused_text(retry_text(kept.message, member), (f"- {kept.message}",))
+        self.value = kept
+        return TextVerdict(True, kept)
+
+    def _refused_text(self, feedback: str, issues: tuple[str, ...]) -> TextVerdict:
+        exhausted = self._invalid(issues)
+        return TextVerdict(False, feedback=feedback, exhausted=exhausted)
+
+    def _invalid(self, issues: tuple[str, ...]) -> bool:
+        """Count a refused answer; ``True`` when it was the last one ``output_retries`` allows."""
+        self.attempts += 1
+        retries_left = max(0, self._config.retries - (self.attempts - 1))
+        lines = tuple(i if i.startswith("- ") else f"- {i}" for i in issues)
+        if self._sink is not None:
+            self._sink.emit(
+                "output.invalid",
+                attempt=self.attempts,
+                strategy=self.strategy,
+                issues=lines,
+                retries_left=retries_left if self.attempts <= self._config.retries else 0,
+            )
+        if self.attempts <= self._config.retries:
+            return False
+        self.error = OutputValidationError(
+            f"the answer did not validate after {self.attempts} attempt{'s' if self.attempts != 1 else ''} "
+            f"(output_retries={self._config.retries}); last issues: " + "; ".join(i[2:] for i in lines[:5]),
+            issues=lines,
+            attempts=self.attempts,
+        )
+        return True

@@ -1,0 +1,123 @@
+"""What a user writes for a typed result: a bare type (auto) or one of the three output strategies.
+
+``Agent(output_type=T)`` takes ``T`` itself — **auto**: the strategy is chosen per model call
+(:mod:`agentactors.output.choice`) — or ``T`` wrapped in one of:
+
+* :class:`ToolOutput` — the answer is a forced call of an output tool whose parameters are ``T``'s schema;
+* :class:`NativeOutput` — the vendor's own JSON-schema response format;
+* :class:`PromptedOutput` — the schema in the system prompt, JSON parsed from the text answer.
+
+``OutputT`` is the type variable of everything generic in the output type (``Agent``, ``AgentRun``,
+``RunResult``); it defaults to ``str``, so an unparameterised ``Agent`` / ``RunResult`` is what it
+always was.  A special form (``Literal[...]``, ``A | B``) is not a ``type`` to a type checker: annotate
+the agent (``agent: Agent[Pick] = Agent(p, output_type=Pick)  # type: ignore[arg-type]``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Generic, Literal, TypeAlias
+
+import attrs
+
+if sys.version_info >= (3, 13):  # pragma: no cover - the CI interpreter is 3.11
+    from typing import TypeVar
+else:
+    # TypeVar defaults (PEP 696) before 3.13; typing_extensions is already there for anyio on these versions.
+    from typing_extensions import TypeVar
+
+__all__ = [
+    "DEFAULT_TOOL_NAME",
+    "NativeOutput",
+    "OutputSpec",
+    "OutputT",
+    "PromptedOutput",
+    "Strategy",
+    "ToolOutput",
+    "strategy_of",
+]
+
+#: The output type of an agent, a run handle and a result (``str`` when none is given).
+OutputT = TypeVar("OutputT", default=str)
+
+#: The three ways an answer can be asked for: a forced output tool, the vendor's format, the prompt.
+Strategy: TypeAlias = Literal["tool", "native", "prompted"]
+
+DEFAULT_TOOL_NAME = "final_result"
+
+
+def _check_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"{attribute.name} must be a non-empty str, not {value!r}")
+
+
+@attrs.frozen(slots=True)
+class ToolOutput(Generic[OutputT]):
+    """The answer as a forced call of an output tool whose parameters are ``output_type``'s schema.
+
+    The request carries the output tool with ``ToolChoice.tool(name)`` when it is the only tool offered,
+    else ``ToolChoice.required()`` (the agent's own tools keep working until an output tool is called),
+    on every step until an output tool is called with valid arguments, which ends the run.  A union of
+    object types offers one output tool per member, named ``{name}_{Member}``.  A model that rejects a
+    forced choice fails the run with :class:`~agentactors.UnsupportedToolChoiceError` before anything is
+    sent (auto would pick another strategy instead).
+
+    :param output_type: the answer's type (see ``docs/output.md`` for the families).
+    :param name: the output tool's name.
+    :param description: what the tool's description tells the model (default: from the type).
+    """
+
+    output_type: type[OutputT]
+    name: str = attrs.field(default=DEFAULT_TOOL_NAME, kw_only=True, validator=_check_name)
+    description: str | None = attrs.field(default=None, kw_only=True)
+
+
+@attrs.frozen(slots=True)
+class NativeOutput(Generic[OutputT]):
+    """The answer as JSON text the vendor constrains to ``output_type``'s schema (its response format).
+
+    OpenAI ``response_format`` (``json_schema``), Anthropic ``output_config.format``, Gemini
+    ``generationConfig.responseJsonSchema``.  A wire or model that cannot carry it fails the run with a
+    request-kind :class:`~agentactors.ProviderError` before anything is sent.
+
+    :param output_type: the answer's type.
+    :param name: the format's name on OpenAI's wire (default: from the type).
+    :param strict: OpenAI's strict mode (the schema fitted to it: every property required, optional ones
+        nullable); the other wires ignore it.
+    """
+
+    output_type: type[OutputT]
+    name: str | None = attrs.field(default=None, kw_only=True, validator=_check_name)
+    strict: bool = attrs.field(default=True, kw_only=True)
+
+
+@attrs.frozen(slots=True)
+class PromptedOutput(Generic[OutputT]):
+    """The answer as JSON text the system prompt asks for; parsed from the answer, fenced or not.
+
+    Works on every model (nothing but text is asked of the wire) and guarantees nothing until validated:
+    the loop validates and re-asks like the other strategies.
+
+    :param output_type: the answer's type.
+    :param template: the instruction added to the system prompt; ``{schema}`` in it is replaced by the
+        JSON Schema (appended after it when the template has no ``{schema}``).  Default: see
+        :data:`agentactors.output.prompt.DEFAULT_TEMPLATE`.
+    """
+
+    output_type: type[OutputT]
+    template: str | None = attrs.field(default=None, kw_only=True)
+
+
+#: What ``Agent(output_type=...)`` takes: a type, or a type in one of the strategies.
+OutputSpec: TypeAlias = ToolOutput[Any] | NativeOutput[Any] | PromptedOutput[Any]
+
+
+def strategy_of(spec: object) -> Strategy | None:
+    """The strategy an explicit spec names; ``None`` for a bare type (auto)."""
+    if isinstance(spec, ToolOutput):
+        return "tool"
+    if isinstance(spec, NativeOutput):
+        return "native"
+    if isinstance(spec, PromptedOutput):
+        return "prompted"
+    return None

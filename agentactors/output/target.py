@@ -1,0 +1,267 @@
+"""An output type, analysed once: its members, their schemas, and how a JSON answer becomes a value of it.
+
+:class:`OutputTarget` is built once per agent from ``T`` (:mod:`agentactors.output.spec`).  The families:
+
+====================================================  ====================================================
+``T``                                                 what the model is asked for
+====================================================  ====================================================
+a pydantic model, dataclass, ``TypedDict``, attrs     an object with the class's fields
+class
+``int`` ``float`` ``bool`` ``str``, ``list[...]``,    ``{"response": <T's schema>}`` — every strategy needs an
+``dict[str, ...]``, ``Literal[...]`` / an ``Enum``    object at the root (tool parameters, OpenAI strict
+(a constrained pick), ``X | None``, unions of these   mode), so the value is wrapped and unwrapped here
+``A | B`` of object types                             one member per class: a tool each (``{name}_{A}``), or
+                                                      ``{"response": A | B}`` as text, the first member the
+                                                      answer validates as wins
+====================================================  ====================================================
+
+Checking an answer (:meth:`OutputTarget.check`) is: ``null`` for an optional property read as absent
+(strict modes send every property), the JSON Schema (Draft 2020-12, the tool-argument validator: types,
+``enum`` members, required fields, nested types, ``Field`` constraints), then the conversion into ``T``
+(pydantic's own validation for a model).  Every problem becomes a
+:class:`~agentactors.tools.results.ValidationIssue`: where, what was expected, the JSON type sent — never
+the value.  A value outside a ``Literal``'s set or an enum's values is an issue, never coerced.
+"""
+
+from __future__ import annotations
+
+import enum
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from ..tools.results import ValidationIssue
+from ..tools.schema import (
+    ConversionError,
+    convert,
+    is_object_type,
+    is_pydantic_model,
+    is_union,
+    pydantic_issues,
+    schema_for,
+    unwrap_annotated,
+)
+from ..tools.validation import ArgumentValidator
+from .spec import DEFAULT_TOOL_NAME
+
+__all__ = ["WRAPPER", "Checked", "Member", "OutputTarget", "drop_null_optionals", "issue_lines", "type_label"]
+
+#: The property a non-object answer is wrapped in.
+WRAPPER = "response"
+
+
+def type_label(tp: Any) -> str:
+    """A short name for ``tp`` (``Person``, ``int``, ``list[str]``, ``Literal['a', 'b']``)."""
+    tp, _ = unwrap_annotated(tp)
+    if isinstance(tp, type) and not typing.get_args(tp):
+        return tp.__name__
+    return repr(tp).replace("typing.", "")
+
+
+@attrs.frozen(slots=True)
+class Checked:
+    """The verdict on one answer: the value (``ok``) or the issues the model will read."""
+
+    ok: bool
+    value: Any = None
+    issues: tuple[ValidationIssue, ...] = ()
+
+
+@attrs.frozen(slots=True, eq=False)
+class Member:
+    """One shape the answer may take: its Python type, its object schema, its output tool's name."""
+
+    tp: Any
+    name: str
+    schema: dict[str, Any]
+    wrapped: bool
+    description: str
+    validator: ArgumentValidator = attrs.field(repr=False)
+
+    def check(self, arguments: Any) -> Checked:
+        """Validate ``arguments`` (the object the model sent) and convert it into :attr:`tp`."""
+        arguments = drop_null_optionals(arguments, self.schema)
+        issues = self.validator.issues(arguments)
+        if issues:
+            return Checked(False, issues=tuple(issues))
+        raw = arguments[WRAPPER] if self.wrapped else arguments
+        if is_pydantic_model(self.tp):
+            try:  # the model's own validation, every error of it (convert would report the first only)
+                return Checked(True, self.tp.model_validate(raw))
+            except ValueError as exc:
+                return Checked(False, issues=_pydantic(exc))
+        try:
+            value = convert(raw, self.tp, WRAPPER if self.wrapped else "answer")
+        except ConversionError as exc:
+            return Checked(False, issues=(ValidationIssue(exc.path, exc.expected, "a value that does not convert"),))
+        except ValueError as exc:  # a pydantic model's own validators (a ValueError), when convert passes it on
+            return Checked(False, issues=_pydantic(exc))
+        return Checked(True, value)
+
+
+def _pydantic(exc: BaseException) -> tuple[ValidationIssue, ...]:
+    return tuple(ValidationIssue(where or "answer", expected, "a value it rejects") for where, expected in
+                 pydantic_issues(exc))
+
+
+def drop_null_optionals(value: Any, schema: Mapping[str, Any]) -> Any:
+    """``value`` without ``null`` properties that are optional and do not accept ``null`` (read as absent).
+
+    OpenAI's strict mode requires every property, so an optional one comes back as ``null``; the schema
+    the answer is checked against says it may be left out, not that it may be ``null``.
+    """
+    if not isinstance(value, dict):
+        return value
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return value
+    required = set(schema.get("required") or ())
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        sub = properties.get(key)
+        if item is None and key not in required and isinstance(sub, Mapping) and not _accepts_null(sub):
+            continue
+        out[key] = drop_null_optionals(item, sub) if isinstance(sub, Mapping) else item
+    return out
+
+
+def _accepts_null(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind) or not schema:
+        return True
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and any(isinstance(s, Mapping) and _accepts_null(s) for s in schema[key]):
+            return True
+    return "enum" in schema and None in schema["enum"]
+
+
+def _is_pick(tp: Any) -> bool:
+    tp, _ = unwrap_annotated(tp)
+    return typing.get_origin(tp) is Literal or (isinstance(tp, type) and issubclass(tp, enum.Enum))
+
+
+def _description(tp: Any, given: str | None, member_of: str | None) -> str:
+    if given:
+        return given
+    tp, _ = unwrap_annotated(tp)
+    label = type_label(tp)
+    if member_of:
+        return f"The final answer, when it is a {label}: call this tool with it to finish."
+    if _is_pick(tp):
+        return "The final answer: call this tool with exactly one of the allowed values to finish."
+    return f"The final answer ({label}): call this tool with it to finish."
+
+
+def _member(tp: Any, name: str, description: str | None, member_of: str | None) -> Member:
+    inner, _ = unwrap_annotated(tp)
+    try:
+        schema = schema_for(tp)
+    except TypeError as exc:
+        raise TypeError(f"output_type {type_label(tp)}: {exc}") from None
+    fixed = is_object_type(inner) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict)
+    if fixed:
+        wrapped = False
+        object_schema = schema
+    else:
+        wrapped = True
+        object_schema = {
+            "type": "object",
+            "properties": {WRAPPER: schema},
+            "required": [WRAPPER],
+            "additionalProperties": False,
+        }
+    text = _description(tp, description, member_of)
+    validator = ArgumentValidator(object_schema, tool_name=name)
+    return Member(tp, name, object_schema, wrapped, text, validator)
+
+
+def _members_of_union(tp: Any) -> tuple[Any, ...] | None:
+    """The classes of a union of object types (``A | B``), else ``None``."""
+    inner, _ = unwrap_annotated(tp)
+    if not is_union(inner):
+        return None
+    args = typing.get_args(inner)
+    if len(args) > 1 and all(is_object_type(unwrap_annotated(a)[0]) for a in args):
+        return args
+    return None
+
+
+class OutputTarget:
+    """``T`` analysed: its members (one per output tool), the schema text strategies ask for, the checks.
+
+    :param tp: the output type.
+    :param name: the output tool's name (members of a union get ``{name}_{Member}``).
+    :param description: the output tool's description (default: from the type).
+    :raises TypeError: ``T`` has no JSON Schema form.
+    """
+
+    __slots__ = ("_by_name", "members", "name", "pick", "text_member", "tp")
+
+    def __init__(self, tp: Any, *, name: str = DEFAULT_TOOL_NAME, description: str | None = None) -> None:
+        self.tp = tp
+        self.name = name
+        self.pick = _is_pick(tp)
+        classes = _members_of_union(tp)
+        if classes is None:
+            self.members: tuple[Member, ...] = (_member(tp, name, description, None),)
+            self.text_member: Member = self.members[0]
+        else:
+            self.members = tuple(
+                _member(c, f"{name}_{type_label(c)}", None, type_label(tp)) for c in classes
+            )
+            # The text strategies ask for {"response": A | B}; each member checks its own branch.
+            wrapped = {
+                "type": "object",
+                "properties": {WRAPPER: {"anyOf": [m.schema for m in self.members]}},
+                "required": [WRAPPER],
+                "additionalProperties": False,
+            }
+            self.text_member = Member(
+                tp, name, wrapped, True, _description(tp, description, None), ArgumentValidator(wrapped, tool_name=name)
+            )
+        self._by_name = {m.name: m for m in self.members}
+
+    @property
+    def is_union(self) -> bool:
+        """Whether ``T`` is a union of object types (one output tool per member)."""
+        return len(self.members) > 1
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The object schema the text strategies (native, prompted) ask for."""
+        return self.text_member.schema
+
+    def member(self, tool_name: str) -> Member | None:
+        """The member whose output tool is ``tool_name``, or ``None`` (not an output tool)."""
+        return self._by_name.get(tool_name)
+
+    def check(self, arguments: Any, member: Member | None = None) -> Checked:
+        """The verdict on the object an output tool was called with (``member``) or the text answer's JSON."""
+        if member is not None:
+            return member.check(arguments)
+        if not self.is_union:
+            return self.text_member.check(self._wrapped(arguments, self.text_member))
+        branch = arguments.get(WRAPPER) if isinstance(arguments, dict) and set(arguments) == {WRAPPER} else arguments
+        best: Checked | None = None
+        for m in self.members:
+            verdict = m.check(branch)
+            if verdict.ok:
+                return verdict
+            if best is None or len(verdict.issues) < len(best.issues):
+                best = verdict
+        assert best is not None
+        return best
+
+    @staticmethod
+    def _wrapped(value: Any, member: Member) -> Any:
+        # A text answer of a wrapped type may come bare ("refund", 42): the model answered the inner schema.
+        if member.wrapped and not (isinstance(value, dict) and WRAPPER in value):
+            return {WRAPPER: value}
+        return value
+
+
+def issue_lines(issues: Sequence[ValidationIssue]) -> tuple[str, ...]:
+    """The issues as the model reads them, one line each."""
+    return tuple(i.line() for i in issues)
