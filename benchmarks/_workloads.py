@@ -390,15 +390,31 @@ async def _drive(call: Any, n: int, concurrency: int) -> tuple[float, float]:
     return (time.process_time() - cpu0) / n, n / (time.perf_counter() - t0)
 
 
+class _transport_forced:
+    """``AGENTACTORS_HTTP_TRANSPORT`` set to ``transport`` meanwhile (``auto``: left as it is)."""
+
+    def __init__(self, transport: str) -> None:
+        self.transport = transport
+        self.previous: str | None = None
+
+    def __enter__(self) -> None:
+        self.previous = os.environ.get("AGENTACTORS_HTTP_TRANSPORT")
+        if self.transport != "auto":
+            os.environ["AGENTACTORS_HTTP_TRANSPORT"] = self.transport
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous is None:
+            os.environ.pop("AGENTACTORS_HTTP_TRANSPORT", None)
+        else:
+            os.environ["AGENTACTORS_HTTP_TRANSPORT"] = self.previous
+
+
 async def _ours(base: str, request: LLMRequest, mode: str, n: int, concurrency: int,
                 transport: str = "auto") -> tuple[float, float]:
     """``transport``: ``auto`` (aiohttp on asyncio when installed), ``httpx`` (httpcore forced)."""
     from agentactors import OpenAIProvider
 
-    previous = os.environ.get("AGENTACTORS_HTTP_TRANSPORT")
-    if transport != "auto":
-        os.environ["AGENTACTORS_HTTP_TRANSPORT"] = transport
-    try:
+    with _transport_forced(transport):
         async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key-0000", base_url=f"{base}/v1") as provider:
 
             async def complete() -> None:
@@ -410,11 +426,6 @@ async def _ours(base: str, request: LLMRequest, mode: str, n: int, concurrency: 
                         pass
 
             return await _drive(complete if mode == "json" else stream, n, concurrency)
-    finally:
-        if previous is None:
-            os.environ.pop("AGENTACTORS_HTTP_TRANSPORT", None)
-        else:
-            os.environ["AGENTACTORS_HTTP_TRANSPORT"] = previous
 
 
 async def _raw_httpx(base: str, mode: str, n: int, concurrency: int) -> tuple[float, float]:
@@ -503,7 +514,13 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
 # --- W7 streaming CPU ---------------------------------------------------------------------------------
 
 
-async def _w7_ours(base: str, runs: int) -> tuple[float, int]:
+async def _w7_ours(base: str, runs: int, transport: str = "auto") -> tuple[float, int]:
+    """``transport`` as for :func:`_ours`: the provider's pool is made by its first request, inside the block."""
+    with _transport_forced(transport):
+        return await _w7_ours_run(base, runs)
+
+
+async def _w7_ours_run(base: str, runs: int) -> tuple[float, int]:
     from agentactors import Agent, OpenAIProvider, Runtime
 
     deltas = 0
@@ -560,7 +577,11 @@ async def _w7_official(openai: Any, base: str, runs: int) -> tuple[float, int]:
 
 
 def w7_streaming(*, reps: int, smoke: bool) -> dict[str, Any]:
-    """1,000 concurrent streamed runs against a FakeVendor in another process: client CPU per text delta."""
+    """1,000 concurrent streamed runs against a FakeVendor in another process: client CPU per text delta.
+
+    agentactors over its default asyncio transport (aiohttp) and over httpx/httpcore
+    (``AGENTACTORS_HTTP_TRANSPORT=httpx``), side by side with the official SDK, interleaved per repetition.
+    """
     try:
         import openai
     except ImportError:
@@ -571,9 +592,11 @@ def w7_streaming(*, reps: int, smoke: bool) -> dict[str, Any]:
     deltas: dict[str, int] = {}
     try:
         for _ in range(reps):
-            cpu, d = asyncio.run(_w7_ours(base, runs))
-            samples.setdefault("agentactors (agent.run, on_token)", []).append(cpu / max(d, 1))
-            deltas["agentactors (agent.run, on_token)"] = d
+            for label, transport in (("agentactors (aiohttp, agent.run, on_token)", "auto"),
+                                     ("agentactors (httpx, agent.run, on_token)", "httpx")):
+                cpu, d = asyncio.run(_w7_ours(base, runs, transport))
+                samples.setdefault(label, []).append(cpu / max(d, 1))
+                deltas[label] = d
             if openai is not None:
                 cpu, d = asyncio.run(_w7_official(openai, base, runs))
                 samples.setdefault("official AsyncOpenAI", []).append(cpu / max(d, 1))

@@ -201,6 +201,10 @@ class ProviderActor:
     :param max_overtakes: while a lower priority class waits, at most this many requests of higher
         classes are served in a row (``None``: strict priority).
 
+    A refusal's ``retry_after`` is always set: the expected wait, or before any answer was seen the
+    requests ahead at :data:`~agentactors.actors.scheduling.DEFAULT_SERVICE_ESTIMATE` each (or the
+    age of the oldest request in flight, when longer).
+
     Errors: a provider error is raised in the asker (the actor goes on); an
     unknown message raises ``TypeError``; a refused request raises ``Overloaded``
     (nothing was sent).  Cancellation: abandoning an ask (asker cancelled, ask

@@ -25,11 +25,14 @@ Admission: past ``max_waiting`` waiting requests, or when a request's wait would
 calls per run observed so far, and the budgets — with a margin: refused beyond 80 % of
 ``max_wait``; or reached while it waits), it is refused with
 :class:`~agentactors.errors.Overloaded` (transient, with a ``retry_after`` estimate) instead of
-queueing.  When ``max_waiting`` requests wait and a better-placed one arrives (an older run's, or
-a higher class's), the worst-placed waiter is refused to make room: in-progress work is kept, new
-work is shed.  A computed budget wait beyond any sane bound (``max_wait``, or
-:data:`BUDGET_WAIT_BOUND` without it) is refused the same way: a broken budget is an error, never
-a hang.
+queueing.  ``retry_after`` is always set: the expected wait when one can be told; otherwise (no
+answer seen yet, so no service time) the wait of the requests ahead at a service time of
+:data:`DEFAULT_SERVICE_ESTIMATE` — or of the age of the oldest request in flight, when longer (none
+has finished: each takes at least that long).  When ``max_waiting`` requests wait and a
+better-placed one arrives (an older run's, or a higher class's), the worst-placed waiter is
+refused to make room: in-progress work is kept, new work is shed.  A computed budget wait beyond
+any sane bound (``max_wait``, or :data:`BUDGET_WAIT_BOUND` without it) is refused the same way: a
+broken budget is an error, never a hang.
 
 Every request that waited records ``provider.waited`` (its wait, how many were ahead of it, its
 class); every refusal ``provider.overloaded``.  All of it happens in the asker's context, so the
@@ -52,7 +55,7 @@ from ..run_ticket import current_ticket, next_order
 from .budgets import EPSILON, TokenBucket, usage_charge
 from .runtime import Runtime
 
-__all__ = ["BUDGET_WAIT_BOUND", "POLICIES", "Policy", "Scheduler"]
+__all__ = ["BUDGET_WAIT_BOUND", "DEFAULT_SERVICE_ESTIMATE", "POLICIES", "Policy", "Scheduler"]
 
 Policy = Literal["oldest_run", "fifo"]
 POLICIES: Final = frozenset({"oldest_run", "fifo"})
@@ -60,6 +63,11 @@ POLICIES: Final = frozenset({"oldest_run", "fifo"})
 #: Seconds: without ``max_wait``, a computed budget wait longer than this is refused (15 minutes — a
 #: budget that far behind is broken, e.g. by a usage report no request could have caused).
 BUDGET_WAIT_BOUND: Final = 900.0
+
+#: Seconds a request is assumed to hold its slot before the ProviderActor has seen one finish: what an
+#: :class:`~agentactors.errors.Overloaded` refused then says in ``retry_after`` (per request ahead, per
+#: slot; the age of the oldest request in flight when that is longer).  A typical short model call.
+DEFAULT_SERVICE_ESTIMATE: Final = 1.0
 
 # A request is refused on arrival when its expected wait exceeds this share of max_wait: one admitted at
 # the bound would, the estimate being an estimate, outlast it about half the time and be refused late.
@@ -133,6 +141,7 @@ class Scheduler:
         "_calls",
         "_classes",
         "_first_calls",
+        "_first_started",
         "_queued_tokens",
         "_queues",
         "_seq",
@@ -188,6 +197,8 @@ class Scheduler:
         # makes, which is how much work each waiting run still brings ahead of a newer one (oldest_run).
         self._calls = 0
         self._first_calls = 0
+        # When the first tracked request took its slot: until one finishes, the oldest in flight.
+        self._first_started: float | None = None
 
     # -- taking and giving back ----------------------------------------------------------------------
 
@@ -291,7 +302,10 @@ class Scheduler:
             if ticket.calls == 0:
                 self._first_calls += 1
             ticket.calls += 1
-        return anyio.current_time()
+        now = anyio.current_time()
+        if self._first_started is None:
+            self._first_started = now
+        return now
 
     def release(self, started: float) -> None:
         """A request gave its slot back (``started``: when it took it, if :attr:`tracks`); the next may go."""
@@ -490,6 +504,21 @@ class Scheduler:
             wait = max(wait, self.tokens.delay_for_total(ahead * average + estimate, now))
         return wait
 
+    def _fallback_wait(self, ahead: int, now: float) -> float:
+        """A wait estimate when :meth:`_expected_wait` cannot tell one: never zero (see the module docstring).
+
+        The requests ahead (at least this one's own turn) at the observed service time, or before any
+        answer at :data:`DEFAULT_SERVICE_ESTIMATE` or the oldest in-flight request's age, whichever is
+        longer, spread over the slots.
+        """
+        service = self._service
+        if service is None:
+            service = DEFAULT_SERVICE_ESTIMATE
+            if self._first_started is not None:
+                service = max(service, now - self._first_started)
+        behind = max(1, ahead + 1 - self.free)
+        return behind * service / self.slots
+
     def _refused(
         self,
         reason: str,
@@ -504,13 +533,13 @@ class Scheduler:
         """The :class:`Overloaded` error for a refusal (recorded now if ``record``: refused on arrival)."""
         if expected is None:
             expected = self._expected_wait(ahead, estimate, now)
-        retry_after = expected if expected > 0 else None
+        retry_after = expected if expected > 0 else self._fallback_wait(ahead, now)
         bound = {
             "max_waiting": f"{self.max_waiting} requests already wait",
             "max_wait": f"its wait would exceed max_wait={self.max_wait:g}s" if self.max_wait is not None else "",
             "budget": f"its budget wait would exceed {BUDGET_WAIT_BOUND:g}s",
         }[reason]
-        hint = f"; retry in about {expected:.3g}s" if retry_after is not None else ""
+        hint = f"; retry in about {retry_after:.3g}s"
         error = Overloaded(
             f"the ProviderActor refused the request: {bound}{hint}",
             provider=self.name,

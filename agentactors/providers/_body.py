@@ -16,13 +16,15 @@ collector.
 from __future__ import annotations
 
 import zlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 
 from ..errors import MalformedResponseError, ResponseTooLargeError
+
+if TYPE_CHECKING:
+    from ._transport import WireResponse
 
 __all__ = ["BodyReader"]
 
@@ -91,9 +93,11 @@ class BodyReader:
     """
 
     def __init__(
-        self, response: httpx.Response, *, limit: int, limit_name: str, provider: str, model: str | None
+        self, response: WireResponse, *, limit: int, limit_name: str, provider: str, model: str | None
     ) -> None:
         self._response = response
+        # A response whose aclose never waits (the aiohttp sender's) needs no shielded scope to close.
+        self._closes_at_once = bool(getattr(response, "closes_without_waiting", False))
         self._limit = limit
         self._limit_name = limit_name
         self._provider = provider
@@ -121,7 +125,7 @@ class BodyReader:
         """Decoded bytes produced so far."""
         return self._total
 
-    def _inflater_for(self, headers: httpx.Headers) -> _Inflater | None:
+    def _inflater_for(self, headers: Mapping[str, str]) -> _Inflater | None:
         encoding = headers.get("content-encoding", "").strip().lower()
         if encoding in ("", "identity"):
             return None
@@ -207,6 +211,10 @@ class BodyReader:
         if self._closed:
             return
         self._closed = True
+        if self._closes_at_once:
+            # It awaits nothing, so a cancellation cannot interrupt it, and it leaves no generator behind.
+            await self._response.aclose()
+            return
         if self._ended or not self._started:
             # Read to its end (or never read): nothing is left half way, closing does not wait.
             with anyio.CancelScope(shield=True):

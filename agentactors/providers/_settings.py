@@ -48,17 +48,34 @@ def bare_model(model: str) -> str:
     return name[marker:] if marker > 0 else name
 
 
+# (id(table), model) -> (table, its row): a provider asks for the same model on every request, and a
+# table scan is ~40 fnmatch calls.  The table is kept in the value so its id cannot be reused meanwhile.
+_MATCHES: dict[tuple[int, str], tuple[Sequence[Any], Any]] = {}
+_MATCHES_SIZE = 1024
+
+
 def match_model(table: Sequence[RowT], model: str) -> RowT | None:
     """The first row of ``table`` one of whose ``fnmatch`` patterns matches ``model``; ``None``: unknown model.
 
     An unknown model gets every setting as given (the vendor judges it): the tables know the vendor's own
-    models, and a compatible server's models are its own business.
+    models, and a compatible server's models are its own business.  The answer is remembered per table
+    and model name (the tables are constants).
     """
+    key = (id(table), model)
+    hit = _MATCHES.get(key)
+    if hit is not None and hit[0] is table:
+        found: RowT | None = hit[1]
+        return found
     name = bare_model(model)
+    found = None
     for row in table:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in row.patterns):
-            return row
-    return None
+            found = row
+            break
+    if len(_MATCHES) >= _MATCHES_SIZE:
+        _MATCHES.clear()
+    _MATCHES[key] = (table, found)
+    return found
 
 
 def dropped(wire: str, model: str, setting: str, value: Any, reason: str) -> None:

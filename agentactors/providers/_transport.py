@@ -1,14 +1,17 @@
 """How a provider puts a request on the wire: one seam, chosen at run time from the running backend.
 
-Three ways, one interface (:class:`Sender`: send a POST, get an httpx response whose body is
-not read yet):
+Three ways, one interface (:class:`Sender`: send a POST, get a :class:`WireResponse` whose
+body is not read yet):
 
 * an **injected** ``httpx.AsyncClient`` is used as it is (``client.send``): the user's
-  transport, auth, hooks and proxies, never replaced and never closed here;
+  transport, auth, hooks and proxies, never replaced and never closed here; the response is
+  httpx's;
 * **owned, on asyncio with aiohttp installed** (the ``[aiohttp]`` extra):
-  :class:`~._transport_aiohttp.AiohttpTransport`, called directly.  No ``AsyncClient`` sits
-  around it: its per-request work (cookies, auth flow, redirects, hooks, header merging) is
-  most of what httpx costs over its transport, and a provider uses none of it;
+  :class:`~._transport_aiohttp.AiohttpSender`, straight over aiohttp.  Neither an
+  ``AsyncClient`` nor an ``httpx.Request`` / ``httpx.Response`` is made per request: the
+  client's per-request work (cookies, auth flow, redirects, hooks, header merging) and the two
+  objects' header normalising and stream wrapping are most of what httpx costs over aiohttp,
+  and a provider uses none of it.  Its failures are still httpx's exceptions;
 * **owned otherwise** (trio, or asyncio without aiohttp): an ``httpx.AsyncClient`` over
   httpcore, as before.
 
@@ -20,16 +23,63 @@ instead of a quiet fallback.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
 import httpx
 
-__all__ = ["ClientSender", "Sender", "TransportSender", "owned_sender", "preload", "running_backend"]
+__all__ = [
+    "ClientSender",
+    "Sender",
+    "WireResponse",
+    "owned_sender",
+    "preload",
+    "raw_headers",
+    "running_backend",
+]
 
 ENV = "AGENTACTORS_HTTP_TRANSPORT"
 OWNED_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-_USER_AGENT = "agentactors (python)"
-_URL_CACHE_SIZE = 256
+
+
+class WireResponse(Protocol):
+    """A response whose headers arrived and whose body is read raw, as it comes (``httpx.Response``'s names).
+
+    An ``httpx.Response`` is one; so is the aiohttp sender's own, lighter one.
+    """
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Case-insensitive."""
+        ...
+
+    @property
+    def is_stream_consumed(self) -> bool:
+        """``True`` for a response built in memory whose body was read already (then :attr:`content` holds it)."""
+        ...
+
+    @property
+    def content(self) -> bytes: ...
+
+    def aiter_raw(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive, not decoded."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the response; one not read to its end closes its connection."""
+        ...
+
+
+def raw_headers(response: WireResponse) -> Iterable[tuple[bytes, bytes]]:
+    """``response``'s headers as ``(name, value)`` byte pairs, as they came."""
+    headers = response.headers
+    if isinstance(headers, httpx.Headers):
+        return headers.raw
+    raw: Iterable[tuple[bytes, bytes]] = getattr(response, "raw_headers", ())
+    return raw
 
 
 class Sender(Protocol):
@@ -42,11 +92,13 @@ class Sender(Protocol):
 
     async def send(
         self, url: str, headers: dict[str, str], content: bytes, io_timeout: httpx.Timeout | None = None
-    ) -> httpx.Response:
+    ) -> WireResponse:
         """Send; return once the response headers arrived.
 
-        ``io_timeout`` is this request's own httpx timeout (``ModelSettings.timeout``), replacing the sender's.
-        Raises httpx's exceptions.  Cancellation: cancelling closes the connection.
+        ``headers`` is not changed, and must not change afterwards (a sender may keep a prepared
+        form of it for the next request with the same dict).  ``io_timeout`` is this request's
+        own httpx timeout (``ModelSettings.timeout``), replacing the sender's.  Raises httpx's
+        exceptions.  Cancellation: cancelling closes the connection.
         """
         ...
 
@@ -88,55 +140,6 @@ class ClientSender:
             await self.client.aclose()
 
 
-class TransportSender:
-    """Sends straight to an owned httpx transport, with the provider's timeout on every request."""
-
-    def __init__(self, transport: httpx.AsyncBaseTransport, *, timeout: httpx.Timeout, name: str) -> None:
-        self.transport = transport
-        self._extensions = {"timeout": timeout.as_dict()}
-        self._name = name
-        self._urls: dict[str, httpx.URL] = {}
-        self._header_sets: dict[tuple[tuple[str, str], ...], httpx.Headers] = {}
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def _url(self, url: str) -> httpx.URL:
-        parsed = self._urls.get(url)
-        if parsed is None:
-            parsed = httpx.URL(url)
-            if len(self._urls) >= _URL_CACHE_SIZE:
-                self._urls.clear()
-            self._urls[url] = parsed
-        return parsed
-
-    def _headers(self, headers: dict[str, str]) -> httpx.Headers:
-        # A provider sends the same few header sets again and again; httpx copies a Headers as is.
-        key = tuple(headers.items())
-        parsed = self._header_sets.get(key)
-        if parsed is None:
-            parsed = httpx.Headers({"user-agent": _USER_AGENT, **headers})
-            if len(self._header_sets) >= _URL_CACHE_SIZE:
-                self._header_sets.clear()
-            self._header_sets[key] = parsed
-        return parsed
-
-    async def send(
-        self, url: str, headers: dict[str, str], content: bytes, io_timeout: httpx.Timeout | None = None
-    ) -> httpx.Response:
-        extensions = self._extensions if io_timeout is None else {"timeout": io_timeout.as_dict()}
-        request = httpx.Request(
-            "POST", self._url(url), headers=self._headers(headers), content=content, extensions=extensions
-        )
-        response = await self.transport.handle_async_request(request)
-        response.request = request
-        return response
-
-    async def aclose(self) -> None:
-        await self.transport.aclose()
-
-
 def _aiohttp_module() -> Any:
     try:
         # Imported here, not at the top: aiohttp is an extra, and `import agentactors` never loads it.
@@ -156,26 +159,20 @@ def preload() -> None:
     _aiohttp_module()
 
 
-def _aiohttp_transport() -> httpx.AsyncBaseTransport | None:
-    module = _aiohttp_module()
-    if module is None:
-        return None
-    transport: httpx.AsyncBaseTransport = module.AiohttpTransport(
-        max_connections=OWNED_LIMITS.max_connections or 256,
-        keepalive_expiry=OWNED_LIMITS.keepalive_expiry or 5.0,
-    )
-    return transport
-
-
 def owned_sender(timeout: httpx.Timeout) -> Sender:
     """The sender a provider owns, for the running backend (see the module docstring)."""
     choice = os.environ.get(ENV, "").strip().lower()
     if choice not in ("", "auto", "httpx", "aiohttp"):
         raise ValueError(f"{ENV} must be 'httpx' or 'aiohttp', not {choice!r}")
     if choice != "httpx" and running_backend() == "asyncio":
-        transport = _aiohttp_transport()
-        if transport is not None:
-            return TransportSender(transport, timeout=timeout, name="aiohttp")
+        module = _aiohttp_module()
+        if module is not None:
+            sender: Sender = module.AiohttpSender(
+                timeout=timeout,
+                max_connections=OWNED_LIMITS.max_connections or 256,
+                keepalive_expiry=OWNED_LIMITS.keepalive_expiry or 5.0,
+            )
+            return sender
         if choice == "aiohttp":
             raise RuntimeError(f"{ENV}=aiohttp, but aiohttp is not installed (pip install 'agentactors[aiohttp]')")
     client = httpx.AsyncClient(timeout=timeout, limits=OWNED_LIMITS)

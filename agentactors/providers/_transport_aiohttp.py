@@ -1,11 +1,16 @@
-"""An httpx transport over aiohttp: the HTTP path on asyncio, when aiohttp is installed (``[aiohttp]``).
+"""The HTTP path on asyncio when aiohttp is installed (``[aiohttp]``): a sender straight over aiohttp.
 
-Why: at 32 concurrent requests httpcore's connection pool costs ~2.9 ms of client CPU per
-request, aiohttp's ~0.3 ms (its parser is C, its pool a dict).  httpx stays the API — this is
-an ``httpx.AsyncBaseTransport``: requests and responses are httpx's, and every failure is
-raised as the httpx exception the classifier already maps — so nothing above the transport
-knows which one carried a request.  It is asyncio-only (aiohttp is); on trio, httpcore stays
-(:mod:`._transport` picks per running backend).
+Why: at 32 concurrent requests httpcore's connection pool costs ~2 ms of client CPU per
+request, aiohttp's ~0.3 ms (its parser is C, its pool a dict).  And no httpx object is made
+per request on this path: building an ``httpx.Request`` (its headers normalised and copied, its
+body wrapped in a stream) and an ``httpx.Response`` around aiohttp's (its headers decoded again)
+cost as much as aiohttp itself, for nothing a provider reads.  :class:`AiohttpSender` takes the
+provider's URL, headers and body as they are and hands back :class:`AiohttpResponse`, which
+carries aiohttp's own parsed status and headers and reads the raw body.  httpx stays the API
+around it: timeouts are given as ``httpx.Timeout``, and every failure is raised as the httpx
+exception the classifier already maps, so nothing above the sender knows which stack carried a
+request.  It is asyncio-only (aiohttp is); on trio, httpcore stays (:mod:`._transport` picks
+per running backend).
 
 What it keeps from httpx's own transport:
 
@@ -31,22 +36,22 @@ from __future__ import annotations
 
 import ssl
 import urllib.request
-from collections.abc import AsyncIterator
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 import aiohttp
 import httpx
 from multidict import CIMultiDict
 from yarl import URL
 
-__all__ = ["AiohttpTransport"]
+__all__ = ["AiohttpResponse", "AiohttpSender"]
 
-_URL_CACHE_SIZE = 256
+_CACHE_SIZE: Final = 256
+USER_AGENT: Final = "agentactors (python)"
 
 
-def _mapped(exc: BaseException, request: httpx.Request, *, reading: bool) -> httpx.TransportError:
-    """The httpx exception for an aiohttp (or socket) failure."""
+def _mapped(exc: BaseException, *, reading: bool) -> httpx.TransportError:
+    """The httpx exception for an aiohttp (or socket) failure (no ``httpx.Request`` exists on this path)."""
     text = str(exc) or type(exc).__name__
     mapped: type[httpx.TransportError]
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
@@ -66,24 +71,45 @@ def _mapped(exc: BaseException, request: httpx.Request, *, reading: bool) -> htt
         mapped = httpx.ReadError
     else:
         mapped = httpx.TransportError
-    err = mapped(text, request=request)
+    err = mapped(text)
     err.__cause__ = exc
     return err
 
 
-class _Body(httpx.AsyncByteStream):
-    """An aiohttp response body as httpx's stream: a plain iterator, not an async generator.
+class AiohttpResponse:
+    """One response: aiohttp's status and headers as parsed, and its raw body read as it is iterated.
 
-    A plain iterator has nothing for the garbage collector to finalise when a reader stops
-    half way; :meth:`aclose` closes the connection unless the body was read to its end.
+    The surface :class:`~agentactors.providers._body.BodyReader` reads (``httpx.Response``'s
+    names): ``status_code``, ``headers`` (case-insensitive), ``is_stream_consumed`` (always
+    ``False``: nothing is read yet), ``aiter_raw()`` and ``aclose()``; plus ``raw_headers``, the
+    ``(name, value)`` byte pairs the rate-limit reader takes.  The body iterator is a plain
+    object, not an async generator, so nothing is left for the garbage collector to finalise
+    when a reader stops half way; :meth:`aclose` never waits, so it needs no shield either.
     """
 
-    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request) -> None:
-        self._response = response
-        self._request = request
-        self._done = False
+    __slots__ = ("_done", "_response", "headers", "raw_headers", "status_code")
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
+    #: :meth:`aclose` closes at once, without awaiting anything: a cancelled caller cannot interrupt it.
+    closes_without_waiting: Final = True
+    is_stream_consumed: Final = False
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self._done = False
+        self.status_code: int = response.status
+        self.headers: Mapping[str, str] = response.headers
+        self.raw_headers: Iterable[tuple[bytes, bytes]] = response.raw_headers
+
+    @property
+    def content(self) -> bytes:
+        """Never read in memory on this path (``is_stream_consumed`` is ``False``)."""
+        raise httpx.ResponseNotRead()
+
+    def aiter_raw(self) -> AiohttpResponse:
+        """The body's bytes as they arrive, undecoded."""
+        return self
+
+    def __aiter__(self) -> AiohttpResponse:
         return self
 
     async def __anext__(self) -> bytes:
@@ -92,7 +118,7 @@ class _Body(httpx.AsyncByteStream):
         try:
             chunk = await self._response.content.readany()
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise _mapped(exc, self._request, reading=True)
+            raise _mapped(exc, reading=True)
         if not chunk:
             self._done = True
             self._response.release()  # read to its end: the connection goes back to the pool
@@ -100,6 +126,7 @@ class _Body(httpx.AsyncByteStream):
         return chunk
 
     async def aclose(self) -> None:
+        """Close the response: a body not read to its end closes its connection (idempotent)."""
         if not self._done:
             self._done = True
             # Half read (a stream left early, a cancelled call, a body past its limit): drop the
@@ -107,9 +134,10 @@ class _Body(httpx.AsyncByteStream):
             self._response.close()
 
 
-class AiohttpTransport(httpx.AsyncBaseTransport):
-    """An ``httpx.AsyncBaseTransport`` carried by one ``aiohttp.ClientSession`` (see the module docstring).
+class AiohttpSender:
+    """Sends a provider's requests through one ``aiohttp.ClientSession`` (see the module docstring).
 
+    :param timeout: the provider's timeout, used when a request brings none of its own.
     :param max_connections: the pool's limit (connections in use and idle, all hosts).
     :param keepalive_expiry: seconds an idle connection is kept (httpx's default, 5 s).
     :param ssl_context: ``None`` builds httpx's default context (certifi) on the first https request.
@@ -119,9 +147,12 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     :meth:`aclose`.  asyncio only.
     """
 
+    name: Final = "aiohttp"
+
     def __init__(
         self,
         *,
+        timeout: httpx.Timeout,
         max_connections: int = 256,
         keepalive_expiry: float = 5.0,
         ssl_context: ssl.SSLContext | None = None,
@@ -133,7 +164,16 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._trust_env = trust_env
         self._session: aiohttp.ClientSession | None = None
         self._timeouts: dict[tuple[Any, ...], aiohttp.ClientTimeout] = {}
-        self._urls: dict[str, URL] = {}
+        self._default_timeout = self._timeout(timeout)
+        self._urls: dict[str, tuple[URL, ssl.SSLContext | bool]] = {}
+        # id(the provider's header dict) -> (that dict, its aiohttp form): a provider sends the same
+        # few header dicts again and again (see HTTPProvider._prepare); the dict is kept, so its id is not reused.
+        self._header_sets: dict[int, tuple[dict[str, str], CIMultiDict[str]]] = {}
+
+    @property
+    def session(self) -> aiohttp.ClientSession | None:
+        """The open session, if any (its ``connector`` is the connection pool)."""
+        return self._session
 
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=self._keepalive)
@@ -149,16 +189,25 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         )
         return self._session
 
-    def _timeout(self, request: httpx.Request) -> aiohttp.ClientTimeout:
-        given = request.extensions.get("timeout") or {}
-        key = (given.get("connect"), given.get("read"), given.get("pool"))
-        timeout = self._timeouts.get(key)
-        if timeout is None:
+    def _timeout(self, timeout: httpx.Timeout) -> aiohttp.ClientTimeout:
+        key = (timeout.connect, timeout.read, timeout.pool)
+        found = self._timeouts.get(key)
+        if found is None:
             connect, read, pool = key
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read, connect=pool)
+            found = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read, connect=pool)
             if len(self._timeouts) < 64:
-                self._timeouts[key] = timeout
-        return timeout
+                self._timeouts[key] = found
+        return found
+
+    def _url(self, text: str) -> tuple[URL, ssl.SSLContext | bool]:
+        known = self._urls.get(text)
+        if known is None:
+            url = URL(text, encoded=True)
+            known = (url, self._ssl_for(url))
+            if len(self._urls) >= _CACHE_SIZE:
+                self._urls.clear()
+            self._urls[text] = known
+        return known
 
     def _ssl_for(self, url: URL) -> ssl.SSLContext | bool:
         if url.scheme != "https":
@@ -168,69 +217,44 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._ssl = httpx.create_ssl_context()
         return self._ssl
 
-    def _url(self, request: httpx.Request) -> URL:
-        text = str(request.url)
-        url = self._urls.get(text)
-        if url is None:
-            url = URL(text, encoded=True)
-            if len(self._urls) >= _URL_CACHE_SIZE:
-                self._urls.clear()
-            self._urls[text] = url
-        return url
+    def _headers(self, headers: dict[str, str]) -> CIMultiDict[str]:
+        known = self._header_sets.get(id(headers))
+        if known is not None and known[0] is headers:
+            return known[1]
+        prepared = CIMultiDict(headers)
+        prepared.setdefault("user-agent", USER_AGENT)
+        if len(self._header_sets) >= _CACHE_SIZE:
+            self._header_sets.clear()
+        self._header_sets[id(headers)] = (headers, prepared)
+        return prepared
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``; the response's body is read as it is iterated.
+    async def send(
+        self, url: str, headers: dict[str, str], content: bytes, io_timeout: httpx.Timeout | None = None
+    ) -> AiohttpResponse:
+        """POST ``content``; return once the response headers arrived, its body unread.
 
-        Cancellation: cancelling while the request is sent or its headers awaited closes the
-        connection (aiohttp does), so the server sees the disconnect.
+        ``headers`` must not change after it was given: its aiohttp form is kept for the next request
+        with the same dict.  Cancellation: cancelling while the request is sent or its headers
+        awaited closes the connection (aiohttp does), so the server sees the disconnect.
         """
         session = self._session or self._open()
-        headers = CIMultiDict(request.headers.multi_items())
-        # aiohttp frames the body itself; httpx's framing headers would be sent twice.
-        headers.popall("content-length", None)
-        headers.popall("transfer-encoding", None)
-        try:
-            content: bytes | None = request.content or None
-        except httpx.RequestNotRead:
-            raise httpx.LocalProtocolError("the aiohttp transport sends bodies given as bytes", request=request)
-        url = self._url(request)
+        target, tls = self._url(url)
         try:
             response = await session.request(
-                request.method,
-                url,
-                ssl=self._ssl_for(url),
-                headers=headers,
+                "POST",
+                target,
+                ssl=tls,
+                headers=self._headers(headers),
                 data=content,
                 allow_redirects=False,
-                timeout=self._timeout(request),
-                skip_auto_headers=("accept-encoding", "user-agent", "accept"),
+                timeout=self._default_timeout if io_timeout is None else self._timeout(io_timeout),
             )
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
-            raise _mapped(exc, request, reading=False)
-        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
-        if response.reason:
-            extensions["reason_phrase"] = response.reason.encode("latin-1", "replace")
-        return httpx.Response(
-            status_code=response.status,
-            headers=response.raw_headers,
-            stream=_Body(response, request),
-            request=request,
-            extensions=extensions,
-        )
+            raise _mapped(exc, reading=False)
+        return AiohttpResponse(response)
 
     async def aclose(self) -> None:
         """Close the session and every connection in its pool (idempotent)."""
         session, self._session = self._session, None
         if session is not None:
             await session.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None = None,
-        exc_value: BaseException | None = None,
-        traceback: TracebackType | None = None,
-    ) -> None:
-        await self.aclose()

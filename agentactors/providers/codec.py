@@ -77,7 +77,9 @@ class WireCodec(Protocol):
         """The wire's headers, the credential included (``None``: a local server that needs none).
 
         The only place a key goes: :class:`~agentactors.providers.http.HTTPProvider`
-        registers it for redaction and never puts it in a URL or a log line.
+        registers it for redaction and never puts it in a URL or a log line.  Asked once per
+        provider and kind of request (streamed or not): the provider reuses the answer for every
+        request, so it must not depend on the request.
         """
         ...
 

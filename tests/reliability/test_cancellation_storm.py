@@ -11,6 +11,10 @@ Afterwards
 * no socket: every connection left in the client's pool is idle, no other socket to the vendor is open,
   and closing the client closes them all;
 * the vendor saw every request it was still answering as a disconnect (none is left pending).
+
+The storm runs through an injected ``httpx.AsyncClient`` (httpcore) on both backends, and once more through
+the provider's own pool on asyncio — the aiohttp sender, the default there — whose connector is checked the
+same way.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import random
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -30,6 +35,7 @@ from agentactors.agent import Agent
 from agentactors.events import Event, InMemoryRecorder
 from agentactors.messages import LLMRequest, LLMResponse
 from agentactors.providers.base import StreamContext
+from agentactors.providers.http import HTTPProvider
 from agentactors.providers.openai import OpenAIProvider
 from agentactors.tools import tool
 from tests.reliability._vendor_models import STORM
@@ -62,8 +68,9 @@ class Gate:
     ``count - 1`` requests could get in and the gate would never open.
     """
 
-    def __init__(self, inner: OpenAIProvider) -> None:
+    def __init__(self, inner: OpenAIProvider, *, closes_inner: bool = True) -> None:
         self.inner = inner
+        self.closes_inner = closes_inner
         self.name = inner.name
         self.default_model = inner.default_model
         self.armed: tuple[int, anyio.Event] | None = None
@@ -82,7 +89,8 @@ class Gate:
         return self.inner.stream(request)
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        if self.closes_inner:  # else its pool outlives the runtime, to be inspected, and its test closes it
+            await self.inner.aclose()
 
 
 def _client_sockets(port: int) -> Counter[str]:
@@ -145,10 +153,92 @@ def _where(events: list[Event]) -> str:
     return last
 
 
+async def _storm(rng: random.Random, gate: Gate, recorder: InMemoryRecorder, striker: Striker) -> None:
+    """Runs cancelled at random points and at chosen ones, then the checks inside the runtime: every run
+    ended, no task left, every permit back."""
+    async with Runtime(recorders=[recorder, striker]) as rt:
+        ref = ProviderActor.shared(rt, gate, max_concurrency=PERMITS)
+        agent = Agent(ref, tools=[slow_async, slow_sync], nudges=False)
+        finished: list[str] = []
+
+        async def cancelled_at_random(n: int) -> None:
+            prompt = f"{'sync' if n % 3 == 0 else 'async'} {n}"
+            # Spread over two seconds, so that a few dozen are in flight at once: a storm, not a queue.
+            await anyio.sleep(rng.uniform(0.0, 2.0))
+            with anyio.move_on_after(rng.uniform(0.0, 0.9)):
+                result = await agent.run(prompt, on_token=(lambda text: None) if n % 2 else None)
+                finished.append(result.content)
+
+        async def struck(prompt: str, at: str, after: float, stream: bool) -> None:
+            await anyio.sleep(rng.uniform(0.0, 2.0))
+            with striker.aim(prompt, at, after):
+                await agent.run(prompt, on_token=(lambda text: None) if stream else None)
+
+        aimed = [
+            *((f"async {n}", "llm.request", 0.02, False) for n in range(1000, 1010)),  # on the wire
+            *((f"async {n}", "llm.text_delta", 0.0, True) for n in range(1010, 1020)),  # mid-stream
+            *((f"sync {n}", "tools.started", 0.05, False) for n in range(1020, 1030)),  # mid-tool, a thread
+            *((f"async {n}", "tools.started", 0.05, False) for n in range(1030, 1035)),  # mid-tool, awaiting
+        ]
+
+        async def batch_cancelled_as_a_whole() -> None:
+            await anyio.sleep(1.0)
+            with anyio.move_on_after(0.4):
+                await rt.run_many(agent, [f"async {n}" for n in range(RUNS, RUNS + 40)], concurrency=40)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for n in range(RUNS):
+                    tg.start_soon(cancelled_at_random, n)
+                for prompt, at, after, stream in aimed:
+                    tg.start_soon(struck, prompt, at, after, stream)
+                tg.start_soon(batch_cancelled_as_a_whole)
+            await rt.wait_idle()
+
+        # Where the storm struck: every kind of point was hit.
+        by_run: dict[str, list[Event]] = {}
+        cancelled: list[str] = []
+        for e in recorder.events:
+            if e.run_id is not None:
+                by_run.setdefault(e.run_id, []).append(e)
+            if e.type == "run.finished" and e.get("cancelled"):
+                cancelled.append(e.run_id or "")
+        points = Counter(_where(by_run[run_id]) for run_id in cancelled)
+        assert {"mid-request", "mid-stream", "mid-tool"} <= set(points), points
+        assert striker.struck == {"llm.request": 10, "llm.text_delta": 10, "tools.started": 15}
+        assert finished, "some runs got through before their scope struck"
+        started = sum(e.type == "run.started" for e in recorder.events)
+        assert started == sum(e.type == "run.finished" for e in recorder.events)  # every run ended
+
+        # No task, no busy handler, nothing queued.
+        stats = rt.stats()
+        assert (stats.tasks, stats.busy, stats.queued) == (0, 0, 0), stats
+
+        # Every permit is back: PERMITS requests get in at once (the gate opens only when all are in).
+        gate.armed = (PERMITS, anyio.Event())
+        with anyio.fail_after(20):
+            again = await rt.run_many(agent, [f"plain {n}" for n in range(PERMITS)], concurrency=PERMITS)
+        assert all(r.ok for r in again), [r.error for r in again if not r.ok]
+        gate.armed = None
+
+
+async def _vendor_saw_every_cancelled_request_go(vendor: VendorProcess) -> None:
+    """The vendor saw every request it was still answering as a disconnect; none is left pending."""
+    requests, _ = await vendor.log(settle_within=10)
+    outcomes = Counter(r.outcome for r in requests)
+    assert set(outcomes) <= {"ok", "disconnected"}, outcomes
+    assert outcomes["disconnected"] > 0, outcomes  # the storm did strike requests in flight
+
+
+async def _abandoned_threads_return(before: int) -> None:
+    """The sync tools' abandoned threads all return (they were counted meanwhile)."""
+    with anyio.fail_after(10):
+        while worker_threads().abandoned > before:  # noqa: ASYNC110 - threads change the count
+            await anyio.sleep(0.01)
+
+
 async def test_runs_cancelled_at_random_points_leave_nothing_behind(anyio_backend_name: str) -> None:
     rng = random.Random(f"storm-{anyio_backend_name}")
-    recorder = InMemoryRecorder()
-    striker = Striker()
     threads_before = worker_threads().abandoned
     transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
     async with VendorProcess(faults=None, latency=0.05, api_key=KEY, model=STORM) as vendor, httpx.AsyncClient(
@@ -157,70 +247,7 @@ async def test_runs_cancelled_at_random_points_leave_nothing_behind(anyio_backen
         port = httpx.URL(vendor.base_url).port
         assert port is not None
         gate = Gate(OpenAIProvider("gpt-storm", api_key=KEY, base_url=f"{vendor.base_url}/v1", http_client=client))
-        async with Runtime(recorders=[recorder, striker]) as rt:
-            ref = ProviderActor.shared(rt, gate, max_concurrency=PERMITS)
-            agent = Agent(ref, tools=[slow_async, slow_sync], nudges=False)
-            finished: list[str] = []
-
-            async def cancelled_at_random(n: int) -> None:
-                prompt = f"{'sync' if n % 3 == 0 else 'async'} {n}"
-                # Spread over two seconds, so that a few dozen are in flight at once: a storm, not a queue.
-                await anyio.sleep(rng.uniform(0.0, 2.0))
-                with anyio.move_on_after(rng.uniform(0.0, 0.9)):
-                    result = await agent.run(prompt, on_token=(lambda text: None) if n % 2 else None)
-                    finished.append(result.content)
-
-            async def struck(prompt: str, at: str, after: float, stream: bool) -> None:
-                await anyio.sleep(rng.uniform(0.0, 2.0))
-                with striker.aim(prompt, at, after):
-                    await agent.run(prompt, on_token=(lambda text: None) if stream else None)
-
-            aimed = [
-                *((f"async {n}", "llm.request", 0.02, False) for n in range(1000, 1010)),  # on the wire
-                *((f"async {n}", "llm.text_delta", 0.0, True) for n in range(1010, 1020)),  # mid-stream
-                *((f"sync {n}", "tools.started", 0.05, False) for n in range(1020, 1030)),  # mid-tool, a thread
-                *((f"async {n}", "tools.started", 0.05, False) for n in range(1030, 1035)),  # mid-tool, awaiting
-            ]
-
-            async def batch_cancelled_as_a_whole() -> None:
-                await anyio.sleep(1.0)
-                with anyio.move_on_after(0.4):
-                    await rt.run_many(agent, [f"async {n}" for n in range(RUNS, RUNS + 40)], concurrency=40)
-
-            with anyio.fail_after(60):
-                async with anyio.create_task_group() as tg:
-                    for n in range(RUNS):
-                        tg.start_soon(cancelled_at_random, n)
-                    for prompt, at, after, stream in aimed:
-                        tg.start_soon(struck, prompt, at, after, stream)
-                    tg.start_soon(batch_cancelled_as_a_whole)
-                await rt.wait_idle()
-
-            # Where the storm struck: every kind of point was hit.
-            by_run: dict[str, list[Event]] = {}
-            cancelled: list[str] = []
-            for e in recorder.events:
-                if e.run_id is not None:
-                    by_run.setdefault(e.run_id, []).append(e)
-                if e.type == "run.finished" and e.get("cancelled"):
-                    cancelled.append(e.run_id or "")
-            points = Counter(_where(by_run[run_id]) for run_id in cancelled)
-            assert {"mid-request", "mid-stream", "mid-tool"} <= set(points), points
-            assert striker.struck == {"llm.request": 10, "llm.text_delta": 10, "tools.started": 15}
-            assert finished, "some runs got through before their scope struck"
-            started = sum(e.type == "run.started" for e in recorder.events)
-            assert started == sum(e.type == "run.finished" for e in recorder.events)  # every run ended
-
-            # No task, no busy handler, nothing queued.
-            stats = rt.stats()
-            assert (stats.tasks, stats.busy, stats.queued) == (0, 0, 0), stats
-
-            # Every permit is back: PERMITS requests get in at once (the gate opens only when all are in).
-            gate.armed = (PERMITS, anyio.Event())
-            with anyio.fail_after(20):
-                again = await rt.run_many(agent, [f"plain {n}" for n in range(PERMITS)], concurrency=PERMITS)
-            assert all(r.ok for r in again), [r.error for r in again if not r.ok]
-            gate.armed = None
+        await _storm(rng, gate, InMemoryRecorder(), Striker())
 
         # No socket: every pooled connection is idle, and no other socket to the vendor is open.
         connections = transport._pool.connections  # httpx keeps its httpcore pool private; read it here only
@@ -231,13 +258,40 @@ async def test_runs_cancelled_at_random_points_leave_nothing_behind(anyio_backen
         await client.aclose()
         assert not _client_sockets(port)["ESTABLISHED"]  # closing the client closed every one
 
-        # The vendor saw every request it was still answering as a disconnect; none is left pending.
-        requests, _ = await vendor.log(settle_within=10)
-        outcomes = Counter(r.outcome for r in requests)
-        assert set(outcomes) <= {"ok", "disconnected"}, outcomes
-        assert outcomes["disconnected"] > 0, outcomes  # the storm did strike requests in flight
+        await _vendor_saw_every_cancelled_request_go(vendor)
+    await _abandoned_threads_return(threads_before)
 
-    # The sync tools' abandoned threads all return (they were counted meanwhile).
-    with anyio.fail_after(10):
-        while worker_threads().abandoned > threads_before:  # noqa: ASYNC110 - threads change the count
-            await anyio.sleep(0.01)
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # trio's own pool is httpcore, as stormed above
+async def test_the_storm_through_the_default_asyncio_transport_leaves_nothing_behind() -> None:
+    """No injected client: the provider's own pool, which on asyncio is the aiohttp sender."""
+    rng = random.Random("storm-aiohttp")
+    threads_before = worker_threads().abandoned
+    async with VendorProcess(faults=None, latency=0.05, api_key=KEY, model=STORM) as vendor:
+        port = httpx.URL(vendor.base_url).port
+        assert port is not None
+        provider = OpenAIProvider("gpt-storm", api_key=KEY, base_url=f"{vendor.base_url}/v1")
+        await _storm(rng, Gate(provider, closes_inner=False), InMemoryRecorder(), Striker())
+        assert provider.transport == "aiohttp"
+
+        # No socket: no connection of aiohttp's pool is in use, and no socket to the vendor is open
+        # beyond its idle ones.  (The sender and its connector are private: read here only.)
+        connector = _aiohttp_connector(provider)
+        assert not connector._acquired, connector._acquired
+        idle = sum(len(conns) for conns in connector._conns.values())
+        open_now = _client_sockets(port)
+        assert open_now["ESTABLISHED"] <= idle, (open_now, idle)
+        assert not open_now["SYN_SENT"] and not open_now["CLOSE_WAIT"], open_now
+        await provider.aclose()
+        assert not _client_sockets(port)["ESTABLISHED"]  # closing the provider closed every one
+
+        await _vendor_saw_every_cancelled_request_go(vendor)
+    await _abandoned_threads_return(threads_before)
+
+
+def _aiohttp_connector(provider: HTTPProvider) -> Any:
+    sender = provider._sender
+    assert sender is not None and sender.name == "aiohttp"
+    session = sender.session  # type: ignore[attr-defined]
+    assert session is not None
+    return session.connector

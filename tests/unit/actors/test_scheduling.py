@@ -20,7 +20,7 @@ from agentactors import (
     ToolCall,
     Usage,
 )
-from agentactors.actors.scheduling import BUDGET_WAIT_BOUND
+from agentactors.actors.scheduling import BUDGET_WAIT_BOUND, DEFAULT_SERVICE_ESTIMATE
 from agentactors.events import InMemoryRecorder
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.run_ticket import RunTicket, enter, leave, next_order
@@ -195,6 +195,37 @@ async def test_max_waiting_refuses_at_once_and_an_older_run_displaces_the_younge
     assert reasons == ["max_waiting", "max_waiting"]
 
 
+async def test_a_refusal_before_the_first_answer_still_says_when_to_come_back() -> None:
+    rec = InMemoryRecorder()
+    release = anyio.Event()
+
+    async def held(req: LLMRequest) -> str:
+        await release.wait()
+        return "ok"
+
+    out: list[Any] = []
+    async with Runtime(recorders=[rec]) as rt:
+        ref = ProviderActor.shared(rt, ScriptedProvider(held), max_concurrency=2, max_waiting=1)
+        async with anyio.create_task_group() as tg:
+            await queue_up(ref, tg, [("a", None, 0), ("b", None, 0), ("c", None, 0)], out)  # a, b in flight; c waits
+            with pytest.raises(Overloaded) as early:
+                await ask_as(ref, "d")
+            # No service time observed: two requests ahead of a slot (c, then d's own turn) over two slots,
+            # at DEFAULT_SERVICE_ESTIMATE each.
+            assert early.value.reason == "max_waiting"
+            assert early.value.retry_after == pytest.approx(2 * DEFAULT_SERVICE_ESTIMATE / 2)
+            assert "retry in about" in str(early.value)
+            await anyio.sleep(5.0)
+            with pytest.raises(Overloaded) as later:
+                await ask_as(ref, "e")
+            # Still no answer, and the oldest request in flight is 5 s old: each takes at least that long.
+            assert later.value.retry_after == pytest.approx(2 * 5.0 / 2, abs=0.01)
+            release.set()
+    assert out == ["ok", "ok", "ok"]
+    events = rec.of_type("provider.overloaded")
+    assert [e.retry_after for e in events] == [early.value.retry_after, later.value.retry_after]
+
+
 async def test_max_wait_refuses_on_arrival_when_the_estimated_wait_is_too_long() -> None:
     vendor = Vendor(hold=1.0)
     out: list[Any] = []
@@ -234,6 +265,8 @@ async def test_max_wait_refuses_a_request_still_waiting_when_it_is_reached() -> 
                 await ask_as(ref, "second")
             assert anyio.current_time() - start == pytest.approx(2.0)
             assert info.value.reason == "max_wait"
+            # No answer yet, but "first" has held the slot for 2 s: at least that long is the estimate.
+            assert info.value.retry_after == pytest.approx(2.0, abs=0.01)
             vendor.release.set()
         assert vendor.served == ["first"]
         assert (await ref.ask(Complete(request("after")), timeout=5)).content == "after"  # the place was freed

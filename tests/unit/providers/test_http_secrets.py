@@ -18,7 +18,8 @@ from agentactors.errors import ErrorKind, ProviderError, RedactedException, scru
 from agentactors.messages import LLMRequest, Message
 from agentactors.providers.anthropic import AnthropicProvider
 from agentactors.providers.gemini import GeminiProvider
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.providers.http import HTTPProvider
+from agentactors.providers.openai import OpenAIProvider, OpenAIWire
 from agentactors.redaction import redact, register_secret
 from agentactors.testing import FakeVendor
 
@@ -168,6 +169,39 @@ async def test_a_header_the_http_stack_refuses_is_a_request_fault_with_a_clean_c
     for record in caplog.records:
         assert CANARY not in record.getMessage()
         assert CANARY not in (record.exc_text or "")
+
+
+class _TracingWire(OpenAIWire):
+    """The OpenAI wire with one more header, whose value holds a line break (as a key read from a file did)."""
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        return {**super().headers(api_key), "x-trace": f"{CANARY}\n"}
+
+
+async def test_a_header_the_owned_pool_refuses_is_a_request_fault_too(anyio_backend_name: str) -> None:
+    """No injected client: the provider's own pool — aiohttp on asyncio, httpcore on trio — refuses it too.
+
+    aiohttp refuses the value with a ``ValueError`` before sending; the sender maps it to
+    ``httpx.LocalProtocolError``, so the classifier says request fault (never retried, never failed
+    over), as for h11's refusal above.
+    """
+    async with FakeVendor() as fv:
+        async with HTTPProvider(
+            _TracingWire(), model="m", api_key=CANARY, base_url=fv.openai_base_url.rstrip("/")
+        ) as provider:
+            with pytest.raises(ProviderError) as info:
+                await provider.complete(REQUEST)
+            assert provider.transport == ("aiohttp" if anyio_backend_name == "asyncio" else "httpx")
+            with pytest.raises(ProviderError) as streamed:
+                async with provider.stream(REQUEST) as events:
+                    async for _ in events:
+                        pass
+        assert fv.requests == ()
+    for error in (info.value, streamed.value):
+        assert (error.kind, error.retryable) == (ErrorKind.request, False)
+        assert "LocalProtocolError" in str(error)
+        for text in chain_texts(error):
+            assert CANARY not in text
 
 
 async def test_a_local_protocol_error_is_never_retried() -> None:

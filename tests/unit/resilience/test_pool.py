@@ -24,7 +24,9 @@ from agentactors.providers.scripted import ScriptedProvider
 from agentactors.resilience.pool import PoolProvider
 from tests.support.resilience import FORCED, REQ, http_error, recording
 
-pytestmark = pytest.mark.anyio
+# On virtual, autojumping clocks (tests/conftest.py): the sleeps below cost no real time, and the
+# in-memory transport of the header-steering test opens no socket.
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
 
 class Clock:
@@ -73,8 +75,7 @@ async def test_least_loaded_spreads_concurrent_calls_and_rotates_when_idle() -> 
     async with anyio.create_task_group() as tg:
         for _ in range(6):
             tg.start_soon(pool.complete, REQ)
-            await anyio.sleep(0.001)
-        await anyio.sleep(0.01)
+            await anyio.sleep(1.0)  # virtual time: each call is in flight before the next is started
         assert pool.in_flight == [2, 2, 2]
         gate.set()
     assert counts == {"a": 2, "b": 2, "c": 2}
