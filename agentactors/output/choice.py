@@ -3,39 +3,128 @@
 Asked for the model about to be called, through the capability readers of
 :mod:`agentactors.providers.base` (so a decorated provider or a fallback chain answers for itself):
 
-1. **tool** when ``forced_tool_choice_for(provider, model)`` holds and the provider calls tools natively —
-   the strongest guarantee a model can give (it cannot answer any other way);
-2. else **native** when the provider carries a JSON-schema response format for the model (and, on the
-   JSON-fallback transport, the agent has no tools: a constrained answer could not carry a call);
+1. **tool** when ``forced_tool_choice_for(provider, model)`` holds, the provider calls tools natively and
+   the run's settings do not rule a forced choice out (``forced_tool_choice_refusal``: Anthropic's
+   extended thinking) — the strongest guarantee a model can give (it cannot answer any other way);
+2. else **native** when the provider carries a JSON-schema response format for the model *and this
+   one* (``response_format_refusal``: the schema fits the vendor's constrained decoding, and the
+   model takes it beside the agent's tools), and — on the JSON-fallback transport — the agent has no
+   tools (a constrained answer could not carry a call);
 3. else **prompted**, which every model can do.
 
 A default fallback chain says yes to a forced choice only if every member can, so a chain with one
 member that rejects forced choices gets the next strategy up front.  :func:`next_strategy` is the step a
-degraded call takes instead (``with_fallback(..., skip_incapable=True)`` ending on skipped members).
+degraded call takes instead (``with_fallback(..., skip_incapable=True)`` ending on skipped members): native
+only where every member skipped for the forced choice carries the response format, else prompted.
+
+What the provider says of the run's settings and of the schema cannot change during a run, so a
+:class:`CallShape` asks each once and keeps the answer; the cheap per-model readers are asked per call.
 """
 
 from __future__ import annotations
 
-from ..providers.base import forced_tool_choice_for, name_of, response_format_for
+from collections.abc import Collection
+
+from ..messages import ResponseFormat
+from ..providers.base import (
+    forced_tool_choice_for,
+    forced_tool_choice_refusal,
+    name_of,
+    response_format_refusal,
+)
+from ..settings import ModelSettings
 from .spec import Strategy
 
-__all__ = ["auto_strategy", "next_strategy"]
+__all__ = ["CallShape", "auto_strategy", "next_strategy"]
+
+_UNASKED = object()
 
 
-def _native(provider: object, model: str | None, native_tools: bool, has_tools: bool) -> bool:
-    return response_format_for(provider, model) and (native_tools or not has_tools)
+class CallShape:
+    """What a run's model calls look like to auto: the provider, the model, the transport, tools, settings, format.
+
+    :param provider: the provider the run's ProviderActor hosts.
+    :param model: the model the run calls (``None``: the provider's default).
+    :param native_tools: the provider calls tools natively (``False``: the JSON-fallback transport).
+    :param has_tools: the agent offers tools of its own.
+    :param settings: the run's settings (the agent's merged with the run's), or ``None``.
+    :param fmt: the response format the native strategy would send.
+    """
+
+    __slots__ = ("_forced", "_native", "fmt", "has_tools", "model", "native_tools", "provider", "settings")
+
+    def __init__(
+        self,
+        provider: object,
+        model: str | None,
+        *,
+        native_tools: bool,
+        has_tools: bool,
+        settings: ModelSettings | None = None,
+        fmt: ResponseFormat | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.native_tools = native_tools
+        self.has_tools = has_tools
+        self.settings = settings
+        self.fmt = fmt
+        self._forced: object = _UNASKED
+        self._native: object = _UNASKED
+
+    @property
+    def who(self) -> str:
+        return f"{name_of(self.provider)} / {self.model or 'its default model'}"
+
+    def forced_refusal(self) -> str | None:
+        """Why the run's settings rule out a forced choice (asked once), or ``None``."""
+        if self._forced is _UNASKED:
+            self._forced = forced_tool_choice_refusal(self.provider, self.model, self.settings)
+        return self._forced if isinstance(self._forced, str) else None
+
+    def native_refusal(self, members: Collection[str] | None = None) -> str | None:
+        """Why the native strategy cannot be sent (asked once for the whole provider), or ``None``.
+
+        ``members``: a fallback chain's members skipped for the forced choice, which alone must carry it.
+        """
+        if not self.native_tools and self.has_tools:
+            return "the JSON-fallback transport cannot carry a call beside a constrained answer"
+        if self.fmt is None:
+            return "the output has no response format"
+        if members is not None:
+            return response_format_refusal(
+                self.provider, self.model, self.fmt, tools=self.has_tools and self.native_tools, members=members
+            )
+        if self._native is _UNASKED:
+            self._native = response_format_refusal(
+                self.provider, self.model, self.fmt, tools=self.has_tools and self.native_tools
+            )
+        return self._native if isinstance(self._native, str) else None
 
 
-def auto_strategy(provider: object, model: str | None, *, native_tools: bool, has_tools: bool) -> tuple[Strategy, str]:
-    """``(strategy, reason)`` for a call of ``model`` through ``provider`` (see the module docstring)."""
-    who = f"{name_of(provider)} / {model or 'its default model'}"
-    if native_tools and forced_tool_choice_for(provider, model):
-        return "tool", f"{who} carries a forced tool choice"
-    if _native(provider, model, native_tools, has_tools):
-        return "native", f"{who} cannot force a tool choice, but carries a JSON-schema response format"
-    return "prompted", f"{who} can neither force a tool choice nor carry a JSON-schema response format"
+def auto_strategy(shape: CallShape) -> tuple[Strategy, str]:
+    """``(strategy, reason)`` for a call shaped ``shape`` (see the module docstring)."""
+    who = shape.who
+    if shape.native_tools and forced_tool_choice_for(shape.provider, shape.model):
+        refusal = shape.forced_refusal()
+        if refusal is None:
+            return "tool", f"{who} carries a forced tool choice"
+        not_tool = f"{who} takes a forced tool choice, but not with this run's settings ({refusal})"
+    else:
+        not_tool = f"{who} cannot force a tool choice"
+    problem = shape.native_refusal()
+    if problem is None:
+        return "native", f"{not_tool}, but carries a JSON-schema response format"
+    return "prompted", f"{not_tool}, and no JSON-schema response format for this output ({problem})"
 
 
-def next_strategy(provider: object, model: str | None, *, native_tools: bool, has_tools: bool) -> Strategy:
-    """The strategy after ``tool`` for this call: native where carried, else prompted."""
-    return "native" if _native(provider, model, native_tools, has_tools) else "prompted"
+def next_strategy(shape: CallShape, skipped: Collection[str] | None = None) -> tuple[Strategy, str]:
+    """The strategy after ``tool`` for this call, and why: native where carried, else prompted.
+
+    ``skipped``: the members a fallback chain skipped for the forced choice; native only if each of
+    them carries the response format (the members it did call failed: a re-issued step is theirs).
+    """
+    problem = shape.native_refusal(skipped)
+    if problem is None:
+        return "native", "the response format is carried"
+    return "prompted", f"no JSON-schema response format for this output ({problem})"

@@ -27,8 +27,9 @@ from ..errors import AllProvidersFailedError, ModelRetry, OutputValidationError,
 from ..events import EventSink
 from ..messages import ToolCall, ToolChoice
 from ..providers.base import name_of
+from ..settings import ModelSettings
 from ..tools.results import ValidationIssue
-from .choice import auto_strategy, next_strategy
+from .choice import CallShape, auto_strategy, next_strategy
 from .config import OutputConfig
 from .context import OutputContext, call_validator
 from .feedback import (
@@ -76,6 +77,13 @@ class OutputRun:
     :param model: the model the run calls (the agent's, else the provider's default).
     :param native: the provider carries tools natively (``False``: the JSON-fallback transport).
     :param has_tools: the agent offers tools of its own.
+    :param settings: the run's settings (the agent's merged with the run's): auto asks the provider whether
+        they rule out a forced tool choice.
+
+    An explicit :class:`~agentactors.output.spec.ToolOutput` on the JSON-fallback transport, which cannot
+    force a call, is refused at the first step (:meth:`begin_step` raises
+    :class:`~agentactors.UnsupportedToolChoiceError`, before anything is sent), so the run ends with it
+    in ``RunResult.error`` like any request refused before sending.
     """
 
     __slots__ = (
@@ -83,12 +91,10 @@ class OutputRun:
         "_config",
         "_degraded",
         "_deps",
-        "_has_tools",
-        "_model",
-        "_native",
-        "_provider",
+        "_refused",
         "_reported",
         "_run_id",
+        "_shape",
         "_sink",
         "attempts",
         "error",
@@ -109,12 +115,12 @@ class OutputRun:
         run_id: str | None,
         agent: str | None,
         deps: Any,
+        settings: ModelSettings | None = None,
     ) -> None:
         self._config = config
-        self._provider = provider
-        self._model = model
-        self._native = native
-        self._has_tools = has_tools
+        self._shape = CallShape(
+            provider, model, native_tools=native, has_tools=has_tools, settings=settings, fmt=config.response_format
+        )
         self._sink = sink
         self._run_id = run_id
         self._agent = agent
@@ -127,8 +133,9 @@ class OutputRun:
         self.error: OutputValidationError | None = None
         #: The system message and skip of the prompted strategy, worked out by the loop on first use.
         self.prompted_system: Any = None
+        self._refused: UnsupportedToolChoiceError | None = None
         if config.strategy == "tool" and not native:
-            raise UnsupportedToolChoiceError(
+            self._refused = UnsupportedToolChoiceError(
                 "ToolOutput needs a provider that calls tools natively; this one uses the JSON-fallback "
                 "transport, which cannot force a call: use NativeOutput, PromptedOutput or a bare type (auto)",
                 provider=name_of(provider),
@@ -146,10 +153,16 @@ class OutputRun:
     # -- the request -------------------------------------------------------------------------------
 
     def begin_step(self) -> Strategy | None:
-        """The strategy of this step's model call (``None`` for a plain ``str`` answer)."""
+        """The strategy of this step's model call (``None`` for a plain ``str`` answer).
+
+        :raises UnsupportedToolChoiceError: an explicit ``ToolOutput`` the transport cannot force (see the
+            class), before the request exists.
+        """
         config = self._config
         if config.plain:
             return None
+        if self._refused is not None:
+            raise self._refused
         if self._degraded is not None:
             degraded, self._degraded = self._degraded, None
             self.strategy = degraded
@@ -160,9 +173,7 @@ class OutputRun:
             strategy = config.strategy
             reason = "explicit"
         else:
-            strategy, reason = auto_strategy(
-                self._provider, self._model, native_tools=self._native, has_tools=self._has_tools
-            )
+            strategy, reason = auto_strategy(self._shape)
         self.strategy = strategy
         if strategy != self._reported:
             self._reported = strategy
@@ -185,14 +196,16 @@ class OutputRun:
         skipped = isinstance(exc, AllProvidersFailedError) and bool(exc.skipped)
         if not (isinstance(exc, UnsupportedToolChoiceError) or skipped):
             return False
-        strategy = next_strategy(self._provider, self._model, native_tools=self._native, has_tools=self._has_tools)
+        members = exc.skipped if isinstance(exc, AllProvidersFailedError) else None
+        strategy, why = next_strategy(self._shape, members)
         self._degraded = strategy
         if self._sink is not None:
-            reason = (
-                f"members skipped for the forced tool choice: {', '.join(exc.skipped)}"
-                if isinstance(exc, AllProvidersFailedError)
+            cause = (
+                f"members skipped for the forced tool choice: {', '.join(members)}"
+                if members
                 else "the forced tool choice was refused before sending"
             )
+            reason = f"{cause}; {strategy}: {why}"
             self._sink.emit(
                 "output.strategy_degraded", from_strategy="tool", strategy=strategy, reason=reason, error=exc
             )
@@ -206,6 +219,11 @@ class OutputRun:
         return PartialOutput(target, text=self.strategy != "tool", emit=emit)
 
     # -- the answer --------------------------------------------------------------------------------
+
+    def resume_tool_step(self) -> None:
+        """A paused step that held output calls goes on (a resumed run): it was asked with the tool strategy."""
+        self.strategy = "tool"
+        self._reported = "tool"
 
     def is_output_call(self, call: ToolCall) -> bool:
         """Whether ``call`` is of an output tool offered at this step."""

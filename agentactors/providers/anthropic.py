@@ -56,7 +56,7 @@ from typing import Any, ClassVar
 import httpx
 
 from ..errors import ProviderError, UnsupportedToolChoiceError
-from ..messages import LLMRequest, LLMResponse, Message, ToolChoice
+from ..messages import LLMRequest, LLMResponse, Message, ResponseFormat, ToolChoice
 from ..parts import Document, Image, Part, Text
 from ..settings import CachePolicy, ModelSettings
 from . import _anthropic_decode
@@ -78,6 +78,7 @@ __all__ = [
     "AnthropicStreamDecoder",
     "AnthropicWire",
     "encode_request",
+    "forced_choice_refusal",
     "model_accepts_forced_tool_choice",
     "part_block",
     "thinking_enabled",
@@ -269,7 +270,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     options = request.options_for(WIRE)
     check_parts(request.messages, model)
     thinking, effort = plan_thinking(request, model)
-    thinking_on = thinking_enabled(options) if "thinking" in options else thinking is not None
+    thinking_on = _thinking_on(options, thinking)
     if thinking_on and request.tool_choice.forced and request.tools:
         raise _forced_with_thinking(request, model, WIRE)
     system, messages = _messages(request.messages)
@@ -327,6 +328,29 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
             "format": {"type": "json_schema", "schema": anthropic_output_schema(request.response_format.schema)},
         }
     return body
+
+
+def _thinking_on(options: Mapping[str, Any], planned: Mapping[str, Any] | None) -> bool:
+    """Whether a request's extended thinking is on: its vendor options' ``thinking``, else the settings' plan."""
+    return thinking_enabled(options) if "thinking" in options else planned is not None
+
+
+def forced_choice_refusal(request: LLMRequest, model: str) -> str | None:
+    """Why ``request``'s settings rule out a forced tool choice for ``model`` (extended thinking on), or ``None``.
+
+    The same reading of the settings as :func:`encode_request`'s, which refuses such a request.
+    """
+    options = request.options_for(WIRE)
+    thinking, _ = plan_thinking(request, model)
+    if not _thinking_on(options, thinking):
+        return None
+    if "thinking" in options:
+        cause = "vendor options turn extended thinking on"
+    elif request.thinking_budget:
+        cause = f"thinking_budget={request.thinking_budget} turns extended thinking on"
+    else:
+        cause = f"reasoning_effort={request.reasoning_effort!r} turns thinking on"
+    return f"{cause}, and Anthropic refuses a forced tool choice together with thinking"
 
 
 def _forced_with_thinking(request: LLMRequest, model: str, provider: str) -> UnsupportedToolChoiceError:
@@ -453,6 +477,31 @@ class AnthropicProvider(HTTPProvider):
         """Whether ``model`` takes ``output_config.format`` (no pattern of :data:`RESPONSE_FORMAT_REJECTED`
         or of ``rejects_response_format`` matches)."""
         return model_accepts_forced_tool_choice(model, self._no_format)
+
+    def response_format_refusal(self, fmt: ResponseFormat, model: str | None, *, tools: bool = False) -> str | None:
+        """Why ``fmt`` cannot go out as ``output_config.format``: a field Anthropic's structured outputs cannot
+        carry (an open mapping, a tuple), named as the request error before sending names it."""
+        try:
+            anthropic_output_schema(fmt.schema)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def forced_tool_choice_refusal(self, model: str | None, settings: ModelSettings | None) -> str | None:
+        """Why ``settings`` (with this provider's defaults under them) rule out a forced tool choice: extended
+        thinking on (read through :func:`~agentactors.providers.base.forced_tool_choice_refusal`).
+
+        The codec's own reading (:func:`forced_choice_refusal`); settings refused for another reason
+        (a thinking budget for a model that does not think, say) answer ``None``: that request fails
+        before sending whatever its tool choice.
+        """
+        probe = self.with_defaults(
+            LLMRequest((Message.user(""),), model=model, **(settings.request_fields() if settings else {}))
+        )
+        try:
+            return forced_choice_refusal(probe, resolve_model(self, probe))
+        except ProviderError:
+            return None
 
     def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
         # Extended thinking is per request, not per model: the API refuses any/tool with it.

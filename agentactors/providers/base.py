@@ -31,11 +31,20 @@ protocol) is treated the same way everywhere.
 * ``supports_forced_tool_choice(model)`` — :func:`forced_tool_choice_for`, together with the
   previous one; default: no.
 * ``supports_streaming`` — :func:`streaming_for`; default: yes.
-* ``supports_response_format(model)`` (optional, not part of the protocol's required members) —
-  :func:`response_format_for`: whether a JSON-schema response format
-  (:class:`~agentactors.messages.ResponseFormat`) reaches ``model``; default: no.  A request with
-  a response format for a model that cannot carry it raises a request-kind
+* ``supports_response_format(model)`` — :func:`response_format_for`: whether a JSON-schema
+  response format (:class:`~agentactors.messages.ResponseFormat`) reaches ``model``; default: no.
+  A request with a response format for a model that cannot carry it raises a request-kind
   :class:`~agentactors.ProviderError` before anything is sent (:func:`check_response_format`).
+* ``response_format_refusal(fmt, model, *, tools)`` (optional) — :func:`response_format_refusal`: why a
+  response format the provider carries cannot carry *this* one (a schema the vendor's constrained
+  decoding cannot compile, a format beside tools on a model that refuses both); default: nothing to refuse.
+* ``forced_tool_choice_refusal(model, settings)`` (optional) — :func:`forced_tool_choice_refusal`: why
+  the run's settings rule out a forced tool choice the model otherwise takes (Anthropic's extended
+  thinking); default: settings rule nothing out.
+
+The last two answer with a reason (``str``) or ``None``, so the output strategy auto picks
+(``docs/output.md``) can say why; a composite provider (a decorator, a fallback chain, a pool) asks its
+members through the same readers.
 
 A value of the wrong type, or an exception raised while reading it, gets the default too:
 a broken capability never breaks a call.
@@ -43,7 +52,7 @@ a broken capability never breaks a call.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -52,6 +61,7 @@ from ..messages import (
     LLMRequest,
     LLMResponse,
     ReasoningDelta,
+    ResponseFormat,
     StopReason,
     StreamEnd,
     StreamEvent,
@@ -62,6 +72,7 @@ from ..messages import (
     ToolCallStart,
     Usage,
 )
+from ..settings import ModelSettings
 
 __all__ = [
     "LLMProvider",
@@ -73,10 +84,12 @@ __all__ = [
     "events_for_response",
     "forced_tool_choice_carried_by",
     "forced_tool_choice_for",
+    "forced_tool_choice_refusal",
     "name_of",
     "native_tools_for",
     "resolve_model",
     "response_format_for",
+    "response_format_refusal",
     "stream_from_complete",
     "streaming_for",
 ]
@@ -141,6 +154,20 @@ class LLMProvider(Protocol):
         through :func:`forced_tool_choice_for` (a provider before it sends, a fallback
         chain planning its members and its ``skip_incapable``, the decorators forwarding
         it, users choosing a tool choice); default: no.
+        """
+        ...
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether a JSON-schema response format (``LLMRequest.response_format``) may be sent to ``model``.
+
+        ``model`` is ``None`` for the default model.  Yes only when the wire carries the schema to the
+        vendor and the vendor enforces it (OpenAI's ``json_schema`` response format, Anthropic's
+        ``output_config.format``, Gemini's ``responseSchema``): a format the wire would drop silently
+        would drop the guarantee with it.  Should be total and cheap: it is asked when an output
+        strategy is chosen for each model call.
+        Read only through :func:`response_format_for` (``auto`` output choosing the native strategy,
+        a fallback chain planning its members, the decorators forwarding it, a provider refusing such
+        a request before it sends, with :func:`check_response_format`); default: no.
         """
         ...
 
@@ -313,6 +340,69 @@ def response_format_for(provider: object, model: str | None) -> bool:
         return per_model(model) is True
     except Exception:
         return False
+
+
+def _reason(answer: object) -> str | None:
+    return answer if isinstance(answer, str) and answer else None
+
+
+def response_format_refusal(
+    provider: object,
+    model: str | None,
+    fmt: ResponseFormat,
+    *,
+    tools: bool = False,
+    members: Collection[str] | None = None,
+) -> str | None:
+    """Why ``provider`` cannot send the JSON-schema response format ``fmt`` to ``model``, or ``None`` when it can.
+
+    First :func:`response_format_for` (no response format at all: a reason), then the provider's optional
+    ``response_format_refusal(fmt, model, *, tools)``: a schema its vendor's constrained decoding cannot
+    compile (an open mapping under OpenAI's strict mode, say), or — ``tools``: the request offers tools
+    beside it — a model that refuses both together.  A provider that would refuse the request before
+    sending says why here, so a caller choosing what to send (auto's output strategy) need not try.
+
+    ``members`` names members of a fallback chain (the ones it skipped for a forced tool choice): the
+    chain then answers for those members alone, each of which must carry ``fmt``.  Only composite
+    providers take it; it is passed only when given.
+
+    Default: ``None`` past :func:`response_format_for` — a provider without the method, an answer that
+    is not a non-empty ``str`` or an exception refuses nothing here (the provider still checks before
+    sending).
+    """
+    if not response_format_for(provider, model):
+        return f"{name_of(provider)} / {model or 'its default model'} cannot carry a JSON-schema response format"
+    method = _read(provider, "response_format_refusal", None)
+    if not callable(method):
+        return None
+    try:
+        if members is None:
+            return _reason(method(fmt, model, tools=tools))
+        return _reason(method(fmt, model, tools=tools, members=tuple(members)))
+    except Exception:
+        return None
+
+
+def forced_tool_choice_refusal(provider: object, model: str | None, settings: ModelSettings | None) -> str | None:
+    """Why ``settings`` rule out a forced tool choice for ``model`` on ``provider``, or ``None``.
+
+    The one reader of the optional ``forced_tool_choice_refusal(model, settings)``: a provider whose
+    request with these settings would be refused for a forced choice before sending says why — Anthropic
+    with extended thinking on (a ``thinking_budget``, adaptive thinking from a ``reasoning_effort``, or
+    ``thinking`` in its ``extra`` options).  ``settings`` are the caller's (an agent's merged with a
+    run's); the provider adds its own defaults, as it does before sending.  Whether ``model`` takes a
+    forced choice at all is :func:`forced_tool_choice_for`.
+
+    Default: ``None`` — a provider without the method, an answer that is not a non-empty ``str`` or an
+    exception: the settings rule nothing out (the provider still checks before sending).
+    """
+    method = _read(provider, "forced_tool_choice_refusal", None)
+    if not callable(method):
+        return None
+    try:
+        return _reason(method(model, settings))
+    except Exception:
+        return None
 
 
 def check_response_format(provider: object, request: LLMRequest, model: str | None) -> None:

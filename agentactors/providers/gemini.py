@@ -21,7 +21,9 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
   media a tool returned follow the ``functionResponse`` parts in the same user content;
 * ``LLMRequest.response_format`` → ``generationConfig.responseJsonSchema`` (plain JSON Schema,
   which the API takes on every current model) with ``responseMimeType: "application/json"``;
-  :data:`RESPONSE_FORMAT_REJECTED` lists the model prefixes without it (refused before sending);
+  :data:`RESPONSE_FORMAT_REJECTED` lists the model prefixes without it (refused before sending), and
+  :data:`RESPONSE_FORMAT_WITH_TOOLS_REJECTED` those that take it only without tools (models before
+  Gemini 3: a request with both is refused before sending);
 * ``vendor_options["gemini"]`` is merged into the body last (generation fields
   such as ``thinkingConfig`` may be given at its top level).
 
@@ -48,7 +50,7 @@ from urllib.parse import quote
 import httpx
 
 from ..errors import ErrorKind, ProviderError
-from ..messages import LLMRequest, LLMResponse, Message, ToolCall
+from ..messages import LLMRequest, LLMResponse, Message, ResponseFormat, ToolCall
 from ..parts import Part, Text
 from ..settings import ModelSettings
 from . import _gemini_decode
@@ -58,12 +60,14 @@ from ._gemini_schema import GeminiSchemaError, to_gemini_schema
 from ._gemini_stream import GeminiStreamDecoder
 from ._media import guessed_media_type
 from ._settings import dropped, refused
+from .base import resolve_model
 from .http import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_SSE_LINE_BYTES, HTTPProvider
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "FORCED_TOOL_CHOICE_REJECTED",
     "RESPONSE_FORMAT_REJECTED",
+    "RESPONSE_FORMAT_WITH_TOOLS_REJECTED",
     "SKIP_SIGNATURE",
     "GeminiProvider",
     "GeminiSchemaError",
@@ -92,6 +96,18 @@ RESPONSE_FORMAT_REJECTED: tuple[str, ...] = (
     "gemini-pro",
     "gemma-",
     "gemini-2.0-flash-thinking",
+)
+
+#: Model-name prefixes that refuse a JSON response format beside function declarations with a 400
+#: ("Function calling with a response mime type: 'application/json' is unsupported"): every model before
+#: Gemini 3, which is the first to take structured outputs together with tools.  The provider refuses such a
+#: request before sending; extend per provider with ``GeminiProvider(rejects_response_format_with_tools=...)``.
+RESPONSE_FORMAT_WITH_TOOLS_REJECTED: tuple[str, ...] = (
+    "gemini-1",
+    "gemini-2",
+    "gemini-pro",
+    "gemini-exp",
+    "gemma-",
 )
 
 _TOOL_MODES: Mapping[str, str] = {"auto": "AUTO", "none": "NONE", "required": "ANY", "tool": "ANY"}
@@ -351,7 +367,10 @@ class GeminiProvider(HTTPProvider):
     environment variables and travels only in the ``x-goog-api-key`` header.
     Forced tool choices are refused before sending for models listed in
     :data:`FORCED_TOOL_CHOICE_REJECTED` or ``rejects_forced_tool_choice``
-    (model-name prefixes).  ``settings`` are the provider's default
+    (model-name prefixes); a JSON response format beside tools, for models listed in
+    :data:`RESPONSE_FORMAT_WITH_TOOLS_REJECTED` or ``rejects_response_format_with_tools`` (models
+    before Gemini 3), is a request-kind :class:`~agentactors.ProviderError` naming the model, before
+    sending.  ``settings`` are the provider's default
     :class:`~agentactors.ModelSettings` (an agent's and a run's win over them).
     ``max_response_bytes``, ``max_sse_line_bytes`` and ``max_event_bytes`` bound what is read
     of a response.  Error and cancellation semantics are
@@ -376,6 +395,7 @@ class GeminiProvider(HTTPProvider):
         max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         rejects_response_format: Iterable[str] = (),
+        rejects_response_format_with_tools: Iterable[str] = (),
     ) -> None:
         super().__init__(
             GeminiWire(),
@@ -392,6 +412,9 @@ class GeminiProvider(HTTPProvider):
         )
         self._rejects = tuple(p.lower() for p in (*FORCED_TOOL_CHOICE_REJECTED, *rejects_forced_tool_choice))
         self._no_format = tuple(p.lower() for p in (*RESPONSE_FORMAT_REJECTED, *rejects_response_format))
+        self._no_format_with_tools = tuple(
+            p.lower() for p in (*RESPONSE_FORMAT_WITH_TOOLS_REJECTED, *rejects_response_format_with_tools)
+        )
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """False for a model whose name starts with a rejected prefix; True otherwise."""
@@ -405,3 +428,33 @@ class GeminiProvider(HTTPProvider):
         ``rejects_response_format``); True otherwise."""
         bare = _bare_model(model or self.default_model or "")
         return not any(bare.startswith(prefix) for prefix in self._no_format)
+
+    def response_format_refusal(self, fmt: ResponseFormat, model: str | None, *, tools: bool = False) -> str | None:
+        """Why ``fmt`` cannot go out with this request (read through
+        :func:`~agentactors.providers.base.response_format_refusal`): beside ``tools``, on a model before
+        Gemini 3 (:data:`RESPONSE_FORMAT_WITH_TOOLS_REJECTED`)."""
+        if not tools:
+            return None
+        name = model or self.default_model or ""
+        bare = _bare_model(name)
+        if any(bare.startswith(prefix) for prefix in self._no_format_with_tools):
+            return (
+                f"model {name!r} cannot combine function calling with a JSON response format "
+                "(responseMimeType application/json): Gemini takes both together from Gemini 3 on"
+            )
+        return None
+
+    def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
+        # A response format beside tools on a model before Gemini 3: the API answers 400; refuse it unsent.
+        if request.response_format is not None and request.tools:
+            model = resolve_model(self, request)
+            refusal = self.response_format_refusal(request.response_format, model, tools=True)
+            if refusal is not None:
+                raise ProviderError(
+                    f"{refusal}; use PromptedOutput, a bare output type (auto) or an agent without tools",
+                    provider=self.name,
+                    model=model,
+                    kind=ErrorKind.request,
+                    retryable=False,
+                )
+        return super()._prepare(request, stream=stream)

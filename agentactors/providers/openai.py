@@ -361,3 +361,16 @@ class OpenAIProvider(HTTPProvider):
             return True
         name = model.lower().rsplit("/", 1)[-1]
         return not any(fnmatch.fnmatchcase(name, p) for p in self.rejects_response_format)
+
+    def response_format_refusal(self, fmt: ResponseFormat, model: str | None, *, tools: bool = False) -> str | None:
+        """Why ``fmt`` cannot go out on this wire (read through
+        :func:`~agentactors.providers.base.response_format_refusal`): a strict schema with a field strict
+        mode cannot carry (an open mapping, a tuple), named as the request error before sending names it.
+        """
+        if not fmt.strict:
+            return None
+        try:
+            openai_strict_schema(fmt.schema)
+        except ValueError as exc:
+            return str(exc)
+        return None

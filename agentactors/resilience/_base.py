@@ -7,13 +7,13 @@ it on :meth:`aclose`.  Only :meth:`complete` and :meth:`stream` differ.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import anyio
 
 from ..errors import ProviderError
-from ..messages import LLMRequest, LLMResponse
+from ..messages import LLMRequest, LLMResponse, ResponseFormat
 from ..providers._classify import classify_exception
 from ..providers.base import (
     LLMProvider,
@@ -21,10 +21,13 @@ from ..providers.base import (
     default_model_of,
     forced_tool_choice_carried_by,
     forced_tool_choice_for,
+    forced_tool_choice_refusal,
     name_of,
     native_tools_for,
     response_format_for,
+    response_format_refusal,
 )
+from ..settings import ModelSettings
 
 __all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of"]
 
@@ -101,6 +104,16 @@ class ProviderDecorator:
     def supports_response_format(self, model: str | None) -> bool:
         """The inner provider's answer, through :func:`~agentactors.providers.base.response_format_for`."""
         return response_format_for(self._inner, model)
+
+    def response_format_refusal(
+        self, fmt: ResponseFormat, model: str | None, *, tools: bool = False, members: Collection[str] | None = None
+    ) -> str | None:
+        """The inner provider's answer, through :func:`~agentactors.providers.base.response_format_refusal`."""
+        return response_format_refusal(self._inner, model, fmt, tools=tools, members=members)
+
+    def forced_tool_choice_refusal(self, model: str | None, settings: ModelSettings | None) -> str | None:
+        """The inner provider's answer, through :func:`~agentactors.providers.base.forced_tool_choice_refusal`."""
+        return forced_tool_choice_refusal(self._inner, model, settings)
 
     @property
     def supports_streaming(self) -> bool:

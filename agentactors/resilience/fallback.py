@@ -9,7 +9,7 @@ content_policy when asked for.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -23,16 +23,19 @@ from ..errors import (
     UnsupportedToolChoiceError,
 )
 from ..events import emit
-from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
+from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEnd, StreamEvent
 from ..providers.base import (
     LLMProvider,
     StreamContext,
     default_model_of,
     forced_tool_choice_carried_by,
     forced_tool_choice_for,
+    forced_tool_choice_refusal,
     native_tools_for,
     response_format_for,
+    response_format_refusal,
 )
+from ..settings import ModelSettings
 from ._base import as_provider_error, name_of
 from ._streaming import OpenedStream, open_stream, relay, stream_of
 
@@ -143,6 +146,54 @@ class FallbackProvider:
         """
         answers = [response_format_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
         return any(answers) if self.skip_incapable else all(answers)
+
+    def response_format_refusal(
+        self, fmt: ResponseFormat, model: str | None, *, tools: bool = False, members: Collection[str] | None = None
+    ) -> str | None:
+        """Why the chain cannot carry ``fmt`` when asked for ``model``, or ``None``.
+
+        Each member answers for the model it would call, through
+        :func:`~agentactors.providers.base.response_format_refusal`.  Every member must carry it — or,
+        with ``skip_incapable``, every member that carries a response format at all (the others are
+        skipped), and at least one.  ``members`` (names: the members the chain skipped for a forced
+        tool choice) narrows the question to those members, each of which must carry it: a request
+        re-issued without the forced choice is served by one of them or by none.
+        """
+        steps = [(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
+        if members is not None:
+            wanted = set(members)
+            named = [(m, mm) for m, mm in steps if name_of(m) in wanted]
+            if named:  # names that match no member (a nested chain's) leave the whole chain to answer
+                for m, mm in named:
+                    reason = response_format_refusal(m, mm, fmt, tools=tools)
+                    if reason is not None:
+                        return f"member {name_of(m)!r}: {reason}"
+                return None
+        carried = 0
+        for m, mm in steps:
+            if self.skip_incapable and not response_format_for(m, mm):
+                continue
+            reason = response_format_refusal(m, mm, fmt, tools=tools)
+            if reason is not None:
+                return f"member {name_of(m)!r}: {reason}"
+            carried += 1
+        return None if carried else f"no member of {self._name} can carry a JSON-schema response format"
+
+    def forced_tool_choice_refusal(self, model: str | None, settings: ModelSettings | None) -> str | None:
+        """Why ``settings`` rule out a forced tool choice on a member the chain would send it to, or ``None``.
+
+        Every member that takes a forced choice for the model it would call is asked (through
+        :func:`~agentactors.providers.base.forced_tool_choice_refusal`): the chain does not skip a member
+        for its settings, so one that refuses them would end the call.
+        """
+        for i, m in enumerate(self.members):
+            mm = self._model_for(i, m, model)
+            if self.skip_incapable and not forced_tool_choice_for(m, mm):
+                continue
+            reason = forced_tool_choice_refusal(m, mm, settings)
+            if reason is not None:
+                return f"member {name_of(m)!r}: {reason}"
+        return None
 
     @property
     def supports_streaming(self) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal, TypeVar
 
@@ -39,16 +39,20 @@ from ..errors import (
     UnsupportedToolChoiceError,
 )
 from ..events import emit
-from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEvent
 from ..providers.base import (
     LLMProvider,
     StreamContext,
     default_model_of,
     forced_tool_choice_carried_by,
     forced_tool_choice_for,
+    forced_tool_choice_refusal,
     native_tools_for,
+    response_format_for,
+    response_format_refusal,
 )
 from ..providers.ratelimits import RateLimitState
+from ..settings import ModelSettings
 from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, name_of
 from ._circuit import CircuitState
 from ._streaming import OpenedStream, open_stream, relay, stream_of
@@ -179,6 +183,28 @@ class PoolProvider:
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether every member, asked for the model it would call, takes a forced choice."""
         return all(forced_tool_choice_for(m.provider, m.model_for(model)) for m in self._members)
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether every member, asked for the model it would call, takes a JSON-schema response format."""
+        return all(response_format_for(m.provider, m.model_for(model)) for m in self._members)
+
+    def response_format_refusal(
+        self, fmt: ResponseFormat, model: str | None, *, tools: bool = False, members: Collection[str] | None = None
+    ) -> str | None:
+        """The first member's reason not to carry ``fmt`` (any member may serve any call), or ``None``."""
+        for m in self._members:
+            reason = response_format_refusal(m.provider, m.model_for(model), fmt, tools=tools)
+            if reason is not None:
+                return f"member {name_of(m.provider)!r}: {reason}"
+        return None
+
+    def forced_tool_choice_refusal(self, model: str | None, settings: ModelSettings | None) -> str | None:
+        """The first member's reason why ``settings`` rule out a forced choice (any member may serve any call)."""
+        for m in self._members:
+            reason = forced_tool_choice_refusal(m.provider, m.model_for(model), settings)
+            if reason is not None:
+                return f"member {name_of(m.provider)!r}: {reason}"
+        return None
 
     @property
     def supports_streaming(self) -> bool:
@@ -384,9 +410,9 @@ def with_pool(
       :class:`~agentactors.errors.CircuitOpenError` naming the pool, with the soonest ``retry_after``.
     * **Models**: each member calls its own ``default_model`` when it has one (deployments may name
       the model differently), else ``request.model``.
-    * **Capabilities**: ``carries_tools``, ``carries_forced_tool_choice`` and
-      ``supports_forced_tool_choice(model)`` are the AND of the members' (any member may serve any
-      call); a forced choice some member cannot carry raises
+    * **Capabilities**: ``carries_tools``, ``carries_forced_tool_choice``,
+      ``supports_forced_tool_choice(model)`` and ``supports_response_format(model)`` are the AND of
+      the members' (any member may serve any call); a forced choice some member cannot carry raises
       :class:`~agentactors.errors.UnsupportedToolChoiceError` before anything is sent.
     * **Streams**: failover only before the first event, like :func:`with_fallback`; a stream counts
       as in flight until it ends.

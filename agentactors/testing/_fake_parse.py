@@ -62,6 +62,9 @@ _GEMINI_SCHEMA_KEYS = frozenset(
 )
 _GEMINI_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null", "type_unspecified"})
 _FORMAT_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# Gemini models before 3 answer tools beside a JSON response (responseMimeType application/json) with a 400.
+_GEMINI_MAJOR = re.compile(r"gemini-(\d+)")
+_GEMINI_OLD_ALIASES = ("gemini-pro", "gemini-exp")
 
 
 class WireRejection(AgentActorsError):
@@ -674,6 +677,9 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
     max_tokens = gen.get("maxOutputTokens", gen.get("max_output_tokens")) if isinstance(gen, dict) else None
     settings = gemini_settings(gen, fail) if isinstance(gen, dict) else {}
     response_format = _gemini_response_format(gen if isinstance(gen, dict) else {}, strict)
+    mime = gen.get("responseMimeType", gen.get("response_mime_type")) if isinstance(gen, dict) else None
+    if tools and mime == "application/json" and _gemini_before_3(path_model):
+        _reject(strict, 400, "Function calling with a response mime type: 'application/json' is unsupported")
     conv = Conversation(
         system=_text_of(system.get("parts")) if isinstance(system, dict) else "",
         last_user_text=last_user,
@@ -689,6 +695,13 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
         response_format=response_format,
     )
     return ParsedRequest("gemini", path_model, stream, conv)
+
+
+def _gemini_before_3(model: str | None) -> bool:
+    """Whether ``model`` is a Gemini model before 3 (``gemini-2.5-flash``, ``gemini-pro``), by its name."""
+    bare = (model or "").rsplit("/", 1)[-1].lower()
+    major = _GEMINI_MAJOR.match(bare)
+    return (major is not None and int(major.group(1)) < 3) or bare.startswith(_GEMINI_OLD_ALIASES)
 
 
 def _gemini_response_format(gen: Mapping[str, Any], strict: bool) -> dict[str, Any] | None:

@@ -44,6 +44,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import TaskStatus
 
+from .. import _reexport
 from ._fake_app import FakeVendorApp
 from ._fake_script import (
     Conversation,
@@ -103,7 +104,8 @@ class FakeVendor:
     :param faults: random fault injection (:class:`FaultPlan`); settable later.
     :param strict: reject requests the real vendors reject (missing key, missing
         ``anthropic-version`` / ``max_tokens``, tool results that answer no call,
-        schemas Gemini does not accept, ...) with the vendor's 400/401.
+        schemas Gemini does not accept, tools beside a JSON response on a Gemini model
+        before 3, ...) with the vendor's 400/401.
     :param expected_api_key: when set, a request with another key gets a 401.
     :param record_bodies: keep each request's parsed body (turn off for long benchmarks).
     :param max_records: keep only the last N requests (``None``: all).
@@ -470,6 +472,12 @@ def main(argv: Sequence[str] | None = None) -> int:
           auto_tools=not args.no_auto_tools, strict=not args.lenient)
     return 0
 
+
+if __name__ == f"{__package__}.fakevendor":
+    # agentactors.testing exports FakeVendor (importing this module on first use, for the extra it needs): the
+    # class reports that home, as the package's other exports do.  Not when this file runs as __main__, where
+    # agentactors.testing.FakeVendor would be another copy of the class.
+    _reexport.adopt(globals(), ["FakeVendor"], __package__)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -402,16 +402,45 @@ def _schema_for(tp: Any, stack: tuple[type, ...]) -> dict[str, Any]:
 def needs_conversion(tp: Any) -> bool:
     """Whether a JSON value must be converted to match ``tp`` (so plain JSON types skip the walk)."""
     tp, _ = unwrap_annotated(tp)
-    if tp in (str, int, bool, Any, object, None, type(None)):
+    if tp in (str, bool, Any, object, None, type(None)):
         return False
     origin = typing.get_origin(tp)
-    if origin is Literal:
-        return any(isinstance(a, enum.Enum) for a in typing.get_args(tp))
+    if origin is Literal:  # an enum member, or a number member a JSON 1.0 must become
+        return any(isinstance(a, enum.Enum) or _is_number(a) for a in typing.get_args(tp))
     if _is_union(tp) or tp in _SEQUENCES or origin in _SEQUENCES or tp in _MAPPINGS or origin in _MAPPINGS:
         return any(needs_conversion(a) for a in typing.get_args(tp))
     if _is_typeddict(tp):
         return any(needs_conversion(h) for _, h, _, _, _ in _record_fields(tp))
-    return True  # float, tuples, sets, enums, records, formatted strings
+    return True  # int (an integral float), float, tuples, sets, enums, records, formatted strings
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _integral(value: Any) -> bool:
+    """A JSON number with no fractional part sent as a float (``2.0``): JSON Schema's ``integer`` takes it."""
+    return isinstance(value, float) and value.is_integer()
+
+
+_NO_MEMBER: Any = object()
+
+
+def _literal_member(value: Any, args: tuple[Any, ...]) -> Any:
+    """The member of ``Literal[*args]`` that ``value`` (validated against its ``enum``) stands for, else
+    ``_NO_MEMBER``.
+
+    Equal is not enough: ``True == 1``, so a bool matches only a bool member (and a number never one); the
+    member itself is returned — ``1`` for ``1.0``, the enum member for its value.
+    """
+    for a in args:
+        member = a.value if isinstance(a, enum.Enum) else a
+        if isinstance(value, bool) or isinstance(member, bool):
+            if value is member:
+                return a
+        elif value == member:
+            return a
+    return _NO_MEMBER
 
 
 def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
@@ -424,6 +453,8 @@ def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
         return value
     if tp is float:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if tp is int:
+        return int(value) if _integral(value) else value
     if tp in _SCALARS:
         return value
     origin = typing.get_origin(tp)
@@ -434,10 +465,8 @@ def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
         except ValueError:
             raise ConversionError(path, f"one of the {tp.__name__} values") from None
     if origin is Literal:
-        for a in args:
-            if isinstance(a, enum.Enum) and a.value == value:
-                return a
-        return value
+        member = _literal_member(value, args)
+        return value if member is _NO_MEMBER else member
     if isinstance(tp, type) and tp in _FORMATTED:
         return _parse_formatted(value, tp, path)
     if isinstance(tp, type) and issubclass(tp, PurePath):
@@ -445,6 +474,9 @@ def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
     if _is_union(tp):
         for member in args:
             if _matches(value, member):
+                return convert(value, member, path)
+        for member in args:  # an integral float for an int member (2.0 for int | None), no member taking it as is
+            if _matches(value, member, integral=True):
                 return convert(value, member, path)
         return value
     if tp in _SEQUENCES or origin in _SEQUENCES:
@@ -503,8 +535,12 @@ def pydantic_issue(exc: BaseException) -> tuple[str, str]:
     return pydantic_issues(exc)[0]
 
 
-def _matches(value: Any, tp: Any) -> bool:
-    """Whether a JSON value plausibly belongs to union member ``tp`` (first match wins)."""
+def _matches(value: Any, tp: Any, *, integral: bool = False) -> bool:
+    """Whether a JSON value plausibly belongs to union member ``tp`` (first match wins).
+
+    ``integral``: an integral float (``2.0``) belongs to ``int`` too — asked only when no member took the value
+    as it is, so ``int | float`` keeps ``2.0`` a float.
+    """
     tp, _ = unwrap_annotated(tp)
     if tp is Any or tp is object:
         return True
@@ -513,7 +549,7 @@ def _matches(value: Any, tp: Any) -> bool:
     if tp is bool:
         return isinstance(value, bool)
     if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return (isinstance(value, int) and not isinstance(value, bool)) or (integral and _integral(value))
     if tp is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if tp is str:
@@ -522,9 +558,9 @@ def _matches(value: Any, tp: Any) -> bool:
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return any(m.value == value for m in tp)
     if origin is Literal:
-        return any((a.value if isinstance(a, enum.Enum) else a) == value for a in typing.get_args(tp))
+        return _literal_member(value, typing.get_args(tp)) is not _NO_MEMBER
     if _is_union(tp):
-        return any(_matches(value, a) for a in typing.get_args(tp))
+        return any(_matches(value, a, integral=integral) for a in typing.get_args(tp))
     if _is_record(tp) or is_pydantic_model(tp) or tp in _MAPPINGS or origin in _MAPPINGS:
         return isinstance(value, dict)
     if tp in (*_SEQUENCES, *_SETS, tuple) or origin in (*_SEQUENCES, *_SETS, tuple):

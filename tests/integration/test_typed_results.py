@@ -13,11 +13,14 @@ from agentactors import (
     Agent,
     AnthropicProvider,
     GeminiProvider,
+    InMemoryRecorder,
+    ModelSettings,
     NativeOutput,
     OpenAIProvider,
     PromptedOutput,
     ProviderError,
     ToolOutput,
+    tool,
 )
 from agentactors.providers.http import HTTPProvider
 from agentactors.testing.fakevendor import FakeReply, FakeToolCall, FakeVendor
@@ -219,3 +222,102 @@ async def test_the_strict_fakevendor_rejects_what_the_vendors_reject(fake_vendor
     assert response.status_code == 400
     assert {"openai": "additionalProperties", "anthropic": "additionalProperties",
             "gemini": "response_mime_type"}[wire] in response.text
+
+
+# --- an output type together with settings: both in the body -------------------------------------------------------
+
+
+def _settings_of(wire: str, body: dict[str, Any]) -> dict[str, Any]:
+    """temperature, max tokens and stop sequences where each wire puts them."""
+    if wire == "gemini":
+        generation = body["generationConfig"]
+        return {"temperature": generation.get("temperature"), "max_tokens": generation.get("maxOutputTokens"),
+                "stop": generation.get("stopSequences")}
+    stop = body.get("stop_sequences" if wire == "anthropic" else "stop")
+    return {"temperature": body.get("temperature"), "max_tokens": body.get("max_tokens"), "stop": stop}
+
+
+@pytest.mark.parametrize("strategy", ["tool", "native", "prompted"])
+async def test_an_output_type_and_settings_travel_together(fake_vendor: FakeVendor, wire: str, strategy: str) -> None:
+    spec: Any = {"tool": ToolOutput(Person), "native": NativeOutput(Person, name="person"),
+                 "prompted": PromptedOutput(Person)}[strategy]
+    reply = (FakeReply(tool_calls=FakeToolCall("final_result", PERSON)) if strategy == "tool"
+             else FakeReply(text='{"name": "Ada Lovelace", "age": 36, "nickname": null}'))
+    fake_vendor.script(reply, reply)
+    async with make(wire, fake_vendor) as provider:
+        agent = Agent(provider, output_type=spec, settings=ModelSettings(temperature=0.25, max_tokens=700))
+        first = await agent.run("Who?")
+        second = await agent.run("Who?", settings=ModelSettings(max_tokens=900, stop=["END"]))
+    assert first.output == second.output == Person("Ada Lovelace", 36)
+    expected = [{"temperature": 0.25, "max_tokens": 700, "stop": None},  # the agent's settings
+                {"temperature": 0.25, "max_tokens": 900, "stop": ["END"]}]  # the run's over the agent's
+    for index, settings in enumerate(expected):
+        body = body_of(fake_vendor, index)
+        assert _settings_of(wire, body) == settings
+        if strategy == "tool":
+            assert tool_choice_of(wire, body) == FORCED[wire]
+        elif strategy == "native" and wire == "openai":
+            assert body["response_format"]["json_schema"]["name"] == "person"
+        elif strategy == "native" and wire == "anthropic":
+            assert body["output_config"]["format"]["type"] == "json_schema"
+        elif strategy == "native":
+            assert body["generationConfig"]["responseMimeType"] == "application/json"
+            assert body["generationConfig"]["responseJsonSchema"]["required"] == ["name", "age"]
+        else:
+            assert "tools" not in body and "response_format" not in body and "output_config" not in body
+            conversation = fake_vendor.requests[index].conversation
+            assert conversation is not None and '"age":{"type":"integer"}' in conversation.system
+
+
+# --- what a vendor refuses before sending, so auto does not pick it ------------------------------------------------
+
+
+@tool
+async def lookup(name: str) -> str:
+    """Look a person up."""
+    return f"{name} is 36"
+
+
+async def test_gemini_before_3_refuses_a_json_response_beside_tools(fake_vendor: FakeVendor, wire: str) -> None:
+    if wire != "gemini":
+        pytest.skip("a rule of Gemini's models before 3")
+    import httpx
+
+    body = {"contents": [{"role": "user", "parts": [{"text": "x"}]}],
+            "tools": [{"functionDeclarations": [{"name": "f", "description": "d",
+                                                 "parameters": {"type": "object", "properties": {}}}]}],
+            "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {"type": "object"}}}
+    async with httpx.AsyncClient() as client:
+        old = await client.post(fake_vendor.base_url + "/v1beta/models/gemini-2.5-flash:generateContent", json=body,
+                                headers={"x-goog-api-key": CANARY})
+        fake_vendor.script(FakeReply(text="{}"))
+        new = await client.post(fake_vendor.base_url + "/v1beta/models/gemini-3-pro-preview:generateContent",
+                                json=body, headers={"x-goog-api-key": CANARY})
+    assert old.status_code == 400
+    assert "Function calling with a response mime type: 'application/json' is unsupported" in old.text
+    assert new.status_code == 200
+    # The provider refuses it before sending, naming the model.
+    sent = len(fake_vendor.requests)
+    async with GeminiProvider("gemini-2.5-flash", api_key=CANARY, base_url=fake_vendor.base_url) as provider:
+        result = await Agent(provider, tools=[lookup], output_type=NativeOutput(Person)).run("Who?")
+    assert isinstance(result.error, ProviderError) and result.error.kind.value == "request"
+    assert "gemini-2.5-flash" in str(result.error)
+    assert len(fake_vendor.requests) == sent
+
+
+async def test_anthropic_thinking_gets_native_up_front(fake_vendor: FakeVendor, wire: str) -> None:
+    if wire != "anthropic":
+        pytest.skip("a rule of Anthropic's extended thinking")
+    fake_vendor.script(FakeReply(text='{"name": "Ada Lovelace", "age": 36}'))
+    recorder = InMemoryRecorder()
+    async with AnthropicProvider("claude-sonnet-4-5", api_key=CANARY, base_url=fake_vendor.base_url) as provider:
+        agent = Agent(provider, output_type=Person, recorders=[recorder],
+                      settings=ModelSettings(thinking_budget=2048, max_tokens=8000))
+        result = await agent.run("Who?")
+    assert result.output == Person("Ada Lovelace", 36)
+    assert [e.strategy for e in recorder.events if e.type == "output.strategy"] == ["native"]
+    assert len([e for e in recorder.events if e.type == "llm.request"]) == 1
+    assert len(fake_vendor.requests) == 1
+    body = body_of(fake_vendor)
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and body["max_tokens"] == 8000
+    assert body["output_config"]["format"]["type"] == "json_schema"

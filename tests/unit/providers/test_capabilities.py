@@ -218,6 +218,7 @@ PORT_MEMBERS = (
     "carries_tools",
     "carries_forced_tool_choice",
     "supports_forced_tool_choice",
+    "supports_response_format",
     "supports_streaming",
     "complete",
     "stream",
@@ -230,6 +231,7 @@ READERS = {
     "carries_forced_tool_choice": "forced_tool_choice_carried_by",
     "supports_forced_tool_choice": "forced_tool_choice_for",
     "supports_streaming": "streaming_for",
+    "supports_response_format": "response_format_for",
 }
 
 

@@ -340,6 +340,36 @@ def test_convert_builds_nested_instances() -> None:
     assert err.value.path == "arg.d" and "not a date" not in str(err.value)
 
 
+def test_an_integral_float_becomes_an_int_and_a_number_pick_its_member() -> None:
+    """JSON Schema's ``integer`` takes ``2.0``; the Python value is the int, and a pick the member itself."""
+
+    class Stars(enum.Enum):
+        one = 1
+        two = 2
+
+    @dataclasses.dataclass
+    class Person:
+        age: int
+
+    def same(value: Any, expected: Any) -> bool:
+        return repr(value) == repr(expected) and type(value) is type(expected)
+
+    assert same(convert(2.0, int), 2)
+    assert same(convert(2.5, int), 2.5)  # not integral: the validator refuses it before conversion
+    assert same(convert({"age": 36.0}, Person), Person(36))
+    assert same(convert(1.0, Literal[1, 2]), 1)
+    assert same(convert(1.0, Literal[True, 1]), 1)  # a number is never the bool member
+    assert same(convert(True, Literal[True, 1]), True)
+    assert same(convert(1.0, Literal[Stars.one]), Stars.one)
+    assert convert(2.0, Stars) is Stars.two
+    assert same(convert([1.0, 2], list[int]), [1, 2])
+    assert same(convert({"a": 3.0}, dict[str, int]), {"a": 3})
+    assert same(convert(3.0, int | None), 3)
+    assert same(convert(2.0, int | float), 2.0)  # a member that takes it as it is wins
+    assert same(convert(2.0, float | int), 2.0)
+    assert same(convert(2.0, str | int), 2)
+
+
 def test_describe_schema() -> None:
     assert describe_schema({"type": "integer"}) == "integer"
     assert describe_schema({"type": "array", "items": {"type": "string"}}) == "array of string"
