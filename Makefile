@@ -24,11 +24,18 @@ demo: $(STAMP_DEMO)
 
 # The service example's page is tested in Debian's chromium (Playwright cannot download its own browser
 # here): installed when missing and we are root; otherwise the test says the command (and fails under CI=true).
+# apt-get's output is kept in a file: shown only when the install fails (then make stops here, saying why).
 browser:
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing chromium for the browser test"; \
-		apt-get install -y -q chromium >/dev/null 2>&1 || \
-		{ apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; \
+		log=$$(mktemp); \
+		if apt-get install -y -q chromium >"$$log" 2>&1 || \
+		   { apt-get update -q >>"$$log" 2>&1 && apt-get install -y -q chromium >>"$$log" 2>&1; }; then \
+			rm -f "$$log"; \
+		else \
+			status=$$?; cat "$$log" >&2; rm -f "$$log"; \
+			echo "make browser: installing chromium failed (apt-get's output above)" >&2; exit $$status; \
+		fi; \
 	fi
 
 test: $(STAMP_DEV) browser

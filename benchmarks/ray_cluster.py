@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/ray_cluster.py            # needs the [ray] extra (make test installs it)
     python benchmarks/ray_cluster.py --smoke    # tiny counts: checks the script, numbers mean nothing
+    python benchmarks/ray_cluster.py --smoke --workers 1   # one cluster size only (the test suite's smoke run)
 
 Two workloads, every implementation interleaved in one invocation, ``--reps`` repetitions:
 
@@ -152,12 +153,16 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
 
     from agentactors.ray import RayCluster
 
+    # A cluster already running in this process (the test suite's) is used as is, and left running.
+    owned = not ray.is_initialized()
     t0 = time.perf_counter()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    fixed: dict[str, Any] = {"ray_init_s": time.perf_counter() - t0}
+    if owned:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    fixed: dict[str, Any] = {"ray_init_s": time.perf_counter() - t0 if owned else None}
     vendor, base_url = _start_vendor()
     try:
-        await anyio.sleep(1.0)  # let Ray's prestarted workers settle before counting its processes
+        if not args.smoke:
+            await anyio.sleep(1.0)  # let Ray's prestarted workers settle before counting its processes
         system = _ray_processes({os.getpid(), vendor.pid})
         fixed["ray_system_processes"] = len(system)
         fixed["ray_system_rss_mb"] = sum(_rss_mb(p) for p in system)
@@ -168,11 +173,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         out: dict[str, Any] = {"fixed": fixed, "workloads": {}}
         for name, (factory, runs) in workloads.items():
             inputs = [f"q{i}" for i in range(runs)]
-            samples: dict[str, list[dict[str, float]]] = {"in-process": [], "ray 1 worker": [], "ray 2 workers": []}
+            sizes = {_label(size): size for size in args.workers}
+            samples: dict[str, list[dict[str, float]]] = {"in-process": [], **{label: [] for label in sizes}}
             clusters = {}
             starts = {}
             async with AsyncExitStack() as stack:  # clusters nest (each owns a task group): LIFO exits
-                for label, size in (("ray 1 worker", 1), ("ray 2 workers", 2)):
+                for label, size in sizes.items():
                     t = time.perf_counter()
                     cluster = RayCluster(
                         factory if name == "scripted" else _http_factory(base_url),
@@ -199,13 +205,22 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         vendor.kill()
         vendor.wait()
-        ray.shutdown()
+        if owned:
+            ray.shutdown()
+
+
+def _label(size: int) -> str:
+    return f"ray {size} worker{'s' if size > 1 else ''}"
 
 
 def _http_factory(base_url: str) -> Callable[[], Agent]:
-    import functools
+    # A function of this module, not functools.partial(http_agent, ...): a partial names the module
+    # `functools`, so RayCluster would not ship this module by value when the workers cannot import it
+    # (loaded by path, as the test suite's smoke run does).
+    def factory() -> Agent:
+        return http_agent(base_url)
 
-    return functools.partial(http_agent, base_url)
+    return factory
 
 
 async def _cluster_run(cluster: Any, inputs: list[str]) -> None:
@@ -241,12 +256,14 @@ def report(data: dict[str, Any]) -> str:
             )
     fixed = data["fixed"]
     w = data["workloads"]["scripted"]
+    init = "already running" if fixed["ray_init_s"] is None else f"{fixed['ray_init_s']:.1f} s"
+    starts = " / ".join(f"{seconds:.1f} s ({label[4:]})" for label, seconds in w["cluster_start_s"].items())
+    largest = list(w["worker_rss_mb"].values())[-1]
     lines += [
         "",
-        f"Ray's fixed costs: ray.init {fixed['ray_init_s']:.1f} s; {fixed['ray_system_processes']} Ray processes "
-        f"holding {fixed['ray_system_rss_mb']:.0f} MB RSS before any worker; a cluster starts in "
-        f"{w['cluster_start_s']['ray 1 worker']:.1f} s (1 worker) / {w['cluster_start_s']['ray 2 workers']:.1f} s "
-        f"(2 workers); a worker holds {statistics.mean(w['worker_rss_mb']['ray 2 workers']):.0f} MB RSS.",
+        f"Ray's fixed costs: ray.init {init}; {fixed['ray_system_processes']} Ray processes "
+        f"holding {fixed['ray_system_rss_mb']:.0f} MB RSS before any worker; a cluster starts in {starts}; "
+        f"a worker holds {statistics.mean(largest):.0f} MB RSS.",
     ]
     return "\n".join(lines)
 
@@ -259,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny counts, to check the script")
     parser.add_argument("--out", default=str(RESULTS / "ray.json"))
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
+    parser.add_argument("--workers", default="1,2", help="the cluster sizes to compare, e.g. 1,2")
     args = parser.parse_args(argv)
+    args.workers = sorted({int(n) for n in str(args.workers).split(",") if n.strip()})
+    if not args.workers or min(args.workers) < 1:
+        parser.error("--workers takes positive cluster sizes, e.g. 1,2")
     if args.smoke:
         args.runs, args.http_runs, args.reps = 50, 20, 1
     data = anyio.run(bench, args, backend=args.backend)

@@ -23,7 +23,13 @@ Events: ``mcp.tools_listed`` (``server``, ``tools``), ``mcp.server_restarted`` (
 
 from __future__ import annotations
 
+from .. import _reexport
 from ._results import MCPToolError
 from ._server import MCPServerHTTP, MCPServerStdio, ToolFilter
 
 __all__ = ["MCPServerHTTP", "MCPServerStdio", "MCPToolError", "ToolFilter"]
+
+# Reprs, tracebacks and pickles name agentactors.mcp.X, where users import X from, not the private module that
+# defines it (agentactors._reexport says what that takes to keep type hints resolving).
+# ToolFilter is a type alias: it has no module of its own and is left as it is.
+_reexport.adopt(globals(), __all__, __name__)

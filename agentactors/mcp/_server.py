@@ -266,7 +266,9 @@ class MCPServerHTTP(_MCPServer):
     :param headers: sent with every request; the values of credential-like headers (``Authorization``,
         ``X-API-Key``, ``*token*``, ...) are registered as secrets, so they are redacted from every event,
         log line (the HTTP stack's own loggers included) and error.
-    :param transport: ``"streamable-http"`` (the default) or ``"sse"``.
+    :param transport: ``"streamable-http"`` (the default) or ``"sse"`` — the older transport, deprecated by
+        the protocol but still served by the ``mcp`` 2.x SDK (``MCPServer.sse_app()``): ``url`` is then
+        the server's ``GET /sse`` endpoint.
     :param name: the server's name in events, errors and logs (default: the URL's host and port).
     :param tool_prefix, tool_filter, timeout, result_ceiling, max_restarts: as for :class:`MCPServerStdio`
         (a restart here is a new connection, after the server ended the session or the transport closed).

@@ -11,6 +11,11 @@ tool call — and records the GenAI client metrics.  Needs the ``[otel]`` extra 
     the conventions: attribute names, provider names, finish reasons, messages in the conventions' JSON.
 """
 
+from .. import _reexport
 from .recorder import OTelRecorder
 
 __all__ = ["OTelRecorder"]
+
+# Reprs, tracebacks and pickles name agentactors.otel.X, where users import X from, not the module that defines
+# it (agentactors._reexport says what that takes to keep type hints resolving).
+_reexport.adopt(globals(), __all__, __name__)

@@ -47,6 +47,14 @@ DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 
 SERVED_BY = "agentactors.served_by"
 RUN_ID = "agentactors.run_id"
 TOOL_STATUS = "agentactors.tool.status"
+# A handoff (no convention covers one): a span event on the run's invoke_agent span, and the run's last
+# agent on that span when it ended with another agent than it started with.  gen_ai.agent.name stays the
+# agent invoked: the conventions want it at span creation (sampling) and the span's name is made of it.
+HANDOFF_EVENT = "agentactors.handoff"
+HANDOFF_FROM = "agentactors.handoff.from_agent"
+HANDOFF_TO = "agentactors.handoff.to_agent"
+FINAL_AGENT = "agentactors.final_agent"
+HANDOFFS = "agentactors.handoffs"
 
 # The package's wire names -> the conventions' well-known provider names.
 _PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini"}

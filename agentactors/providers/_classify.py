@@ -32,7 +32,8 @@ from typing import Any
 
 import httpx
 
-from ..errors import ErrorKind, ProviderError, ProviderTimeout, scrub_chain
+from .._scrub import scrub_chain
+from ..errors import ErrorKind, ProviderError, ProviderTimeout
 from ..redaction import redact
 
 __all__ = [
@@ -356,7 +357,7 @@ def classify_exception(exc: BaseException, *, provider: str, model: str | None =
     malformed header, say), which is a request fault.  Anything else unknown is a
     request fault (unknown errors are not retried — retrying unknowns is how peers
     burn money), unless it or its cause carries an explicit ``retryable`` attribute.
-    The cause kept is :func:`~agentactors.errors.scrub_chain` of ``exc``: ``exc``
+    The cause kept is :func:`~agentactors._scrub.scrub_chain` of ``exc``: ``exc``
     itself, or a stand-in if its text held a credential.
     Cancellation must not reach this function; callers re-raise it first.
     """

@@ -13,8 +13,9 @@ request/response/stream mapping) plus this class, which does the I/O:
   every error, cause chain and log line (httpx's and httpcore's included);
 * sends through one seam (:mod:`._transport`): an injected
   :class:`httpx.AsyncClient` as is; else an owned pool created lazily inside the
-  running event loop — aiohttp under httpx on asyncio when the ``[aiohttp]``
-  extra is installed, httpcore otherwise (always on trio);
+  running event loop — aiohttp on asyncio when the ``[aiohttp]`` extra is
+  installed (no httpx object per request, httpx's exceptions), httpcore
+  otherwise (always on trio);
 * reads bodies under byte limits counted after decompression
   (:mod:`._limits`, :mod:`._body`) and an error body only as far as
   classification needs;
@@ -40,7 +41,8 @@ import anyio
 import anyio.lowlevel
 import httpx
 
-from ..errors import ErrorKind, MalformedResponseError, ProviderError, scrub_chain
+from .._scrub import scrub_chain
+from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
 from ..redaction import redact, redact_loggers, register_secret
 from ..settings import ModelSettings
@@ -55,7 +57,7 @@ from ._limits import (
     ResponseLimits,
 )
 from ._sse import SSEReader, iter_events
-from ._transport import ClientSender, Sender, owned_sender, preload
+from ._transport import ClientSender, Sender, WireResponse, owned_sender, preload, raw_headers
 from .base import check_forced_tool_choice, check_response_format, events_for_response, interrupted, resolve_model
 from .codec import StreamDecoder, WireCodec
 from .ratelimits import RateLimitState, read_rate_limits
@@ -96,6 +98,8 @@ _TRANSPORT_LOGGERS = (
 )
 # Offered explicitly, so a server never answers in an encoding whose decoder we do not bound.
 _ACCEPT_ENCODING = "gzip, deflate"
+# One encoder for every request body (json.dumps with options builds a new one per call).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def iter_sse(raw: bytes | str) -> Iterator[tuple[str, str]]:
@@ -210,6 +214,9 @@ class HTTPProvider:
         self._keeper: AsyncGenerator[None, None] | None = None
         self._carries_forced = bool(carries_forced_tool_choice)
         self._rate_limit: RateLimitState | None = None
+        # The request headers, per stream flag: the same on every request, so built once (never changed
+        # afterwards: a sender may keep a prepared form of each).
+        self._header_sets: dict[bool, dict[str, str]] = {}
 
     @classmethod
     def _key_from_env(cls) -> str | None:
@@ -299,6 +306,14 @@ class HTTPProvider:
         """
         return self._carries_forced
 
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether a JSON-schema response format may be sent to ``model``.
+
+        The base answers ``False`` (the port's default: a wire that has no mapping for it would drop it);
+        vendor subclasses whose codec maps it answer per model.
+        """
+        return False
+
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """Send ``request`` and return the decoded response.
 
@@ -308,7 +323,7 @@ class HTTPProvider:
         response = await self._send(url, headers, content, model, stream=False, io_timeout=request.timeout)
         reader = self._reader(response, model)
         try:
-            self._note_rate_limit(response.headers)
+            self._note_rate_limit(response)
             if not _is_2xx(response.status_code):
                 raise await self._http_error(response, reader, model)
             body = await self._read_all(reader, model)
@@ -364,7 +379,7 @@ class HTTPProvider:
                 kind=ErrorKind.request,
             ) from exc
         try:
-            content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            content = _JSON.encode(body).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise ProviderError(
                 f"the request body cannot be sent as JSON: {exc}",
@@ -372,12 +387,14 @@ class HTTPProvider:
                 model=model,
                 kind=ErrorKind.request,
             ) from exc
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream" if stream else "application/json",
-            "accept-encoding": _ACCEPT_ENCODING,
-        }
-        headers.update(self._codec.headers(self.__api_key))
+        headers = self._header_sets.get(stream)
+        if headers is None:
+            headers = self._header_sets[stream] = {
+                "content-type": "application/json",
+                "accept": "text/event-stream" if stream else "application/json",
+                "accept-encoding": _ACCEPT_ENCODING,
+                **self._codec.headers(self.__api_key),
+            }
         return model, self._codec.url(self._base_url, model, stream=stream), headers, content
 
     def with_defaults(self, request: LLMRequest) -> LLMRequest:
@@ -406,7 +423,7 @@ class HTTPProvider:
         *,
         stream: bool,
         io_timeout: float | None = None,
-    ) -> httpx.Response:
+    ) -> WireResponse:
         """Put the request on the wire; ``io_timeout`` is the request's own (``ModelSettings.timeout``)."""
         sender = self._get_sender()
         if self._keeper is None and self._owns_sender and sender.name == "aiohttp":
@@ -428,7 +445,7 @@ class HTTPProvider:
         # Raised outside the except block, so the foreign exception is not kept as __context__ either.
         raise failure
 
-    def _reader(self, response: httpx.Response, model: str) -> BodyReader:
+    def _reader(self, response: WireResponse, model: str) -> BodyReader:
         return BodyReader(
             response,
             limit=self._limits.max_response_bytes,
@@ -448,15 +465,15 @@ class HTTPProvider:
             failure = self._transport_error(exc, model)
         raise failure
 
-    def _note_rate_limit(self, headers: httpx.Headers) -> None:
-        state = read_rate_limits(headers)
+    def _note_rate_limit(self, response: WireResponse) -> None:
+        state = read_rate_limits(raw_headers(response))
         if state is not None:  # a response without the headers says nothing new
             self._rate_limit = state
 
     def _transport_error(self, exc: BaseException, model: str) -> ProviderError:
         return classify_exception(exc, provider=self._name, model=model)
 
-    async def _http_error(self, response: httpx.Response, reader: BodyReader, model: str) -> ProviderError:
+    async def _http_error(self, response: WireResponse, reader: BodyReader, model: str) -> ProviderError:
         # Only as much of the body as classification needs: an error page may be 60 MB.
         try:
             body = await reader.read_head(ERROR_BODY_BYTES)
@@ -516,7 +533,7 @@ class HTTPProvider:
         response = await self._send(url, headers, content, model, stream=True, io_timeout=request.timeout)
         reader = self._reader(response, model)
         try:
-            self._note_rate_limit(response.headers)
+            self._note_rate_limit(response)
             if not _is_2xx(response.status_code):
                 raise await self._http_error(response, reader, model)
             ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()

@@ -33,6 +33,7 @@ when a cluster starts (or a worker runs), never by ``import agentactors``.
 
 from __future__ import annotations
 
+from .. import _reexport
 from .budget import SharedBudget
 from .cluster import ClusterCompletions, RayCluster
 from .errors import RemoteError, VersionMismatch, WorkerLost
@@ -48,3 +49,8 @@ __all__ = [
     "WorkerLost",
     "with_shared_budget",
 ]
+
+# Reprs, tracebacks and pickles (results and errors cross processes here) name agentactors.ray.X, where users
+# import X from, not the module that defines it (agentactors._reexport says what that takes to keep type hints
+# resolving).  A worker unpickles them by that name: importing agentactors.ray imports no ray.
+_reexport.adopt(globals(), __all__, __name__)

@@ -353,7 +353,7 @@ def with_retry(
       a :class:`~agentactors.errors.CircuitOpenError` and a
       :class:`~agentactors.errors.StreamInterruptedError` are never retried.
       Exceptions that are not a ``ProviderError`` are classified first
-      (:func:`~agentactors.errors.classify_exception`: unknown ones are request
+      (:func:`~agentactors.providers.classify_exception`: unknown ones are request
       errors) and raised as the classified ``ProviderError``.
     * ``deadline`` (seconds, measured on ``clock`` from the first attempt): a
       wait that would end past it is not started; the error is raised instead.

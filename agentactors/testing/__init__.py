@@ -1,14 +1,14 @@
 """Testing support: the FakeVendor server, its scripting types, and virtual time on asyncio.
 
-``FakeVendor`` needs the ``testing`` extra (``pip install agentactors[testing]``,
-for hypercorn); it is imported on first use so that ``agentactors.testing``
-itself costs nothing to import.
+``FakeVendor`` serves HTTP itself (no server package needed); it is imported on first use so
+that ``agentactors.testing`` itself costs nothing to import.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import _reexport
 from ._fake_script import (
     Conversation,
     FakeError,
@@ -47,6 +47,11 @@ __all__ = [
     "VirtualTimeLoop",
     "virtual_backends",
 ]
+
+# Reprs, tracebacks and pickles name agentactors.testing.X, where users import X from, not the private module
+# that defines it (agentactors._reexport says what that takes to keep type hints resolving).  FakeVendor, loaded
+# on first use, is relabelled by its own module (fakevendor.py) when that is imported.
+_reexport.adopt(globals(), (name for name in __all__ if name != "FakeVendor"), __name__)
 
 
 def __getattr__(name: str) -> Any:

@@ -45,10 +45,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server_process(token: str | None = TOKEN) -> Iterator[str]:
-    """Run the test server over streamable HTTP; yields its URL (``http://127.0.0.1:PORT/mcp``)."""
+def http_server_process(token: str | None = TOKEN, *, sse: bool = False) -> Iterator[str]:
+    """Run the test server over streamable HTTP (or SSE); yields its URL (``http://127.0.0.1:PORT/mcp``,
+    ``.../sse``)."""
+    with http_server_subprocess(token, sse=sse) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def http_server_subprocess(
+    token: str | None = TOKEN, *, sse: bool = False
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """:func:`http_server_process`, and its process too (a test that kills it)."""
     port = free_port()
-    args = [sys.executable, str(SERVER), "http", str(port), *([token] if token else [])]
+    args = [sys.executable, str(SERVER), "sse" if sse else "http", str(port), *([token] if token else [])]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -60,7 +70,7 @@ def http_server_process(token: str | None = TOKEN) -> Iterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the MCP test server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}", process
     finally:
         process.terminate()
         try:

@@ -5,6 +5,7 @@ Run as a program, never imported by the package::
     python tests/support/mcp_server.py stdio
     python tests/support/mcp_server.py http PORT          # streamable HTTP on 127.0.0.1:PORT at /mcp
     python tests/support/mcp_server.py http PORT TOKEN    # ... answering only requests with that bearer token
+    python tests/support/mcp_server.py sse PORT [TOKEN]   # the older SSE transport: /sse and /messages/
 
 Its tools cover what the client must handle: structured arguments and results, an ``isError`` result, a
 JSON-RPC error, a call that hangs (and records the cancellation that reaches it), a 10 MB result, a
@@ -149,20 +150,20 @@ def _mark_start() -> None:
 def main(argv: list[str]) -> None:
     _mark_start()
     print(f"agentactors-test MCP server starting (pid {os.getpid()})", file=sys.stderr, flush=True)
-    if argv[:1] == ["http"]:
+    if argv[:1] in (["http"], ["sse"]):
         port = int(argv[1])
         token = argv[2] if len(argv) > 2 else None
-        _serve_http(port, token)
+        _serve_http(port, token, sse=argv[0] == "sse")
     else:
         server.run("stdio")
 
 
-def _serve_http(port: int, token: str | None) -> None:
+def _serve_http(port: int, token: str | None, *, sse: bool = False) -> None:
     import uvicorn
     from starlette.responses import PlainTextResponse
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    app: ASGIApp = server.streamable_http_app()
+    app: ASGIApp = server.sse_app() if sse else server.streamable_http_app()
 
     if token is not None:
         inner = app

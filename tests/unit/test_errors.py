@@ -154,3 +154,15 @@ def test_errors_outside_errors_py_join_the_tree_and_keep_their_builtin_bases() -
     with pytest.raises(AgentActorsError):
         to_gemini_schema({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"})
     assert issubclass(GeminiSchemaError, AgentActorsError)
+
+
+def test_scrub_chain_is_still_importable_from_agentactors_errors_without_a_warning() -> None:
+    """It lives in agentactors._scrub (the cause-chain idea, apart from the tree); the errors name stays."""
+    import warnings
+
+    from agentactors import _scrub
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from agentactors.errors import scrub_chain
+    assert scrub_chain is _scrub.scrub_chain is agentactors.errors.scrub_chain
