@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _load as L  # noqa: E402
+import _sessions as S  # noqa: E402
 import _workloads as W  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -87,7 +88,7 @@ def spread(s: dict[str, float], f: Callable[[float], str] = fmt_us) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8,W9")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8,W9,W11")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny counts, to check the harness")
     parser.add_argument("--out", default=str(RESULTS / "latest.json"))
@@ -201,6 +202,32 @@ def main(argv: list[str] | None = None) -> int:
                f"3× the {res['capacity_runs_per_s']:.0f} runs/s one actor serves)", "",
                table(["scheduling", "max_wait", "goodput", "ok p50", "ok p99", "refused", "refused mid-run",
                       "refused in (p50)", "(p99)", "unfinished at cut-off"], rows), ""]
+
+    if "W11" in only:
+        res = S.w11_sessions(reps=reps, smoke=smoke)
+        report["workloads"]["W11"] = res
+        w1 = report["workloads"].get("W1", {}).get("sequential", {}).get("agentactors", {}).get("median")
+        rows = []
+        for name, s in res["latency"].items():
+            rows.append([name, spread(s), f"{s['vs_agent_run']:.2f}×",
+                         f"{s['vs_history_by_hand']:.2f}×" if "vs_history_by_hand" in s else "—",
+                         f"{s['median'] / w1:.2f}×" if w1 else "—"])
+        md += [f"## W11 sessions: turn latency ({res['turns']['memory']:,} turns with MemoryStore, "
+               f"{res['turns']['sqlite']:,} with SqliteStore, sequential)", "",
+               table(["turn", "per turn (min–max)", "× agent.run", "× agent.run(history by hand)", "× W1"], rows), ""]
+        rows = []
+        for kind, m in res["memory"].items():
+            if "error" in m:
+                rows.append([kind, str(m["error"]), "", "", "", "", ""])
+                continue
+            rows.append([kind, f"{m['create_s']:.1f} s ({m['turns_per_s']:,.0f}/s)",
+                         f"{m['peak_rss_growth_mb']:.1f} MB", f"{m['active_bytes_per_session'] / 1024:.2f} KB",
+                         f"{m['idle_bytes_per_session'] / 1024:.3f} KB", f"{m['idle_blocks_per_session']:.3f}",
+                         f"{m['db_mb']:.1f} MB" if kind == "sqlite" else "—"])
+        md += [f"## W11 sessions: memory ({res['sessions']:,} sessions, one turn each, then idle and deactivated)", "",
+               table(["store", "created + one turn each", "peak RSS growth", "RSS / active session",
+                      "RSS / deactivated session", "Python blocks / deactivated session", "database file"], rows),
+               ""]
 
     text = "\n".join(md)
     print(text)

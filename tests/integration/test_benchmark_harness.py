@@ -27,7 +27,7 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["smoke"] is True
-    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"}
+    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W11"}
     w1 = report["workloads"]["W1"]["sequential"]
     for impl in ("plain asyncio loop", "naive anyio actors", "agentactors"):
         assert w1[impl]["median"] > 0, impl
@@ -41,4 +41,9 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     w6 = report["workloads"]["W6"]
     assert w6["primary_calls_while_open"] == 0
     assert w6["goodput"] > 0.5
+    w11 = report["workloads"]["W11"]
+    assert w11["latency"]["session first turn (sqlite)"]["median"] > 0
+    for kind in ("sqlite", "memory"):
+        assert w11["memory"][kind]["active_at_peak"] == w11["sessions"], kind
+        assert w11["memory"][kind]["actors_left"] == 2, kind  # the provider's and the tools': no session's
     assert "| implementation |" in proc.stdout  # the markdown table is printed

@@ -1,0 +1,19 @@
+"""Sessions: conversations held by virtual actors, and the stores that keep them (``docs/sessions.md``).
+
+``session = rt.session(agent, key, store=SqliteStore("chat.db"))``; ``await session.send(prompt)``
+runs one turn on the session's history and commits it.  The modules, one idea each:
+
+* :mod:`.session` — :class:`AgentSession`, the handle (``send``, ``resolve``, ``history``);
+* :mod:`.actor` — what a session's actor does with a turn: the commit rule, pauses, conflicts;
+* :mod:`.registry` — activation on demand and deactivation when idle (one sweeper per runtime);
+* :mod:`.store` — the :class:`SessionStore` port and :class:`SessionRecord`;
+* :mod:`.memory` and :mod:`.sqlite` — :class:`MemoryStore` and :class:`SqliteStore`;
+* :mod:`.format` and :mod:`.codec` — the stored JSON document, its format versions and migrations.
+"""
+
+from .memory import MemoryStore
+from .session import AgentSession, open_session
+from .sqlite import SqliteStore
+from .store import SessionRecord, SessionStore
+
+__all__ = ["AgentSession", "MemoryStore", "SessionRecord", "SessionStore", "SqliteStore", "open_session"]

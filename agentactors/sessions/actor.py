@@ -1,0 +1,233 @@
+"""The session actor: one conversation's turns, one at a time, each committed whole or not at all.
+
+A session's state — its history, its version in the store, its pending pause — lives in one actor
+spawned with ``concurrency=1``, so turns never interleave and the state needs no lock.  The actor is
+*virtual* (:mod:`agentactors.sessions.registry` activates and deactivates it); this module is what it
+does with a message.
+
+**The commit rule.**  A turn runs the agent on ``history + prompt`` and ends in one of three ways:
+
+* **committed** — the run ended on an answer (``result.ok``), or stopped at ``max_steps`` /
+  ``max_empty_steps`` without an error (``bounded`` and ``error is None``): ``result.messages``
+  becomes the history, in one store commit, and ``session.committed`` is emitted;
+* **paused** — the run stopped at tool calls awaiting approval (``result.paused``): the history stays
+  as it was and the pause (``result.resume_state``) is committed with it, so it survives the
+  process; the session takes no new turn until :meth:`SessionActor.resolve` decides it;
+* **not committed** — the run raised, was cancelled (its caller's cancellation, or
+  ``result.cancelled``), failed (``result.generation_failed``) or ended with ``result.error`` set (a
+  provider failure after some text, ``RunDeadlineExceeded``, ``OutputValidationError``): the store is
+  not touched and the history is *exactly* what it was.  The result (or the exception) still goes
+  to the caller.
+
+**Atomic under cancellation.**  The commit is the turn's one point of no return: it runs shielded, and
+the actor's copy of the state changes only once the store said yes.  A cancellation that arrives
+before the commit starts cancels the turn (nothing committed); one that arrives during it waits for it
+(the turn is committed, and the caller gets either its result or the cancellation — which one depends on
+where the turn ran, so a caller that must know reads the history or the store).
+
+**Conflicts.**  A commit names the version the turn started from; if another runtime or process
+committed meanwhile, the store refuses it with :class:`~agentactors.errors.SessionConflictError`,
+which reaches the caller — the turn is not committed, nothing is overwritten — and the actor marks
+itself stale: its next turn reloads the session from the store first.
+
+**Resolving a pause** first *claims* it: a commit that clears the pause (history unchanged, version
+bumped) before any tool runs.  Of two resolves of one pause — in this runtime (the second queues behind
+the first and finds no pause) or in another process (its claim meets a newer version) — exactly one
+claims it; the other raises ``SessionConflictError`` and runs nothing.  Then the agent resumes the paused
+run, and its outcome is committed like a turn's (its messages become the history, or it pauses again).
+If the resumed run fails or is cancelled, the pause stays consumed: the history is what it was before the
+paused turn, and the decided calls are not offered again (a tool that ran may have had effects; running
+it twice would be worse than asking the person again with a new turn).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import anyio
+import attrs
+
+from ..actors.runtime import Runtime
+from ..errors import SessionConflictError, SessionPausedError
+from ..loop.pause import PausedRun, check_decisions
+from ..loop.result import RunResult
+from ..messages import Message, ToolCall
+from ..settings import ModelSettings
+from .store import SessionRecord, SessionStore
+
+__all__ = ["Resolve", "SessionActor", "SessionAgent", "Turn", "committable"]
+
+
+class SessionAgent(Protocol):
+    """What a session needs of an agent (:class:`agentactors.Agent` is one): its name, ``run`` and ``resume``."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    async def run(
+        self,
+        prompt: Any,
+        *,
+        runtime: Runtime | None = None,
+        deps: Any = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+    ) -> RunResult[Any]: ...
+
+    async def resume(
+        self, state: Any, decisions: Any, *, runtime: Runtime | None = None, deps: Any = None
+    ) -> RunResult[Any]: ...
+
+
+@attrs.frozen(slots=True)
+class Turn:
+    """Run one turn: ``agent`` on the history plus ``messages``.  ``deps`` reach tools and are never stored."""
+
+    agent: SessionAgent
+    messages: tuple[Message, ...]
+    deps: Any = attrs.field(default=None, repr=False)
+    settings: ModelSettings | None = None
+    deadline: float | None = None
+    priority: int | None = None
+
+
+@attrs.frozen(slots=True)
+class Resolve:
+    """Decide the pending pause with ``decisions`` (``{call_id: True | "reason"}``) and resume the run."""
+
+    agent: SessionAgent
+    decisions: Any
+    deps: Any = attrs.field(default=None, repr=False)
+
+
+def committable(result: RunResult[Any]) -> bool:
+    """Whether a turn's result is committed (as history or as a pause): see the module docstring."""
+    return not (result.cancelled or result.generation_failed or result.error is not None)
+
+
+class SessionActor:
+    """One session's state and turns (spawned by the registry with ``concurrency=1``; see the module docstring).
+
+    ``history``, ``version`` and ``paused`` are the committed state as this actor last knew it;
+    ``loaded`` is false until the first message loads it from the store, and again after a conflict
+    (the next message reloads it).
+    """
+
+    __slots__ = ("activated", "history", "key", "loaded", "paused", "rt", "store", "version")
+
+    def __init__(self, rt: Runtime, store: SessionStore, key: str) -> None:
+        self.rt = rt
+        self.store = store
+        self.key = key
+        self.history: tuple[Message, ...] = ()
+        self.version: int | None = None
+        self.paused: PausedRun | None = None
+        self.loaded = False
+        self.activated = False
+
+    @property
+    def pending(self) -> tuple[ToolCall, ...]:
+        return () if self.paused is None else self.paused.pending
+
+    async def receive(self, message: Turn | Resolve) -> RunResult[Any]:
+        """Handle a :class:`Turn` or a :class:`Resolve` (loading the session first if need be)."""
+        if not self.loaded:
+            await self._load()
+        if type(message) is Turn:
+            return await self.turn(message)
+        if type(message) is Resolve:
+            return await self.resolve(message)
+        raise TypeError(f"a session actor handles Turn and Resolve, not {type(message).__name__}")
+
+    async def _load(self) -> None:
+        record = await self.store.load(self.key)
+        if record is None:
+            self.history, self.version, self.paused = (), None, None
+        else:
+            self.history, self.version, self.paused = record.messages, record.version, record.paused
+        self.loaded = True
+        if not self.activated:
+            self.activated = True
+            self.rt.emit(
+                "session.activated",
+                key=self.key,
+                version=self.version,
+                messages=len(self.history),
+                paused=self.paused is not None,
+            )
+
+    async def turn(self, message: Turn) -> RunResult[Any]:
+        """Run the turn and commit its outcome (the module docstring's rule).
+
+        :raises SessionPausedError: the session waits for decisions on a paused turn.
+        :raises SessionConflictError: another turn was committed first; this one was not.
+        """
+        if self.paused is not None:
+            raise SessionPausedError(
+                f"session {self.key!r} is paused for approval of {len(self.paused.pending)} call(s): "
+                "resolve() it before sending another turn",
+                key=self.key,
+                pending=self.paused.pending,
+            )
+        result = await message.agent.run(
+            self.history + message.messages,
+            runtime=self.rt,
+            deps=message.deps,
+            settings=message.settings,
+            deadline=message.deadline,
+            priority=message.priority,
+        )
+        await self._settle(result)
+        return result
+
+    async def resolve(self, message: Resolve) -> RunResult[Any]:
+        """Claim the pause, resume the run with the decisions, commit its outcome.
+
+        :raises TypeError, ValueError: decisions that do not fit the pause (nothing claimed).
+        :raises SessionConflictError: there is no pause to resolve (resolved already, or never
+            paused), or another runtime claimed it first.  Nothing ran.
+        """
+        pause = self.paused
+        if pause is None:
+            raise SessionConflictError(
+                f"session {self.key!r} has no pause to resolve: it was resolved already, or never paused",
+                key=self.key,
+            )
+        decisions = check_decisions(pause, message.decisions)
+        await self._commit(SessionRecord(self.key, self.history, 0, None, pause.run_id), claim=True)
+        result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
+        await self._settle(result)
+        return result
+
+    async def _settle(self, result: RunResult[Any]) -> None:
+        if not committable(result):
+            return
+        state = result.resume_state
+        if state is not None:
+            await self._commit(SessionRecord(self.key, self.history, 0, state, result.run_id))
+        else:
+            await self._commit(SessionRecord(self.key, result.messages, 0, None, result.run_id))
+
+    async def _commit(self, record: SessionRecord, *, claim: bool = False) -> None:
+        """Commit ``record`` over the version this actor holds; adopt what the store stored.
+
+        Cancellation: shielded — a commit that started ends, and the actor's state follows the store.
+        """
+        with anyio.CancelScope(shield=True):
+            try:
+                stored = await self.store.commit(record, expected_version=self.version)
+            except BaseException:
+                # A conflict (or a failure that leaves the outcome unknown): reload before the next turn.
+                self.loaded = False
+                raise
+            self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
+        self.rt.emit(
+            "session.committed",
+            key=self.key,
+            version=stored.version,
+            turn_run_id=stored.run_id,
+            messages=len(stored.messages),
+            paused=stored.paused is not None,
+            resolving=claim,
+        )

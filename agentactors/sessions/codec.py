@@ -1,0 +1,332 @@
+"""The lossless JSON codec of a session's contents: messages, parts, tool calls and results, usage, pauses.
+
+A session outlives the process that started it, so what it holds must survive a trip through a file:
+every field of every object, decoded into an object *equal* to the one encoded (the property tests in
+``tests/unit/sessions/test_codec.py`` check it).  Plain JSON, not pickle: a stored session must be
+readable by a later version of the library (and by a person with ``sqlite3`` and ``json_extract``), and
+loading it must never run code.
+
+What the wire-free shapes look like:
+
+* a message is ``{"role": ...}`` plus only the fields that differ from their defaults; its ``parts``
+  are stored when it has media (a text-only message is its ``content``);
+* a media part's bytes are standard base64 (``"data"``), a part given by URL keeps its ``"url"``;
+* a tool result's ``status`` is the :class:`~agentactors.tools.results.ToolStatus` value;
+* free-form values (a call's ``arguments``, opaque ``provider_data``) are JSON as they are, with the
+  few Python values JSON lacks tagged: ``{"$bytes": "<base64>"}``, ``{"$tuple": [...]}``, and a
+  dict whose only key starts with ``$`` wrapped as ``{"$dict": {...}}`` so it cannot be mistaken for
+  a tag.  A value of any other type (a datetime, an object) is refused with :class:`TypeError` when
+  the turn is committed — a session stores data, not objects.
+
+Decoding builds the objects through their constructors, so a value that does not validate (a stored
+file edited by hand, say) raises the constructor's ``TypeError`` / ``ValueError``;
+:mod:`agentactors.sessions.format` turns that into a
+:class:`~agentactors.errors.SessionFormatError` naming the session.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from ..loop.pause import PausedRun
+from ..messages import Message, ToolCall, Usage
+from ..parts import Audio, Document, Image, MediaPart, Part, Text
+from ..tools.results import ToolResult, ToolStatus
+
+__all__ = [
+    "call_from_json",
+    "call_to_json",
+    "message_from_json",
+    "message_to_json",
+    "messages_from_json",
+    "messages_to_json",
+    "part_from_json",
+    "part_to_json",
+    "paused_from_json",
+    "paused_to_json",
+    "result_from_json",
+    "result_to_json",
+    "usage_from_json",
+    "usage_to_json",
+    "value_from_json",
+    "value_to_json",
+]
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+# --- free-form values ------------------------------------------------------------------------------
+
+
+def value_to_json(value: Any) -> Any:
+    """A JSON value for ``value`` (see the module docstring for the tags).  :raises TypeError: not storable."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"a stored mapping's keys must be str, not {type(k).__name__}")
+            out[k] = value_to_json(v)
+        if len(out) == 1 and next(iter(out)).startswith("$"):
+            return {"$dict": out}
+        return out
+    if isinstance(value, list):
+        return [value_to_json(v) for v in value]
+    if isinstance(value, tuple):
+        return {"$tuple": [value_to_json(v) for v in value]}
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"a session stores JSON data, bytes and tuples, not {type(value).__name__}")
+
+
+def value_from_json(value: Any) -> Any:
+    """The value :func:`value_to_json` encoded."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            tag, inner = next(iter(value.items()))
+            if tag == "$bytes":
+                return base64.b64decode(inner, validate=True)
+            if tag == "$tuple":
+                return tuple(value_from_json(v) for v in inner)
+            if tag == "$dict":
+                return {k: value_from_json(v) for k, v in inner.items()}
+        return {k: value_from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [value_from_json(v) for v in value]
+    return value
+
+
+def _optional(value: Any) -> Any:
+    return None if value is None else value_to_json(value)
+
+
+def _optional_back(value: Any) -> Any:
+    return None if value is None else value_from_json(value)
+
+
+# --- parts -----------------------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: Any) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError(f"a part's data is stored as base64 text, not {type(text).__name__}")
+    return base64.b64decode(text, validate=True)
+
+
+def part_to_json(part: Part) -> dict[str, Any]:
+    """A content part: ``{"type": "text" | "image" | "document" | "audio", ...}``."""
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text}
+    out: dict[str, Any] = {"type": part.kind}
+    if part.data is not None:
+        out["data"] = _b64(part.data)
+    else:
+        out["url"] = part.url
+    if part.media_type is not None:
+        out["media_type"] = part.media_type
+    if isinstance(part, Document) and part.title is not None:
+        out["title"] = part.title
+    return out
+
+
+def part_from_json(doc: Mapping[str, Any]) -> Part:
+    kind = doc["type"]
+    if kind == "text":
+        return Text(doc["text"])
+    data = _unb64(doc["data"]) if "data" in doc else None
+    url = doc.get("url")
+    media_type = doc.get("media_type")
+    if kind == "image":
+        return Image(data=data, url=url, media_type=media_type)
+    if kind == "document":
+        return Document(data=data, url=url, media_type=media_type or "application/pdf", title=doc.get("title"))
+    if kind == "audio":
+        if data is None:
+            raise ValueError("a stored audio part has no data")
+        return Audio(data, media_type=media_type)
+    raise ValueError(f"unknown stored part type {kind!r}")
+
+
+def _media(parts: Any) -> tuple[MediaPart, ...]:
+    out: list[MediaPart] = []
+    for doc in parts:
+        part = part_from_json(doc)
+        if isinstance(part, Text):
+            raise ValueError("a tool result's stored parts are media, not text")
+        out.append(part)
+    return tuple(out)
+
+
+# --- tool calls, results, usage --------------------------------------------------------------------
+
+
+def call_to_json(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": value_to_json(call.arguments)}
+    if call.raw_arguments is not None:
+        out["raw_arguments"] = call.raw_arguments
+    if call.arguments_error is not None:
+        out["arguments_error"] = call.arguments_error
+    if call.arguments_error_detail is not None:
+        out["arguments_error_detail"] = call.arguments_error_detail
+    if call.provider_data is not None:
+        out["provider_data"] = value_to_json(call.provider_data)
+    return out
+
+
+def call_from_json(doc: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(
+        id=doc["id"],
+        name=doc["name"],
+        arguments=value_from_json(doc.get("arguments", {})),
+        raw_arguments=doc.get("raw_arguments"),
+        arguments_error=doc.get("arguments_error"),
+        arguments_error_detail=doc.get("arguments_error_detail"),
+        provider_data=_optional_back(doc.get("provider_data")),
+    )
+
+
+def result_to_json(result: ToolResult) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "call_id": result.call_id,
+        "name": result.name,
+        "status": result.status.value,
+        "content": result.content,
+        "size_chars": result.size_chars,
+        "duration": result.duration,
+    }
+    if result.truncated:
+        out["truncated"] = True
+    if result.refused:
+        out["refused"] = True
+    if result.original_chars is not None:
+        out["original_chars"] = result.original_chars
+    if result.parts:
+        out["parts"] = [part_to_json(p) for p in result.parts]
+    if result.awaiting_approval:
+        out["awaiting_approval"] = True
+    return out
+
+
+def result_from_json(doc: Mapping[str, Any]) -> ToolResult:
+    return ToolResult(
+        doc["call_id"],
+        doc["name"],
+        ToolStatus(doc["status"]),
+        doc["content"],
+        doc["size_chars"],
+        doc["duration"],
+        truncated=bool(doc.get("truncated", False)),
+        refused=bool(doc.get("refused", False)),
+        original_chars=doc.get("original_chars"),
+        parts=_media(doc.get("parts", ())),
+        awaiting_approval=bool(doc.get("awaiting_approval", False)),
+    )
+
+
+def usage_to_json(usage: Usage) -> dict[str, int]:
+    """The non-zero counts only (``{}`` for no usage)."""
+    return {name: value for name in _USAGE_FIELDS if (value := getattr(usage, name))}
+
+
+def usage_from_json(doc: Mapping[str, Any]) -> Usage:
+    unknown = set(doc) - set(_USAGE_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown stored usage fields {sorted(unknown)}")
+    return Usage(**{name: int(doc[name]) for name in _USAGE_FIELDS if name in doc})
+
+
+# --- messages --------------------------------------------------------------------------------------
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    """One message, with only the fields that differ from their defaults."""
+    out: dict[str, Any] = {"role": message.role}
+    if message.media:
+        out["parts"] = [part_to_json(p) for p in message.parts]
+    elif message.content:
+        out["content"] = message.content
+    if message.tool_calls:
+        out["tool_calls"] = [call_to_json(c) for c in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.reasoning:
+        out["reasoning"] = message.reasoning
+    if message.provider_data is not None:
+        out["provider_data"] = value_to_json(message.provider_data)
+    if message.is_error:
+        out["is_error"] = True
+    return out
+
+
+def message_from_json(doc: Mapping[str, Any]) -> Message:
+    parts = doc.get("parts")
+    return Message(
+        role=doc["role"],
+        content="" if parts is not None else doc.get("content", ""),
+        tool_calls=tuple(call_from_json(c) for c in doc.get("tool_calls", ())),
+        tool_call_id=doc.get("tool_call_id"),
+        name=doc.get("name"),
+        reasoning=doc.get("reasoning", ""),
+        provider_data=_optional_back(doc.get("provider_data")),
+        is_error=bool(doc.get("is_error", False)),
+        parts=None if parts is None else tuple(part_from_json(p) for p in parts),
+    )
+
+
+def messages_to_json(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    return [message_to_json(m) for m in messages]
+
+
+def messages_from_json(docs: Any) -> tuple[Message, ...]:
+    if not isinstance(docs, list):
+        raise TypeError(f"stored messages are a list, not {type(docs).__name__}")
+    return tuple(message_from_json(d) for d in docs)
+
+
+# --- a paused run ----------------------------------------------------------------------------------
+
+
+def paused_to_json(state: PausedRun) -> dict[str, Any]:
+    """Every field of a :class:`~agentactors.loop.pause.PausedRun` (a test checks none is left out)."""
+    return {
+        "run_id": state.run_id,
+        "messages": messages_to_json(state.messages),
+        "calls": [call_to_json(c) for c in state.calls],
+        "results": [result_to_json(r) for r in state.results],
+        "pending": [call_to_json(c) for c in state.pending],
+        "reasons": dict(state.reasons),
+        "step": state.step,
+        "usage": usage_to_json(state.usage),
+        "tool_calls": [call_to_json(c) for c in state.tool_calls],
+        "answer": state.answer,
+        "agent": state.agent,
+        "handoffs": list(state.handoffs),
+        "output_step": state.output_step,
+    }
+
+
+def paused_from_json(doc: Mapping[str, Any]) -> PausedRun:
+    return PausedRun(
+        run_id=doc.get("run_id"),
+        messages=messages_from_json(doc["messages"]),
+        calls=tuple(call_from_json(c) for c in doc["calls"]),
+        results=tuple(result_from_json(r) for r in doc.get("results", ())),
+        pending=tuple(call_from_json(c) for c in doc["pending"]),
+        reasons={str(k): str(v) for k, v in doc.get("reasons", {}).items()},
+        step=int(doc.get("step", 0)),
+        usage=usage_from_json(doc.get("usage", {})),
+        tool_calls=tuple(call_from_json(c) for c in doc.get("tool_calls", ())),
+        answer=doc.get("answer", ""),
+        agent=doc.get("agent"),
+        handoffs=tuple(doc.get("handoffs", ())),
+        output_step=bool(doc.get("output_step", False)),
+    )

@@ -1,0 +1,239 @@
+"""A runtime's sessions: activated on demand, deactivated when idle — virtual actors, Orleans-style.
+
+A service may hold a conversation per user, and most users are idle most of the time.  So a session is
+not an actor that lives as long as the runtime: it is *virtual*.  Its address (store and key) always
+exists; an actor holds it only while it is in use.  The first turn in a runtime **activates** it (an
+actor is spawned and loads the session from its store); a session with no turn for its
+``idle_timeout`` **deactivates** (its actor is stopped and dropped: no task, no actor, no history in
+memory — the store keeps it); the next turn activates it again.  When the runtime exits, every
+session deactivates and the stores its sessions used are closed.
+
+**One sweeper per runtime, no timer per session.**  A timer per session would be a task per session —
+the very cost deactivation exists to avoid.  Instead, idle sessions sit in an ordered dict per
+distinct ``idle_timeout`` (usually one), in the order they went idle; since they share a timeout, that
+is also the order of their deadlines, so the oldest is always first.  One background task
+(``rt.spawn_task(..., background=True)``) sleeps until the earliest deadline of all the groups,
+deactivates what has expired, and sleeps again; a session going idle costs a dict move, and wakes the
+sweeper only if its deadline comes before the one the sweeper sleeps until.
+
+**No turn is ever lost to a deactivation.**  A session is idle when no ``send`` or ``resolve`` is in
+flight for it — counted by the handles, synchronously, before they ask the actor and after it answered.
+Only idle sessions are in the sweeper's dicts (a busy one leaves them on its first call and returns,
+last in line, when its last call ends), and the decision to deactivate — take it out of the
+registry — is made without an await: a turn arriving a moment later finds no actor and activates a new
+one, which loads from the store everything the old one committed.
+
+**Memory.**  An active idle session costs its actor (a few hundred bytes, :mod:`agentactors.actors`),
+its registry entry and its history; a deactivated one costs nothing here (the registry's dicts are
+rebuilt after large sweeps, because a Python dict never shrinks by itself).  What its store keeps is
+the store's business: :class:`~agentactors.sessions.memory.MemoryStore` keeps every history in memory,
+:class:`~agentactors.sessions.sqlite.SqliteStore` in its file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Final
+
+import anyio
+
+from ..actors.ref import ActorRef
+from ..actors.runtime import Runtime
+from .actor import SessionActor
+from .memory import MemoryStore
+from .store import SessionStore
+
+__all__ = ["Entry", "Sessions"]
+
+Slot = tuple[int, str]  # (id of the store, key): a session's address within one runtime
+
+# Rebuild the registry's dicts once they hold fewer than this share of their peak (and the peak was large).
+_SHRINK_RATIO: Final = 4
+_SHRINK_MIN: Final = 1024
+
+
+class Entry:
+    """An active session: its actor and what the registry needs to know to deactivate it."""
+
+    __slots__ = ("actor", "inflight", "last", "ref", "slot", "timeout")
+
+    def __init__(self, slot: Slot, actor: SessionActor, ref: ActorRef, timeout: float) -> None:
+        self.slot = slot
+        self.actor = actor
+        self.ref = ref
+        self.timeout = timeout
+        self.last = 0.0
+        self.inflight = 0
+
+
+class Sessions:
+    """The sessions of one runtime (a :meth:`Runtime.service <agentactors.actors.runtime.Runtime.service>`).
+
+    :meth:`checkout` / :meth:`checkin` bracket every call a handle makes; :meth:`get` reads without
+    activating.  See the module docstring for the lifecycle.
+    """
+
+    __slots__ = ("_default", "_idle", "_peak", "_sweeping", "_wake", "_wake_at", "active", "rt", "stores")
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.active: dict[Slot, Entry] = {}
+        #: Every store a session of this runtime used, by id: closed when the runtime exits.
+        self.stores: dict[int, SessionStore] = {}
+        self._idle: dict[float, OrderedDict[Slot, Entry]] = {}
+        self._default: MemoryStore | None = None
+        self._sweeping = False
+        self._wake: anyio.Event | None = None
+        self._wake_at = math.inf
+        self._peak = 0
+
+    @classmethod
+    def of(cls, rt: Runtime) -> Sessions:
+        """The runtime's registry, made on first use.  :raises RuntimeError: the runtime is not running."""
+        return rt.service(Sessions, lambda: cls(rt), cleanup=Sessions.aclose)
+
+    def default_store(self) -> MemoryStore:
+        """The runtime's own :class:`MemoryStore` (what ``store=None`` means)."""
+        if self._default is None:
+            self._default = MemoryStore()
+        return self._default
+
+    def get(self, slot: Slot) -> Entry | None:
+        return self.active.get(slot)
+
+    def stats(self) -> dict[str, int]:
+        """``active`` sessions, of which ``idle`` (waiting for the sweeper) and ``busy`` (a call in flight)."""
+        idle = sum(len(group) for group in self._idle.values())
+        busy = sum(1 for entry in self.active.values() if entry.inflight)
+        return {"active": len(self.active), "idle": idle, "busy": busy, "stores": len(self.stores)}
+
+    # -- a handle's call ----------------------------------------------------------------------------
+
+    def checkout(self, store: SessionStore, key: str, timeout: float) -> Entry:
+        """The session's entry, activated if need be, counted busy until :meth:`checkin`.  Never awaits.
+
+        :raises RuntimeError: the runtime is not running (no actor can be spawned).
+        """
+        slot = (id(store), key)
+        entry = self.active.get(slot)
+        if entry is None or entry.ref.stopped:
+            if entry is not None and entry.inflight == 0:  # stopped under us (the runtime is closing): replaced
+                stale = self._idle.get(entry.timeout)
+                if stale is not None:
+                    stale.pop(slot, None)
+            rt = self.rt
+            actor = SessionActor(rt, store, key)
+            ref = rt.spawn(actor, name=f"session:{key}", concurrency=1)
+            entry = self.active[slot] = Entry(slot, actor, ref, timeout)
+            self.stores.setdefault(id(store), store)
+            if len(self.active) > self._peak:
+                self._peak = len(self.active)
+            if not self._sweeping:
+                self._sweeping = True
+                rt.spawn_task(self._sweep, name="sessions.sweeper", background=True)
+        elif entry.inflight == 0:
+            group = self._idle.get(entry.timeout)
+            if group is not None:
+                group.pop(slot, None)
+        entry.timeout = timeout  # the last call's handle decides how long the session may stay idle
+        entry.inflight += 1
+        return entry
+
+    def checkin(self, entry: Entry) -> None:
+        """The call is over: an entry with no call left goes idle, last in its group.  Never awaits."""
+        entry.inflight -= 1
+        if entry.inflight or self.active.get(entry.slot) is not entry or math.isinf(entry.timeout):
+            return
+        entry.last = now = anyio.current_time()
+        group = self._idle.get(entry.timeout)
+        if group is None:
+            group = self._idle[entry.timeout] = OrderedDict()
+        group[entry.slot] = entry
+        due = now + entry.timeout
+        if due < self._wake_at and self._wake is not None:
+            self._wake_at = due
+            self._wake.set()
+
+    # -- the sweeper --------------------------------------------------------------------------------
+
+    async def _sweep(self) -> None:
+        """Deactivate expired idle sessions; sleep until the next deadline (see the module docstring).
+
+        Cancellation: a runtime background task, cancelled when the runtime exits (after its drain);
+        whatever is still active then is deactivated by :meth:`aclose`.
+        """
+        while True:
+            expired = self._expire(anyio.current_time())
+            for entry in expired:
+                self._deactivated(entry, "idle")
+                await self.rt.stop(entry.ref, drain=False)
+            del expired
+            # From here to the wait, no await: a session going idle meanwhile is seen by _next_due, and
+            # one going idle later wakes the sweeper if it is due sooner (checkin).
+            due = self._next_due()
+            wake = self._wake = anyio.Event()
+            self._wake_at = due
+            with anyio.CancelScope(deadline=due):
+                await wake.wait()
+
+    def _expire(self, now: float) -> list[Entry]:
+        """Take the expired idle sessions out of the registry (decided here, without an await)."""
+        expired: list[Entry] = []
+        for timeout, group in list(self._idle.items()):
+            while group:
+                slot, entry = next(iter(group.items()))
+                if entry.last + timeout > now:
+                    break
+                del group[slot]
+                if self.active.get(slot) is entry:
+                    del self.active[slot]  # idle (it is in the group), and from now on out of reach
+                    expired.append(entry)
+            if not group:
+                del self._idle[timeout]
+        if expired:
+            self._shrink()
+        return expired
+
+    def _next_due(self) -> float:
+        due = math.inf
+        for timeout, group in self._idle.items():
+            if group:
+                due = min(due, next(iter(group.values())).last + timeout)
+        return due
+
+    def _deactivated(self, entry: Entry, reason: str) -> None:
+        actor = entry.actor
+        self.rt.emit("session.deactivated", key=actor.key, version=actor.version, reason=reason)
+
+    def _shrink(self) -> None:
+        """Rebuild the dicts once far below their peak: a dict keeps its largest table until rebuilt."""
+        if self._peak >= _SHRINK_MIN and len(self.active) * _SHRINK_RATIO < self._peak:
+            self.active = dict(self.active)
+            self._idle = {t: OrderedDict(g) for t, g in self._idle.items()}
+            self._peak = len(self.active)
+
+    # -- the runtime's exit -------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """The runtime exits (its actors have stopped): every session deactivates; the stores used close.
+
+        A store that fails to close is left to the runtime, which logs it (the others still close).
+
+        Cancellation: a runtime cleanup, run shielded and bounded by the runtime.
+        """
+        entries = list(self.active.values())
+        self.active = {}
+        self._idle = {}
+        for entry in entries:
+            self._deactivated(entry, "runtime_exit")
+        stores = list(self.stores.values())
+        self.stores = {}
+        errors: list[BaseException] = []
+        for store in stores:
+            try:
+                await store.aclose()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]

@@ -1,0 +1,231 @@
+"""``AgentSession``: the handle to one conversation — ``await session.send(prompt)``, one turn at a time.
+
+``rt.session(agent, key)`` (or ``agent.session(key)``) returns a handle, not an actor: it holds the
+session's address (the runtime, the store, the key) and the agent to talk to, nothing else, so it is
+free to make, to drop and to make again — every handle with the same store and key reaches the same
+session.  A call on the handle activates the session if need be (:mod:`agentactors.sessions.registry`)
+and asks its actor (:mod:`agentactors.sessions.actor`), which runs the turn and commits it.
+
+The session is the *conversation*, not the agent: it is addressed by store and key only, and each turn
+runs the agent of the handle that sent it.  Two handles with different agents on one key take turns on
+one history (a triage agent's session continued by a specialist, say).
+
+What the handle reads synchronously — :attr:`~AgentSession.history`, :attr:`~AgentSession.paused`,
+:attr:`~AgentSession.pending_approvals`, :attr:`~AgentSession.version` — is the session's committed
+state *as this runtime holds it*: empty (``()``, ``False``, ``None``) before its first turn in this
+runtime, never a store read, never raising; once the session deactivated, ``history`` is what the
+handle last saw (the others are empty again).  The store is the truth; a turn always starts from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..actors.runtime import Runtime
+from ..loop.result import RunResult
+from ..messages import Message, ToolCall
+from ..parts import Part, is_part
+from ..settings import ModelSettings
+from .actor import Resolve, SessionAgent, Turn
+from .registry import Sessions
+from .store import SessionStore, check_store
+
+__all__ = ["AgentSession", "open_session"]
+
+
+def open_session(
+    agent: Any, key: str, *, runtime: Runtime, store: SessionStore | None, idle_timeout: float
+) -> AgentSession:
+    """The session ``key`` of ``runtime``, kept in ``store`` (``None``: the runtime's own ``MemoryStore``).
+
+    Nothing is activated or loaded yet: that is the first turn's work.  ``agent`` is used through its
+    public ``run`` and ``resume`` (:class:`~agentactors.sessions.actor.SessionAgent`).
+
+    :raises TypeError: ``key`` is not a str, ``store`` is not a session store, ``idle_timeout`` is not a number.
+    :raises ValueError: an empty ``key``, an ``idle_timeout`` that is not > 0 (``math.inf``: never idle).
+    :raises RuntimeError: ``runtime`` is not running.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"a session key is a str, not {type(key).__name__}")
+    if not key:
+        raise ValueError("a session key must not be empty")
+    if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float):
+        raise TypeError(f"idle_timeout is a number of seconds, not {type(idle_timeout).__name__}")
+    if not idle_timeout > 0:
+        raise ValueError(f"idle_timeout must be > 0 seconds (math.inf: never idle), not {idle_timeout!r}")
+    sessions = Sessions.of(runtime)
+    chosen = sessions.default_store() if store is None else check_store(store)
+    return AgentSession(agent, key, sessions, chosen, float(idle_timeout))
+
+
+def _prompt_messages(prompt: Any) -> tuple[Message, ...]:
+    """A turn's new messages: a str, a Message, messages, or the content parts of one user message."""
+    if isinstance(prompt, str):
+        return (Message.user(prompt),)
+    if isinstance(prompt, Message):
+        return (prompt,)
+    if is_part(prompt):
+        return (Message.user(prompt),)
+    if not isinstance(prompt, Sequence):
+        raise TypeError(f"a prompt is a str, a Message, messages or content parts, not {type(prompt).__name__}")
+    items = tuple(prompt)
+    if not items:
+        raise ValueError("a turn needs a prompt or at least one message")
+    if all(is_part(p) for p in items):
+        parts: tuple[Part, ...] = items
+        return (Message.user(parts),)
+    for m in items:
+        if not isinstance(m, Message):
+            raise TypeError(f"a turn's messages are Message objects, not {type(m).__name__}")
+    return items
+
+
+class AgentSession:
+    """One conversation held by a virtual actor: see the module docstring and ``docs/sessions.md``.
+
+    Made by ``rt.session(agent, key, *, store=None, idle_timeout=60.0)`` or ``agent.session(key, ...)``.
+    """
+
+    __slots__ = ("_agent", "_idle_timeout", "_key", "_seen", "_sessions", "_slot", "_store")
+
+    def __init__(
+        self, agent: SessionAgent, key: str, sessions: Sessions, store: SessionStore, idle_timeout: float
+    ) -> None:
+        self._agent = agent
+        self._key = key
+        self._sessions = sessions
+        self._store = store
+        self._idle_timeout = idle_timeout
+        self._slot = (id(store), key)
+        # The history this handle last saw while the session was active: what it shows once the session
+        # deactivated (the session itself keeps nothing in memory then; a handle kept by its user does).
+        self._seen: tuple[Message, ...] = ()
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else "inactive"
+        return f"<AgentSession {self._key!r} {state} version={self.version}>"
+
+    # -- what the handle knows ----------------------------------------------------------------------
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @property
+    def agent(self) -> SessionAgent:
+        """The agent this handle's turns run."""
+        return self._agent
+
+    @property
+    def store(self) -> SessionStore:
+        return self._store
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._sessions.rt
+
+    @property
+    def idle_timeout(self) -> float:
+        return self._idle_timeout
+
+    @property
+    def active(self) -> bool:
+        """Whether an actor holds the session in this runtime now (loaded, or loading for a first turn)."""
+        return self._sessions.get(self._slot) is not None
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """The committed conversation as this runtime holds it.
+
+        ``()`` until the session is first active here; once it deactivated, the history this handle last
+        saw (its last turn's, or its last read while active) — a new handle then shows ``()`` until the
+        next turn reloads the session.  Never a store read, never raising.
+        """
+        entry = self._sessions.get(self._slot)
+        if entry is not None:
+            self._seen = entry.actor.history
+        return self._seen
+
+    @property
+    def version(self) -> int | None:
+        """The committed version this runtime holds (``None``: not active here, or never committed)."""
+        entry = self._sessions.get(self._slot)
+        return None if entry is None else entry.actor.version
+
+    @property
+    def paused(self) -> bool:
+        """The last turn paused for approval and waits for :meth:`resolve` (as this runtime knows it)."""
+        entry = self._sessions.get(self._slot)
+        return entry is not None and entry.actor.paused is not None
+
+    @property
+    def pending_approvals(self) -> tuple[ToolCall, ...]:
+        """The calls awaiting a decision, in call order; ``()`` unless :attr:`paused`."""
+        entry = self._sessions.get(self._slot)
+        return () if entry is None else entry.actor.pending
+
+    # -- turns --------------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        prompt: str | Message | Sequence[Message] | Sequence[Part] | Part,
+        *,
+        deps: Any = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+    ) -> RunResult[Any]:
+        """Run one turn: the agent on the history plus ``prompt``; commit it if it ends well.
+
+        Turns of one session run one at a time, in the order they were sent; turns of different
+        sessions run concurrently.  ``deps``, ``settings``, ``deadline`` and ``priority`` are the
+        run's (:meth:`agentactors.Agent.run`); ``deps`` are never stored.  The result is the run's:
+        ``result.messages`` is the history after the turn when it was committed.  A turn that fails,
+        is cancelled or ends with an error returns (or raises) as the run does and leaves the history
+        exactly as it was (the commit rule: ``docs/sessions.md``).  A turn that pauses for approval
+        returns the paused result; the session then waits for :meth:`resolve`.
+
+        :raises SessionPausedError: the session waits for decisions on a paused turn.
+        :raises SessionConflictError: another runtime or process committed a turn first: this one was
+            not committed (its tools may have run); the session reloads before its next turn.
+        :raises SessionFormatError: the stored session is in a format this version cannot read.
+        :raises ActorStopped: the runtime is closing.
+        :raises TypeError, ValueError: not a prompt.
+
+        Cancellation: cancelling the caller cancels the turn — still queued, it never runs; running,
+        its run is cancelled — and nothing is committed.  A cancellation that arrives while the
+        turn's commit is being written waits for it: the turn is then committed (the store's write is
+        all or nothing), and the caller gets its result or the cancellation.
+        """
+        message = Turn(self._agent, _prompt_messages(prompt), deps, settings, deadline, priority)
+        return await self._ask(message)
+
+    async def resolve(self, decisions: Mapping[str, bool | str], *, deps: Any = None) -> RunResult[Any]:
+        """Decide the paused turn (``{call_id: True}`` approves, ``{call_id: "reason"}`` denies) and resume it.
+
+        The pause is claimed in the store before anything runs, so of two resolves of one pause — here
+        or in another process — one goes on and the other raises :class:`SessionConflictError`.  The
+        resumed run's outcome is committed like a turn's (its messages become the history, or it
+        pauses again: ``result.paused``).  If it fails or is cancelled after the claim, the pause is
+        consumed and the history is what it was before the paused turn (``docs/sessions.md``).
+
+        :raises TypeError, ValueError: decisions that do not name exactly the pending calls, or a
+            decision that is not ``True``, ``False`` or a reason (nothing is claimed).
+        :raises SessionConflictError: no pause to resolve (resolved already, or never paused), or
+            another runtime or process claimed it first.  Nothing ran.
+
+        Cancellation: as :meth:`send`; a cancellation before the claim is written leaves the pause as
+        it was.
+        """
+        return await self._ask(Resolve(self._agent, decisions, deps))
+
+    async def _ask(self, message: Turn | Resolve) -> RunResult[Any]:
+        sessions = self._sessions
+        entry = sessions.checkout(self._store, self._key, self._idle_timeout)
+        try:
+            result: RunResult[Any] = await entry.ref.ask(message)
+        finally:
+            self._seen = entry.actor.history
+            sessions.checkin(entry)
+        return result

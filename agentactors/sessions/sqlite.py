@@ -1,0 +1,281 @@
+"""``SqliteStore``: sessions in a SQLite database file, shared safely by runtimes and processes.
+
+A session store must be durable (a conversation outlives the process), shareable (two processes on
+one file must never lose each other's turns) and cheap to leave idle (100,000 dormant conversations
+should cost a file, not memory).  SQLite is all three and ships with Python.
+
+**Why stdlib** ``sqlite3`` **in worker threads, not an async driver.**  Every async SQLite driver
+(aiosqlite and its kin) is itself ``sqlite3`` on a thread, usually asyncio-only — this library runs
+on trio too — and one more dependency.  Doing the same here with ``anyio.to_thread.run_sync`` works
+on both backends, and costs one thread hop per load or commit.  The store has its own
+:class:`anyio.CapacityLimiter` of one token (per event loop): its calls queue for *its* thread
+instead of taking slots of anyio's default pool, which the rest of the process shares — and one
+connection does all the work, in turn, under a lock (SQLite serializes writers anyway).
+
+**How a commit stays safe across processes.**
+
+* The database is in WAL mode (readers never block the writer and are not blocked by it), with a
+  ``busy_timeout`` so a writer waits for another process's transaction instead of failing at once.
+* A commit is one transaction (``BEGIN IMMEDIATE``: the write lock is taken at the start, so two
+  writers serialize rather than deadlock on an upgrade) running one statement: ``UPDATE ... SET
+  version = version + 1 ... WHERE key = ? AND version = ?`` — or, for a new session, ``INSERT OR
+  IGNORE``.  No row changed means another commit came first: the transaction is rolled back and
+  :class:`~agentactors.errors.SessionConflictError` raised.  This is optimistic versioning; no lock
+  is held between a session's load and its commit, so a crashed process leaves nothing locked.
+* ``synchronous`` defaults to ``NORMAL``, SQLite's usual choice for WAL: a committed turn survives
+  the process crashing; the last turns before a power cut may not (``FULL`` makes every commit
+  wait for the disk).
+
+**Layout.**  A table ``agentactors_sessions(key PRIMARY KEY, version, body, updated)`` — ``body`` is
+the record's JSON document (:mod:`agentactors.sessions.format`, with its own format version, migrated
+when read), ``updated`` a wall-clock timestamp for the operator (expiring old sessions is a ``DELETE``
+away) — and a table ``agentactors_meta`` holding the layout version of those tables.  A database
+whose layout is newer than this version knows is refused when opened
+(:class:`~agentactors.errors.SessionFormatError`), before anything is written.
+
+**Lifetime.**  The connection opens on first use and closes on :meth:`SqliteStore.aclose` (a
+:class:`~agentactors.actors.runtime.Runtime` closes the stores its sessions used when it exits); a
+store used again after that opens a new one.  A store object serves one event loop at a time;
+several stores (in several processes or threads) may share one file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+from anyio.lowlevel import RunVar
+
+from ..errors import SessionConflictError, SessionFormatError
+from .format import dump_record, load_record
+from .store import SessionRecord, conflict_message
+
+__all__ = ["LAYOUT", "SqliteStore"]
+
+T = TypeVar("T")
+
+#: The version of the tables' layout this version writes (kept in ``agentactors_meta``).
+LAYOUT: Final = 1
+_TABLE: Final = "agentactors_sessions"
+_META: Final = "agentactors_meta"
+_SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+
+_SCHEMA: Final = (
+    f"CREATE TABLE IF NOT EXISTS {_TABLE} ("
+    " key TEXT PRIMARY KEY NOT NULL,"
+    " version INTEGER NOT NULL,"
+    " body TEXT NOT NULL,"
+    " updated REAL NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL)",
+)
+
+
+class SqliteStore:
+    """A :class:`~agentactors.sessions.store.SessionStore` in a SQLite file: ``SqliteStore("sessions.db")``.
+
+    :param path: the database file (created if missing; ``":memory:"`` for a private in-memory one).
+    :param busy_timeout: seconds a commit waits for another connection's write lock before it fails
+        with ``sqlite3.OperationalError`` ("database is locked").
+    :param synchronous: SQLite's ``synchronous`` setting: ``"NORMAL"`` (the default; see the module
+        docstring), ``"FULL"`` or ``"EXTRA"`` for power-cut durability, ``"OFF"`` for none.
+
+    Also an async context manager (``async with SqliteStore(path) as store:`` closes it on exit).
+
+    :raises ValueError: a negative ``busy_timeout``, an unknown ``synchronous``.
+    """
+
+    __slots__ = ("_conn", "_limiter", "_lock", "busy_timeout", "path", "synchronous")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 5.0,
+        synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL",
+    ) -> None:
+        if isinstance(busy_timeout, bool) or not busy_timeout >= 0 or math.isinf(busy_timeout):
+            raise ValueError(f"busy_timeout must be a finite number of seconds >= 0, not {busy_timeout!r}")
+        mode = str(synchronous).upper()
+        if mode not in _SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {sorted(_SYNCHRONOUS)}, not {synchronous!r}")
+        self.path = os.fspath(path)
+        self.busy_timeout = float(busy_timeout)
+        self.synchronous = mode
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        # One token per event loop: a RunVar, because a limiter belongs to the loop that made it.
+        self._limiter: RunVar[anyio.CapacityLimiter] = RunVar(f"agentactors-sqlite-store-{id(self)}")
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r}{', open' if self._conn is not None else ''})"
+
+    async def __aenter__(self) -> SqliteStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- the port -----------------------------------------------------------------------------------
+
+    async def load(self, key: str) -> SessionRecord | None:
+        """The record for ``key`` or ``None`` (an older stored format is migrated as it is read).
+
+        :raises SessionFormatError: the stored record (or the database's layout) is newer than this
+            version reads, or is not a session.
+
+        Cancellation: the query runs in a worker thread and is not interrupted: a cancelled caller
+        waits for it (a read: milliseconds) and then sees the cancellation.
+        """
+        return await self._call(_load, key)
+
+    async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
+        """Store ``record`` in one transaction if the stored version is ``expected_version``.
+
+        :raises SessionConflictError: another commit came first (nothing was written).
+        :raises TypeError: the record holds a value JSON cannot keep.
+        :raises sqlite3.OperationalError: the write lock stayed taken past ``busy_timeout``, or the
+            disk failed (the transaction was rolled back).
+
+        Cancellation: not interrupted once started — a cancelled caller waits for the transaction to
+        end (at most ``busy_timeout`` waiting for the lock, then the write) and then sees the
+        cancellation.  So the commit happened entirely or not at all, and the caller cannot tell
+        which from the cancellation alone: a session shields its commits and knows.
+        """
+        if not isinstance(record, SessionRecord):
+            raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
+        return await self._call(_commit, record, expected_version)
+
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
+        """Forget ``key`` (only at ``expected_version``, if given), in one transaction.
+
+        Cancellation: as :meth:`commit`.
+        """
+        return await self._call(_delete, key, expected_version)
+
+    async def aclose(self) -> None:
+        """Close the connection (the next use opens a new one).  Idempotent.
+
+        Cancellation: waits for a statement that is running to end, then closes; not interrupted.
+        """
+        await self._call(_close)
+
+    # -- threads ------------------------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        limiter = self._limiter.get(None)
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(1)
+            self._limiter.set(limiter)
+        return await anyio.to_thread.run_sync(self._locked, fn, args, limiter=limiter)
+
+    def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """In the worker thread: one call at a time on the one connection (opened here if need be)."""
+        with self._lock:
+            if fn is _close:
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.close()
+                return fn(None)
+            conn = self._conn
+            if conn is None:
+                conn = self._conn = _connect(self.path, self.busy_timeout, self.synchronous)
+            return fn(conn, *args)
+
+
+# --- what runs in the worker thread ------------------------------------------------------------------
+
+
+def _connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
+    """Open ``path``, set WAL and the timeouts, create or check the tables."""
+    # isolation_level=None: no implicit transactions; every one here is an explicit BEGIN IMMEDIATE.
+    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")  # a no-op answer ("memory") for ":memory:"
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        with _transaction(conn):
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            row = conn.execute(f"SELECT value FROM {_META} WHERE name = 'layout'").fetchone()
+            if row is None:
+                conn.execute(f"INSERT INTO {_META} (name, value) VALUES ('layout', ?)", (LAYOUT,))
+            elif row[0] != LAYOUT:
+                raise SessionFormatError(
+                    f"the session database {path!r} has layout {row[0]}, which this agentactors does not read "
+                    f"(it reads {LAYOUT}): upgrade agentactors (the file was left as it is)",
+                    found=row[0],
+                )
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class _transaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` on any exception."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        elif self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+
+def _load(conn: sqlite3.Connection, key: str) -> SessionRecord | None:
+    row = conn.execute(f"SELECT version, body FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    return load_record(row[1], key=key, version=int(row[0]))
+
+
+def _found(conn: sqlite3.Connection, key: str) -> int | None:
+    row = conn.execute(f"SELECT version FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _commit(conn: sqlite3.Connection, record: SessionRecord, expected: int | None) -> SessionRecord:
+    body = dump_record(record)  # before the transaction: an unstorable value never takes the lock
+    key = record.key
+    with _transaction(conn):
+        if expected is None:
+            cursor = conn.execute(
+                f"INSERT OR IGNORE INTO {_TABLE} (key, version, body, updated) VALUES (?, 1, ?, ?)",
+                (key, body, time.time()),
+            )
+        else:
+            cursor = conn.execute(
+                f"UPDATE {_TABLE} SET version = version + 1, body = ?, updated = ? WHERE key = ? AND version = ?",
+                (body, time.time(), key, expected),
+            )
+        if cursor.rowcount != 1:
+            raise SessionConflictError(conflict_message(key, _found(conn, key), expected), key=key)
+    return SessionRecord(key, record.messages, (expected or 0) + 1, record.paused, record.run_id)
+
+
+def _delete(conn: sqlite3.Connection, key: str, expected: int | None) -> bool:
+    with _transaction(conn):
+        if expected is None:
+            cursor = conn.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
+        else:
+            cursor = conn.execute(f"DELETE FROM {_TABLE} WHERE key = ? AND version = ?", (key, expected))
+    return cursor.rowcount > 0
+
+
+def _close(_: None) -> None:
+    return None

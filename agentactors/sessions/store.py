@@ -1,0 +1,137 @@
+"""The session store port: what a session needs of the place that keeps it, and the record it keeps.
+
+A session is a conversation that outlives any one actor holding it (and, with a database, any one
+process), so its truth lives in a store; the actor only holds a copy while it is active.  The store
+gives the one guarantee that makes that safe without locks across processes — **optimistic
+versioning**: every record carries a version, and a commit names the version it was computed from
+(``expected_version``).  The store applies it only if the stored version is still that one, atomically,
+and bumps it; otherwise it raises :class:`~agentactors.errors.SessionConflictError` and changes
+nothing.  Two actors (two runtimes, two processes) that both think they hold a session can therefore
+never overwrite each other's turn: the second to commit learns it lost, and reloads.
+
+The port is small on purpose — load, commit, delete, close — so a store for another database (Redis,
+Postgres) is a page of code: :class:`~agentactors.sessions.memory.MemoryStore` and
+:class:`~agentactors.sessions.sqlite.SqliteStore` are the two this package ships.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from ..loop.pause import PausedRun
+from ..messages import Message
+
+__all__ = ["SessionRecord", "SessionStore", "check_store", "conflict_message"]
+
+
+def _messages(value: tuple[Message, ...] | list[Message]) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(slots=True)
+class SessionRecord:
+    """One session as a store keeps it: its committed conversation, its pause, its version.
+
+    Immutable (stores may hand the same object to many readers).  Never holds a run's ``deps``.
+
+    :ivar key: the session's key.
+    :ivar messages: the committed conversation (what ``session.history`` shows), oldest first.
+    :ivar version: ``1`` after the first commit, one more after each; ``0`` on a record not stored yet
+        (the store sets it when it commits).
+    :ivar paused: the pending pause of the last turn (:class:`~agentactors.loop.pause.PausedRun`), or ``None``.
+    :ivar run_id: the run whose outcome this commit holds (the turn's, or the paused run's for a claim).
+    """
+
+    key: str = attrs.field()
+    messages: tuple[Message, ...] = attrs.field(default=(), converter=_messages)
+    version: int = attrs.field(default=0)
+    paused: PausedRun | None = None
+    run_id: str | None = None
+
+    @key.validator
+    def _check_key(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"a session key is a non-empty str, not {value!r}")
+
+    @version.validator
+    def _check_version(self, _: attrs.Attribute[int], value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"a session version is an int >= 0, not {value!r}")
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where sessions are kept between turns: a map ``key -> SessionRecord`` with optimistic versions.
+
+    Every method is a coroutine function; implementations must be safe to call from many tasks of one
+    event loop at once.  Nothing the store returns may change afterwards (records are immutable).
+    """
+
+    async def load(self, key: str) -> SessionRecord | None:
+        """The stored record for ``key``, or ``None`` if there is none.
+
+        Reading an older stored format migrates it (in memory: the store is not rewritten until the
+        next commit); a newer or unknown one raises.
+
+        :raises ~agentactors.errors.SessionFormatError: the stored record is in a format this
+            version cannot read.
+
+        Cancellation: a read; a store may let a cancelled caller leave at once or finish it first.
+        """
+        ...
+
+    async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
+        """Store ``record`` (its ``messages``, ``paused`` and ``run_id``) as the session's new state.
+
+        Atomic: either the whole record is stored or nothing is.  ``expected_version`` is the version
+        the record was computed from — ``None`` for a session that must not exist yet.  Returns the
+        record as stored, with its new version (``expected_version + 1``, or ``1``).
+
+        :raises ~agentactors.errors.SessionConflictError: the stored version is not
+            ``expected_version`` (another commit came first, or the session was deleted), or the
+            session exists and ``expected_version`` is ``None``.  Nothing was stored.
+        :raises TypeError: the record holds a value the store cannot keep.
+
+        Cancellation: all or nothing still — a commit that was cancelled either happened entirely or
+        not at all (a session shields its commits, so it always learns which).
+        """
+        ...
+
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
+        """Forget ``key``; ``True`` if there was a record to delete.
+
+        With ``expected_version``, only if the stored version is that one (else nothing is deleted and
+        ``False`` is returned).
+
+        Cancellation: as :meth:`commit`.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the store holds open (connections, threads).  Idempotent.
+
+        A store may be used again after ``aclose()``: it opens what it needs anew (so one store object
+        can serve several runtimes one after the other; each closes it on its exit).
+
+        Cancellation: a store finishes what is running before it closes; it may not be interrupted.
+        """
+        ...
+
+
+def check_store(store: object) -> SessionStore:
+    """``store`` if it has the :class:`SessionStore` methods.  :raises TypeError: it does not."""
+    missing = [name for name in ("load", "commit", "delete", "aclose") if not callable(getattr(store, name, None))]
+    if missing:
+        raise TypeError(f"a session store needs {', '.join(missing)}(): {type(store).__name__} is not a SessionStore")
+    return store  # type: ignore[return-value]
+
+
+def conflict_message(key: str, found: int | None, expected: int | None) -> str:
+    """The text of a store's :class:`~agentactors.errors.SessionConflictError`: what it found, what was expected."""
+    if expected is None:
+        return f"session {key!r} already exists (version {found}): another turn created it first"
+    if found is None:
+        return f"session {key!r} is no longer stored (expected version {expected}): it was deleted"
+    return f"session {key!r} is at version {found}, not {expected}: another turn committed first"

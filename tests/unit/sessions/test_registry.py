@@ -1,0 +1,177 @@
+"""Virtual actors: activation on the first turn, deactivation when idle, one sweeper, the runtime's exit.
+
+Virtual time on both backends (MemoryStore: no threads, no sockets).
+"""
+
+from __future__ import annotations
+
+import math
+
+import anyio
+import pytest
+
+from agentactors.actors.runtime import Runtime
+from agentactors.agent import Agent
+from agentactors.events import InMemoryRecorder, SessionActivated, SessionDeactivated, SessionEvent
+from agentactors.messages import LLMRequest
+from agentactors.providers.scripted import ScriptedProvider
+from agentactors.sessions import MemoryStore
+from agentactors.sessions.registry import Sessions
+
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
+
+
+def echo_model(request: LLMRequest) -> str:
+    return "seen: " + " | ".join(m.content for m in request.messages if m.role == "user")
+
+
+def _session_events(rec: InMemoryRecorder) -> list[tuple[str, str, str | None]]:
+    return [(e.type, e.key, e.get("reason")) for e in rec.events if isinstance(e, SessionEvent)]
+
+
+async def test_an_idle_session_deactivates_and_the_next_turn_reloads_it() -> None:
+    rec = InMemoryRecorder()
+    store = MemoryStore()
+    async with Runtime(recorders=[rec]) as rt:
+        agent = Agent(ScriptedProvider(echo_model))
+        session = rt.session(agent, "k", store=store, idle_timeout=10)
+        assert not session.active and session.history == ()
+        await session.send("one")
+        actors = rt.stats().actors
+        assert session.active and len(session.history) == 2
+        await anyio.sleep(9.5)
+        assert session.active  # not yet
+        await anyio.sleep(1)
+        assert not session.active
+        assert session.version is None and not session.paused  # nothing of the session in memory...
+        assert len(session.history) == 2  # ...but this handle keeps the history it last saw
+        assert rt.session(agent, "k", store=store).history == ()  # a new handle has seen nothing
+        assert rt.stats().actors == actors - 1  # its actor is gone
+        assert Sessions.of(rt).get((id(store), "k")) is None
+        result = await session.send("two")
+        assert result.content == "seen: one | two"  # reloaded from the store
+        assert session.version == 2
+    assert _session_events(rec) == [
+        ("session.activated", "k", None),
+        ("session.committed", "k", None),
+        ("session.deactivated", "k", "idle"),
+        ("session.activated", "k", None),
+        ("session.committed", "k", None),
+        ("session.deactivated", "k", "runtime_exit"),
+    ]
+    activated = [e for e in rec.events if isinstance(e, SessionActivated)]
+    assert [(e.version, e.messages, e.paused) for e in activated] == [(None, 0, False), (1, 2, False)]
+    deactivated = [e for e in rec.events if isinstance(e, SessionDeactivated)]
+    assert [e.version for e in deactivated] == [1, 2]
+
+
+async def test_a_turn_longer_than_the_idle_timeout_keeps_its_session() -> None:
+    async def slow(request: LLMRequest) -> str:
+        await anyio.sleep(100)
+        return echo_model(request)
+
+    async with Runtime() as rt:
+        session = rt.session(Agent(ScriptedProvider(slow)), "k", idle_timeout=10)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.send, "one")
+            tg.start_soon(session.send, "two")  # queued behind: still not idle
+            await anyio.sleep(150)
+            assert session.active and session.version == 1
+        assert session.version == 2
+        await anyio.sleep(9.5)
+        assert session.active
+        await anyio.sleep(1)
+        assert not session.active  # idle_timeout after the last turn ended
+
+
+async def test_each_turn_restarts_the_idle_clock() -> None:
+    async with Runtime() as rt:
+        session = rt.session(Agent(ScriptedProvider(echo_model)), "k", idle_timeout=10)
+        for _ in range(5):
+            await session.send("again")
+            await anyio.sleep(8)
+        assert session.active and session.version == 5
+
+
+async def test_one_sweeper_serves_every_session_and_timeouts_may_differ() -> None:
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(echo_model))
+        tasks = rt.stats().tasks
+        short = [rt.session(agent, f"s{i}", idle_timeout=5) for i in range(20)]
+        long = [rt.session(agent, f"l{i}", idle_timeout=50) for i in range(20)]
+        forever = rt.session(agent, "forever", idle_timeout=math.inf)
+        for session in (*short, *long, forever):
+            await session.send("hi")
+        assert rt.stats().tasks == tasks + 1  # one background sweeper, no task per session
+        await anyio.sleep(6)
+        assert not any(s.active for s in short) and all(s.active for s in long)
+        await anyio.sleep(50)
+        assert not any(s.active for s in long)
+        await anyio.sleep(10_000)
+        assert forever.active
+
+
+async def test_a_session_going_idle_sooner_wakes_the_sleeping_sweeper() -> None:
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(echo_model))
+        slow = rt.session(agent, "slow", idle_timeout=1000)
+        await slow.send("hi")  # the sweeper now sleeps until t+1000
+        quick = rt.session(agent, "quick", idle_timeout=1)
+        await quick.send("hi")
+        await anyio.sleep(2)
+        assert not quick.active and slow.active
+
+
+async def test_the_runtime_exit_deactivates_every_session_and_closes_their_stores() -> None:
+    closed: list[str] = []
+
+    class Store(MemoryStore):
+        __slots__ = ("name",)
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+
+    rec = InMemoryRecorder()
+    a, b = Store("a"), Store("b")
+    async with Runtime(recorders=[rec]) as rt:
+        agent = Agent(ScriptedProvider(echo_model))
+        sessions = [rt.session(agent, "x", store=a), rt.session(agent, "y", store=a), rt.session(agent, "x", store=b)]
+        for session in sessions:
+            await session.send("hi")
+        assert all(s.active for s in sessions)
+    assert sorted(closed) == ["a", "b"]
+    assert sorted((e.key, e.reason) for e in rec.events if isinstance(e, SessionDeactivated)) == [
+        ("x", "runtime_exit"),
+        ("x", "runtime_exit"),
+        ("y", "runtime_exit"),
+    ]
+    assert not any(s.active for s in sessions)
+    assert [len(s.history) for s in sessions] == [2, 2, 2]  # what each handle last saw; never raising
+
+
+async def test_many_idle_sessions_leave_the_registry_small() -> None:
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(echo_model))
+        for i in range(2000):
+            await rt.session(agent, f"s{i}", idle_timeout=1).send("hi")
+        registry = Sessions.of(rt)
+        assert len(registry.active) == 2000
+        await anyio.sleep(2)
+        assert registry.active == {} and registry.stats()["idle"] == 0
+        assert rt.stats().actors == 1  # the provider's actor: every session's is gone
+
+
+async def test_the_default_store_belongs_to_the_runtime() -> None:
+    agent = Agent(ScriptedProvider(echo_model))
+    async with Runtime() as rt:
+        first = rt.session(agent, "k")
+        await first.send("one")
+        assert rt.session(agent, "k").store is first.store  # one default store per runtime
+    async with Runtime() as rt:
+        again = rt.session(agent, "k")
+        assert again.store is not first.store
+        assert (await again.send("two")).content == "seen: two"  # a new runtime, a new memory
