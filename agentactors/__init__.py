@@ -13,8 +13,12 @@ defines it.  The package is laid out by idea:
     (``provider``: ProviderActor, ``tools``: ToolExecutorActor).
 ``loop``
     the tool loop a run is: controller, nudges, JSON transport, thinking filter, context budget, result.
-``agent``
-    Agent (configuration bound to a runtime) and AgentRun (a run's stream handle).
+``agent``, ``streaming``, ``batch``
+    Agent (configuration bound to a runtime), AgentRun (a run's stream handle), many runs of one agent.
+``delegation``, ``handoffs``
+    agents together: an agent as another's tool (a child run), a tool that hands a run to another agent.
+``sessions``
+    conversations held by actors (virtual actors), committed to a store (memory, SQLite).
 ``providers``
     the LLMProvider port, the three vendor wires over httpx, and the scripted double.
 ``resilience``
@@ -25,6 +29,9 @@ defines it.  The package is laid out by idea:
     typed results: output types, the three output strategies (tool, native, prompted), validation and re-ask.
 ``testing``
     FakeVendor (a real HTTP server speaking the three wires), virtual time, the pytest plugin.
+``mcp``, ``otel``, ``ray``
+    optional integrations, each behind its extra and imported only when used: tools from MCP servers,
+    OpenTelemetry spans and metrics, agentactors past one machine.
 """
 
 import typing as _typing
@@ -35,12 +42,14 @@ from .actors.ref import Actor, ActorRef
 from .actors.runtime import Runtime, RuntimeStats
 from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor
 from .agent import Agent, AgentRun
+from .delegation import AgentTool
 from .errors import (
     ActorStopped,
     AgentActorsError,
     AllProvidersFailedError,
     AskTimeout,
     CircuitOpenError,
+    DelegationError,
     ErrorKind,
     MalformedResponseError,
     ModelRetry,
@@ -49,7 +58,12 @@ from .errors import (
     ProviderError,
     ProviderTimeout,
     RunDeadlineExceeded,
+    SessionConflictError,
+    SessionError,
+    SessionFormatError,
+    SessionPausedError,
     StreamInterruptedError,
+    ToolDenied,
     ToolStatusError,
     UnsupportedContentError,
     UnsupportedSettingError,
@@ -68,11 +82,14 @@ from .events import (
     Recorder,
     RetryEvent,
     RunEvent,
+    SessionEvent,
     StepEvent,
     ToolEvent,
 )
 from .explain import Explanation, explain
+from .handoffs import Handoff, handoff
 from .loop.controller import LoopController
+from .loop.pause import PausedRun
 from .loop.result import RunResult
 from .messages import (
     LLMRequest,
@@ -110,8 +127,10 @@ from .resilience import (
     with_retry,
     with_timeout,
 )
+from .sessions import AgentSession, MemoryStore, SessionRecord, SessionStore, SqliteStore
 from .settings import CachePolicy, ModelSettings
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
+from .tools.approval import NeedsApproval
 from .tools.toolset import ToolNameClashError, Toolset, ToolsetError
 
 if _typing.TYPE_CHECKING:
@@ -165,6 +184,7 @@ __all__ = [
     "AllProvidersFailedError",
     "AskTimeout",
     "CircuitOpenError",
+    "DelegationError",
     "ErrorKind",
     "MalformedResponseError",
     "Overloaded",
@@ -173,7 +193,12 @@ __all__ = [
     "ProviderError",
     "ProviderTimeout",
     "RunDeadlineExceeded",
+    "SessionConflictError",
+    "SessionError",
+    "SessionFormatError",
+    "SessionPausedError",
     "StreamInterruptedError",
+    "ToolDenied",
     "ToolStatusError",
     "UnsupportedContentError",
     "UnsupportedSettingError",
@@ -229,8 +254,21 @@ __all__ = [
     "ProviderEvent",
     "RetryEvent",
     "RunEvent",
+    "SessionEvent",
     "StepEvent",
     "ToolEvent",
+    # agents together: delegation, handoffs, approvals that pause
+    "AgentTool",
+    "Handoff",
+    "NeedsApproval",
+    "PausedRun",
+    "handoff",
+    # sessions: conversations held by actors, and their stores
+    "AgentSession",
+    "MemoryStore",
+    "SessionRecord",
+    "SessionStore",
+    "SqliteStore",
     # typed results
     "NativeOutput",
     "OutputContext",

@@ -35,36 +35,39 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import os
 import threading
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from types import TracebackType
 from typing import Any, Final, Generic, TypeAlias, cast
 
-import anyio
 import attrs
 import httpx
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .actors.provider import ProviderActor
 from .actors.runtime import ActorRef, Runtime
 from .actors.tools import ToolExecutorActor, ToolPolicy
 from .batch import AsCompleted, check_concurrency, run_batch
-from .events import Event, EventSink, FanOut, LLMTextDelta, Recorder, current_sink, use_sink
+from .delegation import AgentTool
+from .events import EventSink, FanOut, Recorder, current_sink, use_sink
+from .handoffs import Handoff, handoff
+from .loop import lineage
 from .loop.controller import LoopConfig, LoopController
+from .loop.handoff import Seat
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
+from .loop.pause import PausedRun, check_decisions
 from .loop.result import RunResult
 from .messages import Message, ToolChoice
 from .output.config import OutputConfig
-from .output.partial import jiter_available
 from .output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
 from .parts import Part, is_part
 from .providers.base import native_tools_for
+from .sessions.session import AgentSession, open_session
+from .sessions.store import SessionStore
 from .settings import ModelSettings
+from .streaming import AgentRun, PreparedRun
 from .tools.registry import Tool, tool
 from .tools.results import ToolStatus
 from .tools.toolset import Toolset, ToolsetView, check_toolsets
@@ -187,6 +190,20 @@ def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Too
     return tuple(out)
 
 
+def _to_handoffs(value: Iterable[Any]) -> tuple[Handoff, ...]:
+    out: list[Handoff] = []
+    for item in value:
+        if isinstance(item, Handoff):
+            out.append(item)
+        elif isinstance(item, Agent | str):
+            out.append(handoff(item))
+        else:
+            raise TypeError(
+                f"handoffs are Agents, agent names or handoff(agent, ...) tools, not {type(item).__name__}"
+            )
+    return tuple(out)
+
+
 def _members(provider: Any, depth: int = 0) -> Iterable[tuple[str, str | None, str | None, int | None]]:
     """``(name, wire, host, port)`` of each vendor provider in a stack, read from public attributes only.
 
@@ -289,6 +306,9 @@ class Agent(Generic[OutputT]):
         server from :mod:`agentactors.mcp` is one).  A name clash with another toolset or a plain tool
         raises :class:`~agentactors.ToolNameClashError` at the first run; a toolset that cannot list its
         tools makes the run raise :class:`~agentactors.ToolsetError`.
+    :param handoffs: agents (or :func:`~agentactors.handoff` tools) the model may hand the conversation
+        to: the run goes on with the target's prompt, tools and output type (``RunResult.agent``,
+        ``RunResult.handoffs``).  Targets need a ``name``.
     :param system: the system prompt.
     :param model: the model to call (default: the provider's).
     :param tool_choice: applies to the first step of a run; later steps use ``auto``.
@@ -332,6 +352,7 @@ class Agent(Generic[OutputT]):
     recorders: tuple[Recorder, ...] = attrs.field(default=(), converter=_to_recorders, kw_only=True)
     name: str | None = attrs.field(default=None, kw_only=True)
     toolsets: tuple[Toolset, ...] = attrs.field(default=(), converter=check_toolsets, kw_only=True)
+    handoffs: tuple[Handoff, ...] = attrs.field(default=(), converter=_to_handoffs, kw_only=True)
     settings: ModelSettings | None = attrs.field(default=None, kw_only=True)
     output_type: type[OutputT] | ToolOutput[OutputT] | NativeOutput[OutputT] | PromptedOutput[OutputT] = attrs.field(
         default=str, kw_only=True  # type: ignore[assignment]
@@ -343,6 +364,7 @@ class Agent(Generic[OutputT]):
     _bound: dict[int, _Bound] = attrs.field(init=False, factory=dict)
     _home: Runtime | None = attrs.field(init=False, default=None)
     _warned: _Warned = attrs.field(init=False, factory=_Warned)
+    _graph: dict[str, Agent[Any]] | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.provider, ActorRef) and not callable(getattr(self.provider, "complete", None)):
@@ -351,8 +373,12 @@ class Agent(Generic[OutputT]):
             )
         if not isinstance(self.tool_choice, ToolChoice):
             raise TypeError("tool_choice must be a ToolChoice")
+        moved = tuple(t for t in self.tools if isinstance(t, Handoff))
+        if moved:  # a handoff given among the tools is a handoff all the same
+            object.__setattr__(self, "tools", tuple(t for t in self.tools if not isinstance(t, Handoff)))
+            object.__setattr__(self, "handoffs", self.handoffs + moved)
         all_tools = self.tools + ((_FOLLOWUPS_TOOL,) if self.followups else ())
-        names = [t.name for t in all_tools]
+        names = [t.name for t in all_tools] + [h.name for h in self.handoffs]
         if len(set(names)) != len(names):
             raise ValueError(f"tool names must be unique: {names}")
         if not self.toolsets:  # with toolsets, the tools are known at the first run: checked there
@@ -372,7 +398,7 @@ class Agent(Generic[OutputT]):
             self.output_type, retries=self.output_retries, validator=self.output_validator, tool_names=names
         )
         config = LoopConfig(
-            tool_specs=tuple(t.spec for t in all_tools),
+            tool_specs=tuple(t.spec for t in all_tools) + tuple(h.spec for h in self.handoffs),
             system=self.system,
             model=self.model,
             tool_choice=self.tool_choice,
@@ -385,6 +411,10 @@ class Agent(Generic[OutputT]):
             nudges=nudges,
             followups=self.followups,
             read_only=frozenset(t.name for t in all_tools if t.read_only),
+            handoffs={h.name: h.target_name for h in self.handoffs},
+            may_pause=self.tool_policy is not None
+            or bool(self.toolsets)
+            or any(t.requires_approval for t in all_tools),
             agent_name=self.name,
             run_info=_run_info(self.provider, self.model),
             settings=self.settings or None,
@@ -414,10 +444,12 @@ class Agent(Generic[OutputT]):
         be bound before it is entered; a run needs it running.  The agent itself is unchanged (it is
         immutable): the bound copy is returned.
 
-        A runtime belongs to its event loop's thread.  From another thread, run in that loop:
-        ``anyio.from_thread.run(bound.run, prompt, token=token)`` with a token taken in the loop
-        (``anyio.lowlevel.current_token()`` in the lifespan), or through a ``BlockingPortal``; a run
-        started in the wrong thread is refused with a :class:`RuntimeError` that says so.
+        A runtime belongs to its event loop's thread.  ``await bound.run(...)`` from another thread's
+        event loop (asyncio or trio) hands the run to the runtime's loop (:meth:`Runtime.call`) and
+        returns its result there: the run's tasks, actors and ``on_token`` callbacks are the runtime's
+        thread's, and cancelling the caller cancels the run and waits for it to end.  ``stream()``,
+        ``run_many()``, ``session()`` and the rest raise a :class:`RuntimeError` from another thread:
+        run them in the runtime's loop with ``await rt.call(fn, ...)``.
 
         :raises TypeError: ``runtime`` is not a :class:`~agentactors.actors.runtime.Runtime`.
         """
@@ -460,7 +492,8 @@ class Agent(Generic[OutputT]):
         ``settings`` win over the agent's for this run, field by field.
 
         :raises RuntimeError: ``runtime`` (or the bound one) is not running — it closed, or was never
-            entered — or belongs to another thread's event loop.
+            entered.  (One of another thread's event loop is no error: the run is handed to it; see
+            :meth:`bind`.)
 
         ``deadline`` (seconds) bounds the whole run — budget waits at the ProviderActor, retries'
         backoff (``with_retry`` starts no wait that would end past it), model calls and tool
@@ -480,8 +513,14 @@ class Agent(Generic[OutputT]):
         """
         messages = _to_messages(prompt)
         options = _options(on_token, deps, settings, deadline, priority, input_key)
-        rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
+        if runtime is not None or self._home is not None:
+            rt = self._runtime(runtime, any_thread=True)
+        else:
+            rt = self._current()
         if rt is not None:
+            if rt.thread != threading.get_ident():
+                # A runtime of another thread's event loop: the run is handed to that loop (Runtime.call).
+                return await rt.call(self._run_in, rt, messages, options)
             return await self._run_in(rt, messages, options)
         async with self._private() as private:
             result = await self._run_in(private, messages, options, private=True)
@@ -580,6 +619,117 @@ class Agent(Generic[OutputT]):
             typed=self._config.output is not None,
         )
 
+    def as_tool(self, *, name: str | None = None, description: str | None = None, max_depth: int = 4) -> AgentTool:
+        """This agent as a tool of another agent (delegation): ``Agent(p, tools=[researcher.as_tool()])``.
+
+        The tool takes one required string, ``input`` (the child's prompt, written by the calling
+        model), and answers with this agent's answer (``content``, or its typed output rendered).  A call
+        runs this agent as a *child run* of the caller's run: in the same runtime (sharing its
+        ProviderActors and budgets), with the caller's ``deps``; the child's events carry
+        ``parent_run_id`` and reach the caller's recorders, its result joins the caller's
+        ``RunResult.children`` and its usage the caller's ``RunResult.usage``.  Cancelling the caller
+        cancels the child; the caller's deadline bounds it.  A child that ends without an answer is the
+        call's ``error`` result with a concise reason; a call that would nest more than ``max_depth``
+        delegated runs deep is refused with status ``denied``.
+
+        :param name: the tool's name (default: the agent's name).
+        :param description: what the calling model reads about when to use it.
+        :param max_depth: how deep delegation may nest through this tool (the caller's own child is 1).
+        :raises ValueError: no ``name`` for an agent without one; ``max_depth`` not a positive int.
+        """
+        return AgentTool(self, name=name, description=description, max_depth=max_depth)
+
+    async def resume(
+        self,
+        paused: RunResult[Any] | PausedRun,
+        decisions: Mapping[str, bool | str],
+        *,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Go on with a run that paused for approval, given a decision for each pending call.
+
+        ``paused``: the paused :class:`RunResult` (``result.paused``), or its ``resume_state`` — plain
+        data that may have been stored and read back in another process.  ``decisions``:
+        ``{call_id: True}`` approves a call (it runs; a policy is not asked again), ``{call_id: "why"}``
+        (or ``False``) denies it (the model reads status ``denied`` with the reason).  The paused step's
+        results then go back in call order and the run goes on from the next step, with the paused
+        run's steps, usage and calls counted; a run paused after a handoff goes on with the agent that
+        was answering.  The result may be paused again.  The other keywords as for :meth:`run` (``deps``
+        are not kept with a pause: pass them again).
+
+        :raises ValueError: ``paused`` is not paused; a pending call without a decision, or a decision
+            for a call that is not pending.
+        :raises TypeError: a decision that is not ``True``, ``False`` or a str.
+        :raises RuntimeError: as for :meth:`run`.
+
+        Cancellation: as for :meth:`run`; the pending calls that had started are cancelled with it.
+        """
+        state = paused.resume_state if isinstance(paused, RunResult) else paused
+        if not isinstance(state, PausedRun):
+            raise ValueError("resume() takes a paused RunResult (result.paused is True) or its resume_state")
+        checked = check_decisions(state, decisions)
+        options = _options(None, deps, settings, deadline, priority, input_key)
+        rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
+        if rt is not None:
+            return await self._resume_in(rt, state, checked, options)
+        async with self._private() as private:
+            result = await self._resume_in(private, state, checked, options, private=True)
+        return result
+
+    async def _resume_in(
+        self,
+        rt: Runtime,
+        state: PausedRun,
+        decisions: Mapping[str, bool | str],
+        options: RunOptions,
+        *,
+        private: bool = False,
+    ) -> RunResult[OutputT]:
+        if self.toolsets:
+            controller, sink = await self._listed_controller(rt, options, private=private)
+        else:
+            controller, sink = self._controller(rt, options, private=private)
+        if state.agent != self.name and not self.handoffs:
+            raise ValueError(
+                f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
+                f"(or with one that hands off to it), not {self.name!r}"
+            )
+        return await _drive_resume(controller, sink, state, decisions)
+
+    def session(
+        self,
+        key: str,
+        *,
+        runtime: Runtime | None = None,
+        store: SessionStore | None = None,
+        idle_timeout: float = 60.0,
+    ) -> AgentSession:
+        """The conversation ``key`` with this agent, held by an actor of ``runtime``: ``await session.send(p)``.
+
+        A session is a virtual actor (``docs/sessions.md``): addressed by ``key``, activated on its
+        first turn (its history loaded from ``store``), one turn at a time in order, deactivated after
+        ``idle_timeout`` seconds without a turn (no task, no history in memory), and activated again
+        by the next turn.  A turn is committed to ``store`` atomically when it ends; a failed or
+        cancelled turn leaves the history as it was.  ``store`` defaults to the runtime's own
+        :class:`~agentactors.sessions.MemoryStore`; a :class:`~agentactors.sessions.SqliteStore`
+        keeps sessions across processes.  ``rt.session(agent, key, ...)`` is the same call.
+
+        :raises RuntimeError: no runtime is running (``runtime`` as for :meth:`run`).
+        :raises TypeError, ValueError: a key that is not a non-empty str, a bad ``idle_timeout``.
+        """
+        rt = runtime if runtime is not None else self._runtime()
+        if rt is None:
+            raise RuntimeError(
+                "a session lives in a running Runtime: call it inside `async with Runtime() as rt:` "
+                "(rt.session(agent, key)), pass runtime=, or bind the agent"
+            )
+        return open_session(self, key, runtime=rt, store=store, idle_timeout=idle_timeout)
+
     def stream(
         self,
         prompt: Prompt,
@@ -597,16 +747,20 @@ class Agent(Generic[OutputT]):
         ``priority`` and ``input_key`` as for :meth:`run`.  See :class:`AgentRun`.
         """
         options = _options(None, deps, settings, deadline, priority, input_key)
-        return AgentRun(self, _to_messages(prompt), options, runtime=runtime)
+        return AgentRun(_Launcher(self, _to_messages(prompt), options, runtime))
 
-    def _runtime(self, runtime: Runtime | None = None, *, stacklevel: int = 3) -> Runtime | None:
+    def _runtime(
+        self, runtime: Runtime | None = None, *, stacklevel: int = 3, any_thread: bool = False
+    ) -> Runtime | None:
         """The runtime a run uses, in the order the module's docstring gives; ``None`` for a private one.
 
-        :raises RuntimeError: an explicit or bound runtime that is not running, or of another thread.
+        :raises RuntimeError: an explicit or bound runtime that is not running, or (unless ``any_thread``:
+            the caller hands its call to the runtime's loop) of another thread.
         """
         rt = runtime if runtime is not None else self._home
         if rt is not None:
-            _check_usable(rt, "passed as runtime=" if runtime is not None else "this agent is bound to")
+            which = "passed as runtime=" if runtime is not None else "this agent is bound to"
+            _check_usable(rt, which, any_thread=any_thread)
             return rt
         return self._current(stacklevel=stacklevel + 1)
 
@@ -700,10 +854,10 @@ class Agent(Generic[OutputT]):
         assert state is not None
         if await state.view.refresh(bound.rt):
             tools = state.view.tools
-            _check_choice(self.tool_choice, [t.name for t in tools])
+            _check_choice(self.tool_choice, [t.name for t in tools] + [h.name for h in self.handoffs])
             state.config = attrs.evolve(
                 self._config,
-                tool_specs=tuple(t.spec for t in tools),
+                tool_specs=tuple(t.spec for t in tools) + tuple(h.spec for h in self.handoffs),
                 read_only=frozenset(t.name for t in tools if t.read_only),
             )
             state.executor = (
@@ -730,7 +884,8 @@ class Agent(Generic[OutputT]):
         run: tuple[str, EventSink | None] | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
-        run_id, sink = self._new_run(bound, extra) if run is None else run
+        origin = lineage.current()
+        run_id, sink = self._new_run(bound, extra, origin) if run is None else run
         config, tools = (self._config, bound.tools) if listed is None else listed
         controller = LoopController(
             config,
@@ -746,15 +901,78 @@ class Agent(Generic[OutputT]):
             deadline=options.deadline,
             priority=options.priority,
             input_key=options.input_key,
+            origin=origin,
+            runtime=rt,
+            seats=self._seats(rt, private) if self.handoffs else None,
         )
         return controller, sink
 
     @staticmethod
-    def _new_run(bound: _Bound, extra: Recorder | None) -> tuple[str, EventSink | None]:
-        """A new run's id and event sink (``None`` when nobody listens)."""
+    def _new_run(
+        bound: _Bound, extra: Recorder | None, origin: lineage.Origin | None = None
+    ) -> tuple[str, EventSink | None]:
+        """A new run's id and event sink (``None`` when nobody listens).
+
+        A child run (``origin``: a parent's tool step started it) reports to its parent's recorders too,
+        and its events carry the parent's run id.
+        """
         run_id = new_run_id()
         fanout = bound.fanout if extra is None else bound.fanout.with_recorders((extra,))
-        return run_id, (EventSink(fanout, run_id=run_id) if fanout else None)
+        if origin is None:
+            return run_id, (EventSink(fanout, run_id=run_id) if fanout else None)
+        parent_sink = origin.link.sink
+        if parent_sink is not None:
+            fanout = fanout.with_recorders(parent_sink.fanout.recorders)
+        return run_id, (EventSink(fanout, run_id=run_id, parent_run_id=origin.parent_run_id) if fanout else None)
+
+    # -- handoffs: the agents a run may be handed to, as seats in a runtime ---------------------------
+
+    def _reachable(self) -> dict[str, Agent[Any]]:
+        """Every agent this one can hand a run to, directly or through others, by name (itself included).
+
+        Worked out once per agent (agents are immutable).
+
+        :raises ValueError: two different agents share a name (a run could not say which answered), or a
+            handoff names an agent that is not reachable.
+        """
+        if self._graph is not None:
+            return self._graph
+        found: dict[str, Agent[Any]] = {}
+        todo: list[Agent[Any]] = [self]
+        while todo:
+            agent = todo.pop()
+            name = agent.name or ""
+            known = found.get(name)
+            if known is agent:
+                continue
+            if known is not None:
+                raise ValueError(f"two different agents are named {name!r} among the handoffs of {self!r}")
+            found[name] = agent
+            todo.extend(h.target for h in agent.handoffs if isinstance(h.target, Agent))
+        unknown = sorted({h.target_name for a in found.values() for h in a.handoffs} - found.keys())
+        if unknown:
+            raise ValueError(
+                f"handoffs name agents that {self!r} cannot reach: {unknown} (known: {sorted(found)})"
+            )
+        object.__setattr__(self, "_graph", found)
+        return found
+
+    def _seats(self, rt: Runtime, private: bool) -> Callable[[str, str | None], Awaitable[Seat]]:
+        """How a run of this agent in ``rt`` finds the seat of an agent it is handed to (by name)."""
+        agents = self._reachable()
+        filters = {
+            h.name: h.input_filter for agent in agents.values() for h in agent.handoffs if h.input_filter is not None
+        }
+
+        async def seat(name: str, via: str | None) -> Seat:
+            agent = agents.get(name)
+            if agent is None:
+                raise ValueError(f"no agent named {name!r} is reachable through the handoffs of {self!r}")
+            bound = agent._bind(rt, private=private)
+            config, tools = (agent._config, bound.tools) if not agent.toolsets else await agent._toolset_tools(bound)
+            return Seat(config, bound.provider, tools, bound.native, filters.get(via) if via is not None else None)
+
+        return seat
 
     async def _listed_controller(
         self,
@@ -772,7 +990,7 @@ class Agent(Generic[OutputT]):
         caused them).  :raises ToolsetError, ToolNameClashError, ValueError: see :meth:`_toolset_tools`.
         """
         bound = self._bind(rt, private=private)
-        run = self._new_run(bound, extra)
+        run = self._new_run(bound, extra, lineage.current())
         with use_sink(run[1]):
             listed = await self._toolset_tools(bound)
         return self._controller(rt, options, extra=extra, stream=stream, private=private, listed=listed, run=run)
@@ -804,14 +1022,15 @@ def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
         raise ValueError(f"tool_choice names {choice.name!r}, which is not among the tools {list(names)}")
 
 
-def _check_usable(rt: Runtime, which: str) -> None:
+def _check_usable(rt: Runtime, which: str, *, any_thread: bool = False) -> None:
     if not rt.running:
         state = "has closed" if rt.closed else "was never entered (use `async with Runtime() as rt:`)"
         raise RuntimeError(f"the Runtime {which} is not running: it {state}")
-    if rt.thread != threading.get_ident():
+    if not any_thread and rt.thread != threading.get_ident():
         raise RuntimeError(
-            f"the Runtime {which} belongs to another thread's event loop; run in that loop instead "
-            "(anyio.from_thread.run(agent.run, prompt, token=...) with a token taken there, or a BlockingPortal)"
+            f"the Runtime {which} belongs to another thread's event loop: only agent.run() is handed to that "
+            "loop by itself; run the rest there with `await rt.call(fn, ...)` (e.g. an async function that "
+            "consumes the stream)"
         )
 
 
@@ -823,376 +1042,45 @@ async def _drive(controller: LoopController, sink: EventSink | None, messages: t
         return await controller.run(messages)
 
 
-# --- streaming -----------------------------------------------------------------------------------
+class _Launcher:
+    """How an :class:`AgentRun` starts one run of an agent (:class:`~agentactors.streaming.RunLauncher`)."""
 
-
-class _ChannelRecorder:
-    """Forwards a run's events to its stream handle; never blocks (the buffer is unbounded)."""
-
-    __slots__ = ("_send",)
-
-    def __init__(self, send: MemoryObjectSendStream[Event]) -> None:
-        self._send = send
-
-    def record(self, event: Event) -> None:
-        try:
-            self._send.send_nowait(event)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # the consumer left: the run goes on without it
-
-
-class AgentRun(Generic[OutputT]):
-    """A run in progress, from :meth:`Agent.stream`; generic in the agent's output type.
-
-    ``async with agent.stream(prompt) as run:`` starts the run; ``async for event
-    in run`` yields the same typed events recorders receive (``run.started``,
-    ``llm.request``, ``llm.text_delta``, ``tools.started``, ``tools.finished``,
-    ``step.finished``, ``run.finished``, ...; see :mod:`agentactors.events` for
-    their classes, e.g. ``isinstance(event, ToolEvent)``) and ends after the run
-    finished.  ``run.text_stream()`` yields only the answer text.
-
-    ``run.cancel()`` cancels the run (its provider request and running tools
-    included); it then ends with ``RunResult(cancelled=True)`` whose messages
-    are the input messages.  Leaving the block before the run finished cancels
-    it the same way — so does a consumer that goes away: a cancelled request
-    handler, a closed ``text_stream()`` generator, a handle dropped unfinished.
-    ``run.result`` is the :class:`RunResult` once finished; ``await run.wait()``
-    waits for it.  An exception the run raised (e.g.
-    :class:`~agentactors.errors.ToolStatusError`) is raised by ``wait()``,
-    ``result`` and when the block is left.  Cancellation from an enclosing
-    scope propagates as anyio's cancellation exception.
-
-    The run works in a task of its runtime (the one :meth:`Agent.run` would
-    use; a private one is opened by the handle and closed when it is left), not
-    in the consumer's task: the consumer may be an async generator that a web
-    framework abandons, and leaving the handle from another task — as a
-    generator's finaliser does — still cancels the run and waits for it.
-
-    ``run.partial_output()`` yields the typed result as it streams in — successively more complete
-    values, then the final validated one — a filter over the same events, like :meth:`text_stream`.
-    """
+    __slots__ = ("agent", "messages", "options", "runtime_given")
 
     def __init__(
-        self,
-        agent: Agent[OutputT],
-        messages: tuple[Message, ...],
-        options: RunOptions | None = None,
-        *,
-        runtime: Runtime | None = None,
+        self, agent: Agent[Any], messages: tuple[Message, ...], options: RunOptions, runtime: Runtime | None
     ) -> None:
-        self._agent = agent
-        self._messages = messages
-        self._options = NO_OPTIONS if options is None else options
-        self._runtime = runtime
-        self._entered = False
-        self._stack: AsyncExitStack | None = None
-        self._receive: MemoryObjectReceiveStream[Event] | None = None
-        self._state = _RunState()
-
-    async def __aenter__(self) -> AgentRun[OutputT]:
-        """Start the run.
-
-        :raises RuntimeError: entered twice; or ``runtime=`` (or the bound runtime) is not running or
-            belongs to another thread's loop.
-        """
-        if self._entered:
-            raise RuntimeError("an AgentRun can be entered only once")
-        self._entered = True
-        rt = self._agent._runtime(self._runtime)
-        private = rt is None
-        stack: AsyncExitStack | None = None
-        if rt is None:
-            stack = AsyncExitStack()
-            await stack.__aenter__()
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
-        try:
-            if stack is not None:
-                rt = await stack.enter_async_context(self._agent._private())
-            assert rt is not None
-            agent, recorder = self._agent, _ChannelRecorder(send)
-            if agent.toolsets:
-                controller, sink = await agent._listed_controller(
-                    rt, self._options, extra=recorder, stream=True, private=private
-                )
-            else:
-                controller, sink = agent._controller(rt, self._options, extra=recorder, stream=True, private=private)
-            # The task holds the run's state, never this handle: a handle nobody holds can be collected,
-            # and its finaliser cancels the run.
-            rt.spawn_task(self._state.work, controller, sink, send, self._messages, name="agent.stream")
-        except BaseException:
-            send.close()
-            receive.close()
-            if stack is not None:
-                await stack.__aexit__(None, None, None)
-            raise
-        self._receive = receive
-        self._stack = stack
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        """Cancel the run unless it finished, wait for it to end, close a private runtime.
-
-        Cancellation: the wait for the cancelled run to end is shielded (it ends at its next
-        checkpoint; its HTTP request is closed on the way), so a cancelled consumer still leaves
-        nothing running; the consumer's cancellation then propagates.
-        """
-        await self._state.close()
-        if self._receive is not None:
-            self._receive.close()
-        suppressed = None
-        if self._stack is not None:
-            stack, self._stack = self._stack, None
-            suppressed = await stack.__aexit__(exc_type, exc, tb)
-        error = self._state.error
-        if exc_type is None and error is not None:
-            raise error
-        return suppressed
-
-    def __del__(self) -> None:
-        # A handle dropped while its run goes on (a consumer that vanished without leaving the block): the
-        # run must not go on spending tokens for nobody.
-        state = getattr(self, "_state", None)
-        if state is not None and self._entered:
-            state.abandon()
-            receive = getattr(self, "_receive", None)
-            if receive is not None and threading.get_ident() == state.thread:
-                receive.close()  # synchronous; like the cancel, only safe in the loop's own thread
-
-    def __aiter__(self) -> AgentRun[OutputT]:
-        return self
-
-    async def __anext__(self) -> Event:
-        if self._receive is None:
-            raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
-        try:
-            return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def _values(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
-        """The run's events mapped by ``pick`` (``None``: skipped), entering and leaving the run if not entered.
-
-        The seam for filtered views of a run (:meth:`text_stream`; typed partial output next).
-        """
-        if self._entered:
-            async for event in self:
-                value = pick(event)
-                if value is not None:
-                    yield value
-            return
-        async with self:
-            async for event in self:
-                value = pick(event)
-                if value is not None:
-                    yield value
-
-    def text_stream(self, *, min_interval: float | None = None) -> AsyncIterator[str]:
-        """The answer text as it streams: ``async for text in run.text_stream(): ...``.
-
-        Only ``llm.text_delta`` pieces (never think blocks, tool-call JSON or other events).  With
-        ``min_interval`` (seconds), pieces arriving closer together are joined: a piece is yielded at
-        most every ``min_interval`` seconds (the first at once), and whatever arrived meanwhile is
-        joined into the next — the same text, in fewer, larger pieces (for a UI that repaints per
-        piece, or an SSE stream that should not send a frame per token).
-
-        Usable inside ``async with agent.stream(p) as run:`` (consume it or ``async for event in run``,
-        not both), or on its own — ``agent.stream(p).text_stream()`` — when it enters the run itself
-        and leaves it when the iteration ends or the generator is closed (``aclose()``, or dropped
-        by its consumer): the run is cancelled with it.
-
-        :raises ValueError: ``min_interval`` is negative.
-
-        Cancellation: a cancelled consumer leaves the generator; a run it entered is cancelled (and
-        waited for) on the way out.
-        """
-        if min_interval is not None and min_interval < 0:
-            raise ValueError(f"min_interval must be >= 0, not {min_interval!r}")
-        if not min_interval:
-            return self._values(_text_of)
-        return self._debounced(min_interval)
-
-    async def _debounced(self, interval: float) -> AsyncIterator[str]:
-        if not self._entered:
-            async with self:
-                async for text in self._joined(interval):
-                    yield text
-            return
-        async for text in self._joined(interval):
-            yield text
-
-    async def _joined(self, interval: float) -> AsyncIterator[str]:
-        """Text pieces, those arriving within ``interval`` of the last yield joined into one.
-
-        Waits by sleeping while pieces gather in the (unbounded) buffer, then takes what is there
-        without blocking: a receive is never cancelled half-way, so no piece can be lost.
-        """
-        receive = self._receive
-        if receive is None:
-            raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
-        due = -math.inf
-        pending: list[str] = []
-        ended = False
-        while not ended:
-            try:
-                event = await receive.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                break
-            text = _text_of(event)
-            if text is None:
-                continue
-            pending.append(text)
-            wait = due - anyio.current_time()
-            if wait > 0:
-                await anyio.sleep(wait)
-            while True:
-                try:
-                    event = receive.receive_nowait()
-                except anyio.WouldBlock:
-                    break
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    ended = True
-                    break
-                text = _text_of(event)
-                if text is not None:
-                    pending.append(text)
-            yield "".join(pending)
-            pending.clear()
-            due = anyio.current_time() + interval
-
-    def partial_output(self) -> AsyncIterator[OutputT]:
-        """The typed result as it streams: ``async for partial in run.partial_output(): ...``.
-
-        Successively more complete values while the output tool's arguments or the answer's JSON stream
-        in — each one a value of the output type (a JSON prefix that does not validate yet, such as an
-        object whose required field has not begun, is skipped; a value equal to the last is not
-        repeated) — then the final validated value, the run's ``result.output``.  An answer that is
-        refused and asked again streams its partial values too: only the last value is the validated
-        one.  A run that ends without a valid answer yields no final value (its ``result`` says why).
-        For ``output_type=str``: the answer text so far, growing piece by piece, then the whole answer.
-
-        Usable like :meth:`text_stream`: inside ``async with agent.stream(p) as run:`` or on its own
-        (``agent.stream(p).partial_output()``), entering and leaving the run itself.
-
-        :raises ImportError: a typed output needs ``jiter`` for partial JSON (``pip install
-            'agentactors[jiter]'``).
-
-        Cancellation: as :meth:`text_stream`.
-        """
-        if self._agent._config.output is not None and self._agent._config.output.target is not None:
-            if not jiter_available():
-                raise ImportError(
-                    "partial_output() of a typed result parses partial JSON with jiter: "
-                    "pip install 'agentactors[jiter]'"
-                )
-            return self._partials(_partial_of)
-        return self._partials(_TextSoFar())
-
-    async def _partials(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
-        async for value in self._values(pick):
-            yield value
-        state = self._state
-        if state.result is not None and state.error is None and state.result.ok:
-            yield state.result.output
-
-    def cancel(self) -> None:
-        """Cancel the run; it ends with ``RunResult(cancelled=True)``.  Idempotent; no effect once finished."""
-        self._state.scope.cancel()
+        self.agent = agent
+        self.messages = messages
+        self.options = options
+        self.runtime_given = runtime
 
     @property
-    def done(self) -> bool:
-        return self._state.done.is_set()
+    def typed(self) -> bool:
+        output = self.agent._config.output
+        return output is not None and output.target is not None
 
-    @property
-    def result(self) -> RunResult[OutputT]:
-        """The run's result.  :raises RuntimeError: the run has not finished yet."""
-        state = self._state
-        if state.error is not None:
-            raise state.error
-        if state.result is None:
-            raise RuntimeError("the run has not finished: iterate it, or `await run.wait()`")
-        return state.result
+    def runtime(self) -> Runtime | None:
+        # One frame deeper than Agent.run's call: the warning still points at the user's `async with`.
+        return self.agent._runtime(self.runtime_given, stacklevel=4)
 
-    async def wait(self) -> RunResult[OutputT]:
-        """Wait until the run finishes and return its result (raising what the run raised)."""
-        await self._state.done.wait()
-        return self.result
+    def private_runtime(self) -> AbstractAsyncContextManager[Runtime]:
+        return self.agent._private()
 
-
-class _RunState:
-    """What a streamed run's task and its handle share: the scope, the outcome, the end."""
-
-    __slots__ = ("done", "error", "result", "scope", "thread")
-
-    def __init__(self) -> None:
-        self.scope = anyio.CancelScope()
-        self.done = anyio.Event()
-        self.result: RunResult[Any] | None = None
-        self.error: BaseException | None = None
-        self.thread = threading.get_ident()
-
-    async def work(
-        self,
-        controller: LoopController,
-        sink: EventSink | None,
-        send: MemoryObjectSendStream[Event],
-        messages: tuple[Message, ...],
-    ) -> None:
-        try:
-            with send, self.scope:
-                try:
-                    self.result = await _drive(controller, sink, messages)
-                except Exception as exc:
-                    self.error = exc
-        finally:
-            # Also when the runtime itself cancelled the task (its exit): the handle must learn the run ended.
-            if self.result is None and self.error is None:
-                self.result = controller.cancelled_result(messages)
-            self.done.set()
-
-    async def close(self) -> None:
-        if not self.done.is_set():
-            self.scope.cancel()
-            with anyio.CancelScope(shield=True):
-                await self.done.wait()
-
-    def abandon(self) -> None:
-        # From a finaliser: cancelling a scope is synchronous, but only safe in the loop's own thread.
-        if not self.done.is_set() and threading.get_ident() == self.thread:
-            try:
-                self.scope.cancel()
-            except Exception:  # pragma: no cover - a finaliser must never raise
-                log.debug("could not cancel an abandoned stream's run", exc_info=True)
+    async def prepare(self, rt: Runtime, recorder: Recorder, *, private: bool) -> PreparedRun:
+        agent, options, messages = self.agent, self.options, self.messages
+        if agent.toolsets:
+            controller, sink = await agent._listed_controller(rt, options, extra=recorder, stream=True, private=private)
+        else:
+            controller, sink = agent._controller(rt, options, extra=recorder, stream=True, private=private)
+        return partial(_drive, controller, sink, messages), partial(controller.cancelled_result, messages)
 
 
-def _partial_of(event: Event) -> Any:
-    if event.type == "output.partial":
-        return event.data["value"]
-    return None
-
-
-class _TextSoFar:
-    """The answer text so far, for the partial output of a text run."""
-
-    __slots__ = ("text",)
-
-    def __init__(self) -> None:
-        self.text = ""
-
-    def __call__(self, event: Event) -> str | None:
-        piece = _text_of(event)
-        if not piece:
-            return None
-        self.text += piece
-        return self.text
-
-
-def _text_of(event: Event) -> str | None:
-    if type(event) is LLMTextDelta:
-        text: str = event.data["text"]
-        return text
-    return None
+async def _drive_resume(
+    controller: LoopController, sink: EventSink | None, state: PausedRun, decisions: Mapping[str, bool | str]
+) -> RunResult[Any]:
+    with use_sink(sink):
+        return await controller.resume(state, decisions)
 
 
 # --- many runs (the machinery: agentactors.batch) --------------------------------------------------

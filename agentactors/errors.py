@@ -24,6 +24,12 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     ├── RunDeadlineExceeded             in RunResult.error, never raised by a run
     ├── ModelRetry
     ├── OutputValidationError
+    ├── ToolDenied                      raised by a tool to refuse itself: status denied
+    ├── DelegationError                 a delegated (child) run failed: the calling tool's status error
+    ├── SessionError
+    │   ├── SessionConflictError        another turn (another process) committed first, or a pause was taken
+    │   ├── SessionPausedError          a turn was sent while the session awaits decisions
+    │   └── SessionFormatError          also a ValueError; a stored session this version cannot read
     ├── ConversionError                     also a ValueError; agentactors.tools.schema
     ├── ToolsetError                        agentactors (defined in tools.toolset)
     │   └── ToolNameClashError              also a ValueError; agentactors (defined in tools.toolset)
@@ -67,16 +73,17 @@ for one release.
 No credential ever appears in an error's ``str``, ``repr``, notes or ``body_excerpt``: providers
 register their keys with :func:`~agentactors.redaction.register_secret` and every text that enters an
 error passes through :func:`~agentactors.redaction.redact`.  Nor in its cause chain: where the library
-wraps a foreign exception (httpx's, h11's, aiohttp's), :func:`scrub_chain` keeps it as the cause only
-when no text in its chain holds a credential, and otherwise puts a :class:`RedactedException` in its
-place.
+wraps a foreign exception (httpx's, h11's, aiohttp's), :func:`~agentactors._scrub.scrub_chain` keeps
+it as the cause only when no text in its chain holds a credential, and otherwise puts a
+:class:`RedactedException` in its place.  ``scrub_chain`` lives in :mod:`agentactors._scrub` (it is
+about what is done with foreign exceptions, not the tree); ``agentactors.errors.scrub_chain`` still
+names it, without a warning.
 """
 
 from __future__ import annotations
 
 import enum
 import importlib
-import traceback
 import warnings
 from collections.abc import Sequence
 from typing import Any, Self
@@ -91,6 +98,7 @@ __all__ = [
     "AllProvidersFailedError",
     "AskTimeout",
     "CircuitOpenError",
+    "DelegationError",
     "ErrorKind",
     "MalformedResponseError",
     "Overloaded",
@@ -101,14 +109,18 @@ __all__ = [
     "RedactedException",
     "ResponseTooLargeError",
     "RunDeadlineExceeded",
+    "SessionConflictError",
+    "SessionError",
+    "SessionFormatError",
+    "SessionPausedError",
     "StreamInterruptedError",
+    "ToolDenied",
     "ToolStatusError",
     "UnsupportedContentError",
     "UnsupportedSettingError",
     "UnsupportedToolChoiceError",
     "redact",
     "register_secret",
-    "scrub_chain",
 ]
 
 _EXCERPT_LIMIT = 500
@@ -474,69 +486,6 @@ class RedactedException(AgentActorsError):
         super().__init__(f"{original_type}: {message}" if message else original_type)
 
 
-def scrub_chain(exc: BaseException) -> BaseException:
-    """``exc`` for use as a cause: itself if no text in its chain holds a credential, else a stand-in.
-
-    The chain is ``exc``, its ``__cause__`` and its shown ``__context__``, recursively; the
-    texts are each link's ``str``, ``repr`` and notes.  When any of them changes under
-    :func:`redact`, every link is replaced by a :class:`RedactedException` (chained the
-    same way), so no object that held the secret stays reachable.  The library's own
-    errors are returned as they are: their texts are redacted when they are made.
-    """
-    if isinstance(exc, AgentActorsError) or _chain_is_clean(exc):
-        return exc
-    return _stand_in(exc, set())
-
-
-def _links(exc: BaseException) -> list[BaseException]:
-    seen: set[int] = set()
-    out: list[BaseException] = []
-    todo: list[BaseException] = [exc]
-    while todo:
-        cur = todo.pop()
-        if id(cur) in seen:
-            continue
-        seen.add(id(cur))
-        out.append(cur)
-        if cur.__cause__ is not None:
-            todo.append(cur.__cause__)
-        elif cur.__context__ is not None and not cur.__suppress_context__:
-            todo.append(cur.__context__)
-    return out
-
-
-def _texts(exc: BaseException) -> list[str]:
-    texts = [str(exc), repr(exc)]
-    texts += [str(n) for n in getattr(exc, "__notes__", None) or ()]
-    return texts
-
-
-def _safe_texts(exc: BaseException) -> list[str]:
-    try:
-        return _texts(exc)
-    except Exception:  # an exception whose __str__ raises: nothing to show, nothing to leak
-        return []
-
-
-def _chain_is_clean(exc: BaseException) -> bool:
-    return all(redact(text) == text for link in _links(exc) for text in _safe_texts(link))
-
-
-def _stand_in(exc: BaseException, seen: set[int]) -> RedactedException:
-    seen.add(id(exc))
-    kind = type(exc)
-    texts = _safe_texts(exc)
-    err = RedactedException(f"{kind.__module__}.{kind.__qualname__}", redact(texts[0]) if texts else "")
-    if exc.__traceback__ is not None:
-        frames = "".join(traceback.format_tb(exc.__traceback__))
-        err.add_note("original traceback (credentials removed):\n" + redact(frames).rstrip())
-    nxt = exc.__cause__
-    if nxt is None and not exc.__suppress_context__:
-        nxt = exc.__context__
-    if nxt is not None and id(nxt) not in seen:
-        err.__cause__ = nxt if isinstance(nxt, AgentActorsError) else _stand_in(nxt, seen)
-    return err
-
 class ModelRetry(AgentActorsError):
     """Raised by an output validator (or a tool) to send the model back with ``message``.
 
@@ -565,6 +514,77 @@ class OutputValidationError(AgentActorsError):
         self.attempts = attempts
 
 
+class ToolDenied(AgentActorsError):
+    """Raised by a tool to refuse the call itself: the result has status ``denied`` and ``reason``.
+
+    For refusals only the tool can judge (a delegation past its ``max_depth``, an action the caller's
+    ``deps`` do not allow); a rule that depends on the call alone belongs in a ``tool_policy``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(redact(str(reason)))
+        self.reason = redact(str(reason))
+
+
+class DelegationError(AgentActorsError):
+    """A delegated run (:meth:`Agent.as_tool <agentactors.Agent.as_tool>`) ended without an answer.
+
+    Raised inside the delegating tool, so the parent's model reads it as the call's ``error`` result
+    (``agent`` and a concise ``reason``); the child's whole result is in the parent's
+    ``RunResult.children``.
+    """
+
+    def __init__(self, agent: str, reason: str) -> None:
+        super().__init__(redact(f"agent {agent!r} did not answer: {reason}"))
+        self.agent = agent
+        self.reason = redact(str(reason))
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.agent, self.reason), dict(self.__dict__))
+
+
+class SessionError(AgentActorsError):
+    """A session could not take a turn as asked (see its subclasses)."""
+
+
+class SessionConflictError(SessionError):
+    """The session changed under this turn: another turn committed first (another runtime or process on the
+    same store), or the pause being resolved was already taken by another ``resolve``.
+
+    Nothing of the refused turn was committed; the session reloads from its store before its next turn.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(redact(str(message)))
+        self.key = key
+
+
+class SessionPausedError(SessionError):
+    """A turn was sent to a session whose last turn is paused for approval: ``resolve()`` it first.
+
+    ``pending`` are the calls awaiting a decision.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, pending: Sequence[Any] = ()) -> None:
+        super().__init__(redact(str(message)))
+        self.key = key
+        self.pending = tuple(pending)
+
+
+class SessionFormatError(SessionError, ValueError):
+    """A stored session this version cannot read: written in a newer (or unknown) format, or not a session.
+
+    Raised when a store loads it (or opens a database whose layout is newer); nothing is changed in the
+    store.  Older formats are migrated when read (``docs/sessions.md``, "Formats"), never refused.
+    ``found`` is the format the record or database declares (``None`` when it declares none).
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, found: Any = None) -> None:
+        super().__init__(redact(str(message)))
+        self.key = key
+        self.found = found
+
+
 
 # --- names that moved to agentactors.providers._classify ----------------------------------------
 
@@ -575,12 +595,24 @@ _MOVED_TO_CLASSIFY = frozenset(
 _EXPORTED_AT_ROOT = frozenset({"classify_exception", "classify_http_error"})
 
 
-def __getattr__(name: str) -> Any:
-    """The classification functions that used to live here, with a :class:`DeprecationWarning`.
+# --- scrub_chain, defined in agentactors._scrub ------------------------------------------------
 
-    Kept for one release.  ``classify_exception`` and ``classify_http_error`` are importable from
-    :mod:`agentactors.providers` (for authors of their own providers); the other three are internal now.
+_SCRUB_MODULE = "agentactors._scrub"
+
+
+def __getattr__(name: str) -> Any:
+    """``scrub_chain``, and the classification functions that used to live here (with a :class:`DeprecationWarning`).
+
+    ``scrub_chain`` is served without a warning: its module is private and this is still its public name.
+    It is defined in :mod:`agentactors._scrub`, which imports this module for :class:`RedactedException`,
+    so it is looked up by name when first asked for (an import statement here would close a cycle).
+
+    The classification functions are kept for one release.  ``classify_exception`` and
+    ``classify_http_error`` are importable from :mod:`agentactors.providers` (for authors of their own
+    providers); the other three are internal now.
     """
+    if name == "scrub_chain":
+        return getattr(importlib.import_module(_SCRUB_MODULE), name)
     if name not in _MOVED_TO_CLASSIFY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     public = name in _EXPORTED_AT_ROOT

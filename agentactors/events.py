@@ -29,6 +29,7 @@ of the class its type names, so ``isinstance`` filters work::
     ├── BreakerEvent    breaker.*   BreakerStateChanged, BreakerRejected, BreakerIgnored
     ├── ProviderEvent   provider.*  ProviderThrottled
     ├── OutputEvent     output.*    OutputStrategyChosen, OutputStrategyDegraded, OutputInvalid, OutputPartial
+    ├── SessionEvent    session.*   SessionActivated, SessionDeactivated, SessionCommitted
     └── ActorEvent      actor.*     (the kernel's: started, stopped, failed, restarted, dead_letter)
 
 A type without a class of its own (a tool's own ``ctx.emit("tools.progress")``, a
@@ -87,6 +88,10 @@ __all__ = [
     "RunEvent",
     "RunFinished",
     "RunStarted",
+    "SessionActivated",
+    "SessionCommitted",
+    "SessionDeactivated",
+    "SessionEvent",
     "StepEvent",
     "StepFinished",
     "StepStarted",
@@ -134,6 +139,8 @@ class Event:
     time: float = 0.0
     step: int | None = None
     data: Mapping[str, Any] = attrs.field(factory=dict)
+    #: The id of the run that started this one (a delegated run's events), or ``None`` for a top-level run.
+    parent_run_id: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names that are not slots: the payload's keys.
@@ -377,6 +384,34 @@ class OutputPartial(OutputEvent):
     __slots__ = ()
 
 
+class SessionEvent(Event):
+    """``session.*``: a session's life as a virtual actor (``docs/sessions.md``); each carries ``key``."""
+
+    __slots__ = ()
+
+
+class SessionActivated(SessionEvent):
+    """``session.activated``: ``key``, ``version`` (``None`` for a session not yet stored), ``messages`` (how
+    many the history holds) and ``paused``: the session was loaded from its store for a turn."""
+
+    __slots__ = ()
+
+
+class SessionDeactivated(SessionEvent):
+    """``session.deactivated``: ``key``, ``version`` and ``reason`` (``"idle"`` or ``"runtime_exit"``): its
+    actor stopped, its history left memory."""
+
+    __slots__ = ()
+
+
+class SessionCommitted(SessionEvent):
+    """``session.committed``: ``key``, ``version`` (the new one), ``turn_run_id`` (the turn's run: the event's
+    own ``run_id`` is that of the run it was emitted in, if any), ``messages`` (how many the history now
+    holds) and ``paused`` (the turn paused for approval; ``resolving=True``: ``resolve`` claimed a pause)."""
+
+    __slots__ = ()
+
+
 class ActorEvent(Event):
     """``actor.*``: the kernel's lifecycle events (``actor.started``, ``stopped``, ``failed``, ``restarted``,
     ``dead_letter``), each with ``actor``."""
@@ -394,6 +429,7 @@ _FAMILIES: dict[str, type[Event]] = {
     "breaker": BreakerEvent,
     "provider": ProviderEvent,
     "output": OutputEvent,
+    "session": SessionEvent,
     "actor": ActorEvent,
 }
 
@@ -425,6 +461,9 @@ _CLASSES: dict[str, type[Event]] = {
     "output.strategy_degraded": OutputStrategyDegraded,
     "output.invalid": OutputInvalid,
     "output.partial": OutputPartial,
+    "session.activated": SessionActivated,
+    "session.deactivated": SessionDeactivated,
+    "session.committed": SessionCommitted,
 }
 # Types are few in practice, but a tool may make them up: the cache of families learned stays bounded.
 _LEARNED_MAX = 1024
@@ -451,9 +490,10 @@ def make_event(
     time: float = 0.0,
     step: int | None = None,
     data: Mapping[str, Any] | None = None,
+    parent_run_id: str | None = None,
 ) -> Event:
     """An event of the class its ``type`` names (:func:`event_class`); the arguments are :class:`Event`'s."""
-    return event_class(type)(type, run_id, seq, time, step, {} if data is None else data)
+    return event_class(type)(type, run_id, seq, time, step, {} if data is None else data, parent_run_id)
 
 
 @runtime_checkable
@@ -503,11 +543,18 @@ class EventSink:
     recorders.  Mutable on purpose: it belongs to exactly one run.
     """
 
-    __slots__ = ("_seq", "fanout", "run_id", "step")
+    __slots__ = ("_seq", "fanout", "parent_run_id", "run_id", "step")
 
-    def __init__(self, recorders: Sequence[Recorder] | FanOut = (), *, run_id: str | None = None) -> None:
+    def __init__(
+        self,
+        recorders: Sequence[Recorder] | FanOut = (),
+        *,
+        run_id: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> None:
         self.fanout = recorders if isinstance(recorders, FanOut) else FanOut(recorders)
         self.run_id = run_id
+        self.parent_run_id = parent_run_id
         self.step: int | None = None
         self._seq = itertools.count(1)
 
@@ -520,7 +567,7 @@ class EventSink:
             return None
         # The class by type: one dict lookup (a type first seen is classified once, then cached).
         cls = _CLASSES.get(type) or event_class(type)
-        event = cls(type, self.run_id, next(self._seq), _now(), self.step, data)
+        event = cls(type, self.run_id, next(self._seq), _now(), self.step, data, self.parent_run_id)
         self.fanout.record(event)
         return event
 
@@ -646,6 +693,8 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {"type": event.type, "run_id": event.run_id, "seq": event.seq, "time": event.time}
     if event.step is not None:
         out["step"] = event.step
+    if event.parent_run_id is not None:
+        out["parent_run_id"] = event.parent_run_id
     out.update({k: to_jsonable(v) for k, v in event.data.items() if k not in out})
     return out
 
@@ -654,7 +703,7 @@ def _json_default(value: Any) -> Any:
     return to_jsonable(value)
 
 
-_HEADER = frozenset(("type", "run_id", "seq", "time", "step"))
+_HEADER = frozenset(("type", "run_id", "seq", "time", "step", "parent_run_id"))
 
 
 def event_from_dict(record: Mapping[str, Any]) -> Event:
@@ -677,6 +726,7 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
         float(record.get("time") or 0.0),
         step if isinstance(step, int) else None,
         data,
+        parent if isinstance(parent := record.get("parent_run_id"), str) else None,
     )
 
 

@@ -55,6 +55,7 @@ from anyio.abc import TaskGroup
 from ..errors import ActorStopped, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
+from .crossing import Crossing, Waker, current_waker
 from .mailbox import Ask, in_context
 from .ref import Actor, ActorLike, ActorRef, cell_of
 from .threads import worker_threads
@@ -63,7 +64,7 @@ from .worker import work
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Actor", "ActorRef", "Completions", "FailurePolicy", "RunsMany", "Runtime", "RuntimeStats"]
+__all__ = ["Actor", "ActorRef", "Completions", "FailurePolicy", "HasSessions", "RunsMany", "Runtime", "RuntimeStats"]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -141,6 +142,14 @@ class RunsMany(Protocol[R]):
     ) -> Completions[R]: ...
 
 
+class HasSessions(Protocol[R_co]):
+    """What :meth:`Runtime.session` needs of an agent: :meth:`agentactors.Agent.session` implements it."""
+
+    def session(
+        self, key: str, *, runtime: Runtime | None = None, store: Any = None, idle_timeout: float = 60.0
+    ) -> R_co: ...
+
+
 class Runtime:
     """Structured-concurrency home of actors.  Use as ``async with Runtime() as rt:``.
 
@@ -188,6 +197,7 @@ class Runtime:
         "_tg",
         "_thread",
         "_token",
+        "_waker",
         "drain_timeout",
     )
 
@@ -212,6 +222,7 @@ class Runtime:
         self._closed = False
         self._spawning = False
         self._thread: int | None = None
+        self._waker: Waker | None = None
         self._guests: set[anyio.CancelScope] = set()
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
@@ -247,8 +258,8 @@ class Runtime:
     def thread(self) -> int | None:
         """The ident of the thread whose event loop entered the runtime (``None`` before ``async with``).
 
-        Only tasks of that loop may use the runtime; from another thread, hop into it with
-        ``anyio.from_thread.run(fn, ..., token=...)`` (a token taken in that loop) or a ``BlockingPortal``.
+        Only tasks of that loop may use the runtime; from another thread's event loop, :meth:`call` hands a
+        call to it (``agent.run`` on an agent bound to the runtime does so by itself).
         """
         return self._thread
 
@@ -264,6 +275,7 @@ class Runtime:
             raise RuntimeError("a Runtime can be entered only once")
         self._entered = True
         self._thread = threading.get_ident()
+        self._waker = current_waker()  # how calls from other threads' loops reach this one (call())
         # Resolve the backend's concrete classes once: anyio.Event() / CancelScope() look the
         # backend up on every call, which the ask hot path does not need to pay.
         self._event_cls = type(anyio.Event())
@@ -482,14 +494,27 @@ class Runtime:
         nothing is copied back into the caller's context.  ``agent.run(...)``
         inside ``fn`` runs in this runtime and shares its actors.
 
+        **From another thread's event loop** (asyncio or trio, either way round)
+        the call is handed to the runtime's loop: ``fn(*args)`` is made and
+        awaited by a task of the runtime (counted by the drain like any task),
+        in the runtime's context as above, and its value or exception comes back
+        to the caller's loop (:mod:`~agentactors.actors.crossing`: the loops wake
+        each other, no thread is held).  Whatever ``fn`` runs runs in the
+        runtime's thread — callbacks it was given included.
+
         :raises RuntimeError: the runtime is not running.
 
         Cancellation: ``fn`` runs in the calling task, so cancelling the caller
         cancels it at its next checkpoint, as for a plain ``await fn(*args)``.
-        The runtime's exit cancels it too (after the drain), and the call then
-        raises :class:`RuntimeError`: a call never outlives the runtime it runs in.
+        From another thread's loop, cancelling the caller cancels ``fn`` in the
+        runtime's loop, and the caller waits until it has ended there before its
+        cancellation goes on.  The runtime's exit cancels it too (after the
+        drain), and the call then raises :class:`RuntimeError`: a call never
+        outlives the runtime it runs in.
         """
         self._check_running()
+        if threading.get_ident() != self._thread:
+            return await self._call_across(fn, args)
         ctx = self._ctx
         assert ctx is not None
         awaitable = fn(*args)
@@ -506,6 +531,50 @@ class Runtime:
         # Only the runtime's exit cancels this scope (the caller's cancellation is not the scope's own,
         # so it propagates): fn did not finish, and there is no result to give.
         raise RuntimeError("the runtime closed while Runtime.call() was running")
+
+    async def _call_across(self, fn: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> T:
+        """:meth:`call` from another thread's event loop: hosted by a task of this runtime's loop."""
+        wake_host = self._waker
+        assert wake_host is not None
+        crossing = Crossing(current_waker())
+        try:
+            wake_host(lambda: self._host_call(crossing, fn, args))
+        except RuntimeError:
+            raise RuntimeError("the Runtime is not running: its event loop has ended") from None
+        result: T = await crossing.outcome(wake_host)
+        return result
+
+    def _host_call(self, crossing: Crossing, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
+        """In this runtime's loop (a callback): start the task that runs a call from another thread.
+
+        Never raises: an exception out of a loop's callback would take trio's whole run down.
+        """
+        if not self.running:
+            crossing.finish(error=RuntimeError("the Runtime is not running: it closed"))
+            return
+        self._running += 1
+        try:
+            self._start_internal(self._hosted, crossing, fn, args)
+        except Exception as exc:  # pragma: no cover - the task group is active while the runtime runs
+            self._task_done()
+            crossing.finish(error=RuntimeError(f"the Runtime could not start the call: {type(exc).__name__}"))
+
+    async def _hosted(self, crossing: Crossing, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
+        outcome: tuple[Any, BaseException | None] = (None, None)
+        try:
+            with self._scope_cls() as scope:  # cancelled when the caller is (Crossing.cancel)
+                crossing.scope = scope
+                if crossing.cancel_requested:
+                    scope.cancel()
+                outcome = (await self.call(fn, *args), None)
+        except Exception as exc:
+            outcome = (None, exc)
+        except BaseException:  # the runtime's cancellation (its exit, an escalation), an interrupt: it goes on
+            outcome = (None, RuntimeError("the runtime closed while Runtime.call() was running"))
+            raise
+        finally:
+            self._task_done()
+            crossing.finish(*outcome)
 
     def spawn_task(
         self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None, background: bool = False
@@ -634,6 +703,18 @@ class Runtime:
         cancellation: see there).
         """
         return agent.as_completed(inputs, runtime=self, concurrency=concurrency)
+
+    # -- sessions (implemented by the agent layer) --------------------------------------------------
+
+    def session(self, agent: HasSessions[R], key: str, *, store: Any = None, idle_timeout: float = 60.0) -> R:
+        """The session ``key`` of ``agent`` in this runtime: a conversation held by an actor, one turn at a time.
+
+        The same as :meth:`agentactors.Agent.session` with ``runtime=self`` (see there and
+        ``docs/sessions.md``): ``store`` (default: a :class:`~agentactors.sessions.MemoryStore` of this
+        runtime) keeps the history; after ``idle_timeout`` seconds without a turn the session
+        deactivates (no task, no history in memory) and the next turn loads it again.
+        """
+        return agent.session(key, runtime=self, store=store, idle_timeout=idle_timeout)
 
     # -- accounting ------------------------------------------------------------------------------
 

@@ -13,7 +13,12 @@ answer with — ``KeyboardInterrupt`` and ``GeneratorExit``.
 
 Per call, in order: unknown tool → ``invalid``; arguments that did not parse →
 ``invalid``; arguments that break the schema → ``invalid`` (the tool does not
-run); the agent's ``tool_policy`` refuses → ``denied``; then the tool runs
+run); the agent's ``tool_policy`` refuses → ``denied``; a call that needs a person's decision
+(``@tool(requires_approval=True)``, or a policy's :class:`~agentactors.tools.approval.NeedsApproval`)
+and has none yet is answered as pending (:func:`~agentactors.tools.approval.pending_result`: the
+loop pauses the run) — one with a decision runs (approved) or is ``denied`` with the person's
+reason, and the policy is not asked again; a tool raising
+:class:`~agentactors.errors.ToolDenied` refuses itself → ``denied``; then the tool runs
 (sync tools in a worker thread of :func:`~agentactors.actors.threads.worker_threads`,
 at most 40 at once per event loop; a sync call abandoned at its timeout frees its
 slot and is reported: ``tools.thread_abandoned``, ``rt.stats().abandoned_threads``)
@@ -42,9 +47,11 @@ import anyio
 import attrs
 
 from .._containment import escapes, interrupt_in
+from ..errors import ToolDenied
 from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall
 from ..parts import MediaPart
+from ..tools.approval import NeedsApproval, decision_denied_text, pending_result
 from ..tools.registry import Tool, ToolContext, tool
 from ..tools.results import (
     ToolResult,
@@ -68,8 +75,11 @@ __all__ = ["ExecuteTools", "ExecutionContext", "ToolExecutorActor", "ToolPolicy"
 
 log = logging.getLogger("agentactors.tools")
 
-#: ``(call, context) -> None`` to allow the call, or a reason string to deny it (may be async).
-ToolPolicy: TypeAlias = Callable[[ToolCall, ToolContext], "str | Awaitable[str | None] | None"]
+#: ``(call, context) -> None`` to allow the call, a reason string to deny it, or
+#: :class:`~agentactors.tools.approval.NeedsApproval` to ask a person (may be async).
+ToolPolicy: TypeAlias = Callable[
+    [ToolCall, ToolContext], "str | NeedsApproval | Awaitable[str | NeedsApproval | None] | None"
+]
 
 
 def _positive_cap(_: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
@@ -91,7 +101,8 @@ class ExecutionContext:
     cap (``None``: no cap); ``tool_policy`` may deny calls; ``deps`` is handed
     to tools through :class:`ToolContext` and never recorded anywhere;
     ``input_key`` (the caller's stable key for the run's input, see
-    :attr:`ToolContext.input_key`) is handed to tools the same way.
+    :attr:`ToolContext.input_key`) is handed to tools the same way.  ``approvals`` are a person's
+    decisions for calls that waited for one (``{call_id: True | reason}``: a resumed run's).
 
     :raises ValueError: a cap that is not a positive int.
     :raises TypeError: a ``tool_policy`` that is not callable.
@@ -104,6 +115,7 @@ class ExecutionContext:
     tool_policy: ToolPolicy | None = attrs.field(default=None, validator=_callable_or_none, repr=False)
     deps: Any = attrs.field(default=None, repr=False)
     input_key: str | None = None
+    approvals: Mapping[str, bool | str] | None = attrs.field(default=None, repr=False)
 
 
 def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
@@ -298,14 +310,25 @@ class ToolExecutorActor:
                 )
             raise
         if events is not None:
-            events.emit(
-                "tools.finished",
-                call_id=call.id,
-                name=call.name,
-                status=result.status,
-                duration=result.duration,
-                size=result.size_chars,
-            )
+            if result.awaiting_approval:  # not run: the call waits for a person (the run pauses)
+                events.emit(
+                    "tools.finished",
+                    call_id=call.id,
+                    name=call.name,
+                    status=result.status,
+                    duration=0.0,
+                    size=0,
+                    awaiting_approval=True,
+                )
+            else:
+                events.emit(
+                    "tools.finished",
+                    call_id=call.id,
+                    name=call.name,
+                    status=result.status,
+                    duration=result.duration,
+                    size=result.size_chars,
+                )
         return result
 
     async def _dispatch(
@@ -324,7 +347,11 @@ class ToolExecutorActor:
         issues = t.validate(call.arguments)
         if issues:
             return self._finish(call, t, ToolStatus.invalid, t.invalid_text(issues), context, started)
-        policies = (self.tool_policy, context.tool_policy)
+        decision = context.approvals.get(call.id) if context.approvals else None
+        if isinstance(decision, str):  # a person said no: the tool does not run, no policy is asked
+            text = decision_denied_text(t.name, decision)
+            return self._finish(call, t, ToolStatus.denied, text, context, started)
+        policies = (self.tool_policy, context.tool_policy) if decision is None else (None, None)
         ctx: ToolContext | None = None
         # Built only for someone who reads it: a policy, or a tool that takes a ToolContext.
         if t.takes_context or policies[0] is not None or policies[1] is not None:
@@ -342,8 +369,12 @@ class ToolExecutorActor:
             for policy in policies:
                 if policy is not None:
                     reason = await _ask_policy(policy, call, ctx)
+                    if isinstance(reason, NeedsApproval):
+                        return pending_result(call.id, t.name, reason.reason)
                     if reason is not None:
                         return self._finish(call, t, ToolStatus.denied, denied_text(t.name, reason), context, started)
+        if t.requires_approval and decision is None:
+            return pending_result(call.id, t.name, "the tool requires approval")
         timeout = t.timeout if t.timeout is not None else self.default_timeout
         try:
             # An async tool's coroutine is awaited here directly: Tool.invoke would add a frame per call.
@@ -379,6 +410,8 @@ class ToolExecutorActor:
         except ConversionError as exc:
             text = t.invalid_text([_conversion_issue(exc)])
             return self._finish(call, t, ToolStatus.invalid, text, context, started)
+        except ToolDenied as exc:
+            return self._finish(call, t, ToolStatus.denied, denied_text(t.name, exc.reason), context, started)
         except Exception as exc:
             return self._finish(call, t, ToolStatus.error, format_error(exc), context, started)
         except BaseException as exc:
@@ -498,8 +531,10 @@ def _armed_at_first_wait(coro: Coroutine[Any, Any, Any], yielded: Any) -> Genera
             return stop.value
 
 
-async def _ask_policy(policy: ToolPolicy, call: ToolCall, ctx: ToolContext) -> str | None:
-    """The policy's reason to deny (``None`` allows).  A policy that fails denies: it fails closed.
+async def _ask_policy(policy: ToolPolicy, call: ToolCall, ctx: ToolContext) -> str | NeedsApproval | None:
+    """The policy's reason to deny (``None`` allows, :class:`NeedsApproval` asks a person).
+
+    A policy that fails denies: it fails closed.
 
     "Fails" as for a tool (:mod:`agentactors._containment`): SystemExit and stray cancellations
     included; a real cancellation, KeyboardInterrupt and GeneratorExit propagate.
@@ -508,8 +543,8 @@ async def _ask_policy(policy: ToolPolicy, call: ToolCall, ctx: ToolContext) -> s
         verdict: Any = policy(call, ctx)
         if inspect.isawaitable(verdict):
             verdict = await verdict
-        if verdict is None:
-            return None
+        if verdict is None or isinstance(verdict, NeedsApproval):
+            return verdict
         reason = str(verdict)
     except BaseException as exc:
         if escapes(exc):

@@ -12,11 +12,16 @@ sends through ``_send_handling_auth`` → ``_send_handling_redirects`` →
 ``_send_single_request``::
 
     _loop                  the run: its state (_start), then steps until one ends it; max_steps
+    ├── _resume_step       a resumed run: the paused step finished with a person's decisions
     └── _step              one step: its request (_request), one generation, then one of
         ├── _generate      one model call: Complete, or the stream path (_generate_streamed)
         ├── _answer_step   no tool calls: think-only, continued past by a nudge, or the answer
-        └── _tool_step     tool calls: the assistant message, _execute, then _feed_back
-                           (results with the nudges' notes, follow-ups, status routing)
+        ├── _output_step   a typed run's step: the answer checked, or its output calls (_output_calls)
+        └── _tool_step     tool calls: the assistant message, _execute, then _after_tools → _feed_back
+                           (results with the nudges' notes, follow-ups, status routing); or
+            ├── _pause         a call waits for approval: the run ends paused (agentactors.loop.pause)
+            └── _handoff_step  a handoff call: the other calls run, then _switch seats the target agent
+                               (agentactors.loop.handoff)
 
 A step's outcome is a value: ``None`` to go on, or the run's
 :class:`~agentactors.loop.result.RunResult` when the step ends the run.  Only
@@ -29,11 +34,14 @@ a target).
 The seams:
 
 * a step's tool choice is decided in ``_choose``, and nowhere else;
-* a step's calls are executed in ``_execute``, called by ``_tool_step`` only;
+* a step's calls are executed in ``_execute``, and nowhere else (the tool, handoff, output and resume steps call it);
 * a run ends where a layer returns its result: ``_loop`` (``max_steps``),
   ``_step`` (the provider stack giving up, through ``_failed``), ``_answer_step``
-  (an answer, ``max_empty_steps``) and ``_tool_step`` (``end_turn``);
-  ``_feed_back`` raises for ``"raise"``.
+  (an answer, ``max_empty_steps``), ``_tool_step`` (``end_turn``) and ``_pause``
+  (a call awaiting approval); ``_feed_back`` raises for ``"raise"``;
+* the agent answering is changed in ``_take_seat`` only (a handoff, or resuming a run
+  paused after one); a run's children report to it through ``_execute``'s link
+  (:mod:`agentactors.loop.lineage`).
 
 What ends a run:
 
@@ -63,7 +71,7 @@ this run's id because the run's sink is the current one while it runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -93,10 +101,14 @@ from ..output.run import OutputRun
 from ..providers._classify import classify_exception
 from ..providers.base import default_model_of
 from ..settings import ModelSettings
+from ..tools.approval import pending_reason
 from ..tools.results import ToolResult, ToolStatus
+from . import lineage
 from .context_budget import fit_to_budget
+from .handoff import Seat, SeatResolver, filtered, handoff_calls, not_used_text, transferred_text
 from .json_transport import StreamFilter, contract_text, parse_reply, to_wire_messages
 from .nudges import FOLLOWUPS_TOOL, Nudges, NudgeSession, StepView, append_note
+from .pause import PausedRun
 from .result import RunResult
 from .thinking import ThinkFilter, answer_of, strip_think
 
@@ -105,6 +117,8 @@ __all__ = ["LoopConfig", "LoopController", "StatusRoute"]
 log = logging.getLogger("agentactors.loop")
 
 StatusRoute = Literal["continue", "end_turn", "raise"]
+#: A paused run to go on with and a person's decisions for its pending calls (:meth:`LoopController.resume`).
+_Resume = tuple[PausedRun, Mapping[str, "bool | str"]]
 _ROUTES = frozenset(("continue", "end_turn", "raise"))
 _NO_USAGE = Usage()
 
@@ -157,6 +171,11 @@ class LoopConfig:
     settings: ModelSettings | None = None
     #: The typed result (``docs/output.md``); ``None`` for a plain ``str`` answer, whose runs pay nothing for it.
     output: OutputConfig | None = None
+    #: Handoff tools by name -> the name of the agent each hands the conversation to (:mod:`.handoff`).
+    handoffs: Mapping[str, str] = attrs.field(factory=dict)
+    #: Whether a call may wait for approval (a tool requires it, or a policy may ask): the loop then looks
+    #: for pending results after each tool step; other agents pay nothing for pauses.
+    may_pause: bool = False
     # (native, tool choice) -> a validated request whose messages every step replaces (see _request_like).
     _skeletons: dict[tuple[bool, ToolChoice], LLMRequest] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
@@ -270,15 +289,21 @@ class LoopController:
         "_conversation",
         "_deadline",
         "_deps",
+        "_handoffs",
+        "_home",
         "_input_key",
+        "_link",
         "_native",
         "_on_text",
+        "_origin",
         "_output",
         "_previous",
         "_priority",
         "_provider",
         "_run_settings",
+        "_seats",
         "_session",
+        "_settings_given",
         "_sink",
         "_skeleton",
         "_skip",
@@ -310,6 +335,9 @@ class LoopController:
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
+        origin: lineage.Origin | None = None,
+        runtime: Any = None,
+        seats: SeatResolver | None = None,
     ) -> None:
         run_ticket.check_deadline(deadline)
         run_ticket.check_priority(priority)
@@ -335,6 +363,15 @@ class LoopController:
         self.followups: tuple[str, ...] = ()
         self.served_by: str | None = None
         self._output: OutputRun | None = None
+        self._settings_given = settings
+        # Delegation: where this run comes from (a parent's tool step), the runtime its children run in,
+        # and its own link for them (made at its first tool step).
+        self._origin = origin
+        self._home = runtime
+        self._link: lineage.RunLink | None = None
+        # Handoffs: how to find another agent's seat, and the agents handed to so far.
+        self._seats = seats
+        self._handoffs: list[str] | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -358,24 +395,78 @@ class LoopController:
         in (the provider request or the running tools are cancelled with it); nothing of the
         cancelled turn is kept.
         """
+        if self._origin is not None:
+            return self._adopted(self._origin, messages, None)
         if self._sink is None:
             # Nothing to record: the loop's own coroutine, without a frame of ours around it
             # (a frame is ~0.3 KB, and 10k runs in flight are a target).
             return self._loop(messages)
         return self._recorded(self._sink, messages)
 
-    async def _recorded(self, sink: EventSink, messages: Sequence[Message]) -> RunResult[Any]:
+    def resume(self, state: PausedRun, decisions: Mapping[str, bool | str]) -> Coroutine[Any, Any, RunResult[Any]]:
+        """Go on with a paused run (:mod:`agentactors.loop.pause`) given a person's ``decisions`` (await it).
+
+        ``decisions`` (checked by the caller: one per pending call, ``True`` or a reason) reach the
+        executor with the pending calls: approved ones run, denied ones are answered ``denied`` with the
+        reason.  Every result of the paused step then goes back in call order and the loop goes on from
+        the next step, with the paused run's counters (``steps``, ``usage``, ``tool_calls``).  This
+        controller must be the seat of ``state.agent`` (the agent layer sees to it).  The resumed run
+        has its own run id; its ``run.resumed`` event names the paused one.
+
+        Raises and cancellation as for :meth:`run`.
+        """
+        resume = (state, decisions)
+        if self._origin is not None:
+            return self._adopted(self._origin, state.messages, resume)
+        if self._sink is None:
+            return self._loop(state.messages, resume)
+        return self._recorded(self._sink, state.messages, resume)
+
+    async def _adopted(
+        self, origin: lineage.Origin, messages: Sequence[Message], resume: _Resume | None
+    ) -> RunResult[Any]:
+        """A child run: run, then hand the result to the parent (its ``children`` and ``usage``)."""
+        if self._sink is None:
+            result = await self._loop(messages, resume)
+        else:
+            result = await self._recorded(self._sink, messages, resume)
+        origin.link.adopt(result)
+        return result
+
+    async def _recorded(
+        self, sink: EventSink, messages: Sequence[Message], resume: _Resume | None = None
+    ) -> RunResult[Any]:
         """``run`` with a sink: ``run.started`` / ``run.finished`` around the loop.
 
         Cancellation: ``run.finished`` says ``cancelled=True``, then the cancellation propagates.
         """
         inputs = tuple(messages)
         config = self._config
+        origin = self._origin
+        lineage_info: dict[str, Any] = {}
+        if origin is not None:
+            lineage_info = {"parent_step": origin.link.step, "parent_call_id": origin.call_id, "depth": origin.depth}
+        if resume is not None:
+            lineage_info["resumed_from"] = resume[0].run_id
         sink.emit(
-            "run.started", agent=config.agent_name, messages=len(inputs), native_tools=self._native, **config.run_info
+            "run.started",
+            agent=config.agent_name,
+            messages=len(inputs),
+            native_tools=self._native,
+            **config.run_info,
+            **lineage_info,
         )
+        if resume is not None:
+            state, decisions = resume
+            sink.emit(
+                "run.resumed",
+                from_run_id=state.run_id,
+                step=state.step,
+                approved=[k for k, v in decisions.items() if v is True],
+                denied=[k for k, v in decisions.items() if v is not True],
+            )
         try:
-            result = await self._loop(inputs)
+            result = await self._loop(inputs, resume)
         except BaseException as exc:
             sink.step = None
             if isinstance(exc, anyio.get_cancelled_exc_class()):
@@ -394,6 +485,8 @@ class LoopController:
             served_by=result.served_by,
             usage=result.usage,
             tool_calls=len(result.tool_calls),
+            **({"paused": True, "pending": [c.id for c in result.pending_approvals]} if result.paused else {}),
+            **({"handoffs": result.handoffs, "final_agent": result.agent} if result.handoffs else {}),
         )
         return result
 
@@ -404,17 +497,30 @@ class LoopController:
     def _result(self, content: str, messages: tuple[Message, ...], **flags: Any) -> RunResult[Any]:
         if self._output is not None and "output" not in flags:
             flags["output"] = None  # a typed run that did not end on a valid answer
+        if self._handoffs:
+            flags["handoffs"] = tuple(self._handoffs)
+        link = self._link
+        if link is not None and link.children:
+            flags["children"] = tuple(link.children)
         return RunResult(
             content,
             messages,
             tuple(self.tool_calls),
             self.steps,
             followups=self.followups,
-            usage=self.usage,
+            usage=self._total_usage(),
             served_by=self.served_by,
             run_id=self.run_id,
+            agent=self._config.agent_name,
             **flags,
         )
+
+    def _total_usage(self) -> Usage:
+        """The run's usage with its children's (delegated runs) added."""
+        link = self._link
+        if link is None or not link.children:
+            return self.usage
+        return self.usage + link.usage
 
     def _system(self, inputs: Sequence[Message], extra: str | None = None) -> tuple[Message | None, int]:
         """The system message to send, and how many leading input messages it replaces.
@@ -448,16 +554,21 @@ class LoopController:
 
     # -- the layers: run → step → generate → answer step | tool step ------------------------------
 
-    async def _loop(self, messages: Sequence[Message]) -> RunResult[Any]:
+    async def _loop(self, messages: Sequence[Message], resume: _Resume | None = None) -> RunResult[Any]:
         """The run: its state set up from ``messages``, then one step after another until one ends it.
 
         A step ends the run by returning its result; when ``max_steps`` steps did not, the run ends
         here, ``bounded``, with the last substantive answer — or, when the run's deadline passes
         first, with :class:`~agentactors.errors.RunDeadlineExceeded` (:meth:`_past_deadline`).
 
+        A resumed run (``resume``: a paused run and the decisions for it) first finishes the paused
+        step (:meth:`_resume_step`), then goes on the same way.
+
         Cancellation: propagates from the step it interrupts (the deadline's own is absorbed here).
         """
         self._start(messages)
+        if resume is not None:
+            self._restore(resume[0])
         ticket = run_ticket.start_ticket(self._deadline, self._priority)
         token = run_ticket.enter(ticket)
         max_steps = self._config.max_steps
@@ -465,12 +576,20 @@ class LoopController:
             # The same loop twice, on purpose: only a run with a deadline pays for a cancel scope, and
             # a shared no-op context manager in its place would cost every other run two calls per run.
             if ticket.deadline is None:
+                if resume is not None:
+                    ended = await self._resume_step(*resume)
+                    if ended is not None:
+                        return ended
                 while self.steps < max_steps:
                     ended = await self._step()
                     if ended is not None:
                         return ended
                 return self._result(self._answer_so_far, tuple(self._conversation), bounded=True)
             with anyio.move_on_at(ticket.deadline):
+                if resume is not None:
+                    ended = await self._resume_step(*resume)
+                    if ended is not None:
+                        return ended
                 while self.steps < max_steps:
                     ended = await self._step()
                     if ended is not None:
@@ -484,13 +603,19 @@ class LoopController:
     def _start(self, messages: Sequence[Message]) -> None:
         """Set the run's state up from its input conversation, checked as ``LLMRequest`` would check it."""
         inputs = messages if type(messages) is tuple else tuple(messages)
-        config = self._config
         self._conversation = list(inputs)
-        system, self._skip = self._system(inputs)
-        self._system_message = system
         for m in inputs:  # what LLMRequest would check of them; every later message is the loop's own
             if not isinstance(m, Message):
                 raise TypeError(f"LLMRequest.messages must hold Message objects, not {type(m).__name__}")
+        self._answer_so_far = ""
+        self._call_ids: set[str] | None = None  # the run's call ids, gathered at its first tool step
+        self._seat_state(inputs)
+
+    def _seat_state(self, conversation: tuple[Message, ...]) -> None:
+        """The state that follows the answering agent's config: at the start, and again after a handoff."""
+        config = self._config
+        system, self._skip = self._system(conversation)
+        self._system_message = system
         self._choice = config.tool_choice if self._native and config.tool_specs else ToolChoice.auto()
         self._skeleton: LLMRequest | None = None
         budget = config.context_budget_chars
@@ -500,11 +625,16 @@ class LoopController:
         # Started at the first tool step: a text-only run pays nothing for nudges.
         self._session: NudgeSession | None = None
         self._previous: StepView | None = None
-        self._answer_so_far = ""
         self._think_only_streak = 0
-        self._call_ids: set[str] | None = None  # the run's call ids, gathered at its first tool step
-        if config.output is not None:
-            self._output = self._output_run(config.output)
+        self._output = self._output_run(config.output) if config.output is not None else None
+
+    def _restore(self, state: PausedRun) -> None:
+        """A resumed run takes the paused run's counters: its steps, usage, calls, answer and handoffs."""
+        self.steps = state.step
+        self.usage = state.usage
+        self.tool_calls = list(state.tool_calls)
+        self._answer_so_far = state.answer
+        self._handoffs = list(state.handoffs) if state.handoffs else None
 
     def _output_run(self, output: OutputConfig) -> OutputRun:
         """This run's typed-result state; auto asks the provider its ProviderActor hosts (read through ``actor``)."""
@@ -521,6 +651,7 @@ class LoopController:
             run_id=self.run_id,
             agent=config.agent_name,
             deps=self._deps,
+            settings=self._run_settings if self._run_settings is not None else config.settings,
         )
 
     async def _step(self) -> RunResult[Any] | None:
@@ -538,7 +669,10 @@ class LoopController:
         if sink is not None:
             sink.step = self.steps
             sink.emit("step.started")
-        request = self._request()
+        try:
+            request = self._request()
+        except ProviderError as exc:  # refused before anything is sent (an explicit ToolOutput it cannot force)
+            return self._failed(exc)
         try:
             response = await self._generate(request)
         except Exception as exc:
@@ -755,9 +889,23 @@ class LoopController:
         self.tool_calls.extend(calls)
         self.served_by = response.provider
         others = [c for c in calls if not output.is_output_call(c)]
-        end_turn = False
+        results: tuple[ToolResult, ...] = ()
         if others:
             results = await self._execute(others, self.steps)
+            if self._config.may_pause and _any_pending(results):
+                return self._pause(calls, results, output_step=True)
+        return await self._output_checked(output, calls, others, results)
+
+    async def _output_checked(
+        self,
+        output: OutputRun,
+        calls: Sequence[ToolCall],
+        others: Sequence[ToolCall],
+        results: tuple[ToolResult, ...],
+    ) -> RunResult[Any] | None:
+        """The rest of a step with output calls: the other calls' results fed back, then the output checked."""
+        end_turn = False
+        if others:
             view = StepView(self.steps, others, results)
             end_turn = self._feed_back(view, finish=False)
             self._previous = view
@@ -849,12 +997,146 @@ class LoopController:
         )
         self.tool_calls.extend(calls)
         self.served_by = response.provider
+        config = self._config
+        if config.handoffs:
+            taken = handoff_calls(calls, config.handoffs)
+            if taken:
+                return await self._handoff_step(calls, taken)
         results = await self._execute(calls, self.steps)
+        if config.may_pause and _any_pending(results):
+            return self._pause(calls, results)
+        return self._after_tools(calls, results)
+
+    def _after_tools(self, calls: Sequence[ToolCall], results: tuple[ToolResult, ...]) -> RunResult[Any] | None:
+        """A tool step's results fed back (:meth:`_feed_back`); the run's result when a status ends the turn."""
         view = StepView(self.steps, calls, results)
         if self._feed_back(view):
             return self._result(self._answer_so_far, tuple(self._conversation))
         self._previous = view
         return None
+
+    # -- handoffs (agentactors.loop.handoff) ---------------------------------------------------------
+
+    async def _handoff_step(self, calls: Sequence[ToolCall], taken: Sequence[ToolCall]) -> RunResult[Any] | None:
+        """A tool step with handoff calls: the other calls run, the first handoff is taken, the seat changes.
+
+        The other calls' results and the handoff's ("transferred") go back in call order, so the target
+        agent reads a well-formed conversation; a second handoff call in the step is answered "not
+        used".  When another call of the step waits for approval, the run pauses first and the handoff
+        is answered "not used" (the model may call it again once the decisions are in).
+        """
+        config = self._config
+        first = taken[0]
+        target = config.handoffs[first.name]
+        others = [c for c in calls if c.name not in config.handoffs]
+        by_id: dict[str, ToolResult] = {}
+        if others:
+            by_id = {r.call_id: r for r in await self._execute(others, self.steps)}
+        pausing = config.may_pause and _any_pending(by_id.values())
+        for call in taken:
+            if call is first and not pausing:
+                text = transferred_text(target)
+            elif pausing:
+                text = "Not used: other calls of this step wait for approval; call it again afterwards."
+            else:
+                text = not_used_text(target)
+            by_id[call.id] = ToolResult.of(call.id, call.name, ToolStatus.ok, text)
+        results = tuple(by_id[c.id] for c in calls)
+        if pausing:
+            return self._pause(calls, results)
+        if self._feed_back(StepView(self.steps, calls, results)):
+            return self._result(self._answer_so_far, tuple(self._conversation))
+        await self._switch(target, first.name, first.id)
+        return None
+
+    async def _switch(self, target: str, via: str, call_id: str) -> None:
+        """The run goes on with agent ``target``: its seat from the agent layer, its view of the conversation.
+
+        :raises RuntimeError: the agent layer gave no way to find agents (a LoopController made by hand).
+        """
+        if self._seats is None:
+            raise RuntimeError(f"cannot hand off to {target!r}: this controller was made without seats")
+        seat = await self._seats(target, via)
+        source = self._config.agent_name
+        if self._sink is not None:
+            self._sink.emit("agent.handoff", from_agent=source, to_agent=target, call_id=call_id)
+        log.debug("run %s: handed off from %s to %s", self.run_id, source, target)
+        self._take_seat(seat, filtered(seat, tuple(self._conversation)))
+        if self._handoffs is None:
+            self._handoffs = []
+        self._handoffs.append(target)
+
+    def _take_seat(self, seat: Seat, conversation: tuple[Message, ...]) -> None:
+        """Answer from now on as ``seat``'s agent: its config, actors and settings, on ``conversation``."""
+        config = seat.config
+        self._config = config
+        self._provider = seat.provider
+        self._tools = seat.tools
+        self._native = seat.native
+        given = self._settings_given
+        self._run_settings = (config.settings.merge(given) if config.settings is not None else given) if given else None
+        self._conversation = list(conversation)
+        self._seat_state(conversation)
+
+    # -- approvals (agentactors.loop.pause) ----------------------------------------------------------
+
+    def _pause(
+        self, calls: Sequence[ToolCall], results: Sequence[ToolResult], *, output_step: bool = False
+    ) -> RunResult[Any]:
+        """End the run paused: some of the step's calls wait for a person's decision.
+
+        ``results`` are the step's results so far (pending placeholders among them); what ran is kept
+        in the :class:`~agentactors.loop.pause.PausedRun` the result carries, nothing is fed back yet.
+        """
+        waiting = {r.call_id: pending_reason(r) for r in results if r.awaiting_approval}
+        pending = tuple(c for c in calls if c.id in waiting)
+        state = PausedRun(
+            self.run_id,
+            tuple(self._conversation),
+            tuple(calls),
+            tuple(r for r in results if not r.awaiting_approval),
+            pending,
+            waiting,
+            self.steps,
+            self._total_usage(),
+            tuple(self.tool_calls),
+            self._answer_so_far,
+            self._config.agent_name,
+            tuple(self._handoffs or ()),
+            output_step,
+        )
+        sink = self._sink
+        if sink is not None:
+            sink.emit(
+                "run.paused",
+                pending=[{"call_id": c.id, "name": c.name, "reason": waiting[c.id]} for c in pending],
+            )
+            sink.emit("step.finished", tool_calls=len(calls), paused=True)
+        log.debug("run %s: paused at step %d for %d call(s)", self.run_id, self.steps, len(pending))
+        return self._result(self._answer_so_far, tuple(self._conversation), resume_state=state)
+
+    async def _resume_step(self, state: PausedRun, decisions: Mapping[str, bool | str]) -> RunResult[Any] | None:
+        """Finish a paused step: the pending calls with their decisions, then every result in call order.
+
+        A run paused after a handoff goes on with the agent that was answering (its seat, found by name).
+        """
+        if state.agent != self._config.agent_name and state.agent is not None:
+            if self._seats is None:
+                raise RuntimeError(f"the paused run was answered by {state.agent!r}, which this agent cannot reach")
+            self._take_seat(await self._seats(state.agent, None), tuple(self._conversation))
+        sink = self._sink
+        if sink is not None:
+            sink.step = state.step
+        new = await self._execute(state.pending, state.step, decisions)
+        by_id = {r.call_id: r for r in state.results}
+        by_id.update((r.call_id, r) for r in new)
+        calls = state.calls
+        ran = [c for c in calls if c.id in by_id]
+        results = tuple(by_id[c.id] for c in ran)
+        if state.output_step and self._output is not None:
+            self._output.resume_tool_step()
+            return await self._output_checked(self._output, calls, ran, results)
+        return self._after_tools(ran, results)
 
     def _unique_ids(self, calls: Sequence[ToolCall]) -> Sequence[ToolCall]:
         """``calls`` with every id unique in the run: a call reusing an id gets a fresh one (docs/loop.md).
@@ -931,7 +1213,14 @@ class LoopController:
             except Exception:  # a user callback must not break the run
                 log.exception("on_token callback raised; the run goes on")
 
-    async def _execute(self, calls: Sequence[ToolCall], step: int) -> tuple[ToolResult, ...]:
+    async def _execute(
+        self, calls: Sequence[ToolCall], step: int, approvals: Mapping[str, bool | str] | None = None
+    ) -> tuple[ToolResult, ...]:
+        """Run a step's calls through the executor: one result per call, in call order.
+
+        While they run, this run is the parent of any run a tool starts (:mod:`.lineage`).
+        ``approvals``: a person's decisions for calls that waited for them (a resumed run).
+        """
         config = self._config
         if self._tools is None:
             # No executor (the agent has no tools): every call is for an unknown tool.
@@ -940,8 +1229,8 @@ class LoopController:
             return tuple(
                 ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in calls
             )
-        # Positional, in field order (run_id, agent, step, cap, policy, deps, input_key): keywords cost a
-        # good part of building it, once per step.
+        # Positional, in field order (run_id, agent, step, cap, policy, deps, input_key, approvals): keywords
+        # cost a good part of building it, once per step.
         context = ExecutionContext(
             self.run_id,
             config.agent_name,
@@ -950,8 +1239,20 @@ class LoopController:
             config.tool_policy,
             self._deps,
             self._input_key,
+            approvals,
         )
-        results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
+        link = self._link
+        if link is None:
+            origin = self._origin
+            link = self._link = lineage.RunLink(
+                self.run_id, origin.depth if origin is not None else 0, self._sink, self._home
+            )
+        link.step = step
+        token = lineage.enter(link)
+        try:
+            results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
+        finally:
+            lineage.leave(token)
         return results
 
     def _past_deadline(self, ticket: run_ticket.RunTicket) -> RunResult[Any]:
@@ -983,6 +1284,11 @@ class LoopController:
             # Something useful was produced: keep it, and say why the run stopped early.
             return self._result(self._answer_so_far, tuple(self._conversation), bounded=True, error=error)
         return self._result("", tuple(self._conversation), generation_failed=True, error=error)
+
+
+def _any_pending(results: Iterable[ToolResult]) -> bool:
+    """Whether a call among ``results`` waits for a person's decision."""
+    return any(r.awaiting_approval for r in results)
 
 
 def _request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequest:

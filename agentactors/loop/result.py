@@ -10,6 +10,7 @@ import attrs
 
 from ..messages import Message, ToolCall, Usage
 from ..output.spec import OutputT
+from .pause import PausedRun
 
 __all__ = ["RunResult"]
 
@@ -64,6 +65,16 @@ class RunResult(Generic[OutputT]):
     :ivar served_by: the provider member that served the final answer.
     :ivar run_id: the id every event of this run carries.
     :ivar output: the typed result (:attr:`output`).
+    :ivar children: the results of the runs this run started from its tools (delegation:
+        :meth:`Agent.as_tool <agentactors.Agent.as_tool>`, or any tool that runs an agent), in the order
+        they finished; their usage is included in :attr:`usage`.
+    :ivar agent: the name of the agent that produced the answer (after handoffs, the last one).
+    :ivar handoffs: the agents the conversation was handed to, in order (``()`` without a handoff).
+    :ivar paused: the run stopped at tool calls awaiting a person's decision (:attr:`pending_approvals`);
+        ``agent.resume(result, decisions)`` (or ``session.resolve``) goes on from there.
+    :ivar pending_approvals: the calls awaiting a decision, in call order (``()`` unless paused).
+    :ivar resume_state: what a paused run needs to go on (:class:`~agentactors.loop.pause.PausedRun`);
+        ``None`` unless paused.
     """
 
     content: str
@@ -79,6 +90,21 @@ class RunResult(Generic[OutputT]):
     served_by: str | None = None
     run_id: str | None = None
     _output: Any = attrs.field(default=TEXT, kw_only=True, alias="output", repr=False)
+    children: tuple[RunResult[Any], ...] = attrs.field(default=(), kw_only=True, repr=False)
+    agent: str | None = attrs.field(default=None, kw_only=True)
+    handoffs: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    resume_state: PausedRun | None = attrs.field(default=None, kw_only=True, repr=False, eq=False)
+
+    @property
+    def paused(self) -> bool:
+        """The run stopped at tool calls awaiting approval (see :attr:`pending_approvals`)."""
+        return self.resume_state is not None
+
+    @property
+    def pending_approvals(self) -> tuple[ToolCall, ...]:
+        """The tool calls awaiting a decision, in call order; ``()`` unless :attr:`paused`."""
+        state = self.resume_state
+        return state.pending if state is not None else ()
 
     @property
     def output(self) -> OutputT:
@@ -94,4 +120,10 @@ class RunResult(Generic[OutputT]):
     @property
     def ok(self) -> bool:
         """The run ended on an answer: not bounded, cancelled or failed."""
-        return not (self.bounded or self.cancelled or self.generation_failed or self.error is not None)
+        return not (
+            self.bounded
+            or self.cancelled
+            or self.generation_failed
+            or self.error is not None
+            or self.resume_state is not None
+        )

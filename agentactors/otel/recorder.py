@@ -7,12 +7,19 @@ Which event opens and closes which span::
     ├── llm.request ── llm.response ───── chat {model}           (retry.*, fallback.*, breaker.* events on
     │                  (or a failed step)                          it as span events; the member that served)
     ├── tools.started ── tools.finished ─ execute_tool {tool}    (status; a refusal or truncation as an event)
+    ├── agent.handoff ─────────────────── span event agentactors.handoff on invoke_agent (from, to, call id)
     run.finished
+
+A handoff keeps the run's ``invoke_agent`` span (it is one run): the span keeps the name and
+``gen_ai.agent.name`` of the agent invoked — the conventions want that attribute at span creation, where
+samplers read it, and the span's name is made of it — and says who answered last in
+``agentactors.final_agent`` (with the path in ``agentactors.handoffs``).
 
 Recording is synchronous and never blocks (the spans' exporter does its own batching): a span is started
 and ended with explicit times.  Events carry the anyio clock — monotonic, and virtual in tests — so each
 run is anchored once, at ``run.started``, to the wall clock (``time.time_ns()``), and every time of the run
-is that anchor plus the event's offset: durations are the run's own, even on a virtual clock.
+is that anchor plus the event's offset: durations are the run's own, even on a virtual clock.  A delegated
+run takes its parent's anchor (one clock, one runtime), so its spans nest in its parent's in time.
 
 Content: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` only with ``capture_content=True``, and
 passed through :func:`~agentactors.redaction.redact`; spans otherwise carry names, models, sizes, counts,
@@ -21,6 +28,7 @@ error types and statuses — never a message, an error's text or a credential.
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections.abc import Mapping
@@ -78,7 +86,10 @@ class OTelRecorder:
     address, token usage and finish reasons, the retries, failovers and breaker transitions as span events
     and ``agentactors.served_by`` naming the member that answered; ``execute_tool {tool}`` (INTERNAL) per
     tool call with its status (any status but ``ok`` is an error).  A run whose events carry a
-    ``parent_run_id`` (a delegated run) is a child of its parent run's span.
+    ``parent_run_id`` (a delegated run, ``agent.as_tool()``) is a child of the parent's ``execute_tool``
+    span for the call that started it, in the same trace.  A handoff is an ``agentactors.handoff`` span
+    event on the run's ``invoke_agent`` span.  Span-event attributes are plain strings, numbers and
+    booleans (an enum is its value).
     """
 
     def __init__(
@@ -140,13 +151,16 @@ class OTelRecorder:
                 name, wire, host, port = member
                 members[str(name)] = (str(name), wire, host, port)
         model = data.get("model") if isinstance(data.get("model"), str) else None
-        # A delegated run's events carry its parent's id (a payload key today; read like an attribute, so a
-        # field of its own later reads the same).
-        parent_id = getattr(event, "parent_run_id", None)
+        # A delegated run's events carry its parent's id; its run.started names the parent's call when the
+        # delegating tool said which (Agent.as_tool does): the child's span hangs under that tool's span.
+        parent_id = event.parent_run_id
         parent = self._runs.get(parent_id) if isinstance(parent_id, str) else None
         if parent is not None:
-            open_tools = list(parent.tools.values())
-            parent_ctx = trace.set_span_in_context(open_tools[-1]) if open_tools else parent.context
+            call_id = data.get("parent_call_id")
+            tool_span = parent.tools.get(call_id) if isinstance(call_id, str) else None
+            if tool_span is None and parent.tools:
+                tool_span = list(parent.tools.values())[-1]
+            parent_ctx = trace.set_span_in_context(tool_span) if tool_span is not None else parent.context
         else:
             parent_ctx = otel_context.get_current()  # the caller's: the run is recorded in its task
         attributes: dict[str, Any] = {sc.OPERATION: "invoke_agent", sc.RUN_ID: run_id}
@@ -157,7 +171,9 @@ class OTelRecorder:
             attributes[sc.PROVIDER] = sc.provider_name(first[1], first[0])
         if model:
             attributes[sc.REQUEST_MODEL] = model
-        wall = time.time_ns()
+        # A delegated run shares its parent's clock and anchor: its spans nest in its parent's in time too
+        # (anchored on its own, a virtual clock's child would end after the tool call that ran it).
+        wall = parent.ns(event.time) if parent is not None else time.time_ns()
         span = self._tracer.start_span(
             f"invoke_agent {agent}" if agent else "invoke_agent",
             context=parent_ctx,
@@ -188,6 +204,12 @@ class OTelRecorder:
         served = data.get("served_by")
         if isinstance(served, str):
             span.set_attribute(sc.SERVED_BY, served)
+        final = _scalar(data.get("final_agent"))
+        if isinstance(final, str):
+            span.set_attribute(sc.FINAL_AGENT, final)
+            path = _attribute(data.get("handoffs"))
+            if isinstance(path, list):
+                span.set_attribute(sc.HANDOFFS, path)
         error = data.get("error")
         if data.get("cancelled"):
             span.set_attribute(sc.ERROR_TYPE, "cancelled")
@@ -311,12 +333,19 @@ class OTelRecorder:
             elif key == "errors" and isinstance(value, list | tuple):
                 attributes["agentactors.errors"] = [_error_type(e) for e in value]
             else:
-                plain = to_jsonable(value)
-                if isinstance(plain, list) and all(isinstance(v, str | int | float | bool) for v in plain):
-                    attributes[f"agentactors.{key}"] = [str(v) for v in plain]
-                elif isinstance(plain, str | int | float | bool):
+                plain = _attribute(value)
+                if plain is not None:
                     attributes[f"agentactors.{key}"] = plain
         span.add_event(event.type, attributes, timestamp=run.ns(event.time))
+
+    def _handoff(self, run: _Run, event: Event) -> None:
+        """The run went on with another agent: a span event on its ``invoke_agent`` span."""
+        attributes: dict[str, Any] = {}
+        for key, name in (("from_agent", sc.HANDOFF_FROM), ("to_agent", sc.HANDOFF_TO), ("call_id", sc.TOOL_CALL_ID)):
+            value = _scalar(event.data.get(key))
+            if value is not None:
+                attributes[name] = value
+        run.span.add_event(sc.HANDOFF_EVENT, attributes, timestamp=run.ns(event.time))
 
     # -- tools ------------------------------------------------------------------------------------------------
 
@@ -341,7 +370,7 @@ class OTelRecorder:
         span = run.tools.pop(str(event.data.get("call_id") or ""), None)
         if span is None:
             return
-        status = to_jsonable(event.data.get("status"))
+        status = _scalar(event.data.get("status"))
         span.set_attribute(sc.TOOL_STATUS, str(status))
         size = event.data.get("size")
         if isinstance(size, int):
@@ -358,10 +387,41 @@ class OTelRecorder:
             return
         attributes = {
             f"agentactors.{k}": v
-            for k, v in ((k, to_jsonable(v)) for k, v in event.data.items() if k not in ("call_id", "name"))
-            if isinstance(v, str | int | float | bool)
+            for k, v in ((k, _scalar(v)) for k, v in event.data.items() if k not in ("call_id", "name"))
+            if v is not None
         }
         span.add_event(event.type, attributes, timestamp=run.ns(event.time))
+
+
+def _scalar(value: Any) -> str | bool | int | float | None:
+    """``value`` as an attribute value OpenTelemetry takes — a plain ``str``, ``bool``, ``int`` or ``float``
+    — or ``None``.  An enum is its value (``CircuitState.open`` is ``"open"``), never the enum object: a
+    ``StrEnum`` passes an ``isinstance(v, str)`` check, but exporters and backends want the plain type."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    return None
+
+
+def _attribute(value: Any) -> str | bool | int | float | list[str] | None:
+    """An event's value as a span-event attribute: a plain scalar (:func:`_scalar`), a list of scalars as
+    strings, or ``None`` for what has no attribute form (a mapping, an object)."""
+    plain = _scalar(value)
+    if plain is not None or value is None:
+        return plain
+    items = to_jsonable(value)
+    if isinstance(items, list):
+        scalars = [_scalar(v) for v in items]
+        if all(v is not None for v in scalars):
+            return [str(v) for v in scalars]
+    return None
 
 
 def _error_attributes(error: Any) -> dict[str, Any]:
@@ -395,4 +455,5 @@ _HANDLERS = {
     "step.finished": OTelRecorder._step_finished,
     "tools.started": OTelRecorder._tool_started,
     "tools.finished": OTelRecorder._tool_finished,
+    "agent.handoff": OTelRecorder._handoff,
 }

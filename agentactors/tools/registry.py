@@ -148,6 +148,7 @@ class Tool(Generic[P, R]):
         "hint",
         "is_async",
         "read_only",
+        "requires_approval",
         "result_ceiling",
         "sequential",
         "spec",
@@ -166,6 +167,7 @@ class Tool(Generic[P, R]):
         sequential: bool = False,
         read_only: bool = False,
         spec: ToolSpec | None = None,
+        requires_approval: bool = False,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, not {type(fn).__name__}")
@@ -175,7 +177,11 @@ class Tool(Generic[P, R]):
             raise TypeError("hint must be a str, a callable hint_for(result_text) -> str | None, or None")
         if isinstance(hint, str) and not hint.strip():
             raise ValueError("hint must not be empty")
-        for flag_name, flag in (("sequential", sequential), ("read_only", read_only)):
+        for flag_name, flag in (
+            ("sequential", sequential),
+            ("read_only", read_only),
+            ("requires_approval", requires_approval),
+        ):
             if not isinstance(flag, bool):
                 raise TypeError(f"{flag_name} must be a bool, not {type(flag).__name__}")
         self.fn: Callable[P, R] = fn
@@ -184,6 +190,7 @@ class Tool(Generic[P, R]):
         self.hint = hint
         self.sequential = sequential
         self.read_only = read_only
+        self.requires_approval = requires_approval
         self.is_async = _is_async(fn)
         signature = inspect.signature(fn)
         hints = _type_hints(fn)
@@ -441,6 +448,7 @@ def tool(
     hint: Hint | None = None,
     sequential: bool = False,
     read_only: bool = False,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -455,6 +463,7 @@ def tool(
     hint: Hint | None = None,
     sequential: bool = False,
     read_only: bool = False,
+    requires_approval: bool = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a function (async or sync) into a :class:`Tool`: ``@tool`` or ``@tool(...)``.
 
@@ -466,6 +475,8 @@ def tool(
         invalid results only.
     :param sequential: run alone, never concurrently with the other calls of a step.
     :param read_only: the tool has no side effects (the loop may suggest batching calls to it).
+    :param requires_approval: a call waits for a person's decision: the run pauses
+        (``RunResult.paused``) and goes on with ``agent.resume`` or ``session.resolve``.
     :raises TypeError, ValueError: see :class:`Tool`.
     """
     options: dict[str, Any] = {
@@ -476,6 +487,7 @@ def tool(
         "hint": hint,
         "sequential": sequential,
         "read_only": read_only,
+        "requires_approval": requires_approval,
     }
     if fn is not None:
         return Tool(fn, **options)

@@ -129,6 +129,8 @@ class ToolResult:
     timeout, ...); ``truncated`` / ``refused`` say which of the two acted.
     ``parts`` are the images, documents or audio the tool returned beside its text
     (:func:`split_parts`); the cap and the ceiling measure the text.
+    ``awaiting_approval`` marks the placeholder of a call that waits for a person's decision
+    (:mod:`agentactors.tools.approval`): the run pauses, and the placeholder is never sent.
 
     :raises ValueError: for a status that is not a :class:`ToolStatus`, a
         negative size or duration, or a non-str content.
@@ -144,6 +146,8 @@ class ToolResult:
     refused: bool = False
     original_chars: int | None = None
     parts: tuple[MediaPart, ...] = attrs.field(default=(), converter=_to_media)
+    # A call that waits for a person's decision (agentactors.tools.approval): its placeholder, never sent.
+    awaiting_approval: bool = attrs.field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         # One check of every field, in field order (one call per result instead of one per field).

@@ -84,3 +84,26 @@ async def test_typed_results(capsys: pytest.CaptureFixture[str]) -> None:
     assert 'refused attempt 1: - action: expected one of "refund", "replace", "escalate"' in out
     partials = [line for line in out.splitlines() if line.startswith("partial: ")]
     assert partials[-1] == "partial: escalate / 'A second crack means a bad batch.'"
+
+
+@pytest.mark.virtual_time
+async def test_triage_handoffs(capsys: pytest.CaptureFixture[str]) -> None:
+    module = _load("triage_handoffs")
+    billing, tech = await module.main()
+    assert (billing.agent, billing.handoffs) == ("billing", ("billing",))
+    assert billing.output == "Invoice A-17 comes to 40.0 EUR."
+    assert (tech.agent, tech.handoffs) == ("tech", ("tech",))
+    assert tech.output == module.Ticket(component="router", action="restart")
+    out = capsys.readouterr().out
+    assert "triage -> billing: 'Invoice A-17 comes to 40.0 EUR.'" in out
+    assert "2 handoffs recorded: triage->billing, triage->tech" in out
+
+
+@pytest.mark.virtual_time
+async def test_research_delegation(capsys: pytest.CaptureFixture[str]) -> None:
+    result = await _load("research_delegation").main()
+    (child,) = result.children
+    assert child.agent == "searcher" and child.content.startswith("Found: ")
+    assert result.usage.input_tokens == 150 + 200 + 60 + 90  # the parent's two steps and the child's two
+    out = capsys.readouterr().out
+    assert f"run.started   {child.run_id} (child of {result.run_id})" in out

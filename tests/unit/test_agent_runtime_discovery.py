@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -199,36 +199,122 @@ async def test_bind_returns_a_bound_copy_with_the_same_configuration() -> None:
     assert "bound" in repr(bound) and "bound" not in repr(agent)
 
 
-async def test_a_runtime_of_another_thread_is_refused_with_the_way_to_reach_it() -> None:
-    agent = Agent(ScriptedProvider(lambda request: "ok"))
+@asynccontextmanager
+async def runtime_in_another_thread(
+    backend: str, **runtime_kwargs: Any
+) -> AsyncIterator[tuple[Runtime, threading.Thread]]:
+    """A Runtime entered by the event loop of a thread of its own (``backend``), until the block ends."""
     ready, done = threading.Event(), threading.Event()
-    box: list[Any] = []
+    box: list[Runtime] = []
 
     def other_loop() -> None:
         async def main() -> None:
-            async with Runtime() as rt:
+            async with Runtime(**runtime_kwargs) as rt:
                 box.append(rt)
-                box.append(anyio.lowlevel.current_token())
                 ready.set()
                 await anyio.to_thread.run_sync(done.wait)
 
-        anyio.run(main)
+        anyio.run(main, backend=backend)
 
-    thread = threading.Thread(target=other_loop)
+    thread = threading.Thread(target=other_loop, name=f"runtime-{backend}")
     thread.start()
     try:
-        await anyio.to_thread.run_sync(ready.wait)
-        rt, token = box
-        with pytest.raises(RuntimeError, match=r"another thread.s event loop.*from_thread"):
-            await agent.run("hi", runtime=rt)
-        # The documented way: run in the runtime's own loop.
-        bound = agent.bind(rt)
-        run: Callable[[], Awaitable[Any]] = lambda: bound.run("hi")  # noqa: E731
-        result = await anyio.to_thread.run_sync(lambda: anyio.from_thread.run(run, token=token))
-        assert result.content == "ok"
+        with anyio.fail_after(30):
+            await anyio.to_thread.run_sync(ready.wait)
+        yield box[0], thread
     finally:
         done.set()
-        await anyio.to_thread.run_sync(thread.join)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(thread.join, 30)
+
+
+@pytest.mark.parametrize("host", ["asyncio", "trio"])
+async def test_a_bound_agent_runs_from_another_threads_event_loop_in_the_runtimes_loop(host: str) -> None:
+    seen: list[int] = []
+
+    def model(request: LLMRequest) -> str:
+        seen.append(threading.get_ident())
+        return f"ok: {request.messages[-1].content}"
+
+    recorder = InMemoryRecorder()
+    agent = Agent(ScriptedProvider(model), name="helper")
+    async with runtime_in_another_thread(host, recorders=[recorder]) as (rt, thread):
+        bound = agent.bind(rt)
+        first = await bound.run("one")  # this test's loop is another thread's: the run is handed over
+        second = await agent.run("two", runtime=rt)  # runtime= the same
+        both = [await bound.run(p) for p in ("a", "b")]
+
+        async def where() -> tuple[int, bool]:
+            return threading.get_ident(), Runtime.current() is rt
+
+        assert await rt.call(where) == (thread.ident, True)  # Runtime.call crosses too
+
+        async def fails() -> None:
+            raise ValueError("from the runtime's loop")
+
+        with pytest.raises(ValueError, match="from the runtime's loop"):
+            await rt.call(fails)
+    assert (first.content, second.content) == ("ok: one", "ok: two")
+    assert [r.content for r in both] == ["ok: a", "ok: b"]
+    assert seen == [thread.ident] * 4 and thread.ident != threading.get_ident()
+    # The runtime's recorders saw the runs: they ran in it, not in a private runtime.
+    finished = [e for e in recorder.events if isinstance(e, RunFinished)]
+    assert {e.run_id for e in finished} == {first.run_id, second.run_id, *(r.run_id for r in both)}
+
+
+@pytest.mark.parametrize("host", ["asyncio", "trio"])
+async def test_cancelling_the_caller_in_another_thread_cancels_the_run_in_the_runtimes_loop(host: str) -> None:
+    started = threading.Event()
+    ended: list[str] = []
+
+    async def slow(request: LLMRequest) -> str:
+        started.set()
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            ended.append("cancelled")
+            raise
+        return "too late"
+
+    recorder = InMemoryRecorder()
+    async with runtime_in_another_thread(host, recorders=[recorder]) as (rt, _):
+        bound = Agent(ScriptedProvider(slow)).bind(rt)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def run() -> None:
+                    await bound.run("wait")
+
+                tg.start_soon(run)
+                await anyio.to_thread.run_sync(started.wait)
+                tg.cancel_scope.cancel()
+        # The caller left only once the run had ended in the runtime's loop.
+        assert ended == ["cancelled"]
+        (finished,) = [e for e in recorder.events if isinstance(e, RunFinished)]
+        assert finished.cancelled is True
+        assert (await Agent(ScriptedProvider("fine")).bind(rt).run("again")).content == "fine"  # still serving
+
+
+@pytest.mark.parametrize("host", ["asyncio", "trio"])
+async def test_from_another_thread_other_calls_are_refused_with_the_way_and_a_closed_runtime_says_so(
+    host: str,
+) -> None:
+    agent = Agent(ScriptedProvider(["streamed", "ok"]))
+    async with runtime_in_another_thread(host) as (rt, _):
+        bound = agent.bind(rt)
+        with pytest.raises(RuntimeError, match=r"another thread.s event loop.*rt\.call"):
+            async with bound.stream("hi"):
+                pass
+
+        async def consume() -> str:  # the way: run the stream in the runtime's loop
+            async with bound.stream("hi") as run:
+                return "".join([text async for text in run.text_stream()])
+
+        assert await rt.call(consume) == "streamed"
+    with pytest.raises(RuntimeError, match="not running: it has closed"):
+        await bound.run("late")
+    with pytest.raises(RuntimeError, match="not running"):
+        await rt.call(consume)
 
 
 class Flushing:

@@ -317,6 +317,28 @@ SAMPLES: dict[str, Callable[[], object]] = {
         "the answer did not validate after 3 attempts", issues=("- age: expected an integer, got a string",),
         attempts=3,
     ),
+    # agents together
+    "ToolDenied": lambda: agentactors.ToolDenied("nested too deep"),
+    "DelegationError": lambda: agentactors.DelegationError("searcher", "ProviderTimeout: slow"),
+    "SessionError": lambda: agentactors.SessionError("no turn"),
+    "SessionConflictError": lambda: agentactors.SessionConflictError("committed first", key="user-1"),
+    "SessionPausedError": lambda: agentactors.SessionPausedError("paused", key="user-1", pending=(_CALL,)),
+    "NeedsApproval": lambda: agentactors.NeedsApproval("sends money"),
+    "SessionFormatError": lambda: agentactors.SessionFormatError("format 9 is newer", key="user-1", found=9),
+    "SessionRecord": lambda: agentactors.SessionRecord("user-1", (Message.user("hi"),), version=3, run_id="run-1"),
+    "SessionEvent": lambda: agentactors.SessionEvent("session.committed", None, 1, 0.5, None, {"key": "user-1"}),
+    "PausedRun": lambda: agentactors.PausedRun(
+        "run-1",
+        (Message.user("pay"), Message.assistant("", tool_calls=[_CALL])),
+        (_CALL,),
+        (),
+        (_CALL,),
+        {"call_1": "sends money"},
+        step=1,
+        usage=Usage(1, 2),
+        tool_calls=(_CALL,),
+        agent="payer",
+    ),
 }
 
 # Exported attrs classes not round-tripped here, and why.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import attrs
 import pytest
 
 import agentactors
@@ -64,7 +65,8 @@ CONTRACT: dict[str, list[str]] = {
                              "max_open_duration", "half_open_max_calls", "half_open_successes",
                              "max_half_open_wait", "count_mid_stream", "key", "clock"],
     "with_timeout": ["attempt", "first_event", "idle"],
-    "tool": ["name", "description", "timeout", "result_ceiling", "hint", "sequential", "read_only"],
+    "tool": ["name", "description", "timeout", "result_ceiling", "hint", "sequential", "read_only",
+             "requires_approval"],
     "ResultCeiling": ["max_chars", "narrow_by"],
     "ToolResult": ["call_id", "name", "status", "content", "size_chars", "duration"],
     "ToolStatus": [],
@@ -75,7 +77,7 @@ CONTRACT: dict[str, list[str]] = {
     "LoopController": [],
     "Agent": ["provider", "tools", "system", "model", "tool_choice", "max_steps", "max_empty_steps",
               "max_tool_result_chars", "context_budget_chars", "on_tool_status", "tool_policy", "nudges", "followups",
-              "recorders", "settings", "output_type", "output_retries", "output_validator"],
+              "recorders", "settings", "output_type", "output_retries", "output_validator", "toolsets", "handoffs"],
     "ToolOutput": ["output_type", "name", "description"],
     "NativeOutput": ["output_type", "name", "strict"],
     "PromptedOutput": ["output_type", "template"],
@@ -95,6 +97,14 @@ CONTRACT: dict[str, list[str]] = {
     "RunDeadlineExceeded": [],
     "with_pool": ["members", "strategy", "weights"],
     "resilient_chain": ["members", "attempt_timeout", "first_event_timeout"],
+    # second wave, agents together
+    "handoff": ["agent", "name", "description", "input_filter"],
+    "NeedsApproval": ["reason"],
+    "SessionConflictError": [],
+    "SessionStore": [],
+    "MemoryStore": [],
+    "SqliteStore": ["path"],
+    "AgentSession": [],
 }
 
 # Methods the API block names, with the parameters it gives them.
@@ -122,6 +132,11 @@ METHOD_CONTRACT: dict[str, list[str]] = {
     "AgentRun.partial_output": [],
     "Explanation.from_jsonl": ["path", "run_id"],
     "ProviderActor.__init__": ["scheduling", "max_waiting", "max_wait"],
+    "Agent.as_tool": ["name", "description", "max_depth"],
+    "Agent.resume": ["paused", "decisions"],
+    "Runtime.session": ["agent", "key", "store", "idle_timeout"],
+    "AgentSession.send": ["prompt"],
+    "AgentSession.resolve": ["decisions"],
 }
 
 # Default values the API block spells out: changing one changes what existing callers get.
@@ -153,7 +168,7 @@ DEFAULTS: dict[str, dict[str, object]] = {
                              "key": None, "clock": None},
     "with_timeout": {"attempt": None, "first_event": None, "idle": None},
     "tool": {"name": None, "description": None, "timeout": None, "result_ceiling": None, "hint": None,
-             "sequential": False, "read_only": False},
+             "sequential": False, "read_only": False, "requires_approval": False},
     "ResultCeiling": {"narrow_by": ()},
     "Runtime": {"recorders": (), "drain_timeout": 5.0},
     "Runtime.spawn": {"name": None, "mailbox_size": 256, "concurrency": 1, "on_failure": "resume", "max_restarts": 3,
@@ -181,6 +196,9 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "ToolOutput": {"name": "final_result", "description": None},
     "NativeOutput": {"name": None, "strict": True},
     "PromptedOutput": {"template": None},
+    "Agent.as_tool": {"name": None, "description": None, "max_depth": 4},
+    "handoff": {"name": None, "description": None, "input_filter": None},
+    "Runtime.session": {"store": None, "idle_timeout": 60.0},
 }
 
 
@@ -297,3 +315,23 @@ def test_the_typed_results_names_of_the_second_wave() -> None:
         assert inspect.signature(agentactors.ToolOutput).parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
     assert next(iter(inspect.signature(agentactors.ToolOutput).parameters)) == "output_type"
     assert callable(agentactors.AgentRun.partial_output)
+
+
+def test_the_agents_together_names_of_the_second_wave() -> None:
+    """docs/architecture.md, second API block: agents together."""
+    fields = {f.name for f in attrs.fields(agentactors.RunResult)}
+    assert {"children", "agent", "handoffs"} <= fields
+    assert isinstance(agentactors.RunResult.paused, property)
+    assert isinstance(agentactors.RunResult.pending_approvals, property)
+    result = agentactors.RunResult("hi", [agentactors.Message.user("x")])
+    assert (result.children, result.agent, result.handoffs, result.paused, result.pending_approvals) == (
+        (), None, (), False, ()
+    )
+    assert issubclass(agentactors.SessionConflictError, agentactors.AgentActorsError)
+    event = agentactors.Event("run.started", "run-2", 1, 0.0, None, {}, "run-1")
+    assert event.parent_run_id == "run-1"
+    assert agentactors.Event("run.started").parent_run_id is None
+    assert isinstance(agentactors.handoff(agentactors.Agent(agentactors.ScriptedProvider([]), name="b")),
+                      agentactors.Tool)
+    assert isinstance(agentactors.Agent(agentactors.ScriptedProvider([]), name="b").as_tool(), agentactors.Tool)
+    assert "handoffs" in inspect.signature(agentactors.Agent).parameters

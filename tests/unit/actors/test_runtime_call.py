@@ -3,13 +3,18 @@
 A Ray actor method (or a server's handler) runs in a task of its own: ``Runtime.current()`` is a
 contextvar set where ``async with Runtime()`` was entered, so such a task sees no runtime.
 ``rt.call`` runs ``fn`` in the runtime's context, in the calling task: cancellation is the caller's.
+From another thread's event loop the call is handed to the runtime's loop (its thread, its context).
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentactors import Agent, Runtime, ScriptedProvider
@@ -131,3 +136,60 @@ async def test_an_exception_from_fn_reaches_the_caller() -> None:
     async with Runtime() as rt:
         with pytest.raises(ValueError, match="boom"):
             await rt.call(boom)
+
+
+def _in_a_thread_loop(backend: str, fn: Callable[[], Awaitable[Any]], out: list[Any]) -> threading.Thread:
+    """A thread running its own event loop (``backend``) that awaits ``fn()`` and puts its outcome in ``out``."""
+
+    async def main() -> None:
+        try:
+            out.append(await fn())
+        except BaseException as exc:  # the outcome under test, exceptions included
+            out.append(exc)
+
+    thread = threading.Thread(target=anyio.run, args=(main,), kwargs={"backend": backend})
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("guest", ["asyncio", "trio"])
+async def test_from_another_threads_loop_the_call_runs_in_the_runtimes_loop_and_context(guest: str) -> None:
+    MARK.set("runtime")
+    out: list[Any] = []
+    async with Runtime() as rt:
+
+        async def probe(x: int) -> tuple[str, int, bool, int]:
+            await anyio.lowlevel.checkpoint()
+            seen = MARK.get()
+            MARK.set("changed inside")
+            return seen, threading.get_ident(), Runtime.current() is rt, x * 2
+
+        async def guest_side() -> Any:
+            MARK.set("guest")
+            result = await rt.call(probe, 21)
+            return result, MARK.get()
+
+        thread = _in_a_thread_loop(guest, guest_side, out)
+        await anyio.to_thread.run_sync(thread.join)
+        (outcome,) = out
+        assert outcome == (("runtime", threading.get_ident(), True, 42), "guest")
+        assert rt.stats().tasks == 0  # the task that hosted it has ended
+
+
+@pytest.mark.parametrize("guest", ["asyncio", "trio"])
+async def test_from_another_threads_loop_the_drain_waits_for_the_call_and_the_exit_ends_it(guest: str) -> None:
+    started = threading.Event()
+    out: list[Any] = []
+
+    async def forever() -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(10):
+        async with Runtime(drain_timeout=0.05) as rt:
+            thread = _in_a_thread_loop(guest, lambda: rt.call(forever), out)
+            await anyio.to_thread.run_sync(started.wait)
+            assert rt.stats().tasks == 1  # hosted by a task of the runtime: the drain counts it
+        await anyio.to_thread.run_sync(thread.join)
+    (error,) = out
+    assert isinstance(error, RuntimeError) and "closed" in str(error)

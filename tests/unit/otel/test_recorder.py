@@ -196,13 +196,16 @@ async def test_a_delegated_run_is_a_child_span_of_its_parents_tool_call() -> Non
 
     t = Telemetry()
     recorder = t.recorder()
-    parent, child = EventSink([recorder], run_id="parent"), EventSink([recorder], run_id="child")
+    parent = EventSink([recorder], run_id="parent")
+    child = EventSink([recorder], run_id="child", parent_run_id="parent")
     parent.emit("run.started", agent="boss")
     parent.step = 1
+    parent.emit("tools.started", call_id="c0", name="other")
     parent.emit("tools.started", call_id="c1", name="ask_helper")
-    child.emit("run.started", agent="helper", parent_run_id="parent")
+    child.emit("run.started", agent="helper", parent_call_id="c1")
     child.emit("run.finished", content="done", steps=1)
     parent.emit("tools.finished", call_id="c1", name="ask_helper", status="ok", size=4, duration=0.1)
+    parent.emit("tools.finished", call_id="c0", name="other", status="ok", size=4, duration=0.1)
     parent.step = None
     parent.emit("run.finished", content="done", steps=1)
     spans = {s.name: s for s in t.spans()}
@@ -210,3 +213,138 @@ async def test_a_delegated_run_is_a_child_span_of_its_parents_tool_call() -> Non
     assert helper.parent is not None and helper.parent.span_id == tool_span.context.span_id
     assert tool_span.parent is not None and tool_span.parent.span_id == boss.context.span_id
     assert helper.context.trace_id == boss.context.trace_id
+
+
+def _plain(attributes: Any) -> dict[str, Any]:
+    """A span's (or span event's) attributes, each checked to be of a type OpenTelemetry takes."""
+    out = dict(attributes or {})
+    for key, value in out.items():
+        items = value if isinstance(value, tuple) else (value,)
+        assert all(type(v) in (str, bool, int, float) for v in items), f"{key}={value!r} is not a plain value"
+    return out
+
+
+@pytest.mark.virtual_time
+async def test_a_breaker_that_opens_during_a_run_is_span_events_with_string_states() -> None:
+    from agentactors import (
+        LLMResponse,
+        ProviderError,
+        ScriptedProvider,
+        StopReason,
+        ToolCall,
+        Usage,
+        tool,
+        with_circuit_breaker,
+        with_fallback,
+    )
+
+    @tool
+    async def lookup(city: str) -> str:
+        """The weather in a city."""
+        return f"{city}: sunny"
+
+    def down(request: Any) -> ProviderError:
+        return ProviderError("service unavailable", provider="primary", kind="transient", status=503)
+
+    primary = with_circuit_breaker(ScriptedProvider(down, name="primary", model="p-model"),
+                                   consecutive_failures=2, open_duration=60.0)
+    secondary = ScriptedProvider(
+        [LLMResponse("", (ToolCall(f"c{i}", "lookup", {"city": "Porto"}),), StopReason.tool_use, Usage(5, 1))
+         for i in (1, 2)] + ["Sunny."],
+        name="secondary",
+        model="s-model",
+    )
+    t = Telemetry()
+    async with Runtime(recorders=[t.recorder()]):
+        result = await Agent(with_fallback(primary, secondary), tools=[lookup], name="w").run("Porto?")
+    assert result.content == "Sunny."
+
+    first, second, third = sorted(t.named("chat"), key=lambda s: s.start_time or 0)
+    assert [e.name for e in first.events] == ["fallback.moved"]  # the first failure: still closed
+    # The second failure opens the breaker: a transition on the model call it happened in.
+    assert [e.name for e in second.events] == ["breaker.state_changed", "fallback.moved"]
+    changed = _plain(second.events[0].attributes)
+    assert changed["agentactors.from_state"] == "closed" and changed["agentactors.to_state"] == "open"
+    assert changed["agentactors.reason"] == "consecutive_failures"
+    assert changed["agentactors.key"] == ("primary", "p-model")  # the circuit's key, as strings
+    # The third call is refused by the open breaker without reaching the primary.
+    assert [e.name for e in third.events] == ["breaker.rejected", "fallback.moved"]
+    rejected = _plain(third.events[0].attributes)
+    assert rejected["agentactors.state"] == "open" and rejected["agentactors.count"] == 1
+    assert _plain(third.events[1].attributes)["agentactors.reason"] == "circuit_open"
+    for span in t.spans():
+        _plain(span.attributes)
+        for event in span.events:
+            _plain(event.attributes)
+    # and the exported form says the same: strings, not enum reprs
+    exported = json.dumps([json.loads(s.to_json()) for s in t.spans()])
+    assert "CircuitState" not in exported
+
+
+@pytest.mark.virtual_time
+async def test_a_delegated_agent_run_is_a_child_span_of_the_parents_tool_call_end_to_end() -> None:
+    from agentactors import LLMResponse, ScriptedProvider, ToolCall, Usage
+
+    child = Agent(ScriptedProvider([LLMResponse("Paris", usage=Usage(3, 1))]), name="searcher", model="c-model")
+    parent = Agent(
+        ScriptedProvider(
+            [LLMResponse("", (ToolCall("c1", "searcher", {"input": "capital of France?"}),), usage=Usage(10, 2)),
+             "It is Paris."],
+        ),
+        name="boss",
+        model="p-model",
+        tools=[child.as_tool()],
+    )
+    t = Telemetry()
+    async with Runtime(recorders=[t.recorder()]):
+        result = await parent.run("Where is the Louvre?")
+    assert result.content == "It is Paris." and len(result.children) == 1
+
+    (boss,) = t.named("invoke_agent boss")
+    (searcher,) = t.named("invoke_agent searcher")
+    (call,) = t.named("execute_tool searcher")
+    assert call.parent is not None and call.parent.span_id == boss.context.span_id
+    assert searcher.parent is not None and searcher.parent.span_id == call.context.span_id
+    assert searcher.context.trace_id == call.context.trace_id == boss.context.trace_id
+    assert (searcher.attributes or {})["gen_ai.agent.name"] == "searcher"
+    assert (searcher.attributes or {})["agentactors.run_id"] == result.children[0].run_id
+    # the child's model call hangs under the child's run, the parent's under the parent's
+    by_parent = {s.name: s.parent.span_id for s in t.named("chat") if s.parent is not None}
+    assert by_parent["chat c-model"] == searcher.context.span_id
+    assert by_parent["chat p-model"] == boss.context.span_id
+    # nested in time too: the child's run inside the tool call, inside the parent's run
+    assert call.start_time is not None and call.end_time is not None
+    assert searcher.start_time is not None and searcher.end_time is not None
+    assert call.start_time <= searcher.start_time <= searcher.end_time <= call.end_time
+    assert len(t.spans()) == 6, "each span once (2 runs, 3 model calls, 1 tool call)"
+
+
+@pytest.mark.virtual_time
+async def test_a_handoff_is_a_span_event_and_the_agent_invoked_keeps_the_span() -> None:
+    from agentactors import ScriptedProvider, ToolCall
+
+    billing = Agent(ScriptedProvider(["Your invoice is 40 EUR."]), name="billing", model="b-model")
+    triage = Agent(ScriptedProvider([[ToolCall("h1", "transfer_to_billing", {})]]), name="triage", model="t-model",
+                   handoffs=[billing])
+    t = Telemetry()
+    async with Runtime(recorders=[t.recorder()]):
+        result = await triage.run("How much is invoice 7?")
+    assert result.agent == "billing"
+
+    (run,) = t.named("invoke_agent")
+    attrs = _plain(run.attributes)
+    # gen_ai.agent.name is the agent invoked (set at span creation, as the span's name); who answered
+    # last is an attribute of ours.
+    assert run.name == "invoke_agent triage" and attrs["gen_ai.agent.name"] == "triage"
+    assert attrs["agentactors.final_agent"] == "billing" and attrs["agentactors.handoffs"] == ("billing",)
+    (handoff,) = [e for e in run.events if e.name == "agentactors.handoff"]
+    assert _plain(handoff.attributes) == {
+        "agentactors.handoff.from_agent": "triage",
+        "agentactors.handoff.to_agent": "billing",
+        "gen_ai.tool.call.id": "h1",
+    }
+    chats = sorted(t.named("chat"), key=lambda s: s.start_time or 0)
+    assert [c.name for c in chats] == ["chat t-model", "chat b-model"]
+    assert chats[0].end_time is not None and handoff.timestamp is not None
+    assert chats[0].end_time <= handoff.timestamp <= (chats[1].start_time or 0)
+    assert not t.named("execute_tool"), "a handoff is answered by the loop: no tool span"
