@@ -138,28 +138,23 @@ class ToolCall:
     finish reason that cut it off).
     """
 
-    id: str = attrs.field()
-    name: str = attrs.field()
+    id: str
+    name: str
     arguments: dict[str, Any] = attrs.field(factory=dict, converter=_to_dict)
     raw_arguments: str | None = None
-    arguments_error: str | None = attrs.field(default=None)
+    arguments_error: str | None = None
     arguments_error_detail: str | None = None
     provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
 
-    @id.validator
-    def _check_id(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str):
-            raise TypeError(f"ToolCall.id must be a str, not {type(value).__name__}")
-
-    @name.validator
-    def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str) or not value:
+    def __attrs_post_init__(self) -> None:
+        # The checks here rather than as validators: a call each less, per call a model makes.
+        if not isinstance(self.id, str):
+            raise TypeError(f"ToolCall.id must be a str, not {type(self.id).__name__}")
+        if not isinstance(self.name, str) or not self.name:
             raise ValueError("ToolCall.name must be a non-empty string")
-
-    @arguments_error.validator
-    def _check_error(self, _: attrs.Attribute[str | None], value: str | None) -> None:
-        if value is not None and value not in ("unparseable", "empty"):
-            raise ValueError(f"ToolCall.arguments_error must be 'unparseable', 'empty' or None, not {value!r}")
+        error = self.arguments_error
+        if error is not None and error not in ("unparseable", "empty"):
+            raise ValueError(f"ToolCall.arguments_error must be 'unparseable', 'empty' or None, not {error!r}")
 
     @classmethod
     def from_raw(
@@ -205,8 +200,8 @@ class Message:
     stores none, and equals the message built from the joined string.
     """
 
-    role: Role = attrs.field()
-    content: str = attrs.field(default="")
+    role: Role
+    content: str = ""
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
     tool_call_id: str | None = None
     name: str | None = None
@@ -217,17 +212,12 @@ class Message:
     # runs for it either: parts given as any iterable become a tuple in _settle_parts.
     _parts: tuple[Part, ...] | None = attrs.field(default=None, alias="parts")
 
-    @role.validator
-    def _check_role(self, _: attrs.Attribute[str], value: str) -> None:
-        if value not in _ROLES:
-            raise ValueError(f"Message.role must be one of {sorted(_ROLES)}, not {value!r}")
-
-    @content.validator
-    def _check_content(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str):
-            raise TypeError(f"Message.content must be a str, not {type(value).__name__}")
-
     def __attrs_post_init__(self) -> None:
+        # The checks of role and content here rather than as validators: a call each less, per message.
+        if self.role not in _ROLES:
+            raise ValueError(f"Message.role must be one of {sorted(_ROLES)}, not {self.role!r}")
+        if not isinstance(self.content, str):
+            raise TypeError(f"Message.content must be a str, not {type(self.content).__name__}")
         if self.role == "tool":
             if not self.tool_call_id:
                 raise ValueError("a tool message needs the id of the call it answers (tool_call_id)")
@@ -294,7 +284,7 @@ class Message:
     def user(cls, text: str | Part | Sequence[Part]) -> Message:
         """A user message: a str, or content parts (``[Text(...), Image(...)]``)."""
         if isinstance(text, str):
-            return cls(role="user", content=text)
+            return cls("user", text)  # positional, here and below: keywords cost a good part of building one
         content, parts = _text_and_parts(text)
         return cls(role="user", content=content, parts=parts)
 
@@ -307,13 +297,8 @@ class Message:
         reasoning: str = "",
         provider_data: Mapping[str, Any] | None = None,
     ) -> Message:
-        return cls(
-            role="assistant",
-            content=text,
-            tool_calls=tuple(tool_calls),
-            reasoning=reasoning,
-            provider_data=provider_data,
-        )
+        # In field order: role, content, tool_calls, tool_call_id, name, reasoning, provider_data.
+        return cls("assistant", text, tuple(tool_calls), None, None, reasoning, provider_data)
 
     @classmethod
     def tool(
@@ -321,7 +306,8 @@ class Message:
     ) -> Message:
         """A tool result: text, or content parts (an image a tool returned) on the wires that take them."""
         if isinstance(content, str):
-            return cls(role="tool", content=content, tool_call_id=call_id, name=name, is_error=is_error)
+            # In field order: role, content, tool_calls, tool_call_id, name, reasoning, provider_data, is_error.
+            return cls("tool", content, (), call_id, name, "", None, is_error)
         text, parts = _text_and_parts(content)
         return cls(role="tool", content=text, tool_call_id=call_id, name=name, is_error=is_error, parts=parts)
 
@@ -469,6 +455,10 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
 
+# The default of a response's usage: a Usage is frozen, so every response without one shares it.
+_NO_USAGE = Usage()
+
+
 def _to_strings(value: str | Iterable[str]) -> tuple[str, ...]:
     # A bare string is one stop sequence, not a sequence of characters.
     return (value,) if isinstance(value, str) else tuple(value)
@@ -583,7 +573,7 @@ class LLMResponse:
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
     stop_reason: StopReason = StopReason.end_turn
-    usage: Usage = attrs.field(factory=Usage)
+    usage: Usage = _NO_USAGE
     model: str | None = None
     provider: str | None = None
     raw_stop_reason: str | None = None

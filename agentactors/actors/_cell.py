@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextvars
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
 import attrs
@@ -156,14 +156,16 @@ class Spec:
 
     Immutable and shared (the runtime keeps one per distinct setting), so an
     idle actor pays one reference for all of them.  ``new_event`` and
-    ``new_scope`` are the running backend's own classes, resolved once:
-    ``anyio.Event()`` looks the backend up on every call.
+    ``new_scope`` are the running backend's own classes, and ``checkpoint`` its
+    ``checkpoint_if_cancelled``, resolved once: ``anyio.Event()`` (and the others)
+    look the backend up on every call.
     """
 
     host: Host
     runtime: Any  # the public runtime object (ActorRef.runtime, Runtime.current() in handlers)
     new_event: Callable[[], EventLike]
     new_scope: Callable[..., Any]
+    checkpoint: Callable[[], Awaitable[None]]
     policy: str
     max_restarts: int
     window: float

@@ -169,8 +169,8 @@ class ActorRef:
         deadline: float | None = None
         busy: bool | None = None
         if (timeout is None or timeout > 0) and cell.may_run_direct():
-            await anyio.lowlevel.checkpoint_if_cancelled()  # an ask is a cancellation point, whichever path
             spec = cell.spec
+            await spec.checkpoint()  # an ask is a cancellation point, whichever path
             if timeout is not None:
                 deadline = anyio.current_time() + timeout
                 scope = spec.new_scope(deadline=deadline)

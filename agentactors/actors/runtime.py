@@ -49,11 +49,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hasha
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeAlias, TypeVar, cast
 
 import anyio
+import anyio.lowlevel
 import attrs
 from anyio.abc import TaskGroup
 
 from ..errors import ActorStopped, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
+from ._backend import backend_function
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
 from .crossing import Crossing, Waker, current_waker
 from .mailbox import Ask, in_context
@@ -178,6 +180,7 @@ class Runtime:
     __slots__ = (
         "_actors",
         "_background",
+        "_checkpoint",
         "_cleanups",
         "_closed",
         "_ctx",
@@ -227,6 +230,7 @@ class Runtime:
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
         self._scope_cls: Callable[..., anyio.CancelScope] = anyio.CancelScope
+        self._checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint_if_cancelled
 
     @staticmethod
     def current() -> Runtime | None:
@@ -280,6 +284,7 @@ class Runtime:
         # backend up on every call, which the ask hot path does not need to pay.
         self._event_cls = type(anyio.Event())
         self._scope_cls = type(anyio.CancelScope())
+        self._checkpoint = backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled)
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -448,6 +453,7 @@ class Runtime:
                 self,
                 new_event=self._event_cls,
                 new_scope=self._scope_cls,
+                checkpoint=self._checkpoint,
                 policy=on_failure,
                 max_restarts=max_restarts,
                 window=float(restart_window),

@@ -70,6 +70,7 @@ from ..tools.results import (
     unreadable_arguments_text,
 )
 from ..tools.schema import ConversionError
+from ._backend import backend_function
 
 __all__ = ["ExecuteTools", "ExecutionContext", "ToolExecutorActor", "ToolPolicy"]
 
@@ -80,16 +81,6 @@ log = logging.getLogger("agentactors.tools")
 ToolPolicy: TypeAlias = Callable[
     [ToolCall, ToolContext], "str | NeedsApproval | Awaitable[str | NeedsApproval | None] | None"
 ]
-
-
-def _positive_cap(_: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-        raise ValueError(f"{attribute.name} must be a positive int or None, not {value!r}")
-
-
-def _callable_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not callable(value):
-        raise TypeError(f"{attribute.name} must be callable or None, not {type(value).__name__}")
 
 
 @attrs.frozen(slots=True)
@@ -111,11 +102,20 @@ class ExecutionContext:
     run_id: str | None = None
     agent: str | None = None
     step: int | None = None
-    max_tool_result_chars: int | None = attrs.field(default=None, validator=_positive_cap)
-    tool_policy: ToolPolicy | None = attrs.field(default=None, validator=_callable_or_none, repr=False)
+    max_tool_result_chars: int | None = None
+    tool_policy: ToolPolicy | None = attrs.field(default=None, repr=False)
     deps: Any = attrs.field(default=None, repr=False)
     input_key: str | None = None
     approvals: Mapping[str, bool | str] | None = attrs.field(default=None, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        # Both checks in one call rather than a validator each (the loop builds a context per tool step).
+        cap = self.max_tool_result_chars
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+            raise ValueError(f"max_tool_result_chars must be a positive int or None, not {cap!r}")
+        policy = self.tool_policy
+        if policy is not None and not callable(policy):
+            raise TypeError(f"tool_policy must be callable or None, not {type(policy).__name__}")
 
 
 def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
@@ -134,12 +134,11 @@ class ExecuteTools:
     """Ask: run these calls (one step's) → ``tuple[ToolResult, ...]``, one per call, in call order."""
 
     calls: tuple[ToolCall, ...] = attrs.field(converter=_to_calls)
-    context: ExecutionContext = attrs.field(default=_DEFAULT_CONTEXT)
+    context: ExecutionContext = _DEFAULT_CONTEXT
 
-    @context.validator
-    def _check_context(self, _: attrs.Attribute[ExecutionContext], value: ExecutionContext) -> None:
-        if not isinstance(value, ExecutionContext):
-            raise TypeError(f"ExecuteTools.context must be an ExecutionContext, not {type(value).__name__}")
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.context, ExecutionContext):
+            raise TypeError(f"ExecuteTools.context must be an ExecutionContext, not {type(self.context).__name__}")
 
 
 class ToolExecutorActor:
@@ -191,12 +190,15 @@ class ToolExecutorActor:
         self.max_concurrency_per_step = max_concurrency_per_step
         self.default_timeout = float(default_timeout) if default_timeout is not None else None
         self.tool_policy = tool_policy
-        # anyio.CancelScope looks the backend up on every call; on_start resolves the class once.
+        # anyio.CancelScope() and anyio.current_time() look the backend up on every call; on_start resolves
+        # the backend's own class and clock once (:mod:`._backend`).
         self._scope: type[anyio.CancelScope] = anyio.CancelScope
+        self._clock: Callable[[], float] = anyio.current_time
 
     async def on_start(self) -> None:
-        """Runs inside the event loop the executor serves: resolve that backend's cancel scope class."""
+        """Runs inside the event loop the executor serves: resolve that backend's cancel scope class and clock."""
         self._scope = type(anyio.CancelScope())
+        self._clock = backend_function("current_time", anyio.current_time)
 
     @property
     def tools(self) -> Mapping[str, Tool[Any, Any]]:
@@ -290,7 +292,7 @@ class ToolExecutorActor:
 
         Never raises for anything the tool or the model did; cancellation propagates.
         """
-        started = anyio.current_time()
+        started = self._clock()
         sink = current_sink()
         # One check when nobody listens: no payload is built for either event.
         events = sink if sink is not None and sink.fanout.recorders else None
@@ -305,7 +307,7 @@ class ToolExecutorActor:
                     call_id=call.id,
                     name=call.name,
                     status=ToolStatus.cancelled,
-                    duration=anyio.current_time() - started,
+                    duration=self._clock() - started,
                     size=0,
                 )
             raise
@@ -386,7 +388,7 @@ class ToolExecutorActor:
             else:
                 # The tool's time starts now (a policy's own time, it may await, is not the tool's);
                 # with no policy, "now" is when the call started: no second clock read.
-                deadline = (started if ctx is None else anyio.current_time()) + timeout
+                deadline = (started if ctx is None else self._clock()) + timeout
                 if t.is_async:
                     awaitable = t.start(call.arguments, ctx)
                     with self._scope() as scope:
@@ -493,7 +495,7 @@ class ToolExecutorActor:
             status,
             content,
             len(content),
-            max(0.0, anyio.current_time() - started),
+            max(0.0, self._clock() - started),
             truncated,  # positional: keywords cost a good part of building a result, once per call
             refused,
             original,

@@ -120,7 +120,9 @@ StatusRoute = Literal["continue", "end_turn", "raise"]
 #: A paused run to go on with and a person's decisions for its pending calls (:meth:`LoopController.resume`).
 _Resume = tuple[PausedRun, Mapping[str, "bool | str"]]
 _ROUTES = frozenset(("continue", "end_turn", "raise"))
-_NO_USAGE = Usage()
+# A run's usage before its first response: the usage every response that reports none shares, so a run
+# of such responses (scripted ones) allocates no sum.
+_NO_USAGE = LLMResponse().usage
 
 
 
@@ -176,6 +178,9 @@ class LoopConfig:
     #: Whether a call may wait for approval (a tool requires it, or a policy may ask): the loop then looks
     #: for pending results after each tool step; other agents pay nothing for pauses.
     may_pause: bool = False
+    #: The nudges a run of this agent starts with: ``nudges`` less the ones its tools give nothing to act on
+    #: (:meth:`Nudges.fitted <agentactors.loop.nudges.Nudges.fitted>`); worked out here, once per agent.
+    run_nudges: Nudges | None = attrs.field(init=False, eq=False, repr=False)
     # (native, tool choice) -> a validated request whose messages every step replaces (see _request_like).
     _skeletons: dict[tuple[bool, ToolChoice], LLMRequest] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
@@ -244,6 +249,7 @@ class LoopConfig:
         )
 
     def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "run_nudges", self.nudges.fitted(self.read_only) if self.nudges is not None else None)
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {self.max_steps}")
         if self.max_empty_steps < 1:
@@ -1175,8 +1181,8 @@ class LoopController:
         config = self._config
         sink = self._sink
         calls, results = view.calls, view.results
-        if self._session is None and config.nudges is not None:
-            self._session = config.nudges.start(config.read_only.__contains__)
+        if self._session is None and config.run_nudges is not None:
+            self._session = config.run_nudges.start(config.read_only.__contains__)
         notes = self._session.notes_for(view) if self._session is not None else None
         end_turn = False
         for index, result in enumerate(results):

@@ -29,6 +29,8 @@ from ..messages import Usage
 
 __all__ = ["Origin", "RunLink", "calling", "current", "enter", "leave"]
 
+_NO_USAGE = Usage()
+
 
 class RunLink:
     """One run, as the runs it starts see it: its id, depth, step and sink, and what its children gave back.
@@ -42,7 +44,7 @@ class RunLink:
     :ivar usage: the children's usage, summed (their own children's included).
     """
 
-    __slots__ = ("children", "depth", "origin", "run_id", "runtime", "sink", "step", "usage")
+    __slots__ = ("children", "depth", "run_id", "runtime", "sink", "step", "usage")
 
     def __init__(self, run_id: str | None, depth: int, sink: EventSink | None, runtime: Any = None) -> None:
         self.run_id = run_id
@@ -51,8 +53,9 @@ class RunLink:
         self.runtime = runtime
         self.step: int | None = None
         self.children: list[Any] = []
-        self.usage = Usage()
-        self.origin = Origin(self)  # made once: every tool step of the run enters the same one
+        self.usage = _NO_USAGE  # frozen: shared until a child adds its own
+        # No Origin kept here: link -> origin -> link would be a reference cycle, so every run's link
+        # would wait for the garbage collector instead of going with the run (W1 measured it).
 
     def adopt(self, result: Any) -> None:
         """Take a finished child's result: one more child, its usage added."""
@@ -92,7 +95,7 @@ def current() -> Origin | None:
 
 def enter(link: RunLink) -> contextvars.Token[Origin | None]:
     """Make ``link`` the parent of runs started until :func:`leave` (a step's tools are about to run)."""
-    return _ORIGIN.set(link.origin)
+    return _ORIGIN.set(Origin(link))
 
 
 def leave(token: contextvars.Token[Origin | None]) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -224,7 +224,10 @@ class BareAcknowledgment(_Base):
     def should_continue(self, answer: str, previous: StepView | None) -> str | None:
         if self._used or previous is None:
             return None
-        if not any(call.name == FOLLOWUPS_TOOL for call in previous.calls):
+        for call in previous.calls:  # a loop, not any(<generator>): asked at the end of every run
+            if call.name == FOLLOWUPS_TOOL:
+                break
+        else:
             return None
         if not is_bare_acknowledgment(answer):
             return None
@@ -261,6 +264,18 @@ class Nudges:
     """
 
     factories: tuple[NudgeFactory, ...] = attrs.field(converter=_to_factories)
+
+    def fitted(self, read_only: Collection[str]) -> Nudges | None:
+        """These policies for an agent whose read-only tools are ``read_only``: the ones that can act there.
+
+        The batching policy notes read-only tools only, so an agent without any leaves it out (its runs
+        build it for nothing otherwise, and ask it after every tool step); ``None`` when no policy is left.
+        Worked out once per agent (:class:`~agentactors.loop.controller.LoopConfig`).
+        """
+        factories = self.factories if read_only else tuple(f for f in self.factories if f is not _batch)
+        if not factories:
+            return None
+        return self if len(factories) == len(self.factories) else Nudges(factories)
 
     def start(self, is_read_only: Callable[[str], bool]) -> NudgeSession | None:
         """A session for one run, or ``None`` when there are no policies (one check per step)."""

@@ -27,7 +27,6 @@ from .base import (
     check_response_format,
     events_for_response,
     interrupted,
-    resolve_model,
 )
 
 __all__ = ["ScriptExhaustedError", "ScriptItem", "ScriptedProvider", "StreamCut"]
@@ -60,6 +59,10 @@ def _describe(request: LLMRequest) -> str:
     if len(last_user) > 60:
         last_user = last_user[:57] + "..."
     return f"{len(request.messages)} messages, last user message {last_user!r}"
+
+
+# What a script item that is an answer already is: no callable, no awaitable (checked before the costlier test).
+_PLAIN = (str, list, ToolCall, LLMResponse)
 
 
 class ScriptedProvider:
@@ -181,7 +184,17 @@ class ScriptedProvider:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """The next item as a response (an exception item is raised), after ``latency`` seconds."""
         model = self._admit(request)
-        item = await self._resolve(self._take(request), request)
+        item = self._take(request)
+        if callable(item) and not isinstance(item, type):
+            # The first round of _resolve, here: a function script answering with data (the common case)
+            # then needs no coroutine of _resolve's.
+            item = item(request)
+            if not isinstance(item, _PLAIN):
+                if inspect.isawaitable(item):
+                    item = await item
+                item = await self._resolve(item, request, rounds=7)
+        elif isinstance(item, BaseException):
+            raise item
         if self.latency:
             await anyio.sleep(self.latency)
         if isinstance(item, StreamCut):
@@ -242,9 +255,12 @@ class ScriptedProvider:
     # -- internals --------------------------------------------------------------------------------
 
     def _admit(self, request: LLMRequest) -> str:
-        model = resolve_model(self, request)
-        check_forced_tool_choice(self, request, model)
-        check_response_format(self, request, model)
+        # resolve_model(self, request), with this provider's own default (never empty) read directly.
+        model = str(request.model or self._model)
+        if request.tool_choice.mode != "auto":  # the checks read capabilities only for what they check
+            check_forced_tool_choice(self, request, model)
+        if request.response_format is not None:
+            check_response_format(self, request, model)
         return model
 
     def _take(self, request: LLMRequest) -> Any:
@@ -265,14 +281,14 @@ class ScriptedProvider:
         self._next += 1
         return item
 
-    async def _resolve(self, item: Any, request: LLMRequest) -> Any:
+    async def _resolve(self, item: Any, request: LLMRequest, rounds: int = 8) -> Any:
         # Callables may return another callable's result; resolve until data.
-        for _ in range(8):
+        for _ in range(rounds):
             if isinstance(item, BaseException):
                 raise item
             if callable(item) and not isinstance(item, type):
                 item = item(request)
-                if inspect.isawaitable(item):
+                if not isinstance(item, _PLAIN) and inspect.isawaitable(item):
                     item = await item
                 continue
             return item

@@ -31,7 +31,7 @@ from ..messages import ToolSpec
 from .docstrings import parse_docstring
 from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
 from .schema import (
-    convert,
+    converter_for,
     describe_schema,
     json_default_value,
     needs_conversion,
@@ -196,7 +196,8 @@ class Tool(Generic[P, R]):
         hints = _type_hints(fn)
         self._context_param: str | None = None
         self._positional: tuple[str, ...] = ()
-        self._converters: dict[str, Any] = {}
+        # Parameter -> its converter (schema.converter_for), for the values JSON cannot carry as they are.
+        self._converters: dict[str, Callable[[Any, str], Any]] = {}
         if spec is not None:
             if not isinstance(spec, ToolSpec):
                 raise TypeError(f"spec must be a ToolSpec, not {type(spec).__name__}")
@@ -272,7 +273,7 @@ class Tool(Generic[P, R]):
             if annotation is inspect.Parameter.empty:
                 annotation = Any
             if needs_conversion(annotation):
-                self._converters[param.name] = annotation
+                self._converters[param.name] = converter_for(annotation)
             if not schema_from_hints:
                 continue
             try:
@@ -341,10 +342,10 @@ class Tool(Generic[P, R]):
         :raises ConversionError: an argument could not become its annotated type.
         """
         kwargs = dict(arguments)
-        for key, annotation in self._converters.items():
+        for key, converter in self._converters.items():
             if key in kwargs:
-                kwargs[key] = convert(kwargs[key], annotation, key)
-        args = [kwargs.pop(p) for p in self._positional if p in kwargs]
+                kwargs[key] = converter(kwargs[key], key)
+        args = [kwargs.pop(p) for p in self._positional if p in kwargs] if self._positional else []
         if self._context_param is not None:
             kwargs[self._context_param] = context
         return args, kwargs
@@ -357,7 +358,7 @@ class Tool(Generic[P, R]):
         """
         if not self.is_async:
             raise TypeError(f"tool {self.name!r} is sync: use invoke(), which runs it in a worker thread")
-        fn = typing.cast(_AsyncFn, self.fn)  # an alias: Callable[...] written here is built on every call
+        fn: _AsyncFn = self.fn  # type: ignore[assignment]  # is_async says so (and typing.cast is a call)
         if self._direct:
             return fn(**arguments)
         args, kwargs = self.prepare(arguments, context)

@@ -42,11 +42,13 @@ import collections.abc as cabc
 import dataclasses
 import datetime as _dt
 import enum
+import functools
 import inspect
 import json
 import types
 import typing
 import uuid
+from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal, Union
 
@@ -60,6 +62,7 @@ from .docstrings import parse_docstring
 __all__ = [
     "ConversionError",
     "convert",
+    "converter_for",
     "describe_schema",
     "is_object_type",
     "is_pydantic_model",
@@ -441,6 +444,32 @@ def _literal_member(value: Any, args: tuple[Any, ...]) -> Any:
         elif value == member:
             return a
     return _NO_MEMBER
+
+
+def _int_value(value: Any, path: str) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value  # _integral, inline
+
+
+def _float_value(value: Any, path: str) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def converter_for(tp: Any) -> Callable[[Any, str], Any]:
+    """``convert(value, tp, path)`` as a function of ``(value, path)``, with ``tp``'s wrapping resolved once.
+
+    A tool resolves one per parameter when it is made, so a call pays for its values only, not for
+    reading its annotations again: ``int`` and ``float`` (the common cases) get their own function.
+    """
+    unwrapped, _ = unwrap_annotated(tp)
+    if unwrapped is int:
+        return _int_value
+    if unwrapped is float:
+        return _float_value
+    return functools.partial(_convert_to, unwrapped)
+
+
+def _convert_to(tp: Any, value: Any, path: str) -> Any:
+    return convert(value, tp, path)
 
 
 def convert(value: Any, tp: Any, path: str = "arguments") -> Any:

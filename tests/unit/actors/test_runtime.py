@@ -614,3 +614,22 @@ async def test_a_background_task_does_not_hold_up_the_drain_and_is_cancelled_at_
         await rt.wait_idle()  # returns at once: a background task is not work to wait for
     assert seen == ["closed"]
     assert anyio.current_time() - started < 5.0  # not the 30 s drain
+
+
+async def test_the_backend_functions_resolved_once_are_the_running_backends_own() -> None:
+    """What the ask and the tool executor call instead of anyio's top-level functions: the same, found once."""
+    from agentactors.actors._backend import backend_function
+
+    checkpoint = backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled)
+    clock = backend_function("current_time", anyio.current_time)
+    # Found: anyio's backend modules still say which class they are (else the public function is used as is).
+    assert checkpoint is not anyio.lowlevel.checkpoint_if_cancelled
+    assert clock is not anyio.current_time
+    assert abs(clock() - anyio.current_time()) < 1.0
+    await checkpoint()  # not cancelled: returns
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await checkpoint()
+        pytest.fail("a cancelled checkpoint returned")
+    assert scope.cancelled_caught
+    assert backend_function("no_such_function", anyio.current_time) is anyio.current_time

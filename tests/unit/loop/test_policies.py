@@ -56,6 +56,25 @@ def _view(step: int, calls: list[ToolCall], contents: list[str] | None = None) -
     return StepView(step, calls, [_ok(c, t) for c, t in zip(calls, contents, strict=True)])
 
 
+def test_nudges_fitted_to_an_agent_leave_out_only_what_cannot_act_there() -> None:
+    # No read-only tools: the batching policy can never note anything, so its runs do not build it.
+    fitted = DEFAULT_NUDGES.fitted(frozenset())
+    assert fitted is not None and len(fitted.factories) == len(DEFAULT_NUDGES.factories) - 1
+    # With one, the policies are the agent's as given.
+    assert DEFAULT_NUDGES.fitted(frozenset({"search"})) is DEFAULT_NUDGES
+    assert NO_NUDGES.fitted(frozenset({"search"})) is None
+    # The fitted session still notes a repeat, and still continues past a bare acknowledgment.
+    assert fitted is not None
+    session = fitted.start(frozenset().__contains__)
+    assert session is not None
+    call = ToolCall("1", "search", {"q": "x"})
+    session.notes_for(_view(1, [call]))
+    notes = session.notes_for(_view(2, [ToolCall("2", "search", {"q": "x"})], ["r1"]))
+    assert notes == [REPEAT_NOTE.format(name="search")]
+    followups = ToolCall("3", FOLLOWUPS_TOOL, {"suggestions": ["a"]})
+    assert session.should_continue("Sure!", _view(3, [followups])) == CONTINUE_NOTE
+
+
 def test_batch_note_after_second_read_only_call_in_a_later_step_once() -> None:
     session = DEFAULT_NUDGES.start(lambda name: name == "search")
     assert session is not None
