@@ -54,7 +54,8 @@ from .delegation import AgentTool
 from .events import EventSink, FanOut, Recorder, current_sink, use_sink
 from .handoffs import Handoff, handoff
 from .loop import lineage
-from .loop.controller import LoopConfig, LoopController
+from .loop.config import LoopConfig
+from .loop.controller import LoopController
 from .loop.handoff import Seat
 from .loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from .loop.pause import PausedRun, check_decisions

@@ -1,7 +1,17 @@
 """The tool loop: one run = generate → execute the tool calls → feed the results back → repeat.
 
 ``controller``
-    :class:`LoopController`, one per run, and :class:`LoopConfig`, one per agent.
+    :class:`LoopController`, one per run: the run and its layers (generate → answer step | tool step).
+``config``
+    :class:`LoopConfig`, one per agent: what a run takes from it, and the request skeletons built from it.
+``output_steps``
+    a typed run's requests and steps (its answer checked, its output calls).
+``streamed``
+    the stream path of a model call (answer text delivered as it arrives).
+``call_ids``
+    the call-id rule: every call of a run has an id of its own.
+``lineage``, ``handoff``, ``pause``
+    runs started by runs; the agent answering changed inside a run; a run paused for approval.
 ``result``
     :class:`RunResult`, what a run comes back as.
 ``nudges``
@@ -19,7 +29,8 @@ The rules are in ``docs/loop.md``.
 
 from __future__ import annotations
 
-from .controller import LoopConfig, LoopController
+from .config import LoopConfig
+from .controller import LoopController
 from .result import RunResult
 
 __all__ = ["LoopConfig", "LoopController", "RunResult"]

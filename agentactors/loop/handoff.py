@@ -14,14 +14,24 @@ The loop knows agents only as :class:`Seat` values, which the agent layer makes
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
 
 from ..messages import Message, ToolCall
+from ..tools.results import ToolResult, ToolStatus
 
-__all__ = ["InputFilter", "Seat", "SeatResolver", "filtered", "handoff_calls", "not_used_text", "transferred_text"]
+__all__ = [
+    "InputFilter",
+    "Seat",
+    "SeatResolver",
+    "filtered",
+    "handoff_calls",
+    "handoff_results",
+    "not_used_text",
+    "transferred_text",
+]
 
 #: ``input_filter(messages) -> messages``: what the target agent sees of the conversation so far.
 InputFilter = Callable[[tuple[Message, ...]], Sequence[Message]]
@@ -61,6 +71,37 @@ def transferred_text(target: str) -> str:
 def not_used_text(target: str) -> str:
     """The result of a handoff call made beside the one taken."""
     return f"Not used: the conversation was already transferred to {target}."
+
+
+#: The result of a handoff call made beside calls that wait for approval: the run pauses first.
+_PAUSED_TEXT = "Not used: other calls of this step wait for approval; call it again afterwards."
+
+
+def handoff_results(
+    calls: Sequence[ToolCall],
+    taken: Sequence[ToolCall],
+    target: str,
+    others: Iterable[ToolResult],
+    *,
+    pausing: bool,
+) -> tuple[ToolResult, ...]:
+    """A step's results in call order: the other calls' (``others``), then the handoff calls' (``taken``).
+
+    The first handoff is answered "transferred" to ``target`` and any later one "not used", so the target
+    agent reads a well-formed conversation; when the step ``pausing`` (another call waits for approval)
+    every handoff is "not used" — the model may call it again once the decisions are in.
+    """
+    by_id = {r.call_id: r for r in others}
+    first = taken[0]
+    for call in taken:
+        if pausing:
+            text = _PAUSED_TEXT
+        elif call is first:
+            text = transferred_text(target)
+        else:
+            text = not_used_text(target)
+        by_id[call.id] = ToolResult.of(call.id, call.name, ToolStatus.ok, text)
+    return tuple(by_id[c.id] for c in calls)
 
 
 def filtered(seat: Seat, conversation: tuple[Message, ...]) -> tuple[Message, ...]:

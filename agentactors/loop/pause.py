@@ -21,15 +21,16 @@ before the pause).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from ..messages import Message, ToolCall, Usage
+from ..tools.approval import pending_reason
 from ..tools.results import ToolResult
 
-__all__ = ["Decisions", "PausedRun", "check_decisions"]
+__all__ = ["Decisions", "PausedRun", "any_pending", "check_decisions"]
 
 #: ``{call_id: True}`` to approve a call, ``{call_id: "why not"}`` to deny it (``False`` denies without a reason).
 Decisions = Mapping[str, "bool | str"]
@@ -80,11 +81,63 @@ class PausedRun:
         if missing:
             raise ValueError(f"pending calls {missing} are not among the paused step's calls")
 
+    @classmethod
+    def of(
+        cls,
+        run_id: str | None,
+        messages: tuple[Message, ...],
+        calls: Sequence[ToolCall],
+        results: Sequence[ToolResult],
+        *,
+        step: int,
+        usage: Usage,
+        tool_calls: Sequence[ToolCall],
+        answer: str,
+        agent: str | None,
+        handoffs: Sequence[str],
+        output_step: bool,
+    ) -> PausedRun:
+        """Where a run stands when some of its step's ``calls`` wait for a person's decision.
+
+        ``results`` are the step's results so far, the waiting calls' placeholders among them
+        (:func:`~agentactors.tools.approval.pending_result`): those calls are the pending ones, with
+        the placeholders' reasons; the others' results are kept.
+        """
+        reasons = {r.call_id: pending_reason(r) for r in results if r.awaiting_approval}
+        return cls(
+            run_id,
+            messages,
+            tuple(calls),
+            tuple(r for r in results if not r.awaiting_approval),
+            tuple(c for c in calls if c.id in reasons),
+            reasons,
+            step,
+            usage,
+            tuple(tool_calls),
+            answer,
+            agent,
+            tuple(handoffs),
+            output_step,
+        )
+
+    def completed(self, results: Iterable[ToolResult]) -> tuple[list[ToolCall], tuple[ToolResult, ...]]:
+        """The paused step with the pending calls' ``results`` in: the calls that have a result, and those
+        results, in call order (what the step feeds back)."""
+        by_id = {r.call_id: r for r in self.results}
+        by_id.update((r.call_id, r) for r in results)
+        ran = [c for c in self.calls if c.id in by_id]
+        return ran, tuple(by_id[c.id] for c in ran)
+
     def describe(self) -> str:
         """One line per pending call: its name, id and why it waits."""
         return "\n".join(
             f"{c.name} (call {c.id}): {self.reasons.get(c.id) or 'needs approval'}" for c in self.pending
         )
+
+
+def any_pending(results: Iterable[ToolResult]) -> bool:
+    """Whether a call among ``results`` waits for a person's decision (the step then pauses the run)."""
+    return any(r.awaiting_approval for r in results)
 
 
 def check_decisions(state: PausedRun, decisions: Any) -> dict[str, bool | str]:

@@ -8,7 +8,8 @@ import attrs
 import pytest
 
 from agentactors.agent import Agent
-from agentactors.loop.controller import LoopConfig, LoopController, _request_like
+from agentactors.loop.config import LoopConfig, request_like
+from agentactors.loop.controller import LoopController
 from agentactors.messages import LLMRequest, Message, ToolCall, ToolChoice
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.tools.registry import tool
@@ -34,13 +35,13 @@ def test_a_request_like_the_skeleton_equals_the_one_llmrequest_builds() -> None:
         vendor_options={"openai": {"seed": 1}},
     )
     messages = (Message.system("s"), Message.user("q"))
-    made = _request_like(skeleton, messages)
+    made = request_like(skeleton, messages)
     others = {f.name: getattr(skeleton, f.name) for f in attrs.fields(LLMRequest) if f.name != "messages"}
     assert made == LLMRequest(messages, **others)  # eq compares every field, new ones included
     assert made.messages is messages
     assert made.vendor_options == skeleton.vendor_options and made.vendor_options is not skeleton.vendor_options
     with pytest.raises(ValueError, match="at least one message"):
-        _request_like(skeleton, ())
+        request_like(skeleton, ())
 
 
 async def test_every_request_of_a_run_is_what_llmrequest_builds() -> None:

@@ -1,0 +1,98 @@
+"""One model call on the stream path: answer text delivered as it arrives, then the response.
+
+The controller takes this path when someone wants the text as it comes (``on_token``, or
+``agent.stream``): it asks the ProviderActor ``Stream(request)`` instead of ``Complete(request)``
+and reads the channel it answers with.  Think blocks never reach ``on_text`` or ``llm.text_delta``;
+on the JSON transport neither do the tool-call blocks (held back from a possible block start until
+resolved).  A typed run someone listens to also follows its answer's JSON as it streams
+(``output.partial`` events, through the :class:`~agentactors.output.partial.PartialOutput` given).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..actors.provider import Stream
+from ..errors import ProviderError
+from ..events import EventSink
+from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, TextDelta, ToolCallDelta, ToolCallStart
+from ..output.partial import PartialOutput
+from .json_transport import StreamFilter
+from .thinking import ThinkFilter
+
+__all__ = ["generate_streamed"]
+
+log = logging.getLogger("agentactors.loop")
+
+
+class _Asks(Protocol):
+    """What the stream path needs of the ProviderActor reference."""
+
+    async def ask(self, message: Any) -> Any: ...
+
+
+async def generate_streamed(
+    provider: _Asks,
+    request: LLMRequest,
+    *,
+    native: bool,
+    sink: EventSink | None,
+    on_text: Callable[[str], None] | None,
+    partial: PartialOutput | None = None,
+) -> LLMResponse:
+    """Ask ``provider`` to stream ``request``; deliver the answer text as it arrives; return the response.
+
+    ``native``: the provider carries tools natively (else the JSON transport's blocks are held back);
+    ``sink`` gets ``llm.text_delta`` and ``llm.reasoning_delta``; ``on_text`` each piece of answer text
+    (a callback that raises is logged, and the run goes on); ``partial`` follows a typed answer.
+
+    :raises ProviderError: the stream ended without its final response.
+
+    Cancellation: the stream is closed (``async with``) and its request cancelled; text already
+    delivered stays delivered — the run's result keeps no half answer.
+    """
+
+    def deliver(text: str) -> None:
+        if sink is not None:
+            sink.emit("llm.text_delta", text=text)
+        if on_text is not None:
+            try:
+                on_text(text)
+            except Exception:  # a user callback must not break the run
+                log.exception("on_token callback raised; the run goes on")
+        if partial is not None:
+            partial.feed_text(text)
+
+    thinking = ThinkFilter()
+    blocks = StreamFilter() if not native else None
+    response: LLMResponse | None = None
+    channel = await provider.ask(Stream(request))
+    async with channel:
+        async for event in channel:
+            if isinstance(event, TextDelta):
+                text = thinking.feed(event.text)
+                if blocks is not None and text:
+                    text = blocks.feed(text)
+                if text:
+                    deliver(text)
+            elif isinstance(event, StreamEnd):
+                response = event.response
+            elif isinstance(event, ReasoningDelta) and sink is not None:
+                sink.emit("llm.reasoning_delta", text=event.text)
+            elif partial is not None:
+                if isinstance(event, ToolCallDelta):
+                    partial.call_delta(event.index, event.arguments_fragment)
+                elif isinstance(event, ToolCallStart):
+                    partial.call_started(event.index, event.name)
+    tail = thinking.finish()
+    if blocks is not None:
+        tail = blocks.feed(tail) + blocks.finish() if tail else blocks.finish()
+    if tail:
+        deliver(tail)
+    if response is None:
+        raise ProviderError(
+            "the stream ended without its final response", provider="stream", model=request.model, kind="transient"
+        )
+    return response
