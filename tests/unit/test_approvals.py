@@ -222,3 +222,26 @@ async def test_paused_runs_in_a_batch_are_results_like_any_other() -> None:
     agent = Agent(ScriptedProvider(lambda request: [ToolCall("p1", "pay", {"amount": 1})]), tools=[pay])
     results = await agent.run_many(["a", "b"])
     assert [r.paused for r in results] == [True, True]
+
+
+def test_a_paused_run_keeps_what_ran_and_completes_in_call_order() -> None:
+    from agentactors import Message, ToolResult
+    from agentactors.loop.pause import any_pending
+    from agentactors.tools.approval import pending_result
+
+    calls = [ToolCall("a", "read", {}), ToolCall("b", "pay", {}), ToolCall("c", "read", {})]
+    results = [
+        ToolResult.of("a", "read", ToolStatus.ok, "ra"),
+        pending_result("b", "pay", "the tool requires approval"),
+        ToolResult.of("c", "read", ToolStatus.ok, "rc"),
+    ]
+    assert any_pending(results) and not any_pending(results[:1])
+    state = PausedRun.of(
+        "run-1", (Message.user("go"),), calls, results, step=2, usage=Usage(), tool_calls=calls,
+        answer="", agent="cashier", handoffs=(), output_step=False,
+    )
+    assert [c.id for c in state.pending] == ["b"] and state.reasons == {"b": "the tool requires approval"}
+    assert [r.call_id for r in state.results] == ["a", "c"]
+    ran, done = state.completed([ToolResult.of("b", "pay", ToolStatus.ok, "paid")])
+    assert [c.id for c in ran] == ["a", "b", "c"]
+    assert [r.content for r in done] == ["ra", "paid", "rc"]

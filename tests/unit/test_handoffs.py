@@ -185,3 +185,17 @@ async def test_a_streamed_run_follows_the_handoff() -> None:
         text = "".join([t async for t in run.text_stream()])
     assert text == "streamed from billing"
     assert run.result.agent == "billing"
+
+
+def test_a_handoff_steps_results_come_back_in_call_order_with_one_transfer() -> None:
+    from agentactors.loop.handoff import handoff_results, not_used_text, transferred_text
+    from agentactors.tools.results import ToolResult, ToolStatus
+
+    calls = [ToolCall("a", "lookup", {}), ToolCall("h1", "to_b", {}), ToolCall("h2", "to_b", {})]
+    ran = [ToolResult.of("a", "lookup", ToolStatus.ok, "found")]
+    results = handoff_results(calls, calls[1:], "b", ran, pausing=False)
+    assert [r.call_id for r in results] == ["a", "h1", "h2"]
+    assert [r.content for r in results] == ["found", transferred_text("b"), not_used_text("b")]
+    # Another call waits for approval: the run pauses first, and no handoff is taken.
+    paused = handoff_results(calls, calls[1:], "b", ran, pausing=True)
+    assert all(r.content.startswith("Not used: other calls of this step wait for approval") for r in paused[1:])
