@@ -283,7 +283,9 @@ def child_w3(impl: str, runs: int, latency: float) -> dict[str, Any]:
         async with Runtime() as rt:
             # The in-process model has no rate limit of its own: lift the ProviderActor's default
             # budget of 64 requests in flight so the run measures the framework, not the throttle.
-            provider = ProviderActor.shared(rt, ScriptedProvider(scripted_model, latency=latency), max_concurrency=runs)
+            # record=False: a benchmark's model must not keep every request it saw (README, benchmarks/README).
+            model = ScriptedProvider(scripted_model, latency=latency, record=False)
+            provider = ProviderActor.shared(rt, model, max_concurrency=runs)
             agent = Agent(provider, tools=[add])
             results = await rt.run_many(agent, [PROMPT] * runs, concurrency=runs)
         return sum(r.content == EXPECTED for r in results)
