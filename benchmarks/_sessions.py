@@ -38,34 +38,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import anyio  # noqa: E402
+from _workloads import EXPECTED, PROMPT, make_agent  # noqa: E402  (W1's run: the turns are W1's tool loop)
 
-from agentactors import Agent, LLMRequest, Message, Runtime, ScriptedProvider, ToolCall, tool  # noqa: E402
+from agentactors import Agent, Message, Runtime  # noqa: E402
 from agentactors.sessions import MemoryStore, SqliteStore  # noqa: E402
 from agentactors.sessions.registry import Sessions  # noqa: E402
 
 __all__ = ["child_memory", "w11_sessions"]
-
-PROMPT = "What is 2 + 3?"
-EXPECTED = "The answer is 5."
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def scripted_model(request: LLMRequest) -> Any:
-    last = request.messages[-1]
-    if last.role == "tool":
-        return f"The answer is {last.content}."
-    return [ToolCall("call_1", "add", {"a": 2, "b": 3})]
-
-
-def make_agent() -> Agent:
-    # record=False: a long-lived provider must not keep every request it saw (memory is measured).
-    return Agent(ScriptedProvider(scripted_model, record=False), tools=[add])
-
 
 def _store(kind: str, directory: str) -> Any:
     return SqliteStore(Path(directory) / "sessions.db") if kind == "sqlite" else MemoryStore()
