@@ -549,6 +549,9 @@ class Agent(Generic[OutputT]):
         always ``inputs[i]``'s (docs/reliability.md, "Batches").
 
         :raises ValueError: ``concurrency`` is not a positive int.
+        :raises RuntimeError: ``runtime`` (or the bound one) is not running, or belongs to another
+            thread's event loop: a batch is not handed over as :meth:`run` is; run it there with
+            ``await rt.call(agent.run_many, inputs)``.
         :raises KeyboardInterrupt: the batch was interrupted (a run raised it, or trio delivered
             Ctrl-C to the batch's task): the other runs are cancelled and the *same* interrupt is
             raised again, with every input's result in ``exc.results`` (finished runs' results,
@@ -564,7 +567,8 @@ class Agent(Generic[OutputT]):
         items = list(inputs)
         if not items:
             return []
-        rt = runtime if runtime is not None else self._runtime()
+        # An explicit runtime is checked as a bound one is (running, this thread's): a batch is not handed over.
+        rt = self._runtime(runtime)
         typed = self._config.output is not None
         if rt is not None:
             return await run_batch(
@@ -599,13 +603,14 @@ class Agent(Generic[OutputT]):
         A ``KeyboardInterrupt`` in a run cancels the others; the results
         finished before it are yielded, then the iteration raises it.
 
-        :raises RuntimeError: no runtime is running (the runs need one to live in).
+        :raises RuntimeError: no runtime is running (the runs need one to live in); ``runtime`` (or the
+            bound one) has closed or belongs to another thread's event loop.
         :raises ValueError: ``concurrency`` is not a positive int.
 
         Cancellation: the runs belong to the runtime, not to the consumer: cancelling the consumer
         leaves them running until ``aclose()``, the end of ``async with``, or the runtime's exit.
         """
-        rt = runtime if runtime is not None else self._runtime()
+        rt = self._runtime(runtime)
         if rt is None:
             raise RuntimeError(
                 "as_completed needs a running Runtime for its runs: call it inside `async with Runtime() as rt:` "

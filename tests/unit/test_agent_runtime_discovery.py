@@ -317,6 +317,32 @@ async def test_from_another_thread_other_calls_are_refused_with_the_way_and_a_cl
         await rt.call(consume)
 
 
+
+@pytest.mark.parametrize("host", ["asyncio", "trio"])
+async def test_a_batch_in_a_runtime_of_another_thread_is_refused_with_the_way_and_so_is_a_closed_one(
+    host: str,
+) -> None:
+    # run_many / as_completed with an explicit runtime= were not checked at all: from another thread's loop
+    # the batch ran its runs in this loop against that runtime's actors.  Now refused as stream() is.
+    agent = Agent(ScriptedProvider(lambda request: "ok"))
+    async with runtime_in_another_thread(host) as (rt, thread):
+        with pytest.raises(RuntimeError, match=r"passed as runtime=.*another thread.s event loop.*rt\.call"):
+            await agent.run_many(["a", "b"], runtime=rt)
+        with pytest.raises(RuntimeError, match=r"another thread.s event loop"):
+            await rt.run_many(agent, ["a"])
+        with pytest.raises(RuntimeError, match=r"another thread.s event loop"):
+            agent.as_completed(["a"], runtime=rt)
+
+        async def batch() -> list[tuple[str, int]]:  # the way: the batch runs in the runtime's loop
+            results = await agent.run_many(["a", "b"], runtime=rt)
+            return [(r.content, threading.get_ident()) for r in results]
+
+        assert await rt.call(batch) == [("ok", thread.ident), ("ok", thread.ident)]
+    with pytest.raises(RuntimeError, match="passed as runtime= is not running: it has closed"):
+        await agent.run_many(["late"], runtime=rt)
+    with pytest.raises(RuntimeError, match="not running: it has closed"):
+        agent.as_completed(["late"], runtime=rt)
+
 class Flushing:
     def __init__(self) -> None:
         self.flushed = 0
