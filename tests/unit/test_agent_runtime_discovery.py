@@ -317,13 +317,11 @@ async def test_from_another_thread_other_calls_are_refused_with_the_way_and_a_cl
         await rt.call(consume)
 
 
-
 @pytest.mark.parametrize("host", ["asyncio", "trio"])
 async def test_a_batch_in_a_runtime_of_another_thread_is_refused_with_the_way_and_so_is_a_closed_one(
     host: str,
 ) -> None:
-    # run_many / as_completed with an explicit runtime= were not checked at all: from another thread's loop
-    # the batch ran its runs in this loop against that runtime's actors.  Now refused as stream() is.
+    # Only run() crosses threads by itself: a batch given another thread's runtime is refused, as stream() is.
     agent = Agent(ScriptedProvider(lambda request: "ok"))
     async with runtime_in_another_thread(host) as (rt, thread):
         with pytest.raises(RuntimeError, match=r"passed as runtime=.*another thread.s event loop.*rt\.call"):
@@ -342,6 +340,7 @@ async def test_a_batch_in_a_runtime_of_another_thread_is_refused_with_the_way_an
         await agent.run_many(["late"], runtime=rt)
     with pytest.raises(RuntimeError, match="not running: it has closed"):
         agent.as_completed(["late"], runtime=rt)
+
 
 class Flushing:
     def __init__(self) -> None:
