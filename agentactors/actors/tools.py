@@ -380,7 +380,11 @@ class ToolExecutorActor:
         timeout = t.timeout if t.timeout is not None else self.default_timeout
         try:
             # An async tool's coroutine is awaited here directly: Tool.invoke would add a frame per call.
-            if timeout is None:
+            if t.never_waits:
+                # Its body has no await: the call ends in this one step, and a timeout could not interrupt
+                # it (nothing can), so it pays for no scope and no timer.
+                value = _run_to_end(t.start(call.arguments, ctx), t.name)
+            elif timeout is None:
                 if t.is_async:
                     value = await t.start(call.arguments, ctx)
                 else:
@@ -501,6 +505,21 @@ class ToolExecutorActor:
             original,
             media,
         )
+
+
+def _run_to_end(awaitable: Awaitable[Any], name: str) -> Any:
+    """The value of a coroutine that ends in its first step (:attr:`Tool.never_waits`).
+
+    :raises RuntimeError: it waited after all (the bytecode check is wrong for this interpreter); the
+        coroutine is closed and the call is an ``error``, never a call left running without its timeout.
+    """
+    coro: Any = awaitable
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError(f"tool {name!r} waited, though its body has no await; please report this")
 
 
 @types.coroutine

@@ -14,9 +14,11 @@ not part of the schema.
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import threading
+import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -147,6 +149,7 @@ class Tool(Generic[P, R]):
         "fn",
         "hint",
         "is_async",
+        "never_waits",
         "read_only",
         "requires_approval",
         "result_ceiling",
@@ -192,6 +195,9 @@ class Tool(Generic[P, R]):
         self.read_only = read_only
         self.requires_approval = requires_approval
         self.is_async = _is_async(fn)
+        # An async def with no await in its body: a call ends in its first step, so no timeout can strike
+        # it and the executor runs it without a cancel scope or timer (it could not interrupt it anyway).
+        self.never_waits = _never_waits(fn)
         signature = inspect.signature(fn)
         hints = _type_hints(fn)
         self._context_param: str | None = None
@@ -415,6 +421,28 @@ def _is_async(fn: Callable[..., Any]) -> bool:
         return True
     call = getattr(target, "__call__", None)  # noqa: B004 - an object with an async __call__
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+#: The operations through which a coroutine's own frame can suspend (an ``await``, ``async with``,
+#: ``async for``), named as the interpreters from 3.11 on compile them.
+_SUSPENDING_OPS = frozenset(
+    {"GET_AWAITABLE", "SEND", "YIELD_VALUE", "YIELD_FROM", "BEFORE_ASYNC_WITH", "GET_AITER", "GET_ANEXT"}
+)
+
+
+def _never_waits(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is an ``async def`` whose body has no ``await``: its coroutine ends in its first step.
+
+    Read from the function's bytecode, once per tool.  Only a plain function (or a bound method of
+    one) is judged; anything else — a partial, a wrapper, an object with ``__call__`` — may wait.
+    """
+    target: Any = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if type(target) is not types.FunctionType:
+        return False
+    code = target.__code__
+    if not code.co_flags & inspect.CO_COROUTINE:
+        return False
+    return not any(ins.opname in _SUSPENDING_OPS for ins in dis.get_instructions(code))
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:

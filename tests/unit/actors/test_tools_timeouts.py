@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentactors.actors.tools import ToolExecutorActor
@@ -120,3 +122,101 @@ async def test_timeouts_hold_after_the_start_hook_resolved_the_backend() -> None
     assert result.status is ToolStatus.timeout
     (result,) = await ex.execute([_call("sync_quick")])
     assert (result.status, result.content) == (ToolStatus.ok, "quick")
+
+
+# -- a tool whose body has no await ends in its first step: it runs with no scope and no timer --------------
+
+
+async def _helper() -> int:
+    return 1
+
+
+class _Tools:
+    async def no_wait(self, a: int) -> int:
+        """Doubles."""
+        return 2 * a
+
+
+def test_never_waits_is_read_from_the_functions_own_body() -> None:
+    import functools
+
+    @tool
+    async def plain(a: int) -> int:
+        """Adds one."""
+        return a + 1
+
+    @tool
+    async def awaits() -> int:
+        """Awaits."""
+        return await _helper()
+
+    @tool
+    async def with_async_with() -> None:
+        """Opens a lock."""
+        async with anyio.Lock():
+            pass
+
+    @tool
+    async def with_async_for(items: list[int]) -> int:
+        """Iterates."""
+
+        async def gen() -> Any:
+            for i in items:
+                yield i
+
+        return sum([i async for i in gen()])
+
+    @tool
+    async def inner_only() -> str:
+        """Defines an awaiting function but never awaits itself."""
+
+        async def later() -> None:
+            await anyio.sleep(1)
+
+        del later
+        return "ok"
+
+    @tool
+    def sync() -> int:
+        """Sync."""
+        return 1
+
+    async def partial_target(a: int, b: int) -> int:
+        return a + b
+
+    assert plain.never_waits and inner_only.never_waits
+    assert tool(_Tools().no_wait).never_waits  # a bound method: its function's body
+    assert not awaits.never_waits and not with_async_with.never_waits and not with_async_for.never_waits
+    assert not sync.never_waits
+    assert not tool(functools.partial(partial_target, b=1), name="part").never_waits  # not judged: may wait
+
+
+@pytest.mark.virtual_time
+async def test_a_tool_that_never_waits_answers_fails_and_is_validated_as_any() -> None:
+    @tool(timeout=1)
+    async def div(a: int, b: int) -> float:
+        """Divides."""
+        return a / b
+
+    assert div.never_waits
+    executor = ToolExecutorActor([div])
+    ok, failed, invalid = await executor.execute(
+        [ToolCall("c1", "div", {"a": 6, "b": 3}), ToolCall("c2", "div", {"a": 1, "b": 0}),
+         ToolCall("c3", "div", {"a": "x", "b": 1})]
+    )
+    assert (ok.status, ok.content) == (ToolStatus.ok, "2.0")
+    assert failed.status is ToolStatus.error and "ZeroDivisionError" in failed.content
+    assert invalid.status is ToolStatus.invalid
+
+
+async def test_a_tool_wrongly_judged_never_waits_is_an_error_not_a_call_without_its_timeout() -> None:
+    @tool(timeout=1)
+    async def waits() -> str:
+        """Waits."""
+        await anyio.lowlevel.checkpoint()
+        return "late"
+
+    waits.never_waits = True  # as if the bytecode check were wrong on some interpreter
+    (result,) = await ToolExecutorActor([waits]).execute([_call("waits")])
+    assert result.status is ToolStatus.error
+    assert "tool 'waits' waited, though its body has no await" in result.content
