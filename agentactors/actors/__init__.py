@@ -1,7 +1,8 @@
 """Actors: the kernel (runtime, refs, mailbox, workers, supervision) and the domain actors built on it.
 
-The kernel — ``runtime``, ``ref``, ``_cell``, ``worker``, ``supervision``, ``mailbox`` and
-``threads`` (worker threads for blocking calls) — knows no agents, loops or providers.  The domain
+The kernel — ``runtime``, ``ref``, ``frame`` (one cancel scope for a task's many direct asks),
+``_cell``, ``worker``, ``supervision``, ``mailbox`` and ``threads`` (worker threads for blocking
+calls) — knows no agents, loops or providers.  The domain
 actors import it: ``provider`` (:class:`ProviderActor`) and ``tools``
 (:class:`~agentactors.actors.tools.ToolExecutorActor`).
 """

@@ -91,9 +91,10 @@ from typing import Any, Protocol
 import anyio
 
 from .. import run_ticket
+from ..actors.frame import Frame, ask_in, open_frame
 from ..actors.provider import Complete
 from ..actors.tools import ExecuteTools, ExecutionContext
-from ..errors import ProviderError, RunDeadlineExceeded, ToolStatusError
+from ..errors import ActorStopped, ProviderError, RunDeadlineExceeded, ToolStatusError
 from ..events import EventSink
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice, Usage
 from ..providers._classify import classify_exception
@@ -172,6 +173,7 @@ class LoopController:
         "_conversation",
         "_deadline",
         "_deps",
+        "_frame",
         "_handoffs",
         "_home",
         "_input_key",
@@ -256,6 +258,7 @@ class LoopController:
         # Handoffs: how to find another agent's seat, and the agents handed to so far.
         self._seats = seats
         self._handoffs: list[str] | None = None
+        self._frame: Frame | None = None  # while the run's loop runs
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -465,10 +468,11 @@ class LoopController:
         ticket = run_ticket.start_ticket(self._deadline, self._priority)
         token = run_ticket.enter(ticket)
         max_steps = self._config.max_steps
+        # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
+        # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
+        frame = self._frame = open_frame(self._provider, ticket.deadline)
         try:
-            # The same loop twice, on purpose: only a run with a deadline pays for a cancel scope, and
-            # a shared no-op context manager in its place would cost every other run two calls per run.
-            if ticket.deadline is None:
+            with frame.scope:
                 if resume is not None:
                     ended = await self._resume_step(*resume)
                     if ended is not None:
@@ -478,19 +482,13 @@ class LoopController:
                     if ended is not None:
                         return ended
                 return self.result(self.answer_so_far, bounded=True)
-            with anyio.move_on_at(ticket.deadline):
-                if resume is not None:
-                    ended = await self._resume_step(*resume)
-                    if ended is not None:
-                        return ended
-                while self.steps < max_steps:
-                    ended = await self._step()
-                    if ended is not None:
-                        return ended
-                return self.result(self.answer_so_far, bounded=True)
-            # Reached only when the deadline's own scope cancelled the run (an outer cancellation propagates).
-            return self._past_deadline(ticket)
+            # Reached only when the frame's own cancellation ended the run (an outer one propagates): its
+            # deadline, or a halt of an actor it asked that reached here as a cancellation, not ActorStopped.
+            if ticket.deadline is not None and not frame.halted:
+                return self._past_deadline(ticket)
+            return self._failed(ActorStopped("an actor this run asked was stopped while handling its message"))
         finally:
+            self._frame = None
             run_ticket.leave(token)
 
     def _start(self, messages: Sequence[Message]) -> None:
@@ -665,7 +663,7 @@ class LoopController:
                 on_text=self._on_text,
                 partial=output.partials() if output is not None else None,
             )
-        return self._provider.ask(Complete(request))
+        return ask_in(self._frame, self._provider, Complete(request))
 
     def _answer_step(self, response: LLMResponse, text: str) -> RunResult[Any] | None:
         """A step without tool calls: think-only, an acknowledgment a nudge continues past, or the answer.
@@ -821,7 +819,8 @@ class LoopController:
         link.step = step
         token = lineage.enter(link)
         try:
-            results: tuple[ToolResult, ...] = await self._tools.ask(ExecuteTools(tuple(calls), context))
+            message = ExecuteTools(tuple(calls), context)
+            results: tuple[ToolResult, ...] = await ask_in(self._frame, self._tools, message)
         finally:
             lineage.leave(token)
         return results

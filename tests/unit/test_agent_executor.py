@@ -195,3 +195,75 @@ async def test_leaving_the_runtime_drains_then_cancels_a_tool_step_running_in_a_
             left = anyio.current_time()
         assert anyio.current_time() - left == pytest.approx(2.0)  # drained for its timeout, then cancelled
     assert cancelled == ["probe"] and outcome == ["stopped"]
+
+
+# -- once the actors started, a run's asks go through its frame (actors/frame.py): a halt still reaches them --
+
+
+async def test_stop_cancels_the_tool_step_of_a_run_whose_actors_had_started() -> None:
+    started, cancelled = anyio.Event(), []
+    calls: list[int] = []
+
+    @tool
+    async def probe() -> str:
+        calls.append(1)
+        if len(calls) > 1:
+            started.set()
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                cancelled.append("probe")
+                raise
+        return "ok"
+
+    async with Runtime() as rt:
+        agent = Agent(_script(), tools=[probe])
+        assert (await agent.run("q")).content == "done"  # starts both actors
+        errors: list[str] = []
+
+        async def run() -> None:
+            try:
+                await agent.run("q")
+            except ActorStopped as exc:
+                errors.append(str(exc))
+
+        with anyio.fail_after(5):  # a halt that missed the tool would leave the run waiting forever
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await started.wait()
+                tools = agent._bind(rt).tools
+                assert tools is not None
+                await rt.stop(tools, drain=False)
+        assert cancelled == ["probe"] and errors == [f"actor {tools.name!r} was stopped while handling the message"]
+        assert rt.stats().busy == 0
+
+
+async def test_stop_cancels_the_model_call_of_a_run_whose_actors_had_started() -> None:
+    waiting = anyio.Event()
+    calls: list[int] = []
+
+    async def model(request: Any) -> str:
+        calls.append(1)
+        if len(calls) > 1:
+            waiting.set()
+            await anyio.sleep_forever()
+        return "hi"
+
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(model))
+        assert (await agent.run("q")).content == "hi"
+        results: list[Any] = []
+
+        async def run() -> None:
+            results.append(await agent.run("q"))
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await waiting.wait()
+                await rt.stop(agent._bind(rt).provider, drain=False)
+        (result,) = results
+        # As any provider failure: the run's failed result, the ActorStopped classified.
+        assert result.generation_failed and result.error is not None
+        assert "ActorStopped: actor 'provider:scripted' was stopped while handling the message" in str(result.error)
+        assert rt.stats().busy == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 import agentactors.actors
 
 ACTORS = Path(agentactors.actors.__file__).parent
-KERNEL = ("_cell", "runtime", "ref", "worker", "supervision", "mailbox")
+KERNEL = ("_cell", "runtime", "ref", "frame", "worker", "supervision", "mailbox")
 DOMAIN = (
     "agentactors.agent",
     "agentactors.loop",

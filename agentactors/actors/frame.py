@@ -1,0 +1,125 @@
+"""Frames: one cancel scope for the many direct asks one task makes, one after another.
+
+A direct ask (:meth:`~agentactors.actors.ref.ActorRef.ask`) runs its handler in
+the asker's task inside a cancel scope of its own, registered with the actor, so
+that ``rt.stop()``, a halt and the runtime's exit cancel the handler as they
+cancel a worker's.  Entering and leaving an anyio cancel scope costs about as
+much as the rest of a small ask — and a run's loop asks three times or more per
+run (model, tools, model …), always from the same task, one ask at a time.
+
+A :class:`Frame` is a cancel scope such a task enters *once*, around all of
+those asks; :func:`ask_in` is an ask that registers the frame with the actor
+instead of entering a scope of its own.  What a halt does is unchanged for the
+handler (it is cancelled at its next checkpoint) and for the asker (the ask
+raises :class:`~agentactors.errors.ActorStopped`).  What differs is the frame:
+a cancel scope once cancelled stays cancelled, so everything after that in the
+frame is cancelled too — the asker must treat an ``ActorStopped`` from
+:func:`ask_in` as the end of what it was doing in the frame (a run's loop ends
+the run), and turn a cancellation that reaches the frame's edge into that
+error (:attr:`Frame.halted` says it was a halt, not the frame's deadline).
+
+Only an ask that can take the direct path now uses the frame; any other (the
+actor is busy, has something queued, is not started, or is not a local
+:class:`~agentactors.actors.ref.ActorRef`) is an ordinary :meth:`ask`, with its
+own scope and cancellation point.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from typing import Any
+
+import anyio
+
+from ..errors import ActorStopped
+from . import supervision
+from ._cell import CURRENT_RUNTIME, STOPPED
+from .mailbox import in_context
+from .ref import ActorRef, cell_of
+
+__all__ = ["Frame", "ask_in", "open_frame"]
+
+
+class Frame:
+    """A cancel scope entered once by a task for the direct asks it makes inside it (see the module).
+
+    ``scope`` is the cancel scope: the task enters it (``with frame.scope:``) and must make every
+    :func:`ask_in` with this frame from inside it, in that same task.  ``halted`` turns true when a
+    halt of an actor whose handler ran in the frame cancelled it.
+    """
+
+    __slots__ = ("halted", "scope")
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        self.scope = scope
+        self.halted = False
+
+    def cancel(self) -> None:
+        """What a halt calls (the frame is registered with the actor like a handler's own scope)."""
+        self.halted = True
+        self.scope.cancel()
+
+    @property
+    def cancel_called(self) -> bool:
+        return self.scope.cancel_called
+
+    def __repr__(self) -> str:
+        return f"<Frame{' halted' if self.halted else ''}>"
+
+
+def open_frame(ref: Any, deadline: float | None = None) -> Frame:
+    """A new frame (not entered yet) whose scope has ``deadline`` (``None``: none).
+
+    ``ref`` is one of the actors the frame's asks go to: its runtime's own cancel scope class is
+    used (resolved once per runtime, as a direct ask's is); any other object gets ``anyio.CancelScope``.
+    """
+    new_scope: Any = cell_of(ref).spec.new_scope if type(ref) is ActorRef else anyio.CancelScope
+    return Frame(new_scope(deadline=math.inf if deadline is None else deadline))
+
+
+async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
+    """``await ref.ask(message)``, its handler — when it runs directly — cancelled by a halt through ``frame``.
+
+    Call it from inside ``frame.scope``, in the task that entered it (``frame=None``: a plain ask).
+    The handler runs as in a direct ask: in this task, with a copy of its contextvars, holding one
+    of the actor's handler slots, its failures supervised alike.
+
+    :raises ActorStopped: the actor was halted while its handler ran here.  The frame is cancelled
+        from then on (see the module): the caller ends what it does in the frame.
+
+    Cancellation: unlike :meth:`ActorRef.ask` this is not a cancellation point by itself when the
+    handler runs directly (its own awaits are).  A handler cancelled by anything but a halt
+    propagates the cancellation unchanged.
+    """
+    if frame is None or type(ref) is not ActorRef:
+        return await ref.ask(message)
+    cell = cell_of(ref)
+    # Started actors only: an unstarted one runs on_start first, which the ordinary ask does.
+    if not (cell.started and cell.may_run_direct()) or cell.enter_direct(frame) is not True:
+        return await ref.ask(message)
+    spec = cell.spec
+    ctx = contextvars.copy_context()
+    if ctx.get(CURRENT_RUNTIME) is not spec.runtime:
+        ctx.run(CURRENT_RUNTIME.set, spec.runtime)
+    try:
+        coro = cell.actor.receive(message)
+        try:
+            # The first step here: a handler that answers without suspending needs no trampoline.
+            step = ctx.run(coro.send, None)
+        except StopIteration as stop:
+            result = stop.value
+        else:
+            result = await in_context(ctx, coro, step)
+    except Exception as exc:
+        supervision.after_direct_failure(cell, frame, (exc, message, ctx, "receive"), True)
+        raise
+    except BaseException as exc:
+        cell.leave_direct(frame, True)
+        if not (frame.halted and cell.state >= STOPPED and isinstance(exc, anyio.get_cancelled_exc_class())):
+            raise
+        # The halt's cancellation, answered as a direct ask answers it (raised below: no cancellation in its context).
+    else:
+        cell.leave_direct(frame, True)
+        return result
+    raise ActorStopped(f"actor {cell.name!r} was stopped while handling the message")
