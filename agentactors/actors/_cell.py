@@ -386,6 +386,30 @@ class Cell:
             return True
         return False
 
+    def enter_framed(self, scope: CancelScopeLike) -> bool:
+        """:meth:`enter_direct` for an ask that brings its own scope (a frame's) to a started actor.
+
+        True: a slot is taken, the handler counts as busy and ``scope`` is registered.  False: the
+        direct path is closed now (or the actor is not started): nothing was taken.
+        """
+        spec = self.spec
+        if not (
+            self.started
+            and self.state == OPEN
+            and spec.direct
+            and self.busy < spec.concurrency
+            and not self.mailbox
+            and not self.waiters
+        ):
+            return False
+        self.slots += 1
+        self.busy += 1
+        scopes = self.scopes
+        if scopes is None:
+            scopes = self.scopes = set()
+        scopes.add(scope)
+        return True
+
     def started_now(self, busy: bool) -> None:
         """``on_start`` returned: the actor handles messages.  ``busy``: a direct handler runs next, in a slot."""
         self.started = True

@@ -27,7 +27,6 @@ own scope and cancellation point.
 from __future__ import annotations
 
 import contextvars
-import math
 from typing import Any
 
 import anyio
@@ -75,7 +74,7 @@ def open_frame(ref: Any, deadline: float | None = None) -> Frame:
     used (resolved once per runtime, as a direct ask's is); any other object gets ``anyio.CancelScope``.
     """
     new_scope: Any = cell_of(ref).spec.new_scope if type(ref) is ActorRef else anyio.CancelScope
-    return Frame(new_scope(deadline=math.inf if deadline is None else deadline))
+    return Frame(new_scope() if deadline is None else new_scope(deadline=deadline))
 
 
 async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
@@ -96,7 +95,7 @@ async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
         return await ref.ask(message)
     cell = cell_of(ref)
     # Started actors only: an unstarted one runs on_start first, which the ordinary ask does.
-    if not (cell.started and cell.may_run_direct()) or cell.enter_direct(frame) is not True:
+    if not cell.enter_framed(frame):
         return await ref.ask(message)
     spec = cell.spec
     ctx = contextvars.copy_context()
