@@ -27,9 +27,11 @@ own scope and cancellation point.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+from anyio.lowlevel import checkpoint_if_cancelled
 
 from ..errors import ActorStopped
 from . import supervision
@@ -48,10 +50,15 @@ class Frame:
     halt of an actor whose handler ran in the frame cancelled it.
     """
 
-    __slots__ = ("halted", "scope")
+    __slots__ = ("checkpoint", "halted", "scope")
 
-    def __init__(self, scope: anyio.CancelScope) -> None:
+    def __init__(
+        self, scope: anyio.CancelScope, checkpoint: Callable[[], Awaitable[None]] = checkpoint_if_cancelled
+    ) -> None:
         self.scope = scope
+        #: ``anyio.lowlevel.checkpoint_if_cancelled``, the running backend's own when the runtime resolved it:
+        #: an ask in a frame is no cancellation point, so a task that needs one between its asks calls this.
+        self.checkpoint = checkpoint
         self.halted = False
 
     def cancel(self) -> None:
@@ -70,11 +77,15 @@ class Frame:
 def open_frame(ref: Any, deadline: float | None = None) -> Frame:
     """A new frame (not entered yet) whose scope has ``deadline`` (``None``: none).
 
-    ``ref`` is one of the actors the frame's asks go to: its runtime's own cancel scope class is
-    used (resolved once per runtime, as a direct ask's is); any other object gets ``anyio.CancelScope``.
+    ``ref`` is one of the actors the frame's asks go to: its runtime's own cancel scope class and
+    checkpoint are used (resolved once per runtime, as a direct ask's are); any other object gets
+    ``anyio.CancelScope`` and ``anyio.lowlevel.checkpoint_if_cancelled``.
     """
-    new_scope: Any = cell_of(ref).spec.new_scope if type(ref) is ActorRef else anyio.CancelScope
-    return Frame(new_scope() if deadline is None else new_scope(deadline=deadline))
+    if type(ref) is not ActorRef:
+        return Frame(anyio.CancelScope() if deadline is None else anyio.CancelScope(deadline=deadline))
+    spec = cell_of(ref).spec
+    new_scope: Any = spec.new_scope
+    return Frame(new_scope() if deadline is None else new_scope(deadline=deadline), spec.checkpoint)
 
 
 async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:

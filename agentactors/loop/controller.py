@@ -5,7 +5,10 @@ until the model answers without tool calls, bounded by ``max_steps``.  The
 controller asks a :class:`~agentactors.actors.provider.ProviderActor`
 (``Complete`` / ``Stream``) and a
 :class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) and
-returns a :class:`~agentactors.loop.result.RunResult`.
+returns a :class:`~agentactors.loop.result.RunResult`.  It asks them inside the
+run's frame (:mod:`agentactors.actors.frame`): one cancel scope, entered once by
+``_loop`` and carrying the run's deadline, through which a halt of either actor
+cancels a handler running in the run's task — not a scope per ask.
 
 The run is cut into layers, each a method with one job — the way httpx's client
 sends through ``_send_handling_auth`` → ``_send_handling_redirects`` →
@@ -66,7 +69,10 @@ What ends a run:
 * the provider stack giving up (``generation_failed=True`` when nothing useful
   was produced; the error is attached, the content never holds a vendor's error body);
 * the run's ``deadline`` passing (:class:`~agentactors.errors.RunDeadlineExceeded` in
-  ``error``; whatever the run was waiting on is cancelled).
+  ``error``; whatever the run was waiting on is cancelled);
+* its provider or executor actor halted while handling the run's message (``rt.stop``, the
+  runtime's exit): a model call ends the run as a provider failure; a tool step raises
+  :class:`~agentactors.errors.ActorStopped` (as a plain ask would).
 
 Errors and cancellation: a status routed to ``"raise"`` raises
 :class:`~agentactors.errors.ToolStatusError`.  Cancellation (an enclosing
@@ -471,13 +477,17 @@ class LoopController:
         # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
         # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
         frame = self._frame = open_frame(self._provider, ticket.deadline)
+        # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own.
+        checkpoint = frame.checkpoint
         try:
             with frame.scope:
                 if resume is not None:
+                    await checkpoint()
                     ended = await self._resume_step(*resume)
                     if ended is not None:
                         return ended
                 while self.steps < max_steps:
+                    await checkpoint()
                     ended = await self._step()
                     if ended is not None:
                         return ended

@@ -267,3 +267,33 @@ async def test_stop_cancels_the_model_call_of_a_run_whose_actors_had_started() -
         assert result.generation_failed and result.error is not None
         assert "ActorStopped: actor 'provider:scripted' was stopped while handling the message" in str(result.error)
         assert rt.stats().busy == 0
+
+
+async def test_a_run_cancelled_between_its_steps_starts_no_further_step() -> None:
+    # A frame's asks are no cancellation points: the loop checks before each step instead.  Here nothing
+    # waits (a zero-latency model, a tool that returns at once), so only that check can stop the run.
+    calls: list[int] = []
+    armed: list[anyio.CancelScope] = []
+
+    @tool
+    async def probe() -> str:
+        if armed:
+            armed[0].cancel()
+        return "ok"
+
+    def model(request: Any) -> Any:
+        calls.append(1)
+        return "done" if request.messages[-1].role == "tool" else [ToolCall("c", "probe", {})]
+
+    async with Runtime():
+        agent = Agent(ScriptedProvider(model), tools=[probe])
+        assert (await agent.run("warm")).content == "done"
+        calls.clear()
+        with anyio.CancelScope() as scope:
+            armed.append(scope)
+            await agent.run("q")
+        assert scope.cancelled_caught and calls == [1]  # the step after the tool step never started
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await agent.run("q")
+        assert scope.cancelled_caught and calls == [1]  # a run started cancelled asks nothing
