@@ -68,6 +68,7 @@ class Frame:
 
     @property
     def cancel_called(self) -> bool:
+        """Whether the frame's scope was cancelled: by a halt, its deadline, or its owner."""
         return self.scope.cancel_called
 
     def __repr__(self) -> str:
