@@ -565,10 +565,11 @@ class Agent(Generic[OutputT]):
         """
         check_concurrency(concurrency)
         items = list(inputs)
+        # An explicit runtime is checked as a bound one is (running, this thread's): a batch is not handed over.
+        # Before the empty shortcut: a closed or foreign runtime is the caller's mistake even with nothing to run.
+        rt = self._runtime(runtime)
         if not items:
             return []
-        # An explicit runtime is checked as a bound one is (running, this thread's): a batch is not handed over.
-        rt = self._runtime(runtime)
         typed = self._config.output is not None
         if rt is not None:
             return await run_batch(

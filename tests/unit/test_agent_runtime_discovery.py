@@ -327,6 +327,8 @@ async def test_a_batch_in_a_runtime_of_another_thread_is_refused_with_the_way_an
         with pytest.raises(RuntimeError, match=r"passed as runtime=.*another thread.s event loop.*rt\.call"):
             await agent.run_many(["a", "b"], runtime=rt)
         with pytest.raises(RuntimeError, match=r"another thread.s event loop"):
+            await agent.run_many([], runtime=rt)  # nothing to run: still the wrong runtime
+        with pytest.raises(RuntimeError, match=r"another thread.s event loop"):
             await rt.run_many(agent, ["a"])
         with pytest.raises(RuntimeError, match=r"another thread.s event loop"):
             agent.as_completed(["a"], runtime=rt)
@@ -338,6 +340,8 @@ async def test_a_batch_in_a_runtime_of_another_thread_is_refused_with_the_way_an
         assert await rt.call(batch) == [("ok", thread.ident), ("ok", thread.ident)]
     with pytest.raises(RuntimeError, match="passed as runtime= is not running: it has closed"):
         await agent.run_many(["late"], runtime=rt)
+    with pytest.raises(RuntimeError, match="passed as runtime= is not running: it has closed"):
+        await agent.run_many([], runtime=rt)
     with pytest.raises(RuntimeError, match="not running: it has closed"):
         agent.as_completed(["late"], runtime=rt)
 
