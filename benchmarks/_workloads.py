@@ -696,7 +696,7 @@ def charts(report: dict[str, Any], out_dir: Path) -> list[Path]:
 
 if __name__ == "__main__":
     which, raw = sys.argv[1], json.loads(sys.argv[2])
-    fn = {"w3": child_w3, "w4": child_w4}[which]
+    fn = {"w3": child_w3, "w4": child_w4, "w5": w5_http}[which]
     print(json.dumps(fn(**raw)))
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown of 100k objects
