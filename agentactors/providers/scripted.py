@@ -19,6 +19,7 @@ from ..messages import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    Usage,
     split_text,
 )
 from .base import (
@@ -63,6 +64,17 @@ def _describe(request: LLMRequest) -> str:
 
 # What a script item that is an answer already is: no callable, no awaitable (checked before the costlier test).
 _PLAIN = (str, list, ToolCall, LLMResponse)
+
+
+#: A scripted response's usage (none): one shared value, as an unset ``LLMResponse.usage`` is.
+_ZERO_USAGE = Usage()
+
+
+def _all_calls(items: list[Any] | tuple[Any, ...]) -> bool:
+    for item in items:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per response
+        if not isinstance(item, ToolCall):
+            return False
+    return True
 
 
 class ScriptedProvider:
@@ -295,20 +307,18 @@ class ScriptedProvider:
         raise TypeError("a script callable kept returning callables")
 
     def _to_response(self, item: Any, model: str) -> LLMResponse:
+        # Positional, in field order (content, tool_calls, stop_reason, usage, model, provider): keywords cost
+        # a good part of building a response, twice per run of a tool loop.
+        if type(item) is str:
+            return LLMResponse(item, (), StopReason.end_turn, _ZERO_USAGE, model, self._name)
         if isinstance(item, LLMResponse):
             return attrs.evolve(item, model=item.model or model, provider=item.provider or self._name)
         if isinstance(item, str):
-            return LLMResponse(content=item, model=model, provider=self._name)
+            return LLMResponse(item, (), StopReason.end_turn, _ZERO_USAGE, model, self._name)
         if isinstance(item, ToolCall):
-            item = [item]
-        if isinstance(item, list | tuple) and item and all(isinstance(c, ToolCall) for c in item):
-            return LLMResponse(
-                content="",
-                tool_calls=tuple(item),
-                stop_reason=StopReason.tool_use,
-                model=model,
-                provider=self._name,
-            )
+            item = (item,)
+        if isinstance(item, list | tuple) and item and _all_calls(item):
+            return LLMResponse("", tuple(item), StopReason.tool_use, _ZERO_USAGE, model, self._name)
         raise TypeError(
             f"ScriptedProvider {self._name!r}: cannot answer with a {type(item).__name__} "
             "(use str, ToolCall, a list of ToolCall, LLMResponse, an exception, StreamCut or a callable)"
