@@ -192,9 +192,15 @@ class RepeatedCall(_Base):
     def after_tools(self, view: StepView) -> Sequence[tuple[int, str]]:
         notes: list[tuple[int, str]] | None = None
         seen = self._seen
-        for index, (call, result) in enumerate(zip(view.calls, view.results, strict=True)):
+        calls, results = view.calls, view.results
+        if len(calls) != len(results):
+            raise ValueError(f"a step view pairs {len(calls)} calls with {len(results)} results")
+        # By index, not enumerate(zip(...)): two iterator objects per step for what is mostly one call.
+        for index in range(len(results)):
+            result = results[index]
             if result.status is ToolStatus.cancelled:
                 continue
+            call = calls[index]
             key = (call.name, result.content)
             entries = seen.get(key)
             if entries is None:  # a result never seen: nothing to compare
