@@ -146,3 +146,23 @@ async def test_a_plain_object_with_ask_is_asked_as_it_is() -> None:
     frame = open_frame(Asks())
     with frame.scope:
         assert await ask_in(frame, Asks(), "m") == ("asked", "m")
+
+
+async def test_a_restart_after_a_failure_in_a_frame_is_the_same_as_after_a_direct_asks() -> None:
+    incarnations: list[Waits] = []
+
+    def make() -> Waits:
+        incarnations.append(Waits())
+        return incarnations[-1]
+
+    async with Runtime() as rt:
+        ref = rt.spawn(make, on_failure="restart")
+        await ref.ask("warm")
+        frame = open_frame(ref)
+        with frame.scope:
+            with pytest.raises(ValueError, match="the handler failed"):
+                await ask_in(frame, ref, "fail")
+            # The slot passed to a worker that restarts the actor; the next ask waits for it and is answered.
+            assert await ask_in(frame, ref, "after") == "after"
+        assert len(incarnations) == 2 and incarnations[1].starts == 1
+        assert not frame.scope.cancel_called and rt.stats().busy == 0
