@@ -35,7 +35,7 @@ from anyio.lowlevel import checkpoint_if_cancelled
 
 from ..errors import ActorStopped
 from . import supervision
-from ._cell import CURRENT_RUNTIME, STOPPED
+from ._cell import STOPPED, seeing_runtime
 from .mailbox import in_context
 from .ref import ActorRef, cell_of
 
@@ -109,10 +109,7 @@ async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
     # Started actors only: an unstarted one runs on_start first, which the ordinary ask does.
     if not cell.enter_framed(frame):
         return await ref.ask(message)
-    spec = cell.spec
-    ctx = contextvars.copy_context()
-    if ctx.get(CURRENT_RUNTIME) is not spec.runtime:
-        ctx.run(CURRENT_RUNTIME.set, spec.runtime)
+    ctx = seeing_runtime(contextvars.copy_context(), cell.spec.runtime)
     try:
         coro = cell.actor.receive(message)
         try:

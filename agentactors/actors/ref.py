@@ -24,7 +24,7 @@ import anyio
 
 from ..errors import ActorStopped, AskTimeout
 from . import supervision
-from ._cell import ACCEPTED, CLOSED, CURRENT_RUNTIME, OPEN, STOPPED, ActorLike, Cell, Failure
+from ._cell import ACCEPTED, CLOSED, OPEN, STOPPED, ActorLike, Cell, Failure, seeing_runtime
 from .mailbox import DONE, Ask, in_context, release_unclaimed
 
 __all__ = ["Actor", "ActorLike", "ActorRef", "cell_of"]
@@ -181,9 +181,7 @@ class ActorRef:
             busy = cell.enter_direct(scope)
         if busy is not None:
             # -- the direct path: the handler runs here, holding a slot like a worker's handler.
-            ctx = contextvars.copy_context()
-            if ctx.get(CURRENT_RUNTIME) is not spec.runtime:
-                ctx.run(CURRENT_RUNTIME.set, spec.runtime)
+            ctx = seeing_runtime(contextvars.copy_context(), spec.runtime)
             failure: Failure | None = None
             result: Any = None
             try:
@@ -259,10 +257,7 @@ class ActorRef:
         """Send ``env`` (unless it is already queued) and wait for its answer."""
         cell = self._cell
         if send:
-            runtime = cell.spec.runtime
-            if env.ctx.get(CURRENT_RUNTIME) is not runtime:
-                # The handler must see its own runtime as Runtime.current(), whoever asks.
-                env.ctx.run(CURRENT_RUNTIME.set, runtime)
+            seeing_runtime(env.ctx, cell.spec.runtime)
             code = cell.offer(env)
             if code != ACCEPTED and (code == CLOSED or not await self._wait_for_room(env)):
                 raise ActorStopped(f"actor {cell.name!r} is stopped")
