@@ -309,12 +309,10 @@ class ScriptedProvider:
     def _to_response(self, item: Any, model: str) -> LLMResponse:
         # Positional, in field order (content, tool_calls, stop_reason, usage, model, provider): keywords cost
         # a good part of building a response, twice per run of a tool loop.
-        if type(item) is str:
+        if isinstance(item, str):
             return LLMResponse(item, (), StopReason.end_turn, _ZERO_USAGE, model, self._name)
         if isinstance(item, LLMResponse):
             return attrs.evolve(item, model=item.model or model, provider=item.provider or self._name)
-        if isinstance(item, str):
-            return LLMResponse(item, (), StopReason.end_turn, _ZERO_USAGE, model, self._name)
         if isinstance(item, ToolCall):
             item = (item,)
         if isinstance(item, list | tuple) and item and _all_calls(item):
