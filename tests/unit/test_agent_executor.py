@@ -297,3 +297,44 @@ async def test_a_run_cancelled_between_its_steps_starts_no_further_step() -> Non
             scope.cancel()
             await agent.run("q")
         assert scope.cancelled_caught and calls == [1]  # a run started cancelled asks nothing
+
+
+async def test_a_halt_that_a_model_call_swallowed_still_ends_the_run_at_its_next_step() -> None:
+    # The provider's handler catches the halt's cancellation and answers anyway: the ask cannot say
+    # ActorStopped, but the run's frame stays cancelled, so the check before the next step ends the run
+    # there — with the same failure a halt gives a model call.
+    waiting = anyio.Event()
+    calls: list[int] = []
+
+    @tool
+    async def probe() -> str:
+        return "ok"
+
+    async def model(request: Any) -> Any:
+        calls.append(1)
+        if request.messages[-1].role == "tool":
+            return "done"
+        if len(calls) > 2:
+            waiting.set()
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                return [ToolCall("c", "probe", {})]  # a handler that will not be stopped
+        return [ToolCall("c", "probe", {})]
+
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(model), tools=[probe])
+        assert (await agent.run("warm")).content == "done"
+        results: list[Any] = []
+
+        async def run() -> None:
+            results.append(await agent.run("q"))
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                await waiting.wait()
+                await rt.stop(agent._bind(rt).provider, drain=False)
+        (result,) = results
+        assert result.generation_failed and "ActorStopped" in str(result.error)
+        assert len(calls) == 3  # the step after the swallowed halt never asked the model
