@@ -36,13 +36,13 @@ defines it.  The package is laid out by idea:
 
 import typing as _typing
 
-from . import _compat, _reexport
-from .actors.provider import Complete, ProviderActor, Stream
+from . import _deprecate as _compat
+from . import _reexport
 from .actors.ref import Actor, ActorRef
 from .actors.runtime import Runtime, RuntimeStats
-from .actors.tools import ExecuteTools, ExecutionContext, ToolExecutorActor
-from .agent import Agent, AgentRun
-from .delegation import AgentTool
+from .agent.core import Agent, AgentRun
+from .agent.delegation import AgentTool
+from .agent.handoffs import Handoff, handoff
 from .errors import (
     ActorStopped,
     AgentActorsError,
@@ -87,7 +87,7 @@ from .events import (
     ToolEvent,
 )
 from .explain import Explanation, explain
-from .handoffs import Handoff, handoff
+from .gateway.provider import Complete, ProviderActor, Stream
 from .loop.controller import LoopController
 from .loop.pause import PausedRun
 from .loop.result import RunResult
@@ -111,10 +111,10 @@ from .messages import (
 )
 from .output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from .parts import Audio, Document, Image, Text
-from .providers.anthropic import AnthropicProvider
-from .providers.base import LLMProvider, forced_tool_choice_for
-from .providers.gemini import GeminiProvider
-from .providers.openai import OpenAIProvider
+from .providers.anthropic.provider import AnthropicProvider
+from .providers.gemini.provider import GeminiProvider
+from .providers.openai.provider import OpenAIProvider
+from .providers.port import LLMProvider, forced_tool_choice_for
 from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
 from .redaction import redact, register_secret
 from .resilience import (
@@ -131,6 +131,7 @@ from .sessions import AgentSession, MemoryStore, SessionRecord, SessionStore, Sq
 from .settings import CachePolicy, ModelSettings
 from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
 from .tools.approval import NeedsApproval
+from .tools.executor import ExecuteTools, ExecutionContext, ToolExecutorActor
 from .tools.toolset import ToolNameClashError, Toolset, ToolsetError
 
 if _typing.TYPE_CHECKING:

@@ -35,7 +35,7 @@ whole tree; a note names a class's other bases and, when it is not defined here,
     │   └── ToolNameClashError              also a ValueError; agentactors (defined in tools.toolset)
     ├── MCPToolError                        agentactors.mcp (defined in mcp._results): a failed MCP call
     ├── MCPConnectionError                  agentactors.mcp._connection, never leaves agentactors.mcp
-    ├── GeminiSchemaError                   also a ValueError; agentactors.providers.gemini
+    ├── GeminiSchemaError                   also a ValueError; agentactors.providers.gemini.provider
     ├── WorkerLost                          agentactors.ray: a run lost with its Ray worker
     ├── RemoteError                         agentactors.ray: a worker's exception that did not pickle
     ├── VersionMismatch                     agentactors.ray: a worker on another agentactors version
@@ -66,7 +66,7 @@ open
 ========== ===== ======== ==============
 
 Turning an HTTP failure into a kind is the providers' job:
-:mod:`agentactors.providers._classify` (``classify_http_error``, ``classify_exception``, importable
+:mod:`agentactors.providers.errors` (``classify_http_error``, ``classify_exception``, importable
 from :mod:`agentactors`).  Their old names here still resolve, with a :class:`DeprecationWarning`,
 for one release.
 
@@ -586,9 +586,9 @@ class SessionFormatError(SessionError, ValueError):
 
 
 
-# --- names that moved to agentactors.providers._classify ----------------------------------------
+# --- names that moved to agentactors.providers.errors ----------------------------------------
 
-_CLASSIFY_MODULE = "agentactors.providers._classify"
+_CLASSIFY_MODULE = "agentactors.providers.errors"
 _MOVED_TO_CLASSIFY = frozenset(
     {"classify_error_body", "classify_exception", "classify_http_error", "explicit_retryable", "parse_retry_after"}
 )

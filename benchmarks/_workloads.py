@@ -525,13 +525,13 @@ async def _w7_ours(base: str, runs: int, transport: str = "auto") -> tuple[float
 
 
 async def _w7_ours_run(base: str, runs: int) -> tuple[float, int]:
-    from agentactors import Agent, OpenAIProvider, Runtime
+    from agentactors import Agent, OpenAIProvider, ProviderActor, Runtime
 
     deltas = 0
     async with OpenAIProvider("gpt-4o-mini", api_key="sk-bench-key-0000", base_url=f"{base}/v1") as provider:
         agent = Agent(provider, nudges=False)
         async with Runtime() as rt:
-            rt.provider_ref(provider, max_concurrency=runs)
+            ProviderActor.shared(rt, provider, max_concurrency=runs)
 
             def count(_: str) -> None:
                 nonlocal deltas

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.errors import SessionConflictError, SessionPausedError
 from agentactors.events import InMemoryRecorder
 from agentactors.messages import LLMRequest, ToolCall

@@ -14,7 +14,7 @@ import time
 import anyio
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent, RunResult
+from agentactors.agent.core import Agent, RunResult
 from agentactors.errors import ErrorKind, ProviderError
 from agentactors.messages import LLMRequest, LLMResponse, ToolCall
 from agentactors.providers.scripted import ScriptedProvider

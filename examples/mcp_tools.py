@@ -16,7 +16,16 @@ import sys
 
 import anyio
 
-from agentactors import Agent, InMemoryRecorder, LLMRequest, LLMResponse, RunResult, Runtime, ScriptedProvider, ToolCall
+from agentactors import (
+    Agent,
+    InMemoryRecorder,
+    LLMRequest,
+    LLMResponse,
+    RunResult,
+    Runtime,
+    ScriptedProvider,
+    ToolCall,
+)
 from agentactors.mcp import MCPServerStdio
 
 

@@ -27,7 +27,7 @@ from agentactors.errors import ProviderError
 from agentactors.events import EventSink, InMemoryRecorder, use_sink
 from agentactors.messages import LLMRequest, Message, TextDelta
 from agentactors.providers import classify_http_error
-from agentactors.providers.base import LLMProvider
+from agentactors.providers.port import LLMProvider
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.resilience import (
     CircuitBreakerProvider,

@@ -1,7 +1,7 @@
 """A Starlette service: one Runtime for the app's lifetime, an SSE endpoint streaming a run's tokens, a page.
 
 The recipe (see README, "In a service"): the runtime lives in the app's lifespan
-(``agentactors.asgi.lifespan``), and every handler passes it to its runs
+(``agentactors.serve.asgi.lifespan``), and every handler passes it to its runs
 (``runtime=request.state.runtime``) — so all requests share one ProviderActor, its
 budget and the runtime's recorders.  ``GET /stream?prompt=...`` streams the answer
 as server-sent events; a client that goes away (the page's Stop button closes its
@@ -30,7 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from agentactors import Agent, OpenAIProvider, ProviderActor, Recorder
-from agentactors.asgi import lifespan
+from agentactors.serve.asgi import lifespan
 
 PAGE = """<!doctype html>
 <html lang="en"><meta charset="utf-8"><title>agentactors</title>

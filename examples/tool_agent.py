@@ -13,7 +13,7 @@ from __future__ import annotations
 import anyio
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent, RunResult
+from agentactors.agent.core import Agent, RunResult
 from agentactors.events import InMemoryRecorder
 from agentactors.messages import LLMRequest, LLMResponse, ToolCall, Usage
 from agentactors.providers.scripted import ScriptedProvider

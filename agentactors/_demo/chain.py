@@ -20,12 +20,12 @@ import httpx
 from ..errors import ErrorKind, ProviderError
 from ..events import current_run_id
 from ..messages import LLMRequest, LLMResponse
-from ..providers.anthropic import AnthropicProvider
-from ..providers.base import LLMProvider, StreamContext
-from ..providers.gemini import GeminiProvider
-from ..providers.openai import OpenAIProvider
+from ..providers.anthropic.provider import AnthropicProvider
+from ..providers.gemini.provider import GeminiProvider
+from ..providers.openai.provider import OpenAIProvider
+from ..providers.port import LLMProvider, StreamContext
 from ..resilience import CircuitBreakerProvider, FallbackProvider, resilient_chain, with_fallback
-from ..resilience._base import ProviderDecorator
+from ..resilience.decorator import ProviderDecorator
 
 __all__ = [
     "RUN_HEADER",

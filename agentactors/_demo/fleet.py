@@ -17,11 +17,11 @@ import anyio
 import attrs
 import httpx
 
-from ..actors.provider import ProviderActor
 from ..actors.runtime import Runtime
-from ..agent import Agent
+from ..agent.core import Agent
 from ..errors import StreamInterruptedError
 from ..events import Event, InMemoryRecorder
+from ..gateway.provider import ProviderActor
 from ..loop.result import RunResult
 from .chain import DemoSettings, Member, Stamper, VendorSpec, build_chain, offline_members
 from .tasks import Task, make_catalogue, make_tasks, make_tools

@@ -2,7 +2,7 @@
 
 Each agent answers "How much does a <item> cost in <currency>?" with two tools
 (``lookup_price``, then ``convert_currency``).  All of them share ONE
-:class:`~agentactors.actors.provider.ProviderActor` holding the recommended
+:class:`~agentactors.gateway.provider.ProviderActor` holding the recommended
 stack over three vendors on the three wires::
 
     with_fallback(with_circuit_breaker(with_retry(with_timeout(openai))),      # the primary: faults injected

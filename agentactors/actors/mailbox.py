@@ -40,7 +40,7 @@ class ReleasableAnswer(Protocol):
     nobody will ever see.  When that answer implements this protocol, the
     kernel calls :meth:`release_unclaimed` on it — once, in the abandoning
     asker's task — so the work it owns does not outlive the ask (a
-    :class:`~agentactors.actors.provider.ProviderStream` cancels its feeding
+    :class:`~agentactors.gateway.provider.ProviderStream` cancels its feeding
     task and HTTP request).  A handler that still answers after its asker left
     (it reached no checkpoint after the cancellation) has its answer released
     the same way, in the worker's task, as it answers.

@@ -32,7 +32,7 @@ The kernel — this module, :mod:`.ref`, :mod:`._cell`, :mod:`.worker`,
 :mod:`.supervision`, :mod:`.mailbox` — knows nothing of agents, loops or
 providers.  What the domain needs of a runtime goes through domain-free hooks:
 :meth:`Runtime.service` (per-runtime shared values with a cleanup at exit: the
-shared-provider registry of :meth:`~agentactors.actors.provider.ProviderActor.shared`
+shared-provider registry of :meth:`~agentactors.gateway.provider.ProviderActor.shared`
 is one) and the :class:`RunsMany` protocol behind :meth:`Runtime.run_many` and
 :meth:`Runtime.as_completed`.
 """
@@ -40,11 +40,9 @@ is one) and the :class:`RunsMany` protocol behind :meth:`Runtime.run_many` and
 from __future__ import annotations
 
 import contextvars
-import importlib
 import itertools
 import logging
 import threading
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeAlias, TypeVar, cast
 
@@ -165,7 +163,7 @@ class Runtime:
     (asks get :class:`~agentactors.errors.ActorStopped`, tells become dead
     letters), runs ``on_stop`` hooks, then the cleanups registered with
     :meth:`service` (which is how the providers behind
-    :meth:`ProviderActor.shared <agentactors.actors.provider.ProviderActor.shared>`
+    :meth:`ProviderActor.shared <agentactors.gateway.provider.ProviderActor.shared>`
     get closed), and last flushes the runtime's recorders that have a
     ``flush()`` (a :class:`~agentactors.events.JsonlRecorder`'s buffer, an
     exporter's queue).  An actor whose ``on_failure="escalate"`` fails cancels the
@@ -650,7 +648,7 @@ class Runtime:
 
         A per-runtime registry for whatever is shared by everything in one
         runtime — e.g. the shared-provider registry of
-        :meth:`ProviderActor.shared <agentactors.actors.provider.ProviderActor.shared>`.
+        :meth:`ProviderActor.shared <agentactors.gateway.provider.ProviderActor.shared>`.
         ``cleanup(value)`` (given with the call that builds it) is awaited when
         the runtime exits, after every actor has stopped, in reverse order of
         building; a cleanup that raises is logged and the others still run.
@@ -668,21 +666,6 @@ class Runtime:
         if cleanup is not None:
             self._cleanups.append(lambda: cleanup(value))
         return value
-
-    def provider_ref(self, provider: Any, **budgets: Any) -> ActorRef:
-        """Deprecated: use :meth:`ProviderActor.shared(rt, provider, **budgets)
-        <agentactors.actors.provider.ProviderActor.shared>`, which this calls.
-        """
-        warnings.warn(
-            "Runtime.provider_ref(provider, ...) is deprecated; use ProviderActor.shared(rt, provider, ...)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        # A deprecation shim, kept for one release: the kernel imports nothing of the domain, so the
-        # provider actor's module is found by name, at call time.
-        module = importlib.import_module("agentactors.actors.provider")
-        ref: ActorRef = module.ProviderActor.shared(self, provider, **budgets)
-        return ref
 
     # -- many runs (implemented by the agent) ------------------------------------------------------
 

@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 import attrs
 
-from ..actors.tools import ToolPolicy
 from ..messages import LLMRequest, Message, ToolChoice, ToolSpec
 from ..output.config import OutputConfig
 from ..settings import ModelSettings
+from ..tools.executor import ToolPolicy
 from ..tools.results import ToolStatus
 from .json_transport import contract_text
 from .nudges import Nudges

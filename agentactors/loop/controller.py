@@ -2,9 +2,9 @@
 
 One run = generate → execute the tool calls → feed the results back → repeat,
 until the model answers without tool calls, bounded by ``max_steps``.  The
-controller asks a :class:`~agentactors.actors.provider.ProviderActor`
+controller asks a :class:`~agentactors.gateway.provider.ProviderActor`
 (``Complete`` / ``Stream``) and a
-:class:`~agentactors.actors.tools.ToolExecutorActor` (``ExecuteTools``) and
+:class:`~agentactors.tools.executor.ToolExecutorActor` (``ExecuteTools``) and
 returns a :class:`~agentactors.loop.result.RunResult`.  It asks them inside the
 run's frame (:mod:`agentactors.actors.frame`): one cancel scope, entered once by
 ``_loop`` and carrying the run's deadline, through which a halt of either actor
@@ -23,7 +23,7 @@ sends through ``_send_handling_auth`` → ``_send_handling_redirects`` →
         │   │              (results with the nudges' notes, follow-ups, status routing); or
         │   ├── pause          a call waits for approval: the run ends paused (agentactors.loop.pause)
         │   └── _handoff_step  a handoff call: the other calls run, then _switch seats the target agent
-        │                      (agentactors.loop.handoff)
+        │                      (agentactors.loop.seats)
         └── OutputSteps    a typed run (agentactors.loop.output_steps): its request by output strategy,
                            its answer checked (answer_step), its output calls (calls_step)
 
@@ -96,26 +96,26 @@ from typing import Any, Protocol
 
 import anyio
 
-from .. import run_ticket
 from ..actors.frame import Frame, ask_in, open_frame
-from ..actors.provider import Complete
-from ..actors.tools import ExecuteTools, ExecutionContext
 from ..errors import ActorStopped, ProviderError, RunDeadlineExceeded, ToolStatusError
 from ..events import EventSink
+from ..gateway import ticket as run_ticket
+from ..gateway.provider import Complete
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice, Usage
-from ..providers._classify import classify_exception
+from ..providers.errors import classify_exception
 from ..settings import ModelSettings
+from ..tools.executor import ExecuteTools, ExecutionContext
 from ..tools.results import ToolResult, ToolStatus
 from . import lineage
 from .call_ids import ids_in, unique_ids
 from .config import LoopConfig, StatusRoute, request_like
 from .context_budget import fit_to_budget
-from .handoff import Seat, SeatResolver, filtered, handoff_calls, handoff_results
 from .json_transport import parse_reply, to_wire_messages
 from .nudges import FOLLOWUPS_TOOL, NudgeSession, StepView, append_note
 from .output_steps import OutputSteps
 from .pause import PausedRun, any_pending
 from .result import RunResult
+from .seats import Seat, SeatResolver, filtered, handoff_calls, handoff_results
 from .streamed import generate_streamed
 from .thinking import answer_of, strip_think
 
@@ -273,7 +273,7 @@ class LoopController:
 
         Nothing is raised before the returned coroutine is awaited.
 
-        The run carries its ticket (:mod:`agentactors.run_ticket`: its age, priority class and
+        The run carries its ticket (:mod:`agentactors.gateway.ticket`: its age, priority class and
         deadline) to every place it waits.  With a ``deadline``, the whole run — budget waits at the
         ProviderActor, retries' backoff, model calls, tool steps — is bounded by it: a run past it
         is cancelled where it stands (an in-flight HTTP request included) and ends with

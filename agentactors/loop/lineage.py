@@ -12,7 +12,7 @@ the child finds its parent when it starts:
 * its :class:`~agentactors.loop.result.RunResult` is adopted by the parent when it finishes: it joins
   the parent's ``RunResult.children`` and its usage the parent's ``usage``;
 * cancellation needs nothing: the child runs in the parent's tool task, so cancelling the parent
-  cancels it; deadlines are inherited through the run's ticket (:mod:`agentactors.run_ticket`).
+  cancels it; deadlines are inherited through the run's ticket (:mod:`agentactors.gateway.ticket`).
 
 A run whose tools never run pays nothing: the link is made at its first tool step.
 """

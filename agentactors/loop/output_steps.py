@@ -27,7 +27,7 @@ from ..events import EventSink
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice
 from ..output.partial import PartialOutput
 from ..output.run import OutputRun
-from ..providers.base import default_model_of
+from ..providers.port import default_model_of
 from ..settings import ModelSettings
 from ..tools.results import ToolResult
 from .config import LoopConfig

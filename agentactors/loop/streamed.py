@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..actors.provider import Stream
 from ..errors import ProviderError
 from ..events import EventSink
+from ..gateway.provider import Stream
 from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, TextDelta, ToolCallDelta, ToolCallStart
 from ..output.partial import PartialOutput
 from .json_transport import StreamFilter

@@ -54,7 +54,7 @@ HANDOFF_EVENT = "agentactors.handoff"
 HANDOFF_FROM = "agentactors.handoff.from_agent"
 HANDOFF_TO = "agentactors.handoff.to_agent"
 FINAL_AGENT = "agentactors.final_agent"
-HANDOFFS = "agentactors.handoffs"
+HANDOFFS = "agentactors.agent.handoffs"
 
 # The package's wire names -> the conventions' well-known provider names.
 _PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini"}

@@ -13,7 +13,7 @@ Which event opens and closes which span::
 A handoff keeps the run's ``invoke_agent`` span (it is one run): the span keeps the name and
 ``gen_ai.agent.name`` of the agent invoked — the conventions want that attribute at span creation, where
 samplers read it, and the span's name is made of it — and says who answered last in
-``agentactors.final_agent`` (with the path in ``agentactors.handoffs``).
+``agentactors.final_agent`` (with the path in ``agentactors.agent.handoffs``).
 
 Recording is synchronous and never blocks (the spans' exporter does its own batching): a span is started
 and ended with explicit times.  Events carry the anyio clock — monotonic, and virtual in tests — so each

@@ -1,7 +1,7 @@
 """Auto's choice: which strategy a model call of a bare ``output_type`` uses, and why.
 
 Asked for the model about to be called, through the capability readers of
-:mod:`agentactors.providers.base` (so a decorated provider or a fallback chain answers for itself):
+:mod:`agentactors.providers.port` (so a decorated provider or a fallback chain answers for itself):
 
 1. **tool** when ``forced_tool_choice_for(provider, model)`` holds, the provider calls tools natively and
    the run's settings do not rule a forced choice out (``forced_tool_choice_refusal``: Anthropic's
@@ -26,12 +26,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from ..messages import ResponseFormat
-from ..providers.base import (
-    forced_tool_choice_for,
-    forced_tool_choice_refusal,
-    name_of,
-    response_format_refusal,
-)
+from ..providers.port import forced_tool_choice_for, forced_tool_choice_refusal, name_of, response_format_refusal
 from ..settings import ModelSettings
 from .spec import Strategy
 

@@ -26,7 +26,7 @@ import attrs
 from ..errors import AllProvidersFailedError, ModelRetry, OutputValidationError, UnsupportedToolChoiceError
 from ..events import EventSink
 from ..messages import ToolCall, ToolChoice
-from ..providers.base import name_of
+from ..providers.port import name_of
 from ..settings import ModelSettings
 from ..tools.results import ValidationIssue
 from .choice import CallShape, auto_strategy, next_strategy

@@ -27,6 +27,6 @@ Nothing here is imported by ``agentactors.errors``: the error tree is the layer 
 
 from __future__ import annotations
 
-from ._classify import classify_exception, classify_http_error
+from .errors import classify_exception, classify_http_error
 
 __all__ = ["classify_exception", "classify_http_error"]

@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..json_refs import inline_refs
+from ..tools.json_refs import inline_refs
 
 __all__ = ["anthropic_output_schema", "openai_strict_schema"]
 

@@ -1,6 +1,6 @@
 """The shape every vendor wire codec has: pure functions plus a small stream decoder.
 
-A codec does no I/O.  :mod:`agentactors.providers.http` wraps one in an httpx
+A codec does no I/O.  :mod:`agentactors.providers.http.provider` wraps one in an httpx
 call; tests drive codecs directly with the recorded corpus.  Each wire is one
 public module (``openai``, ``anthropic``, ``gemini``: the codec class and the
 provider class) over a private ``_<wire>_stream`` module (its
@@ -23,7 +23,7 @@ class StreamDecoder(Protocol):
     """Decodes one response stream, fed one SSE event at a time.
 
     One decoder per stream: it accumulates the answer as events arrive.  It does no
-    I/O, so it has nothing to cancel; :class:`~agentactors.providers.http.HTTPProvider`
+    I/O, so it has nothing to cancel; :class:`~agentactors.providers.http.provider.HTTPProvider`
     owns the connection and stops feeding when its consumer goes away.
     """
 
@@ -76,7 +76,7 @@ class WireCodec(Protocol):
     def headers(self, api_key: str | None) -> dict[str, str]:
         """The wire's headers, the credential included (``None``: a local server that needs none).
 
-        The only place a key goes: :class:`~agentactors.providers.http.HTTPProvider`
+        The only place a key goes: :class:`~agentactors.providers.http.provider.HTTPProvider`
         registers it for redaction and never puts it in a URL or a log line.  Asked once per
         provider and kind of request (streamed or not): the provider reuses the answer for every
         request, so it must not depend on the request.
@@ -112,7 +112,7 @@ class WireCodec(Protocol):
     ) -> ProviderError:
         """The :class:`~agentactors.ProviderError` for a non-2xx answer (returned, not raised).
 
-        The shared classifier (:mod:`agentactors.providers._classify`: ``x-should-retry``,
+        The shared classifier (:mod:`agentactors.providers.errors`: ``x-should-retry``,
         the vendor's error code, the status, ``retry-after``), refined by what this wire
         knows about its own error bodies.
         """

@@ -12,23 +12,8 @@ import anyio
 import attrs
 
 from ..errors import ErrorKind, ProviderError
-from ..messages import (
-    LLMRequest,
-    LLMResponse,
-    StopReason,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    Usage,
-    split_text,
-)
-from .base import (
-    StreamContext,
-    check_forced_tool_choice,
-    check_response_format,
-    events_for_response,
-    interrupted,
-)
+from ..messages import LLMRequest, LLMResponse, StopReason, StreamEvent, TextDelta, ToolCall, Usage, split_text
+from .port import StreamContext, check_forced_tool_choice, check_response_format, events_for_response, interrupted
 
 __all__ = ["ScriptExhaustedError", "ScriptItem", "ScriptedProvider", "StreamCut"]
 

@@ -1,6 +1,6 @@
 """``SharedBudget``: one concurrency and rate budget for a whole :class:`~agentactors.ray.RayCluster`.
 
-A :class:`~agentactors.actors.provider.ProviderActor` bounds what one process
+A :class:`~agentactors.gateway.provider.ProviderActor` bounds what one process
 sends; a cluster of Ray workers needs one bound for all of them.  A
 ``SharedBudget`` is the configuration of that bound; the cluster starts one
 named Ray actor per budget (a :class:`~agentactors.ray.ledger.BudgetLedger` in
@@ -53,7 +53,7 @@ class SharedBudget:
     :param max_concurrency: requests in flight across the cluster (a stream counts until it ends).
     :param requests_per_minute: request rate; a bucket of ``burst`` minutes' budget, refilled continuously.
     :param tokens_per_minute: token rate, estimated before a request (as
-        :func:`~agentactors.actors.provider.estimate_tokens` does) and corrected by the usage reported.
+        :func:`~agentactors.gateway.provider.estimate_tokens` does) and corrected by the usage reported.
     :param burst: the buckets' size in minutes of budget (default 1, as a ProviderActor's).  A
         ledger that restarted starts with empty buckets: a restart never grants a second burst.
     :param lease: slots a worker asks for at once when it runs short (default: a fair part of

@@ -15,11 +15,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..actors.provider import estimate_tokens
+from ..gateway.provider import estimate_tokens
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
-from ..providers.base import LLMProvider, StreamContext
-from ..resilience._base import ProviderDecorator
-from ..resilience._streaming import stream_of
+from ..providers.port import LLMProvider, StreamContext
+from ..resilience.decorator import ProviderDecorator
+from ..resilience.streams import stream_of
 from ._env import current_env
 from .lease import LeaseClient
 
@@ -27,7 +27,7 @@ __all__ = ["SharedBudgetProvider", "with_shared_budget"]
 
 
 class SharedBudgetProvider(ProviderDecorator):
-    """An :class:`~agentactors.providers.base.LLMProvider` whose requests spend a shared budget.
+    """An :class:`~agentactors.providers.port.LLMProvider` whose requests spend a shared budget.
 
     Build it with :func:`with_shared_budget`.  Identity and capabilities are the inner provider's.
     """

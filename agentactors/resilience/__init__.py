@@ -1,6 +1,6 @@
 """Resilient provider chains: retry, fall back, break the circuit, bound the time, spread the load.
 
-Each decorator takes an :class:`~agentactors.providers.base.LLMProvider` and
+Each decorator takes an :class:`~agentactors.providers.port.LLMProvider` and
 returns one, so they compose in any order.  The recommended stack, outer to
 inner — what ``resilient_chain(a, b)`` builds (:mod:`.preset`)::
 

@@ -25,11 +25,11 @@ import attrs
 from ..errors import CircuitOpenError, ErrorKind, ProviderError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..providers.base import LLMProvider, StreamContext
+from ..providers.port import LLMProvider, StreamContext
 from . import _gate
-from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from ._circuit import BreakerPolicy, Circuit, CircuitState, CircuitStats, Outcome, Permit
-from ._streaming import open_stream, relay, stream_of
+from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
+from .streams import open_stream, relay, stream_of
 
 __all__ = ["CircuitBreakerProvider", "CircuitState", "CircuitStats", "with_circuit_breaker"]
 

@@ -24,7 +24,7 @@ from ..errors import (
 )
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEnd, StreamEvent
-from ..providers.base import (
+from ..providers.port import (
     LLMProvider,
     StreamContext,
     default_model_of,
@@ -36,8 +36,8 @@ from ..providers.base import (
     response_format_refusal,
 )
 from ..settings import ModelSettings
-from ._base import as_provider_error, name_of
-from ._streaming import OpenedStream, open_stream, relay, stream_of
+from .decorator import as_provider_error, name_of
+from .streams import OpenedStream, open_stream, relay, stream_of
 
 __all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
 
@@ -113,7 +113,7 @@ class FallbackProvider:
     def carries_tools(self) -> bool:
         """True only when every member calls tools natively (the loop's transport must suit them all).
 
-        Each member answers through :func:`~agentactors.providers.base.native_tools_for`.
+        Each member answers through :func:`~agentactors.providers.port.native_tools_for`.
         """
         return all(native_tools_for(m) for m in self.members)
 
@@ -121,7 +121,7 @@ class FallbackProvider:
     def carries_forced_tool_choice(self) -> bool:
         """True only when every member can carry a forced tool choice — or, with ``skip_incapable``, one can.
 
-        Each member answers through :func:`~agentactors.providers.base.forced_tool_choice_carried_by`.
+        Each member answers through :func:`~agentactors.providers.port.forced_tool_choice_carried_by`.
         A chain that skips its incapable members carries a forced choice as far as its capable ones do,
         the same answer :meth:`supports_forced_tool_choice` gives per model.
         """
@@ -141,7 +141,7 @@ class FallbackProvider:
         """Whether the chain can send a JSON-schema response format when asked for ``model``.
 
         Each member is asked for the model it would call (through
-        :func:`~agentactors.providers.base.response_format_for`); every member must agree — or, with
+        :func:`~agentactors.providers.port.response_format_for`); every member must agree — or, with
         ``skip_incapable``, at least one.
         """
         answers = [response_format_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
@@ -153,7 +153,7 @@ class FallbackProvider:
         """Why the chain cannot carry ``fmt`` when asked for ``model``, or ``None``.
 
         Each member answers for the model it would call, through
-        :func:`~agentactors.providers.base.response_format_refusal`.  Every member must carry it — or,
+        :func:`~agentactors.providers.port.response_format_refusal`.  Every member must carry it — or,
         with ``skip_incapable``, every member that carries a response format at all (the others are
         skipped), and at least one.  ``members`` (names: the members the chain skipped for a forced
         tool choice) narrows the question to those members, each of which must carry it: a request
@@ -183,7 +183,7 @@ class FallbackProvider:
         """Why ``settings`` rule out a forced tool choice on a member the chain would send it to, or ``None``.
 
         Every member that takes a forced choice for the model it would call is asked (through
-        :func:`~agentactors.providers.base.forced_tool_choice_refusal`): the chain does not skip a member
+        :func:`~agentactors.providers.port.forced_tool_choice_refusal`): the chain does not skip a member
         for its settings, so one that refuses them would end the call.
         """
         for i, m in enumerate(self.members):

@@ -6,7 +6,7 @@ chain whose order is chosen afresh each time:
 
 1. members whose circuit breaker is open are skipped (not called at all);
 2. the others are ranked by headroom — first those with room, then those near their vendor's rate
-   limit (as their last response's headers said, :mod:`agentactors.providers.ratelimits`), then
+   limit (as their last response's headers said, :mod:`agentactors.providers.http.ratelimits`), then
    those the vendor told to wait (a ``retry-after`` still running, a budget at zero).  A half-open
    member ranks with the healthy ones: its breaker admits its probe and refuses the rest at no
    cost, so a recovered deployment gets its share back;
@@ -40,7 +40,8 @@ from ..errors import (
 )
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEvent
-from ..providers.base import (
+from ..providers.http.ratelimits import RateLimitState
+from ..providers.port import (
     LLMProvider,
     StreamContext,
     default_model_of,
@@ -51,12 +52,11 @@ from ..providers.base import (
     response_format_for,
     response_format_refusal,
 )
-from ..providers.ratelimits import RateLimitState
 from ..settings import ModelSettings
-from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, name_of
 from ._circuit import CircuitState
-from ._streaming import OpenedStream, open_stream, relay, stream_of
 from .breaker import CircuitBreakerProvider
+from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, name_of
+from .streams import OpenedStream, open_stream, relay, stream_of
 
 __all__ = ["STRATEGIES", "PoolProvider", "Strategy", "with_pool"]
 

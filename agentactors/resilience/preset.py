@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..providers.base import LLMProvider
+from ..providers.port import LLMProvider
 from .breaker import CircuitBreakerProvider, with_circuit_breaker
 from .fallback import FallbackOn, with_fallback
 from .pool import Strategy, with_pool

@@ -21,14 +21,14 @@ from typing import Any, TypeVar
 import anyio
 from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
 
-from .. import run_ticket
 from ..errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterruptedError
 from ..events import emit
+from ..gateway import ticket as run_ticket
 from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..providers.base import LLMProvider, StreamContext
+from ..providers.port import LLMProvider, StreamContext
 from . import _gate
-from ._base import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
-from ._streaming import OpenedStream, open_stream, relay, stream_of
+from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
+from .streams import OpenedStream, open_stream, relay, stream_of
 
 __all__ = ["RetryingProvider", "with_retry"]
 
@@ -359,7 +359,7 @@ def with_retry(
       wait that would end past it is not started; the error is raised instead.
       The attempts themselves are bounded by :func:`with_timeout`, not here.
       A call made for a run with a deadline (``agent.run(..., deadline=)``, which
-      travels with the call: :mod:`agentactors.run_ticket`) is bounded by the
+      travels with the call: :mod:`agentactors.gateway.ticket`) is bounded by the
       earlier of the two: no wait is started that would end past the run's
       deadline either (``retry.exhausted`` says which one stopped it).
     * When it gives up, the **last** error is raised unwrapped, with one PEP 678

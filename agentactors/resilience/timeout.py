@@ -17,9 +17,9 @@ import anyio
 
 from ..errors import ProviderTimeout
 from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..providers.base import LLMProvider, StreamAccumulator, StreamContext, interrupted
-from ._base import ProviderDecorator, model_of
-from ._streaming import stream_of
+from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
+from .decorator import ProviderDecorator, model_of
+from .streams import stream_of
 
 __all__ = ["TimeoutProvider", "with_timeout"]
 

@@ -18,16 +18,7 @@ from typing import Any
 import attrs
 
 from ._fake_default import default_reply
-from ._fake_script import (
-    Action,
-    FakeError,
-    FakeReply,
-    FaultKind,
-    FaultPlan,
-    RecordedRequest,
-    ScriptItem,
-    as_action,
-)
+from ._fake_script import Action, FakeError, FakeReply, FaultKind, FaultPlan, RecordedRequest, ScriptItem, as_action
 
 __all__ = ["Exchange", "Outage", "VendorState"]
 

@@ -3,7 +3,7 @@
 Toolsets (``toolset``) are sources of tools an agent lists when a run starts (an MCP server is one).
 
 See ``docs/loop.md`` ("Tools", "Tool results").  The executor that runs them is
-:class:`agentactors.actors.tools.ToolExecutorActor`.
+:class:`agentactors.tools.executor.ToolExecutorActor`.
 """
 
 from __future__ import annotations

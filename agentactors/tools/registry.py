@@ -6,7 +6,7 @@ the type hints and docstring), a compiled Draft 2020-12 validator, how to turn
 validated JSON arguments into the Python values the function takes, and the
 author's declarations (``timeout``, ``result_ceiling``, ``hint``,
 ``sequential``, ``read_only``).  Running it for a run — timeouts, statuses,
-events — is the :class:`~agentactors.actors.tools.ToolExecutorActor`'s job.
+events — is the :class:`~agentactors.tools.executor.ToolExecutorActor`'s job.
 
 A parameter annotated :class:`ToolContext` is injected by the executor and is
 not part of the schema.
@@ -32,13 +32,7 @@ from ..events import EventSink
 from ..messages import ToolSpec
 from .docstrings import parse_docstring
 from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
-from .schema import (
-    converter_for,
-    describe_schema,
-    json_default_value,
-    needs_conversion,
-    schema_for,
-)
+from .schema import converter_for, describe_schema, json_default_value, needs_conversion, schema_for
 from .validation import ArgumentValidator
 
 __all__ = ["Hint", "Tool", "ToolContext", "tool"]

@@ -55,9 +55,9 @@ from typing import Annotated, Any, Literal, Union
 import attrs
 
 from ..errors import AgentActorsError
-from ..json_refs import inline_refs
-from ..json_types import json_type_name
 from .docstrings import parse_docstring
+from .json_refs import inline_refs
+from .json_types import json_type_name
 
 __all__ = [
     "ConversionError",

@@ -21,8 +21,8 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 
-from ..json_types import json_type_name
 from .fastcheck import Check, compile_check
+from .json_types import json_type_name
 from .results import ValidationIssue
 from .schema import describe_schema
 

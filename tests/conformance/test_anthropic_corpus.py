@@ -40,8 +40,8 @@ from agentactors.messages import (
     ToolSpec,
     Usage,
 )
-from agentactors.providers.anthropic import AnthropicProvider, AnthropicWire
-from agentactors.providers.http import iter_sse
+from agentactors.providers.anthropic.provider import AnthropicProvider, AnthropicWire
+from agentactors.providers.http.provider import iter_sse
 
 pytestmark = pytest.mark.anyio
 

@@ -55,8 +55,8 @@ from agentactors.messages import (
     ToolSpec,
     Usage,
 )
-from agentactors.providers.gemini import GeminiProvider, GeminiWire
-from agentactors.providers.http import iter_sse
+from agentactors.providers.gemini.provider import GeminiProvider, GeminiWire
+from agentactors.providers.http.provider import iter_sse
 
 COVERED: frozenset[str] = frozenset(
     {

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from agentactors import Audio, CachePolicy, Document, Image, LLMRequest, Message, ModelSettings, Text, ToolSpec
-from agentactors.providers.anthropic import AnthropicWire
+from agentactors.providers.anthropic.provider import AnthropicWire
 from agentactors.providers.codec import WireCodec
-from agentactors.providers.gemini import GeminiWire
-from agentactors.providers.openai import OpenAIWire
+from agentactors.providers.gemini.provider import GeminiWire
+from agentactors.providers.openai.provider import OpenAIWire
 
 JPEG = b"\xff\xd8\xff\xe0" + b"\x10JFIF" + b"\x00" * 16
 JPEG64 = base64.b64encode(JPEG).decode()

@@ -43,8 +43,8 @@ from agentactors.messages import (
     ToolSpec,
     Usage,
 )
-from agentactors.providers.http import iter_sse
-from agentactors.providers.openai import OpenAIProvider, OpenAIWire
+from agentactors.providers.http.provider import iter_sse
+from agentactors.providers.openai.provider import OpenAIProvider, OpenAIWire
 
 pytestmark = pytest.mark.anyio
 

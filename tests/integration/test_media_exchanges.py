@@ -27,10 +27,10 @@ from agentactors import (
     UnsupportedSettingError,
     tool,
 )
-from agentactors.providers.anthropic import AnthropicProvider
-from agentactors.providers.gemini import GeminiProvider
-from agentactors.providers.http import HTTPProvider
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.providers.anthropic.provider import AnthropicProvider
+from agentactors.providers.gemini.provider import GeminiProvider
+from agentactors.providers.http.provider import HTTPProvider
+from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.testing import SeenPart
 from agentactors.testing.fakevendor import FakeReply, FakeToolCall, FakeVendor
 from tests.support.providers import CANARY, WIRES, provider

@@ -34,24 +34,8 @@ except ImportError:  # pragma: no cover - the dev extra installs ray: make test 
         pytest.fail(f"{_MISSING}; under CI=true a missing ray fails instead of skipping", pytrace=False)
     pytest.skip(_MISSING, allow_module_level=True)
 
-from agentactors import (
-    Agent,
-    LLMRequest,
-    OpenAIProvider,
-    RunResult,
-    ScriptedProvider,
-    ToolCall,
-    ToolContext,
-    tool,
-)
-from agentactors.ray import (
-    RayCluster,
-    RemoteError,
-    SharedBudget,
-    VersionMismatch,
-    WorkerLost,
-    with_shared_budget,
-)
+from agentactors import Agent, LLMRequest, OpenAIProvider, RunResult, ScriptedProvider, ToolCall, ToolContext, tool
+from agentactors.ray import RayCluster, RemoteError, SharedBudget, VersionMismatch, WorkerLost, with_shared_budget
 from agentactors.ray._shipping import _needs_value
 from agentactors.testing import FakeVendor
 from agentactors.testing.fakevendor import RecordedRequest
@@ -333,7 +317,7 @@ async def test_a_worker_on_another_version_stops_the_cluster(monkeypatch: pytest
 
 def test_this_module_travels_by_value_and_agentactors_by_reference() -> None:
     assert _needs_value(__name__)
-    assert not _needs_value("agentactors.agent")
+    assert not _needs_value("agentactors.agent.core")
     assert not _needs_value("json")
     assert not _needs_value("httpx")
 

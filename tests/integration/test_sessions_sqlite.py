@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.errors import ErrorKind, ProviderError, SessionConflictError, SessionFormatError
 from agentactors.events import Event
 from agentactors.messages import LLMRequest, Message, ToolCall
@@ -181,7 +181,7 @@ CHILD = textwrap.dedent(
     import sys
     import anyio
     from agentactors.actors.runtime import Runtime
-    from agentactors.agent import Agent
+    from agentactors.agent.core import Agent
     from agentactors.errors import SessionConflictError
     from agentactors.providers.scripted import ScriptedProvider
     from agentactors.sessions import SqliteStore

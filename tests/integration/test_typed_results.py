@@ -22,7 +22,7 @@ from agentactors import (
     ToolOutput,
     tool,
 )
-from agentactors.providers.http import HTTPProvider
+from agentactors.providers.http.provider import HTTPProvider
 from agentactors.testing.fakevendor import FakeReply, FakeToolCall, FakeVendor
 from tests.support.providers import CANARY, MODELS, WIRES
 

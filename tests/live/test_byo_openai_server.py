@@ -30,7 +30,7 @@ from agentactors.messages import (
     ToolChoice,
     ToolSpec,
 )
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.providers.openai.provider import OpenAIProvider
 
 BASE_URL = os.environ.get("AGENTACTORS_OPENAI_BASE_URL", "")
 MODEL = os.environ.get("AGENTACTORS_OPENAI_MODEL", "")

@@ -30,7 +30,7 @@ from agentactors import (
     with_fallback,
     with_retry,
 )
-from agentactors.providers.anthropic import AnthropicProvider
+from agentactors.providers.anthropic.provider import AnthropicProvider
 from agentactors.testing import FakeError, FakeVendor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]

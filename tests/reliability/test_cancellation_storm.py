@@ -30,13 +30,14 @@ import httpx
 import pytest
 
 from agentactors._demo.vendor import VendorProcess
-from agentactors.actors import ProviderActor, Runtime, worker_threads
-from agentactors.agent import Agent
+from agentactors.actors import Runtime, worker_threads
+from agentactors.agent.core import Agent
 from agentactors.events import Event, InMemoryRecorder
+from agentactors.gateway import ProviderActor
 from agentactors.messages import LLMRequest, LLMResponse
-from agentactors.providers.base import StreamContext
-from agentactors.providers.http import HTTPProvider
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.providers.http.provider import HTTPProvider
+from agentactors.providers.openai.provider import OpenAIProvider
+from agentactors.providers.port import StreamContext
 from agentactors.tools import tool
 from tests.reliability._vendor_models import STORM
 

@@ -33,12 +33,13 @@ import pytest
 from agentactors._demo.chain import RUN_HEADER, SENT_AT_HEADER, Stamper
 from agentactors._demo.report import open_intervals
 from agentactors._demo.vendor import LoggedRequest, VendorProcess
-from agentactors.actors import ProviderActor, Runtime
-from agentactors.agent import Agent
+from agentactors.actors import Runtime
+from agentactors.agent.core import Agent
 from agentactors.errors import ErrorKind, ProviderError
 from agentactors.events import InMemoryRecorder
-from agentactors.providers.anthropic import AnthropicProvider
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.gateway import ProviderActor
+from agentactors.providers.anthropic.provider import AnthropicProvider
+from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.resilience import with_circuit_breaker, with_fallback, with_retry, with_timeout
 from agentactors.testing import FaultKind, FaultPlan
 from agentactors.tools import ToolContext, tool

@@ -32,10 +32,10 @@ from agentactors.errors import (
     StreamInterruptedError,
 )
 from agentactors.messages import LLMRequest, Message
-from agentactors.providers.anthropic import AnthropicProvider
-from agentactors.providers.gemini import GeminiProvider
-from agentactors.providers.http import HTTPProvider
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.providers.anthropic.provider import AnthropicProvider
+from agentactors.providers.gemini.provider import GeminiProvider
+from agentactors.providers.http.provider import HTTPProvider
+from agentactors.providers.openai.provider import OpenAIProvider
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 

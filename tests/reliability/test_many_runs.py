@@ -8,10 +8,10 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors.actors.provider import ProviderActor
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.errors import ErrorKind, ProviderError
+from agentactors.gateway.provider import ProviderActor
 from agentactors.messages import LLMRequest, LLMResponse, ToolCall
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.tools.registry import tool

@@ -22,9 +22,9 @@ import anyio
 import pytest
 
 from agentactors.actors import Runtime, worker_threads
-from agentactors.agent import Agent
-from agentactors.batch import results_of
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.agent.batch import results_of
+from agentactors.agent.core import Agent
+from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.testing import FakeReply, FakeToolCall, RecordedRequest
 from agentactors.testing.fakevendor import FakeVendor
 from agentactors.tools import ToolStatus, tool
@@ -288,7 +288,7 @@ _SCRIPT = textwrap.dedent(
     import anyio
     from agentactors import Agent, ScriptedProvider, ToolCall, tool
     from agentactors.actors import Runtime
-    from agentactors.batch import results_of
+    from agentactors.agent.batch import results_of
 
     calls = []
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentactors.messages import LLMRequest, LLMResponse, Message, StreamEnd, StreamEvent, ToolChoice, ToolSpec
-from agentactors.providers.anthropic import AnthropicProvider
-from agentactors.providers.gemini import GeminiProvider
-from agentactors.providers.http import HTTPProvider
-from agentactors.providers.openai import OpenAIProvider
+from agentactors.providers.anthropic.provider import AnthropicProvider
+from agentactors.providers.gemini.provider import GeminiProvider
+from agentactors.providers.http.provider import HTTPProvider
+from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.testing.fakevendor import FakeVendor
 
 WIRES = ("openai", "anthropic", "gemini")

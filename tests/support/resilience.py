@@ -13,7 +13,7 @@ from agentactors.errors import ProviderError
 from agentactors.events import EventSink, InMemoryRecorder, to_jsonable, use_sink
 from agentactors.messages import LLMRequest, LLMResponse, Message, ToolChoice, ToolSpec
 from agentactors.providers import classify_http_error
-from agentactors.providers.base import StreamContext
+from agentactors.providers.port import StreamContext
 
 REQ = LLMRequest([Message.user("hello")])
 LOOKUP = ToolSpec("lookup", "look something up", {"type": "object", "properties": {"q": {"type": "string"}}})

@@ -203,7 +203,7 @@ def test_the_package_import_graph_has_no_cycle() -> None:
 
 KERNEL = [
     f"{PACKAGE}.actors.{name}"
-    for name in ("_cell", "runtime", "ref", "worker", "supervision", "mailbox")
+    for name in ("_cell", "runtime", "ref", "worker", "supervision", "mailbox", "frame", "crossing", "threads")
     if f"{PACKAGE}.actors.{name}" in MODULES
 ]
 
@@ -213,8 +213,9 @@ ABOVE_THE_KERNEL = (
     f"{PACKAGE}.loop",
     f"{PACKAGE}.providers",
     f"{PACKAGE}.tools",
-    f"{PACKAGE}.actors.provider",
-    f"{PACKAGE}.actors.tools",
+    f"{PACKAGE}.gateway",
+    f"{PACKAGE}.resilience",
+    f"{PACKAGE}.sessions",
 )
 
 
@@ -666,7 +667,7 @@ def test_private_reads_are_told_from_a_modules_own() -> None:
     module = _made_up(
         f"{PACKAGE}.made_up",
         "from .ref import _CURRENT\n"  # a private name of another module
-        "from . import _compat\n"  # a private module of the package: fine
+        "from . import _deprecate\n"  # a private module of the package: fine
         "class Mine:\n"
         "    __slots__ = ('_slot',)\n"
         "    _level = 1\n"

@@ -103,8 +103,8 @@ MOVED_TO_CLASSIFY = ["classify_error_body", "classify_exception", "classify_http
 
 @pytest.mark.parametrize("name", MOVED_TO_CLASSIFY)
 def test_a_classifier_name_on_agentactors_errors_warns_and_is_the_moved_function(name: str) -> None:
-    moved = getattr(importlib.import_module("agentactors.providers._classify"), name)
-    moved_to = r"moved to agentactors\.providers\._classify"
+    moved = getattr(importlib.import_module("agentactors.providers.errors"), name)
+    moved_to = r"moved to agentactors\.providers\.errors"
     with pytest.warns(DeprecationWarning, match=rf"agentactors\.errors\.{name} {moved_to}"):
         old = getattr(agentactors.errors, name)
     assert old is moved
@@ -137,7 +137,7 @@ def test_redaction_names_are_still_importable_from_agentactors_errors_without_a_
 
 def test_importing_agentactors_emits_no_deprecation_warning() -> None:
     # A fresh interpreter: in this one the package is long imported, and warnings fire once.
-    code = "import agentactors, agentactors.errors, agentactors.providers.openai, agentactors.resilience"
+    code = "import agentactors, agentactors.errors, agentactors.providers.openai.provider, agentactors.resilience"
     done = subprocess.run(
         [sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True, text=True, timeout=60
     )
@@ -145,7 +145,7 @@ def test_importing_agentactors_emits_no_deprecation_warning() -> None:
 
 
 def test_errors_outside_errors_py_join_the_tree_and_keep_their_builtin_bases() -> None:
-    from agentactors.providers.gemini import GeminiSchemaError, to_gemini_schema
+    from agentactors.providers.gemini.provider import GeminiSchemaError, to_gemini_schema
     from agentactors.tools.schema import ConversionError
 
     assert issubclass(ConversionError, AgentActorsError) and issubclass(ConversionError, ValueError)

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from agentactors import Explanation, InMemoryRecorder, JsonlRecorder, LLMRequest, Message, Runtime, ToolStatus, explain
+from agentactors import (
+    Explanation,
+    InMemoryRecorder,
+    JsonlRecorder,
+    LLMRequest,
+    Message,
+    Runtime,
+    ToolStatus,
+    explain,
+)
 from agentactors.__main__ import main
 from tests.support.scenario import ANSWER, REFUSED_SIZE, scenario_agent
 

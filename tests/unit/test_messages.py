@@ -3,16 +3,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from agentactors import (
-    LLMRequest,
-    LLMResponse,
-    Message,
-    StopReason,
-    ToolCall,
-    ToolChoice,
-    ToolSpec,
-    Usage,
-)
+from agentactors import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice, ToolSpec, Usage
 from agentactors.messages import parse_arguments
 
 

@@ -2,7 +2,7 @@
 
 Read from the source, not from ``sys.modules``: an import under ``if TYPE_CHECKING:`` or inside a function
 never runs in a test, yet it is a dependency all the same.  ``importlib.import_module`` by name is caught
-too (the one allowed use is the deprecated ``Runtime.provider_ref`` shim).
+too: the kernel makes none.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ ACTORS = Path(agentactors.actors.__file__).parent
 KERNEL = ("_cell", "runtime", "ref", "frame", "worker", "supervision", "mailbox")
 DOMAIN = (
     "agentactors.agent",
+    "agentactors.gateway",
     "agentactors.loop",
     "agentactors.providers",
+    "agentactors.resilience",
+    "agentactors.sessions",
     "agentactors.tools",
-    "agentactors.actors.provider",
-    "agentactors.actors.tools",
 )
-SHIMS = {("runtime", "agentactors.actors.provider")}  # Runtime.provider_ref, deprecated
+SHIMS: set[tuple[str, str]] = set()  # (module, import) pairs allowed to cross: none
 
 
 def _imports(module: str) -> set[str]:
@@ -92,7 +93,7 @@ def test_the_kernel_has_no_import_cycle() -> None:
         visit(module, ())
 
 
-def test_the_shim_is_the_only_name_lookup_and_it_is_deprecated() -> None:
-    source = (ACTORS / "runtime.py").read_text()
-    assert source.count("import_module(") == 1
-    assert "DeprecationWarning" in source
+def test_the_kernel_looks_up_no_module_by_name() -> None:
+    """An ``importlib.import_module`` by name is an import the graph cannot see: the kernel makes none."""
+    for path in ACTORS.glob("*.py"):
+        assert "import_module(" not in path.read_text(), path.name

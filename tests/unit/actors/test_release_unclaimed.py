@@ -13,11 +13,12 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors.actors import ProviderActor, ProviderStream, ReleasableAnswer, Runtime, Stream
+from agentactors.actors import ReleasableAnswer, Runtime
 from agentactors.errors import AskTimeout
+from agentactors.gateway import ProviderActor, ProviderStream, Stream
 from agentactors.messages import LLMRequest, Message
 
-from .test_provider import CountingStreamProvider
+from tests.unit.gateway.test_provider import CountingStreamProvider
 
 pytestmark = pytest.mark.anyio
 

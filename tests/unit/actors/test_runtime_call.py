@@ -18,7 +18,7 @@ import anyio.lowlevel
 import pytest
 
 from agentactors import Agent, Runtime, ScriptedProvider
-from agentactors.actors import ProviderActor
+from agentactors.gateway import ProviderActor
 
 pytestmark = pytest.mark.anyio
 

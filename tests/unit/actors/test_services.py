@@ -3,7 +3,6 @@
 ``rt.service(key, build, cleanup=...)``: one value per key per runtime, built on first use; the cleanups
 run at exit, after every actor stopped, newest first.  ``ProviderActor.shared(rt, provider, **budgets)``:
 one ProviderActor per provider object per runtime, budgets checked, the providers closed at exit.
-``rt.provider_ref`` is its deprecated alias.
 """
 
 from __future__ import annotations
@@ -13,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agentactors.actors import Complete, ProviderActor, Runtime
+from agentactors.actors import Runtime
+from agentactors.gateway import Complete, ProviderActor
 from agentactors.messages import LLMRequest, Message
 from agentactors.providers.scripted import ScriptedProvider
 
@@ -134,16 +134,3 @@ async def test_a_provider_whose_close_raises_is_logged_and_the_others_are_closed
             ProviderActor.shared(rt, fine)
     assert fine.closed
     assert any("closing provider" in r.getMessage() and "socket gone" in r.getMessage() for r in caplog.records)
-
-
-async def test_the_deprecated_provider_ref_alias_warns_and_gives_the_shared_actor() -> None:
-    provider = ScriptedProvider(lambda request: "ok")
-    async with Runtime() as rt:
-        with pytest.warns(DeprecationWarning, match=r"ProviderActor\.shared"):
-            ref = rt.provider_ref(provider, max_concurrency=3)
-        assert ProviderActor.shared(rt, provider) is ref
-        assert ref.actor.max_concurrency == 3
-        with pytest.warns(DeprecationWarning, match="deprecated"), pytest.raises(ValueError, match="already has"):
-            rt.provider_ref(provider, max_concurrency=5)
-        assert (await ref.ask(Complete(REQUEST))).content == "ok"
-    assert provider.closed

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.events import InMemoryRecorder
 from agentactors.messages import LLMRequest, LLMResponse, Message, ToolCall
 from agentactors.providers.scripted import ScriptedProvider

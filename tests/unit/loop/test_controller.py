@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.errors import ErrorKind, ProviderError, ToolStatusError
 from agentactors.events import InMemoryRecorder, JsonlRecorder, current_sink
 from agentactors.loop.nudges import BATCH_NOTE, CONTINUE_NOTE, REPEAT_NOTE

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import pytest
 
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.loop.config import LoopConfig, request_like
 from agentactors.loop.controller import LoopController
 from agentactors.messages import LLMRequest, Message, ToolCall, ToolChoice

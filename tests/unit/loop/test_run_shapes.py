@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.errors import ErrorKind, ProviderError, ToolStatusError
 from agentactors.events import Event, InMemoryRecorder
 from agentactors.loop.nudges import CONTINUE_NOTE

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.events import InMemoryRecorder, JsonlRecorder
 from agentactors.messages import LLMRequest, LLMResponse, Message, ToolCall
 from agentactors.providers.scripted import ScriptedProvider

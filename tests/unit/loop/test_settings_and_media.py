@@ -21,11 +21,11 @@ from agentactors import (
     ToolStatus,
     tool,
 )
-from agentactors.actors.provider import estimate_tokens
-from agentactors.actors.tools import ExecutionContext, ToolExecutorActor
+from agentactors.gateway.provider import estimate_tokens
 from agentactors.loop.controller import LoopConfig
 from agentactors.loop.json_transport import to_wire_messages
 from agentactors.parts import IMAGE_TOKENS, PAGE_TOKENS
+from agentactors.tools.executor import ExecutionContext, ToolExecutorActor
 from agentactors.tools.results import ResultCeiling, ToolResult, split_parts
 
 pytestmark = pytest.mark.anyio

@@ -336,7 +336,7 @@ async def test_a_handoff_is_a_span_event_and_the_agent_invoked_keeps_the_span() 
     # gen_ai.agent.name is the agent invoked (set at span creation, as the span's name); who answered
     # last is an attribute of ours.
     assert run.name == "invoke_agent triage" and attrs["gen_ai.agent.name"] == "triage"
-    assert attrs["agentactors.final_agent"] == "billing" and attrs["agentactors.handoffs"] == ("billing",)
+    assert attrs["agentactors.final_agent"] == "billing" and attrs["agentactors.agent.handoffs"] == ("billing",)
     (handoff,) = [e for e in run.events if e.name == "agentactors.handoff"]
     assert _plain(handoff.attributes) == {
         "agentactors.handoff.from_agent": "triage",

@@ -33,7 +33,7 @@ from agentactors import (
     with_retry,
 )
 from agentactors.messages import ResponseFormat
-from agentactors.providers.base import forced_tool_choice_refusal, response_format_refusal
+from agentactors.providers.port import forced_tool_choice_refusal, response_format_refusal
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 

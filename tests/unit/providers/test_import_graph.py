@@ -85,7 +85,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle_goes_through_providers_or_errors() -> None:
     graph = import_graph()
-    assert graph.get("agentactors.providers.openai")  # the graph was read
+    assert graph.get("agentactors.providers.openai.provider")  # the graph was read
 
     def guarded(module: str) -> bool:
         return module.startswith("agentactors.providers") or module == "agentactors.errors"
@@ -101,12 +101,12 @@ def test_errors_imports_nothing_of_the_package_but_redaction() -> None:
 def test_each_wire_imports_one_way_public_then_stream_then_decode() -> None:
     graph = import_graph()
     for wire in WIRES:
-        public, stream, decode = (f"agentactors.providers.{m}" for m in (wire, f"_{wire}_stream", f"_{wire}_decode"))
+        public, stream, decode = (f"agentactors.providers.{wire}.{m}" for m in ("provider", "stream", "decode"))
         assert {stream, decode} <= graph[public], wire
         assert decode in graph[stream] and public not in graph[stream], wire
         assert not graph[decode] & {public, stream}, wire
         # Decoding is pure: it knows the data model, the error tree and the classifier, not the transport.
-        assert "agentactors.providers.http" not in graph[decode] | graph[stream], wire
+        assert "agentactors.providers.http.provider" not in graph[decode] | graph[stream], wire
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

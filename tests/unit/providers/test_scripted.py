@@ -156,7 +156,7 @@ def test_forced_tool_choice_reader_needs_an_explicit_yes() -> None:
 
 
 async def test_no_model_is_a_request_error() -> None:
-    from agentactors.providers.base import resolve_model
+    from agentactors.providers.port import resolve_model
 
     class NoDefault:
         name = "x"

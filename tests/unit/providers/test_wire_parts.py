@@ -15,21 +15,12 @@ from typing import Any
 import httpx
 import pytest
 
-from agentactors import (
-    Audio,
-    Document,
-    Image,
-    LLMRequest,
-    Message,
-    Text,
-    ToolCall,
-    UnsupportedContentError,
-)
+from agentactors import Audio, Document, Image, LLMRequest, Message, Text, ToolCall, UnsupportedContentError
 from agentactors.errors import ErrorKind
-from agentactors.providers.anthropic import AnthropicProvider, AnthropicWire
+from agentactors.providers.anthropic.provider import AnthropicProvider, AnthropicWire
 from agentactors.providers.codec import WireCodec
-from agentactors.providers.gemini import GeminiProvider, GeminiWire
-from agentactors.providers.openai import OpenAIProvider, OpenAIWire
+from agentactors.providers.gemini.provider import GeminiProvider, GeminiWire
+from agentactors.providers.openai.provider import OpenAIProvider, OpenAIWire
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 40
 PDF = b"%PDF-1.4\n<< /Type /Pages /Count 2 >>\n"

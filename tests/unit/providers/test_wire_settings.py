@@ -27,10 +27,10 @@ from agentactors import (
 )
 from agentactors.errors import ErrorKind
 from agentactors.events import EventSink, InMemoryRecorder, use_sink
-from agentactors.providers.anthropic import AnthropicProvider, AnthropicWire
+from agentactors.providers.anthropic.provider import AnthropicProvider, AnthropicWire
 from agentactors.providers.codec import WireCodec
-from agentactors.providers.gemini import GeminiProvider, GeminiWire
-from agentactors.providers.openai import OpenAIProvider, OpenAIWire
+from agentactors.providers.gemini.provider import GeminiProvider, GeminiWire
+from agentactors.providers.openai.provider import OpenAIProvider, OpenAIWire
 
 LOOKUP = ToolSpec("lookup", "Look a word up.", {"type": "object", "properties": {"word": {"type": "string"}}})
 OPENAI = OpenAIWire(max_tokens_field="max_completion_tokens", official=True)

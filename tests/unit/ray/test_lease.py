@@ -20,14 +20,7 @@ import pytest
 
 from agentactors.ray import SharedBudget
 from agentactors.ray.lease import LeaseClient
-from agentactors.ray.ledger import (
-    BudgetLedger,
-    LedgerService,
-    LedgerUnavailable,
-    RateReply,
-    Roster,
-    SlotReply,
-)
+from agentactors.ray.ledger import BudgetLedger, LedgerService, LedgerUnavailable, RateReply, Roster, SlotReply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 

@@ -9,7 +9,7 @@ import pytest
 
 from agentactors.errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterruptedError
 from agentactors.messages import LLMRequest, Message, TextDelta
-from agentactors.providers.base import LLMProvider
+from agentactors.providers.port import LLMProvider
 from agentactors.providers.scripted import ScriptedProvider, StreamCut
 from agentactors.resilience import CircuitState, with_circuit_breaker
 from tests.support.resilience import REQ, http_error, recording

@@ -7,14 +7,9 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors.errors import (
-    AllProvidersFailedError,
-    ErrorKind,
-    ProviderError,
-    UnsupportedToolChoiceError,
-)
+from agentactors.errors import AllProvidersFailedError, ErrorKind, ProviderError, UnsupportedToolChoiceError
 from agentactors.messages import LLMRequest, LLMResponse, Message, StreamEnd, TextDelta
-from agentactors.providers.base import LLMProvider, forced_tool_choice_for
+from agentactors.providers.port import LLMProvider, forced_tool_choice_for
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.resilience import with_circuit_breaker, with_fallback
 from tests.support.resilience import FORCED_TOOL as FORCED

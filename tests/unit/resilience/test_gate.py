@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors.actors.provider import Complete, ProviderActor
 from agentactors.actors.runtime import Runtime
 from agentactors.errors import ErrorKind, ProviderError
+from agentactors.gateway.provider import Complete, ProviderActor
 from agentactors.messages import LLMRequest, Message, TextDelta
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.resilience import (

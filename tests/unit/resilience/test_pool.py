@@ -19,7 +19,7 @@ from agentactors.errors import (
     UnsupportedToolChoiceError,
 )
 from agentactors.messages import LLMRequest, LLMResponse, Message, StreamEnd, TextDelta
-from agentactors.providers.ratelimits import Budget, RateLimitState
+from agentactors.providers.http.ratelimits import Budget, RateLimitState
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.resilience.pool import PoolProvider
 from tests.support.resilience import FORCED, REQ, http_error, recording

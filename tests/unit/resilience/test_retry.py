@@ -19,7 +19,7 @@ from agentactors.errors import (
     StreamInterruptedError,
 )
 from agentactors.messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
-from agentactors.providers.base import LLMProvider
+from agentactors.providers.port import LLMProvider
 from agentactors.providers.scripted import ScriptedProvider, StreamCut
 from agentactors.resilience import RetryingProvider, with_retry
 from tests.support.resilience import FORCED_TOOL as FORCED

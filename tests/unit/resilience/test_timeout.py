@@ -9,9 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors.actors.provider import ProviderActor, Stream
 from agentactors.actors.runtime import Runtime
 from agentactors.errors import ErrorKind, ProviderTimeout, StreamInterruptedError
+from agentactors.gateway.provider import ProviderActor, Stream
 from agentactors.messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.resilience import with_circuit_breaker, with_fallback, with_retry, with_timeout

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.errors import ErrorKind, ProviderError, SessionConflictError, SessionPausedError
 from agentactors.events import InMemoryRecorder, SessionCommitted
 from agentactors.messages import LLMRequest, ToolCall

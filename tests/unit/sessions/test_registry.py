@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.events import InMemoryRecorder, SessionActivated, SessionDeactivated, SessionEvent
 from agentactors.messages import LLMRequest
 from agentactors.providers.scripted import ScriptedProvider

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from agentactors.actors.runtime import Runtime
-from agentactors.agent import Agent
+from agentactors.agent.core import Agent
 from agentactors.events import InMemoryRecorder, SessionActivated, SessionCommitted, SessionEvent
 from agentactors.messages import LLMRequest, Message, ToolCall
 from agentactors.parts import Image, Text

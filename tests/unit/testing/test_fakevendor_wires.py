@@ -16,7 +16,7 @@ import pytest
 
 from agentactors.errors import ErrorKind
 from agentactors.providers import classify_http_error
-from agentactors.providers._classify import classify_error_body
+from agentactors.providers.errors import classify_error_body
 from agentactors.testing.fakevendor import FakeError, FakeMalformed, FakeReply, FakeToolCall, FakeVendor
 from tests.support.fakevendor import WIRES, auth_headers, body, post, sse, url, weather_tool
 

@@ -1,0 +1,305 @@
+"""Many runs of one agent: one result per input, in input order, whatever a run does.
+
+:meth:`Agent.run_many <agentactors.Agent.run_many>` and :meth:`Agent.as_completed
+<agentactors.Agent.as_completed>` (and ``rt.run_many`` / ``rt.as_completed``, which hand themselves
+to them) run here.  The promise is the batch's, not its runs': every input gets exactly one
+:class:`~agentactors.loop.result.RunResult`, and a result is never another input's.  What one run
+raises decides what becomes of it and of the batch (:mod:`agentactors._containment` draws the line):
+
+* the run's own failure — any ``Exception``, ``SystemExit``, an unknown ``BaseException``, a
+  cancellation no cancel scope asked for — is a failed result in the run's slot (``error`` set,
+  ``messages`` the input); the other runs go on;
+* a real cancellation of the batch (its caller's scope) cancels every run and propagates; before
+  it does, every slot is filled — finished runs keep their result, the others get
+  ``RunResult(cancelled=True)`` — and the list rides on the exception as ``exc.results``;
+* a ``KeyboardInterrupt`` (raised in a run, or delivered to the batch's task) stops the batch: the
+  other runs are cancelled, every slot is filled as for a cancellation, and the same
+  ``KeyboardInterrupt`` is raised again, with the list as ``exc.results`` and a note saying so.
+  On asyncio, Ctrl-C reaches the batch as a cancellation of the main task (``anyio.run`` raises
+  the ``KeyboardInterrupt`` afterwards, from it): :func:`results_of` finds the list either way.
+
+The batch machinery knows no agent: it is given how to turn an input into messages (``prepare``)
+and how to run them (``run``), so that an agent's private methods stay its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar, cast
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .._containment import escapes, interrupt_in
+from ..actors.runtime import Runtime
+from ..loop.result import RunResult
+from ..messages import Message
+
+__all__ = ["AsCompleted", "Prepare", "RunMessages", "check_concurrency", "results_of", "run_batch"]
+
+log = logging.getLogger("agentactors.agent")
+
+P = TypeVar("P")
+
+#: Turns one input into the run's messages; raises ``TypeError`` / ``ValueError`` for a bad input.
+Prepare = Callable[[P], tuple[Message, ...]]
+#: Runs the messages of one input to its result (an agent's run, in the batch's runtime).
+RunMessages = Callable[[tuple[Message, ...]], Awaitable[RunResult[Any]]]
+
+_NO_MESSAGES: tuple[Message, ...] = ()
+
+
+def check_concurrency(concurrency: int) -> None:
+    """:raises ValueError: ``concurrency`` is not a positive int."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
+
+
+def _failed(messages: tuple[Message, ...], exc: BaseException, typed: bool) -> RunResult[Any]:
+    if typed:  # a typed run that did not end on a valid answer has no output (docs/output.md)
+        return RunResult("", messages, error=exc, output=None)
+    return RunResult("", messages, error=exc)
+
+
+def _cancelled(messages: tuple[Message, ...], typed: bool) -> RunResult[Any]:
+    if typed:
+        return RunResult("", messages, cancelled=True, output=None)
+    return RunResult("", messages, cancelled=True)
+
+
+def _is_failed(result: RunResult[Any]) -> bool:
+    return result.generation_failed or result.error is not None
+
+
+def _prepared(prepare: Prepare[P], item: P, typed: bool) -> tuple[tuple[Message, ...], RunResult[Any] | None]:
+    """The input's messages, or the failed result of an input that has none."""
+    try:
+        return prepare(item), None
+    except Exception as exc:  # an input that is not a prompt fails alone
+        return _NO_MESSAGES, _failed(_NO_MESSAGES, exc, typed)
+
+
+def _attach(exc: BaseException, results: list[RunResult[Any]], *, note: bool) -> None:
+    """Hang the batch's results on the exception that stops it (``exc.results``); a note for the reader."""
+    try:
+        setattr(exc, "results", results)  # noqa: B010 - documented: the batch's results ride on the exception
+    except (AttributeError, TypeError):  # an exception class without a __dict__: nothing to hang them on
+        return
+    if note:
+        done = sum(1 for r in results if not r.cancelled)
+        exc.add_note(f"run_many: {done} of {len(results)} runs had finished; every result is in exc.results")
+
+
+def results_of(exc: BaseException) -> list[RunResult[Any]] | None:
+    """The results a stopped ``run_many`` hung on ``exc``, or on an exception ``exc`` was raised from.
+
+    ``except KeyboardInterrupt as exc: results = results_of(exc)`` works on both backends: on trio
+    (and for an interrupt raised in a run) the interrupt itself carries them; on asyncio,
+    ``anyio.run`` turns Ctrl-C into a cancellation of the main task and raises its
+    ``KeyboardInterrupt`` once that cancellation has gone through the batch — from it, as its
+    ``__context__``.  ``None`` when no batch was stopped by this exception.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        results = getattr(current, "results", None)
+        if isinstance(results, list) and all(isinstance(r, RunResult) for r in results):
+            return results
+        if current.__cause__ is not None:
+            current = current.__cause__
+        else:
+            current = None if current.__suppress_context__ else current.__context__
+    return None
+
+
+async def run_batch(
+    items: Sequence[P],
+    prepare: Prepare[P],
+    run: RunMessages,
+    *,
+    concurrency: int,
+    progress: Callable[[int, int, int], Any] | None = None,
+    typed: bool = False,
+) -> list[RunResult[Any]]:
+    """Run every item, at most ``concurrency`` at once, and return one result per item, in order.
+
+    ``progress(done, failed, total)`` is called after each run (``failed``: ``generation_failed``
+    or an ``error``); a progress callback that raises is logged once and ignored.  ``typed``: the
+    runs are of an agent with an output type, whose failed and cancelled results have ``output=None``.
+
+    :raises KeyboardInterrupt: the batch was interrupted; ``exc.results`` holds every slot.
+
+    Cancellation: every run is cancelled and the cancellation propagates, with every slot
+    filled in ``exc.results`` (unfinished runs: ``RunResult(cancelled=True)``).
+    """
+    total = len(items)
+    results: list[RunResult[Any] | None] = [None] * total
+    indexes = iter(range(total))
+    counts = [0, 0]
+    warned = [False]
+    interrupted: list[KeyboardInterrupt] = []
+
+    async def worker(batch: anyio.CancelScope) -> None:
+        for i in indexes:
+            messages, result = _prepared(prepare, items[i], typed)
+            if result is None:
+                try:
+                    result = await run(messages)
+                except BaseException as exc:
+                    # Asked here, inside the batch's scopes: outside them a real cancellation and a
+                    # stray one look alike.
+                    if escapes(exc):
+                        results[i] = _cancelled(messages, typed)
+                        interrupt = interrupt_in(exc)
+                        if interrupt is None:
+                            raise
+                        interrupted.append(interrupt)
+                        batch.cancel()  # the other runs end as cancelled; the interrupt is raised below
+                        return
+                    result = _failed(messages, exc, typed)
+            results[i] = result
+            counts[0] += 1
+            if _is_failed(result):
+                counts[1] += 1
+            if progress is not None:
+                try:
+                    progress(counts[0], counts[1], total)
+                except Exception:
+                    if not warned[0]:
+                        warned[0] = True
+                        log.exception("the run_many progress callback raised; it is ignored from now on")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(min(concurrency, total)):
+                tg.start_soon(worker, tg.cancel_scope)
+    except BaseException as exc:
+        filled = _fill(results, items, prepare, typed)
+        stop = interrupt_in(exc)
+        if stop is None:
+            _attach(exc, filled, note=False)
+            raise
+        _attach(stop, filled, note=True)
+        raise stop from None  # the interrupt itself, not a group: `except KeyboardInterrupt` must catch it
+    if interrupted:
+        stop = interrupted[0]
+        _attach(stop, _fill(results, items, prepare, typed), note=True)
+        raise stop
+    if None in results:  # each worker fills every slot it takes: a hole is a bug of ours, never a short list
+        raise AssertionError(f"run_many lost {results.count(None)} of {total} results")
+    return cast(list[RunResult[Any]], results)
+
+
+def _fill(
+    results: list[RunResult[Any] | None], items: Sequence[P], prepare: Prepare[P], typed: bool
+) -> list[RunResult[Any]]:
+    """Every slot still empty gets ``RunResult(cancelled=True)`` with its input's messages."""
+    for i, result in enumerate(results):
+        if result is None:
+            messages, failed = _prepared(prepare, items[i], typed)
+            results[i] = failed if failed is not None else _cancelled(messages, typed)
+    return cast(list[RunResult[Any]], results)
+
+
+class AsCompleted(Generic[P]):
+    """The async iterator of :meth:`Agent.as_completed <agentactors.Agent.as_completed>`.
+
+    The runs live in the runtime's task group (``rt.spawn_task``).  Also an async context manager
+    whose exit (like :meth:`aclose`) cancels the runs not yet finished.  A run's own failure is
+    yielded as a failed result, like any other.  A ``KeyboardInterrupt`` in a run cancels the
+    others; the results that finished before it are yielded, then ``__anext__`` raises it.
+    """
+
+    def __init__(
+        self,
+        rt: Runtime,
+        items: Sequence[P],
+        prepare: Prepare[P],
+        run: RunMessages,
+        concurrency: int,
+        *,
+        typed: bool = False,
+    ) -> None:
+        check_concurrency(concurrency)
+        self._rt = rt
+        self._items = items
+        self._prepare = prepare
+        self._run = run
+        self._concurrency = concurrency
+        self._typed = typed
+        self._scope = anyio.CancelScope()
+        self._receive: MemoryObjectReceiveStream[RunResult[Any]] | None = None
+        self._interrupt: KeyboardInterrupt | None = None
+
+    def _start(self) -> MemoryObjectReceiveStream[RunResult[Any]]:
+        send, receive = anyio.create_memory_object_stream[RunResult[Any]](math.inf)
+        self._receive = receive
+        self._rt.spawn_task(self._feed, send, name="as_completed")
+        return receive
+
+    async def _one(self, item: P) -> RunResult[Any] | None:
+        """One input's result; ``None`` when a KeyboardInterrupt stopped the feed (kept for the reader)."""
+        messages, failed = _prepared(self._prepare, item, self._typed)
+        if failed is not None:
+            return failed
+        try:
+            return await self._run(messages)
+        except BaseException as exc:
+            if not escapes(exc):
+                return _failed(messages, exc, self._typed)
+            interrupt = interrupt_in(exc)
+            if interrupt is None:
+                raise
+            # Not raised here: this is the runtime's task, and on asyncio an interrupt leaving a task
+            # leaves the event loop at once.  The reader gets it, after the results before it.
+            self._interrupt = interrupt
+            self._scope.cancel()
+            return None
+
+    async def _feed(self, send: MemoryObjectSendStream[RunResult[Any]]) -> None:
+        items = self._items
+        indexes = iter(range(len(items)))
+
+        async def worker() -> None:
+            for i in indexes:
+                result = await self._one(items[i])
+                if result is None:
+                    return
+                try:
+                    send.send_nowait(result)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    self._scope.cancel()  # nobody reads any more: stop the rest
+                    return
+
+        with send, self._scope:
+            async with anyio.create_task_group() as tg:
+                for _ in range(min(self._concurrency, len(items))):
+                    tg.start_soon(worker)
+
+    def __aiter__(self) -> AsCompleted[P]:
+        return self
+
+    async def __anext__(self) -> RunResult[Any]:
+        receive = self._receive if self._receive is not None else self._start()
+        try:
+            return await receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            receive.close()  # closed when done, not left to the garbage collector (a ResourceWarning)
+            if self._interrupt is not None:
+                raise self._interrupt from None
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Stop: runs not finished are cancelled, results not yet read are dropped."""
+        self._scope.cancel()
+        if self._receive is not None:
+            self._receive.close()
+
+    async def __aenter__(self) -> AsCompleted[P]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

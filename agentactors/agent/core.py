@@ -1,0 +1,1112 @@
+"""The ``Agent`` façade: an immutable configuration that runs the tool loop in a runtime.
+
+``await agent.run(prompt)`` starts a :class:`~agentactors.loop.controller.LoopController`
+in the current :class:`~agentactors.actors.runtime.Runtime` (or a private one when
+none is running), reusing the agent's provider and tool actors there: agents given
+the same provider object in one runtime share one ProviderActor
+(:meth:`~agentactors.gateway.provider.ProviderActor.shared`).  A run asks its
+agent's own (stateless, private) ToolExecutorActor with an ordinary ask, which
+takes the direct path (the handler runs in the run's task, seen by
+``rt.stats()`` and cancelled by ``rt.stop()`` like any handler).
+``async with agent.stream(prompt) as run`` yields the run's typed events as they
+happen (``run.text_stream()`` only its answer text).  :meth:`Agent.run_many` and
+:meth:`Agent.as_completed` (also reached as ``rt.run_many`` / ``rt.as_completed``)
+run one agent over many inputs, with the machinery of :mod:`agentactors.agent.batch` (one result per
+input, always).
+
+**Which runtime a run uses** (:meth:`Agent._runtime`): the one passed as
+``runtime=``; else the one the agent is bound to (:meth:`Agent.bind`); else the
+current one (``Runtime.current()``: inside ``async with`` or an actor); else the
+runtime of a provider ``ActorRef``; else a private runtime made for the run.  A
+web server runs its handlers in tasks that do not inherit the lifespan's context,
+so there the current runtime is ``None``: a run that falls back to a private
+runtime while a Runtime is running in the process warns once per agent
+(``RuntimeWarning``), because it silently loses the shared ProviderActor, its
+budgets and the runtime's recorders.  A script with no Runtime anywhere uses the
+private one silently.
+
+Every run gets its own :class:`~agentactors.events.EventSink` combining the
+runtime's and the agent's recorders, installed as the current sink while the run
+works, so the decorators inside the ProviderActor (an ask carries the asker's
+contextvars) report to it.  With no recorder anywhere, no event is ever built.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
+from typing import Any, Final, Generic, TypeAlias, cast
+
+import attrs
+import httpx
+
+from ..actors.runtime import ActorRef, Runtime
+from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
+from ..gateway.provider import ProviderActor
+from ..loop import lineage
+from ..loop.config import LoopConfig
+from ..loop.controller import LoopController
+from ..loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
+from ..loop.pause import PausedRun, check_decisions
+from ..loop.result import RunResult
+from ..loop.seats import Seat
+from ..messages import Message, ToolChoice
+from ..output.config import OutputConfig
+from ..output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
+from ..parts import Part, is_part
+from ..providers.port import native_tools_for
+from ..sessions.session import AgentSession, open_session
+from ..sessions.store import SessionStore
+from ..settings import ModelSettings
+from ..tools.executor import ToolExecutorActor, ToolPolicy
+from ..tools.registry import Tool, tool
+from ..tools.results import ToolStatus
+from ..tools.toolset import Toolset, ToolsetView, check_toolsets
+from .batch import AsCompleted, check_concurrency, run_batch
+from .delegation import AgentTool
+from .handoffs import Handoff, handoff
+from .run import AgentRun, PreparedRun
+
+__all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_completed", "run_many"]
+
+log = logging.getLogger("agentactors.agent")
+
+#: What a run takes: a prompt, one message, a conversation, or the content parts of one user message.
+Prompt: TypeAlias = str | Message | Sequence[Message] | Sequence[Part]
+
+# Run ids: unique in a process (a counter) and across processes (a random prefix), cheap to make.
+_RUN_PREFIX = os.urandom(3).hex()
+_RUN_IDS = itertools.count(1)
+# Runs share an agent's tool executor; a step's own budget is ExecutionContext-free
+# (max_concurrency_per_step), so the actor itself must never make one run wait for another.
+_EXECUTOR_CONCURRENCY = 1_000_000
+
+
+def new_run_id() -> str:
+    return f"run-{_RUN_PREFIX}-{next(_RUN_IDS)}"
+
+
+def _to_messages(prompt: Prompt) -> tuple[Message, ...]:
+    if isinstance(prompt, str):
+        return (Message.user(prompt),)
+    if isinstance(prompt, Message):
+        return (prompt,)
+    messages = tuple(prompt)
+    if not messages:
+        raise ValueError("a run needs a prompt or at least one message")
+    if all(is_part(m) for m in messages):
+        return (Message.user(cast("tuple[Part, ...]", messages)),)  # [Text(...), Image(...)]: one user message
+    for m in messages:
+        if not isinstance(m, Message):
+            raise TypeError(f"a conversation holds Message objects, not {type(m).__name__}")
+    return cast("tuple[Message, ...]", messages)
+
+
+async def suggest_followups(suggestions: list[str]) -> str:
+    """Offer the user 2 to 4 short follow-up questions they might ask next. Call it at most once, at the end.
+
+    Args:
+        suggestions: the follow-up questions, each a short sentence.
+    """
+    return f"Recorded {len(suggestions)} follow-up suggestion{'s' if len(suggestions) != 1 else ''}."
+
+
+_FOLLOWUPS_TOOL: Tool[Any, Any] = tool(name=FOLLOWUPS_TOOL)(suggest_followups)
+
+
+def provider_carries_tools(ref: ActorRef) -> bool:
+    """Whether the provider behind a ProviderActor reference carries tools natively (default: yes).
+
+    Read from the hosted provider's ``carries_tools``; the transport must be
+    known before the first request, so it cannot be learned from a response.
+    """
+    provider = getattr(ref.actor, "provider", None)
+    return native_tools_for(provider)
+
+
+def _check_settings(settings: object) -> None:
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
+
+
+@attrs.frozen(slots=True)
+class RunOptions:
+    """What one run takes beyond its messages: the keywords of :meth:`Agent.run` / :meth:`Agent.stream`.
+
+    One value travels from the entry point to the run's :class:`~agentactors.loop.controller.LoopController`
+    instead of a keyword per option through every layer.  ``NO_OPTIONS`` (all defaults) is shared, so a
+    plain ``agent.run(prompt)`` builds none.
+    """
+
+    on_token: Callable[[str], None] | None = None
+    deps: Any = attrs.field(default=None, repr=False)
+    settings: ModelSettings | None = None
+    deadline: float | None = None
+    priority: int | None = None
+    input_key: str | None = None
+
+
+NO_OPTIONS: Final = RunOptions()
+
+
+def _options(
+    on_token: Callable[[str], None] | None,
+    deps: Any,
+    settings: ModelSettings | None,
+    deadline: float | None,
+    priority: int | None,
+    input_key: str | None,
+) -> RunOptions:
+    """The run's options, checked; the shared default when none is given (the hot path allocates nothing)."""
+    if (
+        on_token is None
+        and deps is None
+        and settings is None
+        and deadline is None
+        and priority is None
+        and input_key is None
+    ):
+        return NO_OPTIONS
+    _check_settings(settings)
+    if input_key is not None and not isinstance(input_key, str):
+        raise TypeError(f"input_key must be a str, not {type(input_key).__name__}")
+    return RunOptions(on_token, deps, settings, deadline, priority, input_key)
+
+
+def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
+    out: list[Tool[Any, Any]] = []
+    for t in value:
+        if isinstance(t, Tool):
+            out.append(t)
+        elif callable(t):
+            out.append(tool(t))
+        else:
+            raise TypeError(f"tools must be @tool functions or plain functions, not {type(t).__name__}")
+    return tuple(out)
+
+
+def _to_handoffs(value: Iterable[Any]) -> tuple[Handoff, ...]:
+    out: list[Handoff] = []
+    for item in value:
+        if isinstance(item, Handoff):
+            out.append(item)
+        elif isinstance(item, Agent | str):
+            out.append(handoff(item))
+        else:
+            raise TypeError(
+                f"handoffs are Agents, agent names or handoff(agent, ...) tools, not {type(item).__name__}"
+            )
+    return tuple(out)
+
+
+def _members(provider: Any, depth: int = 0) -> Iterable[tuple[str, str | None, str | None, int | None]]:
+    """``(name, wire, host, port)`` of each vendor provider in a stack, read from public attributes only.
+
+    A fallback's ``members`` and a decorator's ``inner`` are followed; an HTTP provider says its
+    ``wire_name`` and ``base_url``; anything else (a scripted or user provider) is a member with no wire.
+    """
+    if depth > 16:
+        return
+    members = getattr(provider, "members", None)
+    if isinstance(members, tuple | list):
+        for member in members:
+            yield from _members(member, depth + 1)
+        return
+    inner = getattr(provider, "inner", None)
+    if inner is not None and inner is not provider:
+        yield from _members(inner, depth + 1)
+        return
+    name = str(getattr(provider, "name", None) or type(provider).__name__)
+    wire = getattr(provider, "wire_name", None)
+    base_url = getattr(provider, "base_url", None)
+    host: str | None = None
+    port: int | None = None
+    if isinstance(base_url, str):
+        try:
+            url = httpx.URL(base_url)
+            host, port = url.host or None, url.port or (443 if url.scheme == "https" else 80)
+        except (httpx.InvalidURL, TypeError, ValueError):
+            pass
+    yield name, wire if isinstance(wire, str) else None, host, port
+
+
+def _run_info(provider: Any, model: str | None) -> dict[str, Any]:
+    """What ``run.started`` says of an agent's provider, when it knows: its default model, its vendor members."""
+    hosted = getattr(getattr(provider, "actor", None), "provider", None) if isinstance(provider, ActorRef) else provider
+    if hosted is None:
+        return {}
+    info: dict[str, Any] = {}
+    members = tuple(_members(hosted))
+    # Only what says more than the names responses carry anyway: a stack with a vendor in it, a model given.
+    vendors = any(wire is not None or host is not None for _, wire, host, _ in members)
+    default = model if model is not None or not vendors else getattr(hosted, "default_model", None)
+    if isinstance(default, str):
+        info["model"] = default
+    if vendors:
+        info["providers"] = members
+    return info
+
+
+def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
+    recorders = tuple(value)
+    for r in recorders:
+        if not callable(getattr(r, "record", None)):
+            raise TypeError(f"a recorder needs a record(event) method; {type(r).__name__} has none")
+    return recorders
+
+
+@attrs.define(slots=True, eq=False)
+class _ToolsetTools:
+    """An agent's tools in one runtime when it has toolsets: they change when a toolset's list does.
+
+    ``config`` and ``executor`` follow ``view.tools``; an executor replaced after a change is left to
+    the runs still asking it (it is stateless, and idle it holds no task).
+    """
+
+    view: ToolsetView
+    config: LoopConfig
+    executor: ActorRef | None
+
+
+class _Warned:
+    """Whether an agent has warned about running outside the runtime its process runs (once per agent)."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = False
+
+
+@attrs.frozen(slots=True)
+class _Bound:
+    """An agent's actors in one runtime."""
+
+    rt: Runtime
+    provider: ActorRef
+    native: bool
+    tools: ActorRef | None
+    fanout: FanOut
+    toolsets: _ToolsetTools | None = None
+
+
+@attrs.frozen(slots=True, eq=False, repr=False)
+class Agent(Generic[OutputT]):
+    """An immutable agent configuration, generic in its output type.  See docs/architecture.md for every parameter.
+
+    :param provider: an :class:`~agentactors.providers.port.LLMProvider` (agents given the
+        same provider object share one ProviderActor in a runtime) or an
+        :class:`~agentactors.actors.runtime.ActorRef` to a ProviderActor spawned with its own budgets.
+    :param tools: ``@tool`` functions (plain functions are wrapped).
+    :param toolsets: sources of tools listed when a run starts (:class:`~agentactors.Toolset`; an MCP
+        server from :mod:`agentactors.mcp` is one).  A name clash with another toolset or a plain tool
+        raises :class:`~agentactors.ToolNameClashError` at the first run; a toolset that cannot list its
+        tools makes the run raise :class:`~agentactors.ToolsetError`.
+    :param handoffs: agents (or :func:`~agentactors.handoff` tools) the model may hand the conversation
+        to: the run goes on with the target's prompt, tools and output type (``RunResult.agent``,
+        ``RunResult.handoffs``).  Targets need a ``name``.
+    :param system: the system prompt.
+    :param model: the model to call (default: the provider's).
+    :param tool_choice: applies to the first step of a run; later steps use ``auto``.
+    :param max_steps: model calls per run before it ends with ``bounded=True``.
+    :param max_empty_steps: think-only steps in a row before it ends with ``bounded=True``.
+    :param max_tool_result_chars: the operator's cap; longer results are truncated.
+    :param context_budget_chars: trim old tool results so requests stay under this size.
+    :param on_tool_status: ``{ToolStatus: "continue" | "end_turn" | "raise"}``.
+    :param tool_policy: ``(ToolCall, ToolContext) -> None`` to allow or a reason to deny.
+    :param nudges: ``True`` (the default policies), ``False`` (none) or a :class:`Nudges`.
+    :param followups: add the built-in ``suggest_followups`` tool (``RunResult.followups``).
+    :param recorders: receive the events of this agent's runs.
+    :param name: the agent's name, in events and tool contexts.
+    :param settings: :class:`~agentactors.ModelSettings` for every request of its runs; they win over the
+        provider's defaults, and a run's ``settings=`` win over them, field by field.
+    :param output_type: the type of ``RunResult.output`` (``docs/output.md``): ``str`` (the default: the
+        answer text, as always), a class, a scalar, ``list[...]`` / ``dict[str, ...]``, ``Literal[...]`` or
+        an ``Enum`` (a constrained pick), a union of classes — bare (auto: the strategy chosen per model
+        call) or in :class:`~agentactors.ToolOutput`, :class:`~agentactors.NativeOutput` or
+        :class:`~agentactors.PromptedOutput`.
+    :param output_retries: how many times an answer that does not validate is sent back with its issues
+        before the run ends with :class:`~agentactors.OutputValidationError` in ``RunResult.error``.
+    :param output_validator: ``fn(value, ctx) -> value`` (sync or async; ``fn(value)`` too), raising
+        :class:`~agentactors.ModelRetry` to re-ask: checks no schema can express.
+    :raises ValueError, TypeError: for an invalid configuration (checked here, not at run time).
+    """
+
+    provider: Any
+    tools: tuple[Tool[Any, Any], ...] = attrs.field(default=(), converter=_to_tools, kw_only=True)
+    system: str | None = attrs.field(default=None, kw_only=True)
+    model: str | None = attrs.field(default=None, kw_only=True)
+    tool_choice: ToolChoice = attrs.field(factory=ToolChoice.auto, kw_only=True)
+    max_steps: int = attrs.field(default=8, kw_only=True)
+    max_empty_steps: int = attrs.field(default=2, kw_only=True)
+    max_tool_result_chars: int | None = attrs.field(default=None, kw_only=True)
+    context_budget_chars: int | None = attrs.field(default=None, kw_only=True)
+    on_tool_status: Mapping[ToolStatus, str] | None = attrs.field(default=None, kw_only=True)
+    tool_policy: ToolPolicy | None = attrs.field(default=None, kw_only=True)
+    nudges: bool | Nudges = attrs.field(default=True, kw_only=True)
+    followups: bool = attrs.field(default=False, kw_only=True)
+    recorders: tuple[Recorder, ...] = attrs.field(default=(), converter=_to_recorders, kw_only=True)
+    name: str | None = attrs.field(default=None, kw_only=True)
+    toolsets: tuple[Toolset, ...] = attrs.field(default=(), converter=check_toolsets, kw_only=True)
+    handoffs: tuple[Handoff, ...] = attrs.field(default=(), converter=_to_handoffs, kw_only=True)
+    settings: ModelSettings | None = attrs.field(default=None, kw_only=True)
+    output_type: type[OutputT] | ToolOutput[OutputT] | NativeOutput[OutputT] | PromptedOutput[OutputT] = attrs.field(
+        default=str, kw_only=True  # type: ignore[assignment]
+    )
+    output_retries: int = attrs.field(default=2, kw_only=True)
+    output_validator: Callable[..., Any] | None = attrs.field(default=None, kw_only=True)
+    _config: LoopConfig = attrs.field(init=False)
+    _all_tools: tuple[Tool[Any, Any], ...] = attrs.field(init=False)
+    _bound: dict[int, _Bound] = attrs.field(init=False, factory=dict)
+    _home: Runtime | None = attrs.field(init=False, default=None)
+    _warned: _Warned = attrs.field(init=False, factory=_Warned)
+    _graph: dict[str, Agent[Any]] | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.provider, ActorRef) and not callable(getattr(self.provider, "complete", None)):
+            raise TypeError(
+                f"provider must be an LLMProvider or an ActorRef to a ProviderActor, not {type(self.provider).__name__}"
+            )
+        if not isinstance(self.tool_choice, ToolChoice):
+            raise TypeError("tool_choice must be a ToolChoice")
+        moved = tuple(t for t in self.tools if isinstance(t, Handoff))
+        if moved:  # a handoff given among the tools is a handoff all the same
+            object.__setattr__(self, "tools", tuple(t for t in self.tools if not isinstance(t, Handoff)))
+            object.__setattr__(self, "handoffs", self.handoffs + moved)
+        all_tools = self.tools + ((_FOLLOWUPS_TOOL,) if self.followups else ())
+        names = [t.name for t in all_tools] + [h.name for h in self.handoffs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"tool names must be unique: {names}")
+        if not self.toolsets:  # with toolsets, the tools are known at the first run: checked there
+            _check_choice(self.tool_choice, names)
+        if self.max_tool_result_chars is not None and self.max_tool_result_chars < 1:
+            raise ValueError("max_tool_result_chars must be positive")
+        _check_settings(self.settings)
+        if self.tool_policy is not None and not callable(self.tool_policy):
+            raise TypeError("tool_policy must be callable: (ToolCall, ToolContext) -> None | reason")
+        if isinstance(self.nudges, Nudges):
+            nudges: Nudges | None = self.nudges
+        elif isinstance(self.nudges, bool):
+            nudges = DEFAULT_NUDGES if self.nudges else None
+        else:
+            raise TypeError("nudges must be True, False or a Nudges value")
+        output = OutputConfig.build(
+            self.output_type, retries=self.output_retries, validator=self.output_validator, tool_names=names
+        )
+        config = LoopConfig(
+            tool_specs=tuple(t.spec for t in all_tools) + tuple(h.spec for h in self.handoffs),
+            system=self.system,
+            model=self.model,
+            tool_choice=self.tool_choice,
+            max_steps=self.max_steps,
+            max_empty_steps=self.max_empty_steps,
+            max_tool_result_chars=self.max_tool_result_chars,
+            context_budget_chars=self.context_budget_chars,
+            on_tool_status=self.on_tool_status,
+            tool_policy=self.tool_policy,
+            nudges=nudges,
+            followups=self.followups,
+            read_only=frozenset(t.name for t in all_tools if t.read_only),
+            handoffs={h.name: h.target_name for h in self.handoffs},
+            may_pause=self.tool_policy is not None
+            or bool(self.toolsets)
+            or any(t.requires_approval for t in all_tools),
+            agent_name=self.name,
+            run_info=_run_info(self.provider, self.model),
+            settings=self.settings or None,
+            output=output,
+        )
+        object.__setattr__(self, "_config", config)
+        object.__setattr__(self, "_all_tools", all_tools)
+
+    def __repr__(self) -> str:
+        provider = getattr(self.provider, "name", None) or repr(self.provider)
+        label = f"{self.name!r}, " if self.name else ""
+        toolsets = f", toolsets={[ts.name for ts in self.toolsets]}" if self.toolsets else ""
+        bound = ", bound" if self._home is not None else ""
+        return (
+            f"Agent({label}provider={provider!r}, tools={[t.name for t in self.tools]}{toolsets}, "
+            f"max_steps={self.max_steps}{bound})"
+        )
+
+    # -- binding to a runtime ---------------------------------------------------------------------
+
+    def bind(self, runtime: Runtime) -> Agent[OutputT]:
+        """This agent's configuration, bound to ``runtime``: its runs use that runtime from any task.
+
+        The recipe for services: open the runtime in the server's lifespan and bind the agent there;
+        request handlers (tasks the server spawned, which do not see the lifespan's
+        ``Runtime.current()``) then share its ProviderActor, budgets and recorders.  ``runtime`` may
+        be bound before it is entered; a run needs it running.  The agent itself is unchanged (it is
+        immutable): the bound copy is returned.
+
+        A runtime belongs to its event loop's thread.  ``await bound.run(...)`` from another thread's
+        event loop (asyncio or trio) hands the run to the runtime's loop (:meth:`Runtime.call`) and
+        returns its result there: the run's tasks, actors and ``on_token`` callbacks are the runtime's
+        thread's, and cancelling the caller cancels the run and waits for it to end.  ``stream()``,
+        ``run_many()``, ``session()`` and the rest raise a :class:`RuntimeError` from another thread:
+        run them in the runtime's loop with ``await rt.call(fn, ...)``.
+
+        :raises TypeError: ``runtime`` is not a :class:`~agentactors.actors.runtime.Runtime`.
+        """
+        if not isinstance(runtime, Runtime):
+            raise TypeError(f"bind() takes a Runtime, not {type(runtime).__name__}")
+        bound: Agent[OutputT] = attrs.evolve(self)
+        object.__setattr__(bound, "_home", runtime)
+        return bound
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The runtime this agent is bound to (:meth:`bind`), or ``None``."""
+        return self._home
+
+    # -- running --------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: Prompt,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
+        message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
+
+        ``on_token(text)`` is called for each piece of answer text as it streams
+        (the provider's stream path is used then).  ``deps`` reaches tools as
+        ``ToolContext.deps`` and is never recorded.  ``input_key`` names the
+        input across attempts (a run of the same input again gets a new run id
+        but the same key) and reaches tools as ``ToolContext.input_key``, so a
+        tool with side effects can deduplicate.  ``runtime``: the runtime to
+        run in (default: the bound one, else the current one; see the module's
+        docstring for the whole order and the warning a server gets when it finds none).
+        ``settings`` win over the agent's for this run, field by field.
+
+        :raises RuntimeError: ``runtime`` (or the bound one) is not running — it closed, or was never
+            entered.  (One of another thread's event loop is no error: the run is handed to it; see
+            :meth:`bind`.)
+
+        ``deadline`` (seconds) bounds the whole run — budget waits at the ProviderActor, retries'
+        backoff (``with_retry`` starts no wait that would end past it), model calls and tool
+        steps: a run past it ends with :class:`~agentactors.errors.RunDeadlineExceeded` in
+        ``RunResult.error`` (it is not raised), its in-flight request cancelled.  ``priority``
+        (an int, higher first; default ``0``) is the run's class at the ProviderActor: an
+        interactive run with ``priority=1`` is served before batch runs at ``0``, and lower
+        classes are never starved (``ProviderActor(max_overtakes=)``).  A run started inside
+        another run's work (a tool that runs an agent) inherits its age, its class and its
+        earlier deadline.
+
+        Errors: provider failures end the run with ``generation_failed=True``
+        (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
+        :class:`~agentactors.errors.ToolStatusError`.  Cancellation from an
+        enclosing scope propagates as anyio's cancellation exception, and the
+        caller's conversation is untouched.
+        """
+        messages = _to_messages(prompt)
+        options = _options(on_token, deps, settings, deadline, priority, input_key)
+        if runtime is not None or self._home is not None:
+            rt = self._runtime(runtime, any_thread=True)
+        else:
+            rt = self._current()
+        if rt is not None:
+            if rt.thread != threading.get_ident():
+                # A runtime of another thread's event loop: the run is handed to that loop (Runtime.call).
+                return await rt.call(self._run_in, rt, messages, options)
+            return await self._run_in(rt, messages, options)
+        async with self._private() as private:
+            result = await self._run_in(private, messages, options, private=True)
+        return result
+
+    async def run_many(
+        self,
+        inputs: Iterable[Prompt],
+        *,
+        runtime: Runtime | None = None,
+        concurrency: int = 100,
+        progress: Callable[[int, int, int], Any] | None = None,
+    ) -> list[RunResult[OutputT]]:
+        """Run the agent on every input, at most ``concurrency`` at once; one result per input, in input order.
+
+        In ``runtime`` (default: the current one, as for :meth:`run`, or a
+        private one made for these runs).  ``progress(done, failed, total)`` is
+        called after each run (``failed`` counts runs with ``generation_failed``
+        or an ``error``); a progress callback that raises is logged and ignored.
+        A run that fails, or raises anything that is its own failure (any
+        ``Exception``, ``SystemExit``, a ``BaseException`` of its own, a
+        cancellation no cancel scope asked for), becomes a failed
+        :class:`RunResult` in its place (``error`` set) and never disturbs the
+        others: the list always has ``len(inputs)`` results, ``results[i]``
+        always ``inputs[i]``'s (docs/reliability.md, "Batches").
+
+        :raises ValueError: ``concurrency`` is not a positive int.
+        :raises RuntimeError: ``runtime`` (or the bound one) is not running, or belongs to another
+            thread's event loop: a batch is not handed over as :meth:`run` is; run it there with
+            ``await rt.call(agent.run_many, inputs)``.
+        :raises KeyboardInterrupt: the batch was interrupted (a run raised it, or trio delivered
+            Ctrl-C to the batch's task): the other runs are cancelled and the *same* interrupt is
+            raised again, with every input's result in ``exc.results`` (finished runs' results,
+            ``RunResult(cancelled=True)`` for the others).  On asyncio, ``anyio.run`` turns Ctrl-C
+            into a cancellation of the main task (see Cancellation) and raises the interrupt from
+            it: :func:`agentactors.agent.batch.results_of(exc) <agentactors.agent.batch.results_of>` finds the
+            list on both backends.
+
+        Cancellation: cancels every run and propagates; every slot is filled first and the list
+        rides on the cancellation exception as ``exc.results``.
+        """
+        check_concurrency(concurrency)
+        items = list(inputs)
+        # An explicit runtime is checked as a bound one is (running, this thread's): a batch is not handed over.
+        # Before the empty shortcut: a closed or foreign runtime is the caller's mistake even with nothing to run.
+        rt = self._runtime(runtime)
+        if not items:
+            return []
+        typed = self._config.output is not None
+        if rt is not None:
+            return await run_batch(
+                items,
+                _to_messages,
+                partial(self._run_in, rt),
+                concurrency=concurrency,
+                progress=progress,
+                typed=typed,
+            )
+        async with self._private() as private:
+            results = await run_batch(
+                items,
+                _to_messages,
+                partial(self._run_in, private, private=True),
+                concurrency=concurrency,
+                progress=progress,
+                typed=typed,
+            )
+        return results
+
+    def as_completed(
+        self, inputs: Iterable[Prompt], *, runtime: Runtime | None = None, concurrency: int = 100
+    ) -> AsCompleted[Prompt]:
+        """Run the agent on every input and yield each :class:`RunResult` as it finishes (``async for``).
+
+        In ``runtime`` (default: the current one, as for :meth:`run`); the runs
+        start at the first ``__anext__`` and live in the runtime's task group.
+        To stop early, use ``async with agent.as_completed(...) as results:`` or
+        call ``aclose()``: unfinished runs are cancelled.  Failed runs are
+        yielded like the others (see :meth:`run_many`): one result per input.
+        A ``KeyboardInterrupt`` in a run cancels the others; the results
+        finished before it are yielded, then the iteration raises it.
+
+        :raises RuntimeError: no runtime is running (the runs need one to live in); ``runtime`` (or the
+            bound one) has closed or belongs to another thread's event loop.
+        :raises ValueError: ``concurrency`` is not a positive int.
+
+        Cancellation: the runs belong to the runtime, not to the consumer: cancelling the consumer
+        leaves them running until ``aclose()``, the end of ``async with``, or the runtime's exit.
+        """
+        rt = self._runtime(runtime)
+        if rt is None:
+            raise RuntimeError(
+                "as_completed needs a running Runtime for its runs: call it inside `async with Runtime() as rt:` "
+                "(or use run_many, which makes one)"
+            )
+        return AsCompleted(
+            rt,
+            list(inputs),
+            _to_messages,
+            partial(self._run_in, rt),
+            concurrency,
+            typed=self._config.output is not None,
+        )
+
+    def as_tool(self, *, name: str | None = None, description: str | None = None, max_depth: int = 4) -> AgentTool:
+        """This agent as a tool of another agent (delegation): ``Agent(p, tools=[researcher.as_tool()])``.
+
+        The tool takes one required string, ``input`` (the child's prompt, written by the calling
+        model), and answers with this agent's answer (``content``, or its typed output rendered).  A call
+        runs this agent as a *child run* of the caller's run: in the same runtime (sharing its
+        ProviderActors and budgets), with the caller's ``deps``; the child's events carry
+        ``parent_run_id`` and reach the caller's recorders, its result joins the caller's
+        ``RunResult.children`` and its usage the caller's ``RunResult.usage``.  Cancelling the caller
+        cancels the child; the caller's deadline bounds it.  A child that ends without an answer is the
+        call's ``error`` result with a concise reason; a call that would nest more than ``max_depth``
+        delegated runs deep is refused with status ``denied``.
+
+        :param name: the tool's name (default: the agent's name).
+        :param description: what the calling model reads about when to use it.
+        :param max_depth: how deep delegation may nest through this tool (the caller's own child is 1).
+        :raises ValueError: no ``name`` for an agent without one; ``max_depth`` not a positive int.
+        """
+        return AgentTool(self, name=name, description=description, max_depth=max_depth)
+
+    async def resume(
+        self,
+        paused: RunResult[Any] | PausedRun,
+        decisions: Mapping[str, bool | str],
+        *,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+    ) -> RunResult[OutputT]:
+        """Go on with a run that paused for approval, given a decision for each pending call.
+
+        ``paused``: the paused :class:`RunResult` (``result.paused``), or its ``resume_state`` — plain
+        data that may have been stored and read back in another process.  ``decisions``:
+        ``{call_id: True}`` approves a call (it runs; a policy is not asked again), ``{call_id: "why"}``
+        (or ``False``) denies it (the model reads status ``denied`` with the reason).  The paused step's
+        results then go back in call order and the run goes on from the next step, with the paused
+        run's steps, usage and calls counted; a run paused after a handoff goes on with the agent that
+        was answering.  The result may be paused again.  The other keywords as for :meth:`run` (``deps``
+        are not kept with a pause: pass them again).
+
+        :raises ValueError: ``paused`` is not paused; a pending call without a decision, or a decision
+            for a call that is not pending.
+        :raises TypeError: a decision that is not ``True``, ``False`` or a str.
+        :raises RuntimeError: as for :meth:`run`.
+
+        Cancellation: as for :meth:`run`; the pending calls that had started are cancelled with it.
+        """
+        state = paused.resume_state if isinstance(paused, RunResult) else paused
+        if not isinstance(state, PausedRun):
+            raise ValueError("resume() takes a paused RunResult (result.paused is True) or its resume_state")
+        checked = check_decisions(state, decisions)
+        options = _options(None, deps, settings, deadline, priority, input_key)
+        rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
+        if rt is not None:
+            return await self._resume_in(rt, state, checked, options)
+        async with self._private() as private:
+            result = await self._resume_in(private, state, checked, options, private=True)
+        return result
+
+    async def _resume_in(
+        self,
+        rt: Runtime,
+        state: PausedRun,
+        decisions: Mapping[str, bool | str],
+        options: RunOptions,
+        *,
+        private: bool = False,
+    ) -> RunResult[OutputT]:
+        if self.toolsets:
+            controller, sink = await self._listed_controller(rt, options, private=private)
+        else:
+            controller, sink = self._controller(rt, options, private=private)
+        if state.agent != self.name and not self.handoffs:
+            raise ValueError(
+                f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
+                f"(or with one that hands off to it), not {self.name!r}"
+            )
+        return await _drive_resume(controller, sink, state, decisions)
+
+    def session(
+        self,
+        key: str,
+        *,
+        runtime: Runtime | None = None,
+        store: SessionStore | None = None,
+        idle_timeout: float = 60.0,
+    ) -> AgentSession:
+        """The conversation ``key`` with this agent, held by an actor of ``runtime``: ``await session.send(p)``.
+
+        A session is a virtual actor (``docs/sessions.md``): addressed by ``key``, activated on its
+        first turn (its history loaded from ``store``), one turn at a time in order, deactivated after
+        ``idle_timeout`` seconds without a turn (no task, no history in memory), and activated again
+        by the next turn.  A turn is committed to ``store`` atomically when it ends; a failed or
+        cancelled turn leaves the history as it was.  ``store`` defaults to the runtime's own
+        :class:`~agentactors.sessions.MemoryStore`; a :class:`~agentactors.sessions.SqliteStore`
+        keeps sessions across processes.  ``rt.session(agent, key, ...)`` is the same call.
+
+        :raises RuntimeError: no runtime is running (``runtime`` as for :meth:`run`).
+        :raises TypeError, ValueError: a key that is not a non-empty str, a bad ``idle_timeout``.
+        """
+        rt = runtime if runtime is not None else self._runtime()
+        if rt is None:
+            raise RuntimeError(
+                "a session lives in a running Runtime: call it inside `async with Runtime() as rt:` "
+                "(rt.session(agent, key)), pass runtime=, or bind the agent"
+            )
+        return open_session(self, key, runtime=rt, store=store, idle_timeout=idle_timeout)
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+    ) -> AgentRun[OutputT]:
+        """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
+
+        ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings``, ``deadline``,
+        ``priority`` and ``input_key`` as for :meth:`run`.  See :class:`AgentRun`.
+        """
+        options = _options(None, deps, settings, deadline, priority, input_key)
+        return AgentRun(_Launcher(self, _to_messages(prompt), options, runtime))
+
+    def _runtime(
+        self, runtime: Runtime | None = None, *, stacklevel: int = 3, any_thread: bool = False
+    ) -> Runtime | None:
+        """The runtime a run uses, in the order the module's docstring gives; ``None`` for a private one.
+
+        :raises RuntimeError: an explicit or bound runtime that is not running, or (unless ``any_thread``:
+            the caller hands its call to the runtime's loop) of another thread.
+        """
+        rt = runtime if runtime is not None else self._home
+        if rt is not None:
+            which = "passed as runtime=" if runtime is not None else "this agent is bound to"
+            _check_usable(rt, which, any_thread=any_thread)
+            return rt
+        return self._current(stacklevel=stacklevel + 1)
+
+    def _current(self, *, stacklevel: int = 3) -> Runtime | None:
+        """The current runtime (or the provider ref's); ``None`` — with the warning, when it applies."""
+        rt = Runtime.current()
+        if rt is not None and rt.running:
+            return rt
+        if isinstance(self.provider, ActorRef):
+            host = self.provider.runtime
+            if isinstance(host, Runtime) and host.running:
+                return host  # the provider's own runtime hosts the run
+        if not self._warned.done and Runtime.running_in_process():
+            self._warned.done = True
+            warnings.warn(
+                f"{self!r} found no Runtime for its run: none is current in this task and the agent is not "
+                "bound, although a Runtime is running in this process (a server's lifespan runtime is not "
+                "seen by its request handlers). The run uses a private runtime — no shared ProviderActor, "
+                "budgets or recorders. Pass runtime=rt, or bind the agent once: agent.bind(rt). "
+                "(This warning is given once per agent.)",
+                RuntimeWarning,
+                stacklevel=stacklevel,
+            )
+        return None
+
+    @asynccontextmanager
+    async def _private(self) -> AsyncIterator[Runtime]:
+        """A runtime made for one run (or one batch) of this agent when none is running.
+
+        It does not close the caller's provider, as a runtime of the caller's would: the provider is the
+        caller's, and other runs may still use it.  (Its connection pool does not leak: the HTTP
+        transports close what they own when their event loop ends.)
+        """
+        async with Runtime() as rt:
+            try:
+                yield rt
+            finally:
+                self._forget(rt)
+
+    def _forget(self, rt: Runtime) -> None:
+        """Drop what :meth:`_bind` cached for a private runtime that is closing."""
+        self._bound.pop(id(rt), None)
+
+    def _bind(self, rt: Runtime, *, private: bool = False) -> _Bound:
+        """The agent's actors in ``rt``, spawned on first use and cached while ``rt`` runs.
+
+        In a ``private`` runtime (one ``agent.run`` or ``run_many`` made for itself) the provider
+        actor is spawned directly: the runtime would otherwise close the caller's
+        provider when the run ends.  Whoever made the private runtime drops its entry (:meth:`_forget`).
+        """
+        bound = self._bound.get(id(rt))
+        if bound is not None and bound.rt is rt and not bound.provider.stopped:
+            return bound
+        # Forget runtimes that have closed: the cache must not keep them alive.
+        for key in [k for k, b in self._bound.items() if not b.rt.running]:
+            del self._bound[key]
+        provider = self.provider
+        if isinstance(provider, ActorRef):
+            ref = provider
+            native = provider_carries_tools(ref)
+        else:
+            if private:
+                actor = ProviderActor(provider)
+                ref = rt.spawn(actor, name="provider", concurrency=actor.spawn_concurrency)
+            else:
+                ref = ProviderActor.shared(rt, provider)
+            native = native_tools_for(provider)
+        tools = None
+        if self._all_tools:
+            # Stateless and the agent's alone: asks to it take the direct path (in the run's task).
+            tools = rt.spawn(
+                ToolExecutorActor(self._all_tools),
+                name=f"tools:{self.name or 'agent'}",
+                concurrency=_EXECUTOR_CONCURRENCY,
+                mailbox_size=1024,
+            )
+        toolsets = None
+        if self.toolsets:
+            toolsets = _ToolsetTools(ToolsetView(self._all_tools, self.toolsets), self._config, tools)
+        bound = self._bound[id(rt)] = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders), toolsets)
+        return bound
+
+    async def _toolset_tools(self, bound: _Bound) -> tuple[LoopConfig, ActorRef | None]:
+        """This run's config and tool executor: the toolsets listed now, the tables rebuilt if that changed.
+
+        :raises ToolsetError: a toolset could not list its tools.
+        :raises ToolNameClashError: two tools share a name.
+        :raises ValueError: ``tool_choice`` does not fit the tools listed.
+        """
+        state = bound.toolsets
+        assert state is not None
+        if await state.view.refresh(bound.rt):
+            tools = state.view.tools
+            _check_choice(self.tool_choice, [t.name for t in tools] + [h.name for h in self.handoffs])
+            state.config = attrs.evolve(
+                self._config,
+                tool_specs=tuple(t.spec for t in tools) + tuple(h.spec for h in self.handoffs),
+                read_only=frozenset(t.name for t in tools if t.read_only),
+            )
+            state.executor = (
+                bound.rt.spawn(
+                    ToolExecutorActor(tools),
+                    name=f"tools:{self.name or 'agent'}",
+                    concurrency=_EXECUTOR_CONCURRENCY,
+                    mailbox_size=1024,
+                )
+                if tools
+                else None
+            )
+        return state.config, state.executor
+
+    def _controller(
+        self,
+        rt: Runtime,
+        options: RunOptions,
+        *,
+        extra: Recorder | None = None,
+        stream: bool = False,
+        private: bool = False,
+        listed: tuple[LoopConfig, ActorRef | None] | None = None,
+        run: tuple[str, EventSink | None] | None = None,
+    ) -> tuple[LoopController, EventSink | None]:
+        bound = self._bind(rt, private=private)
+        origin = lineage.current()
+        run_id, sink = self._new_run(bound, extra, origin) if run is None else run
+        config, tools = (self._config, bound.tools) if listed is None else listed
+        controller = LoopController(
+            config,
+            bound.provider,
+            tools,
+            native=bound.native,
+            sink=sink,
+            run_id=run_id,
+            deps=options.deps,
+            on_text=options.on_token,
+            stream=stream,
+            settings=options.settings,
+            deadline=options.deadline,
+            priority=options.priority,
+            input_key=options.input_key,
+            origin=origin,
+            runtime=rt,
+            seats=self._seats(rt, private) if self.handoffs else None,
+        )
+        return controller, sink
+
+    @staticmethod
+    def _new_run(
+        bound: _Bound, extra: Recorder | None, origin: lineage.Origin | None = None
+    ) -> tuple[str, EventSink | None]:
+        """A new run's id and event sink (``None`` when nobody listens).
+
+        A child run (``origin``: a parent's tool step started it) reports to its parent's recorders too,
+        and its events carry the parent's run id.
+        """
+        run_id = new_run_id()
+        fanout = bound.fanout if extra is None else bound.fanout.with_recorders((extra,))
+        if origin is None:
+            return run_id, (EventSink(fanout, run_id=run_id) if fanout else None)
+        parent_sink = origin.link.sink
+        if parent_sink is not None:
+            fanout = fanout.with_recorders(parent_sink.fanout.recorders)
+        return run_id, (EventSink(fanout, run_id=run_id, parent_run_id=origin.parent_run_id) if fanout else None)
+
+    # -- handoffs: the agents a run may be handed to, as seats in a runtime ---------------------------
+
+    def _reachable(self) -> dict[str, Agent[Any]]:
+        """Every agent this one can hand a run to, directly or through others, by name (itself included).
+
+        Worked out once per agent (agents are immutable).
+
+        :raises ValueError: two different agents share a name (a run could not say which answered), or a
+            handoff names an agent that is not reachable.
+        """
+        if self._graph is not None:
+            return self._graph
+        found: dict[str, Agent[Any]] = {}
+        todo: list[Agent[Any]] = [self]
+        while todo:
+            agent = todo.pop()
+            name = agent.name or ""
+            known = found.get(name)
+            if known is agent:
+                continue
+            if known is not None:
+                raise ValueError(f"two different agents are named {name!r} among the handoffs of {self!r}")
+            found[name] = agent
+            todo.extend(h.target for h in agent.handoffs if isinstance(h.target, Agent))
+        unknown = sorted({h.target_name for a in found.values() for h in a.handoffs} - found.keys())
+        if unknown:
+            raise ValueError(
+                f"handoffs name agents that {self!r} cannot reach: {unknown} (known: {sorted(found)})"
+            )
+        object.__setattr__(self, "_graph", found)
+        return found
+
+    def _seats(self, rt: Runtime, private: bool) -> Callable[[str, str | None], Awaitable[Seat]]:
+        """How a run of this agent in ``rt`` finds the seat of an agent it is handed to (by name)."""
+        agents = self._reachable()
+        filters = {
+            h.name: h.input_filter for agent in agents.values() for h in agent.handoffs if h.input_filter is not None
+        }
+
+        async def seat(name: str, via: str | None) -> Seat:
+            agent = agents.get(name)
+            if agent is None:
+                raise ValueError(f"no agent named {name!r} is reachable through the handoffs of {self!r}")
+            bound = agent._bind(rt, private=private)
+            config, tools = (agent._config, bound.tools) if not agent.toolsets else await agent._toolset_tools(bound)
+            return Seat(config, bound.provider, tools, bound.native, filters.get(via) if via is not None else None)
+
+        return seat
+
+    async def _listed_controller(
+        self,
+        rt: Runtime,
+        options: RunOptions,
+        *,
+        extra: Recorder | None = None,
+        stream: bool = False,
+        private: bool = False,
+        input_key: str | None = None,
+    ) -> tuple[LoopController, EventSink | None]:
+        """:meth:`_controller` for an agent with toolsets: they are listed first, as part of the run.
+
+        The listing reports to the run's sink (a connection's ``mcp.*`` events belong to the run that
+        caused them).  :raises ToolsetError, ToolNameClashError, ValueError: see :meth:`_toolset_tools`.
+        """
+        bound = self._bind(rt, private=private)
+        run = self._new_run(bound, extra, lineage.current())
+        with use_sink(run[1]):
+            listed = await self._toolset_tools(bound)
+        return self._controller(rt, options, extra=extra, stream=stream, private=private, listed=listed, run=run)
+
+    def _run_in(
+        self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions = NO_OPTIONS, *, private: bool = False
+    ) -> Awaitable[RunResult[OutputT]]:
+        """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
+        if self.toolsets:
+            return self._run_listed(rt, messages, options, private=private)
+        controller, sink = self._controller(rt, options, private=private)
+        if sink is None and current_sink() is None:
+            return controller.run(messages)  # the hot path: nothing to install
+        return _drive(controller, sink, messages)
+
+    async def _run_listed(
+        self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions, *, private: bool
+    ) -> RunResult[OutputT]:
+        """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
+        controller, sink = await self._listed_controller(rt, options, private=private)
+        return await _drive(controller, sink, messages)
+
+
+def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
+    """``choice`` fits tools named ``names``.  :raises ValueError: it does not."""
+    if choice.forced and not names:
+        raise ValueError(f"tool_choice {choice.mode!r} needs at least one tool")
+    if choice.mode == "tool" and choice.name not in names:
+        raise ValueError(f"tool_choice names {choice.name!r}, which is not among the tools {list(names)}")
+
+
+def _check_usable(rt: Runtime, which: str, *, any_thread: bool = False) -> None:
+    if not rt.running:
+        state = "has closed" if rt.closed else "was never entered (use `async with Runtime() as rt:`)"
+        raise RuntimeError(f"the Runtime {which} is not running: it {state}")
+    if not any_thread and rt.thread != threading.get_ident():
+        raise RuntimeError(
+            f"the Runtime {which} belongs to another thread's event loop: only agent.run() is handed to that "
+            "loop by itself; run the rest there with `await rt.call(fn, ...)` (e.g. an async function that "
+            "consumes the stream)"
+        )
+
+
+async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult[Any]:
+    if sink is None and current_sink() is None:
+        return await controller.run(messages)  # the hot path: nothing to install
+    # Installed even when None: an enclosing run's sink must not receive this run's events.
+    with use_sink(sink):
+        return await controller.run(messages)
+
+
+class _Launcher:
+    """How an :class:`AgentRun` starts one run of an agent (:class:`~agentactors.agent.run.RunLauncher`)."""
+
+    __slots__ = ("agent", "messages", "options", "runtime_given")
+
+    def __init__(
+        self, agent: Agent[Any], messages: tuple[Message, ...], options: RunOptions, runtime: Runtime | None
+    ) -> None:
+        self.agent = agent
+        self.messages = messages
+        self.options = options
+        self.runtime_given = runtime
+
+    @property
+    def typed(self) -> bool:
+        output = self.agent._config.output
+        return output is not None and output.target is not None
+
+    def runtime(self) -> Runtime | None:
+        # One frame deeper than Agent.run's call: the warning still points at the user's `async with`.
+        return self.agent._runtime(self.runtime_given, stacklevel=4)
+
+    def private_runtime(self) -> AbstractAsyncContextManager[Runtime]:
+        return self.agent._private()
+
+    async def prepare(self, rt: Runtime, recorder: Recorder, *, private: bool) -> PreparedRun:
+        agent, options, messages = self.agent, self.options, self.messages
+        if agent.toolsets:
+            controller, sink = await agent._listed_controller(rt, options, extra=recorder, stream=True, private=private)
+        else:
+            controller, sink = agent._controller(rt, options, extra=recorder, stream=True, private=private)
+        return partial(_drive, controller, sink, messages), partial(controller.cancelled_result, messages)
+
+
+async def _drive_resume(
+    controller: LoopController, sink: EventSink | None, state: PausedRun, decisions: Mapping[str, bool | str]
+) -> RunResult[Any]:
+    with use_sink(sink):
+        return await controller.resume(state, decisions)
+
+
+# --- many runs (the machinery: agentactors.agent.batch) --------------------------------------------------
+
+
+async def run_many(
+    rt: Runtime,
+    agent: Agent[Any],
+    inputs: Iterable[Prompt],
+    *,
+    concurrency: int = 100,
+    progress: Callable[[int, int, int], Any] | None = None,
+) -> list[RunResult[Any]]:
+    """``agent.run_many(inputs, runtime=rt, ...)`` (see :meth:`Agent.run_many`)."""
+    return await agent.run_many(inputs, runtime=rt, concurrency=concurrency, progress=progress)
+
+
+def as_completed(
+    rt: Runtime, agent: Agent[Any], inputs: Iterable[Prompt], *, concurrency: int = 100
+) -> AsCompleted[Prompt]:
+    """``agent.as_completed(inputs, runtime=rt, ...)`` (see :meth:`Agent.as_completed`)."""
+    return agent.as_completed(inputs, runtime=rt, concurrency=concurrency)

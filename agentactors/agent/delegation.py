@@ -1,0 +1,98 @@
+"""Delegation: an agent as a tool of another (``agent.as_tool()``), its run a child of the caller's run.
+
+The tool takes one string, ``input`` — the child's prompt, written by the parent's model — and answers
+with the child's answer: its ``content``, or its typed output (rendered like any tool result).  The
+child runs in the parent's runtime, sharing its ProviderActors and their budgets, with the parent's
+``deps``, inside the parent's tool step, so:
+
+* its events carry ``parent_run_id`` and reach the parent's recorders; its ``run.started`` names the
+  parent's step and call (:mod:`agentactors.loop.lineage`);
+* its result joins the parent's ``RunResult.children`` and its usage the parent's ``usage``;
+* cancelling the parent cancels it, and the parent's deadline bounds it (:mod:`agentactors.gateway.ticket`);
+* a child that ends without an answer (a provider failure, a failed output, an error) is the call's
+  ``error`` result with a concise reason (:class:`~agentactors.errors.DelegationError`); one that would
+  nest deeper than ``max_depth`` is refused with status ``denied``
+  (:class:`~agentactors.errors.ToolDenied`), before it starts.
+
+A child cannot pause for approval (its caller's model is waiting for an answer in the same step): a
+child that asks for one is an ``error`` result naming the calls.  The agent is used through its public
+``run`` only: this module does not import the agent layer, which imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import DelegationError, ToolDenied
+from ..loop import lineage
+from ..tools.registry import Tool, ToolContext
+from .handoffs import tool_name_for
+
+__all__ = ["AgentTool", "as_tool"]
+
+
+def _reason(result: Any) -> str:
+    error = result.error
+    if error is None:
+        return "the provider stack gave up" if result.generation_failed else "no answer"
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if len(text) > 300:
+        text = text[:299] + "…"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class AgentTool(Tool[..., Any]):
+    """The tool :meth:`Agent.as_tool <agentactors.Agent.as_tool>` builds; calling it runs :attr:`agent`.
+
+    :ivar agent: the agent the tool runs (any object with an async ``run``; in practice an ``Agent``).
+    :ivar max_depth: how deep delegation may nest through this tool (a top-level run's child is depth 1).
+    """
+
+    __slots__ = ("agent", "max_depth")
+
+    def __init__(self, agent: Any, *, name: str | None = None, description: str | None = None, max_depth: int = 4):
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+            raise ValueError(f"max_depth must be a positive int, not {max_depth!r}")
+        label = getattr(agent, "name", None)
+        if name is None and not label:
+            raise ValueError("as_tool() needs name= for an agent without a name")
+        tool_name = name if name is not None else tool_name_for("", str(label))
+        shown = label or tool_name
+
+        async def delegate(input: str, ctx: ToolContext) -> Any:
+            """Args:
+            input: the request for the agent, complete in itself: it sees nothing else of this conversation.
+            """
+            origin = lineage.current()
+            depth = origin.depth if origin is not None else 1
+            if depth > max_depth:
+                raise ToolDenied(f"delegating to {shown!r} would nest {depth} runs deep; the limit is {max_depth}")
+            runtime = origin.link.runtime if origin is not None else None
+            with lineage.calling(ctx.call_id):
+                result = await agent.run(input, runtime=runtime, deps=ctx.deps)
+            if result.paused:
+                names = ", ".join(c.name for c in result.pending_approvals)
+                raise DelegationError(
+                    shown, f"it asked for approval ({names}), which a delegated run cannot wait for"
+                )
+            if result.generation_failed or result.error is not None:
+                raise DelegationError(shown, _reason(result))
+            return result.output
+
+        super().__init__(
+            delegate,
+            name=tool_name,
+            description=description
+            if description is not None
+            else f"Ask the {shown} agent. It answers with its result; give it everything it needs in `input`.",
+        )
+        self.agent = agent
+        self.max_depth = max_depth
+
+    def __repr__(self) -> str:
+        return f"<AgentTool {self.name!r} -> {getattr(self.agent, 'name', None)!r}>"
+
+
+def as_tool(agent: Any, *, name: str | None = None, description: str | None = None, max_depth: int = 4) -> AgentTool:
+    """``agent`` as a tool (see the module docstring and :meth:`Agent.as_tool <agentactors.Agent.as_tool>`)."""
+    return AgentTool(agent, name=name, description=description, max_depth=max_depth)

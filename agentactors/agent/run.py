@@ -1,0 +1,445 @@
+"""``AgentRun``: the handle of a streamed run — its events as they happen, its text, its typed output.
+
+``async with agent.stream(prompt) as run:`` (:meth:`Agent.stream <agentactors.Agent.stream>`) makes one.
+The run works in a task of its runtime, not in the consumer's: a consumer may be an async generator a web
+framework abandons, and leaving the handle from another task — as a generator's finaliser does — still
+cancels the run and waits for it.  The handle reaches the run only through the
+:class:`RunLauncher` the agent gives it, so it knows nothing of agents.
+
+Filtered views — :meth:`AgentRun.text_stream` (optionally debounced) and :meth:`AgentRun.partial_output`
+— take the run's own events only: a stream also carries the events of the runs its tools delegated to
+(with their ``parent_run_id``), which a UI may show but must not mix into the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from types import TracebackType
+from typing import Any, Generic, Protocol
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..actors.runtime import Runtime
+from ..events import Event, LLMTextDelta, Recorder
+from ..loop.result import RunResult
+from ..output.partial import jiter_available
+from ..output.spec import OutputT
+
+__all__ = ["AgentRun", "PreparedRun", "RunLauncher"]
+
+log = logging.getLogger("agentactors.agent")
+
+
+class _ChannelRecorder:
+    """Forwards a run's events to its stream handle; never blocks (the buffer is unbounded)."""
+
+    __slots__ = ("_send",)
+
+    def __init__(self, send: MemoryObjectSendStream[Event]) -> None:
+        self._send = send
+
+    def record(self, event: Event) -> None:
+        try:
+            self._send.send_nowait(event)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the consumer left: the run goes on without it
+
+
+class RunLauncher(Protocol):
+    """How a stream handle starts its run: the agent that made the handle provides it.
+
+    The handle knows nothing of agents: it asks the launcher for the runtime (or a private one) and for
+    the run itself, prepared with the handle's recorder among the run's recorders.
+    """
+
+    @property
+    def typed(self) -> bool:
+        """Whether the run has a typed output (``partial_output`` then parses partial JSON)."""
+        ...
+
+    def runtime(self) -> Runtime | None:
+        """The runtime to run in, or ``None`` for a private one (:meth:`private_runtime`).
+
+        :raises RuntimeError: a runtime given or bound that is not usable here.
+        """
+        ...
+
+    def private_runtime(self) -> AbstractAsyncContextManager[Runtime]:
+        """A runtime made for this run alone, closed when the handle is left."""
+        ...
+
+    async def prepare(self, rt: Runtime, recorder: Recorder, *, private: bool) -> PreparedRun:
+        """The run in ``rt``, its events also going to ``recorder``: ``(run, cancelled)``.
+
+        ``run()`` returns the run's coroutine; ``cancelled()`` the result of a run cancelled through
+        its handle (nothing of the turn kept).
+        """
+        ...
+
+
+#: ``(run, cancelled)``: what :meth:`RunLauncher.prepare` returns.
+PreparedRun = tuple[Callable[[], Awaitable[RunResult[Any]]], Callable[[], RunResult[Any]]]
+
+
+class AgentRun(Generic[OutputT]):
+    """A run in progress, from :meth:`Agent.stream`; generic in the agent's output type.
+
+    ``async with agent.stream(prompt) as run:`` starts the run; ``async for event
+    in run`` yields the same typed events recorders receive (``run.started``,
+    ``llm.request``, ``llm.text_delta``, ``tools.started``, ``tools.finished``,
+    ``step.finished``, ``run.finished``, ...; see :mod:`agentactors.events` for
+    their classes, e.g. ``isinstance(event, ToolEvent)``) and ends after the run
+    finished.  ``run.text_stream()`` yields only the answer text.
+
+    ``run.cancel()`` cancels the run (its provider request and running tools
+    included); it then ends with ``RunResult(cancelled=True)`` whose messages
+    are the input messages.  Leaving the block before the run finished cancels
+    it the same way — so does a consumer that goes away: a cancelled request
+    handler, a closed ``text_stream()`` generator, a handle dropped unfinished.
+    ``run.result`` is the :class:`RunResult` once finished; ``await run.wait()``
+    waits for it.  An exception the run raised (e.g.
+    :class:`~agentactors.errors.ToolStatusError`) is raised by ``wait()``,
+    ``result`` and when the block is left.  Cancellation from an enclosing
+    scope propagates as anyio's cancellation exception.
+
+    The run works in a task of its runtime (the one :meth:`Agent.run` would
+    use; a private one is opened by the handle and closed when it is left), not
+    in the consumer's task: the consumer may be an async generator that a web
+    framework abandons, and leaving the handle from another task — as a
+    generator's finaliser does — still cancels the run and waits for it.
+
+    ``run.partial_output()`` yields the typed result as it streams in — successively more complete
+    values, then the final validated one — a filter over the same events, like :meth:`text_stream`.
+    """
+
+    def __init__(self, launcher: RunLauncher) -> None:
+        self._launcher = launcher
+        self._entered = False
+        self._stack: AsyncExitStack | None = None
+        self._receive: MemoryObjectReceiveStream[Event] | None = None
+        self._state = _RunState()
+
+    async def __aenter__(self) -> AgentRun[OutputT]:
+        """Start the run.
+
+        :raises RuntimeError: entered twice; or ``runtime=`` (or the bound runtime) is not running or
+            belongs to another thread's loop.
+        """
+        if self._entered:
+            raise RuntimeError("an AgentRun can be entered only once")
+        self._entered = True
+        launcher = self._launcher
+        rt = launcher.runtime()
+        private = rt is None
+        stack: AsyncExitStack | None = None
+        if rt is None:
+            stack = AsyncExitStack()
+            await stack.__aenter__()
+        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        try:
+            if stack is not None:
+                rt = await stack.enter_async_context(launcher.private_runtime())
+            assert rt is not None
+            run, cancelled = await launcher.prepare(rt, _ChannelRecorder(send), private=private)
+            # The task holds the run's state, never this handle: a handle nobody holds can be collected,
+            # and its finaliser cancels the run.
+            rt.spawn_task(self._state.work, run, cancelled, send, name="agent.stream")
+        except BaseException:
+            send.close()
+            receive.close()
+            if stack is not None:
+                await stack.__aexit__(None, None, None)
+            raise
+        self._receive = receive
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        """Cancel the run unless it finished, wait for it to end, close a private runtime.
+
+        Cancellation: the wait for the cancelled run to end is shielded (it ends at its next
+        checkpoint; its HTTP request is closed on the way), so a cancelled consumer still leaves
+        nothing running; the consumer's cancellation then propagates.
+        """
+        await self._state.close()
+        if self._receive is not None:
+            self._receive.close()
+        suppressed = None
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            suppressed = await stack.__aexit__(exc_type, exc, tb)
+        error = self._state.error
+        if exc_type is None and error is not None:
+            raise error
+        return suppressed
+
+    def __del__(self) -> None:
+        # A handle dropped while its run goes on (a consumer that vanished without leaving the block): the
+        # run must not go on spending tokens for nobody.
+        state = getattr(self, "_state", None)
+        if state is not None and self._entered:
+            state.abandon()
+            receive = getattr(self, "_receive", None)
+            if receive is not None and threading.get_ident() == state.thread:
+                receive.close()  # synchronous; like the cancel, only safe in the loop's own thread
+
+    def __aiter__(self) -> AgentRun[OutputT]:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._receive is None:
+            raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def _values(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
+        """The run's events mapped by ``pick`` (``None``: skipped), entering and leaving the run if not entered.
+
+        The seam for filtered views of a run (:meth:`text_stream`, :meth:`partial_output`).  Only the run's
+        own events count: those of runs it delegated to (which its stream also carries, with their
+        ``parent_run_id``) are skipped — the first event is always the run's own ``run.started``.
+        """
+        own = _OwnEvents(pick)  # no nested async generator: trio warns about one left half-run
+        if self._entered:
+            async for event in self:
+                value = own(event)
+                if value is not None:
+                    yield value
+            return
+        async with self:
+            async for event in self:
+                value = own(event)
+                if value is not None:
+                    yield value
+
+    def text_stream(self, *, min_interval: float | None = None) -> AsyncIterator[str]:
+        """The answer text as it streams: ``async for text in run.text_stream(): ...``.
+
+        Only ``llm.text_delta`` pieces (never think blocks, tool-call JSON or other events).  With
+        ``min_interval`` (seconds), pieces arriving closer together are joined: a piece is yielded at
+        most every ``min_interval`` seconds (the first at once), and whatever arrived meanwhile is
+        joined into the next — the same text, in fewer, larger pieces (for a UI that repaints per
+        piece, or an SSE stream that should not send a frame per token).
+
+        Usable inside ``async with agent.stream(p) as run:`` (consume it or ``async for event in run``,
+        not both), or on its own — ``agent.stream(p).text_stream()`` — when it enters the run itself
+        and leaves it when the iteration ends or the generator is closed (``aclose()``, or dropped
+        by its consumer): the run is cancelled with it.
+
+        :raises ValueError: ``min_interval`` is negative.
+
+        Cancellation: a cancelled consumer leaves the generator; a run it entered is cancelled (and
+        waited for) on the way out.
+        """
+        if min_interval is not None and min_interval < 0:
+            raise ValueError(f"min_interval must be >= 0, not {min_interval!r}")
+        if not min_interval:
+            return self._values(_text_of)
+        return self._debounced(min_interval)
+
+    async def _debounced(self, interval: float) -> AsyncIterator[str]:
+        if not self._entered:
+            async with self:
+                async for text in self._joined(interval):
+                    yield text
+            return
+        async for text in self._joined(interval):
+            yield text
+
+    async def _joined(self, interval: float) -> AsyncIterator[str]:
+        """Text pieces, those arriving within ``interval`` of the last yield joined into one.
+
+        Waits by sleeping while pieces gather in the (unbounded) buffer, then takes what is there
+        without blocking: a receive is never cancelled half-way, so no piece can be lost.
+        """
+        receive = self._receive
+        if receive is None:
+            raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
+        due = -math.inf
+        pending: list[str] = []
+        ended = False
+        own = _OwnEvents(_text_of)
+        while not ended:
+            try:
+                event = await receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            text = own(event)
+            if text is None:
+                continue
+            pending.append(text)
+            wait = due - anyio.current_time()
+            if wait > 0:
+                await anyio.sleep(wait)
+            while True:
+                try:
+                    event = receive.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    ended = True
+                    break
+                text = own(event)
+                if text is not None:
+                    pending.append(text)
+            yield "".join(pending)
+            pending.clear()
+            due = anyio.current_time() + interval
+
+    def partial_output(self) -> AsyncIterator[OutputT]:
+        """The typed result as it streams: ``async for partial in run.partial_output(): ...``.
+
+        Successively more complete values while the output tool's arguments or the answer's JSON stream
+        in — each one a value of the output type (a JSON prefix that does not validate yet, such as an
+        object whose required field has not begun, is skipped; a value equal to the last is not
+        repeated) — then the final validated value, the run's ``result.output``.  An answer that is
+        refused and asked again streams its partial values too: only the last value is the validated
+        one.  A run that ends without a valid answer yields no final value (its ``result`` says why).
+        For ``output_type=str``: the answer text so far, growing piece by piece, then the whole answer.
+
+        Usable like :meth:`text_stream`: inside ``async with agent.stream(p) as run:`` or on its own
+        (``agent.stream(p).partial_output()``), entering and leaving the run itself.
+
+        :raises ImportError: a typed output needs ``jiter`` for partial JSON (``pip install
+            'agentactors[jiter]'``).
+
+        Cancellation: as :meth:`text_stream`.
+        """
+        if self._launcher.typed:
+            if not jiter_available():
+                raise ImportError(
+                    "partial_output() of a typed result parses partial JSON with jiter: "
+                    "pip install 'agentactors[jiter]'"
+                )
+            return self._partials(_partial_of)
+        return self._partials(_TextSoFar())
+
+    async def _partials(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
+        async for value in self._values(pick):
+            yield value
+        state = self._state
+        if state.result is not None and state.error is None and state.result.ok:
+            yield state.result.output
+
+    def cancel(self) -> None:
+        """Cancel the run; it ends with ``RunResult(cancelled=True)``.  Idempotent; no effect once finished."""
+        self._state.scope.cancel()
+
+    @property
+    def done(self) -> bool:
+        return self._state.done.is_set()
+
+    @property
+    def result(self) -> RunResult[OutputT]:
+        """The run's result.  :raises RuntimeError: the run has not finished yet."""
+        state = self._state
+        if state.error is not None:
+            raise state.error
+        if state.result is None:
+            raise RuntimeError("the run has not finished: iterate it, or `await run.wait()`")
+        return state.result
+
+    async def wait(self) -> RunResult[OutputT]:
+        """Wait until the run finishes and return its result (raising what the run raised)."""
+        await self._state.done.wait()
+        return self.result
+
+
+class _RunState:
+    """What a streamed run's task and its handle share: the scope, the outcome, the end."""
+
+    __slots__ = ("done", "error", "result", "scope", "thread")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.result: RunResult[Any] | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.get_ident()
+
+    async def work(
+        self,
+        run: Callable[[], Awaitable[RunResult[Any]]],
+        cancelled: Callable[[], RunResult[Any]],
+        send: MemoryObjectSendStream[Event],
+    ) -> None:
+        try:
+            with send, self.scope:
+                try:
+                    self.result = await run()
+                except Exception as exc:
+                    self.error = exc
+        finally:
+            # Also when the runtime itself cancelled the task (its exit): the handle must learn the run ended.
+            if self.result is None and self.error is None:
+                self.result = cancelled()
+            self.done.set()
+
+    async def close(self) -> None:
+        if not self.done.is_set():
+            self.scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await self.done.wait()
+
+    def abandon(self) -> None:
+        # From a finaliser: cancelling a scope is synchronous, but only safe in the loop's own thread.
+        if not self.done.is_set() and threading.get_ident() == self.thread:
+            try:
+                self.scope.cancel()
+            except Exception:  # pragma: no cover - a finaliser must never raise
+                log.debug("could not cancel an abandoned stream's run", exc_info=True)
+
+
+class _OwnEvents:
+    """``pick`` applied to a run's own events only (the first event names the run: its ``run.started``)."""
+
+    __slots__ = ("pick", "run_id")
+
+    def __init__(self, pick: Callable[[Event], Any]) -> None:
+        self.pick = pick
+        self.run_id: str | None = None
+
+    def __call__(self, event: Event) -> Any:
+        if self.run_id is None:
+            self.run_id = event.run_id
+        elif event.run_id != self.run_id:
+            return None  # a delegated run's event
+        return self.pick(event)
+
+
+def _partial_of(event: Event) -> Any:
+    if event.type == "output.partial":
+        return event.data["value"]
+    return None
+
+
+class _TextSoFar:
+    """The answer text so far, for the partial output of a text run."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def __call__(self, event: Event) -> str | None:
+        piece = _text_of(event)
+        if not piece:
+            return None
+        self.text += piece
+        return self.text
+
+
+def _text_of(event: Event) -> str | None:
+    if type(event) is LLMTextDelta:
+        text: str = event.data["text"]
+        return text
+    return None

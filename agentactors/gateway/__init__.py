@@ -1,0 +1,19 @@
+"""The process's shared way to a vendor: the :class:`ProviderActor` and what decides who goes next.
+
+``provider``
+    ProviderActor (``Complete`` / ``Stream`` asks) and ProviderStream, the handle of a streamed answer.
+``scheduling``
+    which waiting request goes next (oldest run first, or fifo), and which is refused (``Overloaded``).
+``budgets``
+    rate budgets: token buckets for requests and tokens per minute.
+``ticket``
+    what a run carries to where it waits (its age, priority class, deadline), in a contextvar.
+
+Built on the actor kernel (:mod:`agentactors.actors`), which knows nothing of it.
+"""
+
+from __future__ import annotations
+
+from .provider import Complete, ProviderActor, ProviderStream, Stream, estimate_tokens
+
+__all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]

@@ -1,0 +1,489 @@
+"""``ProviderActor``: one (usually decorated) LLM provider shared by many agents, with its budgets and queue.
+
+Spawn it with ``ProviderActor.shared(rt, provider, **budgets)`` (one per
+provider object per runtime; the runtime closes the provider when it exits) or
+``rt.spawn(actor, concurrency=actor.spawn_concurrency)``.  Its scheduler (slots,
+rate buckets, the queue of waiting requests) is built by ``on_start``, inside
+the running event loop, so the actor itself can be constructed anywhere.
+
+Messages:
+
+``Complete(request)``
+    answers the :class:`~agentactors.messages.LLMResponse`, or raises the
+    provider's error in the asker.
+``Stream(request)``
+    answers a :class:`ProviderStream`: the receive end of a bounded channel of
+    stream events.  The actor opens the provider's stream in a task it owns (in
+    the runtime's task group) that feeds the channel; a slow consumer slows the
+    feeder (backpressure).  Closing the channel (``async with`` it), or
+    abandoning the ask, cancels that task and with it the HTTP request.  A
+    failure is raised by the consumer's next receive after the events that
+    preceded it — it is never lost.
+
+Budgets, shared by every request through the actor: ``max_concurrency``
+requests in flight (a stream counts until it ends), ``requests_per_minute`` and
+``tokens_per_minute`` (token buckets, :mod:`.budgets`).  A request's tokens are
+estimated from its size before it is sent (about 4 characters a token, plus
+``max_tokens``) and corrected by the usage the response reports — within
+plausibility: a report beyond the request's estimate and a minute's budget is
+charged at that ceiling and recorded as ``provider.usage_implausible``.  A
+request larger than the whole token budget waits for a full bucket and then goes
+(rather than never).
+
+Waiting: a request that finds no slot or budget waits in its asker's own task,
+and the scheduler (:mod:`.scheduling`) decides who goes next — by priority class
+(the run's ``priority``, with starvation bounded by ``max_overtakes``), then by
+``scheduling`` (``"oldest_run"``: runs in progress first; ``"fifo"``); past
+``max_waiting`` / ``max_wait`` a request is refused at once with
+:class:`~agentactors.errors.Overloaded`.  Waiting for budget is recorded as
+``provider.throttled`` (the wait in seconds), every wait as ``provider.waited``,
+every refusal as ``provider.overloaded``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Final
+
+import anyio
+import attrs
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..actors.ref import ActorRef
+from ..actors.runtime import Runtime
+from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, redact
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
+from ..providers.port import interrupted
+from .scheduling import POLICIES, Policy, Scheduler
+
+__all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
+
+log = logging.getLogger("agentactors.actors")
+
+# Handlers the actor is spawned with: enough that every asker waits in the scheduler, not the mailbox.
+_HANDLERS: Final = 1_000_000
+
+
+@attrs.frozen(slots=True)
+class Complete:
+    """Ask a :class:`ProviderActor` for a complete response to ``request``."""
+
+    request: LLMRequest
+
+
+@attrs.frozen(slots=True)
+class Stream:
+    """Ask a :class:`ProviderActor` for a :class:`ProviderStream` of ``request``'s events."""
+
+    request: LLMRequest
+
+
+def estimate_tokens(request: LLMRequest) -> int:
+    """A conservative token estimate for budgeting: ~4 characters a token, plus ``max_tokens``.
+
+    Media parts count by their own estimate (``estimated_tokens``, :mod:`agentactors.parts`): a flat
+    :data:`~agentactors.parts.IMAGE_TOKENS` an image, :data:`~agentactors.parts.PAGE_TOKENS` a PDF page,
+    :data:`~agentactors.parts.AUDIO_TOKENS_PER_SECOND` a second of audio.
+    """
+    chars = 0
+    media = 0
+    for message in request.messages:
+        chars += len(message.content)
+        for call in message.tool_calls:
+            chars += len(call.name) + len(call.raw_arguments or call.arguments_json)
+        for part in message.media:
+            media += part.estimated_tokens
+    for spec in request.tools:
+        chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters, separators=(",", ":")))
+    return chars // 4 + 1 + media + (request.max_tokens or 0)
+
+
+class _Failure:
+    """The last item of a failed stream: the consumer's next receive raises ``error``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class ProviderStream:
+    """The consumer's end of a streamed request: an async iterator of stream events.
+
+    Use it as ``async with stream: async for event in stream: ...``.  A
+    successful stream ends after its :class:`~agentactors.messages.StreamEnd`.
+    A provider failure is raised by the receive that follows the last event
+    delivered.  If the actor's task was cancelled (the runtime stopped) before
+    the stream ended, receiving raises :class:`~agentactors.errors.ActorStopped`.
+    Closing (``aclose``, leaving ``async with``) cancels the feeding task and
+    the HTTP request; events not yet received are discarded.
+    """
+
+    __slots__ = ("_finished", "_receive", "_scope")
+
+    def __init__(self, receive: MemoryObjectReceiveStream[Any], scope: anyio.CancelScope) -> None:
+        self._receive = receive
+        self._scope = scope
+        self._finished = False
+
+    def __aiter__(self) -> ProviderStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> StreamEvent:
+        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed."""
+        if self._finished:
+            raise anyio.EndOfStream
+        try:
+            item = await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            if self._finished:  # closed by the consumer meanwhile
+                raise anyio.EndOfStream from None
+            self.close()
+            raise ActorStopped("the provider actor's stream was cancelled before it ended") from None
+        if type(item) is _Failure:
+            self.close()
+            raise item.error
+        if isinstance(item, StreamEnd):
+            self._finished = True
+        event: StreamEvent = item
+        return event
+
+    def close(self) -> None:
+        """Stop the stream now: cancel the feeding task (and the HTTP request); drop unread events."""
+        self._finished = True
+        self._scope.cancel()
+        self._receive.close()
+
+    async def aclose(self) -> None:
+        self.close()
+        await anyio.lowlevel.checkpoint()
+
+    def release_unclaimed(self) -> None:
+        """The asker gave up after the stream was answered but before it took it: close it, unread.
+
+        The :class:`~agentactors.actors.mailbox.ReleasableAnswer` protocol: the
+        kernel calls this so the feeding task and its HTTP request do not
+        outlive an ask nobody will read.
+        """
+        self.close()
+
+    async def __aenter__(self) -> ProviderStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ProviderActor:
+    """Hosts one provider for many agents: one connection pool, one breaker state, one budget, one queue.
+
+    :param provider: an :class:`~agentactors.providers.port.LLMProvider`, usually decorated.
+    :param max_concurrency: requests in flight at once (a stream counts until it ends).
+    :param requests_per_minute: request budget, or ``None`` for no limit.
+    :param tokens_per_minute: token budget (estimated, corrected by reported usage), or ``None``.
+    :param stream_buffer: events a stream may run ahead of its consumer.
+    :param scheduling: which waiting request goes first within a priority class: ``"oldest_run"``
+        (the request of the run that started first, so runs in progress finish before new ones
+        start) or ``"fifo"`` (arrival order).
+    :param max_waiting: refuse a request with :class:`~agentactors.errors.Overloaded` when this many
+        already wait (``None``: no bound).
+    :param max_wait: refuse a request with ``Overloaded`` when its wait for a slot and budget would
+        exceed this many seconds — estimated on arrival, or reached while it waits (``None``: no bound
+        on slot waits; budget waits are bounded by
+        :data:`~agentactors.gateway.scheduling.BUDGET_WAIT_BOUND`).
+    :param max_overtakes: while a lower priority class waits, at most this many requests of higher
+        classes are served in a row (``None``: strict priority).
+
+    A refusal's ``retry_after`` is always set: the expected wait, or before any answer was seen the
+    requests ahead at :data:`~agentactors.gateway.scheduling.DEFAULT_SERVICE_ESTIMATE` each (or the
+    age of the oldest request in flight, when longer).
+
+    Errors: a provider error is raised in the asker (the actor goes on); an
+    unknown message raises ``TypeError``; a refused request raises ``Overloaded``
+    (nothing was sent).  Cancellation: abandoning an ask (asker cancelled, ask
+    timeout, the run's deadline) cancels the provider call; a request still
+    waiting never reaches the provider and gives its place up.
+    """
+
+    __slots__ = (
+        "_sched",
+        "max_concurrency",
+        "max_overtakes",
+        "max_wait",
+        "max_waiting",
+        "provider",
+        "requests_per_minute",
+        "scheduling",
+        "stream_buffer",
+        "tokens_per_minute",
+    )
+
+    def __init__(
+        self,
+        provider: Any,
+        *,
+        max_concurrency: int = 64,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        stream_buffer: int = 16,
+        scheduling: Policy = "oldest_run",
+        max_waiting: int | None = None,
+        max_wait: float | None = None,
+        max_overtakes: int | None = 16,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        if requests_per_minute is not None and requests_per_minute <= 0:
+            raise ValueError("requests_per_minute must be positive")
+        if tokens_per_minute is not None and tokens_per_minute <= 0:
+            raise ValueError("tokens_per_minute must be positive")
+        if stream_buffer < 0:
+            raise ValueError("stream_buffer must be >= 0")
+        if scheduling not in POLICIES:
+            raise ValueError(f"scheduling must be one of {sorted(POLICIES)}, not {scheduling!r}")
+        if max_waiting is not None and (isinstance(max_waiting, bool) or max_waiting < 0):
+            raise ValueError("max_waiting must be >= 0 or None")
+        if max_wait is not None and not max_wait >= 0:
+            raise ValueError("max_wait must be >= 0 seconds or None")
+        if max_overtakes is not None and max_overtakes < 1:
+            raise ValueError("max_overtakes must be >= 1 or None")
+        self.provider = provider
+        self.max_concurrency = max_concurrency
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
+        self.stream_buffer = stream_buffer
+        self.scheduling = scheduling
+        self.max_waiting = max_waiting
+        self.max_wait = max_wait
+        self.max_overtakes = max_overtakes
+        self._sched: Scheduler | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"ProviderActor({getattr(self.provider, 'name', self.provider)!r}, max_concurrency={self.max_concurrency})"
+        )
+
+    @property
+    def spawn_concurrency(self) -> int:
+        """The handler concurrency to spawn this actor with: room for every asker to wait *inside* the actor.
+
+        Requests past ``max_concurrency`` then wait in the actor's scheduler — where ``scheduling``,
+        priorities, ``max_waiting`` and ``max_wait`` apply — each in its asker's own task, rather than
+        in the mailbox in arrival order.  Spawned with ``concurrency=max_concurrency`` instead, the
+        actor still bounds what is in flight, but waiting asks queue in the mailbox, unseen by it.
+        """
+        return _HANDLERS
+
+    @classmethod
+    def shared(cls, rt: Runtime, provider: Any, **budgets: Any) -> ActorRef:
+        """The runtime's one ProviderActor for ``provider`` (keyed by identity), spawned on first use.
+
+        ``budgets`` are this class's keyword arguments (``max_concurrency``,
+        ``requests_per_minute``, ``tokens_per_minute``, ``stream_buffer``, ``scheduling``,
+        ``max_waiting``, ``max_wait``, ``max_overtakes``); asking again with different budgets for
+        the same provider raises ``ValueError`` (spawn a ProviderActor yourself to hold a second
+        budget); asking with none returns the one there is.  The actor is spawned with
+        ``concurrency=`` :attr:`spawn_concurrency`.  The runtime closes the provider when it exits
+        (a :meth:`Runtime.service` cleanup).  An actor that was stopped is replaced by a new one on
+        the next call.
+
+        :raises RuntimeError: outside ``async with rt``.
+        """
+        registry = rt.service(_SharedProviders, _SharedProviders, cleanup=_SharedProviders.aclose)
+        entry = registry.entries.get(id(provider))
+        if entry is not None and not entry[1].stopped:
+            if budgets and budgets != entry[2]:
+                raise ValueError(
+                    f"provider {getattr(provider, 'name', provider)!r} already has a ProviderActor in this runtime "
+                    f"with budgets {entry[2]}; spawn a ProviderActor yourself for different budgets"
+                )
+            return entry[1]
+        actor = cls(provider, **budgets)
+        ref = rt.spawn(
+            actor,
+            name=f"provider:{getattr(provider, 'name', type(provider).__name__)}",
+            concurrency=actor.spawn_concurrency,
+            mailbox_size=max(256, actor.max_concurrency * 4),
+        )
+        registry.entries[id(provider)] = (provider, ref, dict(budgets))
+        return ref
+
+    async def on_start(self) -> None:
+        """Build the scheduler (slots, rate buckets, queue), inside the running event loop.
+
+        A direct actor's first asker runs this itself before its request, without a
+        checkpoint (it never awaits): the first wave of asks all go directly, none
+        queues for a worker task.
+        """
+        self._setup()
+
+    def _setup(self) -> Scheduler:
+        sched = self._sched = Scheduler(
+            self._name,
+            slots=self.max_concurrency,
+            requests_per_minute=self.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute,
+            policy=self.scheduling,
+            max_waiting=self.max_waiting,
+            max_wait=self.max_wait,
+            max_overtakes=self.max_overtakes,
+        )
+        return sched
+
+    async def receive(self, message: Any) -> Any:
+        """Answer :class:`Complete` or :class:`Stream` (see the module docstring).  Runs after :meth:`on_start`."""
+        if not isinstance(message, Complete):
+            if isinstance(message, Stream):
+                return await self._stream(message.request)
+            raise TypeError(f"ProviderActor handles Complete and Stream, not {type(message).__name__}")
+        # -- complete: handled in this frame (no coroutine of its own: one frame less per request in flight)
+        request = message.request
+        sched = self._sched if self._sched is not None else self._setup()
+        estimate = estimate_tokens(request) if sched.tokens is not None else 0
+        # The common case — a slot and the budgets free, nobody waiting — takes them without a checkpoint.
+        if not sched.try_admit(estimate):
+            await sched.admit(estimate, request.model)
+        started = sched.started() if sched.tracks else 0.0
+        try:
+            response: LLMResponse = await self.provider.complete(request)
+        except ProviderError as exc:
+            self._refund_if_unsent(sched, exc, estimate)
+            raise
+        finally:
+            sched.release(started)
+        if sched.tokens is not None:  # no token budget: nothing to correct (and no call to make)
+            sched.settle(estimate, response.usage)
+        return response
+
+    # -- stream ----------------------------------------------------------------------------------
+
+    async def _stream(self, request: LLMRequest) -> ProviderStream:
+        rt = Runtime.current()
+        if rt is None or not rt.running:
+            raise ActorStopped("a ProviderActor streams only inside a running Runtime")
+        sched = self._sched if self._sched is not None else self._setup()
+        estimate = estimate_tokens(request) if sched.tokens is not None else 0
+        if not sched.try_admit(estimate):
+            await sched.admit(estimate, request.model)
+        started = sched.started() if sched.tracks else 0.0
+        send, receive = anyio.create_memory_object_stream[Any](self.stream_buffer)
+        scope = anyio.CancelScope()
+        try:
+            rt.spawn_task(self._feed, sched, request, send, scope, estimate, started, name=f"stream:{self!r}")
+        except BaseException:
+            sched.release(started)
+            send.close()
+            receive.close()
+            raise
+        return ProviderStream(receive, scope)
+
+    async def _feed(
+        self,
+        sched: Scheduler,
+        request: LLMRequest,
+        send: MemoryObjectSendStream[Any],
+        scope: anyio.CancelScope,
+        estimate: int,
+        started: float,
+    ) -> None:
+        """Pump the provider's stream into ``send``; runs in the runtime's task group."""
+        usage: Usage | None = None
+        try:
+            with scope, send:
+                failure, usage = await self._pump(request, send)
+                if failure is not None:
+                    if isinstance(failure.error, ProviderError):
+                        self._refund_if_unsent(sched, failure.error, estimate)
+                    try:
+                        await send.send(failure)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        pass  # the consumer already left; nobody is waiting for the error
+        finally:
+            sched.release(started)
+        if usage is not None:
+            sched.settle(estimate, usage)
+
+    async def _pump(
+        self, request: LLMRequest, send: MemoryObjectSendStream[Any]
+    ) -> tuple[_Failure | None, Usage | None]:
+        """Deliver the events.  Returns the failure to deliver last (if any) and the reported usage."""
+        texts: list[str] = []
+        sent = 0
+        usage: Usage | None = None
+        try:
+            async with self.provider.stream(request) as events:
+                try:
+                    async for event in events:
+                        if isinstance(event, TextDelta):
+                            texts.append(event.text)
+                        elif isinstance(event, StreamEnd):
+                            usage = event.response.usage
+                        try:
+                            await send.send(event)
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            return None, usage  # the consumer closed: leaving the block closes the request
+                        sent += 1
+                        if usage is not None:
+                            break
+                finally:
+                    # Left early (after StreamEnd, or the consumer gone): finish the provider's iterator
+                    # now rather than when it is collected (trio warns about a half-read async generator,
+                    # and its own cleanup must run in this task, not in a finaliser).
+                    aclose = getattr(events, "aclose", None)
+                    if aclose is not None:
+                        with anyio.CancelScope(shield=True):
+                            await aclose()
+        except Exception as exc:
+            if sent:
+                # The contract says a failure after the first event is StreamInterruptedError; make
+                # sure of it even for a provider that breaks it (the consumer already saw a part).
+                exc = interrupted(exc, provider=self._name, model=request.model, partial_text="".join(texts))
+            return _Failure(exc), None
+        if usage is None:
+            error = MalformedResponseError(
+                "the stream ended without its final StreamEnd event", provider=self._name, model=request.model
+            )
+            return _Failure(error), None
+        return None, usage
+
+    @property
+    def _name(self) -> str:
+        return str(getattr(self.provider, "name", type(self.provider).__name__))
+
+    # -- budgets ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> None:
+        # A request fault is raised before (or instead of) any work by the vendor: no tokens spent.
+        if exc.kind is ErrorKind.request:
+            sched.refund(estimate)
+
+
+class _SharedProviders:
+    """A runtime's shared ProviderActors, one per provider object (the :meth:`ProviderActor.shared` registry).
+
+    Kept as a :meth:`Runtime.service`; each entry holds the provider itself,
+    so its id cannot be reused while the runtime runs.
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[Any, ActorRef, dict[str, Any]]] = {}
+
+    async def aclose(self) -> None:
+        """Close every provider (the runtime's exit, after its actors stopped); a failure is logged."""
+        entries = list(self.entries.values())
+        self.entries.clear()
+        for provider, _ref, _budgets in entries:
+            try:
+                await provider.aclose()
+            except Exception as exc:
+                log.warning("closing provider %r raised %s", provider, redact(f"{type(exc).__name__}: {exc}"))

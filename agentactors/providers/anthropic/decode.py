@@ -1,0 +1,273 @@
+"""Reading the Anthropic Messages wire: response bodies, content blocks, usage, stop reasons, errors.
+
+Pure functions, no I/O.  Both paths (a JSON body here, a stream in
+:mod:`._anthropic_stream`) end in :func:`assemble`, so a response decodes to the same :class:`LLMResponse`
+whichever way it arrived.
+
+Content blocks map as follows:
+
+* ``text`` → ``LLMResponse.content`` (blocks concatenated verbatim, as the stream's deltas are);
+* ``thinking`` → ``reasoning`` text, and the block itself (with its ``signature``);
+* ``redacted_thinking`` and every server-side block (``server_tool_use``, ``*_tool_result``,
+  ...) → kept verbatim, never executed;
+* ``tool_use`` → a :class:`ToolCall` whose ``arguments`` is the ``input`` object
+  (``raw_arguments`` is ``None``: the wire carries an object; it holds the streamed text
+  only when that text did not parse, and the call is then marked ``"unparseable"``).
+
+Opaque blocks travel in ``provider_data["anthropic"]["blocks"]`` in the order received;
+the request encoder replays them in place (before the text and the ``tool_use`` blocks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...errors import MalformedResponseError, ProviderError
+from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
+from ..errors import classify_http_error
+
+__all__ = [
+    "WIRE",
+    "assemble",
+    "classify_error",
+    "classify_error_body",
+    "decode_message",
+    "is_error_body",
+    "map_stop_reason",
+    "merge_usage",
+    "parse_usage",
+]
+
+WIRE = "anthropic"
+
+_STOP_REASONS: Mapping[str, StopReason] = {
+    "end_turn": StopReason.end_turn,
+    "stop_sequence": StopReason.stop_sequence,
+    "max_tokens": StopReason.max_tokens,
+    "tool_use": StopReason.tool_use,
+    "pause_turn": StopReason.pause_turn,
+    "refusal": StopReason.content_filter,
+    "model_context_window_exceeded": StopReason.max_tokens,
+}
+
+# The HTTP status each documented error type is sent with; an in-band (stream) error carries
+# only the type, so this is how it gets the same classification as its HTTP twin.
+_ERROR_STATUS: Mapping[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_CUT_OFF = "the arguments were cut off at max_tokens; ask for less or split the call"
+
+
+def map_stop_reason(raw: Any) -> StopReason:
+    """The library's stop reason for Anthropic's ``stop_reason`` (unknown or missing → ``other``)."""
+    return _STOP_REASONS.get(raw, StopReason.other) if isinstance(raw, str) else StopReason.other
+
+
+def _count(value: Any) -> int | None:
+    # bool is an int subclass; a JSON true is not a token count.
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def parse_usage(obj: Any) -> Usage:
+    """``usage`` → :class:`Usage` (missing or non-integer counts read as 0)."""
+    return merge_usage(Usage(), obj)
+
+
+def merge_usage(prev: Usage, obj: Any) -> Usage:
+    """Fold a (cumulative) ``usage`` object into ``prev``.
+
+    Anthropic's ``message_delta`` usage is cumulative and may omit fields (older API
+    versions send only ``output_tokens``).  A field absent from ``obj`` keeps its
+    previous value, and no count ever goes down, so the input tokens reported by
+    ``message_start`` survive a ``message_delta`` that leaves them out.
+    """
+    if not isinstance(obj, Mapping):
+        return prev
+
+    def pick(key: str, old: int) -> int:
+        new = _count(obj.get(key))
+        return old if new is None else max(old, new)
+
+    return Usage(
+        input_tokens=pick("input_tokens", prev.input_tokens),
+        output_tokens=pick("output_tokens", prev.output_tokens),
+        cache_read_tokens=pick("cache_read_input_tokens", prev.cache_read_tokens),
+        cache_write_tokens=pick("cache_creation_input_tokens", prev.cache_write_tokens),
+        reasoning_tokens=prev.reasoning_tokens,
+    )
+
+
+def is_error_body(body: Any) -> bool:
+    """Whether ``body`` is Anthropic's ``{"type": "error", "error": {"type", "message"}}``."""
+    return (
+        isinstance(body, Mapping)
+        and body.get("type") == "error"
+        and isinstance(body.get("error"), Mapping)
+        and isinstance(body["error"].get("type"), str)
+    )
+
+
+def classify_error_body(
+    body: Mapping[str, Any], *, provider: str, model: str | None, status: int | None = None
+) -> ProviderError:
+    """Classify an Anthropic error body that arrived without (or inside) a 2xx status.
+
+    The status is the one the error type is documented with (``overloaded_error`` →
+    529, transient), so an in-band ``event: error`` gets the same kind as its HTTP twin.
+    Unknown types are a vendor failure mid-answer (500, transient).
+    """
+    err = body.get("error")
+    etype = err.get("type") if isinstance(err, Mapping) else None
+    found = status if status is not None and status >= 400 else _ERROR_STATUS.get(str(etype), 500)
+    return classify_http_error(found, None, dict(body), provider=provider, model=model)
+
+
+def classify_error(
+    status: int, headers: Mapping[str, str] | None, body: bytes, *, provider: str, model: str | None
+) -> ProviderError:
+    """``{"type":"error","error":{"type","message"},"request_id"}`` with a non-2xx status → the classified error.
+
+    400 invalid_request_error / 413 request_too_large → request; 401 / 403 / 404 →
+    account; 429 rate_limit_error → transient with ``retry-after``; 500 api_error and
+    529 overloaded_error → transient (``x-should-retry`` overrides, see
+    :func:`~agentactors.providers.errors.classify_http_error`).  The shared classifier knows
+    every one of these types, so nothing is refined here.
+    """
+    return classify_http_error(status, headers, body, provider=provider, model=model)
+
+
+def _tool_call_from_block(block: Mapping[str, Any], *, provider: str, model: str | None) -> ToolCall:
+    call_id, name = block.get("id"), block.get("name")
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
+        raise MalformedResponseError("tool_use block without a string id and name", provider=provider, model=model)
+    arguments = block.get("input")
+    if isinstance(arguments, Mapping):
+        return ToolCall(id=call_id, name=name, arguments=dict(arguments))
+    # The wire promises an object; anything else is kept and marked, never read as {}.
+    return ToolCall(
+        id=call_id,
+        name=name,
+        raw_arguments=json.dumps(arguments, ensure_ascii=False),
+        arguments_error="unparseable",
+        arguments_error_detail="the tool input is not a JSON object",
+    )
+
+
+def assemble(
+    items: Sequence[Mapping[str, Any] | ToolCall],
+    *,
+    message_id: Any,
+    model_seen: Any,
+    stop_reason: Any,
+    stop_sequence: Any,
+    usage: Usage,
+    model: str | None,
+    provider: str,
+) -> LLMResponse:
+    """One response from the decoded content items (blocks as dicts, client tool calls as ``ToolCall``)."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCall] = []
+    opaque: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, ToolCall):
+            calls.append(item)
+            continue
+        kind = item.get("type")
+        if kind == "text":
+            value = item.get("text")
+            if not isinstance(value, str):
+                raise MalformedResponseError("text block without text", provider=provider, model=model)
+            text.append(value)
+        else:
+            if kind == "thinking":
+                value = item.get("thinking")
+                if not isinstance(value, str):
+                    raise MalformedResponseError("thinking block without text", provider=provider, model=model)
+                reasoning.append(value)
+            opaque.append(dict(item))
+    stop = map_stop_reason(stop_reason)
+    if stop is StopReason.max_tokens:
+        calls = [
+            ToolCall(
+                id=c.id,
+                name=c.name,
+                arguments=c.arguments,
+                raw_arguments=c.raw_arguments,
+                arguments_error=c.arguments_error,
+                arguments_error_detail=_CUT_OFF,
+                provider_data=c.provider_data,
+            )
+            if c.arguments_error is not None
+            else c
+            for c in calls
+        ]
+    data: dict[str, Any] = {}
+    if opaque:
+        data["blocks"] = opaque
+    if isinstance(stop_sequence, str):
+        data["stop_sequence"] = stop_sequence
+    return LLMResponse(
+        content="".join(text),
+        tool_calls=tuple(calls),
+        stop_reason=stop,
+        usage=usage,
+        model=model_seen if isinstance(model_seen, str) and model_seen else model,
+        provider=provider,
+        raw_stop_reason=stop_reason if isinstance(stop_reason, str) else None,
+        reasoning="".join(reasoning),
+        provider_data={WIRE: data} if data else None,
+        response_id=message_id if isinstance(message_id, str) else None,
+    )
+
+
+def decode_message(body: Any, *, request: LLMRequest | None, model: str | None, provider: str) -> LLMResponse:
+    """An :class:`LLMResponse` from a Messages API response body (parsed JSON).
+
+    Raises the classified :class:`ProviderError` for an error body, and a transient
+    :class:`MalformedResponseError` for anything that is not a message.
+    """
+    del request  # a non-streamed tool_use input is already an object: no schema needed
+    if is_error_body(body):
+        raise classify_error_body(body, provider=provider, model=model)
+    if not isinstance(body, Mapping):
+        raise MalformedResponseError(
+            f"expected a JSON object, got {type(body).__name__}", provider=provider, model=model
+        )
+    if body.get("type", "message") != "message":
+        raise MalformedResponseError(f"unexpected type {body.get('type')!r}", provider=provider, model=model)
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise MalformedResponseError("message without a content list", provider=provider, model=model)
+    items: list[Mapping[str, Any] | ToolCall] = []
+    for block in content:
+        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+            raise MalformedResponseError("content block without a type", provider=provider, model=model)
+        items.append(
+            _tool_call_from_block(block, provider=provider, model=model) if block["type"] == "tool_use" else block
+        )
+    try:
+        return assemble(
+            items,
+            message_id=body.get("id"),
+            model_seen=body.get("model"),
+            stop_reason=body.get("stop_reason"),
+            stop_sequence=body.get("stop_sequence"),
+            usage=parse_usage(body.get("usage")),
+            model=model,
+            provider=provider,
+        )
+    except (TypeError, ValueError) as exc:  # a value the data model refuses (e.g. a non-str id)
+        raise MalformedResponseError(str(exc), provider=provider, model=model) from exc

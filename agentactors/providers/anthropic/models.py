@@ -1,0 +1,194 @@
+"""Claude models as data, and how a request's settings and parts meet them on the Messages wire.
+
+:data:`MODELS` says, per model-name pattern, how the model thinks and which ``output_config.effort`` values
+it takes.  Sources: Anthropic's extended thinking, adaptive thinking and effort pages ("budget_tokens must be
+at least 1024 … less than max_tokens"; "Thinking isn't compatible with temperature or top_k modifications …
+top_p … between 0.95 and 1"; "Adaptive thinking is supported on Claude Opus 4.6 and Sonnet 4.6 … budget_tokens
+… deprecated"; "Claude Opus 4.7 … only support adaptive thinking. Manual extended thinking … will return a
+400"; "The effort parameter is supported by … Claude Opus 4.6, Claude Sonnet 4.6 and Claude Opus 4.5"; Opus
+4.7 adds ``xhigh`` and rejects ``temperature`` / ``top_p`` / ``top_k`` outright).  A model no row matches gets
+every setting as given: ``thinking_budget`` as a manual budget, ``reasoning_effort`` as adaptive thinking with
+that effort.  The first match wins.
+
+Limits (:data:`LIMITS`, Anthropic's vision and PDF guides and API overview): 5 MB an image, a 32 MB request;
+images are JPEG, PNG, GIF or WebP; documents PDF (base64 or URL) or plain text.  There is no audio input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from ...messages import LLMRequest, Message
+from ...parts import Audio, Document, Image
+from .._media import MediaLimits, check_limits, media_of, unsupported
+from .._settings import dropped, listed, match_model, refused
+from .decode import WIRE
+
+__all__ = [
+    "EFFORT_BUDGETS",
+    "LIMITS",
+    "MIN_THINKING_BUDGET",
+    "MODELS",
+    "ClaudeModel",
+    "Thinking",
+    "check_parts",
+    "model_row",
+    "plan_thinking",
+    "sampling_fields",
+]
+
+Thinking = Literal["none", "manual", "adaptive", "adaptive_only"]
+
+
+@attrs.frozen(slots=True)
+class ClaudeModel:
+    """What one family of Claude models takes.
+
+    :param patterns: ``fnmatch`` patterns of the bare model name (``claude-…``; cloud prefixes removed).
+    :param thinking: ``"none"``, ``"manual"`` (``budget_tokens``), ``"adaptive"`` (adaptive, and manual
+        still accepted) or ``"adaptive_only"``.
+    :param efforts: the ``output_config.effort`` values it takes (``None``: no effort parameter).
+    :param sampling: whether it takes ``temperature`` / ``top_p`` at all.
+    :param vision: whether it takes images and PDFs.
+    """
+
+    patterns: tuple[str, ...]
+    thinking: Thinking = "manual"
+    efforts: tuple[str, ...] | None = None
+    sampling: bool = True
+    vision: bool = True
+
+
+#: First match wins: narrower patterns first.
+MODELS: tuple[ClaudeModel, ...] = (
+    ClaudeModel(("claude-opus-4-7*",), thinking="adaptive_only",
+                efforts=("low", "medium", "high", "xhigh", "max"), sampling=False),
+    ClaudeModel(("claude-opus-4-6*", "claude-sonnet-4-6*"), thinking="adaptive",
+                efforts=("low", "medium", "high", "max")),
+    ClaudeModel(("claude-opus-4-5*",), efforts=("low", "medium", "high")),
+    ClaudeModel(("claude-sonnet-4-5*", "claude-haiku-4-5*", "claude-opus-4-1*", "claude-opus-4-0*", "claude-opus-4-2*",
+                 "claude-sonnet-4-0*", "claude-sonnet-4-2*", "claude-opus-4", "claude-sonnet-4", "claude-3-7-sonnet*")),
+    ClaudeModel(("claude-3-5-*", "claude-3-opus*", "claude-3-sonnet*", "claude-3-haiku*"), thinking="none"),
+    ClaudeModel(("claude-2*", "claude-instant*"), thinking="none", vision=False),
+)
+
+MIN_THINKING_BUDGET = 1024
+#: ``reasoning_effort`` as a manual thinking budget, on models without adaptive thinking.
+EFFORT_BUDGETS: Mapping[str, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 24576,
+    "max": 24576,
+}
+
+LIMITS = MediaLimits(image_bytes=5 * 1024 * 1024, request_bytes=32 * 1024 * 1024)
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_TOP_P_WITH_THINKING = 0.95
+
+
+def model_row(model: str) -> ClaudeModel | None:
+    """The row of :data:`MODELS` for ``model`` (``None``: a model these tables do not know)."""
+    return match_model(MODELS, model)
+
+
+def plan_thinking(request: LLMRequest, model: str) -> tuple[dict[str, Any] | None, str | None]:
+    """``(thinking, effort)``: the ``thinking`` object and the ``output_config.effort`` the settings ask for.
+
+    ``(None, None)`` when the settings ask for neither.  Raises
+    :class:`~agentactors.UnsupportedSettingError` for a budget the model cannot take and an effort it does not
+    know; drops (with ``llm.setting_dropped``) an effort for a model that does not reason.
+    """
+    row = model_row(model)
+    budget, effort = request.thinking_budget, request.reasoning_effort
+    thinking: dict[str, Any] | None = None
+    if budget is not None and budget > 0:
+        if row is not None and row.thinking == "none":
+            raise refused(WIRE, model, "thinking_budget", "the model does not think")
+        if row is not None and row.thinking == "adaptive_only":
+            raise refused(WIRE, model, "thinking_budget",
+                          "the model takes no thinking budget, only adaptive thinking: set reasoning_effort")
+        if budget < MIN_THINKING_BUDGET:
+            raise refused(WIRE, model, "thinking_budget", f"Anthropic requires at least {MIN_THINKING_BUDGET} tokens")
+        if request.max_tokens is not None and budget >= request.max_tokens:
+            raise refused(WIRE, model, "thinking_budget",
+                          f"the budget ({budget}) must be below max_tokens ({request.max_tokens})")
+        thinking = {"type": "enabled", "budget_tokens": budget}
+    if effort is None or effort == "none":
+        return thinking, None  # "none": no thinking, nothing to send
+    if row is not None and row.thinking == "none" and row.efforts is None:
+        dropped(WIRE, model, "reasoning_effort", effort, "the model does not reason")
+        return thinking, None
+    sent: str | None = None
+    if row is None or row.efforts is not None:
+        if row is not None and row.efforts is not None and effort not in row.efforts:
+            raise refused(WIRE, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
+        sent = effort
+    if thinking is None and budget is None:
+        if row is None or row.thinking in ("adaptive", "adaptive_only"):
+            thinking = {"type": "adaptive"}
+        elif row.thinking == "manual":
+            thinking = _budget_for(effort, request, model)
+    return thinking, sent
+
+
+def _budget_for(effort: str, request: LLMRequest, model: str) -> dict[str, Any] | None:
+    budget = EFFORT_BUDGETS.get(effort)
+    if budget is None:
+        raise refused(WIRE, model, "reasoning_effort", f"{effort!r} has no thinking budget on this model")
+    if request.max_tokens is not None:
+        budget = min(budget, request.max_tokens - 1)
+        if budget < MIN_THINKING_BUDGET:
+            dropped(WIRE, model, "reasoning_effort", effort,
+                    f"max_tokens ({request.max_tokens}) leaves no room for the {MIN_THINKING_BUDGET}-token "
+                    "minimum thinking budget")
+            return None
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+def sampling_fields(request: LLMRequest, model: str, *, thinking: bool) -> dict[str, Any]:
+    """``temperature`` / ``top_p`` for the body, checked against thinking and the model (the conflict table)."""
+    row = model_row(model)
+    out: dict[str, Any] = {}
+    for name in ("temperature", "top_p"):
+        value = getattr(request, name)
+        if value is None:
+            continue
+        if row is not None and not row.sampling:
+            dropped(WIRE, model, name, value, "the model takes no sampling settings")
+            continue
+        if name == "temperature" and value > 1:
+            raise refused(WIRE, model, "temperature", f"Anthropic takes 0 to 1, not {value!r}")
+        if thinking and name == "temperature" and value != 1:
+            raise refused(WIRE, model, "temperature",
+                          "extended thinking is not compatible with a temperature other than 1")
+        if thinking and name == "top_p" and value < _TOP_P_WITH_THINKING:
+            raise refused(WIRE, model, "top_p",
+                          f"extended thinking takes top_p between {_TOP_P_WITH_THINKING} and 1, not {value!r}")
+        out[name] = value
+    return out
+
+
+def check_parts(messages: Sequence[Message], model: str) -> None:
+    """Raise :class:`~agentactors.UnsupportedContentError` for a part this model or wire cannot carry."""
+    row = model_row(model)
+    for part in media_of(messages):
+        if isinstance(part, Audio):
+            raise unsupported(part, "the Messages API takes no audio input", wire=WIRE, model=model)
+        if row is not None and not row.vision:
+            raise unsupported(part, "the model takes no images or documents", wire=WIRE, model=model)
+        if part.url is not None and not part.url.lower().startswith(("http://", "https://")):
+            raise unsupported(part, "the Messages API fetches URLs over http(s) only", wire=WIRE, model=model)
+        if isinstance(part, Image):
+            if part.data is not None and part.media_type not in _IMAGE_TYPES:
+                raise unsupported(part, "the Messages API takes JPEG, PNG, GIF or WebP images", wire=WIRE, model=model)
+        elif isinstance(part, Document):
+            if part.media_type != "application/pdf" and not part.media_type.startswith("text/"):
+                raise unsupported(part, "the Messages API takes PDF and text documents", wire=WIRE, model=model)
+            if part.url is not None and part.media_type != "application/pdf":
+                raise unsupported(part, "a document URL must be a PDF's; pass text as data", wire=WIRE, model=model)
+    check_limits(messages, LIMITS, wire=WIRE, model=model)

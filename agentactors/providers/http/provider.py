@@ -1,0 +1,622 @@
+"""``HTTPProvider``: the thin HTTP adapter every vendor wire shares.
+
+A vendor provider is a :class:`~agentactors.providers.codec.WireCodec` (pure
+request/response/stream mapping) plus this class, which does the I/O:
+
+* fills the fields a request leaves unset from the provider's default
+  :class:`~agentactors.ModelSettings` (``settings=``), resolves the model and refuses a
+  forced tool choice the model rejects *before* anything is sent;
+* checks the API key once, when the provider is made (surrounding whitespace
+  stripped; a key no HTTP header can carry refused with a ``ValueError`` that
+  does not contain it), puts it in headers only (never in a URL) and registers
+  it with :func:`~agentactors.redaction.register_secret`, so it is redacted from
+  every error, cause chain and log line (httpx's and httpcore's included);
+* sends through one seam (:mod:`._transport`): an injected
+  :class:`httpx.AsyncClient` as is; else an owned pool created lazily inside the
+  running event loop — aiohttp on asyncio when the ``[aiohttp]`` extra is
+  installed (no httpx object per request, httpx's exceptions), httpcore
+  otherwise (always on trio);
+* reads bodies under byte limits counted after decompression
+  (:mod:`._limits`, :mod:`._body`) and an error body only as far as
+  classification needs;
+* classifies every failure into the :class:`~agentactors.ProviderError`
+  taxonomy: non-2xx through the codec, transport errors and timeouts as
+  transient, an undecodable body as :class:`~agentactors.MalformedResponseError`,
+  a body past a limit as :class:`~agentactors.ResponseTooLargeError`;
+* decodes streams one SSE event at a time (:mod:`._sse`: bounded lines and
+  events, httpx-sse's field decoder) through the codec's
+  :class:`~agentactors.providers.codec.StreamDecoder`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import ClassVar, Self
+
+import anyio
+import anyio.lowlevel
+import httpx
+
+from ..._scrub import scrub_chain
+from ...errors import ErrorKind, MalformedResponseError, ProviderError
+from ...messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
+from ...redaction import redact, redact_loggers, register_secret
+from ...settings import ModelSettings
+from ..codec import StreamDecoder, WireCodec
+from ..errors import classify_exception
+from ..port import check_forced_tool_choice, check_response_format, events_for_response, interrupted, resolve_model
+from .body import BodyReader
+from .keys import clean_api_key
+from .limits import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SSE_LINE_BYTES,
+    ERROR_BODY_BYTES,
+    ResponseLimits,
+)
+from .ratelimits import RateLimitState, read_rate_limits
+from .sse import SSEReader, iter_events
+from .transport import ClientSender, Sender, WireResponse, owned_sender, preload, raw_headers
+
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_MAX_SSE_LINE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "HTTPProvider",
+    "iter_sse",
+]
+
+log = logging.getLogger("agentactors.providers.http")
+
+# LLM answers can take minutes before the first byte (reasoning models), so the read
+# timeout is generous; connecting and pool waits should fail fast.  A whole-call bound
+# belongs to the with_timeout decorator, not to the transport.
+DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
+# Undecodable exceptions a codec may raise on a vendor shape it did not foresee.
+_DECODE_FAILURES = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
+# The loggers of the HTTP stack under us: each gets the redacting filter (a logger's filters do
+# not apply to its children's records, so every emitting logger is named).
+_TRANSPORT_LOGGERS = (
+    "httpx",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+    "hpack.hpack",
+    "hpack.table",
+    "h2",
+    "h11",
+    "aiohttp.client",
+    "aiohttp.internal",
+    "asyncio",
+)
+# Offered explicitly, so a server never answers in an encoding whose decoder we do not bound.
+_ACCEPT_ENCODING = "gzip, deflate"
+# One encoder for every request body (json.dumps with options builds a new one per call).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def iter_sse(raw: bytes | str) -> Iterator[tuple[str, str]]:
+    """Decode a complete SSE body into ``(event, data)`` pairs, exactly as a live stream would be.
+
+    Uses the same reader as :meth:`HTTPProvider.stream` (an unnamed event is
+    ``"message"``; events with empty data are not dispatched, per WHATWG), with the
+    default line and event limits.  Meant for tests and tooling that replay recorded
+    streams.
+    """
+    content = raw.encode("utf-8") if isinstance(raw, str) else raw
+    yield from iter_events(content, max_line_bytes=DEFAULT_MAX_SSE_LINE_BYTES, max_event_bytes=DEFAULT_MAX_EVENT_BYTES)
+
+
+def _loop_token() -> object | None:
+    """The running event loop's identity (anyio >= 4.11), or ``None`` when it cannot be told."""
+    current = getattr(anyio.lowlevel, "current_token", None)
+    if current is None:
+        return None
+    try:
+        token: object = current()
+    except Exception:
+        return None
+    return token
+
+
+def _is_2xx(status: int) -> bool:
+    return 200 <= status < 300
+
+
+class HTTPProvider:
+    """Thin HTTP adapter around a :class:`~agentactors.providers.codec.WireCodec`.
+
+    Subclasses set :attr:`wire_name` (the default provider name) and
+    :attr:`api_key_env` (environment variables tried in order when ``api_key``
+    is ``None``) and usually override :meth:`supports_forced_tool_choice` with
+    per-model data.
+
+    :param max_response_bytes: the most bytes read of one response — a JSON body or a
+        whole stream — counted after decompression (default 64 MiB).
+    :param max_sse_line_bytes: the longest SSE line read (default 16 MiB).
+    :param max_event_bytes: the most bytes of one SSE event's lines (default 16 MiB).
+        Past any of the three: :class:`~agentactors.ResponseTooLargeError`, and nothing
+        more is read (see :mod:`agentactors.providers.http.limits`).
+
+    Errors: :meth:`complete` and :meth:`stream` raise only
+    :class:`~agentactors.ProviderError` subclasses (or anyio's cancellation
+    exception).  A forced tool choice the model rejects raises
+    :class:`~agentactors.UnsupportedToolChoiceError` and a missing model a
+    request-kind error, both before any request is sent.  A stream that fails
+    after its first event raises :class:`~agentactors.StreamInterruptedError`
+    (``partial_text`` = the answer text delivered); before it, the classified
+    error itself.  The constructor raises ``ValueError`` for an API key that
+    cannot go in an HTTP header (the message never holds the key).
+
+    Cancellation: cancelling a call, or leaving a stream's context manager
+    early, closes the HTTP response, so the server sees the disconnect.
+
+    The provider belongs to one event loop: its owned pool is created in the
+    first loop that uses it.  :meth:`aclose` closes it (a later call creates a
+    new one).
+    """
+
+    wire_name: ClassVar[str] = "http"
+    api_key_env: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        codec: WireCodec,
+        *,
+        model: str | None,
+        api_key: str | None,
+        base_url: str,
+        http_client: httpx.AsyncClient | None = None,
+        name: str | None = None,
+        carries_forced_tool_choice: bool = True,
+        timeout: httpx.Timeout | float | None = None,
+        settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        if settings is not None and not isinstance(settings, ModelSettings):
+            raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
+        if timeout is None and settings is not None and settings.timeout is not None:
+            timeout = settings.timeout  # the default settings' timeout is this provider's
+        self._settings = settings or None
+        self._codec = codec
+        self._model = model
+        self._name = name or self.wire_name
+        raw_key = api_key if api_key is not None else self._key_from_env()
+        register_secret(raw_key)  # before checking it: even a refused key is never shown
+        key = clean_api_key(raw_key, provider=self._name)
+        register_secret(key)
+        redact_loggers(_TRANSPORT_LOGGERS)
+        self.__api_key = key
+        self._base_url = base_url.rstrip("/")
+        self._timeout: httpx.Timeout | None = None if timeout is None else httpx.Timeout(timeout)
+        self._limits = ResponseLimits(
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
+        )
+        self._owns_sender = http_client is None
+        if self._owns_sender:
+            preload()
+        self._sender: Sender | None = (
+            None if http_client is None else ClientSender(http_client, timeout=self._timeout, owned=False)
+        )
+        self._sender_loop: object | None = None
+        # Closes the owned sender when its event loop ends (see _closed_with_its_loop).
+        self._keeper: AsyncGenerator[None, None] | None = None
+        self._carries_forced = bool(carries_forced_tool_choice)
+        self._rate_limit: RateLimitState | None = None
+        # The request headers, per stream flag: the same on every request, so built once (never changed
+        # afterwards: a sender may keep a prepared form of each).
+        self._header_sets: dict[bool, dict[str, str]] = {}
+
+    @classmethod
+    def _key_from_env(cls) -> str | None:
+        for var in cls.api_key_env:
+            value = os.environ.get(var)
+            if value and value.strip():
+                return value
+        return None
+
+    def __repr__(self) -> str:
+        # Never the key: only whether there is one.
+        has_key = "set" if self.__api_key else "none"
+        return (
+            f"{type(self).__name__}(name={self._name!r}, model={self._model!r}, "
+            f"base_url={redact(self._base_url)!r}, api_key={has_key})"
+        )
+
+    # -- LLMProvider ------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The name given, else :attr:`wire_name`."""
+        return self._name
+
+    @property
+    def default_model(self) -> str | None:
+        """The model given to the constructor (``request.model`` wins)."""
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """The vendor's base URL, without a trailing slash."""
+        return self._base_url
+
+    @property
+    def settings(self) -> ModelSettings | None:
+        """The default settings given to the constructor (a request's own fields win over them)."""
+        return self._settings
+
+    @property
+    def codec(self) -> WireCodec:
+        """The wire codec this provider sends through."""
+        return self._codec
+
+    @property
+    def limits(self) -> ResponseLimits:
+        """The byte limits responses are read under."""
+        return self._limits
+
+    @property
+    def transport(self) -> str | None:
+        """How requests go out: ``"client"`` (injected), ``"aiohttp"`` or ``"httpx"`` (owned).
+
+        ``None`` until the first request of an owned pool (the choice depends on the running backend).
+        """
+        return None if self._sender is None else self._sender.name
+
+    @property
+    def carries_tools(self) -> bool:
+        """``True``: every wire here calls tools natively."""
+        return True
+
+    @property
+    def carries_forced_tool_choice(self) -> bool:
+        """As given to the constructor; :meth:`supports_forced_tool_choice` refines it per model."""
+        return self._carries_forced
+
+    @property
+    def supports_streaming(self) -> bool:
+        """``True``: every wire here streams (a server that answers with one JSON body is decoded whole)."""
+        return True
+
+    @property
+    def rate_limit(self) -> RateLimitState | None:
+        """What the vendor's last response said about its rate limits (its headers), or ``None`` if nothing yet.
+
+        Read from every response, error responses included (a 429's ``retry-after``); see
+        :mod:`agentactors.providers.http.ratelimits`.  ``with_pool`` steers away from a member near its limit.
+        """
+        return self._rate_limit
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether a forced choice (``required`` / a named tool) may be sent to ``model``.
+
+        The base answers with :attr:`carries_forced_tool_choice`; vendor
+        subclasses refine it with per-model data.
+        """
+        return self._carries_forced
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether a JSON-schema response format may be sent to ``model``.
+
+        The base answers ``False`` (the port's default: a wire that has no mapping for it would drop it);
+        vendor subclasses whose codec maps it answer per model.
+        """
+        return False
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send ``request`` and return the decoded response.
+
+        Raises a classified :class:`~agentactors.ProviderError`; see the class docstring.
+        """
+        model, url, headers, content = self._prepare(request, stream=False)
+        response = await self._send(url, headers, content, model, stream=False, io_timeout=request.timeout)
+        reader = self._reader(response, model)
+        try:
+            self._note_rate_limit(response)
+            if not _is_2xx(response.status_code):
+                raise await self._http_error(response, reader, model)
+            body = await self._read_all(reader, model)
+        finally:
+            await reader.aclose()
+        return self._decode_body(body, request, model, response.status_code)
+
+    def stream(self, request: LLMRequest) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        """Stream ``request``: an async context manager whose value iterates stream events.
+
+        The model check and the forced-tool-choice check happen here, at call
+        time, before any request exists.  A successful stream ends with exactly
+        one :class:`~agentactors.StreamEnd`; a stream whose terminal event never
+        arrives raises instead of returning a partial answer.
+        """
+        prepared = self._prepare(request, stream=True)
+        return self._stream(request, *prepared)
+
+    async def aclose(self) -> None:
+        """Close the owned HTTP pool (an injected client is left to its owner)."""
+        if not self._owns_sender:
+            return
+        sender, self._sender = self._sender, None
+        keeper, self._keeper = self._keeper, None
+        if sender is not None:
+            await sender.aclose()
+        if keeper is not None:
+            await keeper.aclose()  # its sender is closed: nothing left for it to do
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
+        request = self.with_defaults(request)
+        model = resolve_model(self, request)
+        check_forced_tool_choice(self, request, model)
+        check_response_format(self, request, model)
+        try:
+            body = self._codec.encode_request(request, model, stream=stream)
+        except ProviderError:
+            raise
+        except (TypeError, ValueError, KeyError) as exc:
+            # The request cannot be expressed on this wire: a request fault, raised before sending.
+            raise ProviderError(
+                f"the request cannot be encoded for the {self._codec.wire} wire: {exc}",
+                provider=self._name,
+                model=model,
+                kind=ErrorKind.request,
+            ) from exc
+        try:
+            content = _JSON.encode(body).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise ProviderError(
+                f"the request body cannot be sent as JSON: {exc}",
+                provider=self._name,
+                model=model,
+                kind=ErrorKind.request,
+            ) from exc
+        headers = self._header_sets.get(stream)
+        if headers is None:
+            headers = self._header_sets[stream] = {
+                "content-type": "application/json",
+                "accept": "text/event-stream" if stream else "application/json",
+                "accept-encoding": _ACCEPT_ENCODING,
+                **self._codec.headers(self.__api_key),
+            }
+        return model, self._codec.url(self._base_url, model, stream=stream), headers, content
+
+    def with_defaults(self, request: LLMRequest) -> LLMRequest:
+        """``request`` with this provider's default settings filling the fields it leaves unset."""
+        return request if self._settings is None else request.with_defaults(self._settings)
+
+    def _get_sender(self) -> Sender:
+        # Created on first use so that it binds to the running event loop, not the importer's.
+        token = _loop_token()
+        if self._owns_sender and self._sender is not None and token is not None and token != self._sender_loop:
+            # The loop that owned the pool is gone (a second anyio.run): its connections cannot be
+            # used or closed from here, so start a fresh pool rather than fail every call.
+            self._sender = None
+        if self._sender is None:
+            self._sender = owned_sender(self._timeout or DEFAULT_TIMEOUT)
+            self._sender_loop = token
+            self._keeper = None  # the new sender's keeper starts with its first request (_send)
+        return self._sender
+
+    async def _send(
+        self,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+        model: str,
+        *,
+        stream: bool,
+        io_timeout: float | None = None,
+    ) -> WireResponse:
+        """Put the request on the wire; ``io_timeout`` is the request's own (``ModelSettings.timeout``)."""
+        sender = self._get_sender()
+        if self._keeper is None and self._owns_sender and sender.name == "aiohttp":
+            # Started in the loop the sender belongs to: the loop finalises it when it ends.  Only for
+            # aiohttp (asyncio), whose collected sessions log "Unclosed client session" errors through
+            # the loop; httpx's pool (and trio, which warns about any collected half-run generator)
+            # is left as it is.
+            keeper = _closed_with_its_loop(sender)
+            await keeper.asend(None)
+            self._keeper = keeper
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: POST %s (model=%s%s)", self._name, redact(url), model, ", stream" if stream else "")
+        try:
+            return await sender.send(url, headers, content, None if io_timeout is None else httpx.Timeout(io_timeout))
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            failure = self._transport_error(exc, model)
+        # Raised outside the except block, so the foreign exception is not kept as __context__ either.
+        raise failure
+
+    def _reader(self, response: WireResponse, model: str) -> BodyReader:
+        return BodyReader(
+            response,
+            limit=self._limits.max_response_bytes,
+            limit_name="max_response_bytes",
+            provider=self._name,
+            model=model,
+        )
+
+    async def _read_all(self, reader: BodyReader, model: str) -> bytes:
+        try:
+            return await reader.read_all()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except ProviderError:
+            raise
+        except Exception as exc:
+            failure = self._transport_error(exc, model)
+        raise failure
+
+    def _note_rate_limit(self, response: WireResponse) -> None:
+        state = read_rate_limits(raw_headers(response))
+        if state is not None:  # a response without the headers says nothing new
+            self._rate_limit = state
+
+    def _transport_error(self, exc: BaseException, model: str) -> ProviderError:
+        return classify_exception(exc, provider=self._name, model=model)
+
+    async def _http_error(self, response: WireResponse, reader: BodyReader, model: str) -> ProviderError:
+        # Only as much of the body as classification needs: an error page may be 60 MB.
+        try:
+            body = await reader.read_head(ERROR_BODY_BYTES)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:  # a body that cannot be read must not hide the status
+            body = b""
+        return self._classified(response.status_code, response.headers, body, model)
+
+    def _classified(self, status: int, headers: Mapping[str, str], body: bytes, model: str) -> ProviderError:
+        try:
+            return self._codec.classify_error(status, headers, body, model=model, provider=self._name)
+        except _DECODE_FAILURES as exc:  # a codec bug must not hide the vendor's failure
+            err = MalformedResponseError(
+                f"HTTP {status} with an error body that could not be classified ({type(exc).__name__})",
+                provider=self._name,
+                model=model,
+                status=status,
+                body_excerpt=body,
+            )
+            err.__cause__ = scrub_chain(exc)
+            return err
+
+    def _decode_body(self, body: bytes, request: LLMRequest, model: str, status: int) -> LLMResponse:
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            # Not chained: a JSONDecodeError keeps the whole body (up to the limit) in .doc.
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            raise MalformedResponseError(
+                f"the response body is not JSON (HTTP {status}, {len(body)} bytes: {reason})",
+                provider=self._name,
+                model=model,
+                status=status,
+                body_excerpt=body,
+            ) from None
+        try:
+            response = self._codec.decode_response(parsed, request=request, model=model, provider=self._name)
+        except ProviderError:
+            raise
+        except _DECODE_FAILURES as exc:
+            failure = MalformedResponseError(
+                f"the response could not be decoded ({type(exc).__name__})",
+                provider=self._name,
+                model=model,
+                status=status,
+                body_excerpt=body,
+            )
+            failure.__cause__ = scrub_chain(exc)
+            raise failure from failure.__cause__
+        return response if response.provider == self._name else response.with_provider(self._name)
+
+    @asynccontextmanager
+    async def _stream(
+        self, request: LLMRequest, model: str, url: str, headers: dict[str, str], content: bytes
+    ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        response = await self._send(url, headers, content, model, stream=True, io_timeout=request.timeout)
+        reader = self._reader(response, model)
+        try:
+            self._note_rate_limit(response)
+            if not _is_2xx(response.status_code):
+                raise await self._http_error(response, reader, model)
+            ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+            events: AsyncGenerator[StreamEvent, None]
+            if ctype != "text/event-stream":
+                # A server that ignored stream=true and answered in one body: decode it whole.
+                body = await self._read_all(reader, model)
+                whole = self._decode_body(body, request, model, response.status_code)
+                events = _replay(events_for_response(whole))
+            else:
+                decoder = self._codec.stream_decoder(request=request, model=model, provider=self._name)
+                events = self._events(reader, decoder, model)
+            try:
+                yield events
+            finally:
+                # Finalise the iterator now (not at garbage collection) so nothing reads after we close.
+                with anyio.CancelScope(shield=True):
+                    await events.aclose()
+        finally:
+            # Shielded and bounded: a cancelled caller still closes the socket, so the server sees it.
+            await reader.aclose()
+
+    async def _events(
+        self, reader: BodyReader, decoder: StreamDecoder, model: str
+    ) -> AsyncGenerator[StreamEvent, None]:
+        text: list[str] = []
+        started = False
+        sse = SSEReader(
+            max_line_bytes=self._limits.max_sse_line_bytes,
+            max_event_bytes=self._limits.max_event_bytes,
+            overflow=lambda name, limit, what: reader.too_large(name, limit, what),
+        )
+        try:
+            while True:
+                chunk = await reader.read()
+                for event, data in sse.feed(chunk) if chunk else sse.close():
+                    for out in decoder.feed(event, data):
+                        if isinstance(out, TextDelta):
+                            text.append(out.text)
+                        started = True
+                        yield out
+                if not chunk:
+                    break
+            final = decoder.finish()
+            yield StreamEnd(final if final.provider == self._name else final.with_provider(self._name))
+            return
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            err = self._stream_error(exc, model)
+            if err is exc and not started:
+                raise
+            failure = (
+                interrupted(err, provider=self._name, model=model, partial_text="".join(text)) if started else err
+            )
+        raise failure
+
+    def _stream_error(self, exc: Exception, model: str) -> ProviderError:
+        if isinstance(exc, ProviderError):
+            return exc
+        if isinstance(exc, _DECODE_FAILURES) and not isinstance(exc, httpx.HTTPError):
+            err = MalformedResponseError(
+                f"a stream event could not be decoded ({type(exc).__name__})", provider=self._name, model=model
+            )
+            err.__cause__ = scrub_chain(exc)
+            return err
+        return self._transport_error(exc, model)
+
+
+async def _closed_with_its_loop(sender: Sender) -> AsyncGenerator[None, None]:
+    """Waits at its ``yield`` while ``sender`` lives; finalising it closes the sender, in the sender's loop.
+
+    Event loops finalise the async generators still alive when they end (asyncio.run and trio.run
+    both do, so anyio.run does), and one collected earlier in a task of their own.  A provider whose
+    caller never closed it — a script's ``agent.run`` without a Runtime, a provider dropped — thus
+    leaves no open connection pool (no "Unclosed client session", no unclosed sockets) behind.
+    """
+    try:
+        yield
+    finally:
+        await sender.aclose()
+
+
+async def _replay(events: list[StreamEvent]) -> AsyncGenerator[StreamEvent, None]:
+    for event in events:
+        yield event

@@ -1,0 +1,214 @@
+"""How a provider puts a request on the wire: one seam, chosen at run time from the running backend.
+
+Three ways, one interface (:class:`Sender`: send a POST, get a :class:`WireResponse` whose
+body is not read yet):
+
+* an **injected** ``httpx.AsyncClient`` is used as it is (``client.send``): the user's
+  transport, auth, hooks and proxies, never replaced and never closed here; the response is
+  httpx's;
+* **owned, on asyncio with aiohttp installed** (the ``[aiohttp]`` extra):
+  :class:`~._transport_aiohttp.AiohttpSender`, straight over aiohttp.  Neither an
+  ``AsyncClient`` nor an ``httpx.Request`` / ``httpx.Response`` is made per request: the
+  client's per-request work (cookies, auth flow, redirects, hooks, header merging) and the two
+  objects' header normalising and stream wrapping are most of what httpx costs over aiohttp,
+  and a provider uses none of it.  Its failures are still httpx's exceptions;
+* **owned otherwise** (trio, or asyncio without aiohttp): an ``httpx.AsyncClient`` over
+  httpcore, as before.
+
+``AGENTACTORS_HTTP_TRANSPORT=httpx`` forces the last one on asyncio too (an escape hatch, and
+how the benchmarks compare the two); ``=aiohttp`` makes a missing aiohttp an error on asyncio
+instead of a quiet fallback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Protocol
+
+import httpx
+
+__all__ = [
+    "ClientSender",
+    "Sender",
+    "WireResponse",
+    "owned_sender",
+    "preload",
+    "raw_headers",
+    "running_backend",
+]
+
+ENV = "AGENTACTORS_HTTP_TRANSPORT"
+OWNED_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+
+
+class WireResponse(Protocol):
+    """A response whose headers arrived and whose body is read raw, as it comes (``httpx.Response``'s names).
+
+    An ``httpx.Response`` is one; so is the aiohttp sender's own, lighter one.
+    """
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Case-insensitive."""
+        ...
+
+    @property
+    def is_stream_consumed(self) -> bool:
+        """``True`` for a response built in memory whose body was read already (then :attr:`content` holds it)."""
+        ...
+
+    @property
+    def content(self) -> bytes: ...
+
+    def aiter_raw(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive, not decoded."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the response; one not read to its end closes its connection."""
+        ...
+
+
+def raw_headers(response: WireResponse) -> Iterable[tuple[bytes, bytes]]:
+    """``response``'s headers as ``(name, value)`` byte pairs, as they came."""
+    headers = response.headers
+    if isinstance(headers, httpx.Headers):
+        return headers.raw
+    raw: Iterable[tuple[bytes, bytes]] = getattr(response, "raw_headers", ())
+    return raw
+
+
+class Sender(Protocol):
+    """Puts one POST on the wire; the response comes back with its body unread."""
+
+    @property
+    def name(self) -> str:
+        """``"client"`` (an injected client), ``"httpx"`` or ``"aiohttp"`` (owned)."""
+        ...
+
+    async def send(
+        self, url: str, headers: dict[str, str], content: bytes, io_timeout: httpx.Timeout | None = None
+    ) -> WireResponse:
+        """Send; return once the response headers arrived.
+
+        ``headers`` is not changed, and must not change afterwards (a sender may keep a prepared
+        form of it for the next request with the same dict).  ``io_timeout`` is this request's
+        own httpx timeout (``ModelSettings.timeout``), replacing the sender's.  Raises httpx's
+        exceptions.  Cancellation: cancelling closes the connection.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close what this sender owns (an injected client is left to its owner)."""
+        ...
+
+
+def running_backend() -> str:
+    """``"asyncio"`` or ``"trio"``: the async library running the calling task."""
+    try:
+        import sniffio
+    except ImportError:  # trio depends on sniffio: without it, only asyncio can be running
+        return "asyncio"
+    return str(sniffio.current_async_library())
+
+
+class _Body(httpx.AsyncByteStream):
+    """A request body httpx sends without an async generator.
+
+    httpx wraps ``content=bytes`` in a stream whose ``__aiter__`` is an async generator; a request
+    cancelled while its body is being sent leaves that generator half-run, and trio reports it
+    (a ``ResourceWarning``) when it is collected.  This body is one chunk handed out by a plain
+    iterator: nothing to finalise.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def __aiter__(self) -> _OneChunk:  # an iterator object, not a generator
+        return _OneChunk(self._data)
+
+
+class _OneChunk:
+    __slots__ = ("_data",)
+
+    def __init__(self, data: bytes | None) -> None:
+        self._data = data
+
+    def __aiter__(self) -> _OneChunk:
+        return self
+
+    async def __anext__(self) -> bytes:
+        data, self._data = self._data, None
+        if data is None:
+            raise StopAsyncIteration
+        return data
+
+
+class ClientSender:
+    """Sends through an ``httpx.AsyncClient`` (injected, or owned when ``owned``)."""
+
+    def __init__(self, client: httpx.AsyncClient, *, timeout: httpx.Timeout | None, owned: bool) -> None:
+        self.client = client
+        self._timeout: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        self._owned = owned
+
+    @property
+    def name(self) -> str:
+        return "httpx" if self._owned else "client"
+
+    async def send(
+        self, url: str, headers: dict[str, str], content: bytes, io_timeout: httpx.Timeout | None = None
+    ) -> httpx.Response:
+        options = self._timeout if io_timeout is None else {"timeout": io_timeout}
+        request = self.client.build_request("POST", url, content=content, headers=headers, **options)
+        request.stream = _Body(content)  # the headers (Content-Length) were set from `content` above
+        return await self.client.send(request, stream=True)
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self.client.aclose()
+
+
+def _aiohttp_module() -> Any:
+    try:
+        # Imported here, not at the top: aiohttp is an extra, and `import agentactors` never loads it.
+        from . import aiohttp_transport as _transport_aiohttp
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.partition(".")[0] in ("aiohttp", "multidict", "yarl"):
+            return None  # the [aiohttp] extra is not installed
+        raise
+    return _transport_aiohttp
+
+
+def preload() -> None:
+    """Import the aiohttp transport now if it is installed (a provider calls this when it is made).
+
+    aiohttp takes ~0.15 s to import: paid when a provider is built, not by its first request.
+    """
+    _aiohttp_module()
+
+
+def owned_sender(timeout: httpx.Timeout) -> Sender:
+    """The sender a provider owns, for the running backend (see the module docstring)."""
+    choice = os.environ.get(ENV, "").strip().lower()
+    if choice not in ("", "auto", "httpx", "aiohttp"):
+        raise ValueError(f"{ENV} must be 'httpx' or 'aiohttp', not {choice!r}")
+    if choice != "httpx" and running_backend() == "asyncio":
+        module = _aiohttp_module()
+        if module is not None:
+            sender: Sender = module.AiohttpSender(
+                timeout=timeout,
+                max_connections=OWNED_LIMITS.max_connections or 256,
+                keepalive_expiry=OWNED_LIMITS.keepalive_expiry or 5.0,
+            )
+            return sender
+        if choice == "aiohttp":
+            raise RuntimeError(f"{ENV}=aiohttp, but aiohttp is not installed (pip install 'agentactors[aiohttp]')")
+    client = httpx.AsyncClient(timeout=timeout, limits=OWNED_LIMITS)
+    return ClientSender(client, timeout=None, owned=True)

@@ -1,0 +1,193 @@
+"""OpenAI's models as data, and how a request's settings and parts meet them on the Chat Completions wire.
+
+:data:`MODELS` says, per model-name pattern, whether the model reasons and at which ``reasoning_effort``
+values, whether it takes sampling settings, and whether it sees images and PDFs or hears audio.  Sources: the
+Chat Completions API reference for ``reasoning_effort`` ("gpt-5.1 defaults to none … The supported reasoning
+values for gpt-5.1 are none, low, medium, and high … All models before gpt-5.1 default to medium … and do
+not support none … gpt-5-pro defaults to (and only supports) high … xhigh is supported for all models after
+gpt-5.1-codex-max"), the o-series and GPT-5 model pages, and the vendor's own 400s for ``stop`` and
+``temperature`` on reasoning models ("Unsupported parameter: 'stop' is not supported with this model",
+reported for o3, o4-mini, gpt-5, gpt-5-mini and gpt-5.2; allowed on gpt-5.1+ with effort ``none``).
+A model no row matches (a compatible server's, a new one) gets every setting as given: the server judges.
+Extend a row, or add one above a broader pattern: the first match wins.
+
+Limits (:data:`LIMITS`): "up to 50 MB total payload size per request" of images (OpenAI's images and vision
+guide), the same for PDF file inputs; Chat Completions takes PDFs only as ``file_data`` or ``file_id`` ("External
+file URL (file_url): not supported" — file inputs guide) and audio only as ``wav`` or ``mp3`` ``input_audio``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import attrs
+
+from ...messages import LLMRequest, Message
+from ...parts import Audio, Document, Image
+from .._media import MediaLimits, check_limits, media_of, unsupported
+from .._settings import dropped, listed, match_model, refused
+from .decode import WIRE
+
+__all__ = ["LIMITS", "MODELS", "OpenAIModel", "audio_format", "check_parts", "encode_settings", "model_row"]
+
+
+@attrs.frozen(slots=True)
+class OpenAIModel:
+    """What one family of OpenAI models takes.
+
+    :param patterns: ``fnmatch`` patterns of the bare model name (lower case, no router prefix).
+    :param efforts: the ``reasoning_effort`` values it accepts; ``None`` for a model that does not reason,
+        ``()`` for one that reasons but takes no effort setting.
+    :param default_effort: the effort it reasons at when none is given.
+    :param sampling: whether it takes ``temperature``, ``top_p`` and ``stop``: ``"yes"``, ``"no"``, or
+        ``"without_reasoning"`` (only while its effort is ``none``).
+    :param vision: whether it takes images and PDFs.
+    :param audio: whether it takes ``input_audio``.
+    """
+
+    patterns: tuple[str, ...]
+    efforts: tuple[str, ...] | None = None
+    default_effort: str | None = None
+    sampling: Literal["yes", "no", "without_reasoning"] = "yes"
+    vision: bool = True
+    audio: bool = False
+
+    @property
+    def reasons(self) -> bool:
+        """Whether the model reasons (and so needs ``max_completion_tokens``)."""
+        return self.efforts is not None
+
+
+_GPT5_1 = ("none", "low", "medium", "high")
+_LATEST = ("none", "low", "medium", "high", "xhigh")
+_O_SERIES = ("low", "medium", "high")
+
+#: First match wins: narrower patterns first.
+MODELS: tuple[OpenAIModel, ...] = (
+    OpenAIModel(("gpt-5-chat*", "gpt-5.*-chat*")),  # the non-reasoning chat snapshots
+    OpenAIModel(("gpt-5-pro*",), efforts=("high",), default_effort="high", sampling="no"),
+    OpenAIModel(("gpt-5.*-pro*",), efforts=("medium", "high", "xhigh"), default_effort="medium", sampling="no"),
+    OpenAIModel(("gpt-5.1-codex-max*",), efforts=_LATEST, default_effort="medium", sampling="no"),
+    OpenAIModel(("gpt-5.1-codex*",), efforts=_O_SERIES, default_effort="medium", sampling="no"),
+    OpenAIModel(("gpt-5.1*",), efforts=_GPT5_1, default_effort="none", sampling="without_reasoning"),
+    OpenAIModel(("gpt-5.*",), efforts=_LATEST, default_effort="none", sampling="without_reasoning"),
+    OpenAIModel(("gpt-5*",), efforts=("minimal", *_O_SERIES), default_effort="medium", sampling="no"),
+    OpenAIModel(("o1-mini*", "o1-preview*"), efforts=(), sampling="no", vision=False),
+    OpenAIModel(("o3-mini*",), efforts=_O_SERIES, default_effort="medium", sampling="no", vision=False),
+    OpenAIModel(("o1*", "o3*", "o4*"), efforts=_O_SERIES, default_effort="medium", sampling="no"),
+    OpenAIModel(("gpt-4o-audio*", "gpt-4o-mini-audio*", "gpt-audio*"), audio=True),
+    OpenAIModel(("gpt-3.5*",), vision=False),
+    OpenAIModel(("gpt-4*", "chatgpt-*")),
+)
+
+LIMITS = MediaLimits(request_bytes=50 * 1024 * 1024)
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
+_MAX_STOP = 4
+
+
+def model_row(model: str) -> OpenAIModel | None:
+    """The row of :data:`MODELS` for ``model`` (``None``: a model these tables do not know)."""
+    return match_model(MODELS, model)
+
+
+def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str, Any]:
+    """The body fields ``request``'s settings become on this wire (``max_tokens`` aside: the codec picks its field).
+
+    Drops what the model cannot carry (with ``llm.setting_dropped``) and raises
+    :class:`~agentactors.UnsupportedSettingError` for what it cannot take (see :mod:`._settings`).
+    """
+    row = model_row(model)
+    out: dict[str, Any] = {}
+    effort = request.reasoning_effort
+    budget = request.thinking_budget
+    if budget is not None:
+        if row is not None and not row.reasons:
+            raise refused(WIRE, model, "thinking_budget", "the model does not think, so it takes no thinking budget")
+        if budget == 0 and effort is None and row is not None and "none" in (row.efforts or ()):
+            effort = "none"  # no thinking, said the way this model understands it
+        else:
+            dropped(WIRE, model, "thinking_budget", budget,
+                    "Chat Completions takes no thinking budget; reasoning_effort sets how much the model reasons")
+    if effort is not None:
+        if row is None:
+            out["reasoning_effort"] = effort
+        elif row.efforts is None:
+            dropped(WIRE, model, "reasoning_effort", effort, "the model does not reason")
+        elif not row.efforts:
+            dropped(WIRE, model, "reasoning_effort", effort, "the model reasons but takes no effort setting")
+        elif effort not in row.efforts:
+            raise refused(WIRE, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
+        else:
+            out["reasoning_effort"] = effort
+    sampling = True
+    why = ""
+    if row is not None and row.reasons:
+        if row.sampling == "no":
+            sampling, why = False, "reasoning models take no sampling settings"
+        elif row.sampling == "without_reasoning":
+            sampling = out.get("reasoning_effort", row.default_effort) == "none"
+            why = "the model takes it only with reasoning_effort 'none'"
+    for name in ("temperature", "top_p"):
+        value = getattr(request, name)
+        if value is None:
+            continue
+        if sampling:
+            out[name] = value
+        else:
+            dropped(WIRE, model, name, value, why)
+    if request.stop:
+        if not sampling:
+            raise refused(WIRE, model, "stop", why)
+        if row is not None and len(request.stop) > _MAX_STOP:
+            raise refused(WIRE, model, "stop", f"Chat Completions takes at most {_MAX_STOP} stop sequences")
+        out["stop"] = list(request.stop)
+    if request.seed is not None:
+        out["seed"] = request.seed
+    if request.parallel_tool_calls is not None and tools:
+        out["parallel_tool_calls"] = request.parallel_tool_calls  # without tools it is a 400 (and means nothing)
+    if request.cache is not None and request.cache.retention == "extended":
+        out["prompt_cache_retention"] = "24h"
+    return out
+
+
+def audio_format(part: Audio) -> str | None:
+    """``input_audio.format`` for ``part`` (``wav`` / ``mp3``), or ``None`` when this wire takes no such audio."""
+    return _AUDIO_FORMATS.get(part.media_type or "")
+
+
+def check_parts(messages: Sequence[Message], model: str, *, official: bool) -> None:
+    """Raise :class:`~agentactors.UnsupportedContentError` for a part this model or wire cannot carry.
+
+    The size limits are OpenAI's own: checked against its endpoint (``official``), not a compatible server's.
+    """
+    row = model_row(model)
+    for part in media_of(messages):
+        if isinstance(part, Image):
+            if row is not None and not row.vision:
+                raise unsupported(part, "the model takes no images", wire=WIRE, model=model)
+            if part.data is not None and part.media_type not in _IMAGE_TYPES:
+                raise unsupported(part, "Chat Completions takes PNG, JPEG, WEBP or GIF images", wire=WIRE, model=model)
+            if part.url is not None and not part.url.lower().startswith(("http://", "https://")):
+                raise unsupported(part, "Chat Completions fetches images over http(s) only", wire=WIRE, model=model)
+        elif isinstance(part, Document):
+            if part.url is not None:
+                raise unsupported(
+                    part,
+                    "Chat Completions takes no file URLs (file_url is the Responses API's); pass the bytes",
+                    wire=WIRE,
+                    model=model,
+                )
+            if part.media_type == "application/pdf":
+                if row is not None and not row.vision:
+                    raise unsupported(part, "the model takes no PDF files", wire=WIRE, model=model)
+            elif not part.media_type.startswith("text/"):
+                raise unsupported(part, "Chat Completions takes PDF files and text only", wire=WIRE, model=model)
+        elif isinstance(part, Audio):
+            if row is not None and not row.audio:
+                raise unsupported(part, "the model takes no audio input (gpt-audio models do)", wire=WIRE, model=model)
+            if audio_format(part) is None:
+                raise unsupported(part, "input_audio takes WAV or MP3 only", wire=WIRE, model=model)
+    if official:
+        check_limits(messages, LIMITS, wire=WIRE, model=model)

@@ -1,0 +1,111 @@
+"""Opening a stream up to its first event, and relaying the rest.
+
+Every decorator makes its decision (retry, fail over, count) *before* the
+consumer sees anything, so each one opens the inner stream and pulls its first
+event itself.  From then on the inner stream is relayed as is, and any failure
+is a :class:`~agentactors.errors.StreamInterruptedError` that nobody replays.
+
+The inner stream's context manager stays entered (in an ``AsyncExitStack``)
+across the relay, in the caller's task, and every exception is handed to it on
+exit: an inner :func:`~agentactors.resilience.with_timeout` turns its own
+cancellation into :class:`~agentactors.errors.ProviderTimeout` only if it sees
+that cancellation on its way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import attrs
+
+from ..errors import MalformedResponseError
+from ..messages import LLMRequest, StreamEvent
+from ..providers.port import StreamAccumulator, StreamContext, interrupted, stream_from_complete, streaming_for
+from .decorator import name_of
+
+__all__ = ["OpenedStream", "open_stream", "relay", "stream_of"]
+
+
+def stream_of(provider: Any, request: LLMRequest) -> StreamContext:
+    """``provider.stream(request)``, or its ``complete()`` as a one-response stream when it cannot stream.
+
+    A provider "cannot stream" when :func:`~agentactors.providers.port.streaming_for`
+    says so (no callable ``stream``, or ``supports_streaming`` is ``False``) or its
+    ``stream()`` raises ``NotImplementedError``.  Such a member is adapted, never skipped.
+    """
+    if not streaming_for(provider):
+        return stream_from_complete(provider, request)
+    try:
+        return provider.stream(request)  # type: ignore[no-any-return]
+    except NotImplementedError:
+        return stream_from_complete(provider, request)
+
+
+@attrs.define(slots=True)
+class OpenedStream:
+    """An inner stream that has produced its first event; ``stack`` holds its context manager open."""
+
+    stack: AsyncExitStack
+    events: AsyncIterator[StreamEvent]
+    first: StreamEvent
+
+
+async def open_stream(open_cm: Callable[[], StreamContext], *, provider: str, model: str | None) -> OpenedStream:
+    """Enter the stream ``open_cm()`` returns and read its first event.
+
+    Raises whatever failed before the first event (after the inner context
+    manager saw it, so it may have turned it into another error).  A stream
+    that ends without any event is a :class:`MalformedResponseError`
+    (transient): the contract promises at least a ``StreamEnd``.
+    Cancellation propagates unchanged.
+    """
+    stack = AsyncExitStack()
+    try:
+        events = await stack.enter_async_context(open_cm())
+        first = await events.__anext__()
+    except StopAsyncIteration:
+        await stack.aclose()
+        raise MalformedResponseError("the stream ended before its first event", provider=provider, model=model)
+    except BaseException as exc:
+        # The inner context manager must see the failure: it may be its own timeout's cancellation.
+        if await stack.__aexit__(type(exc), exc, exc.__traceback__):
+            raise MalformedResponseError(
+                "the stream ended before its first event (its context manager swallowed a failure)",
+                provider=provider,
+                model=model,
+            ) from exc
+        raise
+    return OpenedStream(stack, events, first)
+
+
+async def relay(
+    opened: OpenedStream,
+    *,
+    provider: object,
+    model: str | None,
+    transform: Callable[[StreamEvent], StreamEvent] | None = None,
+    on_failure: Callable[[BaseException], None] | None = None,
+) -> AsyncGenerator[StreamEvent, None]:
+    """Yield the first event and the rest; a later failure becomes ``StreamInterruptedError``.
+
+    ``transform`` rewrites each event on the way (a fallback chain names the
+    member that served on ``StreamEnd``).  ``on_failure`` is told about an
+    inner failure (an ``Exception``) before it is raised.  Cancellation passes
+    through untouched.
+    """
+    acc = StreamAccumulator()
+    event = opened.first
+    while True:
+        acc.add(event)
+        yield transform(event) if transform is not None else event
+        try:
+            event = await opened.events.__anext__()
+        except StopAsyncIteration:
+            return
+        except Exception as exc:
+            error = interrupted(exc, provider=name_of(provider), model=model, partial_text=acc.text)
+            if on_failure is not None:
+                on_failure(error)
+            raise error
