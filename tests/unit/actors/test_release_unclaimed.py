@@ -17,7 +17,6 @@ from agentactors.actors import ReleasableAnswer, Runtime
 from agentactors.errors import AskTimeout
 from agentactors.gateway import ProviderActor, ProviderStream, Stream
 from agentactors.messages import LLMRequest, Message
-
 from tests.unit.gateway.test_provider import CountingStreamProvider
 
 pytestmark = pytest.mark.anyio
