@@ -54,7 +54,6 @@ __all__ = [
     "Host",
     "Spec",
     "Waiter",
-    "seeing_runtime",
 ]
 
 # -- states ---------------------------------------------------------------------------------------
@@ -75,13 +74,6 @@ CLOSED: Final = 2  # the actor accepts nothing more
 #: The runtime the calling code runs in (``Runtime.current()``): set by the runtime when entered and, in the
 #: context an ask's handler runs in, to the actor's runtime.  Typed loosely: this module sits below the runtime's.
 CURRENT_RUNTIME: contextvars.ContextVar[Any] = contextvars.ContextVar("agentactors_runtime", default=None)
-
-
-def seeing_runtime(ctx: contextvars.Context, runtime: Any) -> contextvars.Context:
-    """``ctx``, with ``runtime`` as ``Runtime.current()`` in it: a handler sees its own runtime, whoever asks."""
-    if ctx.get(CURRENT_RUNTIME) is not runtime:
-        ctx.run(CURRENT_RUNTIME.set, runtime)
-    return ctx
 
 
 class ActorLike(Protocol):

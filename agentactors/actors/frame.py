@@ -33,10 +33,11 @@ from typing import Any
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
+import agentactors.actors.supervision as supervision
+
 from ..errors import ActorStopped
-from . import supervision
-from ._cell import STOPPED, seeing_runtime
-from .mailbox import in_context
+from ._cell import STOPPED
+from ._inline import Suspended, run_inline
 from .ref import ActorRef, cell_of
 
 __all__ = ["Frame", "ask_in", "open_frame"]
@@ -109,16 +110,11 @@ async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
     # Started actors only: an unstarted one runs on_start first, which the ordinary ask does.
     if not cell.enter_framed(frame):
         return await ref.ask(message)
-    ctx = seeing_runtime(contextvars.copy_context(), cell.spec.runtime)
+    ctx = contextvars.copy_context()
     try:
-        coro = cell.actor.receive(message)
-        try:
-            # The first step here: a handler that answers without suspending needs no trampoline.
-            step = ctx.run(coro.send, None)
-        except StopIteration as stop:
-            result = stop.value
-        else:
-            result = await in_context(ctx, coro, step)
+        result = run_inline(ctx, cell.spec.runtime, cell.actor.receive(message))
+        if type(result) is Suspended:
+            result = await result
     except Exception as exc:
         supervision.after_direct_failure(cell, frame, (exc, message, ctx, "receive"), True)
         raise

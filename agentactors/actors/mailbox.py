@@ -1,4 +1,4 @@
-"""What travels through a mailbox: the ask envelope, the answer that owns work, and the context trampoline.
+"""What travels through a mailbox: the ask envelope and the answer that owns work.
 
 The mailbox itself is a :class:`collections.deque` owned by the actor's cell
 (:mod:`agentactors.actors._cell`: created on the first message and dropped when
@@ -6,21 +6,20 @@ the actor goes idle).  It was chosen by measurement over anyio memory object
 streams: a deque append/popleft plus one wake-up event per ask costs a fraction
 of a stream send/receive pair, and an idle actor holds no buffer at all.  Tells
 are queued as the bare message (no allocation); asks as an :class:`Ask`
-envelope carrying the reply slot.
+envelope carrying the reply slot.  Whoever handles an ask runs its handler with
+the asker's contextvars through :mod:`agentactors.actors._inline`.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
-import types
-from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ._cell import CancelScopeLike, EventLike
 
-__all__ = ["ABANDONED", "DONE", "QUEUED", "RUNNING", "Ask", "ReleasableAnswer", "in_context", "release_unclaimed"]
+__all__ = ["ABANDONED", "DONE", "QUEUED", "RUNNING", "Ask", "ReleasableAnswer", "release_unclaimed"]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -120,53 +119,3 @@ class Ask:
             error, self.error = self.error, None  # drop the reference: no traceback cycle through the envelope
             raise error
         return self.result
-
-
-_NOTHING: Any = object()
-
-
-@types.coroutine
-def in_context(
-    ctx: contextvars.Context, coro: Coroutine[Any, Any, Any], first: Any = _NOTHING
-) -> Generator[Any, Any, Any]:
-    """Run ``coro`` to completion inside ``ctx`` while staying in the current task.
-
-    Each step of the coroutine is executed with ``ctx.run``; what it yields to
-    the event loop (asyncio futures, trio traps) is passed through unchanged and
-    what the loop sends or throws back is forwarded.  The task, its cancel
-    scopes and the backend's bookkeeping stay those of the calling task — only
-    the contextvars differ, and changes the coroutine makes to them stay in
-    ``ctx``.  This is how an ask runs its handler with the asker's contextvars
-    without starting a task per message.
-
-    ``first``: what the coroutine yielded from a first step the caller already ran in ``ctx``
-    (``ctx.run(coro.send, None)``), to go on from there.
-    """
-    send = coro.send
-    throw = coro.throw
-    value: Any = None
-    error: BaseException | None = None
-    if first is not _NOTHING:
-        yielded = first
-    else:
-        try:
-            yielded = ctx.run(send, None)
-        except StopIteration as stop:
-            return stop.value
-    while True:
-        try:
-            value = yield yielded
-        except GeneratorExit:
-            ctx.run(coro.close)
-            raise
-        except BaseException as exc:
-            error = exc
-            value = None
-        try:
-            if error is None:
-                yielded = ctx.run(send, value)
-            else:
-                pending, error = error, None
-                yielded = ctx.run(throw, pending)
-        except StopIteration as stop:
-            return stop.value

@@ -11,21 +11,28 @@ Direct: when the actor was spawned ``direct=True`` (the default), is open, has
 nothing queued and a free handler slot, the handler runs in the asker's own
 task — no mailbox round trip, no worker task — holding a slot, counted busy,
 its cancel scope registered so ``stop``, a halt and the runtime's exit cancel
-it, exactly as a worker's handler.  That path lives in one place,
-:meth:`ActorRef.ask`.
+it, exactly as a worker's handler.  That path is written inline in
+:meth:`ActorRef.ask` (a method of its own would add a coroutine frame to every
+ask), and every step of it is the kernel's own: the slot is the cell's
+(``enter_direct`` / ``leave_direct``), the handler runs through
+:func:`~agentactors.actors._inline.run_inline`, an unstarted actor is started by
+:func:`~agentactors.actors.supervision.start_direct`, and a failure goes to
+:func:`~agentactors.actors.supervision.after_direct_failure`.
 """
 
 from __future__ import annotations
 
 import contextvars
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 
+import agentactors.actors.supervision as supervision
+
 from ..errors import ActorStopped, AskTimeout
-from . import supervision
-from ._cell import ACCEPTED, CLOSED, OPEN, STOPPED, ActorLike, Cell, Failure, seeing_runtime
-from .mailbox import DONE, Ask, in_context, release_unclaimed
+from ._cell import ACCEPTED, CLOSED, OPEN, STOPPED, ActorLike, Cell, Failure
+from ._inline import Suspended, run_inline
+from .mailbox import DONE, Ask, release_unclaimed
 
 __all__ = ["Actor", "ActorLike", "ActorRef", "cell_of"]
 
@@ -165,91 +172,59 @@ class ActorRef:
         ``AskTimeout``.
         """
         cell = self._cell
-        env: Ask | None = None
-        deadline: float | None = None
-        busy: bool | None = None
         if (timeout is None or timeout > 0) and cell.may_run_direct():
             spec = cell.spec
             await spec.checkpoint()  # an ask is a cancellation point, whichever path
-            if timeout is not None:
-                deadline = anyio.current_time() + timeout
-                scope = spec.new_scope(deadline=deadline)
-            else:
-                scope = spec.new_scope()
+            deadline = None if timeout is None else anyio.current_time() + timeout
+            scope = spec.new_scope() if deadline is None else spec.new_scope(deadline=deadline)
             # Re-checked: None if that checkpoint let something run (never on anyio today): then the mailbox.
             # False: not started (and nobody starting it): this asker runs on_start first, not counted busy.
             busy = cell.enter_direct(scope)
-        if busy is not None:
-            # -- the direct path: the handler runs here, holding a slot like a worker's handler.
-            ctx = seeing_runtime(contextvars.copy_context(), spec.runtime)
-            failure: Failure | None = None
-            result: Any = None
-            try:
-                with scope:
-                    if not busy:
-                        on_start = getattr(cell.actor, "on_start", None)
-                        try:
-                            if on_start is not None:
-                                # The runtime's own context, as in a worker: not the asker's contextvars.
-                                await in_context(spec.host.own_context(), on_start())
-                        except Exception as exc:
-                            # Supervision decides, as for a worker's on_start; the message waits for it
-                            # at the head of the mailbox (it came first).
-                            failure = (exc, None, None, "on_start")
-                            env = Ask(message, ctx, spec.new_event())
-                            cell.queue_first(env)
-                        else:
-                            cell.started_now(True)
-                            busy = True
-                    if busy:
-                        coro = cell.actor.receive(message)
-                        try:
-                            # The first step here: a handler that answers without suspending (most do)
-                            # needs no trampoline.
-                            step = ctx.run(coro.send, None)
-                        except StopIteration as stop:
-                            result = stop.value
-                        else:
-                            result = await in_context(ctx, coro, step)
-            except Exception as exc:
-                failure = (exc, message, ctx, "receive")
-            finally:
-                if failure is None:
-                    cell.leave_direct(scope, busy)
-                else:
-                    supervision.after_direct_failure(cell, scope, failure, busy)
-            if env is None:
-                if failure is not None:
-                    raise failure[0]
-                # A handler that shielded itself past the deadline could not be left behind (it runs in this
-                # task), but its late answer is still a timeout; one that finished at the deadline is an answer.
-                if scope.cancelled_caught or (deadline is not None and anyio.current_time() > deadline):
-                    release_unclaimed(result)
-                    if timeout is None or cell.state >= STOPPED:
-                        raise ActorStopped(f"actor {cell.name!r} was stopped while handling the message")
-                    raise AskTimeout(
-                        f"ask to actor {cell.name!r} ({type(message).__name__}) got no answer within {timeout:g}s"
-                    )
-                return result
-        else:
-            # -- the mailbox path
-            env = Ask(message, contextvars.copy_context(), cell.spec.new_event())
-            if timeout is None:
-                return await self._ask(env, False, True)
-            deadline = anyio.current_time() + timeout
-        # Direct: the message went to the mailbox after on_start failed (it is queued already).
-        send = busy is None
-        if deadline is None:
-            return await self._ask(env, False, send)
-        try:
-            with anyio.move_on_at(deadline):
-                return await self._ask(env, True, send)
-        except BaseException:
-            env.abandon()  # cancelled from outside: an answer already given is dropped (and released)
-            raise
-        if env.state == DONE:
-            return env.outcome()
-        raise AskTimeout(f"ask to actor {cell.name!r} ({type(message).__name__}) got no answer within {timeout:g}s")
+            if busy is not None:
+                # -- the direct path: the handler runs here, holding a slot like a worker's handler.
+                ctx = contextvars.copy_context()
+                env: Ask | None = None
+                failure: Failure | None = None
+                result: Any = None
+                try:
+                    with scope:
+                        if not busy:
+                            failure = await supervision.start_direct(cell)
+                            busy = failure is None
+                            if failure is not None:
+                                # The message waits at the head of the mailbox (it came first) for what
+                                # supervision does: a restarted actor handles it, a stopped one rejects it.
+                                env = Ask(message, ctx, spec.new_event())
+                                cell.queue_first(env)
+                        if busy:
+                            result = run_inline(ctx, spec.runtime, cell.actor.receive(message))
+                            if type(result) is Suspended:
+                                result = await result
+                except Exception as exc:
+                    failure = (exc, message, ctx, "receive")
+                finally:
+                    if failure is None:
+                        cell.leave_direct(scope, busy)
+                    else:
+                        supervision.after_direct_failure(cell, scope, failure, busy)
+                if env is None:
+                    if failure is not None:
+                        raise failure[0]
+                    # A handler that shielded itself past the deadline could not be left behind (it runs in
+                    # this task), but its late answer is still none; one that finished at the deadline is one.
+                    if scope.cancelled_caught or (deadline is not None and anyio.current_time() > deadline):
+                        _no_answer(cell, message, timeout, result)
+                    return result
+                # on_start failed: the answer comes through the mailbox (the message is queued already).
+                if timeout is None:
+                    return await self._ask(env, False, False)
+                assert deadline is not None
+                return await self._ask_by(env, deadline, timeout, False)
+        # -- the mailbox path
+        env = Ask(message, contextvars.copy_context(), cell.spec.new_event())
+        if timeout is None:
+            return await self._ask(env, False, True)
+        return await self._ask_by(env, anyio.current_time() + timeout, timeout, True)
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -257,7 +232,6 @@ class ActorRef:
         """Send ``env`` (unless it is already queued) and wait for its answer."""
         cell = self._cell
         if send:
-            seeing_runtime(env.ctx, cell.spec.runtime)
             code = cell.offer(env)
             if code != ACCEPTED and (code == CLOSED or not await self._wait_for_room(env)):
                 raise ActorStopped(f"actor {cell.name!r} is stopped")
@@ -268,6 +242,21 @@ class ActorRef:
                 env.abandon()
             raise
         return env.outcome()
+
+    async def _ask_by(self, env: Ask, deadline: float, within: float, send: bool) -> Any:
+        """:meth:`_ask` with a deadline: an answer that arrives as it expires is still returned.
+
+        :raises AskTimeout: no answer by ``deadline`` (the ask's ``within`` seconds; it is abandoned).
+        """
+        try:
+            with anyio.move_on_at(deadline):
+                return await self._ask(env, True, send)
+        except BaseException:
+            env.abandon()  # cancelled from outside: an answer already given is dropped (and released)
+            raise
+        if env.state == DONE:
+            return env.outcome()
+        raise _timeout(self._cell, env.message, within)
 
     async def _wait_for_room(self, item: Any) -> bool:
         """Wait until a slot holder hands ``item`` into the mailbox.  False if the actor stopped meanwhile."""
@@ -282,3 +271,21 @@ class ActorRef:
                 item.abandon()  # already queued: make the worker skip it
             raise
         return bool(waiter.admitted)
+
+
+def _timeout(cell: Cell, message: Any, within: float) -> AskTimeout:
+    return AskTimeout(f"ask to actor {cell.name!r} ({type(message).__name__}) got no answer within {within:g}s")
+
+
+def _no_answer(cell: Cell, message: Any, timeout: float | None, result: Any) -> NoReturn:
+    """A direct handler's answer came too late (its scope was cancelled, or it ran past the deadline).
+
+    The answer is released (:func:`release_unclaimed`): nobody will take it.
+
+    :raises ActorStopped: the actor was halted (or the ask had no timeout: only a halt cancels it).
+    :raises AskTimeout: the ask's timeout expired.
+    """
+    release_unclaimed(result)
+    if timeout is None or cell.state >= STOPPED:
+        raise ActorStopped(f"actor {cell.name!r} was stopped while handling the message")
+    raise _timeout(cell, message, timeout)

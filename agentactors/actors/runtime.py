@@ -17,7 +17,7 @@ actor is its :class:`ActorRef`, its cell and the user's object — a few hundred
 
 **Asks run with the asker's contextvars.**  The worker runs the handler of an
 ask step by step inside a copy of the asker's context (see
-:func:`~agentactors.actors.mailbox.in_context`), so a run's event sink and id
+:mod:`~agentactors.actors._inline`), so a run's event sink and id
 reach the decorators inside a provider actor without a task per message.
 Tells run in the runtime's own context.  An actor spawned ``direct=True`` (the
 default) that is open, idle enough (nothing queued, a free handler slot) runs
@@ -51,12 +51,13 @@ import anyio.lowlevel
 import attrs
 from anyio.abc import TaskGroup
 
+from .._backend import backend_function
 from ..errors import ActorStopped, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
-from ._backend import backend_function
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
+from ._inline import in_context
 from .crossing import Crossing, Waker, current_waker
-from .mailbox import Ask, in_context
+from .mailbox import Ask
 from .ref import Actor, ActorLike, ActorRef, cell_of
 from .threads import worker_threads
 from .worker import work
@@ -528,7 +529,7 @@ class Runtime:
         guests.add(scope)
         try:
             with scope:
-                result: T = await in_context(ctx.copy(), coro)
+                result: T = await in_context(ctx.copy(), self, coro)
                 return result
         finally:
             guests.discard(scope)

@@ -35,8 +35,9 @@ import anyio
 
 from ..errors import redact
 from ._cell import STOPPING, Cell, Failure
+from ._inline import in_context
 
-__all__ = ["after_direct_failure", "failed", "failed_now", "start"]
+__all__ = ["after_direct_failure", "failed", "failed_now", "start", "start_direct"]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -57,6 +58,28 @@ async def start(cell: Cell) -> bool:
             return cell.started and cell.state <= STOPPING
     cell.started_now(False)
     return True
+
+
+async def start_direct(cell: Cell) -> Failure | None:
+    """Run the actor's ``on_start`` in the task of a direct ask that found it unstarted.  None: it started.
+
+    As :func:`start` does in a worker, and in the same context — the runtime's own, not the asker's
+    contextvars — but a failure is returned, not dealt with: the asker hands it to
+    :func:`after_direct_failure` once out of its cancel scope (a restart awaits, and must not run in —
+    nor be cancelled with — the asker's task).  Started, the asker's handler counts as busy at once.
+
+    Cancellation: an ``on_start`` cut short did not complete: the actor stays unstarted (the next
+    message starts it again) and the cancellation propagates.
+    """
+    on_start = getattr(cell.actor, "on_start", None)
+    if on_start is not None:
+        try:
+            spec = cell.spec
+            await in_context(spec.host.own_context(), spec.runtime, on_start())
+        except Exception as exc:
+            return (exc, None, None, "on_start")
+    cell.started_now(True)
+    return None
 
 
 async def failed(

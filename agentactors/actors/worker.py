@@ -6,11 +6,12 @@ the worker runs the actor's ``on_start`` if it has not run yet, handles
 messages until the mailbox stays empty for a couple of scheduling rounds, and
 ends.  Up to ``concurrency`` workers run at once for one actor.
 
-An ask's handler runs inside the asker's context (:func:`in_context`) and
-inside the worker's current cancel scope, which the asker cancels if it gives
-up.  A tell's handler runs in the runtime's own context.  Asks handled directly
-in their askers' tasks hold handler slots too: a worker leaves the mailbox
-alone while every slot is busy (the last direct handler to finish starts one).
+An ask's handler runs inside the asker's context
+(:func:`~agentactors.actors._inline.run_inline`) and inside the worker's
+current cancel scope, which the asker cancels if it gives up.  A tell's handler
+runs in the runtime's own context.  Asks handled directly in their askers'
+tasks hold handler slots too: a worker leaves the mailbox alone while every
+slot is busy (the last direct handler to finish starts one).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from typing import Any, Final
 
 import anyio
 
+import agentactors.actors.supervision as supervision
+
 from ..errors import ActorStopped
-from . import supervision
 from ._cell import STOPPING, CancelScopeLike, Cell, Failure
-from .mailbox import QUEUED, RUNNING, Ask, in_context
+from ._inline import Suspended, run_inline
+from .mailbox import QUEUED, RUNNING, Ask
 
 __all__ = ["serve", "work"]
 
@@ -99,7 +102,9 @@ async def serve(cell: Cell, mailbox: deque[Any], scope: CancelScopeLike) -> bool
             item.state = RUNNING
             item.scope = scope
             try:
-                result = await in_context(item.ctx, cell.actor.receive(item.message))
+                result = run_inline(item.ctx, spec.runtime, cell.actor.receive(item.message))
+                if type(result) is Suspended:
+                    result = await result
             except Exception as exc:
                 item.fail(exc)
                 failure = exc

@@ -29,6 +29,12 @@ nowhere), then a result over the agent's cap is truncated.  Hints are appended
 to ``error`` and ``invalid`` results only.  Every text is made sendable: lone
 surrogates are replaced (``tools.surrogates_replaced``).
 
+Each of those is a layer with a name (``ToolExecutorActor._dispatch`` calls them
+in that order): lookup → validate → approve/policy → invoke → map the outcome →
+render → ceiling, then :mod:`~agentactors.tools._finish` gives every answer its
+last touch.  The invocation paths live in :mod:`~agentactors.tools._invoke`, the
+policy call in :mod:`~agentactors.tools._policy`.
+
 The actor holds no per-message state, so one instance may serve many runs with
 runtime ``concurrency > 1``.  Each message gets its own concurrency limiter:
 runs do not share a step's budget.
@@ -36,22 +42,22 @@ runs do not share a step's budget.
 
 from __future__ import annotations
 
-import inspect
-import logging
 import threading
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 import anyio
 import attrs
 
+from .._backend import backend_function
 from .._containment import escapes, interrupt_in
-from ..actors._backend import backend_function
 from ..errors import ToolDenied
 from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall
 from ..parts import MediaPart
+from ._finish import finish
+from ._invoke import TimedOut, invoke, run_to_end
+from ._policy import ask_policy
 from .approval import NeedsApproval, decision_denied_text, pending_result
 from .registry import Tool, ToolContext, tool
 from .results import (
@@ -59,22 +65,17 @@ from .results import (
     ToolStatus,
     ValidationIssue,
     denied_text,
-    encodable_text,
     format_error,
     refusal_text,
     render_result,
     split_parts,
     timeout_text,
-    truncate,
-    truncated_head_length,
     unknown_tool_text,
     unreadable_arguments_text,
 )
 from .schema import ConversionError
 
 __all__ = ["ExecuteTools", "ExecutionContext", "ToolExecutorActor", "ToolPolicy"]
-
-log = logging.getLogger("agentactors.tools")
 
 #: ``(call, context) -> None`` to allow the call, a reason string to deny it, or
 #: :class:`~agentactors.tools.approval.NeedsApproval` to ask a person (may be async).
@@ -191,7 +192,7 @@ class ToolExecutorActor:
         self.default_timeout = float(default_timeout) if default_timeout is not None else None
         self.tool_policy = tool_policy
         # anyio.CancelScope() and anyio.current_time() look the backend up on every call; on_start resolves
-        # the backend's own class and clock once (:mod:`._backend`).
+        # the backend's own class and clock once (:mod:`agentactors._backend`).
         self._scope: type[anyio.CancelScope] = anyio.CancelScope
         self._clock: Callable[[], float] = anyio.current_time
 
@@ -333,99 +334,100 @@ class ToolExecutorActor:
                 )
         return result
 
+    # -- one call, layer by layer -----------------------------------------------------------------
+
     async def _dispatch(
         self, call: ToolCall, context: ExecutionContext, started: float, sink: EventSink | None
     ) -> ToolResult:
+        """One call through the layers: lookup → validate → approve/policy → invoke → map the outcome →
+        render → ceiling.  Each answers the call or hands it on (the module docstring gives the order).
+
+        Only the layers that can await (the policies, the tool) are coroutines, and a call that needs no
+        decision and no context skips the first of them: every tool call takes this path, and pays for
+        no frame it does not use.
+        """
         t = self._tools.get(call.name)
         if t is None:
-            return self._finish(
-                call, None, ToolStatus.invalid, unknown_tool_text(call.name, self._names), context, started
-            )
-        if call.arguments_error is not None:
-            text = unreadable_arguments_text(
-                t.name, call.arguments_error, call.arguments_error_detail, t.spec.required, t.fix_text()
-            )
-            return self._finish(call, t, ToolStatus.invalid, text, context, started)
-        issues = t.validate(call.arguments)
-        if issues:
-            return self._finish(call, t, ToolStatus.invalid, t.invalid_text(issues), context, started)
+            return self._unknown_tool(call, context, started)
+        invalid = _invalid_arguments(t, call)
+        if invalid is not None:
+            return self._finish(call, t, ToolStatus.invalid, invalid, context, started)
+        ctx: ToolContext | None = None
+        if (
+            t.takes_context
+            or t.requires_approval
+            or context.approvals
+            or self.tool_policy is not None
+            or context.tool_policy is not None
+        ):
+            gate = await self._approve(t, call, context, started, sink)
+            if isinstance(gate, ToolResult):
+                return gate
+            ctx = gate
+        try:
+            if t.never_waits:
+                # Its body has no await: the call ends in this one step, and a timeout could not interrupt
+                # it (nothing can), so it pays for no scope, no timer and no frame.
+                value = run_to_end(t.start(call.arguments, ctx), t.name)
+            else:
+                timeout = t.timeout if t.timeout is not None else self.default_timeout
+                # The tool's time starts now (a policy's own time, it may await, is not the tool's);
+                # with no context built (no policy), "now" is when the call started: no second clock read.
+                value = await invoke(t, call, ctx, timeout, started if ctx is None else self._clock(), self._scope)
+        except BaseException as exc:
+            # SystemExit, a BaseException of the tool's own, a CancelledError no scope asked for: the
+            # tool's failure.  A real cancellation, KeyboardInterrupt, GeneratorExit: not its to stop.
+            if escapes(exc):
+                raise
+            return self._finish(call, t, *_outcome(t, exc), context, started)
+        return self._render(t, call, value, context, started)
+
+    def _unknown_tool(self, call: ToolCall, context: ExecutionContext, started: float) -> ToolResult:
+        """Lookup failed: the model named a tool the agent does not have (made up, misspelt, another's).
+
+        ``invalid``, with the names it may use: the model can correct itself at the next step.
+        """
+        text = unknown_tool_text(call.name, self._names)
+        return self._finish(call, None, ToolStatus.invalid, text, context, started)
+
+    async def _approve(
+        self, t: Tool[Any, Any], call: ToolCall, context: ExecutionContext, started: float, sink: EventSink | None
+    ) -> ToolResult | ToolContext | None:
+        """Approve/policy: whether this call may run, asked before it does — a tool cannot be un-run.
+
+        A person's recorded decision comes first (no: ``denied`` with their reason; yes: the policies are
+        not asked again), then the executor's and the run's ``tool_policy`` (a reason denies,
+        :class:`NeedsApproval` pauses the run), then the tool's own ``requires_approval``.  Answers the
+        call's :class:`ToolResult` when it must not run now, else the :class:`ToolContext` the tool gets
+        (``None``: nobody reads one).
+        """
         decision = context.approvals.get(call.id) if context.approvals else None
         if isinstance(decision, str):  # a person said no: the tool does not run, no policy is asked
-            text = decision_denied_text(t.name, decision)
-            return self._finish(call, t, ToolStatus.denied, text, context, started)
+            return self._finish(call, t, ToolStatus.denied, decision_denied_text(t.name, decision), context, started)
         policies = (self.tool_policy, context.tool_policy) if decision is None else (None, None)
         ctx: ToolContext | None = None
         # Built only for someone who reads it: a policy, or a tool that takes a ToolContext.
         if t.takes_context or policies[0] is not None or policies[1] is not None:
-            ctx = ToolContext(
-                call_id=call.id,
-                tool_name=t.name,
-                run_id=context.run_id if context.run_id is not None else (sink.run_id if sink is not None else None),
-                agent=context.agent,
-                step=context.step,
-                deps=context.deps,
-                input_key=context.input_key,
-                sink=sink,
-                loop_thread=threading.get_ident(),
-            )
+            ctx = _tool_context(t, call, context, sink)
             for policy in policies:
                 if policy is not None:
-                    reason = await _ask_policy(policy, call, ctx)
+                    reason = await ask_policy(policy, call, ctx)
                     if isinstance(reason, NeedsApproval):
                         return pending_result(call.id, t.name, reason.reason)
                     if reason is not None:
                         return self._finish(call, t, ToolStatus.denied, denied_text(t.name, reason), context, started)
         if t.requires_approval and decision is None:
             return pending_result(call.id, t.name, "the tool requires approval")
-        timeout = t.timeout if t.timeout is not None else self.default_timeout
-        try:
-            # An async tool's coroutine is awaited here directly: Tool.invoke would add a frame per call.
-            if t.never_waits:
-                # Its body has no await: the call ends in this one step, and a timeout could not interrupt
-                # it (nothing can), so it pays for no scope and no timer.
-                value = _run_to_end(t.start(call.arguments, ctx), t.name)
-            elif timeout is None:
-                if t.is_async:
-                    value = await t.start(call.arguments, ctx)
-                else:
-                    value = await t.invoke(call.arguments, ctx, on_abandoned=_Abandoned(call.id, t.name))
-            else:
-                # The tool's time starts now (a policy's own time, it may await, is not the tool's);
-                # with no policy, "now" is when the call started: no second clock read.
-                deadline = (started if ctx is None else self._clock()) + timeout
-                if t.is_async:
-                    awaitable = t.start(call.arguments, ctx)
-                    with self._scope() as scope:
-                        if type(awaitable) is types.CoroutineType or isinstance(awaitable, Coroutine):
-                            try:
-                                # The first step here: a call that never waits needs no trampoline, no timer.
-                                first = awaitable.send(None)
-                            except StopIteration as stop:
-                                value = stop.value
-                            else:
-                                scope.deadline = deadline  # the same as from the start: it could not have struck
-                                value = await _armed_at_first_wait(awaitable, first)
-                        else:
-                            scope.deadline = deadline
-                            value = await awaitable
-                else:
-                    with self._scope(deadline=deadline) as scope:
-                        value = await t.invoke(call.arguments, ctx, on_abandoned=_Abandoned(call.id, t.name))
-                if scope.cancelled_caught:
-                    return self._finish(call, t, ToolStatus.timeout, timeout_text(t.name, timeout), context, started)
-        except ConversionError as exc:
-            text = t.invalid_text([_conversion_issue(exc)])
-            return self._finish(call, t, ToolStatus.invalid, text, context, started)
-        except ToolDenied as exc:
-            return self._finish(call, t, ToolStatus.denied, denied_text(t.name, exc.reason), context, started)
-        except Exception as exc:
-            return self._finish(call, t, ToolStatus.error, format_error(exc), context, started)
-        except BaseException as exc:
-            # SystemExit, a BaseException of the tool's own, a CancelledError no scope asked for:
-            # the tool's failure.  A real cancellation, KeyboardInterrupt, GeneratorExit: not its to stop.
-            if escapes(exc):
-                raise
-            return self._finish(call, t, ToolStatus.error, format_error(exc), context, started)
+        return ctx
+
+    def _render(
+        self, t: Tool[Any, Any], call: ToolCall, value: Any, context: ExecutionContext, started: float
+    ) -> ToolResult:
+        """Render: the tool's value as the text (and media) the model reads.
+
+        A value JSON cannot carry (unserialisable, circular, nested too deeply) is the tool's ``error``:
+        it ran, but what it gave cannot be sent.
+        """
         media: tuple[MediaPart, ...] = ()
         parts = split_parts(value)
         if parts is not None:
@@ -438,7 +440,23 @@ class ToolExecutorActor:
                     TypeError(f"the tool returned a {type(value).__name__} that cannot be sent as JSON")
                 )
                 return self._finish(call, t, ToolStatus.error, text, context, started)
-        del value
+        return self._under_ceiling(t, call, content, media, context, started)
+
+    def _under_ceiling(
+        self,
+        t: Tool[Any, Any],
+        call: ToolCall,
+        content: str,
+        media: tuple[MediaPart, ...],
+        context: ExecutionContext,
+        started: float,
+    ) -> ToolResult:
+        """Ceiling: a result over the tool's own ceiling is refused (``invalid``) before it reaches the model.
+
+        The tool's author declared that past this size a result is useless (or harmful) to the model;
+        the refusal says how to narrow the call.  Under it, the result is ``ok`` (the agent's cap may
+        still truncate it: :meth:`_finish`).
+        """
         size = len(content)
         ceiling = t.result_ceiling
         if ceiling is not None and size > ceiling.max_chars:
@@ -469,138 +487,54 @@ class ToolExecutorActor:
         original: int | None = None,
         media: tuple[MediaPart, ...] = (),
     ) -> ToolResult:
-        name = t.name if t is not None else call.name
-        if not content.isascii():
-            content = _encodable(call, name, content)
-        suffix = ""
-        if t is not None and status in (ToolStatus.error, ToolStatus.invalid):
-            hint = t.hint_text(content)
-            if hint is not None:
-                suffix = f"\nHint: {hint}" if hint.isascii() else _encodable(call, name, f"\nHint: {hint}")
-        truncated = False
+        """Every layer's answer leaves through here (:func:`~agentactors.tools._finish.finish`), timed now."""
         cap = context.max_tool_result_chars
-        # The operator's cap is for what tools produce (results and their error messages); our own
-        # texts (invalid, denied, timeout) are short by construction and must stay whole to be useful.
-        if cap is not None and status in (ToolStatus.ok, ToolStatus.error) and len(content) + len(suffix) > cap:
-            if len(suffix) >= cap:
-                suffix = ""  # a hint as long as the cap itself cannot be kept
-            room = cap - len(suffix)
-            if len(content) > room:
-                size = len(content)
-                content = truncate(name, content, room)
-                truncated = True
-                shown = truncated_head_length(name, size, room)
-                emit("tools.result_truncated", call_id=call.id, name=name, size=size, cap=cap, shown=shown)
-        if suffix:
-            content += suffix
-        return ToolResult(
-            call.id,
-            name,
-            status,
-            content,
-            len(content),
-            max(0.0, self._clock() - started),
-            truncated,  # positional: keywords cost a good part of building a result, once per call
-            refused,
-            original,
-            media,
+        return finish(call, t, status, content, cap, self._clock() - started, refused, original, media)
+
+
+def _invalid_arguments(t: Tool[Any, Any], call: ToolCall) -> str | None:
+    """Validate: why the model's arguments cannot reach the tool (``None``: they can).
+
+    Arguments that did not parse, or that break the tool's schema: the tool does not run, and
+    neither a policy nor a person is asked about a call that cannot run.  The text says what to fix.
+    """
+    if call.arguments_error is not None:
+        return unreadable_arguments_text(
+            t.name, call.arguments_error, call.arguments_error_detail, t.spec.required, t.fix_text()
         )
+    issues = t.validate(call.arguments)
+    return t.invalid_text(issues) if issues else None
 
 
-def _run_to_end(awaitable: Awaitable[Any], name: str) -> Any:
-    """The value of a coroutine that ends in its first step (:attr:`Tool.never_waits`).
+def _tool_context(t: Tool[Any, Any], call: ToolCall, context: ExecutionContext, sink: EventSink | None) -> ToolContext:
+    """What a tool that takes a :class:`ToolContext`, and a policy, see of the call and its run."""
+    return ToolContext(
+        call_id=call.id,
+        tool_name=t.name,
+        run_id=context.run_id if context.run_id is not None else (sink.run_id if sink is not None else None),
+        agent=context.agent,
+        step=context.step,
+        deps=context.deps,
+        input_key=context.input_key,
+        sink=sink,
+        loop_thread=threading.get_ident(),
+    )
 
-    :raises RuntimeError: it waited after all (the bytecode check is wrong for this interpreter); the
-        coroutine is closed and the call is an ``error``, never a call left running without its timeout.
+
+def _outcome(t: Tool[Any, Any], exc: BaseException) -> tuple[ToolStatus, str]:
+    """Map the outcome: what the tool raised, as the status and text the model reads.
+
+    Nothing a tool does becomes an exception in the loop: its own refusal (:class:`ToolDenied`) is
+    ``denied``, an argument that would not convert to its parameter's type ``invalid``, its deadline
+    ``timeout``, anything else — ``SystemExit`` and stray cancellations included — ``error``.
     """
-    coro: Any = awaitable
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coro.close()
-    raise RuntimeError(f"tool {name!r} waited, though its body has no await; please report this")
-
-
-@types.coroutine
-def _armed_at_first_wait(coro: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, Any]:
-    """Go on awaiting ``coro`` from its first wait (``yielded``), once its scope's deadline is armed.
-
-    A deadline can only strike while the tool waits, and most calls of an async
-    tool never wait: the caller runs the first step itself, and only a call that
-    waits pays for a timer and this trampoline (arming and disarming a timer is
-    a good part of a cancel scope's cost).  The scope itself is entered before
-    the coroutine starts, so scopes the tool opens nest inside it as they must.
-    """
-    while True:
-        # Pass what the coroutine yields to the event loop, and what comes back (a value, or a
-        # cancellation thrown in) to the coroutine.
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:
-            try:
-                yielded = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-            continue
-        try:
-            yielded = coro.send(sent)
-        except StopIteration as stop:
-            return stop.value
-
-
-async def _ask_policy(policy: ToolPolicy, call: ToolCall, ctx: ToolContext) -> str | NeedsApproval | None:
-    """The policy's reason to deny (``None`` allows, :class:`NeedsApproval` asks a person).
-
-    A policy that fails denies: it fails closed.
-
-    "Fails" as for a tool (:mod:`agentactors._containment`): SystemExit and stray cancellations
-    included; a real cancellation, KeyboardInterrupt and GeneratorExit propagate.
-    """
-    try:
-        verdict: Any = policy(call, ctx)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
-        if verdict is None or isinstance(verdict, NeedsApproval):
-            return verdict
-        reason = str(verdict)
-    except BaseException as exc:
-        if escapes(exc):
-            raise
-        log.warning("tool_policy raised %s for tool %r; the call is denied", type(exc).__name__, call.name)
-        return f"the tool policy could not decide ({type(exc).__name__})"
-    return reason if reason.strip() else "no reason given"
-
-
-class _Abandoned:
-    """Reports a sync call its caller left (timeout, cancellation): an event and a log line."""
-
-    __slots__ = ("call_id", "name")
-
-    def __init__(self, call_id: str, name: str) -> None:
-        self.call_id = call_id
-        self.name = name
-
-    def __call__(self, alive: int) -> None:
-        # The thread cannot be stopped; what can be done is to say so, with how many are stuck.
-        log.info(
-            "sync tool %r (call %s) was abandoned in its worker thread; %d abandoned thread(s) still running",
-            self.name,
-            self.call_id,
-            alive,
-        )
-        emit("tools.thread_abandoned", call_id=self.call_id, name=self.name, alive=alive)
-
-
-def _encodable(call: ToolCall, name: str, text: str) -> str:
-    """``text`` as the next request can carry it; repairs are recorded (``tools.surrogates_replaced``)."""
-    fixed, count = encodable_text(text)
-    if count:
-        emit("tools.surrogates_replaced", call_id=call.id, name=name, surrogates=count)
-    return fixed
+    if isinstance(exc, TimedOut):
+        return ToolStatus.timeout, timeout_text(t.name, exc.seconds)
+    if isinstance(exc, ConversionError):
+        return ToolStatus.invalid, t.invalid_text([_conversion_issue(exc)])
+    if isinstance(exc, ToolDenied):
+        return ToolStatus.denied, denied_text(t.name, exc.reason)
+    return ToolStatus.error, format_error(exc)
 
 
 def _conversion_issue(exc: ConversionError) -> ValidationIssue:

@@ -618,7 +618,7 @@ async def test_a_background_task_does_not_hold_up_the_drain_and_is_cancelled_at_
 
 async def test_the_backend_functions_resolved_once_are_the_running_backends_own() -> None:
     """What the ask and the tool executor call instead of anyio's top-level functions: the same, found once."""
-    from agentactors.actors._backend import backend_function
+    from agentactors._backend import backend_function
 
     checkpoint = backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled)
     clock = backend_function("current_time", anyio.current_time)
