@@ -11,8 +11,8 @@ Two answers, one rule (``docs/settings.md``, "Dropped or refused"):
   with :class:`~agentactors.UnsupportedSettingError` (request kind) before anything is sent: dropping them
   would hand back something the caller did not ask for.
 
-Per-model capability data lives with each wire (``_openai_models``, ``_anthropic_models``,
-``_gemini_models``); model names are matched by :func:`match_model`.
+Per-model capability data lives with each wire (``openai/models.py``, ``anthropic/models.py``,
+``gemini/models.py``); model names are matched by :func:`match_model`.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 A codec does no I/O.  :mod:`agentactors.providers.http.provider` wraps one in an httpx
 call; tests drive codecs directly with the recorded corpus.  Each wire is one
-public module (``openai``, ``anthropic``, ``gemini``: the codec class and the
-provider class) over a private ``_<wire>_stream`` module (its
-:class:`StreamDecoder`) over a private ``_<wire>_decode`` module (bodies, usage,
-stop reasons, tool calls, error refinement); imports go that one way.
+folder (``openai/``, ``anthropic/``, ``gemini/``): ``provider.py`` (the codec class
+and the provider class) over ``encode.py`` (the request body) and ``stream.py``
+(its :class:`StreamDecoder`), over ``decode.py`` (bodies, usage, stop reasons, tool
+calls, error refinement), over ``models.py`` (per-model data); imports go that one way.
 """
 
 from __future__ import annotations

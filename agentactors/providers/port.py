@@ -1,4 +1,4 @@
-"""The provider port: the ``LLMProvider`` protocol, and one reader per capability.
+"""The provider port: the ``LLMProvider`` protocol, the :class:`Capabilities` value, and one reader per capability.
 
 Vendor adapters, resilience decorators and test doubles all implement
 :class:`LLMProvider`; nothing above it knows a vendor's wire.
@@ -18,31 +18,30 @@ Contract every implementation keeps:
   rejects it raises :class:`~agentactors.UnsupportedToolChoiceError` before
   anything is sent.
 
-Capabilities are read through the functions of this module, never with ``getattr``
-at the point of use: each has one reader and one default, so a provider that lacks
-a capability (a duck-typed test double, a user's adapter written against an older
-protocol) is treated the same way everywhere.
+What a model can do is one frozen value, :class:`Capabilities`, which a provider answers per model
+with ``capabilities(model)``.  It is read through :func:`capabilities_of`, never by calling the method
+at the point of use: a provider written against the first protocol has no ``capabilities`` method, and
+:func:`capabilities_of` derives the value from the members that protocol had (:class:`CapabilityMembers`:
+``carries_tools``, ``carries_forced_tool_choice``, ``supports_forced_tool_choice(model)``,
+``supports_response_format(model)``, ``supports_streaming``), each with its old default.  So a duck-typed
+test double or a user's adapter is treated the same way everywhere, and nothing rejects a provider
+because ``isinstance(p, LLMProvider)`` is false.  The built-in providers still offer those members.
 
-* ``name`` — :func:`name_of`; default: the type's name.
-* ``default_model`` — :func:`default_model_of`; default: ``None``.
-* ``carries_tools`` — :func:`native_tools_for`; default: yes (only an explicit ``False`` is no).
-* ``carries_forced_tool_choice`` — :func:`forced_tool_choice_carried_by`; default: no (only an
-  explicit ``True`` is yes).
-* ``supports_forced_tool_choice(model)`` — :func:`forced_tool_choice_for`, together with the
-  previous one; default: no.
-* ``supports_streaming`` — :func:`streaming_for`; default: yes.
-* ``supports_response_format(model)`` — :func:`response_format_for`: whether a JSON-schema
-  response format (:class:`~agentactors.messages.ResponseFormat`) reaches ``model``; default: no.
-  A request with a response format for a model that cannot carry it raises a request-kind
-  :class:`~agentactors.ProviderError` before anything is sent (:func:`check_response_format`).
-* ``response_format_refusal(fmt, model, *, tools)`` (optional) — :func:`response_format_refusal`: why a
+The readers of single capabilities (:func:`native_tools_for`, :func:`forced_tool_choice_for`,
+:func:`forced_tool_choice_carried_by`, :func:`streaming_for`, :func:`response_format_for`) are thin
+functions over the value; :func:`name_of` and :func:`default_model_of` read identity.
+
+Two questions take more than a model, so no per-model value can hold their answer; they stay optional
+members, each read by its reader:
+
+* ``response_format_refusal(fmt, model, *, tools)`` — :func:`response_format_refusal`: why a
   response format the provider carries cannot carry *this* one (a schema the vendor's constrained
   decoding cannot compile, a format beside tools on a model that refuses both); default: nothing to refuse.
-* ``forced_tool_choice_refusal(model, settings)`` (optional) — :func:`forced_tool_choice_refusal`: why
+* ``forced_tool_choice_refusal(model, settings)`` — :func:`forced_tool_choice_refusal`: why
   the run's settings rule out a forced tool choice the model otherwise takes (Anthropic's extended
   thinking); default: settings rule nothing out.
 
-The last two answer with a reason (``str``) or ``None``, so the output strategy auto picks
+They answer with a reason (``str``) or ``None``, so the output strategy auto picks
 (``docs/output.md``) can say why; a composite provider (a decorator, a fallback chain, a pool) asks its
 members through the same readers.
 
@@ -52,9 +51,11 @@ a broken capability never breaks a call.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+
+import attrs
 
 from ..errors import ErrorKind, ProviderError, StreamInterruptedError, UnsupportedToolChoiceError
 from ..messages import (
@@ -72,12 +73,18 @@ from ..messages import (
     ToolCallStart,
     Usage,
 )
+from ..parts import Audio, Document, Image
 from ..settings import ModelSettings
 
 __all__ = [
+    "MEDIA_KINDS",
+    "Capabilities",
+    "CapabilityMembers",
+    "CapabilityMembersMixin",
     "LLMProvider",
     "StreamAccumulator",
     "StreamContext",
+    "capabilities_of",
     "check_forced_tool_choice",
     "check_response_format",
     "default_model_of",
@@ -96,14 +103,176 @@ __all__ = [
 
 StreamContext: TypeAlias = AbstractAsyncContextManager[AsyncIterator[StreamEvent]]
 
+#: The media kinds a model may take: the ``kind`` of each media part of :mod:`agentactors.parts`.
+MEDIA_KINDS: Final = frozenset({Image.kind, Document.kind, Audio.kind})
+
+
+# --- the value -----------------------------------------------------------------------------------
+
+
+def _media_kinds(value: Iterable[str]) -> frozenset[str]:
+    if isinstance(value, str):
+        raise TypeError(f"media is a set of kinds, not the string {value!r}: write {{{value!r}}}")
+    kinds = frozenset(value)  # the same object when it is one already
+    if not kinds <= MEDIA_KINDS:
+        unknown = sorted(str(k) for k in kinds - MEDIA_KINDS)
+        raise ValueError(f"unknown media kinds {unknown}: the kinds are {sorted(MEDIA_KINDS)}")
+    return kinds
+
+
+_FLAGS: Final = (
+    "native_tools",
+    "forced_tool_choice",
+    "streaming",
+    "response_format",
+    "thinking",
+    "parallel_tool_calls",
+)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Capabilities:
+    """What one model can do through one provider: ``provider.capabilities(model)``, read by :func:`capabilities_of`.
+
+    Each field answers a question asked *before* a request is sent (the transport is chosen, a forced
+    choice or a response format refused unsent), so none can be learned from a response.  The defaults
+    are what a provider that says nothing gets — ``Capabilities()`` is the value :func:`capabilities_of`
+    derives from a duck-typed provider with none of the old members: only an explicit yes is yes for
+    what would be refused or dropped, and "yes" for what every provider has always been assumed to do.
+
+    :param native_tools: the provider calls tools natively (tool specs sent, calls in the response).
+        ``False``: the loop sends no specs and uses the JSON-fallback transport (tools described in the
+        prompt, calls parsed from the text).  Default ``True``.
+    :param forced_tool_choice: a forced tool choice (``required`` / a named tool) may be sent to the
+        model; ``False``: such a request raises :class:`~agentactors.UnsupportedToolChoiceError` before
+        sending.  Default ``False``.
+    :param streaming: ``stream()`` delivers the answer as it is generated.  ``False`` is for an adapter
+        whose ``stream()`` exists only to satisfy the port: decorators then call ``complete()`` and deliver
+        its response as a one-response stream.  Default ``True``.
+    :param response_format: a JSON-schema response format (``LLMRequest.response_format``) reaches the
+        model and the vendor enforces it; ``False``: such a request is a request-kind
+        :class:`~agentactors.ProviderError` before sending (a format the wire dropped silently would drop
+        the guarantee with it).  Default ``False``.
+    :param thinking: the model reasons before it answers and the thinking settings (``thinking_budget``,
+        ``reasoning_effort``) reach it — for a model the wire's tables do not know, the wire sends them as
+        given and the vendor judges.  Default ``False``.
+    :param media: the media part kinds (:data:`MEDIA_KINDS`: ``"image"``, ``"document"``, ``"audio"``) the
+        model takes; a part of another kind is refused before sending.  Default: none.
+    :param parallel_tool_calls: the ``parallel_tool_calls`` setting reaches the model (``False``: the wire
+        drops it, with ``llm.setting_dropped``; the model may still call several tools in one step).
+        Default ``False``.
+    """
+
+    native_tools: bool = True
+    forced_tool_choice: bool = False
+    streaming: bool = True
+    response_format: bool = False
+    thinking: bool = False
+    media: frozenset[str] = attrs.field(default=frozenset(), converter=_media_kinds)
+    parallel_tool_calls: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        # One check for every flag, not a validator call each: a value is made each time a provider is asked.
+        flags = (
+            self.native_tools,
+            self.forced_tool_choice,
+            self.streaming,
+            self.response_format,
+            self.thinking,
+            self.parallel_tool_calls,
+        )
+        for name, value in zip(_FLAGS, flags, strict=True):
+            if value.__class__ is not bool:
+                raise TypeError(f"Capabilities.{name} must be a bool, not {type(value).__name__}")
+
+    @classmethod
+    def common(cls, values: Iterable[Capabilities]) -> Capabilities:
+        """What every one of ``values`` can do: the AND of each flag, the media kinds they all take.
+
+        A composite whose every member may serve any call (a pool, a default fallback chain) can do this.
+        :raises ValueError: no values.
+        """
+        items = tuple(values)
+        if not items:
+            raise ValueError("Capabilities.common() needs at least one value")
+        return cls(
+            native_tools=all(c.native_tools for c in items),
+            forced_tool_choice=all(c.forced_tool_choice for c in items),
+            streaming=all(c.streaming for c in items),
+            response_format=all(c.response_format for c in items),
+            thinking=all(c.thinking for c in items),
+            media=frozenset.intersection(*(c.media for c in items)),
+            parallel_tool_calls=all(c.parallel_tool_calls for c in items),
+        )
+
+
+# --- the protocol --------------------------------------------------------------------------------
+
+
+class CapabilityMembers(Protocol):
+    """The capability members of the first protocol: the compatibility surface :class:`LLMProvider` inherits.
+
+    A provider without :meth:`LLMProvider.capabilities` is read through these (by
+    :func:`capabilities_of`); every built-in provider still offers them, so code written against
+    them keeps working.  A new provider implements ``capabilities(model)`` instead, and may inherit
+    :class:`CapabilityMembersMixin` to offer these too.
+    """
+
+    @property
+    def carries_tools(self) -> bool:
+        """Whether the provider calls tools natively (:attr:`Capabilities.native_tools`).
+
+        Read by :func:`native_tools_for` (the agent choosing its transport), through
+        :func:`capabilities_of`; default: yes (only an explicit ``False`` is no).
+        """
+        ...
+
+    @property
+    def carries_forced_tool_choice(self) -> bool:
+        """Whether the provider can carry a forced tool choice at all (``False`` for a server that ignores it).
+
+        :meth:`supports_forced_tool_choice` refines it per model.  Read by
+        :func:`forced_tool_choice_carried_by` and, with the per-model answer, by
+        :func:`forced_tool_choice_for`; default: no (only an explicit ``True`` is yes).
+        """
+        ...
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether a forced tool choice may be sent to ``model`` (``None``: the default model).
+
+        Read only through :func:`forced_tool_choice_for` (with :attr:`carries_forced_tool_choice`,
+        both must be exactly ``True``); default: no.
+        """
+        ...
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether a JSON-schema response format may be sent to ``model`` (:attr:`Capabilities.response_format`).
+
+        Read only through :func:`response_format_for`; default: no (only an explicit ``True`` is yes).
+        """
+        ...
+
+    @property
+    def supports_streaming(self) -> bool:
+        """Whether ``stream()`` delivers the answer as it is generated (:attr:`Capabilities.streaming`).
+
+        Read by :func:`streaming_for`; default: yes (only an explicit ``False`` is no).
+        """
+        ...
+
 
 @runtime_checkable
-class LLMProvider(Protocol):
-    """A model provider: identity, capabilities, and the two calls.  See the module docstring for the contract.
+class LLMProvider(CapabilityMembers, Protocol):
+    """A model provider: identity, what a model can do, and the two calls.  See the module docstring.
 
-    Every member below is part of the port.  Code that holds a provider reads the
-    capabilities through this module's reader functions (named in each member's
-    docstring), which give a provider that lacks one the documented default.
+    The port is the six members declared here: ``name``, ``default_model``, ``capabilities(model)``,
+    ``complete``, ``stream``, ``aclose``.  The members it inherits from :class:`CapabilityMembers` are
+    the first protocol's, kept as a compatibility surface: every built-in provider offers them (a
+    provider that implements :meth:`capabilities` gets them from :class:`CapabilityMembersMixin`), and
+    nothing reads them but :func:`capabilities_of`, for a provider without :meth:`capabilities`.
+
+    Nothing checks ``isinstance(provider, LLMProvider)`` before using a provider: a duck-typed provider
+    with only the first protocol's members, or only the port's, is used and read all the same.
     """
 
     @property
@@ -124,64 +293,13 @@ class LLMProvider(Protocol):
         """
         ...
 
-    @property
-    def carries_tools(self) -> bool:
-        """Whether the provider calls tools natively (tool specs sent, tool calls in the response).
+    def capabilities(self, model: str | None) -> Capabilities:
+        """What ``model`` (``None``: the default model) can do through this provider.
 
-        ``False``: the loop sends no tool specs and uses the JSON-fallback transport
-        (tools described in the prompt, calls parsed from the text).  The transport is
-        chosen before the first request, so this cannot be learned from a response.
-        Read by :func:`native_tools_for` (the agent choosing its transport; decorators and
-        fallback chains forwarding it); default: yes.
-        """
-        ...
-
-    @property
-    def carries_forced_tool_choice(self) -> bool:
-        """Whether the provider can carry a forced tool choice (``required`` / a named tool) to any model.
-
-        A per-provider switch (``False`` for a compatible server that ignores
-        ``tool_choice``); :meth:`supports_forced_tool_choice` refines it per model.
-        Read by :func:`forced_tool_choice_carried_by` (decorators and chains forwarding it)
-        and, with the per-model answer, by :func:`forced_tool_choice_for`; default: no.
-        """
-        ...
-
-    def supports_forced_tool_choice(self, model: str | None) -> bool:
-        """Whether a forced tool choice may be sent to ``model`` (``None``: the default model).
-
-        Should be total and cheap: it is asked before every forced request.  Read only
-        through :func:`forced_tool_choice_for` (a provider before it sends, a fallback
-        chain planning its members and its ``skip_incapable``, the decorators forwarding
-        it, users choosing a tool choice); default: no.
-        """
-        ...
-
-    def supports_response_format(self, model: str | None) -> bool:
-        """Whether a JSON-schema response format (``LLMRequest.response_format``) may be sent to ``model``.
-
-        ``model`` is ``None`` for the default model.  Yes only when the wire carries the schema to the
-        vendor and the vendor enforces it (OpenAI's ``json_schema`` response format, Anthropic's
-        ``output_config.format``, Gemini's ``responseSchema``): a format the wire would drop silently
-        would drop the guarantee with it.  Should be total and cheap: it is asked when an output
-        strategy is chosen for each model call.
-        Read only through :func:`response_format_for` (``auto`` output choosing the native strategy,
-        a fallback chain planning its members, the decorators forwarding it, a provider refusing such
-        a request before it sends, with :func:`check_response_format`); default: no.
-        """
-        ...
-
-    @property
-    def supports_streaming(self) -> bool:
-        """Whether :meth:`stream` delivers the answer as it is generated.
-
-        ``False`` is for an adapter whose ``stream()`` exists only to satisfy the port:
-        the resilience decorators then call :meth:`complete` and deliver its response as
-        a one-response stream (so do they for a provider without a callable ``stream``
-        or whose ``stream()`` raises ``NotImplementedError``).  A decorator or a fallback
-        chain always answers ``True``: its own ``stream()`` adapts such a member and
-        applies its stream policy (first-event and idle timeouts, mid-stream counting)
-        to the adapted stream.  Read by :func:`streaming_for`; default: yes.
+        Should be total and cheap: it is asked before forced requests, when an output strategy is
+        chosen and when a decorator opens a stream.  Read only through :func:`capabilities_of` (and the
+        single-capability readers over it); default: the value derived from the members of
+        :class:`CapabilityMembers`, or ``Capabilities()`` for a provider with none of them.
         """
         ...
 
@@ -228,7 +346,44 @@ class LLMProvider(Protocol):
         ...
 
 
-# --- the capability readers ----------------------------------------------------------------------
+class CapabilityMembersMixin:
+    """The members of :class:`CapabilityMembers`, answered from the provider's own ``capabilities(model)``.
+
+    For a provider that implements :meth:`LLMProvider.capabilities` and should stay readable by code
+    written against the first protocol (the resilience decorators, fallback chains and pools inherit
+    it).  The provider-wide members answer for model ``None``: the default model.
+    """
+
+    __slots__ = ()
+
+    def capabilities(self, model: str | None) -> Capabilities:  # pragma: no cover - the subclass's
+        raise NotImplementedError
+
+    @property
+    def carries_tools(self) -> bool:
+        """``capabilities(None).native_tools``."""
+        return self.capabilities(None).native_tools
+
+    @property
+    def carries_forced_tool_choice(self) -> bool:
+        """``capabilities(None).forced_tool_choice``: whether the default model takes a forced choice."""
+        return self.capabilities(None).forced_tool_choice
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """``capabilities(model).forced_tool_choice``."""
+        return self.capabilities(model).forced_tool_choice
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """``capabilities(model).response_format``."""
+        return self.capabilities(model).response_format
+
+    @property
+    def supports_streaming(self) -> bool:
+        """``capabilities(None).streaming``."""
+        return self.capabilities(None).streaming
+
+
+# --- the readers ---------------------------------------------------------------------------------
 
 
 def _read(provider: object, attribute: str, default: object) -> object:
@@ -238,6 +393,56 @@ def _read(provider: object, attribute: str, default: object) -> object:
     except Exception:
         # A capability is a property of someone else's object; a bug in it must not break a call.
         return default
+
+
+def _says_yes(method: object, model: str | None) -> bool:
+    """Whether ``method(model)`` answers exactly ``True`` (not callable, or raising: no)."""
+    if not callable(method):
+        return False
+    try:
+        return method(model) is True
+    except Exception:
+        return False
+
+
+def _forced_from_members(provider: object, model: str | None) -> bool:
+    if _read(provider, "carries_forced_tool_choice", None) is not True:
+        return False
+    per_model = _read(provider, "supports_forced_tool_choice", None)
+    return True if per_model is None else _says_yes(per_model, model)
+
+
+def _from_members(provider: object, model: str | None) -> Capabilities:
+    """The value a provider without ``capabilities()`` has: read from its :class:`CapabilityMembers`."""
+    return Capabilities(
+        native_tools=_read(provider, "carries_tools", True) is not False,
+        forced_tool_choice=_forced_from_members(provider, model),
+        streaming=_read(provider, "supports_streaming", True) is not False,
+        response_format=_says_yes(_read(provider, "supports_response_format", None), model),
+    )
+
+
+def capabilities_of(provider: object, model: str | None) -> Capabilities:
+    """What ``model`` (``None``: the default model) can do through ``provider``: the one capability reader.
+
+    ``provider.capabilities(model)`` when it answers with a :class:`Capabilities`.  Otherwise — a
+    provider written against the first protocol, a method that raises or answers something else — the
+    value derived from its :class:`CapabilityMembers`, each with its old default: native tools unless
+    ``carries_tools`` is exactly ``False``; a forced choice only when ``carries_forced_tool_choice`` is
+    exactly ``True`` and ``supports_forced_tool_choice(model)``, if it has one, answers exactly ``True``;
+    streaming unless ``supports_streaming`` is exactly ``False``; a response format only when
+    ``supports_response_format(model)`` answers exactly ``True``; thinking, media and the
+    ``parallel_tool_calls`` setting: no.
+    """
+    method = _read(provider, "capabilities", None)
+    if callable(method):
+        try:
+            value = method(model)
+        except Exception:
+            value = None
+        if isinstance(value, Capabilities):
+            return value
+    return _from_members(provider, model)
 
 
 def name_of(provider: object) -> str:
@@ -253,56 +458,50 @@ def default_model_of(provider: object) -> str | None:
 
 
 def native_tools_for(provider: object) -> bool:
-    """Whether ``provider`` calls tools natively (see :attr:`LLMProvider.carries_tools`).
+    """Whether ``provider`` calls tools natively: :attr:`Capabilities.native_tools` of its default model.
 
-    The one reader of ``carries_tools``: only an explicit ``False`` is no.  A missing
-    attribute, a non-bool value or an exception is the default, yes — what an agent has
-    always assumed of a provider that does not say (a fallback chain is the AND of its
-    members' answers).
+    Default (a provider that does not say, a non-bool value, an exception): yes — what an agent has
+    always assumed of a provider that does not say (a fallback chain is the AND of its members' answers).
     """
-    return _read(provider, "carries_tools", True) is not False
+    return capabilities_of(provider, None).native_tools
 
 
 def forced_tool_choice_carried_by(provider: object) -> bool:
-    """Whether ``provider`` can carry a forced tool choice at all (see :attr:`LLMProvider.carries_forced_tool_choice`).
+    """Whether ``provider`` carries a forced tool choice: :attr:`Capabilities.forced_tool_choice` for model ``None``.
 
-    The one reader of ``carries_forced_tool_choice``: only an explicit ``True`` is yes;
-    anything else (missing, ``None``, a truthy non-bool, an exception) is no.
+    For a provider of the first protocol, ``carries_forced_tool_choice`` (and its per-model answer for
+    the default model); only an explicit ``True`` is yes, anything else (missing, ``None``, a truthy
+    non-bool, an exception) is no.
     """
-    return _read(provider, "carries_forced_tool_choice", None) is True
+    return capabilities_of(provider, None).forced_tool_choice
 
 
 def forced_tool_choice_for(provider: object, model: str | None) -> bool:
-    """Whether ``provider`` can send a forced tool choice to ``model``.
+    """Whether ``provider`` can send a forced tool choice to ``model``: :attr:`Capabilities.forced_tool_choice`.
 
-    The one reader of the capability: ``carries_forced_tool_choice`` must be
-    exactly ``True``, and ``supports_forced_tool_choice(model)``, when the
-    provider has it, must return exactly ``True``.  Anything but an explicit yes
-    (a missing attribute, ``None``, a truthy non-bool, an exception) is no.
+    Anything but an explicit yes (a missing member, ``None``, a truthy non-bool, an exception) is no.
     """
-    if not forced_tool_choice_carried_by(provider):
-        return False
-    per_model = _read(provider, "supports_forced_tool_choice", None)
-    if per_model is None:
-        return True
-    if not callable(per_model):
-        return False
-    try:
-        return per_model(model) is True
-    except Exception:
-        return False
+    return capabilities_of(provider, model).forced_tool_choice
 
 
 def streaming_for(provider: object) -> bool:
-    """Whether ``provider.stream()`` is worth calling (see :attr:`LLMProvider.supports_streaming`).
+    """Whether ``provider.stream()`` is worth calling: a callable ``stream`` and :attr:`Capabilities.streaming`.
 
-    The one reader of ``supports_streaming``: no when the provider has no callable
-    ``stream`` or says exactly ``False``; otherwise (missing, a non-bool value, an
-    exception) the default, yes.
+    No when the provider has no callable ``stream`` or says exactly no; otherwise (missing, a non-bool
+    value, an exception) the default, yes.
     """
     if not callable(_read(provider, "stream", None)):
         return False
-    return _read(provider, "supports_streaming", True) is not False
+    return capabilities_of(provider, None).streaming
+
+
+def response_format_for(provider: object, model: str | None) -> bool:
+    """Whether ``provider`` can send a JSON-schema response format to ``model``: :attr:`Capabilities.response_format`.
+
+    Only an explicit yes is yes: a provider that does not say, a non-bool answer or an exception is no —
+    a response format the wire drops silently would drop the guarantee with it.
+    """
+    return capabilities_of(provider, model).response_format
 
 
 def resolve_model(provider: LLMProvider | Any, request: LLMRequest) -> str:
@@ -324,22 +523,6 @@ def check_forced_tool_choice(provider: object, request: LLMRequest, model: str |
     """Raise :class:`UnsupportedToolChoiceError` when ``request`` forces a choice ``model`` rejects."""
     if request.tool_choice.forced and not forced_tool_choice_for(provider, model):
         raise UnsupportedToolChoiceError(provider=name_of(provider), model=model)
-
-
-def response_format_for(provider: object, model: str | None) -> bool:
-    """Whether ``provider`` can send a JSON-schema response format to ``model``.
-
-    The one reader of ``supports_response_format(model)``: only an explicit ``True`` is yes; a
-    provider without the method, a non-bool answer or an exception is no — a response format the
-    wire drops silently would drop the guarantee with it.
-    """
-    per_model = _read(provider, "supports_response_format", None)
-    if not callable(per_model):
-        return False
-    try:
-        return per_model(model) is True
-    except Exception:
-        return False
 
 
 def _reason(answer: object) -> str | None:

@@ -13,7 +13,15 @@ import attrs
 
 from ..errors import ErrorKind, ProviderError
 from ..messages import LLMRequest, LLMResponse, StopReason, StreamEvent, TextDelta, ToolCall, Usage, split_text
-from .port import StreamContext, check_forced_tool_choice, check_response_format, events_for_response, interrupted
+from .port import (
+    MEDIA_KINDS,
+    Capabilities,
+    StreamContext,
+    check_forced_tool_choice,
+    check_response_format,
+    events_for_response,
+    interrupted,
+)
 
 __all__ = ["ScriptExhaustedError", "ScriptItem", "ScriptedProvider", "StreamCut"]
 
@@ -54,6 +62,17 @@ _PLAIN = (str, list, ToolCall, LLMResponse)
 #: A scripted response's usage (none): one shared value, as an unset ``LLMResponse.usage`` is.
 _ZERO_USAGE = Usage()
 
+#: What a scripted model can do unless told otherwise: everything a model can.
+_FULLY_CAPABLE = Capabilities(
+    native_tools=True,
+    forced_tool_choice=True,
+    streaming=True,
+    response_format=True,
+    thinking=True,
+    media=MEDIA_KINDS,
+    parallel_tool_calls=True,
+)
+
 
 def _all_calls(items: list[Any] | tuple[Any, ...]) -> bool:
     for item in items:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per response
@@ -90,6 +109,11 @@ class ScriptedProvider:
     ``carries_response_format=False`` or the model is in ``rejects_response_format``: then the
     request is refused with a request-kind ``ProviderError``, before it is recorded — the way a
     vendor provider refuses it before sending.
+
+    :meth:`capabilities` answers for a fully capable model (native tools, forced choices, streaming,
+    response formats, thinking, every media kind, the ``parallel_tool_calls`` setting), narrowed by the
+    keywords above — or by ``capabilities``, a :class:`~agentactors.providers.port.Capabilities` for every
+    model (the ``carries_*`` and ``rejects_*`` keywords narrow it further).
     """
 
     def __init__(
@@ -105,6 +129,7 @@ class ScriptedProvider:
         record: bool = True,
         carries_response_format: bool = True,
         rejects_response_format: Iterable[str] = (),
+        capabilities: Capabilities | None = None,
     ) -> None:
         if isinstance(script, str | LLMResponse | ToolCall | BaseException | StreamCut):
             script = [script]
@@ -119,6 +144,9 @@ class ScriptedProvider:
         self.rejects_forced_tool_choice = frozenset(rejects_forced_tool_choice)
         self._carries_format = carries_response_format
         self.rejects_response_format = frozenset(rejects_response_format)
+        if capabilities is not None and not isinstance(capabilities, Capabilities):
+            raise TypeError(f"capabilities must be a Capabilities, not {type(capabilities).__name__}")
+        self._caps = capabilities or _FULLY_CAPABLE
         self.requests: list[LLMRequest] = []
         self.record = bool(record)
         self._calls = 0
@@ -141,28 +169,57 @@ class ScriptedProvider:
         """The model given (default ``"scripted-model"``)."""
         return self._model
 
+    def capabilities(self, model: str | None) -> Capabilities:
+        """What ``model`` can do here: the ``capabilities`` given (default: everything), narrowed by the keywords.
+
+        Composed from the members of the first protocol below, so a subclass that overrides one of them
+        answers the same through both.
+        """
+        caps = self._caps
+        native = self.carries_tools is True
+        forced = self.carries_forced_tool_choice is True and self.supports_forced_tool_choice(model) is True
+        streaming = self.supports_streaming is not False
+        response_format = self.supports_response_format(model) is True
+        if (native, forced, streaming, response_format) == (
+            caps.native_tools,
+            caps.forced_tool_choice,
+            caps.streaming,
+            caps.response_format,
+        ):
+            return caps  # nothing narrowed for this model: the one value, not a new one per question
+        return Capabilities(
+            native_tools=native,
+            forced_tool_choice=forced,
+            streaming=streaming,
+            response_format=response_format,
+            thinking=caps.thinking,
+            media=caps.media,
+            parallel_tool_calls=caps.parallel_tool_calls,
+        )
+
     @property
     def carries_tools(self) -> bool:
-        """As given: ``False`` makes the loop use the JSON-fallback transport."""
-        return self._carries_tools
+        """As given (and as ``capabilities`` says): ``False`` makes the loop use the JSON-fallback transport."""
+        return self._carries_tools and self._caps.native_tools
 
     @property
     def carries_forced_tool_choice(self) -> bool:
-        """As given."""
-        return self._carries_forced
+        """As given (and as ``capabilities`` says)."""
+        return self._carries_forced and self._caps.forced_tool_choice
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """``False`` without :attr:`carries_forced_tool_choice` or for a model in ``rejects_forced_tool_choice``."""
-        return self._carries_forced and model not in self.rejects_forced_tool_choice
+        return self.carries_forced_tool_choice and model not in self.rejects_forced_tool_choice
 
     def supports_response_format(self, model: str | None) -> bool:
-        """``False`` with ``carries_response_format=False`` or for a model in ``rejects_response_format``."""
-        return self._carries_format and model not in self.rejects_response_format
+        """``False`` with ``carries_response_format=False`` (or ``capabilities`` saying no), or for a model in
+        ``rejects_response_format``."""
+        return self._carries_format and self._caps.response_format and model not in self.rejects_response_format
 
     @property
     def supports_streaming(self) -> bool:
-        """``True``: :meth:`stream` delivers text and tool calls in several events."""
-        return True
+        """``True`` (unless ``capabilities`` says no): :meth:`stream` delivers text and tool calls in several events."""
+        return self._caps.streaming
 
     @property
     def calls(self) -> int:

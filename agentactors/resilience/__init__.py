@@ -12,6 +12,11 @@ inner — what ``resilient_chain(a, b)`` builds (:mod:`.preset`)::
 ``with_pool`` spreads calls over equivalent deployments of one model, skipping
 open breakers and steering away from members near their vendor rate limits.
 
+Two public bases make a new layer: :class:`ProviderDecorator` (wraps one provider;
+forwards what a model can do, ``capabilities(model)``) and :class:`MultiProvider`
+(serves with several members; what they can all do).  :func:`describe_chain` shows
+what a decorated provider is made of.
+
 Every decision comes from the error taxonomy of :mod:`agentactors.errors`:
 request errors are never retried, moved to a fallback or counted by a breaker.
 A call a breaker admitted carries its permit down the stack, so no attempt is
@@ -22,7 +27,10 @@ from __future__ import annotations
 
 from ._circuit import CircuitState, CircuitStats
 from .breaker import CircuitBreakerProvider, with_circuit_breaker
+from .chain import ChainNode, describe_chain
+from .decorator import ProviderDecorator
 from .fallback import DEFAULT_FALLBACK_ON, FallbackProvider, with_fallback
+from .multi import MultiProvider
 from .pool import PoolProvider, with_pool
 from .preset import guarded, resilient_chain
 from .retry import RetryingProvider, with_retry
@@ -30,13 +38,17 @@ from .timeout import TimeoutProvider, with_timeout
 
 __all__ = [
     "DEFAULT_FALLBACK_ON",
+    "ChainNode",
     "CircuitBreakerProvider",
     "CircuitState",
     "CircuitStats",
     "FallbackProvider",
+    "MultiProvider",
     "PoolProvider",
+    "ProviderDecorator",
     "RetryingProvider",
     "TimeoutProvider",
+    "describe_chain",
     "guarded",
     "resilient_chain",
     "with_circuit_breaker",

@@ -22,11 +22,12 @@ from typing import Any
 
 import attrs
 
+import agentactors.resilience._gate as _gate
+
 from ..errors import CircuitOpenError, ErrorKind, ProviderError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamContext
-from . import _gate
 from ._circuit import BreakerPolicy, Circuit, CircuitState, CircuitStats, Outcome, Permit
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import open_stream, relay, stream_of

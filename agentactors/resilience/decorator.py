@@ -1,8 +1,11 @@
-"""What every resilience decorator shares: delegation of the provider port, and error normalisation.
+"""``ProviderDecorator``: the public base of a provider that wraps one provider, and what decorators share.
 
-A decorator *is* an :class:`~agentactors.providers.port.LLMProvider`: it
-reports its inner provider's name, default model and capabilities, and closes
-it on :meth:`aclose`.  Only :meth:`complete` and :meth:`stream` differ.
+A decorator *is* an :class:`~agentactors.providers.port.LLMProvider`: it reports its inner provider's
+name, default model and capabilities, and closes it on :meth:`~ProviderDecorator.aclose`.  Only
+``complete`` and ``stream`` differ.  What a model can do is one value
+(:class:`~agentactors.providers.port.Capabilities`), so the base forwards one method for it,
+``capabilities(model)``; the two questions that take more than a model (a response format's schema, the
+run's settings) are forwarded too, and the members of the first protocol come from the value.
 """
 
 from __future__ import annotations
@@ -11,25 +14,25 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 import anyio
+import attrs
 
 from ..errors import ProviderError
 from ..messages import LLMRequest, LLMResponse, ResponseFormat
 from ..providers.errors import classify_exception
 from ..providers.port import (
+    Capabilities,
+    CapabilityMembersMixin,
     LLMProvider,
     StreamContext,
+    capabilities_of,
     default_model_of,
-    forced_tool_choice_carried_by,
-    forced_tool_choice_for,
     forced_tool_choice_refusal,
     name_of,
-    native_tools_for,
-    response_format_for,
     response_format_refusal,
 )
 from ..settings import ModelSettings
 
-__all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of"]
+__all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of", "streaming_adapted"]
 
 Clock = Callable[[], float]
 
@@ -54,16 +57,30 @@ def default_clock() -> float:
     return anyio.current_time()
 
 
-class ProviderDecorator:
-    """Base of the decorators: delegates the provider port to ``inner``.
+def streaming_adapted(caps: Capabilities) -> Capabilities:
+    """``caps`` with streaming: a wrapper's ``stream()`` adapts a member that cannot stream (see :mod:`.streams`)."""
+    return caps if caps.streaming else attrs.evolve(caps, streaming=True)
 
-    Identity and capabilities are forwarded through the readers of
-    :mod:`agentactors.providers.port` (:func:`~agentactors.providers.port.native_tools_for`,
-    :func:`~agentactors.providers.port.forced_tool_choice_for`, ...), so a decorated
-    provider carries exactly what the provider it wraps carries, with the same defaults
-    for one that does not say.  ``supports_streaming`` is the exception: it is always
-    ``True``, because a decorator's ``stream()`` adapts an inner provider that cannot
-    stream and applies its own stream policy to the adapted stream.
+
+class ProviderDecorator(CapabilityMembersMixin):
+    """The base of a provider that wraps one provider, ``inner``, and changes how it is called.
+
+    Subclass it and write ``complete`` and ``stream``; everything else is the inner provider's:
+
+    * identity: :attr:`name` and :attr:`default_model`;
+    * :meth:`capabilities`: the inner provider's value (read through
+      :func:`~agentactors.providers.port.capabilities_of`, so an inner provider of the first protocol
+      is read with the same defaults as everywhere), with ``streaming`` always yes: a decorator's
+      ``stream()`` adapts an inner provider that cannot stream (with
+      :func:`~agentactors.resilience.streams.stream_of`) and applies its own stream policy to the
+      adapted stream;
+    * the two reason-giving questions, :meth:`response_format_refusal` and
+      :meth:`forced_tool_choice_refusal`, asked of the inner provider through their readers;
+    * :meth:`aclose` closes the inner provider; the decorator is an async context manager.
+
+    The members of the first protocol (``carries_tools``, ``supports_forced_tool_choice(model)``, ...)
+    are answered from :meth:`capabilities` (:class:`~agentactors.providers.port.CapabilityMembersMixin`).
+    :func:`~agentactors.resilience.describe_chain` follows :attr:`inner`.
     """
 
     def __init__(self, inner: LLMProvider | Any) -> None:
@@ -87,23 +104,9 @@ class ProviderDecorator:
         """The inner provider's default model."""
         return default_model_of(self._inner)
 
-    @property
-    def carries_tools(self) -> bool:
-        """Whether the inner provider calls tools natively (:func:`~agentactors.providers.port.native_tools_for`)."""
-        return native_tools_for(self._inner)
-
-    @property
-    def carries_forced_tool_choice(self) -> bool:
-        """The inner provider's answer, through :func:`~agentactors.providers.port.forced_tool_choice_carried_by`."""
-        return forced_tool_choice_carried_by(self._inner)
-
-    def supports_forced_tool_choice(self, model: str | None) -> bool:
-        """The inner provider's answer, through :func:`~agentactors.providers.port.forced_tool_choice_for`."""
-        return forced_tool_choice_for(self._inner, model)
-
-    def supports_response_format(self, model: str | None) -> bool:
-        """The inner provider's answer, through :func:`~agentactors.providers.port.response_format_for`."""
-        return response_format_for(self._inner, model)
+    def capabilities(self, model: str | None) -> Capabilities:
+        """The inner provider's value (:func:`~agentactors.providers.port.capabilities_of`), always streaming."""
+        return streaming_adapted(capabilities_of(self._inner, model))
 
     def response_format_refusal(
         self, fmt: ResponseFormat, model: str | None, *, tools: bool = False, members: Collection[str] | None = None
@@ -114,11 +117,6 @@ class ProviderDecorator:
     def forced_tool_choice_refusal(self, model: str | None, settings: ModelSettings | None) -> str | None:
         """The inner provider's answer, through :func:`~agentactors.providers.port.forced_tool_choice_refusal`."""
         return forced_tool_choice_refusal(self._inner, model, settings)
-
-    @property
-    def supports_streaming(self) -> bool:
-        """Always ``True``: :meth:`stream` adapts an inner provider that cannot stream (see the class)."""
-        return True
 
     async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - overridden
         raise NotImplementedError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
@@ -25,18 +25,18 @@ from ..errors import (
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEnd, StreamEvent
 from ..providers.port import (
+    Capabilities,
     LLMProvider,
     StreamContext,
     default_model_of,
-    forced_tool_choice_carried_by,
     forced_tool_choice_for,
     forced_tool_choice_refusal,
-    native_tools_for,
     response_format_for,
     response_format_refusal,
 )
 from ..settings import ModelSettings
-from .decorator import as_provider_error, name_of
+from .decorator import as_provider_error, name_of, streaming_adapted
+from .multi import MultiProvider
 from .streams import OpenedStream, open_stream, relay, stream_of
 
 __all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
@@ -73,8 +73,15 @@ def _kinds(fallback_on: FallbackOn | None) -> tuple[frozenset[ErrorKind], Callab
     return kinds, None
 
 
-class FallbackProvider:
-    """The provider :func:`with_fallback` returns.  See there for the semantics."""
+class FallbackProvider(MultiProvider):
+    """The provider :func:`with_fallback` returns.  See there for the semantics.
+
+    A :class:`~agentactors.resilience.MultiProvider`: the primary calls the model asked for, each
+    fallback its own default model; with ``skip_incapable`` a forced tool choice or a response format
+    needs one capable member, not all.
+    """
+
+    label: ClassVar[str] = "fallback"
 
     def __init__(
         self,
@@ -84,68 +91,34 @@ class FallbackProvider:
         skip_incapable: bool,
         name: str | None,
     ) -> None:
-        if not members:
-            raise ValueError("with_fallback needs at least one provider")
-        for m in members:
-            if not callable(getattr(m, "complete", None)):
-                raise TypeError(f"expected an LLMProvider (with complete()), got {type(m).__name__}")
-        self.members: tuple[Any, ...] = tuple(members)
+        super().__init__(members, name=name)
         self._kinds, self._predicate = _kinds(fallback_on)
         self.skip_incapable = skip_incapable
-        self._name = name or "fallback(" + ", ".join(name_of(m) for m in self.members) + ")"
-
-    def __repr__(self) -> str:
-        return f"FallbackProvider({', '.join(repr(m) for m in self.members)})"
 
     # -- the port: identity and capabilities ------------------------------------------------------
 
-    @property
-    def name(self) -> str:
-        """``fallback(a, b, ...)`` from the members' names, unless a name was given."""
-        return self._name
+    def model_for(self, index: int, requested: str | None) -> str | None:
+        """The primary calls what was asked for (or its default); a fallback is bound to its own model."""
+        own = default_model_of(self.members[index])
+        model = (requested or own) if index == 0 else (own or requested)
+        return str(model) if model else None
 
-    @property
-    def default_model(self) -> str | None:
-        """The primary's default model."""
-        return default_model_of(self.members[0])
+    def capabilities(self, model: str | None) -> Capabilities:
+        """What the chain can do when asked for ``model``; each member answers for the model it would call.
 
-    @property
-    def carries_tools(self) -> bool:
-        """True only when every member calls tools natively (the loop's transport must suit them all).
-
-        Each member answers through :func:`~agentactors.providers.port.native_tools_for`.
+        Every member must be able to — or, with ``skip_incapable``, for a forced tool choice and a
+        response format, at least one (the others are skipped).  Streaming always (a member that cannot
+        stream is adapted).
         """
-        return all(native_tools_for(m) for m in self.members)
-
-    @property
-    def carries_forced_tool_choice(self) -> bool:
-        """True only when every member can carry a forced tool choice — or, with ``skip_incapable``, one can.
-
-        Each member answers through :func:`~agentactors.providers.port.forced_tool_choice_carried_by`.
-        A chain that skips its incapable members carries a forced choice as far as its capable ones do,
-        the same answer :meth:`supports_forced_tool_choice` gives per model.
-        """
-        answers = [forced_tool_choice_carried_by(m) for m in self.members]
-        return any(answers) if self.skip_incapable else all(answers)
-
-    def supports_forced_tool_choice(self, model: str | None) -> bool:
-        """Whether the chain can send a forced choice when asked for ``model``.
-
-        Each member is asked for the model it would call.  Every member must
-        agree — or, with ``skip_incapable``, at least one.
-        """
-        answers = [forced_tool_choice_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
-        return any(answers) if self.skip_incapable else all(answers)
-
-    def supports_response_format(self, model: str | None) -> bool:
-        """Whether the chain can send a JSON-schema response format when asked for ``model``.
-
-        Each member is asked for the model it would call (through
-        :func:`~agentactors.providers.port.response_format_for`); every member must agree — or, with
-        ``skip_incapable``, at least one.
-        """
-        answers = [response_format_for(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
-        return any(answers) if self.skip_incapable else all(answers)
+        values = self.member_capabilities(model)
+        common = Capabilities.common(values)
+        if self.skip_incapable:
+            common = attrs.evolve(
+                common,
+                forced_tool_choice=any(c.forced_tool_choice for c in values),
+                response_format=any(c.response_format for c in values),
+            )
+        return streaming_adapted(common)
 
     def response_format_refusal(
         self, fmt: ResponseFormat, model: str | None, *, tools: bool = False, members: Collection[str] | None = None
@@ -159,7 +132,7 @@ class FallbackProvider:
         tool choice) narrows the question to those members, each of which must carry it: a request
         re-issued without the forced choice is served by one of them or by none.
         """
-        steps = [(m, self._model_for(i, m, model)) for i, m in enumerate(self.members)]
+        steps = list(self.member_models(model))
         if members is not None:
             wanted = set(members)
             named = [(m, mm) for m, mm in steps if name_of(m) in wanted]
@@ -186,8 +159,7 @@ class FallbackProvider:
         :func:`~agentactors.providers.port.forced_tool_choice_refusal`): the chain does not skip a member
         for its settings, so one that refuses them would end the call.
         """
-        for i, m in enumerate(self.members):
-            mm = self._model_for(i, m, model)
+        for m, mm in self.member_models(model):
             if self.skip_incapable and not forced_tool_choice_for(m, mm):
                 continue
             reason = forced_tool_choice_refusal(m, mm, settings)
@@ -195,24 +167,12 @@ class FallbackProvider:
                 return f"member {name_of(m)!r}: {reason}"
         return None
 
-    @property
-    def supports_streaming(self) -> bool:
-        """Always ``True``: :meth:`stream` adapts a member that cannot stream and relays the others."""
-        return True
-
-    @staticmethod
-    def _model_for(index: int, member: Any, requested: str | None) -> str | None:
-        # The primary calls what was asked for (or its default); a fallback is bound to its own model.
-        own = default_model_of(member)
-        model = (requested or own) if index == 0 else (own or requested)
-        return str(model) if model else None
-
     # -- the port: calls --------------------------------------------------------------------------
 
     def _plan(self, request: LLMRequest) -> list[_Step]:
         steps = []
         for i, member in enumerate(self.members):
-            model = self._model_for(i, member, request.model)
+            model = self.model_for(i, request.model)
             sub = request if i == 0 else request.with_model(model)
             steps.append(_Step(i, member, model, sub))
         if request.tool_choice.forced and not self.skip_incapable:
@@ -331,27 +291,6 @@ class FallbackProvider:
             finally:
                 await events.aclose()
 
-    async def aclose(self) -> None:
-        """Close every member (each once), even if closing one fails; the first failure is raised."""
-        first: BaseException | None = None
-        seen: set[int] = set()
-        for m in self.members:
-            if id(m) in seen:
-                continue
-            seen.add(id(m))
-            try:
-                await m.aclose()
-            except Exception as exc:
-                first = first or exc
-        if first is not None:
-            raise first
-
-    async def __aenter__(self) -> FallbackProvider:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
 
 def _no_response_format(step: _Step) -> ProviderError:
     return ProviderError(
@@ -404,9 +343,9 @@ def with_fallback(
       one-response stream), never skipped.
     * ``LLMResponse.provider`` (and the ``StreamEnd`` response's) names the
       member that served when the member did not name itself.
-    * ``carries_tools`` / ``carries_forced_tool_choice`` are the AND of the
-      members' (with ``skip_incapable``, ``carries_forced_tool_choice`` is their
-      OR, like ``supports_forced_tool_choice``).  ``aclose()`` closes every member.
+    * ``capabilities(model)`` is what every member can do for the model it
+      would call (with ``skip_incapable``, a forced tool choice and a response
+      format need one capable member).  ``aclose()`` closes every member.
 
     Events: ``fallback.moved(from_member, to_member, reason, error)``,
     ``fallback.skipped(member, reason)``, ``fallback.exhausted(errors)``.

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, ClassVar, Final, Literal, TypeVar
 
 import attrs
 
@@ -39,23 +39,14 @@ from ..errors import (
     UnsupportedToolChoiceError,
 )
 from ..events import emit
-from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEvent
+from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.http.ratelimits import RateLimitState
-from ..providers.port import (
-    LLMProvider,
-    StreamContext,
-    default_model_of,
-    forced_tool_choice_carried_by,
-    forced_tool_choice_for,
-    forced_tool_choice_refusal,
-    native_tools_for,
-    response_format_for,
-    response_format_refusal,
-)
-from ..settings import ModelSettings
+from ..providers.port import LLMProvider, StreamContext, default_model_of, forced_tool_choice_for
 from ._circuit import CircuitState
 from .breaker import CircuitBreakerProvider
-from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, name_of
+from .chain import describe_chain
+from .decorator import Clock, as_provider_error, default_clock, name_of
+from .multi import MultiProvider
 from .streams import OpenedStream, open_stream, relay, stream_of
 
 __all__ = ["STRATEGIES", "PoolProvider", "Strategy", "with_pool"]
@@ -96,26 +87,23 @@ class _Member:
         return state if isinstance(state, RateLimitState) else None
 
 
-def _chain(provider: Any) -> Iterator[Any]:
-    """``provider`` and the providers it decorates, outer to inner (through ``inner``, decorators only)."""
-    seen = 0
-    while provider is not None and seen < 64:
-        yield provider
-        seen += 1
-        provider = provider.inner if isinstance(provider, ProviderDecorator) else None
-
-
 def _member(index: int, provider: Any) -> _Member:
-    breaker = next((p for p in _chain(provider) if isinstance(p, CircuitBreakerProvider)), None)
-    vendor = next((p for p in _chain(provider) if hasattr(p, "rate_limit")), None)
+    # The member and the providers it decorates, outer to inner (not into a nested chain's members).
+    spine = [node.provider for node in describe_chain(provider).spine()]
+    breaker = next((p for p in spine if isinstance(p, CircuitBreakerProvider)), None)
+    vendor = next((p for p in spine if hasattr(p, "rate_limit")), None)
     return _Member(index, provider, breaker, vendor)
 
 
-class PoolProvider:
+class PoolProvider(MultiProvider):
     """The provider :func:`with_pool` returns.  See there for the semantics.
 
-    ``in_flight`` is the number of calls each member has in flight through this pool, in member order.
+    A :class:`~agentactors.resilience.MultiProvider` (each member calls its own default model; what the
+    pool can do is what every member can).  ``in_flight`` is the number of calls each member has in
+    flight through this pool, in member order.
     """
+
+    label: ClassVar[str] = "pool"
 
     def __init__(
         self,
@@ -127,11 +115,7 @@ class PoolProvider:
         name: str | None,
         clock: Clock | None,
     ) -> None:
-        if not members:
-            raise ValueError("with_pool needs at least one provider")
-        for m in members:
-            if not callable(getattr(m, "complete", None)):
-                raise TypeError(f"expected an LLMProvider (with complete()), got {type(m).__name__}")
+        super().__init__(members, name=name)
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, not {strategy!r}")
         if weights is not None:
@@ -144,12 +128,10 @@ class PoolProvider:
             raise ValueError("strategy='weighted' needs weights=")
         if not 0 <= min_headroom < 1:
             raise ValueError("min_headroom must be within [0, 1)")
-        self.members: tuple[Any, ...] = tuple(members)
         self.strategy = strategy
         self.weights: tuple[float, ...] = tuple(weights) if weights is not None else (1.0,) * len(members)
         self.min_headroom = min_headroom
         self._members = tuple(_member(i, m) for i, m in enumerate(members))
-        self._name = name or "pool(" + ", ".join(name_of(m) for m in self.members) + ")"
         self._clock: Clock = clock or default_clock
         self._turn = itertools.count()
         self._current = [0.0] * len(members)  # smooth weighted round robin state
@@ -157,59 +139,6 @@ class PoolProvider:
 
     def __repr__(self) -> str:
         return f"PoolProvider({', '.join(repr(m) for m in self.members)}, strategy={self.strategy!r})"
-
-    # -- the port: identity and capabilities ------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        """``pool(a, b, ...)`` from the members' names, unless a name was given."""
-        return self._name
-
-    @property
-    def default_model(self) -> str | None:
-        """The first member's default model."""
-        return default_model_of(self.members[0])
-
-    @property
-    def carries_tools(self) -> bool:
-        """True only when every member calls tools natively (any member may serve any call)."""
-        return all(native_tools_for(m) for m in self.members)
-
-    @property
-    def carries_forced_tool_choice(self) -> bool:
-        """True only when every member can carry a forced tool choice (any member may serve any call)."""
-        return all(forced_tool_choice_carried_by(m) for m in self.members)
-
-    def supports_forced_tool_choice(self, model: str | None) -> bool:
-        """Whether every member, asked for the model it would call, takes a forced choice."""
-        return all(forced_tool_choice_for(m.provider, m.model_for(model)) for m in self._members)
-
-    def supports_response_format(self, model: str | None) -> bool:
-        """Whether every member, asked for the model it would call, takes a JSON-schema response format."""
-        return all(response_format_for(m.provider, m.model_for(model)) for m in self._members)
-
-    def response_format_refusal(
-        self, fmt: ResponseFormat, model: str | None, *, tools: bool = False, members: Collection[str] | None = None
-    ) -> str | None:
-        """The first member's reason not to carry ``fmt`` (any member may serve any call), or ``None``."""
-        for m in self._members:
-            reason = response_format_refusal(m.provider, m.model_for(model), fmt, tools=tools)
-            if reason is not None:
-                return f"member {name_of(m.provider)!r}: {reason}"
-        return None
-
-    def forced_tool_choice_refusal(self, model: str | None, settings: ModelSettings | None) -> str | None:
-        """The first member's reason why ``settings`` rule out a forced choice (any member may serve any call)."""
-        for m in self._members:
-            reason = forced_tool_choice_refusal(m.provider, m.model_for(model), settings)
-            if reason is not None:
-                return f"member {name_of(m.provider)!r}: {reason}"
-        return None
-
-    @property
-    def supports_streaming(self) -> bool:
-        """Always ``True``: a member that cannot stream is adapted."""
-        return True
 
     # -- choosing ---------------------------------------------------------------------------------
 
@@ -360,27 +289,6 @@ class PoolProvider:
         finally:
             self.in_flight[member.index] -= 1
 
-    async def aclose(self) -> None:
-        """Close every member (each once), even if closing one fails; the first failure is raised."""
-        first: BaseException | None = None
-        seen: set[int] = set()
-        for m in self.members:
-            if id(m) in seen:
-                continue
-            seen.add(id(m))
-            try:
-                await m.aclose()
-            except Exception as exc:
-                first = first or exc
-        if first is not None:
-            raise first
-
-    async def __aenter__(self) -> PoolProvider:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
 
 def with_pool(
     *members: LLMProvider | Any,
@@ -410,9 +318,9 @@ def with_pool(
       :class:`~agentactors.errors.CircuitOpenError` naming the pool, with the soonest ``retry_after``.
     * **Models**: each member calls its own ``default_model`` when it has one (deployments may name
       the model differently), else ``request.model``.
-    * **Capabilities**: ``carries_tools``, ``carries_forced_tool_choice``,
-      ``supports_forced_tool_choice(model)`` and ``supports_response_format(model)`` are the AND of
-      the members' (any member may serve any call); a forced choice some member cannot carry raises
+    * **Capabilities**: ``capabilities(model)`` is what every member can do for the model it would call
+      (any member may serve any call; so are the first protocol's ``carries_tools``,
+      ``supports_forced_tool_choice(model)``, ...); a forced choice some member cannot carry raises
       :class:`~agentactors.errors.UnsupportedToolChoiceError` before anything is sent.
     * **Streams**: failover only before the first event, like :func:`with_fallback`; a stream counts
       as in flight until it ends.

@@ -21,12 +21,13 @@ from typing import Any, TypeVar
 import anyio
 from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
 
+import agentactors.resilience._gate as _gate
+
 from ..errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterruptedError
 from ..events import emit
 from ..gateway import ticket as run_ticket
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamContext
-from . import _gate
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import OpenedStream, open_stream, relay, stream_of
 

@@ -1,7 +1,7 @@
 """Reading the Anthropic Messages wire: response bodies, content blocks, usage, stop reasons, errors.
 
 Pure functions, no I/O.  Both paths (a JSON body here, a stream in
-:mod:`._anthropic_stream`) end in :func:`assemble`, so a response decodes to the same :class:`LLMResponse`
+:mod:`.stream`) end in :func:`assemble`, so a response decodes to the same :class:`LLMResponse`
 whichever way it arrived.
 
 Content blocks map as follows:
@@ -27,6 +27,7 @@ from typing import Any
 from ...errors import MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..errors import classify_http_error
+from .models import WIRE
 
 __all__ = [
     "WIRE",
@@ -39,8 +40,6 @@ __all__ = [
     "merge_usage",
     "parse_usage",
 ]
-
-WIRE = "anthropic"
 
 _STOP_REASONS: Mapping[str, StopReason] = {
     "end_turn": StopReason.end_turn,

@@ -25,13 +25,13 @@ from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
 from .._settings import dropped, listed, match_model, refused
-from .decode import WIRE
 
 __all__ = [
     "EFFORT_BUDGETS",
     "LIMITS",
     "MIN_THINKING_BUDGET",
     "MODELS",
+    "WIRE",
     "ClaudeModel",
     "Thinking",
     "check_parts",
@@ -39,6 +39,9 @@ __all__ = [
     "plan_thinking",
     "sampling_fields",
 ]
+
+#: The wire's name: its ``vendor_options`` / ``provider_data`` key and the ``wire`` of its errors and events.
+WIRE = "anthropic"
 
 Thinking = Literal["none", "manual", "adaptive", "adaptive_only"]
 

@@ -2,45 +2,13 @@
 
 ``POST {base_url}/v1/messages`` with ``x-api-key`` and ``anthropic-version: 2023-06-01``.
 
-Request mapping (internal OpenAI-chat-shaped conversation → Messages):
+Encoding lives in :mod:`.encode` (the request mapping: messages, tools, settings, parts, vendor
+options, the response format), decoding in :mod:`.decode` and the stream decoder in :mod:`.stream`;
+imports go one way: this module → encode / stream → decode → models.
 
-* system messages, wherever they stand, are joined (blank line between) into top-level ``system``;
-* a user message → ``{"type": "text"}`` blocks (an empty text is dropped: the API rejects it);
-* an assistant message → its replayed opaque blocks (``provider_data["anthropic"]["blocks"]``:
-  thinking / redacted_thinking with signatures, server tool blocks — verbatim, as received),
-  a text block only if the text is non-empty, then one ``tool_use{id, name, input}`` per call;
-* a tool message → a ``tool_result{tool_use_id, content, is_error}`` block in a user message;
-  consecutive results merge into ONE user message (right after the assistant's ``tool_use``
-  message), and any same-role neighbours merge, tool results first;
-* ``tool_choice`` → ``{"type": auto|any|none}`` or ``{"type": "tool", "name": N}``, sent only
-  with tools; ``max_tokens`` is required (default :data:`DEFAULT_MAX_TOKENS`); ``stop`` →
-  ``stop_sequences``; ``temperature``.
-
-The request's settings (``docs/settings.md``; per-model data in :mod:`._anthropic_models`):
-``thinking_budget`` → ``thinking: {type: enabled, budget_tokens}`` (at least 1024, below ``max_tokens``);
-``reasoning_effort`` → ``output_config.effort`` with adaptive thinking on the models that have them, a
-thinking budget on older thinking models; ``top_p``; ``parallel_tool_calls: false`` →
-``tool_choice.disable_parallel_tool_use``; ``cache`` → ``cache_control`` breakpoints on the last tool, the
-system prompt and the newest message (a 1-hour TTL on the first two for an extended retention).  Thinking
-refuses a temperature other than 1, a ``top_p`` below 0.95 and a forced tool choice before sending.  The
-wire has no ``seed``: it is dropped with an ``llm.setting_dropped`` event.
-
-Content parts: images → ``image`` blocks, PDFs → ``document`` blocks (``base64`` or ``url`` sources), text
-documents → ``document`` blocks with a ``text`` source; a tool result with media → a ``tool_result`` whose
-content is the text block and those blocks.
-
-``vendor_options["anthropic"]`` is merged into the body last, so it can set any vendor field
-(``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one.
-Three keys are read by the codec instead of being copied: ``disable_parallel_tool_use``
-(bool, goes into ``tool_choice``; never with ``none``), ``tool_extras`` (``{tool name: {field:
-value}}`` merged into that tool's definition, e.g. ``cache_control`` or ``defer_loading``) and
-``extra_tools`` (raw tool definitions appended after the declared ones, e.g. server tools).
-
-``LLMRequest.response_format`` → ``output_config.format: {"type": "json_schema", "schema": S}`` (merged
-with any ``output_config`` of the vendor options), the schema fitted to what Anthropic's structured
-outputs compile (:mod:`._constrained_schema`).  :data:`RESPONSE_FORMAT_REJECTED` lists the models that
-predate it (generally available from Claude Sonnet 4.5 / Opus 4.5 / Haiku 4.5 on); the provider refuses
-a response format for them before sending.
+Response format: :data:`RESPONSE_FORMAT_REJECTED` lists the models that predate ``output_config.format``
+(generally available from Claude Sonnet 4.5 / Opus 4.5 / Haiku 4.5 on); the provider refuses a response
+format for them before sending.
 
 Forced tool choice: :data:`FORCED_TOOL_CHOICE_REJECTED` lists model-name patterns that reject
 ``any`` / ``tool``; a request with extended thinking enabled rejects them on every model.  The
@@ -55,13 +23,14 @@ from typing import Any, ClassVar
 
 import httpx
 
-from ...errors import ProviderError, UnsupportedToolChoiceError
-from ...messages import LLMRequest, LLMResponse, Message, ResponseFormat, ToolChoice
-from ...parts import Document, Image, Part, Text
-from ...settings import CachePolicy, ModelSettings
+import agentactors.providers.anthropic.decode as decode
+
+from ...errors import ProviderError
+from ...messages import LLMRequest, LLMResponse, Message, ResponseFormat
+from ...settings import ModelSettings
 from .._constrained_schema import anthropic_output_schema
-from .._settings import dropped, refused
 from ..codec import StreamDecoder
+from ..http.bearer import BearerTokens, TokenProvider
 from ..http.provider import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -69,9 +38,16 @@ from ..http.provider import (
     HTTPProvider,
 )
 from ..port import resolve_model
-from . import decode as _anthropic_decode
-from .decode import WIRE
-from .models import check_parts, plan_thinking, sampling_fields
+from ..vertex import vertex_base_url, vertex_model_url
+from .encode import (
+    DEFAULT_MAX_TOKENS,
+    encode_request,
+    forced_choice_refusal,
+    part_block,
+    thinking_enabled,
+)
+from .encode import forced_with_thinking_error as _forced_with_thinking
+from .models import WIRE, model_row
 from .stream import AnthropicStreamDecoder
 
 __all__ = [
@@ -90,7 +66,6 @@ __all__ = [
 ]
 
 ANTHROPIC_VERSION = "2023-06-01"
-DEFAULT_MAX_TOKENS = 4096
 
 # Model-name patterns (fnmatch, case-insensitive) that reject tool_choice any/tool with a 400 on
 # every request.  These are the always-thinking variants (OpenRouter's ":thinking" suffix and
@@ -118,9 +93,6 @@ RESPONSE_FORMAT_REJECTED: tuple[str, ...] = (
     "claude-sonnet-4-2025*",
 )
 
-# vendor_options keys the codec consumes instead of copying into the body.
-_CODEC_KEYS = frozenset({"disable_parallel_tool_use", "tool_extras", "extra_tools"})
-
 
 def model_accepts_forced_tool_choice(model: str | None, rejected: Iterable[str] = FORCED_TOOL_CHOICE_REJECTED) -> bool:
     """Whether ``model`` accepts ``tool_choice`` ``any`` / ``tool`` (no pattern of ``rejected`` matches)."""
@@ -128,243 +100,6 @@ def model_accepts_forced_tool_choice(model: str | None, rejected: Iterable[str] 
         return True
     name = model.lower()
     return not any(fnmatch.fnmatchcase(name, pattern.lower()) for pattern in rejected)
-
-
-def thinking_enabled(options: Mapping[str, Any]) -> bool:
-    """Whether ``vendor_options["anthropic"]`` turns on extended thinking (``enabled`` / ``adaptive``)."""
-    thinking = options.get("thinking")
-    return isinstance(thinking, Mapping) and thinking.get("type", "enabled") != "disabled"
-
-
-def _default_max_tokens(options: Mapping[str, Any]) -> int:
-    # With thinking, max_tokens must exceed budget_tokens; leave the default room for the answer.
-    thinking = options.get("thinking")
-    budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
-    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= DEFAULT_MAX_TOKENS:
-        return budget + DEFAULT_MAX_TOKENS
-    return DEFAULT_MAX_TOKENS
-
-
-def _tool_choice(choice: ToolChoice, disable_parallel: Any) -> dict[str, Any]:
-    wire: dict[str, Any]
-    if choice.mode == "tool":
-        wire = {"type": "tool", "name": choice.name}
-    else:
-        wire = {"type": {"auto": "auto", "none": "none", "required": "any"}[choice.mode]}
-    # The API rejects disable_parallel_tool_use together with "none" (there is nothing to parallelise).
-    if isinstance(disable_parallel, bool) and choice.mode != "none":
-        wire["disable_parallel_tool_use"] = disable_parallel
-    return wire
-
-
-def _replayed_blocks(message: Message) -> list[dict[str, Any]]:
-    data = (message.provider_data or {}).get(WIRE)
-    blocks = data.get("blocks") if isinstance(data, Mapping) else None
-    if not isinstance(blocks, list):
-        return []
-    # Verbatim: a thinking block's signature covers its exact text; any change is a 400.
-    return [dict(b) for b in blocks if isinstance(b, Mapping)]
-
-
-def part_block(part: Part) -> dict[str, Any] | None:
-    """One content part as a content block (``None`` for empty text: the API rejects an empty text block)."""
-    if isinstance(part, Text):
-        return {"type": "text", "text": part.text} if part.text else None
-    if isinstance(part, Image):
-        if part.url is not None:
-            return {"type": "image", "source": {"type": "url", "url": part.url}}
-        return {"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": part.base64()}}
-    assert isinstance(part, Document)  # check_parts refused audio before encoding began
-    text = part.text
-    if text is not None:
-        source: dict[str, Any] = {"type": "text", "media_type": "text/plain", "data": text}
-    elif part.url is not None:
-        source = {"type": "url", "url": part.url}
-    else:
-        source = {"type": "base64", "media_type": "application/pdf", "data": part.base64()}
-    block: dict[str, Any] = {"type": "document", "source": source}
-    if part.title:
-        block["title"] = part.title
-    return block
-
-
-def _content_blocks(message: Message) -> list[dict[str, Any]]:
-    return [b for b in (part_block(p) for p in message.parts) if b is not None]
-
-
-def _blocks_for(message: Message) -> tuple[str, list[dict[str, Any]]]:
-    """The wire role and content blocks of one non-system message."""
-    if message.role == "tool":
-        return "user", [
-            {
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": _content_blocks(message) if message.media else message.content,
-                "is_error": message.is_error,
-            }
-        ]
-    blocks: list[dict[str, Any]] = []
-    if message.role == "assistant":
-        blocks.extend(_replayed_blocks(message))
-    if message.media:
-        blocks.extend(_content_blocks(message))
-    elif message.content:
-        blocks.append({"type": "text", "text": message.content})
-    for call in message.tool_calls:
-        # An unparseable call still has to be replayed (its tool_result refers to it); {} is the
-        # only object we can honestly send, and the result tells the model what went wrong.
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
-    return message.role, blocks
-
-
-def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    # In a user turn the API wants tool_result blocks before any other content.
-    results = [b for b in blocks if b.get("type") == "tool_result"]
-    if not results or len(results) == len(blocks):
-        return blocks
-    return results + [b for b in blocks if b.get("type") != "tool_result"]
-
-
-def _messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
-    system: list[str] = []
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            if message.content:
-                system.append(message.content)
-            continue
-        role, blocks = _blocks_for(message)
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
-            # The API wants strict user/assistant alternation: neighbours of one role merge.
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    for entry in out:
-        if entry["role"] == "user":
-            entry["content"] = _tool_results_first(entry["content"])
-    return "\n\n".join(system), out
-
-
-# Blocks a cache_control breakpoint may sit on (not thinking blocks: those are cached with their turn).
-_CACHEABLE = frozenset({"text", "image", "document", "tool_result", "tool_use"})
-
-
-def _mark_cache(body: dict[str, Any], policy: CachePolicy) -> None:
-    """Put ``cache_control`` breakpoints where ``policy`` asks: last tool, system prompt, newest message."""
-    lasting: dict[str, Any] = {"type": "ephemeral"}
-    if policy.retention == "extended":
-        lasting["ttl"] = "1h"  # the prefix outlives the conversation's tail, which moves every step
-    tools = body.get("tools")
-    if policy.tools and tools:
-        tools[-1] = {**tools[-1], "cache_control": tools[-1].get("cache_control", lasting)}
-    system = body.get("system")
-    if policy.system and isinstance(system, str) and system:
-        body["system"] = [{"type": "text", "text": system, "cache_control": lasting}]
-    messages = body.get("messages")
-    if policy.conversation and messages and isinstance(messages[-1].get("content"), list):
-        for block in reversed(messages[-1]["content"]):
-            if isinstance(block, dict) and block.get("type") in _CACHEABLE:
-                block.setdefault("cache_control", {"type": "ephemeral"})
-                break
-
-
-def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
-    """The Messages API body for ``request`` (see the module docstring for the mapping)."""
-    options = request.options_for(WIRE)
-    check_parts(request.messages, model)
-    thinking, effort = plan_thinking(request, model)
-    thinking_on = _thinking_on(options, thinking)
-    if thinking_on and request.tool_choice.forced and request.tools:
-        raise _forced_with_thinking(request, model, WIRE)
-    system, messages = _messages(request.messages)
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": request.max_tokens or _default_max_tokens(options if "thinking" in options else
-                                                                {"thinking": thinking}),
-        "messages": messages,
-        "stream": stream,
-    }
-    if system:
-        body["system"] = system
-    extras = options.get("tool_extras")
-    extras = extras if isinstance(extras, Mapping) else {}
-    tools: list[dict[str, Any]] = []
-    for spec in request.tools:
-        tool = {"name": spec.name, "description": spec.description, "input_schema": dict(spec.parameters)}
-        more = extras.get(spec.name)
-        if isinstance(more, Mapping):
-            tool.update(more)
-        tools.append(tool)
-    extra_tools = options.get("extra_tools")
-    if isinstance(extra_tools, list | tuple):
-        tools.extend(dict(t) for t in extra_tools if isinstance(t, Mapping))
-    if tools:
-        body["tools"] = tools
-        disable = options.get("disable_parallel_tool_use")
-        if disable is None and request.parallel_tool_calls is not None:
-            disable = not request.parallel_tool_calls
-        body["tool_choice"] = _tool_choice(request.tool_choice, disable)
-    if request.stop:
-        body["stop_sequences"] = list(request.stop)
-    body.update(sampling_fields(request, model, thinking=thinking_on))
-    if thinking_on and "top_k" in options:
-        raise refused(WIRE, model, "top_k", "extended thinking is not compatible with top_k")
-    if request.seed is not None:
-        dropped(WIRE, model, "seed", request.seed, "the Messages API has no seed")
-    if thinking is not None:
-        body["thinking"] = thinking
-    if effort is not None:
-        body["output_config"] = {"effort": effort}
-    if request.cache is not None and request.cache.enabled:
-        _mark_cache(body, request.cache)
-    for key, value in options.items():
-        if key in _CODEC_KEYS:
-            continue
-        if key == "output_config" and isinstance(value, Mapping) and isinstance(body.get(key), dict):
-            body[key] = {**body[key], **value}  # e.g. a response format beside our effort
-        else:
-            body[key] = value
-    if request.response_format is not None:
-        config = body.get("output_config")
-        body["output_config"] = {
-            **(dict(config) if isinstance(config, Mapping) else {}),
-            "format": {"type": "json_schema", "schema": anthropic_output_schema(request.response_format.schema)},
-        }
-    return body
-
-
-def _thinking_on(options: Mapping[str, Any], planned: Mapping[str, Any] | None) -> bool:
-    """Whether a request's extended thinking is on: its vendor options' ``thinking``, else the settings' plan."""
-    return thinking_enabled(options) if "thinking" in options else planned is not None
-
-
-def forced_choice_refusal(request: LLMRequest, model: str) -> str | None:
-    """Why ``request``'s settings rule out a forced tool choice for ``model`` (extended thinking on), or ``None``.
-
-    The same reading of the settings as :func:`encode_request`'s, which refuses such a request.
-    """
-    options = request.options_for(WIRE)
-    thinking, _ = plan_thinking(request, model)
-    if not _thinking_on(options, thinking):
-        return None
-    if "thinking" in options:
-        cause = "vendor options turn extended thinking on"
-    elif request.thinking_budget:
-        cause = f"thinking_budget={request.thinking_budget} turns extended thinking on"
-    else:
-        cause = f"reasoning_effort={request.reasoning_effort!r} turns thinking on"
-    return f"{cause}, and Anthropic refuses a forced tool choice together with thinking"
-
-
-def _forced_with_thinking(request: LLMRequest, model: str, provider: str) -> UnsupportedToolChoiceError:
-    return UnsupportedToolChoiceError(
-        f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended "
-        "thinking on Anthropic; use ToolChoice.auto() or turn thinking off for this request",
-        provider=provider,
-        model=model,
-    )
 
 
 class AnthropicWire:
@@ -393,12 +128,12 @@ class AnthropicWire:
         return out
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
-        """The request body (see the module docstring for the mapping)."""
+        """The request body: :func:`.encode.encode_request`."""
         return encode_request(request, model, stream=stream)
 
     def decode_response(self, body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
-        """See :func:`._anthropic_decode.decode_message`."""
-        return _anthropic_decode.decode_message(body, request=request, model=model, provider=provider)
+        """See :func:`.decode.decode_message`."""
+        return decode.decode_message(body, request=request, model=model, provider=provider)
 
     def stream_decoder(self, *, request: LLMRequest | None, model: str, provider: str) -> StreamDecoder:
         """A fresh :class:`AnthropicStreamDecoder` for one stream."""
@@ -407,8 +142,8 @@ class AnthropicWire:
     def classify_error(
         self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
     ) -> ProviderError:
-        """See :func:`._anthropic_decode.classify_error`."""
-        return _anthropic_decode.classify_error(status, headers, body, provider=provider, model=model)
+        """See :func:`.decode.classify_error`."""
+        return decode.classify_error(status, headers, body, provider=provider, model=model)
 
 
 class AnthropicProvider(HTTPProvider):
@@ -474,6 +209,39 @@ class AnthropicProvider(HTTPProvider):
         self._rejected = FORCED_TOOL_CHOICE_REJECTED + tuple(rejects_forced_tool_choice)
         self._no_format = RESPONSE_FORMAT_REJECTED + tuple(rejects_response_format)
 
+    @classmethod
+    def vertex(
+        cls,
+        model: str | None = None,
+        *,
+        project: str,
+        region: str = "us-east5",
+        token_provider: TokenProvider | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        base_url: str | None = None,
+        **options: Any,
+    ) -> AnthropicProvider:
+        """The same Messages wire for Claude on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{region}/
+        publishers/anthropic/models/{model}:rawPredict`` (``:streamRawPredict``), with ``anthropic_version:
+        "vertex-2023-10-16"`` in the body and no ``model`` field; ``region="global"`` at ``aiplatform.googleapis.com``.
+
+        Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
+        or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
+        ``base_url`` replaces the host (a test server); ``options`` are the constructor's other keywords.
+        """
+        return _AnthropicOnVertex(model, project=project, region=region, token_provider=token_provider,
+                                  http_client=http_client, base_url=base_url, **options)
+
+    def _wire_traits(self, model: str | None) -> tuple[bool, frozenset[str], bool]:
+        """Thinking and media per :data:`~agentactors.providers.anthropic.models.MODELS` (a model whose thinking
+        is not ``"none"`` thinks; one with vision takes images and documents; none hears);
+        ``parallel_tool_calls`` reaches every model (as ``disable_parallel_tool_use``).  A model the table
+        does not know gets what the wire carries: the vendor judges."""
+        row = model_row(model) if model else None
+        if row is None:
+            return True, frozenset({"image", "document"}), True
+        return row.thinking != "none", frozenset({"image", "document"} if row.vision else ()), True
+
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether ``model`` accepts ``tool_choice`` ``any`` / ``tool`` (per-model data; see the module)."""
         return model_accepts_forced_tool_choice(model, self._rejected)
@@ -514,3 +282,61 @@ class AnthropicProvider(HTTPProvider):
         if request.tool_choice.forced and thinking_enabled(request.options_for(WIRE)):
             raise _forced_with_thinking(request, resolve_model(self, request), self.name)
         return super()._prepare(request, stream=stream)
+
+
+#: The ``anthropic_version`` a rawPredict body carries on Vertex AI.
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+
+
+class _VertexAnthropicWire(AnthropicWire):
+    """The Messages codec at a Vertex AI rawPredict URL: the model in the path, the version in the body."""
+
+    def __init__(self, *, project: str, region: str, betas: Iterable[str] = ()) -> None:
+        super().__init__(betas=betas)
+        self.project = project
+        self.region = region
+
+    def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """``…/publishers/anthropic/models/{model}:rawPredict`` (``:streamRawPredict``)."""
+        return vertex_model_url(base_url, project=self.project, location=self.region, publisher="anthropic",
+                                model=model, method="streamRawPredict" if stream else "rawPredict")
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """Only ``anthropic-beta`` (when asked for): the token is added per request, the version is in the body."""
+        return {"anthropic-beta": ",".join(self.betas)} if self.betas else {}
+
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """The Messages body without ``model``, with ``anthropic_version: "vertex-2023-10-16"``."""
+        body = super().encode_request(request, model, stream=stream)
+        body.pop("model", None)
+        return {"anthropic_version": VERTEX_ANTHROPIC_VERSION, **body}
+
+
+class _AnthropicOnVertex(AnthropicProvider):
+    """:meth:`AnthropicProvider.vertex`: the Messages wire with Vertex's URL, body and a bearer token per request."""
+
+    api_key_env: ClassVar[tuple[str, ...]] = ()  # an API key has no place on Vertex
+
+    def __init__(
+        self,
+        model: str | None,
+        *,
+        project: str,
+        region: str,
+        token_provider: TokenProvider | None,
+        http_client: httpx.AsyncClient | None,
+        base_url: str | None,
+        **options: Any,
+    ) -> None:
+        super().__init__(model, base_url=base_url or vertex_base_url(region), http_client=http_client, **options)
+        self._codec = _VertexAnthropicWire(project=project, region=region, betas=options.get("betas", ()))
+        self._tokens = BearerTokens(token_provider, provider=self.name)
+
+    def __repr__(self) -> str:
+        wire = self._codec
+        assert isinstance(wire, _VertexAnthropicWire)
+        return (f"AnthropicProvider.vertex(model={self.default_model!r}, project={wire.project!r}, "
+                f"region={wire.region!r}, credentials={self._tokens.source!r})")
+
+    async def _authorize(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
+        return {**headers, "authorization": f"Bearer {await self._tokens.token(model)}"}

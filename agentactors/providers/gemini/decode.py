@@ -1,7 +1,7 @@
 """Reading the Gemini ``generateContent`` wire: candidates, parts, function calls, usage, finish reasons, errors.
 
 Pure, no I/O.  A whole body (:func:`decode_response`) and a stream's chunks
-(:mod:`._gemini_stream`) are read by the same :class:`CandidateAssembly`, so a streamed answer and
+(:mod:`.stream`) are read by the same :class:`CandidateAssembly`, so a streamed answer and
 a whole one decode alike.
 
 * ``text`` parts → ``LLMResponse.content``; ``thought: true`` parts → ``reasoning``;
@@ -22,8 +22,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import (
     LLMRequest,
@@ -39,10 +37,9 @@ from ...messages import (
     Usage,
 )
 from ..errors import classify_error_body, classify_http_error
+from .models import WIRE
 
 __all__ = ["WIRE", "CandidateAssembly", "classify_error", "decode_response"]
-
-WIRE = "gemini"
 
 _FINISH: Mapping[str, StopReason] = {
     "STOP": StopReason.end_turn,
@@ -136,7 +133,7 @@ def classify_error(
         )
     except _CLASSIFIER_FAILURES:
         err = classify_http_error(status, headers, _scalars_only(parsed), provider=provider, model=model)
-    if "x-should-retry" in httpx.Headers(headers):
+    if any(name.lower() == "x-should-retry" for name in headers):
         return err  # the vendor's explicit header already decided
     return _refined(err, parsed, body)
 

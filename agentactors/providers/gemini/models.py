@@ -25,19 +25,23 @@ from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, guessed_media_type, media_of, unsupported
 from .._settings import dropped, listed, match_model, refused
-from .decode import WIRE
 
 __all__ = [
     "EFFORT_BUDGETS",
     "LIMITS",
     "MAX_STOP_SEQUENCES",
     "MODELS",
+    "WIRE",
     "GeminiModel",
+    "bare_name",
     "check_parts",
     "model_row",
     "thinking_config",
     "wire_media_type",
 ]
+
+#: The wire's name: its ``vendor_options`` / ``provider_data`` key and the ``wire`` of its errors and events.
+WIRE = "gemini"
 
 
 @attrs.frozen(slots=True)
@@ -92,6 +96,15 @@ _WIRE_TYPES = {"audio/mpeg": "audio/mp3", "audio/x-aac": "audio/aac"}
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})
 _AUDIO_TYPES = frozenset({"audio/wav", "audio/mp3", "audio/aiff", "audio/aac", "audio/ogg", "audio/flac"})
 _FILES_API_HOST = "generativelanguage.googleapis.com"
+
+
+def bare_name(model: str) -> str:
+    """``model`` without its resource path (``models/``, a router's ``vendor/``), lower case.
+
+    What the provider's model-prefix lists and the encoder's Gemini-3 check read; unlike
+    :func:`~agentactors.providers._settings.bare_model`, nothing else is stripped.
+    """
+    return model.rsplit("/", 1)[-1].lower()
 
 
 def model_row(model: str) -> GeminiModel | None:

@@ -2,7 +2,7 @@
 
 Pure functions, no I/O.  :class:`~agentactors.providers.openai.provider.OpenAIWire` decodes a JSON body with
 :func:`decode_response` and classifies a non-2xx answer with :func:`classify_error`; the stream
-decoder (:mod:`._openai_stream`) builds on the same readers (:func:`build_tool_call`,
+decoder (:mod:`.stream`) builds on the same readers (:func:`build_tool_call`,
 :func:`parse_usage`, :func:`map_finish_reason`, :func:`reasoning_of`), so a streamed answer and a
 whole one decode alike.
 
@@ -22,6 +22,7 @@ import attrs
 from ...errors import MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..errors import classify_error_body, classify_http_error
+from .models import WIRE
 
 __all__ = [
     "WIRE",
@@ -37,8 +38,6 @@ __all__ = [
     "raw_arguments",
     "reasoning_of",
 ]
-
-WIRE = "openai"
 
 _FINISH = {
     "stop": StopReason.end_turn,

@@ -27,9 +27,11 @@ from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
 from .._settings import dropped, listed, match_model, refused
-from .decode import WIRE
 
-__all__ = ["LIMITS", "MODELS", "OpenAIModel", "audio_format", "check_parts", "encode_settings", "model_row"]
+__all__ = ["LIMITS", "MODELS", "WIRE", "OpenAIModel", "audio_format", "check_parts", "encode_settings", "model_row"]
+
+#: The wire's name: its ``vendor_options`` / ``provider_data`` key and the ``wire`` of its errors and events.
+WIRE = "openai"
 
 
 @attrs.frozen(slots=True)

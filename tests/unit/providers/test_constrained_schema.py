@@ -8,8 +8,8 @@ import pytest
 
 from agentactors.messages import LLMRequest, Message, ResponseFormat
 from agentactors.providers._constrained_schema import anthropic_output_schema, openai_strict_schema
+from agentactors.providers.anthropic.encode import encode_request as anthropic_body
 from agentactors.providers.anthropic.provider import AnthropicProvider
-from agentactors.providers.anthropic.provider import encode_request as anthropic_body
 from agentactors.providers.gemini.provider import GeminiProvider, GeminiWire
 from agentactors.providers.openai.provider import OpenAIProvider, OpenAIWire
 from agentactors.tools.json_refs import inline_refs

@@ -1,4 +1,5 @@
-"""No import cycle goes through providers/ or errors.py; each wire's modules import one way.
+"""No import cycle goes through providers/ or errors.py; each wire's modules import one way, only
+its provider.py touches the transport.
 
 The graph is read from the source (every ``import`` statement, including the ones under
 ``if TYPE_CHECKING:`` and inside functions), not from what happens to be imported at run
@@ -14,7 +15,8 @@ from pathlib import Path
 import agentactors
 
 PACKAGE = Path(agentactors.__file__).parent
-WIRES = ("openai", "anthropic", "gemini")
+# Every wire folder: providers/<wire>/ with a provider.py (http/ is the transport, not a wire).
+WIRES = tuple(sorted(p.parent.name for p in (PACKAGE / "providers").glob("*/provider.py") if p.parent.name != "http"))
 
 
 def _module_name(path: Path) -> str:
@@ -98,15 +100,53 @@ def test_errors_imports_nothing_of_the_package_but_redaction() -> None:
     assert import_graph()["agentactors.errors"] <= {"agentactors.redaction"}
 
 
-def test_each_wire_imports_one_way_public_then_stream_then_decode() -> None:
+# A wire's layers, top down: a module imports only modules of the layers below its own.
+WIRE_LAYERS = (("provider",), ("encode", "stream"), ("decode",), ("models",))
+
+
+def test_each_wire_imports_one_way_provider_then_encode_and_stream_then_decode_then_models() -> None:
+    graph = import_graph()
+    assert {"openai", "anthropic", "gemini"} <= set(WIRES)  # the folders were found
+    for wire in WIRES:
+        package = f"agentactors.providers.{wire}"
+        depth = {f"{package}.{m}": level for level, layer in enumerate(WIRE_LAYERS) for m in layer}
+        assert depth.keys() <= graph.keys(), f"{wire}: missing {sorted(depth.keys() - graph.keys())}"
+        for module, level in depth.items():
+            upward = sorted(t for t in graph[module] if t in depth and depth[t] <= level)
+            assert not upward, f"{module} imports {upward}: against the order {WIRE_LAYERS}"
+        # The order is the one the code has, not one it merely allows.
+        provider, encode, stream, decode, models = (
+            f"{package}.{m}" for m in ("provider", "encode", "stream", "decode", "models")
+        )
+        assert {encode, stream, decode} <= graph[provider], wire
+        assert decode in graph[stream] and models in graph[encode] and models in graph[decode], wire
+        # Any other module of the folder (gemini's schema.py, bedrock's eventstream.py) is a helper of a layer:
+        # it may sit under encode or stream, never over the provider.
+        helpers = [m for m in graph if m.startswith(f"{package}.") and m not in depth]
+        for helper in helpers:
+            assert provider not in graph[helper], f"{helper} imports {provider}"
+
+
+def test_no_wire_module_but_provider_touches_the_transport() -> None:
+    """Encoding, decoding and model data are pure: only ``provider.py`` imports ``http/`` (or httpx)."""
     graph = import_graph()
     for wire in WIRES:
-        public, stream, decode = (f"agentactors.providers.{wire}.{m}" for m in ("provider", "stream", "decode"))
-        assert {stream, decode} <= graph[public], wire
-        assert decode in graph[stream] and public not in graph[stream], wire
-        assert not graph[decode] & {public, stream}, wire
-        # Decoding is pure: it knows the data model, the error tree and the classifier, not the transport.
-        assert "agentactors.providers.http.provider" not in graph[decode] | graph[stream], wire
+        package = f"agentactors.providers.{wire}"
+        for module in sorted(m for m in graph if m.startswith(f"{package}.") and m != f"{package}.provider"):
+            http = sorted(t for t in graph[module] if t.startswith("agentactors.providers.http"))
+            assert not http, f"{module} imports {http}"
+            assert "httpx" not in _third_party_imports(module), module
+
+
+def _third_party_imports(module: str) -> set[str]:
+    path = PACKAGE.parent.joinpath(*module.split(".")).with_suffix(".py")
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

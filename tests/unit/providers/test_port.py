@@ -1,10 +1,11 @@
-"""The provider port's capabilities: one reader each, one default each, and every holder reads through them."""
+"""The provider port: one capability value, one reader with one default per capability, every holder reads it."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
+import attrs
 import pytest
 
 from agentactors import Agent
@@ -14,12 +15,17 @@ from agentactors.providers.codec import StreamDecoder, WireCodec
 from agentactors.providers.gemini.provider import GeminiProvider
 from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.providers.port import (
+    MEDIA_KINDS,
+    Capabilities,
+    CapabilityMembers,
     LLMProvider,
+    capabilities_of,
     default_model_of,
     forced_tool_choice_carried_by,
     forced_tool_choice_for,
     name_of,
     native_tools_for,
+    response_format_for,
     streaming_for,
 )
 from agentactors.providers.scripted import ScriptedProvider
@@ -212,21 +218,19 @@ async def test_an_agent_over_a_decorated_provider_that_does_not_say_calls_tools_
 
 # --- the port itself -------------------------------------------------------------------------------
 
-PORT_MEMBERS = (
-    "name",
-    "default_model",
+PORT_MEMBERS = ("name", "default_model", "capabilities", "complete", "stream", "aclose")
+# The first protocol's capability members: a compatibility surface every built-in provider still offers.
+COMPAT_MEMBERS = (
     "carries_tools",
     "carries_forced_tool_choice",
     "supports_forced_tool_choice",
     "supports_response_format",
     "supports_streaming",
-    "complete",
-    "stream",
-    "aclose",
 )
 READERS = {
     "name": "name_of",
     "default_model": "default_model_of",
+    "capabilities": "capabilities_of",
     "carries_tools": "native_tools_for",
     "carries_forced_tool_choice": "forced_tool_choice_carried_by",
     "supports_forced_tool_choice": "forced_tool_choice_for",
@@ -243,7 +247,10 @@ def _members(protocol: type) -> dict[str, Any]:
 def test_the_port_lists_every_capability_each_with_a_docstring_naming_its_reader() -> None:
     members = _members(LLMProvider)
     assert set(members) == set(PORT_MEMBERS)
-    for name, member in members.items():
+    compat = _members(CapabilityMembers)
+    assert set(compat) == set(COMPAT_MEMBERS)
+    assert set(COMPAT_MEMBERS) <= set(dir(LLMProvider))  # still declared there: the first protocol's names
+    for name, member in (*members.items(), *compat.items()):
         doc = inspect.getdoc(member)
         assert doc, f"LLMProvider.{name} has no docstring"
         if name in READERS:
@@ -270,5 +277,230 @@ def test_the_package_providers_implement_the_whole_port() -> None:
     ]
     for provider in providers:
         assert isinstance(provider, LLMProvider), type(provider).__name__
-        assert isinstance(with_fallback(with_circuit_breaker(with_retry(with_timeout(provider)))), LLMProvider)
+        chain = with_fallback(with_circuit_breaker(with_retry(with_timeout(provider))))
+        assert isinstance(chain, LLMProvider)
         assert streaming_for(provider) is True and native_tools_for(provider) is True
+        for holder in (provider, chain):  # the first protocol's members are still there
+            assert all(hasattr(holder, member) for member in COMPAT_MEMBERS), type(holder).__name__
+            assert capabilities_of(holder, "m") == holder.capabilities("m")
+
+
+# --- one value: Capabilities ------------------------------------------------------------------------
+
+
+def test_the_defaults_are_what_a_provider_that_says_nothing_gets() -> None:
+    assert capabilities_of(object(), None) == Capabilities() == capabilities_of(Bare(), "m")
+    assert capabilities_of(Raises(), "m") == Capabilities()  # every member raises: every default
+    value = Capabilities()
+    assert value.native_tools and value.streaming
+    assert not (value.forced_tool_choice or value.response_format or value.thinking or value.parallel_tool_calls)
+    assert value.media == frozenset()
+    assert {"image", "document", "audio"} == MEDIA_KINDS
+
+
+def test_the_value_is_frozen_checked_and_keyword_only() -> None:
+    value = Capabilities(media=["image", "image"])
+    assert value.media == frozenset({"image"})
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        value.thinking = True  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Capabilities(media="image")  # a string is not a set of kinds
+    with pytest.raises(ValueError, match="video"):
+        Capabilities(media={"video"})
+    with pytest.raises(TypeError):
+        Capabilities(thinking=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Capabilities(True)  # type: ignore[misc]
+
+
+def test_common_is_what_every_value_can_do() -> None:
+    a = Capabilities(forced_tool_choice=True, response_format=True, thinking=True, media={"image", "audio"})
+    b = Capabilities(forced_tool_choice=True, native_tools=False, media={"image", "document"})
+    assert Capabilities.common([a, b]) == Capabilities(forced_tool_choice=True, native_tools=False, media={"image"})
+    assert Capabilities.common([a]) == a
+    with pytest.raises(ValueError):
+        Capabilities.common([])
+
+
+class OldStyle:
+    """A user's provider written against the first protocol: capability members, no capabilities()."""
+
+    name = "old"
+    default_model = "old-1"
+    carries_tools = False
+    carries_forced_tool_choice = True
+    supports_streaming = False
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        return model != "no-force"
+
+    def supports_response_format(self, model: str | None) -> bool:
+        return model == "json"
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - never called
+        raise AssertionError
+
+    def stream(self, request: LLMRequest) -> Any:  # pragma: no cover - never called
+        raise AssertionError
+
+    async def aclose(self) -> None:  # pragma: no cover - never called
+        pass
+
+
+def test_a_provider_of_the_first_protocol_is_read_from_its_members() -> None:
+    old = OldStyle()
+    assert not isinstance(old, LLMProvider)  # and nothing rejects it for that
+    assert capabilities_of(old, "json") == Capabilities(
+        native_tools=False, forced_tool_choice=True, streaming=False, response_format=True
+    )
+    assert capabilities_of(old, "no-force").forced_tool_choice is False
+    assert native_tools_for(old) is False and streaming_for(old) is False
+    assert forced_tool_choice_for(old, "m") is True and forced_tool_choice_for(old, "no-force") is False
+    assert response_format_for(old, "json") is True and response_format_for(old, "m") is False
+    # Decorated, it is read the same way (but a decorator streams: it adapts the member).
+    assert with_retry(old).capabilities("json") == attrs.evolve(capabilities_of(old, "json"), streaming=True)
+    assert with_retry(old).supports_forced_tool_choice("no-force") is False
+
+
+class NewStyle:
+    """A provider of the slim port: capabilities(model) and nothing of the first protocol."""
+
+    name = "new"
+    default_model = "new-1"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.asked: list[str | None] = []
+
+    def capabilities(self, model: str | None) -> Any:
+        self.asked.append(model)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - never called
+        raise AssertionError
+
+    def stream(self, request: LLMRequest) -> Any:  # pragma: no cover - never called
+        raise AssertionError
+
+    async def aclose(self) -> None:  # pragma: no cover - never called
+        pass
+
+
+def test_the_readers_are_thin_functions_over_the_value() -> None:
+    value = Capabilities(native_tools=False, forced_tool_choice=True, streaming=False, response_format=True)
+    new = NewStyle(value)  # not an LLMProvider by isinstance (no first-protocol members): used all the same
+    assert capabilities_of(new, "x") is value and new.asked == ["x"]
+    assert native_tools_for(new) is False
+    assert forced_tool_choice_for(new, "x") is True and forced_tool_choice_carried_by(new) is True
+    assert streaming_for(new) is False
+    assert response_format_for(new, "x") is True
+
+
+def test_capabilities_win_over_the_old_members_and_a_broken_one_falls_back_to_them() -> None:
+    class Both(OldStyle):
+        def __init__(self, answer: Any) -> None:
+            self.answer = answer
+
+        def capabilities(self, model: str | None) -> Any:
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    assert capabilities_of(Both(Capabilities(thinking=True)), "m") == Capabilities(thinking=True)
+    from_members = capabilities_of(OldStyle(), "m")
+    assert capabilities_of(Both(RuntimeError("broken")), "m") == from_members
+    assert capabilities_of(Both({"native_tools": True}), "m") == from_members  # not a Capabilities
+    assert capabilities_of(NewStyle(None), "m") == Capabilities()
+
+
+# --- per provider and model -------------------------------------------------------------------------
+
+
+def test_scripted_answers_for_a_fully_capable_model_narrowed_by_its_keywords() -> None:
+    scripted = ScriptedProvider(["x"], rejects_forced_tool_choice=["old"], rejects_response_format=["plain"])
+    assert scripted.capabilities("m") == Capabilities(
+        forced_tool_choice=True, response_format=True, thinking=True, media=MEDIA_KINDS, parallel_tool_calls=True
+    )
+    assert forced_tool_choice_for(scripted, "old") is False and response_format_for(scripted, "plain") is False
+    narrowed = ScriptedProvider(["x"], capabilities=Capabilities(forced_tool_choice=True, media={"image"}))
+    assert narrowed.capabilities(None) == Capabilities(forced_tool_choice=True, media={"image"})
+    assert narrowed.supports_response_format("m") is False  # the old members say the same
+    assert ScriptedProvider(["x"], carries_tools=False).capabilities(None).native_tools is False
+    with pytest.raises(TypeError):
+        ScriptedProvider(["x"], capabilities={"thinking": True})  # type: ignore[arg-type]
+
+
+def test_anthropic_answers_per_model_from_its_tables() -> None:
+    p = AnthropicProvider("claude-sonnet-4-5", api_key="k")
+    sonnet = p.capabilities(None)  # the default model
+    assert sonnet == Capabilities(
+        forced_tool_choice=True,
+        response_format=True,
+        thinking=True,
+        media={"image", "document"},
+        parallel_tool_calls=True,
+    )
+    # A thinking model variant rejects a forced tool choice: refused before sending, and read as no.
+    assert p.capabilities("claude-3-7-sonnet-thinking").forced_tool_choice is False
+    assert forced_tool_choice_for(with_retry(p), "claude-3-7-sonnet-thinking") is False
+    haiku = p.capabilities("claude-3-5-haiku-latest")
+    assert haiku.thinking is False and haiku.response_format is False and haiku.forced_tool_choice is True
+    assert p.capabilities("claude-2.1").media == frozenset()
+    assert "audio" not in p.capabilities("claude-opus-9").media  # unknown: what the wire carries
+
+
+def test_gemini_answers_per_model_from_its_tables() -> None:
+    p = GeminiProvider("gemini-2.5-flash", api_key="k")
+    flash = p.capabilities(None)
+    assert flash.response_format and flash.forced_tool_choice and flash.thinking
+    assert flash.media == MEDIA_KINDS
+    assert flash.parallel_tool_calls is False  # generateContent drops the setting
+    assert response_format_for(p, "gemini-1.5-pro") is False
+    old = p.capabilities("gemini-1.0-pro")
+    assert not (old.response_format or old.forced_tool_choice or old.thinking) and old.media == frozenset()
+    assert p.capabilities("gemini-2.0-flash").thinking is False
+
+
+def test_openai_answers_per_model_from_its_tables_and_per_server() -> None:
+    p = OpenAIProvider("gpt-4o", api_key="k")
+    assert p.capabilities(None) == Capabilities(
+        forced_tool_choice=True, response_format=True, media={"image", "document"}, parallel_tool_calls=True
+    )
+    o1_mini = p.capabilities("o1-mini")
+    assert o1_mini.thinking and not o1_mini.forced_tool_choice and not o1_mini.response_format
+    assert o1_mini.media == frozenset()
+    assert "audio" in p.capabilities("gpt-4o-audio-preview").media
+    compatible = OpenAIProvider("llama-3", api_key="k", base_url="http://localhost:8000/v1")
+    assert not compatible.capabilities(None).forced_tool_choice and not compatible.capabilities(None).response_format
+
+
+def test_a_subclass_overriding_an_old_member_answers_the_same_through_the_value() -> None:
+    class NoForcing(OpenAIProvider):
+        def supports_forced_tool_choice(self, model: str | None) -> bool:
+            return False
+
+    assert forced_tool_choice_for(NoForcing("gpt-4o", api_key="k"), "gpt-4o") is False
+
+
+@pytest.mark.anyio
+async def test_an_agent_runs_over_a_provider_of_the_slim_port_alone() -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    class Slim(NewStyle):
+        def __init__(self, answer: Any) -> None:
+            super().__init__(answer)
+            self.requests: list[LLMRequest] = []
+
+        async def complete(self, request: LLMRequest) -> LLMResponse:
+            self.requests.append(request)
+            return LLMResponse("slim answer")
+
+    json_only = Slim(Capabilities(native_tools=False))
+    result = await Agent(with_retry(json_only), tools=[echo]).run("q")
+    assert result.content == "slim answer"
+    assert json_only.requests[0].tools == ()  # it said no native tools: the JSON-fallback transport

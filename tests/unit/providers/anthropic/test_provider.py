@@ -33,8 +33,8 @@ from agentactors.messages import (
     ToolSpec,
     Usage,
 )
+from agentactors.providers.anthropic.encode import DEFAULT_MAX_TOKENS
 from agentactors.providers.anthropic.provider import (
-    DEFAULT_MAX_TOKENS,
     AnthropicProvider,
     AnthropicWire,
     model_accepts_forced_tool_choice,

@@ -27,7 +27,8 @@ from agentactors.messages import (
     ToolSpec,
     Usage,
 )
-from agentactors.providers.gemini.provider import GeminiProvider, GeminiSchemaError, GeminiWire, to_gemini_schema
+from agentactors.providers.gemini.provider import GeminiProvider, GeminiWire
+from agentactors.providers.gemini.schema import GeminiSchemaError, to_gemini_schema
 
 CODEC = GeminiWire()
 WEATHER = ToolSpec("get_weather", "Weather for a city", {"type": "object", "properties": {"city": {"type": "string"}}})

@@ -1,0 +1,313 @@
+"""Writing the Anthropic Messages wire: an :class:`~agentactors.LLMRequest` as a request body.
+
+Pure functions, no I/O: :class:`~agentactors.providers.anthropic.provider.AnthropicWire` calls
+:func:`encode_request` and the provider sends what it returns.
+
+Request mapping (internal OpenAI-chat-shaped conversation → Messages):
+
+* system messages, wherever they stand, are joined (blank line between) into top-level ``system``;
+* a user message → ``{"type": "text"}`` blocks (an empty text is dropped: the API rejects it);
+* an assistant message → its replayed opaque blocks (``provider_data["anthropic"]["blocks"]``:
+  thinking / redacted_thinking with signatures, server tool blocks — verbatim, as received),
+  a text block only if the text is non-empty, then one ``tool_use{id, name, input}`` per call;
+* a tool message → a ``tool_result{tool_use_id, content, is_error}`` block in a user message;
+  consecutive results merge into ONE user message (right after the assistant's ``tool_use``
+  message), and any same-role neighbours merge, tool results first;
+* ``tool_choice`` → ``{"type": auto|any|none}`` or ``{"type": "tool", "name": N}``, sent only
+  with tools; ``max_tokens`` is required (default :data:`DEFAULT_MAX_TOKENS`); ``stop`` →
+  ``stop_sequences``; ``temperature``.
+
+The request's settings (``docs/settings.md``; per-model data in :mod:`.models`):
+``thinking_budget`` → ``thinking: {type: enabled, budget_tokens}`` (at least 1024, below ``max_tokens``);
+``reasoning_effort`` → ``output_config.effort`` with adaptive thinking on the models that have them, a
+thinking budget on older thinking models; ``top_p``; ``parallel_tool_calls: false`` →
+``tool_choice.disable_parallel_tool_use``; ``cache`` → ``cache_control`` breakpoints on the last tool, the
+system prompt and the newest message (a 1-hour TTL on the first two for an extended retention).  Thinking
+refuses a temperature other than 1, a ``top_p`` below 0.95 and a forced tool choice before sending.  The
+wire has no ``seed``: it is dropped with an ``llm.setting_dropped`` event.
+
+Content parts: images → ``image`` blocks, PDFs → ``document`` blocks (``base64`` or ``url`` sources), text
+documents → ``document`` blocks with a ``text`` source; a tool result with media → a ``tool_result`` whose
+content is the text block and those blocks.
+
+``vendor_options["anthropic"]`` is merged into the body last, so it can set any vendor field
+(``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one.
+Three keys are read by the codec instead of being copied: ``disable_parallel_tool_use``
+(bool, goes into ``tool_choice``; never with ``none``), ``tool_extras`` (``{tool name: {field:
+value}}`` merged into that tool's definition, e.g. ``cache_control`` or ``defer_loading``) and
+``extra_tools`` (raw tool definitions appended after the declared ones, e.g. server tools).
+
+``LLMRequest.response_format`` → ``output_config.format: {"type": "json_schema", "schema": S}`` (merged
+with any ``output_config`` of the vendor options), the schema fitted to what Anthropic's structured
+outputs compile (:mod:`agentactors.providers._constrained_schema`).
+
+Errors: :class:`~agentactors.UnsupportedContentError` / :class:`~agentactors.UnsupportedSettingError` for
+what the model cannot take, :class:`~agentactors.UnsupportedToolChoiceError` for a forced tool choice with
+extended thinking on (:func:`forced_with_thinking_error`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ...errors import UnsupportedToolChoiceError
+from ...messages import LLMRequest, Message, ToolChoice
+from ...parts import Document, Image, Part, Text
+from ...settings import CachePolicy
+from .._constrained_schema import anthropic_output_schema
+from .._settings import dropped, refused
+from .models import WIRE, check_parts, plan_thinking, sampling_fields
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "encode_request",
+    "forced_choice_refusal",
+    "forced_with_thinking_error",
+    "part_block",
+    "thinking_enabled",
+]
+
+#: ``max_tokens`` for a request that sets none: the Messages API requires one.
+DEFAULT_MAX_TOKENS = 4096
+
+# vendor_options keys the codec consumes instead of copying into the body.
+_CODEC_KEYS = frozenset({"disable_parallel_tool_use", "tool_extras", "extra_tools"})
+
+
+def thinking_enabled(options: Mapping[str, Any]) -> bool:
+    """Whether ``vendor_options["anthropic"]`` turns on extended thinking (``enabled`` / ``adaptive``)."""
+    thinking = options.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type", "enabled") != "disabled"
+
+
+def _default_max_tokens(options: Mapping[str, Any]) -> int:
+    # With thinking, max_tokens must exceed budget_tokens; leave the default room for the answer.
+    thinking = options.get("thinking")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= DEFAULT_MAX_TOKENS:
+        return budget + DEFAULT_MAX_TOKENS
+    return DEFAULT_MAX_TOKENS
+
+
+def _tool_choice(choice: ToolChoice, disable_parallel: Any) -> dict[str, Any]:
+    wire: dict[str, Any]
+    if choice.mode == "tool":
+        wire = {"type": "tool", "name": choice.name}
+    else:
+        wire = {"type": {"auto": "auto", "none": "none", "required": "any"}[choice.mode]}
+    # The API rejects disable_parallel_tool_use together with "none" (there is nothing to parallelise).
+    if isinstance(disable_parallel, bool) and choice.mode != "none":
+        wire["disable_parallel_tool_use"] = disable_parallel
+    return wire
+
+
+def _replayed_blocks(message: Message) -> list[dict[str, Any]]:
+    data = (message.provider_data or {}).get(WIRE)
+    blocks = data.get("blocks") if isinstance(data, Mapping) else None
+    if not isinstance(blocks, list):
+        return []
+    # Verbatim: a thinking block's signature covers its exact text; any change is a 400.
+    return [dict(b) for b in blocks if isinstance(b, Mapping)]
+
+
+def part_block(part: Part) -> dict[str, Any] | None:
+    """One content part as a content block (``None`` for empty text: the API rejects an empty text block)."""
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, Image):
+        if part.url is not None:
+            return {"type": "image", "source": {"type": "url", "url": part.url}}
+        return {"type": "image", "source": {"type": "base64", "media_type": part.media_type, "data": part.base64()}}
+    assert isinstance(part, Document)  # check_parts refused audio before encoding began
+    text = part.text
+    if text is not None:
+        source: dict[str, Any] = {"type": "text", "media_type": "text/plain", "data": text}
+    elif part.url is not None:
+        source = {"type": "url", "url": part.url}
+    else:
+        source = {"type": "base64", "media_type": "application/pdf", "data": part.base64()}
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if part.title:
+        block["title"] = part.title
+    return block
+
+
+def _content_blocks(message: Message) -> list[dict[str, Any]]:
+    return [b for b in (part_block(p) for p in message.parts) if b is not None]
+
+
+def _blocks_for(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """The wire role and content blocks of one non-system message."""
+    if message.role == "tool":
+        return "user", [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": _content_blocks(message) if message.media else message.content,
+                "is_error": message.is_error,
+            }
+        ]
+    blocks: list[dict[str, Any]] = []
+    if message.role == "assistant":
+        blocks.extend(_replayed_blocks(message))
+    if message.media:
+        blocks.extend(_content_blocks(message))
+    elif message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        # An unparseable call still has to be replayed (its tool_result refers to it); {} is the
+        # only object we can honestly send, and the result tells the model what went wrong.
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
+    return message.role, blocks
+
+
+def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # In a user turn the API wants tool_result blocks before any other content.
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    if not results or len(results) == len(blocks):
+        return blocks
+    return results + [b for b in blocks if b.get("type") != "tool_result"]
+
+
+def _messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        role, blocks = _blocks_for(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            # The API wants strict user/assistant alternation: neighbours of one role merge.
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    for entry in out:
+        if entry["role"] == "user":
+            entry["content"] = _tool_results_first(entry["content"])
+    return "\n\n".join(system), out
+
+
+# Blocks a cache_control breakpoint may sit on (not thinking blocks: those are cached with their turn).
+_CACHEABLE = frozenset({"text", "image", "document", "tool_result", "tool_use"})
+
+
+def _mark_cache(body: dict[str, Any], policy: CachePolicy) -> None:
+    """Put ``cache_control`` breakpoints where ``policy`` asks: last tool, system prompt, newest message."""
+    lasting: dict[str, Any] = {"type": "ephemeral"}
+    if policy.retention == "extended":
+        lasting["ttl"] = "1h"  # the prefix outlives the conversation's tail, which moves every step
+    tools = body.get("tools")
+    if policy.tools and tools:
+        tools[-1] = {**tools[-1], "cache_control": tools[-1].get("cache_control", lasting)}
+    system = body.get("system")
+    if policy.system and isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": lasting}]
+    messages = body.get("messages")
+    if policy.conversation and messages and isinstance(messages[-1].get("content"), list):
+        for block in reversed(messages[-1]["content"]):
+            if isinstance(block, dict) and block.get("type") in _CACHEABLE:
+                block.setdefault("cache_control", {"type": "ephemeral"})
+                break
+
+
+def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+    """The Messages API body for ``request`` (see the module docstring for the mapping)."""
+    options = request.options_for(WIRE)
+    check_parts(request.messages, model)
+    thinking, effort = plan_thinking(request, model)
+    thinking_on = _thinking_on(options, thinking)
+    if thinking_on and request.tool_choice.forced and request.tools:
+        raise forced_with_thinking_error(request, model, WIRE)
+    system, messages = _messages(request.messages)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens or _default_max_tokens(options if "thinking" in options else
+                                                                {"thinking": thinking}),
+        "messages": messages,
+        "stream": stream,
+    }
+    if system:
+        body["system"] = system
+    extras = options.get("tool_extras")
+    extras = extras if isinstance(extras, Mapping) else {}
+    tools: list[dict[str, Any]] = []
+    for spec in request.tools:
+        tool = {"name": spec.name, "description": spec.description, "input_schema": dict(spec.parameters)}
+        more = extras.get(spec.name)
+        if isinstance(more, Mapping):
+            tool.update(more)
+        tools.append(tool)
+    extra_tools = options.get("extra_tools")
+    if isinstance(extra_tools, list | tuple):
+        tools.extend(dict(t) for t in extra_tools if isinstance(t, Mapping))
+    if tools:
+        body["tools"] = tools
+        disable = options.get("disable_parallel_tool_use")
+        if disable is None and request.parallel_tool_calls is not None:
+            disable = not request.parallel_tool_calls
+        body["tool_choice"] = _tool_choice(request.tool_choice, disable)
+    if request.stop:
+        body["stop_sequences"] = list(request.stop)
+    body.update(sampling_fields(request, model, thinking=thinking_on))
+    if thinking_on and "top_k" in options:
+        raise refused(WIRE, model, "top_k", "extended thinking is not compatible with top_k")
+    if request.seed is not None:
+        dropped(WIRE, model, "seed", request.seed, "the Messages API has no seed")
+    if thinking is not None:
+        body["thinking"] = thinking
+    if effort is not None:
+        body["output_config"] = {"effort": effort}
+    if request.cache is not None and request.cache.enabled:
+        _mark_cache(body, request.cache)
+    for key, value in options.items():
+        if key in _CODEC_KEYS:
+            continue
+        if key == "output_config" and isinstance(value, Mapping) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}  # e.g. a response format beside our effort
+        else:
+            body[key] = value
+    if request.response_format is not None:
+        config = body.get("output_config")
+        body["output_config"] = {
+            **(dict(config) if isinstance(config, Mapping) else {}),
+            "format": {"type": "json_schema", "schema": anthropic_output_schema(request.response_format.schema)},
+        }
+    return body
+
+
+def _thinking_on(options: Mapping[str, Any], planned: Mapping[str, Any] | None) -> bool:
+    """Whether a request's extended thinking is on: its vendor options' ``thinking``, else the settings' plan."""
+    return thinking_enabled(options) if "thinking" in options else planned is not None
+
+
+def forced_choice_refusal(request: LLMRequest, model: str) -> str | None:
+    """Why ``request``'s settings rule out a forced tool choice for ``model`` (extended thinking on), or ``None``.
+
+    The same reading of the settings as :func:`encode_request`'s, which refuses such a request.
+    """
+    options = request.options_for(WIRE)
+    thinking, _ = plan_thinking(request, model)
+    if not _thinking_on(options, thinking):
+        return None
+    if "thinking" in options:
+        cause = "vendor options turn extended thinking on"
+    elif request.thinking_budget:
+        cause = f"thinking_budget={request.thinking_budget} turns extended thinking on"
+    else:
+        cause = f"reasoning_effort={request.reasoning_effort!r} turns thinking on"
+    return f"{cause}, and Anthropic refuses a forced tool choice together with thinking"
+
+
+def forced_with_thinking_error(request: LLMRequest, model: str, provider: str) -> UnsupportedToolChoiceError:
+    """The error for ``request``'s forced tool choice with extended thinking on: refused before sending."""
+    return UnsupportedToolChoiceError(
+        f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended "
+        "thinking on Anthropic; use ToolChoice.auto() or turn thinking off for this request",
+        provider=provider,
+        model=model,
+    )

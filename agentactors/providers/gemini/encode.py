@@ -1,0 +1,255 @@
+"""Writing the Gemini ``generateContent`` wire: an :class:`~agentactors.LLMRequest` as a request body.
+
+Pure functions, no I/O: :class:`~agentactors.providers.gemini.provider.GeminiWire` calls
+:func:`encode_request` and the provider sends what it returns.  Mapping of the internal (OpenAI-chat
+shaped) conversation, per ``docs/wire.md``:
+
+* system messages → ``systemInstruction.parts[].text``; user → role ``user``;
+  assistant → role ``model`` with a ``text`` part and one ``functionCall`` part per
+  call, each carrying the ``thoughtSignature`` it was received with;
+* tool results → ``functionResponse`` parts in a role ``user`` content, consecutive
+  results in one content, the function name recovered from the assistant call
+  with the matching id;
+* tools → one ``functionDeclarations`` entry with schemas sanitised by
+  :func:`~agentactors.providers.gemini.schema.to_gemini_schema`; the tool choice →
+  ``toolConfig.functionCallingConfig``;
+* the request's settings → ``generationConfig`` (``docs/settings.md``; per-model data in
+  :mod:`.models`): ``maxOutputTokens``, ``temperature``, ``topP``, ``stopSequences`` (at most 5),
+  ``seed``, and ``thinkingConfig`` — ``thinkingLevel`` from ``reasoning_effort`` on the models that take
+  levels, ``thinkingBudget`` from ``thinking_budget`` (or from the effort on 2.5 models); the wire has no
+  ``parallel_tool_calls`` and caches prefixes on its own (an extended retention is dropped with an
+  ``llm.setting_dropped`` event);
+* content parts → ``inlineData`` (bytes, base64) or ``fileData`` (a URL: Files API, ``gs://`` or HTTPS);
+  media a tool returned follow the ``functionResponse`` parts in the same user content;
+* ``LLMRequest.response_format`` → ``generationConfig.responseJsonSchema`` (plain JSON Schema,
+  which the API takes on every current model) with ``responseMimeType: "application/json"``;
+* ``vendor_options["gemini"]`` is merged into the body last (generation fields
+  such as ``thinkingConfig`` may be given at its top level).
+
+Ids are echoed on ``functionCall.id`` / ``functionResponse.id``: the recorded corpus shows the API
+accepting client-made ids, and they disambiguate parallel calls of one function.  Thought signatures
+are replayed in the form the vendor's own SDK sends them (base64url, padding kept).  An assistant turn
+with calls but no signature at all (another provider made them) gets Google's documented
+:data:`SKIP_SIGNATURE` on its first call when the model is Gemini 3 or later, which otherwise rejects
+the whole request.
+
+Errors: a request-kind :class:`~agentactors.ProviderError` for a conversation the wire cannot express (a
+tool result answering no known call, a tool schema with a recursive ``$ref``);
+:class:`~agentactors.UnsupportedContentError` / :class:`~agentactors.UnsupportedSettingError` for what the
+model cannot take.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ...errors import ErrorKind, ProviderError
+from ...messages import LLMRequest, Message, ToolCall
+from ...parts import Part, Text
+from .._media import guessed_media_type
+from .._settings import dropped, refused
+from .models import MAX_STOP_SEQUENCES, WIRE, bare_name, check_parts, thinking_config, wire_media_type
+from .schema import GeminiSchemaError, to_gemini_schema
+
+__all__ = ["SKIP_SIGNATURE", "encode_request"]
+
+_TOOL_MODES: Mapping[str, str] = {"auto": "AUTO", "none": "NONE", "required": "ANY", "tool": "ANY"}
+# generationConfig fields a caller may put at the top level of vendor_options["gemini"].
+_GENERATION_FIELDS = frozenset(
+    name
+    for camel, snake in (
+        ("thinkingConfig", "thinking_config"),
+        ("responseModalities", "response_modalities"),
+        ("responseMimeType", "response_mime_type"),
+        ("responseSchema", "response_schema"),
+        ("responseJsonSchema", "response_json_schema"),
+        ("candidateCount", "candidate_count"),
+        ("topP", "top_p"),
+        ("topK", "top_k"),
+        ("seed", "seed"),
+        ("presencePenalty", "presence_penalty"),
+        ("frequencyPenalty", "frequency_penalty"),
+        ("responseLogprobs", "response_logprobs"),
+        ("logprobs", "logprobs"),
+        ("speechConfig", "speech_config"),
+        ("mediaResolution", "media_resolution"),
+    )
+    for name in (camel, snake)
+)
+#: Google's documented stand-in for a function call Gemini 3+ did not sign (made by another provider
+#: in a fallback chain, say): without a signature on a turn's first call, every request is a 400.
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_SIGNING_MODEL = re.compile(r"gemini-(\d+)")
+_BASE64 = re.compile(r"[A-Za-z0-9+/_\-]*={0,2}")
+_TO_URLSAFE = str.maketrans("+/", "-_")
+
+
+def _wire_data(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    value = data.get(WIRE) if data else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _replayed_signature(data: Mapping[str, Any] | None) -> str | None:
+    sig = _wire_data(data).get("thought_signature")
+    if not isinstance(sig, str) or not sig:
+        return None
+    # Responses carry standard base64, google-genai replays base64url (the corpus shows both); the
+    # server decodes either, so only the alphabet changes and anything else stays untouched.
+    return sig.translate(_TO_URLSAFE) if _BASE64.fullmatch(sig) else sig
+
+
+def _request_error(message: str, model: str) -> ProviderError:
+    return ProviderError(message, provider=WIRE, model=model, kind=ErrorKind.request)
+
+
+def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(dict(out[key]), value)
+        elif key == "tools" and isinstance(value, list) and isinstance(out.get(key), list):
+            out[key] = [*out[key], *value]  # built-in tools (googleSearch, codeExecution) join ours
+        else:
+            out[key] = value
+    return out
+
+
+def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+    """The request body (see the module docstring for the mapping; ``stream`` changes only the URL)."""
+    check_parts(request.messages, model)
+    system, contents = _contents(request.messages, model)
+    body: dict[str, Any] = {"contents": contents}
+    if system:
+        body["systemInstruction"] = {"role": "user", "parts": system}
+    if request.tools:
+        declarations = [_declaration(t.name, t.description, t.parameters, model) for t in request.tools]
+        body["tools"] = [{"functionDeclarations": declarations}]
+        calling: dict[str, Any] = {"mode": _TOOL_MODES[request.tool_choice.mode]}
+        if request.tool_choice.mode == "tool":
+            calling["allowedFunctionNames"] = [request.tool_choice.name]
+        body["toolConfig"] = {"functionCallingConfig": calling}
+    generation = _generation(request, model)
+    if request.response_format is not None:
+        generation["responseMimeType"] = "application/json"
+        generation["responseJsonSchema"] = dict(request.response_format.schema)
+    options = request.options_for(WIRE)
+    lifted = {k: options.pop(k) for k in list(options) if k in _GENERATION_FIELDS}
+    generation = _deep_merge(generation, lifted)
+    if generation:
+        body["generationConfig"] = generation
+    return _deep_merge(body, options)
+
+
+def _generation(request: LLMRequest, model: str) -> dict[str, Any]:
+    """``generationConfig`` from the request's settings (``vendor_options`` are merged over it later)."""
+    generation: dict[str, Any] = {}
+    if request.max_tokens is not None:
+        generation["maxOutputTokens"] = request.max_tokens
+    if request.temperature is not None:
+        generation["temperature"] = request.temperature
+    if request.top_p is not None:
+        generation["topP"] = request.top_p
+    if request.stop:
+        if len(request.stop) > MAX_STOP_SEQUENCES:
+            raise refused(WIRE, model, "stop", f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences")
+        generation["stopSequences"] = list(request.stop)
+    if request.seed is not None:
+        generation["seed"] = request.seed
+    thinking = thinking_config(request, model)
+    if thinking is not None:
+        generation["thinkingConfig"] = thinking
+    if request.parallel_tool_calls is not None and request.tools:
+        dropped(WIRE, model, "parallel_tool_calls", request.parallel_tool_calls,
+                "generateContent has no parallel_tool_calls setting")
+    if request.cache is not None and request.cache.retention == "extended":
+        dropped(WIRE, model, "cache", "extended retention",
+                "Gemini's implicit cache has no retention setting (explicit caches are vendor_options' cachedContent)")
+    return generation
+
+
+def _part(part: Part) -> dict[str, Any]:
+    """One content part as a Gemini ``Part`` (checked by ``check_parts`` before encoding began)."""
+    if isinstance(part, Text):
+        return {"text": part.text}
+    media_type = wire_media_type(guessed_media_type(part) or "")
+    if part.url is not None:
+        return {"fileData": {"mimeType": media_type, "fileUri": part.url}}
+    return {"inlineData": {"mimeType": media_type, "data": part.base64()}}
+
+
+def _declaration(name: str, description: str, parameters: Mapping[str, Any], model: str) -> dict[str, Any]:
+    try:
+        schema = to_gemini_schema(parameters)
+    except GeminiSchemaError as exc:
+        raise _request_error(f"tool {name!r}: {exc}", model) from exc
+    schema["type"] = "object"
+    schema.setdefault("properties", {})
+    return {"name": name, "description": description, "parameters": schema}
+
+
+def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    messages = tuple(messages)
+    major = _SIGNING_MODEL.match(bare_name(model))
+    signing = major is not None and int(major.group(1)) >= 3
+    names = {call.id: call.name for m in messages if m.role == "assistant" for call in m.tool_calls}
+    echo = {call.id: _echo_id(call) for m in messages if m.role == "assistant" for call in m.tool_calls}
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None  # the open content collecting consecutive tool results
+    returned: list[Part] = []  # the media parts at the end of that content
+    for m in messages:
+        if m.role == "system":
+            system.append({"text": m.content})
+            continue
+        if m.role == "tool":
+            call_id = m.tool_call_id or ""
+            name = names.get(call_id) or m.name
+            if not name:
+                raise _request_error(
+                    f"tool result for call {call_id!r} answers no assistant tool call in the conversation "
+                    "and names no tool: Gemini needs the function name",
+                    model,
+                )
+            key = "error" if m.is_error else "return_value"
+            response: dict[str, Any] = {"id": echo.get(call_id, call_id), "name": name, "response": {key: m.content}}
+            if results is None:
+                results = []
+                returned = []
+                contents.append({"role": "user", "parts": results})
+            # Media a tool returned go after the run's function responses, in the same content.
+            index = len(results) - len(returned)
+            results.insert(index, {"functionResponse": response})
+            for p in m.media:
+                results.append(_part(p))
+                returned.append(p)
+            continue
+        results = None
+        if m.role == "user":
+            user_parts = [_part(p) for p in m.parts] if m.media else [{"text": m.content}]
+            contents.append({"role": "user", "parts": user_parts})
+            continue
+        parts: list[dict[str, Any]] = []
+        if m.content:
+            part: dict[str, Any] = {"text": m.content}
+            sig = _replayed_signature(m.provider_data)
+            if sig is not None:
+                part["thoughtSignature"] = sig
+            parts.append(part)
+        signatures = [_replayed_signature(call.provider_data) for call in m.tool_calls]
+        if signing and signatures and not any(signatures):
+            signatures[0] = SKIP_SIGNATURE  # only the first of parallel calls is ever signed
+        for call, sig in zip(m.tool_calls, signatures, strict=True):
+            part = {"functionCall": {"id": echo[call.id], "name": call.name, "args": dict(call.arguments)}}
+            if sig is not None:
+                part["thoughtSignature"] = sig
+            parts.append(part)
+        if parts:  # a model content without parts is a 400; an empty assistant turn says nothing
+            contents.append({"role": "model", "parts": parts})
+    return system, contents
+
+
+def _echo_id(call: ToolCall) -> str:
+    vendor = _wire_data(call.provider_data).get("id")
+    return vendor if isinstance(vendor, str) and vendor else call.id

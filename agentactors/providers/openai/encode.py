@@ -1,0 +1,210 @@
+"""Writing the OpenAI Chat Completions wire: an :class:`~agentactors.LLMRequest` as a request body.
+
+Pure functions, no I/O: :class:`~agentactors.providers.openai.provider.OpenAIWire` calls
+:func:`encode_request` and the provider sends what it returns.
+
+The request's settings (``docs/settings.md``): ``max_tokens`` → ``max_completion_tokens`` on OpenAI's
+endpoint and for reasoning models (``max_tokens`` elsewhere), ``temperature``, ``top_p``, ``stop``,
+``seed``, ``reasoning_effort`` (validated per model), ``parallel_tool_calls`` (only with tools), an
+extended cache retention → ``prompt_cache_retention: "24h"``; per-model data in :mod:`.models`.
+
+Content parts: an image → ``image_url`` (a ``data:`` URL, or the image's own URL), a PDF → ``file``
+(``file_data``), a text document → a ``text`` part, audio → ``input_audio`` (WAV / MP3).  A tool message
+takes text only, so media a tool returned follow the run of tool messages as one user message
+(``"Media returned by tool call <id>:"`` and the parts).
+
+Opaque data travels in ``provider_data["openai"]``: on a :class:`~agentactors.Message` it is a dict of extra
+wire fields merged into that message when it is sent; on a :class:`~agentactors.ToolCall`, extra fields of
+that tool call.
+
+``vendor_options["openai"]`` is merged over the request body (``seed``, ``prompt_cache_key``, ``n``,
+``parallel_tool_calls``, ``reasoning``, ``max_completion_tokens``, ...); a ``None`` value removes a field
+the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  One key is the
+codec's own and is not sent: ``strict_tools`` (``True`` for every tool, or an iterable of tool names) marks
+function definitions ``strict``.
+
+``LLMRequest.response_format`` becomes ``response_format: {"type": "json_schema", "json_schema": {"name",
+"schema", "strict"}}`` (plus ``description`` when given); a strict format's schema is fitted to strict mode
+first (:mod:`agentactors.providers._constrained_schema`).
+
+Errors: :class:`~agentactors.UnsupportedContentError` / :class:`~agentactors.UnsupportedSettingError` for
+what the model cannot take, ``ValueError`` for a strict schema strict mode cannot carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice
+from ...parts import Document, Image, Part, Text
+from .._constrained_schema import openai_strict_schema
+from .decode import dict_or_empty
+from .models import WIRE, audio_format, check_parts, encode_settings, model_row
+
+__all__ = [
+    "encode_message",
+    "encode_messages",
+    "encode_part",
+    "encode_request",
+    "encode_response_format",
+    "encode_tool_choice",
+]
+
+# vendor_options keys the codec consumes instead of copying into the body.
+_CODEC_OPTIONS = frozenset({"strict_tools"})
+
+
+def encode_request(
+    request: LLMRequest,
+    model: str,
+    *,
+    stream: bool,
+    max_tokens_field: str = "max_tokens",
+    official: bool = False,
+) -> dict[str, Any]:
+    """The request body (see the module docstring for the mapping).
+
+    ``max_tokens_field`` names the field ``max_tokens`` goes in for a model not known to reason (one
+    that is always gets ``max_completion_tokens``); ``official`` checks OpenAI's own size limits.
+    """
+    options = request.options_for(WIRE)
+    check_parts(request.messages, model, official=official)
+    body: dict[str, Any] = {"model": model, "messages": encode_messages(request.messages)}
+    if request.tools:
+        strict = options.get("strict_tools", False)
+        body["tools"] = [
+            _encode_tool(t.name, t.description, t.parameters, _is_strict(strict, t.name)) for t in request.tools
+        ]
+        body["tool_choice"] = encode_tool_choice(request.tool_choice)
+    body["stream"] = stream
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if request.max_tokens is not None and "max_tokens" not in options and "max_completion_tokens" not in options:
+        body[_max_tokens_field(model, max_tokens_field)] = request.max_tokens
+    body.update(encode_settings(request, model, tools=bool(request.tools)))
+    if request.response_format is not None:
+        body["response_format"] = encode_response_format(request.response_format)
+    for key, value in options.items():
+        if key in _CODEC_OPTIONS:
+            continue
+        if value is None:
+            body.pop(key, None)
+        else:
+            body[key] = value
+    if not request.tools:
+        # parallel_tool_calls without tools is a 400 on OpenAI.
+        body.pop("parallel_tool_calls", None)
+    return body
+
+
+def _max_tokens_field(model: str, default: str) -> str:
+    row = model_row(model)
+    return "max_completion_tokens" if row is not None and row.reasons else default
+
+
+def encode_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """The conversation on the wire, empty assistant turns dropped.
+
+    Media in tool results follow the run of tool messages as one user message: a tool message
+    takes text only, and nothing may come between an assistant's calls and their results.
+    """
+    out: list[dict[str, Any]] = []
+    returned: list[dict[str, Any]] = []  # media of the tool results since the last non-tool message
+    for m in messages:
+        if m.role != "tool" and returned:
+            out.append({"role": "user", "content": returned})
+            returned = []
+        encoded = encode_message(m)
+        if encoded is not None:
+            out.append(encoded)
+        if m.role == "tool" and m.media:
+            returned.append({"type": "text", "text": f"Media returned by tool call {m.tool_call_id}:"})
+            returned.extend(encode_part(p) for p in m.media)
+    if returned:
+        out.append({"role": "user", "content": returned})
+    return out
+
+
+def encode_message(m: Message) -> dict[str, Any] | None:
+    """One message on the wire, or ``None`` for an assistant message with neither text nor calls."""
+    extra = dict_or_empty((m.provider_data or {}).get(WIRE))
+    if m.role == "tool":
+        # Media a tool returned travel in a user message after the results (see encode_messages).
+        msg: dict[str, Any] = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    elif m.role == "assistant":
+        if not m.tool_calls and not m.content and "content" not in extra:
+            # null content and no calls is a 400; an empty turn says nothing anyway.
+            return None
+        msg = {"role": "assistant", "content": m.content or None}
+        if m.tool_calls:
+            msg["tool_calls"] = [_encode_call(c) for c in m.tool_calls]
+    elif m.media:
+        msg = {"role": m.role, "content": [encode_part(p) for p in m.parts]}
+    else:
+        msg = {"role": m.role, "content": m.content}
+    msg.update(extra)
+    return msg
+
+
+def _encode_call(call: ToolCall) -> dict[str, Any]:
+    encoded: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments_json},
+    }
+    encoded.update(dict_or_empty((call.provider_data or {}).get(WIRE)))
+    return encoded
+
+
+def _encode_tool(name: str, description: str, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
+    if strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def encode_part(part: Part) -> dict[str, Any]:
+    """One content part as a Chat Completions content part (what the part is was checked by ``check_parts``)."""
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, Image):
+        return {"type": "image_url", "image_url": {"url": part.url if part.url is not None else part.data_url()}}
+    if isinstance(part, Document):
+        text = part.text
+        if text is not None:
+            return {"type": "text", "text": f"{part.title}\n\n{text}" if part.title else text}
+        return {"type": "file", "file": {"filename": part.title or "document.pdf", "file_data": part.data_url()}}
+    return {"type": "input_audio", "input_audio": {"data": part.base64(), "format": audio_format(part)}}
+
+
+def encode_response_format(fmt: ResponseFormat) -> dict[str, Any]:
+    """``response_format`` on this wire: a ``json_schema`` format, its schema fitted to strict mode when strict.
+
+    :raises ValueError: a strict schema with a field strict mode cannot carry (named in the message).
+    """
+    spec: dict[str, Any] = {
+        "name": fmt.name,
+        "schema": openai_strict_schema(fmt.schema) if fmt.strict else fmt.schema,
+        "strict": fmt.strict,
+    }
+    if fmt.description:
+        spec["description"] = fmt.description
+    return {"type": "json_schema", "json_schema": spec}
+
+
+def encode_tool_choice(choice: ToolChoice) -> Any:
+    """``tool_choice`` on this wire: ``"auto"`` / ``"none"`` / ``"required"`` or a named function."""
+    if choice.mode == "tool":
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice.mode
+
+
+def _is_strict(option: Any, name: str) -> bool:
+    if option is True:
+        return True
+    if isinstance(option, str):
+        return option == name
+    if isinstance(option, Iterable):
+        return name in set(option)
+    return False
