@@ -1,32 +1,47 @@
-"""Providers: the port, the HTTP adapter, the three vendor wires and the scripted test double.
+"""Providers: the port, the HTTP adapter, one folder per vendor wire, and the scripted test double.
 
-One module per idea, imports going one way (down this list)::
+One idea per module, imports going one way (a module imports only what is listed below it)::
 
-    base.py                 the port: LLMProvider, one reader per capability, stream helpers
     scripted.py             ScriptedProvider, the deterministic test double
-    openai.py               OpenAIWire (the codec) + OpenAIProvider
-      _openai_models.py       its models as data: settings and parts per model (docs/settings.md)
-      _openai_stream.py       its stream decoder
-        _openai_decode.py       bodies, usage, finish reasons, tool calls, error refinement
-    anthropic.py            the same for the Messages API
-      _anthropic_models.py
-      _anthropic_stream.py
-        _anthropic_decode.py
-    gemini.py               the same for generateContent (+ _gemini_schema.py, the schema sanitiser)
-      _gemini_models.py
-      _gemini_stream.py
-        _gemini_decode.py
-    http.py                 HTTPProvider: the thin httpx adapter every wire shares
+    azure.py                AzureOpenAIProvider: Azure deployments over the openai/ and responses/ wires
+    responses/              the OpenAI Responses wire, OpenAIResponsesProvider (its model data read
+                            from openai/models.py)
+    bedrock/                the Bedrock Converse wire, BedrockProvider (+ sigv4.py, eventstream.py:
+                            botocore, lazily)
+    openai/                 the Chat Completions wire (also OpenAI-compatible servers)
+      provider.py             OpenAIWire (the codec) + OpenAIProvider (thin I/O, over http/)
+      encode.py               LLMRequest -> the request body: messages, tools, settings, parts (pure)
+      stream.py               its stream decoder (pure)
+      decode.py               bodies, usage, finish reasons, tool calls, error refinement (pure)
+      models.py               its models as data: the wire's name, settings and parts per model
+    anthropic/              the same for the Messages API
+    gemini/                 the same for generateContent (+ schema.py, the tool-schema sanitiser)
+    vertex.py               Vertex AI hosts and model paths (GeminiProvider.vertex, AnthropicProvider.vertex)
+    http/                   HTTPProvider, the thin httpx adapter every wire shares; transports, bounded
+                            bodies, SSE, keys, rate-limit headers
     codec.py                the WireCodec / StreamDecoder protocols a wire implements
-    _classify.py            HTTP failure -> ProviderError, shared by every wire
+    errors.py               HTTP failure -> ProviderError, shared by every wire (public)
+    port.py                 the port: LLMProvider, Capabilities, one reader per capability, stream helpers
     _settings.py            a setting a model cannot carry: dropped (an event) or refused, shared
     _media.py               a part a model cannot carry, and the vendors' size limits, shared
+    _constrained_schema.py  JSON Schema -> what a vendor's constrained decoding accepts (response formats)
 
-Nothing here is imported by ``agentactors.errors``: the error tree is the layer below.
+Within a wire folder: provider -> encode / stream -> decode -> models, and only provider.py imports
+http/ (``tests/unit/providers/test_import_graph.py``).  Nothing here is imported by
+``agentactors.errors``: the error tree is the layer below.
 """
 
 from __future__ import annotations
 
+from .azure import AzureOpenAIProvider
+from .bedrock.provider import BedrockProvider
 from .errors import classify_exception, classify_http_error
+from .responses.provider import OpenAIResponsesProvider
 
-__all__ = ["classify_exception", "classify_http_error"]
+__all__ = [
+    "AzureOpenAIProvider",
+    "BedrockProvider",
+    "OpenAIResponsesProvider",
+    "classify_exception",
+    "classify_http_error",
+]

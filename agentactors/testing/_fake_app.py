@@ -18,17 +18,19 @@ from urllib.parse import parse_qsl, unquote
 
 import anyio
 
-from ._fake_errors import error_response, stream_error_frame
-from ._fake_parse import WireRejection, parse_request, route
+from ._fake_bedrock import sigv4_problem
+from ._fake_parse import WireRejection
+
+# The Responses wire and the Azure routes: each function serves its own and hands the others to the shared one.
+from ._fake_responses import error_response, parse_request, reply_frames, reply_json, route, stream_error_frame
 from ._fake_script import MAX_DELAY, Action, FakeError, FakeMalformed, FakeReply, RecordedRequest
-from ._fake_state import Exchange, VendorState
+from ._fake_state import WIRES, Exchange, VendorState
+from ._fake_vertex import bearer_problem, is_vertex
 from ._fake_wires import (
     WireContext,
     content_type,
     frame_bytes,
     malformed_frame,
-    reply_frames,
-    reply_json,
     request_id_headers,
 )
 
@@ -43,9 +45,27 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 MAX_BODY = 64 * 1024 * 1024
 _MIN_KEY_LEN = 6
 REDACTED = "[REDACTED]"
-_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization"})
+_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization",
+                                 "x-amz-security-token"})
 _SENSITIVE_HEADERS = _CREDENTIAL_HEADERS | {"cookie"}
 _KEY_PARAMS = frozenset({"key", "api_key", "apikey", "access_token"})
+#: ``GET /health``: every wire served, and the endpoints (paths) that speak them.
+_HEALTH = json.dumps({
+    "status": "ok",
+    "wires": list(WIRES),
+    "endpoints": {
+        "openai": "POST /v1/chat/completions",
+        "responses": "POST /v1/responses",
+        "anthropic": "POST /v1/messages",
+        "gemini": "POST /v1beta/models/{model}:generateContent (:streamGenerateContent?alt=sse)",
+        "bedrock": "POST /model/{modelId}/converse (/converse-stream)",
+        "azure-openai": "POST /openai/deployments/{deployment}/chat/completions?api-version=..., "
+                        "POST /openai/v1/responses",
+        "vertex": "POST /v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent "
+                  "(:streamGenerateContent?alt=sse), .../publishers/anthropic/models/{m}:rawPredict "
+                  "(:streamRawPredict)",
+    },
+}).encode("utf-8")
 
 
 class _Aborted(Exception):
@@ -90,8 +110,7 @@ class FakeVendorApp:
         path = str(scope.get("path", "/"))
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         if method in ("GET", "HEAD") and path in ("/", "/health", "/healthz"):
-            await _send_whole(send, 200, [("content-type", "application/json")],
-                              b'{"status":"ok","wires":["openai","anthropic","gemini"]}')
+            await _send_whole(send, 200, [("content-type", "application/json")], _HEALTH)
             return
         raw, too_large, gone = await _read_body(receive)
         if gone:
@@ -108,7 +127,7 @@ class FakeVendorApp:
         # What gets scrubbed from stored text: keys long enough not to match ordinary words.
         scrub = [k for k in keys if len(k) >= _MIN_KEY_LEN]
         index = self.state.next_index()
-        routed = route(method, path)
+        routed = route(method, path, query)
         wire = routed[0] if routed else "unknown"
         body: Any = None
         body_error = False
@@ -137,7 +156,9 @@ class FakeVendorApp:
             except WireRejection as exc:
                 rejection = FakeError(exc.status, message=exc.message)
         if routed is not None and rejection is None:
-            rejection = self._auth_problem(keys, query_key)
+            rejection = self._cloud_auth_problem(wire, path, headers)
+            if rejection is None and wire != "bedrock":  # a SigV4 header holds no key to compare
+                rejection = self._auth_problem(keys, query_key)
         model = parsed.model if parsed else (routed[1] if routed else None)
         if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
             model = body["model"]
@@ -174,6 +195,12 @@ class FakeVendorApp:
         action: Action = rejection if rejection is not None else self.state.decide(request, ex)
         sse = stream and (wire != "gemini" or "alt=sse" in query)
         await self._serve_answer(ex, action, ctx, stream=stream, sse=sse, receive=receive, send=send)
+
+    def _cloud_auth_problem(self, wire: str, path: str, headers: dict[str, str]) -> FakeError | None:
+        """Bedrock's SigV4 headers (the expected key is the access key id) and Vertex's bearer token."""
+        if wire == "bedrock":
+            return sigv4_problem(headers, self._expected)
+        return bearer_problem(headers) if is_vertex(path) else None
 
     def _auth_problem(self, keys: list[str], query_key: str | None) -> FakeError | None:
         offered = [*keys, *([query_key] if query_key else [])]

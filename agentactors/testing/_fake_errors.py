@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._fake_bedrock import bedrock_error_payload, bedrock_error_type, stream_exception_event
 from ._fake_script import FakeError
 from ._fake_wires import Frame, WireContext, content_type, dumps, request_id_headers
 
@@ -64,6 +65,8 @@ def _error_payload(err: FakeError, ctx: WireContext) -> dict[str, Any]:
                                                           "invalid_request_error", None, f"HTTP {status}"))
         return {"error": {"message": err.message or message.format(model=ctx.model), "type": kind,
                           "param": None, "code": err.code or code}}
+    if ctx.wire == "bedrock":
+        return bedrock_error_payload(err)
     if ctx.wire == "anthropic":
         kind, message = _ANTHROPIC_ERRORS.get(status, ("api_error" if status >= 500 else
                                                        "invalid_request_error", f"HTTP {status}"))
@@ -93,6 +96,8 @@ def error_response(err: FakeError, ctx: WireContext) -> tuple[int, list[tuple[st
         headers.append(("retry-after-ms", num(err.retry_after_ms)))
     if err.should_retry is not None:
         headers.append(("x-should-retry", "true" if err.should_retry else "false"))
+    if ctx.wire == "bedrock":
+        headers.append(("x-amzn-ErrorType", f"{bedrock_error_type(err)}:http://internal.amazon.com/coral/com.amazon.bedrock/"))
     if err.body is None:
         body = dumps(_error_payload(err, ctx), compact=ctx.wire != "gemini").encode("utf-8")
         headers.append(("content-type", content_type(ctx.wire, sse=False)))
@@ -113,4 +118,6 @@ def stream_error_frame(err: FakeError, ctx: WireContext) -> Frame:
         if isinstance(payload, dict):
             payload = {k: v for k, v in payload.items() if k != "request_id"}
         return Frame(payload, "error")
+    if ctx.wire == "bedrock":
+        return Frame(payload, stream_exception_event(err))
     return Frame(payload)

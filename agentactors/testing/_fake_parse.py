@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import AgentActorsError
+from ._fake_bedrock import bedrock_route, parse_bedrock
 from ._fake_media import (
     anthropic_block_part,
     anthropic_settings,
@@ -26,6 +26,7 @@ from ._fake_media import (
     openai_settings,
 )
 from ._fake_script import Conversation, OfferedTool, SeenPart, SeenToolCall, SeenToolResult
+from ._fake_vertex import vertex_anthropic_body, vertex_route
 
 __all__ = ["ParsedRequest", "WireRejection", "parse_request", "route"]
 
@@ -67,8 +68,12 @@ _GEMINI_MAJOR = re.compile(r"gemini-(\d+)")
 _GEMINI_OLD_ALIASES = ("gemini-pro", "gemini-exp")
 
 
-class WireRejection(AgentActorsError):
-    """The request is one the real vendor rejects; the app answers with this status and message."""
+class WireRejection(Exception):
+    """The request is one the real vendor rejects; the app answers with this status and message.
+
+    Not an :class:`~agentactors.errors.AgentActorsError`: the fake vendor turns it into an HTTP answer, and it
+    never reaches a user of the library.
+    """
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -88,6 +93,9 @@ def route(method: str, path: str) -> tuple[str, str | None, bool | None] | None:
     """``(wire, model from the path, stream from the path)`` for a vendor endpoint, else ``None``."""
     if method != "POST":
         return None
+    cloud = bedrock_route(method, path) or vertex_route(method, path)  # Bedrock Converse, Vertex AI
+    if cloud is not None:
+        return cloud
     if path in _OPENAI_PATHS:
         return "openai", None, None
     if path in _ANTHROPIC_PATHS:
@@ -116,7 +124,12 @@ def parse_request(
         raise WireRejection(400, "the request body must be a JSON object")
     if wire == "openai":
         return _openai(body, strict)
+    if wire == "bedrock":
+        conversation = parse_bedrock(body, path_model or "", _failer(strict))
+        return ParsedRequest(wire, path_model, bool(path_stream), conversation)
     if wire == "anthropic":
+        if path_model is not None:  # Claude on Vertex AI: the model in the path, the version in the body
+            body, headers = vertex_anthropic_body(body, headers, path_model, _failer(strict))
         return _anthropic(body, headers, strict)
     return _gemini(body, path_model, bool(path_stream), strict)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from ._fake_bedrock import EVENT_STREAM, bedrock_frame_bytes, bedrock_frames, bedrock_json
 from ._fake_script import FakeReply, FakeToolCall
 
 __all__ = [
@@ -141,6 +142,8 @@ _GEMINI_FINISH = {
 
 
 def content_type(wire: str, *, sse: bool) -> str:
+    if wire == "bedrock":
+        return EVENT_STREAM if sse else "application/json"
     if not sse:
         return "application/json; charset=UTF-8" if wire == "gemini" else "application/json"
     return "text/event-stream" if wire == "gemini" else "text/event-stream; charset=utf-8"
@@ -163,6 +166,9 @@ def reply_json(reply: FakeReply, ctx: WireContext) -> dict[str, Any]:
         return _openai_json(reply, ctx)
     if ctx.wire == "anthropic":
         return _anthropic_json(reply, ctx)
+    if ctx.wire == "bedrock":
+        return bedrock_json(reply, index=ctx.index, input_tokens=_input_tokens(reply, ctx),
+                            output_tokens=_output_tokens(reply))
     return _gemini_chunk(reply, ctx, _gemini_parts(reply, ctx, text=reply.text, reasoning=reply.reasoning,
                                                    calls=True), finish=True, output=_output_tokens(reply))
 
@@ -284,6 +290,10 @@ def reply_frames(reply: FakeReply, ctx: WireContext) -> list[Frame]:
         return list(_openai_frames(reply, ctx))
     if ctx.wire == "anthropic":
         return list(_anthropic_frames(reply, ctx))
+    if ctx.wire == "bedrock":
+        raw = bedrock_frames(reply, index=ctx.index, input_tokens=_input_tokens(reply, ctx),
+                             output_tokens=_output_tokens(reply))
+        return [Frame(payload, event, content) for payload, event, content in raw]
     return list(_gemini_frames(reply, ctx))
 
 
@@ -398,7 +408,9 @@ def _gemini_frames(reply: FakeReply, ctx: WireContext) -> Iterator[Frame]:
 
 
 def frame_bytes(wire: str, frame: Frame, n: int = 0) -> bytes:
-    """One framed SSE event, with each wire's real separators and quirks."""
+    """One framed SSE event, with each wire's real separators and quirks (Bedrock: one event-stream message)."""
+    if wire == "bedrock":
+        return bedrock_frame_bytes(frame.payload, frame.event, n)
     data = frame.payload if isinstance(frame.payload, str) else dumps(frame.payload, compact=wire != "gemini")
     lines = data.split("\n")
     if wire == "anthropic":

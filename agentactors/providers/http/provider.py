@@ -33,9 +33,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import ClassVar, Self
+from typing import ClassVar, Protocol, Self
 
 import anyio
 import anyio.lowlevel
@@ -48,7 +48,14 @@ from ...redaction import redact, redact_loggers, register_secret
 from ...settings import ModelSettings
 from ..codec import StreamDecoder, WireCodec
 from ..errors import classify_exception
-from ..port import check_forced_tool_choice, check_response_format, events_for_response, interrupted, resolve_model
+from ..port import (
+    Capabilities,
+    check_forced_tool_choice,
+    check_response_format,
+    events_for_response,
+    interrupted,
+    resolve_model,
+)
 from .body import BodyReader
 from .keys import clean_api_key
 from .limits import (
@@ -67,6 +74,7 @@ __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_MAX_SSE_LINE_BYTES",
     "DEFAULT_TIMEOUT",
+    "Framer",
     "HTTPProvider",
     "iter_sse",
 ]
@@ -114,6 +122,18 @@ def iter_sse(raw: bytes | str) -> Iterator[tuple[str, str]]:
     yield from iter_events(content, max_line_bytes=DEFAULT_MAX_SSE_LINE_BYTES, max_event_bytes=DEFAULT_MAX_EVENT_BYTES)
 
 
+class Framer(Protocol):
+    """Cuts a stream's raw body into ``(event, data)`` pairs for a :class:`StreamDecoder` (SSE by default)."""
+
+    def feed(self, chunk: bytes) -> Iterable[tuple[str, str]]:
+        """The pairs ``chunk`` completes."""
+        ...
+
+    def close(self) -> Iterable[tuple[str, str]]:
+        """The pairs left at the end of the body (or a :class:`~agentactors.ProviderError` for a cut one)."""
+        ...
+
+
 def _loop_token() -> object | None:
     """The running event loop's identity (anyio >= 4.11), or ``None`` when it cannot be told."""
     current = getattr(anyio.lowlevel, "current_token", None)
@@ -135,8 +155,9 @@ class HTTPProvider:
 
     Subclasses set :attr:`wire_name` (the default provider name) and
     :attr:`api_key_env` (environment variables tried in order when ``api_key``
-    is ``None``) and usually override :meth:`supports_forced_tool_choice` with
-    per-model data.
+    is ``None``) and usually override :meth:`supports_forced_tool_choice`,
+    :meth:`supports_response_format` and :meth:`_wire_traits` with per-model data
+    (:meth:`capabilities` is composed of them).
 
     :param max_response_bytes: the most bytes read of one response — a JSON body or a
         whole stream — counted after decompression (default 64 MiB).
@@ -165,6 +186,8 @@ class HTTPProvider:
 
     wire_name: ClassVar[str] = "http"
     api_key_env: ClassVar[tuple[str, ...]] = ()
+    #: The content type of a stream this wire frames (another one is decoded whole, as a JSON body).
+    stream_content_type: ClassVar[str] = "text/event-stream"
 
     def __init__(
         self,
@@ -273,6 +296,34 @@ class HTTPProvider:
         ``None`` until the first request of an owned pool (the choice depends on the running backend).
         """
         return None if self._sender is None else self._sender.name
+
+    def capabilities(self, model: str | None) -> Capabilities:
+        """What ``model`` (``None``: the default model) can do over this wire.
+
+        Composed of the members of the first protocol (:meth:`supports_forced_tool_choice`,
+        :meth:`supports_response_format`, ...), so a subclass overriding one of them answers the same
+        through both, and of :meth:`_wire_traits` (thinking, media, the ``parallel_tool_calls`` setting)
+        from the wire's model tables.
+        """
+        thinking, media, parallel = self._wire_traits(model or self._model)
+        return Capabilities(
+            native_tools=self.carries_tools is not False,
+            forced_tool_choice=self.carries_forced_tool_choice is True
+            and self.supports_forced_tool_choice(model) is True,
+            streaming=self.supports_streaming is not False,
+            response_format=self.supports_response_format(model) is True,
+            thinking=thinking,
+            media=media,
+            parallel_tool_calls=parallel,
+        )
+
+    def _wire_traits(self, model: str | None) -> tuple[bool, frozenset[str], bool]:
+        """``(thinking, media kinds, parallel_tool_calls)`` for ``model`` (``None``: no model known).
+
+        The base knows no wire's models, so it claims none of them (:class:`Capabilities`' defaults);
+        each wire answers from its own tables.
+        """
+        return False, frozenset(), False
 
     @property
     def carries_tools(self) -> bool:
@@ -391,7 +442,7 @@ class HTTPProvider:
         if headers is None:
             headers = self._header_sets[stream] = {
                 "content-type": "application/json",
-                "accept": "text/event-stream" if stream else "application/json",
+                "accept": self.stream_content_type if stream else "application/json",
                 "accept-encoding": _ACCEPT_ENCODING,
                 **self._codec.headers(self.__api_key),
             }
@@ -436,6 +487,7 @@ class HTTPProvider:
             self._keeper = keeper
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: POST %s (model=%s%s)", self._name, redact(url), model, ", stream" if stream else "")
+        headers = await self._authorize(url, headers, content, model)
         try:
             return await sender.send(url, headers, content, None if io_timeout is None else httpx.Timeout(io_timeout))
         except anyio.get_cancelled_exc_class():
@@ -538,7 +590,7 @@ class HTTPProvider:
                 raise await self._http_error(response, reader, model)
             ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()
             events: AsyncGenerator[StreamEvent, None]
-            if ctype != "text/event-stream":
+            if ctype != self.stream_content_type:
                 # A server that ignored stream=true and answered in one body: decode it whole.
                 body = await self._read_all(reader, model)
                 whole = self._decode_body(body, request, model, response.status_code)
@@ -561,11 +613,7 @@ class HTTPProvider:
     ) -> AsyncGenerator[StreamEvent, None]:
         text: list[str] = []
         started = False
-        sse = SSEReader(
-            max_line_bytes=self._limits.max_sse_line_bytes,
-            max_event_bytes=self._limits.max_event_bytes,
-            overflow=lambda name, limit, what: reader.too_large(name, limit, what),
-        )
+        sse = self._framer(reader, model)
         try:
             while True:
                 chunk = await reader.read()
@@ -590,6 +638,25 @@ class HTTPProvider:
                 interrupted(err, provider=self._name, model=model, partial_text="".join(text)) if started else err
             )
         raise failure
+
+    def _framer(self, reader: BodyReader, model: str) -> Framer:
+        """What cuts a stream's body into ``(event, data)`` pairs: SSE, bounded by :attr:`limits`.
+
+        A wire with another framing (Bedrock's binary event stream) answers with its own reader.
+        """
+        return SSEReader(
+            max_line_bytes=self._limits.max_sse_line_bytes,
+            max_event_bytes=self._limits.max_event_bytes,
+            overflow=lambda name, limit, what: reader.too_large(name, limit, what),
+        )
+
+    async def _authorize(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
+        """The headers one request goes out with: ``headers`` as they are.
+
+        A provider whose credential is made per request (a SigV4 signature over the body, a bearer token asked
+        for each time) returns a copy with it added; ``headers`` itself is never changed.
+        """
+        return headers
 
     def _stream_error(self, exc: Exception, model: str) -> ProviderError:
         if isinstance(exc, ProviderError):

@@ -10,9 +10,7 @@ from agentactors import (
     Message,
     ProviderError,
     ScriptedProvider,
-    ScriptExhaustedError,
     StopReason,
-    StreamCut,
     StreamEnd,
     StreamInterruptedError,
     TextDelta,
@@ -25,6 +23,7 @@ from agentactors import (
     UnsupportedToolChoiceError,
     forced_tool_choice_for,
 )
+from agentactors.providers.scripted import ScriptExhaustedError, StreamCut
 
 pytestmark = pytest.mark.anyio
 ADD = ToolSpec("add", "add two ints", {"type": "object", "properties": {"a": {"type": "integer"}}})

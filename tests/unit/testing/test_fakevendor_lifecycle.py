@@ -29,7 +29,7 @@ async def test_async_context_serves_then_closes_the_port() -> None:
         async with httpx.AsyncClient() as client:
             health = await client.get(f"{fv.base_url}/health")
             assert health.status_code == 200
-            assert health.json()["wires"] == ["openai", "anthropic", "gemini"]
+            assert health.json()["wires"] == ["openai", "responses", "anthropic", "gemini", "bedrock"]
             answer = await post(client, fv, "openai")
             assert answer.status_code == 200
         base = fv.base_url

@@ -10,10 +10,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agentactors.testing._fake_parse import parse_request, route
+from agentactors.testing._fake_responses import parse_request, route  # the shared ones, plus Responses
 from tests.support.paths import CORPUS
 
-_WIRE = {"openai": "openai", "groq": "openai", "openrouter": "openai", "anthropic": "anthropic", "gemini": "gemini"}
+_WIRE = {"openai": "openai", "groq": "openai", "openrouter": "openai", "anthropic": "anthropic", "gemini": "gemini",
+         "openai-responses": "responses"}
 
 
 def _accepted() -> list[Path]:
@@ -23,7 +24,7 @@ def _accepted() -> list[Path]:
 
 def _route(path: str, vendor: str) -> tuple[str, str | None, bool | None]:
     bare = urlsplit(path).path
-    if vendor != "gemini":
+    if vendor not in ("gemini", "bedrock"):  # these two name the model in the path
         return _WIRE[vendor], None, None
     routed = route("POST", bare)
     assert routed is not None, path
@@ -41,9 +42,11 @@ def test_every_accepted_corpus_request_passes_strict_checks(case: Path) -> None:
     assert parsed.wire == wire
     assert conv.message_count > 0
     body = recorded["request"]["body"]
-    declared = body.get("tools") or []
+    declared = body.get("tools") or body.get("toolConfig", {}).get("tools") or []
     if wire != "gemini":
-        assert len(conv.tools) == sum(1 for t in declared if "function" in t or "input_schema" in t)
+        offered = [t for t in declared if "function" in t or "input_schema" in t or t.get("type") == "function"
+                   or "toolSpec" in t]
+        assert len(conv.tools) == len(offered)
     assert len(conv.tool_results) >= sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
 
 

@@ -1,0 +1,288 @@
+"""Azure OpenAI: a constructor over the two OpenAI wires, not a copy of either.
+
+``AzureOpenAIProvider(deployment, endpoint=..., api="chat")`` posts the Chat Completions wire
+(:class:`~agentactors.providers.openai.OpenAIWire`) to
+``{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=…`` (the deployment names the
+model: no ``model`` in the body); ``api="responses"`` posts the Responses wire
+(:class:`~agentactors.providers.responses.ResponsesWire`) to the v1 route ``{endpoint}/openai/v1/responses``
+with the deployment as the body's ``model`` (no ``api-version``: the v1 surface has none).
+
+What differs from OpenAI is only where requests go, how they authenticate and how content filtering is
+reported, so each wire's codec is subclassed for its URL, its header and its error refinement:
+
+* auth: an ``api-key`` header, or ``Authorization: Bearer <token>`` with a Microsoft Entra ID token from
+  ``token_provider`` (a sync or async callable, asked on every request: it caches and refreshes as it
+  likes).  Keys and every token are registered secrets: redacted from errors, events, reprs and logs;
+* ``model=`` names the underlying model (a deployment's name is its owner's choice): the per-model tables
+  (settings, media, forced tool choice, response format, ``capabilities``) follow it;
+* content filtering: an error with ``code: "content_filter"`` or an ``innererror`` of code
+  ``ResponsibleAIPolicyViolation`` is a :attr:`~agentactors.ErrorKind.content_policy` error, a
+  ``finish_reason: "content_filter"`` (or an ``incomplete`` Responses answer for ``content_filter``) a
+  :attr:`~agentactors.StopReason.content_filter` answer; 429s carry ``retry-after`` / ``retry-after-ms`` and
+  ``x-ratelimit-*`` like OpenAI's and are read the same way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar, Literal
+from urllib.parse import quote
+
+import anyio
+import httpx
+
+from ..errors import ErrorKind, ProviderError
+from ..messages import LLMRequest, ResponseFormat
+from ..redaction import register_secret
+from ..settings import ModelSettings
+from .errors import classify_exception, classify_http_error
+from .http.keys import clean_api_key
+from .http.provider import HTTPProvider
+from .http.transport import WireResponse
+from .openai.models import model_row
+from .openai.provider import OpenAIWire
+from .port import Capabilities
+from .responses.provider import ResponsesWire, response_format_refusal, responses_capabilities
+
+__all__ = ["DEFAULT_AZURE_API_VERSION", "AzureChatWire", "AzureOpenAIProvider", "AzureResponsesWire", "TokenProvider"]
+
+DEFAULT_AZURE_API_VERSION = "2024-10-21"
+TokenProvider = Callable[[], "str | Awaitable[str]"]
+_POLICY_INNER = "responsibleaipolicyviolation"
+
+
+def classify_azure_error(
+    status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
+) -> ProviderError:
+    """Azure's error bodies: OpenAI's shape, content filtering also told by ``innererror.code``."""
+    try:
+        parsed: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        return classify_http_error(status, headers, body, provider=provider, model=model)
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    inner = error.get("innererror") if isinstance(error, dict) else None
+    inner_code = inner.get("code") if isinstance(inner, dict) else None
+    if isinstance(inner_code, str) and inner_code.lower() == _POLICY_INNER and isinstance(error, dict):
+        parsed = {**parsed, "error": {**error, "code": "content_filter"}}
+    # "content_filter" is a content-policy code of the shared classifier.
+    return classify_http_error(status, headers, parsed, provider=provider, model=model)
+
+
+class _Deployment:
+    """The deployment ↔ model naming one Azure wire shares: the deployment goes out, the model is judged."""
+
+    def __init__(self, deployment: str, model: str | None) -> None:
+        self.deployment = deployment
+        self.model = model or deployment
+
+    def judged(self, sent: str) -> str:
+        """The model name the tables judge a request to ``sent`` by."""
+        return self.model if sent == self.deployment else sent
+
+
+class AzureChatWire(OpenAIWire):
+    """Chat Completions on an Azure deployment: the deployment in the path, ``api-version`` in the query."""
+
+    def __init__(self, deployment: str, *, api_version: str, model: str | None = None) -> None:
+        super().__init__(max_tokens_field="max_tokens", official=False)
+        self.names = _Deployment(deployment, model)
+        self.api_version = api_version
+
+    def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """``{endpoint}/openai/deployments/{deployment}/chat/completions?api-version=…``."""
+        return (
+            f"{base_url.rstrip('/')}/openai/deployments/{quote(model, safe='')}/chat/completions"
+            f"?api-version={quote(self.api_version, safe='')}"
+        )
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """``api-key`` (a bearer token is added per request by the provider)."""
+        return {"api-key": api_key} if api_key else {}
+
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """OpenAI's body judged for the underlying model; no ``model`` field (the path names the deployment)."""
+        body = super().encode_request(request, self.names.judged(model), stream=stream)
+        body.pop("model", None)
+        return body
+
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
+    ) -> ProviderError:
+        """See :func:`classify_azure_error`."""
+        return classify_azure_error(status, headers, body, model=model, provider=provider)
+
+
+class AzureResponsesWire(ResponsesWire):
+    """The Responses API on Azure's v1 route; the deployment is the body's ``model``."""
+
+    def __init__(self, deployment: str, *, model: str | None = None) -> None:
+        super().__init__(official=False)
+        self.names = _Deployment(deployment, model)
+
+    def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """``{endpoint}/openai/v1/responses``."""
+        return f"{base_url.rstrip('/')}/openai/v1/responses"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """``api-key`` (a bearer token is added per request by the provider)."""
+        return {"api-key": api_key} if api_key else {}
+
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """The Responses body judged for the underlying model, sent to the deployment."""
+        body = super().encode_request(request, self.names.judged(model), stream=stream)
+        body["model"] = model
+        return body
+
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
+    ) -> ProviderError:
+        """See :func:`classify_azure_error`."""
+        return classify_azure_error(status, headers, body, model=model, provider=provider)
+
+
+class AzureOpenAIProvider(HTTPProvider):
+    """An Azure OpenAI deployment, over the Chat Completions (``api="chat"``) or Responses wire.
+
+    :param deployment: the deployment's name (sent in the path, or as the Responses body's ``model``).
+    :param endpoint: the resource's endpoint, ``https://<resource>.openai.azure.com``.
+    :param api_version: the ``api-version`` of the chat route (the Responses v1 route takes none).
+    :param api_key: the resource key (``api-key`` header); else ``AZURE_OPENAI_API_KEY``, unless a
+        ``token_provider`` is given.
+    :param token_provider: a callable returning a Microsoft Entra ID bearer token (sync or async), asked on
+        every request; a failure there is raised as a :class:`~agentactors.ProviderError` before anything is
+        sent (transient for a connection error or a timeout, a request fault otherwise).
+    :param model: the underlying model (``gpt-4o``, ``gpt-5-mini``): what settings, media, forced tool
+        choice and :meth:`capabilities` are judged by.  ``None``: the deployment's name is taken for it.
+    :param api: ``"chat"`` or ``"responses"``.
+
+    Vendor-hosted tools (web search, file search, code interpreter) are out of scope on both wires.
+    """
+
+    wire_name: ClassVar[str] = "azure-openai"
+    api_key_env: ClassVar[tuple[str, ...]] = ("AZURE_OPENAI_API_KEY",)
+
+    def __init__(
+        self,
+        deployment: str,
+        *,
+        endpoint: str,
+        api_version: str = DEFAULT_AZURE_API_VERSION,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        model: str | None = None,
+        api: Literal["chat", "responses"] = "chat",
+        http_client: httpx.AsyncClient | None = None,
+        settings: ModelSettings | None = None,
+        name: str | None = None,
+        timeout: httpx.Timeout | float | None = None,
+    ) -> None:
+        if not isinstance(deployment, str) or not deployment.strip():
+            raise ValueError("deployment must be a non-empty str")
+        if not isinstance(endpoint, str) or not endpoint.lower().startswith(("https://", "http://")):
+            raise ValueError("endpoint must be the resource's URL, https://<resource>.openai.azure.com")
+        if token_provider is not None and not callable(token_provider):
+            raise TypeError("token_provider must be a callable returning a token (sync or async)")
+        if token_provider is not None and api_key is not None:
+            raise ValueError("give api_key or token_provider, not both")
+        codec: AzureChatWire | AzureResponsesWire
+        if api == "chat":
+            codec = AzureChatWire(deployment, api_version=api_version, model=model)
+        elif api == "responses":
+            codec = AzureResponsesWire(deployment, model=model)
+        else:
+            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+        self.api: Literal["chat", "responses"] = api
+        self.deployment = deployment
+        self.underlying_model = model or deployment
+        self.api_version = api_version
+        self._token_provider = token_provider
+        super().__init__(
+            codec,
+            model=deployment,
+            # With a token provider there is no key: "" keeps AZURE_OPENAI_API_KEY from being read.
+            api_key="" if token_provider is not None else api_key,
+            base_url=endpoint,
+            http_client=http_client,
+            name=name,
+            carries_forced_tool_choice=True,
+            timeout=timeout,
+            settings=settings,
+        )
+
+    def _judged(self, model: str | None) -> str:
+        return self.underlying_model if model is None or model == self.deployment else model
+
+    def capabilities(self, model: str | None) -> Capabilities:
+        """What the underlying model (``model=``; another deployment's name as given) can do on this wire."""
+        judged = self._judged(model)
+        caps = responses_capabilities(judged)
+        row = model_row(judged)
+        if self.api == "chat" and row is not None and row.audio:
+            return Capabilities(
+                forced_tool_choice=caps.forced_tool_choice,
+                response_format=caps.response_format,
+                thinking=caps.thinking,
+                media=caps.media | {"audio"},
+                parallel_tool_calls=caps.parallel_tool_calls,
+            )
+        return caps
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether a forced choice may be sent (judged by the underlying model)."""
+        return self.capabilities(model).forced_tool_choice
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether a JSON-schema response format reaches the model (judged by the underlying model)."""
+        return self.capabilities(model).response_format
+
+    def response_format_refusal(self, fmt: ResponseFormat, model: str | None, *, tools: bool = False) -> str | None:
+        """Why ``fmt`` cannot go out: a strict schema with a field OpenAI's strict mode cannot carry."""
+        return response_format_refusal(fmt)
+
+    async def _send(
+        self,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+        model: str,
+        *,
+        stream: bool,
+        io_timeout: float | None = None,
+    ) -> WireResponse:
+        if self._token_provider is not None:
+            token = await self._token(model)
+            headers = {**headers, "authorization": f"Bearer {token}"}
+        return await super()._send(url, headers, content, model, stream=stream, io_timeout=io_timeout)
+
+    async def _token(self, model: str) -> str:
+        """A fresh answer of the token provider, registered as a secret before anything else sees it."""
+        provider = self._token_provider
+        assert provider is not None
+        try:
+            value = provider()
+            if inspect.isawaitable(value):
+                value = await value
+            if not isinstance(value, str):
+                raise TypeError(f"the token provider returned a {type(value).__name__}, not a str")
+            register_secret(value)
+            token = clean_api_key(value, provider=self.name)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            cause = classify_exception(exc, provider=self.name, model=model)
+            failure = ProviderError(
+                f"the token provider failed: {cause.message}",
+                provider=self.name,
+                model=model,
+                kind=cause.kind,
+                retryable=cause.retryable,
+            )
+            failure.__cause__ = cause.__cause__
+        else:
+            if token is None:
+                raise ProviderError("the token provider returned an empty token", provider=self.name, model=model,
+                                    kind=ErrorKind.account)
+            return token
+        raise failure

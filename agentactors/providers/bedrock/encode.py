@@ -1,0 +1,334 @@
+"""Writing the Bedrock Converse wire: the request body for an :class:`~agentactors.LLMRequest`.
+
+Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
+
+* system messages → ``system: [{text}]``, one block each, wherever they stand;
+* a user message → ``{role: user, content: [{text} | {image} | {document}]}`` (an empty text is dropped:
+  Converse rejects a blank text block);
+* an assistant message → its replayed ``reasoningContent`` blocks (``provider_data["bedrock"]["blocks"]``,
+  verbatim: a signature covers its exact text), a text block if non-empty, then one
+  ``toolUse {toolUseId, name, input}`` per call;
+* a tool message → a ``toolResult {toolUseId, content: [{text}, media…], status: success|error}`` block
+  in a **user** message; neighbours of one role merge (Converse wants the roles to alternate), tool
+  results first;
+* tools → ``toolConfig.tools[].toolSpec {name, description (when not empty), inputSchema: {json}}``; the tool
+  choice → ``toolConfig.toolChoice``: ``required`` → ``{any: {}}``, a named tool → ``{tool: {name}}``, ``auto``
+  → nothing (the default; models without ``toolChoice`` support accept its absence only), ``none`` → the tools
+  are left out, or, when the conversation already holds tool blocks (Converse then requires a
+  ``toolConfig``), sent without a choice and the setting dropped with ``llm.setting_dropped``;
+* ``max_tokens`` / ``temperature`` / ``top_p`` / ``stop`` → ``inferenceConfig.maxTokens`` / ``temperature`` /
+  ``topP`` / ``stopSequences``; ``seed`` and ``parallel_tool_calls`` have no field (dropped, said out loud);
+* reasoning → ``additionalModelRequestFields``: Claude's ``thinking`` (and ``output_config.effort``) planned by
+  the Anthropic wire's own tables from ``thinking_budget`` / ``reasoning_effort``; ``reasoning_effort`` for
+  gpt-oss, ``reasoning_config`` for Qwen 3; an effort for another model is dropped, a thinking budget refused;
+* ``ModelSettings(cache=…)`` → ``cachePoint {type: default}`` blocks after the system prompt, after the tools
+  and at the end of the newest message, on the models that cache (:mod:`.models`); dropped on the others;
+* ``LLMRequest.response_format`` → ``outputConfig.textFormat {type: json_schema, structure: {jsonSchema:
+  {name, schema (a JSON string), description}}}``;
+* images → ``{image: {format, source: {bytes}}}``; documents → ``{document: {format, name, source: {bytes}}}``
+  (the name from the title, cut to the characters Converse allows, else ``document-N``); a part given by URL
+  is refused (Converse reads only bytes or an S3 location, never an http or gs URL), and so is audio.
+
+``vendor_options["bedrock"]`` is merged into the body last (``additionalModelRequestFields`` key by key, so
+a vendor field such as ``top_k`` sits beside the mapped ones; ``guardrailConfig``, ``performanceConfig``, …),
+except ``tool_extras`` (``{tool name: {field: value}}`` merged into that tool's ``toolSpec``, e.g.
+``strict: true``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ...errors import UnsupportedToolChoiceError
+from ...messages import LLMRequest, Message
+from ...parts import Audio, Document, Image, Part, Text
+from .._constrained_schema import anthropic_output_schema
+from .._media import check_limits, media_of, unsupported
+from .._settings import dropped, refused
+from ..anthropic.models import plan_thinking, sampling_fields
+from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_row
+
+__all__ = ["CACHE_POINT", "check_parts", "encode_request", "forced_choice_refusal", "part_block"]
+
+#: The block a cache breakpoint is.
+CACHE_POINT: Mapping[str, Any] = {"cachePoint": {"type": "default"}}
+_EFFORTS = ("low", "medium", "high")
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
+_SPACES = re.compile(r"\s+")
+
+
+def _is_claude(row: BedrockModel | None) -> bool:
+    return row is not None and row.reasoning == "anthropic"
+
+
+def check_parts(messages: Sequence[Message], model: str) -> None:
+    """Raise :class:`~agentactors.UnsupportedContentError` for a part this model or wire cannot carry."""
+    row = model_row(model)
+    for part in media_of(messages):
+        if isinstance(part, Audio):
+            raise unsupported(part, "the Converse API takes no audio input", wire=WIRE, model=model)
+        if part.url is not None:
+            raise unsupported(part, "Converse takes media as bytes (or an S3 location), never an http or gs URL",
+                              wire=WIRE, model=model)
+        if isinstance(part, Image):
+            if row is not None and not row.vision:
+                raise unsupported(part, "the model takes no images", wire=WIRE, model=model)
+            if part.media_type not in IMAGE_FORMATS:
+                raise unsupported(part, "Converse takes PNG, JPEG, GIF or WebP images", wire=WIRE, model=model)
+        elif isinstance(part, Document):
+            if row is not None and not row.documents:
+                raise unsupported(part, "the model takes no documents", wire=WIRE, model=model)
+            if part.media_type not in DOCUMENT_FORMATS:
+                raise unsupported(part, "Converse takes PDF, CSV, DOC(X), XLS(X), HTML, TXT and MD documents",
+                                  wire=WIRE, model=model)
+    check_limits(messages, LIMITS, wire=WIRE, model=model)
+
+
+def _document_name(title: str | None, n: int) -> str:
+    # Converse allows letters, digits, single spaces, hyphens, parentheses and brackets in a document name.
+    name = _SPACES.sub(" ", _NAME_CHARS.sub("-", title or "")).strip(" -")
+    return name[:200] or f"document-{n}"
+
+
+def part_block(part: Part, n: int = 1) -> dict[str, Any] | None:
+    """One content part as a content block (``None`` for empty text).  ``n`` numbers an untitled document."""
+    if isinstance(part, Text):
+        return {"text": part.text} if part.text else None
+    if isinstance(part, Image):
+        assert part.media_type is not None  # check_parts refused an image of unknown type
+        return {"image": {"format": IMAGE_FORMATS[part.media_type], "source": {"bytes": part.base64()}}}
+    assert isinstance(part, Document)  # check_parts refused audio before encoding began
+    return {"document": {"format": DOCUMENT_FORMATS[part.media_type], "name": _document_name(part.title, n),
+                         "source": {"bytes": part.base64()}}}
+
+
+class _Numbering:
+    """Numbers the documents of one request, so that untitled ones get distinct names."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def blocks(self, message: Message) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for part in message.parts:
+            if isinstance(part, Document):
+                self.count += 1
+            block = part_block(part, self.count)
+            if block is not None:
+                out.append(block)
+        return out
+
+
+def _replayed(message: Message) -> list[dict[str, Any]]:
+    data = (message.provider_data or {}).get(WIRE)
+    blocks = data.get("blocks") if isinstance(data, Mapping) else None
+    if not isinstance(blocks, list):
+        return []
+    return [dict(b) for b in blocks if isinstance(b, Mapping) and "reasoningContent" in b]
+
+
+def _blocks_for(message: Message, numbering: _Numbering) -> tuple[str, list[dict[str, Any]]]:
+    if message.role == "tool":
+        content = numbering.blocks(message) if message.media else [{"text": message.content}]
+        result = {"toolUseId": message.tool_call_id, "content": content,
+                  "status": "error" if message.is_error else "success"}
+        return "user", [{"toolResult": result}]
+    if message.role == "user":
+        return "user", numbering.blocks(message)
+    blocks = _replayed(message)
+    if message.content:
+        blocks.append({"text": message.content})
+    for call in message.tool_calls:
+        blocks.append({"toolUse": {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}})
+    return "assistant", blocks
+
+
+def _messages(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    numbering = _Numbering()
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append({"text": message.content})
+            continue
+        role, blocks = _blocks_for(message, numbering)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)  # Converse wants the roles to alternate
+        else:
+            out.append({"role": role, "content": blocks})
+    for entry in out:
+        results = [b for b in entry["content"] if "toolResult" in b]
+        if results and len(results) < len(entry["content"]):
+            entry["content"] = results + [b for b in entry["content"] if "toolResult" not in b]
+    return system, out
+
+
+def _has_tool_blocks(messages: Sequence[dict[str, Any]]) -> bool:
+    return any("toolUse" in b or "toolResult" in b for m in messages for b in m["content"])
+
+
+def _tool_config(request: LLMRequest, model: str, row: BedrockModel | None,
+                 messages: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    if not request.tools:
+        return None
+    choice = request.tool_choice
+    if choice.mode == "none" and not _has_tool_blocks(messages):
+        return None
+    extras = request.options_for(WIRE).get("tool_extras")
+    extras = extras if isinstance(extras, Mapping) else {}
+    tools: list[dict[str, Any]] = []
+    for spec in request.tools:
+        tool: dict[str, Any] = {"name": spec.name, "inputSchema": {"json": dict(spec.parameters)}}
+        if spec.description:
+            tool["description"] = spec.description
+        more = extras.get(spec.name)
+        if isinstance(more, Mapping):
+            tool.update(more)  # e.g. strict: true
+        tools.append({"toolSpec": tool})
+    config: dict[str, Any] = {"tools": tools}
+    if choice.mode == "none":
+        dropped(WIRE, model, "tool_choice", "none",
+                "Converse has no 'none' choice and needs the tools while the conversation holds tool calls")
+    elif choice.mode == "required":
+        config["toolChoice"] = {"any": {}}
+    elif choice.mode == "tool":
+        if row is not None and row.forced != "any_and_tool":
+            raise UnsupportedToolChoiceError(
+                f"model {model!r} takes toolChoice 'any' but not a named tool on Bedrock; use ToolChoice.required()",
+                provider=WIRE, model=model)
+        config["toolChoice"] = {"tool": {"name": choice.name}}
+    return config
+
+
+def _inference(request: LLMRequest, model: str, row: BedrockModel | None, *, thinking: bool) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if request.max_tokens is not None:
+        config["maxTokens"] = request.max_tokens
+    if _is_claude(row):
+        sampling = sampling_fields(request, model, thinking=thinking)  # Claude's conflict table
+    else:
+        sampling = {k: v for k in ("temperature", "top_p") if (v := getattr(request, k)) is not None}
+    if "temperature" in sampling:
+        config["temperature"] = sampling["temperature"]
+    if "top_p" in sampling:
+        config["topP"] = sampling["top_p"]
+    if request.stop:
+        config["stopSequences"] = list(request.stop)
+    if request.seed is not None:
+        dropped(WIRE, model, "seed", request.seed, "the Converse API has no seed")
+    if request.parallel_tool_calls is not None:
+        dropped(WIRE, model, "parallel_tool_calls", request.parallel_tool_calls,
+                "the Converse API has no parallel_tool_calls")
+    return config
+
+
+def _reasoning(request: LLMRequest, model: str, row: BedrockModel | None) -> dict[str, Any]:
+    """The ``additionalModelRequestFields`` that ask ``model`` to reason, from the request's settings."""
+    if _is_claude(row):
+        thinking, effort = plan_thinking(request, model)
+        fields: dict[str, Any] = {}
+        if thinking is not None:
+            fields["thinking"] = thinking
+        if effort is not None:
+            fields["output_config"] = {"effort": effort}
+        return fields
+    if request.thinking_budget:
+        raise refused(WIRE, model, "thinking_budget", "only Claude takes a thinking budget on Bedrock")
+    effort = request.reasoning_effort
+    if effort is None or effort == "none":
+        return {}
+    kind = row.reasoning if row is not None else "none"
+    if kind in ("reasoning_effort", "reasoning_config"):
+        if effort not in _EFFORTS:
+            raise refused(WIRE, model, "reasoning_effort", f"{effort!r} is not accepted: use 'low', 'medium' or 'high'")
+        return {kind: effort}
+    dropped(WIRE, model, "reasoning_effort", effort, "the model has no reasoning setting on Bedrock")
+    return {}
+
+
+def _thinking_on(request: LLMRequest, fields: Mapping[str, Any]) -> bool:
+    extra = request.options_for(WIRE).get("additionalModelRequestFields")
+    thinking = extra.get("thinking") if isinstance(extra, Mapping) and "thinking" in extra else fields.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type", "enabled") != "disabled"
+
+
+def forced_choice_refusal(request: LLMRequest, model: str) -> str | None:
+    """Why ``request``'s settings rule out a forced tool choice for ``model`` (Claude thinking on), or ``None``."""
+    row = model_row(model)
+    if not _is_claude(row):
+        return None
+    if not _thinking_on(request, _reasoning(request, model, row)):
+        return None
+    return "extended thinking is on, and Claude on Bedrock refuses a forced tool choice together with thinking"
+
+
+def _mark_cache(body: dict[str, Any], request: LLMRequest, model: str, row: BedrockModel | None) -> None:
+    policy = request.cache
+    if policy is None or not policy.enabled:
+        return
+    if row is None or not row.cache:
+        dropped(WIRE, model, "cache", policy, "the model has no prompt caching on Bedrock")
+        return
+    if policy.retention == "extended":
+        dropped(WIRE, model, "cache.retention", "extended", "Bedrock's cachePoint takes the default retention")
+    if policy.system and body.get("system"):
+        body["system"].append(dict(CACHE_POINT))
+    tools = body.get("toolConfig", {}).get("tools")
+    if policy.tools and tools:
+        tools.append(dict(CACHE_POINT))
+    if policy.conversation and body["messages"]:
+        body["messages"][-1]["content"].append(dict(CACHE_POINT))
+
+
+def _output_config(request: LLMRequest, row: BedrockModel | None) -> dict[str, Any] | None:
+    fmt = request.response_format
+    if fmt is None:
+        return None
+    schema = anthropic_output_schema(fmt.schema) if _is_claude(row) else dict(fmt.schema)
+    spec: dict[str, Any] = {"name": fmt.name, "schema": json.dumps(schema, ensure_ascii=False)}
+    if fmt.description:
+        spec["description"] = fmt.description
+    return {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": spec}}}
+
+
+def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+    """The Converse / ConverseStream body for ``request`` (see the module docstring for the mapping)."""
+    del stream  # the same body goes to /converse and /converse-stream
+    row = model_row(model)
+    check_parts(request.messages, model)
+    additional = _reasoning(request, model, row)
+    thinking = _thinking_on(request, additional)
+    if thinking and request.tool_choice.forced and request.tools:
+        raise UnsupportedToolChoiceError(
+            f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended thinking on "
+            "Claude; use ToolChoice.auto() or turn thinking off for this request", provider=WIRE, model=model)
+    system, messages = _messages(request.messages)
+    body: dict[str, Any] = {"messages": messages}
+    if system:
+        body["system"] = system
+    inference = _inference(request, model, row, thinking=thinking)
+    if inference:
+        body["inferenceConfig"] = inference
+    tools = _tool_config(request, model, row, messages)
+    if tools is not None:
+        body["toolConfig"] = tools
+    output = _output_config(request, row)
+    if output is not None:
+        body["outputConfig"] = output
+    _mark_cache(body, request, model, row)
+    for key, value in request.options_for(WIRE).items():
+        if key == "tool_extras":
+            continue  # read into the tool specs above
+        if key == "additionalModelRequestFields" and isinstance(value, Mapping):
+            additional = {**additional, **value}
+        else:
+            body[key] = value
+    if additional:
+        body["additionalModelRequestFields"] = additional
+    return body

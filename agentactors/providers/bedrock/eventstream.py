@@ -1,0 +1,99 @@
+"""The AWS event-stream framing of ConverseStream, read by botocore's maintained parser.
+
+A ConverseStream body (``application/vnd.amazon.eventstream``) is binary: messages of
+``[total length][headers length][prelude CRC][headers][payload][message CRC]``.  The framing is not
+ours to re-implement — :class:`botocore.eventstream.EventStreamBuffer` is what every AWS SDK for Python
+reads it with (CRC checks, header and payload bounds) — so :class:`EventStreamFramer` only feeds it the
+body's chunks as they arrive and hands each message on as the ``(event, data)`` pair
+:class:`~agentactors.providers.codec.StreamDecoder` takes:
+
+* ``:message-type: event`` → ``(:event-type, payload)``;
+* ``:message-type: exception`` → ``("exception:" + :exception-type, payload)`` (the decoder raises it);
+* ``:message-type: error`` → ``("exception:" + :error-code, {"message": :error-message})``.
+
+A message botocore refuses (a bad checksum, a length past its bounds) and bytes left over when the body
+ends (a message cut in two) are a transient :class:`~agentactors.MalformedResponseError`.  botocore is
+imported when the first stream starts (the ``[bedrock]`` extra).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import MalformedResponseError
+from .stream import EXCEPTION_PREFIX
+
+__all__ = ["EventStreamFramer", "iter_messages"]
+
+
+def _eventstream() -> Any:
+    try:
+        return importlib.import_module("botocore.eventstream")
+    except ModuleNotFoundError as exc:  # pragma: no cover - the extra is part of the dev install
+        raise ImportError("BedrockProvider needs botocore: pip install 'agentactors[bedrock]'") from exc
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class EventStreamFramer:
+    """Raw body chunks in, ``(event, data)`` pairs out (see the module docstring); one per stream."""
+
+    def __init__(self, *, provider: str, model: str | None) -> None:
+        module = _eventstream()
+        self._buffer = module.EventStreamBuffer()
+        self._parser_error: type[Exception] = module.ParserError
+        self._provider = provider
+        self._model = model
+        self._pending = 0
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[str, str]]:
+        """The messages ``chunk`` completes (a message may span any number of chunks)."""
+        self._buffer.add_data(chunk)
+        self._pending += len(chunk)
+        while True:
+            try:
+                message = next(self._buffer, None)
+            except self._parser_error as exc:
+                raise MalformedResponseError(
+                    f"the event stream is corrupt ({type(exc).__name__})", provider=self._provider, model=self._model
+                ) from None
+            if message is None:
+                return
+            self._pending -= int(message.prelude.total_length)
+            yield self._pair(message.headers, message.payload)
+
+    def close(self) -> Iterator[tuple[str, str]]:
+        """End of body: nothing more to hand on; bytes of an unfinished message are a truncated stream."""
+        if self._pending > 0:
+            raise MalformedResponseError(
+                f"the event stream ended inside a message ({self._pending} bytes left over)",
+                provider=self._provider,
+                model=self._model,
+            )
+        return iter(())
+
+    @staticmethod
+    def _pair(headers: dict[str, Any], payload: bytes) -> tuple[str, str]:
+        kind = _text(headers.get(":message-type", "event"))
+        if kind == "exception":
+            return EXCEPTION_PREFIX + _text(headers.get(":exception-type", "")), _text(payload)
+        if kind == "error":
+            message = json.dumps({"message": _text(headers.get(":error-message", ""))})
+            return EXCEPTION_PREFIX + _text(headers.get(":error-code", "")), message
+        return _text(headers.get(":event-type", "")), _text(payload)
+
+
+def iter_messages(body: bytes, *, chunk: int = 1 << 16) -> Iterator[tuple[str, str]]:
+    """Decode a whole recorded ConverseStream body into ``(event, data)`` pairs, as a live stream would be.
+
+    Fed in ``chunk``-byte pieces.  Meant for tests and tooling that replay recorded streams.
+    """
+    framer = EventStreamFramer(provider="bedrock", model=None)
+    for start in range(0, len(body), chunk):
+        yield from framer.feed(body[start : start + chunk])
+    yield from framer.close()

@@ -1,0 +1,226 @@
+"""The Bedrock Converse wire: a pure codec (:class:`BedrockWire`) and :class:`BedrockProvider`.
+
+``POST {base_url}/model/{modelId}/converse`` (JSON) and ``/converse-stream`` (the AWS event stream), the
+model id percent-encoded into the path (``us.amazon.nova-micro-v1%3A0``, an inference-profile ARN with
+``%3A`` and ``%2F``), signed with SigV4 (:mod:`.sigv4`).  The mappings are :mod:`.encode`, :mod:`.decode`
+and :mod:`.stream`; the per-model rules :mod:`.models`.
+
+Imports go one way: this module → encode / sigv4 / eventstream → stream → decode → models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+import httpx
+
+import agentactors.providers.bedrock.decode as decode
+
+from ...errors import ErrorKind, ProviderError
+from ...messages import LLMRequest, LLMResponse, Message, ResponseFormat
+from ...redaction import redact
+from ...settings import ModelSettings
+from .._constrained_schema import anthropic_output_schema
+from ..codec import StreamDecoder
+from ..http.body import BodyReader
+from ..http.provider import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SSE_LINE_BYTES,
+    Framer,
+    HTTPProvider,
+)
+from ..port import resolve_model
+from .encode import encode_request, forced_choice_refusal
+from .eventstream import EventStreamFramer
+from .models import WIRE, model_row
+from .sigv4 import SigV4Signer, default_region
+from .stream import BedrockStreamDecoder
+
+__all__ = ["EVENT_STREAM", "BedrockProvider", "BedrockWire"]
+
+#: The content type of a ConverseStream body.
+EVENT_STREAM = "application/vnd.amazon.eventstream"
+
+
+class BedrockWire:
+    """The Bedrock Converse :class:`~agentactors.providers.codec.WireCodec`: pure, no I/O.
+
+    ``headers`` carries no credential: a SigV4 signature covers each request's body and time, so the
+    provider adds it per request.
+    """
+
+    wire: str = WIRE
+
+    def url(self, base_url: str, model: str, *, stream: bool) -> str:
+        """``{base_url}/model/{modelId}/converse`` (``/converse-stream``), the id percent-encoded whole."""
+        return f"{base_url.rstrip('/')}/model/{quote(model, safe='')}/{'converse-stream' if stream else 'converse'}"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """See :meth:`~agentactors.providers.codec.WireCodec.headers`: nothing (the signature is per request)."""
+        return {}
+
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """See :func:`.encode.encode_request`."""
+        return encode_request(request, model, stream=stream)
+
+    def decode_response(self, body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
+        """See :func:`.decode.decode_converse`."""
+        return decode.decode_converse(body, request=request, model=model, provider=provider)
+
+    def stream_decoder(self, *, request: LLMRequest | None, model: str, provider: str) -> StreamDecoder:
+        """A fresh :class:`BedrockStreamDecoder` for one stream."""
+        return BedrockStreamDecoder(request=request, model=model, provider=provider)
+
+    def classify_error(
+        self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
+    ) -> ProviderError:
+        """See :func:`.decode.classify_error`."""
+        return decode.classify_error(status, headers, body, provider=provider, model=model)
+
+
+class BedrockProvider(HTTPProvider):
+    """Amazon Bedrock's Converse and ConverseStream APIs, signed with SigV4 (the ``[bedrock]`` extra).
+
+    :param model: the default model id (``request.model`` wins): a foundation model
+        (``anthropic.claude-sonnet-4-5-20250929-v1:0``), a cross-region inference profile
+        (``us.amazon.nova-pro-v1:0``) or an inference-profile ARN.
+    :param region: the AWS region; ``None`` reads ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / the shared config.
+    :param access_key_id: / :param secret_access_key: / :param session_token: explicit credentials; ``None``
+        (all three) uses botocore's default chain (environment, shared credentials and config files, SSO,
+        container and instance roles), resolved on the first request in a worker thread.  The secret key
+        and tokens are redacted from every error, event and log line, and never shown by ``repr``.
+    :param base_url: the endpoint (default ``https://bedrock-runtime.{region}.amazonaws.com``).
+    :param http_client: an ``httpx.AsyncClient`` to use (not closed by :meth:`aclose`).
+    :param name: the provider name in responses, errors and events (default ``"bedrock"``).
+    :param timeout: / :param settings: / the byte limits: as :class:`~agentactors.providers.http.provider.HTTPProvider`.
+
+    A forced tool choice goes only to the families Bedrock documents it for (:mod:`.models`: ``any`` for
+    Claude, Nova and Mistral Large, a named tool for Claude and Nova) and never with Claude's extended
+    thinking; anything else raises :class:`~agentactors.UnsupportedToolChoiceError` before sending.
+    :raises ValueError: one of ``access_key_id`` / ``secret_access_key`` without the other, or no region.
+    :raises ImportError: botocore is not installed.
+    """
+
+    wire_name: ClassVar[str] = WIRE
+    stream_content_type: ClassVar[str] = EVENT_STREAM
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        region: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        session_token: str | None = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        name: str | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        settings: ModelSettings | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        signer = SigV4Signer(
+            _region(region, base_url),
+            access_key_id=access_key_id,
+            secret_access_key=secret_access_key,
+            session_token=session_token,
+            provider=name or WIRE,
+        )
+        super().__init__(
+            BedrockWire(),
+            model=model,
+            api_key=None,
+            base_url=base_url or f"https://bedrock-runtime.{signer.region}.amazonaws.com",
+            http_client=http_client,
+            name=name,
+            timeout=timeout,
+            settings=settings,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
+        )
+        self._signer = signer
+
+    def __repr__(self) -> str:
+        # Never a credential: only where they come from.
+        return (
+            f"BedrockProvider(name={self.name!r}, model={self.default_model!r}, region={self.region!r}, "
+            f"base_url={redact(self.base_url)!r}, credentials={self._signer.source!r})"
+        )
+
+    @property
+    def region(self) -> str:
+        """The AWS region requests are signed for."""
+        return self._signer.region
+
+    # -- what a model takes --------------------------------------------------------------------------
+
+    def supports_forced_tool_choice(self, model: str | None) -> bool:
+        """Whether ``model`` takes ``toolChoice`` ``any`` (Claude, Nova, Mistral Large; see :mod:`.models`)."""
+        row = model_row(model or self.default_model)
+        return row is not None and row.forced != "none"
+
+    def supports_response_format(self, model: str | None) -> bool:
+        """Whether ``model`` takes ``outputConfig.textFormat`` (Claude 4.5 and later)."""
+        row = model_row(model or self.default_model)
+        return row is not None and row.response_format
+
+    def response_format_refusal(self, fmt: ResponseFormat, model: str | None, *, tools: bool = False) -> str | None:
+        """Why ``fmt``'s schema cannot be compiled by Claude's structured outputs, or ``None``."""
+        try:
+            anthropic_output_schema(fmt.schema)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def forced_tool_choice_refusal(self, model: str | None, settings: ModelSettings | None) -> str | None:
+        """Why ``settings`` rule out a forced tool choice ``model`` otherwise takes: Claude's extended thinking."""
+        probe = self.with_defaults(
+            LLMRequest((Message.user(""),), model=model, **(settings.request_fields() if settings else {}))
+        )
+        try:
+            return forced_choice_refusal(probe, resolve_model(self, probe))
+        except ProviderError:
+            return None
+
+    def _wire_traits(self, model: str | None) -> tuple[bool, frozenset[str], bool]:
+        row = model_row(model)
+        if row is None:
+            return False, frozenset({"image", "document"}), False  # unknown: sent as given, Bedrock judges
+        media = {kind for kind, on in (("image", row.vision), ("document", row.documents)) if on}
+        return row.reasoning != "none", frozenset(media), False
+
+    # -- I/O seams -----------------------------------------------------------------------------------
+
+    def _framer(self, reader: BodyReader, model: str) -> Framer:
+        return EventStreamFramer(provider=self.name, model=model)
+
+    async def _authorize(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
+        try:
+            return await self._signer.sign(url, headers, content, model)
+        except ProviderError:
+            raise
+        except Exception as exc:  # botocore's resolver: a broken profile, an expired SSO session
+            failure = ProviderError(
+                f"AWS credentials could not be resolved ({type(exc).__name__})",
+                provider=self.name, model=model, kind=ErrorKind.account, retryable=False)
+        raise failure
+
+
+def _region(region: str | None, base_url: str | None) -> str:
+    found = region or default_region() or _region_of(base_url)
+    if not found:
+        raise ValueError("BedrockProvider needs a region: pass region=, or set AWS_REGION or a profile's region")
+    return found
+
+
+def _region_of(base_url: str | None) -> str | None:
+    """``us-west-2`` from ``https://bedrock-runtime.us-west-2.amazonaws.com`` (``None`` for another host)."""
+    host = httpx.URL(base_url).host if base_url else ""
+    parts = host.split(".")
+    return parts[1] if len(parts) > 3 and parts[0].startswith("bedrock-runtime") else None

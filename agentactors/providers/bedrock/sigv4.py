@@ -1,0 +1,147 @@
+"""AWS credentials and SigV4 signing for Bedrock, by botocore (the ``[bedrock]`` extra, imported lazily).
+
+Signing is botocore's own :class:`botocore.auth.SigV4Auth` over the exact URL and body that go out; the
+credentials are given (``access_key_id`` / ``secret_access_key`` / ``session_token``) or found by botocore's
+resolver, the chain every AWS SDK for Python walks: the environment (``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``), the shared credentials and config files (profiles,
+``AWS_PROFILE``, SSO and assume-role sessions), then container and instance roles.  Finding and refreshing
+them reads files and may call a metadata endpoint, so it runs in a worker thread, never in the event loop.
+
+Secrets: the secret key and every session token are registered with
+:func:`~agentactors.redaction.register_secret` as soon as they are known, and botocore's own debug lines
+about a signature (``botocore.auth`` logs the canonical request, the string to sign and the signature) are
+masked, so neither a key, a token nor a signature reaches a log line, an error or a repr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from typing import Any
+
+import anyio.to_thread
+
+from ...errors import ErrorKind, ProviderError
+from ...redaction import redact_loggers, register_secret
+
+__all__ = ["SigV4Signer", "default_region"]
+
+_SERVICE = "bedrock"
+_BOTOCORE_AUTH_LOGGER = "botocore.auth"
+_SIGNING_LINES = ("CanonicalRequest", "StringToSign", "Signature")
+_MASK = "[REDACTED]"
+
+
+def _botocore(name: str) -> Any:
+    try:
+        return importlib.import_module(f"botocore.{name}")
+    except ModuleNotFoundError as exc:  # pragma: no cover - the extra is part of the dev install
+        raise ImportError("BedrockProvider needs botocore: pip install 'agentactors[bedrock]'") from exc
+
+
+class _SigningLines(logging.Filter):
+    """Masks the arguments of botocore's debug lines that show a canonical request, string to sign or signature."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith(_SIGNING_LINES):
+            record.args = (_MASK,)
+        return True
+
+
+def _mask_signing_lines() -> None:
+    logger = logging.getLogger(_BOTOCORE_AUTH_LOGGER)
+    if not any(isinstance(f, _SigningLines) for f in logger.filters):
+        logger.addFilter(_SigningLines())
+    redact_loggers((_BOTOCORE_AUTH_LOGGER, "botocore.credentials"))
+
+
+def default_region() -> str | None:
+    """The region the environment or the shared config names (``AWS_REGION``, ``AWS_DEFAULT_REGION``, the profile)."""
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            return value
+    try:
+        session = _botocore("session").Session()
+        region = session.get_config_variable("region")
+    except ImportError:
+        return None
+    except Exception:  # a broken config file names no region; the caller says what to pass
+        return None
+    return region if isinstance(region, str) and region else None
+
+
+class SigV4Signer:
+    """Signs Bedrock requests for one region with given or resolved credentials (see the module docstring)."""
+
+    def __init__(
+        self,
+        region: str,
+        *,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        session_token: str | None = None,
+        provider: str = _SERVICE,
+    ) -> None:
+        for secret in (secret_access_key, session_token):
+            register_secret(secret)  # before any check: even a refused credential is never shown
+        if (access_key_id is None) != (secret_access_key is None):
+            raise ValueError("pass both access_key_id and secret_access_key, or neither (the default chain)")
+        if session_token is not None and access_key_id is None:
+            raise ValueError("a session_token needs the access_key_id and secret_access_key it was issued with")
+        _mask_signing_lines()
+        self.region = region
+        self._provider = provider
+        self._auth = _botocore("auth")
+        self._request_class = _botocore("awsrequest").AWSRequest
+        self._credentials: Any = None
+        if access_key_id is not None:
+            self._credentials = _botocore("credentials").Credentials(access_key_id, secret_access_key, session_token)
+        self._explicit = access_key_id is not None
+        self._seen: tuple[str, str | None] | None = None
+
+    @property
+    def source(self) -> str:
+        """``"explicit"`` (given to the provider) or ``"default chain"`` (botocore's resolver)."""
+        return "explicit" if self._explicit else "default chain"
+
+    async def sign(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
+        """A copy of ``headers`` with ``Authorization``, ``X-Amz-Date`` (and ``X-Amz-Security-Token``) added.
+
+        Raises an account-kind :class:`~agentactors.ProviderError` when no credentials can be found.
+        """
+        frozen = await self._frozen(model)
+        request = self._request_class(method="POST", url=url, data=content,
+                                      headers={"content-type": headers.get("content-type", "application/json")})
+        self._auth.SigV4Auth(frozen, _SERVICE, self.region).add_auth(request)
+        signed = dict(headers)
+        for name, value in request.headers.items():
+            key = name.lower()
+            if key in ("authorization", "x-amz-date", "x-amz-security-token"):
+                signed[key] = value
+        return signed
+
+    async def _frozen(self, model: str) -> Any:
+        credentials = self._credentials
+        if credentials is None:
+            credentials = self._credentials = await anyio.to_thread.run_sync(self._resolve)
+        if credentials is None:
+            raise ProviderError(
+                "no AWS credentials found (environment, shared credentials/config files, container or instance "
+                "role); pass access_key_id and secret_access_key, or configure a profile",
+                provider=self._provider, model=model, kind=ErrorKind.account, retryable=False)
+        refresh = getattr(credentials, "refresh_needed", None)
+        if callable(refresh):  # refreshable (assume-role, SSO): refreshing may do I/O
+            frozen = await anyio.to_thread.run_sync(credentials.get_frozen_credentials)
+        else:
+            frozen = credentials.get_frozen_credentials()
+        if self._seen != (frozen.secret_key, frozen.token):
+            register_secret(frozen.secret_key)
+            register_secret(frozen.token)
+            self._seen = (frozen.secret_key, frozen.token)
+        return frozen
+
+    @staticmethod
+    def _resolve() -> Any:
+        return _botocore("session").Session().get_credentials()

@@ -1,0 +1,257 @@
+"""Reading the OpenAI Responses wire: response bodies, output items, usage, statuses, errors.
+
+Pure functions, no I/O.  A whole body and a stream end the same way: the stream decoder
+(:mod:`.stream`) hands the ``response`` object of its terminal event to :func:`decode_response`, so a
+streamed answer and a JSON one are assembled by this one module.
+
+The output is a list of items: ``reasoning`` (``summary`` parts, ``encrypted_content``), ``message``
+(``output_text`` / ``refusal`` parts; newer models mark ``phase``), ``function_call`` (``call_id`` is what
+the result refers to, ``id`` the item's own ``fc_...`` id).  What the next request must replay —
+reasoning items verbatim, each message item's id and phase, the order of the items — is kept in the
+response's opaque ``provider_data[WIRE]["items"]``; each call's item id in its own ``provider_data``.
+
+Vendor data is untrusted: readers are total, a body this wire does not allow raises a transient
+:class:`~agentactors.MalformedResponseError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ...errors import MalformedResponseError, ProviderError
+from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
+from ..errors import classify_error_body, classify_http_error
+from .models import WIRE
+
+__all__ = [
+    "WIRE",
+    "build_tool_call",
+    "classify_error",
+    "decode_response",
+    "malformed",
+    "parse_usage",
+    "stop_reason",
+]
+
+# incomplete_details.reason → StopReason (the documented reasons).
+_INCOMPLETE = {"max_output_tokens": StopReason.max_tokens, "content_filter": StopReason.content_filter}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not (value == value and abs(value) < 1e18):
+        return 0
+    return max(0, int(value))
+
+
+def malformed(detail: str, *, provider: str, model: str | None) -> MalformedResponseError:
+    """The transient error for a body (or stream event) this wire does not allow."""
+    return MalformedResponseError(detail, provider=provider, model=model)
+
+
+def parse_usage(usage: Any) -> Usage | None:
+    """Responses usage: ``input_tokens`` (cached tokens included), ``output_tokens`` (reasoning included),
+    ``input_tokens_details.cached_tokens`` → ``cache_read_tokens``, ``output_tokens_details.reasoning_tokens``."""
+    if not isinstance(usage, dict):
+        return None
+    return Usage(
+        input_tokens=_int(usage.get("input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")),
+        cache_read_tokens=_int(_dict(usage.get("input_tokens_details")).get("cached_tokens")),
+        reasoning_tokens=_int(_dict(usage.get("output_tokens_details")).get("reasoning_tokens")),
+    )
+
+
+def _required(request: LLMRequest | None, name: str) -> bool:
+    if request is None:
+        return False
+    spec = next((t for t in request.tools if t.name == name), None)
+    return bool(spec is not None and spec.required)
+
+
+def build_tool_call(
+    request: LLMRequest | None, call_id: str, name: str, raw: str | None, item_id: str | None, *, cut: bool
+) -> ToolCall:
+    """A :class:`ToolCall` from raw argument text (the item id kept for replay), marked when it does not parse."""
+    call = ToolCall.from_raw(
+        call_id,
+        name,
+        raw,
+        required=_required(request, name),
+        provider_data={WIRE: {"id": item_id}} if item_id else None,
+    )
+    if call.arguments_error is None:
+        return call
+    if cut:
+        detail = "the arguments were cut off at max_output_tokens (status 'incomplete'); ask for less or split the call"
+    elif call.arguments_error == "empty":
+        detail = "the arguments were empty but the tool requires some"
+    else:
+        detail = "the arguments are not a complete JSON object"
+    return attrs.evolve(call, arguments_error_detail=detail)
+
+
+def stop_reason(body: Mapping[str, Any], *, has_calls: bool, refused: bool) -> tuple[StopReason, str | None]:
+    """``(StopReason, raw)`` from a response's ``status`` and ``incomplete_details``."""
+    status = _str(body.get("status")) or None
+    if status == "incomplete":
+        reason = _str(_dict(body.get("incomplete_details")).get("reason")) or None
+        return _INCOMPLETE.get(reason or "", StopReason.other), reason or status
+    if refused:
+        return StopReason.content_filter, status
+    return (StopReason.tool_use if has_calls else StopReason.end_turn), status
+
+
+# --- decoding a response body ------------------------------------------------------------------
+
+
+@attrs.define
+class _Output:
+    """What the output items add up to."""
+
+    text: list[str] = attrs.Factory(list)
+    reasoning: list[str] = attrs.Factory(list)
+    calls: list[ToolCall] = attrs.Factory(list)
+    items: list[dict[str, Any]] = attrs.Factory(list)  # the replay skeleton, in order
+    refused: bool = False
+
+
+def _message_text(item: Mapping[str, Any], out: _Output) -> str:
+    pieces: list[str] = []
+    content = item.get("content")
+    for part in content if isinstance(content, list) else ():
+        part = _dict(part)
+        kind = part.get("type")
+        if kind == "output_text":
+            pieces.append(_str(part.get("text")))
+        elif kind == "refusal":
+            # A refusal is the model's answer to show; it is a content-filter stop.
+            out.refused = True
+            pieces.append(_str(part.get("refusal")))
+    return "".join(pieces)
+
+
+def _read_items(
+    output: list[Any], request: LLMRequest | None, *, cut: bool, provider: str, model: str
+) -> _Output:
+    out = _Output()
+    for raw in output:
+        if not isinstance(raw, dict):
+            raise malformed("an output item is not an object", provider=provider, model=model)
+        kind = raw.get("type")
+        if kind == "reasoning":
+            for part in raw.get("summary") or ():
+                text = _str(_dict(part).get("text"))
+                if text:
+                    out.reasoning.append(text)
+            if isinstance(raw.get("encrypted_content"), str):
+                # Replayed untouched.  Without its encrypted content a stateless request cannot refer to it
+                # (store=False keeps nothing server-side), so such an item is not kept.
+                out.items.append(dict(raw))
+        elif kind == "message":
+            text = _message_text(raw, out)
+            out.text.append(text)
+            skeleton: dict[str, Any] = {"type": "message", "text": text}
+            for key in ("id", "phase"):
+                if isinstance(raw.get(key), str):
+                    skeleton[key] = raw[key]
+            out.items.append(skeleton)
+        elif kind == "function_call":
+            name, call_id = raw.get("name"), raw.get("call_id")
+            if not isinstance(name, str) or not name or not isinstance(call_id, str) or not call_id:
+                raise malformed("a function_call item without a name or call_id", provider=provider, model=model)
+            arguments = raw.get("arguments")
+            item_id = raw.get("id")
+            out.calls.append(
+                build_tool_call(
+                    request,
+                    call_id,
+                    name,
+                    arguments if isinstance(arguments, str) else None,
+                    item_id if isinstance(item_id, str) else None,
+                    cut=cut,
+                )
+            )
+            out.items.append({"type": "function_call", "call_id": call_id})
+        # Other item types (vendor-hosted tools: web_search_call, ...) are not requested by this codec.
+    return out
+
+
+def _replayed(items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The replay skeleton worth keeping: ``None`` when the items say nothing the message does not.
+
+    Message item ids are kept only beside reasoning (the item a reasoning item produced must follow it, as
+    recorded); ``phase`` always (newer models tell commentary from the final answer by it).
+    """
+    reasons = any(i["type"] == "reasoning" for i in items)
+    if not reasons and not any("phase" in i for i in items):
+        return None
+    if not reasons:
+        items = [{k: v for k, v in i.items() if k != "id"} for i in items]
+    return items
+
+
+def decode_response(body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
+    """An :class:`LLMResponse` from a Responses body (parsed JSON), or the ``response`` of a stream's last event.
+
+    A ``failed`` response (or one with an ``error``) raises the classified
+    :class:`~agentactors.ProviderError`; ``incomplete`` for ``max_output_tokens`` is a
+    :attr:`~agentactors.StopReason.max_tokens` answer.
+    """
+    if not isinstance(body, dict):
+        raise malformed(f"expected a JSON object, got {type(body).__name__}", provider=provider, model=model)
+    if body.get("error") is not None or body.get("status") == "failed":
+        error = body.get("error")
+        raise classify_error_body(
+            {"error": error if error is not None else {"message": "the response failed"}},
+            provider=provider,
+            model=model,
+        )
+    status = body.get("status")
+    if status in ("in_progress", "queued"):
+        raise malformed(f"the response is still {status} (background responses are not used)", provider=provider,
+                        model=model)
+    output = body.get("output")
+    if not isinstance(output, list):
+        raise malformed("no output in the response", provider=provider, model=model)
+    cut = status == "incomplete"
+    out = _read_items(output, request, cut=cut, provider=provider, model=model)
+    stop, raw_stop = stop_reason(body, has_calls=bool(out.calls), refused=out.refused)
+    served, response_id = body.get("model"), body.get("id")
+    items = _replayed(out.items)
+    return LLMResponse(
+        content="".join(out.text),
+        tool_calls=tuple(out.calls),
+        stop_reason=stop,
+        usage=parse_usage(body.get("usage")) or Usage(),
+        model=served if isinstance(served, str) and served else model,
+        provider=provider,
+        raw_stop_reason=raw_stop,
+        reasoning="\n\n".join(out.reasoning),
+        provider_data={WIRE: {"items": items}} if items else None,
+        response_id=response_id if isinstance(response_id, str) and response_id else None,
+    )
+
+
+def classify_error(
+    status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
+) -> ProviderError:
+    """Classify a non-2xx answer: ``{"error": {"message", "type", "param", "code"}}`` like Chat Completions."""
+    try:
+        parsed: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        parsed = body
+    return classify_http_error(status, headers, parsed, provider=provider, model=model)

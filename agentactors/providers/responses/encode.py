@@ -1,0 +1,246 @@
+"""Writing the OpenAI Responses wire: an :class:`~agentactors.LLMRequest` as a ``POST /responses`` body.
+
+Pure functions, no I/O.  The mapping (``docs/wire.md``, "OpenAI Responses"):
+
+* leading system messages → top-level ``instructions`` (joined by a blank line); a later one → a
+  ``system`` input item;
+* a user message → ``{"role": "user", "content": text}``, or content parts (``input_text``,
+  ``input_image``, ``input_file``) when it carries media;
+* an assistant message → its output items again: when the message carries this wire's replay skeleton
+  (``provider_data[WIRE]["items"]``, see :mod:`.decode`) and its text is unchanged, the reasoning items
+  verbatim (``encrypted_content`` included), the message items with their ids and ``phase`` and the
+  ``function_call`` items with their ``fc_`` ids, in the order they came; otherwise its text as one
+  assistant message and one ``function_call`` item per call (no item ids: an item id whose reasoning item
+  is not sent is a 400);
+* a tool message → ``function_call_output {call_id, output}``; media a tool returned go in ``output`` as
+  content parts (this wire takes them there);
+* tools → flat ``{"type": "function", "name", "description", "parameters", "strict"}`` (``strict`` sent
+  always: the wire's default is ``true``); ``tool_choice`` → ``"auto" | "none" | "required"`` or
+  ``{"type": "function", "name"}``;
+* ``response_format`` → ``text.format {"type": "json_schema", "name", "schema", "strict"}``;
+* ``store: false`` always (the loop sends the whole conversation), and
+  ``include: ["reasoning.encrypted_content"]`` for a model known to reason, so its reasoning can be replayed.
+
+``vendor_options[WIRE]`` is merged over the body (a ``None`` value removes a field; a dict merges into a
+dict the codec built, so ``{"reasoning": {"summary": "auto"}}`` keeps the effort).  The codec's own keys,
+not sent: ``strict_tools`` (``True`` or tool names) and ``reasoning_summary`` (``"auto"``, ``"concise"``,
+``"detailed"``: ``reasoning.summary``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
+from ...parts import Document, Image, Part, Text
+from .._constrained_schema import openai_strict_schema
+from .models import WIRE, check_parts, encode_settings, reasons
+
+__all__ = [
+    "CODEC_OPTIONS",
+    "encode_input",
+    "encode_message",
+    "encode_part",
+    "encode_request",
+    "encode_text_format",
+    "encode_tool",
+    "encode_tool_choice",
+]
+
+CODEC_OPTIONS = frozenset({"strict_tools", "reasoning_summary"})
+_ENCRYPTED = "reasoning.encrypted_content"
+
+
+def encode_request(request: LLMRequest, model: str, *, stream: bool, official: bool = False) -> dict[str, Any]:
+    """The request body (see the module docstring for the mapping)."""
+    options = request.options_for(WIRE)
+    check_parts(request.messages, model, official=official)
+    instructions, items = encode_input(request.messages)
+    body: dict[str, Any] = {"model": model, "input": items}
+    if instructions is not None:
+        body["instructions"] = instructions
+    if request.tools:
+        strict = options.get("strict_tools", False)
+        body["tools"] = [encode_tool(t, _is_strict(strict, t.name)) for t in request.tools]
+        body["tool_choice"] = encode_tool_choice(request.tool_choice)
+    body["stream"] = stream
+    body["store"] = False
+    if reasons(model):
+        body["include"] = [_ENCRYPTED]
+    if request.max_tokens is not None:
+        body["max_output_tokens"] = request.max_tokens
+    body.update(encode_settings(request, model, tools=bool(request.tools)))
+    summary = options.get("reasoning_summary")
+    if summary is not None:
+        body["reasoning"] = {**body.get("reasoning", {}), "summary": summary}
+    if request.response_format is not None:
+        body["text"] = encode_text_format(request.response_format)
+    _merge(body, options)
+    return body
+
+
+def _merge(body: dict[str, Any], options: dict[str, Any]) -> None:
+    for key, value in options.items():
+        if key in CODEC_OPTIONS:
+            continue
+        if value is None:
+            body.pop(key, None)
+        elif isinstance(value, dict) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}
+        else:
+            body[key] = value
+
+
+def encode_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(instructions, input items)``: the leading system messages become ``instructions``."""
+    lead: list[str] = []
+    start = 0
+    for m in messages:
+        if m.role != "system":
+            break
+        lead.append(m.content)
+        start += 1
+    items: list[dict[str, Any]] = []
+    for m in messages[start:]:
+        items.extend(encode_message(m))
+    return ("\n\n".join(lead) if lead else None), items
+
+
+def encode_message(m: Message) -> list[dict[str, Any]]:
+    """One message as input items (an assistant message may be several; an empty one is none)."""
+    if m.role == "assistant":
+        return _assistant(m)
+    if m.role == "tool":
+        output: Any = m.content
+        if m.media:
+            output = [encode_part(p) for p in m.parts]
+        return [{"type": "function_call_output", "call_id": m.tool_call_id, "output": output}]
+    if m.media:
+        return [{"role": m.role, "content": [encode_part(p) for p in m.parts]}]
+    return [{"role": m.role, "content": m.content}]
+
+
+def _skeleton(m: Message) -> list[dict[str, Any]] | None:
+    """The message's replay skeleton, when it still describes the message (its text unchanged)."""
+    data = (m.provider_data or {}).get(WIRE)
+    items = data.get("items") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        return None
+    text = "".join(str(i.get("text", "")) for i in items if i.get("type") == "message")
+    return items if text == m.content else None
+
+
+def _assistant(m: Message) -> list[dict[str, Any]]:
+    items = _skeleton(m)
+    if items is None:
+        out = [_assistant_text(m.content, None, None)] if m.content else []
+        return out + [encode_call(c, with_id=False) for c in m.tool_calls]
+    with_ids = any(i.get("type") == "reasoning" for i in items)
+    calls = {c.id: c for c in m.tool_calls}
+    placed: set[str] = set()
+    out = []
+    for item in items:
+        kind = item.get("type")
+        if kind == "reasoning":
+            out.append(dict(item))
+        elif kind == "message":
+            text, item_id = str(item.get("text", "")), item.get("id")
+            if text or item_id:
+                out.append(_assistant_text(text, item_id if with_ids else None, item.get("phase")))
+        elif kind == "function_call":
+            call = calls.get(str(item.get("call_id")))
+            if call is not None and call.id not in placed:
+                placed.add(call.id)
+                out.append(encode_call(call, with_id=with_ids))
+    out.extend(encode_call(c, with_id=False) for c in m.tool_calls if c.id not in placed)
+    return out
+
+
+def _assistant_text(text: str, item_id: Any, phase: Any) -> dict[str, Any]:
+    if isinstance(item_id, str) and item_id:
+        # The output message item again, as the response gave it (its id ties it to its reasoning item).
+        item: dict[str, Any] = {
+            "type": "message",
+            "role": "assistant",
+            "id": item_id,
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+    else:
+        item = {"role": "assistant", "content": text}
+    if isinstance(phase, str):
+        item["phase"] = phase
+    return item
+
+
+def encode_call(call: ToolCall, *, with_id: bool) -> dict[str, Any]:
+    """A ``function_call`` input item; ``with_id``: with the item's ``fc_`` id (only beside its reasoning)."""
+    item: dict[str, Any] = {
+        "type": "function_call",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": call.arguments_json,
+    }
+    data = (call.provider_data or {}).get(WIRE)
+    item_id = data.get("id") if isinstance(data, dict) else None
+    if with_id and isinstance(item_id, str) and item_id:
+        item["id"] = item_id
+    return item
+
+
+def encode_part(part: Part) -> dict[str, Any]:
+    """One content part as a Responses input part (what the part is was checked by ``check_parts``)."""
+    if isinstance(part, Text):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, Image):
+        return {"type": "input_image", "image_url": part.url if part.url is not None else part.data_url()}
+    if isinstance(part, Document):
+        text = part.text
+        if text is not None:
+            return {"type": "input_text", "text": f"{part.title}\n\n{text}" if part.title else text}
+        if part.url is not None:
+            return {"type": "input_file", "file_url": part.url}
+        return {"type": "input_file", "filename": part.title or "document.pdf", "file_data": part.data_url()}
+    raise TypeError(f"the Responses API takes no {type(part).__name__} parts")
+
+
+def encode_tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
+    """A flat function tool (``strict`` always sent: this wire defaults it to ``true``)."""
+    tool: dict[str, Any] = {"type": "function", "name": spec.name, "parameters": spec.parameters, "strict": strict}
+    if spec.description:
+        tool["description"] = spec.description
+    return tool
+
+
+def encode_tool_choice(choice: ToolChoice) -> Any:
+    """``tool_choice``: ``"auto"`` / ``"none"`` / ``"required"`` or ``{"type": "function", "name"}``."""
+    if choice.mode == "tool":
+        return {"type": "function", "name": choice.name}
+    return choice.mode
+
+
+def encode_text_format(fmt: ResponseFormat) -> dict[str, Any]:
+    """``text: {"format": {"type": "json_schema", ...}}``, the schema fitted to strict mode when strict.
+
+    :raises ValueError: a strict schema with a field strict mode cannot carry (named in the message).
+    """
+    spec: dict[str, Any] = {
+        "type": "json_schema",
+        "name": fmt.name,
+        "schema": openai_strict_schema(fmt.schema) if fmt.strict else fmt.schema,
+        "strict": fmt.strict,
+    }
+    if fmt.description:
+        spec["description"] = fmt.description
+    return {"format": spec}
+
+
+def _is_strict(option: Any, name: str) -> bool:
+    if option is True:
+        return True
+    if isinstance(option, str):
+        return option == name
+    if isinstance(option, Iterable):
+        return name in set(option)
+    return False

@@ -1,0 +1,130 @@
+"""How a request's settings and parts meet OpenAI's models on the Responses wire.
+
+The models are OpenAI's, so their data is the Chat Completions wire's table
+(:data:`agentactors.providers.openai.models.MODELS`: which models reason, at which efforts, whether they take
+sampling settings and see images); what differs is the wire's fields.  From the Responses API reference:
+
+* ``max_output_tokens`` (the codec's), ``temperature``, ``top_p``, ``parallel_tool_calls``,
+  ``reasoning: {"effort", "summary"}``, ``prompt_cache_retention``;
+* no ``stop`` (refused: dropping it would hand back text past the stop sequence) and no ``seed`` (dropped:
+  it only tunes);
+* images as ``input_image`` (``image_url``: an http(s) URL or a ``data:`` URL), PDFs as ``input_file``
+  (``file_data`` as a ``data:`` URL with a ``filename``, or ``file_url``), text documents as
+  ``input_text``; no audio input.  "Up to 50 MB total payload size per request" of images and files, as on
+  Chat Completions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...messages import LLMRequest, Message
+from ...parts import Audio, Document, Image
+from .._media import MediaLimits, check_limits, media_of, unsupported
+from .._settings import dropped, listed, refused
+from ..openai.models import OpenAIModel, model_row
+
+__all__ = ["LIMITS", "WIRE", "check_parts", "encode_settings", "model_row", "reasons"]
+
+WIRE = "openai-responses"
+
+LIMITS = MediaLimits(request_bytes=50 * 1024 * 1024)
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+
+
+def reasons(model: str) -> bool | None:
+    """Whether ``model`` reasons (``None``: a model the table does not know)."""
+    row = model_row(model)
+    return None if row is None else row.reasons
+
+
+def _effort(request: LLMRequest, row: OpenAIModel | None, model: str) -> str | None:
+    effort = request.reasoning_effort
+    budget = request.thinking_budget
+    if budget is not None:
+        if row is not None and not row.reasons:
+            raise refused(WIRE, model, "thinking_budget", "the model does not think, so it takes no thinking budget")
+        if budget == 0 and effort is None and row is not None and "none" in (row.efforts or ()):
+            effort = "none"  # no thinking, said the way this model understands it
+        else:
+            dropped(WIRE, model, "thinking_budget", budget,
+                    "the Responses API takes no thinking budget; reasoning.effort sets how much the model reasons")
+    if effort is None:
+        return None
+    if row is None:
+        return effort
+    if row.efforts is None:
+        dropped(WIRE, model, "reasoning_effort", effort, "the model does not reason")
+        return None
+    if not row.efforts:
+        dropped(WIRE, model, "reasoning_effort", effort, "the model reasons but takes no effort setting")
+        return None
+    if effort not in row.efforts:
+        raise refused(WIRE, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
+    return effort
+
+
+def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str, Any]:
+    """The body fields ``request``'s settings become on this wire (``max_output_tokens`` aside).
+
+    Drops what the model cannot carry (``llm.setting_dropped``) and raises
+    :class:`~agentactors.UnsupportedSettingError` for what it cannot take.
+    """
+    row = model_row(model)
+    out: dict[str, Any] = {}
+    effort = _effort(request, row, model)
+    if effort is not None:
+        out["reasoning"] = {"effort": effort}
+    sampling, why = True, ""
+    if row is not None and row.reasons:
+        if row.sampling == "no":
+            sampling, why = False, "reasoning models take no sampling settings"
+        elif row.sampling == "without_reasoning":
+            sampling = (effort or row.default_effort) == "none"
+            why = "the model takes it only with reasoning effort 'none'"
+    for name in ("temperature", "top_p"):
+        value = getattr(request, name)
+        if value is None:
+            continue
+        if sampling:
+            out[name] = value
+        else:
+            dropped(WIRE, model, name, value, why)
+    if request.stop:
+        raise refused(WIRE, model, "stop", "the Responses API takes no stop sequences")
+    if request.seed is not None:
+        dropped(WIRE, model, "seed", request.seed, "the Responses API takes no seed")
+    if request.parallel_tool_calls is not None and tools:
+        out["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.cache is not None and request.cache.retention == "extended":
+        out["prompt_cache_retention"] = "24h"
+    return out
+
+
+def check_parts(messages: Sequence[Message], model: str, *, official: bool) -> None:
+    """Raise :class:`~agentactors.UnsupportedContentError` for a part this model or wire cannot carry."""
+    row = model_row(model)
+    for part in media_of(messages):
+        if isinstance(part, Image):
+            if row is not None and not row.vision:
+                raise unsupported(part, "the model takes no images", wire=WIRE, model=model)
+            if part.data is not None and part.media_type not in _IMAGE_TYPES:
+                raise unsupported(part, "the Responses API takes PNG, JPEG, WEBP or GIF images", wire=WIRE,
+                                  model=model)
+            if part.url is not None and not part.url.lower().startswith(("http://", "https://")):
+                raise unsupported(part, "the Responses API fetches images over http(s) only", wire=WIRE, model=model)
+        elif isinstance(part, Document):
+            if part.media_type == "application/pdf":
+                if row is not None and not row.vision:
+                    raise unsupported(part, "the model takes no PDF files", wire=WIRE, model=model)
+                if part.url is not None and not part.url.lower().startswith(("http://", "https://")):
+                    raise unsupported(part, "the Responses API fetches files over http(s) only", wire=WIRE,
+                                      model=model)
+            elif not part.media_type.startswith("text/") or part.url is not None:
+                raise unsupported(part, "the Responses API takes PDF files and inline text only", wire=WIRE,
+                                  model=model)
+        elif isinstance(part, Audio):
+            raise unsupported(part, "the Responses API takes no audio input", wire=WIRE, model=model)
+    if official:
+        check_limits(messages, LIMITS, wire=WIRE, model=model)

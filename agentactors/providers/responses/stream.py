@@ -1,0 +1,188 @@
+"""The OpenAI Responses stream decoder, fed one SSE event at a time.
+
+Each event is named twice (the ``event:`` line and ``data.type``); ``data.type`` is read.  Deltas become
+stream events as they come — ``response.output_text.delta`` (and ``response.refusal.delta``) text,
+``response.reasoning_summary_text.delta`` reasoning, ``response.output_item.added`` of a
+``function_call`` a tool-call start, ``response.function_call_arguments.delta`` its fragments,
+``response.output_item.done`` its end — and the answer itself is the ``response`` the terminal event
+carries (``response.completed``, or ``response.incomplete`` when cut short), decoded by the same
+:func:`~.decode.decode_response` as a JSON body.  ``response.failed`` and an ``error`` event raise the
+classified :class:`~agentactors.ProviderError`; a stream without a terminal event raises a transient
+:class:`~agentactors.MalformedResponseError`.  Other events (``response.created``, ``*.done``,
+``content_part.*``, vendor-hosted tool progress) carry nothing new.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...messages import (
+    LLMRequest,
+    LLMResponse,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from ..errors import classify_error_body
+from .decode import build_tool_call, decode_response, malformed
+
+__all__ = ["ResponsesStreamDecoder"]
+
+_TERMINAL = frozenset({"response.completed", "response.incomplete"})
+
+
+class _Call:
+    __slots__ = ("ended", "id", "index", "name")
+
+    def __init__(self, index: int, call_id: str, name: str) -> None:
+        self.index = index
+        self.id = call_id
+        self.name = name
+        self.ended = False
+
+
+class ResponsesStreamDecoder:
+    """Decodes one Responses stream (see the module docstring)."""
+
+    def __init__(self, *, request: LLMRequest | None, model: str, provider: str) -> None:
+        self._request = request
+        self._model = model
+        self._provider = provider
+        self._final: LLMResponse | None = None
+        self._calls: dict[Any, _Call] = {}  # output_index (or item id) -> call
+        self._reasoning_at: tuple[Any, Any] | None = None  # the summary part reasoning last came from
+
+    @property
+    def done(self) -> bool:
+        """Whether ``response.completed`` (or ``response.incomplete``) has arrived."""
+        return self._final is not None
+
+    def feed(self, event: str, data: str) -> list[StreamEvent]:
+        """The stream events of one SSE event (see :class:`~agentactors.providers.codec.StreamDecoder`)."""
+        if self._final is not None:
+            return []
+        text = data.strip()
+        if text == "[DONE]":
+            return []
+        payload = _loads(text)
+        if not isinstance(payload, dict):
+            raise self._malformed("a stream event is not a JSON object")
+        named = payload.get("type")
+        kind = named if isinstance(named, str) else event
+        if kind == "error" or event == "error":
+            raise self._in_band(payload)
+        if kind == "response.failed":
+            response = payload.get("response")
+            error = response.get("error") if isinstance(response, dict) else None
+            raise self._in_band({"error": error if error is not None else {"message": "the response failed"}})
+        if kind in _TERMINAL:
+            return self._terminal(payload.get("response"))
+        return self._delta(kind, payload)
+
+    def finish(self) -> LLMResponse:
+        """The response of the terminal event; a transient ``MalformedResponseError`` when none arrived."""
+        if self._final is None:
+            raise self._malformed("the stream ended before response.completed (truncated)")
+        return self._final
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _malformed(self, detail: str) -> Exception:
+        return malformed(detail, provider=self._provider, model=self._model)
+
+    def _in_band(self, payload: dict[str, Any]) -> Exception:
+        error = payload.get("error")
+        if error is None:
+            # The ``error`` event: {"type": "error", "code", "message", "param"}.
+            error = {k: v for k, v in payload.items() if k not in ("type", "sequence_number")}
+        return classify_error_body({"error": error}, provider=self._provider, model=self._model)
+
+    def _delta(self, kind: str, payload: dict[str, Any]) -> list[StreamEvent]:
+        delta = payload.get("delta")
+        if kind in ("response.output_text.delta", "response.refusal.delta"):
+            return [TextDelta(delta)] if isinstance(delta, str) and delta else []
+        if kind == "response.reasoning_summary_text.delta":
+            return self._reasoning(payload, delta)
+        if kind == "response.output_item.added":
+            return self._added(payload)
+        if kind == "response.function_call_arguments.delta":
+            call = self._calls.get(payload.get("output_index", payload.get("item_id")))
+            if call is None:
+                raise self._malformed("arguments arrived for a function call that never started")
+            return [ToolCallDelta(call.index, delta)] if isinstance(delta, str) and delta else []
+        if kind == "response.output_item.done":
+            return self._item_done(payload)
+        return []
+
+    def _reasoning(self, payload: dict[str, Any], delta: Any) -> list[StreamEvent]:
+        if not isinstance(delta, str) or not delta:
+            return []
+        where = (payload.get("item_id"), payload.get("summary_index"))
+        out: list[StreamEvent] = []
+        if self._reasoning_at is not None and where != self._reasoning_at:
+            out.append(ReasoningDelta("\n\n"))  # summary parts are joined by a blank line, as decoded whole
+        self._reasoning_at = where
+        out.append(ReasoningDelta(delta))
+        return out
+
+    def _added(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        item = payload.get("item")
+        if not isinstance(item, dict) or item.get("type") != "function_call":
+            return []
+        name, call_id = item.get("name"), item.get("call_id")
+        if not isinstance(name, str) or not name or not isinstance(call_id, str) or not call_id:
+            raise self._malformed("a function_call item without a name or call_id")
+        call = _Call(len(self._calls), call_id, name)
+        self._calls[payload.get("output_index", item.get("id"))] = call
+        out: list[StreamEvent] = [ToolCallStart(call.index, call_id, name)]
+        arguments = item.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            out.append(ToolCallDelta(call.index, arguments))
+        return out
+
+    def _item_done(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        item = payload.get("item")
+        if not isinstance(item, dict) or item.get("type") != "function_call":
+            return []
+        call = self._calls.get(payload.get("output_index", item.get("id")))
+        if call is None or call.ended:
+            return []
+        call.ended = True
+        arguments, item_id = item.get("arguments"), item.get("id")
+        ended = build_tool_call(
+            self._request,
+            call.id,
+            call.name,
+            arguments if isinstance(arguments, str) else None,
+            item_id if isinstance(item_id, str) else None,
+            cut=item.get("status") == "incomplete",
+        )
+        return [ToolCallEnd(call.index, ended)]
+
+    def _terminal(self, response: Any) -> list[StreamEvent]:
+        final = decode_response(response, request=self._request, model=self._model, provider=self._provider)
+        self._final = final
+        # Calls the stream never ended (or never started) end now, as the whole response has them.
+        out: list[StreamEvent] = []
+        known = {c.id: c for c in self._calls.values()}
+        for tool_call in final.tool_calls:
+            call = known.get(tool_call.id)
+            if call is None:
+                call = _Call(len(self._calls), tool_call.id, tool_call.name)
+                self._calls[("unstarted", call.id)] = call
+                out.append(ToolCallStart(call.index, call.id, call.name))
+            if not call.ended:
+                call.ended = True
+                out.append(ToolCallEnd(call.index, tool_call))
+        return out
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
