@@ -1,34 +1,42 @@
 """agentactors: LLM agents as actors on anyio (asyncio and trio).
 
-The names in ``__all__`` are the user API; they report ``agentactors`` as their module and are the
-contract of docs/architecture.md.  Everything else is plumbing and stays importable from the submodule that
-defines it.  The package is laid out by idea:
+The names in ``__all__`` are the user API — what the examples and the README use, and the data model users
+build — and report ``agentactors`` as their module.  The other names of the contract (the API blocks of
+docs/architecture.md) are importable from here too, unlisted: the machinery a run is made of (``LoopController``
+asks a ``ProviderActor`` with ``Complete`` / ``Stream`` and a ``ToolExecutorActor`` with ``ExecuteTools``), the
+stream events a provider yields, and the old names of renamed errors.  Everything else stays importable from the
+submodule that defines it; a name that left the root still resolves here for one release, with a
+DeprecationWarning (:mod:`agentactors._deprecate` holds every moved name and path).  The package is laid out
+by idea:
 
 ``messages``, ``parts``, ``settings``, ``errors``, ``events``
     the data model (with content parts and model settings), the exception tree, typed events and recorders.
 ``explain``
     an answer traced back to the request that produced it, live or from a JSONL record.
 ``actors``
-    the actor kernel (runtime, refs, mailbox, worker, supervision) and the domain actors
-    (``provider``: ProviderActor, ``tools``: ToolExecutorActor).
+    the actor kernel alone (runtime, refs, mailbox, worker, supervision); it imports nothing above it.
+``gateway``
+    the process's shared way to a vendor: ProviderActor, its scheduling and rate budgets, run tickets.
 ``loop``
     the tool loop a run is: controller, nudges, JSON transport, thinking filter, context budget, result.
-``agent``, ``streaming``, ``batch``
-    Agent (configuration bound to a runtime), AgentRun (a run's stream handle), many runs of one agent.
-``delegation``, ``handoffs``
+``agent``
+    Agent (configuration bound to a runtime), AgentRun (a run's stream handle), many runs of one agent;
     agents together: an agent as another's tool (a child run), a tool that hands a run to another agent.
 ``sessions``
     conversations held by actors (virtual actors), committed to a store (memory, SQLite).
 ``providers``
-    the LLMProvider port, the three vendor wires over httpx, and the scripted double.
+    the LLMProvider port and its Capabilities, one folder per vendor wire over httpx, the scripted double.
 ``resilience``
-    retry, fallback, circuit breaker and timeout: decorators that return an LLMProvider.
+    retry, fallback, circuit breaker, timeout and pool: decorators that return an LLMProvider.
 ``tools``
-    ``@tool``, schemas from type hints, argument validation, results; toolsets (sources of tools).
+    ``@tool``, schemas from type hints, argument validation, results; toolsets (sources of tools); the
+    ToolExecutorActor.
 ``output``
     typed results: output types, the three output strategies (tool, native, prompted), validation and re-ask.
 ``testing``
     FakeVendor (a real HTTP server speaking the three wires), virtual time, the pytest plugin.
+``serve``
+    agents behind an ASGI app: a lifespan that owns a Runtime.
 ``mcp``, ``otel``, ``ray``
     optional integrations, each behind its extra and imported only when used: tools from MCP servers,
     OpenTelemetry spans and metrics, agentactors past one machine.
@@ -36,180 +44,151 @@ defines it.  The package is laid out by idea:
 
 import typing as _typing
 
-from . import _deprecate as _compat
-from . import _reexport
-from .actors.ref import Actor, ActorRef
-from .actors.runtime import Runtime, RuntimeStats
-from .agent.core import Agent, AgentRun
-from .agent.delegation import AgentTool
-from .agent.handoffs import Handoff, handoff
+# The user API (__all__, below) and, in the ``X as X`` form (how a package re-exports a name it does not list,
+# for type checkers and linters), the contract's other names: the machinery a run is made of, the actor
+# kernel's API, the stream events a provider yields, and the old names of renamed errors.  Those keep the
+# module that defines them; only the listed names are relabelled.  tests/unit/test_public_api.py checks both.
+from . import _deprecate, _reexport
+from ._version import __version__
+from .actors.ref import Actor as Actor
+from .actors.ref import ActorRef as ActorRef
+from .actors.runtime import Runtime
+from .agent.core import Agent
+from .agent.handoffs import handoff
+from .agent.run import AgentRun as AgentRun
 from .errors import (
-    ActorStopped,
+    ActorError,
     AgentActorsError,
     AllProvidersFailedError,
-    AskTimeout,
     CircuitOpenError,
-    DelegationError,
     ErrorKind,
-    MalformedResponseError,
     ModelRetry,
     OutputValidationError,
-    Overloaded,
+    OverloadedError,
     ProviderError,
-    ProviderTimeout,
-    RunDeadlineExceeded,
+    ProviderTimeoutError,
+    RunDeadlineExceededError,
+    RunError,
     SessionConflictError,
     SessionError,
-    SessionFormatError,
     SessionPausedError,
     StreamInterruptedError,
     ToolDenied,
-    ToolStatusError,
     UnsupportedContentError,
     UnsupportedSettingError,
     UnsupportedToolChoiceError,
 )
-from .events import (
-    ActorEvent,
-    BreakerEvent,
-    Event,
-    FallbackEvent,
-    InMemoryRecorder,
-    JsonlRecorder,
-    LLMEvent,
-    OutputEvent,
-    ProviderEvent,
-    Recorder,
-    RetryEvent,
-    RunEvent,
-    SessionEvent,
-    StepEvent,
-    ToolEvent,
-)
+from .errors import ActorStopped as ActorStopped
+from .errors import ActorStoppedError as ActorStoppedError
+from .errors import AskTimeout as AskTimeout
+from .errors import AskTimeoutError as AskTimeoutError
+from .errors import Overloaded as Overloaded
+from .errors import ProviderTimeout as ProviderTimeout
+from .errors import RunDeadlineExceeded as RunDeadlineExceeded
+from .errors import ToolStatusError as ToolStatusError
+from .events import Event, InMemoryRecorder, JsonlRecorder, Recorder
 from .explain import Explanation, explain
-from .gateway.provider import Complete, ProviderActor, Stream
-from .loop.controller import LoopController
-from .loop.pause import PausedRun
+from .gateway.provider import Complete as Complete
+from .gateway.provider import ProviderActor
+from .gateway.provider import Stream as Stream
+from .loop.controller import LoopController as LoopController
 from .loop.result import RunResult
-from .messages import (
-    LLMRequest,
-    LLMResponse,
-    Message,
-    ReasoningDelta,
-    ResponseFormat,
-    StopReason,
-    StreamEnd,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolChoice,
-    ToolSpec,
-    Usage,
-)
+from .messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice, ToolSpec, Usage
+from .messages import ReasoningDelta as ReasoningDelta
+from .messages import ResponseFormat as ResponseFormat
+from .messages import StreamEnd as StreamEnd
+from .messages import TextDelta as TextDelta
+from .messages import ToolCallDelta as ToolCallDelta
+from .messages import ToolCallEnd as ToolCallEnd
+from .messages import ToolCallStart as ToolCallStart
 from .output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from .parts import Audio, Document, Image, Text
 from .providers.anthropic.provider import AnthropicProvider
+from .providers.azure import AzureOpenAIProvider
+from .providers.bedrock.provider import BedrockProvider
 from .providers.gemini.provider import GeminiProvider
 from .providers.openai.provider import OpenAIProvider
-from .providers.port import LLMProvider, forced_tool_choice_for
-from .providers.scripted import ScriptedProvider, ScriptExhaustedError, StreamCut
-from .redaction import redact, register_secret
-from .resilience import (
-    CircuitState,
-    CircuitStats,
-    resilient_chain,
-    with_circuit_breaker,
-    with_fallback,
-    with_pool,
-    with_retry,
-    with_timeout,
-)
-from .sessions import AgentSession, MemoryStore, SessionRecord, SessionStore, SqliteStore
+from .providers.port import Capabilities, LLMProvider
+from .providers.port import forced_tool_choice_for as forced_tool_choice_for
+from .providers.responses.provider import OpenAIResponsesProvider
+from .providers.scripted import ScriptedProvider
+from .resilience import resilient_chain, with_circuit_breaker, with_fallback, with_pool, with_retry, with_timeout
+from .sessions import AgentSession, MemoryStore, SqliteStore
+from .sessions import SessionStore as SessionStore
 from .settings import CachePolicy, ModelSettings
-from .tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool
+from .tools import ResultCeiling, ToolContext, ToolResult, ToolStatus, tool
+from .tools import Tool as Tool
 from .tools.approval import NeedsApproval
-from .tools.executor import ExecuteTools, ExecutionContext, ToolExecutorActor
-from .tools.toolset import ToolNameClashError, Toolset, ToolsetError
+from .tools.executor import ExecuteTools as ExecuteTools
+from .tools.executor import ToolExecutorActor as ToolExecutorActor
 
 if _typing.TYPE_CHECKING:
-    # The deprecated root names (see _MOVED_OUT), for type checkers only: at run time they are served by
-    # __getattr__, which warns.  Without these, a user's checker would reject code that still runs.
+    # The names that left the root (agentactors._deprecate.MOVED_NAMES), for type checkers only: at run time
+    # they are served by the __getattr__ _deprecate installs, which warns.  Without these, a user's checker
+    # would reject code that still runs.
+    from .actors.runtime import RuntimeStats as RuntimeStats
+    from .agent.delegation import AgentTool as AgentTool
+    from .agent.handoffs import Handoff as Handoff
+    from .errors import DelegationError as DelegationError
+    from .errors import MalformedResponseError as MalformedResponseError
+    from .errors import SessionFormatError as SessionFormatError
+    from .events import ActorEvent as ActorEvent
+    from .events import BreakerEvent as BreakerEvent
     from .events import EventSink as EventSink
+    from .events import FallbackEvent as FallbackEvent
     from .events import FanOut as FanOut
+    from .events import LLMEvent as LLMEvent
+    from .events import OutputEvent as OutputEvent
+    from .events import ProviderEvent as ProviderEvent
+    from .events import RetryEvent as RetryEvent
+    from .events import RunEvent as RunEvent
+    from .events import SessionEvent as SessionEvent
+    from .events import StepEvent as StepEvent
+    from .events import ToolEvent as ToolEvent
     from .events import emit as emit
+    from .loop.pause import PausedRun as PausedRun
+    from .messages import StreamEvent as StreamEvent
     from .providers import classify_exception as classify_exception
     from .providers import classify_http_error as classify_http_error
-
-__version__ = "0.1.0"
+    from .providers.scripted import ScriptExhaustedError as ScriptExhaustedError
+    from .providers.scripted import StreamCut as StreamCut
+    from .redaction import redact as redact
+    from .redaction import register_secret as register_secret
+    from .resilience import CircuitState as CircuitState
+    from .resilience import CircuitStats as CircuitStats
+    from .sessions import SessionRecord as SessionRecord
+    from .tools import ToolNameClashError as ToolNameClashError
+    from .tools import Toolset as Toolset
+    from .tools import ToolsetError as ToolsetError
+    from .tools.executor import ExecutionContext as ExecutionContext
 
 __all__ = [
-    # data
-    "LLMRequest",
-    "LLMResponse",
-    "Message",
-    "ReasoningDelta",
-    "ResponseFormat",
-    "StopReason",
-    "StreamEnd",
-    "StreamEvent",
-    "TextDelta",
-    "ToolCall",
-    "ToolCallDelta",
-    "ToolCallEnd",
-    "ToolCallStart",
-    "ToolChoice",
-    "ToolSpec",
-    "Usage",
-    # content parts and model settings
+    # the data model: messages, requests and answers, content parts, settings
     "Audio",
     "CachePolicy",
     "Document",
     "Image",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
     "ModelSettings",
+    "StopReason",
     "Text",
+    "ToolCall",
+    "ToolChoice",
+    "ToolSpec",
+    "Usage",
     # providers
     "AnthropicProvider",
+    "AzureOpenAIProvider",
+    "BedrockProvider",
+    "Capabilities",
     "GeminiProvider",
     "LLMProvider",
     "OpenAIProvider",
-    "ScriptExhaustedError",
+    "OpenAIResponsesProvider",
     "ScriptedProvider",
-    "StreamCut",
-    "forced_tool_choice_for",
-    # errors
-    "ActorStopped",
-    "AgentActorsError",
-    "AllProvidersFailedError",
-    "AskTimeout",
-    "CircuitOpenError",
-    "DelegationError",
-    "ErrorKind",
-    "MalformedResponseError",
-    "Overloaded",
-    "ModelRetry",
-    "OutputValidationError",
-    "ProviderError",
-    "ProviderTimeout",
-    "RunDeadlineExceeded",
-    "SessionConflictError",
-    "SessionError",
-    "SessionFormatError",
-    "SessionPausedError",
-    "StreamInterruptedError",
-    "ToolDenied",
-    "ToolStatusError",
-    "UnsupportedContentError",
-    "UnsupportedSettingError",
-    "UnsupportedToolChoiceError",
-    # secrets: for authors of their own providers, tools and recorders
-    "redact",
-    "register_secret",
-    # resilience
-    "CircuitState",
-    "CircuitStats",
+    # resilience: each returns an LLMProvider
     "resilient_chain",
     "with_circuit_breaker",
     "with_fallback",
@@ -218,107 +197,58 @@ __all__ = [
     "with_timeout",
     # tools
     "ResultCeiling",
-    "Tool",
     "ToolContext",
-    "ToolNameClashError",
     "ToolResult",
     "ToolStatus",
-    "Toolset",
-    "ToolsetError",
     "tool",
-    # actors and agents
-    "Actor",
-    "ActorRef",
+    # agents, their runtime and runs; agents together
     "Agent",
-    "AgentRun",
-    "Complete",
-    "ExecuteTools",
-    "ExecutionContext",
-    "LoopController",
+    "NeedsApproval",
     "ProviderActor",
     "RunResult",
     "Runtime",
-    "RuntimeStats",
-    "Stream",
-    "ToolExecutorActor",
-    # events
-    "Event",
-    "InMemoryRecorder",
-    "JsonlRecorder",
-    "Recorder",
-    # typed events: the families (the class of each type is in agentactors.events)
-    "ActorEvent",
-    "BreakerEvent",
-    "FallbackEvent",
-    "LLMEvent",
-    "OutputEvent",
-    "ProviderEvent",
-    "RetryEvent",
-    "RunEvent",
-    "SessionEvent",
-    "StepEvent",
-    "ToolEvent",
-    # agents together: delegation, handoffs, approvals that pause
-    "AgentTool",
-    "Handoff",
-    "NeedsApproval",
-    "PausedRun",
     "handoff",
     # sessions: conversations held by actors, and their stores
     "AgentSession",
     "MemoryStore",
-    "SessionRecord",
-    "SessionStore",
     "SqliteStore",
     # typed results
     "NativeOutput",
     "OutputContext",
     "PromptedOutput",
     "ToolOutput",
-    # services and observability
+    # events, recorders, and an answer explained
+    "Event",
     "Explanation",
+    "InMemoryRecorder",
+    "JsonlRecorder",
+    "Recorder",
     "explain",
+    # errors: the bases, and the ones the docs name; signals (raised by user code, outside the error tree)
+    "ActorError",
+    "AgentActorsError",
+    "AllProvidersFailedError",
+    "CircuitOpenError",
+    "ErrorKind",
+    "OutputValidationError",
+    "OverloadedError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "RunDeadlineExceededError",
+    "RunError",
+    "SessionConflictError",
+    "SessionError",
+    "SessionPausedError",
+    "StreamInterruptedError",
+    "UnsupportedContentError",
+    "UnsupportedSettingError",
+    "UnsupportedToolChoiceError",
+    "ModelRetry",
+    "ToolDenied",
     "__version__",
 ]
 
 # Reprs, tracebacks and pickles name agentactors.X, where users import X from, not the submodule that
 # happens to define it today (_reexport says what that takes to keep type hints resolving).
 _reexport.adopt(globals(), (name for name in __all__ if name != "__version__"), __name__)
-_compat.install()
-
-#: Names that left ``__all__`` because they are plumbing, with the module to import them from.  They stay
-#: importable from the root for one release, through ``__getattr__`` with a DeprecationWarning.
-_MOVED_OUT: dict[str, str] = {
-    "EventSink": "agentactors.events",
-    "FanOut": "agentactors.events",
-    "emit": "agentactors.events",
-    "classify_exception": "agentactors.providers",
-    "classify_http_error": "agentactors.providers",
-}
-
-
-def _moved_out(name: str) -> object:
-    """A deprecated root name: the object from its module, with a DeprecationWarning that names the module.
-
-    Python calls a module's ``__getattr__`` only for names the module does not bind, so this costs nothing at
-    import nor for any name of the user API.
-    """
-    home = _MOVED_OUT.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Imported here, not at the top: the root's namespace holds the user API and nothing else public.
-    import importlib
-    import warnings
-
-    warnings.warn(
-        f"agentactors.{name} is deprecated: import it from {home} (the root name is kept for one release)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(home), name)
-
-
-if not _typing.TYPE_CHECKING:
-    # Hidden from type checkers: a module __getattr__ would make them accept any name imported from the
-    # package, typos included.  They see the deprecated names through the TYPE_CHECKING imports above.
-    __getattr__ = _moved_out
+_deprecate.install()

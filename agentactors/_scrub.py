@@ -9,17 +9,20 @@ messages with credentials removed, tracebacks as redacted text) and drop the obj
 
 It lives here, not in :mod:`agentactors.redaction` (which knows text, and which the error tree itself
 imports) nor in :mod:`agentactors.errors` (the tree: the classes, not what is done with foreign
-exceptions); ``agentactors.errors.scrub_chain`` still names it, served lazily by that module.
+exceptions); ``agentactors.errors.scrub_chain`` is its public name, served lazily (agentactors._deprecate).
 """
 
 from __future__ import annotations
 
 import traceback
 
-from .errors import AgentActorsError, RedactedException
+from .errors import AgentActorsError, RedactedException, Signal
 from .redaction import redact
 
 __all__ = ["scrub_chain"]
+
+# The package's own exceptions: their texts are redacted when they are made, so they are kept as they are.
+_OURS = (AgentActorsError, Signal, RedactedException)
 
 
 def scrub_chain(exc: BaseException) -> BaseException:
@@ -29,9 +32,10 @@ def scrub_chain(exc: BaseException) -> BaseException:
     texts are each link's ``str``, ``repr`` and notes.  When any of them changes under
     :func:`redact`, every link is replaced by a :class:`RedactedException` (chained the
     same way), so no object that held the secret stays reachable.  The library's own
-    errors are returned as they are: their texts are redacted when they are made.
+    exceptions (its errors, signals and stand-ins) are returned as they are: their texts are
+    redacted when they are made.
     """
-    if isinstance(exc, AgentActorsError) or _chain_is_clean(exc):
+    if isinstance(exc, _OURS) or _chain_is_clean(exc):
         return exc
     return _stand_in(exc, set())
 
@@ -82,5 +86,5 @@ def _stand_in(exc: BaseException, seen: set[int]) -> RedactedException:
     if nxt is None and not exc.__suppress_context__:
         nxt = exc.__context__
     if nxt is not None and id(nxt) not in seen:
-        err.__cause__ = nxt if isinstance(nxt, AgentActorsError) else _stand_in(nxt, seen)
+        err.__cause__ = nxt if isinstance(nxt, _OURS) else _stand_in(nxt, seen)
     return err

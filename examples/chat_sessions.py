@@ -22,14 +22,19 @@ from typing import Any
 
 import anyio
 
-from agentactors.actors.runtime import Runtime
-from agentactors.agent.core import Agent
-from agentactors.errors import SessionConflictError, SessionPausedError
-from agentactors.events import InMemoryRecorder
-from agentactors.messages import LLMRequest, ToolCall
-from agentactors.providers.scripted import ScriptedProvider
-from agentactors.sessions import AgentSession, SqliteStore
-from agentactors.tools.registry import tool
+from agentactors import (
+    Agent,
+    AgentSession,
+    InMemoryRecorder,
+    LLMRequest,
+    Runtime,
+    ScriptedProvider,
+    SessionConflictError,
+    SessionPausedError,
+    SqliteStore,
+    ToolCall,
+    tool,
+)
 
 REFUNDS: list[tuple[str, float]] = []
 

@@ -13,12 +13,18 @@ import time
 
 import anyio
 
-from agentactors.actors.runtime import Runtime
-from agentactors.agent.core import Agent, RunResult
-from agentactors.errors import ErrorKind, ProviderError
-from agentactors.messages import LLMRequest, LLMResponse, ToolCall
-from agentactors.providers.scripted import ScriptedProvider
-from agentactors.tools.registry import tool
+from agentactors import (
+    Agent,
+    ErrorKind,
+    LLMRequest,
+    LLMResponse,
+    ProviderError,
+    RunResult,
+    Runtime,
+    ScriptedProvider,
+    ToolCall,
+    tool,
+)
 
 RUNS = 1000
 

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import anyio
 
-from agentactors.actors.runtime import Runtime
-from agentactors.agent.core import Agent, RunResult
-from agentactors.events import InMemoryRecorder
-from agentactors.messages import LLMRequest, LLMResponse, ToolCall, Usage
-from agentactors.providers.scripted import ScriptedProvider
-from agentactors.tools.registry import ToolContext, tool
+from agentactors import (
+    Agent,
+    InMemoryRecorder,
+    LLMRequest,
+    LLMResponse,
+    RunResult,
+    Runtime,
+    ScriptedProvider,
+    ToolCall,
+    ToolContext,
+    Usage,
+    tool,
+)
 
 FORECASTS = {"Lisbon": (21, "sunny"), "Oslo": (4, "sleet")}
 

@@ -23,7 +23,8 @@ Events: ``mcp.tools_listed`` (``server``, ``tools``), ``mcp.server_restarted`` (
 
 from __future__ import annotations
 
-from .. import _reexport
+import agentactors._reexport as _reexport
+
 from ._results import MCPToolError
 from ._server import MCPServerHTTP, MCPServerStdio, ToolFilter
 

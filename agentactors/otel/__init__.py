@@ -11,7 +11,8 @@ tool call — and records the GenAI client metrics.  Needs the ``[otel]`` extra 
     the conventions: attribute names, provider names, finish reasons, messages in the conventions' JSON.
 """
 
-from .. import _reexport
+import agentactors._reexport as _reexport
+
 from .recorder import OTelRecorder
 
 __all__ = ["OTelRecorder"]

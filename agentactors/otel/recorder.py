@@ -38,10 +38,11 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .. import __version__
+import agentactors.otel._semconv as sc
+
+from .._version import __version__
 from ..events import Event, to_jsonable
 from ..redaction import redact
-from . import _semconv as sc
 
 __all__ = ["OTelRecorder"]
 

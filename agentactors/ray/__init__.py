@@ -25,7 +25,8 @@
   Ray's asyncio event loop.
 - :class:`SharedBudget` and :func:`with_shared_budget` — one concurrency and
   rate budget for the whole cluster, leased in batches.
-- :class:`WorkerLost`, :class:`RemoteError`, :class:`VersionMismatch` — its errors.
+- :class:`WorkerLostError`, :class:`RemoteError`, :class:`VersionMismatchError` — its errors
+  (``WorkerLost`` and ``VersionMismatch``, their old names, are importable too).
 
 docs/ray.md has the design and the failure semantics.  ray itself is imported
 when a cluster starts (or a worker runs), never by ``import agentactors``.
@@ -33,10 +34,13 @@ when a cluster starts (or a worker runs), never by ``import agentactors``.
 
 from __future__ import annotations
 
-from .. import _reexport
+import agentactors._reexport as _reexport
+
 from .budget import SharedBudget
 from .cluster import ClusterCompletions, RayCluster
-from .errors import RemoteError, VersionMismatch, WorkerLost
+from .errors import RemoteError, VersionMismatchError, WorkerLostError
+from .errors import VersionMismatch as VersionMismatch  # the old names (the same classes), not listed
+from .errors import WorkerLost as WorkerLost
 from .shared import SharedBudgetProvider, with_shared_budget
 
 __all__ = [
@@ -45,8 +49,8 @@ __all__ = [
     "RemoteError",
     "SharedBudget",
     "SharedBudgetProvider",
-    "VersionMismatch",
-    "WorkerLost",
+    "VersionMismatchError",
+    "WorkerLostError",
     "with_shared_budget",
 ]
 

@@ -47,7 +47,7 @@ import attrs
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .. import __version__
+from .._version import __version__
 from ..loop.result import RunResult
 from ._budget_actor import BudgetActor
 from ._refs import RefWaiter
@@ -524,6 +524,6 @@ class ClusterCompletions:
 
 
 def _is_ours(exc: BaseException) -> bool:
-    from ..errors import AgentActorsError
+    from ..errors import AgentActorsError, Signal
 
-    return isinstance(exc, AgentActorsError)
+    return isinstance(exc, AgentActorsError | Signal)

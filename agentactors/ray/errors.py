@@ -1,20 +1,21 @@
 """The errors of ``agentactors.ray`` (drawn in :mod:`agentactors.errors`'s tree).
 
-:class:`WorkerLost` is what a run that was lost with its worker carries in
+:class:`WorkerLostError` is what a run that was lost with its worker carries in
 ``RunResult.error`` (with ``retries=0``, or once its retries are spent);
 :class:`RemoteError` stands in for a worker-side exception that could not
-travel back to the driver; :class:`VersionMismatch` stops a cluster whose
-workers run another agentactors than its driver.
+travel back to the driver; :class:`VersionMismatchError` stops a cluster whose
+workers run another agentactors than its driver.  ``WorkerLost`` and
+``VersionMismatch`` are their old names (the same classes).
 """
 
 from __future__ import annotations
 
 from ..errors import AgentActorsError
 
-__all__ = ["RemoteError", "VersionMismatch", "WorkerLost"]
+__all__ = ["RemoteError", "VersionMismatch", "VersionMismatchError", "WorkerLost", "WorkerLostError"]
 
 
-class WorkerLost(AgentActorsError):
+class WorkerLostError(AgentActorsError):
     """The worker running this input died before it returned the result.
 
     ``worker`` is its id, ``attempts`` how many times the input was sent (1 with
@@ -31,8 +32,8 @@ class WorkerLost(AgentActorsError):
         return (_rebuild_worker_lost, (str(self), self.worker, self.attempts))
 
 
-def _rebuild_worker_lost(message: str, worker: str | None, attempts: int) -> WorkerLost:
-    return WorkerLost(message, worker=worker, attempts=attempts)
+def _rebuild_worker_lost(message: str, worker: str | None, attempts: int) -> WorkerLostError:
+    return WorkerLostError(message, worker=worker, attempts=attempts)
 
 
 class RemoteError(AgentActorsError):
@@ -54,5 +55,10 @@ def _rebuild_remote_error(message: str, type_name: str) -> RemoteError:
     return RemoteError(message, type_name=type_name)
 
 
-class VersionMismatch(AgentActorsError):
+class VersionMismatchError(AgentActorsError):
     """A worker runs another agentactors version than the driver (install the same one on every node)."""
+
+
+# The old names: the same classes, so ``except WorkerLost`` still catches them.
+WorkerLost = WorkerLostError
+VersionMismatch = VersionMismatchError

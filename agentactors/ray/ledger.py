@@ -258,11 +258,14 @@ class LedgerPort(Protocol):
     async def give_back(self, epoch: str | None, kind: str, units: float) -> None: ...
 
 
-class LedgerUnavailable(AgentActorsError):
+class LedgerUnavailableError(AgentActorsError):
     """The ledger could not be reached (its actor died or is restarting); the lease client backs off.
 
     Raised by a :class:`LedgerPort` and caught by the lease client: it never reaches a run.
     """
+
+
+LedgerUnavailable = LedgerUnavailableError  # its old name (the same class)
 
 
 class LedgerService:

@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from .. import __version__
+from .._version import __version__
 from ..actors.runtime import Runtime
 from ..loop.result import RunResult
 from ._budget_actor import RayLedgerPort

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import _reexport
+import agentactors._reexport as _reexport
+
 from ._fake_script import (
     Conversation,
     FakeError,

@@ -20,7 +20,10 @@ import attrs
 from ._fake_default import default_reply
 from ._fake_script import Action, FakeError, FakeReply, FaultKind, FaultPlan, RecordedRequest, ScriptItem, as_action
 
-__all__ = ["Exchange", "Outage", "VendorState"]
+__all__ = ["WIRES", "Exchange", "Outage", "VendorState"]
+
+#: Every wire the fake serves (Azure's routes speak ``openai`` / ``responses``, Vertex's ``gemini`` / ``anthropic``).
+WIRES = ("openai", "responses", "anthropic", "gemini", "bedrock")
 
 log = logging.getLogger("agentactors.testing.fakevendor")
 
@@ -122,8 +125,8 @@ class VendorState:
         if model is not None:
             return ("model", model)
         if wire is not None:
-            if wire not in ("openai", "anthropic", "gemini"):
-                raise ValueError(f"wire must be 'openai', 'anthropic' or 'gemini', not {wire!r}")
+            if wire not in WIRES:
+                raise ValueError(f"wire must be one of {', '.join(map(repr, WIRES))}, not {wire!r}")
             return ("wire", wire)
         return ("any", None)
 

@@ -23,10 +23,9 @@ from agentactors import (
     Runtime,
     ScriptedProvider,
     ToolCall,
-    ToolNameClashError,
-    ToolsetError,
     tool,
 )
+from agentactors.tools import ToolNameClashError, ToolsetError
 from tests.support.mcp_helpers import (
     TOKEN,
     events,

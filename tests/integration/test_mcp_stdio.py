@@ -22,9 +22,9 @@ from agentactors import (
     Runtime,
     ScriptedProvider,
     ToolCall,
-    ToolNameClashError,
     tool,
 )
+from agentactors.tools import ToolNameClashError
 from agentactors.tools.registry import Tool
 from tests.support.mcp_helpers import events, offered, starts, statuses, stdio_server, tool_texts
 

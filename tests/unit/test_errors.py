@@ -1,4 +1,5 @@
-"""The exception tree's classes: fields, kinds, groups, pickling, redaction; and the moved classifier names."""
+"""The exception tree's classes: fields, kinds, groups, pickling, redaction, old names, signals; and the moved
+classifier names."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from agentactors import (
     ProviderTimeout,
     StreamInterruptedError,
     UnsupportedToolChoiceError,
-    register_secret,
 )
+from agentactors.errors import ActorStopped, ActorStoppedError, AskTimeout, ModelRetry, Signal, ToolDenied
 from agentactors.providers import classify_exception, classify_http_error
+from agentactors.redaction import register_secret
 
 CANARY = "sk-canary-0123456789abcdefSECRET"
 
@@ -166,3 +168,42 @@ def test_scrub_chain_is_still_importable_from_agentactors_errors_without_a_warni
         warnings.simplefilter("error")
         from agentactors.errors import scrub_chain
     assert scrub_chain is _scrub.scrub_chain is agentactors.errors.scrub_chain
+
+
+# --- one naming rule: the old names are the same classes ---------------------------------------------------
+
+
+def test_an_old_error_name_catches_what_the_new_name_raises() -> None:
+    with pytest.raises(ActorStopped):
+        raise ActorStoppedError("actor 'a' was stopped")
+    with pytest.raises(TimeoutError):  # AskTimeout is still a TimeoutError
+        raise AskTimeout("no answer in 1s")
+    err = AskTimeout("no answer in 1s")
+    assert type(err).__name__ == "AskTimeoutError" and isinstance(err, agentactors.errors.ActorError)
+    assert pickle.loads(pickle.dumps(err)).args == err.args
+
+
+# --- signals: control flow, outside the error tree ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("signal", [ModelRetry(f"bad key {CANARY}"), ToolDenied(f"no {CANARY}")])
+def test_a_signal_is_not_a_library_error_and_keeps_its_redacted_text(signal: Signal) -> None:
+    register_secret(CANARY)
+    assert not isinstance(signal, AgentActorsError)
+    with pytest.raises(Signal) as caught:
+        try:
+            raise signal
+        except AgentActorsError:  # what a user's handler around a tool body catches
+            pytest.fail("a signal was caught as a library error")
+    assert CANARY not in str(caught.value)
+
+
+def test_scrub_chain_keeps_the_packages_own_exceptions_as_they_are() -> None:
+    """Signals and stand-ins are the package's own: their texts were redacted when they were made."""
+    from agentactors._scrub import scrub_chain
+
+    register_secret(CANARY)
+    for own in (ModelRetry(f"use {CANARY}"), ToolDenied("no"), agentactors.errors.RedactedException("x.Y", "")):
+        assert scrub_chain(own) is own
+    foreign = RuntimeError(f"key={CANARY}")
+    assert isinstance(scrub_chain(foreign), agentactors.errors.RedactedException)

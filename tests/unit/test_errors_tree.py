@@ -1,8 +1,11 @@
 """The exception tree drawn in ``agentactors.errors``'s docstring is the package's real one.
 
-Every exception class the package defines must appear in the drawing, under one of its
-real bases, and every other base it has must be named on its line ("also a ValueError"),
-so the drawing can neither leave a class out nor lie about what catches it.
+The docstring draws three trees: the library's errors (under ``AgentActorsError``), the signals user code
+raises (under ``Signal``, outside the errors), and what is neither (under ``Exception``: a stand-in that is
+never raised, a test double's and the demo's errors).  Every exception class the package defines must appear
+in exactly one drawing — the one of its kind — under one of its real bases, and every other base it has must
+be named on its line ("also a ValueError"), so the drawings can neither leave a class out nor lie about what
+catches it.
 
 Classes are found by importing every module of the package and looking at what each
 module holds, not by trusting ``__module__`` to name the defining module (public classes
@@ -15,6 +18,7 @@ are not library errors and are not drawn.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.util
 import pkgutil
@@ -25,7 +29,7 @@ import attrs
 
 import agentactors
 import agentactors.errors
-from agentactors.errors import AgentActorsError
+from agentactors.errors import AgentActorsError, Signal
 
 _BRANCH = re.compile(r"^(?P<indent>(?:│   |    )*)(?:├── |└── )(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<note>.*)$")
 
@@ -88,7 +92,49 @@ def package_exceptions(modules: list[ModuleType]) -> set[type[BaseException]]:
     return found
 
 
-def tree_problems(drawn: dict[str, Drawn], classes: set[type[BaseException]]) -> list[str]:
+#: The roots of the three drawings, in the order the docstring draws them.
+ROOTS = ("AgentActorsError", "Signal", "Exception")
+
+
+def parse_drawings(doc: str) -> dict[str, dict[str, Drawn]]:
+    """Each drawing of the docstring, by its root."""
+    return {root: parse_tree(doc, root) for root in ROOTS}
+
+
+def _kind(cls: type[BaseException]) -> str:
+    """The drawing a class belongs in."""
+    if issubclass(cls, AgentActorsError):
+        return "AgentActorsError"
+    if issubclass(cls, Signal):
+        return "Signal"
+    return "Exception"
+
+
+def _builtin_exception(name: str) -> type[BaseException] | None:
+    """A builtin exception drawn as a base (``Exception``, ``RuntimeError``), else None."""
+    value = getattr(builtins, name, None)
+    return value if isinstance(value, type) and issubclass(value, BaseException) else None
+
+
+def drawing_problems(drawings: dict[str, dict[str, Drawn]], classes: set[type[BaseException]]) -> list[str]:
+    """What is wrong with the drawings as a picture of ``classes``: each class drawn once, in its kind's drawing."""
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for root, drawn in drawings.items():
+        for name in drawn:
+            if name != root and _builtin_exception(name) is None and name in seen:
+                problems.append(f"{name} is drawn under both {seen[name]} and {root}")
+            seen.setdefault(name, root)
+        kind = {cls for cls in classes if _kind(cls) == root}
+        problems += tree_problems(drawn, kind, root)
+        strays = sorted(name for name in drawn if name != root and any(c.__name__ == name for c in classes - kind))
+        problems += [f"{name} is drawn under {root}, which is not its kind" for name in strays]
+    return problems
+
+
+def tree_problems(
+    drawn: dict[str, Drawn], classes: set[type[BaseException]], root: str = "AgentActorsError"
+) -> list[str]:
     """What is wrong with ``drawn`` as a picture of ``classes`` (nothing, for an honest drawing)."""
     problems: list[str] = []
     by_name: dict[str, type[BaseException]] = {}
@@ -96,19 +142,20 @@ def tree_problems(drawn: dict[str, Drawn], classes: set[type[BaseException]]) ->
         if cls.__name__ in by_name:
             problems.append(f"two exception classes are called {cls.__name__}: the drawing cannot tell them apart")
         by_name[cls.__name__] = cls
+    top = by_name.get(root) or _builtin_exception(root)
     for name, cls in by_name.items():
         if name not in drawn:
             problems.append(f"{name} ({cls.__module__}) is not in the drawn tree")
-        elif not issubclass(cls, AgentActorsError):
-            problems.append(f"{name} is not an AgentActorsError")
+        elif top is None or not issubclass(cls, top):
+            problems.append(f"{name} is not an {root}")
     for name, node in drawn.items():
-        cls = by_name.get(name)
+        cls = by_name.get(name) or _builtin_exception(name)
         if cls is None:
             problems.append(f"{name} is drawn but the package defines no such exception")
             continue
         if node.parent is None:
             continue
-        parent = by_name.get(node.parent)
+        parent = by_name.get(node.parent) or _builtin_exception(node.parent)
         if parent is None or parent not in cls.__bases__:
             bases = ", ".join(b.__name__ for b in cls.__bases__)
             problems.append(f"{name} is drawn under {node.parent}, which is not one of its bases ({bases})")
@@ -121,9 +168,9 @@ def tree_problems(drawn: dict[str, Drawn], classes: set[type[BaseException]]) ->
 def test_every_package_exception_is_drawn_under_its_real_base() -> None:
     modules, skipped = import_every_module()
     classes = package_exceptions(modules)
-    assert AgentActorsError in classes and len(classes) > 10  # the walk found the package
+    assert AgentActorsError in classes and Signal in classes and len(classes) > 10  # the walk found the package
     assert agentactors.errors.__doc__ is not None
-    problems = tree_problems(parse_tree(agentactors.errors.__doc__), classes)
+    problems = drawing_problems(parse_drawings(agentactors.errors.__doc__), classes)
     assert not problems, "\n".join(problems) + (f"\n(skipped, extra not installed: {skipped})" if skipped else "")
 
 
@@ -156,10 +203,47 @@ def test_the_check_catches_a_drawing_that_lies() -> None:
     assert any("Child is drawn under Picky" in p for p in tree_problems(misplaced, classes | {Child}))
 
 
+def test_the_check_puts_each_class_in_the_drawing_of_its_kind() -> None:
+    class Nudge(Signal):
+        pass
+
+    class Helper(RuntimeError):
+        pass
+
+    classes: set[type[BaseException]] = {AgentActorsError, Signal, Nudge, Helper}
+    honest = parse_drawings(
+        "AgentActorsError\n\nSignal\n└── Nudge\n\nException\n└── RuntimeError\n    └── Helper\n"
+    )
+    assert drawing_problems(honest, classes) == []
+    swapped = parse_drawings("AgentActorsError\n└── Nudge\n\nSignal\n\nException\n└── RuntimeError\n    └── Helper\n")
+    problems = drawing_problems(swapped, classes)
+    assert "Nudge is drawn under AgentActorsError, which is not its kind" in problems
+    assert any(p.startswith("Nudge (") and p.endswith("is not in the drawn tree") for p in problems)
+    twice = parse_drawings("AgentActorsError\n\nSignal\n└── Nudge\n\nException\n├── Nudge\n└── RuntimeError\n")
+    problems = drawing_problems(twice, {AgentActorsError, Signal, Nudge})
+    assert "Nudge is drawn under both Signal and Exception" in problems
+
+
 def test_the_drawing_parses_into_the_expected_shape() -> None:
     assert agentactors.errors.__doc__ is not None
-    drawn = parse_tree(agentactors.errors.__doc__)
+    drawings = parse_drawings(agentactors.errors.__doc__)
+    drawn = drawings["AgentActorsError"]
     assert drawn["ProviderError"].parent == "AgentActorsError"
     assert drawn["MalformedResponseError"].parent == "ProviderError"
     assert drawn["ScriptExhaustedError"].parent == "ProviderError"
-    assert drawn["AskTimeout"].parent == "AgentActorsError"
+    assert drawn["AskTimeoutError"].parent == "ActorError"
+    assert drawn["ActorError"].parent == "AgentActorsError"
+    assert {name for name, node in drawn.items() if node.parent == "RunError"} == {
+        "RunDeadlineExceededError", "ToolStatusError", "OutputValidationError", "DelegationError"
+    }
+    signals = {name for name, node in drawings["Signal"].items() if node.parent == "Signal"}
+    assert signals == {"ModelRetry", "ToolDenied"}
+    assert {"RedactedException", "WireRejection", "LiveUnavailable"} <= set(drawings["Exception"])
+    assert "ModelRetry" not in drawn and "WireRejection" not in drawn and "LiveUnavailable" not in drawn
+
+
+def test_every_library_error_is_named_for_what_it_is() -> None:
+    """One naming rule: a library error's name ends in ``Error`` (old names survive as aliases, not classes)."""
+    assert agentactors.errors.__doc__ is not None
+    drawn = parse_drawings(agentactors.errors.__doc__)["AgentActorsError"]
+    assert sorted(name for name in drawn if not name.endswith("Error")) == []

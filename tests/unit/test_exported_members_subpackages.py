@@ -153,9 +153,10 @@ def _samples() -> dict[str, Callable[[], object]]:
 
     return {
         "agentactors.mcp.MCPToolError": lambda: _load("agentactors.mcp").MCPToolError("tool 'search' failed: gone"),
-        "agentactors.ray.WorkerLost": lambda: ray().WorkerLost("worker died", worker="w-1", attempts=2),
+        # the old names (WorkerLost, VersionMismatch) build the same classes
+        "agentactors.ray.WorkerLostError": lambda: ray().WorkerLost("worker died", worker="w-1", attempts=2),
         "agentactors.ray.RemoteError": lambda: ray().RemoteError("boom", type_name="mymod.Unpicklable"),
-        "agentactors.ray.VersionMismatch": lambda: ray().VersionMismatch("driver 0.1.0, worker 0.0.9"),
+        "agentactors.ray.VersionMismatchError": lambda: ray().VersionMismatch("driver 0.1.0, worker 0.0.9"),
         "agentactors.ray.SharedBudget": lambda: ray().SharedBudget(8, 600.0, burst=2.0, lease=4),
         "agentactors.testing.FakeToolCall": lambda: testing().FakeToolCall("lookup", {"q": "x"}, id="call_1"),
         "agentactors.testing.FakeError": lambda: testing().FakeError(429, "slow down", retry_after=1.0),

@@ -18,8 +18,6 @@ import pytest
 
 from agentactors import (
     Agent,
-    AgentTool,
-    DelegationError,
     ErrorKind,
     InMemoryRecorder,
     LLMRequest,
@@ -34,6 +32,8 @@ from agentactors import (
     Usage,
     tool,
 )
+from agentactors.agent import AgentTool
+from agentactors.errors import DelegationError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 

@@ -15,7 +15,6 @@ import pytest
 
 from agentactors import (
     Agent,
-    Handoff,
     InMemoryRecorder,
     LLMRequest,
     Message,
@@ -25,6 +24,7 @@ from agentactors import (
     handoff,
     tool,
 )
+from agentactors.agent import Handoff
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mcp.types import ToolListChangedNotification
 
-from agentactors import register_secret
 from agentactors.mcp._connection import Connection, describe
+from agentactors.redaction import register_secret
 
 pytestmark = pytest.mark.anyio
 

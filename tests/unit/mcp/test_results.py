@@ -15,9 +15,9 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from agentactors import register_secret
 from agentactors.mcp import MCPToolError
 from agentactors.mcp._results import result_text
+from agentactors.redaction import register_secret
 
 
 def _text(text: str) -> TextContent:

@@ -6,8 +6,10 @@ import logging
 
 import pytest
 
-from agentactors import ResultCeiling, Toolset, redact
+from agentactors import ResultCeiling
 from agentactors.mcp import MCPServerHTTP, MCPServerStdio
+from agentactors.redaction import redact
+from agentactors.tools import Toolset
 
 
 def test_servers_are_toolsets_with_names() -> None:

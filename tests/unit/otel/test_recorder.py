@@ -16,8 +16,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agentactors import Agent, OpenAIProvider, Runtime, register_secret
+from agentactors import Agent, OpenAIProvider, Runtime
 from agentactors.otel import OTelRecorder
+from agentactors.redaction import register_secret
 from agentactors.testing import FakeVendor
 from tests.support.scenario import ANSWER, REFUSED_SIZE, SECRET, scenario_agent
 

@@ -19,13 +19,13 @@ from agentactors import (
     ScriptedProvider,
     StopReason,
     StreamEnd,
-    StreamEvent,
     TextDelta,
     ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
 )
+from agentactors.messages import StreamEvent
 from agentactors.output.partial import parse_partial
 
 pytestmark = pytest.mark.anyio

@@ -10,6 +10,7 @@ import pytest
 
 from agentactors import LLMRequest, Message, ScriptedProvider, Usage
 from agentactors.messages import LLMResponse, StreamEnd
+from agentactors.providers.port import Capabilities, capabilities_of
 from agentactors.ray import SharedBudget, with_shared_budget
 from agentactors.ray._env import WorkerEnv, use_env
 from agentactors.ray.lease import LeaseClient
@@ -66,3 +67,14 @@ def test_with_shared_budget_is_for_a_cluster_workers_factory() -> None:
         with_shared_budget(ScriptedProvider("x"), "vendor")
     with use_env(WorkerEnv("w0", {})), pytest.raises(KeyError, match="no budget named 'vendor'"):
         with_shared_budget(ScriptedProvider("x"), "vendor")
+
+
+async def test_it_says_what_the_inner_provider_can_do() -> None:
+    value = Capabilities(forced_tool_choice=True, media={"image"})
+    inner = ScriptedProvider(["x"], rejects_forced_tool_choice=["old"], capabilities=value)
+    async with clients(Port(SharedBudget(max_concurrency=1)), 1) as (lease,):
+        with use_env(WorkerEnv("w0", {"vendor": lease})):
+            provider = with_shared_budget(inner, "vendor")
+    assert capabilities_of(provider, "m") == inner.capabilities("m") == value
+    assert capabilities_of(provider, "old").forced_tool_choice is False
+    assert provider.supports_forced_tool_choice("m") is True  # the first protocol's members too

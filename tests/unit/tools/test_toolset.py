@@ -14,11 +14,9 @@ from agentactors import (
     ScriptedProvider,
     ToolCall,
     ToolChoice,
-    ToolNameClashError,
-    Toolset,
-    ToolsetError,
     tool,
 )
+from agentactors.tools import ToolNameClashError, Toolset, ToolsetError
 from agentactors.tools.registry import Tool
 from agentactors.tools.toolset import ToolsetHost, ToolsetView, merge_tools
 
