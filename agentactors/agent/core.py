@@ -52,6 +52,7 @@ from ..gateway.provider import ProviderActor
 from ..loop import lineage
 from ..loop.config import LoopConfig
 from ..loop.controller import LoopController
+from ..loop.cost import check_cost_limit
 from ..loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from ..loop.pause import PausedRun, check_decisions
 from ..loop.result import RunResult
@@ -61,6 +62,7 @@ from ..output.config import OutputConfig
 from ..output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
 from ..parts import Part, is_part
 from ..providers.port import native_tools_for
+from ..resilience.chain import describe_chain
 from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore
 from ..settings import ModelSettings
@@ -150,6 +152,7 @@ class RunOptions:
     deadline: float | None = None
     priority: int | None = None
     input_key: str | None = None
+    cost_limit: float | None = None
 
 
 NO_OPTIONS: Final = RunOptions()
@@ -162,6 +165,7 @@ def _options(
     deadline: float | None,
     priority: int | None,
     input_key: str | None,
+    cost_limit: float | None = None,
 ) -> RunOptions:
     """The run's options, checked; the shared default when none is given (the hot path allocates nothing)."""
     if (
@@ -171,12 +175,13 @@ def _options(
         and deadline is None
         and priority is None
         and input_key is None
+        and cost_limit is None
     ):
         return NO_OPTIONS
     _check_settings(settings)
     if input_key is not None and not isinstance(input_key, str):
         raise TypeError(f"input_key must be a str, not {type(input_key).__name__}")
-    return RunOptions(on_token, deps, settings, deadline, priority, input_key)
+    return RunOptions(on_token, deps, settings, deadline, priority, input_key, check_cost_limit(cost_limit))
 
 
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
@@ -205,24 +210,17 @@ def _to_handoffs(value: Iterable[Any]) -> tuple[Handoff, ...]:
     return tuple(out)
 
 
-def _members(provider: Any, depth: int = 0) -> Iterable[tuple[str, str | None, str | None, int | None]]:
+def _members(provider: Any) -> Iterable[tuple[str, str | None, str | None, int | None]]:
     """``(name, wire, host, port)`` of each vendor provider in a stack, read from public attributes only.
 
-    A fallback's ``members`` and a decorator's ``inner`` are followed; an HTTP provider says its
+    The ends of the stack (:func:`~agentactors.resilience.describe_chain`); an HTTP provider says its
     ``wire_name`` and ``base_url``; anything else (a scripted or user provider) is a member with no wire.
     """
-    if depth > 16:
-        return
-    members = getattr(provider, "members", None)
-    if isinstance(members, tuple | list):
-        for member in members:
-            yield from _members(member, depth + 1)
-        return
-    inner = getattr(provider, "inner", None)
-    if inner is not None and inner is not provider:
-        yield from _members(inner, depth + 1)
-        return
-    name = str(getattr(provider, "name", None) or type(provider).__name__)
+    for end in describe_chain(provider).providers():
+        yield _member(end.name, end.provider)
+
+
+def _member(name: str, provider: Any) -> tuple[str, str | None, str | None, int | None]:
     wire = getattr(provider, "wire_name", None)
     base_url = getattr(provider, "base_url", None)
     host: str | None = None
@@ -233,7 +231,7 @@ def _members(provider: Any, depth: int = 0) -> Iterable[tuple[str, str | None, s
             host, port = url.host or None, url.port or (443 if url.scheme == "https" else 80)
         except (httpx.InvalidURL, TypeError, ValueError):
             pass
-    yield name, wire if isinstance(wire, str) else None, host, port
+    return name, wire if isinstance(wire, str) else None, host, port
 
 
 def _run_info(provider: Any, model: str | None) -> dict[str, Any]:
@@ -478,6 +476,7 @@ class Agent(Generic[OutputT]):
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
+        cost_limit: float | None = None,
     ) -> RunResult[OutputT]:
         """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
         message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
@@ -504,7 +503,9 @@ class Agent(Generic[OutputT]):
         interactive run with ``priority=1`` is served before batch runs at ``0``, and lower
         classes are never starved (``ProviderActor(max_overtakes=)``).  A run started inside
         another run's work (a tool that runs an agent) inherits its age, its class and its
-        earlier deadline.
+        earlier deadline.  ``cost_limit`` (in the price table's currency, USD) is the most the run
+        may spend (:mod:`agentactors.pricing`): right after the model call that passes it, the run
+        ends with :class:`~agentactors.errors.CostLimitExceededError` in ``RunResult.error``.
 
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
@@ -513,7 +514,7 @@ class Agent(Generic[OutputT]):
         caller's conversation is untouched.
         """
         messages = _to_messages(prompt)
-        options = _options(on_token, deps, settings, deadline, priority, input_key)
+        options = _options(on_token, deps, settings, deadline, priority, input_key, cost_limit)
         if runtime is not None or self._home is not None:
             rt = self._runtime(runtime, any_thread=True)
         else:
@@ -698,15 +699,15 @@ class Agent(Generic[OutputT]):
         private: bool = False,
     ) -> RunResult[OutputT]:
         if self.toolsets:
-            controller, sink = await self._listed_controller(rt, options, private=private)
+            controller, sink = await self._listed_controller(rt, options, private=private, resume=(state, decisions))
         else:
-            controller, sink = self._controller(rt, options, private=private)
+            controller, sink = self._controller(rt, options, private=private, resume=(state, decisions))
         if state.agent != self.name and not self.handoffs:
             raise ValueError(
                 f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
                 f"(or with one that hands off to it), not {self.name!r}"
             )
-        return await _drive_resume(controller, sink, state, decisions)
+        return await _drive(controller, sink)
 
     def session(
         self,
@@ -889,6 +890,8 @@ class Agent(Generic[OutputT]):
         private: bool = False,
         listed: tuple[LoopConfig, ActorRef | None] | None = None,
         run: tuple[str, EventSink | None] | None = None,
+        messages: Sequence[Message] = (),
+        resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         bound = self._bind(rt, private=private)
         origin = lineage.current()
@@ -898,6 +901,8 @@ class Agent(Generic[OutputT]):
             config,
             bound.provider,
             tools,
+            resume[0].messages if resume is not None else messages,
+            resume=resume,
             native=bound.native,
             sink=sink,
             run_id=run_id,
@@ -908,6 +913,7 @@ class Agent(Generic[OutputT]):
             deadline=options.deadline,
             priority=options.priority,
             input_key=options.input_key,
+            cost_limit=options.cost_limit,
             origin=origin,
             runtime=rt,
             seats=self._seats(rt, private) if self.handoffs else None,
@@ -990,6 +996,8 @@ class Agent(Generic[OutputT]):
         stream: bool = False,
         private: bool = False,
         input_key: str | None = None,
+        messages: Sequence[Message] = (),
+        resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         """:meth:`_controller` for an agent with toolsets: they are listed first, as part of the run.
 
@@ -1000,7 +1008,10 @@ class Agent(Generic[OutputT]):
         run = self._new_run(bound, extra, lineage.current())
         with use_sink(run[1]):
             listed = await self._toolset_tools(bound)
-        return self._controller(rt, options, extra=extra, stream=stream, private=private, listed=listed, run=run)
+        return self._controller(
+            rt, options, extra=extra, stream=stream, private=private, listed=listed, run=run,
+            messages=messages, resume=resume,
+        )
 
     def _run_in(
         self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions = NO_OPTIONS, *, private: bool = False
@@ -1008,17 +1019,17 @@ class Agent(Generic[OutputT]):
         """The run's coroutine: the controller's own when there is no sink to install (no frame of ours)."""
         if self.toolsets:
             return self._run_listed(rt, messages, options, private=private)
-        controller, sink = self._controller(rt, options, private=private)
+        controller, sink = self._controller(rt, options, private=private, messages=messages)
         if sink is None and current_sink() is None:
-            return controller.run(messages)  # the hot path: nothing to install
-        return _drive(controller, sink, messages)
+            return controller.run()  # the hot path: nothing to install
+        return _drive(controller, sink)
 
     async def _run_listed(
         self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions, *, private: bool
     ) -> RunResult[OutputT]:
         """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
-        controller, sink = await self._listed_controller(rt, options, private=private)
-        return await _drive(controller, sink, messages)
+        controller, sink = await self._listed_controller(rt, options, private=private, messages=messages)
+        return await _drive(controller, sink)
 
 
 def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
@@ -1041,12 +1052,12 @@ def _check_usable(rt: Runtime, which: str, *, any_thread: bool = False) -> None:
         )
 
 
-async def _drive(controller: LoopController, sink: EventSink | None, messages: tuple[Message, ...]) -> RunResult[Any]:
+async def _drive(controller: LoopController, sink: EventSink | None) -> RunResult[Any]:
     if sink is None and current_sink() is None:
-        return await controller.run(messages)  # the hot path: nothing to install
+        return await controller.run()  # the hot path: nothing to install
     # Installed even when None: an enclosing run's sink must not receive this run's events.
     with use_sink(sink):
-        return await controller.run(messages)
+        return await controller.run()
 
 
 class _Launcher:
@@ -1077,17 +1088,14 @@ class _Launcher:
     async def prepare(self, rt: Runtime, recorder: Recorder, *, private: bool) -> PreparedRun:
         agent, options, messages = self.agent, self.options, self.messages
         if agent.toolsets:
-            controller, sink = await agent._listed_controller(rt, options, extra=recorder, stream=True, private=private)
+            controller, sink = await agent._listed_controller(
+                rt, options, extra=recorder, stream=True, private=private, messages=messages
+            )
         else:
-            controller, sink = agent._controller(rt, options, extra=recorder, stream=True, private=private)
-        return partial(_drive, controller, sink, messages), partial(controller.cancelled_result, messages)
-
-
-async def _drive_resume(
-    controller: LoopController, sink: EventSink | None, state: PausedRun, decisions: Mapping[str, bool | str]
-) -> RunResult[Any]:
-    with use_sink(sink):
-        return await controller.resume(state, decisions)
+            controller, sink = agent._controller(
+                rt, options, extra=recorder, stream=True, private=private, messages=messages
+            )
+        return partial(_drive, controller, sink), controller.cancelled_result
 
 
 # --- many runs (the machinery: agentactors.agent.batch) --------------------------------------------------

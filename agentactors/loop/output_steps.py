@@ -1,8 +1,8 @@
 """A typed run's steps (``docs/output.md``): its requests by output strategy, its answers checked.
 
 A run of an agent with an ``output_type`` other than ``str`` holds an :class:`OutputSteps` for the seat
-answering (the controller makes one in ``_seat_state``; a plain run holds none and pays nothing).  The
-controller's layers call it where a typed run differs from a plain one:
+answering (the controller makes one with the run's state, and again after a handoff; a plain run holds
+none and pays nothing).  The controller's layers call it where a typed run differs from a plain one:
 
 * the request (:meth:`OutputSteps.request`): each model call asks for the result with a strategy — the
   output tools and a forced choice (``tool``), a JSON-schema response format (``native``) or an
@@ -13,15 +13,17 @@ controller's layers call it where a typed run differs from a plain one:
   results stay, then the output calls are checked the same way — also when a paused step goes on
   (:meth:`OutputSteps.resume`).
 
-What is the run's own — the conversation, its calls and results, its result — it asks of the run
-through :class:`Run`, the controller's step API; the typed result's own state (the strategy, attempts,
-the value) is the :class:`~agentactors.output.run.OutputRun`'s.
+The dependency goes one way: the controller calls these steps and hands them what is the run's own —
+its :class:`~agentactors.loop.state.LoopState` (the conversation, the calls and results, the result,
+through the state's step API) and, where calls run, the controller's ``execute``.  Nothing here knows
+the controller.  The typed result's own state (the strategy, attempts, the value) is the
+:class:`~agentactors.output.run.OutputRun`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from ..events import EventSink
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice
@@ -34,40 +36,17 @@ from .config import LoopConfig
 from .nudges import StepView
 from .pause import any_pending
 from .result import RunResult
+from .state import LoopState
 
-__all__ = ["OutputSteps", "Run"]
+__all__ = ["Execute", "OutputSteps"]
 
-
-class Run(Protocol):
-    """What a typed run's steps use of the run: the controller's step API (see :class:`LoopController`)."""
-
-    @property
-    def steps(self) -> int: ...
-
-    @property
-    def answer_so_far(self) -> str: ...
-
-    def record_calls(self, response: LLMResponse, text: str, calls: Sequence[ToolCall]) -> Sequence[ToolCall]: ...
-
-    def record_answer(self, response: LLMResponse, answer: str) -> None: ...
-
-    def append(self, message: Message) -> None: ...
-
-    def execute(self, calls: Sequence[ToolCall], step: int) -> Awaitable[tuple[ToolResult, ...]]: ...
-
-    def feed_back(self, view: StepView, *, finish: bool = True) -> bool: ...
-
-    def pause(
-        self, calls: Sequence[ToolCall], results: Sequence[ToolResult], *, output_step: bool = False
-    ) -> RunResult[Any]: ...
-
-    def result(self, content: str, **flags: Any) -> RunResult[Any]: ...
+#: ``execute(calls, step)``: how a step's calls run — the controller's, which asks the tool executor.
+Execute = Callable[[Sequence[ToolCall], int], Awaitable[tuple[ToolResult, ...]]]
 
 
 class OutputSteps:
     """One seat's typed steps in one run (see the module docstring).
 
-    :param run: the run whose steps these are.
     :param config: the answering agent's config (its ``output`` is set).
     :param provider: the reference to its ProviderActor (auto asks the provider it hosts what it carries).
     :param native: whether that provider calls tools natively.
@@ -76,11 +55,10 @@ class OutputSteps:
     :param settings: the run's settings merged over the agent's, or ``None`` for the agent's.
     """
 
-    __slots__ = ("_config", "_may_pause", "_native", "_run", "_settings", "_sink", "_skip", "_system", "output")
+    __slots__ = ("_config", "_may_pause", "_native", "_settings", "_sink", "_skip", "_system", "output")
 
     def __init__(
         self,
-        run: Run,
         config: LoopConfig,
         provider: Any,
         *,
@@ -92,7 +70,6 @@ class OutputSteps:
         deps: Any,
     ) -> None:
         assert config.output is not None
-        self._run = run
         self._config = config
         self._native = native
         self._system, self._skip = system
@@ -168,12 +145,12 @@ class OutputSteps:
         """Whether a call among ``calls`` is of an output tool offered at this step."""
         return any(self.output.is_output_call(c) for c in calls)
 
-    async def answer_step(self, response: LLMResponse, answer: str) -> RunResult[Any] | None:
+    async def answer_step(self, run: LoopState, response: LLMResponse, answer: str) -> RunResult[Any] | None:
         """A text answer (not think-only), checked: taken, it ends the run with its value; refused, the
         answer stays in the conversation and the model reads why — or, past ``output_retries``, the run
         ends with the error.  (The JSON of native and prompted; a plain validator's ``str``.)
         """
-        run, sink = self._run, self._sink
+        sink = self._sink
         run.record_answer(response, answer)
         verdict = await self.output.check_text(answer, run.steps)
         if verdict.ok:
@@ -187,36 +164,41 @@ class OutputSteps:
             return run.result(answer, error=self.output.error)
         return None
 
-    async def calls_step(self, response: LLMResponse, text: str, calls: Sequence[ToolCall]) -> RunResult[Any] | None:
+    async def calls_step(
+        self, run: LoopState, execute: Execute, response: LLMResponse, text: str, calls: Sequence[ToolCall]
+    ) -> RunResult[Any] | None:
         """A step with output calls: the other calls run first and their results stay, then the output.
 
         The first output call with a valid answer ends the run (its result says so, to keep the
         conversation well formed for a later turn); invalid ones get every issue listed, and the forced
         choice stays for the next step.  When another call waits for approval, the run pauses first.
         """
-        run = self._run
         calls = run.record_calls(response, text, calls)
         output = self.output
         others = [c for c in calls if not output.is_output_call(c)]
         results: tuple[ToolResult, ...] = ()
         if others:
-            results = await run.execute(others, run.steps)
+            results = await execute(others, run.steps)
             if self._may_pause and any_pending(results):
                 return run.pause(calls, results, output_step=True)
-        return await self._checked(calls, others, results)
+        return await self._checked(run, calls, others, results)
 
     async def resume(
-        self, calls: Sequence[ToolCall], ran: Sequence[ToolCall], results: tuple[ToolResult, ...]
+        self, run: LoopState, calls: Sequence[ToolCall], ran: Sequence[ToolCall], results: tuple[ToolResult, ...]
     ) -> RunResult[Any] | None:
         """A paused step that held output calls goes on: every other call has its result now (``ran``)."""
         self.output.resume_tool_step()
-        return await self._checked(calls, ran, results)
+        return await self._checked(run, calls, ran, results)
 
     async def _checked(
-        self, calls: Sequence[ToolCall], others: Sequence[ToolCall], results: tuple[ToolResult, ...]
+        self,
+        run: LoopState,
+        calls: Sequence[ToolCall],
+        others: Sequence[ToolCall],
+        results: tuple[ToolResult, ...],
     ) -> RunResult[Any] | None:
         """The rest of a step with output calls: the other calls' results fed back, then the output checked."""
-        run, output, sink = self._run, self.output, self._sink
+        output, sink = self.output, self._sink
         end_turn = False
         if others:
             end_turn = run.feed_back(StepView(run.steps, others, results), finish=False)

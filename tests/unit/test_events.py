@@ -10,6 +10,7 @@ import pytest
 
 from agentactors import Event, InMemoryRecorder, JsonlRecorder, Message, ProviderError
 from agentactors.events import EventSink, FanOut, current_sink, emit, use_sink
+from agentactors.messages import ToolCall, Usage
 
 pytestmark = pytest.mark.anyio
 
@@ -80,3 +81,39 @@ def test_jsonl_recorder_writes_one_object_per_line(tmp_path: Path) -> None:
     assert [x["type"] for x in lines] == ["llm.request", "retry.scheduled"]
     assert lines[0]["message"]["content"] == "hi"
     assert lines[1]["error"]["kind"] == "transient" and lines[1]["delay"] == 0.5
+
+
+# --- what the loop's run events carry (agentactors._event_payloads) -------------------------------------------
+
+
+def test_run_started_names_lineage_and_resumption_only_when_they_apply() -> None:
+    from agentactors import _event_payloads as payloads
+    from agentactors.loop.pause import PausedRun
+
+    plain = payloads.run_started("a", 2, True, {"model": "m"})
+    assert plain == {"agent": "a", "messages": 2, "native_tools": True, "model": "m"}
+    call = ToolCall("c1", "lookup", {})
+    paused = PausedRun(None, (), (call,), (), (call,), {"c1": "why"}, step=1, usage=Usage(), tool_calls=(call,),
+                       answer="", agent=None, handoffs=())
+    child = payloads.run_started("a", 1, False, {}, parent=(3, None, 2), resume_of=paused)
+    # A paused run without an id is still named: resumed_from is there, None.
+    assert child == {
+        "agent": "a", "messages": 1, "native_tools": False, "parent_step": 3, "parent_call_id": None, "depth": 2,
+        "resumed_from": None,
+    }
+    assert payloads.run_resumed(paused, {"c1": True, "c2": "no", "c3": False}) == {
+        "from_run_id": None, "step": 1, "approved": ["c1"], "denied": ["c2", "c3"],
+    }
+
+
+def test_run_finished_says_paused_and_handoffs_only_when_they_apply() -> None:
+    from agentactors import _event_payloads as payloads
+    from agentactors.loop.result import RunResult
+
+    plain = payloads.run_finished(RunResult("hi", (Message.user("q"),), steps=1, served_by="p"))
+    assert list(plain) == [
+        "content", "steps", "bounded", "generation_failed", "error", "served_by", "usage", "tool_calls",
+    ]
+    assert (plain["content"], plain["steps"], plain["served_by"], plain["tool_calls"]) == ("hi", 1, "p", 0)
+    handed = payloads.run_finished(RunResult("hi", (), agent="b", handoffs=("b",)))
+    assert (handed["handoffs"], handed["final_agent"]) == (("b",), "b") and "paused" not in handed

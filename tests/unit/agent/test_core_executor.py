@@ -265,7 +265,8 @@ async def test_stop_cancels_the_model_call_of_a_run_whose_actors_had_started() -
         (result,) = results
         # As any provider failure: the run's failed result, the ActorStopped classified.
         assert result.generation_failed and result.error is not None
-        assert "ActorStopped: actor 'provider:scripted' was stopped while handling the message" in str(result.error)
+        stopped = "ActorStoppedError: actor 'provider:scripted' was stopped while handling the message"
+        assert stopped in str(result.error)
         assert rt.stats().busy == 0
 
 

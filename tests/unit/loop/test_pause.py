@@ -20,7 +20,6 @@ from agentactors import (
     InMemoryRecorder,
     LLMResponse,
     NeedsApproval,
-    PausedRun,
     Runtime,
     ScriptedProvider,
     ToolCall,
@@ -29,6 +28,7 @@ from agentactors import (
     Usage,
     tool,
 )
+from agentactors.loop.pause import PausedRun
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 

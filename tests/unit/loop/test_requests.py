@@ -72,11 +72,10 @@ class _Echo:
 
 
 async def test_the_input_conversation_is_checked_as_llmrequest_would() -> None:
-    controller = LoopController(LoopConfig(), _Never(), None)
     with pytest.raises(TypeError, match="must hold Message objects, not str"):
-        await controller.run([Message.user("ok"), "not a message"])  # type: ignore[list-item]
+        LoopController(LoopConfig(), _Never(), None, [Message.user("ok"), "not a message"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="at least one message"):
-        await LoopController(LoopConfig(), _Never(), None).run([])
+        await LoopController(LoopConfig(), _Never(), None, []).run()
     # A system prompt alone is a request: the empty conversation still reaches the model.
-    result = await LoopController(LoopConfig(system="S"), _Echo(), None).run([])
+    result = await LoopController(LoopConfig(system="S"), _Echo(), None, []).run()
     assert result.content == "1 messages"
