@@ -38,10 +38,17 @@ browser:
 		fi; \
 	fi
 
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist), each test file whole on one of them: a module's
+# fixtures (the Ray cluster, the MCP server) start once, and a file's tests keep their order.  Two, not
+# `auto`: two cores are what `make test` is sized for, and in a container with a CPU quota `auto` counts the
+# host's cores; the reliability tests (real sockets, vendor subprocesses, real-time deadlines) get flaky when
+# workers outnumber the cores.  `make test PYTEST_WORKERS=auto` on a machine of your own; 0: one process.
+PYTEST_WORKERS ?= 2
+
 test: $(STAMP_DEV) browser
 	$(VENV)/bin/ruff check agentactors tests examples benchmarks
 	$(VENV)/bin/mypy --strict agentactors
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Peers (pydantic-ai, openai-agents, autogen-core, langgraph, the official openai SDK) live only in
 # this separate environment: they are never dependencies of agentactors.

@@ -1,10 +1,20 @@
-"""The architecture, checked: no import cycle, a kernel that stands alone, no reads of another module's privates.
+"""The architecture, checked: no import cycle, layers that stand alone, no reads of another module's privates.
 
 docs/architecture.md draws the layers; these tests keep a later change from quietly undoing them.  They read
 the package's source with :mod:`ast` (nothing is imported), so they see every import: module level, under
 ``TYPE_CHECKING`` and inside functions alike — a cycle hidden in a function is still a cycle in the design.
-``importlib.import_module("...")`` calls are not imports here: they are the deprecation shims of moved names
-and paths (``agentactors/_compat.py``, the package's ``__getattr__``), which resolve a name on demand.
+Everything that makes a module run another counts as an edge of the graph:
+
+- an import statement: ``import a.b.c`` depends on ``a.b.c``; ``from a.b import x`` on ``a.b`` — it reads the
+  namespace ``a/b/__init__.py`` makes, whose own imports then count like any module's — and on ``a.b.x`` too
+  when that is a module.  So a module reaches a sibling by ``from .sibling import name`` (or
+  ``import agentactors.pkg.sibling as sibling``), not by ``from . import sibling`` through its package's
+  ``__init__``, which imports the module back when it re-exports it;
+- the package ``__init__`` modules an import runs on the way (``import agentactors.loop.result`` from
+  ``agentactors.tools`` runs ``agentactors/loop/__init__.py`` first) — except the importer's own enclosing
+  packages, which are already running when it runs;
+- ``importlib.import_module(...)`` (a deprecation shim, a name served lazily): its string, or the module-level
+  constant it names, or, when the name is computed, every string of the module that names a package module.
 
 Each failure lists every offender with ``file:line``, so one run says all that is left to fix.
 """
@@ -12,8 +22,9 @@ Each failure lists every offender with ``file:line``, so one run says all that i
 from __future__ import annotations
 
 import ast
+import functools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
@@ -34,6 +45,11 @@ class Module:
     @property
     def is_package(self) -> bool:
         return self.path.name == "__init__.py"
+
+    @property
+    def package(self) -> str:
+        """The package its relative imports start from: itself for an ``__init__``, else its parent."""
+        return self.name if self.is_package else self.name.rpartition(".")[0]
 
     @property
     def where(self) -> str:
@@ -59,63 +75,136 @@ MODULES = _load_modules()
 
 @attrs.frozen
 class Edge:
-    """``source`` imports ``target`` at ``line`` of the source's file."""
+    """``source`` runs ``target`` at ``line`` of the source's file (``via``: the module whose import runs it,
+    when ``target`` is a package ``__init__`` run on the way)."""
 
     source: str
     target: str
     line: int
+    via: str = ""
 
     def describe(self) -> str:
-        return f"{self.source} -> {self.target}  ({MODULES[self.source].where}:{self.line})"
+        how = f", importing {self.via}" if self.via else ""
+        return f"{self.source} -> {self.target}  ({MODULES[self.source].where}:{self.line}{how})"
 
 
 def _resolve_relative(module: Module, level: int, name: str | None) -> str:
     """The absolute module a ``from <dots><name> import ...`` in ``module`` refers to."""
-    package = module.name.split(".") if module.is_package else module.name.split(".")[:-1]
+    package = module.package.split(".")
     base = package[: len(package) - (level - 1)]
     return ".".join([*base, name] if name else base)
 
 
-def _targets(module: Module, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
-    """The package modules an import statement makes ``module`` depend on."""
+def _longest_module(dotted: str, modules: Mapping[str, object]) -> str:
+    """The package module ``import dotted`` (or ``import_module(dotted)``) runs last: ``""`` if none."""
+    while dotted and dotted not in modules:
+        dotted = dotted.rpartition(".")[0]
+    return dotted
+
+
+def _string_constants(module: Module) -> dict[str, str]:
+    """The module-level ``NAME = "..."`` constants (what an ``import_module(NAME)`` resolves to)."""
+    constants: dict[str, str] = {}
+    value: ast.expr | None
+    for node in module.tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            constants.update({t.id: value.value for t in targets if isinstance(t, ast.Name)})
+    return constants
+
+
+def _is_import_call(node: ast.AST) -> bool:
+    """``importlib.import_module(...)``, ``import_module(...)`` or ``__import__(...)`` with an argument."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr == "import_module"
+    return isinstance(func, ast.Name) and func.id in ("import_module", "__import__")
+
+
+def _imported_by_name(module: Module, call: ast.Call) -> Iterator[str]:
+    """The package modules an ``import_module`` call may run (see the module docstring)."""
+    argument = call.args[0]
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        names = [argument.value]
+    elif isinstance(argument, ast.Name) and argument.id in (constants := _string_constants(module)):
+        names = [constants[argument.id]]
+    else:
+        names = [
+            node.value
+            for node in ast.walk(module.tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in MODULES
+        ]
+    for name in names:
+        if found := _longest_module(name, MODULES):
+            yield found
+
+
+def _targets(module: Module, node: ast.AST) -> Iterator[str]:
+    """The package modules an import statement (or an ``import_module`` call) names."""
+    if _is_import_call(node):
+        assert isinstance(node, ast.Call)
+        yield from _imported_by_name(module, node)
+        return
     if isinstance(node, ast.Import):
         for alias in node.names:
-            # `import a.b.c` depends on a.b.c; the parents it also runs are not counted as edges (see below).
-            dotted = alias.name
-            while dotted and dotted not in MODULES:
-                dotted = dotted.rpartition(".")[0]
-            if dotted:
-                yield dotted
+            # `import a.b.c` names a.b.c; the packages it runs on the way are added by _edges.
+            if found := _longest_module(alias.name, MODULES):
+                yield found
+        return
+    if not isinstance(node, ast.ImportFrom):
         return
     base = _resolve_relative(module, node.level, node.module) if node.level else (node.module or "")
+    if base in MODULES:
+        # `from pkg import name` reads pkg's namespace, which pkg's __init__ makes: `name` may be a submodule
+        # (imported on the spot) or whatever the __init__ bound under that name — a dependency on pkg either way.
+        yield base
     for alias in node.names:
-        # `from pkg import sub` depends on the submodule when there is one, else on pkg itself.
-        sub = f"{base}.{alias.name}"
-        if sub in MODULES:
+        if (sub := f"{base}.{alias.name}") in MODULES:
             yield sub
-        elif base in MODULES:
-            yield base
 
 
-def _import_graph() -> dict[str, dict[str, Edge]]:
-    """source -> target -> the first import of target in source.
+def _enclosing_packages(name: str) -> list[str]:
+    """``a``, ``a.b`` for ``a.b.c``: the ``__init__`` modules that run before it, outermost first."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
-    Only explicit imports count.  Importing ``a.b.c`` also runs the packages ``a`` and ``a.b`` first, but
-    counting that would make every package that re-exports its children (``agentactors/__init__.py``) a cycle
-    with each child; import checkers (grimp, import-linter) leave those implicit edges out too.
-    """
+
+def _edges(module: Module) -> Iterator[Edge]:
+    """Every edge of ``module``: what each of its imports names, and the package ``__init__`` modules they run
+    on the way — but not the importer's own enclosing packages (already running when it runs: counting them
+    would make each child of a package that re-exports its children a cycle with it, as grimp and
+    import-linter would agree).  A module names its own package only by importing from it explicitly."""
+    running = {*_enclosing_packages(module.name), module.name}
+    for node in ast.walk(module.tree):
+        if not (isinstance(node, ast.Import | ast.ImportFrom) or _is_import_call(node)):
+            continue
+        line = getattr(node, "lineno", 0)
+        named = [target for target in _targets(module, node) if target != module.name]
+        yield from (Edge(module.name, target, line) for target in named)
+        for target in named:
+            for package in _enclosing_packages(target):
+                if package not in running and package not in named and package in MODULES:
+                    yield Edge(module.name, package, line, via=target)
+
+
+@functools.cache
+def _import_graph() -> Mapping[str, Mapping[str, Edge]]:
+    """source -> target -> the first edge from source to target (read once: several tests walk it)."""
     graph: dict[str, dict[str, Edge]] = {name: {} for name in MODULES}
     for module in MODULES.values():
-        for node in ast.walk(module.tree):
-            if not isinstance(node, ast.Import | ast.ImportFrom):
-                continue
-            for target in _targets(module, node):
-                if target != module.name and target not in graph[module.name]:
-                    graph[module.name][target] = Edge(module.name, target, node.lineno)
+        for edge in _edges(module):
+            graph[module.name].setdefault(edge.target, edge)
     return graph
 
 
-def _strongly_connected(graph: dict[str, dict[str, Edge]]) -> list[list[str]]:
+def _strongly_connected(graph: Mapping[str, Mapping[str, object]]) -> list[list[str]]:
     """Tarjan's algorithm, iterative (the graph is small, but recursion limits are not worth thinking about)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -160,91 +249,160 @@ def _strongly_connected(graph: dict[str, dict[str, Edge]]) -> list[list[str]]:
     return components
 
 
-def _shortest_cycle(graph: dict[str, dict[str, Edge]], start: str, within: set[str]) -> list[Edge]:
-    """A shortest import cycle through ``start`` using only modules of ``within`` (its component)."""
-    previous: dict[str, Edge] = {}
+def _shortest_path(graph: Mapping[str, Mapping[str, Edge]], start: str, goal: str, within: set[str]) -> list[Edge]:
+    """The edges of a shortest path from ``start`` to ``goal`` through nodes of ``within`` (a cycle when the
+    goal is the start): ``[]`` when there is none."""
+    previous: dict[str, tuple[str, Edge]] = {}
     queue = deque([start])
     while queue:
         node = queue.popleft()
         for target, edge in sorted(graph[node].items()):
-            if target not in within:
+            if target not in within or (target in previous and target != goal):
                 continue
-            if target == start:
-                path = [edge]
-                while path[0].source != start:
-                    path.insert(0, previous[path[0].source])
+            if target == goal:
+                path, at = [edge], node
+                while at != start:
+                    at, step = previous[at]
+                    path.insert(0, step)
                 return path
-            if target not in previous:
-                previous[target] = edge
-                queue.append(target)
-    return []  # unreachable for a member of a component of two or more
+            previous[target] = (node, edge)
+            queue.append(target)
+    return []
 
 
-def test_the_package_import_graph_has_no_cycle() -> None:
-    graph = _import_graph()
-    components = [c for c in _strongly_connected(graph) if len(c) > 1]
+def _shortest_cycle(graph: Mapping[str, Mapping[str, Edge]], start: str, within: set[str]) -> list[Edge]:
+    """A shortest cycle through ``start`` using only nodes of ``within`` (its component)."""
+    return _shortest_path(graph, start, start, within)
+
+
+def _cycle_report(graph: Mapping[str, Mapping[str, Edge]], what: str) -> list[str]:
+    """One paragraph per cycle of ``graph``: its members, and one shortest cycle through each member —
+    together they show every edge that closes a loop."""
     report: list[str] = []
-    for component in components:
+    for component in (c for c in _strongly_connected(graph) if len(c) > 1):
         members = set(component)
-        report.append(f"cycle among {len(component)} modules: {', '.join(component)}")
-        # One shortest cycle through each member: together they show every edge that closes a loop.
+        report.append(f"cycle among {len(component)} {what}: {', '.join(component)}")
         seen: set[tuple[str, ...]] = set()
         for member in component:
             cycle = _shortest_cycle(graph, member, members)
-            key = tuple(sorted(edge.source for edge in cycle))
-            if key in seen:
-                continue
-            seen.add(key)
-            report.append("  " + "\n    ".join(edge.describe() for edge in cycle))
-    assert not components, "import cycles in the package:\n" + "\n".join(report)
+            key = tuple(sorted(f"{edge.source}>{edge.target}" for edge in cycle))
+            if key not in seen:
+                seen.add(key)
+                report.append("  " + "\n    ".join(edge.describe() for edge in cycle))
+    return report
+
+
+def test_the_package_import_graph_has_no_cycle() -> None:
+    report = _cycle_report(_import_graph(), "modules")
+    assert not report, "import cycles in the package:\n" + "\n".join(report)
+
+
+# --- no cycle between packages ----------------------------------------------------------------------
+
+# The root's modules are the data model (messages, parts, settings, errors, events, redaction) with the root's
+# private helpers, beneath every package — and the user API, above them all, each module a node of its own:
+# the package's __init__, the command line (which runs the demo), explain() over a run's record (which the
+# demo prints), the deprecation aliases of moved paths (which name modules of every layer).
+USER_API = frozenset({PACKAGE, f"{PACKAGE}.__main__", f"{PACKAGE}.explain", f"{PACKAGE}._deprecate"})
+DATA_MODEL_LAYER = f"{PACKAGE} (data model)"
+
+
+def _package_of(module: str) -> str:
+    """``agentactors.X`` for ``agentactors.X.*``; for a root module, itself (the user API) or the data model."""
+    if module in USER_API:
+        return module
+    parts = module.split(".")
+    if len(parts) == 2 and not MODULES[module].is_package:
+        return DATA_MODEL_LAYER
+    return ".".join(parts[:2])
+
+
+def _package_graph(graph: Mapping[str, Mapping[str, Edge]]) -> dict[str, dict[str, Edge]]:
+    """The import graph with each module collapsed to its package: package -> package -> a module edge."""
+    packages: dict[str, dict[str, Edge]] = {_package_of(name): {} for name in graph}
+    for source, targets in sorted(graph.items()):
+        for target, edge in sorted(targets.items()):
+            if (into := _package_of(target)) != (outof := _package_of(source)):
+                packages[outof].setdefault(into, edge)
+    return packages
+
+
+def test_no_cycle_between_packages() -> None:
+    """``actors`` ↔ ``tools`` was one: a package that imports another's module while that one imports it back
+    cannot be understood, tested or moved alone — even when no single module closes the loop."""
+    report = _cycle_report(_package_graph(_import_graph()), "packages")
+    assert not report, "import cycles between packages:\n" + "\n".join(report)
 
 
 # --- the actor kernel stands alone ----------------------------------------------------------------
 
-KERNEL = [
-    f"{PACKAGE}.actors.{name}"
-    for name in ("_cell", "runtime", "ref", "worker", "supervision", "mailbox", "frame", "crossing", "threads")
-    if f"{PACKAGE}.actors.{name}" in MODULES
-]
-
-# What the kernel is the foundation of: it may know none of them (docs/architecture.md, "Layout").
-ABOVE_THE_KERNEL = (
-    f"{PACKAGE}.agent",
-    f"{PACKAGE}.loop",
-    f"{PACKAGE}.providers",
-    f"{PACKAGE}.tools",
-    f"{PACKAGE}.gateway",
-    f"{PACKAGE}.resilience",
-    f"{PACKAGE}.sessions",
-)
+KERNEL = sorted(name for name in MODULES if name == f"{PACKAGE}.actors" or name.startswith(f"{PACKAGE}.actors."))
 
 
-def _is_above_the_kernel(module: str) -> bool:
-    return any(module == layer or module.startswith(layer + ".") for layer in ABOVE_THE_KERNEL)
+def _kernel_may_import(module: str) -> bool:
+    """The kernel itself and the root's data model: everything else is above it (docs/architecture.md)."""
+    return module in KERNEL or _package_of(module) == DATA_MODEL_LAYER
 
 
 def test_the_actor_kernel_imports_nothing_above_it() -> None:
-    """Directly or through a module it imports: a kernel that reaches the loop by way of a helper still does."""
-    assert KERNEL, "no kernel module found: update KERNEL to the layout"
+    """Directly or through a module it imports: a kernel that reaches the loop by way of a helper (or of the
+    data model's lazy names) still does."""
+    assert f"{PACKAGE}.actors.runtime" in KERNEL, "no kernel module found: update KERNEL to the layout"
     graph = _import_graph()
     offenders: list[str] = []
     for start in KERNEL:
-        previous: dict[str, Edge] = {}
+        previous: dict[str, tuple[str, Edge]] = {}
         queue = deque([start])
         while queue:
             node = queue.popleft()
             for target, edge in sorted(graph[node].items()):
                 if target in previous or target == start:
                     continue
-                previous[target] = edge
-                if _is_above_the_kernel(target):
-                    path = [edge]
-                    while path[0].source != start:
-                        path.insert(0, previous[path[0].source])
-                    offenders.append(f"{start} reaches {target}:\n    " + "\n    ".join(e.describe() for e in path))
-                else:
+                previous[target] = (node, edge)
+                if _kernel_may_import(target):
                     queue.append(target)
+                    continue
+                path, at = [edge], node
+                while at != start:
+                    at, step = previous[at]
+                    path.insert(0, step)
+                offenders.append(f"{start} reaches {target}:\n    " + "\n    ".join(e.describe() for e in path))
+                queue.clear()  # one way up per kernel module is enough to show
+                break
     assert not offenders, "the actor kernel imports from above it:\n" + "\n".join(offenders)
+
+
+# --- a private module is its package's ----------------------------------------------------------
+
+
+def _private_owner(module: str) -> str | None:
+    """The package a module is private to: ``a.b`` for ``a.b._x`` (or ``a.b._x.y``), None for a public one."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return ".".join(parts[:i])
+    return None
+
+
+def _inside(module: Module, package: str) -> bool:
+    return module.package == package or module.package.startswith(package + ".")
+
+
+def _private_imports(module: Module) -> Iterator[Edge]:
+    """The imports by ``module`` of a private module of a package it is not inside (the first of each)."""
+    seen: set[str] = set()
+    for edge in _edges(module):
+        owner = _private_owner(edge.target)
+        if not edge.via and owner is not None and not _inside(module, owner) and edge.target not in seen:
+            seen.add(edge.target)
+            yield edge
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    """``a.b._x`` is ``a.b``'s (and its subpackages'): its names may change with no deprecation, so a module
+    outside would break silently.  The root's private modules (``agentactors._scrub``) are the whole package's."""
+    offenders = [edge.describe() for module in MODULES.values() for edge in _private_imports(module)]
+    assert not offenders, "imports of another package's private module:\n" + "\n".join(offenders)
 
 
 # --- no module reads another module's private attributes ------------------------------------------
@@ -589,6 +747,12 @@ def _private_reads(module: Module) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+@functools.cache
+def _package_private_reads() -> Mapping[str, list[tuple[int, str]]]:
+    """Every module's private reads, found once (the slowest walk here, and two tests need it)."""
+    return {name: _private_reads(module) for name, module in MODULES.items()}
+
+
 def test_no_module_reads_private_attributes_of_another_modules_objects() -> None:
     """``x._name`` where ``x`` is not ``self``/``cls``/``super()``, unless the module defines ``_name`` and ``x`` is
     provably of one of its classes — otherwise the reader may reach into state another module owns (modules
@@ -597,7 +761,7 @@ def test_no_module_reads_private_attributes_of_another_modules_objects() -> None
     offenders = [
         f"{module.where}:{line}: {text}"
         for module in MODULES.values()
-        for line, text in _private_reads(module)
+        for line, text in _package_private_reads()[module.name]
         if (module.where, text) not in ALLOWED_PRIVATE_READS
     ]
     assert not offenders, f"{len(offenders)} reads of another module's private attributes:\n" + "\n".join(offenders)
@@ -605,7 +769,7 @@ def test_no_module_reads_private_attributes_of_another_modules_objects() -> None
 
 def test_the_allow_list_has_no_stale_entries() -> None:
     """An exception nobody needs any more is a hole for the next violation: remove it."""
-    used = {(module.where, text) for module in MODULES.values() for _, text in _private_reads(module)}
+    used = {(MODULES[name].where, text) for name, reads in _package_private_reads().items() for _, text in reads}
     stale = sorted(set(ALLOWED_PRIVATE_READS) - used)
     assert not stale, f"allow-list entries no module needs: {stale}"
 
@@ -626,7 +790,12 @@ def test_relative_imports_resolve_from_modules_and_packages() -> None:
     assert _resolve_relative(package, 2, None) == PACKAGE
 
 
-def test_every_kind_of_import_is_an_edge_but_a_string_import() -> None:
+def _named(module: Module) -> set[tuple[str, str]]:
+    """``module``'s edges as (target, via) pairs."""
+    return {(edge.target, edge.via) for edge in _edges(module)}
+
+
+def test_every_kind_of_import_is_an_edge() -> None:
     module = _made_up(
         f"{PACKAGE}.actors.runtime",
         "from typing import TYPE_CHECKING\n"
@@ -634,18 +803,84 @@ def test_every_kind_of_import_is_an_edge_but_a_string_import() -> None:
         "from .ref import ActorRef\n"  # relative, module level
         "import agentactors.events\n"  # absolute
         "if TYPE_CHECKING:\n"
-        "    from ..agent import Agent\n"  # type checking only
+        "    from ..agent import Agent\n"  # type checking only: a name of the package's __init__
         "def later():\n"
-        "    from agentactors.loop import controller\n"  # function level, a submodule by from-import
-        "    importlib.import_module('agentactors.tools')\n",  # a deprecation shim: not an edge
+        "    import agentactors.loop.controller\n"  # function level
+        "    importlib.import_module('agentactors.tools')\n",  # by name
     )
-    targets = {
-        t
-        for node in ast.walk(module.tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for t in _targets(module, node)
+    assert _named(module) == {
+        (f"{PACKAGE}.actors.ref", ""),
+        (f"{PACKAGE}.events", ""),
+        (f"{PACKAGE}.agent", ""),
+        (f"{PACKAGE}.loop.controller", ""),
+        (f"{PACKAGE}.loop", f"{PACKAGE}.loop.controller"),  # its package's __init__ runs first
+        (f"{PACKAGE}.tools", ""),
     }
-    assert targets == {f"{PACKAGE}.actors.ref", f"{PACKAGE}.events", f"{PACKAGE}.agent", f"{PACKAGE}.loop.controller"}
+
+
+def test_an_import_by_name_is_an_edge_however_the_name_is_given() -> None:
+    module = _made_up(
+        f"{PACKAGE}.made_up",
+        "import importlib\n"
+        "_HOME = 'agentactors.providers.errors'\n"
+        "def constant():\n"
+        "    return importlib.import_module(_HOME)\n"  # a module-level constant
+        "def table(name):\n"
+        "    return importlib.import_module({'a': 'agentactors.events', 'b': 'not.a.module'}[name])\n",  # computed
+    )
+    assert _named(module) == {
+        (f"{PACKAGE}.providers.errors", ""),
+        (f"{PACKAGE}.providers", f"{PACKAGE}.providers.errors"),
+        (f"{PACKAGE}.events", ""),
+    }
+
+
+def test_a_module_runs_the_packages_it_imports_through_but_not_its_own() -> None:
+    module = _made_up(
+        f"{PACKAGE}.loop.made_up",
+        "import agentactors.loop.result as result\n"  # a sibling: its package is already running
+        "from agentactors.tools.results import ToolResult\n"  # runs tools/__init__ on the way
+        "from . import controller\n",  # a sibling read from its package's namespace: an edge to the package
+    )
+    assert _named(module) == {
+        (f"{PACKAGE}.loop.result", ""),
+        (f"{PACKAGE}.tools.results", ""),
+        (f"{PACKAGE}.tools", f"{PACKAGE}.tools.results"),
+        (f"{PACKAGE}.loop.controller", ""),
+        (f"{PACKAGE}.loop", ""),
+    }
+
+
+def test_modules_collapse_to_their_package_and_the_root_to_two_layers() -> None:
+    assert _package_of(f"{PACKAGE}.providers.openai.decode") == f"{PACKAGE}.providers"
+    assert _package_of(f"{PACKAGE}.tools") == f"{PACKAGE}.tools"
+    assert _package_of(f"{PACKAGE}.messages") == _package_of(f"{PACKAGE}._scrub") == DATA_MODEL_LAYER
+    assert _package_of(PACKAGE) == PACKAGE and _package_of(f"{PACKAGE}.explain") == f"{PACKAGE}.explain"
+    assert _kernel_may_import(f"{PACKAGE}.errors") and _kernel_may_import(f"{PACKAGE}.actors._cell")
+    assert not _kernel_may_import(f"{PACKAGE}.tools") and not _kernel_may_import(PACKAGE)
+    executor, ref, tools = f"{PACKAGE}.tools.executor", f"{PACKAGE}.actors.ref", f"{PACKAGE}.tools"
+    graph = {  # no module cycle, a package cycle all the same
+        executor: {ref: Edge(executor, ref, 1)},
+        ref: {tools: Edge(ref, tools, 2)},
+        tools: {},
+    }
+    assert [c for c in _strongly_connected(graph) if len(c) > 1] == []
+    assert [c for c in _strongly_connected(_package_graph(graph)) if len(c) > 1] == [[f"{PACKAGE}.actors", tools]]
+
+
+def test_a_private_module_is_its_packages_and_its_subpackages() -> None:
+    assert _private_owner(f"{PACKAGE}.testing._fake_script") == f"{PACKAGE}.testing"
+    assert _private_owner(f"{PACKAGE}._demo.main") == PACKAGE
+    assert _private_owner(f"{PACKAGE}.__main__") is _private_owner(f"{PACKAGE}.testing") is None
+    outsider = _made_up(
+        f"{PACKAGE}._demo.made_up",
+        "from ..testing._fake_script import Script\n"  # another package's private module
+        "from agentactors import _scrub\n"  # the root's: the whole package's
+        "from . import chain\n",
+    )
+    assert [edge.target for edge in _private_imports(outsider)] == [f"{PACKAGE}.testing._fake_script"]
+    inside = _made_up(f"{PACKAGE}.providers.openai.made_up", "from .. import _media\n")  # a subpackage's
+    assert list(_private_imports(inside)) == []
 
 
 def test_cycles_are_found_and_shown() -> None:
