@@ -1,11 +1,45 @@
-"""Agents as endpoints.
+"""Agents as endpoints: the protocols other software already speaks, served from agents.
 
+``openai``
+    :func:`openai_app`: an ASGI app speaking OpenAI's Chat Completions API (``/v1/chat/completions``,
+    ``/v1/models``); ``model`` names the agent.
+``mcp``
+    :func:`mcp_server`: an MCP server (the official ``mcp`` SDK, the ``[mcp]`` extra) offering agents and
+    tools as MCP tools, over stdio or streamable HTTP.
+``agui``
+    :func:`agui_app`: an ASGI app streaming a run as AG-UI events (``POST /`` a ``RunAgentInput``).
 ``asgi``
     :func:`lifespan`: an ASGI lifespan that owns a :class:`~agentactors.Runtime` (Starlette, FastAPI).
+
+The names are imported on first use, so ``import agentactors.serve`` needs no extra: only
+``mcp_server`` needs the ``mcp`` SDK.  docs/serve.md has the recipes.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .asgi import lifespan
 
-__all__ = ["lifespan"]
+if TYPE_CHECKING:
+    from .agui import agui_app
+    from .mcp import mcp_server
+    from .openai import openai_app
+
+__all__ = ["agui_app", "lifespan", "mcp_server", "openai_app"]
+
+_LAZY = {"openai_app": ".openai", "mcp_server": ".mcp", "agui_app": ".agui"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

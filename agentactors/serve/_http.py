@@ -1,0 +1,249 @@
+"""The raw-ASGI toolbox the serving apps share: bodies, JSON answers, event streams, disconnects, the runtime.
+
+The apps are plain ASGI callables rather than Starlette applications: they need exactly two routes each,
+and what they need most — a run cancelled the moment its client goes away, for a JSON answer as much as
+for a stream — is a ``receive()`` watched beside the run, which a framework's request object hides.  So
+``import agentactors.serve`` pulls in no web framework, and any ASGI server (uvicorn on asyncio, hypercorn
+on asyncio or trio) runs them.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from ..actors.runtime import Runtime
+from .asgi import lifespan
+
+__all__ = [
+    "ASGIApp",
+    "AppRuntime",
+    "BodyError",
+    "Disconnected",
+    "EventStream",
+    "Receive",
+    "Scope",
+    "Send",
+    "bearer_keys",
+    "authorized",
+    "cancelled_on_disconnect",
+    "read_json",
+    "route_path",
+    "send_json",
+]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: The largest request body the apps read by default: a conversation with a few inline images fits.
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+
+
+class Disconnected(Exception):
+    """The client went away before its request body had arrived."""
+
+
+class BodyError(Exception):
+    """A request body the app cannot read: too large, not JSON, not a JSON object."""
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path inside the app (a mount's ``root_path`` taken off when the server left it on)."""
+    path: str = scope.get("path") or "/"
+    root: str = scope.get("root_path") or ""
+    if root and path.startswith(root):
+        path = path[len(root) :] or "/"
+    return path
+
+
+async def read_json(receive: Receive, scope: Scope, limit: int = DEFAULT_MAX_BODY) -> dict[str, Any]:
+    """The request body as a JSON object, read up to ``limit`` bytes.
+
+    :raises BodyError: the body is longer than ``limit`` (told by its ``content-length`` or while it
+        arrives), is not UTF-8 JSON, or is not an object.
+    :raises Disconnected: the client left before the body was complete.
+    """
+    declared = _header(scope, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyError(f"the request body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyError(f"the request body is larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    try:
+        value = json.loads(b"".join(chunks))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BodyError(f"the request body is not valid JSON ({exc.__class__.__name__})") from None
+    if not isinstance(value, dict):
+        raise BodyError("the request body must be a JSON object")
+    return value
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def bearer_keys(api_keys: Iterable[str] | None) -> tuple[bytes, ...] | None:
+    """``api_keys`` checked and encoded for :func:`authorized`; ``None`` when the app is open.
+
+    :raises TypeError: a bare string (one key is ``[key]``) or a key that is not a str.
+    :raises ValueError: an empty allow-list (nobody could call the app: a configuration mistake) or an
+        empty key.
+    """
+    if api_keys is None:
+        return None
+    if isinstance(api_keys, str | bytes):
+        raise TypeError("api_keys is a list of keys, not one string: pass [key]")
+    keys = tuple(api_keys)
+    if not keys:
+        raise ValueError("api_keys is empty: no client could call the app (pass None for an open app)")
+    for key in keys:
+        if not isinstance(key, str) or not key:
+            raise ValueError("every API key must be a non-empty str")
+    return tuple(k.encode() for k in keys)
+
+
+def authorized(scope: Scope, keys: tuple[bytes, ...] | None) -> bool:
+    """Whether the request's ``Authorization: Bearer …`` is one of ``keys`` (always, for an open app).
+
+    Every key is compared, each in constant time: neither the time nor the answer tells a caller how
+    much of a key it guessed, or which key it was near.
+    """
+    if keys is None:
+        return True
+    header = _header(scope, b"authorization") or ""
+    scheme, _, token = header.partition(" ")
+    given = token.strip().encode("latin-1") if scheme.lower() == "bearer" else b""
+    found = False
+    for key in keys:
+        found |= hmac.compare_digest(given, key)
+    return found and bool(given)
+
+
+async def send_json(
+    send: Send, status: int, payload: Any, headers: Mapping[str, str] | None = None
+) -> None:
+    """Answer with ``payload`` as JSON and ``status``."""
+    body = json.dumps(payload, ensure_ascii=False).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items())
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+class EventStream:
+    """A ``text/event-stream`` answer: :meth:`start` once, :meth:`data` per event, :meth:`end`."""
+
+    __slots__ = ("_send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def start(self) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-store"),
+            (b"x-accel-buffering", b"no"),  # a proxy in front must not hold the events back
+        ]
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+        self.started = True
+
+    async def data(self, value: Any) -> None:
+        """One event: ``data: <value as JSON>`` (a str is sent as it is)."""
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        await self._send({"type": "http.response.body", "body": f"data: {text}\n\n".encode(), "more_body": True})
+
+    async def end(self) -> None:
+        await self._send({"type": "http.response.body", "body": b""})
+
+
+@asynccontextmanager
+async def cancelled_on_disconnect(receive: Receive) -> AsyncIterator[anyio.CancelScope]:
+    """A block that is cancelled when the client disconnects (call after the body was read).
+
+    The request's work — a run, and the stream of its events — goes inside: a client that goes away
+    cancels the run, its model request and its tools with it, whether it waited for a JSON answer or
+    read a stream.  The yielded scope's ``cancelled_caught`` tells afterwards that it happened.
+    """
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch)
+        try:
+            yield tg.cancel_scope
+        finally:
+            tg.cancel_scope.cancel()
+
+
+class AppRuntime:
+    """The runtime an app's runs use, and the ASGI lifespan that can open one for the app's lifetime.
+
+    Each run uses, in order: the ``runtime=`` the app was made with; the runtime its agent is bound to
+    (:meth:`Agent.bind <agentactors.Agent.bind>`); the runtime the app's lifespan opened (when the server
+    runs lifespans and neither of the first two covers every agent); else none — the agent then finds the
+    current one or opens a private one per run, as ``agent.run`` does anywhere.
+    """
+
+    __slots__ = ("_explicit", "_needs_own", "opened")
+
+    def __init__(self, runtime: Runtime | None, agents: Iterable[Any]) -> None:
+        if runtime is not None and not isinstance(runtime, Runtime):
+            raise TypeError(f"runtime must be a Runtime or None, not {type(runtime).__name__}")
+        self._explicit = runtime
+        self._needs_own = runtime is None and any(getattr(a, "runtime", None) is None for a in agents)
+        self.opened: Runtime | None = None
+
+    def for_agent(self, agent: Any) -> Runtime | None:
+        if self._explicit is not None:
+            return self._explicit
+        bound: Runtime | None = getattr(agent, "runtime", None)
+        return bound if bound is not None else self.opened
+
+    async def serve_lifespan(self, receive: Receive, send: Send) -> None:
+        """The ASGI lifespan protocol: open a runtime at startup when one is needed, close it at shutdown."""
+        message = await receive()
+        if message["type"] != "lifespan.startup":  # pragma: no cover - the protocol starts with startup
+            return
+        if not self._needs_own:
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        phase = "startup"
+        try:
+            async with lifespan()(None) as state:
+                self.opened = state["runtime"]
+                await send({"type": "lifespan.startup.complete"})
+                phase = "shutdown"
+                await receive()  # lifespan.shutdown
+                self.opened = None
+        except Exception as exc:
+            await send({"type": f"lifespan.{phase}.failed", "message": f"{type(exc).__name__}: {exc}"})
+            return
+        await send({"type": "lifespan.shutdown.complete"})

@@ -1,0 +1,205 @@
+"""``mcp_server``: agents and tools offered as MCP tools, to Claude Desktop, IDEs and other agents.
+
+Built on the official ``mcp`` SDK's low-level :class:`mcp.server.lowlevel.Server` (the ``[mcp]`` extra):
+its tools are listed and called from this module's two handlers, so an agent's tool and a ``@tool``'s
+keep exactly the schemas they have here.  Each agent is a tool taking ``input`` (a string) whose result
+is the answer as text content — and, for an agent with a typed output, the value as structured content.
+Each ``@tool`` (or plain function) keeps its name, description and parameters schema.
+
+A failing call is an ``isError`` result whose text says briefly what failed (the error's class and
+message, redacted); a call cancelled by the client (``notifications/cancelled``) cancels the run or the
+tool.  Serve it over stdio::
+
+    from mcp.server.stdio import stdio_server
+
+    server = mcp_server([agent])
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+or over streamable HTTP, as an ASGI app (uvicorn, hypercorn) at ``/mcp``: ``server.streamable_http_app()``.
+The agents' runs use ``runtime=`` when given, else an agent's bound runtime, else one the server opens
+for its lifetime (its lifespan, entered once per stdio connection or HTTP app).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from .._version import __version__
+from ..actors.runtime import Runtime
+from ..agent.core import Agent
+from ..errors import ModelRetry, ToolDenied, redact
+from ..loop.result import RunResult
+from ..tools.registry import Tool, ToolContext, tool
+from ..tools.results import render_result
+
+__all__ = ["mcp_server"]
+
+#: The one parameter of an agent's tool.
+AGENT_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "What to ask the agent."}},
+    "required": ["input"],
+}
+
+_MAX_ERROR = 500
+
+#: What :func:`mcp_server` offers: agents and tools, as a list or as ``{tool name: agent or tool}``.
+Offered = Mapping[str, "Agent[Any] | Tool[Any, Any]"] | Iterable["Agent[Any] | Tool[Any, Any] | Callable[..., Any]"]
+
+
+def mcp_server(
+    agents_or_tools: Offered,
+    *,
+    name: str = "agentactors",
+    runtime: Runtime | None = None,
+) -> Server[dict[str, Any]]:
+    """An MCP server (the SDK's low-level ``Server``) offering ``agents_or_tools`` as its tools.
+
+    ``agents_or_tools``: agents (each needs a ``name``: its tool's name) and ``@tool``s or plain functions,
+    or a mapping ``{tool name: agent or tool}``.  ``name``: the server's name in the MCP handshake.
+
+    :raises TypeError: an entry that is neither an Agent nor a tool.
+    :raises ValueError: an agent without a name, or two tools of one name.
+    """
+    entries = _entries(agents_or_tools)
+    listing = [_listed(tool_name, entry) for tool_name, entry in entries.items()]
+    holder = _Runtimes(runtime, [e for e in entries.values() if isinstance(e, Agent)])
+
+    async def list_tools(
+        ctx: ServerRequestContext[dict[str, Any]], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(
+        ctx: ServerRequestContext[dict[str, Any]], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        entry = entries.get(params.name)
+        if entry is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        arguments = params.arguments or {}
+        if isinstance(entry, Agent):
+            return await _ask(entry, arguments, holder.for_agent(entry))
+        return await _call(entry, arguments)
+
+    return Server(name, version=__version__, lifespan=holder.lifespan, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _entries(given: Any) -> dict[str, Agent[Any] | Tool[Any, Any]]:
+    if isinstance(given, Agent | Tool) or (callable(given) and not isinstance(given, Mapping)):
+        given = [given]
+    items = given.items() if isinstance(given, Mapping) else ((None, e) for e in given)
+    entries: dict[str, Agent[Any] | Tool[Any, Any]] = {}
+    for key, entry in items:
+        if not isinstance(entry, Agent | Tool):
+            if not callable(entry):
+                raise TypeError(f"mcp_server offers Agents and tools, not {type(entry).__name__}")
+            entry = tool(entry)
+        tool_name = key or entry.name
+        if not tool_name:
+            raise ValueError("an agent offered over MCP needs a name: Agent(..., name=...) or {name: agent}")
+        if tool_name in entries:
+            raise ValueError(f"two tools named {tool_name!r}")
+        entries[tool_name] = entry
+    if not entries:
+        raise ValueError("mcp_server needs at least one agent or tool")
+    return entries
+
+
+def _listed(tool_name: str, entry: Agent[Any] | Tool[Any, Any]) -> types.Tool:
+    if isinstance(entry, Tool):
+        return types.Tool(name=tool_name, description=entry.description or None, input_schema=entry.parameters)
+    description = f"Ask the {tool_name} agent: it answers `input`, using its own tools."
+    return types.Tool(name=tool_name, description=description, input_schema=AGENT_INPUT_SCHEMA)
+
+
+class _Runtimes:
+    """The runtime each agent's runs use; the server's lifespan opens one when no agent has its own."""
+
+    def __init__(self, runtime: Runtime | None, agents: list[Agent[Any]]) -> None:
+        if runtime is not None and not isinstance(runtime, Runtime):
+            raise TypeError(f"runtime must be a Runtime or None, not {type(runtime).__name__}")
+        self.explicit = runtime
+        self.needs_own = runtime is None and any(a.runtime is None for a in agents)
+        self.opened: Runtime | None = None
+
+    def for_agent(self, agent: Agent[Any]) -> Runtime | None:
+        return self.explicit or agent.runtime or self.opened
+
+    @asynccontextmanager
+    async def lifespan(self, server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        if not self.needs_own or self.opened is not None:
+            yield {}
+            return
+        async with Runtime() as rt:
+            self.opened = rt
+            try:
+                yield {}
+            finally:
+                self.opened = None
+
+
+async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime | None) -> types.CallToolResult:
+    prompt = arguments.get("input")
+    if not isinstance(prompt, str):
+        return _error("the argument 'input' (a string) is required")
+    try:
+        result = await agent.run(prompt, runtime=runtime)
+    except Exception as exc:
+        return _error(_described(exc))
+    if not result.ok:
+        return _error(_failure(result))
+    structured = None
+    if agent.output_type is not str:
+        value = json.loads(render_result(result.output))
+        structured = value if isinstance(value, dict) else {"result": value}
+    return types.CallToolResult(content=[types.TextContent(text=result.content)], structured_content=structured)
+
+
+def _failure(result: RunResult[Any]) -> str:
+    if result.error is not None:
+        return _described(result.error)
+    if result.bounded:
+        return "the agent stopped at its step limit before a final answer"
+    return "the agent produced no answer"
+
+
+async def _call(entry: Tool[Any, Any], arguments: Mapping[str, Any]) -> types.CallToolResult:
+    issues = entry.validate(arguments)
+    if issues:
+        return _error(entry.invalid_text(issues))
+    context = ToolContext(call_id=f"mcp-{uuid.uuid4().hex[:12]}", tool_name=entry.name)
+    try:
+        with anyio.fail_after(entry.timeout):
+            value = await entry.invoke(arguments, context)
+        text = render_result(value)
+    except (ModelRetry, ToolDenied) as signal:
+        return _error(redact(str(signal))[:_MAX_ERROR])
+    except Exception as exc:
+        return _error(_described(exc))
+    structured = None
+    if not isinstance(value, str):
+        parsed = json.loads(text)
+        structured = parsed if isinstance(parsed, dict) else {"result": parsed}
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
+
+
+def _described(exc: BaseException) -> str:
+    message = redact(str(exc)).strip()
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 1] + "…"
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+

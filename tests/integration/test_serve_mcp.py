@@ -1,0 +1,123 @@
+"""mcp_server over its two transports, called with the ``mcp`` SDK's own client: stdio (a subprocess) and
+streamable HTTP (served on 127.0.0.1 in the test: uvicorn on asyncio, hypercorn on trio).  A client's
+cancellation (``notifications/cancelled``) reaches the run over both."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from starlette.applications import Starlette
+
+from agentactors import Agent, LLMRequest, ScriptedProvider, ToolCall, tool
+from agentactors.serve import mcp_server
+from tests.support.paths import ROOT
+from tests.support.services import load_example, serving
+
+pytestmark = pytest.mark.anyio
+
+# The stdio server: an agent that answers, and one that hangs and records its cancellation in a file.
+STDIO_SERVER = textwrap.dedent(
+    """
+    import os, sys
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from agentactors import Agent, ScriptedProvider, tool
+    from agentactors.serve import mcp_server
+
+    @tool
+    def add(a: int, b: int) -> int:
+        "Add two integers."
+        return a + b
+
+    async def hang(request):
+        open(os.environ["CANCELLED_FILE"] + ".started", "w").close()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with open(os.environ["CANCELLED_FILE"], "w") as f:
+                f.write("cancelled")
+
+    async def main():
+        echo = Agent(ScriptedProvider(lambda request: "echo: " + request.messages[-1].content), name="echo")
+        slow = Agent(ScriptedProvider(hang), name="slow")
+        server = mcp_server([echo, slow, add], name="stdio-test")
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+    """
+)
+
+
+def stdio_params(cancelled_file: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-c", STDIO_SERVER], cwd=str(ROOT),
+        env={"CANCELLED_FILE": str(cancelled_file), "PYTHONPATH": str(ROOT)},
+    )
+
+
+async def cancel_a_call(client: Client, tool_name: str, started: Any) -> None:
+    """Call ``tool_name`` and cancel the call once ``started()`` is true (the client sends notifications/cancelled)."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.call_tool, tool_name, {"input": "wait"})
+        with anyio.fail_after(20):
+            while not started():  # noqa: ASYNC110 - over stdio, the server's process can only tell by a file
+                await anyio.sleep(0.02)
+        tg.cancel_scope.cancel()
+
+
+async def test_over_stdio(tmp_path: Path) -> None:
+    cancelled = tmp_path / "cancelled"
+    async with Client(stdio_params(cancelled)) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert names == ["echo", "slow", "add"]
+        answer = await client.call_tool("echo", {"input": "hello"})
+        assert not answer.is_error and answer.content[0].text == "echo: hello"  # type: ignore[union-attr]
+        total = await client.call_tool("add", {"a": 2, "b": 40})
+        assert total.content[0].text == "42"  # type: ignore[union-attr]
+        await cancel_a_call(client, "slow", (tmp_path / "cancelled.started").exists)
+        with anyio.fail_after(20):
+            while not cancelled.exists():  # noqa: ASYNC110 - the server's process tells by a file
+                await anyio.sleep(0.05)
+        # The connection is still good after a cancelled call.
+        again = await client.call_tool("echo", {"input": "still here"})
+        assert again.content[0].text == "echo: still here"  # type: ignore[union-attr]
+
+
+@tool
+def shout(text: str) -> str:
+    """The text in capitals."""
+    return text.upper()
+
+
+async def test_over_streamable_http() -> None:
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    async def hang(request: LLMRequest) -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "never"  # pragma: no cover
+
+    helper = Agent(ScriptedProvider([ToolCall("c1", "shout", {"text": "hi"}), "It said HI."]), tools=[shout],
+                   name="helper")
+    slow = Agent(ScriptedProvider(hang), name="slow")
+    server = mcp_server([helper, slow, shout])
+    app: Starlette = server.streamable_http_app()
+    async with serving(app, load_example("serve_all"), probe="/mcp") as base, Client(base + "/mcp") as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["helper", "slow", "shout"]
+        answer = await client.call_tool("helper", {"input": "shout hi"})
+        assert not answer.is_error and answer.content[0].text == "It said HI."  # type: ignore[union-attr]
+        await cancel_a_call(client, "slow", started.is_set)
+        with anyio.fail_after(20):
+            await cancelled.wait()
+        assert (await client.call_tool("shout", {"text": "ok"})).content[0].text == "OK"  # type: ignore[union-attr]

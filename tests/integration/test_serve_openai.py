@@ -1,0 +1,255 @@
+"""openai_app served on 127.0.0.1 (uvicorn on asyncio, hypercorn on trio), called with the official ``openai``
+SDK, sync and async, streaming and not: the agent's tools run in the server, keys are checked on every route,
+refusals come in OpenAI's error shape, a client that leaves cancels its run, admission refusals are 429s."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import openai
+import pytest
+
+from agentactors import Agent, LLMRequest, ProviderActor, Runtime, ScriptedProvider, ToolCall, tool
+from agentactors.parts import Image
+from agentactors.serve import openai_app
+from tests.support.services import load_example, serving
+
+# On trio, the openai SDK's client leaves its HTTP library's nested async generators for the collector even
+# after a stream was read to its end; trio reports them as ResourceWarnings.  They are the client's, not the app's.
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator 'httpx2:ResourceWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator 'openai:ResourceWarning"),
+]
+KEY = "sk-serve-test-2f9c41d7"
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+ran: list[dict[str, Any]] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    ran.append({"a": a, "b": b})
+    return a + b
+
+
+def calculator(script: list[Any]) -> tuple[Agent[str], ScriptedProvider]:
+    provider = ScriptedProvider(script)
+    return Agent(provider, tools=[add], system="You add.", name="calc"), provider
+
+
+@asynccontextmanager
+async def served(app: Any) -> AsyncIterator[str]:
+    """``app`` on 127.0.0.1 with the example's server (uvicorn or hypercorn, by backend); yields ``.../v1``."""
+    async with serving(app, load_example("serve_all"), probe="/v1/models") as base:
+        yield base + "/v1"
+
+
+@asynccontextmanager
+async def clients(base: str) -> AsyncIterator[Any]:
+    """``client(key=KEY)`` makes an async SDK client on ``base``; each is closed when the block ends."""
+    made: list[openai.AsyncOpenAI] = []
+
+    def client(key: str = KEY) -> openai.AsyncOpenAI:
+        made.append(openai.AsyncOpenAI(base_url=base, api_key=key, max_retries=0, timeout=20))
+        return made[-1]
+
+    try:
+        yield client
+    finally:
+        for one in made:
+            await one.close()
+
+
+async def test_a_completion_runs_the_agent_and_its_tools_in_the_server() -> None:
+    ran.clear()
+    agent, provider = calculator([ToolCall("c1", "add", {"a": 2, "b": 3}), "2 + 3 = 5"])
+    async with served(openai_app({"calc": agent}, api_keys=[KEY])) as base, clients(base) as client:
+        answer = await client().chat.completions.create(
+            model="calc",
+            messages=[{"role": "system", "content": "Answer in digits."}, {"role": "user", "content": "2+3?"}],
+        )
+    assert answer.object == "chat.completion" and answer.model == "calc"
+    choice = answer.choices[0]
+    assert choice.message.content == "2 + 3 = 5" and choice.finish_reason == "stop"
+    assert choice.message.tool_calls is None, "the agent's tool calls stay in the server"
+    assert ran == [{"a": 2, "b": 3}]
+    system = provider.requests[0].messages[0]
+    assert system.role == "system" and system.content == "You add.\n\nAnswer in digits."
+    assert [spec.name for spec in provider.requests[0].tools] == ["add"]
+    usage = answer.usage
+    assert usage is not None and usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+async def test_a_stream_is_chat_completion_chunks_with_usage_last() -> None:
+    agent, _ = calculator(["one two three four"])
+    async with served(openai_app({"calc": agent}, api_keys=[KEY])) as base, clients(base) as client:
+        stream = await client().chat.completions.create(
+            model="calc", messages=[{"role": "user", "content": "count"}], stream=True,
+            stream_options={"include_usage": True},
+        )
+        chunks = [chunk async for chunk in stream]
+    assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "one two three four"
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1, "the text streamed in pieces"
+    finishing = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishing == ["stop"]
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+async def test_the_sync_client_streaming_and_not() -> None:
+    agent, _ = calculator(["first answer", "second answer"])
+    async with served(openai_app({"calc": agent}, api_keys=[KEY])) as base:
+
+        def call() -> tuple[str | None, str]:
+            sync = openai.OpenAI(base_url=base, api_key=KEY, max_retries=0, timeout=20)
+            with sync:
+                plain = sync.chat.completions.create(model="calc", messages=[{"role": "user", "content": "a"}])
+                streamed = sync.chat.completions.create(
+                    model="calc", messages=[{"role": "user", "content": "b"}], stream=True
+                )
+                text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+            return plain.choices[0].message.content, text
+
+        plain, text = await anyio.to_thread.run_sync(call)
+    assert (plain, text) == ("first answer", "second answer")
+
+
+async def test_images_and_the_conversation_reach_the_run() -> None:
+    agent, provider = calculator(["a red pixel"])
+    url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    async with served(openai_app({"calc": agent})) as base, clients(base) as client:
+        answer = await client().chat.completions.create(
+            model="calc",
+            messages=[
+                {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": "hi"},
+                {"role": "user", "content": [{"type": "text", "text": "what is it?"},
+                                             {"type": "image_url", "image_url": {"url": url}}]},
+            ],
+        )
+    assert answer.choices[0].message.content == "a red pixel"
+    request: LLMRequest = provider.requests[0]
+    assert [(m.role, m.content) for m in request.messages[1:]] == [
+        ("user", "hello"), ("assistant", "hi"), ("user", "what is it?")
+    ]
+    (image,) = request.messages[-1].media
+    assert isinstance(image, Image) and image.data == PNG and image.media_type == "image/png"
+
+
+async def test_every_route_needs_an_allowed_key() -> None:
+    agent, _ = calculator(["never"])
+    async with served(openai_app({"calc": agent}, api_keys=["other-key", KEY])) as base, clients(base) as client:
+        assert [m.id for m in (await client().models.list()).data] == ["calc"]
+        for key in ("wrong", KEY + "x", KEY[:-1]):
+            with pytest.raises(openai.AuthenticationError) as caught:
+                await client(key).models.list()
+            assert caught.value.code == "invalid_api_key"
+            with pytest.raises(openai.AuthenticationError):
+                await client(key).chat.completions.create(model="calc", messages=[{"role": "user", "content": "x"}])
+        async with httpx.AsyncClient() as raw:
+            response = await raw.get(base + "/models")
+        assert response.status_code == 401
+        assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+
+
+async def test_an_unknown_model_is_404_and_a_bad_body_is_400() -> None:
+    agent, provider = calculator(["never"])
+    async with served(openai_app({"calc": agent}, max_body_size=4096)) as base, clients(base) as client:
+        with pytest.raises(openai.NotFoundError) as caught:
+            await client().chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "x"}])
+        assert caught.value.code == "model_not_found"
+        with pytest.raises(openai.BadRequestError) as bad:
+            await client().chat.completions.create(model="calc", messages=[])
+        assert bad.value.param == "messages"
+        async with httpx.AsyncClient(base_url=base) as raw:
+            bodies: list[Any] = [
+                b"{not json",
+                json.dumps([1, 2]).encode(),
+                json.dumps({"model": "calc", "messages": "hi"}).encode(),
+                json.dumps({"model": "calc", "messages": [{"role": "user", "content": 5}]}).encode(),
+                json.dumps({"model": "calc", "messages": [{"role": "wizard", "content": "x"}]}).encode(),
+                json.dumps({"model": "calc", "messages": [{"role": "user", "content": "x"}], "stream": "yes"}).encode(),
+                json.dumps({"model": "calc", "messages": [{"role": "user", "content": "x" * 5000}]}).encode(),
+            ]
+            for body in bodies:
+                response = await raw.post("/chat/completions", content=body,
+                                          headers={"content-type": "application/json"})
+                assert response.status_code == 400, body[:60]
+                error = response.json()["error"]
+                assert error["type"] == "invalid_request_error" and error["message"]
+    assert provider.calls == 0, "no refused request reached the model"
+
+
+async def test_a_client_that_leaves_cancels_its_run() -> None:
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    async def hang(request: LLMRequest) -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "never"  # pragma: no cover
+
+    agent = Agent(ScriptedProvider(hang), name="slow")
+    async with served(openai_app({"slow": agent})) as base, clients(base) as client:
+        for stream in (False, True):
+            started, cancelled = anyio.Event(), anyio.Event()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    lambda s=stream: client().chat.completions.create(  # type: ignore[misc]
+                        model="slow", messages=[{"role": "user", "content": "x"}], stream=s
+                    )
+                )
+                with anyio.fail_after(10):
+                    await started.wait()
+                tg.cancel_scope.cancel()  # the client goes away mid-run
+            with anyio.fail_after(10):
+                await cancelled.wait()
+
+
+async def test_an_admission_refusal_is_a_429_with_retry_after() -> None:
+    asked, release = anyio.Event(), anyio.Event()
+
+    async def answer(request: LLMRequest) -> str:
+        asked.set()
+        await release.wait()
+        return "done"
+
+    provider = ScriptedProvider(answer)
+    agent = Agent(provider, name="busy")
+    async with Runtime() as rt:
+        ProviderActor.shared(rt, provider, max_concurrency=1, max_waiting=0)
+        async with served(openai_app({"busy": agent}, runtime=rt)) as base, clients(base) as client:
+            results: list[Any] = []
+
+            async def first() -> None:
+                results.append(await client().chat.completions.create(
+                    model="busy", messages=[{"role": "user", "content": "1"}]))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(first)
+                with anyio.fail_after(10):
+                    await asked.wait()
+                for stream in (False, True):
+                    with pytest.raises(openai.RateLimitError) as caught:
+                        await client().chat.completions.create(
+                            model="busy", messages=[{"role": "user", "content": "2"}], stream=stream)
+                    retry_after = caught.value.response.headers["retry-after"]
+                    assert retry_after.isdigit() and int(retry_after) >= 1
+                release.set()
+            assert results[0].choices[0].message.content == "done"

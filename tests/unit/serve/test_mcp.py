@@ -1,0 +1,96 @@
+"""mcp_server in process (the SDK's in-memory connection): what each tool lists and answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+from mcp import Client
+
+from agentactors import Agent, ScriptedProvider, ToolDenied, tool
+from agentactors.errors import ErrorKind, ProviderError
+from agentactors.serve import mcp_server
+
+pytestmark = pytest.mark.anyio
+
+
+@attrs.frozen
+class Verdict:
+    label: str
+    score: float
+
+
+@tool
+def search(query: str, limit: int = 3) -> dict[str, Any]:
+    """Search the catalogue.
+
+    :param query: what to look for.
+    """
+    return {"query": query, "hits": [f"{query}-{i}" for i in range(limit)]}
+
+
+@tool
+def guarded(path: str) -> str:
+    """Read a file, or refuse."""
+    raise ToolDenied(f"{path} is outside the workspace")
+
+
+def hello(name: str) -> str:
+    """Greet someone."""
+    return f"hello {name}"
+
+
+async def test_tools_keep_their_schemas_and_agents_take_input() -> None:
+    agent = Agent(ScriptedProvider(["ok"]), name="helper")
+    async with Client(mcp_server([agent, search, hello])) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert list(listed) == ["helper", "search", "hello"]
+    assert listed["search"].input_schema == search.parameters
+    assert listed["search"].description == search.description
+    assert listed["helper"].input_schema["required"] == ["input"]
+    assert listed["hello"].input_schema["properties"] == {"name": {"type": "string"}}
+
+
+async def test_an_agents_answer_is_text_and_a_typed_one_also_structured() -> None:
+    text_agent = Agent(ScriptedProvider(["plain answer"]), name="text")
+    typed = Agent(ScriptedProvider(['{"label": "spam", "score": 0.9}']), output_type=Verdict, name="typed")
+    async with Client(mcp_server({"text": text_agent, "judge": typed})) as client:
+        plain = await client.call_tool("text", {"input": "hi"})
+        judged = await client.call_tool("judge", {"input": "is it spam?"})
+    assert not plain.is_error and plain.content[0].text == "plain answer"  # type: ignore[union-attr]
+    assert plain.structured_content is None
+    assert not judged.is_error and judged.structured_content == {"label": "spam", "score": 0.9}
+
+
+async def test_a_tools_result_and_failures() -> None:
+    async with Client(mcp_server([search, guarded])) as client:
+        found = await client.call_tool("search", {"query": "tea", "limit": 2})
+        assert found.structured_content == {"query": "tea", "hits": ["tea-0", "tea-1"]}
+        invalid = await client.call_tool("search", {"limit": "many"})
+        assert invalid.is_error and "query" in invalid.content[0].text  # type: ignore[union-attr]
+        denied = await client.call_tool("guarded", {"path": "/etc/passwd"})
+        assert denied.is_error and denied.content[0].text == "/etc/passwd is outside the workspace"  # type: ignore[union-attr]
+
+
+async def test_a_failing_run_is_an_is_error_result_with_a_concise_message() -> None:
+    failure = ProviderError("quota exhausted for this key", provider="vendor", kind=ErrorKind.account)
+    agent = Agent(ScriptedProvider([failure]), name="broke")
+    async with Client(mcp_server([agent])) as client:
+        result = await client.call_tool("broke", {"input": "hi"})
+        missing = await client.call_tool("broke", {})
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "quota exhausted" in text and "Traceback" not in text and len(text) <= 500
+    assert missing.is_error and "input" in missing.content[0].text  # type: ignore[union-attr]
+
+
+def test_what_cannot_be_offered() -> None:
+    with pytest.raises(ValueError, match="needs a name"):
+        mcp_server([Agent(ScriptedProvider(["x"]))])
+    with pytest.raises(ValueError, match="two tools named"):
+        mcp_server([search, search])
+    with pytest.raises(TypeError):
+        mcp_server([42])
+    with pytest.raises(ValueError):
+        mcp_server([])

@@ -1,0 +1,63 @@
+"""A Chat Completions body read into a run's conversation and settings, and every way it can be refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentactors.messages import Message
+from agentactors.serve._openai_input import BadRequest, read_chat_request
+
+
+def body(messages: list[Any], **fields: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": messages, **fields}
+
+
+def test_system_and_developer_messages_become_one_leading_system_message() -> None:
+    request = read_chat_request(body([
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "hi"},
+        {"role": "developer", "content": [{"type": "text", "text": "Use metric."}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+    ]))
+    roles = [m.role for m in request.messages]
+    assert roles == ["system", "user", "assistant", "tool"]
+    assert request.messages[0] == Message.system("Be terse.\n\nUse metric.")
+    assert request.messages[2].tool_calls[0].arguments == {"x": 1}
+    assert request.messages[3].tool_call_id == "c1" and request.messages[3].content == "42"
+
+
+def test_sampling_fields_become_the_runs_settings() -> None:
+    request = read_chat_request(body([{"role": "user", "content": "x"}], temperature=0.2, max_tokens=50,
+                                     stop="END", stream=True, stream_options={"include_usage": True}))
+    assert request.settings is not None
+    assert (request.settings.temperature, request.settings.max_tokens, request.settings.stop) == (0.2, 50, ("END",))
+    assert request.stream and request.include_usage
+    assert read_chat_request(body([{"role": "user", "content": "x"}])).settings is None
+
+
+@pytest.mark.parametrize(
+    ("given", "param"),
+    [
+        ({"messages": [{"role": "user", "content": "x"}]}, "model"),
+        (body([]), "messages"),
+        (body("hi"), "messages"),  # type: ignore[arg-type]
+        (body([{"role": "system", "content": "only a system prompt"}]), "messages"),
+        (body([{"role": "user", "content": 3}]), "messages[0].content"),
+        (body([{"role": "user", "content": [{"type": "audio"}]}]), "messages[0].content[0]"),
+        (body([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "ftp://x"}}]}]),
+         "messages[0].content[0].image_url"),
+        (body([{"role": "tool", "content": "x"}]), "messages[0].tool_call_id"),
+        (body([{"role": "function", "content": "x"}]), "messages[0].role"),
+        (body([{"role": "user", "content": "x"}], temperature="hot"), "temperature"),
+        (body([{"role": "user", "content": "x"}], max_tokens=0), "max_completion_tokens"),
+        (body([{"role": "user", "content": "x"}], stream="yes"), "stream"),
+    ],
+)
+def test_a_body_of_the_wrong_shape_names_the_param_at_fault(given: dict[str, Any], param: str) -> None:
+    with pytest.raises(BadRequest) as caught:
+        read_chat_request(given)
+    assert caught.value.param == param
