@@ -12,17 +12,21 @@ body is not read yet):
   client's per-request work (cookies, auth flow, redirects, hooks, header merging) and the two
   objects' header normalising and stream wrapping are most of what httpx costs over aiohttp,
   and a provider uses none of it.  Its failures are still httpx's exceptions;
-* **owned otherwise** (trio, or asyncio without aiohttp): an ``httpx.AsyncClient`` over
-  httpcore, as before.
+* **owned on trio**: :class:`~.h11_transport.H11Sender`, a small HTTP/1.1 client on anyio
+  streams parsed by h11, with its own pool: httpx's client and httpcore's pool cost trio 2.6–3.2×
+  the CPU of the aiohttp path per request (its module docstring says why, and what it keeps);
+* **owned otherwise** (asyncio without aiohttp, or a proxy configured in the environment, which
+  only httpx honours): an ``httpx.AsyncClient`` over httpcore.
 
-``AGENTACTORS_HTTP_TRANSPORT=httpx`` forces the last one on asyncio too (an escape hatch, and
-how the benchmarks compare the two); ``=aiohttp`` makes a missing aiohttp an error on asyncio
-instead of a quiet fallback.
+``AGENTACTORS_HTTP_TRANSPORT=httpx`` forces the last one on either backend (an escape hatch, and
+how the benchmarks compare them); ``=aiohttp`` makes a missing aiohttp an error on asyncio
+instead of a quiet fallback; ``=h11`` takes the h11 sender on asyncio too.
 """
 
 from __future__ import annotations
 
 import os
+import urllib.request
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -87,7 +91,7 @@ class Sender(Protocol):
 
     @property
     def name(self) -> str:
-        """``"client"`` (an injected client), ``"httpx"`` or ``"aiohttp"`` (owned)."""
+        """``"client"`` (an injected client), ``"httpx"``, ``"aiohttp"`` or ``"h11"`` (owned)."""
         ...
 
     async def send(
@@ -178,7 +182,7 @@ class ClientSender:
 def _aiohttp_module() -> Any:
     try:
         # Imported here, not at the top: aiohttp is an extra, and `import agentactors` never loads it.
-        from . import aiohttp_transport as _transport_aiohttp
+        import agentactors.providers.http.aiohttp_transport as _transport_aiohttp
     except ModuleNotFoundError as exc:
         if exc.name is not None and exc.name.partition(".")[0] in ("aiohttp", "multidict", "yarl"):
             return None  # the [aiohttp] extra is not installed
@@ -197,9 +201,10 @@ def preload() -> None:
 def owned_sender(timeout: httpx.Timeout) -> Sender:
     """The sender a provider owns, for the running backend (see the module docstring)."""
     choice = os.environ.get(ENV, "").strip().lower()
-    if choice not in ("", "auto", "httpx", "aiohttp"):
-        raise ValueError(f"{ENV} must be 'httpx' or 'aiohttp', not {choice!r}")
-    if choice != "httpx" and running_backend() == "asyncio":
+    if choice not in ("", "auto", "httpx", "aiohttp", "h11"):
+        raise ValueError(f"{ENV} must be 'httpx', 'aiohttp' or 'h11', not {choice!r}")
+    backend = running_backend()
+    if choice in ("", "auto", "aiohttp") and backend == "asyncio":
         module = _aiohttp_module()
         if module is not None:
             sender: Sender = module.AiohttpSender(
@@ -210,5 +215,14 @@ def owned_sender(timeout: httpx.Timeout) -> Sender:
             return sender
         if choice == "aiohttp":
             raise RuntimeError(f"{ENV}=aiohttp, but aiohttp is not installed (pip install 'agentactors[aiohttp]')")
+    elif choice == "h11" or (choice != "httpx" and not urllib.request.getproxies()):
+        from .h11_transport import H11Sender  # imported on first use: `import agentactors` does not need it
+
+        return H11Sender(
+            timeout=timeout,
+            max_connections=OWNED_LIMITS.max_connections or 256,
+            max_keepalive_connections=OWNED_LIMITS.max_keepalive_connections or 64,
+            keepalive_expiry=OWNED_LIMITS.keepalive_expiry or 5.0,
+        )
     client = httpx.AsyncClient(timeout=timeout, limits=OWNED_LIMITS)
     return ClientSender(client, timeout=None, owned=True)

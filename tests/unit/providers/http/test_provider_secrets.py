@@ -179,11 +179,11 @@ class _TracingWire(OpenAIWire):
 
 
 async def test_a_header_the_owned_pool_refuses_is_a_request_fault_too(anyio_backend_name: str) -> None:
-    """No injected client: the provider's own pool — aiohttp on asyncio, httpcore on trio — refuses it too.
+    """No injected client: the provider's own pool — aiohttp on asyncio, the h11 sender on trio — refuses it too.
 
-    aiohttp refuses the value with a ``ValueError`` before sending; the sender maps it to
-    ``httpx.LocalProtocolError``, so the classifier says request fault (never retried, never failed
-    over), as for h11's refusal above.
+    aiohttp refuses the value with a ``ValueError`` before sending, h11 when the request head is
+    built; each sender maps it to ``httpx.LocalProtocolError``, so the classifier says request fault
+    (never retried, never failed over), as for h11's refusal through httpx above.
     """
     async with FakeVendor() as fv:
         async with HTTPProvider(
@@ -191,7 +191,7 @@ async def test_a_header_the_owned_pool_refuses_is_a_request_fault_too(anyio_back
         ) as provider:
             with pytest.raises(ProviderError) as info:
                 await provider.complete(REQUEST)
-            assert provider.transport == ("aiohttp" if anyio_backend_name == "asyncio" else "httpx")
+            assert provider.transport == ("aiohttp" if anyio_backend_name == "asyncio" else "h11")
             with pytest.raises(ProviderError) as streamed:
                 async with provider.stream(REQUEST) as events:
                     async for _ in events:

@@ -1,0 +1,401 @@
+"""The HTTP path on trio: a small HTTP/1.1 client on anyio streams, parsed by h11, with its own pool.
+
+Why not httpx (or httpcore directly): on trio a provider's request through ``httpx.AsyncClient``
+cost 2.6–3.2× the client CPU of the aiohttp path on asyncio.  Most of it is not HTTP: the
+client's per-request machinery (an ``httpx.Request`` and ``httpx.Response``, header
+normalising, auth and redirect flows, hooks, stream wrappers — a stack of async generators) and
+httpcore's connection pool, which takes a lock and walks every connection on each request and
+each release (at 32 concurrent requests that walk is the largest single cost).  Calling
+httpcore's ``AsyncConnectionPool`` directly would skip the first but keep the second, and its
+``Request`` / ``Response`` objects and generator-based body streams with it.  So this module
+keeps only the part worth keeping, h11 — the maintained, pure-Python HTTP/1.1 parser httpcore
+itself uses (already installed with httpx) — and puts beside it what a provider needs and no
+more: connections kept per origin, last used first, in a dict.
+
+What it keeps from httpx's own transport, so nothing above the seam can tell them apart:
+
+* **timeouts** as ``httpx.Timeout``: ``connect``, ``write``, ``read`` (each wait for bytes, as
+  httpx), ``pool`` (a wait for a free connection at the limit);
+* **limits**: at most ``max_connections`` open (in use and idle, all hosts), at most
+  ``max_keepalive_connections`` idle, an idle one kept ``keepalive_expiry`` seconds;
+* **connection reuse**, and never a dirty connection back in the pool: only a response read to
+  its end, with both sides of h11's state machine done, returns its connection; an idle
+  connection the server closed (it reads as readable: EOF) is dropped when next taken;
+* **cancellation**: cancelling a request, or closing a response not read to its end, closes
+  its connection at once (the socket is shut before anything is awaited), so the server sees
+  the disconnect;
+* **errors** as httpx's exceptions (see :mod:`.h11_connection`), which the classifier maps;
+* **TLS** with httpx's context (certifi, ``SSL_CERT_FILE``), built on the first https request;
+* **bodies as sent**: no decompression (:class:`~.body.BodyReader` inflates under its limit),
+  no cookies, no redirects, no logging of URLs or headers (nothing to redact).
+
+What it leaves to httpx: proxies (an environment that configures one gets the httpx path, see
+:func:`.transport.owned_sender`) and HTTP/2 (the owned httpx client does not use it either).
+It runs on asyncio too (``AGENTACTORS_HTTP_TRANSPORT=h11``), where aiohttp stays the default.
+"""
+
+from __future__ import annotations
+
+import collections
+import ssl
+import time
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from typing import Final
+
+import anyio
+import h11
+import httpx
+
+from .h11_connection import H11Connection, Origin, connect
+
+__all__ = ["H11Response", "H11Sender"]
+
+USER_AGENT: Final = b"agentactors (python)"
+_CACHE_SIZE: Final = 256
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+class _Target:
+    """A URL as the sender uses it: its origin, the request target and the ``host`` header."""
+
+    __slots__ = ("host", "origin", "path")
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS or not parts.hostname:
+            raise httpx.UnsupportedProtocol(f"not an http(s) URL with a host: {parts.scheme}://{parts.hostname}")
+        port = parts.port or _DEFAULT_PORTS[scheme]
+        self.origin: Origin = (scheme, parts.hostname, port)
+        self.path = ((parts.path or "/") + (f"?{parts.query}" if parts.query else "")).encode("ascii")
+        self.host = parts.netloc.rpartition("@")[2].encode("ascii")
+
+
+class _Headers(Mapping[str, str]):
+    """A response's headers, looked up case-insensitively (h11 gives the names in lower case)."""
+
+    __slots__ = ("_items", "_map")
+
+    def __init__(self, items: list[tuple[bytes, bytes]]) -> None:
+        self._items = items
+        self._map: dict[str, str] | None = None
+
+    def _mapping(self) -> dict[str, str]:
+        if self._map is None:
+            found: dict[str, str] = {}
+            for name, value in self._items:
+                key, text = name.decode("latin-1"), value.decode("latin-1")
+                found[key] = f"{found[key]}, {text}" if key in found else text  # repeated: joined, as httpx
+            self._map = found
+        return self._map
+
+    def __getitem__(self, key: str) -> str:
+        return self._mapping()[key.lower()]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key.lower() in self._mapping()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+    def __repr__(self) -> str:
+        return f"_Headers({list(self._mapping())!r})"
+
+
+class H11Response:
+    """One response: h11's status and headers, and its raw body read as it is iterated.
+
+    The surface :class:`~.body.BodyReader` reads (``httpx.Response``'s names), as the aiohttp
+    sender's response has: ``status_code``, ``headers``, ``raw_headers``, ``is_stream_consumed``
+    (always ``False``), ``aiter_raw()`` and ``aclose()``.  The body iterator is a plain object,
+    not an async generator: a reader that stops half way leaves nothing for the collector.
+    """
+
+    __slots__ = ("_connection", "_done", "_ended", "_read_timeout", "_sender", "headers", "raw_headers", "status_code")
+
+    #: :meth:`aclose` shuts the socket before its one (shielded) checkpoint: a cancelled caller cannot stop it.
+    closes_without_waiting: Final = True
+    is_stream_consumed: Final = False
+
+    def __init__(
+        self, sender: H11Sender, connection: H11Connection, head: h11.Response, read_timeout: float | None
+    ) -> None:
+        self._sender = sender
+        self._connection = connection
+        self._read_timeout = read_timeout
+        self._done = False  # released or closed
+        self._ended = False  # the end of the body was read
+        self.status_code: int = head.status_code
+        self.raw_headers: list[tuple[bytes, bytes]] = list(head.headers)
+        self.headers: Mapping[str, str] = _Headers(self.raw_headers)
+
+    @property
+    def content(self) -> bytes:
+        """Never read in memory on this path (``is_stream_consumed`` is ``False``)."""
+        raise httpx.ResponseNotRead()
+
+    def aiter_raw(self) -> H11Response:
+        """The body's bytes as they arrive, undecoded."""
+        return self
+
+    def __aiter__(self) -> H11Response:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if not self._done and not self._ended:
+            try:
+                chunk = await self._next_data()
+            except BaseException:
+                await self.aclose()  # a failed or cancelled read: the connection is not reused
+                raise
+            if chunk:
+                return chunk
+        if not self._done:
+            self._done = True  # read to its end: the connection may serve the next request
+            await self._sender.release(self._connection)
+        raise StopAsyncIteration
+
+    async def _next_data(self) -> bytes:
+        """The body bytes h11 has ready, several chunks joined (reading only if none is); ``b""`` at the end.
+
+        Joining what arrived together spares every layer above one pass per chunk (a stream's
+        events often come several to a read).  The end of the body, met after data, is kept for the
+        next call.
+        """
+        connection = self._connection
+        parts: list[bytes] = []
+        while True:
+            event = connection.ready_event()
+            if event is None:
+                if parts:
+                    return b"".join(parts)
+                event = await connection.next_event(self._read_timeout)
+            if isinstance(event, h11.Data):
+                parts.append(bytes(event.data))
+                continue
+            self._ended = True  # EndOfMessage (trailers, if any, are not read: no vendor sends them)
+            return b"".join(parts)
+
+    async def aclose(self) -> None:
+        """Close the response: a body not read to its end closes its connection (idempotent)."""
+        if self._done:
+            return
+        self._done = True
+        if self._ended:  # its body was read to the end: the connection is clean
+            await self._sender.release(self._connection)
+        else:
+            await self._sender.discard(self._connection)
+
+
+class H11Sender:
+    """Sends a provider's requests over a pool of h11 connections (see the module docstring).
+
+    :param timeout: the provider's timeout, used when a request brings none of its own.
+    :param max_connections: connections open at once (in use and idle, all hosts).
+    :param max_keepalive_connections: idle connections kept.
+    :param keepalive_expiry: seconds an idle connection is kept (httpx's default, 5 s).
+    :param ssl_context: ``None`` builds httpx's default context (certifi) on the first https request.
+    """
+
+    name: Final = "h11"
+
+    def __init__(
+        self,
+        *,
+        timeout: httpx.Timeout,
+        max_connections: int = 256,
+        max_keepalive_connections: int = 64,
+        keepalive_expiry: float = 5.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._timeout = timeout
+        self._max_connections = max_connections
+        self._max_idle = max_keepalive_connections
+        self._expiry = keepalive_expiry
+        self._ssl = ssl_context
+        self._idle: dict[Origin, list[H11Connection]] = {}
+        self._idle_count = 0
+        self._open: set[H11Connection] = set()
+        self._connecting = 0
+        self._waiters: collections.deque[anyio.Event] = collections.deque()
+        self._targets: dict[str, _Target] = {}
+        # id(the provider's header dict) -> (that dict, its encoded pairs); the dict is kept, so its id is not reused.
+        self._header_sets: dict[int, tuple[dict[str, str], list[tuple[bytes, bytes]]]] = {}
+
+    @property
+    def connections(self) -> tuple[int, int]:
+        """``(open, idle)``: connections open now (in use or idle), and how many of them are idle."""
+        return len(self._open), self._idle_count
+
+    async def send(
+        self, url: str, headers: dict[str, str], content: bytes, io_timeout: httpx.Timeout | None = None
+    ) -> H11Response:
+        """POST ``content``; return once the response headers arrived, its body unread.
+
+        ``headers`` must not change after it was given: its encoded form is kept for the next request
+        with the same dict.  Cancellation closes the connection, so the server sees the disconnect.
+        """
+        timeout = self._timeout if io_timeout is None else io_timeout
+        target = self._target(url)
+        request = self._request(target, headers, content)
+        connection = await self._acquire(target.origin, timeout)
+        try:
+            await connection.write(connection.serialize(request, content), timeout.write)
+            head = await connection.next_event(timeout.read)
+            while isinstance(head, h11.InformationalResponse):  # a 1xx (100 Continue, 103 Early Hints)
+                head = await connection.next_event(timeout.read)
+        except BaseException:
+            await self.discard(connection)
+            raise
+        if not isinstance(head, h11.Response):  # pragma: no cover - h11 yields a response head first
+            await self.discard(connection)
+            raise httpx.RemoteProtocolError(f"expected a response head, got {type(head).__name__}")
+        return H11Response(self, connection, head, timeout.read)
+
+    def _target(self, url: str) -> _Target:
+        found = self._targets.get(url)
+        if found is None:
+            found = _Target(url)
+            if len(self._targets) >= _CACHE_SIZE:
+                self._targets.clear()
+            self._targets[url] = found
+        return found
+
+    def _encoded(self, headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+        known = self._header_sets.get(id(headers))
+        if known is not None and known[0] is headers:
+            return known[1]
+        try:
+            pairs = [(name.lower().encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
+        except UnicodeEncodeError as exc:
+            raise _refused(exc) from None
+        if not any(name == b"user-agent" for name, _ in pairs):
+            pairs.append((b"user-agent", USER_AGENT))
+        if len(self._header_sets) >= _CACHE_SIZE:
+            self._header_sets.clear()
+        self._header_sets[id(headers)] = (headers, pairs)
+        return pairs
+
+    def _request(self, target: _Target, headers: dict[str, str], content: bytes) -> h11.Request:
+        """The request's head, checked by h11 (names, values, target) before any connection is taken."""
+        pairs = [(b"host", target.host), *self._encoded(headers), (b"content-length", b"%d" % len(content))]
+        try:
+            return h11.Request(method=b"POST", target=target.path, headers=pairs)
+        except h11.LocalProtocolError as exc:
+            raise _refused(exc) from None
+
+    async def _acquire(self, origin: Origin, timeouts: httpx.Timeout) -> H11Connection:
+        """A connection to ``origin``: the last idle one still usable, a new one, or the first one freed."""
+        deadline: float | None = None
+        while True:
+            connection = await self._idle_connection(origin)
+            if connection is not None:
+                return connection
+            if len(self._open) + self._connecting < self._max_connections:
+                return await self._connect(origin, timeouts.connect)
+            if self._idle_count:
+                await self._drop_oldest_idle()  # at the limit, idle ones to other hosts make room
+                continue
+            if deadline is None:
+                deadline = anyio.current_time() + timeouts.pool if timeouts.pool is not None else float("inf")
+            if not await self._wait_for_room(deadline):
+                raise httpx.PoolTimeout(f"no connection of {self._max_connections} came free in time")
+
+    async def _idle_connection(self, origin: Origin) -> H11Connection | None:
+        idle = self._idle.get(origin)
+        now = time.monotonic()
+        while idle:
+            connection = idle.pop()
+            self._idle_count -= 1
+            if now - connection.idle_since < self._expiry and connection.is_reusable():
+                # The parser sent and read one whole exchange: it starts the next one on this socket.
+                return connection
+            await self.discard(connection)
+        return None
+
+    async def _connect(self, origin: Origin, within: float | None) -> H11Connection:
+        self._connecting += 1
+        try:
+            connection = await connect(origin, within=within, ssl_context=self._ssl_for(origin))
+        finally:
+            self._connecting -= 1
+        self._open.add(connection)
+        return connection
+
+    def _ssl_for(self, origin: Origin) -> ssl.SSLContext | None:
+        if origin[0] != "https":
+            return None
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()  # loads certifi's bundle (~0.1 s): once, on first need
+        return self._ssl
+
+    async def _drop_oldest_idle(self) -> None:
+        oldest = min((conns[0] for conns in self._idle.values() if conns), key=lambda c: c.idle_since)
+        self._idle[oldest.origin].remove(oldest)
+        self._idle_count -= 1
+        await self.discard(oldest)
+
+    async def _wait_for_room(self, deadline: float) -> bool:
+        """Wait until a connection is released or closed; ``False`` if ``deadline`` came first."""
+        waiter = anyio.Event()
+        self._waiters.append(waiter)
+        try:
+            with anyio.CancelScope(deadline=deadline):
+                await waiter.wait()
+        except BaseException:
+            if waiter.is_set():
+                self._wake()  # cancelled after being given the room: the next waiter takes it
+            else:
+                self._waiters.remove(waiter)
+            raise
+        if not waiter.is_set():
+            self._waiters.remove(waiter)
+            return False
+        return True
+
+    def _wake(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()
+
+    async def release(self, connection: H11Connection) -> None:
+        """A response read to its end gives its connection back (kept idle if it may serve another)."""
+        parser = connection.parser
+        if (
+            connection in self._open
+            and parser.our_state is h11.DONE
+            and parser.their_state is h11.DONE
+            and self._idle_count < self._max_idle
+        ):
+            parser.start_next_cycle()
+            connection.idle_since = time.monotonic()
+            self._idle.setdefault(connection.origin, []).append(connection)
+            self._idle_count += 1
+            self._wake()
+        else:  # the server said "close", the pool closed meanwhile, or enough are idle already
+            await self.discard(connection)
+
+    async def discard(self, connection: H11Connection) -> None:
+        """Close ``connection`` and free its place (idempotent)."""
+        if connection.closed:
+            return
+        self._open.discard(connection)
+        self._wake()
+        await connection.close_now()
+
+    async def aclose(self) -> None:
+        """Close every connection, idle or in use (a response still being read then fails with ``ReadError``)."""
+        self._idle.clear()
+        self._idle_count = 0
+        for connection in list(self._open):
+            await self.discard(connection)
+
+
+def _refused(exc: Exception) -> httpx.LocalProtocolError:
+    """h11 (or ASCII) refused what the request would send: a request fault, never retried."""
+    err = httpx.LocalProtocolError(f"the request cannot be sent as HTTP/1.1: {exc}")
+    err.__cause__ = exc
+    return err

@@ -1,0 +1,344 @@
+"""The h11 sender (trio's owned HTTP path) against a raw HTTP/1.1 server: its pool, bodies, failures and seam."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.abc
+import httpx
+import pytest
+
+from agentactors.errors import ResponseTooLargeError
+from agentactors.providers.http.body import BodyReader
+from agentactors.providers.http.h11_transport import H11Response, H11Sender
+from agentactors.providers.http.transport import ENV, ClientSender, owned_sender
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = httpx.Timeout(5.0)
+HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-test"}
+Reply = Callable[[bytes, anyio.abc.ByteStream], Awaitable[bool]]
+
+
+def content_length(body: bytes, *extra: bytes) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n" + b"".join(extra)
+    return head + b"content-length: %d\r\n\r\n" % len(body) + body
+
+
+def chunked(*parts: bytes) -> bytes:
+    out = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    for part in parts:
+        out += b"%x\r\n%s\r\n" % (len(part), part)
+    return out + b"0\r\n\r\n"
+
+
+def replying(data: bytes, *, close: bool = False) -> Reply:
+    async def reply(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await stream.send(data)
+        return not close
+
+    return reply
+
+
+class RawServer:
+    """Reads HTTP/1.1 requests on 127.0.0.1 and answers each with ``reply`` (``False``: then close)."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.accepted = 0
+        self.requests: list[bytes] = []
+        self.disconnects = 0  # connections the client closed
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1/chat/completions"
+
+    async def serve(self, stream: anyio.abc.SocketStream) -> None:
+        self.accepted += 1
+        buffer = b""
+        async with stream:
+            try:
+                while True:
+                    while b"\r\n\r\n" not in buffer:
+                        buffer += await stream.receive()
+                    head, _, buffer = buffer.partition(b"\r\n\r\n")
+                    found = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
+                    length = int(found.group(1)) if found else 0
+                    while len(buffer) < length:
+                        buffer += await stream.receive()
+                    body, buffer = buffer[:length], buffer[length:]
+                    self.requests.append(head + b"\r\n\r\n" + body)
+                    if not await self.reply(body, stream):
+                        return
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                self.disconnects += 1
+
+
+@asynccontextmanager
+async def raw_server(reply: Reply) -> AsyncIterator[RawServer]:
+    server = RawServer(reply)
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, server.serve)
+        yield server
+        tg.cancel_scope.cancel()
+
+
+async def read_all(response: H11Response) -> bytes:
+    return b"".join([chunk async for chunk in response.aiter_raw()])
+
+
+async def until(check: Callable[[], bool]) -> None:
+    """Poll ``check`` for up to 5 s: what it watches happens in another task or on the server's side."""
+    for _ in range(500):
+        if check():
+            return
+        await anyio.sleep(0.01)
+    raise AssertionError("not within 5 s")
+
+
+# --- reuse and the pool -----------------------------------------------------------------------------
+
+
+async def test_one_connection_serves_request_after_request() -> None:
+    async with raw_server(replying(content_length(b'{"ok": true}'))) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        for i in range(3):
+            response = await sender.send(server.url, HEADERS, b'{"n": %d}' % i)
+            assert (response.status_code, await read_all(response)) == (200, b'{"ok": true}')
+            assert response.headers["Content-Type"] == "application/json"
+        assert server.accepted == 1 and sender.connections == (1, 1)
+        request = server.requests[-1].lower()
+        assert b"post /v1/chat/completions http/1.1" in request and b"host: 127.0.0.1:" in request
+        assert b"content-length: 8" in request and request.endswith(b'{"n": 2}')
+        await sender.aclose()
+        assert sender.connections == (0, 0)
+        await until(lambda: server.disconnects == 1)
+
+
+async def test_a_chunked_body_is_read_whole_and_its_connection_reused() -> None:
+    async with raw_server(replying(chunked(b"data: 1\n\n", b"data: 2\n\n", b"data: [DONE]\n\n"))) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        for _ in range(2):
+            response = await sender.send(server.url, HEADERS, b"{}")
+            assert await read_all(response) == b"data: 1\n\ndata: 2\n\ndata: [DONE]\n\n"
+        assert server.accepted == 1
+        await sender.aclose()
+
+
+async def test_a_cancelled_read_discards_its_connection_and_the_server_sees_it() -> None:
+    async def half(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        await stream.send(head + b"5\r\nfirst\r\n")
+        await stream.receive()  # the rest never comes; this waits for the client to hang up
+        return True
+
+    async with raw_server(half) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        response = await sender.send(server.url, HEADERS, b"{}")
+        chunks = response.aiter_raw()
+        assert await chunks.__anext__() == b"first"
+        with anyio.move_on_after(0.1):
+            await chunks.__anext__()
+        assert sender.connections == (0, 0)  # closed, not back in the pool
+        await until(lambda: server.disconnects == 1)
+        await response.aclose()  # idempotent
+
+
+async def test_a_response_closed_half_read_is_not_reused() -> None:
+    async with raw_server(replying(chunked(b"a" * 10, b"b" * 10))) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        response = await sender.send(server.url, HEADERS, b"{}")
+        await response.aclose()
+        assert sender.connections == (0, 0)
+        response = await sender.send(server.url, HEADERS, b"{}")
+        assert await read_all(response) == b"a" * 10 + b"b" * 10
+        assert server.accepted == 2
+        await sender.aclose()
+
+
+async def test_a_cancelled_send_closes_its_connection() -> None:
+    async def silent(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await anyio.sleep_forever()
+        return True
+
+    async with raw_server(silent) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        with anyio.move_on_after(0.1):
+            await sender.send(server.url, HEADERS, b"{}")
+        assert sender.connections == (0, 0)
+        await until(lambda: len(server.requests) == 1)
+
+
+async def test_a_keep_alive_connection_the_server_closed_is_not_used_again() -> None:
+    async with raw_server(replying(content_length(b"{}"), close=True)) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        assert await read_all(await sender.send(server.url, HEADERS, b"{}")) == b"{}"
+        assert sender.connections == (1, 1)  # the server said nothing of closing
+        await anyio.sleep(0.05)  # its FIN arrives
+        assert await read_all(await sender.send(server.url, HEADERS, b"{}")) == b"{}"
+        assert server.accepted == 2
+        await sender.aclose()
+
+
+async def test_connection_close_from_the_server_is_honoured() -> None:
+    async with raw_server(replying(content_length(b"{}", b"connection: close\r\n"), close=True)) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        assert await read_all(await sender.send(server.url, HEADERS, b"{}")) == b"{}"
+        assert sender.connections == (0, 0)
+
+
+async def test_an_idle_connection_past_its_expiry_is_closed_not_reused() -> None:
+    async with raw_server(replying(content_length(b"{}"))) as server:
+        sender = H11Sender(timeout=TIMEOUT, keepalive_expiry=0.01)
+        await read_all(await sender.send(server.url, HEADERS, b"{}"))
+        await anyio.sleep(0.05)
+        await read_all(await sender.send(server.url, HEADERS, b"{}"))
+        assert server.accepted == 2 and sender.connections == (1, 1)
+        await sender.aclose()
+
+
+async def test_at_the_limit_a_request_waits_for_a_free_connection_or_times_out() -> None:
+    release = anyio.Event()
+
+    async def held(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await release.wait()
+        await stream.send(content_length(b"{}"))
+        return True
+
+    async with raw_server(held) as server:
+        sender = H11Sender(timeout=httpx.Timeout(5.0, pool=0.1), max_connections=1)
+        got: list[bytes] = []
+
+        async def first() -> None:
+            got.append(await read_all(await sender.send(server.url, HEADERS, b"{}")))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await until(lambda: len(server.requests) == 1)
+            with pytest.raises(httpx.PoolTimeout):
+                await sender.send(server.url, HEADERS, b"{}")
+
+            async def second() -> None:
+                got.append(await read_all(await sender.send(server.url, HEADERS, b"{}", httpx.Timeout(5.0))))
+
+            tg.start_soon(second)
+            await anyio.sleep(0.05)
+            release.set()
+        assert got == [b"{}", b"{}"] and server.accepted == 1
+        await sender.aclose()
+
+
+# --- bodies through BodyReader ---------------------------------------------------------------------
+
+
+async def test_a_gzip_body_is_inflated_by_the_reader_and_bounded_by_its_limit() -> None:
+    text = b'{"answer": "' + b"x" * 5000 + b'"}'
+    packed = content_length(gzip.compress(text), b"content-encoding: gzip\r\n")
+    async with raw_server(replying(packed)) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        reader = BodyReader(
+            await sender.send(server.url, HEADERS, b"{}"), limit=1 << 20, limit_name="l", provider="p", model="m"
+        )
+        try:
+            assert await reader.read_all() == text
+        finally:
+            await reader.aclose()
+        assert sender.connections == (1, 1)
+        small = BodyReader(
+            await sender.send(server.url, HEADERS, b"{}"), limit=100, limit_name="l", provider="p", model="m"
+        )
+        with pytest.raises(ResponseTooLargeError):
+            await small.read_all()
+        await small.aclose()
+        # The whole (small) compressed body had arrived with the head: the connection is clean, so kept.
+        assert sender.connections == (1, 1) and server.accepted == 1
+        await sender.aclose()
+
+
+# --- failures are httpx's exceptions ---------------------------------------------------------------
+
+
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    await listener.aclose()
+    with pytest.raises(httpx.ConnectError):
+        await H11Sender(timeout=TIMEOUT).send(f"http://127.0.0.1:{port}/", HEADERS, b"{}")
+
+
+async def test_a_server_that_closes_without_answering_is_a_remote_protocol_error() -> None:
+    async def hang_up(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        return False
+
+    async with raw_server(hang_up) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        with pytest.raises(httpx.RemoteProtocolError):
+            await sender.send(server.url, HEADERS, b"{}")
+        assert sender.connections == (0, 0)
+
+
+async def test_a_body_cut_short_is_a_remote_protocol_error() -> None:
+    cut = content_length(b'{"ok": true}')[:-4]
+    async with raw_server(replying(cut, close=True)) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        response = await sender.send(server.url, HEADERS, b"{}")
+        with pytest.raises(httpx.RemoteProtocolError):
+            await read_all(response)
+        assert sender.connections == (0, 0)
+
+
+async def test_a_silent_server_is_a_read_timeout() -> None:
+    async def silent(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await anyio.sleep_forever()
+        return True
+
+    async with raw_server(silent) as server:
+        sender = H11Sender(timeout=httpx.Timeout(5.0, read=0.1))
+        with pytest.raises(httpx.ReadTimeout):
+            await sender.send(server.url, HEADERS, b"{}")
+        assert sender.connections == (0, 0)
+
+
+async def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent() -> None:
+    async with raw_server(replying(content_length(b"{}"))) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        with pytest.raises(httpx.LocalProtocolError):
+            await sender.send(server.url, {"x-trace": "a\nb"}, b"{}")
+        assert server.accepted == 0 and sender.connections == (0, 0)
+
+
+async def test_a_url_that_is_not_http_is_unsupported() -> None:
+    with pytest.raises(httpx.UnsupportedProtocol):
+        await H11Sender(timeout=TIMEOUT).send("ftp://example.test/x", HEADERS, b"{}")
+
+
+# --- the seam --------------------------------------------------------------------------------------
+
+
+async def test_the_seam_takes_h11_on_trio_and_keeps_the_escape_hatch(
+    anyio_backend_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for proxy in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)
+    monkeypatch.delenv(ENV, raising=False)
+    sender = owned_sender(TIMEOUT)
+    assert sender.name == ("aiohttp" if anyio_backend_name == "asyncio" else "h11")
+    await sender.aclose()
+    monkeypatch.setenv(ENV, "httpx")
+    forced = owned_sender(TIMEOUT)
+    assert isinstance(forced, ClientSender) and forced.name == "httpx"
+    await forced.aclose()
+    monkeypatch.setenv(ENV, "h11")
+    assert isinstance(owned_sender(TIMEOUT), H11Sender)
+    monkeypatch.delenv(ENV)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
+    proxied = owned_sender(TIMEOUT)
+    assert proxied.name == ("aiohttp" if anyio_backend_name == "asyncio" else "httpx")  # httpx honours proxies
+    await proxied.aclose()
