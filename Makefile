@@ -12,7 +12,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP_DEMO): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[cli,testing,trio]'
+	$(PY) -m pip install -q -e '.[cli,testing,trio,bedrock]'
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(PY)

@@ -1,14 +1,16 @@
-"""The demo's provider chain: three vendors on three wires, each behind breaker, retry and timeout.
+"""The demo's provider chain: one member per endpoint, each behind breaker, retry and timeout.
 
-``build_chain`` makes the recommended stack, as is, over the fake vendor's three
-wires or the real vendors whose keys are in the environment; every request it
-sends is stamped with the client's send time and its run (see
-:data:`SENT_AT_HEADER`), so the report can check that none reached a member
-while its breaker was open.
+``build_chain`` makes the recommended stack, as is, over the fake vendor's endpoints
+(:func:`offline_members`: OpenAI Chat Completions, OpenAI Responses, an Azure OpenAI
+deployment, Anthropic, Gemini on Vertex AI and, with the ``[bedrock]`` extra, Bedrock)
+or the real vendors whose keys are in the environment; every request it sends is
+stamped with the client's send time and its run (see :data:`SENT_AT_HEADER`), so
+the report can check that none reached a member while its breaker was open.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 from collections.abc import Mapping, Sequence
@@ -21,11 +23,15 @@ from ..errors import ErrorKind, ProviderError
 from ..events import current_run_id
 from ..messages import LLMRequest, LLMResponse
 from ..providers.anthropic.provider import AnthropicProvider
+from ..providers.azure import AzureOpenAIProvider
+from ..providers.bedrock.provider import BedrockProvider
 from ..providers.gemini.provider import GeminiProvider
 from ..providers.openai.provider import OpenAIProvider
 from ..providers.port import LLMProvider, StreamContext
+from ..providers.responses.provider import OpenAIResponsesProvider
 from ..resilience import CircuitBreakerProvider, FallbackProvider, resilient_chain, with_fallback
 from ..resilience.decorator import ProviderDecorator
+from .vendor import endpoint_of_path
 
 __all__ = [
     "RUN_HEADER",
@@ -35,10 +41,11 @@ __all__ = [
     "Stamper",
     "VendorSpec",
     "build_chain",
+    "fake_endpoint",
     "live_members",
+    "offline_endpoints",
     "offline_members",
     "request_bound",
-    "wire_of_path",
 ]
 
 SENT_AT_HEADER = "x-demo-sent-at"
@@ -50,10 +57,15 @@ RUN_HEADER = "x-demo-run"
 class DemoSettings:
     """The fleet's parameters: the chain's (short, so one run shows a whole breaker cycle), the vendor's, the outage's.
 
-    The outage opens once ``outage_after`` of the expected model calls (about
-    three a task) were answered and lasts ``outage_duration`` seconds;
-    ``vendor_latency`` is the fake vendor's time to answer; every
-    ``stream_every``-th run streams (``0``: none).
+    The first outage opens once ``outage_after`` of the expected model calls
+    (about three a task) were answered and takes the primary down for
+    ``outage_duration`` seconds; every further ``outage_every`` of them, another
+    outage takes the primary down again with one more member beside it (the
+    k-th outage: the first k members, for ``outage_lengthening`` seconds more than
+    the one before it, as a request needs longer to find its way past more members),
+    so that every member of the chain is seen serving, the last one in the last
+    outage.  ``vendor_latency`` is the fake
+    vendor's time to answer; every ``stream_every``-th run streams (``0``: none).
     """
 
     attempt_timeout: float = 5.0
@@ -73,10 +85,9 @@ class DemoSettings:
     max_concurrency: int = 16
     max_steps: int = 6
     outage_after: float = 0.15
+    outage_every: float = 0.15
     outage_duration: float = 2.5
-    # The first fallback goes down too, briefly, at the start of the primary's outage, so the
-    # third member (the Gemini wire) is seen serving.
-    secondary_outage_duration: float = 0.6
+    outage_lengthening: float = 1.0
     vendor_latency: float = 0.02
     stream_every: int = 2
 
@@ -88,12 +99,20 @@ class DemoSettings:
 
 @attrs.frozen(slots=True)
 class VendorSpec:
-    """One member of the chain before it is built: wire, model, where and with which key."""
+    """One member of the chain before it is built: endpoint, model, where and with which key.
 
-    wire: str  # openai | anthropic | gemini
+    ``wire`` names the endpoint (and the member: its provider's name, its breaker's key):
+    ``openai``, ``openai-responses``, ``azure-openai``, ``anthropic``, ``gemini``, ``gemini-vertex``
+    or ``bedrock``.  ``model`` is what the member is bound to (an Azure deployment's name; its
+    underlying model is ``underlying``).  The key is the credential of every kind: an API key, a
+    bearer token (Vertex), or an access key id and secret (Bedrock, the demo's fake signs with one).
+    """
+
+    wire: str
     model: str
     base_url: str
     api_key: str = attrs.field(repr=False)
+    underlying: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -105,13 +124,49 @@ class Member:
     breaker: CircuitBreakerProvider
 
 
+#: The offline chain, in order: ``(endpoint, model, underlying model)``.  Bedrock needs botocore.
+_OFFLINE: tuple[tuple[str, str, str | None], ...] = (
+    ("openai", "gpt-4o-mini", None),
+    ("openai-responses", "gpt-4.1-mini", None),
+    ("azure-openai", "demo-gpt-4o-mini", "gpt-4o-mini"),  # a deployment, and the model it serves
+    ("anthropic", "claude-3-5-haiku-latest", None),
+    ("gemini-vertex", "gemini-2.0-flash", None),
+    ("bedrock", "us.amazon.nova-micro-v1:0", None),
+)
+#: The FakeVendor's wire for each endpoint (what its outages and faults are keyed by, with the model).
+_FAKE_WIRES = {"openai": "openai", "openai-responses": "responses", "azure-openai": "openai",
+               "anthropic": "anthropic", "gemini": "gemini", "gemini-vertex": "gemini", "bedrock": "bedrock"}
+_VERTEX_PROJECT = "agentactors-demo"
+_REGION = "us-east-1"
+
+
+def _has_botocore() -> bool:
+    return importlib.util.find_spec("botocore") is not None
+
+
+def offline_endpoints() -> list[tuple[str, str]]:
+    """``(endpoint, model)`` of each offline member, in chain order: six, or five without botocore."""
+    return [(wire, model) for wire, model, _ in _OFFLINE if wire != "bedrock" or _has_botocore()]
+
+
 def offline_members(base_url: str, api_key: str) -> list[VendorSpec]:
-    """The three FakeVendor wires: an OpenAI-wire primary, Anthropic- and Gemini-wire fallbacks."""
+    """The FakeVendor's endpoints: a Chat Completions primary, then Responses, Azure, Anthropic, Vertex, Bedrock.
+
+    ``api_key`` is every member's credential (so it must be what an AWS access key id may be: letters
+    and digits).  Bedrock joins the chain when botocore (the ``[bedrock]`` extra) is installed.
+    """
+    urls = {"openai": base_url + "/v1", "openai-responses": base_url + "/v1"}
+    names = dict(offline_endpoints())
     return [
-        VendorSpec("openai", "gpt-4o-mini", base_url + "/v1", api_key),
-        VendorSpec("anthropic", "claude-3-5-haiku-latest", base_url, api_key),
-        VendorSpec("gemini", "gemini-2.0-flash", base_url, api_key),
+        VendorSpec(wire, model, urls.get(wire, base_url), api_key, underlying)
+        for wire, model, underlying in _OFFLINE
+        if wire in names
     ]
+
+
+def fake_endpoint(spec: VendorSpec) -> tuple[str, str]:
+    """``(wire, model)`` as the FakeVendor sees ``spec``'s requests: what an outage there is keyed by."""
+    return _FAKE_WIRES[spec.wire], spec.model
 
 
 _LIVE: tuple[tuple[str, tuple[str, ...], str, str, str], ...] = (
@@ -182,17 +237,6 @@ class _InjectFaults(ProviderDecorator):
 # --- building the chain --------------------------------------------------------------------------
 
 
-def wire_of_path(path: str) -> str:
-    """Which wire a request path belongs to (``unknown`` for anything else)."""
-    if path.endswith("/chat/completions"):
-        return "openai"
-    if path.endswith("/v1/messages"):
-        return "anthropic"
-    if "/v1beta/models/" in path:
-        return "gemini"
-    return "unknown"
-
-
 class Stamper:
     """The HTTP client's request hook: stamps each request (see :data:`SENT_AT_HEADER`) and logs it.
 
@@ -209,17 +253,30 @@ class Stamper:
         request.headers[SENT_AT_HEADER] = repr(now)
         if run_id is not None:
             request.headers[RUN_HEADER] = run_id
-        self.sent.append((wire_of_path(request.url.path), now, run_id))
+        self.sent.append((endpoint_of_path(request.url.path), now, run_id))
 
 
 def _provider(spec: VendorSpec, client: httpx.AsyncClient) -> LLMProvider:
+    """The member's provider, named after its endpoint (so are its breaker's key and its failovers)."""
+    key, url, name = spec.api_key, spec.base_url, spec.wire
     if spec.wire == "openai":
         # FakeVendor declares forced tool choice like OpenAI does; say so for a compatible server.
-        return OpenAIProvider(spec.model, api_key=spec.api_key, base_url=spec.base_url, http_client=client,
-                              carries_forced_tool_choice=True)
+        return OpenAIProvider(spec.model, api_key=key, base_url=url, http_client=client,
+                              carries_forced_tool_choice=True, name=name)
+    if spec.wire == "openai-responses":
+        return OpenAIResponsesProvider(spec.model, api_key=key, base_url=url, http_client=client, name=name)
+    if spec.wire == "azure-openai":
+        return AzureOpenAIProvider(spec.model, endpoint=url, api_key=key, model=spec.underlying, http_client=client,
+                                   name=name)
     if spec.wire == "anthropic":
-        return AnthropicProvider(spec.model, api_key=spec.api_key, base_url=spec.base_url, http_client=client)
-    return GeminiProvider(spec.model, api_key=spec.api_key, base_url=spec.base_url, http_client=client)
+        return AnthropicProvider(spec.model, api_key=key, base_url=url, http_client=client, name=name)
+    if spec.wire == "gemini-vertex":
+        return GeminiProvider.vertex(spec.model, project=_VERTEX_PROJECT, token_provider=lambda: key,
+                                     http_client=client, base_url=url, name=name)
+    if spec.wire == "bedrock":
+        return BedrockProvider(spec.model, region=_REGION, access_key_id=key, secret_access_key=key,
+                               base_url=url, http_client=client, name=name)
+    return GeminiProvider(spec.model, api_key=key, base_url=url, http_client=client, name=name)
 
 
 def build_chain(

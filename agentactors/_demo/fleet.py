@@ -23,11 +23,14 @@ from ..errors import StreamInterruptedError
 from ..events import Event, InMemoryRecorder
 from ..gateway.provider import ProviderActor
 from ..loop.result import RunResult
-from .chain import DemoSettings, Member, Stamper, VendorSpec, build_chain, offline_members
+from .chain import DemoSettings, Member, Stamper, VendorSpec, build_chain, fake_endpoint, offline_members
 from .tasks import Task, make_catalogue, make_tasks, make_tools
 from .vendor import LoggedRequest, VendorProcess
 
-__all__ = ["SYSTEM_PROMPT", "FleetRun", "LiveCounters", "TaskOutcome", "run_fleet_raw"]
+__all__ = ["CANARY_PREFIX", "SYSTEM_PROMPT", "FleetRun", "LiveCounters", "TaskOutcome", "run_fleet_raw"]
+
+#: The offline run's credential starts with this (a test looks for it where it must not be).
+CANARY_PREFIX = "demoCanary"
 
 SYSTEM_PROMPT = (
     "You are a shop assistant. Answer price questions with the tools: look the price up first, then convert "
@@ -109,7 +112,7 @@ class FleetRun:
     members: tuple[Member, ...]
     vendor_requests: tuple[LoggedRequest, ...]  # empty when real vendors served
     vendor_stats: dict[str, Any]
-    outage: tuple[float, float] | None  # client clock
+    outages: tuple[tuple[float, float], ...]  # the primary's, client clock
     started: float
     finished: float
     streamed_chars: int
@@ -178,7 +181,7 @@ async def run_fleet_raw(
 
     Offline (``live_specs`` is ``None``): a FakeVendor on 127.0.0.1 with a canary
     API key, the demo's fake model, faults on the primary's wire only, and — with
-    ``outage`` — a primary outage (see :class:`DemoSettings`).  Live: ``live_specs``
+    ``outage`` — the outages (see :class:`DemoSettings`).  Live: ``live_specs``
     in chain order, faults (if any) injected client-side before sending.
 
     ``on_start(counters, members)`` is called once the agents are about to
@@ -201,9 +204,11 @@ async def run_fleet_raw(
             tasks, tools, recorder, settings, list(live_specs), fv=None, fault_rate=fault_rate, seed=seed,
             outage=False, on_start=on_start,
         )
-    from ..testing._fake_script import FaultKind, FaultPlan
+    from ..testing import FaultKind, FaultPlan
 
-    canary = "sk-demo-canary-" + secrets.token_hex(12)
+    # Letters and digits only: the canary is also Bedrock's access key id (and secret) and Vertex's token.
+    canary = CANARY_PREFIX + secrets.token_hex(12)
+    primary_wire, primary_model = fake_endpoint(offline_members("", canary)[0])
     faults = FaultPlan(
         rate=fault_rate,
         seed=seed,
@@ -218,7 +223,8 @@ async def run_fleet_raw(
         retry_after=0.25,
         hang=settings.attempt_timeout + 2.0,
         cut_after=1,
-        wires=("openai",),
+        wires=(primary_wire,),
+        models=(primary_model,),  # an Azure chat deployment speaks the same wire: spared
     ) if fault_rate > 0 else None
     async with VendorProcess(faults=faults, latency=settings.vendor_latency, api_key=canary) as vendor:
         specs = offline_members(vendor.base_url, canary)
@@ -241,18 +247,24 @@ async def _run(
     outage: bool,
     on_start: Callable[[LiveCounters, list[Member]], None] | None,
 ) -> FleetRun:
-    window: list[float] = []
-    # About three model calls a task; the outage opens once `outage_after` of them were answered.
-    threshold = max(1, math.ceil(settings.outage_after * 3 * len(tasks)))
-    outage_duration = settings.outage_duration
+    windows: list[tuple[float, float]] = []
+    # About three model calls a task; outage k opens once `outage_after + k * outage_every` of them were
+    # answered and takes the first k + 1 members down: member k + 1 serves (see DemoSettings).
+    thresholds = [
+        max(1, math.ceil((settings.outage_after + k * settings.outage_every) * 3 * len(tasks)))
+        for k in range(len(specs) - 1)
+    ]
 
     def maybe_open_outage(responses: int) -> None:
-        if fv is not None and outage and not window and responses >= threshold:
-            now = anyio.current_time()
-            window.extend((now, now + outage_duration))
-            fv.outage(wire="openai", duration=outage_duration)
-            if settings.secondary_outage_duration > 0:
-                fv.outage(wire="anthropic", duration=settings.secondary_outage_duration)
+        k = len(windows)
+        if fv is None or not outage or k >= len(thresholds) or responses < thresholds[k]:
+            return
+        now = anyio.current_time()
+        duration = settings.outage_duration + k * settings.outage_lengthening
+        windows.append((now, now + duration))
+        for spec in specs[:k + 1]:
+            wire, model = fake_endpoint(spec)
+            fv.outage(wire=wire, model=model, duration=duration)
 
     counters = LiveCounters(len(tasks), maybe_open_outage)
     limits = httpx.Limits(
@@ -286,7 +298,7 @@ async def _run(
         members=tuple(members),
         vendor_requests=vendor_requests,
         vendor_stats=vendor_stats,
-        outage=(window[0], window[1]) if window else None,
+        outages=tuple(windows),
         started=started,
         finished=finished,
         streamed_chars=streamed_chars,

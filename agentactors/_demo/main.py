@@ -1,20 +1,28 @@
-"""``python -m agentactors demo``: a thousand agents through a resilient three-vendor chain, offline.
+"""``python -m agentactors demo``: a thousand agents through a resilient six-endpoint chain, offline.
 
 Each agent answers "How much does a <item> cost in <currency>?" with two tools
 (``lookup_price``, then ``convert_currency``).  All of them share ONE
 :class:`~agentactors.gateway.provider.ProviderActor` holding the recommended
-stack over three vendors on the three wires::
+stack over six endpoints on five wires::
 
     with_fallback(with_circuit_breaker(with_retry(with_timeout(openai))),      # the primary: faults injected
+                  with_circuit_breaker(with_retry(with_timeout(openai-responses))),
+                  with_circuit_breaker(with_retry(with_timeout(azure-openai))),
                   with_circuit_breaker(with_retry(with_timeout(anthropic))),
-                  with_circuit_breaker(with_retry(with_timeout(gemini))))
+                  with_circuit_breaker(with_retry(with_timeout(gemini-vertex))),
+                  with_circuit_breaker(with_retry(with_timeout(bedrock))))     # with the [bedrock] extra
 
 The vendors are a :class:`~agentactors.testing.FakeVendor` on 127.0.0.1 (in a
-child process).  The primary answers a share of requests with 429s (with
-retry-after), 503s, 500s, mid-stream disconnects and hung answers, and goes
-down for a while (an outage) so that its breaker opens, probes and closes
-again within the run.  The demo ends with a summary computed from what was
-recorded, one run explained from its events, and the full event record as JSONL.
+child process) serving every endpoint: Chat Completions, Responses, an Azure
+deployment's route, Anthropic Messages, Gemini on Vertex AI (a bearer token)
+and Bedrock's ConverseStream (SigV4, the AWS event stream).  The primary
+answers a share of requests with 429s (with retry-after), 503s, 500s,
+mid-stream disconnects and hung answers, and goes down for a while (an outage)
+so that its breaker opens, probes and closes again within the run; the outage
+comes back, each time with one more member down beside the primary, so that
+each fallback is seen serving.
+The demo ends with a summary computed from what was recorded, one run explained
+from its events, and the full event record as JSONL.
 
 ``--live`` runs the same fleet against the real vendors whose API keys are in
 the environment (3 agents, no injected faults unless told otherwise), after
@@ -35,9 +43,8 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from ..errors import AgentActorsError
 from ..events import Event, JsonlRecorder
-from .chain import DemoSettings, Member, VendorSpec, live_members, request_bound
+from .chain import DemoSettings, Member, VendorSpec, live_members, offline_endpoints, request_bound
 from .fleet import LiveCounters, run_fleet_raw
 from .report import FleetReport, RunExplanation, analyze
 from .vendor import LoggedRequest
@@ -62,8 +69,8 @@ LIVE_AGENTS = 3
 MIN_GOODPUT = 0.8
 
 
-class LiveUnavailable(AgentActorsError, RuntimeError):
-    """``--live`` without any vendor API key in the environment."""
+class LiveUnavailable(RuntimeError):
+    """``--live`` without any vendor API key in the environment (the demo's, not a library error)."""
 
 
 def write_record(
@@ -185,8 +192,9 @@ def _header(args: argparse.Namespace, agents: int, fault_rate: float, outage: bo
             specs: list[VendorSpec] | None) -> list[str]:
     s = settings
     if specs is None:
-        names = [("openai", "gpt-4o-mini"), ("anthropic", "claude-3-5-haiku-latest"), ("gemini", "gemini-2.0-flash")]
-        where = "FakeVendor on 127.0.0.1 (a child process) — OpenAI, Anthropic and Gemini wires, canary API key"
+        names = offline_endpoints()
+        where = (f"FakeVendor on 127.0.0.1 (a child process) — {len(names)} endpoints: "
+                 + ", ".join(w for w, _ in names) + "; a canary credential")
     else:
         names = [(v.wire, f"{v.model} at {urlsplit(v.base_url).netloc}") for v in specs]
         where = "LIVE: the real vendors whose API keys are in the environment (keys are never printed)"
@@ -213,9 +221,10 @@ def _header(args: argparse.Namespace, agents: int, fault_rate: float, outage: bo
         lines.append(
             f"faults on the primary: {fault_rate:.0%} of its requests (429 with retry-after, 503, 500, mid-stream "
             "disconnects, hung answers)"
-            + (f"; outage: the primary goes down for {s.outage_duration:g}s once {s.outage_after:.0%} of the "
-               f"model calls were answered, and the first fallback for its first {s.secondary_outage_duration:g}s"
-               if outage else "")
+            + (f"; outages: once {s.outage_after:.0%} of the model calls were answered the primary goes down "
+               f"for {s.outage_duration:g}s, and again every {s.outage_every:.0%} more, {s.outage_lengthening:g}s "
+               f"longer each time, with one more member beside it ({len(names) - 1} outages: each fallback is seen "
+               "serving)" if outage else "")
         )
     elif fault_rate > 0:
         lines.append(f"faults: {fault_rate:.0%} of the primary's calls fail client-side before sending (as a 503)")

@@ -102,7 +102,7 @@ class FleetReport:
     streamed_runs: int
     streamed_chars: int
     events: int
-    outage: tuple[float, float] | None  # seconds after the fleet started
+    outages: tuple[tuple[float, float], ...]  # the primary's, seconds after the fleet started
     open_intervals: tuple[tuple[float, float], ...]  # seconds after the fleet started
     explanation: RunExplanation | None
     record: str | None
@@ -218,7 +218,7 @@ def _http_lines(run_id: str, requests: Sequence[Any], start: float) -> list[str]
         status = r.status if r.status is not None else "-"
         fault = f" [{r.fault}]" if r.fault else ""
         mode = "stream" if r.stream else "json"
-        lines.append(f"{at} request #{r.index} to {r.wire} ({mode}) → {status} {r.outcome}{fault}")
+        lines.append(f"{at} request #{r.index} to {r.endpoint} ({mode}) → {status} {r.outcome}{fault}")
     return lines
 
 
@@ -295,9 +295,10 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
     outcomes_by_vendor: dict[str, Counter[str]] = {}
     if not fleet.live:
         for req in requests:
-            by_vendor[req.wire] += 1
-            outcomes_by_vendor.setdefault(req.wire, Counter())[req.outcome] += 1
-            if req.wire != primary.wire:
+            # By endpoint, not by the fake's wire: an Azure deployment speaks the primary's wire.
+            by_vendor[req.endpoint] += 1
+            outcomes_by_vendor.setdefault(req.endpoint, Counter())[req.outcome] += 1
+            if req.endpoint != primary.wire:
                 continue
             primary_calls += 1
             sent = req.headers.get(SENT_AT_HEADER)
@@ -348,7 +349,7 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
         streamed_runs=sum(o.streamed for o in outcomes),
         streamed_chars=fleet.streamed_chars,
         events=len(events),
-        outage=(fleet.outage[0] - started, fleet.outage[1] - started) if fleet.outage else None,
+        outages=tuple((a - started, b - started) for a, b in fleet.outages),
         open_intervals=tuple((a - started, min(b, finite_end) - started) for a, b in intervals),
         explanation=explanation,
         record=record,

@@ -150,7 +150,7 @@ def fake_model(request: Any) -> Any:
     conversion → call ``convert_currency`` with that price; both → answer
     quoting the two results verbatim.
     """
-    from ..testing._fake_script import FakeReply, FakeToolCall
+    from ..testing import FakeReply, FakeToolCall
 
     conv = getattr(request, "conversation", None)
     if conv is None:

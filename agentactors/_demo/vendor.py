@@ -10,9 +10,12 @@ The child (``python -m agentactors._demo.vendor``) runs
 :class:`~agentactors.testing.fakevendor.FakeVendor` with the demo's fake model
 (:func:`agentactors._demo.tasks.fake_model`) and fault plan, and takes one JSON
 command per line on stdin — open an outage window, hand over the request log,
-stop — answering on stdout.  A plain subprocess rather than ``multiprocessing``:
-spawning would re-import the caller's ``__main__``, which a script without an
-``if __name__ == "__main__"`` guard does not survive.
+stop — answering on stdout.  The log names each request's endpoint
+(:func:`endpoint_of_path`): the fake's wires are shared by several endpoints (an
+Azure deployment speaks the OpenAI wire, Gemini on Vertex AI the Gemini wire).
+A plain subprocess rather than ``multiprocessing``: spawning would re-import the
+caller's ``__main__``, which a script without an ``if __name__ == "__main__"``
+guard does not survive.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,17 +38,38 @@ import anyio
 import anyio.to_thread
 import attrs
 
-__all__ = ["LoggedRequest", "VendorProcess"]
+__all__ = ["LoggedRequest", "VendorProcess", "endpoint_of_path"]
 
 _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 10.0
 #: The request headers the log keeps (the demo's own stamps; never a credential).
 KEPT_HEADERS = ("x-demo-sent-at", "x-demo-run")
+#: First match wins: Azure's paths before the OpenAI ones they end like.
+_ENDPOINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^/openai/(?:deployments/[^/]+/chat/completions|v1/responses)$"), "azure-openai"),
+    (re.compile(r"/chat/completions$"), "openai"),
+    (re.compile(r"/responses$"), "openai-responses"),
+    (re.compile(r"/v1/messages$"), "anthropic"),
+    (re.compile(r"/publishers/anthropic/models/[^/]+:(?:rawPredict|streamRawPredict)$"), "anthropic-vertex"),
+    (re.compile(r"/publishers/google/models/[^/]+:"), "gemini-vertex"),
+    (re.compile(r"/v1beta/models/"), "gemini"),
+    (re.compile(r"^/model/[^/]+/converse(?:-stream)?$"), "bedrock"),
+)
+
+
+def endpoint_of_path(path: str) -> str:
+    """Which endpoint a request path belongs to (``unknown`` for anything else): the demo's member names."""
+    route = path.split("?", 1)[0]  # the fake records Azure's api-version with the path
+    return next((name for pattern, name in _ENDPOINTS if pattern.search(route)), "unknown")
 
 
 @attrs.frozen(slots=True)
 class LoggedRequest:
-    """One request the fake vendor received, as its log reports it (no body, no credentials)."""
+    """One request the fake vendor received, as its log reports it (no body, no credentials).
+
+    ``wire`` is the fake's wire (``openai`` for an Azure chat deployment too); ``endpoint`` the
+    endpoint the path names (:func:`endpoint_of_path`).
+    """
 
     index: int
     wire: str
@@ -56,6 +81,7 @@ class LoggedRequest:
     fault: str | None
     disconnected: bool
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    endpoint: str = "unknown"
 
 
 def _logged(r: Any) -> dict[str, Any]:
@@ -63,6 +89,7 @@ def _logged(r: Any) -> dict[str, Any]:
         "index": r.index, "wire": r.wire, "path": r.path, "model": r.model, "stream": r.stream,
         "status": r.status, "outcome": r.outcome, "fault": r.fault, "disconnected": r.disconnected,
         "headers": {k: r.headers[k] for k in KEPT_HEADERS if k in r.headers},
+        "endpoint": endpoint_of_path(r.path),
     }
 
 
@@ -78,7 +105,7 @@ def _model(spec: str | None) -> Any:
 
 def _child(config: Mapping[str, Any]) -> int:
     """The child's main: serve until told to stop or until stdin closes (the parent went away)."""
-    from ..testing._fake_script import FaultPlan
+    from ..testing import FaultPlan
     from ..testing.fakevendor import FakeVendor
 
     fake_model = _model(config.get("model"))
@@ -97,7 +124,7 @@ def _child(config: Mapping[str, Any]) -> int:
         for line in sys.stdin:
             command = json.loads(line)
             if command["do"] == "outage":
-                vendor.outage(wire=command["wire"], duration=float(command["duration"]))
+                vendor.outage(wire=command["wire"], model=command.get("model"), duration=float(command["duration"]))
             elif command["do"] == "log":
                 deadline = time.monotonic() + float(command["settle_within"])
                 # An answer the client gave up on is recorded as disconnected a moment later.
@@ -120,7 +147,7 @@ class VendorProcess:
     starts it (``vendor.base_url``); :meth:`outage` opens an outage window
     without waiting for the child; :meth:`log` fetches the recorded requests and
     the stats; leaving the block stops the child (terminating it if it does not
-    stop in time).  ``faults`` is a :class:`~agentactors.testing._fake_script.FaultPlan`
+    stop in time).  ``faults`` is a :class:`~agentactors.testing.FaultPlan`
     or ``None``; the API key is handed to the child on its stdin, never on its command line.
     ``model`` names another fake model, ``"module:function"`` importable by the child (the
     reliability suite's fault soak brings its own); ``None`` is the demo's.
@@ -166,8 +193,9 @@ class VendorProcess:
         reader.join(_START_TIMEOUT)
         line = ready[0] if ready else ""
         if not line:
+            tail = self._stderr_tail()  # before stopping: that closes the file
             self._stop()
-            raise RuntimeError(f"the fake vendor process did not start: {self._stderr_tail()}")
+            raise RuntimeError(f"the fake vendor process did not start: {tail}")
         self.base_url = str(json.loads(line)["ready"])
 
     def _stderr_tail(self) -> str:
@@ -213,9 +241,12 @@ class VendorProcess:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._stop)
 
-    def outage(self, *, wire: str, duration: float) -> None:
-        """Fail every request to ``wire`` for ``duration`` seconds from now.  A pipe write; no waiting."""
-        self._send({"do": "outage", "wire": wire, "duration": duration})
+    def outage(self, *, wire: str, duration: float, model: str | None = None) -> None:
+        """Fail every request to ``wire`` (and ``model``, if given) for ``duration`` seconds from now.
+
+        A pipe write; no waiting.
+        """
+        self._send({"do": "outage", "wire": wire, "model": model, "duration": duration})
 
     def _log(self, settle_within: float) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
         process = self._process

@@ -69,8 +69,9 @@ def summary_sections(report: FleetReport) -> list[Section]:
          + ")"),
         ("retries stopped by an open breaker", f"{_n(r.retries_stopped_by_breaker)}  (no further attempt sent)"),
     ]
-    if r.outage is not None:
-        resilience.insert(0, ("primary outage (injected)", f"{r.outage[0]:.2f}–{r.outage[1]:.2f}s"))
+    if r.outages:
+        windows = ", ".join(f"{a:.2f}–{b:.2f}s" for a, b in r.outages)
+        resilience.insert(0, ("outages (injected)", f"{windows}  (the k-th: the first k members down)"))
     tokens = r.tokens
     traffic: list[tuple[str, str]] = [
         ("requests per vendor", _counts(r.requests_by_vendor)),

@@ -1,9 +1,30 @@
-"""``FakeVendor``: a real HTTP server on loopback speaking the OpenAI, Anthropic and Gemini wires.
+"""``FakeVendor``: a real HTTP server on loopback speaking every wire and endpoint the providers reach.
 
-One ``base_url`` serves all three: OpenAI at ``{base_url}/v1/chat/completions``,
-Anthropic at ``{base_url}/v1/messages`` and Gemini at
-``{base_url}/v1beta/models/{model}:generateContent`` and
-``:streamGenerateContent?alt=sse`` — JSON or SSE in each wire's real shapes.
+One ``base_url`` serves five wires (the ``wire`` of each recorded request, and of
+:meth:`FakeVendor.script`, :meth:`FakeVendor.on` and :meth:`FakeVendor.outage`),
+JSON or streamed in each wire's real shapes:
+
+``openai``
+    Chat Completions at ``{base_url}/v1/chat/completions``, and Azure OpenAI's deployment route
+    ``/openai/deployments/{deployment}/chat/completions?api-version=…`` (the deployment is the model).
+``responses``
+    OpenAI's Responses API at ``{base_url}/v1/responses`` (JSON or its SSE event family), and Azure's
+    v1 route ``/openai/v1/responses`` (the deployment is the body's ``model``).
+``anthropic``
+    Messages at ``{base_url}/v1/messages``, and Claude on Vertex AI at
+    ``/v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict`` (``:streamRawPredict``).
+``gemini``
+    generateContent at ``{base_url}/v1beta/models/{model}:generateContent`` and
+    ``:streamGenerateContent?alt=sse``, and the same on Vertex AI at
+    ``/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:…``.
+``bedrock``
+    Bedrock's Converse at ``/model/{modelId}/converse`` and ConverseStream at ``/converse-stream`` (the
+    AWS event-stream binary framing).
+
+Credentials are checked the way each endpoint takes them: an API key header (``api-key`` on Azure), a
+bearer token (Azure's Entra ID, Vertex AI), SigV4 headers of the documented shape on Bedrock (the
+access key id is the one compared with ``expected_api_key``).  ``GET /health`` lists the wires and
+endpoints.
 
 The server is a small HTTP/1.1 server (h11 over anyio, :mod:`._fake_server`) with
 an ASGI app, run on its own asyncio event loop in a dedicated thread, so it works
@@ -44,7 +65,8 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import TaskStatus
 
-from .. import _reexport
+import agentactors._reexport as _reexport
+
 from ._fake_app import FakeVendorApp
 from ._fake_script import (
     Conversation,
@@ -91,7 +113,7 @@ _KEEP_ALIVE = 120.0
 
 
 class FakeVendor:
-    """A scriptable fake of the three vendor wires on ``127.0.0.1`` (see the module docstring).
+    """A scriptable fake of the vendor wires on ``127.0.0.1`` (see the module docstring).
 
     :param host: the interface to listen on (loopback by default; the server has
         no authentication worth the name, so think twice before exposing it).
@@ -459,7 +481,7 @@ def serve(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m agentactors.testing.fakevendor --port N [--fault-rate R --seed S --latency L]``."""
-    parser = argparse.ArgumentParser(prog="fakevendor", description="Serve the three vendor wires on loopback.")
+    parser = argparse.ArgumentParser(prog="fakevendor", description="Serve the vendor wires on loopback.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     parser.add_argument("--fault-rate", type=float, default=0.0)

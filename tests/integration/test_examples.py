@@ -107,3 +107,25 @@ async def test_research_delegation(capsys: pytest.CaptureFixture[str]) -> None:
     assert result.usage.input_tokens == 150 + 200 + 60 + 90  # the parent's two steps and the child's two
     out = capsys.readouterr().out
     assert f"run.started   {child.run_id} (child of {result.run_id})" in out
+
+
+async def test_resilient_chain_cloud(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = await _load("resilient_chain_cloud").main()
+    first, second, stream = lines[:3]
+    assert first == ("first:  'Azure: eu-west-1, where the errors began.' — served by azure-openai; "
+                     "Bedrock's breaker is closed")
+    assert second.startswith("second: 'Responses: eu-west-1, then us-east-1.' — served by openai-responses")
+    assert second.endswith("Bedrock's breaker is open")
+    assert stream == "stream: 'Azure, streamed: eu-west-1 and us-east-1.' — Bedrock skipped without a call"
+    seen = [line.split()[2:] for line in lines if line.startswith("  vendor saw:")]
+    bedrock = "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
+    azure = "/openai/deployments/gpt-4o-prod/chat/completions"
+    assert seen == [  # two attempts per member, then the next; none to Bedrock once its breaker opened
+        ["bedrock", bedrock, "→", "503"], ["bedrock", bedrock, "→", "503"], ["openai", azure, "→", "200"],
+        ["bedrock", bedrock, "→", "503"], ["bedrock", bedrock, "→", "503"],
+        ["openai", azure, "→", "429"], ["openai", azure, "→", "429"], ["responses", "/v1/responses", "→", "200"],
+        ["openai", azure, "→", "200"],
+    ]
+    assert lines[-1] == ("failovers: bedrock → azure-openai (transient), bedrock → azure-openai (transient), "
+                         "azure-openai → openai-responses (transient), bedrock → azure-openai (circuit_open)")
+    assert capsys.readouterr().out.splitlines() == lines

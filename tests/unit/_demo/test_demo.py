@@ -20,7 +20,16 @@ import httpx
 import pytest
 
 from agentactors.__main__ import main
-from agentactors._demo.chain import DemoSettings, VendorSpec, build_chain, live_members, request_bound
+from agentactors._demo.chain import (
+    DemoSettings,
+    VendorSpec,
+    build_chain,
+    fake_endpoint,
+    live_members,
+    offline_members,
+    request_bound,
+)
+from agentactors._demo.fleet import CANARY_PREFIX
 from agentactors._demo.report import open_intervals, percentile
 from agentactors._demo.tasks import (
     CURRENCIES,
@@ -30,6 +39,7 @@ from agentactors._demo.tasks import (
     make_tasks,
     make_tools,
 )
+from agentactors._demo.vendor import endpoint_of_path
 from agentactors.errors import ProviderError
 from agentactors.events import Event
 from agentactors.messages import LLMRequest, Message
@@ -42,7 +52,6 @@ from agentactors.testing._fake_script import (
     SeenToolResult,
 )
 
-CANARY_PREFIX = "sk-demo-canary-"
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 SECTIONS = ("Runs", "Resilience", "Traffic", "One run, explained")
 
@@ -93,7 +102,8 @@ def _check_record(records: list[dict[str, Any]]) -> dict[str, Any]:
             start = None
     if start is not None:
         opened.append((start, math.inf))
-    primary = [r for r in records if r["type"] == "vendor.request" and r["wire"] == "openai"]
+    # By endpoint: an Azure deployment's requests speak the primary's wire, and are not the primary's.
+    primary = [r for r in records if r["type"] == "vendor.request" and r["endpoint"] == "openai"]
     assert primary
     sent = [float(r["headers"]["x-demo-sent-at"]) for r in primary]
     assert sum(1 for t in sent if any(a <= t < b for a, b in opened)) == 0
@@ -129,6 +139,12 @@ def test_demo_small_scale_end_to_end(
     assert report["breaker_opens"] >= 1, "the outage must open the primary's breaker"
     assert report["failovers"], "runs must have failed over"
     assert report["requests_by_vendor"]["anthropic"] > 0
+    # The chain spans at least five endpoints, every one reached over its own route.
+    endpoints = {r["endpoint"] for r in records if r["type"] == "vendor.request"}
+    assert {"openai", "openai-responses", "azure-openai", "anthropic", "gemini-vertex"} <= endpoints
+    assert "unknown" not in endpoints
+    assert "6 endpoints: openai, openai-responses, azure-openai, anthropic, gemini-vertex, bedrock" in out
+    assert "bedrock" in endpoints and set(report["requests_by_vendor"]) == endpoints
     assert report["tokens"]["input_tokens"] > 0
     assert report["explanation"] is not None
     # The canary key never leaves the HTTP headers: not in the output, not in the record.
@@ -377,3 +393,57 @@ def test_cli_help_lists_the_demo_options(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     for option in ("--agents", "--fault-rate", "--seed", "--record", "--live", "--backend", "--no-progress"):
         assert re.search(rf"{option}\b", out), option
+
+
+# --- the endpoints ---------------------------------------------------------------------------------------
+
+
+def test_the_offline_chain_spans_six_endpoints_each_told_apart_by_its_path() -> None:
+    specs = offline_members("http://127.0.0.1:9", CANARY_PREFIX + "0" * 24)
+    assert [s.wire for s in specs] == [
+        "openai", "openai-responses", "azure-openai", "anthropic", "gemini-vertex", "bedrock",
+    ]
+    # The fake's wire and model of each: outages and faults keyed by them hit that member alone.
+    assert len({fake_endpoint(s) for s in specs}) == len(specs)
+    assert fake_endpoint(specs[2]) == ("openai", "demo-gpt-4o-mini")  # an Azure deployment: the primary's wire
+    paths = {
+        "/v1/chat/completions": "openai",
+        "/v1/responses": "openai-responses",
+        "/openai/deployments/demo-gpt-4o-mini/chat/completions?api-version=2024-10-21": "azure-openai",
+        "/openai/v1/responses": "azure-openai",
+        "/v1/messages": "anthropic",
+        "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-x:streamRawPredict": "anthropic-vertex",
+        "/v1/projects/p/locations/global/publishers/google/models/gemini-2.0-flash:generateContent": "gemini-vertex",
+        "/v1beta/models/gemini-2.0-flash:streamGenerateContent": "gemini",
+        "/model/us.amazon.nova-micro-v1%3A0/converse-stream": "bedrock",
+        "/somewhere/else": "unknown",
+    }
+    assert {path: endpoint_of_path(path) for path in paths} == paths
+
+
+@pytest.mark.anyio
+async def test_every_offline_member_is_built_over_its_own_endpoint() -> None:
+    specs = offline_members("http://vendor.test", CANARY_PREFIX + "1" * 24)
+    seen: list[tuple[str, str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((endpoint_of_path(request.url.path), request.headers.get("authorization", "")[:16]))
+        return httpx.Response(503, json={"error": {"message": "down", "type": "server_error"}})
+
+    settings = DemoSettings(max_attempts=1)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        chain, members = build_chain(specs, client, settings)
+        with pytest.raises(ProviderError):
+            await chain.complete(LLMRequest([Message.user("hi")]))
+    assert [m.wire for m in members] == [s.wire for s in specs]
+    assert [endpoint for endpoint, _ in seen] == [s.wire for s in specs]
+    auth = dict(seen)
+    assert auth["gemini-vertex"].startswith("Bearer ") and auth["bedrock"].startswith("AWS4-HMAC-SHA256")
+
+
+def test_without_botocore_the_chain_still_spans_five_endpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "botocore", None)  # as if the [bedrock] extra were not installed
+    specs = offline_members("http://127.0.0.1:9", CANARY_PREFIX + "2" * 24)
+    assert [s.wire for s in specs] == ["openai", "openai-responses", "azure-openai", "anthropic", "gemini-vertex"]
