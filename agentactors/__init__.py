@@ -61,6 +61,7 @@ from .errors import (
     AgentActorsError,
     AllProvidersFailedError,
     CircuitOpenError,
+    CostLimitExceededError,
     ErrorKind,
     ModelRetry,
     OutputValidationError,
@@ -82,6 +83,7 @@ from .errors import ActorStopped as ActorStopped
 from .errors import ActorStoppedError as ActorStoppedError
 from .errors import AskTimeout as AskTimeout
 from .errors import AskTimeoutError as AskTimeoutError
+from .errors import CostLimitExceeded as CostLimitExceeded
 from .errors import Overloaded as Overloaded
 from .errors import ProviderTimeout as ProviderTimeout
 from .errors import RunDeadlineExceeded as RunDeadlineExceeded
@@ -91,7 +93,9 @@ from .explain import Explanation, explain
 from .gateway.provider import Complete as Complete
 from .gateway.provider import ProviderActor
 from .gateway.provider import Stream as Stream
+from .journal import JournalStore, SqliteJournal, fork, replay
 from .loop.controller import LoopController as LoopController
+from .loop.live import RunState
 from .loop.result import RunResult
 from .messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice, ToolSpec, Usage
 from .messages import ReasoningDelta as ReasoningDelta
@@ -103,6 +107,7 @@ from .messages import ToolCallEnd as ToolCallEnd
 from .messages import ToolCallStart as ToolCallStart
 from .output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from .parts import Audio, Document, Image, Text
+from .pricing import Cost
 from .providers.anthropic.provider import AnthropicProvider
 from .providers.azure import AzureOpenAIProvider
 from .providers.bedrock.provider import BedrockProvider
@@ -112,7 +117,15 @@ from .providers.port import Capabilities, LLMProvider
 from .providers.port import forced_tool_choice_for as forced_tool_choice_for
 from .providers.responses.provider import OpenAIResponsesProvider
 from .providers.scripted import ScriptedProvider
-from .resilience import resilient_chain, with_circuit_breaker, with_fallback, with_pool, with_retry, with_timeout
+from .resilience import (
+    resilient_chain,
+    with_circuit_breaker,
+    with_fallback,
+    with_hedge,
+    with_pool,
+    with_retry,
+    with_timeout,
+)
 from .sessions import AgentSession, MemoryStore, SqliteStore
 from .sessions import SessionStore as SessionStore
 from .settings import CachePolicy, ModelSettings
@@ -178,6 +191,7 @@ __all__ = [
     "ToolChoice",
     "ToolSpec",
     "Usage",
+    "Cost",
     # providers
     "AnthropicProvider",
     "AzureOpenAIProvider",
@@ -192,6 +206,7 @@ __all__ = [
     "resilient_chain",
     "with_circuit_breaker",
     "with_fallback",
+    "with_hedge",
     "with_pool",
     "with_retry",
     "with_timeout",
@@ -206,6 +221,7 @@ __all__ = [
     "NeedsApproval",
     "ProviderActor",
     "RunResult",
+    "RunState",
     "Runtime",
     "handoff",
     # sessions: conversations held by actors, and their stores
@@ -224,11 +240,17 @@ __all__ = [
     "JsonlRecorder",
     "Recorder",
     "explain",
+    "fork",
+    "replay",
+    # durable runs: a step journal
+    "JournalStore",
+    "SqliteJournal",
     # errors: the bases, and the ones the docs name; signals (raised by user code, outside the error tree)
     "ActorError",
     "AgentActorsError",
     "AllProvidersFailedError",
     "CircuitOpenError",
+    "CostLimitExceededError",
     "ErrorKind",
     "OutputValidationError",
     "OverloadedError",

@@ -30,12 +30,22 @@ bases and, when it is not defined here, where it lives::
     │   ├── ToolStatusError                 a tool status routed to "raise"
     │   ├── OutputValidationError           in RunResult.error: output_retries ran out
     │   ├── DelegationError                 a delegated (child) run failed: the calling tool's status error
-    │   └── CostLimitExceededError          was CostLimitExceeded; in RunResult.error: the run passed its cost_limit
+    │   ├── CostLimitExceededError          was CostLimitExceeded; in RunResult.error: the run passed its cost_limit
+    │   ├── RunInterruptedError             in RunResult.error: run.interrupt() ended the run after its step
+    │   ├── RunNotFoundError                rt.run_ref: no live run has that id (finished, or never here)
+    │   ├── RunFinishedError                a control message (steer, interrupt, approve...) to a finished run
+    │   ├── CallNotPendingError             also a ValueError; approve/deny of a call not awaiting approval
+    │   └── PauseConsumedError              agent.resume of a pause already resumed in this process: nothing ran
     ├── SessionError
     │   ├── SessionConflictError            another turn (another process) committed first, or a pause was taken
     │   ├── SessionPausedError              a turn was sent while the session awaits decisions
     │   └── SessionFormatError              also a ValueError; a stored session this version cannot read
+    ├── JournalError                    agentactors.journal (defined in journal.records): durable runs, replay, fork
+    │   ├── RunNotRecordedError             also a LookupError; the source holds no such run
+    │   ├── StepOutOfRangeError             also a ValueError; fork(..., at_step) past the recorded steps
+    │   └── ReplayDivergedError             the replayed run asked for more than its recording holds
     ├── ConversionError                 also a ValueError; agentactors.tools.schema
+    ├── EventRecordError                also a ValueError; agentactors.explain: a JSONL record line that is not an event
     ├── ToolsetError                    agentactors.tools (defined in tools.toolset)
     │   └── ToolNameClashError              also a ValueError; agentactors.tools (defined in tools.toolset)
     ├── MCPToolError                    agentactors.mcp (defined in mcp._results): a failed MCP call
@@ -54,12 +64,19 @@ around a validator or a tool body does not swallow them::
     ├── ModelRetry                      from an output validator or a tool: ask the model again with a message
     └── ToolDenied                      from a tool, to refuse the call itself: status denied
 
-Outside both: a stand-in that is never raised, control flow that never leaves its package, and two errors that
+Outside both: a stand-in that is never raised, control flow that never leaves its package (a tool's timeout, the
+endpoints' refusals), and two errors that
 never reach a user of the library (a test double's and the demo's)::
 
     Exception
     ├── RedactedException               in a cause chain, for a foreign exception whose text held a credential
     ├── TimedOut                        agentactors.tools._invoke: a tool call past its timeout, never leaves tools
+    ├── BadRequest                      agentactors.serve._openai_input: answered with a 400, never leaves serve
+    ├── BodyError                       agentactors.serve._http: a body the app cannot read, answered with a 400
+    ├── Disconnected                    agentactors.serve._http: the client left before its body arrived
+    ├── InvalidInput                    agentactors.serve._agui_input: answered with a 422, never leaves serve
+    ├── ValueError
+    │   └── JsonBoundError                  agentactors._json: JSON past the depth and size policy, never leaves an edge
     ├── WireRejection                   the fake vendor's 4xx, never leaves agentactors.testing
     └── RuntimeError
         └── LiveUnavailable             agentactors._demo: the demo's --live without a key
@@ -117,6 +134,7 @@ __all__ = [
     "AgentActorsError",
     "AllProvidersFailedError",
     "AskTimeoutError",
+    "CallNotPendingError",
     "CircuitOpenError",
     "CostLimitExceededError",
     "DelegationError",
@@ -125,12 +143,16 @@ __all__ = [
     "ModelRetry",
     "OutputValidationError",
     "OverloadedError",
+    "PauseConsumedError",
     "ProviderError",
     "ProviderTimeoutError",
     "RedactedException",
     "ResponseTooLargeError",
     "RunDeadlineExceededError",
     "RunError",
+    "RunFinishedError",
+    "RunInterruptedError",
+    "RunNotFoundError",
     "SessionConflictError",
     "SessionError",
     "SessionFormatError",
@@ -609,6 +631,58 @@ class CostLimitExceededError(RunError):
         super().__init__(redact(message))
         self.limit = limit
         self.spent = spent
+
+
+class RunInterruptedError(RunError):
+    """A run ended by ``run.interrupt(reason)``: found in ``RunResult.error``, never raised by the run.
+
+    The run ended at a step boundary: the tools that were running finished and their results are in
+    ``RunResult.messages``; no model call was made after the interrupt.  ``reason`` is the one given.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None, step: int | None = None) -> None:
+        super().__init__(redact(message))
+        self.reason = reason
+        self.step = step
+
+
+class RunNotFoundError(RunError):
+    """``rt.run_ref(run_id)``: no run with that id is live in this runtime (it finished, or never ran here)."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(redact(message))
+        self.run_id = run_id
+
+
+class RunFinishedError(RunError):
+    """A control message (``steer``, ``interrupt``, ``approve``, ``deny``) sent to a run that has finished."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(redact(message))
+        self.run_id = run_id
+
+
+class CallNotPendingError(RunError, ValueError):
+    """``run.approve(call_id)`` / ``run.deny(call_id, reason)`` for a call that is not awaiting approval.
+
+    Nothing changed: the run's pending calls are as they were (``run.state().pending``).
+    """
+
+    def __init__(self, message: str, *, call_id: str | None = None) -> None:
+        super().__init__(redact(message))
+        self.call_id = call_id
+
+
+class PauseConsumedError(RunError):
+    """``agent.resume(paused, ...)`` of a pause that was resumed already in this process (a double-click on
+    "Approve", two requests at once): the first resume runs the approved calls, this one runs nothing.
+
+    :ivar run_id: the id of the run that paused.
+    """
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(redact(message))
+        self.run_id = run_id
 
 
 class SessionError(AgentActorsError):

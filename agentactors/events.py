@@ -27,6 +27,7 @@ of the class its type names, so ``isinstance`` filters work::
     ├── RetryEvent      retry.*     RetryScheduled, RetryRecovered, RetryExhausted
     ├── FallbackEvent   fallback.*  FallbackMoved, FallbackSkipped, FallbackExhausted
     ├── BreakerEvent    breaker.*   BreakerStateChanged, BreakerRejected, BreakerIgnored
+    ├── HedgeEvent      hedge.*     HedgeSent, HedgeWon
     ├── ProviderEvent   provider.*  ProviderThrottled
     ├── OutputEvent     output.*    OutputStrategyChosen, OutputStrategyDegraded, OutputInvalid, OutputPartial
     ├── SessionEvent    session.*   SessionActivated, SessionDeactivated, SessionCommitted
@@ -69,6 +70,9 @@ __all__ = [
     "FallbackExhausted",
     "FallbackMoved",
     "FallbackSkipped",
+    "HedgeEvent",
+    "HedgeSent",
+    "HedgeWon",
     "LLMEvent",
     "LLMReasoningDelta",
     "LLMRequested",
@@ -249,7 +253,7 @@ class ToolStarted(ToolEvent):
 
 class ToolFinished(ToolEvent):
     """``tools.finished``: ``call_id``, ``name``, ``status``, ``duration``, ``size`` (of the content the model
-    gets)."""
+    gets); ``replayed=True`` on a call a replay answered from its recording (:mod:`agentactors.journal`)."""
 
     __slots__ = ()
 
@@ -335,6 +339,24 @@ class BreakerRejected(BreakerEvent):
 
 class BreakerIgnored(BreakerEvent):
     """``breaker.ignored``: ``key``, ``kind`` (an outcome the breaker does not count)."""
+
+    __slots__ = ()
+
+
+class HedgeEvent(Event):
+    """``hedge.*``: a slow call asked a second time (:func:`~agentactors.resilience.with_hedge`)."""
+
+    __slots__ = ()
+
+
+class HedgeSent(HedgeEvent):
+    """``hedge.sent``: ``member`` (where the second copy went), ``model``, ``after`` (the seconds waited)."""
+
+    __slots__ = ()
+
+
+class HedgeWon(HedgeEvent):
+    """``hedge.won``: ``winner`` (``"primary"`` or ``"hedge"``), ``member`` and ``model`` of the copy that answered."""
 
     __slots__ = ()
 
@@ -427,6 +449,7 @@ _FAMILIES: dict[str, type[Event]] = {
     "retry": RetryEvent,
     "fallback": FallbackEvent,
     "breaker": BreakerEvent,
+    "hedge": HedgeEvent,
     "provider": ProviderEvent,
     "output": OutputEvent,
     "session": SessionEvent,
@@ -456,6 +479,8 @@ _CLASSES: dict[str, type[Event]] = {
     "breaker.state_changed": BreakerStateChanged,
     "breaker.rejected": BreakerRejected,
     "breaker.ignored": BreakerIgnored,
+    "hedge.sent": HedgeSent,
+    "hedge.won": HedgeWon,
     "provider.throttled": ProviderThrottled,
     "output.strategy": OutputStrategyChosen,
     "output.strategy_degraded": OutputStrategyDegraded,

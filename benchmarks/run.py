@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _load as L  # noqa: E402
+import _partial as P  # noqa: E402
 import _sessions as S  # noqa: E402
 import _workloads as W  # noqa: E402
 
@@ -88,7 +89,7 @@ def spread(s: dict[str, float], f: Callable[[float], str] = fmt_us) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8,W9,W11")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7,W8,W9,W11,W13")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny counts, to check the harness")
     parser.add_argument("--out", default=str(RESULTS / "latest.json"))
@@ -232,6 +233,16 @@ def main(argv: list[str] | None = None) -> int:
                table(["store", "created + one turn each", "peak RSS growth", "RSS / active session",
                       "RSS / deactivated session", "Python blocks / deactivated session", "database file"], rows),
                ""]
+
+    if "W13" in only:
+        res = P.w13_partial(reps=reps, smoke=smoke)
+        report["workloads"]["W13"] = res
+        rows = [[kind, spread(r, lambda x: f"{x:,.2f} s"), f"{r['vs_plain']:.2f}×", f"{r['partials']:,}",
+                 f"{r['worst_stall'] * 1000:,.1f} ms"] for kind, r in res["rows"].items()]
+        md += [f"## W13 partial output ({res['bytes'] / 1e6:.1f} MB typed list, {res['records']:,} records, "
+               f"{res['deltas']:,} deltas)", "",
+               table(["consumer", "whole run (min–max)", "× plain text", "partial values", "longest loop stall"],
+                     rows), ""]
 
     text = "\n".join(md)
     print(text)

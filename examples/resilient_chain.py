@@ -23,19 +23,22 @@ from collections import Counter
 
 import anyio
 
-from agentactors.errors import ProviderError
-from agentactors.events import EventSink, InMemoryRecorder, use_sink
-from agentactors.messages import LLMRequest, Message, TextDelta
-from agentactors.providers import classify_http_error
-from agentactors.providers.port import LLMProvider
-from agentactors.providers.scripted import ScriptedProvider
-from agentactors.resilience import (
-    CircuitBreakerProvider,
+from agentactors import (
+    InMemoryRecorder,
+    LLMProvider,
+    LLMRequest,
+    Message,
+    ProviderError,
+    ScriptedProvider,
     with_circuit_breaker,
     with_fallback,
     with_retry,
     with_timeout,
 )
+from agentactors.events import EventSink, use_sink
+from agentactors.messages import TextDelta
+from agentactors.providers import classify_http_error
+from agentactors.resilience import CircuitBreakerProvider
 
 OVERLOADED_BODY = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
 

@@ -172,6 +172,7 @@ class Spec:
     size: int
     concurrency: int
     direct: bool
+    quiet: bool = False  # no actor.started / actor.stopped events (an actor per run: the run has its own)
 
 
 class Waiter:

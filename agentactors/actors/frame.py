@@ -40,7 +40,7 @@ from ._cell import STOPPED
 from ._inline import Suspended, run_inline
 from .ref import ActorRef, cell_of
 
-__all__ = ["Frame", "ask_in", "open_frame"]
+__all__ = ["Frame", "ask_in", "hold", "open_frame", "release"]
 
 
 class Frame:
@@ -127,3 +127,21 @@ async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
         cell.leave_direct(frame, True)
         return result
     raise ActorStopped(f"actor {cell.name!r} was stopped while handling the message")
+
+
+def hold(frame: Frame, ref: ActorRef) -> bool:
+    """The task that entered ``frame`` becomes a handler of ``ref``'s actor until :func:`release`.
+
+    For an actor whose body *is* a task's work — a run of the tool loop is one: its steps are the
+    actor's handler, in the run's own task, with no message to carry them.  The task holds one of the
+    actor's handler slots (busy in ``rt.stats()``, waited for by a drain); a halt (``rt.stop(ref)``,
+    the runtime's exit) cancels ``frame`` as it cancels a direct handler's scope (``frame.halted``).
+
+    :returns: False when the actor cannot take a handler now (not open or started, or busy): nothing held.
+    """
+    return cell_of(ref).enter_framed(frame)
+
+
+def release(frame: Frame, ref: ActorRef) -> None:
+    """Give back the handler slot :func:`hold` took (once, from the same task)."""
+    cell_of(ref).leave_direct(frame, True)

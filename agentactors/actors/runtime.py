@@ -43,6 +43,7 @@ import contextvars
 import itertools
 import logging
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeAlias, TypeVar, cast
 
@@ -52,7 +53,7 @@ import attrs
 from anyio.abc import TaskGroup
 
 from .._backend import backend_function
-from ..errors import ActorStopped, redact
+from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
 from ._inline import in_context
@@ -71,6 +72,11 @@ log = logging.getLogger("agentactors.actors")
 
 FailurePolicy: TypeAlias = Literal["resume", "restart", "stop", "escalate"]
 _POLICIES: Final = frozenset({"resume", "restart", "stop", "escalate"})
+
+#: The :meth:`Runtime.service` key under which the layer that runs agents registers how :meth:`Runtime.run_ref`
+#: finds a live run: a function ``run_id -> handle`` raising :class:`~agentactors.errors.RunNotFoundError`.
+#: The kernel knows no runs: it only looks the function up.
+RUN_RESOLVER: Final = ("agentactors.actors.runtime", "run_resolver")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -158,6 +164,8 @@ class Runtime:
         run's sink, the events of runs started in it.
     :param drain_timeout: seconds actors may keep working after the block is
         left (and the default for :meth:`stop`), before they are cancelled.
+    :param journal: a step journal (``SqliteJournal(path)``, :mod:`agentactors.journal`): every run
+        started in this runtime records each step there as it completes (``docs/durability.md``).
 
     Leaving the block waits until every actor is idle (at most
     ``drain_timeout``), cancels what still runs, rejects what is still queued
@@ -200,13 +208,20 @@ class Runtime:
         "_thread",
         "_token",
         "_waker",
+        "bound",
         "drain_timeout",
+        "journal",
     )
 
-    def __init__(self, recorders: Iterable[Recorder] = (), drain_timeout: float = 5.0) -> None:
+    def __init__(self, recorders: Iterable[Recorder] = (), drain_timeout: float = 5.0, *, journal: Any = None) -> None:
         if drain_timeout < 0:
             raise ValueError("drain_timeout must be >= 0")
         self.drain_timeout = float(drain_timeout)
+        #: Where the runs of this runtime record their steps (:mod:`agentactors.journal`), or ``None``.  Any
+        #: object with the loop's ``open_run`` (:class:`agentactors.loop.tape.Journal`): the kernel knows none.
+        self.journal = journal
+        #: What was bound to this runtime (``agent.bind(rt)``), held weakly: where :meth:`recover` looks for agents.
+        self.bound: weakref.WeakSet[Any] = weakref.WeakSet()
         self._sink = EventSink(FanOut(tuple(recorders)))
         self._tg: TaskGroup | None = None
         self._ctx: contextvars.Context | None = None
@@ -413,6 +428,7 @@ class Runtime:
         max_restarts: int = 3,
         restart_window: float = 60.0,
         direct: bool = True,
+        quiet: bool = False,
     ) -> ActorRef:
         """Register an actor and return its address.  Synchronous: the actor starts on its first message.
 
@@ -434,10 +450,11 @@ class Runtime:
         handled in a worker task (for an actor whose handlers must never run in
         a caller's task, e.g. one that relies on its own task's state).  An
         actor without ``on_start`` is started at spawn; one with it is started
-        by its first message (by the first asker itself, when direct).
+        by its first message (by the first asker itself, when direct).  ``quiet``: no ``actor.started`` /
+        ``actor.stopped`` events for it (an actor that stands for something with events of its own: a run).
         """
         self._check_running()
-        key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct)
+        key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct, quiet)
         spec = self._specs.get(key)
         if spec is None:
             if on_failure not in _POLICIES:
@@ -459,6 +476,7 @@ class Runtime:
                 size=mailbox_size,
                 concurrency=concurrency,
                 direct=bool(direct),
+                quiet=bool(quiet),
             )
         factory: Callable[[], ActorLike] | None
         if not isinstance(actor_or_factory, type) and callable(getattr(actor_or_factory, "receive", None)):
@@ -479,10 +497,28 @@ class Runtime:
         number = next(self._ids)
         cell = Cell(spec, actor, number if name is None else name, factory)
         self._actors.add(cell)
-        sink = self._listening(None)
-        if sink is not None:
-            sink.emit("actor.started", actor=cell.name)
+        if not quiet:
+            sink = self._listening(None)
+            if sink is not None:
+                sink.emit("actor.started", actor=cell.name)
         return ActorRef(cell)
+
+    async def recover(self, *, agents: Iterable[Any] = ()) -> list[Any]:
+        """Finish the runs a crashed process left in this runtime's journal; their results, in the order they started.
+
+        Each run goes on from its last committed step with the agent of its name among those bound to this
+        runtime (``agent.bind(rt)``) and ``agents``, keeping its run id; committed tool results are reused,
+        a tool step started but not committed runs again with the same idempotency keys
+        (``docs/durability.md``).  A run whose agent is not found is left for a later call.
+
+        :raises RuntimeError: the runtime has no journal, or is not running.
+        """
+        journal = self.journal
+        if journal is None:
+            raise RuntimeError("recover() needs a journal: Runtime(journal=SqliteJournal(path))")
+        self._check_running()
+        found: list[Any] = await journal.recover(self, agents=(*self.bound, *agents))
+        return found
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Await ``fn(*args)`` in this runtime's context from a task that is not the runtime's.
@@ -667,6 +703,20 @@ class Runtime:
         if cleanup is not None:
             self._cleanups.append(lambda: cleanup(value))
         return value
+
+    def run_ref(self, run_id: str) -> Any:
+        """The handle of the live run ``run_id`` in this runtime: an :class:`~agentactors.AgentRun`, the same
+        one ``agent.stream(...)`` returned for a streamed run (``docs/loop.md``, "Live runs").
+
+        Any task of the runtime's loop may call it.  The agent layer registers the lookup (the kernel
+        knows no runs: :data:`RUN_RESOLVER`).
+
+        :raises RunNotFoundError: no run with that id is live here (it finished, or never ran here).
+        """
+        resolve = self._services.get(RUN_RESOLVER)
+        if resolve is None:
+            raise RunNotFoundError(f"no live run {run_id!r} in this runtime", run_id=run_id)
+        return resolve(run_id)
 
     # -- many runs (implemented by the agent) ------------------------------------------------------
 
@@ -868,7 +918,7 @@ class _Host:
     def forget(self, cell: Cell) -> None:
         rt = self._rt
         rt._actors.discard(cell)
-        sink = rt._listening(None)
+        sink = rt._listening(None) if not cell.spec.quiet else None
         if sink is not None:
             sink.emit("actor.stopped", actor=cell.name)
 

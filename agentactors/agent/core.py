@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import os
 import threading
 import warnings
@@ -43,11 +44,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, Final, Generic, TypeAlias, cast
 
+import anyio
 import attrs
 import httpx
 
-from ..actors.runtime import ActorRef, Runtime
+from ..actors.runtime import RUN_RESOLVER, ActorRef, Runtime
 from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
+from ..gateway import ticket
 from ..gateway.provider import ProviderActor
 from ..loop import lineage
 from ..loop.config import LoopConfig
@@ -69,11 +72,13 @@ from ..settings import ModelSettings
 from ..tools.executor import ToolExecutorActor, ToolPolicy
 from ..tools.registry import Tool, tool
 from ..tools.results import ToolStatus
-from ..tools.toolset import Toolset, ToolsetView, check_toolsets
+from ..tools.toolset import ToolNameClashError, Toolset, ToolsetError, ToolsetView, check_toolsets
 from .batch import AsCompleted, check_concurrency, run_batch
 from .delegation import AgentTool
 from .handoffs import Handoff, handoff
-from .run import AgentRun, PreparedRun
+from .pauses import claim as claim_pause
+from .pauses import release as release_pause
+from .run import AgentRun, PreparedRun, resolve_run
 
 __all__ = ["Agent", "AgentRun", "AsCompleted", "Prompt", "RunResult", "as_completed", "run_many"]
 
@@ -251,6 +256,35 @@ def _run_info(provider: Any, model: str | None) -> dict[str, Any]:
     return info
 
 
+def _owner(t: Tool[Any, Any]) -> str:
+    if isinstance(t, AgentTool):
+        return f"the delegation to agent {getattr(t.agent, 'name', None)!r} (as_tool)"
+    if t is _FOLLOWUPS_TOOL:
+        return "the built-in suggest_followups tool (followups=True)"
+    return "a plain tool of the agent"
+
+
+def _claim(owners: dict[str, str], name: str, owner: str, *, lead: str = "tool names must be unique") -> None:
+    """Record that ``owner`` holds tool name ``name``.  :raises ToolNameClashError: someone holds it already."""
+    held = owners.get(name)
+    if held is not None:
+        raise ToolNameClashError(f"{lead}: two tools are named {name!r}: one from {held}, one from {owner}; rename one")
+    owners[name] = owner
+
+
+def _owners(tools: Iterable[Tool[Any, Any]], handoffs: Iterable[Handoff]) -> dict[str, str]:
+    """Who holds each tool name of an agent built with ``tools`` and ``handoffs``, in words.
+
+    :raises ToolNameClashError: two of them share a name (naming both).
+    """
+    owners: dict[str, str] = {}
+    for t in tools:
+        _claim(owners, t.name, _owner(t))
+    for h in handoffs:
+        _claim(owners, h.name, f"the handoff to agent {h.target_name!r}")
+    return owners
+
+
 def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
     recorders = tuple(value)
     for r in recorders:
@@ -364,6 +398,7 @@ class Agent(Generic[OutputT]):
     _home: Runtime | None = attrs.field(init=False, default=None)
     _warned: _Warned = attrs.field(init=False, factory=_Warned)
     _graph: dict[str, Agent[Any]] | None = attrs.field(init=False, default=None)
+    _owners: dict[str, str] = attrs.field(init=False, factory=dict)  # who holds each tool name, in words
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.provider, ActorRef) and not callable(getattr(self.provider, "complete", None)):
@@ -378,8 +413,7 @@ class Agent(Generic[OutputT]):
             object.__setattr__(self, "handoffs", self.handoffs + moved)
         all_tools = self.tools + ((_FOLLOWUPS_TOOL,) if self.followups else ())
         names = [t.name for t in all_tools] + [h.name for h in self.handoffs]
-        if len(set(names)) != len(names):
-            raise ValueError(f"tool names must be unique: {names}")
+        owners = _owners(all_tools, self.handoffs)
         if not self.toolsets:  # with toolsets, the tools are known at the first run: checked there
             _check_choice(self.tool_choice, names)
         if self.max_tool_result_chars is not None and self.max_tool_result_chars < 1:
@@ -393,9 +427,15 @@ class Agent(Generic[OutputT]):
             nudges = DEFAULT_NUDGES if self.nudges else None
         else:
             raise TypeError("nudges must be True, False or a Nudges value")
-        output = OutputConfig.build(
-            self.output_type, retries=self.output_retries, validator=self.output_validator, tool_names=names
-        )
+        output = OutputConfig.build(self.output_type, retries=self.output_retries, validator=self.output_validator)
+        if output is not None and output.target is not None:
+            for member in output.target.members:
+                _claim(
+                    owners,
+                    member.name,
+                    f"the output tool of output_type ({member.name!r})",
+                    lead=f"output tool name {member.name!r} is also one of the agent's tools",
+                )
         config = LoopConfig(
             tool_specs=tuple(t.spec for t in all_tools) + tuple(h.spec for h in self.handoffs),
             system=self.system,
@@ -421,6 +461,7 @@ class Agent(Generic[OutputT]):
         )
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_all_tools", all_tools)
+        object.__setattr__(self, "_owners", owners)
 
     def __repr__(self) -> str:
         provider = getattr(self.provider, "name", None) or repr(self.provider)
@@ -456,6 +497,7 @@ class Agent(Generic[OutputT]):
             raise TypeError(f"bind() takes a Runtime, not {type(runtime).__name__}")
         bound: Agent[OutputT] = attrs.evolve(self)
         object.__setattr__(bound, "_home", runtime)
+        runtime.bound.add(bound)  # where rt.recover() finds a crashed run's agent by name
         return bound
 
     @property
@@ -672,6 +714,9 @@ class Agent(Generic[OutputT]):
 
         :raises ValueError: ``paused`` is not paused; a pending call without a decision, or a decision
             for a call that is not pending.
+        :raises PauseConsumedError: this pause was resumed already in this process (sequentially or at
+            the same time): a pause goes on once, and this call runs nothing.  Across processes, see
+            docs/agents.md ("Approvals").
         :raises TypeError: a decision that is not ``True``, ``False`` or a str.
         :raises RuntimeError: as for :meth:`run`.
 
@@ -681,12 +726,27 @@ class Agent(Generic[OutputT]):
         if not isinstance(state, PausedRun):
             raise ValueError("resume() takes a paused RunResult (result.paused is True) or its resume_state")
         checked = check_decisions(state, decisions)
+        if state.agent != self.name and not self.handoffs:
+            raise ValueError(
+                f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
+                f"(or with one that hands off to it), not {self.name!r}"
+            )
         options = _options(None, deps, settings, deadline, priority, input_key)
-        rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
-        if rt is not None:
-            return await self._resume_in(rt, state, checked, options)
-        async with self._private() as private:
-            result = await self._resume_in(private, state, checked, options, private=True)
+        key = claim_pause(state)  # before the first await: of two resumes at once, one alone goes on
+        started: list[bool] = []
+        try:
+            rt = self._runtime(runtime) if runtime is not None or self._home is not None else self._current()
+            if rt is not None:
+                result = await self._resume_in(rt, state, checked, options, started=started)
+            else:
+                async with self._private() as private:
+                    result = await self._resume_in(private, state, checked, options, private=True, started=started)
+        except BaseException:
+            if not started:  # nothing ran: the pause may be resumed again
+                release_pause(key)
+            raise
+        if isinstance(paused, RunResult) and paused.children:  # the children of the paused part stay the run's
+            result = attrs.evolve(result, children=paused.children + result.children)
         return result
 
     async def _resume_in(
@@ -697,16 +757,13 @@ class Agent(Generic[OutputT]):
         options: RunOptions,
         *,
         private: bool = False,
+        started: list[bool],
     ) -> RunResult[OutputT]:
         if self.toolsets:
             controller, sink = await self._listed_controller(rt, options, private=private, resume=(state, decisions))
         else:
             controller, sink = self._controller(rt, options, private=private, resume=(state, decisions))
-        if state.agent != self.name and not self.handoffs:
-            raise ValueError(
-                f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
-                f"(or with one that hands off to it), not {self.name!r}"
-            )
+        started.append(True)
         return await _drive(controller, sink)
 
     def session(
@@ -847,7 +904,8 @@ class Agent(Generic[OutputT]):
             )
         toolsets = None
         if self.toolsets:
-            toolsets = _ToolsetTools(ToolsetView(self._all_tools, self.toolsets), self._config, tools)
+            toolsets = _ToolsetTools(ToolsetView(self._all_tools, self.toolsets, self._owners), self._config, tools)
+        rt.service(RUN_RESOLVER, lambda: partial(resolve_run, rt))  # rt.run_ref(run_id) finds this layer's runs
         bound = self._bound[id(rt)] = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders), toolsets)
         return bound
 
@@ -893,8 +951,9 @@ class Agent(Generic[OutputT]):
         messages: Sequence[Message] = (),
         resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None,
     ) -> tuple[LoopController, EventSink | None]:
-        bound = self._bind(rt, private=private)
         origin = lineage.current()
+        lineage.check_depth(origin)
+        bound = self._bind(rt, private=private)
         run_id, sink = self._new_run(bound, extra, origin) if run is None else run
         config, tools = (self._config, bound.tools) if listed is None else listed
         controller = LoopController(
@@ -1004,10 +1063,18 @@ class Agent(Generic[OutputT]):
         The listing reports to the run's sink (a connection's ``mcp.*`` events belong to the run that
         caused them).  :raises ToolsetError, ToolNameClashError, ValueError: see :meth:`_toolset_tools`.
         """
+        origin = lineage.current()
+        lineage.check_depth(origin)
         bound = self._bind(rt, private=private)
-        run = self._new_run(bound, extra, lineage.current())
-        with use_sink(run[1]):
+        run = self._new_run(bound, extra, origin)
+        limit = _listing_limit(options.deadline)
+        with use_sink(run[1]), anyio.move_on_after(limit) as listing:
             listed = await self._toolset_tools(bound)
+        if listing.cancelled_caught:
+            raise ToolsetError(
+                f"the toolsets of {self!r} were not listed within the run's deadline ({max(limit, 0):g} s left); "
+                "the run did not start"
+            )
         return self._controller(
             rt, options, extra=extra, stream=stream, private=private, listed=listed, run=run,
             messages=messages, resume=resume,
@@ -1030,6 +1097,16 @@ class Agent(Generic[OutputT]):
         """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
         controller, sink = await self._listed_controller(rt, options, private=private, messages=messages)
         return await _drive(controller, sink)
+
+
+def _listing_limit(deadline: float | None) -> float:
+    """Seconds a run's toolsets may take to list: what is left of its deadline (its own, or its parent's).
+
+    A toolset's own timeout (an MCP server's 60 s to connect and list) still applies within it.
+    """
+    limit = math.inf if deadline is None else deadline
+    inherited = ticket.remaining()
+    return limit if inherited is None else min(limit, inherited)
 
 
 def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
@@ -1095,7 +1172,7 @@ class _Launcher:
             controller, sink = agent._controller(
                 rt, options, extra=recorder, stream=True, private=private, messages=messages
             )
-        return partial(_drive, controller, sink), controller.cancelled_result
+        return partial(_drive, controller, sink), controller.cancelled_result, controller.live
 
 
 # --- many runs (the machinery: agentactors.agent.batch) --------------------------------------------------

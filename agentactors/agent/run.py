@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
@@ -25,12 +26,15 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..actors.runtime import Runtime
+from ..errors import ActorStopped, RunNotFoundError
 from ..events import Event, LLMTextDelta, Recorder
+from ..loop.live import Approve, Deny, Interrupt, RunActor, RunState, Steer, live_runs
 from ..loop.result import RunResult
+from ..messages import Message
 from ..output.partial import jiter_available
 from ..output.spec import OutputT
 
-__all__ = ["AgentRun", "PreparedRun", "RunLauncher"]
+__all__ = ["AgentRun", "PreparedRun", "RunLauncher", "resolve_run"]
 
 log = logging.getLogger("agentactors.agent")
 
@@ -74,16 +78,19 @@ class RunLauncher(Protocol):
         ...
 
     async def prepare(self, rt: Runtime, recorder: Recorder, *, private: bool) -> PreparedRun:
-        """The run in ``rt``, its events also going to ``recorder``: ``(run, cancelled)``.
+        """The run in ``rt``, its events also going to ``recorder``: ``(run, cancelled, live)``.
 
         ``run()`` returns the run's coroutine; ``cancelled()`` the result of a run cancelled through
-        its handle (nothing of the turn kept).
+        its handle (nothing of the turn kept); ``live`` the run's actor (:mod:`agentactors.loop.live`),
+        which its control messages go to.
         """
         ...
 
 
-#: ``(run, cancelled)``: what :meth:`RunLauncher.prepare` returns.
-PreparedRun = tuple[Callable[[], Awaitable[RunResult[Any]]], Callable[[], RunResult[Any]]]
+#: ``(run, cancelled, live)``: what :meth:`RunLauncher.prepare` returns.
+PreparedRun = tuple[
+    Callable[[], Awaitable[RunResult[Any]]], Callable[[], RunResult[Any]], "RunActor | None"
+]
 
 
 class AgentRun(Generic[OutputT]):
@@ -117,12 +124,25 @@ class AgentRun(Generic[OutputT]):
     values, then the final validated one — a filter over the same events, like :meth:`text_stream`.
     """
 
-    def __init__(self, launcher: RunLauncher) -> None:
+    def __init__(self, launcher: RunLauncher | None) -> None:
         self._launcher = launcher
         self._entered = False
         self._stack: AsyncExitStack | None = None
         self._receive: MemoryObjectReceiveStream[Event] | None = None
         self._state = _RunState()
+        self._live: RunActor | None = None
+
+    @classmethod
+    def _attached(cls, live: RunActor) -> AgentRun[Any]:
+        """A handle for a live run started without one (``agent.run``), found by ``rt.run_ref``.
+
+        It takes the run's control messages and waits for its result; it has no event stream (the
+        run's events went where its recorders are) and cancelling it stops the run's actor.
+        """
+        handle: AgentRun[Any] = cls(None)
+        handle._entered = True
+        handle._live = live
+        return handle
 
     async def __aenter__(self) -> AgentRun[OutputT]:
         """Start the run.
@@ -134,6 +154,7 @@ class AgentRun(Generic[OutputT]):
             raise RuntimeError("an AgentRun can be entered only once")
         self._entered = True
         launcher = self._launcher
+        assert launcher is not None
         rt = launcher.runtime()
         private = rt is None
         stack: AsyncExitStack | None = None
@@ -145,7 +166,10 @@ class AgentRun(Generic[OutputT]):
             if stack is not None:
                 rt = await stack.enter_async_context(launcher.private_runtime())
             assert rt is not None
-            run, cancelled = await launcher.prepare(rt, _ChannelRecorder(send), private=private)
+            run, cancelled, live = await launcher.prepare(rt, _ChannelRecorder(send), private=private)
+            if live is not None:
+                self._live = live
+                live.handle = weakref.ref(self)  # rt.run_ref finds this handle; a weak one: it may still be dropped
             # The task holds the run's state, never this handle: a handle nobody holds can be collected,
             # and its finaliser cancels the run.
             rt.spawn_task(self._state.work, run, cancelled, send, name="agent.stream")
@@ -195,6 +219,10 @@ class AgentRun(Generic[OutputT]):
 
     async def __anext__(self) -> Event:
         if self._receive is None:
+            if self._launcher is None:
+                raise RuntimeError(
+                    "a run found by rt.run_ref has no event stream here: its events go to its recorders"
+                )
             raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
         try:
             return await self._receive.receive()
@@ -314,7 +342,7 @@ class AgentRun(Generic[OutputT]):
 
         Cancellation: as :meth:`text_stream`.
         """
-        if self._launcher.typed:
+        if self._launcher is not None and self._launcher.typed:
             if not jiter_available():
                 raise ImportError(
                     "partial_output() of a typed result parses partial JSON with jiter: "
@@ -332,15 +360,98 @@ class AgentRun(Generic[OutputT]):
 
     def cancel(self) -> None:
         """Cancel the run; it ends with ``RunResult(cancelled=True)``.  Idempotent; no effect once finished."""
+        if self._launcher is None and self._live is not None:
+            self._live.cancel()
+            return
         self._state.scope.cancel()
+
+    # -- a live run: control messages to its actor (agentactors.loop.live) -----------------------------
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (``None`` before the handle is entered)."""
+        return self._live.run_id if self._live is not None else None
+
+    async def steer(self, text_or_message: str | Message) -> None:
+        """Add a user message to the run, taken at its next step boundary (``docs/loop.md``, "Live runs").
+
+        After the step in progress — the model call, or the tool step and its results — the message joins
+        the conversation and the next model call reads it, once; several steers keep their order.  A steer
+        that arrives while the model writes what would have been its final answer is not lost: the run
+        takes one more step, with that answer and the steer.  Recorded as ``run.steer_received`` and
+        ``run.steered``.
+
+        :raises RunFinishedError: the run has finished.
+        :raises TypeError: neither a str nor a :class:`~agentactors.messages.Message`.
+        """
+        if isinstance(text_or_message, str):
+            message = Message.user(text_or_message)
+        elif isinstance(text_or_message, Message):
+            message = text_or_message
+        else:
+            raise TypeError(f"steer() takes a str or a Message, not {type(text_or_message).__name__}")
+        await self._control(Steer(message))
+
+    async def interrupt(self, reason: str | None = None) -> None:
+        """End the run after its current step: running tools finish and their results are kept, no
+        further model call is made; the result has ``ok`` false and a
+        :class:`~agentactors.errors.RunInterruptedError` (not ``paused``).  Cancellation (:meth:`cancel`)
+        stays the immediate way.  A second interrupt changes nothing.
+
+        :raises RunFinishedError: the run has finished.
+        """
+        await self._control(Interrupt(reason))
+
+    async def approve(self, call_id: str) -> None:
+        """Approve a call the run waits on in place (``@tool(requires_approval=True, approval="wait")``).
+
+        :raises CallNotPendingError: no call ``call_id`` waits for a decision (nothing changes).
+        :raises RunFinishedError: the run has finished.
+        """
+        await self._control(Approve(call_id))
+
+    async def deny(self, call_id: str, reason: str = "denied by a person") -> None:
+        """Deny a call the run waits on in place: the model reads status ``denied`` with ``reason``.
+
+        :raises CallNotPendingError: no call ``call_id`` waits for a decision (nothing changes).
+        :raises RunFinishedError: the run has finished.
+        """
+        await self._control(Deny(call_id, reason))
+
+    def state(self) -> RunState:
+        """Where the run stands now (:class:`~agentactors.RunState`): its step, the calls waiting for a
+        decision, its usage so far, the agent answering.  Read from the run's actor without waiting.
+
+        :raises RuntimeError: the handle was not entered.
+        """
+        if self._live is None:
+            raise RuntimeError("state() of a run: inside `async with agent.stream(...) as run:`")
+        return self._live.snapshot()
+
+    async def _control(self, message: Any) -> None:
+        live = self._live
+        if live is None:
+            raise RuntimeError("control a run inside `async with agent.stream(...) as run:` (or via rt.run_ref)")
+        ref = live.activate()  # the run's actor, spawned on first use
+        if ref is None or ref.stopped:
+            live.control(message)  # not started yet, or finished (RunFinishedError)
+            return
+        try:
+            await ref.ask(message)
+        except ActorStopped:
+            live.control(message)  # it finished meanwhile: RunFinishedError
 
     @property
     def done(self) -> bool:
+        if self._launcher is None and self._live is not None:
+            return self._live.finished
         return self._state.done.is_set()
 
     @property
     def result(self) -> RunResult[OutputT]:
         """The run's result.  :raises RuntimeError: the run has not finished yet."""
+        if self._launcher is None and self._live is not None:
+            return self._attached_result()
         state = self._state
         if state.error is not None:
             raise state.error
@@ -350,8 +461,36 @@ class AgentRun(Generic[OutputT]):
 
     async def wait(self) -> RunResult[OutputT]:
         """Wait until the run finishes and return its result (raising what the run raised)."""
+        if self._launcher is None and self._live is not None:
+            await self._live.wait_finished()
+            return self._attached_result()
         await self._state.done.wait()
         return self.result
+
+    def _attached_result(self) -> RunResult[OutputT]:
+        assert self._live is not None
+        result = self._live.result
+        if result is None:
+            raise RuntimeError("the run has not finished: `await run.wait()`")
+        if not isinstance(result, RunResult):
+            raise RuntimeError("the run ended without a result (it raised, or was cancelled by its caller)")
+        return result
+
+
+def resolve_run(rt: Runtime, run_id: str) -> AgentRun[Any]:
+    """``rt.run_ref(run_id)``: the live run's handle — its stream's own, or one made for it.
+
+    :raises RunNotFoundError: no live run ``run_id`` in ``rt``.
+    """
+    live = live_runs(rt).get(run_id) if isinstance(run_id, str) else None
+    if live is None or live.finished:
+        raise RunNotFoundError(f"no live run {run_id!r} in this runtime (finished, or never here)", run_id=run_id)
+    known = live.handle() if live.handle is not None else None
+    if isinstance(known, AgentRun):
+        return known
+    handle = AgentRun._attached(live)
+    live.handle = weakref.ref(handle)
+    return handle
 
 
 class _RunState:

@@ -14,14 +14,17 @@ constructor — with it.  The run is cut into layers, each a method with one
 job — the way httpx's client sends through ``_send_handling_auth`` → ``_send_handling_redirects`` →
 ``_send_single_request``::
 
-    _loop                  the run: steps until one ends it; max_steps
+    _loop                  the run: its frame; as its RunActor's body (_as_actor, agentactors.loop.live)
+    │                      when it has a runtime; _steps: steps until one ends it; max_steps; the
+    │                      inbox (steers, an interrupt) read at every boundary
     ├── _resume_step       a resumed run: the paused step finished with a person's decisions
     └── _step              one step: its request (request.step_request), one generation, then one of
         ├── _generate      one model call: Complete, or the stream path (streamed.generate_streamed)
         ├── _answer_step   no tool calls: think-only, continued past by a nudge, or the answer
         ├── _tool_step     tool calls: record_calls, execute, then _after_tools → feed_back
         │   │              (results with the nudges' notes, follow-ups, status routing); or
-        │   ├── pause          a call waits for approval: the run ends paused (agentactors.loop.pause)
+        │   ├── pause          a call waits for approval: the run ends paused (agentactors.loop.pause),
+        │   │                  or waits in place (_decided_in_place: approval="wait")
         │   └── _handoff_step  a handoff call: the other calls run, then _switch seats the target agent
         │                      (agentactors.loop.seats)
         └── OutputSteps    a typed run (agentactors.loop.output_steps): its request by output strategy,
@@ -72,7 +75,7 @@ import agentactors._event_payloads as payloads
 import agentactors.loop.lineage as lineage
 
 from ..actors.frame import Frame, ask_in, open_frame
-from ..errors import ActorStopped, ProviderError
+from ..errors import ActorStopped, ProviderError, RunInterruptedError
 from ..events import EventSink
 from ..gateway import ticket as run_ticket
 from ..gateway.provider import Complete
@@ -83,6 +86,7 @@ from ..tools.results import ToolResult, ToolStatus
 from .config import LoopConfig, StatusRoute
 from .cost import check_cost_limit
 from .json_transport import parse_reply
+from .live import RunActor, waits_in_place
 from .nudges import StepView
 from .output_steps import OutputSteps
 from .pause import PausedRun, any_pending
@@ -92,6 +96,7 @@ from .result import RunResult
 from .seats import Seat, SeatResolver, filtered, handoff_calls, handoff_results
 from .state import NO_USAGE, LoopState
 from .streamed import generate_streamed
+from .tape import open_tape
 from .thinking import answer_of
 
 # LoopConfig and StatusRoute live in .config; they are named here too, where they always were.
@@ -158,6 +163,7 @@ class LoopController:
         "_frame",
         "_home",
         "_input_key",
+        "_live",
         "_native",
         "_on_text",
         "_origin",
@@ -171,6 +177,7 @@ class LoopController:
         "_sink",
         "_state",
         "_stream",
+        "_tape",
         "_tools",
         "run_id",
     )
@@ -200,6 +207,16 @@ class LoopController:
     ) -> None:
         run_ticket.check_deadline(deadline)
         run_ticket.check_priority(priority)
+        # Durable runs (agentactors.loop.tape): a runtime with a journal serves recorded steps and commits live
+        # ones; a run it recovers keeps its id.
+        tape = self._tape = open_tape(
+            runtime, run_id, config.agent_name, messages,
+            origin.parent_run_id if origin is not None else None, resume is not None,
+        )
+        if tape is not None and tape.run_id is not None:
+            run_id = tape.run_id
+            if sink is not None:
+                sink.run_id = run_id
         self.run_id = run_id
         self._sink = sink if sink else None
         self._state = LoopState(config, messages, native, self._sink, run_id, resume[0] if resume else None)
@@ -217,12 +234,16 @@ class LoopController:
         # Handoffs: how to find another agent's seat.
         self._seats = seats
         self._frame: Frame | None = None  # while the run's loop runs
+        # The run as an actor (agentactors.loop.live): spawned in the runtime when the run starts.
+        self._live = RunActor(run_id, self._state) if runtime is not None else None
         # The answering seat (changed by _take_seat): its actors, settings and typed steps.
         self._provider = provider
         self._tools = tools
         self._native = native
         self._settings_given = settings
         self._run_settings = _merged(config, settings) if settings else None
+        if tape is not None:
+            self._provider, self._tools = tape.seat(provider, tools)
         self._output = self._typed_steps() if config.output is not None else None
 
     # -- the run --------------------------------------------------------------------------------
@@ -262,6 +283,11 @@ class LoopController:
         cancelled turn is kept — the conversation is a private list the caller never sees unless the
         run ends.
         """
+        if self._tape is not None:  # a journaled run: between its begin and end commits
+            return self._tape.around(
+                self._adopted(self._origin) if self._origin is not None
+                else self._loop() if self._sink is None else self._recorded(self._sink)
+            )
         if self._origin is not None:
             return self._adopted(self._origin)
         if self._sink is None:
@@ -280,6 +306,11 @@ class LoopController:
         """``run`` with a sink: ``run.started`` / ``run.finished`` around the loop (:mod:`.recorded`)."""
         return recorded(sink, self._loop, self._state, native=self._native, origin=self._origin, resume=self._resume)
 
+    @property
+    def live(self) -> RunActor | None:
+        """The run as an actor (:mod:`.live`): its control messages' address; ``None`` without a runtime."""
+        return self._live
+
     def cancelled_result(self) -> RunResult[Any]:
         """The result of a run cancelled through its handle: nothing of the turn kept."""
         return self._state.result("", self._state.inputs, cancelled=True)
@@ -297,36 +328,95 @@ class LoopController:
 
         Cancellation: propagates from the step it interrupts (the deadline's own is absorbed here).
         """
-        state, resume = self._state, self._resume
+        state = self._state
         ticket = run_ticket.start_ticket(self._deadline, self._priority)
         token = run_ticket.enter(ticket)
-        max_steps = state.config.max_steps
         # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
         # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
         frame = self._frame = open_frame(self._provider, ticket.deadline)
-        # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own.
-        checkpoint = frame.checkpoint
+        live = self._live
         try:
             with frame.scope:
-                if resume is not None:
-                    await checkpoint()
-                    ended = await self._resume_step(*resume)
-                    if ended is not None:
-                        return ended
-                while state.steps < max_steps:
-                    await checkpoint()
-                    ended = await self._step()
-                    if ended is not None:
-                        return ended
-                return state.result(state.answer_so_far, bounded=True)
+                if live is None:
+                    return await self._steps()
+                return await self._as_actor(live, frame)
             # Reached only when the frame's own cancellation ended the run (an outer one propagates): its
-            # deadline, or a halt of an actor it asked that reached here as a cancellation, not ActorStopped.
+            # deadline, or a halt of an actor it asked that reached here as a cancellation, not ActorStopped
+            # (its own actor's included), or a handle found by rt.run_ref cancelling it.
+            if live is not None and live.cancelled and not frame.halted:
+                return self.cancelled_result()
+            if live is not None and live.halted:  # the run's own actor was stopped: as an ask to it would
+                raise ActorStopped(f"run {self.run_id!r} was stopped while it ran")
             if ticket.deadline is not None and not frame.halted:
                 return state.past_deadline(ticket)
             return state.failed(ActorStopped("an actor this run asked was stopped while handling its message"))
         finally:
             self._frame = None
             run_ticket.leave(token)
+
+    async def _as_actor(self, live: RunActor, frame: Frame) -> RunResult[Any]:
+        """The run's steps as the body of its :class:`~.live.RunActor`, spawned for the run and stopped after it.
+
+        The run's task holds a handler slot of its actor through the run's frame
+        (:func:`~agentactors.actors.frame.hold`): the steps are that handler, here, in the run's task
+        (:mod:`.live`).  A halt of the actor (``rt.stop(ref)``, the runtime's exit) cancels the frame, and
+        the run raises :class:`~agentactors.errors.ActorStopped` (see :meth:`_loop`).  A run that cannot be
+        addressed when it starts is spawned when it first is (:meth:`.live.RunActor.activate`).
+        """
+        rt = self._home
+        # Spawned now when it can be addressed from the start — a stream's handle, recorders that learn its
+        # id — else on first use (rt.run_ref): a run nobody addresses costs a registration, not a spawn.
+        live.start(rt, frame, spawn=self._stream or self._sink is not None)
+        result: RunResult[Any] | None = None
+        try:
+            result = await self._steps()
+        finally:
+            ref = live.end(result)
+            if ref is not None:
+                await live.retire(rt, ref)
+        return result
+
+    async def _steps(self) -> RunResult[Any]:
+        """The run's steps, inside its frame: a resumed run's paused step first, then one step after another.
+
+        Between steps — its boundaries — the run's inbox is read (:mod:`.live`): an interrupt ends the run,
+        steers join the conversation.  A step that would end the run on an answer while steers wait does
+        not: the run goes on, one more step, with that answer and the steers.
+        """
+        state, live = self._state, self._live
+        assert self._frame is not None
+        # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own.
+        checkpoint = self._frame.checkpoint
+        max_steps = state.config.max_steps
+        if self._resume is not None:
+            await checkpoint()
+            ended = await self._resume_step(*self._resume)
+            if ended is not None and (live is None or not live.goes_on(ended)):
+                return ended
+        while state.steps < max_steps:
+            await checkpoint()
+            if live is not None and (live.steers is not None or live.interrupted is not None):
+                if live.interrupted is not None:
+                    return self._interrupted(live)
+                live.take_steers_into(state)
+            ended = await self._step()
+            if ended is not None and (live is None or not live.goes_on(ended)):
+                return ended
+        return state.result(state.answer_so_far, bounded=True)
+
+    def _interrupted(self, live: RunActor) -> RunResult[Any]:
+        """The run's result when ``run.interrupt()`` ended it at a boundary: what it had, and the error."""
+        state = self._state
+        reason = live.interrupted.reason if live.interrupted is not None else None
+        error = RunInterruptedError(
+            f"the run was interrupted after step {state.steps}" + (f": {reason}" if reason else ""),
+            reason=reason,
+            step=state.steps,
+        )
+        if self._sink is not None:
+            self._sink.emit("run.interrupted", reason=reason)
+        log.debug("run %s: interrupted at step %d", self.run_id, state.steps)
+        return state.result(state.answer_so_far, error=error)
 
     async def _step(self) -> RunResult[Any] | None:
         """One step: its request, one generation, then the answer step or the tool step (or a typed one).
@@ -370,6 +460,8 @@ class LoopController:
             parsed = parse_reply(response.content, id_prefix=f"s{state.steps}_")
             text, calls = parsed.text, parsed.calls
         if calls:
+            if self._live is not None and self._live.interrupted is not None:
+                return self._interrupted(self._live)  # interrupted during the model call: its calls never start
             if output is not None and output.has_output_call(calls):
                 return await output.calls_step(state, self.execute, response, text, calls)
             return await self._tool_step(response, text, calls)
@@ -458,8 +550,32 @@ class LoopController:
                 return await self._handoff_step(calls, taken)
         results = await self.execute(calls, state.steps)
         if config.may_pause and any_pending(results):
-            return state.pause(calls, results)
+            waited = await self._decided_in_place(calls, results)
+            if waited is None:
+                return state.pause(calls, results)
+            results = waited
         return self._after_tools(calls, results)
+
+    async def _decided_in_place(
+        self, calls: Sequence[ToolCall], results: tuple[ToolResult, ...]
+    ) -> tuple[ToolResult, ...] | None:
+        """The step's results once a person decided on its pending calls in place, or ``None`` to pause.
+
+        In place when every pending call's tool says ``approval="wait"`` (:func:`.live.waits_in_place`):
+        the run waits (:meth:`.live.RunActor.decide`), then the pending calls run with their decisions
+        (approved ones run, denied or timed-out ones are answered ``denied``), in call order with the rest.
+        """
+        live = self._live
+        waits = waits_in_place(self._tools, results) if live is not None else None
+        if live is None or waits is None:
+            return None
+        by_id = {c.id: c for c in calls}
+        pending = [(by_id[call_id], timeout) for call_id, timeout, _ in waits]
+        decisions = await live.decide(pending, {call_id: reason for call_id, _, reason in waits})
+        ran = await self.execute([c for c, _ in pending], self._state.steps, decisions)
+        done = {r.call_id: r for r in results}
+        done.update((r.call_id, r) for r in ran)
+        return tuple(done[c.id] for c in calls)
 
     def _after_tools(self, calls: Sequence[ToolCall], results: tuple[ToolResult, ...]) -> RunResult[Any] | None:
         """A tool step's results fed back (``LoopState.feed_back``); the run's result when a status ends the turn."""
@@ -559,6 +675,8 @@ class LoopController:
         config = seat.config
         self._provider = seat.provider
         self._tools = seat.tools
+        if self._tape is not None:
+            self._provider, self._tools = self._tape.seat(seat.provider, seat.tools)
         self._native = seat.native
         self._run_settings = _merged(config, self._settings_given)
         self._state.seat(config, seat.native, conversation)

@@ -14,6 +14,14 @@ the child finds its parent when it starts:
 * cancellation needs nothing: the child runs in the parent's tool task, so cancelling the parent
   cancels it; deadlines are inherited through the run's ticket (:mod:`agentactors.gateway.ticket`).
 
+**One nesting limit.**  However a child starts — ``as_tool``, a plain tool awaiting ``agent.run`` of
+the same agent or of one that calls it back — a run that would be more than :data:`MAX_DEPTH` runs deep
+is refused before it starts (:func:`check_depth`: ``ToolDenied``, so the calling tool's result is
+``denied`` with the reason, and its model reads it).  Without it a self-calling tool nested until
+Python's recursion limit, the ``RecursionError`` became a tool error, the model called again, and the
+tree grew faster than an outer cancel scope could end it.  (``as_tool(max_depth=)`` is a tighter
+limit for one delegation; handoffs do not nest: they go on in the same run.)
+
 A run whose tools never run pays nothing: the link is made at its first tool step.
 """
 
@@ -22,12 +30,16 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
+from ..errors import ToolDenied
 from ..events import EventSink
 from ..messages import Usage
 
-__all__ = ["Origin", "RunLink", "calling", "current", "enter", "leave"]
+__all__ = ["MAX_DEPTH", "Origin", "RunLink", "calling", "check_depth", "current", "enter", "leave"]
+
+#: How deep runs may nest: a top-level run is depth 0, its child 1; a run deeper than this is refused.
+MAX_DEPTH: Final = 8
 
 _NO_USAGE = Usage()
 
@@ -91,6 +103,18 @@ _ORIGIN: contextvars.ContextVar[Origin | None] = contextvars.ContextVar("agentac
 def current() -> Origin | None:
     """Where a run started now would come from, or ``None`` outside any run's tool step."""
     return _ORIGIN.get()
+
+
+def check_depth(origin: Origin | None) -> None:
+    """Refuse a run starting at ``origin`` when it would nest deeper than :data:`MAX_DEPTH`.
+
+    :raises ToolDenied: it would (raised inside the parent's tool: that call's status is ``denied``).
+    """
+    if origin is not None and origin.depth > MAX_DEPTH:
+        raise ToolDenied(
+            f"this would start a run {origin.depth} runs deep (under run {origin.parent_run_id}); runs nest at "
+            f"most {MAX_DEPTH} deep: answer from what you have instead of starting another run"
+        )
 
 
 def enter(link: RunLink) -> contextvars.Token[Origin | None]:

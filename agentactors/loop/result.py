@@ -10,6 +10,7 @@ import attrs
 
 from ..messages import Message, ToolCall, Usage
 from ..output.spec import OutputT
+from ..pricing import Cost
 from .pause import PausedRun
 
 __all__ = ["RunResult"]
@@ -75,6 +76,9 @@ class RunResult(Generic[OutputT]):
     :ivar pending_approvals: the calls awaiting a decision, in call order (``()`` unless paused).
     :ivar resume_state: what a paused run needs to go on (:class:`~agentactors.loop.pause.PausedRun`);
         ``None`` unless paused.
+    :ivar cost: what the run's model calls cost (:class:`~agentactors.pricing.Cost`), its children's
+        included; ``None`` when a call went to a model without a price (:mod:`agentactors.pricing`).
+    :ivar forked_from: the run this one was forked from (:func:`agentactors.journal.fork`), else ``None``.
     """
 
     content: str
@@ -94,6 +98,8 @@ class RunResult(Generic[OutputT]):
     agent: str | None = attrs.field(default=None, kw_only=True)
     handoffs: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     resume_state: PausedRun | None = attrs.field(default=None, kw_only=True, repr=False, eq=False)
+    cost: Cost | None = attrs.field(default=None, kw_only=True)
+    forked_from: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def paused(self) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
 import attrs
 from mcp.client import Transport
 from mcp.shared.exceptions import MCPError
@@ -47,6 +48,9 @@ Emit = Callable[..., None]
 _MAX_NAME_SHOWN: Final = 80
 #: Connecting and listing may take this long (a server's cold start: an interpreter, a package download).
 LIST_TIMEOUT: Final = 60.0
+#: A listing of more tools than this is turned into tools (schemas checked, validators compiled) in a
+#: worker thread, off the event loop.
+_BUILD_IN_THREAD: Final = 32
 
 
 @attrs.frozen(slots=True)
@@ -161,7 +165,12 @@ class Link:
                     return self._tools
                 conn.changed = False  # cleared first: a change announced while listing lists again
                 listed = await conn.list_tools()
-            tools = self._build(listed)
+            if len(listed) > _BUILD_IN_THREAD:
+                # Each tool's schema is checked and compiled (~2 ms apiece): thousands would hold the
+                # event loop for seconds.  Abandoned if the caller is cancelled (the work is pure).
+                tools = await anyio.to_thread.run_sync(self._build, listed, abandon_on_cancel=True)
+            else:
+                tools = self._build(listed)
             previous = self._tools
             if previous is not None and [t.spec for t in previous] == [t.spec for t in tools]:
                 tools = previous  # the same tools on a new connection: nothing for the agents to rebuild

@@ -33,6 +33,7 @@ from .spec import Strategy
 __all__ = ["CallShape", "auto_strategy", "next_strategy"]
 
 _UNASKED = object()
+_OPENAI = "https://api.openai.com/"
 
 
 class CallShape:
@@ -110,7 +111,33 @@ def auto_strategy(shape: CallShape) -> tuple[Strategy, str]:
     problem = shape.native_refusal()
     if problem is None:
         return "native", f"{not_tool}, but carries a JSON-schema response format"
-    return "prompted", f"{not_tool}, and no JSON-schema response format for this output ({problem})"
+    reason = f"{not_tool}, and no JSON-schema response format for this output ({problem})"
+    unknown = _unknown_server(shape.provider)
+    return "prompted", reason if unknown is None else f"{reason}; {unknown}"
+
+
+def _unknown_server(provider: object) -> str | None:
+    """Why an OpenAI-compatible server at another ``base_url`` (vLLM, a proxy) gets the weakest strategy.
+
+    Such a server is not assumed to carry a forced tool choice or a JSON-schema response format — the
+    model is not to blame: the server is unknown; the provider's flags declare what it carries.
+    """
+    try:
+        wire = getattr(provider, "wire_name", None)
+        base_url = getattr(provider, "base_url", None)
+        forced = getattr(provider, "carries_forced_tool_choice", None)
+        fmt = getattr(provider, "carries_response_format", None)
+    except Exception:  # a provider's property that raises: nothing to say
+        return None
+    if wire != "openai" or not isinstance(base_url, str) or base_url.startswith(_OPENAI):
+        return None
+    if forced is not False and fmt is not False:
+        return None
+    return (
+        f"the server at {base_url} is an unknown OpenAI-compatible server, not OpenAI's own endpoint: it is not "
+        "assumed to carry either (if it does, say so: OpenAIProvider(..., carries_forced_tool_choice=True, "
+        "carries_response_format=True))"
+    )
 
 
 def next_strategy(shape: CallShape, skipped: Collection[str] | None = None) -> tuple[Strategy, str]:

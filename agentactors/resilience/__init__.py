@@ -30,6 +30,7 @@ from .breaker import CircuitBreakerProvider, with_circuit_breaker
 from .chain import ChainNode, describe_chain
 from .decorator import ProviderDecorator
 from .fallback import DEFAULT_FALLBACK_ON, FallbackProvider, with_fallback
+from .hedge import HedgeProvider, with_hedge
 from .multi import MultiProvider
 from .pool import PoolProvider, with_pool
 from .preset import guarded, resilient_chain
@@ -43,6 +44,7 @@ __all__ = [
     "CircuitState",
     "CircuitStats",
     "FallbackProvider",
+    "HedgeProvider",
     "MultiProvider",
     "PoolProvider",
     "ProviderDecorator",
@@ -53,6 +55,7 @@ __all__ = [
     "resilient_chain",
     "with_circuit_breaker",
     "with_fallback",
+    "with_hedge",
     "with_pool",
     "with_retry",
     "with_timeout",

@@ -22,6 +22,7 @@ from typing import Any
 from ..providers.port import LLMProvider
 from .breaker import CircuitBreakerProvider, with_circuit_breaker
 from .fallback import FallbackOn, with_fallback
+from .hedge import with_hedge
 from .pool import Strategy, with_pool
 from .retry import with_retry
 from .timeout import with_timeout
@@ -40,16 +41,22 @@ def guarded(
     max_attempts: int = 3,
     retry: Mapping[str, Any] | None = None,
     breaker: Mapping[str, Any] | None = None,
+    hedge_after: float | str | None = None,
+    hedge_max_extra: float = 0.05,
 ) -> CircuitBreakerProvider:
     """One member of the stack: ``with_circuit_breaker(with_retry(with_timeout(provider, ...)))``.
 
     ``retry`` and ``breaker`` are further keyword arguments of :func:`with_retry` and
     :func:`with_circuit_breaker` (``{"base_delay": 1.0}``, ``{"open_duration": 10.0}``, a ``clock``...).
-    With every timeout ``None`` the timeout layer is left out.
+    With every timeout ``None`` the timeout layer is left out.  ``hedge_after`` (default off) puts
+    :func:`~agentactors.resilience.with_hedge` between the retry and the timeout, so each attempt is
+    hedged after that many seconds (or percentile, ``"p95"``) and each copy is bounded.
     """
     inner: Any = provider
     if attempt_timeout is not None or first_event_timeout is not None or idle_timeout is not None:
         inner = with_timeout(inner, attempt=attempt_timeout, first_event=first_event_timeout, idle=idle_timeout)
+    if hedge_after is not None:
+        inner = with_hedge(inner, after=hedge_after, max_extra=hedge_max_extra)
     inner = with_retry(inner, max_attempts=max_attempts, **dict(retry or {}))
     return with_circuit_breaker(inner, **dict(breaker or {}))
 
@@ -67,6 +74,8 @@ def resilient_chain(
     pool_strategy: Strategy = "least_loaded",
     pool_weights: Iterable[float] | None = None,
     name: str | None = None,
+    hedge_after: float | str | None = None,
+    hedge_max_extra: float = 0.05,
 ) -> LLMProvider:
     """The recommended resilient stack over ``members``, in fallback order, with sane defaults.
 
@@ -79,6 +88,9 @@ def resilient_chain(
     * ``max_attempts=3`` with :func:`with_retry`'s backoff (0.5 s doubling, jittered, the vendor's
       ``Retry-After`` honoured up to 60 s); ``retry={...}`` passes more of its arguments.
     * a :func:`with_circuit_breaker` per member, with its defaults; ``breaker={...}`` passes more.
+    * ``hedge_after`` (default ``None``: off) hedges each attempt of a member that has not answered
+      after that many seconds, or a percentile of its latencies (``"p95"``), with at most
+      ``hedge_max_extra`` of its calls hedged (:func:`~agentactors.resilience.with_hedge`).
 
     The members are then joined by :func:`with_fallback` (``fallback_on``, ``skip_incapable`` as
     there); a single member is returned guarded, without a fallback around it.  A member given as a
@@ -88,7 +100,8 @@ def resilient_chain(
         resilient_chain([openai_eu, openai_us], anthropic)   # two regions first, then another vendor
 
     Returns the outermost provider; its layers stay reachable (``.members`` of the fallback and the
-    pool, ``.inner`` of each decorator), e.g. to read a breaker's state.
+    pool, ``.inner`` of each decorator; :func:`~agentactors.resilience.describe_chain` draws them all),
+    e.g. to read a breaker's state.
     """
     if not members:
         raise ValueError("resilient_chain needs at least one provider")
@@ -103,6 +116,8 @@ def resilient_chain(
             max_attempts=max_attempts,
             retry=retry,
             breaker=breaker,
+            hedge_after=hedge_after,
+            hedge_max_extra=hedge_max_extra,
         )
 
     steps: list[Any] = []

@@ -75,6 +75,16 @@ class ToolContext:
     _sink: EventSink | None = attrs.field(default=None, repr=False, eq=False, alias="sink")
     _loop_thread: int | None = attrs.field(default=None, repr=False, eq=False, alias="loop_thread")
 
+    @property
+    def idempotency_key(self) -> str:
+        """A key naming this call for good: ``"{run_id}:{call_id}"``, the same across retries and recovery.
+
+        A run the journal recovers (:mod:`agentactors.journal`) keeps its run id and its calls' ids, so a
+        tool that passes this key to an API that deduplicates on it (a payment, an email) has its side
+        effect once even when the call is run again after a crash.
+        """
+        return f"{self.run_id or ''}:{self.call_id}"
+
     def emit(self, type: str, /, **data: Any) -> None:
         """Emit ``type`` with ``data`` (plus ``call_id`` and ``tool``) to the run's recorders.
 
@@ -139,6 +149,8 @@ class Tool(Generic[P, R]):
         "_direct",
         "_positional",
         "_validator",
+        "approval",
+        "approval_timeout",
         "description",
         "fn",
         "hint",
@@ -165,6 +177,8 @@ class Tool(Generic[P, R]):
         read_only: bool = False,
         spec: ToolSpec | None = None,
         requires_approval: bool = False,
+        approval: str = "pause",
+        approval_timeout: float | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, not {type(fn).__name__}")
@@ -188,6 +202,12 @@ class Tool(Generic[P, R]):
         self.sequential = sequential
         self.read_only = read_only
         self.requires_approval = requires_approval
+        if approval not in ("pause", "wait"):
+            raise ValueError(f'approval must be "pause" or "wait", not {approval!r}')
+        #: How a call awaiting approval waits: ``"pause"`` ends the run paused; ``"wait"`` keeps it alive,
+        #: waiting in place for ``run.approve`` / ``run.deny`` (at most ``approval_timeout`` seconds).
+        self.approval = approval
+        self.approval_timeout = _check_timeout(approval_timeout)
         self.is_async = _is_async(fn)
         # An async def with no await in its body: a call ends in its first step, so no timeout can strike
         # it and the executor runs it without a cancel scope or timer (it could not interrupt it anyway).
@@ -472,6 +492,8 @@ def tool(
     sequential: bool = False,
     read_only: bool = False,
     requires_approval: bool = False,
+    approval: str = "pause",
+    approval_timeout: float | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -487,6 +509,8 @@ def tool(
     sequential: bool = False,
     read_only: bool = False,
     requires_approval: bool = False,
+    approval: str = "pause",
+    approval_timeout: float | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a function (async or sync) into a :class:`Tool`: ``@tool`` or ``@tool(...)``.
 
@@ -500,6 +524,11 @@ def tool(
     :param read_only: the tool has no side effects (the loop may suggest batching calls to it).
     :param requires_approval: a call waits for a person's decision: the run pauses
         (``RunResult.paused``) and goes on with ``agent.resume`` or ``session.resolve``.
+    :param approval: ``"pause"`` (the default: as above) or ``"wait"``: the run stays alive and waits in
+        place, its pending calls in ``run.state().pending``, until ``run.approve(call_id)`` or
+        ``run.deny(call_id, reason)`` (``docs/loop.md``, "Live runs").
+    :param approval_timeout: with ``"wait"``, seconds to wait for a decision before the call is denied
+        (with a reason saying so) and the run goes on; ``None``: wait as long as the run may.
     :raises TypeError, ValueError: see :class:`Tool`.
     """
     options: dict[str, Any] = {
@@ -511,6 +540,8 @@ def tool(
         "sequential": sequential,
         "read_only": read_only,
         "requires_approval": requires_approval,
+        "approval": approval,
+        "approval_timeout": approval_timeout,
     }
     if fn is not None:
         return Tool(fn, **options)

@@ -259,8 +259,9 @@ def _class_description(cls: type) -> str | None:
     return text or None
 
 
+@functools.lru_cache(maxsize=512)  # read for every value converted: type hints are slow to resolve
 def _record_fields(cls: type) -> list[tuple[str, Any, bool, tuple[bool, Any], str | None]]:
-    """``(init name, annotation, required, (has default, default), description)`` for each init field."""
+    """``(init name, annotation, required, (has default, default), description)`` for each init field (read only)."""
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
     except Exception as exc:  # unresolvable forward references: say which class

@@ -19,7 +19,7 @@ The core knows no MCP: :mod:`agentactors.mcp` is one implementation of this prot
 from __future__ import annotations
 
 import collections
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
@@ -90,32 +90,43 @@ class ToolsetError(AgentActorsError):
 
 
 class ToolNameClashError(ToolsetError, ValueError):
-    """Two tools of one agent share a name: a toolset's and a plain tool's, or two toolsets'.
+    """Two tools of one agent share a name: any two of a plain tool, a delegation (``as_tool``), a
+    handoff, an output tool (``final_result``), the built-in ``suggest_followups`` and a toolset's tool.
 
-    The message names both sources; a ``tool_prefix`` on one toolset (``tool_prefix="github_"``) avoids it.
+    The message names both sources.  Between the tools an agent is built with it is raised by ``Agent(...)``;
+    with a toolset's, when a run starts (the toolset is listed then).  A ``tool_prefix`` on a toolset
+    (``tool_prefix="github_"``) avoids it.
     """
 
 
 def merge_tools(
-    plain: Sequence[Tool[Any, Any]], listed: Sequence[tuple[str, Sequence[Tool[Any, Any]]]]
+    plain: Sequence[Tool[Any, Any]],
+    listed: Sequence[tuple[str, Sequence[Tool[Any, Any]]]],
+    owners: Mapping[str, str] | None = None,
 ) -> tuple[Tool[Any, Any], ...]:
     """The agent's tools: ``plain`` ones, then each toolset's (``(toolset name, its tools)``), in order.
 
+    ``owners`` says who holds a name already, in words (``"the handoff to agent 'billing'"``): the
+    agent's plain tools when it knows better than "a plain tool of the agent", and the names the loop
+    answers itself (handoffs, output tools), which no toolset may take either.
+
     :raises ToolNameClashError: a name offered twice, naming both sources.
     """
-    owners: dict[str, str] = {t.name: "a plain tool of the agent" for t in plain}
+    known = dict(owners or {})
+    taken = {t.name: known.get(t.name, "a plain tool of the agent") for t in plain}
+    taken.update((name, owner) for name, owner in known.items() if name not in taken)
     merged = list(plain)
     for toolset_name, tools in listed:
         for t in tools:
             owner = f"toolset {toolset_name!r}"
-            clash = owners.get(t.name)
+            clash = taken.get(t.name)
             if clash is not None:
                 hint = "give one of the toolsets" if clash.startswith("toolset") else "give the toolset"
                 raise ToolNameClashError(
                     f"two tools are named {t.name!r}: one from {clash}, one from {owner}; {hint} a tool_prefix "
                     f"(e.g. tool_prefix={toolset_name.replace(' ', '_') + '_'!r}) or filter one out"
                 )
-            owners[t.name] = owner
+            taken[t.name] = owner
             merged.append(t)
     return tuple(merged)
 
@@ -128,11 +139,14 @@ class ToolsetView:
     so that an older listing can never replace a newer one.
     """
 
-    __slots__ = ("_listed", "_lock", "_plain", "_toolsets", "tools")
+    __slots__ = ("_listed", "_lock", "_owners", "_plain", "_toolsets", "tools")
 
-    def __init__(self, plain: Sequence[Tool[Any, Any]], toolsets: Sequence[Toolset]) -> None:
+    def __init__(
+        self, plain: Sequence[Tool[Any, Any]], toolsets: Sequence[Toolset], owners: Mapping[str, str] | None = None
+    ) -> None:
         self._plain = tuple(plain)
         self._toolsets = tuple(toolsets)
+        self._owners = dict(owners or {})  # see merge_tools
         self._listed: tuple[Sequence[Tool[Any, Any]], ...] | None = None
         self._lock: anyio.Lock | None = None
         self.tools: tuple[Tool[Any, Any], ...] = self._plain
@@ -162,7 +176,7 @@ class ToolsetView:
             if previous is not None and all(a is b for a, b in zip(listed, previous, strict=True)):
                 return False
             named = [(ts.name, tools) for ts, tools in zip(self._toolsets, listed, strict=True)]
-            self.tools = merge_tools(self._plain, named)
+            self.tools = merge_tools(self._plain, named, self._owners)
             self._listed = tuple(listed)
             return True
 

@@ -39,12 +39,18 @@ def echo_model(request: LLMRequest) -> str:
 
 
 def _stored_users(path: Path, key: str) -> list[str]:
+    """The user messages in the file itself: the turns' messages are kept beside the document, a piece a commit."""
     conn = sqlite3.connect(path)
     try:
         row = conn.execute("SELECT body FROM agentactors_sessions WHERE key = ?", (key,)).fetchone()
+        pieces = conn.execute("SELECT body FROM agentactors_messages WHERE key = ? ORDER BY start", (key,)).fetchall()
     finally:
         conn.close()
-    return [] if row is None else [m["content"] for m in json.loads(row[0])["messages"] if m["role"] == "user"]
+    if row is None:
+        return []
+    messages = [m for (piece,) in pieces for m in json.loads(piece)]
+    assert len(messages) == json.loads(row[0])["message_count"]
+    return [m["content"] for m in messages if m["role"] == "user"]
 
 
 class Deactivations:

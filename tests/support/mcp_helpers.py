@@ -25,11 +25,14 @@ SERVER = ROOT / "tests" / "support" / "mcp_server.py"
 TOKEN = "mcp-test-token-6f1c9a7e2b5d4803"
 
 
-def stdio_server(*, state: Path | None = None, **options: Any) -> MCPServerStdio:
-    """A stdio server running the test server; ``state`` collects one file per process start."""
-    env = {"MCP_TEST_STATE": str(state)} if state is not None else None
+def stdio_server(*, state: Path | None = None, env: dict[str, str] | None = None, **options: Any) -> MCPServerStdio:
+    """A stdio server running the test server; ``state`` collects one file per process start; ``env``
+    adds to its environment (the server's ``MCP_TEST_*`` switches)."""
+    env = dict(env or {})
+    if state is not None:
+        env["MCP_TEST_STATE"] = str(state)
     options.setdefault("name", "test")
-    return MCPServerStdio(sys.executable, [str(SERVER), "stdio"], env=env, **options)
+    return MCPServerStdio(sys.executable, [str(SERVER), "stdio"], env=env or None, **options)
 
 
 def starts(state: Path) -> int:

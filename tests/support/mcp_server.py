@@ -11,7 +11,8 @@ Its tools cover what the client must handle: structured arguments and results, a
 JSON-RPC error, a call that hangs (and records the cancellation that reaches it), a 10 MB result, a
 server that dies mid-call, a tool list that changes, an image.  It writes a line to stderr at start (the
 client logs a stdio server's stderr) and, when ``MCP_TEST_STATE`` names a directory, a file there per
-start (so a test can count restarts across processes).
+start (so a test can count restarts across processes).  ``MCP_TEST_SILENT_LISTING=1`` makes it never answer
+its tool listing; ``MCP_TEST_MANY_TOOLS=N`` lists N more tools, each with a schema of its own.
 """
 
 from __future__ import annotations
@@ -147,8 +148,37 @@ def _mark_start() -> None:
         Path(state, f"start-{os.getpid()}-{time.monotonic_ns()}").touch()
 
 
+async def _never_lists() -> list[Any]:
+    """``MCP_TEST_SILENT_LISTING``: a server that takes its listing request and never answers it."""
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+async def _many_tools() -> list[Any]:
+    """``MCP_TEST_MANY_TOOLS=N``: the tools, and N more with schemas of their own (a large listing)."""
+    from mcp.types import Tool as MCPTool
+
+    extra = [
+        MCPTool(
+            name=f"extra_{i}",
+            description=f"Extra tool {i}.",
+            input_schema={
+                "type": "object",
+                "properties": {f"field_{i}": {"type": "string", "maxLength": 10 + i}, "n": {"type": "integer"}},
+                "required": [f"field_{i}"],
+            },
+        )
+        for i in range(int(os.environ["MCP_TEST_MANY_TOOLS"]))
+    ]
+    return [*await MCPServer.list_tools(server), *extra]
+
+
 def main(argv: list[str]) -> None:
     _mark_start()
+    if os.environ.get("MCP_TEST_SILENT_LISTING"):
+        server.list_tools = _never_lists  # type: ignore[method-assign]
+    elif os.environ.get("MCP_TEST_MANY_TOOLS"):
+        server.list_tools = _many_tools  # type: ignore[method-assign]
     print(f"agentactors-test MCP server starting (pid {os.getpid()})", file=sys.stderr, flush=True)
     if argv[:1] in (["http"], ["sse"]):
         port = int(argv[1])

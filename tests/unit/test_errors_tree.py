@@ -234,7 +234,9 @@ def test_the_drawing_parses_into_the_expected_shape() -> None:
     assert drawn["AskTimeoutError"].parent == "ActorError"
     assert drawn["ActorError"].parent == "AgentActorsError"
     assert {name for name, node in drawn.items() if node.parent == "RunError"} == {
-        "RunDeadlineExceededError", "ToolStatusError", "OutputValidationError", "DelegationError"
+        "RunDeadlineExceededError", "ToolStatusError", "OutputValidationError", "DelegationError",
+        "CostLimitExceededError", "RunInterruptedError", "RunNotFoundError", "RunFinishedError", "CallNotPendingError",
+        "PauseConsumedError",
     }
     signals = {name for name, node in drawings["Signal"].items() if node.parent == "Signal"}
     assert signals == {"ModelRetry", "ToolDenied"}

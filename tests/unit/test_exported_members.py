@@ -50,6 +50,7 @@ from agentactors import (
     ReasoningDelta,
     ResultCeiling,
     RunResult,
+    RunState,
     StopReason,
     Stream,
     StreamEnd,
@@ -291,6 +292,7 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "ToolChoice": lambda: ToolChoice.tool("lookup"),
     "ToolSpec": lambda: ToolSpec("lookup", "Look it up.", {"type": "object", "properties": {}}),
     "Usage": lambda: Usage(1, 2, 3, 4, 5),
+    "Cost": lambda: agentactors.Cost(0.5, 0.25),
     # content parts and model settings
     "Text": lambda: Text("look"),
     "Image": lambda: Image(data=b"\x89PNG\r\n\x1a\n" + b"\0" * 8),
@@ -304,6 +306,7 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "ToolResult": lambda: ToolResult("call_1", "lookup", ToolStatus.ok, "42", 2, 0.5),
     "ToolContext": lambda: ToolContext("call_1", "lookup", run_id="run-1", agent="a", step=1),
     # runs, events
+    "RunState": lambda: RunState("run-1", 2, (ToolCall("c1", "lookup", {"q": 1}),), Usage(3, 4), "a"),
     "RunResult": lambda: RunResult(
         "hello",
         [Message.user("hi"), Message.assistant("hello")],
@@ -341,6 +344,7 @@ SAMPLES: dict[str, Callable[[], object]] = {
         "refused", provider="openai", model="m", retry_after=0.5, reason="max_waiting"
     ),
     "RunDeadlineExceededError": lambda: agentactors.RunDeadlineExceeded("past 30s", deadline=30.0, step=2),
+    "CostLimitExceededError": lambda: agentactors.CostLimitExceeded("spent 1.5", limit=1.0, spent=1.5),
     # typed results
     "ToolOutput": lambda: agentactors.ToolOutput(int, name="answer", description="The answer."),
     "NativeOutput": lambda: agentactors.NativeOutput(int, name="answer", strict=False),

@@ -59,6 +59,8 @@ SECOND_BLOCK = [
 THIRD_BLOCK = [
     "Capabilities", "OpenAIResponsesProvider", "AzureOpenAIProvider", "BedrockProvider", "GeminiProvider",
     "AnthropicProvider", "AgentRun", "RunResult", "ToolContext",
+    "with_hedge", "Cost", "CostLimitExceeded",
+    "JournalStore", "SqliteJournal", "replay", "fork",
 ]
 # The names the blocks show under a subpackage.
 SUBPACKAGE_NAMES: dict[str, list[str]] = {
@@ -66,17 +68,16 @@ SUBPACKAGE_NAMES: dict[str, list[str]] = {
     "agentactors.otel": ["OTelRecorder"],
     "agentactors.mcp": ["MCPServerStdio", "MCPServerHTTP"],
     "agentactors.ray": ["RayCluster", "SharedBudget", "with_shared_budget", "WorkerLost"],
+    "agentactors.pricing": ["price_for", "Price"],
+    "agentactors.serve": ["openai_app", "mcp_server", "agui_app", "lifespan"],
 }
 # Third-block names that later issues of the wave create.  Not built yet, so not checked above; the test below
 # fails as soon as one becomes importable, so that it moves into THIRD_BLOCK (or SUBPACKAGE_NAMES) and is held
 # to the contract from then on.
 EXPECTED_LATER: dict[str, list[str]] = {
     "agentactors": [
-        "with_hedge", "Cost", "CostLimitExceeded", "RunState", "JournalStore", "SqliteJournal", "PostgresJournal",
-        "PostgresStore", "replay", "fork", "BatchProvider",
+        "RunState", "PostgresJournal", "PostgresStore", "BatchProvider",
     ],
-    "agentactors.pricing": ["price_for", "Price"],
-    "agentactors.serve": ["openai_app", "mcp_server", "agui_app"],
 }
 
 # The block names importable from the root but not in __all__ (machinery, stream events, the old names of
@@ -86,7 +87,7 @@ UNLISTED = {
     "ToolExecutorActor", "forced_tool_choice_for", "SessionStore", "ToolStatusError",
     "TextDelta", "ReasoningDelta", "ToolCallStart", "ToolCallDelta", "ToolCallEnd", "StreamEnd", "ResponseFormat",
     "ActorStopped", "AskTimeout", "Overloaded", "ProviderTimeout", "RunDeadlineExceeded",
-    "ActorStoppedError", "AskTimeoutError",
+    "ActorStoppedError", "AskTimeoutError", "CostLimitExceeded",
 }
 # Old name -> the class it names now (the same object: ``except ActorStopped`` still catches it).
 RENAMED = {
@@ -95,6 +96,7 @@ RENAMED = {
     "Overloaded": "OverloadedError",
     "ProviderTimeout": "ProviderTimeoutError",
     "RunDeadlineExceeded": "RunDeadlineExceededError",
+    "CostLimitExceeded": "CostLimitExceededError",
 }
 ROOT_NAMES = sorted(set(FIRST_BLOCK) | set(SECOND_BLOCK) | set(THIRD_BLOCK))
 SUBPACKAGE_PAIRS = [(package, name) for package, names in SUBPACKAGE_NAMES.items() for name in names]

@@ -63,7 +63,9 @@ def _generation(step: int, provider: str, usage: Usage) -> list[tuple[Any, ...]]
     return [
         ("step.started", step, {}),
         ("llm.request", step, {"request": "<request>"}),
-        ("llm.response", step, {"response": f"<response from {provider}>", "provider": provider, "usage": usage}),
+        # (cost: None, every provider here is unpriced; agentactors.pricing)
+        ("llm.response", step, {"response": f"<response from {provider}>", "provider": provider, "usage": usage,
+                                "cost": None}),
     ]
 
 

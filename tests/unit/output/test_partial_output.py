@@ -180,3 +180,107 @@ async def test_a_text_run_yields_the_text_so_far_then_the_whole_answer() -> None
 
 def test_partial_json_is_parsed_by_jiter_with_trailing_strings() -> None:
     assert parse_partial('{"a": [1, {"b": "he') == {"a": [1, {"b": "he"}]}
+
+
+# --- linear time: a delta costs its own characters, an element is checked once -------------------------
+
+
+@dataclasses.dataclass
+class Item:
+    name: str
+    qty: int
+    note: str = ""
+
+
+def _items(n: int) -> list[dict[str, Any]]:
+    # Quotes, brackets, braces and escapes inside strings: the scanner must not take them for structure.
+    return [{"name": f'item "{i}" [x] {{y}} \\ end', "qty": i, "note": "a,b" * (i % 3)} for i in range(n)]
+
+
+class _CountingChecks:
+    """Counts ``OutputTarget.check`` calls and the characters of the values they were given."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from agentactors.output.target import OutputTarget
+
+        self.calls = 0
+        self.chars = 0
+        real = OutputTarget.check
+
+        def check(target: Any, arguments: Any, member: Any = None) -> Any:
+            self.calls += 1
+            self.chars += len(json.dumps(arguments, default=str))
+            return real(target, arguments, member)
+
+        monkeypatch.setattr(OutputTarget, "check", check)
+
+
+@pytest.mark.parametrize("strategy", ["tool", "native"])
+async def test_a_long_typed_list_is_followed_in_linear_work(strategy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    items = _items(600)  # ~40 KB, in ~2,500 deltas of 16 characters
+    answer: Any = ToolCall("c1", "final_result", {"response": items}) if strategy == "tool" else json.dumps(items)
+    provider = Trickle([answer], forced=strategy == "tool", step=16)
+    counting = _CountingChecks(monkeypatch)
+    async with Agent(provider, output_type=list[Item]).stream("list") as run:
+        values = [v async for v in run.partial_output()]
+    size = len(json.dumps({"response": items}))
+    assert values[-1] == run.result.output == [Item(**i) for i in items]
+    # Every partial value is a prefix of the answer: elements are never changed, only added (the last one grows).
+    for value in values[:-1]:
+        done = max(len(value) - 1, 0)
+        assert value[:done] == values[-1][:done]
+    assert len(values) > 20
+    # Each element is checked about once, and all checks together read a few times the answer, not ~1,000×.
+    assert counting.calls < 2 * len(items)
+    assert counting.chars < 6 * size
+
+
+async def test_the_last_partial_value_of_a_list_is_the_whole_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = _items(50)
+    provider = Trickle([ToolCall("c1", "final_result", {"response": items})], step=7)
+    seen: list[Any] = []
+    async with Agent(provider, output_type=list[Item]).stream("list") as run:
+        async for event in run:
+            if event.type == "output.partial":
+                seen.append(event.data["value"])
+    assert seen[-1] == [Item(**i) for i in items]
+
+
+async def test_a_list_whose_element_does_not_check_stops_growing() -> None:
+    items: list[Any] = [*_items(3), {"name": 5, "qty": "x"}, *_items(3)]
+    provider = Trickle([ToolCall("c1", "final_result", {"response": items})], step=5)
+    async with Agent(provider, output_type=list[Item], output_retries=0).stream("list") as run:
+        values = [v async for v in run.partial_output()]
+    assert values and all(len(v) <= 3 for v in values)
+    assert run.result.output is None
+
+
+async def test_a_large_object_offers_no_partial_past_the_limit_then_its_final_value() -> None:
+    @dataclasses.dataclass
+    class Report:
+        title: str
+        body: str
+
+    body = "word " * 8_000  # 40 KB in one string field: checked whole, so offered only up to 16 KB
+    provider = Trickle([ToolCall("c1", "final_result", {"title": "t", "body": body})], step=64)
+    async with Agent(provider, output_type=Report).stream("report") as run:
+        values = [v async for v in run.partial_output()]
+    assert values[-1] == Report("t", body)
+    assert all(len(v.body) <= 16 * 1024 for v in values[:-1])
+    assert 3 < len(values) < 200  # an offer per 1/8 growth, not one per delta (~640 of them)
+
+
+def test_the_scanner_finds_structure_across_any_split_of_the_text() -> None:
+    from agentactors.output.partial import _Scanner
+
+    text = json.dumps({"response": _items(4)})
+    whole = _Scanner(track=True)
+    whole.feed(text)
+    assert whole.done and len(whole.seps) == 5
+    for step in (1, 2, 3, 5):
+        split = _Scanner(track=True)
+        for i in range(0, len(text), step):
+            split.feed(text[i : i + step])
+        assert (split.seps, split.closed, split.done) == (whole.seps, whole.closed, whole.done)
+    elements = [text[a + 1 : b] for a, b in itertools.pairwise(whole.seps)]
+    assert [json.loads(e) for e in elements] == _items(4)

@@ -1,0 +1,53 @@
+"""Once-only resumes: a paused run goes on once per process, however often ``agent.resume`` is called.
+
+A pause is plain data (:class:`~agentactors.loop.pause.PausedRun`), so nothing in it can say it was
+used: a double-clicked "Approve", or two requests racing, would each run the approved calls (two
+refunds).  So :meth:`Agent.resume <agentactors.Agent.resume>` *claims* the pause — synchronously, before
+its first ``await``, so two resumes at once cannot both pass — and a second claim of the same pause
+raises :class:`~agentactors.errors.PauseConsumedError` and runs nothing.  A resume that fails before its
+run starts (a runtime that is not running, a toolset that cannot list its tools) gives the claim back.
+
+A pause is named by the id of the run that paused and its pending calls' ids.  The claims live in
+this process (the most recent ``_LIMIT`` of them); across processes the caller must record the claim
+itself (docs/agents.md, "Approvals") — or use a session, whose store does it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..errors import PauseConsumedError
+from ..loop.pause import PausedRun
+
+__all__ = ["claim", "release"]
+
+#: Claims kept (oldest forgotten first): a pause older than this many resumes is no longer recognised.
+_LIMIT: Final = 100_000
+
+_claimed: dict[tuple[str | None, tuple[str, ...]], None] = {}
+
+PauseKey = tuple[str | None, tuple[str, ...]]
+
+
+def _key(state: PausedRun) -> PauseKey:
+    return state.run_id, tuple(call.id for call in state.pending)
+
+
+def claim(state: PausedRun) -> PauseKey:
+    """Claim ``state`` for one resume.  :raises PauseConsumedError: it was claimed already."""
+    key = _key(state)
+    if key in _claimed:
+        raise PauseConsumedError(
+            f"the run {state.run_id!r} paused for {', '.join(c.name for c in state.pending)} was resumed already "
+            "(a pause goes on once); nothing ran this time",
+            run_id=state.run_id,
+        )
+    _claimed[key] = None
+    if len(_claimed) > _LIMIT:
+        del _claimed[next(iter(_claimed))]
+    return key
+
+
+def release(key: PauseKey) -> None:
+    """Give a claim back: its resume failed before anything ran."""
+    _claimed.pop(key, None)

@@ -1,0 +1,123 @@
+"""How a recorded run's pieces are read back: lossless from a journal, leniently from a JSONL event record.
+
+A journal stores what it commits in the sessions' lossless codec (:mod:`agentactors.sessions.codec`:
+messages, tool calls, results and usage, every field, equal after the trip) plus the model response,
+encoded here the same way.  A JSONL record (:class:`~agentactors.events.JsonlRecorder`) holds the same
+objects in their event form (:func:`~agentactors.events.to_jsonable`), which is not lossless: a media
+part's bytes are recorded as their size only, tuples become lists.  The ``*_from_event`` readers rebuild
+what that form holds — the text, the calls — and leave out what it lost (media parts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..messages import LLMResponse, Message, StopReason, ToolCall, Usage
+from ..sessions.codec import (
+    call_from_json,
+    call_to_json,
+    usage_from_json,
+    usage_to_json,
+    value_from_json,
+    value_to_json,
+)
+
+__all__ = [
+    "message_from_event",
+    "response_from_event",
+    "response_from_json",
+    "response_to_json",
+]
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+# --- lossless: what a journal stores --------------------------------------------------------------
+
+
+def response_to_json(response: LLMResponse) -> dict[str, Any]:
+    """Every field of a model response (the defaults left out)."""
+    out: dict[str, Any] = {"content": response.content, "stop_reason": response.stop_reason.value}
+    if response.tool_calls:
+        out["tool_calls"] = [call_to_json(c) for c in response.tool_calls]
+    usage = usage_to_json(response.usage)
+    if usage:
+        out["usage"] = usage
+    for name in ("model", "provider", "raw_stop_reason", "response_id"):
+        value = getattr(response, name)
+        if value is not None:
+            out[name] = value
+    if response.reasoning:
+        out["reasoning"] = response.reasoning
+    if response.provider_data is not None:
+        out["provider_data"] = value_to_json(response.provider_data)
+    return out
+
+
+def response_from_json(doc: Mapping[str, Any]) -> LLMResponse:
+    """The response :func:`response_to_json` encoded."""
+    data = doc.get("provider_data")
+    return LLMResponse(
+        doc.get("content", ""),
+        tuple(call_from_json(c) for c in doc.get("tool_calls", ())),
+        StopReason(doc.get("stop_reason", StopReason.end_turn.value)),
+        usage_from_json(doc.get("usage", {})),
+        doc.get("model"),
+        doc.get("provider"),
+        doc.get("raw_stop_reason"),
+        doc.get("reasoning", ""),
+        None if data is None else value_from_json(data),
+        doc.get("response_id"),
+    )
+
+
+# --- lenient: what a JSONL event record holds -------------------------------------------------------
+
+
+def _call_from_event(doc: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(
+        doc["id"],
+        doc["name"],
+        dict(doc.get("arguments") or {}),
+        doc.get("raw_arguments"),
+        doc.get("arguments_error"),
+        doc.get("arguments_error_detail"),
+        doc.get("provider_data"),
+    )
+
+
+def _usage_from_event(doc: Any) -> Usage:
+    if not isinstance(doc, Mapping):
+        return Usage()
+    return Usage(**{name: int(doc.get(name) or 0) for name in _USAGE_FIELDS})
+
+
+def message_from_event(doc: Mapping[str, Any]) -> Message:
+    """A message as an event recorded it (its media parts are not rebuilt: their bytes were not recorded)."""
+    return Message(
+        doc["role"],
+        doc.get("content") or "",
+        tuple(_call_from_event(c) for c in doc.get("tool_calls") or ()),
+        doc.get("tool_call_id"),
+        doc.get("name"),
+        doc.get("reasoning") or "",
+        doc.get("provider_data"),
+        bool(doc.get("is_error", False)),
+    )
+
+
+def response_from_event(doc: Mapping[str, Any]) -> LLMResponse:
+    """An ``llm.response`` event's ``response`` as it was recorded."""
+    return LLMResponse(
+        doc.get("content") or "",
+        tuple(_call_from_event(c) for c in doc.get("tool_calls") or ()),
+        StopReason(doc.get("stop_reason") or StopReason.end_turn.value),
+        _usage_from_event(doc.get("usage")),
+        doc.get("model"),
+        doc.get("provider"),
+        doc.get("raw_stop_reason"),
+        doc.get("reasoning") or "",
+        doc.get("provider_data"),
+        doc.get("response_id"),
+    )

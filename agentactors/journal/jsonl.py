@@ -1,0 +1,125 @@
+"""A recorded run read from a JSONL event record (:class:`~agentactors.events.JsonlRecorder`'s file).
+
+The events of a run already hold what a replay serves, without a field added for it: each ``llm.response``
+the step's whole response; each ``llm.request`` the whole conversation sent, so the first one holds the
+run's input (after the agent's system message) and each later one the text of the tool results fed back
+(the first ``size`` characters of a tool message: a nudge's note may follow them); ``tools.finished`` and
+``tools.result_truncated`` / ``tools.result_refused`` each result's status, duration and flags; and
+``run.finished`` how the run ended.  Events of other runs in the file (a delegated run's) are skipped.
+
+Limits (a journal has none of them): the results of a run's last tool step are only known when a model
+call followed it; a media part's bytes are not in the record; an input that began with its own system
+message, replaced by the agent's, is read as the agent's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..events import Event, read_jsonl, to_jsonable
+from ..messages import Message
+from ..tools.results import ToolResult, ToolStatus
+from .codec import message_from_event, response_from_event
+from .records import RecordedRun, RecordedStep, RunNotRecordedError
+
+__all__ = ["read_run", "run_from_events"]
+
+
+def read_run(path: str | Path, run_id: str) -> RecordedRun:
+    """The run ``run_id`` of the JSONL record at ``path``.
+
+    :raises RunNotRecordedError: the file holds no ``run.started`` and first request for ``run_id``.
+    :raises OSError, ValueError: the file cannot be read, or a line is not JSON.
+    """
+    return run_from_events(read_jsonl(path, run_id=run_id), run_id, where=str(path))
+
+
+def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the events") -> RecordedRun:
+    """The run ``run_id`` told by ``events`` (a JSONL record's, or a recorder's: objects are read as JSON)."""
+    started: Mapping[str, Any] | None = None
+    requests: dict[int, list[Message]] = {}
+    responses: dict[int, Any] = {}
+    finished: dict[int, list[dict[str, Any]]] = {}  # step -> its tools.finished payloads, in order
+    flags: dict[str, dict[str, Any]] = {}  # call id -> truncated / refused, with the original size
+    status = "running"
+    content: str | None = None
+    for e in events:
+        if e.run_id != run_id:
+            continue
+        data = {k: to_jsonable(v) for k, v in e.data.items()}
+        kind, step = e.type, e.step
+        if kind == "run.started":
+            started = data
+        elif kind == "llm.request" and step is not None and isinstance(data.get("request"), Mapping):
+            requests.setdefault(step, [message_from_event(m) for m in data["request"].get("messages") or ()])
+        elif kind == "llm.response" and step is not None:
+            responses[step] = response_from_event(data["response"])
+        elif kind == "tools.finished" and step is not None:
+            finished.setdefault(step, []).append(data)
+        elif kind in ("tools.result_truncated", "tools.result_refused"):
+            flags[str(data.get("call_id"))] = {kind.rpartition("_")[2]: True, "original_chars": data.get("size")}
+        elif kind == "run.finished":
+            status, content = _ending(data), data.get("content")
+    first = requests.get(min(requests)) if requests else None
+    if started is None or first is None:
+        raise RunNotRecordedError(f"{where} hold no run.started and first request for run {run_id!r}")
+    inputs, system = _inputs(first, int(started.get("messages") or 0))
+    steps = tuple(
+        RecordedStep(n, responses[n], _results(finished[n], requests.get(n + 1), flags) if n in finished else None)
+        for n in sorted(responses)
+    )
+    return RecordedRun(
+        run_id, started.get("agent"), inputs, steps, status,
+        native=started.get("native_tools"), system=system, content=content,
+    )
+
+
+def _inputs(request: list[Message], count: int) -> tuple[tuple[Message, ...], str | None]:
+    """The run's input and the agent's system prompt, from its first request (``count`` input messages)."""
+    if len(request) == count + 1 and request and request[0].role == "system":
+        return tuple(request[1:]), request[0].content
+    return tuple(request[-count:]) if count else (), None
+
+
+def _results(
+    finished: list[dict[str, Any]], after: list[Message] | None, flags: Mapping[str, Mapping[str, Any]]
+) -> tuple[ToolResult, ...] | None:
+    """A tool step's results, their text from the request that followed (``None`` when none followed)."""
+    if after is None:
+        return None
+    texts = {m.tool_call_id: m.content for m in after if m.role == "tool"}
+    out = []
+    for data in finished:
+        call_id = str(data["call_id"])
+        size = int(data.get("size") or 0)
+        text = texts.get(call_id)
+        if text is None and not data.get("awaiting_approval"):
+            return None
+        extra = flags.get(call_id, {})
+        out.append(
+            ToolResult(
+                call_id,
+                str(data["name"]),
+                ToolStatus(data["status"]),
+                (text or "")[:size],
+                size,
+                float(data.get("duration") or 0.0),
+                truncated=bool(extra.get("truncated", False)),
+                refused=bool(extra.get("refused", False)),
+                original_chars=extra.get("original_chars"),
+                awaiting_approval=bool(data.get("awaiting_approval", False)),
+            )
+        )
+    return tuple(out)
+
+
+def _ending(data: Mapping[str, Any]) -> str:
+    if data.get("cancelled"):
+        return "cancelled"
+    if data.get("paused"):
+        return "paused"
+    if "content" not in data:  # the run raised (its run.finished has no outcome)
+        return "raised"
+    return "finished"

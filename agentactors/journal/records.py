@@ -1,0 +1,102 @@
+"""A recorded run, as a journal or a JSONL record gives it back: its input and its steps, in order.
+
+Replay, fork and recovery all start from one :class:`RecordedRun`, whatever held it, and turn a prefix of
+its steps into a :class:`~agentactors.loop.tape.Tape` (:meth:`RecordedRun.tape`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ..errors import AgentActorsError
+from ..loop.tape import StepWriter, Tape
+from ..messages import LLMResponse, Message
+from ..tools.results import ToolResult
+
+__all__ = [
+    "JournalError",
+    "RecordedRun",
+    "RecordedStep",
+    "ReplayDivergedError",
+    "RunNotRecordedError",
+    "StepOutOfRangeError",
+]
+
+
+class JournalError(AgentActorsError):
+    """A durable run, a replay or a fork could not be done from what was recorded."""
+
+
+class ReplayDivergedError(JournalError):
+    """A replayed run asked for a model call its recording does not hold: the agent given to ``replay`` does
+    not run as the recorded one did (another ``max_steps``, nudges, output type...)."""
+
+
+class RunNotRecordedError(JournalError, LookupError):
+    """The source holds no run of that id (or not enough of it to run it again: no ``run.started``)."""
+
+
+class StepOutOfRangeError(JournalError, ValueError):
+    """``fork(..., at_step)`` names a step the recorded run does not have (steps are numbered from 1).
+
+    ``steps`` is how many steps the run recorded; ``at_step`` the step asked for.
+    """
+
+    def __init__(self, message: str, *, at_step: int, steps: int) -> None:
+        super().__init__(message)
+        self.at_step = at_step
+        self.steps = steps
+
+
+@attrs.frozen(slots=True)
+class RecordedStep:
+    """One step of a recorded run: its model ``response`` and, for a tool step, its tool ``results``.
+
+    ``results`` is ``None`` for a step that asked for no tool — or whose tools were started but never
+    committed (a crash in the middle of them): a recovered run runs those calls again.
+    """
+
+    number: int
+    response: LLMResponse
+    results: tuple[ToolResult, ...] | None = None
+
+
+@attrs.frozen(slots=True)
+class RecordedRun:
+    """A run as it was recorded: enough to run it again.
+
+    ``status`` is ``"running"`` (nothing said it ended: a crash, or a run still going), ``"finished"``,
+    ``"paused"``, ``"raised"`` or ``"cancelled"``.  ``native`` says whether its provider carried tools
+    natively (``None``: not recorded); ``system`` is the system prompt its requests carried, when known.
+    """
+
+    run_id: str
+    agent: str | None
+    inputs: tuple[Message, ...]
+    steps: tuple[RecordedStep, ...] = ()
+    status: str = "running"
+    native: bool | None = None
+    system: str | None = None
+    content: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run ended (whatever the way): a run still ``"running"`` in a journal is one a crash left."""
+        return self.status != "running"
+
+    def tape(
+        self,
+        upto: int | None = None,
+        *,
+        writer: StepWriter | None = None,
+        label: tuple[str, Mapping[str, Any]] | None = None,
+        guard: Callable[[], None] | None = None,
+    ) -> Tape:
+        """A tape serving this run's steps before ``upto`` (a step number; ``None``: every step); the other
+        arguments are :class:`~agentactors.loop.tape.Tape`'s."""
+        steps = self.steps if upto is None else tuple(s for s in self.steps if s.number < upto)
+        results = {r.call_id: r for s in steps for r in s.results or ()}
+        return Tape([s.response for s in steps], results, writer, label=label, guard=guard)

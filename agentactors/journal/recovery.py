@@ -1,0 +1,66 @@
+"""Recovery: the runs a crashed process left in a journal, finished from their last committed step.
+
+``await rt.recover()`` (:meth:`Runtime.recover <agentactors.actors.runtime.Runtime.recover>`) asks the
+runtime's journal for its unfinished runs and runs each again with its agent — found by ``Agent.name`` —
+in the runtime, concurrently.  Each run is handed a tape of what it committed (:meth:`JournalStore.resume_run
+<agentactors.journal.JournalStore.resume_run>`): its model responses and tool results are served back, so
+no committed tool runs again; a tool step whose response was committed but whose results were not runs
+again, with the same call ids and so the same ``ToolContext.idempotency_key``; then the run goes on live,
+committing as before.  It keeps its run id.
+
+How the tape reaches that run and no other: a context variable, set in the recovering task just before
+``agent.run`` makes the run's controller there, and taken by the journal's ``open_run`` (once).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import anyio
+
+from ..loop.result import RunResult
+from ..loop.tape import Tape
+from .records import RecordedRun
+from .store import JournalStore
+
+__all__ = ["adopted", "recover"]
+
+log = logging.getLogger("agentactors.journal")
+
+_ADOPTING: contextvars.ContextVar[Tape | None] = contextvars.ContextVar("agentactors_journal_adopting", default=None)
+
+
+def adopted() -> Tape | None:
+    """The tape of a recovered run this task is starting (taken: a second call answers ``None``)."""
+    tape = _ADOPTING.get()
+    if tape is not None:
+        _ADOPTING.set(None)
+    return tape
+
+
+async def recover(journal: JournalStore, rt: Any, *, agents: Iterable[Any]) -> list[RunResult[Any]]:
+    """Finish ``journal``'s unfinished runs in ``rt`` with ``agents`` (by name; the first of a name wins)."""
+    named: dict[str | None, Any] = {}
+    for agent in agents:
+        named.setdefault(getattr(agent, "name", None), agent)
+    runs = await journal.unfinished()
+    results: list[RunResult[Any] | None] = [None] * len(runs)
+    async with anyio.create_task_group() as tg:
+        for index, run in enumerate(runs):
+            agent = named.get(run.agent)
+            if agent is None:
+                log.warning("run %s: no agent named %r to recover it with; left for later", run.run_id, run.agent)
+                continue
+            tg.start_soon(_finish, journal, rt, run, agent, results, index)
+    return [r for r in results if r is not None]
+
+
+async def _finish(
+    journal: JournalStore, rt: Any, run: RecordedRun, agent: Any, results: list[RunResult[Any] | None], index: int
+) -> None:
+    _ADOPTING.set(journal.resume_run(run))
+    log.info("run %s: recovering from step %d", run.run_id, len(run.steps))
+    results[index] = await agent.run(run.inputs, runtime=rt)

@@ -1,0 +1,209 @@
+"""``replay`` and ``fork``: a recorded run run again — without a vendor, or live from a chosen step.
+
+``await replay(source, run_id)`` runs the recorded run again with every model response and every tool result
+served from its recording (:class:`~agentactors.loop.tape.Tape`): no vendor call, no tool call, the same
+result (content, messages, tool calls, steps) and the same events — a bug report becomes a file.
+``await fork(source, run_id, at_step, agent=...)`` serves steps ``1 … at_step-1`` the same way and runs
+the rest live with ``agent`` (and ``settings``): "what if" from the step where it went wrong, without paying
+for the steps before it.  The recording is only read.
+
+``source`` is a JSONL event record (a path: :class:`~agentactors.events.JsonlRecorder`'s file) or a journal
+(anything with ``async load_run(run_id)``: :class:`~agentactors.journal.SqliteJournal`).
+
+Both run in a runtime of their own, whose journal hands the tape to the run (and to no run it delegates to).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio.to_thread
+import attrs
+
+from ..actors.runtime import ActorRef, Runtime
+from ..agent.core import Agent
+from ..events import Recorder
+from ..gateway.provider import ProviderActor
+from ..loop.result import RunResult
+from ..loop.tape import Tape
+from ..messages import LLMRequest, LLMResponse, Message
+from ..providers.port import native_tools_for
+from ..settings import ModelSettings
+from .jsonl import read_run
+from .records import RecordedRun, ReplayDivergedError, StepOutOfRangeError
+
+__all__ = ["ReplayProvider", "RunSource", "fork", "load_run", "replay"]
+
+
+class RunSource(Protocol):
+    """A journal a recorded run can be read from."""
+
+    async def load_run(self, run_id: str) -> RecordedRun: ...
+
+
+async def load_run(source: str | os.PathLike[str] | RunSource, run_id: str) -> RecordedRun:
+    """The recorded run ``run_id`` of ``source`` (a JSONL path, read in a worker thread, or a journal).
+
+    :raises RunNotRecordedError: the source holds no such run.
+    :raises TypeError: ``source`` is neither.
+    """
+    if isinstance(source, str | os.PathLike):
+        return await anyio.to_thread.run_sync(read_run, Path(source), run_id)
+    load = getattr(source, "load_run", None)
+    if not callable(load):
+        raise TypeError(f"a run's source is a JSONL path or a journal with load_run(), not {type(source).__name__}")
+    run: RecordedRun = await load(run_id)
+    return run
+
+
+class ReplayProvider:
+    """The provider of a replayed run: every answer comes from the recording, so a call here is a divergence.
+
+    It answers nothing: asked, it counts the call (``asked``) and raises :class:`ReplayDivergedError`, which
+    the run takes as a failed model call; :func:`replay` then raises it.
+    """
+
+    def __init__(self, *, native: bool = True, name: str = "replay", model: str | None = None) -> None:
+        self.name = name
+        self.default_model = model
+        self.carries_tools = native
+        self.asked = 0
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.asked += 1
+        raise ReplayDivergedError("the replayed run asked for a model call its recording does not hold")
+
+    def stream(self, request: LLMRequest) -> Any:
+        self.asked += 1
+        raise ReplayDivergedError("the replayed run asked for a model call its recording does not hold")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Replaying:
+    """A runtime's journal that hands one tape to the first top-level run made in it, and keeps nothing."""
+
+    __slots__ = ("tape",)
+
+    def __init__(self, tape: Tape) -> None:
+        self.tape: Tape | None = tape
+
+    def open_run(
+        self,
+        run_id: str | None,
+        agent: str | None,
+        inputs: tuple[Message, ...],
+        *,
+        parent_run_id: str | None,
+        resumed: bool,
+    ) -> Tape | None:
+        if parent_run_id is not None:
+            return None
+        tape, self.tape = self.tape, None
+        return tape
+
+
+async def replay(
+    source: str | os.PathLike[str] | RunSource,
+    run_id: str,
+    *,
+    agent: Agent[Any] | None = None,
+    recorders: Iterable[Recorder] = (),
+) -> RunResult[Any]:
+    """Run the recorded run ``run_id`` of ``source`` again from its recording: no vendor call, no tool call.
+
+    ``agent``: the agent to run it as (its prompt, tools' specs and settings shape the requests, which
+    its recorders see); its provider is never called, its tools never run.  ``None``: an agent made from the
+    recording (its name, its system prompt when the record has it, as many steps as were recorded).
+    ``recorders`` receive the replayed run's events (a tool call served from the recording says
+    ``replayed=True``).
+
+    :raises RunNotRecordedError: ``source`` holds no such run.
+    :raises ReplayDivergedError: the run asked for a model call or a tool step its recording does not hold
+        (``agent`` does not run as the recorded one did).
+    """
+    recorded = await load_run(source, run_id)
+    provider = ReplayProvider(native=_native(recorded, agent))
+    agent = _agent_of(recorded, provider) if agent is None else attrs.evolve(agent, provider=provider)
+    tape = recorded.tape(label=("run.replayed", {"replayed_from": run_id}), guard=_diverged)
+    async with _runtime(tape, recorders) as rt:
+        result = await agent.run(recorded.inputs, runtime=rt)
+    if provider.asked:
+        raise ReplayDivergedError(
+            f"the replay of run {run_id!r} asked for more model calls than its {len(recorded.steps)} recorded steps"
+        )
+    return result
+
+
+async def fork(
+    source: str | os.PathLike[str] | RunSource,
+    run_id: str,
+    at_step: int,
+    *,
+    agent: Agent[Any] | None = None,
+    settings: ModelSettings | None = None,
+    recorders: Iterable[Recorder] = (),
+) -> RunResult[Any]:
+    """Run the recorded run ``run_id`` again: steps ``1 … at_step-1`` from the recording, the rest live.
+
+    The reused steps keep their model responses and tool results (no vendor call, no tool call for them);
+    from step ``at_step`` on, ``agent`` runs for real — its provider, its tools, ``settings`` over its own.
+    The result's ``forked_from`` is ``run_id`` (and its events say ``run.forked``); the recording is not
+    changed.
+
+    :raises StepOutOfRangeError: ``at_step`` is not a step of the run (``1 … steps``).
+    :raises RunNotRecordedError: ``source`` holds no such run.
+    :raises TypeError: no ``agent`` (the live steps need one).
+    """
+    if agent is None:
+        raise TypeError("fork() needs the agent that runs the live steps: fork(source, run_id, at_step, agent=...)")
+    recorded = await load_run(source, run_id)
+    count = len(recorded.steps)
+    if isinstance(at_step, bool) or not isinstance(at_step, int) or not 1 <= at_step <= count:
+        raise StepOutOfRangeError(
+            f"run {run_id!r} recorded {count} step(s): at_step must be 1 … {count}, not {at_step!r}",
+            at_step=at_step,
+            steps=count,
+        )
+    tape = recorded.tape(at_step, label=("run.forked", {"forked_from": run_id, "at_step": at_step}))
+    async with _runtime(tape, recorders) as rt:
+        live = agent if isinstance(agent.provider, ActorRef) else attrs.evolve(agent, provider=_own_provider(rt, agent))
+        result = await live.run(recorded.inputs, runtime=rt, settings=settings)
+    return attrs.evolve(result, forked_from=run_id)
+
+
+@asynccontextmanager
+async def _runtime(tape: Tape, recorders: Iterable[Recorder]) -> AsyncIterator[Runtime]:
+    async with Runtime(recorders, journal=_Replaying(tape)) as rt:
+        yield rt
+
+
+def _own_provider(rt: Runtime, agent: Agent[Any]) -> ActorRef:
+    """A ProviderActor for the agent's provider in the fork's runtime that does not close the caller's provider."""
+    actor = ProviderActor(agent.provider)
+    return rt.spawn(actor, name="provider", concurrency=actor.spawn_concurrency)
+
+
+def _diverged() -> None:
+    raise ReplayDivergedError("the replayed run asked for a tool step its recording does not hold")
+
+
+def _native(recorded: RecordedRun, agent: Agent[Any] | None) -> bool:
+    if agent is not None and not isinstance(agent.provider, ActorRef):
+        return native_tools_for(agent.provider)
+    return recorded.native if recorded.native is not None else True
+
+
+def _agent_of(recorded: RecordedRun, provider: ReplayProvider) -> Agent[Any]:
+    """An agent that runs as the recorded one did, as far as the recording says: its name, prompt and length."""
+    return Agent(
+        provider,
+        name=recorded.agent,
+        system=recorded.system,
+        max_steps=max(1, len(recorded.steps)),
+    )

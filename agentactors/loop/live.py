@@ -1,0 +1,416 @@
+"""A run as an actor: :class:`RunActor`, the control messages it takes, and :class:`RunState`.
+
+Every run of the loop that has a runtime is a :class:`RunActor` spawned by the kernel in that runtime
+(``quiet``: its ``run.*`` events say what an ``actor.*`` pair would).  Its body is the run itself: the
+loop asks it one :class:`Body` message with :func:`~agentactors.actors.frame.ask_in`, in the run's own
+frame, so the run's steps are that handler — run in the run's own task (no task per run), counted busy
+by ``rt.stats()``, cancelled by ``rt.stop(ref)`` (the run then ends as an actor that was stopped) and
+waited for by a drain.  The actor is spawned when the run starts and stopped when it ends.
+
+Control messages — :class:`Steer`, :class:`Interrupt`, :class:`Approve`, :class:`Deny`, :class:`Inspect`
+— are asks to the same actor from other tasks (the run's handle, ``rt.run_ref(run_id)``): the actor
+has room for them beside its body, so each is handled directly in its sender's task and only leaves a
+note in the actor (its inbox).  The loop reads the inbox at its step boundaries — no lock, no extra
+task, one attribute check per step:
+
+* steers (``steers``), in order: each taken once, as a user message after the step's tool results,
+  before the next model call (``run.steered``);
+* an interrupt (``interrupted``): the run ends after the step it is in;
+* decisions for the calls the run waits on in place (:meth:`RunActor.decide`: ``@tool(approval="wait")``).
+
+A finished run answers every control message with :class:`~agentactors.errors.RunFinishedError`
+(:class:`Inspect` excepted: a finished run still says where it ended).  Live runs are found by id
+through :func:`live_runs`, a service of the runtime; the agent layer turns a :class:`RunActor` into the
+handle users hold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import attrs
+
+from ..actors.frame import Frame, hold, release
+from ..actors.runtime import ActorRef, Runtime
+from ..errors import CallNotPendingError, RunFinishedError
+from ..messages import Message, ToolCall, Usage
+from ..tools.approval import pending_reason
+from ..tools.results import ToolResult
+from .state import LoopState
+
+__all__ = [
+    "Approve",
+    "Deny",
+    "Inspect",
+    "Interrupt",
+    "RunActor",
+    "RunState",
+    "Steer",
+    "live_runs",
+    "waits_in_place",
+]
+
+log = logging.getLogger("agentactors.loop")
+
+#: Handler slots of a run's actor: its body plus the control messages being handled at the same moment.
+_SLOTS = 1_000_000
+_RUNS_KEY = ("agentactors.loop.live", "runs")
+
+
+# -- the messages ------------------------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class Steer:
+    """A user message for the run, taken at its next step boundary (after the step's tool results)."""
+
+    message: Message
+
+
+@attrs.frozen(slots=True)
+class Interrupt:
+    """End the run after the step it is in: no further model call; running tools finish."""
+
+    reason: str | None = None
+
+
+@attrs.frozen(slots=True)
+class Approve:
+    """Approve a call the run waits on (``@tool(approval="wait")``): it runs."""
+
+    call_id: str
+
+
+@attrs.frozen(slots=True)
+class Deny:
+    """Deny a call the run waits on: it is answered ``denied`` with ``reason``; the run goes on."""
+
+    call_id: str
+    reason: str = "denied by a person"
+
+
+@attrs.frozen(slots=True)
+class Inspect:
+    """Ask for the run's :class:`RunState`."""
+
+
+@attrs.frozen(slots=True)
+class RunState:
+    """Where a live run stands: ``run.state()``.
+
+    :ivar run_id: the run's id.
+    :ivar step: the step it is in (numbered from 1, as its events number them).
+    :ivar pending: the calls waiting for a person's decision in place (``approval="wait"``), in call order.
+    :ivar usage: tokens used so far — the current step's model reply and delegated runs included.
+    :ivar agent: the name of the agent answering now (after a handoff, the target).
+    :ivar finished: whether the run has ended.
+    """
+
+    run_id: str | None
+    step: int
+    pending: tuple[ToolCall, ...]
+    usage: Usage
+    agent: str | None
+    finished: bool = False
+
+
+class _Waiting:
+    """A call the run waits on in place: its decision, once given (``True`` or a reason to deny)."""
+
+    __slots__ = ("call", "decision", "timeout")
+
+    def __init__(self, call: ToolCall, timeout: float | None) -> None:
+        self.call = call
+        self.timeout = timeout
+        self.decision: bool | str | None = None
+
+
+# -- the actor -------------------------------------------------------------------------------------------
+
+
+def live_runs(rt: Runtime) -> dict[str, RunActor]:
+    """The runtime's live runs by id (a service of ``rt``)."""
+    runs: dict[str, RunActor] = rt.service(_RUNS_KEY, dict)
+    return runs
+
+
+class RunActor:
+    """One run, as an actor (see the module): its inbox of control messages, and its place among live runs.
+
+    :param run_id: the run's id.
+    :param state: the run's :class:`~agentactors.loop.state.LoopState` (read for :class:`RunState`, its sink
+        for the events of control messages).
+    """
+
+    __slots__ = (
+        "_done",
+        "_held",
+        "_rt",
+        "_runs",
+        "cancelled",
+        "frame",
+        "halted",
+        "handle",
+        "interrupted",
+        "ref",
+        "result",
+        "run_id",
+        "state",
+        "steers",
+        "waiting",
+        "wake",
+    )
+
+    def __init__(self, run_id: str | None, state: LoopState) -> None:
+        self.run_id = run_id
+        self.state = state
+        self.ref: ActorRef | None = None
+        self.steers: list[Message] | None = None
+        self.interrupted: Interrupt | None = None
+        self.waiting: dict[str, _Waiting] | None = None
+        self.wake: anyio.Event | None = None  # set by a decision or an interrupt while the run waits on calls
+        self.result: Any = None  # the run's result, once it ended (False: it raised or was cancelled)
+        self.handle: Callable[[], Any] | None = None  # a weak reference to the agent layer's handle, once made
+        self.frame: Frame | None = None  # the run's frame while it runs (what cancel() cancels)
+        self.cancelled = False
+        self.halted = False  # its actor was stopped while the run ran (rt.stop(ref), the runtime's exit)
+        self._runs: dict[str, RunActor] | None = None
+        self._rt: Runtime | None = None
+        self._held = False
+        self._done: anyio.Event | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None
+
+    # -- life ------------------------------------------------------------------------------------------
+
+    def start(self, rt: Runtime, frame: Frame, *, spawn: bool) -> None:
+        """The run starts in ``rt`` (``frame`` is the run's): registered among the live runs, and spawned as
+        an actor now when ``spawn`` — else when it is first addressed (:meth:`activate`)."""
+        self.frame = frame
+        self._rt = rt
+        if self.run_id is not None:
+            runs = self._runs = live_runs(rt)
+            runs[self.run_id] = self
+        if spawn:
+            self.activate()
+
+    def activate(self) -> ActorRef | None:
+        """The run's actor, spawned on first use while the run runs (``None`` before it starts or once it ended).
+
+        The run's task then holds a handler slot of it through the run's frame
+        (:func:`~agentactors.actors.frame.hold`): the run is that handler — busy in ``rt.stats()``,
+        waited for by a drain, cancelled by ``rt.stop(ref)``.
+        """
+        ref = self.ref
+        if ref is not None or self.finished or self.frame is None or self._rt is None:
+            return ref
+        ref = self.ref = self._rt.spawn(self, name=self.run_id or "run", concurrency=_SLOTS, quiet=True)
+        self._held = hold(self.frame, ref)
+        return ref
+
+    def end(self, result: Any) -> ActorRef | None:
+        """The run ended with ``result`` (``None``: it raised, or was cancelled): it leaves the live runs.
+
+        :returns: its actor, when it was spawned: the caller stops it (:meth:`retire`).
+        """
+        self.result = result if result is not None else False
+        if self._done is not None:
+            self._done.set()
+        if self._runs is not None:
+            self._runs.pop(self.run_id, None)  # type: ignore[arg-type]
+        ref = self.ref
+        if ref is None:
+            self.frame = None
+        return ref
+
+    async def retire(self, rt: Runtime, ref: ActorRef) -> None:
+        """Stop the run's actor ``ref`` once the run ended (:meth:`end`), giving back the slot the run held.
+
+        Cancellation: nothing here waits (the run's own handler has returned), so a cancelled run retires whole.
+        """
+        frame, self.frame = self.frame, None
+        if ref is not None:
+            self.halted = ref.stopped  # not by us: we stop it below
+            if self._held and frame is not None:
+                release(frame, ref)
+            self.ref = None  # the actor's cell holds this object: no cycle left for the collector to find
+            await rt.stop(ref, drain=False)
+
+    def cancel(self) -> None:
+        """Cancel the run where it stands (its frame): it ends with ``RunResult(cancelled=True)``."""
+        frame = self.frame
+        if frame is not None and not self.finished:
+            self.cancelled = True
+            frame.scope.cancel()
+
+    async def wait_finished(self) -> None:
+        """Wait until the run has ended.  Cancellation: the waiter leaves; the run is not affected."""
+        if self.finished:
+            return
+        if self._done is None:
+            self._done = anyio.Event()
+        await self._done.wait()
+
+    async def receive(self, message: Any) -> Any:
+        """A control message (see :meth:`control`).  The run's steps are this actor's other handler: the
+        run's task holds a slot for them (:func:`~agentactors.actors.frame.hold`), no message carries them."""
+        return self.control(message)
+
+    # -- control messages ------------------------------------------------------------------------------
+
+    def control(self, message: Any) -> Any:
+        """Handle a control message now: note it in the inbox for the loop's next boundary.
+
+        :raises RunFinishedError: the run has ended (except for :class:`Inspect`).
+        :raises CallNotPendingError: an :class:`Approve` / :class:`Deny` for a call the run does not wait on.
+        :raises TypeError: not a control message.
+        """
+        kind = type(message)
+        if kind is Inspect:
+            return self.snapshot()
+        if kind not in (Steer, Interrupt, Approve, Deny):
+            raise TypeError(f"a run takes Steer, Interrupt, Approve, Deny or Inspect, not {kind.__name__}")
+        if self.finished:
+            raise RunFinishedError(f"run {self.run_id!r} has finished", run_id=self.run_id)
+        sink = self.state.sink
+        if kind is Steer:
+            if self.steers is None:
+                self.steers = []
+            self.steers.append(message.message)
+            if sink is not None:
+                sink.emit("run.steer_received", chars=len(message.message.content), queued=len(self.steers))
+            return None
+        if kind is Interrupt:
+            if self.interrupted is None:
+                self.interrupted = message
+                if sink is not None:
+                    sink.emit("run.interrupt_received", reason=message.reason)
+                self._wake()
+            return None
+        waiting = self.waiting.get(message.call_id) if self.waiting is not None else None
+        if waiting is None or waiting.decision is not None:
+            pending = [w.call.id for w in self.waiting.values() if w.decision is None] if self.waiting else []
+            raise CallNotPendingError(
+                f"call {message.call_id!r} is not awaiting approval in run {self.run_id!r} (pending: {pending})",
+                call_id=message.call_id,
+            )
+        if kind is Approve:
+            waiting.decision = True
+            if sink is not None:
+                sink.emit("run.approved", call_id=message.call_id, name=waiting.call.name)
+        else:
+            waiting.decision = message.reason.strip() or "denied by a person"
+            if sink is not None:
+                sink.emit("run.denied", call_id=message.call_id, name=waiting.call.name, reason=waiting.decision)
+        self._wake()
+        return None
+
+    def _wake(self) -> None:
+        if self.wake is not None:
+            self.wake.set()
+
+    def snapshot(self) -> RunState:
+        """The run's :class:`RunState` now."""
+        state = self.state
+        waiting = self.waiting
+        pending = tuple(w.call for w in waiting.values() if w.decision is None) if waiting else ()
+        return RunState(
+            self.run_id, max(state.steps, 1), pending, state.total_usage(), state.config.agent_name, self.finished
+        )
+
+    # -- what the loop reads at its boundaries --------------------------------------------------------
+
+    def take_steers_into(self, state: LoopState) -> None:
+        """The steers received since the last boundary, in order, into the conversation (each taken once)."""
+        steers, self.steers = self.steers, None
+        if not steers:
+            return
+        sink = state.sink
+        for message in steers:
+            state.append(message)
+            if sink is not None:
+                sink.emit("run.steered", text=message.content)
+        log.debug("run %s: %d steer(s) taken after step %d", self.run_id, len(steers), state.steps)
+
+    def goes_on(self, ended: Any) -> bool:
+        """Whether a run whose step just ended it on an answer goes on instead: steers wait for the model.
+
+        Only a run that ended well (its answer the last message, nothing failed, paused or interrupted);
+        the steers are then taken at the boundary that follows, so the model reads its answer and them.
+        """
+        if self.steers is None or self.interrupted is not None or not ended.ok:
+            return False
+        conversation = self.state.conversation
+        return bool(conversation) and conversation[-1].role in ("assistant", "tool") and not (
+            conversation[-1].role == "assistant" and conversation[-1].tool_calls
+        )
+
+    async def decide(
+        self, calls: Sequence[tuple[ToolCall, float | None]], reasons: Mapping[str, str]
+    ) -> dict[str, bool | str]:
+        """Wait in place for a decision on each of ``calls`` (``(call, timeout)``): ``{call_id: True | reason}``.
+
+        A call without a decision within its timeout is denied with a reason saying so; an interrupt
+        denies every call still undecided.  ``reasons``: why each call waits (in ``run.awaiting_approval``).
+
+        Cancellation: propagates (the run is cancelled while it waits); nothing is decided.
+        """
+        waiting = self.waiting = {call.id: _Waiting(call, timeout) for call, timeout in calls}
+        sink = self.state.sink
+        if sink is not None:
+            sink.emit(
+                "run.awaiting_approval",
+                calls=[{"call_id": c.id, "name": c.name, "reason": reasons.get(c.id, "")} for c, _ in calls],
+            )
+        start = anyio.current_time()
+        try:
+            while self.interrupted is None:
+                undecided = [w for w in waiting.values() if w.decision is None]
+                if not undecided:
+                    break
+                timeouts = [w.timeout for w in undecided if w.timeout is not None]
+                wake = self.wake = anyio.Event()
+                if not timeouts:
+                    await wake.wait()
+                    continue
+                with anyio.move_on_after(start + min(timeouts) - anyio.current_time()):
+                    await wake.wait()
+                now = anyio.current_time()
+                for w in undecided:
+                    if w.decision is None and w.timeout is not None and now - start >= w.timeout:
+                        w.decision = f"no decision within {w.timeout:g}s"
+                        if sink is not None:
+                            sink.emit("run.approval_timed_out", call_id=w.call.id, name=w.call.name, timeout=w.timeout)
+        finally:
+            self.wake = None
+            self.waiting = None
+        decisions: dict[str, bool | str] = {}
+        for call_id, w in waiting.items():
+            decisions[call_id] = w.decision if w.decision is not None else "the run was interrupted before a decision"
+        return decisions
+
+
+def waits_in_place(tools: Any, results: Sequence[ToolResult]) -> list[tuple[str, float | None, str]] | None:
+    """``(call_id, timeout, reason)`` of each pending call among ``results`` when every one waits in place.
+
+    A call waits in place when its tool says ``approval="wait"`` (``@tool``); ``None`` when any pending
+    call's tool does not (the default ``"pause"``, a policy's :class:`~agentactors.tools.approval.NeedsApproval`
+    on such a tool, an executor this layer cannot read): the step then pauses the run as before.
+    """
+    table = getattr(getattr(tools, "actor", None), "tools", None)
+    if not isinstance(table, Mapping):
+        return None
+    waits: list[tuple[str, float | None, str]] = []
+    for result in results:
+        if not result.awaiting_approval:
+            continue
+        found = table.get(result.name)
+        if found is None or getattr(found, "approval", "pause") != "wait":
+            return None
+        waits.append((result.call_id, found.approval_timeout, pending_reason(result)))
+    return waits or None

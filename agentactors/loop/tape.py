@@ -1,0 +1,332 @@
+"""Durable runs at the loop's level: a run's recorded steps served back, its live steps committed.
+
+A runtime with a journal (``Runtime(journal=...)``, :mod:`agentactors.journal`) hands each run a
+:class:`Tape` when its controller is made (:func:`open_tape`).  The tape stands between the run and its two
+actors, as the references the controller asks (:meth:`Tape.seat`):
+
+* a model call the recording holds is answered from it — no vendor call; a tool step whose results it holds
+  is answered from them — no tool runs — and its ``tools.started`` / ``tools.finished`` events are told
+  again (``replayed=True``);
+* past the recording, the real actors are asked, and what they answer is committed through the tape's
+  :class:`StepWriter` before the run goes on: a model response that asks for tools at once — its calls'
+  ids, and so their idempotency keys, must survive a crash before any of them runs — a tool step's results
+  once they are all in, and an answer together with the run's end (one transaction fewer: losing it costs
+  one model call again, never a side effect).
+
+The loop knows nothing of storage: a journal is any object with :meth:`Journal.open_run`.  A run nobody
+journals pays one attribute read (``runtime.journal``) when its controller is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol
+
+import anyio
+import attrs
+
+from ..events import current_sink
+from ..gateway.provider import Complete, Stream
+from ..messages import LLMResponse, Message, StreamEnd, TextDelta
+from ..tools.executor import ExecuteTools
+from ..tools.results import ToolResult, ToolStatus, unknown_tool_text
+from .result import RunResult
+
+__all__ = ["Commit", "Journal", "StepWriter", "Tape", "open_tape"]
+
+
+@attrs.frozen(slots=True)
+class Commit:
+    """What one transaction of a journal holds (:meth:`StepWriter.commit`): all of it, or none.
+
+    ``begin``: the run starts (its id, agent and input are the writer's already); ``responses``: model
+    responses by their number in the run (the n-th model call: step n in a run of plain steps);
+    ``results``: one tool step's results, with the number of the response that asked for them; ``end``:
+    how the run ended — ``"finished"``, ``"paused"``, ``"raised"`` or ``"cancelled"`` — with its
+    ``result`` when it has one.
+    """
+
+    begin: bool = False
+    responses: tuple[tuple[int, LLMResponse], ...] = ()
+    results: tuple[int, tuple[ToolResult, ...]] | None = None
+    end: str | None = None
+    result: RunResult[Any] | None = None
+
+
+class StepWriter(Protocol):
+    """Where a run's live steps go: one :class:`Commit` per call, applied atomically before it returns."""
+
+    async def commit(self, commit: Commit) -> None: ...
+
+
+class Journal(Protocol):
+    """What a runtime's ``journal`` must offer the loop: a tape for each run started in the runtime."""
+
+    def open_run(
+        self,
+        run_id: str | None,
+        agent: str | None,
+        inputs: tuple[Message, ...],
+        *,
+        parent_run_id: str | None,
+        resumed: bool,
+    ) -> Tape | None:
+        """The tape of a run starting now (``None``: this journal does not keep it).
+
+        ``parent_run_id``: the run whose tool started this one (a delegated run), else ``None``;
+        ``resumed``: a paused run going on with a person's decisions.
+        """
+        ...
+
+
+def open_tape(
+    runtime: Any, run_id: str | None, agent: str | None, inputs: Sequence[Message], parent: str | None, resumed: bool
+) -> Tape | None:
+    """The tape of a run made in ``runtime``, or ``None`` when the runtime has no journal (or it keeps no tape)."""
+    journal: Journal | None = getattr(runtime, "journal", None)
+    if journal is None:
+        return None
+    return journal.open_run(run_id, agent, tuple(inputs), parent_run_id=parent, resumed=resumed)
+
+
+class Tape:
+    """One run's recorded steps and the writer of its live ones (see the module docstring).
+
+    :param responses: recorded model responses, served to the run's first model calls in order.
+    :param results: recorded tool results by call id; a tool step all of whose calls are here is served.
+    :param writer: where the run's live steps are committed, or ``None`` (a replay records nothing).
+    :param label: an event to emit when the first recorded response is served (``("run.forked", {...})``:
+        the run says what it goes on from), or ``None``.
+    :param guard: called before a tool step the recording does not hold runs live; it raises to forbid
+        it (a replay runs no tool), or ``None``.
+    :param run_id: the id the run takes instead of a new one (a recovered run keeps its own), or ``None``.
+    """
+
+    __slots__ = ("_label", "_pending", "_responses", "_results", "calls", "guard", "run_id", "writer")
+
+    def __init__(
+        self,
+        responses: Sequence[LLMResponse] = (),
+        results: Mapping[str, ToolResult] | None = None,
+        writer: StepWriter | None = None,
+        *,
+        label: tuple[str, Mapping[str, Any]] | None = None,
+        guard: Callable[[], None] | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self._responses = tuple(responses)
+        self.guard = guard
+        self._results = dict(results or {})
+        self.writer = writer
+        self._label = label
+        #: Model calls answered so far (recorded and live): the number of the last response.
+        self.calls = 0
+        self._pending: list[tuple[int, LLMResponse]] = []  # live answers not committed yet
+
+    def seat(self, provider: Any, tools: Any) -> tuple[TapedProvider, TapedTools]:
+        """The references the run asks instead of its seat's ``provider`` and ``tools`` (``None``: no tools)."""
+        return TapedProvider(provider, self), TapedTools(tools, self)
+
+    async def around(self, run: Coroutine[Any, Any, RunResult[Any]]) -> RunResult[Any]:
+        """Run ``run`` between the journal's ``begin`` and ``end`` commits.
+
+        Cancellation and errors: the end (``"cancelled"`` / ``"raised"``) is committed shielded, then they
+        propagate — a run cancelled or failed on purpose is not one a crash left unfinished.
+        """
+        writer = self.writer
+        if writer is None:
+            return await run
+        await writer.commit(Commit(begin=True))
+        try:
+            result = await run
+        except BaseException as exc:
+            end = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "raised"
+            with anyio.CancelScope(shield=True):
+                await writer.commit(Commit(responses=self._take_pending(), end=end))
+            raise
+        await writer.commit(
+            Commit(responses=self._take_pending(), end="paused" if result.paused else "finished", result=result)
+        )
+        return result
+
+    # -- what the taped references call -----------------------------------------------------------------
+
+    def recorded_response(self) -> LLMResponse | None:
+        """The recorded response of the next model call, or ``None`` past the recording."""
+        index = self.calls
+        if index >= len(self._responses):
+            return None
+        self.calls = index + 1
+        if index == 0 and self._label is not None:
+            sink = current_sink()
+            if sink is not None:
+                sink.emit(self._label[0], **self._label[1])
+        return self._responses[index]
+
+    async def answered(self, response: LLMResponse) -> None:
+        """A live model response: committed now when it asks for tools, else with the next commit."""
+        self.calls += 1
+        self._pending.append((self.calls, response))
+        if response.tool_calls:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Commit the responses not committed yet (a tool step's, before any of its calls runs)."""
+        if self._pending and self.writer is not None:
+            await self.writer.commit(Commit(responses=self._take_pending()))
+
+    def recorded_results(self, message: ExecuteTools) -> tuple[ToolResult, ...] | None:
+        """The recorded results of a tool step, in call order, or ``None`` unless every call has one."""
+        results = self._results
+        if not results:
+            return None
+        found = []
+        for call in message.calls:
+            result = results.get(call.id)
+            if result is None:
+                return None
+            found.append(result)
+        return tuple(found)
+
+    async def ran(self, results: tuple[ToolResult, ...]) -> None:
+        """A live tool step's results, committed (with the response that asked, if still pending)."""
+        if self.writer is not None:
+            await self.writer.commit(Commit(responses=self._take_pending(), results=(self.calls, results)))
+
+    def _take_pending(self) -> tuple[tuple[int, LLMResponse], ...]:
+        pending = tuple(self._pending)
+        self._pending.clear()
+        return pending
+
+
+class TapedProvider:
+    """The provider reference a taped run asks: recorded responses first, then the real ProviderActor."""
+
+    __slots__ = ("ref", "tape")
+
+    def __init__(self, ref: Any, tape: Tape) -> None:
+        self.ref = ref
+        self.tape = tape
+
+    @property
+    def runtime(self) -> Any:
+        return getattr(self.ref, "runtime", None)
+
+    async def ask(self, message: Any) -> Any:
+        kind = type(message)
+        if kind is not Complete and kind is not Stream:
+            return await self.ref.ask(message)
+        tape = self.tape
+        response = tape.recorded_response()
+        if response is not None:
+            return response if kind is Complete else _RecordedStream(response)
+        if kind is Complete:
+            response = await self.ref.ask(message)
+            await tape.answered(response)
+            return response
+        return _TappedStream(await self.ref.ask(message), tape)
+
+
+class TapedTools:
+    """The tool executor reference a taped run asks: recorded results first, then the real executor."""
+
+    __slots__ = ("ref", "tape")
+
+    def __init__(self, ref: Any, tape: Tape) -> None:
+        self.ref = ref
+        self.tape = tape
+
+    async def ask(self, message: Any) -> Any:
+        if type(message) is not ExecuteTools:
+            return await self.ref.ask(message)
+        tape = self.tape
+        recorded = tape.recorded_results(message)
+        if recorded is not None:
+            _retell(recorded)
+            return recorded
+        if tape.guard is not None:
+            tape.guard()
+        await tape.flush()  # the response that asked: committed before any of its calls runs
+        if self.ref is None:  # the agent has no tools: every call is for an unknown tool (as the loop says)
+            results = tuple(
+                ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in message.calls
+            )
+        else:
+            results = await self.ref.ask(message)
+        await tape.ran(results)
+        return results
+
+
+def _retell(results: tuple[ToolResult, ...]) -> None:
+    """The events of recorded tool calls, told again as the executor told them (``replayed=True``)."""
+    sink = current_sink()
+    if sink is None or not sink:
+        return
+    for r in results:
+        sink.emit("tools.started", call_id=r.call_id, name=r.name, replayed=True)
+        sink.emit(
+            "tools.finished",
+            call_id=r.call_id,
+            name=r.name,
+            status=r.status,
+            duration=r.duration,
+            size=r.size_chars,
+            replayed=True,
+        )
+
+
+class _RecordedStream:
+    """A recorded response as a provider stream: its text in one piece, then its ``StreamEnd``."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, response: LLMResponse) -> None:
+        events: list[Any] = [TextDelta(response.content)] if response.content else []
+        events.append(StreamEnd(response))
+        self._events = iter(events)
+
+    async def __aenter__(self) -> _RecordedStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return next(self._events)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
+class _TappedStream:
+    """A live provider stream whose final response is handed to the tape before the run sees it."""
+
+    __slots__ = ("_stream", "_tape")
+
+    def __init__(self, stream: Any, tape: Tape) -> None:
+        self._stream = stream
+        self._tape = tape
+
+    async def __aenter__(self) -> _TappedStream:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        result: bool | None = await self._stream.__aexit__(exc_type, exc, tb)
+        return result
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        event = await self._stream.__anext__()
+        if type(event) is StreamEnd:
+            await self._tape.answered(event.response)
+        return event

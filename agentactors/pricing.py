@@ -1,0 +1,291 @@
+"""What a model call cost in money: a price per model, read from a maintained table, and the cost of a usage.
+
+Prices are not kept here by hand.  :func:`price_for` reads the ``genai-prices`` table (the ``[prices]``
+extra, imported on first use; the table pydantic-ai prices runs with), keyed by the provider's name
+(``"openai"``, ``"anthropic"``, ``"gemini"``, ...: what ``LLMResponse.provider`` says) and the model
+that answered (``LLMResponse.model``).  What the table lacks, or prices differently from a contract,
+the user sets (:func:`set_price`, :func:`set_prices`); a price set wins over the table.
+
+A model without a price has no cost: :func:`cost_of` returns ``None``, never a silent zero, and a
+run that used such a model reports ``RunResult.cost = None`` (see :mod:`agentactors.loop.cost`).
+
+Token counts follow :class:`~agentactors.messages.Usage`: reasoning tokens are part of
+``output_tokens`` on every wire; cached tokens are part of ``input_tokens`` on every wire but
+Anthropic's and Bedrock's, which count them only in ``cache_read_tokens`` / ``cache_write_tokens``
+(``docs/wire.md``).  A price's ``cache_read``, ``cache_write`` and ``reasoning`` rates apply where the
+table (or the user) gives them; otherwise those tokens cost what input (or output) tokens cost.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from .messages import LLMResponse, Usage
+
+__all__ = [
+    "Cost",
+    "Price",
+    "clear_prices",
+    "cost_of",
+    "price_for",
+    "response_cost",
+    "set_price",
+    "set_prices",
+    "total_cost",
+]
+
+_PER = 1_000_000.0
+
+
+def _rate(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not value >= 0:  # also refuses NaN
+        raise ValueError(f"Price.{attribute.name} must be a non-negative number (per million tokens), got {value!r}")
+
+
+def _tiers(value: Iterable[tuple[int, Price]]) -> tuple[tuple[int, Price], ...]:
+    return tuple((int(start), price) for start, price in value)
+
+
+def _total_of(cost: Cost) -> float:
+    return cost.input + cost.output
+
+
+@attrs.frozen(slots=True)
+class Cost:
+    """What something cost: ``input`` (prompt tokens, cached ones included), ``output`` (completion tokens,
+    reasoning included) and ``total = input + output``, in ``currency``.
+
+    Costs add up (``a + b``, ``sum(costs, Cost())``) when their currencies agree.
+    """
+
+    input: float = 0.0
+    output: float = 0.0
+    total: float = attrs.field(default=attrs.Factory(_total_of, takes_self=True))
+    currency: str = "USD"
+
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        if other.currency != self.currency:
+            raise ValueError(f"cannot add a cost in {other.currency} to one in {self.currency}")
+        return Cost(self.input + other.input, self.output + other.output, self.total + other.total, self.currency)
+
+    def __radd__(self, other: object) -> Cost:
+        if other == 0:  # sum() starts from 0
+            return self
+        return NotImplemented
+
+
+@attrs.frozen(slots=True)
+class Price:
+    """A model's rates, per **million** tokens, in ``currency``.
+
+    ``cache_read`` / ``cache_write`` price cached prompt tokens (``None``: as ``input``); ``reasoning``
+    prices reasoning tokens (``None``: as ``output``).  ``tiers`` are the vendor's long-prompt prices:
+    ``((200_000, Price(...)),)`` means every token of a call whose prompt is longer than 200,000 tokens
+    is priced at that tier (the vendors' "cliff", as the table writes it).
+    """
+
+    input: float = attrs.field(validator=_rate)
+    output: float = attrs.field(validator=_rate)
+    cache_read: float | None = attrs.field(default=None, validator=_rate)
+    cache_write: float | None = attrs.field(default=None, validator=_rate)
+    reasoning: float | None = attrs.field(default=None, validator=_rate)
+    tiers: tuple[tuple[int, Price], ...] = attrs.field(default=(), converter=_tiers)
+    currency: str = "USD"
+
+    def at(self, prompt_tokens: int) -> Price:
+        """The price of a call whose prompt holds ``prompt_tokens`` tokens: the highest tier it passes."""
+        for start, tier in reversed(self.tiers):
+            if prompt_tokens > start:
+                return tier
+        return self
+
+    def cost(self, usage: Usage, *, cached_in_input: bool = True) -> Cost:
+        """What ``usage`` costs at this price.
+
+        ``cached_in_input``: whether ``usage.input_tokens`` already counts the cached tokens (it does on
+        every wire but Anthropic's and Bedrock's; :func:`cost_of` knows which).
+        """
+        cached = usage.cache_read_tokens + usage.cache_write_tokens
+        prompt = usage.input_tokens if cached_in_input else usage.input_tokens + cached
+        p = self.at(prompt)
+        fresh = max(0, prompt - cached)
+        read = p.input if p.cache_read is None else p.cache_read
+        write = p.input if p.cache_write is None else p.cache_write
+        thinking = min(usage.reasoning_tokens, usage.output_tokens)
+        think_rate = p.output if p.reasoning is None else p.reasoning
+        cost_in = (fresh * p.input + usage.cache_read_tokens * read + usage.cache_write_tokens * write) / _PER
+        cost_out = ((usage.output_tokens - thinking) * p.output + thinking * think_rate) / _PER
+        return Cost(cost_in, cost_out, cost_in + cost_out, p.currency)
+
+
+# --- the table and the user's prices ------------------------------------------------------------------
+
+# The provider names of this package's wires, as the table names their vendors.
+_TABLE_NAMES: Mapping[str, str] = {
+    "openai-responses": "openai",
+    "azure-openai": "azure",
+    "gemini": "google",
+    "vertex": "google",
+    "bedrock": "aws",
+}
+# Wires whose input_tokens leave the cached tokens out (docs/wire.md, "Usage").
+_CACHED_APART = frozenset({"anthropic", "bedrock"})
+
+_lock = threading.Lock()
+_user: dict[tuple[str, str], Price | None] = {}
+_found: dict[tuple[str, str], Price | None] = {}  # the table's answers, looked up once per key
+
+
+def set_price(provider: str, model: str, price: Price | None) -> None:
+    """Price ``model`` of ``provider`` (its name, as ``LLMResponse.provider`` says it) at ``price``.
+
+    It wins over the table.  ``price=None`` says the model has no price (its runs report no cost),
+    whatever the table says; :func:`clear_prices` forgets every price set.
+    """
+    if price is not None and not isinstance(price, Price):
+        raise TypeError(f"price must be a Price or None, not {type(price).__name__}")
+    with _lock:
+        _user[(provider, model)] = price
+        _found.pop((provider, model), None)
+
+
+def set_prices(prices: Mapping[tuple[str, str], Price | None]) -> None:
+    """:func:`set_price` for each ``(provider, model): price`` of ``prices``."""
+    for (provider, model), price in prices.items():
+        set_price(provider, model, price)
+
+
+def clear_prices() -> None:
+    """Forget every price :func:`set_price` set (the table's prices stay)."""
+    with _lock:
+        _user.clear()
+        _found.clear()
+
+
+def price_for(provider_name: str | None, model: str | None) -> Price | None:
+    """The price of ``model`` served by the provider named ``provider_name``, or ``None`` when it has none.
+
+    A price set with :func:`set_price` first, then the ``genai-prices`` table (``None`` without the
+    ``[prices]`` extra).  The table is asked by vendor (``"gemini"`` is Google's, ``"bedrock"`` AWS's,
+    ...) and matches the model's dated and aliased names (``gpt-4o-2024-08-06`` is ``gpt-4o``); a
+    provider name the table does not know (a name of your own) has no table price — set one.
+    """
+    if not provider_name or not model:
+        return None
+    key = (provider_name, model)
+    try:
+        return _found[key]
+    except KeyError:
+        pass
+    with _lock:
+        price = _user[key] if key in _user else _table_price(_TABLE_NAMES.get(provider_name, provider_name), model)
+        _found[key] = price
+    return price
+
+
+def cost_of(provider_name: str | None, model: str | None, usage: Usage) -> Cost | None:
+    """What ``usage`` of ``model`` at the provider named ``provider_name`` cost, or ``None`` if unpriced."""
+    price = price_for(provider_name, model)
+    if price is None:
+        return None
+    return price.cost(usage, cached_in_input=provider_name not in _CACHED_APART)
+
+
+def response_cost(response: LLMResponse) -> Cost | None:
+    """What one model response cost (by the provider and model that answered), or ``None`` if unpriced."""
+    return cost_of(response.provider, response.model, response.usage)
+
+
+def total_cost(results: Iterable[Any]) -> Cost | None:
+    """The summed ``cost`` of ``results`` (run results: ``run_many``'s, a session's turns), or ``None``
+    when one of them has none — an unknown part makes the total unknown, never a smaller number."""
+    total = Cost()
+    for result in results:
+        cost = result.cost
+        if cost is None:
+            return None
+        total = total + cost
+    return total
+
+
+# --- reading the genai-prices table -----------------------------------------------------------------
+
+_genai: Any = None  # the package's data_snapshot module, or False once it was found missing
+
+
+def _snapshot() -> Any:
+    global _genai
+    if _genai is None:
+        try:
+            _genai = importlib.import_module("genai_prices.data_snapshot")
+        except ImportError:
+            _genai = False
+    return _genai.get_snapshot() if _genai else None
+
+
+def _table_price(vendor: str, model: str) -> Price | None:
+    snapshot = _snapshot()
+    if snapshot is None:
+        return None
+    try:
+        _, info = snapshot.find_provider_model(model, None, vendor, None)
+    except LookupError:
+        return None
+    return _from_table(info.get_prices(datetime.now(tz=UTC)))
+
+
+# Our rates, and the table's keys for them (the first the model has is taken).
+_KEYS: Mapping[str, tuple[str, ...]] = {
+    "input": ("input_mtok",),
+    "output": ("output_mtok",),
+    "cache_read": ("cache_read_mtok",),
+    "cache_write": ("cache_write_mtok", "cache_write_5m_mtok"),
+    "reasoning": ("output_reasoning_mtok",),
+}
+
+
+def _from_table(model_price: Any) -> Price | None:
+    """A :class:`Price` from the table's ``ModelPrice`` (its flat rates or tiered ones); ``None`` when it
+    has no token price (a model priced per request or per second is not one this package can cost)."""
+    raw: dict[str, Any] = {}
+    for field, keys in _KEYS.items():
+        for key in keys:
+            value = getattr(model_price, key, None)
+            if value is not None:
+                raw[field] = value
+                break
+    if "input" not in raw or "output" not in raw:
+        return None
+    starts = sorted({t.start for v in raw.values() for t in getattr(v, "tiers", ())})
+    tiers = tuple((start, _flat(raw, start)) for start in starts)
+    return attrs.evolve(_flat(raw, None), tiers=tiers)
+
+
+def _flat(raw: Mapping[str, Any], start: int | None) -> Price:
+    """The flat price of ``raw``'s rates at tier ``start`` (``None``: the base rates)."""
+    rates: dict[str, float] = {}
+    for field, value in raw.items():
+        tiers = getattr(value, "tiers", None)
+        if tiers is None:
+            rates[field] = float(value)
+            continue
+        chosen = value.base
+        for tier in tiers:
+            if start is not None and tier.start <= start:
+                chosen = tier.price
+        rates[field] = float(chosen)
+    return Price(
+        rates["input"],
+        rates["output"],
+        rates.get("cache_read"),
+        rates.get("cache_write"),
+        rates.get("reasoning"),
+    )

@@ -1,0 +1,447 @@
+"""``with_hedge``: when a call is slow, ask a second time; the first answer wins, the other is cancelled.
+
+A vendor's slowest few percent of calls take many times its median, and most of that tail is bad
+luck (a busy replica, a slow queue), not the request: a second copy sent after a delay usually
+answers long before the first.  That is a hedged request ("The Tail at Scale", Dean and Barroso):
+the tail falls for a few percent more calls.  The decorator keeps that price bounded — at most
+``max_extra`` of the calls over a rolling window are hedged — and never hedges what a second copy
+cannot help: a request the vendor refused (a request-kind error ends both copies at once), a
+member whose circuit breaker is not closed, a stream that already delivered its first event.
+
+Both copies run as tasks of one task group; the loser is cancelled (its HTTP request closed) and
+waited for before the call returns, so nothing of it outlives the call.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Generic, TypeVar
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..errors import ErrorKind, MalformedResponseError, ProviderError
+from ..events import emit
+from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, default_model_of, interrupted
+from ._circuit import CircuitState
+from .breaker import CircuitBreakerProvider
+from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of, name_of
+from .streams import stream_of
+
+__all__ = ["HedgeProvider", "with_hedge"]
+
+T = TypeVar("T")
+
+_PERCENTILE = re.compile(r"^p(\d{1,2}(?:\.\d+)?)$")
+#: How many latencies a percentile ``after`` needs before it hedges at all (fewer say little of a tail).
+MIN_SAMPLES = 20
+#: How many recent latencies a percentile is taken over.
+SAMPLES = 200
+# Breaker states that admit a hedge: a half-open breaker admits its probes only, an open one nothing.
+_ADMITTING = frozenset({CircuitState.closed, CircuitState.disabled})
+
+
+def _after(value: float | str) -> float:
+    """The seconds ``value`` says, or for a percentile (``"p95"``) the percentile (``95.0``)."""
+    if isinstance(value, str):
+        match = _PERCENTILE.match(value.strip().lower())
+        if match is None or not 0 < float(match[1]) < 100:
+            raise ValueError(f"after must be seconds or a percentile like 'p95', not {value!r}")
+        return float(match[1])
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or math.isinf(value):
+        raise ValueError(f"after must be a non-negative number of seconds or a percentile like 'p95', not {value!r}")
+    return float(value)
+
+
+class HedgeProvider(ProviderDecorator):
+    """The provider :func:`with_hedge` returns.  See there for the semantics.
+
+    :attr:`hedged` and :attr:`calls` count hedges sent and calls made (all time); :meth:`delay` is
+    the wait a call made now would start with before hedging.
+    """
+
+    def __init__(
+        self,
+        inner: LLMProvider | Any,
+        *,
+        after: float | str,
+        max_extra: float,
+        to: LLMProvider | Any | None,
+        window: int,
+        clock: Clock | None,
+    ) -> None:
+        super().__init__(inner)
+        if isinstance(max_extra, bool) or not isinstance(max_extra, int | float) or not 0 <= max_extra <= 1:
+            raise ValueError(f"max_extra must be a fraction of the calls, between 0 and 1, not {max_extra!r}")
+        if not isinstance(window, int) or window < 1:
+            raise ValueError(f"window must be a positive number of calls, not {window!r}")
+        if to is not None and not callable(getattr(to, "complete", None)):
+            raise TypeError(f"to must be an LLMProvider, not {type(to).__name__}")
+        self._percentile: float | None = None
+        self._seconds = 0.0
+        parsed = _after(after)
+        if isinstance(after, str):
+            self._percentile = parsed
+        else:
+            self._seconds = parsed
+        self.max_extra = float(max_extra)
+        self.to = to
+        self.window = window
+        self._clock: Clock = clock or default_clock
+        self._latencies: deque[float] = deque(maxlen=SAMPLES)
+        self._hedges: deque[int] = deque()  # the call numbers of the hedged calls still in the window
+        self.calls = 0
+        self.hedged = 0
+
+    # -- when to hedge ----------------------------------------------------------------------------
+
+    def delay(self) -> float | None:
+        """Seconds to wait for the first answer before hedging; ``None``: no hedge (too few latencies known)."""
+        if self._percentile is None:
+            return self._seconds
+        if len(self._latencies) < MIN_SAMPLES:
+            return None
+        ordered = sorted(self._latencies)
+        rank = min(len(ordered) - 1, max(0, math.ceil(self._percentile / 100 * len(ordered)) - 1))
+        return ordered[rank]
+
+    def _within_budget(self, call: int) -> bool:
+        """Whether one more hedge keeps the hedged share of the last ``window`` calls at most ``max_extra``."""
+        oldest = call - self.window
+        hedges = self._hedges
+        while hedges and hedges[0] <= oldest:
+            hedges.popleft()
+        return len(hedges) + 1 <= self.max_extra * min(call, self.window)
+
+    def _admits(self, provider: Any, model: str | None) -> bool:
+        """No breaker on the hedge's way down (through decorators) is open, half-open or forced open."""
+        while isinstance(provider, ProviderDecorator):
+            if isinstance(provider, CircuitBreakerProvider) and provider.state_for(model) not in _ADMITTING:
+                return False
+            provider = provider.inner
+        return True
+
+    def _target(self, request: LLMRequest) -> tuple[Any, LLMRequest, str | None]:
+        """Who gets the hedge, the request it gets and its model: ``to`` calls its own default model."""
+        if self.to is None:
+            return self._inner, request, model_of(self._inner, request)
+        own = default_model_of(self.to)
+        sub = request.with_model(own) if own else request
+        return self.to, sub, own or request.model
+
+    def _hedge(self, call: int, request: LLMRequest) -> tuple[Any, LLMRequest, str | None] | None:
+        """The hedge to send now for call number ``call``, or ``None`` when none may be sent."""
+        target, sub, model = self._target(request)
+        if not self._within_budget(call) or not self._admits(target, model):
+            return None
+        self._hedges.append(call)
+        self.hedged += 1
+        return target, sub, model
+
+    def _took(self, seconds: float) -> None:
+        self._latencies.append(seconds)
+
+    # -- the port ---------------------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.calls += 1
+        call = self.calls
+        delay = self.delay()
+        if delay is None:
+            started = self._clock()
+            response = await self._inner.complete(request)
+            self._took(self._clock() - started)
+            return response
+        # The first copy runs in the caller's task (most calls answer before ``after``: they pay for one timer
+        # task, not a task per copy); the timer sends the hedge, and the winner cancels the other copy.
+        race: _Race[LLMResponse] = _Race(self._clock)
+        primary = race.add("primary", self._inner, model_of(self._inner, request))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._hedge_later, race, call, request, delay)
+            await race.run(primary, lambda _: self._inner.complete(request))
+            await race.done.wait()
+            tg.cancel_scope.cancel()  # the timer, or the losing copy: its request closed before the call returns
+        answered: LLMResponse = self._settled(race)
+        return answered
+
+    async def _hedge_later(self, race: _Race[LLMResponse], call: int, request: LLMRequest, delay: float) -> None:
+        """After ``delay``, unless the call is over: the hedge, run in this task, if one may be sent."""
+        await anyio.sleep(delay)
+        if race.done.is_set():
+            return
+        hedge = self._hedge(call, request)
+        if hedge is None:
+            return
+        target, sub, model = hedge
+        emit("hedge.sent", member=name_of(target), model=model, after=delay)
+        await race.run(race.add("hedge", target, model), lambda _: target.complete(sub))
+
+    def _settled(self, race: _Race[Any]) -> Any:
+        """The race's winner (its latency taken, ``hedge.won`` said when a hedge ran), or its error raised."""
+        winner = race.winner
+        if winner is None:
+            raise race.error()
+        self._took(winner.seconds)
+        if race.started > 1:
+            emit("hedge.won", winner=winner.label, member=name_of(winner.provider), model=winner.model)
+        return winner.value
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        return self._stream(request)
+
+    @asynccontextmanager
+    async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        """Race the opening of the streams up to their first events; relay the winner's from its task."""
+        self.calls += 1
+        call = self.calls
+        delay = self.delay()
+        race: _Race[_Opened | None] = _Race(self._clock)
+
+        def attempt(provider: Any, sub: LLMRequest, model: str | None) -> Run[_Opened | None]:
+            return lambda me: _Opened.run(me, sub, race)
+
+        failure: BaseException | None = None
+        async with anyio.create_task_group() as tg:
+            model = model_of(self._inner, request)
+            race.start(tg, "primary", self._inner, model, attempt(self._inner, request, model))
+            if delay is not None:
+                with anyio.move_on_after(delay):
+                    await race.done.wait()
+                if not race.done.is_set():
+                    hedge = self._hedge(call, request)
+                    if hedge is not None:
+                        target, sub, hedge_model = hedge
+                        emit("hedge.sent", member=name_of(target), model=hedge_model, after=delay)
+                        race.start(tg, "hedge", target, hedge_model, attempt(target, sub, hedge_model))
+            await race.done.wait()
+            if race.winner is None:
+                tg.cancel_scope.cancel()  # a request error, or every copy failed: raised past the task group
+            else:
+                opened: _Opened = self._settled(race)
+                events = opened.relay()
+                try:
+                    yield events
+                except BaseException as exc:  # raised past the task group, which would wrap it in a group
+                    failure = exc
+                finally:
+                    await events.aclose()
+                    tg.cancel_scope.cancel()  # the winner's stream closes in its own task
+        if race.winner is None:
+            raise race.error()
+        if failure is not None:
+            raise failure
+
+
+class _Attempt:
+    """One copy of the call: its label (``primary`` / ``hedge``), its provider and model, its task's scope."""
+
+    __slots__ = ("label", "model", "provider", "scope", "seconds", "started", "value")
+
+    def __init__(self, label: str, provider: Any, model: str | None, started: float) -> None:
+        self.label = label
+        self.provider = provider
+        self.model = model
+        self.scope = anyio.CancelScope()
+        self.started = started
+        self.seconds = 0.0
+        self.value: Any = None
+
+
+Run = Callable[[_Attempt], Awaitable[T]]
+
+
+class _Race(Generic[T]):
+    """The copies of one call, racing to the first answer (for a stream: its first event).
+
+    Done when one copy wins, when a copy fails with a request-kind error (the other would fail alike),
+    or when every copy started has failed.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.done = anyio.Event()
+        self.attempts: list[_Attempt] = []
+        self.winner: _Attempt | None = None
+        self.errors: list[ProviderError] = []
+        self.started = 0
+
+    def add(self, label: str, provider: Any, model: str | None) -> _Attempt:
+        """A copy about to start: from now on the race waits for it too."""
+        attempt = _Attempt(label, provider, model, self.clock())
+        self.attempts.append(attempt)
+        self.started += 1
+        return attempt
+
+    def start(
+        self, tg: anyio.abc.TaskGroup, label: str, provider: Any, model: str | None, run: Run[T]
+    ) -> None:
+        """A copy run in a task of its own."""
+        tg.start_soon(self.run, self.add(label, provider, model), run)
+
+    async def run(self, attempt: _Attempt, run: Run[T]) -> None:
+        """Run one copy to its answer (it claims the race) or its failure (recorded); the winner cancels it."""
+        with attempt.scope:
+            try:
+                value = await run(attempt)
+            except Exception as exc:
+                self._failed(as_provider_error(exc, attempt.provider, attempt.model))
+                return
+            if attempt.value is None:
+                attempt.value = value
+            self.claim(attempt)
+
+    def claim(self, attempt: _Attempt) -> bool:
+        """``attempt`` answered: it wins unless another did first."""
+        if self.winner is not None or self.done.is_set():
+            return False
+        attempt.seconds = self.clock() - attempt.started
+        self.winner = attempt
+        self.done.set()
+        for other in self.attempts:
+            if other is not attempt:
+                other.scope.cancel()
+        return True
+
+    def _failed(self, error: ProviderError) -> None:
+        self.errors.append(error)
+        if error.kind is ErrorKind.request or len(self.errors) >= self.started:
+            self.done.set()
+
+    def error(self) -> ProviderError:
+        """What the call raises when no copy answered: a request error if there is one, else the first."""
+        for error in self.errors:
+            if error.kind is ErrorKind.request:
+                return error
+        first = self.errors[0]
+        for other in self.errors[1:]:
+            first.add_note(f"hedge: the other copy failed too: {other}")
+        return first
+
+
+class _Opened:
+    """A stream opened in its attempt's task, up to its first event; the rest is relayed from that task.
+
+    The stream's context manager is entered and left in the attempt's own task (a decorator below may
+    hold a cancel scope across it), and the events cross to the consumer through a memory stream
+    without a buffer, so the vendor is read no faster than the consumer reads.
+    """
+
+    def __init__(self, first: StreamEvent, receive: MemoryObjectReceiveStream[Any], provider: Any, model: str | None):
+        self.first = first
+        self.receive = receive
+        self.provider = provider
+        self.model = model
+
+    @staticmethod
+    async def run(me: _Attempt, request: LLMRequest, race: _Race[Any]) -> _Opened | None:
+        """Open the stream; once it has a first event, claim the race and pump the rest until closed.
+
+        A failure before the first event is raised (the race records it); one after it — the stream's
+        own, or what its context manager raised on the way out (an inner timeout's) — is sent to the
+        consumer.  Returns ``None`` when another copy won.
+        """
+        send, receive = anyio.create_memory_object_stream[Any](0)
+        won = False
+        with send, receive:
+            try:
+                async with stream_of(me.provider, request) as events:
+                    try:
+                        first = await events.__anext__()
+                    except StopAsyncIteration:
+                        raise MalformedResponseError(
+                            "the stream ended before its first event", provider=name_of(me.provider), model=me.model
+                        ) from None
+                    me.value = _Opened(first, receive.clone(), me.provider, me.model)
+                    won = race.claim(me)
+                    if not won:
+                        me.value.receive.close()
+                        return None
+                    await _pump(events, send)
+            except Exception as exc:
+                if not won:
+                    raise
+                await _send(send, _Failure(exc))
+        return None
+
+    async def relay(self) -> AsyncGenerator[StreamEvent, None]:
+        acc = StreamAccumulator()
+        acc.add(self.first)
+        yield self.first
+        with self.receive:
+            async for item in self.receive:
+                if isinstance(item, _Failure):
+                    name = name_of(self.provider)
+                    raise interrupted(item.error, provider=name, model=self.model, partial_text=acc.text)
+                acc.add(item)
+                yield item
+
+
+class _Failure:
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+async def _pump(events: AsyncIterator[StreamEvent], send: MemoryObjectSendStream[Any]) -> None:
+    """Send the stream's events after the first to the consumer; a failure is sent as one, then the end."""
+    while True:
+        try:
+            event = await events.__anext__()
+        except StopAsyncIteration:
+            return
+        except Exception as exc:
+            await _send(send, _Failure(exc))
+            return
+        if not await _send(send, event):
+            return  # the consumer left before the end
+
+
+async def _send(send: MemoryObjectSendStream[Any], item: Any) -> bool:
+    """Hand ``item`` to the consumer; ``False`` when it left before the end."""
+    try:
+        await send.send(item)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        return False
+    return True
+
+
+def with_hedge(
+    provider: LLMProvider | Any,
+    *,
+    after: float | str = 2.0,
+    max_extra: float = 0.05,
+    to: LLMProvider | Any | None = None,
+    window: int = 1000,
+    clock: Clock | None = None,
+) -> HedgeProvider:
+    """Send a second copy of a call that has not answered after ``after``; the first answer wins.
+
+    * ``after``: seconds (``2.0``), or a percentile of the member's own recent latencies (``"p95"``:
+      hedge the calls slower than 95 % of the last 200; no hedge until :data:`MIN_SAMPLES` latencies
+      are known).
+    * The copy goes to ``provider`` again, or to ``to`` (another member; it calls its own default model
+      when it has one).  The first answer is returned; the other copy is cancelled — its HTTP request
+      closed — before the call returns.  Both failing raises the first's error (the other's noted).
+    * ``max_extra``: at most this fraction of the last ``window`` calls are hedged (``0.05``: 5 %
+      more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
+    * Never hedged: a call whose first copy failed before ``after`` (retrying is :func:`with_retry`'s
+      job); a request-kind error of either copy ends the call at once (the other would fail alike);
+      a hedge target behind a circuit breaker that is not closed (open, half-open, forced open).
+    * Streams race to their first event: a stream that delivered one by ``after`` is not hedged, and
+      the winner's stream is relayed as is (a failure after its first event is a
+      :class:`~agentactors.errors.StreamInterruptedError`, never replayed).
+
+    Put it below the retry and above the timeout (``with_retry(with_hedge(with_timeout(p)))``, what
+    ``resilient_chain(..., hedge_after=...)`` builds), so each attempt is hedged and each copy bounded.
+
+    Events: ``hedge.sent(member, model, after)``, ``hedge.won(winner, member, model)`` (``winner`` is
+    ``"primary"`` or ``"hedge"``).
+    """
+    return HedgeProvider(provider, after=after, max_extra=max_extra, to=to, window=window, clock=clock)
