@@ -1,11 +1,14 @@
-"""Command line: ``python -m agentactors demo | exchange | fakevendor | explain``.
+"""Command line: ``python -m agentactors demo | exchange | fakevendor | explain | replay | fork``.
 
 ``demo`` is what ``make demo`` runs: offline, no API key, against the built-in
 fake vendor on 127.0.0.1.  ``exchange`` is the smallest possible look at the
 library: one completed and one streamed request to a ScriptedProvider, and the
 events they recorded.  ``fakevendor`` serves the three vendor wires on loopback.
 ``explain FILE RUN_ID`` prints the explanation of one run of a JSONL event record
-(:meth:`agentactors.explain.Explanation.from_jsonl`).
+(:meth:`agentactors.explain.Explanation.from_jsonl`).  ``replay FILE RUN_ID`` runs a recorded run again
+from a JSONL record or a SQLite journal with no vendor and no tool call; ``fork FILE RUN_ID --at STEP
+--agent module:attr`` reuses its steps before STEP and runs the rest live with that agent
+(:mod:`agentactors.journal`).
 """
 
 from __future__ import annotations
@@ -93,7 +96,70 @@ def _parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("explain", help="explain one run of a JSONL event record (e.g. demo-events.jsonl)")
     ex.add_argument("file", help="a JsonlRecorder's file")
     ex.add_argument("run_id", help="the run to explain (RunResult.run_id; every event carries it)")
+    rp = sub.add_parser("replay", help="run a recorded run again: no vendor call, no tool call")
+    rp.add_argument("file", help="a JsonlRecorder's file or a SqliteJournal's database")
+    rp.add_argument("run_id", help="the recorded run")
+    fk = sub.add_parser("fork", help="run a recorded run again up to a step, then live with an agent")
+    fk.add_argument("file", help="a JsonlRecorder's file or a SqliteJournal's database")
+    fk.add_argument("run_id", help="the recorded run")
+    fk.add_argument("--at", type=int, required=True, dest="at_step", help="the first step run live (from 1)")
+    fk.add_argument("--agent", required=True, help="the live agent, as module:attribute (an Agent)")
     return parser
+
+
+def _source(path: str) -> object:
+    """A SQLite journal when ``path`` is a SQLite database, else the path itself (a JSONL record)."""
+    from .journal import SqliteJournal
+
+    try:
+        with open(path, "rb") as file:
+            head = file.read(16)
+    except OSError:
+        return path
+    return SqliteJournal(path) if head == b"SQLite format 3\x00" else path
+
+
+def _load_agent(spec: str) -> object:
+    """``module:attribute`` imported (``package.module:name.attr`` works too)."""
+    import importlib
+
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"--agent takes module:attribute, not {spec!r}")
+    value: object = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _rerun(args: argparse.Namespace) -> int:
+    """``replay`` / ``fork``: the run again, then what it came to."""
+    from .errors import AgentActorsError
+    from .journal import fork, replay
+
+    source: object = _source(args.file)
+
+    async def go() -> object:
+        try:
+            if args.command == "replay":
+                return await replay(source, args.run_id)  # type: ignore[arg-type]
+            agent = _load_agent(args.agent)
+            return await fork(source, args.run_id, args.at_step, agent=agent)  # type: ignore[arg-type]
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+
+    try:
+        result = anyio.run(go)
+    except (OSError, ValueError, LookupError, ImportError, AttributeError, AgentActorsError) as exc:
+        print(f"cannot {args.command} run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
+        return 1
+    done = "replayed" if args.command == "replay" else f"forked at step {args.at_step}"
+    steps = getattr(result, "steps", 0)
+    print(f"run {args.run_id} {done}: run {getattr(result, 'run_id', None)}, {steps} step(s)")
+    print(getattr(result, "content", ""))
+    return 0
 
 
 def _explain(path: str, run_id: str) -> int:
@@ -119,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo(args)
     if args.command == "explain":
         return _explain(args.file, args.run_id)
+    if args.command in ("replay", "fork"):
+        return _rerun(args)
     if args.command == "fakevendor":
         from .testing.fakevendor import serve
 

@@ -29,12 +29,14 @@ from typing import Any
 
 import attrs
 
-from .events import Event, read_jsonl, to_jsonable
+from ._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
+from .errors import AgentActorsError
+from .events import Event, event_from_dict, to_jsonable
 from .loop.result import RunResult
 from .messages import LLMRequest, Message, ToolCall, ToolChoice, ToolSpec
 from .tools.results import ToolResult, ToolStatus
 
-__all__ = ["Explanation", "StepPath", "explain"]
+__all__ = ["EventRecordError", "Explanation", "StepPath", "explain"]
 
 
 @attrs.frozen(slots=True)
@@ -99,17 +101,25 @@ class Explanation:
     retries: int
     failovers: tuple[str, ...]
 
+    notes: tuple[str, ...] = ()
+
     @classmethod
     def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
         """The explanation of ``run_id`` from a :class:`~agentactors.events.JsonlRecorder` record.
 
+        A last line cut off mid-write (the process that wrote the record was killed: the usual crash) is
+        skipped, and :attr:`notes` says so with its line number; every other line must be an event
+        record.  Each line is read under the depth and size policy of :mod:`agentactors._json`.
+
         :raises LookupError: the record holds no event of ``run_id``.
-        :raises OSError, ValueError: the file cannot be read, or a line is not JSON.
+        :raises EventRecordError: a line (other than a cut-off last one) is not JSON, is past the
+            policy's limits, or is not an event record; the error names the line (``.line``).
+        :raises OSError: the file cannot be read.
         """
-        events = list(read_jsonl(path, run_id=run_id))
+        events, notes = _read_record(path, run_id)
         if not events:
-            raise LookupError(f"{path} holds no event of run {run_id!r}")
-        return _explain(run_id, events, None)
+            raise LookupError(f"{path} holds no event of run {run_id!r}" + "".join(f" ({n})" for n in notes))
+        return attrs.evolve(_explain(run_id, events, None), notes=notes)
 
     def lines(self) -> list[str]:
         """The explanation as plain text lines."""
@@ -137,6 +147,7 @@ class Explanation:
             "  tool results it saw:",
             *(f"    {_describe_result(r)}" for r in self.tool_results),
             f"  answer: {self.answer}",
+            *(f"  note: {note}" for note in self.notes),
         ]
         return out
 
@@ -156,6 +167,54 @@ def explain(result: RunResult, events: Iterable[Event]) -> Explanation:
     if not mine:
         raise ValueError(f"no event of run {run_id!r}: was a recorder attached to the run or its runtime?")
     return _explain(run_id, mine, result)
+
+
+# --- reading a record -----------------------------------------------------------------------------------
+
+
+class EventRecordError(AgentActorsError, ValueError):
+    """A line of a JSONL event record that is not an event: not JSON, past the JSON policy, or no event.
+
+    :ivar path: the record's file.
+    :ivar line: the line's number (1 for the first).
+    """
+
+    def __init__(self, message: str, *, path: str, line: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+def _read_record(path: str | Path, run_id: str) -> tuple[list[Event], tuple[str, ...]]:
+    """``run_id``'s events of a JSONL record, and the notes on what was skipped (a cut-off last line)."""
+    events: list[Event] = []
+    cut: tuple[int, str] | None = None  # a line that did not parse: an error unless it turns out to be the last
+    with Path(path).open("rb") as file:
+        for number, line in enumerate(file, 1):
+            raw = line.strip()
+            if not raw:
+                continue
+            if cut is not None:
+                raise EventRecordError(f"{path}, line {cut[0]}: {cut[1]}", path=str(path), line=cut[0])
+            try:
+                record = loads_bounded(raw, what="the line", max_depth=MAX_DOCUMENT_DEPTH)
+            except JsonBoundError as exc:
+                raise EventRecordError(f"{path}, line {number}: {exc}", path=str(path), line=number) from None
+            except ValueError as exc:  # not JSON (or not UTF-8): cut off, if nothing follows it
+                cut = (number, f"not a JSON event record ({exc})")
+                continue
+            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+                continue  # not an event (a summary line, say), as read_jsonl skips it
+            if record.get("run_id") != run_id:
+                continue
+            try:
+                events.append(event_from_dict(record))
+            except (TypeError, ValueError) as exc:
+                raise EventRecordError(
+                    f"{path}, line {number}: not an event record ({exc})", path=str(path), line=number
+                ) from None
+    notes = () if cut is None else (f"line {cut[0]} was skipped: the record ends in the middle of it (a crash?)",)
+    return events, notes
 
 
 # --- building it ----------------------------------------------------------------------------------------
@@ -220,6 +279,8 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         if line is not None:
             timeline.append(line)
     request = _to_request(answered_request) if answered_request is not None else None
+    # The question: the answered request's — or, when none was answered, the one the vendor was sent.
+    asked = request if request is not None else _to_request(final_request) if final_request is not None else None
     if result is not None:
         answer = result.content
         served_by = result.served_by or served_by
@@ -228,7 +289,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
     return Explanation(
         run_id=run_id,
         agent=agent,
-        question=_question(messages),
+        question=_question(asked.messages if asked is not None else ()),
         answer=answer,
         streamed=streamed,
         latency=max(0.0, end - start),
@@ -294,6 +355,9 @@ class _PathBuilder:
         elif kind == "step.finished" and data.get("failed"):
             error = data.get("error")
             self.error = _error_text(error)
+            if not self.tried and isinstance(error, Mapping):
+                # No resilience layer reported an attempt: the one provider was sent the request and failed.
+                self._try(error.get("provider"), 1)
             errors = error.get("errors") if isinstance(error, Mapping) else None
             # The last member's error: the ones before it were counted when the chain moved on.
             self.errors[_kind_of(errors[-1] if isinstance(errors, list) and errors else error)] += 1

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
+from ._json import loads_bounded
 from .parts import Audio, Document, Image, MediaPart, Part, Text, is_part
 from .settings import (
     CachePolicy,
@@ -119,8 +120,8 @@ def parse_arguments(raw: str | None, *, required: bool = False) -> tuple[dict[st
     if raw is None or not raw.strip():
         return {}, ("empty" if required else None)
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
+        value = loads_bounded(raw, what="the arguments")
+    except ValueError:  # not JSON, or past the depth and size policy (agentactors._json)
         return {}, "unparseable"
     if not isinstance(value, dict):
         return {}, "unparseable"

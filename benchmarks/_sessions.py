@@ -40,11 +40,11 @@ sys.path.insert(0, str(HERE))
 import anyio  # noqa: E402
 from _workloads import EXPECTED, PROMPT, make_agent  # noqa: E402  (W1's run: the turns are W1's tool loop)
 
-from agentactors import Agent, Message, Runtime  # noqa: E402
-from agentactors.sessions import MemoryStore, SqliteStore  # noqa: E402
+from agentactors import Agent, Message, Runtime, ToolCall  # noqa: E402
+from agentactors.sessions import MemoryStore, SessionRecord, SqliteStore  # noqa: E402
 from agentactors.sessions.registry import Sessions  # noqa: E402
 
-__all__ = ["child_memory", "w11_sessions"]
+__all__ = ["child_memory", "w11_long_conversation", "w11_sessions"]
 
 def _store(kind: str, directory: str) -> Any:
     return SqliteStore(Path(directory) / "sessions.db") if kind == "sqlite" else MemoryStore()
@@ -194,6 +194,68 @@ async def _latency_rep(n_memory: int, n_sqlite: int, rep: int) -> dict[str, floa
     return out
 
 
+# --- a long conversation (in process) -----------------------------------------------------------------
+
+
+def _turn_messages(i: int) -> tuple[Message, ...]:
+    """One turn of W1's shape: the question, the tool call, its result, the answer."""
+    call = ToolCall(f"c{i}", "lookup", {"order": i, "fields": ["status", "eta"]})
+    return (
+        Message.user(f"where is order {i}?"),
+        Message.assistant("", [call]),
+        Message.tool(call.id, f"order {i}: shipped, arrives tomorrow", name="lookup"),
+        Message.assistant(f"Order {i} has shipped and arrives tomorrow."),
+    )
+
+
+def _record(key: str, history: tuple[Message, ...], i: int) -> SessionRecord:
+    """The record a session's turn commits: the history plus the turn (``kept``: the history is unchanged)."""
+    return SessionRecord(key, history + _turn_messages(i), 0, None, f"run-{i}", len(history))
+
+
+async def _long_conversation(turns: int, samples: int) -> dict[str, float]:
+    """A ``SqliteStore`` commit at turn ``turns`` beside the first commit of a new session, interleaved.
+
+    The long session is grown to ``turns`` turns first; then ``samples`` pairs are timed, a commit of a new
+    session (turn 1) and one more turn of the long one, one after the other — so a shared machine's load
+    weighs on both alike and the ratio is the store's.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        async with SqliteStore(Path(tmp) / "sessions.db") as store:
+            history: tuple[Message, ...] = ()
+            version: int | None = None
+            t0 = time.perf_counter()
+            for i in range(turns):
+                stored = await store.commit(_record("long", history, i), expected_version=version)
+                history, version = stored.messages, stored.version
+            grow_s = time.perf_counter() - t0
+            first: list[float] = []
+            late: list[float] = []
+            for j in range(samples):
+                record = _record(f"new-{j}", (), 0)
+                t0 = time.perf_counter()
+                await store.commit(record, expected_version=None)
+                first.append(time.perf_counter() - t0)
+                record = _record("long", history, turns + j)
+                t0 = time.perf_counter()
+                stored = await store.commit(record, expected_version=version)
+                late.append(time.perf_counter() - t0)
+                history, version = stored.messages, stored.version
+            t0 = time.perf_counter()
+            loaded = await store.load("long")
+            load_s = time.perf_counter() - t0
+            if loaded is None or loaded.messages != history:
+                raise RuntimeError("the long session did not load back as committed")
+    first_ms, late_ms = statistics.median(first) * 1e3, statistics.median(late) * 1e3
+    return {"turns": turns, "messages": len(history), "grow_s": grow_s, "commit_turn_1_ms": first_ms,
+            f"commit_turn_{turns}_ms": late_ms, "ratio": late_ms / first_ms, "load_ms": load_s * 1e3}
+
+
+def w11_long_conversation(*, turns: int = 10_000, samples: int = 200) -> dict[str, Any]:
+    """A commit's cost at turn 1 and at turn ``turns`` of one session (``SqliteStore``): flat, the goal ≤ 2×."""
+    return anyio.run(_long_conversation, turns, samples)
+
+
 def _summ(samples: list[float]) -> dict[str, float]:
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
 
@@ -213,12 +275,16 @@ def w11_sessions(*, reps: int, smoke: bool) -> dict[str, Any]:
         if "second turn" in name:
             row["vs_history_by_hand"] = row["median"] / by_hand
     memory = {kind: _child(kind, sessions) for kind in ("sqlite", "memory")}
+    long = w11_long_conversation(turns=1_000 if smoke else 10_000, samples=20 if smoke else 200)
     return {"sessions": sessions, "turns": {"memory": n_memory, "sqlite": n_sqlite}, "latency": latency,
-            "memory": memory}
+            "memory": memory, "long_conversation": long}
 
 
 if __name__ == "__main__":
     which, raw = sys.argv[1], json.loads(sys.argv[2])
+    if which == "long":  # python benchmarks/_sessions.py long '{"turns": 10000}'
+        print(json.dumps(w11_long_conversation(**raw)))
+        raise SystemExit(0)
     if which != "memory":
         raise SystemExit(f"unknown measurement {which!r}")
     print(json.dumps(child_memory(**raw)))

@@ -16,6 +16,8 @@ from typing import Any
 
 import attrs
 
+from .._json import JsonBoundError, loads_bounded
+
 __all__ = ["DEFAULT_TEMPLATE", "Extracted", "extract_json", "instruction", "json_start"]
 
 #: The default instruction of :class:`~agentactors.output.spec.PromptedOutput`.
@@ -61,19 +63,27 @@ def json_start(text: str) -> int:
 
 
 def extract_json(text: str) -> Extracted:
-    """The JSON value of a text answer (see the module docstring); never raises."""
+    """The JSON value of a text answer (see the module docstring); never raises.
+
+    A value past the depth and size policy (:mod:`agentactors._json`: too deep, an integer too long)
+    is not read: it is an error the model is told about, like any answer that is not the JSON asked for.
+    """
     stripped = text.strip()
     if not stripped:
         return Extracted(False, error="the answer is empty")
     try:
-        return Extracted(True, json.loads(stripped))
-    except ValueError:
+        return _read(stripped)
+    except JsonBoundError as exc:
+        return Extracted(False, error=str(exc))
+    except json.JSONDecodeError:
         pass
     match = _FENCE.search(stripped)
     if match:
         body = match.group(1).strip()
         try:
-            return Extracted(True, json.loads(body))
+            return _read(body)
+        except JsonBoundError as exc:
+            return Extracted(False, error=str(exc))
         except json.JSONDecodeError as exc:
             return Extracted(False, error=f"the JSON in the answer does not parse ({exc.msg} at char {exc.pos})")
     start = json_start(stripped)
@@ -82,7 +92,13 @@ def extract_json(text: str) -> Extracted:
         end = stripped.rfind("}" if opener == "{" else "]")
         if end > start:
             try:
-                return Extracted(True, json.loads(stripped[start : end + 1]))
+                return _read(stripped[start : end + 1])
+            except JsonBoundError as exc:
+                return Extracted(False, error=str(exc))
             except json.JSONDecodeError as exc:
                 return Extracted(False, error=f"the JSON in the answer does not parse ({exc.msg})")
     return Extracted(False, error="the answer holds no JSON value")
+
+
+def _read(text: str) -> Extracted:
+    return Extracted(True, loads_bounded(text, what="the JSON in the answer"))

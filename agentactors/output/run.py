@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from .._json import value_problem
 from ..errors import AllProvidersFailedError, ModelRetry, OutputValidationError, UnsupportedToolChoiceError
 from ..events import EventSink
 from ..messages import ToolCall, ToolChoice
@@ -292,6 +293,8 @@ class OutputRun:
             detail = call.arguments_error_detail or call.arguments_error
             issue = ValidationIssue("arguments", "one complete JSON object", f"text that does not parse ({detail})")
             return Checked(False, issues=(issue,))
+        if (bound := value_problem(call.arguments)) is not None:  # a call built past the wire's bounds
+            return Checked(False, issues=(ValidationIssue("arguments", "a JSON object within the limits", bound),))
         return member.check(dict(call.arguments))
 
     async def _refusal(self, value: Any, step: int) -> Any:

@@ -55,7 +55,7 @@ from ..messages import Message, ToolCall
 from ..settings import ModelSettings
 from .store import SessionRecord, SessionStore
 
-__all__ = ["Resolve", "SessionActor", "SessionAgent", "Turn", "committable"]
+__all__ = ["Refresh", "Resolve", "SessionActor", "SessionAgent", "Turn", "committable"]
 
 
 class SessionAgent(Protocol):
@@ -101,6 +101,11 @@ class Resolve:
     deps: Any = attrs.field(default=None, repr=False)
 
 
+@attrs.frozen(slots=True)
+class Refresh:
+    """Read the session's committed state from the store again, running nothing (``session.refresh()``)."""
+
+
 def committable(result: RunResult[Any]) -> bool:
     """Whether a turn's result is committed (as history or as a pause): see the module docstring."""
     return not (result.cancelled or result.generation_failed or result.error is not None)
@@ -130,15 +135,18 @@ class SessionActor:
     def pending(self) -> tuple[ToolCall, ...]:
         return () if self.paused is None else self.paused.pending
 
-    async def receive(self, message: Turn | Resolve) -> RunResult[Any]:
-        """Handle a :class:`Turn` or a :class:`Resolve` (loading the session first if need be)."""
+    async def receive(self, message: Turn | Resolve | Refresh) -> RunResult[Any] | None:
+        """Handle a :class:`Turn` or :class:`Resolve` (loading the session first if need be), or a :class:`Refresh`."""
+        if type(message) is Refresh:
+            await self._load()
+            return None
         if not self.loaded:
             await self._load()
         if type(message) is Turn:
             return await self.turn(message)
         if type(message) is Resolve:
             return await self.resolve(message)
-        raise TypeError(f"a session actor handles Turn and Resolve, not {type(message).__name__}")
+        raise TypeError(f"a session actor handles Turn, Resolve and Refresh, not {type(message).__name__}")
 
     async def _load(self) -> None:
         record = await self.store.load(self.key)
@@ -195,7 +203,8 @@ class SessionActor:
                 key=self.key,
             )
         decisions = check_decisions(pause, message.decisions)
-        await self._commit(SessionRecord(self.key, self.history, 0, None, pause.run_id), claim=True)
+        history = self.history
+        await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
         result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
         await self._settle(result)
         return result
@@ -203,11 +212,12 @@ class SessionActor:
     async def _settle(self, result: RunResult[Any]) -> None:
         if not committable(result):
             return
-        state = result.resume_state
+        state, history = result.resume_state, self.history
         if state is not None:
-            await self._commit(SessionRecord(self.key, self.history, 0, state, result.run_id))
+            await self._commit(SessionRecord(self.key, history, 0, state, result.run_id, len(history)))
         else:
-            await self._commit(SessionRecord(self.key, result.messages, 0, None, result.run_id))
+            messages = result.messages
+            await self._commit(SessionRecord(self.key, messages, 0, None, result.run_id, _kept(history, messages)))
 
     async def _commit(self, record: SessionRecord, *, claim: bool = False) -> None:
         """Commit ``record`` over the version this actor holds; adopt what the store stored.
@@ -231,3 +241,13 @@ class SessionActor:
             paused=stored.paused is not None,
             resolving=claim,
         )
+
+
+def _kept(history: tuple[Message, ...], messages: tuple[Message, ...]) -> int:
+    """How many of ``messages`` are the history, unchanged (a run usually extends it: all of it).
+
+    The comparison is of the same objects, in the usual case — a tuple compares identity first — so it
+    costs a pointer compare per message, not an encoding: the store then writes only the turn.
+    """
+    n = len(history)
+    return n if len(messages) >= n and messages[:n] == history else 0

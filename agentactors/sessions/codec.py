@@ -30,6 +30,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from .._json import MAX_DEPTH, MAX_INT_DIGITS, JsonBoundError
 from ..loop.pause import PausedRun
 from ..messages import Message, ToolCall, Usage
 from ..parts import Audio, Document, Image, MediaPart, Part, Text
@@ -54,49 +55,72 @@ __all__ = [
     "value_to_json",
 ]
 
+_INT_LIMIT = 10**MAX_INT_DIGITS
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
 
 # --- free-form values ------------------------------------------------------------------------------
 
 
-def value_to_json(value: Any) -> Any:
-    """A JSON value for ``value`` (see the module docstring for the tags).  :raises TypeError: not storable."""
+def value_to_json(value: Any, _depth: int = 0) -> Any:
+    """A JSON value for ``value`` (see the module docstring for the tags).
+
+    :raises TypeError: not storable.
+    :raises ~agentactors._json.JsonBoundError: nested deeper than :data:`~agentactors._json.MAX_DEPTH`,
+        or an integer longer than :data:`~agentactors._json.MAX_INT_DIGITS` digits — what a store
+        could not read back, so it is refused when the turn is committed.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and not -_INT_LIMIT < value < _INT_LIMIT:
+        raise JsonBoundError(f"a stored value holds an integer of more than {MAX_INT_DIGITS} digits", limit="digits")
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    depth = _deeper(_depth)
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"a stored mapping's keys must be str, not {type(k).__name__}")
-            out[k] = value_to_json(v)
+            out[k] = value_to_json(v, depth)
         if len(out) == 1 and next(iter(out)).startswith("$"):
             return {"$dict": out}
         return out
     if isinstance(value, list):
-        return [value_to_json(v) for v in value]
+        return [value_to_json(v, depth) for v in value]
     if isinstance(value, tuple):
-        return {"$tuple": [value_to_json(v) for v in value]}
-    if isinstance(value, bytes | bytearray | memoryview):
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+        return {"$tuple": [value_to_json(v, depth) for v in value]}
     raise TypeError(f"a session stores JSON data, bytes and tuples, not {type(value).__name__}")
 
 
-def value_from_json(value: Any) -> Any:
-    """The value :func:`value_to_json` encoded."""
+def value_from_json(value: Any, _depth: int = 0) -> Any:
+    """The value :func:`value_to_json` encoded.
+
+    :raises ~agentactors._json.JsonBoundError: nested deeper than :func:`value_to_json` writes (a
+        stored document edited by hand).
+    """
     if isinstance(value, dict):
+        if len(value) == 1 and "$bytes" in value:
+            return base64.b64decode(value["$bytes"], validate=True)
+        depth = _deeper(_depth)
         if len(value) == 1:
             tag, inner = next(iter(value.items()))
-            if tag == "$bytes":
-                return base64.b64decode(inner, validate=True)
             if tag == "$tuple":
-                return tuple(value_from_json(v) for v in inner)
+                return tuple([value_from_json(v, depth) for v in inner])
             if tag == "$dict":
-                return {k: value_from_json(v) for k, v in inner.items()}
-        return {k: value_from_json(v) for k, v in value.items()}
+                return {k: value_from_json(v, depth) for k, v in inner.items()}
+        return {k: value_from_json(v, depth) for k, v in value.items()}
     if isinstance(value, list):
-        return [value_from_json(v) for v in value]
+        depth = _deeper(_depth)
+        return [value_from_json(v, depth) for v in value]
     return value
+
+
+def _deeper(depth: int) -> int:
+    """One container deeper; past :data:`~agentactors._json.MAX_DEPTH` the value is refused."""
+    if depth >= MAX_DEPTH:
+        raise JsonBoundError(f"a stored value nests deeper than {MAX_DEPTH} levels", limit="depth")
+    return depth + 1
 
 
 def _optional(value: Any) -> Any:

@@ -17,29 +17,56 @@ Formats:
 
 ``1``
     ``{"format": 1, "history": [message, ...]}`` — the first layout: the conversation only.
-``2`` (current)
+``2``
     ``{"format": 2, "messages": [message, ...], "paused": pause | null, "run_id": str | null}`` —
     the conversation under ``"messages"``, the pending approval pause and the last turn's run id.
+``3`` (current)
+    format 2, and two ways to keep a document small when the conversation grows:
+
+    * the messages may be kept *beside* the document, in order, in pieces (``"message_count": n``
+      instead of ``"messages"``: a store that appends each turn's messages, as
+      :class:`~agentactors.sessions.sqlite.SqliteStore` does, keeps only the count here and reads
+      the pieces back with it — :func:`load_record`'s ``pieces``);
+    * a pause whose messages begin with the session's history stores only the rest, with
+      ``"base": k`` (its first ``k`` messages are the history's).
+
+    Format 2 is format 3 with neither: its migration only renames the format.
 
 The key and the version are not in the document: a store keeps them beside it (the version is what a
 commit compares, so it must be readable without decoding).  Objects are encoded by
-:mod:`agentactors.sessions.codec`.
+:mod:`agentactors.sessions.codec`, under the depth and integer limits of :mod:`agentactors._json`:
+a record past them is refused when it is committed (:class:`~agentactors.errors.SessionFormatError`),
+so every record a store committed can be read back, in any process.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+import attrs
+
+from .._json import JsonBoundError
 from ..errors import SessionFormatError
+from ..loop.pause import PausedRun
+from ..messages import Message
 from .codec import messages_from_json, messages_to_json, paused_from_json, paused_to_json
 from .store import SessionRecord
 
-__all__ = ["FORMAT", "MIGRATIONS", "dump_record", "load_record", "migrate"]
+__all__ = [
+    "FORMAT",
+    "MIGRATIONS",
+    "dump_head",
+    "dump_messages",
+    "dump_record",
+    "load_record",
+    "migrate",
+    "stored_count",
+]
 
 #: The format this version writes.
-FORMAT: Final = 2
+FORMAT: Final = 3
 
 
 def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
@@ -47,22 +74,74 @@ def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
     return {"format": 2, "messages": doc.get("history", []), "paused": None, "run_id": None}
 
 
+def _v2_to_v3(doc: dict[str, Any]) -> dict[str, Any]:
+    """Format 3 only adds ways to leave things out: a format 2 document is one, renamed."""
+    return {**doc, "format": 3}
+
+
 #: ``n -> fn(doc in format n) -> doc in format n + 1``, for every format older than :data:`FORMAT`.
-MIGRATIONS: Final[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {1: _v1_to_v2}
+MIGRATIONS: Final[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def dump_record(record: SessionRecord) -> str:
-    """The record's document in the current format, as compact JSON text (key and version not included).
+    """The record's whole document in the current format, as compact JSON text (key and version not included).
 
     :raises TypeError: the record holds a value JSON cannot keep (see :mod:`agentactors.sessions.codec`).
+    :raises SessionFormatError: it holds a value past the depth and integer limits of
+        :mod:`agentactors._json` (it could not be read back).
     """
+    return _dump(record, {"messages": _encoded(record.key, messages_to_json, record.messages)})
+
+
+def dump_head(record: SessionRecord) -> str:
+    """The record's document with its messages left out (``"message_count"``): they are kept beside it.
+
+    :raises TypeError, SessionFormatError: as :func:`dump_record`.
+    """
+    return _dump(record, {"message_count": len(record.messages)})
+
+
+def dump_messages(key: str, messages: Sequence[Message]) -> str:
+    """A piece of a conversation kept beside its document: a JSON list of messages.
+
+    :raises TypeError, SessionFormatError: as :func:`dump_record`.
+    """
+    return _text(key, _encoded(key, messages_to_json, tuple(messages)))
+
+
+def _dump(record: SessionRecord, messages: dict[str, Any]) -> str:
+    paused = record.paused
     doc = {
         "format": FORMAT,
-        "messages": messages_to_json(record.messages),
-        "paused": None if record.paused is None else paused_to_json(record.paused),
+        **messages,
+        "paused": None if paused is None else _encoded(record.key, _pause_to_json, paused, record.messages),
         "run_id": record.run_id,
     }
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return _text(record.key, doc)
+
+
+def _pause_to_json(pause: PausedRun, history: tuple[Message, ...]) -> dict[str, Any]:
+    """The pause; when its messages begin with the history, only the rest (``"base"``: how many are shared)."""
+    base = len(history)
+    if not base or pause.messages[:base] != history:
+        return paused_to_json(pause)
+    doc = paused_to_json(attrs.evolve(pause, messages=pause.messages[base:]))
+    doc["base"] = base
+    return doc
+
+
+def _encoded(key: str, fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except JsonBoundError as exc:
+        raise SessionFormatError(f"session {key!r} cannot be stored: {exc} (nothing was written)", key=key) from None
+
+
+def _text(key: str, doc: Any) -> str:
+    try:
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError) as exc:  # an integer past int_max_str_digits, say
+        raise SessionFormatError(f"session {key!r} cannot be stored: {exc} (nothing was written)", key=key) from None
 
 
 def migrate(doc: Any, *, key: str | None = None) -> dict[str, Any]:
@@ -93,26 +172,71 @@ def migrate(doc: Any, *, key: str | None = None) -> dict[str, Any]:
     return current
 
 
-def load_record(text: str | bytes, *, key: str, version: int) -> SessionRecord:
+def stored_count(text: str | bytes, *, key: str) -> int | None:
+    """How many messages a stored document keeps beside it (``None``: it holds them, or none, itself).
+
+    What a store that appends needs to know before it appends: only a document that keeps its
+    messages beside it, that many, can be extended by writing the new ones.
+    """
+    doc = migrate(_parse(text, key), key=key)
+    count = doc.get("message_count")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+
+
+def load_record(
+    text: str | bytes, *, key: str, version: int, pieces: Sequence[str | bytes] | None = None
+) -> SessionRecord:
     """The record a stored document holds (migrated from an older format if need be).
 
-    :raises SessionFormatError: see :func:`migrate`; also for text that is not JSON or fields that do not decode.
+    ``pieces``: the messages kept beside a document that says ``"message_count"`` (each a JSON list,
+    in order); ignored for a document that holds its messages.
+
+    :raises SessionFormatError: see :func:`migrate`; also for text that is not JSON, fields that do not
+        decode, pieces that do not add up to the count, a value nested past the limits.
     """
+    doc = migrate(_parse(text, key), key=key)
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise SessionFormatError(f"stored session {key!r} is not JSON: {exc}", key=key) from None
-    doc = migrate(doc, key=key)
-    try:
+        if "message_count" in doc:
+            messages = _joined(key, doc["message_count"], pieces or ())
+        else:
+            messages = messages_from_json(doc.get("messages", []))
         paused = doc.get("paused")
         return SessionRecord(
-            key,
-            messages_from_json(doc.get("messages", [])),
-            version,
-            None if paused is None else paused_from_json(paused),
-            doc.get("run_id"),
+            key, messages, version, None if paused is None else _pause_from_json(paused, messages), doc.get("run_id")
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except SessionFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise SessionFormatError(
             f"stored session {key!r} does not decode: {type(exc).__name__}: {exc}", key=key, found=FORMAT
         ) from None
+
+
+def _parse(text: str | bytes, key: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise SessionFormatError(f"stored session {key!r} is nested too deep to read", key=key) from None
+    except ValueError as exc:
+        raise SessionFormatError(f"stored session {key!r} is not JSON: {exc}", key=key) from None
+
+
+def _joined(key: str, count: Any, pieces: Sequence[str | bytes]) -> tuple[Message, ...]:
+    messages: list[Message] = []
+    for piece in pieces:
+        messages.extend(messages_from_json(_parse(piece, key)))
+    if count != len(messages):
+        raise SessionFormatError(
+            f"stored session {key!r} has {len(messages)} messages beside it, not the {count!r} it names", key=key
+        )
+    return tuple(messages)
+
+
+def _pause_from_json(doc: Any, history: tuple[Message, ...]) -> PausedRun:
+    pause = paused_from_json(doc)
+    base = doc.get("base", 0)
+    if not base:
+        return pause
+    if not isinstance(base, int) or isinstance(base, bool) or not 0 < base <= len(history):
+        raise ValueError(f"a stored pause's base {base!r} is not within the history")
+    return attrs.evolve(pause, messages=history[:base] + pause.messages)

@@ -27,7 +27,7 @@ from ..loop.result import RunResult
 from ..messages import Message, ToolCall
 from ..parts import Part, is_part
 from ..settings import ModelSettings
-from .actor import Resolve, SessionAgent, Turn
+from .actor import Refresh, Resolve, SessionAgent, Turn
 from .registry import Sessions
 from .store import SessionStore, check_store
 
@@ -199,7 +199,8 @@ class AgentSession:
         all or nothing), and the caller gets its result or the cancellation.
         """
         message = Turn(self._agent, _prompt_messages(prompt), deps, settings, deadline, priority)
-        return await self._ask(message)
+        result: RunResult[Any] = await self._ask(message)
+        return result
 
     async def resolve(self, decisions: Mapping[str, bool | str], *, deps: Any = None) -> RunResult[Any]:
         """Decide the paused turn (``{call_id: True}`` approves, ``{call_id: "reason"}`` denies) and resume it.
@@ -218,13 +219,31 @@ class AgentSession:
         Cancellation: as :meth:`send`; a cancellation before the claim is written leaves the pause as
         it was.
         """
-        return await self._ask(Resolve(self._agent, decisions, deps))
+        result: RunResult[Any] = await self._ask(Resolve(self._agent, decisions, deps))
+        return result
 
-    async def _ask(self, message: Turn | Resolve) -> RunResult[Any]:
+    async def refresh(self) -> AgentSession:
+        """Read the session's committed state from its store into this runtime, running nothing; returns the handle.
+
+        What :attr:`history`, :attr:`paused`, :attr:`pending_approvals` and :attr:`version` show is
+        this runtime's copy, empty until the session is active here: after a restart, ``await
+        session.refresh()`` activates it (as a turn would) and reads the store, so a session that was
+        paused shows it — ``session.paused`` and the calls in ``session.pending_approvals``, ready to
+        :meth:`resolve`.  On an active session it reloads (another process may have moved it on).
+
+        :raises SessionFormatError: the stored session is in a format this version cannot read.
+        :raises ActorStopped: the runtime is closing.
+
+        Cancellation: a read; a cancelled caller leaves the session as it was.
+        """
+        await self._ask(Refresh())
+        return self
+
+    async def _ask(self, message: Turn | Resolve | Refresh) -> Any:
         sessions = self._sessions
         entry = sessions.checkout(self._store, self._key, self._idle_timeout)
         try:
-            result: RunResult[Any] = await entry.ref.ask(message)
+            result = await entry.ref.ask(message)
         finally:
             self._seen = entry.actor.history
             sessions.checkin(entry)

@@ -17,10 +17,11 @@ connection does all the work, in turn, under a lock (SQLite serializes writers a
 * The database is in WAL mode (readers never block the writer and are not blocked by it), with a
   ``busy_timeout`` so a writer waits for another process's transaction instead of failing at once.
 * A commit is one transaction (``BEGIN IMMEDIATE``: the write lock is taken at the start, so two
-  writers serialize rather than deadlock on an upgrade) running one statement: ``UPDATE ... SET
-  version = version + 1 ... WHERE key = ? AND version = ?`` — or, for a new session, ``INSERT OR
-  IGNORE``.  No row changed means another commit came first: the transaction is rolled back and
-  :class:`~agentactors.errors.SessionConflictError` raised.  This is optimistic versioning; no lock
+  writers serialize rather than deadlock on an upgrade) that checks the stored version is the
+  expected one, then ``UPDATE ... SET version = version + 1`` and appends the turn's messages — or,
+  for a new session, ``INSERT OR IGNORE``.  Another version (or no row changed) means another commit
+  came first: the transaction is rolled back and :class:`~agentactors.errors.SessionConflictError`
+  raised.  This is optimistic versioning; no lock
   is held between a session's load and its commit, so a crashed process leaves nothing locked.
 * ``synchronous`` defaults to ``NORMAL``, SQLite's usual choice for WAL: a committed turn survives
   the process crashing; the last turns before a power cut may not (``FULL`` makes every commit
@@ -28,8 +29,20 @@ connection does all the work, in turn, under a lock (SQLite serializes writers a
 
 **Layout.**  A table ``agentactors_sessions(key PRIMARY KEY, version, body, updated)`` — ``body`` is
 the record's JSON document (:mod:`agentactors.sessions.format`, with its own format version, migrated
-when read), ``updated`` a wall-clock timestamp for the operator (expiring old sessions is a ``DELETE``
-away) — and a table ``agentactors_meta`` holding the layout version of those tables.  A database
+when read) without its messages, ``updated`` a wall-clock timestamp for the operator (expiring old
+sessions is a ``DELETE`` away); a table ``agentactors_messages(key, start, body)`` holding the
+messages, one row a commit (the messages it added; ``start``: the index of the first); and a table
+``agentactors_meta`` holding the layout version of those tables.
+
+**Append-only.**  A commit whose record extends the stored history (``SessionRecord.kept``: the
+session's actor sets it) writes the document and one row of messages — the turn — in its
+transaction: its cost does not grow with the conversation.  Anything else (a trimmed history, a row
+of the whole-record layout, whose document holds its messages) is written whole, once.  A file of
+the whole-record layout (format 2 documents, no messages table) needs no migration step: each row is
+read as it is and rewritten at its session's next commit; the layout version stays 1, since the new
+table only adds to it (a process of the older version refuses a row written in format 3 —
+:class:`~agentactors.errors.SessionFormatError` — rather than misreading it).  A version cell that is
+not an integer >= 1 is a ``SessionFormatError`` naming the key, never coerced.  A database
 whose layout is newer than this version knows is refused when opened
 (:class:`~agentactors.errors.SessionFormatError`), before anything is written.
 
@@ -54,7 +67,7 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from ..errors import SessionConflictError, SessionFormatError
-from .format import dump_record, load_record
+from .format import dump_head, dump_messages, load_record, stored_count
 from .store import SessionRecord, conflict_message
 
 __all__ = ["LAYOUT", "SqliteStore"]
@@ -65,6 +78,7 @@ T = TypeVar("T")
 LAYOUT: Final = 1
 _TABLE: Final = "agentactors_sessions"
 _META: Final = "agentactors_meta"
+_PIECES: Final = "agentactors_messages"
 _SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 
 _SCHEMA: Final = (
@@ -74,6 +88,11 @@ _SCHEMA: Final = (
     " body TEXT NOT NULL,"
     " updated REAL NOT NULL)",
     f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {_PIECES} ("
+    " key TEXT NOT NULL,"
+    " start INTEGER NOT NULL,"
+    " body TEXT NOT NULL,"
+    " PRIMARY KEY (key, start))",
 )
 
 
@@ -140,6 +159,9 @@ class SqliteStore:
 
         :raises SessionConflictError: another commit came first (nothing was written).
         :raises TypeError: the record holds a value JSON cannot keep.
+        :raises SessionFormatError: the record holds a value past the JSON depth and integer limits
+            (:mod:`agentactors._json`), which could not be read back; or the stored version cell is
+            corrupted.  Nothing was written.
         :raises sqlite3.OperationalError: the write lock stayed taken past ``busy_timeout``, or the
             disk failed (the transaction was rolled back).
 
@@ -218,6 +240,23 @@ def _connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connec
     return conn
 
 
+class _snapshot:
+    """``BEGIN`` … ``COMMIT``: a read transaction, so a document and its pieces are of one commit."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN")
+        return self.conn
+
+    def __exit__(self, *exc: object) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+
+
 class _transaction:
     """``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` on any exception."""
 
@@ -238,34 +277,65 @@ class _transaction:
 
 
 def _load(conn: sqlite3.Connection, key: str) -> SessionRecord | None:
-    row = conn.execute(f"SELECT version, body FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
-    if row is None:
-        return None
-    return load_record(row[1], key=key, version=int(row[0]))
+    with _snapshot(conn):
+        row = conn.execute(f"SELECT version, body FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        pieces = [p for (p,) in conn.execute(f"SELECT body FROM {_PIECES} WHERE key = ? ORDER BY start", (key,))]
+    return load_record(row[1], key=key, version=_version(key, row[0]), pieces=pieces)
+
+
+def _version(key: str, cell: Any) -> int:
+    """A stored version, which must be an integer >= 1: anything else is a corrupted row, never coerced.
+
+    (``2.5`` read as 2 would make every later commit of the session conflict, for ever.)
+    """
+    if isinstance(cell, int) and cell >= 1:
+        return cell
+    raise SessionFormatError(
+        f"stored session {key!r} has a corrupted version {cell!r} (an integer >= 1 is expected): "
+        "it was left as it is",
+        key=key,
+    )
 
 
 def _found(conn: sqlite3.Connection, key: str) -> int | None:
     row = conn.execute(f"SELECT version FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else _version(key, row[0])
 
 
 def _commit(conn: sqlite3.Connection, record: SessionRecord, expected: int | None) -> SessionRecord:
-    body = dump_record(record)  # before the transaction: an unstorable value never takes the lock
-    key = record.key
+    key, messages, kept = record.key, record.messages, record.kept
+    # Encoded before the transaction: an unstorable value never takes the lock.  A turn that extends the
+    # stored history (kept) writes only its own messages — the usual case; anything else writes them all.
+    head = dump_head(record)
+    appended = dump_messages(key, messages[kept:]) if expected is not None and kept else None
+    whole = None if appended is not None else dump_messages(key, messages)
+    now = time.time()
     with _transaction(conn):
         if expected is None:
             cursor = conn.execute(
-                f"INSERT OR IGNORE INTO {_TABLE} (key, version, body, updated) VALUES (?, 1, ?, ?)",
-                (key, body, time.time()),
+                f"INSERT OR IGNORE INTO {_TABLE} (key, version, body, updated) VALUES (?, 1, ?, ?)", (key, head, now)
             )
+            if cursor.rowcount != 1:
+                raise SessionConflictError(conflict_message(key, _found(conn, key), expected), key=key)
         else:
-            cursor = conn.execute(
-                f"UPDATE {_TABLE} SET version = version + 1, body = ?, updated = ? WHERE key = ? AND version = ?",
-                (body, time.time(), key, expected),
+            row = conn.execute(f"SELECT version, body FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
+            if row is None or row[0] != expected:
+                raise SessionConflictError(conflict_message(key, _found(conn, key), expected), key=key)
+            if appended is not None and stored_count(row[1], key=key) != kept:
+                appended, whole = None, dump_messages(key, messages)  # an older document: written whole once
+            conn.execute(
+                f"UPDATE {_TABLE} SET version = version + 1, body = ?, updated = ? WHERE key = ?", (head, now, key)
             )
-        if cursor.rowcount != 1:
-            raise SessionConflictError(conflict_message(key, _found(conn, key), expected), key=key)
-    return SessionRecord(key, record.messages, (expected or 0) + 1, record.paused, record.run_id)
+        if appended is not None:
+            if len(messages) > kept:
+                conn.execute(f"INSERT INTO {_PIECES} (key, start, body) VALUES (?, ?, ?)", (key, kept, appended))
+        else:
+            conn.execute(f"DELETE FROM {_PIECES} WHERE key = ?", (key,))
+            if messages:
+                conn.execute(f"INSERT INTO {_PIECES} (key, start, body) VALUES (?, 0, ?)", (key, whole))
+    return SessionRecord(key, messages, (expected or 0) + 1, record.paused, record.run_id)
 
 
 def _delete(conn: sqlite3.Connection, key: str, expected: int | None) -> bool:
@@ -274,7 +344,10 @@ def _delete(conn: sqlite3.Connection, key: str, expected: int | None) -> bool:
             cursor = conn.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
         else:
             cursor = conn.execute(f"DELETE FROM {_TABLE} WHERE key = ? AND version = ?", (key, expected))
-    return cursor.rowcount > 0
+        deleted = cursor.rowcount > 0
+        if deleted:
+            conn.execute(f"DELETE FROM {_PIECES} WHERE key = ?", (key,))
+    return deleted
 
 
 def _close(_: None) -> None:

@@ -42,6 +42,10 @@ class SessionRecord:
         (the store sets it when it commits).
     :ivar paused: the pending pause of the last turn (:class:`~agentactors.loop.pause.PausedRun`), or ``None``.
     :ivar run_id: the run whose outcome this commit holds (the turn's, or the paused run's for a claim).
+    :ivar kept: on a record given to :meth:`SessionStore.commit`: how many of its first messages are,
+        unchanged, those of the version it names (``expected_version``) — what a store that appends
+        needs, to write only the rest (a turn, not the whole history).  ``0`` (the default): unknown,
+        the store writes them all.  A hint, not state: not stored, not compared (``==`` ignores it).
     """
 
     key: str = attrs.field()
@@ -49,6 +53,7 @@ class SessionRecord:
     version: int = attrs.field(default=0)
     paused: PausedRun | None = None
     run_id: str | None = None
+    kept: int = attrs.field(default=0, eq=False, repr=False)
 
     @key.validator
     def _check_key(self, _: attrs.Attribute[str], value: str) -> None:
@@ -59,6 +64,11 @@ class SessionRecord:
     def _check_version(self, _: attrs.Attribute[int], value: int) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"a session version is an int >= 0, not {value!r}")
+
+    @kept.validator
+    def _check_kept(self, _: attrs.Attribute[int], value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= len(self.messages):
+            raise ValueError(f"kept is an int from 0 to the number of messages, not {value!r}")
 
 
 @runtime_checkable
@@ -87,12 +97,15 @@ class SessionStore(Protocol):
 
         Atomic: either the whole record is stored or nothing is.  ``expected_version`` is the version
         the record was computed from — ``None`` for a session that must not exist yet.  Returns the
-        record as stored, with its new version (``expected_version + 1``, or ``1``).
+        record as stored, with its new version (``expected_version + 1``, or ``1``).  A store may use
+        ``record.kept`` to write only the messages after the first ``kept`` (they are the stored ones).
 
         :raises ~agentactors.errors.SessionConflictError: the stored version is not
             ``expected_version`` (another commit came first, or the session was deleted), or the
             session exists and ``expected_version`` is ``None``.  Nothing was stored.
         :raises TypeError: the record holds a value the store cannot keep.
+        :raises ~agentactors.errors.SessionFormatError: the record holds a value past the JSON depth and
+            integer limits (``agentactors._json``): a store that encodes refuses what it could not read back.
 
         Cancellation: all or nothing still — a commit that was cancelled either happened entirely or
         not at all (a session shields its commits, so it always learns which).

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentactors import (
+    Agent,
     Explanation,
     InMemoryRecorder,
     JsonlRecorder,
@@ -18,6 +19,9 @@ from agentactors import (
     explain,
 )
 from agentactors.__main__ import main
+from agentactors.errors import ProviderTimeoutError
+from agentactors.explain import EventRecordError
+from agentactors.providers.scripted import ScriptedProvider
 from tests.support.scenario import ANSWER, REFUSED_SIZE, scenario_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
@@ -103,3 +107,60 @@ async def test_python_m_agentactors_explain(tmp_path: Path, capsys: pytest.Captu
     assert "the request that produced the answer (served by secondary" in out and ANSWER in out
     assert main(["explain", str(path), "nope"]) == 1
     assert "no event of run 'nope'" in capsys.readouterr().err
+
+
+# --- a run that fails at once; a record cut off or corrupted ------------------------------------------------
+
+
+async def test_a_run_that_fails_on_its_first_model_call_shows_the_question_and_who_was_asked() -> None:
+    recorder = InMemoryRecorder()
+    provider = ScriptedProvider([ProviderTimeoutError("vendor timed out", provider="vendor")], name="vendor")
+    result = await Agent(provider, recorders=[recorder]).run("What is the refund policy?")
+    assert result.generation_failed
+    explanation = explain(result, recorder.events)
+    assert explanation.question == "What is the refund policy?"
+    (step,) = explanation.path
+    assert step.tried == ("vendor",) and step.attempts == {"vendor": 1} and step.served_by is None
+    text = str(explanation)
+    assert "asked: What is the refund policy?" in text
+    assert "tried vendor ×1" in text and "tried nothing" not in text
+
+
+async def test_a_cut_off_last_line_is_skipped_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    result, _ = await recorded_run(path)
+    whole = path.read_text()
+    lines = whole.count("\n")
+    path.write_text(whole + whole.splitlines()[-1][:25])  # the writer was killed mid-line
+    explanation = Explanation.from_jsonl(path, result.run_id)  # type: ignore[attr-defined]
+    check(explanation)
+    assert explanation.notes == (f"line {lines + 1} was skipped: the record ends in the middle of it (a crash?)",)
+    assert f"note: line {lines + 1} was skipped" in str(explanation)
+
+
+async def test_a_corrupt_line_elsewhere_is_a_typed_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    result, _ = await recorded_run(path)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:3], '{"type": "llm.request", "run_id": ', *lines[3:]]) + "\n")
+    with pytest.raises(EventRecordError, match=r"line 4: not a JSON event record") as info:
+        Explanation.from_jsonl(path, result.run_id)  # type: ignore[attr-defined]
+    assert info.value.line == 4 and isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("depth", [600, 100_000])
+async def test_a_deeply_nested_line_is_a_clear_message_on_the_command_line(
+    tmp_path: Path, depth: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "events.jsonl"
+    result, _ = await recorded_run(path)
+    run_id = result.run_id  # type: ignore[attr-defined]
+    lines = path.read_text().splitlines()
+    deep = f'{{"type": "llm.request", "run_id": "{run_id}", "request": {"[" * depth + "]" * depth}}}'
+    path.write_text("\n".join([*lines[:2], deep, *lines[2:]]) + "\n")
+    with pytest.raises(EventRecordError, match="line 3: the line nests deeper than"):
+        Explanation.from_jsonl(path, run_id)
+    assert main(["explain", str(path), run_id]) == 1  # what `python -m agentactors explain` returns: no traceback
+    err = capsys.readouterr().err
+    assert err.startswith(f"cannot explain run {run_id!r}")
+    assert "line 3: the line nests deeper than 192 levels" in err

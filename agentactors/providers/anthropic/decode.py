@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..._json import value_problem
 from ...errors import MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..errors import classify_http_error
@@ -152,6 +153,9 @@ def _tool_call_from_block(block: Mapping[str, Any], *, provider: str, model: str
     if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
         raise MalformedResponseError("tool_use block without a string id and name", provider=provider, model=model)
     arguments = block.get("input")
+    if isinstance(arguments, Mapping) and (bound := value_problem(arguments)) is not None:
+        return ToolCall(id=call_id, name=name, raw_arguments=None, arguments_error="unparseable",
+                        arguments_error_detail=bound)
     if isinstance(arguments, Mapping):
         return ToolCall(id=call_id, name=name, arguments=dict(arguments))
     # The wire promises an object; anything else is kept and marked, never read as {}.

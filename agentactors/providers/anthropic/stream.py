@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..._json import bound_problem
 from ...errors import MalformedResponseError
 from ...messages import (
     LLMRequest,
@@ -266,7 +267,8 @@ class AnthropicStreamDecoder:
         if error is None:
             return ToolCall(id=call_id, name=name, arguments=args)
         return ToolCall(
-            id=call_id, name=name, raw_arguments=raw, arguments_error=error, arguments_error_detail=_NOT_JSON
+            id=call_id, name=name, raw_arguments=raw, arguments_error=error,
+            arguments_error_detail=bound_problem(raw) or _NOT_JSON,
         )
 
     def finish(self) -> LLMResponse:

@@ -25,6 +25,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..._json import value_problem
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..errors import classify_http_error
@@ -190,6 +191,9 @@ def tool_call(block: Mapping[str, Any], *, provider: str, model: str | None) -> 
         raise MalformedResponseError("toolUse block without a string toolUseId and name", provider=provider,
                                      model=model)
     arguments = block.get("input")
+    if isinstance(arguments, Mapping) and (bound := value_problem(arguments)) is not None:
+        return ToolCall(id=call_id, name=name, raw_arguments=None, arguments_error="unparseable",
+                        arguments_error_detail=bound)
     if isinstance(arguments, Mapping):
         return ToolCall(id=call_id, name=name, arguments=dict(arguments))
     return ToolCall(

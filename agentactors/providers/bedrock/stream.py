@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..._json import bound_problem
 from ...errors import MalformedResponseError
 from ...messages import (
     LLMRequest,
@@ -224,7 +225,7 @@ class BedrockStreamDecoder:
         if error is None:
             return ToolCall(id=call_id, name=name, arguments=args)
         return ToolCall(id=call_id, name=name, raw_arguments=raw, arguments_error=error,
-                        arguments_error_detail=_NOT_JSON)
+                        arguments_error_detail=bound_problem(raw) or _NOT_JSON)
 
     def finish(self) -> LLMResponse:
         """The complete response; a transient :class:`MalformedResponseError` if the stream was cut short."""

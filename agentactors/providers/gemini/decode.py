@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from ..._json import value_problem
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import (
     LLMRequest,
@@ -279,7 +280,10 @@ class CandidateAssembly:
         args = raw.get("args")
         fragment = json.dumps({} if args is None else args, ensure_ascii=False, separators=(",", ":"))
         provider_data = {WIRE: data} if data else None
-        if args is None or isinstance(args, dict):
+        if isinstance(args, dict) and (bound := value_problem(args)) is not None:
+            call = ToolCall(call_id, name, {}, arguments_error="unparseable", arguments_error_detail=bound,
+                            provider_data=provider_data)
+        elif args is None or isinstance(args, dict):
             call = ToolCall(call_id, name, args or {}, provider_data=provider_data)
         else:
             call = ToolCall(

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from ..._json import bound_problem
 from ...errors import MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..errors import classify_error_body, classify_http_error
@@ -143,7 +144,9 @@ def build_tool_call(
     )
     if call.arguments_error is None:
         return call
-    if finish_reason == "length":
+    if (bound := bound_problem(raw)) is not None:
+        detail = bound
+    elif finish_reason == "length":
         detail = "the arguments were cut off at max_tokens (finish_reason 'length'); ask for less or split the call"
     elif call.arguments_error == "empty":
         detail = f"the arguments were empty but the tool requires some (finish_reason {finish_reason!r})"

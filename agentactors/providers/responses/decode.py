@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from ..._json import bound_problem
 from ...errors import MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..errors import classify_error_body, classify_http_error
@@ -95,7 +96,9 @@ def build_tool_call(
     )
     if call.arguments_error is None:
         return call
-    if cut:
+    if (bound := bound_problem(raw)) is not None:
+        detail = bound
+    elif cut:
         detail = "the arguments were cut off at max_output_tokens (status 'incomplete'); ask for less or split the call"
     elif call.arguments_error == "empty":
         detail = "the arguments were empty but the tool requires some"

@@ -22,7 +22,7 @@ def test_a_record_round_trips_in_the_current_format() -> None:
     record = SessionRecord("alice", HISTORY, 3, pause, "run-2")
     text = dump_record(record)
     doc = json.loads(text)
-    assert doc["format"] == FORMAT == 2
+    assert doc["format"] == FORMAT == 3
     assert set(doc) == {"format", "messages", "paused", "run_id"}  # key and version live beside it
     assert load_record(text, key="alice", version=3) == record
 
@@ -35,13 +35,13 @@ def test_format_1_is_migrated_when_read() -> None:
     v1 = json.dumps({"format": 1, "history": codec.messages_to_json(HISTORY)})
     record = load_record(v1, key="alice", version=7)
     assert record == SessionRecord("alice", HISTORY, 7, None, None)
-    assert migrate({"format": 1, "history": []}) == {"format": 2, "messages": [], "paused": None, "run_id": None}
+    assert migrate({"format": 1, "history": []}) == {"format": 3, "messages": [], "paused": None, "run_id": None}
 
 
 def test_a_newer_format_is_refused_and_says_so() -> None:
-    with pytest.raises(SessionFormatError, match="format 3, newer than this agentactors reads") as info:
-        load_record(json.dumps({"format": 3, "messages": []}), key="alice", version=1)
-    assert info.value.found == 3 and info.value.key == "alice"
+    with pytest.raises(SessionFormatError, match="format 4, newer than this agentactors reads") as info:
+        load_record(json.dumps({"format": 4, "messages": []}), key="alice", version=1)
+    assert info.value.found == 4 and info.value.key == "alice"
     assert isinstance(info.value, SessionError) and isinstance(info.value, ValueError)
 
 

@@ -162,7 +162,7 @@ async def test_a_format_1_row_is_migrated_when_read_and_rewritten_at_the_next_co
         try:
             assert json.loads(conn.execute("SELECT body FROM agentactors_sessions").fetchone()[0])["format"] == 1
             await store.commit(SessionRecord("k", (*HISTORY, Message.user("more"))), expected_version=4)
-            assert json.loads(conn.execute("SELECT body FROM agentactors_sessions").fetchone()[0])["format"] == 2
+            assert json.loads(conn.execute("SELECT body FROM agentactors_sessions").fetchone()[0])["format"] == 3
         finally:
             conn.close()
 

@@ -1,0 +1,150 @@
+"""One depth and size policy for JSON that enters agentactors from outside.
+
+JSON reaches the library at a few edges — a model's tool-call arguments, a typed answer written as text,
+a stored session read back, a line of a JSONL event record — and every one of them is data someone
+else wrote.  Python's parser has no depth limit of its own (only the interpreter's recursion limit,
+~1,000 frames, and every later recursive walk of the value — validation, encoding, copying — has less
+room than the parser had), and its integer limit (``sys.get_int_max_str_digits``) is a process-wide
+setting any library may change.  So each edge applies the same numbers, and a value past them is a
+:class:`JsonBoundError` *at the edge*, which the edge turns into its own typed outcome (a tool call
+marked ``unparseable``, a typed answer asked again, a :class:`~agentactors.errors.SessionFormatError`
+naming the session, a record error naming the line) — never a bare ``RecursionError`` deep inside.
+
+============================ =========== ================================================================
+limit                        value       what it bounds
+============================ =========== ================================================================
+:data:`MAX_DEPTH`            64          containers nested in one free-form value: tool arguments, a typed
+                                         answer, a stored call's ``arguments`` or ``provider_data``
+:data:`MAX_DOCUMENT_DEPTH`   192         containers nested in a document that *carries* such values (a
+                                         stored session, an event record line): room for the envelope
+                                         around a value of :data:`MAX_DEPTH` and the codec's tags
+:data:`MAX_INT_DIGITS`       4,300       decimal digits of one integer (Python's default
+                                         ``int_max_str_digits``, applied even where a process raised it)
+:data:`MAX_TEXT_CHARS`       64 Mi       characters of one JSON text parsed at an edge (the HTTP layer's
+                                         default ``max_response_bytes``)
+============================ =========== ================================================================
+
+A depth counts containers: ``1`` and ``"a"`` are 0 deep, ``[]`` and ``{}`` 1, ``{"a": [1]}`` 2.  The
+limits are far beyond what a schema a model is given asks for (a few levels) and far below what breaks
+Python (each level of a walk costs a frame or two), so the deepest value one edge accepts passes every
+later stage — the store commits it *and* loads it back, in any process.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_DOCUMENT_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_TEXT_CHARS",
+    "JsonBoundError",
+    "bound_problem",
+    "check_value",
+    "loads_bounded",
+    "value_problem",
+]
+
+MAX_DEPTH: Final = 64
+MAX_DOCUMENT_DEPTH: Final = 192
+MAX_INT_DIGITS: Final = 4300
+MAX_TEXT_CHARS: Final = 64 * 1024 * 1024
+
+#: The smallest integer magnitude with more than MAX_INT_DIGITS digits (a compare, not a conversion).
+_INT_LIMIT: Final = 10**MAX_INT_DIGITS
+
+
+class JsonBoundError(ValueError):
+    """A JSON text or value past the policy (:attr:`limit` names which).  Never leaves an edge as itself.
+
+    Not a ``JSONDecodeError``: the text may be well-formed; it is the size that is refused.
+    """
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+def check_value(value: Any, *, what: str = "the value", max_depth: int = MAX_DEPTH) -> Any:
+    """``value`` itself if it nests at most ``max_depth`` containers and holds no integer too long.
+
+    Iterative (a stack, not recursion), so it cannot fail on the very values it is there to refuse.
+
+    :raises JsonBoundError: past a limit; the message says which and where to look.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if isinstance(item, dict | list | tuple):
+            depth += 1
+            if depth > max_depth:
+                raise JsonBoundError(
+                    f"{what} nests deeper than {max_depth} levels (the limit for JSON entering agentactors)",
+                    limit="depth",
+                )
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, dict | list | tuple | int):
+                    push((child, depth))
+        elif isinstance(item, int) and not -_INT_LIMIT < item < _INT_LIMIT:
+            raise JsonBoundError(f"{what} holds an integer of more than {MAX_INT_DIGITS} digits", limit="digits")
+    return value
+
+
+def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads(text)`` within the policy.
+
+    :raises json.JSONDecodeError: not JSON (cut off, say) — the caller's usual case, unchanged.
+    :raises JsonBoundError: longer than :data:`MAX_TEXT_CHARS`, deeper than ``max_depth``, or an
+        integer past :data:`MAX_INT_DIGITS` digits.
+    """
+    if len(text) > MAX_TEXT_CHARS:
+        raise JsonBoundError(f"{what} is longer than {MAX_TEXT_CHARS:,} characters", limit="size")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise JsonBoundError(
+            f"{what} nests deeper than {max_depth} levels (the limit for JSON entering agentactors)", limit="depth"
+        ) from None
+    except ValueError as exc:  # an integer past the interpreter's int_max_str_digits
+        raise JsonBoundError(f"{what} does not convert: {exc}", limit="digits") from None
+    if len(text) <= MAX_INT_DIGITS and _openers(text) <= max_depth:
+        return value  # the usual small value: too few brackets to be too deep, too short for a long integer
+    return check_value(value, what=what, max_depth=max_depth)
+
+
+def _openers(text: str | bytes) -> int:
+    """How many ``{`` and ``[`` the text holds (in strings too): a bound on its depth, counted in C."""
+    if isinstance(text, str):
+        return text.count("{") + text.count("[")
+    return text.count(b"{") + text.count(b"[")
+
+
+def bound_problem(text: str | None) -> str | None:
+    """Why ``text`` is refused by the policy (the :class:`JsonBoundError` message), or ``None``.
+
+    For an error path that wants to say *why* a text did not parse: ``None`` also for text that is
+    simply not JSON.
+    """
+    if text is None:
+        return None
+    try:
+        loads_bounded(text, what="the arguments")
+    except JsonBoundError as exc:
+        return str(exc)
+    except ValueError:
+        return None
+    return None
+
+
+def value_problem(value: Any, *, what: str = "the arguments") -> str | None:
+    """Why an already-parsed ``value`` is refused by the policy, or ``None`` (see :func:`check_value`)."""
+    try:
+        check_value(value, what=what)
+    except JsonBoundError as exc:
+        return str(exc)
+    return None
