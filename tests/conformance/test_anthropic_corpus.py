@@ -13,6 +13,7 @@ For each recorded interaction:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,8 @@ from agentactors.messages import (
 )
 from agentactors.providers.anthropic.provider import AnthropicProvider, AnthropicWire
 from agentactors.providers.http.provider import iter_sse
+from tests.support.corpus import decode_sse, load, replay_transport
+from tests.support.corpus import outcome as provider_outcome
 
 pytestmark = pytest.mark.anyio
 
@@ -500,29 +503,13 @@ COVERED: frozenset[str] = frozenset(CASES)
 
 @pytest.fixture
 def corpus(corpus_dir: Path) -> Corpus:
-    def load(name: str) -> dict[str, Any]:
-        return json.loads((corpus_dir / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-
-    return load
+    return functools.partial(load, corpus_dir)
 
 
 def test_every_anthropic_corpus_file_is_covered(corpus_dir: Path) -> None:
     on_disk = {p.name for p in corpus_dir.glob("anthropic__*.json")}
     assert on_disk, "no anthropic corpus files found"
     assert on_disk == COVERED, f"uncovered: {sorted(on_disk - COVERED)}; stale: {sorted(COVERED - on_disk)}"
-
-
-def _replay_transport(data: dict[str, Any], sent: list[httpx.Request]) -> httpx.MockTransport:
-    recorded = data["response"]
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        headers = dict(recorded["headers"])
-        if "sse" in recorded:
-            return httpx.Response(recorded["status"], headers=headers, content=recorded["sse"].encode("utf-8"))
-        return httpx.Response(recorded["status"], headers=headers, content=json.dumps(recorded["json"]).encode("utf-8"))
-
-    return httpx.MockTransport(handler)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -532,17 +519,10 @@ async def test_corpus_interaction(name: str, corpus: Corpus) -> None:
     request = build(corpus)
     streaming = body(data)["stream"]
     sent: list[httpx.Request] = []
-    async with httpx.AsyncClient(transport=_replay_transport(data, sent)) as client:
+    async with httpx.AsyncClient(transport=replay_transport(data, sent)) as client:
         provider = AnthropicProvider(api_key=KEY, base_url="https://api.anthropic.test", http_client=client)
-        outcome: Any
-        try:
-            if streaming:
-                async with provider.stream(request) as events:
-                    outcome = [event async for event in events]
-            else:
-                outcome = await provider.complete(request)
-        except ProviderError as exc:
-            outcome = exc
+        events, response, error = await provider_outcome(provider, request, stream=streaming)
+    outcome: Any = error if error is not None else events if streaming else response
     assert data["response"]["status"] == 200 or isinstance(outcome, ProviderError), "an error status must raise"
 
     # The request the provider sent: where, with which headers, and exactly the recorded body.
@@ -565,12 +545,8 @@ def test_recorded_stream_decodes_alike_through_the_codec(name: str, corpus: Corp
     """The pure decoder, fed the same httpx-sse events, gives the events the provider yielded."""
     data = corpus(name)
     decoder = AnthropicWire().stream_decoder(request=CASES[name][0](corpus), model="m", provider="anthropic")
-    events: list[StreamEvent] = []
-    for event, payload in iter_sse(data["response"]["sse"]):
-        events.extend(decoder.feed(event, payload))
-    assert decoder.done
-    events.append(StreamEnd(decoder.finish()))
-    CASES[name][1](corpus, events)
+    events, response = decode_sse(decoder, data["response"]["sse"])
+    CASES[name][1](corpus, [*events, StreamEnd(response)])
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES if "stream" in n))

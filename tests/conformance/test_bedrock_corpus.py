@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -46,10 +45,11 @@ from agentactors.messages import (
 )
 from agentactors.providers.bedrock import BedrockProvider, BedrockWire, iter_messages
 from agentactors.settings import CachePolicy
+from tests.support.corpus import CORPUS
+from tests.support.corpus import load as load_recording
 
 pytestmark = pytest.mark.anyio
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 NAMES = sorted(p.stem for p in CORPUS.glob("bedrock__*.json"))
 COVERED: frozenset[str] = frozenset(NAMES)
 KEY_ID = "AKIDEXAMPLECONFORMANCE"
@@ -57,7 +57,7 @@ SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYCONFORMANCE"
 
 
 def load(name: str) -> dict[str, Any]:
-    return json.loads((CORPUS / f"{name}.json").read_text())  # type: ignore[no-any-return]
+    return load_recording(CORPUS, f"{name}.json")
 
 
 def model_of(data: dict[str, Any]) -> str:

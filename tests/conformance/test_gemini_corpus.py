@@ -56,7 +56,7 @@ from agentactors.messages import (
     Usage,
 )
 from agentactors.providers.gemini.provider import GeminiProvider, GeminiWire
-from agentactors.providers.http.provider import iter_sse
+from tests.support.corpus import decode_sse, load, replay_transport
 
 COVERED: frozenset[str] = frozenset(
     {
@@ -86,11 +86,6 @@ BASE_URL = "https://gemini.test"
 TEXT_ONLY = {"responseModalities": ["TEXT"]}
 
 
-def load(corpus: Path, name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((corpus / name).read_text(encoding="utf-8"))
-    return data
-
-
 def model_of(record: dict[str, Any]) -> str:
     return str(record["request"]["path"]).split("/models/", 1)[1].split(":", 1)[0]
 
@@ -110,12 +105,8 @@ def decode(corpus: Path, name: str) -> tuple[LLMResponse, list[StreamEvent]]:
     model = model_of(record)
     if "sse" not in resp:
         return CODEC.decode_response(resp["json"], request=None, model=model, provider="gemini"), []
-    decoder = CODEC.stream_decoder(request=None, model=model, provider="gemini")
-    events: list[StreamEvent] = []
-    for event, data in iter_sse(resp["sse"]):
-        events.extend(decoder.feed(event, data))
-    assert decoder.done
-    return decoder.finish(), events
+    events, response = decode_sse(CODEC.stream_decoder(request=None, model=model, provider="gemini"), resp["sse"])
+    return response, events
 
 
 @attrs.frozen
@@ -560,25 +551,13 @@ def test_followups_replay_signatures_as_base64url(corpus_dir: Path) -> None:
 # -- through the provider (httpx + httpx-sse) ----------------------------------------------------
 
 
-def _transport(record: dict[str, Any], seen: list[httpx.Request]) -> httpx.MockTransport:
-    resp = record["response"]
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        if "sse" in resp:
-            return httpx.Response(resp["status"], headers=resp["headers"], content=resp["sse"].encode("utf-8"))
-        return httpx.Response(resp["status"], headers=resp["headers"], content=json.dumps(resp["json"]).encode())
-
-    return httpx.MockTransport(handler)
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", NAMES)
 async def test_provider_round_trip(corpus_dir: Path, name: str) -> None:
     record = load(corpus_dir, name)
     request = rebuild(corpus_dir, name)
     seen: list[httpx.Request] = []
-    async with httpx.AsyncClient(transport=_transport(record, seen)) as client:
+    async with httpx.AsyncClient(transport=replay_transport(record, seen)) as client:
         provider = GeminiProvider(api_key=CANARY_KEY, base_url=BASE_URL, http_client=client)
         events: list[StreamEvent] = []
         if name in ERRORS:

@@ -30,21 +30,18 @@ from agentactors.messages import (
     LLMRequest,
     LLMResponse,
     Message,
-    ReasoningDelta,
     StopReason,
     StreamEnd,
     StreamEvent,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     ToolChoice,
     ToolSpec,
     Usage,
 )
-from agentactors.providers.http.provider import iter_sse
 from agentactors.providers.openai.provider import OpenAIProvider, OpenAIWire
+from tests.support.corpus import check_stream_events, load, outcome, replay_transport
+from tests.support.corpus import decode_sse as decode_recorded
 
 pytestmark = pytest.mark.anyio
 
@@ -248,11 +245,6 @@ CODEC_FIELDS = frozenset(
     {"model", "messages", "tools", "tool_choice", "stream", "stream_options", "max_tokens", "temperature", "stop"}
 )
 FILES = sorted(EXPECTED)
-
-
-def load(corpus_dir: Path, name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((corpus_dir / name).read_text(encoding="utf-8"))
-    return data
 
 
 def test_covered_is_exactly_the_openai_family(corpus_dir: Path) -> None:
@@ -476,32 +468,15 @@ def check_response(resp: LLMResponse, exp: Expect, data: dict[str, Any], *, prov
 
 
 def decode_sse(raw: str, request: LLMRequest, model: str) -> tuple[list[StreamEvent], LLMResponse]:
-    decoder = OpenAIWire().stream_decoder(request=request, model=model, provider="openai")
-    events: list[StreamEvent] = []
-    for event, data in iter_sse(raw):
-        events.extend(decoder.feed(event, data))
-    assert decoder.done
-    return events, decoder.finish()
+    return decode_recorded(OpenAIWire().stream_decoder(request=request, model=model, provider="openai"), raw)
 
 
 def check_events(events: list[StreamEvent], resp: LLMResponse, exp: Expect) -> None:
-    text = "".join(e.text for e in events if isinstance(e, TextDelta))
-    reasoning = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
-    assert text == resp.content
-    assert reasoning == resp.reasoning
-    starts = [e for e in events if isinstance(e, ToolCallStart)]
-    ends = [e for e in events if isinstance(e, ToolCallEnd)]
-    assert [(s.index, s.id, s.name) for s in starts] == [(i, c.id, c.name) for i, c in enumerate(resp.tool_calls)]
-    assert [e.call for e in ends] == list(resp.tool_calls)
+    check_stream_events(events, resp)
     if exp.fragments is not None:
         for i, expected in enumerate(exp.fragments):
             got = tuple(e.arguments_fragment for e in events if isinstance(e, ToolCallDelta) and e.index == i)
             assert got == expected
-    for s, e in zip(starts, ends, strict=True):
-        # Every delta of a call lies between its start and its end.
-        first, last = events.index(s), events.index(e)
-        inside = [k for k, ev in enumerate(events) if isinstance(ev, ToolCallDelta) and ev.index == s.index]
-        assert all(first < k < last for k in inside)
 
 
 def check_error(err: ProviderError, exp: ExpectError) -> None:
@@ -542,17 +517,6 @@ def test_codec_decodes_the_recorded_response(corpus_dir: Path, name: str) -> Non
         check_response(resp, exp, data, provider="openai")
 
 
-def replay_transport(data: dict[str, Any], sent: list[httpx.Request]) -> httpx.MockTransport:
-    recorded = data["response"]
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        text = recorded["sse"] if "sse" in recorded else json.dumps(recorded["json"])
-        return httpx.Response(recorded["status"], headers=recorded["headers"], content=text.encode("utf-8"))
-
-    return httpx.MockTransport(handler)
-
-
 @pytest.mark.parametrize("name", FILES)
 async def test_provider_replays_the_recorded_interaction(corpus_dir: Path, name: str) -> None:
     data = load(corpus_dir, name)
@@ -566,18 +530,7 @@ async def test_provider_replays_the_recorded_interaction(corpus_dir: Path, name:
             api_key="sk-test-conformance-0000", base_url=base_url, http_client=client, carries_forced_tool_choice=True
         )
         streaming = bool(body.get("stream"))
-        events: list[StreamEvent] = []
-        error: ProviderError | None = None
-        resp: LLMResponse | None = None
-        try:
-            if streaming:
-                async with provider.stream(request) as stream:
-                    async for event in stream:
-                        events.append(event)
-            else:
-                resp = await provider.complete(request)
-        except ProviderError as exc:
-            error = exc
+        events, resp, error = await outcome(provider, request, stream=streaming)
     assert len(sent) == 1
     assert sent[0].url.path == path
     assert normalized(json.loads(sent[0].content)) == normalized(body)

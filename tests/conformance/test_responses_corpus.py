@@ -29,24 +29,22 @@ from agentactors.messages import (
     LLMRequest,
     LLMResponse,
     Message,
-    ReasoningDelta,
     ResponseFormat,
     StopReason,
     StreamEnd,
     StreamEvent,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
     ToolCallEnd,
-    ToolCallStart,
     ToolChoice,
     ToolSpec,
     Usage,
 )
 from agentactors.providers.azure import AzureOpenAIProvider
-from agentactors.providers.http.provider import iter_sse
 from agentactors.providers.responses import WIRE, OpenAIResponsesProvider, ResponsesWire
 from agentactors.providers.responses.encode import encode_input
+from tests.support.corpus import check_stream_events, load, outcome, replay_transport
+from tests.support.corpus import decode_sse as decode_recorded
 
 pytestmark = pytest.mark.anyio
 
@@ -160,11 +158,6 @@ EXPECTED: dict[str, Expect | ExpectError] = {
 COVERED: frozenset[str] = frozenset(EXPECTED)
 FILES = sorted(EXPECTED)
 AZURE = "openai-responses__azure_v1_reasoning__1.json"
-
-
-def load(corpus_dir: Path, name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((corpus_dir / name).read_text(encoding="utf-8"))
-    return data
 
 
 def test_covered_is_exactly_the_responses_family(corpus_dir: Path) -> None:
@@ -349,26 +342,14 @@ def check_response(resp: LLMResponse, exp: Expect, data: dict[str, Any], *, prov
 
 def decode_sse(raw: str, request: LLMRequest | None, model: str) -> tuple[list[StreamEvent], LLMResponse]:
     decoder = ResponsesWire().stream_decoder(request=request, model=model, provider="openai-responses")
-    events: list[StreamEvent] = []
-    for event, data in iter_sse(raw):
-        events.extend(decoder.feed(event, data))
-    assert decoder.done
-    return events, decoder.finish()
+    return decode_recorded(decoder, raw)
 
 
 def check_events(events: list[StreamEvent], resp: LLMResponse) -> None:
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == resp.content
-    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == resp.reasoning
-    starts = [e for e in events if isinstance(e, ToolCallStart)]
-    ends = [e for e in events if isinstance(e, ToolCallEnd)]
-    assert [(s.index, s.id, s.name) for s in starts] == [(i, c.id, c.name) for i, c in enumerate(resp.tool_calls)]
-    assert [e.call for e in ends] == list(resp.tool_calls)
-    for s, e in zip(starts, ends, strict=True):
-        fragments = [ev.arguments_fragment for ev in events if isinstance(ev, ToolCallDelta) and ev.index == s.index]
-        assert "".join(fragments) == e.call.raw_arguments
-        first, last = events.index(s), events.index(e)
-        inside = [k for k, ev in enumerate(events) if isinstance(ev, ToolCallDelta) and ev.index == s.index]
-        assert all(first < k < last for k in inside)
+    check_stream_events(events, resp)
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    for end in (e for e in events if isinstance(e, ToolCallEnd)):
+        assert "".join(d.arguments_fragment for d in deltas if d.index == end.index) == end.call.raw_arguments
 
 
 def check_error(err: ProviderError, exp: ExpectError) -> None:
@@ -399,17 +380,6 @@ def test_codec_decodes_the_recorded_response(corpus_dir: Path, name: str) -> Non
         check_response(resp, exp, data, provider="openai-responses")
 
 
-def replay_transport(data: dict[str, Any], sent: list[httpx.Request]) -> httpx.MockTransport:
-    recorded = data["response"]
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        text = recorded["sse"] if "sse" in recorded else json.dumps(recorded["json"])
-        return httpx.Response(recorded["status"], headers=recorded["headers"], content=text.encode("utf-8"))
-
-    return httpx.MockTransport(handler)
-
-
 @pytest.mark.parametrize("name", FILES)
 async def test_provider_replays_the_recorded_interaction(corpus_dir: Path, name: str) -> None:
     data = load(corpus_dir, name)
@@ -429,17 +399,7 @@ async def test_provider_replays_the_recorded_interaction(corpus_dir: Path, name:
                 api_key="sk-test-conformance-0000", base_url="http://vendor.test/v1", http_client=client
             )
         streaming = bool(body.get("stream"))
-        events: list[StreamEvent] = []
-        error: ProviderError | None = None
-        resp: LLMResponse | None = None
-        try:
-            if streaming:
-                async with provider.stream(request) as stream:
-                    events = [event async for event in stream]
-            else:
-                resp = await provider.complete(request)
-        except ProviderError as exc:
-            error = exc
+        events, resp, error = await outcome(provider, request, stream=streaming)
     assert len(sent) == 1
     assert sent[0].url.path == path
     assert normalized(json.loads(sent[0].content)) == normalized(body)

@@ -24,9 +24,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..._json import value_problem
+from ..._json import bound_problem, value_problem
 from ...errors import MalformedResponseError, ProviderError
-from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
+from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage, parse_arguments
 from ..errors import classify_http_error
 from .models import WIRE
 
@@ -38,8 +38,11 @@ __all__ = [
     "decode_message",
     "is_error_body",
     "map_stop_reason",
+    "mark_cut_off",
     "merge_usage",
     "parse_usage",
+    "tool_call_from_input",
+    "tool_call_from_stream",
 ]
 
 _STOP_REASONS: Mapping[str, StopReason] = {
@@ -68,6 +71,7 @@ _ERROR_STATUS: Mapping[str, int] = {
 }
 
 _CUT_OFF = "the arguments were cut off at max_tokens; ask for less or split the call"
+_NOT_JSON = "the tool input the model streamed is not a JSON object"
 
 
 def map_stop_reason(raw: Any) -> StopReason:
@@ -152,13 +156,21 @@ def _tool_call_from_block(block: Mapping[str, Any], *, provider: str, model: str
     call_id, name = block.get("id"), block.get("name")
     if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
         raise MalformedResponseError("tool_use block without a string id and name", provider=provider, model=model)
-    arguments = block.get("input")
+    return tool_call_from_input(call_id, name, block.get("input"))
+
+
+def tool_call_from_input(call_id: str, name: str, arguments: Any) -> ToolCall:
+    """The :class:`ToolCall` for a Claude tool use whose ``input`` came as a JSON value (not streamed text).
+
+    Claude's wires (Messages here, Bedrock Converse) promise an object: one is the call's arguments, one past
+    the JSON bounds is marked ``"unparseable"`` with the bound it broke, and anything else is kept as its JSON
+    text and marked, never read as ``{}``.
+    """
     if isinstance(arguments, Mapping) and (bound := value_problem(arguments)) is not None:
         return ToolCall(id=call_id, name=name, raw_arguments=None, arguments_error="unparseable",
                         arguments_error_detail=bound)
     if isinstance(arguments, Mapping):
         return ToolCall(id=call_id, name=name, arguments=dict(arguments))
-    # The wire promises an object; anything else is kept and marked, never read as {}.
     return ToolCall(
         id=call_id,
         name=name,
@@ -166,6 +178,55 @@ def _tool_call_from_block(block: Mapping[str, Any], *, provider: str, model: str
         arguments_error="unparseable",
         arguments_error_detail="the tool input is not a JSON object",
     )
+
+
+def tool_call_from_stream(call_id: str, name: str, raw: str, *, request: LLMRequest | None) -> ToolCall:
+    """The :class:`ToolCall` for a Claude tool use whose ``input`` was streamed as JSON text fragments.
+
+    No text at all is fine for a tool without required properties and ``"empty"`` otherwise (the request's
+    tool says which); text that is not a JSON object is kept and marked, with the bound it broke if any.
+    """
+    if not raw.strip():
+        required = request is not None and any(t.name == name and t.required for t in request.tools)
+        _, error = parse_arguments(raw, required=required)
+        return ToolCall(
+            id=call_id,
+            name=name,
+            raw_arguments=raw if error else None,
+            arguments_error=error,
+            arguments_error_detail="the model sent no tool input" if error else None,
+        )
+    args, error = parse_arguments(raw)
+    if error is None:
+        return ToolCall(id=call_id, name=name, arguments=args)
+    return ToolCall(
+        id=call_id, name=name, raw_arguments=raw, arguments_error=error,
+        arguments_error_detail=bound_problem(raw) or _NOT_JSON,
+    )
+
+
+def mark_cut_off(calls: Sequence[ToolCall], stop: StopReason) -> list[ToolCall]:
+    """``calls``, each unreadable one told that ``max_tokens`` cut its arguments off when ``stop`` says so.
+
+    A call whose arguments did not parse in an answer that ran out of tokens was truncated, not malformed:
+    the detail says what to do about it (ask for less, or split the call).
+    """
+    if stop is not StopReason.max_tokens:
+        return list(calls)
+    return [
+        ToolCall(
+            id=c.id,
+            name=c.name,
+            arguments=c.arguments,
+            raw_arguments=c.raw_arguments,
+            arguments_error=c.arguments_error,
+            arguments_error_detail=_CUT_OFF,
+            provider_data=c.provider_data,
+        )
+        if c.arguments_error is not None
+        else c
+        for c in calls
+    ]
 
 
 def assemble(
@@ -202,21 +263,7 @@ def assemble(
                 reasoning.append(value)
             opaque.append(dict(item))
     stop = map_stop_reason(stop_reason)
-    if stop is StopReason.max_tokens:
-        calls = [
-            ToolCall(
-                id=c.id,
-                name=c.name,
-                arguments=c.arguments,
-                raw_arguments=c.raw_arguments,
-                arguments_error=c.arguments_error,
-                arguments_error_detail=_CUT_OFF,
-                provider_data=c.provider_data,
-            )
-            if c.arguments_error is not None
-            else c
-            for c in calls
-        ]
+    calls = mark_cut_off(calls, stop)
     data: dict[str, Any] = {}
     if opaque:
         data["blocks"] = opaque

@@ -12,7 +12,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._json import bound_problem
 from ...errors import MalformedResponseError
 from ...messages import (
     LLMRequest,
@@ -27,20 +26,13 @@ from ...messages import (
     Usage,
     parse_arguments,
 )
-from .decode import assemble, classify_error_body, merge_usage, parse_usage
+from .decode import assemble, classify_error_body, merge_usage, parse_usage, tool_call_from_stream
 
 __all__ = ["AnthropicStreamDecoder"]
 
 _CONTENT_EVENTS = frozenset(
     {"content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
 )
-_NOT_JSON = "the tool input the model streamed is not a JSON object"
-
-
-def _required_for(request: LLMRequest | None, name: str) -> bool:
-    if request is None:
-        return False
-    return any(t.name == name and t.required for t in request.tools)
 
 
 class _Block:
@@ -250,26 +242,10 @@ class AnthropicStreamDecoder:
     def _finish_call(self, blk: _Block) -> ToolCall:
         call_id, name = str(blk.start["id"]), str(blk.start["name"])
         raw = "".join(blk.parts)
-        if not raw.strip():
-            start_input = blk.start.get("input", {})
-            if isinstance(start_input, Mapping) and start_input:
-                return ToolCall(id=call_id, name=name, arguments=dict(start_input))
-            # No input at all: fine for a tool without required properties, "empty" otherwise.
-            _, error = parse_arguments(raw, required=_required_for(self._request, name))
-            return ToolCall(
-                id=call_id,
-                name=name,
-                raw_arguments=raw if error else None,
-                arguments_error=error,
-                arguments_error_detail="the model sent no tool input" if error else None,
-            )
-        args, error = parse_arguments(raw)
-        if error is None:
-            return ToolCall(id=call_id, name=name, arguments=args)
-        return ToolCall(
-            id=call_id, name=name, raw_arguments=raw, arguments_error=error,
-            arguments_error_detail=bound_problem(raw) or _NOT_JSON,
-        )
+        start_input = blk.start.get("input", {})
+        if not raw.strip() and isinstance(start_input, Mapping) and start_input:
+            return ToolCall(id=call_id, name=name, arguments=dict(start_input))
+        return tool_call_from_stream(call_id, name, raw, request=self._request)
 
     def finish(self) -> LLMResponse:
         """The complete response; a transient :class:`MalformedResponseError` if ``message_stop`` never came."""

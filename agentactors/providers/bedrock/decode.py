@@ -25,9 +25,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..._json import value_problem
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
+from ..anthropic.decode import mark_cut_off, tool_call_from_input
 from ..errors import classify_http_error
 from .models import WIRE
 
@@ -85,7 +85,6 @@ _ERROR_STATUS: Mapping[str, int] = {
 }
 # ValidationException messages that say the conversation is too long for the model.
 _CONTEXT_PHRASES = ("input is too long", "too many input tokens", "context window", "prompt is too long")
-_CUT_OFF = "the arguments were cut off at max_tokens; ask for less or split the call"
 
 
 def map_stop_reason(raw: Any) -> StopReason:
@@ -190,19 +189,7 @@ def tool_call(block: Mapping[str, Any], *, provider: str, model: str | None) -> 
     if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
         raise MalformedResponseError("toolUse block without a string toolUseId and name", provider=provider,
                                      model=model)
-    arguments = block.get("input")
-    if isinstance(arguments, Mapping) and (bound := value_problem(arguments)) is not None:
-        return ToolCall(id=call_id, name=name, raw_arguments=None, arguments_error="unparseable",
-                        arguments_error_detail=bound)
-    if isinstance(arguments, Mapping):
-        return ToolCall(id=call_id, name=name, arguments=dict(arguments))
-    return ToolCall(
-        id=call_id,
-        name=name,
-        raw_arguments=json.dumps(arguments, ensure_ascii=False),
-        arguments_error="unparseable",
-        arguments_error_detail="the tool input is not a JSON object",
-    )
+    return tool_call_from_input(call_id, name, block.get("input"))
 
 
 def assemble(
@@ -236,13 +223,7 @@ def assemble(
                 reasoning.append(said["text"])
             replay.append({"reasoningContent": dict(content)})
     stop = map_stop_reason(stop_reason)
-    if stop is StopReason.max_tokens:
-        calls = [
-            ToolCall(id=c.id, name=c.name, arguments=c.arguments, raw_arguments=c.raw_arguments,
-                     arguments_error=c.arguments_error, arguments_error_detail=_CUT_OFF)
-            if c.arguments_error is not None else c
-            for c in calls
-        ]
+    calls = mark_cut_off(calls, stop)
     data: dict[str, Any] = {"blocks": replay} if replay else {}
     if extra:
         data.update(extra)

@@ -18,7 +18,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._json import bound_problem
 from ...errors import MalformedResponseError
 from ...messages import (
     LLMRequest,
@@ -31,15 +30,14 @@ from ...messages import (
     ToolCallEnd,
     ToolCallStart,
     Usage,
-    parse_arguments,
 )
+from ..anthropic.decode import tool_call_from_stream
 from .decode import assemble, classify_exception_event, parse_usage
 
 __all__ = ["EXCEPTION_PREFIX", "BedrockStreamDecoder"]
 
 #: The event name an exception message is fed under: ``exception:<its :exception-type>``.
 EXCEPTION_PREFIX = "exception:"
-_NOT_JSON = "the tool input the model streamed is not a JSON object"
 
 
 class _Block:
@@ -54,10 +52,6 @@ class _Block:
         self.parts: list[str] = []
         self.signature: str | None = None
         self.redacted: str | None = None
-
-
-def _required(request: LLMRequest | None, name: str) -> bool:
-    return request is not None and any(t.name == name and t.required for t in request.tools)
 
 
 class BedrockStreamDecoder:
@@ -216,16 +210,7 @@ class BedrockStreamDecoder:
 
     def _finish_call(self, call: tuple[str, str], raw: str) -> ToolCall:
         call_id, name = call
-        if not raw.strip():
-            # No input at all: fine for a tool without required properties, "empty" otherwise.
-            _, error = parse_arguments(raw, required=_required(self._request, name))
-            return ToolCall(id=call_id, name=name, raw_arguments=raw if error else None, arguments_error=error,
-                            arguments_error_detail="the model sent no tool input" if error else None)
-        args, error = parse_arguments(raw)
-        if error is None:
-            return ToolCall(id=call_id, name=name, arguments=args)
-        return ToolCall(id=call_id, name=name, raw_arguments=raw, arguments_error=error,
-                        arguments_error_detail=bound_problem(raw) or _NOT_JSON)
+        return tool_call_from_stream(call_id, name, raw, request=self._request)
 
     def finish(self) -> LLMResponse:
         """The complete response; a transient :class:`MalformedResponseError` if the stream was cut short."""

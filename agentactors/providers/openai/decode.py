@@ -38,6 +38,8 @@ __all__ = [
     "parse_usage",
     "raw_arguments",
     "reasoning_of",
+    "token_count",
+    "tool_required",
 ]
 
 _FINISH = {
@@ -60,7 +62,11 @@ def dict_or_empty(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _int(value: Any) -> int:
+def token_count(value: Any) -> int:
+    """A usage count as an int: ``0`` for a bool, a negative, a non-finite float or anything not a number.
+
+    Vendor data is untrusted, so a count that cannot be one reads as none rather than failing the answer.
+    """
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
@@ -107,15 +113,16 @@ def parse_usage(usage: Any) -> Usage | None:
     prompt = dict_or_empty(usage.get("prompt_tokens_details"))
     completion = dict_or_empty(usage.get("completion_tokens_details"))
     return Usage(
-        input_tokens=_int(usage.get("prompt_tokens")),
-        output_tokens=_int(usage.get("completion_tokens")),
-        cache_read_tokens=_int(prompt.get("cached_tokens")),
-        cache_write_tokens=_int(prompt.get("cache_write_tokens")),
-        reasoning_tokens=_int(completion.get("reasoning_tokens")),
+        input_tokens=token_count(usage.get("prompt_tokens")),
+        output_tokens=token_count(usage.get("completion_tokens")),
+        cache_read_tokens=token_count(prompt.get("cached_tokens")),
+        cache_write_tokens=token_count(prompt.get("cache_write_tokens")),
+        reasoning_tokens=token_count(completion.get("reasoning_tokens")),
     )
 
 
-def _required(request: LLMRequest | None, name: str) -> bool:
+def tool_required(request: LLMRequest | None, name: str) -> bool:
+    """Whether ``request``'s tool ``name`` has required parameters (so empty arguments are an error)."""
     if request is None:
         return False
     spec = next((t for t in request.tools if t.name == name), None)
@@ -139,7 +146,7 @@ def build_tool_call(
         call_id or new_call_id(),
         name,
         raw,
-        required=_required(request, name),
+        required=tool_required(request, name),
         provider_data={WIRE: dict(provider_data)} if provider_data else None,
     )
     if call.arguments_error is None:

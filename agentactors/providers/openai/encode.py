@@ -49,6 +49,7 @@ __all__ = [
     "encode_request",
     "encode_response_format",
     "encode_tool_choice",
+    "strict_tool",
 ]
 
 # vendor_options keys the codec consumes instead of copying into the body.
@@ -74,7 +75,7 @@ def encode_request(
     if request.tools:
         strict = options.get("strict_tools", False)
         body["tools"] = [
-            _encode_tool(t.name, t.description, t.parameters, _is_strict(strict, t.name)) for t in request.tools
+            _encode_tool(t.name, t.description, t.parameters, strict_tool(strict, t.name)) for t in request.tools
         ]
         body["tool_choice"] = encode_tool_choice(request.tool_choice)
     body["stream"] = stream
@@ -200,7 +201,8 @@ def encode_tool_choice(choice: ToolChoice) -> Any:
     return choice.mode
 
 
-def _is_strict(option: Any, name: str) -> bool:
+def strict_tool(option: Any, name: str) -> bool:
+    """Whether the ``strict_tools`` vendor option (``True``, a tool's name or a collection of names) names ``name``."""
     if option is True:
         return True
     if isinstance(option, str):

@@ -28,7 +28,8 @@ from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
 from .._settings import dropped, listed, match_model, refused
 
-__all__ = ["LIMITS", "MODELS", "WIRE", "OpenAIModel", "audio_format", "check_parts", "encode_settings", "model_row"]
+__all__ = ["LIMITS", "MODELS", "WIRE", "OpenAIModel", "audio_format", "check_parts", "encode_settings", "model_row",
+           "reasoning_effort", "sampling_allowed", "sampling_fields"]
 
 #: The wire's name: its ``vendor_options`` / ``provider_data`` key and the ``wire`` of its errors and events.
 WIRE = "openai"
@@ -94,6 +95,68 @@ def model_row(model: str) -> OpenAIModel | None:
     return match_model(MODELS, model)
 
 
+def reasoning_effort(
+    request: LLMRequest, row: OpenAIModel | None, model: str, *, wire: str, no_budget: str
+) -> str | None:
+    """The effort ``request`` reasons at on an OpenAI wire (``wire``), as ``row`` takes it; ``None``: send none.
+
+    Both OpenAI wires read the one table, so they judge alike: a ``thinking_budget`` of 0 is effort
+    ``"none"`` where the model takes that, any other budget is dropped (``no_budget`` says why) and refused on
+    a model that does not think; an effort the model does not take is refused, one it cannot carry dropped.
+    A model the table does not know gets the effort as given.
+    """
+    effort = request.reasoning_effort
+    budget = request.thinking_budget
+    if budget is not None:
+        if row is not None and not row.reasons:
+            raise refused(wire, model, "thinking_budget", "the model does not think, so it takes no thinking budget")
+        if budget == 0 and effort is None and row is not None and "none" in (row.efforts or ()):
+            effort = "none"  # no thinking, said the way this model understands it
+        else:
+            dropped(wire, model, "thinking_budget", budget, no_budget)
+    if effort is None or row is None:
+        return effort
+    if row.efforts is None:
+        dropped(wire, model, "reasoning_effort", effort, "the model does not reason")
+        return None
+    if not row.efforts:
+        dropped(wire, model, "reasoning_effort", effort, "the model reasons but takes no effort setting")
+        return None
+    if effort not in row.efforts:
+        raise refused(wire, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
+    return effort
+
+
+def sampling_allowed(row: OpenAIModel | None, effort: str | None, *, field: str) -> tuple[bool, str]:
+    """Whether the model takes ``temperature``/``top_p`` at ``effort``, and if not why (``field``: the effort's name).
+
+    A reasoning model takes none, or (``"without_reasoning"``) only while its effort, given or default, is
+    ``"none"``; a model that does not reason, or one the table does not know, takes them.
+    """
+    if row is None or not row.reasons or row.sampling == "yes":
+        return True, ""
+    if row.sampling == "no":
+        return False, "reasoning models take no sampling settings"
+    return (effort or row.default_effort) == "none", f"the model takes it only with {field} 'none'"
+
+
+def sampling_fields(request: LLMRequest, model: str, *, allowed: bool, why: str, wire: str) -> dict[str, Any]:
+    """``request``'s ``temperature`` and ``top_p`` as body fields, or, when not ``allowed``, none: each dropped.
+
+    ``why`` (from :func:`sampling_allowed`) goes in the ``llm.setting_dropped`` event of each one dropped.
+    """
+    out: dict[str, Any] = {}
+    for name in ("temperature", "top_p"):
+        value = getattr(request, name)
+        if value is None:
+            continue
+        if allowed:
+            out[name] = value
+        else:
+            dropped(wire, model, name, value, why)
+    return out
+
+
 def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str, Any]:
     """The body fields ``request``'s settings become on this wire (``max_tokens`` aside: the codec picks its field).
 
@@ -102,43 +165,14 @@ def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str
     """
     row = model_row(model)
     out: dict[str, Any] = {}
-    effort = request.reasoning_effort
-    budget = request.thinking_budget
-    if budget is not None:
-        if row is not None and not row.reasons:
-            raise refused(WIRE, model, "thinking_budget", "the model does not think, so it takes no thinking budget")
-        if budget == 0 and effort is None and row is not None and "none" in (row.efforts or ()):
-            effort = "none"  # no thinking, said the way this model understands it
-        else:
-            dropped(WIRE, model, "thinking_budget", budget,
-                    "Chat Completions takes no thinking budget; reasoning_effort sets how much the model reasons")
+    effort = reasoning_effort(
+        request, row, model, wire=WIRE,
+        no_budget="Chat Completions takes no thinking budget; reasoning_effort sets how much the model reasons",
+    )
     if effort is not None:
-        if row is None:
-            out["reasoning_effort"] = effort
-        elif row.efforts is None:
-            dropped(WIRE, model, "reasoning_effort", effort, "the model does not reason")
-        elif not row.efforts:
-            dropped(WIRE, model, "reasoning_effort", effort, "the model reasons but takes no effort setting")
-        elif effort not in row.efforts:
-            raise refused(WIRE, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
-        else:
-            out["reasoning_effort"] = effort
-    sampling = True
-    why = ""
-    if row is not None and row.reasons:
-        if row.sampling == "no":
-            sampling, why = False, "reasoning models take no sampling settings"
-        elif row.sampling == "without_reasoning":
-            sampling = out.get("reasoning_effort", row.default_effort) == "none"
-            why = "the model takes it only with reasoning_effort 'none'"
-    for name in ("temperature", "top_p"):
-        value = getattr(request, name)
-        if value is None:
-            continue
-        if sampling:
-            out[name] = value
-        else:
-            dropped(WIRE, model, name, value, why)
+        out["reasoning_effort"] = effort
+    sampling, why = sampling_allowed(row, effort, field="reasoning_effort")
+    out.update(sampling_fields(request, model, allowed=sampling, why=why, wire=WIRE))
     if request.stop:
         if not sampling:
             raise refused(WIRE, model, "stop", why)

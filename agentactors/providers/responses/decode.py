@@ -23,9 +23,10 @@ from typing import Any
 import attrs
 
 from ..._json import bound_problem
-from ...errors import MalformedResponseError, ProviderError
+from ...errors import ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..errors import classify_error_body, classify_http_error
+from ..openai.decode import dict_or_empty, malformed, token_count, tool_required
 from .models import WIRE
 
 __all__ = [
@@ -42,25 +43,8 @@ __all__ = [
 _INCOMPLETE = {"max_output_tokens": StopReason.max_tokens, "content_filter": StopReason.content_filter}
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    if isinstance(value, float) and not (value == value and abs(value) < 1e18):
-        return 0
-    return max(0, int(value))
-
-
-def malformed(detail: str, *, provider: str, model: str | None) -> MalformedResponseError:
-    """The transient error for a body (or stream event) this wire does not allow."""
-    return MalformedResponseError(detail, provider=provider, model=model)
 
 
 def parse_usage(usage: Any) -> Usage | None:
@@ -69,18 +53,11 @@ def parse_usage(usage: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     return Usage(
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
-        cache_read_tokens=_int(_dict(usage.get("input_tokens_details")).get("cached_tokens")),
-        reasoning_tokens=_int(_dict(usage.get("output_tokens_details")).get("reasoning_tokens")),
+        input_tokens=token_count(usage.get("input_tokens")),
+        output_tokens=token_count(usage.get("output_tokens")),
+        cache_read_tokens=token_count(dict_or_empty(usage.get("input_tokens_details")).get("cached_tokens")),
+        reasoning_tokens=token_count(dict_or_empty(usage.get("output_tokens_details")).get("reasoning_tokens")),
     )
-
-
-def _required(request: LLMRequest | None, name: str) -> bool:
-    if request is None:
-        return False
-    spec = next((t for t in request.tools if t.name == name), None)
-    return bool(spec is not None and spec.required)
 
 
 def build_tool_call(
@@ -91,7 +68,7 @@ def build_tool_call(
         call_id,
         name,
         raw,
-        required=_required(request, name),
+        required=tool_required(request, name),
         provider_data={WIRE: {"id": item_id}} if item_id else None,
     )
     if call.arguments_error is None:
@@ -111,7 +88,7 @@ def stop_reason(body: Mapping[str, Any], *, has_calls: bool, refused: bool) -> t
     """``(StopReason, raw)`` from a response's ``status`` and ``incomplete_details``."""
     status = _str(body.get("status")) or None
     if status == "incomplete":
-        reason = _str(_dict(body.get("incomplete_details")).get("reason")) or None
+        reason = _str(dict_or_empty(body.get("incomplete_details")).get("reason")) or None
         return _INCOMPLETE.get(reason or "", StopReason.other), reason or status
     if refused:
         return StopReason.content_filter, status
@@ -136,7 +113,7 @@ def _message_text(item: Mapping[str, Any], out: _Output) -> str:
     pieces: list[str] = []
     content = item.get("content")
     for part in content if isinstance(content, list) else ():
-        part = _dict(part)
+        part = dict_or_empty(part)
         kind = part.get("type")
         if kind == "output_text":
             pieces.append(_str(part.get("text")))
@@ -157,7 +134,7 @@ def _read_items(
         kind = raw.get("type")
         if kind == "reasoning":
             for part in raw.get("summary") or ():
-                text = _str(_dict(part).get("text"))
+                text = _str(dict_or_empty(part).get("text"))
                 if text:
                     out.reasoning.append(text)
             if isinstance(raw.get("encrypted_content"), str):

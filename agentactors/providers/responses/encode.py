@@ -29,12 +29,13 @@ not sent: ``strict_tools`` (``True`` or tool names) and ``reasoning_summary`` (`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
+from ..openai.encode import strict_tool
 from .models import WIRE, check_parts, encode_settings, reasons
 
 __all__ = [
@@ -62,7 +63,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool, official: b
         body["instructions"] = instructions
     if request.tools:
         strict = options.get("strict_tools", False)
-        body["tools"] = [encode_tool(t, _is_strict(strict, t.name)) for t in request.tools]
+        body["tools"] = [encode_tool(t, strict_tool(strict, t.name)) for t in request.tools]
         body["tool_choice"] = encode_tool_choice(request.tool_choice)
     body["stream"] = stream
     body["store"] = False
@@ -236,11 +237,3 @@ def encode_text_format(fmt: ResponseFormat) -> dict[str, Any]:
     return {"format": spec}
 
 
-def _is_strict(option: Any, name: str) -> bool:
-    if option is True:
-        return True
-    if isinstance(option, str):
-        return option == name
-    if isinstance(option, Iterable):
-        return name in set(option)
-    return False

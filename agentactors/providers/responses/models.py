@@ -22,8 +22,8 @@ from typing import Any
 from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
-from .._settings import dropped, listed, refused
-from ..openai.models import OpenAIModel, model_row
+from .._settings import dropped, refused
+from ..openai.models import model_row, reasoning_effort, sampling_allowed, sampling_fields
 
 __all__ = ["LIMITS", "WIRE", "check_parts", "encode_settings", "model_row", "reasons"]
 
@@ -39,32 +39,6 @@ def reasons(model: str) -> bool | None:
     return None if row is None else row.reasons
 
 
-def _effort(request: LLMRequest, row: OpenAIModel | None, model: str) -> str | None:
-    effort = request.reasoning_effort
-    budget = request.thinking_budget
-    if budget is not None:
-        if row is not None and not row.reasons:
-            raise refused(WIRE, model, "thinking_budget", "the model does not think, so it takes no thinking budget")
-        if budget == 0 and effort is None and row is not None and "none" in (row.efforts or ()):
-            effort = "none"  # no thinking, said the way this model understands it
-        else:
-            dropped(WIRE, model, "thinking_budget", budget,
-                    "the Responses API takes no thinking budget; reasoning.effort sets how much the model reasons")
-    if effort is None:
-        return None
-    if row is None:
-        return effort
-    if row.efforts is None:
-        dropped(WIRE, model, "reasoning_effort", effort, "the model does not reason")
-        return None
-    if not row.efforts:
-        dropped(WIRE, model, "reasoning_effort", effort, "the model reasons but takes no effort setting")
-        return None
-    if effort not in row.efforts:
-        raise refused(WIRE, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
-    return effort
-
-
 def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str, Any]:
     """The body fields ``request``'s settings become on this wire (``max_output_tokens`` aside).
 
@@ -73,24 +47,14 @@ def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str
     """
     row = model_row(model)
     out: dict[str, Any] = {}
-    effort = _effort(request, row, model)
+    effort = reasoning_effort(
+        request, row, model, wire=WIRE,
+        no_budget="the Responses API takes no thinking budget; reasoning.effort sets how much the model reasons",
+    )
     if effort is not None:
         out["reasoning"] = {"effort": effort}
-    sampling, why = True, ""
-    if row is not None and row.reasons:
-        if row.sampling == "no":
-            sampling, why = False, "reasoning models take no sampling settings"
-        elif row.sampling == "without_reasoning":
-            sampling = (effort or row.default_effort) == "none"
-            why = "the model takes it only with reasoning effort 'none'"
-    for name in ("temperature", "top_p"):
-        value = getattr(request, name)
-        if value is None:
-            continue
-        if sampling:
-            out[name] = value
-        else:
-            dropped(WIRE, model, name, value, why)
+    sampling, why = sampling_allowed(row, effort, field="reasoning effort")
+    out.update(sampling_fields(request, model, allowed=sampling, why=why, wire=WIRE))
     if request.stop:
         raise refused(WIRE, model, "stop", "the Responses API takes no stop sequences")
     if request.seed is not None:
