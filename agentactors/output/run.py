@@ -30,6 +30,7 @@ from ..messages import ToolCall, ToolChoice
 from ..providers.port import name_of
 from ..settings import ModelSettings
 from ..tools.results import ValidationIssue
+from ._heavy import heavy_text, heavy_value, off_loop
 from .choice import CallShape, auto_strategy, next_strategy
 from .config import OutputConfig
 from .context import OutputContext, call_validator
@@ -43,7 +44,7 @@ from .feedback import (
     text_answer_text,
 )
 from .partial import PartialOutput, jiter_available
-from .prompt import extract_json
+from .prompt import Extracted, extract_json
 from .spec import Strategy
 from .target import Checked, Member, OutputTarget, issue_lines
 
@@ -237,17 +238,16 @@ class OutputRun:
         target = config.target
         if target is None:  # a plain str answer: the validator alone
             return await self._validated_text(answer, answer, step, None)
-        extracted = extract_json(answer)
+        # A big answer is read and checked in a worker thread (output._heavy): the loop keeps serving.
+        extracted, verdict = await off_loop(_read, target, answer) if heavy_text(answer) else _read(target, answer)
         if self.strategy == "tool":
             # The model answered in text where a call was asked for: a JSON answer that validates is taken
             # all the same (the guarantee is the validation, not the channel); anything else is asked again.
-            verdict = target.check(extracted.value) if extracted.ok else None
             if verdict is None or not verdict.ok:
                 return self._refused_text(no_output_call_text(target), ("answer: expected a call of the output tool",))
             return await self._validated_text(verdict.value, answer, step, None)
-        if not extracted.ok:
+        if verdict is None:
             return self._refused_text(not_json_text(target, extracted.error), (f"answer: {extracted.error}",))
-        verdict = target.check(extracted.value)
         if not verdict.ok:
             return self._refused_text(text_answer_text(target, verdict.issues), issue_lines(verdict.issues))
         return await self._validated_text(verdict.value, answer, step, None)
@@ -266,7 +266,8 @@ class OutputRun:
             if found:
                 results.append((call, NOT_USED_TEXT, True))
                 continue
-            verdict = self._check_call(call, member)
+            heavy = heavy_text(call.raw_arguments) or heavy_value(call.arguments)
+            verdict = await off_loop(self._check_call, call, member) if heavy else self._check_call(call, member)
             if not verdict.ok:
                 text = output_call_text(member, verdict.issues)
                 results.append((call, text, False))
@@ -341,3 +342,9 @@ class OutputRun:
             attempts=self.attempts,
         )
         return True
+
+
+def _read(target: OutputTarget, answer: str) -> tuple[Extracted, Checked | None]:
+    """A text answer's JSON and the verdict on it (``None`` when it holds no JSON value): pure work."""
+    extracted = extract_json(answer)
+    return extracted, target.check(extracted.value) if extracted.ok else None

@@ -11,26 +11,82 @@ Most calls are valid, so a call is first put to a compiled, type-directed
 check (:mod:`~agentactors.tools.fastcheck`) that can only say "certainly
 valid"; ``jsonschema`` walks the arguments only when it cannot, and then
 produces the issues.  The issue texts are ``jsonschema``'s verdict either way.
+
+Checking a schema against the meta-schema and compiling it costs a few milliseconds; it is done once
+per distinct schema in the process (:func:`_compiled`, keyed by the schema's JSON text), not
+once per tool: an MCP server listed again after a reconnect, thousands of tools sharing one schema, an
+agent built per request with the same output type all reuse the compiled form.  A schema is its JSON
+form here — what the model is sent — and the cached copy is the process's own, so a caller mutating
+its dict afterwards changes nothing that was compiled.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import jsonschema
-import jsonschema.exceptions
+from typing import TYPE_CHECKING, Any, Final
 
 from .fastcheck import Check, compile_check
 from .json_types import json_type_name
 from .results import ValidationIssue
 from .schema import describe_schema
 
+if TYPE_CHECKING:
+    import jsonschema.exceptions
+
 __all__ = ["ArgumentValidator", "json_type_of"]
 
 
+#: How many distinct compiled schemas the process keeps (least recently used dropped first).
+_CACHE_SIZE: Final = 4096
+
+
+class _SchemaInvalid(ValueError):
+    """A schema that is not valid Draft 2020-12 (the message is ``jsonschema``'s); named per tool by the caller."""
+
+
+def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None]:
+    """The ``jsonschema`` validator and the fast check of ``schema``.
+
+    :raises _SchemaInvalid: ``schema`` fails the Draft 2020-12 meta-schema.
+    """
+    # Imported with the first tool, not with agentactors: jsonschema and its meta-schemas are a tenth of
+    # `import agentactors`, and an agent without tools never needs them.
+    import jsonschema
+    import jsonschema.exceptions
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        raise _SchemaInvalid(exc.message) from None
+    # No format checker: "format" is an annotation, which the fast check relies on too.
+    return jsonschema.Draft202012Validator(schema), compile_check(schema)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _compiled(key: str) -> tuple[Any, Check | None]:
+    """:func:`_build` of the schema whose JSON text is ``key``, once per process (see the module docstring).
+
+    Thread-safe (``lru_cache``; MCP listings build their tools in a worker thread).  A schema that fails
+    the meta-schema is not cached: it raises each time.
+    """
+    return _build(json.loads(key))  # the cache's own copy of the schema: nobody else holds it
+
+
+def _canonical(schema: Mapping[str, Any]) -> str | None:
+    """The schema's JSON text (the cache key), or ``None`` for one with no JSON form.
+
+    Keys keep their order: the issues of a call come in schema order, so it is part of the schema.
+    """
+    try:
+        return json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 class ArgumentValidator:
-    """A compiled validator for one tool's parameters.
+    """A compiled validator for one tool's parameters (compiled once per distinct schema in the process).
 
     :raises ValueError: the schema is not a valid Draft 2020-12 JSON Schema.
     """
@@ -38,14 +94,14 @@ class ArgumentValidator:
     __slots__ = ("_fast", "_validator", "schema")
 
     def __init__(self, schema: Mapping[str, Any], *, tool_name: str = "tool") -> None:
+        key = _canonical(schema)
         try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            raise ValueError(f"tool {tool_name!r}: its parameters are not a valid JSON Schema: {exc.message}") from None
+            validator, fast = _compiled(key) if key is not None else _build(schema)
+        except _SchemaInvalid as exc:
+            raise ValueError(f"tool {tool_name!r}: its parameters are not a valid JSON Schema: {exc}") from None
         self.schema = schema
-        # No format checker: "format" is an annotation, which the fast check relies on too.
-        self._validator = jsonschema.Draft202012Validator(schema)
-        self._fast: Check | None = compile_check(schema)
+        self._validator = validator
+        self._fast: Check | None = fast
 
     def issues(self, arguments: Any) -> list[ValidationIssue]:
         """Every way ``arguments`` break the schema, in schema order, each once (empty when valid)."""

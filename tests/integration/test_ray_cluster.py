@@ -82,11 +82,12 @@ def _append(path: Path, line: str) -> None:
         log.write(f"{line}\n")
 
 
-def effects_agent(directory: str, latency: float, hold: float) -> Agent:
+def effects_agent(directory: str, latency: float, gate_from: int) -> Agent:
     """A tool with a side effect, deduplicated on input_key: applied exactly once per input.
 
-    It applies its effect and then holds for ``hold`` seconds before answering, so that a worker
-    killed mid-job dies with effects applied whose results were never delivered.
+    From input ``gate_from`` on, it applies its effect, says so in ``held.log`` (its worker's pid and
+    the key) and then holds until the file ``gate`` exists: a worker killed while holding dies with
+    effects applied whose results were never delivered, however fast or slow the machine is.
     """
 
     @tool
@@ -101,7 +102,10 @@ def effects_agent(directory: str, latency: float, hold: float) -> Agent:
             return "already charged"
         os.close(fd)
         _append(root / "applied.log", ctx.input_key)
-        await anyio.sleep(hold)
+        if int(ctx.input_key.rpartition(":")[2]) >= gate_from:
+            _append(root / "held.log", f"{os.getpid()} {ctx.input_key}")
+            while not (root / "gate").exists():  # noqa: ASYNC110 - another process opens it: no event to wait on
+                await anyio.sleep(0.01)
         return "charged"
 
     def model(request: LLMRequest) -> str | ToolCall:
@@ -151,7 +155,7 @@ async def test_2000_inputs_over_2_workers_in_order_and_exactly_once() -> None:
     prompts = [f"q{i}" for i in range(2000)]
     seen: list[int] = []
     progress: list[tuple[int, int, int]] = []
-    with anyio.fail_after(60):
+    with anyio.fail_after(300):
         async with RayCluster(echo_agent, workers=2, worker_options=WORKER) as cluster:
             results = await cluster.run_many(prompts, progress=lambda *p: progress.append(p))
             async with cluster.as_completed(prompts[:300]) as completions:
@@ -170,11 +174,11 @@ async def test_the_shared_budget_bounds_requests_in_flight_across_workers() -> N
     async with FakeVendor(latency=0.05) as fv:
         budgets = {"vendor": SharedBudget(max_concurrency=6)}
         factory = functools.partial(vendor_agent, fv.openai_base_url)
-        with anyio.fail_after(60):
+        with anyio.fail_after(300):
             async with RayCluster(factory, workers=2, budgets=budgets, worker_options=WORKER) as cluster:
                 results = await cluster.run_many([f"q{i}" for i in range(160)])
                 stats = await cluster.stats()
-        requests = await fv.wait_until_settled()
+        requests = await fv.wait_until_settled(within=60)
     assert all(r.ok for r in results), [r.error for r in results if not r.ok][:3]
     assert len(requests) == 160
     assert peak_in_flight(requests) == 6  # reached, never exceeded
@@ -186,20 +190,29 @@ async def test_the_shared_budget_bounds_requests_in_flight_across_workers() -> N
 
 @pytest.mark.parametrize("retries", [1, 0])
 async def test_a_worker_killed_mid_job(tmp_path: Path, retries: int) -> None:
-    total = 200
-    factory = functools.partial(effects_agent, str(tmp_path), 0.01, 0.2)
+    # Inputs from 40 on hold in their tool (effect applied) until the gate opens, so the kill lands while
+    # the victim holds runs, on a loaded machine too: the job cannot finish before it.
+    total, gate_from = 200, 40
+    factory = functools.partial(effects_agent, str(tmp_path), 0.01, gate_from)
     delivered: list[int] = []
     results: dict[int, RunResult] = {}
-    with anyio.fail_after(90):
+    with anyio.fail_after(300):
         async with RayCluster(factory, workers=2, worker_options=WORKER, chunk=10, retries=retries) as cluster:
             victim = cluster.workers[0]
-            async with cluster.as_completed([f"customer {i}" for i in range(total)]) as completions:
-                async for index, result in completions:
-                    delivered.append(index)
-                    results[index] = result
-                    if len(delivered) == 40:
-                        await anyio.sleep(0.08)  # the victim's runs in flight have applied their effects
-                        ray.kill(victim)
+            victim_pid = (await cluster_call(victim.ready.remote()))["pid"]
+            try:
+                async with cluster.as_completed([f"customer {i}" for i in range(total)]) as completions:
+                    async for index, result in completions:
+                        delivered.append(index)
+                        results[index] = result
+                        if len(delivered) == gate_from:
+                            assert sorted(delivered) == list(range(gate_from))  # nothing past the gate yet
+                            await held_by(tmp_path / "held.log", victim_pid)
+                            ray.kill(victim)
+                            await dead(victim)  # before the gate opens: the victim never finishes what it holds
+                            (tmp_path / "gate").touch()
+            finally:
+                (tmp_path / "gate").touch()  # a failed test must not leave the workers holding
             assert len(cluster.workers) == 1
     assert sorted(delivered) == list(range(total))  # every index delivered exactly once
     applied = (tmp_path / "applied.log").read_text().split()
@@ -221,18 +234,40 @@ async def test_a_worker_killed_mid_job(tmp_path: Path, retries: int) -> None:
         assert all(str(i) in keys for i in results if results[i].ok)
 
 
+async def held_by(log: Path, pid: int) -> None:
+    """Once a run of the worker ``pid`` holds in its tool, its effect applied (polling another process's file)."""
+    with anyio.fail_after(300):
+        while not _holds(log, pid):  # noqa: ASYNC110 - another process writes it: no event to wait on
+            await anyio.sleep(0.02)
+
+
+def _holds(log: Path, pid: int) -> bool:
+    return log.exists() and any(line.split()[0] == str(pid) for line in log.read_text().splitlines())
+
+
+async def dead(worker: Any) -> None:
+    """Once Ray says ``worker`` is dead (``ray.kill`` only asks for it)."""
+    with anyio.fail_after(300):
+        while True:
+            try:
+                await cluster_call(worker.ready.remote())
+            except ray.exceptions.RayActorError:
+                return
+            await anyio.sleep(0.05)
+
+
 async def test_the_budget_actor_killed_and_restarted_keeps_the_bound() -> None:
     async with FakeVendor(latency=0.03) as fv:
         budgets = {"vendor": SharedBudget(max_concurrency=4, refresh=0.1)}
         factory = functools.partial(vendor_agent, fv.openai_base_url)
-        with anyio.fail_after(90):
+        with anyio.fail_after(300):
             async with RayCluster(factory, workers=2, budgets=budgets, worker_options=WORKER, chunk=8) as cluster:
                 ledger = cluster.budget_actors["vendor"]
                 first = await cluster_call(ledger.stats.remote())
                 async with anyio.create_task_group() as tg:
 
                     async def kill_soon() -> None:
-                        await fv.wait_for(lambda rs: len(rs) >= 40, within=30)
+                        await fv.wait_for(lambda rs: len(rs) >= 40, within=120)
                         ray.kill(ledger, no_restart=False)  # Ray restarts it: a new, empty incarnation
 
                     tg.start_soon(kill_soon)
@@ -240,9 +275,9 @@ async def test_the_budget_actor_killed_and_restarted_keeps_the_bound() -> None:
                 second = await restarted_stats(ledger, first["epoch"])
                 # What the workers held came back to them; new grants come from the new incarnation.
                 after = await cluster.run_many([f"r{i}" for i in range(40)])
-                with anyio.fail_after(10):  # every worker, busy or idle, re-registers within a few check-ins
+                with anyio.fail_after(60):  # every worker, busy or idle, re-registers within a few check-ins
                     third = await recovered_stats(ledger)
-        requests = await fv.wait_until_settled()
+        requests = await fv.wait_until_settled(within=60)
     assert second["pid"] != first["pid"]  # it really was a new process
     assert third["epoch"] == second["epoch"] and not third["recovering"]
     assert all(r.ok for r in during + after)
@@ -281,23 +316,23 @@ async def restarted_stats(ledger: Any, old_epoch: str) -> dict[str, Any]:
 
 
 async def test_cancelling_the_driver_reaches_the_vendor_as_disconnects() -> None:
-    async with FakeVendor(latency=30.0) as fv:
+    async with FakeVendor(latency=300.0) as fv:  # answers that never come in time: each ends as a disconnect
         factory = functools.partial(vendor_agent, fv.openai_base_url)
         budgets = {"vendor": SharedBudget(max_concurrency=100)}
-        with anyio.fail_after(60):
+        with anyio.fail_after(300):
             async with RayCluster(factory, workers=1, budgets=budgets, worker_options=WORKER, chunk=6) as cluster:
-                with anyio.move_on_after(30) as scope:
+                with anyio.move_on_after(200) as scope:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(cluster.run_many, [f"q{i}" for i in range(12)])
-                        await fv.wait_for(lambda rs: len(rs) >= 12, within=25)
+                        await fv.wait_for(lambda rs: len(rs) >= 12, within=150)
                         tg.cancel_scope.cancel()  # the driver gives up
                 assert not scope.cancelled_caught
-                disconnected = await fv.wait_for_disconnects(12, within=20)
+                disconnected = await fv.wait_for_disconnects(12, within=60)
     assert len(disconnected) == 12
 
 
 async def test_an_error_that_does_not_pickle_comes_back_as_a_remote_error() -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(300):
         async with RayCluster(failing_agent, workers=1, worker_options=WORKER) as cluster:
             results = await cluster.run_many(["a", "b"])
     for result in results:
@@ -310,7 +345,7 @@ async def test_a_worker_on_another_version_stops_the_cluster(monkeypatch: pytest
     import agentactors.ray.cluster as cluster_module
 
     monkeypatch.setattr(cluster_module, "__version__", "0.0.0-driver")
-    with anyio.fail_after(60), pytest.raises(VersionMismatch, match=r"0\.0\.0-driver"):
+    with anyio.fail_after(300), pytest.raises(VersionMismatch, match=r"0\.0\.0-driver"):
         async with RayCluster(echo_agent, workers=1, worker_options=WORKER):
             pass
 
@@ -333,7 +368,7 @@ def _load_example() -> ModuleType:
 
 
 async def test_the_example_runs_on_the_running_cluster(capsys: pytest.CaptureFixture[str]) -> None:
-    with anyio.fail_after(60):
+    with anyio.fail_after(300):
         results = await _load_example().main(count=40, workers=1)
     assert ray.is_initialized()  # a running cluster is used as is, and left running
     assert results[0].content.startswith('It is sunny: {"city": "City0", "celsius": 15, "key": "')

@@ -19,6 +19,7 @@ same way.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import Counter
@@ -39,7 +40,7 @@ from agentactors.providers.http.provider import HTTPProvider
 from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.providers.port import StreamContext
 from agentactors.tools import tool
-from tests.reliability._vendor_models import STORM
+from tests.reliability._vendor_models import STORM, STORM_ANSWER
 
 pytestmark = pytest.mark.anyio
 
@@ -166,7 +167,8 @@ async def _storm(rng: random.Random, gate: Gate, recorder: InMemoryRecorder, str
             prompt = f"{'sync' if n % 3 == 0 else 'async'} {n}"
             # Spread over two seconds, so that a few dozen are in flight at once: a storm, not a queue.
             await anyio.sleep(rng.uniform(0.0, 2.0))
-            with anyio.move_on_after(rng.uniform(0.0, 0.9)):
+            # One run in ten is spared (however slow a loaded machine makes it): runs get through the storm.
+            with anyio.move_on_after(math.inf if n % 10 == 5 else rng.uniform(0.0, 0.9)):
                 result = await agent.run(prompt, on_token=(lambda text: None) if n % 2 else None)
                 finished.append(result.content)
 
@@ -207,7 +209,8 @@ async def _storm(rng: random.Random, gate: Gate, recorder: InMemoryRecorder, str
         points = Counter(_where(by_run[run_id]) for run_id in cancelled)
         assert {"mid-request", "mid-stream", "mid-tool"} <= set(points), points
         assert striker.struck == {"llm.request": 10, "llm.text_delta": 10, "tools.started": 15}
-        assert finished, "some runs got through before their scope struck"
+        assert len(finished) >= RUNS // 10, "the spared runs (and maybe others) got through the storm"
+        assert set(finished) == {STORM_ANSWER}, finished[:3]
         started = sum(e.type == "run.started" for e in recorder.events)
         assert started == sum(e.type == "run.finished" for e in recorder.events)  # every run ended
 

@@ -36,7 +36,7 @@ from agentactors._demo.vendor import LoggedRequest, VendorProcess
 from agentactors.actors import Runtime
 from agentactors.agent.core import Agent
 from agentactors.errors import ErrorKind, ProviderError
-from agentactors.events import InMemoryRecorder
+from agentactors.events import Event, InMemoryRecorder
 from agentactors.gateway import ProviderActor
 from agentactors.providers.anthropic.provider import AnthropicProvider
 from agentactors.providers.openai.provider import OpenAIProvider
@@ -84,6 +84,18 @@ def _stack(client: httpx.AsyncClient, base_url: str) -> tuple[Any, Any]:
     return with_fallback(primary, secondary), primary
 
 
+class BreakerWatch:
+    """A recorder that sets :attr:`opened` once the breaker circuit ``key`` opens."""
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+        self.opened = anyio.Event()
+
+    def record(self, event: Event) -> None:
+        if open_intervals([event], self.key):
+            self.opened.set()
+
+
 async def test_a_thousand_runs_through_faults_and_an_outage_lose_nothing(anyio_backend_name: str) -> None:
     seed = 10 if anyio_backend_name == "asyncio" else 11
     executions: Counter[tuple[str | None, str]] = Counter()
@@ -117,7 +129,7 @@ async def test_a_thousand_runs_through_faults_and_an_outage_lose_nothing(anyio_b
     streamed = {n for n in range(RUNS) if n % 4 == 0 and not inputs[n].startswith("bad ")}
     recorder = InMemoryRecorder()
     stamper = Stamper()
-    window: list[float] = []
+    outage = anyio.Event()
 
     # The vendor in a child process, as the demo runs it: in this one it would share the interpreter
     # lock with the thousand runs it serves.
@@ -127,15 +139,23 @@ async def test_a_thousand_runs_through_faults_and_an_outage_lose_nothing(anyio_b
         limits = httpx.Limits(max_connections=32, max_keepalive_connections=16)
         async with httpx.AsyncClient(limits=limits, event_hooks={"request": [stamper]}) as client:
             chain, primary = _stack(client, fv.base_url)
-            async with Runtime(recorders=[recorder]) as rt:
+            watch = BreakerWatch(primary.key_for(PRIMARY_MODEL))
+            async with Runtime(recorders=[recorder, watch]) as rt:
                 ref = ProviderActor.shared(rt, chain, max_concurrency=16)
                 agent = Agent(ref, tools=[lookup], nudges=False, max_steps=4)
 
                 def progress(done: int, failed: int, total: int) -> None:
-                    if done == OUTAGE_AFTER and not window:
-                        now = anyio.current_time()
-                        window.extend((now, now + OUTAGE_SECONDS))
+                    if done == OUTAGE_AFTER:
+                        outage.set()
+
+                async def keep_the_primary_down() -> None:
+                    # Renewed until its breaker opens: on a loaded machine a second of wall clock may
+                    # carry too few requests to open it.  The last renewal still runs its course.
+                    await outage.wait()
+                    while not watch.opened.is_set():
                         fv.outage(wire="openai", duration=OUTAGE_SECONDS)
+                        with anyio.move_on_after(OUTAGE_SECONDS * 0.8):
+                            await watch.opened.wait()
 
                 results: list[Any] = [None] * RUNS
 
@@ -144,11 +164,16 @@ async def test_a_thousand_runs_through_faults_and_an_outage_lose_nothing(anyio_b
 
                 # run_many carries the runs that do not stream; the others stream through agent.run(on_token=).
                 plain = [n for n in range(RUNS) if n not in streamed]
-                with anyio.fail_after(120):
-                    async with anyio.create_task_group() as tg:
-                        for n in sorted(streamed):
-                            tg.start_soon(streamed_run, n)
-                        batch = await rt.run_many(agent, [inputs[n] for n in plain], concurrency=100, progress=progress)
+                with anyio.fail_after(300):  # a few seconds on a quiet machine
+                    async with anyio.create_task_group() as keeper:
+                        keeper.start_soon(keep_the_primary_down)
+                        async with anyio.create_task_group() as tg:
+                            for n in sorted(streamed):
+                                tg.start_soon(streamed_run, n)
+                            batch = await rt.run_many(
+                                agent, [inputs[n] for n in plain], concurrency=100, progress=progress
+                            )
+                        keeper.cancel_scope.cancel()  # every run has ended: the check below says if it opened
                 for n, result in zip(plain, batch, strict=True):
                     results[n] = result
                 await rt.wait_idle()

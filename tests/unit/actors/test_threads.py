@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import pytest
@@ -19,10 +20,25 @@ from agentactors.actors.threads import DEFAULT_LIMIT
 pytestmark = pytest.mark.anyio
 
 
-async def _eventually(check: Callable[[], bool], within: float = 5.0) -> None:
+async def _eventually(check: Callable[[], bool], within: float = 30.0) -> None:
     with anyio.fail_after(within):
         while not check():  # noqa: ASYNC110 - what is checked is changed by worker threads
             await anyio.sleep(0.01)
+
+
+async def _given_up_once_started(pool: WorkerThreads, fn: Callable[[], object], started: threading.Event,
+                                 **kwargs: Any) -> None:
+    """``pool.run_sync(fn)``, cancelled once ``fn``'s thread has set ``started`` (a condition, not a clock)."""
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as tg:
+
+            async def give_up() -> None:
+                await _eventually(started.is_set)
+                scope.cancel()
+
+            tg.start_soon(give_up)
+            await pool.run_sync(fn, **kwargs)
+    assert scope.cancelled_caught
 
 
 async def test_a_call_returns_its_value_and_raises_its_error() -> None:
@@ -65,12 +81,10 @@ async def test_an_abandoned_call_frees_its_slot_and_is_counted_until_its_thread_
 
     def stuck() -> str:
         started.set()
-        release.wait(5)
+        release.wait(60)  # released below: the bound only keeps a failed test from hanging
         return "late"
 
-    with anyio.move_on_after(0.05):
-        await pool.run_sync(stuck, on_abandoned=reported.append)
-    assert started.is_set()
+    await _given_up_once_started(pool, stuck, started, on_abandoned=reported.append)
     assert reported == [1] and pool.abandoned == 1
     # The one slot is free although its thread still runs: the next call is not held up by it.
     assert await pool.run_sync(lambda: "next") == "next"
@@ -130,8 +144,13 @@ async def test_one_pool_per_event_loop_and_the_runtime_reports_its_abandoned_thr
     async with Runtime() as rt:
         assert rt.stats().abandoned_threads == before
         for _ in range(3):
-            with anyio.move_on_after(0.02):
-                await pool.run_sync(lambda: release.wait(5))
+            started = threading.Event()
+
+            def stuck(started: threading.Event = started) -> bool:
+                started.set()
+                return release.wait(60)  # released below
+
+            await _given_up_once_started(pool, stuck, started)
         assert rt.stats().abandoned_threads == before + 3 == pool.abandoned
         release.set()
         await _eventually(lambda: rt.stats().abandoned_threads == before)

@@ -82,7 +82,7 @@ async def test_stopping_ends_pending_answers_at_once() -> None:
             started = time.monotonic()
             await fv.__aexit__(None, None, None)
             elapsed = time.monotonic() - started
-    assert elapsed < 5.0
+    assert elapsed < 30.0  # not the 60 s the answers would take (generous for a loaded machine)
     assert len(results) == 2
     assert sorted(r.outcome for r in fv.requests) == ["aborted", "aborted"]
 
@@ -148,4 +148,4 @@ def test_stopping_does_not_wait_for_idle_keep_alive_connections() -> None:
         finally:
             started = time.monotonic()
             fv.stop()  # the client still holds its pooled connection open
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 30.0  # not the 120 s keep-alive timer
