@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_DEV  := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck pytest bench clean browser
+.PHONY: demo test lint typecheck pytest bench bench-w1 clean browser postgres
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,23 @@ browser:
 		fi; \
 	fi
 
+# PostgresStore and PostgresJournal are tested against a real server the tests start in a temporary directory
+# (tests/support/postgres.py): Debian's postgresql package is installed when no initdb is found (on PATH or in
+# /usr/lib/postgresql/*/bin) and we are root; otherwise the tests say the command (and fail under CI=true).
+postgres:
+	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && \
+	    [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing postgresql for the PostgreSQL tests"; \
+		log=$$(mktemp); \
+		if apt-get install -y -q postgresql >"$$log" 2>&1 || \
+		   { apt-get update -q >>"$$log" 2>&1 && apt-get install -y -q postgresql >>"$$log" 2>&1; }; then \
+			rm -f "$$log"; \
+		else \
+			status=$$?; cat "$$log" >&2; rm -f "$$log"; \
+			echo "make postgres: installing postgresql failed (apt-get's output above)" >&2; exit $$status; \
+		fi; \
+	fi
+
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist), each test file whole on one of them: a module's
 # fixtures (the Ray cluster, the MCP server) start once, and a file's tests keep their order.  Two, not
 # `auto`: two cores are what `make test` is sized for, and in a container with a CPU quota `auto` counts the
@@ -45,7 +62,7 @@ browser:
 # workers outnumber the cores.  `make test PYTEST_WORKERS=auto` on a machine of your own; 0: one process.
 PYTEST_WORKERS ?= 2
 
-test: $(STAMP_DEV) browser
+test: $(STAMP_DEV) browser postgres
 	$(VENV)/bin/ruff check agentactors tests examples benchmarks
 	$(VENV)/bin/mypy --strict agentactors
 	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
@@ -62,8 +79,13 @@ $(STAMP_BENCH): pyproject.toml benchmarks/requirements-peers.txt
 	$(BENCH_PY) -m pip install -q -e '.[bench]' -r benchmarks/requirements-peers.txt
 	touch $@
 
+# Every workload (W1 in both harnesses, W12, import time and cold start), then results/index.html beside the JSON.
 bench: $(STAMP_BENCH)
 	$(BENCH_PY) benchmarks/run.py $(ARGS)
+
+# W1 in the independent harness alone (a fresh process per framework): results/w1_independent.json.
+bench-w1: $(STAMP_BENCH)
+	$(BENCH_PY) benchmarks/w1_independent.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .ruff_cache build dist

@@ -7,8 +7,8 @@ events they recorded.  ``fakevendor`` serves the three vendor wires on loopback.
 ``explain FILE RUN_ID`` prints the explanation of one run of a JSONL event record
 (:meth:`agentactors.explain.Explanation.from_jsonl`).  ``replay FILE RUN_ID`` runs a recorded run again
 from a JSONL record or a SQLite journal with no vendor and no tool call; ``fork FILE RUN_ID --at STEP
---agent module:attr`` reuses its steps before STEP and runs the rest live with that agent
-(:mod:`agentactors.journal`).
+--agent module:attr`` reuses its steps before STEP and runs the rest live with that agent, then shows the
+fork beside its original (:mod:`agentactors.journal`, :mod:`agentactors.journal.compare`).
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--record", default="demo-events.jsonl", help="where to write the JSONL event record")
     demo.add_argument("--live", action="store_true", help="talk to the real vendors (needs API keys)")
+    demo.add_argument("--batch", action="store_true",
+                      help="the same job live and through BatchProvider (a vendor batch API), and what each cost")
     demo.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     demo.add_argument("--no-progress", action="store_true")
     sub.add_parser("exchange", help="one completed and one streamed ScriptedProvider request, with events")
@@ -104,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     fk.add_argument("run_id", help="the recorded run")
     fk.add_argument("--at", type=int, required=True, dest="at_step", help="the first step run live (from 1)")
     fk.add_argument("--agent", required=True, help="the live agent, as module:attribute (an Agent)")
+    fk.add_argument("--temperature", type=float, default=None, help="the live steps' temperature")
     return parser
 
 
@@ -136,15 +139,24 @@ def _rerun(args: argparse.Namespace) -> int:
     """``replay`` / ``fork``: the run again, then what it came to."""
     from .errors import AgentActorsError
     from .journal import fork, replay
+    from .journal.compare import explain_fork
+    from .settings import ModelSettings
 
     source: object = _source(args.file)
+    compared: list[object] = []
 
     async def go() -> object:
         try:
             if args.command == "replay":
                 return await replay(source, args.run_id)  # type: ignore[arg-type]
             agent = _load_agent(args.agent)
-            return await fork(source, args.run_id, args.at_step, agent=agent)  # type: ignore[arg-type]
+            settings = ModelSettings(temperature=args.temperature) if args.temperature is not None else None
+            events = InMemoryRecorder()
+            result = await fork(
+                source, args.run_id, args.at_step, agent=agent, settings=settings, recorders=[events],  # type: ignore[arg-type]
+            )
+            compared.append(await explain_fork(result, source, events=events.events))
+            return result
         finally:
             close = getattr(source, "aclose", None)
             if close is not None:
@@ -159,6 +171,8 @@ def _rerun(args: argparse.Namespace) -> int:
     steps = getattr(result, "steps", 0)
     print(f"run {args.run_id} {done}: run {getattr(result, 'run_id', None)}, {steps} step(s)")
     print(getattr(result, "content", ""))
+    for comparison in compared:
+        print(comparison)
     return 0
 
 

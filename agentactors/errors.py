@@ -21,7 +21,9 @@ bases and, when it is not defined here, where it lives::
     │   ├── ProviderTimeoutError            was ProviderTimeout
     │   ├── OverloadedError                 was Overloaded; a ProviderActor refused a request it could not serve in time
     │   ├── AllProvidersFailedError         also an ExceptionGroup
-    │   └── ScriptExhaustedError            agentactors.providers.scripted: a ScriptedProvider ran out of script
+    │   ├── ScriptExhaustedError            agentactors.providers.scripted: a ScriptedProvider ran out of script
+    │   ├── BatchError                      agentactors.resilience.batch: a batch item or batch got no answer
+    │   └── BatchUnsupportedError           agentactors.resilience.batch: a provider whose wire has no batch API
     ├── ActorError                      the actor kernel: an ask that got no answer
     │   ├── AskTimeoutError                 was AskTimeout; also a TimeoutError
     │   └── ActorStoppedError               was ActorStopped
@@ -43,7 +45,10 @@ bases and, when it is not defined here, where it lives::
     ├── JournalError                    agentactors.journal (defined in journal.records): durable runs, replay, fork
     │   ├── RunNotRecordedError             also a LookupError; the source holds no such run
     │   ├── StepOutOfRangeError             also a ValueError; fork(..., at_step) past the recorded steps
-    │   └── ReplayDivergedError             the replayed run asked for more than its recording holds
+    │   ├── ReplayDivergedError             the replayed run asked for more than its recording holds
+    │   ├── ForkAgentMissingError           also a TypeError; fork(agent=None) found no agent of the recorded name
+    │   ├── JournalFormatError              also a ValueError; (journal.store) a row it cannot keep or read back
+    │   └── LeaseLostError                  (journal.store) another recoverer took the run over: commit refused
     ├── ConversionError                 also a ValueError; agentactors.tools.schema
     ├── EventRecordError                also a ValueError; agentactors.explain: a JSONL record line that is not an event
     ├── ToolsetError                    agentactors.tools (defined in tools.toolset)
@@ -623,14 +628,27 @@ class CostLimitExceededError(RunError):
     """A run spent more than its ``cost_limit``: found in ``RunResult.error``, never raised by the run.
 
     The run stops right after the model call that passed the limit (that call is paid for: its answer is
-    not acted on).  ``limit`` is the run's ``cost_limit``; ``spent`` what it had spent then, its
-    delegated runs' included, in the price table's currency (:mod:`agentactors.pricing`).
+    not acted on), or before a call its estimate says would pass it (``estimate`` is then that call's
+    estimated cost; ``None`` otherwise).  ``limit`` is the limit passed; ``spent`` what had been spent
+    under it then, delegated runs' included, in the price table's currency (:mod:`agentactors.pricing`);
+    ``scope`` whose limit it was: ``"run"`` (the run's ``cost_limit``), ``"parent run"``, ``"runtime"``,
+    or a :class:`~agentactors.gateway.cost_budget.CostBudget`'s name (a session's is ``session 'key'``).
     """
 
-    def __init__(self, message: str, *, limit: float | None = None, spent: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: float | None = None,
+        spent: float | None = None,
+        scope: str | None = None,
+        estimate: float | None = None,
+    ) -> None:
         super().__init__(redact(message))
         self.limit = limit
         self.spent = spent
+        self.scope = scope
+        self.estimate = estimate
 
 
 class RunInterruptedError(RunError):

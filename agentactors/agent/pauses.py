@@ -10,16 +10,23 @@ run starts (a runtime that is not running, a toolset that cannot list its tools)
 A pause is named by the id of the run that paused and its pending calls' ids.  The claims live in
 this process (the most recent ``_LIMIT`` of them); across processes the caller must record the claim
 itself (docs/agents.md, "Approvals") — or use a session, whose store does it.
+
+A resume run again from its recording — ``replay`` or ``fork`` of a resumed run (:mod:`agentactors.journal`)
+— consumes nothing: the resume it repeats already went on, and its approved calls are served from the
+recording.  Such a caller starts it inside :func:`again`, and that one resume is not claimed.
 """
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 from ..errors import PauseConsumedError
 from ..loop.pause import PausedRun
 
-__all__ = ["claim", "release"]
+__all__ = ["again", "claim", "release"]
 
 #: Claims kept (oldest forgotten first): a pause older than this many resumes is no longer recognised.
 _LIMIT: Final = 100_000
@@ -28,13 +35,29 @@ _claimed: dict[tuple[str | None, tuple[str, ...]], None] = {}
 
 PauseKey = tuple[str | None, tuple[str, ...]]
 
+_AGAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("agentactors_pause_again", default=False)
+
+
+@contextmanager
+def again() -> Iterator[None]:
+    """Within the block, the next resume started in this task repeats a recorded one: it is not claimed."""
+    token = _AGAIN.set(True)
+    try:
+        yield
+    finally:
+        _AGAIN.reset(token)
+
 
 def _key(state: PausedRun) -> PauseKey:
     return state.run_id, tuple(call.id for call in state.pending)
 
 
-def claim(state: PausedRun) -> PauseKey:
-    """Claim ``state`` for one resume.  :raises PauseConsumedError: it was claimed already."""
+def claim(state: PausedRun) -> PauseKey | None:
+    """Claim ``state`` for one resume (``None``: a recorded resume run again, inside :func:`again`: nothing
+    claimed).  :raises PauseConsumedError: it was claimed already."""
+    if _AGAIN.get():
+        _AGAIN.set(False)  # this resume only: one its tools start (a fork's live steps) is claimed as ever
+        return None
     key = _key(state)
     if key in _claimed:
         raise PauseConsumedError(
@@ -48,6 +71,7 @@ def claim(state: PausedRun) -> PauseKey:
     return key
 
 
-def release(key: PauseKey) -> None:
+def release(key: PauseKey | None) -> None:
     """Give a claim back: its resume failed before anything ran."""
-    _claimed.pop(key, None)
+    if key is not None:
+        _claimed.pop(key, None)

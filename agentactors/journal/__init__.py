@@ -2,13 +2,19 @@
 
 * :class:`SqliteJournal` — ``Runtime(journal=SqliteJournal("runs.db"))`` commits each step of each run as it
   completes; ``await rt.recover()`` finishes the runs a crashed process left.
+* :class:`PostgresJournal` — the same in PostgreSQL, shared by processes on many hosts (the ``[postgres]`` extra;
+  psycopg is imported when it first connects, not with this package).
 * :func:`replay` — a recorded run again, from a JSONL event record or a journal: no vendor call, no tool call.
-* :func:`fork` — a recorded run again up to a step, then live with another agent or settings.
+* :func:`fork` — a recorded run again up to a step, then live with another agent or settings;
+  :func:`explain_fork` — the fork beside its original (what changed, which answer differs).
 """
 
 from __future__ import annotations
 
+from .compare import ForkComparison, explain_fork
+from .postgres import PostgresJournal
 from .records import (
+    ForkAgentMissingError,
     JournalError,
     RecordedRun,
     RecordedStep,
@@ -18,11 +24,16 @@ from .records import (
 )
 from .replay import ReplayProvider, fork, load_run, replay
 from .sqlite import SqliteJournal
-from .store import JournalStore
+from .store import JournalFormatError, JournalStore, LeaseLostError
 
 __all__ = [
+    "ForkAgentMissingError",
+    "ForkComparison",
     "JournalError",
+    "JournalFormatError",
     "JournalStore",
+    "LeaseLostError",
+    "PostgresJournal",
     "RecordedRun",
     "RecordedStep",
     "ReplayDivergedError",
@@ -30,6 +41,7 @@ __all__ = [
     "RunNotRecordedError",
     "SqliteJournal",
     "StepOutOfRangeError",
+    "explain_fork",
     "fork",
     "load_run",
     "replay",

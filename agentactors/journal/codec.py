@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..loop import lineage
+from ..loop.pause import PausedRun
+from ..loop.tape import resuming
 from ..messages import LLMResponse, Message, StopReason, ToolCall, Usage
 from ..sessions.codec import (
     call_from_json,
     call_to_json,
+    paused_from_json,
+    paused_to_json,
     usage_from_json,
     usage_to_json,
     value_from_json,
@@ -24,7 +29,10 @@ from ..sessions.codec import (
 )
 
 __all__ = [
+    "RunOrigin",
     "message_from_event",
+    "origin_from_json",
+    "origin_now",
     "response_from_event",
     "response_from_json",
     "response_to_json",
@@ -70,6 +78,44 @@ def response_from_json(doc: Mapping[str, Any]) -> LLMResponse:
         None if data is None else value_from_json(data),
         doc.get("response_id"),
     )
+
+
+# --- where a run came from: a parent's tool call, or a pause ---------------------------------------------
+
+
+#: ``(parent_run_id, parent_call_id, resume)`` of a recorded run: what :func:`origin_from_json` reads back.
+RunOrigin = tuple["str | None", "str | None", "tuple[PausedRun, dict[str, bool | str]] | None"]
+
+
+def origin_now(parent_run_id: str | None) -> dict[str, Any] | None:
+    """Where the run a journal's ``open_run`` is opening comes from, as JSON (``None``: a plain top-level run).
+
+    A delegated run: its parent and the parent's call that runs it (:func:`agentactors.loop.lineage.current`,
+    which the run starts under); a resumed run: its pause and decisions (:func:`agentactors.loop.tape.resuming`)
+    — what recovery needs to start the run again the same way.
+    """
+    doc: dict[str, Any] = {}
+    if parent_run_id is not None:
+        doc["parent_run_id"] = parent_run_id
+        origin = lineage.current()
+        if origin is not None and origin.call_id is not None:
+            doc["parent_call_id"] = origin.call_id
+    resume = resuming()
+    if resume is not None:
+        doc["resume"] = paused_to_json(resume[0])
+        doc["decisions"] = {str(k): v for k, v in resume[1].items()}
+    return doc or None
+
+
+def origin_from_json(doc: Mapping[str, Any] | None) -> RunOrigin:
+    """The ``(parent_run_id, parent_call_id, resume)`` :func:`origin_now` encoded."""
+    if not doc:
+        return None, None, None
+    resume = None
+    if doc.get("resume") is not None:
+        decisions = {str(k): v if isinstance(v, bool) else str(v) for k, v in (doc.get("decisions") or {}).items()}
+        resume = (paused_from_json(doc["resume"]), decisions)
+    return doc.get("parent_run_id"), doc.get("parent_call_id"), resume
 
 
 # --- lenient: what a JSONL event record holds -------------------------------------------------------

@@ -12,11 +12,13 @@ from typing import Any
 import attrs
 
 from ..errors import AgentActorsError
+from ..loop.pause import PausedRun
 from ..loop.tape import StepWriter, Tape
 from ..messages import LLMResponse, Message
 from ..tools.results import ToolResult
 
 __all__ = [
+    "ForkAgentMissingError",
     "JournalError",
     "RecordedRun",
     "RecordedStep",
@@ -51,6 +53,15 @@ class StepOutOfRangeError(JournalError, ValueError):
         self.steps = steps
 
 
+class ForkAgentMissingError(JournalError, TypeError):
+    """``fork(..., agent=None)`` found no agent to run the live steps: none of the recorded name among the
+    ``agents`` given and those bound to the ``runtime`` given.  ``agent`` is the recorded agent's name."""
+
+    def __init__(self, message: str, *, agent: str | None) -> None:
+        super().__init__(message)
+        self.agent = agent
+
+
 @attrs.frozen(slots=True)
 class RecordedStep:
     """One step of a recorded run: its model ``response`` and, for a tool step, its tool ``results``.
@@ -71,6 +82,12 @@ class RecordedRun:
     ``status`` is ``"running"`` (nothing said it ended: a crash, or a run still going), ``"finished"``,
     ``"paused"``, ``"raised"`` or ``"cancelled"``.  ``native`` says whether its provider carried tools
     natively (``None``: not recorded); ``system`` is the system prompt its requests carried, when known.
+
+    Where it came from (a journal records it; a JSONL record does not): a delegated run's
+    ``parent_run_id`` and ``parent_call_id`` (the parent's tool call that ran it, when the delegating tool
+    said so), and its ``children`` left unfinished — recovered inside the parent's recovered tool step,
+    never on their own; a resumed run's ``resume`` (the pause and the decisions it went on with) and
+    ``resumed_results`` (the paused step's results, once committed).
     """
 
     run_id: str
@@ -81,6 +98,11 @@ class RecordedRun:
     native: bool | None = None
     system: str | None = None
     content: str | None = None
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
+    resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None
+    resumed_results: tuple[ToolResult, ...] | None = None
+    children: tuple[RecordedRun, ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -99,4 +121,6 @@ class RecordedRun:
         arguments are :class:`~agentactors.loop.tape.Tape`'s."""
         steps = self.steps if upto is None else tuple(s for s in self.steps if s.number < upto)
         results = {r.call_id: r for s in steps for r in s.results or ()}
+        if self.resumed_results is not None:  # the paused step a resumed run finished first
+            results.update((r.call_id, r) for r in self.resumed_results)
         return Tape([s.response for s in steps], results, writer, label=label, guard=guard)

@@ -8,6 +8,11 @@ no committed tool runs again; a tool step whose response was committed but whose
 again, with the same call ids and so the same ``ToolContext.idempotency_key``; then the run goes on live,
 committing as before.  It keeps its run id.
 
+Several recoverers (the replicas of a service, each calling ``rt.recover()`` on start) share a journal
+safely: ``unfinished`` lists only the runs whose lease is free, and each is *claimed*
+(:meth:`JournalStore.claim <agentactors.journal.JournalStore.claim>`) — atomically, so exactly one recoverer
+takes it — before it is run; a run another recoverer claimed first is left to it.
+
 How the tape reaches that run and no other: a context variable, set in the recovering task just before
 ``agent.run`` makes the run's controller there, and taken by the journal's ``open_run`` (once).
 """
@@ -61,6 +66,14 @@ async def recover(journal: JournalStore, rt: Any, *, agents: Iterable[Any]) -> l
 async def _finish(
     journal: JournalStore, rt: Any, run: RecordedRun, agent: Any, results: list[RunResult[Any] | None], index: int
 ) -> None:
+    claimed = await journal.claim(run.run_id)  # as committed when claimed: another recoverer may have gone on
+    if claimed is None:
+        log.info("run %s: another recoverer holds it; left to it", run.run_id)
+        return
+    run = claimed
     _ADOPTING.set(journal.resume_run(run))
     log.info("run %s: recovering from step %d", run.run_id, len(run.steps))
-    results[index] = await agent.run(run.inputs, runtime=rt)
+    if run.resume is not None:  # a resumed run starts again as it did: its pause, its decisions
+        results[index] = await agent.resume(*run.resume, runtime=rt)
+    else:
+        results[index] = await agent.run(run.inputs, runtime=rt)

@@ -26,6 +26,7 @@ import attrs
 
 from ..actors.runtime import ActorRef, Runtime
 from ..agent.core import Agent
+from ..agent.pauses import again
 from ..events import Recorder
 from ..gateway.provider import ProviderActor
 from ..loop.result import RunResult
@@ -34,7 +35,7 @@ from ..messages import LLMRequest, LLMResponse, Message
 from ..providers.port import native_tools_for
 from ..settings import ModelSettings
 from .jsonl import read_run
-from .records import RecordedRun, ReplayDivergedError, StepOutOfRangeError
+from .records import ForkAgentMissingError, RecordedRun, ReplayDivergedError, StepOutOfRangeError
 
 __all__ = ["ReplayProvider", "RunSource", "fork", "load_run", "replay"]
 
@@ -114,25 +115,30 @@ async def replay(
     *,
     agent: Agent[Any] | None = None,
     recorders: Iterable[Recorder] = (),
+    runtime: Runtime | None = None,
+    agents: Iterable[Agent[Any]] = (),
 ) -> RunResult[Any]:
     """Run the recorded run ``run_id`` of ``source`` again from its recording: no vendor call, no tool call.
 
     ``agent``: the agent to run it as (its prompt, tools' specs and settings shape the requests, which
-    its recorders see); its provider is never called, its tools never run.  ``None``: an agent made from the
-    recording (its name, its system prompt when the record has it, as many steps as were recorded).
-    ``recorders`` receive the replayed run's events (a tool call served from the recording says
-    ``replayed=True``).
+    its recorders see); its provider is never called, its tools never run.  ``None``: the agent of the
+    recorded name among ``agents`` and those bound to ``runtime`` (as ``rt.recover()`` finds it), else an
+    agent made from the recording (its name, its system prompt when the record has it, as many steps as
+    were recorded).  ``recorders`` receive the replayed run's events (a tool call served from the
+    recording says ``replayed=True``).  A resumed run is replayed as it went on: its pause, its decisions.
 
     :raises RunNotRecordedError: ``source`` holds no such run.
     :raises ReplayDivergedError: the run asked for a model call or a tool step its recording does not hold
         (``agent`` does not run as the recorded one did).
     """
     recorded = await load_run(source, run_id)
+    if agent is None:
+        agent = _named(recorded, runtime, agents)
     provider = ReplayProvider(native=_native(recorded, agent))
     agent = _agent_of(recorded, provider) if agent is None else attrs.evolve(agent, provider=provider)
     tape = recorded.tape(label=("run.replayed", {"replayed_from": run_id}), guard=_diverged)
     async with _runtime(tape, recorders) as rt:
-        result = await agent.run(recorded.inputs, runtime=rt)
+        result = await _start(agent, recorded, rt, None)
     if provider.asked:
         raise ReplayDivergedError(
             f"the replay of run {run_id!r} asked for more model calls than its {len(recorded.steps)} recorded steps"
@@ -148,21 +154,34 @@ async def fork(
     agent: Agent[Any] | None = None,
     settings: ModelSettings | None = None,
     recorders: Iterable[Recorder] = (),
+    runtime: Runtime | None = None,
+    agents: Iterable[Agent[Any]] = (),
 ) -> RunResult[Any]:
     """Run the recorded run ``run_id`` again: steps ``1 … at_step-1`` from the recording, the rest live.
 
     The reused steps keep their model responses and tool results (no vendor call, no tool call for them);
     from step ``at_step`` on, ``agent`` runs for real — its provider, its tools, ``settings`` over its own.
-    The result's ``forked_from`` is ``run_id`` (and its events say ``run.forked``); the recording is not
-    changed.
+    ``agent=None``: the recorded agent, found by its name among ``agents`` and the agents bound to
+    ``runtime`` (``agent.bind(rt)``), as ``rt.recover()`` finds it — "the same agent, other settings" is
+    ``fork(journal, run_id, 3, runtime=rt, settings=ModelSettings(temperature=0))``.  The fork still runs in
+    a runtime of its own.  The result's ``forked_from`` is ``run_id`` (and its events say ``run.forked``,
+    with ``at_step``); the recording is not changed.
 
     :raises StepOutOfRangeError: ``at_step`` is not a step of the run (``1 … steps``).
     :raises RunNotRecordedError: ``source`` holds no such run.
-    :raises TypeError: no ``agent`` (the live steps need one).
+    :raises ForkAgentMissingError: no ``agent``, and none of the recorded name among ``agents`` and
+        ``runtime``'s (the live steps need a provider and tools, which a recording does not hold).
     """
-    if agent is None:
-        raise TypeError("fork() needs the agent that runs the live steps: fork(source, run_id, at_step, agent=...)")
     recorded = await load_run(source, run_id)
+    if agent is None:
+        agent = _named(recorded, runtime, agents)
+        if agent is None:
+            raise ForkAgentMissingError(
+                f"fork() of run {run_id!r} needs the agent that runs the live steps (a recording holds no "
+                f"provider and no tools): pass agent=..., or agents=[...] / runtime= holding an agent named "
+                f"{recorded.agent!r} (agent.bind(rt))",
+                agent=recorded.agent,
+            )
     count = len(recorded.steps)
     if isinstance(at_step, bool) or not isinstance(at_step, int) or not 1 <= at_step <= count:
         raise StepOutOfRangeError(
@@ -173,8 +192,26 @@ async def fork(
     tape = recorded.tape(at_step, label=("run.forked", {"forked_from": run_id, "at_step": at_step}))
     async with _runtime(tape, recorders) as rt:
         live = agent if isinstance(agent.provider, ActorRef) else attrs.evolve(agent, provider=_own_provider(rt, agent))
-        result = await live.run(recorded.inputs, runtime=rt, settings=settings)
+        result = await _start(live, recorded, rt, settings)
     return attrs.evolve(result, forked_from=run_id)
+
+
+def _named(recorded: RecordedRun, runtime: Runtime | None, agents: Iterable[Agent[Any]]) -> Agent[Any] | None:
+    """The agent of the recorded run's name among ``agents``, then those bound to ``runtime``; ``None``: none."""
+    if recorded.agent is None:
+        return None
+    candidates = [*agents, *(runtime.bound if runtime is not None else ())]
+    return next((a for a in candidates if getattr(a, "name", None) == recorded.agent), None)
+
+
+async def _start(
+    agent: Agent[Any], recorded: RecordedRun, rt: Runtime, settings: ModelSettings | None
+) -> RunResult[Any]:
+    """The recorded run started again as it started: from its input, or — a resumed run — from its pause."""
+    if recorded.resume is not None:
+        with again():  # the resume it repeats went on already: this one consumes no pause
+            return await agent.resume(*recorded.resume, runtime=rt, settings=settings)
+    return await agent.run(recorded.inputs, runtime=rt, settings=settings)
 
 
 @asynccontextmanager

@@ -8,18 +8,41 @@ from typing import Any, Protocol, runtime_checkable
 from ..loop.result import RunResult
 from ..loop.tape import Tape
 from ..messages import Message
-from .records import RecordedRun
+from .records import JournalError, RecordedRun
 
-__all__ = ["JournalStore"]
+__all__ = ["JournalFormatError", "JournalStore", "LeaseLostError"]
+
+
+class JournalFormatError(JournalError, ValueError):
+    """A value a journal was given or read back is not one it keeps: not JSON, past the JSON depth and size
+    policy (:mod:`agentactors._json`), or a stored row that does not decode.  Nothing was written."""
+
+
+class LeaseLostError(JournalError):
+    """This journal's lease on a run was taken over by another recoverer (its own had expired): the run's
+    commit was refused, so the run stops here and the other owner finishes it.  ``run_id`` names the run."""
+
+    def __init__(self, message: str, *, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 @runtime_checkable
 class JournalStore(Protocol):
-    """A step journal: ``Runtime(journal=...)`` takes one (:class:`~agentactors.journal.SqliteJournal`).
+    """A step journal: ``Runtime(journal=...)`` takes one (:class:`~agentactors.journal.SqliteJournal`,
+    :class:`~agentactors.journal.PostgresJournal`).
 
     ``open_run`` is the loop's port (:class:`~agentactors.loop.tape.Journal`): a tape for each run that
     starts.  ``resume_run`` is the tape a recovered run goes on with; ``load_run`` and ``unfinished``
     read what was committed.
+
+    **Leases.**  Every run a journal object runs (live or recovered) is leased to it: an owner id and an
+    expiry, renewed while its process lives.  ``unfinished`` lists only the runs whose lease is free —
+    expired, or held by a process known dead — and ``claim`` takes one (atomically: of several recoverers
+    on one database, one wins), so two processes calling ``rt.recover()`` never both finish a run.
+
+    **Parking.**  ``park`` / ``parked`` / ``unpark``: a small durable map ``key -> JSON text`` beside the
+    runs, for what must outlive a process and is not a step — a run's pending batch request, say.
     """
 
     def open_run(
@@ -36,8 +59,31 @@ class JournalStore(Protocol):
 
     async def load_run(self, run_id: str) -> RecordedRun: ...
 
-    async def unfinished(self) -> list[RecordedRun]: ...
+    async def unfinished(self) -> list[RecordedRun]:
+        """The runs nothing said ended whose lease is free (their process died): what ``recover`` may take."""
+        ...
+
+    async def claim(self, run_id: str) -> RecordedRun | None:
+        """Lease an unfinished run to this journal and return it as committed; ``None`` if it ended or another
+        live owner holds it (a recoverer that lost the race leaves it)."""
+        ...
 
     async def recover(self, rt: Any, *, agents: Iterable[Any]) -> list[RunResult[Any]]: ...
+
+    async def park(self, key: str, value: str) -> None:
+        """Keep ``value`` (JSON text) under ``key``, replacing what was there, durably (committed on return).
+
+        :raises JournalFormatError: ``value`` is not JSON, or is past the JSON depth and size policy.
+        :raises ValueError: ``key`` is empty.
+        """
+        ...
+
+    async def parked(self, key: str) -> str | None:
+        """The value parked under ``key``, or ``None``.  :raises JournalFormatError: the stored text is bad."""
+        ...
+
+    async def unpark(self, key: str) -> None:
+        """Forget ``key`` (nothing happens if nothing is parked under it)."""
+        ...
 
     async def aclose(self) -> None: ...

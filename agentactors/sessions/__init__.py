@@ -7,13 +7,17 @@ runs one turn on the session's history and commits it.  The modules, one idea ea
 * :mod:`.actor` — what a session's actor does with a turn: the commit rule, pauses, conflicts;
 * :mod:`.registry` — activation on demand and deactivation when idle (one sweeper per runtime);
 * :mod:`.store` — the :class:`SessionStore` port and :class:`SessionRecord`;
-* :mod:`.memory` and :mod:`.sqlite` — :class:`MemoryStore` and :class:`SqliteStore`;
+* :mod:`.memory`, :mod:`.sqlite` and :mod:`.postgres` — :class:`MemoryStore`, :class:`SqliteStore` and
+  :class:`PostgresStore` (the ``[postgres]`` extra; psycopg is imported when it first connects);
 * :mod:`.format` and :mod:`.codec` — the stored JSON document, its format versions and migrations.
 """
 
 from .memory import MemoryStore
+from .postgres import PostgresStore
 from .session import AgentSession, open_session
 from .sqlite import SqliteStore
 from .store import SessionRecord, SessionStore
 
-__all__ = ["AgentSession", "MemoryStore", "SessionRecord", "SessionStore", "SqliteStore", "open_session"]
+__all__ = [
+    "AgentSession", "MemoryStore", "PostgresStore", "SessionRecord", "SessionStore", "SqliteStore", "open_session",
+]

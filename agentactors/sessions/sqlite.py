@@ -54,32 +54,24 @@ several stores (in several processes or threads) may share one file.
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
-from typing import Any, Final, Literal, TypeVar
+from functools import partial
+from typing import Any, Final, Literal
 
-import anyio
-import anyio.to_thread
-from anyio.lowlevel import RunVar
-
+from .._sqlite import Snapshot, Transaction, Worker, check_options
 from ..errors import SessionConflictError, SessionFormatError
 from .format import dump_head, dump_messages, load_record, stored_count
 from .store import SessionRecord, conflict_message
 
 __all__ = ["LAYOUT", "SqliteStore"]
 
-T = TypeVar("T")
-
 #: The version of the tables' layout this version writes (kept in ``agentactors_meta``).
 LAYOUT: Final = 1
 _TABLE: Final = "agentactors_sessions"
 _META: Final = "agentactors_meta"
 _PIECES: Final = "agentactors_messages"
-_SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 
 _SCHEMA: Final = (
     f"CREATE TABLE IF NOT EXISTS {_TABLE} ("
@@ -110,7 +102,7 @@ class SqliteStore:
     :raises ValueError: a negative ``busy_timeout``, an unknown ``synchronous``.
     """
 
-    __slots__ = ("_conn", "_limiter", "_lock", "busy_timeout", "path", "synchronous")
+    __slots__ = ("_worker", "busy_timeout", "path", "synchronous")
 
     def __init__(
         self,
@@ -119,21 +111,19 @@ class SqliteStore:
         busy_timeout: float = 5.0,
         synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL",
     ) -> None:
-        if isinstance(busy_timeout, bool) or not busy_timeout >= 0 or math.isinf(busy_timeout):
-            raise ValueError(f"busy_timeout must be a finite number of seconds >= 0, not {busy_timeout!r}")
-        mode = str(synchronous).upper()
-        if mode not in _SYNCHRONOUS:
-            raise ValueError(f"synchronous must be one of {sorted(_SYNCHRONOUS)}, not {synchronous!r}")
+        self.busy_timeout, self.synchronous = check_options(busy_timeout, synchronous)
         self.path = os.fspath(path)
-        self.busy_timeout = float(busy_timeout)
-        self.synchronous = mode
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-        # One token per event loop: a RunVar, because a limiter belongs to the loop that made it.
-        self._limiter: RunVar[anyio.CapacityLimiter] = RunVar(f"agentactors-sqlite-store-{id(self)}")
+        # The connection, its thread and its one-token limiter: agentactors._sqlite (shared with the journal).
+        setup, name = partial(_setup, self.path), f"agentactors-sqlite-store-{id(self)}"
+        self._worker = Worker(self.path, self.busy_timeout, self.synchronous, setup, name)
+
+    @property
+    def _conn(self) -> sqlite3.Connection | None:
+        """The open connection, or ``None`` (for this package's tests)."""
+        return self._worker.conn
 
     def __repr__(self) -> str:
-        return f"SqliteStore({self.path!r}{', open' if self._conn is not None else ''})"
+        return f"SqliteStore({self.path!r}{', open' if self._worker.conn is not None else ''})"
 
     async def __aenter__(self) -> SqliteStore:
         return self
@@ -152,7 +142,7 @@ class SqliteStore:
         Cancellation: the query runs in a worker thread and is not interrupted: a cancelled caller
         waits for it (a read: milliseconds) and then sees the cancellation.
         """
-        return await self._call(_load, key)
+        return await self._worker.call(_load, key)
 
     async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
         """Store ``record`` in one transaction if the stored version is ``expected_version``.
@@ -172,112 +162,44 @@ class SqliteStore:
         """
         if not isinstance(record, SessionRecord):
             raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
-        return await self._call(_commit, record, expected_version)
+        return await self._worker.call(_commit, record, expected_version)
 
     async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
         """Forget ``key`` (only at ``expected_version``, if given), in one transaction.
 
         Cancellation: as :meth:`commit`.
         """
-        return await self._call(_delete, key, expected_version)
+        return await self._worker.call(_delete, key, expected_version)
 
     async def aclose(self) -> None:
         """Close the connection (the next use opens a new one).  Idempotent.
 
         Cancellation: waits for a statement that is running to end, then closes; not interrupted.
         """
-        await self._call(_close)
-
-    # -- threads ------------------------------------------------------------------------------------
-
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        limiter = self._limiter.get(None)
-        if limiter is None:
-            limiter = anyio.CapacityLimiter(1)
-            self._limiter.set(limiter)
-        return await anyio.to_thread.run_sync(self._locked, fn, args, limiter=limiter)
-
-    def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        """In the worker thread: one call at a time on the one connection (opened here if need be)."""
-        with self._lock:
-            if fn is _close:
-                conn, self._conn = self._conn, None
-                if conn is not None:
-                    conn.close()
-                return fn(None)
-            conn = self._conn
-            if conn is None:
-                conn = self._conn = _connect(self.path, self.busy_timeout, self.synchronous)
-            return fn(conn, *args)
+        await self._worker.close()
 
 
 # --- what runs in the worker thread ------------------------------------------------------------------
 
 
-def _connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
-    """Open ``path``, set WAL and the timeouts, create or check the tables."""
-    # isolation_level=None: no implicit transactions; every one here is an explicit BEGIN IMMEDIATE.
-    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")  # a no-op answer ("memory") for ":memory:"
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-        with _transaction(conn):
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            row = conn.execute(f"SELECT value FROM {_META} WHERE name = 'layout'").fetchone()
-            if row is None:
-                conn.execute(f"INSERT INTO {_META} (name, value) VALUES ('layout', ?)", (LAYOUT,))
-            elif row[0] != LAYOUT:
-                raise SessionFormatError(
-                    f"the session database {path!r} has layout {row[0]}, which this agentactors does not read "
-                    f"(it reads {LAYOUT}): upgrade agentactors (the file was left as it is)",
-                    found=row[0],
-                )
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-class _snapshot:
-    """``BEGIN`` … ``COMMIT``: a read transaction, so a document and its pieces are of one commit."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN")
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        if self.conn.in_transaction:
-            self.conn.execute("COMMIT")
-
-
-class _transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` on any exception."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        if exc_type is None:
-            self.conn.execute("COMMIT")
-        elif self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+def _setup(path: str, conn: sqlite3.Connection) -> None:
+    """Create or check the tables (the connection is in WAL mode already: :mod:`agentactors._sqlite`)."""
+    with Transaction(conn):
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        row = conn.execute(f"SELECT value FROM {_META} WHERE name = 'layout'").fetchone()
+        if row is None:
+            conn.execute(f"INSERT INTO {_META} (name, value) VALUES ('layout', ?)", (LAYOUT,))
+        elif row[0] != LAYOUT:
+            raise SessionFormatError(
+                f"the session database {path!r} has layout {row[0]}, which this agentactors does not read "
+                f"(it reads {LAYOUT}): upgrade agentactors (the file was left as it is)",
+                found=row[0],
+            )
 
 
 def _load(conn: sqlite3.Connection, key: str) -> SessionRecord | None:
-    with _snapshot(conn):
+    with Snapshot(conn):
         row = conn.execute(f"SELECT version, body FROM {_TABLE} WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -312,7 +234,7 @@ def _commit(conn: sqlite3.Connection, record: SessionRecord, expected: int | Non
     appended = dump_messages(key, messages[kept:]) if expected is not None and kept else None
     whole = None if appended is not None else dump_messages(key, messages)
     now = time.time()
-    with _transaction(conn):
+    with Transaction(conn):
         if expected is None:
             cursor = conn.execute(
                 f"INSERT OR IGNORE INTO {_TABLE} (key, version, body, updated) VALUES (?, 1, ?, ?)", (key, head, now)
@@ -339,7 +261,7 @@ def _commit(conn: sqlite3.Connection, record: SessionRecord, expected: int | Non
 
 
 def _delete(conn: sqlite3.Connection, key: str, expected: int | None) -> bool:
-    with _transaction(conn):
+    with Transaction(conn):
         if expected is None:
             cursor = conn.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
         else:
@@ -349,6 +271,3 @@ def _delete(conn: sqlite3.Connection, key: str, expected: int | None) -> bool:
             conn.execute(f"DELETE FROM {_PIECES} WHERE key = ?", (key,))
     return deleted
 
-
-def _close(_: None) -> None:
-    return None

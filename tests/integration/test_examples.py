@@ -129,3 +129,17 @@ async def test_resilient_chain_cloud(capsys: pytest.CaptureFixture[str]) -> None
     assert lines[-1] == ("failovers: bedrock → azure-openai (transient), bedrock → azure-openai (transient), "
                          "azure-openai → openai-responses (transient), bedrock → azure-openai (circuit_open)")
     assert capsys.readouterr().out.splitlines() == lines
+
+
+async def test_durable_recovery(capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = await _load("durable_recovery").main()  # a real child process, killed by SIGKILL mid-run
+    result = outcome.result
+    assert result.ok and result.run_id == outcome.crashed_run and result.steps == 4
+    assert outcome.model_calls == 4  # one per step: the committed steps were not asked for again
+    assert [c.name for c in result.tool_calls] == ["reserve_seat", "charge_card", "send_receipt"]
+    keys = [line.split()[0] for line in outcome.effects]
+    assert len(keys) == 3 == len(set(keys)) and all(k.startswith(f"{result.run_id}:") for k in keys)
+    charge = next(k for k, line in zip(keys, outcome.effects, strict=True) if "card charged" in line)
+    assert [line.split()[0] for line in outcome.attempts] == [keys[0], charge, charge, keys[2]]
+    out = capsys.readouterr().out
+    assert "killed by signal 9 inside charge_card" in out and "side effects (each once)" in out

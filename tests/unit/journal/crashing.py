@@ -15,7 +15,17 @@ from typing import Any
 
 import anyio
 
-from agentactors import Agent, LLMRequest, LLMResponse, Runtime, SqliteJournal, ToolCall, ToolContext, tool
+from agentactors import (
+    Agent,
+    LLMRequest,
+    LLMResponse,
+    PostgresJournal,
+    Runtime,
+    SqliteJournal,
+    ToolCall,
+    ToolContext,
+    tool,
+)
 
 STEPS = 3  # steps with a tool call; the next one answers
 
@@ -54,6 +64,13 @@ def make_agent(ledger: Path, kill_in_tool: int | None = None, kill_at_model: int
     return Agent(Stateless(kill_at_model), tools=[charge], name="payer")
 
 
+def open_journal(target: str, **options: Any) -> SqliteJournal | PostgresJournal:
+    """The journal ``target`` names: a PostgreSQL DSN (``postgresql://…``) or a SQLite file."""
+    if target.startswith("postgresql://"):
+        return PostgresJournal(target, **options)
+    return SqliteJournal(target, **options)
+
+
 async def main(db: str, ledger: str, where: str) -> None:
     kind, _, number = where.partition(":")
     agent = make_agent(
@@ -61,7 +78,7 @@ async def main(db: str, ledger: str, where: str) -> None:
         kill_in_tool=int(number) if kind == "tool" else None,
         kill_at_model=int(number) if kind == "model" else None,
     )
-    async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
+    async with open_journal(db) as journal, Runtime(journal=journal) as rt:
         result = await agent.bind(rt).run("pay")
     print(result.run_id, result.content)
 

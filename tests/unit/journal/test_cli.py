@@ -40,9 +40,12 @@ def test_fork_runs_the_rest_with_the_named_agent(
         "agent = Agent(ScriptedProvider(['A different ending.']), name='shop')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert main(["fork", str(path), run_id, "--at", "3", "--agent", "forkagent:agent"]) == 0
+    assert main(["fork", str(path), run_id, "--at", "3", "--agent", "forkagent:agent", "--temperature", "0.2"]) == 0
     out = capsys.readouterr().out
     assert f"run {run_id} forked at step 3" in out and "A different ending." in out
+    # then the fork beside its original: what changed, step by step, which answer differs
+    assert f"of run {run_id} (live from step 3)" in out and "temperature: (default) → 0.2" in out
+    assert "step 2 (reused): charge" in out and "original: Charged 250 for sunny Lisbon." in out
 
 
 def test_errors_are_one_line_and_exit_1(recorded: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agentactors import Agent, InMemoryRecorder, ModelSettings, ToolCall, fork
-from agentactors.journal import StepOutOfRangeError
+from agentactors import Agent, InMemoryRecorder, ModelSettings, Runtime, ToolCall, fork, replay
+from agentactors.journal import ForkAgentMissingError, StepOutOfRangeError
 from agentactors.providers.scripted import ScriptedProvider
 
 from .conftest import Ledger, record
@@ -42,12 +42,15 @@ async def test_fork_reuses_the_steps_before_and_calls_the_new_provider_for_the_r
 async def test_fork_at_the_first_step_is_all_live_and_takes_settings(tmp_path: Path, ledger: Ledger) -> None:
     rec = await record(tmp_path / "events.jsonl", ledger)
     provider = ScriptedProvider(["No charge today."])
+    events = InMemoryRecorder()
     forked = await fork(
         rec.path, rec.result.run_id or "", 1,
-        agent=Agent(provider, name="shop"), settings=ModelSettings(temperature=0.0),
+        agent=Agent(provider, name="shop"), settings=ModelSettings(temperature=0.0), recorders=[events],
     )
     assert provider.calls == 1 and provider.requests[0].temperature == 0.0
     assert forked.content == "No charge today." and forked.steps == 1 and forked.forked_from == rec.result.run_id
+    # Nothing reused, and still the run says what it was forked from (before its first, live, model call).
+    assert [(e.forked_from, e.at_step) for e in events.events if e.type == "run.forked"] == [(rec.result.run_id, 1)]
 
 
 async def test_a_step_past_the_end_is_a_typed_error(tmp_path: Path, ledger: Ledger) -> None:
@@ -61,3 +64,36 @@ async def test_a_step_past_the_end_is_a_typed_error(tmp_path: Path, ledger: Ledg
         await fork(rec.path, rec.result.run_id or "", 9, agent=agent)
     with pytest.raises(TypeError, match="needs the agent"):
         await fork(rec.path, rec.result.run_id or "", 2)
+
+
+async def test_fork_without_an_agent_takes_the_recorded_one_by_name_or_says_what_it_needs(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    rec = await record(tmp_path / "events.jsonl", ledger)
+    run_id = rec.result.run_id or ""
+    live = Ledger()
+    provider = ScriptedProvider(["Not charging after all."])
+    async with Runtime() as rt:
+        shop = Agent(provider, tools=live.tools(), name="shop", system="You shop.").bind(rt)
+        other = Agent(ScriptedProvider(["wrong agent"]), name="other").bind(rt)
+        forked = await fork(rec.path, run_id, 2, runtime=rt, settings=ModelSettings(temperature=0.5))
+    assert shop.name == "shop" and other.name == "other"
+    assert forked.content == "Not charging after all." and forked.forked_from == run_id
+    assert provider.calls == 1 and provider.requests[0].temperature == 0.5  # the recorded agent, new settings
+    assert live.charges == [] and forked.messages[:3] == rec.result.messages[:3]
+    by_keyword = await fork(rec.path, run_id, 3, agents=[Agent(ScriptedProvider(["kw"]), name="shop")])
+    assert by_keyword.content == "kw"
+    with pytest.raises(ForkAgentMissingError, match="agent named 'shop'") as info:
+        await fork(rec.path, run_id, 2, agents=[Agent(ScriptedProvider(["x"]), name="someone-else")])
+    assert info.value.agent == "shop" and isinstance(info.value, TypeError)
+
+
+async def test_replay_without_an_agent_takes_the_recorded_one_by_name(tmp_path: Path, ledger: Ledger) -> None:
+    rec = await record(tmp_path / "events.jsonl", ledger)
+    events = InMemoryRecorder()
+    provider = ScriptedProvider(["never asked"])
+    named = Agent(provider, tools=Ledger().tools(), name="shop", system="You shop.", recorders=[events])
+    again = await replay(rec.path, rec.result.run_id or "", agents=[named])
+    assert provider.calls == 0 and again.messages == rec.result.messages
+    requests = [e.request for e in events.events if e.type == "llm.request"]
+    assert [t.name for t in requests[0].tools] == ["charge", "lookup"]  # the named agent's tools shaped them

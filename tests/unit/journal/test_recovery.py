@@ -1,6 +1,7 @@
 """rt.recover(): a real process killed by SIGKILL mid-run, its run finished here, each side effect once.
 
-Real processes, files and threads: the real clock.
+On both journals: a SQLite file and a real PostgreSQL server (tests/support/postgres.py).
+Real processes, files, servers and threads: the real clock.
 """
 
 from __future__ import annotations
@@ -12,16 +13,26 @@ from pathlib import Path
 
 import pytest
 
-from agentactors import Runtime, SqliteJournal
+from agentactors import Runtime
+from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
-from .crashing import STEPS, make_agent
+from .crashing import STEPS, make_agent, open_journal
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _crash(db: Path, ledger: Path, where: str) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the journal is: a SQLite file, or a new database of the test server (its DSN)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    return dsn
+
+
+def _crash(db: str, ledger: Path, where: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tests.unit.journal.crashing", str(db), str(ledger), where],
         cwd=ROOT, capture_output=True, text=True, check=False, timeout=60,
@@ -35,12 +46,12 @@ def _effects(ledger: Path) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("where", ["model:1", "tool:1", "model:2", "tool:2", "model:3", "tool:3", "model:4"])
-async def test_a_killed_run_is_finished_with_each_side_effect_once(tmp_path: Path, where: str) -> None:
-    db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
+async def test_a_killed_run_is_finished_with_each_side_effect_once(tmp_path: Path, db: str, where: str) -> None:
+    ledger = tmp_path / "ledger.txt"
     _crash(db, ledger, where)
     before = _effects(ledger)
     agent = make_agent(ledger)
-    async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
+    async with open_journal(db) as journal, Runtime(journal=journal) as rt:
         bound = agent.bind(rt)  # found by name (among the agents bound to the runtime and alive)
         (result,) = await rt.recover()
         assert await rt.recover() == []  # nothing left to do
@@ -59,10 +70,10 @@ async def test_a_killed_run_is_finished_with_each_side_effect_once(tmp_path: Pat
     assert all(k.startswith(f"{result.run_id}:") for k in keys)  # the recovered run kept its id
 
 
-async def test_recover_takes_agents_by_keyword_and_leaves_runs_without_one(tmp_path: Path) -> None:
-    db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
+async def test_recover_takes_agents_by_keyword_and_leaves_runs_without_one(tmp_path: Path, db: str) -> None:
+    ledger = tmp_path / "ledger.txt"
     _crash(db, ledger, "tool:2")
-    async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
+    async with open_journal(db) as journal, Runtime(journal=journal) as rt:
         assert await rt.recover() == []  # no agent named "payer" here: left for later
         assert len(await journal.unfinished()) == 1
         (result,) = await rt.recover(agents=[make_agent(ledger)])

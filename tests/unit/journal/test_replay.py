@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentactors import Agent, InMemoryRecorder, Runtime, replay
+from agentactors import Agent, InMemoryRecorder, Runtime, ToolCall, ToolContext, replay, tool
 from agentactors.journal import ReplayDivergedError, RunNotRecordedError, SqliteJournal
 from agentactors.providers.scripted import ScriptedProvider
 
@@ -97,3 +97,47 @@ async def test_an_unknown_run_is_a_typed_error(tmp_path: Path, ledger: Ledger) -
             await replay(journal, "nope")
     with pytest.raises(TypeError, match="JSONL path or a journal"):
         await replay(42, "x")  # type: ignore[arg-type]
+
+
+async def test_a_resumed_run_is_journaled_and_replayed_from_its_pause(tmp_path: Path, ledger: Ledger) -> None:
+    charged: list[str] = []
+
+    @tool(requires_approval=True)
+    async def refund(ctx: ToolContext, cents: int) -> str:
+        """Refund, once a person said yes."""
+        charged.append(ctx.idempotency_key)
+        return f"refunded {cents}"
+
+    provider = ScriptedProvider([[ToolCall("r1", "refund", {"cents": 5})], "Refunded 5."])
+    agent = Agent(provider, tools=[refund], name="clerk")
+    async with SqliteJournal(tmp_path / "runs.db") as journal, Runtime(journal=journal):
+        paused = await agent.run("refund me")
+        resumed = await agent.resume(paused, {"r1": True})
+        recorded = await journal.load_run(resumed.run_id or "")
+    assert recorded.resume is not None and recorded.resume[0].run_id == paused.run_id
+    assert recorded.resume[1] == {"r1": True} and recorded.status == "finished"
+    assert [r.content for r in recorded.resumed_results or ()] == ["refunded 5"]  # the paused step: step 0
+    assert charged == [f"{resumed.run_id}:r1"]
+    async with SqliteJournal(tmp_path / "runs.db") as source:
+        again = await replay(source, resumed.run_id or "", agents=[agent])
+    assert charged == [f"{resumed.run_id}:r1"] and provider.calls == 2  # no tool, no model call
+    assert (again.content, again.messages, again.steps) == (resumed.content, resumed.messages, resumed.steps)
+
+
+async def test_a_delegated_run_is_replayed_inside_its_parent_or_on_its_own(tmp_path: Path) -> None:
+    child_provider = ScriptedProvider(["42"])
+    child = Agent(child_provider, name="oracle")
+    parent_provider = ScriptedProvider([[ToolCall("ask", "oracle", {"input": "the answer?"})], "It says 42."])
+    parent = Agent(parent_provider, tools=[child.as_tool()], name="asker")
+    async with SqliteJournal(tmp_path / "runs.db") as journal, Runtime(journal=journal):
+        original = await parent.run("ask the oracle")
+        (kid,) = original.children
+        recorded = await journal.load_run(original.run_id or "")
+    assert [c.run_id for c in recorded.children] == [kid.run_id] and recorded.children[0].parent_call_id == "ask"
+    async with SqliteJournal(tmp_path / "runs.db") as source:
+        again = await replay(source, original.run_id or "")
+        alone = await replay(source, kid.run_id or "")
+    assert (again.content, again.messages) == (original.content, original.messages)
+    assert again.children == ()  # the delegating tool step was served: the child did not run again
+    assert alone.content == "42" and alone.messages == kid.messages
+    assert (parent_provider.calls, child_provider.calls) == (2, 1)  # nothing asked again

@@ -70,7 +70,7 @@ async def test_idempotency_keys_name_the_run_and_the_call(tmp_path: Path, ledger
     assert ToolContext(call_id="c", tool_name="t", run_id="r").idempotency_key == "r:c"
 
 
-async def test_runs_delegated_to_are_not_journaled_and_a_raising_run_is_ended(tmp_path: Path) -> None:
+async def test_runs_delegated_to_are_journaled_with_their_parent_and_a_raising_run_is_ended(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     child = Agent(ScriptedProvider(["child answer"]), name="child")
     parent = Agent(
@@ -81,7 +81,11 @@ async def test_runs_delegated_to_are_not_journaled_and_a_raising_run_is_ended(tm
     async with SqliteJournal(path) as journal, Runtime(journal=journal):
         result = await parent.run("go")
     runs, _ = _rows(path)
-    assert runs == [(result.run_id, "finished")] and result.children
+    (kid,) = result.children
+    assert sorted(runs) == sorted([(result.run_id, "finished"), (kid.run_id, "finished")])
+    with sqlite3.connect(path) as conn:
+        parent = conn.execute("SELECT parent_run_id FROM agentactors_runs WHERE run_id = ?", (kid.run_id,)).fetchone()
+    assert parent == (result.run_id,)
 
     @tool
     async def boom() -> str:
@@ -101,5 +105,5 @@ async def test_runs_delegated_to_are_not_journaled_and_a_raising_run_is_ended(tm
         statuses = sorted(r[0] for r in conn.execute("SELECT status FROM agentactors_runs"))
         rows = conn.execute("SELECT results FROM agentactors_steps WHERE results IS NOT NULL")
         results = [json.loads(r[0]) for r in rows]
-    assert statuses == ["finished", "raised"]
+    assert statuses == ["finished", "finished", "raised"]  # the parent, its child, the raising run
     assert any(r[0]["status"] == "error" for r in results)

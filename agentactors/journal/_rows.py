@@ -1,0 +1,116 @@
+"""A journal's rows as text and back: what SQLite and PostgreSQL journals write and read alike.
+
+Encoding happens before a transaction (an unstorable value never takes a lock) and decoding after it; both
+apply the JSON depth and size policy (:mod:`agentactors._json`): a commit holding a value a later process could
+not read back is refused (:class:`~agentactors.journal.JournalFormatError`; the run raises, nothing of that
+commit is written), and a stored row past the policy or that does not decode is the same error, naming the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import attrs
+
+from .._json import MAX_DOCUMENT_DEPTH, MAX_TEXT_CHARS, JsonBoundError, loads_bounded
+from ..loop.tape import Commit
+from ..messages import Message
+from ..sessions.codec import messages_from_json, messages_to_json, result_from_json, result_to_json
+from .codec import origin_from_json, response_from_json, response_to_json
+from .records import RecordedRun, RecordedStep
+from .store import JournalFormatError
+
+__all__ = ["Encoded", "decode_run", "encode"]
+
+T = TypeVar("T")
+
+
+@attrs.frozen(slots=True)
+class Encoded:
+    """One :class:`~agentactors.loop.tape.Commit` as the text its statements write."""
+
+    begin: str | None
+    parent: str | None
+    origin: str | None
+    responses: tuple[tuple[int, str], ...]
+    results: tuple[int, str] | None
+    end: str | None
+    content: str | None
+
+
+def _text(run_id: str, value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > MAX_TEXT_CHARS:
+        raise JournalFormatError(f"run {run_id!r}: a commit holds a JSON text over {MAX_TEXT_CHARS:,} characters")
+    return text
+
+
+def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = None) -> Encoded:
+    """The text of commit ``c`` of run ``run_id``.
+
+    :raises TypeError: a value JSON cannot keep.
+    :raises JournalFormatError: a value past the JSON depth and size policy (it could not be read back).
+    """
+    try:
+        begin = _text(run_id, messages_to_json(inputs)) if c.begin else None
+        lineage = _text(run_id, origin) if c.begin and origin else None
+        responses = tuple((n, _text(run_id, response_to_json(r))) for n, r in c.responses)
+        results = None
+        if c.results is not None:
+            results = (c.results[0], _text(run_id, [result_to_json(r) for r in c.results[1]]))
+    except JsonBoundError as exc:
+        raise JournalFormatError(f"run {run_id!r} cannot be journaled: {exc}") from None
+    parent = origin.get("parent_run_id") if c.begin and origin else None
+    content = c.result.content if c.result is not None else None
+    return Encoded(begin, parent, lineage, responses, results, c.end, content)
+
+
+def _decoded(run_id: str, what: str, text: Any, decode: Callable[[Any], T]) -> T:
+    """``decode(json)`` of a stored ``text``; anything wrong is a :class:`JournalFormatError` naming the run."""
+    try:
+        if not isinstance(text, str):
+            raise TypeError(f"not text but {type(text).__name__}")
+        return decode(loads_bounded(text, what=f"run {run_id!r}'s stored {what}", max_depth=MAX_DOCUMENT_DEPTH))
+    except JsonBoundError as exc:
+        raise JournalFormatError(f"{exc}: it was left as it is") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        message = f"run {run_id!r}'s stored {what} does not decode ({exc}): it was left as it is"
+        raise JournalFormatError(message) from None
+
+
+def _results(docs: Any) -> tuple[Any, ...]:
+    return tuple(result_from_json(d) for d in docs)
+
+
+def decode_run(
+    run_id: str,
+    row: tuple[Any, Any, Any, Any, Any],
+    steps: Iterable[tuple[Any, Any, Any]],
+    children: tuple[RecordedRun, ...] = (),
+) -> RecordedRun:
+    """The run of a runs row ``(agent, inputs, status, content, origin)`` and its steps rows ``(step, response,
+    results)`` in step order.  :raises JournalFormatError: a stored value that does not decode."""
+    agent, inputs_text, status, content, origin = row
+    recorded: list[RecordedStep] = []
+    resumed = None
+    for number, response, results in steps:
+        if number == 0 and results is not None:  # a resumed run's paused step, finished before any model call
+            resumed = _decoded(run_id, "results", results, _results)
+            continue
+        if response is None:  # results without their response: nothing to serve from here on
+            break
+        recorded.append(
+            RecordedStep(
+                int(number),
+                _decoded(run_id, "response", response, response_from_json),
+                None if results is None else _decoded(run_id, "results", results, _results),
+            )
+        )
+    inputs = _decoded(run_id, "inputs", inputs_text, messages_from_json)
+    parent, call, resume = _decoded(run_id, "origin", origin, origin_from_json) if origin else (None, None, None)
+    return RecordedRun(
+        run_id, agent, inputs, tuple(recorded), str(status), content=content, parent_run_id=parent,
+        parent_call_id=call, resume=resume, resumed_results=resumed, children=children,
+    )

@@ -1,0 +1,154 @@
+"""A real PostgreSQL server for the tests: initdb into a temporary directory, started on 127.0.0.1, stopped at the end.
+
+``postgres_server`` (session-scoped: one server per test process) finds the binaries — ``initdb`` on ``PATH``, then
+Debian's ``/usr/lib/postgresql/<version>/bin`` — runs ``initdb`` into a new directory, and starts ``postgres`` on
+127.0.0.1 on a free port (and a unix socket in that directory) with password authentication over TCP.  Each test
+gets a database of its own from :meth:`PostgresServer.new_database` (``CREATE DATABASE``: a copy of ``template1``,
+milliseconds).
+
+As root (``make test`` on a CI machine) ``initdb`` refuses to run: the server then runs as the ``postgres`` user
+(Debian's package makes it) or ``nobody``, through ``runuser``, in a directory handed to that user.
+
+Missing binaries skip with the command that installs them — and fail under ``CI=true`` (``make test`` installs
+them: the Makefile's ``postgres`` target).  A server that is there but does not start always fails, with its log.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+POSTGRES_INSTALL = "apt-get update && apt-get install -y postgresql (or `make postgres` as root)"
+USER = "postgres"
+PASSWORD = "s3cret-pw-for-tests"
+
+
+def find_bin() -> Path | None:
+    """The directory holding ``initdb``, ``pg_ctl`` and ``postgres``, or ``None``."""
+    found = shutil.which("initdb")
+    if found is not None:
+        return Path(found).parent
+    candidates = glob.glob("/usr/lib/postgresql/*/bin/initdb")
+    candidates.sort(key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0, reverse=True)
+    return Path(candidates[0]).parent if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _run_as() -> tuple[list[str], pwd.struct_passwd | None]:
+    """The command prefix that runs a program as a non-root user (initdb refuses root), and that user."""
+    if os.geteuid() != 0:
+        return [], None
+    for name in ("postgres", "nobody"):
+        try:
+            user = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return ["runuser", "-u", name, "--"], user
+    pytest.fail("running as root, and neither a 'postgres' nor a 'nobody' user exists to run PostgreSQL as")
+
+
+@attrs.define
+class PostgresServer:
+    """A running server: ``dsn(database)`` to reach it, ``new_database()`` for a test's own."""
+
+    directory: Path
+    bin: Path
+    port: int
+    prefix: list[str]
+
+    @property
+    def sockets(self) -> Path:
+        return self.directory / "sockets"
+
+    def dsn(self, database: str = "postgres", *, password: str = PASSWORD) -> str:
+        return f"postgresql://{USER}:{password}@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A new empty database's DSN (its name is unique in the server)."""
+        import psycopg
+
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.dsn(name)
+
+    def stop(self) -> None:
+        subprocess.run(
+            [*self.prefix, str(self.bin / "pg_ctl"), "stop", "-D", str(self.directory / "data"), "-m", "immediate"],
+            capture_output=True, check=False, timeout=60,
+        )
+
+
+def start(directory: Path) -> PostgresServer:
+    """initdb into ``directory`` and start the server (see the module docstring).  Fails the test if it cannot."""
+    bin_dir = find_bin()
+    if bin_dir is None:
+        message = f"the PostgreSQL tests need initdb, pg_ctl and postgres (not found on PATH): {POSTGRES_INSTALL}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    prefix, user = _run_as()
+    data, sockets, log = directory / "data", directory / "sockets", directory / "server.log"
+    sockets.mkdir()
+    pwfile = directory / "pw"
+    pwfile.write_text(PASSWORD + "\n")
+    if user is not None:
+        for path in (directory, sockets, pwfile):
+            os.chown(path, user.pw_uid, user.pw_gid)
+    init = subprocess.run(
+        [*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={pwfile}",
+         "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"],
+        capture_output=True, text=True, check=False, timeout=180,
+    )
+    if init.returncode != 0:
+        pytest.fail(f"initdb failed ({bin_dir}): {init.stderr or init.stdout}")
+    for _ in range(5):  # a free port may be taken by someone else before the server binds it: try another
+        port = _free_port()
+        options = f"-h 127.0.0.1 -p {port} -k {sockets} -F -c max_connections=200"
+        started = subprocess.run(
+            [*prefix, str(bin_dir / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(data), "-l", str(log),
+             "-o", options],
+            capture_output=True, text=True, check=False, timeout=120,
+        )
+        if started.returncode == 0:
+            return PostgresServer(directory, bin_dir, port, prefix)
+    text = log.read_text() if log.exists() else ""
+    pytest.fail(f"PostgreSQL did not start ({bin_dir}): {started.stderr or started.stdout}\n{text[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One server for the test process (its tests make their own databases), stopped and removed at the end."""
+    # Under /tmp itself, not pytest's tmp_path (root-only parents): the server's user must reach it.
+    directory = Path(tempfile.mkdtemp(prefix="agentactors-pg-"))
+    server = None
+    try:
+        server = start(directory)
+        yield server
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> str:
+    """A new database of the session's server for this test: its DSN (with the password)."""
+    return postgres_server.new_database()
