@@ -21,6 +21,7 @@ __all__ = [
     "Outcome",
     "Paused",
     "agent_handoff",
+    "cost_limit_exceeded",
     "deadline_exceeded",
     "llm_response",
     "run_cancelled",
@@ -89,6 +90,9 @@ class Outcome(Protocol):
     @property
     def agent(self) -> str | None: ...
 
+    @property
+    def cost(self) -> Any: ...
+
 
 class Answered(Protocol):
     """What ``llm.response`` reads of a model's response (:class:`~agentactors.messages.LLMResponse`)."""
@@ -134,7 +138,7 @@ def run_resumed(paused: Paused, decisions: Mapping[str, bool | str]) -> dict[str
 
 def run_finished(result: Outcome) -> dict[str, Any]:
     """``run.finished`` for a run that ended with ``result`` (``paused``/``pending`` and
-    ``handoffs``/``final_agent`` only when they apply)."""
+    ``handoffs``/``final_agent`` only when they apply); ``cost`` is ``None`` when a call had no price."""
     data: dict[str, Any] = {
         "content": result.content,
         "steps": result.steps,
@@ -143,6 +147,7 @@ def run_finished(result: Outcome) -> dict[str, Any]:
         "error": result.error,
         "served_by": result.served_by,
         "usage": result.usage,
+        "cost": result.cost,
         "tool_calls": len(result.tool_calls),
     }
     if result.paused:
@@ -182,3 +187,9 @@ def agent_handoff(from_agent: str | None, to_agent: str, call_id: str) -> dict[s
 def deadline_exceeded(deadline: float | None) -> dict[str, Any]:
     """``run.deadline_exceeded``: the run's deadline in seconds (``None`` for one inherited without a budget)."""
     return {"deadline": deadline}
+
+
+def cost_limit_exceeded(error: Any) -> dict[str, Any]:
+    """``run.cost_limit_exceeded``: the ``limit`` passed, what was ``spent`` under it, whose it was
+    (``scope``) and, for a call stopped before it was sent, its ``estimate`` (``None`` otherwise)."""
+    return {"limit": error.limit, "spent": error.spent, "scope": error.scope, "estimate": error.estimate}

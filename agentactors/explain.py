@@ -32,8 +32,12 @@ import attrs
 from ._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
 from .errors import AgentActorsError
 from .events import Event, event_from_dict, to_jsonable
+from .journal.compare import ForkComparison, compare_fork
+from .journal.jsonl import run_from_events
+from .journal.records import RunNotRecordedError
 from .loop.result import RunResult
 from .messages import LLMRequest, Message, ToolCall, ToolChoice, ToolSpec
+from .pricing import Cost
 from .tools.results import ToolResult, ToolStatus
 
 __all__ = ["EventRecordError", "Explanation", "StepPath", "explain"]
@@ -46,7 +50,8 @@ class StepPath:
     ``tried``: the members in the order they were tried; ``attempts``: requests sent per member (a
     member whose breaker refused the call has 0); ``errors``: failed attempts by error kind;
     ``failovers``: ``"a → b (kind)"``; ``breakers``: breaker transitions and refusals seen during the
-    step; ``served_by``: the member that answered (``None`` when the step failed, with ``error``).
+    step; ``served_by``: the member that answered (``None`` when the step failed, with ``error``);
+    ``cost``: what the answered call cost (``None``: no price, or no answer).
     """
 
     step: int
@@ -57,6 +62,7 @@ class StepPath:
     breakers: tuple[str, ...] = ()
     served_by: str | None = None
     error: str | None = None
+    cost: Cost | None = None
 
     def describe(self) -> str:
         """One line: who was tried, how often, what failed, who served."""
@@ -70,6 +76,8 @@ class StepPath:
         if self.breakers:
             out += f"; breakers: {', '.join(self.breakers)}"
         out += f"; served by {self.served_by}" if self.served_by else f"; failed ({self.error or 'no answer'})"
+        if self.cost is not None:
+            out += f"; cost {_money(self.cost)}"
         return out
 
 
@@ -100,8 +108,14 @@ class Explanation:
     timeline: tuple[str, ...]
     retries: int
     failovers: tuple[str, ...]
+    #: What the run cost (its delegated runs' included); ``None`` when a call had no price, or the events
+    #: do not say (a record cut before ``run.finished``).
+    cost: Cost | None = None
 
     notes: tuple[str, ...] = ()
+    #: A fork's comparison with its original (:mod:`agentactors.journal.compare`) when the events given hold
+    #: both runs, else ``None``.
+    fork: ForkComparison | None = None
 
     @classmethod
     def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
@@ -119,7 +133,9 @@ class Explanation:
         events, notes = _read_record(path, run_id)
         if not events:
             raise LookupError(f"{path} holds no event of run {run_id!r}" + "".join(f" ({n})" for n in notes))
-        return attrs.evolve(_explain(run_id, events, None), notes=notes)
+        original = next((e.data.get("forked_from") for e in events if e.type == "run.forked"), None)
+        before = _read_record(path, original)[0] if isinstance(original, str) else []
+        return attrs.evolve(_explain(run_id, events, None), notes=notes, fork=_fork_of(None, events, before))
 
     def lines(self) -> list[str]:
         """The explanation as plain text lines."""
@@ -129,6 +145,7 @@ class Explanation:
             f"run {self.run_id} ({label}, {mode}, {self.steps} model calls, {self.latency:.2f}s)",
             f"  asked: {self.question}",
             f"  retries: {self.retries}; failovers: {', '.join(self.failovers) or 'none'}",
+            f"  cost: {_money(self.cost, detail=True)}" if self.cost is not None else "  cost: unknown (unpriced)",
             "  what happened (seconds since the run started):",
             *(f"    {line}" for line in self.timeline),
             "  the provider path of each step:",
@@ -149,6 +166,8 @@ class Explanation:
             f"  answer: {self.answer}",
             *(f"  note: {note}" for note in self.notes),
         ]
+        if self.fork is not None:
+            out += ["  beside its original:", *(f"  {line}" for line in self.fork.lines())]
         return out
 
     def __str__(self) -> str:
@@ -158,15 +177,34 @@ class Explanation:
 def explain(result: RunResult, events: Iterable[Event]) -> Explanation:
     """The :class:`Explanation` of ``result``'s run from ``events`` (a recorder's: other runs' are skipped).
 
+    A fork (``result.forked_from``) whose original's events are in ``events`` too (one recorder on both runs)
+    is explained beside it: :attr:`Explanation.fork` (:mod:`agentactors.journal.compare`).
+
     :raises ValueError: ``result`` has no run id, or ``events`` hold none of its run.
     """
     run_id = result.run_id
     if run_id is None:
         raise ValueError("this RunResult has no run_id: it was not produced by a run")
+    events = list(events)
     mine = [e for e in events if e.run_id == run_id]
     if not mine:
         raise ValueError(f"no event of run {run_id!r}: was a recorder attached to the run or its runtime?")
-    return _explain(run_id, mine, result)
+    explanation = _explain(run_id, mine, result)
+    if result.forked_from is None:
+        return explanation
+    before = [e for e in events if e.run_id == result.forked_from]
+    return attrs.evolve(explanation, fork=_fork_of(result, mine, before))
+
+
+def _fork_of(result: RunResult | None, events: Sequence[Event], before: Sequence[Event]) -> ForkComparison | None:
+    """A fork beside its original, when the original's events (``before``) tell enough of it; else ``None``."""
+    if not before:
+        return None
+    try:
+        original = run_from_events(before, before[0].run_id or "")
+    except RunNotRecordedError:
+        return None
+    return compare_fork(original, result, original_events=before, fork_events=events)
 
 
 # --- reading a record -----------------------------------------------------------------------------------
@@ -233,6 +271,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
     steps = 0
     tools: dict[str, dict[str, Any]] = {}  # call_id -> status, duration, size, refused/truncated sizes
     retries = 0
+    cost: Cost | None = None  # the run's, from run.finished
     failovers: list[str] = []
     paths: dict[int, _PathBuilder] = {}
     timeline: list[str] = []
@@ -275,6 +314,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         elif kind == "run.finished":
             answer = str(data.get("content") or "")
             served_by = data.get("served_by") or served_by
+            cost = _cost_of(data.get("cost"))
         line = _timeline_line(kind, data, e.time - start, step)
         if line is not None:
             timeline.append(line)
@@ -285,6 +325,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         answer = result.content
         served_by = result.served_by or served_by
         steps = result.steps or steps
+        cost = result.cost
     messages = request.messages if request is not None else ()
     return Explanation(
         run_id=run_id,
@@ -302,13 +343,14 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         timeline=tuple(timeline),
         retries=retries,
         failovers=tuple(failovers),
+        cost=cost,
     )
 
 
 class _PathBuilder:
     """Collects one step's resilience events into its :class:`StepPath`."""
 
-    __slots__ = ("attempts", "breakers", "error", "errors", "failovers", "served_by", "step", "tried")
+    __slots__ = ("attempts", "breakers", "cost", "error", "errors", "failovers", "served_by", "step", "tried")
 
     def __init__(self, step: int) -> None:
         self.step = step
@@ -319,6 +361,7 @@ class _PathBuilder:
         self.breakers: list[str] = []
         self.served_by: str | None = None
         self.error: str | None = None
+        self.cost: Cost | None = None
 
     def _try(self, member: Any, attempts: int | None = None) -> None:
         if not isinstance(member, str):
@@ -352,6 +395,7 @@ class _PathBuilder:
             served = data.get("provider")
             self._try(served, 1)
             self.served_by = served if isinstance(served, str) else None
+            self.cost = _cost_of(data.get("cost"))
         elif kind == "step.finished" and data.get("failed"):
             error = data.get("error")
             self.error = _error_text(error)
@@ -372,7 +416,25 @@ class _PathBuilder:
             breakers=tuple(self.breakers),
             served_by=self.served_by,
             error=self.error,
+            cost=self.cost,
         )
+
+
+def _cost_of(value: Any) -> Cost | None:
+    """A cost from an event (its JSON form), or ``None`` for none (or a record that does not hold one)."""
+    if isinstance(value, Cost):
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        return Cost(float(value["input"]), float(value["output"]), float(value["total"]), str(value["currency"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _money(cost: Cost, *, detail: bool = False) -> str:
+    text = f"{cost.total:.6g} {cost.currency}"
+    return f"{text} (input {cost.input:.6g}, output {cost.output:.6g})" if detail else text
 
 
 def _member_of(key: Any) -> str:

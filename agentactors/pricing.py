@@ -33,8 +33,11 @@ __all__ = [
     "Price",
     "clear_prices",
     "cost_of",
+    "is_batch",
     "price_for",
+    "prompt_tokens",
     "response_cost",
+    "set_batch_factor",
     "set_price",
     "set_prices",
     "total_cost",
@@ -142,6 +145,11 @@ _CACHED_APART = frozenset({"anthropic", "bedrock"})
 _lock = threading.Lock()
 _user: dict[tuple[str, str], Price | None] = {}
 _found: dict[tuple[str, str], Price | None] = {}  # the table's answers, looked up once per key
+_batch_found: dict[tuple[str, str], Price | None] = {}  # batch prices, looked up once per key
+#: A batch call's price against the same call made live, for a model the table has no batch price for
+#: (OpenAI, Anthropic and Gemini all publish 50 %); :func:`set_batch_factor` changes it.
+BATCH_FACTOR = 0.5
+_batch_factor = BATCH_FACTOR
 
 
 def set_price(provider: str, model: str, price: Price | None) -> None:
@@ -155,6 +163,7 @@ def set_price(provider: str, model: str, price: Price | None) -> None:
     with _lock:
         _user[(provider, model)] = price
         _found.pop((provider, model), None)
+        _batch_found.pop((provider, model), None)
 
 
 def set_prices(prices: Mapping[tuple[str, str], Price | None]) -> None:
@@ -168,18 +177,36 @@ def clear_prices() -> None:
     with _lock:
         _user.clear()
         _found.clear()
+        _batch_found.clear()
 
 
-def price_for(provider_name: str | None, model: str | None) -> Price | None:
+def set_batch_factor(factor: float) -> None:
+    """Price batch calls at ``factor`` times the live price where the table has no batch price of its own
+    (default :data:`BATCH_FACTOR`, 0.5) — and always for a price set with :func:`set_price`."""
+    global _batch_factor
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not factor >= 0:
+        raise ValueError(f"the batch factor must be a non-negative number, not {factor!r}")
+    with _lock:
+        _batch_factor = float(factor)
+        _batch_found.clear()
+
+
+def price_for(provider_name: str | None, model: str | None, *, batch: bool = False) -> Price | None:
     """The price of ``model`` served by the provider named ``provider_name``, or ``None`` when it has none.
 
     A price set with :func:`set_price` first, then the ``genai-prices`` table (``None`` without the
     ``[prices]`` extra).  The table is asked by vendor (``"gemini"`` is Google's, ``"bedrock"`` AWS's,
     ...) and matches the model's dated and aliased names (``gpt-4o-2024-08-06`` is ``gpt-4o``); a
     provider name the table does not know (a name of your own) has no table price — set one.
+
+    ``batch=True``: the price of the call made through the vendor's batch API (:class:`~agentactors.BatchProvider`)
+    — the table's batch price for the model when it has one, else the live price times the batch factor
+    (:func:`set_batch_factor`, 0.5 by default); a price you set is always scaled by the factor.
     """
     if not provider_name or not model:
         return None
+    if batch:
+        return _batch_price(provider_name, model)
     key = (provider_name, model)
     try:
         return _found[key]
@@ -191,17 +218,56 @@ def price_for(provider_name: str | None, model: str | None) -> Price | None:
     return price
 
 
-def cost_of(provider_name: str | None, model: str | None, usage: Usage) -> Cost | None:
-    """What ``usage`` of ``model`` at the provider named ``provider_name`` cost, or ``None`` if unpriced."""
-    price = price_for(provider_name, model)
+def _batch_price(provider_name: str, model: str) -> Price | None:
+    key = (provider_name, model)
+    try:
+        return _batch_found[key]
+    except KeyError:
+        pass
+    live = price_for(provider_name, model)
+    with _lock:
+        table = None if key in _user else _table_price(_TABLE_NAMES.get(provider_name, provider_name), model, True)
+        price = table if table is not None or live is None else _scaled(live, _batch_factor)
+        _batch_found[key] = price
+    return price
+
+
+def _scaled(price: Price, factor: float) -> Price:
+    def times(rate: float | None) -> float | None:
+        return None if rate is None else rate * factor
+
+    tiers = tuple((start, _scaled(tier, factor)) for start, tier in price.tiers)
+    return Price(price.input * factor, price.output * factor, times(price.cache_read), times(price.cache_write),
+                 times(price.reasoning), tiers, price.currency)
+
+
+def is_batch(response: LLMResponse) -> bool:
+    """Whether ``response`` came through a vendor's batch API (:class:`~agentactors.BatchProvider` marks it in
+    ``provider_data["batch"]``): it is priced at the batch rate."""
+    data = response.provider_data
+    return isinstance(data, Mapping) and "batch" in data
+
+
+def cost_of(provider_name: str | None, model: str | None, usage: Usage, *, batch: bool = False) -> Cost | None:
+    """What ``usage`` of ``model`` at the provider named ``provider_name`` cost, or ``None`` if unpriced
+    (``batch``: made through the vendor's batch API, at its batch price)."""
+    price = price_for(provider_name, model, batch=batch)
     if price is None:
         return None
     return price.cost(usage, cached_in_input=provider_name not in _CACHED_APART)
 
 
+def prompt_tokens(provider_name: str | None, usage: Usage) -> int:
+    """All the prompt tokens of a call, cached ones included, however the wire of ``provider_name`` counts them."""
+    if provider_name in _CACHED_APART:
+        return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    return usage.input_tokens
+
+
 def response_cost(response: LLMResponse) -> Cost | None:
-    """What one model response cost (by the provider and model that answered), or ``None`` if unpriced."""
-    return cost_of(response.provider, response.model, response.usage)
+    """What one model response cost (by the provider and model that answered, at the batch price when it came
+    through a batch API: :func:`is_batch`), or ``None`` if unpriced."""
+    return cost_of(response.provider, response.model, response.usage, batch=is_batch(response))
 
 
 def total_cost(results: Iterable[Any]) -> Cost | None:
@@ -231,7 +297,8 @@ def _snapshot() -> Any:
     return _genai.get_snapshot() if _genai else None
 
 
-def _table_price(vendor: str, model: str) -> Price | None:
+def _table_price(vendor: str, model: str, batch: bool = False) -> Price | None:
+    """The table's price (``batch``: its batch price, ``None`` when it has none for the model)."""
     snapshot = _snapshot()
     if snapshot is None:
         return None
@@ -239,7 +306,14 @@ def _table_price(vendor: str, model: str) -> Price | None:
         _, info = snapshot.find_provider_model(model, None, vendor, None)
     except LookupError:
         return None
-    return _from_table(info.get_prices(datetime.now(tz=UTC)))
+    if not batch:
+        return _from_table(info.get_prices(datetime.now(tz=UTC)))
+    if not any(getattr(v, "when", None) == _BATCH for v in getattr(info, "price_variants", None) or ()):
+        return None
+    return _from_table(info.get_prices(datetime.now(tz=UTC), _BATCH))
+
+
+_BATCH: Mapping[str, str] = {"processing": "batch"}  # the table's condition for its batch prices
 
 
 # Our rates, and the table's keys for them (the first the model has is taken).

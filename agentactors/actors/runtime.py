@@ -153,7 +153,13 @@ class HasSessions(Protocol[R_co]):
     """What :meth:`Runtime.session` needs of an agent: :meth:`agentactors.Agent.session` implements it."""
 
     def session(
-        self, key: str, *, runtime: Runtime | None = None, store: Any = None, idle_timeout: float = 60.0
+        self,
+        key: str,
+        *,
+        runtime: Runtime | None = None,
+        store: Any = None,
+        idle_timeout: float = 60.0,
+        cost_limit: Any = None,
     ) -> R_co: ...
 
 
@@ -166,6 +172,9 @@ class Runtime:
         left (and the default for :meth:`stop`), before they are cancelled.
     :param journal: a step journal (``SqliteJournal(path)``, :mod:`agentactors.journal`): every run
         started in this runtime records each step there as it completes (``docs/durability.md``).
+    :param cost_limit: the most the runs of this runtime may spend together (a number, in the price
+        table's currency), or a :class:`~agentactors.gateway.cost_budget.CostBudget` they share; a run that
+        would pass it stops with ``CostLimitExceededError`` in its result (``docs/costs.md``).
 
     Leaving the block waits until every actor is idle (at most
     ``drain_timeout``), cancels what still runs, rejects what is still queued
@@ -209,13 +218,26 @@ class Runtime:
         "_token",
         "_waker",
         "bound",
+        "cost_limit",
         "drain_timeout",
         "journal",
     )
 
-    def __init__(self, recorders: Iterable[Recorder] = (), drain_timeout: float = 5.0, *, journal: Any = None) -> None:
+    def __init__(
+        self,
+        recorders: Iterable[Recorder] = (),
+        drain_timeout: float = 5.0,
+        *,
+        journal: Any = None,
+        cost_limit: Any = None,
+    ) -> None:
         if drain_timeout < 0:
             raise ValueError("drain_timeout must be >= 0")
+        if cost_limit is not None and not callable(getattr(cost_limit, "charge", None)) and not _amount(cost_limit):
+            raise ValueError(f"cost_limit must be a non-negative number, a CostBudget or None, not {cost_limit!r}")
+        #: What the runs of this runtime may spend together: a number or a budget (the kernel knows neither: the
+        #: loop charges it, :mod:`agentactors.gateway.cost_budget`), or ``None``.
+        self.cost_limit = cost_limit
         self.drain_timeout = float(drain_timeout)
         #: Where the runs of this runtime record their steps (:mod:`agentactors.journal`), or ``None``.  Any
         #: object with the loop's ``open_run`` (:class:`agentactors.loop.tape.Journal`): the kernel knows none.
@@ -746,15 +768,18 @@ class Runtime:
 
     # -- sessions (implemented by the agent layer) --------------------------------------------------
 
-    def session(self, agent: HasSessions[R], key: str, *, store: Any = None, idle_timeout: float = 60.0) -> R:
+    def session(
+        self, agent: HasSessions[R], key: str, *, store: Any = None, idle_timeout: float = 60.0, cost_limit: Any = None
+    ) -> R:
         """The session ``key`` of ``agent`` in this runtime: a conversation held by an actor, one turn at a time.
 
         The same as :meth:`agentactors.Agent.session` with ``runtime=self`` (see there and
         ``docs/sessions.md``): ``store`` (default: a :class:`~agentactors.sessions.MemoryStore` of this
         runtime) keeps the history; after ``idle_timeout`` seconds without a turn the session
-        deactivates (no task, no history in memory) and the next turn loads it again.
+        deactivates (no task, no history in memory) and the next turn loads it again; ``cost_limit``: the
+        most the session's turns may spend together in this runtime (``docs/costs.md``).
         """
-        return agent.session(key, runtime=self, store=store, idle_timeout=idle_timeout)
+        return agent.session(key, runtime=self, store=store, idle_timeout=idle_timeout, cost_limit=cost_limit)
 
     # -- accounting ------------------------------------------------------------------------------
 
@@ -857,6 +882,11 @@ class Runtime:
         sink = self._listening(None)
         if sink is not None:
             sink.emit("actor.dead_letter", actor=name, message_type=type(message).__name__)
+
+
+def _amount(value: object) -> bool:
+    """Whether ``value`` is a non-negative number (not a bool, not NaN)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and value >= 0
 
 
 def _count_running(delta: int) -> None:

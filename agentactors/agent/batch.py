@@ -18,6 +18,11 @@ raises decides what becomes of it and of the batch (:mod:`agentactors._containme
   On asyncio, Ctrl-C reaches the batch as a cancellation of the main task (``anyio.run`` raises
   the ``KeyboardInterrupt`` afterwards, from it): :func:`results_of` finds the list either way.
 
+What a batch cost is ``pricing.total_cost(results)`` (``None`` when a run had no price); to count it as it
+goes and cap it, enter a :class:`~agentactors.gateway.cost_budget.CostBudget` around the call
+(``with budget: await agent.run_many(...)``): the runs start in tasks of this batch's (or, for
+``as_completed``, the runtime's tasks started with the caller's context), so every one charges it.
+
 The batch machinery knows no agent: it is given how to turn an input into messages (``prepare``)
 and how to run them (``run``), so that an agent's private methods stay its own.
 """

@@ -41,7 +41,7 @@ import threading
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import partial
+from functools import cache, partial
 from typing import Any, Final, Generic, TypeAlias, cast
 
 import anyio
@@ -51,6 +51,7 @@ import httpx
 from ..actors.runtime import RUN_RESOLVER, ActorRef, Runtime
 from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
 from ..gateway import ticket
+from ..gateway.cost_budget import CostBudget
 from ..gateway.provider import ProviderActor
 from ..loop import lineage
 from ..loop.config import LoopConfig
@@ -124,7 +125,10 @@ async def suggest_followups(suggestions: list[str]) -> str:
     return f"Recorded {len(suggestions)} follow-up suggestion{'s' if len(suggestions) != 1 else ''}."
 
 
-_FOLLOWUPS_TOOL: Tool[Any, Any] = tool(name=FOLLOWUPS_TOOL)(suggest_followups)
+@cache
+def _followups_tool() -> Tool[Any, Any]:
+    """The built-in tool, made on first use: a tool compiles a jsonschema validator, `import agentactors` need not."""
+    return tool(name=FOLLOWUPS_TOOL)(suggest_followups)
 
 
 def provider_carries_tools(ref: ActorRef) -> bool:
@@ -157,7 +161,7 @@ class RunOptions:
     deadline: float | None = None
     priority: int | None = None
     input_key: str | None = None
-    cost_limit: float | None = None
+    cost_limit: float | CostBudget | None = None
 
 
 NO_OPTIONS: Final = RunOptions()
@@ -170,7 +174,7 @@ def _options(
     deadline: float | None,
     priority: int | None,
     input_key: str | None,
-    cost_limit: float | None = None,
+    cost_limit: float | CostBudget | None = None,
 ) -> RunOptions:
     """The run's options, checked; the shared default when none is given (the hot path allocates nothing)."""
     if (
@@ -259,7 +263,7 @@ def _run_info(provider: Any, model: str | None) -> dict[str, Any]:
 def _owner(t: Tool[Any, Any]) -> str:
     if isinstance(t, AgentTool):
         return f"the delegation to agent {getattr(t.agent, 'name', None)!r} (as_tool)"
-    if t is _FOLLOWUPS_TOOL:
+    if t is _followups_tool():
         return "the built-in suggest_followups tool (followups=True)"
     return "a plain tool of the agent"
 
@@ -411,7 +415,7 @@ class Agent(Generic[OutputT]):
         if moved:  # a handoff given among the tools is a handoff all the same
             object.__setattr__(self, "tools", tuple(t for t in self.tools if not isinstance(t, Handoff)))
             object.__setattr__(self, "handoffs", self.handoffs + moved)
-        all_tools = self.tools + ((_FOLLOWUPS_TOOL,) if self.followups else ())
+        all_tools = self.tools + ((_followups_tool(),) if self.followups else ())
         names = [t.name for t in all_tools] + [h.name for h in self.handoffs]
         owners = _owners(all_tools, self.handoffs)
         if not self.toolsets:  # with toolsets, the tools are known at the first run: checked there
@@ -518,7 +522,7 @@ class Agent(Generic[OutputT]):
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
-        cost_limit: float | None = None,
+        cost_limit: float | CostBudget | None = None,
     ) -> RunResult[OutputT]:
         """Run the tool loop on ``prompt`` (a str, a Message, a conversation, or the content parts of one user
         message: ``[Text(...), Image(...)]``) to a :class:`RunResult`.
@@ -546,8 +550,11 @@ class Agent(Generic[OutputT]):
         classes are never starved (``ProviderActor(max_overtakes=)``).  A run started inside
         another run's work (a tool that runs an agent) inherits its age, its class and its
         earlier deadline.  ``cost_limit`` (in the price table's currency, USD) is the most the run
-        may spend (:mod:`agentactors.pricing`): right after the model call that passes it, the run
-        ends with :class:`~agentactors.errors.CostLimitExceededError` in ``RunResult.error``.
+        may spend (:mod:`agentactors.pricing`), its delegated runs' included: right after the model call
+        that passes it — or before a call its estimate says would — the run ends with
+        :class:`~agentactors.errors.CostLimitExceededError` in ``RunResult.error``; a
+        :class:`~agentactors.gateway.cost_budget.CostBudget` is a limit shared with every run given it
+        (``docs/costs.md``).
 
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
@@ -773,6 +780,7 @@ class Agent(Generic[OutputT]):
         runtime: Runtime | None = None,
         store: SessionStore | None = None,
         idle_timeout: float = 60.0,
+        cost_limit: float | CostBudget | None = None,
     ) -> AgentSession:
         """The conversation ``key`` with this agent, held by an actor of ``runtime``: ``await session.send(p)``.
 
@@ -782,7 +790,10 @@ class Agent(Generic[OutputT]):
         by the next turn.  A turn is committed to ``store`` atomically when it ends; a failed or
         cancelled turn leaves the history as it was.  ``store`` defaults to the runtime's own
         :class:`~agentactors.sessions.MemoryStore`; a :class:`~agentactors.sessions.SqliteStore`
-        keeps sessions across processes.  ``rt.session(agent, key, ...)`` is the same call.
+        keeps sessions across processes.  ``rt.session(agent, key, ...)`` is the same call.  ``cost_limit``
+        is the most the session's turns may spend together in this runtime (or a
+        :class:`~agentactors.gateway.cost_budget.CostBudget` they spend from): ``session.cost`` says
+        what they spent (``docs/costs.md``).
 
         :raises RuntimeError: no runtime is running (``runtime`` as for :meth:`run`).
         :raises TypeError, ValueError: a key that is not a non-empty str, a bad ``idle_timeout``.
@@ -793,7 +804,7 @@ class Agent(Generic[OutputT]):
                 "a session lives in a running Runtime: call it inside `async with Runtime() as rt:` "
                 "(rt.session(agent, key)), pass runtime=, or bind the agent"
             )
-        return open_session(self, key, runtime=rt, store=store, idle_timeout=idle_timeout)
+        return open_session(self, key, runtime=rt, store=store, idle_timeout=idle_timeout, cost_limit=cost_limit)
 
     def stream(
         self,

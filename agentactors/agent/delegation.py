@@ -7,7 +7,10 @@ child runs in the parent's runtime, sharing its ProviderActors and their budgets
 
 * its events carry ``parent_run_id`` and reach the parent's recorders; its ``run.started`` names the
   parent's step and call (:mod:`agentactors.loop.lineage`);
-* its result joins the parent's ``RunResult.children`` and its usage the parent's ``usage``;
+* its result joins the parent's ``RunResult.children``, its usage the parent's ``usage`` and its cost the
+  parent's ``cost`` (``None`` when either had a call without a price);
+* it spends its parent's money: it charges the parent's cost budgets as it goes (the parent's
+  ``cost_limit``, its session's, its runtime's: :mod:`agentactors.loop.cost`) and is stopped by them;
 * cancelling the parent cancels it, and the parent's deadline bounds it (:mod:`agentactors.gateway.ticket`);
 * a child that ends without an answer (a provider failure, a failed output, an error) is the call's
   ``error`` result with a concise reason (:class:`~agentactors.errors.DelegationError`); one that would

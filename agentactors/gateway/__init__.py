@@ -6,6 +6,8 @@
     which waiting request goes next (oldest run first, or fifo), and which is refused (``Overloaded``).
 ``budgets``
     rate budgets: token buckets for requests and tokens per minute.
+``cost_budget``
+    spending budgets in money (``CostBudget``): what runs — a run's, a session's, a runtime's — may spend.
 ``ticket``
     what a run carries to where it waits (its age, priority class, deadline), in a contextvar.
 

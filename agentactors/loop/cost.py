@@ -1,11 +1,34 @@
-"""What one run has spent, and whether it passed its ``cost_limit``.
+"""What one run has spent, the budgets it charges, and when it must stop spending.
 
 A run's calls may go to several models (a fallback chain, a handoff), each at its own price, so the
 cost is added up per response (:func:`agentactors.pricing.response_cost`), not from the run's summed
 usage.  One response of a model without a price makes the run's cost unknown: ``RunResult.cost`` is
-then ``None``, never the smaller sum of the priced part (the limit still counts that part: it is
+then ``None``, never the smaller sum of the priced part (the limits still count that part: it is
 spent for sure).  The runs a run's tools start (delegation) add their cost to it, as they add their
 usage.
+
+**Budgets.**  A run charges every :class:`~agentactors.gateway.cost_budget.CostBudget` it runs under
+(its own ``cost_limit``, its parent's, the ones entered around it — a session's —, its runtime's:
+:mod:`agentactors.gateway.cost_budget`), after each model call.  It stops with
+:class:`~agentactors.errors.CostLimitExceededError` in its result:
+
+* right after a call when one of them is past its limit (:meth:`RunCost.passed`, through
+  ``LoopState.past_cost_limit``);
+* before a call (:func:`stop_before`) when one of them is past its limit already (another run spent
+  it), or — with estimates on (``CostBudget(estimate=True)``, the default) — when the call's estimate
+  would take one past it.
+
+**The estimate** (:meth:`RunCost.estimate`) is cheap and made of what the run already knows: the input is the
+previous call's prompt tokens (as the vendor reported them, cached ones included) plus the messages added
+since, at ~4 characters a token (an image, a PDF page, a second of audio at the package's flat estimates); the
+output is not guessed (counted as none). So the estimate is what the call's prompt alone will cost — a floor,
+not a forecast: it stops a run only when the call would pass the limit whatever the model answers, and does
+not stop a run that would have stayed within its limit (a guess at the output — ``max_tokens``, the previous
+answer's length — would; the one exception is a prompt the vendor's cache discounts, which the floor prices at
+the full input rate). It is priced at the model that answered the previous call (at its batch price when that
+call went through a batch API). The first call of a run is estimated from its whole conversation when the
+agent's provider names its vendor and model (a scripted or user provider does not); a model without a price is
+never estimated.
 """
 
 from __future__ import annotations
@@ -13,41 +36,114 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import CostLimitExceededError
-from ..messages import LLMResponse
-from ..pricing import Cost, response_cost
+import agentactors._event_payloads as payloads
 
-__all__ = ["RunCost", "check_cost_limit"]
+from ..errors import CostLimitExceededError
+from ..gateway.cost_budget import CostBudget, check_cost_limit, entered, runtime_budget
+from ..messages import LLMResponse, Message, Usage
+from ..pricing import Cost, is_batch, price_for, prompt_tokens, response_cost
+from .result import RunResult
+
+__all__ = ["RunCost", "check_cost_limit", "message_tokens", "stop_before"]
 
 _ZERO = Cost()
 
 
-def check_cost_limit(limit: float | None) -> float | None:
-    """``limit`` as a float, or ``None``; a negative or NaN limit is a :class:`ValueError`."""
-    if limit is None:
+def message_tokens(messages: Sequence[Message]) -> int:
+    """A cheap token estimate of ``messages``: ~4 characters a token, media at their flat estimates."""
+    chars = 0
+    media = 0
+    for message in messages:
+        chars += len(message.content)
+        for call in message.tool_calls:
+            chars += len(call.name) + len(call.raw_arguments or call.arguments_json)
+        for part in message.media:
+            media += part.estimated_tokens
+    return (chars + 3) // 4 + media
+
+
+def _first_model(run_info: Any) -> tuple[str, str, bool] | None:
+    """The (provider, model) an agent's first call goes to, when its ``run.started`` info names both."""
+    if not run_info:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit >= 0:
-        raise ValueError(f"cost_limit must be a non-negative number (in the price's currency) or None, not {limit!r}")
-    return float(limit)
+    providers, model = run_info.get("providers"), run_info.get("model")
+    if not providers or not isinstance(model, str):
+        return None
+    name = providers[0][0]
+    return (name, model, False) if isinstance(name, str) else None
+
+
+def _unique(budgets: Sequence[CostBudget]) -> tuple[CostBudget, ...]:
+    out: list[CostBudget] = []
+    for budget in budgets:
+        if all(budget is not b for b in out):
+            out.append(budget)
+    return tuple(out)
 
 
 class RunCost:
-    """The run's own spend so far (its children's are read from their results), and its limit."""
+    """The run's own spend (its children's are read from their results), and the budgets it charges.
 
-    __slots__ = ("limit", "spent", "unpriced")
+    :ivar limit: the run's own ``cost_limit`` (``None`` without one).
+    :ivar budgets: every budget the run charges (:mod:`agentactors.gateway.cost_budget`); its children
+        charge them too.
+    """
+
+    __slots__ = (
+        "_first", "_key", "_own", "_prev_in", "_prev_out", "_seen", "armed", "budgets", "limit", "spent", "unpriced"
+    )
 
     def __init__(self, limit: float | None = None) -> None:
         self.limit = limit
         self.spent = _ZERO
         self.unpriced = 0  # responses of a model without a price
+        self.budgets: tuple[CostBudget, ...] = ()
+        #: Whether the run charges a budget: the loop then checks the budgets around each call (a budget's
+        #: ``limit`` may be set while the run runs, so one without a limit is checked too).
+        self.armed = False
+        # The rest (the run's own budget, what the estimate needs) is set by open() for a run with budgets only.
+
+    def open(self, limit: Any, runtime: Any = None, parent: Sequence[CostBudget] = (), run_info: Any = None) -> None:
+        """Set the run's budgets: its own ``limit`` (a number or a :class:`CostBudget`), its ``parent``'s,
+        the ones entered around it, its ``runtime``'s.  ``run_info``: the agent's (the first call's model).
+
+        :raises ValueError: a ``limit`` that is neither a non-negative number nor a budget.
+        """
+        scoped = entered()
+        if limit is None and not parent and not scoped and getattr(runtime, "cost_limit", None) is None:
+            return  # the usual run: nothing to charge (and nothing more to set up)
+        checked = check_cost_limit(limit)
+        own = checked if isinstance(checked, CostBudget) or checked is None else CostBudget(checked, name="run")
+        self.limit = own.limit if own is not None else None
+        found = [own] if own is not None else []
+        found += parent
+        found += scoped
+        home = runtime_budget(runtime) if runtime is not None else None
+        if home is not None:
+            found.append(home)
+        self.budgets = _unique(found)
+        self.armed = True
+        self._own: CostBudget | None = own
+        self._first: tuple[str, str, bool] | None = _first_model(run_info)
+        self._key: tuple[str | None, str | None, bool] | None = None  # who answered the last call (batch?)
+        self._prev_in: int | None = None
+        self._prev_out = 0
+        self._seen = 0  # the conversation's length when the last call was sent
 
     def charge(self, response: LLMResponse) -> Cost | None:
-        """Add ``response``'s cost; returns it (``None``: its model has no price)."""
+        """Add ``response``'s cost, to the run and to its budgets; returns it (``None``: no price)."""
         cost = response_cost(response)
         if cost is None:
             self.unpriced += 1
         else:
             self.spent = cost if self.spent is _ZERO else self.spent + cost
+        budgets = self.budgets
+        if budgets:
+            for budget in budgets:
+                budget.charge(cost)
+            self._key = (response.provider, response.model, is_batch(response))
+            self._prev_in = prompt_tokens(response.provider, response.usage)
+            self._prev_out = response.usage.output_tokens
         return cost
 
     def total(self, children: Sequence[Any] = ()) -> Cost | None:
@@ -63,15 +159,88 @@ class RunCost:
         return total
 
     def passed(self, children: Sequence[Any] = ()) -> CostLimitExceededError | None:
-        """The error that ends the run when what it spent (its children's included) is past its limit."""
-        limit = self.limit
-        if limit is None:
+        """The error that ends the run when a budget it charges is past its limit.
+
+        ``children`` is not read: the runs a run's tools start charge its budgets as they spend.
+        """
+        for budget in self.budgets:
+            if budget.passed:
+                return self._error(budget, None)
+        return None
+
+    # -- before a call ------------------------------------------------------------------------------------
+
+    def before(self, conversation: Sequence[Message], system: Message | None) -> CostLimitExceededError | None:
+        """The error that ends the run before its next call: a budget past its limit already, or one the
+        call's estimate (:meth:`estimate`) would take past it."""
+        estimate: float | None = None
+        estimated = False
+        try:
+            for budget in self.budgets:
+                if budget.limit is None:
+                    continue
+                if budget.passed:
+                    return self._error(budget, None)
+                if budget.estimate:
+                    if not estimated:
+                        estimate, estimated = self.estimate(conversation, system), True
+                    if estimate is not None and budget.would_pass(estimate):
+                        return self._error(budget, estimate)
             return None
-        spent = self.spent.total + sum(c.cost.total for c in children if c.cost is not None)
-        if spent <= limit:
+        finally:
+            self._seen = len(conversation)
+
+    def estimate(self, conversation: Sequence[Message], system: Message | None) -> float | None:
+        """What the next call would cost, by the module docstring's estimate; ``None`` when it cannot be priced."""
+        if not self.armed:  # a run with no budget keeps nothing to estimate from
             return None
-        return CostLimitExceededError(
-            f"the run spent {spent:.6g} {self.spent.currency}, past its cost_limit of {limit:g}",
-            limit=limit,
-            spent=spent,
-        )
+        key = self._key if self._key is not None else self._first
+        if key is None:
+            return None
+        price = price_for(key[0], key[1], batch=key[2])
+        if price is None:
+            return None
+        previous, seen = self._prev_in, self._seen
+        if previous is not None and seen <= len(conversation):
+            tokens_in = previous + message_tokens(conversation[seen:])
+        else:  # the first call (or a conversation a handoff rewrote): all of it
+            tokens_in = message_tokens(conversation) + (message_tokens((system,)) if system is not None else 0)
+        # The floor: the output is not guessed (see the module docstring), so no run within its limit stops.
+        return price.cost(Usage(tokens_in, 0)).total
+
+    def _error(self, budget: CostBudget, estimate: float | None) -> CostLimitExceededError:
+        if budget is self._own:
+            scope, who = "run", "the run"
+        elif budget.name == "run":
+            scope, who = "parent run", "a parent run"
+        else:
+            scope, who = budget.name, f"the {budget.name}"
+        limit, spent, currency = budget.limit, budget.spent, budget.currency or "USD"
+        assert limit is not None
+        if estimate is None:
+            message = f"{who} spent {spent:.6g} {currency}, past its cost_limit of {limit:g}"
+        else:
+            message = (
+                f"the next model call (estimated at {estimate:.6g} {currency}) would take {who} past its "
+                f"cost_limit of {limit:g} ({spent:.6g} spent): it was not sent"
+            )
+        return CostLimitExceededError(message, limit=limit, spent=spent, scope=scope, estimate=estimate)
+
+
+def stop_before(state: Any) -> RunResult[Any] | None:
+    """The run's result when it must not make its next call (:meth:`RunCost.before`), else ``None``.
+
+    ``state`` is the run's :class:`~agentactors.loop.state.LoopState`.  Called by the loop before each
+    step of a run with a limited budget: nothing of the step has happened yet.
+    """
+    error = state.cost.before(state.conversation, state.system)
+    if error is None:
+        return None
+    sink = state.sink
+    if sink is not None:
+        sink.emit("run.cost_limit_exceeded", **payloads.cost_limit_exceeded(error))
+    result: RunResult[Any] = (
+        state.result(state.answer_so_far, bounded=True, error=error) if state.answer_so_far
+        else state.result("", error=error)
+    )
+    return result

@@ -54,11 +54,16 @@ class RunLink:
     :ivar runtime: the runtime the parent runs in (a child runs in the same one).
     :ivar children: the children's results, in the order they finished.
     :ivar usage: the children's usage, summed (their own children's included).
+    :ivar budgets: the cost budgets the parent charges (:mod:`agentactors.loop.cost`): its children
+        charge them too, as they spend.
     """
 
-    __slots__ = ("children", "depth", "run_id", "runtime", "sink", "step", "usage")
+    __slots__ = ("budgets", "children", "depth", "run_id", "runtime", "sink", "step", "usage")
 
-    def __init__(self, run_id: str | None, depth: int, sink: EventSink | None, runtime: Any = None) -> None:
+    def __init__(
+        self, run_id: str | None, depth: int, sink: EventSink | None, runtime: Any = None, budgets: tuple[Any, ...] = ()
+    ) -> None:
+        self.budgets = budgets
         self.run_id = run_id
         self.depth = depth
         self.sink = sink

@@ -55,6 +55,12 @@ HANDOFF_FROM = "agentactors.handoff.from_agent"
 HANDOFF_TO = "agentactors.handoff.to_agent"
 FINAL_AGENT = "agentactors.final_agent"
 HANDOFFS = "agentactors.agent.handoffs"
+# What a model call (on its chat span) or a whole run (on invoke_agent, its delegated runs' included) cost in
+# money (agentactors.pricing): left out when a call had no price — never a zero that was not spent.
+COST_TOTAL = "agentactors.cost.total"
+COST_INPUT = "agentactors.cost.input"
+COST_OUTPUT = "agentactors.cost.output"
+COST_CURRENCY = "agentactors.cost.currency"
 
 # The package's wire names -> the conventions' well-known provider names.
 _PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini"}
@@ -104,3 +110,20 @@ def output_messages(response: Mapping[str, Any]) -> str:
     message = {"role": "assistant", "content": response.get("content"), "tool_calls": response.get("tool_calls")}
     out = {"role": "assistant", "parts": _parts(message), "finish_reason": finish_reason(response.get("stop_reason"))}
     return json.dumps([out], ensure_ascii=False)
+
+
+def cost_attributes(cost: Any) -> dict[str, Any]:
+    """A cost (a :class:`~agentactors.pricing.Cost`, or its JSON form) as span attributes; ``{}`` for none."""
+    if cost is None:
+        return {}
+    if not isinstance(cost, Mapping):
+        cost = {k: getattr(cost, k, None) for k in ("input", "output", "total", "currency")}
+    out: dict[str, Any] = {}
+    for key, name in (("total", COST_TOTAL), ("input", COST_INPUT), ("output", COST_OUTPUT)):
+        value = cost.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[name] = float(value)
+    currency = cost.get("currency")
+    if out and isinstance(currency, str):
+        out[COST_CURRENCY] = currency
+    return out

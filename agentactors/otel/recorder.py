@@ -84,8 +84,10 @@ class OTelRecorder:
     Attach it like any recorder: ``Runtime(recorders=[OTelRecorder()])`` or ``Agent(..., recorders=[...])``.
     Spans: ``invoke_agent {agent}`` (INTERNAL) per run, parented on the span active where the run was
     started; ``chat {model}`` (CLIENT) per model call, with request and response model, provider, server
-    address, token usage and finish reasons, the retries, failovers and breaker transitions as span events
-    and ``agentactors.served_by`` naming the member that answered; ``execute_tool {tool}`` (INTERNAL) per
+    address, token usage and finish reasons, the retries, failovers and breaker transitions as span events,
+    ``agentactors.served_by`` naming the member that answered and what the call cost
+    (``agentactors.cost.total`` / ``.input`` / ``.output`` / ``.currency``, left out when unpriced — the
+    run's total, delegated runs' included, is on ``invoke_agent``); ``execute_tool {tool}`` (INTERNAL) per
     tool call with its status (any status but ``ok`` is an error).  A run whose events carry a
     ``parent_run_id`` (a delegated run, ``agent.as_tool()``) is a child of the parent's ``execute_tool``
     span for the call that started it, in the same trace.  A handoff is an ``agentactors.handoff`` span
@@ -205,6 +207,7 @@ class OTelRecorder:
         served = data.get("served_by")
         if isinstance(served, str):
             span.set_attribute(sc.SERVED_BY, served)
+        span.set_attributes(sc.cost_attributes(data.get("cost")))
         final = _scalar(data.get("final_agent"))
         if isinstance(final, str):
             span.set_attribute(sc.FINAL_AGENT, final)
@@ -297,6 +300,7 @@ class OTelRecorder:
         for name, value in tokens.items():
             if isinstance(value, int) and (value or name in (sc.INPUT_TOKENS, sc.OUTPUT_TOKENS)):
                 attributes[name] = value
+        attributes.update(sc.cost_attributes(event.data.get("cost")))
         if self.capture_content:
             attributes[sc.OUTPUT_MESSAGES] = redact(sc.output_messages(response))
         chat.set_attributes(attributes)

@@ -112,7 +112,7 @@ def test_run_finished_says_paused_and_handoffs_only_when_they_apply() -> None:
 
     plain = payloads.run_finished(RunResult("hi", (Message.user("q"),), steps=1, served_by="p"))
     assert list(plain) == [
-        "content", "steps", "bounded", "generation_failed", "error", "served_by", "usage", "tool_calls",
+        "content", "steps", "bounded", "generation_failed", "error", "served_by", "usage", "cost", "tool_calls",
     ]
     assert (plain["content"], plain["steps"], plain["served_by"], plain["tool_calls"]) == ("hi", 1, "p", 0)
     handed = payloads.run_finished(RunResult("hi", (), agent="b", handoffs=("b",)))

@@ -117,6 +117,7 @@ async def test_think_tool_think_nudged_think_answer() -> None:
                 "error": None,
                 "served_by": "p6",
                 "usage": Usage(21, 6),
+                "cost": None,  # scripted: no price
                 "tool_calls": 2,
             },
         ),
@@ -163,6 +164,7 @@ async def test_think_only_steps_after_a_tool_step_end_bounded_served_by_the_last
                 "error": None,
                 "served_by": "p3",
                 "usage": Usage(),
+                "cost": None,  # scripted: no price
                 "tool_calls": 1,
             },
         ),
@@ -216,6 +218,7 @@ async def test_a_failed_step_keeps_the_earlier_steps(useful: bool) -> None:
                 "error": "ProviderError",
                 "served_by": "p1",
                 "usage": Usage(3, 2),
+                "cost": None,  # scripted: no price
                 "tool_calls": 1,
             },
         ),
@@ -252,6 +255,7 @@ async def test_end_turn_takes_every_result_of_its_step_first() -> None:
                 "error": None,
                 "served_by": "p1",
                 "usage": Usage(),
+                "cost": None,  # scripted: no price
                 "tool_calls": 2,
             },
         ),

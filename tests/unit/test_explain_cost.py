@@ -1,0 +1,82 @@
+"""explain() tells what each step and the whole run cost — live and from a JSONL record alike — and says so
+when it is unknown, never a zero."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentactors import (
+    Agent,
+    Explanation,
+    InMemoryRecorder,
+    JsonlRecorder,
+    LLMResponse,
+    ScriptedProvider,
+    ToolCall,
+    Usage,
+    explain,
+    tool,
+)
+from agentactors.pricing import Cost, Price, clear_prices, set_price
+
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
+
+USAGE = Usage(10_000, 1_000)
+
+
+@pytest.fixture(autouse=True)
+def _prices() -> Iterator[None]:
+    clear_prices()
+    set_price("openai", "gpt-4o", Price(2.5, 10.0))
+    yield
+    clear_prices()
+
+
+@tool
+async def lookup(city: str) -> str:
+    """The weather in a city."""
+    return "sunny"
+
+
+def same(cost: Cost | None, expected: Cost) -> bool:
+    got = (cost.input, cost.output, cost.total) if cost is not None else None
+    return cost is not None and cost.currency == expected.currency and got == pytest.approx(
+        (expected.input, expected.output, expected.total)
+    )
+
+
+def agent(recorder: object, *, model: str = "gpt-4o") -> Agent:
+    provider = ScriptedProvider(
+        [LLMResponse(tool_calls=(ToolCall("c1", "lookup", {"city": "Oslo"}),), usage=USAGE),
+         LLMResponse("sunny", usage=Usage(20_000, 500))],
+        name="openai", model=model,
+    )
+    return Agent(provider, tools=[lookup], recorders=[recorder])  # type: ignore[list-item]
+
+
+async def test_each_step_and_the_run_say_what_they_cost_live_and_from_the_record(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    live = InMemoryRecorder()
+    with JsonlRecorder(path) as jsonl:
+        result = await agent(live).run("weather?")
+        for e in live.events:
+            jsonl.record(e)
+    assert same(result.cost, Cost(0.075, 0.015))
+    for explanation in (explain(result, live.events), Explanation.from_jsonl(path, str(result.run_id))):
+        assert same(explanation.cost, Cost(0.075, 0.015))
+        first, second = (p.cost for p in explanation.path)
+        assert same(first, Cost(0.025, 0.01)) and same(second, Cost(0.05, 0.005))
+        text = str(explanation)
+        assert "cost: 0.09 USD (input 0.075, output 0.015)" in text
+        assert "served by openai; cost 0.035 USD" in text and "served by openai; cost 0.055 USD" in text
+
+
+async def test_an_unpriced_run_is_explained_as_unknown_never_zero() -> None:
+    live = InMemoryRecorder()
+    result = await agent(live, model="no-price-model").run("weather?")
+    explanation = explain(result, live.events)
+    assert explanation.cost is None and all(p.cost is None for p in explanation.path)
+    assert "cost: unknown (unpriced)" in str(explanation) and "cost 0" not in str(explanation)
