@@ -252,6 +252,10 @@ def _verdict(report: FleetReport) -> tuple[int, list[str]]:
 
 def run_demo(args: argparse.Namespace) -> int:
     """The ``demo`` command.  Returns the exit code: 0 on success, 1 when a check failed, 2 when it cannot run."""
+    if getattr(args, "batch", False):
+        from .batch import run_batch_demo
+
+        return run_batch_demo(args)
     live = bool(getattr(args, "live", False))
     agents = args.agents if args.agents is not None else (LIVE_AGENTS if live else DEFAULT_AGENTS)
     fault_rate = args.fault_rate if args.fault_rate is not None else (0.0 if live else DEFAULT_FAULT_RATE)

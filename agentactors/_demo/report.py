@@ -20,6 +20,7 @@ from ..errors import StreamInterruptedError
 from ..events import Event
 from ..explain import Explanation, explain
 from ..messages import Usage
+from ..pricing import Cost
 from .chain import RUN_HEADER, SENT_AT_HEADER
 from .fleet import FleetRun, TaskOutcome
 from .tasks import answer_quotes_results
@@ -108,6 +109,10 @@ class FleetReport:
     record: str | None
     live: bool
     fault_rate: float
+    #: What the fleet cost: its runs' ``RunResult.cost`` added up (the priced ones), and how many had no price.
+    cost: float | None = None
+    currency: str = "USD"
+    unpriced_runs: int = 0
 
     @property
     def goodput(self) -> float:
@@ -319,6 +324,7 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
     if chosen is not None and chosen.result is not None and chosen.result.run_id is not None:
         explanation = _explain(chosen, by_run[chosen.result.run_id], requests)
     finite_end = fleet.finished
+    spent, currency, unpriced = _fleet_cost(outcomes)
     return FleetReport(
         agents=len(outcomes),
         ok=ok,
@@ -355,4 +361,20 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
         record=record,
         live=fleet.live,
         fault_rate=fleet.fault_rate,
+        cost=spent,
+        currency=currency,
+        unpriced_runs=unpriced,
     )
+
+
+def _fleet_cost(outcomes: Sequence[TaskOutcome]) -> tuple[float | None, str, int]:
+    """``(the priced runs' cost added up, its currency, runs without a price)``: ``None`` when none had a price."""
+    total: Cost | None = None
+    unpriced = 0
+    for o in outcomes:
+        cost = o.result.cost if o.result is not None else None
+        if cost is None:
+            unpriced += o.result is not None
+        else:
+            total = cost if total is None else total + cost
+    return (None, "USD", unpriced) if total is None else (total.total, total.currency, unpriced)

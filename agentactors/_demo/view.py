@@ -78,9 +78,19 @@ def summary_sections(report: FleetReport) -> list[Section]:
         *((f"  {wire}", _counts(outcomes)) for wire, outcomes in r.outcomes_by_vendor.items()),
         ("faults injected (primary)", _counts(r.faults_injected)),
         ("tokens", f"{_n(tokens.input_tokens)} in + {_n(tokens.output_tokens)} out = {_n(tokens.total_tokens)}"),
+        ("fleet cost", _cost(r)),
         ("events recorded", _n(r.events)),
     ]
     return [("Runs", runs), ("Resilience", resilience), ("Traffic", traffic)]
+
+
+def _cost(r: FleetReport) -> str:
+    """What the fleet cost (its runs' RunResult.cost added up), and the runs whose model had no price."""
+    unpriced = f"; {_n(r.unpriced_runs)} runs had a model without a price" if r.unpriced_runs else ""
+    if r.cost is None:
+        return "no price known for the models that answered" + unpriced
+    per_run = r.cost / (r.agents - r.unpriced_runs) if r.agents > r.unpriced_runs else 0.0
+    return f"{r.cost:.4f} {r.currency}  ({per_run:.6f} a run{unpriced})"
 
 
 def _explained_title(report: FleetReport) -> str:

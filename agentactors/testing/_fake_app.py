@@ -8,6 +8,7 @@ server's closing event, so shutting the server down ends every answer at once.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -18,6 +19,7 @@ from urllib.parse import parse_qsl, unquote
 
 import anyio
 
+from ._fake_batch import FakeBatches
 from ._fake_bedrock import sigv4_problem
 from ._fake_parse import WireRejection
 
@@ -88,6 +90,8 @@ class FakeVendorApp:
         self._expected = expected_api_key
         self.record_bodies = record_bodies
         self._closing: anyio.Event | None = None
+        #: The batch APIs (``fv.batches``): Files + /v1/batches, /v1/messages/batches, batchGenerateContent.
+        self.batches = FakeBatches(state, strict=strict)
 
     def bind(self, closing: anyio.Event) -> None:
         """Attach the server loop's closing event (created inside that loop)."""
@@ -127,6 +131,10 @@ class FakeVendorApp:
         # What gets scrubbed from stored text: keys long enough not to match ordinary words.
         scrub = [k for k in keys if len(k) >= _MIN_KEY_LEN]
         index = self.state.next_index()
+        batch = self.batches.route(method, path)
+        if batch is not None:
+            await self._batch(batch, method, path, query, raw, headers, keys, query_key, scrub, index, send)
+            return
         routed = route(method, path, query)
         wire = routed[0] if routed else "unknown"
         body: Any = None
@@ -195,6 +203,30 @@ class FakeVendorApp:
         action: Action = rejection if rejection is not None else self.state.decide(request, ex)
         sse = stream and (wire != "gemini" or "alt=sse" in query)
         await self._serve_answer(ex, action, ctx, stream=stream, sse=sse, receive=receive, send=send)
+
+    async def _batch(self, batch: tuple[str, str, dict[str, str]], method: str, path: str, query: str, raw: bytes,
+                     headers: dict[str, str], keys: list[str], query_key: str | None, scrub: list[str], index: int,
+                     send: Send) -> None:
+        """A batch API request (:mod:`._fake_batch`): recorded like any other, credentials checked, then served."""
+        wire, action, params = batch
+        body: Any = None
+        if raw and self.record_bodies and action == "create":
+            with contextlib.suppress(ValueError):
+                body = json.loads(raw)
+        request = RecordedRequest(index=index, wire=wire, method=method, path=_redacted_path(path, query, scrub),
+                                  model=None, stream=False, body=body, body_size=len(raw),
+                                  headers=_redacted_headers(headers, scrub), api_key_present=bool(keys),
+                                  key_leaks=_leaks(keys, path, query, raw, headers, query_key),
+                                  received_at=time.monotonic())
+        ex = self.state.record(request)
+        problem = self._auth_problem(keys, query_key)
+        if problem is not None:
+            status, out_headers, payload = error_response(problem, WireContext(wire=wire, index=index, model="batch"))
+        else:
+            status, ctype, payload = self.batches.serve(wire, action, params, headers, raw)
+            out_headers = [("content-type", ctype)]
+        self.state.finish(ex, outcome="ok" if status < 400 else "error", status=status)
+        await _send_whole(send, status, out_headers, payload)
 
     def _cloud_auth_problem(self, wire: str, path: str, headers: dict[str, str]) -> FakeError | None:
         """Bedrock's SigV4 headers (the expected key is the access key id) and Vertex's bearer token."""

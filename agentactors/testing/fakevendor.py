@@ -21,6 +21,11 @@ JSON or streamed in each wire's real shapes:
     Bedrock's Converse at ``/model/{modelId}/converse`` and ConverseStream at ``/converse-stream`` (the
     AWS event-stream binary framing).
 
+Batch APIs (:attr:`FakeVendor.batches`): OpenAI's Files + ``/v1/batches`` (``{base_url}/v1/files``,
+``/v1/batches``, ``/v1/files/{id}/content``), Anthropic's ``/v1/messages/batches`` (and its ``results_url``) and
+Gemini's ``/v1beta/models/{model}:batchGenerateContent`` (the operation at ``/v1beta/batches/{id}``); each line
+is answered exactly as the same request sent alone (scripts, routes, default echo, usage).
+
 Credentials are checked the way each endpoint takes them: an API key header (``api-key`` on Azure), a
 bearer token (Azure's Entra ID, Vertex AI), SigV4 headers of the documented shape on Bedrock (the
 access key id is the one compared with ``expected_api_key``).  ``GET /health`` lists the wires and
@@ -68,6 +73,7 @@ from anyio.abc import TaskStatus
 import agentactors._reexport as _reexport
 
 from ._fake_app import FakeVendorApp
+from ._fake_batch import FakeBatches
 from ._fake_script import (
     Conversation,
     FakeError,
@@ -363,8 +369,15 @@ class FakeVendor:
         self._state.end_outages()
 
     def clear(self) -> None:
-        """Forget queued items, routes, outages and the request record (the fault plan stays)."""
+        """Forget queued items, routes, outages, the request record and the batches (the fault plan stays)."""
         self._state.clear()
+        self._app.batches.clear()
+
+    @property
+    def batches(self) -> FakeBatches:
+        """The batch APIs (OpenAI's Files + ``/v1/batches``, Anthropic's ``/v1/messages/batches``, Gemini's
+        ``batchGenerateContent``): plan what batches do, cancel one, count submissions and single requests."""
+        return self._app.batches
 
     # -- the record -------------------------------------------------------------------------------
 

@@ -452,6 +452,23 @@ class HTTPProvider:
         """``request`` with this provider's default settings filling the fields it leaves unset."""
         return request if self._settings is None else request.with_defaults(self._settings)
 
+    @property
+    def http_client(self) -> httpx.AsyncClient | None:
+        """The ``httpx.AsyncClient`` given to the constructor, or ``None`` when the provider owns its pool."""
+        sender = self._sender
+        return sender.client if not self._owns_sender and isinstance(sender, ClientSender) else None
+
+    async def credential_headers(self, url: str, content: bytes = b"", model: str | None = None) -> dict[str, str]:
+        """The headers a request to ``url`` — this vendor's, beside the wire's own calls (a batch job, a file
+        upload: :class:`~agentactors.BatchProvider`) — carries this provider's credentials in.
+
+        :raises ValueError: ``url`` is not on this provider's ``base_url`` origin: the key never goes elsewhere.
+        """
+        if httpx.URL(url).copy_with(path="/", query=None) != httpx.URL(self._base_url).copy_with(path="/", query=None):
+            raise ValueError(f"{self._name}: credentials go only to {redact(self._base_url)}, not {redact(url)}")
+        headers = dict(self._codec.headers(self.__api_key))
+        return await self._authorize(url, headers, content, model or self._model or "")
+
     def _get_sender(self) -> Sender:
         # Created on first use so that it binds to the running event loop, not the importer's.
         token = _loop_token()

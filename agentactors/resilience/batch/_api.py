@@ -1,0 +1,150 @@
+"""What the three vendors' batch APIs have in common: a line, a batch's status, an item's outcome, decoding.
+
+Each vendor module (:mod:`._openai`, :mod:`._anthropic`, :mod:`._gemini`) is a :class:`BatchAPI`: it
+submits lines (each the body the wire's own encoder made for the request, exactly what a single call
+would send), reads a batch's status, and reads its results into outcomes — a response decoded by the
+wire's own decoder, or the error the wire's own classifier makes of the vendor's item error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from ...errors import MalformedResponseError, ProviderError
+from ...messages import LLMRequest, LLMResponse
+from ...providers.http.provider import HTTPProvider
+from ._http import dumps
+from .errors import BatchError
+
+__all__ = [
+    "BatchAPI", "Line", "Outcome", "Status", "custom_id", "decode_item", "index_of", "item_error", "jsonl", "missing",
+]
+
+#: What an item ended with: the decoded response, or the error the run's call raises.
+Outcome = LLMResponse | ProviderError
+
+
+@attrs.define(slots=True, eq=False)
+class Line:
+    """One request in a batch: its id in the batch, the wire's body for it, and what decoding its answer needs."""
+
+    custom_id: str
+    body: dict[str, Any]
+    model: str
+    request: LLMRequest
+    size: int  # the body's bytes, as sent
+
+
+@attrs.frozen(slots=True)
+class Status:
+    """A batch as the vendor last described it.
+
+    ``done``: it will not change any more; ``state``: the vendor's word for where it is; ``failure``: why the
+    whole batch failed (``None`` unless it did); ``ended``: ``"expired"`` / ``"cancelled"`` when it ended so
+    (items without a result then end that way); ``raw``: the vendor's object, which results are read from.
+    """
+
+    done: bool
+    state: str
+    raw: Any = None
+    failure: str | None = None
+    ended: str | None = None
+
+
+class BatchAPI(Protocol):
+    """One vendor's batch API, driven by :class:`~agentactors.resilience.batch.provider.BatchProvider`."""
+
+    #: The most lines and request bytes one batch may hold at this vendor.
+    max_lines: int
+    max_bytes: int
+
+    async def submit(self, model: str, lines: Sequence[Line]) -> str:
+        """Create a batch of ``lines`` (one model); its id."""
+        ...
+
+    async def status(self, batch_id: str, model: str) -> Status:
+        """The batch's status now."""
+        ...
+
+    async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
+        """The outcomes of an ended batch's items, by custom id (items without a result are left out)."""
+        ...
+
+
+def decode_item(provider: HTTPProvider, line: Line, body: Any, batch_id: str) -> Outcome:
+    """An item's answer body, decoded by the wire's own decoder, marked as a batch call (its price is batch's).
+
+    ``provider_data["batch"]`` holds the batch id and the item's custom id: what ``RunResult.cost`` reads to
+    price the response at the vendor's batch rate (:func:`agentactors.pricing.response_cost`).
+    """
+    name = provider.name
+    try:
+        response = provider.codec.decode_response(body, request=line.request, model=line.model, provider=name)
+    except ProviderError as exc:
+        return exc
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        return MalformedResponseError(
+            f"a batch item's answer could not be decoded ({type(exc).__name__})", provider=name, model=line.model
+        )
+    data = dict(response.provider_data or {})
+    data["batch"] = {"id": batch_id, "custom_id": line.custom_id}
+    response = attrs.evolve(response, provider_data=data)
+    return response if response.provider == name else response.with_provider(name)
+
+
+def item_error(provider: HTTPProvider, line: Line, status: int, body: Any) -> ProviderError:
+    """The vendor's error for one item (HTTP ``status``, its error ``body``) as the wire classifies it."""
+    raw = body if isinstance(body, bytes) else dumps(body)
+    return provider.codec.classify_error(status, {}, raw, model=line.model, provider=provider.name)
+
+
+def missing(provider: str, line: Line, batch_id: str, status: Status) -> BatchError:
+    """The error of an item the ended batch holds no result for: expired, cancelled, or missing."""
+    reason = status.ended or "missing"
+    words = {
+        "expired": "the batch's completion window ended before this request ran",
+        "cancelled": "the batch was cancelled before this request ran",
+    }.get(reason, f"the batch ended ({status.state}) without a result for this request")
+    return BatchError(
+        f"batch {batch_id}: {words}", provider=provider, reason=reason, model=line.model, batch_id=batch_id,
+        custom_id=line.custom_id,
+    )
+
+
+
+def jsonl(raw: bytes, provider: str, model: str) -> list[dict[str, Any]]:
+    """The objects of a JSONL results file, one a line (blank lines skipped).
+
+    :raises MalformedResponseError: a line that is not a JSON object.
+    """
+    items: list[dict[str, Any]] = []
+    for number, text in enumerate(raw.splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            value = None
+        if not isinstance(value, dict):
+            raise MalformedResponseError(f"line {number} of a batch results file is not a JSON object",
+                                         provider=provider, model=model)
+        items.append(value)
+    return items
+
+
+def custom_id(index: int, digest: str) -> str:
+    """An item's id in its batch: its position (Gemini answers in order, without ids) and its request's digest.
+
+    ``[A-Za-z0-9_-]``, at most 64 characters: what every vendor's custom ids allow.
+    """
+    return f"aa{index}-{digest[:24]}"
+
+
+def index_of(custom_id: str) -> int:
+    """The position :func:`custom_id` put in ``custom_id`` (``-1`` for an id it did not make)."""
+    head = custom_id.partition("-")[0]
+    return int(head[2:]) if head.startswith("aa") and head[2:].isdigit() else -1

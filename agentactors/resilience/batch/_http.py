@@ -1,0 +1,133 @@
+"""The batch API's control plane: requests to the wrapped provider's vendor with its credentials and its errors.
+
+Submitting, polling and downloading are not the wire's calls, so the provider's sender (which only POSTs a
+request body) does not make them; they go through httpx — the provider's own ``httpx.AsyncClient`` when it
+was given one, else a short-lived client per call (a few calls per batch and per ``poll_every``: a pool
+kept between polls half an hour apart would only hold dead connections).  What they share with the wire's
+calls is what matters: the URLs are under the provider's ``base_url``, the credentials are the provider's
+(:meth:`~agentactors.providers.http.provider.HTTPProvider.credential_headers`: refused for any other
+origin, so a vendor's answer naming another host never receives the key), a non-2xx answer is classified
+by the wire's own ``classify_error``, a transport failure by :func:`~agentactors.classify_exception`, and
+every error's text is redacted of the key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+
+from ...errors import MalformedResponseError, ProviderError, ResponseTooLargeError
+from ...providers.errors import classify_exception
+from ...providers.http.limits import ERROR_BODY_BYTES
+from ...providers.http.provider import DEFAULT_TIMEOUT, HTTPProvider
+
+__all__ = ["VendorHTTP"]
+
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON: what the provider sends as a request body."""
+    return _JSON.encode(value).encode("utf-8")
+
+
+class VendorHTTP:
+    """Makes the batch API's requests for one :class:`~agentactors.providers.http.provider.HTTPProvider`.
+
+    :param limit: the most bytes read of one answer (a results file of 10,000 answers is tens of MB).
+    """
+
+    def __init__(self, provider: HTTPProvider, *, limit: int) -> None:
+        self.provider = provider
+        self.limit = limit
+
+    @property
+    def name(self) -> str:
+        return self.provider.name
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[httpx.AsyncClient]:
+        given = self.provider.http_client
+        if given is not None:
+            yield given
+            return
+        async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT) as client:
+            yield client
+
+    async def json(
+        self, method: str, url: str, *, model: str, body: Any = None, files: Mapping[str, Any] | None = None,
+        data: Mapping[str, str] | None = None, limit: int | None = None,
+    ) -> Any:
+        """Send, and return the answer's JSON (a :class:`~agentactors.MalformedResponseError` if it is not)."""
+        raw = await self.send(method, url, model=model, body=body, files=files, data=data, limit=limit)
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            raise _malformed(self.name, model, f"{method} {url} answered {len(raw)} bytes that are not JSON") from None
+
+    async def send(
+        self, method: str, url: str, *, model: str, body: Any = None, files: Mapping[str, Any] | None = None,
+        data: Mapping[str, str] | None = None, limit: int | None = None,
+    ) -> bytes:
+        """Send ``method url`` (a JSON ``body``, or a multipart form of ``files`` and ``data``); the answer's bytes.
+
+        :raises ProviderError: classified as the wire classifies the vendor's errors (transport: transient).
+        """
+        content = dumps(body) if body is not None else None
+        try:
+            headers = await self.provider.credential_headers(url, content or b"", model)
+        except ValueError as exc:
+            raise _malformed(self.name, model, str(exc)) from None
+        headers["accept"] = "application/json"
+        if content is not None:
+            headers["content-type"] = "application/json"
+        else:
+            headers.pop("content-type", None)  # a multipart form, or no body: httpx says what it is
+        try:
+            async with self._client() as client:
+                request = client.build_request(method, url, headers=headers, content=content, files=files, data=data)
+                response = await client.send(request, stream=True)
+                try:
+                    status = response.status_code
+                    cap = ERROR_BODY_BYTES if not 200 <= status < 300 else (limit or self.limit)
+                    raw = await _read(response, cap, self.name, model, strict=200 <= status < 300)
+                finally:
+                    await response.aclose()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except ProviderError:
+            raise
+        except Exception as exc:
+            failure = classify_exception(exc, provider=self.name, model=model)
+        else:
+            if 200 <= status < 300:
+                return raw
+            failure = self.provider.codec.classify_error(status, response.headers, raw, model=model, provider=self.name)
+        raise failure
+
+
+async def _read(response: httpx.Response, limit: int, provider: str, model: str, *, strict: bool) -> bytes:
+    """The body, up to ``limit`` bytes: past it, an error for a body that matters, the head of an error body."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            if not strict:
+                chunks.append(chunk)
+                return b"".join(chunks)[:limit]
+            raise ResponseTooLargeError(
+                f"a batch API answer went past {limit} bytes", provider=provider, model=model,
+                limit="max_response_bytes", limit_bytes=limit,
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _malformed(provider: str, model: str, message: str) -> ProviderError:
+    return MalformedResponseError(message, provider=provider, model=model)

@@ -1,0 +1,114 @@
+"""OpenAI's Batch API: a JSONL file uploaded through Files, a batch over it, output and error files read back.
+
+``POST {base_url}/files`` (multipart: ``purpose=batch``, the file of lines ``{"custom_id", "method": "POST",
+"url": "/v1/chat/completions", "body"}``), ``POST {base_url}/batches`` (``input_file_id``, ``endpoint``,
+``completion_window: "24h"``), ``GET {base_url}/batches/{id}`` until it ends (``completed``, ``failed``,
+``expired``, ``cancelled``), then ``GET {base_url}/files/{id}/content`` for the output file (one line per
+item: ``{"custom_id", "response": {"status_code", "body"}, "error"}``) and the error file (items that
+failed, or that expired or were cancelled: ``error.code`` ``batch_expired`` / ``batch_cancelled``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from ...errors import MalformedResponseError
+from ...providers.http.provider import HTTPProvider
+from ._api import Line, Outcome, Status, decode_item, item_error, jsonl
+from ._http import VendorHTTP, dumps
+from .errors import BatchError
+
+__all__ = ["OpenAIBatches"]
+
+ENDPOINT: Final = "/v1/chat/completions"
+_ENDED: Final = frozenset({"completed", "failed", "expired", "cancelled"})
+_GONE: Final = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
+
+
+class OpenAIBatches:
+    """The Batch API of an :class:`~agentactors.OpenAIProvider` (Chat Completions lines)."""
+
+    max_lines = 50_000
+    max_bytes = 200 * 1024 * 1024
+
+    def __init__(self, provider: HTTPProvider, http: VendorHTTP) -> None:
+        self.provider = provider
+        self.http = http
+        self.base = provider.base_url
+
+    async def submit(self, model: str, lines: Sequence[Line]) -> str:
+        text = b"".join(
+            dumps({"custom_id": line.custom_id, "method": "POST", "url": ENDPOINT, "body": line.body}) + b"\n"
+            for line in lines
+        )
+        upload = await self.http.json(
+            "POST", f"{self.base}/files", model=model, data={"purpose": "batch"},
+            files={"file": ("agentactors-batch.jsonl", text, "application/jsonl")},
+        )
+        batch = await self.http.json(
+            "POST", f"{self.base}/batches", model=model,
+            body={
+                "input_file_id": _id(upload, "file", self.provider.name, model),
+                "endpoint": ENDPOINT,
+                "completion_window": "24h",
+            },
+        )
+        return _id(batch, "batch", self.provider.name, model)
+
+    async def status(self, batch_id: str, model: str) -> Status:
+        batch = await self.http.json("GET", f"{self.base}/batches/{batch_id}", model=model)
+        state = str(batch.get("status", "")) if isinstance(batch, dict) else ""
+        if state not in _ENDED:
+            return Status(False, state or "unknown", batch)
+        failure = _failure(batch) if state == "failed" else None
+        ended = state if state in ("expired", "cancelled") else None
+        return Status(True, state, batch, failure=failure, ended=ended)
+
+    async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
+        out: dict[str, Outcome] = {}
+        batch = status.raw if isinstance(status.raw, dict) else {}
+        for field in ("output_file_id", "error_file_id"):
+            file_id = batch.get(field)
+            if not isinstance(file_id, str) or not file_id:
+                continue
+            model = next(iter(lines.values())).model if lines else ""
+            raw = await self.http.send("GET", f"{self.base}/files/{file_id}/content", model=model)
+            for item in jsonl(raw, self.provider.name, model):
+                line = lines.get(str(item.get("custom_id")))
+                if line is not None:
+                    out[line.custom_id] = self._outcome(line, item, batch_id)
+        return out
+
+    def _outcome(self, line: Line, item: Mapping[str, Any], batch_id: str) -> Outcome:
+        response = item.get("response")
+        if isinstance(response, dict) and isinstance(response.get("status_code"), int):
+            code = response["status_code"]
+            if 200 <= code < 300:
+                return decode_item(self.provider, line, response.get("body"), batch_id)
+            return item_error(self.provider, line, code, response.get("body") or {})
+        found = item.get("error")
+        error: Mapping[str, Any] = found if isinstance(found, dict) else {}
+        code = str(error.get("code") or "")
+        reason = _GONE.get(code, "missing")
+        return BatchError(
+            f"batch {batch_id}: {error.get('message') or code or 'no result for this request'}",
+            provider=self.provider.name, reason=reason, model=line.model, batch_id=batch_id, custom_id=line.custom_id,
+        )
+
+
+def _id(body: Any, what: str, provider: str, model: str) -> str:
+    value = body.get("id") if isinstance(body, dict) else None
+    if not isinstance(value, str) or not value:
+        raise MalformedResponseError(f"the {what} the vendor created has no id", provider=provider, model=model)
+    return value
+
+
+def _failure(batch: Mapping[str, Any]) -> str:
+    errors = batch.get("errors")
+    data = errors.get("data") if isinstance(errors, dict) else None
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        first = data[0]
+        return str(first.get("message") or first.get("code") or "the batch failed")
+    return "the batch failed"
+

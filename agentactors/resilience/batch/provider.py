@@ -1,0 +1,420 @@
+"""``BatchProvider``: the requests of many runs sent through the vendor's batch API, at about half the price.
+
+A vendor's batch API answers within hours, not seconds, at about 50 % of the price (OpenAI's Batch API,
+Anthropic's Message Batches, Gemini's Batch Mode).  A run whose step waits on a batch is an idle actor: so
+this decorator collects the requests of every run that calls it for ``window`` seconds (or until
+``max_requests``), submits them as one batch, polls it every ``poll_every`` seconds, and answers each run's
+call with its own item — decoded by the wire's own decoder, exactly as a single call's answer would be.
+
+How the waiting works, with no task of its own: each collecting (and then submitted) batch is *driven* by
+one of the calls waiting on it — the first one waits out the window, submits, then polls — while the others
+wait for it; a driver that is cancelled hands the batch to the next waiter.  So nothing outlives the calls,
+and the decorator needs no runtime or task group.  A call cancelled before its batch was submitted withdraws
+its request; after, its item is left to the batch (the vendor has it; the answer is dropped).  The
+submission itself is shielded from cancellation, so a batch the vendor created is never lost track of.
+
+With a journal (``Runtime(journal=...)``) each submitted request is parked there (:mod:`._park`), so a crash
+loses nothing: ``rt.recover()`` re-runs the step, the same request finds its batch, and it is polled, not
+submitted again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import attrs
+
+from ...errors import ErrorKind, ProviderError
+from ...events import emit
+from ...messages import LLMRequest, LLMResponse
+from ...providers.http.provider import HTTPProvider
+from ...providers.port import (
+    Capabilities,
+    StreamContext,
+    capabilities_of,
+    check_forced_tool_choice,
+    check_response_format,
+    resolve_model,
+    stream_from_complete,
+)
+from ...redaction import redact
+from ..decorator import ProviderDecorator, as_provider_error
+from ._api import BatchAPI, Line, Outcome, Status, custom_id, missing
+from ._http import VendorHTTP, dumps
+from ._park import Entry, Parking, journal_of_runtime
+from ._vendors import api_for
+from .errors import BatchError, BatchUnsupportedError
+
+__all__ = ["BatchProvider"]
+
+log = logging.getLogger("agentactors.resilience.batch")
+
+#: Consecutive failed polls (each a transient error) after which the batch's waiting calls fail.
+MAX_POLL_FAILURES = 10
+#: The longest a submission may take (it is shielded from cancellation, so it is bounded).
+SUBMIT_BOUND = 300.0
+#: A results file may be this many times ``max_response_bytes`` (it holds every item's answer).
+RESULTS_FACTOR = 16
+
+
+class _Waiter:
+    """One call waiting on a batch: its line, the journal it parks in, and its outcome once known."""
+
+    __slots__ = ("digest", "entry", "journal", "line", "outcome", "parked")
+
+    def __init__(self, line: Line, digest: str, journal: Any | None) -> None:
+        self.line = line
+        self.digest = digest
+        self.journal = journal
+        self.entry: Entry | None = None  # its place in a submitted batch
+        self.parked = False
+        self.outcome: Outcome | None = None
+
+
+class _Batch:
+    """One batch: collecting lines, then submitted (its id known), then ended (every waiter has its outcome)."""
+
+    def __init__(self, model: str, opened: float) -> None:
+        self.model = model
+        self.opened = opened
+        self.lines: dict[str, Line] = {}
+        self.waiters: dict[str, _Waiter] = {}
+        self.size = 0
+        self.count = 0  # lines ever added: the next line's position
+        self.full = anyio.Event()
+        self.id: str | None = None
+        self.state = "collecting"  # collecting | submitted | ended
+        self.driven = False
+        self.next_poll = opened
+        self.wake = anyio.Event()
+
+    def poke(self) -> None:
+        """Wake every waiter: something changed (the batch was submitted or ended, its driver left)."""
+        self.wake.set()
+        self.wake = anyio.Event()
+
+
+class BatchProvider(ProviderDecorator):
+    """Answer calls through the vendor's batch API: collected for ``window`` seconds, submitted, polled.
+
+    ``provider`` is an :class:`~agentactors.OpenAIProvider` (Chat Completions lines, through Files and
+    ``/v1/batches``), an :class:`~agentactors.AnthropicProvider` (``/v1/messages/batches``) or a
+    :class:`~agentactors.GeminiProvider` (``batchGenerateContent``, inline requests), each at its vendor's own
+    endpoint; anything else raises :class:`BatchUnsupportedError` here.  Its base URL, credentials (only
+    ever sent to its own origin), HTTP client, request encoder, response decoder and error classifier are the
+    ones used: a batch item is what a single call would send, and its answer is decoded the same way.
+
+    * ``window``: seconds a batch collects requests after its first one; ``max_requests``: it is submitted
+      at once when it holds this many (also bounded by the vendor's own limits on lines and bytes).  Each
+      model gets its own batches (the vendors take one model per batch, or price it so).
+    * ``poll_every``: seconds between status reads of a submitted batch.
+    * ``complete()`` waits until its item is answered; ``stream()`` does too, then delivers the whole answer
+      as one stream (``capabilities(...).streaming`` is ``False``: a batch has no partial answers).
+    * Failures are typed: an item the vendor answered with an error is that error as the wire classifies it
+      (a 400 is a request error); an item that expired or was cancelled, or that an ended batch holds no
+      result for, is a retryable :class:`BatchError` (``reason``: ``expired`` / ``cancelled`` /
+      ``missing``); a batch the vendor failed fails each of its calls with a :class:`BatchError`
+      (``reason="failed"``, not retryable); a submission the vendor refused fails its calls with that error.
+    * Responses carry ``provider_data["batch"] = {"id", "custom_id"}``: ``RunResult.cost`` prices them at the
+      vendor's batch rate (:func:`agentactors.pricing.price_for` with ``batch=True``).
+    * In a runtime with a journal, each submitted request is parked there and survives a restart (see
+      :mod:`agentactors.resilience.batch._park`); a cancelled call removes its entry.
+    * Events (in the driving run): ``batch.submitted(batch_id, model, size)``, ``batch.ended(batch_id, state,
+      answered, failed)``; in each run, ``batch.parked(batch_id, custom_id, key)`` and ``batch.resumed(batch_id,
+      custom_id, key)`` (a recovered request found its batch; ``key``: the request's digest, its journal key).
+
+    Through a :class:`~agentactors.ProviderActor` (``agent.run(..., runtime=rt)``), the actor's
+    ``max_concurrency`` (64 by default) bounds how many calls can wait at once, and so a batch's size: give
+    the agent ``ProviderActor.shared(rt, batch_provider, max_concurrency=10_000)``.  Do not put a
+    ``with_timeout`` below hours above it: a timed-out call leaves its item to the batch and is billed.
+    """
+
+    def __init__(
+        self,
+        provider: HTTPProvider | Any,
+        *,
+        window: float = 5.0,
+        max_requests: int = 10_000,
+        poll_every: float = 30.0,
+    ) -> None:
+        super().__init__(provider)
+        if not isinstance(provider, HTTPProvider):
+            raise BatchUnsupportedError(
+                f"BatchProvider needs an OpenAI, Anthropic or Gemini provider itself (not {type(provider).__name__}):"
+                " put decorators such as with_retry around the BatchProvider, not inside it",
+                provider=str(getattr(provider, "name", type(provider).__name__)),
+            )
+        for label, value in (("window", window), ("poll_every", poll_every)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+                raise ValueError(f"{label} must be a non-negative number of seconds, not {value!r}")
+        if isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1:
+            raise ValueError(f"max_requests must be a positive int, not {max_requests!r}")
+        api = api_for(provider, VendorHTTP(provider, limit=provider.limits.max_response_bytes * RESULTS_FACTOR))
+        if api is None:
+            raise BatchUnsupportedError(
+                f"{type(provider).__name__} ({type(provider.codec).__name__}) has no batch API BatchProvider can "
+                "drive: use OpenAIProvider (chat), AnthropicProvider or GeminiProvider at the vendor's own endpoint",
+                provider=provider.name,
+            )
+        self._http_provider = provider
+        self._api: BatchAPI = api
+        self.window = float(window)
+        self.max_requests = min(max_requests, api.max_lines)
+        self.poll_every = float(poll_every)
+        self._clock: Callable[[], float] = anyio.current_time  # the clock anyio's sleeps and scopes run on
+        self._open: dict[str, _Batch] = {}  # collecting, by model
+        self._submitted: dict[str, _Batch] = {}  # by batch id
+        self._parking = Parking()
+        #: Batches submitted by this provider (all time).
+        self.submitted = 0
+
+    def capabilities(self, model: str | None) -> Capabilities:
+        """The provider's, without streaming: a batch item is answered whole."""
+        return attrs.evolve(capabilities_of(self._inner, model), streaming=False)
+
+    def stream(self, request: LLMRequest) -> StreamContext:
+        """:meth:`complete`, then the whole answer as one stream (a batch has no partial answers)."""
+        return stream_from_complete(self, request)
+
+    # -- a call ---------------------------------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        line, digest = self._line(request)
+        waiter = _Waiter(line, digest, journal_of_runtime())
+        batch = await self._resume(waiter) if waiter.journal is not None else None
+        if batch is None:
+            batch = self._collect(waiter)
+        try:
+            await self._wait(batch, waiter)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._leave(batch, waiter)
+            raise
+        if waiter.parked and waiter.entry is not None:
+            with anyio.CancelScope(shield=True):
+                await self._parking.unpark(waiter.journal, digest, waiter.entry)
+        outcome = waiter.outcome
+        if isinstance(outcome, LLMResponse):
+            return outcome
+        assert outcome is not None
+        raise outcome
+
+    def _line(self, request: LLMRequest) -> tuple[Line, str]:
+        """The request as a batch line (checked and encoded as a single call would be) and its digest."""
+        provider = self._http_provider
+        request = provider.with_defaults(request)
+        model = resolve_model(provider, request)
+        check_forced_tool_choice(provider, request, model)
+        check_response_format(provider, request, model)
+        try:
+            body = provider.codec.encode_request(request, model, stream=False)
+            raw = dumps(body)
+        except ProviderError:
+            raise
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ProviderError(
+                f"the request cannot be encoded for the {provider.codec.wire} wire: {exc}",
+                provider=provider.name, model=model, kind=ErrorKind.request,
+            ) from exc
+        digest = hashlib.sha256(b"\0".join((provider.name.encode(), provider.base_url.encode(), model.encode(), raw)))
+        return Line("", body, model, request, len(raw)), digest.hexdigest()
+
+    def _collect(self, waiter: _Waiter) -> _Batch:
+        """Add the call's line to its model's collecting batch (a new one when there is none, or it is full)."""
+        line = waiter.line
+        batch = self._open.get(line.model)
+        if batch is not None and batch.lines and batch.size + line.size > self._api.max_bytes:
+            self._close(batch)
+            batch = None
+        if batch is None:
+            batch = self._open[line.model] = _Batch(line.model, self._clock())
+        line.custom_id = custom_id(batch.count, waiter.digest)
+        batch.count += 1
+        batch.lines[line.custom_id] = line
+        batch.waiters[line.custom_id] = waiter
+        batch.size += line.size
+        if len(batch.lines) >= self.max_requests:
+            self._close(batch)
+        return batch
+
+    def _close(self, batch: _Batch) -> None:
+        """The batch takes no more lines: it is submitted now (its driver wakes)."""
+        if self._open.get(batch.model) is batch:
+            del self._open[batch.model]
+        batch.full.set()
+
+    async def _resume(self, waiter: _Waiter) -> _Batch | None:
+        """After a restart: the batch this very request was submitted in (parked in the journal), or ``None``."""
+        entry = await self._parking.find(waiter.journal, waiter.digest)
+        if entry is None:
+            return None
+        batch = self._submitted.get(entry.batch_id)
+        if batch is None or batch.state == "ended":
+            batch = self._submitted[entry.batch_id] = _Batch(waiter.line.model, self._clock())
+            batch.id, batch.state = entry.batch_id, "submitted"
+        waiter.line.custom_id = entry.custom_id
+        waiter.entry, waiter.parked = entry, True
+        batch.lines[entry.custom_id] = waiter.line
+        batch.waiters[entry.custom_id] = waiter
+        emit("batch.resumed", batch_id=entry.batch_id, custom_id=entry.custom_id, key=waiter.digest)
+        return batch
+
+    async def _wait(self, batch: _Batch, waiter: _Waiter) -> None:
+        """Until the call has its outcome: park it once submitted, drive the batch when nobody does, else wait."""
+        while waiter.outcome is None:
+            if batch.id is not None and waiter.journal is not None and waiter.entry is None:
+                waiter.entry = Entry(batch.id, waiter.line.custom_id)  # tried once: a failed write is logged
+                with anyio.CancelScope(shield=True):
+                    waiter.parked = await self._parking.park(waiter.journal, waiter.digest, waiter.entry)
+                if waiter.parked:
+                    emit("batch.parked", batch_id=batch.id, custom_id=waiter.line.custom_id, key=waiter.digest)
+                continue
+            if batch.driven:
+                await batch.wake.wait()
+                continue
+            batch.driven = True
+            try:
+                await self._drive(batch)
+            finally:
+                batch.driven = False
+                batch.poke()
+
+    async def _leave(self, batch: _Batch, waiter: _Waiter) -> None:
+        """A cancelled call: its line withdrawn if its batch is still collecting, its parked entry removed."""
+        custom = waiter.line.custom_id
+        if batch.waiters.get(custom) is waiter:
+            del batch.waiters[custom]
+            if batch.state == "collecting":
+                line = batch.lines.pop(custom, None)
+                batch.size -= line.size if line is not None else 0
+                if not batch.lines and self._open.get(batch.model) is batch:
+                    del self._open[batch.model]  # the next call opens a window of its own
+        if batch.state == "submitted" and not batch.waiters and batch.id is not None:
+            self._submitted.pop(batch.id, None)  # nobody waits: a later request of it adopts it anew
+        if waiter.entry is not None:
+            if waiter.parked:
+                await self._parking.unpark(waiter.journal, waiter.digest, waiter.entry)
+            else:
+                self._parking.release(waiter.digest, waiter.entry)
+
+    # -- driving a batch ------------------------------------------------------------------------------------
+
+    async def _drive(self, batch: _Batch) -> None:
+        """One phase of the batch, in a waiting call's task: collect and submit it, or poll it to its end."""
+        if batch.state == "collecting":
+            with anyio.move_on_after(max(0.0, batch.opened + self.window - self._clock())):
+                await batch.full.wait()
+            self._close(batch)
+            if not batch.lines:  # every call withdrew
+                batch.state = "ended"
+                return
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SUBMIT_BOUND) as bound:
+                await self._submit(batch)
+            if bound.cancelled_caught and batch.state == "collecting":
+                self._end(batch, lambda line: BatchError(
+                    f"submitting the batch took longer than {SUBMIT_BOUND:g} s", provider=self.name,
+                    reason="missing", model=line.model, custom_id=line.custom_id))
+            return
+        if batch.state == "submitted":
+            await self._poll(batch)
+
+    async def _submit(self, batch: _Batch) -> None:
+        # Numbered again in the order sent: a withdrawn line left a gap, and Gemini answers by position.
+        waiters = list(batch.waiters.values())
+        batch.lines, batch.waiters = {}, {}
+        for position, waiter in enumerate(waiters):
+            waiter.line.custom_id = custom_id(position, waiter.digest)
+            batch.lines[waiter.line.custom_id] = waiter.line
+            batch.waiters[waiter.line.custom_id] = waiter
+        lines = list(batch.lines.values())
+        try:
+            batch_id = await self._api.submit(batch.model, lines)
+        except Exception as exc:
+            error = as_provider_error(exc, self._inner, batch.model)
+            self._end(batch, lambda line: error)
+            return
+        batch.id, batch.state = batch_id, "submitted"
+        batch.next_poll = self._clock() + self.poll_every
+        self._submitted[batch_id] = batch
+        self.submitted += 1
+        emit("batch.submitted", batch_id=batch_id, model=batch.model, size=len(lines))
+
+    async def _poll(self, batch: _Batch) -> None:
+        """Poll until the batch ends, then deliver its outcomes."""
+        assert batch.id is not None
+        failures = 0
+        while batch.waiters:
+            await anyio.sleep(max(0.0, batch.next_poll - self._clock()))
+            batch.next_poll = self._clock() + self.poll_every
+            try:
+                status = await self._api.status(batch.id, batch.model)
+            except Exception as exc:
+                error = as_provider_error(exc, self._inner, batch.model)
+                failures += 1
+                if error.retryable and failures < MAX_POLL_FAILURES:
+                    log.info("batch %s: polling failed (%s); trying again", batch.id, redact(str(error)))
+                    continue
+                self._end(batch, _failing(error, batch))
+                return
+            failures = 0
+            if status.done:
+                await self._finish(batch, status)
+                return
+
+    async def _finish(self, batch: _Batch, status: Status) -> None:
+        assert batch.id is not None
+        batch_id = batch.id
+        if status.failure is not None:
+            failure = status.failure
+            self._end(batch, lambda line: BatchError(
+                f"batch {batch_id} failed: {failure}", provider=self.name, reason="failed", model=line.model,
+                batch_id=batch_id, custom_id=line.custom_id))
+            return
+        try:
+            outcomes = await self._api.results(batch_id, status, dict(batch.lines))
+        except Exception as exc:
+            error = as_provider_error(exc, self._inner, batch.model)
+            self._end(batch, _failing(error, batch))
+            return
+        self._end(batch, lambda line: outcomes.get(line.custom_id) or missing(self.name, line, batch_id, status),
+                  state=status.state)
+
+    def _end(self, batch: _Batch, outcome: Callable[[Line], Outcome], *, state: str | None = None) -> None:
+        """Every waiting call's outcome; the batch is over."""
+        failed = 0
+        for waiter in batch.waiters.values():
+            waiter.outcome = outcome(waiter.line)
+            failed += not isinstance(waiter.outcome, LLMResponse)
+        batch.state = "ended"
+        if batch.id is not None:
+            if self._submitted.get(batch.id) is batch:
+                del self._submitted[batch.id]
+            emit("batch.ended", batch_id=batch.id, state=state or "failed", answered=len(batch.waiters) - failed,
+                 failed=failed)
+        batch.poke()
+
+    def __repr__(self) -> str:
+        return (f"BatchProvider({self._inner!r}, window={self.window:g}, max_requests={self.max_requests}, "
+                f"poll_every={self.poll_every:g})")
+
+
+def _failing(error: ProviderError, batch: _Batch) -> Callable[[Line], Outcome]:
+    return lambda line: _poll_failed(error, batch, line)
+
+
+def _poll_failed(error: ProviderError, batch: _Batch, line: Line) -> ProviderError:
+    """The error a waiting call gets when its batch could not be read to its end: the reading's own, if it is
+    the vendor's verdict (a 404, a refused key), else a retryable :class:`BatchError` naming the batch."""
+    if not error.retryable:
+        return error
+    failure = BatchError(
+        f"batch {batch.id} could not be read: {error.message}", provider=error.provider, reason="poll",
+        model=line.model, batch_id=batch.id, custom_id=line.custom_id, kind=ErrorKind.transient, retryable=True,
+    )
+    failure.__cause__ = error
+    return failure
