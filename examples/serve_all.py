@@ -5,7 +5,10 @@ the app's lifespan), so the three protocols share one ProviderActor, its budget 
 
     /openai/v1/chat/completions, /openai/v1/models    any OpenAI client (base_url=http://127.0.0.1:8000/openai/v1)
     /mcp/                                              MCP clients (streamable HTTP)
-    /agui/                                             AG-UI frontends (POST a RunAgentInput)
+    /agui/                                             AG-UI frontends (POST a RunAgentInput); threads kept
+                                                       by the server (sessions=True), a post to a live thread
+                                                       steers its run
+    /                                                  a page that talks to /agui/ (examples/agui_page.html)
 
 ``python examples/serve_all.py --stdio`` serves the agent over MCP on stdin/stdout instead (what Claude
 Desktop or an IDE launches).  Runs offline: with no ``OPENAI_API_KEY`` the built-in FakeVendor plays
@@ -21,12 +24,15 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import sniffio
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Mount, Route
 
 from agentactors import Agent, OpenAIProvider, Runtime, tool
 from agentactors.serve import agui_app, mcp_server, openai_app
@@ -42,8 +48,16 @@ def make_agent(provider: Any) -> Agent[str]:
     return Agent(provider, tools=[word_count], system="Be brief.", name="assistant")
 
 
+PAGE = Path(__file__).with_name("agui_page.html")
+
+
+async def page(request: Request) -> HTMLResponse:
+    """The AG-UI page: it POSTs RunAgentInputs to /agui/ and draws the streamed events."""
+    return HTMLResponse(PAGE.read_text(encoding="utf-8"))
+
+
 def build_app(provider: Any, *, api_keys: list[str] | None = None) -> Starlette:
-    """The three endpoints for one agent over ``provider``; ``api_keys`` guard the OpenAI one."""
+    """The three endpoints for one agent over ``provider``, and the AG-UI page; ``api_keys`` guard the OpenAI one."""
     runtime = Runtime()
     agent = make_agent(provider).bind(runtime)  # bound before it runs: every endpoint's runs share it
     mcp = mcp_server([agent])
@@ -59,9 +73,10 @@ def build_app(provider: Any, *, api_keys: list[str] | None = None) -> Starlette:
 
     return Starlette(
         routes=[
+            Route("/", page),
             Mount("/openai", app=openai_app({"assistant": agent}, api_keys=api_keys)),
             Mount("/mcp", app=mcp_http),
-            Mount("/agui", app=agui_app(agent)),
+            Mount("/agui", app=agui_app(agent, sessions=True)),
         ],
         lifespan=lifespan,
     )
@@ -127,7 +142,8 @@ async def main() -> None:
         if stdio:
             await serve_stdio(provider)
             return
-        print(f"http://127.0.0.1:{port}/openai/v1 · /mcp/ · /agui/ (offline: a FakeVendor plays the model)")
+        print(f"http://127.0.0.1:{port}/ (the AG-UI page) · /openai/v1 · /mcp/ · /agui/ "
+              "(offline: a FakeVendor plays the model)")
         await serve(build_app(provider), port)
 
 

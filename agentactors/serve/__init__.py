@@ -7,12 +7,14 @@
     :func:`mcp_server`: an MCP server (the official ``mcp`` SDK, the ``[mcp]`` extra) offering agents and
     tools as MCP tools, over stdio or streamable HTTP.
 ``agui``
-    :func:`agui_app`: an ASGI app streaming a run as AG-UI events (``POST /`` a ``RunAgentInput``).
+    :func:`agui_app`: an ASGI app streaming a run as AG-UI events (``POST /`` a ``RunAgentInput``); a post to
+    a thread whose run is live steers it; ``sessions=True`` keeps each thread's history in the server.
 ``asgi``
     :func:`lifespan`: an ASGI lifespan that owns a :class:`~agentactors.Runtime` (Starlette, FastAPI).
 
 The names are imported on first use, so ``import agentactors.serve`` needs no extra: only
-``mcp_server`` needs the ``mcp`` SDK.  docs/serve.md has the recipes.
+``mcp_server`` needs the ``mcp`` SDK.  Each request is an OpenTelemetry span when ``opentelemetry-api`` is
+installed.  docs/serve.md has the recipes.
 """
 
 from __future__ import annotations

@@ -24,11 +24,21 @@ class InvalidInput(Exception):
 
 @attrs.frozen(slots=True)
 class RunInput:
-    """The ids the events echo, and the conversation the run continues."""
+    """The ids the events echo, the conversation the run continues, and what is new in it.
+
+    ``new``: the messages after the thread's last ``assistant`` or ``tool`` message (all of them when it has
+    none) — what a thread kept by the server (``sessions=True``) or a live run (a steer) has not seen yet.
+    ``state``: the client's ``state``, which the run's ``STATE_SNAPSHOT`` events carry on.  ``users``: the
+    thread's user messages with their ``id`` (``None`` when it has none), which tell a live run what it has
+    not seen yet.
+    """
 
     thread_id: str
     run_id: str
     messages: tuple[Message, ...]
+    new: tuple[Message, ...] = ()
+    state: Any = None
+    users: tuple[tuple[str | None, Message], ...] = ()
 
 
 def read_run_input(body: Mapping[str, Any]) -> RunInput:
@@ -42,7 +52,28 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     messages = conversation(raw)
     if not messages:
         raise InvalidInput("'messages' holds nothing to answer: send at least one user message")
-    return RunInput(thread_id, run_id, messages)
+    new = conversation(raw[_after_last_answer(raw) :])
+    return RunInput(thread_id, run_id, messages, new, body.get("state"), _users(raw))
+
+
+def _users(raw: Sequence[Any]) -> tuple[tuple[str | None, Message], ...]:
+    """The user messages (already checked by :func:`conversation`) with their ids."""
+    users = []
+    for index, item in enumerate(raw):
+        if item.get("role") == "user":
+            given = item.get("id")
+            message = _user(item.get("content"), f"messages[{index}]")
+            users.append((given if isinstance(given, str) and given else None, message))
+    return tuple(users)
+
+
+def _after_last_answer(raw: Sequence[Any]) -> int:
+    """The index after the thread's last assistant or tool message (0 when there is none)."""
+    for index in range(len(raw) - 1, -1, -1):
+        item = raw[index]
+        if isinstance(item, dict) and item.get("role") in ("assistant", "tool"):
+            return index + 1
+    return 0
 
 
 def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:

@@ -31,6 +31,7 @@ __all__ = [
     "Send",
     "bearer_keys",
     "authorized",
+    "header",
     "cancelled_on_disconnect",
     "read_json",
     "route_path",
@@ -93,6 +94,11 @@ async def read_json(receive: Receive, scope: Scope, limit: int = DEFAULT_MAX_BOD
     if not isinstance(value, dict):
         raise BodyError("the request body must be a JSON object")
     return value
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The request's header ``name`` (lower-case bytes), decoded as latin-1; ``None`` when absent."""
+    return _header(scope, name)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

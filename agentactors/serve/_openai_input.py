@@ -38,6 +38,7 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False
     settings: ModelSettings | None = None
+    new: tuple[Message, ...] = ()  # the messages after the last assistant or tool message: a session's turn
 
 
 def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
@@ -55,13 +56,24 @@ def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     if options is not None and not isinstance(options, dict):
         raise BadRequest("'stream_options' must be an object", "stream_options")
     include_usage = bool(options and options.get("include_usage"))
+    messages = conversation(raw)
+    tail = raw[_after_last_answer(raw) :]
     return ChatRequest(
         model=model,
-        messages=conversation(raw),
+        messages=messages,
         stream=bool(stream),
         include_usage=include_usage,
         settings=_settings(body),
+        new=conversation(tail) if any(m.get("role") == "user" for m in tail) else (),
     )
+
+
+def _after_last_answer(raw: Sequence[Any]) -> int:
+    """The index after the last assistant or tool message (0 when there is none)."""
+    for index in range(len(raw) - 1, -1, -1):
+        if raw[index].get("role") in ("assistant", "tool"):
+            return index + 1
+    return 0
 
 
 def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:

@@ -17,13 +17,17 @@ import json
 import time
 import uuid
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from ..agent.core import Agent
-from ..errors import ProviderError, redact
+from ..agent.run import AgentRun
+from ..errors import ProviderError, RunFinishedError, redact
 from ..events import Event, LLMRequested, LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall
+from ..sessions.session import open_session
+from ..sessions.store import SessionStore
 from ..tools.results import render_result
 from ._agui_input import InvalidInput, RunInput, read_run_input
 from ._http import (
@@ -40,30 +44,72 @@ from ._http import (
     route_path,
     send_json,
 )
+from ._spans import RequestSpan, Tracing
+from ._turns import StreamedTurn
 
 __all__ = ["AGUIApp", "agui_app"]
 
 
-def agui_app(agent: Agent[Any], *, runtime: Any = None, max_body_size: int = DEFAULT_MAX_BODY) -> AGUIApp:
+def agui_app(
+    agent: Agent[Any],
+    *,
+    runtime: Any = None,
+    sessions: bool = False,
+    store: SessionStore | None = None,
+    max_body_size: int = DEFAULT_MAX_BODY,
+    tracer_provider: Any = None,
+) -> AGUIApp:
     """An ASGI app streaming ``agent``'s runs as AG-UI events at its root path.
 
     ``runtime`` as for :func:`~agentactors.serve.openai_app`: given, else the agent's bound runtime, else
     one the app opens in its ASGI lifespan.
 
+    ``sessions``: keep each thread's history in the server, as the session ``threadId`` of the runtime
+    (``store``: where; default the runtime's :class:`~agentactors.sessions.MemoryStore`).  A request then
+    adds to the stored history only the messages after the thread's last ``assistant`` or ``tool``
+    message, so a client may post the whole thread or only its new messages (docs/serve.md, "AG-UI").
+    Off by default: the posted messages are then the whole conversation, as AG-UI clients send it.
+
+    Whatever ``sessions`` says, a request for a thread whose run is still live is a steer: its new user
+    messages reach that run at its next step boundary, and the request's own stream ends at once
+    (``RUN_FINISHED`` with ``result`` ``{"steered": <the live run's runId>}``); one with no new user message
+    for it ends with ``RUN_ERROR`` (``ThreadBusy``).
+
+    ``tracer_provider``: where each request's OpenTelemetry span goes (default: the global provider;
+    nothing without ``opentelemetry-api``).
+
     :raises TypeError: ``agent`` is not an :class:`~agentactors.Agent`.
     """
-    return AGUIApp(agent, runtime=runtime, max_body_size=max_body_size)
+    return AGUIApp(
+        agent, runtime=runtime, sessions=sessions, store=store, max_body_size=max_body_size,
+        tracer_provider=tracer_provider,
+    )
 
 
 class AGUIApp:
     """The ASGI app :func:`agui_app` returns."""
 
-    def __init__(self, agent: Agent[Any], *, runtime: Any = None, max_body_size: int = DEFAULT_MAX_BODY) -> None:
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        runtime: Any = None,
+        sessions: bool = False,
+        store: SessionStore | None = None,
+        max_body_size: int = DEFAULT_MAX_BODY,
+        tracer_provider: Any = None,
+    ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"agui_app serves an Agent, not {type(agent).__name__}")
+        if store is not None and not sessions:
+            raise ValueError("a store keeps sessions: pass sessions=True with it")
         self.agent = agent
+        self.sessions = bool(sessions)
+        self._store = store
         self._runtime = AppRuntime(runtime, (agent,))
         self._max_body = max_body_size
+        self._tracing = Tracing(tracer_provider)
+        self._threads: dict[str, _Live] = {}  # the live run of each thread that has one
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -71,6 +117,11 @@ class AGUIApp:
             return
         if scope["type"] != "http":
             return
+        method = str(scope.get("method", "GET"))
+        with self._tracing.request(method, "/", **agent_attributes(self.agent)) as span:
+            await self._serve(scope, receive, span.watch(send), span)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, span: RequestSpan) -> None:
         if route_path(scope) != "/":
             await send_json(send, 404, {"detail": "not found: POST a RunAgentInput to the app's root"})
             return
@@ -87,11 +138,99 @@ class AGUIApp:
         except InvalidInput as exc:
             await send_json(send, 422, {"detail": str(exc)})
             return
+        if self.sessions and not run_input.new:
+            await send_json(send, 422, {"detail": "nothing new on the thread: the last message is the agent's"})
+            return
+        thread = run_input.thread_id
+        live = self._threads.get(thread)
+        mine = None if live is not None else self._claim(run_input)  # before any await: one run per thread
         stream = EventStream(send)
+        translation = _Translation(run_input, stream, span)
         async with cancelled_on_disconnect(receive):
             await stream.start()
-            await _Translation(run_input, stream).run(self.agent, self._runtime.for_agent(self.agent))
+            if live is not None:
+                outcome = await live.steer(run_input)
+                if outcome != "ended":
+                    await (translation.steered(live.run_id) if outcome == "steered" else translation.stale(live.run_id))
+                    await stream.end()
+                    return
+                mine = self._claim(run_input)  # the live run ended meanwhile: this request starts the next
+            assert mine is not None
+            try:
+                await self._run(translation, mine)
+            finally:
+                mine.finished = True
+                if self._threads.get(thread) is mine:
+                    del self._threads[thread]
             await stream.end()
+
+    def _claim(self, run_input: RunInput) -> _Live:
+        live = self._threads[run_input.thread_id] = _Live(run_input)
+        return live
+
+    async def _run(self, translation: _Translation, live: _Live) -> None:
+        runtime = self._runtime.for_agent(self.agent)
+        if not self.sessions:
+            await translation.run(self.agent, runtime, live)
+            return
+        await translation.started()
+        if runtime is None:
+            await translation.failed("sessions=True needs a runtime: bind the agent or pass runtime=", "NoRuntime")
+            return
+        turn = StreamedTurn(self.agent, partial(translation.follow, live=live))
+        session = open_session(turn, translation.input.thread_id, runtime=runtime, store=self._store, idle_timeout=60.0)
+        try:
+            result = await session.send(translation.input.new)
+        except Exception as exc:
+            await translation.raised(exc)
+            return
+        await translation.finish(self.agent, result)
+
+
+class _Live:
+    """A thread's run while it runs: its AG-UI ``runId``, the ids of the user messages it has seen, its
+    handle once it started, and the steers that came before that."""
+
+    __slots__ = ("early", "finished", "handle", "run_id", "seen")
+
+    def __init__(self, run_input: RunInput) -> None:
+        self.run_id = run_input.run_id
+        self.seen = {given for given, _ in run_input.users if given is not None}
+        self.handle: AgentRun[Any] | None = None
+        self.early: list[Message] = []
+        self.finished = False
+
+    def fresh(self, run_input: RunInput) -> list[Message]:
+        """The user messages of ``run_input`` the run has not seen: by their ids, or — when some message has
+        none — those after the thread's last assistant or tool message."""
+        if all(given is not None for given, _ in run_input.users):
+            return [m for given, m in run_input.users if given not in self.seen]
+        return [m for m in run_input.new if m.role == "user"]
+
+    async def steer(self, run_input: RunInput) -> str:
+        """Give the run the user messages of ``run_input`` it has not seen: ``"steered"``; ``"ended"`` when
+        the run has ended, ``"nothing"`` when there is nothing new (then nothing was given)."""
+        if self.finished:
+            return "ended"
+        users = self.fresh(run_input)
+        if not users:
+            return "nothing"
+        self.seen.update(given for given, _ in run_input.users if given is not None)
+        if self.handle is None:
+            self.early.extend(users)  # taken by attach(), before the run's first step boundary
+            return "steered"
+        try:
+            for message in users:
+                await self.handle.steer(message)
+        except RunFinishedError:
+            return "ended"
+        return "steered"
+
+    async def attach(self, handle: AgentRun[Any]) -> None:
+        self.handle = handle
+        early, self.early = self.early, []
+        for message in early:
+            await handle.steer(message)
 
 
 def _now() -> int:
@@ -105,39 +244,98 @@ def _new_id() -> str:
 class _Translation:
     """One run's events as AG-UI events: which text message is open, which tool calls await a result."""
 
-    def __init__(self, run_input: RunInput, stream: EventStream) -> None:
+    def __init__(self, run_input: RunInput, stream: EventStream, span: RequestSpan) -> None:
         self.input = run_input
         self.stream = stream
+        self.span = span
         self.message_id: str | None = None  # the text message being streamed
         self.streamed = False  # whether this model answer's text came as deltas
         self.pending: dict[str, None] = {}  # tool calls shown, their results not yet
+        self.last_snapshot: Any = None
+
+    @property
+    def ids(self) -> dict[str, str]:
+        return {"threadId": self.input.thread_id, "runId": self.input.run_id}
 
     async def emit(self, kind: str, **fields: Any) -> None:
         await self.stream.data({"type": kind, "timestamp": _now(), **fields})
 
-    async def run(self, agent: Agent[Any], runtime: Any) -> None:
-        ids = {"threadId": self.input.thread_id, "runId": self.input.run_id}
-        await self.emit("RUN_STARTED", **ids)
+    async def started(self) -> None:
+        await self.emit("RUN_STARTED", **self.ids)
+
+    async def steered(self, live_run_id: str) -> None:
+        """This request's new messages went to the thread's live run: its own run ends at once, saying so."""
+        await self.started()
+        await self.emit("RUN_FINISHED", **self.ids, result={"steered": live_run_id})
+
+    async def stale(self, live_run_id: str) -> None:
+        """A post to a live thread with nothing new for its run: refused, so no second run races the first."""
+        await self.started()
+        await self.emit(
+            "RUN_ERROR", code="ThreadBusy",
+            message=f"run {live_run_id} of this thread is still running and this input has no new user message",
+        )
+
+    async def failed(self, message: str, code: str) -> None:
+        self.span.failed(code)
+        await self.emit("RUN_ERROR", message=message, code=code)
+
+    async def raised(self, exc: Exception) -> None:
+        await self.failed(_raised_text(exc), type(exc).__name__)
+
+    async def run(self, agent: Agent[Any], runtime: Any, live: _Live) -> None:
+        await self.started()
         try:
             async with agent.stream(self.input.messages, runtime=runtime) as run:
-                own: str | None = None
-                async for event in run:
-                    own = own or event.run_id
-                    if event.run_id == own:  # a delegated run's events stay inside its tool call
-                        await self.on_event(event)
+                await self.follow(run, live=live)
                 result = await run.wait()
         except Exception as exc:
-            await self.emit("RUN_ERROR", message=_raised_text(exc), code=type(exc).__name__)
+            await self.raised(exc)
             return
+        await self.finish(agent, result)
+
+    async def follow(self, run: AgentRun[Any], *, live: _Live) -> None:
+        """The run's events, translated as they come; its state after each step (``STATE_SNAPSHOT``)."""
+        own = run.run_id
+        self.span.run(own)
+        await live.attach(run)
+        await self.snapshot(run)
+        async for event in run:
+            own = own or event.run_id
+            if event.run_id != own:  # a delegated run's events stay inside its tool call
+                continue
+            await self.on_event(event)
+            if event.type in _SNAPSHOT_AFTER:
+                await self.snapshot(run)
+
+    async def finish(self, agent: Agent[Any], result: RunResult[Any]) -> None:
         await self.close_text()
         await self.results(result.messages)
         if result.generation_failed or result.cancelled:
-            await self.emit("RUN_ERROR", message=_failure_text(result), code=_failure_code(result))
+            await self.failed(_failure_text(result), _failure_code(result))
             return
-        finished: dict[str, Any] = dict(ids)
+        finished: dict[str, Any] = dict(self.ids)
         if agent.output_type is not str and result.ok:
             finished["result"] = json.loads(render_result(result.output))
         await self.emit("RUN_FINISHED", **finished)
+
+    async def snapshot(self, run: AgentRun[Any]) -> None:
+        """``STATE_SNAPSHOT``: the client's ``state`` with the run's under ``"agentactors"`` (when it changed)."""
+        try:
+            state = run.state()
+        except RuntimeError:  # a run without an actor (no runtime): no state to show
+            return
+        snapshot = dict(self.input.state) if isinstance(self.input.state, dict) else {}
+        snapshot["agentactors"] = {
+            "runId": state.run_id,
+            "step": state.step,
+            "agent": state.agent,
+            "pending": [{"toolCallId": c.id, "toolCallName": c.name} for c in state.pending],
+            "usage": {"inputTokens": state.usage.input_tokens, "outputTokens": state.usage.output_tokens},
+        }
+        if snapshot != self.last_snapshot:
+            self.last_snapshot = snapshot
+            await self.emit("STATE_SNAPSHOT", snapshot=snapshot)
 
     async def on_event(self, event: Event) -> None:
         kind = type(event)
@@ -192,6 +390,16 @@ class _Translation:
                 await self.emit(
                     "TOOL_CALL_RESULT", messageId=_new_id(), toolCallId=call_id, content=message.content, role="tool"
                 )
+
+
+#: The run's events after which its state is sent again: a step ended, a call waits for a decision, a steer.
+_SNAPSHOT_AFTER = frozenset({"step.finished", "run.awaiting_approval", "run.steered"})
+
+
+def agent_attributes(agent: Agent[Any]) -> dict[str, str | None]:
+    """The span attributes naming ``agent`` and its model (no credential: names only)."""
+    model = agent.model or getattr(agent.provider, "model", None)
+    return {"gen_ai.agent.name": agent.name, "gen_ai.request.model": model if isinstance(model, str) else None}
 
 
 def _failure_text(result: RunResult[Any]) -> str:

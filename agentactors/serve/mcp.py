@@ -19,6 +19,14 @@ tool.  Serve it over stdio::
 or over streamable HTTP, as an ASGI app (uvicorn, hypercorn) at ``/mcp``: ``server.streamable_http_app()``.
 The agents' runs use ``runtime=`` when given, else an agent's bound runtime, else one the server opens
 for its lifetime (its lifespan, entered once per stdio connection or HTTP app).
+
+No sessions: each call is a conversation of its own.  The MCP revision the SDK speaks (2026-07-28) is
+stateless — a request names no session (no ``Mcp-Session-Id``) and the handlers see no connection
+identity — so there is no conversation key to keep a history under (docs/serve.md, "Sessions").
+
+Spans: the SDK makes each call a ``tools/call {name}`` SERVER span (its own middleware, the global tracer
+provider); a call to an agent adds ``gen_ai.agent.name`` and ``agentactors.run_id`` to it, and the run's own
+spans (:class:`~agentactors.otel.OTelRecorder`) hang under it.
 """
 
 from __future__ import annotations
@@ -153,10 +161,12 @@ async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime
     prompt = arguments.get("input")
     if not isinstance(prompt, str):
         return _error("the argument 'input' (a string) is required")
+    _annotate("gen_ai.agent.name", agent.name)
     try:
         result = await agent.run(prompt, runtime=runtime)
     except Exception as exc:
         return _error(_described(exc))
+    _annotate("agentactors.run_id", result.run_id)
     if not result.ok:
         return _error(_failure(result))
     structured = None
@@ -198,6 +208,15 @@ def _described(exc: BaseException) -> str:
     message = redact(str(exc)).strip()
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 1] + "…"
+
+
+def _annotate(key: str, value: str | None) -> None:
+    """An attribute on the span of the call (the SDK's ``tools/call`` span), when there is one."""
+    if value is None:
+        return
+    from opentelemetry import trace  # the mcp SDK depends on opentelemetry-api
+
+    trace.get_current_span().set_attribute(key, value)
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -11,6 +11,13 @@ raises its usual exception: 401 without an allowed key, 404 for an unknown model
 that is too large, not JSON, or of the wrong shape, 429 with ``Retry-After`` when the runtime's admission
 (a ``ProviderActor``'s ``max_waiting``/``max_wait``) refused the run's model call, 502 when the provider
 failed.  A client that disconnects cancels its run.
+
+Sessions (``sessions=True``, off by default): a request with an ``X-Session-Id: <key>`` header is a turn of
+the runtime's session ``key`` — the server keeps the conversation, and the request's messages after its last
+assistant or tool message are the turn's new ones (so a client may send only those).  A request without
+the header is stateless, as it is when ``sessions`` is off.
+
+Each request is an OpenTelemetry span (:mod:`agentactors.serve._spans`) when ``opentelemetry-api`` is here.
 """
 
 from __future__ import annotations
@@ -22,10 +29,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..agent.core import Agent
-from ..errors import OverloadedError, ProviderError, redact
+from ..agent.run import AgentRun
+from ..errors import OverloadedError, ProviderError, SessionError, redact
 from ..events import LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
 from ..messages import Usage
+from ..sessions.session import AgentSession, open_session
+from ..sessions.store import SessionStore
 from ._http import (
     DEFAULT_MAX_BODY,
     AppRuntime,
@@ -38,13 +48,21 @@ from ._http import (
     authorized,
     bearer_keys,
     cancelled_on_disconnect,
+    header,
     read_json,
     route_path,
     send_json,
 )
 from ._openai_input import BadRequest, ChatRequest, read_chat_request
+from ._spans import RequestSpan, Tracing
+from ._turns import StreamedTurn
 
-__all__ = ["OpenAIApp", "openai_app"]
+__all__ = ["SESSION_HEADER", "OpenAIApp", "openai_app"]
+
+#: The request header naming the conversation a request continues, when the app keeps sessions.
+SESSION_HEADER = "X-Session-Id"
+_SESSION_KEY = SESSION_HEADER.lower().encode()
+_MAX_SESSION_KEY = 256
 
 
 def openai_app(
@@ -53,6 +71,9 @@ def openai_app(
     runtime: Any = None,
     api_keys: Iterable[str] | None = None,
     max_body_size: int = DEFAULT_MAX_BODY,
+    sessions: bool = False,
+    store: SessionStore | None = None,
+    tracer_provider: Any = None,
 ) -> OpenAIApp:
     """An ASGI app serving ``agents`` (``{model name: agent}``) as an OpenAI-compatible API.
 
@@ -61,9 +82,19 @@ def openai_app(
     across requests).  ``api_keys``: the bearer tokens allowed (``Authorization: Bearer …``), checked on
     every route; ``None`` serves anyone.  ``max_body_size``: bytes a request body may have.
 
-    :raises TypeError, ValueError: ``agents`` is empty or not ``{str: Agent}``; see also ``api_keys``.
+    ``sessions``: a request carrying ``X-Session-Id: <key>`` continues the runtime's session ``key``
+    (kept in ``store``, default the runtime's :class:`~agentactors.sessions.MemoryStore`): the history is
+    the server's, the request's messages after its last assistant or tool message are the new turn.  Off
+    by default (every request is the whole conversation, as OpenAI's API is).  ``tracer_provider``: where
+    each request's OpenTelemetry span goes (default: the global provider; nothing without the API).
+
+    :raises TypeError, ValueError: ``agents`` is empty or not ``{str: Agent}``; a ``store`` without
+        ``sessions``; see also ``api_keys``.
     """
-    return OpenAIApp(agents, runtime=runtime, api_keys=api_keys, max_body_size=max_body_size)
+    return OpenAIApp(
+        agents, runtime=runtime, api_keys=api_keys, max_body_size=max_body_size, sessions=sessions, store=store,
+        tracer_provider=tracer_provider,
+    )
 
 
 class OpenAIApp:
@@ -76,7 +107,12 @@ class OpenAIApp:
         runtime: Any = None,
         api_keys: Iterable[str] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
+        sessions: bool = False,
+        store: SessionStore | None = None,
+        tracer_provider: Any = None,
     ) -> None:
+        if store is not None and not sessions:
+            raise ValueError("a store keeps sessions: pass sessions=True with it")
         if not isinstance(agents, Mapping) or not agents:
             raise ValueError("openai_app needs a non-empty {model name: Agent} mapping")
         for name, agent in agents.items():
@@ -87,6 +123,9 @@ class OpenAIApp:
         self._runtime = AppRuntime(runtime, self.agents.values())
         self._max_body = max_body_size
         self._created = int(time.time())
+        self.sessions = bool(sessions)
+        self._store = store
+        self._tracing = Tracing(tracer_provider)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -94,6 +133,11 @@ class OpenAIApp:
             return
         if scope["type"] != "http":
             return
+        method = str(scope.get("method", "GET"))
+        with self._tracing.request(method, _route(route_path(scope))) as span:
+            await self._serve(scope, receive, span.watch(send), span)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, span: RequestSpan) -> None:
         if not authorized(scope, self._keys):
             await _error(send, 401, "Incorrect or missing API key: send it as 'Authorization: Bearer <key>'.",
                          "invalid_request_error", code="invalid_api_key")
@@ -106,7 +150,7 @@ class OpenAIApp:
         elif path.startswith("/models/") and method == "GET":
             await self._one_model(send, path[len("/models/") :])
         elif path == "/chat/completions" and method == "POST":
-            await self._chat(scope, receive, send)
+            await self._chat(scope, receive, send, span)
         elif path in ("/models", "/chat/completions"):
             await _error(send, 405, f"{method} is not allowed on {path}", "invalid_request_error")
         else:
@@ -121,7 +165,7 @@ class OpenAIApp:
         else:
             await _model_not_found(send, name)
 
-    async def _chat(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _chat(self, scope: Scope, receive: Receive, send: Send, span: RequestSpan) -> None:
         try:
             request = read_chat_request(await read_json(receive, scope, self._max_body))
         except Disconnected:
@@ -136,7 +180,26 @@ class OpenAIApp:
         if agent is None:
             await _model_not_found(send, request.model)
             return
-        completion = _Completion(request, agent, self._runtime.for_agent(agent), send)
+        span.set("gen_ai.request.model", request.model)
+        span.set("gen_ai.agent.name", agent.name or request.model)
+        runtime = self._runtime.for_agent(agent)
+        session = None
+        given = header(scope, _SESSION_KEY) if self.sessions else None
+        key = given.strip() if given is not None else None
+        if key is not None:
+            if not key or len(key) > _MAX_SESSION_KEY:
+                await _error(send, 400, f"{SESSION_HEADER} must be 1 to {_MAX_SESSION_KEY} characters",
+                             "invalid_request_error", param=SESSION_HEADER)
+                return
+            if not request.new:
+                await _error(send, 400, f"with {SESSION_HEADER}, 'messages' must end with the turn's new user "
+                             "message (the server keeps the conversation)", "invalid_request_error", param="messages")
+                return
+            if runtime is None:
+                await _error(send, 500, "sessions need a runtime: bind the agent or pass runtime=", "server_error")
+                return
+            session = open_session(agent, key, runtime=runtime, store=self._store, idle_timeout=60.0)
+        completion = _Completion(request, agent, runtime, send, span, session)
         async with cancelled_on_disconnect(receive):
             if request.stream:
                 await completion.stream()
@@ -147,21 +210,38 @@ class OpenAIApp:
 class _Completion:
     """One chat completion: the run, and the answer or the chunks it becomes."""
 
-    def __init__(self, request: ChatRequest, agent: Agent[Any], runtime: Any, send: Send) -> None:
+    def __init__(
+        self,
+        request: ChatRequest,
+        agent: Agent[Any],
+        runtime: Any,
+        send: Send,
+        span: RequestSpan,
+        session: AgentSession | None = None,
+    ) -> None:
         self.request = request
         self.agent = agent
         self.runtime = runtime
         self.send = send
+        self.span = span
+        self.session = session
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
+        self.events: EventStream | None = None
 
     async def answer(self) -> None:
         try:
-            result = await self.agent.run(self.request.messages, runtime=self.runtime, settings=self.request.settings)
+            if self.session is None:
+                result = await self.agent.run(
+                    self.request.messages, runtime=self.runtime, settings=self.request.settings
+                )
+            else:  # a turn of the session: its history, then the request's new messages
+                result = await self.session.send(self.request.new, settings=self.request.settings)
         except Exception as exc:
-            await _run_raised(self.send, exc)
+            await _run_raised(self.send, exc, self.span)
             return
-        if await _refused(self.send, result):
+        self.span.run(result.run_id)
+        if await _refused(self.send, result, self.span):
             return
         body = {
             "id": self.id,
@@ -184,40 +264,36 @@ class _Completion:
     async def stream(self) -> None:
         """The run as chunks.  The response starts with the run's first model answer, so a run the
         admission refused before that is still a 429, not a stream that fails."""
-        events = EventStream(self.send)
-        result: RunResult[Any] | None = None
+        events = self.events = EventStream(self.send)
         try:
-            async with self.agent.stream(
-                self.request.messages, runtime=self.runtime, settings=self.request.settings
-            ) as run:
-                own: str | None = None
-                async for event in run:
-                    own = own or event.run_id
-                    if event.run_id != own:
-                        continue  # a delegated run's event
-                    if type(event) is LLMTextDelta:
-                        await self._started(events)
-                        text = event.data["text"]
-                        if text:
-                            await events.data(self._chunk({"content": text}))
-                    elif type(event) is LLMResponded:
-                        await self._started(events)
-                result = await run.wait()
+            if self.session is None:
+                async with self.agent.stream(
+                    self.request.messages, runtime=self.runtime, settings=self.request.settings
+                ) as run:
+                    await self._follow(run)
+                    result = await run.wait()
+            else:  # a turn of the session, streamed
+                turn = open_session(
+                    StreamedTurn(self.agent, self._follow), self.session.key, runtime=self.session.runtime,
+                    store=self.session.store, idle_timeout=self.session.idle_timeout,
+                )
+                result = await turn.send(self.request.new, settings=self.request.settings)
         except Exception as exc:
             if not events.started:
-                await _run_raised(self.send, exc)
+                await _run_raised(self.send, exc, self.span)
                 return
+            self.span.failed(type(exc).__name__)
             await events.data({"error": _error_body(_raised_text(exc), "server_error")})
             await events.end()
             return
-        assert result is not None
         if not events.started:
-            if await _refused(self.send, result):
+            if await _refused(self.send, result, self.span):
                 return
             await self._started(events)
             if result.content:
                 await events.data(self._chunk({"content": result.content}))
         elif result.generation_failed:
+            self.span.failed(_error_type(result))
             await events.data({"error": _error_body(_failure_text(result), "server_error")})
             await events.end()
             return
@@ -226,6 +302,24 @@ class _Completion:
             await events.data(self._envelope([], usage=_usage(result.usage)))
         await events.data("[DONE]")
         await events.end()
+
+    async def _follow(self, run: AgentRun[Any]) -> None:
+        """The run's answer text as chunks, as it streams (the response starts with its first model answer)."""
+        events = self.events
+        assert events is not None
+        own = run.run_id
+        self.span.run(own)
+        async for event in run:
+            own = own or event.run_id
+            if event.run_id != own:
+                continue  # a delegated run's event
+            if type(event) is LLMTextDelta:
+                await self._started(events)
+                text = event.data["text"]
+                if text:
+                    await events.data(self._chunk({"content": text}))
+            elif type(event) is LLMResponded:
+                await self._started(events)
 
     async def _started(self, events: EventStream) -> None:
         if not events.started:
@@ -276,11 +370,12 @@ def _overloaded(error: BaseException | None) -> OverloadedError | None:
     return None
 
 
-async def _refused(send: Send, result: RunResult[Any]) -> bool:
+async def _refused(send: Send, result: RunResult[Any], span: RequestSpan) -> bool:
     """Answer a run that produced nothing (429 for an admission refusal, else 502); ``True`` if it did."""
     if not result.generation_failed:
         return False
     overloaded = _overloaded(result.error)
+    span.failed(_error_type(result), fault=overloaded is None)
     if overloaded is not None:
         wait = overloaded.retry_after if overloaded.retry_after is not None else 1.0
         await _error(send, 429, _failure_text(result), "requests", code="rate_limit_exceeded",
@@ -301,8 +396,26 @@ def _raised_text(exc: Exception) -> str:
     return f"the run failed: {type(exc).__name__}: {redact(str(exc))}"[:500]
 
 
-async def _run_raised(send: Send, exc: Exception) -> None:
+def _error_type(result: RunResult[Any]) -> str:
+    return type(result.error).__name__ if result.error is not None else "generation_failed"
+
+
+async def _run_raised(send: Send, exc: Exception, span: RequestSpan) -> None:
+    span.failed(type(exc).__name__, fault=not isinstance(exc, SessionError))
+    if isinstance(exc, SessionError):  # a session paused for approval, or another process committed first
+        await _error(send, 409, _raised_text(exc), "invalid_request_error", code="session_conflict")
+        return
     await _error(send, 500, _raised_text(exc), "server_error")
+
+
+def _route(path: str) -> str | None:
+    """The route a path is served by (``http.route``: a template, not the path: the model is no label)."""
+    bare = path[3:] if path.startswith("/v1/") else path
+    if bare.startswith("/models/"):
+        return "/v1/models/{model}"
+    if bare in ("/models", "/chat/completions"):
+        return "/v1" + bare
+    return None
 
 
 async def _model_not_found(send: Send, name: str) -> None:

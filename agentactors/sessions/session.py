@@ -23,27 +23,41 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..actors.runtime import Runtime
+from ..errors import RunNotFoundError
+from ..gateway.cost_budget import CostBudget
+from ..loop.live import live_runs
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall
 from ..parts import Part, is_part
+from ..pricing import Cost
 from ..settings import ModelSettings
 from .actor import Refresh, Resolve, SessionAgent, Turn
 from .registry import Sessions
+from .spending import Charged, session_budget
 from .store import SessionStore, check_store
 
 __all__ = ["AgentSession", "open_session"]
 
 
 def open_session(
-    agent: Any, key: str, *, runtime: Runtime, store: SessionStore | None, idle_timeout: float
+    agent: Any,
+    key: str,
+    *,
+    runtime: Runtime,
+    store: SessionStore | None,
+    idle_timeout: float,
+    cost_limit: float | CostBudget | None = None,
 ) -> AgentSession:
     """The session ``key`` of ``runtime``, kept in ``store`` (``None``: the runtime's own ``MemoryStore``).
 
     Nothing is activated or loaded yet: that is the first turn's work.  ``agent`` is used through its
-    public ``run`` and ``resume`` (:class:`~agentactors.sessions.actor.SessionAgent`).
+    public ``run`` and ``resume`` (:class:`~agentactors.sessions.actor.SessionAgent`).  ``cost_limit``: the
+    most the session's turns may spend together in this runtime, or a budget they spend from
+    (:mod:`agentactors.sessions.spending`).
 
     :raises TypeError: ``key`` is not a str, ``store`` is not a session store, ``idle_timeout`` is not a number.
-    :raises ValueError: an empty ``key``, an ``idle_timeout`` that is not > 0 (``math.inf``: never idle).
+    :raises ValueError: an empty ``key``, an ``idle_timeout`` that is not > 0 (``math.inf``: never idle), a
+        ``cost_limit`` that is neither a non-negative number nor a budget.
     :raises RuntimeError: ``runtime`` is not running.
     """
     if not isinstance(key, str):
@@ -56,7 +70,59 @@ def open_session(
         raise ValueError(f"idle_timeout must be > 0 seconds (math.inf: never idle), not {idle_timeout!r}")
     sessions = Sessions.of(runtime)
     chosen = sessions.default_store() if store is None else check_store(store)
-    return AgentSession(agent, key, sessions, chosen, float(idle_timeout))
+    return AgentSession(agent, key, sessions, chosen, float(idle_timeout), cost_limit=cost_limit)
+
+
+#: The runtime service holding each session's running turn: ``{(id of the store, key): the run's input}``.
+_LIVE_TURNS = ("agentactors.sessions.session", "live turns")
+
+
+class _SteerableTurn:
+    """A turn's agent, run so that the session can find the turn's live run (:meth:`AgentSession.steer`).
+
+    The turn runs as before — ``agent.run`` on ``history + prompt``, no stream — with that input tuple
+    listed among the runtime's live turns while it runs: the run keeps the very tuple as its input
+    (``LoopState.inputs``), which is how a steer finds the run among the runtime's live runs, then
+    reaches it through ``rt.run_ref``.  Nothing is paid per turn but a dict entry.
+    """
+
+    __slots__ = ("agent", "live", "slot")
+
+    def __init__(self, agent: Any, live: dict[tuple[int, str], Any], slot: tuple[int, str]) -> None:
+        self.agent = agent
+        self.live = live
+        self.slot = slot
+
+    @property
+    def name(self) -> str | None:
+        name: str | None = self.agent.name
+        return name
+
+    async def run(self, prompt: Any, **options: Any) -> RunResult[Any]:
+        self.live[self.slot] = prompt
+        try:
+            result: RunResult[Any] = await self.agent.run(prompt, **options)
+        finally:
+            if self.live.get(self.slot) is prompt:
+                del self.live[self.slot]
+        return result
+
+    async def resume(
+        self, state: Any, decisions: Any, *, runtime: Runtime | None = None, deps: Any = None
+    ) -> RunResult[Any]:
+        result: RunResult[Any] = await self.agent.resume(state, decisions, runtime=runtime, deps=deps)
+        return result
+
+
+def _live_run(rt: Runtime, inputs: Any) -> Any:
+    """The live run (its handle) whose input is ``inputs`` (by identity), or ``None``."""
+    for run in live_runs(rt).values():
+        if run.state.inputs is inputs and not run.finished and run.run_id is not None:
+            try:
+                return rt.run_ref(run.run_id)
+            except RunNotFoundError:
+                return None
+    return None
 
 
 def _prompt_messages(prompt: Any) -> tuple[Message, ...]:
@@ -87,10 +153,17 @@ class AgentSession:
     Made by ``rt.session(agent, key, *, store=None, idle_timeout=60.0)`` or ``agent.session(key, ...)``.
     """
 
-    __slots__ = ("_agent", "_idle_timeout", "_key", "_seen", "_sessions", "_slot", "_store")
+    __slots__ = ("_agent", "_budget", "_idle_timeout", "_key", "_seen", "_sessions", "_slot", "_store")
 
     def __init__(
-        self, agent: SessionAgent, key: str, sessions: Sessions, store: SessionStore, idle_timeout: float
+        self,
+        agent: SessionAgent,
+        key: str,
+        sessions: Sessions,
+        store: SessionStore,
+        idle_timeout: float,
+        *,
+        cost_limit: float | CostBudget | None = None,
     ) -> None:
         self._agent = agent
         self._key = key
@@ -101,6 +174,8 @@ class AgentSession:
         # The history this handle last saw while the session was active: what it shows once the session
         # deactivated (the session itself keeps nothing in memory then; a handle kept by its user does).
         self._seen: tuple[Message, ...] = ()
+        # What the session's turns spend, counted in this runtime (agentactors.sessions.spending).
+        self._budget = session_budget(sessions.rt, self._slot, key, cost_limit)
 
     def __repr__(self) -> str:
         state = "active" if self.active else "inactive"
@@ -128,6 +203,18 @@ class AgentSession:
     @property
     def idle_timeout(self) -> float:
         return self._idle_timeout
+
+    @property
+    def budget(self) -> CostBudget:
+        """The session's budget in this runtime: what its turns spent (their delegated runs' included), its
+        limit (``cost_limit=``).  Counted for the runtime's life, not in the store (``docs/costs.md``)."""
+        return self._budget
+
+    @property
+    def cost(self) -> Cost | None:
+        """What the session's turns cost in this runtime, or ``None`` when a call had no price (never a
+        smaller sum); a turn that was not committed counts too: it was paid for."""
+        return self._budget.cost
 
     @property
     def active(self) -> bool:
@@ -175,12 +262,14 @@ class AgentSession:
         settings: ModelSettings | None = None,
         deadline: float | None = None,
         priority: int | None = None,
+        cost_limit: float | CostBudget | None = None,
     ) -> RunResult[Any]:
         """Run one turn: the agent on the history plus ``prompt``; commit it if it ends well.
 
         Turns of one session run one at a time, in the order they were sent; turns of different
         sessions run concurrently.  ``deps``, ``settings``, ``deadline`` and ``priority`` are the
-        run's (:meth:`agentactors.Agent.run`); ``deps`` are never stored.  The result is the run's:
+        run's (:meth:`agentactors.Agent.run`); ``deps`` are never stored.  ``cost_limit`` is the turn's own
+        (its runs', under scope ``"turn"``), within the session's (:attr:`budget`).  The result is the run's:
         ``result.messages`` is the history after the turn when it was committed.  A turn that fails,
         is cancelled or ends with an error returns (or raises) as the run does and leaves the history
         exactly as it was (the commit rule: ``docs/sessions.md``).  A turn that pauses for approval
@@ -198,9 +287,37 @@ class AgentSession:
         turn's commit is being written waits for it: the turn is then committed (the store's write is
         all or nothing), and the caller gets its result or the cancellation.
         """
-        message = Turn(self._agent, _prompt_messages(prompt), deps, settings, deadline, priority)
+        agent: Any = _SteerableTurn(self._agent, self._sessions.rt.service(_LIVE_TURNS, dict), self._slot)
+        agent = Charged.turn(agent, self._budget, cost_limit)  # the turn spends under the session's budget
+        message = Turn(agent, _prompt_messages(prompt), deps, settings, deadline, priority)
         result: RunResult[Any] = await self._ask(message)
         return result
+
+    async def steer(self, text_or_message: str | Message) -> None:
+        """Add a user message to the turn running now, taken at its run's next step boundary.
+
+        The same as ``run.steer(...)`` on the turn's live run (``docs/loop.md``, "Live runs"): after the
+        step in progress, the message joins the conversation, the model reads it once, and — when the turn
+        is committed — it is part of the history.  Several steers keep their order.  A steer does not
+        queue behind the session's turns: with no turn running in this runtime it is refused, and nothing
+        is kept (``send()`` it as the next turn instead).
+
+        :raises RunNotFoundError: no turn of this session is running in this runtime (none was sent,
+            it finished, or it is still queued behind another).
+        :raises RunFinishedError: the turn ended as the steer arrived; it did not read it.
+        :raises TypeError: neither a str nor a :class:`~agentactors.messages.Message`.
+        """
+        if not isinstance(text_or_message, str | Message):
+            raise TypeError(f"steer() takes a str or a Message, not {type(text_or_message).__name__}")
+        rt = self._sessions.rt
+        live: dict[tuple[int, str], Any] = rt.service(_LIVE_TURNS, dict)
+        inputs = live.get(self._slot)
+        run = _live_run(rt, inputs) if inputs is not None else None
+        if run is None:
+            raise RunNotFoundError(
+                f"session {self._key!r} has no turn running here to steer: send() the message as a new turn"
+            )
+        await run.steer(text_or_message)
 
     async def resolve(self, decisions: Mapping[str, bool | str], *, deps: Any = None) -> RunResult[Any]:
         """Decide the paused turn (``{call_id: True}`` approves, ``{call_id: "reason"}`` denies) and resume it.
@@ -219,7 +336,7 @@ class AgentSession:
         Cancellation: as :meth:`send`; a cancellation before the claim is written leaves the pause as
         it was.
         """
-        result: RunResult[Any] = await self._ask(Resolve(self._agent, decisions, deps))
+        result: RunResult[Any] = await self._ask(Resolve(Charged(self._agent, (self._budget,)), decisions, deps))
         return result
 
     async def refresh(self) -> AgentSession:

@@ -74,6 +74,10 @@ async def test_a_run_with_a_tool_call_is_the_protocols_event_sequence() -> None:
     agent = Agent(provider, tools=[lookup], name="weather")
     async with served(agui_app(agent)) as client:
         events = await events_of(client, run_input())
+    snapshots = [e for e in events if e.type == EventType.STATE_SNAPSHOT]
+    assert events[1].type == EventType.STATE_SNAPSHOT, "the run's state right after RUN_STARTED"
+    assert [s.snapshot["agentactors"]["step"] for s in snapshots] == [1, 2], "and again after the tool step"
+    events = [e for e in events if e.type != EventType.STATE_SNAPSHOT]
     types = [e.type for e in events]
     assert types == [
         EventType.RUN_STARTED,
@@ -127,7 +131,8 @@ async def test_a_failed_run_ends_with_run_error() -> None:
     agent = Agent(ScriptedProvider([failure]), name="down")
     async with served(agui_app(agent)) as client:
         events = await events_of(client, run_input())
-    assert [e.type for e in events] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+    types = [e.type for e in events if e.type != EventType.STATE_SNAPSHOT]
+    assert types == [EventType.RUN_STARTED, EventType.RUN_ERROR]
     assert "the vendor is down" in events[-1].message
 
 
@@ -165,3 +170,201 @@ async def test_a_client_that_leaves_cancels_the_run() -> None:
                 await started.wait()
         with anyio.fail_after(10):
             await cancelled.wait()
+
+
+# --- live threads: a request for a thread whose run is live steers it ---------------------------------------
+
+
+class Gated:
+    """A model whose first answer waits for ``gate``: the thread's run is live while the test posts again."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.gate = anyio.Event()
+        self.seen: list[list[str]] = []
+
+    async def __call__(self, request: LLMRequest) -> str:
+        self.seen.append([m.content for m in request.messages if m.role == "user"])
+        if len(self.seen) == 1:
+            self.started.set()
+            await self.gate.wait()
+            return "Looking at Bergen."
+        return "Bergen and Oslo: clear."
+
+
+def thread_body(run_id: str, *turns: tuple[str, str], thread: str = "thread-1", state: Any = None) -> dict[str, Any]:
+    # an id per message, the same each time a client posts it again (AG-UI clients keep their messages' ids)
+    messages = [{"id": f"{role}:{text}", "role": role, "content": text} for role, text in turns]
+    return run_input(threadId=thread, runId=run_id, messages=messages, state=state if state is not None else {})
+
+
+async def test_a_post_to_a_live_thread_steers_its_run() -> None:
+    model = Gated()
+    agent = Agent(ScriptedProvider(model), name="weather")
+    async with served(agui_app(agent)) as client:
+        first: list[Any] = []
+
+        async def live_run() -> None:
+            first.extend(await events_of(client, thread_body("run-1", ("user", "Weather in Bergen?"))))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(live_run)
+            with anyio.fail_after(10):
+                await model.started.wait()
+            steer = await events_of(client, thread_body(
+                "run-2", ("user", "Weather in Bergen?"), ("user", "Also Oslo, please.")))
+            model.gate.set()
+        # the steering request ends at once, saying where its message went
+        assert [e.type for e in steer] == [EventType.RUN_STARTED, EventType.RUN_FINISHED]
+        assert steer[-1].run_id == "run-2" and steer[-1].result == {"steered": "run-1"}
+        # the live run read it at its next step boundary, once, and answered it in its own stream
+        assert model.seen == [["Weather in Bergen?"], ["Weather in Bergen?", "Also Oslo, please."]]
+        finished = first[-1]
+        assert finished.type == EventType.RUN_FINISHED and finished.run_id == "run-1"
+        text = "".join(e.delta for e in first if e.type == EventType.TEXT_MESSAGE_CONTENT)
+        assert text.endswith("Bergen and Oslo: clear.")
+        # the thread's run has ended: the next post is a new run on the same thread
+        again = await events_of(client, thread_body("run-3", ("user", "And tomorrow?")))
+        assert again[-1].type == EventType.RUN_FINISHED and again[-1].run_id == "run-3"
+        assert "result" not in again[-1].model_fields_set or again[-1].result is None
+
+
+async def test_a_post_to_a_live_thread_with_nothing_new_is_refused_not_run_twice() -> None:
+    model = Gated()
+    agent = Agent(ScriptedProvider(model), name="weather")
+    async with served(agui_app(agent)) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(events_of, client, thread_body("run-1", ("user", "Bergen?")))
+            with anyio.fail_after(10):
+                await model.started.wait()
+            again = await events_of(client, thread_body("run-2", ("user", "Bergen?")))  # the same input, again
+            model.gate.set()
+    assert [e.type for e in again] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+    assert again[-1].code == "ThreadBusy" and "run-1" in again[-1].message
+    assert model.seen == [["Bergen?"]], "no second run"
+
+
+async def test_a_steer_reaches_only_its_own_thread() -> None:
+    model = Gated()
+    agent = Agent(ScriptedProvider(model), name="weather")
+    async with served(agui_app(agent)) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(events_of, client, thread_body("run-1", ("user", "Bergen?")))
+            with anyio.fail_after(10):
+                await model.started.wait()
+            other = await events_of(client, thread_body("run-9", ("user", "Oslo?"), thread="thread-2"))
+            model.gate.set()
+    assert other[-1].type == EventType.RUN_FINISHED and other[-1].result is None, "thread-2 got a run of its own"
+    assert ["Oslo?"] in model.seen and ["Bergen?", "Oslo?"] not in model.seen
+
+
+# --- threads kept by the server (sessions=True) ---------------------------------------------------------------
+
+
+async def test_with_sessions_a_thread_keeps_its_history_and_takes_only_new_messages() -> None:
+    provider = ScriptedProvider(lambda request: f"answer {len(request.messages)}")
+    agent = Agent(provider, name="chat")
+    async with served(agui_app(agent, sessions=True)) as client:
+        await events_of(client, thread_body("run-1", ("user", "one")))
+        # a client that posts only its new message
+        await events_of(client, thread_body("run-2", ("user", "two")))
+        # a client that posts the whole thread as it knows it: only what follows the last answer is new
+        await events_of(client, thread_body(
+            "run-3", ("user", "one"), ("assistant", "answer 1"), ("user", "two"), ("assistant", "answer 3"),
+            ("user", "three")))
+        # another thread starts from nothing
+        await events_of(client, thread_body("run-4", ("user", "elsewhere"), thread="thread-2"))
+        # a post with nothing new is refused before any event
+        stale = await client.post("/", json=thread_body("run-5", ("user", "one"), ("assistant", "answer 1")))
+        assert stale.status_code == 422
+    conversations = [[(m.role, m.content) for m in r.messages] for r in provider.requests]
+    assert conversations == [
+        [("user", "one")],
+        [("user", "one"), ("assistant", "answer 1"), ("user", "two")],
+        [("user", "one"), ("assistant", "answer 1"), ("user", "two"), ("assistant", "answer 3"), ("user", "three")],
+        [("user", "elsewhere")],
+    ]
+
+
+async def test_with_sessions_a_steer_joins_the_committed_thread() -> None:
+    model = Gated()
+    agent = Agent(ScriptedProvider(model), name="weather")
+    async with served(agui_app(agent, sessions=True)) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(events_of, client, thread_body("run-1", ("user", "Bergen?")))
+            with anyio.fail_after(10):
+                await model.started.wait()
+            steer = await events_of(client, thread_body("run-2", ("user", "Oslo too.")))
+            model.gate.set()
+        assert steer[-1].result == {"steered": "run-1"}
+        model.seen.clear()
+        await events_of(client, thread_body("run-3", ("user", "Thanks.")))
+    assert model.seen == [["Bergen?", "Oslo too.", "Thanks."]], "the steer is part of the thread's history"
+
+
+async def test_sessions_keep_threads_in_the_given_store() -> None:
+    from agentactors.sessions import MemoryStore
+
+    store = MemoryStore()
+    agent = Agent(ScriptedProvider(lambda request: "ok"), name="chat")
+    async with served(agui_app(agent, sessions=True, store=store)) as client:
+        await events_of(client, thread_body("run-1", ("user", "hello"), thread="kept"))
+    record = await store.load("kept")
+    assert record is not None and [m.content for m in record.messages] == ["hello", "ok"]
+    with pytest.raises(ValueError, match="sessions=True"):
+        agui_app(agent, store=store)
+
+
+# --- STATE_SNAPSHOT -----------------------------------------------------------------------------------------
+
+
+async def test_state_snapshots_carry_the_clients_state_and_the_runs() -> None:
+    provider = ScriptedProvider([[ToolCall("call-1", "lookup", {"city": "Oslo"})], "Clear."])
+    agent = Agent(provider, tools=[lookup], name="weather")
+    async with served(agui_app(agent)) as client:
+        events = await events_of(client, thread_body("run-1", ("user", "Oslo?"), state={"units": "metric"}))
+    snapshots = [e.snapshot for e in events if e.type == EventType.STATE_SNAPSHOT]
+    assert snapshots and all(s["units"] == "metric" for s in snapshots), "the client's state is kept"
+    run = snapshots[0]["agentactors"]
+    assert run["agent"] == "weather" and run["step"] == 1 and run["pending"] == []
+    assert run["runId"] and set(run["usage"]) == {"inputTokens", "outputTokens"}
+
+
+async def test_a_call_waiting_for_approval_shows_in_the_state() -> None:
+    @tool(requires_approval=True, approval="wait", approval_timeout=0.5)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return "moved"
+
+    provider = ScriptedProvider([[ToolCall("call-9", "transfer", {"amount": 5})], "Not moved."])
+    agent = Agent(provider, tools=[transfer], name="bank")
+    async with served(agui_app(agent)) as client:
+        events = await events_of(client, thread_body("run-1", ("user", "Move 5.")))
+    pending = [e.snapshot["agentactors"]["pending"] for e in events if e.type == EventType.STATE_SNAPSHOT]
+    assert [{"toolCallId": "call-9", "toolCallName": "transfer"}] in pending
+    assert pending[-1] == [], "no longer pending once the timeout denied it"
+    assert events[-1].type == EventType.RUN_FINISHED
+
+
+async def test_the_servers_code_steers_a_thread_through_its_session() -> None:
+    from agentactors import Runtime
+
+    model = Gated()
+    agent = Agent(ScriptedProvider(model), name="weather")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            events: list[Any] = []
+
+            async def live_run() -> None:
+                events.extend(await events_of(client, thread_body("run-1", ("user", "Bergen?"))))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(live_run)
+                with anyio.fail_after(10):
+                    await model.started.wait()
+                await rt.session(agent, "thread-1").steer("From the server: Oslo too.")
+                model.gate.set()
+        history = rt.session(agent, "thread-1").history
+    assert model.seen[-1] == ["Bergen?", "From the server: Oslo too."]
+    assert events[-1].type == EventType.RUN_FINISHED
+    assert [m.content for m in history if m.role == "user"] == ["Bergen?", "From the server: Oslo too."]

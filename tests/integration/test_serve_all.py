@@ -4,7 +4,9 @@ on one port (uvicorn on asyncio, hypercorn on trio); each protocol's own client 
 from __future__ import annotations
 
 import json
+import threading
 
+import anyio
 import httpx
 import openai
 import pytest
@@ -12,8 +14,8 @@ from ag_ui.core import Event, EventType
 from mcp import Client
 from pydantic import TypeAdapter
 
-from agentactors import LLMRequest, ScriptedProvider
-from tests.support.services import load_example, serving
+from agentactors import LLMRequest, ScriptedProvider, ToolCall
+from tests.support.services import CHROMIUM_ARGS, chromium_or_skip, load_example, serving
 
 pytestmark = [
     pytest.mark.anyio,
@@ -46,3 +48,85 @@ async def test_one_agent_three_protocols() -> None:
         assert text == "answer to via agui"
     requests: list[LLMRequest] = provider.requests
     assert len(requests) == 3 and all(r.messages[0].content == "Be brief." for r in requests)
+
+
+# --- the AG-UI page, in a real browser (headless Chromium) ---------------------------------------------------
+
+
+async def test_the_agui_page_in_a_browser_renders_the_answer_and_the_tool_call() -> None:
+    chromium = chromium_or_skip()
+    module = load_example("serve_all")
+    provider = ScriptedProvider([[ToolCall("call-1", "word_count", {"text": "one two three"})], "Three words."])
+    app = module.build_app(provider)
+    async with serving(app, module) as base:
+
+        def drive() -> tuple[list[str], list[str], list[str], str]:
+            from playwright.sync_api import sync_playwright
+
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=chromium, args=list(CHROMIUM_ARGS))
+                try:
+                    page = browser.new_page()
+                    page.goto(base + "/")
+                    page.fill("#prompt", "How many words in 'one two three'?")
+                    page.click("#send")
+                    page.wait_for_function("document.getElementById('status').textContent === 'finished'",
+                                           timeout=15_000)
+                    answers = page.locator(".answer").all_text_contents()
+                    tools = page.locator(".tool").all_text_contents()
+                    results = [page.locator(".tool").nth(i).get_attribute("data-result") or ""
+                               for i in range(page.locator(".tool").count())]
+                    return answers, tools, results, page.text_content("#step") or ""
+                finally:
+                    browser.close()
+
+        answers, tools, results, step = await anyio.to_thread.run_sync(drive)
+    assert answers == ["Three words."]
+    assert tools == ['word_count({"text": "one two three"}) → 3'] and results == ["3"]
+    assert step == "2", "the STATE_SNAPSHOTs reached the page"
+    assert [m.content for m in provider.requests[0].messages if m.role == "user"] == [
+        "How many words in 'one two three'?"]
+
+
+async def test_the_agui_page_steers_a_live_run_from_the_browser() -> None:
+    chromium = chromium_or_skip()
+    started, gate = threading.Event(), anyio.Event()
+    seen: list[list[str]] = []
+
+    async def model(request: LLMRequest) -> str:
+        seen.append([m.content for m in request.messages if m.role == "user"])
+        if len(seen) == 1:
+            started.set()
+            await gate.wait()
+            return "Looking at Bergen."
+        return "Bergen and Oslo: clear."
+
+    module = load_example("serve_all")
+    app = module.build_app(ScriptedProvider(model))
+    async with serving(app, module) as base:
+
+        def drive() -> list[str]:
+            from playwright.sync_api import sync_playwright
+
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=chromium, args=list(CHROMIUM_ARGS))
+                try:
+                    page = browser.new_page()
+                    page.goto(base + "/")
+                    page.fill("#prompt", "Weather in Bergen?")
+                    page.click("#send")
+                    assert started.wait(15), "the run started"
+                    page.fill("#prompt", "Also Oslo.")
+                    page.click("#send")
+                    page.wait_for_function("document.getElementById('thread').textContent.includes('steered')",
+                                           timeout=15_000)
+                    anyio.from_thread.run_sync(gate.set)
+                    page.wait_for_function("document.getElementById('status').textContent === 'finished'",
+                                           timeout=15_000)
+                    return page.locator(".answer").all_text_contents()
+                finally:
+                    browser.close()
+
+        answers = await anyio.to_thread.run_sync(drive)
+    assert seen == [["Weather in Bergen?"], ["Weather in Bergen?", "Also Oslo."]], "the steer, read once"
+    assert "".join(answers).endswith("Bergen and Oslo: clear.")

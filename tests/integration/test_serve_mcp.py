@@ -121,3 +121,74 @@ async def test_over_streamable_http() -> None:
         with anyio.fail_after(20):
             await cancelled.wait()
         assert (await client.call_tool("shout", {"text": "ok"})).content[0].text == "OK"  # type: ignore[union-attr]
+
+
+async def test_every_call_is_a_conversation_of_its_own() -> None:
+    provider = ScriptedProvider(lambda request: f"turn {len(request.messages)}")
+    app: Starlette = mcp_server([Agent(provider, name="chat")]).streamable_http_app()
+    async with serving(app, load_example("serve_all"), probe="/mcp") as base, Client(base + "/mcp") as client:
+        for _ in range(2):
+            answer = await client.call_tool("chat", {"input": "again"})
+            assert answer.content[0].text == "turn 1"  # type: ignore[union-attr]
+
+
+# A stdio server with an in-memory span exporter as the process's global tracer provider (the SDK's own span
+# per call uses the global one): the spans are written to a file when the connection closes.
+TRACED_SERVER = textwrap.dedent(
+    """
+    import json, os
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from agentactors import Agent, Runtime, ScriptedProvider
+    from agentactors.otel import OTelRecorder
+    from agentactors.serve import mcp_server
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+
+    async def main():
+        try:
+            async with Runtime(recorders=[OTelRecorder()]) as rt:
+                agent = Agent(ScriptedProvider(lambda request: "hello"), name="greeter").bind(rt)
+                server = mcp_server([agent])
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+        finally:
+            spans = [{"name": s.name, "span_id": s.context.span_id, "kind": s.kind.name,
+                      "parent": s.parent.span_id if s.parent else None,
+                      "attributes": {k: str(v) for k, v in (s.attributes or {}).items()}}
+                     for s in exporter.get_finished_spans()]
+            with open(os.environ["SPANS_FILE"], "w") as f:
+                json.dump(spans, f)
+
+    anyio.run(main)
+    """
+)
+
+
+async def test_a_call_is_the_sdks_span_naming_the_agent_and_its_run(tmp_path: Path) -> None:
+    import json
+
+    spans_file = tmp_path / "spans.json"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-c", TRACED_SERVER], cwd=str(ROOT),
+        env={"SPANS_FILE": str(spans_file), "PYTHONPATH": str(ROOT)},
+    )
+    async with Client(params) as client:
+        answer = await client.call_tool("greeter", {"input": "hi"})
+        assert answer.content[0].text == "hello"  # type: ignore[union-attr]
+    with anyio.fail_after(20):
+        while not spans_file.exists():  # noqa: ASYNC110 - the server's process tells by a file
+            await anyio.sleep(0.05)
+    spans = json.loads(spans_file.read_text())
+    (call,) = [s for s in spans if s["name"] == "tools/call greeter"]
+    assert call["kind"] == "SERVER" and call["attributes"]["gen_ai.agent.name"] == "greeter"
+    (run,) = [s for s in spans if s["name"].startswith("invoke_agent")]
+    assert run["parent"] == call["span_id"], "the run's span hangs under the call's"
+    assert call["attributes"]["agentactors.run_id"] == run["attributes"]["agentactors.run_id"]

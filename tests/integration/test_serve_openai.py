@@ -253,3 +253,52 @@ async def test_an_admission_refusal_is_a_429_with_retry_after() -> None:
                     assert retry_after.isdigit() and int(retry_after) >= 1
                 release.set()
             assert results[0].choices[0].message.content == "done"
+
+
+# --- sessions: X-Session-Id, opt-in ---------------------------------------------------------------------------
+
+
+async def test_with_sessions_a_session_id_keeps_the_conversation_in_the_server() -> None:
+    provider = ScriptedProvider(lambda request: f"answer {len(request.messages)}")
+    agent = Agent(provider, name="chat")
+    async with served(openai_app({"chat": agent}, sessions=True)) as base, clients(base) as client:
+        first, second = client(), client()
+        head = {"X-Session-Id": "conv-1"}
+        one = await first.chat.completions.create(
+            model="chat", messages=[{"role": "user", "content": "one"}], extra_headers=head)
+        # the client sends only its new message: the server has the rest
+        two = await first.chat.completions.create(
+            model="chat", messages=[{"role": "user", "content": "two"}], extra_headers=head)
+        # streamed turns are turns of the same session; a client that sends the whole conversation adds only
+        # what follows the last assistant message
+        chunks = await first.chat.completions.create(
+            model="chat", stream=True, extra_headers=head, messages=[
+                {"role": "user", "content": "one"}, {"role": "assistant", "content": "answer 1"},
+                {"role": "user", "content": "two"}, {"role": "assistant", "content": "answer 3"},
+                {"role": "user", "content": "three"}])
+        streamed = "".join([c.choices[0].delta.content or "" async for c in chunks if c.choices])
+        # without the header: stateless, as OpenAI's API is
+        alone = await second.chat.completions.create(model="chat", messages=[{"role": "user", "content": "solo"}])
+        # with the header but nothing new: a 400 in OpenAI's shape
+        with pytest.raises(openai.BadRequestError):
+            await first.chat.completions.create(
+                model="chat", extra_headers=head,
+                messages=[{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}])
+    assert (one.choices[0].message.content, two.choices[0].message.content) == ("answer 1", "answer 3")
+    assert streamed == "answer 5" and alone.choices[0].message.content == "answer 1"
+    assert [[m.content for m in r.messages] for r in provider.requests] == [
+        ["one"], ["one", "answer 1", "two"], ["one", "answer 1", "two", "answer 3", "three"], ["solo"]]
+
+
+async def test_without_sessions_the_session_header_changes_nothing() -> None:
+    provider = ScriptedProvider(lambda request: f"answer {len(request.messages)}")
+    agent = Agent(provider, name="chat")
+    async with served(openai_app({"chat": agent})) as base, clients(base) as client:
+        for _ in range(2):
+            answer = await client().chat.completions.create(
+                model="chat", messages=[{"role": "user", "content": "one"}], extra_headers={"X-Session-Id": "c"})
+            assert answer.choices[0].message.content == "answer 1"
+    with pytest.raises(ValueError, match="sessions=True"):
+        from agentactors.sessions import MemoryStore
+
+        openai_app({"chat": agent}, store=MemoryStore())

@@ -61,3 +61,18 @@ def test_a_body_of_the_wrong_shape_names_the_param_at_fault(given: dict[str, Any
     with pytest.raises(BadRequest) as caught:
         read_chat_request(given)
     assert caught.value.param == param
+
+
+def test_the_turns_new_messages_are_those_after_the_last_answer() -> None:
+    from agentactors.serve._openai_input import read_chat_request
+
+    request = read_chat_request({"model": "m", "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "answer"}, {"role": "user", "content": "two"}]})
+    assert [(m.role, m.content) for m in request.new] == [("user", "two")]
+    first = read_chat_request({"model": "m", "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "one"}]})
+    assert [(m.role, m.content) for m in first.new] == [("system", "Be brief."), ("user", "one")]
+    done = read_chat_request({"model": "m", "messages": [
+        {"role": "user", "content": "one"}, {"role": "assistant", "content": "answer"}]})
+    assert done.new == ()
