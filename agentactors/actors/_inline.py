@@ -7,7 +7,7 @@ runtime as ``Runtime.current()``, whoever asks.  Most handlers answer without
 ever suspending, so the first step is run inline (``ctx.run(coro.send, None)``)
 and only a coroutine that suspends pays for a trampoline.  That idiom is
 written once, here, as a plain function: a shared coroutine would add a frame
-to every ask.  The hot paths (direct asks, frames, workers) write::
+to every ask.  The hot paths (direct asks, workers) write::
 
     result = run_inline(ctx, runtime, coro)
     if type(result) is Suspended:
@@ -15,6 +15,12 @@ to every ask.  The hot paths (direct asks, frames, workers) write::
 
 (The runtime is set in the same call: one call per handler, as many as when
 the first step was written out in each of them beside a call that set it.)
+A frame's ask (:func:`~agentactors.actors.frame.ask_in`), where a run of the
+loop waits on its model call, is itself the trampoline: it takes the first step
+from :func:`first_step` and drives the rest as :func:`_trampoline` does, so a
+waiting run holds one frame for its ask, not a coroutine, a trampoline and a
+:class:`Suspended`.  Neither keeps the coroutine's bound ``send`` / ``throw``
+while it waits (~70 bytes each): they are taken at each step.
 
 :func:`in_context` is the same as one awaitable, for callers that need not
 save the frame (``on_start``, ``Runtime.call``).
@@ -29,7 +35,7 @@ from typing import Any
 
 from ._cell import CURRENT_RUNTIME
 
-__all__ = ["Suspended", "in_context", "run_inline"]
+__all__ = ["Suspended", "first_step", "in_context", "run_inline"]
 
 
 def run_inline(ctx: contextvars.Context, runtime: Any, coro: Coroutine[Any, Any, Any]) -> Any:
@@ -39,13 +45,22 @@ def run_inline(ctx: contextvars.Context, runtime: Any, coro: Coroutine[Any, Any,
     ``coro`` raises in that step propagates (the coroutine is then finished).  A :class:`Suspended`
     must be awaited, in the same task: it runs the rest of ``coro``.
     """
-    if ctx.get(CURRENT_RUNTIME) is not runtime:
-        ctx.run(CURRENT_RUNTIME.set, runtime)
     try:
-        yielded = ctx.run(coro.send, None)
+        yielded = first_step(ctx, runtime, coro)
     except StopIteration as stop:
         return stop.value
     return Suspended(_trampoline(ctx, coro, yielded))
+
+
+def first_step(ctx: contextvars.Context, runtime: Any, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run the first step of ``coro`` in ``ctx``, made to see ``runtime`` as ``Runtime.current()`` first.
+
+    :returns: what ``coro`` yielded (it suspended: the caller drives the rest, each step in ``ctx``).
+    :raises StopIteration: ``coro`` ended in that step (its result is the exception's ``value``).
+    """
+    if ctx.get(CURRENT_RUNTIME) is not runtime:
+        ctx.run(CURRENT_RUNTIME.set, runtime)
+    return ctx.run(coro.send, None)
 
 
 class Suspended:
@@ -85,8 +100,6 @@ def _trampoline(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any], yielde
     What the coroutine yields to the event loop (asyncio futures, trio traps) is passed through
     unchanged, and what the loop sends or throws back (a value, a cancellation) is forwarded.
     """
-    send = coro.send
-    throw = coro.throw
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -100,9 +113,9 @@ def _trampoline(ctx: contextvars.Context, coro: Coroutine[Any, Any, Any], yielde
             value = None
         try:
             if error is None:
-                yielded = ctx.run(send, value)
+                yielded = ctx.run(coro.send, value)
             else:
                 pending, error = error, None
-                yielded = ctx.run(throw, pending)
+                yielded = ctx.run(coro.throw, pending)
         except StopIteration as stop:
             return stop.value

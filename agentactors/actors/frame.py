@@ -27,7 +27,8 @@ own scope and cancellation point.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import anyio
@@ -37,7 +38,7 @@ import agentactors.actors.supervision as supervision
 
 from ..errors import ActorStopped
 from ._cell import STOPPED
-from ._inline import Suspended, run_inline
+from ._inline import first_step
 from .ref import ActorRef, cell_of
 
 __all__ = ["Frame", "ask_in", "hold", "open_frame", "release"]
@@ -90,12 +91,20 @@ def open_frame(ref: Any, deadline: float | None = None) -> Frame:
     return Frame(new_scope() if deadline is None else new_scope(deadline=deadline), spec.checkpoint)
 
 
-async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
+@types.coroutine
+def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, Any]:
     """``await ref.ask(message)``, its handler — when it runs directly — cancelled by a halt through ``frame``.
 
     Call it from inside ``frame.scope``, in the task that entered it (``frame=None``: a plain ask).
     The handler runs as in a direct ask: in this task, with a copy of its contextvars, holding one
     of the actor's handler slots, its failures supervised alike.
+
+    One generator-based coroutine, the whole ask: its first step is run inline (most handlers answer
+    there, :func:`~._inline.first_step`) and, when the handler suspends, the rest is driven from here as
+    the kernel's trampoline drives it — each step inside the handler's contextvars, what the event loop
+    sends or throws in (a value, a cancellation) forwarded, what the handler yields passed out unchanged.
+    A run waiting on a model call waits in this ask: it holds this one frame, not a coroutine, a
+    trampoline and the bound methods it kept.
 
     :raises ActorStopped: the actor was halted while its handler ran here.  The frame is cancelled
         from then on (see the module): the caller ends what it does in the frame.
@@ -105,16 +114,31 @@ async def ask_in(frame: Frame | None, ref: Any, message: Any) -> Any:
     propagates the cancellation unchanged.
     """
     if frame is None or type(ref) is not ActorRef:
-        return await ref.ask(message)
+        return (yield from ref.ask(message).__await__())
     cell = cell_of(ref)
     # Started actors only: an unstarted one runs on_start first, which the ordinary ask does.
     if not cell.enter_framed(frame):
-        return await ref.ask(message)
+        return (yield from ref.ask(message).__await__())
     ctx = contextvars.copy_context()
+    coro = cell.actor.receive(message)
     try:
-        result = run_inline(ctx, cell.spec.runtime, cell.actor.receive(message))
-        if type(result) is Suspended:
-            result = await result
+        try:
+            yielded = first_step(ctx, cell.spec.runtime, coro)
+            while True:  # the handler suspended: the rest of it, one step at a time (see the docstring)
+                thrown: BaseException | None = None
+                try:
+                    sent = yield yielded
+                except GeneratorExit:
+                    ctx.run(coro.close)
+                    raise
+                except BaseException as exc:  # thrown in by the event loop: the handler's to see
+                    thrown = exc
+                if thrown is None:
+                    yielded = ctx.run(coro.send, sent)
+                else:
+                    yielded, thrown = ctx.run(coro.throw, thrown), None
+        except StopIteration as stop:
+            result = stop.value
     except Exception as exc:
         supervision.after_direct_failure(cell, frame, (exc, message, ctx, "receive"), True)
         raise

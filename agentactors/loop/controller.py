@@ -14,9 +14,9 @@ constructor — with it.  The run is cut into layers, each a method with one
 job — the way httpx's client sends through ``_send_handling_auth`` → ``_send_handling_redirects`` →
 ``_send_single_request``::
 
-    _loop                  the run: its frame; as its RunActor's body (_as_actor, agentactors.loop.live)
-    │                      when it has a runtime; _steps: steps until one ends it; max_steps; the
-    │                      inbox (steers, an interrupt) read at every boundary
+    _loop                  the run, one coroutine: its frame; its RunActor's body (agentactors.loop.live)
+    │                      when it has a runtime; steps until one ends it; max_steps; the inbox
+    │                      (steers, an interrupt) read at every boundary
     ├── _resume_step       a resumed run: the paused step finished with a person's decisions
     └── _step              one step: its request (request.step_request), one generation, then one of
         ├── _generate      one model call: Complete, or the stream path (streamed.generate_streamed)
@@ -41,9 +41,11 @@ controller), :mod:`.streamed` (the stream path), :mod:`.call_ids` (the call-id r
 A step's outcome is a value: ``None`` to go on, or the run's :class:`~agentactors.loop.result.RunResult`
 when the step ends the run.  Of the layers a plain run goes through, only ``_loop``, ``_step`` and
 ``_tool_step`` (and ``execute``, which asks the executor) are coroutines: the parts that do not await
-are plain methods, and ``_generate`` hands the provider's coroutine to the step instead of wrapping it —
-each ``async def`` awaited per step is a coroutine frame per step, held by every run in flight (~0.3 KB;
-10,000 runs in flight are a target).
+are plain methods, and ``_generate`` hands the provider's ask to the step instead of wrapping it —
+each ``async def`` awaited is a coroutine frame held by every run in flight (~0.3 KB; 10,000 runs in
+flight are a target): a run waiting on its model call holds ``_loop``, ``_step`` and the ask
+(:func:`~agentactors.actors.frame.ask_in`, its own trampoline), measured by
+``benchmarks/_waiting_run_memory.py``.
 
 The seams:
 
@@ -68,7 +70,7 @@ runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
 import agentactors._event_payloads as payloads
@@ -78,13 +80,14 @@ from ..actors.frame import Frame, ask_in, open_frame
 from ..errors import ActorStopped, ProviderError, RunInterruptedError
 from ..events import EventSink
 from ..gateway import ticket as run_ticket
+from ..gateway.cost_budget import CostBudget
 from ..gateway.provider import Complete
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall
 from ..settings import ModelSettings
 from ..tools.executor import ExecuteTools, ExecutionContext
 from ..tools.results import ToolResult, ToolStatus
 from .config import LoopConfig, StatusRoute
-from .cost import check_cost_limit
+from .cost import stop_before
 from .json_transport import parse_reply
 from .live import RunActor, waits_in_place
 from .nudges import StepView
@@ -144,7 +147,7 @@ class LoopController:
     :param deadline: seconds the whole run may take (see :meth:`run`), or ``None``.
     :param priority: the run's class at the ProviderActor (higher is served first), or ``None``
         (``0``, or the class of the run this one is a child of).
-    :param cost_limit: the most the run may spend (:mod:`.cost`), or ``None``.
+    :param cost_limit: the most the run may spend, or a budget it spends from (:mod:`.cost`), or ``None``.
     :param origin: where a delegated run comes from (a parent's tool step), or ``None``.
     :param runtime: the runtime the run's children run in.
     :param seats: how to find another agent's seat (handoffs), or ``None``.
@@ -200,7 +203,7 @@ class LoopController:
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
-        cost_limit: float | None = None,
+        cost_limit: float | CostBudget | None = None,
         origin: lineage.Origin | None = None,
         runtime: Any = None,
         seats: SeatResolver | None = None,
@@ -211,7 +214,7 @@ class LoopController:
         # ones; a run it recovers keeps its id.
         tape = self._tape = open_tape(
             runtime, run_id, config.agent_name, messages,
-            origin.parent_run_id if origin is not None else None, resume is not None,
+            origin.parent_run_id if origin is not None else None, resume,
         )
         if tape is not None and tape.run_id is not None:
             run_id = tape.run_id
@@ -227,7 +230,8 @@ class LoopController:
         self._stream = stream or on_text is not None
         self._deadline = deadline
         self._priority = priority
-        self._state.cost.limit = check_cost_limit(cost_limit)
+        # The budgets the run charges (its own, its parent's, the ones entered around it, its runtime's: .cost).
+        self._state.cost.open(cost_limit, runtime, origin.link.budgets if origin is not None else (), config.run_info)
         # Delegation: where this run comes from (a parent's tool step) and the runtime its children run in.
         self._origin = origin
         self._home = runtime
@@ -318,28 +322,69 @@ class LoopController:
     # -- the layers: run → step → generate → answer step | tool step ------------------------------
 
     async def _loop(self) -> RunResult[Any]:
-        """The run: one step after another until one ends it.
+        """The run: its frame, then one step after another until one ends it — one coroutine for all of it.
 
         A step ends the run by returning its result; when ``max_steps`` steps did not, the run ends
         here, ``bounded``, with the last substantive answer — or, when the run's deadline passes
         first, with :class:`~agentactors.errors.RunDeadlineExceeded` (``LoopState.past_deadline``).
-
         A resumed run first finishes the paused step (:meth:`_resume_step`), then goes on the same way.
+
+        A run with a runtime is the body of its :class:`~.live.RunActor` (:mod:`.live`): its task holds a
+        handler slot of that actor through the run's frame (:func:`~agentactors.actors.frame.hold`), so the
+        steps are that handler, here, in the run's task; a halt of the actor (``rt.stop(ref)``, the runtime's
+        exit) cancels the frame and the run raises :class:`~agentactors.errors.ActorStopped`.  A run that
+        cannot be addressed when it starts is spawned when it first is (:meth:`.live.RunActor.activate`).
+        Between steps — its boundaries — its inbox is read: an interrupt ends the run, steers join the
+        conversation; a step that would end the run on an answer while steers wait does not: the run goes
+        on, one more step, with that answer and the steers.
+
+        The run, its actor's life and its steps are this one coroutine (the step is another): each layer
+        awaited is a frame every waiting run holds.
 
         Cancellation: propagates from the step it interrupts (the deadline's own is absorbed here).
         """
-        state = self._state
+        state, live = self._state, self._live
         ticket = run_ticket.start_ticket(self._deadline, self._priority)
         token = run_ticket.enter(ticket)
         # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
         # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
         frame = self._frame = open_frame(self._provider, ticket.deadline)
-        live = self._live
+        # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own.
+        checkpoint = frame.checkpoint
+        max_steps = state.config.max_steps
         try:
             with frame.scope:
-                if live is None:
-                    return await self._steps()
-                return await self._as_actor(live, frame)
+                if live is not None:
+                    # Spawned now when it can be addressed from the start — a stream's handle, recorders that
+                    # learn its id — else on first use (rt.run_ref): a run nobody addresses costs a
+                    # registration, not a spawn.
+                    live.start(self._home, frame, spawn=self._stream or self._sink is not None)
+                result: RunResult[Any] | None = None  # set once the run ended (None while a step raises)
+                try:
+                    if self._resume is not None:
+                        await checkpoint()
+                        ended = await self._resume_step(*self._resume)
+                        if ended is not None and (live is None or not live.goes_on(ended)):
+                            result = ended
+                    while result is None:
+                        if state.steps >= max_steps:
+                            result = state.result(state.answer_so_far, bounded=True)
+                            break
+                        await checkpoint()
+                        if live is not None and (live.steers is not None or live.interrupted is not None):
+                            if live.interrupted is not None:
+                                result = self._interrupted(live)
+                                break
+                            live.take_steers_into(state)
+                        ended = await self._step()
+                        if ended is not None and (live is None or not live.goes_on(ended)):
+                            result = ended
+                finally:
+                    if live is not None:
+                        ref = live.end(result)
+                        if ref is not None:
+                            await live.retire(self._home, ref)
+                return result
             # Reached only when the frame's own cancellation ended the run (an outer one propagates): its
             # deadline, or a halt of an actor it asked that reached here as a cancellation, not ActorStopped
             # (its own actor's included), or a handle found by rt.run_ref cancelling it.
@@ -353,56 +398,6 @@ class LoopController:
         finally:
             self._frame = None
             run_ticket.leave(token)
-
-    async def _as_actor(self, live: RunActor, frame: Frame) -> RunResult[Any]:
-        """The run's steps as the body of its :class:`~.live.RunActor`, spawned for the run and stopped after it.
-
-        The run's task holds a handler slot of its actor through the run's frame
-        (:func:`~agentactors.actors.frame.hold`): the steps are that handler, here, in the run's task
-        (:mod:`.live`).  A halt of the actor (``rt.stop(ref)``, the runtime's exit) cancels the frame, and
-        the run raises :class:`~agentactors.errors.ActorStopped` (see :meth:`_loop`).  A run that cannot be
-        addressed when it starts is spawned when it first is (:meth:`.live.RunActor.activate`).
-        """
-        rt = self._home
-        # Spawned now when it can be addressed from the start — a stream's handle, recorders that learn its
-        # id — else on first use (rt.run_ref): a run nobody addresses costs a registration, not a spawn.
-        live.start(rt, frame, spawn=self._stream or self._sink is not None)
-        result: RunResult[Any] | None = None
-        try:
-            result = await self._steps()
-        finally:
-            ref = live.end(result)
-            if ref is not None:
-                await live.retire(rt, ref)
-        return result
-
-    async def _steps(self) -> RunResult[Any]:
-        """The run's steps, inside its frame: a resumed run's paused step first, then one step after another.
-
-        Between steps — its boundaries — the run's inbox is read (:mod:`.live`): an interrupt ends the run,
-        steers join the conversation.  A step that would end the run on an answer while steers wait does
-        not: the run goes on, one more step, with that answer and the steers.
-        """
-        state, live = self._state, self._live
-        assert self._frame is not None
-        # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own.
-        checkpoint = self._frame.checkpoint
-        max_steps = state.config.max_steps
-        if self._resume is not None:
-            await checkpoint()
-            ended = await self._resume_step(*self._resume)
-            if ended is not None and (live is None or not live.goes_on(ended)):
-                return ended
-        while state.steps < max_steps:
-            await checkpoint()
-            if live is not None and (live.steers is not None or live.interrupted is not None):
-                if live.interrupted is not None:
-                    return self._interrupted(live)
-                live.take_steers_into(state)
-            ended = await self._step()
-            if ended is not None and (live is None or not live.goes_on(ended)):
-                return ended
-        return state.result(state.answer_so_far, bounded=True)
 
     def _interrupted(self, live: RunActor) -> RunResult[Any]:
         """The run's result when ``run.interrupt()`` ended it at a boundary: what it had, and the error."""
@@ -429,6 +424,8 @@ class LoopController:
         where it stood, and the run's result (the only way out for its conversation) is never built.
         """
         state, output, sink = self._state, self._output, self._sink
+        if state.cost.armed and (stopped := stop_before(state)) is not None:
+            return stopped  # a budget is spent, or this call's estimate would pass it: nothing is sent
         state.steps += 1
         if sink is not None:
             sink.step = state.steps
@@ -452,7 +449,7 @@ class LoopController:
         cost = state.cost.charge(response)
         if sink is not None:
             sink.emit("llm.response", **payloads.llm_response(response), cost=cost)
-        if state.cost.limit is not None and (ended := state.past_cost_limit()) is not None:
+        if state.cost.armed and (ended := state.past_cost_limit()) is not None:
             return ended
         if self._native:
             text, calls = response.content, response.tool_calls
@@ -471,7 +468,7 @@ class LoopController:
                 return await output.answer_step(state, response, answer)
         return self._answer_step(response, text)
 
-    def _generate(self, request: LLMRequest) -> Coroutine[Any, Any, LLMResponse]:
+    def _generate(self, request: LLMRequest) -> Awaitable[LLMResponse]:
         """One model call for ``request``: the provider asked ``Complete(request)``, or the stream path.
 
         A plain method returning the call's coroutine for the step to await: no frame of ours
@@ -617,7 +614,7 @@ class LoopController:
         if link is None:
             origin = self._origin
             link = state.link = lineage.RunLink(
-                self.run_id, origin.depth if origin is not None else 0, self._sink, self._home
+                self.run_id, origin.depth if origin is not None else 0, self._sink, self._home, state.cost.budgets
             )
         link.step = step
         token = lineage.enter(link)

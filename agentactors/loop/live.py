@@ -2,10 +2,12 @@
 
 Every run of the loop that has a runtime is a :class:`RunActor` spawned by the kernel in that runtime
 (``quiet``: its ``run.*`` events say what an ``actor.*`` pair would).  Its body is the run itself: the
-loop asks it one :class:`Body` message with :func:`~agentactors.actors.frame.ask_in`, in the run's own
-frame, so the run's steps are that handler — run in the run's own task (no task per run), counted busy
-by ``rt.stats()``, cancelled by ``rt.stop(ref)`` (the run then ends as an actor that was stopped) and
-waited for by a drain.  The actor is spawned when the run starts and stopped when it ends.
+run's task holds a handler slot of it through the run's frame (:func:`~agentactors.actors.frame.hold`),
+so the run's steps are that handler — run in the run's own task (no task, no message per run), counted
+busy by ``rt.stats()``, cancelled by ``rt.stop(ref)`` (the run then ends as an actor that was stopped)
+and waited for by a drain.  The actor is spawned when the run starts (or when it is first addressed)
+and stopped when it ends.  What a run costs for being live is one small object and a registration by
+id: nothing is awaited for it on the way of a run nobody addresses.
 
 Control messages — :class:`Steer`, :class:`Interrupt`, :class:`Approve`, :class:`Deny`, :class:`Inspect`
 — are asks to the same actor from other tasks (the run's handle, ``rt.run_ref(run_id)``): the actor
@@ -132,9 +134,35 @@ class _Waiting:
 
 
 def live_runs(rt: Runtime) -> dict[str, RunActor]:
-    """The runtime's live runs by id (a service of ``rt``)."""
-    runs: dict[str, RunActor] = rt.service(_RUNS_KEY, dict)
+    """The runtime's live runs by id (a service of ``rt``).
+
+    The last runtime's registry is kept here too, until that runtime exits: every run registers and
+    leaves, so the service is looked up once per runtime (and per switch between runtimes), not twice
+    per run.
+    """
+    last = _last_runs
+    if last is not None and last[0] is rt:
+        return last[1]
+    runs: dict[str, RunActor] = rt.service(_RUNS_KEY, dict, cleanup=_forget)
+    _remember(rt, runs)
     return runs
+
+
+#: The registry :func:`live_runs` gave last, and its runtime (forgotten when that runtime exits).
+_last_runs: tuple[Runtime, dict[str, RunActor]] | None = None
+
+
+def _remember(rt: Runtime, runs: dict[str, RunActor]) -> None:
+    global _last_runs
+    _last_runs = (rt, runs)
+
+
+async def _forget(runs: dict[str, RunActor]) -> None:
+    """The runtime whose registry ``runs`` is exits: it is not kept here (nor alive) any longer."""
+    global _last_runs
+    last = _last_runs
+    if last is not None and last[1] is runs:
+        _last_runs = None
 
 
 class RunActor:

@@ -118,7 +118,7 @@ class LoopState:
         self.steps = 0
         self.usage: Usage = NO_USAGE
         self.cost = RunCost()  # its limit is the controller's to set
-        self.tool_calls: list[ToolCall] = []
+        self.tool_calls: tuple[ToolCall, ...] = ()  # a tuple: a run without tool calls allocates no list
         self.followups: tuple[str, ...] = ()
         self.served_by: str | None = None
         self.answer_so_far = ""
@@ -143,7 +143,7 @@ class LoopState:
         if paused is not None:  # a resumed run goes on with the paused run's counters
             self.steps = paused.step
             self.usage = paused.usage
-            self.tool_calls = list(paused.tool_calls)
+            self.tool_calls = tuple(paused.tool_calls)
             self.answer_so_far = paused.answer
             self.handoffs = list(paused.handoffs) if paused.handoffs else None
 
@@ -193,7 +193,7 @@ class LoopState:
         self.conversation.append(
             Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
         )
-        self.tool_calls.extend(calls)
+        self.tool_calls = (*self.tool_calls, *calls)
         self.served_by = response.provider
         return calls
 
@@ -317,7 +317,7 @@ class LoopState:
         return RunResult(
             content,
             messages,
-            tuple(self.tool_calls),
+            self.tool_calls,
             self.steps,
             followups=self.followups,
             usage=self.total_usage(),
@@ -353,7 +353,7 @@ class LoopState:
         if error is None:
             return None
         if self.sink is not None:
-            self.sink.emit("run.cost_limit_exceeded", limit=error.limit, spent=error.spent)
+            self.sink.emit("run.cost_limit_exceeded", **payloads.cost_limit_exceeded(error))
         log.debug("run %s: cost limit passed at step %d", self.run_id, self.steps)
         if self.answer_so_far:
             return self.result(self.answer_so_far, bounded=True, error=error)

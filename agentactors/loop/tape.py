@@ -19,6 +19,7 @@ journals pays one attribute read (``runtime.journal``) when its controller is ma
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol
@@ -31,9 +32,15 @@ from ..gateway.provider import Complete, Stream
 from ..messages import LLMResponse, Message, StreamEnd, TextDelta
 from ..tools.executor import ExecuteTools
 from ..tools.results import ToolResult, ToolStatus, unknown_tool_text
+from .pause import PausedRun
 from .result import RunResult
 
-__all__ = ["Commit", "Journal", "StepWriter", "Tape", "open_tape"]
+__all__ = ["Commit", "Journal", "Resume", "StepWriter", "Tape", "open_tape", "resuming"]
+
+#: A resumed run's pause and the decisions it goes on with.
+Resume = tuple[PausedRun, Mapping[str, "bool | str"]]
+
+_RESUMING: contextvars.ContextVar[Resume | None] = contextvars.ContextVar("agentactors_tape_resuming", default=None)
 
 
 @attrs.frozen(slots=True)
@@ -81,13 +88,32 @@ class Journal(Protocol):
 
 
 def open_tape(
-    runtime: Any, run_id: str | None, agent: str | None, inputs: Sequence[Message], parent: str | None, resumed: bool
+    runtime: Any,
+    run_id: str | None,
+    agent: str | None,
+    inputs: Sequence[Message],
+    parent: str | None,
+    resume: Resume | bool | None,
 ) -> Tape | None:
-    """The tape of a run made in ``runtime``, or ``None`` when the runtime has no journal (or it keeps no tape)."""
+    """The tape of a run made in ``runtime``, or ``None`` when the runtime has no journal (or it keeps no tape).
+
+    ``resume``: a resumed run's pause and decisions (``True`` when unknown), else ``None``/``False``.  While
+    the journal's ``open_run`` runs, :func:`resuming` answers them: what a journal records to recover the
+    resumed run (the :class:`Journal` port itself only says ``resumed``).
+    """
     journal: Journal | None = getattr(runtime, "journal", None)
     if journal is None:
         return None
-    return journal.open_run(run_id, agent, tuple(inputs), parent_run_id=parent, resumed=resumed)
+    token = _RESUMING.set(resume if isinstance(resume, tuple) else None)
+    try:
+        return journal.open_run(run_id, agent, tuple(inputs), parent_run_id=parent, resumed=bool(resume))
+    finally:
+        _RESUMING.reset(token)
+
+
+def resuming() -> Resume | None:
+    """Inside a journal's ``open_run``: the pause and decisions of the resumed run opening, else ``None``."""
+    return _RESUMING.get()
 
 
 class Tape:
@@ -96,8 +122,8 @@ class Tape:
     :param responses: recorded model responses, served to the run's first model calls in order.
     :param results: recorded tool results by call id; a tool step all of whose calls are here is served.
     :param writer: where the run's live steps are committed, or ``None`` (a replay records nothing).
-    :param label: an event to emit when the first recorded response is served (``("run.forked", {...})``:
-        the run says what it goes on from), or ``None``.
+    :param label: an event to emit at the run's first model call (``("run.forked", {...})``: the run says
+        what it goes on from), or ``None``.
     :param guard: called before a tool step the recording does not hold runs live; it raises to forbid
         it (a replay runs no tool), or ``None``.
     :param run_id: the id the run takes instead of a new one (a recovered run keeps its own), or ``None``.
@@ -156,13 +182,14 @@ class Tape:
     def recorded_response(self) -> LLMResponse | None:
         """The recorded response of the next model call, or ``None`` past the recording."""
         index = self.calls
+        if self._label is not None:  # the run's first model call, recorded or not (a fork at step 1 is all live)
+            label, self._label = self._label, None
+            sink = current_sink()
+            if sink is not None:
+                sink.emit(label[0], **label[1])
         if index >= len(self._responses):
             return None
         self.calls = index + 1
-        if index == 0 and self._label is not None:
-            sink = current_sink()
-            if sink is not None:
-                sink.emit(self._label[0], **self._label[1])
         return self._responses[index]
 
     async def answered(self, response: LLMResponse) -> None:

@@ -454,3 +454,53 @@ async def test_a_steer_after_a_handoff_reaches_the_new_agent() -> None:
             result = await run.wait()
     assert result.agent == "target" and _users(target_seen[1])[-1] == "in Norwegian"
     assert result.content.endswith("in Norwegian")
+
+
+async def test_each_runtime_finds_only_its_own_runs_when_two_run_at_once() -> None:
+    # The registry of live runs is a service of each runtime (the last one looked up is remembered): runs of
+    # two runtimes started one after the other are each found in their own runtime and never in the other.
+    entered = {"a": anyio.Event(), "b": anyio.Event()}
+    opened = anyio.Event()
+    ids: dict[str, str | None] = {}
+
+    @tool
+    async def lookup(city: str, ctx: ToolContext) -> str:
+        """Look a city up."""
+        ids[city] = ctx.run_id
+        entered[city].set()
+        await opened.wait()
+        return city
+
+    def model(request: LLMRequest) -> Any:
+        found = [m.content for m in request.messages if m.role == "tool"]
+        if found:  # the answer names the run's city and the steers it took
+            return f"done: {found[0]} {_users(request)[1:]}"
+        return [ToolCall("c1", "lookup", {"city": request.messages[-1].content})]
+
+    agent = Agent(ScriptedProvider(model), tools=[lookup])
+    results: list[Any] = []
+    async with Runtime() as rt_a, Runtime() as rt_b:
+
+        async def start(rt: Runtime, city: str) -> None:
+            results.append(await agent.run(city, runtime=rt))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start, rt_a, "a")
+            await entered["a"].wait()
+            tg.start_soon(start, rt_b, "b")
+            await entered["b"].wait()
+            run_a, run_b = ids["a"], ids["b"]
+            assert run_a is not None and run_b is not None
+            assert rt_b.run_ref(run_b).run_id == run_b and rt_a.run_ref(run_a).run_id == run_a
+            with pytest.raises(RunNotFoundError):
+                rt_a.run_ref(run_b)
+            with pytest.raises(RunNotFoundError):
+                rt_b.run_ref(run_a)
+            await rt_a.run_ref(run_a).steer("only a")
+            opened.set()
+        with pytest.raises(RunNotFoundError):
+            rt_a.run_ref(run_a)  # finished: it left its runtime's registry
+    assert sorted(r.content for r in results) == ["done: a ['only a']", "done: b []"]
+    async with Runtime() as rt_c:  # a runtime opened after those exited knows none of their runs
+        with pytest.raises(RunNotFoundError):
+            rt_c.run_ref(run_a)

@@ -39,7 +39,7 @@ def test_start_takes_the_system_message_and_the_budget_it_leaves() -> None:
     assert state.system == Message.system("agent\n\ncaller") and state.skip == 1
     assert state.budget == 100 - len("agent\n\ncaller")
     assert state.conversation == [Message.system("caller"), Message.user("q")]
-    assert (state.steps, state.answer_so_far, state.tool_calls) == (0, "", [])
+    assert (state.steps, state.answer_so_far, state.tool_calls) == (0, "", ())
 
 
 def test_a_resumed_run_starts_with_the_paused_runs_counters() -> None:
@@ -50,7 +50,7 @@ def test_a_resumed_run_starts_with_the_paused_runs_counters() -> None:
         step=3, usage=Usage(5, 2), tool_calls=(call,), answer="Looking.", agent=None, handoffs=("b",),
     )
     state = LoopState(LoopConfig(), paused.messages, True, None, "r1", paused)
-    assert (state.steps, state.usage, state.tool_calls, state.answer_so_far) == (3, Usage(5, 2), [call], "Looking.")
+    assert (state.steps, state.usage, state.tool_calls, state.answer_so_far) == (3, Usage(5, 2), (call,), "Looking.")
     assert state.handoffs == ["b"]
     assert state.result("x").handoffs == ("b",)
 
