@@ -27,7 +27,8 @@ by idea:
 ``providers``
     the LLMProvider port and its Capabilities, one folder per vendor wire over httpx, the scripted double.
 ``resilience``
-    retry, fallback, circuit breaker, timeout and pool: decorators that return an LLMProvider.
+    retry, fallback, circuit breaker, timeout and pool: decorators that return an LLMProvider; hedged
+    requests; BatchProvider (the vendors' batch APIs, at about half the price).
 ``tools``
     ``@tool``, schemas from type hints, argument validation, results; toolsets (sources of tools); the
     ToolExecutorActor.
@@ -90,10 +91,11 @@ from .errors import RunDeadlineExceeded as RunDeadlineExceeded
 from .errors import ToolStatusError as ToolStatusError
 from .events import Event, InMemoryRecorder, JsonlRecorder, Recorder
 from .explain import Explanation, explain
+from .gateway.cost_budget import CostBudget
 from .gateway.provider import Complete as Complete
 from .gateway.provider import ProviderActor
 from .gateway.provider import Stream as Stream
-from .journal import JournalStore, SqliteJournal, fork, replay
+from .journal import JournalStore, PostgresJournal, SqliteJournal, fork, replay
 from .loop.controller import LoopController as LoopController
 from .loop.live import RunState
 from .loop.result import RunResult
@@ -126,7 +128,8 @@ from .resilience import (
     with_retry,
     with_timeout,
 )
-from .sessions import AgentSession, MemoryStore, SqliteStore
+from .resilience.batch import BatchProvider
+from .sessions import AgentSession, MemoryStore, PostgresStore, SqliteStore
 from .sessions import SessionStore as SessionStore
 from .settings import CachePolicy, ModelSettings
 from .tools import ResultCeiling, ToolContext, ToolResult, ToolStatus, tool
@@ -192,6 +195,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "Cost",
+    "CostBudget",
     # providers
     "AnthropicProvider",
     "AzureOpenAIProvider",
@@ -203,6 +207,7 @@ __all__ = [
     "OpenAIResponsesProvider",
     "ScriptedProvider",
     # resilience: each returns an LLMProvider
+    "BatchProvider",
     "resilient_chain",
     "with_circuit_breaker",
     "with_fallback",
@@ -228,6 +233,7 @@ __all__ = [
     "AgentSession",
     "MemoryStore",
     "SqliteStore",
+    "PostgresStore",
     # typed results
     "NativeOutput",
     "OutputContext",
@@ -245,6 +251,7 @@ __all__ = [
     # durable runs: a step journal
     "JournalStore",
     "SqliteJournal",
+    "PostgresJournal",
     # errors: the bases, and the ones the docs name; signals (raised by user code, outside the error tree)
     "ActorError",
     "AgentActorsError",

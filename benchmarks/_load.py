@@ -154,7 +154,7 @@ def w9_overload(*, smoke: bool) -> dict[str, Any]:
     capacity_calls = slots / latency  # 160 calls/s
     capacity_runs = capacity_calls / 3
     offered = 3 * capacity_runs
-    duration = 2.0 if smoke else 30.0
+    duration = 0.5 if smoke else 30.0
     out: dict[str, Any] = {
         "duration": duration, "slots": slots, "latency": latency, "capacity_runs_per_s": capacity_runs,
         "offered_runs_per_s": offered, "rows": [],

@@ -216,7 +216,7 @@ async def _agentactors_messaging(n: int) -> tuple[float, list[float]]:
 
 
 def w2_messaging(*, reps: int, smoke: bool) -> dict[str, Any]:
-    n = 2_000 if smoke else 50_000
+    n = 500 if smoke else 50_000
     rows: list[dict[str, Any]] = []
     for backend in ("asyncio", "trio"):
         samples: dict[str, list[tuple[float, list[float]]]] = {}
@@ -478,7 +478,7 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
         import openai
     except ImportError:
         openai = None
-    n = 40 if smoke else 1000
+    n = 10 if smoke else 1000
     proc, base = _start_fakevendor()
     request = LLMRequest([Message.user("Say hello.")], model="gpt-4o-mini")
     results: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
@@ -590,7 +590,7 @@ def w7_streaming(*, reps: int, smoke: bool) -> dict[str, Any]:
         import openai
     except ImportError:
         openai = None
-    runs = 50 if smoke else 1000
+    runs = 20 if smoke else 1000
     proc, base = _start_fakevendor()
     samples: dict[str, list[float]] = {}
     deltas: dict[str, int] = {}
@@ -622,7 +622,7 @@ def w7_streaming(*, reps: int, smoke: bool) -> dict[str, Any]:
 def w6_chain(*, smoke: bool) -> dict[str, Any]:
     from agentactors._demo.main import run_fleet_sync
 
-    runs = 60 if smoke else 500
+    runs = 20 if smoke else 500
     report = run_fleet_sync(agents=runs, fault_rate=0.3, seed=11, outage=True, progress=False)
     return {
         "runs": runs,

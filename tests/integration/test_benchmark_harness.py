@@ -6,18 +6,20 @@ this also checks that a missing peer is reported, not fatal.  Nothing here asser
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.paths import ROOT
 
 
-# The smoke run starts every workload's processes (peers, FakeVendors, session stores): minutes, not the suite's
-# default two, on a busy two-core machine.
+# The smoke run starts every workload's processes (FakeVendors, fresh interpreters, session stores): ~30 s on an
+# idle two-core machine, a few minutes when it is busy.
 @pytest.mark.timeout(420)
 def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     out = tmp_path / "latest.json"
@@ -32,7 +34,9 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["smoke"] is True
-    assert set(report["workloads"]) == {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W11", "W13"}
+    assert set(report["workloads"]) == {
+        "W1", "W1I", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W11", "W12", "W13", "COLD"
+    }
     w1 = report["workloads"]["W1"]["sequential"]
     for impl in ("plain asyncio loop", "naive anyio actors", "agentactors"):
         assert w1[impl]["median"] > 0, impl
@@ -52,3 +56,40 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
         assert w11["memory"][kind]["active_at_peak"] == w11["sessions"], kind
         assert w11["memory"][kind]["actors_left"] == 2, kind  # the provider's and the tools': no session's
     assert "| implementation |" in proc.stdout  # the markdown table is printed
+    _check_new_workloads(report)
+    _check_page(tmp_path / "index.html", report)
+
+
+def _check_new_workloads(report: dict[str, Any]) -> None:
+    w12 = report["workloads"]["W12"]
+    rows = {r["impl"]: r for r in w12["rows"]}
+    assert set(rows) == {"agentactors (asyncio)", "agentactors (trio)"}  # smoke: no peers
+    for name, row in rows.items():
+        assert "error" not in row and row["failed"] == 0, (name, row)
+        assert row["deltas"] == w12["runs"] * w12["vendor"]["chunks"], name  # every streamed delta reached the run
+        assert row["cpu_us_per_delta"] > 0 and row["peak_kb_per_run"] > 0, name
+        assert 0 < row["ttft_p50_s"] <= row["ttft_p99_s"], name
+        assert row["lag_p99_ms"] >= row["lag_p50_ms"] >= 0, name
+        assert row["vendor_cpu_share"] > 0, name  # the vendor's CPU, read from /proc, is in the table
+    w1i = report["workloads"]["W1I"]["results"]
+    for impl in ("plain loop", "naive anyio actors", "agentactors"):
+        assert w1i[impl]["best_us"] > 0, impl
+    if importlib.util.find_spec("pydantic_ai") is None:  # the peers live in .venv-bench only
+        assert w1i["pydantic-ai"]["error"] == "not installed"  # a missing peer is reported, not fatal
+    cold = {r["impl"]: r for r in report["workloads"]["COLD"]["rows"]}
+    assert cold["agentactors"]["import_s"] > 0
+    assert cold["agentactors"]["first_run_s"] > 0  # a fresh process answered, against a FakeVendor
+    top = dict(report["workloads"]["COLD"]["agentactors_importtime_top"])
+    assert "httpx" in top and "agentactors" not in top
+
+
+def _check_page(page: Path, report: dict[str, Any]) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
+    for heading in ("W1 tool loop", "W1 tool loop, independent harness", "W5 HTTP path", "W12 ", "W13 partial output",
+                    "Import time and cold start", "Machine and versions"):
+        assert f"<h2>{heading}" in text, heading
+    assert f"<td>{report['machine']['versions']['agentactors']}</td>" in text
+    assert "<table>" in text and "| implementation |" not in text  # the markdown tables are rendered
+    if importlib.util.find_spec("matplotlib") is not None:  # the bench extra's: plots embedded beside the tables
+        assert text.count("data:image/png;base64,") >= 10
