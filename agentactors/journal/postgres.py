@@ -28,7 +28,6 @@ starting together do not race on the catalog).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Final
 
 import anyio
@@ -36,17 +35,15 @@ import anyio.to_thread
 import attrs
 
 from .._postgres import Worker, safe_dsn
-from ..loop.result import RunResult
-from ..loop.tape import Commit, Tape
+from ..loop.tape import Commit
 from ..messages import Message
 from ._group import GroupCommit
 from ._lease import Keeper, check_lease, is_free, new_owner
 from ._parking import check_key, check_value
 from ._rows import Encoded, decode_run, encode
-from .children import Orphans, served_whole
-from .codec import origin_now
+from ._tapes import Tapes
+from .children import Orphans
 from .records import RecordedRun, RunNotRecordedError
-from .recovery import adopted, recover
 from .store import LeaseLostError
 
 __all__ = ["PostgresJournal"]
@@ -70,7 +67,7 @@ _SCHEMA: Final = (
 )
 
 
-class PostgresJournal:
+class PostgresJournal(Tapes):
     """A step journal in PostgreSQL: ``Runtime(journal=PostgresJournal(dsn))`` (the ``[postgres]`` extra).
 
     :param dsn: a libpq connection string or URL (``postgresql://user:password@host:5432/db``); its password is
@@ -114,42 +111,7 @@ class PostgresJournal:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # -- the loop's port -----------------------------------------------------------------------------
-
-    def open_run(
-        self,
-        run_id: str | None,
-        agent: str | None,
-        inputs: tuple[Message, ...],
-        *,
-        parent_run_id: str | None,
-        resumed: bool,
-    ) -> Tape | None:
-        """The tape of a run starting in a runtime with this journal (as :class:`SqliteJournal`'s)."""
-        if run_id is None:
-            return None
-        tape = adopted()
-        if tape is not None:  # a run recover() is finishing: its committed steps, its own id
-            return tape
-        child = self._orphans.take(parent_run_id, agent) if parent_run_id is not None else None
-        if child is not None:  # a child a crash cut, started again by its recovered parent
-            return served_whole(child) if child.status == "finished" else self.resume_run(child)
-        self._mine.add(run_id)
-        self._keeper.start()
-        return Tape(writer=_Writer(self, run_id, agent, inputs, origin_now(parent_run_id)))
-
-    def resume_run(self, recorded: RecordedRun) -> Tape:
-        """The tape of a run :meth:`recover` goes on with: its committed steps served, its next ones committed."""
-        self._mine.add(recorded.run_id)
-        self._keeper.start()
-        self._orphans.offer(recorded)
-        tape = recorded.tape(writer=_Writer(self, recorded.run_id, recorded.agent, recorded.inputs))
-        tape.run_id = recorded.run_id
-        return tape
-
-    async def recover(self, rt: Any, *, agents: Iterable[Any]) -> list[RunResult[Any]]:
-        """``rt.recover()``'s work (:mod:`agentactors.journal.recovery`)."""
-        return await recover(self, rt, agents=agents)
+    # -- committing (open_run, resume_run and recover: agentactors.journal._tapes) ----------
 
     async def commit(
         self, run_id: str, agent: str | None, inputs: tuple[Message, ...], commit: Commit, origin: Any = None
@@ -224,24 +186,6 @@ class PostgresJournal:
     def _renew(self) -> None:
         """In the keeper's thread: push the expiry of every run this object holds."""
         self._renewer.call_sync(_renew, self.owner, self.lease)
-
-
-class _Writer:
-    """One run's :class:`~agentactors.loop.tape.StepWriter` into a :class:`PostgresJournal`."""
-
-    __slots__ = ("agent", "inputs", "journal", "origin", "run_id")
-
-    def __init__(
-        self, journal: PostgresJournal, run_id: str, agent: str | None, inputs: tuple[Message, ...], origin: Any = None
-    ) -> None:
-        self.journal = journal
-        self.run_id = run_id
-        self.agent = agent
-        self.inputs = inputs
-        self.origin = origin
-
-    async def commit(self, commit: Commit) -> None:
-        await self.journal.commit(self.run_id, self.agent, self.inputs, commit, self.origin)
 
 
 # --- what runs in the worker thread --------------------------------------------------------------------

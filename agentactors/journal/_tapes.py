@@ -1,0 +1,98 @@
+"""What both journals do with a run's tape: open one as a run starts, go on with a recorded run, recover.
+
+:class:`~agentactors.journal.SqliteJournal` and :class:`~agentactors.journal.PostgresJournal` differ in
+where a commit goes, not in which tape a run gets: a run ``recover()`` is finishing keeps its own (its
+committed steps, its id); a child a crash cut, started again by its recovered parent, gets its recording
+(served whole when it had finished); any other run a fresh tape whose writer commits into the journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
+
+from ..loop.result import RunResult
+from ..loop.tape import Commit, Tape
+from ..messages import Message
+from ._lease import Keeper
+from .children import Orphans, served_whole
+from .codec import origin_now
+from .records import RecordedRun
+from .recovery import adopted, recover
+
+if TYPE_CHECKING:
+    from .store import JournalStore
+
+__all__ = ["Tapes"]
+
+
+class Tapes:
+    """The loop's port of a journal (``open_run``, ``resume_run``) and ``recover``, over a subclass's ``commit``.
+
+    A subclass sets ``_mine`` (the runs this object opened: recover() leaves them alone), ``_keeper`` (the
+    lease keeper, started by the first run) and ``_orphans`` (the recorded children of the runs being
+    recovered), and implements :meth:`commit`.
+    """
+
+    _mine: set[str]
+    _keeper: Keeper
+    _orphans: Orphans
+
+    async def commit(
+        self, run_id: str, agent: str | None, inputs: tuple[Message, ...], commit: Commit, origin: Any = None
+    ) -> None:
+        """Apply ``commit`` for ``run_id`` (the subclass's storage)."""
+        raise NotImplementedError
+
+    def open_run(
+        self,
+        run_id: str | None,
+        agent: str | None,
+        inputs: tuple[Message, ...],
+        *,
+        parent_run_id: str | None,
+        resumed: bool,
+    ) -> Tape | None:
+        """The tape of a run starting in a runtime with this journal (see the module docstring)."""
+        if run_id is None:
+            return None
+        tape = adopted()
+        if tape is not None:  # a run recover() is finishing: its committed steps, its own id
+            return tape
+        child = self._orphans.take(parent_run_id, agent) if parent_run_id is not None else None
+        if child is not None:  # a child a crash cut, started again by its recovered parent
+            return served_whole(child) if child.status == "finished" else self.resume_run(child)
+        self._mine.add(run_id)
+        self._keeper.start()
+        return Tape(writer=_Writer(self, run_id, agent, inputs, origin_now(parent_run_id)))
+
+    def resume_run(self, recorded: RecordedRun) -> Tape:
+        """The tape of a run :meth:`recover` goes on with: its committed steps served, its next ones committed."""
+        self._mine.add(recorded.run_id)
+        self._keeper.start()
+        self._orphans.offer(recorded)
+        tape = recorded.tape(writer=_Writer(self, recorded.run_id, recorded.agent, recorded.inputs))
+        tape.run_id = recorded.run_id
+        return tape
+
+    async def recover(self, rt: Any, *, agents: Iterable[Any]) -> list[RunResult[Any]]:
+        """``rt.recover()``'s work (:mod:`agentactors.journal.recovery`)."""
+        return await recover(cast("JournalStore", self), rt, agents=agents)  # a subclass is one
+
+
+class _Writer:
+    """One run's :class:`~agentactors.loop.tape.StepWriter` into a journal."""
+
+    __slots__ = ("agent", "inputs", "journal", "origin", "run_id")
+
+    def __init__(
+        self, journal: Tapes, run_id: str, agent: str | None, inputs: tuple[Message, ...], origin: Any = None
+    ) -> None:
+        self.journal = journal
+        self.run_id = run_id
+        self.agent = agent
+        self.inputs = inputs
+        self.origin = origin  # a recovered run's row has it already (the begin only sets it running again)
+
+    async def commit(self, commit: Commit) -> None:
+        await self.journal.commit(self.run_id, self.agent, self.inputs, commit, self.origin)
