@@ -266,7 +266,8 @@ def _w13(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
 
 
 def _w12(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
-    res = W12.w12_streams(reps=reps, smoke=smoke)
+    runs = os.environ.get("AGENTACTORS_BENCH_W12_RUNS")  # set by --w12-runs
+    res = W12.w12_streams(reps=reps, smoke=smoke, runs=int(runs) if runs else None)
     report["workloads"]["W12"] = res
 
     def opt(x: float | None, f: str) -> str:
@@ -337,7 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-charts", action="store_true")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other workloads' results already in --out (re-run some, keep the rest)")
+    parser.add_argument("--w12-runs", type=int, default=None,
+                        help="W12's concurrent runs (default 10,000; the peers need several cores at that size)")
     args = parser.parse_args(argv)
+    if args.w12_runs is not None:
+        os.environ["AGENTACTORS_BENCH_W12_RUNS"] = str(args.w12_runs)
     smoke = args.smoke
     reps = 1 if smoke else max(3, args.reps)
     only = {w.strip().upper() for w in args.only.split(",") if w.strip()}

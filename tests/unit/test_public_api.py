@@ -8,7 +8,6 @@ API) or not (the machinery a run is made of, the stream events, the old names of
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
@@ -73,10 +72,6 @@ SUBPACKAGE_NAMES: dict[str, list[str]] = {
     "agentactors.pricing": ["price_for", "Price"],
     "agentactors.serve": ["openai_app", "mcp_server", "agui_app", "lifespan"],
 }
-# Third-block names that later issues of the wave create.  Not built yet, so not checked above; the test below
-# fails as soon as one becomes importable, so that it moves into THIRD_BLOCK (or SUBPACKAGE_NAMES) and is held
-# to the contract from then on.
-EXPECTED_LATER: dict[str, list[str]] = {}
 
 # The block names importable from the root but not in __all__ (machinery, stream events, the old names of
 # renamed errors), and the new names of renamed errors that are not listed either.
@@ -98,7 +93,6 @@ RENAMED = {
 }
 ROOT_NAMES = sorted(set(FIRST_BLOCK) | set(SECOND_BLOCK) | set(THIRD_BLOCK))
 SUBPACKAGE_PAIRS = [(package, name) for package, names in SUBPACKAGE_NAMES.items() for name in names]
-LATER_PAIRS = [(module, name) for module, names in EXPECTED_LATER.items() for name in names]
 
 
 @pytest.mark.parametrize("name", ROOT_NAMES)
@@ -113,20 +107,6 @@ def test_every_name_of_the_api_blocks_is_importable_from_the_root(name: str) -> 
 def test_every_subpackage_name_of_the_api_blocks_is_importable_from_it(package: str, name: str) -> None:
     module = pytest.importorskip(package)  # mcp, otel and ray need their extra
     assert getattr(module, name) is not None
-
-
-@pytest.mark.parametrize(("module", "name"), LATER_PAIRS, ids=[f"{m}.{n}" for m, n in LATER_PAIRS])
-def test_a_name_expected_later_is_not_built_yet(module: str, name: str) -> None:
-    """When this fails, the name exists: move it from EXPECTED_LATER to the block lists above."""
-    try:
-        found = getattr(importlib.import_module(module), name, None)
-    except ModuleNotFoundError as exc:
-        missing = exc.name  # the module itself, not something it imports
-        found = None
-    else:
-        missing = module
-    assert missing == module
-    assert found is None, f"{module}.{name} exists now: list it with the names the contract checks"
 
 
 def test_the_unlisted_root_names_are_contract_names_or_the_new_names_of_renamed_ones() -> None:
