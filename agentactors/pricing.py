@@ -139,6 +139,9 @@ _TABLE_NAMES: Mapping[str, str] = {
     "vertex": "google",
     "bedrock": "aws",
 }
+# The package's own stand-ins for a model (ScriptedProvider, ReplayProvider): no vendor's table prices them, and
+# asking it would load the table (~14 MB and ~0.2 s, with pydantic) in every test and benchmark run.
+_OFF_TABLE = frozenset({"scripted", "replay"})
 # Wires whose input_tokens leave the cached tokens out (docs/wire.md, "Usage").
 _CACHED_APART = frozenset({"anthropic", "bedrock"})
 
@@ -213,7 +216,12 @@ def price_for(provider_name: str | None, model: str | None, *, batch: bool = Fal
     except KeyError:
         pass
     with _lock:
-        price = _user[key] if key in _user else _table_price(_TABLE_NAMES.get(provider_name, provider_name), model)
+        if key in _user:
+            price = _user[key]
+        elif provider_name in _OFF_TABLE:
+            price = None
+        else:
+            price = _table_price(_TABLE_NAMES.get(provider_name, provider_name), model)
         _found[key] = price
     return price
 
@@ -226,7 +234,8 @@ def _batch_price(provider_name: str, model: str) -> Price | None:
         pass
     live = price_for(provider_name, model)
     with _lock:
-        table = None if key in _user else _table_price(_TABLE_NAMES.get(provider_name, provider_name), model, True)
+        off = key in _user or provider_name in _OFF_TABLE
+        table = None if off else _table_price(_TABLE_NAMES.get(provider_name, provider_name), model, True)
         price = table if table is not None or live is None else _scaled(live, _batch_factor)
         _batch_found[key] = price
     return price
@@ -245,6 +254,8 @@ def is_batch(response: LLMResponse) -> bool:
     """Whether ``response`` came through a vendor's batch API (:class:`~agentactors.BatchProvider` marks it in
     ``provider_data["batch"]``): it is priced at the batch rate."""
     data = response.provider_data
+    if not data:  # None or empty: most responses (and no ABC check on the hot path)
+        return False
     return isinstance(data, Mapping) and "batch" in data
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -104,6 +106,21 @@ def test_a_model_without_a_price_has_no_cost_never_zero() -> None:
     assert price_for(None, "gpt-4o") is None and price_for("openai", None) is None
     assert cost_of("openai", "no-such-model-xyz", Usage(10, 10)) is None
     assert response_cost(LLMResponse("x", usage=Usage(10, 10), provider="scripted", model="m")) is None
+
+
+def test_the_package_s_stand_in_models_never_load_the_table() -> None:
+    # A scripted or replayed run is priced only by a price the user set: loading the vendor table for it
+    # costs ~14 MB and ~0.2 s in every test and benchmark process, and the table cannot know the name.
+    code = (
+        "import sys; from agentactors.pricing import price_for; "
+        "assert price_for('scripted', 'scripted-model') is None; "
+        "assert price_for('replay', 'gpt-4o', batch=True) is None; "
+        "print('genai_prices' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+    set_price("scripted", "scripted-model", Price(1.0, 2.0))
+    assert price_for("scripted", "scripted-model") == Price(1.0, 2.0)  # a price the user sets still counts
 
 
 def test_a_price_set_by_the_user_wins_over_the_table_and_can_be_cleared() -> None:
