@@ -278,7 +278,19 @@ def prompt_tokens(provider_name: str | None, usage: Usage) -> int:
 def response_cost(response: LLMResponse) -> Cost | None:
     """What one model response cost (by the provider and model that answered, at the batch price when it came
     through a batch API: :func:`is_batch`), or ``None`` if unpriced."""
-    return cost_of(response.provider, response.model, response.usage, batch=is_batch(response))
+    provider, model = response.provider, response.model
+    if response.provider_data and is_batch(response):
+        return cost_of(provider, model, response.usage, batch=True)
+    # Every model call of every run comes here: a price looked up before is one dict read, not three calls.
+    price = _found.get((provider, model), _UNSEEN)  # type: ignore[arg-type]
+    if price is _UNSEEN:
+        price = price_for(provider, model)
+    if price is None:
+        return None
+    return price.cost(response.usage, cached_in_input=provider not in _CACHED_APART)
+
+
+_UNSEEN: Any = object()
 
 
 def total_cost(results: Iterable[Any]) -> Cost | None:

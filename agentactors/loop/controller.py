@@ -208,13 +208,18 @@ class LoopController:
         runtime: Any = None,
         seats: SeatResolver | None = None,
     ) -> None:
-        run_ticket.check_deadline(deadline)
-        run_ticket.check_priority(priority)
+        if deadline is not None or priority is not None:  # (checked here: nothing is raised once it is awaited)
+            run_ticket.check_deadline(deadline)
+            run_ticket.check_priority(priority)
         # Durable runs (agentactors.loop.tape): a runtime with a journal serves recorded steps and commits live
-        # ones; a run it recovers keeps its id.
-        tape = self._tape = open_tape(
-            runtime, run_id, config.agent_name, messages,
-            origin.parent_run_id if origin is not None else None, resume,
+        # ones; a run it recovers keeps its id.  (Most runtimes have none: no call then.)
+        tape = self._tape = (
+            open_tape(
+                runtime, run_id, config.agent_name, messages,
+                origin.parent_run_id if origin is not None else None, resume,
+            )
+            if getattr(runtime, "journal", None) is not None
+            else None
         )
         if tape is not None and tape.run_id is not None:
             run_id = tape.run_id
@@ -377,7 +382,7 @@ class LoopController:
                                 break
                             live.take_steers_into(state)
                         ended = await self._step()
-                        if ended is not None and (live is None or not live.goes_on(ended)):
+                        if ended is not None and (live is None or live.steers is None or not live.goes_on(ended)):
                             result = ended
                 finally:
                     if live is not None:
@@ -424,7 +429,9 @@ class LoopController:
         where it stood, and the run's result (the only way out for its conversation) is never built.
         """
         state, output, sink = self._state, self._output, self._sink
-        if state.cost.armed and (stopped := stop_before(state)) is not None:
+        run_cost = state.cost
+        armed = run_cost.armed  # set when the run opens: whether it charges a budget
+        if armed and (stopped := stop_before(state)) is not None:
             return stopped  # a budget is spent, or this call's estimate would pass it: nothing is sent
         state.steps += 1
         if sink is not None:
@@ -446,10 +453,10 @@ class LoopController:
                 return state.failed(again)
         # The first step's usage is taken as is: a one-step run allocates no sum.
         state.usage = response.usage if state.usage is NO_USAGE else state.usage + response.usage
-        cost = state.cost.charge(response)
+        cost = run_cost.charge(response)
         if sink is not None:
             sink.emit("llm.response", **payloads.llm_response(response), cost=cost)
-        if state.cost.armed and (ended := state.past_cost_limit()) is not None:
+        if armed and (ended := state.past_cost_limit()) is not None:
             return ended
         if self._native:
             text, calls = response.content, response.tool_calls

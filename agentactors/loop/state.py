@@ -311,16 +311,21 @@ class LoopState:
         if self.handoffs:
             flags["handoffs"] = tuple(self.handoffs)
         link = self.link
+        cost = self.cost
         if link is not None and link.children:
             flags["children"] = tuple(link.children)
-        flags["cost"] = self.cost.total(link.children if link is not None else ())
+            flags["cost"] = cost.total(link.children)
+            usage = self.usage + link.usage
+        else:  # no delegated runs (the usual run): nothing to add up
+            flags["cost"] = None if cost.unpriced else cost.spent
+            usage = self.usage
         return RunResult(
             content,
             messages,
             self.tool_calls,
             self.steps,
             followups=self.followups,
-            usage=self.total_usage(),
+            usage=usage,
             served_by=self.served_by,
             run_id=self.run_id,
             agent=self.config.agent_name,
