@@ -1,55 +1,34 @@
-"""A session's turn streamed for the request that sent it (a :class:`~agentactors.sessions.actor.SessionAgent`).
+"""A session's turn streamed for the request that sent it (a :class:`~agentactors.sessions.turns.TurnAgent`).
 
 A session runs each turn through its agent's ``run`` and commits the result.  A served turn also needs the
 run's events as they happen (AG-UI events, chat completion chunks) and its handle (a steer), so the apps
-give the session this adapter: its ``run`` streams the agent (``agent.stream``) and hands the live run to
-the request's ``follow`` before returning the result for the session to commit.
+give the session the agent wrapped with this hook: the turn's run is streamed (``agent.stream``) and the live
+run handed to the request's ``follow`` before its result goes back to the session to commit.  A resume is
+the agent's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
-from ..actors.runtime import Runtime
 from ..agent.core import Agent
 from ..agent.run import AgentRun
 from ..loop.result import RunResult
-from ..settings import ModelSettings
+from ..sessions.turns import TurnAgent, TurnCall
 
-__all__ = ["StreamedTurn"]
+__all__ = ["streamed_turn"]
+
+Follow = Callable[[AgentRun[Any]], Awaitable[None]]
 
 
-class StreamedTurn:
+def streamed_turn(agent: Agent[Any], follow: Follow) -> TurnAgent:
     """``agent`` as one session turn sees it: the run streamed, ``follow(run)`` consuming its events."""
+    return TurnAgent(agent, partial(_stream, agent, follow))
 
-    __slots__ = ("agent", "follow")
 
-    def __init__(self, agent: Agent[Any], follow: Callable[[AgentRun[Any]], Awaitable[None]]) -> None:
-        self.agent = agent
-        self.follow = follow
-
-    @property
-    def name(self) -> str | None:
-        return self.agent.name
-
-    async def run(
-        self,
-        prompt: Any,
-        *,
-        runtime: Runtime | None = None,
-        deps: Any = None,
-        settings: ModelSettings | None = None,
-        deadline: float | None = None,
-        priority: int | None = None,
-    ) -> RunResult[Any]:
-        async with self.agent.stream(
-            prompt, runtime=runtime, deps=deps, settings=settings, deadline=deadline, priority=priority
-        ) as run:
-            await self.follow(run)
-            return await run.wait()
-
-    async def resume(
-        self, state: Any, decisions: Any, *, runtime: Runtime | None = None, deps: Any = None
-    ) -> RunResult[Any]:
-        return await self.agent.resume(state, decisions, runtime=runtime, deps=deps)
+async def _stream(agent: Agent[Any], follow: Follow, call: TurnCall) -> RunResult[Any]:
+    async with agent.stream(call.prompt, **call.options) as run:
+        await follow(run)
+        return await run.wait()

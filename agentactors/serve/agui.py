@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
+import anyio
+
 from ..agent.core import Agent
 from ..agent.run import AgentRun
 from ..errors import ProviderError, RunFinishedError, redact
@@ -45,7 +47,7 @@ from ._http import (
     send_json,
 )
 from ._spans import RequestSpan, Tracing
-from ._turns import StreamedTurn
+from ._turns import streamed_turn
 
 __all__ = ["AGUIApp", "agui_app"]
 
@@ -71,9 +73,10 @@ def agui_app(
     Off by default: the posted messages are then the whole conversation, as AG-UI clients send it.
 
     Whatever ``sessions`` says, a request for a thread whose run is still live is a steer: its new user
-    messages reach that run at its next step boundary, and the request's own stream ends at once
-    (``RUN_FINISHED`` with ``result`` ``{"steered": <the live run's runId>}``); one with no new user message
-    for it ends with ``RUN_ERROR`` (``ThreadBusy``).
+    messages reach that run at its next step boundary, and the request's own stream ends as soon as the run
+    has them (``RUN_FINISHED`` with ``result`` ``{"steered": <the live run's runId>}``); one with no new user
+    message for it ends with ``RUN_ERROR`` (``ThreadBusy``).  A run that ends before it started (its turn
+    failed first) takes no steer: the request that sent one starts the thread's next run with it instead.
 
     ``tracer_provider``: where each request's OpenTelemetry span goes (default: the global provider;
     nothing without ``opentelemetry-api``).
@@ -148,18 +151,21 @@ class AGUIApp:
         translation = _Translation(run_input, stream, span)
         async with cancelled_on_disconnect(receive):
             await stream.start()
-            if live is not None:
+            while live is not None:
                 outcome = await live.steer(run_input)
                 if outcome != "ended":
                     await (translation.steered(live.run_id) if outcome == "steered" else translation.stale(live.run_id))
                     await stream.end()
                     return
-                mine = self._claim(run_input)  # the live run ended meanwhile: this request starts the next
-            assert mine is not None
+                # The live run ended meanwhile: this request starts the next, unless another one started it first.
+                newer = self._threads.get(thread)
+                live = newer if newer is not live else None
+            if mine is None:
+                mine = self._claim(run_input)
             try:
                 await self._run(translation, mine)
             finally:
-                mine.finished = True
+                mine.end()
                 if self._threads.get(thread) is mine:
                     del self._threads[thread]
             await stream.end()
@@ -177,7 +183,7 @@ class AGUIApp:
         if runtime is None:
             await translation.failed("sessions=True needs a runtime: bind the agent or pass runtime=", "NoRuntime")
             return
-        turn = StreamedTurn(self.agent, partial(translation.follow, live=live))
+        turn = streamed_turn(self.agent, partial(translation.follow, live=live))
         session = open_session(turn, translation.input.thread_id, runtime=runtime, store=self._store, idle_timeout=60.0)
         try:
             result = await session.send(translation.input.new)
@@ -189,15 +195,18 @@ class AGUIApp:
 
 class _Live:
     """A thread's run while it runs: its AG-UI ``runId``, the ids of the user messages it has seen, its
-    handle once it started, and the steers that came before that."""
+    handle once it started, and the steers that came before that (each request's, waiting for the run to
+    start — or to end without starting: then they were not taken, and that request runs them itself)."""
 
-    __slots__ = ("early", "finished", "handle", "run_id", "seen")
+    __slots__ = ("early", "finished", "handle", "run_id", "seen", "settled", "taken")
 
     def __init__(self, run_input: RunInput) -> None:
         self.run_id = run_input.run_id
         self.seen = {given for given, _ in run_input.users if given is not None}
         self.handle: AgentRun[Any] | None = None
-        self.early: list[Message] = []
+        self.early: list[list[Message]] = []  # a batch for each steer before the handle: its request's messages
+        self.taken = 0  # how many of ``early`` the run took, in order
+        self.settled = anyio.Event()  # set once the run has taken the early steers, or ended without them
         self.finished = False
 
     def fresh(self, run_input: RunInput) -> list[Message]:
@@ -217,8 +226,7 @@ class _Live:
             return "nothing"
         self.seen.update(given for given, _ in run_input.users if given is not None)
         if self.handle is None:
-            self.early.extend(users)  # taken by attach(), before the run's first step boundary
-            return "steered"
+            return await self._steer_early(users)
         try:
             for message in users:
                 await self.handle.steer(message)
@@ -226,11 +234,33 @@ class _Live:
             return "ended"
         return "steered"
 
+    async def _steer_early(self, users: list[Message]) -> str:
+        """Steers before the run has its handle wait for it: ``"steered"`` once :meth:`attach` gave them to the
+        run (before its first step boundary), ``"ended"`` when it ended first — a turn that failed before it
+        started — so the request runs them itself instead of their being lost."""
+        batch = len(self.early)
+        self.early.append(users)
+        await self.settled.wait()
+        return "steered" if batch < self.taken else "ended"
+
     async def attach(self, handle: AgentRun[Any]) -> None:
+        """The run has started: ``handle`` takes the steers that came before, in order."""
         self.handle = handle
-        early, self.early = self.early, []
-        for message in early:
-            await handle.steer(message)
+        try:
+            for batch in self.early:
+                for message in batch:
+                    await handle.steer(message)
+                self.taken += 1
+        except RunFinishedError:
+            pass  # it ended as it started: the batches not taken are their requests' to run
+        finally:
+            self.early = []
+            self.settled.set()
+
+    def end(self) -> None:
+        """The run has ended: a steer now is ``"ended"``, and those still waiting for it to start are too."""
+        self.finished = True
+        self.settled.set()
 
 
 def _now() -> int:

@@ -55,7 +55,7 @@ from ._http import (
 )
 from ._openai_input import BadRequest, ChatRequest, read_chat_request
 from ._spans import RequestSpan, Tracing
-from ._turns import StreamedTurn
+from ._turns import streamed_turn
 
 __all__ = ["SESSION_HEADER", "OpenAIApp", "openai_app"]
 
@@ -274,7 +274,7 @@ class _Completion:
                     result = await run.wait()
             else:  # a turn of the session, streamed
                 turn = open_session(
-                    StreamedTurn(self.agent, self._follow), self.session.key, runtime=self.session.runtime,
+                    streamed_turn(self.agent, self._follow), self.session.key, runtime=self.session.runtime,
                     store=self.session.store, idle_timeout=self.session.idle_timeout,
                 )
                 result = await turn.send(self.request.new, settings=self.request.settings)

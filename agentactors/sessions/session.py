@@ -20,6 +20,7 @@ handle last saw (the others are empty again).  The store is the truth; a turn al
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..actors.runtime import Runtime
@@ -33,8 +34,9 @@ from ..pricing import Cost
 from ..settings import ModelSettings
 from .actor import Refresh, Resolve, SessionAgent, Turn
 from .registry import Sessions
-from .spending import Charged, session_budget
+from .spending import charged, session_budget
 from .store import SessionStore, check_store
+from .turns import TurnAgent, TurnCall
 
 __all__ = ["AgentSession", "open_session"]
 
@@ -77,41 +79,19 @@ def open_session(
 _LIVE_TURNS = ("agentactors.sessions.session", "live turns")
 
 
-class _SteerableTurn:
-    """A turn's agent, run so that the session can find the turn's live run (:meth:`AgentSession.steer`).
+async def _listed(live: dict[tuple[int, str], Any], slot: tuple[int, str], call: TurnCall) -> RunResult[Any]:
+    """A turn's run, listed among the runtime's live turns while it runs (:meth:`AgentSession.steer`).
 
     The turn runs as before — ``agent.run`` on ``history + prompt``, no stream — with that input tuple
     listed among the runtime's live turns while it runs: the run keeps the very tuple as its input
     (``LoopState.inputs``), which is how a steer finds the run among the runtime's live runs, then
-    reaches it through ``rt.run_ref``.  Nothing is paid per turn but a dict entry.
-    """
-
-    __slots__ = ("agent", "live", "slot")
-
-    def __init__(self, agent: Any, live: dict[tuple[int, str], Any], slot: tuple[int, str]) -> None:
-        self.agent = agent
-        self.live = live
-        self.slot = slot
-
-    @property
-    def name(self) -> str | None:
-        name: str | None = self.agent.name
-        return name
-
-    async def run(self, prompt: Any, **options: Any) -> RunResult[Any]:
-        self.live[self.slot] = prompt
-        try:
-            result: RunResult[Any] = await self.agent.run(prompt, **options)
-        finally:
-            if self.live.get(self.slot) is prompt:
-                del self.live[self.slot]
-        return result
-
-    async def resume(
-        self, state: Any, decisions: Any, *, runtime: Runtime | None = None, deps: Any = None
-    ) -> RunResult[Any]:
-        result: RunResult[Any] = await self.agent.resume(state, decisions, runtime=runtime, deps=deps)
-        return result
+    reaches it through ``rt.run_ref``.  Nothing is paid per turn but a dict entry."""
+    prompt = live[slot] = call.prompt
+    try:
+        return await call.proceed()
+    finally:
+        if live.get(slot) is prompt:
+            del live[slot]
 
 
 def _live_run(rt: Runtime, inputs: Any) -> Any:
@@ -287,8 +267,8 @@ class AgentSession:
         turn's commit is being written waits for it: the turn is then committed (the store's write is
         all or nothing), and the caller gets its result or the cancellation.
         """
-        agent: Any = _SteerableTurn(self._agent, self._sessions.rt.service(_LIVE_TURNS, dict), self._slot)
-        agent = Charged.turn(agent, self._budget, cost_limit)  # the turn spends under the session's budget
+        listed = TurnAgent(self._agent, partial(_listed, self._sessions.rt.service(_LIVE_TURNS, dict), self._slot))
+        agent = charged(listed, self._budget, cost_limit)  # the turn spends under the session's budget
         message = Turn(agent, _prompt_messages(prompt), deps, settings, deadline, priority)
         result: RunResult[Any] = await self._ask(message)
         return result
@@ -336,7 +316,7 @@ class AgentSession:
         Cancellation: as :meth:`send`; a cancellation before the claim is written leaves the pause as
         it was.
         """
-        result: RunResult[Any] = await self._ask(Resolve(Charged(self._agent, (self._budget,)), decisions, deps))
+        result: RunResult[Any] = await self._ask(Resolve(charged(self._agent, self._budget), decisions, deps))
         return result
 
     async def refresh(self) -> AgentSession:

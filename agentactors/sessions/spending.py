@@ -13,14 +13,16 @@ around it like the session's: its scope is ``"turn"``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final
 
 from ..actors.runtime import Runtime
 from ..gateway.cost_budget import CostBudget, check_cost_limit
 from ..loop.result import RunResult
-from ..settings import ModelSettings
+from .actor import SessionAgent
+from .turns import TurnAgent, TurnCall
 
-__all__ = ["Charged", "session_budget"]
+__all__ = ["charged", "session_budget"]
 
 # The runtime service holding every session's budget: {(id of the store, key): CostBudget}.
 _LEDGER: Final = ("agentactors.sessions.spending", "budgets")
@@ -47,59 +49,24 @@ def session_budget(rt: Runtime, slot: tuple[int, str], key: str, cost_limit: Any
     return budget
 
 
-class Charged:
-    """A session's agent whose turns run under ``budgets`` (the session's, and a turn's own).
-
-    It is what the session actor runs (a :class:`~agentactors.sessions.actor.SessionAgent`): ``run`` and
-    ``resume`` go to ``agent`` inside the budgets' blocks, so the run they start — and the runs its
+def charged(agent: SessionAgent, session: CostBudget, cost_limit: Any = None) -> TurnAgent:
+    """``agent`` as a session runs it: its turns' runs and resumes inside the ``session``'s budget and, with a
+    ``cost_limit``, a budget of the turn's own (scope ``"turn"``), so the run they start — and the runs its
     tools start — charge them.
+
+    :raises ValueError: a ``cost_limit`` that is neither a non-negative number nor a budget.
     """
+    checked = check_cost_limit(cost_limit)
+    if checked is None:
+        budgets: tuple[CostBudget, ...] = (session,)
+    else:
+        budgets = (session, checked if isinstance(checked, CostBudget) else CostBudget(checked, name="turn"))
+    return TurnAgent(agent, partial(_spend, budgets), resumes=True)
 
-    __slots__ = ("agent", "budgets")
 
-    def __init__(self, agent: Any, budgets: tuple[CostBudget, ...]) -> None:
-        self.agent = agent
-        self.budgets = budgets
-
-    @classmethod
-    def turn(cls, agent: Any, session: CostBudget, cost_limit: Any) -> Charged:
-        """``agent``'s turn under the ``session``'s budget and, with a ``cost_limit``, a budget of its own.
-
-        :raises ValueError: a ``cost_limit`` that is neither a non-negative number nor a budget.
-        """
-        checked = check_cost_limit(cost_limit)
-        if checked is None:
-            return cls(agent, (session,))
-        own = checked if isinstance(checked, CostBudget) else CostBudget(checked, name="turn")
-        return cls(agent, (session, own))
-
-    @property
-    def name(self) -> str | None:
-        name: str | None = self.agent.name
-        return name
-
-    async def run(
-        self,
-        prompt: Any,
-        *,
-        runtime: Runtime | None = None,
-        deps: Any = None,
-        settings: ModelSettings | None = None,
-        deadline: float | None = None,
-        priority: int | None = None,
-    ) -> RunResult[Any]:
-        with _Entered(self.budgets):
-            result: RunResult[Any] = await self.agent.run(
-                prompt, runtime=runtime, deps=deps, settings=settings, deadline=deadline, priority=priority
-            )
-        return result
-
-    async def resume(
-        self, state: Any, decisions: Any, *, runtime: Runtime | None = None, deps: Any = None
-    ) -> RunResult[Any]:
-        with _Entered(self.budgets):
-            result: RunResult[Any] = await self.agent.resume(state, decisions, runtime=runtime, deps=deps)
-        return result
+async def _spend(budgets: tuple[CostBudget, ...], call: TurnCall) -> RunResult[Any]:
+    with _Entered(budgets):
+        return await call.proceed()
 
 
 class _Entered:
