@@ -4,11 +4,10 @@
 (libpq underneath, binary wheels: the ``[postgres]`` extra installs ``psycopg[binary]``).  Its
 ``AsyncConnection`` runs on asyncio only — this library runs on trio too — so, as
 :class:`~agentactors.sessions.SqliteStore` does with ``sqlite3``, each call runs the *sync* connection in a
-worker thread (``anyio.to_thread.run_sync``), which works on both backends and costs one thread hop a call (tens
-of microseconds beside a network round trip).  Each owner object has one connection, used by one call at a
-time: a one-token :class:`anyio.CapacityLimiter` per event loop (its calls queue for *its* thread, not anyio's
-shared pool) and a lock.  No pool (``psycopg-pool``): one connection per process and object is what a commit
-needs, and a group commit (the journal's) takes care of concurrent runs.
+worker thread, which works on both backends and costs one thread hop a call (tens of microseconds beside a
+network round trip).  Each owner object has one connection, used by one call at a time
+(:mod:`agentactors._db_worker`, as the SQLite ones).  No pool (``psycopg-pool``): one connection per process
+and object is what a commit needs, and a group commit (the journal's) takes care of concurrent runs.
 
 **Secrets.**  A DSN may carry a password.  It is never shown: :func:`safe_dsn` is what ``repr`` and error
 messages print (the password replaced by ``***``), and a connection error is raised again as
@@ -21,18 +20,20 @@ opens a new one.
 from __future__ import annotations
 
 import importlib
-import threading
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import cache, partial
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, Final
 
-import anyio
-import anyio.to_thread
-from anyio.lowlevel import RunVar
+from ._db_worker import Worker as DbWorker
+from ._dialect import Dialect
 
-__all__ = ["Worker", "import_psycopg", "safe_dsn"]
+__all__ = ["DIALECT", "NOW", "Worker", "import_psycopg", "safe_dsn"]
 
-T = TypeVar("T")
+#: The server's clock, in seconds since the epoch (what ``:now`` stands for: hosts' clocks may disagree).
+NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 
 
 def import_psycopg(what: str) -> ModuleType:
@@ -75,7 +76,7 @@ def scrub(text: str, dsn: str) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-class Worker:
+class Worker(DbWorker[Any]):
     """One connection to ``dsn``, used one call at a time from worker threads (see the module docstring).
 
     :param setup: run in the worker thread on each new connection (its tables), in autocommit mode.
@@ -83,67 +84,56 @@ class Worker:
     :param name: names the per-loop limiter (one per owner object).
     """
 
-    __slots__ = ("_limiter", "_lock", "conn", "connect_timeout", "dsn", "setup", "what")
+    __slots__ = ("connect_timeout", "dsn", "what")
 
     def __init__(
         self, dsn: str, setup: Callable[[Any], None], *, what: str, name: str, connect_timeout: float = 10.0
     ) -> None:
+        super().__init__(partial(_connect, dsn, what, connect_timeout), setup, name, dead=_dead)
         self.dsn = dsn
-        self.setup = setup
         self.what = what
         self.connect_timeout = connect_timeout
-        self.conn: Any = None
-        self._lock = threading.Lock()
-        self._limiter: RunVar[anyio.CapacityLimiter] = RunVar(name)
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(connection, *args)`` in a worker thread, alone on the connection (opened first if need be)."""
-        return await anyio.to_thread.run_sync(self._locked, fn, args, limiter=self._token())
 
-    def call_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        """:meth:`call` from a thread of one's own (not the event loop's)."""
-        return self._locked(fn, args)
+def _connect(dsn: str, what: str, connect_timeout: float) -> Any:
+    """An autocommit connection; a failure as :class:`ConnectionError` with the password scrubbed, no cause."""
+    psycopg = import_psycopg(what)
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+    except psycopg.Error as exc:
+        text = scrub(str(exc), dsn).strip()
+        raise ConnectionError(f"{what} could not connect to {safe_dsn(dsn)}: {text}") from None
 
-    async def close(self) -> None:
-        """Close the connection after the call running on it (the next call opens a new one).  Idempotent."""
-        await anyio.to_thread.run_sync(self._close, limiter=self._token())
 
-    def _token(self) -> anyio.CapacityLimiter:
-        limiter = self._limiter.get(None)
-        if limiter is None:
-            limiter = anyio.CapacityLimiter(1)
-            self._limiter.set(limiter)
-        return limiter
+def _dead(conn: Any) -> bool:
+    """The server went away (a restart, a failover): the next call opens a new connection."""
+    return bool(conn.closed or conn.broken)
 
-    def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        with self._lock:
-            conn = self.conn
-            if conn is None:
-                conn = self.conn = self._connect()
-            try:
-                return fn(conn, *args)
-            except BaseException:
-                if conn.closed or conn.broken:  # the server went away: the next call opens a new connection
-                    self.conn = None
-                    conn.close()
-                raise
 
-    def _connect(self) -> Any:
-        psycopg = import_psycopg(self.what)
-        try:
-            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, round(self.connect_timeout)))
-        except psycopg.Error as exc:
-            text = scrub(str(exc), self.dsn).strip()
-            raise ConnectionError(f"{self.what} could not connect to {safe_dsn(self.dsn)}: {text}") from None
-        try:
-            self.setup(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+@cache
+def _sql(text: str) -> str:
+    """A shared statement in psycopg's terms: ``%(name)s`` parameters, ``:now`` the server's clock."""
+    return re.sub(r"(?<![:\w]):(\w+)", lambda m: NOW if m[1] == "now" else f"%({m[1]})s", text)
 
-    def _close(self) -> None:
-        with self._lock:
-            conn, self.conn = self.conn, None
-            if conn is not None:
-                conn.close()
+
+def _transaction(conn: Any) -> AbstractContextManager[Any]:
+    return conn.transaction()  # type: ignore[no-any-return]
+
+
+def _autocommit(conn: Any) -> AbstractContextManager[None]:
+    """One statement is atomic by itself: no transaction around it (one round trip)."""
+    return nullcontext()
+
+
+@contextmanager
+def _snapshot(conn: Any) -> Iterator[None]:
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
+#: PostgreSQL's side of the shared statements (:mod:`agentactors._dialect`): the server's clock, rows locked
+#: ``FOR UPDATE``, a single statement in autocommit, reads of one snapshot in ``REPEATABLE READ``.
+DIALECT: Final = Dialect(
+    sql=_sql, row_lock=" FOR UPDATE", transaction=_transaction, single=_autocommit, snapshot=_snapshot
+)

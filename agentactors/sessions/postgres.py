@@ -18,37 +18,30 @@ what the docs say of them holds here; a database whose layout is newer than this
 
 Driver and threads: :mod:`agentactors._postgres` (psycopg 3's sync connection in worker threads: it works on
 asyncio and trio; its ``AsyncConnection`` is asyncio-only).  The DSN's password never appears in a ``repr``, an
-error or a log line.
+error or a log line.  Load, commit and delete are the SQLite store's (:mod:`agentactors.sessions._sql`); this
+module keeps its PostgreSQL tables.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from .._postgres import Worker, safe_dsn
-from ..errors import SessionConflictError, SessionFormatError
-from .format import dump_head, dump_messages, load_record, stored_count
-from .store import SessionRecord, conflict_message
+from .._postgres import DIALECT, Worker, safe_dsn
+from ._sql import META, PIECES, TABLE, SqlStore, check_layout
 
 __all__ = ["PostgresStore"]
 
-#: The tables' layout version (SQLite's: the same tables).
-LAYOUT: Final = 1
-_TABLE: Final = "agentactors_sessions"
-_META: Final = "agentactors_meta"
-_PIECES: Final = "agentactors_messages"
-_NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 _LOCK: Final = 0x61677365737373  # the advisory lock that serializes creating the tables
 _SCHEMA: Final = (
-    f"CREATE TABLE IF NOT EXISTS {_TABLE} ("
+    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
     " key TEXT PRIMARY KEY, version BIGINT NOT NULL, body TEXT NOT NULL, updated DOUBLE PRECISION NOT NULL)",
-    f"CREATE TABLE IF NOT EXISTS {_META} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
-    f"CREATE TABLE IF NOT EXISTS {_PIECES} ("
+    f"CREATE TABLE IF NOT EXISTS {META} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {PIECES} ("
     " key TEXT NOT NULL, start INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (key, start))",
 )
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
     """A :class:`~agentactors.sessions.store.SessionStore` in PostgreSQL: ``PostgresStore(dsn)`` (``[postgres]``).
 
     :param dsn: a libpq connection string or URL (``postgresql://user:password@host:5432/db``); its password is
@@ -60,53 +53,17 @@ class PostgresStore:
     object serves one event loop at a time; any number of stores, processes and hosts may share one database.
     """
 
-    __slots__ = ("_worker",)
+    __slots__ = ("_dsn",)
 
     def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
         if not isinstance(dsn, str) or not dsn:
             raise TypeError("a PostgresStore takes a DSN: a non-empty str")
-        self._worker = Worker(
-            dsn, _setup, what="PostgresStore", name=f"agentactors-pg-store-{id(self)}", connect_timeout=connect_timeout
-        )
+        self._dsn = dsn
+        name = f"agentactors-pg-store-{id(self)}"
+        super().__init__(Worker(dsn, _setup, what="PostgresStore", name=name, connect_timeout=connect_timeout), DIALECT)
 
     def __repr__(self) -> str:
-        return f"PostgresStore({safe_dsn(self._worker.dsn)!r}{', open' if self._worker.conn is not None else ''})"
-
-    async def __aenter__(self) -> PostgresStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def load(self, key: str) -> SessionRecord | None:
-        """The record for ``key`` or ``None`` (an older stored format is migrated as it is read).
-
-        :raises SessionFormatError: the stored record (or the layout) is newer than this version reads, or is
-            not a session.
-        """
-        return await self._worker.call(_load, key)
-
-    async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
-        """Store ``record`` in one transaction if the stored version is ``expected_version``.
-
-        :raises SessionConflictError: another commit came first (nothing was written).
-        :raises TypeError: the record holds a value JSON cannot keep.
-        :raises SessionFormatError: a value past the JSON limits, or a corrupted stored version (nothing written).
-
-        Cancellation: not interrupted once started (it runs in a worker thread): the commit happened entirely
-        or not at all, and a session shields its commits, so it knows which.
-        """
-        if not isinstance(record, SessionRecord):
-            raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
-        return await self._worker.call(_commit, record, expected_version)
-
-    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
-        """Forget ``key`` (only at ``expected_version``, if given), in one transaction."""
-        return await self._worker.call(_delete, key, expected_version)
-
-    async def aclose(self) -> None:
-        """Close the connection (the next use opens a new one).  Idempotent."""
-        await self._worker.close()
+        return f"PostgresStore({safe_dsn(self._dsn)!r}{', open' if self._worker.conn is not None else ''})"
 
 
 # --- what runs in the worker thread ------------------------------------------------------------------
@@ -117,86 +74,4 @@ def _setup(conn: Any) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
         for statement in _SCHEMA:
             conn.execute(statement)
-        row = conn.execute(f"SELECT value FROM {_META} WHERE name = 'layout'").fetchone()
-        if row is None:
-            conn.execute(f"INSERT INTO {_META} (name, value) VALUES ('layout', %s)", (LAYOUT,))
-        elif row[0] != LAYOUT:
-            raise SessionFormatError(
-                f"the session database has layout {row[0]}, which this agentactors does not read "
-                f"(it reads {LAYOUT}): upgrade agentactors (the database was left as it is)",
-                found=row[0],
-            )
-
-
-def _version(key: str, cell: Any) -> int:
-    """A stored version: an integer >= 1, never coerced (see :mod:`agentactors.sessions.sqlite`)."""
-    if isinstance(cell, int) and not isinstance(cell, bool) and cell >= 1:
-        return cell
-    raise SessionFormatError(
-        f"stored session {key!r} has a corrupted version {cell!r} (an integer >= 1 is expected): "
-        "it was left as it is",
-        key=key,
-    )
-
-
-def _load(conn: Any, key: str) -> SessionRecord | None:
-    with conn.transaction():  # one snapshot: a document and its pieces of one commit
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        row = conn.execute(f"SELECT version, body FROM {_TABLE} WHERE key = %s", (key,)).fetchone()
-        if row is None:
-            return None
-        pieces = [p for (p,) in conn.execute(f"SELECT body FROM {_PIECES} WHERE key = %s ORDER BY start", (key,))]
-    return load_record(row[1], key=key, version=_version(key, row[0]), pieces=pieces)
-
-
-def _found(conn: Any, key: str) -> int | None:
-    row = conn.execute(f"SELECT version FROM {_TABLE} WHERE key = %s", (key,)).fetchone()
-    return None if row is None else _version(key, row[0])
-
-
-def _commit(conn: Any, record: SessionRecord, expected: int | None) -> SessionRecord:
-    key, messages, kept = record.key, record.messages, record.kept
-    # Encoded before the transaction (an unstorable value never takes a lock); a turn that extends the stored
-    # history writes only its own messages.
-    head = dump_head(record)
-    appended = dump_messages(key, messages[kept:]) if expected is not None and kept else None
-    whole = None if appended is not None else dump_messages(key, messages)
-    with conn.transaction():
-        if expected is None:
-            cursor = conn.execute(
-                f"INSERT INTO {_TABLE} (key, version, body, updated) VALUES (%s, 1, %s, {_NOW})"
-                " ON CONFLICT (key) DO NOTHING",
-                (key, head),
-            )
-            if cursor.rowcount != 1:
-                raise SessionConflictError(conflict_message(key, _found(conn, key), expected), key=key)
-        else:
-            row = conn.execute(f"SELECT version, body FROM {_TABLE} WHERE key = %s FOR UPDATE", (key,)).fetchone()
-            if row is None or _version(key, row[0]) != expected:
-                found = None if row is None else _version(key, row[0])
-                raise SessionConflictError(conflict_message(key, found, expected), key=key)
-            if appended is not None and stored_count(row[1], key=key) != kept:
-                appended, whole = None, dump_messages(key, messages)  # an older document: written whole once
-            conn.execute(
-                f"UPDATE {_TABLE} SET version = version + 1, body = %s, updated = {_NOW} WHERE key = %s", (head, key)
-            )
-        if appended is not None:
-            if len(messages) > kept:
-                conn.execute(f"INSERT INTO {_PIECES} (key, start, body) VALUES (%s, %s, %s)", (key, kept, appended))
-        else:
-            conn.execute(f"DELETE FROM {_PIECES} WHERE key = %s", (key,))
-            if messages:
-                conn.execute(f"INSERT INTO {_PIECES} (key, start, body) VALUES (%s, 0, %s)", (key, whole))
-    return SessionRecord(key, messages, (expected or 0) + 1, record.paused, record.run_id)
-
-
-def _delete(conn: Any, key: str, expected: int | None) -> bool:
-    with conn.transaction():
-        if expected is None:
-            cursor = conn.execute(f"DELETE FROM {_TABLE} WHERE key = %s", (key,))
-        else:
-            cursor = conn.execute(f"DELETE FROM {_TABLE} WHERE key = %s AND version = %s", (key, expected))
-        deleted = bool(cursor.rowcount > 0)
-        if deleted:
-            conn.execute(f"DELETE FROM {_PIECES} WHERE key = %s", (key,))
-    return deleted
+        check_layout(conn, DIALECT, "", "database")

@@ -1,0 +1,116 @@
+"""One database connection used from worker threads, one call at a time: what every SQL store and journal shares.
+
+:class:`~agentactors.sessions.SqliteStore`, :class:`~agentactors.sessions.PostgresStore`,
+:class:`~agentactors.journal.SqliteJournal` and :class:`~agentactors.journal.PostgresJournal` all talk to their
+database through a blocking driver (stdlib ``sqlite3``; psycopg 3's sync connection, whose ``AsyncConnection`` is
+asyncio-only), and all reach it the same way:
+
+* **in worker threads** (``anyio.to_thread.run_sync``): it works on asyncio and trio alike, for one thread hop a
+  call (tens of microseconds beside a disk sync or a network round trip);
+* **one connection per object, one call at a time**: a :class:`anyio.CapacityLimiter` of one token per event loop
+  (its calls queue for *its* thread instead of taking slots of anyio's default pool, which the whole process
+  shares) and a lock (the limiter is per loop; the connection is not).
+
+The connection opens on first use, in the worker thread, where the owner's ``setup`` creates its tables (a setup
+that raises closes it); it closes on :meth:`Worker.close`, and a worker used again opens a new one.  What differs
+by driver is a parameter: how to connect (:mod:`agentactors._sqlite`, :mod:`agentactors._postgres`) and, for a
+server that may drop a connection, how to tell a connection is dead after a call failed on it (it is thrown away:
+the next call opens a new one).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+import anyio
+import anyio.to_thread
+from anyio.lowlevel import RunVar
+
+__all__ = ["Worker"]
+
+T = TypeVar("T")
+
+
+class _Connection(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Connection)
+
+
+class Worker(Generic[C]):
+    """One connection, used one call at a time from worker threads (see the module docstring).
+
+    :param connect: opens a connection (in the worker thread).
+    :param setup: run in the worker thread on each new connection (its tables); raising closes it.
+    :param name: names the per-loop limiter (one per owner object).
+    :param dead: ``dead(connection)`` after a call raised: true throws the connection away (closed); by default
+        a connection outlives the calls that fail on it.
+    """
+
+    __slots__ = ("_connect", "_dead", "_limiter", "_lock", "conn", "setup")
+
+    def __init__(
+        self,
+        connect: Callable[[], C],
+        setup: Callable[[C], None],
+        name: str,
+        *,
+        dead: Callable[[C], bool] | None = None,
+    ) -> None:
+        self._connect = connect
+        self.setup = setup
+        self._dead = dead
+        self.conn: C | None = None
+        self._lock = threading.Lock()
+        # One token per event loop: a RunVar, because a limiter belongs to the loop that made it.
+        self._limiter: RunVar[anyio.CapacityLimiter] = RunVar(name)
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(connection, *args)`` in a worker thread, alone on the connection (opened first if need be)."""
+        return await anyio.to_thread.run_sync(self._locked, fn, args, limiter=self._token())
+
+    def call_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """:meth:`call` from a thread of one's own (not the event loop's)."""
+        return self._locked(fn, args)
+
+    async def close(self) -> None:
+        """Close the connection, after the call running on it (the next call opens a new one).  Idempotent."""
+        await anyio.to_thread.run_sync(self._close, limiter=self._token())
+
+    def _token(self) -> anyio.CapacityLimiter:
+        limiter = self._limiter.get(None)
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(1)
+            self._limiter.set(limiter)
+        return limiter
+
+    def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        with self._lock:
+            conn = self.conn
+            if conn is None:
+                conn = self.conn = self._open()
+            try:
+                return fn(conn, *args)
+            except BaseException:
+                if self._dead is not None and self._dead(conn):  # e.g. the server went away
+                    self.conn = None
+                    conn.close()
+                raise
+
+    def _open(self) -> C:
+        conn = self._connect()
+        try:
+            self.setup(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _close(self) -> None:
+        with self._lock:
+            conn, self.conn = self.conn, None
+            if conn is not None:
+                conn.close()

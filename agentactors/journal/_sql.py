@@ -1,0 +1,265 @@
+"""What both SQL journals do the same way: their tables' names, reading and claiming runs, leases, parking.
+
+:class:`~agentactors.journal.SqliteJournal` and :class:`~agentactors.journal.PostgresJournal` keep the same
+tables and follow the same rules (:mod:`agentactors.journal._lease` for leases, :mod:`agentactors.journal._group`
+for concurrent commits); one statement differs from the other only in its SQL dialect.  So the statements live
+here once, written with ``:name`` parameters, and each journal brings its database's
+:class:`~agentactors._dialect.Dialect` — and how it writes a batch of commits, the one piece whose SQL is its own
+(SQLite's savepoints in one ``BEGIN IMMEDIATE``, PostgreSQL's one statement a commit in autocommit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Final, Self
+
+import anyio
+import anyio.to_thread
+
+from .._db_worker import Worker
+from .._dialect import Dialect
+from ..loop.tape import Commit
+from ..messages import Message
+from ._group import GroupCommit
+from ._lease import Keeper, check_lease, is_free, new_owner
+from ._parking import check_key, check_value
+from ._rows import Encoded, decode_run, encode
+from ._tapes import Tapes
+from .children import Orphans
+from .records import RecordedRun, RunNotRecordedError
+from .store import LeaseLostError
+
+__all__ = ["PARKED", "RUNS", "STEPS", "ApplyMany", "Item", "SqlJournal", "lost"]
+
+RUNS: Final = "agentactors_runs"
+STEPS: Final = "agentactors_steps"
+PARKED: Final = "agentactors_parked"
+
+#: One run's commit, encoded: ``(run_id, agent, what it writes)``.
+Item = tuple[str, str | None, Encoded]
+
+
+def lost(run_id: str) -> LeaseLostError:
+    """The error of a commit whose run another recoverer took over."""
+    return LeaseLostError(
+        f"run {run_id!r} was taken over by another recoverer (this journal's lease on it had expired): "
+        "it goes on there",
+        run_id=run_id,
+    )
+
+
+#: ``apply_many(conn, items, owner, lease)``: a batch of commits in the worker thread, each one's error or ``None``.
+ApplyMany = Callable[[Any, list[Item], str, float], list[BaseException | None]]
+
+
+class SqlJournal(Tapes):
+    """A step journal in a SQL database: what :class:`~agentactors.journal.SqliteJournal` and
+    :class:`~agentactors.journal.PostgresJournal` share.  A subclass implements :meth:`_where`.
+
+    :param lease: seconds a run stays leased to this object without a renewal, checked.
+    :param dialect: the SQL of the subclass's database.
+    :param apply_many: how it writes a batch of commits (:data:`ApplyMany`).
+    :param worker: ``worker(name=…)`` makes a connection worker (:mod:`agentactors._db_worker`) named ``name``.
+    :param label: names the workers' and the group commit's per-loop state (``"sqlite"``, ``"pg"``).
+    """
+
+    __slots__ = (
+        "_dialect", "_group", "_keeper", "_mine", "_orphans", "_renewer", "_worker", "_write_many", "lease", "owner",
+    )
+
+    def __init__(
+        self, lease: float, dialect: Dialect, apply_many: ApplyMany, worker: Callable[..., Worker[Any]], label: str
+    ) -> None:
+        self.lease = check_lease(lease)
+        self._dialect = dialect
+        self._write_many = apply_many
+        #: This object's lease owner id (host, PID namespace, PID, a nonce).
+        self.owner = new_owner()
+        self._worker = worker(name=f"agentactors-{label}-journal-{id(self)}")
+        # The lease keeper's own connection: a renewal never waits behind a commit, nor a commit behind it.
+        self._renewer = worker(name=f"agentactors-{label}-lease-{id(self)}")
+        renew = partial(self._renewer.call_sync, _renew, self._dialect, self.owner, self.lease)
+        self._keeper = Keeper(renew, self.lease / 3)
+        # Concurrent runs' commits share a thread hop and a transaction (agentactors.journal._group).
+        self._group: GroupCommit[Item] = GroupCommit(self._apply_many, f"agentactors-{label}-group-{id(self)}")
+        #: Runs this object opened (running here, not left by a crash): recover() leaves them alone.
+        self._mine: set[str] = set()
+        #: Recorded children of the runs being recovered, for their parents' re-run tool steps.
+        self._orphans = Orphans()
+
+    def _where(self) -> str:
+        """The database, as an error names it (never with a password)."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- committing (open_run, resume_run and recover: agentactors.journal._tapes) ----------
+
+    async def commit(
+        self, run_id: str, agent: str | None, inputs: tuple[Message, ...], commit: Commit, origin: Any = None
+    ) -> None:
+        """Apply ``commit`` for ``run_id`` in one transaction (a :class:`~agentactors.loop.tape.Commit`), if this
+        object still holds the run's lease.
+
+        ``origin``: where the run came from (:func:`~agentactors.journal.codec.origin_now`), kept with its start.
+        Every commit checks (and renews) this object's lease on the run.
+
+        :raises LeaseLostError: another recoverer took the run over (this object's lease had expired).
+        :raises JournalFormatError: the commit holds a value past the JSON policy (nothing was written).
+        """
+        encoded = encode(run_id, inputs, commit, origin)  # before the transaction: a bad value takes no lock
+        await self._group.commit((run_id, agent, encoded))
+        if commit.end is not None:
+            self._mine.discard(run_id)
+            self._orphans.forget(run_id)
+
+    # -- reading and claiming -------------------------------------------------------------------------
+
+    async def load_run(self, run_id: str) -> RecordedRun:
+        """The run ``run_id`` as committed.  :raises RunNotRecordedError: the journal has no such run."""
+        run = await self._worker.call(_load, self._dialect, run_id)
+        if run is None:
+            raise RunNotRecordedError(f"the journal {self._where()!r} holds no run {run_id!r}")
+        return run
+
+    async def unfinished(self) -> list[RecordedRun]:
+        """The top-level runs nothing said ended — a crashed process's: not running here, their lease free
+        (expired, or its process gone from this machine)."""
+        rows = await self._worker.call(_running, self._dialect)
+        runs = []
+        for run_id, owner, expired in rows:
+            if run_id in self._mine or not is_free(owner, expired, self.owner):
+                continue
+            run = await self._worker.call(_load, self._dialect, run_id)
+            if run is not None and not run.finished:
+                runs.append(run)
+        return runs
+
+    async def claim(self, run_id: str) -> RecordedRun | None:
+        """Lease ``run_id`` (and its unfinished children) to this object, in one transaction, if its lease is
+        free: the run as committed then; ``None`` if it ended or another live owner holds it."""
+        run = await self._worker.call(_claim, self._dialect, run_id, self.owner, self.lease)
+        if run is not None:
+            self._mine.add(run_id)
+            self._keeper.start()
+        return run
+
+    # -- parking ------------------------------------------------------------------------------------
+
+    async def park(self, key: str, value: str) -> None:
+        """Keep the JSON text ``value`` under ``key`` (replacing what was there), committed before it returns.
+
+        For what must outlive the process and is not a step: a batch provider parks a run's pending batch
+        here, and finds it again after a restart.
+
+        :raises JournalFormatError: ``value`` is not JSON or is past the JSON depth and size policy
+            (:mod:`agentactors._json`): what could not be read back is refused now.  Nothing was written.
+        :raises TypeError, ValueError: ``key`` is not a non-empty ``str`` (of at most 1,024 characters).
+        """
+        await self._worker.call(_park, self._dialect, check_key(key), check_value(key, value))
+
+    async def parked(self, key: str) -> str | None:
+        """The JSON text parked under ``key``, or ``None``.
+
+        :raises JournalFormatError: the stored text is not JSON or is past the policy (a damaged row: left as
+            it is).
+        """
+        value = await self._worker.call(_parked, self._dialect, check_key(key))
+        return None if value is None else check_value(key, value, stored=True)
+
+    async def unpark(self, key: str) -> None:
+        """Forget what is parked under ``key`` (nothing happens if nothing is)."""
+        await self._worker.call(_unpark, self._dialect, check_key(key))
+
+    async def aclose(self) -> None:
+        """Stop renewing leases and close the connections (the next use opens new ones).  Idempotent.
+
+        The runs still running here keep their lease until it expires: close after they end.
+        """
+        await anyio.to_thread.run_sync(self._keeper.stop)  # it may be waiting on the database: not on the loop
+        await self._renewer.close()
+        await self._worker.close()
+
+    async def _apply_many(self, items: list[Item]) -> list[BaseException | None]:
+        return await self._worker.call(self._write_many, items, self.owner, self.lease)
+
+
+# --- what runs in the worker thread --------------------------------------------------------------------
+
+_RUNNING: Final = (  # a child is recovered by its parent's recovery, never on its own
+    f"SELECT run_id, owner, lease_until IS NULL OR lease_until < :now FROM {RUNS}"
+    " WHERE status = 'running' AND parent_run_id IS NULL ORDER BY started"
+)
+_RUN: Final = f"SELECT agent, inputs, status, content, origin FROM {RUNS} WHERE run_id = :run"
+_RUN_STEPS: Final = f"SELECT step, response, results FROM {STEPS} WHERE run_id = :run ORDER BY step"
+_CHILDREN: Final = f"SELECT run_id FROM {RUNS} WHERE parent_run_id = :run ORDER BY started"
+_LEASE: Final = f"SELECT status, owner, lease_until IS NULL OR lease_until < :now FROM {RUNS} WHERE run_id = :run"
+_TAKE: Final = (  # the run and its unfinished children: their begins, when started again, are this owner's
+    f"WITH RECURSIVE tree(id) AS (SELECT CAST(:run AS TEXT) UNION SELECT r.run_id FROM {RUNS} r"
+    " JOIN tree ON r.parent_run_id = tree.id)"
+    f" UPDATE {RUNS} SET owner = :owner, lease_until = :now + :lease"
+    " WHERE run_id IN (SELECT id FROM tree) AND status = 'running'"
+)
+_RENEW: Final = f"UPDATE {RUNS} SET lease_until = :now + :lease WHERE owner = :owner AND status = 'running'"
+_PARK: Final = (
+    f"INSERT INTO {PARKED} (key, value, updated) VALUES (:key, :value, :now)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated = excluded.updated"
+)
+_PARKED: Final = f"SELECT value FROM {PARKED} WHERE key = :key"
+_UNPARK: Final = f"DELETE FROM {PARKED} WHERE key = :key"
+
+
+def _running(conn: Any, d: Dialect) -> list[tuple[str, str | None, bool]]:
+    rows = conn.execute(d.sql(_RUNNING), d.params()).fetchall()
+    return [(str(r[0]), r[1], bool(r[2])) for r in rows]
+
+
+def _load(conn: Any, d: Dialect, run_id: str) -> RecordedRun | None:
+    with d.snapshot(conn):  # a run and its steps of one commit
+        return _load_in(conn, d, run_id)
+
+
+def _load_in(conn: Any, d: Dialect, run_id: str) -> RecordedRun | None:
+    params = {"run": run_id}
+    row = conn.execute(d.sql(_RUN), params).fetchone()
+    if row is None:
+        return None
+    steps = conn.execute(d.sql(_RUN_STEPS), params).fetchall()
+    ids = conn.execute(d.sql(_CHILDREN), params).fetchall()
+    children = tuple(c for c in (_load_in(conn, d, str(r[0])) for r in ids) if c is not None)
+    return decode_run(run_id, tuple(row), steps, children)
+
+
+def _claim(conn: Any, d: Dialect, run_id: str, owner: str, lease: float) -> RecordedRun | None:
+    params = d.params(run=run_id, owner=owner, lease=lease)
+    with d.transaction(conn):  # SQLite: BEGIN IMMEDIATE; PostgreSQL: the row locked; of several claimers, one
+        row = conn.execute(d.sql(_LEASE) + d.row_lock, params).fetchone()
+        if row is None or row[0] != "running" or not is_free(row[1], bool(row[2]), owner):
+            return None
+        conn.execute(d.sql(_TAKE), params)
+        return _load_in(conn, d, run_id)
+
+
+def _renew(conn: Any, d: Dialect, owner: str, lease: float) -> None:
+    with d.single(conn):
+        conn.execute(d.sql(_RENEW), d.params(owner=owner, lease=lease))
+
+
+def _park(conn: Any, d: Dialect, key: str, value: str) -> None:
+    with d.single(conn):
+        conn.execute(d.sql(_PARK), d.params(key=key, value=value))
+
+
+def _parked(conn: Any, d: Dialect, key: str) -> Any:
+    row = conn.execute(d.sql(_PARKED), {"key": key}).fetchone()
+    return None if row is None else row[0]
+
+
+def _unpark(conn: Any, d: Dialect, key: str) -> None:
+    with d.single(conn):
+        conn.execute(d.sql(_UNPARK), {"key": key})

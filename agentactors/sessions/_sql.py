@@ -1,0 +1,193 @@
+"""What both SQL session stores do the same way: the port's methods, and the statements of a load and a commit.
+
+:class:`~agentactors.sessions.SqliteStore` and :class:`~agentactors.sessions.PostgresStore` keep the same tables
+(``agentactors_sessions``, ``agentactors_messages``, ``agentactors_meta``) and the same rules — optimistic
+versions, append-only turns, the layout checked when a connection opens — so those live here once, the
+statements written with ``:name`` parameters.  Each store brings its connection (:mod:`agentactors._db_worker`)
+and its database's :class:`~agentactors._dialect.Dialect` (how it spells a parameter and the clock, how it locks
+the row a commit checks, its transactions).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Self
+
+from .._db_worker import Worker
+from .._dialect import Dialect
+from ..errors import SessionConflictError, SessionFormatError
+from .format import dump_head, dump_messages, load_record, stored_count
+from .store import SessionRecord, conflict_message
+
+__all__ = ["LAYOUT", "META", "PIECES", "TABLE", "SqlStore", "check_layout"]
+
+#: The version of the tables' layout this version writes (kept in ``agentactors_meta``).
+LAYOUT: Final = 1
+TABLE: Final = "agentactors_sessions"
+META: Final = "agentactors_meta"
+PIECES: Final = "agentactors_messages"
+
+
+class SqlStore:
+    """A :class:`~agentactors.sessions.store.SessionStore` in a SQL database: what the SQLite and PostgreSQL
+    stores share (their connection: :mod:`agentactors._db_worker`; their SQL: :mod:`agentactors._dialect`).
+
+    Also an async context manager (``async with store:`` closes it on exit).
+    """
+
+    __slots__ = ("_dialect", "_worker")
+
+    def __init__(self, worker: Worker[Any], dialect: Dialect) -> None:
+        self._worker = worker
+        self._dialect = dialect
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def load(self, key: str) -> SessionRecord | None:
+        """The record for ``key`` or ``None`` (an older stored format is migrated as it is read).
+
+        :raises SessionFormatError: the stored record (or the database's layout) is newer than this
+            version reads, or is not a session.
+
+        Cancellation: the query runs in a worker thread and is not interrupted: a cancelled caller
+        waits for it (a read: milliseconds) and then sees the cancellation.
+        """
+        return await self._worker.call(_load, self._dialect, key)
+
+    async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
+        """Store ``record`` in one transaction if the stored version is ``expected_version``.
+
+        :raises SessionConflictError: another commit came first (nothing was written).
+        :raises TypeError: the record holds a value JSON cannot keep.
+        :raises SessionFormatError: the record holds a value past the JSON depth and integer limits
+            (:mod:`agentactors._json`), which could not be read back; or the stored version cell is
+            corrupted.  Nothing was written.
+        :raises sqlite3.OperationalError: (SQLite) the write lock stayed taken past ``busy_timeout``, or the
+            disk failed (the transaction was rolled back).
+
+        Cancellation: not interrupted once started — a cancelled caller waits for the transaction to
+        end (SQLite: at most ``busy_timeout`` waiting for the lock, then the write) and then sees the
+        cancellation.  So the commit happened entirely or not at all, and the caller cannot tell
+        which from the cancellation alone: a session shields its commits and knows.
+        """
+        if not isinstance(record, SessionRecord):
+            raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
+        return await self._worker.call(_commit, self._dialect, record, expected_version)
+
+    async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
+        """Forget ``key`` (only at ``expected_version``, if given), in one transaction.
+
+        Cancellation: as :meth:`commit`.
+        """
+        return await self._worker.call(_delete, self._dialect, key, expected_version)
+
+    async def aclose(self) -> None:
+        """Close the connection (the next use opens a new one).  Idempotent.
+
+        Cancellation: waits for a statement that is running to end, then closes; not interrupted.
+        """
+        await self._worker.close()
+
+
+# --- what runs in the worker thread ------------------------------------------------------------------
+
+
+def check_layout(conn: Any, d: Dialect, database: str, kept: str) -> None:
+    """Write the layout version into a new database, or refuse one of another layout (in the setup's
+    transaction).  ``database`` names it in the error, ``kept`` says what was left as it is."""
+    row = conn.execute(f"SELECT value FROM {META} WHERE name = 'layout'").fetchone()
+    if row is None:
+        conn.execute(d.sql(f"INSERT INTO {META} (name, value) VALUES ('layout', :layout)"), {"layout": LAYOUT})
+    elif row[0] != LAYOUT:
+        raise SessionFormatError(
+            f"the session database{database} has layout {row[0]}, which this agentactors does not read "
+            f"(it reads {LAYOUT}): upgrade agentactors (the {kept} was left as it is)",
+            found=row[0],
+        )
+
+
+def _version(key: str, cell: Any) -> int:
+    """A stored version, which must be an integer >= 1: anything else is a corrupted row, never coerced.
+
+    (``2.5`` read as 2 would make every later commit of the session conflict, for ever.)
+    """
+    if isinstance(cell, int) and not isinstance(cell, bool) and cell >= 1:
+        return cell
+    raise SessionFormatError(
+        f"stored session {key!r} has a corrupted version {cell!r} (an integer >= 1 is expected): "
+        "it was left as it is",
+        key=key,
+    )
+
+
+_HEAD: Final = f"SELECT version, body FROM {TABLE} WHERE key = :key"
+_PIECES_OF: Final = f"SELECT body FROM {PIECES} WHERE key = :key ORDER BY start"
+_FOUND: Final = f"SELECT version FROM {TABLE} WHERE key = :key"
+_CREATE: Final = (  # a second creator inserts no row: a conflict
+    f"INSERT INTO {TABLE} (key, version, body, updated) VALUES (:key, 1, :head, :now) ON CONFLICT (key) DO NOTHING"
+)
+_BUMP: Final = f"UPDATE {TABLE} SET version = version + 1, body = :head, updated = :now WHERE key = :key"
+_APPEND: Final = f"INSERT INTO {PIECES} (key, start, body) VALUES (:key, :start, :body)"
+_FORGET_PIECES: Final = f"DELETE FROM {PIECES} WHERE key = :key"
+_DELETE: Final = f"DELETE FROM {TABLE} WHERE key = :key"
+_DELETE_AT: Final = f"DELETE FROM {TABLE} WHERE key = :key AND version = :version"
+
+
+def _load(conn: Any, d: Dialect, key: str) -> SessionRecord | None:
+    with d.snapshot(conn):  # a document and its pieces of one commit
+        row = conn.execute(d.sql(_HEAD), {"key": key}).fetchone()
+        if row is None:
+            return None
+        pieces = [p for (p,) in conn.execute(d.sql(_PIECES_OF), {"key": key})]
+    return load_record(row[1], key=key, version=_version(key, row[0]), pieces=pieces)
+
+
+def _found(conn: Any, d: Dialect, key: str) -> int | None:
+    row = conn.execute(d.sql(_FOUND), {"key": key}).fetchone()
+    return None if row is None else _version(key, row[0])
+
+
+def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) -> SessionRecord:
+    key, messages, kept = record.key, record.messages, record.kept
+    # Encoded before the transaction: an unstorable value never takes the lock.  A turn that extends the
+    # stored history (kept) writes only its own messages — the usual case; anything else writes them all.
+    head = dump_head(record)
+    appended = dump_messages(key, messages[kept:]) if expected is not None and kept else None
+    whole = None if appended is not None else dump_messages(key, messages)
+    params = d.params(key=key, head=head)
+    with d.transaction(conn):
+        if expected is None:
+            if conn.execute(d.sql(_CREATE), params).rowcount != 1:
+                raise SessionConflictError(conflict_message(key, _found(conn, d, key), expected), key=key)
+        else:
+            # PostgreSQL locks the row (FOR UPDATE): a concurrent commit waits for this one, then sees its version
+            row = conn.execute(d.sql(_HEAD) + d.row_lock, params).fetchone()
+            found = None if row is None else _version(key, row[0])
+            if found != expected:
+                raise SessionConflictError(conflict_message(key, found, expected), key=key)
+            if appended is not None and stored_count(row[1], key=key) != kept:
+                appended, whole = None, dump_messages(key, messages)  # an older document: written whole once
+            conn.execute(d.sql(_BUMP), params)
+        if appended is not None:
+            if len(messages) > kept:
+                conn.execute(d.sql(_APPEND), {"key": key, "start": kept, "body": appended})
+        else:
+            conn.execute(d.sql(_FORGET_PIECES), params)
+            if messages:
+                conn.execute(d.sql(_APPEND), {"key": key, "start": 0, "body": whole})
+    return SessionRecord(key, messages, (expected or 0) + 1, record.paused, record.run_id)
+
+
+def _delete(conn: Any, d: Dialect, key: str, expected: int | None) -> bool:
+    with d.transaction(conn):
+        if expected is None:
+            cursor = conn.execute(d.sql(_DELETE), {"key": key})
+        else:
+            cursor = conn.execute(d.sql(_DELETE_AT), {"key": key, "version": expected})
+        deleted = bool(cursor.rowcount > 0)
+        if deleted:
+            conn.execute(d.sql(_FORGET_PIECES), {"key": key})
+    return deleted
