@@ -1,12 +1,15 @@
-"""One HTTP/1.1 connection for the h11 sender: an anyio byte stream and an ``h11.Connection`` over it.
+"""One HTTP/1.1 connection for the h11 sender: an anyio byte stream and a response parser over it.
 
 It does the I/O of one request at a time and speaks httpx's language outward: timeouts are
 given as ``httpx.Timeout`` fields (seconds, ``None`` for none) and every failure is raised as
 the httpx exception :mod:`agentactors.providers.errors` already classifies — a connect failure
 ``ConnectError``, a timeout ``ConnectTimeout`` / ``WriteTimeout`` / ``ReadTimeout``, a socket
 error while sending ``WriteError`` or reading ``ReadError``, a server that breaks the protocol
-or closes early ``RemoteProtocolError``, a request h11 refuses to write (a header value holding
-a line break) ``LocalProtocolError`` — each with the original exception as its cause.
+or closes early ``RemoteProtocolError`` (what :mod:`._response_parser` refuses) — each with the
+original exception as its cause.  Requests are checked and written by the sender.
+
+On trio a plain-TCP connection reads and writes its socket directly (:mod:`._trio_direct` says
+why); TLS, and every connection on asyncio, go through the anyio stream.
 
 The read timeout is httpx's: it bounds each wait for bytes, not the whole response.  Closing
 (:meth:`H11Connection.close_now`) shuts the socket before it awaits anything, so a cancelled
@@ -18,15 +21,19 @@ from __future__ import annotations
 
 import select
 import ssl
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 import anyio.abc
-import h11
 import httpx
 from anyio.streams.tls import TLSStream
 
-__all__ = ["H11Connection", "Origin", "connect"]
+from ._response_parser import END, Head, ProtocolError, ResponseParser
+
+if TYPE_CHECKING:
+    from ._trio_direct import DirectSocket
+
+__all__ = ["H11Connection", "Head", "Origin", "connect"]
 
 #: ``(scheme, host, port)``: the connections one pool keeps apart.
 Origin = tuple[str, str, int]
@@ -51,9 +58,27 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
                 stream = await anyio.connect_tcp(host, port)
         except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
             raise _error(httpx.ConnectError, f"cannot connect to {host}:{port}", exc) from None
-        return H11Connection(origin, stream)
+        return H11Connection(origin, stream, _direct(scheme, stream))
     assert scope.cancelled_caught
     raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out")
+
+
+def _direct(scheme: str, stream: anyio.abc.ByteStream) -> DirectSocket | None:
+    """On trio, a plain-TCP stream's socket, to read and write directly; else ``None`` (the stream is used)."""
+    raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if scheme != "http" or raw is None or not _on_trio():
+        return None
+    from ._trio_direct import DirectSocket  # imports trio: only when trio runs this task
+
+    return DirectSocket(raw)
+
+
+def _on_trio() -> bool:
+    try:
+        import sniffio
+    except ImportError:  # trio depends on sniffio: without it, trio is not running
+        return False
+    return bool(sniffio.current_async_library() == "trio")
 
 
 def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:
@@ -66,21 +91,22 @@ def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) ->
 class H11Connection:
     """A connection the pool lends to one request at a time (see the module docstring)."""
 
-    __slots__ = ("_raw", "_socket", "_stream", "closed", "idle_since", "origin", "parser")
+    __slots__ = ("_direct", "_raw", "_socket", "_stream", "closed", "idle_since", "origin", "parser")
 
-    def __init__(self, origin: Origin, stream: anyio.abc.ByteStream) -> None:
+    def __init__(self, origin: Origin, stream: anyio.abc.ByteStream, direct: DirectSocket | None = None) -> None:
         self.origin = origin
         self._stream = stream
+        self._direct = direct  # trio, plain TCP: the stream's socket, read and written without the stream
         # Closing the TCP stream under a TLS one drops the connection at once (no close_notify to wait for).
         self._socket: anyio.abc.AsyncResource = stream.transport_stream if isinstance(stream, TLSStream) else stream
         self._raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
-        self.parser = h11.Connection(h11.CLIENT)
+        self.parser = ResponseParser()
         self.idle_since = 0.0
         self.closed = False
 
     def is_reusable(self) -> bool:
         """Idle and still open: nothing to read on it (a server that closed it has sent EOF: readable)."""
-        if self.closed or self.parser.our_state is not h11.IDLE or self._raw is None:
+        if self.closed or not self.parser.idle or self._raw is None:
             return False
         try:
             poller = select.poll()  # not select.select: it cannot watch a descriptor past 1023
@@ -89,17 +115,10 @@ class H11Connection:
         except (OSError, ValueError):  # closed under us: no descriptor
             return False
 
-    def serialize(self, request: h11.Request, body: bytes) -> bytes:
-        """``request`` and its whole ``body`` as bytes to send; the parser then awaits the response."""
-        parser = self.parser
-        head = parser.send(request)
-        parser.send(h11.Data(data=body))
-        parser.send(h11.EndOfMessage())
-        assert head is not None
-        return head + body
-
     async def write(self, data: bytes, within: float | None) -> None:
         """Send ``data`` (a whole request) within ``within`` seconds."""
+        if self._direct is not None:
+            return await self._direct.send(data, within)
         with anyio.CancelScope(deadline=_deadline(within)) as scope:
             try:
                 await self._stream.send(data)
@@ -109,31 +128,27 @@ class H11Connection:
         assert scope.cancelled_caught
         raise httpx.WriteTimeout("sending the request timed out")
 
-    def ready_event(self) -> h11.Event | None:
-        """The next response event if the bytes read so far hold it (no I/O), else ``None``."""
+    def ready_event(self) -> Head | bytes | None:
+        """The response's head, body bytes or ``END`` if the bytes read so far hold it (no I/O), else ``None``."""
         try:
-            event = self.parser.next_event()
-        except h11.RemoteProtocolError as exc:
+            return self.parser.next_event()
+        except ProtocolError as exc:
             raise _error(httpx.RemoteProtocolError, "the server broke HTTP/1.1", exc) from None
-        if event is h11.NEED_DATA:
-            return None
-        if isinstance(event, h11.ConnectionClosed):
-            raise httpx.RemoteProtocolError("the server closed the connection before the response ended")
-        assert isinstance(event, h11.Event)  # PAUSED comes only after a message ends: never asked for then
-        return event
 
-    async def next_event(self, within: float | None) -> h11.Event:
-        """The next response event, reading as needed; each wait for bytes bounded by ``within`` seconds."""
+    async def next_event(self, within: float | None) -> Head | bytes:
+        """The next part of the response, reading as needed; each wait for bytes bounded by ``within`` seconds."""
         while (event := self.ready_event()) is None:
-            self.parser.receive_data(await self._receive(within))
+            self.parser.receive(await self._receive(within))
         return event
 
     async def _receive(self, within: float | None) -> bytes:
+        if self._direct is not None:
+            return await self._direct.receive(_READ_SIZE, within)
         with anyio.CancelScope(deadline=_deadline(within)) as scope:
             try:
                 return await self._stream.receive(_READ_SIZE)
             except anyio.EndOfStream:
-                return b""  # h11 turns an early end into RemoteProtocolError, a clean one into ConnectionClosed
+                return END  # the parser ends a body read to the close, or calls an early end a RemoteProtocolError
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
                 raise _error(httpx.ReadError, "reading the response failed", exc) from None
         assert scope.cancelled_caught

@@ -1,4 +1,4 @@
-"""The HTTP path on trio: a small HTTP/1.1 client on anyio streams, parsed by h11, with its own pool.
+"""The HTTP path on trio: a small HTTP/1.1 client on anyio streams, checked by h11, with its own pool.
 
 Why not httpx (or httpcore directly): on trio a provider's request through ``httpx.AsyncClient``
 cost 2.6–3.2× the client CPU of the aiohttp path on asyncio.  Most of it is not HTTP: the
@@ -8,9 +8,12 @@ httpcore's connection pool, which takes a lock and walks every connection on eac
 each release (at 32 concurrent requests that walk is the largest single cost).  Calling
 httpcore's ``AsyncConnectionPool`` directly would skip the first but keep the second, and its
 ``Request`` / ``Response`` objects and generator-based body streams with it.  So this module
-keeps only the part worth keeping, h11 — the maintained, pure-Python HTTP/1.1 parser httpcore
-itself uses (already installed with httpx) — and puts beside it what a provider needs and no
-more: connections kept per origin, last used first, in a dict.
+keeps what a provider needs and no more: connections kept per origin, last used first, in a
+dict; a request's head written as bytes, its header names and values checked once per header
+set by h11 (the maintained HTTP/1.1 library httpcore itself uses) — what h11 refuses is never
+sent; and responses read by :mod:`._response_parser`, which frames bodies as h11 did at a
+fraction of its cost (h11's per-event state machine was, at 32 concurrent requests, most of
+what trio's path cost over aiohttp's C parser).
 
 What it keeps from httpx's own transport, so nothing above the seam can tell them apart:
 
@@ -47,19 +50,20 @@ import anyio
 import h11
 import httpx
 
-from .h11_connection import H11Connection, Origin, connect
+from .h11_connection import H11Connection, Head, Origin, connect
 
 __all__ = ["H11Response", "H11Sender"]
 
 USER_AGENT: Final = b"agentactors (python)"
 _CACHE_SIZE: Final = 256
+_FRAMING: Final = (b"host", b"content-length", b"transfer-encoding")
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 class _Target:
-    """A URL as the sender uses it: its origin, the request target and the ``host`` header."""
+    """A URL as the sender uses it: its origin, and its request line and ``host`` header as bytes."""
 
-    __slots__ = ("host", "origin", "path")
+    __slots__ = ("origin", "start")
 
     def __init__(self, url: str) -> None:
         parts = urllib.parse.urlsplit(url)
@@ -68,8 +72,31 @@ class _Target:
             raise httpx.UnsupportedProtocol(f"not an http(s) URL with a host: {parts.scheme}://{parts.hostname}")
         port = parts.port or _DEFAULT_PORTS[scheme]
         self.origin: Origin = (scheme, parts.hostname, port)
-        self.path = ((parts.path or "/") + (f"?{parts.query}" if parts.query else "")).encode("ascii")
-        self.host = parts.netloc.rpartition("@")[2].encode("ascii")
+        path = ((parts.path or "/") + (f"?{parts.query}" if parts.query else "")).encode("ascii")
+        host = parts.netloc.rpartition("@")[2].encode("ascii")
+        _checked(path, [(b"host", host)])
+        self.start = b"POST %s HTTP/1.1\r\nhost: %s\r\n" % (path, host)
+
+
+class _HeaderBlock:
+    """A provider's headers as the bytes a request carries (checked by h11), and whether they ask to close."""
+
+    __slots__ = ("closes", "data", "source")
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.source = headers  # kept: its id is the cache key, and must not be reused while cached
+        try:
+            pairs = [(name.lower().encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
+        except UnicodeEncodeError as exc:
+            raise _refused(exc) from None
+        framing = [name for name, _ in pairs if name in _FRAMING]
+        if framing:
+            raise _refused(ValueError(f"{framing[0].decode()} is set by the sender, not by a header"))
+        if not any(name == b"user-agent" for name, _ in pairs):
+            pairs.append((b"user-agent", USER_AGENT))
+        _checked(b"/", [(b"host", b"h"), *pairs])
+        self.data = b"".join(b"%s: %s\r\n" % pair for pair in pairs)
+        self.closes = any(name == b"connection" and b"close" in value.lower() for name, value in pairs)
 
 
 class _Headers(Mapping[str, str]):
@@ -107,7 +134,7 @@ class _Headers(Mapping[str, str]):
 
 
 class H11Response:
-    """One response: h11's status and headers, and its raw body read as it is iterated.
+    """One response: its status and headers, and its raw body read as it is iterated.
 
     The surface :class:`~.body.BodyReader` reads (``httpx.Response``'s names), as the aiohttp
     sender's response has: ``status_code``, ``headers``, ``raw_headers``, ``is_stream_consumed``
@@ -115,22 +142,33 @@ class H11Response:
     not an async generator: a reader that stops half way leaves nothing for the collector.
     """
 
-    __slots__ = ("_connection", "_done", "_ended", "_read_timeout", "_sender", "headers", "raw_headers", "status_code")
+    __slots__ = (
+        "_closes",
+        "_connection",
+        "_done",
+        "_ended",
+        "_read_timeout",
+        "_sender",
+        "headers",
+        "raw_headers",
+        "status_code",
+    )
 
     #: :meth:`aclose` shuts the socket before its one (shielded) checkpoint: a cancelled caller cannot stop it.
     closes_without_waiting: Final = True
     is_stream_consumed: Final = False
 
     def __init__(
-        self, sender: H11Sender, connection: H11Connection, head: h11.Response, read_timeout: float | None
+        self, sender: H11Sender, connection: H11Connection, head: Head, read_timeout: float | None, closes: bool
     ) -> None:
         self._sender = sender
         self._connection = connection
         self._read_timeout = read_timeout
+        self._closes = closes  # the request asked for the connection to close after it
         self._done = False  # released or closed
         self._ended = False  # the end of the body was read
         self.status_code: int = head.status_code
-        self.raw_headers: list[tuple[bytes, bytes]] = list(head.headers)
+        self.raw_headers: list[tuple[bytes, bytes]] = head.headers
         self.headers: Mapping[str, str] = _Headers(self.raw_headers)
 
     @property
@@ -156,29 +194,24 @@ class H11Response:
                 return chunk
         if not self._done:
             self._done = True  # read to its end: the connection may serve the next request
-            await self._sender.release(self._connection)
+            await self._sender.release(self._connection, self._closes)
         raise StopAsyncIteration
 
     async def _next_data(self) -> bytes:
-        """The body bytes h11 has ready, several chunks joined (reading only if none is); ``b""`` at the end.
+        """The body bytes read so far (reading only if there are none); ``b""`` at the end.
 
-        Joining what arrived together spares every layer above one pass per chunk (a stream's
-        events often come several to a read).  The end of the body, met after data, is kept for the
-        next call.
+        The parser joins the chunks that arrived together: that spares every layer above one pass
+        per chunk (a stream's events often come several to a read).  An end read with the last
+        data is noted at once: a reader that stops there still gives a clean connection back.
         """
         connection = self._connection
-        parts: list[bytes] = []
-        while True:
-            event = connection.ready_event()
-            if event is None:
-                if parts:
-                    return b"".join(parts)
-                event = await connection.next_event(self._read_timeout)
-            if isinstance(event, h11.Data):
-                parts.append(bytes(event.data))
-                continue
-            self._ended = True  # EndOfMessage (trailers, if any, are not read: no vendor sends them)
-            return b"".join(parts)
+        event = connection.ready_event()
+        if event is None:
+            event = await connection.next_event(self._read_timeout)
+        assert isinstance(event, bytes)  # a head comes once, before the body
+        # END (trailers, if any, were skipped: no vendor sends them), or the last data, the end read with it.
+        self._ended = not event or connection.parser.done
+        return event
 
     async def aclose(self) -> None:
         """Close the response: a body not read to its end closes its connection (idempotent)."""
@@ -186,7 +219,7 @@ class H11Response:
             return
         self._done = True
         if self._ended:  # its body was read to the end: the connection is clean
-            await self._sender.release(self._connection)
+            await self._sender.release(self._connection, self._closes)
         else:
             await self._sender.discard(self._connection)
 
@@ -223,8 +256,8 @@ class H11Sender:
         self._connecting = 0
         self._waiters: collections.deque[anyio.Event] = collections.deque()
         self._targets: dict[str, _Target] = {}
-        # id(the provider's header dict) -> (that dict, its encoded pairs); the dict is kept, so its id is not reused.
-        self._header_sets: dict[int, tuple[dict[str, str], list[tuple[bytes, bytes]]]] = {}
+        # id(the provider's header dict) -> its block; the block keeps the dict, so its id is not reused.
+        self._header_blocks: dict[int, _HeaderBlock] = {}
 
     @property
     def connections(self) -> tuple[int, int]:
@@ -241,20 +274,17 @@ class H11Sender:
         """
         timeout = self._timeout if io_timeout is None else io_timeout
         target = self._target(url)
-        request = self._request(target, headers, content)
+        block = self._block(headers)
+        request = b"%s%scontent-length: %d\r\n\r\n%s" % (target.start, block.data, len(content), content)
         connection = await self._acquire(target.origin, timeout)
         try:
-            await connection.write(connection.serialize(request, content), timeout.write)
-            head = await connection.next_event(timeout.read)
-            while isinstance(head, h11.InformationalResponse):  # a 1xx (100 Continue, 103 Early Hints)
-                head = await connection.next_event(timeout.read)
+            await connection.write(request, timeout.write)
+            head = await connection.next_event(timeout.read)  # 1xx heads are skipped by the parser
         except BaseException:
             await self.discard(connection)
             raise
-        if not isinstance(head, h11.Response):  # pragma: no cover - h11 yields a response head first
-            await self.discard(connection)
-            raise httpx.RemoteProtocolError(f"expected a response head, got {type(head).__name__}")
-        return H11Response(self, connection, head, timeout.read)
+        assert isinstance(head, Head)  # the parser gives a response's head before its body
+        return H11Response(self, connection, head, timeout.read, block.closes)
 
     def _target(self, url: str) -> _Target:
         found = self._targets.get(url)
@@ -265,28 +295,16 @@ class H11Sender:
             self._targets[url] = found
         return found
 
-    def _encoded(self, headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
-        known = self._header_sets.get(id(headers))
-        if known is not None and known[0] is headers:
-            return known[1]
-        try:
-            pairs = [(name.lower().encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
-        except UnicodeEncodeError as exc:
-            raise _refused(exc) from None
-        if not any(name == b"user-agent" for name, _ in pairs):
-            pairs.append((b"user-agent", USER_AGENT))
-        if len(self._header_sets) >= _CACHE_SIZE:
-            self._header_sets.clear()
-        self._header_sets[id(headers)] = (headers, pairs)
-        return pairs
-
-    def _request(self, target: _Target, headers: dict[str, str], content: bytes) -> h11.Request:
-        """The request's head, checked by h11 (names, values, target) before any connection is taken."""
-        pairs = [(b"host", target.host), *self._encoded(headers), (b"content-length", b"%d" % len(content))]
-        try:
-            return h11.Request(method=b"POST", target=target.path, headers=pairs)
-        except h11.LocalProtocolError as exc:
-            raise _refused(exc) from None
+    def _block(self, headers: dict[str, str]) -> _HeaderBlock:
+        """``headers`` as bytes, checked (names, values) before any connection is taken; cached per dict."""
+        known = self._header_blocks.get(id(headers))
+        if known is not None and known.source is headers:
+            return known
+        block = _HeaderBlock(headers)
+        if len(self._header_blocks) >= _CACHE_SIZE:
+            self._header_blocks.clear()
+        self._header_blocks[id(headers)] = block
+        return block
 
     async def _acquire(self, origin: Origin, timeouts: httpx.Timeout) -> H11Connection:
         """A connection to ``origin``: the last idle one still usable, a new one, or the first one freed."""
@@ -361,16 +379,14 @@ class H11Sender:
         if self._waiters:
             self._waiters.popleft().set()
 
-    async def release(self, connection: H11Connection) -> None:
-        """A response read to its end gives its connection back (kept idle if it may serve another)."""
+    async def release(self, connection: H11Connection, closes: bool = False) -> None:
+        """A response read to its end gives its connection back (kept idle if it may serve another).
+
+        ``closes``: its request asked the server to close the connection after the response.
+        """
         parser = connection.parser
-        if (
-            connection in self._open
-            and parser.our_state is h11.DONE
-            and parser.their_state is h11.DONE
-            and self._idle_count < self._max_idle
-        ):
-            parser.start_next_cycle()
+        if connection in self._open and parser.reusable and not closes and self._idle_count < self._max_idle:
+            parser.start_next()
             connection.idle_since = time.monotonic()
             self._idle.setdefault(connection.origin, []).append(connection)
             self._idle_count += 1
@@ -392,6 +408,14 @@ class H11Sender:
         self._idle_count = 0
         for connection in list(self._open):
             await self.discard(connection)
+
+
+def _checked(target: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    """What h11 would refuse to write in a POST with ``target`` and ``headers`` is refused here."""
+    try:
+        h11.Request(method=b"POST", target=target, headers=[*headers, (b"content-length", b"0")])
+    except h11.LocalProtocolError as exc:
+        raise _refused(exc) from None
 
 
 def _refused(exc: Exception) -> httpx.LocalProtocolError:

@@ -235,6 +235,76 @@ async def test_at_the_limit_a_request_waits_for_a_free_connection_or_times_out()
         await sender.aclose()
 
 
+async def test_a_request_larger_than_the_socket_buffer_is_sent_whole() -> None:
+    big = b"x" * (8 << 20)  # far past what the kernel takes at once: the sender must wait to write the rest
+    async with raw_server(replying(content_length(b"{}"))) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        assert await read_all(await sender.send(server.url, HEADERS, big)) == b"{}"
+        assert server.requests[0].endswith(b"\r\n\r\n" + big) and sender.connections == (1, 1)
+        await sender.aclose()
+
+
+async def test_a_server_that_reads_nothing_is_a_write_timeout(anyio_backend_name: str) -> None:
+    stalled = anyio.Event()
+    # On asyncio anyio's stream may hand the rest to the event loop's transport buffer and return: the
+    # request then fails waiting for its answer.  On trio the sender waits for the socket: a write timeout.
+    expected = httpx.WriteTimeout if anyio_backend_name == "trio" else (httpx.WriteTimeout, httpx.ReadTimeout)
+
+    async def never_reads(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await stalled.wait()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, never_reads)
+        sender = H11Sender(timeout=httpx.Timeout(5.0, write=0.2, read=0.5))
+        with pytest.raises(expected):
+            await sender.send(f"http://127.0.0.1:{port}/", HEADERS, b"x" * (64 << 20))
+        assert sender.connections == (0, 0)
+        stalled.set()
+        tg.cancel_scope.cancel()
+
+
+async def test_a_cancelled_caller_sends_nothing_on_an_idle_connection() -> None:
+    async with raw_server(replying(content_length(b"{}"))) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        await read_all(await sender.send(server.url, HEADERS, b"{}"))
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await sender.send(server.url, HEADERS, b'{"late": 1}')
+        assert scope.cancelled_caught and sender.connections == (0, 0)
+        await until(lambda: server.disconnects == 1)
+        assert len(server.requests) == 1
+
+
+async def test_closing_the_sender_fails_a_read_in_progress_with_a_read_error() -> None:
+    async def first_chunk_only(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await stream.send(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+        await stream.receive()
+        return True
+
+    async with raw_server(first_chunk_only) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        response = await sender.send(server.url, HEADERS, b"{}")
+        chunks = response.aiter_raw()
+        assert await chunks.__anext__() == b"first"
+        failed: list[BaseException] = []
+
+        async def read_on() -> None:
+            try:
+                await chunks.__anext__()
+            except httpx.TransportError as exc:
+                failed.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_on)
+            await anyio.sleep(0.05)  # the read is waiting for bytes
+            await sender.aclose()
+        assert len(failed) == 1 and isinstance(failed[0], httpx.ReadError)
+        assert sender.connections == (0, 0)
+
+
 # --- bodies through BodyReader ---------------------------------------------------------------------
 
 

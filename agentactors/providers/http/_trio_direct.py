@@ -1,0 +1,98 @@
+"""Trio's fast path for the h11 sender's plain-TCP connections: their socket read and written directly.
+
+Why: through anyio's stream, a request written on trio costs a scheduler round trip of its own
+(trio's socket yields after every send, even one the kernel took at once), and every read is
+wrapped twice (anyio's stream and cancel scope over trio's), with a cancel scope made even when
+the bytes are already there.  Here a send the kernel takes whole does not yield (the read for
+its answer, which follows at once, is the checkpoint), and a cancel scope is made only for a
+real wait.  What is kept: a cancelled caller is refused before anything is sent or read
+(``checkpoint_if_cancelled``); a read that finds its bytes ready still yields once, as trio's
+own does, so a fast body cannot starve other tasks; each wait is bounded by its timeout and
+failures are httpx's exceptions, as on the anyio path (:mod:`.h11_connection`).
+
+Only on trio (this module imports it; :func:`.h11_connection.connect` imports this module only
+when trio runs the task) and only for ``http``: TLS keeps anyio's stream, which owns the
+``SSLObject``.  The socket stays the anyio stream's: closing that stream closes it, and trio
+wakes a read waiting on it with ``ClosedResourceError`` (raised here as ``ReadError``).
+"""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import trio
+
+__all__ = ["DirectSocket"]
+
+
+def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:
+    err = kind(f"{text}: {str(cause) or type(cause).__name__}")
+    err.__cause__ = cause
+    return err
+
+
+def _deadline(seconds: float | None) -> float:
+    return trio.current_time() + seconds if seconds is not None else float("inf")
+
+
+class DirectSocket:
+    """A connected, non-blocking TCP socket trio watches, read and written as the module docstring says."""
+
+    __slots__ = ("_sock",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    async def send(self, data: bytes, within: float | None) -> None:
+        """Send all of ``data`` within ``within`` seconds (yielding only if the kernel cannot take it at once)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        sent = self._send(data)
+        if sent == len(data):
+            return
+        view = memoryview(data)
+        with trio.CancelScope(deadline=_deadline(within)) as scope:
+            while sent < len(data):
+                try:
+                    await trio.lowlevel.wait_writable(self._sock)
+                except trio.ClosedResourceError as exc:
+                    raise _error(httpx.WriteError, "sending the request failed", exc) from None
+                sent += self._send(view[sent:])
+            return
+        assert scope.cancelled_caught
+        raise httpx.WriteTimeout("sending the request timed out")
+
+    def _send(self, data: bytes | memoryview) -> int:
+        try:
+            return self._sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError as exc:
+            raise _error(httpx.WriteError, "sending the request failed", exc) from None
+
+    async def receive(self, size: int, within: float | None) -> bytes:
+        """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        data = self._recv(size)
+        if data is not None:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # as trio's own socket: every read yields once
+            return data
+        with trio.CancelScope(deadline=_deadline(within)) as scope:
+            while True:
+                try:
+                    await trio.lowlevel.wait_readable(self._sock)
+                except trio.ClosedResourceError as exc:
+                    raise _error(httpx.ReadError, "reading the response failed", exc) from None
+                data = self._recv(size)
+                if data is not None:
+                    return data
+        assert scope.cancelled_caught
+        raise httpx.ReadTimeout("reading the response timed out")
+
+    def _recv(self, size: int) -> bytes | None:
+        try:
+            return self._sock.recv(size)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as exc:
+            raise _error(httpx.ReadError, "reading the response failed", exc) from None
