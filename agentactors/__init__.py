@@ -43,6 +43,7 @@ by idea:
     OpenTelemetry spans and metrics, agentactors past one machine.
 """
 
+import importlib as _importlib
 import typing as _typing
 
 # The user API (__all__, below) and, in the ``X as X`` form (how a package re-exports a name it does not list,
@@ -110,14 +111,9 @@ from .messages import ToolCallStart as ToolCallStart
 from .output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from .parts import Audio, Document, Image, Text
 from .pricing import Cost
-from .providers.anthropic.provider import AnthropicProvider
-from .providers.azure import AzureOpenAIProvider
-from .providers.bedrock.provider import BedrockProvider
-from .providers.gemini.provider import GeminiProvider
 from .providers.openai.provider import OpenAIProvider
 from .providers.port import Capabilities, LLMProvider
 from .providers.port import forced_tool_choice_for as forced_tool_choice_for
-from .providers.responses.provider import OpenAIResponsesProvider
 from .providers.scripted import ScriptedProvider
 from .resilience import (
     resilient_chain,
@@ -128,7 +124,6 @@ from .resilience import (
     with_retry,
     with_timeout,
 )
-from .resilience.batch import BatchProvider
 from .sessions import AgentSession, MemoryStore, PostgresStore, SqliteStore
 from .sessions import SessionStore as SessionStore
 from .settings import CachePolicy, ModelSettings
@@ -177,6 +172,16 @@ if _typing.TYPE_CHECKING:
     from .tools import Toolset as Toolset
     from .tools import ToolsetError as ToolsetError
     from .tools.executor import ExecutionContext as ExecutionContext
+
+if _typing.TYPE_CHECKING:
+    # The names served on first use (_ON_FIRST_USE, below), for type checkers: at run time __getattr__ imports
+    # each when it is first read.
+    from .providers.anthropic.provider import AnthropicProvider
+    from .providers.azure import AzureOpenAIProvider
+    from .providers.bedrock.provider import BedrockProvider
+    from .providers.gemini.provider import GeminiProvider
+    from .providers.responses.provider import OpenAIResponsesProvider
+    from .resilience.batch import BatchProvider
 
 __all__ = [
     # the data model: messages, requests and answers, content parts, settings
@@ -277,7 +282,39 @@ __all__ = [
     "__version__",
 ]
 
+# Listed names served on first use (PEP 562) rather than imported with the package: the vendors' providers but
+# OpenAI's, and the batch API, each a corner a program may never use (tests/unit/test_import_cost.py).  Read
+# once, a name is bound here (relabelled as the others are), so the next read is a plain lookup; `from
+# agentactors import X`, pickles and reprs are as before.  (A name whose module is the package's own submodule
+# of that name cannot be served so: importing agentactors.explain binds the module as agentactors.explain,
+# over a function served later.)
+_ON_FIRST_USE = {
+    "AnthropicProvider": "agentactors.providers.anthropic.provider",
+    "AzureOpenAIProvider": "agentactors.providers.azure",
+    "BatchProvider": "agentactors.resilience.batch",
+    "BedrockProvider": "agentactors.providers.bedrock.provider",
+    "GeminiProvider": "agentactors.providers.gemini.provider",
+    "OpenAIResponsesProvider": "agentactors.providers.responses.provider",
+}
+# The names that left the root (agentactors._deprecate.MOVED_NAMES): served with a warning.
+_moved = _deprecate.getattr_for(__name__, stacklevel=3)
+
+
+def __getattr__(name: str) -> object:
+    home = _ON_FIRST_USE.get(name)
+    if home is None:
+        return _moved(name)
+    value = getattr(_importlib.import_module(home), name)
+    _reexport.adopt({name: value}, (name,), __name__)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})
+
+
 # Reprs, tracebacks and pickles name agentactors.X, where users import X from, not the submodule that
 # happens to define it today (_reexport says what that takes to keep type hints resolving).
-_reexport.adopt(globals(), (name for name in __all__ if name != "__version__"), __name__)
+_reexport.adopt(globals(), (name for name in __all__ if name != "__version__" and name not in _ON_FIRST_USE), __name__)
 _deprecate.install()

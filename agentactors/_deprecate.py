@@ -25,12 +25,17 @@ names (the API blocks of the design), and the paths and names earlier issues pub
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import warnings
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    # Only for the checker: importlib.abc imports importlib.resources (~20 ms), and the import system takes any
+    # object with the loader's and the finder's methods, so the classes below do not derive from its ABCs.
+    from importlib.abc import Loader
 
 __all__ = ["MOVED", "MOVED_NAMES", "UNWARNED", "install", "warn_moved"]
 
@@ -164,8 +169,12 @@ def warn_moved(old: str, home: str, name: str = "", *, stacklevel: int = 1) -> N
     )
 
 
-def getattr_for(module: str) -> Callable[[str], object]:
-    """The module ``__getattr__`` that serves the names :data:`MOVED_NAMES` lists for ``module``."""
+def getattr_for(module: str, *, stacklevel: int = 2) -> Callable[[str], object]:
+    """The module ``__getattr__`` that serves the names :data:`MOVED_NAMES` lists for ``module``.
+
+    ``stacklevel`` finds the line that asked for the name: 2 when this is the module's ``__getattr__``, 3 when
+    the module's own ``__getattr__`` (which serves other names too) calls it.
+    """
 
     def __getattr__(name: str) -> object:
         old = f"{module}.{name}"
@@ -173,13 +182,13 @@ def getattr_for(module: str) -> Callable[[str], object]:
         if home is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         if old not in UNWARNED:
-            warn_moved(old, home, name, stacklevel=2)  # blame the line that asked for the name
+            warn_moved(old, home, name, stacklevel=stacklevel)  # blame the line that asked for the name
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
 
 
-class _AliasLoader(importlib.abc.Loader):
+class _AliasLoader:
     """Loads an old path by importing the new module and handing back that same module object."""
 
     def __init__(self, new: str) -> None:
@@ -200,7 +209,7 @@ class _AliasLoader(importlib.abc.Loader):
             module.__spec__ = self._spec
 
 
-class _AliasFinder(importlib.abc.MetaPathFinder):
+class _AliasFinder:
     """Finds the old paths of :data:`MOVED` (and nothing else)."""
 
     def find_spec(
@@ -209,7 +218,7 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         new = MOVED.get(fullname)
         if new is None:
             return None
-        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(new))
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", _AliasLoader(new)))
 
 
 _FINDER = _AliasFinder()
@@ -217,7 +226,8 @@ _FINDER = _AliasFinder()
 
 def install() -> None:
     """Answer every old path and name: the alias finder on ``sys.meta_path``, a ``__getattr__`` on each module
-    that lost names (once; each such module must be imported already)."""
+    that lost names (once; each such module must be imported already).  A module with a ``__getattr__`` of its
+    own keeps it, and that one serves the moved names through :func:`getattr_for` (the package root does)."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.append(_FINDER)
     for module in {old.rpartition(".")[0] for old in MOVED_NAMES}:

@@ -79,7 +79,7 @@ never reach a user of the library (a test double's and the demo's)::
     ├── BadRequest                      agentactors.serve._openai_input: answered with a 400, never leaves serve
     ├── BodyError                       agentactors.serve._http: a body the app cannot read, answered with a 400
     ├── Disconnected                    agentactors.serve._http: the client left before its body arrived
-    ├── ProtocolError                   agentactors.providers.http._response_parser: raised as httpx's RemoteProtocolError
+    ├── ProtocolError                   providers.http._response_parser: raised as httpx's RemoteProtocolError
     ├── InvalidInput                    agentactors.serve._agui_input: answered with a 422, never leaves serve
     ├── ValueError
     │   └── JsonBoundError                  agentactors._json: JSON past the depth and size policy, never leaves an edge

@@ -16,7 +16,6 @@ before its cancellation goes on: a call never outlives its caller.  Nothing here
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +38,8 @@ def current_waker() -> Waker:
     if current is not None:
         native = current().native_token
     else:  # pragma: no cover - anyio < 4.11: the backends' own handles
+        import asyncio  # here, not at the top: only this fallback needs it, and it is ~10 ms to import
+
         try:
             native = asyncio.get_running_loop()
         except RuntimeError:

@@ -32,15 +32,17 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._containment import escapes, interrupt_in
 from ..actors.runtime import Runtime
 from ..loop.result import RunResult
 from ..messages import Message
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["AsCompleted", "Prepare", "RunMessages", "check_concurrency", "results_of", "run_batch"]
 

@@ -46,7 +46,6 @@ from typing import Any, Final, Generic, TypeAlias, cast
 
 import anyio
 import attrs
-import httpx
 
 from ..actors.runtime import RUN_RESOLVER, ActorRef, Runtime
 from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
@@ -235,6 +234,8 @@ def _member(name: str, provider: Any) -> tuple[str, str | None, str | None, int 
     host: str | None = None
     port: int | None = None
     if isinstance(base_url, str):
+        import httpx  # a provider with a base URL is an HTTP one: httpx is loaded already (not by `import agentactors`)
+
         try:
             url = httpx.URL(base_url)
             host, port = url.host or None, url.port or (443 if url.scheme == "https" else 80)

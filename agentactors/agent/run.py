@@ -20,10 +20,9 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
-from typing import Any, Generic, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, RunNotFoundError
@@ -33,6 +32,9 @@ from ..loop.result import RunResult
 from ..messages import Message
 from ..output.partial import jiter_available
 from ..output.spec import OutputT
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["AgentRun", "PreparedRun", "RunLauncher", "resolve_run"]
 

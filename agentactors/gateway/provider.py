@@ -44,11 +44,10 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import attrs
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
@@ -56,6 +55,9 @@ from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderEr
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
 from ..providers.port import interrupted
 from .scheduling import POLICIES, Policy, Scheduler
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
 

@@ -33,10 +33,15 @@ http/ (``tests/unit/providers/test_import_graph.py``).  Nothing here is imported
 
 from __future__ import annotations
 
-from .azure import AzureOpenAIProvider
-from .bedrock.provider import BedrockProvider
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import classify_exception, classify_http_error
-from .responses.provider import OpenAIResponsesProvider
+
+if TYPE_CHECKING:
+    from .azure import AzureOpenAIProvider
+    from .bedrock.provider import BedrockProvider
+    from .responses.provider import OpenAIResponsesProvider
 
 __all__ = [
     "AzureOpenAIProvider",
@@ -45,3 +50,24 @@ __all__ = [
     "classify_exception",
     "classify_http_error",
 ]
+
+# The providers are served on first use (PEP 562): every module that needs the port imports this package, and
+# a program pays for the wires it uses, not for all of them.  Read once, a name is bound here.
+_ON_FIRST_USE = {
+    "AzureOpenAIProvider": "agentactors.providers.azure",
+    "BedrockProvider": "agentactors.providers.bedrock.provider",
+    "OpenAIResponsesProvider": "agentactors.providers.responses.provider",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _ON_FIRST_USE.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})

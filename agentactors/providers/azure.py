@@ -27,11 +27,12 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import quote
 
 import anyio
-import httpx
+
+import agentactors._reexport as _reexport
 
 from ..errors import ErrorKind, ProviderError
 from ..messages import LLMRequest, ResponseFormat
@@ -45,6 +46,9 @@ from .openai.models import model_row
 from .openai.provider import OpenAIWire
 from .port import Capabilities
 from .responses.provider import ResponsesWire, response_format_refusal, responses_capabilities
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["DEFAULT_AZURE_API_VERSION", "AzureChatWire", "AzureOpenAIProvider", "AzureResponsesWire", "TokenProvider"]
 
@@ -286,3 +290,8 @@ class AzureOpenAIProvider(HTTPProvider):
                                     kind=ErrorKind.account)
             return token
         raise failure
+
+
+# The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
+# relabelled here, so reprs, tracebacks and pickles say so whichever import loaded this module first.
+_reexport.adopt(globals(), ["AzureOpenAIProvider"], "agentactors")

@@ -24,17 +24,17 @@ layer imports, while classifying HTTP is the providers' job and needs ``httpx``.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from .._scrub import scrub_chain
 from ..errors import ErrorKind, ProviderError, ProviderTimeout
 from ..redaction import redact
+
+if TYPE_CHECKING:
+    import httpx  # imported where a failure is classified: `import agentactors` does not load httpx
 
 __all__ = [
     "classify_error_body",
@@ -113,6 +113,8 @@ def parse_retry_after(
 ) -> float | None:
     """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or HTTP date) or Gemini's RetryInfo."""
     if headers is not None:
+        import httpx
+
         h = httpx.Headers(headers) if not isinstance(headers, httpx.Headers) else headers
         ms = h.get("retry-after-ms")
         if ms is not None:
@@ -128,6 +130,8 @@ def parse_retry_after(
             try:
                 return max(0.0, float(ra))
             except ValueError:
+                import email.utils  # an HTTP date is rare: its parser (~5 ms to import) waits for one
+
                 try:
                     when = email.utils.parsedate_to_datetime(ra)
                 except (TypeError, ValueError, IndexError):
@@ -261,6 +265,8 @@ def classify_http_error(
     else:
         parsed = body
         raw_text = json.dumps(body, ensure_ascii=False) if body is not None else None
+    import httpx
+
     h = httpx.Headers(headers or {})
     message, codes, request_id = _error_fields(parsed)
     request_id = request_id or h.get("request-id") or h.get("x-request-id")
@@ -363,6 +369,8 @@ def classify_exception(exc: BaseException, *, provider: str, model: str | None =
     """
     if isinstance(exc, ProviderError):
         return exc
+    import httpx
+
     explicit = explicit_retryable(exc)
     text = redact(f"{type(exc).__name__}: {_safe_str(exc)}")
     aiohttp_kind = _aiohttp_kind(exc)

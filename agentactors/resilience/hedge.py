@@ -19,11 +19,10 @@ import re
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
@@ -33,6 +32,9 @@ from ._circuit import CircuitState
 from .breaker import CircuitBreakerProvider
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of, name_of
 from .streams import stream_of
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["HedgeProvider", "with_hedge"]
 

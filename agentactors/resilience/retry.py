@@ -16,10 +16,9 @@ import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
 
 import agentactors.resilience._gate as _gate
 
@@ -30,6 +29,9 @@ from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamContext
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import OpenedStream, open_stream, relay, stream_of
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 __all__ = ["RetryingProvider", "with_retry"]
 
@@ -129,6 +131,9 @@ class RetryingProvider(ProviderDecorator):
         return None
 
     async def _run(self, attempt: Callable[[], Awaitable[T]], request: LLMRequest) -> T:
+        # Imported by the first call, not with the package: tenacity is ~10 ms of `import agentactors`.
+        from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
+
         call = _Call(self, model_of(self._inner, request))
         retrying = AsyncRetrying(
             sleep=self._sleep,

@@ -23,8 +23,6 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-import anyio
-import anyio.from_thread
 import attrs
 
 from ..actors.threads import WorkerThreads, worker_threads
@@ -103,6 +101,8 @@ class ToolContext:
         if self._loop_thread is None or threading.get_ident() == self._loop_thread:
             sink.emit(type, **data)
             return
+        import anyio.from_thread  # here, not at the top: only a sync tool's worker thread needs it
+
         try:
             anyio.from_thread.run_sync(functools.partial(sink.emit, type, **data))
         except RuntimeError:
@@ -115,6 +115,8 @@ class ToolContext:
         A no-op on the event loop's thread (async tools see cancellation at their awaits).
         """
         if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
+            import anyio.from_thread
+
             anyio.from_thread.check_cancelled()
 
 

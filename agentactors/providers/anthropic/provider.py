@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import httpx
-
+import agentactors._reexport as _reexport
 import agentactors.providers.anthropic.decode as decode
 
 from ...errors import ProviderError
@@ -49,6 +48,9 @@ from .encode import (
 from .encode import forced_with_thinking_error as _forced_with_thinking
 from .models import WIRE, model_row
 from .stream import AnthropicStreamDecoder
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -340,3 +342,8 @@ class _AnthropicOnVertex(AnthropicProvider):
 
     async def _authorize(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
         return {**headers, "authorization": f"Bearer {await self._tokens.token(model)}"}
+
+
+# The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
+# relabelled here, so reprs, tracebacks and pickles say so whichever import loaded this module first.
+_reexport.adopt(globals(), ["AnthropicProvider"], "agentactors")

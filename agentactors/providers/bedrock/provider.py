@@ -11,11 +11,10 @@ Imports go one way: this module → encode / sigv4 / eventstream → stream → 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
-import httpx
-
+import agentactors._reexport as _reexport
 import agentactors.providers.bedrock.decode as decode
 
 from ...errors import ErrorKind, ProviderError
@@ -38,6 +37,9 @@ from .eventstream import EventStreamFramer
 from .models import WIRE, model_row
 from .sigv4 import SigV4Signer, default_region
 from .stream import BedrockStreamDecoder
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["EVENT_STREAM", "BedrockProvider", "BedrockWire"]
 
@@ -221,6 +223,13 @@ def _region(region: str | None, base_url: str | None) -> str:
 
 def _region_of(base_url: str | None) -> str | None:
     """``us-west-2`` from ``https://bedrock-runtime.us-west-2.amazonaws.com`` (``None`` for another host)."""
+    import httpx  # here, not at the top: `import agentactors` does not load httpx
+
     host = httpx.URL(base_url).host if base_url else ""
     parts = host.split(".")
     return parts[1] if len(parts) > 3 and parts[0].startswith("bedrock-runtime") else None
+
+
+# The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
+# relabelled here, so reprs, tracebacks and pickles say so whichever import loaded this module first.
+_reexport.adopt(globals(), ["BedrockProvider"], "agentactors")

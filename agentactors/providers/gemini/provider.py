@@ -19,11 +19,10 @@ as received (standard base64 in responses) and replayed as :mod:`.encode` says.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
-import httpx
-
+import agentactors._reexport as _reexport
 import agentactors.providers.gemini.decode as decode
 
 from ...errors import ErrorKind, ProviderError
@@ -43,6 +42,9 @@ from .models import WIRE, model_row
 from .models import bare_name as _bare_model
 from .schema import GeminiSchemaError, to_gemini_schema
 from .stream import GeminiStreamDecoder
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -320,3 +322,8 @@ class _GeminiOnVertex(GeminiProvider):
 
     async def _authorize(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
         return {**headers, "authorization": f"Bearer {await self._tokens.token(model)}"}
+
+
+# The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
+# relabelled here, so reprs, tracebacks and pickles say so whichever import loaded this module first.
+_reexport.adopt(globals(), ["GeminiProvider"], "agentactors")

@@ -14,15 +14,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .limits import ResponseLimits
 from .provider import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_SSE_LINE_BYTES,
-    DEFAULT_TIMEOUT,
     HTTPProvider,
     iter_sse,
 )
+
+if TYPE_CHECKING:
+    from .provider import DEFAULT_TIMEOUT
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: DEFAULT_TIMEOUT is an httpx.Timeout, made when first read (`import agentactors` does not load httpx).
+    if name == "DEFAULT_TIMEOUT":
+        from . import provider
+
+        return provider.DEFAULT_TIMEOUT
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",

@@ -35,11 +35,10 @@ import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 
 import anyio
 import anyio.lowlevel
-import httpx
 
 from ..._scrub import scrub_chain
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
@@ -69,6 +68,11 @@ from .ratelimits import RateLimitState, read_rate_limits
 from .sse import SSEReader, iter_events
 from .transport import ClientSender, Sender, WireResponse, owned_sender, preload, raw_headers
 
+if TYPE_CHECKING:
+    # Imported where a timeout is made, a URL compared or a failure told apart: `import agentactors` does not
+    # load httpx (making a provider does: transport.preload).
+    import httpx
+
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -83,8 +87,8 @@ log = logging.getLogger("agentactors.providers.http")
 
 # LLM answers can take minutes before the first byte (reasoning models), so the read
 # timeout is generous; connecting and pool waits should fail fast.  A whole-call bound
-# belongs to the with_timeout decorator, not to the transport.
-DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
+# belongs to the with_timeout decorator, not to the transport.  An ``httpx.Timeout``, made when first read.
+DEFAULT_TIMEOUT: httpx.Timeout
 # Undecodable exceptions a codec may raise on a vendor shape it did not foresee.
 _DECODE_FAILURES = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
 # The loggers of the HTTP stack under us: each gets the redacting filter (a logger's filters do
@@ -108,6 +112,30 @@ _TRANSPORT_LOGGERS = (
 _ACCEPT_ENCODING = "gzip, deflate"
 # One encoder for every request body (json.dumps with options builds a new one per call).
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: DEFAULT_TIMEOUT is made when first read (from outside, or when a provider makes its pool).
+    if name == "DEFAULT_TIMEOUT":
+        return _default_timeout()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _default_timeout() -> httpx.Timeout:
+    global DEFAULT_TIMEOUT
+    try:
+        return DEFAULT_TIMEOUT
+    except NameError:
+        import httpx
+
+        DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
+        return DEFAULT_TIMEOUT
+
+
+def _httpx_timeout(timeout: httpx.Timeout | float) -> httpx.Timeout:
+    import httpx
+
+    return httpx.Timeout(timeout)
 
 
 def iter_sse(raw: bytes | str) -> Iterator[tuple[str, str]]:
@@ -220,7 +248,7 @@ class HTTPProvider:
         redact_loggers(_TRANSPORT_LOGGERS)
         self.__api_key = key
         self._base_url = base_url.rstrip("/")
-        self._timeout: httpx.Timeout | None = None if timeout is None else httpx.Timeout(timeout)
+        self._timeout: httpx.Timeout | None = None if timeout is None else _httpx_timeout(timeout)
         self._limits = ResponseLimits(
             max_response_bytes=max_response_bytes,
             max_sse_line_bytes=max_sse_line_bytes,
@@ -464,6 +492,8 @@ class HTTPProvider:
 
         :raises ValueError: ``url`` is not on this provider's ``base_url`` origin: the key never goes elsewhere.
         """
+        import httpx
+
         if httpx.URL(url).copy_with(path="/", query=None) != httpx.URL(self._base_url).copy_with(path="/", query=None):
             raise ValueError(f"{self._name}: credentials go only to {redact(self._base_url)}, not {redact(url)}")
         headers = dict(self._codec.headers(self.__api_key))
@@ -477,7 +507,7 @@ class HTTPProvider:
             # used or closed from here, so start a fresh pool rather than fail every call.
             self._sender = None
         if self._sender is None:
-            self._sender = owned_sender(self._timeout or DEFAULT_TIMEOUT)
+            self._sender = owned_sender(self._timeout or _default_timeout())
             self._sender_loop = token
             self._keeper = None  # the new sender's keeper starts with its first request (_send)
         return self._sender
@@ -506,7 +536,7 @@ class HTTPProvider:
             log.debug("%s: POST %s (model=%s%s)", self._name, redact(url), model, ", stream" if stream else "")
         headers = await self._authorize(url, headers, content, model)
         try:
-            return await sender.send(url, headers, content, None if io_timeout is None else httpx.Timeout(io_timeout))
+            return await sender.send(url, headers, content, None if io_timeout is None else _httpx_timeout(io_timeout))
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
@@ -678,6 +708,8 @@ class HTTPProvider:
     def _stream_error(self, exc: Exception, model: str) -> ProviderError:
         if isinstance(exc, ProviderError):
             return exc
+        import httpx
+
         if isinstance(exc, _DECODE_FAILURES) and not isinstance(exc, httpx.HTTPError):
             err = MalformedResponseError(
                 f"a stream event could not be decoded ({type(exc).__name__})", provider=self._name, model=model

@@ -22,12 +22,13 @@ import re
 import time
 from collections.abc import Iterable
 from datetime import datetime
-from email.utils import parsedate_to_datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 import attrs
-import httpx
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Budget", "RateLimitState", "parse_duration", "read_rate_limits"]
 
@@ -123,6 +124,8 @@ def _seconds_or_date(text: str) -> float | None:
     seconds = parse_duration(text)
     if seconds is not None:
         return seconds
+    from email.utils import parsedate_to_datetime  # an HTTP date is rare: its parser waits for one
+
     try:
         return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
     except (TypeError, ValueError, IndexError):
@@ -143,6 +146,8 @@ def read_rate_limits(
 
     ``None`` when the response carries no rate-limit header at all.  Unparseable values are ignored.
     """
+    import httpx  # here, not at the top: `import agentactors` does not load httpx (a provider, once made, has)
+
     raw = headers.raw if isinstance(headers, httpx.Headers) else headers
     found: dict[str, dict[str, str]] = {}
     retry_after: float | None = None

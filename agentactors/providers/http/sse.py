@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from httpx_sse._decoders import SSEDecoder
-
 __all__ = ["SSEReader", "iter_events"]
 
 _BOM = "\ufeff"
@@ -40,6 +38,9 @@ class SSEReader:
         self._max_line = max_line_bytes
         self._max_event = max_event_bytes
         self._overflow = overflow
+        # Imported by the first stream, not with the package: httpx_sse imports httpx (~0.1 s of `import agentactors`).
+        from httpx_sse._decoders import SSEDecoder
+
         self._decoder = SSEDecoder()
         self._partial: list[bytes] = []  # the current line's pieces, not yet terminated
         self._partial_len = 0

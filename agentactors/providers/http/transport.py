@@ -13,24 +13,31 @@ body is not read yet):
   objects' header normalising and stream wrapping are most of what httpx costs over aiohttp,
   and a provider uses none of it.  Its failures are still httpx's exceptions;
 * **owned on trio**: :class:`~.h11_transport.H11Sender`, a small HTTP/1.1 client on anyio
-  streams parsed by h11, with its own pool: httpx's client and httpcore's pool cost trio 2.6–3.2×
-  the CPU of the aiohttp path per request (its module docstring says why, and what it keeps);
+  streams (h11 checks each request; responses are read by ``_response_parser``), with its own pool:
+  httpx's client and httpcore's pool cost trio 2.6–3.2× the CPU of the aiohttp path per request (its
+  module docstring says why, and what it keeps);
 * **owned otherwise** (asyncio without aiohttp, or a proxy configured in the environment, which
   only httpx honours): an ``httpx.AsyncClient`` over httpcore.
 
 ``AGENTACTORS_HTTP_TRANSPORT=httpx`` forces the last one on either backend (an escape hatch, and
 how the benchmarks compare them); ``=aiohttp`` makes a missing aiohttp an error on asyncio
 instead of a quiet fallback; ``=h11`` takes the h11 sender on asyncio too.
+
+httpx is imported where a sender is made or a response read, not at the top: ``import agentactors``
+does not load it (with its CLI's rich and click, when installed, it is most of the package's
+import time).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
-import urllib.request
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "ClientSender",
@@ -43,7 +50,26 @@ __all__ = [
 ]
 
 ENV = "AGENTACTORS_HTTP_TRANSPORT"
-OWNED_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+#: The owned pool's limits (an ``httpx.Limits``, made on first use; the benchmarks assign their own).
+OWNED_LIMITS: httpx.Limits
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: OWNED_LIMITS is made when first read (from outside, or by owned_sender), then bound here.
+    if name == "OWNED_LIMITS":
+        return _owned_limits()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _owned_limits() -> httpx.Limits:
+    global OWNED_LIMITS
+    try:
+        return OWNED_LIMITS
+    except NameError:
+        import httpx
+
+        OWNED_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        return OWNED_LIMITS
 
 
 class WireResponse(Protocol):
@@ -79,6 +105,8 @@ class WireResponse(Protocol):
 
 def raw_headers(response: WireResponse) -> Iterable[tuple[bytes, bytes]]:
     """``response``'s headers as ``(name, value)`` byte pairs, as they came."""
+    import httpx
+
     headers = response.headers
     if isinstance(headers, httpx.Headers):
         return headers.raw
@@ -120,22 +148,28 @@ def running_backend() -> str:
     return str(sniffio.current_async_library())
 
 
-class _Body(httpx.AsyncByteStream):
-    """A request body httpx sends without an async generator.
+@functools.cache
+def _body_class() -> Callable[[bytes], httpx.AsyncByteStream]:
+    """The class of a request body httpx sends without an async generator (made once, on first use).
 
     httpx wraps ``content=bytes`` in a stream whose ``__aiter__`` is an async generator; a request
     cancelled while its body is being sent leaves that generator half-run, and trio reports it
     (a ``ResourceWarning``) when it is collected.  This body is one chunk handed out by a plain
-    iterator: nothing to finalise.
+    iterator: nothing to finalise.  It derives from httpx's stream (httpx's transports check), so it
+    is made here, when a :class:`ClientSender` exists, rather than when this module is imported.
     """
+    import httpx
 
-    __slots__ = ("_data",)
+    class _Body(httpx.AsyncByteStream):
+        __slots__ = ("_data",)
 
-    def __init__(self, data: bytes) -> None:
-        self._data = data
+        def __init__(self, data: bytes) -> None:
+            self._data = data
 
-    def __aiter__(self) -> _OneChunk:  # an iterator object, not a generator
-        return _OneChunk(self._data)
+        def __aiter__(self) -> _OneChunk:  # an iterator object, not a generator
+            return _OneChunk(self._data)
+
+    return _Body
 
 
 class _OneChunk:
@@ -161,6 +195,7 @@ class ClientSender:
         self.client = client
         self._timeout: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
         self._owned = owned
+        self._body = _body_class()
 
     @property
     def name(self) -> str:
@@ -171,7 +206,7 @@ class ClientSender:
     ) -> httpx.Response:
         options = self._timeout if io_timeout is None else {"timeout": io_timeout}
         request = self.client.build_request("POST", url, content=content, headers=headers, **options)
-        request.stream = _Body(content)  # the headers (Content-Length) were set from `content` above
+        request.stream = self._body(content)  # the headers (Content-Length) were set from `content` above
         return await self.client.send(request, stream=True)
 
     async def aclose(self) -> None:
@@ -191,26 +226,34 @@ def _aiohttp_module() -> Any:
 
 
 def preload() -> None:
-    """Import the aiohttp transport now if it is installed (a provider calls this when it is made).
+    """Import what an owned sender needs now (a provider calls this when it is made): httpx, and the aiohttp
+    transport if it is installed.
 
-    aiohttp takes ~0.15 s to import: paid when a provider is built, not by its first request.
+    httpx takes ~0.1 s to import, aiohttp ~0.15 s: paid when a provider is built, not by its first request
+    (nor by ``import agentactors``).
     """
+    importlib.import_module("httpx")
     _aiohttp_module()
 
 
 def owned_sender(timeout: httpx.Timeout) -> Sender:
     """The sender a provider owns, for the running backend (see the module docstring)."""
+    import urllib.request  # here, not at the top: it imports http.client and email (~10 ms)
+
+    import httpx
+
     choice = os.environ.get(ENV, "").strip().lower()
     if choice not in ("", "auto", "httpx", "aiohttp", "h11"):
         raise ValueError(f"{ENV} must be 'httpx', 'aiohttp' or 'h11', not {choice!r}")
+    limits = _owned_limits()
     backend = running_backend()
     if choice in ("", "auto", "aiohttp") and backend == "asyncio":
         module = _aiohttp_module()
         if module is not None:
             sender: Sender = module.AiohttpSender(
                 timeout=timeout,
-                max_connections=OWNED_LIMITS.max_connections or 256,
-                keepalive_expiry=OWNED_LIMITS.keepalive_expiry or 5.0,
+                max_connections=limits.max_connections or 256,
+                keepalive_expiry=limits.keepalive_expiry or 5.0,
             )
             return sender
         if choice == "aiohttp":
@@ -220,9 +263,9 @@ def owned_sender(timeout: httpx.Timeout) -> Sender:
 
         return H11Sender(
             timeout=timeout,
-            max_connections=OWNED_LIMITS.max_connections or 256,
-            max_keepalive_connections=OWNED_LIMITS.max_keepalive_connections or 64,
-            keepalive_expiry=OWNED_LIMITS.keepalive_expiry or 5.0,
+            max_connections=limits.max_connections or 256,
+            max_keepalive_connections=limits.max_keepalive_connections or 64,
+            keepalive_expiry=limits.keepalive_expiry or 5.0,
         )
-    client = httpx.AsyncClient(timeout=timeout, limits=OWNED_LIMITS)
+    client = httpx.AsyncClient(timeout=timeout, limits=limits)
     return ClientSender(client, timeout=None, owned=True)

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import agentactors.providers.openai.decode as decode
 
@@ -43,6 +41,9 @@ from .decode import build_tool_call, map_finish_reason, parse_usage
 from .encode import encode_message, encode_messages, encode_request, encode_response_format
 from .models import WIRE, model_row
 from .stream import OpenAIStreamDecoder
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",

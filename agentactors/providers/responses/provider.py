@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import httpx
-
+import agentactors._reexport as _reexport
 import agentactors.providers.responses.decode as decode
 
 from ...errors import ProviderError
@@ -31,6 +30,9 @@ from ..port import Capabilities
 from .encode import encode_request
 from .models import WIRE, model_row
 from .stream import ResponsesStreamDecoder
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["DEFAULT_RESPONSES_BASE_URL", "OpenAIResponsesProvider", "ResponsesWire", "responses_capabilities"]
 
@@ -174,3 +176,8 @@ class OpenAIResponsesProvider(HTTPProvider):
     def response_format_refusal(self, fmt: ResponseFormat, model: str | None, *, tools: bool = False) -> str | None:
         """Why ``fmt`` cannot go out on this wire: a strict schema with a field strict mode cannot carry."""
         return response_format_refusal(fmt)
+
+
+# The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
+# relabelled here, so reprs, tracebacks and pickles say so whichever import loaded this module first.
+_reexport.adopt(globals(), ["OpenAIResponsesProvider"], "agentactors")

@@ -16,15 +16,17 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 
 from ...errors import MalformedResponseError, ProviderError, ResponseTooLargeError
 from ...providers.errors import classify_exception
 from ...providers.http.limits import ERROR_BODY_BYTES
-from ...providers.http.provider import DEFAULT_TIMEOUT, HTTPProvider
+from ...providers.http.provider import HTTPProvider
+
+if TYPE_CHECKING:
+    import httpx  # imported by the first call that makes a client: `import agentactors` does not load httpx
 
 __all__ = ["VendorHTTP"]
 
@@ -56,6 +58,10 @@ class VendorHTTP:
         if given is not None:
             yield given
             return
+        import httpx
+
+        from ...providers.http.provider import DEFAULT_TIMEOUT
+
         async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT) as client:
             yield client
 

@@ -29,6 +29,8 @@ from typing import Any
 import anyio
 import attrs
 
+import agentactors._reexport as _reexport
+
 from ...errors import ErrorKind, ProviderError
 from ...events import emit
 from ...messages import LLMRequest, LLMResponse
@@ -418,3 +420,8 @@ def _poll_failed(error: ProviderError, batch: _Batch, line: Line) -> ProviderErr
     )
     failure.__cause__ = error
     return failure
+
+
+# The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
+# relabelled here, so reprs, tracebacks and pickles say so whichever import loaded this module first.
+_reexport.adopt(globals(), ["BatchProvider"], "agentactors")
