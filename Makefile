@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_DEV  := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck pytest bench bench-w1 clean browser postgres
+.PHONY: demo test soak test-all lint typecheck pytest bench bench-w1 clean browser postgres
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,11 +61,23 @@ postgres:
 # host's cores; the reliability tests (real sockets, vendor subprocesses, real-time deadlines) get flaky when
 # workers outnumber the cores.  `make test PYTEST_WORKERS=auto` on a machine of your own; 0: one process.
 PYTEST_WORKERS ?= 2
+# Bytecode is cached (in __pycache__/, which git ignores) even where PYTHONDONTWRITEBYTECODE is set: without the
+# cache each worker compiles the package and re-rewrites the asserts of every test module (~20 s of CPU each),
+# and so does every interpreter the tests start (vendors, MCP servers, examples, Ray workers).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest
 
 test: $(STAMP_DEV) browser postgres
 	$(VENV)/bin/ruff check agentactors tests examples benchmarks
 	$(VENV)/bin/mypy --strict agentactors
-	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PYTEST) -q -n $(PYTEST_WORKERS) --dist loadfile -m "not soak" $(PYTEST_ARGS)
+
+# The soak, load and stress runs (marked `soak` in pyproject.toml: their size is their point) that `make test`
+# leaves out to stay near five minutes on two cores; CI runs them after `make test` (.ci/run).  Everything:
+# `make test-all` (= `make test soak`), or `.venv/bin/pytest -n 2 --dist loadfile` with no `-m`.
+soak: $(STAMP_DEV)
+	$(PYTEST) -q -n $(PYTEST_WORKERS) --dist loadfile -m soak $(PYTEST_ARGS)
+
+test-all: test soak
 
 # Peers (pydantic-ai, openai-agents, autogen-core, langgraph, the official openai SDK) live only in
 # this separate environment: they are never dependencies of agentactors.

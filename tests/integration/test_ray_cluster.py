@@ -150,6 +150,7 @@ def peak_in_flight(requests: Sequence[RecordedRequest]) -> int:
 # --- tests ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.soak  # a load test (its 2,000 is its point): `make soak`, which CI runs
 async def test_2000_inputs_over_2_workers_in_order_and_exactly_once() -> None:
     prompts = [f"q{i}" for i in range(2000)]
     seen: list[int] = []
@@ -399,6 +400,7 @@ def _load_benchmark() -> ModuleType:
     return module
 
 
+@pytest.mark.soak  # the W10 benchmark's load run, smoke-sized: `make soak`, which CI runs
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_w10_benchmark_runs_smoke_sized_on_the_running_cluster(
     backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -42,7 +42,7 @@ from agentactors.providers.port import StreamContext
 from agentactors.tools import tool
 from tests.reliability._vendor_models import STORM, STORM_ANSWER
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.soak]  # `make soak` (CI runs it), not the default `make test`
 
 KEY = "sk-storm-6a2b9d0e1f"
 RUNS = 120

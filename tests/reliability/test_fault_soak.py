@@ -45,7 +45,7 @@ from agentactors.testing import FaultKind, FaultPlan
 from agentactors.tools import ToolContext, tool
 from tests.reliability._vendor_models import SOAK
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.soak]  # `make soak` (CI runs it), not the default `make test`
 
 RUNS = 1_000
 KEY = "sk-soak-3f1e0d9c8b7a"

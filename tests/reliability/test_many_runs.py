@@ -44,6 +44,7 @@ def _prompt(request: LLMRequest) -> int:
     return int(next(m.content for m in request.messages if m.role == "user"))
 
 
+@pytest.mark.soak  # a load test (its 10,000 is its point): `make soak`, which CI runs
 async def test_ten_thousand_concurrent_runs_share_one_provider_actor() -> None:
     live = [0, 0]  # requests in flight now, the most ever
 

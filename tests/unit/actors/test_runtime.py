@@ -46,6 +46,7 @@ class Recorder:
             self.running -= 1
 
 
+@pytest.mark.soak  # a load test (its 10,000 is its point): `make soak`, which CI runs
 async def test_scenario_1_ten_thousand_concurrent_asks_one_at_a_time_in_order() -> None:
     actor = Recorder()
     senders, per_sender = 100, 100  # 10,000 asks, all in flight at once
@@ -525,6 +526,7 @@ async def test_spawn_outside_a_running_runtime_is_an_error() -> None:
         rt.spawn(Recorder())
 
 
+@pytest.mark.soak  # 100,000 actors (the scenario's size): `make soak`, which CI runs
 async def test_scenario_8_idle_actors_cost_under_a_kilobyte_each() -> None:
     class Minimal:
         __slots__ = ()
