@@ -21,6 +21,7 @@ import textwrap
 import pytest
 
 from tests.support.paths import ROOT
+from tests.support.signals import default_sigint
 
 _SCRIPT = textwrap.dedent(
     """
@@ -118,7 +119,7 @@ def test_ctrl_c_keeps_every_finished_result(backend: str, hold: str, entry: str)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT, backend, hold, entry],
-        capture_output=True, text=True, timeout=300, env=env, check=False,
+        capture_output=True, text=True, timeout=300, env=env, check=False, preexec_fn=default_sigint,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()

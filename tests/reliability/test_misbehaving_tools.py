@@ -29,6 +29,7 @@ from agentactors.testing import FakeReply, FakeToolCall, RecordedRequest
 from agentactors.testing.fakevendor import FakeVendor
 from agentactors.tools import ToolStatus, tool
 from tests.support.paths import ROOT
+from tests.support.signals import default_sigint
 
 pytestmark = pytest.mark.anyio
 
@@ -332,7 +333,8 @@ def test_ctrl_c_during_run_many_raises_keyboard_interrupt_with_every_result(back
     results_of() finds one result per input: 3 finished, 5 cancelled."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, backend], capture_output=True, text=True, timeout=300, env=env, check=False
+        [sys.executable, "-c", _SCRIPT, backend],
+        capture_output=True, text=True, timeout=300, env=env, check=False, preexec_fn=default_sigint,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["interrupted", "8", "3", "5"], done.stdout + done.stderr

@@ -14,6 +14,7 @@ import pytest
 
 from agentactors.testing.fakevendor import serve
 from tests.support.fakevendor import auth_headers, url
+from tests.support.signals import default_sigint
 
 
 def test_serve_prints_the_base_url_then_serves_until_stopped() -> None:
@@ -46,7 +47,7 @@ def test_module_entry_point_runs_and_stops_on_ctrl_c() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentactors.testing.fakevendor", "--port", "0", "--fault-rate", "0", "--seed", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint,
     )
     try:
         assert proc.stdout is not None
