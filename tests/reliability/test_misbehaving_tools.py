@@ -247,9 +247,15 @@ async def test_stuck_sync_tools_do_not_starve_later_runs(vendor: FakeVendor) -> 
 async def test_a_keyboard_interrupt_in_a_tool_keeps_its_meaning_and_leaves_no_half_batch(vendor: FakeVendor) -> None:
     """In-process, on both backends: the interrupt leaves agent.run; run_many re-raises it with every result."""
 
+    fast_done: anyio.Event | None = None  # in the batch, the interrupt waits for "fast 1" to finish
+
     @tool
     async def interrupting() -> str:
         """Raises KeyboardInterrupt (a signal handler raising it in the tool's frame)."""
+        if fast_done is not None:
+            # Without this the two first runs race: on a busy machine the interrupt could land while
+            # "fast 1" is still in flight, and it would (rightly) come back cancelled.
+            await fast_done.wait()
         raise KeyboardInterrupt
 
     def model(request: RecordedRequest) -> Any:
@@ -267,9 +273,16 @@ async def test_a_keyboard_interrupt_in_a_tool_keeps_its_meaning_and_leaves_no_ha
         with pytest.raises(KeyboardInterrupt):
             await agent.run("interrupt")
         inputs = ["fast 1", "interrupt", "slow 1", "slow 2"]
+        fast_done = anyio.Event()
+        done_event = fast_done
+
+        def progress(done: int, failed: int, total: int) -> None:
+            if done >= 1:
+                done_event.set()
+
         async with Runtime() as rt:
             with pytest.raises(KeyboardInterrupt) as info:
-                await rt.run_many(agent, inputs, concurrency=2)
+                await rt.run_many(agent, inputs, concurrency=2, progress=progress)
             await rt.wait_idle()
             assert rt.stats().tasks == 0
         results = results_of(info.value)
@@ -334,8 +347,12 @@ def test_ctrl_c_during_run_many_raises_keyboard_interrupt_with_every_result(back
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT, backend],
-        capture_output=True, text=True, timeout=300, env=env, check=False, preexec_fn=default_sigint,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+        preexec_fn=default_sigint,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["interrupted", "8", "3", "5"], done.stdout + done.stderr
-
