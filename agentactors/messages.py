@@ -24,7 +24,7 @@ import enum
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 
 import attrs
 
@@ -74,16 +74,22 @@ _ROLES = frozenset(("system", "user", "assistant", "tool"))
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 
 
-def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    return tuple(value)
+# The converters that only copy into a tuple or a dict are the builtins themselves at run time: an
+# attrs converter is called on every instance built (every message, call and response of every run),
+# and a function of ours around ``tuple`` is one more Python frame each time.  The type checker sees
+# the typed signatures (attrs' mypy plugin reads a converter's parameter type; it cannot read the
+# builtins' overloads).
+if TYPE_CHECKING:
 
+    def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]: ...
 
-def _to_dict(value: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(value)
+    def _to_dict(value: Mapping[str, Any]) -> dict[str, Any]: ...
 
+    def _to_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]: ...
 
-def _to_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
-    return tuple(value)
+else:
+    _to_calls = _to_specs = tuple
+    _to_dict = dict
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -465,8 +471,12 @@ def _to_strings(value: str | Iterable[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    return tuple(value)
+if TYPE_CHECKING:
+
+    def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]: ...
+
+else:
+    _to_messages = tuple  # (see _to_calls)
 
 
 @attrs.frozen(slots=True)

@@ -964,7 +964,8 @@ class Agent(Generic[OutputT]):
         resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         origin = lineage.current()
-        lineage.check_depth(origin)
+        if origin is not None:  # (a top-level run nests nowhere: no call)
+            lineage.check_depth(origin)
         bound = self._bind(rt, private=private)
         run_id, sink = self._new_run(bound, extra, origin) if run is None else run
         config, tools = (self._config, bound.tools) if listed is None else listed
@@ -1076,7 +1077,8 @@ class Agent(Generic[OutputT]):
         caused them).  :raises ToolsetError, ToolNameClashError, ValueError: see :meth:`_toolset_tools`.
         """
         origin = lineage.current()
-        lineage.check_depth(origin)
+        if origin is not None:  # (a top-level run nests nowhere: no call)
+            lineage.check_depth(origin)
         bound = self._bind(rt, private=private)
         run = self._new_run(bound, extra, origin)
         limit = _listing_limit(options.deadline)

@@ -222,7 +222,8 @@ class RunActor:
         self.frame = frame
         self._rt = rt
         if self.run_id is not None:
-            runs = self._runs = live_runs(rt)
+            last = _last_runs  # (live_runs' own first look, here: every run starts, one call less each)
+            runs = self._runs = last[1] if last is not None and last[0] is rt else live_runs(rt)
             runs[self.run_id] = self
         if spawn:
             self.activate()

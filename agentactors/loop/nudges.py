@@ -184,7 +184,8 @@ class RepeatedCall(_Base):
 
     __slots__ = ("_seen",)
 
-    def __init__(self) -> None:
+    def __init__(self, is_read_only: Callable[[str], bool] | None = None) -> None:
+        # (``is_read_only`` is not read: the class is its own factory, see DEFAULT_NUDGES.)
         # (tool, result) -> [arguments, times seen]: arguments are compared (deep equality) only
         # when a tool returns a result it returned before, so the common case encodes nothing.
         self._seen: dict[tuple[str, str], list[list[Any]]] = {}
@@ -224,8 +225,8 @@ class BareAcknowledgment(_Base):
 
     __slots__ = ("_used",)
 
-    def __init__(self) -> None:
-        self._used = False
+    def __init__(self, is_read_only: Callable[[str], bool] | None = None) -> None:
+        self._used = False  # (``is_read_only`` is not read: the class is its own factory, see DEFAULT_NUDGES)
 
     def should_continue(self, answer: str, previous: StepView | None) -> str | None:
         if self._used or previous is None:
@@ -245,16 +246,11 @@ class BareAcknowledgment(_Base):
 NudgeFactory = Callable[[Callable[[str], bool]], Nudge]
 
 
-def _batch(is_read_only: Callable[[str], bool]) -> Nudge:
-    return BatchReadOnly(is_read_only)
-
-
-def _repeat(_: Callable[[str], bool]) -> Nudge:
-    return RepeatedCall()
-
-
-def _ack(_: Callable[[str], bool]) -> Nudge:
-    return BareAcknowledgment()
+# The default policies' classes are their own factories (each takes the read-only predicate): a run
+# builds its policies with one call each, not two.
+_batch: NudgeFactory = BatchReadOnly
+_repeat: NudgeFactory = RepeatedCall
+_ack: NudgeFactory = BareAcknowledgment
 
 
 def _to_factories(value: Iterable[NudgeFactory]) -> tuple[NudgeFactory, ...]:

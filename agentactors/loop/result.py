@@ -16,16 +16,18 @@ from .pause import PausedRun
 __all__ = ["RunResult"]
 
 
-def _strings(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
+# The converters are ``tuple`` itself at run time (no Python frame per field per result); the type
+# checker reads the typed signatures (attrs' mypy plugin cannot read the builtin's overloads).
+if typing.TYPE_CHECKING:
 
+    def _strings(value: Iterable[str]) -> tuple[str, ...]: ...
 
-def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
-    return tuple(value)
+    def _messages(value: Iterable[Message]) -> tuple[Message, ...]: ...
 
+    def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]: ...
 
-def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    return tuple(value)
+else:
+    _strings = _messages = _calls = tuple
 
 
 class _Text:
