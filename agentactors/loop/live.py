@@ -37,7 +37,7 @@ import attrs
 
 from ..actors.frame import Frame, hold, release
 from ..actors.runtime import ActorRef, Runtime
-from ..errors import CallNotPendingError, RunFinishedError
+from ..errors import CallNotPendingError, RunFinishedError, RunInterruptedError
 from ..messages import Message, ToolCall, Usage
 from ..tools.approval import pending_reason
 from ..tools.results import ToolResult
@@ -248,6 +248,8 @@ class RunActor:
         :returns: its actor, when it was spawned: the caller stops it (:meth:`retire`).
         """
         self.result = result if result is not None else False
+        if self.steers:
+            self._unread(result)
         if self._done is not None:
             self._done.set()
         if self._runs is not None:
@@ -256,6 +258,28 @@ class RunActor:
         if ref is None:
             self.frame = None
         return ref
+
+    def _unread(self, result: Any) -> None:
+        """The run ended with steers it never took (it failed, was interrupted, raised or was cancelled, or had
+        no step left under ``max_steps``): they were accepted, so their loss is recorded, never silent —
+        ``run.steers_unread`` (``count``; ``reason``: ``max_steps``, ``failed``, ``interrupted``, ``paused``,
+        ``stopped`` or ``ended``) and a warning in the log."""
+        steers, self.steers = self.steers or [], None
+        why = (
+            "stopped" if result is None  # it raised, or was cancelled
+            else "max_steps" if result.bounded
+            else "interrupted" if isinstance(result.error, RunInterruptedError)
+            else "paused" if result.paused
+            else "failed" if not result.ok
+            else "ended"
+        )
+        sink = self.state.sink
+        if sink is not None:
+            sink.emit("run.steers_unread", count=len(steers), reason=why)
+        log.warning(
+            "run %s ended (%s) with %d steer(s) it never took: the model did not read them", self.run_id, why,
+            len(steers),
+        )
 
     async def retire(self, rt: Runtime, ref: ActorRef) -> None:
         """Stop the run's actor ``ref`` once the run ended (:meth:`end`), giving back the slot the run held.

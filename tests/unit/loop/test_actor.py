@@ -110,6 +110,51 @@ async def test_a_steer_while_the_model_writes_its_final_answer_gets_one_more_ste
     ]
 
 
+@pytest.mark.parametrize("ending", ["max_steps", "failed"])
+async def test_a_steer_the_run_never_takes_is_recorded_not_lost_silently(
+    ending: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Accepted, then the run ends before a step reads it (no step left, or the model failed): an event and
+    a warning say so — the steerer was told nothing else."""
+    writing, go_on = anyio.Event(), anyio.Event()
+    seen: list[LLMRequest] = []
+
+    async def model(request: LLMRequest) -> Any:
+        seen.append(request)
+        writing.set()
+        await go_on.wait()
+        if ending == "failed":
+            raise RuntimeError("the vendor fell over")
+        return "Paris is sunny."
+
+    rec = InMemoryRecorder()
+    async with Runtime():
+        agent = Agent(ScriptedProvider(model), recorders=[rec], max_steps=1)
+        async with agent.stream("weather?") as run:
+            await writing.wait()
+            await run.steer("also Oslo")
+            go_on.set()
+            result = await run.wait()
+    assert len(seen) == 1  # no step read the steer
+    assert result.bounded if ending == "max_steps" else result.generation_failed
+    (unread,) = rec.of_type("run.steers_unread")
+    assert unread.data == {"count": 1, "reason": ending}
+    assert [e.type for e in rec.events].index("run.steers_unread") < [e.type for e in rec.events].index("run.finished")
+    assert any("1 steer(s) it never took" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+async def test_a_run_that_takes_its_steers_records_none_unread() -> None:
+    gate, seen, rec = Gate(), [], InMemoryRecorder()
+    async with Runtime():
+        agent = Agent(_one_call_then_answer(seen), tools=[gate.tool()], recorders=[rec])
+        async with agent.stream("weather?") as run:
+            await gate.entered.wait()
+            await run.steer("also check Oslo")
+            gate.open.set()
+            result = await run.wait()
+    assert result.ok and not rec.of_type("run.steers_unread")
+
+
 async def test_steering_a_finished_run_is_a_typed_error() -> None:
     async with Runtime():
         agent = Agent(ScriptedProvider("hi"))
