@@ -23,6 +23,12 @@ body is not read yet):
 how the benchmarks compare them); ``=aiohttp`` makes a missing aiohttp an error on asyncio
 instead of a quiet fallback; ``=h11`` takes the h11 sender on asyncio too.
 
+An owned sender's pool holds at most 256 connections (in use and idle, all hosts; 64 kept idle):
+past them a request waits for one (``timeout.pool``).  ``AGENTACTORS_HTTP_MAX_CONNECTIONS=N`` sets
+that bound for the process — read once, when the first owned sender is made — and keeps up to N
+idle, for a service whose thousands of concurrent runs each hold a stream open.  An injected client
+has its own limits (``httpx.AsyncClient(limits=...)``).
+
 httpx is imported where a sender is made or a response read, not at the top: ``import agentactors``
 does not load it (with its CLI's rich and click, when installed, it is most of the package's
 import time).
@@ -50,6 +56,8 @@ __all__ = [
 ]
 
 ENV = "AGENTACTORS_HTTP_TRANSPORT"
+#: The variable that sets the owned pool's size (see the module docstring).
+MAX_CONNECTIONS_ENV = "AGENTACTORS_HTTP_MAX_CONNECTIONS"
 #: The owned pool's limits (an ``httpx.Limits``, made on first use; the benchmarks assign their own).
 OWNED_LIMITS: httpx.Limits
 
@@ -68,8 +76,30 @@ def _owned_limits() -> httpx.Limits:
     except NameError:
         import httpx
 
-        OWNED_LIMITS = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        most = _max_connections()
+        OWNED_LIMITS = (
+            httpx.Limits(max_connections=256, max_keepalive_connections=64)
+            if most is None
+            else httpx.Limits(max_connections=most, max_keepalive_connections=most)
+        )
         return OWNED_LIMITS
+
+
+def _max_connections() -> int | None:
+    """``AGENTACTORS_HTTP_MAX_CONNECTIONS`` as a positive int, or ``None`` when unset or empty.
+
+    :raises ValueError: it is set to anything else (naming the variable and the value).
+    """
+    raw = os.environ.get(MAX_CONNECTIONS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        most = int(raw)
+    except ValueError:
+        most = 0
+    if most < 1:
+        raise ValueError(f"{MAX_CONNECTIONS_ENV} must be a positive whole number of connections, not {raw!r}")
+    return most
 
 
 class WireResponse(Protocol):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from types import ModuleType
 
 import anyio
 import anyio.abc
@@ -412,3 +413,67 @@ async def test_the_seam_takes_h11_on_trio_and_keeps_the_escape_hatch(
     proxied = owned_sender(TIMEOUT)
     assert proxied.name == ("aiohttp" if anyio_backend_name == "asyncio" else "httpx")  # httpx honours proxies
     await proxied.aclose()
+
+
+# --- the owned pool's size ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def seam(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The transport module with its pool limits forgotten (read again from the environment), and the
+    limits a test made forgotten after it: the next test's senders get the process's own."""
+    from agentactors.providers.http import transport
+
+    monkeypatch.delattr(transport, "OWNED_LIMITS", raising=False)  # restored after the test if it was made
+    yield transport
+    transport.__dict__.pop("OWNED_LIMITS", None)
+
+
+@pytest.mark.parametrize("transport", ["auto", "h11", "httpx"])
+async def test_the_owned_pool_size_comes_from_the_environment(
+    transport: str, seam: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six requests at once through a pool of two: the server never holds more than two connections."""
+    for proxy in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)
+    monkeypatch.setenv(ENV, transport)
+    monkeypatch.setenv(seam.MAX_CONNECTIONS_ENV, "2")
+    in_flight, peak = 0, 0
+
+    async def slow(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await anyio.sleep(0.1)
+        in_flight -= 1
+        await stream.send(content_length(b'{"ok": true}'))
+        return True
+
+    bodies: list[bytes] = []
+    async with raw_server(slow) as server:
+        sender = owned_sender(TIMEOUT)
+        assert seam.OWNED_LIMITS.max_connections == 2
+
+        async def one(i: int) -> None:
+            response = await sender.send(server.url, HEADERS, b'{"n": %d}' % i)
+            bodies.append(b"".join([chunk async for chunk in response.aiter_raw()]))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for i in range(6):
+                    tg.start_soon(one, i)
+        await sender.aclose()
+    assert bodies == [b'{"ok": true}'] * 6 and len(server.requests) == 6
+    assert peak == 2, peak  # requests at the server at once: reached, never exceeded
+    assert server.accepted == 2  # and the two connections were kept and reused
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many", "2.5"])
+def test_a_pool_size_that_is_not_a_positive_number_is_a_clear_error(
+    value: str, seam: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(seam.MAX_CONNECTIONS_ENV, value)
+    with pytest.raises(ValueError, match=f"AGENTACTORS_HTTP_MAX_CONNECTIONS must be a positive whole number.*{value}"):
+        owned_sender(TIMEOUT)
+    monkeypatch.delenv(seam.MAX_CONNECTIONS_ENV)
+    assert seam.OWNED_LIMITS.max_connections == 256  # unset: the default, and nothing was cached by the error
