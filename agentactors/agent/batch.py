@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import anyio
 
+from .._batch_group import BatchGroup, open_batch_group
 from .._containment import escapes, interrupt_in
 from ..actors.runtime import Runtime
 from ..loop.result import RunResult
@@ -149,7 +150,7 @@ async def run_batch(
     warned = [False]
     interrupted: list[KeyboardInterrupt] = []
 
-    async def worker(batch: anyio.CancelScope) -> None:
+    async def worker(batch: BatchGroup) -> None:
         for i in indexes:
             messages, result = _prepared(prepare, items[i], typed)
             if result is None:
@@ -180,9 +181,10 @@ async def run_batch(
                         log.exception("the run_many progress callback raised; it is ignored from now on")
 
     try:
-        async with anyio.create_task_group() as tg:
+        # Not anyio's task group directly: on trio, the nursery itself (~1.3 KB less a run, :mod:`._batch_group`).
+        async with open_batch_group() as group:
             for _ in range(min(concurrency, total)):
-                tg.start_soon(worker, tg.cancel_scope)
+                group.start_soon(worker, group)
     except BaseException as exc:
         filled = _fill(results, items, prepare, typed)
         stop = interrupt_in(exc)
