@@ -429,7 +429,8 @@ class SessionDeactivated(SessionEvent):
 class SessionCommitted(SessionEvent):
     """``session.committed``: ``key``, ``version`` (the new one), ``turn_run_id`` (the turn's run: the event's
     own ``run_id`` is that of the run it was emitted in, if any), ``messages`` (how many the history now
-    holds) and ``paused`` (the turn paused for approval; ``resolving=True``: ``resolve`` claimed a pause)."""
+    holds) and ``paused`` (the turn paused for approval; ``resolving=True``: ``resolve`` claimed a pause;
+    ``recovered=True``: ``rt.recover(sessions=...)`` committed a turn a crash had cut)."""
 
     __slots__ = ()
 

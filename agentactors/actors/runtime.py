@@ -525,7 +525,7 @@ class Runtime:
                 sink.emit("actor.started", actor=cell.name)
         return ActorRef(cell)
 
-    async def recover(self, *, agents: Iterable[Any] = ()) -> list[Any]:
+    async def recover(self, *, agents: Iterable[Any] = (), sessions: Any = None) -> list[Any]:
         """Finish the runs a crashed process left in this runtime's journal; their results, in the order they started.
 
         Each run goes on from its last committed step with the agent of its name among those bound to this
@@ -533,13 +533,24 @@ class Runtime:
         a tool step started but not committed runs again with the same idempotency keys
         (``docs/durability.md``).  A run whose agent is not found is left for a later call.
 
+        ``sessions``: the session store (``SqliteStore(path)``, ``PostgresStore(dsn)``) of the sessions whose
+        turns were cut: a recovered turn is committed to its session as the session would have committed it,
+        over the version it started from (a session that moved on meanwhile keeps its history; a warning is
+        logged).  Without it, a recovered turn's result is only returned here.
+
         :raises RuntimeError: the runtime has no journal, or is not running.
+        :raises TypeError: ``sessions`` is not a session store.
         """
         journal = self.journal
         if journal is None:
             raise RuntimeError("recover() needs a journal: Runtime(journal=SqliteJournal(path))")
         self._check_running()
-        found: list[Any] = await journal.recover(self, agents=(*self.bound, *agents))
+        bound = (*self.bound, *agents)
+        # Passed only when given: a journal written against the earlier port takes no ``sessions``.
+        if sessions is None:
+            found: list[Any] = await journal.recover(self, agents=bound)
+        else:
+            found = await journal.recover(self, agents=bound, sessions=sessions)
         return found
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:

@@ -18,7 +18,7 @@ from .._json import MAX_DOCUMENT_DEPTH, MAX_TEXT_CHARS, JsonBoundError, loads_bo
 from ..loop.tape import Commit
 from ..messages import Message
 from ..sessions.codec import messages_from_json, messages_to_json, result_from_json, result_to_json
-from .codec import origin_from_json, response_from_json, response_to_json
+from .codec import origin_from_json, response_from_json, response_to_json, session_from_origin
 from .records import RecordedRun, RecordedStep
 from .store import JournalFormatError
 
@@ -110,7 +110,8 @@ def decode_run(
         )
     inputs = _decoded(run_id, "inputs", inputs_text, messages_from_json)
     parent, call, resume = _decoded(run_id, "origin", origin, origin_from_json) if origin else (None, None, None)
+    session = _decoded(run_id, "origin", origin, session_from_origin) if origin else None
     return RecordedRun(
         run_id, agent, inputs, tuple(recorded), str(status), content=content, parent_run_id=parent,
-        parent_call_id=call, resume=resume, resumed_results=resumed, children=children,
+        parent_call_id=call, resume=resume, resumed_results=resumed, children=children, session=session,
     )

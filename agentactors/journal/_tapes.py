@@ -75,9 +75,9 @@ class Tapes:
         tape.run_id = recorded.run_id
         return tape
 
-    async def recover(self, rt: Any, *, agents: Iterable[Any]) -> list[RunResult[Any]]:
+    async def recover(self, rt: Any, *, agents: Iterable[Any], sessions: Any = None) -> list[RunResult[Any]]:
         """``rt.recover()``'s work (:mod:`agentactors.journal.recovery`)."""
-        return await recover(cast("JournalStore", self), rt, agents=agents)  # a subclass is one
+        return await recover(cast("JournalStore", self), rt, agents=agents, sessions=sessions)  # a subclass is one
 
 
 class _Writer:

@@ -27,6 +27,7 @@ from ..sessions.codec import (
     value_from_json,
     value_to_json,
 )
+from ..sessions.journaled import SessionTurn, current_turn
 
 __all__ = [
     "RunOrigin",
@@ -36,6 +37,7 @@ __all__ = [
     "response_from_event",
     "response_from_json",
     "response_to_json",
+    "session_from_origin",
 ]
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
@@ -92,7 +94,8 @@ def origin_now(parent_run_id: str | None) -> dict[str, Any] | None:
 
     A delegated run: its parent and the parent's call that runs it (:func:`agentactors.loop.lineage.current`,
     which the run starts under); a resumed run: its pause and decisions (:func:`agentactors.loop.tape.resuming`)
-    — what recovery needs to start the run again the same way.
+    — what recovery needs to start the run again the same way; a session's turn: which turn
+    (:func:`agentactors.sessions.journaled.current_turn`) — what recovery needs to commit it.
     """
     doc: dict[str, Any] = {}
     if parent_run_id is not None:
@@ -104,6 +107,10 @@ def origin_now(parent_run_id: str | None) -> dict[str, Any] | None:
     if resume is not None:
         doc["resume"] = paused_to_json(resume[0])
         doc["decisions"] = {str(k): v for k, v in resume[1].items()}
+    if parent_run_id is None:  # a session's turn is a top-level run (the runs its tools start inherit the mark)
+        turn = current_turn()
+        if turn is not None:
+            doc["session"] = turn.to_json()
     return doc or None
 
 
@@ -116,6 +123,12 @@ def origin_from_json(doc: Mapping[str, Any] | None) -> RunOrigin:
         decisions = {str(k): v if isinstance(v, bool) else str(v) for k, v in (doc.get("decisions") or {}).items()}
         resume = (paused_from_json(doc["resume"]), decisions)
     return doc.get("parent_run_id"), doc.get("parent_call_id"), resume
+
+
+def session_from_origin(doc: Mapping[str, Any] | None) -> SessionTurn | None:
+    """The session turn :func:`origin_now` recorded (``None``: the run was no session's turn)."""
+    turn = doc.get("session") if doc else None
+    return None if turn is None else SessionTurn.from_json(turn)
 
 
 # --- lenient: what a JSONL event record holds -------------------------------------------------------

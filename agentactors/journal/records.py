@@ -15,6 +15,7 @@ from ..errors import AgentActorsError
 from ..loop.pause import PausedRun
 from ..loop.tape import StepWriter, Tape
 from ..messages import LLMResponse, Message
+from ..sessions.journaled import SessionTurn
 from ..tools.results import ToolResult
 
 __all__ = [
@@ -87,7 +88,8 @@ class RecordedRun:
     ``parent_run_id`` and ``parent_call_id`` (the parent's tool call that ran it, when the delegating tool
     said so), and its ``children`` left unfinished — recovered inside the parent's recovered tool step,
     never on their own; a resumed run's ``resume`` (the pause and the decisions it went on with) and
-    ``resumed_results`` (the paused step's results, once committed).
+    ``resumed_results`` (the paused step's results, once committed); a session's turn's ``session`` (which
+    session, from which version: what ``rt.recover(sessions=store)`` commits the recovered turn with).
     """
 
     run_id: str
@@ -103,6 +105,7 @@ class RecordedRun:
     resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None
     resumed_results: tuple[ToolResult, ...] | None = None
     children: tuple[RecordedRun, ...] = ()
+    session: SessionTurn | None = None
 
     @property
     def finished(self) -> bool:

@@ -13,6 +13,12 @@ safely: ``unfinished`` lists only the runs whose lease is free, and each is *cla
 (:meth:`JournalStore.claim <agentactors.journal.JournalStore.claim>`) — atomically, so exactly one recoverer
 takes it — before it is run; a run another recoverer claimed first is left to it.
 
+A run that was a session's turn (the journal recorded which: :mod:`agentactors.sessions.journaled`) is
+committed to the session when it ends, if ``recover`` was given the session store (``sessions=``), as the
+session's actor would have committed it in the process that died: the same rule, over the version the turn
+started from — a session that moved on meanwhile keeps its history (a warning says the turn was not
+committed).  Without ``sessions=``, the result is only ``recover()``'s (an info line says which session's).
+
 How the tape reaches that run and no other: a context variable, set in the recovering task just before
 ``agent.run`` makes the run's controller there, and taken by the journal's ``open_run`` (once).
 """
@@ -28,6 +34,8 @@ import anyio
 
 from ..loop.result import RunResult
 from ..loop.tape import Tape
+from ..sessions.actor import commit_recovered
+from ..sessions.store import SessionStore, check_store
 from .records import RecordedRun
 from .store import JournalStore
 
@@ -46,8 +54,15 @@ def adopted() -> Tape | None:
     return tape
 
 
-async def recover(journal: JournalStore, rt: Any, *, agents: Iterable[Any]) -> list[RunResult[Any]]:
-    """Finish ``journal``'s unfinished runs in ``rt`` with ``agents`` (by name; the first of a name wins)."""
+async def recover(
+    journal: JournalStore, rt: Any, *, agents: Iterable[Any], sessions: Any = None
+) -> list[RunResult[Any]]:
+    """Finish ``journal``'s unfinished runs in ``rt`` with ``agents`` (by name; the first of a name wins); commit
+    the recovered session turns to ``sessions`` when given (see the module).
+
+    :raises TypeError: ``sessions`` is not a session store (checked before anything runs).
+    """
+    store = None if sessions is None else check_store(sessions)
     named: dict[str | None, Any] = {}
     for agent in agents:
         named.setdefault(getattr(agent, "name", None), agent)
@@ -59,12 +74,18 @@ async def recover(journal: JournalStore, rt: Any, *, agents: Iterable[Any]) -> l
             if agent is None:
                 log.warning("run %s: no agent named %r to recover it with; left for later", run.run_id, run.agent)
                 continue
-            tg.start_soon(_finish, journal, rt, run, agent, results, index)
+            tg.start_soon(_finish, journal, rt, run, agent, results, index, store)
     return [r for r in results if r is not None]
 
 
 async def _finish(
-    journal: JournalStore, rt: Any, run: RecordedRun, agent: Any, results: list[RunResult[Any] | None], index: int
+    journal: JournalStore,
+    rt: Any,
+    run: RecordedRun,
+    agent: Any,
+    results: list[RunResult[Any] | None],
+    index: int,
+    store: SessionStore | None,
 ) -> None:
     claimed = await journal.claim(run.run_id)  # as committed when claimed: another recoverer may have gone on
     if claimed is None:
@@ -74,6 +95,15 @@ async def _finish(
     _ADOPTING.set(journal.resume_run(run))
     log.info("run %s: recovering from step %d", run.run_id, len(run.steps))
     if run.resume is not None:  # a resumed run starts again as it did: its pause, its decisions
-        results[index] = await agent.resume(*run.resume, runtime=rt)
+        result = await agent.resume(*run.resume, runtime=rt)
     else:
-        results[index] = await agent.run(run.inputs, runtime=rt)
+        result = await agent.run(run.inputs, runtime=rt)
+    results[index] = result
+    if run.session is None:
+        return
+    if store is None:
+        log.info("run %s was a turn of session %r: recover(sessions=store) commits it", run.run_id, run.session.key)
+        return
+    # A resumed turn started on the history alone (its inputs), a turn on the history and its messages.
+    inputs = run.resume[0].messages if run.resume is not None else run.inputs
+    await commit_recovered(store, run.session, result, tuple(inputs), rt.emit)

@@ -68,7 +68,10 @@ class JournalStore(Protocol):
         live owner holds it (a recoverer that lost the race leaves it)."""
         ...
 
-    async def recover(self, rt: Any, *, agents: Iterable[Any]) -> list[RunResult[Any]]: ...
+    async def recover(self, rt: Any, *, agents: Iterable[Any], sessions: Any = None) -> list[RunResult[Any]]:
+        """``rt.recover()``'s work: finish the unfinished runs in ``rt`` with ``agents``; a recovered session turn
+        is committed to ``sessions`` (a :class:`~agentactors.sessions.SessionStore`) when given."""
+        ...
 
     async def park(self, key: str, value: str) -> None:
         """Keep ``value`` (JSON text) under ``key``, replacing what was there, durably (committed on return).

@@ -42,6 +42,8 @@ it twice would be worse than asking the person again with a new turn).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -53,9 +55,21 @@ from ..loop.pause import PausedRun, check_decisions
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall
 from ..settings import ModelSettings
+from .journaled import SessionTurn, turn_running
 from .store import SessionRecord, SessionStore
 
-__all__ = ["Refresh", "Resolve", "SessionActor", "SessionAgent", "Turn", "committable"]
+__all__ = [
+    "Refresh",
+    "Resolve",
+    "SessionActor",
+    "SessionAgent",
+    "Turn",
+    "commit_recovered",
+    "committable",
+    "turn_record",
+]
+
+log = logging.getLogger("agentactors.sessions")
 
 
 class SessionAgent(Protocol):
@@ -178,14 +192,16 @@ class SessionActor:
                 key=self.key,
                 pending=self.paused.pending,
             )
-        result = await message.agent.run(
-            self.history + message.messages,
-            runtime=self.rt,
-            deps=message.deps,
-            settings=message.settings,
-            deadline=message.deadline,
-            priority=message.priority,
-        )
+        # The journal (if any) records which turn the run is: recover() can commit it if this process dies.
+        with turn_running(SessionTurn(self.key, self.version, len(self.history))):
+            result = await message.agent.run(
+                self.history + message.messages,
+                runtime=self.rt,
+                deps=message.deps,
+                settings=message.settings,
+                deadline=message.deadline,
+                priority=message.priority,
+            )
         await self._settle(result)
         return result
 
@@ -205,19 +221,15 @@ class SessionActor:
         decisions = check_decisions(pause, message.decisions)
         history = self.history
         await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
-        result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
+        with turn_running(SessionTurn(self.key, self.version, len(history))):
+            result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
         await self._settle(result)
         return result
 
     async def _settle(self, result: RunResult[Any]) -> None:
-        if not committable(result):
-            return
-        state, history = result.resume_state, self.history
-        if state is not None:
-            await self._commit(SessionRecord(self.key, history, 0, state, result.run_id, len(history)))
-        else:
-            messages = result.messages
-            await self._commit(SessionRecord(self.key, messages, 0, None, result.run_id, _kept(history, messages)))
+        record = turn_record(self.key, self.history, result)
+        if record is not None:
+            await self._commit(record)
 
     async def _commit(self, record: SessionRecord, *, claim: bool = False) -> None:
         """Commit ``record`` over the version this actor holds; adopt what the store stored.
@@ -241,6 +253,67 @@ class SessionActor:
             paused=stored.paused is not None,
             resolving=claim,
         )
+
+
+def turn_record(key: str, history: tuple[Message, ...], result: RunResult[Any]) -> SessionRecord | None:
+    """What a turn that started on ``history`` commits (the module docstring's rule); ``None``: nothing.
+
+    A pause: the history unchanged, and the pause.  An answer: the run's messages become the history.
+    """
+    if not committable(result):
+        return None
+    state = result.resume_state
+    if state is not None:
+        return SessionRecord(key, history, 0, state, result.run_id, len(history))
+    messages = result.messages
+    return SessionRecord(key, messages, 0, None, result.run_id, _kept(history, messages))
+
+
+async def commit_recovered(
+    store: SessionStore,
+    turn: SessionTurn,
+    result: RunResult[Any],
+    inputs: tuple[Message, ...],
+    emit: Callable[..., None] | None = None,
+) -> bool:
+    """Commit the result of a session's turn that ``rt.recover()`` finished, as the session's actor would have.
+
+    ``turn`` is what the journal recorded of it (:mod:`agentactors.sessions.journaled`), ``inputs`` the
+    run's inputs (the history it started on, then the turn's messages).  The commit names the version the
+    turn started from.  Returns whether it committed: not for a result the rule does not commit (a failure,
+    a cancellation), nor when the session moved on since (the store's conflict: a warning is logged, nothing
+    is overwritten).  ``emit`` (the runtime's) is given ``session.committed`` with ``recovered=True``.
+
+    :raises SessionFormatError: the stored session is in a format this version cannot read.
+        Other errors of the store propagate too.
+    """
+    record = turn_record(turn.key, inputs[: turn.kept], result)
+    if record is None:
+        log.info("run %s: the turn of session %r ended with nothing to commit", result.run_id, turn.key)
+        return False
+    try:
+        stored = await store.commit(record, expected_version=turn.version)
+    except SessionConflictError:
+        log.warning(
+            "run %s: session %r moved on since its turn started (from version %s): the recovered turn is not "
+            "committed",
+            result.run_id, turn.key, turn.version,
+        )
+        return False
+    log.info("run %s: the recovered turn is committed to session %r (version %d)", result.run_id, turn.key,
+             stored.version)
+    if emit is not None:
+        emit(
+            "session.committed",
+            key=turn.key,
+            version=stored.version,
+            turn_run_id=stored.run_id,
+            messages=len(stored.messages),
+            paused=stored.paused is not None,
+            resolving=False,
+            recovered=True,
+        )
+    return True
 
 
 def _kept(history: tuple[Message, ...], messages: tuple[Message, ...]) -> int:

@@ -4,10 +4,12 @@
 KIND is ``child`` (a boss delegates to a payer through ``as_tool``: the payer's run is a child), ``child-done``
 (the boss's step also calls ``settle``, which waits for the payer to finish, then kills: WHERE is ignored), ``resumed``
 (a run paused for approval, resumed, and the resumed run killed), ``session`` (a session's turn, its history in
-a SqliteStore) or ``handoff`` (a triage agent hands the run to the payer).  WHERE is ``tool:N`` (inside the
-payer's charge at step N, after its side effect) or ``model:N`` (at the payer's N-th model step).  Every side
-effect goes to LEDGER with its idempotency key; every provider answers from the conversation alone, so the
-process that recovers answers the remaining steps the same way.
+a SqliteStore), ``session-later`` (the same, the session holding an earlier exchange), ``session-resolved`` (a
+session's turn paused for approval, resolved, and the resumed run killed) or ``handoff`` (a triage agent hands
+the run to the payer).  WHERE is ``tool:N`` (inside the payer's charge at step N, after its side effect) or
+``model:N`` (at the payer's N-th model step).  Every side effect goes to LEDGER with its idempotency key; every
+provider answers from the conversation alone, so the process that recovers answers the remaining steps the same
+way.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from agentactors import (
     Agent,
     LLMRequest,
     LLMResponse,
+    Message,
     Runtime,
     SqliteJournal,
     SqliteStore,
@@ -32,6 +35,7 @@ from agentactors import (
     tool,
 )
 from agentactors.providers.port import stream_from_complete
+from agentactors.sessions import SessionRecord
 
 STEPS = 3  # the payer's steps that charge; the next one answers
 
@@ -137,7 +141,7 @@ def agents(kind: str, ledger: Path, where: str = "") -> list[Agent[Any]]:
         """Charge the card, once a person said yes."""
         return await charge_(ctx, cents)
 
-    model = Payer(int(number) if spot == "model" else None, approve=kind == "resumed")
+    model = Payer(int(number) if spot == "model" else None, approve=kind in ("resumed", "session-resolved"))
     payer = Agent(model, tools=[charge, approved_charge], name="payer")
     if kind == "child":
         return [Agent(Boss(), tools=[payer.as_tool()], name="boss"), payer]
@@ -164,8 +168,18 @@ async def main(kind: str, db: str, ledger: str, where: str) -> None:
     first, *_ = agents(kind, Path(ledger), where)
     async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
         agent = first.bind(rt)
-        if kind == "session":
-            result = await agent.session("customer-1", store=SqliteStore(db)).send("pay")
+        if kind.startswith("session"):
+            store = SqliteStore(db)
+            if kind == "session-later":
+                earlier = (Message.user("hello"), Message.assistant("hi"))
+                await store.commit(SessionRecord("customer-1", earlier), expected_version=None)
+            session = agent.session("customer-1", store=store)
+            if kind == "session-resolved":
+                paused = await session.send("pay")
+                assert paused.paused, paused
+                result = await session.resolve({paused.pending_approvals[0].id: True})
+            else:
+                result = await session.send("pay")
         elif kind == "resumed":
             paused = await agent.run("pay")
             assert paused.paused, paused

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agentactors import Runtime, SqliteJournal, SqliteStore
+from agentactors import InMemoryRecorder, Message, Runtime, SqliteJournal, SqliteStore
+from agentactors.sessions import SessionRecord
 
 from .crashing_kinds import STEPS, agents
 
@@ -106,6 +107,84 @@ async def test_a_session_turn_is_journaled_step_by_step_and_its_side_effects_rec
         assert session.history == ()
     assert result.run_id == run_id and result.content == f"charged {STEPS} times"
     _check_once(_effects(ledger), run_id, "tool:2")
+
+
+@pytest.mark.parametrize("kind", ["session", "session-later"])
+async def test_a_recovered_session_turn_is_committed_to_its_session(tmp_path: Path, kind: str) -> None:
+    """With ``sessions=``, the turn the crash cut joins the conversation as the session would have committed it:
+    a user who asks again is answered by a model that sees it (and its tools do not run again)."""
+    db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
+    _crash(kind, db, ledger, "tool:2")
+    (run_id,) = _runs(db)
+    store = SqliteStore(db)
+    before = await store.load("customer-1")
+    recorder = InMemoryRecorder()
+    async with SqliteJournal(db) as journal, Runtime(journal=journal, recorders=[recorder]) as rt:
+        (payer,) = (a.bind(rt) for a in agents(kind, ledger))
+        (result,) = await rt.recover(sessions=store)
+        assert await rt.recover(sessions=store) == []  # nothing left: committed once
+        session = payer.session("customer-1", store=store)
+        await session.refresh()
+        assert session.history == result.messages
+        assert session.version == (1 if before is None else before.version + 1)
+        earlier = () if before is None else before.messages
+        assert session.history[: len(earlier)] == earlier
+        assert session.history[len(earlier)] == Message.user("pay")
+        assert session.history[-1].content == f"charged {STEPS} times"
+        committed = [e.data for e in recorder.events if e.type == "session.committed"]
+        assert committed and committed[0]["recovered"] is True and committed[0]["turn_run_id"] == run_id
+    assert result.run_id == run_id and result.ok
+    _check_once(_effects(ledger), run_id, "tool:2")
+
+
+async def test_a_recovered_resolved_session_turn_is_committed_over_its_claim(tmp_path: Path) -> None:
+    db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
+    _crash("session-resolved", db, ledger, "tool:2")
+    statuses = _runs(db)
+    (resumed_id,) = [r for r, (s, _) in statuses.items() if s == "running"]
+    store = SqliteStore(db)
+    claimed = await store.load("customer-1")
+    assert claimed is not None and claimed.paused is None  # the pause was claimed before the crash
+    async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
+        (payer,) = (a.bind(rt) for a in agents("session-resolved", ledger))
+        (result,) = await rt.recover(sessions=store)
+        session = payer.session("customer-1", store=store)
+        await session.refresh()
+        assert session.version == claimed.version + 1 and not session.paused
+        assert session.history == result.messages and session.history[-1].content == f"charged {STEPS} times"
+    assert result.run_id == resumed_id and result.ok
+    _check_once(_effects(ledger), resumed_id, "tool:2")
+
+
+async def test_a_session_that_moved_on_keeps_its_history_and_the_recovered_turn_is_only_returned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
+    _crash("session", db, ledger, "tool:2")
+    (run_id,) = _runs(db)
+    store = SqliteStore(db)
+    # Meanwhile a replica answered the user's next message: the session is at version 1 without the cut turn.
+    other = (Message.user("are you there?"), Message.assistant("yes"))
+    await store.commit(SessionRecord("customer-1", other), expected_version=None)
+    async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
+        bound = [a.bind(rt) for a in agents("session", ledger)]  # held: the runtime holds bound agents weakly
+        with caplog.at_level("WARNING", logger="agentactors.sessions"):
+            (result,) = await rt.recover(sessions=store)
+        stored = await store.load("customer-1")
+    assert bound
+    assert stored is not None and stored.messages == other and stored.version == 1  # nothing overwritten
+    assert result.run_id == run_id and result.ok
+    assert any(run_id in r.getMessage() and "moved on" in r.getMessage() for r in caplog.records)
+
+
+async def test_recover_refuses_what_is_not_a_session_store_before_running_anything(tmp_path: Path) -> None:
+    db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
+    _crash("session", db, ledger, "tool:2")
+    async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
+        (payer,) = (a.bind(rt) for a in agents("session", ledger))
+        with pytest.raises(TypeError):
+            await rt.recover(sessions="runs.db")
+    assert payer is not None and _runs(db) and all(s == "running" for s, _ in _runs(db).values())
 
 
 @pytest.mark.parametrize("where", ["tool:1", "model:3"])

@@ -123,3 +123,27 @@ async def test_the_password_never_leaks_and_a_missing_extra_names_it(
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(ImportError, match=r"agentactors\[postgres\]"):
         await PostgresJournal(postgres_server.dsn()).unfinished()
+
+
+async def test_a_session_turn_records_which_turn_it_is_and_a_damaged_mark_is_typed(
+    postgres_dsn: str,  # noqa: F811
+) -> None:
+    from agentactors import PostgresStore
+    from agentactors.sessions.journaled import SessionTurn
+
+    agent = Agent(ScriptedProvider(["first", "second"]), name="chat")
+    async with PostgresJournal(postgres_dsn) as journal, Runtime(journal=journal) as rt:
+        session = agent.session("user:7", runtime=rt, store=PostgresStore(postgres_dsn))
+        one = await session.send("hello")
+        two = await session.send("again")
+        assert (await journal.load_run(one.run_id or "")).session == SessionTurn("user:7", None, 0)
+        # The second turn started on version 1, whose history is the first turn's two messages.
+        assert (await journal.load_run(two.run_id or "")).session == SessionTurn("user:7", 1, 2)
+        plain = await agent.run("no session", runtime=rt)
+        assert (await journal.load_run(plain.run_id or "")).session is None
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE agentactors_runs SET origin = %s WHERE run_id = %s",
+                     ('{"session": {"key": 5}}', one.run_id))
+    async with PostgresJournal(postgres_dsn) as journal:
+        with pytest.raises(JournalFormatError, match=f"{one.run_id}.*origin"):
+            await journal.load_run(one.run_id or "")
