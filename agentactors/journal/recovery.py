@@ -35,6 +35,7 @@ import anyio
 from ..loop.result import RunResult
 from ..loop.tape import Tape
 from ..sessions.actor import commit_recovered
+from ..sessions.registry import Sessions
 from ..sessions.store import SessionStore, check_store
 from .records import RecordedRun
 from .store import JournalStore
@@ -106,4 +107,5 @@ async def _finish(
         return
     # A resumed turn started on the history alone (its inputs), a turn on the history and its messages.
     inputs = run.resume[0].messages if run.resume is not None else run.inputs
-    await commit_recovered(store, run.session, result, tuple(inputs), rt.emit)
+    if await commit_recovered(store, run.session, result, tuple(inputs), rt.emit):
+        Sessions.of(rt).changed(store, run.session.key)  # an active session here reloads before its next turn

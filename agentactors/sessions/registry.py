@@ -102,6 +102,13 @@ class Sessions:
     def get(self, slot: Slot) -> Entry | None:
         return self.active.get(slot)
 
+    def changed(self, store: SessionStore, key: str) -> None:
+        """``key``'s record in ``store`` changed behind this runtime's back (``rt.recover(sessions=)`` committed a
+        turn): its actor here, if it is active, loads it again before its next message.  Never awaits."""
+        entry = self.active.get((id(store), key))
+        if entry is not None:
+            entry.actor.loaded = False
+
     def stats(self) -> dict[str, int]:
         """``active`` sessions, of which ``idle`` (waiting for the sweeper) and ``busy`` (a call in flight)."""
         idle = sum(len(group) for group in self._idle.values())

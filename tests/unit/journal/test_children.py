@@ -137,6 +137,26 @@ async def test_a_recovered_session_turn_is_committed_to_its_session(tmp_path: Pa
     _check_once(_effects(ledger), run_id, "tool:2")
 
 
+async def test_a_session_active_in_the_recovering_runtime_reloads_and_its_next_turn_goes_through(
+    tmp_path: Path,
+) -> None:
+    db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
+    _crash("session", db, ledger, "tool:2")
+    store = SqliteStore(db)
+    async with SqliteJournal(db) as journal, Runtime(journal=journal) as rt:
+        (payer,) = (a.bind(rt) for a in agents("session", ledger))
+        session = payer.session("customer-1", store=store)
+        await session.refresh()  # active here, at the version before the cut turn
+        assert session.history == ()
+        (result,) = await rt.recover(sessions=store)
+        after = await session.send("thanks")  # no SessionConflictError: the actor reloaded first
+        assert after.ok and session.history[: len(result.messages)] == result.messages
+        assert session.version == 2
+    run_id = result.run_id or ""
+    # The next turn charges on its own (this payer charges on every turn), under its own run's keys.
+    _check_once([e for e in _effects(ledger) if e[0].startswith(f"{run_id}:")], run_id, "tool:2")
+
+
 async def test_a_recovered_resolved_session_turn_is_committed_over_its_claim(tmp_path: Path) -> None:
     db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
     _crash("session-resolved", db, ledger, "tool:2")
