@@ -244,15 +244,7 @@ class SessionActor:
                 self.loaded = False
                 raise
             self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
-        self.rt.emit(
-            "session.committed",
-            key=self.key,
-            version=stored.version,
-            turn_run_id=stored.run_id,
-            messages=len(stored.messages),
-            paused=stored.paused is not None,
-            resolving=claim,
-        )
+        _committed(self.rt.emit, stored, resolving=claim)
 
 
 def turn_record(key: str, history: tuple[Message, ...], result: RunResult[Any]) -> SessionRecord | None:
@@ -303,17 +295,22 @@ async def commit_recovered(
     log.info("run %s: the recovered turn is committed to session %r (version %d)", result.run_id, turn.key,
              stored.version)
     if emit is not None:
-        emit(
-            "session.committed",
-            key=turn.key,
-            version=stored.version,
-            turn_run_id=stored.run_id,
-            messages=len(stored.messages),
-            paused=stored.paused is not None,
-            resolving=False,
-            recovered=True,
-        )
+        _committed(emit, stored, recovered=True)
     return True
+
+
+def _committed(emit: Callable[..., None], stored: SessionRecord, *, resolving: bool = False, **more: Any) -> None:
+    """``session.committed`` for what the store stored (``more``: ``recovered=True`` from a recovery)."""
+    emit(
+        "session.committed",
+        key=stored.key,
+        version=stored.version,
+        turn_run_id=stored.run_id,
+        messages=len(stored.messages),
+        paused=stored.paused is not None,
+        resolving=resolving,
+        **more,
+    )
 
 
 def _kept(history: tuple[Message, ...], messages: tuple[Message, ...]) -> int:
