@@ -47,14 +47,11 @@ OneRun = Callable[[int, Callable[[], None]], Awaitable[None]]
 
 
 async def _agentactors(base: str, runs: int) -> tuple[OneRun, Callable[[], Awaitable[None]]]:
-    import httpx
-
-    import agentactors.providers.http.transport as transport
     from agentactors import Agent, OpenAIProvider, ProviderActor, Runtime
 
-    # The provider's own pool holds 256 connections (no public knob yet): 10,000 streams at once need one each,
-    # as the peers' httpx pools below are given.
-    transport.OWNED_LIMITS = httpx.Limits(max_connections=runs + 16, max_keepalive_connections=runs + 16)
+    # The provider's own pool holds 256 connections by default: 10,000 streams at once need one each, as the
+    # peers' httpx pools below are given.  Read when the first owned sender is made (below, at the warm-up).
+    os.environ["AGENTACTORS_HTTP_MAX_CONNECTIONS"] = str(runs + 16)
     provider = OpenAIProvider(MODEL, api_key=KEY, base_url=f"{base}/v1")
     await provider.__aenter__()
     rt = Runtime()
@@ -247,12 +244,18 @@ def _client(impl: str, backend: str, runs: int, base: str, vendor_pid: int, ramp
     return res
 
 
-def w12_streams(*, reps: int, smoke: bool, runs: int | None = None) -> dict[str, Any]:
-    """10,000 concurrent streamed runs (``smoke``: 200), every implementation in its own process, interleaved."""
+def w12_streams(
+    *, reps: int, smoke: bool, runs: int | None = None, vendor: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """10,000 concurrent streamed runs (``smoke``: 200), every implementation in its own process, interleaved.
+
+    ``vendor``: keys of :data:`VENDOR` to change (``{"interval": 10.0, "chunks": 6}``: a delta every 10 s, six a
+    stream — a pace at which the peers' CPU per delta fits two cores at 10,000 streams).
+    """
     n = runs or (50 if smoke else 10_000)
     # 20 deltas of 6 words a second apart (~8 tokens/s a stream, slower than most models alone): at 10,000 streams
     # that is 10,000 deltas/s, what one Python vendor process serves on a 2-core machine beside the client.
-    cfg = SMOKE_VENDOR if smoke else VENDOR
+    cfg = dict(SMOKE_VENDOR if smoke else VENDOR, **(vendor or {}))
     # The smoke run checks the harness: agentactors only (the peers live in .venv-bench, and their imports are slow).
     impls = tuple(i for i in IMPLS if i[0] == "agentactors") if smoke else IMPLS
     proc, base = _start_vendor(cfg)

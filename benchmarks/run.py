@@ -267,7 +267,8 @@ def _w13(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
 
 def _w12(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
     runs = os.environ.get("AGENTACTORS_BENCH_W12_RUNS")  # set by --w12-runs
-    res = W12.w12_streams(reps=reps, smoke=smoke, runs=int(runs) if runs else None)
+    pace = json.loads(os.environ.get("AGENTACTORS_BENCH_W12_VENDOR") or "{}")  # set by --w12-interval/--w12-chunks
+    res = W12.w12_streams(reps=reps, smoke=smoke, runs=int(runs) if runs else None, vendor=pace or None)
     report["workloads"]["W12"] = res
 
     def opt(x: float | None, f: str) -> str:
@@ -340,9 +341,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the other workloads' results already in --out (re-run some, keep the rest)")
     parser.add_argument("--w12-runs", type=int, default=None,
                         help="W12's concurrent runs (default 10,000; the peers need several cores at that size)")
+    parser.add_argument("--w12-interval", type=float, default=None,
+                        help="W12: seconds between a stream's deltas (default 1.0)")
+    parser.add_argument("--w12-chunks", type=int, default=None, help="W12: deltas a stream (default 20)")
     args = parser.parse_args(argv)
     if args.w12_runs is not None:
         os.environ["AGENTACTORS_BENCH_W12_RUNS"] = str(args.w12_runs)
+    pace = {k: v for k, v in (("interval", args.w12_interval), ("chunks", args.w12_chunks)) if v is not None}
+    if pace:
+        os.environ["AGENTACTORS_BENCH_W12_VENDOR"] = json.dumps(pace)
     smoke = args.smoke
     reps = 1 if smoke else max(3, args.reps)
     only = {w.strip().upper() for w in args.only.split(",") if w.strip()}
