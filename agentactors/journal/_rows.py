@@ -80,6 +80,11 @@ def _decoded(run_id: str, what: str, text: Any, decode: Callable[[Any], T]) -> T
         raise JournalFormatError(message) from None
 
 
+def _origin(doc: Any) -> tuple[Any, ...]:
+    """Where the run came from (:func:`origin_from_json`) and which session turn it was, from one parse."""
+    return (*origin_from_json(doc), session_from_origin(doc))
+
+
 def _results(docs: Any) -> tuple[Any, ...]:
     return tuple(result_from_json(d) for d in docs)
 
@@ -109,8 +114,7 @@ def decode_run(
             )
         )
     inputs = _decoded(run_id, "inputs", inputs_text, messages_from_json)
-    parent, call, resume = _decoded(run_id, "origin", origin, origin_from_json) if origin else (None, None, None)
-    session = _decoded(run_id, "origin", origin, session_from_origin) if origin else None
+    parent, call, resume, session = _decoded(run_id, "origin", origin, _origin) if origin else (None, None, None, None)
     return RecordedRun(
         run_id, agent, inputs, tuple(recorded), str(status), content=content, parent_run_id=parent,
         parent_call_id=call, resume=resume, resumed_results=resumed, children=children, session=session,
