@@ -157,8 +157,8 @@ class Spec:
     Immutable and shared (the runtime keeps one per distinct setting), so an
     idle actor pays one reference for all of them.  ``new_event`` and
     ``new_scope`` are the running backend's own classes, and ``checkpoint`` its
-    ``checkpoint_if_cancelled``, resolved once: ``anyio.Event()`` (and the others)
-    look the backend up on every call.
+    ``checkpoint_if_cancelled`` (``scope_checkpoint`` the same from a known scope), resolved
+    once: ``anyio.Event()`` (and the others) look the backend up on every call.
     """
 
     host: Host
@@ -173,6 +173,9 @@ class Spec:
     concurrency: int
     direct: bool
     quiet: bool = False  # no actor.started / actor.stopped events (an actor per run: the run has its own)
+    #: ``checkpoint_if_cancelled`` from a known innermost scope (:func:`agentactors._backend.scope_checkpoint`):
+    #: a frame's, between the asks made in it.  ``None``: made by hand; the frame uses ``checkpoint``.
+    scope_checkpoint: Callable[[Any], Awaitable[None]] | None = None
 
 
 class Waiter:

@@ -52,16 +52,32 @@ class Frame:
     halt of an actor whose handler ran in the frame cancelled it.
     """
 
-    __slots__ = ("checkpoint", "halted", "scope")
+    __slots__ = ("_check", "halted", "scope")
 
     def __init__(
-        self, scope: anyio.CancelScope, checkpoint: Callable[[], Awaitable[None]] = checkpoint_if_cancelled
+        self,
+        scope: anyio.CancelScope,
+        checkpoint: Callable[[], Awaitable[None]] = checkpoint_if_cancelled,
+        scope_checkpoint: Callable[[Any], Awaitable[None]] | None = None,
     ) -> None:
         self.scope = scope
-        #: ``anyio.lowlevel.checkpoint_if_cancelled``, the running backend's own when the runtime resolved it:
-        #: an ask in a frame is no cancellation point, so a task that needs one between its asks calls this.
-        self.checkpoint = checkpoint
+        # How checkpoint() checks: from this frame's scope outwards when the runtime resolved that
+        # (agentactors._backend.scope_checkpoint), else the backend's checkpoint_if_cancelled itself.
+        self._check: Callable[[Any], Awaitable[None]] = (
+            scope_checkpoint if scope_checkpoint is not None else _ignoring_scope(checkpoint)
+        )
         self.halted = False
+
+    def checkpoint(self) -> Awaitable[None]:
+        """``await frame.checkpoint()``: a cancellation point, between asks made in the frame.
+
+        An ask in a frame is no cancellation point, so a task that needs one between its asks calls this,
+        directly inside ``with frame.scope:`` (the frame's scope must be the task's innermost one).
+
+        Cancellation: raises anyio's cancellation exception when the frame's scope, or one around it up to
+        the first shielded one, was cancelled; otherwise returns at once, without yielding to the event loop.
+        """
+        return self._check(self.scope)
 
     def cancel(self) -> None:
         """What a halt calls (the frame is registered with the actor like a handler's own scope)."""
@@ -88,7 +104,8 @@ def open_frame(ref: Any, deadline: float | None = None) -> Frame:
         return Frame(anyio.CancelScope() if deadline is None else anyio.CancelScope(deadline=deadline))
     spec = cell_of(ref).spec
     new_scope: Any = spec.new_scope
-    return Frame(new_scope() if deadline is None else new_scope(deadline=deadline), spec.checkpoint)
+    scope = new_scope() if deadline is None else new_scope(deadline=deadline)
+    return Frame(scope, spec.checkpoint, spec.scope_checkpoint)
 
 
 @types.coroutine
@@ -151,6 +168,11 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
         cell.leave_direct(frame, True)
         return result
     raise ActorStopped(f"actor {cell.name!r} was stopped while handling the message")
+
+
+def _ignoring_scope(checkpoint: Callable[[], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+    """``checkpoint`` as a ``check(scope)`` (it finds the task's scopes itself)."""
+    return lambda scope: checkpoint()
 
 
 def hold(frame: Frame, ref: ActorRef) -> bool:

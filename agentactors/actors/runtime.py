@@ -52,7 +52,7 @@ import anyio.lowlevel
 import attrs
 from anyio.abc import TaskGroup
 
-from .._backend import backend_function
+from .._backend import backend_function, scope_checkpoint
 from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
@@ -208,6 +208,7 @@ class Runtime:
         "_idle",
         "_ids",
         "_running",
+        "_scope_checkpoint",
         "_scope_cls",
         "_services",
         "_sink",
@@ -267,6 +268,7 @@ class Runtime:
         self._event_cls: Callable[[], EventLike] = anyio.Event
         self._scope_cls: Callable[..., anyio.CancelScope] = anyio.CancelScope
         self._checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint_if_cancelled
+        self._scope_checkpoint: Callable[[Any], Awaitable[None]] | None = None
 
     @staticmethod
     def current() -> Runtime | None:
@@ -321,6 +323,7 @@ class Runtime:
         self._event_cls = type(anyio.Event())
         self._scope_cls = type(anyio.CancelScope())
         self._checkpoint = backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled)
+        self._scope_checkpoint = scope_checkpoint(self._checkpoint)
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
@@ -499,6 +502,7 @@ class Runtime:
                 concurrency=concurrency,
                 direct=bool(direct),
                 quiet=bool(quiet),
+                scope_checkpoint=self._scope_checkpoint,
             )
         factory: Callable[[], ActorLike] | None
         if not isinstance(actor_or_factory, type) and callable(getattr(actor_or_factory, "receive", None)):

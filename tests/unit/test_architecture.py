@@ -409,7 +409,14 @@ def test_no_module_imports_another_packages_private_module() -> None:
 
 # Justified exceptions: (file, the expression as the failure message writes it) -> why it is fine.  Keep each
 # one argued; test_the_allow_list_has_no_stale_entries removes the ones nobody needs any more.
-ALLOWED_PRIVATE_READS: dict[tuple[str, str], str] = {}
+ALLOWED_PRIVATE_READS: dict[tuple[str, str], str] = {
+    ("agentactors/_backend.py", "scope._parent_scope"): (
+        "anyio's own link from a cancel scope to the one around it, read by the backend seam only: a run's "
+        "checkpoint walks from its frame's scope instead of looking the task's innermost scope up (W1); "
+        "used only when anyio's asyncio scopes have it, and checked against anyio's checkpoint_if_cancelled "
+        "by tests/unit/test_backend.py"
+    ),
+}
 
 
 def _is_private(name: str) -> bool:

@@ -1,0 +1,88 @@
+"""The backend seam: a checkpoint from a known scope is anyio's ``checkpoint_if_cancelled``, on both backends."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from agentactors import _backend
+from agentactors._backend import backend_function, scope_checkpoint
+
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
+
+Check = Callable[[Any], Awaitable[None]]
+
+
+async def _both(depth: int, cancelled: int | None, shielded: int | None) -> tuple[bool, bool]:
+    """Enter ``depth`` nested scopes (outermost first), cancel / shield the given ones, then check from the innermost:
+    (what the seam's check does, what anyio's ``checkpoint_if_cancelled`` does) — each True when it raised."""
+    anyio_checkpoint = backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled)
+    check: Check = scope_checkpoint(anyio_checkpoint)
+    seen: list[bool] = []
+    for checker in (lambda inner: check(inner), lambda inner: anyio_checkpoint()):
+        raised = True
+        fresh = [anyio.CancelScope(shield=i == shielded) for i in range(depth)]
+        if cancelled is not None:
+            fresh[cancelled].cancel()
+
+        async def nest(i: int, fresh: list[anyio.CancelScope] = fresh, checker: Any = checker) -> None:
+            nonlocal raised
+            if i == len(fresh):
+                await checker(fresh[-1])
+                raised = False
+                return
+            with fresh[i]:
+                await nest(i + 1)
+
+        await nest(0)
+        seen.append(raised)
+    return seen[0], seen[1]
+
+
+@pytest.mark.parametrize(
+    ("depth", "cancelled", "shielded", "raises"),
+    [
+        (1, None, None, False),  # nothing cancelled: returns at once
+        (1, 0, None, True),  # the frame's own scope
+        (3, 0, None, True),  # the outermost of three
+        (3, 1, None, True),  # one in the middle
+        (3, 0, 1, False),  # cancelled outside a shielded one: not seen
+        (3, 0, 2, False),  # the innermost itself shielded
+        (3, 2, 2, True),  # a shielded scope cancelled itself
+    ],
+)
+async def test_a_check_from_the_innermost_scope_does_what_anyios_checkpoint_does(
+    depth: int, cancelled: int | None, shielded: int | None, raises: bool
+) -> None:
+    ours, theirs = await _both(depth, cancelled, shielded)
+    assert (ours, theirs) == (raises, raises)
+
+
+async def test_on_asyncio_the_walk_starts_from_the_scope_on_trio_the_backend_finds_it(anyio_backend_name: str) -> None:
+    check = scope_checkpoint(backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled))
+    if anyio_backend_name == "asyncio":
+        assert check is _backend._walk_from  # anyio's asyncio scopes keep their parent: the lookup is skipped
+    else:
+        assert check is not _backend._walk_from  # trio's scopes are trio's: its own checkpoint_if_cancelled
+
+
+async def test_scopes_without_a_parent_link_get_the_backends_own_checkpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later anyio whose scopes keep no ``_parent_scope``: the public function, the scope ignored."""
+
+    class Opaque:
+        __slots__ = ("cancel_called", "shield")
+
+    calls: list[str] = []
+
+    async def checkpoint() -> None:
+        calls.append("checked")
+
+    monkeypatch.setattr(_backend.anyio, "CancelScope", Opaque)
+    check = scope_checkpoint(checkpoint)
+    assert check is not _backend._walk_from
+    await check(object())
+    assert calls == ["checked"]
