@@ -177,7 +177,9 @@ class LoopConfig:
         return Message.system("\n\n".join(p for p in parts if p)), skip
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "run_nudges", self.nudges.fitted(self.read_only) if self.nudges is not None else None)
+        nudges = self.nudges
+        fitted = nudges.fitted(self.read_only, [s.name for s in self.tool_specs]) if nudges is not None else None
+        object.__setattr__(self, "run_nudges", fitted)
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {self.max_steps}")
         if self.max_empty_steps < 1:

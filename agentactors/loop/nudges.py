@@ -257,6 +257,16 @@ def _to_factories(value: Iterable[NudgeFactory]) -> tuple[NudgeFactory, ...]:
     return tuple(value)
 
 
+def _acts(factory: NudgeFactory, method: str) -> bool:
+    """Whether the policies ``factory`` makes may act through ``method`` (``False``: they inherit the no-op).
+
+    Known only for a class deriving from the built-in base; any other factory's policies are always asked.
+    """
+    if isinstance(factory, type) and issubclass(factory, _Base):
+        return bool(getattr(factory, method) is not getattr(_Base, method))
+    return True
+
+
 @attrs.frozen(slots=True)
 class Nudges:
     """The policies an agent uses; immutable, shared by all of its runs.
@@ -266,15 +276,28 @@ class Nudges:
     """
 
     factories: tuple[NudgeFactory, ...] = attrs.field(converter=_to_factories)
+    # Per factory: whether its policies are asked after tool steps, and whether at the end of a turn.  A
+    # built-in policy that inherits a method's no-op is not asked there: one call less per step or per run.
+    _plan: tuple[tuple[NudgeFactory, bool, bool], ...] = attrs.field(init=False, eq=False, repr=False)
 
-    def fitted(self, read_only: Collection[str]) -> Nudges | None:
+    def __attrs_post_init__(self) -> None:
+        plan = tuple((f, _acts(f, "after_tools"), _acts(f, "should_continue")) for f in self.factories)
+        object.__setattr__(self, "_plan", plan)
+
+    def fitted(self, read_only: Collection[str], tools: Collection[str] | None = None) -> Nudges | None:
         """These policies for an agent whose read-only tools are ``read_only``: the ones that can act there.
 
         The batching policy notes read-only tools only, so an agent without any leaves it out (its runs
-        build it for nothing otherwise, and ask it after every tool step); ``None`` when no policy is left.
-        Worked out once per agent (:class:`~agentactors.loop.controller.LoopConfig`).
+        build it for nothing otherwise, and ask it after every tool step); given the names of all its
+        ``tools``, an agent without the follow-ups tool leaves out the acknowledgment policy, which acts
+        only after a call of that tool.  ``None`` when no policy is left.  Worked out once per agent
+        (:class:`~agentactors.loop.controller.LoopConfig`).
         """
-        factories = self.factories if read_only else tuple(f for f in self.factories if f is not _batch)
+        factories = self.factories
+        if not read_only:
+            factories = tuple(f for f in factories if f is not _batch)
+        if tools is not None and FOLLOWUPS_TOOL not in tools:
+            factories = tuple(f for f in factories if f is not _ack)
         if not factories:
             return None
         return self if len(factories) == len(self.factories) else Nudges(factories)
@@ -283,11 +306,16 @@ class Nudges:
         """A session for one run, or ``None`` when there are no policies (one check per step)."""
         if not self.factories:
             return None
-        # A loop, not a list comprehension: on Python 3.11 that is a function call of its own, every run.
+        # Loops, not list comprehensions: on Python 3.11 each is a function call of its own, every run.
         policies: list[Nudge] = []
-        for factory in self.factories:
-            policies.append(factory(is_read_only))
-        return NudgeSession(policies)
+        continuers: list[Nudge] = []
+        for factory, asked, continues in self._plan:
+            policy = factory(is_read_only)
+            if asked:
+                policies.append(policy)
+            if continues:
+                continuers.append(policy)
+        return NudgeSession(policies, continuers)
 
 
 DEFAULT_NUDGES = Nudges((_batch, _repeat, _ack))
@@ -295,12 +323,19 @@ NO_NUDGES = Nudges(())
 
 
 class NudgeSession:
-    """The policies of one run with their state."""
+    """The policies of one run with their state.
 
-    __slots__ = ("_policies",)
+    :param policies: the policies asked after each tool step (:meth:`notes_for`).
+    :param continuers: the ones asked at the end of a turn (:meth:`should_continue`); default: ``policies``.
+    """
 
-    def __init__(self, policies: Sequence[Nudge]) -> None:
+    __slots__ = ("_continuers", "_policies", "continues")
+
+    def __init__(self, policies: Sequence[Nudge], continuers: Sequence[Nudge] | None = None) -> None:
         self._policies = tuple(policies)
+        self._continuers = self._policies if continuers is None else tuple(continuers)
+        #: Whether any policy may continue a turn (``False``: :meth:`should_continue` is always ``None``).
+        self.continues = bool(self._continuers)
 
     def notes_for(self, view: StepView) -> list[str] | None:
         """One joined note per result (``""`` for none), or ``None`` when no policy has anything to say."""
@@ -319,7 +354,7 @@ class NudgeSession:
 
     def should_continue(self, answer: str, previous: StepView | None) -> str | None:
         """The note that continues the turn instead of ending it, or ``None``."""
-        for policy in self._policies:
+        for policy in self._continuers:
             try:
                 note = policy.should_continue(answer, previous)
             except Exception:

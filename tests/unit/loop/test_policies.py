@@ -12,6 +12,9 @@ from agentactors.loop.nudges import (
     FOLLOWUPS_TOOL,
     NO_NUDGES,
     REPEAT_NOTE,
+    BareAcknowledgment,
+    Nudges,
+    RepeatedCall,
     StepView,
     is_bare_acknowledgment,
 )
@@ -73,6 +76,48 @@ def test_nudges_fitted_to_an_agent_leave_out_only_what_cannot_act_there() -> Non
     assert notes == [REPEAT_NOTE.format(name="search")]
     followups = ToolCall("3", FOLLOWUPS_TOOL, {"suggestions": ["a"]})
     assert session.should_continue("Sure!", _view(3, [followups])) == CONTINUE_NOTE
+
+
+def test_an_agent_without_the_followups_tool_leaves_the_acknowledgment_policy_out() -> None:
+    # It continues a turn only after a call of the follow-ups tool: an agent that has none never builds it.
+    without = DEFAULT_NUDGES.fitted(frozenset(), ["search"])
+    assert without is not None and [f.__name__ for f in without.factories] == ["RepeatedCall"]
+    with_tool = DEFAULT_NUDGES.fitted(frozenset(), ["search", FOLLOWUPS_TOOL])
+    assert with_tool is not None and [f.__name__ for f in with_tool.factories] == ["RepeatedCall", "BareAcknowledgment"]
+    assert DEFAULT_NUDGES.fitted(frozenset({"search"}), ["search", FOLLOWUPS_TOOL]) is DEFAULT_NUDGES
+    # Its session still notes repeats, and asks nobody at the end of a turn.
+    session = without.start(frozenset().__contains__)
+    assert session is not None and not session.continues
+    session.notes_for(_view(1, [ToolCall("1", "search", {"q": "x"})], ["r"]))
+    notes = session.notes_for(_view(2, [ToolCall("2", "search", {"q": "x"})], ["r"]))
+    assert notes == [REPEAT_NOTE.format(name="search")]
+    followups = ToolCall("3", FOLLOWUPS_TOOL, {"suggestions": ["a"]})
+    assert session.should_continue("Sure!", _view(3, [followups])) is None
+
+
+def test_a_session_asks_each_policy_only_where_it_can_act() -> None:
+    # The built-in policies that inherit a no-op are not asked there; a policy of the user's is asked everywhere.
+    asked: list[str] = []
+
+    class Mine:
+        def __init__(self, is_read_only: object) -> None:
+            pass
+
+        def after_tools(self, view: StepView) -> list[tuple[int, str]]:
+            asked.append("after_tools")
+            return []
+
+        def should_continue(self, answer: str, previous: StepView | None) -> str | None:
+            asked.append("should_continue")
+            return None
+
+    session = Nudges((RepeatedCall, BareAcknowledgment, Mine)).start(frozenset().__contains__)
+    assert session is not None and session.continues
+    assert session.notes_for(_view(1, [ToolCall("1", "search", {})])) is None
+    assert session.should_continue("Sure!", _view(1, [ToolCall("1", "search", {})])) is None
+    assert asked == ["after_tools", "should_continue"]
+    only_repeats = Nudges((RepeatedCall,)).start(frozenset().__contains__)
+    assert only_repeats is not None and not only_repeats.continues
 
 
 def test_batch_note_after_second_read_only_call_in_a_later_step_once() -> None:
