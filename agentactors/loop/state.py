@@ -189,9 +189,14 @@ class LoopState:
         taken = self.call_ids
         if taken is None:  # the run's first tool step: the ids its input conversation already holds
             taken = self.call_ids = ids_in(self.conversation)
-        calls = unique_ids(calls, taken, sink=self.sink, run_id=self.run_id)
+        if len(calls) == 1 and calls[0].id not in taken:  # unique_ids' common case, here: nothing to rename
+            taken.add(calls[0].id)
+        else:
+            calls = unique_ids(calls, taken, sink=self.sink, run_id=self.run_id)
+        # Message.assistant(answer, calls, reasoning=, provider_data=), positionally in field order (role,
+        # content, tool_calls, tool_call_id, name, reasoning, provider_data): keywords cost, twice per run.
         self.conversation.append(
-            Message.assistant(answer, calls, reasoning=response.reasoning, provider_data=response.provider_data)
+            Message("assistant", answer, tuple(calls), None, None, response.reasoning, response.provider_data)
         )
         self.tool_calls = (*self.tool_calls, *calls)
         self.served_by = response.provider
@@ -202,7 +207,7 @@ class LoopState:
         self.think_only_streak = 0
         self.answer_so_far = answer
         self.conversation.append(
-            Message.assistant(answer, reasoning=response.reasoning, provider_data=response.provider_data)
+            Message("assistant", answer, (), None, None, response.reasoning, response.provider_data)
         )
         self.served_by = response.provider
 
@@ -217,7 +222,7 @@ class LoopState:
         its shape and the model answers for real.
         """
         session, previous, conversation = self.session, self.previous, self.conversation
-        if session is None or previous is None or conversation[-1].role != "tool":
+        if session is None or not session.continues or previous is None or conversation[-1].role != "tool":
             return False
         note = session.should_continue(answer, previous)
         if note is None:
@@ -306,11 +311,21 @@ class LoopState:
         """
         if messages is None:
             messages = tuple(self.conversation)
+        link = self.link
+        if not flags and self.config.output is None and not self.handoffs and (link is None or not link.children):
+            # The usual answer (no flag, plain text, no handoff, no delegated run): the fields positionally, in
+            # field order (content ... run_id), the two keyword-only ones by name — keywords cost a good part
+            # of building a result.
+            cost = self.cost
+            return RunResult(
+                content, messages, self.tool_calls, self.steps, False, False, False, None, self.followups,
+                self.usage, self.served_by, self.run_id, agent=self.config.agent_name,
+                cost=None if cost.unpriced else cost.spent,
+            )
         if self.config.output is not None and "output" not in flags:
             flags["output"] = None  # a typed run that did not end on a valid answer
         if self.handoffs:
             flags["handoffs"] = tuple(self.handoffs)
-        link = self.link
         cost = self.cost
         if link is not None and link.children:
             flags["children"] = tuple(link.children)

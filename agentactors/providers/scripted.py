@@ -57,6 +57,7 @@ def _describe(request: LLMRequest) -> str:
 
 # What a script item that is an answer already is: no callable, no awaitable (checked before the costlier test).
 _PLAIN = (str, list, ToolCall, LLMResponse)
+_SEQUENCE = (list, tuple)  # made once: ``list | tuple`` in isinstance() builds a union every call
 
 
 #: A scripted response's usage (none): one shared value, as an unset ``LLMResponse.usage`` is.
@@ -357,7 +358,7 @@ class ScriptedProvider:
             return attrs.evolve(item, model=item.model or model, provider=item.provider or self._name)
         if isinstance(item, ToolCall):
             item = (item,)
-        if isinstance(item, list | tuple) and item and _all_calls(item):
+        if isinstance(item, _SEQUENCE) and item and _all_calls(item):
             return LLMResponse("", tuple(item), StopReason.tool_use, _ZERO_USAGE, model, self._name)
         raise TypeError(
             f"ScriptedProvider {self._name!r}: cannot answer with a {type(item).__name__} "

@@ -122,6 +122,11 @@ else:
     _to_media = tuple
 
 
+# isinstance() tuples, made once: ``int | float`` in a call builds a union object every time it runs.
+_NUMBER = (int, float)
+_SEQUENCE = (list, tuple)
+
+
 @attrs.frozen(slots=True)
 class ToolResult:
     """The outcome of one tool call, as the model will read it.
@@ -165,7 +170,7 @@ class ToolResult:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(f"size_chars must be a non-negative int, not {size!r}")
         duration = self.duration
-        if not isinstance(duration, int | float) or isinstance(duration, bool) or duration < 0:
+        if not isinstance(duration, _NUMBER) or isinstance(duration, bool) or duration < 0:
             raise ValueError(f"ToolResult.duration must be a non-negative number, not {duration!r}")
 
     @classmethod
@@ -194,7 +199,9 @@ class ToolResult:
         """The tool message that feeds this result back to the model (its media parts after the text)."""
         if self.parts:
             return Message.tool(self.call_id, (Text(self.content), *self.parts), self.name, is_error=self.is_error)
-        return Message.tool(self.call_id, self.content, self.name, is_error=self.is_error)
+        # Message.tool(call_id, content, name, is_error=), positionally in field order (role, content, tool_calls,
+        # tool_call_id, name, reasoning, provider_data, is_error): once per call, keywords cost a good part of it.
+        return Message("tool", self.content, (), self.call_id, self.name, "", None, self.status is not ToolStatus.ok)
 
 
 # --- rendering a tool's return value -------------------------------------------------------------
@@ -245,7 +252,7 @@ def split_parts(value: Any) -> tuple[str, tuple[MediaPart, ...]] | None:
     """
     if is_part(value):
         items: tuple[Any, ...] = (value,)
-    elif isinstance(value, list | tuple) and value and all(is_part(v) for v in value):
+    elif isinstance(value, _SEQUENCE) and value and all(is_part(v) for v in value):
         items = tuple(value)
     else:
         return None

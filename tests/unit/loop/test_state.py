@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from agentactors.loop.config import LoopConfig
 from agentactors.loop.controller import LoopController
 from agentactors.loop.pause import PausedRun
+from agentactors.loop.result import RunResult
 from agentactors.loop.state import LoopState
 from agentactors.messages import LLMResponse, Message, ToolCall, ToolChoice, ToolSpec, Usage
 
@@ -30,6 +32,25 @@ def test_a_controller_is_whole_before_its_run_starts() -> None:
     assert result.cancelled and result.content == ""
     assert result.messages == inputs
     assert (result.steps, result.tool_calls, result.run_id, result.agent) == (0, (), "r1", "a")
+
+
+def test_the_usual_answers_result_is_the_one_built_by_keyword() -> None:
+    # result() builds the usual answer's RunResult positionally: every field must land where its name says.
+    call = ToolCall("c1", "lookup", {})
+    state = LoopState(LoopConfig(agent_name="a", tool_specs=(_SPEC,)), [Message.user("q")], True, None, "r1")
+    state.steps, state.usage, state.served_by = 2, Usage(7, 3), "scripted"
+    state.tool_calls, state.followups = (call,), ("more?",)
+    state.conversation.append(Message.assistant("done"))
+    result = state.result("done")
+    expected = RunResult(
+        content="done", messages=tuple(state.conversation), tool_calls=(call,), steps=2, bounded=False,
+        cancelled=False, generation_failed=False, error=None, followups=("more?",), usage=Usage(7, 3),
+        served_by="scripted", run_id="r1", agent="a", cost=state.cost.spent,
+    )
+    assert result == expected
+    assert attrs.asdict(result, recurse=False) == attrs.asdict(expected, recurse=False)  # error and the rest too
+    # ... and the one the general path builds (a flag given, at its default, takes it).
+    assert attrs.asdict(state.result("done", bounded=False), recurse=False) == attrs.asdict(result, recurse=False)
 
 
 def test_start_takes_the_system_message_and_the_budget_it_leaves() -> None:
