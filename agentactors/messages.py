@@ -66,6 +66,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "parse_arguments",
+    "text_message",
 ]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -317,6 +318,57 @@ class Message:
             return cls("tool", content, (), call_id, name, "", None, is_error)
         text, parts = _text_and_parts(content)
         return cls(role="tool", content=text, tool_call_id=call_id, name=name, is_error=is_error, parts=parts)
+
+
+# The slots of Message, set one by one by text_message (a C call each, no Python frame): in field order.
+_new = object.__new__
+(
+    _set_role, _set_content, _set_calls, _set_call_id, _set_name, _set_reasoning, _set_data, _set_error, _set_parts
+) = (getattr(Message, field.name).__set__ for field in attrs.fields(Message))
+
+
+def text_message(
+    role: Role,
+    content: str,
+    tool_calls: tuple[ToolCall, ...],
+    tool_call_id: str | None,
+    name: str | None,
+    reasoning: str,
+    provider_data: Mapping[str, Any] | None,
+    is_error: bool,
+) -> Message:
+    """``Message(role, content, tool_calls, tool_call_id, name, reasoning, provider_data, is_error)``: a message
+    without media parts, its fields set one by one.
+
+    The same message as the constructor's, with the same checks made inline — arguments that fail one are
+    handed to the constructor, which raises its error — in about half the time: the loop builds four
+    messages per run (the prompt, the model's two turns, a tool's result).  Every argument is positional.
+    """
+    if (
+        type(content) is not str
+        or role not in _ROLES
+        or (not tool_call_id if role == "tool" else tool_call_id is not None)
+        or (tool_calls and (role != "assistant" or type(tool_calls) is not tuple or not _all_calls(tool_calls)))
+    ):
+        return Message(role, content, tool_calls, tool_call_id, name, reasoning, provider_data, is_error)
+    message = _new(Message)
+    _set_role(message, role)
+    _set_content(message, content)
+    _set_calls(message, tool_calls)
+    _set_call_id(message, tool_call_id)
+    _set_name(message, name)
+    _set_reasoning(message, reasoning)
+    _set_data(message, None if provider_data is None else dict(provider_data))  # the converter's copy
+    _set_error(message, is_error)
+    _set_parts(message, None)
+    return message
+
+
+def _all_calls(calls: tuple[Any, ...]) -> bool:
+    for call in calls:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per message
+        if not isinstance(call, ToolCall):
+            return False
+    return True
 
 
 @attrs.frozen(slots=True)

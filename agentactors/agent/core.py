@@ -60,7 +60,7 @@ from ..loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from ..loop.pause import PausedRun, check_decisions
 from ..loop.result import RunResult
 from ..loop.seats import Seat
-from ..messages import Message, ToolChoice
+from ..messages import Message, ToolChoice, text_message
 from ..output.config import OutputConfig
 from ..output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
 from ..parts import Part, is_part
@@ -101,7 +101,7 @@ def new_run_id() -> str:
 
 def _to_messages(prompt: Prompt) -> tuple[Message, ...]:
     if isinstance(prompt, str):
-        return (Message.user(prompt),)
+        return (text_message("user", prompt, (), None, None, "", None, False),)  # Message.user(prompt), set directly
     if isinstance(prompt, Message):
         return (prompt,)
     messages = tuple(prompt)

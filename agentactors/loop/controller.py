@@ -82,7 +82,7 @@ from ..events import EventSink
 from ..gateway import ticket as run_ticket
 from ..gateway.cost_budget import CostBudget
 from ..gateway.provider import Complete
-from ..messages import LLMRequest, LLMResponse, Message, ToolCall
+from ..messages import LLMRequest, LLMResponse, Message, ToolCall, text_message
 from ..settings import ModelSettings
 from ..tools.executor import ExecuteTools, ExecutionContext
 from ..tools.results import ToolResult, ToolStatus
@@ -585,9 +585,9 @@ class LoopController:
             if sink is not None:
                 sink.emit("step.finished", tool_calls=0, nudged=True)
             return None
-        # Message.assistant(answer, reasoning=, provider_data=), positionally in field order (see record_calls).
+        # Message.assistant(answer, reasoning=, provider_data=), set field by field (text_message).
         state.conversation.append(
-            Message("assistant", answer, (), None, None, response.reasoning, response.provider_data)
+            text_message("assistant", answer, (), None, None, response.reasoning, response.provider_data, False)
         )
         state.served_by = response.provider
         if sink is not None:

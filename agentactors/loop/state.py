@@ -35,7 +35,7 @@ import agentactors._event_payloads as payloads
 from ..errors import ProviderError, RunDeadlineExceeded, ToolStatusError
 from ..events import EventSink
 from ..gateway.ticket import RunTicket
-from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice, Usage
+from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice, Usage, text_message
 from ..providers.errors import classify_exception
 from ..tools.results import ToolResult, ToolStatus
 from .call_ids import ids_in, unique_ids
@@ -193,10 +193,11 @@ class LoopState:
             taken.add(calls[0].id)
         else:
             calls = unique_ids(calls, taken, sink=self.sink, run_id=self.run_id)
-        # Message.assistant(answer, calls, reasoning=, provider_data=), positionally in field order (role,
-        # content, tool_calls, tool_call_id, name, reasoning, provider_data): keywords cost, twice per run.
+        # Message.assistant(answer, calls, reasoning=, provider_data=), set field by field (text_message).
         self.conversation.append(
-            Message("assistant", answer, tuple(calls), None, None, response.reasoning, response.provider_data)
+            text_message(
+                "assistant", answer, tuple(calls), None, None, response.reasoning, response.provider_data, False
+            )
         )
         self.tool_calls = (*self.tool_calls, *calls)
         self.served_by = response.provider
@@ -207,7 +208,7 @@ class LoopState:
         self.think_only_streak = 0
         self.answer_so_far = answer
         self.conversation.append(
-            Message("assistant", answer, (), None, None, response.reasoning, response.provider_data)
+            text_message("assistant", answer, (), None, None, response.reasoning, response.provider_data, False)
         )
         self.served_by = response.provider
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..errors import ModelRetry, redact
-from ..messages import Message
+from ..messages import Message, text_message
 from ..parts import MediaPart, Text, is_part
 
 __all__ = [
@@ -199,9 +199,9 @@ class ToolResult:
         """The tool message that feeds this result back to the model (its media parts after the text)."""
         if self.parts:
             return Message.tool(self.call_id, (Text(self.content), *self.parts), self.name, is_error=self.is_error)
-        # Message.tool(call_id, content, name, is_error=), positionally in field order (role, content, tool_calls,
-        # tool_call_id, name, reasoning, provider_data, is_error): once per call, keywords cost a good part of it.
-        return Message("tool", self.content, (), self.call_id, self.name, "", None, self.status is not ToolStatus.ok)
+        # Message.tool(call_id, content, name, is_error=), set field by field (text_message): once per call.
+        is_error = self.status is not ToolStatus.ok
+        return text_message("tool", self.content, (), self.call_id, self.name, "", None, is_error)
 
 
 # --- rendering a tool's return value -------------------------------------------------------------

@@ -1,10 +1,52 @@
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 
 from agentactors import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice, ToolSpec, Usage
-from agentactors.messages import parse_arguments
+from agentactors.messages import parse_arguments, text_message
+
+_CALL = ToolCall("c1", "add", {"a": 1})
+_TEXT_MESSAGES = [
+    ("user", "hello", (), None, None, "", None, False),
+    ("system", "be brief", (), None, None, "", None, False),
+    ("assistant", "", (_CALL,), None, None, "adding", {"anthropic": {"signature": "s"}}, False),
+    ("assistant", "The answer is 3.", (), None, None, "", None, False),
+    ("tool", "3", (), "c1", "add", "", None, False),
+    ("tool", "Error: no", (), "c1", None, "", None, True),
+]
+
+
+@pytest.mark.parametrize("fields", _TEXT_MESSAGES)
+def test_text_message_is_the_constructors_message_field_by_field(fields: tuple[Any, ...]) -> None:
+    # The loop's messages are set slot by slot (text_message): every field must be the constructor's.
+    fast, built = text_message(*fields), Message(*fields)
+    assert fast == built
+    assert attrs.asdict(fast, recurse=False) == attrs.asdict(built, recurse=False)
+    assert fast.parts == built.parts and fast.media == ()
+    if fields[6] is not None:  # provider data is copied, as the constructor's converter copies it
+        assert fast.provider_data == fields[6] and fast.provider_data is not fields[6]
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        (("tool", "x", (), None, None, "", None, False), ValueError),  # a tool message needs a call id
+        (("tool", "x", (), "", None, "", None, False), ValueError),
+        (("user", "x", (), "c1", None, "", None, False), ValueError),
+        (("wizard", "x", (), None, None, "", None, False), ValueError),
+        (("user", 3, (), None, None, "", None, False), TypeError),
+        (("user", "x", (_CALL,), None, None, "", None, False), ValueError),
+        (("assistant", "", ("not a call",), None, None, "", None, False), TypeError),
+    ],
+)
+def test_text_message_refuses_what_the_constructor_refuses(fields: tuple[Any, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        Message(*fields)
+    with pytest.raises(error):
+        text_message(*fields)
 
 
 def test_message_constructors_and_roles() -> None:
