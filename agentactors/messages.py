@@ -66,6 +66,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "parse_arguments",
+    "response_of",
     "text_message",
 ]
 
@@ -652,6 +653,40 @@ class LLMResponse:
 
     def with_provider(self, provider: str) -> LLMResponse:
         return attrs.evolve(self, provider=provider)
+
+
+# The slots of LLMResponse, in field order, set one by one by response_of.
+(
+    _r_content, _r_calls, _r_stop, _r_usage, _r_model, _r_provider, _r_raw_stop, _r_reasoning, _r_data, _r_id
+) = (getattr(LLMResponse, field.name).__set__ for field in attrs.fields(LLMResponse))
+
+
+def response_of(
+    content: str,
+    tool_calls: tuple[ToolCall, ...],
+    stop_reason: StopReason,
+    usage: Usage,
+    model: str | None,
+    provider: str | None,
+) -> LLMResponse:
+    """``LLMResponse(content, tool_calls, stop_reason, usage, model, provider)``, its fields set one by one.
+
+    The same response as the constructor's (the rest of its fields at their defaults; ``tool_calls`` made a
+    tuple, as its converter makes it) in about half the time: a stand-in model (``ScriptedProvider``) answers
+    every step of every run with one.  Every argument is positional.
+    """
+    response = _new(LLMResponse)
+    _r_content(response, content)
+    _r_calls(response, tool_calls if type(tool_calls) is tuple else tuple(tool_calls))
+    _r_stop(response, stop_reason)
+    _r_usage(response, usage)
+    _r_model(response, model)
+    _r_provider(response, provider)
+    _r_raw_stop(response, None)
+    _r_reasoning(response, "")
+    _r_data(response, None)
+    _r_id(response, None)
+    return response
 
 
 # --- stream events -----------------------------------------------------------------------------

@@ -12,7 +12,17 @@ import anyio
 import attrs
 
 from ..errors import ErrorKind, ProviderError
-from ..messages import LLMRequest, LLMResponse, StopReason, StreamEvent, TextDelta, ToolCall, Usage, split_text
+from ..messages import (
+    LLMRequest,
+    LLMResponse,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+    response_of,
+    split_text,
+)
 from .port import (
     MEDIA_KINDS,
     Capabilities,
@@ -350,16 +360,16 @@ class ScriptedProvider:
         raise TypeError("a script callable kept returning callables")
 
     def _to_response(self, item: Any, model: str) -> LLMResponse:
-        # Positional, in field order (content, tool_calls, stop_reason, usage, model, provider): keywords cost
-        # a good part of building a response, twice per run of a tool loop.
+        # Set field by field (messages.response_of): the constructor's converters and keywords cost a good part
+        # of building a response, twice per run of a tool loop.
         if isinstance(item, str):
-            return LLMResponse(item, (), StopReason.end_turn, _ZERO_USAGE, model, self._name)
+            return response_of(item, (), StopReason.end_turn, _ZERO_USAGE, model, self._name)
         if isinstance(item, LLMResponse):
             return attrs.evolve(item, model=item.model or model, provider=item.provider or self._name)
         if isinstance(item, ToolCall):
             item = (item,)
         if isinstance(item, _SEQUENCE) and item and _all_calls(item):
-            return LLMResponse("", tuple(item), StopReason.tool_use, _ZERO_USAGE, model, self._name)
+            return response_of("", tuple(item), StopReason.tool_use, _ZERO_USAGE, model, self._name)
         raise TypeError(
             f"ScriptedProvider {self._name!r}: cannot answer with a {type(item).__name__} "
             "(use str, ToolCall, a list of ToolCall, LLMResponse, an exception, StreamCut or a callable)"

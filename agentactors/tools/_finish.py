@@ -16,7 +16,7 @@ from ..events import emit
 from ..messages import ToolCall
 from ..parts import MediaPart
 from .registry import Tool
-from .results import ToolResult, ToolStatus, encodable_text, truncate, truncated_head_length
+from .results import ToolResult, ToolStatus, encodable_text, result_of, truncate, truncated_head_length
 
 __all__ = ["finish"]
 
@@ -60,18 +60,8 @@ def finish(
             emit("tools.result_truncated", call_id=call.id, name=name, size=size, cap=cap, shown=shown)
     if suffix:
         content += suffix
-    return ToolResult(
-        call.id,
-        name,
-        status,
-        content,
-        len(content),
-        max(0.0, duration),
-        truncated,  # positional: keywords cost a good part of building a result, once per call
-        refused,
-        original,
-        media,
-    )
+    # Set field by field (result_of): the constructor's converters and checks cost a good part of it, per call.
+    return result_of(call.id, name, status, content, max(0.0, duration), truncated, refused, original, media)
 
 
 def _encodable(call: ToolCall, name: str, text: str) -> str:

@@ -48,6 +48,7 @@ __all__ = [
     "invalid_arguments_text",
     "refusal_text",
     "render_result",
+    "result_of",
     "split_parts",
     "timeout_text",
     "truncate",
@@ -202,6 +203,59 @@ class ToolResult:
         # Message.tool(call_id, content, name, is_error=), set field by field (text_message): once per call.
         is_error = self.status is not ToolStatus.ok
         return text_message("tool", self.content, (), self.call_id, self.name, "", None, is_error)
+
+
+# The slots of ToolResult, in field order, set one by one by result_of.
+_new = object.__new__
+(
+    _set_call_id, _set_name, _set_status, _set_content, _set_size, _set_duration, _set_truncated, _set_refused,
+    _set_original, _set_parts, _set_awaiting,
+) = (getattr(ToolResult, field.name).__set__ for field in attrs.fields(ToolResult))
+
+
+def result_of(
+    call_id: str,
+    name: str,
+    status: ToolStatus,
+    content: str,
+    duration: float,
+    truncated: bool,
+    refused: bool,
+    original_chars: int | None,
+    parts: tuple[MediaPart, ...],
+) -> ToolResult:
+    """``ToolResult(call_id, name, status, content, len(content), duration, truncated, refused, original_chars,
+    parts)``, its fields set one by one — what the executor answers every call with.
+
+    The same result as the constructor's, with its checks made inline (arguments that fail one go to the
+    constructor, which raises its error), in about half the time.  Every argument is positional.
+    """
+    if (
+        type(call_id) is not str
+        or type(name) is not str
+        or not name
+        or type(status) is not ToolStatus
+        or type(content) is not str
+        or type(duration) is not float
+        or not duration >= 0
+        or type(parts) is not tuple
+    ):
+        return ToolResult(
+            call_id, name, status, content, len(content), duration, truncated, refused, original_chars, parts
+        )
+    result = _new(ToolResult)
+    _set_call_id(result, call_id)
+    _set_name(result, name)
+    _set_status(result, status)
+    _set_content(result, content)
+    _set_size(result, len(content))
+    _set_duration(result, duration)
+    _set_truncated(result, truncated)
+    _set_refused(result, refused)
+    _set_original(result, original_chars)
+    _set_parts(result, parts)
+    _set_awaiting(result, False)
+    return result
 
 
 # --- rendering a tool's return value -------------------------------------------------------------

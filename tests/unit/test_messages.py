@@ -6,7 +6,7 @@ import attrs
 import pytest
 
 from agentactors import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice, ToolSpec, Usage
-from agentactors.messages import parse_arguments, text_message
+from agentactors.messages import parse_arguments, response_of, text_message
 
 _CALL = ToolCall("c1", "add", {"a": 1})
 _TEXT_MESSAGES = [
@@ -47,6 +47,20 @@ def test_text_message_refuses_what_the_constructor_refuses(fields: tuple[Any, ..
         Message(*fields)
     with pytest.raises(error):
         text_message(*fields)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ("The answer.", (), StopReason.end_turn, Usage(3, 1), "m-1", "scripted"),
+        ("", (_CALL,), StopReason.tool_use, Usage(), None, None),
+        ("", [_CALL], StopReason.tool_use, Usage(), "m", None),  # a list of calls becomes a tuple, as by the converter
+    ],
+)
+def test_response_of_is_the_constructors_response_field_by_field(fields: tuple[Any, ...]) -> None:
+    fast, built = response_of(*fields), LLMResponse(*fields)
+    assert fast == built
+    assert attrs.asdict(fast, recurse=False) == attrs.asdict(built, recurse=False)
 
 
 def test_message_constructors_and_roles() -> None:

@@ -6,6 +6,7 @@ import enum
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from agentactors.errors import register_secret
 from agentactors.messages import Message
+from agentactors.parts import Image
 from agentactors.tools import ResultCeiling, ToolResult, ToolStatus, render_result, truncate, truncation_marker
 from agentactors.tools.results import (
     ValidationIssue,
@@ -22,6 +24,7 @@ from agentactors.tools.results import (
     format_error,
     invalid_arguments_text,
     refusal_text,
+    result_of,
     timeout_text,
     truncated_head_length,
     unknown_tool_text,
@@ -257,3 +260,40 @@ def test_encodable_text_repairs_surrogates_and_leaves_the_rest_alone() -> None:
     assert (fixed, count) == ("a\ufffdb 😀 c\ufffd", 4)
     fixed.encode("utf-8")
     assert encodable_text("\ufffd already")[1] == 0
+
+
+_PNG = Image(data=b"\x89PNG", media_type="image/png")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ("c1", "add", ToolStatus.ok, "5", 0.25, False, False, 1, ()),
+        ("c2", "fetch", ToolStatus.error, "Error: boom\nHint: retry", 0.0, True, False, 9000, ()),
+        ("c3", "draw", ToolStatus.ok, "the chart:", 1.5, False, False, 10, (_PNG,)),
+        ("c4", "big", ToolStatus.invalid, "refused", 0.0, False, True, 50_000, ()),
+    ],
+)
+def test_result_of_is_the_constructors_result_field_by_field(fields: tuple[Any, ...]) -> None:
+    # The executor answers every call through result_of: every field must be the constructor's.
+    call_id, name, status, content, duration, truncated, refused, original, parts = fields
+    fast = result_of(*fields)
+    built = ToolResult(call_id, name, status, content, len(content), duration, truncated, refused, original, parts)
+    assert fast == built
+    assert attrs.asdict(fast, recurse=False) == attrs.asdict(built, recurse=False)
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ((3, "add", ToolStatus.ok, "5", 0.0, False, False, 1, ()), TypeError),
+        (("c1", "", ToolStatus.ok, "5", 0.0, False, False, 1, ()), ValueError),
+        (("c1", "add", "nope", "5", 0.0, False, False, 1, ()), ValueError),
+        (("c1", "add", ToolStatus.ok, b"5", 0.0, False, False, 1, ()), TypeError),
+        (("c1", "add", ToolStatus.ok, "5", -1.0, False, False, 1, ()), ValueError),
+        (("c1", "add", ToolStatus.ok, "5", True, False, False, 1, ()), ValueError),
+    ],
+)
+def test_result_of_refuses_what_the_constructor_refuses(fields: tuple[Any, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        result_of(*fields)
