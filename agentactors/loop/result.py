@@ -13,7 +13,7 @@ from ..output.spec import OutputT
 from ..pricing import Cost
 from .pause import PausedRun
 
-__all__ = ["RunResult"]
+__all__ = ["RunResult", "answered"]
 
 
 # The converters are ``tuple`` itself at run time (no Python frame per field per result); the type
@@ -135,3 +135,57 @@ class RunResult(Generic[OutputT]):
             or self.error is not None
             or self.resume_state is not None
         )
+
+
+# The slots of RunResult, in field order, set one by one by answered().
+_new = object.__new__
+(
+    _put_content, _put_messages, _put_calls, _put_steps, _put_bounded, _put_cancelled, _put_failed, _put_error,
+    _put_followups, _put_usage, _put_served_by, _put_run_id, _put_output, _put_children, _put_agent, _put_handoffs,
+    _put_resume, _put_cost, _put_forked,
+) = (getattr(RunResult, field.name).__set__ for field in attrs.fields(RunResult))
+
+
+def answered(
+    content: str,
+    messages: tuple[Message, ...],
+    tool_calls: tuple[ToolCall, ...],
+    steps: int,
+    followups: tuple[str, ...],
+    usage: Usage,
+    served_by: str | None,
+    run_id: str | None,
+    agent: str | None,
+    cost: Cost | None,
+) -> RunResult[Any]:
+    """The result of a run that ended on its answer — ``RunResult(content, messages, tool_calls, steps,
+    followups=, usage=, served_by=, run_id=, agent=, cost=)``, the rest at their defaults — its fields set
+    one by one: the same result in about half the time (one per run).  Every argument is positional; the
+    three sequences must be tuples (others go to the constructor, whose converters make them tuples).
+    """
+    if type(messages) is not tuple or type(tool_calls) is not tuple or type(followups) is not tuple:
+        return RunResult(
+            content, messages, tool_calls, steps, followups=followups, usage=usage, served_by=served_by,
+            run_id=run_id, agent=agent, cost=cost,
+        )
+    result: RunResult[Any] = _new(RunResult)
+    _put_content(result, content)
+    _put_messages(result, messages)
+    _put_calls(result, tool_calls)
+    _put_steps(result, steps)
+    _put_bounded(result, False)
+    _put_cancelled(result, False)
+    _put_failed(result, False)
+    _put_error(result, None)
+    _put_followups(result, followups)
+    _put_usage(result, usage)
+    _put_served_by(result, served_by)
+    _put_run_id(result, run_id)
+    _put_output(result, TEXT)
+    _put_children(result, ())
+    _put_agent(result, agent)
+    _put_handoffs(result, ())
+    _put_resume(result, None)
+    _put_cost(result, cost)
+    _put_forked(result, None)
+    return result

@@ -44,7 +44,7 @@ from .cost import RunCost
 from .lineage import RunLink
 from .nudges import FOLLOWUPS_TOOL, NudgeSession, StepView, append_note
 from .pause import PausedRun
-from .result import RunResult
+from .result import RunResult, answered
 from .thinking import answer_of, strip_think
 
 __all__ = ["NO_USAGE", "LoopState"]
@@ -314,14 +314,11 @@ class LoopState:
             messages = tuple(self.conversation)
         link = self.link
         if not flags and self.config.output is None and not self.handoffs and (link is None or not link.children):
-            # The usual answer (no flag, plain text, no handoff, no delegated run): the fields positionally, in
-            # field order (content ... run_id), the two keyword-only ones by name — keywords cost a good part
-            # of building a result.
+            # The usual answer (no flag, plain text, no handoff, no delegated run): set field by field (answered).
             cost = self.cost
-            return RunResult(
-                content, messages, self.tool_calls, self.steps, False, False, False, None, self.followups,
-                self.usage, self.served_by, self.run_id, agent=self.config.agent_name,
-                cost=None if cost.unpriced else cost.spent,
+            return answered(
+                content, messages, self.tool_calls, self.steps, self.followups, self.usage, self.served_by,
+                self.run_id, self.config.agent_name, None if cost.unpriced else cost.spent,
             )
         if self.config.output is not None and "output" not in flags:
             flags["output"] = None  # a typed run that did not end on a valid answer

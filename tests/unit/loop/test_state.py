@@ -10,7 +10,7 @@ import pytest
 from agentactors.loop.config import LoopConfig
 from agentactors.loop.controller import LoopController
 from agentactors.loop.pause import PausedRun
-from agentactors.loop.result import RunResult
+from agentactors.loop.result import RunResult, answered
 from agentactors.loop.state import LoopState
 from agentactors.messages import LLMResponse, Message, ToolCall, ToolChoice, ToolSpec, Usage
 
@@ -96,3 +96,10 @@ def test_recorded_calls_get_ids_of_their_own_and_count_for_the_result() -> None:
     assert state.answer_so_far == "Checking." and state.served_by == "p"
     result = state.result(state.answer_so_far)
     assert result.tool_calls == tuple(calls) and result.served_by == "p"
+
+
+def test_answered_makes_sequences_tuples_as_the_constructor_does() -> None:
+    fields = ("a", [Message.user("q")], [], 1, ["more?"], Usage(), None, None, None, None)
+    result = answered(*fields)
+    assert (result.messages, result.tool_calls, result.followups) == ((Message.user("q"),), (), ("more?",))
+    assert result.output == "a" and result.ok
