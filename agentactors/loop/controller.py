@@ -84,7 +84,7 @@ from ..gateway.cost_budget import CostBudget
 from ..gateway.provider import Complete
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall, text_message
 from ..settings import ModelSettings
-from ..tools.executor import ExecuteTools, ExecutionContext
+from ..tools.executor import execute_tools
 from ..tools.results import ToolResult, ToolStatus
 from .config import LoopConfig, StatusRoute
 from .cost import stop_before
@@ -669,18 +669,6 @@ class LoopController:
             return tuple(
                 ToolResult.of(c.id, c.name, ToolStatus.invalid, unknown_tool_text(c.name, ())) for c in calls
             )
-        # Positional, in field order (run_id, agent, step, cap, policy, deps, input_key, approvals): keywords
-        # cost a good part of building it, once per step.
-        context = ExecutionContext(
-            self.run_id,
-            config.agent_name,
-            step,
-            config.max_tool_result_chars,
-            config.tool_policy,
-            self._deps,
-            self._input_key,
-            approvals,
-        )
         link = state.link
         if link is None:
             origin = self._origin
@@ -690,7 +678,12 @@ class LoopController:
         link.step = step
         token = lineage.enter(link)
         try:
-            message = ExecuteTools(tuple(calls), context)
+            # ExecuteTools(calls, ExecutionContext(run_id, agent, step, cap, policy, deps, input_key, approvals)),
+            # set field by field (execute_tools): built per tool step.
+            message = execute_tools(
+                tuple(calls), self.run_id, config.agent_name, step, config.max_tool_result_chars, config.tool_policy,
+                self._deps, self._input_key, approvals,
+            )
             results: tuple[ToolResult, ...] = await ask_in(self._frame, self._tools, message)
         finally:
             lineage.leave(token)

@@ -75,7 +75,7 @@ from .results import (
 )
 from .schema import ConversionError
 
-__all__ = ["ExecuteTools", "ExecutionContext", "ToolExecutorActor", "ToolPolicy"]
+__all__ = ["ExecuteTools", "ExecutionContext", "ToolExecutorActor", "ToolPolicy", "execute_tools"]
 
 #: ``(call, context) -> None`` to allow the call, a reason string to deny it, or
 #: :class:`~agentactors.tools.approval.NeedsApproval` to ask a person (may be async).
@@ -140,6 +140,61 @@ class ExecuteTools:
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.context, ExecutionContext):
             raise TypeError(f"ExecuteTools.context must be an ExecutionContext, not {type(self.context).__name__}")
+
+
+# The slots of ExecutionContext and ExecuteTools, in field order, set one by one by execute_tools().
+_new = object.__new__
+(
+    _put_run_id, _put_agent, _put_step, _put_cap, _put_policy, _put_deps, _put_input_key, _put_approvals,
+) = (getattr(ExecutionContext, field.name).__set__ for field in attrs.fields(ExecutionContext))
+_put_calls, _put_context = (getattr(ExecuteTools, field.name).__set__ for field in attrs.fields(ExecuteTools))
+
+
+def execute_tools(
+    calls: tuple[ToolCall, ...],
+    run_id: str | None,
+    agent: str | None,
+    step: int | None,
+    max_tool_result_chars: int | None,
+    tool_policy: ToolPolicy | None,
+    deps: Any,
+    input_key: str | None,
+    approvals: Mapping[str, bool | str] | None,
+) -> ExecuteTools:
+    """``ExecuteTools(calls, ExecutionContext(run_id, agent, step, ...))`` — the message a run's tool step asks
+    with — both values set field by field, with their checks made inline (arguments that fail one go to the
+    constructors, which raise their errors): half the time of the two constructors.  Every argument is
+    positional.
+    """
+    cap = max_tool_result_chars
+    if (
+        type(calls) is not tuple
+        or not _all_calls(calls)
+        or (cap is not None and (type(cap) is not int or cap <= 0))
+        or (tool_policy is not None and not callable(tool_policy))
+    ):
+        context = ExecutionContext(run_id, agent, step, cap, tool_policy, deps, input_key, approvals)
+        return ExecuteTools(calls, context)
+    context = _new(ExecutionContext)
+    _put_run_id(context, run_id)
+    _put_agent(context, agent)
+    _put_step(context, step)
+    _put_cap(context, cap)
+    _put_policy(context, tool_policy)
+    _put_deps(context, deps)
+    _put_input_key(context, input_key)
+    _put_approvals(context, approvals)
+    message = _new(ExecuteTools)
+    _put_calls(message, calls)
+    _put_context(message, context)
+    return message
+
+
+def _all_calls(calls: tuple[Any, ...]) -> bool:
+    for call in calls:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per step
+        if not isinstance(call, ToolCall):
+            return False
+    return True
 
 
 class ToolExecutorActor:

@@ -6,13 +6,14 @@ import time
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 
 from agentactors.errors import register_secret
 from agentactors.events import Event, EventSink, InMemoryRecorder, JsonlRecorder, event_to_dict, use_sink
 from agentactors.messages import ToolCall
 from agentactors.tools import ResultCeiling, ToolContext, ToolResult, ToolStatus, tool, truncation_marker
-from agentactors.tools.executor import ExecuteTools, ExecutionContext, ToolExecutorActor
+from agentactors.tools.executor import ExecuteTools, ExecutionContext, ToolExecutorActor, execute_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -702,3 +703,40 @@ async def test_bound_methods_callable_objects_and_wrapped_coroutines() -> None:
     )
     assert [r.content for r in results] == ["1", "8", "2", "3"]
     assert all(r.status is ToolStatus.ok for r in results)
+
+
+def _policy(call: ToolCall, ctx: object) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ((ToolCall("c1", "add", {"a": 1}),), "run-1", "agent", 2, None, None, None, None, None),
+        (
+            (ToolCall("c1", "add", {}), ToolCall("c2", "mul", {})),
+            None, None, None, 500, _policy, {"db": 1}, "k", {"c1": True},
+        ),
+    ],
+)
+def test_execute_tools_is_the_constructors_message_field_by_field(fields: tuple[Any, ...]) -> None:
+    calls, *context = fields
+    fast = execute_tools(calls, *context)
+    built = ExecuteTools(calls, ExecutionContext(*context))
+    assert fast == built
+    assert attrs.asdict(fast, recurse=False)["calls"] == calls
+    assert attrs.asdict(fast.context, recurse=False) == attrs.asdict(built.context, recurse=False)
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ((("not a call",), None, None, None, None, None, None, None, None), TypeError),
+        (((ToolCall("c1", "add", {}),), None, None, None, 0, None, None, None, None), ValueError),
+        (((ToolCall("c1", "add", {}),), None, None, None, True, None, None, None, None), ValueError),
+        (((ToolCall("c1", "add", {}),), None, None, None, None, "not callable", None, None, None), TypeError),
+    ],
+)
+def test_execute_tools_refuses_what_the_constructors_refuse(fields: tuple[Any, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        execute_tools(*fields)
