@@ -42,7 +42,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import cache, partial
-from typing import Any, Final, Generic, TypeAlias, cast
+from typing import Any, Generic, TypeAlias, cast
 
 import anyio
 import attrs
@@ -57,6 +57,7 @@ from ..loop.config import LoopConfig
 from ..loop.controller import LoopController
 from ..loop.cost import check_cost_limit
 from ..loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
+from ..loop.options import NO_OPTIONS, RunOptions
 from ..loop.pause import PausedRun, check_decisions
 from ..loop.result import RunResult
 from ..loop.seats import Seat
@@ -145,25 +146,6 @@ def _check_settings(settings: object) -> None:
         raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
 
 
-@attrs.frozen(slots=True)
-class RunOptions:
-    """What one run takes beyond its messages: the keywords of :meth:`Agent.run` / :meth:`Agent.stream`.
-
-    One value travels from the entry point to the run's :class:`~agentactors.loop.controller.LoopController`
-    instead of a keyword per option through every layer.  ``NO_OPTIONS`` (all defaults) is shared, so a
-    plain ``agent.run(prompt)`` builds none.
-    """
-
-    on_token: Callable[[str], None] | None = None
-    deps: Any = attrs.field(default=None, repr=False)
-    settings: ModelSettings | None = None
-    deadline: float | None = None
-    priority: int | None = None
-    input_key: str | None = None
-    cost_limit: float | CostBudget | None = None
-
-
-NO_OPTIONS: Final = RunOptions()
 
 
 def _options(
@@ -969,8 +951,8 @@ class Agent(Generic[OutputT]):
         bound = self._bind(rt, private=private)
         run_id, sink = self._new_run(bound, extra, origin) if run is None else run
         config, tools = (self._config, bound.tools) if listed is None else listed
-        # Positionally, in the constructor's order (resume, native, sink, run_id, deps, on_text, stream, settings,
-        # deadline, priority, input_key, cost_limit, origin, runtime, seats): keywords cost a tenth of the setup.
+        # Positionally, and the options as the one value they are (LoopController.of): keywords cost a tenth of
+        # the setup.
         controller = LoopController.of(
             config,
             bound.provider,
@@ -980,14 +962,8 @@ class Agent(Generic[OutputT]):
             bound.native,
             sink,
             run_id,
-            options.deps,
-            options.on_token,
+            options,
             stream,
-            options.settings,
-            options.deadline,
-            options.priority,
-            options.input_key,
-            options.cost_limit,
             origin,
             rt,
             self._seats(rt, private) if self.handoffs else None,

@@ -91,6 +91,7 @@ from .cost import stop_before
 from .json_transport import parse_reply
 from .live import RunActor, waits_in_place
 from .nudges import StepView
+from .options import NO_OPTIONS, RunOptions
 from .output_steps import OutputSteps
 from .pause import PausedRun, any_pending
 from .recorded import recorded
@@ -161,22 +162,17 @@ class LoopController:
     """
 
     __slots__ = (
-        "_deadline",
-        "_deps",
         "_frame",
         "_home",
-        "_input_key",
         "_live",
         "_native",
-        "_on_text",
+        "_options",
         "_origin",
         "_output",
-        "_priority",
         "_provider",
         "_resume",
         "_run_settings",
         "_seats",
-        "_settings_given",
         "_sink",
         "_state",
         "_stream",
@@ -208,9 +204,19 @@ class LoopController:
         runtime: Any = None,
         seats: SeatResolver | None = None,
     ) -> None:
+        options = (
+            RunOptions(on_text, deps, settings, deadline, priority, input_key, cost_limit)
+            if on_text is not None
+            or deps is not None
+            or settings is not None
+            or deadline is not None
+            or priority is not None
+            or input_key is not None
+            or cost_limit is not None
+            else NO_OPTIONS
+        )
         self._start(
-            config, provider, tools, messages, resume, native, sink, run_id, deps, on_text, stream, settings,
-            deadline, priority, input_key, cost_limit, origin, runtime, seats,
+            config, provider, tools, messages, resume, native, sink, run_id, options, stream, origin, runtime, seats
         )
 
     @classmethod
@@ -224,27 +230,23 @@ class LoopController:
         native: bool,
         sink: EventSink | None,
         run_id: str | None,
-        deps: Any,
-        on_text: Callable[[str], None] | None,
+        options: RunOptions,
         stream: bool,
-        settings: ModelSettings | None,
-        deadline: float | None,
-        priority: int | None,
-        input_key: str | None,
-        cost_limit: float | CostBudget | None,
         origin: lineage.Origin | None,
         runtime: Any,
         seats: SeatResolver | None,
     ) -> LoopController:
-        """``LoopController(...)`` with every argument given, positionally, in the constructor's order.
+        """The controller the constructor makes, from its arguments given positionally and the per-run options
+        as one :class:`~agentactors.loop.options.RunOptions` (``on_token`` is the constructor's ``on_text``).
 
-        For the agent layer, which makes one controller per run: matching fifteen keywords costs about
-        half a microsecond a call, a tenth of the run's setup.
+        For the agent layer, which makes one controller per run and holds the options as that value already:
+        matching fifteen keywords costs about half a microsecond a call, a tenth of the run's setup.  The
+        options are checked as the constructor checks them.
         """
         controller = cls.__new__(cls)
         cls._start(
-            controller, config, provider, tools, messages, resume, native, sink, run_id, deps, on_text, stream,
-            settings, deadline, priority, input_key, cost_limit, origin, runtime, seats,
+            controller, config, provider, tools, messages, resume, native, sink, run_id, options, stream, origin,
+            runtime, seats,
         )
         return controller
 
@@ -258,22 +260,16 @@ class LoopController:
         native: bool,
         sink: EventSink | None,
         run_id: str | None,
-        deps: Any,
-        on_text: Callable[[str], None] | None,
+        options: RunOptions,
         stream: bool,
-        settings: ModelSettings | None,
-        deadline: float | None,
-        priority: int | None,
-        input_key: str | None,
-        cost_limit: float | CostBudget | None,
         origin: lineage.Origin | None,
         runtime: Any,
         seats: SeatResolver | None,
     ) -> None:
         """The constructor's body (see the class)."""
-        if deadline is not None or priority is not None:  # (checked here: nothing is raised once it is awaited)
-            run_ticket.check_deadline(deadline)
-            run_ticket.check_priority(priority)
+        if options is not NO_OPTIONS and (options.deadline is not None or options.priority is not None):
+            run_ticket.check_deadline(options.deadline)  # (checked here: nothing is raised once it is awaited)
+            run_ticket.check_priority(options.priority)
         # Durable runs (agentactors.loop.tape): a runtime with a journal serves recorded steps and commits live
         # ones; a run it recovers keeps its id.  (Most runtimes have none: no call then.)
         tape = self._tape = (
@@ -292,14 +288,14 @@ class LoopController:
         self._sink = sink if sink else None
         self._state = LoopState(config, messages, native, self._sink, run_id, resume[0] if resume else None)
         self._resume = resume
-        self._deps = deps
-        self._input_key = input_key
-        self._on_text = on_text
-        self._stream = stream or on_text is not None
-        self._deadline = deadline
-        self._priority = priority
+        # The run's options (deps, the token callback, settings, deadline, priority, input key, cost limit): one
+        # value, shared by every plain run (NO_OPTIONS), read where each is needed.
+        self._options = options
+        self._stream = stream or options.on_token is not None
         # The budgets the run charges (its own, its parent's, the ones entered around it, its runtime's: .cost).
-        self._state.cost.open(cost_limit, runtime, origin.link.budgets if origin is not None else (), config.run_info)
+        self._state.cost.open(
+            options.cost_limit, runtime, origin.link.budgets if origin is not None else (), config.run_info
+        )
         # Delegation: where this run comes from (a parent's tool step) and the runtime its children run in.
         self._origin = origin
         self._home = runtime
@@ -312,7 +308,7 @@ class LoopController:
         self._provider = provider
         self._tools = tools
         self._native = native
-        self._settings_given = settings
+        settings = options.settings
         self._run_settings = _merged(config, settings) if settings else None
         if tape is not None:
             self._provider, self._tools = tape.seat(provider, tools)
@@ -412,13 +408,14 @@ class LoopController:
         Cancellation: propagates from the step it interrupts (the deadline's own is absorbed here).
         """
         state, live = self._state, self._live
-        ticket = run_ticket.start_ticket(self._deadline, self._priority)
+        options = self._options
+        ticket = run_ticket.start_ticket(options.deadline, options.priority)
         token = run_ticket.enter(ticket)
         # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
         # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
         frame = self._frame = open_frame(self._provider, ticket.deadline)
-        # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own.
-        checkpoint = frame.checkpoint
+        # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own,
+        # frame.checkpoint() (a bound method made per call: one held here would be ~64 B every waiting run holds).
         max_steps = state.config.max_steps
         try:
             with frame.scope:
@@ -430,7 +427,7 @@ class LoopController:
                 result: RunResult[Any] | None = None  # set once the run ended (None while a step raises)
                 try:
                     if self._resume is not None:
-                        await checkpoint()
+                        await frame.checkpoint()
                         ended = await self._resume_step(*self._resume)
                         if ended is not None and (live is None or not live.goes_on(ended)):
                             result = ended
@@ -438,7 +435,7 @@ class LoopController:
                         if state.steps >= max_steps:
                             result = state.result(state.answer_so_far, bounded=True)
                             break
-                        await checkpoint()
+                        await frame.checkpoint()
                         if live is not None and (live.steers is not None or live.interrupted is not None):
                             if live.interrupted is not None:
                                 result = self._interrupted(live)
@@ -555,7 +552,7 @@ class LoopController:
                 request,
                 native=self._native,
                 sink=self._sink,
-                on_text=self._on_text,
+                on_text=self._options.on_token,
                 partial=output.partials() if output is not None else None,
             )
         return ask_in(self._frame, self._provider, Complete(request))
@@ -682,7 +679,7 @@ class LoopController:
             # set field by field (execute_tools): built per tool step.
             message = execute_tools(
                 tuple(calls), self.run_id, config.agent_name, step, config.max_tool_result_chars, config.tool_policy,
-                self._deps, self._input_key, approvals,
+                self._options.deps, self._options.input_key, approvals,
             )
             results: tuple[ToolResult, ...] = await ask_in(self._frame, self._tools, message)
         finally:
@@ -739,7 +736,7 @@ class LoopController:
         if self._tape is not None:
             self._provider, self._tools = self._tape.seat(seat.provider, seat.tools)
         self._native = seat.native
-        self._run_settings = _merged(config, self._settings_given)
+        self._run_settings = _merged(config, self._options.settings)
         self._state.seat(config, seat.native, conversation)
         self._output = self._typed_steps()
 
@@ -756,7 +753,7 @@ class LoopController:
             settings=self._run_settings,
             sink=self._sink,
             run_id=self.run_id,
-            deps=self._deps,
+            deps=self._options.deps,
         )
 
     async def _resume_step(self, paused: PausedRun, decisions: Mapping[str, bool | str]) -> RunResult[Any] | None:
