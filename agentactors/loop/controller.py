@@ -118,6 +118,12 @@ class _Asks(Protocol):
     async def ask(self, message: Any) -> Any: ...
 
 
+def _parsed(content: str, step: int) -> tuple[str, Sequence[ToolCall]]:
+    """A reply on the JSON transport: its text and the calls parsed from it (ids prefixed by the step)."""
+    parsed = parse_reply(content, id_prefix=f"s{step}_")
+    return parsed.text, parsed.calls
+
+
 def _merged(config: LoopConfig, settings: ModelSettings | None) -> ModelSettings | None:
     """A run's settings over the agent's (field by field); ``None`` keeps the agent's cached skeletons."""
     if not settings:
@@ -408,15 +414,14 @@ class LoopController:
         Cancellation: propagates from the step it interrupts (the deadline's own is absorbed here).
         """
         state, live = self._state, self._live
-        options = self._options
-        ticket = run_ticket.start_ticket(options.deadline, options.priority)
+        ticket = run_ticket.start_ticket(self._options.deadline, self._options.priority)
         token = run_ticket.enter(ticket)
         # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
         # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
         frame = self._frame = open_frame(self._provider, ticket.deadline)
         # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own,
         # frame.checkpoint() (a bound method made per call: one held here would be ~64 B every waiting run holds).
-        max_steps = state.config.max_steps
+        max_steps = state.config.max_steps  # the first agent's: a handoff does not reset the run's bound
         try:
             with frame.scope:
                 if live is not None:
@@ -488,11 +493,11 @@ class LoopController:
         Cancellation: propagates out of the generation or the running tools; the step is abandoned
         where it stood, and the run's result (the only way out for its conversation) is never built.
         """
+        # (Few locals: this frame is held by every run waiting on its model call, 8 bytes a name.)
         state, output, sink = self._state, self._output, self._sink
-        run_cost = state.cost
-        armed = run_cost.armed  # set when the run opens: whether it charges a budget
-        if armed and (stopped := stop_before(state)) is not None:
-            return stopped  # a budget is spent, or this call's estimate would pass it: nothing is sent
+        # state.cost.armed is set when the run opens: whether it charges a budget.
+        if state.cost.armed and (ended := stop_before(state)) is not None:
+            return ended  # a budget is spent, or this call's estimate would pass it: nothing is sent
         state.steps += 1
         if sink is not None:
             sink.step = state.steps
@@ -509,20 +514,19 @@ class LoopController:
             # Auto's forced choice could not be carried: the same step once more, with the next strategy.
             try:
                 response = await self._generate(step_request(state, output, self._native, self._run_settings, sink))
-            except Exception as again:
-                return state.failed(again)
+            except Exception as exc:  # the retry's own failure, under the same name (one local less)
+                return state.failed(exc)
         # The first step's usage is taken as is: a one-step run allocates no sum.
         state.usage = response.usage if state.usage is NO_USAGE else state.usage + response.usage
-        cost = run_cost.charge(response)
-        if sink is not None:
-            sink.emit("llm.response", **payloads.llm_response(response), cost=cost)
-        if armed and (ended := state.past_cost_limit()) is not None:
-            return ended
-        if self._native:
-            text, calls = response.content, response.tool_calls
+        if sink is None:
+            state.cost.charge(response)
         else:
-            parsed = parse_reply(response.content, id_prefix=f"s{state.steps}_")
-            text, calls = parsed.text, parsed.calls
+            sink.emit("llm.response", **payloads.llm_response(response), cost=state.cost.charge(response))
+        if state.cost.armed and (ended := state.past_cost_limit()) is not None:
+            return ended
+        text, calls = (
+            (response.content, response.tool_calls) if self._native else _parsed(response.content, state.steps)
+        )
         if calls:
             if self._live is not None and self._live.interrupted is not None:
                 return self._interrupted(self._live)  # interrupted during the model call: its calls never start
