@@ -86,11 +86,13 @@ async def test_the_loop_keeps_ticking_during_the_final_check_of_a_1mb_answer(kin
     with anyio.fail_after(300):
         output, took, gaps = await _ticks_during(agent)
     assert len(output) == ITEMS and output[-1] == Item(f"item number {ITEMS - 1}", ITEMS - 1, ["a", "b", "c"])
-    # Inline, one gap is the whole run (≈ 1 s idle, several loaded).  Off the loop, the sampler keeps
-    # running between the interpreter's thread switches — except while the thread is inside one C call
-    # that keeps the GIL (json.loads of the 1 MB text: ~20 ms idle, far longer on a machine whose cores
-    # are busy), so the bound is loose: well under the whole run, which is what the inline check gave.
-    assert max(gaps) < took * 0.6, (max(gaps), took)
+    # Inline, one gap is the whole run (≈ 1 s idle, several loaded) and the sampler ticks once or twice.
+    # Off the loop, the sampler keeps running between the interpreter's thread switches — except while
+    # the thread is inside one C call that keeps the GIL (json.loads of the 1 MB text, a collection of
+    # the garbage collector over its objects: ~20 ms idle, but stretched by whatever else the cores run:
+    # with more runnable processes than cores one such call was seen at 0.3 s of a 0.46 s run), so the
+    # bound is loose: short of the whole run, which is what the inline check gave, and ticks all along.
+    assert max(gaps) < took * 0.8, (max(gaps), took)
     assert len(gaps) >= 10, (len(gaps), took)
 
 
