@@ -50,7 +50,7 @@ import anyio
 import h11
 import httpx
 
-from .h11_connection import H11Connection, Head, Origin, connect
+from .h11_connection import READ_SIZE, H11Connection, Head, Origin, connect
 
 __all__ = ["H11Response", "H11Sender"]
 
@@ -184,34 +184,32 @@ class H11Response:
         return self
 
     async def __anext__(self) -> bytes:
+        """The body bytes read so far (reading only if there are none).
+
+        The parser joins the chunks that arrived together: that spares every layer above one pass
+        per chunk (a stream's events often come several to a read).  An end read with the last
+        data is noted at once: a reader that stops there still gives a clean connection back.
+        The read loop is inline (not a helper coroutine): a stream waits here between deltas,
+        and every coroutine in the waiting stack is an object the garbage collector promotes
+        (see :meth:`.h11_connection.H11Connection.receive`).
+        """
         if not self._done and not self._ended:
+            connection = self._connection
             try:
-                chunk = await self._next_data()
+                while (chunk := connection.ready_event()) is None:
+                    connection.parser.receive(await connection.receive(READ_SIZE, self._read_timeout))
             except BaseException:
                 await self.aclose()  # a failed or cancelled read: the connection is not reused
                 raise
+            assert isinstance(chunk, bytes)  # a head comes once, before the body
+            # END (trailers, if any, were skipped: no vendor sends them), or the last data, the end read with it.
+            self._ended = not chunk or connection.parser.done
             if chunk:
                 return chunk
         if not self._done:
             self._done = True  # read to its end: the connection may serve the next request
             await self._sender.release(self._connection, self._closes)
         raise StopAsyncIteration
-
-    async def _next_data(self) -> bytes:
-        """The body bytes read so far (reading only if there are none); ``b""`` at the end.
-
-        The parser joins the chunks that arrived together: that spares every layer above one pass
-        per chunk (a stream's events often come several to a read).  An end read with the last
-        data is noted at once: a reader that stops there still gives a clean connection back.
-        """
-        connection = self._connection
-        event = connection.ready_event()
-        if event is None:
-            event = await connection.next_event(self._read_timeout)
-        assert isinstance(event, bytes)  # a head comes once, before the body
-        # END (trailers, if any, were skipped: no vendor sends them), or the last data, the end read with it.
-        self._ended = not event or connection.parser.done
-        return event
 
     async def aclose(self) -> None:
         """Close the response: a body not read to its end closes its connection (idempotent)."""
