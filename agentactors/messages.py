@@ -65,6 +65,7 @@ __all__ = [
     "ToolChoice",
     "ToolSpec",
     "Usage",
+    "all_tool_calls",
     "parse_arguments",
     "response_of",
     "text_message",
@@ -349,7 +350,7 @@ def text_message(
         type(content) is not str
         or role not in _ROLES
         or (not tool_call_id if role == "tool" else tool_call_id is not None)
-        or (tool_calls and (role != "assistant" or type(tool_calls) is not tuple or not _all_calls(tool_calls)))
+        or (tool_calls and (role != "assistant" or type(tool_calls) is not tuple or not all_tool_calls(tool_calls)))
     ):
         return Message(role, content, tool_calls, tool_call_id, name, reasoning, provider_data, is_error)
     message = _new(Message)
@@ -365,9 +366,10 @@ def text_message(
     return message
 
 
-def _all_calls(calls: tuple[Any, ...]) -> bool:
-    for call in calls:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per message
-        if not isinstance(call, ToolCall):
+def all_tool_calls(items: Iterable[Any]) -> bool:
+    """Whether every item is a :class:`ToolCall` (``True`` for none): the fast constructors' check."""
+    for item in items:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per call
+        if not isinstance(item, ToolCall):
             return False
     return True
 

@@ -20,6 +20,7 @@ from ..messages import (
     TextDelta,
     ToolCall,
     Usage,
+    all_tool_calls,
     response_of,
     split_text,
 )
@@ -83,13 +84,6 @@ _FULLY_CAPABLE = Capabilities(
     media=MEDIA_KINDS,
     parallel_tool_calls=True,
 )
-
-
-def _all_calls(items: list[Any] | tuple[Any, ...]) -> bool:
-    for item in items:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per response
-        if not isinstance(item, ToolCall):
-            return False
-    return True
 
 
 class ScriptedProvider:
@@ -368,7 +362,7 @@ class ScriptedProvider:
             return attrs.evolve(item, model=item.model or model, provider=item.provider or self._name)
         if isinstance(item, ToolCall):
             item = (item,)
-        if isinstance(item, _SEQUENCE) and item and _all_calls(item):
+        if isinstance(item, _SEQUENCE) and item and all_tool_calls(item):
             return response_of("", tuple(item), StopReason.tool_use, _ZERO_USAGE, model, self._name)
         raise TypeError(
             f"ScriptedProvider {self._name!r}: cannot answer with a {type(item).__name__} "

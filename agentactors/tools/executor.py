@@ -53,7 +53,7 @@ from .._backend import backend_function
 from .._containment import escapes, interrupt_in
 from ..errors import ToolDenied
 from ..events import EventSink, current_sink, emit
-from ..messages import ToolCall
+from ..messages import ToolCall, all_tool_calls
 from ..parts import MediaPart
 from ._finish import finish
 from ._invoke import TimedOut, invoke, run_to_end
@@ -169,7 +169,7 @@ def execute_tools(
     cap = max_tool_result_chars
     if (
         type(calls) is not tuple
-        or not _all_calls(calls)
+        or not all_tool_calls(calls)
         or (cap is not None and (type(cap) is not int or cap <= 0))
         or (tool_policy is not None and not callable(tool_policy))
     ):
@@ -188,13 +188,6 @@ def execute_tools(
     _put_calls(message, calls)
     _put_context(message, context)
     return message
-
-
-def _all_calls(calls: tuple[Any, ...]) -> bool:
-    for call in calls:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per step
-        if not isinstance(call, ToolCall):
-            return False
-    return True
 
 
 class ToolExecutorActor:
