@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-__all__ = ["backend_function", "scope_checkpoint"]
+__all__ = ["backend_function", "ignoring_scope", "scope_checkpoint"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,8 +56,13 @@ def scope_checkpoint(checkpoint_if_cancelled: Callable[[], Awaitable[None]]) -> 
     if "_parent_scope" not in getattr(scope_cls, "__slots__", ()) or not all(
         isinstance(getattr(scope_cls, name, None), property) for name in ("cancel_called", "shield")
     ):
-        return lambda scope: checkpoint_if_cancelled()
+        return ignoring_scope(checkpoint_if_cancelled)
     return _walk_from
+
+
+def ignoring_scope(checkpoint_if_cancelled: Callable[[], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+    """``checkpoint_if_cancelled`` as a ``check(scope)``: it finds the task's scopes itself, the argument ignored."""
+    return lambda scope: checkpoint_if_cancelled()
 
 
 async def _walk_from(scope: Any) -> None:

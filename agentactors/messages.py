@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 import attrs
 
 from ._json import loads_bounded
+from ._slots import setters
 from .parts import Audio, Document, Image, MediaPart, Part, Text, is_part
 from .settings import (
     CachePolicy,
@@ -326,7 +327,7 @@ class Message:
 _new = object.__new__
 (
     _set_role, _set_content, _set_calls, _set_call_id, _set_name, _set_reasoning, _set_data, _set_error, _set_parts
-) = (getattr(Message, field.name).__set__ for field in attrs.fields(Message))
+) = setters(Message)
 
 
 def text_message(
@@ -660,7 +661,7 @@ class LLMResponse:
 # The slots of LLMResponse, in field order, set one by one by response_of.
 (
     _r_content, _r_calls, _r_stop, _r_usage, _r_model, _r_provider, _r_raw_stop, _r_reasoning, _r_data, _r_id
-) = (getattr(LLMResponse, field.name).__set__ for field in attrs.fields(LLMResponse))
+) = setters(LLMResponse)
 
 
 def response_of(

@@ -36,6 +36,7 @@ from anyio.lowlevel import checkpoint_if_cancelled
 
 import agentactors.actors.supervision as supervision
 
+from .._backend import ignoring_scope
 from ..errors import ActorStopped
 from ._cell import STOPPED
 from ._inline import first_step
@@ -64,7 +65,7 @@ class Frame:
         # How checkpoint() checks: from this frame's scope outwards when the runtime resolved that
         # (agentactors._backend.scope_checkpoint), else the backend's checkpoint_if_cancelled itself.
         self._check: Callable[[Any], Awaitable[None]] = (
-            scope_checkpoint if scope_checkpoint is not None else _ignoring_scope(checkpoint)
+            scope_checkpoint if scope_checkpoint is not None else ignoring_scope(checkpoint)
         )
         self.halted = False
 
@@ -168,11 +169,6 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
         cell.leave_direct(frame, True)
         return result
     raise ActorStopped(f"actor {cell.name!r} was stopped while handling the message")
-
-
-def _ignoring_scope(checkpoint: Callable[[], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
-    """``checkpoint`` as a ``check(scope)`` (it finds the task's scopes itself)."""
-    return lambda scope: checkpoint()
 
 
 def hold(frame: Frame, ref: ActorRef) -> bool:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .._slots import setters
 from ..messages import LLMRequest, Message, ToolChoice, ToolSpec
 from ..output.config import OutputConfig
 from ..settings import ModelSettings
@@ -196,7 +197,7 @@ _new = object.__new__
     _put_messages, _put_model, _put_tools, _put_tool_choice, _put_max_tokens, _put_temperature, _put_stop,
     _put_vendor_options, _put_top_p, _put_seed, _put_parallel_tool_calls, _put_reasoning_effort,
     _put_thinking_budget, _put_cache, _put_timeout, _put_response_format,
-) = (getattr(LLMRequest, field.name).__set__ for field in attrs.fields(LLMRequest))
+) = setters(LLMRequest)
 
 
 def request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequest:

@@ -8,6 +8,7 @@ from typing import Any, Generic
 
 import attrs
 
+from .._slots import setters
 from ..messages import Message, ToolCall, Usage
 from ..output.spec import OutputT
 from ..pricing import Cost
@@ -143,7 +144,7 @@ _new = object.__new__
     _put_content, _put_messages, _put_calls, _put_steps, _put_bounded, _put_cancelled, _put_failed, _put_error,
     _put_followups, _put_usage, _put_served_by, _put_run_id, _put_output, _put_children, _put_agent, _put_handoffs,
     _put_resume, _put_cost, _put_forked,
-) = (getattr(RunResult, field.name).__set__ for field in attrs.fields(RunResult))
+) = setters(RunResult)
 
 
 def answered(

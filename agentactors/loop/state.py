@@ -189,10 +189,7 @@ class LoopState:
         taken = self.call_ids
         if taken is None:  # the run's first tool step: the ids its input conversation already holds
             taken = self.call_ids = ids_in(self.conversation)
-        if len(calls) == 1 and calls[0].id not in taken:  # unique_ids' common case, here: nothing to rename
-            taken.add(calls[0].id)
-        else:
-            calls = unique_ids(calls, taken, sink=self.sink, run_id=self.run_id)
+        calls = unique_ids(calls, taken, sink=self.sink, run_id=self.run_id)
         # Message.assistant(answer, calls, reasoning=, provider_data=), set field by field (text_message).
         self.conversation.append(
             text_message(

@@ -51,6 +51,7 @@ import attrs
 
 from .._backend import backend_function
 from .._containment import escapes, interrupt_in
+from .._slots import setters
 from ..errors import ToolDenied
 from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall, all_tool_calls
@@ -146,8 +147,8 @@ class ExecuteTools:
 _new = object.__new__
 (
     _put_run_id, _put_agent, _put_step, _put_cap, _put_policy, _put_deps, _put_input_key, _put_approvals,
-) = (getattr(ExecutionContext, field.name).__set__ for field in attrs.fields(ExecutionContext))
-_put_calls, _put_context = (getattr(ExecuteTools, field.name).__set__ for field in attrs.fields(ExecuteTools))
+) = setters(ExecutionContext)
+_put_calls, _put_context = setters(ExecuteTools)
 
 
 def execute_tools(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._slots import setters
 from ..errors import ModelRetry, redact
 from ..messages import Message, text_message
 from ..parts import MediaPart, Text, is_part
@@ -201,8 +202,7 @@ class ToolResult:
         if self.parts:
             return Message.tool(self.call_id, (Text(self.content), *self.parts), self.name, is_error=self.is_error)
         # Message.tool(call_id, content, name, is_error=), set field by field (text_message): once per call.
-        is_error = self.status is not ToolStatus.ok
-        return text_message("tool", self.content, (), self.call_id, self.name, "", None, is_error)
+        return text_message("tool", self.content, (), self.call_id, self.name, "", None, self.is_error)
 
 
 # The slots of ToolResult, in field order, set one by one by result_of.
@@ -210,7 +210,7 @@ _new = object.__new__
 (
     _set_call_id, _set_name, _set_status, _set_content, _set_size, _set_duration, _set_truncated, _set_refused,
     _set_original, _set_parts, _set_awaiting,
-) = (getattr(ToolResult, field.name).__set__ for field in attrs.fields(ToolResult))
+) = setters(ToolResult)
 
 
 def result_of(
@@ -240,9 +240,8 @@ def result_of(
         or not duration >= 0
         or type(parts) is not tuple
     ):
-        return ToolResult(
-            call_id, name, status, content, len(content), duration, truncated, refused, original_chars, parts
-        )
+        size = len(content) if type(content) is str else 0  # (a content that is no str: the constructor says so)
+        return ToolResult(call_id, name, status, content, size, duration, truncated, refused, original_chars, parts)
     result = _new(ToolResult)
     _set_call_id(result, call_id)
     _set_name(result, name)

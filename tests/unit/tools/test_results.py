@@ -290,6 +290,7 @@ def test_result_of_is_the_constructors_result_field_by_field(fields: tuple[Any, 
         (("c1", "", ToolStatus.ok, "5", 0.0, False, False, 1, ()), ValueError),
         (("c1", "add", "nope", "5", 0.0, False, False, 1, ()), ValueError),
         (("c1", "add", ToolStatus.ok, b"5", 0.0, False, False, 1, ()), TypeError),
+        (("c1", "add", ToolStatus.ok, None, 0.0, False, False, 1, ()), TypeError),  # the constructor's own error
         (("c1", "add", ToolStatus.ok, "5", -1.0, False, False, 1, ()), ValueError),
         (("c1", "add", ToolStatus.ok, "5", True, False, False, 1, ()), ValueError),
     ],
