@@ -1,30 +1,41 @@
-"""The task group a batch's runs live in: trio's own nursery on trio, anyio's task group elsewhere.
+"""The task group a batch's runs live in: the lightest each backend allows, with anyio's semantics.
 
 Since anyio 4.14, ``TaskGroup.start_soon`` gives every task a handle: the coroutine is wrapped
-in another that holds a cancel scope of its own (so the handle can cancel that task alone).  A
-task costs ~3.4 KB where the backend's own costs ~1.5 KB; ``run_many`` starts one task per run
-it keeps in flight, and 10,000 waiting runs pay it 10,000 times (W3).
+in another that holds a cancel scope of its own (so the handle can cancel that task alone).  On
+asyncio a task so started costs ~4.4 KB where a bare task entering one cancel scope costs ~1.9 KB;
+``run_many`` starts one task per run it keeps in flight, and 10,000 waiting runs pay it 10,000 times
+(W3).  The batch asks little of its group — start a task, cancel them all, wait for them — so each
+backend gets the least that gives anyio's semantics:
 
-On trio, anyio's task group *is* a nursery (``strict_exception_groups=True``) and anyio's cancel
-scopes are trio's, so a batch uses the nursery itself: the same cancellation (a real trio
-cancellation, which :func:`~agentactors._containment.is_cancellation` recognises), the same error
-groups, ~1.3 KB less a run.  As anyio does, a group holding only ``trio.Cancelled`` leaves as a
-single ``trio.Cancelled``, so the cancelled scope around the batch absorbs it as usual.
-
-On asyncio (and any other backend) anyio's task group is kept: a bare asyncio task carries no anyio
-cancel scope, so a batch cancelling its runs with ``task.cancel()`` would look to the code inside
-them like a stray ``CancelledError`` (see :mod:`agentactors._containment`) — and a tool would
-contain it as its own failure.
+* **trio**: anyio's task group *is* a nursery (``strict_exception_groups=True``) and anyio's cancel
+  scopes are trio's, so a batch uses the nursery itself: the same cancellation (a real trio
+  cancellation, which :func:`~agentactors._containment.is_cancellation` recognises), the same error
+  groups, ~1.3 KB less a run.  As anyio does, a group holding only ``trio.Cancelled`` leaves as a
+  single ``trio.Cancelled``, so the cancelled scope around the batch absorbs it as usual.
+* **asyncio**: a bare task per run whose coroutine enters an anyio cancel scope of its own first.
+  The group cancels a task through that scope, never with ``task.cancel()``: to the code inside, a
+  batch's cancellation is then a real anyio cancellation (its scope is cancelled), not the stray
+  ``CancelledError`` a bare ``task.cancel()`` would look like (:mod:`agentactors._containment`),
+  which a tool would contain as its own failure.  The scope is a root scope — anyio does not know the
+  task's parent — so what a nested scope would inherit is handed down explicitly: the scope takes
+  the deadline in effect where the task is started, and a cancellation of the scopes around the
+  group reaches the tasks through the group (its exit, waiting for them, cancels them first), as it
+  does through anyio's.  ~2.4 KB less a run.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
+import anyio.lowlevel
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["BatchGroup", "open_batch_group"]
 
@@ -39,30 +50,6 @@ class BatchGroup(Protocol):
     def cancel(self) -> None:
         """Cancel every task of the group (and the body, if it still runs); the exit then raises nothing for it."""
         ...
-
-
-class _AnyioGroup:
-    """anyio's task group, behind :class:`BatchGroup`."""
-
-    __slots__ = ("_tg",)
-
-    def __init__(self) -> None:
-        self._tg = anyio.create_task_group()
-
-    async def __aenter__(self) -> BatchGroup:
-        await self._tg.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        return await self._tg.__aexit__(exc_type, exc, tb)
-
-    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        self._tg.start_soon(func, *args)
-
-    def cancel(self) -> None:
-        self._tg.cancel_scope.cancel()
 
 
 class _TrioGroup:
@@ -102,12 +89,115 @@ class _TrioGroup:
         self._nursery.cancel_scope.cancel()
 
 
+class _AsyncioGroup:
+    """Bare asyncio tasks, each inside an anyio cancel scope of its own, behind :class:`BatchGroup` (see the module)."""
+
+    __slots__ = ("_errors", "_idle", "_loop", "_scope", "_tasks")
+
+    def __init__(self) -> None:
+        # The group's own scope, around its body and its exit's wait (as anyio's): cancel() cancels it
+        # too, and its exit absorbs that cancellation.
+        self._scope = anyio.CancelScope()
+        self._tasks: dict[asyncio.Task[None], anyio.CancelScope] = {}
+        self._errors: list[BaseException] = []
+        self._idle: asyncio.Future[None] | None = None  # set while the exit waits: resolved by the last task's end
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def __aenter__(self) -> BatchGroup:
+        import asyncio
+
+        self._loop = asyncio.get_running_loop()
+        self._scope.__enter__()
+        return self
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        assert self._loop is not None, "start_soon() outside `async with`"
+        deadline = anyio.current_effective_deadline()  # the one a nested scope would inherit (see the module)
+        scope = anyio.CancelScope() if deadline == math.inf else anyio.CancelScope(deadline=deadline)
+        if self._scope.cancel_called:
+            scope.cancel()  # started into a cancelled group: cancelled at its first checkpoint, as anyio's
+        task = self._loop.create_task(_scoped(scope, func(*args)))
+        self._tasks[task] = scope
+        task.add_done_callback(self._ended)
+
+    def cancel(self) -> None:
+        self._scope.cancel()
+        for scope in self._tasks.values():
+            scope.cancel()
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        del self._tasks[task]
+        if task.cancelled():  # by a task.cancel() from outside the group: the group is cancelled, as anyio's is
+            failure: BaseException | None = None
+            self._cancel_once()
+        else:
+            failure = task.exception()
+        if failure is not None:
+            import asyncio
+
+            if not isinstance(failure, asyncio.CancelledError):
+                self._errors.append(failure)
+            self._cancel_once()
+        if not self._tasks and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    def _cancel_once(self) -> None:
+        if not self._scope.cancel_called:
+            self.cancel()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        import asyncio
+
+        assert self._loop is not None
+        try:
+            if exc is not None:
+                self.cancel()
+                if not isinstance(exc, asyncio.CancelledError):
+                    self._errors.append(exc)
+            if self._tasks:
+                with anyio.CancelScope() as waiting:
+                    while self._tasks:
+                        self._idle = self._loop.create_future()
+                        try:
+                            await self._idle
+                        except asyncio.CancelledError as cancelled:
+                            # Cancelled around the group (or by it): the tasks end first; waiting for them
+                            # is shielded from here on, since cancelling again would only interrupt the wait.
+                            waiting.shield = True
+                            self.cancel()
+                            if exc is None:
+                                exc = cancelled
+                        self._idle = None
+            else:
+                await anyio.lowlevel.cancel_shielded_checkpoint()  # an exit is a checkpoint, as anyio's
+            if self._errors:
+                raise BaseExceptionGroup("unhandled errors in a batch's task group", self._errors) from None
+            if exc is not None:
+                raise exc
+        except BaseException as raised:
+            if self._scope.__exit__(type(raised), raised, raised.__traceback__):
+                return True
+            raise
+        finally:
+            del exc, tb
+            self._errors = []
+        return self._scope.__exit__(None, None, None)
+
+
+async def _scoped(scope: anyio.CancelScope, coro: Coroutine[Any, Any, Any]) -> None:
+    """A batch task's body: ``coro`` inside ``scope`` (the group cancels the task through it)."""
+    with scope:
+        await coro
+
+
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     first = group.exceptions[0]
     return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-def open_batch_group() -> _AnyioGroup | _TrioGroup:
+def open_batch_group() -> _TrioGroup | _AsyncioGroup:
     """A task group for a batch's runs (``async with open_batch_group() as group:``), the lightest the backend allows.
 
     Call it inside the event loop that will run the group.
@@ -115,9 +205,9 @@ def open_batch_group() -> _AnyioGroup | _TrioGroup:
     Cancellation: as anyio's task group — a cancellation of the scope around it cancels every task
     and propagates once they have ended; :meth:`BatchGroup.cancel` cancels them and is absorbed.
     """
-    if "trio" in sys.modules:
+    if "trio" in sys.modules:  # trio depends on sniffio (anyio no longer does): present whenever trio is
         import sniffio
 
         if sniffio.current_async_library() == "trio":
             return _TrioGroup()
-    return _AnyioGroup()
+    return _AsyncioGroup()  # anyio's other backend, the only one
