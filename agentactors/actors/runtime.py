@@ -50,9 +50,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeAlias
 import anyio
 import anyio.lowlevel
 import attrs
-from anyio.abc import TaskGroup
 
 from .._backend import backend_function, scope_checkpoint
+from .._task_group import TaskGroup, open_task_group
 from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
@@ -324,7 +324,9 @@ class Runtime:
         self._scope_cls = type(anyio.CancelScope())
         self._checkpoint = backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled)
         self._scope_checkpoint = scope_checkpoint(self._checkpoint)
-        tg = anyio.create_task_group()
+        # Not anyio's task group: the backend's own tasks, without the handle anyio gives each (~2 KB a task;
+        # a streamed request and an actor's worker each are one: :mod:`.._task_group`).
+        tg = open_task_group()
         await tg.__aenter__()
         self._tg = tg
         self._token = CURRENT_RUNTIME.set(self)
@@ -355,7 +357,7 @@ class Runtime:
                         await self.wait_idle()
                 except cancelled as e:  # an escalation (or an outer cancellation) during the drain
                     exc = e
-            tg.cancel_scope.cancel()
+            tg.cancel()
             for scope in list(self._guests):
                 scope.cancel()  # calls into the runtime from other tasks (call()) end with it
             if exc is None or isinstance(exc, cancelled):
@@ -868,7 +870,7 @@ class Runtime:
         if cell is not None:
             cell.halt("its failure escalated")
         if self._tg is not None:
-            self._tg.cancel_scope.cancel()
+            self._tg.cancel()
 
     # -- events ----------------------------------------------------------------------------------
 

@@ -1,26 +1,29 @@
-"""The task group a batch's runs live in: the lightest each backend allows, with anyio's semantics.
+"""The task groups the runtime and batches start their tasks in: the lightest each backend allows, anyio's semantics.
 
 Since anyio 4.14, ``TaskGroup.start_soon`` gives every task a handle: the coroutine is wrapped
-in another that holds a cancel scope of its own (so the handle can cancel that task alone).  On
-asyncio a task so started costs ~4.4 KB where a bare task entering one cancel scope costs ~1.9 KB;
-``run_many`` starts one task per run it keeps in flight, and 10,000 waiting runs pay it 10,000 times
-(W3).  The batch asks little of its group — start a task, cancel them all, wait for them — so each
-backend gets the least that gives anyio's semantics:
+in another that holds a cancel scope of its own and an event (so the handle can cancel that task
+alone, and be waited for).  On asyncio a task so started costs ~4.4 KB where a bare task entering
+one cancel scope costs ~1.9 KB, and its start ~20 µs of CPU where the bare one's costs ~12.
+``run_many`` starts one task per run it keeps in flight (10,000 waiting runs pay it 10,000 times:
+W3), and a runtime one per streamed request (its feed) and per actor worker.  Neither asks
+anything of its group but to start a task, cancel them all and wait for them, so each backend
+gets the least that gives anyio's semantics:
 
 * **trio**: anyio's task group *is* a nursery (``strict_exception_groups=True``) and anyio's cancel
-  scopes are trio's, so a batch uses the nursery itself: the same cancellation (a real trio
+  scopes are trio's, so the group is the nursery itself: the same cancellation (a real trio
   cancellation, which :func:`~agentactors._containment.is_cancellation` recognises), the same error
-  groups, ~1.3 KB less a run.  As anyio does, a group holding only ``trio.Cancelled`` leaves as a
-  single ``trio.Cancelled``, so the cancelled scope around the batch absorbs it as usual.
-* **asyncio**: a bare task per run whose coroutine enters an anyio cancel scope of its own first.
-  The group cancels a task through that scope, never with ``task.cancel()``: to the code inside, a
-  batch's cancellation is then a real anyio cancellation (its scope is cancelled), not the stray
+  groups, ~1.3 KB less a task.  As anyio does, a group holding only ``trio.Cancelled`` leaves as a
+  single ``trio.Cancelled``, so the cancelled scope around the group absorbs it as usual.
+* **asyncio**: a bare task whose coroutine enters an anyio cancel scope of its own first.  The
+  group cancels a task through that scope, never with ``task.cancel()``: to the code inside, the
+  group's cancellation is then a real anyio cancellation (its scope is cancelled), not the stray
   ``CancelledError`` a bare ``task.cancel()`` would look like (:mod:`agentactors._containment`),
-  which a tool would contain as its own failure.  The scope is a root scope — anyio does not know the
-  task's parent — so what a nested scope would inherit is handed down explicitly: the scope takes
-  the deadline in effect where the task is started, and a cancellation of the scopes around the
-  group reaches the tasks through the group (its exit, waiting for them, cancels them first), as it
-  does through anyio's.  ~2.4 KB less a run.
+  which a tool would contain as its own failure.  The scope is a root scope — anyio does not know
+  the task's parent — so what a nested scope would inherit is handed down explicitly: each task's
+  scope takes the deadline in effect where the group was entered (read then: a deadline moved later
+  is not seen by the tasks), and a cancellation of the scopes around the group reaches its tasks
+  through the group (its exit, waiting for them, cancels them first), as it does through anyio's.
+  ~2.4 KB less a task.
 """
 
 from __future__ import annotations
@@ -37,23 +40,43 @@ import anyio.lowlevel
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["BatchGroup", "open_batch_group"]
+__all__ = ["TaskGroup", "open_task_group"]
 
 
-class BatchGroup(Protocol):
-    """What a batch asks of its task group (the subset of anyio's ``TaskGroup`` it uses)."""
+class TaskGroup(Protocol):
+    """What the runtime and batches ask of a task group (the subset of anyio's ``TaskGroup`` they use).
 
-    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Start ``func(*args)`` as a task of the group; the group's exit waits for it."""
+    Use it as ``async with open_task_group() as group:``; the exit waits for every task.  A task
+    that raises cancels the others, and the exit raises every such failure in a ``BaseExceptionGroup``.
+    """
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: object = None) -> None:
+        """Start ``func(*args)`` as a task of the group (named ``name`` where the backend names tasks).
+
+        Never blocks.  A task started into a cancelled group is cancelled at its first checkpoint.
+        """
         ...
 
     def cancel(self) -> None:
         """Cancel every task of the group (and the body, if it still runs); the exit then raises nothing for it."""
         ...
 
+    async def __aenter__(self) -> TaskGroup:
+        """Enter the group in the task that will wait for it (its host)."""
+        ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        """Wait for every task; ``True`` when the cancellation that ended the body was the group's own.
+
+        Cancellation: a cancellation of the host cancels every task and propagates once they have ended.
+        """
+        ...
+
 
 class _TrioGroup:
-    """trio's nursery, behind :class:`BatchGroup` (see the module)."""
+    """trio's nursery, behind :class:`TaskGroup` (see the module)."""
 
     __slots__ = ("_manager", "_nursery")
 
@@ -63,7 +86,7 @@ class _TrioGroup:
         self._manager = trio.open_nursery(strict_exception_groups=True)
         self._nursery: Any = None
 
-    async def __aenter__(self) -> BatchGroup:
+    async def __aenter__(self) -> TaskGroup:
         self._nursery = await self._manager.__aenter__()
         return self
 
@@ -82,17 +105,17 @@ class _TrioGroup:
         finally:
             del exc, tb
 
-    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        self._nursery.start_soon(func, *args)
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: object = None) -> None:
+        self._nursery.start_soon(func, *args, name=name)
 
     def cancel(self) -> None:
         self._nursery.cancel_scope.cancel()
 
 
 class _AsyncioGroup:
-    """Bare asyncio tasks, each inside an anyio cancel scope of its own, behind :class:`BatchGroup` (see the module)."""
+    """Bare asyncio tasks, each inside an anyio cancel scope of its own, behind :class:`TaskGroup` (see the module)."""
 
-    __slots__ = ("_errors", "_idle", "_loop", "_scope", "_tasks")
+    __slots__ = ("_deadline", "_errors", "_idle", "_loop", "_scope", "_tasks")
 
     def __init__(self) -> None:
         # The group's own scope, around its body and its exit's wait (as anyio's): cancel() cancels it
@@ -102,21 +125,26 @@ class _AsyncioGroup:
         self._errors: list[BaseException] = []
         self._idle: asyncio.Future[None] | None = None  # set while the exit waits: resolved by the last task's end
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._deadline = math.inf
 
-    async def __aenter__(self) -> BatchGroup:
+    async def __aenter__(self) -> TaskGroup:
         import asyncio
 
         self._loop = asyncio.get_running_loop()
         self._scope.__enter__()
+        # What a task's scope would inherit through anyio's group (see the module): the deadline in effect
+        # here, not where start_soon is called (a runtime's tasks are started from any task of its loop).
+        self._deadline = anyio.current_effective_deadline()
         return self
 
-    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: object = None) -> None:
         assert self._loop is not None, "start_soon() outside `async with`"
-        deadline = anyio.current_effective_deadline()  # the one a nested scope would inherit (see the module)
+        deadline = self._deadline
         scope = anyio.CancelScope() if deadline == math.inf else anyio.CancelScope(deadline=deadline)
         if self._scope.cancel_called:
             scope.cancel()  # started into a cancelled group: cancelled at its first checkpoint, as anyio's
-        task = self._loop.create_task(_scoped(scope, func(*args)))
+        coro = _scoped(scope, func(*args))
+        task = self._loop.create_task(coro) if name is None else self._loop.create_task(coro, name=str(name))
         self._tasks[task] = scope
         task.add_done_callback(self._ended)
 
@@ -173,7 +201,7 @@ class _AsyncioGroup:
             else:
                 await anyio.lowlevel.cancel_shielded_checkpoint()  # an exit is a checkpoint, as anyio's
             if self._errors:
-                raise BaseExceptionGroup("unhandled errors in a batch's task group", self._errors) from None
+                raise BaseExceptionGroup("unhandled errors in a TaskGroup", self._errors) from None
             if exc is not None:
                 raise exc
         except BaseException as raised:
@@ -187,7 +215,7 @@ class _AsyncioGroup:
 
 
 async def _scoped(scope: anyio.CancelScope, coro: Coroutine[Any, Any, Any]) -> None:
-    """A batch task's body: ``coro`` inside ``scope`` (the group cancels the task through it)."""
+    """A task's body: ``coro`` inside ``scope`` (the group cancels the task through it)."""
     with scope:
         await coro
 
@@ -197,13 +225,13 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-def open_batch_group() -> _TrioGroup | _AsyncioGroup:
-    """A task group for a batch's runs (``async with open_batch_group() as group:``), the lightest the backend allows.
+def open_task_group() -> _TrioGroup | _AsyncioGroup:
+    """A task group (``async with open_task_group() as group:``), the lightest the backend allows.
 
     Call it inside the event loop that will run the group.
 
     Cancellation: as anyio's task group — a cancellation of the scope around it cancels every task
-    and propagates once they have ended; :meth:`BatchGroup.cancel` cancels them and is absorbed.
+    and propagates once they have ended; :meth:`TaskGroup.cancel` cancels them and is absorbed.
     """
     if "trio" in sys.modules:  # trio depends on sniffio (anyio no longer does): present whenever trio is
         import sniffio
