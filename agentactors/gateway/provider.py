@@ -13,12 +13,12 @@ Messages:
     provider's error in the asker.
 ``Stream(request)``
     answers a :class:`ProviderStream`: the receive end of a bounded channel of
-    stream events.  The actor opens the provider's stream in a task it owns (in
-    the runtime's task group) that feeds the channel; a slow consumer slows the
-    feeder (backpressure).  Closing the channel (``async with`` it), or
-    abandoning the ask, cancels that task and with it the HTTP request.  A
-    failure is raised by the consumer's next receive after the events that
-    preceded it — it is never lost.
+    stream events (one writer, one reader: :mod:`._channel`).  The actor opens
+    the provider's stream in a task it owns (in the runtime's task group) that
+    feeds the channel; a slow consumer slows the feeder (backpressure).  Closing
+    the channel (``async with`` it), or abandoning the ask, cancels that task and
+    with it the HTTP request.  A failure is raised by the consumer's next receive
+    after the events that preceded it — it is never lost.
 
 Budgets, shared by every request through the actor: ``max_concurrency``
 requests in flight (a stream counts until it ends), ``requests_per_minute`` and
@@ -44,20 +44,21 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
 
 import anyio
+import anyio.lowlevel
 import attrs
 
+from .._backend import backend_function
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
 from ..providers.port import interrupted
+from ._channel import Channel
 from .scheduling import POLICIES, Policy, Scheduler
-
-if TYPE_CHECKING:
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
 
@@ -122,10 +123,10 @@ class ProviderStream:
     the HTTP request; events not yet received are discarded.
     """
 
-    __slots__ = ("_finished", "_receive", "_scope")
+    __slots__ = ("_channel", "_finished", "_scope")
 
-    def __init__(self, receive: MemoryObjectReceiveStream[Any], scope: anyio.CancelScope) -> None:
-        self._receive = receive
+    def __init__(self, channel: Channel, scope: anyio.CancelScope) -> None:
+        self._channel = channel
         self._scope = scope
         self._finished = False
 
@@ -143,7 +144,7 @@ class ProviderStream:
         if self._finished:
             raise anyio.EndOfStream
         try:
-            item = await self._receive.receive()
+            item = await self._channel.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             if self._finished:  # closed by the consumer meanwhile
                 raise anyio.EndOfStream from None
@@ -161,7 +162,7 @@ class ProviderStream:
         """Stop the stream now: cancel the feeding task (and the HTTP request); drop unread events."""
         self._finished = True
         self._scope.cancel()
-        self._receive.close()
+        self._channel.close_reading()
 
     async def aclose(self) -> None:
         self.close()
@@ -215,6 +216,7 @@ class ProviderActor:
     """
 
     __slots__ = (
+        "_found",
         "_sched",
         "max_concurrency",
         "max_overtakes",
@@ -266,6 +268,7 @@ class ProviderActor:
         self.max_wait = max_wait
         self.max_overtakes = max_overtakes
         self._sched: Scheduler | None = None
+        self._found: tuple[Callable[[], Any], Callable[[], Awaitable[None]]] | None = None  # see _backend()
 
     def __repr__(self) -> str:
         return (
@@ -375,46 +378,55 @@ class ProviderActor:
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
         started = sched.started() if sched.tracks else 0.0
-        send, receive = anyio.create_memory_object_stream[Any](self.stream_buffer)
+        channel = Channel(self.stream_buffer, *self._backend())
         scope = anyio.CancelScope()
         try:
-            rt.spawn_task(self._feed, sched, request, send, scope, estimate, started, name=f"stream:{self!r}")
+            rt.spawn_task(self._feed, sched, request, channel, scope, estimate, started, name=f"stream:{self!r}")
         except BaseException:
             sched.release(started)
-            send.close()
-            receive.close()
+            channel.close_writing()
+            channel.close_reading()
             raise
-        return ProviderStream(receive, scope)
+        return ProviderStream(channel, scope)
+
+    def _backend(self) -> tuple[Callable[[], Any], Callable[[], Awaitable[None]]]:
+        """The running backend's ``Event`` class and ``checkpoint_if_cancelled``, found once: a channel's parts."""
+        found = self._found
+        if found is None:
+            found = self._found = (
+                type(anyio.Event()),
+                backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled),
+            )
+        return found
 
     async def _feed(
         self,
         sched: Scheduler,
         request: LLMRequest,
-        send: MemoryObjectSendStream[Any],
+        channel: Channel,
         scope: anyio.CancelScope,
         estimate: int,
         started: float,
     ) -> None:
-        """Pump the provider's stream into ``send``; runs in the runtime's task group."""
+        """Pump the provider's stream into ``channel``; runs in the runtime's task group."""
         usage: Usage | None = None
         try:
-            with scope, send:
-                failure, usage = await self._pump(request, send)
+            with scope:
+                failure, usage = await self._pump(request, channel)
                 if failure is not None:
                     if isinstance(failure.error, ProviderError):
                         self._refund_if_unsent(sched, failure.error, estimate)
                     try:
-                        await send.send(failure)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        await channel.send(failure)
+                    except anyio.BrokenResourceError:
                         pass  # the consumer already left; nobody is waiting for the error
         finally:
+            channel.close_writing()
             sched.release(started)
         if usage is not None:
             sched.settle(estimate, usage)
 
-    async def _pump(
-        self, request: LLMRequest, send: MemoryObjectSendStream[Any]
-    ) -> tuple[_Failure | None, Usage | None]:
+    async def _pump(self, request: LLMRequest, channel: Channel) -> tuple[_Failure | None, Usage | None]:
         """Deliver the events.  Returns the failure to deliver last (if any) and the reported usage."""
         texts: list[str] = []
         sent = 0
@@ -428,8 +440,8 @@ class ProviderActor:
                         elif isinstance(event, StreamEnd):
                             usage = event.response.usage
                         try:
-                            await send.send(event)
-                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            await channel.send(event)
+                        except anyio.BrokenResourceError:
                             return None, usage  # the consumer closed: leaving the block closes the request
                         sent += 1
                         if usage is not None:
