@@ -185,6 +185,7 @@ class ResponseParser:
             if self._eof:
                 self._state = _DONE
                 return END
+            self._drop_parsed()
             return None
         if available:
             take = min(available, self._remaining)
@@ -195,6 +196,7 @@ class ResponseParser:
             return buffer if take == len(buffer) else buffer[start : start + take]
         if self._eof:
             raise ProtocolError(f"the server closed the connection with {self._remaining} body bytes unsent")
+        self._drop_parsed()
         return None
 
     def _chunked(self) -> bytes | None:
@@ -214,7 +216,17 @@ class ResponseParser:
             return parts[0] if len(parts) == 1 else b"".join(parts)
         if self._eof:
             raise ProtocolError("the server closed the connection in the middle of a chunked body")
+        self._drop_parsed()
         return None
+
+    def _drop_parsed(self) -> None:
+        """Before answering "more bytes needed": drop the buffer if every byte of it was parsed.
+
+        A stream waits for its next bytes between deltas, seconds apart: the last read's, already
+        handed up, need not be held that long (W12: ~0.7 KB a live stream).
+        """
+        if self._position == len(self._buffer):
+            self._buffer, self._position = b"", 0
 
     def _chunk_step(self) -> bytes | None:
         """One step through a chunked body: data (maybe empty), or ``None`` when the buffer ran out."""

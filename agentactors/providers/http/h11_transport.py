@@ -44,7 +44,7 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import h11
@@ -100,7 +100,12 @@ class _HeaderBlock:
 
 
 class _Headers(Mapping[str, str]):
-    """A response's headers, looked up case-insensitively (h11 gives the names in lower case)."""
+    """A response's headers, looked up case-insensitively (h11 gives the names in lower case).
+
+    A lookup by name (``[]``, ``get``, ``in``) scans the few raw pairs; only iterating builds the
+    decoded dict.  The provider asks for a header or two of every response, and a stream holds its
+    response for as long as it lives (W12: the dict was ~0.5 KB a live stream).
+    """
 
     __slots__ = ("_items", "_map")
 
@@ -117,11 +122,34 @@ class _Headers(Mapping[str, str]):
             self._map = found
         return self._map
 
+    def _lookup(self, key: object) -> str | None:
+        if not isinstance(key, str):
+            return None
+        if self._map is not None:
+            return self._map.get(key.lower())
+        try:
+            name = key.lower().encode("latin-1")
+        except UnicodeEncodeError:
+            return None  # no header name can be outside latin-1 (they are read as latin-1)
+        found: str | None = None
+        for item_name, value in self._items:
+            if item_name == name:
+                text = value.decode("latin-1")
+                found = text if found is None else f"{found}, {text}"  # repeated: joined, as httpx
+        return found
+
     def __getitem__(self, key: str) -> str:
-        return self._mapping()[key.lower()]
+        found = self._lookup(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = self._lookup(key)
+        return default if found is None else found
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key.lower() in self._mapping()
+        return self._lookup(key) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._mapping())

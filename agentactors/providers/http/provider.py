@@ -664,13 +664,18 @@ class HTTPProvider:
         try:
             while True:
                 chunk = await reader.read()
-                for event, data in sse.feed(chunk) if chunk else sse.close():
+                last = not chunk
+                pairs = sse.feed(chunk) if chunk else sse.close()
+                del chunk  # nothing read is held while the next read waits (seconds between deltas: W12)
+                for event, data in pairs:
                     for out in decoder.feed(event, data):
                         if isinstance(out, TextDelta):
                             text.append(out.text)
                         started = True
                         yield out
-                if not chunk:
+                del pairs
+                event = data = ""
+                if last:
                     break
             final = decoder.finish()
             yield StreamEnd(final if final.provider == self._name else final.with_provider(self._name))

@@ -477,3 +477,24 @@ def test_a_pool_size_that_is_not_a_positive_number_is_a_clear_error(
         owned_sender(TIMEOUT)
     monkeypatch.delenv(seam.MAX_CONNECTIONS_ENV)
     assert seam.OWNED_LIMITS.max_connections == 256  # unset: the default, and nothing was cached by the error
+
+
+def test_response_headers_look_up_by_name_as_httpx_does_without_building_the_whole_mapping() -> None:
+    from agentactors.providers.http.h11_transport import _Headers
+
+    headers = _Headers(
+        [(b"content-type", b"text/event-stream"), (b"x-seen", b"one"), (b"x-seen", b"two"), (b"x-latin", b"caf\xe9")]
+    )
+    assert headers["Content-Type"] == "text/event-stream"
+    assert headers.get("x-seen") == "one, two"  # repeated: joined, as httpx joins them
+    assert headers.get("X-Latin") == "café"
+    assert headers.get("missing", "dflt") == "dflt" and headers.get("missing") is None
+    assert "CONTENT-TYPE" in headers and "missing" not in headers
+    assert object() not in headers
+    assert headers.get("x-\u20ac") is None  # a name no header can have
+    with pytest.raises(KeyError):
+        headers["missing"]
+    expected = {"content-type": "text/event-stream", "x-seen": "one, two", "x-latin": "café"}
+    assert dict(headers) == expected and len(headers) == 3
+    # Once iterated (the whole mapping built), lookups read it, with the same answers.
+    assert headers["x-seen"] == "one, two" and headers.get("Content-Type") == "text/event-stream"

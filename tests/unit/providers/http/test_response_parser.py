@@ -181,3 +181,29 @@ def test_a_refusal_does_not_repeat_what_the_server_sent() -> None:
     with pytest.raises(ProtocolError) as caught:
         parse(echoed)
     assert "sk-live" not in str(caught.value) and "header line" in str(caught.value)
+
+
+@pytest.mark.parametrize("framing", ["chunked", "content-length", "until close"])
+def test_bytes_handed_up_are_not_held_while_the_parser_waits_for_more(framing: str) -> None:
+    """A stream waits for its next bytes between deltas, seconds apart: the last read must not stay alive."""
+    import sys
+
+    heads = {
+        "chunked": b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
+        "content-length": b"HTTP/1.1 200 OK\r\ncontent-length: 10000\r\n\r\n",
+        "until close": b"HTTP/1.1 200 OK\r\n\r\n",
+    }
+    parser = ResponseParser()
+    parser.receive(heads[framing])
+    assert isinstance(parser.next_event(), Head)
+    payload = b"data: %s\n\n" % (b"x" * 500)
+    read = b"%x\r\n%s\r\n" % (len(payload), payload) if framing == "chunked" else payload
+    read = bytes(bytearray(read))  # a fresh object, referenced only here
+    before = sys.getrefcount(read)
+    parser.receive(read)
+    got = []
+    while (event := parser.next_event()) is not None:
+        got.append(event)
+    assert b"".join(e for e in got if isinstance(e, bytes)) == payload
+    del got
+    assert sys.getrefcount(read) == before  # the parser dropped it once every byte was handed up
