@@ -29,13 +29,14 @@ gets the least that gives anyio's semantics:
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.lowlevel
+
+from ._backend import running_trio
 
 if TYPE_CHECKING:
     import asyncio
@@ -233,9 +234,4 @@ def open_task_group() -> _TrioGroup | _AsyncioGroup:
     Cancellation: as anyio's task group — a cancellation of the scope around it cancels every task
     and propagates once they have ended; :meth:`TaskGroup.cancel` cancels them and is absorbed.
     """
-    if "trio" in sys.modules:  # trio depends on sniffio (anyio no longer does): present whenever trio is
-        import sniffio
-
-        if sniffio.current_async_library() == "trio":
-            return _TrioGroup()
-    return _AsyncioGroup()  # anyio's other backend, the only one
+    return _TrioGroup() if running_trio() else _AsyncioGroup()

@@ -51,7 +51,7 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from .._backend import backend_function
+from .._backend import backend_function, one_shot_event
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, redact
@@ -390,11 +390,11 @@ class ProviderActor:
         return ProviderStream(channel, scope)
 
     def _backend(self) -> tuple[Callable[[], Any], Callable[[], Awaitable[None]]]:
-        """The running backend's ``Event`` class and ``checkpoint_if_cancelled``, found once: a channel's parts."""
+        """The running backend's one-shot event and ``checkpoint_if_cancelled``, found once: a channel's parts."""
         found = self._found
         if found is None:
             found = self._found = (
-                type(anyio.Event()),
+                one_shot_event(),
                 backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled),
             )
         return found

@@ -10,7 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from agentactors import _backend
-from agentactors._backend import backend_function, scope_checkpoint
+from agentactors._backend import backend_function, one_shot_event, scope_checkpoint
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -86,3 +86,34 @@ async def test_scopes_without_a_parent_link_get_the_backends_own_checkpoint(monk
     assert check is not _backend._walk_from
     await check(object())
     assert calls == ["checked"]
+
+
+async def test_a_one_shot_event_wakes_its_waiter_set_before_or_during_the_wait(anyio_backend_name: str) -> None:
+    new_event = one_shot_event()
+    assert (new_event is type(anyio.Event())) == (anyio_backend_name == "trio")  # asyncio: a future, no deque
+    early = new_event()
+    early.set()
+    early.set()  # idempotent
+    with anyio.fail_after(1):
+        await early.wait()
+    late = new_event()
+    woken: list[bool] = []
+
+    async def waiter() -> None:
+        await late.wait()
+        woken.append(True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter)
+        await anyio.sleep(1)
+        assert woken == []
+        late.set()
+    assert woken == [True]
+
+
+async def test_a_one_shot_event_whose_wait_was_cancelled_can_still_be_set() -> None:
+    event = one_shot_event()()
+    with anyio.move_on_after(1) as scope:
+        await event.wait()
+    assert scope.cancelled_caught
+    event.set()  # the waiter left: nothing to wake, nothing raised
