@@ -20,10 +20,13 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Protocol
+from typing import Any, Generic, Protocol
 
 import anyio
+import anyio.lowlevel
 
+from .._backend import backend_function, one_shot_event
+from .._channel import Channel
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, RunNotFoundError
 from ..events import Event, LLMTextDelta, Recorder
@@ -33,9 +36,6 @@ from ..messages import Message
 from ..output.partial import jiter_available
 from ..output.spec import OutputT
 
-if TYPE_CHECKING:
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
 __all__ = ["AgentRun", "PreparedRun", "RunLauncher", "resolve_run"]
 
 log = logging.getLogger("agentactors.agent")
@@ -44,15 +44,15 @@ log = logging.getLogger("agentactors.agent")
 class _ChannelRecorder:
     """Forwards a run's events to its stream handle; never blocks (the buffer is unbounded)."""
 
-    __slots__ = ("_send",)
+    __slots__ = ("_channel",)
 
-    def __init__(self, send: MemoryObjectSendStream[Event]) -> None:
-        self._send = send
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
 
     def record(self, event: Event) -> None:
         try:
-            self._send.send_nowait(event)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._channel.send_nowait(event)
+        except anyio.BrokenResourceError:
             pass  # the consumer left: the run goes on without it
 
 
@@ -90,9 +90,7 @@ class RunLauncher(Protocol):
 
 
 #: ``(run, cancelled, live)``: what :meth:`RunLauncher.prepare` returns.
-PreparedRun = tuple[
-    Callable[[], Awaitable[RunResult[Any]]], Callable[[], RunResult[Any]], "RunActor | None"
-]
+PreparedRun = tuple[Callable[[], Awaitable[RunResult[Any]]], Callable[[], RunResult[Any]], "RunActor | None"]
 
 
 class AgentRun(Generic[OutputT]):
@@ -130,7 +128,7 @@ class AgentRun(Generic[OutputT]):
         self._launcher = launcher
         self._entered = False
         self._stack: AsyncExitStack | None = None
-        self._receive: MemoryObjectReceiveStream[Event] | None = None
+        self._receive: Channel | None = None  # the run's events, read here (:mod:`agentactors._channel`)
         self._state = _RunState()
         self._live: RunActor | None = None
 
@@ -163,25 +161,29 @@ class AgentRun(Generic[OutputT]):
         if rt is None:
             stack = AsyncExitStack()
             await stack.__aenter__()
-        send, receive = anyio.create_memory_object_stream[Event](math.inf)
+        channel = Channel(
+            math.inf,
+            one_shot_event(),
+            backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled),
+        )
         try:
             if stack is not None:
                 rt = await stack.enter_async_context(launcher.private_runtime())
             assert rt is not None
-            run, cancelled, live = await launcher.prepare(rt, _ChannelRecorder(send), private=private)
+            run, cancelled, live = await launcher.prepare(rt, _ChannelRecorder(channel), private=private)
             if live is not None:
                 self._live = live
                 live.handle = weakref.ref(self)  # rt.run_ref finds this handle; a weak one: it may still be dropped
             # The task holds the run's state, never this handle: a handle nobody holds can be collected,
             # and its finaliser cancels the run.
-            rt.spawn_task(self._state.work, run, cancelled, send, name="agent.stream")
+            rt.spawn_task(self._state.work, run, cancelled, channel, name="agent.stream")
         except BaseException:
-            send.close()
-            receive.close()
+            channel.close_writing()
+            channel.close_reading()
             if stack is not None:
                 await stack.__aexit__(None, None, None)
             raise
-        self._receive = receive
+        self._receive = channel
         self._stack = stack
         return self
 
@@ -196,7 +198,7 @@ class AgentRun(Generic[OutputT]):
         """
         await self._state.close()
         if self._receive is not None:
-            self._receive.close()
+            self._receive.close_reading()
         suppressed = None
         if self._stack is not None:
             stack, self._stack = self._stack, None
@@ -214,7 +216,7 @@ class AgentRun(Generic[OutputT]):
             state.abandon()
             receive = getattr(self, "_receive", None)
             if receive is not None and threading.get_ident() == state.thread:
-                receive.close()  # synchronous; like the cancel, only safe in the loop's own thread
+                receive.close_reading()  # synchronous; like the cancel, only safe in the loop's own thread
 
     def __aiter__(self) -> AgentRun[OutputT]:
         return self
@@ -222,14 +224,13 @@ class AgentRun(Generic[OutputT]):
     async def __anext__(self) -> Event:
         if self._receive is None:
             if self._launcher is None:
-                raise RuntimeError(
-                    "a run found by rt.run_ref has no event stream here: its events go to its recorders"
-                )
+                raise RuntimeError("a run found by rt.run_ref has no event stream here: its events go to its recorders")
             raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
         try:
-            return await self._receive.receive()
+            event: Event = await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
+        return event
 
     async def _values(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
         """The run's events mapped by ``pick`` (``None``: skipped), entering and leaving the run if not entered.
@@ -511,15 +512,16 @@ class _RunState:
         self,
         run: Callable[[], Awaitable[RunResult[Any]]],
         cancelled: Callable[[], RunResult[Any]],
-        send: MemoryObjectSendStream[Event],
+        channel: Channel,
     ) -> None:
         try:
-            with send, self.scope:
+            with self.scope:
                 try:
                     self.result = await run()
                 except Exception as exc:
                     self.error = exc
         finally:
+            channel.close_writing()
             # Also when the runtime itself cancelled the task (its exit): the handle must learn the run ended.
             if self.result is None and self.error is None:
                 self.result = cancelled()

@@ -52,12 +52,12 @@ import anyio.lowlevel
 import attrs
 
 from .._backend import backend_function, one_shot_event
+from .._channel import Channel
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
 from ..providers.port import interrupted
-from ._channel import Channel
 from .scheduling import POLICIES, Policy, Scheduler
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]

@@ -1,10 +1,13 @@
-"""A streamed answer's events on their way from the task feeding them to their reader: one writer, one reader.
+"""Events on their way from the task making them to the one reading them: one writer, one reader, a buffer.
+
+A streamed answer's events go from its feed to its consumer through one (``gateway.ProviderStream``), and a
+run's events from the run to its ``agent.stream`` handle through another (unbounded, written synchronously).
 
 anyio's memory object stream serves any number of senders and receivers, and every receive pays for
 it: a full checkpoint, a ``WouldBlock`` raised and caught (its traceback kept while the receiver
 waits), an event registered in two tables; its state holds a ``deque`` and two ``OrderedDict``\\ s.
-A :class:`~.provider.ProviderStream` has exactly one writer (its feed) and one reader (its consumer),
-so its channel is a list and at most one waiting party on each side.  At 10,000 concurrent streams
+A stream has exactly one writer and one reader, so its channel is a list and at most one waiting party
+on each side.  At 10,000 concurrent streams
 (W12) that is ~2 KB less a live stream and a receive that, with an event already buffered, does not
 leave the task.
 
@@ -41,7 +44,7 @@ class _Event(Protocol):
 class Channel:
     """One writer, one reader, a buffer of ``capacity`` items (see the module).
 
-    :param capacity: items the writer may run ahead of the reader (``>= 0``).
+    :param capacity: items the writer may run ahead of the reader (``>= 0``; ``math.inf``: unbounded).
     :param new_event: makes the event a waiting side parks on (the running backend's ``Event`` class).
     :param checkpoint: the running backend's ``checkpoint_if_cancelled``: what a receive of an
         already buffered item awaits.
@@ -50,7 +53,7 @@ class Channel:
     __slots__ = ("_buffer", "_capacity", "_checkpoint", "_done", "_left", "_new_event", "_reader", "_writer")
 
     def __init__(
-        self, capacity: int, new_event: Callable[[], _Event], checkpoint: Callable[[], Awaitable[None]]
+        self, capacity: float, new_event: Callable[[], _Event], checkpoint: Callable[[], Awaitable[None]]
     ) -> None:
         self._buffer: list[Any] = []
         self._capacity = capacity
@@ -87,6 +90,22 @@ class Channel:
             if self._left:
                 raise anyio.BrokenResourceError
 
+    def send_nowait(self, item: Any) -> None:
+        """Put ``item`` in the buffer if it holds fewer than ``capacity`` items (never waits).
+
+        :raises anyio.BrokenResourceError: the reader has left.
+        :raises anyio.WouldBlock: the buffer is full.
+        """
+        if self._left:
+            raise anyio.BrokenResourceError
+        if len(self._buffer) >= self._capacity:
+            raise anyio.WouldBlock
+        self._buffer.append(item)
+        reader = self._reader
+        if reader is not None:
+            self._reader = None
+            reader.set()
+
     def close_writing(self) -> None:
         """The writer is done: the reader gets what is buffered, then ``anyio.EndOfStream``.  Idempotent."""
         self._done = True
@@ -118,8 +137,20 @@ class Channel:
             finally:
                 if self._reader is event:
                     self._reader = None
+        return self.receive_nowait()
+
+    def receive_nowait(self) -> Any:
+        """The next item if one is buffered (never waits).
+
+        :raises anyio.WouldBlock: none is, and the writer is not done.
+        :raises anyio.EndOfStream: the writer is done and every item has been received.
+        :raises anyio.ClosedResourceError: the reader has left.
+        """
         if self._left:
             raise anyio.ClosedResourceError
+        buffer = self._buffer
+        if not buffer:
+            raise anyio.EndOfStream if self._done else anyio.WouldBlock
         item = buffer.pop(0)
         writer = self._writer
         if writer is not None and len(buffer) <= self._capacity:

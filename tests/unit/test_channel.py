@@ -1,4 +1,4 @@
-"""The one-writer, one-reader channel a streamed answer travels through (``agentactors.gateway._channel``)."""
+"""The one-writer, one-reader channel a stream's events travel through (``agentactors._channel``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from agentactors.gateway._channel import Channel
+from agentactors._channel import Channel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -126,3 +126,43 @@ async def test_a_writer_cancelled_while_waiting_leaves_its_item_for_the_reader()
     assert await channel.receive() == "sent"
     with pytest.raises(anyio.EndOfStream):
         await channel.receive()
+
+
+async def test_without_waiting_both_ends_say_why_they_cannot() -> None:
+    channel = _channel(1)
+    with pytest.raises(anyio.WouldBlock):
+        channel.receive_nowait()  # nothing yet, the writer not done
+    channel.send_nowait("a")
+    with pytest.raises(anyio.WouldBlock):
+        channel.send_nowait("b")  # the buffer is full
+    assert channel.receive_nowait() == "a"
+    channel.close_writing()
+    with pytest.raises(anyio.EndOfStream):
+        channel.receive_nowait()
+    channel.close_reading()
+    with pytest.raises(anyio.ClosedResourceError):
+        channel.receive_nowait()
+    with pytest.raises(anyio.BrokenResourceError):
+        channel.send_nowait("c")
+
+
+async def test_an_unbounded_channel_takes_every_item_at_once_and_wakes_its_reader() -> None:
+    import math
+
+    channel = Channel(math.inf, anyio.Event, anyio.lowlevel.checkpoint_if_cancelled)
+    got: list[int] = []
+
+    async def reader() -> None:
+        while True:
+            try:
+                got.append(await channel.receive())
+            except anyio.EndOfStream:
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        await anyio.sleep(1)
+        for i in range(1000):
+            channel.send_nowait(i)  # a recorder's synchronous send: never refused for room
+        channel.close_writing()
+    assert got == list(range(1000))
