@@ -13,7 +13,7 @@ Messages:
     provider's error in the asker.
 ``Stream(request)``
     answers a :class:`ProviderStream`: the receive end of a bounded channel of
-    stream events (one writer, one reader: :mod:`._channel`).  The actor opens
+    stream events (one writer, one reader: :mod:`agentactors._channel`).  The actor opens
     the provider's stream in a task it owns (in the runtime's task group) that
     feeds the channel; a slow consumer slows the feeder (backpressure).  Closing
     the channel (``async with`` it), or abandoning the ask, cancels that task and
