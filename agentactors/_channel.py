@@ -34,6 +34,8 @@ import anyio
 
 __all__ = ["Channel"]
 
+_READER, _WRITER = 0, 1  # the sides, as indexes of Channel._parked
+
 
 class _Event(Protocol):
     def set(self) -> None: ...
@@ -50,7 +52,7 @@ class Channel:
         already buffered item awaits.
     """
 
-    __slots__ = ("_buffer", "_capacity", "_checkpoint", "_done", "_left", "_new_event", "_reader", "_writer")
+    __slots__ = ("_buffer", "_capacity", "_checkpoint", "_done", "_left", "_new_event", "_parked")
 
     def __init__(
         self, capacity: float, new_event: Callable[[], _Event], checkpoint: Callable[[], Awaitable[None]]
@@ -59,8 +61,8 @@ class Channel:
         self._capacity = capacity
         self._new_event = new_event
         self._checkpoint = checkpoint
-        self._reader: _Event | None = None  # the event the reader waits on for an item, while it waits
-        self._writer: _Event | None = None  # the event the writer waits on for room, while it waits
+        # The event each side waits on while it waits ([_READER]: for an item, [_WRITER]: for room), else None.
+        self._parked: list[_Event | None] = [None, None]
         self._done = False  # the writer has finished
         self._left = False  # the reader has left
 
@@ -76,17 +78,9 @@ class Channel:
             raise anyio.BrokenResourceError
         buffer = self._buffer
         buffer.append(item)
-        reader = self._reader
-        if reader is not None:
-            self._reader = None
-            reader.set()
+        self._wake(_READER)
         while len(buffer) > self._capacity:
-            event = self._writer = self._new_event()
-            try:
-                await event.wait()
-            finally:
-                if self._writer is event:
-                    self._writer = None
+            await self._park(_WRITER)
             if self._left:
                 raise anyio.BrokenResourceError
 
@@ -101,18 +95,12 @@ class Channel:
         if len(self._buffer) >= self._capacity:
             raise anyio.WouldBlock
         self._buffer.append(item)
-        reader = self._reader
-        if reader is not None:
-            self._reader = None
-            reader.set()
+        self._wake(_READER)
 
     def close_writing(self) -> None:
         """The writer is done: the reader gets what is buffered, then ``anyio.EndOfStream``.  Idempotent."""
         self._done = True
-        reader = self._reader
-        if reader is not None:
-            self._reader = None
-            reader.set()
+        self._wake(_READER)
 
     async def receive(self) -> Any:
         """The next item.
@@ -131,12 +119,7 @@ class Channel:
                 raise anyio.ClosedResourceError
             if self._done:
                 raise anyio.EndOfStream
-            event = self._reader = self._new_event()
-            try:
-                await event.wait()
-            finally:
-                if self._reader is event:
-                    self._reader = None
+            await self._park(_READER)
         return self.receive_nowait()
 
     def receive_nowait(self) -> Any:
@@ -152,17 +135,27 @@ class Channel:
         if not buffer:
             raise anyio.EndOfStream if self._done else anyio.WouldBlock
         item = buffer.pop(0)
-        writer = self._writer
-        if writer is not None and len(buffer) <= self._capacity:
-            self._writer = None
-            writer.set()
+        if len(buffer) <= self._capacity:
+            self._wake(_WRITER)
         return item
 
     def close_reading(self) -> None:
         """The reader leaves: the buffer is dropped; the writer's next or waiting send raises.  Idempotent."""
         self._left = True
         self._buffer.clear()
-        writer = self._writer
-        if writer is not None:
-            self._writer = None
-            writer.set()
+        self._wake(_WRITER)
+
+    def _wake(self, side: int) -> None:
+        event = self._parked[side]
+        if event is not None:
+            self._parked[side] = None
+            event.set()
+
+    async def _park(self, side: int) -> None:
+        """Wait until the other side wakes ``side`` (or the wait is cancelled: nothing is taken or lost)."""
+        event = self._parked[side] = self._new_event()
+        try:
+            await event.wait()
+        finally:
+            if self._parked[side] is event:
+                self._parked[side] = None
