@@ -81,7 +81,7 @@ async def test_scopes_without_a_parent_link_get_the_backends_own_checkpoint(monk
     async def checkpoint() -> None:
         calls.append("checked")
 
-    monkeypatch.setattr(_backend.anyio, "CancelScope", Opaque)
+    monkeypatch.setattr(anyio, "CancelScope", Opaque)  # the module the seam reads it from
     check = scope_checkpoint(checkpoint)
     assert check is not _backend._walk_from
     await check(object())

@@ -426,7 +426,7 @@ def seam(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
 
     monkeypatch.delattr(transport, "OWNED_LIMITS", raising=False)  # restored after the test if it was made
     yield transport
-    transport.__dict__.pop("OWNED_LIMITS", None)
+    vars(transport).pop("OWNED_LIMITS", None)
 
 
 @pytest.mark.parametrize("transport", ["auto", "h11", "httpx"])
