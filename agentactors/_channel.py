@@ -31,8 +31,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 
-__all__ = ["Channel"]
+from ._backend import backend_function, one_shot_event, running_trio
+
+__all__ = ["Channel", "open_channel"]
 
 _READER, _WRITER = 0, 1  # the sides, as indexes of Channel._parked
 
@@ -159,3 +162,20 @@ class Channel:
         finally:
             if self._parked[side] is event:
                 self._parked[side] = None
+
+
+#: The running backend's parts of a channel (its one-shot event, its ``checkpoint_if_cancelled``), found once
+#: per backend: both are the backend's own classes and functions, the same in every loop of it.
+_PARTS: dict[bool, tuple[Callable[[], _Event], Callable[[], Awaitable[None]]]] = {}
+
+
+def open_channel(capacity: float) -> Channel:
+    """A :class:`Channel` of ``capacity`` for the running backend.  Call it inside the event loop."""
+    trio = running_trio()
+    parts = _PARTS.get(trio)
+    if parts is None:
+        parts = _PARTS[trio] = (
+            one_shot_event(),
+            backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled),
+        )
+    return Channel(capacity, *parts)

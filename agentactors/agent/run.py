@@ -25,8 +25,7 @@ from typing import Any, Generic, Protocol
 import anyio
 import anyio.lowlevel
 
-from .._backend import backend_function, one_shot_event
-from .._channel import Channel
+from .._channel import Channel, open_channel
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, RunNotFoundError
 from ..events import Event, LLMTextDelta, Recorder
@@ -161,11 +160,7 @@ class AgentRun(Generic[OutputT]):
         if rt is None:
             stack = AsyncExitStack()
             await stack.__aenter__()
-        channel = Channel(
-            math.inf,
-            one_shot_event(),
-            backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled),
-        )
+        channel = open_channel(math.inf)
         try:
             if stack is not None:
                 rt = await stack.enter_async_context(launcher.private_runtime())

@@ -44,15 +44,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
 import attrs
 
-from .._backend import backend_function, one_shot_event
-from .._channel import Channel
+from .._channel import Channel, open_channel
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, redact
@@ -216,7 +214,6 @@ class ProviderActor:
     """
 
     __slots__ = (
-        "_found",
         "_sched",
         "max_concurrency",
         "max_overtakes",
@@ -268,7 +265,6 @@ class ProviderActor:
         self.max_wait = max_wait
         self.max_overtakes = max_overtakes
         self._sched: Scheduler | None = None
-        self._found: tuple[Callable[[], Any], Callable[[], Awaitable[None]]] | None = None  # see _backend()
 
     def __repr__(self) -> str:
         return (
@@ -378,7 +374,7 @@ class ProviderActor:
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
         started = sched.started() if sched.tracks else 0.0
-        channel = Channel(self.stream_buffer, *self._backend())
+        channel = open_channel(self.stream_buffer)
         scope = anyio.CancelScope()
         try:
             rt.spawn_task(self._feed, sched, request, channel, scope, estimate, started, name=f"stream:{self!r}")
@@ -388,16 +384,6 @@ class ProviderActor:
             channel.close_reading()
             raise
         return ProviderStream(channel, scope)
-
-    def _backend(self) -> tuple[Callable[[], Any], Callable[[], Awaitable[None]]]:
-        """The running backend's one-shot event and ``checkpoint_if_cancelled``, found once: a channel's parts."""
-        found = self._found
-        if found is None:
-            found = self._found = (
-                one_shot_event(),
-                backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled),
-            )
-        return found
 
     async def _feed(
         self,

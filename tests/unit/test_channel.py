@@ -166,3 +166,22 @@ async def test_an_unbounded_channel_takes_every_item_at_once_and_wakes_its_reade
             channel.send_nowait(i)  # a recorder's synchronous send: never refused for room
         channel.close_writing()
     assert got == list(range(1000))
+
+
+async def test_a_channel_opened_for_the_running_backend_parks_and_wakes_its_reader() -> None:
+    """``open_channel``: the backend's own one-shot event and checkpoint (found once per backend)."""
+    from agentactors._channel import open_channel
+
+    for _ in range(2):  # the second one from the parts found by the first
+        channel = open_channel(2)
+        got: list[str] = []
+
+        async def reader(channel: Channel = channel, got: list[str] = got) -> None:
+            got.append(await channel.receive())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            await anyio.sleep(1)
+            assert got == []
+            await channel.send("woken")
+        assert got == ["woken"]

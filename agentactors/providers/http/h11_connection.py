@@ -29,6 +29,7 @@ import anyio.abc
 import httpx
 from anyio.streams.tls import TLSStream
 
+from ..._backend import running_trio
 from ._response_parser import END, Head, ProtocolError, ResponseParser
 
 if TYPE_CHECKING:
@@ -68,19 +69,11 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
 def _direct(scheme: str, stream: anyio.abc.ByteStream) -> DirectSocket | None:
     """On trio, a plain-TCP stream's socket, to read and write directly; else ``None`` (the stream is used)."""
     raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
-    if scheme != "http" or raw is None or not _on_trio():
+    if scheme != "http" or raw is None or not running_trio():
         return None
     from ._trio_direct import DirectSocket  # imports trio: only when trio runs this task
 
     return DirectSocket(raw)
-
-
-def _on_trio() -> bool:
-    try:
-        import sniffio
-    except ImportError:  # trio depends on sniffio: without it, trio is not running
-        return False
-    return bool(sniffio.current_async_library() == "trio")
 
 
 def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:

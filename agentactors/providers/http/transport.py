@@ -42,6 +42,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..._backend import running_trio
+
 if TYPE_CHECKING:
     import httpx
 
@@ -171,11 +173,7 @@ class Sender(Protocol):
 
 def running_backend() -> str:
     """``"asyncio"`` or ``"trio"``: the async library running the calling task."""
-    try:
-        import sniffio
-    except ImportError:  # trio depends on sniffio: without it, only asyncio can be running
-        return "asyncio"
-    return str(sniffio.current_async_library())
+    return "trio" if running_trio() else "asyncio"
 
 
 @functools.cache
