@@ -161,10 +161,12 @@ def _w5(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
         raise RuntimeError(f"W5 failed in its child process: {res['error']}")
     report["workloads"]["W5"] = res
     rows = [[r["impl"], r["mode"], str(r["concurrency"]), f"{r['cpu_us']:,.0f} µs", f"{r['rps']:,.0f}",
-             f"{r['cpu_ratio']:.2f}×" if r.get("cpu_ratio") else "1.00×"] for r in res["rows"]]
+             f"{r['cpu_ratio']:.2f}×" if r.get("cpu_ratio") else "1.00×",
+             f"{r['trio_vs_asyncio']:.2f}×" if r.get("trio_vs_asyncio") else ""] for r in res["rows"]]
     md += ["## W5 HTTP path (FakeVendor in another process)", "",
            table(["client", "mode", "concurrency", "client CPU / request", "requests/s",
-                  "CPU × baseline (asyncio: official SDK; trio: raw httpx)"], rows), ""]
+                  "CPU × baseline (asyncio: official SDK; trio: raw httpx)",
+                  "agentactors trio ÷ asyncio (goal ≤ 1.3×)"], rows), ""]
     return md
 
 
@@ -340,10 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", action="store_true",
                         help="keep the other workloads' results already in --out (re-run some, keep the rest)")
     parser.add_argument("--w12-runs", type=int, default=None,
-                        help="W12's concurrent runs (default 10,000; the peers need several cores at that size)")
+                        help="W12's concurrent runs (default 10,000)")
     parser.add_argument("--w12-interval", type=float, default=None,
-                        help="W12: seconds between a stream's deltas (default 1.0)")
-    parser.add_argument("--w12-chunks", type=int, default=None, help="W12: deltas a stream (default 20)")
+                        help="W12: seconds between a stream's deltas (default: runs / 1,000, at least 1: "
+                             "1,000 deltas/s in all)")
+    parser.add_argument("--w12-chunks", type=int, default=None,
+                        help="W12: deltas a stream (default 20; 6 past 1,000 runs)")
     args = parser.parse_args(argv)
     if args.w12_runs is not None:
         os.environ["AGENTACTORS_BENCH_W12_RUNS"] = str(args.w12_runs)

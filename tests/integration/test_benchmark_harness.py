@@ -44,8 +44,15 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     w3 = report["workloads"]["W3"]["results"]["agentactors"]
     assert w3["completed"] == report["workloads"]["W3"]["runs"]
     assert report["workloads"]["W4"]["results"]["agentactors"]["bytes_per_agent"] > 0
-    w5 = {r["impl"] for r in report["workloads"]["W5"]["rows"]}
-    assert {"agentactors (aiohttp, asyncio)", "agentactors (httpx, asyncio)", "agentactors (httpx, trio)"} <= w5
+    w5 = {(r["impl"], r["mode"], r["concurrency"]): r for r in report["workloads"]["W5"]["rows"]}
+    ours = {"agentactors (aiohttp, asyncio)", "agentactors (httpx, asyncio)", "agentactors (h11, trio)",
+            "agentactors (httpx, trio)"}
+    assert ours <= {impl for impl, _, _ in w5}
+    for mode in ("json", "stream"):
+        for concurrency in (1, 32):  # the figure, at both concurrencies: trio's CPU over asyncio's
+            trio, asyncio_ = (w5[(impl, mode, concurrency)] for impl in ("agentactors (h11, trio)",
+                                                                         "agentactors (aiohttp, asyncio)"))
+            assert trio["trio_vs_asyncio"] == pytest.approx(trio["cpu_us"] / asyncio_["cpu_us"])
     w7 = report["workloads"]["W7"]["rows"]
     assert any(r["impl"].startswith("agentactors") and r["deltas"] > 0 for r in w7)
     w6 = report["workloads"]["W6"]
@@ -84,6 +91,22 @@ def _check_new_workloads(report: dict[str, Any]) -> None:
     # The packages import agentactors loads, by cost: its core dependency attrs among them; httpx is imported
     # when an HTTP provider is made, never by the import (tests/unit/test_import_cost.py).
     assert "attrs" in top and "httpx" not in top and "agentactors" not in top
+
+
+def test_w12s_default_pace_keeps_a_thousand_deltas_a_second() -> None:
+    paths = list(sys.path)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import _w12  # it puts benchmarks/ on the path too: none of its module names may outlive the test
+    finally:
+        sys.path[:] = paths
+        sys.modules.pop("_w12", None)
+    assert _w12.default_pace(1_000) == _w12.VENDOR  # 20 deltas a second apart
+    ten_k = _w12.default_pace(10_000)  # the README's 10,000 streams: a delta every 10 s, six a stream
+    assert (ten_k["interval"], ten_k["chunks"]) == (10.0, 6)
+    for runs in (200, 1_000, 2_500, 10_000):
+        pace = _w12.default_pace(runs)
+        assert runs / pace["interval"] <= _w12.DELTAS_PER_S
 
 
 def _check_page(page: Path, report: dict[str, Any]) -> None:

@@ -9,8 +9,8 @@ provider's URL, headers and body as they are and hands back :class:`AiohttpRespo
 carries aiohttp's own parsed status and headers and reads the raw body.  httpx stays the API
 around it: timeouts are given as ``httpx.Timeout``, and every failure is raised as the httpx
 exception the classifier already maps, so nothing above the sender knows which stack carried a
-request.  It is asyncio-only (aiohttp is); on trio, httpcore stays (:mod:`._transport` picks
-per running backend).
+request.  It is asyncio-only (aiohttp is); trio has its own sender (:mod:`.h11_transport`), and
+:mod:`.transport` picks per running backend.
 
 What it keeps from httpx's own transport:
 

@@ -11,13 +11,13 @@ request/response/stream mapping) plus this class, which does the I/O:
   does not contain it), puts it in headers only (never in a URL) and registers
   it with :func:`~agentactors.redaction.register_secret`, so it is redacted from
   every error, cause chain and log line (httpx's and httpcore's included);
-* sends through one seam (:mod:`._transport`): an injected
+* sends through one seam (:mod:`.transport`): an injected
   :class:`httpx.AsyncClient` as is; else an owned pool created lazily inside the
   running event loop — aiohttp on asyncio when the ``[aiohttp]`` extra is
-  installed (no httpx object per request, httpx's exceptions), httpcore
-  otherwise (always on trio);
+  installed (no httpx object per request, httpx's exceptions), on trio a
+  small HTTP/1.1 client on h11 (:mod:`.h11_transport`), httpcore otherwise;
 * reads bodies under byte limits counted after decompression
-  (:mod:`._limits`, :mod:`._body`) and an error body only as far as
+  (:mod:`.limits`, :mod:`.body`) and an error body only as far as
   classification needs;
 * classifies every failure into the :class:`~agentactors.ProviderError`
   taxonomy: non-2xx through the codec, transport errors and timeouts as
@@ -319,7 +319,7 @@ class HTTPProvider:
 
     @property
     def transport(self) -> str | None:
-        """How requests go out: ``"client"`` (injected), ``"aiohttp"`` or ``"httpx"`` (owned).
+        """How requests go out: ``"client"`` (injected), ``"aiohttp"``, ``"h11"`` or ``"httpx"`` (owned).
 
         ``None`` until the first request of an owned pool (the choice depends on the running backend).
         """

@@ -7,7 +7,7 @@ body is not read yet):
   transport, auth, hooks and proxies, never replaced and never closed here; the response is
   httpx's;
 * **owned, on asyncio with aiohttp installed** (the ``[aiohttp]`` extra):
-  :class:`~._transport_aiohttp.AiohttpSender`, straight over aiohttp.  Neither an
+  :class:`~.aiohttp_transport.AiohttpSender`, straight over aiohttp.  Neither an
   ``AsyncClient`` nor an ``httpx.Request`` / ``httpx.Response`` is made per request: the
   client's per-request work (cookies, auth flow, redirects, hooks, header merging) and the two
   objects' header normalising and stream wrapping are most of what httpx costs over aiohttp,
