@@ -36,7 +36,7 @@ from agentactors import (
 )
 from agentactors.events import EventSink, use_sink
 from agentactors.messages import TextDelta
-from agentactors.resilience import CircuitBreakerProvider
+from agentactors.resilience import CircuitBreakerProvider, FallbackProvider
 from agentactors.testing import FakeReply, FakeVendor
 
 QUESTION = "Which region should the incident review cover?"
@@ -62,10 +62,11 @@ async def main() -> list[str]:
             retry={"base_delay": 0.01, "max_delay": 0.02},
             breaker={"consecutive_failures": 2, "open_duration": 30.0},
         )
+        assert isinstance(chain, FallbackProvider)  # three members: a fallback over them
         bedrock_guard = chain.members[0]
         assert isinstance(bedrock_guard, CircuitBreakerProvider)
 
-        def served(answer_provider: str) -> str:
+        def served(answer_provider: str | None) -> str:
             return f"served by {answer_provider}; Bedrock's breaker is {bedrock_guard.state.value}"
 
         with use_sink(EventSink([recorder], run_id="cloud-example")), vendor.outage(wire="bedrock"):

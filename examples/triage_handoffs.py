@@ -72,7 +72,7 @@ tech = Agent(
     output_type=Ticket,
     handoffs=["triage"],  # back to triage, by name, for what is not theirs
 )
-triage = Agent(
+triage: Agent[object] = Agent(  # its runs answer with the output of the desk they end at: a str or a Ticket
     ScriptedProvider(triage_model, name="triage-model"),
     name="triage",
     system="Route each request to the right desk. Do not answer yourself.",
