@@ -28,7 +28,8 @@ def test_an_old_module_path_is_the_new_module_with_a_warning(old: str, new: str)
 def test_names_imported_through_an_old_path_are_the_same_objects() -> None:
     sys.modules.pop("agentactors.actors.loop", None)
     with pytest.warns(DeprecationWarning, match="moved to agentactors.loop.controller"):
-        from agentactors.actors.loop import LoopController as Old
+        # an old module path, served by agentactors._deprecate's import hook: mypy finds no such file
+        from agentactors.actors.loop import LoopController as Old  # type: ignore[import-not-found]
     from agentactors.loop.controller import LoopController
 
     assert Old is LoopController
@@ -95,7 +96,8 @@ def test_an_old_name_is_its_new_homes_object_with_a_warning(old: str) -> None:
 
 def test_the_from_import_form_of_an_old_name_warns_too() -> None:
     with pytest.warns(DeprecationWarning, match=r"agentactors\.actors\.ProviderActor is deprecated"):
-        from agentactors.actors import ProviderActor
+        # answered by the module __getattr__ agentactors._deprecate installs, unseen by mypy
+        from agentactors.actors import ProviderActor  # type: ignore[attr-defined]
     from agentactors.gateway import ProviderActor as home
 
     assert ProviderActor is home

@@ -149,17 +149,17 @@ def tree_problems(
         elif top is None or not issubclass(cls, top):
             problems.append(f"{name} is not an {root}")
     for name, node in drawn.items():
-        cls = by_name.get(name) or _builtin_exception(name)
-        if cls is None:
+        found = by_name.get(name) or _builtin_exception(name)
+        if found is None:
             problems.append(f"{name} is drawn but the package defines no such exception")
             continue
         if node.parent is None:
             continue
         parent = by_name.get(node.parent) or _builtin_exception(node.parent)
-        if parent is None or parent not in cls.__bases__:
-            bases = ", ".join(b.__name__ for b in cls.__bases__)
+        if parent is None or parent not in found.__bases__:
+            bases = ", ".join(b.__name__ for b in found.__bases__)
             problems.append(f"{name} is drawn under {node.parent}, which is not one of its bases ({bases})")
-        for base in cls.__bases__:
+        for base in found.__bases__:
             if base is not parent and not re.search(rf"\balso an? {re.escape(base.__name__)}\b", node.note):
                 problems.append(f"{name} is also a {base.__name__}, and its line does not say so")
     return problems

@@ -166,20 +166,22 @@ def test_a_message_of_parts_keeps_them_and_its_content_is_their_text() -> None:
 
 def test_text_only_parts_are_just_text() -> None:
     assert Message.user([Text("a"), Text("b")]) == Message.user("a\nb")
-    assert Message(role="user", parts=[Text("a")]) == Message.user("a")
+    # parts= takes any iterable (Message turns it into a tuple) though the field is annotated as the tuple it keeps.
+    assert Message(role="user", parts=[Text("a")]) == Message.user("a")  # type: ignore[arg-type]
 
 
 def test_only_user_and_tool_messages_carry_media() -> None:
+    # parts= takes any iterable, as below, though the field is annotated as the tuple it keeps.
     with pytest.raises(ValueError, match="only user and tool messages"):
-        Message(role="assistant", parts=[Image(data=PNG)])
+        Message(role="assistant", parts=[Image(data=PNG)])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="only user and tool messages"):
-        Message(role="system", parts=[Image(data=PNG)])
+        Message(role="system", parts=[Image(data=PNG)])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="parts are Text, Image, Document or Audio"):
         Message.user(["just a string"])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="not a string"):
         Message(role="user", parts="abc")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="takes its content from their text"):
-        Message(role="user", content="other", parts=[Text("x"), Image(data=PNG)])
+        Message(role="user", content="other", parts=[Text("x"), Image(data=PNG)])  # type: ignore[arg-type]
     tool = Message.tool("c1", [Text("the chart"), Image(data=PNG)], "plot")
     assert tool.content == "the chart" and len(tool.media) == 1 and tool.tool_call_id == "c1"
 

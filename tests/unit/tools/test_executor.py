@@ -12,7 +12,7 @@ import pytest
 from agentactors.errors import register_secret
 from agentactors.events import Event, EventSink, InMemoryRecorder, JsonlRecorder, event_to_dict, use_sink
 from agentactors.messages import ToolCall
-from agentactors.tools import ResultCeiling, ToolContext, ToolResult, ToolStatus, tool, truncation_marker
+from agentactors.tools import ResultCeiling, Tool, ToolContext, ToolResult, ToolStatus, tool, truncation_marker
 from agentactors.tools.executor import ExecuteTools, ExecutionContext, ToolExecutorActor, execute_tools
 
 pytestmark = pytest.mark.anyio
@@ -689,7 +689,7 @@ async def test_bound_methods_callable_objects_and_wrapped_coroutines() -> None:
 
     store = Store()
     double = tool(name="double")(AsyncCallable())
-    tools = [tool(store.get), double, tool(name="wrapped")(wrapped), tool(bare)]
+    tools: list[Tool[Any, Any]] = [tool(store.get), double, tool(name="wrapped")(wrapped), tool(bare)]
     assert tools[0].spec.parameters["required"] == ["key"] and tools[0].description == "Get an item."
     assert double.is_async and tools[2].is_async and not tools[3].is_async
     ex = ToolExecutorActor(tools)

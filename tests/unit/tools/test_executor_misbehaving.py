@@ -214,7 +214,8 @@ async def test_a_policy_raising_a_base_exception_denies_and_an_interrupt_propaga
         def __str__(self) -> str:
             raise RuntimeError("unreadable reason")
 
-    (refused,) = await ToolExecutorActor([act], tool_policy=lambda c, ctx: Verdict()).execute([call("1", "act")])
+    # A misbehaving policy, on purpose: its verdict is neither None nor a str (nor an approval).
+    (refused,) = await ToolExecutorActor([act], tool_policy=lambda c, ctx: Verdict()).execute([call("1", "act")])  # type: ignore[arg-type, return-value]
     assert refused.status is ToolStatus.denied and "could not decide (RuntimeError)" in refused.content
 
 

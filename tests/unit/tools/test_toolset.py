@@ -59,7 +59,7 @@ class FakeToolset:
 def test_a_fake_toolset_is_a_toolset_and_agents_check_what_they_are_given() -> None:
     assert isinstance(FakeToolset("a"), Toolset)
     with pytest.raises(TypeError, match="toolsets must be Toolset objects"):
-        Agent(ScriptedProvider(["x"]), toolsets=[object()])  # type: ignore[list-item]
+        Agent(ScriptedProvider(["x"]), toolsets=[object()])
     with pytest.raises(ValueError, match="two toolsets are named 'a'"):
         Agent(ScriptedProvider(["x"]), toolsets=[FakeToolset("a"), FakeToolset("a")])
     # Unknown at construction: a forced choice is checked at the first run instead.
