@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -140,7 +140,7 @@ def request_for(data: dict[str, Any]) -> LLMRequest:
 
 def meaningful(body: dict[str, Any]) -> dict[str, Any]:
     """The recorded body without what carries no meaning (see the module docstring)."""
-    out = json.loads(json.dumps(body))
+    out: dict[str, Any] = json.loads(json.dumps(body))
     if out.get("system") == []:
         del out["system"]
     if out.get("inferenceConfig") == {}:
@@ -163,7 +163,7 @@ def meaningful(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def sent_meaning(body: dict[str, Any]) -> dict[str, Any]:
-    out = json.loads(json.dumps(body))
+    out: dict[str, Any] = json.loads(json.dumps(body))
     if "outputConfig" in out:
         spec = out["outputConfig"]["textFormat"]["structure"]["jsonSchema"]
         spec["schema"] = json.loads(spec["schema"])
@@ -307,7 +307,7 @@ def test_stop_reasons_map(name: str) -> None:
     if "json" in data["response"]:
         result = BedrockWire().decode_response(data["response"]["json"], request=None, model="m", provider="bedrock")
     else:
-        result = decode_stream(name, chunk=64)[-1].response  # type: ignore[attr-defined]
+        result = cast(StreamEnd, decode_stream(name, chunk=64)[-1]).response  # decode_stream ends on one
     assert result.stop_reason is EXPECTED_STOPS[name]
 
 

@@ -67,7 +67,8 @@ def _one_call_then_answer(seen: list[LLMRequest]) -> ScriptedProvider:
 
 
 async def test_steers_are_taken_at_the_next_boundary_after_the_tool_results_once_and_in_order() -> None:
-    gate, seen, rec = Gate(), [], InMemoryRecorder()
+    seen: list[LLMRequest] = []
+    gate, rec = Gate(), InMemoryRecorder()
     async with Runtime():
         agent = Agent(_one_call_then_answer(seen), tools=[gate.tool()], recorders=[rec])
         async with agent.stream("weather?") as run:
@@ -160,7 +161,8 @@ async def test_steering_a_finished_run_is_a_typed_error() -> None:
 
 
 async def test_an_interrupt_ends_the_run_after_its_tool_step_with_the_conversation_whole() -> None:
-    gate, seen, rec = Gate(), [], InMemoryRecorder()
+    seen: list[LLMRequest] = []
+    gate, rec = Gate(), InMemoryRecorder()
     async with Runtime():
         agent = Agent(_one_call_then_answer(seen), tools=[gate.tool()], recorders=[rec])
         async with agent.stream("weather?") as run:
@@ -298,7 +300,7 @@ async def test_approval_pause_stays_the_default() -> None:
     agent = Agent(ScriptedProvider([ToolCall("r1", "risky", {}), "ok"]), tools=[risky])
     async with Runtime():
         result = await agent.run("go")
-    assert result.paused and [c.id for c in result.resume_state.pending] == ["r1"]
+    assert result.paused and result.resume_state is not None and [c.id for c in result.resume_state.pending] == ["r1"]
 
 
 def test_approval_must_be_pause_or_wait() -> None:
@@ -310,7 +312,8 @@ def test_approval_must_be_pause_or_wait() -> None:
 
 
 async def test_run_ref_reaches_a_run_started_with_agent_run_from_another_task() -> None:
-    gate, seen, rec = Gate(), [], InMemoryRecorder()
+    seen: list[LLMRequest] = []
+    gate, rec = Gate(), InMemoryRecorder()
     async with Runtime() as rt:
         agent = Agent(_one_call_then_answer(seen), tools=[gate.tool()], recorders=[rec])
         results: list[Any] = []
@@ -331,6 +334,7 @@ async def test_run_ref_reaches_a_run_started_with_agent_run_from_another_task() 
             gate.open.set()
             finished = await handle.wait()
         assert results == [finished] and _users(seen[1])[-1] == "also Oslo"
+        assert run_id is not None  # again: to mypy, the task group's exit may have swallowed an error before it
         with pytest.raises(RunNotFoundError):
             rt.run_ref(run_id)  # finished
         with pytest.raises(RunNotFoundError):
@@ -459,7 +463,9 @@ async def test_a_run_nobody_listens_to_becomes_an_actor_when_first_addressed() -
             tg.start_soon(start)
             await entered.wait()
             assert rt.stats().actors == 2  # registered, not spawned: nobody addressed it yet
-            handle = rt.run_ref(ids[0])
+            run_id = ids[0]
+            assert run_id is not None
+            handle = rt.run_ref(run_id)
             await handle.steer("also Oslo")
             assert rt.stats().actors == 3 and rt.stats().busy == 2  # now its actor holds the run as a handler
             opened.set()
@@ -532,9 +538,11 @@ async def test_each_runtime_finds_only_its_own_runs_when_two_run_at_once() -> No
                 rt_b.run_ref(run_a)
             await rt_a.run_ref(run_a).steer("only a")
             opened.set()
+        assert run_a is not None  # again: to mypy, the task group's exit may have swallowed an error before it
         with pytest.raises(RunNotFoundError):
             rt_a.run_ref(run_a)  # finished: it left its runtime's registry
     assert sorted(r.content for r in results) == ["done: a ['only a']", "done: b []"]
+    assert run_a is not None  # again, past the runtimes' exits
     async with Runtime() as rt_c:  # a runtime opened after those exited knows none of their runs
         with pytest.raises(RunNotFoundError):
             rt_c.run_ref(run_a)

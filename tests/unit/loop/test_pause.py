@@ -20,6 +20,7 @@ from agentactors import (
     InMemoryRecorder,
     LLMResponse,
     NeedsApproval,
+    RunResult,
     Runtime,
     ScriptedProvider,
     ToolCall,
@@ -55,7 +56,7 @@ def _clear() -> None:
     RAN.clear()
 
 
-def tool_message(result: Any, call_id: str) -> str:
+def tool_message(result: RunResult[Any], call_id: str) -> str:
     return next(m.content for m in result.messages if m.role == "tool" and m.tool_call_id == call_id)
 
 
@@ -169,7 +170,7 @@ async def test_decisions_are_checked() -> None:
     with pytest.raises(ValueError, match="not pending"):
         await agent.resume(paused, {"p1": True, "zz": True})
     with pytest.raises(TypeError, match="True, False or a reason"):
-        await agent.resume(paused, {"p1": 1})
+        await agent.resume(paused, {"p1": 1})  # type: ignore[dict-item]
     done = await Agent(ScriptedProvider(["hi"])).run("x")
     with pytest.raises(ValueError, match="paused RunResult"):
         await agent.resume(done, {})
@@ -213,7 +214,8 @@ async def test_a_typed_run_pauses_on_its_tools_and_takes_its_output_after() -> N
     ])
     agent: Agent[Receipt] = Agent(model, tools=[pay], output_type=Receipt)
     paused = await agent.run("pay 3 and give me a receipt")
-    assert paused.paused and paused.output is None
+    output: Receipt | None = paused.output  # None until the run ends on an answer, though typed Receipt
+    assert paused.paused and output is None
     result = await agent.resume(paused, {"p1": True})
     assert result.ok and result.output == Receipt(3) and RAN == ["pay 3"]
 

@@ -149,7 +149,10 @@ def test_failed_read_only_calls_do_not_count() -> None:
 def test_repeat_note_at_the_second_identical_occurrence_only() -> None:
     session = DEFAULT_NUDGES.start(lambda name: False)
     assert session is not None
-    call = lambda i: ToolCall(str(i), "get", {"k": 1, "j": [2]})  # noqa: E731
+
+    def call(i: int) -> ToolCall:
+        return ToolCall(str(i), "get", {"k": 1, "j": [2]})
+
     assert session.notes_for(_view(1, [call(1)], ["same"])) is None
     assert session.notes_for(_view(2, [call(2)], ["same"])) == [REPEAT_NOTE.format(name="get")]
     assert session.notes_for(_view(3, [call(3)], ["same"])) is None

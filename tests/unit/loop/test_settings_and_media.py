@@ -24,7 +24,7 @@ from agentactors import (
 from agentactors.gateway.provider import estimate_tokens
 from agentactors.loop.controller import LoopConfig
 from agentactors.loop.json_transport import to_wire_messages
-from agentactors.parts import IMAGE_TOKENS, PAGE_TOKENS
+from agentactors.parts import IMAGE_TOKENS, PAGE_TOKENS, Part
 from agentactors.tools.executor import ExecutionContext, ToolExecutorActor
 from agentactors.tools.results import ResultCeiling, ToolResult, split_parts
 
@@ -108,10 +108,11 @@ async def test_a_list_of_parts_is_one_user_message() -> None:
     provider = ScriptedProvider(["a cat", "a dog"])
     image = Image(data=PNG)
     agent = Agent(provider)
-    assert (await agent.run([Text("What is this?"), image])).content == "a cat"
+    parts: list[Part] = [Text("What is this?"), image]
+    assert (await agent.run(parts)).content == "a cat"
     assert provider.requests[0].messages == (Message.user([Text("What is this?"), image]),)
     with pytest.raises(TypeError, match="holds Message objects"):
-        await agent.run([Message.user("q"), image])  # type: ignore[list-item]
+        await agent.run([Message.user("q"), image])  # type: ignore[arg-type]
 
 
 async def test_a_tool_that_returns_media_feeds_them_back() -> None:

@@ -99,7 +99,8 @@ def test_recorded_calls_get_ids_of_their_own_and_count_for_the_result() -> None:
 
 
 def test_answered_makes_sequences_tuples_as_the_constructor_does() -> None:
-    fields = ("a", [Message.user("q")], [], 1, ["more?"], Usage(), None, None, None, None)
+    # Lists where answered() is typed for tuples, on purpose: it hands them to the constructor's converters.
+    fields: tuple[Any, ...] = ("a", [Message.user("q")], [], 1, ["more?"], Usage(), None, None, None, None)
     result = answered(*fields)
     assert (result.messages, result.tool_calls, result.followups) == ((Message.user("q"),), (), ("more?",))
     assert result.output == "a" and result.ok

@@ -132,7 +132,8 @@ async def test_every_type_family_comes_back_typed(output_type: Any, arguments: d
 
 async def test_a_union_of_classes_offers_one_output_tool_per_member_named_after_it() -> None:
     provider = ScriptedProvider([call({"name": "Rex", "good": True}, name="final_result_Dog")])
-    result = await Agent(provider, output_type=Cat | Dog).run("a pet")  # type: ignore[arg-type]
+    agent: Agent[Cat | Dog] = Agent(provider, output_type=Cat | Dog)  # type: ignore[arg-type]  # docs/output.md
+    result = await agent.run("a pet")
     assert result.output == Dog("Rex", True)
     (request,) = provider.requests
     assert [t.name for t in request.tools] == ["final_result_Cat", "final_result_Dog"]
@@ -164,7 +165,8 @@ async def test_native_output_refused_before_sending_by_a_provider_that_cannot_ca
     provider = ScriptedProvider(["unused"], carries_response_format=False)
     result = await Agent(provider, output_type=NativeOutput(Person)).run("who")
     assert isinstance(result.error, ProviderError) and result.error.kind.value == "request"
-    assert result.generation_failed and result.output is None
+    output: Person | None = result.output  # None when the run did not end on an answer, though typed Person
+    assert result.generation_failed and output is None
     assert provider.requests == []  # nothing was sent
 
 
@@ -325,7 +327,8 @@ async def test_retries_run_out_into_an_output_validation_error_with_every_attemp
                                 carries_response_format=False)
     recorder = InMemoryRecorder()
     result = await Agent(provider, output_type=int, output_retries=2, recorders=[recorder]).run("n")
-    assert result.output is None and not result.ok
+    output: int | None = result.output  # None when the run did not end on an answer, though typed int
+    assert output is None and not result.ok
     assert isinstance(result.error, OutputValidationError) and result.error.attempts == 3
     assert not result.generation_failed and result.steps == 3
     invalid = [e for e in recorder.events if isinstance(e, OutputInvalid)]
@@ -437,7 +440,7 @@ def test_configuration_errors_are_raised_when_the_agent_is_built() -> None:
     with pytest.raises(ValueError, match="output_retries"):
         Agent(provider, output_type=int, output_retries=-1)
     with pytest.raises(TypeError, match="cannot describe"):
-        Agent(provider, output_type=ToolOutput(object.__class__))
+        Agent(provider, output_type=ToolOutput(type))
     with pytest.raises(TypeError, match="output_validator"):
         Agent(provider, output_type=int, output_validator=42)  # type: ignore[arg-type]
 

@@ -196,7 +196,7 @@ async def test_a_provider_that_says_it_cannot_stream_is_adapted_by_every_decorat
 
     for decorate in (with_retry, with_circuit_breaker, with_timeout, with_fallback):
         inner = CompleteOnly()
-        async with decorate(inner).stream(REQ) as events:  # type: ignore[operator]
+        async with decorate(inner).stream(REQ) as events:
             got = [e async for e in events]
         assert got[0] == TextDelta("bare answer")
         assert isinstance(got[-1], StreamEnd) and got[-1].response.content == "bare answer"
@@ -310,7 +310,7 @@ def test_the_value_is_frozen_checked_and_keyword_only() -> None:
     with pytest.raises(TypeError):
         Capabilities(thinking=1)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        Capabilities(True)  # type: ignore[misc]
+        Capabilities(True)  # type: ignore[call-arg]
 
 
 def test_common_is_what_every_value_can_do() -> None:

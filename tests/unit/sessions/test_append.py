@@ -159,7 +159,9 @@ async def test_a_sessions_turns_append_and_its_pause_shows_after_a_restart(tmp_p
     assert _pieces(path, "bob") == [(0, ["hi", "hello"])]  # the pause wrote no piece
     async with Runtime() as rt:  # a restart: the handle is new, nothing is active
         session = rt.session(agent, "bob", store=SqliteStore(path))
-        assert not session.paused and session.pending_approvals == ()
+        # Locals: mypy would hold session.paused and its calls to these checks across the refresh below.
+        paused, pending = session.paused, session.pending_approvals
+        assert not paused and pending == ()
         assert await session.refresh() is session
         assert session.paused and [c.id for c in session.pending_approvals] == ["r1"]
         assert [m.content for m in session.history] == ["hi", "hello"] and session.version == 2

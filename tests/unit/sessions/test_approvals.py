@@ -163,7 +163,7 @@ async def test_decisions_that_do_not_fit_claim_nothing() -> None:
         with pytest.raises(ValueError, match="not pending"):
             await session.resolve({"c-5": True, "c-9": True})
         with pytest.raises(TypeError, match="True, False or a reason"):
-            await session.resolve({"c-5": 1})
+            await session.resolve({"c-5": 1})  # type: ignore[dict-item]
         assert session.paused and session.version == 1  # still the pause, unclaimed
         assert (await session.resolve({"c-5": True})).content == "tool said: refunded 5"
 
@@ -191,7 +191,8 @@ async def test_a_resumed_turn_may_pause_again() -> None:
         await session.send("two refunds")
         again = await session.resolve({"c1": True})
         assert again.paused and [c.id for c in session.pending_approvals] == ["c2"]
-        assert session.history == ()  # nothing committed as history while paused
+        history = session.history  # a local: mypy would hold session.history empty past the resolve below
+        assert history == ()  # nothing committed as history while paused
         final = await session.resolve({"c2": True})
         assert final.content == "both done" and REFUNDS == [1, 2]
         assert [m.role for m in session.history] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentactors.loop.pause import PausedRun
-from agentactors.messages import Message, ToolCall, Usage
+from agentactors.messages import Message, Role, ToolCall, Usage
 from agentactors.parts import Audio, Document, Image, Part, Text
 from agentactors.sessions import codec
 from agentactors.tools.results import ToolResult, ToolStatus
@@ -64,7 +64,7 @@ calls = st.builds(
 
 @st.composite
 def messages(draw: st.DrawFn) -> Message:
-    role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
+    role: Role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
     common: dict[str, Any] = {
         "name": draw(st.none() | names),
         "reasoning": draw(text),
@@ -75,7 +75,7 @@ def messages(draw: st.DrawFn) -> Message:
         return Message("assistant", draw(text), tool_calls=draw(st.lists(calls, max_size=2)), **common)
     call_id = draw(names) if role == "tool" else None
     if role in ("user", "tool") and draw(st.booleans()):
-        return Message(role, tool_call_id=call_id, parts=draw(parts), **common)
+        return Message(role, tool_call_id=call_id, parts=tuple(draw(parts)), **common)
     return Message(role, draw(text), tool_call_id=call_id, **common)
 
 

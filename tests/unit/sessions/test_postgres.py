@@ -75,8 +75,8 @@ async def test_many_sessions_committed_at_once_all_land(postgres_dsn: str) -> No
                 record = SessionRecord(f"user:{n}", (Message.user(str(n)),))
                 tg.start_soon(partial(store.commit, record, expected_version=None))
         for n in range(40):
-            record = await store.load(f"user:{n}")
-            assert record is not None and record.messages == (Message.user(str(n)),) and record.version == 1
+            loaded = await store.load(f"user:{n}")
+            assert loaded is not None and loaded.messages == (Message.user(str(n)),) and loaded.version == 1
 
 
 _RACER = """

@@ -35,14 +35,17 @@ async def test_an_idle_session_deactivates_and_the_next_turn_reloads_it() -> Non
     async with Runtime(recorders=[rec]) as rt:
         agent = Agent(ScriptedProvider(echo_model))
         session = rt.session(agent, "k", store=store, idle_timeout=10)
-        assert not session.active and session.history == ()
+        # Locals: mypy would hold session.active and session.history to these checks across the awaits below.
+        active, history = session.active, session.history
+        assert not active and history == ()
         await session.send("one")
         actors = rt.stats().actors
         assert session.active and len(session.history) == 2
         await anyio.sleep(9.5)
         assert session.active  # not yet
         await anyio.sleep(1)
-        assert not session.active
+        active_now: bool = session.active  # a fresh read, for the same reason
+        assert not active_now
         assert session.version is None and not session.paused  # nothing of the session in memory...
         assert len(session.history) == 2  # ...but this handle keeps the history it last saw
         assert rt.session(agent, "k", store=store).history == ()  # a new handle has seen nothing

@@ -15,7 +15,7 @@ from agentactors.actors.runtime import Runtime
 from agentactors.agent.core import Agent
 from agentactors.events import InMemoryRecorder, SessionActivated, SessionCommitted, SessionEvent
 from agentactors.messages import LLMRequest, Message, ToolCall
-from agentactors.parts import Image, Text
+from agentactors.parts import Image, Part, Text
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.sessions import AgentSession, MemoryStore, open_session
 from agentactors.tools.registry import ToolContext, tool
@@ -70,7 +70,7 @@ async def test_bad_arguments_are_refused() -> None:
         with pytest.raises(TypeError, match="not int"):
             await session.send(3)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="Message objects"):
-            await session.send([Message.user("a"), "b"])  # type: ignore[list-item]
+            await session.send([Message.user("a"), "b"])  # type: ignore[arg-type]
         assert not session.active  # a refused prompt activates nothing
     with pytest.raises(RuntimeError, match="not running"):
         open_session(agent, "k", runtime=rt, store=None, idle_timeout=1.0)
@@ -83,7 +83,8 @@ async def test_every_prompt_form_is_a_turn() -> None:
         await session.send("text")
         await session.send(Message.user("message"))
         await session.send([Message.user("two"), Message.assistant("noted"), Message.user("messages")])
-        await session.send([Text("parts"), Image(data=PNG)])
+        parts: list[Part] = [Text("parts"), Image(data=PNG)]
+        await session.send(parts)
         await session.send(Text("a part"))
         assert _users(provider.requests[-1]) == [
             "text", "message", "two", "messages", "parts", "a part"

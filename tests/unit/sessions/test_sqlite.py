@@ -97,8 +97,8 @@ async def test_concurrent_commits_to_many_keys_all_land(tmp_path: Path) -> None:
                 record = SessionRecord(f"k{i}", (Message.user(str(i)),))
                 tg.start_soon(partial(store.commit, record, expected_version=None))
         for i in range(50):
-            record = await store.load(f"k{i}")
-            assert record is not None and record.messages == (Message.user(str(i)),)
+            loaded = await store.load(f"k{i}")
+            assert loaded is not None and loaded.messages == (Message.user(str(i)),)
 
 
 async def test_an_unstorable_record_writes_nothing(tmp_path: Path) -> None:

@@ -147,7 +147,8 @@ def test_a_stream_with_reasoning_text_and_two_tools() -> None:
         ("someFutureEvent", {"x": 1}),
         ("messageStop", {"stopReason": "tool_use"}),
     )
-    assert not d.done
+    done = d.done  # a local: mypy would hold d.done False past the feed below
+    assert not done
     feed(d, ("metadata", {"usage": {"inputTokens": 5, "outputTokens": 6, "cacheReadInputTokens": 2}}))
     assert d.done
     kinds = [type(e) for e in events]

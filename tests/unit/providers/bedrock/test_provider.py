@@ -14,7 +14,7 @@ import pytest
 
 from agentactors import BedrockProvider, forced_tool_choice_for
 from agentactors.errors import ErrorKind, ProviderError, UnsupportedToolChoiceError
-from agentactors.messages import LLMRequest, Message, ToolChoice, ToolSpec
+from agentactors.messages import LLMRequest, Message, StreamEnd, ToolChoice, ToolSpec
 from agentactors.providers.port import Capabilities
 
 pytestmark = pytest.mark.anyio
@@ -202,4 +202,4 @@ async def test_a_streamed_request_asks_for_the_event_stream() -> None:
     assert seen[0].url.path.endswith("/converse-stream")
     assert seen[0].headers["accept"] == "application/vnd.amazon.eventstream"
     assert json.loads(seen[0].content)["messages"] == [{"role": "user", "content": [{"text": "x"}]}]
-    assert got[-1].response.content == "ok"  # type: ignore[attr-defined]
+    assert isinstance(got[-1], StreamEnd) and got[-1].response.content == "ok"

@@ -544,7 +544,8 @@ def test_stream_keeps_the_last_complete_usage_and_ends_on_finish_reason() -> Non
     events = decoder.feed("message", chunk([{"text": "Hel"}], {"promptTokenCount": 20}))
     events += decoder.feed("message", "")
     events += decoder.feed("message", chunk([{"text": "lo"}], {"candidatesTokenCount": 2, "thoughtsTokenCount": 5}))
-    assert not decoder.done
+    done = decoder.done  # a local: mypy would hold decoder.done False past the feeds below
+    assert not done
     events += decoder.feed("message", chunk([{"functionCall": {"name": "get_time", "args": {"tz": "UTC"}}}], {}))
     events += decoder.feed(
         "message", chunk([{"text": ""}], {"candidatesTokenCount": 9, "thoughtsTokenCount": 5}, "STOP")

@@ -342,7 +342,11 @@ async def test_a_failure_before_the_first_event_is_raised_as_classified() -> Non
         ("end", [b": keep-alive\n\n"], MalformedResponseError),  # EOF without [DONE]
     ):
         body = ScriptedBody(chunks, then=then)
-        provider, client = provider_for(lambda r, b=body: httpx.Response(200, headers=SSE_HEADERS, stream=b))
+
+        def reply(r: httpx.Request, b: ScriptedBody = body) -> httpx.Response:
+            return httpx.Response(200, headers=SSE_HEADERS, stream=b)
+
+        provider, client = provider_for(reply)
         async with client:
             with pytest.raises(expected) as info:
                 await collect(provider)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -86,14 +87,15 @@ def _openai_reply(request: httpx.Request) -> httpx.Response:
 
 @pytest.mark.anyio
 async def test_http_provider_surfaces_the_last_rate_limit_state_errors_included() -> None:
-    replies = iter([
+    replies: Iterator[Callable[[httpx.Request], httpx.Response]] = iter([
         _openai_reply,
         lambda r: httpx.Response(429, headers={"retry-after": "3"}, json={"error": {"message": "slow down"}}),
         lambda r: httpx.Response(200, json=json.loads(_openai_reply(r).content)),  # no headers: state kept
     ])
     client = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: next(replies)(r)))
     provider = OpenAIProvider("m", api_key="sk-test-ratelimits-0000", http_client=client)
-    assert provider.rate_limit is None
+    before = provider.rate_limit  # a local: mypy would hold provider.rate_limit None past the calls below
+    assert before is None
     request = LLMRequest([Message.user("hi")])
     await provider.complete(request)
     first = provider.rate_limit

@@ -23,7 +23,7 @@ def refund(order: int) -> str:
     """Refund an order."""
     return f"refunded {order}"
 
-async def main(path):
+async def main(path: str) -> None:
     async with Runtime() as rt:
         store = SqliteStore(path)
         chat = Agent(ScriptedProvider([[ToolCall("c1", "lookup", {"order": 42})], "It shipped.", "You're welcome."]),
