@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -190,8 +190,9 @@ async def test_fallback_breaker_retry_all_failing_reports_every_member_in_order(
     b = ScriptedProvider(lambda request: http_error(529, provider="b"), name="b")
     with pytest.raises(AllProvidersFailedError) as info:
         await recommended(a, b).complete(REQ)
-    assert [e.provider for e in info.value.exceptions] == ["a", "b"]
-    assert [e.status for e in info.value.exceptions] == [503, 529]
+    errors = cast(tuple[ProviderError, ...], info.value.exceptions)  # what each member raised: http_error()s
+    assert [e.provider for e in errors] == ["a", "b"]
+    assert [e.status for e in errors] == [503, 529]
     assert (a.calls, b.calls) == (3, 3)
     # Each member's last error carries its retry notes.
     assert all(len(e.__notes__) == 3 for e in info.value.exceptions)

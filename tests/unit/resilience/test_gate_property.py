@@ -182,7 +182,7 @@ def run(
         return watch
 
     name, options = dict(enumerate(virtual_backends()))[0 if backend == "asyncio" else 1]
-    return anyio.run(scenario, backend=name, backend_options=options)  # type: ignore[no-any-return]
+    return anyio.run(scenario, backend=name, backend_options=options)
 
 
 @settings(max_examples=200, deadline=None)

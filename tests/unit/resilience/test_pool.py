@@ -158,7 +158,7 @@ async def test_members_near_their_rate_limit_are_used_last() -> None:
 
 
 async def test_header_steering_with_a_real_http_provider() -> None:
-    body = {"id": "c", "object": "chat.completion", "model": "m",
+    body: dict[str, Any] = {"id": "c", "object": "chat.completion", "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}]}
     hits: Counter[str] = Counter()
 

@@ -71,7 +71,9 @@ def test_settings_reach_their_layer() -> None:
         breaker={"open_duration": 4.0, "consecutive_failures": 2},
     )
     assert isinstance(chain, CircuitBreakerProvider)  # one member: no fallback around it
-    retry, timeout = chain.inner, chain.inner.inner
+    retry = chain.inner  # typed LLMProvider: the layers' classes, as layers() below checks them
+    assert isinstance(retry, RetryingProvider) and isinstance(retry.inner, TimeoutProvider)
+    timeout = retry.inner
     assert (timeout.attempt, timeout.first_event, timeout.idle) == (5.0, None, 2.0)
     assert (retry.max_attempts, retry.base_delay) == (5, 0.1)
     assert (chain.policy.open_duration, chain.policy.consecutive_failures) == (4.0, 2)

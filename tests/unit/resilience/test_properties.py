@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -77,7 +78,7 @@ def test_a_circuit_never_has_more_live_probes_than_half_open_max_calls(
 
 # -- the breaker decorator: request-kind errors are never counted ------------------------------------
 
-OUTCOME_CODES = {
+OUTCOME_CODES: dict[str, Callable[[], str | ProviderError]] = {
     "ok": lambda: "ok",
     "503": lambda: http_error(503),
     "429": lambda: http_error(429, {"retry-after": "5"}),

@@ -75,7 +75,8 @@ async def test_s01_in_half_open_the_permit_is_released_and_the_next_call_is_the_
     for _ in range(5):
         with pytest.raises(ProviderError):
             await breaker.complete(REQ)
-    assert breaker.state is CircuitState.open
+    opened = breaker.state  # locals where the state moves on: mypy holds breaker.state to its last check across awaits
+    assert opened is CircuitState.open
     await anyio.sleep(30)
     assert breaker.state is CircuitState.half_open
     with recording() as rec:
@@ -85,7 +86,8 @@ async def test_s01_in_half_open_the_permit_is_released_and_the_next_call_is_the_
         assert [e.kind for e in rec.of_type("breaker.ignored")] == ["request"]
         # The permit went back: this call is admitted as the probe and closes the circuit.
         assert (await breaker.complete(REQ)).content == "probe answer"
-    assert breaker.state is CircuitState.closed
+    closed: CircuitState = breaker.state
+    assert closed is CircuitState.closed
 
 
 # -- 2. backoff ------------------------------------------------------------------------------------
@@ -300,13 +302,14 @@ async def test_s10_open_rejects_cheaply_then_admits_exactly_one_probe() -> None:
     for _ in range(5):
         with pytest.raises(ProviderError):
             await breaker.complete(REQ)
-    assert breaker.state is CircuitState.open
+    opened = breaker.state  # a local: mypy would hold breaker.state open to the end, across the awaits below
+    assert opened is CircuitState.open
     await anyio.sleep(12)
     with pytest.raises(CircuitOpenError) as info:
         await breaker.complete(REQ)
     assert info.value.retry_after == pytest.approx(18)
     assert info.value.kind is ErrorKind.circuit_open and info.value.retryable is False
-    assert info.value.last_error is not None and info.value.last_error.status == 503
+    assert isinstance(info.value.last_error, ProviderError) and info.value.last_error.status == 503
     assert inner.calls == 5
 
     await anyio.sleep(18)  # exactly open_duration after opening
@@ -345,7 +348,9 @@ async def test_s11_failed_probes_double_the_open_duration_up_to_the_cap() -> Non
             await breaker.complete(REQ)
     durations = [breaker.stats_for().open_for]
     for _ in range(5):
-        await anyio.sleep(durations[-1])
+        wait = durations[-1]
+        assert wait is not None  # open
+        await anyio.sleep(wait)
         with pytest.raises(ProviderError) as info:
             await breaker.complete(REQ)  # the probe fails
         assert not isinstance(info.value, CircuitOpenError)
