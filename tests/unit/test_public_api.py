@@ -462,8 +462,9 @@ def test_the_agents_together_names_of_the_second_wave() -> None:
     """docs/architecture.md, second API block: agents together."""
     fields = {f.name for f in attrs.fields(agentactors.RunResult)}
     assert {"children", "agent", "handoffs"} <= fields
-    assert isinstance(agentactors.RunResult.paused, property)
-    assert isinstance(agentactors.RunResult.pending_approvals, property)
+    # getattr_static: mypy reads a property on the class as its getter function, never a property.
+    assert isinstance(inspect.getattr_static(agentactors.RunResult, "paused"), property)
+    assert isinstance(inspect.getattr_static(agentactors.RunResult, "pending_approvals"), property)
     result = agentactors.RunResult("hi", [agentactors.Message.user("x")])
     assert (result.children, result.agent, result.handoffs, result.paused, result.pending_approvals) == (
         (), None, (), False, ()

@@ -154,7 +154,8 @@ async def test_stream_handle_api() -> None:
 
     async with Runtime():
         async with Agent(ScriptedProvider(answer)).stream("q") as run:
-            assert not run.done
+            done = run.done  # a local: mypy would hold run.done False past the wait below
+            assert not done
             with pytest.raises(RuntimeError, match="not finished"):
                 _ = run.result
             gate.set()

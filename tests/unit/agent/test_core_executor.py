@@ -111,7 +111,8 @@ def _slow_tool(started: anyio.Event, cancelled: list[str], release: anyio.Event 
 
 
 async def test_stats_see_a_running_tool_step_run_in_the_runs_own_task() -> None:
-    started, release, cancelled = anyio.Event(), anyio.Event(), []
+    cancelled: list[str] = []
+    started, release = anyio.Event(), anyio.Event()
     async with Runtime() as rt:
         agent = Agent(_script(), tools=[_slow_tool(started, cancelled, release)])
         results: list[str] = []
@@ -129,7 +130,8 @@ async def test_stats_see_a_running_tool_step_run_in_the_runs_own_task() -> None:
 
 
 async def test_stop_cancels_a_running_tool_step_and_the_run_raises_actor_stopped() -> None:
-    started, cancelled = anyio.Event(), []
+    started = anyio.Event()
+    cancelled: list[str] = []
     async with Runtime() as rt:
         agent = Agent(_script(), tools=[_slow_tool(started, cancelled)])
         errors: list[BaseException] = []
@@ -151,7 +153,8 @@ async def test_stop_cancels_a_running_tool_step_and_the_run_raises_actor_stopped
 
 
 async def test_a_draining_stop_waits_for_the_running_tool_step() -> None:
-    started, release, cancelled = anyio.Event(), anyio.Event(), []
+    cancelled: list[str] = []
+    started, release = anyio.Event(), anyio.Event()
     async with Runtime() as rt:
         agent = Agent(_script(), tools=[_slow_tool(started, cancelled, release)])
         results: list[str] = []
@@ -178,7 +181,8 @@ async def test_a_draining_stop_waits_for_the_running_tool_step() -> None:
 
 @pytest.mark.virtual_time
 async def test_leaving_the_runtime_drains_then_cancels_a_tool_step_running_in_a_task_of_its_own() -> None:
-    started, cancelled = anyio.Event(), []
+    started = anyio.Event()
+    cancelled: list[str] = []
     outcome: list[str] = []
     async with anyio.create_task_group() as tg:  # the run's task is not the runtime's
         async with Runtime(drain_timeout=2.0):
@@ -234,6 +238,7 @@ async def test_stop_cancels_the_tool_step_of_a_run_whose_actors_had_started() ->
                 tools = agent._bind(rt).tools
                 assert tools is not None
                 await rt.stop(tools, drain=False)
+        assert tools is not None  # again: to mypy, the task group's exit may have swallowed an error before it
         assert cancelled == ["probe"] and errors == [f"actor {tools.name!r} was stopped while handling the message"]
         assert rt.stats().busy == 0
 

@@ -154,12 +154,12 @@ async def test_delegation_deeper_than_max_depth_is_denied_before_the_child_start
             return f"level answer after {last.content[:40]}"
         return [ask(f"d{calls}", "recurse", "again")]
 
-    holder: dict[str, Agent[str]] = {}
+    holder: dict[str, AgentTool] = {}
 
     @tool(name="recurse")
     async def recurse(input: str, ctx: ToolContext) -> Any:
         """Ask the recursive agent."""
-        return await holder["tool"].fn(input, ctx)  # type: ignore[call-arg]
+        return await holder["tool"].fn(input, ctx)
 
     agent = Agent(ScriptedProvider(model), name="recursive", tools=[recurse])
     holder["tool"] = agent.as_tool(name="recurse", max_depth=2)

@@ -66,7 +66,7 @@ def test_agents_and_handoff_tools_are_both_accepted_and_a_handoff_among_tools_is
     assert [h.name for h in triage.handoffs] == ["transfer_to_billing", "transfer_to_refunds"]
     assert [t.name for t in triage.tools] == ["triage_note"]
     with pytest.raises(TypeError, match="handoffs are Agents"):
-        Agent(ScriptedProvider([]), handoffs=[42])  # type: ignore[list-item]
+        Agent(ScriptedProvider([]), handoffs=[42])
     with pytest.raises(ValueError, match="unique"):
         Agent(ScriptedProvider([]), tools=[triage_note], handoffs=[handoff(billing, name="triage_note")])
 

@@ -6,7 +6,9 @@ import gc
 import itertools
 import json
 import pickle
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import anyio
 import attrs
@@ -45,6 +47,8 @@ from agentactors.events import (
     read_jsonl,
     use_sink,
 )
+from agentactors.messages import StreamEvent
+from agentactors.providers.port import StreamContext
 from agentactors.testing import FakeReply, FakeVendor
 
 pytestmark = pytest.mark.anyio
@@ -167,12 +171,12 @@ async def test_text_stream_min_interval_joins_pieces_that_arrive_closer_together
         async def complete(self, request: LLMRequest) -> agentactors.LLMResponse:
             return agentactors.LLMResponse(" ".join(words))
 
-        def stream(self, request: LLMRequest):  # type: ignore[no-untyped-def]
+        def stream(self, request: LLMRequest) -> StreamContext:
             from contextlib import asynccontextmanager
 
             @asynccontextmanager
-            async def ctx():  # type: ignore[no-untyped-def]
-                async def gen():  # type: ignore[no-untyped-def]
+            async def ctx() -> AsyncIterator[AsyncIterator[StreamEvent]]:
+                async def gen() -> AsyncIterator[StreamEvent]:
                     for i, w in enumerate(words):
                         await anyio.sleep(0.1)
                         yield agentactors.TextDelta(w if i == 0 else " " + w)
@@ -212,7 +216,8 @@ async def test_a_closed_text_stream_cancels_its_run_and_http_request(fake_vendor
     provider = slow_openai(fake_vendor, "sk-stream-abandon-0000")
     async with Runtime() as rt:
         agent = Agent(provider).bind(rt)
-        texts = agent.stream("slowly").text_stream()
+        # text_stream() is typed AsyncIterator but is (and documents itself as) a generator, with aclose()
+        texts = cast(AsyncGenerator[str, None], agent.stream("slowly").text_stream())
         first = await texts.__anext__()
         assert first
         await texts.aclose()  # the consumer goes away

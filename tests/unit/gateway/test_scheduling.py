@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -70,7 +71,9 @@ async def ask_as(
             leave(token)
 
 
-async def queue_up(ref: Any, tg: Any, asks: list[tuple[str, int | None, int]], out: list[Any] | None = None) -> None:
+async def queue_up(
+    ref: Any, tg: Any, asks: Sequence[tuple[str, int | None, int]], out: list[Any] | None = None
+) -> None:
     """Start the asks one after another (each arrives after the one before), then let them settle."""
     for label, order, priority in asks:
         tg.start_soon(ask_as, ref, label, order, priority, out)
@@ -392,7 +395,7 @@ async def finish_times(policy: str, runs: int = 20) -> list[float]:
         return "done" if results == 2 else ToolCall(f"c{results}", "step", {"n": results})
 
     async with Runtime() as rt:
-        ref = ProviderActor.shared(rt, ScriptedProvider(model), max_concurrency=2, scheduling=policy)  # type: ignore[arg-type]
+        ref = ProviderActor.shared(rt, ScriptedProvider(model), max_concurrency=2, scheduling=policy)
         agent = Agent(ref, tools=[step], nudges=False)
         done: dict[int, float] = {}
         start = anyio.current_time()
@@ -434,7 +437,7 @@ async def overload(policy: str) -> dict[str, Any]:
 
     async with Runtime() as rt:
         ref = ProviderActor.shared(rt, ScriptedProvider(model), max_concurrency=2, max_wait=5.0,
-                                   scheduling=policy)  # type: ignore[arg-type]
+                                   scheduling=policy)
         agent = Agent(ref, tools=[step], nudges=False)
 
         async def one() -> None:

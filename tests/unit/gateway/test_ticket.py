@@ -209,7 +209,7 @@ async def test_priority_orders_runs_at_a_shared_provider() -> None:
         agent = Agent(ref)
         async with anyio.create_task_group() as tg:
             for i in range(4):
-                tg.start_soon(lambda i=i: agent.run(f"batch {i}"))  # started first, class 0
+                tg.start_soon(agent.run, f"batch {i}")  # started first, class 0
                 await anyio.sleep(0.001)
             tg.start_soon(lambda: agent.run("interactive", priority=1))
     assert served == ["batch 0", "interactive", "batch 1", "batch 2", "batch 3"]

@@ -84,4 +84,5 @@ async def main(db: str, ledger: str, where: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:4])
+    db, ledger, where = sys.argv[1:4]
+    anyio.run(main, db, ledger, where)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,10 @@ def _lease_lost(exc: BaseException | None) -> LeaseLostError | None:
 
 
 def test_a_lease_under_a_second_is_refused() -> None:
-    for make in (lambda: open_journal("x.db", lease=0.5), lambda: open_journal("postgresql://h/db", lease=0)):
+    makes: tuple[Callable[[], object], ...] = (
+        lambda: open_journal("x.db", lease=0.5), lambda: open_journal("postgresql://h/db", lease=0)
+    )
+    for make in makes:
         with pytest.raises(ValueError, match="lease"):
             make()
 

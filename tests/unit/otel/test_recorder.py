@@ -160,8 +160,8 @@ async def test_a_vendor_call_names_the_provider_and_server(fake_vendor: FakeVend
     assert attrs["gen_ai.provider.name"] == "openai"
     assert attrs["server.address"] == "127.0.0.1" and attrs["server.port"] == fake_vendor.port
     assert attrs["gen_ai.request.stream"] is True
-    (run,) = t.named("invoke_agent")
-    assert run.parent is None, "no active span where it started: a root span"
+    (invoke,) = t.named("invoke_agent")
+    assert invoke.parent is None, "no active span where it started: a root span"
     assert "sk-otel-test" not in json.dumps([json.loads(s.to_json()) for s in t.spans()])
 
 

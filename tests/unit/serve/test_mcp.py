@@ -55,7 +55,8 @@ async def test_tools_keep_their_schemas_and_agents_take_input() -> None:
 async def test_an_agents_answer_is_text_and_a_typed_one_also_structured() -> None:
     text_agent = Agent(ScriptedProvider(["plain answer"]), name="text")
     typed = Agent(ScriptedProvider(['{"label": "spam", "score": 0.9}']), output_type=Verdict, name="typed")
-    async with Client(mcp_server({"text": text_agent, "judge": typed})) as client:
+    agents: dict[str, Agent[Any]] = {"text": text_agent, "judge": typed}
+    async with Client(mcp_server(agents)) as client:
         plain = await client.call_tool("text", {"input": "hi"})
         judged = await client.call_tool("judge", {"input": "is it spam?"})
     assert not plain.is_error and plain.content[0].text == "plain answer"  # type: ignore[union-attr]
@@ -91,6 +92,6 @@ def test_what_cannot_be_offered() -> None:
     with pytest.raises(ValueError, match="two tools named"):
         mcp_server([search, search])
     with pytest.raises(TypeError):
-        mcp_server([42])
+        mcp_server([42])  # type: ignore[list-item]
     with pytest.raises(ValueError):
         mcp_server([])

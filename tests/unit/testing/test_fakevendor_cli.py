@@ -54,7 +54,7 @@ def test_module_entry_point_runs_and_stops_on_ctrl_c() -> None:
         base = proc.stdout.readline().strip()
         assert base.startswith("http://127.0.0.1:"), base
         fake = type("FV", (), {"base_url": base, "openai_base_url": base + "/v1"})()
-        response = httpx.post(url(fake, "anthropic"), headers=auth_headers("anthropic"),  # type: ignore[arg-type]
+        response = httpx.post(url(fake, "anthropic"), headers=auth_headers("anthropic"),
                               json={"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]},
                               timeout=60)
         assert response.status_code == 200

@@ -22,7 +22,8 @@ def _server_threads() -> list[threading.Thread]:
 async def test_async_context_serves_then_closes_the_port() -> None:
     before = len(_server_threads())
     async with FakeVendor() as fv:
-        assert fv.running
+        running = fv.running  # a local: mypy would hold fv.running True past the block's exit
+        assert running
         assert fv.base_url.startswith("http://127.0.0.1:")
         assert fv.openai_base_url == fv.base_url + "/v1"
         assert len(_server_threads()) == before + 1

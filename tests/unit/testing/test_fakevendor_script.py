@@ -4,7 +4,8 @@ strict request checks, and what is recorded (never a credential)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -108,7 +109,8 @@ async def test_outages_by_wire_model_and_duration(fake_vendor: FakeVendor, clien
     with fake_vendor.outage(wire="anthropic") as outage:
         assert (await post(client, fake_vendor, "anthropic")).status_code == 529
         assert (await post(client, fake_vendor, "openai")).status_code == 200
-        assert outage.active
+        active = outage.active  # a local: mypy would hold outage.active True past the block's exit
+        assert active
     assert not outage.active
     assert (await post(client, fake_vendor, "anthropic")).status_code == 200
     fake_vendor.outage(model="gemini-down")
@@ -143,7 +145,9 @@ async def test_seeded_faults_are_reproducible(client: httpx.AsyncClient) -> None
     assert first == second
     assert 5 < sum(f is not None for f in first) < 25
     assert {f for f in first if f} <= {"rate_limit", "server_error", "overloaded", "disconnect"}
-    other = await _fault_sequence(FaultPlan(rate=0.5, seed=12, hang=0.0, weights=plan.weights), client)
+    # A plan's weights given back to FaultPlan: read-only, so a Mapping[FaultKind, float] is one keyed FaultKind | str.
+    weights = cast(Mapping[FaultKind | str, float], plan.weights)
+    other = await _fault_sequence(FaultPlan(rate=0.5, seed=12, hang=0.0, weights=weights), client)
     assert other != first
 
 
