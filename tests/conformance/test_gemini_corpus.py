@@ -449,7 +449,7 @@ def rebuild(corpus: Path, name: str) -> LLMRequest:
         return LLMRequest([Message.user("hello")], model=model, vendor_options=text)
     if name == "gemini__finish_max_tokens__1.json":
         msgs = [Message.system("You are a helpful chatbot."), Message.user("What is the capital of France?")]
-        opts = {"gemini": {**TEXT_ONLY, "thinkingConfig": {"thinking_budget": 0}}}
+        opts: dict[str, Any] = {"gemini": {**TEXT_ONLY, "thinkingConfig": {"thinking_budget": 0}}}
         return LLMRequest(msgs, model=model, max_tokens=5, vendor_options=opts)
     if name == "gemini__text_system_instruction__1.json":
         msgs = [Message.system("You are a chatbot."), Message.user("Hello!")]
@@ -476,7 +476,7 @@ def rebuild(corpus: Path, name: str) -> LLMRequest:
             "gemini__tool_config_none__1.json": ToolChoice.none(),
         }.get(name, ToolChoice.auto())
         prompt = weather
-        opts: dict[str, Any] = dict(TEXT_ONLY)
+        opts = dict(TEXT_ONLY)
         if name == "gemini__tool_config_validated__1.json":
             prompt = (
                 "What is the largest city in the user country? "

@@ -55,8 +55,8 @@ class Expect:
     stop: StopReason
     raw_stop: str | None
     usage: Usage
-    model: str
-    response_id: str
+    model: Any  # str, or RECORDED
+    response_id: Any  # str, or RECORDED
     content: Any = ""  # str, or RECORDED
     calls: tuple[tuple[str | None, str, dict[str, Any]], ...] = ()  # id None: synthesised
     reasoning_prefix: str = ""
@@ -256,7 +256,8 @@ def test_covered_is_exactly_the_openai_family(corpus_dir: Path) -> None:
 
 
 def _message(m: dict[str, Any], names: dict[str, str]) -> Message:
-    role, content = m["role"], m.get("content")
+    role = m["role"]
+    content: Any = m.get("content")  # as recorded: a str, a list of parts, or null
     if role == "system":
         return Message.system(content)
     if role == "user":
@@ -307,7 +308,7 @@ def request_from_body(body: dict[str, Any]) -> LLMRequest:
 
 def normalized(body: dict[str, Any]) -> dict[str, Any]:
     """An absent assistant ``content`` and ``null`` mean the same on this wire (Groq's client omits it)."""
-    out = json.loads(json.dumps(body))
+    out: dict[str, Any] = json.loads(json.dumps(body))
     for m in out["messages"]:
         if m["role"] == "assistant":
             m.setdefault("content", None)

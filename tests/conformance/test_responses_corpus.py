@@ -243,7 +243,7 @@ def request_from_body(body: dict[str, Any]) -> LLMRequest:
 
 def normalized(body: dict[str, Any]) -> dict[str, Any]:
     """What the recording client and this codec may differ on without meaning anything different."""
-    out = json.loads(json.dumps(body))
+    out: dict[str, Any] = json.loads(json.dumps(body))
     for key in ("store", "include", "previous_response_id"):
         out.pop(key, None)
     if not out.get("instructions"):

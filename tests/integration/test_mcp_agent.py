@@ -38,6 +38,7 @@ async def test_an_agent_over_the_fake_vendor_answers_with_an_mcp_tool_result(
     assert [c.name for c in result.tool_calls] == ["add"]
     assert statuses(recorder) == [("add", "ok")]
     first, second = fake_vendor.requests
+    assert first.conversation is not None and second.conversation is not None
     offered = {t.name for t in first.conversation.tools}
     assert {"add", "search", "hang"} <= offered
     assert second.conversation.tool_results[-1].content == "42"

@@ -24,6 +24,7 @@ from agentactors import (
     ToolCall,
     tool,
 )
+from agentactors.mcp import MCPServerStdio
 from agentactors.tools import ToolNameClashError
 from agentactors.tools.registry import Tool
 from tests.support.mcp_helpers import events, offered, starts, statuses, stdio_server, tool_texts
@@ -39,7 +40,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def _tool(server: Any, rt: Runtime, name: str) -> Tool[Any, Any]:
+async def _tool(server: MCPServerStdio, rt: Runtime, name: str) -> Tool[Any, Any]:
     """The toolset's tool ``name`` as the agent has it (to ask the server things from the test)."""
     return {t.name: t for t in await server.list_tools(rt)}[name]
 

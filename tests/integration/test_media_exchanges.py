@@ -21,12 +21,14 @@ from agentactors import (
     JsonlRecorder,
     Message,
     ModelSettings,
+    ProviderError,
     Runtime,
     Text,
     UnsupportedContentError,
     UnsupportedSettingError,
     tool,
 )
+from agentactors.parts import Part
 from agentactors.providers.anthropic.provider import AnthropicProvider
 from agentactors.providers.gemini.provider import GeminiProvider
 from agentactors.providers.http.provider import HTTPProvider
@@ -39,7 +41,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("wire", WIRES)]
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"PIXELS-NOT-FOR-RECORDS" * 10
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Pages /Count 2 >> endobj\n" + b"PAGES-NOT-FOR-RECORDS" * 5
-PROMPT = [Text("Compare the chart with the report."), Image(data=PNG), Document(data=PDF, title="report.pdf")]
+PROMPT: list[Part] = [
+    Text("Compare the chart with the report."), Image(data=PNG), Document(data=PDF, title="report.pdf")
+]
 
 
 def named(wire: str, fv: FakeVendor, model: str, **kw: Any) -> HTTPProvider:
@@ -137,7 +141,7 @@ async def test_a_tool_that_returns_an_image_sends_it_back(fake_vendor: FakeVendo
 
 async def test_bad_input_is_a_typed_error_before_anything_is_sent(fake_vendor: FakeVendor, wire: str) -> None:
     audio = Audio(b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 64)
-    cases: list[tuple[HTTPProvider, Any, ModelSettings | None, type[Exception]]] = [
+    cases: list[tuple[HTTPProvider, Any, ModelSettings | None, type[ProviderError]]] = [
         # an unsupported part: no Claude or GPT-4.1 hears audio; Gemini 1.0 Pro sees nothing
         (named(wire, fake_vendor, {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-5",
                                    "gemini": "gemini-1.0-pro"}[wire]),

@@ -5,6 +5,7 @@ in-band stream error, malformed JSON, a client timeout — and the canary key ne
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -28,7 +29,7 @@ def _overloaded(wire: str) -> int:
 
 
 # (script item, expected kind, retryable, retry_after); the wire decides 529 vs 503.
-ERROR_CASES = {
+ERROR_CASES: dict[str, tuple[Callable[[str], FakeError], ErrorKind, bool, float | None]] = {
     "429 retry-after": (lambda w: FakeError(429, retry_after=7), ErrorKind.transient, True, 7.0),
     "429 retry-after-ms": (lambda w: FakeError(429, retry_after_ms=1500), ErrorKind.transient, True, 1.5),
     "overloaded": (lambda w: FakeError(_overloaded(w)), ErrorKind.transient, True, None),

@@ -85,7 +85,7 @@ def native_schema(endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
     if endpoint in ("responses", "azure-responses"):
         fmt = body["text"]["format"]
         assert (fmt["type"], fmt["name"], fmt["strict"]) == ("json_schema", "person", True)
-        schema: dict[str, Any] = fmt["schema"]
+        schema: dict[str, Any] | str = fmt["schema"]  # a str on Bedrock, below
     elif endpoint == "azure-chat":
         assert body["response_format"]["type"] == "json_schema"
         schema = body["response_format"]["json_schema"]["schema"]
@@ -101,7 +101,8 @@ def native_schema(endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(schema, str):  # Bedrock carries the schema as a JSON string
         import json
 
-        schema = json.loads(schema)
+        decoded: dict[str, Any] = json.loads(schema)
+        return decoded
     return schema
 
 

@@ -82,9 +82,9 @@ async def test_no_failure_shows_the_canary_anywhere(tmp_path: Path, caplog: pyte
                 seen += [repr(result), str(result.error)]
                 if result.error is not None:
                     seen += texts(result.error)
-            for provider in (echoing, failing, refused, bad_header):
-                seen.append(repr(provider))
-                await provider.aclose()
+            for member in (echoing, failing, refused, bad_header):
+                seen.append(repr(member))
+                await member.aclose()
         await bad_client.aclose()
         recorder_close = getattr(recorder, "close", None)
         if recorder_close is not None:

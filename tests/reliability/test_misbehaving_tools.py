@@ -27,7 +27,7 @@ from agentactors.agent.core import Agent
 from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.testing import FakeReply, FakeToolCall, RecordedRequest
 from agentactors.testing.fakevendor import FakeVendor
-from agentactors.tools import ToolStatus, tool
+from agentactors.tools import Tool, ToolStatus, tool
 from tests.support.paths import ROOT
 from tests.support.signals import default_sigint
 
@@ -114,7 +114,9 @@ CASES: dict[str, tuple[str, dict[str, Any], ToolStatus, str]] = {
     "deep": ("deep_result", {}, ToolStatus.error, "Error: TypeError: the tool returned a list that cannot be sent"),
     "surrogate": ("surrogate_text", {}, ToolStatus.ok, "caf\ufffd au lait"),
 }
-TOOLS = [leaks_cancellation, wrapped_cli, raises_its_own, unprintable_error, deep_result, surrogate_text, echo]
+TOOLS: list[Tool[Any, Any]] = [
+    leaks_cancellation, wrapped_cli, raises_its_own, unprintable_error, deep_result, surrogate_text, echo
+]
 
 
 def _model(request: RecordedRequest) -> Any:
@@ -144,7 +146,7 @@ def _agent(fv: FakeVendor, **options: Any) -> Agent:
     return Agent(provider, tools=TOOLS, nudges=False, **options)
 
 
-def _check(prompt: str, content: str, tool_results: list[tuple[ToolStatus | None, str]]) -> None:
+def _check(prompt: str, content: str, tool_results: list[tuple[bool, str]]) -> None:
     _, _, status, start = CASES[prompt]
     ((is_error, text),) = tool_results
     assert is_error == (status is not ToolStatus.ok), (prompt, text)
