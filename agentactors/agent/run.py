@@ -17,7 +17,7 @@ import logging
 import math
 import threading
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
 from typing import Any, Generic, Protocol
@@ -227,7 +227,7 @@ class AgentRun(Generic[OutputT]):
             raise StopAsyncIteration from None
         return event
 
-    async def _values(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
+    async def _values(self, pick: Callable[[Event], Any]) -> AsyncGenerator[Any, None]:
         """The run's events mapped by ``pick`` (``None``: skipped), entering and leaving the run if not entered.
 
         The seam for filtered views of a run (:meth:`text_stream`, :meth:`partial_output`).  Only the run's
@@ -247,7 +247,7 @@ class AgentRun(Generic[OutputT]):
                 if value is not None:
                     yield value
 
-    def text_stream(self, *, min_interval: float | None = None) -> AsyncIterator[str]:
+    def text_stream(self, *, min_interval: float | None = None) -> AsyncGenerator[str, None]:
         """The answer text as it streams: ``async for text in run.text_stream(): ...``.
 
         Only ``llm.text_delta`` pieces (never think blocks, tool-call JSON or other events).  With
@@ -272,7 +272,7 @@ class AgentRun(Generic[OutputT]):
             return self._values(_text_of)
         return self._debounced(min_interval)
 
-    async def _debounced(self, interval: float) -> AsyncIterator[str]:
+    async def _debounced(self, interval: float) -> AsyncGenerator[str, None]:
         if not self._entered:
             async with self:
                 async for text in self._joined(interval):
@@ -281,7 +281,7 @@ class AgentRun(Generic[OutputT]):
         async for text in self._joined(interval):
             yield text
 
-    async def _joined(self, interval: float) -> AsyncIterator[str]:
+    async def _joined(self, interval: float) -> AsyncGenerator[str, None]:
         """Text pieces, those arriving within ``interval`` of the last yield joined into one.
 
         Waits by sleeping while pieces gather in the (unbounded) buffer, then takes what is there
@@ -321,7 +321,7 @@ class AgentRun(Generic[OutputT]):
             pending.clear()
             due = anyio.current_time() + interval
 
-    def partial_output(self) -> AsyncIterator[OutputT]:
+    def partial_output(self) -> AsyncGenerator[OutputT, None]:
         """The typed result as it streams: ``async for partial in run.partial_output(): ...``.
 
         Successively more complete values while the output tool's arguments or the answer's JSON stream
@@ -349,7 +349,7 @@ class AgentRun(Generic[OutputT]):
             return self._partials(_partial_of)
         return self._partials(_TextSoFar())
 
-    async def _partials(self, pick: Callable[[Event], Any]) -> AsyncIterator[Any]:
+    async def _partials(self, pick: Callable[[Event], Any]) -> AsyncGenerator[Any, None]:
         async for value in self._values(pick):
             yield value
         state = self._state

@@ -6,9 +6,8 @@ import gc
 import itertools
 import json
 import pickle
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import cast
 
 import anyio
 import attrs
@@ -216,8 +215,7 @@ async def test_a_closed_text_stream_cancels_its_run_and_http_request(fake_vendor
     provider = slow_openai(fake_vendor, "sk-stream-abandon-0000")
     async with Runtime() as rt:
         agent = Agent(provider).bind(rt)
-        # text_stream() is typed AsyncIterator but is (and documents itself as) a generator, with aclose()
-        texts = cast(AsyncGenerator[str, None], agent.stream("slowly").text_stream())
+        texts = agent.stream("slowly").text_stream()  # a generator: aclose() is part of its type
         first = await texts.__anext__()
         assert first
         await texts.aclose()  # the consumer goes away
