@@ -68,7 +68,7 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest
 
 test: $(STAMP_DEV) browser postgres
 	$(VENV)/bin/ruff check agentactors tests examples benchmarks
-	$(VENV)/bin/mypy --strict agentactors
+	$(VENV)/bin/mypy --strict agentactors tests examples
 	$(PYTEST) -q -n $(PYTEST_WORKERS) --dist loadfile -m "not soak" $(PYTEST_ARGS)
 
 # The soak, load and stress runs (marked `soak` in pyproject.toml: their size is their point) that `make test`
