@@ -2,6 +2,8 @@
 
 ``provider``
     ProviderActor (``Complete`` / ``Stream`` asks) and ProviderStream, the handle of a streamed answer.
+``_pulled``
+    PulledStream: a streamed answer read in its asker's own task (``Stream(request, pull=True)``).
 ``scheduling``
     which waiting request goes next (oldest run first, or fifo), and which is refused (``Overloaded``).
 ``budgets``
@@ -16,6 +18,7 @@ Built on the actor kernel (:mod:`agentactors.actors`), which knows nothing of it
 
 from __future__ import annotations
 
+from ._pulled import PulledStream
 from .provider import Complete, ProviderActor, ProviderStream, Stream, estimate_tokens
 
-__all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
+__all__ = ["Complete", "ProviderActor", "ProviderStream", "PulledStream", "Stream", "estimate_tokens"]

@@ -19,6 +19,12 @@ Messages:
     the channel (``async with`` it), or abandoning the ask, cancels that task and
     with it the HTTP request.  A failure is raised by the consumer's next receive
     after the events that preceded it — it is never lost.
+``Stream(request, pull=True)``
+    answers a :class:`~._pulled.PulledStream`: the same events, errors and
+    budgets, but read in the asker's own task — each read takes the provider's
+    next event — with no feeding task and no buffer (the tool loop's way: less
+    memory a live stream, no task switch a delta; :mod:`._pulled` says what it
+    keeps and what it gives up).
 
 Budgets, shared by every request through the actor: ``max_concurrency``
 requests in flight (a stream counts until it ends), ``requests_per_minute`` and
@@ -53,9 +59,9 @@ import attrs
 from .._channel import Channel, open_channel
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
-from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, redact
-from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
-from ..providers.port import interrupted
+from ..errors import ActorStopped, ProviderError, redact
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, Usage
+from ._pulled import PulledStream, Tally, refund_if_unsent
 from .scheduling import POLICIES, Policy, Scheduler
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
@@ -75,9 +81,15 @@ class Complete:
 
 @attrs.frozen(slots=True)
 class Stream:
-    """Ask a :class:`ProviderActor` for a :class:`ProviderStream` of ``request``'s events."""
+    """Ask a :class:`ProviderActor` for a :class:`ProviderStream` of ``request``'s events.
+
+    ``pull=True``: a :class:`~._pulled.PulledStream` instead — read in the asker's own task, each read taking the
+    provider's next event, with no feeding task and no buffer (what the tool loop asks: a live stream holds ~4.5 KB
+    less, and no delta changes task).  Read it in the task that asked, inside ``async with``.
+    """
 
     request: LLMRequest
+    pull: bool = attrs.field(default=False, kw_only=True)
 
 
 def estimate_tokens(request: LLMRequest) -> int:
@@ -342,7 +354,7 @@ class ProviderActor:
         """Answer :class:`Complete` or :class:`Stream` (see the module docstring).  Runs after :meth:`on_start`."""
         if not isinstance(message, Complete):
             if isinstance(message, Stream):
-                return await self._stream(message.request)
+                return await self._stream(message.request, message.pull)
             raise TypeError(f"ProviderActor handles Complete and Stream, not {type(message).__name__}")
         # -- complete: handled in this frame (no coroutine of its own: one frame less per request in flight)
         request = message.request
@@ -355,7 +367,7 @@ class ProviderActor:
         try:
             response: LLMResponse = await self.provider.complete(request)
         except ProviderError as exc:
-            self._refund_if_unsent(sched, exc, estimate)
+            refund_if_unsent(sched, exc, estimate)
             raise
         finally:
             sched.release(started)
@@ -365,7 +377,7 @@ class ProviderActor:
 
     # -- stream ----------------------------------------------------------------------------------
 
-    async def _stream(self, request: LLMRequest) -> ProviderStream:
+    async def _stream(self, request: LLMRequest, pull: bool = False) -> ProviderStream | PulledStream:
         rt = Runtime.current()
         if rt is None or not rt.running:
             raise ActorStopped("a ProviderActor streams only inside a running Runtime")
@@ -374,6 +386,8 @@ class ProviderActor:
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
         started = sched.started() if sched.tracks else 0.0
+        if pull:
+            return PulledStream(self.provider, self._name, request, sched, estimate, started)
         channel = open_channel(self.stream_buffer)
         scope = anyio.CancelScope()
         try:
@@ -401,7 +415,7 @@ class ProviderActor:
                 failure, usage = await self._pump(request, channel)
                 if failure is not None:
                     if isinstance(failure.error, ProviderError):
-                        self._refund_if_unsent(sched, failure.error, estimate)
+                        refund_if_unsent(sched, failure.error, estimate)
                     try:
                         await channel.send(failure)
                     except anyio.BrokenResourceError:
@@ -414,23 +428,18 @@ class ProviderActor:
 
     async def _pump(self, request: LLMRequest, channel: Channel) -> tuple[_Failure | None, Usage | None]:
         """Deliver the events.  Returns the failure to deliver last (if any) and the reported usage."""
-        texts: list[str] = []
-        sent = 0
-        usage: Usage | None = None
+        tally = Tally()
         try:
             async with self.provider.stream(request) as events:
                 try:
                     async for event in events:
-                        if isinstance(event, TextDelta):
-                            texts.append(event.text)
-                        elif isinstance(event, StreamEnd):
-                            usage = event.response.usage
+                        tally.seen(event)
                         try:
                             await channel.send(event)
                         except anyio.BrokenResourceError:
-                            return None, usage  # the consumer closed: leaving the block closes the request
-                        sent += 1
-                        if usage is not None:
+                            return None, tally.usage  # the consumer closed: leaving the block closes the request
+                        tally.sent += 1
+                        if tally.usage is not None:
                             break
                 finally:
                     # Left early (after StreamEnd, or the consumer gone): finish the provider's iterator
@@ -441,30 +450,14 @@ class ProviderActor:
                         with anyio.CancelScope(shield=True):
                             await aclose()
         except Exception as exc:
-            if sent:
-                # The contract says a failure after the first event is StreamInterruptedError; make
-                # sure of it even for a provider that breaks it (the consumer already saw a part).
-                exc = interrupted(exc, provider=self._name, model=request.model, partial_text="".join(texts))
-            return _Failure(exc), None
-        if usage is None:
-            error = MalformedResponseError(
-                "the stream ended without its final StreamEnd event", provider=self._name, model=request.model
-            )
-            return _Failure(error), None
-        return None, usage
+            return _Failure(tally.failure(exc, self._name, request)), None
+        if tally.usage is None:
+            return _Failure(tally.no_end(self._name, request)), None
+        return None, tally.usage
 
     @property
     def _name(self) -> str:
         return str(getattr(self.provider, "name", type(self.provider).__name__))
-
-    # -- budgets ---------------------------------------------------------------------------------
-
-    @staticmethod
-    def _refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> None:
-        # A request fault is raised before (or instead of) any work by the vendor: no tokens spent.
-        if exc.kind is ErrorKind.request:
-            sched.refund(estimate)
-
 
 class _SharedProviders:
     """A runtime's shared ProviderActors, one per provider object (the :meth:`ProviderActor.shared` registry).

@@ -1,0 +1,276 @@
+"""A streamed answer read in its asker's own task: :class:`PulledStream`, the answer to ``Stream(request, pull=True)``.
+
+Why: a :class:`~.provider.ProviderStream` is fed by a task the actor owns — the task, its cancel scopes, the
+channel between them and the frames waiting in each are most of what a live stream holds beyond its HTTP
+connection (tracemalloc, 1,000 concurrent streams: ~4.5 KB of 28 KB a stream on asyncio, ~5 of 22 KB on trio),
+and every delta crosses from that task to the reader's.  A reader that reads a stream in one task, from its first
+event to its last — the tool loop does — needs neither: each receive takes the provider's next event itself.
+
+What a pulled stream keeps of the fed one: its request holds one of the actor's ``max_concurrency`` slots until
+the stream ends, fails or is closed; a failure after the first event is a
+:class:`~agentactors.errors.StreamInterruptedError` with the text delivered so far, a stream that ends without its
+:class:`~agentactors.messages.StreamEnd` a :class:`~agentactors.errors.MalformedResponseError`; a request fault
+gives its estimated tokens back, a reported usage corrects them; closing (``async with``, :meth:`aclose`) closes
+the provider's stream — and its HTTP request — at once; an answer abandoned before its asker took it gives its slot
+back (:class:`~agentactors.actors.mailbox.ReleasableAnswer`), and so does ``close()`` at once (the provider's
+stream itself is then left by the reading task).
+
+What it gives up: read-ahead (``stream_buffer`` does not apply: the provider is read as fast as the reader asks,
+and the vendor's bytes wait in the socket meanwhile), and a task that belongs to the runtime — the stream lives in
+its reader's task.  So read it in the task that asked, and leave it with ``async with``.  A halt of the actor (the
+runtime's exit) does not reach the reader by itself: the tool loop holds its run's frame on the actor while it
+reads (:func:`agentactors.actors.frame.hold`), so a drain waits for the stream and a halt cancels the run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import anyio
+
+from ..errors import ErrorKind, MalformedResponseError, ProviderError
+from ..messages import LLMRequest, StreamEnd, StreamEvent, TextDelta, Usage
+from ..providers.port import interrupted
+from .scheduling import Scheduler
+
+__all__ = ["PulledStream", "Tally", "refund_if_unsent"]
+
+log = logging.getLogger("agentactors.actors")
+
+
+class Tally:
+    """What a stream delivered so far: its text (a failure's ``partial_text``), how many events, its usage.
+
+    Kept by both kinds of stream (fed and pulled) so that both turn a failure into the same error.
+    """
+
+    __slots__ = ("sent", "texts", "usage")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.sent = 0
+        self.usage: Usage | None = None
+
+    def seen(self, event: StreamEvent) -> None:
+        """``event`` is about to be delivered: keep its text, or the usage a ``StreamEnd`` reports."""
+        if isinstance(event, TextDelta):
+            self.texts.append(event.text)
+        elif isinstance(event, StreamEnd):
+            self.usage = event.response.usage
+
+    def failure(self, exc: Exception, provider: str, request: LLMRequest) -> Exception:
+        """What the reader is told of ``exc``: after the first event, a ``StreamInterruptedError`` in any case.
+
+        The contract says so; this makes sure of it even for a provider that breaks it (the reader already
+        saw a part).
+        """
+        if not self.sent:
+            return exc
+        return interrupted(exc, provider=provider, model=request.model, partial_text="".join(self.texts))
+
+    @staticmethod
+    def no_end(provider: str, request: LLMRequest) -> MalformedResponseError:
+        """The error of a stream that ended without its ``StreamEnd``."""
+        return MalformedResponseError(
+            "the stream ended without its final StreamEnd event", provider=provider, model=request.model
+        )
+
+
+class PulledStream:
+    """A streamed answer read in its asker's task: an async iterator of stream events, each taken by the read.
+
+    Use it as ``async with stream: async for event in stream: ...``, in the task that asked.  The provider's
+    stream is opened by the first read; a successful stream ends after its
+    :class:`~agentactors.messages.StreamEnd` (closed, and its slot given back, before that event is returned);
+    a provider failure is raised by the read it interrupts, the events before it delivered.
+
+    The provider's stream block is entered by the first read and left by the last (or by ``aclose``), in the
+    reading task, and it may hold that task's cancel scopes in between (``with_timeout``'s do): read it all
+    inside the scopes that were current at its first read — ``async with`` around the reads keeps it so.
+
+    Made by :class:`~.provider.ProviderActor` for ``Stream(request, pull=True)``, once the request was admitted
+    (its slot is held from then on).
+    """
+
+    __slots__ = ("_done", "_estimate", "_events", "_name", "_opened", "_provider", "_request", "_sched", "_started",
+                 "_tally")
+
+    def __init__(
+        self, provider: Any, name: str, request: LLMRequest, sched: Scheduler, estimate: int, started: float
+    ) -> None:
+        """``sched``: the actor's scheduler, whose slot the request holds (taken at ``started``, with ``estimate``
+        tokens charged): given back once, when the stream ends, fails or is closed."""
+        self._provider = provider
+        self._name = name
+        self._request = request
+        self._estimate = estimate
+        self._started = started
+        self._opened: AbstractAsyncContextManager[AsyncIterator[StreamEvent]] | None = None
+        self._events: AsyncIterator[StreamEvent] | None = None
+        self._tally: Tally | None = None
+        self._sched: Scheduler | None = sched
+        self._done = False
+
+    def __aiter__(self) -> PulledStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> StreamEvent:
+        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed.
+
+        :raises ProviderError: the provider's failure (a ``StreamInterruptedError`` after the first event).
+
+        Cancellation: the read stops where it waits (on the vendor's next bytes), and the cancellation is
+        handed to the provider's stream as ``async with`` would hand it (an inner ``with_timeout`` tells its own
+        from the caller's there): the stream is closed, its slot given back, and the cancellation propagates —
+        or, when it was the provider's own timeout, the timeout's error is raised instead.
+        """
+        if self._done:
+            if self._opened is not None:  # closed by close(): the block is left here, in the reading task
+                await self.aclose()
+            raise anyio.EndOfStream
+        events, tally = self._events, self._tally
+        if events is None or tally is None:
+            events, tally = await self._open()
+        try:
+            event = await events.__anext__()
+        except StopAsyncIteration:
+            left = await self._leave(None)
+            error = left if isinstance(left, Exception) else tally.no_end(self._name, self._request)
+            self._finish(error)
+            if left is not None and not isinstance(left, Exception):
+                raise left from None
+            raise error from None
+        except BaseException as exc:
+            left = await self._leave(exc)
+            cause = exc if left is None else left
+            if not isinstance(cause, Exception):  # a cancellation from outside (or an interrupt): as it is
+                self._finish(None)
+                raise
+            error = tally.failure(cause, self._name, self._request)
+            self._finish(error)
+            if error is exc:
+                raise
+            raise error from (None if error is cause else cause)
+        tally.seen(event)
+        tally.sent += 1
+        if isinstance(event, StreamEnd):
+            left = await self._leave(None)
+            self._finish(None)
+            if left is not None and not isinstance(left, Exception):
+                raise left
+            if left is not None:  # the answer is whole: a failure on the way out of its block changes nothing
+                log.debug("closing the provider's stream raised %s after its end", type(left).__name__)
+        return event
+
+    async def _open(self) -> tuple[AsyncIterator[StreamEvent], Tally]:
+        """Open the provider's stream (the request goes out here).  A failure to open is raised as it is."""
+        try:
+            opened = self._provider.stream(self._request)
+            events = await opened.__aenter__()
+        except Exception as exc:
+            self._finish(exc)
+            raise
+        self._opened, self._events, self._tally = opened, events, Tally()
+        return events, self._tally
+
+    async def _leave(self, exc: BaseException | None) -> BaseException | None:
+        """Leave the provider's stream block with ``exc`` (``None``: normally), as ``async with`` leaves it.
+
+        Not shielded: the block's own cancel scopes (``with_timeout``'s) must be the task's current ones when
+        it is left; what must finish even in a cancelled task, the HTTP layer shields itself.  Returns what the
+        block raised instead of ``exc`` (``None``: nothing, or ``exc`` itself; a ``MalformedResponseError`` when
+        it swallowed ``exc``).
+        """
+        opened, events, self._opened, self._events = self._opened, self._events, None, None
+        self._done = True
+        if opened is None:
+            return None
+        # The provider's iterator is finished now, not when it is collected (trio warns about a half-read
+        # async generator, and its cleanup must run in this task, not in a finaliser).
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await aclose()
+                except Exception as raised:  # the block is still left below: the HTTP request closes
+                    log.debug("closing the provider's event iterator raised %s", type(raised).__name__)
+        try:
+            if exc is None:
+                await opened.__aexit__(None, None, None)
+            elif await opened.__aexit__(type(exc), exc, exc.__traceback__) and isinstance(exc, Exception):
+                return MalformedResponseError(
+                    "the stream failed and its context manager swallowed the failure",
+                    provider=self._name,
+                    model=self._request.model,
+                )
+        except BaseException as raised:
+            return None if raised is exc else raised
+        return None
+
+    def _finish(self, failure: Exception | None) -> None:
+        """Give the slot back (once), with the tokens: a request fault's refunded, a reported usage settled."""
+        self._done = True
+        sched, self._sched = self._sched, None
+        if sched is None:
+            return
+        if isinstance(failure, ProviderError):
+            refund_if_unsent(sched, failure, self._estimate)
+        sched.release(self._started)
+        tally = self._tally
+        if failure is None and tally is not None and tally.usage is not None:
+            sched.settle(self._estimate, tally.usage)
+
+    async def aclose(self) -> None:
+        """Close the stream now: the provider's stream (and its HTTP request) at once; unread events are
+        dropped.  Idempotent.
+
+        Cancellation: the HTTP request is closed even in a cancelled task (shielded where it must be).
+        """
+        if self._opened is None:
+            self._finish(None)
+            return
+        left = await self._leave(None)
+        self._finish(None)
+        if left is not None and not isinstance(left, Exception):
+            raise left  # a cancellation that reached the block's own cleanup: the task is being cancelled
+        if left is not None:
+            log.debug("closing the provider's stream raised %s", type(left).__name__)
+
+    def close(self) -> None:
+        """Stop the stream without awaiting: no event is read from now on, and its slot goes back at once.
+
+        A stream already opened is left by the reading task — its next read (which raises ``EndOfStream``) or
+        its ``async with`` / :meth:`aclose`: the provider's block may hold cancel scopes of that task
+        (``with_timeout``'s), which no other task may leave.
+        """
+        self._done = True
+        self._finish(None)
+
+    def release_unclaimed(self) -> None:
+        """The asker gave up before it took the stream: give its slot back (nothing was opened yet)."""
+        self.close()
+
+    async def __aenter__(self) -> PulledStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "open" if self._opened is not None else "not opened"
+        return f"<PulledStream {self._name} {state}>"
+
+
+def refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> None:
+    """Give ``estimate`` tokens back for a request fault: raised before (or instead of) any work by the vendor."""
+    if exc.kind is ErrorKind.request:
+        sched.refund(estimate)
