@@ -558,6 +558,7 @@ class LoopController:
                 sink=self._sink,
                 on_text=self._options.on_token,
                 partial=output.partials() if output is not None else None,
+                frame=self._frame,
             )
         return ask_in(self._frame, self._provider, Complete(request))
 

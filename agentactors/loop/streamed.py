@@ -1,10 +1,11 @@
 """One model call on the stream path: answer text delivered as it arrives, then the response.
 
 The controller takes this path when someone wants the text as it comes (``on_token``, or
-``agent.stream``): it asks the ProviderActor ``Stream(request)`` instead of ``Complete(request)``
-and reads the channel it answers with.  Think blocks never reach ``on_text`` or ``llm.text_delta``;
-on the JSON transport neither do the tool-call blocks (held back from a possible block start until
-resolved).  A typed run someone listens to also follows its answer's JSON as it streams
+``agent.stream``): it asks the ProviderActor ``Stream(request, pull=True)`` instead of
+``Complete(request)`` and reads the stream it answers with itself, in the run's task (no task of the
+actor's feeds it: :class:`~agentactors.gateway.PulledStream`).  Think blocks never reach ``on_text``
+or ``llm.text_delta``; on the JSON transport neither do the tool-call blocks (held back from a
+possible block start until resolved).  A typed run someone listens to also follows its answer's JSON as it streams
 (``output.partial`` events, through the :class:`~agentactors.output.partial.PartialOutput` given).
 """
 
@@ -14,6 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..actors.frame import Frame, hold, release
+from ..actors.ref import ActorRef
 from ..errors import ProviderError
 from ..events import EventSink
 from ..gateway.provider import Stream
@@ -41,12 +44,18 @@ async def generate_streamed(
     sink: EventSink | None,
     on_text: Callable[[str], None] | None,
     partial: PartialOutput | None = None,
+    frame: Frame | None = None,
 ) -> LLMResponse:
     """Ask ``provider`` to stream ``request``; deliver the answer text as it arrives; return the response.
 
     ``native``: the provider carries tools natively (else the JSON transport's blocks are held back);
     ``sink`` gets ``llm.text_delta`` and ``llm.reasoning_delta``; ``on_text`` each piece of answer text
     (a callback that raises is logged, and the run goes on); ``partial`` follows a typed answer.
+
+    The stream is pulled — read here, in the run's task (``Stream(request, pull=True)``: no task of the
+    actor's feeds it).  ``frame``, the run's, is held on the provider actor while it is read
+    (:func:`~agentactors.actors.frame.hold`): a drain of the actor waits for the stream, as for any
+    handler, and a halt (``rt.stop``, the runtime's exit) cancels the run through it.
 
     :raises ProviderError: the stream ended without its final response.
 
@@ -68,24 +77,30 @@ async def generate_streamed(
     thinking = ThinkFilter()
     blocks = StreamFilter() if not native else None
     response: LLMResponse | None = None
-    channel = await provider.ask(Stream(request))
-    async with channel:
-        async for event in channel:
-            if isinstance(event, TextDelta):
-                text = thinking.feed(event.text)
-                if blocks is not None and text:
-                    text = blocks.feed(text)
-                if text:
-                    deliver(text)
-            elif isinstance(event, StreamEnd):
-                response = event.response
-            elif isinstance(event, ReasoningDelta) and sink is not None:
-                sink.emit("llm.reasoning_delta", text=event.text)
-            elif partial is not None:
-                if isinstance(event, ToolCallDelta):
-                    partial.call_delta(event.index, event.arguments_fragment)
-                elif isinstance(event, ToolCallStart):
-                    partial.call_started(event.index, event.name)
+    stream = await provider.ask(Stream(request, pull=True))
+    ref = provider if type(provider) is ActorRef else None  # a taped run's provider is a wrapper: not held
+    held = frame is not None and ref is not None and hold(frame, ref)
+    try:
+        async with stream:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    text = thinking.feed(event.text)
+                    if blocks is not None and text:
+                        text = blocks.feed(text)
+                    if text:
+                        deliver(text)
+                elif isinstance(event, StreamEnd):
+                    response = event.response
+                elif isinstance(event, ReasoningDelta) and sink is not None:
+                    sink.emit("llm.reasoning_delta", text=event.text)
+                elif partial is not None:
+                    if isinstance(event, ToolCallDelta):
+                        partial.call_delta(event.index, event.arguments_fragment)
+                    elif isinstance(event, ToolCallStart):
+                        partial.call_started(event.index, event.name)
+    finally:
+        if held and frame is not None and ref is not None:
+            release(frame, ref)
     tail = thinking.finish()
     if blocks is not None:
         tail = blocks.feed(tail) + blocks.finish() if tail else blocks.finish()
