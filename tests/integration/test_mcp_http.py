@@ -199,7 +199,10 @@ async def test_a_server_killed_mid_call_is_an_error_result_and_the_run_goes_on(a
     assert result.content == "done" and result.error is None and not result.cancelled  # no exception out of the run
     died, unreachable = tool_texts(result)
     assert died.startswith("Error: MCPToolError: MCP server 'doomed' went away during the call")
-    assert unreachable.startswith("Error: MCPToolError: MCP server 'doomed' is not available: ConnectError")
+    # Refused, or — reaching the port while the killed process's sockets are still being torn down — accepted
+    # and dropped: either way the server is not available, said in one line.
+    assert unreachable.startswith("Error: MCPToolError: MCP server 'doomed' is not available: ")
+    assert "ConnectError" in unreachable or "Server disconnected without sending a response" in unreachable
     assert len(died) < 200 and len(unreachable) < 200  # concise: no traceback, no HTML page
     assert statuses(recorder) == [("hang", "error"), ("add", "error")]
     (restarted,) = events(recorder, "mcp.server_restarted")
