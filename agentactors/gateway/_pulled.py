@@ -117,14 +117,18 @@ class PulledStream:
     def __aiter__(self) -> PulledStream:
         return self
 
-    async def __anext__(self) -> StreamEvent:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     async def receive(self) -> StreamEvent:
-        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed.
+        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed (see :meth:`__anext__`)."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+
+    async def __anext__(self) -> StreamEvent:
+        """The next event; ``StopAsyncIteration`` after ``StreamEnd`` or once closed.
+
+        (What ``async for`` awaits, with the read itself in it: a reader waiting on the vendor holds this one
+        frame of the stream's, not a second around it.)
 
         :raises ProviderError: the provider's failure (a ``StreamInterruptedError`` after the first event).
 
@@ -136,7 +140,7 @@ class PulledStream:
         if self._done:
             if self._opened is not None:  # closed by close(): the block is left here, in the reading task
                 await self.aclose()
-            raise anyio.EndOfStream
+            raise StopAsyncIteration
         events, tally = self._events, self._tally
         if events is None or tally is None:
             events, tally = await self._open()

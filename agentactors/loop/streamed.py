@@ -63,17 +63,6 @@ async def generate_streamed(
     delivered stays delivered — the run's result keeps no half answer.
     """
 
-    def deliver(text: str) -> None:
-        if sink is not None:
-            sink.emit("llm.text_delta", text=text)
-        if on_text is not None:
-            try:
-                on_text(text)
-            except Exception:  # a user callback must not break the run
-                log.exception("on_token callback raised; the run goes on")
-        if partial is not None:
-            partial.feed_text(text)
-
     thinking = ThinkFilter()
     blocks = StreamFilter() if not native else None
     response: LLMResponse | None = None
@@ -88,7 +77,7 @@ async def generate_streamed(
                     if blocks is not None and text:
                         text = blocks.feed(text)
                     if text:
-                        deliver(text)
+                        _deliver(text, sink, on_text, partial)
                 elif isinstance(event, StreamEnd):
                     response = event.response
                 elif isinstance(event, ReasoningDelta) and sink is not None:
@@ -105,9 +94,27 @@ async def generate_streamed(
     if blocks is not None:
         tail = blocks.feed(tail) + blocks.finish() if tail else blocks.finish()
     if tail:
-        deliver(tail)
+        _deliver(tail, sink, on_text, partial)
     if response is None:
         raise ProviderError(
             "the stream ended without its final response", provider="stream", model=request.model, kind="transient"
         )
     return response
+
+
+def _deliver(
+    text: str, sink: EventSink | None, on_text: Callable[[str], None] | None, partial: PartialOutput | None
+) -> None:
+    """A piece of answer text to whoever listens: the sink, ``on_text``, the partial output.
+
+    (A function, not a closure of the call's: each streaming run would hold one.)
+    """
+    if sink is not None:
+        sink.emit("llm.text_delta", text=text)
+    if on_text is not None:
+        try:
+            on_text(text)
+        except Exception:  # a user callback must not break the run
+            log.exception("on_token callback raised; the run goes on")
+    if partial is not None:
+        partial.feed_text(text)
