@@ -240,9 +240,12 @@ class Link:
             # -32000 is also the first of the codes servers use for their own errors: the SDK's
             # "connection closed" is told by its message too, and a lost connection by the stream's end.
             if conn.lost is not None or (exc.code == CONNECTION_CLOSED and exc.message == "Connection closed"):
+                reason = conn.lost or exc.message
+                # Marked here, not only when the connection's own task notices: a run's next call may come
+                # first, and must find the connection lost (replaced, a restart counted), not reuse it.
+                conn.mark_lost(reason)
                 raise MCPToolError(
-                    f"{label} went away during the call ({conn.lost or exc.message}); "
-                    "it is started again at the next call"
+                    f"{label} went away during the call ({reason}); it is started again at the next call"
                 ) from None
             if exc.code == INVALID_REQUEST and "terminated" in exc.message.lower():
                 conn.mark_lost("the server ended the session")
