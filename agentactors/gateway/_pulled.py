@@ -156,9 +156,11 @@ class PulledStream:
         except BaseException as exc:
             left = await self._leave(exc)
             cause = exc if left is None else left
-            if not isinstance(cause, Exception):  # a cancellation from outside (or an interrupt): as it is
+            if not isinstance(cause, Exception):  # a cancellation (or an interrupt), the read's or its block's own
                 self._finish(None)
-                raise
+                if cause is exc:
+                    raise
+                raise cause from exc
             error = tally.failure(cause, self._name, self._request)
             self._finish(error)
             if error is exc:
