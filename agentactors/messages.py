@@ -91,9 +91,16 @@ if TYPE_CHECKING:
 
     def _to_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]: ...
 
+    # What ``Message(parts=...)`` accepts: one part or any iterable of parts.  At run time the field has no
+    # converter at all (None): a text message, the common case, runs nothing for it, and given parts become
+    # a tuple in Message._settle_parts — so this signature is for the type checker alone, which reads the
+    # field's stored type (a tuple, or None) from its annotation.
+    def _given_parts(value: Part | Iterable[Part] | None) -> tuple[Part, ...] | None: ...
+
 else:
     _to_calls = _to_specs = tuple
     _to_dict = dict
+    _given_parts = None
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -205,8 +212,9 @@ class Message:
     ``reasoning`` is the model's structured reasoning text (kept for the record,
     not replayed unless a codec needs it).
 
-    ``parts`` (user and tool messages only) are content parts: ``content`` is then
-    their text parts joined by newlines (pass no ``content``, or that text).  Parts
+    ``parts`` (user and tool messages only) are content parts — one part, or any iterable
+    of them, kept as a tuple: ``content`` is then their text parts joined by newlines
+    (pass no ``content``, or that text).  Parts
     that are all :class:`~agentactors.parts.Text` are just text: such a message
     stores none, and equals the message built from the joined string.
     """
@@ -220,8 +228,9 @@ class Message:
     provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
     is_error: bool = False
     # None for text: a text-only message allocates no tuple (W1/W3 build millions of them), and no converter
-    # runs for it either: parts given as any iterable become a tuple in _settle_parts.
-    _parts: tuple[Part, ...] | None = attrs.field(default=None, alias="parts")
+    # runs for it either: parts given as any iterable become a tuple in _settle_parts (_given_parts is None at
+    # run time; it types what the parameter accepts).
+    _parts: tuple[Part, ...] | None = attrs.field(default=None, alias="parts", converter=_given_parts)
 
     def __attrs_post_init__(self) -> None:
         # The checks of role and content here rather than as validators: a call each less, per message.
@@ -292,7 +301,7 @@ class Message:
         return cls(role="system", content=text)
 
     @classmethod
-    def user(cls, text: str | Part | Sequence[Part]) -> Message:
+    def user(cls, text: str | Part | Iterable[Part]) -> Message:
         """A user message: a str, or content parts (``[Text(...), Image(...)]``)."""
         if isinstance(text, str):
             return cls("user", text)  # positional, here and below: keywords cost a good part of building one
@@ -313,7 +322,7 @@ class Message:
 
     @classmethod
     def tool(
-        cls, call_id: str, content: str | Part | Sequence[Part], name: str | None = None, *, is_error: bool = False
+        cls, call_id: str, content: str | Part | Iterable[Part], name: str | None = None, *, is_error: bool = False
     ) -> Message:
         """A tool result: text, or content parts (an image a tool returned) on the wires that take them."""
         if isinstance(content, str):

@@ -6,6 +6,8 @@ import base64
 import copy
 import pickle
 import struct
+from collections.abc import Iterable, Sequence
+from typing import assert_type
 
 import attrs
 import pytest
@@ -16,6 +18,7 @@ from agentactors.parts import (
     IMAGE_TOKENS,
     PAGE_TOKENS,
     URL_DOCUMENT_PAGES,
+    Part,
     describe,
     sniff_media_type,
 )
@@ -166,22 +169,44 @@ def test_a_message_of_parts_keeps_them_and_its_content_is_their_text() -> None:
 
 def test_text_only_parts_are_just_text() -> None:
     assert Message.user([Text("a"), Text("b")]) == Message.user("a\nb")
-    # parts= takes any iterable (Message turns it into a tuple) though the field is annotated as the tuple it keeps.
-    assert Message(role="user", parts=[Text("a")]) == Message.user("a")  # type: ignore[arg-type]
+    assert Message(role="user", parts=[Text("a")]) == Message.user("a")
+
+
+def test_parts_are_typed_as_accepted_one_part_or_any_iterable_and_kept_as_a_tuple() -> None:
+    # mypy --strict checks these calls (make test): each is what a user writes, each is accepted at run time.
+    image = Image(data=PNG)
+    listed: list[Part] = [Text("look"), image]
+    seq: Sequence[Part] = listed
+    iterable: Iterable[Part] = iter(listed)
+    messages = [
+        Message(role="user", parts=[Text("look"), image]),
+        Message(role="user", parts=listed),
+        Message(role="user", parts=(Text("look"), image)),
+        Message(role="user", parts=seq),
+        Message(role="user", parts=iterable),
+        Message(role="user", parts=(p for p in listed)),
+    ]
+    for message in messages:
+        assert_type(message.parts, tuple[Part, ...])
+        assert message.parts == (Text("look"), image) and message.content == "look"
+    assert Message(role="tool", tool_call_id="c1", parts=image).parts == (image,)  # one part
+    # The factories take the same: a generator too.
+    assert Message.user(p for p in listed) == Message(role="user", parts=listed)
+    assert Message.tool("c1", (p for p in listed)).parts == (Text("look"), image)
+    assert Message(role="user", content="x", parts=None).parts == (Text("x"),)
 
 
 def test_only_user_and_tool_messages_carry_media() -> None:
-    # parts= takes any iterable, as below, though the field is annotated as the tuple it keeps.
     with pytest.raises(ValueError, match="only user and tool messages"):
-        Message(role="assistant", parts=[Image(data=PNG)])  # type: ignore[arg-type]
+        Message(role="assistant", parts=[Image(data=PNG)])
     with pytest.raises(ValueError, match="only user and tool messages"):
-        Message(role="system", parts=[Image(data=PNG)])  # type: ignore[arg-type]
+        Message(role="system", parts=[Image(data=PNG)])
     with pytest.raises(TypeError, match="parts are Text, Image, Document or Audio"):
         Message.user(["just a string"])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="not a string"):
         Message(role="user", parts="abc")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="takes its content from their text"):
-        Message(role="user", content="other", parts=[Text("x"), Image(data=PNG)])  # type: ignore[arg-type]
+        Message(role="user", content="other", parts=[Text("x"), Image(data=PNG)])
     tool = Message.tool("c1", [Text("the chart"), Image(data=PNG)], "plot")
     assert tool.content == "the chart" and len(tool.media) == 1 and tool.tool_call_id == "c1"
 
