@@ -226,7 +226,14 @@ _DEFAULT_WEIGHTS: Mapping[FaultKind, float] = {
 }
 
 
-def _weights(value: Mapping[FaultKind | str, float] | None) -> Mapping[FaultKind, float]:
+# What ``FaultPlan(weights=...)`` takes: kinds (members or their names) to weights.  A union of mappings, not the
+# one ``Mapping[FaultKind | str, float]`` it was: a mapping is invariant in its key, so that one refused a user's
+# ``dict[FaultKind, float]`` and a plan's own weights.  (mypy reads ``FaultKind | str`` as ``str``, a FaultKind
+# being a str; the third member is for checkers that keep the union as written, pyright's.)
+_GivenWeights: TypeAlias = Mapping[FaultKind, float] | Mapping[str, float] | Mapping[FaultKind | str, float]
+
+
+def _weights(value: _GivenWeights | None) -> Mapping[FaultKind, float]:
     if value is None:
         return dict(_DEFAULT_WEIGHTS)
     out = {FaultKind(k): float(v) for k, v in value.items()}
@@ -253,7 +260,8 @@ class FaultPlan:
     """Random fault injection, reproducible with ``seed``.
 
     Each request that no queued script item answers fails with probability
-    ``rate``; the fault is drawn from ``weights`` (:class:`FaultKind` → weight).
+    ``rate``; the fault is drawn from ``weights`` (:class:`FaultKind` → weight; a kind may be given by its
+    name, ``{"rate_limit": 1}``, and any mapping keyed by kinds, names or both is taken).
     ``retry_after`` is what a 429 asks for, ``hang`` how long a ``timeout``
     fault withholds its answer (bounded; pick it longer than the client's
     timeout), ``cut_after`` how many content chunks a ``disconnect`` lets

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, assert_type
 
 import anyio
 import httpx
@@ -145,9 +145,8 @@ async def test_seeded_faults_are_reproducible(client: httpx.AsyncClient) -> None
     assert first == second
     assert 5 < sum(f is not None for f in first) < 25
     assert {f for f in first if f} <= {"rate_limit", "server_error", "overloaded", "disconnect"}
-    # A plan's weights given back to FaultPlan: read-only, so a Mapping[FaultKind, float] is one keyed FaultKind | str.
-    weights = cast(Mapping[FaultKind | str, float], plan.weights)
-    other = await _fault_sequence(FaultPlan(rate=0.5, seed=12, hang=0.0, weights=weights), client)
+    # A plan's weights (a Mapping[FaultKind, float]) given back to FaultPlan as they are.
+    other = await _fault_sequence(FaultPlan(rate=0.5, seed=12, hang=0.0, weights=plan.weights), client)
     assert other != first
 
 
@@ -170,6 +169,29 @@ async def test_fault_kinds(client: httpx.AsyncClient) -> None:
         fv.faults = None
         assert (await post(client, fv, "gemini")).status_code == 200
         assert fv.stats["faults"] == {"rate_limit": 1, "overloaded": 2, "disconnect": 1, "timeout": 1}
+
+
+def test_fault_plan_weights_are_typed_as_accepted_keyed_by_kinds_names_or_both() -> None:
+    # mypy --strict checks these calls (make test): a mapping is invariant in its key, so each key type is its own case.
+    by_kind: dict[FaultKind, float] = {FaultKind.rate_limit: 2.0, FaultKind.timeout: 1.0}
+    kinds: Mapping[FaultKind, float] = by_kind
+    by_name: dict[str, float] = {"rate_limit": 2.0, "timeout": 1.0}
+    names: Mapping[str, float] = by_name
+    mixed: dict[FaultKind | str, float] = {FaultKind.rate_limit: 2.0, "timeout": 1.0}
+    counts: dict[FaultKind, int] = {FaultKind.rate_limit: 2, FaultKind.timeout: 1}
+    plans = [
+        FaultPlan(weights=by_kind),
+        FaultPlan(weights=kinds),
+        FaultPlan(weights=by_name),
+        FaultPlan(weights=names),
+        FaultPlan(weights=mixed),
+        FaultPlan(weights=counts),
+        FaultPlan(weights={FaultKind.rate_limit: 2, "timeout": 1}),
+    ]
+    plans.append(FaultPlan(weights=plans[0].weights))
+    for plan in plans:
+        assert_type(plan.weights, Mapping[FaultKind, float])
+        assert plan.weights == {FaultKind.rate_limit: 2.0, FaultKind.timeout: 1.0}
 
 
 def test_fault_plan_validation() -> None:
