@@ -477,10 +477,26 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
 # --- the decorator ------------------------------------------------------------------------------
 
 
+# ``tool(fn)`` and ``tool(fn, name=...)``, as ``@tool`` is applied or called directly: the Tool.
 @overload
-def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+def tool(
+    fn: Callable[P, R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    result_ceiling: ResultCeiling | None = None,
+    hint: Hint | None = None,
+    sequential: bool = False,
+    read_only: bool = False,
+    requires_approval: bool = False,
+    approval: str = "pause",
+    approval_timeout: float | None = None,
+) -> Tool[P, R]: ...
 
 
+# ``@tool(name=...)`` (or ``tool()``): no function yet, so the decorator that makes the Tool of the one it is given.
 @overload
 def tool(
     fn: None = None,
@@ -514,7 +530,8 @@ def tool(
     approval: str = "pause",
     approval_timeout: float | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
-    """Turn a function (async or sync) into a :class:`Tool`: ``@tool`` or ``@tool(...)``.
+    """Turn a function (async or sync) into a :class:`Tool`: ``@tool`` or ``@tool(...)``, or called with the
+    function, ``tool(fn)`` / ``tool(fn, name=...)``.
 
     :param name: the tool's name (default: the function's name).
     :param description: what the model reads (default: the docstring's first paragraph).

@@ -188,7 +188,7 @@ def test_never_waits_is_read_from_the_functions_own_body() -> None:
     assert tool(_Tools().no_wait).never_waits  # a bound method: its function's body
     assert not awaits.never_waits and not with_async_with.never_waits and not with_async_for.never_waits
     assert not sync.never_waits
-    assert not tool(name="part")(functools.partial(partial_target, b=1)).never_waits  # not judged: may wait
+    assert not tool(functools.partial(partial_target, b=1), name="part").never_waits  # not judged: may wait
 
 
 @pytest.mark.virtual_time

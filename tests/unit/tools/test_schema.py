@@ -4,9 +4,9 @@ import dataclasses
 import datetime as dt
 import enum
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Union
+from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Union, assert_type
 
 import attrs
 import jsonschema
@@ -227,6 +227,42 @@ def test_decorator_options_and_plain_call() -> None:
     # functools.update_wrapper copies __name__ into the Tool's __dict__, where mypy does not look.
     assert vars(add)["__name__"] == "add" and add.__doc__ == "Ignored docstring."
     assert "adder" in repr(add)
+
+
+def test_every_spelling_of_tool_is_typed_as_the_tool_it_makes() -> None:
+    # mypy --strict checks these (make test): @tool, @tool(...), tool(fn) and tool(fn, ...) are each a Tool of the
+    # function's parameters and return type.  (Positional-only parameters, so each Tool[...] below is the exact type.)
+    def add(a: int, b: int, /) -> int:
+        """Add."""
+        return a + b
+
+    async def fetch(url: str, /) -> bytes:
+        """Fetch."""
+        return url.encode()
+
+    @tool
+    def decorated(a: int, b: int, /) -> int:
+        """Add."""
+        return a + b
+
+    @tool(name="plus", read_only=True)
+    async def decorated_with_options(url: str, /) -> bytes:
+        """Fetch."""
+        return url.encode()
+
+    plain = tool(add)
+    named = tool(add, name="plus", description="Adds.", read_only=True)
+    awaited = tool(fetch, timeout=5)
+    made_later = tool(name="later")(add)
+    assert_type(decorated, Tool[[int, int], int])
+    assert_type(decorated_with_options, Tool[[str], Coroutine[Any, Any, bytes]])
+    assert_type(plain, Tool[[int, int], int])
+    assert_type(named, Tool[[int, int], int])
+    assert_type(awaited, Tool[[str], Coroutine[Any, Any, bytes]])
+    assert_type(made_later, Tool[[int, int], int])
+    assert isinstance(named, Tool) and named.name == "plus" and named.description == "Adds." and named.read_only
+    assert awaited.is_async and awaited.timeout == 5.0 and made_later.name == "later" and plain.name == "add"
+    assert decorated(1, 2) == named(1, 2) == 3 and decorated_with_options.name == "plus"
 
 
 def test_no_docstring_no_params_and_kwargs() -> None:
