@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
 
 from ..loop.result import RunResult
 from ..loop.tape import Tape
@@ -43,6 +44,9 @@ class JournalStore(Protocol):
 
     **Parking.**  ``park`` / ``parked`` / ``unpark``: a small durable map ``key -> JSON text`` beside the
     runs, for what must outlive a process and is not a step — a run's pending batch request, say.
+
+    **Closing.**  A journal is an async context manager: ``async with SqliteJournal(path) as journal:``
+    closes it (``aclose``) on the way out.
     """
 
     def open_run(
@@ -89,4 +93,21 @@ class JournalStore(Protocol):
         """Forget ``key`` (nothing happens if nothing is parked under it)."""
         ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Close the journal: stop renewing its leases and release its connections.  Idempotent."""
+        ...
+
+    async def __aenter__(self) -> Self:
+        """``async with journal:`` — the journal itself, for the block to use."""
+        ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> None:
+        """Leaving ``async with journal:`` closes it (``aclose``); an exception raised in the block is never
+        suppressed (``None``, not a bool: a checker sees the block's exceptions leave it)."""
+        ...

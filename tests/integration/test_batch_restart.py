@@ -21,6 +21,7 @@ import pytest
 from anyio.abc import Process
 
 from agentactors import Agent, BatchProvider, OpenAIProvider, PostgresJournal, Runtime, SqliteJournal
+from agentactors.journal import JournalStore
 from agentactors.testing import FakeVendor
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
@@ -63,7 +64,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return dsn
 
 
-def open_journal(db: str) -> SqliteJournal | PostgresJournal:
+def open_journal(db: str) -> JournalStore:
     return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
 
 

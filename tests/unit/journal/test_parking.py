@@ -11,7 +11,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import assert_type
 
 import pytest
 
@@ -21,7 +21,7 @@ from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  
 
 pytestmark = pytest.mark.anyio
 
-Make = Callable[[], Any]
+Make = Callable[[], JournalStore]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -35,7 +35,8 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
 
 async def test_a_parked_value_outlives_the_journal_object_that_parked_it(make: Make) -> None:
     batch = json.dumps({"provider": "openai", "batch_id": "batch_1", "runs": ["r1", "r2"], "text": "ünïcode"})
-    async with make() as first:
+    async with make() as first:  # typed: JournalStore has __aenter__ (the journal itself) and __aexit__
+        assert_type(first, JournalStore)
         assert isinstance(first, JournalStore)
         assert await first.parked("batch:r1") is None
         await first.park("batch:r1", batch)
@@ -92,9 +93,9 @@ async def test_bad_keys_and_values_are_typed_errors(make: Make) -> None:
         with pytest.raises(ValueError, match="parking key"):
             await journal.parked("x" * 1025)
         with pytest.raises(TypeError, match="parking key is a str"):
-            await journal.unpark(3)
+            await journal.unpark(3)  # type: ignore[arg-type]  # on purpose
         with pytest.raises(TypeError, match="JSON text"):
-            await journal.park("k", {"a": 1})
+            await journal.park("k", {"a": 1})  # type: ignore[arg-type]  # on purpose
 
 
 async def test_a_damaged_stored_value_is_a_typed_error_naming_its_key(
