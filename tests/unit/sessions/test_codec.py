@@ -75,7 +75,7 @@ def messages(draw: st.DrawFn) -> Message:
         return Message("assistant", draw(text), tool_calls=draw(st.lists(calls, max_size=2)), **common)
     call_id = draw(names) if role == "tool" else None
     if role in ("user", "tool") and draw(st.booleans()):
-        return Message(role, tool_call_id=call_id, parts=tuple(draw(parts)), **common)
+        return Message(role, tool_call_id=call_id, parts=draw(parts), **common)
     return Message(role, draw(text), tool_call_id=call_id, **common)
 
 
