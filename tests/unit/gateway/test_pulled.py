@@ -31,7 +31,8 @@ class Dripping:
     """Streams ``n`` deltas ``pause`` seconds apart; counts what it produced and whether it was closed early.
 
     ``fail_after``: raise after that many deltas; ``end=False``: never send the StreamEnd; ``refuse``: raise
-    this when the stream is opened (the request "goes out").
+    this when the stream is opened (the request "goes out"); ``close_pause``: leaving the block awaits that long
+    (a graceful close of the "connection").
     """
 
     name = "dripping"
@@ -41,9 +42,10 @@ class Dripping:
 
     def __init__(
         self, n: int, pause: float = 0.001, *, fail_after: int | None = None, end: bool = True,
-        refuse: Exception | None = None, usage: Usage | None = None,
+        refuse: Exception | None = None, usage: Usage | None = None, close_pause: float = 0.0,
     ) -> None:
         self.n, self.pause, self.fail_after, self.end, self.refuse = n, pause, fail_after, end, refuse
+        self.close_pause = close_pause
         self.usage = usage or Usage()
         self.produced = 0
         self.opened = 0
@@ -78,6 +80,8 @@ class Dripping:
                 if not self.finished:
                     self.closed_early = True  # the "HTTP request" is closed
                 await events.aclose()
+                if self.close_pause:
+                    await anyio.sleep(self.close_pause)
 
         return cm()
 
@@ -244,6 +248,24 @@ async def test_a_timeout_inside_the_provider_is_its_error_not_a_cancellation() -
             async with await ref.ask(Stream(REQUEST, pull=True)) as stream:
                 [e async for e in stream]
     assert "waiting for the next event timed out" in str(info.value) and info.value.partial_text == "0 "
+
+
+@pytest.mark.virtual_time
+async def test_a_cancellation_that_reaches_the_blocks_cleanup_of_a_failure_is_the_one_raised() -> None:
+    # The read fails; leaving the provider's block with that failure awaits a graceful close, and the reader's
+    # deadline passes meanwhile: what ends the read is the cancellation (its scope absorbs it), not the failure
+    # the block was handed — and the slot goes back all the same.
+    provider = Dripping(10, fail_after=3, close_pause=10.0)
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, provider, max_concurrency=1)
+        got: list[StreamEvent] = []
+        with anyio.move_on_after(2.0) as deadline:
+            async with await ref.ask(Stream(REQUEST, pull=True)) as stream:
+                async for event in stream:
+                    got.append(event)
+        assert deadline.cancelled_caught and len(got) == 3 and provider.closed_early
+        with anyio.fail_after(5):
+            assert (await ref.ask(Complete(REQUEST))).content == "complete"
 
 
 # -- the tool loop streams this way -------------------------------------------------------------------------
