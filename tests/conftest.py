@@ -31,6 +31,7 @@ _LONGEST_FIRST = (
     "tests/integration/test_mcp_stdio.py",
     "tests/reliability/test_hostile_responses.py",
     "tests/unit/journal/test_leases.py",
+    "tests/integration/test_doc_examples.py",
     "tests/integration/test_batch_fakevendor.py",
     "tests/unit/_demo/test_demo.py",
     "tests/integration/test_mcp_edges.py",
