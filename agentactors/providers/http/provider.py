@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Protocol, Self
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 import anyio
 import anyio.lowlevel
 
+from ..._run_end import close_at_run_end
 from ..._scrub import scrub_chain
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
@@ -262,8 +263,8 @@ class HTTPProvider:
             None if http_client is None else ClientSender(http_client, timeout=self._timeout, owned=False)
         )
         self._sender_loop: object | None = None
-        # Closes the owned sender when its event loop ends (see _closed_with_its_loop).
-        self._keeper: AsyncGenerator[None, None] | None = None
+        # Closes the owned sender when this provider is collected or its event loop ends (..._run_end).
+        self._keeper: Callable[[], Awaitable[None]] | None = None
         self._carries_forced = bool(carries_forced_tool_choice)
         self._rate_limit: RateLimitState | None = None
         # The request headers, per stream flag: the same on every request, so built once (never changed
@@ -431,7 +432,7 @@ class HTTPProvider:
         if sender is not None:
             await sender.aclose()
         if keeper is not None:
-            await keeper.aclose()  # its sender is closed: nothing left for it to do
+            await keeper()  # its sender is closed: the arrangement ends
 
     async def __aenter__(self) -> Self:
         return self
@@ -525,14 +526,10 @@ class HTTPProvider:
     ) -> WireResponse:
         """Put the request on the wire; ``io_timeout`` is the request's own (``ModelSettings.timeout``)."""
         sender = self._get_sender()
-        if self._keeper is None and self._owns_sender and sender.name == "aiohttp":
-            # Started in the loop the sender belongs to: the loop finalises it when it ends.  Only for
-            # aiohttp (asyncio), whose collected sessions log "Unclosed client session" errors through
-            # the loop; httpx's pool (and trio, which warns about any collected half-run generator)
-            # is left as it is.
-            keeper = _closed_with_its_loop(sender)
-            await keeper.asend(None)
-            self._keeper = keeper
+        if self._keeper is None and self._owns_sender:
+            # Arranged in the loop the sender belongs to: a provider nobody closes — a script's agent.run
+            # without a Runtime, a provider dropped — leaves no pool to be collected with its sockets open.
+            self._keeper = await close_at_run_end(self, sender.aclose)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: POST %s (model=%s%s)", self._name, redact(url), model, ", stream" if stream else "")
         headers = await self._authorize(url, headers, content, model)
@@ -721,20 +718,6 @@ class HTTPProvider:
             err.__cause__ = scrub_chain(exc)
             return err
         return self._transport_error(exc, model)
-
-
-async def _closed_with_its_loop(sender: Sender) -> AsyncGenerator[None, None]:
-    """Waits at its ``yield`` while ``sender`` lives; finalising it closes the sender, in the sender's loop.
-
-    Event loops finalise the async generators still alive when they end (asyncio.run and trio.run
-    both do, so anyio.run does), and one collected earlier in a task of their own.  A provider whose
-    caller never closed it — a script's ``agent.run`` without a Runtime, a provider dropped — thus
-    leaves no open connection pool (no "Unclosed client session", no unclosed sockets) behind.
-    """
-    try:
-        yield
-    finally:
-        await sender.aclose()
 
 
 class _OpenedStream:

@@ -497,14 +497,12 @@ class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-# The pool of a finished loop cannot be closed from the next one: its sockets are collected unclosed
-# (the documented cost of not closing a provider before its loop ends), which is not what this checks.
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_an_owned_client_follows_the_event_loop_across_runs() -> None:
     """One provider used by successive ``anyio.run`` calls gets a fresh pool in each loop.
 
     A pooled keep-alive connection belongs to the loop that opened it; reusing it from the next
-    loop fails.  The provider notices the loop changed and starts a new pool.
+    loop fails.  The provider notices the loop changed and starts a new pool — and each loop's pool
+    is closed when that loop ends (the suite turns an unclosed socket's ResourceWarning into an error).
     """
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
