@@ -232,24 +232,46 @@ class AppRuntime:
         return bound if bound is not None else self.opened
 
     async def serve_lifespan(self, receive: Receive, send: Send) -> None:
-        """The ASGI lifespan protocol: open a runtime at startup when one is needed, close it at shutdown."""
+        """The ASGI lifespan protocol: open a runtime at startup when one is needed, close it at shutdown.
+
+        A ``runtime=`` nobody has entered yet when the server starts is entered here, for the app's lifetime
+        (every request would otherwise fail on a runtime that is not running); one that has already closed
+        fails the startup, saying so.  A running one is left to whoever entered it.
+        """
         message = await receive()
         if message["type"] != "lifespan.startup":  # pragma: no cover - the protocol starts with startup
             return
-        if not self._needs_own:
+        explicit = self._explicit
+        if explicit is not None and explicit.closed:
+            await send({"type": "lifespan.startup.failed", "message": _CLOSED})
+            return
+        owned = explicit is not None and not explicit.running
+        if not self._needs_own and not owned:
             await send({"type": "lifespan.startup.complete"})
             await receive()
             await send({"type": "lifespan.shutdown.complete"})
             return
         phase = "startup"
         try:
-            async with lifespan()(None) as state:
-                self.opened = state["runtime"]
+            async with explicit if explicit is not None else _opened(self):
                 await send({"type": "lifespan.startup.complete"})
                 phase = "shutdown"
                 await receive()  # lifespan.shutdown
-                self.opened = None
         except Exception as exc:
             await send({"type": f"lifespan.{phase}.failed", "message": f"{type(exc).__name__}: {exc}"})
             return
         await send({"type": "lifespan.shutdown.complete"})
+
+
+_CLOSED = "RuntimeError: the Runtime given as runtime= has closed: give the app one that is running or not yet entered"
+
+
+@asynccontextmanager
+async def _opened(app_runtime: AppRuntime) -> AsyncIterator[None]:
+    """The runtime the app opens for its lifetime, when the agents it serves have none of their own."""
+    async with lifespan()(None) as state:
+        app_runtime.opened = state["runtime"]
+        try:
+            yield
+        finally:
+            app_runtime.opened = None

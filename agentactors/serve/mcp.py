@@ -146,6 +146,15 @@ class _Runtimes:
 
     @asynccontextmanager
     async def lifespan(self, server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        explicit = self.explicit
+        if explicit is not None and explicit.closed:
+            raise RuntimeError(
+                "the Runtime given as runtime= has closed: give the server one that is running or not yet entered"
+            )
+        if explicit is not None and not explicit.running:
+            async with explicit:  # nobody entered it: the server runs it for its lifetime, as the HTTP apps do
+                yield {}
+            return
         if not self.needs_own or self.opened is not None:
             yield {}
             return

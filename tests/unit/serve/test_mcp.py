@@ -95,3 +95,25 @@ def test_what_cannot_be_offered() -> None:
         mcp_server([42])  # type: ignore[list-item]
     with pytest.raises(ValueError):
         mcp_server([])
+
+
+async def test_a_runtime_nobody_entered_is_run_for_the_servers_lifetime() -> None:
+    from agentactors import Runtime
+
+    rt = Runtime()
+    agent = Agent(ScriptedProvider(["from the runtime"]), name="helper")
+    async with Client(mcp_server([agent], runtime=rt)) as client:
+        assert rt.running
+        answer = await client.call_tool("helper", {"input": "hi"})
+    assert not answer.is_error and answer.content[0].text == "from the runtime"  # type: ignore[union-attr]
+    assert rt.closed
+
+
+async def test_a_closed_runtime_fails_the_servers_startup_saying_so() -> None:
+    from agentactors import Runtime
+
+    async with Runtime() as rt:
+        pass
+    with pytest.raises(RuntimeError, match="given as runtime= has closed"):
+        async with Client(mcp_server([Agent(ScriptedProvider(["x"]), name="helper")], runtime=rt)):
+            pass
