@@ -69,7 +69,9 @@ class CostBudget:
     ``run_many``'s) under it.  The counters are read at any time; :attr:`limit` may be changed.
     """
 
-    __slots__ = ("_lock", "_spent", "calls", "currency", "estimate", "limit", "name", "unpriced")
+    # __weakref__: a session's budget that only counts is found by its handles through a weak mapping, so that a
+    # deactivated session leaves none behind (agentactors.sessions.spending).
+    __slots__ = ("__weakref__", "_lock", "_spent", "calls", "currency", "estimate", "limit", "name", "unpriced")
 
     def __init__(
         self, limit: float | None = None, *, estimate: bool = True, currency: str | None = None, name: str = "budget"

@@ -24,8 +24,9 @@ registry — is made without an await: a turn arriving a moment later finds no a
 one, which loads from the store everything the old one committed.
 
 **Memory.**  An active idle session costs its actor (a few hundred bytes, :mod:`agentactors.actors`),
-its registry entry and its history; a deactivated one costs nothing here (the registry's dicts are
-rebuilt after large sweeps, because a Python dict never shrinks by itself).  What its store keeps is
+its registry entry, its history and its budget; a deactivated one costs nothing here (the registry's dicts
+are rebuilt after large sweeps, because a Python dict never shrinks by itself), nor in the runtime's budgets
+unless it has a cost limit (:mod:`agentactors.sessions.spending`).  What its store keeps is
 the store's business: :class:`~agentactors.sessions.memory.MemoryStore` keeps every history in memory,
 :class:`~agentactors.sessions.sqlite.SqliteStore` in its file.
 """
@@ -40,8 +41,10 @@ import anyio
 
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
+from ..gateway.cost_budget import CostBudget
 from .actor import SessionActor
 from .memory import MemoryStore
+from .spending import ledger
 from .store import SessionStore
 
 __all__ = ["Entry", "Sessions"]
@@ -54,9 +57,13 @@ _SHRINK_MIN: Final = 1024
 
 
 class Entry:
-    """An active session: its actor and what the registry needs to know to deactivate it."""
+    """An active session: its actor and what the registry needs to know to deactivate it.
 
-    __slots__ = ("actor", "inflight", "last", "ref", "slot", "timeout")
+    ``budget``: the session's budget (``session.budget``), set by the handle that calls: while the session is
+    active, its entry holds it, so a new handle reaches the same one even when no other handle is left.
+    """
+
+    __slots__ = ("actor", "budget", "inflight", "last", "ref", "slot", "timeout")
 
     def __init__(self, slot: Slot, actor: SessionActor, ref: ActorRef, timeout: float) -> None:
         self.slot = slot
@@ -65,6 +72,7 @@ class Entry:
         self.timeout = timeout
         self.last = 0.0
         self.inflight = 0
+        self.budget: CostBudget | None = None
 
 
 class Sessions:
@@ -172,10 +180,10 @@ class Sessions:
         """
         while True:
             expired = self._expire(anyio.current_time())
-            for entry in expired:
-                self._deactivated(entry, "idle")
-                await self.rt.stop(entry.ref, drain=False)
-            del expired
+            if expired:
+                await self._stop(expired)
+                del expired  # nothing of them is held from here: their entries, the budgets only those held
+                self._shrink()
             # From here to the wait, no await: a session going idle meanwhile is seen by _next_due, and
             # one going idle later wakes the sweeper if it is due sooner (checkin).
             due = self._next_due()
@@ -183,6 +191,14 @@ class Sessions:
             self._wake_at = due
             with anyio.CancelScope(deadline=due):
                 await wake.wait()
+
+    async def _stop(self, expired: list[Entry]) -> None:
+        """Deactivate the ``expired`` sessions, in a frame of their own: once it returns, its loop variable is gone
+        (in the sweeper's frame, which lives as long as the runtime, it kept the last one's entry — its actor,
+        its history, its budget — until the next sweep)."""
+        for entry in expired:
+            self._deactivated(entry, "idle")
+            await self.rt.stop(entry.ref, drain=False)
 
     def _expire(self, now: float) -> list[Entry]:
         """Take the expired idle sessions out of the registry (decided here, without an await)."""
@@ -198,8 +214,6 @@ class Sessions:
                     expired.append(entry)
             if not group:
                 del self._idle[timeout]
-        if expired:
-            self._shrink()
         return expired
 
     def _next_due(self) -> float:
@@ -212,6 +226,8 @@ class Sessions:
     def _deactivated(self, entry: Entry, reason: str) -> None:
         actor = entry.actor
         self.rt.emit("session.deactivated", key=actor.key, version=actor.version, reason=reason)
+        if entry.budget is not None and reason == "idle":  # at the runtime's exit, nothing activates it again
+            ledger(self.rt).keep_limited(entry.slot, entry.budget)
 
     def _shrink(self) -> None:
         """Rebuild the dicts once far below their peak: a dict keeps its largest table until rebuilt."""
@@ -219,6 +235,7 @@ class Sessions:
             self.active = dict(self.active)
             self._idle = {t: OrderedDict(g) for t, g in self._idle.items()}
             self._peak = len(self.active)
+            ledger(self.rt).shrink()  # the sessions' budgets, by the same measure (their entries let them go)
 
     # -- the runtime's exit -------------------------------------------------------------------------
 

@@ -187,7 +187,8 @@ class AgentSession:
     @property
     def budget(self) -> CostBudget:
         """The session's budget in this runtime: what its turns spent (their delegated runs' included), its
-        limit (``cost_limit=``).  Counted for the runtime's life, not in the store (``docs/costs.md``)."""
+        limit (``cost_limit=``).  Not in the store; kept through deactivations when it has a limit or is yours, else
+        while the session is active or a handle holds it (:mod:`agentactors.sessions.spending`, ``docs/costs.md``)."""
         return self._budget
 
     @property
@@ -339,6 +340,7 @@ class AgentSession:
     async def _ask(self, message: Turn | Resolve | Refresh) -> Any:
         sessions = self._sessions
         entry = sessions.checkout(self._store, self._key, self._idle_timeout)
+        entry.budget = self._budget  # held while the session is active (agentactors.sessions.spending)
         try:
             result = await entry.ref.ask(message)
         finally:

@@ -3,9 +3,17 @@
 Each session has a :class:`~agentactors.gateway.cost_budget.CostBudget` in the runtime that runs its turns
 (``session.budget``; ``session.cost`` is its total): every turn runs under it — the turn's run, the runs
 its tools start — so what the session spent is counted and, with ``cost_limit=``, capped.  The budget
-is the runtime's, not the handle's (any handle of the session reaches it) nor the store's: it lives as
-long as the runtime, the session's deactivations included, and a restart (or another process) counts
-from zero.  A budget of your own — persisted, shared by a user's sessions — is ``cost_limit=CostBudget(...)``.
+is the runtime's, not the handle's (any handle of the session reaches it) nor the store's: a restart (or
+another process) counts from zero.  A budget of your own — persisted, shared by a user's sessions — is
+``cost_limit=CostBudget(...)``.
+
+**How long the runtime keeps it** (the :class:`Ledger`).  A budget with a limit — ``cost_limit=`` on any
+handle, or a limit set on ``session.budget`` while the session is active — and a budget of your own are kept
+for the runtime's life, through the session's deactivations: the limit must hold at the next activation
+(about 0.5 KB a session).  A budget that only counts is held by what uses it: the session's registry entry
+while it is active, and the handles that reach it; once the session deactivated and no handle is left, it
+goes — a deactivated session leaves nothing in memory (the promise of :mod:`agentactors.sessions.registry`,
+benchmark W11), and its next activation counts from zero, as a restart would.
 
 A turn's own limit (``session.send(..., cost_limit=...)``) is a budget of that turn alone, entered
 around it like the session's: its scope is ``"turn"``.
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 from functools import partial
 from typing import Any, Final
+from weakref import WeakValueDictionary
 
 from ..actors.runtime import Runtime
 from ..gateway.cost_budget import CostBudget, check_cost_limit
@@ -22,30 +31,73 @@ from ..loop.result import RunResult
 from .actor import SessionAgent
 from .turns import TurnAgent, TurnCall
 
-__all__ = ["charged", "session_budget"]
+__all__ = ["Ledger", "charged", "ledger", "session_budget"]
 
-# The runtime service holding every session's budget: {(id of the store, key): CostBudget}.
+# The runtime service holding the sessions' budgets (a Ledger).
 _LEDGER: Final = ("agentactors.sessions.spending", "budgets")
 
+Slot = tuple[int, str]  # (id of the store, key): a session's address within one runtime
 
-def session_budget(rt: Runtime, slot: tuple[int, str], key: str, cost_limit: Any) -> CostBudget:
+
+class Ledger:
+    """The session budgets of one runtime, each held no longer than it is needed (the module docstring).
+
+    ``kept`` holds the budgets that must outlive their session's deactivations (a limit, or a budget of the
+    user's); ``alive`` finds every session budget something still holds — a handle, an active session's
+    registry entry, ``kept`` — so that every handle of a session reaches the same one.  A weak mapping: a
+    budget that only counts is not kept alive by the ledger, or every session ever activated would leave one.
+    """
+
+    __slots__ = ("alive", "kept")
+
+    def __init__(self) -> None:
+        self.kept: dict[Slot, CostBudget] = {}
+        self.alive: WeakValueDictionary[Slot, CostBudget] = WeakValueDictionary()
+
+    def keep_limited(self, slot: Slot, budget: CostBudget) -> None:
+        """The session at ``slot`` deactivated, its entry holding ``budget``: keep it if it has a limit by now.
+
+        A limit may be set on ``session.budget`` itself (``CostBudget.limit`` may be changed) after the handle
+        that made the budget: the limit must still hold when the session activates again, whoever holds the
+        budget then.  Never awaits.
+        """
+        if budget.limit is not None and self.alive.get(slot) is budget:  # not one a cost_limit=CostBudget replaced
+            self.kept[slot] = budget
+
+    def shrink(self) -> None:
+        """Rebuild ``alive``, which a sweep of many sessions left mostly empty: a dict keeps its largest table
+        until rebuilt (~50 bytes a session at the peak).  The registry calls it when it rebuilds its own."""
+        self.alive = WeakValueDictionary(self.alive)
+
+
+def ledger(rt: Runtime) -> Ledger:
+    """The session budgets of ``rt``, made on first use.  :raises RuntimeError: the runtime is not running."""
+    found: Ledger = rt.service(_LEDGER, Ledger)
+    return found
+
+
+def session_budget(rt: Runtime, slot: Slot, key: str, cost_limit: Any) -> CostBudget:
     """The budget of the session at ``slot`` in ``rt``, made on first use; ``cost_limit`` sets its limit.
 
     A number becomes the limit of the session's budget (a later handle given another number changes
-    it; one given none keeps it); a :class:`CostBudget` becomes the session's budget from now on.
+    it; one given none keeps it); a :class:`CostBudget` becomes the session's budget from now on.  Either is
+    kept for the runtime's life; a budget made here without a limit lives as long as the handles and the
+    active session that hold it (:class:`Ledger`).
 
     :raises ValueError: a ``cost_limit`` that is neither a non-negative number nor a budget.
     """
     checked = check_cost_limit(cost_limit)
-    ledger: dict[tuple[int, str], CostBudget] = rt.service(_LEDGER, dict)
+    books = ledger(rt)
     if isinstance(checked, CostBudget):
-        ledger[slot] = checked
+        books.kept[slot] = books.alive[slot] = checked
         return checked
-    budget = ledger.get(slot)
+    budget = books.alive.get(slot)
     if budget is None:
-        budget = ledger[slot] = CostBudget(checked, name=f"session {key!r}")
+        budget = books.alive[slot] = CostBudget(checked, name=f"session {key!r}")
     elif checked is not None:
         budget.limit = checked
+    if budget.limit is not None:
+        books.kept[slot] = budget
     return budget
 
 

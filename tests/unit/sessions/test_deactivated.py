@@ -1,0 +1,151 @@
+"""What a deactivated session leaves in memory — nothing of its own — and the budgets that must outlive it.
+
+The first test runs W11's shape on a real ``SqliteStore`` (real threads and clock); the budget tests run on
+virtual time (``MemoryStore``: no threads).  Prices are set here (``set_price``): a step of ``USAGE`` at
+gpt-4o's $2.5 / $10 per million costs ``STEP``.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentactors import Agent, CostBudget, CostLimitExceeded, LLMResponse, Runtime, ScriptedProvider, Usage
+from agentactors.messages import LLMRequest
+from agentactors.pricing import Price, clear_prices, set_price
+from agentactors.sessions import MemoryStore, SqliteStore
+from agentactors.sessions.registry import Sessions
+
+pytestmark = pytest.mark.anyio
+
+USAGE = Usage(10_000, 1_000)
+STEP = 10_000 * 2.5 / 1e6 + 1_000 * 10.0 / 1e6  # 0.035
+
+
+@pytest.fixture(autouse=True)
+def _prices() -> Iterator[None]:
+    clear_prices()
+    set_price("openai", "gpt-4o", Price(2.5, 10.0))
+    yield
+    clear_prices()
+
+
+def echo_model(request: LLMRequest) -> str:
+    return "seen: " + " | ".join(m.content for m in request.messages if m.role == "user")
+
+
+def priced() -> ScriptedProvider:
+    """Every call answers and costs ``STEP``."""
+    return ScriptedProvider(lambda r: LLMResponse("ok", usage=USAGE), name="openai", model="gpt-4o")
+
+
+async def _until_idle(rt: Runtime) -> None:
+    registry = Sessions.of(rt)
+    with anyio.fail_after(30):
+        while registry.stats()["active"]:  # noqa: ASYNC110  (polled, as benchmark W11 does)
+            await anyio.sleep(0.02)
+
+
+async def _one_turn_each(rt: Runtime, agent: Agent, store: SqliteStore, prefix: str, n: int) -> None:
+    for i in range(n):
+        assert (await rt.session(agent, f"{prefix}{i}", store=store, idle_timeout=0.05).send("hi")).ok
+
+
+def _ours() -> int:
+    """The objects of this library the garbage collector tracks (not the stdlib's: ``sqlite3`` keeps a weak
+    reference per cursor, up to a few hundred, whatever the sessions do)."""
+    gc.collect()
+    modules = (type(o).__module__ for o in gc.get_objects())
+    return sum(isinstance(m, str) and m.startswith("agentactors") for m in modules)  # a type may have no str
+
+
+async def test_deactivated_sessions_leave_no_objects_behind(tmp_path: Path) -> None:
+    # Benchmark W11: a session's history is in the file once it deactivated, and nothing of it in memory —
+    # no actor, no entry, no budget.  A budget per session kept by the runtime was 2 tracked objects (8 blocks)
+    # a session, for the runtime's life: a service holding idle conversations grows without bound.
+    n = 300
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(echo_model, record=False))
+        store = SqliteStore(tmp_path / "sessions.db")
+        await _one_turn_each(rt, agent, store, "warm-", 50)  # code paths, caches, the connection
+        await _until_idle(rt)
+        before = _ours()
+        await _one_turn_each(rt, agent, store, "user-", n)
+        await _until_idle(rt)
+        grown = _ours() - before
+        assert grown < n // 10, f"{grown} objects left by {n} deactivated sessions"
+        # What they said is in the store: a turn reactivates a session with its whole history.
+        again = rt.session(agent, "user-7", store=store)
+        assert (await again.send("again")).content == "seen: hi | again"
+
+
+@pytest.mark.virtual_time
+async def test_a_counting_budget_goes_with_its_session_and_its_last_handle() -> None:
+    async with Runtime() as rt:
+        agent = Agent(priced())
+        session = rt.session(agent, "k", store=MemoryStore(), idle_timeout=5)
+        assert (await session.send("hi")).ok
+        budget = weakref.ref(session.budget)
+        del session
+        gc.collect()
+        assert budget() is not None  # the active session holds it: a new handle reaches the same one
+        await anyio.sleep(10)  # deactivated, no handle left
+        gc.collect()
+        assert budget() is None
+
+
+@pytest.mark.virtual_time
+async def test_a_counting_budget_outlives_a_deactivation_while_a_handle_holds_it() -> None:
+    store = MemoryStore()
+    async with Runtime() as rt:
+        agent = Agent(priced())
+        session = rt.session(agent, "k", store=store, idle_timeout=5)
+        assert (await session.send("one")).ok
+        await anyio.sleep(10)
+        assert not session.active
+        again = rt.session(agent, "k", store=store)  # another handle, the same session: the same budget
+        assert again.budget is session.budget and again.budget.calls == 1
+        assert (await again.send("two")).ok
+        assert session.cost is not None and session.cost.total == pytest.approx(2 * STEP)
+
+
+@pytest.mark.virtual_time
+async def test_a_sessions_limit_outlives_its_deactivation_with_no_handle_left() -> None:
+    store = MemoryStore()
+    async with Runtime() as rt:
+        agent = Agent(priced())
+        assert (await rt.session(agent, "k", store=store, cost_limit=1.5 * STEP, idle_timeout=5).send("one")).ok
+        await anyio.sleep(10)  # deactivated; the handle that set the limit is gone
+        again = rt.session(agent, "k", store=store)
+        assert not again.active and again.budget.limit == 1.5 * STEP and again.budget.calls == 1
+        second = await again.send("two")  # 1 step of 1.5 spent before: this call passes the limit...
+        assert isinstance(second.error, CostLimitExceeded) and second.error.scope == "session 'k'"
+        third = await again.send("three")  # ...and no call is made after it
+        assert isinstance(third.error, CostLimitExceeded) and third.steps == 0
+        assert again.cost is not None and again.cost.total == pytest.approx(2 * STEP)
+
+
+@pytest.mark.virtual_time
+async def test_a_limit_set_on_the_budget_and_a_budget_of_ones_own_outlive_a_deactivation() -> None:
+    store = MemoryStore()
+    mine = CostBudget(name="user 8")
+    async with Runtime() as rt:
+        agent = Agent(priced())
+        session = rt.session(agent, "k", store=store, idle_timeout=5)
+        assert (await session.send("one")).ok
+        session.budget.limit = 0.5 * STEP  # CostBudget.limit may be changed, on an active session's too
+        budget = weakref.ref(session.budget)
+        assert (await rt.session(agent, "k8", store=store, cost_limit=mine, idle_timeout=5).send("one")).ok
+        del session
+        await anyio.sleep(10)
+        gc.collect()
+        again = rt.session(agent, "k", store=store)
+        assert again.budget is budget() and again.budget.limit == 0.5 * STEP
+        assert isinstance((await again.send("two")).error, CostLimitExceeded)
+        other = rt.session(agent, "k8", store=store)
+        assert other.budget is mine and mine.calls == 1
