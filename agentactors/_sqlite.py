@@ -19,6 +19,7 @@ closes on ``Worker.close``; a worker used again opens a new one.
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 from collections.abc import Callable
 from functools import partial
@@ -30,6 +31,19 @@ from ._dialect import Dialect
 __all__ = ["DIALECT", "SYNCHRONOUS", "Snapshot", "Transaction", "Worker", "check_options", "connect"]
 
 SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+
+
+def database_path(path: str) -> str:
+    """``path`` as every connection to it opens it: absolute, resolved now against the current directory.
+
+    A store or journal opens its connections lazily, on worker threads, and again after a close — and
+    sqlite3 resolves a relative path when it connects.  Resolved once, when the object is made, a later
+    ``os.chdir`` cannot send one of its connections (a journal's lease renewer opens its own) to another
+    file.  ``":memory:"``, ``""`` (a private temporary database) and ``file:`` URIs are left as they are.
+    """
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return path
+    return os.path.abspath(path)
 
 
 def check_options(busy_timeout: float, synchronous: str) -> tuple[float, str]:

@@ -11,7 +11,6 @@ here once, written with ``:name`` parameters, and each journal brings its databa
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any, Final, Self
 
 import anyio
@@ -79,14 +78,23 @@ class SqlJournal(Tapes):
         self._worker = worker(name=f"agentactors-{label}-journal-{id(self)}")
         # The lease keeper's own connection: a renewal never waits behind a commit, nor a commit behind it.
         self._renewer = worker(name=f"agentactors-{label}-lease-{id(self)}")
-        renew = partial(self._renewer.call_sync, _renew, self._dialect, self.owner, self.lease)
-        self._keeper = Keeper(renew, self.lease / 3)
+        self._keeper = Keeper(self._renew_mine, self.lease / 3)
         # Concurrent runs' commits share a thread hop and a transaction (agentactors.journal._group).
         self._group: GroupCommit[Item] = GroupCommit(self._apply_many, f"agentactors-{label}-group-{id(self)}")
         #: Runs this object opened (running here, not left by a crash): recover() leaves them alone.
         self._mine: set[str] = set()
         #: Recorded children of the runs being recovered, for their parents' re-run tool steps.
         self._orphans = Orphans()
+
+    def _renew_mine(self) -> None:
+        """Renew the leases of this object's runs (the keeper's thread calls it every third of a lease).
+
+        Nothing to renew, nothing done: the keeper's thread lives until :meth:`aclose`, and a journal whose
+        runs have all ended (one a runtime was given and nobody closed) neither touches its database nor
+        opens the renewer's connection meanwhile.
+        """
+        if self._mine:
+            self._renewer.call_sync(_renew, self._dialect, self.owner, self.lease)
 
     def _where(self) -> str:
         """The database, as an error names it (never with a password)."""

@@ -43,7 +43,7 @@ import time
 from functools import partial
 from typing import Final, Literal
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path
 from ._lease import check_lease
 from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
@@ -92,7 +92,7 @@ class SqliteJournal(SqlJournal):
         lease = check_lease(lease)
         self.path = os.fspath(path)
         # Its connections, their thread and one-token limiter: agentactors._sqlite (shared with SqliteStore).
-        worker = partial(Worker, self.path, self.busy_timeout, self.synchronous, _setup)
+        worker = partial(Worker, database_path(self.path), self.busy_timeout, self.synchronous, _setup)
         super().__init__(lease, DIALECT, _apply_many, worker, "sqlite")
 
     def __repr__(self) -> str:

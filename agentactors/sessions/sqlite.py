@@ -62,7 +62,7 @@ import sqlite3
 from functools import partial
 from typing import Final, Literal
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path
 from ._sql import LAYOUT, META, PIECES, TABLE, SqlStore, check_layout
 
 __all__ = ["LAYOUT", "SqliteStore"]
@@ -110,7 +110,7 @@ class SqliteStore(SqlStore):
         # The connection, its thread and its one-token limiter: agentactors._sqlite (shared with the journal);
         # load, commit and delete: agentactors.sessions._sql (shared with PostgresStore).
         setup, name = partial(_setup, self.path), f"agentactors-sqlite-store-{id(self)}"
-        super().__init__(Worker(self.path, self.busy_timeout, self.synchronous, setup, name), DIALECT)
+        super().__init__(Worker(database_path(self.path), self.busy_timeout, self.synchronous, setup, name), DIALECT)
 
     @property
     def _conn(self) -> sqlite3.Connection | None:

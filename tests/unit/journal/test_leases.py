@@ -211,3 +211,19 @@ def test_a_lease_under_a_second_is_refused() -> None:
         with pytest.raises(ValueError, match="lease"):
             make()
 
+
+
+async def test_a_journal_whose_runs_ended_leaves_its_database_alone(db: str) -> None:
+    # Its keeper's thread lives until aclose(); with no run of its own to renew it neither writes nor opens the
+    # renewer's connection — a journal a runtime was given and nobody closed stays quiet.
+    provider = ScriptedProvider(["answer"])
+    journal = open_journal(db, lease=1.0)
+    try:
+        async with Runtime(journal=journal):
+            assert (await Agent(provider, name="quick").run("go")).content == "answer"
+        before = _sql(db, "SELECT run_id, lease_until FROM agentactors_runs")
+        await anyio.sleep(1.0)  # three keeper intervals
+        assert _sql(db, "SELECT run_id, lease_until FROM agentactors_runs") == before
+        assert journal._renewer.conn is None  # what the keeper would have opened to renew
+    finally:
+        await journal.aclose()
