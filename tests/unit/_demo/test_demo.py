@@ -159,7 +159,8 @@ def test_demo_runs_finish_from_the_first_seconds_not_all_at_the_end(backend: str
     Read from the record (each run's run.started / run.finished times), relative to the fleet's
     wall time — never an absolute speed.  Served in arrival order instead, every run's second call
     queues behind every other run's first: measured at this scale, the first tenth of the runs
-    finished at 0.67–0.80 of the wall with ``scheduling="fifo"``, at 0.18–0.23 with the default.
+    finished at 0.67–0.80 of the wall with ``scheduling="fifo"``, at 0.18–0.23 with the default — and at
+    0.46 once with four test processes on two cores: the bound is 0.5, between the two.
     """
     from agentactors._demo.main import run_fleet_sync
 
@@ -176,7 +177,7 @@ def test_demo_runs_finish_from_the_first_seconds_not_all_at_the_end(backend: str
     wall = end - begin
     assert wall > 0
     tenth = finished[math.ceil(agents / 10) - 1]
-    assert (tenth - begin) / wall < 0.4, f"the first 10% of runs finished at {(tenth - begin) / wall:.0%} of the wall"
+    assert (tenth - begin) / wall < 0.5, f"the first 10% of runs finished at {(tenth - begin) / wall:.0%} of the wall"
 
 
 def test_live_refuses_without_a_key(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
