@@ -80,6 +80,10 @@ class Worker(Generic[C]):
         """Close the connection, after the call running on it (the next call opens a new one).  Idempotent."""
         await anyio.to_thread.run_sync(self._close, limiter=self._token())
 
+    def close_sync(self) -> None:
+        """:meth:`close` from a thread of one's own, blocking it (a finaliser: its owner was collected)."""
+        self._close()
+
     def _token(self) -> anyio.CapacityLimiter:
         limiter = self._limiter.get(None)
         if limiter is None:

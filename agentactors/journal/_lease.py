@@ -77,11 +77,12 @@ def is_free(owner: str | None, expired: bool, me: str) -> bool:
 
 
 class Keeper:
-    """A daemon thread calling ``renew()`` every ``interval`` seconds until :meth:`stop` (see the module)."""
+    """A daemon thread calling ``renew()`` every ``interval`` seconds until :meth:`stop` (see the module), or until
+    ``renew()`` returns ``False``: its journal is gone (it holds it weakly), so nothing is left to renew."""
 
     __slots__ = ("_stop", "_thread", "interval", "renew")
 
-    def __init__(self, renew: Callable[[], None], interval: float) -> None:
+    def __init__(self, renew: Callable[[], bool], interval: float) -> None:
         self.renew = renew
         self.interval = interval
         self._stop = threading.Event()
@@ -105,6 +106,7 @@ class Keeper:
     def _run(self, stop: threading.Event) -> None:
         while not stop.wait(self.interval):
             try:
-                self.renew()
+                if not self.renew():
+                    return
             except Exception as exc:  # the database may be down a moment: the next renewal tries again
                 log.warning("could not renew the journal's leases: %s", type(exc).__name__)

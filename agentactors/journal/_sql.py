@@ -10,6 +10,8 @@ here once, written with ``:name`` parameters, and each journal brings its databa
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, Self
 
@@ -30,6 +32,8 @@ from .records import RecordedRun, RunNotRecordedError
 from .store import LeaseLostError
 
 __all__ = ["PARKED", "RUNS", "STEPS", "ApplyMany", "Item", "SqlJournal", "lost"]
+
+log = logging.getLogger("agentactors.journal")
 
 RUNS: Final = "agentactors_runs"
 STEPS: Final = "agentactors_steps"
@@ -78,7 +82,11 @@ class SqlJournal(Tapes):
         self._worker = worker(name=f"agentactors-{label}-journal-{id(self)}")
         # The lease keeper's own connection: a renewal never waits behind a commit, nor a commit behind it.
         self._renewer = worker(name=f"agentactors-{label}-lease-{id(self)}")
-        self._keeper = Keeper(self._renew_mine, self.lease / 3)
+        # Held weakly by the keeper's thread: a journal nobody closed (a runtime was given it) is collected
+        # when nothing else holds it, and its thread ends then instead of living as long as the process.
+        self._keeper = Keeper(_renewal(weakref.ref(self)), self.lease / 3)
+        # And collected, its connections are closed then, not left to their own finalisers (psycopg warns).
+        weakref.finalize(self, _close_connections, self._worker, self._renewer)
         # Concurrent runs' commits share a thread hop and a transaction (agentactors.journal._group).
         self._group: GroupCommit[Item] = GroupCommit(self._apply_many, f"agentactors-{label}-group-{id(self)}")
         #: Runs this object opened (running here, not left by a crash): recover() leaves them alone.
@@ -89,9 +97,9 @@ class SqlJournal(Tapes):
     def _renew_mine(self) -> None:
         """Renew the leases of this object's runs (the keeper's thread calls it every third of a lease).
 
-        Nothing to renew, nothing done: the keeper's thread lives until :meth:`aclose`, and a journal whose
-        runs have all ended (one a runtime was given and nobody closed) neither touches its database nor
-        opens the renewer's connection meanwhile.
+        Nothing to renew, nothing done: the keeper's thread lives until :meth:`aclose` (or until the journal
+        is collected, :func:`_renewal`), and a journal whose runs have all ended — one a runtime was given and
+        nobody closed — neither touches its database nor opens the renewer's connection meanwhile.
         """
         if self._mine:
             self._renewer.call_sync(_renew, self._dialect, self.owner, self.lease)
@@ -195,6 +203,28 @@ class SqlJournal(Tapes):
 
     async def _apply_many(self, items: list[Item]) -> list[BaseException | None]:
         return await self._worker.call(self._write_many, items, self.owner, self.lease)
+
+
+def _close_connections(*workers: Worker[Any]) -> None:
+    """A collected journal's connections, closed (a finaliser: no journal is left to use them)."""
+    for worker in workers:
+        try:
+            worker.close_sync()
+        except Exception as exc:  # a finaliser must not raise; the connection goes with its object anyway
+            log.debug("closing a collected journal's connection raised %s", type(exc).__name__)
+
+
+def _renewal(journal: weakref.ref[SqlJournal]) -> Callable[[], bool]:
+    """The keeper's ``renew``: the journal's renewal while it lives; ``False`` (the thread ends) once it is gone."""
+
+    def renew() -> bool:
+        held = journal()
+        if held is None:
+            return False
+        held._renew_mine()
+        return True
+
+    return renew
 
 
 # --- what runs in the worker thread --------------------------------------------------------------------

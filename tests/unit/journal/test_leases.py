@@ -5,10 +5,12 @@ On both journals (a SQLite file, a real PostgreSQL server).  Real processes, ser
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import subprocess
 import sys
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -227,3 +229,29 @@ async def test_a_journal_whose_runs_ended_leaves_its_database_alone(db: str) -> 
         assert journal._renewer.conn is None  # what the keeper would have opened to renew
     finally:
         await journal.aclose()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_a_journal_nobody_closed_is_collected_and_its_keeper_thread_ends(db: str, loop: str) -> None:
+    # Runtime(journal=SqliteJournal(path)), as the docs write it, never closes the journal: once nothing holds
+    # it (here: its loop has ended), it is collected, and its keeper's thread — which holds it weakly — ends at
+    # its next interval instead of living as long as the process.
+    made: list[Any] = []
+
+    async def main() -> None:
+        journal = open_journal(db, lease=1.0)
+        async with Runtime(journal=journal):
+            assert (await Agent(ScriptedProvider(["answer"]), name="quick").run("go")).content == "answer"
+        made.append((weakref.ref(journal), journal._keeper._thread))  # its keeper's thread, started by the run
+
+    anyio.run(main, backend=loop)
+    gone, keeper = made.pop()
+    assert keeper is not None and keeper.is_alive()
+    # (anyio's worker threads, stopping after the loop, hold the last call's context — the runtime in it — a
+    # moment longer: collected within a few tries.)
+    deadline = time.monotonic() + 5
+    while gc.collect() >= 0 and gone() is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gone() is None
+    keeper.join(timeout=5)
+    assert not keeper.is_alive()
