@@ -84,7 +84,7 @@ class SqlJournal(Tapes):
         self._renewer = worker(name=f"agentactors-{label}-lease-{id(self)}")
         # Held weakly by the keeper's thread: a journal nobody closed (a runtime was given it) is collected
         # when nothing else holds it, and its thread ends then instead of living as long as the process.
-        self._keeper = Keeper(_renewal(weakref.ref(self)), self.lease / 3)
+        self._keeper = Keeper(_renewal(weakref.WeakMethod(self._renew_mine)), self.lease / 3)
         # And collected, its connections are closed then, not left to their own finalisers (psycopg warns).
         weakref.finalize(self, _close_connections, self._worker, self._renewer)
         # Concurrent runs' commits share a thread hop and a transaction (agentactors.journal._group).
@@ -214,14 +214,14 @@ def _close_connections(*workers: Worker[Any]) -> None:
             log.debug("closing a collected journal's connection raised %s", type(exc).__name__)
 
 
-def _renewal(journal: weakref.ref[SqlJournal]) -> Callable[[], bool]:
+def _renewal(journals_renewal: weakref.WeakMethod[Callable[[], None]]) -> Callable[[], bool]:
     """The keeper's ``renew``: the journal's renewal while it lives; ``False`` (the thread ends) once it is gone."""
 
     def renew() -> bool:
-        held = journal()
-        if held is None:
+        renew_now = journals_renewal()
+        if renew_now is None:
             return False
-        held._renew_mine()
+        renew_now()
         return True
 
     return renew
