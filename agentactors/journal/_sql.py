@@ -85,8 +85,9 @@ class SqlJournal(Tapes):
         # Held weakly by the keeper's thread: a journal nobody closed (a runtime was given it) is collected
         # when nothing else holds it, and its thread ends then instead of living as long as the process.
         self._keeper = Keeper(_renewal(weakref.WeakMethod(self._renew_mine)), self.lease / 3)
-        # And collected, its connections are closed then, not left to their own finalisers (psycopg warns).
-        weakref.finalize(self, _close_connections, self._worker, self._renewer)
+        # And collected, its connections are closed then, not left to their own finalisers (psycopg warns).  Not
+        # at the interpreter's exit: a daemon thread may hold a connection's lock there, and exit must not wait.
+        weakref.finalize(self, _close_connections, self._worker, self._renewer).atexit = False
         # Concurrent runs' commits share a thread hop and a transaction (agentactors.journal._group).
         self._group: GroupCommit[Item] = GroupCommit(self._apply_many, f"agentactors-{label}-group-{id(self)}")
         #: Runs this object opened (running here, not left by a crash): recover() leaves them alone.
