@@ -81,8 +81,20 @@ class Worker(Generic[C]):
         await anyio.to_thread.run_sync(self._close, limiter=self._token())
 
     def close_sync(self) -> None:
-        """:meth:`close` from a thread of one's own, blocking it (a finaliser: its owner was collected)."""
-        self._close()
+        """Close the connection now if no call is using it (a finaliser: its owner was collected).  Never waits.
+
+        A finaliser runs wherever the garbage collector does — maybe in the event loop's thread — so a call still
+        running on the connection (one abandoned by a cancelled task) is not waited for: the connection is then
+        left to its own finaliser.
+        """
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            conn, self.conn = self.conn, None
+            if conn is not None:
+                conn.close()
+        finally:
+            self._lock.release()
 
     def _token(self) -> anyio.CapacityLimiter:
         limiter = self._limiter.get(None)
