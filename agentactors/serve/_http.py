@@ -35,6 +35,7 @@ __all__ = [
     "cancelled_on_disconnect",
     "read_json",
     "route_path",
+    "runtime_to_enter",
     "send_json",
 ]
 
@@ -241,19 +242,19 @@ class AppRuntime:
         message = await receive()
         if message["type"] != "lifespan.startup":  # pragma: no cover - the protocol starts with startup
             return
-        explicit = self._explicit
-        if explicit is not None and explicit.closed:
-            await send({"type": "lifespan.startup.failed", "message": _CLOSED})
+        try:
+            owned = runtime_to_enter(self._explicit, "app")
+        except RuntimeError as exc:
+            await send({"type": "lifespan.startup.failed", "message": f"RuntimeError: {exc}"})
             return
-        owned = explicit is not None and not explicit.running
-        if not self._needs_own and not owned:
+        if owned is None and not self._needs_own:
             await send({"type": "lifespan.startup.complete"})
             await receive()
             await send({"type": "lifespan.shutdown.complete"})
             return
         phase = "startup"
         try:
-            async with explicit if explicit is not None else _opened(self):
+            async with owned if owned is not None else _opened(self):
                 await send({"type": "lifespan.startup.complete"})
                 phase = "shutdown"
                 await receive()  # lifespan.shutdown
@@ -263,7 +264,20 @@ class AppRuntime:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-_CLOSED = "RuntimeError: the Runtime given as runtime= has closed: give the app one that is running or not yet entered"
+def runtime_to_enter(runtime: Runtime | None, what: str) -> Runtime | None:
+    """The ``runtime=`` an app or server (``what``) must enter for its lifetime: one nobody has entered yet.
+
+    ``None``: none given, or one already running (left to whoever entered it).
+
+    :raises RuntimeError: the runtime given has closed (said at startup, not by every request later).
+    """
+    if runtime is None or runtime.running:
+        return None
+    if runtime.closed:
+        raise RuntimeError(
+            f"the Runtime given as runtime= has closed: give the {what} one that is running or not yet entered"
+        )
+    return runtime
 
 
 @asynccontextmanager

@@ -50,6 +50,7 @@ from ..errors import ModelRetry, ToolDenied, redact
 from ..loop.result import RunResult
 from ..tools.registry import Tool, ToolContext, tool
 from ..tools.results import render_result
+from ._http import runtime_to_enter
 
 __all__ = ["mcp_server"]
 
@@ -146,13 +147,9 @@ class _Runtimes:
 
     @asynccontextmanager
     async def lifespan(self, server: Server[Any]) -> AsyncIterator[dict[str, Any]]:
-        explicit = self.explicit
-        if explicit is not None and explicit.closed:
-            raise RuntimeError(
-                "the Runtime given as runtime= has closed: give the server one that is running or not yet entered"
-            )
-        if explicit is not None and not explicit.running:
-            async with explicit:  # nobody entered it: the server runs it for its lifetime, as the HTTP apps do
+        owned = runtime_to_enter(self.explicit, "server")
+        if owned is not None:
+            async with owned:  # nobody entered it: the server runs it for its lifetime, as the HTTP apps do
                 yield {}
             return
         if not self.needs_own or self.opened is not None:
