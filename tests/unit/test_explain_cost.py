@@ -3,7 +3,6 @@ when it is unknown, never a zero."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,19 +19,10 @@ from agentactors import (
     explain,
     tool,
 )
-from agentactors.pricing import Cost, Price, clear_prices, set_price
+from agentactors.pricing import Cost
+from tests.support.prices import USAGE, gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
-
-USAGE = Usage(10_000, 1_000)
-
-
-@pytest.fixture(autouse=True)
-def _prices() -> Iterator[None]:
-    clear_prices()
-    set_price("openai", "gpt-4o", Price(2.5, 10.0))
-    yield
-    clear_prices()
 
 
 @tool

@@ -7,7 +7,6 @@ $2.5 / $10 per million costs ``STEP``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -28,21 +27,11 @@ from agentactors import (
     tool,
 )
 from agentactors.gateway.cost_budget import runtime_budget
-from agentactors.pricing import Cost, Price, clear_prices, set_price, total_cost
+from agentactors.pricing import Cost, Price, set_price, total_cost
 from agentactors.testing import FakeReply, FakeVendor
+from tests.support.prices import STEP, USAGE, gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
 pytestmark = pytest.mark.anyio
-
-USAGE = Usage(10_000, 1_000)
-STEP = 10_000 * 2.5 / 1e6 + 1_000 * 10.0 / 1e6  # 0.035
-
-
-@pytest.fixture(autouse=True)
-def _prices() -> Iterator[None]:
-    clear_prices()
-    set_price("openai", "gpt-4o", Price(2.5, 10.0))
-    yield
-    clear_prices()
 
 
 @tool

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentactors import Agent, LLMResponse, Runtime, ScriptedProvider, ToolCall, Usage
+from agentactors import Agent, LLMResponse, Runtime, ScriptedProvider, ToolCall
 from agentactors.otel import OTelRecorder
-from agentactors.pricing import Price, clear_prices, set_price
+from tests.support.prices import USAGE, gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
-
-USAGE = Usage(10_000, 1_000)
-
-
-@pytest.fixture(autouse=True)
-def _prices() -> Iterator[None]:
-    clear_prices()
-    set_price("openai", "gpt-4o", Price(2.5, 10.0))
-    yield
-    clear_prices()
 
 
 def spans(model: str, child_model: str = "gpt-4o") -> tuple[InMemorySpanExporter, Agent]:

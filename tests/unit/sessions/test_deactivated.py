@@ -9,30 +9,18 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from agentactors import Agent, CostBudget, CostLimitExceeded, LLMResponse, Runtime, ScriptedProvider, Usage
+from agentactors import Agent, CostBudget, CostLimitExceeded, LLMResponse, Runtime, ScriptedProvider
 from agentactors.messages import LLMRequest
-from agentactors.pricing import Price, clear_prices, set_price
 from agentactors.sessions import MemoryStore, SqliteStore
 from agentactors.sessions.registry import Sessions
+from tests.support.prices import STEP, USAGE, gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
 pytestmark = pytest.mark.anyio
-
-USAGE = Usage(10_000, 1_000)
-STEP = 10_000 * 2.5 / 1e6 + 1_000 * 10.0 / 1e6  # 0.035
-
-
-@pytest.fixture(autouse=True)
-def _prices() -> Iterator[None]:
-    clear_prices()
-    set_price("openai", "gpt-4o", Price(2.5, 10.0))
-    yield
-    clear_prices()
 
 
 def echo_model(request: LLMRequest) -> str:
