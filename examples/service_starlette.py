@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -82,15 +83,15 @@ def build_app(provider: Any, *, recorders: Iterable[Recorder] = (), max_concurre
         runtime = request.state.runtime
 
         async def events() -> AsyncIterator[str]:
-            # When the client goes away, Starlette cancels this generator (or drops it): either way the
-            # run is cancelled and its vendor request closed.
+            # When the client goes away, Starlette stops reading this generator; ClosingStream closes it then,
+            # so the run is cancelled and its vendor request closed at once.
             async with agent.stream(prompt, runtime=runtime) as run:
                 async for text in run.text_stream(min_interval=0.05):
                     yield _sse("token", {"text": text})
                 result = await run.wait()
             yield _sse("done", {"run_id": result.run_id, "served_by": result.served_by})
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers={"cache-control": "no-store"})
+        return ClosingStream(events(), media_type="text/event-stream", headers={"cache-control": "no-store"})
 
     return Starlette(
         routes=[Route("/", page), Route("/ask", ask, methods=["POST"]), Route("/stream", stream)],
@@ -98,6 +99,22 @@ def build_app(provider: Any, *, recorders: Iterable[Recorder] = (), max_concurre
             recorders=recorders, setup=lambda rt: ProviderActor.shared(rt, provider, max_concurrency=max_concurrency)
         ),
     )
+
+
+class ClosingStream(StreamingResponse):
+    """A StreamingResponse that closes its body generator when the response ends, however it ends.
+
+    Starlette stops iterating the body when the client leaves but does not close it: the generator — and the
+    run it streams — would be finalised only when collected (and trio warns about such a generator).
+    """
+
+    async def stream_response(self, send: Any) -> None:
+        body = self.body_iterator
+        if not isinstance(body, AsyncGenerator):
+            await super().stream_response(send)
+            return
+        async with aclosing(body):
+            await super().stream_response(send)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
