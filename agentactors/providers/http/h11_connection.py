@@ -8,8 +8,9 @@ error while sending ``WriteError`` or reading ``ReadError``, a server that break
 or closes early ``RemoteProtocolError`` (what :mod:`._response_parser` refuses) — each with the
 original exception as its cause.  Requests are checked and written by the sender.
 
-On trio a plain-TCP connection reads and writes its socket directly (:mod:`._trio_direct` says
-why); TLS, and every connection on asyncio, go through the anyio stream.
+A plain-TCP connection skips anyio's stream: on trio it reads and writes its socket directly
+(:mod:`._trio_direct` says why), on asyncio it is a lean protocol on the loop's own transport
+(:mod:`._asyncio_direct`).  TLS connections go through the anyio stream.
 
 The read timeout is httpx's: it bounds each wait for bytes, not the whole response.  Closing
 (:meth:`H11Connection.close_now`) shuts the socket before it awaits anything, so a cancelled
@@ -22,7 +23,7 @@ from __future__ import annotations
 import select
 import ssl
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import anyio
 import anyio.abc
@@ -33,7 +34,7 @@ from ..._backend import running_trio
 from ._response_parser import END, Head, ProtocolError, ResponseParser
 
 if TYPE_CHECKING:
-    from ._trio_direct import DirectSocket
+    from ._asyncio_direct import DirectProtocol
 
 __all__ = ["READ_SIZE", "H11Connection", "Head", "Origin", "connect"]
 
@@ -42,6 +43,14 @@ Origin = tuple[str, str, int]
 
 #: The most one read takes from the socket.
 READ_SIZE: Final = 65536
+
+
+class _Direct(Protocol):
+    """A connection's socket read and written without anyio's stream (:mod:`._trio_direct`, :mod:`._asyncio_direct`)."""
+
+    async def send(self, data: bytes, within: float | None) -> None: ...
+
+    async def receive(self, size: int, within: float | None) -> bytes: ...
 
 
 def _deadline(seconds: float | None) -> float:
@@ -53,6 +62,10 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
     scheme, host, port = origin
     with anyio.CancelScope(deadline=_deadline(within)) as scope:
         try:
+            if scheme == "http" and not running_trio():
+                from ._asyncio_direct import open_direct  # the asyncio backend's seam: only when asyncio runs this
+
+                return H11Connection(origin, None, protocol=await open_direct(host, port))
             if scheme == "https":
                 stream: anyio.abc.ByteStream = await anyio.connect_tcp(
                     host, port, ssl_context=ssl_context, tls=True, tls_standard_compatible=False
@@ -66,7 +79,7 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
     raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out")
 
 
-def _direct(scheme: str, stream: anyio.abc.ByteStream) -> DirectSocket | None:
+def _direct(scheme: str, stream: anyio.abc.ByteStream) -> _Direct | None:
     """On trio, a plain-TCP stream's socket, to read and write directly; else ``None`` (the stream is used)."""
     raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
     if scheme != "http" or raw is None or not running_trio():
@@ -83,25 +96,49 @@ def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) ->
     return err
 
 
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
 class H11Connection:
     """A connection the pool lends to one request at a time (see the module docstring)."""
 
-    __slots__ = ("_direct", "_raw", "_socket", "_stream", "closed", "idle_since", "origin", "parser")
+    __slots__ = ("_direct", "_protocol", "_raw", "_socket", "_stream", "closed", "idle_since", "origin", "parser")
 
-    def __init__(self, origin: Origin, stream: anyio.abc.ByteStream, direct: DirectSocket | None = None) -> None:
+    def __init__(
+        self,
+        origin: Origin,
+        stream: anyio.abc.ByteStream | None,
+        direct: _Direct | None = None,
+        *,
+        protocol: DirectProtocol | None = None,
+    ) -> None:
+        """``stream``: anyio's (``direct``: trio's socket under it), or ``None`` and asyncio's ``protocol``."""
         self.origin = origin
         self._stream = stream
-        self._direct = direct  # trio, plain TCP: the stream's socket, read and written without the stream
-        # Closing the TCP stream under a TLS one drops the connection at once (no close_notify to wait for).
-        self._socket: anyio.abc.AsyncResource = stream.transport_stream if isinstance(stream, TLSStream) else stream
-        self._raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        self._protocol = protocol  # asyncio, plain TCP: the whole connection
+        self._socket: _Closable
+        if stream is None:
+            assert protocol is not None
+            self._direct: _Direct | None = protocol
+            self._socket = protocol
+            self._raw = None
+        else:
+            self._direct = direct  # trio, plain TCP: the stream's socket, read and written without the stream
+            # Closing the TCP stream under a TLS one drops the connection at once (no close_notify to wait for).
+            self._socket = stream.transport_stream if isinstance(stream, TLSStream) else stream
+            self._raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
         self.parser = ResponseParser()
         self.idle_since = 0.0
         self.closed = False
 
     def is_reusable(self) -> bool:
         """Idle and still open: nothing to read on it (a server that closed it has sent EOF: readable)."""
-        if self.closed or not self.parser.idle or self._raw is None:
+        if self.closed or not self.parser.idle:
+            return False
+        if self._protocol is not None:
+            return self._protocol.is_reusable()  # it reads as bytes come: the socket would look quiet
+        if self._raw is None:
             return False
         try:
             poller = select.poll()  # not select.select: it cannot watch a descriptor past 1023
@@ -114,6 +151,7 @@ class H11Connection:
         """Send ``data`` (a whole request) within ``within`` seconds."""
         if self._direct is not None:
             return await self._direct.send(data, within)
+        assert self._stream is not None
         with anyio.CancelScope(deadline=_deadline(within)) as scope:
             try:
                 await self._stream.send(data)
@@ -139,7 +177,7 @@ class H11Connection:
     def receive(self, size: int, within: float | None) -> Awaitable[bytes]:
         """Up to ``size`` bytes (``END`` at EOF), the wait bounded by ``within`` seconds; failures as httpx's.
 
-        Not a coroutine itself: it returns the reading one (on trio's direct path, the socket's), so
+        Not a coroutine itself: it returns the reading one (on a direct path, the socket's or protocol's), so
         a wait for bytes adds one coroutine to the waiting stack, not two.  A stream waits there
         between deltas, seconds apart, and each frame of a stack parked that long survives the young
         GC generations: at 10,000 live streams the full collections those survivors set off were
@@ -150,7 +188,8 @@ class H11Connection:
         return self._receive_stream(size, within)
 
     async def _receive_stream(self, size: int, within: float | None) -> bytes:
-        """:meth:`receive` through the anyio stream (TLS, and every connection on asyncio)."""
+        """:meth:`receive` through the anyio stream (TLS)."""
+        assert self._stream is not None
         with anyio.CancelScope(deadline=_deadline(within)) as scope:
             try:
                 return await self._stream.receive(size)

@@ -1,0 +1,192 @@
+"""asyncio's fast path for the h11 sender's plain-TCP connections: a lean protocol on the loop's own transport.
+
+Why: anyio's asyncio stream keeps, for each connection, a deque of received chunks and two
+``asyncio.Event``\\ s, each with a deque of its own (~2.3 KB a connection, held by every live
+stream for its whole life: 10,000 of them in benchmark W12), and it pauses and resumes the
+transport's reading around every receive (two ``epoll_ctl`` calls a read) and yields on every
+send.  Here the transport reads whenever bytes arrive; they wait in one slot of the protocol
+(reading pauses only when more than :data:`PAUSE_AT` bytes pile up unread), a reader waits on a
+future made only for a real wait, and that wait is bounded by a timer handle, not a cancel scope.
+
+What is kept, as on trio's direct path (:mod:`._trio_direct`): a cancelled caller is refused
+before anything is sent or read (``checkpoint_if_cancelled``); a read that finds its bytes ready
+still yields once, as anyio's stream does, so a fast body cannot starve other tasks; a send the
+transport takes whole does not yield (the read for its answer, which follows at once, is the
+checkpoint); each wait is bounded by its timeout; failures are httpx's exceptions, each with the
+original as its cause.  Cancellation: every wait here is an ``await`` on a future, which is how
+anyio's scopes cancel a task on asyncio, so a cancelled scope interrupts it at once.
+
+Only on asyncio (this module is its backend seam: :func:`.h11_connection.connect` imports it only
+when asyncio runs the task) and only for ``http``: TLS keeps anyio's stream, which owns the
+``SSLObject``.  The connection is made by the loop (``create_connection``: its resolver, happy
+eyeballs across the host's addresses, ``TCP_NODELAY``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final
+
+import anyio
+import anyio.lowlevel
+import httpx
+
+__all__ = ["PAUSE_AT", "DirectProtocol", "open_direct"]
+
+#: Unread bytes past which the transport stops reading until the reader takes them.
+PAUSE_AT: Final = 256 * 1024
+
+#: What a waiter's future is resolved with when its timer fires first.
+_TIMED_OUT: Final = False
+
+
+def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:
+    err = kind(f"{text}: {str(cause) or type(cause).__name__}")
+    err.__cause__ = cause
+    return err
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(_TIMED_OUT)
+
+
+async def open_direct(host: str, port: int) -> DirectProtocol:
+    """A plain-TCP connection to ``host:port`` (the caller bounds the time it may take).
+
+    :raises OSError: the host cannot be resolved or reached.
+    """
+    loop = asyncio.get_running_loop()
+    _, protocol = await loop.create_connection(DirectProtocol, host, port, happy_eyeballs_delay=0.25)
+    return protocol
+
+
+class DirectProtocol(asyncio.Protocol):
+    """One connection's bytes and state, read and written as the module docstring says."""
+
+    __slots__ = ("_closed", "_data", "_drained", "_eof", "_lost", "_paused", "_reader", "_transport")
+
+    def __init__(self) -> None:
+        self._transport: asyncio.Transport | None = None
+        self._data = b""  # received, not yet taken
+        self._reader: asyncio.Future[bool] | None = None  # set while a receive waits for bytes
+        self._drained: asyncio.Future[bool] | None = None  # set while the transport's write buffer is full
+        self._paused = False  # reading paused: PAUSE_AT bytes unread
+        self._eof = False
+        self._lost: BaseException | None = None  # the error the connection ended with
+        self._closed = False  # the connection ended (EOF or lost): nothing more arrives
+
+    # --- the transport's callbacks ------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._data = self._data + data if self._data else data
+        if len(self._data) > PAUSE_AT and not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+        self._wake_reader()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake_reader()
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if exc is not None and self._lost is None:
+            self._lost = exc
+        self._wake_reader()
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(True)
+
+    def pause_writing(self) -> None:
+        if self._drained is None:
+            self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(True)
+
+    def _wake_reader(self) -> None:
+        if self._reader is not None and not self._reader.done():
+            self._reader.set_result(True)
+
+    # --- what the connection asks -------------------------------------------------------------------------
+
+    def is_reusable(self) -> bool:
+        """Nothing arrived on the idle connection and the server has not closed it.
+
+        The transport reads as bytes come, so the socket itself would look quiet: the protocol knows.
+        """
+        return not (self._data or self._eof or self._closed or self._transport is None
+                    or self._transport.is_closing())
+
+    async def send(self, data: bytes, within: float | None) -> None:
+        """Write all of ``data``; wait (at most ``within`` seconds) only while the transport's buffer is full."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        transport = self._transport
+        if transport is None or self._closed or transport.is_closing():
+            cause = self._lost or ConnectionResetError("the connection is closed")
+            raise _error(httpx.WriteError, "sending the request failed", cause)
+        transport.write(data)  # a socket error closes the transport (its cause reaches connection_lost)
+        if transport.is_closing():
+            await asyncio.sleep(0)  # connection_lost runs first: the cause
+            cause = self._lost or ConnectionResetError("the connection was closed while sending")
+            raise _error(httpx.WriteError, "sending the request failed", cause)
+        if self._drained is not None and not await self._wait(self._drained, within):
+            raise httpx.WriteTimeout("sending the request timed out")
+        if self._lost is not None:
+            raise _error(httpx.WriteError, "sending the request failed", self._lost)
+
+    async def receive(self, size: int, within: float | None) -> bytes:
+        """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds."""
+        if self._data or self._closed or self._eof:
+            await asyncio.sleep(0)  # as anyio's stream: every read yields once (and is a cancellation point)
+        else:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            loop = asyncio.get_running_loop()
+            self._reader = loop.create_future()
+            try:
+                if not await self._wait(self._reader, within):
+                    raise httpx.ReadTimeout("reading the response timed out")
+            finally:
+                self._reader = None
+        data = self._data
+        if data:
+            if len(data) > size:
+                data, self._data = data[:size], data[size:]
+            else:
+                self._data = b""
+            if self._paused and len(self._data) <= PAUSE_AT // 2 and self._transport is not None:
+                self._paused = False
+                self._transport.resume_reading()
+            return data
+        if self._lost is not None:
+            raise _error(httpx.ReadError, "reading the response failed", self._lost)
+        return b""  # EOF (or closed): the parser decides whether the response had ended
+
+    @staticmethod
+    async def _wait(waiter: asyncio.Future[bool], within: float | None) -> bool:
+        """``False`` if ``within`` seconds passed before ``waiter`` was resolved."""
+        if within is None:
+            return await waiter
+        timer = asyncio.get_running_loop().call_later(within, _expire, waiter)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+
+    async def aclose(self) -> None:
+        """Close the socket now (no flushing, no waiting on the peer); one shielded checkpoint follows."""
+        self._closed = True
+        if self._lost is None:  # a read still waiting fails, as on the other paths, with ReadError
+            self._lost = anyio.ClosedResourceError("the connection was closed")
+        self._wake_reader()
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.abort()  # the socket is closed by the loop's next turn, before the checkpoint below
+        await anyio.lowlevel.cancel_shielded_checkpoint()
