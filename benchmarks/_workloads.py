@@ -415,7 +415,7 @@ class _transport_forced:
 
 async def _ours(base: str, request: LLMRequest, mode: str, n: int, concurrency: int,
                 transport: str = "auto", expect: str | None = None) -> tuple[float, float]:
-    """``transport``: ``auto`` (aiohttp on asyncio when installed, h11 on trio), ``httpx`` (httpcore forced).
+    """``transport``: ``auto`` (the h11 sender on both backends), ``aiohttp`` or ``httpx`` (forced).
 
     ``expect``: the sender the row's label names (``provider.transport``); another one is an error, not a
     mislabelled row (a proxy in the environment, say, makes the owned sender httpx on either backend).
@@ -479,7 +479,8 @@ async def _official(openai: Any, base: str, mode: str, n: int, concurrency: int)
         return await _drive(complete if mode == "json" else stream, n, concurrency)
 
 
-OURS_ASYNCIO = "agentactors (aiohttp, asyncio)"
+OURS_ASYNCIO = "agentactors (h11, asyncio)"
+AIOHTTP_ASYNCIO = "agentactors (aiohttp, asyncio)"
 OURS_TRIO = "agentactors (h11, trio)"
 
 
@@ -500,7 +501,9 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
                     def add(impl: str, sample: tuple[float, float], key: tuple[str, int] = (mode, concurrency)) -> None:
                         results.setdefault((impl, *key), []).append(sample)
 
-                    add(OURS_ASYNCIO, asyncio.run(_ours(base, request, mode, n, concurrency, "auto", "aiohttp")))
+                    add(OURS_ASYNCIO, asyncio.run(_ours(base, request, mode, n, concurrency, "auto", "h11")))
+                    # The asyncio default before the h11 sender's lean asyncio path overtook it; still an option.
+                    add(AIOHTTP_ASYNCIO, asyncio.run(_ours(base, request, mode, n, concurrency, "aiohttp", "aiohttp")))
                     add("agentactors (httpx, asyncio)",
                         asyncio.run(_ours(base, request, mode, n, concurrency, "httpx", "httpx")))
                     add("raw httpx (asyncio)", asyncio.run(_raw_httpx(base, mode, n, concurrency)))
@@ -603,8 +606,9 @@ async def _w7_official(openai: Any, base: str, runs: int) -> tuple[float, int]:
 def w7_streaming(*, reps: int, smoke: bool) -> dict[str, Any]:
     """1,000 concurrent streamed runs against a FakeVendor in another process: client CPU per text delta.
 
-    agentactors over its default asyncio transport (aiohttp) and over httpx/httpcore
-    (``AGENTACTORS_HTTP_TRANSPORT=httpx``), side by side with the official SDK, interleaved per repetition.
+    agentactors over its default sender (h11), over aiohttp and over httpx/httpcore
+    (``AGENTACTORS_HTTP_TRANSPORT=aiohttp`` / ``httpx``), side by side with the official SDK, interleaved per
+    repetition.
     """
     try:
         import openai
@@ -616,7 +620,8 @@ def w7_streaming(*, reps: int, smoke: bool) -> dict[str, Any]:
     deltas: dict[str, int] = {}
     try:
         for _ in range(reps):
-            for label, transport in (("agentactors (aiohttp, agent.run, on_token)", "auto"),
+            for label, transport in (("agentactors (h11, agent.run, on_token)", "auto"),
+                                     ("agentactors (aiohttp, agent.run, on_token)", "aiohttp"),
                                      ("agentactors (httpx, agent.run, on_token)", "httpx")):
                 cpu, d = asyncio.run(_w7_ours(base, runs, transport))
                 samples.setdefault(label, []).append(cpu / max(d, 1))

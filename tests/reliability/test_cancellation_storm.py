@@ -12,9 +12,9 @@ Afterwards
   and closing the client closes them all;
 * the vendor saw every request it was still answering as a disconnect (none is left pending).
 
-The storm runs through an injected ``httpx.AsyncClient`` (httpcore) on both backends, and once more through
-the provider's own pool on asyncio — the aiohttp sender, the default there — whose connector is checked the
-same way.
+The storm runs through an injected ``httpx.AsyncClient`` (httpcore) on both backends, through the provider's
+own pool — the h11 sender, the default on both — and through the aiohttp sender on asyncio, whose pools are
+checked the same way.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ from agentactors.agent.core import Agent
 from agentactors.events import Event, InMemoryRecorder
 from agentactors.gateway import ProviderActor
 from agentactors.messages import LLMRequest, LLMResponse
+from agentactors.providers.http.h11_transport import H11Sender
 from agentactors.providers.http.provider import HTTPProvider
+from agentactors.providers.http.transport import ENV
 from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.providers.port import StreamContext
 from agentactors.tools import tool
@@ -266,9 +268,37 @@ async def test_runs_cancelled_at_random_points_leave_nothing_behind(anyio_backen
     await _abandoned_threads_return(threads_before)
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # trio's own pool is httpcore, as stormed above
-async def test_the_storm_through_the_default_asyncio_transport_leaves_nothing_behind() -> None:
-    """No injected client: the provider's own pool, which on asyncio is the aiohttp sender."""
+async def test_the_storm_through_the_default_sender_leaves_nothing_behind(anyio_backend_name: str) -> None:
+    """No injected client: the provider's own pool, the h11 sender (asyncio's lean protocol, trio's socket)."""
+    rng = random.Random(f"storm-h11-{anyio_backend_name}")
+    threads_before = worker_threads().abandoned
+    async with VendorProcess(faults=None, latency=0.05, api_key=KEY, model=STORM) as vendor:
+        port = httpx.URL(vendor.base_url).port
+        assert port is not None
+        provider = OpenAIProvider("gpt-storm", api_key=KEY, base_url=f"{vendor.base_url}/v1")
+        await _storm(rng, Gate(provider, closes_inner=False), InMemoryRecorder(), Striker())
+        assert provider.transport == "h11"
+
+        # No socket: no connection of the pool is in use, and no socket to the vendor is open beyond its
+        # idle ones.  (The sender is private: read here only.)
+        sender = provider._sender
+        assert isinstance(sender, H11Sender)
+        open_, idle = sender.connections
+        assert open_ == idle, sender.connections
+        open_now = _client_sockets(port)
+        assert open_now["ESTABLISHED"] <= idle, (open_now, idle)
+        assert not open_now["SYN_SENT"] and not open_now["CLOSE_WAIT"], open_now
+        await provider.aclose()
+        assert not _client_sockets(port)["ESTABLISHED"]  # closing the provider closed every one
+
+        await _vendor_saw_every_cancelled_request_go(vendor)
+    await _abandoned_threads_return(threads_before)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # aiohttp runs on asyncio only
+async def test_the_storm_through_the_aiohttp_sender_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No injected client: the provider's own pool over aiohttp (``AGENTACTORS_HTTP_TRANSPORT=aiohttp``)."""
+    monkeypatch.setenv(ENV, "aiohttp")
     rng = random.Random("storm-aiohttp")
     threads_before = worker_threads().abandoned
     async with VendorProcess(faults=None, latency=0.05, api_key=KEY, model=STORM) as vendor:

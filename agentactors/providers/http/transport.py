@@ -6,22 +6,24 @@ body is not read yet):
 * an **injected** ``httpx.AsyncClient`` is used as it is (``client.send``): the user's
   transport, auth, hooks and proxies, never replaced and never closed here; the response is
   httpx's;
-* **owned, on asyncio with aiohttp installed** (the ``[aiohttp]`` extra):
-  :class:`~.aiohttp_transport.AiohttpSender`, straight over aiohttp.  Neither an
-  ``AsyncClient`` nor an ``httpx.Request`` / ``httpx.Response`` is made per request: the
-  client's per-request work (cookies, auth flow, redirects, hooks, header merging) and the two
-  objects' header normalising and stream wrapping are most of what httpx costs over aiohttp,
-  and a provider uses none of it.  Its failures are still httpx's exceptions;
-* **owned on trio**: :class:`~.h11_transport.H11Sender`, a small HTTP/1.1 client on anyio
-  streams (h11 checks each request; responses are read by ``_response_parser``), with its own pool:
-  httpx's client and httpcore's pool cost trio 2.6–3.2× the CPU of the aiohttp path per request (its
-  module docstring says why, and what it keeps);
-* **owned otherwise** (asyncio without aiohttp, or a proxy configured in the environment, which
-  only httpx honours): an ``httpx.AsyncClient`` over httpcore.
+* **owned** (the default on both backends): :class:`~.h11_transport.H11Sender`, a small
+  HTTP/1.1 client (h11 checks each request; responses are read by ``_response_parser``) with its
+  own pool.  A plain-TCP connection skips anyio's stream: trio's socket is read and written
+  directly, asyncio's connection is a lean protocol on the loop's transport (``_trio_direct``,
+  ``_asyncio_direct``); TLS goes through anyio's TLS stream.  httpx's client and httpcore's pool
+  cost trio 2.6–3.2× the CPU of the aiohttp path per request; on asyncio this sender costs
+  0.7–0.95× aiohttp's CPU per request and ~6 KB less memory per open stream (benchmarks W5, W12);
+* **owned, over aiohttp** (``AGENTACTORS_HTTP_TRANSPORT=aiohttp``, the ``[aiohttp]`` extra, asyncio
+  only): :class:`~.aiohttp_transport.AiohttpSender`, straight over aiohttp — the default before the
+  h11 sender's asyncio path overtook it.  Neither an ``AsyncClient`` nor an ``httpx.Request`` /
+  ``httpx.Response`` is made per request; its failures are still httpx's exceptions;
+* **owned, over httpx** (a proxy configured in the environment, which only httpx honours, or
+  ``AGENTACTORS_HTTP_TRANSPORT=httpx``): an ``httpx.AsyncClient`` over httpcore.
 
 ``AGENTACTORS_HTTP_TRANSPORT=httpx`` forces the last one on either backend (an escape hatch, and
-how the benchmarks compare them); ``=aiohttp`` makes a missing aiohttp an error on asyncio
-instead of a quiet fallback; ``=h11`` takes the h11 sender on asyncio too.
+how the benchmarks compare them); ``=aiohttp`` takes the aiohttp sender on asyncio (an error if
+aiohttp is missing; on trio, which aiohttp cannot run on, the default); ``=h11`` the h11 sender
+even with a proxy configured.
 
 An owned sender's pool holds at most 256 connections (in use and idle, all hosts; 64 kept idle):
 past them a request waits for one (``timeout.pool``).  ``AGENTACTORS_HTTP_MAX_CONNECTIONS=N`` sets
@@ -254,14 +256,17 @@ def _aiohttp_module() -> Any:
 
 
 def preload() -> None:
-    """Import what an owned sender needs now (a provider calls this when it is made): httpx, and the aiohttp
-    transport if it is installed.
+    """Import what an owned sender needs now (a provider calls this when it is made): httpx, the h11 sender
+    (the aiohttp one instead when ``AGENTACTORS_HTTP_TRANSPORT=aiohttp`` asks for it and it is installed).
 
     httpx takes ~0.1 s to import, aiohttp ~0.15 s: paid when a provider is built, not by its first request
     (nor by ``import agentactors``).
     """
     importlib.import_module("httpx")
-    _aiohttp_module()
+    if os.environ.get(ENV, "").strip().lower() == "aiohttp":
+        _aiohttp_module()
+    else:
+        importlib.import_module("agentactors.providers.http.h11_transport")
 
 
 def owned_sender(timeout: httpx.Timeout) -> Sender:
@@ -275,7 +280,7 @@ def owned_sender(timeout: httpx.Timeout) -> Sender:
         raise ValueError(f"{ENV} must be 'httpx', 'aiohttp' or 'h11', not {choice!r}")
     limits = _owned_limits()
     backend = running_backend()
-    if choice in ("", "auto", "aiohttp") and backend == "asyncio":
+    if choice == "aiohttp" and backend == "asyncio":
         module = _aiohttp_module()
         if module is not None:
             sender: Sender = module.AiohttpSender(
@@ -284,9 +289,8 @@ def owned_sender(timeout: httpx.Timeout) -> Sender:
                 keepalive_expiry=limits.keepalive_expiry or 5.0,
             )
             return sender
-        if choice == "aiohttp":
-            raise RuntimeError(f"{ENV}=aiohttp, but aiohttp is not installed (pip install 'agentactors[aiohttp]')")
-    elif choice == "h11" or (choice != "httpx" and not urllib.request.getproxies()):
+        raise RuntimeError(f"{ENV}=aiohttp, but aiohttp is not installed (pip install 'agentactors[aiohttp]')")
+    if choice == "h11" or (choice != "httpx" and not urllib.request.getproxies()):
         from .h11_transport import H11Sender  # imported on first use: `import agentactors` does not need it
 
         return H11Sender(

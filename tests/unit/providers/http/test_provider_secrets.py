@@ -19,6 +19,7 @@ from agentactors.messages import LLMRequest, Message
 from agentactors.providers.anthropic.provider import AnthropicProvider
 from agentactors.providers.gemini.provider import GeminiProvider
 from agentactors.providers.http.provider import HTTPProvider
+from agentactors.providers.http.transport import ENV
 from agentactors.providers.openai.provider import OpenAIProvider, OpenAIWire
 from agentactors.redaction import redact, register_secret
 from agentactors.testing import FakeVendor
@@ -178,20 +179,24 @@ class _TracingWire(OpenAIWire):
         return {**super().headers(api_key), "x-trace": f"{CANARY}\n"}
 
 
-async def test_a_header_the_owned_pool_refuses_is_a_request_fault_too(anyio_backend_name: str) -> None:
-    """No injected client: the provider's own pool — aiohttp on asyncio, the h11 sender on trio — refuses it too.
+@pytest.mark.parametrize("sender", ["h11", "aiohttp"])
+async def test_a_header_the_owned_pool_refuses_is_a_request_fault_too(
+    anyio_backend_name: str, sender: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No injected client: the provider's own pool — the h11 sender, or aiohttp's on asyncio — refuses it too.
 
     aiohttp refuses the value with a ``ValueError`` before sending, h11 when the request head is
     built; each sender maps it to ``httpx.LocalProtocolError``, so the classifier says request fault
     (never retried, never failed over), as for h11's refusal through httpx above.
     """
+    monkeypatch.setenv(ENV, sender)  # aiohttp cannot run on trio: the h11 sender there either way
     async with FakeVendor() as fv:
         async with HTTPProvider(
             _TracingWire(), model="m", api_key=CANARY, base_url=fv.openai_base_url.rstrip("/")
         ) as provider:
             with pytest.raises(ProviderError) as info:
                 await provider.complete(REQUEST)
-            assert provider.transport == ("aiohttp" if anyio_backend_name == "asyncio" else "h11")
+            assert provider.transport == (sender if anyio_backend_name == "asyncio" else "h11")
             with pytest.raises(ProviderError) as streamed:
                 async with provider.stream(REQUEST) as events:
                     async for _ in events:
