@@ -17,14 +17,17 @@ original as its cause.  Cancellation: every wait here is an ``await`` on a futur
 anyio's scopes cancel a task on asyncio, so a cancelled scope interrupts it at once.
 
 Only on asyncio (this module is its backend seam: :func:`.h11_connection.connect` imports it only
-when asyncio runs the task) and only for ``http``: TLS keeps anyio's stream, which owns the
-``SSLObject``.  The connection is made by the loop (``create_connection``: its resolver, happy
-eyeballs across the host's addresses, ``TCP_NODELAY``).
+when asyncio runs the task).  The connection is made by the loop (``create_connection``: its
+resolver, happy eyeballs across the host's addresses, ``TCP_NODELAY``), and so is TLS for
+``https``: the loop's own TLS layer (what aiohttp uses) sits between the socket and this protocol,
+which then sees plain bytes; closing aborts it without the closing handshake, as the anyio path
+(``tls_standard_compatible`` off) and httpcore do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Final
 
 import anyio
@@ -51,13 +54,19 @@ def _expire(waiter: asyncio.Future[bool]) -> None:
         waiter.set_result(_TIMED_OUT)
 
 
-async def open_direct(host: str, port: int) -> DirectProtocol:
-    """A plain-TCP connection to ``host:port`` (the caller bounds the time it may take).
+async def open_direct(host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> DirectProtocol:
+    """A connection to ``host:port``, over TLS when ``ssl_context`` is given (the caller bounds the time it may take).
 
     :raises OSError: the host cannot be resolved or reached.
+    :raises ssl.SSLError: the TLS handshake failed (a certificate that does not verify, say).
     """
     loop = asyncio.get_running_loop()
-    _, protocol = await loop.create_connection(DirectProtocol, host, port, happy_eyeballs_delay=0.25)
+    if ssl_context is None:
+        _, protocol = await loop.create_connection(DirectProtocol, host, port, happy_eyeballs_delay=0.25)
+    else:
+        _, protocol = await loop.create_connection(
+            DirectProtocol, host, port, ssl=ssl_context, server_hostname=host, happy_eyeballs_delay=0.25
+        )
     return protocol
 
 

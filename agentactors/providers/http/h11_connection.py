@@ -8,9 +8,9 @@ error while sending ``WriteError`` or reading ``ReadError``, a server that break
 or closes early ``RemoteProtocolError`` (what :mod:`._response_parser` refuses) — each with the
 original exception as its cause.  Requests are checked and written by the sender.
 
-A plain-TCP connection skips anyio's stream: on trio it reads and writes its socket directly
-(:mod:`._trio_direct` says why), on asyncio it is a lean protocol on the loop's own transport
-(:mod:`._asyncio_direct`).  TLS connections go through the anyio stream.
+A connection skips anyio's stream where it can: on asyncio it is a lean protocol on the loop's own
+transport, TLS included (:mod:`._asyncio_direct`); on trio a plain-TCP one reads and writes its
+socket directly (:mod:`._trio_direct` says why), and a TLS one goes through anyio's TLS stream.
 
 The read timeout is httpx's: it bounds each wait for bytes, not the whole response.  Closing
 (:meth:`H11Connection.close_now`) shuts the socket before it awaits anything, so a cancelled
@@ -62,10 +62,11 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
     scheme, host, port = origin
     with anyio.CancelScope(deadline=_deadline(within)) as scope:
         try:
-            if scheme == "http" and not running_trio():
+            if not running_trio():
                 from ._asyncio_direct import open_direct  # the asyncio backend's seam: only when asyncio runs this
 
-                return H11Connection(origin, None, protocol=await open_direct(host, port))
+                context = ssl_context if scheme == "https" else None
+                return H11Connection(origin, None, protocol=await open_direct(host, port, context))
             if scheme == "https":
                 stream: anyio.abc.ByteStream = await anyio.connect_tcp(
                     host, port, ssl_context=ssl_context, tls=True, tls_standard_compatible=False
@@ -73,7 +74,7 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
             else:
                 stream = await anyio.connect_tcp(host, port)
         except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
-            raise _error(httpx.ConnectError, f"cannot connect to {host}:{port}", exc) from None
+            raise _error(httpx.ConnectError, f"cannot connect to {host}:{port}", exc) from exc
         return H11Connection(origin, stream, _direct(scheme, stream))
     assert scope.cancelled_caught
     raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out")
@@ -156,7 +157,7 @@ class H11Connection:
             try:
                 await self._stream.send(data)
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-                raise _error(httpx.WriteError, "sending the request failed", exc) from None
+                raise _error(httpx.WriteError, "sending the request failed", exc) from exc
             return
         assert scope.cancelled_caught
         raise httpx.WriteTimeout("sending the request timed out")
@@ -166,7 +167,7 @@ class H11Connection:
         try:
             return self.parser.next_event()
         except ProtocolError as exc:
-            raise _error(httpx.RemoteProtocolError, "the server broke HTTP/1.1", exc) from None
+            raise _error(httpx.RemoteProtocolError, "the server broke HTTP/1.1", exc) from exc
 
     async def next_event(self, within: float | None) -> Head | bytes:
         """The next part of the response, reading as needed; each wait for bytes bounded by ``within`` seconds."""
@@ -188,7 +189,7 @@ class H11Connection:
         return self._receive_stream(size, within)
 
     async def _receive_stream(self, size: int, within: float | None) -> bytes:
-        """:meth:`receive` through the anyio stream (TLS)."""
+        """:meth:`receive` through the anyio stream (TLS on trio)."""
         assert self._stream is not None
         with anyio.CancelScope(deadline=_deadline(within)) as scope:
             try:
@@ -196,7 +197,7 @@ class H11Connection:
             except anyio.EndOfStream:
                 return END  # the parser ends a body read to the close, or calls an early end a RemoteProtocolError
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-                raise _error(httpx.ReadError, "reading the response failed", exc) from None
+                raise _error(httpx.ReadError, "reading the response failed", exc) from exc
         assert scope.cancelled_caught
         raise httpx.ReadTimeout("reading the response timed out")
 

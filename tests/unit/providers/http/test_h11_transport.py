@@ -5,19 +5,23 @@ from __future__ import annotations
 import gzip
 import re
 import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from types import ModuleType
 
 import anyio
 import anyio.abc
 import httpx
 import pytest
+from anyio.streams.tls import TLSListener
 
 from agentactors.errors import ResponseTooLargeError
 from agentactors.providers.http.body import BodyReader
 from agentactors.providers.http.h11_transport import H11Response, H11Sender
 from agentactors.providers.http.transport import ENV, ClientSender, owned_sender
+from tests.support.tls import TestAuthority
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +64,7 @@ class RawServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1/chat/completions"
 
-    async def serve(self, stream: anyio.abc.SocketStream) -> None:
+    async def serve(self, stream: anyio.abc.ByteStream) -> None:
         self.accepted += 1
         buffer = b""
         async with stream:
@@ -507,3 +511,63 @@ def test_response_headers_look_up_by_name_as_httpx_does_without_building_the_who
     assert dict(headers) == expected and len(headers) == 3
     # Once iterated (the whole mapping built), lookups read it, with the same answers.
     assert headers["x-seen"] == "one, two" and headers.get("Content-Type") == "text/event-stream"
+
+
+# --- HTTPS ---------------------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def tls_server(reply: Reply, authority: TestAuthority) -> AsyncIterator[RawServer]:
+    server = RawServer(reply)
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    tls = TLSListener(listener, authority.server_context(), standard_compatible=False)
+    async with tls, anyio.create_task_group() as tg:
+        tg.start_soon(tls.serve, server.serve)
+        yield server
+        tg.cancel_scope.cancel()
+
+
+@pytest.fixture
+def authority(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TestAuthority:
+    """A CA of this test's own, which the sender trusts through ``SSL_CERT_FILE`` (as httpx's context reads it)."""
+    made = TestAuthority(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(made.ca_file))
+    return made
+
+
+async def test_https_requests_reuse_their_connection_and_stream_whole(authority: TestAuthority) -> None:
+    """Over TLS (asyncio's own TLS layer under the lean protocol; anyio's TLS stream on trio), as over TCP."""
+    stream = chunked(b"data: 1\n\n", b"data: 2\n\n", b"data: [DONE]\n\n")
+    answers = iter([content_length(b'{"ok": true}'), stream, content_length(b'{"ok": true}')])
+
+    async def reply(_: bytes, s: anyio.abc.ByteStream) -> bool:
+        await s.send(next(answers))
+        return True
+
+    async with tls_server(reply, authority) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        url = server.url.replace("http://", "https://")
+        assert await read_all(await sender.send(url, HEADERS, b"{}")) == b'{"ok": true}'
+        assert await read_all(await sender.send(url, HEADERS, b"{}")) == b"data: 1\n\ndata: 2\n\ndata: [DONE]\n\n"
+        big = b"y" * (3 << 20)  # a request body past one TLS record, and past what a socket takes at once
+        assert await read_all(await sender.send(url, HEADERS, big)) == b'{"ok": true}'
+        assert server.accepted == 1 and server.requests[-1].endswith(big) and sender.connections == (1, 1)
+        await sender.aclose()
+        assert sender.connections == (0, 0)
+        await until(lambda: server.disconnects == 1)
+
+
+async def test_a_certificate_the_client_does_not_trust_is_a_connect_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stranger = TestAuthority(tmp_path)  # signs the server's certificate; the client trusts another CA
+    (tmp_path / "other").mkdir()
+    monkeypatch.setenv("SSL_CERT_FILE", str(TestAuthority(tmp_path / "other").ca_file))
+    async with tls_server(replying(content_length(b"{}")), stranger) as server:
+        sender = H11Sender(timeout=TIMEOUT)
+        with pytest.raises(httpx.ConnectError) as info:
+            await sender.send(server.url.replace("http://", "https://"), HEADERS, b"{}")
+        assert isinstance(info.value.__cause__, ssl.SSLError) and "certificate verify failed" in str(info.value)
+        assert server.requests == [] and sender.connections == (0, 0)
+        await sender.aclose()
