@@ -8,11 +8,12 @@ body is not read yet):
   httpx's;
 * **owned** (the default on both backends): :class:`~.h11_transport.H11Sender`, a small
   HTTP/1.1 client (h11 checks each request; responses are read by ``_response_parser``) with its
-  own pool.  A plain-TCP connection skips anyio's stream: trio's socket is read and written
-  directly, asyncio's connection is a lean protocol on the loop's transport (``_trio_direct``,
-  ``_asyncio_direct``); TLS goes through anyio's TLS stream.  httpx's client and httpcore's pool
+  own pool.  Its connections skip anyio's stream: on asyncio each is a lean protocol on the loop's
+  own transport, TLS included (``_asyncio_direct``); on trio a plain-TCP socket is read and written
+  directly (``_trio_direct``) and TLS goes through anyio's TLS stream.  httpx's client and httpcore's pool
   cost trio 2.6–3.2× the CPU of the aiohttp path per request; on asyncio this sender costs
-  0.7–0.95× aiohttp's CPU per request and ~6 KB less memory per open stream (benchmarks W5, W12);
+  0.6–0.7× the aiohttp sender's CPU per JSON request, about the same per streamed delta
+  (0.9–1.1×), and ~6 KB less memory per open stream (benchmarks W5, W7, W12);
 * **owned, over aiohttp** (``AGENTACTORS_HTTP_TRANSPORT=aiohttp``, the ``[aiohttp]`` extra, asyncio
   only): :class:`~.aiohttp_transport.AiohttpSender`, straight over aiohttp — the default before the
   h11 sender's asyncio path overtook it.  Neither an ``AsyncClient`` nor an ``httpx.Request`` /
