@@ -1,4 +1,7 @@
-"""The HTTP path on asyncio when aiohttp is installed (``[aiohttp]``): a sender straight over aiohttp.
+"""An HTTP sender straight over aiohttp, on asyncio (``[aiohttp]``, ``AGENTACTORS_HTTP_TRANSPORT=aiohttp``).
+
+It was asyncio's default until the h11 sender's asyncio path overtook it (:mod:`.transport`); it
+stays for whoever prefers aiohttp's stack (its C parser, its proxy handling).
 
 Why: at 32 concurrent requests httpcore's connection pool costs ~2 ms of client CPU per
 request, aiohttp's ~0.3 ms (its parser is C, its pool a dict).  And no httpx object is made
@@ -9,8 +12,8 @@ provider's URL, headers and body as they are and hands back :class:`AiohttpRespo
 carries aiohttp's own parsed status and headers and reads the raw body.  httpx stays the API
 around it: timeouts are given as ``httpx.Timeout``, and every failure is raised as the httpx
 exception the classifier already maps, so nothing above the sender knows which stack carried a
-request.  It is asyncio-only (aiohttp is); trio has its own sender (:mod:`.h11_transport`), and
-:mod:`.transport` picks per running backend.
+request.  It is asyncio-only (aiohttp is); the default on both backends is :mod:`.h11_transport`, and
+:mod:`.transport` picks.
 
 What it keeps from httpx's own transport:
 
