@@ -18,7 +18,7 @@ body is not read yet):
   only): :class:`~.aiohttp_transport.AiohttpSender`, straight over aiohttp — the default before the
   h11 sender's asyncio path overtook it.  Neither an ``AsyncClient`` nor an ``httpx.Request`` /
   ``httpx.Response`` is made per request; its failures are still httpx's exceptions;
-* **owned, over httpx** (a proxy configured in the environment, which only httpx honours, or
+* **owned, over httpx** (a proxy configured in the environment, which the h11 sender does not speak to, or
   ``AGENTACTORS_HTTP_TRANSPORT=httpx``): an ``httpx.AsyncClient`` over httpcore.
 
 ``AGENTACTORS_HTTP_TRANSPORT=httpx`` forces the last one on either backend (an escape hatch, and
