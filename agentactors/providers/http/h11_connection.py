@@ -117,7 +117,7 @@ class H11Connection:
         """``stream``: anyio's (``direct``: trio's socket under it), or ``None`` and asyncio's ``protocol``."""
         self.origin = origin
         self._stream = stream
-        self._protocol = protocol  # asyncio, plain TCP: the whole connection
+        self._protocol = protocol  # asyncio (TCP or TLS): the whole connection
         self._socket: _Closable
         if stream is None:
             assert protocol is not None
