@@ -23,6 +23,7 @@ import math
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -270,49 +271,28 @@ async def test_runs_cancelled_at_random_points_leave_nothing_behind(anyio_backen
 
 async def test_the_storm_through_the_default_sender_leaves_nothing_behind(anyio_backend_name: str) -> None:
     """No injected client: the provider's own pool, the h11 sender (asyncio's lean protocol, trio's socket)."""
-    rng = random.Random(f"storm-h11-{anyio_backend_name}")
-    threads_before = worker_threads().abandoned
-    async with VendorProcess(faults=None, latency=0.05, api_key=KEY, model=STORM) as vendor:
-        port = httpx.URL(vendor.base_url).port
-        assert port is not None
-        provider = OpenAIProvider("gpt-storm", api_key=KEY, base_url=f"{vendor.base_url}/v1")
-        await _storm(rng, Gate(provider, closes_inner=False), InMemoryRecorder(), Striker())
-        assert provider.transport == "h11"
-
-        # No socket: no connection of the pool is in use, and no socket to the vendor is open beyond its
-        # idle ones.  (The sender is private: read here only.)
-        sender = provider._sender
-        assert isinstance(sender, H11Sender)
-        open_, idle = sender.connections
-        assert open_ == idle, sender.connections
-        open_now = _client_sockets(port)
-        assert open_now["ESTABLISHED"] <= idle, (open_now, idle)
-        assert not open_now["SYN_SENT"] and not open_now["CLOSE_WAIT"], open_now
-        await provider.aclose()
-        assert not _client_sockets(port)["ESTABLISHED"]  # closing the provider closed every one
-
-        await _vendor_saw_every_cancelled_request_go(vendor)
-    await _abandoned_threads_return(threads_before)
+    await _storm_through_the_owned_pool(random.Random(f"storm-h11-{anyio_backend_name}"), "h11", _h11_idle)
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # aiohttp runs on asyncio only
 async def test_the_storm_through_the_aiohttp_sender_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     """No injected client: the provider's own pool over aiohttp (``AGENTACTORS_HTTP_TRANSPORT=aiohttp``)."""
     monkeypatch.setenv(ENV, "aiohttp")
-    rng = random.Random("storm-aiohttp")
+    await _storm_through_the_owned_pool(random.Random("storm-aiohttp"), "aiohttp", _aiohttp_idle)
+
+
+async def _storm_through_the_owned_pool(
+    rng: random.Random, sender: str, idle_of: Callable[[HTTPProvider], int]
+) -> None:
+    """The storm through a provider's own pool; then no connection of it in use, no socket beyond its idle ones."""
     threads_before = worker_threads().abandoned
     async with VendorProcess(faults=None, latency=0.05, api_key=KEY, model=STORM) as vendor:
         port = httpx.URL(vendor.base_url).port
         assert port is not None
         provider = OpenAIProvider("gpt-storm", api_key=KEY, base_url=f"{vendor.base_url}/v1")
         await _storm(rng, Gate(provider, closes_inner=False), InMemoryRecorder(), Striker())
-        assert provider.transport == "aiohttp"
-
-        # No socket: no connection of aiohttp's pool is in use, and no socket to the vendor is open
-        # beyond its idle ones.  (The sender and its connector are private: read here only.)
-        connector = _aiohttp_connector(provider)
-        assert not connector._acquired, connector._acquired
-        idle = sum(len(conns) for conns in connector._conns.values())
+        assert provider.transport == sender
+        idle = idle_of(provider)
         open_now = _client_sockets(port)
         assert open_now["ESTABLISHED"] <= idle, (open_now, idle)
         assert not open_now["SYN_SENT"] and not open_now["CLOSE_WAIT"], open_now
@@ -321,6 +301,22 @@ async def test_the_storm_through_the_aiohttp_sender_leaves_nothing_behind(monkey
 
         await _vendor_saw_every_cancelled_request_go(vendor)
     await _abandoned_threads_return(threads_before)
+
+
+def _h11_idle(provider: HTTPProvider) -> int:
+    """The h11 pool's idle connections, after checking none is in use.  (The sender is private: read here only.)"""
+    sender = provider._sender
+    assert isinstance(sender, H11Sender)
+    open_, idle = sender.connections
+    assert open_ == idle, sender.connections
+    return idle
+
+
+def _aiohttp_idle(provider: HTTPProvider) -> int:
+    """aiohttp's idle connections, after checking none is acquired.  (Its connector is private: read here only.)"""
+    connector = _aiohttp_connector(provider)
+    assert not connector._acquired, connector._acquired
+    return sum(len(conns) for conns in connector._conns.values())
 
 
 def _aiohttp_connector(provider: HTTPProvider) -> Any:
