@@ -73,13 +73,14 @@ async def open_direct(host: str, port: int, ssl_context: ssl.SSLContext | None =
 class DirectProtocol(asyncio.Protocol):
     """One connection's bytes and state, read and written as the module docstring says."""
 
-    __slots__ = ("_closed", "_data", "_drained", "_eof", "_lost", "_paused", "_reader", "_transport")
+    __slots__ = ("_closed", "_data", "_drained", "_eof", "_full", "_lost", "_paused", "_reader", "_transport")
 
     def __init__(self) -> None:
         self._transport: asyncio.Transport | None = None
         self._data = b""  # received, not yet taken
         self._reader: asyncio.Future[bool] | None = None  # set while a receive waits for bytes
-        self._drained: asyncio.Future[bool] | None = None  # set while the transport's write buffer is full
+        self._full = False  # the transport's write buffer is past its high-water mark
+        self._drained: asyncio.Future[bool] | None = None  # set while a send waits for it to drain
         self._paused = False  # reading paused: PAUSE_AT bytes unread
         self._eof = False
         self._lost: BaseException | None = None  # the error the connection ended with
@@ -108,18 +109,16 @@ class DirectProtocol(asyncio.Protocol):
         if exc is not None and self._lost is None:
             self._lost = exc
         self._wake_reader()
-        drained, self._drained = self._drained, None
-        if drained is not None and not drained.done():
-            drained.set_result(True)
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(True)
 
     def pause_writing(self) -> None:
-        if self._drained is None:
-            self._drained = asyncio.get_running_loop().create_future()
+        self._full = True
 
     def resume_writing(self) -> None:
-        drained, self._drained = self._drained, None
-        if drained is not None and not drained.done():
-            drained.set_result(True)
+        self._full = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(True)
 
     def _wake_reader(self) -> None:
         if self._reader is not None and not self._reader.done():
@@ -147,8 +146,14 @@ class DirectProtocol(asyncio.Protocol):
             await asyncio.sleep(0)  # connection_lost runs first: the cause
             cause = self._lost or ConnectionResetError("the connection was closed while sending")
             raise _error(httpx.WriteError, "sending the request failed", cause)
-        if self._drained is not None and not await self._wait(self._drained, within):
-            raise httpx.WriteTimeout("sending the request timed out")
+        if self._full and not self._closed:
+            # A future of this wait's own (as the reader's): one a cancelled send left behind is never awaited again.
+            self._drained = asyncio.get_running_loop().create_future()
+            try:
+                if not await self._wait(self._drained, within):
+                    raise httpx.WriteTimeout("sending the request timed out")
+            finally:
+                self._drained = None
         if self._lost is not None:
             raise _error(httpx.WriteError, "sending the request failed", self._lost)
 
