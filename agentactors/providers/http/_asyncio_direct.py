@@ -34,6 +34,8 @@ import anyio
 import anyio.lowlevel
 import httpx
 
+from ._io_errors import transport_error
+
 __all__ = ["PAUSE_AT", "DirectProtocol", "open_direct"]
 
 #: Unread bytes past which the transport stops reading until the reader takes them.
@@ -41,12 +43,6 @@ PAUSE_AT: Final = 256 * 1024
 
 #: What a waiter's future is resolved with when its timer fires first.
 _TIMED_OUT: Final = False
-
-
-def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:
-    err = kind(f"{text}: {str(cause) or type(cause).__name__}")
-    err.__cause__ = cause
-    return err
 
 
 def _expire(waiter: asyncio.Future[bool]) -> None:
@@ -60,13 +56,14 @@ async def open_direct(host: str, port: int, ssl_context: ssl.SSLContext | None =
     :raises OSError: the host cannot be resolved or reached.
     :raises ssl.SSLError: the TLS handshake failed (a certificate that does not verify, say).
     """
-    loop = asyncio.get_running_loop()
-    if ssl_context is None:
-        _, protocol = await loop.create_connection(DirectProtocol, host, port, happy_eyeballs_delay=0.25)
-    else:
-        _, protocol = await loop.create_connection(
-            DirectProtocol, host, port, ssl=ssl_context, server_hostname=host, happy_eyeballs_delay=0.25
-        )
+    _, protocol = await asyncio.get_running_loop().create_connection(
+        DirectProtocol,
+        host,
+        port,
+        ssl=ssl_context,
+        server_hostname=host if ssl_context is not None else None,
+        happy_eyeballs_delay=0.25,
+    )
     return protocol
 
 
@@ -140,12 +137,12 @@ class DirectProtocol(asyncio.Protocol):
         transport = self._transport
         if transport is None or self._closed or transport.is_closing():
             cause = self._lost or ConnectionResetError("the connection is closed")
-            raise _error(httpx.WriteError, "sending the request failed", cause)
+            raise transport_error(httpx.WriteError, "sending the request failed", cause)
         transport.write(data)  # a socket error closes the transport (its cause reaches connection_lost)
         if transport.is_closing():
             await asyncio.sleep(0)  # connection_lost runs first: the cause
             cause = self._lost or ConnectionResetError("the connection was closed while sending")
-            raise _error(httpx.WriteError, "sending the request failed", cause)
+            raise transport_error(httpx.WriteError, "sending the request failed", cause)
         if self._full and not self._closed:
             # A future of this wait's own (as the reader's): one a cancelled send left behind is never awaited again.
             self._drained = asyncio.get_running_loop().create_future()
@@ -155,7 +152,7 @@ class DirectProtocol(asyncio.Protocol):
             finally:
                 self._drained = None
         if self._lost is not None:
-            raise _error(httpx.WriteError, "sending the request failed", self._lost)
+            raise transport_error(httpx.WriteError, "sending the request failed", self._lost)
 
     async def receive(self, size: int, within: float | None) -> bytes:
         """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds."""
@@ -181,7 +178,7 @@ class DirectProtocol(asyncio.Protocol):
                 self._transport.resume_reading()
             return data
         if self._lost is not None:
-            raise _error(httpx.ReadError, "reading the response failed", self._lost)
+            raise transport_error(httpx.ReadError, "reading the response failed", self._lost)
         return b""  # EOF (or closed): the parser decides whether the response had ended
 
     @staticmethod

@@ -23,13 +23,9 @@ import socket
 import httpx
 import trio
 
+from ._io_errors import transport_error
+
 __all__ = ["DirectSocket"]
-
-
-def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:
-    err = kind(f"{text}: {str(cause) or type(cause).__name__}")
-    err.__cause__ = cause
-    return err
 
 
 def _deadline(seconds: float | None) -> float:
@@ -56,7 +52,7 @@ class DirectSocket:
                 try:
                     await trio.lowlevel.wait_writable(self._sock)
                 except trio.ClosedResourceError as exc:
-                    raise _error(httpx.WriteError, "sending the request failed", exc) from exc
+                    raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
                 sent += self._send(view[sent:])
             return
         assert scope.cancelled_caught
@@ -68,7 +64,7 @@ class DirectSocket:
         except (BlockingIOError, InterruptedError):
             return 0
         except OSError as exc:
-            raise _error(httpx.WriteError, "sending the request failed", exc) from exc
+            raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
 
     async def receive(self, size: int, within: float | None) -> bytes:
         """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds."""
@@ -82,7 +78,7 @@ class DirectSocket:
                 try:
                     await trio.lowlevel.wait_readable(self._sock)
                 except trio.ClosedResourceError as exc:
-                    raise _error(httpx.ReadError, "reading the response failed", exc) from exc
+                    raise transport_error(httpx.ReadError, "reading the response failed", exc) from exc
                 data = self._recv(size)
                 if data is not None:
                     return data
@@ -95,4 +91,4 @@ class DirectSocket:
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as exc:
-            raise _error(httpx.ReadError, "reading the response failed", exc) from exc
+            raise transport_error(httpx.ReadError, "reading the response failed", exc) from exc

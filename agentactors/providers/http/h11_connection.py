@@ -31,6 +31,7 @@ import httpx
 from anyio.streams.tls import TLSStream
 
 from ..._backend import running_trio
+from ._io_errors import transport_error
 from ._response_parser import END, Head, ProtocolError, ResponseParser
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
             else:
                 stream = await anyio.connect_tcp(host, port)
         except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
-            raise _error(httpx.ConnectError, f"cannot connect to {host}:{port}", exc) from exc
+            raise transport_error(httpx.ConnectError, f"cannot connect to {host}:{port}", exc) from exc
         return H11Connection(origin, stream, _direct(scheme, stream))
     assert scope.cancelled_caught
     raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out")
@@ -88,13 +89,6 @@ def _direct(scheme: str, stream: anyio.abc.ByteStream) -> _Direct | None:
     from ._trio_direct import DirectSocket  # imports trio: only when trio runs this task
 
     return DirectSocket(raw)
-
-
-def _error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:
-    detail = str(cause) or type(cause).__name__
-    err = kind(f"{text}: {detail}")
-    err.__cause__ = cause
-    return err
 
 
 class _Closable(Protocol):
@@ -157,7 +151,7 @@ class H11Connection:
             try:
                 await self._stream.send(data)
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-                raise _error(httpx.WriteError, "sending the request failed", exc) from exc
+                raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
             return
         assert scope.cancelled_caught
         raise httpx.WriteTimeout("sending the request timed out")
@@ -167,7 +161,7 @@ class H11Connection:
         try:
             return self.parser.next_event()
         except ProtocolError as exc:
-            raise _error(httpx.RemoteProtocolError, "the server broke HTTP/1.1", exc) from exc
+            raise transport_error(httpx.RemoteProtocolError, "the server broke HTTP/1.1", exc) from exc
 
     async def next_event(self, within: float | None) -> Head | bytes:
         """The next part of the response, reading as needed; each wait for bytes bounded by ``within`` seconds."""
@@ -197,7 +191,7 @@ class H11Connection:
             except anyio.EndOfStream:
                 return END  # the parser ends a body read to the close, or calls an early end a RemoteProtocolError
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-                raise _error(httpx.ReadError, "reading the response failed", exc) from exc
+                raise transport_error(httpx.ReadError, "reading the response failed", exc) from exc
         assert scope.cancelled_caught
         raise httpx.ReadTimeout("reading the response timed out")
 
