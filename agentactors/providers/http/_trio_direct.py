@@ -4,11 +4,12 @@ Why: through anyio's stream, a request written on trio costs a scheduler round t
 (trio's socket yields after every send, even one the kernel took at once), and every read is
 wrapped twice (anyio's stream and cancel scope over trio's), with a cancel scope made even when
 the bytes are already there.  Here a send the kernel takes whole does not yield (the read for
-its answer, which follows at once, is the checkpoint), and a cancel scope is made only for a
-real wait.  What is kept: a cancelled caller is refused before anything is sent or read
-(``checkpoint_if_cancelled``); a read that finds its bytes ready still yields once, as trio's
-own does, so a fast body cannot starve other tasks; each wait is bounded by its timeout and
-failures are httpx's exceptions, as on the anyio path (:mod:`.h11_connection`).
+its answer, which follows at once, is the checkpoint), and a real wait is bounded by the run's
+watchdog (:mod:`._trio_deadlines`), not by a cancel scope of its own.  What is kept: a cancelled
+caller is refused before anything is sent or read (``checkpoint_if_cancelled``); a read that
+finds its bytes ready still yields once, as trio's own does, so a fast body cannot starve other
+tasks; each wait is bounded by its timeout and failures are httpx's exceptions, as on the anyio
+path (:mod:`.h11_connection`).
 
 Only on trio (this module imports it; :func:`.h11_connection.connect` imports this module only
 when trio runs the task) and only for ``http``: TLS keeps anyio's stream, which owns the
@@ -18,27 +19,28 @@ wakes a read waiting on it with ``ClosedResourceError`` (raised here as ``ReadEr
 
 from __future__ import annotations
 
+import math
 import socket
 
 import httpx
 import trio
 
 from ._io_errors import transport_error
+from ._trio_deadlines import deadlines
 
 __all__ = ["DirectSocket"]
-
-
-def _deadline(seconds: float | None) -> float:
-    return trio.current_time() + seconds if seconds is not None else float("inf")
 
 
 class DirectSocket:
     """A connected, non-blocking TCP socket trio watches, read and written as the module docstring says."""
 
-    __slots__ = ("_sock",)
+    __slots__ = ("_deadlines", "_expired", "_sock", "deadline")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self._deadlines = deadlines()  # the run's watchdog: a connection lives in the trio run that opened it
+        self.deadline = math.inf  # of the wait in progress (the watchdog reads it)
+        self._expired = False
 
     async def send(self, data: bytes, within: float | None) -> None:
         """Send all of ``data`` within ``within`` seconds (yielding only if the kernel cannot take it at once)."""
@@ -47,16 +49,20 @@ class DirectSocket:
         if sent == len(data):
             return
         view = memoryview(data)
-        with trio.CancelScope(deadline=_deadline(within)) as scope:
+        self._watch(within)
+        try:
             while sent < len(data):
                 try:
                     await trio.lowlevel.wait_writable(self._sock)
                 except trio.ClosedResourceError as exc:
+                    if self._expired:
+                        raise httpx.WriteTimeout("sending the request timed out") from None
                     raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
+                if self._expired:
+                    raise httpx.WriteTimeout("sending the request timed out")
                 sent += self._send(view[sent:])
-            return
-        assert scope.cancelled_caught
-        raise httpx.WriteTimeout("sending the request timed out")
+        finally:
+            self._deadlines.forget(self)
 
     def _send(self, data: bytes | memoryview) -> int:
         try:
@@ -67,23 +73,46 @@ class DirectSocket:
             raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
 
     async def receive(self, size: int, within: float | None) -> bytes:
-        """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds."""
+        """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds.
+
+        Cancellation: a cancelled caller is refused before anything is read; a wait is cancelled by the
+        caller's scopes as any trio checkpoint is (the connection is then discarded by the sender).
+        """
         await trio.lowlevel.checkpoint_if_cancelled()
         data = self._recv(size)
         if data is not None:
             await trio.lowlevel.cancel_shielded_checkpoint()  # as trio's own socket: every read yields once
             return data
-        with trio.CancelScope(deadline=_deadline(within)) as scope:
+        self._watch(within)
+        try:
             while True:
                 try:
                     await trio.lowlevel.wait_readable(self._sock)
                 except trio.ClosedResourceError as exc:
+                    if self._expired:
+                        raise httpx.ReadTimeout("reading the response timed out") from None
                     raise transport_error(httpx.ReadError, "reading the response failed", exc) from exc
+                if self._expired:
+                    raise httpx.ReadTimeout("reading the response timed out")
                 data = self._recv(size)
                 if data is not None:
                     return data
-        assert scope.cancelled_caught
-        raise httpx.ReadTimeout("reading the response timed out")
+        finally:
+            self._deadlines.forget(self)
+
+    def _watch(self, within: float | None) -> None:
+        """Bound the wait that follows by ``within`` seconds (``None``: unbounded) through the run's watchdog."""
+        if within is not None:
+            self.deadline = trio.current_time() + within
+            self._deadlines.watch(self)
+
+    def expire(self) -> None:
+        """The watchdog's call: the deadline passed; wake the wait with ``ClosedResourceError``."""
+        self._expired = True
+        try:
+            trio.lowlevel.notify_closing(self._sock)
+        except (OSError, ValueError):  # closed already: closing woke the wait
+            pass
 
     def _recv(self, size: int) -> bytes | None:
         try:

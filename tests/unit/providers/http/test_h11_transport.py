@@ -386,6 +386,58 @@ async def test_a_silent_server_is_a_read_timeout() -> None:
         assert sender.connections == (0, 0)
 
 
+async def test_a_stream_that_stalls_mid_body_is_a_read_timeout_and_its_connection_dropped() -> None:
+    async def stalls(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await stream.send(chunked(b"data: 1\n\n")[: -len(b"0\r\n\r\n")])  # the head and one part, no end
+        await stream.receive()  # nothing comes: the client closes (EndOfStream, counted as a disconnect)
+        return True
+
+    async with raw_server(stalls) as server:
+        sender = H11Sender(timeout=httpx.Timeout(5.0, read=0.2))
+        response = await sender.send(server.url, HEADERS, b"{}")
+        assert await response.__anext__() == b"data: 1\n\n"
+        with anyio.fail_after(5), pytest.raises(httpx.ReadTimeout):
+            await response.__anext__()
+        assert sender.connections == (0, 0)
+        await until(lambda: server.disconnects == 1)
+
+
+async def test_each_wait_keeps_its_own_read_timeout_beside_the_others() -> None:
+    """A short timeout set after a long one still fires on time, and it ends only its own request.
+
+    (On trio the waits share one watchdog per run: the short deadline must wake it early, and expire
+    only the waiter that is due.)
+    """
+    answer = anyio.Event()
+
+    async def slow_or_silent(body: bytes, stream: anyio.abc.ByteStream) -> bool:
+        if body == b'{"slow": true}':
+            await answer.wait()
+            await stream.send(content_length(b'{"late": true}'))
+            return True
+        await anyio.sleep_forever()
+        return True
+
+    async with raw_server(slow_or_silent) as server:
+        sender = H11Sender(timeout=httpx.Timeout(5.0, read=30.0))
+        got: list[bytes] = []
+
+        async def slow() -> None:
+            got.append(await read_all(await sender.send(server.url, HEADERS, b'{"slow": true}')))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await until(lambda: len(server.requests) == 1)  # the long wait is watched first
+            started = anyio.current_time()
+            with anyio.fail_after(10), pytest.raises(httpx.ReadTimeout):
+                await sender.send(server.url, HEADERS, b"{}", httpx.Timeout(5.0, read=0.2))
+            assert anyio.current_time() - started < 4  # not the other's 30 s
+            answer.set()
+        assert got == [b'{"late": true}']
+        assert sender.connections == (1, 1)  # the slow request's connection, clean; the timed-out one dropped
+        await sender.aclose()
+
+
 async def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent() -> None:
     async with raw_server(replying(content_length(b"{}"))) as server:
         sender = H11Sender(timeout=TIMEOUT)
