@@ -1,4 +1,4 @@
-"""Trio's fast path for the h11 sender's plain-TCP connections: their socket read and written directly.
+"""Trio's paths for the h11 sender's connections: a plain-TCP socket read and written directly, TLS watched.
 
 Why: through anyio's stream, a request written on trio costs a scheduler round trip of its own
 (trio's socket yields after every send, even one the kernel took at once), and every read is
@@ -12,8 +12,9 @@ tasks; each wait is bounded by its timeout and failures are httpx's exceptions, 
 path (:mod:`.h11_connection`).
 
 Only on trio (this module imports it; :func:`.h11_connection.connect` imports this module only
-when trio runs the task) and only for ``http``: TLS keeps anyio's stream, which owns the
-``SSLObject``.  The socket stays the anyio stream's: closing that stream closes it, and trio
+when trio runs the task).  A TLS connection keeps anyio's TLS stream, which owns the
+``SSLObject`` (:class:`WatchedTLS`): only its waits are bounded by the watchdog instead of a
+cancel scope each.  The socket stays the anyio stream's: closing that stream closes it, and trio
 wakes a read waiting on it with ``ClosedResourceError`` (raised here as ``ReadError``).
 """
 
@@ -21,18 +22,28 @@ from __future__ import annotations
 
 import math
 import socket
+import ssl
+from typing import Final
 
+import anyio
+import anyio.abc
 import httpx
 import trio
 
 from ._io_errors import transport_error
+from ._response_parser import END
 from ._trio_deadlines import deadlines
 
-__all__ = ["DirectSocket"]
+__all__ = ["DirectSocket", "WatchedTLS"]
+
+_WRITE_FAILED: Final = "sending the request failed"
+_WRITE_TIMEOUT: Final = "sending the request timed out"
+_READ_FAILED: Final = "reading the response failed"
+_READ_TIMEOUT: Final = "reading the response timed out"
 
 
-class DirectSocket:
-    """A connected, non-blocking TCP socket trio watches, read and written as the module docstring says."""
+class _Watched:
+    """A connection's socket as the run's watchdog sees it: the deadline of the wait in progress."""
 
     __slots__ = ("_deadlines", "_expired", "_sock", "deadline")
 
@@ -41,6 +52,26 @@ class DirectSocket:
         self._deadlines = deadlines()  # the run's watchdog: a connection lives in the trio run that opened it
         self.deadline = math.inf  # of the wait in progress (the watchdog reads it)
         self._expired = False
+
+    def _watch(self, within: float | None) -> None:
+        """Bound the wait that follows by ``within`` seconds (``None``: unbounded) through the run's watchdog."""
+        if within is not None:
+            self.deadline = trio.current_time() + within
+            self._deadlines.watch(self)
+
+    def expire(self) -> None:
+        """The watchdog's call: the deadline passed; wake the wait with ``ClosedResourceError``."""
+        self._expired = True
+        try:
+            trio.lowlevel.notify_closing(self._sock)
+        except (OSError, ValueError):  # closed already: closing woke the wait
+            pass
+
+
+class DirectSocket(_Watched):
+    """A connected, non-blocking TCP socket trio watches, read and written as the module docstring says."""
+
+    __slots__ = ()
 
     async def send(self, data: bytes, within: float | None) -> None:
         """Send all of ``data`` within ``within`` seconds (yielding only if the kernel cannot take it at once)."""
@@ -56,10 +87,10 @@ class DirectSocket:
                     await trio.lowlevel.wait_writable(self._sock)
                 except trio.ClosedResourceError as exc:
                     if self._expired:
-                        raise httpx.WriteTimeout("sending the request timed out") from None
-                    raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
+                        raise httpx.WriteTimeout(_WRITE_TIMEOUT) from None
+                    raise transport_error(httpx.WriteError, _WRITE_FAILED, exc) from exc
                 if self._expired:
-                    raise httpx.WriteTimeout("sending the request timed out")
+                    raise httpx.WriteTimeout(_WRITE_TIMEOUT)
                 sent += self._send(view[sent:])
         finally:
             self._deadlines.forget(self)
@@ -70,7 +101,7 @@ class DirectSocket:
         except (BlockingIOError, InterruptedError):
             return 0
         except OSError as exc:
-            raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
+            raise transport_error(httpx.WriteError, _WRITE_FAILED, exc) from exc
 
     async def receive(self, size: int, within: float | None) -> bytes:
         """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds.
@@ -90,29 +121,15 @@ class DirectSocket:
                     await trio.lowlevel.wait_readable(self._sock)
                 except trio.ClosedResourceError as exc:
                     if self._expired:
-                        raise httpx.ReadTimeout("reading the response timed out") from None
-                    raise transport_error(httpx.ReadError, "reading the response failed", exc) from exc
+                        raise httpx.ReadTimeout(_READ_TIMEOUT) from None
+                    raise transport_error(httpx.ReadError, _READ_FAILED, exc) from exc
                 if self._expired:
-                    raise httpx.ReadTimeout("reading the response timed out")
+                    raise httpx.ReadTimeout(_READ_TIMEOUT)
                 data = self._recv(size)
                 if data is not None:
                     return data
         finally:
             self._deadlines.forget(self)
-
-    def _watch(self, within: float | None) -> None:
-        """Bound the wait that follows by ``within`` seconds (``None``: unbounded) through the run's watchdog."""
-        if within is not None:
-            self.deadline = trio.current_time() + within
-            self._deadlines.watch(self)
-
-    def expire(self) -> None:
-        """The watchdog's call: the deadline passed; wake the wait with ``ClosedResourceError``."""
-        self._expired = True
-        try:
-            trio.lowlevel.notify_closing(self._sock)
-        except (OSError, ValueError):  # closed already: closing woke the wait
-            pass
 
     def _recv(self, size: int) -> bytes | None:
         try:
@@ -120,4 +137,57 @@ class DirectSocket:
         except (BlockingIOError, InterruptedError):
             return None
         except OSError as exc:
-            raise transport_error(httpx.ReadError, "reading the response failed", exc) from exc
+            raise transport_error(httpx.ReadError, _READ_FAILED, exc) from exc
+
+
+class WatchedTLS(_Watched):
+    """A TLS connection on trio: anyio's TLS stream (which owns the ``SSLObject``), each wait bounded by the watchdog.
+
+    The stream is read and written as it is; only the cancel scope anyio's path put around every
+    receive and send is gone (the module docstring says why).  Its socket is the one the watchdog
+    wakes: a wait under the TLS layer ends with ``ClosedResourceError`` from the stream, raised
+    here as the timeout.
+    """
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: anyio.abc.ByteStream, sock: socket.socket) -> None:
+        super().__init__(sock)
+        self._stream = stream
+
+    async def send(self, data: bytes, within: float | None) -> None:
+        """Send all of ``data`` within ``within`` seconds.
+
+        Cancellation: as the stream's ``send`` (the connection is then discarded by the sender).
+        """
+        self._watch(within)
+        try:
+            await self._stream.send(data)
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
+            if self._expired:
+                raise httpx.WriteTimeout(_WRITE_TIMEOUT) from None
+            raise transport_error(httpx.WriteError, _WRITE_FAILED, exc) from exc
+        finally:
+            self._deadlines.forget(self)
+        if self._expired:  # sent as the deadline passed: the socket is trio's no more
+            raise httpx.WriteTimeout(_WRITE_TIMEOUT)
+
+    async def receive(self, size: int, within: float | None) -> bytes:
+        """Up to ``size`` bytes (``b""`` at the end of the stream), the wait for them bounded by ``within`` seconds.
+
+        Cancellation: as the stream's ``receive`` (the connection is then discarded by the sender).
+        """
+        self._watch(within)
+        try:
+            data = await self._stream.receive(size)
+        except anyio.EndOfStream:
+            data = END  # the parser ends a body read to the close, or calls an early end a RemoteProtocolError
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
+            if self._expired:
+                raise httpx.ReadTimeout(_READ_TIMEOUT) from None
+            raise transport_error(httpx.ReadError, _READ_FAILED, exc) from exc
+        finally:
+            self._deadlines.forget(self)
+        if self._expired:  # read as the deadline passed: the socket is trio's no more
+            raise httpx.ReadTimeout(_READ_TIMEOUT)
+        return data

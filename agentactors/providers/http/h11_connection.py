@@ -10,7 +10,8 @@ original exception as its cause.  Requests are checked and written by the sender
 
 A connection skips anyio's stream where it can: on asyncio it is a lean protocol on the loop's own
 transport, TLS included (:mod:`._asyncio_direct`); on trio a plain-TCP one reads and writes its
-socket directly (:mod:`._trio_direct` says why), and a TLS one goes through anyio's TLS stream.
+socket directly (:mod:`._trio_direct` says why), and a TLS one goes through anyio's TLS stream;
+either way a wait is bounded by the run's watchdog, not a cancel scope (:mod:`._trio_deadlines`).
 
 The read timeout is httpx's: it bounds each wait for bytes, not the whole response.  Closing
 (:meth:`H11Connection.close_now`) shuts the socket before it awaits anything, so a cancelled
@@ -32,7 +33,7 @@ from anyio.streams.tls import TLSStream
 
 from ..._backend import running_trio
 from ._io_errors import transport_error
-from ._response_parser import END, Head, ProtocolError, ResponseParser
+from ._response_parser import Head, ProtocolError, ResponseParser
 
 if TYPE_CHECKING:
     from ._asyncio_direct import DirectProtocol
@@ -81,14 +82,12 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
     raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out")
 
 
-def _direct(scheme: str, stream: anyio.abc.ByteStream) -> _Direct | None:
-    """On trio, a plain-TCP stream's socket, to read and write directly; else ``None`` (the stream is used)."""
-    raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
-    if scheme != "http" or raw is None or not running_trio():
-        return None
-    from ._trio_direct import DirectSocket  # imports trio: only when trio runs this task
+def _direct(scheme: str, stream: anyio.abc.ByteStream) -> _Direct:
+    """On trio, how the connection reads and writes: its plain-TCP socket directly, or its TLS stream watched."""
+    from ._trio_direct import DirectSocket, WatchedTLS  # imports trio: only when trio runs this task
 
-    return DirectSocket(raw)
+    raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)  # every TCP stream of anyio's has one
+    return DirectSocket(raw) if scheme == "http" else WatchedTLS(stream, raw)
 
 
 class _Closable(Protocol):
@@ -98,7 +97,7 @@ class _Closable(Protocol):
 class H11Connection:
     """A connection the pool lends to one request at a time (see the module docstring)."""
 
-    __slots__ = ("_direct", "_protocol", "_raw", "_socket", "_stream", "closed", "idle_since", "origin", "parser")
+    __slots__ = ("_direct", "_protocol", "_raw", "_socket", "closed", "idle_since", "origin", "parser")
 
     def __init__(
         self,
@@ -108,18 +107,19 @@ class H11Connection:
         *,
         protocol: DirectProtocol | None = None,
     ) -> None:
-        """``stream``: anyio's (``direct``: trio's socket under it), or ``None`` and asyncio's ``protocol``."""
+        """On trio, anyio's ``stream`` and how it is read and written (``direct``); on asyncio, ``protocol``."""
         self.origin = origin
-        self._stream = stream
         self._protocol = protocol  # asyncio (TCP or TLS): the whole connection
         self._socket: _Closable
+        self._direct: _Direct
         if stream is None:
             assert protocol is not None
-            self._direct: _Direct | None = protocol
+            self._direct = protocol
             self._socket = protocol
             self._raw = None
         else:
-            self._direct = direct  # trio, plain TCP: the stream's socket, read and written without the stream
+            assert direct is not None
+            self._direct = direct  # trio: the stream's socket (plain TCP) or the TLS stream, waits watched
             # Closing the TCP stream under a TLS one drops the connection at once (no close_notify to wait for).
             self._socket = stream.transport_stream if isinstance(stream, TLSStream) else stream
             self._raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
@@ -142,19 +142,9 @@ class H11Connection:
         except (OSError, ValueError):  # closed under us: no descriptor
             return False
 
-    async def write(self, data: bytes, within: float | None) -> None:
-        """Send ``data`` (a whole request) within ``within`` seconds."""
-        if self._direct is not None:
-            return await self._direct.send(data, within)
-        assert self._stream is not None
-        with anyio.CancelScope(deadline=_deadline(within)) as scope:
-            try:
-                await self._stream.send(data)
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-                raise transport_error(httpx.WriteError, "sending the request failed", exc) from exc
-            return
-        assert scope.cancelled_caught
-        raise httpx.WriteTimeout("sending the request timed out")
+    def write(self, data: bytes, within: float | None) -> Awaitable[None]:
+        """Send ``data`` (a whole request) within ``within`` seconds (the direct path's own coroutine)."""
+        return self._direct.send(data, within)
 
     def ready_event(self) -> Head | bytes | None:
         """The response's head, body bytes or ``END`` if the bytes read so far hold it (no I/O), else ``None``."""
@@ -172,28 +162,13 @@ class H11Connection:
     def receive(self, size: int, within: float | None) -> Awaitable[bytes]:
         """Up to ``size`` bytes (``END`` at EOF), the wait bounded by ``within`` seconds; failures as httpx's.
 
-        Not a coroutine itself: it returns the reading one (on a direct path, the socket's or protocol's), so
+        Not a coroutine itself: it returns the reading one (the socket's, the TLS stream's or the protocol's), so
         a wait for bytes adds one coroutine to the waiting stack, not two.  A stream waits there
         between deltas, seconds apart, and each frame of a stack parked that long survives the young
         GC generations: at 10,000 live streams the full collections those survivors set off were
         most of the client's CPU (benchmark W12).
         """
-        if self._direct is not None:
-            return self._direct.receive(size, within)
-        return self._receive_stream(size, within)
-
-    async def _receive_stream(self, size: int, within: float | None) -> bytes:
-        """:meth:`receive` through the anyio stream (TLS on trio)."""
-        assert self._stream is not None
-        with anyio.CancelScope(deadline=_deadline(within)) as scope:
-            try:
-                return await self._stream.receive(size)
-            except anyio.EndOfStream:
-                return END  # the parser ends a body read to the close, or calls an early end a RemoteProtocolError
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-                raise transport_error(httpx.ReadError, "reading the response failed", exc) from exc
-        assert scope.cancelled_caught
-        raise httpx.ReadTimeout("reading the response timed out")
+        return self._direct.receive(size, within)
 
     async def close_now(self) -> None:
         """Close the socket (idempotent).  It is shut before the one checkpoint, which is shielded."""

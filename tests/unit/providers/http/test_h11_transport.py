@@ -623,3 +623,41 @@ async def test_a_certificate_the_client_does_not_trust_is_a_connect_error(
         assert isinstance(info.value.__cause__, ssl.SSLError) and "certificate verify failed" in str(info.value)
         assert server.requests == [] and sender.connections == (0, 0)
         await sender.aclose()
+
+
+async def test_https_timeouts_end_only_their_own_request_and_drop_its_connection(authority: TestAuthority) -> None:
+    """Over TLS, a server silent after the head times the read out; a slow one inside its timeout still answers.
+
+    (On trio a TLS wait sits under anyio's TLS stream: the watchdog wakes it through the socket below.)
+    """
+    answer = anyio.Event()
+
+    async def slow_or_stalling(body: bytes, stream: anyio.abc.ByteStream) -> bool:
+        if body == b'{"slow": true}':
+            await answer.wait()
+            await stream.send(content_length(b'{"late": true}'))
+            return True
+        await stream.send(chunked(b"data: 1\n\n")[: -len(b"0\r\n\r\n")])
+        await anyio.sleep_forever()
+        return True
+
+    async with tls_server(slow_or_stalling, authority) as server:
+        url = server.url.replace("http://", "https://")
+        sender = H11Sender(timeout=httpx.Timeout(5.0, read=30.0))
+        got: list[bytes] = []
+
+        async def slow() -> None:
+            got.append(await read_all(await sender.send(url, HEADERS, b'{"slow": true}')))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await until(lambda: len(server.requests) == 1)
+            response = await sender.send(url, HEADERS, b"{}", httpx.Timeout(5.0, read=0.2))
+            assert await response.__anext__() == b"data: 1\n\n"
+            started = anyio.current_time()
+            with anyio.fail_after(10), pytest.raises(httpx.ReadTimeout):
+                await response.__anext__()
+            assert anyio.current_time() - started < 4
+            answer.set()
+        assert got == [b'{"late": true}'] and sender.connections == (1, 1)
+        await sender.aclose()
