@@ -95,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     fv.add_argument("--latency", type=float, default=0.0)
     fv.add_argument("--no-auto-tools", action="store_true", help="answer tool offers with text, not tool calls")
     fv.add_argument("--lenient", action="store_true", help="accept requests the real vendors would reject")
+    fv.add_argument("--certfile", help="serve HTTPS with this PEM certificate chain")
+    fv.add_argument("--keyfile", help="its private key (default: in --certfile)")
     ex = sub.add_parser("explain", help="explain one run of a JSONL event record (e.g. demo-events.jsonl)")
     ex.add_argument("file", help="a JsonlRecorder's file")
     ex.add_argument("run_id", help="the run to explain (RunResult.run_id; every event carries it)")
@@ -202,8 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("replay", "fork"):
         return _rerun(args)
     if args.command == "fakevendor":
-        from .testing.fakevendor import serve
+        from .testing.fakevendor import serve, server_context
 
+        try:
+            context = server_context(args.certfile, args.keyfile)
+        except ValueError as exc:
+            _parser().error(f"fakevendor: {exc}")
         serve(
             host=args.host,
             port=args.port,
@@ -212,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             latency=args.latency,
             auto_tools=not args.no_auto_tools,
             strict=not args.lenient,
+            ssl_context=context,
         )
         return 0
     return 2  # pragma: no cover - argparse rejects unknown commands

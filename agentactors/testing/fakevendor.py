@@ -47,6 +47,10 @@ from the :class:`FaultPlan`; then handlers set with :meth:`on` (per model, per
 wire, any); then the default behaviour (an echo, or tool calls in auto-tool
 mode).  Every request is recorded with its credentials redacted, with whether the
 client disconnected before the answer was complete.
+
+Over HTTPS: ``FakeVendor(ssl_context=...)`` (the CLI: ``--certfile`` / ``--keyfile``) serves TLS with
+the server certificate that context holds, and :attr:`FakeVendor.base_url` starts with ``https://``;
+the client must trust the certificate's issuer (for the providers' own pools, ``SSL_CERT_FILE``).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import argparse
 import contextlib
 import logging
 import signal
+import ssl
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -69,6 +74,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import TaskStatus
+from anyio.streams.tls import TLSListener
 
 import agentactors._reexport as _reexport
 
@@ -107,6 +113,7 @@ __all__ = [
     "SeenToolResult",
     "main",
     "serve",
+    "server_context",
 ]
 
 log = logging.getLogger("agentactors.testing.fakevendor")
@@ -137,6 +144,7 @@ class FakeVendor:
     :param expected_api_key: when set, a request with another key gets a 401.
     :param record_bodies: keep each request's parsed body (turn off for long benchmarks).
     :param max_records: keep only the last N requests (``None``: all).
+    :param ssl_context: serve HTTPS with this server context (its certificate chain loaded); ``None``: HTTP.
 
     Lifecycle: ``async with FakeVendor() as fv`` (asyncio or trio), ``with
     FakeVendor() as fv`` or :meth:`start` / :meth:`stop`.  Starting and stopping
@@ -157,10 +165,14 @@ class FakeVendor:
         expected_api_key: str | None = None,
         record_bodies: bool = True,
         max_records: int | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if latency < 0:
             raise ValueError("latency must be >= 0 seconds")
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise TypeError(f"ssl_context must be an ssl.SSLContext or None, not {type(ssl_context).__name__}")
         self._host = host
+        self._ssl = ssl_context
         self._requested_port = port
         self._state = VendorState(latency=latency, auto_tools=auto_tools, faults=faults, max_records=max_records)
         self._app = FakeVendorApp(
@@ -196,9 +208,9 @@ class FakeVendor:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:PORT`` — the Anthropic and Gemini providers' ``base_url``."""
+        """``http://127.0.0.1:PORT`` (``https://`` serving TLS) — the Anthropic and Gemini providers' ``base_url``."""
         host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self._ssl is not None else 'http'}://{host}:{self.port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -255,12 +267,16 @@ class FakeVendor:
             local_host=self._host, local_port=self._requested_port, backlog=1024
         )
         port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
+        served: anyio.abc.Listener[Any] = listener
+        if self._ssl is not None:
+            # Not standard-compatible: a client may drop the connection without close_notify, as real ones do.
+            served = TLSListener(listener, self._ssl, standard_compatible=False)
         closing = anyio.Event()
         self._closing = closing
         self._app.bind(closing)
         self._server_impl = FakeServer(self._app, closing=closing, keep_alive_timeout=_KEEP_ALIVE)
         task_status.started(port)
-        await self._server_impl.serve(listener)
+        await self._server_impl.serve(served)
 
     def __enter__(self) -> Self:
         self.start()
@@ -458,8 +474,12 @@ def serve(
     strict: bool = True,
     out: Any = None,
     stop_event: threading.Event | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> None:
-    """Serve until Ctrl-C / SIGTERM (or ``stop_event``).  Prints the base URL as the first stdout line."""
+    """Serve until Ctrl-C / SIGTERM (or ``stop_event``).  Prints the base URL as the first stdout line.
+
+    ``ssl_context``: serve HTTPS with it (:func:`server_context` makes one from certificate files).
+    """
     out = out or sys.stdout
     faults = FaultPlan(rate=fault_rate, seed=seed) if fault_rate > 0 else None
     stop = stop_event or threading.Event()
@@ -471,7 +491,7 @@ def serve(
 
         previous = signal.signal(signal.SIGTERM, _on_term)
     fv = FakeVendor(host=host, port=port, latency=latency, auto_tools=auto_tools, faults=faults, strict=strict,
-                    record_bodies=False, max_records=1000)
+                    record_bodies=False, max_records=1000, ssl_context=ssl_context)
     try:
         with fv:
             print(fv.base_url, file=out, flush=True)
@@ -492,8 +512,28 @@ def serve(
             signal.signal(signal.SIGTERM, previous)
 
 
+def server_context(certfile: str | None, keyfile: str | None = None) -> ssl.SSLContext | None:
+    """The TLS server context for ``--certfile`` / ``--keyfile`` (``None`` without a certificate: plain HTTP).
+
+    ``keyfile`` holds the certificate's key; without it the key is read from ``certfile``.
+
+    :raises ValueError: a key without a certificate, or a file missing or holding no usable certificate or
+        key (the ``ssl`` error as its cause).
+    """
+    if certfile is None:
+        if keyfile is not None:
+            raise ValueError("--keyfile needs --certfile")
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"cannot load the certificate {certfile!r} (key {keyfile or certfile!r}): {exc}") from exc
+    return context
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agentactors.testing.fakevendor --port N [--fault-rate R --seed S --latency L]``."""
+    """``python -m agentactors.testing.fakevendor --port N [--fault-rate R --seed S --latency L --certfile C]``."""
     parser = argparse.ArgumentParser(prog="fakevendor", description="Serve the vendor wires on loopback.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
@@ -502,9 +542,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--no-auto-tools", action="store_true", help="echo instead of calling offered tools")
     parser.add_argument("--lenient", action="store_true", help="accept requests the real vendors reject")
+    parser.add_argument("--certfile", help="serve HTTPS with this PEM certificate chain")
+    parser.add_argument("--keyfile", help="its private key (default: in --certfile)")
     args = parser.parse_args(argv)
+    try:
+        context = server_context(args.certfile, args.keyfile)
+    except ValueError as exc:
+        parser.error(str(exc))
     serve(args.host, args.port, fault_rate=args.fault_rate, seed=args.seed, latency=args.latency,
-          auto_tools=not args.no_auto_tools, strict=not args.lenient)
+          auto_tools=not args.no_auto_tools, strict=not args.lenient, ssl_context=context)
     return 0
 
 
