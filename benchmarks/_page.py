@@ -74,7 +74,8 @@ def _w5(w: dict[str, Any], axes: Any) -> str:
     # Above: the issue's figure, agentactors on trio (its own sender) over agentactors on asyncio, goal line at 1.3.
     ratios = [r for r in rows if r.get("trio_vs_asyncio") and "h11" in r["impl"]]
     ratio_ax, cpu_ax = axes
-    _bars(ratio_ax, [f"agentactors trio ÷ asyncio · {r['mode']} c={r['concurrency']}" for r in ratios],
+    _bars(ratio_ax, [f"agentactors trio ÷ asyncio · {r.get('scheme', 'http')} {r['mode']} c={r['concurrency']}"
+                     for r in ratios],
           [r["trio_vs_asyncio"] for r in ratios], "agentactors' CPU per request on trio over asyncio's", fmt="{:.2f}×")
     ratio_ax.axvline(w.get("trio_goal", 1.3), color="black", linestyle="--", linewidth=1)
     names = [f"{r['impl']} · {r['mode']} c={r['concurrency']}" for r in rows]

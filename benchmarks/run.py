@@ -163,9 +163,9 @@ def _w5(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
     rows = [[r["impl"], r["mode"], str(r["concurrency"]), f"{r['cpu_us']:,.0f} µs", f"{r['rps']:,.0f}",
              f"{r['cpu_ratio']:.2f}×" if r.get("cpu_ratio") else "1.00×",
              f"{r['trio_vs_asyncio']:.2f}×" if r.get("trio_vs_asyncio") else ""] for r in res["rows"]]
-    md += ["## W5 HTTP path (FakeVendor in another process)", "",
+    md += ["## W5 HTTP path (FakeVendor in another process; the https rows through its TLS)", "",
            table(["client", "mode", "concurrency", "client CPU / request", "requests/s",
-                  "CPU × baseline (asyncio: official SDK; trio: raw httpx)",
+                  "CPU × baseline (official SDK; trio over HTTP: raw httpx)",
                   "agentactors trio ÷ asyncio (goal ≤ 1.3×)"], rows), ""]
     return md
 

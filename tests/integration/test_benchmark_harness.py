@@ -46,13 +46,16 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
     assert report["workloads"]["W4"]["results"]["agentactors"]["bytes_per_agent"] > 0
     w5 = {(r["impl"], r["mode"], r["concurrency"]): r for r in report["workloads"]["W5"]["rows"]}
     ours = {"agentactors (h11, asyncio)", "agentactors (aiohttp, asyncio)", "agentactors (httpx, asyncio)",
-            "agentactors (h11, trio)", "agentactors (httpx, trio)"}
+            "agentactors (h11, trio)", "agentactors (httpx, trio)", "agentactors (h11, asyncio, https)",
+            "agentactors (h11, trio, https)"}
     assert ours <= {impl for impl, _, _ in w5}
     for mode in ("json", "stream"):
         for concurrency in (1, 32):  # the figure, at both concurrencies: trio's CPU over asyncio's
-            trio, asyncio_ = (w5[(impl, mode, concurrency)] for impl in ("agentactors (h11, trio)",
-                                                                         "agentactors (h11, asyncio)"))
-            assert trio["trio_vs_asyncio"] == pytest.approx(trio["cpu_us"] / asyncio_["cpu_us"])
+            for scheme in ("", ", https"):  # over HTTP, and over HTTPS (a FakeVendor serving TLS)
+                trio, asyncio_ = (w5[(f"agentactors (h11, {backend}{scheme})", mode, concurrency)]
+                                  for backend in ("trio", "asyncio"))
+                assert trio["trio_vs_asyncio"] == pytest.approx(trio["cpu_us"] / asyncio_["cpu_us"])
+                assert trio["scheme"] == asyncio_["scheme"] == ("https" if scheme else "http")
     w7 = report["workloads"]["W7"]["rows"]
     assert any(r["impl"].startswith("agentactors") and r["deltas"] > 0 for r in w7)
     w6 = report["workloads"]["W6"]
