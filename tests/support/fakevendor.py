@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
 
 from agentactors.testing.fakevendor import FakeVendor
+from tests.support.signals import default_sigint
 
 WIRES = ("openai", "anthropic", "gemini")
 # A canary credential: it must never show up in anything the FakeVendor records.
@@ -118,3 +123,27 @@ def time_tool() -> dict[str, Any]:
         "description": "Local time in a city.",
         "parameters": {"type": "object", "properties": {"tz": {"type": "string", "format": "date-time"}}},
     }
+
+
+@contextmanager
+def command_line(*argv: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A FakeVendor command line (``argv``: ``python``'s, e.g. ``-m agentactors fakevendor --port 0``) started.
+
+    Yields the process and the base URL it prints first; SIGINT stops it as Ctrl-C would (it is not
+    ignored in the child).  Killed if it still runs when the block ends; its pipes are closed.
+    """
+    import sys
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, preexec_fn=default_sigint)
+    try:
+        assert proc.stdout is not None
+        yield proc, proc.stdout.readline().strip()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -40,6 +40,8 @@ _WRITE_FAILED: Final = "sending the request failed"
 _WRITE_TIMEOUT: Final = "sending the request timed out"
 _READ_FAILED: Final = "reading the response failed"
 _READ_TIMEOUT: Final = "reading the response timed out"
+# What anyio's TLS stream raises when its socket fails or is closed (by the watchdog, too) under it.
+_STREAM_FAILURES: Final = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError)
 
 
 class _Watched:
@@ -58,6 +60,16 @@ class _Watched:
         if within is not None:
             self.deadline = trio.current_time() + within
             self._deadlines.watch(self)
+
+    def _failed(self, exc: BaseException, *, reading: bool) -> httpx.TransportError:
+        """What a failed wait raises: the timeout if the watchdog ended it, else httpx's I/O error caused by ``exc``."""
+        if self._expired:
+            timeout = httpx.ReadTimeout(_READ_TIMEOUT) if reading else httpx.WriteTimeout(_WRITE_TIMEOUT)
+            timeout.__suppress_context__ = True  # the ClosedResourceError is the watchdog's doing, not news
+            return timeout
+        if reading:
+            return transport_error(httpx.ReadError, _READ_FAILED, exc)
+        return transport_error(httpx.WriteError, _WRITE_FAILED, exc)
 
     def expire(self) -> None:
         """The watchdog's call: the deadline passed; wake the wait with ``ClosedResourceError``."""
@@ -86,9 +98,7 @@ class DirectSocket(_Watched):
                 try:
                     await trio.lowlevel.wait_writable(self._sock)
                 except trio.ClosedResourceError as exc:
-                    if self._expired:
-                        raise httpx.WriteTimeout(_WRITE_TIMEOUT) from None
-                    raise transport_error(httpx.WriteError, _WRITE_FAILED, exc) from exc
+                    raise self._failed(exc, reading=False)  # its cause set (or hidden) by _failed
                 if self._expired:
                     raise httpx.WriteTimeout(_WRITE_TIMEOUT)
                 sent += self._send(view[sent:])
@@ -120,9 +130,7 @@ class DirectSocket(_Watched):
                 try:
                     await trio.lowlevel.wait_readable(self._sock)
                 except trio.ClosedResourceError as exc:
-                    if self._expired:
-                        raise httpx.ReadTimeout(_READ_TIMEOUT) from None
-                    raise transport_error(httpx.ReadError, _READ_FAILED, exc) from exc
+                    raise self._failed(exc, reading=True)  # its cause set (or hidden) by _failed
                 if self._expired:
                     raise httpx.ReadTimeout(_READ_TIMEOUT)
                 data = self._recv(size)
@@ -163,10 +171,8 @@ class WatchedTLS(_Watched):
         self._watch(within)
         try:
             await self._stream.send(data)
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-            if self._expired:
-                raise httpx.WriteTimeout(_WRITE_TIMEOUT) from None
-            raise transport_error(httpx.WriteError, _WRITE_FAILED, exc) from exc
+        except _STREAM_FAILURES as exc:
+            raise self._failed(exc, reading=False)  # its cause set (or hidden) by _failed
         finally:
             self._deadlines.forget(self)
         if self._expired:  # sent as the deadline passed: the socket is trio's no more
@@ -182,10 +188,8 @@ class WatchedTLS(_Watched):
             data = await self._stream.receive(size)
         except anyio.EndOfStream:
             data = END  # the parser ends a body read to the close, or calls an early end a RemoteProtocolError
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, ssl.SSLError) as exc:
-            if self._expired:
-                raise httpx.ReadTimeout(_READ_TIMEOUT) from None
-            raise transport_error(httpx.ReadError, _READ_FAILED, exc) from exc
+        except _STREAM_FAILURES as exc:
+            raise self._failed(exc, reading=True)  # its cause set (or hidden) by _failed
         finally:
             self._deadlines.forget(self)
         if self._expired:  # read as the deadline passed: the socket is trio's no more

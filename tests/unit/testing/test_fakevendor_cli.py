@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import io
-import os
 import signal
-import subprocess
 import sys
 import threading
 
@@ -13,8 +11,7 @@ import httpx
 import pytest
 
 from agentactors.testing.fakevendor import serve
-from tests.support.fakevendor import auth_headers, url
-from tests.support.signals import default_sigint
+from tests.support.fakevendor import auth_headers, command_line, url
 
 
 def test_serve_prints_the_base_url_then_serves_until_stopped() -> None:
@@ -44,14 +41,10 @@ def test_serve_prints_the_base_url_then_serves_until_stopped() -> None:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery to a child differs on Windows")
 def test_module_entry_point_runs_and_stops_on_ctrl_c() -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentactors.testing.fakevendor", "--port", "0", "--fault-rate", "0", "--seed", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint,
-    )
-    try:
-        assert proc.stdout is not None
-        base = proc.stdout.readline().strip()
+    with command_line("-m", "agentactors.testing.fakevendor", "--port", "0", "--fault-rate", "0", "--seed", "1") as (
+        proc,
+        base,
+    ):
         assert base.startswith("http://127.0.0.1:"), base
         fake = type("FV", (), {"base_url": base, "openai_base_url": base + "/v1"})()
         response = httpx.post(url(fake, "anthropic"), headers=auth_headers("anthropic"),
@@ -60,11 +53,3 @@ def test_module_entry_point_runs_and_stops_on_ctrl_c() -> None:
         assert response.status_code == 200
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if proc.stderr is not None:
-            proc.stderr.close()

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import ssl
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,8 +12,7 @@ import pytest
 
 from agentactors import AnthropicProvider, LLMRequest, Message, OpenAIProvider, TextDelta
 from agentactors.testing.fakevendor import FakeVendor, main, server_context
-from tests.support.fakevendor import auth_headers, url
-from tests.support.signals import default_sigint
+from tests.support.fakevendor import auth_headers, command_line, url
 from tests.support.tls import TestAuthority
 
 REQUEST = LLMRequest([Message.user("What is the capital of France?")], max_tokens=50)
@@ -91,15 +88,11 @@ def test_the_command_line_refuses_a_bad_certificate_as_a_usage_error(
 @pytest.mark.parametrize("module", ["agentactors", "agentactors.testing.fakevendor"])
 def test_both_command_lines_serve_https_with_certfile_and_keyfile(module: str, tmp_path: Path) -> None:
     made = TestAuthority(tmp_path)
-    command = [sys.executable, "-m", module] + (["fakevendor"] if module == "agentactors" else [])
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [*command, "--port", "0", "--certfile", str(made.cert_file), "--keyfile", str(made.key_file)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint,
-    )
-    try:
-        assert proc.stdout is not None
-        base = proc.stdout.readline().strip()
+    command = ["-m", module] + (["fakevendor"] if module == "agentactors" else [])
+    with command_line(*command, "--port", "0", "--certfile", str(made.cert_file), "--keyfile", str(made.key_file)) as (
+        proc,
+        base,
+    ):
         assert base.startswith("https://127.0.0.1:"), base
         response = httpx.post(f"{base}/v1/chat/completions", headers=auth_headers("openai"), timeout=60,
                               verify=ssl.create_default_context(cafile=str(made.ca_file)),
@@ -107,10 +100,3 @@ def test_both_command_lines_serve_https_with_certfile_and_keyfile(module: str, t
         assert response.status_code == 200
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()

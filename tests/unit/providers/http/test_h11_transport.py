@@ -402,40 +402,60 @@ async def test_a_stream_that_stalls_mid_body_is_a_read_timeout_and_its_connectio
         await until(lambda: server.disconnects == 1)
 
 
-async def test_each_wait_keeps_its_own_read_timeout_beside_the_others() -> None:
-    """A short timeout set after a long one still fires on time, and it ends only its own request.
+SLOW = b'{"slow": true}'
 
+
+class BesideASlowRequest:
+    """A request answered only when :meth:`run` says so (:attr:`reply` serves it), and one timed out meanwhile.
+
+    It checks that a short timeout set after a long one fires on time and ends only its own request.
     (On trio the waits share one watchdog per run: the short deadline must wake it early, and expire
     only the waiter that is due.)
     """
-    answer = anyio.Event()
 
-    async def slow_or_silent(body: bytes, stream: anyio.abc.ByteStream) -> bool:
-        if body == b'{"slow": true}':
-            await answer.wait()
-            await stream.send(content_length(b'{"late": true}'))
-            return True
-        await anyio.sleep_forever()
+    def __init__(self, other: Reply) -> None:
+        self.other = other  # how every request but the slow one is answered
+        self.answer = anyio.Event()
+
+    async def reply(self, body: bytes, stream: anyio.abc.ByteStream) -> bool:
+        if body != SLOW:
+            return await self.other(body, stream)
+        await self.answer.wait()
+        await stream.send(content_length(b'{"late": true}'))
         return True
 
-    async with raw_server(slow_or_silent) as server:
-        sender = H11Sender(timeout=httpx.Timeout(5.0, read=30.0))
+    async def run(
+        self, sender: H11Sender, url: str, server: RawServer, times_out: Callable[[], Awaitable[object]]
+    ) -> None:
+        """The slow request (read timeout 30 s) first, then ``times_out()``, which must raise ``ReadTimeout`` soon."""
         got: list[bytes] = []
 
         async def slow() -> None:
-            got.append(await read_all(await sender.send(server.url, HEADERS, b'{"slow": true}')))
+            got.append(await read_all(await sender.send(url, HEADERS, SLOW)))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)
             await until(lambda: len(server.requests) == 1)  # the long wait is watched first
             started = anyio.current_time()
             with anyio.fail_after(10), pytest.raises(httpx.ReadTimeout):
-                await sender.send(server.url, HEADERS, b"{}", httpx.Timeout(5.0, read=0.2))
+                await times_out()
             assert anyio.current_time() - started < 4  # not the other's 30 s
-            answer.set()
+            self.answer.set()
         assert got == [b'{"late": true}']
         assert sender.connections == (1, 1)  # the slow request's connection, clean; the timed-out one dropped
         await sender.aclose()
+
+
+async def test_each_wait_keeps_its_own_read_timeout_beside_the_others() -> None:
+    async def silent(_: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await anyio.sleep_forever()
+        return True
+
+    case = BesideASlowRequest(silent)
+    async with raw_server(case.reply) as server:
+        sender = H11Sender(timeout=httpx.Timeout(5.0, read=30.0))
+        await case.run(sender, server.url, server,
+                       lambda: sender.send(server.url, HEADERS, b"{}", httpx.Timeout(5.0, read=0.2)))
 
 
 async def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent() -> None:
@@ -630,34 +650,20 @@ async def test_https_timeouts_end_only_their_own_request_and_drop_its_connection
 
     (On trio a TLS wait sits under anyio's TLS stream: the watchdog wakes it through the socket below.)
     """
-    answer = anyio.Event()
 
-    async def slow_or_stalling(body: bytes, stream: anyio.abc.ByteStream) -> bool:
-        if body == b'{"slow": true}':
-            await answer.wait()
-            await stream.send(content_length(b'{"late": true}'))
-            return True
+    async def stalls(_: bytes, stream: anyio.abc.ByteStream) -> bool:
         await stream.send(chunked(b"data: 1\n\n")[: -len(b"0\r\n\r\n")])
         await anyio.sleep_forever()
         return True
 
-    async with tls_server(slow_or_stalling, authority) as server:
+    case = BesideASlowRequest(stalls)
+    async with tls_server(case.reply, authority) as server:
         url = server.url.replace("http://", "https://")
         sender = H11Sender(timeout=httpx.Timeout(5.0, read=30.0))
-        got: list[bytes] = []
 
-        async def slow() -> None:
-            got.append(await read_all(await sender.send(url, HEADERS, b'{"slow": true}')))
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(slow)
-            await until(lambda: len(server.requests) == 1)
+        async def stalled_mid_body() -> None:
             response = await sender.send(url, HEADERS, b"{}", httpx.Timeout(5.0, read=0.2))
             assert await response.__anext__() == b"data: 1\n\n"
-            started = anyio.current_time()
-            with anyio.fail_after(10), pytest.raises(httpx.ReadTimeout):
-                await response.__anext__()
-            assert anyio.current_time() - started < 4
-            answer.set()
-        assert got == [b'{"late": true}'] and sender.connections == (1, 1)
-        await sender.aclose()
+            await response.__anext__()
+
+        await case.run(sender, url, server, stalled_mid_body)
