@@ -471,6 +471,44 @@ async def test_a_url_that_is_not_http_is_unsupported() -> None:
         await H11Sender(timeout=TIMEOUT).send("ftp://example.test/x", HEADERS, b"{}")
 
 
+async def test_a_hundred_waits_each_end_as_their_own_timeout_says(anyio_backend_name: str) -> None:
+    """Fast answers inside a long timeout and slow ones past a short one, interleaved, at once.
+
+    Every request ends — answered or ``ReadTimeout``, as its own timeout says, none hung and none ended by
+    another's deadline — and what is left is consistent: the answered requests' connections idle, the
+    timed-out ones' closed, and (on trio) nothing left watched by the run's watchdog.
+    """
+
+    async def after_the_delay_asked(body: bytes, stream: anyio.abc.ByteStream) -> bool:
+        await anyio.sleep(float(body))
+        await stream.send(content_length(b'{"ok": true}'))
+        return True
+
+    outcomes: dict[str, list[str]] = {"fast": [], "slow": []}
+    async with raw_server(after_the_delay_asked) as server:
+        sender = H11Sender(timeout=TIMEOUT, max_connections=128, max_keepalive_connections=128)
+
+        async def one(kind: str) -> None:
+            delay, read = (b"0.02", 3.0) if kind == "fast" else (b"5", 0.15)
+            try:
+                await read_all(await sender.send(server.url, HEADERS, delay, httpx.Timeout(5.0, read=read)))
+                outcomes[kind].append("answered")
+            except httpx.ReadTimeout:
+                outcomes[kind].append("timed out")
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for i in range(100):
+                    tg.start_soon(one, "fast" if i % 2 else "slow")
+        assert outcomes == {"fast": ["answered"] * 50, "slow": ["timed out"] * 50}
+        assert sender.connections[0] == sender.connections[1] <= 50  # only the answered ones' connections, idle
+        if anyio_backend_name == "trio":
+            from agentactors.providers.http._trio_deadlines import deadlines
+
+            assert len(deadlines()) == 0
+        await sender.aclose()
+
+
 # --- the seam --------------------------------------------------------------------------------------
 
 
