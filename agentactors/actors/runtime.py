@@ -171,7 +171,9 @@ class Runtime:
     :param drain_timeout: seconds actors may keep working after the block is
         left (and the default for :meth:`stop`), before they are cancelled.
     :param journal: a step journal (``SqliteJournal(path)``, :mod:`agentactors.journal`): every run
-        started in this runtime records each step there as it completes (``docs/durability.md``).
+        started in this runtime records each step there as it completes (``docs/durability.md``).  The
+        runtime does not close it — several runtimes, one after another, may share one: open it around
+        them (``async with SqliteJournal(path) as journal, Runtime(journal=journal) as rt:``).
     :param cost_limit: the most the runs of this runtime may spend together (a number, in the price
         table's currency), or a :class:`~agentactors.gateway.cost_budget.CostBudget` they share; a run that
         would pass it stops with ``CostLimitExceededError`` in its result (``docs/costs.md``).
