@@ -1,7 +1,7 @@
 """The h11 sender's socket failures as httpx's exceptions, each with the original as its cause.
 
-One helper for the three places that do socket I/O for the sender (:mod:`.h11_connection` through
-anyio's streams, :mod:`._trio_direct`, :mod:`._asyncio_direct`), so the three say it alike.
+One helper for the places that turn the sender's failures into httpx's (:mod:`.h11_connection`: connecting
+and the parser's refusals; :mod:`._trio_direct` and :mod:`._asyncio_direct`: socket I/O), so they say it alike.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One HTTP/1.1 connection for the h11 sender: an anyio byte stream and a response parser over it.
+"""One HTTP/1.1 connection for the h11 sender: its backend's own socket I/O and a response parser over it.
 
 It does the I/O of one request at a time and speaks httpx's language outward: timeouts are
 given as ``httpx.Timeout`` fields (seconds, ``None`` for none) and every failure is raised as
@@ -10,8 +10,8 @@ original exception as its cause.  Requests are checked and written by the sender
 
 A connection skips anyio's stream where it can: on asyncio it is a lean protocol on the loop's own
 transport, TLS included (:mod:`._asyncio_direct`); on trio a plain-TCP one reads and writes its
-socket directly (:mod:`._trio_direct` says why), and a TLS one goes through anyio's TLS stream;
-either way a wait is bounded by the run's watchdog, not a cancel scope (:mod:`._trio_deadlines`).
+socket directly (:mod:`._trio_direct` says why) and a TLS one goes through anyio's TLS stream,
+each of their waits bounded by the run's watchdog, not a cancel scope (:mod:`._trio_deadlines`).
 
 The read timeout is httpx's: it bounds each wait for bytes, not the whole response.  Closing
 (:meth:`H11Connection.close_now`) shuts the socket before it awaits anything, so a cancelled
@@ -48,7 +48,7 @@ READ_SIZE: Final = 65536
 
 
 class _Direct(Protocol):
-    """A connection's socket read and written without anyio's stream (:mod:`._trio_direct`, :mod:`._asyncio_direct`)."""
+    """How a connection reads and writes, each wait bounded (:mod:`._trio_direct`, :mod:`._asyncio_direct`)."""
 
     async def send(self, data: bytes, within: float | None) -> None: ...
 
