@@ -45,20 +45,27 @@ _STREAM_FAILURES: Final = (OSError, anyio.BrokenResourceError, anyio.ClosedResou
 
 
 class _Watched:
-    """A connection's socket as the run's watchdog sees it: the deadline of the wait in progress."""
+    """A connection's socket as the run's watchdog sees it: the deadline of the wait in progress.
+
+    The watchdog is the one of the run the wait is in, looked up at each wait (a dict lookup, on
+    the path that is about to park the task anyway), not the one of the run that opened the
+    connection: a sender's pool can outlive a ``trio.run`` and lend its idle connections to the
+    next, and the earlier run's watchdog ended with it — a wait registered there never timed out.
+    """
 
     __slots__ = ("_deadlines", "_expired", "_sock", "deadline")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._deadlines = deadlines()  # the run's watchdog: a connection lives in the trio run that opened it
+        self._deadlines = deadlines()  # the watchdog of the wait in progress (or of the last one: forget is idempotent)
         self.deadline = math.inf  # of the wait in progress (the watchdog reads it)
         self._expired = False
 
     def _watch(self, within: float | None) -> None:
-        """Bound the wait that follows by ``within`` seconds (``None``: unbounded) through the run's watchdog."""
+        """Bound the wait that follows by ``within`` seconds (``None``: unbounded) through this run's watchdog."""
         if within is not None:
             self.deadline = trio.current_time() + within
+            self._deadlines = deadlines()  # this run's, which the wait's ``forget`` then leaves (see the class)
             self._deadlines.watch(self)
 
     def _failed(self, exc: BaseException, *, reading: bool) -> httpx.TransportError:

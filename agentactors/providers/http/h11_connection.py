@@ -77,6 +77,10 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
                 stream = await anyio.connect_tcp(host, port)
         except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
             raise transport_error(httpx.ConnectError, f"cannot connect to {host}:{port}", exc) from exc
+        except anyio.EndOfStream as exc:
+            # trio: anyio's TLS stream, its closing handshake off, says a server that closed mid-handshake so.
+            text = f"cannot connect to {host}:{port}: the server closed the connection during the TLS handshake"
+            raise transport_error(httpx.ConnectError, text, exc) from exc
         return H11Connection(origin, stream, _direct(scheme, stream))
     assert scope.cancelled_caught
     raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out")
