@@ -36,10 +36,13 @@ import httpx
 
 from ._io_errors import transport_error
 
-__all__ = ["PAUSE_AT", "DirectProtocol", "open_direct"]
+__all__ = ["PAUSE_AT", "WRITE_CHUNK", "DirectProtocol", "open_direct"]
 
 #: Unread bytes past which the transport stops reading until the reader takes them.
 PAUSE_AT: Final = 256 * 1024
+
+#: The most a send hands the transport at once: a larger body goes in chunks (see ``DirectProtocol.send``).
+WRITE_CHUNK: Final = 256 * 1024
 
 #: What a waiter's future is resolved with when its timer fires first.
 _TIMED_OUT: Final = False
@@ -132,12 +135,27 @@ class DirectProtocol(asyncio.Protocol):
                     or self._transport.is_closing())
 
     async def send(self, data: bytes, within: float | None) -> None:
-        """Write all of ``data``; wait (at most ``within`` seconds) only while the transport's buffer is full."""
+        """Write all of ``data``; wait (at most ``within`` seconds) only while the transport's buffer is full.
+
+        A body past :data:`WRITE_CHUNK` is handed over a chunk at a time, the buffer checked after each:
+        over TLS the loop's layer takes any one write whole (it encrypts it all and passes it down) and
+        tells the protocol its buffer is full only on a later write, so a large body written at once
+        never waited, and the write timeout never applied to a server that reads nothing.
+        """
         await anyio.lowlevel.checkpoint_if_cancelled()
         transport = self._transport
         if transport is None or self._closed or transport.is_closing():
             cause = self._lost or ConnectionResetError("the connection is closed")
             raise transport_error(httpx.WriteError, "sending the request failed", cause)
+        if len(data) <= WRITE_CHUNK:
+            await self._write(transport, data, within)
+            return
+        view = memoryview(data)
+        for start in range(0, len(data), WRITE_CHUNK):
+            await self._write(transport, view[start:start + WRITE_CHUNK], within)
+
+    async def _write(self, transport: asyncio.Transport, data: bytes | memoryview, within: float | None) -> None:
+        """One write, then the wait for the buffer to drain if it is full (the ``within`` bound is per wait)."""
         transport.write(data)  # a socket error closes the transport (its cause reaches connection_lost)
         if transport.is_closing():
             await asyncio.sleep(0)  # connection_lost runs first: the cause
