@@ -13,6 +13,22 @@ __all__ = ["transport_error"]
 
 def transport_error(kind: type[httpx.TransportError], text: str, cause: BaseException) -> httpx.TransportError:
     """``kind("{text}: {cause}")`` caused by ``cause`` (raise it plainly or from it: ``from None`` drops it)."""
-    err = kind(f"{text}: {str(cause) or type(cause).__name__}")
+    err = kind(f"{text}: {_said(cause)}")
     err.__cause__ = cause
     return err
+
+
+def _said(cause: BaseException) -> str:
+    """What ``cause`` says; for a wrapper that says nothing (anyio's ``BrokenResourceError`` over trio's
+    TLS stream), what the error under it says — ``Connection reset by peer``, not only the wrapper's name."""
+    text = str(cause)
+    if text:
+        return text
+    inner = cause.__cause__ or cause.__context__
+    for _ in range(3):  # a chain, not a loop: a few links at most
+        if inner is None:
+            break
+        if str(inner):
+            return f"{type(cause).__name__} ({type(inner).__name__}: {inner})"
+        inner = inner.__cause__ or inner.__context__
+    return type(cause).__name__
