@@ -6,7 +6,6 @@ checks, and serving AG-UI then costs no dependency (the tests hold the app to th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -175,14 +174,10 @@ def _calls(raw: Any, where: str) -> list[ToolCall]:
             function.get("name"), str
         ):
             raise InvalidInput(f"{where}.toolCalls[{i}] must be {{'id', 'function': {{'name', 'arguments'}}}}")
+        if not function["name"]:
+            raise InvalidInput(f"{where}.toolCalls[{i}].function.name must be a non-empty string")
         text = function.get("arguments") or "{}"
-        try:
-            arguments = json.loads(text) if isinstance(text, str) else None
-        except json.JSONDecodeError:
-            arguments = None
-        if isinstance(arguments, dict):
-            calls.append(ToolCall(item["id"], function["name"], arguments, raw_arguments=text))
-        else:
-            calls.append(ToolCall(item["id"], function["name"], {}, raw_arguments=str(text),
-                                  arguments_error="not a JSON object"))
+        # Parsed as a model's arguments are (within the library's JSON policy): anything but a JSON object's
+        # text is kept, marked "unparseable", as the call the client says its assistant made.
+        calls.append(ToolCall.from_raw(item["id"], function["name"], text if isinstance(text, str) else str(text)))
     return calls

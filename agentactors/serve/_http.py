@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from .._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
 from ..actors.runtime import Runtime
 from .asgi import lifespan
 
@@ -69,11 +70,14 @@ async def read_json(receive: Receive, scope: Scope, limit: int = DEFAULT_MAX_BOD
     """The request body as a JSON object, read up to ``limit`` bytes.
 
     :raises BodyError: the body is longer than ``limit`` (told by its ``content-length`` or while it
-        arrives), is not UTF-8 JSON, or is not an object.
+        arrives), is not UTF-8 JSON, is past the library's JSON policy (nested deeper than
+        :data:`~agentactors._json.MAX_DOCUMENT_DEPTH`, an integer of more than 4,300 digits), or is not
+        an object.
     :raises Disconnected: the client left before the body was complete.
     """
     declared = _header(scope, b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    # isascii too: "²".isdigit() is True, and int() refuses it.
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise BodyError(f"the request body is larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -89,8 +93,13 @@ async def read_json(receive: Receive, scope: Scope, limit: int = DEFAULT_MAX_BOD
         if not message.get("more_body", False):
             break
     try:
-        value = json.loads(b"".join(chunks))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # The library's policy for JSON from outside (agentactors._json): a body nested past any parser's
+        # stack, or holding an integer Python refuses to read, is the client's 400 — not a RecursionError or
+        # a bare ValueError escaping to the server as a 500 with a traceback.
+        value = loads_bounded(b"".join(chunks), what="the request body", max_depth=MAX_DOCUMENT_DEPTH)
+    except JsonBoundError as exc:
+        raise BodyError(str(exc)) from None
+    except ValueError as exc:  # JSONDecodeError
         raise BodyError(f"the request body is not valid JSON ({exc.__class__.__name__})") from None
     if not isinstance(value, dict):
         raise BodyError("the request body must be a JSON object")
@@ -146,11 +155,25 @@ def authorized(scope: Scope, keys: tuple[bytes, ...] | None) -> bool:
     return found and bool(given)
 
 
+def json_bytes(value: Any, *, separators: tuple[str, str] | None = None) -> bytes:
+    """``value`` as UTF-8 JSON — or, when it holds a lone surrogate, as ASCII JSON.
+
+    A request may carry ``"\\ud800"`` (valid JSON, read into a str no UTF-8 can hold), and the apps echo
+    request text back (a model's name in its 404, a thread id, the client's state): escaped as ``\\ud800``,
+    it goes back as it came instead of failing the answer with a ``UnicodeEncodeError``.
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=separators)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, separators=separators).encode()
+
+
 async def send_json(
     send: Send, status: int, payload: Any, headers: Mapping[str, str] | None = None
 ) -> None:
     """Answer with ``payload`` as JSON and ``status``."""
-    body = json.dumps(payload, ensure_ascii=False).encode()
+    body = json_bytes(payload)
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items())
     await send({"type": "http.response.start", "status": status, "headers": raw})
@@ -177,8 +200,8 @@ class EventStream:
 
     async def data(self, value: Any) -> None:
         """One event: ``data: <value as JSON>`` (a str is sent as it is)."""
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        await self._send({"type": "http.response.body", "body": f"data: {text}\n\n".encode(), "more_body": True})
+        text = value.encode() if isinstance(value, str) else json_bytes(value, separators=(",", ":"))
+        await self._send({"type": "http.response.body", "body": b"data: " + text + b"\n\n", "more_body": True})
 
     async def end(self) -> None:
         await self._send({"type": "http.response.body", "body": b""})

@@ -6,7 +6,6 @@ error shape carries it), before any run starts.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -171,13 +170,11 @@ def _tool_call(value: Any, param: str) -> ToolCall:
     raw = function.get("arguments") or "{}"
     if not isinstance(raw, str):
         raise BadRequest(f"{param}.function.arguments must be a JSON string", f"{param}.function.arguments")
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError:
-        arguments = None
-    if not isinstance(arguments, dict):
-        return ToolCall(call_id, function["name"], {}, raw_arguments=raw, arguments_error="not a JSON object")
-    return ToolCall(call_id, function["name"], arguments, raw_arguments=raw)
+    if not function["name"]:
+        raise BadRequest(f"{param}.function.name must be a non-empty string", f"{param}.function.name")
+    # Parsed as a model's arguments are (within the library's JSON policy): text that is not a JSON object
+    # is kept, marked "unparseable", as the call the client says its assistant made.
+    return ToolCall.from_raw(call_id, function["name"], raw)
 
 
 _NUMBERS = {"temperature": "temperature", "top_p": "top_p"}
@@ -191,7 +188,10 @@ def _settings(body: Mapping[str, Any]) -> ModelSettings | None:
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise BadRequest(f"'{key}' must be a number", key)
-            fields[name] = float(value)
+            try:
+                fields[name] = float(value)
+            except OverflowError:  # an integer beyond any float: JSON has no limit on its digits
+                raise BadRequest(f"'{key}' must be a finite number", key) from None
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:

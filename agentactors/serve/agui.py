@@ -149,30 +149,44 @@ class AGUIApp:
         mine = None if live is not None else self._claim(run_input)  # before any await: one run per thread
         stream = EventStream(send)
         translation = _Translation(run_input, stream, span)
-        async with cancelled_on_disconnect(receive):
-            await stream.start()
-            while live is not None:
-                outcome = await live.steer(run_input)
-                if outcome != "ended":
-                    await (translation.steered(live.run_id) if outcome == "steered" else translation.stale(live.run_id))
-                    await stream.end()
-                    return
-                # The live run ended meanwhile: this request starts the next, unless another one started it first.
-                newer = self._threads.get(thread)
-                live = newer if newer is not live else None
-            if mine is None:
-                mine = self._claim(run_input)
-            try:
-                await self._run(translation, mine)
-            finally:
-                mine.end()
-                if self._threads.get(thread) is mine:
-                    del self._threads[thread]
-            await stream.end()
+        # The claim is released however the request ends — also when the client leaves (or the server's
+        # send fails) before the run started: a claim left behind would be a live run that never ends,
+        # and every later post to the thread would wait on it for ever (or be refused as ThreadBusy).
+        try:
+            async with cancelled_on_disconnect(receive):
+                await stream.start()
+                while live is not None:
+                    outcome = await live.steer(run_input)
+                    if outcome != "ended":
+                        await (
+                            translation.steered(live.run_id) if outcome == "steered" else translation.stale(live.run_id)
+                        )
+                        await stream.end()
+                        return
+                    # The live run ended meanwhile: this request starts the next, unless another one started it
+                    # first.
+                    newer = self._threads.get(thread)
+                    live = newer if newer is not live else None
+                if mine is None:
+                    mine = self._claim(run_input)
+                try:
+                    await self._run(translation, mine)
+                finally:
+                    self._release(mine)  # before the stream ends: a client that posts at once finds it ended
+                await stream.end()
+        finally:
+            if mine is not None:
+                self._release(mine)
 
     def _claim(self, run_input: RunInput) -> _Live:
         live = self._threads[run_input.thread_id] = _Live(run_input)
         return live
+
+    def _release(self, live: _Live) -> None:
+        """``live``'s run has ended (or never will start): later posts to its thread start runs of their own."""
+        live.end()
+        if self._threads.get(live.thread_id) is live:
+            del self._threads[live.thread_id]
 
     async def _run(self, translation: _Translation, live: _Live) -> None:
         runtime = self._runtime.for_agent(self.agent)
@@ -198,9 +212,10 @@ class _Live:
     handle once it started, and the steers that came before that (each request's, waiting for the run to
     start — or to end without starting: then they were not taken, and that request runs them itself)."""
 
-    __slots__ = ("early", "finished", "handle", "run_id", "seen", "settled", "taken")
+    __slots__ = ("early", "finished", "handle", "run_id", "seen", "settled", "taken", "thread_id")
 
     def __init__(self, run_input: RunInput) -> None:
+        self.thread_id = run_input.thread_id
         self.run_id = run_input.run_id
         self.seen = {given for given, _ in run_input.users if given is not None}
         self.handle: AgentRun[Any] | None = None

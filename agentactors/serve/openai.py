@@ -10,7 +10,9 @@ Refusals come in OpenAI's error shape (``{"error": {"message", "type", "param", 
 raises its usual exception: 401 without an allowed key, 404 for an unknown model or path, 400 for a body
 that is too large, not JSON, or of the wrong shape, 429 with ``Retry-After`` when the runtime's admission
 (a ``ProviderActor``'s ``max_waiting``/``max_wait``) refused the run's model call, 502 when the provider
-failed.  A client that disconnects cancels its run.
+failed, 409 (``approval_required``) when the run paused for a person's approval of a tool call, 503
+(``run_cancelled``) when the server cancelled the run — never an empty ``200`` for a run that did not answer.
+A client that disconnects cancels its run.
 
 Sessions (``sessions=True``, off by default): a request with an ``X-Session-Id: <key>`` header is a turn of
 the runtime's session ``key`` — the server keeps the conversation, and the request's messages after its last
@@ -297,6 +299,12 @@ class _Completion:
             await events.data({"error": _error_body(_failure_text(result), "server_error")})
             await events.end()
             return
+        elif (unanswered := _unanswered(result)) is not None:  # after some text: the stream says why it stops
+            status, message, kind, code = unanswered
+            self.span.failed(code, fault=status >= 500)
+            await events.data({"error": _error_body(message, kind, code=code)})
+            await events.end()
+            return
         await events.data(self._chunk({}, finish_reason=_finish_reason(result)))
         if self.request.include_usage:
             await events.data(self._envelope([], usage=_usage(result.usage)))
@@ -370,8 +378,37 @@ def _overloaded(error: BaseException | None) -> OverloadedError | None:
     return None
 
 
+def _unanswered(result: RunResult[Any]) -> tuple[int, str, str, str] | None:
+    """Why a run that ended without failing still has no answer to send — ``(status, message, type, code)`` —
+    or ``None`` when it has one.
+
+    A run cancelled through its handle (``rt.run_ref(run_id).cancel()``, a runtime draining at shutdown) and
+    one paused for a person's approval both end with empty ``content``: sent as a completion, that would be a
+    ``200`` whose ``""`` the client takes for the model's answer.
+    """
+    if result.cancelled:
+        return 503, "the run was cancelled in the server before it answered", "server_error", "run_cancelled"
+    if result.paused:
+        names = ", ".join(sorted({call.name for call in result.pending_approvals}))
+        return (
+            409,
+            f"the run is paused: {len(result.pending_approvals)} tool call(s) ({names}) await a person's approval "
+            f"in the server (run {result.run_id})",
+            "invalid_request_error",
+            "approval_required",
+        )
+    return None
+
+
 async def _refused(send: Send, result: RunResult[Any], span: RequestSpan) -> bool:
-    """Answer a run that produced nothing (429 for an admission refusal, else 502); ``True`` if it did."""
+    """Answer a run that produced nothing (429 for an admission refusal, else 502; 503 for a cancelled run,
+    409 for one paused for approval); ``True`` if it did."""
+    unanswered = _unanswered(result)
+    if unanswered is not None:
+        status, message, kind, code = unanswered
+        span.failed(code, fault=status >= 500)
+        await _error(send, status, message, kind, code=code)
+        return True
     if not result.generation_failed:
         return False
     overloaded = _overloaded(result.error)
