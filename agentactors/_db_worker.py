@@ -14,8 +14,9 @@ asyncio-only), and all reach it the same way:
 The connection opens on first use, in the worker thread, where the owner's ``setup`` creates its tables (a setup
 that raises closes it); it closes on :meth:`Worker.close`, and a worker used again opens a new one.  What differs
 by driver is a parameter: how to connect (:mod:`agentactors._sqlite`, :mod:`agentactors._postgres`) and, for a
-server that may drop a connection, how to tell a connection is dead after a call failed on it (it is thrown away:
-the next call opens a new one).
+server that may drop a connection, how to tell a connection is dead (it is thrown away: the next call opens a new
+one) — asked after a call raised, and before each call too, since a call may answer its failures as values (a
+journal's batch of commits does: each commit has its own outcome) and leave a dead connection behind.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ class Worker(Generic[C]):
     :param connect: opens a connection (in the worker thread).
     :param setup: run in the worker thread on each new connection (its tables); raising closes it.
     :param name: names the per-loop limiter (one per owner object).
-    :param dead: ``dead(connection)`` after a call raised: true throws the connection away (closed); by default
-        a connection outlives the calls that fail on it.
+    :param dead: ``dead(connection)``, asked after a call raised and before each call: true throws the connection
+        away (closed; the next call opens a new one); by default a connection outlives the calls that fail on it.
     """
 
     __slots__ = ("_connect", "_dead", "_limiter", "_lock", "conn", "setup")
@@ -69,7 +70,11 @@ class Worker(Generic[C]):
         self._limiter: RunVar[anyio.CapacityLimiter] = RunVar(name)
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(connection, *args)`` in a worker thread, alone on the connection (opened first if need be)."""
+        """``fn(connection, *args)`` in a worker thread, alone on the connection (opened first if need be).
+
+        Cancellation: the thread is not abandoned — a cancelled caller waits for ``fn`` to return (a driver call
+        cannot be interrupted, and the connection must not be left mid-call), then the cancellation goes on.
+        """
         return await anyio.to_thread.run_sync(self._locked, fn, args, limiter=self._token())
 
     def call_sync(self, fn: Callable[..., T], *args: Any) -> T:
@@ -106,6 +111,12 @@ class Worker(Generic[C]):
     def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         with self._lock:
             conn = self.conn
+            if conn is not None and self._dead is not None and self._dead(conn):
+                # Found dead by an earlier call that did not raise: one that answers its failures as values (a
+                # journal's batch of commits, each with its own outcome) leaves the connection here, broken.
+                self.conn = None
+                conn.close()
+                conn = None
             if conn is None:
                 conn = self.conn = self._open()
             try:

@@ -28,7 +28,7 @@ from typing import ClassVar, Final
 from ._db_worker import Worker as DbWorker
 from ._dialect import Dialect
 
-__all__ = ["DIALECT", "SYNCHRONOUS", "Snapshot", "Transaction", "Worker", "check_options", "connect"]
+__all__ = ["DIALECT", "SYNCHRONOUS", "Snapshot", "Transaction", "Worker", "check_options", "connect", "moved"]
 
 SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 
@@ -56,17 +56,55 @@ def check_options(busy_timeout: float, synchronous: str) -> tuple[float, str]:
     return float(busy_timeout), mode
 
 
+class _Connection(sqlite3.Connection):
+    """A connection that remembers which file it opened (:func:`moved`): ``(path, (device, inode))``."""
+
+    file: tuple[str, tuple[int, int]] | None = None
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path`` now, or ``None`` when nothing is there."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
     """Open ``path`` in WAL mode with the timeouts and ``synchronous`` set, autocommit (explicit transactions)."""
-    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(
+        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False, factory=_Connection
+    )
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")  # a no-op answer ("memory") for ":memory:"
         conn.execute(f"PRAGMA synchronous = {synchronous}")
+        if path not in ("", ":memory:") and not path.startswith("file:"):  # a file of its own, by name
+            identity = _identity(path)
+            if identity is not None:
+                conn.file = (path, identity)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def moved(conn: sqlite3.Connection) -> str | None:
+    """Why ``conn``'s file is no longer the one at its path — deleted, or replaced by another — or ``None``.
+
+    An open connection goes on writing to the file it opened, even once it is unlinked: every commit "succeeds"
+    into an inode no later process will see.  What promises durability (a journal) asks this before it writes,
+    for the price of one ``stat``.  ``None`` also for a connection not opened by :func:`connect` on a named file.
+    """
+    file = getattr(conn, "file", None)
+    if file is None:
+        return None
+    path, identity = file
+    now = _identity(path)
+    if now == identity:
+        return None
+    return f"{path!r} was deleted" if now is None else f"{path!r} was replaced by another file"
 
 
 class _Begun:

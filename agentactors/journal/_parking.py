@@ -9,6 +9,7 @@ database is a :class:`~agentactors.journal.JournalFormatError` naming its key, n
 from __future__ import annotations
 
 import json
+import re
 
 from .._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
 from .store import JournalFormatError
@@ -16,14 +17,19 @@ from .store import JournalFormatError
 __all__ = ["check_key", "check_value"]
 
 _MAX_KEY_CHARS = 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a str may hold one; a UTF-8 database column cannot
 
 
 def check_key(key: str) -> str:
-    """``key`` if it is a non-empty ``str`` of at most 1,024 characters.  :raises TypeError, ValueError: not."""
+    """``key`` if it is a non-empty ``str`` of at most 1,024 characters that every database keeps as it is: no NUL
+    (PostgreSQL's ``TEXT`` refuses it) and no lone surrogate (no UTF-8 column takes one) — refused here, typed,
+    rather than by the driver halfway through a call.  :raises TypeError, ValueError: not."""
     if not isinstance(key, str):
         raise TypeError(f"a parking key is a str, not {type(key).__name__}")
     if not key or len(key) > _MAX_KEY_CHARS:
         raise ValueError(f"a parking key is 1 to {_MAX_KEY_CHARS} characters, not {len(key)}")
+    if "\x00" in key or (not key.isascii() and _SURROGATE.search(key) is not None):
+        raise ValueError(f"a parking key holds a NUL or a lone surrogate, which no database keeps: {key!r}")
     return key
 
 
@@ -38,6 +44,8 @@ def check_value(key: str, value: object, *, stored: bool = False) -> str:
         if stored:
             raise JournalFormatError(f"{where} is not text but {type(value).__name__}: it was left as it is")
         raise TypeError(f"a parked value is JSON text (a str), not {type(value).__name__}")
+    if not stored and not value.isascii() and _SURROGATE.search(value) is not None:
+        raise JournalFormatError(f"{where} holds a lone surrogate, which no database keeps (escape it: \\ud800)")
     try:
         loads_bounded(value, what=where, max_depth=MAX_DOCUMENT_DEPTH)
     except JsonBoundError as exc:

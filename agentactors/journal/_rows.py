@@ -9,6 +9,7 @@ commit is written), and a stored row past the policy or that does not decode is 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -26,6 +27,10 @@ __all__ = ["Encoded", "decode_run", "encode"]
 
 T = TypeVar("T")
 
+#: A lone surrogate: a Python ``str`` may hold one (a model's JSON escape ``"\\ud800"`` decodes to it), no UTF-8
+#: database column can (the driver refuses to encode it).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 @attrs.frozen(slots=True)
 class Encoded:
@@ -41,7 +46,15 @@ class Encoded:
 
 
 def _text(run_id: str, value: Any) -> str:
+    """``value`` as the JSON text a column keeps.
+
+    Unicode as it is (half the size of ``\\u`` escapes for most scripts), unless a string holds a lone surrogate:
+    then every non-ASCII character is escaped, which any database stores and ``json.loads`` reads back as the
+    same ``str`` — a run whose model wrote one goes on as it would unjournaled, instead of failing at its commit.
+    """
     text = json.dumps(value, ensure_ascii=False)
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        text = json.dumps(value)
     if len(text) > MAX_TEXT_CHARS:
         raise JournalFormatError(f"run {run_id!r}: a commit holds a JSON text over {MAX_TEXT_CHARS:,} characters")
     return text
@@ -50,8 +63,8 @@ def _text(run_id: str, value: Any) -> str:
 def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = None) -> Encoded:
     """The text of commit ``c`` of run ``run_id``.
 
-    :raises TypeError: a value JSON cannot keep.
-    :raises JournalFormatError: a value past the JSON depth and size policy (it could not be read back).
+    :raises JournalFormatError: a value JSON cannot keep (a provider's opaque ``provider_data`` holding a
+        datetime, say), or one past the JSON depth and size policy (it could not be read back).
     """
     try:
         begin = _text(run_id, messages_to_json(inputs)) if c.begin else None
@@ -60,11 +73,22 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
         results = None
         if c.results is not None:
             results = (c.results[0], _text(run_id, [result_to_json(r) for r in c.results[1]]))
-    except JsonBoundError as exc:
+    except (JsonBoundError, TypeError) as exc:  # the codec's TypeError names the value's type, not the run
         raise JournalFormatError(f"run {run_id!r} cannot be journaled: {exc}") from None
     parent = origin.get("parent_run_id") if c.begin and origin else None
-    content = c.result.content if c.result is not None else None
+    content = _storable(c.result.content) if c.result is not None else None
     return Encoded(begin, parent, lineage, responses, results, c.end, content)
+
+
+def _storable(text: str) -> str:
+    """``text`` as a plain text column keeps it: a lone surrogate (which no UTF-8 database takes) as U+FFFD.
+
+    For the runs row's ``content``, a readable copy of the answer: the answer itself is in its step's response,
+    JSON written losslessly (:func:`_text`).  Refusing it instead would fail a run that did nothing wrong.
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _decoded(run_id: str, what: str, text: Any, decode: Callable[[Any], T]) -> T:

@@ -29,7 +29,7 @@ from ._rows import Encoded, decode_run, encode
 from ._tapes import Tapes
 from .children import Orphans
 from .records import RecordedRun, RunNotRecordedError
-from .store import LeaseLostError
+from .store import JournalFormatError, LeaseLostError
 
 __all__ = ["PARKED", "RUNS", "STEPS", "ApplyMany", "Item", "SqlJournal", "lost"]
 
@@ -126,12 +126,31 @@ class SqlJournal(Tapes):
         ``origin``: where the run came from (:func:`~agentactors.journal.codec.origin_now`), kept with its start.
         Every commit checks (and renews) this object's lease on the run.
 
+        A run's end whose answer cannot be journaled is still an end: the run raises (this error leaves its tape),
+        so the journal says it ``"raised"`` — left ``"running"``, every later ``recover()`` would run it again
+        and meet the same value.
+
+        Cancellation: the commit is shielded (:mod:`agentactors.journal._group`): once started it happens whole
+        or not at all, and this call returns only when the database said which.
+
         :raises LeaseLostError: another recoverer took the run over (this object's lease had expired).
-        :raises JournalFormatError: the commit holds a value past the JSON policy (nothing was written).
+        :raises JournalFormatError: the commit holds a value JSON cannot keep or past the JSON policy (nothing of
+            it was written; a run's end is written as ``"raised"``).
         """
-        encoded = encode(run_id, inputs, commit, origin)  # before the transaction: a bad value takes no lock
+        try:
+            encoded = encode(run_id, inputs, commit, origin)  # before the transaction: a bad value takes no lock
+        except JournalFormatError as exc:
+            if commit.end is not None:
+                try:
+                    await self._commit(run_id, agent, encode(run_id, inputs, Commit(end="raised"), origin))
+                except Exception as also:  # the database or the lease: the value's error is still the run's
+                    exc.add_note(f"and its end could not be journaled either ({type(also).__name__})")
+            raise
+        await self._commit(run_id, agent, encoded, ended=commit.end is not None)
+
+    async def _commit(self, run_id: str, agent: str | None, encoded: Encoded, *, ended: bool = True) -> None:
         await self._group.commit((run_id, agent, encoded))
-        if commit.end is not None:
+        if ended:
             self._mine.discard(run_id)
             self._orphans.forget(run_id)
 

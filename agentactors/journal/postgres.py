@@ -135,6 +135,12 @@ _STEPS_CTE: Final = (
 )
 
 
+def _text(content: str | None) -> str | None:
+    """The answer's readable copy as ``TEXT`` keeps it: PostgreSQL's refuses NUL, kept as U+FFFD (the answer
+    itself is in its step's response, JSON that escapes it, read back whole)."""
+    return content if content is None or "\x00" not in content else content.replace("\x00", "\ufffd")
+
+
 def _write(conn: Any, run_id: str, agent: str | None, e: Encoded, owner: str, lease: float) -> None:
     if e.begin is not None and e.end is not None:  # never from a tape (its begin commits alone): two statements
         with conn.transaction():
@@ -148,7 +154,7 @@ def _write(conn: Any, run_id: str, agent: str | None, e: Encoded, owner: str, le
         steps.setdefault(e.results[0], [None, None])[1] = e.results[1]
     params: dict[str, Any] = {
         "run": run_id, "agent": agent, "begin": e.begin, "parent": e.parent, "origin": e.origin, "owner": owner,
-        "lease": lease, "end": e.end, "content": e.content,
+        "lease": lease, "end": e.end, "content": _text(e.content),
     }
     sql = f"WITH lease AS ({_BEGIN if e.begin is not None else _LEASE})"
     if steps:

@@ -43,10 +43,11 @@ import time
 from functools import partial
 from typing import Final, Literal
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved
 from ._lease import check_lease
 from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
+from .records import JournalError
 
 __all__ = ["SqliteJournal"]
 
@@ -118,7 +119,17 @@ def _setup(conn: sqlite3.Connection) -> None:
 
 
 def _apply_many(conn: sqlite3.Connection, items: list[Item], owner: str, lease: float) -> list[BaseException | None]:
-    """The commits in one transaction, each under its own savepoint (alone: just its transaction)."""
+    """The commits in one transaction, each under its own savepoint (alone: just its transaction).
+
+    :raises JournalError: the journal's file was deleted or replaced since the connection opened it: a commit
+        there would be acknowledged and lost (:func:`agentactors._sqlite.moved`), so none is made.
+    """
+    problem = moved(conn)
+    if problem is not None:
+        raise JournalError(
+            f"the journal file {problem} while this journal had it open: its commits would be lost, so none is "
+            "made (restore the file, or open the journal again)"
+        )
     if len(items) == 1:
         try:
             with Transaction(conn):

@@ -159,12 +159,17 @@ class Tape:
         """Run ``run`` between the journal's ``begin`` and ``end`` commits.
 
         Cancellation and errors: the end (``"cancelled"`` / ``"raised"``) is committed shielded, then they
-        propagate — a run cancelled or failed on purpose is not one a crash left unfinished.
+        propagate — a run cancelled or failed on purpose is not one a crash left unfinished.  When the begin
+        commit itself fails (or is cancelled), ``run`` never starts: it is closed and the error propagates.
         """
         writer = self.writer
         if writer is None:
             return await run
-        await writer.commit(Commit(begin=True))
+        try:
+            await writer.commit(Commit(begin=True))
+        except BaseException:
+            run.close()  # never started: closed here, not left to the collector's "never awaited" warning
+            raise
         try:
             result = await run
         except BaseException as exc:
