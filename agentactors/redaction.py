@@ -21,12 +21,13 @@ import re
 import threading
 from collections.abc import Iterable
 
-__all__ = ["RedactingFilter", "excerpt", "redact", "redact_loggers", "register_secret"]
+__all__ = ["RedactingFilter", "excerpt", "redact", "redact_loggers", "redact_registered", "register_secret"]
 
 
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
 _secret_pattern: re.Pattern[str] | None = None
+_ordered: tuple[str, ...] = ()  # the registered spellings, longest first (replaced whole: read without the lock)
 _longest_secret = 0
 # Shapes of credentials we may never have been told about: vendor key prefixes and bearer tokens.
 _KEY_SHAPES = re.compile(
@@ -63,7 +64,7 @@ def register_secret(secret: str | None) -> None:
     (redacting them would mangle ordinary words).  The escaped spellings ``repr``
     gives a str or bytes value are registered too.
     """
-    global _secret_pattern, _longest_secret
+    global _secret_pattern, _longest_secret, _ordered
     if not secret or len(secret) < 8:
         return
     with _secrets_lock:
@@ -74,6 +75,7 @@ def register_secret(secret: str | None) -> None:
         ordered = sorted(_secrets, key=len, reverse=True)
         _longest_secret = len(ordered[0])
         _secret_pattern = re.compile("|".join(re.escape(s) for s in ordered))
+        _ordered = tuple(ordered)
 
 
 def redact(text: str) -> str:
@@ -95,6 +97,20 @@ def redact(text: str) -> str:
         return "[REDACTED]"
 
     return _KEY_SHAPES.sub(_mask, text)
+
+
+def redact_registered(text: str) -> str:
+    """Remove every registered secret from ``text`` — only those, not the key-shaped strings :func:`redact` masks too.
+
+    For a text too large for :func:`redact`'s patterns (a tool result of megabytes: they cost ~0.16 µs a
+    character, and hold the interpreter while they run): a plain search for each registered spelling, longest
+    first, runs at memory speed (~1 ms for 10 MB and a few secrets), so no credential the library was told of
+    gets through however long the text around it.
+    """
+    for secret in _ordered:
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+    return text
 
 
 def excerpt(text: str | bytes, limit: int) -> str:

@@ -202,7 +202,9 @@ class Link:
                     result_ceiling=settings.result_ceiling,
                     read_only=bool(annotations is not None and annotations.read_only_hint),
                 )
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, RecursionError) as exc:
+                # One tool the server describes badly (an invalid or absurdly deep schema, a bad name) is
+                # left out; the listing, and every other tool of the server, goes on.
                 log.warning("%s: tool %r is skipped: %s", settings.label, _clip(name), describe(exc))
                 continue
             names.add(name)

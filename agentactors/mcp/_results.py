@@ -12,8 +12,9 @@ text in order, joined by newlines:
 * images and audio as a one-line placeholder (media type and size), never their base64 payload;
 * a resource link as a one-line reference.
 
-The text passes through :func:`~agentactors.redact` (up to :data:`REDACT_LIMIT` characters): a server
-that echoes a credential it was sent (a header) does not hand it to the model.  An ``isError`` result
+The text passes through :func:`~agentactors.redact` (past :data:`REDACT_LIMIT` characters, through
+:func:`~agentactors.redaction.redact_registered`: the registered secrets only): a server that echoes a
+credential it was sent (a header) does not hand it to the model.  An ``isError`` result
 raises :class:`MCPToolError` with the server's text, so the executor records the call with status
 ``error`` and that text.
 """
@@ -35,6 +36,7 @@ from mcp.types import (
 )
 
 from ..errors import AgentActorsError, redact
+from ..redaction import redact_registered
 
 __all__ = ["REDACT_LIMIT", "MCPToolError", "result_text"]
 
@@ -76,9 +78,9 @@ def result_text(result: CallToolResult) -> str:
     if structured is not None and not has_text:
         parts.insert(0, _COMPACT.encode(structured))  # no text said it: the structure is the answer
     text = "\n".join(parts)
-    if len(text) <= REDACT_LIMIT:
-        # A server that echoes a registered secret back (a header it received) must not hand it to the model.
-        text = redact(text)
+    # A server that echoes a registered secret back (a header it received) must not hand it to the model;
+    # past REDACT_LIMIT the registered secrets are still removed (a plain search), only the shapes are not looked for.
+    text = redact(text) if len(text) <= REDACT_LIMIT else redact_registered(text)
     if result.is_error:
         raise MCPToolError(text.strip() or "the tool reported an error and gave no text")
     return text

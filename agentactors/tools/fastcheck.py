@@ -76,8 +76,8 @@ def compile_check(schema: Any) -> Check | None:
     """The fast predicate for ``schema``, or ``None`` when the schema is outside the supported subset."""
     try:
         return _compile(schema)
-    except (_Unsupported, re.error, TypeError, ValueError):
-        return None  # validated the thorough way only
+    except (_Unsupported, re.error, TypeError, ValueError, RecursionError):
+        return None  # validated the thorough way only (a schema too deep to compile included)
 
 
 def _always(_: Any) -> bool:

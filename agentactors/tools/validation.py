@@ -60,6 +60,11 @@ def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None]:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
         raise _SchemaInvalid(exc.message) from None
+    except RecursionError:
+        # A schema nested deeper than the meta-schema check can walk (an MCP server's listing can hold
+        # one a hundred levels down): refused like any invalid schema, so that only its own tool is lost.
+        # Caught once the stack has unwound: there is room again to build the error.
+        raise _SchemaInvalid("it is nested too deeply to be checked") from None
     # No format checker: "format" is an annotation, which the fast check relies on too.
     return jsonschema.Draft202012Validator(schema), compile_check(schema)
 
@@ -111,11 +116,17 @@ class ArgumentValidator:
         issues: list[ValidationIssue] = []
         seen_required: set[tuple[Any, ...]] = set()
         seen: set[ValidationIssue] = set()
-        for error in self._validator.iter_errors(arguments):
-            for issue in _issues_of(error, seen_required):
-                if issue not in seen:  # two keywords can say the same thing (maxItems and items: false)
-                    seen.add(issue)
-                    issues.append(issue)
+        try:
+            for error in self._validator.iter_errors(arguments):
+                for issue in _issues_of(error, seen_required):
+                    if issue not in seen:  # two keywords can say the same thing (maxItems and items: false)
+                        seen.add(issue)
+                        issues.append(issue)
+        except RecursionError:
+            # ``jsonschema`` recurses once per level of the arguments under a recursive schema ($ref): the
+            # model's arguments, nested a few hundred levels deep, would otherwise raise out of the executor
+            # and end the run.  They are an issue of the call like any other (caught once the stack unwound).
+            return [ValidationIssue("arguments", "arguments nested less deeply", "arguments nested too deeply")]
         return issues
 
 

@@ -16,7 +16,7 @@ from mcp.types import (
 )
 
 from agentactors.mcp import MCPToolError
-from agentactors.mcp._results import result_text
+from agentactors.mcp._results import REDACT_LIMIT, result_text
 from agentactors.redaction import register_secret
 
 
@@ -68,3 +68,15 @@ def test_a_secret_the_server_echoes_is_redacted() -> None:
     echoed = CallToolResult(content=[_text("you sent mcp-unit-secret-88a1c2d3e4f5")])
     assert result_text(echoed) == "you sent [REDACTED]"
     assert "88a1" not in str(MCPToolError("bad key mcp-unit-secret-88a1c2d3e4f5"))
+
+
+def test_a_secret_in_a_result_past_the_scanning_limit_is_still_redacted() -> None:
+    """Past REDACT_LIMIT the shapes are not looked for, but a registered secret is removed wherever it stands."""
+    register_secret("mcp-unit-secret-7f00beefcafe")
+    filler = "x" * (REDACT_LIMIT + 10)
+    secret = "mcp-unit-secret-7f00beefcafe"
+    echoed = CallToolResult(content=[_text(f"Bearer {secret} {filler} {secret}")])
+    text = result_text(echoed)
+    assert "7f00beef" not in text
+    assert text.startswith("Bearer [REDACTED] xxx") and text.endswith("xxx [REDACTED]")
+    assert len(text) == len(filler) + len("Bearer [REDACTED]  [REDACTED]")
