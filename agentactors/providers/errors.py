@@ -299,14 +299,10 @@ def classify_error_body(
     OpenRouter error chunks, OpenAI ``{"error": ...}`` data).  A status found in the body wins."""
     inner = body.get("error") if isinstance(body, dict) else None
     found = status
-    if isinstance(body, dict) and isinstance(body.get("status_code"), int):
+    if isinstance(body, dict) and _error_status(body.get("status_code")) is not None:
         found = body["status_code"]
     elif isinstance(inner, dict):
-        code = inner.get("code")
-        if isinstance(code, int) and 100 <= code <= 599:
-            found = code
-        elif isinstance(inner.get("status_code"), int):
-            found = inner["status_code"]
+        found = _error_status(inner.get("code")) or _error_status(inner.get("status_code")) or found
     if found is None:
         message, codes, _ = _error_fields(body)
         kind = _kind_from_codes(codes, message)
@@ -314,6 +310,19 @@ def classify_error_body(
             # An unknown in-band error during generation: the vendor failed mid-answer.
             found = 500 if not any(c in _REQUEST_CODES for c in codes) else 400
     return classify_http_error(found or 500, None, body, provider=provider, model=model)
+
+
+def _error_status(value: Any) -> int | None:
+    """``value`` if it is an HTTP error status (400–599), else ``None``.
+
+    An in-band error's body is the vendor's to get wrong: a ``status_code`` of 200, ``true``, ``-5`` or 302
+    says nothing about whose fault the error is, and taken as the status it made a vendor failure
+    mid-answer a request fault (not retried, no fallback).  Such a body is read by its codes and message
+    instead, as one without a status.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+        return value
+    return None
 
 
 def _try_json(text: str) -> Any:

@@ -261,6 +261,9 @@ def decode_converse(body: Any, *, request: LLMRequest | None, model: str | None,
     for block in content:
         if not isinstance(block, Mapping):
             raise MalformedResponseError("content block is not an object", provider=provider, model=model)
+        if "toolUse" in block and not isinstance(block["toolUse"], Mapping):
+            # Read as an unknown block it would vanish, leaving a tool_use answer without its call.
+            raise MalformedResponseError("toolUse block is not an object", provider=provider, model=model)
         use = block.get("toolUse")
         blocks.append(tool_call(use, provider=provider, model=model) if isinstance(use, Mapping) else block)
     fields = body.get("additionalModelResponseFields")

@@ -12,18 +12,25 @@ body's chunks as they arrive and hands each message on as the ``(event, data)`` 
 * ``:message-type: error`` → ``("exception:" + :error-code, {"message": :error-message})``.
 
 A message botocore refuses (a bad checksum, a length past its bounds) and bytes left over when the body
-ends (a message cut in two) are a transient :class:`~agentactors.MalformedResponseError`.  botocore is
-imported when the first stream starts (the ``[bedrock]`` extra).
+ends (a message cut in two) are a transient :class:`~agentactors.MalformedResponseError`.  So is a frame
+botocore's parser chokes on without a ``ParserError`` of its own: the bytes are the vendor's, and a prelude
+whose CRCs check out can still claim a length shorter than the prelude itself (``struct.error``) or a header
+of an unknown type (``KeyError``) — a corrupt stream, never the request's fault.
+
+A message larger than ``max_event_bytes`` (the provider's limit on one event, as for SSE) is a
+:class:`~agentactors.ResponseTooLargeError`, raised as soon as the bytes of one unfinished message pass the
+limit: botocore alone would buffer up to its own 24 MiB bound.  botocore is imported when the first stream
+starts (the ``[bedrock]`` extra).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...errors import MalformedResponseError
+from ...errors import MalformedResponseError, ProviderError
 from .stream import EXCEPTION_PREFIX
 
 __all__ = ["EventStreamFramer", "iter_messages"]
@@ -40,16 +47,33 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-class EventStreamFramer:
-    """Raw body chunks in, ``(event, data)`` pairs out (see the module docstring); one per stream."""
+#: What the provider raises when one message passes ``max_event_bytes``: ``(limit name, limit, what)`` → error.
+Overflow = Callable[[str, int, str], ProviderError]
 
-    def __init__(self, *, provider: str, model: str | None) -> None:
+
+class EventStreamFramer:
+    """Raw body chunks in, ``(event, data)`` pairs out (see the module docstring); one per stream.
+
+    :param max_event_bytes: the most bytes one message may take (``None``: botocore's own bounds only).
+    :param overflow: builds the error for a message past ``max_event_bytes`` (the provider's
+        :class:`~agentactors.ResponseTooLargeError`, which knows the response's status).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str | None,
+        max_event_bytes: int | None = None,
+        overflow: Overflow | None = None,
+    ) -> None:
         module = _eventstream()
         self._buffer = module.EventStreamBuffer()
-        self._parser_error: type[Exception] = module.ParserError
         self._provider = provider
         self._model = model
         self._pending = 0
+        self._max_event_bytes = max_event_bytes
+        self._overflow = overflow
 
     def feed(self, chunk: bytes) -> Iterator[tuple[str, str]]:
         """The messages ``chunk`` completes (a message may span any number of chunks)."""
@@ -58,14 +82,32 @@ class EventStreamFramer:
         while True:
             try:
                 message = next(self._buffer, None)
-            except self._parser_error as exc:
-                raise MalformedResponseError(
+            except Exception as exc:  # any parser failure on the vendor's bytes is a corrupt stream
+                failure = MalformedResponseError(
                     f"the event stream is corrupt ({type(exc).__name__})", provider=self._provider, model=self._model
-                ) from None
-            if message is None:
-                return
-            self._pending -= int(message.prelude.total_length)
-            yield self._pair(message.headers, message.payload)
+                )
+            else:
+                if message is None:
+                    break
+                size = int(message.prelude.total_length)
+                self._check_size(size)
+                self._pending -= size
+                yield self._pair(message.headers, message.payload)
+                continue
+            # Raised outside the except block: botocore's exception (and the body it may quote) is not kept.
+            raise failure
+        # What is left is one unfinished message: past the limit already, it is not waited for.
+        self._check_size(self._pending)
+
+    def _check_size(self, size: int) -> None:
+        limit = self._max_event_bytes
+        if limit is None or size <= limit:
+            return
+        what = f"one event-stream message ({size} bytes so far)"
+        if self._overflow is not None:
+            raise self._overflow("max_event_bytes", limit, what)
+        raise MalformedResponseError(f"{what} is past max_event_bytes={limit}", provider=self._provider,
+                                     model=self._model)
 
     def close(self) -> Iterator[tuple[str, str]]:
         """End of body: nothing more to hand on; bytes of an unfinished message are a truncated stream."""

@@ -200,7 +200,14 @@ class BedrockProvider(HTTPProvider):
     # -- I/O seams -----------------------------------------------------------------------------------
 
     def _framer(self, reader: BodyReader, model: str) -> Framer:
-        return EventStreamFramer(provider=self.name, model=model)
+        # max_event_bytes bounds one event-stream message as it bounds one SSE event: botocore alone would
+        # buffer a message up to its own 24 MiB bound, whatever the caller set.
+        return EventStreamFramer(
+            provider=self.name,
+            model=model,
+            max_event_bytes=self.limits.max_event_bytes,
+            overflow=reader.too_large,
+        )
 
     async def _authorize(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
         try:

@@ -113,6 +113,10 @@ class BedrockStreamDecoder:
             return []  # new event types must not break old clients
         if not self._started:
             raise self._bad(f"{event} before messageStart")
+        if self._stopped and event != "metadata":
+            # messageStop closed every block and the answer with them (only usage may follow): a block
+            # opened after it would be streamed to the caller yet never reach the final response.
+            return []
         if event == "messageStop":
             closing: list[StreamEvent] = []
             for open_index in sorted(self._open):  # a block left open is closed as it stands

@@ -12,7 +12,7 @@ limit                default   what it bounds
 max_response_bytes   64 MiB    a JSON body, or all the bytes of one stream (an answer of 128k
                                tokens is under 1 MiB; an inline image a few MiB)
 max_sse_line_bytes   16 MiB    one SSE line: a line that never ends is cut here
-max_event_bytes      16 MiB    the data of one SSE event (its ``data:`` lines, joined)
+max_event_bytes      16 MiB    the data of one SSE event (its ``data:`` lines, joined); one AWS event-stream message
 error body           64 KiB    what is read of a non-2xx body to classify it (not configurable:
                                vendors' error bodies are a few hundred bytes; the excerpt an
                                error keeps is 500 characters)

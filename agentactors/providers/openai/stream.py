@@ -118,7 +118,7 @@ class OpenAIStreamDecoder:
         for choice in choices:
             if not isinstance(choice, dict):
                 raise self._malformed("a choice is not an object")
-            if choice.get("index", 0) != 0:
+            if _choice_index(choice.get("index")) != 0:
                 continue  # n > 1: only the first choice is the answer
             out.extend(self._delta(choice.get("delta")))
             finish = choice.get("finish_reason")
@@ -285,6 +285,18 @@ class OpenAIStreamDecoder:
             )
             out.append(ToolCallEnd(index, call.ended))
         return out
+
+
+def _choice_index(value: Any) -> int:
+    """A choice's ``index``, read as ``0`` when it is not an integer (absent, ``null``, ``"0"``).
+
+    Only an integer index names another of ``n`` choices; anything else is a server's sloppy rendering of
+    the one choice, and skipping it would end the stream as an empty answer — the whole-body decoder reads
+    ``choices[0]`` whatever its index says.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _loads(text: str) -> Any:
