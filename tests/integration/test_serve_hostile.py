@@ -55,7 +55,7 @@ async def test_bodies_past_the_json_policy_are_400s_in_openais_shape() -> None:
                 assert response.json()["error"]["type"] == "invalid_request_error"
         async with openai.AsyncOpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=20) as sdk:
             with pytest.raises(openai.BadRequestError) as caught:
-                await sdk.chat.completions.create(model="a", messages=[USER], temperature=10**400)  # type: ignore[arg-type,list-item]
+                await sdk.chat.completions.create(model="a", messages=[USER], temperature=10**400)  # type: ignore[list-item]
             assert caught.value.param == "temperature"
     assert provider.calls == 0
 
@@ -76,6 +76,7 @@ async def test_a_run_paused_for_approval_is_an_error_the_sdk_raises() -> None:
                 await sdk.chat.completions.create(model="bank", messages=[USER])  # type: ignore[list-item]
             assert caught.value.code == "approval_required"
             stream = await sdk.chat.completions.create(model="bank", messages=[USER], stream=True)  # type: ignore[list-item]
+            assert isinstance(stream, openai.AsyncStream)
             with pytest.raises(openai.APIError, match="approval"):
                 async for _ in stream:
                     pass

@@ -6,6 +6,7 @@ thread left claimed by a request that is gone, or a ``200`` whose empty answer h
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -157,8 +158,8 @@ async def test_an_earlier_call_whose_arguments_are_not_an_object_is_kept_marked_
         events = (await request(agui, {"threadId": "t", "runId": "r", "messages": thread}, path="/")).events()
         assert events[-1]["type"] == "RUN_FINISHED", (arguments[:20], events[-1])
     for sent in provider.requests:
-        (call,) = sent.messages[1].tool_calls
-        assert call.arguments == {} and call.arguments_error == "unparseable", "kept, marked, never run as {}"
+        (kept,) = sent.messages[1].tool_calls
+        assert kept.arguments == {} and kept.arguments_error == "unparseable", "kept, marked, never run as {}"
 
 
 async def test_an_earlier_call_without_a_name_is_a_400_naming_it() -> None:
@@ -211,7 +212,7 @@ async def test_a_client_that_leaves_before_its_run_started_does_not_leave_the_th
         left.set()
         return {"type": "http.disconnect"}  # gone as soon as it posted
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             await left.wait()  # the client has left meanwhile
             await anyio.lowlevel.checkpoint()  # the socket write yields (hypercorn's does): the request ends here
