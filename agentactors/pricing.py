@@ -19,6 +19,7 @@ table (or the user) gives them; otherwise those tokens cost what input (or outpu
 from __future__ import annotations
 
 import importlib
+import math
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -47,8 +48,12 @@ _PER = 1_000_000.0
 
 
 def _rate(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
-    if value is not None and not value >= 0:  # also refuses NaN
-        raise ValueError(f"Price.{attribute.name} must be a non-negative number (per million tokens), got {value!r}")
+    # NaN and infinity refused too: either would make every cost at this price, and every budget it is
+    # charged to, a number no limit can be compared with.
+    if value is not None and not (value >= 0 and math.isfinite(value)):
+        raise ValueError(
+            f"Price.{attribute.name} must be a finite, non-negative number (per million tokens), got {value!r}"
+        )
 
 
 def _tiers(value: Iterable[tuple[int, Price]]) -> tuple[tuple[int, Price], ...]:
@@ -115,17 +120,25 @@ class Price:
 
         ``cached_in_input``: whether ``usage.input_tokens`` already counts the cached tokens (it does on
         every wire but Anthropic's and Bedrock's; :func:`cost_of` knows which).
+
+        The counts are the vendor's numbers: a negative one (a proxy's or a decoder's bug) is taken as
+        zero, so a cost is never negative (a refund to every budget it is charged to) nor inflated (a
+        negative cached count added to the fresh prompt tokens).
         """
-        cached = usage.cache_read_tokens + usage.cache_write_tokens
-        prompt = usage.input_tokens if cached_in_input else usage.input_tokens + cached
+        read_tokens = max(0, usage.cache_read_tokens)
+        write_tokens = max(0, usage.cache_write_tokens)
+        input_tokens = max(0, usage.input_tokens)
+        output_tokens = max(0, usage.output_tokens)
+        cached = read_tokens + write_tokens
+        prompt = input_tokens if cached_in_input else input_tokens + cached
         p = self.at(prompt)
         fresh = max(0, prompt - cached)
         read = p.input if p.cache_read is None else p.cache_read
         write = p.input if p.cache_write is None else p.cache_write
-        thinking = min(usage.reasoning_tokens, usage.output_tokens)
+        thinking = min(max(0, usage.reasoning_tokens), output_tokens)
         think_rate = p.output if p.reasoning is None else p.reasoning
-        cost_in = (fresh * p.input + usage.cache_read_tokens * read + usage.cache_write_tokens * write) / _PER
-        cost_out = ((usage.output_tokens - thinking) * p.output + thinking * think_rate) / _PER
+        cost_in = (fresh * p.input + read_tokens * read + write_tokens * write) / _PER
+        cost_out = ((output_tokens - thinking) * p.output + thinking * think_rate) / _PER
         return Cost(cost_in, cost_out, cost_in + cost_out, p.currency)
 
 

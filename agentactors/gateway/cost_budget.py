@@ -29,6 +29,7 @@ zero — while :attr:`CostBudget.spent` (what the limit compares) is the priced 
 from __future__ import annotations
 
 import contextvars
+import math
 import threading
 from typing import Any, Final
 
@@ -71,7 +72,7 @@ class CostBudget:
 
     # __weakref__: a session's budget that only counts is found by its handles through a weak mapping, so that a
     # deactivated session leaves none behind (agentactors.sessions.spending).
-    __slots__ = ("__weakref__", "_lock", "_spent", "calls", "currency", "estimate", "limit", "name", "unpriced")
+    __slots__ = ("__weakref__", "_lock", "_max", "_spent", "calls", "currency", "estimate", "name", "unpriced")
 
     def __init__(
         self, limit: float | None = None, *, estimate: bool = True, currency: str | None = None, name: str = "budget"
@@ -94,6 +95,17 @@ class CostBudget:
             f"CostBudget({self.name!r}, spent={self.spent:.6g}{currency}, limit={limit}, "
             f"calls={self.calls}, unpriced={self.unpriced})"
         )
+
+    @property
+    def limit(self) -> float | None:
+        """The most the runs under it may spend (``None``: count only); may be changed while runs run."""
+        return self._max
+
+    @limit.setter
+    def limit(self, value: float | None) -> None:
+        # Checked here too, not only by __init__: a NaN limit set later would make every comparison false,
+        # and the budget would never stop a run again.
+        self._max = _limit(value, "CostBudget.limit")
 
     # -- what was spent ------------------------------------------------------------------------------
 
@@ -127,10 +139,16 @@ class CostBudget:
     # -- charging -------------------------------------------------------------------------------------
 
     def charge(self, cost: Cost | None) -> None:
-        """Count one model call that cost ``cost`` (``None``: its model has no price).  Atomic."""
+        """Count one model call that cost ``cost`` (``None``: its model has no price).  Atomic.
+
+        A cost that is not a finite, non-negative number (a NaN, an infinity, a negative amount: a bad
+        price or usage from somewhere) is counted as :attr:`unpriced`, never added: a NaN sum would make
+        every comparison with the limit false (the budget would stop nothing again), a negative one
+        would refund it, an infinite one would stop every run under it for good.
+        """
         with self._lock:
             self.calls += 1
-            if cost is None:
+            if cost is None or not _sound(cost):
                 self.unpriced += 1
             elif self.currency is None:  # the first priced call says the currency
                 self.currency = cost.currency
@@ -152,6 +170,11 @@ class CostBudget:
             if entered[i] is self:
                 _ENTERED.set(entered[:i] + entered[i + 1 :])
                 return
+
+
+def _sound(cost: Cost) -> bool:
+    """Whether every amount of ``cost`` is a finite, non-negative number."""
+    return all(math.isfinite(v) and v >= 0 for v in (cost.input, cost.output, cost.total))
 
 
 def entered() -> tuple[CostBudget, ...]:

@@ -6,7 +6,8 @@ answers long before the first.  That is a hedged request ("The Tail at Scale", D
 the tail falls for a few percent more calls.  The decorator keeps that price bounded — at most
 ``max_extra`` of the calls over a rolling window are hedged — and never hedges what a second copy
 cannot help: a request the vendor refused (a request-kind error ends both copies at once), a
-member whose circuit breaker is not closed, a stream that already delivered its first event.
+member whose circuit breaker is not closed or that cannot carry the request (a forced tool choice, a
+response format), a stream that already delivered its first event.
 
 Both copies run as tasks of one task group; the loser is cancelled (its HTTP request closed) and
 waited for before the call returns, so nothing of it outlives the call.
@@ -27,7 +28,15 @@ import anyio.abc
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, default_model_of, interrupted
+from ..providers.port import (
+    LLMProvider,
+    StreamAccumulator,
+    StreamContext,
+    default_model_of,
+    forced_tool_choice_for,
+    interrupted,
+    response_format_for,
+)
 from ._circuit import CircuitState
 from .breaker import CircuitBreakerProvider
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of, name_of
@@ -137,10 +146,18 @@ class HedgeProvider(ProviderDecorator):
         sub = request.with_model(own) if own else request
         return self.to, sub, own or request.model
 
+    @staticmethod
+    def _carries(target: Any, request: LLMRequest, model: str | None) -> bool:
+        """Whether ``target`` can take ``request`` for ``model``: a forced tool choice or a response format it
+        refuses would be refused before sending (a request error, ending the call the first copy may serve)."""
+        if request.tool_choice.forced and not forced_tool_choice_for(target, model):
+            return False
+        return request.response_format is None or response_format_for(target, model)
+
     def _hedge(self, call: int, request: LLMRequest) -> tuple[Any, LLMRequest, str | None] | None:
         """The hedge to send now for call number ``call``, or ``None`` when none may be sent."""
         target, sub, model = self._target(request)
-        if not self._within_budget(call) or not self._admits(target, model):
+        if not self._within_budget(call) or not self._admits(target, model) or not self._carries(target, sub, model):
             return None
         self._hedges.append(call)
         self.hedged += 1
@@ -312,7 +329,15 @@ class _Race(Generic[T]):
 
     def _failed(self, error: ProviderError) -> None:
         self.errors.append(error)
-        if error.kind is ErrorKind.request or len(self.errors) >= self.started:
+        if self.winner is not None:
+            return  # answered already: a loser's late failure changes nothing, and must not cancel the winner
+        if error.kind is ErrorKind.request:
+            # The other copy would fail alike: it is cancelled now, not waited for.  The first copy of a
+            # ``complete()`` runs in the caller's task, which would otherwise wait for its answer.
+            self.done.set()
+            for attempt in self.attempts:
+                attempt.scope.cancel()
+        elif len(self.errors) >= self.started:
             self.done.set()
 
     def error(self) -> ProviderError:
@@ -435,7 +460,10 @@ def with_hedge(
       more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
     * Never hedged: a call whose first copy failed before ``after`` (retrying is :func:`with_retry`'s
       job); a request-kind error of either copy ends the call at once (the other would fail alike);
-      a hedge target behind a circuit breaker that is not closed (open, half-open, forced open).
+      a hedge target behind a circuit breaker that is not closed (open, half-open, forced open); a hedge
+      target that cannot carry the request's forced tool choice or response format (it would refuse it
+      before sending: an :class:`~agentactors.errors.UnsupportedToolChoiceError` ending a call the first
+      copy serves).
     * Streams race to their first event: a stream that delivered one by ``after`` is not hedged, and
       the winner's stream is relayed as is (a failure after its first event is a
       :class:`~agentactors.errors.StreamInterruptedError`, never replayed).

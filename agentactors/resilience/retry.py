@@ -61,12 +61,14 @@ class RetryingProvider(ProviderDecorator):
         super().__init__(inner)
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
-        if base_delay < 0 or max_delay < 0 or multiplier < 1:
+        # `not x >= 0` rather than `x < 0`: NaN compares false with everything and would pass a `<` check.
+        if not (base_delay >= 0 and max_delay >= 0 and multiplier >= 1):
             raise ValueError("base_delay and max_delay must be >= 0 and multiplier >= 1")
         lo, hi = jitter
         if not 0 <= lo <= hi:
             raise ValueError("jitter must be (low, high) with 0 <= low <= high")
-        if deadline is not None and deadline <= 0:
+        # A NaN deadline would compare false with every time: it would never stop a retry.
+        if deadline is not None and not deadline > 0:
             raise ValueError("deadline must be positive (seconds) or None")
         self.max_attempts = max_attempts
         self.base_delay = float(base_delay)

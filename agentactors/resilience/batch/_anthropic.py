@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, item_error, jsonl
+from ._api import Line, Outcome, Status, decode_item, item_error, jsonl, keep
 from ._http import VendorHTTP
 from .errors import BatchError
 
@@ -72,7 +72,7 @@ class AnthropicBatches:
         for item in jsonl(await self.http.send("GET", url, model=model), self.provider.name, model):
             line = lines.get(str(item.get("custom_id")))
             if line is not None:
-                out[line.custom_id] = self._outcome(line, item.get("result"), batch_id)
+                keep(out, line.custom_id, self._outcome(line, item.get("result"), batch_id))
         return out
 
     def _outcome(self, line: Line, found: Any, batch_id: str) -> Outcome:

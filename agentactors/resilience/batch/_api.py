@@ -9,6 +9,7 @@ wire's own decoder, or the error the wire's own classifier makes of the vendor's
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -21,8 +22,11 @@ from ._http import dumps
 from .errors import BatchError
 
 __all__ = [
-    "BatchAPI", "Line", "Outcome", "Status", "custom_id", "decode_item", "index_of", "item_error", "jsonl", "missing",
+    "BatchAPI", "Line", "Outcome", "Status", "custom_id", "decode_item", "index_of", "item_error", "jsonl", "keep",
+    "missing",
 ]
+
+log = logging.getLogger("agentactors.resilience.batch")
 
 #: What an item ended with: the decoded response, or the error the run's call raises.
 Outcome = LLMResponse | ProviderError
@@ -119,10 +123,14 @@ def missing(provider: str, line: Line, batch_id: str, status: Status) -> BatchEr
 def jsonl(raw: bytes, provider: str, model: str) -> list[dict[str, Any]]:
     """The objects of a JSONL results file, one a line (blank lines skipped).
 
-    :raises MalformedResponseError: a line that is not a JSON object.
+    A line that is not a JSON object (a truncated or garbled line) is skipped and logged, not raised: one
+    bad line must not throw away every other answer of the batch, each one paid for.  The call whose line
+    it was finds no result for its item and fails with a typed, retryable
+    :class:`~agentactors.resilience.batch.BatchError` (``reason="missing"``, :func:`missing`).
     """
     items: list[dict[str, Any]] = []
-    for number, text in enumerate(raw.splitlines(), 1):
+    skipped = 0
+    for text in raw.splitlines():
         if not text.strip():
             continue
         try:
@@ -130,10 +138,23 @@ def jsonl(raw: bytes, provider: str, model: str) -> list[dict[str, Any]]:
         except (ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
-            raise MalformedResponseError(f"line {number} of a batch results file is not a JSON object",
-                                         provider=provider, model=model)
+            skipped += 1
+            continue
         items.append(value)
+    if skipped:
+        log.warning("%s (%s): %d line(s) of a batch results file are not JSON objects; skipped", provider, model,
+                    skipped)
     return items
+
+
+def keep(out: dict[str, Outcome], custom_id: str, outcome: Outcome) -> None:
+    """Put ``outcome`` in ``out`` for ``custom_id`` unless the item was answered already.
+
+    A results file should hold one line per item; one that holds more never has a later line replace an
+    answer (a response, paid for) — the first response wins, and a response wins over an error.
+    """
+    if not isinstance(out.get(custom_id), LLMResponse):
+        out[custom_id] = outcome
 
 
 def custom_id(index: int, digest: str) -> str:

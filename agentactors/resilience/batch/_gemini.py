@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, index_of, item_error
+from ._api import Line, Outcome, Status, decode_item, index_of, item_error, keep
 from ._http import VendorHTTP
 
 __all__ = ["GeminiBatches"]
@@ -87,7 +87,7 @@ class GeminiBatches:
             key = _dig(answer, "metadata", "key")
             line = lines.get(key) if isinstance(key, str) else by_index.get(index)  # echoed back: trust it
             if line is not None:
-                out[line.custom_id] = self._outcome(line, answer, batch_id)
+                keep(out, line.custom_id, self._outcome(line, answer, batch_id))
         return out
 
     def _outcome(self, line: Line, answer: Any, batch_id: str) -> Outcome:

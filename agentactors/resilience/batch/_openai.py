@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, item_error, jsonl
+from ._api import Line, Outcome, Status, decode_item, item_error, jsonl, keep
 from ._http import VendorHTTP, dumps
 from .errors import BatchError
 
@@ -77,7 +77,7 @@ class OpenAIBatches:
             for item in jsonl(raw, self.provider.name, model):
                 line = lines.get(str(item.get("custom_id")))
                 if line is not None:
-                    out[line.custom_id] = self._outcome(line, item, batch_id)
+                    keep(out, line.custom_id, self._outcome(line, item, batch_id))
         return out
 
     def _outcome(self, line: Line, item: Mapping[str, Any], batch_id: str) -> Outcome:
