@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 import attrs
 
 from ._json import loads_bounded
-from ._slots import setters
+from ._slots import draft
 from .parts import Audio, Document, Image, MediaPart, Part, Text, is_part
 from .settings import (
     CachePolicy,
@@ -332,11 +332,9 @@ class Message:
         return cls(role="tool", content=text, tool_call_id=call_id, name=name, is_error=is_error, parts=parts)
 
 
-# The slots of Message, set one by one by text_message (a C call each, no Python frame): in field order.
+# What text_message fills, field by field, then makes a Message (agentactors._slots).
 _new = object.__new__
-(
-    _set_role, _set_content, _set_calls, _set_call_id, _set_name, _set_reasoning, _set_data, _set_error, _set_parts
-) = setters(Message)
+_MessageDraft = draft(Message, "role content tool_calls tool_call_id name reasoning provider_data is_error parts")
 
 
 def text_message(
@@ -363,17 +361,19 @@ def text_message(
         or (tool_calls and (role != "assistant" or type(tool_calls) is not tuple or not all_tool_calls(tool_calls)))
     ):
         return Message(role, content, tool_calls, tool_call_id, name, reasoning, provider_data, is_error)
-    message = _new(Message)
-    _set_role(message, role)
-    _set_content(message, content)
-    _set_calls(message, tool_calls)
-    _set_call_id(message, tool_call_id)
-    _set_name(message, name)
-    _set_reasoning(message, reasoning)
-    _set_data(message, None if provider_data is None else dict(provider_data))  # the converter's copy
-    _set_error(message, is_error)
-    _set_parts(message, None)
-    return message
+    message: Any = _new(_MessageDraft)
+    message.role = role
+    message.content = content
+    message.tool_calls = tool_calls
+    message.tool_call_id = tool_call_id
+    message.name = name
+    message.reasoning = reasoning
+    message.provider_data = None if provider_data is None else dict(provider_data)  # the converter's copy
+    message.is_error = is_error
+    message.parts = None
+    message.__class__ = Message
+    made: Message = message
+    return made
 
 
 def all_tool_calls(items: Iterable[Any]) -> bool:
@@ -667,10 +667,11 @@ class LLMResponse:
         return attrs.evolve(self, provider=provider)
 
 
-# The slots of LLMResponse, in field order, set one by one by response_of.
-(
-    _r_content, _r_calls, _r_stop, _r_usage, _r_model, _r_provider, _r_raw_stop, _r_reasoning, _r_data, _r_id
-) = setters(LLMResponse)
+# What response_of fills, field by field, then makes an LLMResponse (agentactors._slots).
+_ResponseDraft = draft(
+    LLMResponse,
+    "content tool_calls stop_reason usage model provider raw_stop_reason reasoning provider_data response_id",
+)
 
 
 def response_of(
@@ -687,18 +688,20 @@ def response_of(
     tuple, as its converter makes it) in about half the time: a stand-in model (``ScriptedProvider``) answers
     every step of every run with one.  Every argument is positional.
     """
-    response = _new(LLMResponse)
-    _r_content(response, content)
-    _r_calls(response, tool_calls if type(tool_calls) is tuple else tuple(tool_calls))
-    _r_stop(response, stop_reason)
-    _r_usage(response, usage)
-    _r_model(response, model)
-    _r_provider(response, provider)
-    _r_raw_stop(response, None)
-    _r_reasoning(response, "")
-    _r_data(response, None)
-    _r_id(response, None)
-    return response
+    response: Any = _new(_ResponseDraft)
+    response.content = content
+    response.tool_calls = tool_calls if type(tool_calls) is tuple else tuple(tool_calls)
+    response.stop_reason = stop_reason
+    response.usage = usage
+    response.model = model
+    response.provider = provider
+    response.raw_stop_reason = None
+    response.reasoning = ""
+    response.provider_data = None
+    response.response_id = None
+    response.__class__ = LLMResponse
+    made: LLMResponse = response
+    return made
 
 
 # --- stream events -----------------------------------------------------------------------------

@@ -438,7 +438,8 @@ class Cell:
                 # that one is starting the actor — a restart — and fills the slots when it is done.)
                 self._start_worker(None)
         if not self.slots:
-            self._go_idle()
+            if self.mailbox is not None or self.rare is not None:  # (else there is nothing to drop or wake)
+                self._go_idle()
             if self.state == STOPPED:
                 self.spec.host.finalize_soon(self)
 

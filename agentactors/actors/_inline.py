@@ -17,7 +17,8 @@ to every ask.  The hot paths (direct asks, workers) write::
 the first step was written out in each of them beside a call that set it.)
 A frame's ask (:func:`~agentactors.actors.frame.ask_in`), where a run of the
 loop waits on its model call, is itself the trampoline: it takes the first step
-from :func:`first_step` and drives the rest as :func:`_trampoline` does, so a
+as :func:`first_step` does (written out there: one frame less for the handler's
+StopIteration to leave through) and drives the rest as :func:`_trampoline` does, so a
 waiting run holds one frame for its ask, not a coroutine, a trampoline and a
 :class:`Suspended`.  Neither keeps the coroutine's bound ``send`` / ``throw``
 while it waits (~70 bytes each): they are taken at each step.

@@ -38,8 +38,7 @@ import agentactors.actors.supervision as supervision
 
 from .._backend import ignoring_scope
 from ..errors import ActorStopped
-from ._cell import STOPPED
-from ._inline import first_step
+from ._cell import CURRENT_RUNTIME, STOPPED
 from .ref import ActorRef, cell_of
 
 __all__ = ["Frame", "ask_in", "hold", "open_frame", "release"]
@@ -118,7 +117,7 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
     of the actor's handler slots, its failures supervised alike.
 
     One generator-based coroutine, the whole ask: its first step is run inline (most handlers answer
-    there, :func:`~._inline.first_step`) and, when the handler suspends, the rest is driven from here as
+    there, as :func:`~._inline.first_step` runs it) and, when the handler suspends, the rest is driven from here as
     the kernel's trampoline drives it — each step inside the handler's contextvars, what the event loop
     sends or throws in (a value, a cancellation) forwarded, what the handler yields passed out unchanged.
     A run waiting on a model call waits in this ask: it holds this one frame, not a coroutine, a
@@ -141,7 +140,11 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
     coro = cell.actor.receive(message)
     try:
         try:
-            yielded = first_step(ctx, cell.spec.runtime, coro)
+            # first_step(ctx, runtime, coro), written out: its StopIteration, the common end of a handler,
+            # then leaves through one frame less (a traceback entry and a call, per ask).
+            if ctx.get(CURRENT_RUNTIME) is not cell.spec.runtime:  # (no local: a waiting run holds this frame)
+                ctx.run(CURRENT_RUNTIME.set, cell.spec.runtime)
+            yielded = ctx.run(coro.send, None)
             while True:  # the handler suspended: the rest of it, one step at a time (see the docstring)
                 thrown: BaseException | None = None
                 try:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .._slots import setters
+from .._slots import draft
 from ..messages import LLMRequest, Message, ToolChoice, ToolSpec
 from ..output.config import OutputConfig
 from ..settings import ModelSettings
@@ -189,15 +189,14 @@ class LoopConfig:
             raise ValueError(f"context_budget_chars must be positive, not {self.context_budget_chars}")
 
 
-# The slots of LLMRequest, in field order: request_like sets them with their descriptors (a C call each, and no
-# name looked up), which is a third faster than ``object.__setattr__(request, "name", ...)``.  A field LLMRequest
-# gains breaks this unpacking at import, before it could be left out of a request.
+# What request_like fills, field by field, then makes an LLMRequest (agentactors._slots): a field LLMRequest gains
+# breaks this at import, before it could be left out of a request.
 _new = object.__new__
-(
-    _put_messages, _put_model, _put_tools, _put_tool_choice, _put_max_tokens, _put_temperature, _put_stop,
-    _put_vendor_options, _put_top_p, _put_seed, _put_parallel_tool_calls, _put_reasoning_effort,
-    _put_thinking_budget, _put_cache, _put_timeout, _put_response_format,
-) = setters(LLMRequest)
+_RequestDraft = draft(
+    LLMRequest,
+    "messages model tools tool_choice max_tokens temperature stop vendor_options top_p seed parallel_tool_calls "
+    "reasoning_effort thinking_budget cache timeout response_format",
+)
 
 
 def request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequest:
@@ -213,21 +212,23 @@ def request_like(skeleton: LLMRequest, messages: tuple[Message, ...]) -> LLMRequ
     """
     if not messages:
         raise ValueError("an LLMRequest needs at least one message")
-    request: LLMRequest = _new(LLMRequest)
-    _put_messages(request, messages)
-    _put_model(request, skeleton.model)
-    _put_tools(request, skeleton.tools)
-    _put_tool_choice(request, skeleton.tool_choice)
-    _put_max_tokens(request, skeleton.max_tokens)
-    _put_temperature(request, skeleton.temperature)
-    _put_stop(request, skeleton.stop)
-    _put_vendor_options(request, dict(skeleton.vendor_options))
-    _put_top_p(request, skeleton.top_p)
-    _put_seed(request, skeleton.seed)
-    _put_parallel_tool_calls(request, skeleton.parallel_tool_calls)
-    _put_reasoning_effort(request, skeleton.reasoning_effort)
-    _put_thinking_budget(request, skeleton.thinking_budget)
-    _put_cache(request, skeleton.cache)
-    _put_timeout(request, skeleton.timeout)
-    _put_response_format(request, skeleton.response_format)
-    return request
+    request: Any = _new(_RequestDraft)
+    request.messages = messages
+    request.model = skeleton.model
+    request.tools = skeleton.tools
+    request.tool_choice = skeleton.tool_choice
+    request.max_tokens = skeleton.max_tokens
+    request.temperature = skeleton.temperature
+    request.stop = skeleton.stop
+    request.vendor_options = dict(skeleton.vendor_options)
+    request.top_p = skeleton.top_p
+    request.seed = skeleton.seed
+    request.parallel_tool_calls = skeleton.parallel_tool_calls
+    request.reasoning_effort = skeleton.reasoning_effort
+    request.thinking_budget = skeleton.thinking_budget
+    request.cache = skeleton.cache
+    request.timeout = skeleton.timeout
+    request.response_format = skeleton.response_format
+    request.__class__ = LLMRequest
+    made: LLMRequest = request
+    return made

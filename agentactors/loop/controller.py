@@ -76,6 +76,7 @@ from typing import Any, Protocol
 import agentactors._event_payloads as payloads
 import agentactors.loop.lineage as lineage
 
+from .._slots import draft
 from ..actors.frame import Frame, ask_in, open_frame
 from ..errors import ActorStopped, ProviderError, RunInterruptedError
 from ..events import EventSink
@@ -90,7 +91,7 @@ from .config import LoopConfig, StatusRoute
 from .cost import stop_before
 from .json_transport import parse_reply
 from .live import RunActor, waits_in_place
-from .nudges import StepView
+from .nudges import step_view
 from .options import NO_OPTIONS, RunOptions
 from .output_steps import OutputSteps
 from .pause import PausedRun, any_pending
@@ -107,6 +108,10 @@ from .thinking import answer_of
 __all__ = ["LoopConfig", "LoopController", "StatusRoute"]
 
 log = logging.getLogger("agentactors.loop")
+
+# A model call's message, Complete(request), filled as a draft (agentactors._slots; the class checks nothing).
+_new = object.__new__
+_CompleteDraft = draft(Complete, "request")
 
 #: A paused run to go on with and a person's decisions for its pending calls.
 Resume = tuple[PausedRun, Mapping[str, "bool | str"]]
@@ -516,8 +521,9 @@ class LoopController:
                 response = await self._generate(step_request(state, output, self._native, self._run_settings, sink))
             except Exception as exc:  # the retry's own failure, under the same name (one local less)
                 return state.failed(exc)
-        # The first step's usage is taken as is: a one-step run allocates no sum.
-        state.usage = response.usage if state.usage is NO_USAGE else state.usage + response.usage
+        # The first step's usage is taken as is, and none (the shared default) adds nothing: no sum is allocated.
+        if response.usage is not NO_USAGE:
+            state.usage = response.usage if state.usage is NO_USAGE else state.usage + response.usage
         if sink is None:
             state.cost.charge(response)
         else:
@@ -560,7 +566,10 @@ class LoopController:
                 partial=output.partials() if output is not None else None,
                 frame=self._frame,
             )
-        return ask_in(self._frame, self._provider, Complete(request))
+        message: Any = _new(_CompleteDraft)  # Complete(request), with no constructor frame per call
+        message.request = request
+        message.__class__ = Complete
+        return ask_in(self._frame, self._provider, message)
 
     def _answer_step(self, response: LLMResponse, text: str) -> RunResult[Any] | None:
         """A step without tool calls: think-only, an acknowledgment a nudge continues past, or the answer.
@@ -650,7 +659,7 @@ class LoopController:
     def _after_tools(self, calls: Sequence[ToolCall], results: tuple[ToolResult, ...]) -> RunResult[Any] | None:
         """A tool step's results fed back (``LoopState.feed_back``); the run's result when a status ends the turn."""
         state = self._state
-        if state.feed_back(StepView(state.steps, calls, results)):
+        if state.feed_back(step_view(state.steps, calls, results)):
             return state.result(state.answer_so_far)
         return None
 
@@ -710,7 +719,7 @@ class LoopController:
         results = handoff_results(calls, taken, target, ran, pausing=pausing)
         if pausing:
             return state.pause(calls, results)
-        if state.feed_back(StepView(state.steps, calls, results)):
+        if state.feed_back(step_view(state.steps, calls, results)):
             return state.result(state.answer_so_far)
         await self._switch(target, first.name, first.id)
         return None

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from .._slots import draft
 from ..messages import ToolCall
 from ..tools.results import ToolResult, ToolStatus
 
@@ -45,6 +46,7 @@ __all__ = [
     "StepView",
     "append_note",
     "is_bare_acknowledgment",
+    "step_view",
 ]
 
 log = logging.getLogger("agentactors.nudges")
@@ -130,6 +132,22 @@ class StepView:
     step: int
     calls: Sequence[ToolCall]
     results: Sequence[ToolResult]
+
+
+# What step_view fills, field by field, then makes a StepView (agentactors._slots).
+_new = object.__new__
+_ViewDraft = draft(StepView, "step calls results")
+
+
+def step_view(step: int, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> StepView:
+    """``StepView(step, calls, results)``, its fields set one by one (it checks nothing): once per tool step."""
+    view: Any = _new(_ViewDraft)
+    view.step = step
+    view.calls = calls
+    view.results = results
+    view.__class__ = StepView
+    made: StepView = view
+    return made
 
 
 class Nudge(Protocol):

@@ -8,7 +8,7 @@ from typing import Any, Generic
 
 import attrs
 
-from .._slots import setters
+from .._slots import draft
 from ..messages import Message, ToolCall, Usage
 from ..output.spec import OutputT
 from ..pricing import Cost
@@ -138,13 +138,13 @@ class RunResult(Generic[OutputT]):
         )
 
 
-# The slots of RunResult, in field order, set one by one by answered().
+# What answered() fills, field by field, then makes a RunResult (agentactors._slots).
 _new = object.__new__
-(
-    _put_content, _put_messages, _put_calls, _put_steps, _put_bounded, _put_cancelled, _put_failed, _put_error,
-    _put_followups, _put_usage, _put_served_by, _put_run_id, _put_output, _put_children, _put_agent, _put_handoffs,
-    _put_resume, _put_cost, _put_forked,
-) = setters(RunResult)
+_ResultDraft = draft(
+    RunResult,
+    "content messages tool_calls steps bounded cancelled generation_failed error followups usage served_by run_id "
+    "output children agent handoffs resume_state cost forked_from",
+)
 
 
 def answered(
@@ -169,24 +169,26 @@ def answered(
             content, messages, tool_calls, steps, followups=followups, usage=usage, served_by=served_by,
             run_id=run_id, agent=agent, cost=cost,
         )
-    result: RunResult[Any] = _new(RunResult)
-    _put_content(result, content)
-    _put_messages(result, messages)
-    _put_calls(result, tool_calls)
-    _put_steps(result, steps)
-    _put_bounded(result, False)
-    _put_cancelled(result, False)
-    _put_failed(result, False)
-    _put_error(result, None)
-    _put_followups(result, followups)
-    _put_usage(result, usage)
-    _put_served_by(result, served_by)
-    _put_run_id(result, run_id)
-    _put_output(result, TEXT)
-    _put_children(result, ())
-    _put_agent(result, agent)
-    _put_handoffs(result, ())
-    _put_resume(result, None)
-    _put_cost(result, cost)
-    _put_forked(result, None)
-    return result
+    result: Any = _new(_ResultDraft)
+    result.content = content
+    result.messages = messages
+    result.tool_calls = tool_calls
+    result.steps = steps
+    result.bounded = False
+    result.cancelled = False
+    result.generation_failed = False
+    result.error = None
+    result.followups = followups
+    result.usage = usage
+    result.served_by = served_by
+    result.run_id = run_id
+    result.output = TEXT
+    result.children = ()
+    result.agent = agent
+    result.handoffs = ()
+    result.resume_state = None
+    result.cost = cost
+    result.forked_from = None
+    result.__class__ = RunResult
+    made: RunResult[Any] = result
+    return made

@@ -19,7 +19,6 @@ from ..messages import (
     StreamEvent,
     TextDelta,
     ToolCall,
-    Usage,
     all_tool_calls,
     response_of,
     split_text,
@@ -71,8 +70,9 @@ _PLAIN = (str, list, ToolCall, LLMResponse)
 _SEQUENCE = (list, tuple)  # made once: ``list | tuple`` in isinstance() builds a union every call
 
 
-#: A scripted response's usage (none): one shared value, as an unset ``LLMResponse.usage`` is.
-_ZERO_USAGE = Usage()
+#: A scripted response's usage (none): the very value an unset ``LLMResponse.usage`` is, so a run's loop,
+#: which adds no usage that is that value, sums nothing for a scripted model.
+_ZERO_USAGE = LLMResponse().usage
 
 #: What a scripted model can do unless told otherwise: everything a model can.
 _FULLY_CAPABLE = Capabilities(

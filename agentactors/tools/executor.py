@@ -51,7 +51,7 @@ import attrs
 
 from .._backend import backend_function
 from .._containment import escapes, interrupt_in
-from .._slots import setters
+from .._slots import draft
 from ..errors import ToolDenied
 from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall, all_tool_calls
@@ -143,12 +143,10 @@ class ExecuteTools:
             raise TypeError(f"ExecuteTools.context must be an ExecutionContext, not {type(self.context).__name__}")
 
 
-# The slots of ExecutionContext and ExecuteTools, in field order, set one by one by execute_tools().
+# What execute_tools() fills, field by field, then makes an ExecutionContext and an ExecuteTools (agentactors._slots).
 _new = object.__new__
-(
-    _put_run_id, _put_agent, _put_step, _put_cap, _put_policy, _put_deps, _put_input_key, _put_approvals,
-) = setters(ExecutionContext)
-_put_calls, _put_context = setters(ExecuteTools)
+_ContextDraft = draft(ExecutionContext, "run_id agent step max_tool_result_chars tool_policy deps input_key approvals")
+_MessageDraft = draft(ExecuteTools, "calls context")
 
 
 def execute_tools(
@@ -176,19 +174,22 @@ def execute_tools(
     ):
         context = ExecutionContext(run_id, agent, step, cap, tool_policy, deps, input_key, approvals)
         return ExecuteTools(calls, context)
-    context = _new(ExecutionContext)
-    _put_run_id(context, run_id)
-    _put_agent(context, agent)
-    _put_step(context, step)
-    _put_cap(context, cap)
-    _put_policy(context, tool_policy)
-    _put_deps(context, deps)
-    _put_input_key(context, input_key)
-    _put_approvals(context, approvals)
-    message = _new(ExecuteTools)
-    _put_calls(message, calls)
-    _put_context(message, context)
-    return message
+    filled: Any = _new(_ContextDraft)
+    filled.run_id = run_id
+    filled.agent = agent
+    filled.step = step
+    filled.max_tool_result_chars = cap
+    filled.tool_policy = tool_policy
+    filled.deps = deps
+    filled.input_key = input_key
+    filled.approvals = approvals
+    filled.__class__ = ExecutionContext
+    message: Any = _new(_MessageDraft)
+    message.calls = calls
+    message.context = filled
+    message.__class__ = ExecuteTools
+    made: ExecuteTools = message
+    return made
 
 
 class ToolExecutorActor:

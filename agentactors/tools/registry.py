@@ -30,7 +30,14 @@ from ..events import EventSink
 from ..messages import ToolSpec
 from .docstrings import parse_docstring
 from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
-from .schema import converter_for, describe_schema, json_default_value, needs_conversion, schema_for
+from .schema import (
+    converter_for,
+    describe_schema,
+    json_default_value,
+    needs_conversion,
+    schema_for,
+    unwrap_annotated,
+)
 from .validation import ArgumentValidator
 
 __all__ = ["Hint", "Tool", "ToolContext", "tool"]
@@ -149,6 +156,7 @@ class Tool(Generic[P, R]):
         "_context_param",
         "_converters",
         "_direct",
+        "_numbers",
         "_positional",
         "_validator",
         "approval",
@@ -237,6 +245,19 @@ class Tool(Generic[P, R]):
         self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
         # Validated JSON arguments go to the function as they are: nothing to convert, reorder or inject.
         self._direct = not self._converters and not self._positional and self._context_param is None
+        # When plain int and float parameters are all there is to convert (add(a: int, b: int)): each with its
+        # type.  A call whose numbers have their declared types already — what JSON gives — then has nothing to
+        # convert, and goes to the function as a direct one does (start()).
+        self._numbers: tuple[tuple[str, type], ...] | None = None
+        if self._converters and not self._positional and self._context_param is None:
+            numbers: list[tuple[str, type]] = []
+            for param in self._converters:
+                number = _plain_number(hints.get(param, signature.parameters[param].annotation))
+                if number is None:
+                    break
+                numbers.append((param, number))
+            else:
+                self._numbers = tuple(numbers)
         self.spec = spec
         self.description = spec.description
         functools.update_wrapper(self, fn)
@@ -383,6 +404,14 @@ class Tool(Generic[P, R]):
         fn: _AsyncFn = self.fn  # type: ignore[assignment]  # is_async says so (and typing.cast is a call)
         if self._direct:
             return fn(**arguments)
+        numbers = self._numbers
+        if numbers is not None:
+            for key, number in numbers:
+                value = arguments.get(key)
+                if value is not None and type(value) is not number:
+                    break  # (a float for an int, an int for a float: prepare() converts it)
+            else:
+                return fn(**arguments)  # every number of its declared type: nothing to convert
         args, kwargs = self.prepare(arguments, context)
         return fn(*args, **kwargs)
 
@@ -569,3 +598,9 @@ def tool(
         return Tool(f, **options)
 
     return decorate
+
+
+def _plain_number(annotation: Any) -> type | None:
+    """``int`` or ``float`` for a parameter annotated with that type (``Annotated`` or not), else ``None``."""
+    unwrapped, _ = unwrap_annotated(annotation)
+    return unwrapped if unwrapped is int or unwrapped is float else None

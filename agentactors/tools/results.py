@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._slots import setters
+from .._slots import draft
 from ..errors import ModelRetry, redact
 from ..messages import Message, text_message
 from ..parts import MediaPart, Text, is_part
@@ -205,12 +205,12 @@ class ToolResult:
         return text_message("tool", self.content, (), self.call_id, self.name, "", None, self.is_error)
 
 
-# The slots of ToolResult, in field order, set one by one by result_of.
+# What result_of fills, field by field, then makes a ToolResult (agentactors._slots).
 _new = object.__new__
-(
-    _set_call_id, _set_name, _set_status, _set_content, _set_size, _set_duration, _set_truncated, _set_refused,
-    _set_original, _set_parts, _set_awaiting,
-) = setters(ToolResult)
+_ResultDraft = draft(
+    ToolResult,
+    "call_id name status content size_chars duration truncated refused original_chars parts awaiting_approval",
+)
 
 
 def result_of(
@@ -242,19 +242,21 @@ def result_of(
     ):
         size = len(content) if type(content) is str else 0  # (a content that is no str: the constructor says so)
         return ToolResult(call_id, name, status, content, size, duration, truncated, refused, original_chars, parts)
-    result = _new(ToolResult)
-    _set_call_id(result, call_id)
-    _set_name(result, name)
-    _set_status(result, status)
-    _set_content(result, content)
-    _set_size(result, len(content))
-    _set_duration(result, duration)
-    _set_truncated(result, truncated)
-    _set_refused(result, refused)
-    _set_original(result, original_chars)
-    _set_parts(result, parts)
-    _set_awaiting(result, False)
-    return result
+    result: Any = _new(_ResultDraft)
+    result.call_id = call_id
+    result.name = name
+    result.status = status
+    result.content = content
+    result.size_chars = len(content)
+    result.duration = duration
+    result.truncated = truncated
+    result.refused = refused
+    result.original_chars = original_chars
+    result.parts = parts
+    result.awaiting_approval = False
+    result.__class__ = ToolResult
+    made: ToolResult = result
+    return made
 
 
 # --- rendering a tool's return value -------------------------------------------------------------
