@@ -28,16 +28,18 @@ _OURS = (AgentActorsError, Signal, RedactedException)
 def scrub_chain(exc: BaseException) -> BaseException:
     """``exc`` for use as a cause: itself if no text in its chain holds a credential, else a stand-in.
 
-    The chain is ``exc``, its ``__cause__`` and its shown ``__context__``, recursively; the
-    texts are each link's ``str``, ``repr`` and notes.  When any of them changes under
+    The chain is ``exc``, its ``__cause__`` and its shown ``__context__``, recursively, and the
+    sub-exceptions of every exception group in it (a task group's failure: a traceback prints
+    each one with its own chain); the texts are each link's ``str``, ``repr`` and notes.  When any of them changes under
     :func:`redact`, every link is replaced by a :class:`RedactedException` (chained the
     same way), so no object that held the secret stays reachable.  The library's own
     exceptions (its errors, signals and stand-ins) are returned as they are: their texts are
-    redacted when they are made.
+    redacted when they are made.  A group's stand-in is not a group: it keeps each sub-exception as
+    a note, its whole traceback (chain included) as redacted text.
     """
     if isinstance(exc, _OURS) or _chain_is_clean(exc):
         return exc
-    return _stand_in(exc, set())
+    return _stand_in(exc)
 
 
 def _links(exc: BaseException) -> list[BaseException]:
@@ -54,6 +56,8 @@ def _links(exc: BaseException) -> list[BaseException]:
             todo.append(cur.__cause__)
         elif cur.__context__ is not None and not cur.__suppress_context__:
             todo.append(cur.__context__)
+        if isinstance(cur, BaseExceptionGroup):
+            todo.extend(cur.exceptions)
     return out
 
 
@@ -74,17 +78,45 @@ def _chain_is_clean(exc: BaseException) -> bool:
     return all(redact(text) == text for link in _links(exc) for text in _safe_texts(link))
 
 
-def _stand_in(exc: BaseException, seen: set[int]) -> RedactedException:
-    seen.add(id(exc))
+def _stand_in(exc: BaseException) -> RedactedException:
+    """The chain from ``exc`` on, each link a stand-in, up to a link of ours (kept) or one seen before.
+
+    A loop along the chain, not recursion: a chain of thousands of links is replaced like a short one.
+    """
+    head = prev = _one_stand_in(exc)
+    seen = {id(exc)}
+    cur = _next_link(exc)
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, _OURS):
+            prev.__cause__ = cur
+            break
+        seen.add(id(cur))
+        err = _one_stand_in(cur)
+        prev.__cause__ = err
+        prev = err
+        cur = _next_link(cur)
+    return head
+
+
+def _next_link(exc: BaseException) -> BaseException | None:
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    return None if exc.__suppress_context__ else exc.__context__
+
+
+def _one_stand_in(exc: BaseException) -> RedactedException:
     kind = type(exc)
     texts = _safe_texts(exc)
     err = RedactedException(f"{kind.__module__}.{kind.__qualname__}", redact(texts[0]) if texts else "")
     if exc.__traceback__ is not None:
         frames = "".join(traceback.format_tb(exc.__traceback__))
         err.add_note("original traceback (credentials removed):\n" + redact(frames).rstrip())
-    nxt = exc.__cause__
-    if nxt is None and not exc.__suppress_context__:
-        nxt = exc.__context__
-    if nxt is not None and id(nxt) not in seen:
-        err.__cause__ = nxt if isinstance(nxt, _OURS) else _stand_in(nxt, seen)
+    if isinstance(exc, BaseExceptionGroup):
+        # The stand-in cannot hold the sub-exceptions (they may hold the secret): their printed form can.
+        for number, sub in enumerate(exc.exceptions, 1):
+            try:
+                shown = "".join(traceback.format_exception(sub))
+            except Exception:  # a sub-exception that cannot even be printed: its type is what is left
+                shown = f"{type(sub).__qualname__} (it could not be printed)"
+            err.add_note(f"sub-exception {number} (credentials removed):\n" + redact(shown).rstrip())
     return err

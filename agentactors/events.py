@@ -48,6 +48,7 @@ import enum
 import itertools
 import json
 import logging
+import math
 import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -57,7 +58,8 @@ from typing import IO, Any, Protocol, runtime_checkable
 import anyio
 import attrs
 
-from .errors import redact
+from ._json import MAX_DOCUMENT_DEPTH, MAX_INT_DIGITS, MAX_TEXT_CHARS, JsonBoundError, loads_bounded
+from .errors import AgentActorsError, redact
 
 __all__ = [
     "ActorEvent",
@@ -66,6 +68,7 @@ __all__ = [
     "BreakerRejected",
     "BreakerStateChanged",
     "Event",
+    "EventRecordError",
     "FallbackEvent",
     "FallbackExhausted",
     "FallbackMoved",
@@ -552,7 +555,7 @@ class FanOut:
                         "recorder %s raised %s while recording %s; the run goes on "
                         "(further failures of this recorder are not logged)",
                         type(r).__name__,
-                        redact(f"{type(exc).__name__}: {exc}"),
+                        _error_text(exc),
                         event.type,
                     )
 
@@ -560,6 +563,14 @@ class FanOut:
         if not more:
             return self
         return FanOut(self.recorders + tuple(r for r in more if r not in self.recorders))
+
+
+def _error_text(exc: BaseException) -> str:
+    """``Type: message``, redacted; the type alone when the message cannot be read (a log line must not raise)."""
+    try:
+        return redact(f"{type(exc).__name__}: {exc}")
+    except Exception:
+        return f"{type(exc).__name__} (its message could not be read)"
 
 
 class EventSink:
@@ -660,6 +671,16 @@ class JsonlRecorder:
 
     Writes are buffered by the file object (recording must not block the loop on
     a disk flush); call :meth:`close` or use it as a context manager to flush.
+
+    Every event becomes one line that :func:`read_jsonl` and
+    :meth:`~agentactors.explain.Explanation.from_jsonl` read back, whatever its payload holds: a value
+    JSON has no form for is its redacted ``repr``; a structure that contains itself, or nests deeper than a
+    record line may (:data:`~agentactors._json.MAX_DOCUMENT_DEPTH`), is cut there with a ``"<...>"``
+    marker; an integer too long to read back and a NaN or an infinity are written as strings; text holding
+    a lone surrogate is written ``\\u``-escaped (a UTF-8 file cannot hold it as it is).  An event whose line
+    would be longer than a record line may be (:data:`~agentactors._json.MAX_TEXT_CHARS`) keeps its header
+    (``type``, ``run_id``, ``seq``, ...) and says so in an ``omitted`` field instead of its payload.  So a
+    payload never fails the run, never loses its event, and never writes a line no reader can take back.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -669,7 +690,14 @@ class JsonlRecorder:
     def record(self, event: Event) -> None:
         if self._file is None:
             raise RuntimeError(f"JsonlRecorder({self.path}) is closed")
-        self._file.write(json.dumps(event_to_dict(event), ensure_ascii=False, default=_json_default) + "\n")
+        record = _record_of(event)
+        line = _line_of(record, ascii=False)
+        try:
+            self._file.write(line)
+        except UnicodeEncodeError:
+            # A lone surrogate (a str made from undecodable bytes, say): UTF-8 cannot hold it, JSON's escape
+            # can.  The text layer encodes the whole string before it buffers any of it, so nothing was written.
+            self._file.write(_line_of(record, ascii=True))
 
     def flush(self) -> None:
         if self._file is not None:
@@ -690,29 +718,94 @@ class JsonlRecorder:
 # --- serialisation ------------------------------------------------------------------------------
 
 
+#: Integers from this magnitude on have more digits than a record line may hold (a compare, not a conversion).
+_INT_LIMIT = 10**MAX_INT_DIGITS
+#: Container levels a payload value may have: a record line is one more (the event's own object).
+_VALUE_DEPTH = MAX_DOCUMENT_DEPTH - 1
+
+
 def to_jsonable(value: Any) -> Any:
-    """A JSON-friendly view of event payloads: attrs classes, enums, exceptions, containers."""
-    if value is None or isinstance(value, bool | int | float | str):
+    """A JSON-friendly view of event payloads: attrs classes, enums, exceptions, containers.
+
+    Total: any value has a view, so a hostile payload never fails a recorder.  A value JSON has no form for
+    is its redacted ``repr`` (a placeholder if even that raises); a container already being converted
+    further up (a structure that holds itself) is ``"<recursive>"``; containers past the depth a record
+    line may hold are ``"<nested too deep>"``; an integer of more digits than a record may hold is a
+    placeholder string.  Floats are kept as they are (a NaN too: :class:`JsonlRecorder` spells those).
+    """
+    return _jsonable(value, _VALUE_DEPTH, set())
+
+
+def _jsonable(value: Any, room: int, active: set[int]) -> Any:
+    # One frame per level (loops, not comprehensions), so the deepest value kept costs ~190 frames.
+    if value is None or isinstance(value, bool | str | float):
         return value
+    if isinstance(value, int):
+        return value if -_INT_LIMIT < value < _INT_LIMIT else f"<an integer of more than {MAX_INT_DIGITS} digits>"
     if isinstance(value, enum.Enum):
-        return value.value
+        return _jsonable(value.value, room, active)
     if isinstance(value, bytes | bytearray | memoryview):
         # A part's payload (an image, a document) never enters the record: its size says enough.
         return {"omitted_bytes": len(value)}
     if isinstance(value, BaseException):
-        out: dict[str, Any] = {"error": type(value).__name__, "message": redact(str(value))}
-        for key in ("kind", "status", "provider", "model", "retry_after"):
-            v = getattr(value, key, None)
-            if v is not None:
-                out[key] = to_jsonable(v)
-        return out
-    if attrs.has(type(value)):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    return redact(repr(value))
+        return _error_view(value, room, active)
+    is_container = attrs.has(type(value)) or isinstance(value, Mapping | list | tuple | set | frozenset)
+    if not is_container:
+        return _repr_of(value)
+    if room <= 0:
+        return "<nested too deep>"
+    if id(value) in active:
+        return "<recursive>"
+    active.add(id(value))
+    try:
+        if attrs.has(type(value)):
+            out: dict[str, Any] = {}
+            for f in attrs.fields(type(value)):
+                out[f.name] = _jsonable(getattr(value, f.name), room - 1, active)
+            return out
+        if isinstance(value, Mapping):
+            out = {}
+            for k, v in value.items():
+                out[k if isinstance(k, str) else _key_of(k)] = _jsonable(v, room - 1, active)
+            return out
+        items: list[Any] = []
+        for v in value:
+            items.append(_jsonable(v, room - 1, active))
+        return items
+    except Exception:  # a container whose iteration or attributes raise: what it is, not what it held
+        return f"<{type(value).__name__} (its contents could not be read)>"
+    finally:
+        active.discard(id(value))
+
+
+def _key_of(key: Any) -> str:
+    try:
+        return redact(str(key))
+    except Exception:
+        return f"<{type(key).__name__}>"
+
+
+def _repr_of(value: Any) -> str:
+    try:
+        return redact(repr(value))
+    except Exception:  # a __repr__ that raises: the type is all a record may say
+        return f"<{type(value).__name__} (its repr could not be read)>"
+
+
+def _error_view(error: BaseException, room: int, active: set[int]) -> dict[str, Any]:
+    try:
+        message = redact(str(error))
+    except Exception:
+        message = "(its message could not be read)"
+    out: dict[str, Any] = {"error": type(error).__name__, "message": message}
+    for key in ("kind", "status", "provider", "model", "retry_after"):
+        try:
+            v = getattr(error, key, None)
+        except Exception:  # a property that raises: the error is still recorded, without it
+            continue
+        if v is not None:
+            out[key] = _jsonable(v, room - 1, active)
+    return out
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
@@ -725,11 +818,59 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     return out
 
 
-def _json_default(value: Any) -> Any:
-    return to_jsonable(value)
+def _record_of(event: Event) -> dict[str, Any]:
+    """The event's record; its header alone, saying why, should even the total conversion fail."""
+    try:
+        return event_to_dict(event)
+    except Exception as exc:  # RecursionError with a caller already near the limit, say: keep the event
+        out: dict[str, Any] = {"type": event.type, "run_id": event.run_id, "seq": event.seq, "time": event.time}
+        out["omitted"] = f"the payload could not be recorded ({type(exc).__name__})"
+        return out
 
 
-_HEADER = frozenset(("type", "run_id", "seq", "time", "step", "parent_run_id"))
+def _line_of(record: dict[str, Any], *, ascii: bool) -> str:
+    """One record line: strict JSON (no NaN), at most :data:`MAX_TEXT_CHARS` UTF-8 bytes, with its newline."""
+    try:
+        line = json.dumps(record, ensure_ascii=ascii, allow_nan=False)
+    except ValueError:  # a NaN or an infinity: strict JSON has none, and other readers refuse Python's spelling
+        record = _finite(record)
+        line = json.dumps(record, ensure_ascii=ascii, allow_nan=False)
+    # A character is at most 4 UTF-8 bytes: only a long line is measured in bytes (readers bound the bytes).
+    if len(line) > MAX_TEXT_CHARS // 4 and len(line.encode("utf-8", "surrogatepass")) > MAX_TEXT_CHARS:
+        header: dict[str, Any] = {k: record[k] for k in _HEADER_ORDER if k in record}
+        header["omitted"] = (
+            f"the event's payload made a line longer than a record line may be ({MAX_TEXT_CHARS:,} bytes)"
+        )
+        line = json.dumps(header, ensure_ascii=True, allow_nan=False)
+    return line + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` (a record, already JSON values) with each NaN and infinity as its name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # 'nan', 'inf', '-inf'
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+_HEADER_ORDER = ("type", "run_id", "seq", "time", "step", "parent_run_id")
+_HEADER = frozenset(_HEADER_ORDER)
+
+
+class EventRecordError(AgentActorsError, ValueError):
+    """A line of a JSONL event record that is not an event: not JSON, past the JSON policy, or no event.
+
+    :ivar path: the record's file.
+    :ivar line: the line's number (1 for the first).
+    """
+
+    def __init__(self, message: str, *, path: str, line: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
 
 
 def event_from_dict(record: Mapping[str, Any]) -> Event:
@@ -738,38 +879,86 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
     The payload stays as the record has it — JSON values, not the objects that were emitted (a request
     is a dict here); :mod:`agentactors.explain` rebuilds what it needs from them.
 
-    :raises ValueError: the record has no ``type``.
+    :raises ValueError: the record has no string ``type``, or a header field of the wrong kind (a ``seq``
+        that is not an integer, a ``time`` that is not a number, a ``run_id`` that is not a string).
     """
     type = record.get("type")
     if not isinstance(type, str):
-        raise ValueError(f"an event record needs a string 'type', not {type!r}")
+        raise ValueError(f"an event record needs a string 'type', not {_shown(type)}")
     data = {k: v for k, v in record.items() if k not in _HEADER}
+    run_id = record.get("run_id")
+    if run_id is not None and not isinstance(run_id, str):
+        raise ValueError(f"an event record's 'run_id' is a string or null, not {_shown(run_id)}")
+    seq = record.get("seq")
+    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
+        raise ValueError(f"an event record's 'seq' is an integer, not {_shown(seq)}")
+    time = record.get("time")
+    if time in _NON_FINITE:  # how JsonlRecorder spells a NaN or an infinity (strict JSON has none)
+        time = float(time)
+    if time is not None and (not isinstance(time, int | float) or isinstance(time, bool)):
+        raise ValueError(f"an event record's 'time' is a number, not {_shown(time)}")
     step = record.get("step")
     return make_event(
         type,
-        record.get("run_id"),
-        int(record.get("seq") or 0),
-        float(record.get("time") or 0.0),
-        step if isinstance(step, int) else None,
+        run_id,
+        seq or 0,
+        float(time or 0.0),
+        step if isinstance(step, int) and not isinstance(step, bool) else None,
         data,
         parent if isinstance(parent := record.get("parent_run_id"), str) else None,
     )
 
 
+_NON_FINITE = frozenset(("nan", "inf", "-inf"))
+
+
+def _shown(value: Any) -> str:
+    """A record's value in an error message: short, and never a credential."""
+    text = _repr_of(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
 def read_jsonl(path: str | Path, *, run_id: str | None = None) -> Iterator[Event]:
     """The events a :class:`JsonlRecorder` wrote to ``path`` (only ``run_id``'s, if given), in file order.
 
-    Lines that are not event records (blank lines, a summary line without a ``type``) are skipped.
-    Synchronous: it reads the file as it iterates.
+    Lines that are not event records (blank lines, a summary line without a ``type``) are skipped.  A last
+    line cut off mid-write (the process that wrote the record was killed: the usual crash) is skipped too,
+    with a warning on the ``agentactors.events`` logger; every other line must be JSON.  Each line is read
+    under the depth and size policy of :mod:`agentactors._json`.  Synchronous: it reads the file as it
+    iterates, so the events before a bad line have been yielded when its error is raised.
+
+    :raises EventRecordError: a line (other than a cut-off last one) is not JSON (or not UTF-8), is past the
+        policy's limits, or is an event record whose header is of the wrong kind; it names the line (``.line``).
+    :raises OSError: the file cannot be read.
     """
-    with Path(path).open(encoding="utf-8") as file:
-        for line in file:
-            line = line.strip()
-            if not line:
+    where = str(path)
+    cut: tuple[int, str] | None = None  # a line that did not parse: an error unless nothing follows it
+    with Path(path).open("rb") as file:
+        for number, line in enumerate(file, 1):
+            raw = line.strip()
+            if not raw:
                 continue
-            record = json.loads(line)
+            if cut is not None:
+                raise EventRecordError(f"{where}, line {cut[0]}: {cut[1]}", path=where, line=cut[0])
+            try:
+                # Decoded here, not by the parser: bytes that are not UTF-8 (a line cut inside a character)
+                # are a line that does not parse, not one past the policy's limits.
+                record = loads_bounded(raw.decode("utf-8"), what="the line", max_depth=MAX_DOCUMENT_DEPTH)
+            except JsonBoundError as exc:
+                raise EventRecordError(f"{where}, line {number}: {exc}", path=where, line=number) from None
+            except ValueError as exc:  # not JSON (or not UTF-8): cut off, if nothing follows it
+                cut = (number, f"not a JSON event record ({exc})")
+                continue
             if not isinstance(record, dict) or not isinstance(record.get("type"), str):
                 continue
             if run_id is not None and record.get("run_id") != run_id:
                 continue
-            yield event_from_dict(record)
+            try:
+                event = event_from_dict(record)
+            except ValueError as exc:
+                raise EventRecordError(
+                    f"{where}, line {number}: not an event record ({exc})", path=where, line=number
+                ) from None
+            yield event
+    if cut is not None:
+        log.warning("%s, line %d was skipped: the record ends in the middle of it (a crash?)", where, cut[0])

@@ -30,14 +30,14 @@ from typing import Any
 import attrs
 
 from ._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
-from .errors import AgentActorsError
-from .events import Event, event_from_dict, to_jsonable
+from .events import Event, EventRecordError, event_from_dict, to_jsonable
 from .journal.compare import ForkComparison, compare_fork
 from .journal.jsonl import run_from_events
 from .journal.records import RunNotRecordedError
 from .loop.result import RunResult
 from .messages import LLMRequest, Message, ToolCall, ToolChoice, ToolSpec
 from .pricing import Cost
+from .redaction import redact
 from .tools.results import ToolResult, ToolStatus
 
 __all__ = ["EventRecordError", "Explanation", "StepPath", "explain"]
@@ -135,7 +135,8 @@ class Explanation:
             raise LookupError(f"{path} holds no event of run {run_id!r}" + "".join(f" ({n})" for n in notes))
         original = next((e.data.get("forked_from") for e in events if e.type == "run.forked"), None)
         before = _read_record(path, original)[0] if isinstance(original, str) else []
-        return attrs.evolve(_explain(run_id, events, None), notes=notes, fork=_fork_of(None, events, before))
+        explanation = _explain(run_id, events, None)
+        return attrs.evolve(explanation, notes=explanation.notes + notes, fork=_fork_of(None, events, before))
 
     def lines(self) -> list[str]:
         """The explanation as plain text lines."""
@@ -208,19 +209,7 @@ def _fork_of(result: RunResult | None, events: Sequence[Event], before: Sequence
 
 
 # --- reading a record -----------------------------------------------------------------------------------
-
-
-class EventRecordError(AgentActorsError, ValueError):
-    """A line of a JSONL event record that is not an event: not JSON, past the JSON policy, or no event.
-
-    :ivar path: the record's file.
-    :ivar line: the line's number (1 for the first).
-    """
-
-    def __init__(self, message: str, *, path: str, line: int) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
+# (EventRecordError, what a bad line raises, is defined with the reader of records, agentactors.events.read_jsonl.)
 
 
 def _read_record(path: str | Path, run_id: str) -> tuple[list[Event], tuple[str, ...]]:
@@ -235,7 +224,9 @@ def _read_record(path: str | Path, run_id: str) -> tuple[list[Event], tuple[str,
             if cut is not None:
                 raise EventRecordError(f"{path}, line {cut[0]}: {cut[1]}", path=str(path), line=cut[0])
             try:
-                record = loads_bounded(raw, what="the line", max_depth=MAX_DOCUMENT_DEPTH)
+                # Decoded here, not by the parser: bytes that are not UTF-8 (a line cut inside a character)
+                # are a line that does not parse, not one past the policy's limits.
+                record = loads_bounded(raw.decode("utf-8"), what="the line", max_depth=MAX_DOCUMENT_DEPTH)
             except JsonBoundError as exc:
                 raise EventRecordError(f"{path}, line {number}: {exc}", path=str(path), line=number) from None
             except ValueError as exc:  # not JSON (or not UTF-8): cut off, if nothing follows it
@@ -287,14 +278,14 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
                 builder = paths[step] = _PathBuilder(step)
             builder.see(kind, data)
         if kind == "run.started":
-            agent = data.get("agent")
+            agent = _text(data.get("agent"))
         elif kind == "llm.request":
             final_request = e.data.get("request")
         elif kind == "llm.response":
             answered_request = final_request
-            response = data.get("response") or {}
-            served_model = response.get("model")
-            served_by = data.get("provider") or response.get("provider")
+            response = _mapping(data.get("response"))
+            served_model = _text(response.get("model"))
+            served_by = _text(data.get("provider")) or _text(response.get("provider"))
         elif kind == "llm.text_delta":
             streamed = True
         elif kind == "retry.scheduled":
@@ -313,14 +304,17 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
                     entry["truncated"] = data.get("size")
         elif kind == "run.finished":
             answer = str(data.get("content") or "")
-            served_by = data.get("served_by") or served_by
+            served_by = _text(data.get("served_by")) or served_by
             cost = _cost_of(data.get("cost"))
         line = _timeline_line(kind, data, e.time - start, step)
         if line is not None:
             timeline.append(line)
-    request = _to_request(answered_request) if answered_request is not None else None
+    notes: list[str] = []
+    request = _to_request(answered_request, notes) if answered_request is not None else None
     # The question: the answered request's — or, when none was answered, the one the vendor was sent.
-    asked = request if request is not None else _to_request(final_request) if final_request is not None else None
+    asked = request
+    if asked is None and final_request is not None and final_request is not answered_request:
+        asked = _to_request(final_request, notes)
     if result is not None:
         answer = result.content
         served_by = result.served_by or served_by
@@ -344,6 +338,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         retries=retries,
         failovers=tuple(failovers),
         cost=cost,
+        notes=tuple(notes),
     )
 
 
@@ -373,10 +368,10 @@ class _PathBuilder:
 
     def see(self, kind: str, data: Mapping[str, Any]) -> None:
         if kind == "retry.scheduled":
-            self._try(data.get("provider"), int(data.get("attempt") or 1))
+            self._try(data.get("provider"), _count(data.get("attempt")))
             self.errors[_kind_of(data.get("error"))] += 1
         elif kind in ("retry.recovered", "retry.exhausted"):
-            self._try(data.get("provider"), int(data.get("attempts") or 1))
+            self._try(data.get("provider"), _count(data.get("attempts")))
         elif kind == "fallback.moved":
             source = data.get("from_member")
             refused = data.get("reason") == "circuit_open"
@@ -418,6 +413,27 @@ class _PathBuilder:
             error=self.error,
             cost=self.cost,
         )
+
+
+# A record is data someone else wrote (or a tool's own event): each value is read as what it should be, and
+# one of another kind counts as absent rather than failing the explanation.
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _count(value: Any) -> int:
+    """An attempt number or count from an event: 1 when it is not a positive integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+def _seconds(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def _cost_of(value: Any) -> Cost | None:
@@ -469,10 +485,10 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
         tools = getattr(request, "tools", None)
         if isinstance(request, Mapping):
             messages, tools = request.get("messages"), request.get("tools")
-        return f"{at}: request sent to the chain ({len(messages or ())} messages, {len(tools or ())} tools offered)"
+        return f"{at}: request sent to the chain ({_size(messages)} messages, {_size(tools)} tools offered)"
     if kind == "retry.scheduled":
         return (f"{at}: {data.get('provider')} attempt {data.get('attempt')} failed "
-                f"({_error_text(data.get('error'))}); retrying in {float(data.get('delay') or 0):.2f}s")
+                f"({_error_text(data.get('error'))}); retrying in {_seconds(data.get('delay')):.2f}s")
     if kind == "retry.exhausted":
         why = ": its breaker opened meanwhile, no further attempt sent" if data.get("reason") == "circuit_open" else ""
         return f"{at}: {data.get('provider')} gave up after {data.get('attempts')} attempts{why}"
@@ -485,16 +501,24 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
         return (f"{at}: failover {data.get('from_member')} → {data.get('to_member')} "
                 f"(reason: {data.get('reason')}, {_error_text(data.get('error'))})")
     if kind == "llm.response":
-        response = data.get("response") or {}
-        calls = response.get("tool_calls") or ()
+        response = _mapping(data.get("response"))
+        calls = [c for c in _sequence(response.get("tool_calls")) if isinstance(c, Mapping)]
         what = ", ".join(f"{c.get('name')}({json.dumps(c.get('arguments'), separators=(',', ':'))})" for c in calls)
-        text = response.get("content") or ""
-        return f"{at}: {data.get('provider')} answered: {what or f'text ({len(text)} chars)'}"
+        text = response.get("content")
+        return f"{at}: {data.get('provider')} answered: {what or f'text ({_size(text)} chars)'}"
     if kind == "tools.finished":
         return f"{at}: tool {data.get('name')} → {data.get('status')}"
     if kind == "step.finished" and data.get("failed"):
         return f"{at}: the provider stack gave up ({_error_text(data.get('error'))})"
     return None
+
+
+def _sequence(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, list | tuple) else ()
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str | list | tuple) else 0
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -565,27 +589,37 @@ _CALL_FIELDS = ("id", "name", "arguments", "raw_arguments", "arguments_error", "
 _REQUEST_FIELDS = ("model", "max_tokens", "temperature", "stop", "vendor_options")
 
 
-def _to_request(value: Any) -> LLMRequest | None:
+def _to_request(value: Any, notes: list[str] | None = None) -> LLMRequest | None:
     """``value`` as an LLMRequest: the emitted object itself, or rebuilt from its JSON record.
 
     Only the fields this module knows are rebuilt; a field a later version records keeps its default
-    here rather than failing the explanation.
+    here rather than failing the explanation.  A record the request cannot be rebuilt from (a message of a
+    role no request holds, a tool without a name: a hand-edited or foreign record) gives ``None``, and a
+    line in ``notes`` says why — the rest of the run is still explained.
     """
     if isinstance(value, LLMRequest):
         return value
     if not isinstance(value, Mapping):
         return None
+    try:
+        return _rebuilt_request(value)
+    except (TypeError, ValueError, KeyError) as exc:
+        if notes is not None:
+            notes.append(f"a recorded request could not be rebuilt ({type(exc).__name__}: {redact(str(exc))[:200]})")
+        return None
+
+
+def _rebuilt_request(value: Mapping[str, Any]) -> LLMRequest | None:
     kwargs: dict[str, Any] = {k: value[k] for k in _REQUEST_FIELDS if value.get(k) is not None}
     kwargs["tools"] = tuple(
         ToolSpec(t["name"], t.get("description") or "", t.get("parameters") or {"type": "object", "properties": {}})
-        for t in value.get("tools") or ()
+        for t in _sequence(value.get("tools"))
         if isinstance(t, Mapping)
     )
     choice = value.get("tool_choice")
     if isinstance(choice, Mapping) and choice.get("mode"):
-        mode = choice["mode"]
-        kwargs["tool_choice"] = ToolChoice.tool(choice["name"]) if mode == "tool" else getattr(ToolChoice, mode)()
-    messages = tuple(_to_message(m) for m in value.get("messages") or () if isinstance(m, Mapping))
+        kwargs["tool_choice"] = ToolChoice(choice["mode"], choice.get("name"))
+    messages = tuple(_to_message(m) for m in _sequence(value.get("messages")) if isinstance(m, Mapping))
     if not messages:
         return None
     return LLMRequest(messages, **kwargs)
@@ -595,7 +629,7 @@ def _to_message(record: Mapping[str, Any]) -> Message:
     kwargs = {k: record[k] for k in _MESSAGE_FIELDS if record.get(k) is not None}
     calls = tuple(
         ToolCall(**{k: c[k] for k in _CALL_FIELDS if c.get(k) is not None})
-        for c in record.get("tool_calls") or ()
+        for c in _sequence(record.get("tool_calls"))
         if isinstance(c, Mapping)
     )
     return Message(tool_calls=calls, **kwargs)

@@ -42,7 +42,7 @@ import agentactors.otel._semconv as sc
 
 from .._version import __version__
 from ..events import Event, to_jsonable
-from ..redaction import redact
+from ..redaction import excerpt, redact
 
 __all__ = ["OTelRecorder"]
 
@@ -340,7 +340,7 @@ class OTelRecorder:
             else:
                 plain = _attribute(value)
                 if plain is not None:
-                    attributes[f"agentactors.{key}"] = plain
+                    attributes[f"agentactors.{key}"] = _clean(plain)
         span.add_event(event.type, attributes, timestamp=run.ns(event.time))
 
     def _handoff(self, run: _Run, event: Event) -> None:
@@ -391,7 +391,7 @@ class OTelRecorder:
         if span is None:
             return
         attributes = {
-            f"agentactors.{k}": v
+            f"agentactors.{k}": _clean(v)
             for k, v in ((k, _scalar(v)) for k, v in event.data.items() if k not in ("call_id", "name"))
             if v is not None
         }
@@ -415,7 +415,10 @@ def _scalar(value: Any) -> str | bool | int | float | None:
     return None
 
 
-def _attribute(value: Any) -> str | bool | int | float | list[str] | None:
+_AttributeValue = str | bool | int | float | list[str]
+
+
+def _attribute(value: Any) -> _AttributeValue | None:
     """An event's value as a span-event attribute: a plain scalar (:func:`_scalar`), a list of scalars as
     strings, or ``None`` for what has no attribute form (a mapping, an object)."""
     plain = _scalar(value)
@@ -427,6 +430,24 @@ def _attribute(value: Any) -> str | bool | int | float | list[str] | None:
         if all(v is not None for v in scalars):
             return [str(v) for v in scalars]
     return None
+
+
+#: The longest text a span-event attribute copied from an event's payload keeps (``…`` marks a cut).
+_MAX_TEXT = 1024
+
+
+def _clean(value: _AttributeValue) -> _AttributeValue:
+    """A payload's value as a span-event attribute holds it: text without credentials, and not unbounded.
+
+    The events these attributes come from carry whatever their emitter put in them — a tool's own
+    ``ctx.emit("tools.progress", detail=...)``, a decision's ``reason`` — so each string is passed through
+    :func:`~agentactors.redaction.excerpt` (cut, then redacted: O(the cut) however long the text).
+    """
+    if isinstance(value, str):
+        return excerpt(value, _MAX_TEXT)
+    if isinstance(value, list):
+        return [excerpt(v, _MAX_TEXT) for v in value]
+    return value
 
 
 def _error_attributes(error: Any) -> dict[str, Any]:
