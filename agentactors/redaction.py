@@ -30,11 +30,17 @@ _secret_pattern: re.Pattern[str] | None = None
 _ordered: tuple[str, ...] = ()  # the registered spellings, longest first (replaced whole: read without the lock)
 _longest_secret = 0
 # Shapes of credentials we may never have been told about: vendor key prefixes and bearer tokens.
+# A credential named by its key: ``api_key=...``, ``"token": "..."``, ``X-Amz-Security-Token=...``,
+# ``aws_secret_access_key = ...``, SigV4's ``Signature=<hex>``.  Its value runs through base64's ``/+=`` and
+# URL-encoding's ``%`` (AWS secret keys and session tokens hold them: cut at the first ``/``, the rest leaked).
+_KEY_NAMES = r"(?:api[_-]?key|x-api-key|x-goog-api-key|key|token|signature)"
+_KEY_PREFIX = _KEY_NAMES + r"[\"']?\s*[=:]\s*[\"']?"
 _KEY_SHAPES = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|gsk_[A-Za-z0-9]{8,}|AIza[0-9A-Za-z_\-]{20,}"
     r"|ya29\.[0-9A-Za-z_\-]{10,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}"
-    r"|(?i:(?:api[_-]?key|x-api-key|x-goog-api-key|key|token)[\"']?\s*[=:]\s*[\"']?)[A-Za-z0-9._\-]{12,})"
+    r"|(?i:" + _KEY_PREFIX + r")[A-Za-z0-9._\-/+=%]{12,})"
 )
+_PREFIX = re.compile(r"(?i)(" + _KEY_PREFIX + r")")
 # A key-shaped match is at most this long in practice; an excerpt keeps this margin past its cut
 # so that a credential straddling the cut is still seen whole by the patterns.
 _SHAPE_MARGIN = 512
@@ -89,7 +95,7 @@ def redact(text: str) -> str:
     def _mask(match: re.Match[str]) -> str:
         whole = match.group(0)
         # Keep the "api_key=" style prefix readable; mask only the value.
-        m = re.match(r"(?i)((?:api[_-]?key|x-api-key|x-goog-api-key|key|token)[\"']?\s*[=:]\s*[\"']?)", whole)
+        m = _PREFIX.match(whole)
         if m:
             return m.group(1) + "[REDACTED]"
         if whole.lower().startswith("bearer"):
