@@ -96,7 +96,8 @@ def check_value(value: Any, *, what: str = "the value", max_depth: int = MAX_DEP
 def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH) -> Any:
     """``json.loads(text)`` within the policy.
 
-    :raises json.JSONDecodeError: not JSON (cut off, say) — the caller's usual case, unchanged.
+    :raises json.JSONDecodeError: not JSON (cut off, say) — the caller's usual case, unchanged — or bytes that
+        are not UTF-8.
     :raises JsonBoundError: longer than :data:`MAX_TEXT_CHARS`, deeper than ``max_depth``, or an
         integer past :data:`MAX_INT_DIGITS` digits.
     """
@@ -106,6 +107,8 @@ def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH) -
         value = json.loads(text)
     except json.JSONDecodeError:
         raise
+    except UnicodeDecodeError as exc:  # bytes that are not UTF-8 (a line cut inside a character): not JSON either
+        raise json.JSONDecodeError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", "", 0) from None
     except RecursionError:
         raise JsonBoundError(
             f"{what} nests deeper than {max_depth} levels (the limit for JSON entering agentactors)", limit="depth"

@@ -196,3 +196,11 @@ async def test_an_output_tool_call_built_past_the_bound_is_asked_again() -> None
     provider = ScriptedProvider([[deep], [good]])
     result = await Agent(provider, output_type=ToolOutput(Answer)).run("q")
     assert result.ok and result.output == Answer(x=4) and result.steps == 2
+
+
+def test_bytes_that_are_not_utf8_are_not_json_not_a_limit() -> None:
+    """A line cut inside a character (a killed writer): a parse error, as any cut line — not a bound refused."""
+    with pytest.raises(json.JSONDecodeError, match="not UTF-8"):
+        loads_bounded('{"text": "é"}'.encode()[:-3], what="the line")
+    with pytest.raises(json.JSONDecodeError, match="not UTF-8"):
+        loads_bounded(b'{"text": "\xff"}', what="the line")
