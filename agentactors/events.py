@@ -918,14 +918,17 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
-def read_jsonl(path: str | Path, *, run_id: str | None = None) -> Iterator[Event]:
+def read_jsonl(
+    path: str | Path, *, run_id: str | None = None, skipped: list[str] | None = None
+) -> Iterator[Event]:
     """The events a :class:`JsonlRecorder` wrote to ``path`` (only ``run_id``'s, if given), in file order.
 
     Lines that are not event records (blank lines, a summary line without a ``type``) are skipped.  A last
     line cut off mid-write (the process that wrote the record was killed: the usual crash) is skipped too,
-    with a warning on the ``agentactors.events`` logger; every other line must be JSON.  Each line is read
-    under the depth and size policy of :mod:`agentactors._json`.  Synchronous: it reads the file as it
-    iterates, so the events before a bad line have been yielded when its error is raised.
+    with a warning on the ``agentactors.events`` logger — or, given a ``skipped`` list, a note appended to it
+    instead (what :meth:`~agentactors.explain.Explanation.from_jsonl` shows); every other line must be JSON.
+    Each line is read under the depth and size policy of :mod:`agentactors._json`.  Synchronous: it reads the
+    file as it iterates, so the events before a bad line have been yielded when its error is raised.
 
     :raises EventRecordError: a line (other than a cut-off last one) is not JSON (or not UTF-8), is past the
         policy's limits, or is an event record whose header is of the wrong kind; it names the line (``.line``).
@@ -961,4 +964,7 @@ def read_jsonl(path: str | Path, *, run_id: str | None = None) -> Iterator[Event
                 ) from None
             yield event
     if cut is not None:
-        log.warning("%s, line %d was skipped: the record ends in the middle of it (a crash?)", where, cut[0])
+        if skipped is None:
+            log.warning("%s, line %d was skipped: the record ends in the middle of it (a crash?)", where, cut[0])
+        else:
+            skipped.append(f"line {cut[0]} was skipped: the record ends in the middle of it (a crash?)")

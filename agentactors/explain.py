@@ -29,8 +29,7 @@ from typing import Any
 
 import attrs
 
-from ._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
-from .events import Event, EventRecordError, event_from_dict, to_jsonable
+from .events import Event, EventRecordError, read_jsonl, to_jsonable
 from .journal.compare import ForkComparison, compare_fork
 from .journal.jsonl import run_from_events
 from .journal.records import RunNotRecordedError
@@ -213,37 +212,13 @@ def _fork_of(result: RunResult | None, events: Sequence[Event], before: Sequence
 
 
 def _read_record(path: str | Path, run_id: str) -> tuple[list[Event], tuple[str, ...]]:
-    """``run_id``'s events of a JSONL record, and the notes on what was skipped (a cut-off last line)."""
-    events: list[Event] = []
-    cut: tuple[int, str] | None = None  # a line that did not parse: an error unless it turns out to be the last
-    with Path(path).open("rb") as file:
-        for number, line in enumerate(file, 1):
-            raw = line.strip()
-            if not raw:
-                continue
-            if cut is not None:
-                raise EventRecordError(f"{path}, line {cut[0]}: {cut[1]}", path=str(path), line=cut[0])
-            try:
-                # Decoded here, not by the parser: bytes that are not UTF-8 (a line cut inside a character)
-                # are a line that does not parse, not one past the policy's limits.
-                record = loads_bounded(raw.decode("utf-8"), what="the line", max_depth=MAX_DOCUMENT_DEPTH)
-            except JsonBoundError as exc:
-                raise EventRecordError(f"{path}, line {number}: {exc}", path=str(path), line=number) from None
-            except ValueError as exc:  # not JSON (or not UTF-8): cut off, if nothing follows it
-                cut = (number, f"not a JSON event record ({exc})")
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-                continue  # not an event (a summary line, say), as read_jsonl skips it
-            if record.get("run_id") != run_id:
-                continue
-            try:
-                events.append(event_from_dict(record))
-            except (TypeError, ValueError) as exc:
-                raise EventRecordError(
-                    f"{path}, line {number}: not an event record ({exc})", path=str(path), line=number
-                ) from None
-    notes = () if cut is None else (f"line {cut[0]} was skipped: the record ends in the middle of it (a crash?)",)
-    return events, notes
+    """``run_id``'s events of a JSONL record, and the notes on what was skipped (a cut-off last line).
+
+    :raises EventRecordError: a bad line, as :func:`~agentactors.events.read_jsonl` says.
+    """
+    skipped: list[str] = []
+    events = list(read_jsonl(path, run_id=run_id, skipped=skipped))
+    return events, tuple(skipped)
 
 
 # --- building it ----------------------------------------------------------------------------------------
