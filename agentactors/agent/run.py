@@ -121,6 +121,10 @@ class AgentRun(Generic[OutputT]):
 
     ``run.partial_output()`` yields the typed result as it streams in — successively more complete
     values, then the final validated one — a filter over the same events, like :meth:`text_stream`.
+
+    From another thread's event loop (asyncio or trio), ``steer``, ``interrupt``, ``approve``, ``deny`` and
+    ``wait`` cross to the runtime's loop (``rt.call``) and are handled there; ``cancel()`` raises
+    ``RuntimeError`` there (a cancel scope is its own loop's); the event stream is read in the runtime's loop.
     """
 
     def __init__(self, launcher: RunLauncher | None) -> None:
@@ -130,9 +134,10 @@ class AgentRun(Generic[OutputT]):
         self._receive: Channel | None = None  # the run's events, read here (:mod:`agentactors._channel`)
         self._state = _RunState()
         self._live: RunActor | None = None
+        self._rt: Runtime | None = None  # the runtime the run works in (its loop's thread: _foreign)
 
     @classmethod
-    def _attached(cls, live: RunActor) -> AgentRun[Any]:
+    def _attached(cls, live: RunActor, rt: Runtime) -> AgentRun[Any]:
         """A handle for a live run started without one (``agent.run``), found by ``rt.run_ref``.
 
         It takes the run's control messages and waits for its result; it has no event stream (the
@@ -141,6 +146,7 @@ class AgentRun(Generic[OutputT]):
         handle: AgentRun[Any] = cls(None)
         handle._entered = True
         handle._live = live
+        handle._rt = rt
         return handle
 
     async def __aenter__(self) -> AgentRun[OutputT]:
@@ -165,13 +171,14 @@ class AgentRun(Generic[OutputT]):
             if stack is not None:
                 rt = await stack.enter_async_context(launcher.private_runtime())
             assert rt is not None
+            self._rt = rt
             run, cancelled, live = await launcher.prepare(rt, _ChannelRecorder(channel), private=private)
             if live is not None:
                 self._live = live
                 live.handle = weakref.ref(self)  # rt.run_ref finds this handle; a weak one: it may still be dropped
             # The task holds the run's state, never this handle: a handle nobody holds can be collected,
             # and its finaliser cancels the run.
-            rt.spawn_task(self._state.work, run, cancelled, channel, name="agent.stream")
+            rt.spawn_task(self._state.work, run, cancelled, channel, live, name="agent.stream")
         except BaseException:
             channel.close_writing()
             channel.close_reading()
@@ -357,7 +364,16 @@ class AgentRun(Generic[OutputT]):
             yield state.result.output
 
     def cancel(self) -> None:
-        """Cancel the run; it ends with ``RunResult(cancelled=True)``.  Idempotent; no effect once finished."""
+        """Cancel the run; it ends with ``RunResult(cancelled=True)``.  Idempotent; no effect once finished.
+
+        :raises RuntimeError: called from a thread other than the runtime's (a cancel scope belongs to its
+            loop): there, ``await run.interrupt()``, or cancel through ``await rt.call(...)``.
+        """
+        if self._foreign():
+            raise RuntimeError(
+                "run.cancel() from another thread than its runtime's: use `await run.interrupt()` from there, "
+                "or cancel it through `await rt.call(...)`"
+            )
         if self._launcher is None and self._live is not None:
             self._live.cancel()
             return
@@ -381,11 +397,16 @@ class AgentRun(Generic[OutputT]):
 
         :raises RunFinishedError: the run has finished.
         :raises TypeError: neither a str nor a :class:`~agentactors.messages.Message`.
+        :raises ValueError: a tool message: a tool result answers a call the model made, and one nobody asked
+            for is a conversation every vendor refuses — the run would fail a step later, far from the cause.
+            Nothing is sent.  (A system or assistant message is taken as it is.)
         """
         if isinstance(text_or_message, str):
             message = Message.user(text_or_message)
         elif isinstance(text_or_message, Message):
             message = text_or_message
+            if message.role == "tool":
+                raise ValueError("a steer cannot be a tool message: a tool result answers a call the model made")
         else:
             raise TypeError(f"steer() takes a str or a Message, not {type(text_or_message).__name__}")
         await self._control(Steer(message))
@@ -426,10 +447,36 @@ class AgentRun(Generic[OutputT]):
             raise RuntimeError("state() of a run: inside `async with agent.stream(...) as run:`")
         return self._live.snapshot()
 
+    def _foreign(self) -> bool:
+        """Whether the caller runs in another thread than the run's runtime (another event loop)."""
+        rt = self._rt
+        return rt is not None and rt.thread is not None and rt.thread != threading.get_ident()
+
     async def _control(self, message: Any) -> None:
+        """Hand ``message`` to the run's actor — from another thread's event loop, through the runtime's loop.
+
+        The run's inbox and the events it wakes belong to the runtime's loop: a steer or a decision written
+        from another thread would wake nothing there (an approval in place then waits for ever), and an ask
+        from another loop fails half-way with whatever that loop's library says.  So from another thread the
+        control message crosses to the runtime's loop (:meth:`Runtime.call <agentactors.Runtime.call>`) and is
+        handled there, with the same answers (``RunFinishedError``, ``CallNotPendingError``).
+
+        Cancellation: as an ask (from another thread: as ``rt.call``, which waits for the handling to end).
+        """
         live = self._live
         if live is None:
             raise RuntimeError("control a run inside `async with agent.stream(...) as run:` (or via rt.run_ref)")
+        rt = self._rt
+        if rt is not None and self._foreign():
+            if not live.finished:
+                try:
+                    await rt.call(self._control, message)
+                    return
+                except RuntimeError:
+                    if not live.finished:  # the runtime closed, and its runs with it: RunFinishedError below
+                        raise
+            live.control(message)  # finished: RunFinishedError, touching nothing
+            return
         ref = live.activate()  # the run's actor, spawned on first use
         if ref is None or ref.stopped:
             live.control(message)  # not started yet, or finished (RunFinishedError)
@@ -458,7 +505,21 @@ class AgentRun(Generic[OutputT]):
         return state.result
 
     async def wait(self) -> RunResult[OutputT]:
-        """Wait until the run finishes and return its result (raising what the run raised)."""
+        """Wait until the run finishes and return its result (raising what the run raised).
+
+        From another thread's event loop the wait is the runtime loop's (``rt.call``): its events wake only it.
+
+        Cancellation: the waiter leaves; the run is not affected.
+        """
+        rt = self._rt
+        if rt is not None and self._foreign():
+            if self.done:  # no await at all: a checkpoint here would be the runtime's loop library's
+                return self._attached_result() if self._launcher is None and self._live is not None else self.result
+            result: RunResult[OutputT] = await rt.call(self._wait_here)
+            return result
+        return await self._wait_here()
+
+    async def _wait_here(self) -> RunResult[OutputT]:
         if self._launcher is None and self._live is not None:
             await self._live.wait_finished()
             return self._attached_result()
@@ -486,7 +547,7 @@ def resolve_run(rt: Runtime, run_id: str) -> AgentRun[Any]:
     known = live.handle() if live.handle is not None else None
     if isinstance(known, AgentRun):
         return known
-    handle = AgentRun._attached(live)
+    handle = AgentRun._attached(live, rt)
     live.handle = weakref.ref(handle)
     return handle
 
@@ -508,7 +569,15 @@ class _RunState:
         run: Callable[[], Awaitable[RunResult[Any]]],
         cancelled: Callable[[], RunResult[Any]],
         channel: Channel,
+        live: RunActor | None,
     ) -> None:
+        """Run the run; whatever happens, close its events and tell the handle (and ``live``) it ended.
+
+        ``live``, the run's actor, is ended by the run's loop — unless the run ended before its loop began
+        (a journal's first commit failed, say): then it is ended here, so that steers it accepted before are
+        reported unread (``run.steers_unread``), never lost silently, and later control messages are
+        :class:`~agentactors.errors.RunFinishedError`, not accepted for a run that is gone.
+        """
         try:
             with self.scope:
                 try:
@@ -520,6 +589,8 @@ class _RunState:
             # Also when the runtime itself cancelled the task (its exit): the handle must learn the run ended.
             if self.result is None and self.error is None:
                 self.result = cancelled()
+            if live is not None and not live.finished:
+                live.end(None)  # never started: no frame, so no actor was spawned (nothing to retire)
             self.done.set()
 
     async def close(self) -> None:

@@ -208,7 +208,8 @@ class SessionActor:
     async def resolve(self, message: Resolve) -> RunResult[Any]:
         """Claim the pause, resume the run with the decisions, commit its outcome.
 
-        :raises TypeError, ValueError: decisions that do not fit the pause (nothing claimed).
+        :raises TypeError, ValueError: decisions that do not fit the pause, or an agent that cannot resume it
+            (nothing claimed).
         :raises SessionConflictError: there is no pause to resolve (resolved already, or never
             paused), or another runtime claimed it first.  Nothing ran.
         """
@@ -219,6 +220,7 @@ class SessionActor:
                 key=self.key,
             )
         decisions = check_decisions(pause, message.decisions)
+        _check_resumer(self.key, pause, message.agent)
         history = self.history
         await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
         with turn_running(SessionTurn(self.key, self.version, len(history))):
@@ -245,6 +247,27 @@ class SessionActor:
                 raise
             self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
         _committed(self.rt.emit, stored, resolving=claim)
+
+
+def _check_resumer(key: str, pause: PausedRun, agent: SessionAgent) -> None:
+    """Refuse, before the claim, an agent that would refuse to resume ``pause``.
+
+    A session's turns may run different agents (one handle each), but a pause goes on only with the agent
+    that was answering when it paused, or one that hands off to it (:meth:`agentactors.Agent.resume`, which
+    raises ``ValueError`` otherwise).  Found only after the claim, that refusal consumed the pause with
+    nothing run: the person's decision lost, the calls never offered again.  The rule is applied here to an
+    agent that says whether it hands off (``handoffs``, as :class:`~agentactors.Agent` does); another agent
+    keeps its own rules.
+
+    :raises ValueError: ``agent`` is not the paused agent and hands off to none.
+    """
+    handoffs = getattr(agent, "handoffs", None)
+    if handoffs is None or handoffs or pause.agent == agent.name:
+        return
+    raise ValueError(
+        f"session {key!r} paused while agent {pause.agent!r} was answering; resolve it through a session "
+        f"handle of that agent (or of one that hands off to it), not {agent.name!r} (nothing was claimed)"
+    )
 
 
 def turn_record(key: str, history: tuple[Message, ...], result: RunResult[Any]) -> SessionRecord | None:

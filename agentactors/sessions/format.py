@@ -138,8 +138,22 @@ def _encoded(key: str, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _text(key: str, doc: Any) -> str:
+    """``doc`` as compact JSON text that any store can keep: valid UTF-8.
+
+    Non-ASCII text is kept as it is (compact), except when the document holds a lone surrogate — half an
+    emoji, as a vendor's JSON escape ``"\\ud83d"`` cut short decodes to in Python: no UTF-8 database column
+    can hold that (SQLite's and PostgreSQL's drivers raise ``UnicodeEncodeError``), so the whole document is
+    then written with ASCII escapes, which JSON reads back to the very same string.  The check is one encode
+    of text the driver encodes anyway, and only of text that is not ASCII.
+    """
     try:
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                text = json.dumps(doc, ensure_ascii=True, separators=(",", ":"))
+        return text
     except (ValueError, RecursionError) as exc:  # an integer past int_max_str_digits, say
         raise SessionFormatError(f"session {key!r} cannot be stored: {exc} (nothing was written)", key=key) from None
 

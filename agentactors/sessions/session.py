@@ -19,6 +19,7 @@ handle last saw (the others are empty again).  The store is the truth; a turn al
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -58,7 +59,9 @@ def open_session(
     (:mod:`agentactors.sessions.spending`).
 
     :raises TypeError: ``key`` is not a str, ``store`` is not a session store, ``idle_timeout`` is not a number.
-    :raises ValueError: an empty ``key``, an ``idle_timeout`` that is not > 0 (``math.inf``: never idle), a
+    :raises ValueError: an empty ``key`` or one with a lone surrogate (no database keeps it: it is not UTF-8 —
+        refused here, in every store alike, not at the first turn of a database's session), an
+        ``idle_timeout`` that is not > 0 (``math.inf``: never idle), a
         ``cost_limit`` that is neither a non-negative number nor a budget.
     :raises RuntimeError: ``runtime`` is not running.
     """
@@ -66,6 +69,11 @@ def open_session(
         raise TypeError(f"a session key is a str, not {type(key).__name__}")
     if not key:
         raise ValueError("a session key must not be empty")
+    if not key.isascii():
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"a session key must be valid Unicode text (UTF-8), not {key!r}") from None
     if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float):
         raise TypeError(f"idle_timeout is a number of seconds, not {type(idle_timeout).__name__}")
     if not idle_timeout > 0:
@@ -131,6 +139,10 @@ class AgentSession:
     """One conversation held by a virtual actor: see the module docstring and ``docs/sessions.md``.
 
     Made by ``rt.session(agent, key, *, store=None, idle_timeout=60.0)`` or ``agent.session(key, ...)``.
+
+    Its calls — ``send``, ``steer``, ``resolve``, ``refresh`` — may come from another thread's event loop
+    (asyncio or trio): they are handed to the runtime's loop (``rt.call``) and run there; their answers and
+    errors come back, and cancelling the caller cancels the call there (``Runtime.call``).
     """
 
     __slots__ = ("_agent", "_budget", "_idle_timeout", "_key", "_seen", "_sessions", "_slot", "_store")
@@ -266,8 +278,17 @@ class AgentSession:
         Cancellation: cancelling the caller cancels the turn — still queued, it never runs; running,
         its run is cancelled — and nothing is committed.  A cancellation that arrives while the
         turn's commit is being written waits for it: the turn is then committed (the store's write is
-        all or nothing), and the caller gets its result or the cancellation.
+        all or nothing), and the caller gets its result or the cancellation.  From another thread's
+        event loop (the turn then runs in the runtime's: see the class), the same, through ``rt.call``.
         """
+        if self._elsewhere():
+            crossed: RunResult[Any] = await self.runtime.call(
+                partial(
+                    self.send, prompt, deps=deps, settings=settings, deadline=deadline, priority=priority,
+                    cost_limit=cost_limit,
+                )
+            )
+            return crossed
         listed = TurnAgent(self._agent, partial(_listed, self._sessions.rt.service(_LIVE_TURNS, dict), self._slot))
         agent = charged(listed, self._budget, cost_limit)  # the turn spends under the session's budget
         message = Turn(agent, _prompt_messages(prompt), deps, settings, deadline, priority)
@@ -287,9 +308,15 @@ class AgentSession:
             it finished, or it is still queued behind another).
         :raises RunFinishedError: the turn ended as the steer arrived; it did not read it.
         :raises TypeError: neither a str nor a :class:`~agentactors.messages.Message`.
+        :raises ValueError: a tool message (as ``run.steer``).
         """
         if not isinstance(text_or_message, str | Message):
             raise TypeError(f"steer() takes a str or a Message, not {type(text_or_message).__name__}")
+        if isinstance(text_or_message, Message) and text_or_message.role == "tool":
+            raise ValueError("a steer cannot be a tool message: a tool result answers a call the model made")
+        if self._elsewhere():
+            await self.runtime.call(self.steer, text_or_message)
+            return
         rt = self._sessions.rt
         live: dict[tuple[int, str], Any] = rt.service(_LIVE_TURNS, dict)
         inputs = live.get(self._slot)
@@ -309,14 +336,18 @@ class AgentSession:
         pauses again: ``result.paused``).  If it fails or is cancelled after the claim, the pause is
         consumed and the history is what it was before the paused turn (``docs/sessions.md``).
 
-        :raises TypeError, ValueError: decisions that do not name exactly the pending calls, or a
-            decision that is not ``True``, ``False`` or a reason (nothing is claimed).
+        :raises TypeError, ValueError: decisions that do not name exactly the pending calls, a decision
+            that is not ``True``, ``False`` or a reason, or this handle's agent cannot resume the pause (it
+            paused with another agent, and this one hands off to none): nothing is claimed.
         :raises SessionConflictError: no pause to resolve (resolved already, or never paused), or
             another runtime or process claimed it first.  Nothing ran.
 
         Cancellation: as :meth:`send`; a cancellation before the claim is written leaves the pause as
         it was.
         """
+        if self._elsewhere():
+            crossed: RunResult[Any] = await self.runtime.call(partial(self.resolve, decisions, deps=deps))
+            return crossed
         result: RunResult[Any] = await self._ask(Resolve(charged(self._agent, self._budget), decisions, deps))
         return result
 
@@ -334,8 +365,22 @@ class AgentSession:
 
         Cancellation: a read; a cancelled caller leaves the session as it was.
         """
+        if self._elsewhere():
+            await self.runtime.call(self.refresh)
+            return self
         await self._ask(Refresh())
         return self
+
+    def _elsewhere(self) -> bool:
+        """Whether the caller runs in another thread (another event loop) than the session's runtime.
+
+        A session's actor, its registry and its turns belong to the runtime's loop: asked from another
+        thread's loop, they ran the turn in the wrong loop, or failed half-way with that loop's own errors
+        — and could take the runtime down with them.  So the handle's calls cross to the runtime's loop
+        first (:meth:`Runtime.call <agentactors.Runtime.call>`), as ``rt.call`` would.
+        """
+        thread = self._sessions.rt.thread
+        return thread is not None and thread != threading.get_ident()
 
     async def _ask(self, message: Turn | Resolve | Refresh) -> Any:
         sessions = self._sessions

@@ -126,7 +126,14 @@ class SqliteStore(SqlStore):
 
 
 def _setup(path: str, conn: sqlite3.Connection) -> None:
-    """Create or check the tables (the connection is in WAL mode already: :mod:`agentactors._sqlite`)."""
+    """Create or check the tables (the connection is in WAL mode already: :mod:`agentactors._sqlite`).
+
+    Text comes back as ``bytes``, decoded by the JSON reader (:func:`~agentactors.sessions.format.load_record`
+    takes either): a cell that is not valid UTF-8 — written by another tool, or half a page of a damaged
+    file — is then a stored session that does not decode (:class:`~agentactors.errors.SessionFormatError`,
+    naming its key), where ``sqlite3`` would raise ``OperationalError`` while fetching the row.
+    """
+    conn.text_factory = bytes
     with Transaction(conn):
         for statement in _SCHEMA:
             conn.execute(statement)

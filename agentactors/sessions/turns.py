@@ -72,6 +72,11 @@ class TurnAgent:
     def name(self) -> str | None:
         return self.agent.name
 
+    @property
+    def handoffs(self) -> Any:
+        """The wrapped agent's handoffs (``None``: it does not say): whether it may resume another agent's pause."""
+        return getattr(self.agent, "handoffs", None)
+
     async def run(self, prompt: Any, **options: Any) -> RunResult[Any]:
         return await self.around(TurnCall(self.agent, (prompt,), options))
 
