@@ -471,8 +471,11 @@ class Cell:
             scopes.discard(scope)
 
     def leave_worker(self) -> bool:
-        """A worker ends.  True when it was the last slot holder of a halted actor: it must finalize it."""
-        self.spec.host.worker_done()
+        """A worker ends.  True when it was the last slot holder of a halted actor: it must finalize it.
+
+        The worker reports its end to the runtime (``host.worker_done()``) after that: its ``on_stop``
+        is still the runtime's work, which a drain waits for.
+        """
         self.slots -= 1
         return self._settle()
 

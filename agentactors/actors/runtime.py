@@ -346,7 +346,9 @@ class Runtime:
         Cancellation: an outer cancellation during the drain ends the drain at
         once; the actors are then cancelled and stopped, their ``on_stop``
         hooks and the cleanups run shielded (for at most ``drain_timeout``,
-        0.1 s at least), and the cancellation propagates.
+        0.1 s at least), and the cancellation propagates.  Before ``on_stop``,
+        direct handlers still running in askers' tasks (cancelled by the halt)
+        are waited for, shielded too, within a bound of their own (the same).
         """
         tg = self._tg
         assert tg is not None, "Runtime.__aexit__ without __aenter__"
@@ -377,8 +379,11 @@ class Runtime:
                 except ValueError:
                     pass  # left in another context than it was entered in: nothing of ours to restore
                 self._token = None
-            with anyio.CancelScope(shield=True), anyio.move_on_after(max(self.drain_timeout, 0.1)):
-                await self._close_all()
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(max(self.drain_timeout, 0.1)):
+                    await self._halt_all()
+                with anyio.move_on_after(max(self.drain_timeout, 0.1)):
+                    await self._close_all()
             self._flush_recorders()
         escalated, self._escalated = self._escalated, None
         if escalated is not None:
@@ -427,6 +432,19 @@ class Runtime:
                     break  # the set may have changed meanwhile: look again from the start
             else:
                 return
+
+    async def _halt_all(self) -> None:
+        """Halt every actor, then wait for the handlers still running in tasks that are not the runtime's.
+
+        The task group has ended, so every worker has; a direct handler (or a frame holding a slot) runs in
+        its asker's task, which outlives the drain.  The halt cancels it; it ends before any ``on_stop``
+        runs and before ``async with`` is left, as :meth:`stop` waits for it before ``on_stop``.
+        """
+        cells = list(self._actors)
+        for cell in cells:
+            cell.halt("the runtime closed")
+        for cell in cells:
+            await cell.wait_quiet()
 
     async def _close_all(self) -> None:
         cells = list(self._actors)

@@ -46,27 +46,43 @@ async def work(cell: Cell, failure: Failure | None = None) -> None:
     cancelled handler's ask fails with ``ActorStopped`` and the worker ends.
     """
     try:
-        if failure is not None:
-            try:
-                await supervision.failed(cell, *failure)
-            finally:
-                if failure[3] == "receive":
-                    cell.handler_done()  # the direct ask's handler slot, held through the restart
-        elif not cell.started and not await supervision.start(cell):
-            return
-        mailbox = cell.mailbox
-        while mailbox is not None and cell.state <= STOPPING:
-            with cell.spec.new_scope() as scope:
-                cell.register(scope)
-                try:
-                    if await serve(cell, mailbox, scope):
-                        break
-                finally:
-                    cell.unregister(scope)
+        try:
+            ready = True
+            if failure is not None or not cell.started:
+                # on_start (a restart's, too) in a registered scope, as a handler: a halt (rt.stop, drain or
+                # not) cancels it rather than waiting for an on_start that may never return.
+                ready = False
+                with cell.spec.new_scope() as scope:
+                    cell.register(scope)
+                    try:
+                        if failure is not None:
+                            try:
+                                await supervision.failed(cell, *failure)
+                            finally:
+                                if failure[3] == "receive":
+                                    cell.handler_done()  # the direct ask's handler slot, held through the restart
+                            ready = True
+                        else:
+                            ready = await supervision.start(cell)
+                    finally:
+                        cell.unregister(scope)
+            # Not ready: on_start failed, or a halt cut it short.  No return here: a halted actor is
+            # finalized below like after any worker's end.
+            mailbox = cell.mailbox if ready else None
+            while mailbox is not None and cell.state <= STOPPING:
+                with cell.spec.new_scope() as scope:
+                    cell.register(scope)
+                    try:
+                        if await serve(cell, mailbox, scope):
+                            break
+                    finally:
+                        cell.unregister(scope)
+        finally:
+            finalize = cell.leave_worker()
+        if finalize:
+            await cell.finalize()  # on_stop, in this task: still the runtime's work (a drain waits for it)
     finally:
-        finalize = cell.leave_worker()
-    if finalize:
-        await cell.finalize()
+        cell.spec.host.worker_done()
 
 
 async def serve(cell: Cell, mailbox: deque[Any], scope: CancelScopeLike) -> bool:
@@ -91,6 +107,10 @@ async def serve(cell: Cell, mailbox: deque[Any], scope: CancelScopeLike) -> bool
         if cell.busy >= spec.concurrency:
             # Every handler slot is taken by direct asks (run in their askers' tasks): leave the
             # queued messages to the worker the last of them starts when it finishes.
+            return True
+        if not cell.started:
+            # Another worker is restarting the actor (concurrency > 1): the new incarnation handles
+            # nothing before its on_start; the restarting worker serves the queue (and fills) after it.
             return True
         lingered = 0
         item = cell.take()
