@@ -16,7 +16,7 @@ from .._db_worker import Worker
 from .._dialect import Dialect
 from ..errors import SessionConflictError, SessionFormatError
 from .format import dump_head, dump_messages, load_record, stored_count
-from .store import SessionRecord, conflict_message
+from .store import SessionRecord, check_key, conflict_message
 
 __all__ = ["LAYOUT", "META", "PIECES", "TABLE", "SqlStore", "check_layout"]
 
@@ -51,17 +51,20 @@ class SqlStore:
 
         :raises SessionFormatError: the stored record (or the database's layout) is newer than this
             version reads, or is not a session.
+        :raises ValueError: a key no store keeps (:func:`~agentactors.sessions.store.check_key`: a NUL, which
+            PostgreSQL's text refuses, or a lone surrogate) — before any I/O, in both databases alike.
 
         Cancellation: the query runs in a worker thread and is not interrupted: a cancelled caller
         waits for it (a read: milliseconds) and then sees the cancellation.
         """
-        return await self._worker.call(_load, self._dialect, key)
+        return await self._worker.call(_load, self._dialect, check_key(key))
 
     async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
         """Store ``record`` in one transaction if the stored version is ``expected_version``.
 
         :raises SessionConflictError: another commit came first (nothing was written).
-        :raises TypeError: the record holds a value JSON cannot keep.
+        :raises TypeError: the record holds a value JSON cannot keep.  (Its key was checked when it was made:
+            :class:`~agentactors.sessions.store.SessionRecord`; a NUL in its text is JSON's ``\\u0000``, kept.)
         :raises SessionFormatError: the record holds a value past the JSON depth and integer limits
             (:mod:`agentactors._json`), which could not be read back; or the stored version cell is
             corrupted.  Nothing was written.
@@ -80,9 +83,11 @@ class SqlStore:
     async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
         """Forget ``key`` (only at ``expected_version``, if given), in one transaction.
 
+        :raises ValueError: a key no store keeps, as :meth:`load`.
+
         Cancellation: as :meth:`commit`.
         """
-        return await self._worker.call(_delete, self._dialect, key, expected_version)
+        return await self._worker.call(_delete, self._dialect, check_key(key), expected_version)
 
     async def aclose(self) -> None:
         """Close the connection (the next use opens a new one).  Idempotent.

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..errors import SessionConflictError
-from .store import SessionRecord, conflict_message
+from .store import SessionRecord, check_key, conflict_message
 
 __all__ = ["MemoryStore"]
 
@@ -51,9 +51,12 @@ class MemoryStore:
     async def load(self, key: str) -> SessionRecord | None:
         """The record for ``key`` or ``None``.
 
+        :raises ValueError: a key no database store keeps (:func:`~agentactors.sessions.store.check_key`: a NUL
+            or a lone surrogate), refused here too, so what works on this store works on theirs.
+
         Cancellation: never waits (not a cancellation point).
         """
-        return self._records.get(key)
+        return self._records.get(check_key(key))
 
     async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
         """Store ``record`` if the stored version is ``expected_version`` (see ``SessionStore.commit``).
@@ -75,9 +78,11 @@ class MemoryStore:
     async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
         """Forget ``key`` (only at ``expected_version``, if given).
 
+        :raises ValueError: a key no database store keeps, as :meth:`load`.
+
         Cancellation: never waits (not a cancellation point).
         """
-        current = self._records.get(key)
+        current = self._records.get(check_key(key))
         if current is None or (expected_version is not None and current.version != expected_version):
             return False
         del self._records[key]

@@ -36,7 +36,7 @@ from ..settings import ModelSettings
 from .actor import Refresh, Resolve, SessionAgent, Turn
 from .registry import Sessions
 from .spending import charged, session_budget
-from .store import SessionStore, check_store
+from .store import SessionStore, check_key, check_store
 from .turns import TurnAgent, TurnCall
 
 __all__ = ["AgentSession", "open_session"]
@@ -59,21 +59,14 @@ def open_session(
     (:mod:`agentactors.sessions.spending`).
 
     :raises TypeError: ``key`` is not a str, ``store`` is not a session store, ``idle_timeout`` is not a number.
-    :raises ValueError: an empty ``key`` or one with a lone surrogate (no database keeps it: it is not UTF-8 —
-        refused here, in every store alike, not at the first turn of a database's session), an
+    :raises ValueError: an empty ``key``, or one with a lone surrogate (no database keeps it: it is not UTF-8) or
+        a NUL (PostgreSQL's text cannot hold it) — refused here, in every store alike, not at the first turn of a
+        database's session (:func:`~agentactors.sessions.store.check_key`), an
         ``idle_timeout`` that is not > 0 (``math.inf``: never idle), a
         ``cost_limit`` that is neither a non-negative number nor a budget.
     :raises RuntimeError: ``runtime`` is not running.
     """
-    if not isinstance(key, str):
-        raise TypeError(f"a session key is a str, not {type(key).__name__}")
-    if not key:
-        raise ValueError("a session key must not be empty")
-    if not key.isascii():
-        try:
-            key.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"a session key must be valid Unicode text (UTF-8), not {key!r}") from None
+    check_key(key)
     if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float):
         raise TypeError(f"idle_timeout is a number of seconds, not {type(idle_timeout).__name__}")
     if not idle_timeout > 0:

@@ -16,14 +16,40 @@ Postgres) is a page of code: :class:`~agentactors.sessions.memory.MemoryStore` a
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import re
+from typing import Final, Protocol, runtime_checkable
 
 import attrs
 
 from ..loop.pause import PausedRun
 from ..messages import Message
 
-__all__ = ["SessionRecord", "SessionStore", "check_store", "conflict_message"]
+__all__ = ["SessionRecord", "SessionStore", "check_key", "check_store", "conflict_message"]
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")  # a str may hold one; a UTF-8 database column cannot
+
+
+def check_key(key: str) -> str:
+    """``key`` if every store keeps it as it is: a non-empty ``str``, valid Unicode (no lone surrogate: no UTF-8
+    column takes one) and without NUL (PostgreSQL's ``TEXT`` refuses it; SQLite and a dict would keep it).
+
+    Refused here, in every store alike, rather than by one database's driver halfway through a call: a key that
+    works with a ``MemoryStore`` or a SQLite file in tests would otherwise be an untyped driver error at the first
+    turn in production.  A NUL in a conversation is another matter: it is in the JSON document, escaped, and
+    kept whole by every store.
+
+    :raises TypeError: not a ``str``.
+    :raises ValueError: empty, or holding a lone surrogate or a NUL.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"a session key is a str, not {type(key).__name__}")
+    if not key:
+        raise ValueError("a session key must not be empty")
+    if "\x00" in key:
+        raise ValueError(f"a session key must not hold a NUL character (PostgreSQL's text cannot keep it): {key!r}")
+    if not key.isascii() and _SURROGATE.search(key) is not None:
+        raise ValueError(f"a session key must be valid Unicode text (UTF-8), not {key!r}")
+    return key
 
 
 def _messages(value: tuple[Message, ...] | list[Message]) -> tuple[Message, ...]:
@@ -36,7 +62,7 @@ class SessionRecord:
 
     Immutable (stores may hand the same object to many readers).  Never holds a run's ``deps``.
 
-    :ivar key: the session's key.
+    :ivar key: the session's key (:func:`check_key`: a NUL or a lone surrogate is a ``ValueError``).
     :ivar messages: the committed conversation (what ``session.history`` shows), oldest first.
     :ivar version: ``1`` after the first commit, one more after each; ``0`` on a record not stored yet
         (the store sets it when it commits).
@@ -59,6 +85,7 @@ class SessionRecord:
     def _check_key(self, _: attrs.Attribute[str], value: str) -> None:
         if not isinstance(value, str) or not value:
             raise ValueError(f"a session key is a non-empty str, not {value!r}")
+        check_key(value)  # no NUL, no lone surrogate: what every store keeps, so a commit never reaches a driver
 
     @version.validator
     def _check_version(self, _: attrs.Attribute[int], value: int) -> None:
@@ -87,6 +114,8 @@ class SessionStore(Protocol):
 
         :raises ~agentactors.errors.SessionFormatError: the stored record is in a format this
             version cannot read.
+        :raises ValueError: a key no store keeps (:func:`check_key`); the stores of this package refuse it
+            alike, before any I/O (so should yours).
 
         Cancellation: a read; a store may let a cancelled caller leave at once or finish it first.
         """

@@ -5,8 +5,8 @@
   driver — paid for, not committed, and not one of the commit's documented errors;
 * a stored cell that is not valid UTF-8 used to surface as ``sqlite3.OperationalError`` from the fetch,
   not as the typed :class:`~agentactors.errors.SessionFormatError` a record that does not decode is;
-* a session key with a lone surrogate worked in a ``MemoryStore`` and failed at the first turn in a
-  database: it is refused when the session is opened, in every store alike;
+* a session key with a lone surrogate (or a NUL, which PostgreSQL's text cannot hold) worked in a ``MemoryStore``
+  and failed at the first turn in a database: it is refused when the session is opened, in every store alike;
 * a ``resolve`` through the handle of an agent that cannot resume the pause claimed it first, then failed:
   the pause was consumed with nothing run;
 * a session handle used from another thread's event loop ran the turn in that loop, or failed half-way with
@@ -91,14 +91,18 @@ async def test_a_stored_cell_that_is_not_utf8_is_a_session_format_error(tmp_path
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
-async def test_a_session_key_with_a_lone_surrogate_is_refused_when_opened(tmp_path: Path, store_kind: str) -> None:
+async def test_a_session_key_with_a_lone_surrogate_or_a_nul_is_refused_when_opened(
+    tmp_path: Path, store_kind: str
+) -> None:
     with anyio.fail_after(10):
         async with Runtime() as rt:
             store = MemoryStore() if store_kind == "memory" else SqliteStore(tmp_path / "s.db")
             agent = Agent(ScriptedProvider(["answer"]))
             with pytest.raises(ValueError, match="UTF-8"):
                 rt.session(agent, "user-\udc80", store=store)
-            for key in ("a\x00b", "a/b\\c", "..", "é☃𝄞", "x" * 10_000):  # odd but storable: each its own session
+            with pytest.raises(ValueError, match="NUL"):  # PostgreSQL's text cannot hold it: no store takes it
+                rt.session(agent, "a\x00b", store=store)
+            for key in ("a/b\\c", "..", "é☃𝄞", "\x01\x7f", "x" * 10_000):  # odd but storable: each its own session
                 session = rt.session(Agent(ScriptedProvider(["answer"])), key, store=store)
                 assert (await session.send("hi")).ok and session.version == 1
                 assert session.key == key

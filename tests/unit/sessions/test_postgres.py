@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from agentactors.errors import SessionConflictError, SessionFormatError
 from agentactors.loop.pause import PausedRun
 from agentactors.messages import Message, ToolCall
 from agentactors.providers.scripted import ScriptedProvider
-from agentactors.sessions import PostgresStore, SessionStore
+from agentactors.sessions import MemoryStore, PostgresStore, SessionStore, SqliteStore
 from agentactors.sessions.store import SessionRecord
 from tests.support.postgres import PASSWORD, PostgresServer, postgres_dsn, postgres_server  # noqa: F401
 
@@ -163,6 +164,49 @@ async def test_bad_rows_are_typed_errors_naming_the_key_and_left_alone(postgres_
             await store.load("newer")
         with psycopg.connect(postgres_dsn) as conn:
             assert conn.execute("SELECT version FROM agentactors_sessions WHERE key = 'bad-version'").fetchone() == (0,)
+
+
+NUL_KEY = "user:\x00:1"
+
+
+async def test_a_nul_in_a_key_is_refused_alike_by_every_store_and_a_nul_in_text_is_kept(
+    postgres_dsn: str, tmp_path: Path  # noqa: F811
+) -> None:
+    """PostgreSQL's ``TEXT`` cannot hold NUL: a key with one was a ``psycopg.DataError`` from the driver (SQLite and
+    a MemoryStore kept it).  Every store now refuses it, typed, before any I/O — and one that refused it is fine
+    for the next call.  A NUL in the conversation (content, arguments, a pause, a run id) is JSON's ``\\u0000``
+    in the document: kept whole by both databases."""
+    call = ToolCall("c\x001", "t\x00", {"a\x00": "b\x00"})
+    history = (Message.user("before\x00after"), Message.assistant("\x00", [call]))
+    pause = PausedRun("run\x00", history, (call,), (), (call,))
+    stores: list[SessionStore] = [MemoryStore(), SqliteStore(tmp_path / "s.db"), PostgresStore(postgres_dsn)]
+    for store in stores:
+        try:
+            refused: list[Callable[[], Awaitable[object]]] = [
+                partial(store.load, NUL_KEY),
+                partial(store.delete, NUL_KEY),
+                partial(store.delete, NUL_KEY, expected_version=1),
+                partial(store.load, "\x00"),
+            ]
+            for attempt in refused:
+                with pytest.raises(ValueError, match="NUL") as caught:
+                    await attempt()
+                assert not isinstance(caught.value, psycopg.Error), store
+            with pytest.raises(ValueError, match="NUL"):  # the record itself: a commit never reaches the driver
+                SessionRecord(NUL_KEY, HISTORY)
+            stored = await store.commit(SessionRecord("k", history, 0, pause, "run\x00"), expected_version=None)
+            assert await store.load("k") == stored, store
+            loaded = await store.load("k")
+            assert loaded is not None and loaded.paused == pause and loaded.run_id == "run\x00"
+            assert loaded.messages[0].content == "before\x00after", "no character lost or replaced"
+        finally:
+            await store.aclose()
+
+
+async def test_a_session_with_a_nul_in_its_key_is_refused_when_opened(postgres_dsn: str) -> None:  # noqa: F811
+    async with Runtime() as rt:
+        with pytest.raises(ValueError, match="NUL"):
+            rt.session(Agent(ScriptedProvider(["never"])), NUL_KEY, store=PostgresStore(postgres_dsn))
 
 
 async def test_a_database_with_a_newer_layout_is_refused(postgres_dsn: str) -> None:  # noqa: F811

@@ -8,7 +8,7 @@ import pytest
 from agentactors.errors import SessionConflictError
 from agentactors.messages import Message
 from agentactors.sessions import MemoryStore, SessionRecord, SessionStore, SqliteStore
-from agentactors.sessions.store import check_store, conflict_message
+from agentactors.sessions.store import check_key, check_store, conflict_message
 
 pytestmark = pytest.mark.anyio
 
@@ -24,6 +24,19 @@ def test_a_record_is_immutable_and_checked() -> None:
         SessionRecord("k", (), -1)
     with pytest.raises(ValueError, match="int >= 0"):
         SessionRecord("k", (), True)
+
+
+def test_a_key_no_store_keeps_is_refused_typed() -> None:
+    """A NUL (PostgreSQL's text refuses it) or a lone surrogate (not UTF-8): a ValueError, in every store alike."""
+    for key in ("k", "a/b", "é☃𝄞", "\x01", "x" * 10_000):
+        assert check_key(key) == key
+    with pytest.raises(TypeError, match="str"):
+        check_key(b"k")  # type: ignore[arg-type]
+    for bad, why in (("", "empty"), ("\x00", "NUL"), ("user:\x00", "NUL"), ("é\ud800", "UTF-8")):
+        with pytest.raises(ValueError, match=why):
+            check_key(bad)
+        with pytest.raises(ValueError, match=why):
+            SessionRecord(bad)
 
 
 def test_both_stores_are_session_stores(tmp_path: object) -> None:
