@@ -11,7 +11,8 @@ holds an optional limit.  Every run charges the budgets it runs under, after eac
 * its runtime's (``Runtime(cost_limit=...)``).
 
 A run stops when one of them is past its limit (``docs/costs.md``: right after the call that passed it,
-or before a call its estimate says would pass it).
+or before a call its estimate says would pass it — an estimate that is not a finite, non-negative number
+is none: :meth:`CostBudget.would_pass`).
 
 **Atomic, and the bound on overspending.**  A charge is one locked addition, so budgets may be shared
 by runs of any task or thread.  Runs do not reserve before they send: runs that start calls
@@ -132,9 +133,21 @@ class CostBudget:
         return limit is not None and self._spent.total > limit
 
     def would_pass(self, amount: float) -> bool:
-        """Whether spending ``amount`` more would take it past the limit."""
+        """Whether spending ``amount`` more would take it past the limit.
+
+        An ``amount`` that is not a finite, non-negative number (a NaN, an infinity, a negative estimate: a bad
+        price or usage from somewhere) is no estimate, and counts as nothing — as :meth:`charge` counts such a
+        cost (unpriced, never added): the answer is then whether the budget is past its limit already
+        (:attr:`passed`).  Taken as it is, a NaN would answer "no" even past the limit, an infinity "yes" for
+        good (every run under the budget stopped before every call), a negative amount would refund what was
+        spent for the comparison.
+        """
         limit = self.limit
-        return limit is not None and self._spent.total + amount > limit
+        if limit is None:
+            return False
+        if not (math.isfinite(amount) and amount >= 0):
+            amount = 0.0
+        return self._spent.total + amount > limit
 
     # -- charging -------------------------------------------------------------------------------------
 

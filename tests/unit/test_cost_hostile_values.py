@@ -57,6 +57,23 @@ def test_a_nan_infinite_or_negative_cost_never_poisons_a_budget(bad: float) -> N
     assert budget.would_pass(0.0)
 
 
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -5.0])
+def test_an_estimate_that_is_not_a_sound_number_is_no_estimate(bad: float) -> None:
+    """As a charge of such a cost adds nothing (counted unpriced), spending such an estimate is spending nothing:
+    ``would_pass`` then says whether the budget is past its limit already.  A NaN said "no" even past the limit,
+    an infinity "yes" for good (every run under the budget stopped before every call), a negative amount
+    refunded the spent sum for the comparison."""
+    budget = CostBudget(1.0)
+    assert not budget.would_pass(bad), "within the limit: an unknown estimate stops nothing"
+    budget.charge(Cost(0.5, 0.5))
+    assert not budget.would_pass(bad), "at the limit, not past it"
+    assert budget.would_pass(0.01)
+    budget.charge(Cost(0.1, 0.0))
+    assert budget.passed
+    assert budget.would_pass(bad), "past the limit already: whatever the estimate"
+    assert not CostBudget(None).would_pass(bad), "no limit: nothing passes it"
+
+
 def test_a_nan_or_negative_limit_set_on_a_live_budget_is_refused() -> None:
     budget = CostBudget(1.0)
     for bad in (math.nan, -1.0):
