@@ -29,7 +29,8 @@ class RunInput:
     none) — what a thread kept by the server (``sessions=True``) or a live run (a steer) has not seen yet.
     ``state``: the client's ``state``, which the run's ``STATE_SNAPSHOT`` events carry on.  ``users``: the
     thread's user messages with their ``id`` (``None`` when it has none), which tell a live run what it has
-    not seen yet.
+    not seen yet.  ``resume``: the ids of the interrupts the input answers (AG-UI's ``resume``) — which this app
+    does not take yet: such an input is refused whole, its messages not read (docs/serve.md, "AG-UI").
     """
 
     thread_id: str
@@ -38,6 +39,7 @@ class RunInput:
     new: tuple[Message, ...] = ()
     state: Any = None
     users: tuple[tuple[str | None, Message], ...] = ()
+    resume: tuple[str, ...] = ()
 
 
 def read_run_input(body: Mapping[str, Any]) -> RunInput:
@@ -45,6 +47,9 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     thread_id, run_id = body.get("threadId"), body.get("runId")
     if not isinstance(thread_id, str) or not isinstance(run_id, str):
         raise InvalidInput("a RunAgentInput needs 'threadId' and 'runId' (strings)")
+    resume = _resume(body.get("resume"))
+    if resume:  # answers to interrupts: refused whole (the run's events say so), whatever the messages hold
+        return RunInput(thread_id, run_id, (), state=body.get("state"), resume=resume)
     raw = body.get("messages")
     if not isinstance(raw, list):
         raise InvalidInput("a RunAgentInput needs 'messages' (an array)")
@@ -53,6 +58,23 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
         raise InvalidInput("'messages' holds nothing to answer: send at least one user message")
     new = conversation(raw[_after_last_answer(raw) :])
     return RunInput(thread_id, run_id, messages, new, body.get("state"), _users(raw))
+
+
+def _resume(raw: Any) -> tuple[str, ...]:
+    """The ids of the interrupts a ``resume`` answers (``()``: absent or empty).
+
+    :raises InvalidInput: not an array of ``{"interruptId": <string>, ...}``."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidInput("'resume' must be an array of answers to interrupts")
+    ids = []
+    for i, entry in enumerate(raw):
+        given = entry.get("interruptId") if isinstance(entry, dict) else None
+        if not isinstance(given, str):
+            raise InvalidInput(f"resume[{i}] must be an object with an 'interruptId' (a string)")
+        ids.append(given)
+    return tuple(ids)
 
 
 def _users(raw: Sequence[Any]) -> tuple[tuple[str | None, Message], ...]:

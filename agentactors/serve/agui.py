@@ -7,6 +7,14 @@ answer ``TEXT_MESSAGE_START`` / ``_CONTENT`` (as the text streams) / ``_END``, t
 then ``RUN_FINISHED`` (its ``result`` the typed output of an agent with an ``output_type``) or
 ``RUN_ERROR``.  A client that disconnects cancels the run.
 
+A run that pauses for a person's approval of a tool call did not complete, and did not fail: it ends with
+``RUN_FINISHED`` (the protocol's end of every run that did not fail) whose ``outcome`` is AG-UI 1.0's
+``{"type": "interrupt", "interrupts": [...]}`` — one interrupt (``reason`` ``"tool_call"``) per call awaiting a
+decision — where a completed run has none (``outcome`` absent is success).  So a client tells the two apart, as
+the OpenAI endpoint's ``409 approval_required`` does.  The decision is made in the server; an input carrying
+AG-UI ``resume`` answers ends with ``RUN_ERROR`` (``ResumeNotSupported``), rather than being taken for a new
+turn that drops them.
+
 The events are written as plain JSON: the wire format is small and stable, and the app then needs no
 dependency; the tests validate every event against the ``ag-ui-protocol`` package's models.
 """
@@ -140,6 +148,9 @@ class AGUIApp:
             return
         except InvalidInput as exc:
             await send_json(send, 422, {"detail": str(exc)})
+            return
+        if run_input.resume:
+            await _refuse_resume(send, run_input, span)
             return
         if self.sessions and not run_input.new:
             await send_json(send, 422, {"detail": "nothing new on the thread: the last message is the agent's"})
@@ -321,8 +332,8 @@ class _Translation:
             message=f"run {live_run_id} of this thread is still running and this input has no new user message",
         )
 
-    async def failed(self, message: str, code: str) -> None:
-        self.span.failed(code)
+    async def failed(self, message: str, code: str, *, fault: bool = True) -> None:
+        self.span.failed(code, fault=fault)
         await self.emit("RUN_ERROR", message=message, code=code)
 
     async def raised(self, exc: Exception) -> None:
@@ -360,7 +371,10 @@ class _Translation:
             await self.failed(_failure_text(result), _failure_code(result))
             return
         finished: dict[str, Any] = dict(self.ids)
-        if agent.output_type is not str and result.ok:
+        interrupts = _interrupts(result) if result.paused else []
+        if interrupts:  # paused: not a completed run (AG-UI: an interrupt outcome holds at least one)
+            finished["outcome"] = {"type": "interrupt", "interrupts": interrupts}
+        elif agent.output_type is not str and result.ok:
             finished["result"] = json.loads(render_result(result.output))
         await self.emit("RUN_FINISHED", **finished)
 
@@ -464,3 +478,37 @@ def _failure_code(result: RunResult[Any]) -> str:
 
 def _raised_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {redact(str(exc))}"[:500]
+
+
+def _interrupts(result: RunResult[Any]) -> list[dict[str, Any]]:
+    """AG-UI interrupts for a run paused for approval: one per call awaiting a decision, bound to the call the
+    stream showed (``toolCallId``; the interrupt's ``id`` is the call's too, which is what a decision in the server
+    names), with the run's id for the server's code under ``metadata.agentactors``."""
+    return [
+        {
+            "id": call.id,
+            "reason": "tool_call",
+            "message": f"the call to {call.name} awaits a person's approval",
+            "toolCallId": call.id,
+            "metadata": {"agentactors": {"runId": result.run_id, "toolCallName": call.name}},
+        }
+        for call in result.pending_approvals
+    ]
+
+
+async def _refuse_resume(send: Send, run_input: RunInput, span: RequestSpan) -> None:
+    """An input answering interrupts: ``RUN_STARTED`` then ``RUN_ERROR`` (``ResumeNotSupported``), as AG-UI asks of an
+    agent that cannot take a resume — not a new run that drops the answers (and could propose the calls again)."""
+    stream = EventStream(send)
+    translation = _Translation(run_input, stream, span)
+    await stream.start()
+    await translation.started()
+    answered = ", ".join(run_input.resume)[:200]
+    await translation.failed(
+        f"this server does not take AG-UI resume answers (interrupts {answered}): the calls awaiting approval are "
+        "decided in the server — with sessions, by resolving the thread's session — then post the thread's next "
+        "message",
+        "ResumeNotSupported",
+        fault=False,
+    )
+    await stream.end()

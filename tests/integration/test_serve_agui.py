@@ -192,10 +192,14 @@ class Gated:
         return "Bergen and Oslo: clear."
 
 
-def thread_body(run_id: str, *turns: tuple[str, str], thread: str = "thread-1", state: Any = None) -> dict[str, Any]:
+def thread_body(
+    run_id: str, *turns: tuple[str, str], thread: str = "thread-1", state: Any = None, **extra: Any
+) -> dict[str, Any]:
     # an id per message, the same each time a client posts it again (AG-UI clients keep their messages' ids)
     messages = [{"id": f"{role}:{text}", "role": role, "content": text} for role, text in turns]
-    return run_input(threadId=thread, runId=run_id, messages=messages, state=state if state is not None else {})
+    return run_input(
+        threadId=thread, runId=run_id, messages=messages, state=state if state is not None else {}, **extra
+    )
 
 
 async def test_a_post_to_a_live_thread_steers_its_run() -> None:
@@ -344,6 +348,66 @@ async def test_a_call_waiting_for_approval_shows_in_the_state() -> None:
     assert [{"toolCallId": "call-9", "toolCallName": "transfer"}] in pending
     assert pending[-1] == [], "no longer pending once the timeout denied it"
     assert events[-1].type == EventType.RUN_FINISHED
+
+
+@tool(requires_approval=True)
+def transfer(amount: int) -> str:
+    """Move money (a person approves each call)."""
+    return f"moved {amount}"
+
+
+def interrupted(events: list[Any]) -> list[Any]:
+    """The interrupts of the run's last event, which must be a RUN_FINISHED with an interrupt outcome."""
+    finished = events[-1]
+    assert finished.type == EventType.RUN_FINISHED
+    assert finished.outcome is not None and finished.outcome.type == "interrupt", "not a completed run"
+    interrupts: list[Any] = finished.outcome.interrupts
+    return interrupts
+
+
+async def test_a_run_paused_for_approval_finishes_with_an_interrupt_not_as_completed() -> None:
+    """A run that pauses for a person's approval ended with a bare RUN_FINISHED: to a client, a completed run with
+    no answer.  It ends with RUN_FINISHED still (the protocol's end of a run that did not fail), its ``outcome`` an
+    interrupt naming each call awaiting a decision — as the OpenAI endpoint answers 409 ``approval_required``."""
+    calls = [ToolCall("call-9", "transfer", {"amount": 5}), ToolCall("call-10", "lookup", {"city": "Oslo"})]
+    provider = ScriptedProvider([calls, "Hi."])
+    agent = Agent(provider, tools=[transfer, lookup], name="bank")
+    async with served(agui_app(agent)) as client:
+        events = await events_of(client, thread_body("run-1", ("user", "Move 5.")))
+        (interrupt,) = interrupted(events)
+        assert (interrupt.id, interrupt.reason, interrupt.tool_call_id) == ("call-9", "tool_call", "call-9")
+        assert "transfer" in (interrupt.message or "") and interrupt.metadata["agentactors"]["toolCallName"] == (
+            "transfer"
+        )
+        assert interrupt.metadata["agentactors"]["runId"], "the run the server's code decides"
+        shown = [e.tool_call_id for e in events if e.type == EventType.TOOL_CALL_END]
+        assert "call-9" in shown, "the interrupt is bound to a call the stream showed"
+        assert events[-1].result is None
+        done = await events_of(client, thread_body("run-2", ("user", "Hello")))  # a completed run: no outcome
+    assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None
+
+
+async def test_with_sessions_a_paused_thread_says_so_and_is_resolved_in_the_server() -> None:
+    from agentactors import Runtime
+
+    provider = ScriptedProvider([[ToolCall("call-9", "transfer", {"amount": 5})], "Moved 5.", "You are welcome."])
+    agent = Agent(provider, tools=[transfer], name="bank")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            events = await events_of(client, thread_body("run-1", ("user", "Move 5.")))
+            assert [i.tool_call_id for i in interrupted(events)] == ["call-9"]
+            # the protocol: a post to a thread with pending interrupts must carry a resume, else RUN_ERROR
+            refused = await events_of(client, thread_body("run-2", ("user", "Well?")))
+            assert refused[-1].type == EventType.RUN_ERROR and refused[-1].code == "SessionPausedError"
+            # AG-UI's resume answers are not read (yet): said, not ignored
+            resume = [{"interruptId": "call-9", "status": "resolved", "payload": {"approved": True}}]
+            answered = await events_of(client, thread_body("run-3", ("user", "Move 5."), resume=resume))
+            assert [e.type for e in answered] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+            assert answered[-1].code == "ResumeNotSupported" and "server" in answered[-1].message
+            result = await rt.session(agent, "thread-1").resolve({"call-9": True})  # the server's code decides
+            assert result.ok and result.content == "Moved 5."
+            after = await events_of(client, thread_body("run-4", ("user", "Thanks.")))
+    assert after[-1].type == EventType.RUN_FINISHED and after[-1].outcome is None
 
 
 async def test_the_servers_code_steers_a_thread_through_its_session() -> None:

@@ -42,3 +42,17 @@ def test_a_thread_ending_in_an_answer_has_nothing_new_and_the_state_is_kept() ->
 def test_a_bad_message_is_refused_whatever_part_it_is_in() -> None:
     with pytest.raises(InvalidInput):
         read_run_input(body({"role": "assistant", "content": "x"}, {"role": "user", "content": 5}))
+
+
+def test_answers_to_interrupts_are_read_as_their_ids_and_nothing_else() -> None:
+    """A ``resume`` is refused whole by the app (its messages are not read: they may hold nothing new); one of
+    the wrong shape is an input the app cannot serve."""
+    answered = read_run_input(body(resume=[{"interruptId": "call-9", "status": "resolved", "payload": True}]))
+    assert answered.resume == ("call-9",) and answered.messages == ()
+    empties: tuple[list[Any] | None, ...] = (None, [])
+    for empty in empties:
+        plain = read_run_input(body({"role": "user", "content": "hi"}, resume=empty))
+        assert plain.resume == () and [m.content for m in plain.messages] == ["hi"]
+    for bad in ({"interruptId": "x"}, ["call-9"], [{"status": "resolved"}], [{"interruptId": 9}]):
+        with pytest.raises(InvalidInput, match="resume"):
+            read_run_input(body({"role": "user", "content": "hi"}, resume=bad))
