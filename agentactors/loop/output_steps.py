@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..events import EventSink
-from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice
+from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice
 from ..output.partial import PartialOutput
 from ..output.run import OutputRun
 from ..providers.port import default_model_of
@@ -152,7 +152,8 @@ class OutputSteps:
         """
         sink = self._sink
         run.record_answer(response, answer)
-        verdict = await self.output.check_text(answer, run.steps)
+        cut_off = response.stop_reason == StopReason.max_tokens
+        verdict = await self.output.check_text(answer, run.steps, cut_off=cut_off)
         if verdict.ok:
             if sink is not None:
                 sink.emit("step.finished", tool_calls=0)

@@ -242,10 +242,21 @@ class _Follower:
 
 
 def _check(parsed: Any, target: OutputTarget, member: Member | None) -> Any:
-    """``parsed`` checked and converted, or ``_MISSING``."""
+    """``parsed`` checked and converted, or ``_MISSING``.
+
+    A prefix is not the answer: the output type's own code (a pydantic ``model_validator``, a
+    ``__post_init__``, an attrs converter) may raise on it what it never raises on the final value — an
+    ``IndexError`` on a half-read string, a ``KeyError`` on a list cut after an item it refuses last.  Such
+    a prefix is "not valid yet", like one that fails the schema: a partial value is never worth the run
+    (raised here it would leave the stream, and end a run that the same answer, not streamed, completes).
+    The final answer is checked apart, by the loop, where the type's errors keep their meaning.
+    """
     if parsed is _MISSING:
         return _MISSING
-    checked = target.check(parsed, member)
+    try:
+        checked = target.check(parsed, member)
+    except Exception:
+        return _MISSING
     return checked.value if checked.ok else _MISSING
 
 
@@ -340,7 +351,13 @@ class PartialOutput:
 
     def _offer(self, follower: _Follower) -> None:
         value = follower.value(self._target)
-        if value is _MISSING or value == self._last:
+        if value is _MISSING:
+            return
+        try:
+            same = bool(value == self._last)
+        except Exception:  # the output type's own __eq__, on a value it never compared before
+            same = False
+        if same:
             return
         self._last = value
         self._emit(value)

@@ -2,8 +2,9 @@
 
 :func:`instruction` puts the answer's JSON Schema into a template (:data:`DEFAULT_TEMPLATE`, or
 ``PromptedOutput(template=...)``).  :func:`extract_json` reads the JSON out of a text answer the way
-models write it: bare, in a Markdown fence (```` ```json ````), or after a sentence of prose.  The
-native strategy's answers go through it too (a vendor's constrained answer is bare JSON, which it
+models write it: bare, in a Markdown fence (```` ```json ````) — the first fence whose body is JSON, past
+a fence of code — or between sentences of prose, which may hold braces of their own (``{like this}``).
+The native strategy's answers go through it too (a vendor's constrained answer is bare JSON, which it
 reads first).
 """
 
@@ -27,6 +28,12 @@ DEFAULT_TEMPLATE = (
 )
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
+_OPENER = re.compile(r"[{\[]")
+_DECODER = json.JSONDecoder()
+#: How many ``{`` / ``[`` of the prose a value is looked for at, past the first: a value is read from each
+#: (up to where it ends), and a failed read may cost the rest of the text, so a bounded few (prose before
+#: the JSON has a brace or two, not thousands), or an answer of braces would cost their square.
+_MORE_OPENERS = 8
 
 
 def instruction(schema: Mapping[str, Any], template: str | None = None) -> str:
@@ -77,27 +84,79 @@ def extract_json(text: str) -> Extracted:
         return Extracted(False, error=str(exc))
     except json.JSONDecodeError:
         pass
-    match = _FENCE.search(stripped)
-    if match:
+    fence_error: str | None = None
+    for match in _FENCE.finditer(stripped):  # each fence once (bodies apart: linear in the answer)
         body = match.group(1).strip()
+        if not body:
+            continue
         try:
             return _read(body)
         except JsonBoundError as exc:
             return Extracted(False, error=str(exc))
-        except json.JSONDecodeError as exc:
-            return Extracted(False, error=f"the JSON in the answer does not parse ({exc.msg} at char {exc.pos})")
-    start = json_start(stripped)
-    if start != -1:
-        opener = stripped[start]
-        end = stripped.rfind("}" if opener == "{" else "]")
-        if end > start:
+        except json.JSONDecodeError as exc:  # a fence of code, say: the JSON may be in a later one
+            if fence_error is None:
+                fence_error = f"the JSON in the answer does not parse ({exc.msg} at char {exc.pos})"
+    return _in_prose(stripped, fence_error)
+
+
+def _in_prose(text: str, fence_error: str | None) -> Extracted:
+    """The one JSON value among prose: at the first ``{`` / ``[`` that begins one (a few are tried), the
+    prose after it left out — braces and all — unless another value of its kind follows it (an object after
+    an object: which one was the answer cannot be told, and the model is asked for one)."""
+    openers = _OPENER.finditer(text)
+    first = next(openers, None)
+    if first is None:
+        return Extracted(False, error=fence_error or "the answer holds no JSON value")
+    start = at = first.start()
+    found = _value_at(text, start)
+    if found is None:
+        error = fence_error
+        end = text.rfind("}" if text[start] == "{" else "]")
+        if end > start:  # from the first opener to the last closer: its parse error is the one to tell
             try:
-                return _read(stripped[start : end + 1])
+                _read(text[start : end + 1])
             except JsonBoundError as exc:
                 return Extracted(False, error=str(exc))
             except json.JSONDecodeError as exc:
-                return Extracted(False, error=f"the JSON in the answer does not parse ({exc.msg})")
-    return Extracted(False, error="the answer holds no JSON value")
+                error = error or f"the JSON in the answer does not parse ({exc.msg})"
+        for _, match in zip(range(_MORE_OPENERS), openers, strict=False):  # a brace of the prose came first
+            at = match.start()
+            found = _value_at(text, at)
+            if found is not None:
+                break
+        else:
+            return Extracted(False, error=error or "the answer holds no JSON value")
+    extracted, end = found
+    if not extracted.ok:
+        return extracted
+    # Another value of the same kind after it (an object after an object): which was the answer cannot be
+    # told.  One of the other kind is prose's (a footnote's ``[1]`` after the object).
+    same_kind = re.compile(re.escape(text[at]))
+    for _, match in zip(range(_MORE_OPENERS), same_kind.finditer(text, end), strict=False):
+        other = _value_at(text, match.start())
+        if other is not None and other[0].ok:
+            return Extracted(False, error="the answer holds more than one JSON value, and only one can be the answer")
+    return extracted
+
+
+def _value_at(text: str, start: int) -> tuple[Extracted, int] | None:
+    """The JSON value that begins at ``start`` and where it ends (what follows ignored), or ``None``.
+
+    A value past the depth or digits policy is an error (the parser stops inside it: it is read again,
+    bounded, from ``start`` on, which says which limit).
+    """
+    try:
+        end = _DECODER.raw_decode(text, start)[1]
+    except json.JSONDecodeError:
+        return None
+    except (RecursionError, ValueError):  # too deep, or an integer too long: the bounded read names it
+        end = len(text)
+    try:
+        return _read(text[start:end]), end
+    except JsonBoundError as exc:
+        return Extracted(False, error=str(exc)), end
+    except json.JSONDecodeError:
+        return None
 
 
 def _read(text: str) -> Extracted:

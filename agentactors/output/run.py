@@ -18,18 +18,20 @@ type, and asks it, step by step:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from .._json import value_problem
+from .._json import JsonBoundError, loads_bounded, value_problem
 from ..errors import AllProvidersFailedError, ModelRetry, OutputValidationError, UnsupportedToolChoiceError
 from ..events import EventSink
 from ..messages import ToolCall, ToolChoice
 from ..providers.port import name_of
 from ..settings import ModelSettings
-from ..tools.results import ValidationIssue
+from ..tools.results import MAX_LISTED_ISSUES, ValidationIssue
+from ..tools.validation import json_type_of
 from ._heavy import heavy_text, heavy_value, off_loop
 from .choice import CallShape, auto_strategy, next_strategy
 from .config import OutputConfig
@@ -37,6 +39,8 @@ from .context import OutputContext, call_validator
 from .feedback import (
     ACCEPTED_TEXT,
     NOT_USED_TEXT,
+    capped_lines,
+    cut_off_text,
     no_output_call_text,
     not_json_text,
     output_call_text,
@@ -232,8 +236,12 @@ class OutputRun:
         target = self._config.target
         return self.strategy == "tool" and target is not None and target.member(call.name) is not None
 
-    async def check_text(self, answer: str, step: int) -> TextVerdict:
-        """The verdict on a text answer (not think-only) of this step."""
+    async def check_text(self, answer: str, step: int, *, cut_off: bool = False) -> TextVerdict:
+        """The verdict on a text answer (not think-only) of this step.
+
+        ``cut_off``: the model stopped at its output token limit (``max_tokens``): an answer whose JSON
+        does not end is refused as cut off, which the model is told (it can answer shorter).
+        """
         config = self._config
         target = config.target
         if target is None:  # a plain str answer: the validator alone
@@ -247,9 +255,13 @@ class OutputRun:
                 return self._refused_text(no_output_call_text(target), ("answer: expected a call of the output tool",))
             return await self._validated_text(verdict.value, answer, step, None)
         if verdict is None:
+            if cut_off:
+                issue = "answer: cut off at max_tokens before its JSON ended"
+                return self._refused_text(cut_off_text(target), (issue,))
             return self._refused_text(not_json_text(target, extracted.error), (f"answer: {extracted.error}",))
         if not verdict.ok:
-            return self._refused_text(text_answer_text(target, verdict.issues), issue_lines(verdict.issues))
+            shown = issue_lines(verdict.issues[:MAX_LISTED_ISSUES])
+            return self._refused_text(text_answer_text(target, verdict.issues), shown, len(verdict.issues))
         return await self._validated_text(verdict.value, answer, step, None)
 
     async def check_calls(self, calls: Sequence[ToolCall], step: int) -> CallVerdict:
@@ -260,6 +272,7 @@ class OutputRun:
         taken: Any = None
         found = False
         issues: list[str] = []
+        total = 0  # issues in all, of which `issues` holds the first (no more than the model reads)
         for call in calls:
             member = target.member(call.name)
             assert member is not None
@@ -271,19 +284,21 @@ class OutputRun:
             if not verdict.ok:
                 text = output_call_text(member, verdict.issues)
                 results.append((call, text, False))
-                issues.extend(issue_lines(verdict.issues))
+                issues.extend(issue_lines(verdict.issues[: max(0, MAX_LISTED_ISSUES - len(issues))]))
+                total += len(verdict.issues)
                 continue
             refusal = await self._refusal(verdict.value, step)
             if isinstance(refusal, ModelRetry):
                 results.append((call, retry_text(refusal.message, member), False))
                 issues.append(f"- {refusal.message}")
+                total += 1
                 continue
             found, taken = True, refusal
             results.append((call, ACCEPTED_TEXT, True))
         if found:
             self.value = taken
             return CallVerdict(True, tuple(results), taken)
-        exhausted = self._invalid(tuple(issues))
+        exhausted = self._invalid(tuple(issues), total)
         return CallVerdict(False, tuple(results), exhausted=exhausted)
 
     # -- helpers -------------------------------------------------------------------------------------
@@ -291,8 +306,7 @@ class OutputRun:
     @staticmethod
     def _check_call(call: ToolCall, member: Member) -> Checked:
         if call.arguments_error is not None:
-            detail = call.arguments_error_detail or call.arguments_error
-            issue = ValidationIssue("arguments", "one complete JSON object", f"text that does not parse ({detail})")
+            issue = ValidationIssue("arguments", "one complete JSON object", _unread(call))
             return Checked(False, issues=(issue,))
         if (bound := value_problem(call.arguments)) is not None:  # a call built past the wire's bounds
             return Checked(False, issues=(ValidationIssue("arguments", "a JSON object within the limits", bound),))
@@ -316,15 +330,19 @@ class OutputRun:
         self.value = kept
         return TextVerdict(True, kept)
 
-    def _refused_text(self, feedback: str, issues: tuple[str, ...]) -> TextVerdict:
-        exhausted = self._invalid(issues)
+    def _refused_text(self, feedback: str, issues: tuple[str, ...], total: int | None = None) -> TextVerdict:
+        exhausted = self._invalid(issues, total)
         return TextVerdict(False, feedback=feedback, exhausted=exhausted)
 
-    def _invalid(self, issues: tuple[str, ...]) -> bool:
-        """Count a refused answer; ``True`` when it was the last one ``output_retries`` allows."""
+    def _invalid(self, issues: tuple[str, ...], total: int | None = None) -> bool:
+        """Count a refused answer; ``True`` when it was the last one ``output_retries`` allows.
+
+        ``issues``: the first lines (``total`` in all, when more): the event and the error keep what the
+        model reads — ten lines at most, each cut short — however many the answer broke.
+        """
         self.attempts += 1
         retries_left = max(0, self._config.retries - (self.attempts - 1))
-        lines = tuple(i if i.startswith("- ") else f"- {i}" for i in issues)
+        lines = capped_lines([i if i.startswith("- ") else f"- {i}" for i in issues], total)
         if self._sink is not None:
             self._sink.emit(
                 "output.invalid",
@@ -342,6 +360,28 @@ class OutputRun:
             attempts=self.attempts,
         )
         return True
+
+
+def _unread(call: ToolCall) -> str:
+    """What an output call whose arguments gave no object sent instead, in the words of an issue.
+
+    The provider marks such a call ``unparseable`` or ``empty``, the same for JSON cut off, a JSON array, or
+    a value past the depth policy; the model fixes each differently, so each is named (never the value).
+    """
+    if call.arguments_error_detail:
+        return f"text that does not parse ({call.arguments_error_detail})"
+    raw = call.raw_arguments
+    if raw is None or not raw.strip():
+        return "no arguments at all"
+    try:
+        value = loads_bounded(raw, what="the arguments")
+    except JsonBoundError as exc:
+        return str(exc)
+    except json.JSONDecodeError as exc:
+        return f"text that does not parse ({exc.msg} at char {exc.pos})"
+    if isinstance(value, dict):  # the provider's parse and this one disagree: nothing more to say
+        return f"text that does not parse ({call.arguments_error})"
+    return f"{json_type_of(value)} where an object was expected"
 
 
 def _read(target: OutputTarget, answer: str) -> tuple[Extracted, Checked | None]:

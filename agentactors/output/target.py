@@ -16,17 +16,24 @@ class
 ====================================================  ====================================================
 
 Checking an answer (:meth:`OutputTarget.check`) is: ``null`` for an optional property read as absent
-(strict modes send every property), the JSON Schema (Draft 2020-12, the tool-argument validator: types,
-``enum`` members, required fields, nested types, ``Field`` constraints), then the conversion into ``T``
-(pydantic's own validation for a model).  Every problem becomes a
-:class:`~agentactors.tools.results.ValidationIssue`: where, what was expected, the JSON type sent — never
-the value.  A value outside a ``Literal``'s set or an enum's values is an issue, never coerced.
+(strict modes send every property, in nested objects too), no NaN or infinity (not JSON numbers, though
+Python's parser reads them: every comparison with NaN is false, so a ``minimum`` or ``maximum`` would let
+it through) and no lone surrogate in a string (half a character, which the caller could not encode), the
+JSON Schema (Draft 2020-12, the tool-argument validator: types, ``enum`` members,
+required fields, nested types, ``Field`` constraints), then the conversion into ``T`` (pydantic's own
+validation for a model).  Every problem becomes a :class:`~agentactors.tools.results.ValidationIssue`:
+where, what was expected, the JSON type sent — never the value.  A value outside a ``Literal``'s set or an
+enum's values is an issue, never coerced.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
+import math
+import re
 import typing
+from collections import abc
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -50,6 +57,10 @@ __all__ = ["WRAPPER", "Checked", "Member", "OutputTarget", "drop_null_optionals"
 
 #: The property a non-object answer is wrapped in.
 WRAPPER = "response"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-]")
+_WHOLE = "a string of whole Unicode characters"
 
 
 def type_label(tp: Any) -> str:
@@ -82,7 +93,11 @@ class Member:
 
     def check(self, arguments: Any) -> Checked:
         """Validate ``arguments`` (the object the model sent) and convert it into :attr:`tp`."""
-        arguments = drop_null_optionals(arguments, self.schema)
+        nulls, odd = _scan(arguments)
+        if odd:  # alone: the schema's issues would name the odd keys, and no text may hold half a character
+            return Checked(False, issues=tuple(_odd_values(arguments)))
+        if nulls:
+            arguments = drop_null_optionals(arguments, self.schema)
         issues = self.validator.issues(arguments)
         if issues:
             return Checked(False, issues=tuple(issues))
@@ -98,6 +113,13 @@ class Member:
             return Checked(False, issues=(ValidationIssue(exc.path, exc.expected, "a value that does not convert"),))
         except ValueError as exc:  # a pydantic model's own validators (a ValueError), when convert passes it on
             return Checked(False, issues=_pydantic(exc))
+        except TypeError as exc:
+            # The schema passed, the building did not: a set of items Python cannot hash (``set[Any]`` given
+            # lists, a set of TypedDicts).  pydantic says the same as an issue; so does this, naming the type.
+            where = WRAPPER if self.wrapped else "answer"
+            got = f"a value that does not convert ({type(exc).__name__}: {str(exc)[:120]})"
+            return Checked(False, issues=(ValidationIssue(where, f"a value that converts into {type_label(self.tp)}",
+                                                          got),))
         return Checked(True, value)
 
 
@@ -110,21 +132,121 @@ def drop_null_optionals(value: Any, schema: Mapping[str, Any]) -> Any:
     """``value`` without ``null`` properties that are optional and do not accept ``null`` (read as absent).
 
     OpenAI's strict mode requires every property, so an optional one comes back as ``null``; the schema
-    the answer is checked against says it may be left out, not that it may be ``null``.
+    the answer is checked against says it may be left out, not that it may be ``null``.  Strict mode
+    fits nested objects the same way — a list's items, a tuple's, an optional sub-object (``anyOf``), a
+    mapping's values — so the walk follows the schema into each of them (never deeper than the schema,
+    which has no cycle: a recursive type is refused when the target is built).
     """
+    schema = _branch(value, schema)
+    if isinstance(value, list):
+        prefix = schema.get("prefixItems")
+        items = schema.get("items")
+        if not isinstance(prefix, list):
+            prefix = []
+        if not prefix and not isinstance(items, Mapping):
+            return value
+        out_items: list[Any] = []
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else items
+            out_items.append(drop_null_optionals(item, sub) if isinstance(sub, Mapping) else item)
+        return out_items
     if not isinstance(value, dict):
         return value
     properties = schema.get("properties")
+    extra = schema.get("additionalProperties")
     if not isinstance(properties, Mapping):
-        return value
+        if not isinstance(extra, Mapping):
+            return value
+        properties = {}
     required = set(schema.get("required") or ())
     out: dict[str, Any] = {}
     for key, item in value.items():
         sub = properties.get(key)
         if item is None and key not in required and isinstance(sub, Mapping) and not _accepts_null(sub):
             continue
+        if sub is None and key not in properties:
+            sub = extra  # a mapping's value (dict[str, Note]), when the schema names its type
         out[key] = drop_null_optionals(item, sub) if isinstance(sub, Mapping) else item
     return out
+
+
+def _branch(value: Any, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The alternative of an ``anyOf`` / ``oneOf`` that ``value``'s shape belongs to (else ``schema`` itself).
+
+    An object goes with the first object alternative that names all its keys; a list with the first array
+    alternative.  (Only to know which ``null`` is optional: the schema check that follows decides.)
+    """
+    for key in ("anyOf", "oneOf"):
+        alternatives = schema.get(key)
+        if not isinstance(alternatives, list):
+            continue
+        for alt in alternatives:
+            if not isinstance(alt, Mapping):
+                continue
+            if isinstance(value, dict):
+                names = alt.get("properties")
+                if isinstance(names, Mapping) and all(k in names for k in value):
+                    return alt
+            elif isinstance(value, list) and (alt.get("type") == "array" or "items" in alt or "prefixItems" in alt):
+                return alt
+    return schema
+
+
+def _scan(value: Any) -> tuple[bool, bool]:
+    """Whether ``value`` holds a ``null`` anywhere, and anything odd: one look, before any work.
+
+    Odd is what Python's parser reads but no JSON value is: a NaN or an infinity (``NaN``, ``1e999``),
+    and a string — or a key — holding a lone surrogate (``"\\ud800"``: half of a character, which no
+    UTF-8 text can hold, so the caller's first ``encode`` or database write would fail far from here).
+    Most answers hold neither, and then pay this walk alone (iterative: the value is within the depth
+    policy, but a walk of the stack needs no room) — no copy of the answer, no paths.
+    """
+    nulls = odd = False
+    stack: list[Any] = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        if item is None:
+            nulls = True
+        elif isinstance(item, str):
+            odd = odd or _half_character(item)
+        elif isinstance(item, float):
+            odd = odd or not math.isfinite(item)
+        elif isinstance(item, dict):
+            push(item.values())
+            odd = odd or any(isinstance(k, str) and _half_character(k) for k in item)
+        elif isinstance(item, list | tuple):
+            push(item)
+    return nulls, odd
+
+
+def _half_character(text: str) -> bool:
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def _odd_values(value: Any) -> list[ValidationIssue]:
+    """An issue for each odd value (see :func:`_scan`) in ``value``, in the answer's order.  Asked only of
+    an answer :func:`_scan` found one in; its paths never hold half a character themselves."""
+    issues: list[ValidationIssue] = []
+    paths: list[tuple[Any, str]] = [(value, "")]
+    while paths:
+        item, path = paths.pop()
+        where = path or "answer"
+        if isinstance(item, str) and _half_character(item):
+            issues.append(ValidationIssue(where, _WHOLE, "a string with a lone surrogate"))
+        elif isinstance(item, float) and not math.isfinite(item):
+            got = "NaN" if math.isnan(item) else ("Infinity" if item > 0 else "-Infinity")
+            issues.append(ValidationIssue(where, "a finite number", got))
+        elif isinstance(item, dict):
+            if any(isinstance(k, str) and _half_character(k) for k in item):
+                issues.append(ValidationIssue(where, "keys of whole Unicode characters", "a key with a lone surrogate"))
+            for key, sub in reversed(item.items()):  # reversed onto the stack: taken off in the answer's order
+                name = _SURROGATE.sub("?", str(key)[:40])
+                name = name if len(str(key)) <= 40 else name[:39] + "…"
+                paths.append((sub, f"{path}.{name}" if path else name))
+        elif isinstance(item, list | tuple):
+            paths.extend((item[i], f"{path}[{i}]") for i in range(len(item) - 1, -1, -1))
+    return issues
 
 
 def _accepts_null(schema: Mapping[str, Any]) -> bool:
@@ -154,12 +276,52 @@ def _description(tp: Any, given: str | None, member_of: str | None) -> str:
     return f"The final answer ({label}): call this tool with it to finish."
 
 
+def _never_hashable(tp: Any) -> bool:
+    """Whether no value of ``tp`` can be hashed: a list, a mapping, a set, a TypedDict (a dict), a class
+    whose instances have no hash (a dataclass with ``eq`` and not ``frozen``, a pydantic model not frozen),
+    or a union of such."""
+    tp, _ = unwrap_annotated(tp)
+    if is_union(tp):
+        return all(_never_hashable(a) for a in typing.get_args(tp))  # None is hashable: X | None may be held
+    origin = typing.get_origin(tp) or tp
+    if origin is frozenset:
+        return False
+    if isinstance(origin, type) and issubclass(origin, (list, dict, set, abc.Sequence, abc.Mapping, abc.Set)):
+        return origin is not tuple and origin is not str and origin is not bytes  # built as lists, dicts, sets
+    if typing.is_typeddict(tp):
+        return True
+    return isinstance(tp, type) and getattr(tp, "__hash__", None) is None
+
+
+def _unhashable_set(tp: Any) -> Any:
+    """The first ``set[X]`` / ``frozenset[X]`` in ``tp``'s type arguments whose ``X`` is never hashable, or ``None``.
+
+    Such a set can hold no answer: the schema would pass and building the set raise, on every attempt.
+    (The fields of a class are not looked into: a value that cannot be hashed is still refused then, as an
+    issue of the answer.)
+    """
+    inner, _ = unwrap_annotated(tp)
+    args = typing.get_args(inner)
+    if typing.get_origin(inner) in (set, frozenset) and args and _never_hashable(args[0]):
+        return inner
+    for arg in args:
+        found = _unhashable_set(arg) if not isinstance(arg, str | int | float | bool | enum.Enum) else None
+        if found is not None:
+            return found
+    return None
+
+
 def _member(tp: Any, name: str, description: str | None, member_of: str | None) -> Member:
     inner, _ = unwrap_annotated(tp)
     try:
         schema = schema_for(tp)
     except TypeError as exc:
         raise TypeError(f"output_type {type_label(tp)}: {exc}") from None
+    if (bad := _unhashable_set(tp)) is not None:
+        raise TypeError(
+            f"output_type {type_label(tp)}: {type_label(bad)} cannot hold any value: a set's items must be "
+            f"hashable, and no {type_label(typing.get_args(bad)[0])} is (use a list, or a frozen class)"
+        )
     fixed = is_object_type(inner) and schema.get("type") == "object" and isinstance(schema.get("properties"), dict)
     if fixed:
         wrapped = False
@@ -175,6 +337,23 @@ def _member(tp: Any, name: str, description: str | None, member_of: str | None) 
     text = _description(tp, description, member_of)
     validator = ArgumentValidator(object_schema, tool_name=name)
     return Member(tp, name, object_schema, wrapped, text, validator)
+
+
+def _member_name(prefix: str, tp: Any) -> str:
+    """``{prefix}_{Class}``, as a tool name can be: 64 characters of ``[A-Za-z0-9_.-]``.
+
+    A class name is any identifier (``Résumé``), and often a long one; the vendors refuse such a tool
+    name on every request, and the user cannot rename a union's member tools.  So letters a tool name
+    cannot hold become ``_``, and a name past 64 characters is cut, with a short digest of the whole
+    (deterministic: the same class, the same name, in every process) so two long names stay apart.
+    """
+    whole = f"{prefix}_{type_label(tp)}"
+    name = _UNSAFE_NAME.sub("_", whole)
+    if name == whole and len(name) <= 64:
+        return name
+    # The digest of the class's own name: ``Résumé`` and ``R_sum_`` stay two tools.
+    digest = hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{name[:55]}_{digest}"
 
 
 def _members_of_union(tp: Any) -> tuple[Any, ...] | None:
@@ -208,9 +387,7 @@ class OutputTarget:
             self.members: tuple[Member, ...] = (_member(tp, name, description, None),)
             self.text_member: Member = self.members[0]
         else:
-            self.members = tuple(
-                _member(c, f"{name}_{type_label(c)}", None, type_label(tp)) for c in classes
-            )
+            self.members = tuple(_member(c, _member_name(name, c), None, type_label(tp)) for c in classes)
             # The text strategies ask for {"response": A | B}; each member checks its own branch.
             wrapped = {
                 "type": "object",
