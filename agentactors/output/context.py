@@ -41,7 +41,8 @@ class OutputContext:
 
 
 def validator_arity(fn: OutputValidator) -> int:
-    """How many arguments ``fn`` takes: 1 (``value``) or 2 (``value, ctx``).
+    """How many arguments ``fn`` takes: 1 (``value``) or 2 (``value, ctx`` — ``ctx`` optional too, when it is
+    named ``ctx`` / ``context`` or annotated ``OutputContext``).
 
     :raises TypeError: ``fn`` is not callable or takes neither.
     """
@@ -51,15 +52,24 @@ def validator_arity(fn: OutputValidator) -> int:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return 2
-    positional = [
-        p for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
+    params = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    positional = [p for p in params if p.default is p.empty]
     if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()) or len(positional) >= 2:
         return 2
     if len(positional) == 1:
+        # ``def v(value, ctx=None)`` asks for the context too (optional, so the function can be called alone);
+        # any other defaulted second parameter (``strict=False``) is the function's own, and left alone.
+        if len(params) >= 2 and params[0] is positional[0] and _is_context(params[1]):
+            return 2
         return 1
     raise TypeError("output_validator takes (value) or (value, ctx)")
+
+
+def _is_context(param: inspect.Parameter) -> bool:
+    """Whether a defaulted parameter is the context: named ``ctx`` / ``context``, or annotated ``OutputContext``."""
+    annotation = param.annotation
+    named = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return param.name in ("ctx", "context") or "OutputContext" in str(named)
 
 
 async def call_validator(fn: OutputValidator, arity: int, value: Any, ctx: OutputContext) -> Any:

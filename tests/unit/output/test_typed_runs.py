@@ -413,6 +413,23 @@ async def test_a_sync_one_argument_validator_checks_a_plain_text_answer() -> Non
     assert provider.requests[0].tools == ()  # a str answer: the request is unchanged
 
 
+async def test_a_validator_whose_context_parameter_is_optional_still_gets_the_context() -> None:
+    seen: list[object] = []
+
+    def check(value: str, ctx: OutputContext | None = None) -> str:
+        seen.append(ctx)
+        return value
+
+    def own_default(value: str, strict: bool = False) -> str:  # a parameter of its own: never given the context
+        seen.append(strict)
+        return value
+
+    await Agent(ScriptedProvider(["hi"]), output_validator=check, name="a").run("x", deps="d")
+    await Agent(ScriptedProvider(["hi"]), output_validator=own_default).run("x")
+    assert isinstance(seen[0], OutputContext) and seen[0].deps == "d"
+    assert seen[1] is False
+
+
 async def test_a_tool_raising_model_retry_tells_the_model_the_message() -> None:
     @tool
     def book(day: str) -> str:
