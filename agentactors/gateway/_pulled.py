@@ -13,7 +13,8 @@ the stream ends, fails or is closed; a failure after the first event is a
 gives its estimated tokens back, a reported usage corrects them; closing (``async with``, :meth:`aclose`) closes
 the provider's stream — and its HTTP request — at once; an answer abandoned before its asker took it gives its slot
 back (:class:`~agentactors.actors.mailbox.ReleasableAnswer`), and so does ``close()`` at once (the provider's
-stream itself is then left by the reading task).
+stream itself is then left by the reading task), and so does a stream its reader dropped unclosed (its finaliser
+hands the release to the loop).
 
 What it gives up: read-ahead (``stream_buffer`` does not apply: the provider is read as fast as the reader asks,
 and the vendor's bytes wait in the socket meanwhile), and a task that belongs to the runtime — the stream lives in
@@ -182,8 +183,10 @@ class PulledStream:
         try:
             opened = self._provider.stream(self._request)
             events = await opened.__aenter__()
-        except Exception as exc:
-            self._finish(exc)
+        except BaseException as exc:
+            # A cancellation while it opens is a read cancelled (see __anext__): the stream is over, its slot
+            # given back — not left held, nor the request sent again by a later read.
+            self._finish(exc if isinstance(exc, Exception) else None)
             raise
         self._opened, self._events, self._tally = opened, events, Tally()
         return events, self._tally
@@ -264,6 +267,16 @@ class PulledStream:
     def release_unclaimed(self) -> None:
         """The asker gave up before it took the stream: give its slot back (nothing was opened yet)."""
         self.close()
+
+    def __del__(self) -> None:
+        # A stream its reader dropped unfinished and unclosed (a consumer that vanished): its slot must come
+        # back, or the actor runs one request short for good.  Handed to the loop, not released here: a
+        # finaliser may run in another thread, or inside the scheduler itself.  The provider's stream, if it was
+        # opened, goes with this object; its async generators are finalised by the loop's own hooks.
+        sched = self._sched
+        if sched is not None:
+            self._sched = None
+            sched.release_soon(self._started)
 
     async def __aenter__(self) -> PulledStream:
         return self

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["TokenBucket", "usage_charge"]
+__all__ = ["TokenBucket", "reported_tokens", "usage_charge"]
 
 #: Seconds: float noise after sleeping exactly the computed wait.
 EPSILON: Final = 1e-6
@@ -62,13 +62,33 @@ class TokenBucket:
         self.level = min(self.capacity, self.level + amount)
 
 
-def usage_charge(estimate: int, used: int, capacity: float) -> tuple[int, bool]:
+def reported_tokens(input_tokens: object, output_tokens: object) -> float:
+    """The tokens a response's usage reports, or 0 — "not reported", the estimate stands — unless both are counts.
+
+    A provider's ``Usage`` is not checked where it is made: one written against a vendor SDK may pass on a
+    missing count (``None``), a string, a NaN, a negative number.  Summed as they were, ``None`` raised
+    ``TypeError`` in place of the answer the vendor had already given, and a NaN made the bucket's level NaN —
+    which compares false with everything, so the budget silently admitted every request from then on.  A
+    report with a count that is not one is not trusted at all (its other count alone would undercharge);
+    infinity is a count, for :func:`usage_charge` to bound.
+    """
+    if _count(input_tokens) and _count(output_tokens):
+        return input_tokens + output_tokens  # type: ignore[operator,no-any-return]  # both checked numbers
+    return 0
+
+
+def _count(value: object) -> bool:
+    """Whether ``value`` is a token count: a number >= 0, not a bool, not NaN."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def usage_charge(estimate: int, used: float, capacity: float) -> tuple[float, bool]:
     """What to charge for a response that reports ``used`` tokens, given the request's ``estimate``.
 
     Returns ``(charge, implausible)``: ``used`` itself, or — when it is beyond the larger of the
     estimate and the bucket's ``capacity`` — that ceiling, with ``implausible`` true.
     """
-    ceiling = max(estimate, int(capacity))
+    ceiling = max(estimate, int(capacity))  # capacity is finite: ProviderActor checks its budgets
     if used > ceiling:
         return ceiling, True
     return used, False

@@ -48,8 +48,12 @@ every refusal as ``provider.overloaded``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
+import numbers
+import operator
 from typing import Any, Final
 
 import anyio
@@ -57,6 +61,7 @@ import anyio.lowlevel
 import attrs
 
 from .._channel import Channel, open_channel
+from ..actors.crossing import Waker
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ProviderError, redact
@@ -130,14 +135,18 @@ class ProviderStream:
     delivered.  If the actor's task was cancelled (the runtime stopped) before
     the stream ended, receiving raises :class:`~agentactors.errors.ActorStopped`.
     Closing (``aclose``, leaving ``async with``) cancels the feeding task and
-    the HTTP request; events not yet received are discarded.
+    the HTTP request; events not yet received are discarded.  A stream dropped
+    unfinished without closing is closed the same way when it is collected (the
+    loop does it): its feeder does not wait for a reader for ever, holding its slot.
     """
 
-    __slots__ = ("_channel", "_finished", "_scope")
+    __slots__ = ("_channel", "_finished", "_scope", "_waker")
 
-    def __init__(self, channel: Channel, scope: anyio.CancelScope) -> None:
+    def __init__(self, channel: Channel, scope: anyio.CancelScope, waker: Waker) -> None:
+        """``waker``: the runtime loop's thread-safe scheduler, for a stream dropped unclosed (``__del__``)."""
         self._channel = channel
         self._scope = scope
+        self._waker = waker
         self._finished = False
 
     def __aiter__(self) -> ProviderStream:
@@ -193,6 +202,23 @@ class ProviderStream:
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
+    def __del__(self) -> None:
+        # A stream its consumer dropped unfinished and unclosed: its feeder would wait for room in the buffer
+        # for ever, holding its slot and its HTTP request.  Closed by the loop, not here: a finaliser may run in
+        # another thread (the cycle collector's), where neither the scope nor the channel may be touched.
+        if not self._finished:
+            self._finished = True
+            try:
+                self._waker(functools.partial(_close, self._scope, self._channel))
+            except Exception:  # the loop has closed: the feeder is gone with it
+                pass
+
+
+def _close(scope: anyio.CancelScope, channel: Channel) -> None:
+    """What :meth:`ProviderStream.close` does, for a stream already collected (run by the loop)."""
+    scope.cancel()
+    channel.close_reading()
+
 
 class ProviderActor:
     """Hosts one provider for many agents: one connection pool, one breaker state, one budget, one queue.
@@ -217,6 +243,10 @@ class ProviderActor:
     A refusal's ``retry_after`` is always set: the expected wait, or before any answer was seen the
     requests ahead at :data:`~agentactors.gateway.scheduling.DEFAULT_SERVICE_ESTIMATE` each (or the
     age of the oldest request in flight, when longer).
+
+    The arguments are checked here: a bound that is not a number of its kind (a bool, a string, a float
+    where an int is meant) raises ``TypeError``, one out of range (NaN included) ``ValueError``, each
+    naming the argument.  An optional bound given as ``math.inf`` is no bound, as ``None`` is.
 
     Errors: a provider error is raised in the asker (the actor goes on); an
     unknown message raises ``TypeError``; a refused request raises ``Overloaded``
@@ -251,31 +281,17 @@ class ProviderActor:
         max_wait: float | None = None,
         max_overtakes: int | None = 16,
     ) -> None:
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be >= 1")
-        if requests_per_minute is not None and requests_per_minute <= 0:
-            raise ValueError("requests_per_minute must be positive")
-        if tokens_per_minute is not None and tokens_per_minute <= 0:
-            raise ValueError("tokens_per_minute must be positive")
-        if stream_buffer < 0:
-            raise ValueError("stream_buffer must be >= 0")
-        if scheduling not in POLICIES:
+        if not isinstance(scheduling, str) or scheduling not in POLICIES:
             raise ValueError(f"scheduling must be one of {sorted(POLICIES)}, not {scheduling!r}")
-        if max_waiting is not None and (isinstance(max_waiting, bool) or max_waiting < 0):
-            raise ValueError("max_waiting must be >= 0 or None")
-        if max_wait is not None and not max_wait >= 0:
-            raise ValueError("max_wait must be >= 0 seconds or None")
-        if max_overtakes is not None and max_overtakes < 1:
-            raise ValueError("max_overtakes must be >= 1 or None")
         self.provider = provider
-        self.max_concurrency = max_concurrency
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self.stream_buffer = stream_buffer
+        self.max_concurrency = _whole("max_concurrency", max_concurrency, 1)
+        self.requests_per_minute = _rate("requests_per_minute", requests_per_minute)
+        self.tokens_per_minute = _rate("tokens_per_minute", tokens_per_minute)
+        self.stream_buffer = _whole("stream_buffer", stream_buffer, 0)
         self.scheduling = scheduling
-        self.max_waiting = max_waiting
-        self.max_wait = max_wait
-        self.max_overtakes = max_overtakes
+        self.max_waiting = _bound("max_waiting", max_waiting, 0)
+        self.max_wait = _seconds("max_wait", max_wait)
+        self.max_overtakes = _bound("max_overtakes", max_overtakes, 1)
         self._sched: Scheduler | None = None
 
     def __repr__(self) -> str:
@@ -302,30 +318,35 @@ class ProviderActor:
         ``requests_per_minute``, ``tokens_per_minute``, ``stream_buffer``, ``scheduling``,
         ``max_waiting``, ``max_wait``, ``max_overtakes``); asking again with different budgets for
         the same provider raises ``ValueError`` (spawn a ProviderActor yourself to hold a second
-        budget); asking with none returns the one there is.  The actor is spawned with
+        budget); asking with none returns the one there is.  Budgets compare as the actor has them:
+        the defaults spelt out are the same budgets.  The actor is spawned with
         ``concurrency=`` :attr:`spawn_concurrency`.  The runtime closes the provider when it exits
         (a :meth:`Runtime.service` cleanup).  An actor that was stopped is replaced by a new one on
-        the next call.
+        the next call, with the budgets it had unless that call gives others.
 
         :raises RuntimeError: outside ``async with rt``.
         """
         registry = rt.service(_SharedProviders, _SharedProviders, cleanup=_SharedProviders.aclose)
         entry = registry.entries.get(id(provider))
         if entry is not None and not entry[1].stopped:
-            if budgets and budgets != entry[2]:
+            # Compared as the actor has them (defaults filled in, values checked): the defaults spelt out are
+            # not different budgets, and a misspelt keyword is the constructor's TypeError, not "different".
+            if budgets and _settings(cls(provider, **budgets)) != entry[2]:
                 raise ValueError(
                     f"provider {getattr(provider, 'name', provider)!r} already has a ProviderActor in this runtime "
                     f"with budgets {entry[2]}; spawn a ProviderActor yourself for different budgets"
                 )
             return entry[1]
-        actor = cls(provider, **budgets)
+        # A stopped actor's replacement keeps its budgets unless new ones are given: an Agent asking for the
+        # provider's actor (no budgets) must not silently lift the limits it was configured with.
+        actor = cls(provider, **(budgets or (entry[2] if entry is not None else {})))
         ref = rt.spawn(
             actor,
             name=f"provider:{getattr(provider, 'name', type(provider).__name__)}",
             concurrency=actor.spawn_concurrency,
             mailbox_size=max(256, actor.max_concurrency * 4),
         )
-        registry.entries[id(provider)] = (provider, ref, dict(budgets))
+        registry.entries[id(provider)] = (provider, ref, _settings(actor))
         return ref
 
     async def on_start(self) -> None:
@@ -397,7 +418,7 @@ class ProviderActor:
             channel.close_writing()
             channel.close_reading()
             raise
-        return ProviderStream(channel, scope)
+        return ProviderStream(channel, scope, sched.waker)
 
     async def _feed(
         self,
@@ -458,6 +479,85 @@ class ProviderActor:
     @property
     def _name(self) -> str:
         return str(getattr(self.provider, "name", type(self.provider).__name__))
+
+
+# -- arguments: checked once, at construction, so that nothing on a request's way has to ---------------------
+# (A NaN bound compares false with everything — `free <= 0`, `waiting >= max_waiting` — and silently bounds
+# nothing; an infinite token budget broke the first settle; a float slot count let a half slot through.)
+
+
+_SETTINGS: Final = (
+    "max_concurrency",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "stream_buffer",
+    "scheduling",
+    "max_waiting",
+    "max_wait",
+    "max_overtakes",
+)
+
+
+def _settings(actor: ProviderActor) -> dict[str, Any]:
+    """Every budget ``actor`` has, as it has it (checked, defaults filled in): what :meth:`ProviderActor.shared`
+    compares and a replacement is made with."""
+    return {name: getattr(actor, name) for name in _SETTINGS}
+
+
+def _whole(name: str, value: object, least: int) -> int:
+    """``value`` as an int of at least ``least`` (a bool, a float or a string is not one).
+
+    :raises TypeError: not an integer.
+    :raises ValueError: below ``least``.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {value!r}")
+    try:
+        whole = operator.index(value)  # type: ignore[arg-type]  # ints and int-likes (numpy's), nothing else
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {value!r}") from None
+    if whole < least:
+        raise ValueError(f"{name} must be >= {least}, not {whole!r}")
+    return whole
+
+
+def _bound(name: str, value: object, least: int) -> int | None:
+    """An optional bound: ``None`` or infinity (no bound, as :mod:`anyio` spells one) or :func:`_whole`."""
+    if value is None or (isinstance(value, float) and value == math.inf):
+        return None
+    return _whole(name, value, least)
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number or None, not {value!r}")
+    return float(value)
+
+
+def _rate(name: str, value: object) -> float | None:
+    """A per-minute budget: a positive number; ``None`` or infinity: no limit (kept as ``None``, which every
+    bucket reads as none — an infinite bucket would overflow its first settle)."""
+    if value is None:
+        return None
+    rate = _number(name, value)
+    if rate == math.inf:
+        return None
+    if not rate > 0:
+        raise ValueError(f"{name} must be a positive number, or None for no limit; not {value!r}")
+    return rate
+
+
+def _seconds(name: str, value: object) -> float | None:
+    """A bound in seconds: >= 0; ``None`` or infinity: no bound (kept as ``None``)."""
+    if value is None:
+        return None
+    seconds = _number(name, value)
+    if seconds == math.inf:
+        return None
+    if not seconds >= 0:
+        raise ValueError(f"{name} must be >= 0 seconds, or None for no bound; not {value!r}")
+    return seconds
+
 
 class _SharedProviders:
     """A runtime's shared ProviderActors, one per provider object (the :meth:`ProviderActor.shared` registry).

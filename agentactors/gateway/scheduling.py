@@ -42,17 +42,19 @@ events reach the run that asked.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from typing import Any, Final, Literal
 
 import anyio
 
+from ..actors.crossing import current_waker
 from ..actors.runtime import Runtime
 from ..errors import Overloaded
 from ..events import emit as emit_to_run
 from ..messages import Usage
-from .budgets import EPSILON, TokenBucket, usage_charge
+from .budgets import EPSILON, TokenBucket, reported_tokens, usage_charge
 from .ticket import current_ticket, next_order
 
 __all__ = ["BUDGET_WAIT_BOUND", "DEFAULT_SERVICE_ESTIMATE", "POLICIES", "Policy", "Scheduler"]
@@ -159,6 +161,7 @@ class Scheduler:
         "tokens",
         "tracks",
         "waiting",
+        "waker",
     )
 
     def __init__(
@@ -199,6 +202,8 @@ class Scheduler:
         self._first_calls = 0
         # When the first tracked request took its slot: until one finishes, the oldest in flight.
         self._first_started: float | None = None
+        #: The loop's thread-safe scheduler: how a finaliser hands a dropped stream's slot back (:meth:`release_soon`).
+        self.waker = current_waker()
 
     # -- taking and giving back ----------------------------------------------------------------------
 
@@ -280,6 +285,11 @@ class Scheduler:
             if waiter.state != _WAITING:
                 return
             now = anyio.current_time()
+            if waiter.wake_at <= now + EPSILON:
+                # The budget wake-up it slept for has come: spent.  _dispatch below sets a new one if the budget
+                # still lacks and a slot is free.  (Kept, a timer whose free slot a higher class took meanwhile
+                # found no slot, and slept again until the same past instant: a busy loop until a slot came back.)
+                waiter.wake_at = math.inf
             if now >= waiter.expires - EPSILON:
                 self._remove(waiter)
                 ahead = self._position(waiter)
@@ -317,6 +327,18 @@ class Scheduler:
         if self.waiting:
             self._dispatch()
 
+    def release_soon(self, started: float) -> None:
+        """:meth:`release`, from a finaliser (a stream its consumer dropped unclosed): handed to the loop.
+
+        A finaliser may run in any thread (the cycle collector's) and at any allocation — inside
+        :meth:`_dispatch` itself — so it must not touch the queue; the loop runs the release next, in its own
+        thread.  Never raises (a finaliser must not): a closed loop has nobody left to release to.
+        """
+        try:
+            self.waker(functools.partial(self.release, started))
+        except Exception:  # the loop has closed (RuntimeError), or the interpreter is going down
+            pass
+
     def refund(self, estimate: int) -> None:
         """Give back the tokens of a request that spent none (it failed before the vendor did any work)."""
         if self.tokens is not None:
@@ -329,7 +351,7 @@ class Scheduler:
         tokens = self.tokens
         if tokens is None:
             return
-        used = usage.input_tokens + usage.output_tokens
+        used = reported_tokens(usage.input_tokens, usage.output_tokens)
         if used <= 0:
             return
         charge, implausible = usage_charge(estimate, used, tokens.capacity)
@@ -386,13 +408,18 @@ class Scheduler:
         return self._ahead(waiter.priority, waiter.key)
 
     def _best(self) -> tuple[int, list[_Entry]]:
-        """The class to serve next, and its queue (best last): the highest, unless a lower one waited too long."""
+        """The class to serve next, and its queue (best last): the highest, unless a lower one waited too long.
+
+        Of the classes overtaken ``max_overtakes`` times, the *lowest* goes: serving any class above it
+        would overtake it once more.  (Serving the highest of them let a class below it be overtaken by
+        each class between in turn: with four classes and a bound of 1, the lowest waited through three.)
+        """
         classes = self._classes
         chosen = -classes[0]
         limit = self.max_overtakes
         if limit is not None and len(classes) > 1:
             skipped = self._skipped
-            for negative in classes[1:]:
+            for negative in reversed(classes):  # lowest first
                 if skipped[-negative] >= limit:
                     chosen = -negative
                     break
@@ -437,7 +464,8 @@ class Scheduler:
                 wait_tokens = tokens.delay(waiter.estimate, now) if tokens is not None else 0.0
                 wait = max(wait_requests, wait_tokens)
                 if wait > EPSILON:
-                    if now + wait > waiter.expires or wait > BUDGET_WAIT_BOUND:
+                    # With max_wait, it is the bound (the waiter's expiry); without it, BUDGET_WAIT_BOUND.
+                    if now + wait > waiter.expires or (waiter.expires == math.inf and wait > BUDGET_WAIT_BOUND):
                         # It could not be served in time, or the budget is broken: refuse it now, not later.
                         queue.pop()
                         self._forget(waiter, queue)

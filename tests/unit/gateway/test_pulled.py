@@ -334,3 +334,13 @@ async def test_stopping_the_provider_actor_ends_a_streaming_run_with_actor_stopp
             await started.wait()
             await rt.stop(ref, drain=False)
     assert "was stopped" in str(result[0].error) and provider.closed_early
+
+
+async def test_a_pulled_stream_dropped_in_another_thread_gives_its_slot_back_in_the_loop() -> None:
+    # Real time: a worker thread.  The finaliser runs where the last reference goes — here a worker thread, where
+    # the scheduler must not be touched — so it hands the release to the loop.
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, Dripping(3), max_concurrency=1)
+        held = [await ref.ask(Stream(REQUEST, pull=True))]
+        await anyio.to_thread.run_sync(held.clear)  # the stream, unread and unclosed, collected in that thread
+        assert (await ref.ask(Complete(REQUEST), timeout=5.0)).content
