@@ -7,18 +7,62 @@ checks, and serving AG-UI then costs no dependency (the tests hold the app to th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from ..messages import Message, ToolCall
 from ..parts import Image, Part, Text
 
-__all__ = ["InvalidInput", "RunInput", "read_run_input"]
+__all__ = [
+    "APPROVAL_SCHEMA",
+    "InvalidInput",
+    "ResumeAnswer",
+    "ResumeRefused",
+    "RunInput",
+    "decisions_of",
+    "read_run_input",
+]
 
 
 class InvalidInput(Exception):
     """A body that is not a RunAgentInput this app can serve (answered with 422)."""
+
+
+class ResumeRefused(Exception):
+    """Resume answers that do not decide the thread's pause: the run ends ``RUN_ERROR`` with ``code``, nothing
+    decided — a well-formed input whose answers do not fit what the server waits for, which only the server can
+    tell (a malformed one is :class:`InvalidInput`)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@attrs.frozen(slots=True)
+class ResumeAnswer:
+    """One AG-UI resume entry: the interrupt it answers, whether it was ``"resolved"`` or abandoned
+    (``"cancelled"``), and the answer itself (``payload``, any JSON value; read by :func:`decisions_of`)."""
+
+    interrupt_id: str
+    status: Literal["resolved", "cancelled"]
+    payload: Any = None
+
+
+#: The answer an approval interrupt asks for (its ``responseSchema``): ``approved``, and for a denial the reason
+#: the model reads.  No ``editedArgs``: a call is approved as the model made it, or denied (AG-UI reads that
+#: property's presence as the capability to edit).
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean"},
+        "reason": {"type": "string", "description": "why the call is denied: the model reads it"},
+    },
+    "required": ["approved"],
+}
+
+#: The reason a call reads when the person abandoned its interrupt (status ``cancelled``): it is not run.
+ABANDONED = "the person dismissed the approval without deciding: the call was not run"
 
 
 @attrs.frozen(slots=True)
@@ -29,8 +73,9 @@ class RunInput:
     none) — what a thread kept by the server (``sessions=True``) or a live run (a steer) has not seen yet.
     ``state``: the client's ``state``, which the run's ``STATE_SNAPSHOT`` events carry on.  ``users``: the
     thread's user messages with their ``id`` (``None`` when it has none), which tell a live run what it has
-    not seen yet.  ``resume``: the ids of the interrupts the input answers (AG-UI's ``resume``) — which this app
-    does not take yet: such an input is refused whole, its messages not read (docs/serve.md, "AG-UI").
+    not seen yet.  ``resume``: the answers to the interrupts of the thread's paused run (AG-UI's ``resume``):
+    such an input continues that run rather than starting one, so its messages are not read — the server kept
+    the paused turn (``sessions=True``), and without sessions the input is refused (docs/serve.md, "AG-UI").
     """
 
     thread_id: str
@@ -39,7 +84,7 @@ class RunInput:
     new: tuple[Message, ...] = ()
     state: Any = None
     users: tuple[tuple[str | None, Message], ...] = ()
-    resume: tuple[str, ...] = ()
+    resume: tuple[ResumeAnswer, ...] = ()
 
 
 def read_run_input(body: Mapping[str, Any]) -> RunInput:
@@ -48,7 +93,7 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     if not isinstance(thread_id, str) or not isinstance(run_id, str):
         raise InvalidInput("a RunAgentInput needs 'threadId' and 'runId' (strings)")
     resume = _resume(body.get("resume"))
-    if resume:  # answers to interrupts: refused whole (the run's events say so), whatever the messages hold
+    if resume:  # answers to interrupts: they continue the paused run, whatever the messages hold
         return RunInput(thread_id, run_id, (), state=body.get("state"), resume=resume)
     raw = body.get("messages")
     if not isinstance(raw, list):
@@ -60,21 +105,99 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     return RunInput(thread_id, run_id, messages, new, body.get("state"), _users(raw))
 
 
-def _resume(raw: Any) -> tuple[str, ...]:
-    """The ids of the interrupts a ``resume`` answers (``()``: absent or empty).
+def _resume(raw: Any) -> tuple[ResumeAnswer, ...]:
+    """The answers a ``resume`` carries (``()``: absent or empty), in the shape of AG-UI's resume entries.
 
-    :raises InvalidInput: not an array of ``{"interruptId": <string>, ...}``."""
+    :raises InvalidInput: not an array of ``{"interruptId": <string>, "status": "resolved" | "cancelled",
+        "payload"?: <any>, "metadata"?: <object>}``, or an interrupt answered twice (which answer would hold?).
+    """
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise InvalidInput("'resume' must be an array of answers to interrupts")
-    ids = []
+    answers: list[ResumeAnswer] = []
     for i, entry in enumerate(raw):
         given = entry.get("interruptId") if isinstance(entry, dict) else None
-        if not isinstance(given, str):
-            raise InvalidInput(f"resume[{i}] must be an object with an 'interruptId' (a string)")
-        ids.append(given)
-    return tuple(ids)
+        if not isinstance(given, str) or not given:
+            raise InvalidInput(f"resume[{i}] must be an object with an 'interruptId' (a non-empty string)")
+        status = entry.get("status")
+        if status not in ("resolved", "cancelled"):
+            raise InvalidInput(f"resume[{i}].status must be 'resolved' or 'cancelled'")
+        metadata = entry.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InvalidInput(f"resume[{i}].metadata must be an object")
+        if any(a.interrupt_id == given for a in answers):
+            raise InvalidInput(f"resume answers interrupt {given[:100]!r} twice")
+        answers.append(ResumeAnswer(given, status, entry.get("payload")))
+    return tuple(answers)
+
+
+def decisions_of(answers: Sequence[ResumeAnswer], pending: Sequence[ToolCall]) -> dict[str, bool | str]:
+    """The decisions ``answers`` give the calls ``pending`` (each interrupt's id is its call's): ``True`` to
+    approve, a reason to deny — the shape a session's ``resolve`` takes.
+
+    All or nothing, as AG-UI asks (a resume covers every open interrupt) and as a pause is decided (once, every
+    call at a time): an answer that does not fit refuses the whole list, and nothing is decided.
+
+    :raises ResumeRefused: nothing is pending (``NoOpenInterrupts``: never paused, or decided already — a resume
+        sent again), an answer names no pending call (``UnknownInterrupt``), a pending call has no answer
+        (``InterruptsNotCovered``), or a ``resolved`` answer's payload is not :data:`APPROVAL_SCHEMA`'s
+        (``InvalidResumePayload``).
+    """
+    waiting = [call.id for call in pending]
+    if not waiting:
+        raise ResumeRefused(
+            "NoOpenInterrupts",
+            "this thread has no interrupt to answer: its last run did not pause, or its interrupts were answered "
+            "already (post the thread's next message without 'resume')",
+        )
+    unknown = [a.interrupt_id for a in answers if a.interrupt_id not in waiting]
+    if unknown:
+        raise ResumeRefused(
+            "UnknownInterrupt",
+            f"no open interrupt has the id {_ids(unknown)} (open: {_ids(waiting)}): nothing was decided",
+        )
+    answered = {a.interrupt_id for a in answers}
+    missing = [i for i in waiting if i not in answered]
+    if missing:
+        raise ResumeRefused(
+            "InterruptsNotCovered",
+            f"a resume answers every open interrupt — approve, deny or cancel each — and {_ids(missing)} has no "
+            "answer: nothing was decided",
+        )
+    return {a.interrupt_id: _decision(a) for a in answers}
+
+
+def _decision(answer: ResumeAnswer) -> bool | str:
+    """``True`` (approved), or the reason a denied or abandoned call reads.
+
+    :raises ResumeRefused: a ``resolved`` payload other than ``{"approved": bool, "reason"?: str}`` — among them one
+        with ``editedArgs``: running the call as the model made it after the person edited it would be wrong.
+    """
+    if answer.status == "cancelled":
+        return ABANDONED
+    payload = answer.payload
+    where = f"the answer to {answer.interrupt_id[:100]!r}"
+    if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
+        raise ResumeRefused(
+            "InvalidResumePayload", f'{where} must have the payload {{"approved": true | false, "reason"?: string}}'
+        )
+    if "editedArgs" in payload:
+        raise ResumeRefused(
+            "InvalidResumePayload",
+            f"{where} edits the call's arguments, which this server does not take: approve or deny the call as made",
+        )
+    reason = payload.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ResumeRefused("InvalidResumePayload", f"{where}: 'reason' must be a string")
+    if payload["approved"]:
+        return True
+    return (reason or "").strip()[:2000] or "denied by a person"
+
+
+def _ids(ids: Sequence[str]) -> str:
+    """Interrupt ids for a message (bounded: they are the client's)."""
+    return ", ".join(repr(i[:100]) for i in ids[:10]) + (" ..." if len(ids) > 10 else "")
 
 
 def _users(raw: Sequence[Any]) -> tuple[tuple[str | None, Message], ...]:

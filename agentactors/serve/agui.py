@@ -11,9 +11,16 @@ A run that pauses for a person's approval of a tool call did not complete, and d
 ``RUN_FINISHED`` (the protocol's end of every run that did not fail) whose ``outcome`` is AG-UI 1.0's
 ``{"type": "interrupt", "interrupts": [...]}`` — one interrupt (``reason`` ``"tool_call"``) per call awaiting a
 decision — where a completed run has none (``outcome`` absent is success).  So a client tells the two apart, as
-the OpenAI endpoint's ``409 approval_required`` does.  The decision is made in the server; an input carrying
-AG-UI ``resume`` answers ends with ``RUN_ERROR`` (``ResumeNotSupported``), rather than being taken for a new
-turn that drops them.
+the OpenAI endpoint's ``409 approval_required`` does.  Before it, a ``STATE_SNAPSHOT`` lists those calls, and the
+step's calls that did run show their ``TOOL_CALL_RESULT``.
+
+With ``sessions=True`` the server keeps the pause (the thread's session), and the client decides it: the next
+input's AG-UI ``resume`` answers — ``{"approved": true}``, ``{"approved": false, "reason": ...}``, or ``cancelled``
+— are the session's decisions, and that request's stream is the resumed run's: the decided calls'
+``TOOL_CALL_RESULT`` (against the ids the interrupted run showed), then the run's events to its end.  Answers that
+do not decide the pause exactly (none open, an unknown id, one left unanswered, a payload of another shape) end
+with ``RUN_ERROR`` and decide nothing.  Without sessions the server keeps nothing to resume: ``resume`` answers
+end with ``RUN_ERROR`` (``ResumeNotSupported``), rather than being taken for a new turn that drops them.
 
 The events are written as plain JSON: the wire format is small and stable, and the app then needs no
 dependency; the tests validate every event against the ``ag-ui-protocol`` package's models.
@@ -32,14 +39,14 @@ import anyio
 
 from ..agent.core import Agent
 from ..agent.run import AgentRun
-from ..errors import ProviderError, RunFinishedError, redact
+from ..errors import ProviderError, RunFinishedError, SessionPausedError, redact
 from ..events import Event, LLMRequested, LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
-from ..messages import Message, ToolCall
-from ..sessions.session import open_session
+from ..messages import Message, ToolCall, Usage
+from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore
 from ..tools.results import render_result
-from ._agui_input import InvalidInput, RunInput, read_run_input
+from ._agui_input import APPROVAL_SCHEMA, InvalidInput, ResumeRefused, RunInput, decisions_of, read_run_input
 from ._http import (
     DEFAULT_MAX_BODY,
     AppRuntime,
@@ -85,6 +92,11 @@ def agui_app(
     has them (``RUN_FINISHED`` with ``result`` ``{"steered": <the live run's runId>}``); one with no new user
     message for it ends with ``RUN_ERROR`` (``ThreadBusy``).  A run that ends before it started (its turn
     failed first) takes no steer: the request that sent one starts the thread's next run with it instead.
+
+    A run that pauses for approval ends with an interrupt outcome (one interrupt per call, its id the call's).
+    With ``sessions``, the thread's next input answers it with AG-UI ``resume`` entries (``payload``
+    ``{"approved": bool, "reason"?: str}``, or status ``cancelled`` to deny), and its stream is the resumed run's;
+    without, a ``resume`` ends with ``RUN_ERROR`` (``ResumeNotSupported``): the server kept nothing to resume.
 
     ``tracer_provider``: where each request's OpenTelemetry span goes (default: the global provider;
     nothing without ``opentelemetry-api``).
@@ -149,23 +161,27 @@ class AGUIApp:
         except InvalidInput as exc:
             await send_json(send, 422, {"detail": str(exc)})
             return
-        if run_input.resume:
+        if run_input.resume and not self.sessions:
             await _refuse_resume(send, run_input, span)
             return
-        if self.sessions and not run_input.new:
+        if self.sessions and not run_input.resume and not run_input.new:
             await send_json(send, 422, {"detail": "nothing new on the thread: the last message is the agent's"})
             return
         thread = run_input.thread_id
         live = self._threads.get(thread)
         mine = None if live is not None else self._claim(run_input)  # before any await: one run per thread
         stream = EventStream(send)
-        translation = _Translation(run_input, stream, span)
+        translation = _Translation(run_input, stream, span, answerable=self.sessions)
         # The claim is released however the request ends — also when the client leaves (or the server's
         # send fails) before the run started: a claim left behind would be a live run that never ends,
         # and every later post to the thread would wait on it for ever (or be refused as ThreadBusy).
         try:
             async with cancelled_on_disconnect(receive):
                 await stream.start()
+                if live is not None and run_input.resume:  # no steer: the answers are to a run that has ended
+                    await translation.stale(live.run_id, "resume answers are taken once it has ended")
+                    await stream.end()
+                    return
                 while live is not None:
                     outcome = await live.steer(run_input)
                     if outcome != "ended":
@@ -210,11 +226,49 @@ class AGUIApp:
             return
         turn = streamed_turn(self.agent, partial(translation.follow, live=live))
         session = open_session(turn, translation.input.thread_id, runtime=runtime, store=self._store, idle_timeout=60.0)
+        if translation.input.resume:
+            await self._resume(translation, session)
+            return
         try:
             result = await session.send(translation.input.new)
+        except SessionPausedError as exc:  # AG-UI: a thread with open interrupts takes a resume, not a new message
+            await translation.failed(
+                f"this thread's last run awaits a decision on {len(exc.pending)} call(s) (its interrupts): post "
+                "'resume' answers to them before a new message",
+                "SessionPausedError",
+                fault=False,
+            )
+            return
         except Exception as exc:
             await translation.raised(exc)
             return
+        await translation.finish(self.agent, result)
+
+    async def _resume(self, translation: _Translation, session: AgentSession) -> None:
+        """The input's ``resume`` answers decide the thread's paused turn, whose resumed run this stream shows.
+
+        The pause is read from the store (``refresh``): the session may have gone idle while a person decided.
+        Answers that do not fit it decide nothing (``RUN_ERROR``, the pause left as it was); the session's own
+        checks stand behind these (a pause decided meanwhile elsewhere: ``SessionConflictError``).  The resumed run
+        has no stream of its own to follow (a resume is not streamed: ``Agent.resume`` returns its result), so
+        its events are told from its result once it ended (:meth:`_Translation.replay`).
+        """
+        try:
+            await session.refresh()
+            decisions = decisions_of(translation.input.resume, session.pending_approvals)
+        except ResumeRefused as exc:
+            await translation.failed(str(exc), exc.code, fault=False)
+            return
+        except Exception as exc:
+            await translation.raised(exc)
+            return
+        try:
+            result = await session.resolve(decisions)
+        except Exception as exc:
+            await translation.raised(exc)
+            return
+        translation.span.run(result.run_id)
+        await translation.replay(result, decided=decisions)
         await translation.finish(self.agent, result)
 
 
@@ -300,10 +354,13 @@ def _new_id() -> str:
 class _Translation:
     """One run's events as AG-UI events: which text message is open, which tool calls await a result."""
 
-    def __init__(self, run_input: RunInput, stream: EventStream, span: RequestSpan) -> None:
+    def __init__(
+        self, run_input: RunInput, stream: EventStream, span: RequestSpan, *, answerable: bool = False
+    ) -> None:
         self.input = run_input
         self.stream = stream
         self.span = span
+        self.answerable = answerable  # whether the client answers interrupts (``resume``: sessions=True)
         self.message_id: str | None = None  # the text message being streamed
         self.streamed = False  # whether this model answer's text came as deltas
         self.pending: dict[str, None] = {}  # tool calls shown, their results not yet
@@ -324,12 +381,11 @@ class _Translation:
         await self.started()
         await self.emit("RUN_FINISHED", **self.ids, result={"steered": live_run_id})
 
-    async def stale(self, live_run_id: str) -> None:
+    async def stale(self, live_run_id: str, why: str = "this input has no new user message") -> None:
         """A post to a live thread with nothing new for its run: refused, so no second run races the first."""
         await self.started()
         await self.emit(
-            "RUN_ERROR", code="ThreadBusy",
-            message=f"run {live_run_id} of this thread is still running and this input has no new user message",
+            "RUN_ERROR", code="ThreadBusy", message=f"run {live_run_id} of this thread is still running and {why}"
         )
 
     async def failed(self, message: str, code: str, *, fault: bool = True) -> None:
@@ -367,12 +423,16 @@ class _Translation:
     async def finish(self, agent: Agent[Any], result: RunResult[Any]) -> None:
         await self.close_text()
         await self.results(result.messages)
+        pause = result.resume_state if result.paused else None
+        if pause is not None:  # the paused step's calls that ran: their results are the pause's, not yet messages
+            await self.results(r.to_message() for r in pause.results)
         if result.generation_failed or result.cancelled:
             await self.failed(_failure_text(result), _failure_code(result))
             return
         finished: dict[str, Any] = dict(self.ids)
-        interrupts = _interrupts(result) if result.paused else []
+        interrupts = _interrupts(result, answerable=self.answerable) if result.paused else []
         if interrupts:  # paused: not a completed run (AG-UI: an interrupt outcome holds at least one)
+            await self.paused_state(result)
             finished["outcome"] = {"type": "interrupt", "interrupts": interrupts}
         elif agent.output_type is not str and result.ok:
             finished["result"] = json.loads(render_result(result.output))
@@ -384,13 +444,24 @@ class _Translation:
             state = run.state()
         except RuntimeError:  # a run without an actor (no runtime): no state to show
             return
+        await self.state(state.run_id, state.step, state.agent, state.pending, state.usage)
+
+    async def paused_state(self, result: RunResult[Any]) -> None:
+        """The state a paused run ends in, before its interrupt (as AG-UI asks): ``pending`` lists the calls
+        awaiting a decision — not the run's live state, which lists only the calls waiting in place."""
+        await self.state(result.run_id, result.steps, result.agent, result.pending_approvals, result.usage)
+
+    async def state(
+        self, run_id: str | None, step: int, agent: str | None, pending: Iterable[ToolCall], usage: Usage
+    ) -> None:
+        """``STATE_SNAPSHOT`` of the client's ``state`` with the run's under ``"agentactors"``, when it changed."""
         snapshot = dict(self.input.state) if isinstance(self.input.state, dict) else {}
         snapshot["agentactors"] = {
-            "runId": state.run_id,
-            "step": state.step,
-            "agent": state.agent,
-            "pending": [{"toolCallId": c.id, "toolCallName": c.name} for c in state.pending],
-            "usage": {"inputTokens": state.usage.input_tokens, "outputTokens": state.usage.output_tokens},
+            "runId": run_id,
+            "step": step,
+            "agent": agent,
+            "pending": [{"toolCallId": c.id, "toolCallName": c.name} for c in pending],
+            "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
         }
         if snapshot != self.last_snapshot:
             self.last_snapshot = snapshot
@@ -437,6 +508,35 @@ class _Translation:
         await self.emit("TOOL_CALL_END", toolCallId=call.id)
         self.pending[call.id] = None
 
+    async def replay(self, result: RunResult[Any], *, decided: Iterable[str]) -> None:
+        """A resumed run's events, told from its result: what the run did after the step it paused in.
+
+        The decided calls were shown by the interrupted run's stream, so only their ``TOOL_CALL_RESULT`` come
+        (AG-UI: not their START/ARGS/END again, the result against the original id); the paused step's calls that
+        ran before the pause showed theirs then.  Then each later answer's text and calls, and the calls' results,
+        as a live run's stream shows them, and the run's state.
+        """
+        calls = set(decided)
+        self.pending.update(dict.fromkeys(calls))
+        messages = result.messages
+        start = next(
+            (i + 1 for i, m in enumerate(messages) if m.role == "assistant" and calls & {c.id for c in m.tool_calls}),
+            len(messages),
+        )
+        for message in messages[start:]:
+            if message.role == "tool":
+                await self.results((message,))
+            elif message.role == "assistant":
+                if message.content:
+                    await self.open_text()
+                    await self.emit("TEXT_MESSAGE_CONTENT", messageId=self.message_id, delta=message.content)
+                parent = self.message_id
+                await self.close_text()
+                for call in message.tool_calls:
+                    await self.tool_call(call, parent)
+        if not result.paused:  # a paused one's state comes with its interrupt (finish)
+            await self.state(result.run_id, result.steps, result.agent, (), result.usage)
+
     async def results(self, messages: Iterable[Message]) -> None:
         """``TOOL_CALL_RESULT`` for each shown call whose result is among ``messages``: a tool's result is
         what the next model request carries (or, after the last step, the run's conversation)."""
@@ -480,20 +580,24 @@ def _raised_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {redact(str(exc))}"[:500]
 
 
-def _interrupts(result: RunResult[Any]) -> list[dict[str, Any]]:
+def _interrupts(result: RunResult[Any], *, answerable: bool) -> list[dict[str, Any]]:
     """AG-UI interrupts for a run paused for approval: one per call awaiting a decision, bound to the call the
-    stream showed (``toolCallId``; the interrupt's ``id`` is the call's too, which is what a decision in the server
-    names), with the run's id for the server's code under ``metadata.agentactors``."""
-    return [
-        {
+    stream showed (``toolCallId``; the interrupt's ``id`` is the call's too, which is what a resume answer and a
+    decision in the server name), with the run's id for the server's code under ``metadata.agentactors``.
+    ``answerable`` (the client answers them: sessions): each says the answer it takes (``responseSchema``)."""
+    interrupts = []
+    for call in result.pending_approvals:
+        interrupt: dict[str, Any] = {
             "id": call.id,
             "reason": "tool_call",
             "message": f"the call to {call.name} awaits a person's approval",
             "toolCallId": call.id,
             "metadata": {"agentactors": {"runId": result.run_id, "toolCallName": call.name}},
         }
-        for call in result.pending_approvals
-    ]
+        if answerable:
+            interrupt["responseSchema"] = APPROVAL_SCHEMA
+        interrupts.append(interrupt)
+    return interrupts
 
 
 async def _refuse_resume(send: Send, run_input: RunInput, span: RequestSpan) -> None:
@@ -503,11 +607,10 @@ async def _refuse_resume(send: Send, run_input: RunInput, span: RequestSpan) -> 
     translation = _Translation(run_input, stream, span)
     await stream.start()
     await translation.started()
-    answered = ", ".join(run_input.resume)[:200]
+    answered = ", ".join(a.interrupt_id for a in run_input.resume)[:200]
     await translation.failed(
-        f"this server does not take AG-UI resume answers (interrupts {answered}): the calls awaiting approval are "
-        "decided in the server — with sessions, by resolving the thread's session — then post the thread's next "
-        "message",
+        f"this server keeps no paused run to resume (interrupts {answered}): its app takes AG-UI resume answers "
+        "with sessions=True; without, post the thread's next message",
         "ResumeNotSupported",
         fault=False,
     )

@@ -973,6 +973,24 @@ async def _serve_agui_client(doc: Doc) -> None:
     assert doc.out() == "assistant: Hello"
 
 
+@example("docs/serve.md: Answering it: `resume` (with `sessions=True`)")
+async def _serve_agui_resume(doc: Doc) -> None:
+    moved: list[int] = []
+
+    @tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money (a person approves each call)."""
+        moved.append(amount)
+        return f"moved {amount}"
+
+    provider = ScriptedProvider([[ToolCall("call-9", "transfer", {"amount": 5})], "Moved 5."])
+    agent = Agent(provider, tools=[transfer], name="bank")
+    async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=True), probe="/") as base:
+        asked = [("http://127.0.0.1:8000", base), ('input(f"{interrupt[\'message\']} -- approve? [y/N] ")', '"y"')]
+        await doc.run(replace=asked, thread=True)
+    assert doc.out() == "RUN_FINISHED\n" and moved == [5], "the person's yes ran the call"
+
+
 @example("docs/serve.md: Tracing")
 async def _serve_tracing(doc: Doc) -> None:
     namespace = await doc.run({"Runtime": Runtime, "openai_app": openai_app, "agent": echo_agent()})

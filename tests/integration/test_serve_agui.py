@@ -12,7 +12,7 @@ import anyio
 import attrs
 import httpx
 import pytest
-from ag_ui.core import Event, EventType, RunAgentInput
+from ag_ui.core import Event, EventType, ResumeEntry, RunAgentInput
 from pydantic import TypeAdapter
 
 from agentactors import Agent, LLMRequest, ScriptedProvider, ToolCall, tool
@@ -387,7 +387,21 @@ async def test_a_run_paused_for_approval_finishes_with_an_interrupt_not_as_compl
     assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None
 
 
-async def test_with_sessions_a_paused_thread_says_so_and_is_resolved_in_the_server() -> None:
+def answer(call_id: str, approved: bool | None = None, reason: str | None = None) -> dict[str, Any]:
+    """A resume entry (``approved=None``: the person dismissed it — status ``cancelled``), as the protocol's model."""
+    if approved is None:
+        entry: dict[str, Any] = {"interruptId": call_id, "status": "cancelled"}
+    else:
+        payload: dict[str, Any] = {"approved": approved} if reason is None else {"approved": approved, "reason": reason}
+        entry = {"interruptId": call_id, "status": "resolved", "payload": payload}
+    ResumeEntry.model_validate(entry)
+    return entry
+
+
+async def test_with_sessions_resume_answers_decide_the_pause_and_the_stream_is_the_resumed_runs() -> None:
+    """The thread's next input answers the interrupt (AG-UI ``resume``): the session's pause is decided by it and
+    the request's stream is the resumed run's — the decided call's result against the id the interrupted run
+    showed (not its START/ARGS/END again), then the answer — and the thread goes on from the resolved turn."""
     from agentactors import Runtime
 
     provider = ScriptedProvider([[ToolCall("call-9", "transfer", {"amount": 5})], "Moved 5.", "You are welcome."])
@@ -395,19 +409,168 @@ async def test_with_sessions_a_paused_thread_says_so_and_is_resolved_in_the_serv
     async with Runtime() as rt:
         async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
             events = await events_of(client, thread_body("run-1", ("user", "Move 5.")))
-            assert [i.tool_call_id for i in interrupted(events)] == ["call-9"]
-            # the protocol: a post to a thread with pending interrupts must carry a resume, else RUN_ERROR
+            (interrupt,) = interrupted(events)
+            assert interrupt.tool_call_id == "call-9"
+            assert interrupt.response_schema["required"] == ["approved"], "it says the answer it takes"
+            # the protocol: a post to a thread with open interrupts must carry a resume, else RUN_ERROR
             refused = await events_of(client, thread_body("run-2", ("user", "Well?")))
             assert refused[-1].type == EventType.RUN_ERROR and refused[-1].code == "SessionPausedError"
-            # AG-UI's resume answers are not read (yet): said, not ignored
-            resume = [{"interruptId": "call-9", "status": "resolved", "payload": {"approved": True}}]
-            answered = await events_of(client, thread_body("run-3", ("user", "Move 5."), resume=resume))
-            assert [e.type for e in answered] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
-            assert answered[-1].code == "ResumeNotSupported" and "server" in answered[-1].message
-            result = await rt.session(agent, "thread-1").resolve({"call-9": True})  # the server's code decides
-            assert result.ok and result.content == "Moved 5."
-            after = await events_of(client, thread_body("run-4", ("user", "Thanks.")))
+            assert "resume" in refused[-1].message
+            approve = [answer("call-9", True)]
+            resumed = await events_of(client, thread_body("run-3", ("user", "Move 5."), resume=approve))
+            assert not rt.session(agent, "thread-1").paused
+            after = await events_of(client, thread_body("run-4", ("user", "Move 5."), ("assistant", "Moved 5."),
+                                                        ("user", "Thanks.")))
+    assert (resumed[0].type, resumed[0].run_id) == (EventType.RUN_STARTED, "run-3")
+    types = [e.type for e in resumed if e.type != EventType.STATE_SNAPSHOT]
+    assert types == [
+        EventType.RUN_STARTED, EventType.TOOL_CALL_RESULT,
+        EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_END,
+        EventType.RUN_FINISHED,
+    ]
+    result = resumed[1]
+    assert (result.tool_call_id, result.content) == ("call-9", "moved 5"), "the approved call ran"
+    assert "".join(e.delta for e in resumed if e.type == EventType.TEXT_MESSAGE_CONTENT) == "Moved 5."
+    assert resumed[-1].outcome is None and resumed[-2].type == EventType.STATE_SNAPSHOT
+    assert resumed[-2].snapshot["agentactors"]["pending"] == []
     assert after[-1].type == EventType.RUN_FINISHED and after[-1].outcome is None
+    history = [(m.role, m.content) for m in provider.requests[-1].messages]
+    assert ("tool", "moved 5") in history and history[-1] == ("user", "Thanks."), "continued from the resolved turn"
+
+
+async def test_a_denial_and_a_dismissal_reach_the_model_and_run_nothing() -> None:
+    from agentactors import Runtime
+
+    ran: list[int] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay (a person approves each call)."""
+        ran.append(amount)
+        return "paid"
+
+    calls = [ToolCall("call-1", "pay", {"amount": 1}), ToolCall("call-2", "pay", {"amount": 2})]
+    provider = ScriptedProvider([calls, "Not paid."])
+    agent = Agent(provider, tools=[pay], name="bank")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            events = await events_of(client, thread_body("run-1", ("user", "Pay twice.")))
+            assert [i.id for i in interrupted(events)] == ["call-1", "call-2"]
+            resume = [answer("call-1", False, "too much"), answer("call-2")]
+            resumed = await events_of(client, thread_body("run-2", ("user", "Pay twice."), resume=resume))
+    assert ran == [], "a denied call and a dismissed one do not run"
+    results = {e.tool_call_id: e.content for e in resumed if e.type == EventType.TOOL_CALL_RESULT}
+    assert set(results) == {"call-1", "call-2"} and "too much" in results["call-1"]
+    assert "dismissed" in results["call-2"], "a dismissed interrupt is a denial the model reads"
+    assert resumed[-1].type == EventType.RUN_FINISHED and resumed[-1].outcome is None
+
+
+async def test_answers_that_do_not_decide_the_pause_are_refused_and_decide_nothing() -> None:
+    """Each refusal has its own code, leaves the pause as it was, and the right answers still decide it."""
+    from agentactors import Runtime
+
+    calls = [ToolCall("call-1", "transfer", {"amount": 1}), ToolCall("call-2", "transfer", {"amount": 2})]
+    provider = ScriptedProvider([calls, "Done."])
+    agent = Agent(provider, tools=[transfer], name="bank")
+    wrong = {
+        "UnknownInterrupt": [answer("call-1", True), answer("call-2", True), answer("call-7", True)],
+        "InterruptsNotCovered": [answer("call-1", True)],
+        "InvalidResumePayload": [answer("call-1", True), {"interruptId": "call-2", "status": "resolved",
+                                                         "payload": {"approved": True, "editedArgs": {"amount": 9}}}],
+    }
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            none = await events_of(client, thread_body("run-0", ("user", "Hi."), resume=[answer("call-1", True)]))
+            assert none[-1].type == EventType.RUN_ERROR and none[-1].code == "NoOpenInterrupts", "never paused"
+            await events_of(client, thread_body("run-1", ("user", "Move twice.")))
+            for n, (code, resume) in enumerate(wrong.items()):
+                refused = await events_of(client, thread_body(f"run-r{n}", ("user", "x"), resume=resume))
+                assert [e.type for e in refused] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+                assert refused[-1].code == code, refused[-1].message
+                assert rt.session(agent, "thread-1").paused, "nothing was decided"
+            bare = {"interruptId": "call-1", "status": "resolved", "payload": True}
+            for payload in ({"interruptId": "call-1", "status": "resolved"}, bare):
+                resume = [payload, answer("call-2")]
+                refused = await events_of(client, thread_body("run-p", ("user", "x"), resume=resume))
+                assert refused[-1].code == "InvalidResumePayload"
+            no_status = {**thread_body("run-m", ("user", "x")), "resume": [{"interruptId": "call-1"}]}
+            malformed = await client.post("/", json=no_status)
+            assert malformed.status_code == 422 and "status" in malformed.json()["detail"]
+            assert len(provider.requests) == 1, "no model call for any of them"
+            resume = [answer("call-1", True), answer("call-2", True)]
+            done = await events_of(client, thread_body("run-2", ("user", "x"), resume=resume))
+            assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None
+            again = await events_of(client, thread_body("run-3", ("user", "x"), resume=resume))
+    assert again[-1].code == "NoOpenInterrupts", "the same answers sent again run nothing twice"
+
+
+async def test_a_resumed_run_that_pauses_again_ends_with_its_new_interrupts() -> None:
+    from agentactors import Runtime
+
+    provider = ScriptedProvider([
+        [ToolCall("call-1", "transfer", {"amount": 1})],
+        [ToolCall("call-2", "transfer", {"amount": 2}), ToolCall("call-3", "lookup", {"city": "Oslo"})],
+        "Done.",
+    ])
+    agent = Agent(provider, tools=[transfer, lookup], name="bank")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            await events_of(client, thread_body("run-1", ("user", "Move.")))
+            resumed = await events_of(client, thread_body("run-2", ("user", "Move."), resume=[answer("call-1", True)]))
+            assert [i.id for i in interrupted(resumed)] == ["call-2"]
+            ends = [e.tool_call_id for e in resumed if e.type == EventType.TOOL_CALL_END]
+            results = [e.tool_call_id for e in resumed if e.type == EventType.TOOL_CALL_RESULT]
+            assert ends == ["call-2", "call-3"] and results == ["call-1", "call-3"]
+            assert resumed[-2].snapshot["agentactors"]["pending"] == [
+                {"toolCallId": "call-2", "toolCallName": "transfer"}]
+            done = await events_of(client, thread_body("run-3", ("user", "Move."), resume=[answer("call-2", True)]))
+    assert [e.tool_call_id for e in done if e.type == EventType.TOOL_CALL_RESULT] == ["call-2"], "call-3's shown once"
+    assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None
+
+
+async def test_a_pause_is_answered_after_the_server_restarted() -> None:
+    """A person may take longer than the session stays active, or than the process lives: the pause is read from
+    the store when the answers come."""
+    from agentactors import Runtime
+    from agentactors.sessions import MemoryStore
+
+    store = MemoryStore()
+    provider = ScriptedProvider([[ToolCall("call-9", "transfer", {"amount": 5})], "Moved 5."])
+    agent = Agent(provider, tools=[transfer], name="bank")
+    async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=True, store=store)) as client:
+        await events_of(client, thread_body("run-1", ("user", "Move 5.")))
+    async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=True, store=store)) as client:
+        resumed = await events_of(client, thread_body("run-2", ("user", "Move 5."), resume=[answer("call-9", True)]))
+    assert [e.content for e in resumed if e.type == EventType.TOOL_CALL_RESULT] == ["moved 5"]
+    assert resumed[-1].type == EventType.RUN_FINISHED and resumed[-1].outcome is None
+
+
+async def test_without_sessions_resume_answers_are_refused_and_interrupts_offer_no_answer() -> None:
+    provider = ScriptedProvider([[ToolCall("call-9", "transfer", {"amount": 5})]])
+    agent = Agent(provider, tools=[transfer], name="bank")
+    async with served(agui_app(agent)) as client:
+        (interrupt,) = interrupted(await events_of(client, thread_body("run-1", ("user", "Move 5."))))
+        answered = await events_of(client, thread_body("run-2", ("user", "Move 5."), resume=[answer("call-9", True)]))
+    assert interrupt.response_schema is None, "nothing here takes an answer"
+    assert [e.type for e in answered] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+    assert answered[-1].code == "ResumeNotSupported" and "sessions=True" in answered[-1].message
+
+
+async def test_answers_posted_while_the_thread_runs_are_refused() -> None:
+    from agentactors import Runtime
+
+    model = Gated()
+    agent = Agent(ScriptedProvider(model), name="weather")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(events_of, client, thread_body("run-1", ("user", "Bergen?")))
+                with anyio.fail_after(10):
+                    await model.started.wait()
+                busy = await events_of(client, thread_body("run-2", ("user", "Bergen?"), resume=[answer("c", True)]))
+                model.gate.set()
+    assert busy[-1].type == EventType.RUN_ERROR and busy[-1].code == "ThreadBusy"
+    assert len(model.seen) == 1, "nothing steered into the live run"
 
 
 async def test_the_servers_code_steers_a_thread_through_its_session() -> None:
@@ -432,3 +595,29 @@ async def test_the_servers_code_steers_a_thread_through_its_session() -> None:
     assert model.seen[-1] == ["Bergen?", "From the server: Oslo too."]
     assert events[-1].type == EventType.RUN_FINISHED
     assert [m.content for m in history if m.role == "user"] == ["Bergen?", "From the server: Oslo too."]
+
+
+async def test_a_paused_runs_call_that_ran_shows_its_result() -> None:
+    """Of a paused step's calls, the one needing no approval ran: the stream showed its START/ARGS/END and then
+    never its result, as if it had not run (its result is the pause's, not yet in the run's messages)."""
+    calls = [ToolCall("call-9", "transfer", {"amount": 5}), ToolCall("call-10", "lookup", {"city": "Oslo"})]
+    agent = Agent(ScriptedProvider([calls, "Hi."]), tools=[transfer, lookup], name="bank")
+    async with served(agui_app(agent)) as client:
+        events = await events_of(client, thread_body("run-1", ("user", "Move 5.")))
+    results = {e.tool_call_id: e for e in events if e.type == EventType.TOOL_CALL_RESULT}
+    assert set(results) == {"call-10"}, "the call that ran has its result; the one awaiting approval has none"
+    assert json.loads(results["call-10"].content) == {"city": "Oslo", "sky": "clear"}
+    assert [i.tool_call_id for i in interrupted(events)] == ["call-9"]
+
+
+async def test_a_paused_runs_last_state_names_the_calls_awaiting_a_decision() -> None:
+    """AG-UI asks for the state before an interrupt: the last STATE_SNAPSHOT said ``pending: []`` while the run
+    ended waiting for exactly those calls."""
+    calls = [ToolCall("call-9", "transfer", {"amount": 5}), ToolCall("call-10", "lookup", {"city": "Oslo"})]
+    agent = Agent(ScriptedProvider([calls, "Hi."]), tools=[transfer, lookup], name="bank")
+    async with served(agui_app(agent)) as client:
+        events = await events_of(client, thread_body("run-1", ("user", "Move 5."), state={"units": "metric"}))
+    assert events[-2].type == EventType.STATE_SNAPSHOT, "the state right before the interrupt"
+    last = events[-2].snapshot
+    assert last["units"] == "metric"
+    assert last["agentactors"]["pending"] == [{"toolCallId": "call-9", "toolCallName": "transfer"}]

@@ -130,3 +130,63 @@ async def test_the_agui_page_steers_a_live_run_from_the_browser() -> None:
         answers = await anyio.to_thread.run_sync(drive)
     assert seen == [["Weather in Bergen?"], ["Weather in Bergen?", "Also Oslo."]], "the steer, read once"
     assert "".join(answers).endswith("Bergen and Oslo: clear.")
+
+
+async def test_the_agui_page_answers_an_interrupt_from_the_browser() -> None:
+    """A run that pauses for approval ends with an interrupt: the page asks the person, then posts the answers as
+    the next run's ``resume``; that run's stream shows the decided calls' results and the answer."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount, Route
+
+    from agentactors import Agent, Runtime, tool
+    from agentactors.serve import agui_app
+
+    chromium = chromium_or_skip()
+    moved: list[int] = []
+
+    @tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money (a person approves each call)."""
+        moved.append(amount)
+        return f"moved {amount}"
+
+    calls = [ToolCall("call-1", "transfer", {"amount": 5}), ToolCall("call-2", "transfer", {"amount": 7})]
+    provider = ScriptedProvider([calls, "Moved 5; 7 was declined."])
+    module = load_example("serve_all")
+    async with Runtime() as rt:
+        agent = Agent(provider, tools=[transfer], name="bank")
+        app = Starlette(routes=[
+            Route("/", module.page), Mount("/agui", app=agui_app(agent, runtime=rt, sessions=True)),
+        ])
+        async with serving(app, module) as base:
+
+            def drive() -> tuple[list[str], list[str], list[str], str]:
+                from playwright.sync_api import sync_playwright
+
+                with sync_playwright() as p:
+                    browser = p.chromium.launch(executable_path=chromium, args=list(CHROMIUM_ARGS))
+                    try:
+                        page = browser.new_page()
+                        page.goto(base + "/")
+                        page.fill("#prompt", "Move 5, then 7.")
+                        page.click("#send")
+                        page.wait_for_function(
+                            "document.getElementById('status').textContent === 'awaiting approval'", timeout=15_000
+                        )
+                        asked = page.locator(".interrupt").all_text_contents()
+                        page.click(".interrupt[data-interrupt='call-1'] .approve")
+                        page.click(".interrupt[data-interrupt='call-2'] .deny")
+                        page.wait_for_function("document.getElementById('status').textContent === 'finished'",
+                                               timeout=15_000)
+                        tools = page.locator(".tool")
+                        results = [tools.nth(i).get_attribute("data-result") or "" for i in range(tools.count())]
+                        answers = page.locator(".answer").all_text_contents()
+                        return asked, results, answers, page.text_content("#status") or ""
+                    finally:
+                        browser.close()
+
+            asked, results, answers, status = await anyio.to_thread.run_sync(drive)
+    assert len(asked) == 2 and all("transfer" in a for a in asked)
+    assert results[0] == "moved 5" and "denied" in results[1], "the resumed run's results, on the calls shown before"
+    assert answers == ["Moved 5; 7 was declined."] and status == "finished"
+    assert moved == [5], "the approved call ran, the denied one did not"

@@ -5,8 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ag_ui.core import Interrupt, ResumeEntry
 
-from agentactors.serve._agui_input import InvalidInput, read_run_input
+from agentactors.messages import ToolCall
+from agentactors.serve._agui_input import (
+    APPROVAL_SCHEMA,
+    InvalidInput,
+    ResumeAnswer,
+    ResumeRefused,
+    decisions_of,
+    read_run_input,
+)
 
 
 def body(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -44,15 +53,76 @@ def test_a_bad_message_is_refused_whatever_part_it_is_in() -> None:
         read_run_input(body({"role": "assistant", "content": "x"}, {"role": "user", "content": 5}))
 
 
-def test_answers_to_interrupts_are_read_as_their_ids_and_nothing_else() -> None:
-    """A ``resume`` is refused whole by the app (its messages are not read: they may hold nothing new); one of
-    the wrong shape is an input the app cannot serve."""
-    answered = read_run_input(body(resume=[{"interruptId": "call-9", "status": "resolved", "payload": True}]))
-    assert answered.resume == ("call-9",) and answered.messages == ()
+def test_answers_to_interrupts_are_read_as_the_protocols_resume_entries_and_the_messages_are_not() -> None:
+    """A ``resume`` continues the thread's paused run: its messages are not read (they may hold nothing new); one
+    that is not an array of resume entries (``interruptId``, ``status`` resolved or cancelled, ``payload``, an object
+    ``metadata``) — or answers an interrupt twice — is an input the app cannot serve."""
+    entries = [
+        {"interruptId": "call-9", "status": "resolved", "payload": {"approved": True}, "metadata": {"k": 1}},
+        {"interruptId": "call-10", "status": "cancelled"},
+    ]
+    for entry in entries:
+        ResumeEntry.model_validate(entry)
+    answered = read_run_input(body({"role": "user", "content": "hi"}, resume=entries))
+    assert answered.resume == (
+        ResumeAnswer("call-9", "resolved", {"approved": True}), ResumeAnswer("call-10", "cancelled")
+    )
+    assert answered.messages == ()
     empties: tuple[list[Any] | None, ...] = (None, [])
     for empty in empties:
         plain = read_run_input(body({"role": "user", "content": "hi"}, resume=empty))
         assert plain.resume == () and [m.content for m in plain.messages] == ["hi"]
-    for bad in ({"interruptId": "x"}, ["call-9"], [{"status": "resolved"}], [{"interruptId": 9}]):
+    bad: tuple[Any, ...] = (
+        {"interruptId": "x"}, ["call-9"], [{"status": "resolved"}], [{"interruptId": 9, "status": "resolved"}],
+        [{"interruptId": "", "status": "resolved"}], [{"interruptId": "c", "status": "approved"}],
+        [{"interruptId": "c"}], [{"interruptId": "c", "status": "resolved", "metadata": "m"}],
+        [{"interruptId": "c", "status": "resolved"}, {"interruptId": "c", "status": "cancelled"}],
+    )
+    for wrong in bad:
         with pytest.raises(InvalidInput, match="resume"):
-            read_run_input(body({"role": "user", "content": "hi"}, resume=bad))
+            read_run_input(body({"role": "user", "content": "hi"}, resume=wrong))
+
+
+PENDING = (ToolCall("call-1", "transfer", {"amount": 1}), ToolCall("call-2", "transfer", {"amount": 2}))
+
+
+def test_answers_decide_every_pending_call_approved_denied_with_a_reason_or_dismissed() -> None:
+    answers = (
+        ResumeAnswer("call-2", "resolved", {"approved": False, "reason": " too much "}),
+        ResumeAnswer("call-1", "resolved", {"approved": True, "reason": "fine", "note": "kept out"}),
+    )
+    assert decisions_of(answers, PENDING) == {"call-1": True, "call-2": "too much"}
+    plain = (ResumeAnswer("call-1", "resolved", {"approved": False}), ResumeAnswer("call-2", "cancelled", "ignored"))
+    decided = decisions_of(plain, PENDING)
+    assert decided["call-1"] == "denied by a person" and "dismissed" in str(decided["call-2"])
+
+
+@pytest.mark.parametrize(
+    ("answers", "pending", "code"),
+    [
+        ((ResumeAnswer("call-1", "resolved", {"approved": True}),), (), "NoOpenInterrupts"),
+        (tuple(ResumeAnswer(f"call-{n}", "cancelled") for n in (1, 2, 3)), PENDING, "UnknownInterrupt"),
+        ((ResumeAnswer("call-1", "resolved", {"approved": True}),), PENDING, "InterruptsNotCovered"),
+        ((ResumeAnswer("call-1", "resolved", True), ResumeAnswer("call-2", "cancelled")), PENDING,
+         "InvalidResumePayload"),
+        ((ResumeAnswer("call-1", "resolved"), ResumeAnswer("call-2", "cancelled")), PENDING, "InvalidResumePayload"),
+        ((ResumeAnswer("call-1", "resolved", {"approved": "yes"}), ResumeAnswer("call-2", "cancelled")), PENDING,
+         "InvalidResumePayload"),
+        ((ResumeAnswer("call-1", "resolved", {"approved": False, "reason": 5}), ResumeAnswer("call-2", "cancelled")),
+         PENDING, "InvalidResumePayload"),
+        ((ResumeAnswer("call-1", "resolved", {"approved": True, "editedArgs": {"amount": 9}}),
+          ResumeAnswer("call-2", "cancelled")), PENDING, "InvalidResumePayload"),
+    ],
+)
+def test_answers_that_do_not_fit_the_pause_are_refused_whole(
+    answers: tuple[ResumeAnswer, ...], pending: tuple[ToolCall, ...], code: str
+) -> None:
+    with pytest.raises(ResumeRefused) as refused:
+        decisions_of(answers, pending)
+    assert refused.value.code == code and str(refused.value)
+
+
+def test_the_answer_an_interrupt_asks_for_is_a_json_schema_the_payloads_fit() -> None:
+    """``APPROVAL_SCHEMA`` is what the interrupts publish (``responseSchema``): the payloads taken fit it."""
+    Interrupt.model_validate({"id": "c", "reason": "tool_call", "responseSchema": APPROVAL_SCHEMA})
+    assert APPROVAL_SCHEMA["required"] == ["approved"] and "editedArgs" not in APPROVAL_SCHEMA["properties"]
