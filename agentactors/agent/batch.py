@@ -29,6 +29,7 @@ and how to run them (``run``), so that an agent's private methods stay its own.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -45,7 +46,16 @@ from ..messages import Message
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["AsCompleted", "Prepare", "RunMessages", "check_concurrency", "results_of", "run_batch"]
+__all__ = [
+    "AsCompleted",
+    "Prepare",
+    "RunMessages",
+    "check_concurrency",
+    "check_items",
+    "check_progress",
+    "results_of",
+    "run_batch",
+]
 
 log = logging.getLogger("agentactors.agent")
 
@@ -57,6 +67,35 @@ Prepare = Callable[[P], tuple[Message, ...]]
 RunMessages = Callable[[tuple[Message, ...]], Awaitable[RunResult[Any]]]
 
 _NO_MESSAGES: tuple[Message, ...] = ()
+
+
+def check_items(inputs: object, what: str) -> None:
+    """:raises TypeError: ``inputs`` is one input (a str, a message), which iterating would take for many.
+
+    ``run_many("hello")`` would otherwise be five runs of one letter each.  ``what`` names the caller.
+    """
+    if isinstance(inputs, str | bytes | Message):
+        raise TypeError(
+            f"{what} takes an iterable of prompts, not one {type(inputs).__name__}: pass [prompt] for a single one"
+        )
+
+
+def check_progress(progress: object) -> None:
+    """:raises TypeError: ``progress`` cannot be called as a batch calls it: synchronously, after each run.
+
+    Not callable, it would fail after every run, each failure only logged; an ``async def`` one returns a
+    coroutine nobody awaits, and reports nothing.
+    """
+    if progress is None:
+        return
+    if not callable(progress):
+        raise TypeError(f"progress must be a plain function (done, failed, total), not {type(progress).__name__}")
+    # An object whose __call__ is `async def` is one too.
+    if inspect.iscoroutinefunction(progress) or inspect.iscoroutinefunction(type(progress).__call__):
+        raise TypeError(
+            "progress must be a plain function (done, failed, total) -> None, called after each run; not an async "
+            f"one ({getattr(progress, '__qualname__', type(progress).__name__)}), which would never be awaited"
+        )
 
 
 def check_concurrency(concurrency: int) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import numbers
 import os
 import threading
 import warnings
@@ -60,7 +61,7 @@ from ..loop.nudges import DEFAULT_NUDGES, FOLLOWUPS_TOOL, Nudges
 from ..loop.options import NO_OPTIONS, RunOptions
 from ..loop.pause import PausedRun, check_decisions
 from ..loop.result import RunResult
-from ..loop.seats import Seat
+from ..loop.seats import InputFilter, Seat
 from ..messages import Message, ToolChoice, text_message
 from ..output.config import OutputConfig
 from ..output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
@@ -74,7 +75,7 @@ from ..tools.executor import ToolExecutorActor, ToolPolicy
 from ..tools.registry import Tool, tool
 from ..tools.results import ToolStatus
 from ..tools.toolset import ToolNameClashError, Toolset, ToolsetError, ToolsetView, check_toolsets
-from .batch import AsCompleted, check_concurrency, run_batch
+from .batch import AsCompleted, check_concurrency, check_items, check_progress, run_batch
 from .delegation import AgentTool
 from .handoffs import Handoff, handoff
 from .pauses import claim as claim_pause
@@ -101,10 +102,17 @@ def new_run_id() -> str:
 
 
 def _to_messages(prompt: Prompt) -> tuple[Message, ...]:
+    """A prompt as the run's input messages.  :raises TypeError, ValueError: it is not a prompt."""
     if isinstance(prompt, str):
         return (text_message("user", prompt, (), None, None, "", None, False),)  # Message.user(prompt), set directly
     if isinstance(prompt, Message):
         return (prompt,)
+    if isinstance(prompt, bytes | bytearray | Mapping) or not isinstance(prompt, Iterable):
+        # Said here: iterated, a dict gives its keys and bytes their ints, each refused for what it is not.
+        raise TypeError(
+            "a prompt is a str, a Message, a sequence of Messages or the content parts of one user message, "
+            f"not {type(prompt).__name__}"
+        )
     messages = tuple(prompt)
     if not messages:
         raise ValueError("a run needs a prompt or at least one message")
@@ -169,14 +177,42 @@ def _options(
     ):
         return NO_OPTIONS
     _check_settings(settings)
+    if on_token is not None and not callable(on_token):
+        # Else it is called for every piece of text, and each TypeError only logged.
+        raise TypeError(f"on_token must be callable: (text) -> None, not {type(on_token).__name__}")
     if input_key is not None and not isinstance(input_key, str):
         raise TypeError(f"input_key must be a str, not {type(input_key).__name__}")
     return RunOptions(on_token, deps, settings, deadline, priority, input_key, check_cost_limit(cost_limit))
 
 
+def _listed(value: Any, field: str, what: str) -> Iterable[Any]:
+    """``value``, a collection argument, checked to be one: not a single item, not a string.
+
+    :raises TypeError: it is not (a str would be taken letter by letter: ``handoffs="billing"``).
+    """
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise TypeError(f"{field} takes a list of {what}, not {type(value).__name__} (for one, pass [it])")
+    return value
+
+
+def _check_int(field: str, value: object, *, optional: bool = False) -> None:
+    """:raises TypeError: ``value`` is not an int (``None`` too, when ``optional``): a float such as ``nan`` or
+    ``inf`` passes every ``<`` check, and a step limit of ``nan`` never ends a tool loop."""
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{field} must be an int{' or None' if optional else ''}, not {value!r}")
+
+
+def _check_text(field: str, value: object) -> None:
+    """:raises TypeError: ``value`` is neither a str nor ``None``."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{field} must be a str or None, not {type(value).__name__}")
+
+
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
     out: list[Tool[Any, Any]] = []
-    for t in value:
+    for t in _listed(value, "tools", "@tool functions or plain functions"):
         if isinstance(t, Tool):
             out.append(t)
         elif callable(t):
@@ -188,7 +224,7 @@ def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Too
 
 def _to_handoffs(value: Iterable[Any]) -> tuple[Handoff, ...]:
     out: list[Handoff] = []
-    for item in value:
+    for item in _listed(value, "handoffs", "Agents, agent names or handoff(agent, ...) tools"):
         if isinstance(item, Handoff):
             out.append(item)
         elif isinstance(item, Agent | str):
@@ -273,7 +309,7 @@ def _owners(tools: Iterable[Tool[Any, Any]], handoffs: Iterable[Handoff]) -> dic
 
 
 def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
-    recorders = tuple(value)
+    recorders = tuple(_listed(value, "recorders", "recorders"))
     for r in recorders:
         if not callable(getattr(r, "record", None)):
             raise TypeError(f"a recorder needs a record(event) method; {type(r).__name__} has none")
@@ -385,6 +421,8 @@ class Agent(Generic[OutputT]):
     _home: Runtime | None = attrs.field(init=False, default=None)
     _warned: _Warned = attrs.field(init=False, factory=_Warned)
     _graph: dict[str, Agent[Any]] | None = attrs.field(init=False, default=None)
+    # The input_filters of the handoffs in _graph, by (agent name, handoff tool name); set with _graph.
+    _filters: dict[tuple[str, str], InputFilter] = attrs.field(init=False, factory=dict)
     _owners: dict[str, str] = attrs.field(init=False, factory=dict)  # who holds each tool name, in words
 
     def __attrs_post_init__(self) -> None:
@@ -394,6 +432,19 @@ class Agent(Generic[OutputT]):
             )
         if not isinstance(self.tool_choice, ToolChoice):
             raise TypeError("tool_choice must be a ToolChoice")
+        _check_int("max_steps", self.max_steps)
+        _check_int("max_empty_steps", self.max_empty_steps)
+        _check_int("max_tool_result_chars", self.max_tool_result_chars, optional=True)
+        _check_int("context_budget_chars", self.context_budget_chars, optional=True)
+        for field in ("system", "model", "name"):
+            _check_text(field, getattr(self, field))
+        if self.on_tool_status is not None and not isinstance(self.on_tool_status, Mapping):
+            raise TypeError(
+                f"on_tool_status must be a mapping {{ToolStatus: 'continue' | 'end_turn' | 'raise'}}, "
+                f"not {type(self.on_tool_status).__name__}"
+            )
+        if not isinstance(self.followups, bool):
+            raise TypeError(f"followups must be True or False, not {self.followups!r}")
         moved = tuple(t for t in self.tools if isinstance(t, Handoff))
         if moved:  # a handoff given among the tools is a handoff all the same
             object.__setattr__(self, "tools", tuple(t for t in self.tools if not isinstance(t, Handoff)))
@@ -582,6 +633,8 @@ class Agent(Generic[OutputT]):
         always ``inputs[i]``'s (docs/reliability.md, "Batches").
 
         :raises ValueError: ``concurrency`` is not a positive int.
+        :raises TypeError: ``inputs`` is one prompt (a str or a Message), not an iterable of them;
+            ``progress`` is not a plain function (not callable, or ``async``: it is called synchronously).
         :raises RuntimeError: ``runtime`` (or the bound one) is not running, or belongs to another
             thread's event loop: a batch is not handed over as :meth:`run` is; run it there with
             ``await rt.call(agent.run_many, inputs)``.
@@ -597,6 +650,8 @@ class Agent(Generic[OutputT]):
         rides on the cancellation exception as ``exc.results``.
         """
         check_concurrency(concurrency)
+        check_items(inputs, "run_many")
+        check_progress(progress)
         items = list(inputs)
         # An explicit runtime is checked as a bound one is (running, this thread's): a batch is not handed over.
         # Before the empty shortcut: a closed or foreign runtime is the caller's mistake even with nothing to run.
@@ -640,10 +695,12 @@ class Agent(Generic[OutputT]):
         :raises RuntimeError: no runtime is running (the runs need one to live in); ``runtime`` (or the
             bound one) has closed or belongs to another thread's event loop.
         :raises ValueError: ``concurrency`` is not a positive int.
+        :raises TypeError: ``inputs`` is one prompt (a str or a Message), not an iterable of them.
 
         Cancellation: the runs belong to the runtime, not to the consumer: cancelling the consumer
         leaves them running until ``aclose()``, the end of ``async with``, or the runtime's exit.
         """
+        check_items(inputs, "as_completed")
         rt = self._runtime(runtime)
         if rt is None:
             raise RuntimeError(
@@ -703,7 +760,8 @@ class Agent(Generic[OutputT]):
         are not kept with a pause: pass them again).
 
         :raises ValueError: ``paused`` is not paused; a pending call without a decision, or a decision
-            for a call that is not pending.
+            for a call that is not pending; this agent neither is nor hands off to the agent the run
+            paused in (nothing is claimed: the pause is left to the right agent).
         :raises PauseConsumedError: this pause was resumed already in this process (sequentially or at
             the same time): a pause goes on once, and this call runs nothing.  Across processes, see
             docs/agents.md ("Approvals").
@@ -716,7 +774,11 @@ class Agent(Generic[OutputT]):
         if not isinstance(state, PausedRun):
             raise ValueError("resume() takes a paused RunResult (result.paused is True) or its resume_state")
         checked = check_decisions(state, decisions)
-        if state.agent != self.name and not self.handoffs:
+        # Before the claim: a resume whose run would fail at once, finding no seat for the paused agent, must
+        # leave the pause to the right agent.
+        if state.agent != self.name and (
+            not self.handoffs or (state.agent is not None and state.agent not in self._reachable())
+        ):
             raise ValueError(
                 f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
                 f"(or with one that hands off to it), not {self.name!r}"
@@ -779,8 +841,10 @@ class Agent(Generic[OutputT]):
         what they spent (``docs/costs.md``).
 
         :raises RuntimeError: no runtime is running (``runtime`` as for :meth:`run`).
-        :raises TypeError, ValueError: a key that is not a non-empty str, a bad ``idle_timeout``.
+        :raises TypeError, ValueError: a key that is not a non-empty str, a bad ``idle_timeout``, a ``runtime``
+            that is not a Runtime.
         """
+        _check_runtime(runtime)
         rt = runtime if runtime is not None else self._runtime()
         if rt is None:
             raise RuntimeError(
@@ -806,6 +870,7 @@ class Agent(Generic[OutputT]):
         ``priority`` and ``input_key`` as for :meth:`run`.  See :class:`AgentRun`.
         """
         options = _options(None, deps, settings, deadline, priority, input_key)
+        _check_runtime(runtime)
         return AgentRun(_Launcher(self, _to_messages(prompt), options, runtime))
 
     def _runtime(
@@ -816,6 +881,8 @@ class Agent(Generic[OutputT]):
         :raises RuntimeError: an explicit or bound runtime that is not running, or (unless ``any_thread``:
             the caller hands its call to the runtime's loop) of another thread.
         """
+        if runtime is not None and type(runtime) is not Runtime:  # inline: every run given runtime= passes here
+            _check_runtime(runtime)  # (a subclass passes)
         rt = runtime if runtime is not None else self._home
         if rt is not None:
             which = "passed as runtime=" if runtime is not None else "this agent is bound to"
@@ -1017,15 +1084,28 @@ class Agent(Generic[OutputT]):
             raise ValueError(
                 f"handoffs name agents that {self!r} cannot reach: {unknown} (known: {sorted(found)})"
             )
+        # A handoff's input_filter is the handoff's own: two agents may each hand off through a tool of the same
+        # name (both have `transfer_to_billing`), one with a filter and one without.
+        filters = {
+            (name, h.name): h.input_filter
+            for name, agent in found.items()
+            for h in agent.handoffs
+            if h.input_filter is not None
+        }
+        object.__setattr__(self, "_filters", filters)
         object.__setattr__(self, "_graph", found)
         return found
 
     def _seats(self, rt: Runtime, private: bool) -> Callable[[str, str | None], Awaitable[Seat]]:
-        """How a run of this agent in ``rt`` finds the seat of an agent it is handed to (by name)."""
+        """How a run of this agent in ``rt`` finds the seat of an agent it is handed to (by name).
+
+        One resolver per run: it follows the agent answering (the first one; each seat it gives; the agent a
+        resumed run was paused in), since a handoff tool's name says which filter applies only together with
+        the agent that offered it.
+        """
         agents = self._reachable()
-        filters = {
-            h.name: h.input_filter for agent in agents.values() for h in agent.handoffs if h.input_filter is not None
-        }
+        filters = self._filters
+        answering = [self.name or ""]
 
         async def seat(name: str, via: str | None) -> Seat:
             agent = agents.get(name)
@@ -1033,7 +1113,9 @@ class Agent(Generic[OutputT]):
                 raise ValueError(f"no agent named {name!r} is reachable through the handoffs of {self!r}")
             bound = agent._bind(rt, private=private)
             config, tools = (agent._config, bound.tools) if not agent.toolsets else await agent._toolset_tools(bound)
-            return Seat(config, bound.provider, tools, bound.native, filters.get(via) if via is not None else None)
+            input_filter = filters.get((answering[0], via)) if via is not None else None
+            answering[0] = name
+            return Seat(config, bound.provider, tools, bound.native, input_filter)
 
         return seat
 
@@ -1107,6 +1189,12 @@ def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
         raise ValueError(f"tool_choice {choice.mode!r} needs at least one tool")
     if choice.mode == "tool" and choice.name not in names:
         raise ValueError(f"tool_choice names {choice.name!r}, which is not among the tools {list(names)}")
+
+
+def _check_runtime(runtime: object) -> None:
+    """:raises TypeError: ``runtime=`` was given something else than a Runtime (else an AttributeError, later)."""
+    if runtime is not None and not isinstance(runtime, Runtime):
+        raise TypeError(f"runtime must be a Runtime, not {type(runtime).__name__}")
 
 
 def _check_usable(rt: Runtime, which: str, *, any_thread: bool = False) -> None:

@@ -12,9 +12,10 @@ child runs in the parent's runtime, sharing its ProviderActors and their budgets
 * it spends its parent's money: it charges the parent's cost budgets as it goes (the parent's
   ``cost_limit``, its session's, its runtime's: :mod:`agentactors.loop.cost`) and is stopped by them;
 * cancelling the parent cancels it, and the parent's deadline bounds it (:mod:`agentactors.gateway.ticket`);
-* a child that ends without an answer (a provider failure, a failed output, an error) is the call's
-  ``error`` result with a concise reason (:class:`~agentactors.errors.DelegationError`); one that would
-  nest deeper than ``max_depth`` is refused with status ``denied``
+* a child that ends without an answer (a provider failure, a failed output, an error; a cancellation
+  through its own handle; its step limit reached with nothing said) is the call's ``error`` result with a
+  concise reason (:class:`~agentactors.errors.DelegationError`); one that would nest deeper than
+  ``max_depth`` is refused with status ``denied``
   (:class:`~agentactors.errors.ToolDenied`), before it starts.
 
 A child cannot pause for approval (its caller's model is waiting for an answer in the same step): a
@@ -34,10 +35,32 @@ from .handoffs import tool_name_for
 __all__ = ["AgentTool", "as_tool"]
 
 
+def _unanswered(result: Any) -> bool:
+    """Whether a child ended without an answer its caller's model could read as one.
+
+    Besides a failure: a child cancelled through its own handle (``rt.run_ref(child).cancel()``), whose
+    content is ``""``; and one stopped at its ``max_steps`` (or ``max_empty_steps``) with nothing said yet —
+    ``""``, or a typed output of ``None`` (rendered ``null``).  A bounded child that had written an answer
+    answers with it, as a bounded run does.
+    """
+    if result.generation_failed or result.error is not None or result.cancelled:
+        return True
+    if not result.bounded:
+        return False
+    output = result.output
+    return output is None or (isinstance(output, str) and not output.strip())
+
+
 def _reason(result: Any) -> str:
     error = result.error
     if error is None:
-        return "the provider stack gave up" if result.generation_failed else "no answer"
+        if result.generation_failed:
+            return "the provider stack gave up"
+        if result.cancelled:
+            return "it was cancelled"
+        if result.bounded:
+            return f"it stopped at its step limit after {result.steps} steps without an answer"
+        return "no answer"
     text = str(error).strip().splitlines()[0] if str(error).strip() else ""
     if len(text) > 300:
         text = text[:299] + "…"
@@ -78,7 +101,7 @@ class AgentTool(Tool[..., Any]):
                 raise DelegationError(
                     shown, f"it asked for approval ({names}), which a delegated run cannot wait for"
                 )
-            if result.generation_failed or result.error is not None:
+            if _unanswered(result):
                 raise DelegationError(shown, _reason(result))
             return result.output
 

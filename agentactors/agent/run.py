@@ -268,13 +268,17 @@ class AgentRun(Generic[OutputT]):
         and leaves it when the iteration ends or the generator is closed (``aclose()``, or dropped
         by its consumer): the run is cancelled with it.
 
-        :raises ValueError: ``min_interval`` is negative.
+        :raises ValueError: ``min_interval`` is negative, infinite or NaN.
+        :raises TypeError: ``min_interval`` is not a number.
 
         Cancellation: a cancelled consumer leaves the generator; a run it entered is cancelled (and
         waited for) on the way out.
         """
-        if min_interval is not None and min_interval < 0:
-            raise ValueError(f"min_interval must be >= 0, not {min_interval!r}")
+        if min_interval is not None:
+            if isinstance(min_interval, bool) or not isinstance(min_interval, int | float):
+                raise TypeError(f"min_interval must be a number of seconds or None, not {type(min_interval).__name__}")
+            if not 0 <= min_interval < math.inf:  # inf waits for ever after the first piece; nan is no interval
+                raise ValueError(f"min_interval must be a finite number of seconds >= 0, not {min_interval!r}")
         if not min_interval:
             return self._values(_text_of)
         return self._debounced(min_interval)

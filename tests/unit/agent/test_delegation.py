@@ -293,3 +293,74 @@ async def test_a_finished_run_and_its_link_leave_no_reference_cycle_behind() -> 
             gc.set_debug(0)
             gc.garbage.clear()
     assert left == []
+
+
+async def test_a_child_cancelled_through_its_handle_is_an_error_not_an_empty_answer() -> None:
+    """An operator cancels a runaway child (``rt.run_ref(child).cancel()``): the parent's model must read that
+    the child gave no answer, not an empty string it takes for one."""
+    started = anyio.Event()
+
+    async def slow(request: LLMRequest) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    child = Agent(ScriptedProvider(slow), name="slow")
+    parent = Agent(ScriptedProvider([[ask("c1", "slow", "x")], "done"]), name="boss", tools=[child.as_tool()])
+    rec = InMemoryRecorder()
+    async with Runtime(recorders=[rec]) as rt, anyio.create_task_group() as tg:
+
+        async def cancel_the_child() -> None:
+            await started.wait()
+            child_id = next(e.run_id for e in rec.events if e.type == "run.started" and e.parent_run_id is not None)
+            assert child_id is not None
+            rt.run_ref(child_id).cancel()
+
+        tg.start_soon(cancel_the_child)
+        result = await parent.run("go")
+    assert result.children[0].cancelled
+    text = tool_result(result, "c1").content
+    assert text.startswith("Error: DelegationError: agent 'slow' did not answer: it was cancelled")
+    finished = next(e for e in rec.events if e.type == "tools.finished" and e.call_id == "c1")
+    assert finished.status is ToolStatus.error
+
+
+@pytest.mark.parametrize("typed", [False, True])
+async def test_a_child_that_reaches_its_step_limit_without_an_answer_is_an_error(typed: bool) -> None:
+    """A bounded child with nothing to say (text ``""``, or a typed output of ``None``) did not answer: the
+    parent's model must not read ``""`` or ``null`` as its answer."""
+
+    @tool
+    async def look() -> str:
+        """Look."""
+        return "nothing yet"
+
+    @attrs.frozen
+    class Found:
+        where: str
+
+    child_model = ScriptedProvider(lambda request: [ToolCall("l", "look", {})])
+    child: Agent[Any] = Agent(
+        child_model, name="looker", tools=[look], max_steps=2, output_type=Found if typed else str
+    )
+    parent = Agent(ScriptedProvider([[ask("c1", "looker", "find it")], "done"]), name="boss", tools=[child.as_tool()])
+    async with Runtime():
+        result = await parent.run("go")
+    assert result.children[0].bounded
+    text = tool_result(result, "c1").content
+    assert text.startswith("Error: DelegationError: agent 'looker' did not answer: it stopped at its step limit")
+
+
+async def test_a_bounded_child_with_an_answer_so_far_answers_with_it() -> None:
+    @tool
+    async def look() -> str:
+        """Look."""
+        return "found it in the attic"
+
+    script = [LLMResponse("It is probably in the attic.", tool_calls=(ToolCall("l1", "look", {}),))]
+    child = Agent(ScriptedProvider(script * 2), name="looker", tools=[look], max_steps=1)
+    parent = Agent(ScriptedProvider([[ask("c1", "looker", "find it")], "done"]), name="boss", tools=[child.as_tool()])
+    async with Runtime():
+        result = await parent.run("go")
+    assert result.children[0].bounded
+    assert tool_result(result, "c1").content == "It is probably in the attic."

@@ -153,6 +153,67 @@ async def test_an_input_filter_decides_what_the_target_sees() -> None:
         await empty.run("x")
 
 
+@pytest.mark.parametrize("filtered_by", ["triage", "tech"])
+async def test_an_input_filter_applies_only_to_the_handoff_it_was_given_to(filtered_by: str) -> None:
+    """Two agents each hand off to billing with a tool of the same name (``transfer_to_billing``), one with an
+    ``input_filter``: billing sees the filtered conversation only when it was reached through that one."""
+
+    def last_user_only(messages: tuple[Message, ...]) -> list[Message]:
+        return [m for m in messages if m.role == "user"][-1:]
+
+    def to_billing(filtered: bool) -> Handoff:
+        return handoff(billing, input_filter=last_user_only if filtered else None)
+
+    billing_model = ScriptedProvider(["billing here", "billing again"])
+    billing = Agent(billing_model, name="billing")
+    tech = Agent(
+        ScriptedProvider([[ToolCall("h2", "transfer_to_billing", {})]]),
+        name="tech",
+        handoffs=[to_billing(filtered_by == "tech")],
+    )
+    triage_model = ScriptedProvider(
+        [[ToolCall("h1", "transfer_to_tech", {})], [ToolCall("h3", "transfer_to_billing", {})]]
+    )
+    triage = Agent(triage_model, name="triage", handoffs=[tech, to_billing(filtered_by == "triage")])
+    async with Runtime():
+        through_tech = await triage.run("my invoice?")  # triage -> tech -> billing
+        direct = await triage.run("my invoice, again?")  # triage -> billing
+    assert through_tech.handoffs == ("tech", "billing") and direct.handoffs == ("billing",)
+    seen_through_tech, seen_direct = (len(r.messages) for r in billing_model.requests)
+    assert seen_through_tech == (1 if filtered_by == "tech" else 5)  # the user's message, or all of it
+    assert seen_direct == (1 if filtered_by == "triage" else 3)
+
+
+async def test_a_resumed_run_takes_the_filters_of_the_agent_it_paused_in() -> None:
+    """Paused in billing (after triage handed it over), then resumed through triage: billing's own handoff to
+    the closer — without a filter — is the one taken, not triage's filtered handoff of the same name."""
+
+    @tool(requires_approval=True)
+    async def refund(amount: int) -> str:
+        """Refund an amount."""
+        return f"refunded {amount}"
+
+    def last_user_only(messages: tuple[Message, ...]) -> list[Message]:
+        return [m for m in messages if m.role == "user"][-1:]
+
+    closing_model = ScriptedProvider(["closing here"])
+    closer = Agent(closing_model, name="closer")
+    billing_model = ScriptedProvider(
+        [[ToolCall("r1", "refund", {"amount": 5})], [ToolCall("h2", "transfer_to_closer", {})]]
+    )
+    billing = Agent(billing_model, name="billing", tools=[refund], handoffs=[closer])
+    triage = Agent(
+        ScriptedProvider([[ToolCall("h1", "transfer_to_billing", {})]]),
+        name="triage",
+        handoffs=[billing, handoff(closer, input_filter=last_user_only)],
+    )
+    async with Runtime():
+        paused = await triage.run("refund 5")
+        result = await triage.resume(paused, {"r1": True})
+    assert result.ok and result.agent == "closer" and result.handoffs == ("billing", "closer")
+    assert len(closing_model.requests[0].messages) == 7  # everything: no filter on billing's handoff
+
+
 async def test_a_handoff_loop_is_bounded_by_the_first_agents_max_steps() -> None:
     ping_model = ScriptedProvider(lambda request: [ToolCall(f"p{len(request.messages)}", "transfer_to_pong", {})])
     pong_model = ScriptedProvider(lambda request: [ToolCall(f"q{len(request.messages)}", "transfer_to_ping", {})])

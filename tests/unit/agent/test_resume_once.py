@@ -111,3 +111,22 @@ async def test_a_resumed_run_keeps_the_paused_runs_children() -> None:
         result = await agent.resume(paused, {"r1": True})
     assert result.ok and PAID == [5]
     assert [c.content for c in result.children] == ["the helper's answer"]
+
+
+async def test_a_resume_with_an_agent_that_cannot_reach_the_paused_one_is_refused_and_loses_nothing() -> None:
+    """A run paused after a handoff goes on with the agent that was answering; resumed through an agent whose
+    handoffs do not lead there (a wrong agent, a deployment that dropped it), it is a ValueError before
+    anything runs — and the pause is still there for the right agent."""
+    billing_model = ScriptedProvider([[ToolCall("r1", "refund", {"amount": 5})], "refunded"])
+    billing = Agent(billing_model, name="billing", tools=[refund])
+    triage = Agent(ScriptedProvider([[ToolCall("h1", "transfer_to_billing", {})]]), name="triage", handoffs=[billing])
+    elsewhere = Agent(ScriptedProvider([]), name="triage", handoffs=[Agent(ScriptedProvider([]), name="tech")])
+    async with Runtime():
+        paused = await triage.run("refund 5")
+        assert paused.paused and paused.resume_state is not None and paused.resume_state.agent == "billing"
+        with pytest.raises(ValueError, match="'billing'"):
+            await elsewhere.resume(paused, {"r1": True})
+        assert PAID == []
+        result = await triage.resume(paused, {"r1": True})
+    assert result.ok and result.content == "refunded" and PAID == [5]
+
