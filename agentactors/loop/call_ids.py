@@ -3,8 +3,10 @@
 Two calls with one id would both run (two side effects for one id) and the next request would carry
 two results for it, which vendors reject.  So a call that reuses an id — one already in the run's
 conversation (the caller's history included) or earlier in the same step — gets a fresh one before
-anything runs: ``<id>_2`` (``_3``, ...), recognisably the same call's, at most 40 characters.  The
-assistant message, the executor, the results and ``RunResult.tool_calls`` all carry the new id.
+anything runs: ``<id>_2`` (``_3``, ...), recognisably the same call's, at most 40 characters.  So does a
+call whose id no vendor takes back: an empty one (some OpenAI-compatible servers send none) or one over
+40 characters.  The assistant message, the executor, the results and ``RunResult.tool_calls`` all carry
+the new id.
 """
 
 from __future__ import annotations
@@ -33,33 +35,58 @@ def ids_in(conversation: Iterable[Message]) -> set[str]:
 def unique_ids(
     calls: Sequence[ToolCall], taken: set[str], *, sink: EventSink | None = None, run_id: str | None = None
 ) -> Sequence[ToolCall]:
-    """``calls`` with every id unique: a call whose id is in ``taken`` (or earlier in ``calls``) gets a fresh one.
+    """``calls`` with every id unique and sendable: a call whose id is in ``taken`` (or earlier in ``calls``),
+    empty, or over 40 characters gets a fresh one.
 
     ``taken`` gains the ids of ``calls`` as they are returned.  A renamed call is reported to ``sink``
-    (``tools.duplicate_call_id``) and logged under ``run_id``.
+    (``tools.duplicate_call_id``; ``tools.invalid_call_id`` for an id no vendor takes back) and logged
+    under ``run_id``.
     """
-    if len(calls) == 1 and calls[0].id not in taken:  # the common case: nothing to rename
-        taken.add(calls[0].id)
-        return calls
+    if len(calls) == 1:  # the common case: nothing to rename
+        only = calls[0].id
+        if only not in taken and 0 < len(only) <= _MAX_CALL_ID:
+            taken.add(only)
+            return calls
     out: list[ToolCall] = []
+    counters: dict[str, int] = {}  # per id renamed in this step: the suffix to try next
     for call in calls:
-        if call.id in taken:
-            fresh = fresh_id(call.id, taken)
+        cid = call.id
+        sendable = 0 < len(cid) <= _MAX_CALL_ID
+        if not sendable or cid in taken:
+            fresh = fresh_id(cid, taken, counters)
             if sink is not None:
-                sink.emit("tools.duplicate_call_id", call_id=call.id, renamed_to=fresh, name=call.name)
-            log.info("run %s: call id %r was used already; %s runs as %r", run_id, call.id, call.name, fresh)
+                if sendable:
+                    sink.emit("tools.duplicate_call_id", call_id=cid, renamed_to=fresh, name=call.name)
+                else:  # the id itself may be huge: a record carries its head and its length
+                    sink.emit(
+                        "tools.invalid_call_id", call_id=_head(cid), length=len(cid), renamed_to=fresh, name=call.name
+                    )
+            log.info(
+                "run %s: call id %r is used already or unsendable; %s runs as %r", run_id, _head(cid), call.name, fresh
+            )
             call = attrs.evolve(call, id=fresh)
         taken.add(call.id)
         out.append(call)
     return tuple(out)
 
 
-def fresh_id(original: str, taken: set[str]) -> str:
-    """``<original>_2`` (``_3``, ...): recognisably the same call's, unused in the run, at most 40 chars."""
-    n = 2
+def fresh_id(original: str, taken: set[str], counters: dict[str, int] | None = None) -> str:
+    """``<original>_2`` (``_3``, ...): recognisably the same call's, unused in the run, at most 40 chars.
+
+    ``counters`` (per original id: the suffix to try next) carries the count from one rename of an id to
+    the next, so many calls sharing one id are renamed in linear time, not each counting up from ``_2``.
+    """
+    n = counters.get(original, 2) if counters is not None else 2
     while True:
         suffix = f"_{n}"
         fresh = (original or "call")[: _MAX_CALL_ID - len(suffix)] + suffix
-        if fresh not in taken:
-            return fresh
         n += 1
+        if fresh not in taken:
+            if counters is not None:
+                counters[original] = n
+            return fresh
+
+
+def _head(call_id: str) -> str:
+    """``call_id`` as a record or a log line shows it: whole up to 40 characters, else its head and an ellipsis."""
+    return call_id if len(call_id) <= _MAX_CALL_ID else call_id[:_MAX_CALL_ID] + "…"

@@ -43,6 +43,13 @@ def message_chars(message: Message) -> int:
     return size
 
 
+def _head(text: str) -> str:
+    """The first :data:`HEAD_CHARS` characters of ``text``, one fewer when the cut would split a surrogate pair
+    written as two code points (half of one is a lone surrogate, which no UTF-8 request body carries)."""
+    head = text[:HEAD_CHARS]
+    return head[:-1] if head and "\ud800" <= head[-1] <= "\udbff" else head
+
+
 def _protected(messages: Sequence[Message]) -> list[bool]:
     n = len(messages)
     keep = [False] * n
@@ -92,11 +99,12 @@ def fit_to_budget(messages: Sequence[Message], budget_chars: int) -> tuple[Messa
             break
         if keep[i] or m.role != "tool":
             continue
-        removed = len(m.content) - HEAD_CHARS
-        stub = stub_text(max(removed, 0))
+        head = _head(m.content)
+        removed = len(m.content) - len(head)
+        stub = stub_text(removed)
         if removed <= len(stub):
             continue  # trimming would not make it smaller
-        trimmed = Message.tool(m.tool_call_id or "", m.content[:HEAD_CHARS] + stub, m.name, is_error=m.is_error)
+        trimmed = Message.tool(m.tool_call_id or "", head + stub, m.name, is_error=m.is_error)
         total -= sizes[i] - len(trimmed.content)
         sizes[i] = len(trimmed.content)
         out[i] = trimmed

@@ -7,8 +7,14 @@ after its prose the model writes one JSON block per call,
 string-aware brace matching (:func:`parse_reply`): quotes, escapes and nested
 objects are honoured, fenced ```` ```json ```` blocks are accepted, several blocks
 may follow each other.  Parsed blocks are removed from the text; a block that is
-not valid JSON, or valid JSON that is not a call, stays in the text and is not
-executed (running a guess is worse than showing the model's text).
+not valid JSON (``NaN`` and ``Infinity`` are not), or valid JSON that is not a call
+— one naming ``"tool"`` or ``"arguments"`` twice included — stays in the text and is
+not executed (running a guess is worse than showing the model's text).  A block
+inside a think block is the model thinking, not a call (:mod:`.thinking`).  A call
+whose arguments are past the JSON policy (:mod:`agentactors._json`: nesting,
+integer digits) is marked ``unparseable``, as on the native transport: the tool
+does not run and the model reads why.  Scanning is linear in the text, whatever
+it holds (braces that never close, open strings, many blocks).
 
 :class:`StreamFilter` applies the same rules to a stream of text deltas: prose
 is released as it arrives and only the text from a possible block start (a
@@ -20,13 +26,17 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
+from .._json import MAX_DEPTH, MAX_INT_DIGITS, MAX_TEXT_CHARS, value_problem
 from ..messages import Message, ToolCall, ToolSpec
 from ..parts import MediaPart, Text
+from .thinking import ANY_CLOSE_TAG, OPEN_TAG, block_end
 
 __all__ = ["ParsedReply", "StreamFilter", "contract_text", "parse_reply", "render_block", "to_wire_messages"]
 
@@ -34,6 +44,8 @@ _FENCE = "```"
 # A fence's info string: a language word such as ``json`` on the fence's own line.
 _INFO = re.compile(r"[A-Za-z0-9_+\-]*[ \t]*\n")
 _MANY_BLANKS = re.compile(r"\n{3,}")
+# What a brace match looks at; everything else is skipped over in C.
+_SPECIAL = re.compile(r'[{}"\\]')
 
 
 def contract_text(tools: Sequence[ToolSpec]) -> str:
@@ -70,20 +82,20 @@ def match_brace(text: str, start: int) -> int | None:
     """The index of the ``}`` closing the ``{`` at ``start``, or ``None`` if it never closes.
 
     String-aware: braces inside JSON strings (with ``\\"`` and ``\\\\`` escapes)
-    do not count.
+    do not count.  Only the characters that matter are visited (found in C): a long
+    string inside a block costs one step.
     """
     depth = 0
     in_string = False
-    escaped = False
-    i = start
-    n = len(text)
-    while i < n:
+    skip = -1  # the index of the character a backslash escapes
+    for found in _SPECIAL.finditer(text, start):
+        i = found.start()
+        if i == skip:
+            continue
         ch = text[i]
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
+            if ch == "\\":
+                skip = i + 1
             elif ch == '"':
                 in_string = False
         elif ch == '"':
@@ -94,34 +106,176 @@ def match_brace(text: str, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     return None
 
 
-def _as_call(block: str) -> tuple[str, dict[str, Any], str | None] | None:
-    """``(name, arguments, raw_arguments)`` if ``block`` is a valid call object, else ``None``."""
+class _Closes:
+    """Where every brace from ``start`` on closes, worked out at once: what :func:`match_brace` answers.
+
+    Made the first time a brace of a text never closes.  From then on each later brace would be
+    matched to the end of the text again (a text of many unclosed braces took time quadratic in its
+    length); this answers every one of them from one backward pass over the characters that matter.
+    For each of them, and each state a forward scan may be in there (outside a string, or inside
+    one), it records where that scan meets its first unmatched ``}``.
+    """
+
+    __slots__ = ("_at", "_out")
+
+    def __init__(self, text: str, start: int) -> None:
+        at = array("q", (m.start() for m in _SPECIAL.finditer(text, start)))
+        k = len(at)
+        # The index (into ``at``) of the first unmatched ``}`` a scan starting at at[j] meets: starting
+        # outside a string (out_) or inside one (in_); -1 for none.  Two entries past the end: -1.
+        out_ = array("q", [-1]) * (k + 2)
+        in_ = array("q", [-1]) * (k + 2)
+        for j in range(k - 1, -1, -1):
+            p = at[j]
+            ch = text[p]
+            if ch == "\\":
+                # Inside a string it escapes the next character: skip it when it is one that matters.
+                in_[j] = in_[j + 2] if j + 1 < k and at[j + 1] == p + 1 else in_[j + 1]
+                out_[j] = out_[j + 1]
+            elif ch == '"':
+                in_[j] = out_[j + 1]
+                out_[j] = in_[j + 1]
+            elif ch == "{":
+                in_[j] = in_[j + 1]
+                inner = out_[j + 1]  # where this brace closes; the scan goes on after it
+                out_[j] = -1 if inner < 0 else out_[inner + 1]
+            else:  # "}"
+                in_[j] = in_[j + 1]
+                out_[j] = j
+        self._at = at
+        self._out = out_
+
+    def match(self, brace: int) -> int | None:
+        """:func:`match_brace` of the ``{`` at ``brace`` (at or after the start this was made from)."""
+        at = self._at
+        j = bisect_left(at, brace)
+        close = self._out[j + 1]
+        return at[close] if close >= 0 else None
+
+
+# A call block as the scanner reads it: (name, arguments, raw arguments text, why they are refused or None).
+_Found = tuple[str, dict[str, Any], str | None, str | None]
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _long_int(digits: str) -> Any:
+    # Python refuses an integer of more digits than its limit: the call is still a call, marked below.
+    return int(digits) if len(digits) <= MAX_INT_DIGITS else _TOO_LONG
+
+
+_TOO_LONG = object()
+# NaN and Infinity are not JSON: a block holding one is text, as a block that does not parse is.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_LONG_INT_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_long_int)
+
+
+def _top_keys(block: str) -> list[str]:
+    """The keys of the object ``block`` holds, repeats included (the last object decoded is the outer one)."""
+    keys: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys[:] = [key for key, _ in items]
+        return dict(items)
+
+    json.JSONDecoder(object_pairs_hook=pairs, parse_constant=_refuse_constant, parse_int=_long_int).decode(block)
+    return keys
+
+
+def _ambiguous(block: str) -> bool:
+    """Whether ``block`` names its tool or its arguments twice: which one the model meant is a guess."""
+    if block.count('"tool"') < 2 and block.count('"arguments"') < 2 and "\\u" not in block:
+        return False  # the usual block: each key once, no escape that could spell one
     try:
-        value = json.loads(block)
-    except (ValueError, RecursionError):
+        keys = _top_keys(block)
+    except (ValueError, RecursionError):  # it decoded once already; if it does not again, it is no call
+        return True
+    return keys.count("tool") > 1 or keys.count("arguments") > 1
+
+
+def _decode(text: str) -> Any:
+    """``text`` decoded; an integer longer than Python converts is :data:`_TOO_LONG` (:func:`_past_policy`).
+
+    :raises ValueError: not JSON (NaN and Infinity included), longer than the policy's text, or nested
+        past what the parser takes.
+    """
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError("longer than the JSON policy takes")
+    try:
+        value = _DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("nested past what the parser takes") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer past Python's digit limit: JSON still, refused by the policy below
+        try:
+            value = _LONG_INT_DECODER.decode(text)
+        except RecursionError:
+            raise ValueError("nested past what the parser takes") from None
+    return value
+
+
+def _as_call(block: str) -> _Found | None:
+    """The call ``block`` writes, or ``None`` when it is not one (then it stays text and never runs).
+
+    Arguments past the JSON policy (:mod:`agentactors._json`: nesting, integer digits) make a call
+    marked ``unparseable``, as on the native transport: the tool does not run and the model reads why.
+    """
+    try:
+        value = _decode(block)
+    except ValueError:
         return None
     if not isinstance(value, dict):
         return None
     name = value.get("tool")
     if not isinstance(name, str) or not name.strip():
         return None
+    name = name.strip()
     args = value.get("arguments", {})
-    if args is None:
-        return name.strip(), {}, None
-    if isinstance(args, dict):
-        return name.strip(), args, None
+    raw: str | None = None
     if isinstance(args, str):
         # Some models double-encode the arguments; accept them when the string is an object.
+        raw = args
         try:
-            decoded = json.loads(args)
-        except (ValueError, RecursionError):
+            args = _decode(args)
+        except ValueError:
             return None
-        return (name.strip(), decoded, args) if isinstance(decoded, dict) else None
-    return None
+    if args is None:
+        args = {}
+    if not isinstance(args, dict) or _ambiguous(block):
+        return None
+    problem = _past_policy(args, raw if raw is not None else block)
+    if problem is not None:
+        return name, {}, raw, problem
+    return name, args, raw, None
+
+
+def _past_policy(args: dict[str, Any], text: str) -> str | None:
+    """Why ``args`` (decoded from ``text``) is past the JSON policy, or ``None``."""
+    if len(text) <= MAX_INT_DIGITS and text.count("{") + text.count("[") <= MAX_DEPTH:
+        return None  # too short for a long integer, too few brackets to be too deep: the usual call
+    if _holds(args, _TOO_LONG):
+        return f"the arguments hold an integer of more than {MAX_INT_DIGITS} digits"
+    return value_problem(args)
+
+
+def _holds(value: Any, marker: object) -> bool:
+    """Whether ``marker`` is anywhere in ``value`` (iterative: the value may be deep)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is marker:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _fence_body(text: str, start: int) -> tuple[int, int]:
@@ -135,31 +289,83 @@ def _fence_body(text: str, start: int) -> tuple[int, int]:
 
 
 class _Scanner:
-    """Walks a text once, splitting it into kept text and parsed calls."""
+    """Walks a text once, splitting it into kept text and parsed calls.
 
-    __slots__ = ("_counter", "_prefix", "calls")
+    Linear in the text: the next brace, fence and think tag are each searched for again only once
+    the walk has passed them, and braces that never close are matched by :class:`_Closes`.
+    """
+
+    __slots__ = ("_counter", "_first", "_prefix", "calls")
 
     def __init__(self, id_prefix: str, first_index: int) -> None:
         self._prefix = id_prefix
+        self._first = first_index
         self._counter = first_index
         self.calls: list[ToolCall] = []
 
-    def _add(self, found: tuple[str, dict[str, Any], str | None]) -> None:
-        name, args, raw = found
+    def _add(self, found: _Found) -> None:
+        name, args, raw, problem = found
         self._counter += 1
-        self.calls.append(ToolCall(id=f"{self._prefix}{self._counter}", name=name, arguments=args, raw_arguments=raw))
+        call_id = f"{self._prefix}{self._counter}"
+        if problem is None:
+            self.calls.append(ToolCall(id=call_id, name=name, arguments=args, raw_arguments=raw))
+        else:
+            self.calls.append(
+                ToolCall(
+                    call_id, name, raw_arguments=raw, arguments_error="unparseable", arguments_error_detail=problem
+                )
+            )
 
-    def scan(self, text: str, *, fences: bool = True) -> str:
+    def scan(self, text: str, *, fences: bool = True, think: bool = False) -> str:
+        """``text`` without the call blocks it holds (which join :attr:`calls`).
+
+        ``think``: a call inside a think block is thinking, not a call (the top level of a reply; the
+        stream's text has its think blocks removed already).  A reply with no opening tag but a closing
+        one began thinking before its text (the vendor's template wrote the opening tag): what comes
+        before that tag is thinking too.
+        """
         kept: list[str] = []
         i = 0
         n = len(text)
+        closes: _Closes | None = None
+        brace = text.find("{")
+        fence = text.find(_FENCE) if fences else -1
+        tag = OPEN_TAG.search(text) if think else None
+        stray = ANY_CLOSE_TAG.search(text) if think and tag is None else None
         while i < n:
-            brace = text.find("{", i)
-            fence = text.find(_FENCE, i) if fences else -1
-            if brace < 0 and fence < 0:
+            # Each next position is searched for again only once the walk is past it.
+            if 0 <= brace < i:
+                brace = text.find("{", i)
+            if 0 <= fence < i:
+                fence = text.find(_FENCE, i)
+            if tag is not None and tag.start() < i:
+                tag = OPEN_TAG.search(text, i)
+            if stray is not None and stray.start() < i:
+                stray = ANY_CLOSE_TAG.search(text, i)
+            first = brace if brace >= 0 else n
+            if 0 <= fence < first:
+                first = fence
+            if tag is not None and tag.start() < first:
+                first = tag.start()
+            if stray is not None and stray.start() < first:
+                first = stray.start()
+            if first == n:
                 kept.append(text[i:])
                 break
-            if fence >= 0 and (brace < 0 or fence < brace):
+            if tag is not None and first == tag.start():
+                after = block_end(text, tag.group(1), tag.end())
+                kept.append(text[i:after])  # thinking: kept as written, never scanned for calls
+                i = after
+                continue
+            if stray is not None and first == stray.start():
+                # Everything so far was thinking: its calls were drafts.
+                del self.calls[:]
+                self._counter = self._first
+                kept = [text[: stray.end()]]
+                i = stray.end()
+                stray = None
+                continue
+            if first == fence:
                 kept.append(text[i:fence])
                 body_start, close = _fence_body(text, fence)
                 # An unclosed fence (a forgotten or cut-off closing line) runs to the end of the text.
@@ -175,9 +381,12 @@ class _Scanner:
                 i = close + len(closing)
                 continue
             kept.append(text[i:brace])
-            end = match_brace(text, brace)
+            end = match_brace(text, brace) if closes is None else closes.match(brace)
             if end is None:
-                # Never closes: not a block.  Go on after the brace so a later block still counts.
+                # Never closes: not a block.  Go on after the brace so a later block still counts; the
+                # braces after it are matched from one pass, not each to the end of the text again.
+                if closes is None:
+                    closes = _Closes(text, brace + 1)
                 kept.append("{")
                 i = brace + 1
                 continue
@@ -201,15 +410,20 @@ def parse_reply(text: str, *, id_prefix: str = "call_", first_index: int = 0) ->
     Call ids are ``f"{id_prefix}{k}"`` for ``k = first_index + 1, ...`` (give each
     step its own prefix so ids stay unique in a run).  Whitespace left where a
     block was removed is tidied: no more than one blank line, no leading or
-    trailing whitespace.  Never raises on any input.
+    trailing whitespace.  A block inside a think block is thinking, not a call
+    (:mod:`.thinking`).  Never raises on any input; linear in the text.
     """
     if "{" not in text:
         return ParsedReply(text.strip())
     scanner = _Scanner(id_prefix, first_index)
-    kept = scanner.scan(text)
+    kept = scanner.scan(text, think="<" in text)
     if not scanner.calls:
         return ParsedReply(text.strip())
     return ParsedReply(_tidy(kept), tuple(scanner.calls))
+
+
+# What the stream filter holds: nothing, a block from its ``{``, or a fence from its opening.
+_NONE, _BRACE, _OPEN_FENCE = 0, 1, 2
 
 
 class StreamFilter:
@@ -219,28 +433,58 @@ class StreamFilter:
     whatever was still held (text that turned out not to be a call) at the end.
     Whitespace before a held block is held with it, so the shown text matches
     :func:`parse_reply`'s tidied text as closely as a stream allows.
+
+    A delta costs its own characters: a held block is kept as its pieces and followed
+    where the last delta left it (the brace depth, the string, the escape; the last
+    characters where a closing fence may begin), then joined once, when it resolves.
     """
 
-    __slots__ = ("_held", "_pending_ws", "_started")
+    __slots__ = ("_depth", "_escape", "_in_string", "_kind", "_parts", "_pending", "_prefix", "_started", "_tail")
 
     def __init__(self) -> None:
-        self._held = ""  # text from a possible block start on, unresolved
-        self._pending_ws = ""  # whitespace shown only if prose follows it
+        self._kind = _NONE
+        self._parts: list[str] = []  # the held block's text, as it arrived
+        self._prefix = ""  # one or two backticks at the end of a delta: maybe a fence
+        self._depth = 0
+        self._in_string = False
+        self._escape = False  # the next character is escaped (a backslash ended the last delta)
+        self._tail = ""  # a held fence's last characters, where its closing fence may begin
+        self._pending: list[str] = []  # whitespace shown only if prose follows it
         self._started = False
 
     def feed(self, delta: str) -> str:
         if not delta:
             return ""
-        text = self._held + delta
-        self._held = ""
-        return self._release(text, final=False)
+        kind = self._kind
+        if kind == _NONE:
+            if self._prefix:
+                delta = self._prefix + delta
+                self._prefix = ""
+            return self._release(delta)
+        end = self._braces(delta, 0) if kind == _BRACE else self._fence_close(delta)
+        self._parts.append(delta if end < 0 else delta[:end])
+        if end < 0:
+            return ""
+        block = "".join(self._parts)
+        self._parts = []
+        self._kind = _NONE
+        out: list[str] = []
+        self._resolve(block, out)
+        if end < len(delta):
+            out.append(self._release(delta[end:]))
+        return "".join(out)
 
     def finish(self) -> str:
-        text = self._held
-        self._held = ""
-        out = self._release(text, final=True) if text else ""
-        self._pending_ws = ""
-        return out
+        text = "".join(self._parts) if self._kind != _NONE else self._prefix
+        self._kind = _NONE
+        self._parts = []
+        self._prefix = ""
+        out: list[str] = []
+        if text:
+            # What never resolved is text, but the calls in it are still calls (as parse_reply finds them).
+            self._show(_Scanner("", 0).scan(text), out)
+        self._pending = []
+        return "".join(out)
 
     def _show(self, prose: str, out: list[str]) -> None:
         if not self._started:
@@ -249,52 +493,97 @@ class StreamFilter:
             return
         body = prose.rstrip()
         if not body:
-            self._pending_ws += prose
+            self._pending.append(prose)
             return
-        out.append(self._pending_ws + body)
-        self._pending_ws = prose[len(body) :]
+        if self._pending:
+            out.append("".join(self._pending))
+            self._pending = []
+        out.append(body)
+        if len(body) < len(prose):
+            self._pending.append(prose[len(body) :])
         self._started = True
 
-    def _release(self, text: str, *, final: bool) -> str:
+    def _resolve(self, block: str, out: list[str]) -> None:
+        """A resolved block: shown as it is, or without the calls it holds."""
+        scanner = _Scanner("", 0)
+        kept = scanner.scan(block)
+        self._show(kept if scanner.calls else block, out)
+
+    def _braces(self, text: str, start: int) -> int:
+        """Follow the held block through ``text`` from ``start``: the index past its closing ``}``, or -1."""
+        depth, in_string = self._depth, self._in_string
+        skip = start if self._escape else -1
+        for found in _SPECIAL.finditer(text, start):
+            i = found.start()
+            if i == skip:
+                continue
+            ch = text[i]
+            if in_string:
+                if ch == "\\":
+                    skip = i + 1
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    self._depth, self._in_string, self._escape = 0, False, False
+                    return i + 1
+        self._depth, self._in_string, self._escape = depth, in_string, skip == len(text)
+        return -1
+
+    def _fence_close(self, delta: str) -> int:
+        """The index in ``delta`` past the held fence's closing fence, or -1 (then ``delta`` is held)."""
+        tail = self._tail
+        close = (tail + delta).find(_FENCE)
+        if close < 0:
+            self._tail = (tail + delta[-2:])[-2:]
+            return -1
+        self._tail = ""
+        return close - len(tail) + len(_FENCE)
+
+    def _release(self, text: str) -> str:
         out: list[str] = []
         i = 0
         n = len(text)
+        brace = text.find("{")
+        tick = text.find("`")
         while i < n:
-            brace = text.find("{", i)
-            tick = text.find("`", i)
+            if 0 <= brace < i:
+                brace = text.find("{", i)
+            if 0 <= tick < i:
+                tick = text.find("`", i)
             if brace < 0 and tick < 0:
                 self._show(text[i:], out)
                 break
             start = brace if tick < 0 or (0 <= brace < tick) else tick
             self._show(text[i:start], out)
             if start == tick:
-                if not final and n - tick < len(_FENCE) and _FENCE.startswith(text[tick:]):
-                    self._held = text[tick:]  # maybe the start of a fence: wait for more
+                if n - tick < len(_FENCE) and _FENCE.startswith(text[tick:]):
+                    self._prefix = text[tick:]  # maybe the start of a fence: wait for more
                     break
                 if not text.startswith(_FENCE, tick):
                     self._show("`", out)  # inline code, not a fence
                     i = tick + 1
                     continue
-                fence_close = _fence_body(text, tick)[1]
-                if fence_close == n and not final:
-                    self._held = text[tick:]
+                close = text.find(_FENCE, tick + len(_FENCE))
+                if close < 0:
+                    self._kind = _OPEN_FENCE
+                    self._parts = [text[tick:]]
+                    self._tail = text[max(tick + len(_FENCE), n - 2) :]
                     break
-                end = min(n, fence_close + len(_FENCE))
+                end = close + len(_FENCE)
             else:
-                close = match_brace(text, brace)
-                if close is None:
-                    if final:
-                        # It never closed: it was text.  Blocks after it are still calls.
-                        self._show("{", out)
-                        i = brace + 1
-                        continue
-                    self._held = text[brace:]
+                self._depth, self._in_string, self._escape = 0, False, False
+                end = self._braces(text, brace)
+                if end < 0:
+                    self._kind = _BRACE
+                    self._parts = [text[brace:]]
                     break
-                end = close + 1
-            block = text[start:end]
-            scanner = _Scanner("", 0)
-            kept = scanner.scan(block)
-            self._show(kept if scanner.calls else block, out)
+            self._resolve(text[start:end], out)
             i = end
         return "".join(out)
 
@@ -304,8 +593,9 @@ def render_block(call: ToolCall) -> str:
     return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
 
 
-def _results_message(text: str, media: tuple[MediaPart, ...]) -> Message:
-    # Media a tool returned (an image) travel with the results, after their text.
+def _results_message(entries: list[str], media: list[MediaPart]) -> Message:
+    """Consecutive results as one user message: their entries, then the media the tools returned (an image)."""
+    text = "Tool results:\n\n" + "\n\n".join(entries)
     return Message.user([Text(text), *media]) if media else Message.user(text)
 
 
@@ -316,25 +606,28 @@ def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
     with ``tool_calls``, ``tool`` messages with results) so its record reads the
     same on both transports.  On the wire, a call becomes its contract block
     after the assistant's text, and consecutive results become one user message
-    (with the media parts the tools returned, after the text).
+    (with the media parts the tools returned, after the text).  The entries of a
+    run of results are joined once, when the run ends (not message by message:
+    a step of many results costs their size, not its square).
     """
     out: list[Message] = []
-    results_open = False  # the last message out is a results message that more results may join
+    entries: list[str] = []  # the results of the run of tool messages in progress
+    media: list[MediaPart] = []
     for m in messages:
+        if m.role == "tool":
+            status = "error" if m.is_error else "ok"
+            entries.append(f"[{m.name or 'tool'} · call {m.tool_call_id} · {status}]\n{m.content}")
+            media.extend(m.media)
+            continue
+        if entries:
+            out.append(_results_message(entries, media))
+            entries, media = [], []
         if m.role == "assistant" and m.tool_calls:
             blocks = "\n".join(render_block(c) for c in m.tool_calls)
             text = f"{m.content}\n{blocks}" if m.content else blocks
             out.append(Message.assistant(text, reasoning=m.reasoning, provider_data=m.provider_data))
-            results_open = False
-        elif m.role == "tool":
-            status = "error" if m.is_error else "ok"
-            entry = f"[{m.name or 'tool'} · call {m.tool_call_id} · {status}]\n{m.content}"
-            if results_open:
-                out[-1] = _results_message(f"{out[-1].content}\n\n{entry}", out[-1].media + m.media)
-            else:
-                out.append(_results_message(f"Tool results:\n\n{entry}", m.media))
-                results_open = True
         else:
             out.append(m)
-            results_open = False
+    if entries:
+        out.append(_results_message(entries, media))
     return out

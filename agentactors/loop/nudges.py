@@ -328,7 +328,11 @@ class Nudges:
         policies: list[Nudge] = []
         continuers: list[Nudge] = []
         for factory, asked, continues in self._plan:
-            policy = factory(is_read_only)
+            try:
+                policy = factory(is_read_only)
+            except Exception:  # a policy that cannot start is a policy bug: the run goes on without it
+                log.exception("nudge policy %r could not start; the run goes on without it", factory)
+                continue
             if asked:
                 policies.append(policy)
             if continues:
@@ -358,28 +362,38 @@ class NudgeSession:
     def notes_for(self, view: StepView) -> list[str] | None:
         """One joined note per result (``""`` for none), or ``None`` when no policy has anything to say."""
         notes: list[str] | None = None
+        size = len(view.results)
         for policy in self._policies:
+            # What a policy answers is read inside the guard too: a note for a result the step does not have,
+            # or one that is no text, is a policy bug like any other, and must never end a run.
             try:
-                found = policy.after_tools(view)
-            except Exception:  # a policy bug must never end a run
+                for index, note in policy.after_tools(view):
+                    if type(index) is not int or not 0 <= index < size or not isinstance(note, str):
+                        raise ValueError(f"a note must be (index of one of the {size} results, text): {index!r}")
+                    if notes is None:
+                        notes = [""] * size
+                    notes[index] = f"{notes[index]}\n\n{note}" if notes[index] else note
+            except Exception:
                 log.exception("nudge policy %s failed; its note is skipped", type(policy).__name__)
-                continue
-            for index, note in found:
-                if notes is None:
-                    notes = [""] * len(view.results)
-                notes[index] = f"{notes[index]}\n\n{note}" if notes[index] else note
         return notes
 
     def should_continue(self, answer: str, previous: StepView | None) -> str | None:
         """The note that continues the turn instead of ending it, or ``None``."""
         for policy in self._continuers:
             try:
-                note = policy.should_continue(answer, previous)
+                note: object = policy.should_continue(answer, previous)  # a policy's bug may answer anything
             except Exception:
                 log.exception("nudge policy %s failed; it is skipped", type(policy).__name__)
                 continue
-            if note:
-                return note
+            if isinstance(note, str):
+                if note:
+                    return note
+            elif note is not None:  # not text: a policy bug, and no note
+                log.error(
+                    "nudge policy %s continued with a %s, not a note; it is skipped",
+                    type(policy).__name__,
+                    type(note).__name__,
+                )
         return None
 
 

@@ -73,7 +73,8 @@ async def generate_streamed(
         async with stream:
             async for event in stream:
                 if isinstance(event, TextDelta):
-                    text = thinking.feed(event.text)
+                    # A delta without text (``""``, or a provider's ``None``) carries nothing: skipped.
+                    text = thinking.feed(event.text) if event.text else ""
                     if blocks is not None and text:
                         text = blocks.feed(text)
                     if text:

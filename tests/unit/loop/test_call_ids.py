@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from agentactors.actors.runtime import Runtime
 from agentactors.agent.core import Agent
 from agentactors.events import InMemoryRecorder
+from agentactors.loop.call_ids import unique_ids
 from agentactors.messages import LLMRequest, LLMResponse, Message, ToolCall
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.tools import tool
@@ -96,3 +98,53 @@ async def test_calls_with_unique_ids_are_left_alone() -> None:
     provider = ScriptedProvider([LLMResponse("", calls), "done"])
     result = await Agent(provider, tools=[noop]).run("go")
     assert result.tool_calls == calls
+
+
+async def test_an_empty_call_id_gets_a_fresh_one_and_its_result_pairs_with_it() -> None:
+    # Some OpenAI-compatible servers send calls without ids: an empty id went on the wire, which vendors refuse.
+    @tool
+    async def noop() -> str:
+        return "ok"
+
+    provider = ScriptedProvider([LLMResponse("", (ToolCall("", "noop"),)), "done"])
+    recorder = InMemoryRecorder()
+    result = await Agent(provider, tools=[noop], recorders=[recorder]).run("go")
+    (call,) = result.tool_calls
+    assert call.id and len(call.id) <= 40
+    follow_up = provider.requests[1].messages
+    assert _ids(next(m for m in follow_up if m.role == "assistant")) == [call.id]
+    assert [m.tool_call_id for m in follow_up if m.role == "tool"] == [call.id]
+    (event,) = recorder.of_type("tools.invalid_call_id")
+    assert event.data["renamed_to"] == call.id and event.data["length"] == 0
+
+
+async def test_a_call_id_over_the_vendors_length_limit_gets_a_fresh_one() -> None:
+    @tool
+    async def noop() -> str:
+        return "ok"
+
+    huge = "id" * 50_000
+    provider = ScriptedProvider([LLMResponse("", (ToolCall(huge, "noop"), ToolCall("b", "noop"))), "done"])
+    recorder = InMemoryRecorder()
+    result = await Agent(provider, tools=[noop], recorders=[recorder]).run("go")
+    first, second = (c.id for c in result.tool_calls)
+    assert len(first) <= 40 and first.startswith("idid") and second == "b"
+    assert [m.tool_call_id for m in provider.requests[1].messages if m.role == "tool"] == [first, "b"]
+    (event,) = recorder.of_type("tools.invalid_call_id")
+    assert event.data["length"] == 100_000 and len(event.data["call_id"]) <= 41  # never the whole id in a record
+
+
+def test_many_calls_sharing_one_id_are_renamed_in_linear_time() -> None:
+    # Each rename counted up from _2 again past every id given before: 6,000 calls took ~4 s.
+    calls = [ToolCall("x", "t") for _ in range(6_000)]
+    started = time.process_time()
+    renamed = unique_ids(calls, set())
+    assert time.process_time() - started < 1.0
+    assert [c.id for c in renamed[:3]] == ["x", "x_2", "x_3"]
+    assert len({c.id for c in renamed}) == len(calls)
+
+
+def test_a_fresh_id_is_never_one_already_taken() -> None:
+    taken = {"x", "x_2", "x_4"}
+    renamed = unique_ids([ToolCall("x", "t"), ToolCall("x", "t"), ToolCall("x_3", "t")], taken)
+    assert [c.id for c in renamed] == ["x_3", "x_5", "x_3_2"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentactors.loop.context_budget import HEAD_CHARS, KEEP_LAST, fit_to_budget, message_chars
@@ -193,6 +195,48 @@ def test_continue_once_after_followups_then_ack() -> None:
     assert session.should_continue("Sure, I can help with that!", previous) is None  # only once
 
 
+class _OutOfRange:
+    """A policy with a bug in what it answers: a result index the step does not have, a note that is no text."""
+
+    def __init__(self, is_read_only: object) -> None:
+        pass
+
+    def after_tools(self, view: StepView) -> list[tuple[int, str]]:
+        return [(len(view.results) + 4, "a note for no result")]
+
+    def should_continue(self, answer: str, previous: StepView | None) -> Any:
+        return 42
+
+
+class _BadShape(_OutOfRange):
+    def after_tools(self, view: StepView) -> Any:
+        return [("0",), None]
+
+
+def _refuses_to_start(is_read_only: object) -> Any:
+    raise RuntimeError("this policy cannot start")
+
+
+def test_a_policy_answering_out_of_shape_is_skipped_and_the_others_still_note(caplog: Any) -> None:
+    # "A policy bug must not end a run": an out-of-range index used to raise IndexError into the loop.
+    session = Nudges((_OutOfRange, _BadShape, RepeatedCall)).start(frozenset().__contains__)
+    assert session is not None
+    call = ToolCall("1", "get", {"k": 1})
+    assert session.notes_for(_view(1, [call], ["same"])) is None
+    assert session.notes_for(_view(2, [call], ["same"])) == [REPEAT_NOTE.format(name="get")]
+    assert session.should_continue("Sure!", _view(2, [call])) is None  # 42 is no note
+    assert "_OutOfRange" in caplog.text and "_BadShape" in caplog.text
+
+
+def test_a_policy_that_cannot_start_is_left_out_of_the_run(caplog: Any) -> None:
+    session = Nudges((_refuses_to_start, RepeatedCall)).start(frozenset().__contains__)
+    assert session is not None
+    call = ToolCall("1", "get", {})
+    session.notes_for(_view(1, [call], ["same"]))
+    assert session.notes_for(_view(2, [call], ["same"])) == [REPEAT_NOTE.format(name="get")]
+    assert "cannot start" in caplog.text
+
+
 def test_nudges_off_is_no_session() -> None:
     assert NO_NUDGES.start(lambda name: True) is None
 
@@ -260,3 +304,16 @@ def test_pairs_never_broken_when_dropping() -> None:
             while out[j].role == "tool":
                 j -= 1
             assert any(c.id == m.tool_call_id for c in out[j].tool_calls)
+
+
+def test_a_trimmed_result_never_ends_on_half_a_surrogate_pair() -> None:
+    # A pair written as two code points (UTF-16 decoded with "surrogatepass" leaves it so) cut between its
+    # halves left a lone surrogate in the request, which no UTF-8 body can carry.
+    content = "a" * (HEAD_CHARS - 1) + "\ud83d\ude00" + "b" * 5_000
+    msgs = [Message.system("s"), Message.user("q"), Message.assistant("", [ToolCall("c0", "t", {})])]
+    msgs += [Message.tool("c0", content, "t"), *(Message.user(str(i)) for i in range(KEEP_LAST))]
+    out = fit_to_budget(msgs, 1_000)
+    trimmed = out[3].content
+    assert "removed to fit the context budget" in trimmed
+    trimmed.encode("utf-8")  # a lone surrogate raises here
+    assert trimmed.startswith("a" * (HEAD_CHARS - 1) + "\n[trimmed")
