@@ -34,8 +34,11 @@ from .parts import Audio, Document, Image, MediaPart, Part, Text, is_part
 from .settings import (
     CachePolicy,
     ModelSettings,
+    check_max_tokens,
     check_reasoning_effort,
     check_seed,
+    check_stop,
+    check_temperature,
     check_thinking_budget,
     check_timeout,
     check_top_p,
@@ -112,15 +115,23 @@ def _to_parts(value: Part | Iterable[Part] | None) -> tuple[Part, ...] | None:
         return None
     if is_part(value):
         return (value,)  # type: ignore[return-value]
-    if isinstance(cast(object, value), str | bytes):  # a string is iterable, but not parts
-        raise TypeError("parts must be content parts (Text, Image, Document, Audio), not a string")
+    given = cast(object, value)
+    # A string, bytes and a mapping are iterable, but not parts (a dict would give its keys); say what was given
+    # rather than fail on its first item or with "object is not iterable".
+    if isinstance(given, str | bytes | bytearray | Mapping) or not isinstance(given, Iterable):
+        shown = "a string" if isinstance(given, str) else type(given).__name__
+        raise TypeError(
+            f"parts must be content parts (Text, Image, Document, Audio) or an iterable of them, not {shown}"
+        )
     return tuple(value)  # type: ignore[arg-type]
 
 
 def _text_and_parts(value: str | Part | Iterable[Part]) -> tuple[str, tuple[Part, ...] | None]:
-    """A factory argument as (content, parts): a str is text only."""
+    """A factory argument as (content, parts): a str is text only; ``None`` is neither (not an empty message)."""
     if isinstance(value, str):
         return value, None
+    if cast(object, value) is None:
+        raise TypeError("a message's content is a str or content parts, not None")
     return "", _to_parts(value)
 
 
@@ -143,6 +154,18 @@ def parse_arguments(raw: str | None, *, required: bool = False) -> tuple[dict[st
     if not isinstance(value, dict):
         return {}, "unparseable"
     return value, None
+
+
+def _check_provider_data(owner: str, data: Mapping[str, Any]) -> None:
+    """Provider data is keyed by wire name: a key that is not a str is no wire's, and no journal stores it."""
+    for key in data:
+        if not isinstance(key, str):
+            raise TypeError(f"{owner}.provider_data is keyed by wire name (a str), not {type(key).__name__}")
+
+
+def _optional_str(owner: str, name: str, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{owner}.{name} must be a str or None, not {type(value).__name__}")
 
 
 @attrs.frozen(slots=True)
@@ -173,6 +196,18 @@ class ToolCall:
         error = self.arguments_error
         if error is not None and error not in ("unparseable", "empty"):
             raise ValueError(f"ToolCall.arguments_error must be 'unparseable', 'empty' or None, not {error!r}")
+        # What the wires send (the raw text) and a journal stores (names as JSON keys) must be text.
+        for key in self.arguments:
+            if not isinstance(key, str):
+                raise TypeError(f"ToolCall.arguments: argument names must be str, not {type(key).__name__}")
+        if self.raw_arguments is not None or self.arguments_error_detail is not None or self.provider_data is not None:
+            self._check_optional_fields()  # one test for a call built by hand (a stand-in model's): none of them
+
+    def _check_optional_fields(self) -> None:
+        _optional_str("ToolCall", "raw_arguments", self.raw_arguments)
+        _optional_str("ToolCall", "arguments_error_detail", self.arguments_error_detail)
+        if self.provider_data is not None:
+            _check_provider_data("ToolCall", self.provider_data)
 
     @classmethod
     def from_raw(
@@ -234,13 +269,26 @@ class Message:
 
     def __attrs_post_init__(self) -> None:
         # The checks of role and content here rather than as validators: a call each less, per message.
+        if not isinstance(self.role, str):  # (a dict is not hashable: the set lookup would raise its own error)
+            raise TypeError(f"Message.role must be one of {sorted(_ROLES)}, not a {type(self.role).__name__}")
         if self.role not in _ROLES:
             raise ValueError(f"Message.role must be one of {sorted(_ROLES)}, not {self.role!r}")
         if not isinstance(self.content, str):
             raise TypeError(f"Message.content must be a str, not {type(self.content).__name__}")
+        # Fields a wire sends as strings and a journal stores by type: one test for the usual message.
+        if (
+            not isinstance(self.reasoning, str)
+            or type(self.is_error) is not bool
+            or (self.name is not None and not isinstance(self.name, str))
+        ):
+            raise self._fields_error()
+        if self.provider_data is not None:
+            _check_provider_data("Message", self.provider_data)
         if self.role == "tool":
             if not self.tool_call_id:
                 raise ValueError("a tool message needs the id of the call it answers (tool_call_id)")
+            if not isinstance(self.tool_call_id, str):
+                raise TypeError(f"Message.tool_call_id must be a str, not {type(self.tool_call_id).__name__}")
         elif self.tool_call_id is not None:
             raise ValueError(f"only tool messages carry a tool_call_id, not {self.role!r} messages")
         if self.tool_calls and self.role != "assistant":
@@ -250,6 +298,16 @@ class Message:
                 raise TypeError(f"tool_calls must hold ToolCall objects, not {type(call).__name__}")
         if self._parts is not None:
             self._settle_parts(self._parts)
+
+    def _fields_error(self) -> TypeError:
+        """The ``TypeError`` for whichever of ``reasoning``, ``is_error``, ``name`` is of the wrong type."""
+        reasoning: object = self.reasoning  # (typed as given, not as declared: the point is they may differ)
+        is_error: object = self.is_error
+        if not isinstance(reasoning, str):
+            return TypeError(f"Message.reasoning must be a str, not {type(reasoning).__name__}")
+        if type(is_error) is not bool:
+            return TypeError(f"Message.is_error must be a bool, not {type(is_error).__name__}")
+        return TypeError(f"Message.name must be a str or None, not {type(self.name).__name__}")
 
     def _settle_parts(self, given: Part | Iterable[Part]) -> None:
         """Check the parts; set ``content`` to their text, and keep them (a tuple) only when one is not text."""
@@ -350,9 +408,11 @@ def text_message(
     """``Message(role, content, tool_calls, tool_call_id, name, reasoning, provider_data, is_error)``: a message
     without media parts, its fields set one by one.
 
-    The same message as the constructor's, with the same checks made inline — arguments that fail one are
-    handed to the constructor, which raises its error — in about half the time: the loop builds four
-    messages per run (the prompt, the model's two turns, a tool's result).  Every argument is positional.
+    The same message as the constructor's, with its checks of role, content, call id and tool calls made
+    inline — arguments that fail one are handed to the constructor, which raises its error — in about half the
+    time: the loop builds four messages per run (the prompt, the model's two turns, a tool's result).  The
+    constructor's type checks of ``name``, ``reasoning``, ``is_error`` and ``provider_data`` are not made here:
+    the loop passes its own values, of those types by construction.  Every argument is positional.
     """
     if (
         type(content) is not str
@@ -389,7 +449,7 @@ class ToolSpec:
     """A tool as the model sees it: name, description and a JSON Schema for its parameters."""
 
     name: str = attrs.field()
-    description: str = ""
+    description: str = attrs.field(default="")
     parameters: dict[str, Any] = attrs.field(
         factory=lambda: {"type": "object", "properties": {}}, converter=_to_dict
     )
@@ -401,6 +461,11 @@ class ToolSpec:
                 f"tool name {value!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
                 "starting with a letter or '_'"
             )
+
+    @description.validator
+    def _check_description(self, _: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str):  # every wire sends it as a string; null is a 400 on some
+            raise TypeError(f"tool {self.name!r}: description must be a str, not {type(value).__name__}")
 
     @parameters.validator
     def _check_parameters(self, _: attrs.Attribute[dict[str, Any]], value: dict[str, Any]) -> None:
@@ -531,17 +596,19 @@ class Usage:
 _NO_USAGE = Usage()
 
 
-def _to_strings(value: str | Iterable[str]) -> tuple[str, ...]:
-    # A bare string is one stop sequence, not a sequence of characters.
+def _to_strings(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    # A bare string is one stop sequence, not a sequence of characters; None (ModelSettings' "unset") is none.
+    if value is None:
+        return ()
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-if TYPE_CHECKING:
-
-    def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]: ...
-
-else:
-    _to_messages = tuple  # (see _to_calls)
+def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    # A function, not ``tuple`` itself: an LLMRequest is built once per run's skeleton, never per step
+    # (the loop's steps fill a draft, loop.config.request_like), so one frame buys a clear error here.
+    if isinstance(value, Message):
+        raise TypeError("LLMRequest.messages is a sequence of Message: LLMRequest([message]), not a lone Message")
+    return tuple(value)
 
 
 @attrs.frozen(slots=True)
@@ -558,7 +625,11 @@ class LLMRequest:
     ``top_p``, ``seed``, ``parallel_tool_calls``, ``reasoning_effort``,
     ``thinking_budget``, ``cache`` (a :class:`~agentactors.settings.CachePolicy`; ``True`` /
     ``False`` accepted), ``timeout``; ``ModelSettings.extra`` is ``vendor_options``.
-    ``None`` is the vendor's default; how each reaches each wire: ``docs/settings.md``.
+    ``None`` is the vendor's default; how each reaches each wire: ``docs/settings.md``.  They are checked as
+    ModelSettings checks them but for the temperature's ceiling, left to the wire.
+
+    :raises TypeError, ValueError: no messages, a field of the wrong type or out of range, duplicate tool
+        names, a tool choice the tools cannot meet.
     """
 
     messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
@@ -585,6 +656,10 @@ class LLMRequest:
         for m in self.messages:
             if not isinstance(m, Message):
                 raise TypeError(f"LLMRequest.messages must hold Message objects, not {type(m).__name__}")
+        _optional_str("LLMRequest", "model", self.model)
+        for t in self.tools:
+            if not isinstance(t, ToolSpec):
+                raise TypeError(f"LLMRequest.tools must hold ToolSpec objects, not {type(t).__name__}")
         names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate tool names in LLMRequest.tools: {names}")
@@ -594,10 +669,18 @@ class LLMRequest:
             raise ValueError(f"tool_choice {self.tool_choice.mode!r} needs at least one tool")
         if self.tool_choice.mode == "tool" and self.tool_choice.name not in names:
             raise ValueError(f"tool_choice names {self.tool_choice.name!r}, which is not among the tools {names}")
-        if self.max_tokens is not None and self.max_tokens <= 0:
-            raise ValueError("max_tokens must be positive")
-        # The fields LLMRequest always had keep their old, lenient checks; the settings fields it gained
-        # are checked as ModelSettings checks them.
+        # The fields LLMRequest always had are checked as ModelSettings checks them but for the temperature's
+        # ceiling, which is left to the wire (a compatible server may take more than 2): what no wire can send
+        # (NaN, a negative, a string, True as max_tokens) fails here rather than in a codec or the body encoder.
+        check_max_tokens(self.max_tokens)
+        check_temperature(self.temperature, ceiling=False)
+        check_stop(self.stop)
+        for wire, options in self.vendor_options.items():
+            if not isinstance(wire, str) or not isinstance(options, Mapping):
+                raise TypeError(
+                    'LLMRequest.vendor_options is keyed by wire: {"openai": {...}, "anthropic": {...}}; '
+                    f"{wire!r} maps to a {type(options).__name__}"
+                )
         check_top_p(self.top_p)
         check_seed(self.seed)
         check_reasoning_effort(self.reasoning_effort)
@@ -622,7 +705,7 @@ class LLMRequest:
             if name == "vendor_options":
                 merged = {wire: dict(options) for wire, options in value.items()}
                 for wire, options in self.vendor_options.items():
-                    merged[wire] = {**merged.get(wire, {}), **options} if isinstance(options, Mapping) else options
+                    merged[wire] = {**merged.get(wire, {}), **options}
                 if merged != self.vendor_options:
                     changes[name] = merged
             elif name == "stop":
@@ -657,6 +740,26 @@ class LLMResponse:
     provider_data: dict[str, Any] | None = attrs.field(default=None, converter=_frozen_mapping)
     response_id: str | None = None
 
+    def __attrs_post_init__(self) -> None:
+        # A custom provider's response (the wires' decoders and response_of build well-typed ones): checked here,
+        # so a stop reason given as its string is the enum a journal records (it stores ``.value``), and a field
+        # of the wrong type fails at the provider's line rather than when the answer is recorded or replayed.
+        if type(self.stop_reason) is not StopReason:
+            object.__setattr__(self, "stop_reason", _stop_reason(self.stop_reason))
+        if not isinstance(self.content, str):
+            raise TypeError(f"LLMResponse.content must be a str, not {type(self.content).__name__}")
+        if not isinstance(self.reasoning, str):
+            raise TypeError(f"LLMResponse.reasoning must be a str, not {type(self.reasoning).__name__}")
+        if not isinstance(self.usage, Usage):
+            raise TypeError(f"LLMResponse.usage must be a Usage, not {type(self.usage).__name__}")
+        for call in self.tool_calls:
+            if not isinstance(call, ToolCall):
+                raise TypeError(f"LLMResponse.tool_calls must hold ToolCall objects, not {type(call).__name__}")
+        for name in ("model", "provider", "raw_stop_reason", "response_id"):
+            _optional_str("LLMResponse", name, getattr(self, name))
+        if self.provider_data is not None:
+            _check_provider_data("LLMResponse", self.provider_data)
+
     def to_message(self) -> Message:
         """The assistant message that records this answer in the conversation."""
         return Message.assistant(
@@ -665,6 +768,16 @@ class LLMResponse:
 
     def with_provider(self, provider: str) -> LLMResponse:
         return attrs.evolve(self, provider=provider)
+
+
+def _stop_reason(value: str) -> StopReason:
+    """A stop reason given as its value (``"tool_use"``) as the enum; anything else is refused."""
+    try:
+        return StopReason(value)
+    except ValueError:
+        raise ValueError(
+            f"LLMResponse.stop_reason must be one of {', '.join(r.value for r in StopReason)}, not {value!r}"
+        ) from None
 
 
 # What response_of fills, field by field, then makes an LLMResponse (agentactors._slots).

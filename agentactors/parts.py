@@ -4,18 +4,21 @@ A user message (or a tool result) may hold a sequence of parts instead of a stri
 ``Message.user([Text("What is in this picture?"), Image(data=png)])``.  Each part is a frozen, slotted
 ``attrs`` class validated where it is built:
 
-* bytes or a URL, exactly one of them (:class:`Audio` takes bytes only: no wire takes an audio URL);
+* bytes or a URL, exactly one of them (:class:`Audio` takes bytes only: no wire takes an audio URL); an image's
+  or an audio's bytes are never empty;
 * the media type, sniffed from the bytes' magic numbers when not given (:func:`sniff_media_type`), and
-  normalised (``image/jpg`` is ``image/jpeg``);
+  normalised (``image/jpg`` is ``image/jpeg``); an image type the magic numbers contradict is refused;
 * a URL is ``http(s)://`` or ``gs://`` — passed to the vendor as a URL where the wire takes one.  The library
   never fetches a URL itself, so a prompt cannot make it reach into your network; a ``data:`` URL is decoded
-  into bytes here, so no payload ever travels in a ``url``.
+  into bytes here, so no payload ever travels in a ``url``.  A URL holding whitespace or control characters
+  is refused (the check would read another URL than the vendor gets).
 
 Which wire and model can carry which part, and the vendors' size limits, are the codecs' data
 (:mod:`agentactors.providers`); a part a wire cannot carry is a request-kind error before anything is sent.
 
 Payloads never leak into text: a part's ``repr`` (and so every event, log line and error that shows it) says
-only its media type and size, and the event serialiser writes bytes as their size.
+only its media type and size (a URL without its user info and query: both may hold credentials), and the event
+serialiser writes bytes as their size.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "Text",
     "describe",
     "is_part",
+    "shown_url",
     "sniff_media_type",
 ]
 
@@ -76,6 +80,13 @@ _ALIASES = {
 }
 _MEDIA_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$")
 _URL_SCHEMES = frozenset({"http", "https", "gs"})
+# Whitespace and control characters: urlsplit drops tabs and newlines (and strips the ends) before the scheme is
+# read, so a URL holding them would be checked in one form and sent in another.  RFC 3986 has them percent-encoded.
+_URL_UNSAFE = re.compile(r"[\x00-\x20\x7f]")
+# The image types whose magic numbers sniff_media_type knows: a given type among these that the bytes contradict
+# is refused (the vendor would refuse it after sending: Anthropic's "does not match the provided media type").
+_SNIFFED_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/heic", "image/heif"})
+_HEIF_FAMILY = frozenset({"image/heic", "image/heif"})
 # The page tree's /Count (the root's is the largest: outline counts are small) and page objects.  Matches are
 # capped, so crafted bytes cost a bounded scan, and a plain regex each: no backtracking between the two names.
 _PDF_COUNT = re.compile(rb"/Count\s+(\d{1,7})")
@@ -169,22 +180,47 @@ def _decode_data_url(url: str) -> tuple[bytes, str | None]:
 def _checked_url(url: Any) -> str:
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, not {type(url).__name__}")
+    if _URL_UNSAFE.search(url):
+        raise ValueError(
+            f"a part's url holds whitespace or control characters (percent-encode them): {shown_url(url)!r}"
+        )
     scheme = urllib.parse.urlsplit(url).scheme.lower()
     if scheme not in _URL_SCHEMES or not urllib.parse.urlsplit(url).netloc:
         raise ValueError(
             f"a part's url must be http(s):// or gs:// (the vendor fetches it; this library never does), "
-            f"not {_shown_url(url)!r}; pass the bytes as data= instead"
+            f"not {shown_url(url)!r}; pass the bytes as data= instead"
         )
     return url
 
 
-def _shown_url(url: str) -> str:
-    """The URL without its query and fragment: a signed URL's signature is a credential."""
+def shown_url(url: str) -> str:
+    """``url`` as reprs, errors and event records show it: without its user info, query and fragment (a password,
+    a presigned URL's signature and session token are credentials); a ``data:`` URL as ``data:…``.
+
+    The part keeps the whole URL — the vendor is sent it — and only stores that must resend it (a durable run's
+    journal, a session) write it whole.
+    """
     parts = urllib.parse.urlsplit(url)
     tail = "?…" if parts.query or parts.fragment else ""
     if parts.scheme == "data":
         return "data:…"
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")) + tail
+    host = parts.netloc.rpartition("@")[2]  # ``user:password@`` dropped
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", "")) + tail
+
+
+def _check_image_bytes(name: str, data: bytes, media_type: str) -> None:
+    """Refuse a given image type the bytes' magic numbers contradict (a type they cannot tell is taken as given)."""
+    if media_type not in _SNIFFED_IMAGES:
+        return
+    sniffed = sniff_media_type(data)
+    if sniffed is None or sniffed == media_type or not sniffed.startswith("image/"):
+        return
+    if sniffed in _HEIF_FAMILY and media_type in _HEIF_FAMILY:
+        return  # HEIC is a HEIF: either name fits the same bytes
+    raise ValueError(
+        f"the {name}'s bytes are {sniffed}, not {media_type}: pass media_type={sniffed!r}, or none to have it "
+        "sniffed (a vendor refuses an image whose type does not match its bytes)"
+    )
 
 
 def _size_text(size: int) -> str:
@@ -222,6 +258,8 @@ class _Media:
     def _check_source(self, name: str, media_type: str | None, category: str | None) -> None:
         if (self.data is None) == (self.url is None):
             raise ValueError(f"{name} takes exactly one of data= or url=")
+        if self.url is not None and not isinstance(self.url, str):
+            raise TypeError(f"{name}'s url must be a str, not {type(self.url).__name__}")
         if self.url is not None and self.url.startswith("data:"):
             data, given = _decode_data_url(self.url)
             object.__setattr__(self, "data", data)
@@ -229,6 +267,9 @@ class _Media:
             media_type = media_type or given
         elif self.url is not None:
             _checked_url(self.url)
+        if category is not None and self.data is not None and not self.data:
+            raise ValueError(f"the {name} has no bytes (an empty payload is no {category} to any vendor)")
+        explicit = media_type is not None  # given, or the data: URL's
         if media_type is None and self.data is not None:
             media_type = sniff_media_type(self.data)
             if media_type is None:
@@ -240,12 +281,14 @@ class _Media:
                 raise ValueError(f"{name} media_type must be {category}/*, not {media_type!r}")
             if category is None and top in ("image", "audio"):
                 raise ValueError(f"a {top} is not a Document: use {top.capitalize()}(...) for {media_type!r}")
+            if explicit and category == "image" and self.data is not None:
+                _check_image_bytes(name, self.data, media_type)
         object.__setattr__(self, "media_type", media_type)
 
     def _repr_fields(self) -> str:
         if self.data is not None:
             return f"media_type={self.media_type!r}, size={len(self.data)}"
-        return f"url={_shown_url(self.url or '')!r}, media_type={self.media_type!r}"
+        return f"url={shown_url(self.url or '')!r}, media_type={self.media_type!r}"
 
 
 @attrs.frozen(slots=True)
@@ -267,7 +310,9 @@ class Image(_Media):
     """An image: ``Image(data=png_bytes)`` (media type sniffed) or ``Image(url="https://…/cat.jpg")``.
 
     :raises ValueError: neither or both of ``data`` / ``url``, a URL that is not http(s) or gs, a media type
-        that is not ``image/*``, or bytes whose type cannot be told without one.
+        that is not ``image/*``, no bytes, bytes whose type cannot be told without one, or bytes whose magic
+        numbers say another image type than the one given (``image/heic`` and ``image/heif`` are one family).
+    :raises TypeError: ``data`` that is not bytes, or a ``url`` that is not a str.
     """
 
     data: bytes | None = attrs.field(default=None, converter=_to_bytes)
@@ -304,7 +349,7 @@ class Document(_Media):
     ``title`` names it to the model where the wire has a field for that (Anthropic's ``title``, OpenAI's
     ``filename``).  ``pages`` is the page count read from a PDF's page tree (an estimate when the tree is
     compressed; ``None`` for a URL or a text document), used for token budgeting.  A text document's bytes may
-    be given as a ``str``.
+    be given as a ``str``.  ``media_type=None`` is the default (a PDF) for a URL, and sniffed from bytes.
 
     :raises ValueError: neither or both of ``data`` / ``url``, a URL that is not http(s) or gs, an image or audio
         media type, bytes that are not a PDF under the default media type, or text that is not UTF-8.
@@ -323,6 +368,9 @@ class Document(_Media):
             raise TypeError(f"Document.title must be a str, not {type(self.title).__name__}")
         self._check_source("Document", self.media_type, None)
         if self.data is None:
+            kept: str | None = self.media_type
+            if kept is None:  # a URL with media_type=None: the default, as when none is passed
+                object.__setattr__(self, "media_type", "application/pdf")
             return
         if self.media_type == "application/pdf":
             if b"%PDF-" not in self.data[:1024]:
@@ -366,8 +414,8 @@ def _wav_seconds(data: bytes) -> float | None:
 class Audio:
     """Audio, by bytes only (no wire takes an audio URL): ``Audio(wav_bytes)``, media type sniffed.
 
-    :raises ValueError: no bytes, a media type that is not ``audio/*``, or bytes whose type cannot be told
-        without one.
+    :raises ValueError: no bytes (or empty ones), a media type that is not ``audio/*``, or bytes whose type cannot
+        be told without one.
     """
 
     data: bytes = attrs.field(converter=_to_bytes)
@@ -383,6 +431,8 @@ class Audio:
     def __attrs_post_init__(self) -> None:
         if self.data is None:
             raise ValueError("Audio takes its bytes: Audio(data, media_type=None)")
+        if not self.data:
+            raise ValueError("the Audio has no bytes (an empty payload is no audio to any vendor)")
         media_type = self.media_type
         if media_type is None:
             media_type = sniff_media_type(self.data)
@@ -436,4 +486,4 @@ def describe(part: MediaPart) -> str:
     kind = type(part).__name__
     if part.data is not None:
         return f"{kind}({part.media_type}, {_size_text(len(part.data))})"
-    return f"{kind}({part.media_type or 'media type unknown'} at {_shown_url(part.url or '')})"
+    return f"{kind}({part.media_type or 'media type unknown'} at {shown_url(part.url or '')})"

@@ -67,9 +67,19 @@ def _integer(name: str, value: Any) -> int:
     return value
 
 
-def check_temperature(value: float | None) -> None:
-    """``None`` or a number in [0, 2] (the widest any wire takes)."""
-    if value is not None and not 0.0 <= _number("temperature", value) <= _TEMPERATURE_MAX:
+def check_temperature(value: float | None, *, ceiling: bool = True) -> None:
+    """``None`` or a finite number in [0, 2] (the widest any wire takes).
+
+    ``ceiling=False`` (what ``LLMRequest`` checks) leaves the upper bound to the wire: a compatible server may
+    take more than 2, but no server takes a negative, NaN, infinite or non-numeric temperature.
+    """
+    if value is None:
+        return
+    number = _number("temperature", value)
+    if not ceiling:
+        if number < 0.0:
+            raise ValueError(f"temperature must be >= 0, not {value!r}")
+    elif not 0.0 <= number <= _TEMPERATURE_MAX:
         raise ValueError(f"temperature must be between 0 and {_TEMPERATURE_MAX:g}, not {value!r}")
 
 
@@ -287,7 +297,8 @@ class ModelSettings:
             value = getattr(other, name)
             if value is not None:
                 changes[name] = value
-        if self.extra and other.extra:
+        # Merged whenever both are set: an empty ``extra`` in ``other`` adds nothing (it must not replace ours).
+        if self.extra is not None and other.extra is not None:
             merged = {wire: dict(options) for wire, options in self.extra.items()}
             for wire, options in other.extra.items():
                 merged[wire] = {**merged.get(wire, {}), **options}

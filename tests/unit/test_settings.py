@@ -107,7 +107,8 @@ def test_llmrequest_checks_its_new_fields_as_modelsettings_does() -> None:
     with pytest.raises(ValueError, match="timeout"):
         LLMRequest([Message.user("q")], timeout=-1)
     assert LLMRequest([Message.user("q")], cache=True).cache == CachePolicy()
-    # The fields LLMRequest always had keep their old, lenient behaviour.
+    # The temperature's ceiling is left to the wire (a compatible server may take more than 2); what no wire
+    # takes (NaN, a negative, a string) is refused: tests/unit/test_value_types_hostile.py.
     assert LLMRequest([Message.user("q")], temperature=5.0).temperature == 5.0
 
 

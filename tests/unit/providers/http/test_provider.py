@@ -229,7 +229,8 @@ async def test_no_model_is_a_request_error_before_sending() -> None:
 async def test_an_unserialisable_body_is_a_request_error_before_sending() -> None:
     rec = Recorder(lambda r: httpx.Response(200, json=ok_body()))
     provider, client = provider_for(rec)
-    bad = LLMRequest([Message.user("x")], temperature=float("nan"))
+    # A NaN temperature is refused where the request is built; a vendor option is passed through as given.
+    bad = LLMRequest([Message.user("x")], vendor_options={"openai": {"logit_bias_scale": float("nan")}})
     async with client:
         with pytest.raises(ProviderError) as info:
             await provider.complete(bad)
