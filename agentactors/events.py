@@ -60,6 +60,7 @@ import attrs
 
 from ._json import MAX_DOCUMENT_DEPTH, MAX_INT_DIGITS, MAX_TEXT_CHARS, JsonBoundError, loads_bounded
 from .errors import AgentActorsError, redact
+from .parts import is_part, shown_url
 
 __all__ = [
     "ActorEvent",
@@ -760,8 +761,15 @@ def _jsonable(value: Any, room: int, active: set[int]) -> Any:
     try:
         if attrs.has(type(value)):
             out: dict[str, Any] = {}
+            part = is_part(value)
             for f in attrs.fields(type(value)):
-                out[f.name] = _jsonable(getattr(value, f.name), room - 1, active)
+                field = getattr(value, f.name)
+                if part and f.name == "url" and isinstance(field, str):
+                    # A part's URL may carry credentials (user:password@, a presigned signature and session
+                    # token): a record shows it as a repr does, never whole.
+                    out[f.name] = shown_url(field)
+                else:
+                    out[f.name] = _jsonable(field, room - 1, active)
             return out
         if isinstance(value, Mapping):
             out = {}

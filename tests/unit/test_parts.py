@@ -7,6 +7,7 @@ import copy
 import pickle
 import struct
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import assert_type
 
 import attrs
@@ -227,3 +228,26 @@ def test_parts_and_messages_pickle_copy_and_evolve() -> None:
     assert attrs.evolve(message, name="n").parts == message.parts
     assert pickle.loads(pickle.dumps(Document(data=PDF))).pages == 4
     assert copy.deepcopy(message) == message and copy.copy(message) == message
+
+
+@pytest.mark.anyio
+async def test_an_event_record_never_holds_the_credentials_a_part_url_carries(tmp_path: Path) -> None:
+    from agentactors import Agent, JsonlRecorder, ScriptedProvider
+
+    urls = [
+        "https://user:hunter2pass@example.com/a.png",
+        "https://bucket.s3.amazonaws.com/a.png?X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20261205&"
+        "X-Amz-Signature=abcdef0123456789abcdef&X-Amz-Security-Token=FQoGZXIvYXdzEJr",
+        "https://storage.googleapis.com/b/a.png?X-Goog-Signature=0123abcd&sig=SECRETSIG123#frag",
+    ]
+    path = tmp_path / "events.jsonl"
+    recorder = JsonlRecorder(path)
+    await Agent(ScriptedProvider(["ok"]), recorders=[recorder]).run(
+        [Message.user([Text("look"), *(Image(url=u) for u in urls)])]
+    )
+    recorder.close()
+    text = path.read_text()
+    assert "example.com/a.png" in text and "bucket.s3.amazonaws.com/a.png?…" in text  # the part is recorded
+    for secret in ("hunter2pass", "AKIAIOSFODNN7EXAMPLE", "abcdef0123456789", "FQoGZXIvYXdzEJr", "0123abcd",
+                   "SECRETSIG123", "frag"):
+        assert secret not in text
