@@ -81,6 +81,7 @@ never reach a user of the library (a test double's and the demo's)::
     ├── Disconnected                    agentactors.serve._http: the client left before its body arrived
     ├── ProtocolError                   providers.http._response_parser: raised as httpx's RemoteProtocolError
     ├── InvalidInput                    agentactors.serve._agui_input: answered with a 422, never leaves serve
+    ├── ResumeRefused                   agentactors.serve._agui_input: answered with RUN_ERROR, never leaves serve
     ├── ValueError
     │   └── JsonBoundError                  agentactors._json: JSON past the depth and size policy, never leaves an edge
     ├── WireRejection                   the fake vendor's 4xx, never leaves agentactors.testing
