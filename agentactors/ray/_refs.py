@@ -7,18 +7,30 @@ thread: ``call_soon_threadsafe`` on asyncio, ``TrioToken.run_sync_soon`` on
 trio — both reached through anyio's event-loop token, so this is the one place
 that knows a backend exists.  A wait costs a callback and an event, however
 many refs are in flight.
+
+**Ray going away.**  Once the driver's Ray is shut down (``ray.shutdown()``
+from any thread, a cluster that started Ray leaving while another still runs)
+a pending ref's future is never completed: nobody is left to complete it.  So
+a wait also looks at ``ray.is_initialized()`` every :data:`LIVENESS_POLL`
+seconds and ends with :class:`~agentactors.ray.errors.WorkerLostError` when Ray
+is gone — a wait never outlives Ray.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["RefWaiter"]
+from .errors import WorkerLostError
+
+__all__ = ["LIVENESS_POLL", "RefWaiter"]
+
+#: Seconds between a waiting call's looks at whether Ray is still up (a wakeup each: nothing costs less).
+LIVENESS_POLL: Final = 1.0
 
 
 class RefWaiter:
@@ -36,9 +48,15 @@ class RefWaiter:
     async def wait(self, ref: Any) -> Any:
         """The ref's value (or its exception, raised).
 
+        :raises WorkerLostError: Ray was shut down before the ref completed (its reply will never come).
+
         Cancellation: the waiter leaves at once; the ref is not cancelled (the caller decides
         whether to ``ray.cancel`` it), and its late completion wakes nobody.
         """
+        import ray
+
+        if not ray.is_initialized():
+            raise _ray_gone()
         future: Future[Any] = ref.future()
         if not future.done():
             event = anyio.Event()
@@ -51,5 +69,13 @@ class RefWaiter:
                     pass  # the driver's loop has ended: nobody waits any more
 
             future.add_done_callback(done)
-            await event.wait()
+            while not event.is_set():
+                with anyio.move_on_after(LIVENESS_POLL):
+                    await event.wait()
+                if not event.is_set() and not ray.is_initialized():
+                    raise _ray_gone()
         return future.result()
+
+
+def _ray_gone() -> WorkerLostError:
+    return WorkerLostError("Ray was shut down on the driver: no reply from its workers will come")

@@ -11,10 +11,17 @@ by value.  A module that an installed distribution provides (under a
 reference: the workers have it too.
 
 **Results.**  A worker pickles its chunk's results itself (:func:`pack_results`),
-one by one, so a result that cannot travel does not take its chunk down: an
-exception that does not survive ``pickle.loads(pickle.dumps(e))`` is replaced by
-a :class:`~agentactors.ray.errors.RemoteError` naming its type (agentactors'
-own errors round-trip as they are).
+each into its own blob, so a result that cannot travel does not take its chunk
+down, and the driver unpickles each alone (:func:`unpack_results`): one it cannot
+load becomes a failed result of its own.  Results go with ``ray.cloudpickle``:
+a class the workers got by value with the factory (a typed output, an exception
+defined in ``__main__``) goes back by value, and the driver finds its own class
+again (cloudpickle tracks the classes it shipped), so ``type(result.output)`` is
+the user's class.  An error that does not survive a round trip, or a foreign
+one whose text holds a credential, is replaced by a
+:class:`~agentactors.ray.errors.RemoteError` naming its type, its text redacted
+*on the worker* — the only process whose registry knows the keys its providers
+registered.  agentactors' own errors (redacted when made) round-trip as they are.
 """
 
 from __future__ import annotations
@@ -29,12 +36,22 @@ from typing import Any
 
 import attrs
 
+from .._scrub import scrub_chain
 from ..errors import redact
 from ..loop.result import RunResult
 from ..messages import Message
 from .errors import RemoteError
 
-__all__ = ["input_messages", "pack_factory", "pack_results", "remote_error", "unpack_factory", "unpack_results"]
+__all__ = [
+    "failed_results",
+    "input_messages",
+    "pack_factory",
+    "pack_results",
+    "remote_error",
+    "sendable",
+    "unpack_factory",
+    "unpack_results",
+]
 
 
 def input_messages(prompt: Any) -> tuple[Message, ...]:
@@ -105,42 +122,73 @@ def unpack_factory(blob: bytes) -> Callable[..., Any]:
 
 
 def _travels(exc: BaseException) -> bool:
+    import ray.cloudpickle
+
+    cloudpickle: Any = ray.cloudpickle  # untyped
     try:
-        pickle.loads(pickle.dumps(exc))
+        pickle.loads(cloudpickle.dumps(exc))
     except Exception:
         return False
     return True
 
 
-def remote_error(exc: BaseException) -> RemoteError:
-    """A :class:`RemoteError` standing in for ``exc`` (its type's qualified name, its text redacted)."""
+def remote_error(exc: BaseException, *, doing: str | None = None) -> RemoteError:
+    """A :class:`RemoteError` standing in for ``exc`` (its type's qualified name, its text redacted).
+
+    ``doing`` says what failed with ``exc`` when ``exc`` is not the run's own error (unpickling a result).
+    """
     kind = type(exc)
     name = f"{kind.__module__}.{kind.__qualname__}"
-    return RemoteError(redact(f"{name}: {exc}")[:2000], type_name=name)
+    where = f" while {doing}" if doing else ""
+    return RemoteError(redact(f"{name}{where}: {exc}")[:2000], type_name=name)
 
 
 def sendable(result: RunResult) -> RunResult:
-    """``result`` as it can travel: an error that does not pickle becomes a :class:`RemoteError`."""
+    """``result`` as it may travel (on the worker): its errors, and its children's, made safe to send.
+
+    An error that does not pickle, or a foreign one whose text holds a credential (the worker's
+    registry knows its providers' keys; the driver's does not), becomes a :class:`RemoteError`.
+    """
     error = result.error
-    if error is not None and not _travels(error):
+    if error is not None and (scrub_chain(error) is not error or not _travels(error)):
         result = attrs.evolve(result, error=remote_error(error))
+    if result.children:
+        result = attrs.evolve(result, children=tuple(sendable(child) for child in result.children))
     return result
 
 
-def pack_results(results: Sequence[RunResult]) -> bytes:
-    """A chunk's results for the driver; a result that still does not pickle becomes a failed one."""
-    out: list[RunResult] = []
+def failed_results(inputs: Sequence[Any], error: BaseException) -> list[RunResult]:
+    """One failed result per input, each carrying ``error`` (a factory's failure, a runtime gone)."""
+    return [RunResult("", input_messages(prompt), error=error) for prompt in inputs]
+
+
+def pack_results(results: Sequence[RunResult]) -> list[bytes]:
+    """A chunk's results for the driver, one blob each; a result that does not pickle becomes a failed one."""
+    import ray.cloudpickle
+
+    cloudpickle: Any = ray.cloudpickle  # untyped
+    out: list[bytes] = []
     for result in results:
-        result = sendable(result)
         try:
-            pickle.dumps(result)
-        except Exception as exc:  # something else in it (provider data, a tool's output) does not pickle
-            result = RunResult("", result.messages[:0], error=remote_error(exc))
-        out.append(result)
-    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+            blob = bytes(cloudpickle.dumps(sendable(result), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception as exc:  # something else in it (provider data, an output) does not pickle
+            failed = RunResult("", result.messages[:0], error=remote_error(exc))
+            blob = bytes(cloudpickle.dumps(failed, protocol=pickle.HIGHEST_PROTOCOL))
+        out.append(blob)
+    return out
 
 
-def unpack_results(blob: bytes) -> list[RunResult]:
-    """The results :func:`pack_results` packed (on the driver)."""
-    results: list[RunResult] = pickle.loads(blob)
+def unpack_results(blobs: Sequence[bytes], inputs: Sequence[Any]) -> list[RunResult]:
+    """The results :func:`pack_results` packed (on the driver), for ``inputs`` in order.
+
+    A result that does not unpickle here (a class the driver lacks, a ``__reduce__`` that fails)
+    becomes a failed result of its input whose error is a :class:`RemoteError` saying why.
+    """
+    results: list[RunResult] = []
+    for blob, prompt in zip(blobs, inputs, strict=True):
+        try:
+            result = pickle.loads(blob)
+        except Exception as exc:
+            result = RunResult("", input_messages(prompt), error=remote_error(exc, doing="unpickling its result"))
+        results.append(result)
     return results

@@ -2,7 +2,7 @@
 
 The driver (this module) shards the inputs into chunks and keeps ``inflight``
 chunks running on every live worker (:class:`~agentactors.ray.worker.ClusterWorker`);
-each chunk's results come back pickled in one object, and each input index is
+each chunk's results come back in one reply (a pickled blob per result), and each input index is
 delivered exactly once — in input order by :meth:`RayCluster.run_many`, as
 they finish by :meth:`RayCluster.as_completed`.
 
@@ -21,6 +21,17 @@ the same on every attempt).  With ``retries=0`` they come back as failed
 off for workers (``max_task_retries=0``): stacked on the driver's they would
 run a lost chunk twice over.  A dead worker is not replaced; when none is left,
 what was not run comes back failed with ``WorkerLost``.
+
+**What cannot travel** fails alone, as a result of its own input: an input Ray
+cannot serialize (a ``TypeError`` naming its index; its neighbours run), a
+result the driver cannot unpickle (a ``RemoteError`` saying why).  A Ray error
+the driver does not expect fails its chunk's inputs with a ``RemoteError``:
+nothing a worker sends back takes the whole job down.
+
+**Ray going away.**  When the driver's Ray is shut down during a job, every
+worker is lost at once: what was running and what was never sent come back
+failed with ``WorkerLost`` within about a second (the waits look at Ray's
+liveness: :mod:`agentactors.ray._refs`).
 
 **Cancellation.**  Cancelling the driver (or leaving ``as_completed`` early)
 ``ray.cancel`` s every chunk in flight: Ray cancels the worker's asyncio task,
@@ -48,6 +59,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._version import __version__
+from ..errors import redact
 from ..loop.result import RunResult
 from ._budget_actor import BudgetActor
 from ._refs import RefWaiter
@@ -240,16 +252,26 @@ class RayCluster:
 
         assert self._waiter is not None
         try:
-            await self._waiter.wait(worker.serve)
+            failure = await self._waiter.wait(worker.serve)
         except ray.exceptions.RayActorError:
             self._lost(worker)
-        except Exception as exc:  # the factory failed: its chunks say so
+        except WorkerLost:  # Ray itself is gone
+            self._ray_gone()
+        except Exception as exc:
             log.warning("worker %s stopped serving: %s", worker.id, type(exc).__name__)
+        else:
+            if failure is not None:  # the factory failed: its chunks say so
+                log.warning("worker %s stopped serving: its agent_factory raised %s", worker.id, failure)
 
     async def _shutdown(self) -> None:
         import ray
 
         waiter = self._waiter
+        if not ray.is_initialized():  # shut down under us: nothing is left to stop
+            self._workers = [attrs.evolve(w, alive=False) for w in self._workers]
+            self._budget_actors.clear()
+            self._started_ray = False
+            return
         live = [w for w in self._workers if w.alive]
         if waiter is not None and live:
             with anyio.move_on_after(self._drain_timeout + 5.0):
@@ -309,11 +331,20 @@ class RayCluster:
         live = frozenset(w.id for w in self._workers if w.alive)
         roster = self._roster = Roster(self._roster.version + 1, live)
         # Fire and forget: a budget that restarts later gets the roster back from the workers.
-        for w in self._workers:
-            if w.alive:
-                w.handle.update_roster.remote(roster)
-        for handle in self._budget_actors.values():
-            handle.set_roster.remote(roster)
+        handles = [w.handle.update_roster for w in self._workers if w.alive]
+        handles += [handle.set_roster for handle in self._budget_actors.values()]
+        for method in handles:
+            try:
+                method.remote(roster)
+            except Exception:  # Ray is going away: nobody is left to tell
+                log.debug("could not send the roster", exc_info=True)
+
+    def _ray_gone(self) -> None:
+        """The driver's Ray was shut down: every worker is lost, and nobody can be told."""
+        for worker in self._workers:
+            if worker.alive:
+                worker.alive = False
+                log.warning("worker %s was lost: Ray was shut down", worker.id)
 
     # -- running -----------------------------------------------------------------------------------
 
@@ -487,13 +518,21 @@ class ClusterCompletions:
                     return
                 await self._changed.wait()
                 continue
+            try:
+                ref = worker.handle.run_chunk.remote(self._job, chunk.start, chunk.items)
+            except Exception as exc:
+                if not ray.is_initialized():  # Ray is gone: so is every worker
+                    cluster._ray_gone()
+                    self._requeued.appendleft(chunk)  # never sent: it fails with what was never run
+                    return
+                self._unsendable(chunk, exc)
+                continue
             chunk.attempts += 1
             self._in_flight += 1
-            ref = worker.handle.run_chunk.remote(self._job, chunk.start, chunk.items)
             try:
-                blob = await waiter.wait(ref)
+                blobs = await waiter.wait(ref)
             except anyio.get_cancelled_exc_class():
-                ray.cancel(ref)
+                _cancel(ref)
                 raise
             except ray.exceptions.RayActorError:
                 cluster._lost(worker)
@@ -510,17 +549,71 @@ class ClusterCompletions:
                         ),
                     )
                 return
-            except ray.exceptions.RayTaskError as exc:
-                cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else exc
-                self._fail_chunk(chunk, cause if _is_ours(cause) else remote_error(cause))
+            except WorkerLost:  # the waiter's word: the driver's Ray was shut down
+                cluster._ray_gone()
+                self._fail_chunk(
+                    chunk,
+                    WorkerLost(
+                        f"Ray was shut down while worker {worker.id} ran this input",
+                        worker=worker.id,
+                        attempts=chunk.attempts,
+                    ),
+                )
+                return
+            except Exception as exc:  # a Ray error the chunk cannot recover from: its inputs fail, not the job
+                self._fail_chunk(chunk, _chunk_error(exc))
             else:
-                results = unpack_results(blob)
-                cluster._measured(len(blob), len(results))
+                results = unpack_results(blobs, chunk.items)
+                cluster._measured(sum(len(blob) for blob in blobs), len(results))
                 for offset, result in enumerate(results):
                     self._deliver(chunk.start + offset, result)
             finally:
                 self._in_flight -= 1
                 self._notify()
+
+    def _unsendable(self, chunk: _Chunk, exc: Exception) -> None:
+        """Ray could not serialize the chunk: its inputs that do not pickle fail, the others go one by one."""
+        import ray.cloudpickle
+
+        cloudpickle: Any = ray.cloudpickle  # untyped
+        bad: dict[int, BaseException] = {}
+        for offset, item in enumerate(chunk.items):
+            try:
+                cloudpickle.dumps(item)
+            except Exception as item_exc:
+                bad[offset] = item_exc
+        if not bad:  # no input alone is the cause: retrying them would fail the same way
+            bad = dict.fromkeys(range(len(chunk.items)), exc)
+        for offset, item in enumerate(chunk.items):
+            index = chunk.start + offset
+            why = bad.get(offset)
+            if why is None:
+                self._requeued.append(_Chunk(index, [item], chunk.attempts))
+                continue
+            error = TypeError(
+                redact(f"input {index} cannot be sent to a Ray worker: {type(why).__name__}: {why}")[:2000]
+            )
+            self._deliver(index, RunResult("", input_messages(item), error=error))
+        self._notify()
+
+
+def _cancel(ref: Any) -> None:
+    """``ray.cancel(ref)``, which raises once Ray is shut down (then nothing runs that could be cancelled)."""
+    import ray
+
+    try:
+        ray.cancel(ref)
+    except Exception:
+        log.debug("could not cancel a chunk", exc_info=True)
+
+
+def _chunk_error(exc: BaseException) -> BaseException:
+    """What a chunk's inputs carry when its call failed on Ray's side: ours as it is, else a RemoteError."""
+    import ray.exceptions
+
+    if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(getattr(exc, "cause", None), BaseException):
+        exc = exc.cause
+    return exc if _is_ours(exc) else remote_error(exc)
 
 
 def _is_ours(exc: BaseException) -> bool:

@@ -13,6 +13,13 @@ asyncio** whatever the driver runs on.
   this worker shares its ProviderActor and connection pool), and returns when
   :meth:`ClusterWorker.stop` is called.  Its object ref failing is how the
   driver learns the process died.
+- Neither method raises the user's exceptions to Ray: a factory's failure, and
+  anything a chunk's runs raise, come back as failed results, their errors made
+  safe to send *here* (:func:`~agentactors.ray._shipping.sendable`: this process's
+  redaction registry holds the keys its providers registered).  An exception
+  raised to Ray would cross as Ray's task-failure text — a traceback with the
+  raw message, recorded by Ray and redacted by nobody — and one the driver
+  cannot unpickle would take the whole job down.
 - :meth:`ClusterWorker.run_chunk` runs in Ray's task for that call, not the
   runtime's: it enters the runtime with :meth:`Runtime.call
   <agentactors.actors.runtime.Runtime.call>`.  All inputs of a chunk run
@@ -34,7 +41,7 @@ from ..actors.runtime import Runtime
 from ..loop.result import RunResult
 from ._budget_actor import RayLedgerPort
 from ._env import WorkerEnv, use_env
-from ._shipping import input_messages, pack_results, unpack_factory
+from ._shipping import failed_results, input_messages, pack_results, unpack_factory
 from .budget import SharedBudget
 from .lease import LeaseClient
 from .ledger import Roster
@@ -82,11 +89,22 @@ class ClusterWorker:
         """The worker's agentactors version and pid (the driver checks the version)."""
         return {"version": __version__, "pid": os.getpid(), "worker": self._id}
 
-    async def serve(self) -> None:
-        """Host the runtime until :meth:`stop` (see the module docstring).
+    async def serve(self) -> str | None:
+        """Host the runtime until :meth:`stop` (see the module docstring); ``None``, or why it stopped early.
 
-        A factory that raises makes every chunk fail with that error (and this call with it).
+        A factory that raises makes every chunk fail with that error; this call then returns the
+        error's type name (never the error itself: see the module docstring).
         """
+        try:
+            await self._serve()
+        except Exception as exc:
+            failure = self._failure if self._failure is not None else exc
+            self._failure = failure
+            self._events()[0].set()  # whatever failed before the factory ran: no chunk waits for it forever
+            return type(failure).__qualname__
+        return None
+
+    async def _serve(self) -> None:
         ready, stopping = self._events()
         try:
             async with Runtime(drain_timeout=self._drain_timeout) as rt:
@@ -129,20 +147,28 @@ class ClusterWorker:
         for lease in self._leases.values():
             lease.set_roster(roster)
 
-    async def run_chunk(self, job: str, start: int, inputs: Sequence[Any]) -> bytes:
-        """Run ``inputs`` (indexes ``start``, ``start + 1``, ...) concurrently; their results, packed.
+    async def run_chunk(self, job: str, start: int, inputs: Sequence[Any]) -> list[bytes]:
+        """Run ``inputs`` (indexes ``start``, ``start + 1``, ...) concurrently; their results, packed one by one.
+
+        It raises nothing of the user's to Ray: a factory that failed, or a runtime that is gone,
+        makes every input a failed result (see the module docstring).
 
         Cancellation: ``ray.cancel`` of this call cancels every run of the chunk (their provider
         requests and tools included) and the call ends with Ray's ``TaskCancelledError``.
         """
         ready, _ = self._events()
         await ready.wait()
-        if self._failure is not None:
-            raise self._failure
+        items = list(inputs)
         rt = self._rt
-        if rt is None:
-            raise RuntimeError(f"worker {self._id} is not serving")
-        results: list[RunResult] = await rt.call(self._run_all, job, start, list(inputs))
+        if self._failure is not None:
+            results = failed_results(items, self._failure)
+        elif rt is None:
+            results = failed_results(items, RuntimeError(f"worker {self._id} is not serving"))
+        else:
+            try:
+                results = await rt.call(self._run_all, job, start, items)
+            except Exception as exc:  # the runtime refused the call (it is stopping)
+                results = failed_results(items, exc)
         return pack_results(results)
 
     async def _run_all(self, job: str, start: int, inputs: list[Any]) -> list[RunResult]:

@@ -5,8 +5,12 @@ over 2 workers; the shared budget's concurrency bound at a FakeVendor (in flight
 server's own record); a worker killed mid-job (every index delivered once; with retries=0 the lost ones
 are failed results naming WorkerLost; side effects deduplicated on input_key applied exactly once); the
 budget actor killed and restarted by Ray (the bound still holds); cancelling the driver reaching the
-vendor as disconnects; results and errors that travel; the version check; the example; the W10
-benchmark's entry point, smoke-sized.  Without ray the module skips — and fails under ``CI=true``.
+vendor as disconnects; results and errors that travel (a ProviderError keeps its kind; a typed output
+defined beside the factory comes back as the driver's class); what cannot travel failing alone (an input
+Ray cannot serialize, a result the driver cannot unpickle, an error the driver cannot unpickle); a secret
+registered only on a worker never reaching the driver or Ray's logs; Ray shut down mid-job ending every
+input with WorkerLost instead of a hang; the version check; the example; the W10 benchmark's entry point,
+smoke-sized.  Without ray the module skips — and fails under ``CI=true``.
 
 The factories live in this test module, which the workers cannot import: they travel by value.
 """
@@ -16,9 +20,11 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import operator
 import os
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,6 +41,7 @@ except ImportError:  # pragma: no cover - the dev extra installs ray: make test 
     pytest.skip(_MISSING, allow_module_level=True)
 
 from agentactors import Agent, LLMRequest, OpenAIProvider, RunResult, ScriptedProvider, ToolCall, ToolContext, tool
+from agentactors.errors import ErrorKind, ProviderError, UnsupportedToolChoiceError
 from agentactors.ray import RayCluster, RemoteError, SharedBudget, VersionMismatch, WorkerLost, with_shared_budget
 from agentactors.ray._shipping import _needs_value
 from agentactors.testing import FakeVendor
@@ -46,8 +53,8 @@ pytestmark = pytest.mark.anyio
 WORKER = {"num_cpus": 0}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray() -> Iterator[None]:
+def start_local_ray() -> None:
+    """The module's local Ray instance (the fixture's; the test that shuts Ray down starts it again)."""
     ray.init(
         address="local",
         num_cpus=2,
@@ -55,6 +62,11 @@ def local_ray() -> Iterator[None]:
         log_to_driver=False,
         configure_logging=False,
     )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray() -> Iterator[None]:
+    start_local_ray()
     try:
         yield
     finally:
@@ -419,3 +431,186 @@ def test_the_w10_benchmark_runs_smoke_sized_on_the_running_cluster(
     report = capsys.readouterr().out
     assert "| scripted (50 runs) | ray 1 worker |" in report and "| http (20 runs) | ray 1 worker |" in report
     assert "ray.init already running" in report
+
+
+# --- what cannot travel, secrets, and Ray going away ------------------------------------------------
+
+# A key that matches no key shape: only the registry of the process that built the provider knows it.
+WORKER_KEY = "tenant42-4f9a8b7c6d5e4f3a2b1c"
+
+
+class Unsendable:
+    """An input Ray cannot serialize: it holds a lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+async def test_an_input_that_cannot_be_sent_fails_alone_naming_it() -> None:
+    with anyio.fail_after(300):
+        async with RayCluster(echo_agent, workers=1, worker_options=WORKER, chunk=3) as cluster:
+            results = await cluster.run_many(["a", Unsendable(), "c", "d"])
+    assert [r.content for r in results] == ["echo a", "", "echo c", "echo d"]  # its neighbours ran
+    error = results[1].error
+    assert isinstance(error, TypeError), error
+    assert "input 1" in str(error) and "lock" in str(error)
+
+
+class Undeliverable:
+    """Pickles on the worker; unpickling it (on the driver) raises ZeroDivisionError."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (operator.truediv, (1, 0))
+
+
+class UndeliverableAgent:
+    async def run(self, prompt: Any, **_: Any) -> RunResult:
+        return RunResult(f"fine {prompt}", (), output=Undeliverable() if prompt == "bad" else "x")
+
+
+def undeliverable_agent() -> UndeliverableAgent:
+    return UndeliverableAgent()
+
+
+async def test_a_result_the_driver_cannot_unpickle_fails_alone_naming_why() -> None:
+    with anyio.fail_after(300):
+        async with RayCluster(undeliverable_agent, workers=1, worker_options=WORKER, chunk=3) as cluster:
+            results = await cluster.run_many(["a", "bad", "c"])
+    assert [r.content for r in results] == ["fine a", "", "fine c"]
+    error = results[1].error
+    assert isinstance(error, RemoteError), error
+    assert error.type_name == "builtins.ZeroDivisionError" and "unpickling its result" in str(error)
+    assert results[1].messages[-1].content == "bad"  # what the run would have started from
+
+
+class Boom(Exception):
+    """Pickles on the worker; unpickling it raises ZeroDivisionError."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (operator.truediv, (1, 0))
+
+
+def booming_factory() -> Agent:
+    OpenAIProvider("gpt-test", api_key=WORKER_KEY, base_url="http://127.0.0.1:9/v1")  # registers the key
+    raise Boom(f"the vendor refused {WORKER_KEY}")
+
+
+class LeakyAgent:
+    async def run(self, prompt: Any, **_: Any) -> RunResult:
+        raise ValueError(f"the vendor refused {WORKER_KEY}")
+
+
+def leaky_agent() -> LeakyAgent:
+    OpenAIProvider("gpt-test", api_key=WORKER_KEY, base_url="http://127.0.0.1:9/v1")  # registers the key
+    return LeakyAgent()
+
+
+@pytest.mark.parametrize("factory", [booming_factory, leaky_agent], ids=["factory", "run"])
+async def test_a_failure_holding_a_worker_side_secret_comes_back_redacted(factory: Callable[[], Any]) -> None:
+    # The driver never registered the key: only the worker (where the provider was built) can redact it.
+    with anyio.fail_after(300):
+        async with RayCluster(factory, workers=1, worker_options=WORKER) as cluster:
+            results = await cluster.run_many(["a", "b"])
+    for result in results:
+        error = result.error
+        assert isinstance(error, RemoteError), error
+        assert error.type_name.endswith("Boom" if factory is booming_factory else "ValueError")
+        assert "the vendor refused [REDACTED]" in str(error)
+        assert WORKER_KEY not in f"{error} {error!r} {error.args} {result!r}"
+    node: Any = ray._private.worker._global_node  # this test's own Ray instance: its session's logs
+    assert node is not None
+    logs = Path(node.get_session_dir_path()) / "logs"
+    leaked = [p.name for p in logs.iterdir() if p.is_file() and WORKER_KEY in p.read_text(errors="replace")]
+    assert not leaked  # nor in Ray's logs
+
+
+USER_SCRIPT = '''
+"""A user's script: the workers cannot import it (as a __main__ is not)."""
+
+import dataclasses
+
+from agentactors import Agent, ScriptedProvider
+
+
+@dataclasses.dataclass
+class Weather:
+    city: str
+    celsius: int
+
+
+def make_agent():
+    return Agent(ScriptedProvider(lambda request: '{"city": "Oslo", "celsius": 3}', record=False), output_type=Weather)
+'''
+
+
+async def test_a_typed_output_defined_beside_the_factory_comes_back_as_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ray_user_script.py"
+    path.write_text(USER_SCRIPT)
+    spec = importlib.util.spec_from_file_location("ray_user_script", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, script)
+    spec.loader.exec_module(script)
+    with anyio.fail_after(300):
+        async with RayCluster(script.make_agent, workers=1, worker_options=WORKER) as cluster:
+            results = await cluster.run_many(["Weather in Oslo?", "And now?"])
+    for result in results:
+        assert result.ok, result.error
+        output: Any = result.output
+        assert type(output) is script.Weather and output == script.Weather("Oslo", 3)
+
+
+def refusing_model(request: LLMRequest) -> str:
+    if request.messages[-1].content == "tool":
+        raise UnsupportedToolChoiceError(provider="vendor", model="m1")
+    raise ProviderError("slow down", provider="vendor", model="m1", kind="transient", status=429, retry_after=7.0)
+
+
+def refusing_agent() -> Agent:
+    return Agent(ScriptedProvider(refusing_model, record=False))
+
+
+async def test_provider_errors_keep_their_type_and_kind_across_ray() -> None:
+    # What with_retry / with_fallback (and a caller) classify on: the type, kind, retryable, retry_after.
+    with anyio.fail_after(300):
+        async with RayCluster(refusing_agent, workers=1, worker_options=WORKER) as cluster:
+            tool_choice, transient = await cluster.run_many(["tool", "busy"])
+    assert isinstance(tool_choice.error, UnsupportedToolChoiceError), tool_choice.error
+    assert tool_choice.error.kind == ErrorKind.request and not tool_choice.error.retryable
+    assert isinstance(transient.error, ProviderError) and type(transient.error) is ProviderError
+    error = transient.error
+    assert (error.kind, error.retryable, error.status, error.retry_after) == (ErrorKind.transient, True, 429, 7.0)
+
+
+class SlowAgent:
+    async def run(self, prompt: Any, **_: Any) -> RunResult:
+        await anyio.sleep(600)
+        return RunResult("late", ())
+
+
+def slow_agent() -> SlowAgent:
+    return SlowAgent()
+
+
+async def test_ray_shut_down_during_a_run_ends_every_input_with_worker_lost() -> None:
+    # Ray's replies never come once the driver's Ray is shut down: the cluster must notice, not wait forever.
+    try:
+        with anyio.fail_after(60):
+            async with RayCluster(slow_agent, workers=1, worker_options=WORKER, chunk=2) as cluster:
+                async with anyio.create_task_group() as tg:
+
+                    async def shut_down_soon() -> None:
+                        await anyio.sleep(1.0)  # the chunks are on their way or running: either way they are lost
+                        await anyio.to_thread.run_sync(ray.shutdown)
+
+                    tg.start_soon(shut_down_soon)
+                    results = await cluster.run_many([f"q{i}" for i in range(6)])
+        assert len(results) == 6
+        for result in results:
+            assert isinstance(result.error, WorkerLost), result.error
+        assert any(r.error.attempts == 1 for r in results if isinstance(r.error, WorkerLost))  # sent, then lost
+    finally:
+        if not ray.is_initialized():
+            start_local_ray()  # the module's other tests use it
