@@ -118,7 +118,10 @@ class Host(Protocol):
         ...
 
     def start_worker(self, cell: Cell, failure: Failure | None) -> bool:
-        """Start a worker task for ``cell`` (its slot is already counted); False when the runtime closed."""
+        """Start a worker task for ``cell`` (its slot is already counted); False when the runtime closed.
+
+        :raises RuntimeError: called from another event loop than the runtime's (nothing was started).
+        """
         ...
 
     def worker_done(self) -> None:
@@ -172,6 +175,9 @@ class Spec:
     size: int
     concurrency: int
     direct: bool
+    #: The ident of the thread whose event loop entered the runtime: refs compare it with the caller's first
+    #: (an ask or tell from another thread's loop is refused, :func:`~agentactors.actors.crossing.wrong_loop`).
+    thread: int | None
     quiet: bool = False  # no actor.started / actor.stopped events (an actor per run: the run has its own)
     #: ``checkpoint_if_cancelled`` from a known innermost scope (:func:`agentactors._backend.scope_checkpoint`):
     #: a frame's, between the asks made in it.  ``None``: made by hand; the frame uses ``checkpoint``.
@@ -271,7 +277,11 @@ class Cell:
         # Idle actors hold no task: start a worker when the live ones cannot take this message.  Before
         # on_start has run, one slot holder only (it runs on_start; the others would have to wait for it).
         if slots - self.busy < len(mailbox) and slots < (self.spec.concurrency if self.started else 1):
-            self._start_worker(None)
+            try:
+                self._start_worker(None)
+            except BaseException:
+                mailbox.pop()  # refused (another event loop's sender): the item was not sent
+                raise
         return ACCEPTED
 
     def queue_first(self, item: Any) -> None:
@@ -341,7 +351,12 @@ class Cell:
     def _start_worker(self, failure: Failure | None) -> bool:
         # Counted before the task starts: an eager task factory may run it inside start_worker().
         self.slots += 1
-        if self.spec.host.start_worker(self, failure):
+        try:
+            started = self.spec.host.start_worker(self, failure)
+        except BaseException:
+            self.slots -= 1  # refused (called from another event loop): nothing started
+            raise
+        if started:
             return True
         self.slots -= 1
         return False
@@ -450,9 +465,16 @@ class Cell:
         broken actor meanwhile; the worker calls :meth:`handler_done` once it has dealt with the failure.
         """
         self.unregister(scope)
-        if self.spec.host.start_worker(self, failure):
-            return
+        try:
+            if self.spec.host.start_worker(self, failure):
+                return
+        except BaseException:
+            self._give_back(busy)  # refused (another event loop): the slot is not handed to anyone
+            raise
         # The runtime closed under us: nothing to restart into (its exit finalizes every actor).
+        self._give_back(busy)
+
+    def _give_back(self, busy: bool) -> None:
         if busy:
             self.busy -= 1
         self.slots -= 1

@@ -27,8 +27,10 @@ own scope and cancellation point.
 from __future__ import annotations
 
 import contextvars
+import threading
 import types
 from collections.abc import Awaitable, Callable, Generator
+from threading import get_ident
 from typing import Any
 
 import anyio
@@ -39,6 +41,7 @@ import agentactors.actors.supervision as supervision
 from .._backend import ignoring_scope
 from ..errors import ActorStopped
 from ._cell import CURRENT_RUNTIME, STOPPED
+from .crossing import wrong_loop
 from .ref import ActorRef, cell_of
 
 __all__ = ["Frame", "ask_in", "hold", "open_frame", "release"]
@@ -49,18 +52,24 @@ class Frame:
 
     ``scope`` is the cancel scope: the task enters it (``with frame.scope:``) and must make every
     :func:`ask_in` with this frame from inside it, in that same task.  ``halted`` turns true when a
-    halt of an actor whose handler ran in the frame cancelled it.
+    halt of an actor whose handler ran in the frame cancelled it.  ``thread``: the ident of the thread
+    the frame was made in (its task's): an :func:`ask_in` compares it with the actor's runtime's, which
+    is cheaper than asking for the current thread's at every ask (the slot costs a frame no memory:
+    pymalloc's 16-byte size classes hold it; tracemalloc, which counts requested bytes, shows 8).
     """
 
-    __slots__ = ("_check", "halted", "scope")
+    __slots__ = ("_check", "halted", "scope", "thread")
 
     def __init__(
         self,
         scope: anyio.CancelScope,
         checkpoint: Callable[[], Awaitable[None]] = checkpoint_if_cancelled,
         scope_checkpoint: Callable[[Any], Awaitable[None]] | None = None,
+        thread: int | None = None,
     ) -> None:
         self.scope = scope
+        # (current_thread().ident: the Thread's own int, where get_ident() makes a new one the frame would hold.)
+        self.thread = threading.current_thread().ident if thread is None else thread
         # How checkpoint() checks: from this frame's scope outwards when the runtime resolved that
         # (agentactors._backend.scope_checkpoint), else the backend's checkpoint_if_cancelled itself.
         self._check: Callable[[Any], Awaitable[None]] = (
@@ -99,13 +108,22 @@ def open_frame(ref: Any, deadline: float | None = None) -> Frame:
     ``ref`` is one of the actors the frame's asks go to: its runtime's own cancel scope class and
     checkpoint are used (resolved once per runtime, as a direct ask's are); any other object gets
     ``anyio.CancelScope`` and ``anyio.lowlevel.checkpoint_if_cancelled``.
+
+    :raises RuntimeError: called from another thread than the one whose loop entered ``ref``'s runtime
+        (that runtime's scope class and checkpoint are its loop's backend's, not necessarily this one's).
     """
     if type(ref) is not ActorRef:
         return Frame(anyio.CancelScope() if deadline is None else anyio.CancelScope(deadline=deadline))
-    spec = cell_of(ref).spec
+    cell = cell_of(ref)
+    spec = cell.spec
+    thread = spec.thread  # (the runtime's own int, not a new one from get_ident(): a waiting run holds it)
+    if get_ident() != thread:
+        if spec.host.running:
+            raise wrong_loop(f"open_frame() for actor {cell.name!r}", thread, "rt.call(fn) with the whole run in fn")
+        thread = None  # a closed runtime's actor: the frame is this thread's, as any other
     new_scope: Any = spec.new_scope
     scope = new_scope() if deadline is None else new_scope(deadline=deadline)
-    return Frame(scope, spec.checkpoint, spec.scope_checkpoint)
+    return Frame(scope, spec.checkpoint, spec.scope_checkpoint, thread)
 
 
 @types.coroutine
@@ -125,6 +143,9 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
 
     :raises ActorStopped: the actor was halted while its handler ran here.  The frame is cancelled
         from then on (see the module): the caller ends what it does in the frame.
+    :raises RuntimeError: asked from another thread than the one whose loop entered the actor's runtime
+        (refused by the plain ask this then is, as :meth:`ActorRef.ask` refuses it).  Here the frame's
+        thread is compared (:attr:`Frame.thread`, the asker's own: the frame is used in the task that made it).
 
     Cancellation: unlike :meth:`ActorRef.ask` this is not a cancellation point by itself when the
     handler runs directly (its own awaits are).  A handler cancelled by anything but a halt
@@ -133,8 +154,9 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
     if frame is None or type(ref) is not ActorRef:
         return (yield from ref.ask(message).__await__())
     cell = cell_of(ref)
-    # Started actors only: an unstarted one runs on_start first, which the ordinary ask does.
-    if not cell.enter_framed(frame):
+    # Started actors only: an unstarted one runs on_start first, which the ordinary ask does.  Another
+    # thread's loop asks the ordinary way too, which refuses it (see ActorRef.ask).
+    if frame.thread != cell.spec.thread or not cell.enter_framed(frame):
         return (yield from ref.ask(message).__await__())
     ctx = contextvars.copy_context()
     coro = cell.actor.receive(message)
@@ -183,8 +205,13 @@ def hold(frame: Frame, ref: ActorRef) -> bool:
     the runtime's exit) cancels ``frame`` as it cancels a direct handler's scope (``frame.halted``).
 
     :returns: False when the actor cannot take a handler now (not open or started, or busy): nothing held.
+    :raises RuntimeError: called from another thread than the one whose loop entered the actor's runtime.
     """
-    return cell_of(ref).enter_framed(frame)
+    cell = cell_of(ref)
+    spec = cell.spec
+    if frame.thread != spec.thread and spec.host.running:  # (the frame's thread is its task's: see Frame)
+        raise wrong_loop(f"hold() of actor {cell.name!r}", spec.thread, "rt.call(fn) with the whole run in fn")
+    return cell.enter_framed(frame)
 
 
 def release(frame: Frame, ref: ActorRef) -> None:

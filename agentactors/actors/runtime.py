@@ -57,7 +57,7 @@ from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
 from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
 from ._inline import in_context
-from .crossing import Crossing, Waker, current_waker
+from .crossing import Crossing, Waker, current_waker, loop_probe, wrong_loop
 from .mailbox import Ask
 from .ref import Actor, ActorLike, ActorRef, cell_of
 from .threads import worker_threads
@@ -179,8 +179,9 @@ class Runtime:
         would pass it stops with ``CostLimitExceededError`` in its result (``docs/costs.md``).
 
     Leaving the block waits until every actor is idle (at most
-    ``drain_timeout``), cancels what still runs, rejects what is still queued
-    (asks get :class:`~agentactors.errors.ActorStopped`, tells become dead
+    ``drain_timeout``), cancels what still runs (the whole exit's bound:
+    :meth:`__aexit__`), rejects what is still queued (asks get
+    :class:`~agentactors.errors.ActorStopped`, tells become dead
     letters), runs ``on_stop`` hooks, then the cleanups registered with
     :meth:`service` (which is how the providers behind
     :meth:`ProviderActor.shared <agentactors.gateway.provider.ProviderActor.shared>`
@@ -192,7 +193,12 @@ class Runtime:
     A runtime belongs to the event loop (and so the thread) that entered it: any
     task of that loop may use it — a request handler, a task the server
     spawned — whether or not it runs inside the ``async with`` block (pass it
-    along: ``agent.run(..., runtime=rt)``, ``agent.bind(rt)``).
+    along: ``agent.run(..., runtime=rt)``, ``agent.bind(rt)``).  From another
+    thread's loop, asks, tells, :meth:`spawn`, :meth:`stop` and :meth:`wait_idle`
+    raise ``RuntimeError`` before touching anything (they name the way across:
+    :meth:`call`); from another loop of the same thread, whatever needs the
+    runtime's own tasks does (a runtime left open in a loop that has ended or is
+    not running, such as a fixture's).
     """
 
     __slots__ = (
@@ -206,6 +212,8 @@ class Runtime:
         "_escalated",
         "_event_cls",
         "_guests",
+        "_here",
+        "_home",
         "_host",
         "_idle",
         "_ids",
@@ -265,6 +273,10 @@ class Runtime:
         self._spawning = False
         self._thread: int | None = None
         self._waker: Waker | None = None
+        # The identity of the loop that entered the runtime, and the backend's lookup of the one running now
+        # (loop_probe): what tells another loop of the same thread from the runtime's own.
+        self._home: object = None
+        self._here: Callable[[], object] = _nowhere
         self._guests: set[anyio.CancelScope] = set()
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
@@ -320,6 +332,7 @@ class Runtime:
         self._entered = True
         self._thread = threading.get_ident()
         self._waker = current_waker()  # how calls from other threads' loops reach this one (call())
+        self._here, self._home = loop_probe()
         # Resolve the backend's concrete classes once: anyio.Event() / CancelScope() look the
         # backend up on every call, which the ask hot path does not need to pay.
         self._event_cls = type(anyio.Event())
@@ -349,6 +362,16 @@ class Runtime:
         0.1 s at least), and the cancellation propagates.  Before ``on_stop``,
         direct handlers still running in askers' tasks (cancelled by the halt)
         are waited for, shielded too, within a bound of their own (the same).
+
+        **How long it takes.**  At most ``drain_timeout`` (the drain) plus twice
+        ``max(drain_timeout, 0.1)`` (direct handlers, then hooks and cleanups),
+        plus whatever the cancelled code takes to end, for code that lets itself be
+        cancelled.  A direct handler that ignores its cancellation runs on in its
+        asker's task: the exit does not wait for it past its bound.  Code the
+        runtime's own tasks run (a worker's handler or ``on_start``, a task of
+        :meth:`spawn_task`, an ``on_stop`` run by a worker) that shields itself
+        from cancellation, or blocks the event loop, keeps the exit waiting until
+        it returns: a task cannot be abandoned under structured concurrency.
         """
         tg = self._tg
         assert tg is not None, "Runtime.__aexit__ without __aenter__"
@@ -416,8 +439,12 @@ class Runtime:
         drain waits for both).  Called from inside a handler it would wait for that very handler:
         don't.
 
+        :raises RuntimeError: called from another event loop than the runtime's (its events are that loop's).
+
         Cancellation: a cancelled waiter leaves at once; nothing else changes.
         """
+        if self._entered and not self._closed:
+            self._check_loop("Runtime.wait_idle()", "rt.call(rt.wait_idle)")
         while True:
             if self._running:
                 event = self._idle
@@ -499,8 +526,12 @@ class Runtime:
         actor without ``on_start`` is started at spawn; one with it is started
         by its first message (by the first asker itself, when direct).  ``quiet``: no ``actor.started`` /
         ``actor.stopped`` events for it (an actor that stands for something with events of its own: a run).
+
+        :raises RuntimeError: outside ``async with``, or from another thread than the runtime's loop's.
         """
         self._check_running()
+        if threading.get_ident() != self._thread:
+            raise wrong_loop("Runtime.spawn()", self._thread, "rt.call(fn) with an async fn that spawns")
         key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct, quiet)
         spec = self._specs.get(key)
         if spec is None:
@@ -523,6 +554,7 @@ class Runtime:
                 size=mailbox_size,
                 concurrency=concurrency,
                 direct=bool(direct),
+                thread=self._thread,
                 quiet=bool(quiet),
                 scope_checkpoint=self._scope_checkpoint,
             )
@@ -602,7 +634,8 @@ class Runtime:
         each other, no thread is held).  Whatever ``fn`` runs runs in the
         runtime's thread — callbacks it was given included.
 
-        :raises RuntimeError: the runtime is not running.
+        :raises RuntimeError: the runtime is not running, or belongs to another event loop of this thread (one
+            that has ended, or is not the one running now: nothing can hand the call over to it).
 
         Cancellation: ``fn`` runs in the calling task, so cancelling the caller
         cancels it at its next checkpoint, as for a plain ``await fn(*args)``.
@@ -615,6 +648,8 @@ class Runtime:
         self._check_running()
         if threading.get_ident() != self._thread:
             return await self._call_across(fn, args)
+        if self._here() is not self._home:
+            raise wrong_loop("Runtime.call()", self._thread, "rt.call(fn)")
         ctx = self._ctx
         assert ctx is not None
         awaitable = fn(*args)
@@ -696,8 +731,11 @@ class Runtime:
         Cancellation: the task belongs to the runtime, not to the caller —
         cancelling the caller does not cancel it; leaving ``async with`` does
         (after the drain).  The call itself never blocks.
+
+        :raises RuntimeError: outside ``async with``, or from another event loop than the runtime's.
         """
         self._check_running()
+        self._check_loop("Runtime.spawn_task()", "rt.call(fn) with an async fn that starts the task")
         assert self._tg is not None
         if background:
             self._background += 1
@@ -720,10 +758,15 @@ class Runtime:
         nothing new) and, once its drain is over or was never asked for, halted; its ``on_stop``
         runs where it would have (the last worker's task, or the next call to ``stop``, or the
         runtime's exit).
+
+        :raises ValueError: ``ref`` is an actor of another runtime.
+        :raises RuntimeError: called from another event loop than the runtime's (nothing changed).
         """
         cell = cell_of(ref)
         if cell.spec.runtime is not self:
             raise ValueError(f"{ref!r} belongs to another runtime")
+        if not self._closed:  # (closed: its actors are stopped, and stop() only waits for what is done)
+            self._check_loop(f"Runtime.stop() of actor {cell.name!r}", "rt.call(rt.stop, ref)")
         if cell.begin_stopping():
             if drain:
                 with anyio.move_on_after(self.drain_timeout if timeout is None else timeout):
@@ -845,12 +888,31 @@ class Runtime:
     # -- tasks -----------------------------------------------------------------------------------
 
     def _check_running(self) -> None:
-        if not self._entered or self._closed:
+        if self._closed:
+            raise RuntimeError(
+                "the Runtime is not running: it has closed (its `async with` was left; a Runtime runs once)"
+            )
+        if not self._entered:
             raise RuntimeError("the Runtime is not running: use `async with Runtime() as rt:`")
 
+    def _check_loop(self, what: str, via: str) -> None:
+        """Refuse ``what`` outside the runtime's event loop (:func:`~agentactors.actors.crossing.wrong_loop`).
+
+        The thread first (cheap), then the loop: another loop of the runtime's own thread is caught too.
+        """
+        if threading.get_ident() != self._thread or self._here() is not self._home:
+            raise wrong_loop(what, self._thread, via)
+
     def _start_internal(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Start a runtime task in the runtime's own context (never the caller's)."""
+        """Start a runtime task in the runtime's own context (never the caller's).
+
+        :raises RuntimeError: called from another event loop than the runtime's: the task group is that
+            loop's (a task started from elsewhere would never run, or run in the wrong thread).  Checked here,
+            where every task of the runtime starts: a probe is a fraction of a task's start.
+        """
         assert self._tg is not None and self._ctx is not None
+        if self._here() is not self._home:
+            raise wrong_loop("starting a task of the Runtime", self._thread, "rt.call(fn)")
         if self._spawning:
             # Nested inside the ctx.run below (an eager task factory ran the new task at once):
             # the context cannot be entered twice, and we are already in a copy of it.
@@ -932,6 +994,11 @@ def _count_running(delta: int) -> None:
         _running_in_process += delta
 
 
+def _nowhere() -> object:
+    """The loop probe of a runtime never entered: no loop (a runtime's home loop is set on entering)."""
+    return None
+
+
 async def _awaiting(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
@@ -957,7 +1024,11 @@ class _Host:
         if rt._closed or rt._tg is None:
             return False
         rt._running += 1
-        rt._start_internal(work, cell, failure)
+        try:
+            rt._start_internal(work, cell, failure)
+        except BaseException:
+            rt._task_done()  # refused (another event loop): no worker to count
+            raise
         return True
 
     def worker_done(self) -> None:
@@ -965,8 +1036,8 @@ class _Host:
 
     def finalize_soon(self, cell: Cell) -> None:
         rt = self._rt
-        if rt._closed or rt._tg is None:
-            return  # closing: the runtime's exit finalizes every actor
+        if rt._closed or rt._tg is None or rt._here() is not rt._home:
+            return  # closing (or not in its loop, which errs elsewhere): the runtime's exit finalizes every actor
         rt._running += 1
         rt._start_internal(rt._run_task, cell.finalize, ())
 

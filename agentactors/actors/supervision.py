@@ -19,7 +19,11 @@ Policies, per actor:
     leaves ``async with Runtime()`` as the bare exception.
 
 An ``on_start`` that raises cannot be resumed from: under ``resume`` the actor
-stops.  The policy and its limits live in the actor's shared
+stops.  Under ``restart`` it is a failure like any other: the next incarnation is
+built and started in turn.  Restarts follow one another in a loop (never one from
+inside the last: a storm of them must not deepen the stack), each a cancellation
+point, so a storm the limits allow is still ended by ``stop()``, a timeout or the
+runtime's exit.  The policy and its limits live in the actor's shared
 :class:`~agentactors.actors._cell.Spec`; the restart history in its cell.
 These functions are the whole of it; they move the cell through its own
 transitions and reach the runtime through the cell's host.
@@ -32,6 +36,7 @@ import logging
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from ..errors import redact
 from ._cell import STOPPING, Cell, Failure
@@ -45,19 +50,30 @@ log = logging.getLogger("agentactors.actors")
 async def start(cell: Cell) -> bool:
     """Run the actor's ``on_start`` in the calling worker.  True when the actor may handle messages.
 
+    An ``on_start`` that fails is supervised; under ``restart`` the next incarnation's ``on_start`` runs
+    next, here, in this loop (see the module), until one starts or the limits stop the actor (False).
+
     Cancellation: an ``on_start`` cancelled with the worker leaves the actor
     unstarted (the next worker runs it again) and propagates.
     """
-    on_start = getattr(cell.actor, "on_start", None)
-    if on_start is not None:
-        try:
-            await on_start()
-        except Exception as exc:
-            await failed(cell, exc, None, None, "on_start")
-            # A restart re-ran start() with a new object; anything else leaves the actor stopped.
-            return cell.started and cell.state <= STOPPING
-    cell.started_now(False)
-    return True
+    while True:
+        on_start = getattr(cell.actor, "on_start", None)
+        if on_start is not None:
+            try:
+                await on_start()
+            except Exception as exc:
+                if (
+                    failed_now(cell, exc, None, None, "on_start")
+                    and await _replace(cell, exc, None)
+                    and cell.state <= STOPPING
+                ):
+                    # A new incarnation, not started yet: its on_start next — after a checkpoint, so that a
+                    # storm of restarts whose hooks never await cannot hold the event loop (and is cancellable).
+                    await anyio.lowlevel.checkpoint()
+                    continue
+                return False  # stopped (or escalated, or halted meanwhile): nothing more to start
+        cell.started_now(False)
+        return True
 
 
 async def start_direct(cell: Cell) -> Failure | None:
@@ -91,8 +107,8 @@ async def failed(
     ``on_stop``, the new ``on_start``); the actor is then not started, and the
     next worker starts it.
     """
-    if failed_now(cell, exc, message, ctx, phase):
-        await _restart(cell, exc, ctx)
+    if failed_now(cell, exc, message, ctx, phase) and await _replace(cell, exc, ctx):
+        await start(cell)
 
 
 def failed_now(
@@ -148,7 +164,17 @@ def after_direct_failure(cell: Cell, scope: Any, failure: Failure, busy: bool) -
     cell.leave_direct(scope, busy)
 
 
-async def _restart(cell: Cell, exc: Exception, ctx: contextvars.Context | None) -> None:
+async def _replace(cell: Cell, exc: Exception, ctx: contextvars.Context | None) -> bool:
+    """Put a new incarnation in place (not started: the caller starts it), or stop the actor (False).
+
+    False when the failure is past ``max_restarts`` within the window, or the factory raised: the actor
+    is halted.  Otherwise the old object's ``on_stop`` ran (if it had started) and ``True``.
+
+    The decision (stop, or a new incarnation) is made before anything awaits: whoever the failure was
+    answered to sees the actor stopped already when the limits say so.
+
+    Cancellation: the old ``on_stop`` sees it like any await; the new object stays in place unstarted.
+    """
     spec = cell.spec
     host = spec.host
     now = anyio.current_time()
@@ -157,7 +183,7 @@ async def _restart(cell: Cell, exc: Exception, ctx: contextvars.Context | None) 
         cell.forget_restarts()
         reason = f"it failed {len(recent) + 1} times within {spec.window:g}s (max_restarts={spec.max_restarts})"
         cell.halt(reason)
-        return
+        return False
     factory = cell.factory
     assert factory is not None, "spawn() checks that a restarting actor has a factory"
     try:
@@ -169,7 +195,7 @@ async def _restart(cell: Cell, exc: Exception, ctx: contextvars.Context | None) 
             redact(f"{type(build_error).__name__}: {build_error}"),
         )
         cell.halt("its factory raised while restarting it")
-        return
+        return False
     recent.append(now)
     old, was_started = cell.replace(fresh, recent)
     host.record(ctx, "actor.restarted", actor=cell.name, restarts=len(recent), error=exc)
@@ -179,4 +205,4 @@ async def _restart(cell: Cell, exc: Exception, ctx: contextvars.Context | None) 
             await on_stop()
         except Exception as stop_error:
             host.record(ctx, "actor.failed", actor=cell.name, error=stop_error, policy="restart", phase="on_stop")
-    await start(cell)
+    return True

@@ -12,6 +12,14 @@ current cancel scope, which the asker cancels if it gives up.  A tell's handler
 runs in the runtime's own context.  Asks handled directly in their askers'
 tasks hold handler slots too: a worker leaves the mailbox alone while every
 slot is busy (the last direct handler to finish starts one).
+
+A handler or ``on_start`` that raises a ``BaseException`` that is neither a
+failure (an ``Exception``, supervised) nor a cancellation — ``KeyboardInterrupt``,
+``SystemExit``, one of the user's own — escalates whatever the actor's policy: the
+actor halts, the runtime is cancelled, and the exception leaves ``async with
+Runtime()`` bare once the exit has run (out of the task group as it is, it would
+leave wrapped in a group on trio, and leave asyncio's event loop itself).
+``GeneratorExit`` goes on as it is: it is how a coroutine is closed.
 """
 
 from __future__ import annotations
@@ -81,6 +89,11 @@ async def work(cell: Cell, failure: Failure | None = None) -> None:
             finalize = cell.leave_worker()
         if finalize:
             await cell.finalize()  # on_stop, in this task: still the runtime's work (a drain waits for it)
+    except BaseException as exc:
+        if isinstance(exc, Exception | GeneratorExit | anyio.get_cancelled_exc_class()):
+            raise
+        # KeyboardInterrupt, SystemExit, ... (see the module): the runtime's exit finalizes the halted actor.
+        cell.spec.host.escalate(cell, exc)
     finally:
         cell.spec.host.worker_done()
 
