@@ -175,9 +175,11 @@ class VendorProcess:
     def _start(self) -> None:
         # Kept open for the child's lifetime (closed by _stop) so that a failure can quote it.
         stderr = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
-        # The child imports this very package, wherever the parent found it.
+        # The child imports this very package, wherever the parent found it: the directory that holds
+        # ``agentactors/`` (never the package's own directory, whose ``_json.py`` would shadow the standard
+        # library's C accelerator of that name in the child).
         env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[1])
+        root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         process = subprocess.Popen(
             [sys.executable, "-m", "agentactors._demo.vendor"],
