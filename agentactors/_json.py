@@ -22,6 +22,9 @@ limit                        value       what it bounds
                                          ``int_max_str_digits``, applied even where a process raised it)
 :data:`MAX_TEXT_CHARS`       64 Mi       characters of one JSON text parsed at an edge (the HTTP layer's
                                          default ``max_response_bytes``)
+``unique_keys=True``         once        times one key may appear in one object, where the caller asks (a
+                                         tool call's arguments: which of two values the model meant is a
+                                         guess, and Python's parser silently keeps the last)
 ============================ =========== ================================================================
 
 A depth counts containers: ``1`` and ``"a"`` are 0 deep, ``[]`` and ``{}`` 1, ``{"a": [1]}`` 2.  The
@@ -59,7 +62,8 @@ _INT_LIMIT: Final = 10**MAX_INT_DIGITS
 class JsonBoundError(ValueError):
     """A JSON text or value past the policy (:attr:`limit` names which).  Never leaves an edge as itself.
 
-    Not a ``JSONDecodeError``: the text may be well-formed; it is the size that is refused.
+    Not a ``JSONDecodeError``: the text may be well-formed; it is its size (or a repeated key, where the
+    caller refuses those: ``limit="duplicate key"``) that is refused.
     """
 
     def __init__(self, message: str, *, limit: str) -> None:
@@ -93,20 +97,34 @@ def check_value(value: Any, *, what: str = "the value", max_depth: int = MAX_DEP
     return value
 
 
-def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH) -> Any:
+def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH, unique_keys: bool = False) -> Any:
     """``json.loads(text)`` within the policy.
+
+    ``unique_keys``: an object naming one key twice is refused (``limit="duplicate key"``) rather than read as
+    its last value — for a tool call's arguments, whose meaning would otherwise be Python's guess.  It costs
+    next to nothing (measured: the same time for a flat object, ~10 % of the parse for nested ones): the parser
+    hands each object's pairs to one C ``dict`` call and a length compare.  NaN and Infinity are read either way
+    (a journal or session written by an older version may hold them); refusing them is the validator's job.
 
     :raises json.JSONDecodeError: not JSON (cut off, say) — the caller's usual case, unchanged — or bytes that
         are not UTF-8.
-    :raises JsonBoundError: longer than :data:`MAX_TEXT_CHARS`, deeper than ``max_depth``, or an
-        integer past :data:`MAX_INT_DIGITS` digits.
+    :raises JsonBoundError: longer than :data:`MAX_TEXT_CHARS`, deeper than ``max_depth``, an
+        integer past :data:`MAX_INT_DIGITS` digits, or (``unique_keys``) a key repeated in one object.
     """
     if len(text) > MAX_TEXT_CHARS:
         raise JsonBoundError(f"{what} is longer than {MAX_TEXT_CHARS:,} characters", limit="size")
     try:
-        value = json.loads(text)
+        if not unique_keys:
+            value = json.loads(text)
+        elif isinstance(text, str):
+            value = _UNIQUE.decode(text)  # what json.loads does with a str, through the decoder that checks keys
+        else:
+            value = json.loads(text, object_pairs_hook=_unique_pairs)
     except json.JSONDecodeError:
         raise
+    except _RepeatedKey as exc:
+        message = f"{what} name the key {_shown_key(exc.key)} more than once"
+        raise JsonBoundError(message, limit="duplicate key") from None
     except UnicodeDecodeError as exc:  # bytes that are not UTF-8 (a line cut inside a character): not JSON either
         raise json.JSONDecodeError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", "", 0) from None
     except RecursionError:
@@ -118,6 +136,38 @@ def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH) -
     if len(text) <= MAX_INT_DIGITS and _openers(text) <= max_depth:
         return value  # the usual small value: too few brackets to be too deep, too short for a long integer
     return check_value(value, what=what, max_depth=max_depth)
+
+
+class _RepeatedKey(ValueError):
+    """An object names a key twice (raised out of the parser, turned into a :class:`JsonBoundError`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, unless a key repeats: then :class:`_RepeatedKey` (the first repeated key)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return value
+
+
+#: One decoder for every call (``json.loads`` with a hook would build one per call).
+_UNIQUE: Final = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+
+
+def _shown_key(key: str) -> str:
+    """A key as an error names it: quoted, at most 40 characters, half characters (lone surrogates) as ``?``."""
+    shown = key if len(key) <= 40 else key[:39] + "…"
+    if not shown.isascii():
+        shown = shown.encode("utf-8", "replace").decode("utf-8")
+    return repr(shown)
 
 
 def _openers(text: str | bytes) -> int:
@@ -136,7 +186,7 @@ def bound_problem(text: str | None) -> str | None:
     if text is None:
         return None
     try:
-        loads_bounded(text, what="the arguments")
+        loads_bounded(text, what="the arguments", unique_keys=True)
     except JsonBoundError as exc:
         return str(exc)
     except ValueError:

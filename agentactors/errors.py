@@ -212,7 +212,47 @@ def _excerpt(body: str | bytes | None) -> str | None:
 
 
 class AgentActorsError(Exception):
-    """Base class of every error this library raises (cancellation aside)."""
+    """Base class of every error this library raises (cancellation aside).
+
+    Its ``args`` — and so its ``str()``, its ``repr()`` and what a pickle carries to another process (a Ray
+    driver) — are redacted when it is built (:func:`~agentactors.redaction.redact`: registered secrets and
+    key-shaped strings), as are its notes: a message that quotes a key, a header or a URL with a token in it
+    shows ``[REDACTED]`` wherever the error goes.  Once, when it is built (a few microseconds, on a failure
+    path), not each time it is shown: an error kept in ``RunResult.error`` is shown and logged often.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*_redacted(args))
+
+    def add_note(self, note: str) -> None:
+        """Add a note, credentials removed (notes show in tracebacks)."""
+        super().add_note(redact(note))
+
+
+def _redacted(args: tuple[object, ...]) -> tuple[object, ...]:
+    """``args`` with every text redacted: a str itself, anything else by what ``str()`` shows of it.
+
+    Not a str (an exception, a path, a mapping passed as the message): kept as it is when its text holds
+    nothing to redact, else replaced by its redacted text — what ``str(error)`` shows is what it was, less
+    the credential.  Numbers and ``None`` are kept without a look.
+    """
+    if len(args) == 1 and type(args[0]) is str:  # the usual error: one message
+        return (redact(args[0]),)
+    out: list[object] = []
+    for arg in args:
+        if type(arg) is str:
+            out.append(redact(arg))
+        elif arg is None or isinstance(arg, bool | int | float):
+            out.append(arg)
+        else:
+            try:
+                text = str(arg)
+            except Exception:  # an object whose __str__ raises: it shows nothing, so it leaks nothing
+                out.append(arg)
+                continue
+            clean = redact(text)
+            out.append(arg if clean == text else clean)
+    return tuple(out)
 
 
 class ProviderError(AgentActorsError):
@@ -250,7 +290,8 @@ class ProviderError(AgentActorsError):
         self.retryable = self.kind.retryable if retryable is None else bool(retryable)
         self.request_id = request_id
         self.body_excerpt = _excerpt(body_excerpt)
-        super().__init__(self._message)
+        # Past AgentActorsError.__init__: the message is redacted already (once is enough).
+        super(AgentActorsError, self).__init__(self._message)
 
     @property
     def message(self) -> str:
@@ -273,10 +314,6 @@ class ProviderError(AgentActorsError):
         # Keep errors picklable (Ray moves them between processes).
         state = dict(self.__dict__)
         return (_rebuild, (type(self), state))
-
-    def add_note(self, note: str) -> None:
-        """Add a note, credentials removed (notes show in tracebacks)."""
-        super().add_note(redact(note))
 
 
 def _rebuild(cls: type[ProviderError], state: dict[str, Any]) -> ProviderError:
@@ -522,7 +559,7 @@ class ToolStatusError(RunError):
     """Raised by a run whose ``on_tool_status`` routes a tool status to ``"raise"``."""
 
     def __init__(self, message: str, *, status: Any = None, result: Any = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.status = status
         self.result = result
 
@@ -537,7 +574,7 @@ class RunDeadlineExceededError(RunError):
     """
 
     def __init__(self, message: str, *, deadline: float | None = None, step: int | None = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.deadline = deadline
         self.step = step
 
@@ -579,8 +616,8 @@ class ModelRetry(Signal):
     """
 
     def __init__(self, message: str) -> None:
-        super().__init__(redact(str(message)))
         self.message = redact(str(message))
+        super().__init__(self.message)
 
 
 class OutputValidationError(RunError):
@@ -592,7 +629,7 @@ class OutputValidationError(RunError):
     """
 
     def __init__(self, message: str, *, issues: Sequence[str] = (), attempts: int = 0) -> None:
-        super().__init__(redact(str(message)))
+        super().__init__(str(message))
         self.issues = tuple(redact(str(i)) for i in issues)
         self.attempts = attempts
 
@@ -618,7 +655,7 @@ class DelegationError(RunError):
     """
 
     def __init__(self, agent: str, reason: str) -> None:
-        super().__init__(redact(f"agent {agent!r} did not answer: {reason}"))
+        super().__init__(f"agent {agent!r} did not answer: {reason}")
         self.agent = agent
         self.reason = redact(str(reason))
 
@@ -646,7 +683,7 @@ class CostLimitExceededError(RunError):
         scope: str | None = None,
         estimate: float | None = None,
     ) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.limit = limit
         self.spent = spent
         self.scope = scope
@@ -661,7 +698,7 @@ class RunInterruptedError(RunError):
     """
 
     def __init__(self, message: str, *, reason: str | None = None, step: int | None = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.reason = reason
         self.step = step
 
@@ -670,7 +707,7 @@ class RunNotFoundError(RunError):
     """``rt.run_ref(run_id)``: no run with that id is live in this runtime (it finished, or never ran here)."""
 
     def __init__(self, message: str, *, run_id: str | None = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.run_id = run_id
 
 
@@ -678,7 +715,7 @@ class RunFinishedError(RunError):
     """A control message (``steer``, ``interrupt``, ``approve``, ``deny``) sent to a run that has finished."""
 
     def __init__(self, message: str, *, run_id: str | None = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.run_id = run_id
 
 
@@ -689,7 +726,7 @@ class CallNotPendingError(RunError, ValueError):
     """
 
     def __init__(self, message: str, *, call_id: str | None = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.call_id = call_id
 
 
@@ -701,7 +738,7 @@ class PauseConsumedError(RunError):
     """
 
     def __init__(self, message: str, *, run_id: str | None = None) -> None:
-        super().__init__(redact(message))
+        super().__init__(message)
         self.run_id = run_id
 
 
@@ -717,7 +754,7 @@ class SessionConflictError(SessionError):
     """
 
     def __init__(self, message: str, *, key: str | None = None) -> None:
-        super().__init__(redact(str(message)))
+        super().__init__(str(message))
         self.key = key
 
 
@@ -728,7 +765,7 @@ class SessionPausedError(SessionError):
     """
 
     def __init__(self, message: str, *, key: str | None = None, pending: Sequence[Any] = ()) -> None:
-        super().__init__(redact(str(message)))
+        super().__init__(str(message))
         self.key = key
         self.pending = tuple(pending)
 
@@ -742,7 +779,7 @@ class SessionFormatError(SessionError, ValueError):
     """
 
     def __init__(self, message: str, *, key: str | None = None, found: Any = None) -> None:
-        super().__init__(redact(str(message)))
+        super().__init__(str(message))
         self.key = key
         self.found = found
 

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import enum
 import json
+import numbers
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, cast
 
 import attrs
 
@@ -144,11 +146,16 @@ def parse_arguments(raw: str | None, *, required: bool = False) -> tuple[dict[st
     ``max_tokens``, for instance).  Unparseable text is never silently ``{}``:
     the caller keeps the raw text and the marker so the tool executor can tell
     the model what went wrong instead of running the tool.
+
+    An object naming one key twice is ``"unparseable"`` too (``agentactors._json.bound_problem``
+    says which key): Python's parser would keep the last value silently, and which one the model
+    meant is a guess.  NaN, Infinity and lone surrogates parse: the tool's validator refuses them,
+    with the place they are at, whichever way the arguments arrived (text or an object).
     """
     if raw is None or not raw.strip():
         return {}, ("empty" if required else None)
     try:
-        value = loads_bounded(raw, what="the arguments")
+        value = loads_bounded(raw, what="the arguments", unique_keys=True)
     except ValueError:  # not JSON, or past the depth and size policy (agentactors._json)
         return {}, "unparseable"
     if not isinstance(value, dict):
@@ -568,7 +575,26 @@ class StopReason(enum.StrEnum):
 
 @attrs.frozen(slots=True)
 class Usage:
-    """Token counts for one response (or, summed with ``+``, for a run)."""
+    """Token counts for one response (or, summed with ``+``, for a run).
+
+    Every count is an ``int`` from 0 to ``2**63 - 1`` (what any database's integer column takes): what is
+    given that is not one is read as ``0`` — "not reported" — as the wires read a vendor's usage
+    (``token_count``).  A provider written
+    against a vendor SDK passes on what the SDK holds: ``None`` for a count it did not get, a NaN (Python's
+    ``json`` reads one), a string, a negative number.  Refusing those would lose the answer the vendor had
+    already given; keeping them would break what sums them (``None + 1``; a NaN budget admits everything)
+    and what stores them (a journal that writes ``NaN`` and then cannot read ``int(NaN)`` back).  So:
+
+    * an ``int`` (not a ``bool``) in that range is itself; an integer-like number
+      (``numpy.int64``) is the ``int`` it is;
+    * a finite float in that range is its whole part (``12.0`` is 12);
+    * anything else — ``None``, NaN, ±infinity, a negative or larger number, a ``bool``, a string (even
+      ``"12"``: a count is a number, and text read as one invites ``"1e3"`` and ``" 12 "``) — is ``0``.
+
+    Normalised in the constructor, so every Usage there is can be summed, priced, journaled and read back;
+    the check is five type tests for counts that are already ints (the wires'), and the run's own sums
+    (``+``) skip it.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -576,20 +602,72 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
 
+    def __attrs_post_init__(self) -> None:
+        i, o, r, w, t = (
+            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
+            self.reasoning_tokens,
+        )
+        if (
+            type(i) is int and 0 <= i <= _MAX_TOKEN_COUNT
+            and type(o) is int and 0 <= o <= _MAX_TOKEN_COUNT
+            and type(r) is int and 0 <= r <= _MAX_TOKEN_COUNT
+            and type(w) is int and 0 <= w <= _MAX_TOKEN_COUNT
+            and type(t) is int and 0 <= t <= _MAX_TOKEN_COUNT
+        ):
+            return
+        for name, value in zip(_USAGE_FIELDS, (i, o, r, w, t), strict=True):
+            object.__setattr__(self, name, _token_count(value))
+
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            self.reasoning_tokens + other.reasoning_tokens,
-        )
+        # Counts already checked: the sum is filled as a draft (agentactors._slots), only capped (inline, not
+        # min(): a call each), so that it stays a count a store reads back as itself.
+        top = _MAX_TOKEN_COUNT
+        total: Any = _new(_UsageDraft)
+        n = self.input_tokens + other.input_tokens
+        total.input_tokens = n if n <= top else top
+        n = self.output_tokens + other.output_tokens
+        total.output_tokens = n if n <= top else top
+        n = self.cache_read_tokens + other.cache_read_tokens
+        total.cache_read_tokens = n if n <= top else top
+        n = self.cache_write_tokens + other.cache_write_tokens
+        total.cache_write_tokens = n if n <= top else top
+        n = self.reasoning_tokens + other.reasoning_tokens
+        total.reasoning_tokens = n if n <= top else top
+        total.__class__ = Usage
+        made: Usage = total
+        return made
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+
+# The largest token count a Usage holds (a signed 64-bit integer's: any database column takes it).
+_MAX_TOKEN_COUNT: Final = 2**63 - 1
+
+_USAGE_FIELDS: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+_UsageDraft = draft(Usage, " ".join(_USAGE_FIELDS))
+
+
+def _token_count(value: object) -> int:
+    """``value`` as a token count (see :class:`Usage`): itself, its whole part, or 0 for what is not one."""
+    if isinstance(value, bool | str | bytes):
+        return 0
+    try:
+        count = operator.index(value)  # type: ignore[arg-type]  # an int, or an int-like (numpy.int64)
+    except TypeError:
+        if not isinstance(value, numbers.Real):
+            return 0
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            return 0
+        if not 0.0 <= number <= _MAX_TOKEN_COUNT:  # NaN and the infinities too
+            return 0
+        count = int(number)
+    return count if 0 <= count <= _MAX_TOKEN_COUNT else 0
 
 
 # The default of a response's usage: a Usage is frozen, so every response without one shares it.

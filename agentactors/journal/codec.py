@@ -147,9 +147,11 @@ def _call_from_event(doc: Mapping[str, Any]) -> ToolCall:
 
 
 def _usage_from_event(doc: Any) -> Usage:
+    """The usage an event recorded; a count that is not one (a NaN an older version recorded) is 0, as
+    :class:`Usage` reads it — never an error that makes the whole record unreadable."""
     if not isinstance(doc, Mapping):
         return Usage()
-    return Usage(**{name: int(doc.get(name) or 0) for name in _USAGE_FIELDS})
+    return Usage(**{name: doc.get(name, 0) for name in _USAGE_FIELDS})
 
 
 def message_from_event(doc: Mapping[str, Any]) -> Message:

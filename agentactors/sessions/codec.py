@@ -260,10 +260,24 @@ def usage_to_json(usage: Usage) -> dict[str, int]:
 
 
 def usage_from_json(doc: Mapping[str, Any]) -> Usage:
+    """The usage :func:`usage_to_json` wrote, or an older version did.
+
+    Today's counts are ints, written and read as themselves.  An older version's :class:`Usage` kept what it
+    was given, and wrote it: a ``NaN`` (which ``int()`` cannot read: the record would never load again),
+    ``Infinity``, a string.  Each is read back as :class:`Usage` reads a count today — what is not one is
+    0 — except a string of digits, which that version meant as its number (``int("12")`` read it so).
+    """
     unknown = set(doc) - set(_USAGE_FIELDS)
     if unknown:
         raise ValueError(f"unknown stored usage fields {sorted(unknown)}")
-    return Usage(**{name: int(doc[name]) for name in _USAGE_FIELDS if name in doc})
+    return Usage(**{name: _stored_count(doc[name]) for name in _USAGE_FIELDS if name in doc})
+
+
+def _stored_count(value: Any) -> Any:
+    """A stored count for :class:`Usage` to read: a string of (at most 19) ASCII digits as its int, else itself."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+        return int(value)
+    return value
 
 
 # --- messages --------------------------------------------------------------------------------------

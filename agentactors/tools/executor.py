@@ -51,6 +51,7 @@ import attrs
 
 from .._backend import backend_function
 from .._containment import escapes, interrupt_in
+from .._json import bound_problem
 from .._slots import draft
 from ..errors import ToolDenied
 from ..events import EventSink, current_sink, emit
@@ -549,9 +550,12 @@ def _invalid_arguments(t: Tool[Any, Any], call: ToolCall) -> str | None:
     neither a policy nor a person is asked about a call that cannot run.  The text says what to fix.
     """
     if call.arguments_error is not None:
-        return unreadable_arguments_text(
-            t.name, call.arguments_error, call.arguments_error_detail, t.spec.required, t.fix_text()
-        )
+        detail = call.arguments_error_detail
+        if detail is None and call.arguments_error == "unparseable":
+            # A call a custom provider built with ToolCall.from_raw carries no detail: say at least what the
+            # policy refused (a key named twice, nesting too deep) — the wires' own calls say it already.
+            detail = bound_problem(call.raw_arguments)
+        return unreadable_arguments_text(t.name, call.arguments_error, detail, t.spec.required, t.fix_text())
     issues = t.validate(call.arguments)
     return t.invalid_text(issues) if issues else None
 

@@ -19,6 +19,12 @@ Schemas using anything outside the supported subset (``$ref``, ``oneOf``,
 ...) compile to ``None``: those tools always go through ``jsonschema``.
 ``format`` is an annotation here, as in a ``jsonschema`` validator built
 without a format checker (which is how :class:`ArgumentValidator` builds it).
+
+The checks are also conservative about what no JSON value is (:mod:`agentactors.tools._odd`): a string
+holding a lone surrogate is not certainly a ``"string"``, a NaN or an infinity not certainly a ``"number"``
+— ``False``, and the validator finds them.  Where a schema types every position of an instance (every
+property and item a typed scalar, an enum, or a container closed the same way: :func:`sees_every_value`),
+a ``True`` therefore also means "nothing odd in it", and the validator need not walk the arguments again.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["Check", "compile_check"]
+from ._odd import whole
+
+__all__ = ["Check", "compile_check", "sees_every_value"]
 
 #: ``check(instance) -> bool``: ``True`` only when the instance is certainly valid.
 Check = Callable[[Any], bool]
@@ -89,10 +97,12 @@ def _never(_: Any) -> bool:
 
 
 # Exact types only: a subclass (bool is one of int) is either excluded by the keyword or left to jsonschema.
+# A string of whole characters only, a finite float only (``v - v`` is 0.0 for those, NaN for NaN and ±inf):
+# anything else is left to the validator, which says what it is (see the module).
 _TYPE_CHECKS: Final[dict[str, Check]] = {
-    "string": lambda v: type(v) is str,
+    "string": lambda v: type(v) is str and whole(v),
     "integer": lambda v: type(v) is int,
-    "number": lambda v: type(v) is int or type(v) is float,
+    "number": lambda v: type(v) is int or (type(v) is float and v - v == 0.0),
     "boolean": lambda v: v is True or v is False,
     "null": lambda v: v is None,
     "array": lambda v: type(v) is list,
@@ -170,9 +180,14 @@ def _member_check(values: Any) -> Check:
     if not isinstance(values, list):
         raise _Unsupported
     # (type, value) pairs: True is not 1 and 1.0 is not 1 here; jsonschema's looser equality
-    # (1 == 1.0) only costs a fallback.  NaN never equals itself, so it is never a member.
+    # (1 == 1.0) only costs a fallback.  NaN never equals itself, so it is never a member; an infinity
+    # and a string with half a character are left out too, so a member found is never odd (see the module).
     members = frozenset(
-        (type(v), v) for v in values if type(v) in _SCALAR_TYPES and not (type(v) is float and math.isnan(v))
+        (type(v), v)
+        for v in values
+        if type(v) in _SCALAR_TYPES
+        and not (type(v) is float and not math.isfinite(v))
+        and not (type(v) is str and not whole(v))
     )
 
     def member(v: Any) -> bool:
@@ -321,6 +336,55 @@ def _number_check(schema: Mapping[str, Any]) -> Check:
         return not (high_open is not None and v >= high_open)
 
     return check_number
+
+
+# The types whose compiled check looks at the value itself (and refuses what is odd in it).
+_SCALAR_KINDS: Final = frozenset(("string", "integer", "number", "boolean", "null"))
+
+
+def sees_every_value(schema: Any) -> bool:
+    """Whether :func:`compile_check`'s ``True`` for ``schema`` means every string, float and key was looked at.
+
+    So that the validator knows a certainly valid instance holds nothing odd without walking it again.
+    ``True`` for a schema whose every position is typed: a typed scalar (``"string"`` …, or a list of
+    those), an ``enum`` / ``const``, an ``anyOf`` of such, an ``array`` whose items all are, an ``object``
+    whose properties all are and that allows no other key (``additionalProperties: false``).  ``False``
+    whenever a position is open (``{}``, an untyped keyword, ``additionalProperties`` left open) or the
+    schema is outside the fast check's subset — then the validator walks.
+    """
+    try:
+        return _sees_all(schema)
+    except RecursionError:
+        return False
+
+
+def _sees_all(schema: Any) -> bool:
+    if schema is False:
+        return True  # nothing passes
+    if type(schema) is not dict:
+        return False
+    if "enum" in schema or "const" in schema:
+        return True  # a member found is never odd (_member_check)
+    kind = schema.get("type")
+    if (isinstance(kind, str) and kind in _SCALAR_KINDS) or (
+        isinstance(kind, list) and kind and all(isinstance(k, str) and k in _SCALAR_KINDS for k in kind)
+    ):
+        return True
+    options = schema.get("anyOf")
+    if isinstance(options, list) and options and all(_sees_all(s) for s in options):
+        return True
+    if kind == "array":
+        items = schema.get("items", True)
+        prefix = schema.get("prefixItems", [])
+        return isinstance(prefix, list) and all(_sees_all(s) for s in prefix) and _sees_all(items)
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return (
+            schema.get("additionalProperties", True) is False
+            and isinstance(properties, dict)
+            and all(_sees_all(s) for s in properties.values())
+        )
+    return False
 
 
 def _count(value: Any) -> int:

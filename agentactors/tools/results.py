@@ -172,7 +172,9 @@ class ToolResult:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(f"size_chars must be a non-negative int, not {size!r}")
         duration = self.duration
-        if not isinstance(duration, _NUMBER) or isinstance(duration, bool) or duration < 0:
+        # ``not >= 0`` rather than ``< 0``: a NaN compares false both ways, and one stored would read back as a
+        # duration no sum or comparison can use.
+        if not isinstance(duration, _NUMBER) or isinstance(duration, bool) or not duration >= 0:
             raise ValueError(f"ToolResult.duration must be a non-negative number, not {duration!r}")
 
     @classmethod

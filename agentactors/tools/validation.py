@@ -12,6 +12,14 @@ check (:mod:`~agentactors.tools.fastcheck`) that can only say "certainly
 valid"; ``jsonschema`` walks the arguments only when it cannot, and then
 produces the issues.  The issue texts are ``jsonschema``'s verdict either way.
 
+Before the schema, what Python's JSON parser reads but no JSON value is (:mod:`~agentactors.tools._odd`):
+a NaN or an infinity (which every ``minimum`` / ``maximum`` lets through: each comparison with NaN is
+false), a string or key holding a lone surrogate (half a character, which the tool could not encode).
+Those are the call's only issues when present, as for typed output: the schema's would name odd keys, and
+judge NaN by comparisons that are all false.  A schema whose fast check types every position
+(:func:`~agentactors.tools.fastcheck.sees_every_value`: what ``@tool`` makes of typed parameters) costs
+nothing more for it — that check already refuses odd values — and any other walks the arguments once.
+
 Checking a schema against the meta-schema and compiling it costs a few milliseconds; it is done once
 per distinct schema in the process (:func:`_compiled`, keyed by the schema's JSON text), not
 once per tool: an MCP server listed again after a reconnect, thousands of tools sharing one schema, an
@@ -27,7 +35,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from .fastcheck import Check, compile_check
+from ._odd import has_odd, odd_issues
+from .fastcheck import Check, compile_check, sees_every_value
 from .json_types import json_type_name
 from .results import ValidationIssue
 from .schema import describe_schema
@@ -46,8 +55,8 @@ class _SchemaInvalid(ValueError):
     """A schema that is not valid Draft 2020-12 (the message is ``jsonschema``'s); named per tool by the caller."""
 
 
-def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None]:
-    """The ``jsonschema`` validator and the fast check of ``schema``.
+def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool]:
+    """The ``jsonschema`` validator and the fast check of ``schema``, and whether that check sees every value.
 
     :raises _SchemaInvalid: ``schema`` fails the Draft 2020-12 meta-schema.
     """
@@ -66,11 +75,12 @@ def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None]:
         # Caught once the stack has unwound: there is room again to build the error.
         raise _SchemaInvalid("it is nested too deeply to be checked") from None
     # No format checker: "format" is an annotation, which the fast check relies on too.
-    return jsonschema.Draft202012Validator(schema), compile_check(schema)
+    fast = compile_check(schema)
+    return jsonschema.Draft202012Validator(schema), fast, fast is not None and sees_every_value(schema)
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
-def _compiled(key: str) -> tuple[Any, Check | None]:
+def _compiled(key: str) -> tuple[Any, Check | None, bool]:
     """:func:`_build` of the schema whose JSON text is ``key``, once per process (see the module docstring).
 
     Thread-safe (``lru_cache``; MCP listings build their tools in a worker thread).  A schema that fails
@@ -96,23 +106,30 @@ class ArgumentValidator:
     :raises ValueError: the schema is not a valid Draft 2020-12 JSON Schema.
     """
 
-    __slots__ = ("_fast", "_validator", "schema")
+    __slots__ = ("_fast", "_sees_all", "_validator", "schema")
 
     def __init__(self, schema: Mapping[str, Any], *, tool_name: str = "tool") -> None:
         key = _canonical(schema)
         try:
-            validator, fast = _compiled(key) if key is not None else _build(schema)
+            validator, fast, sees_all = _compiled(key) if key is not None else _build(schema)
         except _SchemaInvalid as exc:
             raise ValueError(f"tool {tool_name!r}: its parameters are not a valid JSON Schema: {exc}") from None
         self.schema = schema
         self._validator = validator
         self._fast: Check | None = fast
+        self._sees_all = sees_all
 
     def issues(self, arguments: Any) -> list[ValidationIssue]:
-        """Every way ``arguments`` break the schema, in schema order, each once (empty when valid)."""
+        """Every way ``arguments`` break the schema, in schema order, each once (empty when valid).
+
+        A NaN, an infinity or a lone surrogate anywhere in them is an issue of its own, and then the only
+        kind reported (see the module).
+        """
         fast = self._fast
-        if fast is not None and fast(arguments):
+        if fast is not None and fast(arguments) and (self._sees_all or not has_odd(arguments)):
             return []
+        if has_odd(arguments):
+            return odd_issues(arguments)
         issues: list[ValidationIssue] = []
         seen_required: set[tuple[Any, ...]] = set()
         seen: set[ValidationIssue] = set()
