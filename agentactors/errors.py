@@ -26,7 +26,8 @@ bases and, when it is not defined here, where it lives::
     │   └── BatchUnsupportedError           agentactors.resilience.batch: a provider whose wire has no batch API
     ├── ActorError                      the actor kernel: an ask that got no answer
     │   ├── AskTimeoutError                 was AskTimeout; also a TimeoutError
-    │   └── ActorStoppedError               was ActorStopped
+    │   ├── ActorStoppedError               was ActorStopped
+    │   └── WrongEventLoopError             also a RuntimeError; an actor used outside its runtime's event loop
     ├── RunError                        a run of the tool loop ended without the answer it was for
     │   ├── RunDeadlineExceededError        was RunDeadlineExceeded; in RunResult.error, never raised by a run
     │   ├── ToolStatusError                 a tool status routed to "raise"
@@ -171,6 +172,7 @@ __all__ = [
     "UnsupportedContentError",
     "UnsupportedSettingError",
     "UnsupportedToolChoiceError",
+    "WrongEventLoopError",
     "redact",
     "register_secret",
     # the old names of renamed errors: aliases of the classes above
@@ -545,6 +547,14 @@ class AskTimeoutError(ActorError, TimeoutError):
 
 class ActorStoppedError(ActorError):
     """The actor was stopped (or stopped itself) and cannot answer."""
+
+
+class WrongEventLoopError(ActorError, RuntimeError):
+    """An actor (or its runtime) used from another event loop than the one that entered its runtime.
+
+    From another thread's loop, hand the call over with ``await rt.call(fn, ...)`` (its message says which
+    call); a ``RuntimeError`` too, so code that caught the plain one still does.
+    """
 
 
 class RunError(AgentActorsError):

@@ -27,6 +27,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ..errors import WrongEventLoopError
+
 __all__ = ["Crossing", "Waker", "current_waker", "loop_probe", "wrong_loop"]
 
 #: Schedules a plain callable to run soon in one event loop's thread; callable from any thread; never blocks.
@@ -78,7 +80,7 @@ def loop_probe() -> tuple[Callable[[], object], object]:
     return probe, native
 
 
-def wrong_loop(what: str, thread: int | None, via: str) -> RuntimeError:
+def wrong_loop(what: str, thread: int | None, via: str) -> WrongEventLoopError:
     """The error for ``what`` (``"ask() to actor 'x'"``, say) done outside its runtime's event loop.
 
     ``thread``: the ident of the thread whose loop entered the runtime.  From another thread the error names
@@ -87,12 +89,12 @@ def wrong_loop(what: str, thread: int | None, via: str) -> RuntimeError:
     ended, or is not the one running) nothing can hand it over, and the error says so.
     """
     if thread != threading.get_ident():
-        return RuntimeError(
+        return WrongEventLoopError(
             f"{what} from another event loop: its Runtime belongs to the event loop of thread {thread}, not to "
             f"this thread's; hand the call to that loop with Runtime.call: `await {via}` (from a thread with no "
             "event loop: `anyio.from_thread.run(...)` with a token taken in the runtime's loop)"
         )
-    return RuntimeError(
+    return WrongEventLoopError(
         f"{what} from another event loop: its Runtime belongs to another event loop of this thread, which has "
         "ended or is not the one running now; use the Runtime only in the loop that entered it (and leave its "
         "`async with` there)"

@@ -5,7 +5,7 @@ tell made from another thread's loop used to run the handler in the wrong thread
 handlers, start workers in the runtime's task group from the wrong thread, wait for events the other
 thread would set (a hang), or fail half-way with whatever the foreign library said (``no running event
 loop``, ``must be called from async context``, even a ``TrioInternalError`` in the runtime's loop).  Now
-each is refused before it touches the actor, with a ``RuntimeError`` that names the way across
+each is refused before it touches the actor, with a ``WrongEventLoopError`` (a ``RuntimeError``) naming the way across
 (``await rt.call(ref.ask, message)``), and that way works.  A runtime that has closed answers as a stopped
 actor does (``ActorStopped``, dead letters), whichever loop asks.
 
@@ -29,7 +29,7 @@ import trio
 from agentactors.actors import Runtime
 from agentactors.actors.frame import ask_in, hold, open_frame
 from agentactors.actors.ref import ActorRef
-from agentactors.errors import ActorStopped
+from agentactors.errors import ActorStopped, WrongEventLoopError
 
 pytestmark = pytest.mark.anyio
 
@@ -78,7 +78,7 @@ async def _from_thread(foreign: str, fn: Callable[[], Awaitable[Any]]) -> Any:
 
 def _refused(outcome: Any) -> bool:
     return (
-        type(outcome) is RuntimeError
+        type(outcome) is WrongEventLoopError
         and "another event loop" in str(outcome)
         and "Runtime.call" in str(outcome)
     )
@@ -246,7 +246,7 @@ def test_a_runtime_left_open_in_an_idle_loop_refuses_work_from_another_loop_of_i
                 outcome = asyncio.run(asyncio.wait_for(fn(), 10))
             except BaseException as exc:  # the outcome under test
                 outcome = exc
-            assert type(outcome) is RuntimeError and "another event loop" in str(outcome), (label, outcome)
+            assert type(outcome) is WrongEventLoopError and "another event loop" in str(outcome), (label, outcome)
         assert rt.stats().queued == 0 and rt.stats().tasks == 0
         leave.set()
         assert home.run_until_complete(task) == 0  # nothing of it reached the actor; the exit is clean
