@@ -85,9 +85,17 @@ def match_brace(text: str, start: int) -> int | None:
     do not count.  Only the characters that matter are visited (found in C): a long
     string inside a block costs one step.
     """
-    depth = 0
-    in_string = False
-    skip = -1  # the index of the character a backslash escapes
+    end = _follow_braces(text, start, 0, False, -1)[0]
+    return end if end >= 0 else None
+
+
+def _follow_braces(text: str, start: int, depth: int, in_string: bool, skip: int) -> tuple[int, int, bool, int]:
+    """Braces followed through ``text`` from ``start``, from the state a scan stopped in: ``depth`` open, inside a
+    string or not, ``skip`` the index of a character a backslash escapes (``-1``: none).
+
+    :returns: ``(index of the } that closes depth 0, 0, False, -1)`` or, when ``text`` ends first,
+        ``(-1, depth, in_string, skip)``: the state to go on from with the next piece (a stream's next delta).
+    """
     for found in _SPECIAL.finditer(text, start):
         i = found.start()
         if i == skip:
@@ -105,8 +113,8 @@ def match_brace(text: str, start: int) -> int | None:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return i
-    return None
+                return i, 0, False, -1
+    return -1, depth, in_string, skip
 
 
 class _Closes:
@@ -511,28 +519,13 @@ class StreamFilter:
 
     def _braces(self, text: str, start: int) -> int:
         """Follow the held block through ``text`` from ``start``: the index past its closing ``}``, or -1."""
-        depth, in_string = self._depth, self._in_string
-        skip = start if self._escape else -1
-        for found in _SPECIAL.finditer(text, start):
-            i = found.start()
-            if i == skip:
-                continue
-            ch = text[i]
-            if in_string:
-                if ch == "\\":
-                    skip = i + 1
-                elif ch == '"':
-                    in_string = False
-            elif ch == '"':
-                in_string = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    self._depth, self._in_string, self._escape = 0, False, False
-                    return i + 1
-        self._depth, self._in_string, self._escape = depth, in_string, skip == len(text)
+        end, depth, in_string, skip = _follow_braces(
+            text, start, self._depth, self._in_string, start if self._escape else -1
+        )
+        # (An escape pending at the end of this piece applies to the next piece's first character.)
+        self._depth, self._in_string, self._escape = depth, in_string, end < 0 and skip == len(text)
+        if end >= 0:
+            return end + 1
         return -1
 
     def _fence_close(self, delta: str) -> int:
