@@ -24,8 +24,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
 import pydantic
@@ -34,22 +32,16 @@ import pytest
 from agentactors import (
     Agent,
     InMemoryRecorder,
-    LLMRequest,
     LLMResponse,
     OutputValidationError,
     ScriptedProvider,
     StopReason,
-    StreamEnd,
-    TextDelta,
     ToolCall,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
 )
 from agentactors.events import OutputInvalid
-from agentactors.messages import StreamEvent
 from agentactors.output.config import OutputConfig
 from agentactors.output.target import OutputTarget, drop_null_optionals
+from tests.support.trickle import Trickle
 
 pytestmark = pytest.mark.anyio
 
@@ -151,58 +143,6 @@ class Firsts:
             raise KeyError("a zero is never the last item")  # only a prefix ends on it: "[3, 0" of "[3, 0, 4]"
 
 
-class Trickle:
-    """A streaming provider that sends each answer a few characters per event (tool arguments or text)."""
-
-    name = "trickle"
-    default_model = "t-1"
-    carries_tools = True
-    carries_forced_tool_choice = True
-
-    def __init__(self, answers: list[Any], step: int = 2) -> None:
-        self.answers = answers
-        self.step = step
-
-    def supports_forced_tool_choice(self, model: str | None) -> bool:
-        return True
-
-    def supports_response_format(self, model: str | None) -> bool:
-        return True
-
-    def _next(self) -> LLMResponse:
-        answer = self.answers.pop(0)
-        if isinstance(answer, ToolCall):
-            return LLMResponse("", (answer,), StopReason.tool_use)
-        return LLMResponse(answer)
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        return self._next()
-
-    def stream(self, request: LLMRequest) -> Any:
-        response = self._next()
-        step = self.step
-
-        @asynccontextmanager
-        async def cm() -> AsyncIterator[AsyncIterator[StreamEvent]]:
-            async def events() -> AsyncIterator[StreamEvent]:
-                for i in range(0, len(response.content), step):
-                    yield TextDelta(response.content[i : i + step])
-                for index, c in enumerate(response.tool_calls):
-                    yield ToolCallStart(index, c.id, c.name)
-                    raw = c.arguments_json
-                    for i in range(0, len(raw), step):
-                        yield ToolCallDelta(index, raw[i : i + step])
-                    yield ToolCallEnd(index, c)
-                yield StreamEnd(response)
-
-            yield events()
-
-        return cm()
-
-    async def aclose(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize(
     ("output_type", "arguments", "expected"),
     [
@@ -213,16 +153,16 @@ class Trickle:
 async def test_a_type_whose_own_code_raises_on_a_prefix_streams_to_the_same_result_as_a_plain_run(
     output_type: Any, arguments: dict[str, Any], expected: Any
 ) -> None:
-    plain = await Agent(Trickle([call(arguments)]), output_type=output_type).run("go")
+    plain = await Agent(Trickle([call(arguments)], step=2), output_type=output_type).run("go")
     assert plain.ok and plain.output == expected
-    async with Agent(Trickle([call(arguments)]), output_type=output_type).stream("go") as run:
+    async with Agent(Trickle([call(arguments)], step=2), output_type=output_type).stream("go") as run:
         values = [v async for v in run.partial_output()]
     assert run.result.ok and run.result.error is None
     assert run.result.output == expected == values[-1]
 
 
 async def test_a_type_whose_own_code_raises_on_a_prefix_of_json_text_streams_too() -> None:
-    provider = Trickle([json.dumps({"span": "10-20"})])
+    provider = Trickle([json.dumps({"span": "10-20"})], step=2)
     provider.carries_forced_tool_choice = False  # native: the answer is text
     async with Agent(provider, output_type=Span).stream("go") as run:
         values = [v async for v in run.partial_output()]
@@ -241,7 +181,7 @@ class Keyed:
 
 
 async def test_an_output_type_whose_eq_raises_on_other_objects_streams_its_partials_and_its_result() -> None:
-    async with Agent(Trickle([call({"key": "k1", "note": "a note"})]), output_type=Keyed).stream("go") as run:
+    async with Agent(Trickle([call({"key": "k1", "note": "a note"})], step=2), output_type=Keyed).stream("go") as run:
         values = [v async for v in run.partial_output()]
     assert run.result.error is None and isinstance(run.result.output, Keyed)
     assert (run.result.output.key, run.result.output.note) == ("k1", "a note")

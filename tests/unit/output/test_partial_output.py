@@ -6,27 +6,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
 from agentactors import (
     Agent,
-    LLMRequest,
-    LLMResponse,
     ScriptedProvider,
-    StopReason,
-    StreamEnd,
-    TextDelta,
     ToolCall,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
 )
-from agentactors.messages import StreamEvent
 from agentactors.output.partial import parse_partial
+from tests.support.trickle import Trickle
 
 pytestmark = pytest.mark.anyio
 
@@ -35,60 +25,6 @@ pytestmark = pytest.mark.anyio
 class Story:
     title: str = ""
     body: str = ""
-
-
-class Trickle:
-    """A provider that streams its answer a few characters per event (tool arguments or text)."""
-
-    name = "trickle"
-    default_model = "t-1"
-    carries_tools = True
-
-    def __init__(self, answers: list[Any], *, forced: bool = True, step: int = 4) -> None:
-        self.answers = answers
-        self.carries_forced_tool_choice = forced
-        self.step = step
-        self.requests: list[LLMRequest] = []
-
-    def supports_forced_tool_choice(self, model: str | None) -> bool:
-        return self.carries_forced_tool_choice
-
-    def supports_response_format(self, model: str | None) -> bool:
-        return True
-
-    def _next(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        answer = self.answers.pop(0)
-        if isinstance(answer, ToolCall):
-            return LLMResponse("", (answer,), StopReason.tool_use)
-        return LLMResponse(answer)
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        return self._next(request)
-
-    def stream(self, request: LLMRequest) -> Any:
-        response = self._next(request)
-
-        @asynccontextmanager
-        async def cm() -> AsyncIterator[AsyncIterator[StreamEvent]]:
-            async def events() -> AsyncIterator[StreamEvent]:
-                text = response.content
-                for i in range(0, len(text), self.step):
-                    yield TextDelta(text[i : i + self.step])
-                for index, c in enumerate(response.tool_calls):
-                    yield ToolCallStart(index, c.id, c.name)
-                    raw = c.arguments_json
-                    for i in range(0, len(raw), self.step):
-                        yield ToolCallDelta(index, raw[i : i + self.step])
-                    yield ToolCallEnd(index, c)
-                yield StreamEnd(response)
-
-            yield events()
-
-        return cm()
-
-    async def aclose(self) -> None:
-        pass
 
 
 STORY = {"title": "The Lighthouse", "body": "A keeper counts the ships that never come."}
