@@ -741,12 +741,14 @@ class Agent(Generic[OutputT]):
         paused: RunResult[Any] | PausedRun,
         decisions: Mapping[str, bool | str],
         *,
+        on_token: Callable[[str], None] | None = None,
         deps: Any = None,
         runtime: Runtime | None = None,
         settings: ModelSettings | None = None,
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
+        cost_limit: float | CostBudget | None = None,
     ) -> RunResult[OutputT]:
         """Go on with a run that paused for approval, given a decision for each pending call.
 
@@ -757,7 +759,8 @@ class Agent(Generic[OutputT]):
         results then go back in call order and the run goes on from the next step, with the paused
         run's steps, usage and calls counted; a run paused after a handoff goes on with the agent that
         was answering.  The result may be paused again.  The other keywords as for :meth:`run` (``deps``
-        are not kept with a pause: pass them again).
+        are not kept with a pause: pass them again).  ``cost_limit`` bounds what the resumed run spends (what
+        the run spent before its pause is not counted again); ``on_token`` streams its answer text.
 
         :raises ValueError: ``paused`` is not paused; a pending call without a decision, or a decision
             for a call that is not pending; this agent neither is nor hands off to the agent the run
@@ -783,7 +786,7 @@ class Agent(Generic[OutputT]):
                 f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
                 f"(or with one that hands off to it), not {self.name!r}"
             )
-        options = _options(None, deps, settings, deadline, priority, input_key)
+        options = _options(on_token, deps, settings, deadline, priority, input_key, cost_limit)
         key = claim_pause(state)  # before the first await: of two resumes at once, one alone goes on
         started: list[bool] = []
         try:

@@ -4,6 +4,16 @@ A budget is a token bucket holding one minute's worth and refilled continuously 
 second) on ``anyio.current_time`` (so virtual clocks apply).  A request takes its estimated tokens
 before it is sent; the usage its response reports corrects the estimate afterwards.
 
+The estimate (:func:`~agentactors.gateway.provider.estimate_tokens`) counts the prompt whole and the
+request's ``max_tokens`` up to the bucket's capacity — one minute's budget, the same ceiling a reported
+usage is held to below.  ``max_tokens`` is a bound the caller chose, not a prediction: counted whole, one
+request with ``max_tokens=10**30`` whose response reported no usage (or that failed transiently, which
+keeps its charge: the vendor may have worked) left the bucket ~6e28 s in debt, and every later request
+of every agent sharing the actor was refused ``"budget"``.  Capped, such a request waits for a full
+bucket, like any request larger than the bucket, and leaves it at most its prompt's estimate in debt.
+It is not refused: a ``max_tokens`` above a minute's budget is legitimate (a long answer on a small
+budget), and the vendor, not the budget, says whether the model allows it.
+
 That correction trusts a number the vendor (or a proxy, or a bug) wrote.  Charged as is, one
 response reporting ``output_tokens=10**12`` would push the bucket ~19 years into debt and throttle
 every later request of every agent sharing the actor.  So a report is charged up to a ceiling — the
@@ -65,12 +75,15 @@ class TokenBucket:
 def reported_tokens(input_tokens: object, output_tokens: object) -> float:
     """The tokens a response's usage reports, or 0 — "not reported", the estimate stands — unless both are counts.
 
-    A provider's ``Usage`` is not checked where it is made: one written against a vendor SDK may pass on a
-    missing count (``None``), a string, a NaN, a negative number.  Summed as they were, ``None`` raised
-    ``TypeError`` in place of the answer the vendor had already given, and a NaN made the bucket's level NaN —
-    which compares false with everything, so the budget silently admitted every request from then on.  A
-    report with a count that is not one is not trusted at all (its other count alone would undercharge);
-    infinity is a count, for :func:`usage_charge` to bound.
+    A :class:`~agentactors.messages.Usage` normalises its counts when it is made: each is an ``int`` from 0
+    to ``2**63 - 1``, and what is not one (``None`` from an SDK, a string, a NaN, a negative or infinite
+    number) is read as 0, "not reported".  So a report whose counts are both 0 leaves the estimate standing,
+    and one with a single bad count is charged by its other count (the bad one is 0 by then: the budget
+    cannot tell it from a real 0).  The check here stays as the guard of the bucket's arithmetic, for a
+    usage-like object that did not pass through that constructor: summed as they were, ``None`` raised
+    ``TypeError`` in place of the answer the vendor had already given, and a NaN made the bucket's level
+    NaN — which compares false with everything, so the budget silently admitted every request from then
+    on.  A count too large to be plausible is :func:`usage_charge`'s to bound.
     """
     if _count(input_tokens) and _count(output_tokens):
         return input_tokens + output_tokens  # type: ignore[operator,no-any-return]  # both checked numbers

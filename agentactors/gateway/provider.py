@@ -30,8 +30,8 @@ Budgets, shared by every request through the actor: ``max_concurrency``
 requests in flight (a stream counts until it ends), ``requests_per_minute`` and
 ``tokens_per_minute`` (token buckets, :mod:`.budgets`).  A request's tokens are
 estimated from its size before it is sent (about 4 characters a token, plus
-``max_tokens``) and corrected by the usage the response reports — within
-plausibility: a report beyond the request's estimate and a minute's budget is
+``max_tokens`` counted up to one minute's budget) and corrected by the usage the
+response reports — within plausibility: a report beyond the request's estimate and a minute's budget is
 charged at that ceiling and recorded as ``provider.usage_implausible``.  A
 request larger than the whole token budget waits for a full bucket and then goes
 (rather than never).
@@ -97,12 +97,18 @@ class Stream:
     pull: bool = attrs.field(default=False, kw_only=True)
 
 
-def estimate_tokens(request: LLMRequest) -> int:
+def estimate_tokens(request: LLMRequest, *, max_output: int | None = None) -> int:
     """A conservative token estimate for budgeting: ~4 characters a token, plus ``max_tokens``.
 
     Media parts count by their own estimate (``estimated_tokens``, :mod:`agentactors.parts`): a flat
     :data:`~agentactors.parts.IMAGE_TOKENS` an image, :data:`~agentactors.parts.PAGE_TOKENS` a PDF page,
     :data:`~agentactors.parts.AUDIO_TOKENS_PER_SECOND` a second of audio.
+
+    ``max_output``: count ``max_tokens`` up to this many.  The ProviderActor passes its token bucket's
+    capacity (one minute's budget): ``max_tokens`` is a ceiling the caller chose, not a prediction, and
+    counted whole, one ``max_tokens=10**30`` whose response reported no usage (or that failed transiently,
+    keeping its charge) put the shared bucket ~6e28 s in debt — every later request refused.  The prompt
+    counts whole: it is sent, and the vendor reads it.
     """
     chars = 0
     media = 0
@@ -114,7 +120,10 @@ def estimate_tokens(request: LLMRequest) -> int:
             media += part.estimated_tokens
     for spec in request.tools:
         chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters, separators=(",", ":")))
-    return chars // 4 + 1 + media + (request.max_tokens or 0)
+    output = request.max_tokens or 0
+    if max_output is not None and output > max_output:
+        output = max_output
+    return chars // 4 + 1 + media + output
 
 
 class _Failure:
@@ -380,7 +389,7 @@ class ProviderActor:
         # -- complete: handled in this frame (no coroutine of its own: one frame less per request in flight)
         request = message.request
         sched = self._sched if self._sched is not None else self._setup()
-        estimate = estimate_tokens(request) if sched.tokens is not None else 0
+        estimate = estimate_tokens(request, max_output=sched.max_output) if sched.tokens is not None else 0
         # The common case — a slot and the budgets free, nobody waiting — takes them without a checkpoint.
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
@@ -403,7 +412,7 @@ class ProviderActor:
         if rt is None or not rt.running:
             raise ActorStopped("a ProviderActor streams only inside a running Runtime")
         sched = self._sched if self._sched is not None else self._setup()
-        estimate = estimate_tokens(request) if sched.tokens is not None else 0
+        estimate = estimate_tokens(request, max_output=sched.max_output) if sched.tokens is not None else 0
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
         started = sched.started() if sched.tracks else 0.0

@@ -151,6 +151,7 @@ class Scheduler:
         "_skipped",
         "_timer",
         "free",
+        "max_output",
         "max_overtakes",
         "max_wait",
         "max_waiting",
@@ -182,6 +183,9 @@ class Scheduler:
         self.free = slots
         self.requests = TokenBucket(requests_per_minute, now) if requests_per_minute is not None else None
         self.tokens = TokenBucket(tokens_per_minute, now) if tokens_per_minute is not None else None
+        #: The most of a request's ``max_tokens`` its token estimate counts: one minute's budget (the bucket's
+        #: capacity; ``None`` without a token budget).  Module docstring of :mod:`.budgets`.
+        self.max_output = int(self.tokens.capacity) if self.tokens is not None else None
         self.policy = policy
         self.max_waiting = max_waiting
         self.max_wait = max_wait

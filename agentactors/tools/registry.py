@@ -127,12 +127,29 @@ class ToolContext:
             anyio.from_thread.check_cancelled()
 
 
-def _check_timeout(value: float | None) -> float | None:
+def _check_timeout(label: str, field: str, value: float | None) -> float | None:
+    """``value`` as float seconds, or ``None``; refused (naming the tool) unless a positive number.
+
+    Infinity is accepted (it means what it says: no limit); an int too large for a float is refused as a
+    ValueError like any other bad value (``float()`` raised ``OverflowError``, which no caller catches).
+    """
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"a tool timeout must be a positive number of seconds or None, not {value!r}")
-    return float(value)
+        raise ValueError(f"tool {label!r}: {field} must be a positive number of seconds or None, not {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"tool {label!r}: {field} is too large ({value!r}): use None for no limit") from None
+
+
+def _label(fn: object, name: object, spec: object) -> str:
+    """The name a construction error calls the tool by: before the spec is built (or when it cannot be)."""
+    if isinstance(spec, ToolSpec):
+        return spec.name
+    if isinstance(name, str) and name:
+        return name
+    return str(getattr(fn, "__name__", None) or type(fn).__name__)
 
 
 def _is_context(annotation: Any) -> bool:
@@ -192,32 +209,42 @@ class Tool(Generic[P, R]):
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, not {type(fn).__name__}")
+        # Every declaration is checked here, each error naming the tool: a bad one found at the first call
+        # (or in a wire's request body) is far from the line that made it, and may fail only in production.
+        label = _label(fn, name, spec)
         if result_ceiling is not None and not isinstance(result_ceiling, ResultCeiling):
-            raise TypeError(f"result_ceiling must be a ResultCeiling or None, not {type(result_ceiling).__name__}")
+            raise TypeError(
+                f"tool {label!r}: result_ceiling must be a ResultCeiling or None, not {type(result_ceiling).__name__}"
+            )
         if hint is not None and not isinstance(hint, str) and not callable(hint):
-            raise TypeError("hint must be a str, a callable hint_for(result_text) -> str | None, or None")
+            raise TypeError(
+                f"tool {label!r}: hint must be a str, a callable hint_for(result_text) -> str | None, or None, "
+                f"not {type(hint).__name__}"
+            )
         if isinstance(hint, str) and not hint.strip():
-            raise ValueError("hint must not be empty")
+            raise ValueError(f"tool {label!r}: hint must not be empty")
         for flag_name, flag in (
             ("sequential", sequential),
             ("read_only", read_only),
             ("requires_approval", requires_approval),
         ):
             if not isinstance(flag, bool):
-                raise TypeError(f"{flag_name} must be a bool, not {type(flag).__name__}")
+                raise TypeError(f"tool {label!r}: {flag_name} must be a bool, not {type(flag).__name__}")
+        if not isinstance(approval, str) or approval not in ("pause", "wait"):
+            raise ValueError(f'tool {label!r}: approval must be "pause" or "wait", not {approval!r}')
+        if description is not None and not isinstance(description, str):  # (ToolSpec says so too; first here)
+            raise TypeError(f"tool {label!r}: description must be a str, not {type(description).__name__}")
         self.fn: Callable[P, R] = fn
-        self.timeout = _check_timeout(timeout)
+        self.timeout = _check_timeout(label, "timeout", timeout)
         self.result_ceiling = result_ceiling
         self.hint = hint
         self.sequential = sequential
         self.read_only = read_only
         self.requires_approval = requires_approval
-        if approval not in ("pause", "wait"):
-            raise ValueError(f'approval must be "pause" or "wait", not {approval!r}')
         #: How a call awaiting approval waits: ``"pause"`` ends the run paused; ``"wait"`` keeps it alive,
         #: waiting in place for ``run.approve`` / ``run.deny`` (at most ``approval_timeout`` seconds).
         self.approval = approval
-        self.approval_timeout = _check_timeout(approval_timeout)
+        self.approval_timeout = _check_timeout(label, "approval_timeout", approval_timeout)
         self.is_async = _is_async(fn)
         # An async def with no await in its body: a call ends in its first step, so no timeout can strike
         # it and the executor runs it without a cancel scope or timer (it could not interrupt it anyway).
@@ -230,9 +257,9 @@ class Tool(Generic[P, R]):
         self._converters: dict[str, Callable[[Any, str], Any]] = {}
         if spec is not None:
             if not isinstance(spec, ToolSpec):
-                raise TypeError(f"spec must be a ToolSpec, not {type(spec).__name__}")
+                raise TypeError(f"tool {label!r}: spec must be a ToolSpec, not {type(spec).__name__}")
             if name is not None or description is not None:
-                raise ValueError("give either a spec or name/description, not both")
+                raise ValueError(f"tool {label!r}: give either a spec or name/description, not both")
             self._bind_signature(signature, hints, schema_from_hints=False)
         else:
             doc_text, doc_params = parse_docstring(inspect.getdoc(fn))

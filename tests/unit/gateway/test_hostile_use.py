@@ -26,7 +26,8 @@ from agentactors import (
     ScriptedProvider,
     Usage,
 )
-from agentactors.gateway import Stream
+from agentactors.errors import ErrorKind, ProviderError
+from agentactors.gateway import Stream, estimate_tokens
 from agentactors.gateway.ticket import RunTicket, enter, leave
 from agentactors.messages import StreamEnd, StreamEvent, TextDelta
 
@@ -354,3 +355,66 @@ async def test_a_pulled_stream_dropped_half_read_gives_its_slot_back() -> None:
         del stream
         gc.collect()
         assert (await ref.ask(Complete(request()), timeout=5.0)).content == "complete"
+
+
+# --- one absurd max_tokens -------------------------------------------------------------------------
+
+# A request's max_tokens counts in its token estimate up to one minute's budget (the bucket's capacity): it is
+# a ceiling the caller chose, not a prediction.  Counted whole, one max_tokens=10**30 whose response reported
+# no usage (or that failed transiently) left the bucket ~6e28 s in debt, and every later request of every agent
+# sharing the actor was refused "budget".
+
+ABSURD = 10**30
+
+
+def absurd(max_tokens: int = ABSURD) -> LLMRequest:
+    return LLMRequest([Message.user("x" * 40)], max_tokens=max_tokens)
+
+
+def test_the_estimate_counts_max_tokens_up_to_the_output_cap() -> None:
+    assert estimate_tokens(absurd()) == 11 + ABSURD  # uncapped, as before: what the request says
+    assert estimate_tokens(absurd(), max_output=60) == 11 + 60
+    assert estimate_tokens(absurd(50), max_output=60) == 11 + 50
+    assert estimate_tokens(request("x" * 40), max_output=60) == 11
+
+
+@pytest.mark.parametrize("outcome", ["no usage", "transient failure"])
+async def test_one_absurd_max_tokens_does_not_freeze_the_shared_token_budget(outcome: str) -> None:
+    times: list[float] = []
+
+    async def answer(req: LLMRequest) -> LLMResponse:
+        times.append(anyio.current_time())
+        if req.max_tokens == ABSURD and outcome == "transient failure":
+            raise ProviderError("503 from the vendor", provider="scripted", kind=ErrorKind.transient)
+        return LLMResponse("ok")  # no usage reported: the estimate stands
+
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, ScriptedProvider(answer), tokens_per_minute=60)  # a token a second
+        if outcome == "transient failure":
+            with pytest.raises(ProviderError):
+                await ref.ask(Complete(absurd()))
+        else:
+            assert (await ref.ask(Complete(absurd()))).content == "ok"
+        for _ in range(2):
+            assert (await ref.ask(Complete(request("x" * 40)))).content == "ok"  # 11 tokens each
+    # The absurd request took a full bucket and its prompt's 11: the next waits for 22 to flow back, not 6e28 s.
+    assert times[0] == 0.0
+    assert times[1] == pytest.approx(22.0, abs=1.0)
+    assert times[2] == pytest.approx(33.0, abs=1.0)
+
+
+@pytest.mark.parametrize("pull", [False, True])
+async def test_one_absurd_max_tokens_streamed_does_not_freeze_the_shared_token_budget(pull: bool) -> None:
+    times: list[float] = []
+
+    async def answer(req: LLMRequest) -> LLMResponse:
+        times.append(anyio.current_time())
+        return LLMResponse("ok")
+
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, ScriptedProvider(answer), tokens_per_minute=60)
+        async with await ref.ask(Stream(absurd(), pull=pull)) as events:
+            async for _ in events:
+                pass
+        assert (await ref.ask(Complete(request("x" * 40)))).content == "ok"
+    assert times[1] - times[0] == pytest.approx(22.0, abs=1.0)
