@@ -207,6 +207,8 @@ class Runtime:
         "_checkpoint",
         "_cleanups",
         "_closed",
+        "_crossings",
+        "_crossings_lock",
         "_ctx",
         "_entered",
         "_escalated",
@@ -278,6 +280,10 @@ class Runtime:
         self._home: object = None
         self._here: Callable[[], object] = _nowhere
         self._guests: set[anyio.CancelScope] = set()
+        # Calls from other threads' loops handed over and not yet hosted (call()), and the lock under which
+        # they are added and the runtime closes: the exit fails those left, so none waits for a loop that ended.
+        self._crossings: set[Crossing] = set()
+        self._crossings_lock = threading.Lock()
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
         self._scope_cls: Callable[..., anyio.CancelScope] = anyio.CancelScope
@@ -395,7 +401,11 @@ class Runtime:
         finally:
             if not self._closed:
                 _count_running(-1)
-            self._closed = True
+            with self._crossings_lock:  # from here on, no call from another thread's loop is handed over
+                self._closed = True
+                stranded, self._crossings = self._crossings, set()
+            for crossing in stranded:  # handed over, never hosted: their wake-ups may never run (see call())
+                crossing.finish(error=RuntimeError("the Runtime is not running: it closed before the call started"))
             if self._token is not None:
                 try:
                     CURRENT_RUNTIME.reset(self._token)
@@ -643,7 +653,10 @@ class Runtime:
         runtime's loop, and the caller waits until it has ended there before its
         cancellation goes on.  The runtime's exit cancels it too (after the
         drain), and the call then raises :class:`RuntimeError`: a call never
-        outlives the runtime it runs in.
+        outlives the runtime it runs in.  A call handed over as the runtime
+        closes, before the runtime's loop took it up, raises :class:`RuntimeError`
+        at the exit (or at once, after it), even when that loop then ends without
+        running the hand-over: the caller never waits for a loop that has ended.
         """
         self._check_running()
         if threading.get_ident() != self._thread:
@@ -672,9 +685,18 @@ class Runtime:
         wake_host = self._waker
         assert wake_host is not None
         crossing = Crossing(current_waker())
+        # Registered before the wake-up, under the lock the exit closes under: the runtime (and then its loop)
+        # may end between the caller's check and the wake-up, and a stopped asyncio loop still accepts a
+        # callback it will never run.  Either the exit finds this crossing and fails it, or it came too late.
+        with self._crossings_lock:
+            if self._closed:
+                raise RuntimeError("the Runtime is not running: it has closed")
+            self._crossings.add(crossing)
         try:
             wake_host(lambda: self._host_call(crossing, fn, args))
-        except RuntimeError:
+        except RuntimeError:  # asyncio's closed loop; trio's RunFinishedError (a RuntimeError)
+            with self._crossings_lock:
+                self._crossings.discard(crossing)
             raise RuntimeError("the Runtime is not running: its event loop has ended") from None
         result: T = await crossing.outcome(wake_host)
         return result
@@ -684,6 +706,10 @@ class Runtime:
 
         Never raises: an exception out of a loop's callback would take trio's whole run down.
         """
+        with self._crossings_lock:
+            if crossing not in self._crossings:
+                return  # the runtime's exit failed it already
+            self._crossings.discard(crossing)
         if not self.running:
             crossing.finish(error=RuntimeError("the Runtime is not running: it closed"))
             return
@@ -794,9 +820,15 @@ class Runtime:
         Keys compare by equality: use something of your own (a class, a tuple
         starting with your module's name) so as not to clash with other users.
 
-        :raises RuntimeError: outside ``async with``.
+        :raises RuntimeError: outside ``async with``, or from another thread than the runtime's loop's (nothing is
+            built: a value built there would be shared with, and cleaned up by, another thread's loop).
+
+        Never blocks (``build`` runs synchronously).  The check is the thread compare of :meth:`spawn` (~35 ns):
+        this runs for every run that shares a provider, so no loop probe.
         """
         self._check_running()
+        if threading.get_ident() != self._thread:
+            raise wrong_loop("Runtime.service()", self._thread, "rt.call(fn) with an async fn that calls service()")
         services = self._services
         if key in services:
             return cast(T, services[key])

@@ -19,7 +19,14 @@ failure (an ``Exception``, supervised) nor a cancellation — ``KeyboardInterrup
 actor halts, the runtime is cancelled, and the exception leaves ``async with
 Runtime()`` bare once the exit has run (out of the task group as it is, it would
 leave wrapped in a group on trio, and leave asyncio's event loop itself).
-``GeneratorExit`` goes on as it is: it is how a coroutine is closed.
+
+``GeneratorExit`` escalates too.  It is no failure: a coroutine's close throws it,
+and a handler that raises it has leaked generator protocol, not met an error its
+policy could resume or restart from (converting it, as PEP 479 does StopIteration,
+would hand askers a made-up ``RuntimeError``).  One rule for every ``BaseException``
+that is not a cancellation keeps the policy for ``Exception`` s.  Nothing here awaits
+after catching it, so a worker whose coroutine *is* being closed (its task collected
+pending, the loop abandoned) still ends as ``close()`` requires: it returns.
 """
 
 from __future__ import annotations
@@ -90,9 +97,10 @@ async def work(cell: Cell, failure: Failure | None = None) -> None:
         if finalize:
             await cell.finalize()  # on_stop, in this task: still the runtime's work (a drain waits for it)
     except BaseException as exc:
-        if isinstance(exc, Exception | GeneratorExit | anyio.get_cancelled_exc_class()):
+        if isinstance(exc, Exception | anyio.get_cancelled_exc_class()):
             raise
-        # KeyboardInterrupt, SystemExit, ... (see the module): the runtime's exit finalizes the halted actor.
+        # KeyboardInterrupt, SystemExit, GeneratorExit... (see the module): the runtime's exit finalizes the
+        # halted actor.  No await from here on: a coroutine being closed must not suspend again.
         cell.spec.host.escalate(cell, exc)
     finally:
         cell.spec.host.worker_done()

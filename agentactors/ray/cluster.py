@@ -314,9 +314,29 @@ class RayCluster:
         return dict(self._budget_actors)
 
     async def stats(self) -> list[dict[str, Any]]:
-        """Each live worker's accounting: per budget, requests served and ledger calls made."""
+        """Each live worker's accounting: per budget, requests served and ledger calls made.
+
+        A worker found dead here (it died before its watcher noticed: Ray answers ``RayActorError``) is
+        marked lost as the watcher would have (the budgets get the new roster) and left out: the list is
+        the workers alive when asked, possibly fewer than :attr:`workers` held before the call.
+
+        :raises WorkerLostError: the driver's Ray was shut down.
+        :raises RuntimeError: outside ``async with``.
+
+        Cancellation: the waits for the workers' replies are cancelled; nothing else changes.
+        """
+        import ray.exceptions
+
         waiter = self._check()
-        return [await waiter.wait(w.handle.stats.remote()) for w in self._workers if w.alive]
+        found: list[dict[str, Any]] = []
+        for worker in list(self._workers):  # (a copy: the shutdown replaces the list)
+            if not worker.alive:
+                continue
+            try:
+                found.append(await waiter.wait(worker.handle.stats.remote()))
+            except ray.exceptions.RayActorError:
+                self._lost(worker)
+        return found
 
     def _check(self) -> RefWaiter:
         if self._waiter is None or self._tg is None:

@@ -250,6 +250,27 @@ async def test_a_worker_killed_mid_job(tmp_path: Path, retries: int) -> None:
         assert all(str(i) in keys for i in results if results[i].ok)
 
 
+async def test_stats_leaves_out_a_worker_that_died_before_the_watcher_noticed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stats()`` used to raise Ray's ``RayActorError`` for a worker the watcher had not yet marked lost."""
+
+    async def never_notices(self: RayCluster, worker: Any) -> None:
+        """The watcher, late for ever: the race made certain (it may lose it to ``stats()`` in real runs)."""
+
+    monkeypatch.setattr(RayCluster, "_watch", never_notices)
+    with anyio.fail_after(120):
+        async with RayCluster(echo_agent, workers=2, worker_options=WORKER) as cluster:
+            victim, survivor = cluster.workers
+            survivor_pid = (await cluster_call(survivor.ready.remote()))["pid"]
+            ray.kill(victim)
+            await dead(victim)
+            assert len(cluster.workers) == 2  # nobody noticed yet
+            stats = await cluster.stats()
+            assert [s["pid"] for s in stats] == [survivor_pid]
+            assert list(cluster.workers) == [survivor]  # marked lost, as the watcher would have
+            (result,) = await cluster.run_many(["after"])  # the survivor takes the work
+            assert result.ok and result.content == "echo after"
+
+
 def effects_applied(directory: Path) -> list[str]:
     """The input keys whose effect was applied: one ``done-`` file each, made atomically (O_EXCL).
 

@@ -7,6 +7,10 @@ missed it), on asyncio the interrupt left the event loop itself, past the runtim
 escalation: the actor halts, the runtime is cancelled and the exception leaves ``async with Runtime()``
 bare, on both backends, after the exit ran; an asker waiting for that handler gets ``ActorStopped``.
 
+``GeneratorExit`` raised by a handler or ``on_start`` too: it used to go on as it was (as if the worker's
+coroutine were being closed) and leave the runtime wrapped in a group.  It is no failure either (see
+:mod:`agentactors.actors.worker` for why it escalates rather than being supervised).
+
 A handler run directly, in the asker's own task, raises it in that task, as any code the asker runs.
 """
 
@@ -27,7 +31,7 @@ class Custom(BaseException):
     """A ``BaseException`` of the user's own."""
 
 
-KINDS = pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit, Custom])
+KINDS = pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit, GeneratorExit, Custom])
 
 
 class Raiser:

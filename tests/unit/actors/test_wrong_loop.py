@@ -177,6 +177,27 @@ async def test_spawn_stop_and_wait_idle_from_another_threads_loop_are_refused(fo
 
 
 @FOREIGN
+async def test_service_from_another_threads_loop_is_refused_and_builds_nothing(foreign: str) -> None:
+    """``service`` used to build (and register a cleanup for) a value in the wrong thread, unchecked."""
+    built: list[int] = []
+
+    def build() -> str:
+        built.append(threading.get_ident())
+        return "value"
+
+    async def service() -> str:
+        return rt.service("key", build)
+
+    async with Runtime() as rt:
+        outcome = await _from_thread(foreign, service)
+        assert _refused(outcome), outcome
+        assert "rt.call" in str(outcome)
+        assert built == []  # refused before build() ran
+        assert await _from_thread(foreign, lambda: rt.call(service)) == "value"  # the way across works
+        assert built == [threading.get_ident()]  # built in the runtime's thread
+
+
+@FOREIGN
 async def test_after_the_runtime_closed_another_threads_loop_finds_the_actor_stopped(foreign: str) -> None:
     async with Runtime() as rt:
         ref = rt.spawn(Counter())
