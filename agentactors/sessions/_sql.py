@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Final, Self
 
+import attrs
+
 from .._db_worker import Worker
 from .._dialect import Dialect
 from ..errors import SessionConflictError, SessionFormatError
-from .format import dump_head, dump_messages, load_record, stored_count
-from .store import SessionRecord, check_key, conflict_message
+from .format import dump_head, dump_messages, load_record, stored_head
+from .store import SessionRecord, check_key, conflict_message, new_origin, origin_conflict
 
 __all__ = ["LAYOUT", "META", "PIECES", "TABLE", "SqlStore", "check_layout"]
 
@@ -62,7 +64,8 @@ class SqlStore:
     async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
         """Store ``record`` in one transaction if the stored version is ``expected_version``.
 
-        :raises SessionConflictError: another commit came first (nothing was written).
+        :raises SessionConflictError: another commit came first, or the key was deleted and created again
+            since ``record.origin`` was read (nothing was written).
         :raises TypeError: the record holds a value JSON cannot keep.  (Its key was checked when it was made:
             :class:`~agentactors.sessions.store.SessionRecord`; a NUL in its text is JSON's ``\\u0000``, kept.)
         :raises SessionFormatError: the record holds a value past the JSON depth and integer limits
@@ -159,7 +162,9 @@ def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) 
     key, messages, kept = record.key, record.messages, record.kept
     # Encoded before the transaction: an unstorable value never takes the lock.  A turn that extends the
     # stored history (kept) writes only its own messages — the usual case; anything else writes them all.
-    head = dump_head(record)
+    # The origin is the record's (a new session's own, if it names none); a stored one wins below.
+    origin = record.origin or new_origin()
+    head = dump_head(attrs.evolve(record, origin=origin))
     appended = dump_messages(key, messages[kept:]) if expected is not None and kept else None
     whole = None if appended is not None else dump_messages(key, messages)
     params = d.params(key=key, head=head)
@@ -173,7 +178,13 @@ def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) 
             found = None if row is None else _version(key, row[0])
             if found != expected:
                 raise SessionConflictError(conflict_message(key, found, expected), key=key)
-            if appended is not None and stored_count(row[1], key=key) != kept:
+            count, stored = stored_head(row[1], key=key)
+            if origin_conflict(stored, record.origin):  # the same version of another conversation (ABA)
+                raise SessionConflictError(conflict_message(key, found, expected, recreated=True), key=key)
+            if stored is not None and stored != origin:  # a record naming none keeps the session's
+                origin = stored
+                params = d.params(key=key, head=dump_head(attrs.evolve(record, origin=origin)))
+            if appended is not None and count != kept:
                 appended, whole = None, dump_messages(key, messages)  # an older document: written whole once
             conn.execute(d.sql(_BUMP), params)
         if appended is not None:
@@ -183,7 +194,7 @@ def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) 
             conn.execute(d.sql(_FORGET_PIECES), params)
             if messages:
                 conn.execute(d.sql(_APPEND), {"key": key, "start": 0, "body": whole})
-    return SessionRecord(key, messages, (expected or 0) + 1, record.paused, record.run_id)
+    return SessionRecord(key, messages, (expected or 0) + 1, record.paused, record.run_id, origin=origin)
 
 
 def _delete(conn: Any, d: Dialect, key: str, expected: int | None) -> bool:

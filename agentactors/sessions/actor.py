@@ -25,8 +25,10 @@ before the commit starts cancels the turn (nothing committed); one that arrives 
 (the turn is committed, and the caller gets either its result or the cancellation — which one depends on
 where the turn ran, so a caller that must know reads the history or the store).
 
-**Conflicts.**  A commit names the version the turn started from; if another runtime or process
-committed meanwhile, the store refuses it with :class:`~agentactors.errors.SessionConflictError`,
+**Conflicts.**  A commit names the version the turn started from, and the origin of the session it
+loaded (:attr:`~agentactors.sessions.store.SessionRecord.origin`); if another runtime or process
+committed meanwhile — or deleted the key and created it again, which can bring the version back to the
+very one this actor holds — the store refuses it with :class:`~agentactors.errors.SessionConflictError`,
 which reaches the caller — the turn is not committed, nothing is overwritten — and the actor marks
 itself stale: its next turn reloads the session from the store first.
 
@@ -128,12 +130,12 @@ def committable(result: RunResult[Any]) -> bool:
 class SessionActor:
     """One session's state and turns (spawned by the registry with ``concurrency=1``; see the module docstring).
 
-    ``history``, ``version`` and ``paused`` are the committed state as this actor last knew it;
+    ``history``, ``version``, ``paused`` and ``origin`` are the committed state as this actor last knew it;
     ``loaded`` is false until the first message loads it from the store, and again after a conflict
     (the next message reloads it).
     """
 
-    __slots__ = ("activated", "history", "key", "loaded", "paused", "rt", "store", "version")
+    __slots__ = ("activated", "history", "key", "loaded", "origin", "paused", "rt", "store", "version")
 
     def __init__(self, rt: Runtime, store: SessionStore, key: str) -> None:
         self.rt = rt
@@ -142,6 +144,7 @@ class SessionActor:
         self.history: tuple[Message, ...] = ()
         self.version: int | None = None
         self.paused: PausedRun | None = None
+        self.origin: str | None = None
         self.loaded = False
         self.activated = False
 
@@ -165,9 +168,10 @@ class SessionActor:
     async def _load(self) -> None:
         record = await self.store.load(self.key)
         if record is None:
-            self.history, self.version, self.paused = (), None, None
+            self.history, self.version, self.paused, self.origin = (), None, None, None
         else:
             self.history, self.version, self.paused = record.messages, record.version, record.paused
+            self.origin = record.origin
         self.loaded = True
         if not self.activated:
             self.activated = True
@@ -193,7 +197,7 @@ class SessionActor:
                 pending=self.paused.pending,
             )
         # The journal (if any) records which turn the run is: recover() can commit it if this process dies.
-        with turn_running(SessionTurn(self.key, self.version, len(self.history))):
+        with turn_running(SessionTurn(self.key, self.version, len(self.history), self.origin)):
             result = await message.agent.run(
                 self.history + message.messages,
                 runtime=self.rt,
@@ -223,7 +227,7 @@ class SessionActor:
         _check_resumer(self.key, pause, message.agent)
         history = self.history
         await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
-        with turn_running(SessionTurn(self.key, self.version, len(history))):
+        with turn_running(SessionTurn(self.key, self.version, len(history), self.origin)):
             result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
         await self._settle(result)
         return result
@@ -238,6 +242,8 @@ class SessionActor:
 
         Cancellation: shielded — a commit that started ends, and the actor's state follows the store.
         """
+        if self.origin is not None:  # the session this actor holds, not another one created under its key since
+            record = attrs.evolve(record, origin=self.origin)
         with anyio.CancelScope(shield=True):
             try:
                 stored = await self.store.commit(record, expected_version=self.version)
@@ -246,6 +252,7 @@ class SessionActor:
                 self.loaded = False
                 raise
             self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
+            self.origin = stored.origin
         _committed(self.rt.emit, stored, resolving=claim)
 
 
@@ -303,6 +310,8 @@ async def commit_recovered(
         Other errors of the store propagate too.
     """
     record = turn_record(turn.key, inputs[: turn.kept], result)
+    if record is not None and turn.origin is not None:  # the session the turn started on, not a new one of its key
+        record = attrs.evolve(record, origin=turn.origin)
     if record is None:
         log.info("run %s: the turn of session %r ended with nothing to commit", result.run_id, turn.key)
         return False

@@ -30,7 +30,11 @@ Formats:
     * a pause whose messages begin with the session's history stores only the rest, with
       ``"base": k`` (its first ``k`` messages are the history's).
 
-    Format 2 is format 3 with neither: its migration only renames the format.
+    It may also say ``"origin"``: which creation of the key it descends from
+    (:attr:`~agentactors.sessions.store.SessionRecord.origin`; absent: unknown, not checked — a reader that
+    does not know the field ignores it, and a session whose commit dropped it is given one again).
+
+    Format 2 is format 3 with none of these: its migration only renames the format.
 
 The key and the version are not in the document: a store keeps them beside it (the version is what a
 commit compares, so it must be readable without decoding).  Objects are encoded by
@@ -63,6 +67,7 @@ __all__ = [
     "load_record",
     "migrate",
     "stored_count",
+    "stored_head",
 ]
 
 #: The format this version writes.
@@ -117,6 +122,8 @@ def _dump(record: SessionRecord, messages: dict[str, Any]) -> str:
         "paused": None if paused is None else _encoded(record.key, _pause_to_json, paused, record.messages),
         "run_id": record.run_id,
     }
+    if record.origin is not None:
+        doc["origin"] = record.origin
     return _text(record.key, doc)
 
 
@@ -192,9 +199,26 @@ def stored_count(text: str | bytes, *, key: str) -> int | None:
     What a store that appends needs to know before it appends: only a document that keeps its
     messages beside it, that many, can be extended by writing the new ones.
     """
+    return stored_head(text, key=key)[0]
+
+
+def stored_head(text: str | bytes, *, key: str) -> tuple[int | None, str | None]:
+    """What a commit checks of the stored document, in one read: :func:`stored_count`, and the session's
+    origin (``None``: the document names none).
+
+    :raises SessionFormatError: not a session document (see :func:`migrate`), or an origin that is not text.
+    """
     doc = migrate(_parse(text, key), key=key)
     count = doc.get("message_count")
-    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+    origin = _origin(doc, key)
+    return (count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None), origin
+
+
+def _origin(doc: dict[str, Any], key: str) -> str | None:
+    origin = doc.get("origin")
+    if origin is None or (isinstance(origin, str) and origin):
+        return origin
+    raise SessionFormatError(f"stored session {key!r} has a corrupted origin {origin!r}", key=key, found=FORMAT)
 
 
 def load_record(
@@ -216,7 +240,12 @@ def load_record(
             messages = messages_from_json(doc.get("messages", []))
         paused = doc.get("paused")
         return SessionRecord(
-            key, messages, version, None if paused is None else _pause_from_json(paused, messages), doc.get("run_id")
+            key,
+            messages,
+            version,
+            None if paused is None else _pause_from_json(paused, messages),
+            doc.get("run_id"),
+            origin=_origin(doc, key),
         )
     except SessionFormatError:
         raise

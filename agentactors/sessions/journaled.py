@@ -38,14 +38,20 @@ class SessionTurn:
     :ivar version: the session's committed version the turn started from (``None``: never committed).
     :ivar kept: how many of the run's first input messages are that version's history (the rest are the
         turn's own messages).
+    :ivar origin: the session's origin the turn started on (``SessionRecord.origin``; ``None``: unknown), so a
+        recovered turn is not committed onto another conversation created under the key since.
     """
 
     key: str
     version: int | None
     kept: int
+    origin: str | None = attrs.field(default=None, eq=False)  # identity, as SessionRecord.origin: == ignores it
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "version": self.version, "kept": self.kept}
+        doc: dict[str, Any] = {"key": self.key, "version": self.version, "kept": self.kept}
+        if self.origin is not None:  # absent when unknown: what a journal of an older version wrote
+            doc["origin"] = self.origin
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> SessionTurn:
@@ -56,7 +62,10 @@ class SessionTurn:
         for name, value in (("version", version), ("kept", kept)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise ValueError(f"a session turn's {name} is an int >= 0, not {value!r}")
-        return cls(key, version, int(kept or 0))
+        origin = doc.get("origin")
+        if origin is not None and (not isinstance(origin, str) or not origin):
+            raise ValueError(f"a session turn's origin is a non-empty str, not {origin!r}")
+        return cls(key, version, int(kept or 0), origin)
 
 
 _TURN: contextvars.ContextVar[SessionTurn | None] = contextvars.ContextVar("agentactors_session_turn", default=None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..errors import SessionConflictError
-from .store import SessionRecord, check_key, conflict_message
+from .store import SessionRecord, check_key, conflict_message, new_origin, origin_conflict
 
 __all__ = ["MemoryStore"]
 
@@ -61,7 +61,8 @@ class MemoryStore:
     async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
         """Store ``record`` if the stored version is ``expected_version`` (see ``SessionStore.commit``).
 
-        :raises SessionConflictError: the stored version is another.
+        :raises SessionConflictError: the stored version is another, or the stored origin (the key was
+            deleted and created again since ``record.origin`` was read).
 
         Cancellation: never waits (not a cancellation point): a commit that was called happened.
         """
@@ -71,7 +72,13 @@ class MemoryStore:
         found = None if current is None else current.version
         if found != expected_version:
             raise SessionConflictError(conflict_message(record.key, found, expected_version), key=record.key)
-        stored = SessionRecord(record.key, record.messages, (found or 0) + 1, record.paused, record.run_id)
+        kept = None if current is None else current.origin
+        if origin_conflict(kept, record.origin):
+            message = conflict_message(record.key, found, expected_version, recreated=True)
+            raise SessionConflictError(message, key=record.key)
+        origin = kept or record.origin or new_origin()
+        version = (found or 0) + 1
+        stored = SessionRecord(record.key, record.messages, version, record.paused, record.run_id, origin=origin)
         self._records[record.key] = stored
         return stored
 

@@ -17,6 +17,7 @@ Postgres) is a page of code: :class:`~agentactors.sessions.memory.MemoryStore` a
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Final, Protocol, runtime_checkable
 
 import attrs
@@ -24,7 +25,9 @@ import attrs
 from ..loop.pause import PausedRun
 from ..messages import Message
 
-__all__ = ["SessionRecord", "SessionStore", "check_key", "check_store", "conflict_message"]
+__all__ = [
+    "SessionRecord", "SessionStore", "check_key", "check_store", "conflict_message", "new_origin", "origin_conflict",
+]
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")  # a str may hold one; a UTF-8 database column cannot
 
@@ -72,6 +75,12 @@ class SessionRecord:
         unchanged, those of the version it names (``expected_version``) — what a store that appends
         needs, to write only the rest (a turn, not the whole history).  ``0`` (the default): unknown,
         the store writes them all.  A hint, not state: not stored, not compared (``==`` ignores it).
+    :ivar origin: which creation of the key the record descends from (keyword only): an opaque id the store
+        gives a session when it creates it and keeps through its commits.  Versions restart at 1 when a
+        deleted key is created again, so a version alone cannot tell the new conversation from the old one
+        another runtime still holds; a commit that names an origin is refused when the stored one is another
+        (:meth:`SessionStore.commit`).  ``None``: not known (a record made by hand, one stored by an older
+        version) — not checked.  Identity, not content: ``==`` ignores it.
     """
 
     key: str = attrs.field()
@@ -80,6 +89,7 @@ class SessionRecord:
     paused: PausedRun | None = None
     run_id: str | None = None
     kept: int = attrs.field(default=0, eq=False, repr=False)
+    origin: str | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
     @key.validator
     def _check_key(self, _: attrs.Attribute[str], value: str) -> None:
@@ -96,6 +106,11 @@ class SessionRecord:
     def _check_kept(self, _: attrs.Attribute[int], value: int) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= len(self.messages):
             raise ValueError(f"kept is an int from 0 to the number of messages, not {value!r}")
+
+    @origin.validator
+    def _check_origin(self, _: attrs.Attribute[str | None], value: str | None) -> None:
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ValueError(f"a session's origin is a non-empty str or None, not {value!r}")
 
 
 @runtime_checkable
@@ -129,9 +144,15 @@ class SessionStore(Protocol):
         record as stored, with its new version (``expected_version + 1``, or ``1``).  A store may use
         ``record.kept`` to write only the messages after the first ``kept`` (they are the stored ones).
 
+        A store keeps the session's ``origin``: a new one at its creation (``record.origin`` if it names
+        one), then the stored one (or, for a session stored without one, ``record.origin`` or a new one);
+        the record returned carries it.
+
         :raises ~agentactors.errors.SessionConflictError: the stored version is not
             ``expected_version`` (another commit came first, or the session was deleted), or the
-            session exists and ``expected_version`` is ``None``.  Nothing was stored.
+            session exists and ``expected_version`` is ``None``, or ``record.origin`` and the stored
+            origin are both known and differ (the key was deleted and created again since the record's
+            version was read: another conversation, whatever its version).  Nothing was stored.
         :raises TypeError: the record holds a value the store cannot keep.
         :raises ~agentactors.errors.SessionFormatError: the record holds a value past the JSON depth and
             integer limits (``agentactors._json``): a store that encodes refuses what it could not read back.
@@ -170,8 +191,23 @@ def check_store(store: object) -> SessionStore:
     return store  # type: ignore[return-value]
 
 
-def conflict_message(key: str, found: int | None, expected: int | None) -> str:
+def new_origin() -> str:
+    """A new session's origin: 96 random bits, text (see :attr:`SessionRecord.origin`)."""
+    return secrets.token_urlsafe(12)
+
+
+def origin_conflict(stored: str | None, given: str | None) -> bool:
+    """Whether a commit naming origin ``given`` meets a session created anew (``stored``): both known, not equal."""
+    return stored is not None and given is not None and stored != given
+
+
+def conflict_message(key: str, found: int | None, expected: int | None, *, recreated: bool = False) -> str:
     """The text of a store's :class:`~agentactors.errors.SessionConflictError`: what it found, what was expected."""
+    if recreated:
+        return (
+            f"session {key!r} was deleted and created again since version {expected} was read: it is another "
+            f"conversation now (at version {found}), and this turn was not committed to it"
+        )
     if expected is None:
         return f"session {key!r} already exists (version {found}): another turn created it first"
     if found is None:

@@ -68,7 +68,7 @@ async def test_a_commit_writes_its_turn_only(tmp_path: Path) -> None:
         assert await store.load("k") == SessionRecord("k", turn(0) + turn(1) + turn(2), 3, None, "run-2")
     assert _pieces(path, "k") == [(0, ["q0", "a0"]), (2, ["q1", "a1"]), (4, ["q2", "a2"])]
     head = _head(path, "k")
-    assert head == {"format": FORMAT, "message_count": 6, "paused": None, "run_id": "run-2"}
+    assert head == {"format": FORMAT, "message_count": 6, "paused": None, "run_id": "run-2", "origin": stored.origin}
 
 
 async def test_a_record_that_does_not_extend_the_history_is_written_whole(tmp_path: Path) -> None:
