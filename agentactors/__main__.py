@@ -88,15 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-progress", action="store_true")
     sub.add_parser("exchange", help="one completed and one streamed ScriptedProvider request, with events")
     fv = sub.add_parser("fakevendor", help="serve the three vendor wires on loopback")
-    fv.add_argument("--host", default="127.0.0.1")
-    fv.add_argument("--port", type=int, default=8765)
-    fv.add_argument("--fault-rate", type=float, default=0.0)
-    fv.add_argument("--seed", type=int, default=None)
-    fv.add_argument("--latency", type=float, default=0.0)
-    fv.add_argument("--no-auto-tools", action="store_true", help="answer tool offers with text, not tool calls")
-    fv.add_argument("--lenient", action="store_true", help="accept requests the real vendors would reject")
-    fv.add_argument("--certfile", help="serve HTTPS with this PEM certificate chain")
-    fv.add_argument("--keyfile", help="its private key (default: in --certfile)")
+    try:
+        from .testing.fakevendor import add_arguments
+    except ImportError:  # without the [testing] extra: running the command says what to install
+        pass
+    else:
+        add_arguments(fv)
     ex = sub.add_parser("explain", help="explain one run of a JSONL event record (e.g. demo-events.jsonl)")
     ex.add_argument("file", help="a JsonlRecorder's file")
     ex.add_argument("run_id", help="the run to explain (RunResult.run_id; every event carries it)")
@@ -204,23 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("replay", "fork"):
         return _rerun(args)
     if args.command == "fakevendor":
-        from .testing.fakevendor import serve, server_context
+        from .testing.fakevendor import run
 
-        try:
-            context = server_context(args.certfile, args.keyfile)
-        except ValueError as exc:
-            _parser().error(f"fakevendor: {exc}")
-        serve(
-            host=args.host,
-            port=args.port,
-            fault_rate=args.fault_rate,
-            seed=args.seed,
-            latency=args.latency,
-            auto_tools=not args.no_auto_tools,
-            strict=not args.lenient,
-            ssl_context=context,
-        )
-        return 0
+        return run(args, _parser())
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

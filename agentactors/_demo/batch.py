@@ -13,6 +13,7 @@ status read or two, which is what keeps this offline demo short.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -136,7 +137,14 @@ def run_batch_demo(args: argparse.Namespace) -> int:
     request, 1 otherwise, 2 when it cannot run."""
     agents = args.agents if args.agents is not None else DEFAULT_BATCH_AGENTS
     if agents < 1:
-        print("demo: --agents must be >= 1")
+        print("demo: --agents must be >= 1", file=sys.stderr)
+        return 2
+    # Refused rather than ignored: a user asking for real vendors or injected faults must not get neither.
+    ignored = [flag for flag, given in (("--live", getattr(args, "live", False)),
+                                        ("--fault-rate", getattr(args, "fault_rate", None) is not None)) if given]
+    if ignored:
+        print(f"demo --batch: {' and '.join(ignored)} do not apply: the batch demo runs offline against the "
+              "FakeVendor, without injected faults", file=sys.stderr)
         return 2
     print(f"{agents:,} agents, each pricing an item in a currency with two tools (3 model calls a run), run twice "
           f"against a FakeVendor on 127.0.0.1: live (Chat Completions), then through BatchProvider(OpenAIProvider("
@@ -145,7 +153,15 @@ def run_batch_demo(args: argparse.Namespace) -> int:
     async def main() -> tuple[JobReport, JobReport]:
         return await run_jobs(agents, seed=args.seed)
 
-    live, batch = anyio.run(main, backend=args.backend)
+    try:
+        live, batch = anyio.run(main, backend=args.backend)
+    except BaseException as exc:
+        # Trio raises Ctrl-C's KeyboardInterrupt in whichever task was running: it may come in an ExceptionGroup.
+        caught = exc.subgroup(KeyboardInterrupt) if isinstance(exc, BaseExceptionGroup) else exc
+        if not isinstance(caught, (KeyboardInterrupt, BaseExceptionGroup)):
+            raise
+        print("demo: interrupted; every run was cancelled and the fake vendor stopped.", flush=True)
+        return 130
     for line in comparison(live, batch):
         print(line)
     good = live.verified == live.runs == batch.verified == batch.runs and batch.single_requests == 0

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -116,9 +117,11 @@ async def run_fleet(
     (``outage`` does not apply: nobody can take a real vendor down).
 
     Errors: :class:`LiveUnavailable` when ``live`` finds no API key; a failure
-    to start the fake vendor raises ``RuntimeError``.  A run's own failure is
-    never raised: it is counted in the report.  Cancellation stops every run
-    and the vendor process, and propagates.
+    to start the fake vendor raises ``RuntimeError``, and so does its process
+    ending mid-run (:class:`~agentactors._demo.vendor.VendorGone`, a
+    ``RuntimeError``); each is raised as itself, never inside an ``ExceptionGroup``.
+    A run's own failure is never raised: it is counted in the report.
+    Cancellation stops every run and the vendor process, and propagates.
     """
     del backend  # the caller's event loop is the backend
     specs: list[VendorSpec] | None = None
@@ -148,17 +151,22 @@ async def run_fleet(
                 view.start(counters.total)
                 tg.start_soon(tick, counters, members)
 
+        failed: list[Exception] = []
         try:
             fleet = await run_fleet_raw(
                 agents=agents, fault_rate=fault_rate, seed=seed, outage=outage, live_specs=specs,
                 settings=settings, on_start=on_start,
             )
+        except Exception as exc:  # raised below, after the group: as itself, not in an ExceptionGroup
+            failed.append(exc)
         finally:
             tg.cancel_scope.cancel()
             if view is not None and last:
                 counters, members, started = last[0]
                 view.update(counters, members[0].breaker.state.value, anyio.current_time() - started)
                 view.stop()
+    if failed:
+        raise failed[0]
     report = analyze(fleet, record=record)
     if record is not None:
         await anyio.to_thread.run_sync(write_record, record, fleet.events, fleet.vendor_requests, report)
@@ -250,6 +258,13 @@ def _verdict(report: FleetReport) -> tuple[int, list[str]]:
                   else "every ok answer quotes its own tool results")]
 
 
+def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``exc`` is a ``kind``, or an exception group with one among its leaves."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(kind) is not None
+    return isinstance(exc, kind)
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """The ``demo`` command.  Returns the exit code: 0 on success, 1 when a check failed, 2 when it cannot run."""
     if getattr(args, "batch", False):
@@ -261,7 +276,7 @@ def run_demo(args: argparse.Namespace) -> int:
     fault_rate = args.fault_rate if args.fault_rate is not None else (0.0 if live else DEFAULT_FAULT_RATE)
     outage = not getattr(args, "no_outage", False)
     if agents < 1 or not 0.0 <= fault_rate <= 1.0:
-        print("demo: --agents must be >= 1 and --fault-rate within [0, 1]")
+        print("demo: --agents must be >= 1 and --fault-rate within [0, 1]", file=sys.stderr)
         return 2
     settings = DemoSettings.for_live() if live else DemoSettings()
     view = make_view(no_progress=bool(args.no_progress))
@@ -287,9 +302,15 @@ def run_demo(args: argparse.Namespace) -> int:
 
     try:
         report = anyio.run(main, backend=args.backend)
-    except KeyboardInterrupt:
-        view.line("demo: interrupted; every run was cancelled and the fake vendor stopped.")
-        return 130
+    except BaseException as exc:
+        # Trio raises Ctrl-C's KeyboardInterrupt in whichever task was running: it arrives in an ExceptionGroup.
+        if _holds(exc, KeyboardInterrupt):
+            view.line("demo: interrupted; every run was cancelled and the fake vendor stopped.")
+            return 130
+        if isinstance(exc, RuntimeError):  # the fake vendor failed to start, or its process ended mid-run
+            print(f"demo: cannot finish: {exc}", file=sys.stderr)
+            return 1
+        raise
     code, verdict = _verdict(report)
     footer = []
     if args.record:

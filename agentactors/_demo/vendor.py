@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
-__all__ = ["LoggedRequest", "VendorProcess", "endpoint_of_path"]
+__all__ = ["LoggedRequest", "VendorGone", "VendorProcess", "endpoint_of_path"]
 
 _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 10.0
@@ -82,6 +83,26 @@ class LoggedRequest:
     disconnected: bool
     headers: Mapping[str, str] = attrs.field(factory=dict)
     endpoint: str = "unknown"
+
+
+class VendorGone(RuntimeError):
+    """The fake vendor's child process ended while the parent still needed it (killed, crashed).
+
+    A ``RuntimeError``, as every vendor failure :func:`agentactors._demo.main.run_fleet` documents, and
+    saying how the child ended: a bare ``BrokenPipeError`` from a pipe write says nothing a user can act on.
+    """
+
+
+def _how_it_ended(returncode: int | None) -> str:
+    """``killed by SIGKILL`` / ``exited with status 1``: the child's end, for a message."""
+    if returncode is None:
+        return "stopped answering"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
 
 
 def _logged(r: Any) -> dict[str, Any]:
@@ -211,8 +232,31 @@ class VendorProcess:
         if process is None or process.stdin is None:
             raise RuntimeError("the fake vendor process is not running")
         with self._lock:
-            process.stdin.write(json.dumps(command) + "\n")
-            process.stdin.flush()
+            try:
+                process.stdin.write(json.dumps(command) + "\n")
+                process.stdin.flush()
+            except (OSError, ValueError) as exc:  # a closed pipe: the child is gone
+                raise self._gone(process) from exc
+
+    def _gone(self, process: subprocess.Popen[str]) -> VendorGone:
+        """The error for a child that went away, with how it ended and the end of its stderr."""
+        try:
+            returncode = process.wait(_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        return VendorGone(f"the fake vendor process ended ({_how_it_ended(returncode)}): {self._stderr_tail()}")
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it is this object's (``None`` before the start and after the stop)."""
+        process = self._process
+        return process.pid if process is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        """The child's exit status once it ended by itself (negative: the signal that killed it), else ``None``."""
+        process = self._process
+        return process.poll() if process is not None else None
 
     def _stop(self) -> None:
         process, self._process = self._process, None
@@ -246,7 +290,7 @@ class VendorProcess:
     def outage(self, *, wire: str, duration: float, model: str | None = None) -> None:
         """Fail every request to ``wire`` (and ``model``, if given) for ``duration`` seconds from now.
 
-        A pipe write; no waiting.
+        A pipe write; no waiting.  Raises :class:`VendorGone` when the child has ended.
         """
         self._send({"do": "outage", "wire": wire, "model": model, "duration": duration})
 
@@ -255,16 +299,20 @@ class VendorProcess:
         if process is None or process.stdout is None:
             raise RuntimeError("the fake vendor process is not running")
         self._send({"do": "log", "settle_within": settle_within})
-        line = process.stdout.readline()
+        try:
+            line = process.stdout.readline()
+        except (OSError, ValueError) as exc:
+            raise self._gone(process) from exc
         if not line:
-            raise RuntimeError(f"the fake vendor process ended: {self._stderr_tail()}")
+            raise self._gone(process)
         reply = json.loads(line)
         return tuple(LoggedRequest(**r) for r in reply["requests"]), dict(reply["stats"])
 
     async def log(self, *, settle_within: float = 3.0) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
         """``(requests, stats)``: every request the vendor recorded, oldest first, and its counters.
 
-        Waits up to ``settle_within`` seconds for answers still in progress to settle.
+        Waits up to ``settle_within`` seconds for answers still in progress to settle.  Raises
+        :class:`VendorGone` when the child has ended (killed, crashed) instead of answering.
         """
         return await anyio.to_thread.run_sync(self._log, settle_within)
 

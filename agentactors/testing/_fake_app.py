@@ -145,7 +145,7 @@ class FakeVendorApp:
                 text = _scrub(text, scrub)
             try:
                 body = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a body nested deeper than the parser goes
                 body_error = True
         elif not raw:
             body_error = True
@@ -155,18 +155,20 @@ class FakeVendorApp:
             rejection = None
         elif too_large:
             rejection = FakeError(413)
-        elif body_error:
-            rejection = FakeError(400, message="We could not parse the JSON body of your request.")
         else:
-            try:
-                parsed = parse_request(wire, body, headers, path_model=routed[1], path_stream=routed[2],
-                                       strict=self.strict)
-            except WireRejection as exc:
-                rejection = FakeError(exc.status, message=exc.message)
-        if routed is not None and rejection is None:
+            # Credentials before the body, as the real vendors check them: a wrong key is a 401 whatever it sent.
             rejection = self._cloud_auth_problem(wire, path, headers)
             if rejection is None and wire != "bedrock":  # a SigV4 header holds no key to compare
                 rejection = self._auth_problem(keys, query_key)
+        if routed is not None and rejection is None:
+            if body_error:
+                rejection = FakeError(400, message="We could not parse the JSON body of your request.")
+            else:
+                try:
+                    parsed = parse_request(wire, body, headers, path_model=routed[1], path_stream=routed[2],
+                                           strict=self.strict)
+                except WireRejection as exc:
+                    rejection = FakeError(exc.status, message=exc.message)
         model = parsed.model if parsed else (routed[1] if routed else None)
         if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
             model = body["model"]

@@ -18,6 +18,7 @@ import attrs
 
 __all__ = [
     "MAX_DELAY",
+    "WIRES",
     "Conversation",
     "FakeError",
     "FakeMalformed",
@@ -39,6 +40,9 @@ __all__ = [
 # mis-scripted test cannot keep a server thread alive for long; closing the server also
 # ends every delay at once.
 MAX_DELAY = 120.0
+
+#: The wires a FakeVendor speaks (a request's ``wire``; what a route, an outage or a FaultPlan names).
+WIRES = ("openai", "responses", "anthropic", "gemini", "bedrock")
 
 _STOPS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter"})
 
@@ -236,9 +240,13 @@ _GivenWeights: TypeAlias = Mapping[FaultKind, float] | Mapping[str, float] | Map
 def _weights(value: _GivenWeights | None) -> Mapping[FaultKind, float]:
     if value is None:
         return dict(_DEFAULT_WEIGHTS)
-    out = {FaultKind(k): float(v) for k, v in value.items()}
-    if any(v < 0 or math.isnan(v) for v in out.values()) or not any(v > 0 for v in out.values()):
-        raise ValueError("FaultPlan weights must be non-negative with at least one positive")
+    try:
+        out = {FaultKind(k): float(v) for k, v in value.items()}
+    except ValueError as exc:
+        raise ValueError(f"FaultPlan weights: {exc} (one of {', '.join(k.value for k in FaultKind)})") from None
+    # Finite too: random.choices refuses an infinite total, and did so on every faulted request, in the server.
+    if any(not 0 <= v < math.inf for v in out.values()) or not any(v > 0 for v in out.values()):
+        raise ValueError("FaultPlan weights must be finite and non-negative with at least one positive")
     return out
 
 
@@ -255,6 +263,28 @@ def _names(value: Sequence[str] | str | None) -> frozenset[str] | None:
     return frozenset((value,) if isinstance(value, str) else value)
 
 
+def _wires(value: Sequence[str] | str | None) -> frozenset[str] | None:
+    """Known wire names only: a misspelt one restricted the plan to no request at all, silently."""
+    wires = _names(value)
+    unknown = sorted(wires - set(WIRES)) if wires is not None else []
+    if unknown:
+        raise ValueError(f"FaultPlan.wires: unknown wire(s) {unknown}; the wires are {', '.join(WIRES)}")
+    return wires
+
+
+def _retry_after(value: float) -> float:
+    """What a 429 sends as ``retry-after``: a finite, non-negative number of seconds (never ``nan``)."""
+    value = float(value)
+    if not 0.0 <= value < math.inf:
+        raise ValueError(f"FaultPlan.retry_after must be a finite number of seconds >= 0, not {value!r}")
+    return value
+
+
+def _count(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"FaultPlan.{attribute.name} must be an int >= 0, not {value!r}")
+
+
 @attrs.frozen(slots=True)
 class FaultPlan:
     """Random fault injection, reproducible with ``seed``.
@@ -266,15 +296,19 @@ class FaultPlan:
     fault withholds its answer (bounded; pick it longer than the client's
     timeout), ``cut_after`` how many content chunks a ``disconnect`` lets
     through.  ``wires`` / ``models`` restrict the plan to some endpoints.
+
+    Raises ``ValueError`` for what it could not honour: a rate outside [0, 1] or NaN, an unknown fault kind,
+    weights that are negative, infinite or all zero, a negative or non-finite ``retry_after`` or ``hang``, an
+    unknown wire name.
     """
 
     rate: float = attrs.field(default=0.0, converter=_rate)
     seed: int | None = None
     weights: Mapping[FaultKind, float] = attrs.field(default=None, converter=_weights)
-    retry_after: float = 1.0
+    retry_after: float = attrs.field(default=1.0, converter=_retry_after)
     hang: float = attrs.field(default=30.0, converter=_delay_or_zero)
-    cut_after: int = attrs.field(default=1, validator=_nonneg)
-    wires: frozenset[str] | None = attrs.field(default=None, converter=_names)
+    cut_after: int = attrs.field(default=1, validator=_count)
+    wires: frozenset[str] | None = attrs.field(default=None, converter=_wires)
     models: frozenset[str] | None = attrs.field(default=None, converter=_names)
 
     def applies_to(self, wire: str, model: str | None) -> bool:

@@ -18,12 +18,21 @@ from typing import Any
 import attrs
 
 from ._fake_default import default_reply
-from ._fake_script import Action, FakeError, FakeReply, FaultKind, FaultPlan, RecordedRequest, ScriptItem, as_action
+from ._fake_script import (
+    WIRES,
+    Action,
+    FakeError,
+    FakeReply,
+    FaultKind,
+    FaultPlan,
+    RecordedRequest,
+    ScriptItem,
+    as_action,
+)
 
 __all__ = ["WIRES", "Exchange", "Outage", "VendorState"]
 
 #: Every wire the fake serves (Azure's routes speak ``openai`` / ``responses``, Vertex's ``gemini`` / ``anthropic``).
-WIRES = ("openai", "responses", "anthropic", "gemini", "bedrock")
 
 log = logging.getLogger("agentactors.testing.fakevendor")
 

@@ -58,6 +58,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import signal
 import ssl
 import sys
@@ -111,7 +112,9 @@ __all__ = [
     "RecordedRequest",
     "SeenToolCall",
     "SeenToolResult",
+    "add_arguments",
     "main",
+    "run",
     "serve",
     "server_context",
 ]
@@ -123,6 +126,12 @@ _STOP_TIMEOUT = 10.0
 # server may close an idle connection just as a busy client reuses it, and that request fails.  A client
 # that closes its end is seen at once (the connection's socket is released then, not at this timeout).
 _KEEP_ALIVE = 120.0
+
+
+def _check_latency(seconds: float) -> None:
+    """A latency is a number of seconds >= 0: NaN compared false everywhere, so it meant no latency, silently."""
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"latency must be >= 0 seconds, not {seconds!r}")
 
 
 class FakeVendor:
@@ -167,8 +176,7 @@ class FakeVendor:
         max_records: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        if latency < 0:
-            raise ValueError("latency must be >= 0 seconds")
+        _check_latency(latency)
         if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
             raise TypeError(f"ssl_context must be an ssl.SSLContext or None, not {type(ssl_context).__name__}")
         self._host = host
@@ -350,8 +358,7 @@ class FakeVendor:
 
     @latency.setter
     def latency(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("latency must be >= 0 seconds")
+        _check_latency(seconds)
         self._state.latency = seconds
 
     @property
@@ -532,26 +539,70 @@ def server_context(certfile: str | None, keyfile: str | None = None) -> ssl.SSLC
     return context
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agentactors.testing.fakevendor --port N [--fault-rate R --seed S --latency L --certfile C]``."""
-    parser = argparse.ArgumentParser(prog="fakevendor", description="Serve the vendor wires on loopback.")
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError(port)
+    return port
+
+
+def _rate(text: str) -> float:
+    rate = float(text)
+    if not 0.0 <= rate <= 1.0:  # NaN too: it compared false and meant no faults, silently
+        raise ValueError(rate)
+    return rate
+
+
+def _seconds(text: str) -> float:
+    seconds = float(text)
+    if not 0.0 <= seconds < math.inf:
+        raise ValueError(seconds)
+    return seconds
+
+
+# argparse names the expected kind of value in its usage error after the function's __name__.
+_port.__name__, _rate.__name__, _seconds.__name__ = "port (0-65535)", "rate within [0, 1]", "number of seconds >= 0"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The serving options, for this module's command line and ``python -m agentactors fakevendor`` alike.
+
+    Numbers are checked here, so that a bad one is a usage error (exit 2), not a traceback from the server.
+    """
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
-    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--port", type=_port, default=8765, help="0 picks a free port")
+    parser.add_argument("--fault-rate", type=_rate, default=0.0, help="share of requests failed at random (0..1)")
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
-    parser.add_argument("--no-auto-tools", action="store_true", help="echo instead of calling offered tools")
-    parser.add_argument("--lenient", action="store_true", help="accept requests the real vendors reject")
+    parser.add_argument("--latency", type=_seconds, default=0.0, help="seconds before each answer")
+    parser.add_argument("--no-auto-tools", action="store_true", help="answer tool offers with text, not tool calls")
+    parser.add_argument("--lenient", action="store_true", help="accept requests the real vendors would reject")
     parser.add_argument("--certfile", help="serve HTTPS with this PEM certificate chain")
     parser.add_argument("--keyfile", help="its private key (default: in --certfile)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Serve as :func:`add_arguments`' options say; 1 with one line on stderr when the address cannot be bound.
+
+    A port in use is the commonest way for this command to fail: it deserves a sentence, not a traceback.
+    """
     try:
         context = server_context(args.certfile, args.keyfile)
     except ValueError as exc:
         parser.error(str(exc))
-    serve(args.host, args.port, fault_rate=args.fault_rate, seed=args.seed, latency=args.latency,
-          auto_tools=not args.no_auto_tools, strict=not args.lenient, ssl_context=context)
+    try:
+        serve(args.host, args.port, fault_rate=args.fault_rate, seed=args.seed, latency=args.latency,
+              auto_tools=not args.no_auto_tools, strict=not args.lenient, ssl_context=context)
+    except OSError as exc:
+        print(f"fakevendor: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agentactors.testing.fakevendor --port N [--fault-rate R --seed S --latency L --certfile C]``."""
+    parser = argparse.ArgumentParser(prog="fakevendor", description="Serve the vendor wires on loopback.")
+    add_arguments(parser)
+    return run(parser.parse_args(argv), parser)
 
 
 if __name__ == f"{__package__}.fakevendor":

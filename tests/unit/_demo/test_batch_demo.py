@@ -51,3 +51,15 @@ def test_the_fleet_summary_says_what_the_fleet_cost(
     assert f"{summary['cost']:.4f} USD" in line
     priced_runs = summary["agents"] - summary["unpriced_runs"]
     assert priced_runs > 0
+
+
+@pytest.mark.parametrize("extra", [["--live"], ["--fault-rate", "0.5"], ["--agents", "0"]])
+def test_demo_batch_refuses_options_it_would_ignore_on_stderr(
+    extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--batch --live` used to run offline anyway, and `--fault-rate` was dropped without a word.
+    code = main(["demo", "--batch", *extra])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert captured.err.startswith("demo --batch:") or captured.err.startswith("demo:"), captured.err

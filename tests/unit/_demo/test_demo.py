@@ -448,3 +448,13 @@ def test_without_botocore_the_chain_still_spans_five_endpoints(monkeypatch: pyte
     monkeypatch.setitem(sys.modules, "botocore", None)  # as if the [bedrock] extra were not installed
     specs = offline_members("http://127.0.0.1:9", CANARY_PREFIX + "2" * 24)
     assert [s.wire for s in specs] == ["openai", "openai-responses", "azure-openai", "anthropic", "gemini-vertex"]
+
+
+@pytest.mark.parametrize("argv", [["--agents", "0"], ["--agents", "-5"], ["--fault-rate", "nan"],
+                                  ["--fault-rate", "1.5"], ["--fault-rate", "-0.1"]])
+def test_demo_bad_numbers_are_a_usage_error_on_stderr(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["demo", *argv, "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "demo: --agents must be >= 1" in captured.err
+    assert captured.out == ""

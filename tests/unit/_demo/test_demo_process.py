@@ -1,0 +1,126 @@
+"""``python -m agentactors demo`` as a user runs it: a real process, Ctrl-C, a vendor child killed under it.
+
+Each test watches the process table: the vendor child must never outlive the demo.  Real clocks with
+generous bounds (a loaded two-core machine starts Python processes slowly); the interrupt is sent once the
+vendor child exists, so the demo is mid-run (1,000 agents take seconds) whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads the process table from /proc")
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _demo(backend: str, tmp_path: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        env.pop(key, None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentactors", "demo", "--backend", backend, "--no-progress",
+         "--record", str(tmp_path / "record.jsonl")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )
+
+
+def _children(pid: int) -> list[int]:
+    """The live (not zombie) processes whose parent is ``pid`` running the vendor child."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid and fields[0] != "Z" and b"agentactors._demo.vendor" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _vendor_child(demo: subprocess.Popen[str]) -> int:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        children = _children(demo.pid)
+        if children:
+            return children[0]
+        if demo.poll() is not None:
+            break
+        time.sleep(0.02)
+    demo.kill()
+    out, err = demo.communicate()
+    pytest.fail(f"no vendor child appeared; exit {demo.returncode}\n{out[-2000:]}\n{err[-2000:]}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_ctrl_c_mid_run_exits_130_with_one_line_and_no_vendor_left(backend: str, tmp_path: Path) -> None:
+    demo = _demo(backend, tmp_path)
+    child = _vendor_child(demo)
+    time.sleep(0.5)  # the agents are running now
+    demo.send_signal(signal.SIGINT)  # the demo alone, as a process manager would: the child must follow
+    try:
+        out, err = demo.communicate(timeout=120)
+    finally:
+        demo.kill()
+    assert demo.returncode == 130, (out[-2000:], err[-4000:])
+    assert "demo: interrupted" in out
+    assert "Traceback" not in err, err[-4000:]
+    deadline = time.monotonic() + 60
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the vendor child outlived the demo"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_vendor_child_killed_mid_run_ends_the_demo_with_a_message_not_a_traceback(
+    backend: str, tmp_path: Path
+) -> None:
+    demo = _demo(backend, tmp_path)
+    child = _vendor_child(demo)
+    time.sleep(0.5)
+    os.kill(child, signal.SIGKILL)
+    try:
+        out, err = demo.communicate(timeout=180)  # every run fails fast (connection refused), then the end
+    finally:
+        demo.kill()
+    assert demo.returncode == 1, (out[-2000:], err[-4000:])
+    assert "Traceback" not in err, err[-4000:]
+    assert "the fake vendor process ended (killed by SIGKILL)" in err
+
+
+def test_ctrl_c_during_the_batch_demo_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "agentactors", "demo", "--batch", "--agents", "200"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )
+    assert demo.stdout is not None
+    demo.stdout.readline()  # the first line is printed as the job starts: the agents are running soon after
+    time.sleep(0.5)
+    demo.send_signal(signal.SIGINT)
+    try:
+        out, err = demo.communicate(timeout=120)
+    finally:
+        demo.kill()
+    assert demo.returncode == 130, (out[-2000:], err[-4000:])
+    assert "demo: interrupted" in out
+    assert "Traceback" not in err, err[-4000:]

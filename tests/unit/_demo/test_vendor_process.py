@@ -1,0 +1,74 @@
+"""The demo's vendor child process (:class:`agentactors._demo.vendor.VendorProcess`) as a real process.
+
+Real processes, real clocks, generous bounds: a loaded two-core machine starts a Python child slowly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+
+from agentactors._demo.vendor import VendorGone, VendorProcess
+from tests.unit._demo._child_probe import PROBE
+
+pytestmark = pytest.mark.anyio
+
+KEY = "probe-key-0123456789"
+
+
+async def test_the_child_has_the_c_json_accelerator_and_not_the_package_dir_on_its_path() -> None:
+    # Caught nothing for months: with the package directory itself on the child's sys.path,
+    # agentactors/_json.py shadowed the standard library's C `_json`, and json silently fell back to Python.
+    async with VendorProcess(faults=None, latency=0.0, api_key=KEY, model=PROBE) as vendor:
+        async with httpx.AsyncClient(timeout=60) as client:
+            response = await client.post(
+                f"{vendor.base_url}/v1/chat/completions",
+                headers={"authorization": f"Bearer {KEY}"},
+                json={"model": "m", "messages": [{"role": "user", "content": "probe"}]},
+            )
+    assert response.status_code == 200, response.text
+    found = json.loads(response.json()["choices"][0]["message"]["content"])
+    assert found["package_dir_on_path"] == []
+    assert found["c_scanstring"] is True, found
+    assert found["json_module"] is None or "agentactors" not in found["json_module"], found
+
+
+def _wait_ended(vendor: VendorProcess) -> None:
+    deadline = time.monotonic() + 60
+    while vendor.returncode is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _pid_of(vendor: VendorProcess) -> int:
+    pid = vendor.pid
+    assert pid is not None
+    return pid
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+async def test_a_child_killed_mid_run_is_reported_as_gone_not_as_a_broken_pipe() -> None:
+    async with VendorProcess(faults=None, latency=0.0, api_key=KEY) as vendor:
+        os.kill(_pid_of(vendor), signal.SIGKILL)
+        await anyio.to_thread.run_sync(_wait_ended, vendor)
+        with pytest.raises(VendorGone, match="SIGKILL"):
+            await vendor.log()
+        with pytest.raises(VendorGone, match="SIGKILL"):
+            vendor.outage(wire="openai", duration=1.0)
+    assert isinstance(VendorGone("x"), RuntimeError)  # what run_fleet documents for a vendor failure
+
+
+async def test_the_child_is_gone_once_the_block_is_left() -> None:
+    async with VendorProcess(faults=None, latency=0.0, api_key=KEY) as vendor:
+        pid = _pid_of(vendor)
+        assert vendor.returncode is None
+    assert vendor.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # reaped, not a zombie
