@@ -14,6 +14,7 @@ exceptions); ``agentactors.errors.scrub_chain`` is its public name, served lazil
 
 from __future__ import annotations
 
+import sys
 import traceback
 
 from .errors import AgentActorsError, RedactedException, Signal
@@ -30,16 +31,43 @@ def scrub_chain(exc: BaseException) -> BaseException:
 
     The chain is ``exc``, its ``__cause__`` and its shown ``__context__``, recursively, and the
     sub-exceptions of every exception group in it (a task group's failure: a traceback prints
-    each one with its own chain); the texts are each link's ``str``, ``repr`` and notes.  When any of them changes under
-    :func:`redact`, every link is replaced by a :class:`RedactedException` (chained the
+    each one with its own chain); the texts are each link's ``str``, ``repr`` and notes, and the str and
+    bytes values it keeps in ``args`` and attributes (one past 4096 characters counts as unclean).  When any of
+    them changes under :func:`redact`, every link is replaced by a :class:`RedactedException` (chained the
     same way), so no object that held the secret stays reachable.  The library's own
     exceptions (its errors, signals and stand-ins) are returned as they are: their texts are
     redacted when they are made.  A group's stand-in is not a group: it keeps each sub-exception as
     a note, its whole traceback (chain included) as redacted text.
     """
-    if isinstance(exc, _OURS) or _chain_is_clean(exc):
+    if isinstance(exc, _OURS):
+        return exc
+    _detach_requests(exc)
+    if _chain_is_clean(exc):
         return exc
     return _stand_in(exc)
+
+
+def _detach_requests(exc: BaseException) -> None:
+    """Give every httpx error in ``exc``'s chain a bare copy of its request: method and URL, no query, no headers.
+
+    An httpx error kept as a cause is worth keeping as itself (``isinstance(cause, httpx.TransportError)`` is how
+    callers tell a network failure), but it holds the request it failed on — its headers (the API key, the
+    bearer token, a SigV4 signature) and body — which a pickle (a Ray driver's copy) or a debugger shows though
+    its message is clean.  (No httpx error exists unless httpx was imported: nothing is imported here.)
+    """
+    httpx = sys.modules.get("httpx")
+    if httpx is None:
+        return
+    for link in _links(exc):
+        if not isinstance(link, httpx.HTTPError):
+            continue
+        try:
+            request = link.request
+        except RuntimeError:  # an error made without one
+            continue
+        url = request.url
+        bare = httpx.URL(scheme=url.scheme, host=url.host, port=url.port, path=url.path)
+        link.request = httpx.Request(request.method, bare)
 
 
 def _links(exc: BaseException) -> list[BaseException]:
@@ -74,8 +102,38 @@ def _safe_texts(exc: BaseException) -> list[str]:
         return []
 
 
+# A text an exception holds beyond its message (``JSONDecodeError.doc``: the whole document it failed on, up
+# to a 16 MiB SSE event; ``UnicodeDecodeError.object``: the bytes) longer than this is not searched: the link
+# is replaced by a stand-in whatever it holds, so checking a cause costs O(this) however large the body was.
+_HELD_LIMIT = 4096
+
+
+def _holds_no_credential(exc: BaseException) -> bool:
+    """Whether the str and bytes values ``exc`` keeps in its ``args`` and attributes are clean.
+
+    Its ``str`` and ``repr`` do not show them all: ``json.JSONDecodeError`` keeps the document it failed on
+    in ``.doc`` (and in what ``pickle`` ships), while its message says only where it failed.  A vendor body
+    that echoed a key back, decoded by a stream decoder, made a clean-looking cause that held the key.
+    """
+    try:
+        held = [*exc.args, *getattr(exc, "__dict__", {}).values()]
+    except Exception:  # an exception whose attributes cannot be listed: nothing to show, nothing to trust
+        return False
+    for value in held:
+        if isinstance(value, bytes | bytearray):
+            if len(value) > _HELD_LIMIT:
+                return False
+            value = bytes(value).decode("utf-8", "replace")
+        if isinstance(value, str) and (len(value) > _HELD_LIMIT or redact(value) != value):
+            return False
+    return True
+
+
 def _chain_is_clean(exc: BaseException) -> bool:
-    return all(redact(text) == text for link in _links(exc) for text in _safe_texts(link))
+    return all(
+        _holds_no_credential(link) and all(redact(text) == text for text in _safe_texts(link))
+        for link in _links(exc)
+    )
 
 
 def _stand_in(exc: BaseException) -> RedactedException:

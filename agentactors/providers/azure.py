@@ -272,6 +272,7 @@ class AzureOpenAIProvider(HTTPProvider):
                 raise TypeError(f"the token provider returned a {type(value).__name__}, not a str")
             register_secret(value)
             token = clean_api_key(value, provider=self.name)
+            register_secret(token)  # the stripped form is what goes out: "<token>\n" registered alone misses it
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:

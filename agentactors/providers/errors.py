@@ -42,6 +42,7 @@ __all__ = [
     "classify_http_error",
     "explicit_retryable",
     "parse_retry_after",
+    "request_id_of",
 ]
 
 
@@ -269,7 +270,7 @@ def classify_http_error(
 
     h = httpx.Headers(headers or {})
     message, codes, request_id = _error_fields(parsed)
-    request_id = request_id or h.get("request-id") or h.get("x-request-id")
+    request_id = _request_id(request_id or h.get("request-id") or h.get("x-request-id"))
     kind = _kind_from_codes(codes, message) or _kind_from_status(status)
     retryable: bool | None = None
     should = (h.get("x-should-retry") or "").strip().lower()
@@ -322,6 +323,31 @@ def _error_status(value: Any) -> int | None:
     """
     if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
         return value
+    return None
+
+
+def _request_id(value: str | None) -> str | None:
+    """A vendor's request id as an error may keep it: redacted, since it is the vendor's text.
+
+    It comes from a header or the error body — both the server's to fill — and an error's ``__dict__`` is
+    what its ``repr(vars())``, pickle (Ray ships errors between processes) and support tooling show: a
+    proxy or a test server that puts the caller's ``Authorization`` there must not have it kept verbatim.
+    """
+    return None if value is None else redact(value)
+
+
+def request_id_of(headers: Mapping[str, str] | httpx.Headers | None, *names: str) -> str | None:
+    """The first of the ``names`` headers present, redacted (see :func:`_request_id`): for a wire whose
+    request id header is its own (Bedrock's ``x-amzn-requestid``)."""
+    if not headers:
+        return None
+    import httpx
+
+    h = httpx.Headers(headers) if not isinstance(headers, httpx.Headers) else headers
+    for name in names:
+        value = h.get(name)
+        if value:
+            return _request_id(value)
     return None
 
 

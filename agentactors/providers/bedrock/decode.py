@@ -28,7 +28,7 @@ from typing import Any
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..anthropic.decode import mark_cut_off, tool_call_from_input
-from ..errors import classify_http_error
+from ..errors import classify_http_error, request_id_of
 from .models import WIRE
 
 __all__ = [
@@ -136,7 +136,6 @@ def _classified(
         kind = ErrorKind.context
     if kind is None or kind is base.kind:
         return base
-    h = {k.lower(): v for k, v in (headers or {}).items()}
     return ProviderError(
         message or f"HTTP {status}",
         provider=provider,
@@ -144,7 +143,7 @@ def _classified(
         kind=kind,
         status=status,
         retry_after=base.retry_after,
-        request_id=h.get("x-amzn-requestid") or base.request_id,
+        request_id=request_id_of(headers, "x-amzn-requestid") or base.request_id,
         body_excerpt=base.body_excerpt,
     )
 

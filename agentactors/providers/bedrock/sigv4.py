@@ -7,7 +7,7 @@ resolver, the chain every AWS SDK for Python walks: the environment (``AWS_ACCES
 ``AWS_PROFILE``, SSO and assume-role sessions), then container and instance roles.  Finding and refreshing
 them reads files and may call a metadata endpoint, so it runs in a worker thread, never in the event loop.
 
-Secrets: the secret key and every session token are registered with
+Secrets: the access key id, the secret key and every session token are registered with
 :func:`~agentactors.redaction.register_secret` as soon as they are known, and botocore's own debug lines
 about a signature (``botocore.auth`` logs the canonical request, the string to sign and the signature) are
 masked, so neither a key, a token nor a signature reaches a log line, an error or a repr.
@@ -84,8 +84,10 @@ class SigV4Signer:
         session_token: str | None = None,
         provider: str = _SERVICE,
     ) -> None:
-        for secret in (secret_access_key, session_token):
-            register_secret(secret)  # before any check: even a refused credential is never shown
+        # Before any check: even a refused credential is never shown.  The access key id too: not a secret to
+        # AWS, but it names the account's key (and an echoing server or proxy shows it beside the rest).
+        for secret in (access_key_id, secret_access_key, session_token):
+            register_secret(secret)
         if (access_key_id is None) != (secret_access_key is None):
             raise ValueError("pass both access_key_id and secret_access_key, or neither (the default chain)")
         if session_token is not None and access_key_id is None:
@@ -99,7 +101,7 @@ class SigV4Signer:
         if access_key_id is not None:
             self._credentials = _botocore("credentials").Credentials(access_key_id, secret_access_key, session_token)
         self._explicit = access_key_id is not None
-        self._seen: tuple[str, str | None] | None = None
+        self._seen: tuple[str, str, str | None] | None = None
 
     @property
     def source(self) -> str:
@@ -136,10 +138,11 @@ class SigV4Signer:
             frozen = await anyio.to_thread.run_sync(credentials.get_frozen_credentials)
         else:
             frozen = credentials.get_frozen_credentials()
-        if self._seen != (frozen.secret_key, frozen.token):
+        if self._seen != (frozen.access_key, frozen.secret_key, frozen.token):
+            register_secret(frozen.access_key)
             register_secret(frozen.secret_key)
             register_secret(frozen.token)
-            self._seen = (frozen.secret_key, frozen.token)
+            self._seen = (frozen.access_key, frozen.secret_key, frozen.token)
         return frozen
 
     @staticmethod

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 import anyio.to_thread
 
 from ...errors import ErrorKind, ProviderError
-from ...redaction import register_secret
+from ...redaction import redact, redact_loggers, register_secret
 
 __all__ = ["CLOUD_PLATFORM_SCOPE", "BearerTokens", "TokenProvider"]
 
@@ -63,7 +64,10 @@ class BearerTokens:
                 raise ProviderError(f"the {self.source} gave no token", provider=self._provider, model=model,
                                     kind=ErrorKind.account, retryable=False)
             if token != self._last:
+                # Both forms: the stripped one is what goes out (and what a server echoes back); the raw one
+                # registered alone left "<token>" unmasked when the answer ended in "\n".
                 register_secret(token)
+                register_secret(token.strip())
                 self._last = token
             return token.strip()
         raise failure
@@ -84,7 +88,52 @@ class BearerTokens:
         return str(credentials.token)
 
 
+# google-auth's loggers: ``transport.requests`` puts each request and response it makes in the record's
+# ``extra`` (``httpRequest`` / ``httpResponse``), which a structured handler (JSON, Cloud Logging) writes out.
+# It hashes ``access_token`` and a few others, not the token request's ``assertion`` — a JWT signed with the
+# service account's private key, good for an hour's access tokens — nor an ``Authorization`` header.
+_GOOGLE_HTTP_LOGGER = "google.auth.transport.requests"
+_GOOGLE_LOGGERS = (_GOOGLE_HTTP_LOGGER, "google.auth._default", "google.oauth2._client", "google.auth.credentials")
+_GOOGLE_EXTRAS = ("httpRequest", "httpResponse")
+_SENSITIVE_PARTS = ("assertion", "token", "secret", "key", "password", "authorization", "cookie", "code")
+_MASK = "[REDACTED]"
+
+
+def _masked(value: Any, depth: int = 0) -> Any:
+    """``value`` (a logged request or response) with every credential-named field masked, every text redacted."""
+    if depth > 8:
+        return _MASK
+    if isinstance(value, dict):
+        return {k: _MASK if isinstance(k, str) and any(p in k.lower() for p in _SENSITIVE_PARTS) and k != "url"
+                else _masked(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v, depth + 1) for v in value]
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, bytes | bytearray):
+        return _MASK
+    return value
+
+
+class _GoogleHttpExtras(logging.Filter):
+    """Masks the request and response google-auth attaches to its debug records (see ``_GOOGLE_HTTP_LOGGER``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for name in _GOOGLE_EXTRAS:
+            if name in record.__dict__:
+                record.__dict__[name] = _masked(record.__dict__[name])
+        return True
+
+
+def _mask_google_logs() -> None:
+    logger = logging.getLogger(_GOOGLE_HTTP_LOGGER)
+    if not any(isinstance(f, _GoogleHttpExtras) for f in logger.filters):
+        logger.addFilter(_GoogleHttpExtras())
+    redact_loggers(_GOOGLE_LOGGERS)
+
+
 def _google_default() -> Any:
+    _mask_google_logs()  # before google-auth reads a credential file or asks for a token
     try:
         auth = importlib.import_module("google.auth")
     except ModuleNotFoundError as exc:

@@ -598,15 +598,20 @@ class HTTPProvider:
         try:
             parsed = json.loads(body)
         except (ValueError, RecursionError) as exc:
-            # Not chained: a JSONDecodeError keeps the whole body (up to the limit) in .doc.
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-            raise MalformedResponseError(
+            not_json: MalformedResponseError | None = MalformedResponseError(
                 f"the response body is not JSON (HTTP {status}, {len(body)} bytes: {reason})",
                 provider=self._name,
                 model=model,
                 status=status,
                 body_excerpt=body,
-            ) from None
+            )
+        else:
+            not_json = None
+        if not_json is not None:
+            # Neither chained nor raised in the except block (where it would be the __context__, reachable if
+            # not shown): a JSONDecodeError keeps the whole body (up to the limit, a key echoed back) in .doc.
+            raise not_json
         try:
             response = self._codec.decode_response(parsed, request=request, model=model, provider=self._name)
         except ProviderError:
