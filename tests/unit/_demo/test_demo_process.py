@@ -20,13 +20,23 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads the proce
 
 ROOT = Path(__file__).resolve().parents[3]
 
+# ``python -m agentactors`` with Ctrl-C's usual handler.  A process started from a background job of a
+# non-interactive shell (a CI script, ``make test &``) inherits SIGINT *ignored*, and Python then keeps it
+# ignored: the interrupt these tests send would never arrive, whatever the demo does.  A user's terminal
+# gives the default; so does this.
+AGENTACTORS = [
+    sys.executable, "-c",
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('agentactors', run_name='__main__', alter_sys=True)",
+]
+
 
 def _demo(backend: str, tmp_path: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
         env.pop(key, None)
     return subprocess.Popen(
-        [sys.executable, "-m", "agentactors", "demo", "--backend", backend, "--no-progress",
+        [*AGENTACTORS, "demo", "--backend", backend, "--no-progress",
          "--record", str(tmp_path / "record.jsonl")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
     )
@@ -110,7 +120,7 @@ def test_a_vendor_child_killed_mid_run_ends_the_demo_with_a_message_not_a_traceb
 def test_ctrl_c_during_the_batch_demo_exits_130_without_a_traceback(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     demo = subprocess.Popen(
-        [sys.executable, "-m", "agentactors", "demo", "--batch", "--agents", "200"],
+        [*AGENTACTORS, "demo", "--batch", "--agents", "200"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
     )
     assert demo.stdout is not None
