@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import math
 import re
 import typing
 from collections import abc
@@ -58,9 +57,7 @@ __all__ = ["WRAPPER", "Checked", "Member", "OutputTarget", "drop_null_optionals"
 #: The property a non-object answer is wrapped in.
 WRAPPER = "response"
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.\-]")
-_WHOLE = "a string of whole Unicode characters"
 
 
 def type_label(tp: Any) -> str:
@@ -93,10 +90,9 @@ class Member:
 
     def check(self, arguments: Any) -> Checked:
         """Validate ``arguments`` (the object the model sent) and convert it into :attr:`tp`."""
-        nulls, odd = _scan(arguments)
-        if odd:  # alone: the schema's issues would name the odd keys, and no text may hold half a character
-            return Checked(False, issues=tuple(_odd_values(arguments)))
-        if nulls:
+        # NaN, infinities and lone surrogates are the validator's to refuse, alone, as for a tool's arguments
+        # (agentactors.tools.validation): one walk for both, in the same words.
+        if _has_null(arguments):
             arguments = drop_null_optionals(arguments, self.schema)
         issues = self.validator.issues(arguments)
         if issues:
@@ -192,61 +188,22 @@ def _branch(value: Any, schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return schema
 
 
-def _scan(value: Any) -> tuple[bool, bool]:
-    """Whether ``value`` holds a ``null`` anywhere, and anything odd: one look, before any work.
+def _has_null(value: Any) -> bool:
+    """Whether ``value`` holds a ``null`` anywhere: most answers hold none, and then are not copied.
 
-    Odd is what Python's parser reads but no JSON value is: a NaN or an infinity (``NaN``, ``1e999``),
-    and a string — or a key — holding a lone surrogate (``"\\ud800"``: half of a character, which no
-    UTF-8 text can hold, so the caller's first ``encode`` or database write would fail far from here).
-    Most answers hold neither, and then pay this walk alone (iterative: the value is within the depth
-    policy, but a walk of the stack needs no room) — no copy of the answer, no paths.
+    Iterative (the value is within the depth policy, but a walk of the stack needs no room of its own).
     """
-    nulls = odd = False
     stack: list[Any] = [value]
     pop, push = stack.pop, stack.extend
     while stack:
         item = pop()
         if item is None:
-            nulls = True
-        elif isinstance(item, str):
-            odd = odd or _half_character(item)
-        elif isinstance(item, float):
-            odd = odd or not math.isfinite(item)
-        elif isinstance(item, dict):
+            return True
+        if isinstance(item, dict):
             push(item.values())
-            odd = odd or any(isinstance(k, str) and _half_character(k) for k in item)
         elif isinstance(item, list | tuple):
             push(item)
-    return nulls, odd
-
-
-def _half_character(text: str) -> bool:
-    return not text.isascii() and _SURROGATE.search(text) is not None
-
-
-def _odd_values(value: Any) -> list[ValidationIssue]:
-    """An issue for each odd value (see :func:`_scan`) in ``value``, in the answer's order.  Asked only of
-    an answer :func:`_scan` found one in; its paths never hold half a character themselves."""
-    issues: list[ValidationIssue] = []
-    paths: list[tuple[Any, str]] = [(value, "")]
-    while paths:
-        item, path = paths.pop()
-        where = path or "answer"
-        if isinstance(item, str) and _half_character(item):
-            issues.append(ValidationIssue(where, _WHOLE, "a string with a lone surrogate"))
-        elif isinstance(item, float) and not math.isfinite(item):
-            got = "NaN" if math.isnan(item) else ("Infinity" if item > 0 else "-Infinity")
-            issues.append(ValidationIssue(where, "a finite number", got))
-        elif isinstance(item, dict):
-            if any(isinstance(k, str) and _half_character(k) for k in item):
-                issues.append(ValidationIssue(where, "keys of whole Unicode characters", "a key with a lone surrogate"))
-            for key, sub in reversed(item.items()):  # reversed onto the stack: taken off in the answer's order
-                name = _SURROGATE.sub("?", str(key)[:40])
-                name = name if len(str(key)) <= 40 else name[:39] + "…"
-                paths.append((sub, f"{path}.{name}" if path else name))
-        elif isinstance(item, list | tuple):
-            paths.extend((item[i], f"{path}[{i}]") for i in range(len(item) - 1, -1, -1))
-    return issues
+    return False
 
 
 def _accepts_null(schema: Mapping[str, Any]) -> bool:

@@ -84,7 +84,7 @@ async def test_a_bare_float_output_refuses_nan_deep_in_a_list_too() -> None:
     provider = ScriptedProvider([call({"response": [[1.0, math.nan]]})])
     result = await Agent(provider, output_type=list[list[float]], output_retries=0).run("n")
     assert isinstance(result.error, OutputValidationError)
-    assert result.error.issues == ("- response[0][1]: expected a finite number, got NaN",)
+    assert result.error.issues == ("- response[0][1]: expected a finite number, got a NaN",)
 
 
 # --- lone surrogates: JSON's \\u escapes can spell half a character, which no UTF-8 text can hold -------------
