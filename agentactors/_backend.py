@@ -18,13 +18,22 @@ the known scope does the same walk without the lookup — a good part of a zero-
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["OneShotEvent", "backend_function", "ignoring_scope", "one_shot_event", "running_trio", "scope_checkpoint"]
+__all__ = [
+    "OneShotEvent",
+    "backend_function",
+    "ignoring_scope",
+    "loop_clock",
+    "one_shot_event",
+    "running_trio",
+    "scope_checkpoint",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +47,25 @@ def backend_function(name: str, public: F) -> F:
     backend = getattr(module, "backend_class", None)
     fn = getattr(backend, name, None)
     return fn if callable(fn) else public
+
+
+def loop_clock() -> Callable[[], float]:
+    """``anyio.current_time`` for the running event loop, read the cheapest way its backend allows.
+
+    Call it inside the event loop whose clock it is, and call what it returns only inside that loop.  On
+    asyncio that clock is the loop's ``time()``: ``time.monotonic`` itself (one C call instead of anyio's
+    function, the running-loop lookup and the loop's method) when the loop keeps the base class's, else the
+    loop's own method — a loop with a clock of its own (virtual time in tests, uvloop's) is read through it.
+    On trio, trio's ``current_time`` (its clock may be a test's ``MockClock``), as :func:`backend_function`.
+    """
+    if running_trio():
+        return backend_function("current_time", anyio.current_time)
+    import asyncio  # loaded already: the running loop is asyncio's
+
+    clock = asyncio.get_running_loop().time
+    if getattr(clock, "__func__", None) is asyncio.BaseEventLoop.time:
+        return time.monotonic
+    return clock
 
 
 class OneShotEvent(Protocol):

@@ -49,7 +49,7 @@ from typing import Any, TypeAlias
 import anyio
 import attrs
 
-from .._backend import backend_function
+from .._backend import loop_clock
 from .._containment import escapes, interrupt_in
 from .._json import bound_problem
 from .._slots import draft
@@ -250,7 +250,7 @@ class ToolExecutorActor:
     async def on_start(self) -> None:
         """Runs inside the event loop the executor serves: resolve that backend's cancel scope class and clock."""
         self._scope = type(anyio.CancelScope())
-        self._clock = backend_function("current_time", anyio.current_time)
+        self._clock = loop_clock()
 
     @property
     def tools(self) -> Mapping[str, Tool[Any, Any]]:

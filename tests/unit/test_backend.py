@@ -10,7 +10,7 @@ import anyio.lowlevel
 import pytest
 
 from agentactors import _backend
-from agentactors._backend import backend_function, one_shot_event, scope_checkpoint
+from agentactors._backend import backend_function, loop_clock, one_shot_event, scope_checkpoint
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -117,3 +117,37 @@ async def test_a_one_shot_event_whose_wait_was_cancelled_can_still_be_set() -> N
         await event.wait()
     assert scope.cancelled_caught
     event.set()  # the waiter left: nothing to wake, nothing raised
+
+
+async def test_the_loop_clock_is_anyios_clock_virtual_time_included() -> None:
+    """Virtual time (asyncio's VirtualTimeLoop, trio's MockClock): the loop's own clock, moved by a sleep."""
+    clock = loop_clock()
+    before, anyio_before = clock(), anyio.current_time()
+    assert before == anyio_before
+    await anyio.sleep(5)
+    assert clock() - before == anyio.current_time() - anyio_before == 5
+
+
+def test_on_a_plain_asyncio_loop_the_clock_is_time_monotonic_and_on_a_loop_of_its_own_its_method() -> None:
+    import asyncio
+    import time
+
+    from agentactors.testing import VirtualTimeLoop
+
+    async def found() -> tuple[Any, float, float]:
+        clock = loop_clock()
+        return clock, clock(), anyio.current_time()
+
+    plain = asyncio.new_event_loop()
+    try:
+        clock, ours, theirs = plain.run_until_complete(found())
+    finally:
+        plain.close()
+    assert clock is time.monotonic  # one C call: the base loop's time() is monotonic()
+    assert abs(ours - theirs) < 1  # the same clock, read twice
+    virtual = VirtualTimeLoop()
+    try:
+        clock, ours, theirs = virtual.run_until_complete(found())
+    finally:
+        virtual.close()
+    assert clock is not time.monotonic and ours == theirs == 0.0
