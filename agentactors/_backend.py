@@ -129,17 +129,30 @@ def scope_checkpoint(checkpoint_if_cancelled: Callable[[], Awaitable[None]]) -> 
     Call it inside the event loop whose backend it is for, with that backend's ``checkpoint_if_cancelled``
     (:func:`backend_function`).  ``check(scope)`` is a checkpoint only when ``scope`` or a scope around it
     (up to the first shielded one) was cancelled — as anyio's function, which finds that innermost scope
-    itself.  On asyncio the walk starts from ``scope``, through the parent link anyio's scopes keep
-    (``_parent_scope``: anyio's own, read here only); a backend whose scopes have no such link (trio's
-    are trio's own) gets ``checkpoint_if_cancelled`` itself, the argument ignored.
+    itself.  On asyncio the walk starts from ``scope``, through what anyio's scopes keep: the parent link
+    (``_parent_scope``) and the two flags its ``cancel_called`` and ``shield`` properties return
+    (``_cancel_called``, ``_shield``: anyio's own, read here only — a property is a Python call, and a run
+    checks twice, walking two scopes each time).  A backend whose scopes have no such slots (trio's are
+    trio's own, a later anyio's may differ) gets ``checkpoint_if_cancelled`` itself, the argument ignored.
+
+    When nothing is cancelled the check returns an awaitable that is already done (a resolved future:
+    awaiting it runs no Python code), not a coroutine.
 
     The caller must pass the task's innermost scope: a scope entered inside it and cancelled would be missed.
     """
+    global _passed
     scope_cls = type(anyio.CancelScope())
-    if "_parent_scope" not in getattr(scope_cls, "__slots__", ()) or not all(
+    slots = getattr(scope_cls, "__slots__", ())
+    if not all(name in slots for name in ("_parent_scope", "_cancel_called", "_shield")) or not all(
         isinstance(getattr(scope_cls, name, None), property) for name in ("cancel_called", "shield")
     ):
         return ignoring_scope(checkpoint_if_cancelled)
+    if _passed is None:
+        import asyncio  # loaded already: anyio's asyncio scopes are the running backend's
+
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(None)  # awaited from any loop: a done future never reaches its loop again
+        _passed = done
     return _walk_from
 
 
@@ -148,12 +161,15 @@ def ignoring_scope(checkpoint_if_cancelled: Callable[[], Awaitable[None]]) -> Ca
     return lambda scope: checkpoint_if_cancelled()
 
 
-async def _walk_from(scope: Any) -> None:
+_passed: Any = None  # what _walk_from returns when nothing is cancelled: a done future (scope_checkpoint)
+
+
+def _walk_from(scope: Any) -> Awaitable[None]:
     """anyio's ``checkpoint_if_cancelled`` for asyncio, from ``scope`` outwards (see :func:`scope_checkpoint`)."""
     while scope is not None:
-        if scope.cancel_called:
-            await anyio.lowlevel.checkpoint()  # the cancellation is delivered here
-            return
-        if scope.shield:
-            return
+        if scope._cancel_called:
+            return anyio.lowlevel.checkpoint()  # the cancellation is delivered there
+        if scope._shield:
+            break
         scope = scope._parent_scope
+    return _passed  # type: ignore[no-any-return]

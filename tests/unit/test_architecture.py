@@ -416,6 +416,14 @@ ALLOWED_PRIVATE_READS: dict[tuple[str, str], str] = {
         "used only when anyio's asyncio scopes have it, and checked against anyio's checkpoint_if_cancelled "
         "by tests/unit/test_backend.py"
     ),
+    ("agentactors/_backend.py", "scope._cancel_called"): (
+        "what anyio's cancel_called property returns, read in the same walk: a property is a Python call, and a "
+        "run's two checkpoints walk two scopes each (W1); used only when anyio's scopes keep it as a slot and the "
+        "property exists, and checked against anyio's checkpoint_if_cancelled by tests/unit/test_backend.py"
+    ),
+    ("agentactors/_backend.py", "scope._shield"): (
+        "what anyio's shield property returns, read in the same walk for the same reason, under the same check"
+    ),
 }
 
 

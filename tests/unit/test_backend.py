@@ -88,6 +88,38 @@ async def test_scopes_without_a_parent_link_get_the_backends_own_checkpoint(monk
     assert calls == ["checked"]
 
 
+@pytest.mark.parametrize("missing", ["_parent_scope", "_cancel_called", "_shield"])
+async def test_scopes_without_one_of_the_slots_the_walk_reads_get_the_backends_own_checkpoint(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    """The walk reads three of anyio's slots: a later anyio missing any of them gets the public function."""
+    slots = tuple(name for name in ("_parent_scope", "_cancel_called", "_shield") if name != missing)
+
+    def flag(self: Any) -> bool:
+        return False
+
+    Opaque = type("Opaque", (), {"__slots__": slots, "cancel_called": property(flag), "shield": property(flag)})
+
+    async def checkpoint() -> None:
+        pass
+
+    monkeypatch.setattr(anyio, "CancelScope", Opaque)
+    assert scope_checkpoint(checkpoint) is not _backend._walk_from
+
+
+async def test_a_check_with_nothing_cancelled_is_done_at_once_and_can_be_awaited_by_many(
+    anyio_backend_name: str,
+) -> None:
+    check = scope_checkpoint(backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled))
+    with anyio.CancelScope() as scope:
+        first, second = check(scope), check(scope)
+        if anyio_backend_name == "asyncio":
+            assert first is second  # one done future, no coroutine made per check
+        await first
+        await second
+        await check(scope)
+
+
 async def test_a_one_shot_event_wakes_its_waiter_set_before_or_during_the_wait(anyio_backend_name: str) -> None:
     new_event = one_shot_event()
     assert (new_event is type(anyio.Event())) == (anyio_backend_name == "trio")  # asyncio: a future, no deque
