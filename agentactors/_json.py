@@ -47,6 +47,7 @@ __all__ = [
     "bound_problem",
     "check_value",
     "loads_bounded",
+    "repeated_key_problem",
     "value_problem",
 ]
 
@@ -123,8 +124,7 @@ def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH, u
     except json.JSONDecodeError:
         raise
     except _RepeatedKey as exc:
-        message = f"{what} name the key {_shown_key(exc.key)} more than once"
-        raise JsonBoundError(message, limit="duplicate key") from None
+        raise JsonBoundError(repeated_key_problem(what, exc.key), limit="duplicate key") from None
     except UnicodeDecodeError as exc:  # bytes that are not UTF-8 (a line cut inside a character): not JSON either
         raise json.JSONDecodeError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", "", 0) from None
     except RecursionError:
@@ -160,6 +160,11 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 #: One decoder for every call (``json.loads`` with a hook would build one per call).
 _UNIQUE: Final = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+
+
+def repeated_key_problem(what: str, key: str) -> str:
+    """What is wrong with ``what`` (``"the arguments"``) when one of its objects names ``key`` twice."""
+    return f"{what} name the key {_shown_key(key)} more than once"
 
 
 def _shown_key(key: str) -> str:

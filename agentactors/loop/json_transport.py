@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from .._json import MAX_DEPTH, MAX_INT_DIGITS, MAX_TEXT_CHARS, value_problem
+from .._json import MAX_DEPTH, MAX_INT_DIGITS, MAX_TEXT_CHARS, repeated_key_problem, value_problem
 from ..messages import Message, ToolCall, ToolSpec
 from ..parts import MediaPart, Text
 from .thinking import ANY_CLOSE_TAG, OPEN_TAG, block_end
@@ -169,6 +169,7 @@ _Found = tuple[str, dict[str, Any], str | None, str | None]
 
 
 def _refuse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON: a block holding one is text, as a block that does not parse is.
     raise ValueError(f"{name} is not JSON")
 
 
@@ -178,67 +179,93 @@ def _long_int(digits: str) -> Any:
 
 
 _TOO_LONG = object()
-# NaN and Infinity are not JSON: a block holding one is text, as a block that does not parse is.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-_LONG_INT_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_long_int)
 
 
-def _top_keys(block: str) -> list[str]:
-    """The keys of the object ``block`` holds, repeats included (the last object decoded is the outer one)."""
-    keys: list[str] = []
+class _Objects:
+    """The parser's ``object_pairs_hook`` for one block: each object as a dict, and the keys it named twice.
 
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys[:] = [key for key, _ in items]
-        return dict(items)
+    ``repeated`` maps an object's ``id`` to those keys (its first repeat of each): an object of the value
+    decoded lives as long as that value, so the ids stay its own while the caller reads them.
+    """
 
-    json.JSONDecoder(object_pairs_hook=pairs, parse_constant=_refuse_constant, parse_int=_long_int).decode(block)
-    return keys
+    __slots__ = ("repeated",)
+
+    def __init__(self) -> None:
+        self.repeated: dict[int, list[str]] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(pairs)
+        if len(value) != len(pairs):
+            seen: set[str] = set()
+            keys = self.repeated[id(value)] = []
+            for key, _ in pairs:
+                if key in seen and key not in keys:
+                    keys.append(key)
+                seen.add(key)
+        return value
+
+    def first_in(self, value: Any) -> str | None:
+        """The first key some object inside ``value`` (itself included) named twice, or ``None``."""
+        if not self.repeated:
+            return None
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                keys = self.repeated.get(id(item))
+                if keys:
+                    return keys[0]
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        return None
 
 
-def _ambiguous(block: str) -> bool:
-    """Whether ``block`` names its tool or its arguments twice: which one the model meant is a guess."""
-    if block.count('"tool"') < 2 and block.count('"arguments"') < 2 and "\\u" not in block:
-        return False  # the usual block: each key once, no escape that could spell one
-    try:
-        keys = _top_keys(block)
-    except (ValueError, RecursionError):  # it decoded once already; if it does not again, it is no call
-        return True
-    return keys.count("tool") > 1 or keys.count("arguments") > 1
+def _decode(text: str) -> tuple[Any, _Objects]:
+    """``text`` decoded, and what its objects named twice; an integer longer than Python converts is
+    :data:`_TOO_LONG` (:func:`_past_policy`).
 
-
-def _decode(text: str) -> Any:
-    """``text`` decoded; an integer longer than Python converts is :data:`_TOO_LONG` (:func:`_past_policy`).
+    Not the native path's ``loads_bounded(unique_keys=True)``, which refuses a repeated key anywhere: a block
+    may repeat one outside its arguments harmlessly, and one repeating ``tool`` or ``arguments`` is no call.
 
     :raises ValueError: not JSON (NaN and Infinity included), longer than the policy's text, or nested
         past what the parser takes.
     """
     if len(text) > MAX_TEXT_CHARS:
         raise ValueError("longer than the JSON policy takes")
+    objects = _Objects()
     try:
-        value = _DECODER.decode(text)
+        value = json.JSONDecoder(object_pairs_hook=objects, parse_constant=_refuse_constant).decode(text)
     except RecursionError:
         raise ValueError("nested past what the parser takes") from None
     except json.JSONDecodeError:
         raise
     except ValueError:  # an integer past Python's digit limit: JSON still, refused by the policy below
+        objects = _Objects()  # (the objects of the attempt that failed are gone: their ids are nobody's)
+        decoder = json.JSONDecoder(object_pairs_hook=objects, parse_constant=_refuse_constant, parse_int=_long_int)
         try:
-            value = _LONG_INT_DECODER.decode(text)
+            value = decoder.decode(text)
         except RecursionError:
             raise ValueError("nested past what the parser takes") from None
-    return value
+    return value, objects
 
 
 def _as_call(block: str) -> _Found | None:
     """The call ``block`` writes, or ``None`` when it is not one (then it stays text and never runs).
 
-    Arguments past the JSON policy (:mod:`agentactors._json`: nesting, integer digits) make a call
-    marked ``unparseable``, as on the native transport: the tool does not run and the model reads why.
+    A block naming its ``tool`` or its ``arguments`` twice is none: which one the model meant is a guess.
+    Arguments past the JSON policy (:mod:`agentactors._json`: nesting, integer digits) or naming a key twice
+    make a call marked ``unparseable``, as on the native transport: the tool does not run and the model
+    reads why.
     """
     try:
-        value = _decode(block)
+        value, objects = _decode(block)
     except ValueError:
         return None
     if not isinstance(value, dict):
+        return None
+    top = objects.repeated.get(id(value), ())
+    if "tool" in top or "arguments" in top:
         return None
     name = value.get("tool")
     if not isinstance(name, str) or not name.strip():
@@ -250,13 +277,16 @@ def _as_call(block: str) -> _Found | None:
         # Some models double-encode the arguments; accept them when the string is an object.
         raw = args
         try:
-            args = _decode(args)
+            args, objects = _decode(args)
         except ValueError:
             return None
     if args is None:
         args = {}
-    if not isinstance(args, dict) or _ambiguous(block):
+    if not isinstance(args, dict):
         return None
+    repeated = objects.first_in(args)
+    if repeated is not None:
+        return name, {}, raw, repeated_key_problem("the arguments", repeated)
     problem = _past_policy(args, raw if raw is not None else block)
     if problem is not None:
         return name, {}, raw, problem

@@ -385,6 +385,32 @@ def test_a_block_naming_its_tool_or_arguments_twice_is_not_run(block: str) -> No
     assert _stream("Go.\n" + block, 3)[1] == "Go.\n" + block  # and the stream shows it, as the parser keeps it
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        '{"tool":"move","arguments":{"to":"a","to":"b"}}',  # which place the model meant is a guess
+        '{"tool":"move","arguments":{"to":{"x":1,"x":2}}}',  # deeper down as well
+        '{"tool":"move","arguments":{"list":[{"k":1,"k":2}]}}',  # in an array's object
+        '{"tool":"move","arguments":"{\\"to\\":\\"a\\",\\"to\\":\\"b\\"}"}',  # double-encoded
+    ],
+)
+def test_arguments_naming_a_key_twice_are_a_call_marked_unparseable_as_on_the_native_path(block: str) -> None:
+    # The native path refuses them (ToolCall.from_raw): Python's parser would keep the last value silently.
+    parsed = parse_reply("Moving.\n" + block)
+    assert parsed.text == "Moving."
+    (call,) = parsed.calls
+    assert call.name == "move" and call.arguments == {}
+    assert call.arguments_error == "unparseable"
+    assert call.arguments_error_detail is not None and "more than once" in call.arguments_error_detail
+    native = ToolCall.from_raw("c", "move", '{"to":"a","to":"b"}')
+    assert native.arguments_error == "unparseable"
+
+
+def test_a_key_repeated_outside_the_arguments_does_not_mark_the_call() -> None:
+    (call,) = parse_reply('{"tool":"a","arguments":{"x":1},"meta":{"n":1,"n":2}}').calls
+    assert call.arguments == {"x": 1} and call.arguments_error is None
+
+
 def test_a_word_tool_inside_the_arguments_does_not_make_a_call_ambiguous() -> None:
     (call,) = parse_reply('{"tool":"a","arguments":{"note":"the \\"tool\\" key","tool":"x"}}').calls
     assert call.name == "a" and call.arguments == {"note": 'the "tool" key', "tool": "x"}
