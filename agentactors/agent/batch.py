@@ -174,7 +174,8 @@ async def run_batch(
     """Run every item, at most ``concurrency`` at once, and return one result per item, in order.
 
     ``progress(done, failed, total)`` is called after each run (``failed``: ``generation_failed``
-    or an ``error``); a progress callback that raises is logged once and ignored.  ``typed``: the
+    or an ``error``); a progress callback that raises — ``SystemExit`` included — is logged once and
+    ignored, but a ``KeyboardInterrupt`` from it stops the batch as one from a run does.  ``typed``: the
     runs are of an agent with an output type, whose failed and cancelled results have ``output=None``.
 
     :raises KeyboardInterrupt: the batch was interrupted; ``exc.results`` holds every slot.
@@ -214,7 +215,16 @@ async def run_batch(
             if progress is not None:
                 try:
                     progress(counts[0], counts[1], total)
-                except Exception:
+                except BaseException as exc:  # (a plain function: no cancellation can come out of it)
+                    # Contained as a run's own failure is (SystemExit, a BaseException of its own: docs); an
+                    # interrupt stops the batch as one from a run does, not from inside a task of it.
+                    if escapes(exc):
+                        interrupt = interrupt_in(exc)
+                        if interrupt is None:
+                            raise
+                        interrupted.append(interrupt)
+                        batch.cancel()
+                        return
                     if not warned[0]:
                         warned[0] = True
                         log.exception("the run_many progress callback raised; it is ignored from now on")

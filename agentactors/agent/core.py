@@ -624,7 +624,8 @@ class Agent(Generic[OutputT]):
         In ``runtime`` (default: the current one, as for :meth:`run`, or a
         private one made for these runs).  ``progress(done, failed, total)`` is
         called after each run (``failed`` counts runs with ``generation_failed``
-        or an ``error``); a progress callback that raises is logged and ignored.
+        or an ``error``); a progress callback that raises is logged and ignored
+        (a ``KeyboardInterrupt`` from it stops the batch, as one from a run does).
         A run that fails, or raises anything that is its own failure (any
         ``Exception``, ``SystemExit``, a ``BaseException`` of its own, a
         cancellation no cancel scope asked for), becomes a failed

@@ -80,6 +80,43 @@ async def test_whatever_a_run_raises_its_slot_gets_a_failed_result_and_the_rest_
     assert progress[-1] == (len(inputs), len(raised), len(inputs))
 
 
+@pytest.mark.parametrize("raised", [SystemExit(2), Custom("own"), ValueError("plain")])
+async def test_a_progress_callback_that_raises_is_logged_once_and_ignored_whatever_it_raises(
+    raised: BaseException, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A sys.exit() in a progress callback ended the batch with an exception group; the runs' own SystemExit
+    # is contained (docs: "a progress callback that raises is logged and ignored").
+    calls: list[tuple[int, int, int]] = []
+
+    def progress(*counts: int) -> None:
+        calls.append((counts[0], counts[1], counts[2]))
+        raise raised
+
+    async def run(messages: tuple[Message, ...]) -> RunResult:
+        await anyio.sleep(0.1)
+        return RunResult("ok", messages)
+
+    with caplog.at_level("ERROR", logger="agentactors"):
+        results = await run_batch(["a", "b", "c"], prepare, run, concurrency=2, progress=progress)
+    assert [r.content for r in results] == ["ok", "ok", "ok"]
+    assert len(calls) == 3  # still called after each run, its raising ignored
+    assert sum("progress callback raised" in record.getMessage() for record in caplog.records) == 1
+
+
+async def test_a_keyboard_interrupt_in_a_progress_callback_still_stops_the_batch() -> None:
+    def progress(*counts: int) -> None:
+        raise KeyboardInterrupt
+
+    async def run(messages: tuple[Message, ...]) -> RunResult:
+        await anyio.sleep(float(messages[0].content))
+        return RunResult("done", messages)
+
+    with pytest.raises(KeyboardInterrupt) as caught:
+        await run_batch(["1", "5"], prepare, run, concurrency=2, progress=progress)
+    filled = results_of(caught.value)
+    assert filled is not None and [r.content for r in filled] == ["done", ""] and filled[1].cancelled
+
+
 async def test_an_input_that_cannot_become_messages_fails_alone() -> None:
     def picky(item: str) -> tuple[Message, ...]:
         if item == "bad":
