@@ -774,19 +774,7 @@ class Agent(Generic[OutputT]):
 
         Cancellation: as for :meth:`run`; the pending calls that had started are cancelled with it.
         """
-        state = paused.resume_state if isinstance(paused, RunResult) else paused
-        if not isinstance(state, PausedRun):
-            raise ValueError("resume() takes a paused RunResult (result.paused is True) or its resume_state")
-        checked = check_decisions(state, decisions)
-        # Before the claim: a resume whose run would fail at once, finding no seat for the paused agent, must
-        # leave the pause to the right agent.
-        if state.agent != self.name and (
-            not self.handoffs or (state.agent is not None and state.agent not in self._reachable())
-        ):
-            raise ValueError(
-                f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
-                f"(or with one that hands off to it), not {self.name!r}"
-            )
+        state, checked = self._resumable(paused, decisions, "resume")
         options = _options(on_token, deps, settings, deadline, priority, input_key, cost_limit)
         key = claim_pause(state)  # before the first await: of two resumes at once, one alone goes on
         started: list[bool] = []
@@ -804,6 +792,57 @@ class Agent(Generic[OutputT]):
         if isinstance(paused, RunResult) and paused.children:  # the children of the paused part stay the run's
             result = attrs.evolve(result, children=paused.children + result.children)
         return result
+
+    def resume_stream(
+        self,
+        paused: RunResult[Any] | PausedRun,
+        decisions: Mapping[str, bool | str],
+        *,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+        cost_limit: float | CostBudget | None = None,
+    ) -> AgentRun[OutputT]:
+        """:meth:`resume` as a live run: ``async with agent.resume_stream(paused, decisions) as run``.
+
+        The handle is :meth:`stream`'s (:class:`AgentRun`): the resumed run's events as they happen, its
+        ``text_stream()``, and its control messages — ``steer``, ``interrupt``, ``approve``, ``deny`` — taken
+        at its step boundaries as a streamed run takes them; ``rt.run_ref(run_id)`` finds it too.  The
+        arguments are :meth:`resume`'s, checked here, when the handle is made.  The pause is claimed when the
+        handle is entered: a second resume of it then raises :class:`~agentactors.errors.PauseConsumedError`;
+        one whose run could not start (a runtime that is not usable, toolsets that could not be listed)
+        leaves the pause to be resumed again.  The result keeps the paused run's ``children``.
+
+        :raises ValueError, TypeError: as :meth:`resume` raises them, from this call.
+        :raises PauseConsumedError: when entered, if this pause was resumed already in this process.
+        """
+        state, checked = self._resumable(paused, decisions, "resume_stream")
+        options = _options(None, deps, settings, deadline, priority, input_key, cost_limit)
+        _check_runtime(runtime)
+        children = paused.children if isinstance(paused, RunResult) else ()
+        return AgentRun(_Launcher(self, (), options, runtime, resume=(state, checked), children=children))
+
+    def _resumable(
+        self, paused: RunResult[Any] | PausedRun, decisions: Mapping[str, bool | str], call: str
+    ) -> tuple[PausedRun, Mapping[str, bool | str]]:
+        """The pause ``paused`` holds and ``decisions`` checked against it, before anything is claimed."""
+        state = paused.resume_state if isinstance(paused, RunResult) else paused
+        if not isinstance(state, PausedRun):
+            raise ValueError(f"{call}() takes a paused RunResult (result.paused is True) or its resume_state")
+        checked = check_decisions(state, decisions)
+        # Before the claim: a resume whose run would fail at once, finding no seat for the paused agent, must
+        # leave the pause to the right agent.
+        if state.agent != self.name and (
+            not self.handoffs or (state.agent is not None and state.agent not in self._reachable())
+        ):
+            raise ValueError(
+                f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
+                f"(or with one that hands off to it), not {self.name!r}"
+            )
+        return state, checked
 
     async def _resume_in(
         self,
@@ -1222,17 +1261,30 @@ async def _drive(controller: LoopController, sink: EventSink | None) -> RunResul
 
 
 class _Launcher:
-    """How an :class:`AgentRun` starts one run of an agent (:class:`~agentactors.agent.run.RunLauncher`)."""
+    """How an :class:`AgentRun` starts one run of an agent (:class:`~agentactors.agent.run.RunLauncher`).
 
-    __slots__ = ("agent", "messages", "options", "runtime_given")
+    ``resume``: the run goes on from a pause (:meth:`Agent.resume_stream`), claimed when it is prepared;
+    ``children``: the paused part's delegated runs, which the result keeps.
+    """
+
+    __slots__ = ("agent", "children", "messages", "options", "resume", "runtime_given")
 
     def __init__(
-        self, agent: Agent[Any], messages: tuple[Message, ...], options: RunOptions, runtime: Runtime | None
+        self,
+        agent: Agent[Any],
+        messages: tuple[Message, ...],
+        options: RunOptions,
+        runtime: Runtime | None,
+        *,
+        resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None,
+        children: tuple[RunResult[Any], ...] = (),
     ) -> None:
         self.agent = agent
         self.messages = messages
         self.options = options
         self.runtime_given = runtime
+        self.resume = resume
+        self.children = children
 
     @property
     def typed(self) -> bool:
@@ -1247,16 +1299,34 @@ class _Launcher:
         return self.agent._private()
 
     async def prepare(self, rt: Runtime, recorder: Recorder, *, private: bool) -> PreparedRun:
-        agent, options, messages = self.agent, self.options, self.messages
-        if agent.toolsets:
-            controller, sink = await agent._listed_controller(
-                rt, options, extra=recorder, stream=True, private=private, messages=messages
-            )
-        else:
-            controller, sink = agent._controller(
-                rt, options, extra=recorder, stream=True, private=private, messages=messages
-            )
-        return partial(_drive, controller, sink), controller.cancelled_result, controller.live
+        agent, options, messages, resume = self.agent, self.options, self.messages, self.resume
+        # A pause is claimed before the first await (of two resumes at once, one alone goes on), and left to be
+        # resumed again when its run could not be made.
+        key = claim_pause(resume[0]) if resume is not None else None
+        try:
+            if agent.toolsets:
+                controller, sink = await agent._listed_controller(
+                    rt, options, extra=recorder, stream=True, private=private, messages=messages, resume=resume
+                )
+            else:
+                controller, sink = agent._controller(
+                    rt, options, extra=recorder, stream=True, private=private, messages=messages, resume=resume
+                )
+        except BaseException:
+            if key is not None:
+                release_pause(key)
+            raise
+        children = self.children
+        run = partial(_adopting, children, controller, sink) if children else partial(_drive, controller, sink)
+        return run, controller.cancelled_result, controller.live
+
+
+async def _adopting(
+    children: tuple[RunResult[Any], ...], controller: LoopController, sink: EventSink | None
+) -> RunResult[Any]:
+    """A resumed run that keeps the paused part's children in its result (as :meth:`Agent.resume` does)."""
+    result = await _drive(controller, sink)
+    return attrs.evolve(result, children=children + result.children)
 
 
 # --- many runs (the machinery: agentactors.agent.batch) --------------------------------------------------
