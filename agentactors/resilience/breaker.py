@@ -16,9 +16,10 @@ every request, not only for the calls it admits.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Hashable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
 import attrs
 
@@ -34,6 +35,7 @@ from .streams import open_stream, relay, stream_of
 
 __all__ = ["CircuitBreakerProvider", "CircuitState", "CircuitStats", "with_circuit_breaker"]
 
+T = TypeVar("T")
 KeyFunc = Callable[[str, str | None], Hashable]
 # At most one breaker.rejected event per key per this many seconds of the clock (each carries a count).
 _REJECTION_SAMPLE = 1.0
@@ -60,6 +62,9 @@ class CircuitBreakerProvider(ProviderDecorator):
         self.count_mid_stream = count_mid_stream
         self._key_fn = key
         self._clock: Clock = clock or default_clock
+        # The clock as the circuits see it: never going back (see _now).
+        self._last_now = -math.inf
+        self._skew = 0.0
         self._circuits: dict[Hashable, Circuit] = {}
         self._override: CircuitState | None = None
 
@@ -123,9 +128,26 @@ class CircuitBreakerProvider(ProviderDecorator):
         if before is not state:
             emit("breaker.state_changed", key=None, from_state=before, to_state=state, reason="manual")
 
+    def _now(self) -> float:
+        """The clock, made monotonic: time that goes back is taken as standing still.
+
+        A breaker outlives event loops (a module-level provider, a script that calls ``anyio.run`` twice),
+        and each trio loop's clock starts at its own random offset (10,000 to 200,000 s): one that starts
+        behind the last would keep an open circuit open for the difference — hours.  The real time between
+        the two readings is unknown, so none is assumed: an open circuit keeps the open time it had left,
+        a probe its remaining wait, the rolling window its counts.  A clock that jumps ahead (a later
+        loop's) only makes time pass, which every transition already handles.
+        """
+        now = self._clock() + self._skew
+        if now < self._last_now:
+            self._skew += self._last_now - now
+            now = self._last_now
+        self._last_now = now
+        return now
+
     def _now_or_none(self) -> float | None:
         try:
-            return self._clock()
+            return self._now()
         except Exception:  # the default clock outside an event loop: report the stored state
             return None
 
@@ -153,7 +175,7 @@ class CircuitBreakerProvider(ProviderDecorator):
         if self._override is CircuitState.disabled:
             return None
         circuit = self._circuit(model)
-        now = self._clock()
+        now = self._now()
         got = None if self._override is CircuitState.forced_open else circuit.admit(now)
         if isinstance(got, Permit):
             return circuit, got
@@ -186,7 +208,7 @@ class CircuitBreakerProvider(ProviderDecorator):
             outcome = Outcome.ignored
         if permit.settled:
             return
-        circuit.record(permit, outcome, self._clock(), error)
+        circuit.record(permit, outcome, self._now(), error)
         if outcome is Outcome.ignored:
             if isinstance(failure, ProviderError):
                 kind = failure.kind.value
@@ -206,7 +228,7 @@ class CircuitBreakerProvider(ProviderDecorator):
         circuit = self._circuits.get(key)
         if circuit is None:
             return None
-        now = self._clock()
+        now = self._now()
         if circuit.still_admits(permit, now):
             return None
         state = circuit.state_at(now)
@@ -214,33 +236,38 @@ class CircuitBreakerProvider(ProviderDecorator):
             return f"the circuit breaker for {key!r} is half-open and this call holds no probe permit"
         return f"the circuit breaker for {key!r} opened"
 
-    @contextmanager
-    def _admitted(self, ticket: tuple[Circuit, Permit] | None, model: str | None) -> Iterator[None]:
+    async def _send(
+        self, ticket: tuple[Circuit, Permit] | None, model: str | None, send: Callable[[], Awaitable[T]]
+    ) -> T:
         """Run an admitted call's send under its gate (see :mod:`._gate`); a failure settles its ticket.
 
         A vendor failure is raised as the classified ``ProviderError``; cancellation (or an interpreter
-        exit) says nothing about the vendor and only gives the permit back.
+        exit) says nothing about the vendor and only gives the permit back.  The classified error is raised
+        after the ``except`` block, not in it: raised there, a foreign exception (whose text may hold a
+        credential; the classified error's cause is its scrubbed stand-in) would ride along as its
+        ``__context__``.
         """
         gate = _gate.enter(_Admission(self, model, ticket[1] if ticket is not None else None))
         try:
-            yield
+            result = await send()
         except Exception as exc:
-            error = as_provider_error(exc, self._inner, model)
-            self._settle(ticket, error)
-            raise error
+            failure = as_provider_error(exc, self._inner, model)
+            self._settle(ticket, failure)
         except BaseException as exc:
             self._settle(ticket, exc)
             raise
+        else:
+            return result
         finally:
             _gate.leave(gate)
+        raise failure
 
     # -- the port ---------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         model = model_of(self._inner, request)
         ticket = self._admit(model)
-        with self._admitted(ticket, model):
-            response = await self._inner.complete(request)
+        response: LLMResponse = await self._send(ticket, model, lambda: self._inner.complete(request))
         self._settle(ticket, None)
         return response
 
@@ -253,8 +280,9 @@ class CircuitBreakerProvider(ProviderDecorator):
         ticket = self._admit(model)
         # The gate covers opening the stream only (all a retry below may repeat), and is left before the
         # yield: the consumer's block runs in the same context and must not inherit it.
-        with self._admitted(ticket, model):
-            opened = await open_stream(lambda: stream_of(self._inner, request), provider=self.name, model=model)
+        opened = await self._send(
+            ticket, model, lambda: open_stream(lambda: stream_of(self._inner, request), provider=self.name, model=model)
+        )
         if not self.count_mid_stream:
             # The vendor answered; what happens after the first event is not counted.
             self._settle(ticket, None)
@@ -340,6 +368,9 @@ def with_circuit_breaker(
     * Transitions are computed from ``clock`` (default ``anyio.current_time``)
       on each call: no background task, no ``await`` inside a state change, so
       one breaker can be shared by every agent of an event loop without a lock.
+      A clock that goes back (the next event loop's: trio's clocks start at
+      random offsets) is taken as standing still, so a breaker that outlives
+      its loop is never stuck open for the difference.
     * Errors that are not a ``ProviderError`` are classified and raised as the
       classified ``ProviderError``; cancellation is re-raised unchanged.
 

@@ -223,14 +223,16 @@ class FallbackProvider(MultiProvider):
             except Exception as exc:
                 # Cancellation is a BaseException and leaves at once: no member is tried after it.
                 error = as_provider_error(exc, step.member, step.model)
-                if not self._moves(error):
-                    if errors:
-                        error.add_note(f"fallback {self._name}: tried before: " + "; ".join(str(e) for e in errors))
-                    raise error
-                errors.append(error)
-                moved_from = step
-                continue
-            return step, result
+            else:
+                return step, result
+            # Raised here, not in the except block: there a foreign exception (its text may hold a
+            # credential) would ride along as the classified error's __context__.
+            if not self._moves(error):
+                if errors:
+                    error.add_note(f"fallback {self._name}: tried before: " + "; ".join(str(e) for e in errors))
+                raise error
+            errors.append(error)
+            moved_from = step
         raise self._exhausted(request, errors, skipped)
 
     def _exhausted(self, request: LLMRequest, errors: list[ProviderError], skipped: list[str]) -> ProviderError:

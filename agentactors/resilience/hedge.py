@@ -34,13 +34,12 @@ from ..providers.port import (
     StreamContext,
     default_model_of,
     forced_tool_choice_for,
-    interrupted,
     response_format_for,
 )
 from ._circuit import CircuitState
 from .breaker import CircuitBreakerProvider
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of, name_of
-from .streams import stream_of
+from .streams import cut_short, stream_of
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -403,8 +402,7 @@ class _Opened:
         with self.receive:
             async for item in self.receive:
                 if isinstance(item, _Failure):
-                    name = name_of(self.provider)
-                    raise interrupted(item.error, provider=name, model=self.model, partial_text=acc.text)
+                    raise cut_short(item.error, provider=self.provider, model=self.model, partial_text=acc.text)
                 acc.add(item)
                 yield item
 

@@ -248,16 +248,18 @@ class PoolProvider(MultiProvider):
             except Exception as exc:
                 # Cancellation is a BaseException: it leaves at once, no member is tried after it.
                 error = as_provider_error(exc, member.provider, model)
-                if error.kind not in _MOVES or isinstance(error, StreamInterruptedError):
-                    if errors:
-                        error.add_note(f"{self._name}: tried before: " + "; ".join(str(e) for e in errors))
-                    raise error
-                errors.append(error)
-                previous = member
-                continue
+            else:
+                return member, result
             finally:
                 self.in_flight[member.index] -= 1
-            return member, result
+            # Raised here, not in the except block: there a foreign exception (its text may hold a
+            # credential) would ride along as the classified error's __context__.
+            if error.kind not in _MOVES or isinstance(error, StreamInterruptedError):
+                if errors:
+                    error.add_note(f"{self._name}: tried before: " + "; ".join(str(e) for e in errors))
+                raise error
+            errors.append(error)
+            previous = member
         emit("pool.exhausted", errors=tuple(errors))
         raise AllProvidersFailedError(f"every member of {self._name} failed", errors, provider=self._name)
 

@@ -13,6 +13,8 @@ still send: a breaker that opened during the backoff stops the retry.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -59,18 +61,27 @@ class RetryingProvider(ProviderDecorator):
         rng: random.Random | None,
     ) -> None:
         super().__init__(inner)
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        # A whole number: NaN compares false with every attempt number (the retry would never stop), and
+        # infinity would retry a vendor that keeps failing for ever.
+        attempts = _whole(max_attempts)
+        if attempts is None or attempts < 1:
+            raise ValueError(f"max_attempts must be an integer >= 1, not {max_attempts!r}")
+        # Numbers, not bools; finite, as an infinite delay, multiplier or jitter makes a wait infinite (a hang).
+        # max_retry_after may be infinite (honour any Retry-After): an infinite Retry-After is never waited for.
+        lo, hi = jitter
+        if not all(_number(v) and math.isfinite(v) for v in (base_delay, max_delay, multiplier, lo, hi)):
+            raise ValueError("base_delay, max_delay, multiplier and jitter must be finite numbers")
+        if not _number(max_retry_after) or not max_retry_after >= 0:
+            raise ValueError(f"max_retry_after must be a number >= 0, not {max_retry_after!r}")
         # `not x >= 0` rather than `x < 0`: NaN compares false with everything and would pass a `<` check.
         if not (base_delay >= 0 and max_delay >= 0 and multiplier >= 1):
             raise ValueError("base_delay and max_delay must be >= 0 and multiplier >= 1")
-        lo, hi = jitter
         if not 0 <= lo <= hi:
             raise ValueError("jitter must be (low, high) with 0 <= low <= high")
         # A NaN deadline would compare false with every time: it would never stop a retry.
-        if deadline is not None and not deadline > 0:
+        if deadline is not None and (not _number(deadline) or not deadline > 0):
             raise ValueError("deadline must be positive (seconds) or None")
-        self.max_attempts = max_attempts
+        self.max_attempts = attempts
         self.base_delay = float(base_delay)
         self.multiplier = float(multiplier)
         self.max_delay = float(max_delay)
@@ -111,10 +122,22 @@ class RetryingProvider(ProviderDecorator):
     def delay_for(self, attempt: int, error: ProviderError) -> float:
         """The wait after failed attempt number ``attempt`` (1-based): Retry-After, or jittered backoff."""
         ra = error.retry_after
-        if ra is not None and 0 < ra <= self.max_retry_after:
+        if ra is not None and 0 < ra <= self.max_retry_after and math.isfinite(ra):
             return ra
-        backoff = min(self.max_delay, self.base_delay * self.multiplier ** (attempt - 1))
-        return backoff * self._rng.uniform(*self.jitter)
+        return self.backoff(attempt) * self._rng.uniform(*self.jitter)
+
+    def backoff(self, attempt: int) -> float:
+        """``min(max_delay, base_delay * multiplier**(attempt-1))``, before jitter; never an overflow.
+
+        ``2.0 ** 1024`` overflows a float (``OverflowError``): a long retry is capped, not broken.
+        """
+        if self.base_delay == 0:
+            return 0.0
+        try:
+            growth = self.multiplier ** (attempt - 1)
+        except OverflowError:
+            return self.max_delay
+        return min(self.max_delay, self.base_delay * growth)
 
     def refusal(self, error: ProviderError) -> tuple[str, bool] | None:
         """``None`` when ``error`` may be retried; else (why not, whether it was retryable but declined)."""
@@ -128,7 +151,8 @@ class RetryingProvider(ProviderDecorator):
         if not wanted:
             return "not retryable", False
         ra = error.retry_after
-        if ra is not None and ra > self.max_retry_after:
+        # An infinite Retry-After ("inf", "1e999") is never waited for, even with max_retry_after=inf.
+        if ra is not None and (ra > self.max_retry_after or math.isinf(ra)):
             return f"retry-after {ra:g}s exceeds max_retry_after {self.max_retry_after:g}s", True
         return None
 
@@ -329,6 +353,21 @@ class _Call:
         return error
 
 
+def _whole(value: object) -> int | None:
+    """``value`` as an int when it is a whole number (``int``, numpy's), not a bool; else ``None``."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _number(value: object) -> bool:
+    """A real number that is not a bool (``True`` is an int: a flag passed where seconds were meant)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def _describe(error: ProviderError) -> str:
     status = f" HTTP {error.status}" if error.status is not None else ""
     return f"{error.kind.value}{status}"
@@ -351,11 +390,14 @@ def with_retry(
 ) -> RetryingProvider:
     """Wrap ``provider`` so that a failure that asking again can fix is asked again.
 
-    * ``max_attempts`` counts every call, the first included.  Between attempts
-      it waits ``min(max_delay, base_delay * multiplier**(n-1))`` times a
-      uniform factor in ``jitter`` — or exactly the vendor's ``retry_after``
-      when ``0 < retry_after <= max_retry_after``.  A longer ``retry_after`` is
-      not waited for: the error is raised at once, so a fallback can serve now.
+    * ``max_attempts`` (an ``int``) counts every call, the first included.
+      Between attempts it waits ``min(max_delay, base_delay * multiplier**(n-1))``
+      times a uniform factor in ``jitter`` — or exactly the vendor's
+      ``retry_after`` when ``0 < retry_after <= max_retry_after``.  A longer
+      ``retry_after`` (an infinite one too, even with ``max_retry_after=inf``)
+      is not waited for: the error is raised at once, so a fallback can serve
+      now.  The delays, ``multiplier`` and ``jitter`` must be finite numbers
+      (``ValueError`` otherwise: an infinite one would make a wait a hang).
     * ``retry_on(error) -> bool`` replaces the default test, ``error.retryable``.
       Whatever it says, a request error (``UnsupportedToolChoiceError``, 400...),
       a :class:`~agentactors.errors.CircuitOpenError` and a
@@ -397,8 +439,6 @@ def with_retry(
     reason)`` (``reason="circuit_open"`` with a ``detail`` when a breaker above
     stopped it) — delivered to the recorders of the run that made the call.
     """
-    if math.isnan(max_retry_after) or max_retry_after < 0:
-        raise ValueError("max_retry_after must be >= 0")
     return RetryingProvider(
         provider,
         max_attempts=max_attempts,

@@ -20,12 +20,12 @@ from typing import Any
 
 import attrs
 
-from ..errors import MalformedResponseError
+from ..errors import MalformedResponseError, StreamInterruptedError
 from ..messages import LLMRequest, StreamEvent
 from ..providers.port import StreamAccumulator, StreamContext, interrupted, stream_from_complete, streaming_for
-from .decorator import name_of
+from .decorator import as_provider_error, name_of
 
-__all__ = ["OpenedStream", "open_stream", "relay", "stream_of"]
+__all__ = ["OpenedStream", "cut_short", "open_stream", "relay", "stream_of"]
 
 
 def stream_of(provider: Any, request: LLMRequest) -> StreamContext:
@@ -105,7 +105,22 @@ async def relay(
         except StopAsyncIteration:
             return
         except Exception as exc:
-            error = interrupted(exc, provider=name_of(provider), model=model, partial_text=acc.text)
-            if on_failure is not None:
-                on_failure(error)
-            raise error
+            error = cut_short(exc, provider=provider, model=model, partial_text=acc.text)
+        else:
+            continue
+        # Raised after the except block: in it, the foreign exception would be the error's __context__.
+        if on_failure is not None:
+            on_failure(error)
+        raise error
+
+
+def cut_short(exc: Exception, *, provider: object, model: str | None, partial_text: str) -> StreamInterruptedError:
+    """The :class:`~agentactors.errors.StreamInterruptedError` for ``exc``, a failure after the first event.
+
+    ``exc`` is classified first (:func:`~.decorator.as_provider_error`), as a failure before the first
+    event is: a foreign exception's text is redacted and its cause chain scrubbed, so a credential in it
+    (a URL's ``?key=``) does not ride along as the interruption's cause.  Raise the result outside the
+    ``except`` block that caught ``exc``, or ``exc`` becomes its ``__context__``.
+    """
+    failure = as_provider_error(exc, provider, model)
+    return interrupted(failure, provider=name_of(provider), model=model, partial_text=partial_text)

@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 
-from ..errors import ProviderTimeout
+from ..errors import ProviderTimeout, StreamInterruptedError
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
 from .decorator import ProviderDecorator, model_of
-from .streams import stream_of
+from .streams import cut_short, stream_of
 
 __all__ = ["TimeoutProvider", "with_timeout"]
 
@@ -139,14 +139,17 @@ class _StreamGuard:
                 self._bound(anyio.current_time(), self.owner.idle, "waiting for the next event")
             else:
                 self._bound(anyio.current_time(), self.first_event_left, "the first event", self.owner.first_event)
+            error: StreamInterruptedError | None = None
             try:
                 event = await inner.__anext__()
             except StopAsyncIteration:
                 return
             except Exception as exc:
-                if acc.events_seen:
-                    raise interrupted(exc, provider=self.owner.name, model=model, partial_text=acc.text)
-                raise
+                if not acc.events_seen:
+                    raise
+                error = cut_short(exc, provider=self.owner.inner, model=model, partial_text=acc.text)
+            if error is not None:  # raised here: in the except block, exc would be its __context__
+                raise error
             # Time the consumer spends on an event is not idleness of the vendor.
             self._bound(anyio.current_time(), None, "")
             acc.add(event)
