@@ -6,6 +6,7 @@ checks, and serving AG-UI then costs no dependency (the tests hold the app to th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -13,13 +14,16 @@ import attrs
 
 from ..messages import Message, ToolCall
 from ..parts import Image, Part, Text
+from ..tools.registry import Tool
 
 __all__ = [
     "APPROVAL_SCHEMA",
+    "Decided",
     "InvalidInput",
     "ResumeAnswer",
     "ResumeRefused",
     "RunInput",
+    "approval_schema",
     "decisions_of",
     "read_run_input",
 ]
@@ -51,7 +55,7 @@ class ResumeAnswer:
 
 #: The answer an approval interrupt asks for (its ``responseSchema``): ``approved``, and for a denial the reason
 #: the model reads.  No ``editedArgs``: a call is approved as the model made it, or denied (AG-UI reads that
-#: property's presence as the capability to edit).
+#: property's presence as the capability to edit) — unless its tool takes edits (:func:`approval_schema`).
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -132,67 +136,142 @@ def _resume(raw: Any) -> tuple[ResumeAnswer, ...]:
     return tuple(answers)
 
 
-def decisions_of(answers: Sequence[ResumeAnswer], pending: Sequence[ToolCall]) -> dict[str, bool | str]:
-    """The decisions ``answers`` give the calls ``pending`` (each interrupt's id is its call's): ``True`` to
-    approve, a reason to deny — the shape a session's ``resolve`` takes.
+@attrs.frozen(slots=True)
+class Decided:
+    """What resume answers decide of a pause: a decision per pending call (``True`` approves, a reason denies — the
+    shape a session's ``resolve`` takes), the arguments a person put in place of the model's for approved calls
+    (``edits``, by call id), and the ids of the answers skipped because they name no open interrupt."""
 
-    All or nothing, as AG-UI asks (a resume covers every open interrupt) and as a pause is decided (once, every
-    call at a time): an answer that does not fit refuses the whole list, and nothing is decided.
+    decisions: dict[str, bool | str]
+    edits: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    skipped: tuple[str, ...] = ()
+
+
+def decisions_of(
+    answers: Sequence[ResumeAnswer], pending: Sequence[ToolCall], editable: Mapping[str, Tool[Any, Any]] | None = None
+) -> Decided:
+    """What ``answers`` decide of the calls ``pending`` (each interrupt's id is its call's).
+
+    An answer naming no pending call is skipped, as AG-UI asks (SHOULD ignore): a client that still holds an
+    interrupt decided already — or one of another run — has its other answers taken, and the skipped one decides
+    nothing and is never read.  Of the rest, all or nothing, as AG-UI asks (a resume covers every open interrupt)
+    and as a pause is decided (once, every call at a time): an answer that does not fit refuses the whole list,
+    and nothing is decided.
+
+    ``editable``: the tools, by name, whose calls a person may approve with other arguments (``editedArgs``, a
+    whole replacement): the edit is checked against the tool's schema as a model's call is, here — before
+    anything is decided — so a bad edit runs nothing.
 
     :raises ResumeRefused: nothing is pending (``NoOpenInterrupts``: never paused, or decided already — a resume
-        sent again), an answer names no pending call (``UnknownInterrupt``), a pending call has no answer
-        (``InterruptsNotCovered``), or a ``resolved`` answer's payload is not :data:`APPROVAL_SCHEMA`'s
-        (``InvalidResumePayload``).
+        sent again), a pending call has no answer (``InterruptsNotCovered``: also when every answer was skipped),
+        or a ``resolved`` answer's payload is not :func:`approval_schema`'s (``InvalidResumePayload``: among them an
+        edit that breaks the tool's schema, or of a call whose tool takes none).
     """
     waiting = [call.id for call in pending]
     if not waiting:
         raise ResumeRefused(
             "NoOpenInterrupts",
             "this thread has no interrupt to answer: its last run did not pause, or its interrupts were answered "
-            "already (post the thread's next message without 'resume')",
+            "already (post the thread's next message without 'resume'); nothing was decided or started",
         )
-    unknown = [a.interrupt_id for a in answers if a.interrupt_id not in waiting]
-    if unknown:
-        raise ResumeRefused(
-            "UnknownInterrupt",
-            f"no open interrupt has the id {_ids(unknown)} (open: {_ids(waiting)}): nothing was decided",
-        )
-    answered = {a.interrupt_id for a in answers}
+    known = [a for a in answers if a.interrupt_id in waiting]
+    skipped = tuple(a.interrupt_id for a in answers if a.interrupt_id not in waiting)
+    answered = {a.interrupt_id for a in known}
     missing = [i for i in waiting if i not in answered]
     if missing:
+        ignored = f" (skipped, as they name no open interrupt: {_ids(skipped)})" if skipped else ""
         raise ResumeRefused(
             "InterruptsNotCovered",
             f"a resume answers every open interrupt — approve, deny or cancel each — and {_ids(missing)} has no "
-            "answer: nothing was decided",
+            f"answer{ignored}: nothing was decided",
         )
-    return {a.interrupt_id: _decision(a) for a in answers}
+    calls = {call.id: call for call in pending}
+    decisions: dict[str, bool | str] = {}
+    edits: dict[str, dict[str, Any]] = {}
+    for answer in known:
+        decision, edited = _decision(answer)
+        decisions[answer.interrupt_id] = decision
+        if edited is not None:
+            given = answer.interrupt_id
+            edits[given] = _checked_edit(given, calls[given], edited, editable)
+    return Decided(decisions, edits, skipped)
 
 
-def _decision(answer: ResumeAnswer) -> bool | str:
-    """``True`` (approved), or the reason a denied or abandoned call reads.
+def _decision(answer: ResumeAnswer) -> tuple[bool | str, Any]:
+    """``True`` (approved), or the reason a denied or abandoned call reads; and an approval's ``editedArgs`` (``None``:
+    none — an edit of a denied call is not read: that call does not run).
 
-    :raises ResumeRefused: a ``resolved`` payload other than ``{"approved": bool, "reason"?: str}`` — among them one
-        with ``editedArgs``: running the call as the model made it after the person edited it would be wrong.
+    :raises ResumeRefused: a ``resolved`` payload other than ``{"approved": bool, "reason"?: str, "editedArgs"?: ...}``.
     """
     if answer.status == "cancelled":
-        return ABANDONED
+        return ABANDONED, None
     payload = answer.payload
     where = f"the answer to {answer.interrupt_id[:100]!r}"
     if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
         raise ResumeRefused(
             "InvalidResumePayload", f'{where} must have the payload {{"approved": true | false, "reason"?: string}}'
         )
-    if "editedArgs" in payload:
-        raise ResumeRefused(
-            "InvalidResumePayload",
-            f"{where} edits the call's arguments, which this server does not take: approve or deny the call as made",
-        )
     reason = payload.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise ResumeRefused("InvalidResumePayload", f"{where}: 'reason' must be a string")
     if payload["approved"]:
-        return True
-    return (reason or "").strip()[:2000] or "denied by a person"
+        return True, payload.get("editedArgs")
+    return (reason or "").strip()[:2000] or "denied by a person", None
+
+
+def _checked_edit(
+    call_id: str, call: ToolCall, edited: Any, editable: Mapping[str, Tool[Any, Any]] | None
+) -> dict[str, Any]:
+    """``edited`` — a person's arguments for the approved ``call``, in place of the model's — checked as the model's
+    would be (the tool's schema), before anything is decided.
+
+    :raises ResumeRefused: ``InvalidResumePayload``: the call's tool takes no edit here (its interrupt offered
+        none), the edit is not an object, or it breaks the tool's schema.
+    """
+    where = f"the answer to {call_id[:100]!r}"
+    tool = (editable or {}).get(call.name)
+    if tool is None:
+        raise ResumeRefused(
+            "InvalidResumePayload",
+            f"{where} edits the call's arguments, which this server takes only for its agent's own tools (the "
+            "interrupt's responseSchema then has 'editedArgs'): approve or deny the call as made; nothing was decided",
+        )
+    if not isinstance(edited, dict):
+        raise ResumeRefused(
+            "InvalidResumePayload",
+            f"{where}: 'editedArgs' must be an object — the call's arguments, replaced whole; nothing was decided",
+        )
+    issues = tool.validate(edited)
+    if issues:
+        listed = "; ".join(issue.line()[2:] for issue in issues[:5]) + ("; ..." if len(issues) > 5 else "")
+        raise ResumeRefused(
+            "InvalidResumePayload",
+            f"{where}: 'editedArgs' do not fit the parameters of {call.name}: {listed[:600]}; nothing was decided",
+        )
+    return dict(edited)
+
+
+def approval_schema(tool: Tool[Any, Any] | None) -> dict[str, Any]:
+    """The answer an interrupt for a call of ``tool`` asks for (its ``responseSchema``): :data:`APPROVAL_SCHEMA`, and
+    when the call may be approved with other arguments (``tool``: one whose edits the server checks), ``editedArgs``
+    — AG-UI reads that property's presence as the capability to edit — with the tool's parameters as its schema."""
+    if tool is None:
+        return APPROVAL_SCHEMA
+    parameters = tool.spec.parameters
+    edited: dict[str, Any] = {"type": "object", "description": EDITED_ARGS}
+    # The tool's own parameters describe the edit, unless they refer to definitions ($ref), which would be read
+    # against the responseSchema's root and mean nothing there.
+    if "$ref" not in json.dumps(parameters):
+        edited = {**parameters, "type": "object", "description": EDITED_ARGS}
+    properties = {**APPROVAL_SCHEMA["properties"], "editedArgs": edited}
+    return {**APPROVAL_SCHEMA, "properties": properties}
+
+
+#: What ``editedArgs`` is, for whoever reads an interrupt's ``responseSchema``.
+EDITED_ARGS = (
+    "with approved: true, the arguments the call runs with instead of the model's — replaced whole, not merged; "
+    "checked against the tool's parameters"
+)
 
 
 def _ids(ids: Sequence[str]) -> str:

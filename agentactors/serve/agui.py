@@ -5,7 +5,7 @@ stream of AG-UI events (``data: {"type": ...}``): ``RUN_STARTED`` echoing the tw
 answer ``TEXT_MESSAGE_START`` / ``_CONTENT`` (as the text streams) / ``_END``, then per tool call
 ``TOOL_CALL_START`` / ``_ARGS`` / ``_END`` and, once the tool ran here in the server, ``TOOL_CALL_RESULT``;
 then ``RUN_FINISHED`` (its ``result`` the typed output of an agent with an ``output_type``) or
-``RUN_ERROR``.  A client that disconnects cancels the run.
+``RUN_ERROR``.  A client that disconnects cancels the run — but a resumed one (below).
 
 A run that pauses for a person's approval of a tool call did not complete, and did not fail: it ends with
 ``RUN_FINISHED`` (the protocol's end of every run that did not fail) whose ``outcome`` is AG-UI 1.0's
@@ -15,12 +15,16 @@ the OpenAI endpoint's ``409 approval_required`` does.  Before it, a ``STATE_SNAP
 step's calls that did run show their ``TOOL_CALL_RESULT``.
 
 With ``sessions=True`` the server keeps the pause (the thread's session), and the client decides it: the next
-input's AG-UI ``resume`` answers — ``{"approved": true}``, ``{"approved": false, "reason": ...}``, or ``cancelled``
-— are the session's decisions, and that request's stream is the resumed run's: the decided calls'
-``TOOL_CALL_RESULT`` (against the ids the interrupted run showed), then the run's events to its end.  Answers that
-do not decide the pause exactly (none open, an unknown id, one left unanswered, a payload of another shape) end
-with ``RUN_ERROR`` and decide nothing.  Without sessions the server keeps nothing to resume: ``resume`` answers
-end with ``RUN_ERROR`` (``ResumeNotSupported``), rather than being taken for a new turn that drops them.
+input's AG-UI ``resume`` answers — ``{"approved": true}`` (with ``editedArgs``: the call runs with the person's
+arguments, checked against its tool's schema first), ``{"approved": false, "reason": ...}``, or ``cancelled`` — are
+the session's decisions, and that request's stream is the resumed run's: the decided calls' ``TOOL_CALL_RESULT``
+(against the ids the interrupted run showed), then the run's events to its end.  An answer naming no open interrupt
+is skipped (AG-UI's SHOULD); answers that then do not decide the pause exactly (none open, one left unanswered, a
+payload of another shape, an edit that does not fit) end with ``RUN_ERROR`` and decide nothing — nor start a run.
+The resumed run carries a decision the pause gave up as it started, so it outlives its client: one that leaves does
+not cancel it, and the same answers posted again get its outcome (AG-UI: a resume is safe to replay).  Without
+sessions the server keeps nothing to resume: ``resume`` answers end with ``RUN_ERROR`` (``ResumeNotSupported``),
+rather than being taken for a new turn that drops them.
 
 The events are written as plain JSON: the wire format is small and stable, and the app then needs no
 dependency; the tests validate every event against the ``ag-ui-protocol`` package's models.
@@ -31,11 +35,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ..agent.core import Agent
 from ..agent.run import AgentRun
@@ -45,8 +51,17 @@ from ..loop.result import RunResult
 from ..messages import Message, ToolCall, Usage
 from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore
+from ..tools.registry import Tool
 from ..tools.results import render_result
-from ._agui_input import APPROVAL_SCHEMA, InvalidInput, ResumeRefused, RunInput, decisions_of, read_run_input
+from ._agui_input import (
+    InvalidInput,
+    ResumeAnswer,
+    ResumeRefused,
+    RunInput,
+    approval_schema,
+    decisions_of,
+    read_run_input,
+)
 from ._http import (
     DEFAULT_MAX_BODY,
     AppRuntime,
@@ -62,7 +77,7 @@ from ._http import (
     send_json,
 )
 from ._spans import RequestSpan, Tracing
-from ._turns import streamed_turn
+from ._turns import edited_resume, streamed_turn
 
 __all__ = ["AGUIApp", "agui_app"]
 
@@ -95,8 +110,10 @@ def agui_app(
 
     A run that pauses for approval ends with an interrupt outcome (one interrupt per call, its id the call's).
     With ``sessions``, the thread's next input answers it with AG-UI ``resume`` entries (``payload``
-    ``{"approved": bool, "reason"?: str}``, or status ``cancelled`` to deny), and its stream is the resumed run's;
-    without, a ``resume`` ends with ``RUN_ERROR`` (``ResumeNotSupported``): the server kept nothing to resume.
+    ``{"approved": bool, "reason"?: str, "editedArgs"?: object}``, or status ``cancelled`` to deny; entries naming no
+    open interrupt are skipped), and its stream is the resumed run's — a run a client's leaving does not cancel, whose
+    outcome the same answers posted again get; without, a ``resume`` ends with ``RUN_ERROR``
+    (``ResumeNotSupported``): the server kept nothing to resume.
 
     ``tracer_provider``: where each request's OpenTelemetry span goes (default: the global provider;
     nothing without ``opentelemetry-api``).
@@ -133,6 +150,12 @@ class AGUIApp:
         self._max_body = max_body_size
         self._tracing = Tracing(tracer_provider)
         self._threads: dict[str, _Live] = {}  # the live run of each thread that has one
+        # Each thread's last resumed run (the most recent threads'), until the thread's next run: what the same answers
+        # posted again get (AG-UI: a resume is safe to replay) — also by a client that left while it ran.
+        self._resumes: OrderedDict[str, _Resumed] = OrderedDict()
+        # The tools whose calls a person may approve with other arguments (``editedArgs``): the agent's own, whose
+        # schemas check the edits before anything is decided.  A toolset's are listed only as a run starts.
+        self._editable: dict[str, Tool[Any, Any]] = {t.name: t for t in agent.tools}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -171,15 +194,17 @@ class AGUIApp:
         live = self._threads.get(thread)
         mine = None if live is not None else self._claim(run_input)  # before any await: one run per thread
         stream = EventStream(send)
-        translation = _Translation(run_input, stream, span, answerable=self.sessions)
+        translation = _Translation(run_input, stream, span, answerable=self.sessions, editable=self._editable)
         # The claim is released however the request ends — also when the client leaves (or the server's
         # send fails) before the run started: a claim left behind would be a live run that never ends,
-        # and every later post to the thread would wait on it for ever (or be refused as ThreadBusy).
+        # and every later post to the thread would wait on it for ever (or be refused as ThreadBusy).  A
+        # resumed run is the exception: it goes on in ``keep``, outside what the client's leaving cancels, and
+        # releases the thread itself when it ends (:meth:`_resume`).
         try:
-            async with cancelled_on_disconnect(receive):
+            async with anyio.create_task_group() as keep, cancelled_on_disconnect(receive):
                 await stream.start()
                 if live is not None and run_input.resume:  # no steer: the answers are to a run that has ended
-                    await translation.stale(live.run_id, "resume answers are taken once it has ended")
+                    await self._answer_live(translation, live)
                     await stream.end()
                     return
                 while live is not None:
@@ -197,9 +222,10 @@ class AGUIApp:
                 if mine is None:
                     mine = self._claim(run_input)
                 try:
-                    await self._run(translation, mine)
+                    await self._run(translation, mine, keep)
                 finally:
-                    self._release(mine)  # before the stream ends: a client that posts at once finds it ended
+                    if not mine.resuming:  # a resumed run still going releases the thread as it ends
+                        self._release(mine)  # before the stream ends: a client that posts at once finds it ended
                 await stream.end()
         finally:
             if mine is not None:
@@ -207,6 +233,8 @@ class AGUIApp:
 
     def _claim(self, run_input: RunInput) -> _Live:
         live = self._threads[run_input.thread_id] = _Live(run_input)
+        if not run_input.resume:  # the thread moves on: its last resume's answers are no longer a retry
+            self._resumes.pop(run_input.thread_id, None)
         return live
 
     def _release(self, live: _Live) -> None:
@@ -215,7 +243,7 @@ class AGUIApp:
         if self._threads.get(live.thread_id) is live:
             del self._threads[live.thread_id]
 
-    async def _run(self, translation: _Translation, live: _Live) -> None:
+    async def _run(self, translation: _Translation, live: _Live, keep: TaskGroup) -> None:
         runtime = self._runtime.for_agent(self.agent)
         if not self.sessions:
             await translation.run(self.agent, runtime, live)
@@ -227,7 +255,7 @@ class AGUIApp:
         turn = streamed_turn(self.agent, partial(translation.follow, live=live))
         session = open_session(turn, translation.input.thread_id, runtime=runtime, store=self._store, idle_timeout=60.0)
         if translation.input.resume:
-            await self._resume(translation, session)
+            await self._resume(translation, session, live, keep)
             return
         try:
             result = await session.send(translation.input.new)
@@ -244,32 +272,114 @@ class AGUIApp:
             return
         await translation.finish(self.agent, result)
 
-    async def _resume(self, translation: _Translation, session: AgentSession) -> None:
+    async def _resume(
+        self, translation: _Translation, session: AgentSession, live: _Live, keep: TaskGroup
+    ) -> None:
         """The input's ``resume`` answers decide the thread's paused turn, whose resumed run this stream shows.
 
         The pause is read from the store (``refresh``): the session may have gone idle while a person decided.
-        Answers that do not fit it decide nothing (``RUN_ERROR``, the pause left as it was); the session's own
-        checks stand behind these (a pause decided meanwhile elsewhere: ``SessionConflictError``).  The resumed run
-        has no stream of its own to follow (a resume is not streamed: ``Agent.resume`` returns its result), so
-        its events are told from its result once it ended (:meth:`_Translation.replay`).
+        Answers naming no open interrupt are skipped (AG-UI's SHOULD); what is left must decide the whole pause, or
+        nothing is decided (``RUN_ERROR``, the pause left as it was), and nothing starts in its place: a resume
+        never becomes a run of the input's messages.  The session's own checks stand behind these (a pause decided
+        meanwhile elsewhere: ``SessionConflictError``).  The same answers as the thread's last resume, posted
+        again once its pause is gone (a client back after it left, a retry), get that run's outcome (AG-UI: a
+        resume is safe to replay) rather than a refusal or a second run.
+
+        The resumed run goes on in ``keep``, not under this request's disconnect: the decision it carries was made,
+        and its pause is claimed as it starts (``session.resolve``), so a client that leaves must not cut it off —
+        its outcome would be lost with the decision.  It runs to its end, commits to the thread, releases the
+        thread, and is kept for a later post of the same answers.  The resumed run has no stream of its own to
+        follow (a resume is not streamed: ``Agent.resume`` returns its result), so its events are told from its
+        result once it ended (:meth:`_Translation.replay`).
         """
+        thread, answers = translation.input.thread_id, translation.input.resume
         try:
             await session.refresh()
-            decisions = decisions_of(translation.input.resume, session.pending_approvals)
+            pending = session.pending_approvals
+            earlier = self._resumes.get(thread)
+            if earlier is not None and earlier.retried_by(answers, pending):
+                await earlier.ended.wait()  # at once: the thread was not live, so that run has ended
+                await translation.outcome(self.agent, earlier)
+                return
+            decided = decisions_of(answers, pending, self._editable)
         except ResumeRefused as exc:
             await translation.failed(str(exc), exc.code, fault=False)
             return
         except Exception as exc:
             await translation.raised(exc)
             return
+        if decided.edits:  # the person's arguments go into the pause the session resumes (the same session)
+            session = open_session(
+                edited_resume(self.agent, decided.edits), thread, runtime=session.runtime, store=self._store,
+                idle_timeout=60.0,
+            )
+        resumed = _Resumed(answers, tuple(decided.decisions), live)
+        self._resumes[thread] = resumed
+        self._resumes.move_to_end(thread)
+        while len(self._resumes) > _RESUMES_KEPT:
+            self._resumes.popitem(last=False)
+        live.resuming = True
+        keep.start_soon(self._resolve, session, decided.decisions, resumed, live)
+        await resumed.ended.wait()
+        await translation.outcome(self.agent, resumed)
+
+    async def _resolve(
+        self, session: AgentSession, decisions: Mapping[str, bool | str], resumed: _Resumed, live: _Live
+    ) -> None:
+        """Resume the pause with ``decisions`` and keep the outcome in ``resumed``; the thread is free once it ended —
+        also when the server cancelled it (no outcome: a later post of the answers is told so)."""
         try:
-            result = await session.resolve(decisions)
+            resumed.outcome = await session.resolve(decisions)
         except Exception as exc:
-            await translation.raised(exc)
+            resumed.outcome = exc
+        finally:
+            live.resuming = False
+            self._release(live)
+            resumed.ended.set()
+
+    async def _answer_live(self, translation: _Translation, live: _Live) -> None:
+        """Resume answers posted while the thread's run is live: a retry of the answers that run is resuming (its
+        client left, and came back) waits for it and gets its outcome; other answers are refused (``ThreadBusy``):
+        answers are to a run that has ended."""
+        resumed = self._resumes.get(live.thread_id)
+        if resumed is None or resumed.live is not live or not resumed.retried_by(translation.input.resume, ()):
+            await translation.stale(live.run_id, "resume answers are taken once it has ended")
             return
-        translation.span.run(result.run_id)
-        await translation.replay(result, decided=decisions)
-        await translation.finish(self.agent, result)
+        await translation.started()
+        await resumed.ended.wait()
+        await translation.outcome(self.agent, resumed)
+
+
+#: How many threads' last resumed runs an app keeps for a retry of their answers (the oldest forgotten first).
+_RESUMES_KEPT = 1000
+
+
+def _answer_key(answer: ResumeAnswer) -> tuple[str, str, str]:
+    """AG-UI's idempotency key of a resume entry: its interrupt, status and payload (as canonical JSON)."""
+    return answer.interrupt_id, answer.status, json.dumps(answer.payload, sort_keys=True, default=str)
+
+
+class _Resumed:
+    """A thread's resumed run, from the answers that started it until the thread's next run: the answers it took
+    (by :func:`_answer_key`), the calls they decided, the ``_Live`` it ran as, and — once it ended — its outcome (its
+    result, or the exception it raised; ``None``: cancelled by the server)."""
+
+    __slots__ = ("decided", "ended", "keys", "live", "outcome")
+
+    def __init__(self, answers: Sequence[ResumeAnswer], decided: tuple[str, ...], live: _Live) -> None:
+        self.keys = frozenset(_answer_key(a) for a in answers if a.interrupt_id in decided)
+        self.decided = decided
+        self.live = live
+        self.ended = anyio.Event()
+        self.outcome: RunResult[Any] | Exception | None = None
+
+    def retried_by(self, answers: Sequence[ResumeAnswer], pending: Sequence[ToolCall]) -> bool:
+        """Whether ``answers`` are this resume's again — each answer it took, unchanged (others are skipped, as
+        ever) — and answer none of the calls ``pending`` now (then they are answers to the open pause)."""
+        waiting = {call.id for call in pending}
+        if any(a.interrupt_id in waiting for a in answers):
+            return False
+        return self.keys <= {_answer_key(a) for a in answers}
 
 
 class _Live:
@@ -277,7 +387,7 @@ class _Live:
     handle once it started, and the steers that came before that (each request's, waiting for the run to
     start — or to end without starting: then they were not taken, and that request runs them itself)."""
 
-    __slots__ = ("early", "finished", "handle", "run_id", "seen", "settled", "taken", "thread_id")
+    __slots__ = ("early", "finished", "handle", "resuming", "run_id", "seen", "settled", "taken", "thread_id")
 
     def __init__(self, run_input: RunInput) -> None:
         self.thread_id = run_input.thread_id
@@ -288,6 +398,7 @@ class _Live:
         self.taken = 0  # how many of ``early`` the run took, in order
         self.settled = anyio.Event()  # set once the run has taken the early steers, or ended without them
         self.finished = False
+        self.resuming = False  # a resumed run is going on without its request: it releases the thread itself
 
     def fresh(self, run_input: RunInput) -> list[Message]:
         """The user messages of ``run_input`` the run has not seen: by their ids, or — when some message has
@@ -355,12 +466,19 @@ class _Translation:
     """One run's events as AG-UI events: which text message is open, which tool calls await a result."""
 
     def __init__(
-        self, run_input: RunInput, stream: EventStream, span: RequestSpan, *, answerable: bool = False
+        self,
+        run_input: RunInput,
+        stream: EventStream,
+        span: RequestSpan,
+        *,
+        answerable: bool = False,
+        editable: Mapping[str, Tool[Any, Any]] | None = None,
     ) -> None:
         self.input = run_input
         self.stream = stream
         self.span = span
         self.answerable = answerable  # whether the client answers interrupts (``resume``: sessions=True)
+        self.editable = editable or {}  # the tools whose calls an answer may edit (``editedArgs``)
         self.message_id: str | None = None  # the text message being streamed
         self.streamed = False  # whether this model answer's text came as deltas
         self.pending: dict[str, None] = {}  # tool calls shown, their results not yet
@@ -430,7 +548,8 @@ class _Translation:
             await self.failed(_failure_text(result), _failure_code(result))
             return
         finished: dict[str, Any] = dict(self.ids)
-        interrupts = _interrupts(result, answerable=self.answerable) if result.paused else []
+        editable = self.editable if result.agent in (None, agent.name) else {}  # a handoff's tools are its own
+        interrupts = _interrupts(result, answerable=self.answerable, editable=editable) if result.paused else []
         if interrupts:  # paused: not a completed run (AG-UI: an interrupt outcome holds at least one)
             await self.paused_state(result)
             finished["outcome"] = {"type": "interrupt", "interrupts": interrupts}
@@ -508,6 +627,18 @@ class _Translation:
         await self.emit("TOOL_CALL_END", toolCallId=call.id)
         self.pending[call.id] = None
 
+    async def outcome(self, agent: Agent[Any], resumed: _Resumed) -> None:
+        """The events of a resumed run that has ended, told from its outcome (its result, or why it has none)."""
+        outcome = resumed.outcome
+        if isinstance(outcome, RunResult):
+            self.span.run(outcome.run_id)
+            await self.replay(outcome, decided=resumed.decided)
+            await self.finish(agent, outcome)
+        elif isinstance(outcome, Exception):
+            await self.raised(outcome)
+        else:
+            await self.failed("the resumed run was cancelled: the server stopped it", "cancelled")
+
     async def replay(self, result: RunResult[Any], *, decided: Iterable[str]) -> None:
         """A resumed run's events, told from its result: what the run did after the step it paused in.
 
@@ -580,11 +711,14 @@ def _raised_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {redact(str(exc))}"[:500]
 
 
-def _interrupts(result: RunResult[Any], *, answerable: bool) -> list[dict[str, Any]]:
+def _interrupts(
+    result: RunResult[Any], *, answerable: bool, editable: Mapping[str, Tool[Any, Any]]
+) -> list[dict[str, Any]]:
     """AG-UI interrupts for a run paused for approval: one per call awaiting a decision, bound to the call the
     stream showed (``toolCallId``; the interrupt's ``id`` is the call's too, which is what a resume answer and a
     decision in the server name), with the run's id for the server's code under ``metadata.agentactors``.
-    ``answerable`` (the client answers them: sessions): each says the answer it takes (``responseSchema``)."""
+    ``answerable`` (the client answers them: sessions): each says the answer it takes (``responseSchema``), with
+    ``editedArgs`` for a call of a tool among ``editable``."""
     interrupts = []
     for call in result.pending_approvals:
         interrupt: dict[str, Any] = {
@@ -595,7 +729,7 @@ def _interrupts(result: RunResult[Any], *, answerable: bool) -> list[dict[str, A
             "metadata": {"agentactors": {"runId": result.run_id, "toolCallName": call.name}},
         }
         if answerable:
-            interrupt["responseSchema"] = APPROVAL_SCHEMA
+            interrupt["responseSchema"] = approval_schema(editable.get(call.name))
         interrupts.append(interrupt)
     return interrupts
 

@@ -473,10 +473,9 @@ async def test_answers_that_do_not_decide_the_pause_are_refused_and_decide_nothi
     provider = ScriptedProvider([calls, "Done."])
     agent = Agent(provider, tools=[transfer], name="bank")
     wrong = {
-        "UnknownInterrupt": [answer("call-1", True), answer("call-2", True), answer("call-7", True)],
         "InterruptsNotCovered": [answer("call-1", True)],
         "InvalidResumePayload": [answer("call-1", True), {"interruptId": "call-2", "status": "resolved",
-                                                         "payload": {"approved": True, "editedArgs": {"amount": 9}}}],
+                                                         "payload": {"approved": True, "editedArgs": {"amount": "9"}}}],
     }
     async with Runtime() as rt:
         async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
@@ -500,8 +499,37 @@ async def test_answers_that_do_not_decide_the_pause_are_refused_and_decide_nothi
             resume = [answer("call-1", True), answer("call-2", True)]
             done = await events_of(client, thread_body("run-2", ("user", "x"), resume=resume))
             assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None
-            again = await events_of(client, thread_body("run-3", ("user", "x"), resume=resume))
-    assert again[-1].code == "NoOpenInterrupts", "the same answers sent again run nothing twice"
+            other = [answer("call-1", False), answer("call-2", True)]
+            again = await events_of(client, thread_body("run-3", ("user", "x"), resume=other))
+    assert again[-1].code == "NoOpenInterrupts", "other answers to decided interrupts decide nothing twice"
+    assert len(provider.requests) == 2
+
+
+async def test_answers_naming_no_open_interrupt_are_skipped_and_alone_decide_or_start_nothing() -> None:
+    """AG-UI 1.0: a resume entry matching no open interrupt SHOULD be ignored.  It was refused, so a client still
+    holding an interrupt answered elsewhere (or a stale one) could not decide the thread's open ones.  Skipped, it
+    decides nothing, and a resume left answering nothing that is open neither decides the pause (the open
+    interrupts are not covered) nor starts a run on the input's messages."""
+    from agentactors import Runtime
+
+    calls = [ToolCall("call-1", "transfer", {"amount": 1}), ToolCall("call-2", "transfer", {"amount": 2})]
+    provider = ScriptedProvider([calls, "Done."])
+    agent = Agent(provider, tools=[transfer], name="bank")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            stale = [answer("call-7", True)]
+            never = await events_of(client, thread_body("run-0", ("user", "Hi."), resume=stale))
+            assert [e.type for e in never] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+            assert never[-1].code == "NoOpenInterrupts" and provider.requests == [], "no run on its messages"
+            assert rt.session(agent, "thread-1").history == ()
+            await events_of(client, thread_body("run-1", ("user", "Move twice.")))
+            alone = await events_of(client, thread_body("run-2", ("user", "x"), resume=stale))
+            assert alone[-1].code == "InterruptsNotCovered" and rt.session(agent, "thread-1").paused
+            resume = [answer("call-7", False), answer("call-1", True), answer("call-2", True)]
+            done = await events_of(client, thread_body("run-3", ("user", "x"), resume=resume))
+            assert not rt.session(agent, "thread-1").paused
+    assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None, done[-1]
+    assert [e.content for e in done if e.type == EventType.TOOL_CALL_RESULT] == ["moved 1", "moved 2"]
 
 
 async def test_a_resumed_run_that_pauses_again_ends_with_its_new_interrupts() -> None:
@@ -621,3 +649,128 @@ async def test_a_paused_runs_last_state_names_the_calls_awaiting_a_decision() ->
     last = events[-2].snapshot
     assert last["units"] == "metric"
     assert last["agentactors"]["pending"] == [{"toolCallId": "call-9", "toolCallName": "transfer"}]
+
+
+class Watched:
+    """The app, with an event set once it has read the client's disconnect (the server told it the client left)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.disconnected = anyio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def watched() -> Any:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected.set()
+            return message
+
+        await self.app(scope, watched, send)
+
+
+async def test_a_client_that_leaves_a_resumed_run_does_not_lose_the_persons_decision() -> None:
+    """A client that left while its resumed run ran cancelled it, and the pause — claimed as the run started — was
+    gone: the person's approval used up, the call cut off, nothing to answer on reconnect.  A resumed run now goes
+    on to its end without its client (the decision was made; the pause is consumed once the run has it), commits
+    to the thread, and the same answers posted again get its outcome instead of a second run."""
+    from agentactors import Runtime
+
+    entered, gate = anyio.Event(), anyio.Event()
+    ran: list[int] = []
+    cancelled: list[int] = []
+
+    @tool(requires_approval=True)
+    async def wire(amount: int) -> str:
+        """Move money, slowly (a person approves each call)."""
+        entered.set()
+        try:
+            await gate.wait()
+        except BaseException:
+            cancelled.append(amount)
+            raise
+        ran.append(amount)
+        return f"wired {amount}"
+
+    provider = ScriptedProvider([[ToolCall("call-9", "wire", {"amount": 5})], "Wired 5."])
+    agent = Agent(provider, tools=[wire], name="bank")
+    resume = [answer("call-9", True)]
+    async with Runtime() as rt:
+        app = Watched(agui_app(agent, runtime=rt, sessions=True))
+        async with served(app) as client:
+            await events_of(client, thread_body("run-1", ("user", "Wire 5.")))
+            async with client.stream("POST", "/", json=thread_body("run-2", ("user", "Wire 5."), resume=resume)) as r:
+                async for line in r.aiter_lines():
+                    if line.startswith("data: "):
+                        assert json.loads(line[6:])["type"] == "RUN_STARTED"
+                        break
+                with anyio.fail_after(10):
+                    await entered.wait()
+            with anyio.fail_after(10):
+                await app.disconnected.wait()  # the client has left mid-stream, the call still running
+            # a client back on line posts the same answers again, while the call still runs: it gets RUN_STARTED, then
+            # waits for that run's end, and its stream is that run's outcome
+            retried: list[Any] = []
+            body = thread_body("run-3", ("user", "Wire 5."), resume=resume)
+            async with client.stream("POST", "/", json=body) as r:
+                async for line in r.aiter_lines():
+                    if line.startswith("data: "):
+                        retried.append(checked(json.loads(line[6:])))
+                        if len(retried) == 1:
+                            assert retried[0].type == EventType.RUN_STARTED and entered.is_set() and not ran
+                            gate.set()
+            later = await events_of(client, thread_body("run-4", ("user", "Wire 5."), resume=resume))
+            session = rt.session(agent, "thread-1")
+            await session.refresh()
+            history = [(m.role, m.content) for m in session.history]
+    assert cancelled == [] and ran == [5], "the approved call ran to its end, once"
+    assert not session.paused and ("tool", "wired 5") in history and history[-1] == ("assistant", "Wired 5.")
+    assert len(provider.requests) == 2, "no second run"
+    for events, run_id in ((retried, "run-3"), (later, "run-4")):
+        assert (events[0].type, events[0].run_id) == (EventType.RUN_STARTED, run_id)
+        assert [(e.tool_call_id, e.content) for e in events if e.type == EventType.TOOL_CALL_RESULT] == [
+            ("call-9", "wired 5")]
+        assert "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT) == "Wired 5."
+        assert events[-1].type == EventType.RUN_FINISHED and events[-1].outcome is None
+
+
+async def test_a_call_approved_with_edited_arguments_runs_with_them_once_they_fit_its_schema() -> None:
+    """AG-UI's approve-with-edits (``editedArgs``, a whole replacement) was refused.  A call of one of the agent's
+    own tools now offers it (the interrupt's ``responseSchema`` has ``editedArgs``, the tool's parameters), and runs
+    with the person's arguments — checked against the tool's schema first, as a model's are: a bad edit decides
+    nothing and runs nothing.  The thread then reads the call as it ran."""
+    from agentactors import Runtime
+
+    ran: list[int] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay (a person approves each call)."""
+        ran.append(amount)
+        return f"paid {amount}"
+
+    provider = ScriptedProvider([[ToolCall("call-9", "pay", {"amount": 500})], "Paid 50."])
+    agent = Agent(provider, tools=[pay], name="bank")
+
+    def edit(args: Any) -> list[dict[str, Any]]:
+        entry = {"interruptId": "call-9", "status": "resolved", "payload": {"approved": True, "editedArgs": args}}
+        ResumeEntry.model_validate(entry)
+        return [entry]
+
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            (interrupt,) = interrupted(await events_of(client, thread_body("run-1", ("user", "Pay 500."))))
+            edited = interrupt.response_schema["properties"]["editedArgs"]
+            assert edited["type"] == "object" and edited["properties"]["amount"]["type"] == "integer"
+            for n, bad in enumerate(({"amount": "fifty"}, {}, {"amount": 50, "to": "me"}, "50", [50])):
+                refused = await events_of(client, thread_body(f"run-b{n}", ("user", "x"), resume=edit(bad)))
+                assert [e.type for e in refused] == [EventType.RUN_STARTED, EventType.RUN_ERROR]
+                assert refused[-1].code == "InvalidResumePayload" and "editedArgs" in refused[-1].message, bad
+                assert rt.session(agent, "thread-1").paused, "nothing was decided"
+            assert ran == [] and len(provider.requests) == 1
+            done = await events_of(client, thread_body("run-2", ("user", "x"), resume=edit({"amount": 50})))
+    assert ran == [50], "the call ran with the person's arguments"
+    results = [(e.tool_call_id, e.content) for e in done if e.type == EventType.TOOL_CALL_RESULT]
+    assert results == [("call-9", "paid 50")]
+    assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None
+    (made,) = [c for m in provider.requests[-1].messages for c in m.tool_calls]
+    assert (made.id, made.arguments) == ("call-9", {"amount": 50}), "the model reads the call as it ran"

@@ -13,6 +13,7 @@ from agentactors.serve._agui_input import (
     InvalidInput,
     ResumeAnswer,
     ResumeRefused,
+    approval_schema,
     decisions_of,
     read_run_input,
 )
@@ -91,17 +92,34 @@ def test_answers_decide_every_pending_call_approved_denied_with_a_reason_or_dism
         ResumeAnswer("call-2", "resolved", {"approved": False, "reason": " too much "}),
         ResumeAnswer("call-1", "resolved", {"approved": True, "reason": "fine", "note": "kept out"}),
     )
-    assert decisions_of(answers, PENDING) == {"call-1": True, "call-2": "too much"}
+    assert decisions_of(answers, PENDING).decisions == {"call-1": True, "call-2": "too much"}
     plain = (ResumeAnswer("call-1", "resolved", {"approved": False}), ResumeAnswer("call-2", "cancelled", "ignored"))
-    decided = decisions_of(plain, PENDING)
+    decided = decisions_of(plain, PENDING).decisions
     assert decided["call-1"] == "denied by a person" and "dismissed" in str(decided["call-2"])
+
+
+def test_an_answer_naming_no_open_interrupt_is_skipped_as_the_protocol_says() -> None:
+    """AG-UI: a resume entry that matches no open interrupt SHOULD be ignored — a client that still holds an
+    interrupt answered already, or one of another run, has its other answers taken; the skipped one decides
+    nothing (it is not among the decisions, and nothing fails)."""
+    answers = (
+        ResumeAnswer("call-7", "resolved", {"approved": True}),
+        ResumeAnswer("call-1", "resolved", {"approved": True}),
+        ResumeAnswer("call-2", "cancelled"),
+        ResumeAnswer("call-8", "resolved", "a payload of any shape: never read"),
+    )
+    decided = decisions_of(answers, PENDING)
+    assert set(decided.decisions) == {"call-1", "call-2"} and decided.decisions["call-1"] is True
+    assert decided.skipped == ("call-7", "call-8")
 
 
 @pytest.mark.parametrize(
     ("answers", "pending", "code"),
     [
         ((ResumeAnswer("call-1", "resolved", {"approved": True}),), (), "NoOpenInterrupts"),
-        (tuple(ResumeAnswer(f"call-{n}", "cancelled") for n in (1, 2, 3)), PENDING, "UnknownInterrupt"),
+        # entries that all match no open interrupt are skipped: the open ones are left unanswered
+        ((ResumeAnswer("call-7", "cancelled"),), PENDING, "InterruptsNotCovered"),
+        ((ResumeAnswer("call-2", "cancelled"), ResumeAnswer("call-7", "cancelled")), PENDING, "InterruptsNotCovered"),
         ((ResumeAnswer("call-1", "resolved", {"approved": True}),), PENDING, "InterruptsNotCovered"),
         ((ResumeAnswer("call-1", "resolved", True), ResumeAnswer("call-2", "cancelled")), PENDING,
          "InvalidResumePayload"),
@@ -126,3 +144,50 @@ def test_the_answer_an_interrupt_asks_for_is_a_json_schema_the_payloads_fit() ->
     """``APPROVAL_SCHEMA`` is what the interrupts publish (``responseSchema``): the payloads taken fit it."""
     Interrupt.model_validate({"id": "c", "reason": "tool_call", "responseSchema": APPROVAL_SCHEMA})
     assert APPROVAL_SCHEMA["required"] == ["approved"] and "editedArgs" not in APPROVAL_SCHEMA["properties"]
+
+
+def test_an_approval_may_edit_the_calls_arguments_checked_against_its_tools_schema() -> None:
+    """AG-UI's approve-with-edits: ``editedArgs`` replace the call's arguments whole, for a tool whose edits the server
+    checks (``editable``) — against its schema, as a model's arguments are, before anything is decided."""
+    from agentactors import tool
+
+    @tool(requires_approval=True)
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return "moved"
+
+    editable = {"transfer": transfer}
+
+    def approve(edited: Any) -> tuple[ResumeAnswer, ...]:
+        return (ResumeAnswer("call-1", "resolved", {"approved": True, "editedArgs": edited}),
+                ResumeAnswer("call-2", "resolved", {"approved": False, "editedArgs": "not read: it does not run"}))
+
+    decided = decisions_of(approve({"amount": 3}), PENDING, editable)
+    assert decided.decisions == {"call-1": True, "call-2": "denied by a person"}
+    assert decided.edits == {"call-1": {"amount": 3}}, "a denial's edit is not read"
+    for bad in ({"amount": "3"}, {}, {"amount": 3, "extra": 1}, [3], "3"):
+        with pytest.raises(ResumeRefused) as refused:
+            decisions_of(approve(bad), PENDING, editable)
+        assert refused.value.code == "InvalidResumePayload" and "editedArgs" in str(refused.value), bad
+    with pytest.raises(ResumeRefused, match="own tools") as refused:
+        decisions_of(approve({"amount": 3}), PENDING)  # no tool whose edits are checked: none taken
+    assert refused.value.code == "InvalidResumePayload"
+    schema = approval_schema(transfer)
+    Interrupt.model_validate({"id": "c", "reason": "tool_call", "responseSchema": schema})
+    assert schema["required"] == ["approved"] and schema["properties"]["editedArgs"]["properties"] == {
+        "amount": {"type": "integer"}}
+
+
+def test_edits_put_the_persons_arguments_wherever_the_pause_holds_the_call() -> None:
+    from agentactors.loop.pause import PausedRun
+    from agentactors.messages import Message
+    from agentactors.serve._turns import with_edits
+
+    calls = (ToolCall("call-1", "transfer", {"amount": 500}), ToolCall("call-2", "lookup", {"city": "Oslo"}))
+    state = PausedRun("run-1", (Message.user("Pay."), Message.assistant("", list(calls))), calls, (), calls[:1],
+                      tool_calls=calls)
+    edited = with_edits(state, {"call-1": {"amount": 50}})
+    for held in (edited.messages[-1].tool_calls, edited.calls, edited.tool_calls):
+        assert [(c.id, c.arguments) for c in held] == [("call-1", {"amount": 50}), ("call-2", {"city": "Oslo"})]
+    assert [(c.id, c.arguments) for c in edited.pending] == [("call-1", {"amount": 50})]
+    assert edited.messages[0] is state.messages[0] and state.pending[0].arguments == {"amount": 500}
