@@ -18,7 +18,7 @@ from .._db_worker import Worker
 from .._dialect import Dialect
 from ..errors import SessionConflictError, SessionFormatError
 from .format import dump_head, dump_messages, load_record, stored_head
-from .store import SessionRecord, check_key, conflict_message, new_origin, origin_conflict
+from .store import SessionRecord, check_expected, check_key, conflict_message, new_origin, origin_conflict
 
 __all__ = ["LAYOUT", "META", "PIECES", "TABLE", "SqlStore", "check_layout"]
 
@@ -66,7 +66,9 @@ class SqlStore:
 
         :raises SessionConflictError: another commit came first, or the key was deleted and created again
             since ``record.origin`` was read (nothing was written).
-        :raises TypeError: the record holds a value JSON cannot keep.  (Its key was checked when it was made:
+        :raises TypeError: the record holds a value JSON cannot keep, or is not a record; an ``expected_version``
+            that is not ``None`` nor an int (:func:`~agentactors.sessions.store.check_expected`), before any I/O.
+        :raises ValueError: a negative ``expected_version``.  (Its key was checked when it was made:
             :class:`~agentactors.sessions.store.SessionRecord`; a NUL in its text is JSON's ``\\u0000``, kept.)
         :raises SessionFormatError: the record holds a value past the JSON depth and integer limits
             (:mod:`agentactors._json`), which could not be read back; or the stored version cell is
@@ -81,16 +83,17 @@ class SqlStore:
         """
         if not isinstance(record, SessionRecord):
             raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
-        return await self._worker.call(_commit, self._dialect, record, expected_version)
+        return await self._worker.call(_commit, self._dialect, record, check_expected(expected_version))
 
     async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
         """Forget ``key`` (only at ``expected_version``, if given), in one transaction.
 
-        :raises ValueError: a key no store keeps, as :meth:`load`.
+        :raises ValueError: a key no store keeps, as :meth:`load`; a negative ``expected_version``.
+        :raises TypeError: an ``expected_version`` that is not ``None`` nor an int.
 
         Cancellation: as :meth:`commit`.
         """
-        return await self._worker.call(_delete, self._dialect, check_key(key), expected_version)
+        return await self._worker.call(_delete, self._dialect, check_key(key), check_expected(expected_version))
 
     async def aclose(self) -> None:
         """Close the connection (the next use opens a new one).  Idempotent.

@@ -167,6 +167,8 @@ class SessionActor:
 
     async def _load(self) -> None:
         record = await self.store.load(self.key)
+        if record is not None:
+            _check_stored(self.store, "load", record, self.key)
         if record is None:
             self.history, self.version, self.paused, self.origin = (), None, None, None
         else:
@@ -206,7 +208,7 @@ class SessionActor:
                 deadline=message.deadline,
                 priority=message.priority,
             )
-        await self._settle(result)
+        await self._settle(result, message.agent, "run")
         return result
 
     async def resolve(self, message: Resolve) -> RunResult[Any]:
@@ -229,10 +231,15 @@ class SessionActor:
         await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
         with turn_running(SessionTurn(self.key, self.version, len(history), self.origin)):
             result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
-        await self._settle(result)
+        await self._settle(result, message.agent, "resume")
         return result
 
-    async def _settle(self, result: RunResult[Any]) -> None:
+    async def _settle(self, result: RunResult[Any], agent: SessionAgent, method: str) -> None:
+        if not isinstance(result, RunResult):  # an agent of the user's own: refused here, not as an AttributeError
+            raise TypeError(
+                f"agent {getattr(agent, 'name', None)!r}: its {method}() returned {type(result).__name__}, not a "
+                f"RunResult (session {self.key!r}: nothing committed)"
+            )
         record = turn_record(self.key, self.history, result)
         if record is not None:
             await self._commit(record)
@@ -247,6 +254,7 @@ class SessionActor:
         with anyio.CancelScope(shield=True):
             try:
                 stored = await self.store.commit(record, expected_version=self.version)
+                _check_stored(self.store, "commit", stored, self.key)
             except BaseException:
                 # A conflict (or a failure that leaves the outcome unknown): reload before the next turn.
                 self.loaded = False
@@ -254,6 +262,26 @@ class SessionActor:
             self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
             self.origin = stored.origin
         _committed(self.rt.emit, stored, resolving=claim)
+
+
+def _check_stored(store: SessionStore, method: str, record: object, key: str) -> None:
+    """Refuse what a store answered that breaks the port's contract, before the actor adopts any of it.
+
+    A store of the user's own may return something else than a record, another session's record (a key it
+    normalized, a cache keyed wrongly) or one with no stored version: taken as it was, the turn failed later
+    with an ``AttributeError`` deep in the actor — or ran the model on another conversation's history, which
+    is another user's data.  Cheap: two comparisons.
+
+    :raises TypeError: not a :class:`SessionRecord`.
+    :raises ValueError: the record of another key, or of version 0 (a record not stored).
+    """
+    where = f"{type(store).__name__}.{method}()"
+    if not isinstance(record, SessionRecord):
+        raise TypeError(f"{where} returned a {type(record).__name__}, not a SessionRecord (session {key!r})")
+    if record.key != key:
+        raise ValueError(f"{where} returned the record of session {record.key!r} for session {key!r}")
+    if record.version < 1:
+        raise ValueError(f"{where} returned a record of session {key!r} with version 0: a stored record has 1 or more")
 
 
 def _check_resumer(key: str, pause: PausedRun, agent: SessionAgent) -> None:
@@ -307,7 +335,8 @@ async def commit_recovered(
     is overwritten).  ``emit`` (the runtime's) is given ``session.committed`` with ``recovered=True``.
 
     :raises SessionFormatError: the stored session is in a format this version cannot read.
-        Other errors of the store propagate too.
+        Other errors of the store propagate too, and a store's answer that is not the record it stored
+        (``TypeError`` / ``ValueError``, as a session's actor refuses it).
     """
     record = turn_record(turn.key, inputs[: turn.kept], result)
     if record is not None and turn.origin is not None:  # the session the turn started on, not a new one of its key
@@ -317,6 +346,7 @@ async def commit_recovered(
         return False
     try:
         stored = await store.commit(record, expected_version=turn.version)
+        _check_stored(store, "commit", stored, turn.key)
     except SessionConflictError:
         log.warning(
             "run %s: session %r moved on since its turn started (from version %s): the recovered turn is not "

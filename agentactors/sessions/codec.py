@@ -21,7 +21,10 @@ What the wire-free shapes look like:
 Decoding builds the objects through their constructors, so a value that does not validate (a stored
 file edited by hand, say) raises the constructor's ``TypeError`` / ``ValueError``;
 :mod:`agentactors.sessions.format` turns that into a
-:class:`~agentactors.errors.SessionFormatError` naming the session.
+:class:`~agentactors.errors.SessionFormatError` naming the session.  What a constructor takes as it is (a
+pause's ``answer``, a result's ``truncated``) is checked here, for the type this codec writes: never coerced —
+a stored ``"false"`` is not read as ``True``, nor ``"abc"`` as the handoffs ``("a", "b", "c")``, nor ``2.5``
+as step 2, nor a list of pairs as a dict — so a record that loads is one every part of the library can use.
 """
 
 from __future__ import annotations
@@ -101,14 +104,14 @@ def value_from_json(value: Any, _depth: int = 0) -> Any:
     """
     if isinstance(value, dict):
         if len(value) == 1 and "$bytes" in value:
-            return base64.b64decode(value["$bytes"], validate=True)
+            return _unb64(value["$bytes"])
         depth = _deeper(_depth)
         if len(value) == 1:
             tag, inner = next(iter(value.items()))
-            if tag == "$tuple":
-                return tuple([value_from_json(v, depth) for v in inner])
+            if tag == "$tuple":  # a list, as written: a string or a dict would be read as its characters or keys
+                return tuple([value_from_json(v, depth) for v in _checked(list, "a stored $tuple", inner)])
             if tag == "$dict":
-                return {k: value_from_json(v, depth) for k, v in inner.items()}
+                return {k: value_from_json(v, depth) for k, v in _checked(dict, "a stored $dict", inner).items()}
         return {k: value_from_json(v, depth) for k, v in value.items()}
     if isinstance(value, list):
         depth = _deeper(_depth)
@@ -123,12 +126,45 @@ def _deeper(depth: int) -> int:
     return depth + 1
 
 
-def _optional(value: Any) -> Any:
-    return None if value is None else value_to_json(value)
+# --- what a stored document must hold: the types the encoder writes, never coerced -----------------
 
 
-def _optional_back(value: Any) -> Any:
-    return None if value is None else value_from_json(value)
+def _checked(kind: type, what: str, value: Any) -> Any:
+    """``value`` if it is a ``kind`` (never a bool for an int).  :raises TypeError: it is not."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise TypeError(f"{what} is stored as a {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def _list(doc: Mapping[str, Any], name: str, *, required: bool = False) -> list[Any]:
+    """The list stored under ``name`` (absent: empty, unless ``required``)."""
+    return _checked(list, f"a stored {name!r}", doc[name] if required else doc.get(name, []))  # type: ignore[no-any-return]
+
+
+def _flag(doc: Mapping[str, Any], name: str) -> bool:
+    """A flag the encoder writes only when true (absent: false): a bool, never a truthy value."""
+    return _checked(bool, f"a stored {name!r}", doc.get(name, False))  # type: ignore[no-any-return]
+
+
+def _text(doc: Mapping[str, Any], name: str, default: str | None) -> Any:
+    """A str stored under ``name`` (``None`` allowed only where it is the default)."""
+    value = doc.get(name, default)
+    return value if value is None and default is None else _checked(str, f"a stored {name!r}", value)
+
+
+def _count(doc: Mapping[str, Any], name: str, default: int | None) -> Any:
+    """An int >= 0 stored under ``name`` (``None`` allowed only where it is the default)."""
+    value = doc.get(name, default)
+    if value is None and default is None:
+        return None
+    if _checked(int, f"a stored {name!r}", value) < 0:
+        raise ValueError(f"a stored {name!r} is an int >= 0, not {value!r}")
+    return value
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    """A free-form mapping as decoded: a dict (a list of pairs is not one, though ``dict()`` would take it)."""
+    return _checked(dict, what, value_from_json(value))  # type: ignore[no-any-return]
 
 
 # --- parts -----------------------------------------------------------------------------------------
@@ -161,6 +197,7 @@ def part_to_json(part: Part) -> dict[str, Any]:
 
 
 def part_from_json(doc: Mapping[str, Any]) -> Part:
+    _checked(dict, "a stored part", doc)
     kind = doc["type"]
     if kind == "text":
         return Text(doc["text"])
@@ -180,7 +217,7 @@ def part_from_json(doc: Mapping[str, Any]) -> Part:
 
 def _media(parts: Any) -> tuple[MediaPart, ...]:
     out: list[MediaPart] = []
-    for doc in parts:
+    for doc in _checked(list, "a tool result's stored parts", parts):
         part = part_from_json(doc)
         if isinstance(part, Text):
             raise ValueError("a tool result's stored parts are media, not text")
@@ -205,14 +242,16 @@ def call_to_json(call: ToolCall) -> dict[str, Any]:
 
 
 def call_from_json(doc: Mapping[str, Any]) -> ToolCall:
+    _checked(dict, "a stored tool call", doc)
+    provider_data = doc.get("provider_data")
     return ToolCall(
         id=doc["id"],
         name=doc["name"],
-        arguments=value_from_json(doc.get("arguments", {})),
+        arguments=_mapping(doc.get("arguments", {}), "a stored call's arguments"),
         raw_arguments=doc.get("raw_arguments"),
         arguments_error=doc.get("arguments_error"),
         arguments_error_detail=doc.get("arguments_error_detail"),
-        provider_data=_optional_back(doc.get("provider_data")),
+        provider_data=None if provider_data is None else _mapping(provider_data, "a stored call's provider_data"),
     )
 
 
@@ -239,6 +278,7 @@ def result_to_json(result: ToolResult) -> dict[str, Any]:
 
 
 def result_from_json(doc: Mapping[str, Any]) -> ToolResult:
+    _checked(dict, "a stored tool result", doc)
     return ToolResult(
         doc["call_id"],
         doc["name"],
@@ -246,11 +286,11 @@ def result_from_json(doc: Mapping[str, Any]) -> ToolResult:
         doc["content"],
         doc["size_chars"],
         doc["duration"],
-        truncated=bool(doc.get("truncated", False)),
-        refused=bool(doc.get("refused", False)),
-        original_chars=doc.get("original_chars"),
-        parts=_media(doc.get("parts", ())),
-        awaiting_approval=bool(doc.get("awaiting_approval", False)),
+        truncated=_flag(doc, "truncated"),
+        refused=_flag(doc, "refused"),
+        original_chars=_count(doc, "original_chars", None),
+        parts=_media(doc.get("parts", [])),
+        awaiting_approval=_flag(doc, "awaiting_approval"),
     )
 
 
@@ -267,7 +307,7 @@ def usage_from_json(doc: Mapping[str, Any]) -> Usage:
     ``Infinity``, a string.  Each is read back as :class:`Usage` reads a count today — what is not one is
     0 — except a string of digits, which that version meant as its number (``int("12")`` read it so).
     """
-    unknown = set(doc) - set(_USAGE_FIELDS)
+    unknown = set(_checked(dict, "a stored usage", doc)) - set(_USAGE_FIELDS)
     if unknown:
         raise ValueError(f"unknown stored usage fields {sorted(unknown)}")
     return Usage(**{name: _stored_count(doc[name]) for name in _USAGE_FIELDS if name in doc})
@@ -284,7 +324,12 @@ def _stored_count(value: Any) -> Any:
 
 
 def message_to_json(message: Message) -> dict[str, Any]:
-    """One message, with only the fields that differ from their defaults."""
+    """One message, with only the fields that differ from their defaults.
+
+    :raises TypeError: not a :class:`~agentactors.messages.Message` (a record built by hand with a str, say).
+    """
+    if not isinstance(message, Message):
+        raise TypeError(f"a session's messages are Message objects, not {type(message).__name__}")
     out: dict[str, Any] = {"role": message.role}
     if message.media:
         out["parts"] = [part_to_json(p) for p in message.parts]
@@ -306,17 +351,19 @@ def message_to_json(message: Message) -> dict[str, Any]:
 
 
 def message_from_json(doc: Mapping[str, Any]) -> Message:
+    _checked(dict, "a stored message", doc)
     parts = doc.get("parts")
+    provider_data = doc.get("provider_data")
     return Message(
         role=doc["role"],
         content="" if parts is not None else doc.get("content", ""),
-        tool_calls=tuple(call_from_json(c) for c in doc.get("tool_calls", ())),
+        tool_calls=tuple(call_from_json(c) for c in _list(doc, "tool_calls")),
         tool_call_id=doc.get("tool_call_id"),
         name=doc.get("name"),
         reasoning=doc.get("reasoning", ""),
-        provider_data=_optional_back(doc.get("provider_data")),
-        is_error=bool(doc.get("is_error", False)),
-        parts=None if parts is None else tuple(part_from_json(p) for p in parts),
+        provider_data=None if provider_data is None else _mapping(provider_data, "a stored message's provider_data"),
+        is_error=_flag(doc, "is_error"),
+        parts=None if parts is None else tuple(part_from_json(p) for p in _list(doc, "parts")),
     )
 
 
@@ -353,18 +400,24 @@ def paused_to_json(state: PausedRun) -> dict[str, Any]:
 
 
 def paused_from_json(doc: Mapping[str, Any]) -> PausedRun:
+    """The pause :func:`paused_to_json` wrote, every field of the type it wrote (:class:`PausedRun` checks only
+    that its pending calls are among its calls)."""
+    _checked(dict, "a stored pause", doc)
+    reasons = _checked(dict, "a stored pause's 'reasons'", doc.get("reasons", {}))
+    for reason in reasons.values():
+        _checked(str, "a stored pause's reason", reason)
     return PausedRun(
-        run_id=doc.get("run_id"),
+        run_id=_text(doc, "run_id", None),
         messages=messages_from_json(doc["messages"]),
-        calls=tuple(call_from_json(c) for c in doc["calls"]),
-        results=tuple(result_from_json(r) for r in doc.get("results", ())),
-        pending=tuple(call_from_json(c) for c in doc["pending"]),
-        reasons={str(k): str(v) for k, v in doc.get("reasons", {}).items()},
-        step=int(doc.get("step", 0)),
+        calls=tuple(call_from_json(c) for c in _list(doc, "calls", required=True)),
+        results=tuple(result_from_json(r) for r in _list(doc, "results")),
+        pending=tuple(call_from_json(c) for c in _list(doc, "pending", required=True)),
+        reasons=reasons,
+        step=_count(doc, "step", 0),
         usage=usage_from_json(doc.get("usage", {})),
-        tool_calls=tuple(call_from_json(c) for c in doc.get("tool_calls", ())),
-        answer=doc.get("answer", ""),
-        agent=doc.get("agent"),
-        handoffs=tuple(doc.get("handoffs", ())),
-        output_step=bool(doc.get("output_step", False)),
+        tool_calls=tuple(call_from_json(c) for c in _list(doc, "tool_calls")),
+        answer=_text(doc, "answer", ""),
+        agent=_text(doc, "agent", None),
+        handoffs=tuple(_checked(str, "a stored pause's handoff", h) for h in _list(doc, "handoffs")),
+        output_step=_flag(doc, "output_step"),
     )

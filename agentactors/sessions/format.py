@@ -236,15 +236,23 @@ def load_record(
     try:
         if "message_count" in doc:
             messages = _joined(key, doc["message_count"], pieces or ())
-        else:
-            messages = messages_from_json(doc.get("messages", []))
+        elif "messages" in doc:
+            messages = messages_from_json(doc["messages"])
+        else:  # every format writes one or the other: read as an empty conversation, the next turn would replace it
+            raise SessionFormatError(
+                f"stored session {key!r} holds neither its messages nor their count: it was left as it is",
+                key=key, found=FORMAT,
+            )
         paused = doc.get("paused")
+        run_id = doc.get("run_id")
+        if run_id is not None and not isinstance(run_id, str):
+            raise TypeError(f"a stored run_id is a str or null, not {type(run_id).__name__}")
         return SessionRecord(
             key,
             messages,
             version,
             None if paused is None else _pause_from_json(paused, messages),
-            doc.get("run_id"),
+            run_id,
             origin=_origin(doc, key),
         )
     except SessionFormatError:
@@ -268,7 +276,7 @@ def _joined(key: str, count: Any, pieces: Sequence[str | bytes]) -> tuple[Messag
     messages: list[Message] = []
     for piece in pieces:
         messages.extend(messages_from_json(_parse(piece, key)))
-    if count != len(messages):
+    if not isinstance(count, int) or isinstance(count, bool) or count != len(messages):
         raise SessionFormatError(
             f"stored session {key!r} has {len(messages)} messages beside it, not the {count!r} it names", key=key
         )

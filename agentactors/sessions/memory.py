@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..errors import SessionConflictError
-from .store import SessionRecord, check_key, conflict_message, new_origin, origin_conflict
+from ..messages import Message
+from .store import SessionRecord, check_expected, check_key, conflict_message, new_origin, origin_conflict
 
 __all__ = ["MemoryStore"]
 
@@ -63,11 +64,20 @@ class MemoryStore:
 
         :raises SessionConflictError: the stored version is another, or the stored origin (the key was
             deleted and created again since ``record.origin`` was read).
+        :raises TypeError: not a record, or one holding a message that is not a ``Message`` (as a database store's
+            encoder refuses it): nothing stored.  Also an ``expected_version`` that is not ``None`` nor an int.
+        :raises ValueError: a negative ``expected_version``.
 
         Cancellation: never waits (not a cancellation point): a commit that was called happened.
         """
         if not isinstance(record, SessionRecord):
             raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
+        check_expected(expected_version)
+        # What the database stores refuse when they encode, refused here too (only the messages past ``kept``:
+        # the others are the stored version's, checked when it was committed).
+        for given in record.messages[record.kept if expected_version is not None else 0 :]:
+            if not isinstance(given, Message):
+                raise TypeError(f"a session's messages are Message objects, not {type(given).__name__}")
         current = self._records.get(record.key)
         found = None if current is None else current.version
         if found != expected_version:
@@ -85,11 +95,13 @@ class MemoryStore:
     async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
         """Forget ``key`` (only at ``expected_version``, if given).
 
-        :raises ValueError: a key no database store keeps, as :meth:`load`.
+        :raises ValueError: a key no database store keeps, as :meth:`load`; a negative ``expected_version``.
+        :raises TypeError: an ``expected_version`` that is not ``None`` nor an int.
 
         Cancellation: never waits (not a cancellation point).
         """
         current = self._records.get(check_key(key))
+        check_expected(expected_version)
         if current is None or (expected_version is not None and current.version != expected_version):
             return False
         del self._records[key]

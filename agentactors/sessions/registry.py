@@ -33,6 +33,7 @@ the store's business: :class:`~agentactors.sessions.memory.MemoryStore` keeps ev
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict
 from typing import Final
@@ -41,6 +42,7 @@ import anyio
 
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
+from ..errors import redact
 from ..gateway.cost_budget import CostBudget
 from .actor import SessionActor
 from .memory import MemoryStore
@@ -48,6 +50,8 @@ from .spending import ledger
 from .store import SessionStore
 
 __all__ = ["Entry", "Sessions"]
+
+log = logging.getLogger("agentactors.sessions")
 
 Slot = tuple[int, str]  # (id of the store, key): a session's address within one runtime
 
@@ -224,8 +228,15 @@ class Sessions:
         return due
 
     def _deactivated(self, entry: Entry, reason: str) -> None:
+        """The session's entry left the registry: ``session.deactivated``, if it ever activated.
+
+        An actor whose load failed every time it was asked (a damaged record, an unreachable store) never
+        emitted ``session.activated``: it held nothing, so it emits no deactivation either — a tracer pairs the
+        two events, and the failure already reached the turn's caller as the store's error.
+        """
         actor = entry.actor
-        self.rt.emit("session.deactivated", key=actor.key, version=actor.version, reason=reason)
+        if actor.activated:
+            self.rt.emit("session.deactivated", key=actor.key, version=actor.version, reason=reason)
         if entry.budget is not None and reason == "idle":  # at the runtime's exit, nothing activates it again
             ledger(self.rt).keep_limited(entry.slot, entry.budget)
 
@@ -242,7 +253,9 @@ class Sessions:
     async def aclose(self) -> None:
         """The runtime exits (its actors have stopped): every session deactivates; the stores used close.
 
-        A store that fails to close is left to the runtime, which logs it (the others still close).
+        A store that fails to close is logged (a warning naming its type, the error redacted) and the others still
+        close: every failure is logged, not only the first (raised to the runtime, which logs one error per
+        cleanup, the others were lost).
 
         Cancellation: a runtime cleanup, run shielded and bounded by the runtime.
         """
@@ -253,11 +266,11 @@ class Sessions:
             self._deactivated(entry, "runtime_exit")
         stores = list(self.stores.values())
         self.stores = {}
-        errors: list[BaseException] = []
         for store in stores:
             try:
                 await store.aclose()
             except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+                log.warning(
+                    "a session store (%s) failed to close at the runtime's exit: %s",
+                    type(store).__name__, redact(f"{type(exc).__name__}: {exc}"),
+                )

@@ -58,7 +58,8 @@ def open_session(
     most the session's turns may spend together in this runtime, or a budget they spend from
     (:mod:`agentactors.sessions.spending`).
 
-    :raises TypeError: ``key`` is not a str, ``store`` is not a session store, ``idle_timeout`` is not a number.
+    :raises TypeError: ``key`` is not a str, ``agent`` has no ``run`` and ``resume``, ``store`` is not a session
+        store, ``idle_timeout`` is not a number.
     :raises ValueError: an empty ``key``, or one with a lone surrogate (no database keeps it: it is not UTF-8) or
         a NUL (PostgreSQL's text cannot hold it) — refused here, in every store alike, not at the first turn of a
         database's session (:func:`~agentactors.sessions.store.check_key`), an
@@ -67,6 +68,8 @@ def open_session(
     :raises RuntimeError: ``runtime`` is not running.
     """
     check_key(key)
+    if not (callable(getattr(agent, "run", None)) and callable(getattr(agent, "resume", None))):
+        raise TypeError(f"a session's agent has run() and resume() (an Agent), not {type(agent).__name__}")
     if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float):
         raise TypeError(f"idle_timeout is a number of seconds, not {type(idle_timeout).__name__}")
     if not idle_timeout > 0:
@@ -114,7 +117,7 @@ def _prompt_messages(prompt: Any) -> tuple[Message, ...]:
         return (prompt,)
     if is_part(prompt):
         return (Message.user(prompt),)
-    if not isinstance(prompt, Sequence):
+    if not isinstance(prompt, Sequence) or isinstance(prompt, bytes | bytearray | memoryview):  # (bytes: ints)
         raise TypeError(f"a prompt is a str, a Message, messages or content parts, not {type(prompt).__name__}")
     items = tuple(prompt)
     if not items:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from typing import Final, Protocol, runtime_checkable
 
 import attrs
@@ -26,7 +27,14 @@ from ..loop.pause import PausedRun
 from ..messages import Message
 
 __all__ = [
-    "SessionRecord", "SessionStore", "check_key", "check_store", "conflict_message", "new_origin", "origin_conflict",
+    "SessionRecord",
+    "SessionStore",
+    "check_expected",
+    "check_key",
+    "check_store",
+    "conflict_message",
+    "new_origin",
+    "origin_conflict",
 ]
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")  # a str may hold one; a UTF-8 database column cannot
@@ -55,7 +63,33 @@ def check_key(key: str) -> str:
     return key
 
 
+def check_expected(expected_version: int | None) -> int | None:
+    """``expected_version`` if it is one a store can compare: ``None`` (a session that must not exist yet) or an
+    ``int >= 0`` (``0`` is no stored version: a conflict, as any stale one).
+
+    Refused here, in every store alike and before any I/O: a ``1.0`` passed a database's comparison and committed,
+    then failed building the record returned (version ``2.0``) — the caller told a commit that happened had not;
+    a ``"1"`` was a driver's error; ``True`` equalled version 1 in a dict.
+
+    :raises TypeError: not ``None`` nor an ``int`` (a bool is not one).
+    :raises ValueError: a negative int.
+    """
+    if expected_version is None:
+        return None
+    if not isinstance(expected_version, int) or isinstance(expected_version, bool):
+        raise TypeError(f"expected_version is None or an int, not {type(expected_version).__name__}")
+    if expected_version < 0:
+        raise ValueError(f"expected_version is None or an int >= 0, not {expected_version!r}")
+    return expected_version
+
+
 def _messages(value: tuple[Message, ...] | list[Message]) -> tuple[Message, ...]:
+    """The messages as a tuple.  A str, bytes or a mapping is refused: ``tuple()`` would take its characters or
+    keys.  (Each message's type is checked where it is written — a store's commit — not here: a record is built
+    several times per commit, and a check of every message each time would cost a long conversation's commit
+    what its append-only write saves.)"""
+    if isinstance(value, str | bytes | bytearray | Mapping):
+        raise TypeError(f"a session's messages are a sequence of Message objects, not {type(value).__name__}")
     return tuple(value)
 
 
@@ -86,8 +120,8 @@ class SessionRecord:
     key: str = attrs.field()
     messages: tuple[Message, ...] = attrs.field(default=(), converter=_messages)
     version: int = attrs.field(default=0)
-    paused: PausedRun | None = None
-    run_id: str | None = None
+    paused: PausedRun | None = attrs.field(default=None)
+    run_id: str | None = attrs.field(default=None)
     kept: int = attrs.field(default=0, eq=False, repr=False)
     origin: str | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
@@ -96,6 +130,16 @@ class SessionRecord:
         if not isinstance(value, str) or not value:
             raise ValueError(f"a session key is a non-empty str, not {value!r}")
         check_key(value)  # no NUL, no lone surrogate: what every store keeps, so a commit never reaches a driver
+
+    @run_id.validator
+    def _check_run_id(self, _: attrs.Attribute[str | None], value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"a session's run_id is a str or None, not {type(value).__name__}")
+
+    @paused.validator
+    def _check_paused(self, _: attrs.Attribute[PausedRun | None], value: PausedRun | None) -> None:
+        if value is not None and not isinstance(value, PausedRun):
+            raise TypeError(f"a session's pause is a PausedRun or None, not {type(value).__name__}")
 
     @version.validator
     def _check_version(self, _: attrs.Attribute[int], value: int) -> None:
@@ -153,7 +197,9 @@ class SessionStore(Protocol):
             session exists and ``expected_version`` is ``None``, or ``record.origin`` and the stored
             origin are both known and differ (the key was deleted and created again since the record's
             version was read: another conversation, whatever its version).  Nothing was stored.
-        :raises TypeError: the record holds a value the store cannot keep.
+        :raises TypeError: the record holds a value the store cannot keep; ``expected_version`` is neither
+            ``None`` nor an int (:func:`check_expected`: before any I/O, in the stores of this package alike).
+        :raises ValueError: a negative ``expected_version``.
         :raises ~agentactors.errors.SessionFormatError: the record holds a value past the JSON depth and
             integer limits (``agentactors._json``): a store that encodes refuses what it could not read back.
 
@@ -167,6 +213,9 @@ class SessionStore(Protocol):
 
         With ``expected_version``, only if the stored version is that one (else nothing is deleted and
         ``False`` is returned).
+
+        :raises TypeError, ValueError: a key no store keeps (:func:`check_key`), an ``expected_version`` that is
+            not one (:func:`check_expected`).
 
         Cancellation: as :meth:`commit`.
         """
