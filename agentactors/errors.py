@@ -58,6 +58,7 @@ bases and, when it is not defined here, where it lives::
     ├── MCPConnectionError              agentactors.mcp._connection, never leaves agentactors.mcp
     ├── GeminiSchemaError               also a ValueError; agentactors.providers.gemini (defined in .schema)
     ├── WorkerLostError                 was WorkerLost; agentactors.ray: a run lost with its Ray worker
+    │   └── WorkerUnavailableError      agentactors.ray: its call unanswered (unreachable, event loop blocked)
     ├── RemoteError                     agentactors.ray: a worker's exception that did not pickle
     ├── VersionMismatchError            was VersionMismatch; agentactors.ray: a worker on another version
     └── LedgerUnavailableError          was LedgerUnavailable; agentactors.ray.ledger, never leaves the lease client

@@ -26,7 +26,8 @@
 - :class:`SharedBudget` and :func:`with_shared_budget` — one concurrency and
   rate budget for the whole cluster, leased in batches.
 - :class:`WorkerLostError`, :class:`RemoteError`, :class:`VersionMismatchError` — its errors
-  (``WorkerLost`` and ``VersionMismatch``, their old names, are importable too).
+  (``WorkerLost`` and ``VersionMismatch``, their old names, are importable too, and
+  ``WorkerUnavailableError``, a kind of ``WorkerLostError``: a call its worker did not answer).
 
 docs/ray.md has the design and the failure semantics.  ray itself is imported
 when a cluster starts (or a worker runs), never by ``import agentactors``.
@@ -38,7 +39,7 @@ import agentactors._reexport as _reexport
 
 from .budget import SharedBudget
 from .cluster import ClusterCompletions, RayCluster
-from .errors import RemoteError, VersionMismatchError, WorkerLostError
+from .errors import RemoteError, VersionMismatchError, WorkerLostError, WorkerUnavailableError
 from .errors import VersionMismatch as VersionMismatch  # the old names (the same classes), not listed
 from .errors import WorkerLost as WorkerLost
 from .shared import SharedBudgetProvider, with_shared_budget
@@ -51,6 +52,7 @@ __all__ = [
     "SharedBudgetProvider",
     "VersionMismatchError",
     "WorkerLostError",
+    "WorkerUnavailableError",
     "with_shared_budget",
 ]
 

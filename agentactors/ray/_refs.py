@@ -27,7 +27,7 @@ import anyio.lowlevel
 
 from .errors import WorkerLostError
 
-__all__ = ["LIVENESS_POLL", "RefWaiter"]
+__all__ = ["LIVENESS_POLL", "RefWaiter", "ray_gone_error"]
 
 #: Seconds between a waiting call's looks at whether Ray is still up (a wakeup each: nothing costs less).
 LIVENESS_POLL: Final = 1.0
@@ -56,7 +56,7 @@ class RefWaiter:
         import ray
 
         if not ray.is_initialized():
-            raise _ray_gone()
+            raise ray_gone_error()
         future: Future[Any] = ref.future()
         if not future.done():
             event = anyio.Event()
@@ -73,9 +73,10 @@ class RefWaiter:
                 with anyio.move_on_after(LIVENESS_POLL):
                     await event.wait()
                 if not event.is_set() and not ray.is_initialized():
-                    raise _ray_gone()
+                    raise ray_gone_error()
         return future.result()
 
 
-def _ray_gone() -> WorkerLostError:
+def ray_gone_error() -> WorkerLostError:
+    """What a wait ends with once the driver's Ray is shut down (its reply will never come)."""
     return WorkerLostError("Ray was shut down on the driver: no reply from its workers will come")

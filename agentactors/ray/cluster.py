@@ -22,6 +22,23 @@ off for workers (``max_task_retries=0``): stacked on the driver's they would
 run a lost chunk twice over.  A dead worker is not replaced; when none is left,
 what was not run comes back failed with ``WorkerLost``.
 
+**A worker that does not answer.**  Ray's ``ActorUnavailableError`` (the
+worker could not be reached: a network blip, a node under strain) fails that
+call only — the call may or may not have run — so its chunk is handled as one
+lost with a dead worker (sent again, or failed with
+:class:`~agentactors.ray.errors.WorkerUnavailableError`), but the worker stays:
+it is sent nothing more until it answers a ping, and it is lost (killed) only
+if it stays unreachable for ``unresponsive_timeout`` seconds.  A worker whose
+event loop is blocked (async code calling something blocking, such as
+``time.sleep`` in an async tool) answers nothing either: a chunk's reply that
+has not come for ``unresponsive_timeout`` seconds makes the driver ping the
+worker, and a worker that does not answer that ping within
+``unresponsive_timeout`` more is lost and killed, its chunk failed (or sent
+again) with ``WorkerUnavailableError``.  A slow chunk whose worker answers runs
+as long as it takes.  A worker the driver gave up on gets its budget slots
+freed only once Ray confirms that it is dead: until then its runs could still
+be sending requests.
+
 **What cannot travel** fails alone, as a result of its own input: an input Ray
 cannot serialize (a ``TypeError`` naming its index; its neighbours run), a
 result the driver cannot unpickle (a ``RemoteError`` saying why).  A Ray error
@@ -62,10 +79,10 @@ from .._version import __version__
 from ..errors import redact
 from ..loop.result import RunResult
 from ._budget_actor import BudgetActor
-from ._refs import RefWaiter
+from ._refs import RefWaiter, ray_gone_error
 from ._shipping import input_messages, pack_factory, remote_error, unpack_results
 from .budget import SharedBudget
-from .errors import VersionMismatch, WorkerLost
+from .errors import VersionMismatch, WorkerLost, WorkerUnavailableError
 from .ledger import Roster
 from .worker import ClusterWorker
 
@@ -77,6 +94,8 @@ log = logging.getLogger("agentactors.ray")
 INLINE_LIMIT: Final = 100 * 1024
 _MAX_CHUNK: Final = 256
 _FORBIDDEN_OPTIONS: Final = frozenset({"max_task_retries", "max_restarts"})
+#: The first and the longest pause between pings of a worker Ray could not reach.
+_PING_BACKOFF: Final = (0.05, 1.0)
 
 
 @attrs.define(slots=True, eq=False)
@@ -84,7 +103,16 @@ class _Worker:
     id: str
     handle: Any
     serve: Any = None
+    #: The driver sends it work.  False once Ray said it died, or the driver gave up on it.
     alive: bool = True
+    #: Its slots were given back: the budgets were told it left the roster (only once Ray said it died).
+    freed: bool = False
+    #: When Ray first failed to reach it (``ActorUnavailableError``) with no reply from it since; else None.
+    unavailable_since: float | None = None
+
+
+class _Unresponsive(Exception):
+    """A chunk's reply was late and its worker did not answer a ping in time (its event loop is blocked)."""
 
 
 @attrs.define(slots=True, eq=False)
@@ -111,6 +139,10 @@ class RayCluster:
         cluster then shuts Ray down at its exit).  Without it, Ray must be initialized already.
     :param drain_timeout: seconds a worker's runs may finish in when the cluster exits.
     :param start_timeout: seconds the workers may take to start.
+    :param unresponsive_timeout: seconds a worker may go without answering before it is lost (and killed):
+        Ray unable to reach it (``ActorUnavailableError`` each time), or its event loop blocked (a chunk's
+        reply late by this much, then no answer to a ping within as much again).  A slow chunk whose
+        worker answers is never cut short.
     :raises ValueError: invalid numbers or options.
     """
 
@@ -127,12 +159,19 @@ class RayCluster:
         init: Mapping[str, Any] | None = None,
         drain_timeout: float = 5.0,
         start_timeout: float = 120.0,
+        unresponsive_timeout: float = 60.0,
     ) -> None:
         if not callable(agent_factory):
             raise TypeError("agent_factory must be callable: () -> Agent")
         for label, value, low in (("workers", workers, 1), ("inflight", inflight, 1), ("retries", retries, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{label} must be an int >= {low}, not {value!r}")
+        if (
+            isinstance(unresponsive_timeout, bool)
+            or not isinstance(unresponsive_timeout, int | float)
+            or not 0 < unresponsive_timeout < math.inf
+        ):
+            raise ValueError(f"unresponsive_timeout must be a positive number of seconds, not {unresponsive_timeout!r}")
         if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
             raise ValueError(f"chunk must be a positive int or None, not {chunk!r}")
         options = dict(worker_options or {})
@@ -155,6 +194,7 @@ class RayCluster:
         self._init = dict(init) if init is not None else None
         self._drain_timeout = drain_timeout
         self._start_timeout = start_timeout
+        self.unresponsive_timeout = float(unresponsive_timeout)
         self._workers: list[_Worker] = []
         self._budget_actors: dict[str, Any] = {}
         self._roster = Roster(0, frozenset())
@@ -247,21 +287,40 @@ class RayCluster:
         return None
 
     async def _watch(self, worker: _Worker) -> None:
-        """Learn of a worker's death even while it runs nothing (the budgets' roster depends on it)."""
+        """Learn of a worker's death even while it runs nothing (the budgets' roster depends on it).
+
+        Ray unable to reach the worker is not its death: the watcher waits for it to answer again
+        (then watches through :meth:`ClusterWorker.served`) or for the bound (then the worker is lost).
+        """
+        import ray
         import ray.exceptions
 
-        assert self._waiter is not None
-        try:
-            failure = await self._waiter.wait(worker.serve)
-        except ray.exceptions.RayActorError:
-            self._lost(worker)
-        except WorkerLost:  # Ray itself is gone
-            self._ray_gone()
-        except Exception as exc:
-            log.warning("worker %s stopped serving: %s", worker.id, type(exc).__name__)
-        else:
-            if failure is not None:  # the factory failed: its chunks say so
-                log.warning("worker %s stopped serving: its agent_factory raised %s", worker.id, failure)
+        ref = worker.serve
+        while True:
+            try:
+                failure = await self._reply(worker, ref)
+            except ray.exceptions.ActorUnavailableError:
+                if self._unavailable(worker) and await self._recover(worker):
+                    try:
+                        ref = worker.handle.served.remote()
+                    except Exception as exc:
+                        if not ray.is_initialized():  # Ray is going away
+                            self._ray_gone()
+                        else:
+                            log.warning("cannot watch worker %s any more: %s", worker.id, type(exc).__name__)
+                        return
+                    continue
+                await self._confirm_death(worker)
+            except ray.exceptions.RayActorError:
+                self._lost(worker)
+            except WorkerLost:  # Ray itself is gone
+                self._ray_gone()
+            except Exception as exc:
+                log.warning("worker %s stopped serving: %s", worker.id, type(exc).__name__)
+            else:
+                if failure is not None:  # the factory failed: its chunks say so
+                    log.warning("worker %s stopped serving: its agent_factory raised %s", worker.id, failure)
+            return
 
     async def _shutdown(self) -> None:
         import ray
@@ -318,7 +377,10 @@ class RayCluster:
 
         A worker found dead here (it died before its watcher noticed: Ray answers ``RayActorError``) is
         marked lost as the watcher would have (the budgets get the new roster) and left out: the list is
-        the workers alive when asked, possibly fewer than :attr:`workers` held before the call.
+        the workers alive when asked, possibly fewer than :attr:`workers` held before the call.  A worker
+        Ray cannot reach (``ActorUnavailableError``) is left out too, but not lost for it (see
+        ``unresponsive_timeout``); one that does not answer within ``unresponsive_timeout`` (its event
+        loop blocked) is lost, killed, and left out.
 
         :raises WorkerLostError: the driver's Ray was shut down.
         :raises RuntimeError: outside ``async with``.
@@ -327,28 +389,185 @@ class RayCluster:
         """
         import ray.exceptions
 
-        waiter = self._check()
+        self._check()
         found: list[dict[str, Any]] = []
         for worker in list(self._workers):  # (a copy: the shutdown replaces the list)
             if not worker.alive:
                 continue
             try:
-                found.append(await waiter.wait(worker.handle.stats.remote()))
+                with anyio.move_on_after(self.unresponsive_timeout):
+                    found.append(await self._reply(worker, worker.handle.stats.remote()))
+                    continue
+                self._give_up(worker, f"its event loop did not answer for {self.unresponsive_timeout} s")
+            except ray.exceptions.ActorUnavailableError:
+                self._unavailable(worker)  # not (yet) lost: left out of this list
             except ray.exceptions.RayActorError:
                 self._lost(worker)
         return found
+
+    async def _reply(self, worker: _Worker, ref: Any) -> Any:
+        """The reply to a call made to ``worker``: where the driver awaits every worker's replies.
+
+        A reply is a sign of life: a worker Ray could not reach a moment ago is reachable again.
+
+        :raises ray.exceptions.RayActorError: Ray's word on the call (``ActorUnavailableError``: it could
+            not reach the worker, which may answer again; another one: the worker is dead).
+        :raises WorkerLostError: the driver's Ray was shut down.
+        """
+        assert self._waiter is not None
+        value = await self._waiter.wait(ref)
+        worker.unavailable_since = None
+        return value
+
+    async def _chunk_reply(self, worker: _Worker, ref: Any) -> Any:
+        """A chunk's reply, waited for as long as its worker shows it is alive (a blocked one does not).
+
+        Every ``unresponsive_timeout`` seconds without the reply, the worker is pinged: its event loop
+        answers the ping unless something blocks it.
+
+        :raises _Unresponsive: the ping was not answered within ``unresponsive_timeout`` either.
+        :raises ray.exceptions.RayActorError: as :meth:`_reply` (for the chunk or for the ping).
+        """
+        bound = self.unresponsive_timeout
+        while True:
+            with anyio.move_on_after(bound):
+                return await self._reply(worker, ref)
+            if not await self._ping(worker, bound):
+                raise _Unresponsive
+
+    async def _ping(self, worker: _Worker, within: float) -> bool:
+        """Whether ``worker`` answers a call (its event loop runs) within ``within`` seconds.
+
+        :raises ray.exceptions.RayActorError: as :meth:`_reply`.
+        :raises WorkerLostError: the driver's Ray was shut down.
+        """
+        import ray
+
+        try:
+            ref = worker.handle.ready.remote()
+        except Exception:
+            if not ray.is_initialized():
+                raise ray_gone_error() from None
+            raise
+        try:
+            with anyio.move_on_after(within):
+                await self._reply(worker, ref)
+                return True
+        except anyio.get_cancelled_exc_class():
+            _cancel(ref)
+            raise
+        _cancel(ref)
+        return False
+
+    def _unavailable(self, worker: _Worker) -> bool:
+        """Ray could not reach ``worker`` (``ActorUnavailableError``): whether it may still answer.
+
+        The first such error starts the clock; one past ``unresponsive_timeout`` without a reply in
+        between makes the worker lost (:meth:`_give_up`).
+        """
+        if not worker.alive:
+            return False
+        now = anyio.current_time()
+        if worker.unavailable_since is None:
+            worker.unavailable_since = now
+            log.warning(
+                "Ray could not reach worker %s; it is lost unless it answers within %s s",
+                worker.id,
+                self.unresponsive_timeout,
+            )
+        elif now - worker.unavailable_since >= self.unresponsive_timeout:
+            self._give_up(worker, f"Ray could not reach it for {self.unresponsive_timeout} s")
+        return worker.alive
+
+    async def _recover(self, worker: _Worker) -> bool:
+        """Ping ``worker``, which Ray could not reach, until it answers (True) or is lost (False).
+
+        Pings back off (:data:`_PING_BACKOFF`); the worker is given up once it has been unreachable
+        for ``unresponsive_timeout`` seconds.
+
+        Cancellation: the ping in flight is cancelled; the worker stays as it is.
+        """
+        import ray.exceptions
+
+        delay, longest = _PING_BACKOFF
+        while worker.alive:
+            since = worker.unavailable_since
+            if since is None:
+                return True  # a reply came meanwhile
+            left = since + self.unresponsive_timeout - anyio.current_time()
+            if left <= 0:
+                self._give_up(worker, f"Ray could not reach it for {self.unresponsive_timeout} s")
+                break
+            await anyio.sleep(min(delay, left))  # a pause between pings, not a synchronisation
+            delay = min(2 * delay, longest)
+            try:
+                await self._ping(worker, max(0.0, since + self.unresponsive_timeout - anyio.current_time()))
+            except ray.exceptions.ActorUnavailableError:
+                continue
+            except ray.exceptions.RayActorError:
+                self._lost(worker)
+            except WorkerLost:
+                self._ray_gone()
+            except Exception as exc:  # Ray's other errors: still not an answer; the bound decides
+                log.debug("ping of worker %s failed: %s", worker.id, type(exc).__name__)
+        return False
+
+    async def _confirm_death(self, worker: _Worker) -> None:
+        """Free a worker the driver gave up on once Ray says it is dead (until then it could still spend)."""
+        import ray.exceptions
+
+        delay, longest = _PING_BACKOFF
+        while not worker.freed:
+            try:
+                await self._reply(worker, worker.handle.ready.remote())
+            except ray.exceptions.ActorUnavailableError:
+                pass
+            except ray.exceptions.RayActorError:
+                self._lost(worker)
+                return
+            except Exception:  # WorkerLost, or Ray going away under the call
+                import ray
+
+                if not ray.is_initialized():
+                    self._ray_gone()
+                    return
+                log.debug("could not learn whether worker %s died", worker.id, exc_info=True)
+            await anyio.sleep(delay)  # a pause between asks, not a synchronisation
+            delay = min(2 * delay, longest)
 
     def _check(self) -> RefWaiter:
         if self._waiter is None or self._tg is None:
             raise RuntimeError("use the cluster inside `async with RayCluster(...) as cluster:`")
         return self._waiter
 
-    def _lost(self, worker: _Worker) -> None:
+    def _give_up(self, worker: _Worker, why: str) -> None:
+        """Stop using a worker that does not answer, and kill it.
+
+        Its budget slots stay booked to it until Ray confirms the death (the watcher then calls
+        :meth:`_lost`): a worker only unreachable from here, or whose blocked loop wakes, could still
+        be sending requests on them.
+        """
+        import ray
+
         if not worker.alive:
             return
         worker.alive = False
-        log.warning("worker %s was lost", worker.id)
-        live = frozenset(w.id for w in self._workers if w.alive)
+        log.warning("worker %s was lost: %s; it is killed", worker.id, why)
+        try:
+            ray.kill(worker.handle, no_restart=True)
+        except Exception:  # Ray is going away: so is the worker
+            log.debug("could not kill worker %s", worker.id, exc_info=True)
+
+    def _lost(self, worker: _Worker) -> None:
+        """Ray says ``worker`` is dead: send it nothing more, and free its slots (the budgets get the new roster)."""
+        if worker.alive:
+            worker.alive = False
+            log.warning("worker %s was lost", worker.id)
+        if worker.freed:
+            return
+        worker.freed = True
+        # A worker given up on but not yet confirmed dead keeps its place (and its slots).
+        live = frozenset(w.id for w in self._workers if not w.freed)
         roster = self._roster = Roster(self._roster.version + 1, live)
         # Fire and forget: a budget that restarts later gets the roster back from the workers.
         handles = [w.handle.update_roster for w in self._workers if w.alive]
@@ -362,6 +581,7 @@ class RayCluster:
     def _ray_gone(self) -> None:
         """The driver's Ray was shut down: every worker is lost, and nobody can be told."""
         for worker in self._workers:
+            worker.freed = True
             if worker.alive:
                 worker.alive = False
                 log.warning("worker %s was lost: Ray was shut down", worker.id)
@@ -517,21 +737,28 @@ class ClusterCompletions:
                     if worker.alive:
                         for _ in range(cluster.inflight):
                             tg.start_soon(self._lane, worker)
-            # No live worker is left for what was never run.
-            leftover = WorkerLost("no live worker was left to run this input", attempts=0)
+            # No live worker is left for what was never run (or was to be sent again).
             while True:
                 chunk = self._next_chunk()
                 if chunk is None:
                     break
-                self._fail_chunk(chunk, leftover)
+                self._fail_chunk(
+                    chunk, WorkerLost("no live worker was left to run this input", attempts=chunk.attempts)
+                )
+
+    def _finished(self) -> bool:
+        """Nothing is left to send and nothing is in flight."""
+        return not self._requeued and self._cursor >= self._total and self._in_flight == 0
 
     async def _lane(self, worker: _Worker) -> None:
         import ray
         import ray.exceptions
 
         cluster = self._cluster
-        waiter = cluster._check()
+        cluster._check()
         while worker.alive:
+            if worker.unavailable_since is not None and not await self._reachable(worker):
+                return
             chunk = self._next_chunk()
             if chunk is None:
                 if self._in_flight == 0:
@@ -549,25 +776,50 @@ class ClusterCompletions:
                 continue
             chunk.attempts += 1
             self._in_flight += 1
+            of = f"attempt {chunk.attempts} of {cluster.retries + 1}"
             try:
-                blobs = await waiter.wait(ref)
+                blobs = await cluster._chunk_reply(worker, ref)
             except anyio.get_cancelled_exc_class():
                 _cancel(ref)
                 raise
+            except ray.exceptions.ActorUnavailableError:
+                # Ray could not reach the worker: this call failed (it may or may not have run), not the
+                # worker, which may answer again.  The next pass waits for it to (or for the bound).
+                _cancel(ref)
+                cluster._unavailable(worker)
+                self._lost_call(
+                    chunk,
+                    WorkerUnavailableError(
+                        f"Ray could not reach worker {worker.id} for the call running this input "
+                        f"(ActorUnavailableError; {of}): it may or may not have run",
+                        worker=worker.id,
+                        attempts=chunk.attempts,
+                    ),
+                )
+            except _Unresponsive:
+                _cancel(ref)
+                bound = cluster.unresponsive_timeout
+                cluster._give_up(worker, f"its event loop did not answer for {bound} s")
+                self._lost_call(
+                    chunk,
+                    WorkerUnavailableError(
+                        f"worker {worker.id} stopped answering while running this input (no reply, then no "
+                        f"answer to a ping, for {bound} s each: its event loop is blocked?) and was lost ({of})",
+                        worker=worker.id,
+                        attempts=chunk.attempts,
+                    ),
+                )
+                return
             except ray.exceptions.RayActorError:
                 cluster._lost(worker)
-                if chunk.attempts <= cluster.retries and any(w.alive for w in cluster._workers):
-                    self._requeued.append(chunk)
-                else:
-                    self._fail_chunk(
-                        chunk,
-                        WorkerLost(
-                            f"worker {worker.id} died while running this input (attempt {chunk.attempts} "
-                            f"of {cluster.retries + 1})",
-                            worker=worker.id,
-                            attempts=chunk.attempts,
-                        ),
-                    )
+                self._lost_call(
+                    chunk,
+                    WorkerLost(
+                        f"worker {worker.id} died while running this input ({of})",
+                        worker=worker.id,
+                        attempts=chunk.attempts,
+                    ),
+                )
                 return
             except WorkerLost:  # the waiter's word: the driver's Ray was shut down
                 cluster._ray_gone()
@@ -590,6 +842,34 @@ class ClusterCompletions:
             finally:
                 self._in_flight -= 1
                 self._notify()
+
+    def _lost_call(self, chunk: _Chunk, error: WorkerLost) -> None:
+        """A chunk whose call came to nothing: sent again while its retries last, else failed with ``error``."""
+        cluster = self._cluster
+        if chunk.attempts <= cluster.retries and any(w.alive for w in cluster._workers):
+            self._requeued.append(chunk)
+        else:
+            self._fail_chunk(chunk, error)
+
+    async def _reachable(self, worker: _Worker) -> bool:
+        """Before sending more to a worker Ray could not reach: whether it answers again (False: lost).
+
+        False too once the job needs nothing more (nothing to send, nothing in flight): the job does not
+        wait for a worker's recovery it has no use for.  The worker stays as it is; its clock runs on.
+        """
+        answered = False
+        async with anyio.create_task_group() as tg:
+
+            async def recover() -> None:
+                nonlocal answered
+                answered = await self._cluster._recover(worker)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(recover)
+            while not self._finished():
+                await self._changed.wait()
+            tg.cancel_scope.cancel()
+        return answered
 
     def _unsendable(self, chunk: _Chunk, exc: Exception) -> None:
         """Ray could not serialize the chunk: its inputs that do not pickle fail, the others go one by one."""

@@ -1,7 +1,9 @@
 """The errors of ``agentactors.ray`` (drawn in :mod:`agentactors.errors`'s tree).
 
 :class:`WorkerLostError` is what a run that was lost with its worker carries in
-``RunResult.error`` (with ``retries=0``, or once its retries are spent);
+``RunResult.error`` (with ``retries=0``, or once its retries are spent), and
+:class:`WorkerUnavailableError`, a kind of it, what a run carries whose call the
+worker did not answer (Ray could not reach it, or its event loop stopped);
 :class:`RemoteError` stands in for a worker-side exception that could not
 travel back to the driver; :class:`VersionMismatchError` stops a cluster whose
 workers run another agentactors than its driver.  ``WorkerLost`` and
@@ -12,7 +14,14 @@ from __future__ import annotations
 
 from ..errors import AgentActorsError
 
-__all__ = ["RemoteError", "VersionMismatch", "VersionMismatchError", "WorkerLost", "WorkerLostError"]
+__all__ = [
+    "RemoteError",
+    "VersionMismatch",
+    "VersionMismatchError",
+    "WorkerLost",
+    "WorkerLostError",
+    "WorkerUnavailableError",
+]
 
 
 class WorkerLostError(AgentActorsError):
@@ -34,6 +43,24 @@ class WorkerLostError(AgentActorsError):
 
 def _rebuild_worker_lost(message: str, worker: str | None, attempts: int) -> WorkerLostError:
     return WorkerLostError(message, worker=worker, attempts=attempts)
+
+
+class WorkerUnavailableError(WorkerLostError):
+    """The worker did not answer this input's call: whether (and how far) the run went is unknown.
+
+    Either Ray could not reach the worker (its ``ActorUnavailableError``: a network blip, a node under
+    strain; the worker may answer again, and is not lost for one such error), or the worker's event
+    loop did not answer for ``RayCluster(unresponsive_timeout=...)`` seconds (a tool or model blocking
+    it), and the worker was lost and killed.  A kind of :class:`WorkerLostError`: what handles a run
+    lost with its worker (its side effects unknown; ``input_key`` deduplicates them) handles this one.
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_worker_unavailable, (str(self), self.worker, self.attempts))
+
+
+def _rebuild_worker_unavailable(message: str, worker: str | None, attempts: int) -> WorkerUnavailableError:
+    return WorkerUnavailableError(message, worker=worker, attempts=attempts)
 
 
 class RemoteError(AgentActorsError):

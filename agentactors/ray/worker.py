@@ -12,7 +12,9 @@ asyncio** whatever the driver runs on.
   builds the agent with the user's factory (inside the runtime, so every run of
   this worker shares its ProviderActor and connection pool), and returns when
   :meth:`ClusterWorker.stop` is called.  Its object ref failing is how the
-  driver learns the process died.
+  driver learns the process died.  When Ray could not reach the worker for a
+  moment (that ref failed with ``ActorUnavailableError``, though the worker
+  lives on), the driver watches again through :meth:`ClusterWorker.served`.
 - Neither method raises the user's exceptions to Ray: a factory's failure, and
   anything a chunk's runs raise, come back as failed results, their errors made
   safe to send *here* (:func:`~agentactors.ray._shipping.sendable`: this process's
@@ -78,12 +80,19 @@ class ClusterWorker:
         self._ready: anyio.Event | None = None
         self._stopping: anyio.Event | None = None
         self._failure: BaseException | None = None
+        self._served: anyio.Event | None = None
+        self._outcome: str | None = None
 
     def _events(self) -> tuple[anyio.Event, anyio.Event]:
         # Made in the actor's event loop: __init__ runs outside it.
         if self._ready is None or self._stopping is None:
             self._ready, self._stopping = anyio.Event(), anyio.Event()
         return self._ready, self._stopping
+
+    def _served_event(self) -> anyio.Event:
+        if self._served is None:  # made in the actor's event loop, as _events
+            self._served = anyio.Event()
+        return self._served
 
     async def ready(self) -> dict[str, Any]:
         """The worker's agentactors version and pid (the driver checks the version)."""
@@ -101,8 +110,19 @@ class ClusterWorker:
             failure = self._failure if self._failure is not None else exc
             self._failure = failure
             self._events()[0].set()  # whatever failed before the factory ran: no chunk waits for it forever
-            return type(failure).__qualname__
-        return None
+            self._outcome = type(failure).__qualname__
+        finally:
+            self._served_event().set()
+        return self._outcome
+
+    async def served(self) -> str | None:
+        """Return what :meth:`serve` returns, once it has: the driver's second way to watch the worker.
+
+        Its object ref failing tells the driver the worker died, as :meth:`serve`'s does; the driver
+        calls it when Ray failed :meth:`serve`'s ref for being unable to reach the worker for a moment.
+        """
+        await self._served_event().wait()
+        return self._outcome
 
     async def _serve(self) -> None:
         ready, stopping = self._events()

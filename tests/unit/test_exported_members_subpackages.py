@@ -155,6 +155,9 @@ def _samples() -> dict[str, Callable[[], object]]:
         "agentactors.mcp.MCPToolError": lambda: _load("agentactors.mcp").MCPToolError("tool 'search' failed: gone"),
         # the old names (WorkerLost, VersionMismatch) build the same classes
         "agentactors.ray.WorkerLostError": lambda: ray().WorkerLost("worker died", worker="w-1", attempts=2),
+        "agentactors.ray.WorkerUnavailableError": lambda: ray().WorkerUnavailableError(
+            "no answer", worker="w-1", attempts=1
+        ),
         "agentactors.ray.RemoteError": lambda: ray().RemoteError("boom", type_name="mymod.Unpicklable"),
         "agentactors.ray.VersionMismatchError": lambda: ray().VersionMismatch("driver 0.1.0, worker 0.0.9"),
         "agentactors.ray.SharedBudget": lambda: ray().SharedBudget(8, 600.0, burst=2.0, lease=4),
