@@ -25,6 +25,7 @@ layer imports, while classifying HTTP is the providers' job and needs ``httpx``.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -112,38 +113,60 @@ def parse_retry_after(
     *,
     now: Callable[[], float] = time.time,
 ) -> float | None:
-    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or HTTP date) or Gemini's RetryInfo."""
+    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or HTTP date) or Gemini's RetryInfo.
+
+    Only a finite, non-negative number of seconds is a value (an HTTP date already past is ``0.0``: the
+    wait is over).  ``inf``, ``1e999``, ``nan`` or a negative number is no value — the server's text,
+    not a delay it can mean: an infinite wait would be a hang, a NaN one compares false with every cap —
+    and the next source is read (``retry-after`` after a bad ``retry-after-ms``).
+    """
     if headers is not None:
         import httpx
 
         h = httpx.Headers(headers) if not isinstance(headers, httpx.Headers) else headers
-        ms = h.get("retry-after-ms")
+        ms = _seconds(h.get("retry-after-ms"))
         if ms is not None:
-            try:
-                value = float(ms) / 1000.0
-                if value >= 0:
-                    return value
-            except ValueError:
-                pass
+            return ms / 1000.0
         ra = h.get("retry-after")
         if ra is not None:
-            ra = ra.strip()
-            try:
-                return max(0.0, float(ra))
-            except ValueError:
+            seconds = _seconds(ra)
+            if seconds is not None:
+                return seconds
+            if not _is_number(ra):  # an HTTP date; a bad number is no value, never a date
                 import email.utils  # an HTTP date is rare: its parser (~5 ms to import) waits for one
 
                 try:
-                    when = email.utils.parsedate_to_datetime(ra)
-                except (TypeError, ValueError, IndexError):
+                    when: float | None = email.utils.parsedate_to_datetime(ra.strip()).timestamp()
+                # OverflowError, OSError: a date far out of range (a naive one goes through mktime).
+                except (TypeError, ValueError, IndexError, OverflowError, OSError):
                     when = None
                 if when is not None:
-                    return max(0.0, when.timestamp() - now())
+                    wait = when - now()
+                    return max(0.0, wait) if math.isfinite(wait) else None
     return _retry_info_delay(body)
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _seconds(value: object) -> float | None:
+    """``value`` (a header's text, a JSON number) as a finite, non-negative float; else ``None``."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
 def _retry_info_delay(body: Any) -> float | None:
-    """Gemini: ``error.details[] @type RetryInfo retryDelay: "37s"``."""
+    """Gemini: ``error.details[] @type RetryInfo retryDelay: "37s"`` (or ``{"seconds": 37, "nanos": 0}``)."""
     err = body.get("error") if isinstance(body, dict) else None
     details = err.get("details") if isinstance(err, dict) else None
     if not isinstance(details, list):
@@ -152,15 +175,12 @@ def _retry_info_delay(body: Any) -> float | None:
         if isinstance(d, dict) and str(d.get("@type", "")).endswith("RetryInfo"):
             delay = d.get("retryDelay")
             if isinstance(delay, str) and delay.endswith("s"):
-                try:
-                    return max(0.0, float(delay[:-1]))
-                except ValueError:
+                return _seconds(delay[:-1])
+            if isinstance(delay, dict):
+                seconds, nanos = _seconds(delay.get("seconds", 0)), _seconds(delay.get("nanos", 0))
+                if seconds is None or nanos is None:
                     return None
-            if isinstance(delay, dict):  # {"seconds": 37, "nanos": 0}
-                try:
-                    return float(delay.get("seconds", 0)) + float(delay.get("nanos", 0)) / 1e9
-                except (TypeError, ValueError):
-                    return None
+                return _seconds(seconds + nanos / 1e9)
     return None
 
 
@@ -401,7 +421,19 @@ def classify_exception(exc: BaseException, *, provider: str, model: str | None =
     The cause kept is :func:`~agentactors._scrub.scrub_chain` of ``exc``: ``exc``
     itself, or a stand-in if its text held a credential.
     Cancellation must not reach this function; callers re-raise it first.
+
+    An ``ExceptionGroup`` holding exactly one failure (however deeply nested) is
+    classified as that failure: a provider that sends its request from a task
+    group gets every error wrapped, and the wrapper would make a vendor's timeout
+    an unknown, request fault — never retried, moved or counted.  A
+    ``ProviderError`` inside is returned as is (an ``UnsupportedToolChoiceError``
+    stays one), and so is a ``ProviderError`` that is itself a group
+    (``AllProvidersFailedError``: classified already).  A group of several
+    failures is classified as a whole: a request fault unless it says otherwise
+    (asking again is not known to fix all of them).  This is the one
+    classification: the resilience decorators call it too.
     """
+    exc = _sole_failure(exc)
     if isinstance(exc, ProviderError):
         return exc
     import httpx
@@ -423,6 +455,25 @@ def classify_exception(exc: BaseException, *, provider: str, model: str | None =
         err.retryable = explicit
     err.__cause__ = scrub_chain(exc)
     return err
+
+
+# Deeper than this, a group of one is classified as a group: a bound for a hostile ``exceptions`` that makes a
+# new group each time it is read (nothing real nests a task group's error this deep).
+_GROUP_DEPTH = 1000
+
+
+def _sole_failure(exc: BaseException) -> BaseException:
+    """The one failure inside ``exc`` when it is an ``ExceptionGroup`` of exactly one (nested groups too).
+
+    Only an ``ExceptionGroup`` is opened, whose members are all ``Exception``: a ``BaseExceptionGroup``
+    holds a cancellation or an interpreter exit, which is never classified.
+    """
+    for _ in range(_GROUP_DEPTH):
+        # A ProviderError that is a group (AllProvidersFailedError) is classified already: kept whole.
+        if not isinstance(exc, ExceptionGroup) or isinstance(exc, ProviderError) or len(exc.exceptions) != 1:
+            break
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _safe_str(exc: BaseException) -> str:

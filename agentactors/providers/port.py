@@ -75,6 +75,7 @@ from ..messages import (
 )
 from ..parts import Audio, Document, Image
 from ..settings import ModelSettings
+from .errors import classify_exception
 
 __all__ = [
     "MEDIA_KINDS",
@@ -698,16 +699,31 @@ class StreamAccumulator:
 def interrupted(
     exc: BaseException, *, provider: str, model: str | None, partial_text: str
 ) -> StreamInterruptedError:
-    """The error a stream raises when it fails after its first event."""
+    """The error a stream raises when it fails after its first event: ``exc``, classified, as its cause.
+
+    ``exc`` is classified first (:func:`~agentactors.providers.errors.classify_exception`), as a failure
+    before the first event is: a :class:`ProviderError` (or the sole failure in an ``ExceptionGroup``) is
+    the cause as it is; a foreign exception becomes a classified error whose text is redacted and whose
+    own cause is scrubbed, so a credential in its text (a URL's ``?key=``, an ``Authorization`` header a
+    proxy echoed) is not reachable through the interruption's chain.  Every stream — a wire, the scripted
+    provider, the resilience decorators (``cut_short``) — builds its interruption here.
+
+    A :class:`StreamInterruptedError` (one already built below) is returned as is.  Raise the result
+    outside the ``except`` block that caught ``exc``: inside it, ``exc`` itself becomes the result's
+    ``__context__``.
+    """
     if isinstance(exc, StreamInterruptedError):
         return exc
-    status = getattr(exc, "status", None)
+    failure = classify_exception(exc, provider=provider, model=model)
+    if isinstance(failure, StreamInterruptedError):  # one inside a group
+        return failure
     err = StreamInterruptedError(
-        f"stream interrupted after it started: {exc}",
+        f"stream interrupted after it started: {failure}",
         provider=provider,
         model=model,
         partial_text=partial_text,
-        status=status if isinstance(status, int) else None,
+        status=failure.status if isinstance(failure.status, int) else None,
+        request_id=failure.request_id,
     )
-    err.__cause__ = exc
+    err.__cause__ = failure
     return err

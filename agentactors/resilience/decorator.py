@@ -49,27 +49,11 @@ def as_provider_error(exc: Exception, provider: object, model: str | None) -> Pr
     transport errors transient; see :func:`agentactors.classify_exception`.
     Cancellation never reaches this function: every caller catches ``Exception`` only.
 
-    An ``ExceptionGroup`` holding a single failure (however deeply nested) is that failure: a provider
-    that sends its request from a task group gets every error wrapped by it, and the wrapper would make
-    a vendor's timeout an unknown, request fault — never retried, moved or counted.  The failure is
-    classified (a ``ProviderError`` is returned as is, an ``UnsupportedToolChoiceError`` stays one).
-    A group of several failures is classified as a whole, as before: a request fault unless it says
-    otherwise (asking again is not known to fix all of them).
+    An ``ExceptionGroup`` holding a single failure (however deeply nested) is that failure, and a group of
+    several a request fault: :func:`~agentactors.providers.errors.classify_exception` decides, so code that
+    classifies without a decorator (the loop, a custom adapter) agrees with the decorators.
     """
-    leaf = _sole_failure(exc)
-    return classify_exception(leaf, provider=name_of(provider), model=model)
-
-
-def _sole_failure(exc: Exception) -> Exception:
-    """The one failure inside ``exc`` when it is an exception group of exactly one (nested groups too)."""
-    seen = 0
-    while isinstance(exc, ExceptionGroup) and not isinstance(exc, ProviderError) and seen < 64:
-        # A ProviderError that is a group (AllProvidersFailedError) is classified already: kept whole.
-        if len(exc.exceptions) != 1:
-            break
-        exc = exc.exceptions[0]
-        seen += 1
-    return exc
+    return classify_exception(exc, provider=name_of(provider), model=model)
 
 
 def default_clock() -> float:

@@ -16,6 +16,8 @@ waited for before the call returns, so nothing of it outlives the call.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import re
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
@@ -64,9 +66,24 @@ def _after(value: float | str) -> float:
         if match is None or not 0 < float(match[1]) < 100:
             raise ValueError(f"after must be seconds or a percentile like 'p95', not {value!r}")
         return float(match[1])
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or math.isinf(value):
+    if not _number(value) or not 0 <= value < math.inf:  # `not 0 <= v`: NaN fails every comparison
         raise ValueError(f"after must be a non-negative number of seconds or a percentile like 'p95', not {value!r}")
     return float(value)
+
+
+def _number(value: object) -> bool:
+    """A real number that is not a bool (``True`` is an int: a flag passed where a number was meant)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _whole(value: object) -> int | None:
+    """``value`` as an int when it is a whole number (``int``, numpy's), not a bool; else ``None``."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 class HedgeProvider(ProviderDecorator):
@@ -87,10 +104,13 @@ class HedgeProvider(ProviderDecorator):
         clock: Clock | None,
     ) -> None:
         super().__init__(inner)
-        if isinstance(max_extra, bool) or not isinstance(max_extra, int | float) or not 0 <= max_extra <= 1:
+        # ValueErrors naming the setting, as with_retry's: no bools (window=True was a window of one call),
+        # no NaN (it fails every comparison), a whole number of calls.
+        if not _number(max_extra) or not 0 <= max_extra <= 1:
             raise ValueError(f"max_extra must be a fraction of the calls, between 0 and 1, not {max_extra!r}")
-        if not isinstance(window, int) or window < 1:
-            raise ValueError(f"window must be a positive number of calls, not {window!r}")
+        calls = _whole(window)
+        if calls is None or calls < 1:
+            raise ValueError(f"window must be a positive whole number of calls, not {window!r}")
         if to is not None and not callable(getattr(to, "complete", None)):
             raise TypeError(f"to must be an LLMProvider, not {type(to).__name__}")
         self._percentile: float | None = None
@@ -102,7 +122,7 @@ class HedgeProvider(ProviderDecorator):
             self._seconds = parsed
         self.max_extra = float(max_extra)
         self.to = to
-        self.window = window
+        self.window = calls
         self._clock: Clock = clock or default_clock
         self._latencies: deque[float] = deque(maxlen=SAMPLES)
         self._hedges: deque[int] = deque()  # the call numbers of the hedged calls still in the window
@@ -456,6 +476,9 @@ def with_hedge(
       closed — before the call returns.  Both failing raises the first's error (the other's noted).
     * ``max_extra``: at most this fraction of the last ``window`` calls are hedged (``0.05``: 5 %
       more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
+    * Settings are checked as :func:`with_retry` checks its own: ``after`` a finite number of seconds
+      ``>= 0`` or a percentile, ``max_extra`` a number in ``[0, 1]``, ``window`` a whole number ``>= 1``;
+      a bool, a string, NaN or infinity is a ``ValueError`` naming the setting.
     * Never hedged: a call whose first copy failed before ``after`` (retrying is :func:`with_retry`'s
       job); a request-kind error of either copy ends the call at once (the other would fail alike);
       a hedge target behind a circuit breaker that is not closed (open, half-open, forced open); a hedge

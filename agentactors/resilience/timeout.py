@@ -9,6 +9,7 @@ coming from outside (the caller's scope, a task group) passes through untouched.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,11 +26,23 @@ __all__ = ["TimeoutProvider", "with_timeout"]
 
 
 def _check(label: str, value: float | None) -> float | None:
+    """``value`` as seconds: ``None`` (no bound), or a positive, finite real number that is not a bool.
+
+    A ``ValueError`` naming the setting otherwise, as ``with_retry`` checks its own: ``True`` is an ``int``
+    (a flag passed where seconds were meant, which bounded the call at 1 s), NaN compares false with every
+    time, and an infinite bound never fires (``None`` says that); a string is a ``ValueError`` too, not the
+    ``TypeError`` of a comparison.
+    """
     if value is None:
         return None
-    if math.isnan(value) or value <= 0:
-        raise ValueError(f"{label} must be a positive number of seconds or None")
+    if not _number(value) or not 0 < value < math.inf:  # `not 0 < v`: NaN fails every comparison
+        raise ValueError(f"{label} must be a positive, finite number of seconds or None, not {value!r}")
     return float(value)
+
+
+def _number(value: object) -> bool:
+    """A real number that is not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class TimeoutProvider(ProviderDecorator):
@@ -178,6 +191,8 @@ def with_timeout(
       counts; one that expires after it raises
       :class:`~agentactors.errors.StreamInterruptedError` (its cause is the
       ``ProviderTimeout``), which nobody replays.
+    * Each bound is ``None`` (no bound) or a positive, finite number of seconds;
+      a bool, a string, NaN or infinity is a ``ValueError`` naming the setting.
     * Built on anyio cancel scopes: the timed-out call is cancelled, and only
       this decorator's own cancellation is turned into ``ProviderTimeout`` — a
       cancellation from outside (the caller's scope, a task group) propagates

@@ -119,15 +119,21 @@ async def test_a_zero_base_delay_stays_zero_however_many_attempts() -> None:
     assert set(t.sleeps) == {0.0}
 
 
-@pytest.mark.parametrize("header", [{"retry-after": "inf"}, {"retry-after-ms": "1e999"}])
-async def test_an_infinite_retry_after_is_never_waited_for_even_without_a_cap(header: dict[str, str]) -> None:
+def _infinitely_busy() -> ProviderError:
+    # A custom adapter's own error: the wires' parse_retry_after reads an infinite header as no value.
+    return ProviderError("busy", provider="v", kind=ErrorKind.transient, status=429, retry_after=math.inf)
+
+
+async def test_an_infinite_retry_after_is_never_waited_for_even_without_a_cap() -> None:
     # With max_retry_after=inf ("always honour the vendor"), a Retry-After of inf slept for ever: the call
     # hung.  An infinite wait is a refusal: the error is raised at once, so a fallback can serve.
     calls: list[float] = []
 
     def answer(request: LLMRequest) -> Any:
         calls.append(anyio.current_time())
-        return http_error(429, header) if len(calls) == 1 else "ok"
+        if len(calls) == 1:
+            raise _infinitely_busy()
+        return "ok"
 
     retry = with_retry(ScriptedProvider(answer, model="m"), max_retry_after=math.inf)
     with anyio.fail_after(3600):
@@ -136,13 +142,34 @@ async def test_an_infinite_retry_after_is_never_waited_for_even_without_a_cap(he
     assert info.value.status == 429 and info.value.retry_after == math.inf
     assert len(calls) == 1
     assert "retry-after inf" in info.value.__notes__[-1]
+
+    def busy(request: LLMRequest) -> Any:
+        raise _infinitely_busy()
+
     # A backup serves at once.
     chain = with_fallback(
-        with_retry(ScriptedProvider(lambda request: http_error(429, header), model="a"), max_retry_after=math.inf),
+        with_retry(ScriptedProvider(busy, model="a"), max_retry_after=math.inf),
         ScriptedProvider(["backup"], model="b"),
     )
     with anyio.fail_after(3600):
         assert (await chain.complete(REQ)).content == "backup"
+
+
+@pytest.mark.parametrize("header", [{"retry-after": "inf"}, {"retry-after-ms": "1e999"}, {"retry-after": "nan"}])
+async def test_an_infinite_or_nan_retry_after_header_is_no_value_and_the_backoff_applies(
+    header: dict[str, str],
+) -> None:
+    # The header is the server's text, not a delay it can mean: no retry_after, the ordinary backoff.
+    t = FakeTime()
+    retry = with_retry(
+        ScriptedProvider([http_error(429, header), "ok"], model="m"),
+        max_retry_after=math.inf,
+        clock=t.clock,
+        sleep=t.sleep,
+        jitter=(1.0, 1.0),
+    )
+    assert (await retry.complete(REQ)).content == "ok"
+    assert t.sleeps == [0.5]
 
 
 # --- errors wrapped in an exception group (a provider that runs a task group) ------------------------
