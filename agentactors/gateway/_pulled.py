@@ -166,7 +166,16 @@ class PulledStream:
             self._finish(error)
             if error is exc:
                 raise
-            raise error from (None if error is cause else cause)
+            failed: tuple[Exception, bool] | None = (error, error is cause)
+        else:
+            failed = None
+        if failed is not None:
+            # Raised here, not in the except block: there the vendor's own exception (its text may hold a key a
+            # proxy echoed) would become the error's __context__.  A failure raised as it is keeps its own chain;
+            # an interruption keeps the cause it was built with (the classified, scrubbed error), not the raw one.
+            if failed[1]:
+                raise failed[0] from None
+            raise failed[0]
         tally.seen(event)
         tally.sent += 1
         if isinstance(event, StreamEnd):

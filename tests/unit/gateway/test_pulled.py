@@ -3,6 +3,7 @@ fed ProviderStream, without the actor's feeding task; and the tool loop, which s
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,6 +22,7 @@ from agentactors.errors import (
 )
 from agentactors.gateway import Complete, ProviderActor, PulledStream, Stream
 from agentactors.messages import LLMRequest, LLMResponse, Message, StreamEnd, StreamEvent, TextDelta, Usage
+from agentactors.redaction import register_secret
 
 pytestmark = pytest.mark.anyio
 
@@ -166,6 +168,56 @@ async def test_a_failure_mid_stream_is_interrupted_with_the_text_before_it() -> 
         assert got == ["0 ", "1 ", "2 "] and info.value.partial_text == "0 1 2 "
         with anyio.fail_after(5):
             assert (await ref.ask(Complete(REQUEST))).content == "complete"
+
+
+class _Leaky(Dripping):
+    """Fails after its first delta with a foreign error whose text holds a registered key (a proxy echoed it)."""
+
+    def stream(self, request: LLMRequest) -> Any:
+        @asynccontextmanager
+        async def cm() -> AsyncIterator[AsyncIterator[StreamEvent]]:
+            async def gen() -> AsyncGenerator[StreamEvent, None]:
+                yield TextDelta("0 ")
+                raise ConnectionResetError(f"reset by https://vendor.example/v1?key={LEAKED_KEY}")
+
+            events = gen()
+            try:
+                yield events
+            finally:
+                await events.aclose()
+
+        return cm()
+
+
+LEAKED_KEY = "leaky-KEY-9f8e7d6c5b4a3f2e1d0c"  # not key-shaped: registration alone redacts it
+
+
+def _chain_texts(exc: BaseException) -> list[str]:
+    """What a person or a tool can read of ``exc``: its traceback, reprs and args, over the whole chain."""
+    texts = ["".join(traceback.format_exception(exc))]
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        cur = todo.pop()
+        if id(cur) not in seen:
+            seen.add(id(cur))
+            texts += [repr(cur), str(cur), repr(cur.args)]
+            todo += [e for e in (cur.__cause__, cur.__context__) if e is not None]
+    return texts
+
+
+@pytest.mark.parametrize("pull", [True, False])
+async def test_a_mid_stream_failure_never_carries_a_registered_key_in_its_chain(pull: bool) -> None:
+    register_secret(LEAKED_KEY)
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, _Leaky(1), max_concurrency=1)
+        with pytest.raises(StreamInterruptedError) as info:
+            async with await ref.ask(Stream(REQUEST, pull=pull)) as stream:
+                async for _ in stream:
+                    pass
+    assert info.value.partial_text == "0 "
+    leaks = [text for text in _chain_texts(info.value) if LEAKED_KEY in text]
+    assert not leaks, leaks[0][:500]
 
 
 async def test_a_failure_before_the_first_event_is_raised_as_it_is() -> None:
