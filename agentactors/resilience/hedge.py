@@ -16,8 +16,6 @@ waited for before the call returns, so nothing of it outlives the call.
 from __future__ import annotations
 
 import math
-import numbers
-import operator
 import re
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
@@ -39,6 +37,7 @@ from ..providers.port import (
     response_format_for,
 )
 from ._circuit import CircuitState
+from ._numbers import is_number, whole
 from .breaker import CircuitBreakerProvider
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of, name_of
 from .streams import cut_short, stream_of
@@ -66,24 +65,11 @@ def _after(value: float | str) -> float:
         if match is None or not 0 < float(match[1]) < 100:
             raise ValueError(f"after must be seconds or a percentile like 'p95', not {value!r}")
         return float(match[1])
-    if not _number(value) or not 0 <= value < math.inf:  # `not 0 <= v`: NaN fails every comparison
+    if not is_number(value) or not 0 <= value < math.inf:  # `not 0 <= v`: NaN fails every comparison
         raise ValueError(f"after must be a non-negative number of seconds or a percentile like 'p95', not {value!r}")
     return float(value)
 
 
-def _number(value: object) -> bool:
-    """A real number that is not a bool (``True`` is an int: a flag passed where a number was meant)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _whole(value: object) -> int | None:
-    """``value`` as an int when it is a whole number (``int``, numpy's), not a bool; else ``None``."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        return None
 
 
 class HedgeProvider(ProviderDecorator):
@@ -106,9 +92,9 @@ class HedgeProvider(ProviderDecorator):
         super().__init__(inner)
         # ValueErrors naming the setting, as with_retry's: no bools (window=True was a window of one call),
         # no NaN (it fails every comparison), a whole number of calls.
-        if not _number(max_extra) or not 0 <= max_extra <= 1:
+        if not is_number(max_extra) or not 0 <= max_extra <= 1:
             raise ValueError(f"max_extra must be a fraction of the calls, between 0 and 1, not {max_extra!r}")
-        calls = _whole(window)
+        calls = whole(window)
         if calls is None or calls < 1:
             raise ValueError(f"window must be a positive whole number of calls, not {window!r}")
         if to is not None and not callable(getattr(to, "complete", None)):

@@ -13,8 +13,6 @@ still send: a breaker that opened during the backoff stops the retry.
 from __future__ import annotations
 
 import math
-import numbers
-import operator
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -29,6 +27,7 @@ from ..events import emit
 from ..gateway import ticket as run_ticket
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamContext
+from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import OpenedStream, open_stream, relay, stream_of
 
@@ -63,15 +62,15 @@ class RetryingProvider(ProviderDecorator):
         super().__init__(inner)
         # A whole number: NaN compares false with every attempt number (the retry would never stop), and
         # infinity would retry a vendor that keeps failing for ever.
-        attempts = _whole(max_attempts)
+        attempts = whole(max_attempts)
         if attempts is None or attempts < 1:
             raise ValueError(f"max_attempts must be an integer >= 1, not {max_attempts!r}")
         # Numbers, not bools; finite, as an infinite delay, multiplier or jitter makes a wait infinite (a hang).
         # max_retry_after may be infinite (honour any Retry-After): an infinite Retry-After is never waited for.
         lo, hi = jitter
-        if not all(_number(v) and math.isfinite(v) for v in (base_delay, max_delay, multiplier, lo, hi)):
+        if not all(is_number(v) and math.isfinite(v) for v in (base_delay, max_delay, multiplier, lo, hi)):
             raise ValueError("base_delay, max_delay, multiplier and jitter must be finite numbers")
-        if not _number(max_retry_after) or not max_retry_after >= 0:
+        if not is_number(max_retry_after) or not max_retry_after >= 0:
             raise ValueError(f"max_retry_after must be a number >= 0, not {max_retry_after!r}")
         # `not x >= 0` rather than `x < 0`: NaN compares false with everything and would pass a `<` check.
         if not (base_delay >= 0 and max_delay >= 0 and multiplier >= 1):
@@ -79,7 +78,7 @@ class RetryingProvider(ProviderDecorator):
         if not 0 <= lo <= hi:
             raise ValueError("jitter must be (low, high) with 0 <= low <= high")
         # A NaN deadline would compare false with every time: it would never stop a retry.
-        if deadline is not None and (not _number(deadline) or not deadline > 0):
+        if deadline is not None and (not is_number(deadline) or not deadline > 0):
             raise ValueError("deadline must be positive (seconds) or None")
         self.max_attempts = attempts
         self.base_delay = float(base_delay)
@@ -353,19 +352,6 @@ class _Call:
         return error
 
 
-def _whole(value: object) -> int | None:
-    """``value`` as an int when it is a whole number (``int``, numpy's), not a bool; else ``None``."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        return None
-
-
-def _number(value: object) -> bool:
-    """A real number that is not a bool (``True`` is an int: a flag passed where seconds were meant)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _describe(error: ProviderError) -> str:

@@ -9,7 +9,6 @@ coming from outside (the caller's scope, a task group) passes through untouched.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +18,7 @@ import anyio
 from ..errors import ProviderTimeout, StreamInterruptedError
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
+from ._numbers import is_number
 from .decorator import ProviderDecorator, model_of
 from .streams import cut_short, stream_of
 
@@ -35,14 +35,10 @@ def _check(label: str, value: float | None) -> float | None:
     """
     if value is None:
         return None
-    if not _number(value) or not 0 < value < math.inf:  # `not 0 < v`: NaN fails every comparison
+    if not is_number(value) or not 0 < value < math.inf:  # `not 0 < v`: NaN fails every comparison
         raise ValueError(f"{label} must be a positive, finite number of seconds or None, not {value!r}")
     return float(value)
 
-
-def _number(value: object) -> bool:
-    """A real number that is not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class TimeoutProvider(ProviderDecorator):
