@@ -4,9 +4,9 @@ A session runs each turn through its agent's ``run`` and commits the result.  A 
 run's events as they happen (AG-UI events, chat completion chunks) and its handle (a steer), so the apps
 give the session the agent wrapped with this hook: the turn's run is streamed (``agent.stream``) and the live
 run handed to the request's ``follow`` before its result goes back to the session to commit.  A resume is
-the agent's own — but for the arguments a person edited before approving a call (AG-UI's ``editedArgs``):
-:func:`edited_resume` puts them in the pause the session resumes, so the call runs with them and the thread
-reads the call as it ran.
+streamed the same way (:func:`streamed_resume`: ``agent.resume_stream``), the session still the one that claims
+the pause and commits the outcome; the arguments a person edited before approving a call (AG-UI's
+``editedArgs``) go into the pause it resumes, so the call runs with them and the thread reads the call as it ran.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..loop.result import RunResult
 from ..messages import Message, ToolCall
 from ..sessions.turns import TurnAgent, TurnCall
 
-__all__ = ["edited_resume", "streamed_turn", "with_edits"]
+__all__ = ["streamed_resume", "streamed_turn", "with_edits"]
 
 Follow = Callable[[AgentRun[Any]], Awaitable[None]]
 
@@ -40,24 +40,33 @@ async def _stream(agent: Agent[Any], follow: Follow, call: TurnCall) -> RunResul
         return await run.wait()
 
 
-def edited_resume(agent: Agent[Any], edits: Mapping[str, Mapping[str, Any]]) -> TurnAgent:
-    """``agent`` as a session's resume sees it when a person approved calls with other arguments: ``edits``, by call
-    id, replace those calls' arguments in the pause (:func:`with_edits`) before the agent resumes it.
+def streamed_resume(
+    agent: Agent[Any], follow: Follow, edits: Mapping[str, Mapping[str, Any]] | None = None
+) -> TurnAgent:
+    """``agent`` as a session's resume sees it: the resumed run streamed (``agent.resume_stream``), ``follow(run)``
+    consuming its events, and its result going back to the session to commit — as :func:`streamed_turn` does for a
+    turn's run.  ``edits``, by call id, replace those calls' arguments in the pause (:func:`with_edits`) first.
 
-    The edits go in as the session hands the agent its stored pause — after the session checked the decisions
-    against it and claimed it — so the pause kept in the store is the model's, and only the run that resumes it
-    sees the person's.  They were checked against each tool's schema before (the executor checks them again, as
-    every call's).
+    The session still claims the pause (in its store) and checks the decisions before it calls this; the run then
+    claims it in this process as it starts (``resume_stream``), as ``agent.resume`` would.  The edits go in as the
+    session hands the agent its stored pause, so the pause kept in the store is the model's, and only the run that
+    resumes it sees the person's.  They were checked against each tool's schema before (the executor checks them
+    again, as every call's).  A turn's run (not a resume) through this agent is the agent's own, unstreamed.
     """
-    return TurnAgent(agent, partial(_edited, edits), resumes=True)
+    return TurnAgent(agent, partial(_resume_streamed, agent, follow, dict(edits or {})), resumes=True)
 
 
-async def _edited(edits: Mapping[str, Mapping[str, Any]], call: TurnCall) -> RunResult[Any]:
-    if call.resuming and edits:
-        state, decisions = call.args
-        if isinstance(state, PausedRun):
-            call = attrs.evolve(call, args=(with_edits(state, edits), decisions))
-    return await call.proceed()
+async def _resume_streamed(
+    agent: Agent[Any], follow: Follow, edits: Mapping[str, Mapping[str, Any]], call: TurnCall
+) -> RunResult[Any]:
+    if not call.resuming:
+        return await call.proceed()
+    state, decisions = call.args
+    if edits and isinstance(state, PausedRun):
+        state = with_edits(state, edits)
+    async with agent.resume_stream(state, decisions, **call.options) as run:
+        await follow(run)
+        return await run.wait()
 
 
 def with_edits(state: PausedRun, edits: Mapping[str, Mapping[str, Any]]) -> PausedRun:

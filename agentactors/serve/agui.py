@@ -18,11 +18,13 @@ With ``sessions=True`` the server keeps the pause (the thread's session), and th
 input's AG-UI ``resume`` answers — ``{"approved": true}`` (with ``editedArgs``: the call runs with the person's
 arguments, checked against its tool's schema first), ``{"approved": false, "reason": ...}``, or ``cancelled`` — are
 the session's decisions, and that request's stream is the resumed run's: the decided calls' ``TOOL_CALL_RESULT``
-(against the ids the interrupted run showed), then the run's events to its end.  An answer naming no open interrupt
+(against the ids the interrupted run showed), then the run's events as they happen (``agent.resume_stream``), to its
+end; while it runs it is the thread's live run, which a post to the thread steers.  An answer naming no open interrupt
 is skipped (AG-UI's SHOULD); answers that then do not decide the pause exactly (none open, one left unanswered, a
 payload of another shape, an edit that does not fit) end with ``RUN_ERROR`` and decide nothing — nor start a run.
 The resumed run carries a decision the pause gave up as it started, so it outlives its client: one that leaves does
-not cancel it, and the same answers posted again get its outcome (AG-UI: a resume is safe to replay).  Without
+not cancel it, and the same answers posted again get its events — all so far, then the rest as they come — or, once
+it ended, its outcome (AG-UI: a resume is safe to replay).  Without
 sessions the server keeps nothing to resume: ``resume`` answers end with ``RUN_ERROR`` (``ResumeNotSupported``),
 rather than being taken for a new turn that drops them.
 
@@ -36,7 +38,7 @@ import json
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -47,6 +49,7 @@ from ..agent.core import Agent
 from ..agent.run import AgentRun
 from ..errors import ProviderError, RunFinishedError, SessionPausedError, redact
 from ..events import Event, LLMRequested, LLMResponded, LLMTextDelta
+from ..loop.live import RunState
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall, Usage
 from ..sessions.session import AgentSession, open_session
@@ -77,7 +80,7 @@ from ._http import (
     send_json,
 )
 from ._spans import RequestSpan, Tracing
-from ._turns import edited_resume, streamed_turn
+from ._turns import streamed_resume, streamed_turn
 
 __all__ = ["AGUIApp", "agui_app"]
 
@@ -288,9 +291,11 @@ class AGUIApp:
         The resumed run goes on in ``keep``, not under this request's disconnect: the decision it carries was made,
         and its pause is claimed as it starts (``session.resolve``), so a client that leaves must not cut it off —
         its outcome would be lost with the decision.  It runs to its end, commits to the thread, releases the
-        thread, and is kept for a later post of the same answers.  The resumed run has no stream of its own to
-        follow (a resume is not streamed: ``Agent.resume`` returns its result), so its events are told from its
-        result once it ended (:meth:`_Translation.replay`).
+        thread, and is kept for a later post of the same answers.  It is streamed (``agent.resume_stream``, through
+        the session: :func:`~agentactors.serve._turns.streamed_resume`) into ``resumed``'s record, which that task
+        keeps filling to the run's end whether anyone reads it or not; this request reads it as it grows, so its
+        events come as they happen.  The run's handle is the thread's live run's (``live``): a post to the thread
+        meanwhile steers it.
         """
         thread, answers = translation.input.thread_id, translation.input.resume
         try:
@@ -299,7 +304,7 @@ class AGUIApp:
             earlier = self._resumes.get(thread)
             if earlier is not None and earlier.retried_by(answers, pending):
                 await earlier.ended.wait()  # at once: the thread was not live, so that run has ended
-                await translation.outcome(self.agent, earlier)
+                await translation.resumed(self.agent, earlier)
                 return
             decided = decisions_of(answers, pending, self._editable)
         except ResumeRefused as exc:
@@ -308,20 +313,17 @@ class AGUIApp:
         except Exception as exc:
             await translation.raised(exc)
             return
-        if decided.edits:  # the person's arguments go into the pause the session resumes (the same session)
-            session = open_session(
-                edited_resume(self.agent, decided.edits), thread, runtime=session.runtime, store=self._store,
-                idle_timeout=60.0,
-            )
         resumed = _Resumed(answers, tuple(decided.decisions), live)
+        # The same session, its resume streamed into ``resumed``'s record, with the person's arguments in the pause.
+        turn = streamed_resume(self.agent, resumed.record, decided.edits)
+        session = open_session(turn, thread, runtime=session.runtime, store=self._store, idle_timeout=60.0)
         self._resumes[thread] = resumed
         self._resumes.move_to_end(thread)
         while len(self._resumes) > _RESUMES_KEPT:
             self._resumes.popitem(last=False)
         live.resuming = True
         keep.start_soon(self._resolve, session, decided.decisions, resumed, live)
-        await resumed.ended.wait()
-        await translation.outcome(self.agent, resumed)
+        await translation.resumed(self.agent, resumed)
 
     async def _resolve(
         self, session: AgentSession, decisions: Mapping[str, bool | str], resumed: _Resumed, live: _Live
@@ -335,19 +337,18 @@ class AGUIApp:
         finally:
             live.resuming = False
             self._release(live)
-            resumed.ended.set()
+            resumed.end()
 
     async def _answer_live(self, translation: _Translation, live: _Live) -> None:
         """Resume answers posted while the thread's run is live: a retry of the answers that run is resuming (its
-        client left, and came back) waits for it and gets its outcome; other answers are refused (``ThreadBusy``):
-        answers are to a run that has ended."""
+        client left, and came back) gets all its events so far, then the rest as they come; other answers are
+        refused (``ThreadBusy``): answers are to a run that has ended."""
         resumed = self._resumes.get(live.thread_id)
         if resumed is None or resumed.live is not live or not resumed.retried_by(translation.input.resume, ()):
             await translation.stale(live.run_id, "resume answers are taken once it has ended")
             return
         await translation.started()
-        await resumed.ended.wait()
-        await translation.outcome(self.agent, resumed)
+        await translation.resumed(self.agent, resumed)
 
 
 #: How many threads' last resumed runs an app keeps for a retry of their answers (the oldest forgotten first).
@@ -361,10 +362,16 @@ def _answer_key(answer: ResumeAnswer) -> tuple[str, str, str]:
 
 class _Resumed:
     """A thread's resumed run, from the answers that started it until the thread's next run: the answers it took
-    (by :func:`_answer_key`), the calls they decided, the ``_Live`` it ran as, and — once it ended — its outcome (its
-    result, or the exception it raised; ``None``: cancelled by the server)."""
+    (by :func:`_answer_key`), the calls they decided, the ``_Live`` it ran as; while it runs, what its AG-UI stream is
+    told from (``told``: its own events and states, in order), which every request showing it reads as it grows; and —
+    once it ended — its outcome (its result, or the exception it raised; ``None``: cancelled by the server).
 
-    __slots__ = ("decided", "ended", "keys", "live", "outcome")
+    ``told`` is filled by the task that resumes the run (:meth:`record`), not by a request: the run goes on, and is
+    drained, with no one reading it.  It is dropped once the run ended — a thread's last resume is kept for up to
+    :data:`_RESUMES_KEPT` threads, and a long answer is thousands of deltas — so a request that comes after the end is
+    told the run from its outcome (:meth:`_Translation.replay`)."""
+
+    __slots__ = ("decided", "ended", "grew", "keys", "live", "outcome", "run_id", "told")
 
     def __init__(self, answers: Sequence[ResumeAnswer], decided: tuple[str, ...], live: _Live) -> None:
         self.keys = frozenset(_answer_key(a) for a in answers if a.interrupt_id in decided)
@@ -372,6 +379,32 @@ class _Resumed:
         self.live = live
         self.ended = anyio.Event()
         self.outcome: RunResult[Any] | Exception | None = None
+        self.run_id: str | None = None
+        self.told: list[Event | RunState] | None = []
+        self.grew = anyio.Event()  # set (and replaced) as ``told`` grows, and once the run ended
+
+    async def record(self, run: AgentRun[Any]) -> None:
+        """The resumed run's ``follow``, in the task that resumes it (the session's resolve, which ``_resolve`` awaits
+        in the app's ``keep``, past any request): its handle becomes the thread's live run's (a steer reaches it),
+        and what its stream is told from goes into ``told`` — to its end, whoever reads it."""
+        self.run_id = run.run_id
+        await self.live.attach(run)
+        await _tell(run, self._add)
+
+    async def _add(self, item: Event | RunState) -> None:
+        told = self.told
+        if told is None or (isinstance(item, Event) and type(item) not in _TOLD):  # the rest is not shown: not kept
+            return
+        self.run_id = self.run_id or item.run_id
+        told.append(item)
+        self.grew.set()
+        self.grew = anyio.Event()
+
+    def end(self) -> None:
+        """The run has ended and its outcome is kept: its record goes, and whoever reads it is woken to finish."""
+        self.told = None
+        self.ended.set()
+        self.grew.set()
 
     def retried_by(self, answers: Sequence[ResumeAnswer], pending: Sequence[ToolCall]) -> bool:
         """Whether ``answers`` are this resume's again — each answer it took, unchanged (others are skipped, as
@@ -526,17 +559,16 @@ class _Translation:
 
     async def follow(self, run: AgentRun[Any], *, live: _Live) -> None:
         """The run's events, translated as they come; its state after each step (``STATE_SNAPSHOT``)."""
-        own = run.run_id
-        self.span.run(own)
+        self.span.run(run.run_id)
         await live.attach(run)
-        await self.snapshot(run)
-        async for event in run:
-            own = own or event.run_id
-            if event.run_id != own:  # a delegated run's events stay inside its tool call
-                continue
-            await self.on_event(event)
-            if event.type in _SNAPSHOT_AFTER:
-                await self.snapshot(run)
+        await _tell(run, self.told)
+
+    async def told(self, item: Event | RunState) -> None:
+        """One thing a run's stream is told from (:func:`_tell`): an event of its own, or its state."""
+        if isinstance(item, RunState):
+            await self.state(item.run_id, item.step, item.agent, item.pending, item.usage)
+        else:
+            await self.on_event(item)
 
     async def finish(self, agent: Agent[Any], result: RunResult[Any]) -> None:
         await self.close_text()
@@ -556,14 +588,6 @@ class _Translation:
         elif agent.output_type is not str and result.ok:
             finished["result"] = json.loads(render_result(result.output))
         await self.emit("RUN_FINISHED", **finished)
-
-    async def snapshot(self, run: AgentRun[Any]) -> None:
-        """``STATE_SNAPSHOT``: the client's ``state`` with the run's under ``"agentactors"`` (when it changed)."""
-        try:
-            state = run.state()
-        except RuntimeError:  # a run without an actor (no runtime): no state to show
-            return
-        await self.state(state.run_id, state.step, state.agent, state.pending, state.usage)
 
     async def paused_state(self, result: RunResult[Any]) -> None:
         """The state a paused run ends in, before its interrupt (as AG-UI asks): ``pending`` lists the calls
@@ -627,12 +651,33 @@ class _Translation:
         await self.emit("TOOL_CALL_END", toolCallId=call.id)
         self.pending[call.id] = None
 
-    async def outcome(self, agent: Agent[Any], resumed: _Resumed) -> None:
-        """The events of a resumed run that has ended, told from its outcome (its result, or why it has none)."""
+    async def resumed(self, agent: Agent[Any], resumed: _Resumed) -> None:
+        """A resumed run's events: as they happen while it runs — all it had so far, then the rest as they come —
+        and, once it ended, its outcome (its result, or why it has none).  One that has ended already is told from
+        its result (:meth:`replay`).
+
+        The decided calls were shown by the interrupted run's stream, so only their ``TOOL_CALL_RESULT`` come
+        (AG-UI: not their START/ARGS/END again, the result against the original id), as the resumed run's first
+        model request carries them — before its answer.
+        """
+        self.pending.update(dict.fromkeys(resumed.decided))
+        told = resumed.told
+        if told is not None:
+            self.span.run(resumed.run_id)
+            read = 0
+            while True:
+                grew = resumed.grew
+                while read < len(told):
+                    read += 1
+                    await self.told(told[read - 1])
+                if resumed.ended.is_set():
+                    break
+                await grew.wait()
         outcome = resumed.outcome
         if isinstance(outcome, RunResult):
             self.span.run(outcome.run_id)
-            await self.replay(outcome, decided=resumed.decided)
+            if told is None:
+                await self.replay(outcome, decided=resumed.decided)
             await self.finish(agent, outcome)
         elif isinstance(outcome, Exception):
             await self.raised(outcome)
@@ -640,12 +685,13 @@ class _Translation:
             await self.failed("the resumed run was cancelled: the server stopped it", "cancelled")
 
     async def replay(self, result: RunResult[Any], *, decided: Iterable[str]) -> None:
-        """A resumed run's events, told from its result: what the run did after the step it paused in.
+        """A resumed run's events, told from its result once it ended (its events are not kept past its end): what
+        the run did after the step it paused in.
 
         The decided calls were shown by the interrupted run's stream, so only their ``TOOL_CALL_RESULT`` come
         (AG-UI: not their START/ARGS/END again, the result against the original id); the paused step's calls that
-        ran before the pause showed theirs then.  Then each later answer's text and calls, and the calls' results,
-        as a live run's stream shows them, and the run's state.
+        ran before the pause showed theirs then.  Then each later answer's text (whole, not its deltas) and calls,
+        and the calls' results, as a live run's stream shows them, and the run's state.
         """
         calls = set(decided)
         self.pending.update(dict.fromkeys(calls))
@@ -684,6 +730,31 @@ class _Translation:
 
 #: The run's events after which its state is sent again: a step ended, a call waits for a decision, a steer.
 _SNAPSHOT_AFTER = frozenset({"step.finished", "run.awaiting_approval", "run.steered"})
+
+#: The events a stream shows (:meth:`_Translation.on_event`): the only ones a resumed run's record keeps.
+_TOLD = frozenset({LLMTextDelta, LLMResponded, LLMRequested})
+
+
+async def _tell(run: AgentRun[Any], take: Callable[[Event | RunState], Awaitable[None]]) -> None:
+    """What ``run``'s AG-UI stream is told from, to ``take`` as it comes, until the run ends: its state as it starts
+    and after each step (``STATE_SNAPSHOT``), and its own events — a delegated run's stay inside its tool call."""
+    own = run.run_id
+    await _state_of(run, take)
+    async for event in run:
+        own = own or event.run_id
+        if event.run_id != own:
+            continue
+        await take(event)
+        if event.type in _SNAPSHOT_AFTER:
+            await _state_of(run, take)
+
+
+async def _state_of(run: AgentRun[Any], take: Callable[[Event | RunState], Awaitable[None]]) -> None:
+    try:
+        state = run.state()
+    except RuntimeError:  # a run without an actor (no runtime): no state to show
+        return
+    await take(state)
 
 
 def agent_attributes(agent: Agent[Any]) -> dict[str, str | None]:

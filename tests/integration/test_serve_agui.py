@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from agentactors import Agent, LLMRequest, ScriptedProvider, ToolCall, tool
 from agentactors.errors import ErrorKind, ProviderError
+from agentactors.messages import TextDelta
 from agentactors.serve import agui_app
 from tests.support.services import load_example, serving
 
@@ -423,16 +424,17 @@ async def test_with_sessions_resume_answers_decide_the_pause_and_the_stream_is_t
                                                         ("user", "Thanks.")))
     assert (resumed[0].type, resumed[0].run_id) == (EventType.RUN_STARTED, "run-3")
     types = [e.type for e in resumed if e.type != EventType.STATE_SNAPSHOT]
-    assert types == [
+    assert types == [  # the answer streamed as it came, in deltas, as any live run's
         EventType.RUN_STARTED, EventType.TOOL_CALL_RESULT,
-        EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_END,
+        EventType.TEXT_MESSAGE_START, *[EventType.TEXT_MESSAGE_CONTENT] * (len(types) - 5), EventType.TEXT_MESSAGE_END,
         EventType.RUN_FINISHED,
     ]
-    result = resumed[1]
+    (result,) = [e for e in resumed if e.type == EventType.TOOL_CALL_RESULT]
     assert (result.tool_call_id, result.content) == ("call-9", "moved 5"), "the approved call ran"
     assert "".join(e.delta for e in resumed if e.type == EventType.TEXT_MESSAGE_CONTENT) == "Moved 5."
-    assert resumed[-1].outcome is None and resumed[-2].type == EventType.STATE_SNAPSHOT
-    assert resumed[-2].snapshot["agentactors"]["pending"] == []
+    assert resumed[-1].outcome is None
+    snapshots = [e.snapshot["agentactors"] for e in resumed if e.type == EventType.STATE_SNAPSHOT]
+    assert snapshots and snapshots[-1]["pending"] == [], "the run's state: nothing waits for a decision"
     assert after[-1].type == EventType.RUN_FINISHED and after[-1].outcome is None
     history = [(m.role, m.content) for m in provider.requests[-1].messages]
     assert ("tool", "moved 5") in history and history[-1] == ("user", "Thanks."), "continued from the resolved turn"
@@ -708,7 +710,7 @@ async def test_a_client_that_leaves_a_resumed_run_does_not_lose_the_persons_deci
             with anyio.fail_after(10):
                 await app.disconnected.wait()  # the client has left mid-stream, the call still running
             # a client back on line posts the same answers again, while the call still runs: it gets RUN_STARTED, then
-            # waits for that run's end, and its stream is that run's outcome
+            # that run's events so far and the rest as they come, to its end
             retried: list[Any] = []
             body = thread_body("run-3", ("user", "Wire 5."), resume=resume)
             async with client.stream("POST", "/", json=body) as r:
@@ -774,3 +776,196 @@ async def test_a_call_approved_with_edited_arguments_runs_with_them_once_they_fi
     assert done[-1].type == EventType.RUN_FINISHED and done[-1].outcome is None
     (made,) = [c for m in provider.requests[-1].messages for c in m.tool_calls]
     assert (made.id, made.arguments) == ("call-9", {"amount": 50}), "the model reads the call as it ran"
+
+
+# --- a resumed run streamed live -------------------------------------------------------------------------------
+
+
+class HeldAfterFirstDelta(ScriptedProvider):
+    """A scripted model whose answer to request number ``held`` (from 1) stops after its first text delta until
+    ``release`` is set: the run is live, half-way through its answer, while the test reads its stream."""
+
+    def __init__(self, script: Any, *, held: int) -> None:
+        super().__init__(script)
+        self.held = held
+        self.holding = anyio.Event()
+        self.release = anyio.Event()
+
+    def stream(self, request: LLMRequest) -> Any:
+        inner = super().stream(request)
+        return self._held(inner) if self.calls == self.held else inner
+
+    @asynccontextmanager
+    async def _held(self, inner: Any) -> AsyncIterator[Any]:
+        async with inner as events:
+
+            async def held() -> Any:
+                first = True
+                async for event in events:
+                    yield event
+                    if first and isinstance(event, TextDelta):
+                        first = False
+                        self.holding.set()
+                        await self.release.wait()
+
+            gen = held()
+            try:
+                yield gen
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await gen.aclose()
+
+
+class Reader:
+    """A streamed response's events, read a part at a time (its lines can be iterated only once)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.lines = response.aiter_lines()
+        self.events: list[Any] = []
+
+    async def until(self, kind: EventType) -> list[Any]:
+        """Read up to the first event of ``kind``, leaving the rest unread; all read so far."""
+        async for line in self.lines:
+            if line.startswith("data: "):
+                self.events.append(checked(json.loads(line[6:])))
+                if self.events[-1].type == kind:
+                    return self.events
+        raise AssertionError(f"the stream ended before a {kind}: {[e.type for e in self.events]}")
+
+    async def rest(self) -> list[Any]:
+        self.events.extend([checked(json.loads(line[6:])) async for line in self.lines if line.startswith("data: ")])
+        return self.events
+
+
+def without_snapshots(events: list[Any]) -> list[Any]:
+    return [e.type for e in events if e.type != EventType.STATE_SNAPSHOT]
+
+
+async def test_a_resumed_runs_events_come_as_they_happen() -> None:
+    """A resumed run's events were told from its result once it had ended: a client saw nothing of it — not its
+    approved call's result, not a token of its answer — until its end.  They now come as they happen, as a new
+    run's do: the decided call's result first (against the id the interrupted run showed), then the answer as it
+    streams, then RUN_FINISHED."""
+    from agentactors import Runtime
+
+    provider = HeldAfterFirstDelta(
+        [[ToolCall("call-9", "transfer", {"amount": 5})], "Moved five units to the account."], held=2
+    )
+    agent = Agent(provider, tools=[transfer], name="bank")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            await events_of(client, thread_body("run-1", ("user", "Move 5.")))
+            body = thread_body("run-2", ("user", "Move 5."), resume=[answer("call-9", True)])
+            async with client.stream("POST", "/", json=body) as response:
+                reader = Reader(response)
+                with anyio.fail_after(10):
+                    events = await reader.until(EventType.TEXT_MESSAGE_CONTENT)
+                # the client has the approved call's result and the answer's first words; the run is still going
+                assert provider.holding.is_set() and not provider.release.is_set()
+                assert without_snapshots(events) == [
+                    EventType.RUN_STARTED, EventType.TOOL_CALL_RESULT, EventType.TEXT_MESSAGE_START,
+                    EventType.TEXT_MESSAGE_CONTENT,
+                ]
+                provider.release.set()
+                with anyio.fail_after(10):
+                    await reader.rest()
+            history = [(m.role, m.content) for m in rt.session(agent, "thread-1").history]
+    types = without_snapshots(events)
+    assert types == [
+        EventType.RUN_STARTED, EventType.TOOL_CALL_RESULT, EventType.TEXT_MESSAGE_START,
+        *[EventType.TEXT_MESSAGE_CONTENT] * (len(types) - 5), EventType.TEXT_MESSAGE_END, EventType.RUN_FINISHED,
+    ]
+    assert len(types) > 6, "the answer came in several deltas, as it streamed"
+    result = next(e for e in events if e.type == EventType.TOOL_CALL_RESULT)
+    assert (result.tool_call_id, result.content) == ("call-9", "moved 5")
+    assert "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT) == (
+        "Moved five units to the account.")
+    assert (events[-1].run_id, events[-1].outcome) == ("run-2", None)
+    snapshots = [e.snapshot["agentactors"] for e in events if e.type == EventType.STATE_SNAPSHOT]
+    assert snapshots and snapshots[-1]["pending"] == []
+    assert history[-1] == ("assistant", "Moved five units to the account."), "committed to the thread"
+
+
+async def test_a_client_back_while_its_resumed_run_streams_gets_all_its_events_then_the_rest_live() -> None:
+    """A client that leaves a resumed run mid-answer does not cancel it; posting the same answers again while it
+    still goes gets every event it has had so far at once — the call's result, the answer's first words — and the
+    rest as they come; once it has ended, the same answers get its outcome at once.  Nothing runs twice."""
+    from agentactors import Runtime
+
+    provider = HeldAfterFirstDelta(
+        [[ToolCall("call-9", "transfer", {"amount": 5})], "Moved five units to the account."], held=2
+    )
+    agent = Agent(provider, tools=[transfer], name="bank")
+    resume = [answer("call-9", True)]
+    async with Runtime() as rt:
+        app = Watched(agui_app(agent, runtime=rt, sessions=True))
+        async with served(app) as client:
+            await events_of(client, thread_body("run-1", ("user", "Move 5.")))
+            async with client.stream("POST", "/", json=thread_body("run-2", ("user", "Move 5."), resume=resume)) as r:
+                with anyio.fail_after(10):
+                    first = await Reader(r).until(EventType.TEXT_MESSAGE_CONTENT)
+            with anyio.fail_after(10):
+                await app.disconnected.wait()  # the client left mid-answer
+            async with client.stream("POST", "/", json=thread_body("run-3", ("user", "Move 5."), resume=resume)) as r:
+                reader = Reader(r)
+                with anyio.fail_after(10):
+                    retried = await reader.until(EventType.TEXT_MESSAGE_CONTENT)
+                assert provider.holding.is_set() and not provider.release.is_set(), "still going, not run again"
+                provider.release.set()
+                with anyio.fail_after(10):
+                    await reader.rest()
+            later = await events_of(client, thread_body("run-4", ("user", "Move 5."), resume=resume))
+            history = [(m.role, m.content) for m in rt.session(agent, "thread-1").history]
+    assert without_snapshots(first) == without_snapshots(retried)[:4]
+    assert len(provider.requests) == 2, "no second run"
+    assert history[-1] == ("assistant", "Moved five units to the account.")
+    for events, run_id in ((retried, "run-3"), (later, "run-4")):
+        assert (events[0].type, events[0].run_id) == (EventType.RUN_STARTED, run_id)
+        assert [(e.tool_call_id, e.content) for e in events if e.type == EventType.TOOL_CALL_RESULT] == [
+            ("call-9", "moved 5")]
+        assert "".join(e.delta for e in events if e.type == EventType.TEXT_MESSAGE_CONTENT) == (
+            "Moved five units to the account.")
+        assert (events[-1].type, events[-1].run_id, events[-1].outcome) == (EventType.RUN_FINISHED, run_id, None)
+
+
+async def test_a_post_to_a_thread_whose_resumed_run_is_live_steers_it() -> None:
+    """A resumed run had no handle: a message posted to its thread while it ran waited for its end and became the
+    next run.  It is now steered into the resumed run, as into any live run: the post ends at once, saying so, and
+    the run reads the message at its next step boundary; the thread commits it."""
+    from agentactors import Runtime
+
+    entered, gate = anyio.Event(), anyio.Event()
+
+    @tool(requires_approval=True)
+    async def wire(amount: int) -> str:
+        """Move money, slowly (a person approves each call)."""
+        entered.set()
+        await gate.wait()
+        return f"wired {amount}"
+
+    provider = ScriptedProvider([[ToolCall("call-9", "wire", {"amount": 5})], "Wired 5, and noted."])
+    agent = Agent(provider, tools=[wire], name="bank")
+    async with Runtime() as rt:
+        async with served(agui_app(agent, runtime=rt, sessions=True)) as client:
+            await events_of(client, thread_body("run-1", ("user", "Wire 5.")))
+            resumed: list[Any] = []
+
+            async def resume() -> None:
+                body = thread_body("run-2", ("user", "Wire 5."), resume=[answer("call-9", True)])
+                resumed.extend(await events_of(client, body))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(resume)
+                with anyio.fail_after(10):
+                    await entered.wait()
+                    steer = await events_of(client, thread_body(
+                        "run-s", ("user", "Wire 5."), ("user", "Note it as rent.")))
+                gate.set()
+            history = [(m.role, m.content) for m in rt.session(agent, "thread-1").history]
+    assert [e.type for e in steer] == [EventType.RUN_STARTED, EventType.RUN_FINISHED]
+    assert steer[-1].result == {"steered": "run-2"}, "the message went to the resumed run"
+    assert ("user", "Note it as rent.") in [(m.role, m.content) for m in provider.requests[-1].messages]
+    assert len(provider.requests) == 2, "read by the resumed run, not run as a turn of its own"
+    assert resumed[-1].type == EventType.RUN_FINISHED and resumed[-1].outcome is None
+    assert "".join(e.delta for e in resumed if e.type == EventType.TEXT_MESSAGE_CONTENT) == "Wired 5, and noted."
+    assert ("user", "Note it as rent.") in history and history[-1] == ("assistant", "Wired 5, and noted.")
