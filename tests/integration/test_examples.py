@@ -143,3 +143,14 @@ async def test_durable_recovery(capsys: pytest.CaptureFixture[str]) -> None:
     assert [line.split()[0] for line in outcome.attempts] == [keys[0], charge, charge, keys[2]]
     out = capsys.readouterr().out
     assert "killed by signal 9 inside charge_card" in out and "side effects (each once)" in out
+
+
+async def test_approval_live(capsys: pytest.CaptureFixture[str]) -> None:
+    module = _load("approval_live")
+    module.REFUNDED.clear()
+    result = await module.main()
+    assert result.ok and result.content.endswith("As you asked: Tell the customer we will send a new one too.")
+    assert module.REFUNDED == [("A-1001", 30)]  # once, after the approval
+    out = capsys.readouterr().out
+    assert "waiting for a person: refund({'order': 'A-1001', 'amount': 30})" in out
+    assert "Done: 30 EUR refunded on A-1001." in out  # the streamed answer
