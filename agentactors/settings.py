@@ -49,8 +49,11 @@ ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high",
 #: is the wire's per-model data; a value outside this list is a typo and fails at construction.
 REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
-# The widest ranges any wire accepts (OpenAI and Gemini: temperature 0..2; Anthropic 0..1, checked by its codec).
+# The widest ranges any wire accepts (OpenAI and Gemini: temperature 0..2; Anthropic and Bedrock 0..1, checked by
+# their codecs).
 _TEMPERATURE_MAX = 2.0
+# OpenAI's seed is an int64, vLLM's a torch long; Gemini's an int32 (checked by its codec).
+_SEED_MIN, _SEED_MAX = -(2**63), 2**63 - 1
 
 
 def _number(name: str, value: Any) -> float:
@@ -96,9 +99,9 @@ def check_max_tokens(value: int | None) -> None:
 
 
 def check_seed(value: int | None) -> None:
-    """``None`` or an int."""
-    if value is not None:
-        _integer("seed", value)
+    """``None`` or an int that fits a signed 64-bit integer (the widest seed any vendor or server takes)."""
+    if value is not None and not _SEED_MIN <= _integer("seed", value) <= _SEED_MAX:
+        raise ValueError(f"seed must fit a signed 64-bit integer ({_SEED_MIN} to {_SEED_MAX}), not {value!r}")
 
 
 def check_reasoning_effort(value: str | None) -> None:
@@ -234,11 +237,12 @@ _FIELDS = (
 class ModelSettings:
     """How the model generates; every field optional (``None``: the vendor's default).
 
-    :param temperature: sampling temperature, 0–2 (Anthropic takes 0–1).
+    :param temperature: sampling temperature, 0–2 (Anthropic and Bedrock take 0–1).
     :param top_p: nucleus sampling, 0–1.
     :param max_tokens: the most output tokens (thinking included where the vendor counts it so).
     :param stop: stop sequences (a bare string is one).
-    :param seed: a sampling seed, for reproducible answers where the vendor supports it.
+    :param seed: a sampling seed, for reproducible answers where the vendor supports it (a signed 64-bit
+        integer; Gemini takes 32 bits).
     :param parallel_tool_calls: whether the model may call several tools in one step.
     :param reasoning_effort: one of :data:`REASONING_EFFORTS`; which a model accepts is checked per model
         before sending (OpenAI ``reasoning_effort``, Anthropic ``output_config.effort`` with adaptive thinking

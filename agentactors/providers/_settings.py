@@ -11,6 +11,10 @@ Two answers, one rule (``docs/settings.md``, "Dropped or refused"):
   with :class:`~agentactors.UnsupportedSettingError` (request kind) before anything is sent: dropping them
   would hand back something the caller did not ask for.
 
+``vendor_options`` may set any vendor field but the few a codec owns (:func:`check_owned`): the model, the
+conversation and the streaming flag.  Replacing those would send another model than the tables judged, lose
+the conversation, or make the decoder read a JSON answer as a stream (a malformed response, retried).
+
 Per-model capability data lives with each wire (``openai/models.py``, ``anthropic/models.py``,
 ``gemini/models.py``); model names are matched by :func:`match_model`.
 """
@@ -18,13 +22,13 @@ Per-model capability data lives with each wire (``openai/models.py``, ``anthropi
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..errors import UnsupportedSettingError
 from ..events import emit
 
-__all__ = ["Row", "bare_model", "dropped", "listed", "match_model", "refused"]
+__all__ = ["Row", "bare_model", "check_owned", "dropped", "listed", "match_model", "refused"]
 
 
 class Row(Protocol):
@@ -96,3 +100,17 @@ def listed(values: Iterable[str]) -> str:
     if not items:
         return "none"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def check_owned(wire: str, model: str, options: Mapping[str, Any], owned: frozenset[str]) -> None:
+    """Refuse ``vendor_options[wire]`` keys the codec owns (``owned``), a ``None`` (remove) included.
+
+    The error names the keys, never their values (a vendor option may hold a credential).
+    """
+    clash = sorted(str(key) for key in options if key in owned)
+    if clash:
+        raise refused(
+            wire, model, "vendor_options",
+            f"vendor_options[{wire!r}] may not set {listed(clash)}: the codec owns the model (the provider's, or "
+            "LLMRequest.model), the conversation (the request's messages) and streaming (stream() or complete())",
+        )

@@ -82,7 +82,8 @@ async def test_a_run_with_an_image_and_a_pdf(fake_vendor: FakeVendor, wire: str,
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "stream"])
 async def test_settings_reach_the_wire(fake_vendor: FakeVendor, wire: str, streamed: bool) -> None:
     fake_vendor.script(FakeReply(text="ok"))
-    agent = Agent(named(wire, fake_vendor, {"openai": "gpt-4.1", "anthropic": "claude-haiku-4-5",
+    # Claude Sonnet 4 takes temperature and top_p together (Haiku 4.5 takes one of them: docs/settings.md)
+    agent = Agent(named(wire, fake_vendor, {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-20250514",
                                             "gemini": "gemini-2.5-flash"}[wire],
                         settings=ModelSettings(seed=4)),
                   settings=ModelSettings(temperature=0.3, top_p=0.9, max_tokens=300, stop=("END",)))

@@ -31,7 +31,8 @@ documents → ``document`` blocks with a ``text`` source; a tool result with med
 content is the text block and those blocks.
 
 ``vendor_options["anthropic"]`` is merged into the body last, so it can set any vendor field
-(``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one.
+(``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one, but for ``model``,
+``messages`` and ``stream``, which are refused (:func:`~agentactors.providers._settings.check_owned`).
 Three keys are read by the codec instead of being copied: ``disable_parallel_tool_use``
 (bool, goes into ``tool_choice``; never with ``none``), ``tool_extras`` (``{tool name: {field:
 value}}`` merged into that tool's definition, e.g. ``cache_control`` or ``defer_loading``) and
@@ -56,7 +57,7 @@ from ...messages import LLMRequest, Message, ToolChoice
 from ...parts import Document, Image, Part, Text
 from ...settings import CachePolicy
 from .._constrained_schema import anthropic_output_schema
-from .._settings import dropped, refused
+from .._settings import check_owned, dropped, refused
 from .models import WIRE, check_parts, plan_thinking, sampling_fields
 
 __all__ = [
@@ -73,6 +74,8 @@ DEFAULT_MAX_TOKENS = 4096
 
 # vendor_options keys the codec consumes instead of copying into the body.
 _CODEC_KEYS = frozenset({"disable_parallel_tool_use", "tool_extras", "extra_tools"})
+# Body fields no vendor option may set: the model, the conversation and the call's kind.
+_OWNED = frozenset({"model", "messages", "stream"})
 
 
 def thinking_enabled(options: Mapping[str, Any]) -> bool:
@@ -218,6 +221,7 @@ def _mark_cache(body: dict[str, Any], policy: CachePolicy) -> None:
 def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
     """The Messages API body for ``request`` (see the module docstring for the mapping)."""
     options = request.options_for(WIRE)
+    check_owned(WIRE, model, options, _OWNED)
     check_parts(request.messages, model)
     thinking, effort = plan_thinking(request, model)
     thinking_on = _thinking_on(options, thinking)

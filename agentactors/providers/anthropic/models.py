@@ -6,7 +6,9 @@ at least 1024 … less than max_tokens"; "Thinking isn't compatible with tempera
 top_p … between 0.95 and 1"; "Adaptive thinking is supported on Claude Opus 4.6 and Sonnet 4.6 … budget_tokens
 … deprecated"; "Claude Opus 4.7 … only support adaptive thinking. Manual extended thinking … will return a
 400"; "The effort parameter is supported by … Claude Opus 4.6, Claude Sonnet 4.6 and Claude Opus 4.5"; Opus
-4.7 adds ``xhigh`` and rejects ``temperature`` / ``top_p`` / ``top_k`` outright).  A model no row matches gets
+4.7 adds ``xhigh`` and rejects ``temperature`` / ``top_p`` / ``top_k`` outright), and the vendor's 400 for both
+samplers on Opus 4.1 and later 4.x models, Sonnet 4.5 / 4.6 and Haiku 4.5 ("`temperature` and `top_p` cannot
+both be specified for this model. Please use only one.", the 4.5 migration notes).  A model no row matches gets
 every setting as given: ``thinking_budget`` as a manual budget, ``reasoning_effort`` as adaptive thinking with
 that effort.  The first match wins.
 
@@ -55,6 +57,7 @@ class ClaudeModel:
         still accepted) or ``"adaptive_only"``.
     :param efforts: the ``output_config.effort`` values it takes (``None``: no effort parameter).
     :param sampling: whether it takes ``temperature`` / ``top_p`` at all.
+    :param one_sampler: whether it takes ``temperature`` or ``top_p`` but refuses the two together.
     :param vision: whether it takes images and PDFs.
     """
 
@@ -62,6 +65,7 @@ class ClaudeModel:
     thinking: Thinking = "manual"
     efforts: tuple[str, ...] | None = None
     sampling: bool = True
+    one_sampler: bool = False
     vision: bool = True
 
 
@@ -70,10 +74,11 @@ MODELS: tuple[ClaudeModel, ...] = (
     ClaudeModel(("claude-opus-4-7*",), thinking="adaptive_only",
                 efforts=("low", "medium", "high", "xhigh", "max"), sampling=False),
     ClaudeModel(("claude-opus-4-6*", "claude-sonnet-4-6*"), thinking="adaptive",
-                efforts=("low", "medium", "high", "max")),
-    ClaudeModel(("claude-opus-4-5*",), efforts=("low", "medium", "high")),
-    ClaudeModel(("claude-sonnet-4-5*", "claude-haiku-4-5*", "claude-opus-4-1*", "claude-opus-4-0*", "claude-opus-4-2*",
-                 "claude-sonnet-4-0*", "claude-sonnet-4-2*", "claude-opus-4", "claude-sonnet-4", "claude-3-7-sonnet*")),
+                efforts=("low", "medium", "high", "max"), one_sampler=True),
+    ClaudeModel(("claude-opus-4-5*",), efforts=("low", "medium", "high"), one_sampler=True),
+    ClaudeModel(("claude-sonnet-4-5*", "claude-haiku-4-5*", "claude-opus-4-1*"), one_sampler=True),
+    ClaudeModel(("claude-opus-4-0*", "claude-opus-4-2*", "claude-sonnet-4-0*", "claude-sonnet-4-2*", "claude-opus-4",
+                 "claude-sonnet-4", "claude-3-7-sonnet*")),
     ClaudeModel(("claude-3-5-*", "claude-3-opus*", "claude-3-sonnet*", "claude-3-haiku*"), thinking="none"),
     ClaudeModel(("claude-2*", "claude-instant*"), thinking="none", vision=False),
 )
@@ -154,7 +159,11 @@ def _budget_for(effort: str, request: LLMRequest, model: str) -> dict[str, Any] 
 
 
 def sampling_fields(request: LLMRequest, model: str, *, thinking: bool) -> dict[str, Any]:
-    """``temperature`` / ``top_p`` for the body, checked against thinking and the model (the conflict table)."""
+    """``temperature`` / ``top_p`` for the body, checked against thinking and the model (the conflict table).
+
+    Both set, on a model that takes one of them only (:attr:`ClaudeModel.one_sampler`), is a conflict: refused,
+    as the vendor would, rather than guessing which one the caller meant.
+    """
     row = model_row(model)
     out: dict[str, Any] = {}
     for name in ("temperature", "top_p"):
@@ -173,6 +182,8 @@ def sampling_fields(request: LLMRequest, model: str, *, thinking: bool) -> dict[
             raise refused(WIRE, model, "top_p",
                           f"extended thinking takes top_p between {_TOP_P_WITH_THINKING} and 1, not {value!r}")
         out[name] = value
+    if len(out) == 2 and row is not None and row.one_sampler:
+        raise refused(WIRE, model, "top_p", "the model takes temperature or top_p, not both: set one of them")
     return out
 
 

@@ -17,7 +17,8 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
   are left out, or, when the conversation already holds tool blocks (Converse then requires a
   ``toolConfig``), sent without a choice and the setting dropped with ``llm.setting_dropped``;
 * ``max_tokens`` / ``temperature`` / ``top_p`` / ``stop`` → ``inferenceConfig.maxTokens`` / ``temperature`` /
-  ``topP`` / ``stopSequences``; ``seed`` and ``parallel_tool_calls`` have no field (dropped, said out loud);
+  ``topP`` / ``stopSequences`` (a temperature above 1 is refused: Converse takes 0 to 1 for every model);
+  ``seed`` and ``parallel_tool_calls`` have no field (dropped, said out loud);
 * reasoning → ``additionalModelRequestFields``: Claude's ``thinking`` (and ``output_config.effort``) planned by
   the Anthropic wire's own tables from ``thinking_budget`` / ``reasoning_effort``; ``reasoning_effort`` for
   gpt-oss, ``reasoning_config`` for Qwen 3; an effort for another model is dropped, a thinking budget refused;
@@ -29,10 +30,12 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
   (the name from the title, cut to the characters Converse allows, else ``document-N``); a part given by URL
   is refused (Converse reads only bytes or an S3 location, never an http or gs URL), and so is audio.
 
-``vendor_options["bedrock"]`` is merged into the body last (``additionalModelRequestFields`` key by key, so
-a vendor field such as ``top_k`` sits beside the mapped ones; ``guardrailConfig``, ``performanceConfig``, …),
-except ``tool_extras`` (``{tool name: {field: value}}`` merged into that tool's ``toolSpec``, e.g.
-``strict: true``).
+``vendor_options["bedrock"]`` is merged into the body last, a dict into the dict the codec built key by key
+(``additionalModelRequestFields``, so a vendor field such as ``top_k`` sits beside the mapped ones;
+``inferenceConfig``, so ``{"maxTokens": 500}`` keeps the mapped ``temperature`` and ``stopSequences``;
+``toolConfig``), anything else as given (``guardrailConfig``, ``performanceConfig``, …), except
+``tool_extras`` (``{tool name: {field: value}}`` merged into that tool's ``toolSpec``, e.g. ``strict: true``)
+and ``messages``, the conversation, which is refused (:func:`~agentactors.providers._settings.check_owned`).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image, Part, Text
 from .._constrained_schema import anthropic_output_schema
 from .._media import check_limits, media_of, unsupported
-from .._settings import dropped, refused
+from .._settings import check_owned, dropped, refused
 from ..anthropic.models import plan_thinking, sampling_fields
 from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_row
 
@@ -56,6 +59,10 @@ __all__ = ["CACHE_POINT", "check_parts", "encode_request", "forced_choice_refusa
 #: The block a cache breakpoint is.
 CACHE_POINT: Mapping[str, Any] = {"cachePoint": {"type": "default"}}
 _EFFORTS = ("low", "medium", "high")
+# Converse's InferenceConfiguration.temperature, whatever the model ("must have value less than or equal to 1").
+_MAX_TEMPERATURE = 1.0
+# Body fields no vendor option may set: the conversation (the model is in the URL, streaming is the route).
+_OWNED = frozenset({"messages"})
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
 _SPACES = re.compile(r"\s+")
 
@@ -214,6 +221,9 @@ def _inference(request: LLMRequest, model: str, row: BedrockModel | None, *, thi
         sampling = sampling_fields(request, model, thinking=thinking)  # Claude's conflict table
     else:
         sampling = {k: v for k in ("temperature", "top_p") if (v := getattr(request, k)) is not None}
+    if sampling.get("temperature", 0) > _MAX_TEMPERATURE:
+        raise refused(WIRE, model, "temperature",
+                      f"Converse takes 0 to {_MAX_TEMPERATURE:g} for every model, not {sampling['temperature']!r}")
     if "temperature" in sampling:
         config["temperature"] = sampling["temperature"]
     if "top_p" in sampling:
@@ -301,6 +311,8 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     """The Converse / ConverseStream body for ``request`` (see the module docstring for the mapping)."""
     del stream  # the same body goes to /converse and /converse-stream
     row = model_row(model)
+    options = request.options_for(WIRE)
+    check_owned(WIRE, model, options, _OWNED)
     check_parts(request.messages, model)
     additional = _reasoning(request, model, row)
     thinking = _thinking_on(request, additional)
@@ -322,13 +334,15 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     if output is not None:
         body["outputConfig"] = output
     _mark_cache(body, request, model, row)
-    for key, value in request.options_for(WIRE).items():
-        if key == "tool_extras":
-            continue  # read into the tool specs above
-        if key == "additionalModelRequestFields" and isinstance(value, Mapping):
-            additional = {**additional, **value}
-        else:
-            body[key] = value
     if additional:
         body["additionalModelRequestFields"] = additional
+    for key, value in options.items():
+        if key == "tool_extras":
+            continue  # read into the tool specs above
+        built = body.get(key)
+        if isinstance(value, Mapping):
+            # Into a dict the codec built key by key: a mapped setting the option does not name stays.
+            body[key] = {**built, **value} if isinstance(built, dict) else dict(value)
+        else:
+            body[key] = value
     return body

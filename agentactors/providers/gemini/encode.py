@@ -24,7 +24,12 @@ shaped) conversation, per ``docs/wire.md``:
 * ``LLMRequest.response_format`` → ``generationConfig.responseJsonSchema`` (plain JSON Schema,
   which the API takes on every current model) with ``responseMimeType: "application/json"``;
 * ``vendor_options["gemini"]`` is merged into the body last (generation fields
-  such as ``thinkingConfig`` may be given at its top level).
+  such as ``thinkingConfig`` may be given at its top level); ``contents``, the conversation, is refused
+  (:func:`~agentactors.providers._settings.check_owned`; the model and streaming are in the URL).
+
+Gemini's integers are 32-bit (``int32 seed``, ``maxOutputTokens``, ``thinkingBudget`` in the API's
+``GenerationConfig``): a larger value is refused before sending, and so is a ``temperature`` above 2 for a
+model :mod:`.models` knows (Gemini takes 0 to 2).
 
 Ids are echoed on ``functionCall.id`` / ``functionResponse.id``: the recorded corpus shows the API
 accepting client-made ids, and they disambiguate parallel calls of one function.  Thought signatures
@@ -49,8 +54,17 @@ from ...errors import ErrorKind, ProviderError
 from ...messages import LLMRequest, Message, ToolCall
 from ...parts import Part, Text
 from .._media import guessed_media_type
-from .._settings import dropped, refused
-from .models import MAX_STOP_SEQUENCES, WIRE, bare_name, check_parts, thinking_config, wire_media_type
+from .._settings import check_owned, dropped, refused
+from .models import (
+    MAX_STOP_SEQUENCES,
+    MAX_TEMPERATURE,
+    WIRE,
+    bare_name,
+    check_parts,
+    model_row,
+    thinking_config,
+    wire_media_type,
+)
 from .schema import GeminiSchemaError, to_gemini_schema
 
 __all__ = ["SKIP_SIGNATURE", "encode_request"]
@@ -81,6 +95,10 @@ _GENERATION_FIELDS = frozenset(
 #: Google's documented stand-in for a function call Gemini 3+ did not sign (made by another provider
 #: in a fallback chain, say): without a signature on a turn's first call, every request is a 400.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
+# Body fields no vendor option may set: the conversation (the model and streaming are in the URL).
+_OWNED = frozenset({"contents"})
+# GenerationConfig's integers are int32.
+_INT32 = (-(2**31), 2**31 - 1)
 _SIGNING_MODEL = re.compile(r"gemini-(\d+)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_\-]*={0,2}")
 _TO_URLSAFE = str.maketrans("+/", "-_")
@@ -118,6 +136,7 @@ def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any
 
 def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
     """The request body (see the module docstring for the mapping; ``stream`` changes only the URL)."""
+    check_owned(WIRE, model, request.options_for(WIRE), _OWNED)
     check_parts(request.messages, model)
     system, contents = _contents(request.messages, model)
     body: dict[str, Any] = {"contents": contents}
@@ -139,15 +158,42 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     generation = _deep_merge(generation, lifted)
     if generation:
         body["generationConfig"] = generation
-    return _deep_merge(body, options)
+    body = _deep_merge(body, options)
+    _check_thinking(body.get("generationConfig"), model)
+    return body
+
+
+def _check_thinking(generation: Any, model: str) -> None:
+    """Refuse a ``thinkingConfig`` holding a level and a budget (any spelling): Gemini answers that with a 400.
+
+    The settings alone give one or the other (:func:`~.models.thinking_config`), so the other one came from
+    ``vendor_options`` — typically a level there and a ``thinking_budget`` in the settings, or the reverse.
+    """
+    if not isinstance(generation, Mapping):
+        return
+    keys: set[str] = set()
+    for name in ("thinkingConfig", "thinking_config"):
+        config = generation.get(name)
+        if isinstance(config, Mapping):
+            keys.update(k for k, v in config.items() if v is not None)
+    if keys & {"thinkingLevel", "thinking_level"} and keys & {"thinkingBudget", "thinking_budget"}:
+        raise refused(WIRE, model, "vendor_options",
+                      "Gemini takes a thinkingLevel or a thinkingBudget, not both, and the settings and "
+                      "vendor_options between them ask for both (set reasoning_effort or thinking_budget, or the "
+                      "vendor option's thinkingConfig, not one of each)")
 
 
 def _generation(request: LLMRequest, model: str) -> dict[str, Any]:
     """``generationConfig`` from the request's settings (``vendor_options`` are merged over it later)."""
     generation: dict[str, Any] = {}
+    for name in ("max_tokens", "seed", "thinking_budget"):
+        _check_int32(name, getattr(request, name), model)
     if request.max_tokens is not None:
         generation["maxOutputTokens"] = request.max_tokens
     if request.temperature is not None:
+        if request.temperature > MAX_TEMPERATURE and model_row(model) is not None:
+            raise refused(WIRE, model, "temperature",
+                          f"Gemini takes 0 to {MAX_TEMPERATURE:g}, not {request.temperature!r}")
         generation["temperature"] = request.temperature
     if request.top_p is not None:
         generation["topP"] = request.top_p
@@ -167,6 +213,13 @@ def _generation(request: LLMRequest, model: str) -> dict[str, Any]:
         dropped(WIRE, model, "cache", "extended retention",
                 "Gemini's implicit cache has no retention setting (explicit caches are vendor_options' cachedContent)")
     return generation
+
+
+def _check_int32(name: str, value: int | None, model: str) -> None:
+    """Refuse an integer setting ``GenerationConfig`` cannot hold (an ``int32``: the API answers a 400)."""
+    low, high = _INT32
+    if value is not None and not low <= value <= high:
+        raise refused(WIRE, model, name, f"Gemini takes a 32-bit integer ({low} to {high}), not {value}")
 
 
 def _part(part: Part) -> dict[str, Any]:

@@ -30,6 +30,7 @@ __all__ = [
     "EFFORT_BUDGETS",
     "LIMITS",
     "MAX_STOP_SEQUENCES",
+    "MAX_TEMPERATURE",
     "MODELS",
     "WIRE",
     "GeminiModel",
@@ -90,6 +91,8 @@ EFFORT_BUDGETS: dict[str, int] = {
     "max": 32768,
 }
 MAX_STOP_SEQUENCES = 5
+#: The highest ``temperature`` Gemini's models take (``generationConfig.temperature``: 0.0 to 2.0).
+MAX_TEMPERATURE = 2.0
 LIMITS = MediaLimits(document_bytes=50 * 1024 * 1024, request_bytes=100 * 1024 * 1024)
 # Gemini's names for the audio types (its audio guide lists audio/mp3, not audio/mpeg).
 _WIRE_TYPES = {"audio/mpeg": "audio/mp3", "audio/x-aac": "audio/aac"}

@@ -21,7 +21,9 @@ that tool call.
 ``parallel_tool_calls``, ``reasoning``, ``max_completion_tokens``, ...); a ``None`` value removes a field
 the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  One key is the
 codec's own and is not sent: ``strict_tools`` (``True`` for every tool, or an iterable of tool names) marks
-function definitions ``strict``.
+function definitions ``strict``.  ``model``, ``messages`` and ``stream`` are refused
+(:func:`~agentactors.providers._settings.check_owned`): they are the provider's model, the conversation and the
+call's kind, never an option.
 
 ``LLMRequest.response_format`` becomes ``response_format: {"type": "json_schema", "json_schema": {"name",
 "schema", "strict"}}`` (plus ``description`` when given); a strict format's schema is fitted to strict mode
@@ -39,6 +41,7 @@ from typing import Any
 from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
+from .._settings import check_owned
 from .decode import dict_or_empty
 from .models import WIRE, audio_format, check_parts, encode_settings, model_row
 
@@ -54,6 +57,8 @@ __all__ = [
 
 # vendor_options keys the codec consumes instead of copying into the body.
 _CODEC_OPTIONS = frozenset({"strict_tools"})
+# Body fields no vendor option may set or remove: the model, the conversation and the call's kind.
+_OWNED = frozenset({"model", "messages", "stream"})
 
 
 def encode_request(
@@ -70,6 +75,7 @@ def encode_request(
     that is always gets ``max_completion_tokens``); ``official`` checks OpenAI's own size limits.
     """
     options = request.options_for(WIRE)
+    check_owned(WIRE, model, options, _OWNED)
     check_parts(request.messages, model, official=official)
     body: dict[str, Any] = {"model": model, "messages": encode_messages(request.messages)}
     if request.tools:

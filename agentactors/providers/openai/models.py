@@ -28,8 +28,8 @@ from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
 from .._settings import dropped, listed, match_model, refused
 
-__all__ = ["LIMITS", "MODELS", "WIRE", "OpenAIModel", "audio_format", "check_parts", "encode_settings", "model_row",
-           "reasoning_effort", "sampling_allowed", "sampling_fields"]
+__all__ = ["LIMITS", "MAX_TEMPERATURE", "MODELS", "WIRE", "OpenAIModel", "audio_format", "check_parts",
+           "encode_settings", "model_row", "reasoning_effort", "sampling_allowed", "sampling_fields"]
 
 #: The wire's name: its ``vendor_options`` / ``provider_data`` key and the ``wire`` of its errors and events.
 WIRE = "openai"
@@ -88,6 +88,8 @@ LIMITS = MediaLimits(request_bytes=50 * 1024 * 1024)
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 _MAX_STOP = 4
+#: The highest ``temperature`` OpenAI's models take.
+MAX_TEMPERATURE = 2.0
 
 
 def model_row(model: str) -> OpenAIModel | None:
@@ -140,10 +142,14 @@ def sampling_allowed(row: OpenAIModel | None, effort: str | None, *, field: str)
     return (effort or row.default_effort) == "none", f"the model takes it only with {field} 'none'"
 
 
-def sampling_fields(request: LLMRequest, model: str, *, allowed: bool, why: str, wire: str) -> dict[str, Any]:
+def sampling_fields(
+    request: LLMRequest, model: str, *, allowed: bool, why: str, wire: str, known: bool = False
+) -> dict[str, Any]:
     """``request``'s ``temperature`` and ``top_p`` as body fields, or, when not ``allowed``, none: each dropped.
 
     ``why`` (from :func:`sampling_allowed`) goes in the ``llm.setting_dropped`` event of each one dropped.
+    ``known``: the model is one of :data:`MODELS`, whose temperature OpenAI takes from 0 to 2 only (a request
+    built without ``ModelSettings`` may carry more, which a compatible server's model may take).
     """
     out: dict[str, Any] = {}
     for name in ("temperature", "top_p"):
@@ -151,6 +157,8 @@ def sampling_fields(request: LLMRequest, model: str, *, allowed: bool, why: str,
         if value is None:
             continue
         if allowed:
+            if known and name == "temperature" and value > MAX_TEMPERATURE:
+                raise refused(wire, model, "temperature", f"OpenAI takes 0 to {MAX_TEMPERATURE:g}, not {value!r}")
             out[name] = value
         else:
             dropped(wire, model, name, value, why)
@@ -172,7 +180,7 @@ def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str
     if effort is not None:
         out["reasoning_effort"] = effort
     sampling, why = sampling_allowed(row, effort, field="reasoning_effort")
-    out.update(sampling_fields(request, model, allowed=sampling, why=why, wire=WIRE))
+    out.update(sampling_fields(request, model, allowed=sampling, why=why, wire=WIRE, known=row is not None))
     if request.stop:
         if not sampling:
             raise refused(WIRE, model, "stop", why)

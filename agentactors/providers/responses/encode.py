@@ -22,7 +22,8 @@ Pure functions, no I/O.  The mapping (``docs/wire.md``, "OpenAI Responses"):
   ``include: ["reasoning.encrypted_content"]`` for a model known to reason, so its reasoning can be replayed.
 
 ``vendor_options[WIRE]`` is merged over the body (a ``None`` value removes a field; a dict merges into a
-dict the codec built, so ``{"reasoning": {"summary": "auto"}}`` keeps the effort).  The codec's own keys,
+dict the codec built, so ``{"reasoning": {"summary": "auto"}}`` keeps the effort); ``model``, ``input`` and
+``stream`` are refused (:func:`~agentactors.providers._settings.check_owned`).  The codec's own keys,
 not sent: ``strict_tools`` (``True`` or tool names) and ``reasoning_summary`` (``"auto"``, ``"concise"``,
 ``"detailed"``: ``reasoning.summary``).
 """
@@ -35,8 +36,9 @@ from typing import Any
 from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
+from .._settings import check_owned
 from ..openai.encode import strict_tool
-from .models import WIRE, check_parts, encode_settings, reasons
+from .models import WIRE, check_max_output_tokens, check_parts, encode_settings, reasons
 
 __all__ = [
     "CODEC_OPTIONS",
@@ -50,12 +52,16 @@ __all__ = [
 ]
 
 CODEC_OPTIONS = frozenset({"strict_tools", "reasoning_summary"})
+# Body fields no vendor option may set or remove: the model, the conversation and the call's kind.
+_OWNED = frozenset({"model", "input", "stream"})
 _ENCRYPTED = "reasoning.encrypted_content"
 
 
 def encode_request(request: LLMRequest, model: str, *, stream: bool, official: bool = False) -> dict[str, Any]:
     """The request body (see the module docstring for the mapping)."""
     options = request.options_for(WIRE)
+    check_owned(WIRE, model, options, _OWNED)
+    check_max_output_tokens(request, model, official=official)
     check_parts(request.messages, model, official=official)
     instructions, items = encode_input(request.messages)
     body: dict[str, Any] = {"model": model, "input": items}

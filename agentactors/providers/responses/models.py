@@ -8,6 +8,9 @@ sampling settings and see images); what differs is the wire's fields.  From the 
   ``reasoning: {"effort", "summary"}``, ``prompt_cache_retention``;
 * no ``stop`` (refused: dropping it would hand back text past the stop sequence) and no ``seed`` (dropped:
   it only tunes);
+* ``max_output_tokens`` of at least 16 ("Invalid 'max_output_tokens': integer below minimum value. Expected a
+  value >= 16", OpenAI's and Azure's 400): a smaller ``max_tokens`` is refused on OpenAI's own endpoint and for
+  a model the table knows (:data:`MIN_MAX_OUTPUT_TOKENS`);
 * images as ``input_image`` (``image_url``: an http(s) URL or a ``data:`` URL), PDFs as ``input_file``
   (``file_data`` as a ``data:`` URL with a ``filename``, or ``file_url``), text documents as
   ``input_text``; no audio input.  "Up to 50 MB total payload size per request" of images and files, as on
@@ -25,18 +28,33 @@ from .._media import MediaLimits, check_limits, media_of, unsupported
 from .._settings import dropped, refused
 from ..openai.models import model_row, reasoning_effort, sampling_allowed, sampling_fields
 
-__all__ = ["LIMITS", "WIRE", "check_parts", "encode_settings", "model_row", "reasons"]
+__all__ = ["LIMITS", "MIN_MAX_OUTPUT_TOKENS", "WIRE", "check_max_output_tokens", "check_parts", "encode_settings",
+           "model_row", "reasons"]
 
 WIRE = "openai-responses"
 
 LIMITS = MediaLimits(request_bytes=50 * 1024 * 1024)
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+#: The least ``max_output_tokens`` the Responses API takes.
+MIN_MAX_OUTPUT_TOKENS = 16
 
 
 def reasons(model: str) -> bool | None:
     """Whether ``model`` reasons (``None``: a model the table does not know)."""
     row = model_row(model)
     return None if row is None else row.reasons
+
+
+def check_max_output_tokens(request: LLMRequest, model: str, *, official: bool) -> None:
+    """Refuse a ``max_tokens`` below :data:`MIN_MAX_OUTPUT_TOKENS` where OpenAI's minimum applies.
+
+    On OpenAI's own endpoint, and for a model the table knows (Azure serves those); a compatible server's
+    model is judged by that server.
+    """
+    limit = request.max_tokens
+    if limit is not None and limit < MIN_MAX_OUTPUT_TOKENS and (official or model_row(model) is not None):
+        raise refused(WIRE, model, "max_tokens",
+                      f"the Responses API takes max_output_tokens of at least {MIN_MAX_OUTPUT_TOKENS}, not {limit}")
 
 
 def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str, Any]:
@@ -54,7 +72,7 @@ def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str
     if effort is not None:
         out["reasoning"] = {"effort": effort}
     sampling, why = sampling_allowed(row, effort, field="reasoning effort")
-    out.update(sampling_fields(request, model, allowed=sampling, why=why, wire=WIRE))
+    out.update(sampling_fields(request, model, allowed=sampling, why=why, wire=WIRE, known=row is not None))
     if request.stop:
         raise refused(WIRE, model, "stop", "the Responses API takes no stop sequences")
     if request.seed is not None:
