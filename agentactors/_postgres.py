@@ -15,22 +15,50 @@ messages print (the password replaced by ``***``), and a connection error is rai
 
 A connection the server dropped (a restart, a failover) is thrown away when a call fails on it; the next call
 opens a new one.
+
+**Every call ends.**  Session and journal commits are shielded from cancellation (a cancelled run must not leave
+half a write), so a database call that never returns would be a hang nobody can cancel.  Each connection is made
+so that none can last for ever (:class:`Timeouts`: settings made once, when it opens — no statement is added,
+and a round trip pays only the watchdog's arming, a dict write under a lock):
+
+* the server ends a statement of ours that runs past ``statement_timeout`` (psycopg's ``QueryCanceled``) or waits
+  for a lock — a row another transaction holds — past ``lock_timeout`` (``LockNotAvailable``), and a transaction
+  of ours left idle (its process stopped mid-transaction) past ``statement_timeout``, so it cannot hold its rows
+  locked against the others for ever;
+* TCP keepalives (``keepalives_idle`` 10 s, ``keepalives_interval`` 5 s, ``keepalives_count`` 3) and
+  ``tcp_user_timeout`` (30 s) end a connection whose server vanished without closing it (a network partition:
+  the socket never errors) — unless the DSN sets them: the DSN's libpq parameters win;
+* and what no server-side setting can end — a server that takes the statement and never answers (stopped,
+  frozen, or cut off after it acknowledged the bytes) — a deadline of our own: a round trip that gets no answer
+  within ``statement_timeout`` plus a grace (:func:`answer_bound`) has its socket shut down by a watchdog thread
+  (one per process) and fails with psycopg's ``OperationalError`` ("did not answer"); the connection is thrown
+  away, as one the server dropped.  Its statement's outcome is then unknown, as any on a dropped connection.
+
+``connect_timeout`` bounds opening a connection.  ``statement_timeout=None`` (and ``lock_timeout=None``) leaves
+the server's setting (its role's, its DSN's ``options``) as it is — and then no deadline of ours either.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+import os
 import re
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import cache, partial
 from types import ModuleType
 from typing import Any, Final
 
+import attrs
+
 from ._db_worker import Worker as DbWorker
 from ._dialect import Dialect
 
-__all__ = ["DIALECT", "NOW", "Worker", "import_psycopg", "safe_dsn"]
+__all__ = ["DIALECT", "KEEPALIVES", "NOW", "Timeouts", "Worker", "answer_bound", "import_psycopg", "safe_dsn"]
 
 #: The server's clock, in seconds since the epoch (what ``:now`` stands for: hosts' clocks may disagree).
 NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
@@ -76,38 +104,229 @@ def scrub(text: str, dsn: str) -> str:
     return text.replace(secret, "***") if secret else text
 
 
+#: libpq's TCP keepalives and ``tcp_user_timeout`` (ms) for a connection whose DSN does not set them: a server
+#: gone without a word (a partition) is found out within about 25 seconds of silence, or 30 seconds of unacknowledged
+#: data, instead of the hours of the OS's defaults.  Ignored on a unix socket (nothing in between to vanish).
+KEEPALIVES: Final = {
+    "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3, "tcp_user_timeout": 30000,
+}
+
+
+def _seconds(name: str, value: Any) -> float | None:
+    """``None``, or ``value`` as seconds.  :raises ValueError: not a finite number > 0."""
+    return None if value is None else _required(name, value, " or None")
+
+
+#: The longest timeout PostgreSQL keeps: milliseconds in a C ``int`` (about 24.8 days).
+_LONGEST: Final = (2**31 - 1) / 1000
+
+
+def _required(name: str, value: Any, also: str = "") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= _LONGEST:
+        raise ValueError(f"{name} must be a number of seconds > 0 and <= {_LONGEST:g}{also}, not {value!r}")
+    return float(value)
+
+
+@attrs.frozen
+class Timeouts:
+    """How long a connection's calls may take (see the module docstring), checked.
+
+    :param connect: seconds opening a connection may take (libpq's ``connect_timeout``; it counts whole seconds,
+        at least two).
+    :param statement: seconds one statement of ours may run on the server before it cancels it, and a
+        transaction of ours may sit idle; also what our own deadline on an answer is made of (:func:`answer_bound`).
+        ``None``: the server's setting, and no deadline of ours.
+    :param lock: seconds a statement of ours may wait for a lock another transaction holds.  ``None``: the
+        server's setting.
+    :raises ValueError: a timeout that is not a finite number of seconds > 0 (or ``None`` where allowed).
+    """
+
+    connect: float = 10.0
+    statement: float | None = 30.0
+    lock: float | None = 10.0
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "connect", _required("connect_timeout", self.connect))
+        object.__setattr__(self, "statement", _seconds("statement_timeout", self.statement))
+        object.__setattr__(self, "lock", _seconds("lock_timeout", self.lock))
+
+
+def answer_bound(statement_timeout: float | None) -> float | None:
+    """How long a round trip may wait for the server's answer before our watchdog ends it: the server's own
+    ``statement_timeout`` plus a grace (a quarter of it, at least a second), so a server that is there always
+    answers first — with its ``QueryCanceled`` — and only one that is not is cut off."""
+    return None if statement_timeout is None else statement_timeout + max(1.0, statement_timeout / 4)
+
+
 class Worker(DbWorker[Any]):
     """One connection to ``dsn``, used one call at a time from worker threads (see the module docstring).
 
     :param setup: run in the worker thread on each new connection (its tables), in autocommit mode.
     :param what: the owner's name, for the error when psycopg is missing.
     :param name: names the per-loop limiter (one per owner object).
+    :param connect_timeout, statement_timeout, lock_timeout: :class:`Timeouts`.
+    :raises ValueError: a timeout that is not a finite number of seconds > 0 (``None`` where allowed).
     """
 
-    __slots__ = ("connect_timeout", "dsn", "what")
+    __slots__ = ("dsn", "timeouts", "what")
 
     def __init__(
-        self, dsn: str, setup: Callable[[Any], None], *, what: str, name: str, connect_timeout: float = 10.0
+        self,
+        dsn: str,
+        setup: Callable[[Any], None],
+        *,
+        what: str,
+        name: str,
+        connect_timeout: float = 10.0,
+        statement_timeout: float | None = 30.0,
+        lock_timeout: float | None = 10.0,
     ) -> None:
-        super().__init__(partial(_connect, dsn, what, connect_timeout), setup, name, dead=_dead)
+        timeouts = Timeouts(connect_timeout, statement_timeout, lock_timeout)
+        super().__init__(partial(_connect, dsn, what, timeouts), setup, name, dead=_dead)
         self.dsn = dsn
         self.what = what
-        self.connect_timeout = connect_timeout
+        self.timeouts = timeouts
+
+    @property
+    def connect_timeout(self) -> float:
+        return self.timeouts.connect
 
 
-def _connect(dsn: str, what: str, connect_timeout: float) -> Any:
-    """An autocommit connection; a failure as :class:`ConnectionError` with the password scrubbed, no cause."""
+def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:
+    """An autocommit connection with the keepalives and timeouts set (see the module docstring); a failure as
+    :class:`ConnectionError` with the password scrubbed, no cause."""
     psycopg = import_psycopg(what)
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+        from psycopg.conninfo import conninfo_to_dict
+
+        given = conninfo_to_dict(dsn)
+        keepalives = {key: value for key, value in KEEPALIVES.items() if key not in given}
+        if psycopg.pq.version() < 120000:  # a libpq older than 12 has no tcp_user_timeout (and refuses it)
+            keepalives.pop("tcp_user_timeout", None)
+        conn = _connection_class().connect(
+            dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeouts.connect)), **keepalives
+        )
     except psycopg.Error as exc:
         text = scrub(str(exc), dsn).strip()
         raise ConnectionError(f"{what} could not connect to {safe_dsn(dsn)}: {text}") from None
+    try:
+        conn.answer_timeout = answer_bound(timeouts.statement)
+        settings = {"statement_timeout": timeouts.statement, "lock_timeout": timeouts.lock}
+        if conn.info.server_version >= 90600:  # a server older than 9.6 has no such setting
+            settings["idle_in_transaction_session_timeout"] = timeouts.statement
+        chosen = {name: f"{math.ceil(seconds * 1000)}ms" for name, seconds in settings.items() if seconds is not None}
+        if chosen:  # one round trip, at connection time
+            calls = ", ".join(f"set_config('{name}', %({name})s, false)" for name in chosen)
+            conn.execute(f"SELECT {calls}", chosen)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _dead(conn: Any) -> bool:
-    """The server went away (a restart, a failover): the next call opens a new connection."""
-    return bool(conn.closed or conn.broken)
+    """The server went away (a restart, a failover), or did not answer in time: the next call opens a new
+    connection."""
+    return bool(conn.closed or conn.broken or getattr(conn, "expired", False))
+
+
+@cache
+def _connection_class() -> Any:
+    """psycopg's ``Connection`` whose every round trip is watched (:class:`_Watchdog`): defined on first use, as
+    psycopg is imported only then."""
+    from psycopg import Connection, OperationalError
+
+    class WatchedConnection(Connection[Any]):
+        #: Seconds a round trip may wait for its answer (:func:`answer_bound`); ``None``: for ever.
+        answer_timeout: float | None = None
+        #: The watchdog shut this connection's socket: it is thrown away (:func:`_dead`).
+        expired: bool = False
+
+        def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            """Every statement, commit and rollback waits here for the server: armed meanwhile."""
+            bound = self.answer_timeout
+            if bound is None:
+                return super().wait(gen, *args, **kwargs)
+            _WATCHDOG.arm(self, bound)
+            try:
+                return super().wait(gen, *args, **kwargs)
+            except OperationalError:
+                if self.expired:
+                    raise OperationalError(
+                        f"the server did not answer within {bound:g} s (its statement_timeout and a grace): "
+                        "the connection was closed, and the statement's outcome is unknown"
+                    ) from None
+                raise
+            finally:
+                _WATCHDOG.disarm(self)
+
+    return WatchedConnection
+
+
+class _Watchdog:
+    """The process's one thread that cuts off round trips past their deadline (started when first needed, gone
+    after a minute with nothing armed).
+
+    Arming is a dict write under a lock (no wake-up of the thread: it looks every quarter of the shortest bound
+    it has seen, at most every five seconds, while anything is armed); cutting off is ``shutdown`` of the
+    connection's socket, which wakes the waiting round trip with an end of file.  Under the same lock as
+    disarming: a round trip that got its answer is never cut off.
+    """
+
+    __slots__ = ("_armed", "_cond", "_running", "_tick")
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._armed: dict[int, tuple[float, Any]] = {}
+        self._running = False
+        self._tick = 5.0
+
+    def arm(self, conn: Any, seconds: float) -> None:
+        with self._cond:
+            self._armed[id(conn)] = (time.monotonic() + seconds, conn)
+            tick = max(0.05, min(5.0, seconds / 4))
+            if not self._running:
+                self._running = True
+                self._tick = tick
+                threading.Thread(target=self._run, name="agentactors-pg-watchdog", daemon=True).start()
+            elif tick < self._tick:
+                self._tick = tick
+                self._cond.notify()
+
+    def disarm(self, conn: Any) -> None:
+        with self._cond:
+            self._armed.pop(id(conn), None)
+
+    def _run(self) -> None:
+        idle_since = time.monotonic()
+        with self._cond:
+            while True:
+                self._cond.wait(self._tick)
+                now = time.monotonic()
+                if not self._armed:
+                    if now - idle_since > 60:
+                        self._running = False
+                        return
+                    continue
+                idle_since = now
+                for key, (due, conn) in list(self._armed.items()):
+                    if due <= now:
+                        del self._armed[key]
+                        conn.expired = True
+                        _shut(conn)
+
+
+def _shut(conn: Any) -> None:
+    """Shut ``conn``'s socket down (not close it: its descriptor is libpq's), waking whoever waits on it."""
+    try:
+        fd = conn.pgconn.socket
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except Exception:  # closed meanwhile: nothing left to cut off
+        pass
+
+
+_WATCHDOG: Final = _Watchdog()
 
 
 @cache

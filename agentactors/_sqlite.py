@@ -7,10 +7,11 @@ a SQLite file that several processes may share, and both reach it the same way:
   (:mod:`agentactors._db_worker`, as the PostgreSQL ones): every async SQLite driver is ``sqlite3`` on a thread
   anyway (usually asyncio-only);
 * **WAL mode** (readers and the writer never block each other), a ``busy_timeout`` (a writer waits for another
-  process's transaction instead of failing at once), ``synchronous`` as the owner chose (``NORMAL`` by default:
-  a commit survives the process crashing, ``FULL`` also a power cut) and no implicit transactions — each one is
-  an explicit ``BEGIN IMMEDIATE`` (:class:`Transaction`: the write lock taken first, so two writers serialize
-  instead of deadlocking on an upgrade).
+  process's transaction instead of failing at once — and no longer: then ``sqlite3.OperationalError``, "database
+  is locked", which is what ends a shielded commit on a file another process keeps locked), ``synchronous`` as
+  the owner chose (``NORMAL`` by default: a commit survives the process crashing, ``FULL`` also a power cut) and
+  no implicit transactions — each one is an explicit ``BEGIN IMMEDIATE`` (:class:`Transaction`: the write lock
+  taken first, so two writers serialize instead of deadlocking on an upgrade).
 
 The connection opens on first use (in the worker thread, where the owner's ``setup`` creates its tables) and
 closes on ``Worker.close``; a worker used again opens a new one.
@@ -71,13 +72,22 @@ def _identity(path: str) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+#: The longest ``busy_timeout`` SQLite keeps: milliseconds in a C ``int`` (about 24.8 days).
+_LONGEST_WAIT_MS: Final = 2**31 - 1
+
+
 def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
-    """Open ``path`` in WAL mode with the timeouts and ``synchronous`` set, autocommit (explicit transactions)."""
+    """Open ``path`` in WAL mode with the timeouts and ``synchronous`` set, autocommit (explicit transactions).
+
+    ``busy_timeout`` is set before anything else (switching to WAL may wait for another connection's lock), and
+    past what SQLite keeps it is the longest it keeps — not what SQLite reads a larger value as: 0, fail at once.
+    """
+    wait_ms = int(min(busy_timeout * 1000, _LONGEST_WAIT_MS))  # (1e308 seconds is inf ms: no int)
     conn = sqlite3.connect(
-        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False, factory=_Connection
+        path, timeout=wait_ms / 1000, isolation_level=None, check_same_thread=False, factory=_Connection
     )
     try:
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
         conn.execute("PRAGMA journal_mode = WAL")  # a no-op answer ("memory") for ":memory:"
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         if path not in ("", ":memory:") and not path.startswith("file:"):  # a file of its own, by name

@@ -425,7 +425,8 @@ class SessionActivated(SessionEvent):
 
 class SessionDeactivated(SessionEvent):
     """``session.deactivated``: ``key``, ``version`` and ``reason`` (``"idle"`` or ``"runtime_exit"``): its
-    actor stopped, its history left memory."""
+    actor stopped, its history left memory.  Always follows a ``session.activated`` for the same session: one
+    that never loaded emits neither."""
 
     __slots__ = ()
 

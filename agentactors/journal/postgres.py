@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import attrs
 
-from .._postgres import DIALECT, NOW, Worker, safe_dsn
+from .._postgres import DIALECT, NOW, Timeouts, Worker, safe_dsn
 from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
 
@@ -63,7 +63,16 @@ class PostgresJournal(SqlJournal):
     :param lease: seconds a run stays leased to this object without a renewal (renewed every third of it while
         the process lives); a recoverer takes a run whose lease expired.
     :param connect_timeout: seconds a connection attempt waits for the server.
-    :raises ValueError: ``lease`` under one second.
+    :param statement_timeout: seconds one statement may run before the server cancels it (psycopg's
+        ``QueryCanceled``), and a transaction of ours may sit idle; a server that does not answer at all (stopped,
+        cut off) is given this and a grace, then the call fails with psycopg's ``OperationalError``
+        (:mod:`agentactors._postgres`).  ``None``: the server's setting, and no deadline of ours.
+    :param lock_timeout: seconds a statement may wait for a row another transaction holds locked
+        (``LockNotAvailable``); ``None``: the server's setting.
+    :raises ValueError: ``lease`` under one second; a timeout that is not a finite number of seconds > 0.
+
+    Every call ends: a commit is shielded from cancellation (it happens whole or not at all), so these bounds
+    are what ends one on a database that no longer answers.  TCP keepalives are on unless the DSN sets them.
 
     What is journaled and what is not is :class:`~agentactors.journal.SqliteJournal`'s rule.  Also an async
     context manager (closes on exit).  The connection opens on first use; ``psycopg`` is imported then, so a
@@ -72,11 +81,23 @@ class PostgresJournal(SqlJournal):
 
     __slots__ = ("_dsn",)
 
-    def __init__(self, dsn: str, *, lease: float = 30.0, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        lease: float = 30.0,
+        connect_timeout: float = 10.0,
+        statement_timeout: float | None = 30.0,
+        lock_timeout: float | None = 10.0,
+    ) -> None:
         if not isinstance(dsn, str) or not dsn:
             raise TypeError("a PostgresJournal takes a DSN: a non-empty str")
         self._dsn = dsn
-        worker = partial(Worker, dsn, _setup, what="PostgresJournal", connect_timeout=connect_timeout)
+        Timeouts(connect_timeout, statement_timeout, lock_timeout)  # checked now, not at the first connection
+        worker = partial(
+            Worker, dsn, _setup, what="PostgresJournal", connect_timeout=connect_timeout,
+            statement_timeout=statement_timeout, lock_timeout=lock_timeout,
+        )
         super().__init__(lease, DIALECT, _apply_many, worker, "pg")
 
     def __repr__(self) -> str:

@@ -67,7 +67,9 @@ class SqliteJournal(SqlJournal):
     """A step journal in a SQLite file: ``Runtime(journal=SqliteJournal("runs.db"))``.
 
     :param path: the database file (created if missing; it may be the sessions' file too: the tables differ).
-    :param busy_timeout: seconds a commit waits for another connection's write lock.
+    :param busy_timeout: seconds a commit waits for another connection's write lock, then fails with
+        ``sqlite3.OperationalError`` ("database is locked"; nothing written): what ends a shielded commit on a
+        file another process keeps locked.  SQLite waits at most 2**31 - 1 ms (about 24.8 days).
     :param synchronous: SQLite's ``synchronous``: ``"NORMAL"`` (default), ``"FULL"``, ``"EXTRA"`` or ``"OFF"``.
     :param lease: seconds a run stays leased to this object without a renewal (renewed every third of it while
         the process lives, :mod:`agentactors.journal._lease`); ``recover()`` elsewhere takes a run whose lease

@@ -47,6 +47,11 @@ class PostgresStore(SqlStore):
     :param dsn: a libpq connection string or URL (``postgresql://user:password@host:5432/db``); its password is
         never shown (``repr`` prints the DSN with ``***``).
     :param connect_timeout: seconds a connection attempt waits for the server.
+    :param statement_timeout: seconds one statement may run before the server cancels it (psycopg's
+        ``QueryCanceled``), and a transaction may sit idle; a server that does not answer at all gets this and a
+        grace, then the call fails with psycopg's ``OperationalError``.  ``None``: the server's setting.
+    :param lock_timeout: seconds a commit may wait for a row another transaction holds (``LockNotAvailable``).
+    :raises ValueError: a timeout that is not a finite number of seconds > 0 (see :mod:`agentactors._postgres`).
 
     Also an async context manager.  The connection opens on first use (``psycopg`` is imported then: a missing
     extra is an :class:`ImportError` naming it) and closes on :meth:`aclose`; a store used again reopens.  A store
@@ -55,12 +60,23 @@ class PostgresStore(SqlStore):
 
     __slots__ = ("_dsn",)
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        connect_timeout: float = 10.0,
+        statement_timeout: float | None = 30.0,
+        lock_timeout: float | None = 10.0,
+    ) -> None:
         if not isinstance(dsn, str) or not dsn:
             raise TypeError("a PostgresStore takes a DSN: a non-empty str")
         self._dsn = dsn
         name = f"agentactors-pg-store-{id(self)}"
-        super().__init__(Worker(dsn, _setup, what="PostgresStore", name=name, connect_timeout=connect_timeout), DIALECT)
+        worker = Worker(
+            dsn, _setup, what="PostgresStore", name=name, connect_timeout=connect_timeout,
+            statement_timeout=statement_timeout, lock_timeout=lock_timeout,
+        )
+        super().__init__(worker, DIALECT)
 
     def __repr__(self) -> str:
         return f"PostgresStore({safe_dsn(self._dsn)!r}{', open' if self._worker.conn is not None else ''})"
