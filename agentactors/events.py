@@ -738,6 +738,32 @@ def to_jsonable(value: Any) -> Any:
     return _jsonable(value, _VALUE_DEPTH, set())
 
 
+#: Fields of the value types (``LLMRequest.vendor_options``, ``ModelSettings.extra``) whose text a record redacts.
+_CONFIG_FIELDS = frozenset(("vendor_options", "extra"))
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` (as :func:`_jsonable` made it) with every string in it redacted, keys included (iterative)."""
+    if isinstance(value, str):
+        return redact(value)
+    if not isinstance(value, dict | list):
+        return value
+    root: list[Any] = [value]
+    todo: list[tuple[Any, Any]] = [(root, 0)]
+    while todo:
+        holder, at = todo.pop()
+        item = holder[at]
+        if isinstance(item, str):
+            holder[at] = redact(item)
+        elif isinstance(item, list):
+            todo.extend((item, i) for i in range(len(item)))
+        elif isinstance(item, dict):
+            fresh = {redact(k): v for k, v in item.items()}
+            holder[at] = fresh
+            todo.extend((fresh, k) for k in fresh)
+    return root[0]
+
+
 def _jsonable(value: Any, room: int, active: set[int]) -> Any:
     # One frame per level (loops, not comprehensions), so the deepest value kept costs ~190 frames.
     if value is None or isinstance(value, bool | str | float):
@@ -769,6 +795,10 @@ def _jsonable(value: Any, room: int, active: set[int]) -> Any:
                     # A part's URL may carry credentials (user:password@, a presigned signature and session
                     # token): a record shows it as a repr does, never whole.
                     out[f.name] = shown_url(field)
+                elif f.name in _CONFIG_FIELDS and field:
+                    # Vendor options (a request's, a settings' extra) are configuration, where a header value
+                    # or a token may sit: their text is redacted.  A conversation's text is the user's, as is.
+                    out[f.name] = _redacted(_jsonable(field, room - 1, active))
                 else:
                     out[f.name] = _jsonable(field, room - 1, active)
             return out
