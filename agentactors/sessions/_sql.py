@@ -75,10 +75,13 @@ class SqlStore:
             corrupted.  Nothing was written.
         :raises sqlite3.OperationalError: (SQLite) the write lock stayed taken past ``busy_timeout``, or the
             disk failed (the transaction was rolled back).
+        :raises psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled, psycopg.OperationalError:
+            (PostgreSQL) a row lock held past ``lock_timeout``, a statement past ``statement_timeout``, or a
+            server that did not answer within that bound or dropped the connection (``docs/durability.md``).
 
         Cancellation: not interrupted once started — a cancelled caller waits for the transaction to
-        end (SQLite: at most ``busy_timeout`` waiting for the lock, then the write) and then sees the
-        cancellation.  So the commit happened entirely or not at all, and the caller cannot tell
+        end (SQLite: at most ``busy_timeout`` waiting for the lock, then the write; PostgreSQL: at most
+        its timeouts) and then sees the cancellation.  So the commit happened entirely or not at all, and the caller cannot tell
         which from the cancellation alone: a session shields its commits and knows.
         """
         if not isinstance(record, SessionRecord):
