@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -220,6 +221,13 @@ def _count_breakpoints(value: Any) -> tuple[int, list[str]]:
     return count, ttls
 
 
+#: Claude models that take ``temperature`` or ``top_p``, not both (Anthropic's "cannot both be specified").
+_ANTHROPIC_ONE_SAMPLER = (
+    "claude-opus-4-1*", "claude-opus-4-5*", "claude-opus-4-6*", "claude-sonnet-4-5*", "claude-sonnet-4-6*",
+    "claude-haiku-4-5*",
+)
+
+
 def anthropic_settings(body: Mapping[str, Any], max_tokens: Any, fail: Fail) -> dict[str, Any]:
     """The generation settings of a Messages body, checked against the thinking rules and the cache limit."""
     out: dict[str, Any] = {}
@@ -244,6 +252,12 @@ def anthropic_settings(body: Mapping[str, Any], max_tokens: Any, fail: Fail) -> 
     temperature = body.get("temperature")
     _range(temperature, 0, 1, "temperature", fail, "temperature: Input should be less than or equal to {high:g}")
     _range(body.get("top_p"), 0, 1, "top_p", fail, "top_p: Input should be less than or equal to {high:g}")
+    model = body.get("model")
+    if (
+        temperature is not None and body.get("top_p") is not None
+        and isinstance(model, str) and any(fnmatch.fnmatchcase(model, p) for p in _ANTHROPIC_ONE_SAMPLER)
+    ):
+        fail(400, "`temperature` and `top_p` cannot both be specified for this model. Please use only one.")
     if on and temperature is not None and temperature != 1:
         fail(400, "`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation "
              "at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#feature-compatibility")

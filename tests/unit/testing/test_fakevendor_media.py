@@ -125,6 +125,9 @@ def test_anthropic_strict_rejections() -> None:
     rejects("anthropic", anthropic("hi", thinking={"type": "adaptive"}, top_k=5), "`top_k` must be unset")
     rejects("anthropic", anthropic("hi", thinking=thinking, top_p=0.5), "0.95")
     rejects("anthropic", anthropic("hi", temperature=1.5), "less than or equal to 1")
+    for model in ("claude-sonnet-4-5-20250929", "claude-haiku-4-5", "claude-opus-4-1-20250805", "claude-opus-4-6"):
+        rejects("anthropic", anthropic("hi", temperature=0.5, top_p=0.9) | {"model": model}, "cannot both be specified")
+    parse("anthropic", anthropic("hi", temperature=0.5, top_p=0.9) | {"model": "claude-sonnet-4-20250514"})
     rejects("anthropic", anthropic("hi", output_config={"effort": "minimal"}), "output_config.effort")
     marked = [{"type": "text", "text": str(i), "cache_control": {"type": "ephemeral"}} for i in range(5)]
     rejects("anthropic", anthropic(marked), "A maximum of 4 blocks with cache_control")
