@@ -439,7 +439,7 @@ class LoopController:
                     if self._resume is not None:
                         await frame.checkpoint()
                         ended = await self._resume_step(*self._resume)
-                        if ended is not None and (live is None or not live.goes_on(ended)):
+                        if ended is not None and (live is None or not live.goes_on(ended, max_steps)):
                             result = ended
                     while result is None:
                         if state.steps >= max_steps:
@@ -452,7 +452,9 @@ class LoopController:
                                 break
                             live.take_steers_into(state)
                         ended = await self._step()
-                        if ended is not None and (live is None or live.steers is None or not live.goes_on(ended)):
+                        if ended is not None and (
+                            live is None or live.steers is None or not live.goes_on(ended, max_steps)
+                        ):
                             result = ended
                 finally:
                     if live is not None:

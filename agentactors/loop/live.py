@@ -65,11 +65,39 @@ _RUNS_KEY = ("agentactors.loop.live", "runs")
 # -- the messages ------------------------------------------------------------------------------------
 
 
+def _steerable(_: Any, __: Any, message: Any) -> None:
+    """A steer's message is one the conversation can take where a steer goes: after the step's tool results.
+
+    A tool result nobody called for, or an assistant message making calls no result answers, is a conversation
+    every vendor refuses: taken, the run would fail at its next model call, far from the cause.
+    """
+    if not isinstance(message, Message):
+        raise TypeError(f"a steer is a Message, not {type(message).__name__}")
+    if message.role == "tool":
+        raise ValueError("a steer cannot be a tool message: a tool result answers a call the model made")
+    if message.tool_calls:
+        raise ValueError("a steer cannot be an assistant message with tool calls: no result would answer them")
+
+
+def _reason(_: Any, __: Any, reason: Any) -> None:
+    if not isinstance(reason, str):
+        raise TypeError(f"a denial's reason is a str, not {type(reason).__name__}")
+
+
+def _call_id(_: Any, __: Any, call_id: Any) -> None:
+    if not isinstance(call_id, str):
+        raise TypeError(f"a call id is a str, not {type(call_id).__name__}")
+
+
 @attrs.frozen(slots=True)
 class Steer:
-    """A user message for the run, taken at its next step boundary (after the step's tool results)."""
+    """A user message for the run, taken at its next step boundary (after the step's tool results).
 
-    message: Message
+    :raises TypeError: not a :class:`~agentactors.messages.Message`.
+    :raises ValueError: a tool message, or an assistant message with tool calls (see :func:`_steerable`).
+    """
+
+    message: Message = attrs.field(validator=_steerable)
 
 
 @attrs.frozen(slots=True)
@@ -81,17 +109,23 @@ class Interrupt:
 
 @attrs.frozen(slots=True)
 class Approve:
-    """Approve a call the run waits on (``@tool(approval="wait")``): it runs."""
+    """Approve a call the run waits on (``@tool(approval="wait")``): it runs.
 
-    call_id: str
+    :raises TypeError: a ``call_id`` that is not a str.
+    """
+
+    call_id: str = attrs.field(validator=_call_id)
 
 
 @attrs.frozen(slots=True)
 class Deny:
-    """Deny a call the run waits on: it is answered ``denied`` with ``reason``; the run goes on."""
+    """Deny a call the run waits on: it is answered ``denied`` with ``reason``; the run goes on.
 
-    call_id: str
-    reason: str = "denied by a person"
+    :raises TypeError: a ``call_id`` or a ``reason`` that is not a str.
+    """
+
+    call_id: str = attrs.field(validator=_call_id)
+    reason: str = attrs.field(default="denied by a person", validator=_reason)
 
 
 @attrs.frozen(slots=True)
@@ -259,13 +293,13 @@ class RunActor:
             self.frame = None
         return ref
 
-    def _unread(self, result: Any) -> None:
+    def _unread(self, result: Any, why: str | None = None) -> None:
         """The run ended with steers it never took (it failed, was interrupted, raised or was cancelled, or had
         no step left under ``max_steps``): they were accepted, so their loss is recorded, never silent —
         ``run.steers_unread`` (``count``; ``reason``: ``max_steps``, ``failed``, ``interrupted``, ``paused``,
         ``stopped`` or ``ended``) and a warning in the log."""
         steers, self.steers = self.steers or [], None
-        why = (
+        why = why or (
             "stopped" if result is None  # it raised, or was cancelled
             else "max_steps" if result.bounded
             else "interrupted" if isinstance(result.error, RunInterruptedError)
@@ -390,18 +424,25 @@ class RunActor:
                 sink.emit("run.steered", text=message.content)
         log.debug("run %s: %d steer(s) taken after step %d", self.run_id, len(steers), state.steps)
 
-    def goes_on(self, ended: Any) -> bool:
+    def goes_on(self, ended: Any, max_steps: int) -> bool:
         """Whether a run whose step just ended it on an answer goes on instead: steers wait for the model.
 
-        Only a run that ended well (its answer the last message, nothing failed, paused or interrupted);
-        the steers are then taken at the boundary that follows, so the model reads its answer and them.
+        Only a run that ended well (its answer the last message, nothing failed, paused or interrupted)
+        and has a step left under ``max_steps``; the steers are then taken at the boundary that follows, so
+        the model reads its answer and them.  With no step left the answer stands — going on would only end
+        the run ``bounded``, its answer no longer ``ok`` — and the steers are recorded unread (``max_steps``).
         """
         if self.steers is None or self.interrupted is not None or not ended.ok:
             return False
         conversation = self.state.conversation
-        return bool(conversation) and conversation[-1].role in ("assistant", "tool") and not (
+        if not conversation or conversation[-1].role not in ("assistant", "tool") or (
             conversation[-1].role == "assistant" and conversation[-1].tool_calls
-        )
+        ):
+            return False
+        if self.state.steps >= max_steps:
+            self._unread(ended, "max_steps")
+            return False
+        return True
 
     async def decide(
         self, calls: Sequence[tuple[ToolCall, float | None]], reasons: Mapping[str, str]
@@ -431,11 +472,14 @@ class RunActor:
                 if not timeouts:
                     await wake.wait()
                     continue
-                with anyio.move_on_after(start + min(timeouts) - anyio.current_time()):
+                # Deadlines, not elapsed times: ``now - start >= timeout`` can stay false at ``start + timeout``
+                # (float rounding), and the wait, already past its deadline, then spun without end on a clock
+                # that does not move by itself (virtual time).
+                with anyio.move_on_at(start + min(timeouts)):
                     await wake.wait()
                 now = anyio.current_time()
                 for w in undecided:
-                    if w.decision is None and w.timeout is not None and now - start >= w.timeout:
+                    if w.decision is None and w.timeout is not None and now >= start + w.timeout:
                         w.decision = f"no decision within {w.timeout:g}s"
                         if sink is not None:
                             sink.emit("run.approval_timed_out", call_id=w.call.id, name=w.call.name, timeout=w.timeout)
@@ -455,7 +499,10 @@ def waits_in_place(tools: Any, results: Sequence[ToolResult]) -> list[tuple[str,
     call's tool does not (the default ``"pause"``, a policy's :class:`~agentactors.tools.approval.NeedsApproval`
     on such a tool, an executor this layer cannot read): the step then pauses the run as before.
     """
-    table = getattr(getattr(tools, "actor", None), "tools", None)
+    actor = getattr(tools, "actor", None)
+    if actor is None:  # a journaled run asks through a taped reference (agentactors.loop.tape): its executor's within
+        actor = getattr(getattr(tools, "ref", None), "actor", None)
+    table = getattr(actor, "tools", None)
     if not isinstance(table, Mapping):
         return None
     waits: list[tuple[str, float | None, str]] = []

@@ -272,7 +272,22 @@ _ack: NudgeFactory = BareAcknowledgment
 
 
 def _to_factories(value: Iterable[NudgeFactory]) -> tuple[NudgeFactory, ...]:
-    return tuple(value)
+    """The factories, checked when the value is made: a policy given where its factory goes (``RepeatedCall()``
+    for ``RepeatedCall``) failed only when each run started it — logged, every run, and the policy never asked.
+
+    :raises TypeError: not an iterable of callables.
+    """
+    given: object = value  # (typed as given, not as declared: the point is they may differ)
+    if isinstance(given, str | bytes) or not isinstance(given, Iterable):
+        raise TypeError(f"Nudges takes an iterable of policy factories, not {type(given).__name__}")
+    factories = tuple(value)
+    for factory in factories:
+        if not callable(factory):
+            raise TypeError(
+                f"a nudge factory is a policy class or a function (read-only predicate) -> policy, not a "
+                f"{type(factory).__name__} instance (give the class, not a policy made from it)"
+            )
+    return factories
 
 
 def _acts(factory: NudgeFactory, method: str) -> bool:

@@ -31,7 +31,7 @@ from ..output.partial import PartialOutput
 from ..output.run import OutputRun
 from ..providers.port import default_model_of
 from ..settings import ModelSettings
-from ..tools.results import ToolResult
+from ..tools.results import ToolResult, ToolStatus
 from .config import LoopConfig
 from .nudges import StepView
 from .pause import any_pending
@@ -172,14 +172,21 @@ class OutputSteps:
 
         The first output call with a valid answer ends the run (its result says so, to keep the
         conversation well formed for a later turn); invalid ones get every issue listed, and the forced
-        choice stays for the next step.  When another call waits for approval, the run pauses first.
+        choice stays for the next step.  When another call waits for approval, the run pauses first.  A handoff
+        called beside them is not taken: it is answered "not used" (:data:`BESIDE_OUTPUT_TEXT`).
         """
         calls = run.record_calls(response, text, calls)
         output = self.output
         others = [c for c in calls if not output.is_output_call(c)]
         results: tuple[ToolResult, ...] = ()
         if others:
-            results = await execute(others, run.steps)
+            handoffs = self._config.handoffs
+            beside = [c for c in others if c.name in handoffs] if handoffs else None
+            if beside:  # answered here: the executor knows no handoff tool ("no tool named ..." the model read)
+                ran = [c for c in others if c.name not in handoffs]
+                results = _with_handoffs(others, await execute(ran, run.steps) if ran else (), beside)
+            else:
+                results = await execute(others, run.steps)
             if self._may_pause and any_pending(results):
                 return run.pause(calls, results, output_step=True)
         return await self._checked(run, calls, others, results)
@@ -217,3 +224,23 @@ class OutputSteps:
         if end_turn:
             return run.result(run.answer_so_far)
         return None
+
+
+#: The result of a handoff call made beside a call of an output tool: the step gives the result, no handoff.
+BESIDE_OUTPUT_TEXT = (
+    "Not used: a final result was given in the same step. To hand the conversation over, call it on its own."
+)
+
+
+def _with_handoffs(
+    calls: Sequence[ToolCall], results: Sequence[ToolResult], handoffs: Sequence[ToolCall]
+) -> tuple[ToolResult, ...]:
+    """``results`` of the calls that ran and the ``handoffs`` answered "not used", in the order of ``calls``.
+
+    A handoff beside an output call is not taken — the step gives the run's result, or is refused and asked
+    again — and it is no tool the executor knows: it was answered as a call of a tool that does not exist.
+    """
+    by_id = {r.call_id: r for r in results}
+    for call in handoffs:
+        by_id[call.id] = ToolResult.of(call.id, call.name, ToolStatus.ok, BESIDE_OUTPUT_TEXT)
+    return tuple(by_id[c.id] for c in calls)

@@ -74,12 +74,7 @@ class PausedRun:
     output_step: bool = False
 
     def __attrs_post_init__(self) -> None:
-        if not self.pending:
-            raise ValueError("a paused run waits for at least one call")
-        ids = {c.id for c in self.calls}
-        missing = [c.id for c in self.pending if c.id not in ids]
-        if missing:
-            raise ValueError(f"pending calls {missing} are not among the paused step's calls")
+        _check_fields(self)
 
     @classmethod
     def of(
@@ -135,6 +130,86 @@ class PausedRun:
         )
 
 
+def _sequence_of(state: PausedRun, field: str, kind: type) -> Sequence[Any]:
+    """``state``'s ``field``, checked to be a tuple or list of ``kind``."""
+    value = getattr(state, field)
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"PausedRun.{field} must be a tuple of {kind.__name__}, not {type(value).__name__}")
+    for item in value:
+        if not isinstance(item, kind):
+            raise TypeError(f"PausedRun.{field} must hold {kind.__name__} objects, not {type(item).__name__}")
+    return value
+
+
+def _check_fields(state: PausedRun) -> None:
+    """Every field of ``state`` of its type, and its pending calls among its calls.
+
+    A pause is data that is stored and read back — pickled, rebuilt from a document by hand — so it may come
+    back damaged.  Unchecked, a damaged one failed only once the resumed run had run the approved calls (a
+    payment made, then an ``AttributeError``, and the pause used up): checked here, it fails before anything
+    runs.  Run when a pause is made and again before it is resumed (:func:`check_decisions`, with
+    :func:`_check_resumable`), because unpickling does not go through the constructor.
+
+    :raises TypeError: a field of another type.
+    :raises ValueError: no pending call, or a pending call that is not among the step's calls.
+    """
+    for field in ("run_id", "agent"):
+        value = getattr(state, field)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"PausedRun.{field} must be a str or None, not {type(value).__name__}")
+    _sequence_of(state, "messages", Message)
+    calls = _sequence_of(state, "calls", ToolCall)
+    _sequence_of(state, "results", ToolResult)
+    pending = _sequence_of(state, "pending", ToolCall)
+    _sequence_of(state, "tool_calls", ToolCall)
+    _sequence_of(state, "handoffs", str)
+    reasons: object = state.reasons
+    if not isinstance(reasons, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in reasons.items()
+    ):
+        raise TypeError("PausedRun.reasons must map call ids (str) to reasons (str)")
+    step: object = state.step
+    if type(step) is not int or step < 0:
+        raise TypeError(f"PausedRun.step must be an int of at least 0, not {step!r}")
+    if not isinstance(state.usage, Usage):
+        raise TypeError(f"PausedRun.usage must be a Usage, not {type(state.usage).__name__}")
+    if not isinstance(state.answer, str):
+        raise TypeError(f"PausedRun.answer must be a str, not {type(state.answer).__name__}")
+    if type(state.output_step) is not bool:
+        raise TypeError(f"PausedRun.output_step must be a bool, not {type(state.output_step).__name__}")
+    if not pending:
+        raise ValueError("a paused run waits for at least one call")
+    ids = {c.id for c in calls}
+    missing = [c.id for c in pending if c.id not in ids]
+    if missing:
+        raise ValueError(f"pending calls {missing} are not among the paused step's calls")
+
+
+def _check_resumable(state: PausedRun) -> None:
+    """``state`` (its fields checked) is a step that can go on: its calls, results and conversation agree.
+
+    The step's results are appended to its conversation, which must end with the assistant message that made
+    its calls: after any other message they would answer calls the model never made there — a conversation
+    every vendor refuses, found only after the approved calls ran.  Each call has its own id, and each result
+    answers one of the calls that ran (else a result is dropped, or answers a call it does not belong to).
+
+    :raises ValueError: they do not agree.
+    """
+    ids = [c.id for c in state.calls]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"the paused step's calls {ids} share an id: a result could not say which call it answers")
+    waiting = {c.id for c in state.pending}
+    stray = [r.call_id for r in state.results if r.call_id not in ids or r.call_id in waiting]
+    if stray:
+        raise ValueError(f"the paused run holds results for calls {stray} that are not among its calls that ran")
+    last = state.messages[-1] if state.messages else None
+    if last is None or last.role != "assistant" or [c.id for c in last.tool_calls] != [c.id for c in state.calls]:
+        raise ValueError(
+            "the paused run's messages must end with the assistant message that made its calls "
+            f"{[c.id for c in state.calls]}: their results follow it"
+        )
+
+
 def any_pending(results: Iterable[ToolResult]) -> bool:
     """Whether a call among ``results`` waits for a person's decision (the step then pauses the run)."""
     return any(r.awaiting_approval for r in results)
@@ -143,9 +218,17 @@ def any_pending(results: Iterable[ToolResult]) -> bool:
 def check_decisions(state: PausedRun, decisions: Any) -> dict[str, bool | str]:
     """``decisions`` checked against ``state``: one per pending call, each ``True``, ``False`` or a reason.
 
-    :raises TypeError: not a mapping, or a decision of another type.
-    :raises ValueError: a pending call without a decision, or a decision for a call that is not pending.
+    ``state`` is checked first, whole (it may have been stored and read back damaged): nothing of a pause
+    that cannot go on is run.
+
+    :raises TypeError: not a mapping, or a decision of another type; a field of ``state`` of another type.
+    :raises ValueError: a pending call without a decision, or a decision for a call that is not pending; a
+        ``state`` whose calls, results and messages do not agree (:func:`_check_resumable`).
     """
+    if not isinstance(state, PausedRun):
+        raise TypeError(f"a paused run's state is a PausedRun, not {type(state).__name__}")
+    _check_fields(state)
+    _check_resumable(state)
     if not isinstance(decisions, Mapping):
         raise TypeError(f"decisions map call ids to True or a reason to deny, not {type(decisions).__name__}")
     pending = [c.id for c in state.pending]

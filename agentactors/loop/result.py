@@ -55,7 +55,9 @@ class RunResult(Generic[OutputT]):
         last substantive answer; on failed runs a plain explanation, never a
         vendor's raw error body.
     :ivar messages: the whole conversation after the run: the input messages
-        plus everything the run added.  A cancelled run adds nothing.
+        plus everything the run added.  A cancelled run adds nothing; a run that
+        ended in the middle of a tool step (its deadline, a failure) leaves that
+        step out, so no call is without its result.
     :ivar tool_calls: every call the model asked for, in order.
     :ivar steps: model calls made (think-only and failed ones included).
     :ivar bounded: the run stopped at ``max_steps`` or ``max_empty_steps`` rather

@@ -108,7 +108,8 @@ def filtered(seat: Seat, conversation: tuple[Message, ...]) -> tuple[Message, ..
     """The conversation as ``seat``'s agent gets it: through its ``input_filter``, checked.
 
     :raises TypeError: the filter returned something that is not a sequence of messages.
-    :raises ValueError: it returned no message.
+    :raises ValueError: it returned no message; or, for an agent whose provider carries tools natively, a tool
+        call apart from its results (:func:`_unpaired`).
     """
     if seat.input_filter is None:
         return conversation
@@ -118,7 +119,37 @@ def filtered(seat: Seat, conversation: tuple[Message, ...]) -> tuple[Message, ..
             raise TypeError(f"a handoff's input_filter must return Message objects, not {type(m).__name__}")
     if not out:
         raise ValueError("a handoff's input_filter returned no message: the target agent needs a conversation")
+    if seat.native:
+        problem = _unpaired(out)
+        if problem is not None:
+            raise ValueError(
+                f"a handoff's input_filter returned {problem}: every vendor refuses that conversation — keep or "
+                "drop an assistant message that makes calls together with its tool results"
+            )
     return out
+
+
+def _unpaired(messages: Sequence[Message]) -> str | None:
+    """What breaks a call/result pair in ``messages``, or ``None``: each tool result right after the assistant
+    message that made its call (with the call's siblings' results), each call followed by its result.
+
+    A filter that drops "earlier tool calls" by role alone leaves one half of each pair, and the target's first
+    model call failed with the vendor's refusal, far from the cause.  (On the JSON transport tool turns are text,
+    which the model reads whatever their order: not checked there.)
+    """
+    waiting: list[str] = []  # the calls of the last assistant message that have no result yet
+    for m in messages:
+        if m.role == "tool":
+            if m.tool_call_id not in waiting:
+                return f"a tool result (call {m.tool_call_id!r}) without the assistant message that made its call"
+            waiting.remove(m.tool_call_id)
+            continue
+        if waiting:
+            return f"tool calls {waiting} without their results"
+        waiting = [c.id for c in m.tool_calls]
+    if waiting:
+        return f"tool calls {waiting} without their results"
+    return None
 
 
 def handoff_calls(calls: Sequence[ToolCall], handoffs: Any) -> list[ToolCall]:

@@ -355,10 +355,12 @@ class LoopState:
         if self.sink is not None:
             self.sink.emit("step.finished", failed=True, error=error)
         log.debug("run %s: generation failed at step %d: %s", self.run_id, self.steps, type(error).__name__)
+        # (A halted executor ends the run here in the middle of a tool step: its calls have no results yet.)
+        messages = _whole(self.conversation)
         if self.answer_so_far:
             # Something useful was produced: keep it, and say why the run stopped early.
-            return self.result(self.answer_so_far, bounded=True, error=error)
-        return self.result("", generation_failed=True, error=error)
+            return self.result(self.answer_so_far, messages, bounded=True, error=error)
+        return self.result("", messages, generation_failed=True, error=error)
 
     def past_cost_limit(self) -> RunResult[Any] | None:
         """The run's result when what it spent (its children's included) passed its ``cost_limit``, else
@@ -383,15 +385,32 @@ class LoopState:
             deadline=budget,
             step=self.steps,
         )
-        conversation = self.conversation
-        if conversation and conversation[-1].role == "assistant" and conversation[-1].tool_calls:
-            conversation = conversation[:-1]  # calls whose results never came: not a conversation to go on from
+        conversation = _whole(self.conversation)
         if self.sink is not None:
             self.sink.emit("run.deadline_exceeded", **payloads.deadline_exceeded(budget))
         log.debug("run %s: deadline passed at step %d", self.run_id, self.steps)
         if self.answer_so_far:
-            return self.result(self.answer_so_far, tuple(conversation), bounded=True, error=error)
-        return self.result("", tuple(conversation), error=error)
+            return self.result(self.answer_so_far, conversation, bounded=True, error=error)
+        return self.result("", conversation, error=error)
+
+
+def _whole(conversation: Sequence[Message]) -> tuple[Message, ...]:
+    """``conversation`` up to its last complete step: without a last tool step whose calls do not all have results.
+
+    A run that ends in the middle of a tool step (its deadline, a halted actor) leaves its calls' assistant
+    message, and the results of the calls that finished — a typed step's other calls, while an output
+    validator still checks its answer.  A call without its result is a conversation every vendor refuses, so
+    a later turn could not go on from it: that step is left out, whole.
+    """
+    end = len(conversation)
+    start = end
+    while start and conversation[start - 1].role == "tool":
+        start -= 1
+    if start and conversation[start - 1].tool_calls:
+        answered = {m.tool_call_id for m in conversation[start:end]}
+        if any(c.id not in answered for c in conversation[start - 1].tool_calls):
+            return tuple(conversation[: start - 1])
+    return tuple(conversation)
 
 
 def _suggestions(call: ToolCall) -> tuple[str, ...]:

@@ -138,7 +138,8 @@ async def test_a_steer_the_run_never_takes_is_recorded_not_lost_silently(
             go_on.set()
             result = await run.wait()
     assert len(seen) == 1  # no step read the steer
-    assert result.bounded if ending == "max_steps" else result.generation_failed
+    # No step left: the answer stands (ok, not bounded: it ended on an answer), the steer unread.
+    assert (result.ok and not result.bounded) if ending == "max_steps" else result.generation_failed
     (unread,) = rec.of_type("run.steers_unread")
     assert unread.data == {"count": 1, "reason": ending}
     assert [e.type for e in rec.events].index("run.steers_unread") < [e.type for e in rec.events].index("run.finished")
