@@ -33,6 +33,7 @@ contextvars) report to it.  With no recorder anywhere, no event is ever built.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 import math
@@ -177,9 +178,16 @@ def _options(
     ):
         return NO_OPTIONS
     _check_settings(settings)
-    if on_token is not None and not callable(on_token):
-        # Else it is called for every piece of text, and each TypeError only logged.
-        raise TypeError(f"on_token must be callable: (text) -> None, not {type(on_token).__name__}")
+    if on_token is not None:
+        if not callable(on_token):
+            # Else it is called for every piece of text, and each TypeError only logged.
+            raise TypeError(f"on_token must be callable: (text) -> None, not {type(on_token).__name__}")
+        if inspect.iscoroutinefunction(on_token) or inspect.iscoroutinefunction(type(on_token).__call__):
+            # Else each call makes a coroutine nobody awaits: every token lost, a warning each.
+            raise TypeError(
+                "on_token is called synchronously for each piece of text: pass a plain function, not an async one "
+                "(to await something per token, read agent.stream(...)'s text_stream())"
+            )
     if input_key is not None and not isinstance(input_key, str):
         raise TypeError(f"input_key must be a str, not {type(input_key).__name__}")
     return RunOptions(on_token, deps, settings, deadline, priority, input_key, check_cost_limit(cost_limit))

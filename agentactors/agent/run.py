@@ -403,7 +403,8 @@ class AgentRun(Generic[OutputT]):
         :raises TypeError: neither a str nor a :class:`~agentactors.messages.Message`.
         :raises ValueError: a tool message: a tool result answers a call the model made, and one nobody asked
             for is a conversation every vendor refuses — the run would fail a step later, far from the cause.
-            Nothing is sent.  (A system or assistant message is taken as it is.)
+            Nothing is sent.  So is an assistant message that makes tool calls (calls with no results).  (A
+            system message, or an assistant one without calls, is taken as it is.)
         """
         if isinstance(text_or_message, str):
             message = Message.user(text_or_message)

@@ -119,6 +119,24 @@ async def test_run_keywords_of_the_wrong_type_are_refused_before_the_run() -> No
     assert (await agent.run("hi", on_token=lambda text: None)).content == "answer"
 
 
+async def test_an_async_on_token_is_refused_before_the_run() -> None:
+    # Called without being awaited, each token was lost with only a 'never awaited' warning.
+    provider = _provider()
+    agent = Agent(provider)
+
+    async def shown(text: str) -> None:
+        pass
+
+    class Pusher:
+        async def __call__(self, text: str) -> None:
+            pass
+
+    for callback in (shown, Pusher()):
+        with pytest.raises(TypeError, match="on_token is called synchronously"):
+            await agent.run("hi", on_token=callback)  # type: ignore[arg-type]
+    assert provider.requests == []
+
+
 # --- agent.run_many(...) / as_completed(...) --------------------------------------------------------------
 
 
