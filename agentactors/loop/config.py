@@ -8,6 +8,7 @@ without checking again what the skeleton passed) — and the system message (:me
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -181,12 +182,20 @@ class LoopConfig:
         nudges = self.nudges
         fitted = nudges.fitted(self.read_only, [s.name for s in self.tool_specs]) if nudges is not None else None
         object.__setattr__(self, "run_nudges", fitted)
-        if self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, not {self.max_steps}")
-        if self.max_empty_steps < 1:
-            raise ValueError(f"max_empty_steps must be at least 1, not {self.max_empty_steps}")
-        if self.context_budget_chars is not None and self.context_budget_chars < 1:
-            raise ValueError(f"context_budget_chars must be positive, not {self.context_budget_chars}")
+        # Whole numbers: NaN compares false with every bound (max_steps=nan would never end a run), and a bool
+        # or a float is no count of steps or characters.
+        _count("max_steps", self.max_steps)
+        _count("max_empty_steps", self.max_empty_steps)
+        if self.context_budget_chars is not None:
+            _count("context_budget_chars", self.context_budget_chars)
+
+
+def _count(field: str, value: object) -> None:
+    """:raises TypeError: ``value`` is not an int (a bool is not one).  :raises ValueError: it is below 1."""
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+        raise TypeError(f"{field} must be an int, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{field} must be at least 1, not {value}")
 
 
 # What request_like fills, field by field, then makes an LLMRequest (agentactors._slots): a field LLMRequest gains

@@ -79,3 +79,12 @@ async def test_the_input_conversation_is_checked_as_llmrequest_would() -> None:
     # A system prompt alone is a request: the empty conversation still reaches the model.
     result = await LoopController(LoopConfig(system="S"), _Echo(), None, []).run()
     assert result.content == "1 messages"
+
+
+@pytest.mark.parametrize("field", ["max_steps", "max_empty_steps", "context_budget_chars"])
+@pytest.mark.parametrize("value", [float("nan"), True, 1.5, 0, -3, "8"])
+def test_a_loop_config_takes_counts_as_whole_numbers_of_at_least_one(field: str, value: object) -> None:
+    # NaN compared false with the bound (max_steps=nan: a loop that never ends), True was 1, 1.5 passed.
+    with pytest.raises((TypeError, ValueError), match=field):
+        LoopConfig(**{field: value})  # type: ignore[arg-type]
+    LoopConfig(**{field: 3})  # type: ignore[arg-type]
