@@ -84,6 +84,7 @@ class LoopState:
         "inputs",
         "link",
         "previous",
+        "resumed_from",
         "run_id",
         "served_by",
         "session",
@@ -113,6 +114,8 @@ class LoopState:
         self.sink = sink
         self.run_id = run_id
         self.inputs = inputs
+        #: The run this one goes on from (a resumed run's pause), or ``None``: how a session finds its resumed turn.
+        self.resumed_from = paused.run_id if paused is not None else None
         self.conversation = list(inputs)
         # What the result reports.
         self.steps = 0

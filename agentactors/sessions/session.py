@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+import attrs
+
 from ..actors.runtime import Runtime
 from ..errors import RunNotFoundError
 from ..gateway.cost_budget import CostBudget
@@ -83,25 +85,41 @@ def open_session(
 _LIVE_TURNS = ("agentactors.sessions.session", "live turns")
 
 
+@attrs.frozen(slots=True)
+class _Resuming:
+    """What a resolved turn is listed by (:func:`_listed`): the pause it goes on from (its run's id)."""
+
+    run_id: str
+
+
 async def _listed(live: dict[tuple[int, str], Any], slot: tuple[int, str], call: TurnCall) -> RunResult[Any]:
     """A turn's run, listed among the runtime's live turns while it runs (:meth:`AgentSession.steer`).
 
     The turn runs as before — ``agent.run`` on ``history + prompt``, no stream — with that input tuple
     listed among the runtime's live turns while it runs: the run keeps the very tuple as its input
     (``LoopState.inputs``), which is how a steer finds the run among the runtime's live runs, then
-    reaches it through ``rt.run_ref``.  Nothing is paid per turn but a dict entry."""
-    prompt = live[slot] = call.prompt
+    reaches it through ``rt.run_ref``.  A resolved turn (its pause resumed) is listed by the pause's run id,
+    which its run keeps as ``LoopState.resumed_from``.  Nothing is paid per turn but a dict entry."""
+    paused = call.args[0] if call.resuming else None
+    run_id = getattr(paused, "run_id", None)
+    if call.resuming and not isinstance(run_id, str):
+        return await call.proceed()  # (a pause with no run id: nothing to find its run by)
+    key = live[slot] = _Resuming(run_id) if isinstance(run_id, str) else call.prompt
     try:
         return await call.proceed()
     finally:
-        if live.get(slot) is prompt:
+        if live.get(slot) is key:
             del live[slot]
 
 
-def _live_run(rt: Runtime, inputs: Any) -> Any:
-    """The live run (its handle) whose input is ``inputs`` (by identity), or ``None``."""
+def _live_run(rt: Runtime, listed: Any) -> Any:
+    """The live run (its handle) whose input is ``listed`` (by identity) or, for a resolved turn, that goes on
+    from its pause; else ``None``."""
+    resuming = listed.run_id if isinstance(listed, _Resuming) else None
     for run in live_runs(rt).values():
-        if run.state.inputs is inputs and not run.finished and run.run_id is not None:
+        state = run.state
+        found = state.inputs is listed if resuming is None else state.resumed_from == resuming
+        if found and not run.finished and run.run_id is not None:
             try:
                 return rt.run_ref(run.run_id)
             except RunNotFoundError:
@@ -344,7 +362,10 @@ class AgentSession:
         if self._elsewhere():
             crossed: RunResult[Any] = await self.runtime.call(partial(self.resolve, decisions, deps=deps))
             return crossed
-        result: RunResult[Any] = await self._ask(Resolve(charged(self._agent, self._budget), decisions, deps))
+        # Listed among the runtime's live turns while its run goes on, as a sent turn is (steer() finds it).
+        live: dict[tuple[int, str], Any] = self._sessions.rt.service(_LIVE_TURNS, dict)
+        listed = TurnAgent(self._agent, partial(_listed, live, self._slot), resumes=True)
+        result: RunResult[Any] = await self._ask(Resolve(charged(listed, self._budget), decisions, deps))
         return result
 
     async def refresh(self) -> AgentSession:

@@ -12,8 +12,9 @@ from agentactors.actors.runtime import Runtime
 from agentactors.agent.core import Agent
 from agentactors.errors import RunNotFoundError
 from agentactors.loop.result import RunResult
-from agentactors.messages import LLMRequest, Message
+from agentactors.messages import LLMRequest, Message, ToolCall
 from agentactors.providers.scripted import ScriptedProvider
+from agentactors.tools import tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -90,3 +91,45 @@ async def test_a_steer_reaches_only_its_own_sessions_turn() -> None:
                 await other.steer("not mine")
             model.gate.set()
         assert model.seen == [["hi"]], "the other session's steer reached nobody"
+
+
+async def test_a_steer_reaches_a_resolved_turn_that_is_running() -> None:
+    # session.resolve's resumed run was not listed among the session's live turns: steer said 'no turn running'.
+    started, gate = anyio.Event(), anyio.Event()
+    seen: list[list[str]] = []
+
+    @tool(requires_approval=True)
+    async def refund(amount: int) -> str:
+        """Refund an amount."""
+        return f"refunded {amount}"
+
+    async def model(request: LLMRequest) -> object:
+        seen.append(_users(request))
+        if not any(m.role == "tool" for m in request.messages):
+            return [ToolCall("r1", "refund", {"amount": 5})]
+        if len(seen) == 2:  # the resumed run's first model call
+            started.set()
+            await gate.wait()
+            return "refunded"
+        return "refunded, and " + _users(request)[-1]
+
+    agent = Agent(ScriptedProvider(model), name="a", tools=[refund])
+    async with Runtime() as rt:
+        session = rt.session(agent, "k")
+        paused = await session.send("refund 5")
+        assert paused.paused
+        results: list[RunResult[str]] = []
+
+        async def resolve() -> None:
+            results.append(await session.resolve({"r1": True}))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(resolve)
+            await started.wait()
+            await session.steer("note: it arrived broken")
+            gate.set()
+        (result,) = results
+        assert result.ok and result.content == "refunded, and note: it arrived broken"
+        assert ("user", "note: it arrived broken") in [(m.role, m.content) for m in session.history]
+        with pytest.raises(RunNotFoundError, match="no turn running"):
+            await session.steer("too late")
