@@ -81,8 +81,8 @@ class SqlStore:
 
         Cancellation: not interrupted once started — a cancelled caller waits for the transaction to
         end (SQLite: at most ``busy_timeout`` waiting for the lock, then the write; PostgreSQL: at most
-        its timeouts) and then sees the cancellation.  So the commit happened entirely or not at all, and the caller cannot tell
-        which from the cancellation alone: a session shields its commits and knows.
+        its timeouts) and then sees the cancellation.  So the commit happened entirely or not at all, and
+        the caller cannot tell which from the cancellation alone: a session shields its commits and knows.
         """
         if not isinstance(record, SessionRecord):
             raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
