@@ -20,8 +20,10 @@ _ANY_GOOGLE_SECTION = re.compile(
     re.I,
 )
 _NUMPY_UNDERLINE = re.compile(r"^\s*-{3,}\s*$")
-_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_NUMPY_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?::.*)?$")
+# ``name (type): text``: the type may hold one level of parentheses (``pair (tuple(int, int)): ...``).
+_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:\s*(.*)$")
+# ``name : type``, or several names sharing one description (``x, y : float``).
+_NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?$")
 _SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?\*{0,2}(\w+)\s*:\s*(.*)$")
 
 
@@ -97,7 +99,7 @@ def _parse_google(lines: list[str], i: int, header_indent: int, params: dict[str
 
 
 def _parse_numpy(lines: list[str], i: int, header_indent: int, params: dict[str, str]) -> int:
-    current: str | None = None
+    current: list[str] = []  # the names the entry being read describes
     while i < len(lines):
         line = lines[i]
         if not line.strip():
@@ -111,9 +113,11 @@ def _parse_numpy(lines: list[str], i: int, header_indent: int, params: dict[str,
             m = _NUMPY_ENTRY.match(line.strip())
             if not m:
                 break
-            current = m.group(1)
-            params[current] = ""
-        elif current is not None:
-            params[current] = (params[current] + " " + line.strip()).strip()
+            current = [name.strip().lstrip("*") for name in m.group(1).split(",")]
+            for name in current:
+                params[name] = ""
+        else:
+            for name in current:
+                params[name] = (params[name] + " " + line.strip()).strip()
         i += 1
     return i

@@ -33,10 +33,12 @@ from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
 from .schema import (
     converter_for,
     describe_schema,
+    is_union,
     json_default_value,
     needs_conversion,
     schema_for,
     unwrap_annotated,
+    with_default,
 )
 from .validation import ArgumentValidator
 
@@ -153,6 +155,13 @@ def _label(fn: object, name: object, spec: object) -> str:
 
 
 def _is_context(annotation: Any) -> bool:
+    """Whether a parameter takes the :class:`ToolContext`: ``ToolContext``, ``ToolContext | None``
+    (``Optional[...]``: a tool also called directly, without one), ``Annotated[ToolContext, ...]``."""
+    annotation, _ = unwrap_annotated(annotation)
+    if is_union(annotation):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            annotation, _ = unwrap_annotated(members[0])
     return annotation is ToolContext or annotation == "ToolContext"
 
 
@@ -163,16 +172,19 @@ class Tool(Generic[P, R]):
     :meth:`from_spec` (an explicit :class:`ToolSpec`).  Calling the Tool calls
     the plain function.
 
-    :raises TypeError: the function is not callable, takes ``*args``, or has a
-        parameter whose annotation has no JSON Schema form.
+    :raises TypeError: the function is not callable, takes ``*args``, is a method decorated in its class
+        body (make the tool of the bound method), or has a parameter whose annotation has no JSON Schema form.
     :raises ValueError: an invalid name, timeout, ceiling, hint or schema.
     """
 
     __slots__ = (
         "__dict__",  # lets functools.update_wrapper copy __doc__/__name__ for introspection
+        "_bound",
         "_context_param",
         "_converters",
         "_direct",
+        "_extra",
+        "_named",
         "_numbers",
         "_positional",
         "_validator",
@@ -250,9 +262,19 @@ class Tool(Generic[P, R]):
         # it and the executor runs it without a cancel scope or timer (it could not interrupt it anyway).
         self.never_waits = _never_waits(fn)
         signature = inspect.signature(fn)
+        _refuse_unbound_method(fn, signature, label)
         hints = _type_hints(fn)
         self._context_param: str | None = None
-        self._positional: tuple[str, ...] = ()
+        # The positional-only parameters, in order, each with its default (``_NO_DEFAULT``: none).
+        self._positional: tuple[tuple[str, Any], ...] = ()
+        # The converter of the values of a ``**kwargs: T`` (``None``: none to convert, or no **kwargs).
+        self._extra: Callable[[Any, str], Any] | None = None
+        # The names a functools.partial bound by keyword: the author's values (a connection, a key), neither
+        # shown to the model (as a default) nor for it to replace.
+        self._bound: frozenset[str] = _partial_keywords(fn)
+        self._named: frozenset[str] = frozenset(
+            p.name for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        )
         # Parameter -> its converter (schema.converter_for), for the values JSON cannot carry as they are.
         self._converters: dict[str, Callable[[Any, str], Any]] = {}
         if spec is not None:
@@ -271,12 +293,26 @@ class Tool(Generic[P, R]):
         # Compiled once per tool: validating a call is then one walk of the arguments.
         self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
         # Validated JSON arguments go to the function as they are: nothing to convert, reorder or inject.
-        self._direct = not self._converters and not self._positional and self._context_param is None
+        # (With a **kwargs, the model could pass a name a partial bound: prepare() drops it.)
+        open_bound = bool(self._bound) and any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        self._direct = (
+            not self._converters
+            and not self._positional
+            and self._context_param is None
+            and self._extra is None
+            and not open_bound
+        )
         # When plain int and float parameters are all there is to convert (add(a: int, b: int)): each with its
         # type.  A call whose numbers have their declared types already — what JSON gives — then has nothing to
         # convert, and goes to the function as a direct one does (start()).
         self._numbers: tuple[tuple[str, type], ...] | None = None
-        if self._converters and not self._positional and self._context_param is None:
+        if (
+            self._converters
+            and not self._positional
+            and self._context_param is None
+            and self._extra is None
+            and not open_bound
+        ):
             numbers: list[tuple[str, type]] = []
             for param in self._converters:
                 number = _plain_number(hints.get(param, signature.parameters[param].annotation))
@@ -324,9 +360,11 @@ class Tool(Generic[P, R]):
     ) -> dict[str, Any] | None:
         properties: dict[str, Any] = {}
         required: list[str] = []
-        positional: list[str] = []
-        open_kwargs = False
+        positional: list[tuple[str, Any]] = []
+        extra: dict[str, Any] | None = None  # the schema of a **kwargs' values; None: no **kwargs
         for param in signature.parameters.values():
+            if param.name in self._bound:
+                continue  # bound by a functools.partial: not the model's
             annotation = hints.get(param.name, param.annotation)
             if _is_context(annotation):
                 if self._context_param is not None:
@@ -335,13 +373,21 @@ class Tool(Generic[P, R]):
                 continue
             if param.kind is param.VAR_POSITIONAL:
                 raise TypeError(f"tool functions cannot take *{param.name}: the model passes named arguments")
-            if param.kind is param.VAR_KEYWORD:
-                open_kwargs = True
-                continue
-            if param.kind is param.POSITIONAL_ONLY:
-                positional.append(param.name)
             if annotation is inspect.Parameter.empty:
                 annotation = Any
+            if param.kind is param.VAR_KEYWORD:
+                # **kwargs: T — the model may pass other names, each value a T (any value without an annotation).
+                if needs_conversion(annotation):
+                    self._extra = converter_for(annotation)
+                if schema_from_hints:
+                    try:
+                        extra = schema_for(annotation)
+                    except TypeError as exc:
+                        raise TypeError(f"parameter **{param.name}: {exc}") from None
+                continue
+            if param.kind is param.POSITIONAL_ONLY:
+                default = param.default if param.default is not inspect.Parameter.empty else _NO_DEFAULT
+                positional.append((param.name, default))
             if needs_conversion(annotation):
                 self._converters[param.name] = converter_for(annotation)
             if not schema_from_hints:
@@ -357,7 +403,7 @@ class Tool(Generic[P, R]):
             else:
                 ok, default = json_default_value(param.default)
                 if ok:
-                    prop["default"] = default
+                    prop = with_default(prop, default)
             properties[param.name] = prop
         self._positional = tuple(positional)
         if not schema_from_hints:
@@ -365,8 +411,10 @@ class Tool(Generic[P, R]):
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             schema["required"] = required
-        if not open_kwargs:
+        if extra is None:
             schema["additionalProperties"] = False
+        elif extra:  # an annotated **kwargs; {} (Any, no annotation) leaves other names open
+            schema["additionalProperties"] = extra
         return schema
 
     # --- validating and calling ----------------------------------------------------------------
@@ -412,10 +460,27 @@ class Tool(Generic[P, R]):
         :raises ConversionError: an argument could not become its annotated type.
         """
         kwargs = dict(arguments)
+        if self._bound:  # (only a **kwargs schema lets one through)
+            for key in self._bound.intersection(kwargs):
+                del kwargs[key]
         for key, converter in self._converters.items():
             if key in kwargs:
                 kwargs[key] = converter(kwargs[key], key)
-        args = [kwargs.pop(p) for p in self._positional if p in kwargs] if self._positional else []
+        extra = self._extra
+        if extra is not None:  # the values of a **kwargs: T, under the other names
+            for key, value in kwargs.items():
+                if key not in self._converters and key not in self._named:
+                    kwargs[key] = extra(value, key)
+        args: list[Any] = []
+        for name, default in self._positional:
+            # An omitted one is passed its default, so those after it keep their places; one with no default
+            # ends the positional arguments (Python then names what is missing).
+            if name in kwargs:
+                args.append(kwargs.pop(name))
+            elif default is _NO_DEFAULT:
+                break
+            else:
+                args.append(default)
         if self._context_param is not None:
             kwargs[self._context_param] = context
         return args, kwargs
@@ -482,6 +547,7 @@ class Tool(Generic[P, R]):
 
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_NO_DEFAULT: Any = object()  # a positional-only parameter without a default
 _AsyncFn = Callable[..., Awaitable[Any]]
 
 
@@ -515,6 +581,35 @@ def _never_waits(fn: Callable[..., Any]) -> bool:
     if not code.co_flags & inspect.CO_COROUTINE:
         return False
     return not any(ins.opname in _SUSPENDING_OPS for ins in dis.get_instructions(code))
+
+
+def _partial_keywords(fn: Callable[..., Any]) -> frozenset[str]:
+    """The names ``functools.partial`` (nested or not) bound by keyword around ``fn``."""
+    names: set[str] = set()
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        names.update(target.keywords)
+        target = target.func
+    return frozenset(names)
+
+
+def _refuse_unbound_method(fn: Callable[..., Any], signature: inspect.Signature, label: str) -> None:
+    """Refuse a method decorated in its class body (``@tool`` over ``def lookup(self, ...)``).
+
+    The decorator sees a plain function there, and a :class:`Tool` is no descriptor: ``self`` would be a
+    parameter the model is asked to fill, and no instance would ever be passed.  The bound method is the tool.
+    """
+    if type(fn) is not types.FunctionType:
+        return
+    first = next(iter(signature.parameters.values()), None)
+    if first is None or first.name not in ("self", "cls") or first.kind is first.KEYWORD_ONLY:
+        return
+    owner, _, _ = fn.__qualname__.rpartition(".")
+    if owner and not owner.endswith("<locals>"):  # defined in a class body
+        raise TypeError(
+            f"tool {label!r}: {fn.__qualname__} is a method: make the tool of the bound method, "
+            f"tool(obj.{fn.__name__}), not in the class body (a Tool has no self to pass)"
+        )
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:

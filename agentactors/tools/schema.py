@@ -10,7 +10,9 @@ annotation                            schema                                    
 ``str`` ``int`` ``float`` ``bool``    ``string`` ``integer`` ``number`` ``boolean``  the value (``float`` for
                                                                                      an integral ``number``)
 ``None``                              ``null``                                       ``None``
-``X | None``, ``Union[X, Y]``         ``anyOf``                                      the matching member
+``X | None``, ``Union[X, Y]``         ``anyOf``                                      as the first member the
+                                                                                     value validates against
+                                                                                     and converts as
 ``list[T]``, ``Sequence[T]``          ``array`` of ``T``                             ``list``
 ``tuple[T, ...]`` / ``tuple[A, B]``   ``array`` / ``prefixItems``                    ``tuple``
 ``set[T]``, ``frozenset[T]``          ``array`` with ``uniqueItems``                 ``set`` / ``frozenset``
@@ -24,6 +26,7 @@ a pydantic ``BaseModel``              its ``model_json_schema()``, ``$ref`` inli
 ``Annotated[T, "text"]``              ``T``'s schema with ``description``            as for ``T``
 ``Annotated[T, Field(ge=0, ...)]``    ``T``'s schema with ``minimum``, ...           as for ``T``
 ``Any``                               ``{}`` (anything)                              the value
+``NewType("Id", T)``, ``type A = T``  ``T``'s schema                                 as for ``T``
 ====================================  =============================================  ==========================
 
 Constraints in ``Annotated`` metadata — pydantic's ``Field(...)`` (``gt``, ``ge``, ``lt``, ``le``,
@@ -33,7 +36,8 @@ validator enforces them before the tool runs.  Both are read by their attributes
 imported here (it is an optional extra), a model class is recognised by its ``model_json_schema`` and
 ``model_validate``.
 
-Recursive classes are rejected (vendors accept no ``$ref`` cycles reliably).
+Recursive classes are rejected (vendors accept no ``$ref`` cycles reliably).  Constraints on an optional value
+(``Annotated[str | None, Field(max_length=3)]``) apply to each member but ``null``.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from typing import Annotated, Any, Literal, Union
 import attrs
 
 from ..errors import AgentActorsError
+from ..redaction import redact
 from .docstrings import parse_docstring
 from .json_refs import inline_refs
 from .json_types import json_type_name
@@ -73,6 +78,7 @@ __all__ = [
     "pydantic_issues",
     "schema_for",
     "unwrap_annotated",
+    "with_default",
 ]
 
 _SCALARS: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -94,24 +100,48 @@ class ConversionError(AgentActorsError, ValueError):
         self.expected = expected
 
 
+_TypeAliasType: Any = getattr(typing, "TypeAliasType", None)  # ``type X = ...`` (Python 3.12 on)
+
+
+def _alias_target(tp: Any) -> Any:
+    """What a ``NewType`` or a ``type X = ...`` alias stands for, else ``None``.
+
+    ``UserId = NewType("UserId", int)`` is an ``int`` to JSON and to the tool (a NewType is the identity at
+    run time), so it is described and converted as one.
+    """
+    if isinstance(tp, typing.NewType):
+        return tp.__supertype__
+    if _TypeAliasType is not None and isinstance(tp, _TypeAliasType):
+        return tp.__value__
+    return None
+
+
 def unwrap_annotated(tp: Any) -> tuple[Any, str | None]:
     """``Annotated[T, "text", ...]`` → ``(T, "text")``; anything else → ``(tp, None)``.
 
-    A pydantic ``Field(description=...)`` in the metadata counts as the text too.
+    A pydantic ``Field(description=...)`` in the metadata counts as the text too.  A ``NewType`` or a
+    ``type`` alias is unwrapped as well (to what it stands for).
     """
+    if type(tp) is type:  # a plain class (int, str, a dataclass): the common case, nothing to unwrap
+        return tp, None
     description: str | None = None
-    while typing.get_origin(tp) is Annotated:
-        for meta in tp.__metadata__:
-            if description is not None:
-                break
-            if isinstance(meta, str):
-                description = meta
-            elif isinstance(getattr(meta, "metadata", None), list):  # a pydantic FieldInfo
-                text = getattr(meta, "description", None)
-                if isinstance(text, str) and text:
-                    description = text
-        tp = tp.__origin__
-    return tp, description
+    while True:
+        if typing.get_origin(tp) is Annotated:
+            for meta in tp.__metadata__:
+                if description is not None:
+                    break
+                if isinstance(meta, str):
+                    description = meta
+                elif isinstance(getattr(meta, "metadata", None), list):  # a pydantic FieldInfo
+                    text = getattr(meta, "description", None)
+                    if isinstance(text, str) and text:
+                        description = text
+            tp = tp.__origin__
+            continue
+        target = _alias_target(tp)
+        if target is None:
+            return tp, description
+        tp = target
 
 
 # Constraint attributes of annotated_types objects (and of pydantic's metadata built on them).
@@ -152,16 +182,28 @@ def _constraints_of(tp: Any) -> dict[str, Any]:
             if isinstance(value, int | float | str) and not isinstance(value, bool):
                 found.setdefault(name, value)
 
-    while typing.get_origin(tp) is Annotated:
-        for meta in tp.__metadata__:
-            take(meta)
-        tp = tp.__origin__
-    return found
+    while True:
+        if typing.get_origin(tp) is Annotated:
+            for meta in tp.__metadata__:
+                take(meta)
+            tp = tp.__origin__
+        else:
+            tp = _alias_target(tp)
+            if tp is None:
+                return found
 
 
 def _constrained(schema: dict[str, Any], constraints: dict[str, Any]) -> dict[str, Any]:
     out = dict(schema)
     kind = out.get("type")
+    options = out.get("anyOf")
+    if kind is None and isinstance(options, list):
+        # ``Annotated[str | None, Field(max_length=3)]``: the constraints are on the value, so on each member
+        # (a length has no meaning for an untyped union, and was lost there); ``null`` takes none.
+        out["anyOf"] = [
+            o if not isinstance(o, dict) or o.get("type") == "null" else _constrained(o, constraints) for o in options
+        ]
+        return out
     for name, value in constraints.items():
         if name in _NUMERIC_KEYWORDS:
             out[_NUMERIC_KEYWORDS[name]] = value
@@ -234,16 +276,57 @@ def is_union(tp: Any) -> bool:
 
 
 def json_default_value(value: Any) -> tuple[bool, Any]:
-    """``(True, jsonable)`` for a default that can be recorded in a schema, else ``(False, None)``."""
+    """``(True, jsonable)`` for a default that can be recorded in a schema, else ``(False, None)``.
+
+    The recorded value is a copy, in its JSON form: a tool that mutates its default list must not change
+    the schema every later model reads (what one call appended would be shown to the next run).  A NaN or an
+    infinity (``limit: float = math.inf``) is no JSON value: a schema holding one could not be sent.  A
+    default holding a registered secret or anything shaped like a credential is not recorded either: the
+    schema goes to the model's vendor with every request.
+    """
     if isinstance(value, enum.Enum):
         value = value.value
     elif isinstance(value, tuple | frozenset | set):
         value = list(value)
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
         return False, None
-    return True, value
+    if redact(text) != text:  # a credential as a default (api_key: str = "sk-..."): the model never reads it
+        return False, None
+    return True, json.loads(text)
+
+
+def with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:
+    """``schema`` with its JSON ``default`` recorded (a new dict).
+
+    A ``None`` default for a schema that takes no ``null`` (``limit: int = None``, Python's old implicit
+    ``Optional``) makes it take ``null`` too: the model reads ``"default": null``, and sending the very
+    default it was shown must not be refused.  The function gets ``None``, as when the model omits it.
+    """
+    out = dict(schema)
+    if default is None and not _takes_null(out):
+        description = out.pop("description", None)
+        out = {"anyOf": [out, {"type": "null"}]}
+        if description is not None:
+            out["description"] = description
+    out["default"] = default
+    return out
+
+
+def _takes_null(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return schema is True
+    if not any(k in schema for k in ("type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref")):
+        return True  # unconstrained ({} or annotations only)
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if any(isinstance(o, list) and any(_takes_null(m) for m in o) for o in (schema.get("anyOf"), schema.get("oneOf"))):
+        return True
+    if isinstance(schema.get("enum"), list) and None in schema["enum"]:
+        return True
+    return "const" in schema and schema["const"] is None
 
 
 def _class_description(cls: type) -> str | None:
@@ -286,14 +369,26 @@ def _record_fields(cls: type) -> list[tuple[str, Any, bool, tuple[bool, Any], st
             default = json_default_value(df.default) if has_default else (False, None)
             desc = df.metadata.get("description") if df.metadata else None
             out.append((df.name, hints.get(df.name, Any), required, default, desc))
+        # ``InitVar`` pseudo-fields are __init__ parameters too (dataclasses.fields leaves them out): without
+        # them, the class could not be made from any argument the model sends.
+        for name, hint in hints.items():
+            if isinstance(hint, dataclasses.InitVar):
+                given = getattr(cls, name, dataclasses.MISSING)  # a default stays on the class
+                has_default = given is not dataclasses.MISSING
+                default = json_default_value(given) if has_default else (False, None)
+                out.append((name, hint.type, not has_default, default, None))
     else:  # TypedDict
         required_keys = getattr(cls, "__required_keys__", frozenset(hints))
         for key, hint in hints.items():
             inner = hint
-            # NotRequired/Required wrappers are already reflected in __required_keys__.
+            required = key in required_keys
+            # A NotRequired/Required wrapper decides: __required_keys__ misses it under postponed annotations
+            # (``from __future__ import annotations``: the class saw strings, and counted the key as the
+            # class's totality says).
             while typing.get_origin(inner) in (typing.NotRequired, typing.Required):
+                required = typing.get_origin(inner) is typing.Required
                 inner = typing.get_args(inner)[0]
-            out.append((key, inner, key in required_keys, (False, None), None))
+            out.append((key, inner, required, (False, None), None))
     return out
 
 
@@ -303,7 +398,7 @@ def schema_for(tp: Any, *, _stack: tuple[type, ...] = ()) -> dict[str, Any]:
     :raises TypeError: the annotation has no JSON form (a callable, a recursive
         class, a mapping with non-string keys, ...).
     """
-    constraints = _constraints_of(tp) if typing.get_origin(tp) is Annotated else None
+    constraints = _constraints_of(tp) if typing.get_origin(tp) is Annotated or _alias_target(tp) is not None else None
     tp, description = unwrap_annotated(tp)
     schema = _schema_for(tp, _stack)
     if constraints:
@@ -384,7 +479,7 @@ def _schema_for(tp: Any, stack: tuple[type, ...]) -> dict[str, Any]:
             if desc and "description" not in prop:
                 prop["description"] = desc
             if has_default:
-                prop["default"] = default
+                prop = with_default(prop, default)
             properties[name] = prop
             if is_required:
                 required.append(name)
@@ -452,7 +547,12 @@ def _int_value(value: Any, path: str) -> Any:
 
 
 def _float_value(value: Any, path: str) -> Any:
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:  # an integer of hundreds of digits: a valid JSON "number" no float holds
+            raise ConversionError(path, "a number a float can hold") from None
+    return value
 
 
 def converter_for(tp: Any) -> Callable[[Any, str], Any]:
@@ -482,7 +582,7 @@ def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
     if value is None or tp is Any or tp is object:
         return value
     if tp is float:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        return _float_value(value, path)
     if tp is int:
         return int(value) if _integral(value) else value
     if tp in _SCALARS:
@@ -502,12 +602,21 @@ def convert(value: Any, tp: Any, path: str = "arguments") -> Any:
     if isinstance(tp, type) and issubclass(tp, PurePath):
         return tp(value) if tp is not PurePath else Path(value)
     if _is_union(tp):
-        for member in args:
-            if _matches(value, member):
+        if not isinstance(value, str | dict | list):
+            # A number or a bool (None returned above): its member is decided by its type alone, one walk.
+            for loose in (False, True):
+                for member in args:
+                    if _matches(value, member, loose=loose):
+                        return convert(value, member, path)
+            return value
+        failed: ConversionError | None = None
+        for member in _union_members_for(value, args):
+            try:
                 return convert(value, member, path)
-        for member in args:  # an integral float for an int member (2.0 for int | None), no member taking it as is
-            if _matches(value, member, integral=True):
-                return convert(value, member, path)
+            except ConversionError as exc:  # ("" for date | str: not a date, still a str) the next one may take it
+                failed = failed or exc
+        if failed is not None:
+            raise failed
         return value
     if tp in _SEQUENCES or origin in _SEQUENCES:
         return [convert(v, args[0], f"{path}[{i}]") for i, v in enumerate(value)] if args else list(value)
@@ -565,11 +674,55 @@ def pydantic_issue(exc: BaseException) -> tuple[str, str]:
     return pydantic_issues(exc)[0]
 
 
-def _matches(value: Any, tp: Any, *, integral: bool = False) -> bool:
+def _union_members_for(value: Any, members: tuple[Any, ...]) -> list[Any]:
+    """The members of a union a validated JSON value may convert as, the likeliest first (tried in turn).
+
+    The value's own type first: ``float | int`` keeps ``2`` an int, ``int | float`` keeps ``2.0`` a float;
+    then the numbers JSON blurs (``2`` for ``float | None``, ``2.0`` for ``int | None``).  Among several
+    members that could take an object or an array (``Circle | Square``, ``list[A] | list[B]``), those whose
+    schema the value satisfies — what the validator's ``anyOf`` said — come first, not merely the first record.
+    """
+    for loose in (False, True):
+        candidates = [m for m in members if _matches(value, m, loose=loose)]
+        if len(candidates) > 1 and isinstance(value, dict | list):
+            fitting = [m for m in candidates if _fits(value, m)]
+            candidates = fitting + [m for m in candidates if not any(m is f for f in fitting)]
+        if candidates:
+            return candidates
+    return []
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    """Whether a JSON value satisfies ``tp``'s schema (to choose among a union's structured members)."""
+    try:
+        check = _member_check(tp)
+    except TypeError:  # an annotation that cannot be hashed (metadata without a hash): not cached
+        check = _member_check.__wrapped__(tp)
+    return check(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _member_check(tp: Any) -> Callable[[Any], bool]:
+    """A validator of ``tp``'s schema: the fast check where it is certain, else ``jsonschema``."""
+    import jsonschema  # with the first union of structured members: validation.py imports it the same way
+
+    from .fastcheck import compile_check
+
+    schema = schema_for(tp)
+    fast = compile_check(schema)
+    full = jsonschema.Draft202012Validator(schema)
+
+    def check(value: Any) -> bool:
+        return (fast is not None and fast(value)) or bool(full.is_valid(value))
+
+    return check
+
+
+def _matches(value: Any, tp: Any, *, loose: bool = False) -> bool:
     """Whether a JSON value plausibly belongs to union member ``tp`` (first match wins).
 
-    ``integral``: an integral float (``2.0``) belongs to ``int`` too — asked only when no member took the value
-    as it is, so ``int | float`` keeps ``2.0`` a float.
+    ``loose``: a number JSON does not tell apart belongs too — an int to ``float``, an integral float
+    (``2.0``) to ``int``; asked only when no member took the value as it is.
     """
     tp, _ = unwrap_annotated(tp)
     if tp is Any or tp is object:
@@ -579,18 +732,18 @@ def _matches(value: Any, tp: Any, *, integral: bool = False) -> bool:
     if tp is bool:
         return isinstance(value, bool)
     if tp is int:
-        return (isinstance(value, int) and not isinstance(value, bool)) or (integral and _integral(value))
+        return (isinstance(value, int) and not isinstance(value, bool)) or (loose and _integral(value))
     if tp is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        return isinstance(value, float) or (loose and isinstance(value, int) and not isinstance(value, bool))
     if tp is str:
         return isinstance(value, str)
     origin = typing.get_origin(tp)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return any(m.value == value for m in tp)
+        return _literal_member(value, tuple(tp)) is not _NO_MEMBER  # (True is no member 1 of an IntEnum)
     if origin is Literal:
         return _literal_member(value, typing.get_args(tp)) is not _NO_MEMBER
     if _is_union(tp):
-        return any(_matches(value, a, integral=integral) for a in typing.get_args(tp))
+        return any(_matches(value, a, loose=loose) for a in typing.get_args(tp))
     if _is_record(tp) or is_pydantic_model(tp) or tp in _MAPPINGS or origin in _MAPPINGS:
         return isinstance(value, dict)
     if tp in (*_SEQUENCES, *_SETS, tuple) or origin in (*_SEQUENCES, *_SETS, tuple):
