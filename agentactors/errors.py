@@ -49,6 +49,7 @@ bases and, when it is not defined here, where it lives::
     │   ├── ReplayDivergedError             the replayed run asked for more than its recording holds
     │   ├── ForkAgentMissingError           also a TypeError; fork(agent=None) found no agent of the recorded name
     │   ├── JournalFormatError              also a ValueError; (journal.store) a row it cannot keep or read back
+    │   ├── RecoveryError                   rt.recover(): runs it could not finish, raised after it finished the rest
     │   └── LeaseLostError                  (journal.store) another recoverer took the run over: commit refused
     ├── ConversionError                 also a ValueError; agentactors.tools.schema
     ├── EventRecordError                also a ValueError; agentactors.explain: a JSONL record line that is not an event

@@ -608,6 +608,8 @@ class Runtime:
 
         :raises RuntimeError: the runtime has no journal, or is not running.
         :raises TypeError: ``sessions`` is not a session store.
+        :raises RecoveryError: some runs could not be recovered (a damaged row, a run that raised): raised after
+            every other run was finished, with their results (``.results``) and each failure by run id.
         """
         journal = self.journal
         if journal is None:

@@ -128,8 +128,16 @@ def decode_run(
         if number == 0 and results is not None:  # a resumed run's paused step, finished before any model call
             resumed = _decoded(run_id, "results", results, _results)
             continue
-        if response is None:  # results without their response: nothing to serve from here on
-            break
+        # Steps are served by position: a step missing before this one would hand each later response to the wrong
+        # model call (and the live run would overwrite the rows), a step whose response is gone would have its
+        # calls asked for again under new ids — both silent divergences, so both are the run's format error.
+        expected = len(recorded) + 1
+        if number != expected:
+            raise JournalFormatError(f"run {run_id!r}'s stored step {expected} is missing: it was left as it is")
+        if response is None:
+            raise JournalFormatError(
+                f"run {run_id!r}'s stored step {expected} has results but no response: it was left as it is"
+            )
         recorded.append(
             RecordedStep(
                 int(number),

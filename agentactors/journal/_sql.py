@@ -149,7 +149,14 @@ class SqlJournal(Tapes):
         await self._commit(run_id, agent, encoded, ended=commit.end is not None)
 
     async def _commit(self, run_id: str, agent: str | None, encoded: Encoded, *, ended: bool = True) -> None:
-        await self._group.commit((run_id, agent, encoded))
+        try:
+            await self._group.commit((run_id, agent, encoded))
+        except LeaseLostError:
+            # No longer running here: were the other owner to die with it, this journal's unfinished() must list
+            # it again like any crashed process's run (a replica recovering every minute would skip it forever).
+            self._mine.discard(run_id)
+            self._orphans.forget(run_id)
+            raise
         if ended:
             self._mine.discard(run_id)
             self._orphans.forget(run_id)
@@ -163,15 +170,27 @@ class SqlJournal(Tapes):
             raise RunNotRecordedError(f"the journal {self._where()!r} holds no run {run_id!r}")
         return run
 
-    async def unfinished(self) -> list[RecordedRun]:
+    async def unfinished(self, *, damaged: dict[str, JournalFormatError] | None = None) -> list[RecordedRun]:
         """The top-level runs nothing said ended — a crashed process's: not running here, their lease free
-        (expired, or its process gone from this machine)."""
+        (expired, or its process gone from this machine).
+
+        A run whose rows do not decode (a damaged row, a missing step) is left out — one bad run must not hide the
+        others from recovery — and left as it is: a warning names it, ``load_run`` raises its
+        :class:`JournalFormatError`, and ``damaged`` (when given) receives it by run id (what ``recover()`` raises
+        in its :class:`~agentactors.journal.RecoveryError`).
+        """
         rows = await self._worker.call(_running, self._dialect)
         runs = []
         for run_id, owner, expired in rows:
             if run_id in self._mine or not is_free(owner, expired, self.owner):
                 continue
-            run = await self._worker.call(_load, self._dialect, run_id)
+            try:
+                run = await self._worker.call(_load, self._dialect, run_id)
+            except JournalFormatError as exc:
+                log.warning("run %s cannot be recovered: %s", run_id, exc)
+                if damaged is not None:
+                    damaged[run_id] = exc
+                continue
             if run is not None and not run.finished:
                 runs.append(run)
         return runs

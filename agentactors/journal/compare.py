@@ -179,14 +179,20 @@ def compare_fork(
     theirs = [e for e in fork_events if fork_id is not None and e.run_id == fork_id]
     if forked is None and not theirs:
         raise ValueError(f"no forked result and no event of a fork of run {original.run_id!r}")
+    # A resumed run's journal numbers its steps from 1 (as fork's at_step does), while its events go on from the
+    # paused run's step: the fork's events are counted from where the original's numbering starts.
+    offset = original.resume[0].step if original.resume is not None and not mine else 0
     fork_run = _told(theirs, fork_id or "") if theirs else None
+    if fork_run is not None and offset:
+        shifted = tuple(attrs.evolve(s, number=s.number - offset) for s in fork_run.steps if s.number > offset)
+        fork_run = attrs.evolve(fork_run, steps=shifted)
     if fork_run is None:
         if forked is None:
             raise ValueError(f"the events of fork {fork_id!r} do not tell it (no run.started and first request)")
-        fork_run = _from_result(forked)
+        fork_run = _from_result(forked, _steps_before(original))
     answer = forked.content if forked is not None else fork_run.content or ""
     at_step, inferred = _at_step(theirs, original, fork_run)
-    before, after = _context(mine, at_step, original), _context(theirs, at_step, fork_run)
+    before, after = _context(mine, at_step, original), _context(theirs, at_step, fork_run, offset)
     return ForkComparison(
         original_run_id=original.run_id,
         fork_run_id=fork_id,
@@ -227,12 +233,22 @@ def _at_step(events: Sequence[Event], original: RecordedRun, fork: RecordedRun) 
     return min(len(original.steps), len(fork.steps)) + 1, True
 
 
-def _from_result(result: RunResult[Any] | None) -> RecordedRun:
-    """A run's steps read from its conversation: each assistant message a step, its tool messages its results."""
+def _steps_before(original: RecordedRun) -> int:
+    """How many assistant messages the conversation held before the original's first step: its input's (a
+    session's history), or — a resumed run — the paused run's, its paused step included.  A fork starts from the
+    same conversation."""
+    before = original.resume[0].messages if original.resume is not None else original.inputs
+    return sum(1 for m in before if m.role == "assistant")
+
+
+def _from_result(result: RunResult[Any] | None, skip: int = 0) -> RecordedRun:
+    """A run's steps read from its conversation: each assistant message a step, its tool messages its results;
+    the first ``skip`` assistant messages (and their results) were the conversation it started from."""
     assert result is not None
     steps: list[RecordedStep] = []
     calls: dict[str, str] = {}
     results: list[ToolResult] = []
+    seen = 0
 
     def close() -> None:
         if steps and results:
@@ -240,6 +256,10 @@ def _from_result(result: RunResult[Any] | None) -> RecordedRun:
         results.clear()
 
     for m in result.messages:
+        if m.role == "assistant":
+            seen += 1
+        if seen <= skip:
+            continue
         if m.role == "assistant":
             close()
             calls.update((c.id, c.name) for c in m.tool_calls)
@@ -252,11 +272,13 @@ def _from_result(result: RunResult[Any] | None) -> RecordedRun:
     return RecordedRun(result.run_id or "", result.agent, (), tuple(steps), content=result.content)
 
 
-def _context(events: Sequence[Event], step: int, run: RecordedRun) -> dict[str, str]:
+def _context(events: Sequence[Event], step: int, run: RecordedRun, offset: int = 0) -> dict[str, str]:
     """What the run's model was given at ``step``: its request's system prompt, settings and tools (from the
-    events), else what its recording says (the model that served the step, the system prompt of a JSONL)."""
+    events, where it is step ``step + offset``), else what its recording says (the model that served the step,
+    the system prompt of a JSONL)."""
     out: dict[str, str] = {}
-    request = next((e.data.get("request") for e in events if e.type == "llm.request" and e.step == step), None)
+    at = step + offset
+    request = next((e.data.get("request") for e in events if e.type == "llm.request" and e.step == at), None)
     doc = to_jsonable(request) if request is not None else None
     if isinstance(doc, Mapping):
         messages = doc.get("messages") or ()

@@ -23,6 +23,7 @@ __all__ = [
     "JournalError",
     "RecordedRun",
     "RecordedStep",
+    "RecoveryError",
     "ReplayDivergedError",
     "RunNotRecordedError",
     "StepOutOfRangeError",
@@ -36,6 +37,26 @@ class JournalError(AgentActorsError):
 class ReplayDivergedError(JournalError):
     """A replayed run asked for a model call its recording does not hold: the agent given to ``replay`` does
     not run as the recorded one did (another ``max_steps``, nudges, output type...)."""
+
+
+class RecoveryError(JournalError):
+    """``rt.recover()`` could not finish some of the runs it found; it finished all the others first.
+
+    What goes wrong with one run stays with it: a damaged row (a :class:`~agentactors.journal.JournalFormatError`
+    naming the run, which is left as it is), a run that raised while it was recovered (its end is journaled
+    ``raised``), a database error while it was claimed.  The runs recovering beside it are never cancelled for it
+    (a cancelled run is *ended*, and would never be recovered again).  ``errors`` maps each such run's id to its
+    exception; ``results`` are the recovered runs' results, as ``recover()`` would have returned them.
+    """
+
+    def __init__(self, results: list[Any], errors: Mapping[str, BaseException]) -> None:
+        named = "; ".join(f"run {run_id!r}: {type(exc).__name__}: {exc}" for run_id, exc in errors.items())
+        super().__init__(
+            f"{len(errors)} run(s) could not be recovered ({named}); the other {len(results)} were "
+            "(their results: .results)"
+        )
+        self.results = results
+        self.errors = dict(errors)
 
 
 class RunNotRecordedError(JournalError, LookupError):

@@ -8,6 +8,12 @@ no committed tool runs again; a tool step whose response was committed but whose
 again, with the same call ids and so the same ``ToolContext.idempotency_key``; then the run goes on live,
 committing as before.  It keeps its run id.
 
+The runs are recovered side by side, and what goes wrong with one stays with it: a run whose rows do not decode
+is left out (and left as it is), a run that raises is ended ``raised``, a run whose lease another recoverer took
+over is left to it — none cancels the others (a run cancelled is *ended*, never recovered again).  Once the others
+are finished, the failures are raised together: a :class:`~agentactors.journal.RecoveryError` naming each run,
+holding the others' results.
+
 Several recoverers (the replicas of a service, each calling ``rt.recover()`` on start) share a journal
 safely: ``unfinished`` lists only the runs whose lease is free, and each is *claimed*
 (:meth:`JournalStore.claim <agentactors.journal.JournalStore.claim>`) — atomically, so exactly one recoverer
@@ -28,7 +34,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol, cast
 
 import anyio
 
@@ -37,8 +43,8 @@ from ..loop.tape import Tape
 from ..sessions.actor import commit_recovered
 from ..sessions.registry import Sessions
 from ..sessions.store import SessionStore, check_store
-from .records import RecordedRun
-from .store import JournalStore
+from .records import RecordedRun, RecoveryError
+from .store import JournalFormatError, JournalStore, LeaseLostError
 
 __all__ = ["adopted", "recover"]
 
@@ -62,12 +68,17 @@ async def recover(
     the recovered session turns to ``sessions`` when given (see the module).
 
     :raises TypeError: ``sessions`` is not a session store (checked before anything runs).
+    :raises RecoveryError: some runs could not be recovered (a damaged row, a run that raised, a failed claim):
+        raised once every other run was finished, with their results (``.results``) and each failure by run id.
     """
     store = None if sessions is None else check_store(sessions)
     named: dict[str | None, Any] = {}
     for agent in agents:
         named.setdefault(getattr(agent, "name", None), agent)
-    runs = await journal.unfinished()
+    failed: dict[str, BaseException] = {}
+    damaged: dict[str, JournalFormatError] = {}
+    runs = await cast("_Listing", journal).unfinished(damaged=damaged)  # a damaged run: left out, and reported
+    failed.update(damaged)
     results: list[RunResult[Any] | None] = [None] * len(runs)
     async with anyio.create_task_group() as tg:
         for index, run in enumerate(runs):
@@ -75,8 +86,55 @@ async def recover(
             if agent is None:
                 log.warning("run %s: no agent named %r to recover it with; left for later", run.run_id, run.agent)
                 continue
-            tg.start_soon(_finish, journal, rt, run, agent, results, index, store)
-    return [r for r in results if r is not None]
+            tg.start_soon(_isolated, journal, rt, run, agent, results, index, store, failed)
+    recovered = [r for r in results if r is not None]
+    if failed:
+        raise RecoveryError(recovered, failed)
+    return recovered
+
+
+class _Listing(Protocol):
+    async def unfinished(self, *, damaged: dict[str, JournalFormatError] | None = None) -> list[RecordedRun]: ...
+
+
+async def _isolated(
+    journal: JournalStore,
+    rt: Any,
+    run: RecordedRun,
+    agent: Any,
+    results: list[RunResult[Any] | None],
+    index: int,
+    store: SessionStore | None,
+    failed: dict[str, BaseException],
+) -> None:
+    """:func:`_finish` one run; what it raises is its own, never its siblings' (in the task group it would cancel
+    them, and a run cancelled is *ended* ``cancelled``: never recovered again).  A lease taken over is no failure:
+    the other recoverer goes on with the run."""
+    try:
+        await _finish(journal, rt, run, agent, results, index, store)
+    except Exception as exc:
+        if _lease_lost(exc):
+            log.warning("run %s: another recoverer took it over (this journal's lease had expired); it goes on there",
+                        run.run_id)
+            return
+        failed[run.run_id] = exc
+
+
+def _lease_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` is — or was caused by, or groups — a :class:`LeaseLostError`."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, LeaseLostError):
+            return True
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return False
 
 
 async def _finish(

@@ -64,7 +64,8 @@ class JournalStore(Protocol):
     async def load_run(self, run_id: str) -> RecordedRun: ...
 
     async def unfinished(self) -> list[RecordedRun]:
-        """The runs nothing said ended whose lease is free (their process died): what ``recover`` may take."""
+        """The runs nothing said ended whose lease is free (their process died): what ``recover`` may take.  A run
+        whose stored rows do not decode is left out (one damaged run does not hide the others)."""
         ...
 
     async def claim(self, run_id: str) -> RecordedRun | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,10 @@ from agentactors import (
     Runtime,
     SqliteJournal,
     ToolCall,
+    ToolContext,
     explain,
     fork,
+    tool,
 )
 from agentactors.explain import Explanation
 from agentactors.journal.compare import explain_fork
@@ -104,3 +107,41 @@ async def test_a_fork_of_a_journaled_run_says_what_the_journal_did_not_record(tm
     assert [s.differs for s in result_only.steps] == [False, True, True] and result_only.answer_differs
     with pytest.raises(ValueError, match="not a fork"):
         await explain_fork(original, journal)
+
+
+async def test_a_fork_of_a_resumed_run_is_compared_step_for_step(tmp_path: Path) -> None:
+    # A resumed run's journal numbers its steps from 1 (fork's at_step too), while its events go on from the
+    # paused run's step, and its conversation holds the paused run's steps: the fork's side is counted the same
+    # way as the original's, so each step stands beside its own.
+    @tool(requires_approval=True)
+    async def refund(ctx: ToolContext, cents: int) -> str:
+        """Refund, once a person said yes."""
+        return f"refunded {cents}"
+
+    @tool
+    async def look(ctx: ToolContext) -> str:
+        """Look at the order."""
+        return "seen"
+
+    tools: list[Any] = [refund, look]
+    script_ = [[ToolCall("l1", "look", {})], [ToolCall("r1", "refund", {"cents": 5})],
+               [ToolCall("l2", "look", {})], "Refunded 5."]
+    agent = Agent(ScriptedProvider(script_), tools=tools, name="clerk")
+    async with SqliteJournal(tmp_path / "runs.db") as journal, Runtime(journal=journal):
+        paused = await agent.run("refund me")
+        resumed = await agent.resume(paused, {"r1": True})
+    async with SqliteJournal(tmp_path / "runs.db") as journal:
+        events = InMemoryRecorder()
+        forked = await fork(
+            journal, resumed.run_id or "", 2,
+            agent=Agent(ScriptedProvider(["Refunded, all done."]), tools=tools, name="clerk"), recorders=[events],
+        )
+        with_events = await explain_fork(forked, journal, events=events.events)
+        result_only = await explain_fork(forked, journal)
+    for cmp in (with_events, result_only):
+        assert [(s.step, s.reused, s.differs) for s in cmp.steps] == [(1, True, False), (2, False, True)], str(cmp)
+        assert cmp.steps[0].original == "look({}) → ok 'seen'"
+        assert cmp.steps[1].original == "answered 'Refunded 5.'"
+        assert cmp.steps[1].fork == "answered 'Refunded, all done.'"
+    assert (with_events.at_step, with_events.at_step_inferred) == (2, False)
+    assert (result_only.at_step, result_only.at_step_inferred) == (2, True)
