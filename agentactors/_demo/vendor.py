@@ -216,9 +216,15 @@ class VendorProcess:
         reader.join(_START_TIMEOUT)
         line = ready[0] if ready else ""
         if not line:
+            try:  # it ended (killed, crashed): say how; else it is still starting, past the bound
+                ended: int | None = process.wait(_STOP_TIMEOUT) if ready else None
+            except subprocess.TimeoutExpired:
+                ended = None
+            how = (f"it ended ({_how_it_ended(ended)}) before it was ready" if ended is not None
+                   else f"not ready within {_START_TIMEOUT:g} s")
             tail = self._stderr_tail()  # before stopping: that closes the file
             self._stop()
-            raise RuntimeError(f"the fake vendor process did not start: {tail}")
+            raise RuntimeError(f"the fake vendor process did not start: {how}: {tail}")
         self.base_url = str(json.loads(line)["ready"])
 
     def _stderr_tail(self) -> str:

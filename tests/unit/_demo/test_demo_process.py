@@ -59,11 +59,30 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _listening(pid: int) -> bool:
+    """Whether process ``pid`` holds a listening TCP socket: the vendor child serves once it does."""
+    try:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return False
+    inodes = {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        if any(len(f) > 9 and f[3] == "0A" and f[9] in inodes for f in (row.split() for row in rows)):
+            return True
+    return False
+
+
 def _vendor_child(demo: subprocess.Popen[str]) -> int:
+    """The demo's vendor child, once it serves (a loaded machine starts Python slowly: killed before it was
+    ready, it never started, which is another test's case)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         children = _children(demo.pid)
-        if children:
+        if children and _listening(children[0]):
             return children[0]
         if demo.poll() is not None:
             break

@@ -65,6 +65,17 @@ async def test_a_child_killed_mid_run_is_reported_as_gone_not_as_a_broken_pipe()
     assert isinstance(VendorGone("x"), RuntimeError)  # what run_fleet documents for a vendor failure
 
 
+KILLED_AT_START = "tests.unit._demo._killed_at_start:model"  # kills the vendor child that imports it
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+async def test_a_child_killed_before_it_was_ready_says_how_it_ended() -> None:
+    # The message said only "did not start: (empty stderr)", as for a child still starting past the bound.
+    with pytest.raises(RuntimeError, match=r"did not start: it ended \(killed by SIGKILL\) before it was ready"):
+        async with VendorProcess(faults=None, latency=0.0, api_key=KEY, model=KILLED_AT_START):
+            pass
+
+
 async def test_the_child_is_gone_once_the_block_is_left() -> None:
     async with VendorProcess(faults=None, latency=0.0, api_key=KEY) as vendor:
         pid = _pid_of(vendor)
