@@ -377,7 +377,11 @@ def main(argv: list[str] | None = None) -> int:
         merged = dict(previous.get("workloads", {}))
         merged.update(report["workloads"])
         report["workloads"] = merged
-        report["markdown_previous"] = previous.get("markdown")
+        previous_seconds = dict(previous.get("seconds", {}))
+        previous_seconds.update(report["seconds"])
+        report["seconds"] = previous_seconds
+        # The page is drawn from the markdown: the re-run workloads' sections replace theirs, the rest stay.
+        text = merge_markdown(previous.get("markdown") or "", text)
     report["markdown"] = text
     out.write_text(json.dumps(report, indent=2, default=str))
     print(f"\nwrote {out}")
@@ -387,6 +391,36 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}")
         print(f"wrote {page.write(report, out.parent)}")
     return 0
+
+
+def _sections(markdown: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """``markdown``'s lines before its first ``## `` heading, and each section (its heading, its lines)."""
+    head: list[str] = []
+    sections: list[tuple[str, list[str]]] = []
+    for line in markdown.splitlines():
+        if line.startswith("## "):
+            sections.append((line, [line]))
+        elif sections:
+            sections[-1][1].append(line)
+        else:
+            head.append(line)
+    return head, sections
+
+
+def merge_markdown(previous: str, new: str) -> str:
+    """``previous`` with each section ``new`` has (by heading) replaced by ``new``'s, in place; ``new``'s other
+    sections appended.  A heading names its workload and its parameters, so a workload re-run with other
+    parameters keeps both sections."""
+    head, old_sections = _sections(previous)
+    new_head, new_sections = _sections(new)
+    fresh = dict(new_sections)
+    lines = new_head or head
+    for heading, body in old_sections:
+        lines += fresh.pop(heading, body)
+    for heading, body in new_sections:
+        if heading in fresh:
+            lines += body
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

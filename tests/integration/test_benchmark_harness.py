@@ -112,6 +112,24 @@ def test_w12s_default_pace_keeps_a_thousand_deltas_a_second() -> None:
         assert runs / pace["interval"] <= _w12.DELTAS_PER_S
 
 
+def test_a_merged_run_keeps_the_other_workloads_sections_on_the_page() -> None:
+    # `run.py --only W1 --merge` kept every workload's numbers but drew the page from W1's markdown alone.
+    paths = list(sys.path)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run  # type: ignore[import-not-found]
+    finally:
+        sys.path[:] = paths
+        sys.modules.pop("run", None)
+    previous = "# bench — day 1\n\n## W1 loop\nold W1\n\n## W2 messaging\nW2 table\n\n## W3 many\nW3 table\n"
+    merged = run.merge_markdown(previous, "# bench — day 2\n\n## W1 loop\nnew W1\n\n## W9 new\nW9 table\n")
+    lines = merged.splitlines()
+    assert lines[0] == "# bench — day 2"
+    headings = [line for line in lines if line.startswith("## ")]
+    assert headings == ["## W1 loop", "## W2 messaging", "## W3 many", "## W9 new"]
+    assert "new W1" in lines and "old W1" not in lines and "W2 table" in lines and "W9 table" in lines
+
+
 def _check_page(page: Path, report: dict[str, Any]) -> None:
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
