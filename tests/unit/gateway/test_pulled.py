@@ -3,7 +3,6 @@ fed ProviderStream, without the actor's feeding task; and the tool loop, which s
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,6 +22,7 @@ from agentactors.errors import (
 from agentactors.gateway import Complete, ProviderActor, PulledStream, Stream
 from agentactors.messages import LLMRequest, LLMResponse, Message, StreamEnd, StreamEvent, TextDelta, Usage
 from agentactors.redaction import register_secret
+from tests.support.chains import leaks
 
 pytestmark = pytest.mark.anyio
 
@@ -192,20 +192,6 @@ class _Leaky(Dripping):
 LEAKED_KEY = "leaky-KEY-9f8e7d6c5b4a3f2e1d0c"  # not key-shaped: registration alone redacts it
 
 
-def _chain_texts(exc: BaseException) -> list[str]:
-    """What a person or a tool can read of ``exc``: its traceback, reprs and args, over the whole chain."""
-    texts = ["".join(traceback.format_exception(exc))]
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    while todo:
-        cur = todo.pop()
-        if id(cur) not in seen:
-            seen.add(id(cur))
-            texts += [repr(cur), str(cur), repr(cur.args)]
-            todo += [e for e in (cur.__cause__, cur.__context__) if e is not None]
-    return texts
-
-
 @pytest.mark.parametrize("pull", [True, False])
 async def test_a_mid_stream_failure_never_carries_a_registered_key_in_its_chain(pull: bool) -> None:
     register_secret(LEAKED_KEY)
@@ -216,8 +202,8 @@ async def test_a_mid_stream_failure_never_carries_a_registered_key_in_its_chain(
                 async for _ in stream:
                     pass
     assert info.value.partial_text == "0 "
-    leaks = [text for text in _chain_texts(info.value) if LEAKED_KEY in text]
-    assert not leaks, leaks[0][:500]
+    found = leaks(info.value, LEAKED_KEY)
+    assert not found, found[0][:500]
 
 
 async def test_a_failure_before_the_first_event_is_raised_as_it_is() -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import email.utils
 import math
-import traceback
 from typing import Any
 
 import httpx
@@ -33,30 +32,10 @@ from agentactors.providers.port import interrupted
 from agentactors.providers.scripted import ScriptedProvider, StreamCut
 from agentactors.redaction import register_secret
 from agentactors.resilience.decorator import as_provider_error
+from tests.support.chains import leaks
 
 CANARY = "canary-FOLLOWUP-7a6b5c4d3e2f1a0b"  # not key-shaped: only registration redacts it
 BEARER = "tok-BEARER-0f1e2d3c4b5a69788796a5b4"  # not registered: redacted for standing after "Bearer"
-
-
-def _texts(exc: BaseException) -> list[str]:
-    """Everything a person or a tool reads of ``exc``: traceback, reprs, args, notes, attributes, the whole chain."""
-    out = ["".join(traceback.format_exception(exc))]
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        cur = todo.pop()
-        if id(cur) in seen:
-            continue
-        seen.add(id(cur))
-        out += [repr(cur), str(cur), repr(cur.args), *map(str, getattr(cur, "__notes__", None) or ())]
-        out.append(repr(getattr(cur, "__dict__", {})))
-        todo += [e for e in (cur.__cause__, cur.__context__) if e is not None]
-        todo += list(getattr(cur, "exceptions", ()))
-    return out
-
-
-def _leaks(exc: BaseException, *secrets: str) -> list[str]:
-    return [text for text in _texts(exc) if any(s in text for s in secrets)]
 
 
 # --- 1. classify_exception: a group of one failure is that failure -------------------------------------
@@ -134,7 +113,7 @@ def test_an_interruption_never_keeps_a_credential_anywhere_in_its_chain(index: i
     assert error.partial_text == "partial " and error.provider == "custom" and error.model == "m"
     assert not error.retryable and error.kind is ErrorKind.transient
     assert isinstance(error.__cause__, ProviderError)  # the classified failure, its own cause scrubbed
-    assert not _leaks(error, CANARY, BEARER)
+    assert not leaks(error, CANARY, BEARER)
 
 
 def test_an_interruption_keeps_a_classified_cause_as_it_is() -> None:
@@ -162,7 +141,7 @@ async def test_a_scripted_stream_cut_by_a_foreign_error_does_not_carry_its_crede
                 if isinstance(event, TextDelta):
                     seen.append(event.text)
     assert "".join(seen) == "partial answer" and info.value.partial_text == "partial answer"
-    assert not _leaks(info.value, CANARY)
+    assert not leaks(info.value, CANARY)
 
 
 # --- 3. parse_retry_after: only finite, non-negative seconds ---------------------------------------------

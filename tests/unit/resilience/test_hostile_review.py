@@ -10,7 +10,6 @@ request fault (never retried nor moved), and a breaker stuck open when its clock
 from __future__ import annotations
 
 import math
-import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -40,6 +39,7 @@ from agentactors.resilience import (
     with_retry,
     with_timeout,
 )
+from tests.support.chains import leaks
 from tests.support.resilience import REQ, http_error
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
@@ -295,22 +295,6 @@ def test_a_breaker_shared_by_two_trio_runs_is_not_stuck_open() -> None:
 CANARY = "canary-REVIEW-5e4d3c2b1a09f8e7"  # not key-shaped: only registration redacts it
 
 
-def _texts(exc: BaseException) -> list[str]:
-    """Everything a person or a tool reads of ``exc``: traceback, reprs, args, notes, causes, contexts, members."""
-    out = ["".join(traceback.format_exception(exc))]
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        cur = todo.pop()
-        if id(cur) in seen:
-            continue
-        seen.add(id(cur))
-        out += [repr(cur), str(cur), repr(cur.args), *map(str, getattr(cur, "__notes__", None) or ())]
-        todo += [e for e in (cur.__cause__, cur.__context__) if e is not None]
-        todo += list(getattr(cur, "exceptions", ()))
-    return out
-
-
 def _connect_error(request: LLMRequest) -> Any:
     # A custom provider that lets httpx's error through, its URL holding the key (a `?key=` query): transient.
     raise httpx.ConnectError(f"connection refused: https://vendor.example/v1?key={CANARY}")
@@ -348,8 +332,7 @@ async def test_a_wrapped_foreign_error_never_keeps_the_original_as_its_context(
                     pass
         else:
             await provider.complete(REQ)
-    leaks = [text for text in _texts(info.value) if CANARY in text]
-    assert not leaks
+    assert not leaks(info.value, CANARY)
 
 
 class _CutWithForeignError:
@@ -401,5 +384,4 @@ async def test_a_foreign_error_after_the_first_event_is_interrupted_without_the_
                     seen.append(event.text)
     assert seen == ["partial "] and info.value.partial_text == "partial "
     assert info.value.kind is ErrorKind.transient
-    leaks = [text for text in _texts(info.value) if CANARY in text]
-    assert not leaks
+    assert not leaks(info.value, CANARY)
