@@ -23,7 +23,7 @@ import attrs
 from ..errors import MalformedResponseError, StreamInterruptedError
 from ..messages import LLMRequest, StreamEvent
 from ..providers.port import StreamAccumulator, StreamContext, interrupted, stream_from_complete, streaming_for
-from .decorator import as_provider_error, name_of
+from .decorator import name_of
 
 __all__ = ["OpenedStream", "cut_short", "open_stream", "relay", "stream_of"]
 
@@ -115,12 +115,12 @@ async def relay(
 
 
 def cut_short(exc: Exception, *, provider: object, model: str | None, partial_text: str) -> StreamInterruptedError:
-    """The :class:`~agentactors.errors.StreamInterruptedError` for ``exc``, a failure after the first event.
+    """The :class:`~agentactors.errors.StreamInterruptedError` for ``exc``, a failure after the first event of
+    ``provider`` (an object: its name is taken).
 
-    ``exc`` is classified first (:func:`~.decorator.as_provider_error`), as a failure before the first
+    :func:`~agentactors.providers.port.interrupted` classifies ``exc`` first, as a failure before the first
     event is: a foreign exception's text is redacted and its cause chain scrubbed, so a credential in it
     (a URL's ``?key=``) does not ride along as the interruption's cause.  Raise the result outside the
     ``except`` block that caught ``exc``, or ``exc`` becomes its ``__context__``.
     """
-    failure = as_provider_error(exc, provider, model)
-    return interrupted(failure, provider=name_of(provider), model=model, partial_text=partial_text)
+    return interrupted(exc, provider=name_of(provider), model=model, partial_text=partial_text)
