@@ -12,7 +12,6 @@ import logging
 import os
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -32,25 +31,11 @@ from agentactors import (
 )
 from agentactors.providers.anthropic.provider import AnthropicProvider
 from agentactors.testing import FakeError, FakeVendor
+from tests.support.chains import chain_texts
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
 CANARY = "canary-SWEEP-9f8e7d6c5b4a39281706"  # not key-shaped: only registration can redact it
-
-
-def texts(exc: BaseException) -> list[str]:
-    out = ["".join(traceback.format_exception(exc)), repr(exc), str(exc)]
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        cur = todo.pop()
-        if id(cur) in seen:
-            continue
-        seen.add(id(cur))
-        out += [repr(cur), str(cur), repr(cur.args), *map(str, getattr(cur, "__notes__", None) or ())]
-        todo += [e for e in (cur.__cause__, cur.__context__) if e is not None]
-        todo += list(getattr(cur, "exceptions", ()))
-    return out
 
 
 async def test_no_failure_shows_the_canary_anywhere(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -81,7 +66,7 @@ async def test_no_failure_shows_the_canary_anywhere(tmp_path: Path, caplog: pyte
                 result = await _run(rt, provider)
                 seen += [repr(result), str(result.error)]
                 if result.error is not None:
-                    seen += texts(result.error)
+                    seen += chain_texts(result.error)
             for member in (echoing, failing, refused, bad_header):
                 seen.append(repr(member))
                 await member.aclose()
@@ -91,7 +76,7 @@ async def test_no_failure_shows_the_canary_anywhere(tmp_path: Path, caplog: pyte
             recorder_close()
     with pytest.raises(ValueError) as refused_key:
         OpenAIProvider("m", api_key=CANARY[:10] + "\n" + CANARY[10:])
-    seen += texts(refused_key.value)
+    seen += chain_texts(refused_key.value)
     seen += [repr(e) for e in memory.events]
     seen.append(jsonl.read_text())
     for record in caplog.records:
