@@ -409,9 +409,7 @@ class AgentRun(Generic[OutputT]):
         if isinstance(text_or_message, str):
             message = Message.user(text_or_message)
         elif isinstance(text_or_message, Message):
-            message = text_or_message
-            if message.role == "tool":
-                raise ValueError("a steer cannot be a tool message: a tool result answers a call the model made")
+            message = text_or_message  # (Steer refuses a tool message, and one making calls: loop.live._steerable)
         else:
             raise TypeError(f"steer() takes a str or a Message, not {type(text_or_message).__name__}")
         await self._control(Steer(message))
