@@ -305,6 +305,8 @@ class RunActor:
             else "interrupted" if isinstance(result.error, RunInterruptedError)
             else "paused" if result.paused
             else "failed" if not result.ok
+            # An answer the run ended on while an interrupt waited: the interrupt kept it from going on.
+            else "interrupted" if self.interrupted is not None
             else "ended"
         )
         sink = self.state.sink

@@ -185,3 +185,28 @@ async def test_a_journaled_run_waits_in_place_for_an_approval_as_any_run_does(tm
                         await run.approve("pay1")
                 result = await run.wait()
     assert not result.paused and result.ok and result.content == "result: sent 5" and sent == [5]
+
+
+@pytest.mark.virtual_time
+async def test_a_steer_left_unread_by_an_interrupt_during_the_answer_says_interrupted() -> None:
+    """A steer and an interrupt both sent while the model wrote its answer: the interrupt keeps the run from
+    going on for the steer, yet the unread steer was reported with reason ``ended``, as if nothing had asked
+    the run to stop."""
+    writing, go_on = anyio.Event(), anyio.Event()
+
+    async def model(request: LLMRequest) -> str:
+        writing.set()
+        await go_on.wait()
+        return "Paris is sunny."
+
+    rec = InMemoryRecorder()
+    async with Runtime():
+        agent = Agent(ScriptedProvider(model), recorders=[rec])
+        async with agent.stream("weather?") as run:
+            await writing.wait()
+            await run.steer("also Oslo")
+            await run.interrupt("enough")
+            go_on.set()
+            result = await run.wait()
+    assert result.content == "Paris is sunny." and result.steps == 1
+    assert [e.data for e in rec.of_type("run.steers_unread")] == [{"count": 1, "reason": "interrupted"}]
