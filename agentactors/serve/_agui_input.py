@@ -96,6 +96,7 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     thread_id, run_id = body.get("threadId"), body.get("runId")
     if not isinstance(thread_id, str) or not isinstance(run_id, str):
         raise InvalidInput("a RunAgentInput needs 'threadId' and 'runId' (strings)")
+    _check_unread(body)
     resume = _resume(body.get("resume"))
     if resume:  # answers to interrupts: they continue the paused run, whatever the messages hold
         return RunInput(thread_id, run_id, (), state=body.get("state"), resume=resume)
@@ -107,6 +108,19 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
         raise InvalidInput("'messages' holds nothing to answer: send at least one user message")
     new = conversation(raw[_after_last_answer(raw) :])
     return RunInput(thread_id, run_id, messages, new, body.get("state"), _users(raw))
+
+
+def _check_unread(body: Mapping[str, Any]) -> None:
+    """The RunAgentInput fields the app does not read, held to their AG-UI types all the same (a client that sends
+    them wrong has a bug the 422 shows, rather than a run that looks as if it took them): ``parentRunId`` a string,
+    ``tools`` (a frontend's tools; the agent's own run here) and ``context`` arrays of objects."""
+    parent = body.get("parentRunId")
+    if parent is not None and not isinstance(parent, str):
+        raise InvalidInput("'parentRunId' must be a string")
+    for field in ("tools", "context"):
+        value = body.get(field)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
+            raise InvalidInput(f"'{field}' must be an array of objects")
 
 
 def _resume(raw: Any) -> tuple[ResumeAnswer, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +20,7 @@ import anyio
 
 from .._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
 from ..actors.runtime import Runtime
+from ..errors import ErrorKind, OverloadedError, ProviderError, SessionError, redact
 from .asgi import lifespan
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "Send",
     "bearer_keys",
     "authorized",
+    "client_text",
     "header",
     "cancelled_on_disconnect",
     "read_json",
@@ -45,6 +48,8 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+log = logging.getLogger("agentactors.serve")
+
 #: The largest request body the apps read by default: a conversation with a few inline images fits.
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 
@@ -54,7 +59,12 @@ class Disconnected(Exception):
 
 
 class BodyError(Exception):
-    """A request body the app cannot read: too large, not JSON, not a JSON object."""
+    """A request body the app cannot read: too large, not JSON, not a JSON object (a 400), or not sent as JSON
+    (``status`` 415)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def route_path(scope: Scope) -> str:
@@ -69,12 +79,23 @@ def route_path(scope: Scope) -> str:
 async def read_json(receive: Receive, scope: Scope, limit: int = DEFAULT_MAX_BODY) -> dict[str, Any]:
     """The request body as a JSON object, read up to ``limit`` bytes.
 
-    :raises BodyError: the body is longer than ``limit`` (told by its ``content-length`` or while it
-        arrives), is not UTF-8 JSON, is past the library's JSON policy (nested deeper than
-        :data:`~agentactors._json.MAX_DOCUMENT_DEPTH`, an integer of more than 4,300 digits), or is not
-        an object.
+    :raises BodyError: the request says its body is another type than JSON (not ``application/json`` nor a
+        ``+json`` type; ``status`` 415, the body unread; no ``Content-Type`` at all is read as JSON); the body
+        is longer than ``limit`` (told by its ``content-length`` or while it arrives), is not UTF-8 JSON, is
+        past the library's JSON policy (nested deeper than :data:`~agentactors._json.MAX_DOCUMENT_DEPTH`, an
+        integer of more than 4,300 digits), names a key twice in one object, or is not an object.
     :raises Disconnected: the client left before the body was complete.
     """
+    # Sent as another type: refused before a byte is read.  A web page may post text/plain or a form to any
+    # origin without asking (no CORS preflight): read as JSON anyway, such a post from any page a person visits
+    # would run an agent — and its tools — on a server on their machine or network.  A body with no type at all
+    # is read as JSON, as FastAPI reads it (its fix for the same hole, CVE-2021-32677): HTTP clients that send
+    # a raw body without the header are common, and a server a browser can reach should set ``api_keys``.
+    given = _header(scope, b"content-type")
+    if given is not None and not _is_json_type(given):
+        raise BodyError(
+            f"send the request body as JSON, with 'Content-Type: application/json' (it was {given[:100]!r})", 415
+        )
     declared = _header(scope, b"content-length")
     # isascii too: "²".isdigit() is True, and int() refuses it.
     if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
@@ -96,14 +117,55 @@ async def read_json(receive: Receive, scope: Scope, limit: int = DEFAULT_MAX_BOD
         # The library's policy for JSON from outside (agentactors._json): a body nested past any parser's
         # stack, or holding an integer Python refuses to read, is the client's 400 — not a RecursionError or
         # a bare ValueError escaping to the server as a 500 with a traceback.
-        value = loads_bounded(b"".join(chunks), what="the request body", max_depth=MAX_DOCUMENT_DEPTH)
+        # unique_keys: an object naming a key twice is refused, not read as its last value — a proxy in front
+        # reading the first ("model": an agent it allows) must not see the app run the last.
+        value = loads_bounded(
+            b"".join(chunks), what="the request body", max_depth=MAX_DOCUMENT_DEPTH, unique_keys=True
+        )
     except JsonBoundError as exc:
-        raise BodyError(str(exc)) from None
+        raise BodyError(str(exc).replace(" name the key ", " names the key ", 1)) from None
     except ValueError as exc:  # JSONDecodeError
         raise BodyError(f"the request body is not valid JSON ({exc.__class__.__name__})") from None
     if not isinstance(value, dict):
         raise BodyError("the request body must be a JSON object")
     return value
+
+
+def _is_json_type(given: str) -> bool:
+    """Whether a ``Content-Type`` says JSON: ``application/json`` or an ``application/…+json``, any parameters."""
+    media = given.partition(";")[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+#: What a client is told of a provider failure of each kind: whose fault, and what to do — never the vendor's text.
+_PROVIDER_FAILED = {
+    ErrorKind.request: "the model provider refused the request the run made",
+    ErrorKind.account: "the model provider refused the server's account (its key, quota or billing)",
+    ErrorKind.context: "the conversation is too long for the model",
+    ErrorKind.content_policy: "the model provider's content policy refused the request",
+    ErrorKind.transient: "the model provider is unavailable or overloaded: retry later",
+    ErrorKind.circuit_open: "the model provider has been failing: the server stopped calling it for a while",
+}
+
+
+def client_text(error: BaseException) -> str:
+    """What a client of the apps is told of ``error`` — a run's failure, or an exception its run raised — and the
+    server's log gets the rest (``agentactors.serve``, at WARNING).
+
+    A provider's failure is told by its kind (:data:`_PROVIDER_FAILED`), never by its text: a vendor's message
+    carries what redaction has no pattern for — its endpoint's URL (an Azure tenant, an internal gateway), an
+    account or project id, a proxy's address.  A session's refusal (:class:`~agentactors.errors.SessionError`: a
+    pause, a conflict) is the library's own text, which the client acts on.  Anything else is named by its class
+    only, as a 500 is: its text is whatever a library under the run put in it.
+    """
+    if isinstance(error, SessionError):
+        return redact(str(error))[:500]
+    log.warning("a served run failed: %s: %s", type(error).__name__, redact(str(error))[:2000])
+    if isinstance(error, OverloadedError):
+        return "the server is at capacity: retry later"
+    if isinstance(error, ProviderError):
+        return f"{_PROVIDER_FAILED.get(error.kind, 'the model provider failed')} ({type(error).__name__})"
+    return f"the run failed in the server ({type(error).__name__})"
 
 
 def header(scope: Scope, name: bytes) -> str | None:

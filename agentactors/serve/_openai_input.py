@@ -54,17 +54,35 @@ def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise BadRequest("'stream_options' must be an object", "stream_options")
-    include_usage = bool(options and options.get("include_usage"))
+    include_usage = (options or {}).get("include_usage")
+    if include_usage is not None and not isinstance(include_usage, bool):  # "no" is truthy: it asked for usage
+        raise BadRequest("'stream_options.include_usage' must be a boolean", "stream_options")
+    _check_ignored(body)
     messages = conversation(raw)
     tail = raw[_after_last_answer(raw) :]
     return ChatRequest(
         model=model,
         messages=messages,
         stream=bool(stream),
-        include_usage=include_usage,
+        include_usage=bool(include_usage),
         settings=_settings(body),
         new=conversation(tail) if any(m.get("role") == "user" for m in tail) else (),
     )
+
+
+def _check_ignored(body: Mapping[str, Any]) -> None:
+    """The fields a run does not take, checked all the same: one it would misread is refused, not dropped.
+
+    ``n``: a run gives one answer, so ``n`` > 1 answered with one choice would lose the rest without a word.
+    ``user`` (an end user's id, for the vendor's abuse checks): a string, as OpenAI's API requires; the run has
+    no use for it.
+    """
+    n = body.get("n")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n != 1):
+        raise BadRequest("'n' must be 1: an agent's run gives one answer (send n requests for n answers)", "n")
+    user = body.get("user")
+    if user is not None and not isinstance(user, str):
+        raise BadRequest("'user' must be a string", "user")
 
 
 def _after_last_answer(raw: Sequence[Any]) -> int:
@@ -79,10 +97,13 @@ def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:
     """The request's messages as a run's conversation.
 
     System and developer messages, wherever they stand, become one leading system message: the agent
-    appends it to its own system prompt (a run merges a leading system message after the agent's).
+    appends it to its own system prompt (a run merges a leading system message after the agent's).  A tool
+    message answers a call an earlier assistant message made, or is refused (as OpenAI's API refuses it): run
+    anyway, the vendor would refuse the conversation, and the client's mistake would come back as a 502.
     """
     system: list[str] = []
     messages: list[Message] = []
+    called: set[str] = set()  # the ids of the calls the assistant messages so far made
     for index, item in enumerate(raw):
         param = f"messages[{index}]"
         if not isinstance(item, dict):
@@ -94,10 +115,17 @@ def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:
             messages.append(_user(item.get("content"), f"{param}.content"))
         elif role == "assistant":
             messages.append(_assistant(item, param))
+            called.update(call.id for call in messages[-1].tool_calls)
         elif role == "tool":
             call_id = item.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise BadRequest(f"{param}.tool_call_id must be a non-empty string", f"{param}.tool_call_id")
+            if call_id not in called:
+                raise BadRequest(
+                    f"{param} (role 'tool') must answer a call of an earlier assistant message's 'tool_calls'; "
+                    f"none made {call_id[:100]!r}",
+                    f"{param}.tool_call_id",
+                )
             messages.append(Message.tool(call_id, _text(item.get("content"), f"{param}.content")))
         else:
             raise BadRequest(

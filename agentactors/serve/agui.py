@@ -47,13 +47,13 @@ from anyio.abc import TaskGroup
 
 from ..agent.core import Agent
 from ..agent.run import AgentRun
-from ..errors import ProviderError, RunFinishedError, SessionPausedError, redact
+from ..errors import RunFinishedError, SessionPausedError
 from ..events import Event, LLMRequested, LLMResponded, LLMTextDelta
 from ..loop.live import RunState
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall, Usage
 from ..sessions.session import AgentSession, open_session
-from ..sessions.store import SessionStore
+from ..sessions.store import SessionStore, check_key
 from ..tools.registry import Tool
 from ..tools.results import render_result
 from ._agui_input import (
@@ -75,6 +75,7 @@ from ._http import (
     Scope,
     Send,
     cancelled_on_disconnect,
+    client_text,
     read_json,
     route_path,
     send_json,
@@ -182,11 +183,17 @@ class AGUIApp:
         except Disconnected:
             return
         except BodyError as exc:
-            await send_json(send, 400, {"detail": str(exc)})
+            await send_json(send, exc.status, {"detail": str(exc)})
             return
         except InvalidInput as exc:
             await send_json(send, 422, {"detail": str(exc)})
             return
+        if self.sessions:
+            try:
+                check_key(run_input.thread_id)  # the thread is its session's key: one no store keeps is refused here,
+            except ValueError as exc:  # not by the session once the stream began (an exception cutting it off)
+                await send_json(send, 422, {"detail": f"threadId: {exc}"})
+                return
         if run_input.resume and not self.sessions:
             await _refuse_resume(send, run_input, span)
             return
@@ -764,12 +771,11 @@ def agent_attributes(agent: Agent[Any]) -> dict[str, str | None]:
 
 
 def _failure_text(result: RunResult[Any]) -> str:
+    """What the client is told of a failed run: never the provider's own text (:func:`~._http.client_text`)."""
     if result.cancelled:
         return "the run was cancelled"
     error = result.error
-    if isinstance(error, ProviderError):
-        return redact(str(error))
-    return result.content or "the model could not answer"
+    return client_text(error) if error is not None else "the model could not answer"
 
 
 def _failure_code(result: RunResult[Any]) -> str:
@@ -779,7 +785,7 @@ def _failure_code(result: RunResult[Any]) -> str:
 
 
 def _raised_text(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {redact(str(exc))}"[:500]
+    return client_text(exc)
 
 
 def _interrupts(

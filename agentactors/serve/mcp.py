@@ -6,9 +6,10 @@ keep exactly the schemas they have here.  Each agent is a tool taking ``input`` 
 is the answer as text content — and, for an agent with a typed output, the value as structured content.
 Each ``@tool`` (or plain function) keeps its name, description and parameters schema.
 
-A failing call is an ``isError`` result whose text says briefly what failed (the error's class and
-message, redacted); a call cancelled by the client (``notifications/cancelled``) cancels the run or the
-tool.  Serve it over stdio::
+A failing call is an ``isError`` result whose text says briefly what failed: a tool's error by its class and
+message (redacted); an agent's failed run by its error's class — a provider's failure by its kind, never by the
+vendor's text, which may carry its endpoint's URL or an account (the server's log has it).  A call cancelled by
+the client (``notifications/cancelled``) cancels the run or the tool.  Serve it over stdio::
 
     from mcp.server.stdio import stdio_server
 
@@ -46,11 +47,11 @@ from mcp.shared.exceptions import MCPError
 from .._version import __version__
 from ..actors.runtime import Runtime
 from ..agent.core import Agent
-from ..errors import ModelRetry, ToolDenied, redact
+from ..errors import ModelRetry, ProviderError, ToolDenied, redact
 from ..loop.result import RunResult
 from ..tools.registry import Tool, ToolContext, tool
 from ..tools.results import render_result
-from ._http import runtime_to_enter
+from ._http import client_text, runtime_to_enter
 
 __all__ = ["mcp_server"]
 
@@ -171,7 +172,7 @@ async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime
     try:
         result = await agent.run(prompt, runtime=runtime)
     except Exception as exc:
-        return _error(_described(exc))
+        return _error(client_text(exc))
     _annotate("agentactors.run_id", result.run_id)
     if not result.ok:
         return _error(_failure(result))
@@ -183,8 +184,8 @@ async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime
 
 
 def _failure(result: RunResult[Any]) -> str:
-    if result.error is not None:
-        return _described(result.error)
+    if result.error is not None:  # never the provider's own text: what it may carry is the server's to read
+        return client_text(result.error)
     if result.bounded:
         return "the agent stopped at its step limit before a final answer"
     return "the agent produced no answer"
@@ -211,6 +212,10 @@ async def _call(entry: Tool[Any, Any], arguments: Mapping[str, Any]) -> types.Ca
 
 
 def _described(exc: BaseException) -> str:
+    """A tool's exception as the client reads it: its class and message (a tool's own words, for the model
+    calling it to act on) — but a provider's failure inside it only by its kind (:func:`~._http.client_text`)."""
+    if isinstance(exc, ProviderError):
+        return client_text(exc)
     message = redact(str(exc)).strip()
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 1] + "…"

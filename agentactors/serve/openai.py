@@ -6,12 +6,14 @@ by ``data: [DONE]``, with a last chunk carrying ``usage`` when ``stream_options.
 ``GET /v1/models`` lists the agents.  The agent's tools run here, in the server: the client sees the
 answer, never the calls (a client's ``tools`` are not offered to the agent).
 
-Refusals come in OpenAI's error shape (``{"error": {"message", "type", "param", "code"}}``), so an SDK
-raises its usual exception: 401 without an allowed key, 404 for an unknown model or path, 400 for a body
-that is too large, not JSON, or of the wrong shape, 429 with ``Retry-After`` when the runtime's admission
-(a ``ProviderActor``'s ``max_waiting``/``max_wait``) refused the run's model call, 502 when the provider
-failed, 409 (``approval_required``) when the run paused for a person's approval of a tool call, 503
-(``run_cancelled``) when the server cancelled the run — never an empty ``200`` for a run that did not answer.
+Refusals come in OpenAI's error shape (``{"error": {"message", "type", "param", "code"}}``), so an SDK raises
+its usual exception: 401 without an allowed key, 404 for an unknown model or path, 415 for a body sent as
+another type than JSON (``Content-Type``), 400 for a body that is too large, not JSON, naming a key twice, or of
+the wrong shape, 429 with ``Retry-After`` when the runtime's admission (a ``ProviderActor``'s
+``max_waiting``/``max_wait``) refused the run's model call, 502 when the provider failed (said by its kind,
+never by the vendor's text), 409 (``approval_required``) when the run paused for a person's approval of a tool
+call, 503 (``run_cancelled``) when the server cancelled the run — never an empty ``200`` for a run that did not
+answer.
 A client that disconnects cancels its run.
 
 Sessions (``sessions=True``, off by default): a request with an ``X-Session-Id: <key>`` header is a turn of
@@ -32,12 +34,12 @@ from typing import Any
 
 from ..agent.core import Agent
 from ..agent.run import AgentRun
-from ..errors import OverloadedError, ProviderError, SessionError, redact
+from ..errors import OverloadedError, SessionError
 from ..events import LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
 from ..messages import Usage
 from ..sessions.session import AgentSession, open_session
-from ..sessions.store import SessionStore
+from ..sessions.store import SessionStore, check_key
 from ._http import (
     DEFAULT_MAX_BODY,
     AppRuntime,
@@ -50,6 +52,7 @@ from ._http import (
     authorized,
     bearer_keys,
     cancelled_on_disconnect,
+    client_text,
     header,
     read_json,
     route_path,
@@ -173,7 +176,7 @@ class OpenAIApp:
         except Disconnected:
             return
         except BodyError as exc:
-            await _error(send, 400, str(exc), "invalid_request_error")
+            await _error(send, exc.status, str(exc), "invalid_request_error")
             return
         except BadRequest as exc:
             await _error(send, 400, exc.message, "invalid_request_error", param=exc.param, code=exc.code)
@@ -192,6 +195,11 @@ class OpenAIApp:
             if not key or len(key) > _MAX_SESSION_KEY:
                 await _error(send, 400, f"{SESSION_HEADER} must be 1 to {_MAX_SESSION_KEY} characters",
                              "invalid_request_error", param=SESSION_HEADER)
+                return
+            try:
+                check_key(key)  # one no store keeps (a NUL): the client's 400, not the session's ValueError as a 500
+            except ValueError as exc:
+                await _error(send, 400, f"{SESSION_HEADER}: {exc}", "invalid_request_error", param=SESSION_HEADER)
                 return
             if not request.new:
                 await _error(send, 400, f"with {SESSION_HEADER}, 'messages' must end with the turn's new user "
@@ -415,7 +423,7 @@ async def _refused(send: Send, result: RunResult[Any], span: RequestSpan) -> boo
     span.failed(_error_type(result), fault=overloaded is None)
     if overloaded is not None:
         wait = overloaded.retry_after if overloaded.retry_after is not None else 1.0
-        await _error(send, 429, _failure_text(result), "requests", code="rate_limit_exceeded",
+        await _error(send, 429, client_text(overloaded), "requests", code="rate_limit_exceeded",
                      headers={"retry-after": str(max(1, math.ceil(wait)))})
     else:
         await _error(send, 502, _failure_text(result), "server_error", code="upstream_error")
@@ -423,14 +431,13 @@ async def _refused(send: Send, result: RunResult[Any], span: RequestSpan) -> boo
 
 
 def _failure_text(result: RunResult[Any]) -> str:
+    """What the client is told of a failed run: never the provider's own text (:func:`~._http.client_text`)."""
     error = result.error
-    if isinstance(error, ProviderError):
-        return redact(str(error))
-    return result.content or "the model could not answer"
+    return client_text(error) if error is not None else "the model could not answer"
 
 
 def _raised_text(exc: Exception) -> str:
-    return f"the run failed: {type(exc).__name__}: {redact(str(exc))}"[:500]
+    return client_text(exc)
 
 
 def _error_type(result: RunResult[Any]) -> str:

@@ -63,7 +63,8 @@ async def test_bodies_past_the_json_policy_are_400s_in_openais_shape() -> None:
 async def test_an_agui_body_past_the_json_policy_is_a_400() -> None:
     async with served(agui_app(Agent(ScriptedProvider(["never"]), name="a")), "/") as base:
         async with httpx.AsyncClient(base_url=base, timeout=20) as client:
-            response = await client.post("/", content=b"[" * 100_000 + b"]" * 100_000)
+            response = await client.post("/", content=b"[" * 100_000 + b"]" * 100_000,
+                                         headers={"content-type": "application/json"})
     assert response.status_code == 400 and "deeper" in response.json()["detail"]
 
 

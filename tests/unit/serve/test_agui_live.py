@@ -144,7 +144,8 @@ async def post(app: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/", "root_path": "", "headers": []}
+    headers = [(b"content-type", b"application/json")]
+    scope = {"type": "http", "method": "POST", "path": "/", "root_path": "", "headers": headers}
     await app(scope, receive, send)
     text = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]

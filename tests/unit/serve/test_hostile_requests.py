@@ -20,6 +20,7 @@ from agentactors.serve import agui_app, openai_app
 pytestmark = pytest.mark.anyio
 
 USER = {"role": "user", "content": "hello"}
+JSON_TYPE = (b"content-type", b"application/json")
 
 
 class Answer:
@@ -44,9 +45,15 @@ async def request(
     *,
     path: str = "/v1/chat/completions",
     headers: list[tuple[bytes, bytes]] | None = None,
+    content_type: bytes | None = b"application/json",
 ) -> Answer:
-    """``body`` POSTed to the ASGI ``app`` as a server does it; the client stays until the answer is complete."""
+    """``body`` POSTed to the ASGI ``app`` as a server does it; the client stays until the answer is complete.
+
+    Sent as ``content_type`` (none: ``None``) unless ``headers`` name a ``content-type`` of their own."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = list(headers or [])
+    if content_type is not None and not any(name.lower() == b"content-type" for name, _ in headers):
+        headers.append((b"content-type", content_type))
     pending = [{"type": "http.request", "body": raw, "more_body": False}]
     sent: list[dict[str, Any]] = []
 
@@ -59,7 +66,7 @@ async def request(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": path, "root_path": "", "headers": headers or []}
+    scope = {"type": "http", "method": "POST", "path": path, "root_path": "", "headers": headers}
     with anyio.fail_after(20):
         await app(scope, receive, send)
     return Answer(sent)
@@ -217,7 +224,7 @@ async def test_a_client_that_leaves_before_its_run_started_does_not_leave_the_th
             await left.wait()  # the client has left meanwhile
             await anyio.lowlevel.checkpoint()  # the socket write yields (hypercorn's does): the request ends here
 
-    scope = {"type": "http", "method": "POST", "path": "/", "root_path": "", "headers": []}
+    scope = {"type": "http", "method": "POST", "path": "/", "root_path": "", "headers": [JSON_TYPE]}
     with anyio.fail_after(20):
         await app(scope, receive, send)
     assert provider.calls == 0, "the request ended before its run started"
