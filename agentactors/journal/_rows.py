@@ -18,7 +18,7 @@ import attrs
 from .._json import MAX_DOCUMENT_DEPTH, MAX_TEXT_CHARS, JsonBoundError, loads_bounded
 from ..loop.tape import Commit
 from ..messages import Message
-from ..sessions.codec import messages_from_json, messages_to_json, result_from_json, result_to_json
+from ..sessions.codec import messages_from_json, messages_to_json, result_from_json, result_to_json, value_to_json
 from .codec import origin_from_json, response_from_json, response_to_json, session_from_origin
 from .records import RecordedRun, RecordedStep
 from .store import JournalFormatError
@@ -45,7 +45,7 @@ class Encoded:
     content: str | None
 
 
-def _text(run_id: str, value: Any) -> str:
+def _text(run_id: str, value: Any, what: str = "a commit") -> str:
     """``value`` as the JSON text a column keeps.
 
     Unicode as it is (half the size of ``\\u`` escapes for most scripts), unless a string holds a lone surrogate:
@@ -56,7 +56,10 @@ def _text(run_id: str, value: Any) -> str:
     if not text.isascii() and _SURROGATE.search(text) is not None:
         text = json.dumps(value)
     if len(text) > MAX_TEXT_CHARS:
-        raise JournalFormatError(f"run {run_id!r}: a commit holds a JSON text over {MAX_TEXT_CHARS:,} characters")
+        raise JournalFormatError(
+            f"run {run_id!r} cannot be journaled: {what} is {len(text):,} characters of JSON, over "
+            f"{MAX_TEXT_CHARS:,} characters (it could not be read back)"
+        )
     return text
 
 
@@ -66,18 +69,50 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
     :raises JournalFormatError: a value JSON cannot keep (a provider's opaque ``provider_data`` holding a
         datetime, say), or one past the JSON depth and size policy (it could not be read back).
     """
-    try:
-        begin = _text(run_id, messages_to_json(inputs)) if c.begin else None
-        lineage = _text(run_id, origin) if c.begin and origin else None
-        responses = tuple((n, _text(run_id, response_to_json(r))) for n, r in c.responses)
-        results = None
-        if c.results is not None:
-            results = (c.results[0], _text(run_id, [result_to_json(r) for r in c.results[1]]))
-    except (JsonBoundError, TypeError) as exc:  # the codec's TypeError names the value's type, not the run
-        raise JournalFormatError(f"run {run_id!r} cannot be journaled: {exc}") from None
+    begin = _part(run_id, "its input", messages_to_json, inputs) if c.begin else None
+    lineage = _part(run_id, "where it came from", lambda o: o, origin) if c.begin and origin else None
+    # The journal counts a run's model calls from 1 (a resumed run's events number its steps on from its pause).
+    responses = tuple(
+        (n, _part(run_id, f"the response of its model call {n}", response_to_json, r)) for n, r in c.responses
+    )
+    results = None
+    if c.results is not None:
+        n, done = c.results
+        results = (n, _part(run_id, f"the tool results of its model call {n}", _results_json, done))
     parent = origin.get("parent_run_id") if c.begin and origin else None
     content = _storable(c.result.content) if c.result is not None else None
     return Encoded(begin, parent, lineage, responses, results, c.end, content)
+
+
+def _results_json(results: tuple[Any, ...]) -> list[dict[str, Any]]:
+    return [result_to_json(r) for r in results]
+
+
+def _part(run_id: str, what: str, to_json: Callable[[Any], Any], value: Any) -> str:
+    """The JSON text of one part of a commit; what cannot be kept is a :class:`JournalFormatError` naming it.
+
+    The codec's ``TypeError`` names the value's type (a vendor's ``provider_data`` holding a date, say) but not
+    the run nor which part held it; the error says all three, so a caller knows what the journal refused.
+    """
+    try:
+        return _text(run_id, to_json(value), what)
+    except (JsonBoundError, TypeError, ValueError) as exc:
+        if isinstance(exc, JournalFormatError):
+            raise
+        where = " (in the vendor's provider_data)" if _in_provider_data(value) else ""
+        raise JournalFormatError(f"run {run_id!r} cannot be journaled: {what}{where}: {exc}") from None
+
+
+def _in_provider_data(value: Any) -> bool:
+    """Whether ``value`` (a response) holds vendor extras the codec refuses while the rest of it encodes."""
+    data = getattr(value, "provider_data", None)
+    if data is None:
+        return False
+    try:
+        value_to_json(data)
+    except (JsonBoundError, TypeError, ValueError):
+        return True
+    return False
 
 
 def _storable(text: str) -> str:
@@ -122,6 +157,15 @@ def decode_run(
     """The run of a runs row ``(agent, inputs, status, content, origin)`` and its steps rows ``(step, response,
     results)`` in step order.  :raises JournalFormatError: a stored value that does not decode."""
     agent, inputs_text, status, content, origin = row
+    for name, value, required in (("agent", agent, False), ("status", status, True), ("content", content, False)):
+        if not isinstance(value, str) and (required or value is not None):
+            raise JournalFormatError(
+                f"run {run_id!r}'s stored {name} is not text but {type(value).__name__}: it was left as it is"
+            )
+    parent, call, resume, session = _decoded(run_id, "origin", origin, _origin) if origin else (None, None, None, None)
+    # Stored from 1, a resumed run's steps are handed back by the numbers its events and explain() gave them: they go
+    # on from the paused run's step (what fork's at_step and explain_fork count in).
+    offset = resume[0].step if resume is not None else 0
     recorded: list[RecordedStep] = []
     resumed = None
     for number, response, results in steps:
@@ -140,14 +184,15 @@ def decode_run(
             )
         recorded.append(
             RecordedStep(
-                int(number),
+                offset + int(number),
                 _decoded(run_id, "response", response, response_from_json),
                 None if results is None else _decoded(run_id, "results", results, _results),
             )
         )
     inputs = _decoded(run_id, "inputs", inputs_text, messages_from_json)
-    parent, call, resume, session = _decoded(run_id, "origin", origin, _origin) if origin else (None, None, None, None)
+    if not inputs and resume is None:  # every run the loop journals started from a message, or from its pause
+        raise JournalFormatError(f"run {run_id!r}'s stored inputs hold no input message: it was left as it is")
     return RecordedRun(
-        run_id, agent, inputs, tuple(recorded), str(status), content=content, parent_run_id=parent,
+        run_id, agent, inputs, tuple(recorded), status, content=content, parent_run_id=parent,
         parent_call_id=call, resume=resume, resumed_results=resumed, children=children, session=session,
     )

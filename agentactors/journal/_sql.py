@@ -301,14 +301,25 @@ def _load(conn: Any, d: Dialect, run_id: str) -> RecordedRun | None:
         return _load_in(conn, d, run_id)
 
 
-def _load_in(conn: Any, d: Dialect, run_id: str) -> RecordedRun | None:
+def _load_in(conn: Any, d: Dialect, run_id: str, above: tuple[str, ...] = ()) -> RecordedRun | None:
+    """The run and its children's runs, read whole; ``above``: the runs it was read as a child of.
+
+    A run found among its own ancestors (a ``parent_run_id`` edited into a cycle: no run the loop journals can
+    delegate to its parent) is the run's format error, not a recursion without end.
+    """
+    if run_id in above:
+        raise JournalFormatError(
+            f"run {above[0]!r}'s stored lineage is a cycle: run {run_id!r} is its own parent "
+            f"({' → '.join((*above, run_id))}): it was left as it is"
+        )
     params = {"run": run_id}
     row = conn.execute(d.sql(_RUN), params).fetchone()
     if row is None:
         return None
     steps = conn.execute(d.sql(_RUN_STEPS), params).fetchall()
     ids = conn.execute(d.sql(_CHILDREN), params).fetchall()
-    children = tuple(c for c in (_load_in(conn, d, str(r[0])) for r in ids) if c is not None)
+    lineage = (*above, run_id)
+    children = tuple(c for c in (_load_in(conn, d, str(r[0]), lineage) for r in ids) if c is not None)
     return decode_run(run_id, tuple(row), steps, children)
 
 

@@ -179,20 +179,16 @@ def compare_fork(
     theirs = [e for e in fork_events if fork_id is not None and e.run_id == fork_id]
     if forked is None and not theirs:
         raise ValueError(f"no forked result and no event of a fork of run {original.run_id!r}")
-    # A resumed run's journal numbers its steps from 1 (as fork's at_step does), while its events go on from the
-    # paused run's step: the fork's events are counted from where the original's numbering starts.
-    offset = original.resume[0].step if original.resume is not None and not mine else 0
+    # Both sides' steps go by their events' numbers (a journal's too, RecordedRun.steps): a resumed run's go on
+    # from the paused run's step, and so do its fork's, which resumes the same pause.
     fork_run = _told(theirs, fork_id or "") if theirs else None
-    if fork_run is not None and offset:
-        shifted = tuple(attrs.evolve(s, number=s.number - offset) for s in fork_run.steps if s.number > offset)
-        fork_run = attrs.evolve(fork_run, steps=shifted)
     if fork_run is None:
         if forked is None:
             raise ValueError(f"the events of fork {fork_id!r} do not tell it (no run.started and first request)")
-        fork_run = _from_result(forked, _steps_before(original))
+        fork_run = _from_result(forked, _steps_before(original), original.first_step)
     answer = forked.content if forked is not None else fork_run.content or ""
     at_step, inferred = _at_step(theirs, original, fork_run)
-    before, after = _context(mine, at_step, original), _context(theirs, at_step, fork_run, offset)
+    before, after = _context(mine, at_step, original), _context(theirs, at_step, fork_run)
     return ForkComparison(
         original_run_id=original.run_id,
         fork_run_id=fork_id,
@@ -230,7 +226,7 @@ def _at_step(events: Sequence[Event], original: RecordedRun, fork: RecordedRun) 
     for a, b in zip(original.steps, fork.steps, strict=False):
         if _did(a) != _did(b):
             return a.number, True
-    return min(len(original.steps), len(fork.steps)) + 1, True
+    return original.first_step + min(len(original.steps), len(fork.steps)), True
 
 
 def _steps_before(original: RecordedRun) -> int:
@@ -241,9 +237,10 @@ def _steps_before(original: RecordedRun) -> int:
     return sum(1 for m in before if m.role == "assistant")
 
 
-def _from_result(result: RunResult[Any] | None, skip: int = 0) -> RecordedRun:
+def _from_result(result: RunResult[Any] | None, skip: int = 0, first: int = 1) -> RecordedRun:
     """A run's steps read from its conversation: each assistant message a step, its tool messages its results;
-    the first ``skip`` assistant messages (and their results) were the conversation it started from."""
+    the first ``skip`` assistant messages (and their results) were the conversation it started from, and its
+    first step is numbered ``first`` (a resumed run's goes on from the paused run's)."""
     assert result is not None
     steps: list[RecordedStep] = []
     calls: dict[str, str] = {}
@@ -263,7 +260,7 @@ def _from_result(result: RunResult[Any] | None, skip: int = 0) -> RecordedRun:
         if m.role == "assistant":
             close()
             calls.update((c.id, c.name) for c in m.tool_calls)
-            steps.append(RecordedStep(len(steps) + 1, LLMResponse(m.content, m.tool_calls)))
+            steps.append(RecordedStep(len(steps) + first, LLMResponse(m.content, m.tool_calls)))
         elif m.role == "tool" and m.tool_call_id is not None:
             status = ToolStatus.error if m.is_error else ToolStatus.ok
             name = m.name or calls.get(m.tool_call_id, "tool")
@@ -272,13 +269,11 @@ def _from_result(result: RunResult[Any] | None, skip: int = 0) -> RecordedRun:
     return RecordedRun(result.run_id or "", result.agent, (), tuple(steps), content=result.content)
 
 
-def _context(events: Sequence[Event], step: int, run: RecordedRun, offset: int = 0) -> dict[str, str]:
+def _context(events: Sequence[Event], step: int, run: RecordedRun) -> dict[str, str]:
     """What the run's model was given at ``step``: its request's system prompt, settings and tools (from the
-    events, where it is step ``step + offset``), else what its recording says (the model that served the step,
-    the system prompt of a JSONL)."""
+    events), else what its recording says (the model that served the step, the system prompt of a JSONL)."""
     out: dict[str, str] = {}
-    at = step + offset
-    request = next((e.data.get("request") for e in events if e.type == "llm.request" and e.step == at), None)
+    request = next((e.data.get("request") for e in events if e.type == "llm.request" and e.step == step), None)
     doc = to_jsonable(request) if request is not None else None
     if isinstance(doc, Mapping):
         messages = doc.get("messages") or ()
@@ -306,7 +301,7 @@ def _side_by_side(original: RecordedRun, fork: RecordedRun, at_step: int) -> tup
     a = {s.number: s for s in original.steps}
     b = {s.number: s for s in fork.steps}
     out = []
-    for n in range(1, max([*a, *b], default=0) + 1):
+    for n in range(min([*a, *b], default=1), max([*a, *b], default=0) + 1):  # a resumed run's start after 1
         mine, theirs = a.get(n), b.get(n)
         if n < at_step:
             out.append(StepSideBySide(n, _did(mine), _did(theirs), reused=True))

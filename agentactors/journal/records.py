@@ -64,15 +64,19 @@ class RunNotRecordedError(JournalError, LookupError):
 
 
 class StepOutOfRangeError(JournalError, ValueError):
-    """``fork(..., at_step)`` names a step the recorded run does not have (steps are numbered from 1).
+    """``fork(..., at_step)`` names a step the recorded run does not have.
 
-    ``steps`` is how many steps the run recorded; ``at_step`` the step asked for.
+    Steps go by the numbers the run's events and ``explain()`` gave them: ``1 … steps`` for a run that started
+    from its input, ``first … first + steps - 1`` for one resumed after a pause (it goes on from the paused run's
+    step).  ``steps`` is how many steps the run recorded, ``first`` the number of its first one, ``at_step`` the
+    step asked for.
     """
 
-    def __init__(self, message: str, *, at_step: int, steps: int) -> None:
+    def __init__(self, message: str, *, at_step: int, steps: int, first: int = 1) -> None:
         super().__init__(message)
         self.at_step = at_step
         self.steps = steps
+        self.first = first
 
 
 class ForkAgentMissingError(JournalError, TypeError):
@@ -100,6 +104,9 @@ class RecordedStep:
 @attrs.frozen(slots=True)
 class RecordedRun:
     """A run as it was recorded: enough to run it again.
+
+    Its ``steps`` are numbered as the run's events numbered them (:attr:`first_step` on): a resumed run's go on
+    from its paused run's step — the numbers ``fork``'s ``at_step`` takes.
 
     ``status`` is ``"running"`` (nothing said it ended: a crash, or a run still going), ``"finished"``,
     ``"paused"``, ``"raised"`` or ``"cancelled"``.  ``native`` says whether its provider carried tools
@@ -129,6 +136,14 @@ class RecordedRun:
     session: SessionTurn | None = None
 
     @property
+    def first_step(self) -> int:
+        """The number of the run's first step, as its events and ``explain()`` gave it: 1, or — a resumed run —
+        the step after the paused run's (a resumed run goes on counting from there)."""
+        if self.steps:
+            return self.steps[0].number
+        return self.resume[0].step + 1 if self.resume is not None else 1
+
+    @property
     def finished(self) -> bool:
         """Whether the run ended (whatever the way): a run still ``"running"`` in a journal is one a crash left."""
         return self.status != "running"
@@ -141,7 +156,7 @@ class RecordedRun:
         label: tuple[str, Mapping[str, Any]] | None = None,
         guard: Callable[[], None] | None = None,
     ) -> Tape:
-        """A tape serving this run's steps before ``upto`` (a step number; ``None``: every step); the other
+        """A tape serving this run's steps before ``upto`` (a step's number; ``None``: every step); the other
         arguments are :class:`~agentactors.loop.tape.Tape`'s."""
         steps = self.steps if upto is None else tuple(s for s in self.steps if s.number < upto)
         results = {r.call_id: r for s in steps for r in s.results or ()}

@@ -31,9 +31,10 @@ from ..events import Recorder
 from ..gateway.provider import ProviderActor
 from ..loop.result import RunResult
 from ..loop.tape import Tape
-from ..messages import LLMRequest, LLMResponse, Message
+from ..messages import LLMRequest, LLMResponse, Message, ToolCall
 from ..providers.port import native_tools_for
 from ..settings import ModelSettings
+from ..tools.registry import ToolContext
 from .jsonl import read_run
 from .records import ForkAgentMissingError, RecordedRun, ReplayDivergedError, StepOutOfRangeError
 
@@ -123,9 +124,10 @@ async def replay(
     ``agent``: the agent to run it as (its prompt, tools' specs and settings shape the requests, which
     its recorders see); its provider is never called, its tools never run.  ``None``: the agent of the
     recorded name among ``agents`` and those bound to ``runtime`` (as ``rt.recover()`` finds it), else an
-    agent made from the recording (its name, its system prompt when the record has it, as many steps as
-    were recorded).  ``recorders`` receive the replayed run's events (a tool call served from the
-    recording says ``replayed=True``).  A resumed run is replayed as it went on: its pause, its decisions.
+    agent made from the recording (its name — a resumed run's, the agent that paused —, its system prompt when
+    the record has it, as many steps as were recorded, pausing where a recorded call waited for approval).
+    ``recorders`` receive the replayed run's events (a tool call served from the recording says
+    ``replayed=True``).  A resumed run is replayed as it went on: its pause, its decisions.
 
     :raises RunNotRecordedError: ``source`` holds no such run.
     :raises ReplayDivergedError: the run asked for a model call or a tool step its recording does not hold
@@ -167,7 +169,8 @@ async def fork(
     a runtime of its own.  The result's ``forked_from`` is ``run_id`` (and its events say ``run.forked``,
     with ``at_step``); the recording is not changed.
 
-    :raises StepOutOfRangeError: ``at_step`` is not a step of the run (``1 … steps``).
+    :raises StepOutOfRangeError: ``at_step`` is not a step of the run: ``1 … steps`` — or, a run resumed after a
+        pause, the numbers its events and ``explain()`` gave its steps (they go on from the paused run's step).
     :raises RunNotRecordedError: ``source`` holds no such run.
     :raises ForkAgentMissingError: no ``agent``, and none of the recorded name among ``agents`` and
         ``runtime``'s (the live steps need a provider and tools, which a recording does not hold).
@@ -182,18 +185,26 @@ async def fork(
                 f"{recorded.agent!r} (agent.bind(rt))",
                 agent=recorded.agent,
             )
-    count = len(recorded.steps)
-    if isinstance(at_step, bool) or not isinstance(at_step, int) or not 1 <= at_step <= count:
-        raise StepOutOfRangeError(
-            f"run {run_id!r} recorded {count} step(s): at_step must be 1 … {count}, not {at_step!r}",
-            at_step=at_step,
-            steps=count,
-        )
+    count, first = len(recorded.steps), recorded.first_step
+    if isinstance(at_step, bool) or not isinstance(at_step, int) or not first <= at_step < first + count:
+        raise StepOutOfRangeError(_out_of_range(recorded, at_step), at_step=at_step, steps=count, first=first)
     tape = recorded.tape(at_step, label=("run.forked", {"forked_from": run_id, "at_step": at_step}))
     async with _runtime(tape, recorders) as rt:
         live = agent if isinstance(agent.provider, ActorRef) else attrs.evolve(agent, provider=_own_provider(rt, agent))
         result = await _start(live, recorded, rt, settings)
     return attrs.evolve(result, forked_from=run_id)
+
+
+def _out_of_range(recorded: RecordedRun, at_step: object) -> str:
+    """What :class:`StepOutOfRangeError` says: the steps the run has, by the numbers its events gave them."""
+    count, first = len(recorded.steps), recorded.first_step
+    if not count:
+        return f"run {recorded.run_id!r} recorded no step: there is no step to fork at (not {at_step!r})"
+    valid = f"{first} … {first + count - 1}"
+    why = ""
+    if first != 1:
+        why = f", numbered {valid} as its events and explain() number them (it was resumed after step {first - 1})"
+    return f"run {recorded.run_id!r} recorded {count} step(s){why}: at_step must be {valid}, not {at_step!r}"
 
 
 def _named(recorded: RecordedRun, runtime: Runtime | None, agents: Iterable[Agent[Any]]) -> Agent[Any] | None:
@@ -237,10 +248,23 @@ def _native(recorded: RecordedRun, agent: Agent[Any] | None) -> bool:
 
 
 def _agent_of(recorded: RecordedRun, provider: ReplayProvider) -> Agent[Any]:
-    """An agent that runs as the recorded one did, as far as the recording says: its name, prompt and length."""
+    """An agent that runs as the recorded one did, as far as the recording says: its name, prompt and length —
+    and, when a recorded call waited for approval, a run that may pause there (an agent with no tool requiring
+    approval never looks for a waiting call: it would feed the placeholder to the model and go on)."""
+    waited = any(r.awaiting_approval for s in recorded.steps for r in s.results or ())
+    # A resumed run goes on as the agent that paused (after a handoff: not the one resume() was called on, whose
+    # handoffs the recording does not hold); the rebuilt agent takes its name, as resume() requires.
+    paused_by = recorded.resume[0].agent if recorded.resume is not None else None
     return Agent(
         provider,
-        name=recorded.agent,
+        name=paused_by or recorded.agent,
         system=recorded.system,
-        max_steps=max(1, len(recorded.steps)),
+        max_steps=max(1, recorded.first_step + len(recorded.steps) - 1),  # a resumed run counts the paused one's
+        tool_policy=_allows_all if waited else None,
     )
+
+
+def _allows_all(call: ToolCall, ctx: ToolContext) -> None:
+    """The rebuilt agent's tool policy: allows every call (none runs in a replay); its being set lets the run pause
+    where the recorded one did, on the recorded results that say a call waits."""
+    return None

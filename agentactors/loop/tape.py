@@ -129,7 +129,7 @@ class Tape:
     :param run_id: the id the run takes instead of a new one (a recovered run keeps its own), or ``None``.
     """
 
-    __slots__ = ("_label", "_pending", "_responses", "_results", "calls", "guard", "run_id", "writer")
+    __slots__ = ("_label", "_pending", "_responses", "_results", "calls", "failure", "guard", "run_id", "writer")
 
     def __init__(
         self,
@@ -150,6 +150,8 @@ class Tape:
         #: Model calls answered so far (recorded and live): the number of the last response.
         self.calls = 0
         self._pending: list[tuple[int, LLMResponse]] = []  # live answers not committed yet
+        #: The journal's refusal of a model response's commit (:meth:`answered`), which :meth:`around` raises.
+        self.failure: Exception | None = None
 
     def seat(self, provider: Any, tools: Any) -> tuple[TapedProvider, TapedTools]:
         """The references the run asks instead of its seat's ``provider`` and ``tools`` (``None``: no tools)."""
@@ -161,6 +163,11 @@ class Tape:
         Cancellation and errors: the end (``"cancelled"`` / ``"raised"``) is committed shielded, then they
         propagate — a run cancelled or failed on purpose is not one a crash left unfinished.  When the begin
         commit itself fails (or is cancelled), ``run`` never starts: it is closed and the error propagates.
+
+        A model response whose commit failed (:attr:`failure`: a value the journal cannot store, a lost lease)
+        reached the loop as its model step's failure — the loop cannot tell it from the vendor's — and the run
+        ended on a failed step.  That is not how it ended: its end is committed ``"raised"`` and the journal's
+        error is raised, as a refused tool step's or answer's is (no result blaming the vendor).
         """
         writer = self.writer
         if writer is None:
@@ -177,10 +184,23 @@ class Tape:
             with anyio.CancelScope(shield=True):
                 await writer.commit(Commit(responses=self._take_pending(), end=end))
             raise
+        failure = self.failure
+        if failure is not None:
+            await self._raise_refused(writer, failure)
         await writer.commit(
             Commit(responses=self._take_pending(), end="paused" if result.paused else "finished", result=result)
         )
         return result
+
+    async def _raise_refused(self, writer: StepWriter, failure: Exception) -> None:
+        """End the run ``"raised"`` on the journal's refusal of one of its commits, and raise that refusal."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await writer.commit(Commit(responses=self._take_pending(), end="raised"))
+            except Exception as also:  # the database, or the lease: the refusal is still what the caller sees
+                if type(also) is not type(failure):
+                    failure.add_note(f"and the run's end could not be journaled either ({type(also).__name__})")
+        raise failure
 
     # -- what the taped references call -----------------------------------------------------------------
 
@@ -202,7 +222,11 @@ class Tape:
         self.calls += 1
         self._pending.append((self.calls, response))
         if response.tool_calls:
-            await self.flush()
+            try:
+                await self.flush()
+            except Exception as exc:  # the journal's, not the vendor's: around() raises it once the step gave up
+                self.failure = exc
+                raise
 
     async def flush(self) -> None:
         """Commit the responses not committed yet (a tool step's, before any of its calls runs)."""

@@ -110,9 +110,9 @@ async def test_a_fork_of_a_journaled_run_says_what_the_journal_did_not_record(tm
 
 
 async def test_a_fork_of_a_resumed_run_is_compared_step_for_step(tmp_path: Path) -> None:
-    # A resumed run's journal numbers its steps from 1 (fork's at_step too), while its events go on from the
-    # paused run's step, and its conversation holds the paused run's steps: the fork's side is counted the same
-    # way as the original's, so each step stands beside its own.
+    # A resumed run's steps go on from the paused run's step (3 and 4 here) in its events, in its journal and in
+    # fork's at_step, and its conversation holds the paused run's steps: the fork's side is counted the same way
+    # as the original's, so each step stands beside its own.
     @tool(requires_approval=True)
     async def refund(ctx: ToolContext, cents: int) -> str:
         """Refund, once a person said yes."""
@@ -133,15 +133,15 @@ async def test_a_fork_of_a_resumed_run_is_compared_step_for_step(tmp_path: Path)
     async with SqliteJournal(tmp_path / "runs.db") as journal:
         events = InMemoryRecorder()
         forked = await fork(
-            journal, resumed.run_id or "", 2,
+            journal, resumed.run_id or "", 4,
             agent=Agent(ScriptedProvider(["Refunded, all done."]), tools=tools, name="clerk"), recorders=[events],
         )
         with_events = await explain_fork(forked, journal, events=events.events)
         result_only = await explain_fork(forked, journal)
     for cmp in (with_events, result_only):
-        assert [(s.step, s.reused, s.differs) for s in cmp.steps] == [(1, True, False), (2, False, True)], str(cmp)
+        assert [(s.step, s.reused, s.differs) for s in cmp.steps] == [(3, True, False), (4, False, True)], str(cmp)
         assert cmp.steps[0].original == "look({}) → ok 'seen'"
         assert cmp.steps[1].original == "answered 'Refunded 5.'"
         assert cmp.steps[1].fork == "answered 'Refunded, all done.'"
-    assert (with_events.at_step, with_events.at_step_inferred) == (2, False)
-    assert (result_only.at_step, result_only.at_step_inferred) == (2, True)
+    assert (with_events.at_step, with_events.at_step_inferred) == (4, False)
+    assert (result_only.at_step, result_only.at_step_inferred) == (4, True)

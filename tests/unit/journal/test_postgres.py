@@ -89,11 +89,11 @@ async def test_a_response_past_the_json_policy_is_not_journaled_and_its_tools_ne
         return "ran"
 
     async with PostgresJournal(postgres_dsn) as journal, Runtime(journal=journal):
-        result = await Agent(provider, tools=[t], name="deep").run("go")
-    # The loop ends a run whose model step failed with a typed error: here, the journal's.
-    assert result.generation_failed and "JournalFormatError" in str(result.error)
-    assert "nests deeper" in str(result.error)
+        # The journal's own typed error, raised by the run (not a failed model step blaming the vendor).
+        with pytest.raises(JournalFormatError, match=r"model call 1.*nests deeper"):
+            await Agent(provider, tools=[t], name="deep").run("go")
     assert ran == [] and _rows(postgres_dsn)[1] == []  # nothing of that step was written
+    assert [status for _, status in _rows(postgres_dsn)[0]] == ["raised"]
 
 
 async def test_a_damaged_row_is_a_typed_error_naming_the_run(postgres_dsn: str, ledger: Ledger) -> None:  # noqa: F811

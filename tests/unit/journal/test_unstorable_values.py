@@ -122,11 +122,12 @@ async def test_a_tool_step_the_journal_cannot_keep_never_runs_and_the_run_ends(d
     asks = LLMResponse("", (ToolCall("c1", "charge", {"text": "x"}),), provider_data={"at": datetime.date(2024, 1, 1)})
     with anyio.fail_after(60):
         async with make() as journal, Runtime(journal=journal):
-            result = await Agent(ScriptedProvider([asks, "never"]), tools=[charge], name="odd").run("go")
-        assert result.generation_failed and "JournalFormatError" in str(result.error) and ran == []
+            with pytest.raises(JournalFormatError, match=r"model call 1 \(in the vendor's provider_data\).*date"):
+                await Agent(ScriptedProvider([asks, "never"]), tools=[charge], name="odd").run("go")
+        assert ran == []
         async with make() as other:
             assert await other.unfinished() == []
-    assert [status for _, status, _ in rows()] == ["finished"]
+    assert [status for _, status, _ in rows()] == ["raised"]  # the journal's failure, and the run raised it
 
 
 async def test_parking_refuses_text_no_database_keeps_with_a_typed_error(db: tuple[Make, Rows]) -> None:
