@@ -4,7 +4,9 @@ Prices are not kept here by hand.  :func:`price_for` reads the ``genai-prices`` 
 extra, imported on first use; the table pydantic-ai prices runs with), keyed by the provider's name
 (``"openai"``, ``"anthropic"``, ``"gemini"``, ...: what ``LLMResponse.provider`` says) and the model
 that answered (``LLMResponse.model``).  What the table lacks, or prices differently from a contract,
-the user sets (:func:`set_price`, :func:`set_prices`); a price set wins over the table.
+the user sets (:func:`set_price`, :func:`set_prices`); a price set wins over the table.  The table's
+answers are cached per model until the table changes (genai-prices' ``UpdatePrices`` installs a new one at
+runtime): the next call priced after a change reads the new table.
 
 A model without a price has no cost: :func:`cost_of` returns ``None``, never a silent zero, and a
 run that used such a model reports ``RunResult.cost = None`` (see :mod:`agentactors.loop.cost`).
@@ -49,15 +51,47 @@ _PER = 1_000_000.0
 
 def _rate(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
     # NaN and infinity refused too: either would make every cost at this price, and every budget it is
-    # charged to, a number no limit can be compared with.
-    if value is not None and not (value >= 0 and math.isfinite(value)):
+    # charged to, a number no limit can be compared with.  A bool is no rate (True would be 1.0 a million).
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"Price.{attribute.name} must be a number (per million tokens), not {type(value).__name__}")
+    if not (value >= 0 and math.isfinite(value)):
         raise ValueError(
             f"Price.{attribute.name} must be a finite, non-negative number (per million tokens), got {value!r}"
         )
 
 
 def _tiers(value: Iterable[tuple[int, Price]]) -> tuple[tuple[int, Price], ...]:
-    return tuple((int(start), price) for start, price in value)
+    """``tiers`` checked, and sorted by where each starts: :meth:`Price.at` takes the highest tier a prompt passes,
+    so tiers given from the highest down (``((200_000, a), (100_000, b))``) priced every long prompt at the lowest
+    one — under-pricing it — and a tier that is not a :class:`Price` failed only when a response was priced."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"Price.tiers must be (start, Price) pairs, not {type(value).__name__}")
+    out: list[tuple[int, Price]] = []
+    for pair in value:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(f"Price.tiers must be (start, Price) pairs, not {pair!r}")
+        start, price = pair
+        if isinstance(start, bool) or not isinstance(start, int):
+            raise TypeError(f"a tier's start must be an int (prompt tokens), not {start!r}")
+        if start < 0:
+            raise ValueError(f"a tier's start must be a non-negative number of prompt tokens, not {start!r}")
+        if not isinstance(price, Price):
+            raise TypeError(f"a tier's price must be a Price, not {type(price).__name__}")
+        out.append((start, price))
+    starts = [start for start, _ in out]
+    if len(set(starts)) != len(starts):
+        raise ValueError(f"Price.tiers start twice at the same prompt length: {sorted(starts)}")
+    return tuple(sorted(out, key=lambda pair: pair[0]))
+
+
+def _currency(price: Price, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"Price.currency must be a currency code (a non-empty str), not {value!r}")
+    for _, tier in price.tiers:
+        if tier.currency != value:
+            raise ValueError(f"a tier in {tier.currency} of a price in {value}: a Price has one currency")
 
 
 def _total_of(cost: Cost) -> float:
@@ -106,7 +140,7 @@ class Price:
     cache_write: float | None = attrs.field(default=None, validator=_rate)
     reasoning: float | None = attrs.field(default=None, validator=_rate)
     tiers: tuple[tuple[int, Price], ...] = attrs.field(default=(), converter=_tiers)
-    currency: str = "USD"
+    currency: str = attrs.field(default="USD", validator=_currency)
 
     def at(self, prompt_tokens: int) -> Price:
         """The price of a call whose prompt holds ``prompt_tokens`` tokens: the highest tier it passes."""
@@ -124,7 +158,11 @@ class Price:
         The counts are the vendor's numbers: a negative one (a proxy's or a decoder's bug) is taken as
         zero, so a cost is never negative (a refund to every budget it is charged to) nor inflated (a
         negative cached count added to the fresh prompt tokens).
+
+        :raises TypeError: ``usage`` is not a :class:`~agentactors.messages.Usage`.
         """
+        if not isinstance(usage, Usage):
+            raise TypeError(f"usage must be a Usage, not {type(usage).__name__}")
         read_tokens = max(0, usage.cache_read_tokens)
         write_tokens = max(0, usage.cache_write_tokens)
         input_tokens = max(0, usage.input_tokens)
@@ -174,37 +212,53 @@ def set_price(provider: str, model: str, price: Price | None) -> None:
     It wins over the table.  ``price=None`` says the model has no price (its runs report no cost),
     whatever the table says; :func:`clear_prices` forgets every price set.
     """
+    global _generation
     if price is not None and not isinstance(price, Price):
         raise TypeError(f"price must be a Price or None, not {type(price).__name__}")
+    for label, value in (("provider", provider), ("model", model)):
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"{label} must be a non-empty str (as LLMResponse.{label} says it), not {value!r}")
     with _lock:
         _user[(provider, model)] = price
         _found.pop((provider, model), None)
         _batch_found.pop((provider, model), None)
+        _generation += 1
 
 
 def set_prices(prices: Mapping[tuple[str, str], Price | None]) -> None:
-    """:func:`set_price` for each ``(provider, model): price`` of ``prices``."""
-    for (provider, model), price in prices.items():
+    """:func:`set_price` for each ``(provider, model): price`` of ``prices`` (all checked before any is set)."""
+    if not isinstance(prices, Mapping):
+        raise TypeError(f"prices must be a mapping of (provider, model) to a Price, not {type(prices).__name__}")
+    items = list(prices.items())
+    for key, price in items:
+        if not isinstance(key, tuple) or len(key) != 2 or not all(isinstance(k, str) and k for k in key):
+            raise TypeError(f"a key of prices must be a (provider, model) pair of str, not {key!r}")
+        if price is not None and not isinstance(price, Price):
+            raise TypeError(f"price must be a Price or None, not {type(price).__name__}")
+    for (provider, model), price in items:
         set_price(provider, model, price)
 
 
 def clear_prices() -> None:
     """Forget every price :func:`set_price` set (the table's prices stay)."""
+    global _generation
     with _lock:
         _user.clear()
         _found.clear()
         _batch_found.clear()
+        _generation += 1
 
 
 def set_batch_factor(factor: float) -> None:
     """Price batch calls at ``factor`` times the live price where the table has no batch price of its own
     (default :data:`BATCH_FACTOR`, 0.5) — and always for a price set with :func:`set_price`."""
-    global _batch_factor
-    if isinstance(factor, bool) or not isinstance(factor, int | float) or not factor >= 0:
-        raise ValueError(f"the batch factor must be a non-negative number, not {factor!r}")
+    global _batch_factor, _generation
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not (factor >= 0 and math.isfinite(factor)):
+        raise ValueError(f"the batch factor must be a finite, non-negative number, not {factor!r}")
     with _lock:
         _batch_factor = float(factor)
         _batch_found.clear()
+        _generation += 1
 
 
 def price_for(provider_name: str | None, model: str | None, *, batch: bool = False) -> Price | None:
@@ -221,6 +275,8 @@ def price_for(provider_name: str | None, model: str | None, *, batch: bool = Fal
     """
     if not provider_name or not model:
         return None
+    if _watched is not None and _watched.get_snapshot() is not _basis:
+        _renew()
     if batch:
         return _batch_price(provider_name, model)
     key = (provider_name, model)
@@ -245,12 +301,16 @@ def _batch_price(provider_name: str, model: str) -> Price | None:
         return _batch_found[key]
     except KeyError:
         pass
+    generation = _generation
     live = price_for(provider_name, model)
     with _lock:
         off = key in _user or provider_name in _OFF_TABLE
         table = None if off else _table_price(_TABLE_NAMES.get(provider_name, provider_name), model, True)
         price = table if table is not None or live is None else _scaled(live, _batch_factor)
-        _batch_found[key] = price
+        # A price set (or a factor, or the table changed) between reading the live price and here: this answer
+        # is of the old one, and cached it would outlive the change for good — it is returned, not kept.
+        if generation == _generation:
+            _batch_found[key] = price
     return price
 
 
@@ -292,6 +352,8 @@ def response_cost(response: LLMResponse) -> Cost | None:
     """What one model response cost (by the provider and model that answered, at the batch price when it came
     through a batch API: :func:`is_batch`), or ``None`` if unpriced."""
     provider, model = response.provider, response.model
+    if _watched is not None and _watched.get_snapshot() is not _basis:
+        _renew()
     if response.provider_data and is_batch(response):
         return cost_of(provider, model, response.usage, batch=True)
     # Every model call of every run comes here: a price looked up before is one dict read, not three calls.
@@ -321,16 +383,36 @@ def total_cost(results: Iterable[Any]) -> Cost | None:
 # --- reading the genai-prices table -----------------------------------------------------------------
 
 _genai: Any = None  # the package's data_snapshot module, or False once it was found missing
+# The table the cached answers were read from: genai-prices' snapshot, which its UpdatePrices (prices fetched at
+# runtime) or set_custom_snapshot replaces.  The table's answers are cached per model, and without this they
+# outlived an update for good.  Only looked at once the table was loaded (a scripted run never loads it).
+_basis: Any = None
+_watched: Any = None  # the data_snapshot module, once loaded
+_generation = 0  # counts the changes of prices (set, cleared, the factor, the table): a stale answer is not kept
 
 
 def _snapshot() -> Any:
-    global _genai
+    global _genai, _basis, _watched
     if _genai is None:
         try:
-            _genai = importlib.import_module("genai_prices.data_snapshot")
+            module = importlib.import_module("genai_prices.data_snapshot")
         except ImportError:
             _genai = False
+        else:
+            _basis = module.get_snapshot()
+            _watched = module
+            _genai = module
     return _genai.get_snapshot() if _genai else None
+
+
+def _renew() -> None:
+    """The price table changed (genai-prices' ``UpdatePrices``, ``set_custom_snapshot``): forget its answers."""
+    global _basis, _generation
+    with _lock:
+        _basis = _watched.get_snapshot()
+        _found.clear()
+        _batch_found.clear()
+        _generation += 1
 
 
 def _table_price(vendor: str, model: str, batch: bool = False) -> Price | None:
@@ -375,7 +457,7 @@ def _from_table(model_price: Any) -> Price | None:
     if "input" not in raw or "output" not in raw:
         return None
     starts = sorted({t.start for v in raw.values() for t in getattr(v, "tiers", ())})
-    tiers = tuple((start, _flat(raw, start)) for start in starts)
+    tiers = tuple((int(start), _flat(raw, start)) for start in starts)
     return attrs.evolve(_flat(raw, None), tiers=tiers)
 
 

@@ -20,7 +20,9 @@ concurrently all see the budget as it is (an estimate is checked against what wa
 the other calls in flight), so a shared budget may end past its limit by at most the cost of the calls
 in flight when it was reached — each of those runs then stops right after its call, and none sends
 another.  A run alone overspends by at most its last call (with estimates on, by what that call cost
-beyond its estimate).
+beyond its estimate).  A budget is charged from the responses runs receive: a call cut short before its
+response reached its run (the run cancelled mid-call, a hedge's losing copy, a batch call that left its
+batch) is counted nowhere, though the vendor may bill it (``docs/costs.md``, "What a budget cannot count").
 
 A budget counts what is priced: a call of a model without a price (or priced in another currency) is
 counted in :attr:`CostBudget.unpriced`, and makes :attr:`CostBudget.cost` ``None`` — never a silent
@@ -66,6 +68,9 @@ class CostBudget:
     :param name: how a :class:`~agentactors.errors.CostLimitExceededError` names the budget
         (its ``scope``).
     :raises ValueError: a negative or NaN ``limit``.
+    :raises TypeError: an ``estimate`` that is not a bool, a ``currency`` or ``name`` that is not a non-empty str
+        (``estimate="no"`` was true; ``currency=978`` made every priced call's currency, a ``str``, another one,
+        and so every call unpriced).
 
     ``with budget:`` puts the runs started in the block (in this task and the tasks started from it:
     ``run_many``'s) under it.  The counters are read at any time; :attr:`limit` may be changed.
@@ -79,9 +84,15 @@ class CostBudget:
         self, limit: float | None = None, *, estimate: bool = True, currency: str | None = None, name: str = "budget"
     ) -> None:
         self.limit = _limit(limit, "CostBudget.limit")
-        self.estimate = bool(estimate)
-        self.currency = None if currency is None else str(currency)
-        self.name = str(name)
+        if not isinstance(estimate, bool):
+            raise TypeError(f"CostBudget.estimate must be a bool, not {estimate!r}")
+        if currency is not None and (not isinstance(currency, str) or not currency):
+            raise TypeError(f"CostBudget.currency must be a currency code (a non-empty str) or None, not {currency!r}")
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"CostBudget.name must be a non-empty str, not {name!r}")
+        self.estimate = estimate
+        self.currency = currency
+        self.name = name
         #: Model calls charged (priced or not).
         self.calls = 0
         #: Model calls charged without a price (in this budget's currency).
@@ -159,6 +170,8 @@ class CostBudget:
         every comparison with the limit false (the budget would stop nothing again), a negative one
         would refund it, an infinite one would stop every run under it for good.
         """
+        if cost is not None and not isinstance(cost, Cost):
+            raise TypeError(f"a charge is a Cost or None (unpriced), not {type(cost).__name__}")
         with self._lock:
             self.calls += 1
             if cost is None or not _sound(cost):

@@ -99,6 +99,8 @@ class HedgeProvider(ProviderDecorator):
             raise ValueError(f"window must be a positive whole number of calls, not {window!r}")
         if to is not None and not callable(getattr(to, "complete", None)):
             raise TypeError(f"to must be an LLMProvider, not {type(to).__name__}")
+        if clock is not None and not callable(clock):  # else a TypeError in the first call, not here
+            raise TypeError(f"clock must be a callable returning seconds, not {type(clock).__name__}")
         self._percentile: float | None = None
         self._seconds = 0.0
         parsed = _after(after)
@@ -460,6 +462,10 @@ def with_hedge(
     * The copy goes to ``provider`` again, or to ``to`` (another member; it calls its own default model
       when it has one).  The first answer is returned; the other copy is cancelled — its HTTP request
       closed — before the call returns.  Both failing raises the first's error (the other's noted).
+    * The losing copy's cost is **not counted** — not in ``RunResult.cost`` or ``usage``, not in any
+      :class:`~agentactors.CostBudget` — though the vendor bills it: its prompt, and the tokens it generated
+      before the cancel (all of them, when it answered in the same instant as the winner and was dropped).
+      ``max_extra`` bounds that spend.
     * ``max_extra``: at most this fraction of the last ``window`` calls are hedged (``0.05``: 5 %
       more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
     * Settings are checked as :func:`with_retry` checks its own: ``after`` a finite number of seconds

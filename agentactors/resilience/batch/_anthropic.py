@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ...errors import MalformedResponseError
+from ...errors import MalformedResponseError, ProviderError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, item_error, jsonl, keep
+from ._api import Line, Outcome, Status, decode_item, item_error, read_results, unread
 from ._http import VendorHTTP
 from .errors import BatchError
 
@@ -59,21 +59,28 @@ class AnthropicBatches:
         state = str(batch.get("processing_status", "")) if isinstance(batch, dict) else ""
         if state != "ended":
             return Status(False, state or "unknown", batch)
+        # Its results file holds a line for every request, an expired one too ({"type": "expired"}): a request
+        # without a line is missing from it, not expired, unless the batch was cancelled before it ran.
         cancelled = isinstance(batch, dict) and batch.get("cancel_initiated_at") is not None
-        return Status(True, state, batch, ended="cancelled" if cancelled else "expired")
+        return Status(True, state, batch, ended="cancelled" if cancelled else None)
 
     async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
+        """The results file's items, streamed; one that fails part way keeps what it gave (:func:`unread`)."""
         batch = status.raw if isinstance(status.raw, dict) else {}
         url = batch.get("results_url")
         model = next(iter(lines.values())).model if lines else ""
         if not isinstance(url, str) or not url:
             url = f"{self.url}/{batch_id}/results"
         out: dict[str, Outcome] = {}
-        for item in jsonl(await self.http.send("GET", url, model=model), self.provider.name, model):
-            line = lines.get(str(item.get("custom_id")))
-            if line is not None:
-                keep(out, line.custom_id, self._outcome(line, item.get("result"), batch_id))
+        try:
+            await read_results(self.http, url, model, lines, out,
+                               lambda line, item: self._outcome(line, item.get("result"), batch_id))
+        except ProviderError as exc:
+            unread(out, lines, exc, batch_id)
         return out
+
+    async def cancel(self, batch_id: str, model: str) -> None:
+        await self.http.send("POST", f"{self.url}/{batch_id}/cancel", model=model, body={})
 
     def _outcome(self, line: Line, found: Any, batch_id: str) -> Outcome:
         result: Mapping[str, Any] = found if isinstance(found, dict) else {}

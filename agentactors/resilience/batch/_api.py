@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, Protocol
 
 import attrs
 
-from ...errors import MalformedResponseError, ProviderError
+from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse
 from ...providers.http.provider import HTTPProvider
-from ._http import dumps
+from ...redaction import redact
+from ._http import VendorHTTP, dumps
 from .errors import BatchError
 
 __all__ = [
-    "BatchAPI", "Line", "Outcome", "Status", "custom_id", "decode_item", "index_of", "item_error", "jsonl", "keep",
-    "missing",
+    "BatchAPI", "Line", "Outcome", "Status", "custom_id", "decode_item", "index_of", "item_error", "keep", "missing",
+    "read_results", "unread", "unreadable",
 ]
 
 log = logging.getLogger("agentactors.resilience.batch")
@@ -78,6 +80,10 @@ class BatchAPI(Protocol):
         """The outcomes of an ended batch's items, by custom id (items without a result are left out)."""
         ...
 
+    async def cancel(self, batch_id: str, model: str) -> None:
+        """Ask the vendor to cancel the batch (what it has not run yet is not run, nor billed)."""
+        ...
+
 
 def decode_item(provider: HTTPProvider, line: Line, body: Any, batch_id: str) -> Outcome:
     """An item's answer body, decoded by the wire's own decoder, marked as a batch call (its price is batch's).
@@ -120,31 +126,68 @@ def missing(provider: str, line: Line, batch_id: str, status: Status) -> BatchEr
 
 
 
-def jsonl(raw: bytes, provider: str, model: str) -> list[dict[str, Any]]:
-    """The objects of a JSONL results file, one a line (blank lines skipped).
+async def read_results(
+    http: VendorHTTP, url: str, model: str, lines: Mapping[str, Line], out: dict[str, Outcome],
+    outcome: Callable[[Line, dict[str, Any]], Outcome],
+) -> None:
+    """Read the JSONL results file at ``url`` into ``out``: each line whose ``custom_id`` is one of ``lines``' as
+    ``outcome(line, item)`` (:func:`keep`: a duplicate never replaces an answer; an id not ours is ignored).
 
-    A line that is not a JSON object (a truncated or garbled line) is skipped and logged, not raised: one
-    bad line must not throw away every other answer of the batch, each one paid for.  The call whose line
-    it was finds no result for its item and fails with a typed, retryable
+    The file is streamed (:meth:`VendorHTTP.lines`): memory holds one line at a time, whatever the file's size.
+    A line that is not a JSON object (truncated, garbled) or longer than twice ``max_response_bytes`` is skipped
+    and logged, not raised: one bad line must not throw away every other answer of the batch, each one paid
+    for.  The call whose line it was finds no result and fails with a typed, retryable
     :class:`~agentactors.resilience.batch.BatchError` (``reason="missing"``, :func:`missing`).
+
+    :raises ProviderError: the file could not be read (to its end): what was read before stays in ``out``.
     """
-    items: list[dict[str, Any]] = []
+    provider = http.name
     skipped = 0
-    for text in raw.splitlines():
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            value = None
-        if not isinstance(value, dict):
-            skipped += 1
-            continue
-        items.append(value)
-    if skipped:
-        log.warning("%s (%s): %d line(s) of a batch results file are not JSON objects; skipped", provider, model,
-                    skipped)
-    return items
+    try:
+        async with aclosing(http.lines(url, model=model, line_limit=2 * http.provider.limits.max_response_bytes)) as it:
+            async for text in it:
+                if text is None:
+                    skipped += 1
+                    continue
+                if not text.strip():
+                    continue
+                try:
+                    item = json.loads(text)
+                except (ValueError, RecursionError):
+                    item = None
+                if not isinstance(item, dict):
+                    skipped += 1
+                    continue
+                line = lines.get(str(item.get("custom_id")))
+                if line is not None:
+                    keep(out, line.custom_id, outcome(line, item))
+    finally:
+        if skipped:
+            log.warning("%s (%s): %d line(s) of a batch results file are not JSON objects or are too long; skipped",
+                        provider, model, skipped)
+
+
+def unreadable(error: ProviderError, batch_id: str | None, line: Line) -> ProviderError:
+    """The error a waiting call gets when its batch (or its results) could not be read to the end: the reading's
+    own, if it is the vendor's verdict (a 404, a refused key), else a retryable :class:`BatchError` (``"poll"``)."""
+    if not error.retryable:
+        return error
+    failure = BatchError(
+        f"batch {batch_id} could not be read: {error.message}", provider=error.provider, reason="poll",
+        model=line.model, batch_id=batch_id, custom_id=line.custom_id, kind=ErrorKind.transient, retryable=True,
+    )
+    failure.__cause__ = error
+    return failure
+
+
+def unread(out: dict[str, Outcome], lines: Mapping[str, Line], error: ProviderError, batch_id: str) -> None:
+    """A results file failed part way: each item it had not answered yet gets :func:`unreadable`'s error (those it
+    had keep their answers — paid for, and not to be paid again by a retry)."""
+    log.warning("batch %s: reading its results failed part way (%s); %d of %d item(s) were read", batch_id,
+                redact(str(error)), len(out), len(lines))
+    for key, line in lines.items():
+        if key not in out:
+            out[key] = unreadable(error, batch_id, line)
 
 
 def keep(out: dict[str, Outcome], custom_id: str, outcome: Outcome) -> None:

@@ -90,6 +90,10 @@ class GeminiBatches:
                 keep(out, line.custom_id, self._outcome(line, answer, batch_id))
         return out
 
+    async def cancel(self, batch_id: str, model: str) -> None:
+        await self.http.send("POST", f"{self.provider.base_url}/v1beta/batches/{batch_id}:cancel", model=model,
+                             body={})
+
     def _outcome(self, line: Line, answer: Any, batch_id: str) -> Outcome:
         error = _dig(answer, "error")
         if isinstance(error, dict):

@@ -14,7 +14,7 @@ every error's text is redacted of the key.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -76,15 +76,7 @@ class VendorHTTP:
         except (ValueError, RecursionError):
             raise _malformed(self.name, model, f"{method} {url} answered {len(raw)} bytes that are not JSON") from None
 
-    async def send(
-        self, method: str, url: str, *, model: str, body: Any = None, files: Mapping[str, Any] | None = None,
-        data: Mapping[str, str] | None = None, limit: int | None = None,
-    ) -> bytes:
-        """Send ``method url`` (a JSON ``body``, or a multipart form of ``files`` and ``data``); the answer's bytes.
-
-        :raises ProviderError: classified as the wire classifies the vendor's errors (transport: transient).
-        """
-        content = dumps(body) if body is not None else None
+    async def _headers(self, url: str, content: bytes | None, model: str) -> dict[str, str]:
         try:
             headers = await self.provider.credential_headers(url, content or b"", model)
         except ValueError as exc:
@@ -94,6 +86,50 @@ class VendorHTTP:
             headers["content-type"] = "application/json"
         else:
             headers.pop("content-type", None)  # a multipart form, or no body: httpx says what it is
+        return headers
+
+    async def lines(self, url: str, *, model: str, line_limit: int) -> AsyncGenerator[bytes | None, None]:
+        """``GET url`` (a results file), streamed: its lines one by one, ``None`` for a line past ``line_limit``.
+
+        A results file holds every item's answer — tens of thousands of them, gigabytes — so it is never held
+        whole: at most one line (``line_limit`` bytes) and the chunk being split are in memory at a time, and
+        a line longer than that is skipped (read to its end and dropped, yielded as ``None``), not an error
+        that would lose every other answer of the file.  Use it under ``contextlib.aclosing``.
+
+        :raises ProviderError: as :meth:`send` (a failure part way through the file too: what was yielded stands).
+        """
+        headers = await self._headers(url, None, model)
+        try:
+            async with self._client() as client:
+                response = await client.send(client.build_request("GET", url, headers=headers), stream=True)
+                try:
+                    status = response.status_code
+                    if not 200 <= status < 300:
+                        raw = await _read(response, ERROR_BODY_BYTES, self.name, model, strict=False)
+                        raise self.provider.codec.classify_error(
+                            status, response.headers, raw, model=model, provider=self.name
+                        )
+                    async for line in _split(response.aiter_bytes(), line_limit):
+                        yield line
+                finally:
+                    await response.aclose()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise classify_exception(exc, provider=self.name, model=model) from None
+
+    async def send(
+        self, method: str, url: str, *, model: str, body: Any = None, files: Mapping[str, Any] | None = None,
+        data: Mapping[str, str] | None = None, limit: int | None = None,
+    ) -> bytes:
+        """Send ``method url`` (a JSON ``body``, or a multipart form of ``files`` and ``data``); the answer's bytes.
+
+        :raises ProviderError: classified as the wire classifies the vendor's errors (transport: transient).
+        """
+        content = dumps(body) if body is not None else None
+        headers = await self._headers(url, content, model)
         try:
             async with self._client() as client:
                 request = client.build_request(method, url, headers=headers, content=content, files=files, data=data)
@@ -133,6 +169,35 @@ async def _read(response: httpx.Response, limit: int, provider: str, model: str,
             )
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _split(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes | None]:
+    """The lines of a stream of ``chunks`` (without their newline); ``None`` for each line longer than ``limit``."""
+    pending = bytearray()
+    overlong = False
+    async for chunk in chunks:
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not overlong:
+                    pending += chunk[start:]
+                    if len(pending) > limit:
+                        overlong = True
+                        pending.clear()
+                break
+            if overlong or len(pending) + end - start > limit:
+                yield None
+            else:
+                pending += chunk[start:end]
+                yield bytes(pending)
+            pending.clear()
+            overlong = False
+            start = end + 1
+    if overlong:
+        yield None
+    elif pending:
+        yield bytes(pending)
 
 
 def _malformed(provider: str, model: str, message: str) -> ProviderError:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ...errors import MalformedResponseError
+from ...errors import MalformedResponseError, ProviderError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, item_error, jsonl, keep
+from ._api import Line, Outcome, Status, decode_item, item_error, read_results, unread
 from ._http import VendorHTTP, dumps
 from .errors import BatchError
 
@@ -66,19 +66,27 @@ class OpenAIBatches:
         return Status(True, state, batch, failure=failure, ended=ended)
 
     async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
+        """The output file's and the error file's items, each streamed; a file that fails part way keeps what it
+        gave, and the items neither file answered get the reading's error (:func:`unread`)."""
         out: dict[str, Outcome] = {}
         batch = status.raw if isinstance(status.raw, dict) else {}
+        model = next(iter(lines.values())).model if lines else ""
+        failure: ProviderError | None = None
         for field in ("output_file_id", "error_file_id"):
             file_id = batch.get(field)
             if not isinstance(file_id, str) or not file_id:
                 continue
-            model = next(iter(lines.values())).model if lines else ""
-            raw = await self.http.send("GET", f"{self.base}/files/{file_id}/content", model=model)
-            for item in jsonl(raw, self.provider.name, model):
-                line = lines.get(str(item.get("custom_id")))
-                if line is not None:
-                    keep(out, line.custom_id, self._outcome(line, item, batch_id))
+            try:
+                await read_results(self.http, f"{self.base}/files/{file_id}/content", model, lines, out,
+                                   lambda line, item: self._outcome(line, item, batch_id))
+            except ProviderError as exc:
+                failure = failure or exc
+        if failure is not None:
+            unread(out, lines, failure, batch_id)
         return out
+
+    async def cancel(self, batch_id: str, model: str) -> None:
+        await self.http.send("POST", f"{self.base}/batches/{batch_id}/cancel", model=model, body={})
 
     def _outcome(self, line: Line, item: Mapping[str, Any], batch_id: str) -> Outcome:
         response = item.get("response")

@@ -14,12 +14,14 @@ class BatchError(ProviderError):
 
     ``reason`` says how: ``"expired"`` (the batch's completion window passed before the item ran),
     ``"cancelled"`` (the batch was cancelled), ``"failed"`` (the vendor failed the whole batch),
-    ``"missing"`` (the batch ended without a result for the item) or ``"poll"`` (the batch could no
-    longer be read).  Expired, cancelled and missing items are retryable — sent again, they are answered —
-    and so transient; a failed batch is the vendor refusing what was submitted, and not.  An item the vendor
-    answered with an error is that error as the wire classifies it (a 400 is a request error), not a
-    ``BatchError``.  ``batch_id`` and ``custom_id`` name the batch and the item in it (``None`` when the
-    request never reached a batch).
+    ``"missing"`` (the batch ended without a result for the item), ``"poll"`` (the batch, or its results
+    file, could no longer be read) or ``"timeout"`` (the batch was still running after the provider's
+    ``max_wait``; it was cancelled at the vendor).  Expired, cancelled, missing and unreadable items are
+    retryable — sent again, they are answered — and so transient; a failed batch is the vendor refusing
+    what was submitted, and not; a timed-out one is transient but not retryable (a retry would wait as
+    long).  An item the vendor answered with an error is that error as the wire classifies it (a 400 is a
+    request error), not a ``BatchError``.  ``batch_id`` and ``custom_id`` name the batch and the item in it
+    (``None`` when the request never reached a batch).
     """
 
     def __init__(

@@ -10,7 +10,8 @@ How the waiting works, with no task of its own: each collecting (and then submit
 one of the calls waiting on it — the first one waits out the window, submits, then polls — while the others
 wait for it; a driver that is cancelled hands the batch to the next waiter.  So nothing outlives the calls,
 and the decorator needs no runtime or task group.  A call cancelled before its batch was submitted withdraws
-its request; after, its item is left to the batch (the vendor has it; the answer is dropped).  The
+its request; after, its item is left to the batch (the vendor has it, and bills it; the answer is dropped,
+and the vendor batch is not cancelled — only one still running after ``max_wait`` is).  The
 submission itself is shielded from cancellation, so a batch the vendor created is never lost track of.
 
 With a journal (``Runtime(journal=...)``) each submitted request is parked there (:mod:`._park`), so a crash
@@ -46,7 +47,7 @@ from ...providers.port import (
 )
 from ...redaction import redact
 from ..decorator import ProviderDecorator, as_provider_error
-from ._api import BatchAPI, Line, Outcome, Status, custom_id, missing
+from ._api import BatchAPI, Line, Outcome, Status, custom_id, missing, unreadable
 from ._http import VendorHTTP, dumps
 from ._park import Entry, Parking, journal_of_runtime
 from ._vendors import api_for
@@ -60,8 +61,13 @@ log = logging.getLogger("agentactors.resilience.batch")
 MAX_POLL_FAILURES = 10
 #: The longest a submission may take (it is shielded from cancellation, so it is bounded).
 SUBMIT_BOUND = 300.0
-#: A results file may be this many times ``max_response_bytes`` (it holds every item's answer).
+#: A batch's status answer may be this many times ``max_response_bytes`` (Gemini's holds every item's answer
+#: inline); a results file (OpenAI's, Anthropic's) is streamed instead, a line at a time.
 RESULTS_FACTOR = 16
+#: The longest a call waits on a submitted batch by default: twice the vendors' 24-hour completion window.
+MAX_WAIT = 48 * 3600.0
+#: The longest asking the vendor to cancel a batch that went past ``max_wait`` may take (it is shielded).
+CANCEL_BOUND = 60.0
 
 
 class _Waiter:
@@ -93,6 +99,7 @@ class _Batch:
         self.state = "collecting"  # collecting | submitted | ended
         self.driven = False
         self.next_poll = opened
+        self.deadline = math.inf  # when its waiting calls stop waiting (max_wait after it was submitted)
         self.wake = anyio.Event()
 
     def poke(self) -> None:
@@ -114,7 +121,12 @@ class BatchProvider(ProviderDecorator):
     * ``window``: seconds a batch collects requests after its first one; ``max_requests``: it is submitted
       at once when it holds this many (also bounded by the vendor's own limits on lines and bytes).  Each
       model gets its own batches (the vendors take one model per batch, or price it so).
-    * ``poll_every``: seconds between status reads of a submitted batch.
+    * ``poll_every``: seconds between status reads of a submitted batch (more than 0).
+    * ``max_wait``: the longest its calls wait on a submitted batch (48 h by default: twice the vendors' 24 h
+      window), counted from its submission (from the first call that resumed it, after a restart).  A batch
+      still running then — a vendor stuck "in progress" — is cancelled at the vendor (best effort), read once
+      more (answers made before the cancel are delivered), and every call still without an answer fails with a
+      :class:`BatchError` (``reason="timeout"``, not retryable: a retry would wait as long again).
     * ``complete()`` waits until its item is answered; ``stream()`` does too, then delivers the whole answer
       as one stream (``capabilities(...).streaming`` is ``False``: a batch has no partial answers).
     * Failures are typed: an item the vendor answered with an error is that error as the wire classifies it
@@ -122,13 +134,16 @@ class BatchProvider(ProviderDecorator):
       result for, is a retryable :class:`BatchError` (``reason``: ``expired`` / ``cancelled`` /
       ``missing``); a batch the vendor failed fails each of its calls with a :class:`BatchError`
       (``reason="failed"``, not retryable); a submission the vendor refused fails its calls with that error.
+      A results file is streamed a line at a time (memory holds one line, whatever the file's size); one that
+      breaks part way keeps the answers read, and the other calls get a retryable ``BatchError("poll")``.
     * Responses carry ``provider_data["batch"] = {"id", "custom_id"}``: ``RunResult.cost`` prices them at the
       vendor's batch rate (:func:`agentactors.pricing.price_for` with ``batch=True``).
     * In a runtime with a journal, each submitted request is parked there and survives a restart (see
       :mod:`agentactors.resilience.batch._park`); a cancelled call removes its entry.
     * Events (in the driving run): ``batch.submitted(batch_id, model, size)``, ``batch.ended(batch_id, state,
-      answered, failed)``; in each run, ``batch.parked(batch_id, custom_id, key)`` and ``batch.resumed(batch_id,
-      custom_id, key)`` (a recovered request found its batch; ``key``: the request's digest, its journal key).
+      answered, failed)``, ``batch.cancelled(batch_id, model, reason)`` (past ``max_wait``); in each run,
+      ``batch.parked(batch_id, custom_id, key)`` and ``batch.resumed(batch_id, custom_id, key)`` (a recovered
+      request found its batch; ``key``: the request's digest, its journal key).
 
     Through a :class:`~agentactors.ProviderActor` (``agent.run(..., runtime=rt)``), the actor's
     ``max_concurrency`` (64 by default) bounds how many calls can wait at once, and so a batch's size: give
@@ -143,6 +158,7 @@ class BatchProvider(ProviderDecorator):
         window: float = 5.0,
         max_requests: int = 10_000,
         poll_every: float = 30.0,
+        max_wait: float = MAX_WAIT,
     ) -> None:
         super().__init__(provider)
         if not isinstance(provider, HTTPProvider):
@@ -151,9 +167,14 @@ class BatchProvider(ProviderDecorator):
                 " put decorators such as with_retry around the BatchProvider, not inside it",
                 provider=str(getattr(provider, "name", type(provider).__name__)),
             )
-        for label, value in (("window", window), ("poll_every", poll_every)):
+        for label, value in (("window", window), ("poll_every", poll_every), ("max_wait", max_wait)):
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-                raise ValueError(f"{label} must be a non-negative number of seconds, not {value!r}")
+                raise ValueError(f"{label} must be a non-negative, finite number of seconds, not {value!r}")
+        # poll_every=0 would read the batch's status in a loop without a pause (a request after a request,
+        # for hours); max_wait=0 would fail every call the moment its batch was submitted.
+        for label, value in (("poll_every", poll_every), ("max_wait", max_wait)):
+            if value == 0:
+                raise ValueError(f"{label} must be more than 0 seconds, not {value!r}")
         if isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1:
             raise ValueError(f"max_requests must be a positive int, not {max_requests!r}")
         api = api_for(provider, VendorHTTP(provider, limit=provider.limits.max_response_bytes * RESULTS_FACTOR))
@@ -168,6 +189,7 @@ class BatchProvider(ProviderDecorator):
         self.window = float(window)
         self.max_requests = min(max_requests, api.max_lines)
         self.poll_every = float(poll_every)
+        self.max_wait = float(max_wait)
         self._clock: Callable[[], float] = anyio.current_time  # the clock anyio's sleeps and scopes run on
         self._open: dict[str, _Batch] = {}  # collecting, by model
         self._submitted: dict[str, _Batch] = {}  # by batch id
@@ -259,6 +281,7 @@ class BatchProvider(ProviderDecorator):
         if batch is None or batch.state == "ended":
             batch = self._submitted[entry.batch_id] = _Batch(waiter.line.model, self._clock())
             batch.id, batch.state = entry.batch_id, "submitted"
+            batch.deadline = self._clock() + self.max_wait
         waiter.line.custom_id = entry.custom_id
         waiter.entry, waiter.parked = entry, True
         batch.lines[entry.custom_id] = waiter.line
@@ -342,6 +365,7 @@ class BatchProvider(ProviderDecorator):
             return
         batch.id, batch.state = batch_id, "submitted"
         batch.next_poll = self._clock() + self.poll_every
+        batch.deadline = self._clock() + self.max_wait
         self._submitted[batch_id] = batch
         self.submitted += 1
         emit("batch.submitted", batch_id=batch_id, model=batch.model, size=len(lines))
@@ -351,7 +375,18 @@ class BatchProvider(ProviderDecorator):
         assert batch.id is not None
         failures = 0
         while batch.waiters:
-            await anyio.sleep(max(0.0, batch.next_poll - self._clock()))
+            if self._clock() >= batch.deadline:
+                last: Status | None = None
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND):
+                    last = await self._give_up(batch)
+                if last is not None and last.done:
+                    await self._finish(batch, last)  # what it answered before the cancel (not under the bound)
+                else:
+                    self._timed_out(batch)
+                return
+            await anyio.sleep(max(0.0, min(batch.next_poll, batch.deadline) - self._clock()))
+            if self._clock() < batch.next_poll:
+                continue  # woken by the deadline
             batch.next_poll = self._clock() + self.poll_every
             try:
                 status = await self._api.status(batch.id, batch.model)
@@ -367,6 +402,27 @@ class BatchProvider(ProviderDecorator):
             if status.done:
                 await self._finish(batch, status)
                 return
+
+    async def _give_up(self, batch: _Batch) -> Status | None:
+        """``max_wait`` passed: cancel the batch at the vendor (nobody will collect it), then read its status once
+        more — a batch that ended meanwhile (or at the cancel) still delivers what it answered.  ``None`` when the
+        vendor could not be reached (logged: the batch may run on, and bill)."""
+        assert batch.id is not None
+        try:
+            await self._api.cancel(batch.id, batch.model)
+            emit("batch.cancelled", batch_id=batch.id, model=batch.model, reason="max_wait")
+            return await self._api.status(batch.id, batch.model)
+        except Exception as exc:
+            log.warning("batch %s: still running after max_wait (%g s), and cancelling it failed: %s", batch.id,
+                        self.max_wait, redact(str(as_provider_error(exc, self._inner, batch.model))))
+            return None
+
+    def _timed_out(self, batch: _Batch) -> None:
+        batch_id, wait = batch.id, self.max_wait
+        self._end(batch, lambda line: BatchError(
+            f"batch {batch_id} was still running after max_wait ({wait:g} s); it was cancelled at the vendor",
+            provider=self.name, reason="timeout", model=line.model, batch_id=batch_id, custom_id=line.custom_id,
+            kind=ErrorKind.transient, retryable=False), state="timeout")
 
     async def _finish(self, batch: _Batch, status: Status) -> None:
         assert batch.id is not None
@@ -406,20 +462,8 @@ class BatchProvider(ProviderDecorator):
 
 
 def _failing(error: ProviderError, batch: _Batch) -> Callable[[Line], Outcome]:
-    return lambda line: _poll_failed(error, batch, line)
-
-
-def _poll_failed(error: ProviderError, batch: _Batch, line: Line) -> ProviderError:
-    """The error a waiting call gets when its batch could not be read to its end: the reading's own, if it is
-    the vendor's verdict (a 404, a refused key), else a retryable :class:`BatchError` naming the batch."""
-    if not error.retryable:
-        return error
-    failure = BatchError(
-        f"batch {batch.id} could not be read: {error.message}", provider=error.provider, reason="poll",
-        model=line.model, batch_id=batch.id, custom_id=line.custom_id, kind=ErrorKind.transient, retryable=True,
-    )
-    failure.__cause__ = error
-    return failure
+    """Each waiting call's error when its batch could not be read to its end (:func:`._api.unreadable`)."""
+    return lambda line: unreadable(error, batch.id, line)
 
 
 # The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
