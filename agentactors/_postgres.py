@@ -9,9 +9,14 @@ network round trip).  Each owner object has one connection, used by one call at 
 (:mod:`agentactors._db_worker`, as the SQLite ones).  No pool (``psycopg-pool``): one connection per process
 and object is what a commit needs, and a group commit (the journal's) takes care of concurrent runs.
 
-**Secrets.**  A DSN may carry a password.  It is never shown: :func:`safe_dsn` is what ``repr`` and error
-messages print (the password replaced by ``***``), and a connection error is raised again as
-:class:`ConnectionError` with the password scrubbed from its text and no chained cause that could hold it.
+**Secrets.**  A DSN may carry a password (and ``sslpassword``, the client key's; ``PGPASSWORD`` may hold one
+too).  None is ever shown: :func:`safe_dsn` is what ``repr`` and error messages print (the passwords replaced by
+``***``), each is registered for redaction (:func:`~agentactors.redaction.register_secret`) when an owner is made,
+and a connection error is raised again as :class:`ConnectionError` with the passwords scrubbed from its text and
+neither a cause nor a context: psycopg's error holds the failed connection, whose ``repr`` lists every option the
+password included.  A DSN libpq cannot parse has its message's quoted parts left out: libpq quotes where it
+stopped (``invalid percent-encoded token: "<password>%zz"``), and no scrub can find a password in a DSN it cannot
+parse.
 
 A connection the server dropped (a restart, a failover) is thrown away when a call fails on it; the next call
 opens a new one.
@@ -57,8 +62,19 @@ import attrs
 
 from ._db_worker import Worker as DbWorker
 from ._dialect import Dialect
+from .redaction import register_secret
 
-__all__ = ["DIALECT", "KEEPALIVES", "NOW", "Timeouts", "Worker", "answer_bound", "import_psycopg", "safe_dsn"]
+__all__ = [
+    "DIALECT",
+    "KEEPALIVES",
+    "NOW",
+    "Timeouts",
+    "Worker",
+    "answer_bound",
+    "import_psycopg",
+    "register_passwords",
+    "safe_dsn",
+]
 
 #: The server's clock, in seconds since the epoch (what ``:now`` stands for: hosts' clocks may disagree).
 NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
@@ -74,34 +90,57 @@ def import_psycopg(what: str) -> ModuleType:
         ) from exc
 
 
-def _password(dsn: str) -> str | None:
+#: The connection options that hold a secret: the server's password, and the one that unlocks the client's key.
+_SECRET_OPTIONS: Final = ("password", "sslpassword")
+
+
+def _passwords(dsn: str) -> list[str]:
+    """The secrets a connection to ``dsn`` may use: its passwords, and ``PGPASSWORD`` (libpq reads it when the DSN
+    names none; the failed connection a psycopg error holds lists it with the rest)."""
+    found = [os.environ.get("PGPASSWORD", "")]
     try:
         from psycopg.conninfo import conninfo_to_dict
 
-        value = conninfo_to_dict(dsn).get("password")
+        params = conninfo_to_dict(dsn)
     except Exception:  # not parseable, or psycopg missing: nothing we can name, and nothing we show
-        return None
-    return None if value is None else str(value)
+        params = {}
+    found += [str(params[name]) for name in _SECRET_OPTIONS if params.get(name) is not None]
+    return [secret for secret in found if secret]
+
+
+def register_passwords(dsn: str) -> None:
+    """Register the passwords of ``dsn`` (and ``PGPASSWORD``) for redaction: a log line or an error text of another
+    library's that quotes one is then masked too (those of 8 characters or more: see ``register_secret``)."""
+    for secret in _passwords(dsn):
+        register_secret(secret)
 
 
 def safe_dsn(dsn: str) -> str:
-    """``dsn`` with its password (URL or ``key=value`` form) replaced by ``***``; ``"<dsn>"`` if unparseable."""
+    """``dsn`` with its passwords (URL or ``key=value`` form; ``sslpassword`` too) replaced by ``***``;
+    ``"<dsn>"`` if unparseable."""
     try:
         from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
         params = conninfo_to_dict(dsn)
     except Exception:
         return "<dsn>"
-    if "password" in params:
-        params["password"] = "***"
+    for name in _SECRET_OPTIONS:
+        if name in params:
+            params[name] = "***"
     shown = make_conninfo("", **params)
     return shown
 
 
 def scrub(text: str, dsn: str) -> str:
-    """``text`` without the DSN's password (if it holds it)."""
-    secret = _password(dsn)
-    return text.replace(secret, "***") if secret else text
+    """``text`` without the passwords of ``dsn`` (nor ``PGPASSWORD``), longest first."""
+    for secret in sorted(_passwords(dsn), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+# A part of a DSN libpq's message quotes (``invalid percent-encoded token: "..."``, ``missing "=" after "..."``);
+# not the ``"="`` of its syntax.
+_QUOTED: Final = re.compile(r'"="|"[^"\n]*"')
 
 
 #: libpq's TCP keepalives and ``tcp_user_timeout`` (ms) for a connection whose DSN does not set them: a server
@@ -182,6 +221,7 @@ class Worker(DbWorker[Any]):
         lock_timeout: float | None = 10.0,
     ) -> None:
         timeouts = Timeouts(connect_timeout, statement_timeout, lock_timeout)
+        register_passwords(dsn)
         super().__init__(partial(_connect, dsn, what, timeouts), setup, name, dead=_dead)
         self.dsn = dsn
         self.what = what
@@ -194,21 +234,31 @@ class Worker(DbWorker[Any]):
 
 def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:
     """An autocommit connection with the keepalives and timeouts set (see the module docstring); a failure as
-    :class:`ConnectionError` with the password scrubbed, no cause."""
+    :class:`ConnectionError` with the passwords scrubbed, neither cause nor context (see **Secrets**)."""
     psycopg = import_psycopg(what)
+    failure: str | None = None
     try:
         from psycopg.conninfo import conninfo_to_dict
 
         given = conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        # libpq quotes the part it could not parse, a password's maybe: no quoted part is shown.
+        shown = _QUOTED.sub(_unquoted, scrub(str(exc), dsn).strip())
+        failure = f"{what} could not connect: its DSN cannot be parsed ({shown})"
+    else:
         keepalives = {key: value for key, value in KEEPALIVES.items() if key not in given}
         if psycopg.pq.version() < 120000:  # a libpq older than 12 has no tcp_user_timeout (and refuses it)
             keepalives.pop("tcp_user_timeout", None)
-        conn = _connection_class().connect(
-            dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeouts.connect)), **keepalives
-        )
-    except psycopg.Error as exc:
-        text = scrub(str(exc), dsn).strip()
-        raise ConnectionError(f"{what} could not connect to {safe_dsn(dsn)}: {text}") from None
+        try:
+            conn = _connection_class().connect(
+                dsn, autocommit=True, connect_timeout=max(1, math.ceil(timeouts.connect)), **keepalives
+            )
+        except psycopg.Error as exc:
+            failure = f"{what} could not connect to {safe_dsn(dsn)}: {scrub(str(exc), dsn).strip()}"
+    if failure is not None:
+        # Raised here, outside the except blocks: psycopg's error — its failed connection lists every option, the
+        # password too — is neither the cause nor the context of ours.
+        raise ConnectionError(failure) from None
     try:
         conn.answer_timeout = answer_bound(timeouts.statement)
         settings = {"statement_timeout": timeouts.statement, "lock_timeout": timeouts.lock}
@@ -222,6 +272,10 @@ def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:
         conn.close()
         raise
     return conn
+
+
+def _unquoted(match: re.Match[str]) -> str:
+    return match.group(0) if match.group(0) == '"="' else '"…"'
 
 
 def _dead(conn: Any) -> bool:

@@ -19,9 +19,17 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-__all__ = ["RedactingFilter", "excerpt", "redact", "redact_loggers", "redact_registered", "register_secret"]
+__all__ = [
+    "RedactingFilter",
+    "excerpt",
+    "on_secret_registered",
+    "redact",
+    "redact_loggers",
+    "redact_registered",
+    "register_secret",
+]
 
 
 _secrets: set[str] = set()
@@ -29,18 +37,37 @@ _secrets_lock = threading.Lock()
 _secret_pattern: re.Pattern[str] | None = None
 _ordered: tuple[str, ...] = ()  # the registered spellings, longest first (replaced whole: read without the lock)
 _longest_secret = 0
+# Called after a registration that added a secret (on_secret_registered): what made text before it was known.
+_listeners: list[Callable[[], None]] = []
 # Shapes of credentials we may never have been told about: vendor key prefixes and bearer tokens.
 # A credential named by its key: ``api_key=...``, ``"token": "..."``, ``X-Amz-Security-Token=...``,
-# ``aws_secret_access_key = ...``, SigV4's ``Signature=<hex>``.  Its value runs through base64's ``/+=`` and
-# URL-encoding's ``%`` (AWS secret keys and session tokens hold them: cut at the first ``/``, the rest leaked).
-_KEY_NAMES = r"(?:api[_-]?key|x-api-key|x-goog-api-key|key|token|signature)"
-_KEY_PREFIX = _KEY_NAMES + r"[\"']?\s*[=:]\s*[\"']?"
+# ``aws_secret_access_key = ...``, ``client_secret=...``, SigV4's ``Signature=<hex>``.  Its value runs through
+# base64's ``/+=`` and URL-encoding's ``%`` (AWS secret keys and session tokens hold them: cut at the first ``/``,
+# the rest leaked).  The name and its value are found in every spelling a text gives the pair: ``=`` or ``:``,
+# percent-encoded (``X-Amz-Signature%3D...``: a presigned URL quoted inside another URL's query), a pair of a
+# split query or header list (``('X-Amz-Signature', '...')``, ``(b'x-api-key', b'...')``), JSON inside a JSON
+# string (``\"token\": \"...\"``), S3's ``SignatureProvided`` (a field, or an XML element of its errors).
+# A bare 64-hex string is *not* taken for a signature: far more of them are content hashes (x-amz-content-sha256,
+# a digest) than signatures, and the one place the library makes a bare signature (botocore's debug line) is
+# masked where it is made (agentactors.providers.bedrock.sigv4).
+_KEY_NAMES = r"(?:api[_-]?key|x-api-key|x-goog-api-key|key|token|signature(?:provided)?|secret)"
+_QUOTE = r"\\?[\"']"  # a quote, or one escaped inside a JSON string
+_SEPARATOR = r"(?:(?:" + _QUOTE + r")?\s*(?:[=:]|%3[ADad])|" + _QUOTE + r"\s*,)\s*"
+_KEY_PREFIX = r"(?:" + _KEY_NAMES + _SEPARATOR + r"(?:b?" + _QUOTE + r")?|signature(?:provided)?>)"
 _KEY_SHAPES = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|gsk_[A-Za-z0-9]{8,}|AIza[0-9A-Za-z_\-]{20,}"
     r"|ya29\.[0-9A-Za-z_\-]{10,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}"
     r"|(?i:" + _KEY_PREFIX + r")[A-Za-z0-9._\-/+=%]{12,})"
 )
 _PREFIX = re.compile(r"(?i)(" + _KEY_PREFIX + r")")
+# A password: named (libpq's ``password=``, ``PGPASSWORD=``, ``"password": "..."``) — its value quoted (any
+# character, up to the closing quote: libpq's ``password='a b'``) or bare, of 6 characters or more (shorter ones
+# after the word are ordinary text: ``password: none``) — or a URL's user info, ``scheme://user:PASSWORD@host``.
+_PASSWORDS = re.compile(
+    r"(?i)(?P<name>passw(?:or)?d" + _SEPARATOR + r")"
+    r"(?:(?P<quote>\\?[\"'])(?:(?!(?P=quote)).){1,256}?(?P=quote)|[^\s'\"&,;<>\\]{6,})"
+    r"|(?P<url>\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@'\"<>]{0,256}:)[^\s/'\"<>]{1,256}@"
+)  # (bounded runs: a hostile text of many "://" without an "@" costs linear time, not quadratic)
 # A key-shaped match is at most this long in practice; an excerpt keeps this margin past its cut
 # so that a credential straddling the cut is still seen whole by the patterns.
 _SHAPE_MARGIN = 512
@@ -82,6 +109,21 @@ def register_secret(secret: str | None) -> None:
         _longest_secret = len(ordered[0])
         _secret_pattern = re.compile("|".join(re.escape(s) for s in ordered))
         _ordered = tuple(ordered)
+        listeners = tuple(_listeners)
+    for listener in listeners:  # outside the lock: a listener redacts (and may register) in its turn
+        listener()
+
+
+def on_secret_registered(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` after every :func:`register_secret` that adds a secret, in the registering thread.
+
+    For text made *before* a secret was known that is still to be shown: a tool's schema, built when the tool
+    was, goes to the vendor and into the records with every request — a ``default`` holding a key a provider
+    registers later would go on being sent (:mod:`agentactors.tools.registry` drops it then).  Registrations
+    are rare (a provider's construction), so a listener may walk what it keeps; it must not raise.
+    """
+    with _secrets_lock:
+        _listeners.append(listener)
 
 
 def redact(text: str) -> str:
@@ -102,7 +144,18 @@ def redact(text: str) -> str:
             return "Bearer [REDACTED]"
         return "[REDACTED]"
 
-    return _KEY_SHAPES.sub(_mask, text)
+    text = _KEY_SHAPES.sub(_mask, text)
+    if "pass" in text or "PASS" in text or "://" in text or "Pass" in text:  # the common text holds neither
+        text = _PASSWORDS.sub(_mask_password, text)
+    return text
+
+
+def _mask_password(match: re.Match[str]) -> str:
+    url = match.group("url")
+    if url is not None:
+        return url + "[REDACTED]@"
+    quote = match.group("quote") or ""
+    return match.group("name") + quote + "[REDACTED]" + quote
 
 
 def redact_registered(text: str) -> str:

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import attrs
 
-from .._postgres import DIALECT, NOW, Timeouts, Worker, safe_dsn
+from .._postgres import DIALECT, NOW, Timeouts, Worker, register_passwords, safe_dsn
 from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
 
@@ -59,7 +59,7 @@ class PostgresJournal(SqlJournal):
     """A step journal in PostgreSQL: ``Runtime(journal=PostgresJournal(dsn))`` (the ``[postgres]`` extra).
 
     :param dsn: a libpq connection string or URL (``postgresql://user:password@host:5432/db``); its password is
-        never shown (``repr`` prints the DSN with ``***``).
+        never shown (``repr`` prints the DSN with ``***``; it is registered for redaction).
     :param lease: seconds a run stays leased to this object without a renewal (renewed every third of it while
         the process lives); a recoverer takes a run whose lease expired.
     :param connect_timeout: seconds a connection attempt waits for the server.
@@ -93,6 +93,7 @@ class PostgresJournal(SqlJournal):
         if not isinstance(dsn, str) or not dsn:
             raise TypeError("a PostgresJournal takes a DSN: a non-empty str")
         self._dsn = dsn
+        register_passwords(dsn)  # now, not with the first connection (made lazily): nothing shows them meanwhile
         Timeouts(connect_timeout, statement_timeout, lock_timeout)  # checked now, not at the first connection
         worker = partial(
             Worker, dsn, _setup, what="PostgresJournal", connect_timeout=connect_timeout,

@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from .._scrub import scrub_chain
 from ..errors import MalformedResponseError, StreamInterruptedError
 from ..messages import LLMRequest, StreamEvent
 from ..providers.port import StreamAccumulator, StreamContext, interrupted, stream_from_complete, streaming_for
@@ -62,6 +63,7 @@ async def open_stream(open_cm: Callable[[], StreamContext], *, provider: str, mo
     Cancellation propagates unchanged.
     """
     stack = AsyncExitStack()
+    swallowed: MalformedResponseError | None = None
     try:
         events = await stack.enter_async_context(open_cm())
         first = await events.__anext__()
@@ -70,13 +72,18 @@ async def open_stream(open_cm: Callable[[], StreamContext], *, provider: str, mo
         raise MalformedResponseError("the stream ended before its first event", provider=provider, model=model)
     except BaseException as exc:
         # The inner context manager must see the failure: it may be its own timeout's cancellation.
-        if await stack.__aexit__(type(exc), exc, exc.__traceback__):
-            raise MalformedResponseError(
-                "the stream ended before its first event (its context manager swallowed a failure)",
-                provider=provider,
-                model=model,
-            ) from exc
-        raise
+        if not await stack.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+        swallowed = MalformedResponseError(
+            "the stream ended before its first event (its context manager swallowed a failure)",
+            provider=provider,
+            model=model,
+        )
+        # The member's failure as the cause, scrubbed (a custom provider's text may hold a credential); raised
+        # below, outside this block, so the raw failure is not kept as the error's __context__ either.
+        swallowed.__cause__ = scrub_chain(exc)
+    if swallowed is not None:
+        raise swallowed
     return OpenedStream(stack, events, first)
 
 

@@ -20,6 +20,7 @@ import inspect
 import threading
 import types
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
@@ -28,6 +29,7 @@ import attrs
 from ..actors.threads import WorkerThreads, worker_threads
 from ..events import EventSink
 from ..messages import ToolSpec
+from ..redaction import on_secret_registered
 from .docstrings import parse_docstring
 from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
 from .schema import (
@@ -39,6 +41,7 @@ from .schema import (
     schema_for,
     unwrap_annotated,
     with_default,
+    without_credentials,
 )
 from .validation import ArgumentValidator
 
@@ -290,6 +293,7 @@ class Tool(Generic[P, R]):
             spec = ToolSpec(
                 tool_name, description if description is not None else doc_text, parameters or _EMPTY_SCHEMA
             )
+        spec = _offered(spec)
         # Compiled once per tool: validating a call is then one walk of the arguments.
         self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
         # Validated JSON arguments go to the function as they are: nothing to convert, reorder or inject.
@@ -547,6 +551,53 @@ class Tool(Generic[P, R]):
 
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+# --- no credential in what is offered to the model ------------------------------------------------------------
+
+# Every tool's spec, while anything holds it (an agent's requests hold the very object): a secret registered
+# later is dropped from it then (_drop_late_secrets).  Weak: a spec gone takes its entry with it.  By id: a
+# ToolSpec compares by value, and holds a dict, so it has no hash.
+_offered_specs: weakref.WeakValueDictionary[int, ToolSpec] = weakref.WeakValueDictionary()
+_offered_lock = threading.Lock()
+
+
+def _offered(spec: ToolSpec) -> ToolSpec:
+    """``spec`` as it may go to the model's vendor (and into every ``llm.request`` event and record): without a
+    ``default`` or an ``examples`` item that holds a credential (:func:`~.schema.without_credentials`: dropped,
+    not masked — the function still gets its own default when the model omits the argument).
+
+    Then a new spec (the caller's, and its dicts, are not touched); else ``spec`` itself.  Either way it is kept
+    watched, for the secrets registered after it was made (a provider made later, with the key a default holds).
+    """
+    clean = without_credentials(spec.parameters)
+    if clean is not None:
+        spec = ToolSpec(spec.name, spec.description, clean)
+    with _offered_lock:
+        _offered_specs[id(spec)] = spec
+    return spec
+
+
+def _drop_late_secrets() -> None:
+    """After a secret is registered: drop it from every live tool's spec (:func:`_offered`).
+
+    The spec's ``parameters`` is *replaced* by a cleaned copy, never changed in place: whoever reads it meanwhile
+    (a request being encoded in another thread) reads the old dict or the new one whole.  The spec object is kept
+    — it is the one an agent's requests and recorded events hold — so every later request carries the clean one.
+    Registrations are rare (a provider's construction): walking every live spec then costs nothing per run.
+    """
+    with _offered_lock:
+        specs = list(_offered_specs.values())
+    for spec in specs:
+        try:
+            clean = without_credentials(spec.parameters)
+        except Exception:  # a schema that cannot even be walked: the validator refused it already (never here)
+            continue
+        if clean is not None:
+            object.__setattr__(spec, "parameters", clean)
+
+
+on_secret_registered(_drop_late_secrets)
 _NO_DEFAULT: Any = object()  # a positional-only parameter without a default
 _AsyncFn = Callable[..., Awaitable[Any]]
 

@@ -52,7 +52,7 @@ import json
 import types
 import typing
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal, Union
 
@@ -77,8 +77,10 @@ __all__ = [
     "pydantic_issue",
     "pydantic_issues",
     "schema_for",
+    "shows_credential",
     "unwrap_annotated",
     "with_default",
+    "without_credentials",
 ]
 
 _SCALARS: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -249,7 +251,7 @@ def _pydantic_schema(tp: type) -> dict[str, Any]:
         raise TypeError(f"{tp.__qualname__}: {exc}; recursive types cannot be tool parameters") from None
     out = _untitled(schema)
     assert isinstance(out, dict)
-    return out
+    return without_credentials(out) or out  # pydantic records every field's default and examples
 
 
 def _is_union(tp: Any) -> bool:
@@ -282,8 +284,17 @@ def json_default_value(value: Any) -> tuple[bool, Any]:
     the schema every later model reads (what one call appended would be shown to the next run).  A NaN or an
     infinity (``limit: float = math.inf``) is no JSON value: a schema holding one could not be sent.  A
     default holding a registered secret or anything shaped like a credential is not recorded either: the
-    schema goes to the model's vendor with every request.
+    schema goes to the model's vendor with every request (:func:`shows_credential`).
     """
+    ok, jsonable = _json_default(value)
+    if not ok or shows_credential(jsonable):  # a credential as a default (api_key: str = "sk-..."): never shown
+        return False, None
+    return True, jsonable
+
+
+def _json_default(value: Any) -> tuple[bool, Any]:
+    """:func:`json_default_value` without the credential check: what a class's fields cache (the check is made
+    each time a schema is, since a secret may be registered after the class was first described)."""
     if isinstance(value, enum.Enum):
         value = value.value
     elif isinstance(value, tuple | frozenset | set):
@@ -292,9 +303,130 @@ def json_default_value(value: Any) -> tuple[bool, Any]:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         return False, None
-    if redact(text) != text:  # a credential as a default (api_key: str = "sk-..."): the model never reads it
-        return False, None
     return True, json.loads(text)
+
+
+def shows_credential(value: Any) -> bool:
+    """Whether a schema's data value (a ``default``, an item of ``examples``) holds a registered secret or
+    anything shaped like a credential — in a string, a key, or a number's text.
+
+    Each string is checked as it is, not as JSON text: JSON escapes a quote, a backslash or (by default) any
+    non-ASCII character, and a secret spelled so would not be found.  A walk with a stack, not recursion, that
+    looks at each container once (a value of an explicit spec may hold itself).
+    """
+    todo = [value]
+    seen: set[int] = set()
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if redact(item) != item:
+                return True
+            continue
+        if isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+        if isinstance(item, Mapping):
+            for key, sub in item.items():
+                todo.append(key)
+                todo.append(sub)
+        elif isinstance(item, list | tuple):
+            todo.extend(item)
+        elif item is not None and not isinstance(item, bool):
+            text = repr(item)
+            if redact(text) != text:
+                return True
+    return False
+
+
+# Where a JSON Schema keeps other schemas (a data keyword — ``default``, ``enum``, ``const``, ``examples`` — never
+# does): one schema, a list of them, a map of names to them.  ``items`` is one schema, or a list in old drafts.
+_ONE_SCHEMA = frozenset(
+    ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames", "unevaluatedItems",
+     "unevaluatedProperties", "additionalItems", "contentSchema")
+)
+_SCHEMA_LISTS = frozenset(("anyOf", "allOf", "oneOf", "prefixItems", "items"))
+_SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
+# A path to a schema node: ``None`` for the root, else ``(the parent's path, key or index)`` (shared, not copied).
+_Path = tuple[Any, Any] | None
+
+
+def without_credentials(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``schema`` without the ``default`` and ``examples`` items that hold a credential (:func:`shows_credential`),
+    or ``None`` when it shows none.
+
+    A schema goes to the model's vendor with every request, and into every ``llm.request`` event and record.
+    A credential there is *dropped*, not masked: a model shown ``"default": "[REDACTED]"`` could send that text
+    back as the value, while a parameter without its default is still optional (the function gets its own
+    default when the model omits it).  ``enum`` and ``const`` are left as they are: they say what validates.
+
+    The result is a new dict that shares every part that did not change (the given schema is not touched).  The
+    walk knows where schemas nest (``properties``, ``anyOf``, ``items``, ...), so a property *named*
+    ``default`` is a property, not a default.  It uses a stack, not recursion, so any depth is walked, and looks at
+    each node once, so a schema that holds itself ends; a node reached from two places (an explicit spec may share
+    one dict) loses its credential at the first place in one pass, at the other in the next.
+    """
+    out: dict[str, Any] | None = None
+    for _ in range(_PASSES):
+        again = _without_credentials_once(out if out is not None else schema)
+        if again is None:
+            break
+        out = again
+    return out
+
+
+#: Passes of :func:`without_credentials` at most: one more for each further place a shared node holding a
+#: credential is reached from (a generated schema shares none).
+_PASSES = 64
+
+
+def _without_credentials_once(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    found: list[tuple[_Path, str, list[Any] | None]] = []
+    todo: list[tuple[Any, _Path]] = [(schema, None)]
+    seen: set[int] = set()
+    while todo:
+        node, path = todo.pop()
+        if not isinstance(node, Mapping) or id(node) in seen:
+            continue  # a boolean schema, or a node walked already
+        seen.add(id(node))
+        for key, value in node.items():
+            if key == "default":
+                if shows_credential(value):
+                    found.append((path, key, None))
+            elif key == "examples":
+                kept = [v for v in value if not shows_credential(v)] if isinstance(value, list) else None
+                if (kept is None and shows_credential(value)) or (kept is not None and len(kept) != len(value)):
+                    found.append((path, key, kept or None))
+            elif key in _SCHEMA_MAPS and isinstance(value, Mapping):
+                todo.extend((sub, ((path, key), name)) for name, sub in value.items())
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                todo.extend((sub, ((path, key), i)) for i, sub in enumerate(value))
+            elif key in _ONE_SCHEMA:
+                todo.append((value, (path, key)))
+    if not found:
+        return None
+    root = dict(schema)
+    copies: dict[tuple[Any, ...], Any] = {(): root}
+    for path, key, kept in found:
+        steps: list[Any] = []
+        while path is not None:
+            path, step = path
+            steps.append(step)
+        steps.reverse()
+        holder: Any = root
+        for depth, step in enumerate(steps):
+            prefix = tuple(steps[: depth + 1])
+            copied = copies.get(prefix)
+            if copied is None:
+                original = holder[step]
+                copied = copies[prefix] = dict(original) if isinstance(original, Mapping) else list(original)
+                holder[step] = copied
+            holder = copied
+        if kept is None:
+            del holder[key]
+        else:
+            holder[key] = kept
+    return root
 
 
 def with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:
@@ -357,7 +489,7 @@ def _record_fields(cls: type) -> list[tuple[str, Any, bool, tuple[bool, Any], st
             required = f.default is attrs.NOTHING
             default = (False, None)
             if not required and not isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
-                default = json_default_value(f.default)
+                default = _json_default(f.default)
             desc = f.metadata.get("description") if f.metadata else None
             out.append((f.alias or f.name, hints.get(f.name, Any), required, default, desc))
     elif dataclasses.is_dataclass(cls):
@@ -366,7 +498,7 @@ def _record_fields(cls: type) -> list[tuple[str, Any, bool, tuple[bool, Any], st
                 continue
             has_default = df.default is not dataclasses.MISSING
             required = not has_default and df.default_factory is dataclasses.MISSING
-            default = json_default_value(df.default) if has_default else (False, None)
+            default = _json_default(df.default) if has_default else (False, None)
             desc = df.metadata.get("description") if df.metadata else None
             out.append((df.name, hints.get(df.name, Any), required, default, desc))
         # ``InitVar`` pseudo-fields are __init__ parameters too (dataclasses.fields leaves them out): without
@@ -375,7 +507,7 @@ def _record_fields(cls: type) -> list[tuple[str, Any, bool, tuple[bool, Any], st
             if isinstance(hint, dataclasses.InitVar):
                 given = getattr(cls, name, dataclasses.MISSING)  # a default stays on the class
                 has_default = given is not dataclasses.MISSING
-                default = json_default_value(given) if has_default else (False, None)
+                default = _json_default(given) if has_default else (False, None)
                 out.append((name, hint.type, not has_default, default, None))
     else:  # TypedDict
         required_keys = getattr(cls, "__required_keys__", frozenset(hints))
@@ -478,7 +610,7 @@ def _schema_for(tp: Any, stack: tuple[type, ...]) -> dict[str, Any]:
             prop = schema_for(hint, _stack=(*stack, tp))
             if desc and "description" not in prop:
                 prop["description"] = desc
-            if has_default:
+            if has_default and not shows_credential(default):  # checked now: the fields are cached
                 prop = with_default(prop, default)
             properties[name] = prop
             if is_required:

@@ -36,3 +36,73 @@ def test_aws_credentials_are_masked_whole(text: str, expected: str) -> None:
 @pytest.mark.parametrize("text", ["monkey business", "the token is valid", "signature: short", "keys=1"])
 def test_ordinary_words_are_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+# A SigV4 signature named in the other spellings a text gives it: percent-encoded inside another URL's query (a
+# proxy's or a vendor's message quoting the presigned URL it was given), a query split into pairs (the repr of
+# ``parse_qsl`` / ``QueryParams.multi_items()`` / h11's header list, str or bytes), JSON inside a JSON string,
+# and S3's ``SignatureProvided`` (an error response's field).
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            f"url=https%3A%2F%2Fb.s3.amazonaws.com%2Fk%3FX-Amz-Signature%3D{SIGNATURE}",
+            "url=https%3A%2F%2Fb.s3.amazonaws.com%2Fk%3FX-Amz-Signature%3D[REDACTED]",
+        ),
+        (f"[('X-Amz-Date', '2024'), ('X-Amz-Signature', '{SIGNATURE}')]",
+         "[('X-Amz-Date', '2024'), ('X-Amz-Signature', '[REDACTED]')]"),
+        (f"[(b'x-amz-security-token', b'{SESSION_TOKEN}')]", "[(b'x-amz-security-token', b'[REDACTED]')]"),
+        (f"{{b'x-api-key': b'{SECRET_KEY}'}}", "{b'x-api-key': b'[REDACTED]'}"),
+        (
+            f'{{"message": "{{\\"signature\\": \\"{SIGNATURE}\\"}}"}}',
+            '{"message": "{\\"signature\\": \\"[REDACTED]\\"}"}',
+        ),
+        (f"{{'SignatureProvided': '{SIGNATURE}'}}", "{'SignatureProvided': '[REDACTED]'}"),
+        (f"<SignatureProvided>{SIGNATURE}</SignatureProvided>", "<SignatureProvided>[REDACTED]</SignatureProvided>"),
+    ],
+)
+def test_a_named_signature_is_masked_in_every_spelling(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+# A bare 64-hex string is NOT masked: it is far more often a content hash (x-amz-content-sha256, a file's digest, a
+# commit) than a signature, and masking every one would corrupt those texts.  Where our code makes a bare signature
+# (botocore's "Signature:" debug line), that line is masked where it is made: see tests/unit/test_secrets_sigv4.py.
+@pytest.mark.parametrize(
+    "text",
+    [f"x-amz-content-sha256: {SIGNATURE}", f"sha256:{SIGNATURE}", f"digest {SIGNATURE} matches", SIGNATURE],
+)
+def test_a_bare_hash_is_left_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+# Database credentials: a URL's user info, libpq's ``password=`` keyword (quoted or not), ``PGPASSWORD``, JSON.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("postgresql://alice:s3cr3t-Passw0rd@db.example:5432/app", "postgresql://alice:[REDACTED]@db.example:5432/app"),
+        ("connect to postgres://bob:p%40ss@db/app failed", "connect to postgres://bob:[REDACTED]@db/app failed"),
+        ("https://user:hunter22@proxy.example/", "https://user:[REDACTED]@proxy.example/"),
+        ("host=db user=alice password=s3cr3tPw dbname=app", "host=db user=alice password=[REDACTED] dbname=app"),
+        ("host=db password='s3cr3t Pw0rd' dbname=app", "host=db password='[REDACTED]' dbname=app"),
+        ("PGPASSWORD=s3cr3tPw0rd psql", "PGPASSWORD=[REDACTED] psql"),
+        ('{"password": "s3cr3t!Pw#rd"}', '{"password": "[REDACTED]"}'),
+        ("client_secret=abcdefghijklmnopqrstuv&x=1", "client_secret=[REDACTED]&x=1"),
+    ],
+)
+def test_database_and_other_passwords_are_masked(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql://alice@db.example/app",  # no password: nothing to mask
+        "https://db.example:5432/app",  # a port is not a password
+        "the password is wrong",
+        "password: short",  # (fewer than 6 characters after the name are not taken for one)
+        "see https://example.com/a:b@c",  # '/' before '@': a path, not user info
+    ],
+)
+def test_what_holds_no_password_is_left_alone(text: str) -> None:
+    assert redact(text) == text
