@@ -98,6 +98,13 @@ def _total_of(cost: Cost) -> float:
     return cost.input + cost.output
 
 
+def _code(value: object) -> object:
+    """A currency code in capitals (ISO 4217 writes them so): ``"usd"`` and ``"USD"`` are one currency — costs in
+    them add up and a budget in one counts the other — not two that never meet.  Anything else is left for the
+    validator to refuse."""
+    return value.upper() if isinstance(value, str) else value
+
+
 @attrs.frozen(slots=True)
 class Cost:
     """What something cost: ``input`` (prompt tokens, cached ones included), ``output`` (completion tokens,
@@ -109,7 +116,7 @@ class Cost:
     input: float = 0.0
     output: float = 0.0
     total: float = attrs.field(default=attrs.Factory(_total_of, takes_self=True))
-    currency: str = "USD"
+    currency: str = attrs.field(default="USD", converter=_code)
 
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
@@ -140,7 +147,7 @@ class Price:
     cache_write: float | None = attrs.field(default=None, validator=_rate)
     reasoning: float | None = attrs.field(default=None, validator=_rate)
     tiers: tuple[tuple[int, Price], ...] = attrs.field(default=(), converter=_tiers)
-    currency: str = attrs.field(default="USD", validator=_currency)
+    currency: str = attrs.field(default="USD", converter=_code, validator=_currency)
 
     def at(self, prompt_tokens: int) -> Price:
         """The price of a call whose prompt holds ``prompt_tokens`` tokens: the highest tier it passes."""

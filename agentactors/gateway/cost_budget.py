@@ -63,8 +63,9 @@ class CostBudget:
     :param limit: the most the runs under it may spend (``None``: no limit, the budget only counts).
     :param estimate: stop a run *before* a model call its estimate says would pass the limit
         (``docs/costs.md``, "Estimates"); ``False``: only right after the call that passed it.
-    :param currency: the currency of the limit (``None``: the first priced call's); costs in another one
-        are counted as :attr:`unpriced`.
+    :param currency: the currency of the limit (``None``: the first priced call's), a code in any case
+        (``"usd"`` is ``"USD"``, as :class:`~agentactors.pricing.Cost` writes it); costs in another one are
+        counted as :attr:`unpriced`.
     :param name: how a :class:`~agentactors.errors.CostLimitExceededError` names the budget
         (its ``scope``).
     :raises ValueError: a negative or NaN ``limit``.
@@ -91,7 +92,7 @@ class CostBudget:
         if not isinstance(name, str) or not name:
             raise TypeError(f"CostBudget.name must be a non-empty str, not {name!r}")
         self.estimate = estimate
-        self.currency = currency
+        self.currency = currency.upper() if currency is not None else None  # as Cost and Price write it
         self.name = name
         #: Model calls charged (priced or not).
         self.calls = 0

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentactors import CostBudget, ScriptedProvider
-from agentactors.pricing import Cost
+from agentactors.pricing import Cost, Price
 from agentactors.resilience import with_hedge
 
 
@@ -42,3 +42,13 @@ def test_a_budget_charged_something_that_is_not_a_cost_refuses_it_and_counts_not
 def test_with_hedge_refuses_a_clock_that_cannot_be_called() -> None:
     with pytest.raises(TypeError, match="clock"):
         with_hedge(ScriptedProvider(["ok"]), after=1.0, clock="monotonic")  # type: ignore[arg-type]
+
+
+def test_a_currency_code_in_small_letters_is_the_same_currency() -> None:
+    """``CostBudget(currency="usd")`` counted every call priced in the table's ``"USD"`` as unpriced, so its limit
+    never stopped anything; a ``Price`` or ``Cost`` in ``"eur"`` never added up with one in ``"EUR"``."""
+    budget = CostBudget(1.0, currency="usd")
+    budget.charge(Cost(0.25, 0.25, currency="USD"))
+    assert budget.unpriced == 0 and budget.spent == pytest.approx(0.5) and budget.currency == "USD"
+    assert (Cost(1.0, currency="eur") + Cost(2.0, currency="EUR")).currency == "EUR"
+    assert Price(input=1.0, output=2.0, currency="gbp").currency == "GBP"
