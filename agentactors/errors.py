@@ -16,6 +16,7 @@ bases and, when it is not defined here, where it lives::
     │   ├── UnsupportedToolChoiceError
     │   ├── UnsupportedContentError
     │   ├── UnsupportedSettingError
+    │   ├── UnsupportedToolNameError        agentactors.providers.errors (defined in providers._settings)
     │   ├── CircuitOpenError
     │   ├── StreamInterruptedError
     │   ├── ProviderTimeoutError            was ProviderTimeout

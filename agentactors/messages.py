@@ -34,6 +34,7 @@ from ._json import loads_bounded
 from ._slots import draft
 from .parts import Audio, Document, Image, MediaPart, Part, Text, is_part
 from .settings import (
+    NO_STOP,
     CachePolicy,
     ModelSettings,
     check_max_tokens,
@@ -80,7 +81,8 @@ __all__ = [
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 # Every vendor accepts this; Gemini and Anthropic reject wider names with a 400.
-_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+# fullmatch, not match: "$" also matches before a final newline, and "search\n" is no name a vendor takes.
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 
 
 # The converters that only copy into a tuple or a dict are the builtins themselves at run time: an
@@ -463,7 +465,7 @@ class ToolSpec:
 
     @name.validator
     def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str) or not _TOOL_NAME.match(value):
+        if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
             raise ValueError(
                 f"tool name {value!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', "
                 "starting with a letter or '_'"
@@ -536,7 +538,7 @@ _NONE = ToolChoice("none")
 _REQUIRED = ToolChoice("required")
 
 
-_FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # fullmatch, as _TOOL_NAME
 
 
 @attrs.frozen(slots=True)
@@ -557,7 +559,7 @@ class ResponseFormat:
 
     @name.validator
     def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
-        if not isinstance(value, str) or not _FORMAT_NAME.match(value):
+        if not isinstance(value, str) or not _FORMAT_NAME.fullmatch(value):
             raise ValueError(f"a response format's name must be 1-64 letters, digits, '_' or '-', not {value!r}")
 
 
@@ -674,11 +676,16 @@ def _token_count(value: object) -> int:
 _NO_USAGE = Usage()
 
 
+_NO_STOP_TYPE = type(NO_STOP)  # (a pickled copy of NO_STOP is another object of its type)
+
+
 def _to_strings(value: str | Iterable[str] | None) -> tuple[str, ...]:
     # A bare string is one stop sequence, not a sequence of characters; None (ModelSettings' "unset") is none.
     if value is None:
         return ()
-    return (value,) if isinstance(value, str) else tuple(value)
+    if isinstance(value, str):
+        return (value,)
+    return value if type(value) is _NO_STOP_TYPE else tuple(value)
 
 
 def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
@@ -699,7 +706,8 @@ class LLMRequest:
     by wire: ``{"anthropic": {"thinking": {...}}, "openai": {"seed": 1}}``.
 
     The generation settings are the fields of :class:`~agentactors.settings.ModelSettings`,
-    each in one place: ``max_tokens``, ``temperature``, ``stop`` (``()`` when unset),
+    each in one place: ``max_tokens``, ``temperature``, ``stop`` (``()`` when unset; :data:`NO_STOP`, also
+    ``== ()``, when the settings emptied it — ``ModelSettings(stop=[])`` — which a provider's default does not fill),
     ``top_p``, ``seed``, ``parallel_tool_calls``, ``reasoning_effort``,
     ``thinking_budget``, ``cache`` (a :class:`~agentactors.settings.CachePolicy`; ``True`` /
     ``False`` accepted), ``timeout``; ``ModelSettings.extra`` is ``vendor_options``.
@@ -787,7 +795,7 @@ class LLMRequest:
                 if merged != self.vendor_options:
                     changes[name] = merged
             elif name == "stop":
-                if not self.stop:
+                if not self.stop and type(self.stop) is not _NO_STOP_TYPE:  # unset, not emptied on purpose
                     changes[name] = value
             elif getattr(self, name) is None:
                 changes[name] = value

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 import attrs
 
 __all__ = [
+    "NO_STOP",
     "REASONING_EFFORTS",
     "CachePolicy",
     "ModelSettings",
@@ -137,6 +138,20 @@ def check_stop(value: tuple[str, ...]) -> None:
     for s in value:
         if not isinstance(s, str) or not s:
             raise ValueError(f"stop sequences must be non-empty strings, not {s!r}")
+
+
+class _NoStop(tuple[str, ...]):
+    """``stop`` emptied on purpose (``ModelSettings(stop=[])``): ``()`` to every reader, but a provider's default
+    stop sequences do not fill it (``LLMRequest.with_defaults``), as they fill an unset one."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_NoStop, ())
+
+
+#: ``LLMRequest.stop`` when settings emptied it on purpose (:class:`_NoStop`); equal to ``()``.
+NO_STOP: tuple[str, ...] = _NoStop()
 
 
 def to_stop(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
@@ -320,4 +335,6 @@ class ModelSettings:
             if value is None:
                 continue
             out["vendor_options" if name == "extra" else name] = value
+        if self.stop == ():  # emptied on purpose: no stop sequences, not the provider's default ones
+            out["stop"] = NO_STOP
         return out

@@ -15,6 +15,15 @@ Two answers, one rule (``docs/settings.md``, "Dropped or refused"):
 conversation and the streaming flag.  Replacing those would send another model than the tables judged, lose
 the conversation, or make the decoder read a JSON answer as a stream (a malformed response, retried).
 
+What a vendor option sets is judged like a setting: the value *sent* is checked (:func:`sent_number`,
+:func:`sent_integer`), whichever way it was given, so ``{"temperature": 1.5}`` in Anthropic's options is refused
+as ``temperature=1.5`` in the settings is.  Each wire checks its body after merging its options, and only when
+there are options (the settings alone were checked on the way in).
+
+A declared tool whose name the vendor's documented rule refuses is refused too, per wire
+(:func:`check_tool_names`, :class:`UnsupportedToolNameError`): ``ToolSpec`` takes the widest names any vendor
+takes (dots included, which Gemini accepts and the others refuse).
+
 Per-model capability data lives with each wire (``openai/models.py``, ``anthropic/models.py``,
 ``gemini/models.py``); model names are matched by :func:`match_model`.
 """
@@ -22,13 +31,35 @@ Per-model capability data lives with each wire (``openai/models.py``, ``anthropi
 from __future__ import annotations
 
 import fnmatch
+import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..errors import UnsupportedSettingError
-from ..events import emit
+import attrs
 
-__all__ = ["Row", "bare_model", "check_owned", "dropped", "listed", "match_model", "refused"]
+from ..errors import ErrorKind, ProviderError, UnsupportedSettingError
+from ..events import emit
+from ..messages import ToolSpec
+
+__all__ = [
+    "ANTHROPIC_TOOL_NAMES",
+    "BEDROCK_TOOL_NAMES",
+    "GEMINI_TOOL_NAMES",
+    "OPENAI_TOOL_NAMES",
+    "Row",
+    "ToolNameRule",
+    "UnsupportedToolNameError",
+    "bare_model",
+    "check_owned",
+    "check_tool_names",
+    "dropped",
+    "listed",
+    "match_model",
+    "refused",
+    "sent_integer",
+    "sent_number",
+]
 
 
 class Row(Protocol):
@@ -114,3 +145,96 @@ def check_owned(wire: str, model: str, options: Mapping[str, Any], owned: frozen
             f"vendor_options[{wire!r}] may not set {listed(clash)}: the codec owns the model (the provider's, or "
             "LLMRequest.model), the conversation (the request's messages) and streaming (stream() or complete())",
         )
+
+
+def _from(key: str, options: Mapping[str, Any], wire: str) -> str:
+    return f" (vendor_options[{wire!r}][{key!r}])" if key in options else ""
+
+
+def _shown(value: Any) -> str:
+    # A number is shown; anything else only by its type (a vendor option may hold a credential).
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
+def sent_number(
+    wire: str, model: str, setting: str, key: str, value: Any, options: Mapping[str, Any], *,
+    low: float, high: float | None,
+) -> None:
+    """Refuse a body field ``key`` (the setting ``setting``) whose value is not a finite number in [low, high].
+
+    ``None`` (not sent) passes.  ``options`` (this wire's vendor options) say whether the value came from them,
+    which the error then names.
+    """
+    if value is None:
+        return
+    number_ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not number_ok or value < low or (high is not None and value > high):
+        span = f"{low:g} to {high:g}" if high is not None else f"at least {low:g}"
+        raise refused(wire, model, setting, f"{key} takes a number from {span}, not {_shown(value)}"
+                      f"{_from(key, options, wire)}")
+
+
+def sent_integer(
+    wire: str, model: str, setting: str, key: str, value: Any, options: Mapping[str, Any], *,
+    low: int, high: int,
+) -> None:
+    """Refuse a body field ``key`` whose value is not an int in [low, high] (``None``, not sent, passes)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise refused(wire, model, setting, f"{key} takes an integer from {low} to {high}, not {_shown(value)}"
+                      f"{_from(key, options, wire)}")
+
+
+class UnsupportedToolNameError(ProviderError):
+    """A declared tool whose name the wire's vendor refuses (a 400), refused before anything is sent.
+
+    ``ToolSpec`` takes the widest names any vendor takes (letters, digits, ``_``, ``.``, ``-``); OpenAI,
+    Anthropic and Bedrock take no dots.  ``tool`` is the name, ``rule`` the vendor's documented rule.  A request
+    fault, like every refusal before sending: never retried, moved to a fallback or counted by a breaker (the
+    tools are the program's own, and a chain whose primary refused them all would run on its fallback for good).
+    """
+
+    def __init__(self, message: str, *, provider: str, model: str | None = None, tool: str, rule: str) -> None:
+        super().__init__(message, provider=provider, model=model, kind=ErrorKind.request, retryable=False)
+        self.tool = tool
+        self.rule = rule
+
+
+@attrs.frozen(slots=True)
+class ToolNameRule:
+    """A vendor's documented rule for a tool's name: the pattern a name must match whole, and the rule in words."""
+
+    pattern: re.Pattern[str]
+    text: str
+
+
+#: OpenAI's function name ("a-z, A-Z, 0-9, or contain underscores and dashes, with a maximum length of 64"):
+#: Chat Completions, Responses and Azure.
+OPENAI_TOOL_NAMES = ToolNameRule(re.compile(r"[A-Za-z0-9_-]{1,64}"),
+                                 "letters, digits, '_' and '-', 1 to 64 characters (^[a-zA-Z0-9_-]{1,64}$)")
+#: Anthropic's tool name ("Must match the regex ^[a-zA-Z0-9_-]{1,64}$", the define-tools guide).
+ANTHROPIC_TOOL_NAMES = ToolNameRule(re.compile(r"[A-Za-z0-9_-]{1,64}"),
+                                    "letters, digits, '_' and '-', 1 to 64 characters (^[a-zA-Z0-9_-]{1,64}$)")
+#: Converse's ToolSpecification.name ("Minimum length of 1. Maximum length of 64. Pattern: [a-zA-Z0-9_-]+").
+BEDROCK_TOOL_NAMES = ToolNameRule(re.compile(r"[A-Za-z0-9_-]{1,64}"),
+                                  "letters, digits, '_' and '-', 1 to 64 characters ([a-zA-Z0-9_-]+, length 1-64)")
+#: FunctionDeclaration.name ("Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or contain
+#: underscores, dots, colons and dashes, with a maximum length of 64": the stricter of the Gemini API's and
+#: Vertex AI's words, as the one wire serves both).
+GEMINI_TOOL_NAMES = ToolNameRule(re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}"),
+                                 "a letter or '_' first, then letters, digits, '_', '.', ':' and '-', "
+                                 "at most 64 characters")
+
+
+def check_tool_names(wire: str, model: str, tools: Iterable[ToolSpec], rule: ToolNameRule) -> None:
+    """Raise :class:`UnsupportedToolNameError` for the first tool whose name ``rule`` refuses."""
+    for spec in tools:
+        if rule.pattern.fullmatch(spec.name) is None:
+            raise UnsupportedToolNameError(
+                f"tool {spec.name!r}: this vendor takes tool names of {rule.text}; rename the tool (e.g. "
+                f"{re.sub(r'[^A-Za-z0-9_-]', '_', spec.name)[:64]!r}); nothing was sent",
+                provider=wire, model=model, tool=spec.name, rule=rule.text,
+            )

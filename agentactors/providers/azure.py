@@ -38,6 +38,7 @@ from ..errors import ErrorKind, ProviderError
 from ..messages import LLMRequest, ResponseFormat
 from ..redaction import register_secret
 from ..settings import ModelSettings
+from ._settings import OPENAI_TOOL_NAMES, check_tool_names
 from .errors import classify_exception, classify_http_error
 from .http.keys import clean_api_key
 from .http.provider import HTTPProvider
@@ -107,7 +108,10 @@ class AzureChatWire(OpenAIWire):
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
         """OpenAI's body judged for the underlying model; no ``model`` field (the path names the deployment)."""
-        body = super().encode_request(request, self.names.judged(model), stream=stream)
+        judged = self.names.judged(model)
+        # Azure serves OpenAI's models under OpenAI's tool-name rule, whatever the deployment is called.
+        check_tool_names(self.wire, judged, request.tools, OPENAI_TOOL_NAMES)
+        body = super().encode_request(request, judged, stream=stream)
         body.pop("model", None)
         return body
 
@@ -135,7 +139,9 @@ class AzureResponsesWire(ResponsesWire):
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
         """The Responses body judged for the underlying model, sent to the deployment."""
-        body = super().encode_request(request, self.names.judged(model), stream=stream)
+        judged = self.names.judged(model)
+        check_tool_names(self.wire, judged, request.tools, OPENAI_TOOL_NAMES)  # OpenAI's rule, as on chat
+        body = super().encode_request(request, judged, stream=stream)
         body["model"] = model
         return body
 

@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 from .._scrub import scrub_chain
 from ..errors import ErrorKind, ProviderError, ProviderTimeout
 from ..redaction import redact
+from ._settings import UnsupportedToolNameError
 
 if TYPE_CHECKING:
     import httpx  # imported where a failure is classified: `import agentactors` does not load httpx
 
 __all__ = [
+    "UnsupportedToolNameError",
     "classify_error_body",
     "classify_exception",
     "classify_http_error",

@@ -15,7 +15,7 @@ Request mapping (internal OpenAI-chat-shaped conversation → Messages):
   message), and any same-role neighbours merge, tool results first;
 * ``tool_choice`` → ``{"type": auto|any|none}`` or ``{"type": "tool", "name": N}``, sent only
   with tools; ``max_tokens`` is required (default :data:`DEFAULT_MAX_TOKENS`); ``stop`` →
-  ``stop_sequences``; ``temperature``.
+  ``stop_sequences`` (a whitespace-only one refused: Claude's 400); ``temperature``.
 
 The request's settings (``docs/settings.md``; per-model data in :mod:`.models`):
 ``thinking_budget`` → ``thinking: {type: enabled, budget_tokens}`` (at least 1024, below ``max_tokens``);
@@ -32,7 +32,9 @@ content is the text block and those blocks.
 
 ``vendor_options["anthropic"]`` is merged into the body last, so it can set any vendor field
 (``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one, but for ``model``,
-``messages`` and ``stream``, which are refused (:func:`~agentactors.providers._settings.check_owned`).
+``messages`` and ``stream``, which are refused (:func:`~agentactors.providers._settings.check_owned`); what the
+merged body then sends for ``temperature``, ``top_p``, ``max_tokens`` and ``thinking`` is judged as the settings
+are (:func:`.models.check_sent`: ``{"temperature": 0.5}`` beside a ``top_p`` on Claude 4.5 is refused too).
 Three keys are read by the codec instead of being copied: ``disable_parallel_tool_use``
 (bool, goes into ``tool_choice``; never with ``none``), ``tool_extras`` (``{tool name: {field:
 value}}`` merged into that tool's definition, e.g. ``cache_control`` or ``defer_loading``) and
@@ -42,8 +44,11 @@ value}}`` merged into that tool's definition, e.g. ``cache_control`` or ``defer_
 with any ``output_config`` of the vendor options), the schema fitted to what Anthropic's structured
 outputs compile (:mod:`agentactors.providers._constrained_schema`).
 
+Tool names follow Anthropic's rule (``^[a-zA-Z0-9_-]{1,64}$``: no dots).
+
 Errors: :class:`~agentactors.UnsupportedContentError` / :class:`~agentactors.UnsupportedSettingError` for
-what the model cannot take, :class:`~agentactors.UnsupportedToolChoiceError` for a forced tool choice with
+what the model cannot take, :class:`~agentactors.providers.errors.UnsupportedToolNameError` for a tool name
+Anthropic refuses, :class:`~agentactors.UnsupportedToolChoiceError` for a forced tool choice with
 extended thinking on (:func:`forced_with_thinking_error`).
 """
 
@@ -57,8 +62,8 @@ from ...messages import LLMRequest, Message, ToolChoice
 from ...parts import Document, Image, Part, Text
 from ...settings import CachePolicy
 from .._constrained_schema import anthropic_output_schema
-from .._settings import check_owned, dropped, refused
-from .models import WIRE, check_parts, plan_thinking, sampling_fields
+from .._settings import ANTHROPIC_TOOL_NAMES, check_owned, check_tool_names, dropped, refused
+from .models import WIRE, check_parts, check_sent, check_sent_stop, plan_thinking, sampling_fields
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -223,6 +228,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
     check_parts(request.messages, model)
+    check_tool_names(WIRE, model, request.tools, ANTHROPIC_TOOL_NAMES)
     thinking, effort = plan_thinking(request, model)
     thinking_on = _thinking_on(options, thinking)
     if thinking_on and request.tool_choice.forced and request.tools:
@@ -281,6 +287,10 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
             **(dict(config) if isinstance(config, Mapping) else {}),
             "format": {"type": "json_schema", "schema": anthropic_output_schema(request.response_format.schema)},
         }
+    if options:
+        check_sent(body, model, options)  # what the options set is judged as the settings were
+    if "stop_sequences" in body:
+        check_sent_stop(WIRE, model, body["stop_sequences"], options, key="stop_sequences")
     return body
 
 

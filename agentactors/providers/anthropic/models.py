@@ -26,7 +26,7 @@ import attrs
 from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
-from .._settings import dropped, listed, match_model, refused
+from .._settings import dropped, listed, match_model, refused, sent_integer, sent_number
 
 __all__ = [
     "EFFORT_BUDGETS",
@@ -37,6 +37,9 @@ __all__ = [
     "ClaudeModel",
     "Thinking",
     "check_parts",
+    "check_sent",
+    "check_sent_stop",
+    "check_sent_sampling",
     "model_row",
     "plan_thinking",
     "sampling_fields",
@@ -185,6 +188,75 @@ def sampling_fields(request: LLMRequest, model: str, *, thinking: bool) -> dict[
     if len(out) == 2 and row is not None and row.one_sampler:
         raise refused(WIRE, model, "top_p", "the model takes temperature or top_p, not both: set one of them")
     return out
+
+
+def check_sent_sampling(
+    wire: str, model: str, options: Mapping[str, Any], *, temperature: Any, top_p: Any, thinking: Any,
+    keys: tuple[str, str] = ("temperature", "top_p"),
+) -> None:
+    """Judge the sampling values a merged body sends to a Claude model, with the ``thinking`` it sends.
+
+    The conflict table of :func:`sampling_fields`, for values that may have come from vendor options (``keys``:
+    their names on the wire, Bedrock's ``topP``): a model without sampling settings takes neither (refused, not
+    dropped: the options put it there), a temperature is 0 to 1, thinking takes a temperature of 1 and a
+    ``top_p`` of 0.95 or more, and a one-sampler model not both.
+    """
+    row = model_row(model)
+    values = {"temperature": temperature, "top_p": top_p}
+    given = {name: value for name, value in values.items() if value is not None}
+    if given and row is not None and not row.sampling:
+        raise refused(wire, model, next(iter(given)), "the model takes no sampling settings")
+    sent_number(wire, model, "temperature", keys[0], temperature, options, low=0.0, high=1.0)
+    sent_number(wire, model, "top_p", keys[1], top_p, options, low=0.0, high=1.0)
+    if isinstance(thinking, Mapping) and thinking.get("type", "enabled") != "disabled":
+        if temperature is not None and temperature != 1:
+            raise refused(wire, model, "temperature",
+                          "extended thinking is not compatible with a temperature other than 1")
+        if top_p is not None and top_p < _TOP_P_WITH_THINKING:
+            raise refused(wire, model, "top_p",
+                          f"extended thinking takes top_p between {_TOP_P_WITH_THINKING} and 1, not {top_p!r}")
+    if len(given) == 2 and row is not None and row.one_sampler:
+        raise refused(wire, model, "top_p", "the model takes temperature or top_p, not both: set one of them")
+
+
+def check_sent_stop(wire: str, model: str, stop: Any, options: Mapping[str, Any], *, key: str) -> None:
+    """Refuse a stop sequence that is only whitespace: Claude's 400 ("stop_sequences: each stop sequence must
+    contain non-whitespace"), on the Messages API and Bedrock alike.  A stop sequence constrains the answer, so it
+    is refused rather than dropped.  ``key``: its field on the wire (named when a vendor option set it).
+    """
+    if not isinstance(stop, list | tuple):
+        return
+    for sequence in stop:
+        if isinstance(sequence, str) and not sequence.strip():
+            where = f" (vendor_options[{wire!r}], {key})" if key in options or "inferenceConfig" in options else ""
+            raise refused(wire, model, "stop", f"Claude takes stop sequences that contain non-whitespace, not "
+                          f"{sequence!r}{where}")
+
+
+def check_sent(body: Mapping[str, Any], model: str, options: Mapping[str, Any]) -> None:
+    """Judge what a body merged with ``vendor_options["anthropic"]`` sends, as the settings are judged.
+
+    Sampling (:func:`check_sent_sampling`), ``max_tokens`` (a positive int) and a manual thinking budget (at least
+    :data:`MIN_THINKING_BUDGET`, below ``max_tokens``; none on a model without manual thinking).  Called only when
+    there are options.
+    """
+    thinking = body.get("thinking")
+    check_sent_sampling(WIRE, model, options, temperature=body.get("temperature"), top_p=body.get("top_p"),
+                        thinking=thinking)
+    max_tokens = body.get("max_tokens")
+    sent_integer(WIRE, model, "max_tokens", "max_tokens", max_tokens, options, low=1, high=2**63 - 1)
+    if not isinstance(thinking, Mapping) or thinking.get("type", "enabled") != "enabled":
+        return
+    row = model_row(model)
+    if row is not None and row.thinking in ("none", "adaptive_only"):
+        raise refused(WIRE, model, "thinking_budget", "the model does not think" if row.thinking == "none" else
+                      "the model takes no thinking budget, only adaptive thinking")
+    budget = thinking.get("budget_tokens")
+    sent_integer(WIRE, model, "thinking_budget", "thinking.budget_tokens", budget, options,
+                 low=MIN_THINKING_BUDGET, high=2**63 - 1)
+    if isinstance(budget, int) and isinstance(max_tokens, int) and budget >= max_tokens:
+        raise refused(WIRE, model, "thinking_budget",
+                      f"the budget ({budget}) must be below max_tokens ({max_tokens})")
 
 
 def check_parts(messages: Sequence[Message], model: str) -> None:

@@ -17,7 +17,8 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
   are left out, or, when the conversation already holds tool blocks (Converse then requires a
   ``toolConfig``), sent without a choice and the setting dropped with ``llm.setting_dropped``;
 * ``max_tokens`` / ``temperature`` / ``top_p`` / ``stop`` → ``inferenceConfig.maxTokens`` / ``temperature`` /
-  ``topP`` / ``stopSequences`` (a temperature above 1 is refused: Converse takes 0 to 1 for every model);
+  ``topP`` / ``stopSequences`` (a temperature above 1 is refused: Converse takes 0 to 1 for every model; so is a
+  whitespace-only stop sequence for Claude);
   ``seed`` and ``parallel_tool_calls`` have no field (dropped, said out loud);
 * reasoning → ``additionalModelRequestFields``: Claude's ``thinking`` (and ``output_config.effort``) planned by
   the Anthropic wire's own tables from ``thinking_budget`` / ``reasoning_effort``; ``reasoning_effort`` for
@@ -36,6 +37,9 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
 ``toolConfig``), anything else as given (``guardrailConfig``, ``performanceConfig``, …), except
 ``tool_extras`` (``{tool name: {field: value}}`` merged into that tool's ``toolSpec``, e.g. ``strict: true``)
 and ``messages``, the conversation, which is refused (:func:`~agentactors.providers._settings.check_owned`).
+What the merged ``inferenceConfig`` then sends is judged as the settings are (a temperature above 1 refused, and
+Claude's conflict table), and tool names follow Converse's rule (``[a-zA-Z0-9_-]+``, 1 to 64 characters: no
+dots; :class:`~agentactors.providers.errors.UnsupportedToolNameError`).
 """
 
 from __future__ import annotations
@@ -50,8 +54,8 @@ from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image, Part, Text
 from .._constrained_schema import anthropic_output_schema
 from .._media import check_limits, media_of, unsupported
-from .._settings import check_owned, dropped, refused
-from ..anthropic.models import plan_thinking, sampling_fields
+from .._settings import BEDROCK_TOOL_NAMES, check_owned, check_tool_names, dropped, refused, sent_integer, sent_number
+from ..anthropic.models import check_sent_sampling, check_sent_stop, plan_thinking, sampling_fields
 from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_row
 
 __all__ = ["CACHE_POINT", "check_parts", "encode_request", "forced_choice_refusal", "part_block"]
@@ -314,6 +318,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
     check_parts(request.messages, model)
+    check_tool_names(WIRE, model, request.tools, BEDROCK_TOOL_NAMES)
     additional = _reasoning(request, model, row)
     thinking = _thinking_on(request, additional)
     if thinking and request.tool_choice.forced and request.tools:
@@ -345,4 +350,32 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
             body[key] = {**built, **value} if isinstance(built, dict) else dict(value)
         else:
             body[key] = value
+    if options:
+        _check_sent(body, model, row, options)  # what the options set is judged as the settings were
+    if _is_claude(row) and "inferenceConfig" in body:
+        # Claude refuses a whitespace-only stop sequence on Bedrock as on its own API.
+        named = options.get("inferenceConfig")
+        check_sent_stop(WIRE, model, body["inferenceConfig"].get("stopSequences"),
+                        named if isinstance(named, Mapping) else {}, key="stopSequences")
     return body
+
+
+def _check_sent(body: Mapping[str, Any], model: str, row: BedrockModel | None, options: Mapping[str, Any]) -> None:
+    """Judge the ``inferenceConfig`` (and Claude's ``thinking``) a body merged with vendor options sends.
+
+    A temperature of 0 to 1 for every model, a ``topP`` of 0 to 1, a positive ``maxTokens``; for Claude, the
+    Anthropic wire's conflict table (one sampler, thinking's temperature and ``top_p``).
+    """
+    config = body.get("inferenceConfig")
+    config = config if isinstance(config, Mapping) else {}
+    named = options.get("inferenceConfig")
+    named = named if isinstance(named, Mapping) else {}
+    temperature, top_p = config.get("temperature"), config.get("topP")
+    if _is_claude(row):
+        extra = body.get("additionalModelRequestFields")
+        thinking = extra.get("thinking") if isinstance(extra, Mapping) else None
+        check_sent_sampling(WIRE, model, named, temperature=temperature, top_p=top_p, thinking=thinking,
+                            keys=("temperature", "topP"))
+    sent_number(WIRE, model, "temperature", "temperature", temperature, named, low=0.0, high=_MAX_TEMPERATURE)
+    sent_number(WIRE, model, "top_p", "topP", top_p, named, low=0.0, high=1.0)
+    sent_integer(WIRE, model, "max_tokens", "maxTokens", config.get("maxTokens"), named, low=1, high=2**31 - 1)

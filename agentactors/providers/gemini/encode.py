@@ -29,7 +29,9 @@ shaped) conversation, per ``docs/wire.md``:
 
 Gemini's integers are 32-bit (``int32 seed``, ``maxOutputTokens``, ``thinkingBudget`` in the API's
 ``GenerationConfig``): a larger value is refused before sending, and so is a ``temperature`` above 2 for a
-model :mod:`.models` knows (Gemini takes 0 to 2).
+model :mod:`.models` knows (Gemini takes 0 to 2) — whether a setting or a vendor option sets it (the merged
+``generationConfig`` is judged).  Tool names follow ``FunctionDeclaration.name``'s rule (a letter or ``_`` first,
+then letters, digits, ``_ . : -``, at most 64: :class:`~agentactors.providers.errors.UnsupportedToolNameError`).
 
 Ids are echoed on ``functionCall.id`` / ``functionResponse.id``: the recorded corpus shows the API
 accepting client-made ids, and they disambiguate parallel calls of one function.  Thought signatures
@@ -54,7 +56,7 @@ from ...errors import ErrorKind, ProviderError
 from ...messages import LLMRequest, Message, ToolCall
 from ...parts import Part, Text
 from .._media import guessed_media_type
-from .._settings import check_owned, dropped, refused
+from .._settings import GEMINI_TOOL_NAMES, check_owned, check_tool_names, dropped, refused, sent_integer, sent_number
 from .models import (
     MAX_STOP_SEQUENCES,
     MAX_TEMPERATURE,
@@ -138,6 +140,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     """The request body (see the module docstring for the mapping; ``stream`` changes only the URL)."""
     check_owned(WIRE, model, request.options_for(WIRE), _OWNED)
     check_parts(request.messages, model)
+    check_tool_names(WIRE, model, request.tools, GEMINI_TOOL_NAMES)
     system, contents = _contents(request.messages, model)
     body: dict[str, Any] = {"contents": contents}
     if system:
@@ -158,9 +161,54 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     generation = _deep_merge(generation, lifted)
     if generation:
         body["generationConfig"] = generation
+    given = {**lifted, **options}
     body = _deep_merge(body, options)
     _check_thinking(body.get("generationConfig"), model)
+    if given:
+        _check_sent(body.get("generationConfig"), model, given)  # the options' values judged as the settings were
     return body
+
+
+# GenerationConfig's int32 fields: (camelCase, snake_case, the setting an error names).
+_INT_FIELDS = (
+    ("maxOutputTokens", "max_output_tokens", "max_tokens"),
+    ("seed", "seed", "seed"),
+    ("topK", "top_k", "vendor_options"),
+    ("candidateCount", "candidate_count", "vendor_options"),
+)
+
+
+def _check_sent(generation: Any, model: str, options: Mapping[str, Any]) -> None:
+    """Judge the ``generationConfig`` a body merged with vendor options sends, as the settings are judged.
+
+    Its integers are int32 (a positive ``maxOutputTokens``), a known model's temperature is 0 to 2, ``topP`` 0 to
+    1, at most :data:`~.models.MAX_STOP_SEQUENCES` stop sequences.  Either spelling of a field is read (the API
+    takes both).  ``options``: the vendor options, top level and ``generationConfig``'s, to name the source.
+    """
+    if not isinstance(generation, Mapping):
+        return
+    nested = options.get("generationConfig", options.get("generation_config"))
+    named = {**options, **(nested if isinstance(nested, Mapping) else {})}
+    low, high = _INT32
+    for camel, snake, setting in _INT_FIELDS:
+        for key in (camel, snake):
+            least = 1 if setting == "max_tokens" else low
+            sent_integer(WIRE, model, setting, key, generation.get(key), named, low=least, high=high)
+    for name in ("thinkingConfig", "thinking_config"):
+        config = generation.get(name)
+        if isinstance(config, Mapping):
+            for key in ("thinkingBudget", "thinking_budget"):
+                sent_integer(WIRE, model, "thinking_budget", key, config.get(key), {**named, **config},
+                             low=-1, high=high)  # -1: dynamic thinking
+    ceiling = MAX_TEMPERATURE if model_row(model) is not None else None
+    sent_number(WIRE, model, "temperature", "temperature", generation.get("temperature"), named, low=0.0,
+                high=ceiling)
+    for key in ("topP", "top_p"):
+        sent_number(WIRE, model, "top_p", key, generation.get(key), named, low=0.0, high=1.0)
+    for key in ("stopSequences", "stop_sequences"):
+        stop = generation.get(key)
+        if isinstance(stop, list | tuple) and len(stop) > MAX_STOP_SEQUENCES:
+            raise refused(WIRE, model, "stop", f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences")
 
 
 def _check_thinking(generation: Any, model: str) -> None:

@@ -21,7 +21,9 @@ that tool call.
 ``parallel_tool_calls``, ``reasoning``, ``max_completion_tokens``, ...); a ``None`` value removes a field
 the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  One key is the
 codec's own and is not sent: ``strict_tools`` (``True`` for every tool, or an iterable of tool names) marks
-function definitions ``strict``.  ``model``, ``messages`` and ``stream`` are refused
+function definitions ``strict``.  What the merged body then holds for a mapped setting (``temperature``,
+``top_p``, ``seed``, ``stop``, ``max_tokens`` / ``max_completion_tokens``, ``reasoning_effort``) is judged as
+the setting is (:func:`.models.check_sent`).  ``model``, ``messages`` and ``stream`` are refused
 (:func:`~agentactors.providers._settings.check_owned`): they are the provider's model, the conversation and the
 call's kind, never an option.
 
@@ -29,8 +31,12 @@ call's kind, never an option.
 "schema", "strict"}}`` (plus ``description`` when given); a strict format's schema is fitted to strict mode
 first (:mod:`agentactors.providers._constrained_schema`).
 
+Tool names are OpenAI's rule (``^[a-zA-Z0-9_-]{1,64}$``: no dots) on OpenAI's endpoint (and Azure's); a
+compatible server judges them itself, whatever model it serves.
+
 Errors: :class:`~agentactors.UnsupportedContentError` / :class:`~agentactors.UnsupportedSettingError` for
-what the model cannot take, ``ValueError`` for a strict schema strict mode cannot carry.
+what the model cannot take, :class:`~agentactors.providers.errors.UnsupportedToolNameError` for a tool name
+OpenAI refuses, ``ValueError`` for a strict schema strict mode cannot carry.
 """
 
 from __future__ import annotations
@@ -41,9 +47,9 @@ from typing import Any
 from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
-from .._settings import check_owned
+from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names
 from .decode import dict_or_empty
-from .models import WIRE, audio_format, check_parts, encode_settings, model_row
+from .models import WIRE, audio_format, check_parts, check_sent, encode_settings, model_row
 
 __all__ = [
     "encode_message",
@@ -77,6 +83,10 @@ def encode_request(
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
     check_parts(request.messages, model, official=official)
+    if request.tools and official:
+        # OpenAI's rule, on OpenAI's endpoint only: a compatible server (vLLM, Ollama, a proxy to another vendor)
+        # takes the names it takes, whatever model name it serves — a model OpenAI's tables know included.
+        check_tool_names(WIRE, model, request.tools, OPENAI_TOOL_NAMES)
     body: dict[str, Any] = {"model": model, "messages": encode_messages(request.messages)}
     if request.tools:
         strict = options.get("strict_tools", False)
@@ -102,6 +112,8 @@ def encode_request(
     if not request.tools:
         # parallel_tool_calls without tools is a 400 on OpenAI.
         body.pop("parallel_tool_calls", None)
+    if options:
+        check_sent(body, model, options, official=official)  # the options' values judged as the settings were
     return body
 
 

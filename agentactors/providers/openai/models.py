@@ -18,7 +18,7 @@ file URL (file_url): not supported" — file inputs guide) and audio only as ``w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -26,10 +26,11 @@ import attrs
 from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
-from .._settings import dropped, listed, match_model, refused
+from .._settings import dropped, listed, match_model, refused, sent_integer, sent_number
 
 __all__ = ["LIMITS", "MAX_TEMPERATURE", "MODELS", "WIRE", "OpenAIModel", "audio_format", "check_parts",
-           "encode_settings", "model_row", "reasoning_effort", "sampling_allowed", "sampling_fields"]
+           "check_sampling_sent", "check_sent", "encode_settings", "model_row", "reasoning_effort",
+           "sampling_allowed", "sampling_fields"]
 
 #: The wire's name: its ``vendor_options`` / ``provider_data`` key and the ``wire`` of its errors and events.
 WIRE = "openai"
@@ -194,6 +195,60 @@ def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str
     if request.cache is not None and request.cache.retention == "extended":
         out["prompt_cache_retention"] = "24h"
     return out
+
+
+_SEED = (-(2**63), 2**63 - 1)
+_MAX_INT = 2**63 - 1
+
+
+def check_sampling_sent(
+    body: Mapping[str, Any], model: str, options: Mapping[str, Any], effort: Any, *, wire: str, field: str
+) -> OpenAIModel | None:
+    """Judge the ``temperature`` / ``top_p`` a merged body sends (either OpenAI wire), at the ``effort`` it sends.
+
+    A model reasoning at that effort takes neither (the vendor's 400, not a drop: the caller's vendor options put
+    them or the effort there); a known model takes a temperature of 0 to 2, every model a ``top_p`` of 0 to 1.
+    An effort the model does not take is refused.  Returns the model's row.
+    """
+    row = model_row(model)
+    if row is not None and row.efforts and isinstance(effort, str) and effort not in row.efforts:
+        raise refused(wire, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
+    allowed, why = sampling_allowed(row, effort if isinstance(effort, str) else None, field=field)
+    for setting in ("temperature", "top_p"):
+        if setting in body and not allowed:
+            raise refused(wire, model, setting, f"{why}, and the request sends {field} {effort!r}"
+                          if effort is not None else why)
+    sent_number(wire, model, "temperature", "temperature", body.get("temperature"), options, low=0.0,
+                high=MAX_TEMPERATURE if row is not None else None)
+    sent_number(wire, model, "top_p", "top_p", body.get("top_p"), options, low=0.0, high=1.0)
+    return row
+
+
+def check_sent(body: Mapping[str, Any], model: str, options: Mapping[str, Any], *, official: bool) -> None:
+    """Judge what a body merged with ``vendor_options["openai"]`` sends for the mapped settings, as they are judged.
+
+    Called only when there are options: the settings alone were checked by :func:`encode_settings`.  On OpenAI's
+    own endpoint (``official``) a reasoning model takes ``max_completion_tokens``, never ``max_tokens`` (its 400:
+    "Unsupported parameter: 'max_tokens' is not supported with this model").
+    """
+    effort = body.get("reasoning_effort")
+    row = check_sampling_sent(body, model, options, effort, wire=WIRE, field="reasoning_effort")
+    if official and row is not None and row.reasons and "max_tokens" in body:
+        raise refused(WIRE, model, "max_tokens",
+                      "OpenAI's reasoning models take max_completion_tokens, not max_tokens (vendor_options"
+                      "['openai']['max_tokens']): set ModelSettings.max_tokens, which picks the field")
+    low, high = _SEED
+    sent_integer(WIRE, model, "seed", "seed", body.get("seed"), options, low=low, high=high)
+    for key in ("max_tokens", "max_completion_tokens"):
+        sent_integer(WIRE, model, "max_tokens", key, body.get(key), options, low=1, high=_MAX_INT)
+    stop = body.get("stop")
+    if stop is not None:
+        allowed, why = sampling_allowed(row, effort if isinstance(effort, str) else None, field="reasoning_effort")
+        if not allowed:
+            raise refused(WIRE, model, "stop", why)
+        count = 1 if isinstance(stop, str) else len(stop) if isinstance(stop, list | tuple) else 0
+        if row is not None and count > _MAX_STOP:
+            raise refused(WIRE, model, "stop", f"Chat Completions takes at most {_MAX_STOP} stop sequences")
 
 
 def audio_format(part: Audio) -> str | None:

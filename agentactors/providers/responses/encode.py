@@ -25,7 +25,10 @@ Pure functions, no I/O.  The mapping (``docs/wire.md``, "OpenAI Responses"):
 dict the codec built, so ``{"reasoning": {"summary": "auto"}}`` keeps the effort); ``model``, ``input`` and
 ``stream`` are refused (:func:`~agentactors.providers._settings.check_owned`).  The codec's own keys,
 not sent: ``strict_tools`` (``True`` or tool names) and ``reasoning_summary`` (``"auto"``, ``"concise"``,
-``"detailed"``: ``reasoning.summary``).
+``"detailed"``: ``reasoning.summary``).  What the merged body sends for a mapped setting (``temperature``,
+``top_p``, ``max_output_tokens``, ``reasoning.effort``) is judged as the setting is (:func:`.models.check_sent`).
+Tool names follow OpenAI's rule (``^[a-zA-Z0-9_-]{1,64}$``) on OpenAI's endpoint and on Azure
+(:class:`~agentactors.providers.errors.UnsupportedToolNameError`); a compatible server judges them itself.
 """
 
 from __future__ import annotations
@@ -36,9 +39,9 @@ from typing import Any
 from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
-from .._settings import check_owned
+from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names
 from ..openai.encode import strict_tool
-from .models import WIRE, check_max_output_tokens, check_parts, encode_settings, reasons
+from .models import WIRE, check_max_output_tokens, check_parts, check_sent, encode_settings, reasons
 
 __all__ = [
     "CODEC_OPTIONS",
@@ -63,6 +66,10 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool, official: b
     check_owned(WIRE, model, options, _OWNED)
     check_max_output_tokens(request, model, official=official)
     check_parts(request.messages, model, official=official)
+    if request.tools and official:
+        # OpenAI's rule, on OpenAI's endpoint only: a compatible server (vLLM, Ollama, a proxy to another vendor)
+        # takes the names it takes, whatever model name it serves — a model OpenAI's tables know included.
+        check_tool_names(WIRE, model, request.tools, OPENAI_TOOL_NAMES)
     instructions, items = encode_input(request.messages)
     body: dict[str, Any] = {"model": model, "input": items}
     if instructions is not None:
@@ -84,6 +91,8 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool, official: b
     if request.response_format is not None:
         body["text"] = encode_text_format(request.response_format)
     _merge(body, options)
+    if options:
+        check_sent(body, model, options, official=official)  # the options' values judged as the settings were
     return body
 
 

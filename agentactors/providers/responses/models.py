@@ -19,17 +19,17 @@ sampling settings and see images); what differs is the wire's fields.  From the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
-from .._settings import dropped, refused
-from ..openai.models import model_row, reasoning_effort, sampling_allowed, sampling_fields
+from .._settings import dropped, refused, sent_integer
+from ..openai.models import check_sampling_sent, model_row, reasoning_effort, sampling_allowed, sampling_fields
 
-__all__ = ["LIMITS", "MIN_MAX_OUTPUT_TOKENS", "WIRE", "check_max_output_tokens", "check_parts", "encode_settings",
-           "model_row", "reasons"]
+__all__ = ["LIMITS", "MIN_MAX_OUTPUT_TOKENS", "WIRE", "check_max_output_tokens", "check_parts", "check_sent",
+           "encode_settings", "model_row", "reasons"]
 
 WIRE = "openai-responses"
 
@@ -55,6 +55,20 @@ def check_max_output_tokens(request: LLMRequest, model: str, *, official: bool) 
     if limit is not None and limit < MIN_MAX_OUTPUT_TOKENS and (official or model_row(model) is not None):
         raise refused(WIRE, model, "max_tokens",
                       f"the Responses API takes max_output_tokens of at least {MIN_MAX_OUTPUT_TOKENS}, not {limit}")
+
+
+def check_sent(body: Mapping[str, Any], model: str, options: Mapping[str, Any], *, official: bool) -> None:
+    """Judge what a body merged with this wire's vendor options sends for the mapped settings, as they are judged.
+
+    ``temperature`` / ``top_p`` at the ``reasoning.effort`` sent, and ``max_output_tokens`` (at least
+    :data:`MIN_MAX_OUTPUT_TOKENS` where OpenAI's minimum applies, else positive).  Called only with options.
+    """
+    reasoning = body.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, Mapping) else None
+    check_sampling_sent(body, model, options, effort, wire=WIRE, field="reasoning effort")
+    low = MIN_MAX_OUTPUT_TOKENS if official or model_row(model) is not None else 1
+    sent_integer(WIRE, model, "max_tokens", "max_output_tokens", body.get("max_output_tokens"), options,
+                 low=low, high=2**63 - 1)
 
 
 def encode_settings(request: LLMRequest, model: str, *, tools: bool) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from agentactors.errors import (
     MalformedResponseError,
     ProviderError,
     StreamInterruptedError,
+    UnsupportedSettingError,
     UnsupportedToolChoiceError,
 )
 from agentactors.messages import (
@@ -228,7 +229,11 @@ def test_max_tokens_default_leaves_room_beyond_the_thinking_budget() -> None:
     assert encode([Message.user("q")], vendor_options=small)["max_tokens"] == 4096
     big = {"anthropic": {"thinking": {"type": "enabled", "budget_tokens": 10000}}}
     assert encode([Message.user("q")], vendor_options=big)["max_tokens"] == 10000 + 4096
-    assert encode([Message.user("q")], max_tokens=12, vendor_options=big)["max_tokens"] == 12
+    # an explicit max_tokens below the options' budget is the vendor's 400 ("budget_tokens must be less than
+    # max_tokens"): refused before sending, as the same budget given as thinking_budget is
+    with pytest.raises(UnsupportedSettingError, match="below max_tokens"):
+        encode([Message.user("q")], max_tokens=12, vendor_options=big)
+    assert encode([Message.user("q")], max_tokens=10001, vendor_options=big)["max_tokens"] == 10001
 
 
 def test_tool_extras_and_extra_tools() -> None:
