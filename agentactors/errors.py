@@ -635,7 +635,8 @@ class ModelRetry(Signal):
 
 
 class OutputValidationError(RunError):
-    """A run's answer never validated against its output type: ``output_retries`` re-asks ran out.
+    """A run's answer never validated against its output type: ``output_retries`` re-asks ran out, or
+    ``max_steps`` came first (the result is then ``bounded`` too).
 
     In ``RunResult.error`` (the run ends with ``output=None``; nothing is raised).  ``issues`` are the
     last attempt's problems as the model read them; ``attempts`` counts every answer refused.  No

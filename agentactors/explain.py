@@ -51,6 +51,12 @@ class StepPath:
     ``failovers``: ``"a → b (kind)"``; ``breakers``: breaker transitions and refusals seen during the
     step; ``served_by``: the member that answered (``None`` when the step failed, with ``error``);
     ``cost``: what the answered call cost (``None``: no price, or no answer).
+
+    The first step of a run resumed after an approval pause (``resumed_from``: the paused run's id) is the paused
+    step: its model call was made — and is told — by the paused run, and this run finished it by running the
+    calls a person decided on.  ``approved`` and ``denied`` name those calls' tools, ``tools`` what each call
+    came to (``"refund → ok"``, ``"wipe → denied"``).  Without them the step would read as a model call that
+    failed, when none was made.
     """
 
     step: int
@@ -62,9 +68,17 @@ class StepPath:
     served_by: str | None = None
     error: str | None = None
     cost: Cost | None = None
+    resumed_from: str | None = None
+    approved: tuple[str, ...] = ()
+    denied: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """One line: who was tried, how often, what failed, who served."""
+        """One line: who was tried, how often, what failed, who served (a resumed step: what it finished)."""
+        if self.resumed_from is not None:
+            out = (f"step {self.step}: resumed from run {self.resumed_from} (its model call was made there); "
+                   f"{_decisions(self.approved, self.denied)}; tool results: {', '.join(self.tools) or 'none'}")
+            return out + (f"; failed ({self.error})" if self.error else "")
         tried = ", ".join(f"{m} ×{self.attempts.get(m, 0)}" for m in self.tried) or "nothing"
         errors = ", ".join(f"{n} {kind}" for kind, n in self.errors.items())
         out = f"step {self.step}: tried {tried}"
@@ -115,6 +129,9 @@ class Explanation:
     #: A fork's comparison with its original (:mod:`agentactors.journal.compare`) when the events given hold
     #: both runs, else ``None``.
     fork: ForkComparison | None = None
+    #: The paused run this one was resumed from (after an approval pause), else ``None``; its first step in
+    #: :attr:`path` is the paused one it finished.
+    resumed_from: str | None = None
 
     @classmethod
     def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
@@ -141,8 +158,15 @@ class Explanation:
         """The explanation as plain text lines."""
         mode = "streamed" if self.streamed else "complete()"
         label = self.agent or "agent"
+        calls = f"{self.steps} model calls"
+        if self.resumed_from is not None:
+            # Its steps go on from the paused run's numbers: the paused step's model call, and those before it,
+            # were that run's.
+            at = next((p.step for p in self.path if p.resumed_from is not None), None)
+            calls = (f"resumed from run {self.resumed_from} at step {at}, {max(0, self.steps - at)} model calls"
+                     if at is not None else f"resumed from run {self.resumed_from}, {self.steps} steps")
         out = [
-            f"run {self.run_id} ({label}, {mode}, {self.steps} model calls, {self.latency:.2f}s)",
+            f"run {self.run_id} ({label}, {mode}, {calls}, {self.latency:.2f}s)",
             f"  asked: {self.question}",
             f"  retries: {self.retries}; failovers: {', '.join(self.failovers) or 'none'}",
             f"  cost: {_money(self.cost, detail=True)}" if self.cost is not None else "  cost: unknown (unpriced)",
@@ -241,6 +265,8 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
     failovers: list[str] = []
     paths: dict[int, _PathBuilder] = {}
     timeline: list[str] = []
+    resumed: _PathBuilder | None = None  # the paused step a resumed run finished
+    resumed_line = -1  # its timeline line: written once the step's tool events named the calls' tools
     for e in events:
         data = {k: to_jsonable(v) if k != "request" else v for k, v in e.data.items()}
         kind = e.type
@@ -254,6 +280,17 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
             builder.see(kind, data)
         if kind == "run.started":
             agent = _text(data.get("agent"))
+        elif kind == "run.resumed" and resumed is None:
+            # A JSONL record reads its payload's ``step`` back as the event's own (the record is flat).
+            at = data.get("step", step)
+            if isinstance(at, int) and not isinstance(at, bool) and at >= 0:
+                resumed = paths.get(at)
+                if resumed is None:
+                    resumed = paths[at] = _PathBuilder(at)
+                steps = max(steps, at)
+                resumed.resume(data)
+                resumed_line = len(timeline)
+                timeline.append(f"+{e.time - start:6.3f}s       ")
         elif kind == "llm.request":
             final_request = e.data.get("request")
         elif kind == "llm.response":
@@ -284,6 +321,10 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         line = _timeline_line(kind, data, e.time - start, step)
         if line is not None:
             timeline.append(line)
+    if resumed is not None:
+        approved, denied = resumed.decided()
+        timeline[resumed_line] += (f": resumed run {resumed.resumed_from} at step {resumed.step}: "
+                                   f"{_decisions(approved, denied)}")
     notes: list[str] = []
     request = _to_request(answered_request, notes) if answered_request is not None else None
     # The question: the answered request's — or, when none was answered, the one the vendor was sent.
@@ -314,13 +355,22 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         failovers=tuple(failovers),
         cost=cost,
         notes=tuple(notes),
+        resumed_from=resumed.resumed_from if resumed is not None else None,
     )
+
+
+def _decisions(approved: Sequence[str], denied: Sequence[str]) -> str:
+    parts = [f"approved {', '.join(approved)}"] if approved else []
+    if denied:
+        parts.append(f"denied {', '.join(denied)}")
+    return "; ".join(parts) or "no call decided"
 
 
 class _PathBuilder:
     """Collects one step's resilience events into its :class:`StepPath`."""
 
-    __slots__ = ("attempts", "breakers", "cost", "error", "errors", "failovers", "served_by", "step", "tried")
+    __slots__ = ("approved", "attempts", "breakers", "cost", "denied", "error", "errors", "failovers", "names",
+                 "outcomes", "resumed_from", "served_by", "step", "tried")
 
     def __init__(self, step: int) -> None:
         self.step = step
@@ -332,6 +382,23 @@ class _PathBuilder:
         self.served_by: str | None = None
         self.error: str | None = None
         self.cost: Cost | None = None
+        # A resumed run's paused step (resume): the run it went on from, the decided call ids, and each call's
+        # tool name and outcome as its tool events tell them.
+        self.resumed_from: str | None = None
+        self.approved: list[str] = []
+        self.denied: list[str] = []
+        self.names: dict[str, str] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def resume(self, data: Mapping[str, Any]) -> None:
+        """This is the paused step a resumed run finishes (``run.resumed``)."""
+        self.resumed_from = _text(data.get("from_run_id")) or "?"
+        self.approved = [c for c in _sequence(data.get("approved")) if isinstance(c, str)]
+        self.denied = [c for c in _sequence(data.get("denied")) if isinstance(c, str)]
+
+    def decided(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The tools of the approved and the denied calls (a call no tool event named: its id)."""
+        return (tuple(self.names.get(c, c) for c in self.approved), tuple(self.names.get(c, c) for c in self.denied))
 
     def _try(self, member: Any, attempts: int | None = None) -> None:
         if not isinstance(member, str):
@@ -366,6 +433,13 @@ class _PathBuilder:
             self._try(served, 1)
             self.served_by = served if isinstance(served, str) else None
             self.cost = _cost_of(data.get("cost"))
+        elif kind in ("tools.started", "tools.finished"):
+            call_id, name = data.get("call_id"), data.get("name")
+            if isinstance(call_id, str):
+                if isinstance(name, str):
+                    self.names[call_id] = name
+                if kind == "tools.finished":
+                    self.outcomes[call_id] = f"{self.names.get(call_id, call_id)} → {data.get('status')}"
         elif kind == "step.finished" and data.get("failed"):
             error = data.get("error")
             self.error = _error_text(error)
@@ -377,6 +451,13 @@ class _PathBuilder:
             self.errors[_kind_of(errors[-1] if isinstance(errors, list) and errors else error)] += 1
 
     def build(self) -> StepPath:
+        if self.resumed_from is not None:
+            approved, denied = self.decided()
+            # In the order the calls were decided (they run at once: their events come in any order).
+            order = {c: i for i, c in enumerate((*self.approved, *self.denied))}
+            calls = sorted(self.outcomes, key=lambda c: order.get(c, len(order)))
+            return StepPath(step=self.step, error=self.error, resumed_from=self.resumed_from, approved=approved,
+                            denied=denied, tools=tuple(self.outcomes[c] for c in calls))
         return StepPath(
             step=self.step,
             tried=tuple(self.tried),

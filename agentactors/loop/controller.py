@@ -443,7 +443,10 @@ class LoopController:
                             result = ended
                     while result is None:
                         if state.steps >= max_steps:
-                            result = state.result(state.answer_so_far, bounded=True)
+                            result = (
+                                state.result(state.answer_so_far, bounded=True) if self._output is None
+                                else self._bounded_typed(max_steps)
+                            )
                             break
                         await frame.checkpoint()
                         if live is not None and (live.steers is not None or live.interrupted is not None):
@@ -475,6 +478,16 @@ class LoopController:
         finally:
             self._frame = None
             run_ticket.leave(token)
+
+    def _bounded_typed(self, max_steps: int) -> RunResult[Any]:
+        """A typed run that reached ``max_steps`` without a valid answer: ``bounded``, and — when answers were
+        refused — the :class:`~agentactors.errors.OutputValidationError` saying what the last one lacked (without
+        it the refusals left no trace: ``output=None``, ``error=None``)."""
+        state, output = self._state, self._output
+        error = output.output.bounded_error(max_steps) if output is not None else None
+        if error is None:
+            return state.result(state.answer_so_far, bounded=True)
+        return state.result(state.answer_so_far, bounded=True, error=error)
 
     def _interrupted(self, live: RunActor) -> RunResult[Any]:
         """The run's result when ``run.interrupt()`` ended it at a boundary: what it had, and the error."""

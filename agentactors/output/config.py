@@ -8,12 +8,16 @@ and its runs pay nothing for typed results.
 from __future__ import annotations
 
 import re
+import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
 from ..messages import ResponseFormat, ToolSpec
+from ..redaction import on_secret_registered
+from ..tools.schema import without_credentials
 from .context import OutputValidator, validator_arity
 from .prompt import instruction
 from .spec import DEFAULT_TOOL_NAME, NativeOutput, PromptedOutput, Strategy, ToolOutput, strategy_of
@@ -45,6 +49,7 @@ class OutputConfig:
     tool_specs: tuple[ToolSpec, ...] = ()
     response_format: ResponseFormat | None = None
     prompt: str = ""
+    template: str | None = None  # the prompted instruction's template: the prompt is made again from it
 
     @property
     def plain(self) -> bool:
@@ -91,4 +96,66 @@ class OutputConfig:
             strict=native.strict if native is not None else True,
         )
         template = output_type.template if isinstance(output_type, PromptedOutput) else None
-        return cls(target, strategy, retries, validator, arity, specs, fmt, instruction(target.schema, template))
+        prompt = instruction(target.schema, template)
+        return _watched(cls(target, strategy, retries, validator, arity, specs, fmt, prompt, template))
+
+
+# --- no credential in what the output sends, also one registered later ---------------------------------------
+
+# Every typed agent's configuration, while anything holds it: a secret registered after it was built is dropped
+# from its schemas then (_drop_late_secrets), as agentactors.tools.registry does for a tool's spec.  Weak: an
+# agent gone takes its entry with it.
+_configs: weakref.WeakSet[OutputConfig] = weakref.WeakSet()
+_configs_lock = threading.Lock()
+
+
+def _watched(config: OutputConfig) -> OutputConfig:
+    """``config``, kept watched for the secrets registered after it was built (its schemas were cleaned of the
+    ones known then by :func:`~agentactors.tools.schema.schema_for`)."""
+    with _configs_lock:
+        _configs.add(config)
+    return config
+
+
+def _clean(schema: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        return without_credentials(schema)
+    except Exception:  # a schema that cannot even be walked: schema_for made it, so never here (a listener must
+        return None  # not raise)
+
+
+def _drop_late_secrets() -> None:
+    """After a secret is registered: drop it from every schema a live typed agent sends (called by
+    :func:`~agentactors.redaction.on_secret_registered`).
+
+    A ``default`` or an ``examples`` item holding it leaves the output tools' parameters, the native response
+    format, the members' schemas and the prompted instruction written from them.  Each is *replaced* by a cleaned
+    copy, never changed in place, on the very objects the agent's cached request skeletons hold: a request being
+    encoded meanwhile in another thread reads the old dict or the new one whole, and every later request carries
+    the clean one.  Dropped, not masked: the type still fills in its own default when the model leaves the field
+    out.  Registrations are rare (a provider's construction): walking every live agent then costs no run anything.
+    """
+    with _configs_lock:
+        configs = list(_configs)
+    for config in configs:
+        target = config.target
+        if target is None:
+            continue
+        changed = False
+        for member in {id(m): m for m in (*target.members, target.text_member)}.values():
+            clean = _clean(member.schema)
+            if clean is not None:
+                object.__setattr__(member, "schema", clean)
+                changed = True
+        for spec in config.tool_specs:
+            clean = _clean(spec.parameters)
+            if clean is not None:
+                object.__setattr__(spec, "parameters", clean)
+        fmt = config.response_format
+        if fmt is not None and (clean := _clean(fmt.schema)) is not None:
+            object.__setattr__(fmt, "schema", clean)
+        if changed:
+            object.__setattr__(config, "prompt", instruction(target.schema, config.template))
+
+
+on_secret_registered(_drop_late_secrets)

@@ -28,6 +28,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Final
 
+from .._json import MAX_DEPTH, JsonBoundError, check_value
 from ..tools.schema import unwrap_annotated
 from .prompt import json_start
 from .target import Member, OutputTarget
@@ -90,9 +91,12 @@ class _Scanner:
     :ivar seps: for a list output (``track``), where its elements are separated: the offsets of its ``[``,
         of each ``,`` between its elements and of its ``]`` (the list is the first array opened at the top
         level or one level down, as in ``{"response": [...]}``).
+    :ivar level: how deep that list is (1 or 2: its elements may nest that much less than a whole value).
     """
 
-    __slots__ = ("closed", "depth", "done", "escaped", "in_string", "list_depth", "seps", "size", "tokens")
+    __slots__ = (
+        "closed", "depth", "done", "escaped", "in_string", "level", "list_depth", "seps", "size", "tokens"
+    )
 
     def __init__(self, *, track: bool = False) -> None:
         self.size = 0
@@ -103,6 +107,7 @@ class _Scanner:
         self.escaped = False
         self.tokens = _LIST_TOKENS if track else _TOKENS
         self.list_depth = 0 if track else -1
+        self.level = 0
         self.seps: list[int] = []
 
     def feed(self, piece: str) -> None:
@@ -126,7 +131,7 @@ class _Scanner:
             elif token in "{[":
                 self.depth += 1
                 if self.list_depth == 0 and token == "[" and self.depth <= 2:
-                    self.list_depth = self.depth
+                    self.list_depth = self.level = self.depth
                     self.seps.append(base + match.start())
             else:
                 if self.depth == self.list_depth and token == "]":
@@ -201,7 +206,7 @@ class _Follower:
             self.checked += 1
             if not raw.strip():  # `[]`, or the space before the closing `]`
                 continue
-            value = _check(parse_partial(raw), items, None)
+            value = _check(parse_partial(raw), items, None, MAX_DEPTH - self.scanner.level)
             if value is _MISSING:
                 self.broken = True
             else:
@@ -235,14 +240,20 @@ class _Follower:
             if grown >= (self.scanner.size - start) >> _GROWTH:
                 self.tail_at = self.scanner.size
                 assert self.items is not None
-                tail = _check(parse_partial(self.text(start)), self.items, None)
+                tail = _check(parse_partial(self.text(start)), self.items, None, MAX_DEPTH - self.scanner.level)
                 if tail is not _MISSING:
                     values.append(tail)
         return values
 
 
-def _check(parsed: Any, target: OutputTarget, member: Member | None) -> Any:
+def _check(parsed: Any, target: OutputTarget, member: Member | None, max_depth: int = MAX_DEPTH) -> Any:
     """``parsed`` checked and converted, or ``_MISSING``.
+
+    First the policy every JSON value entering the library is held to (:mod:`agentactors._json`: at most
+    ``max_depth`` containers deep — a list output's element, less the list's own levels —, no integer too
+    long): jiter's partial mode has a nesting limit of its own, far past it, and a value the final answer
+    would be refused for must not come out as a partial one (to the caller, into ``output.partial`` events
+    and the records that must read them back).
 
     A prefix is not the answer: the output type's own code (a pydantic ``model_validator``, a
     ``__post_init__``, an attrs converter) may raise on it what it never raises on the final value — an
@@ -252,6 +263,10 @@ def _check(parsed: Any, target: OutputTarget, member: Member | None) -> Any:
     The final answer is checked apart, by the loop, where the type's errors keep their meaning.
     """
     if parsed is _MISSING:
+        return _MISSING
+    try:
+        check_value(parsed, max_depth=max_depth)
+    except JsonBoundError:
         return _MISSING
     try:
         checked = target.check(parsed, member)

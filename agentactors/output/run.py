@@ -97,6 +97,7 @@ class OutputRun:
         "_config",
         "_degraded",
         "_deps",
+        "_last_issues",
         "_refused",
         "_reported",
         "_run_id",
@@ -134,6 +135,7 @@ class OutputRun:
         self._degraded: Strategy | None = None
         self._reported: Strategy | None = None
         self.attempts = 0
+        self._last_issues: tuple[str, ...] = ()  # the last refused answer's issue lines (bounded_error)
         self.strategy: Strategy | None = None
         self.value: Any = None
         self.error: OutputValidationError | None = None
@@ -343,6 +345,7 @@ class OutputRun:
         self.attempts += 1
         retries_left = max(0, self._config.retries - (self.attempts - 1))
         lines = capped_lines([i if i.startswith("- ") else f"- {i}" for i in issues], total)
+        self._last_issues = lines
         if self._sink is not None:
             self._sink.emit(
                 "output.invalid",
@@ -360,6 +363,26 @@ class OutputRun:
             attempts=self.attempts,
         )
         return True
+
+    def bounded_error(self, max_steps: int) -> OutputValidationError | None:
+        """Why a run that ended bounded (``max_steps``) has no typed answer, when answers were refused: the
+        :class:`OutputValidationError` with the issues the last one had and how many were refused; else
+        ``None`` (no answer was refused: the model was still at its tools, which ``bounded`` says).
+
+        Without it such a run ended ``output=None``, ``error=None``: the refusals left no trace in the result.
+        Asked by the loop only where a typed run ends bounded (never per step).
+        """
+        if self.attempts == 0 or self.error is not None:  # none refused; or output_retries ended the run first
+            return self.error
+        lines = self._last_issues
+        plural = "s" if self.attempts != 1 else ""
+        return OutputValidationError(
+            f"the run reached max_steps={max_steps} before a valid answer: {self.attempts} answer{plural} refused "
+            f"(output_retries={self._config.retries} not yet used up); last issues: "
+            + "; ".join(i[2:] for i in lines[:5]),
+            issues=lines,
+            attempts=self.attempts,
+        )
 
 
 def _unread(call: ToolCall) -> str:
