@@ -9,7 +9,9 @@ The order: ``messageStart`` → per block an optional ``contentBlockStart`` (too
 reasoning blocks start with their first delta) / ``contentBlockDelta`` (``text``, ``toolUse.input`` JSON
 fragments, ``reasoningContent.text`` then one ``reasoningContent.signature``, or ``redactedContent``) /
 ``contentBlockStop`` → ``messageStop`` (``stopReason``) → ``metadata`` (usage).  The stream is complete
-when both ``messageStop`` and ``metadata`` arrived.
+when both ``messageStop`` and ``metadata`` arrived.  The answer's blocks are in the order they were streamed
+(opened), not sorted by ``contentBlockIndex``: a vendor whose indices do not follow its own order must not make
+the answer's text differ from the text the caller was streamed.
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ EXCEPTION_PREFIX = "exception:"
 class _Block:
     """One content block being streamed."""
 
-    __slots__ = ("call", "call_index", "kind", "parts", "redacted", "signature")
+    __slots__ = ("call", "call_index", "kind", "order", "parts", "redacted", "signature")
 
-    def __init__(self, kind: str, call: tuple[str, str] | None = None, call_index: int | None = None) -> None:
+    def __init__(
+        self, kind: str, order: int, call: tuple[str, str] | None = None, call_index: int | None = None
+    ) -> None:
         self.kind = kind
+        self.order = order  # blocks opened before it: the answer keeps the order the caller saw them in
         self.call = call
         self.call_index = call_index
         self.parts: list[str] = []
@@ -74,7 +79,9 @@ class BedrockStreamDecoder:
         self._extra: dict[str, Any] | None = None
         self._usage = Usage()
         self._open: dict[int, _Block] = {}
-        self._finished: list[tuple[int, Mapping[str, Any] | ToolCall]] = []
+        # (contentBlockIndex, order opened, block): the answer is assembled in the order the blocks were streamed.
+        self._finished: list[tuple[int, int, Mapping[str, Any] | ToolCall]] = []
+        self._opened = 0
         self._calls = 0
 
     @property
@@ -141,7 +148,7 @@ class BedrockStreamDecoder:
         return self._close(index) if index in self._open else []
 
     def _start(self, index: int, start: Any) -> list[StreamEvent]:
-        if index in self._open or any(i == index for i, _ in self._finished):
+        if index in self._open or any(i == index for i, _, _ in self._finished):
             raise self._bad(f"content block {index} started twice")
         use = start.get("toolUse") if isinstance(start, Mapping) else None
         if not isinstance(use, Mapping):
@@ -149,14 +156,18 @@ class BedrockStreamDecoder:
         call_id, name = use.get("toolUseId"), use.get("name")
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
             raise self._bad("toolUse start without a string toolUseId and name")
-        self._open[index] = _Block("toolUse", (call_id, name), self._calls)
+        self._open[index] = _Block("toolUse", self._order(), (call_id, name), self._calls)
         self._calls += 1
         return [ToolCallStart(self._calls - 1, call_id, name)]
+
+    def _order(self) -> int:
+        self._opened += 1
+        return self._opened
 
     def _block(self, index: int, kind: str) -> _Block:
         block = self._open.get(index)
         if block is None:
-            block = self._open[index] = _Block(kind)
+            block = self._open[index] = _Block(kind, self._order())
         elif block.kind != kind:
             raise self._bad(f"a {kind} delta for a {block.kind} block")
         return block
@@ -199,17 +210,17 @@ class BedrockStreamDecoder:
         block = self._open.pop(index)
         if block.call is not None and block.call_index is not None:
             call = self._finish_call(block.call, "".join(block.parts))
-            self._finished.append((index, call))
+            self._finished.append((index, block.order, call))
             return [ToolCallEnd(block.call_index, call)]
         if block.kind == "text":
-            self._finished.append((index, {"text": "".join(block.parts)}))
+            self._finished.append((index, block.order, {"text": "".join(block.parts)}))
         elif block.redacted is not None:
-            self._finished.append((index, {"reasoningContent": {"redactedContent": block.redacted}}))
+            self._finished.append((index, block.order, {"reasoningContent": {"redactedContent": block.redacted}}))
         else:
             said: dict[str, Any] = {"text": "".join(block.parts)}
             if block.signature is not None:
                 said["signature"] = block.signature
-            self._finished.append((index, {"reasoningContent": {"reasoningText": said}}))
+            self._finished.append((index, block.order, {"reasoningContent": {"reasoningText": said}}))
         return []
 
     def _finish_call(self, call: tuple[str, str], raw: str) -> ToolCall:
@@ -221,7 +232,9 @@ class BedrockStreamDecoder:
         if not self.done:
             missing = "messageStart" if not self._started else "messageStop" if not self._stopped else "metadata"
             raise self._bad(f"the stream ended before {missing} (truncated)")
-        blocks = [item for _, item in sorted(self._finished, key=lambda pair: pair[0])]
+        # In the order the caller was shown them, not by contentBlockIndex: a vendor whose indices do not follow
+        # the stream's order must not make the answer's text differ from the text streamed.
+        blocks = [item for _, _, item in sorted(self._finished, key=lambda entry: entry[1])]
         try:
             return assemble(blocks, stop_reason=self._stop_reason, usage=self._usage, model=self._model,
                             provider=self._provider, extra=self._extra)

@@ -27,6 +27,7 @@ which then sees plain bytes; closing aborts it without the closing handshake, as
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 from typing import Final
 
@@ -129,10 +130,23 @@ class DirectProtocol(asyncio.Protocol):
     def is_reusable(self) -> bool:
         """Nothing arrived on the idle connection and the server has not closed it.
 
-        The transport reads as bytes come, so the socket itself would look quiet: the protocol knows.
+        The transport reads as bytes come, so what the loop has dispatched the protocol knows.  What it has
+        not dispatched yet — a server that answered "keep-alive" and closed at once, its FIN in the socket
+        but the loop not back to its selector — only the socket shows: it is polled too (one ``poll`` call,
+        as on trio's path), or the next request would be written to a connection already closed.
         """
-        return not (self._data or self._eof or self._closed or self._transport is None
-                    or self._transport.is_closing())
+        transport = self._transport
+        if self._data or self._eof or self._closed or transport is None or transport.is_closing():
+            return False
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            poller = select.poll()  # not select.select: it cannot watch a descriptor past 1023
+            poller.register(sock.fileno(), select.POLLIN)
+            return not poller.poll(0)
+        except (OSError, ValueError):  # closed under us: no descriptor
+            return False
 
     async def send(self, data: bytes, within: float | None) -> None:
         """Write all of ``data``; wait (at most ``within`` seconds) only while the transport's buffer is full.

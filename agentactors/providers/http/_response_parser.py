@@ -70,13 +70,14 @@ class ResponseParser:
     request: HTTP/1.1, no ``connection: close``, a framed body, and nothing sent after it.
     """
 
-    __slots__ = ("_buffer", "_eof", "_position", "_remaining", "_state", "keep_alive")
+    __slots__ = ("_buffer", "_eof", "_position", "_remaining", "_searched", "_state", "keep_alive")
 
     def __init__(self) -> None:
         self._buffer = b""
         self._position = 0  # the bytes before it in ``_buffer`` are parsed
         self._state = _HEAD
         self._remaining = 0
+        self._searched = 0  # bytes of an unfinished head (from ``_position``) already searched for its end
         self._eof = False
         self.keep_alive = True
 
@@ -99,6 +100,7 @@ class ResponseParser:
         """Make ready for the next response on the same connection (after :attr:`reusable`)."""
         self._buffer = b""
         self._position = 0
+        self._searched = 0
         self._state = _HEAD
 
     def receive(self, data: bytes) -> None:
@@ -126,13 +128,17 @@ class ResponseParser:
     def _head(self) -> Head | bytes | None:
         while True:
             buffer, start = self._buffer, self._position
-            found = _HEAD_END.search(buffer, start)
+            # Resume where the last search stopped (less the 3 bytes a head end can span): a server sending
+            # its head a byte per read would otherwise have the whole head rescanned for every byte.
+            found = _HEAD_END.search(buffer, start + max(0, self._searched - 3))
             if found is None:
                 if len(buffer) - start > _MAX_HEAD:
                     raise ProtocolError(f"the response head is longer than {_MAX_HEAD} bytes")
                 if self._eof:
                     raise ProtocolError("the server closed the connection before the response ended")
+                self._searched = len(buffer) - start
                 return None
+            self._searched = 0
             if found.start() - start > _MAX_HEAD:
                 raise ProtocolError(f"the response head is longer than {_MAX_HEAD} bytes")
             self._position = found.end()

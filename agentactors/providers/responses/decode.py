@@ -133,7 +133,8 @@ def _read_items(
             raise malformed("an output item is not an object", provider=provider, model=model)
         kind = raw.get("type")
         if kind == "reasoning":
-            for part in raw.get("summary") or ():
+            summary = raw.get("summary")
+            for part in summary if isinstance(summary, list) else ():
                 text = _str(dict_or_empty(part).get("text"))
                 if text:
                     out.reasoning.append(text)

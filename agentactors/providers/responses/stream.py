@@ -8,7 +8,10 @@ stream events as they come — ``response.output_text.delta`` (and ``response.re
 carries (``response.completed``, or ``response.incomplete`` when cut short), decoded by the same
 :func:`~.decode.decode_response` as a JSON body.  ``response.failed`` and an ``error`` event raise the
 classified :class:`~agentactors.ProviderError`; a stream without a terminal event raises a transient
-:class:`~agentactors.MalformedResponseError`.  Other events (``response.created``, ``*.done``,
+:class:`~agentactors.MalformedResponseError`.  So does a stream that contradicts itself about its function
+calls — two at one ``output_index``, arguments after a call's end, a call streamed to the caller that the
+terminal response does not hold — since the caller must never have been shown a call the answer then drops;
+a call announced twice starts once.  Other events (``response.created``, ``*.done``,
 ``content_part.*``, vendor-hosted tool progress) carry nothing new.
 """
 
@@ -110,9 +113,11 @@ class ResponsesStreamDecoder:
         if kind == "response.output_item.added":
             return self._added(payload)
         if kind == "response.function_call_arguments.delta":
-            call = self._calls.get(payload.get("output_index", payload.get("item_id")))
+            call = self._calls.get(_where(payload.get("output_index"), payload.get("item_id")))
             if call is None:
                 raise self._malformed("arguments arrived for a function call that never started")
+            if call.ended:
+                raise self._malformed("arguments arrived for a function call that had ended")
             return [ToolCallDelta(call.index, delta)] if isinstance(delta, str) and delta else []
         if kind == "response.output_item.done":
             return self._item_done(payload)
@@ -136,8 +141,16 @@ class ResponsesStreamDecoder:
         name, call_id = item.get("name"), item.get("call_id")
         if not isinstance(name, str) or not name or not isinstance(call_id, str) or not call_id:
             raise self._malformed("a function_call item without a name or call_id")
+        where = _where(payload.get("output_index"), item.get("id"))
+        if where is None:
+            where = ("call", call_id)  # no index nor item id to find it by: its end comes with the terminal event
+        known = self._calls.get(where)
+        if known is not None:
+            if known.id == call_id:
+                return []  # announced twice: one call, started once
+            raise self._malformed("two function calls at one output_index")
         call = _Call(len(self._calls), call_id, name)
-        self._calls[payload.get("output_index", item.get("id"))] = call
+        self._calls[where] = call
         out: list[StreamEvent] = [ToolCallStart(call.index, call_id, name)]
         arguments = item.get("arguments")
         if isinstance(arguments, str) and arguments:
@@ -148,7 +161,7 @@ class ResponsesStreamDecoder:
         item = payload.get("item")
         if not isinstance(item, dict) or item.get("type") != "function_call":
             return []
-        call = self._calls.get(payload.get("output_index", item.get("id")))
+        call = self._calls.get(_where(payload.get("output_index"), item.get("id")))
         if call is None or call.ended:
             return []
         call.ended = True
@@ -165,20 +178,40 @@ class ResponsesStreamDecoder:
 
     def _terminal(self, response: Any) -> list[StreamEvent]:
         final = decode_response(response, request=self._request, model=self._model, provider=self._provider)
+        # Each of the answer's calls is the streamed call of its call_id (in order, should a vendor repeat one).
+        streamed: dict[str, list[_Call]] = {}
+        for call in self._calls.values():
+            streamed.setdefault(call.id, []).append(call)
+        matched = [(tool_call, streamed[tool_call.id].pop(0) if streamed.get(tool_call.id) else None)
+                   for tool_call in final.tool_calls]
+        if any(streamed.values()):
+            # The caller was handed a call (started, maybe finished) the answer does not hold: neither can be
+            # trusted to be the answer, and taking the final one would drop a call the caller saw.
+            raise self._malformed("a function call the stream announced is missing from the final response")
         self._final = final
         # Calls the stream never ended (or never started) end now, as the whole response has them.
         out: list[StreamEvent] = []
-        known = {c.id: c for c in self._calls.values()}
-        for tool_call in final.tool_calls:
-            call = known.get(tool_call.id)
-            if call is None:
+        for tool_call, known in matched:
+            if known is None:
                 call = _Call(len(self._calls), tool_call.id, tool_call.name)
-                self._calls[("unstarted", call.id)] = call
+                self._calls[("unstarted", len(self._calls))] = call
                 out.append(ToolCallStart(call.index, call.id, call.name))
+            else:
+                call = known
             if not call.ended:
                 call.ended = True
                 out.append(ToolCallEnd(call.index, tool_call))
         return out
+
+
+def _where(index: Any, item_id: Any) -> Any:
+    """The key a function call is known by: its ``output_index`` (an integer), else its item id, else ``None``.
+
+    Both come from the vendor: a key of any other type (a list is not even hashable) names no call.
+    """
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    return item_id if isinstance(item_id, str) and item_id else None
 
 
 def _loads(text: str) -> Any:
