@@ -848,12 +848,20 @@ def _error_view(error: BaseException, room: int, active: set[int]) -> dict[str, 
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
+    """The event as one flat JSON object: its header (``type``, ``run_id``, ``seq``, ``time``, ``step``,
+    ``parent_run_id``), then its payload.
+
+    A payload key that is also a header's name (``run.resumed``'s ``step``: the paused run's) is written as
+    ``"data.<key>"``: written as itself it was lost beside the event's own step, or read back as the event's
+    step when the event had none.  :func:`event_from_dict` reads it back under its own name.
+    """
     out: dict[str, Any] = {"type": event.type, "run_id": event.run_id, "seq": event.seq, "time": event.time}
     if event.step is not None:
         out["step"] = event.step
     if event.parent_run_id is not None:
         out["parent_run_id"] = event.parent_run_id
-    out.update({k: to_jsonable(v) for k, v in event.data.items() if k not in out})
+    for k, v in event.data.items():
+        out[_PAYLOAD_PREFIX + k if k in _HEADER else k] = to_jsonable(v)
     return out
 
 
@@ -897,6 +905,7 @@ def _finite(value: Any) -> Any:
 
 _HEADER_ORDER = ("type", "run_id", "seq", "time", "step", "parent_run_id")
 _HEADER = frozenset(_HEADER_ORDER)
+_PAYLOAD_PREFIX = "data."  # a payload key named as a header field, in a record (event_to_dict)
 
 
 class EventRecordError(AgentActorsError, ValueError):
@@ -925,6 +934,9 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
     if not isinstance(type, str):
         raise ValueError(f"an event record needs a string 'type', not {_shown(type)}")
     data = {k: v for k, v in record.items() if k not in _HEADER}
+    for name in _HEADER:  # a payload key named as a header field (event_to_dict)
+        if _PAYLOAD_PREFIX + name in data:
+            data[name] = data.pop(_PAYLOAD_PREFIX + name)
     run_id = record.get("run_id")
     if run_id is not None and not isinstance(run_id, str):
         raise ValueError(f"an event record's 'run_id' is a string or null, not {_shown(run_id)}")

@@ -281,7 +281,8 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         if kind == "run.started":
             agent = _text(data.get("agent"))
         elif kind == "run.resumed" and resumed is None:
-            # A JSONL record reads its payload's ``step`` back as the event's own (the record is flat).
+            # A JSONL record written before payload keys named as header fields were kept apart ("data.step")
+            # reads its payload's ``step`` back as the event's own.
             at = data.get("step", step)
             if isinstance(at, int) and not isinstance(at, bool) and at >= 0:
                 resumed = paths.get(at)

@@ -154,3 +154,15 @@ async def test_a_run_whose_tool_emits_hostile_payloads_is_recorded_whole(tmp_pat
     explanation = Explanation.from_jsonl(path, result.run_id)
     assert explanation.answer == "finished" and explanation.notes == ()
 
+
+
+@pytest.mark.parametrize("own_step", [None, 4])
+def test_a_payload_key_named_as_a_header_field_reads_back_as_the_payload_had_it(own_step: int | None) -> None:
+    """``run.resumed`` carries the paused run's ``step``: in a flat JSONL record it was lost beside the event's own
+    step, or — the event having none — read back as the event's step, the payload without it."""
+    from agentactors.events import event_from_dict, event_to_dict, make_event
+
+    event = make_event("run.resumed", "run-2", 7, 1.5, own_step, {"from_run_id": "run-1", "step": 2, "time": "t"})
+    back = event_from_dict(json.loads(json.dumps(event_to_dict(event))))
+    assert back.step == own_step and back.run_id == "run-2" and back.seq == 7 and back.time == 1.5
+    assert back.data == {"from_run_id": "run-1", "step": 2, "time": "t"}
