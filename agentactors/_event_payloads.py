@@ -67,6 +67,9 @@ class Outcome(Protocol):
     def generation_failed(self) -> bool: ...
 
     @property
+    def cancelled(self) -> bool: ...
+
+    @property
     def error(self) -> BaseException | None: ...
 
     @property
@@ -137,7 +140,7 @@ def run_resumed(paused: Paused, decisions: Mapping[str, bool | str]) -> dict[str
 
 
 def run_finished(result: Outcome) -> dict[str, Any]:
-    """``run.finished`` for a run that ended with ``result`` (``paused``/``pending`` and
+    """``run.finished`` for a run that ended with ``result`` (``cancelled``, ``paused``/``pending`` and
     ``handoffs``/``final_agent`` only when they apply); ``cost`` is ``None`` when a call had no price."""
     data: dict[str, Any] = {
         "content": result.content,
@@ -150,6 +153,8 @@ def run_finished(result: Outcome) -> dict[str, Any]:
         "cost": result.cost,
         "tool_calls": len(result.tool_calls),
     }
+    if result.cancelled:  # ended cancelled through its handle, and returned (as run_cancelled says when raised)
+        data["cancelled"] = True
     if result.paused:
         data["paused"] = True
         data["pending"] = [c.id for c in result.pending_approvals]

@@ -316,6 +316,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
                 elif kind == "tools.result_truncated":
                     entry["truncated"] = data.get("size")
         elif kind == "run.finished":
+            agent = _text(data.get("final_agent")) or agent  # the agent that answered, after a handoff
             answer = str(data.get("content") or "")
             served_by = _text(data.get("served_by")) or served_by
             cost = _cost_of(data.get("cost"))
@@ -333,6 +334,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
     if asked is None and final_request is not None and final_request is not answered_request:
         asked = _to_request(final_request, notes)
     if result is not None:
+        agent = getattr(result, "agent", None) or agent
         answer = result.content
         served_by = result.served_by or served_by
         steps = result.steps or steps
@@ -565,6 +567,8 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
         return f"{at}: {data.get('provider')} answered: {what or f'text ({_size(text)} chars)'}"
     if kind == "tools.finished":
         return f"{at}: tool {data.get('name')} → {data.get('status')}"
+    if kind == "agent.handoff":
+        return f"{at}: handoff: agent {data.get('from_agent')} → agent {data.get('to_agent')} answers from here"
     if kind == "step.finished" and data.get("failed"):
         return f"{at}: the provider stack gave up ({_error_text(data.get('error'))})"
     return None

@@ -19,15 +19,18 @@ child runs in the parent's runtime, sharing its ProviderActors and their budgets
   (:class:`~agentactors.errors.ToolDenied`), before it starts.
 
 A child cannot pause for approval (its caller's model is waiting for an answer in the same step): a
-child that asks for one is an ``error`` result naming the calls.  The agent is used through its public
-``run`` only: this module does not import the agent layer, which imports it.
+child that asks for one is an ``error`` result naming the calls.  A blank ``input`` starts no child (an
+empty prompt is a request vendors refuse): the call's ``error`` result asks the model to write one.
+
+The agent is used through its public ``run`` only: this module does not import the agent layer, which
+imports it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DelegationError, ToolDenied
+from ..errors import DelegationError, ModelRetry, ToolDenied
 from ..loop import lineage
 from ..tools.registry import Tool, ToolContext
 from .handoffs import tool_name_for
@@ -52,6 +55,15 @@ def _unanswered(result: Any) -> bool:
 
 
 def _reason(result: Any) -> str:
+    """Why ``result`` is no answer, in a line — naming the agent that failed when a handoff had taken the child
+    elsewhere (the caller knows only the agent it asked)."""
+    reason = _why(result)
+    if result.handoffs:
+        reason += f" (after a handoff to agent {result.agent!r})"
+    return reason
+
+
+def _why(result: Any) -> str:
     error = result.error
     if error is None:
         if result.generation_failed:
@@ -72,23 +84,54 @@ class AgentTool(Tool[..., Any]):
 
     :ivar agent: the agent the tool runs (any object with an async ``run``; in practice an ``Agent``).
     :ivar max_depth: how deep delegation may nest through this tool (a top-level run's child is depth 1).
+
+    :raises TypeError: ``agent`` has no ``run`` (a str too: a name is how handoffs name agents); ``name`` is
+        not a str; ``max_depth`` is not an int.
+    :raises ValueError: no ``name`` for an agent without one, or whose name holds nothing a tool name may;
+        ``max_depth`` outside 1 .. :data:`~agentactors.loop.lineage.MAX_DEPTH`; an invalid tool name.
     """
 
     __slots__ = ("agent", "max_depth")
 
     def __init__(self, agent: Any, *, name: str | None = None, description: str | None = None, max_depth: int = 4):
-        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
-            raise ValueError(f"max_depth must be a positive int, not {max_depth!r}")
+        # Each checked here, when the tool is made: found at the first call, a bad one is an error the calling
+        # model reads (an AttributeError, a tool name of '') far from the line that made it.
+        if isinstance(agent, str) or not callable(getattr(agent, "run", None)):
+            raise TypeError(
+                f"as_tool() runs an Agent (an object with an async run()), not {type(agent).__name__}"
+                + (" (a name is how a handoff names its target, not a delegation)" if isinstance(agent, str) else "")
+            )
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"as_tool(): name must be a str or None, not {type(name).__name__}")
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+            raise TypeError(f"max_depth must be an int, not {type(max_depth).__name__}")
+        if not 1 <= max_depth <= lineage.MAX_DEPTH:
+            # A larger one would promise levels no run reaches: every run is refused past lineage.MAX_DEPTH.
+            raise ValueError(
+                f"max_depth must be a positive int, at most {lineage.MAX_DEPTH} (runs nest no deeper), "
+                f"not {max_depth!r}"
+            )
         label = getattr(agent, "name", None)
         if name is None and not label:
             raise ValueError("as_tool() needs name= for an agent without a name")
         tool_name = name if name is not None else tool_name_for("", str(label))
+        if not tool_name:
+            raise ValueError(
+                f"the agent name {label!r} has no letter or digit a tool name may hold (ASCII letters, digits, "
+                "'_', '-'): give the tool one, as_tool(name='...')"
+            )
         shown = label or tool_name
 
         async def delegate(input: str, ctx: ToolContext) -> Any:
             """Args:
             input: the request for the agent, complete in itself: it sees nothing else of this conversation.
             """
+            if not input.strip():
+                # No child for it: an empty prompt is a request vendors refuse, and the model could not tell why.
+                raise ModelRetry(
+                    f"`input` is empty: write the whole request for the {shown} agent in it (it sees nothing else "
+                    "of this conversation)"
+                )
             origin = lineage.current()
             depth = origin.depth if origin is not None else 1
             if depth > max_depth:

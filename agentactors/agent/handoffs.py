@@ -9,14 +9,15 @@ first agent's ``max_steps``.
 
 A :class:`Handoff` is a :class:`~agentactors.tools.registry.Tool` (so it can be listed, inspected and
 passed where tools go: in ``tools=`` it is taken as a handoff too), but the executor never runs it: the
-loop answers the call itself.  The target is any object with a ``name`` — an Agent, held here without
-importing the agent layer, which imports this module — or the *name* of an agent (``handoff("triage")``),
+loop answers the call itself.  The target is an Agent — any object with a ``name`` and a ``run``, held here
+without importing the agent layer, which imports this module — or the *name* of an agent (``handoff("triage")``),
 resolved among the agents the run can reach: that is how two agents hand a conversation back and forth
 (agents are immutable, so two of them cannot hold each other).
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
@@ -41,8 +42,8 @@ def _transfer() -> str:
 class Handoff(Tool[[], str]):
     """The tool :func:`handoff` builds: its call hands the run to :attr:`target`.
 
-    :ivar target: the agent that takes over (any object with a ``name``; in practice an ``Agent``), or its
-        name (found among the agents the run reaches through its handoffs).
+    :ivar target: the agent that takes over (any object with a ``name`` and a ``run``; in practice an
+        ``Agent``), or its name (found among the agents the run reaches through its handoffs).
     :ivar target_name: the target agent's name.
     :ivar input_filter: ``fn(messages) -> messages``, what the target sees of the conversation
         (default: all of it).
@@ -58,14 +59,24 @@ class Handoff(Tool[[], str]):
         description: str | None = None,
         input_filter: InputFilter | None = None,
     ) -> None:
+        if not isinstance(target, str) and not callable(getattr(target, "run", None)):
+            # Else accepted here and refused at the first run ("cannot reach"): only agents are found by a run.
+            raise TypeError(f"a handoff's target is an Agent or the name of one, not {type(target).__name__}")
         target_name = target if isinstance(target, str) else getattr(target, "name", None)
         if not isinstance(target_name, str) or not target_name:
             raise ValueError(
                 "a handoff's target agent needs a name (Agent(..., name='billing')): the run reports who "
                 "answered by it, and a paused run finds its agent again by it"
             )
-        if input_filter is not None and not callable(input_filter):
-            raise TypeError("input_filter must be callable: (messages) -> messages")
+        if input_filter is not None:
+            if not callable(input_filter):
+                raise TypeError("input_filter must be callable: (messages) -> messages")
+            if inspect.iscoroutinefunction(input_filter) or inspect.iscoroutinefunction(type(input_filter).__call__):
+                # Called synchronously at the handoff: an async one gave a coroutine, no conversation.
+                raise TypeError(
+                    f"the input_filter of the handoff to {target_name!r} is called synchronously: pass a plain "
+                    "function (messages) -> messages, not an async one"
+                )
         super().__init__(
             _transfer,
             name=name if name is not None else tool_name_for("transfer_to_", target_name),
@@ -94,6 +105,7 @@ def handoff(
     :param input_filter: ``fn(messages) -> messages``: what the target sees of the conversation so far
         (e.g. drop earlier tool calls); default: everything.
     :raises ValueError: the agent has no name, or the name is not a valid tool name.
-    :raises TypeError: ``input_filter`` is not callable.
+    :raises TypeError: ``agent`` is neither an agent nor a name; ``input_filter`` is not callable, or is async
+        (it is called synchronously, at the handoff).
     """
     return Handoff(agent, name=name, description=description, input_filter=input_filter)

@@ -73,6 +73,8 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
+import anyio
+
 import agentactors._event_payloads as payloads
 import agentactors.loop.lineage as lineage
 
@@ -376,8 +378,21 @@ class LoopController:
         return self._recorded(self._sink)
 
     async def _adopted(self, origin: lineage.Origin) -> RunResult[Any]:
-        """A child run: run, then hand the result to the parent (its ``children`` and ``usage``)."""
-        result = await (self._loop() if self._sink is None else self._recorded(self._sink))
+        """A child run: run, then hand the result to the parent (its ``children`` and ``usage``).
+
+        A child that raises or is cancelled — a tool's timeout, the parent's deadline, which reaches the child
+        as a cancellation — is handed over too, with what it spent (its model calls were paid for), as a result
+        saying how it ended; then what it raised propagates.
+        """
+        try:
+            result = await (self._loop() if self._sink is None else self._recorded(self._sink))
+        except BaseException as exc:
+            state = self._state
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                origin.link.adopt(state.result("", state.inputs, cancelled=True))
+            else:
+                origin.link.adopt(state.result("", state.inputs, error=exc))
+            raise
         origin.link.adopt(result)
         return result
 

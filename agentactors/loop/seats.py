@@ -14,7 +14,7 @@ The loop knows agents only as :class:`Seat` values, which the agent layer makes
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -108,22 +108,38 @@ def filtered(seat: Seat, conversation: tuple[Message, ...]) -> tuple[Message, ..
     """The conversation as ``seat``'s agent gets it: through its ``input_filter``, checked.
 
     :raises TypeError: the filter returned something that is not a sequence of messages.
+    :raises Exception: what the filter raised, unchanged, with a note naming the handoff.
     :raises ValueError: it returned no message; or, for an agent whose provider carries tools natively, a tool
         call apart from its results (:func:`_unpaired`).
     """
     if seat.input_filter is None:
         return conversation
-    out = tuple(seat.input_filter(conversation))
+    handoff = f"the handoff to {getattr(seat.config, 'agent_name', None)!r}"
+    try:
+        returned = seat.input_filter(conversation)
+    except Exception as exc:
+        # The filter's own error, unchanged (the caller's bug, to be caught as what it is), saying where it came
+        # from: raised from the loop, its traceback alone does not say which of the run's handoffs it was.
+        exc.add_note(f"raised by the input_filter of {handoff}")
+        raise
+    if isinstance(returned, str | bytes | bytearray | Mapping | Message) or not isinstance(returned, Iterable):
+        # Else a str or a dict was taken item by item, None or a coroutine failed as "not iterable".
+        raise TypeError(
+            f"{handoff}: its input_filter must return a sequence of Messages, not {type(returned).__name__}"
+        )
+    out = tuple(returned)
     for m in out:
         if not isinstance(m, Message):
-            raise TypeError(f"a handoff's input_filter must return Message objects, not {type(m).__name__}")
+            raise TypeError(
+                f"{handoff}: its input_filter must return a sequence of Messages, not one holding {type(m).__name__}"
+            )
     if not out:
-        raise ValueError("a handoff's input_filter returned no message: the target agent needs a conversation")
+        raise ValueError(f"{handoff}: its input_filter returned no message: the target agent needs a conversation")
     if seat.native:
         problem = _unpaired(out)
         if problem is not None:
             raise ValueError(
-                f"a handoff's input_filter returned {problem}: every vendor refuses that conversation — keep or "
+                f"{handoff}: its input_filter returned {problem}: every vendor refuses that conversation — keep or "
                 "drop an assistant message that makes calls together with its tool results"
             )
     return out
