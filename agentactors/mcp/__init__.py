@@ -11,7 +11,14 @@ result ceiling and the operator's cap, ``tool_policy``, timeouts.  A call's resu
 tool result text; an ``isError`` result, a JSON-RPC error, a protocol error or a dead server is status
 ``error`` with a concise reason (:class:`MCPToolError`'s text), a call past its timeout is status
 ``timeout`` — never an exception out of the run.  Cancelling a run sends the server
-``notifications/cancelled`` for its calls in flight.
+``notifications/cancelled`` for its calls in flight.  An answer the client cannot read (not JSON-RPC,
+nested past the parser) ends its call with status ``error`` at once when its id can be read from it.
+
+A tool the server describes badly costs that tool only (logged at WARNING, left out of the listing): an
+input schema that is not valid JSON Schema, one over 200,000 characters, one with a ``$ref`` that does not
+resolve inside the schema itself (nothing is ever fetched).  (A tool the SDK's own models refuse — an
+``inputSchema`` whose ``type`` is not ``"object"`` — still fails the whole listing: a ToolsetError.)  A stdio
+server that exits before it answers is a :class:`~agentactors.ToolsetError` quoting the last lines of its stderr.
 
 Modules: ``_server`` (the two public classes and their scopes), ``_link`` (a server in one scope:
 connect, restart, list, call), ``_connection`` (the task that owns one session), ``_transports``

@@ -13,12 +13,20 @@ What the connection watches:
 * the end of the server's stream (a stdio server that died, a transport that closed): :attr:`lost`
   says why, and its owner replaces the connection at the next use;
 * the server saying its tool list changed — ``notifications/tools/list_changed`` on a 2025-era
-  session, a ``subscriptions/listen`` stream on a 2026-07-28 one — which sets :attr:`changed`.
+  session, a ``subscriptions/listen`` stream on a 2026-07-28 one — which sets :attr:`changed`;
+* an answer the SDK cannot read (not JSON-RPC, JSON nested deeper than its parser goes): the SDK hands it
+  on as an exception and drops it, so the call it answered would wait for its timeout — or forever.  When
+  the id it answers can be read from it, the call gets a parse error now instead (:func:`_unreadable`).
+
+A connection asked to close while it is still opening (a server that never answers ``initialize``)
+stops opening at once: nothing it waits for can come any more.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -28,7 +36,8 @@ import anyio
 import anyio.abc
 from mcp import Client
 from mcp.client import Transport
-from mcp.types import Implementation, ToolListChangedNotification
+from mcp.shared.message import SessionMessage
+from mcp.types import PARSE_ERROR, ErrorData, Implementation, JSONRPCError, ToolListChangedNotification
 from mcp.types import Tool as MCPTool
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -78,14 +87,75 @@ def describe(exc: BaseException) -> str:
     return redact(text)
 
 
+#: The tokens of JSON text that matter to finding an object's top-level keys: strings, brackets, colons.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
+#: A JSON-RPC id as it may follow its key: a number or a string.
+_ID_VALUE = re.compile(r'\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def _unreadable(exc: Exception, label: str) -> SessionMessage | None:
+    """The error answer for a response the SDK could not read, when its id can still be read; else None.
+
+    The SDK's stdio transport hands on a line it cannot parse as a ``pydantic`` ``ValidationError`` whose
+    error holds the line (or the parsed object, when the JSON was fine and the JSON-RPC shape was not).
+    A line with a top-level ``id`` and no top-level ``method`` is a response: its request is answered
+    with a ``PARSE_ERROR`` carrying the reason.  An id no request has is ignored by the session, as any.
+    """
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        first = errors(include_url=False)[0]
+        raw, reason = first.get("input"), str(first.get("msg", "")).strip()
+    except Exception:
+        return None
+    request_id: Any = None
+    if isinstance(raw, dict):
+        if "method" not in raw:
+            request_id = raw.get("id")
+    elif isinstance(raw, str | bytes):
+        request_id = _top_level_id(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    message = f"{label} sent an answer that could not be read ({reason[:200] or type(exc).__name__})"
+    error = ErrorData(code=PARSE_ERROR, message=message)
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _top_level_id(text: str) -> int | str | None:
+    """The ``id`` of the JSON object ``text`` (which need not parse), if it has one and no ``method``."""
+    depth = 0
+    found: int | str | None = None
+    key: str | None = None
+    for token in _TOKEN.finditer(text):
+        value = token.group()
+        if value in "{[":
+            depth += 1
+        elif value in "}]":
+            depth -= 1
+        elif value == ":":
+            if depth == 1 and key == '"method"':
+                return None  # a request or a notification from the server, not an answer
+            if depth == 1 and key == '"id"' and found is None:
+                match = _ID_VALUE.match(text, token.end())
+                if match is not None:
+                    try:
+                        found = json.loads(match.group(1))
+                    except ValueError:
+                        return None
+        key = value
+    return found
+
+
 class _WatchedStream:
-    """A read stream that tells its connection when it ends (the server is gone)."""
+    """A read stream that tells its connection when it ends (the server is gone), and answers unreadable answers."""
 
-    __slots__ = ("_on_end", "_stream")
+    __slots__ = ("_label", "_on_end", "_stream")
 
-    def __init__(self, stream: Any, on_end: Callable[[str], None]) -> None:
+    def __init__(self, stream: Any, on_end: Callable[[str], None], label: str = "the MCP server") -> None:
         self._stream = stream
         self._on_end = on_end
+        self._label = label
 
     @property
     def last_context(self) -> Any:
@@ -94,13 +164,18 @@ class _WatchedStream:
 
     async def receive(self) -> Any:
         try:
-            return await self._stream.receive()
+            item = await self._stream.receive()
         except anyio.EndOfStream:
             self._on_end("the server closed the connection")
             raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end("the connection was closed")
             raise
+        if isinstance(item, Exception):  # rare: a line the SDK could not read
+            answer = _unreadable(item, self._label)
+            if answer is not None:
+                return answer
+        return item
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -126,13 +201,14 @@ class _WatchedStream:
 class _Watched:
     """A transport whose read stream is watched for its end."""
 
-    def __init__(self, transport: Transport, on_end: Callable[[str], None]) -> None:
+    def __init__(self, transport: Transport, on_end: Callable[[str], None], label: str) -> None:
         self._transport = transport
         self._on_end = on_end
+        self._label = label
 
     async def __aenter__(self) -> Any:
         read, write = await self._transport.__aenter__()
-        return _WatchedStream(read, self._on_end), write
+        return _WatchedStream(read, self._on_end, self._label), write
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -162,6 +238,9 @@ class Connection:
         self._ready = anyio.Event()
         self._closing = anyio.Event()
         self._closed = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+        #: The last lines of a stdio server's stderr (its transport keeps them), for the reason it failed.
+        self._stderr_tail: Any = None
 
     def _end(self, reason: str) -> None:
         if self.lost is None:
@@ -176,7 +255,9 @@ class Connection:
         """
         # Entered before anything the connection holds, so that it can shield their exits: cancel
         # scopes nest, and the scopes of the SDK's task groups must be left inside this one.
-        scope = anyio.CancelScope()
+        scope = self._scope = anyio.CancelScope()
+        if self._closing.is_set():
+            scope.cancel()  # asked to close before it started: nothing to open
         try:
             with scope:
                 async with AsyncExitStack() as stack:
@@ -193,6 +274,11 @@ class Connection:
         except Exception as exc:
             reason = describe(exc)
             if not self._ready.is_set():
+                # A server that exits before it answers says why on its stderr (read to the end by now:
+                # leaving the transport waited for it); the SDK only says the connection closed.
+                said = " | ".join(self._stderr_tail or ())
+                if said:
+                    reason += f"; its stderr ended: {said if len(said) <= 500 else '…' + said[-499:]}"
                 self._failure = reason
             self._end(f"the connection failed: {reason}")
         finally:
@@ -203,7 +289,9 @@ class Connection:
             self._closed.set()
 
     async def _open(self, stack: AsyncExitStack) -> None:
-        transport = _Watched(self._open_transport(), self._end)
+        inner = self._open_transport()
+        self._stderr_tail = getattr(inner, "stderr_tail", None)
+        transport = _Watched(inner, self._end, self.label)
         client = Client(transport, message_handler=self._on_message, cache=None, client_info=_CLIENT_INFO)
         await stack.enter_async_context(client)
         tg = await stack.enter_async_context(anyio.create_task_group())
@@ -233,15 +321,21 @@ class Connection:
         self._end(reason)
 
     def close_soon(self) -> None:
-        """Ask :meth:`serve` to leave, without waiting for it."""
+        """Ask :meth:`serve` to leave, without waiting for it.
+
+        A connection still opening stops at once (its scope is cancelled; what it entered is left shielded,
+        as ever): a server that never answers ``initialize`` would otherwise hold the closing for its bound.
+        """
         self._closing.set()
+        if not self._ready.is_set() and self._scope is not None:
+            self._scope.cancel()
 
     async def aclose(self) -> None:
         """Ask :meth:`serve` to leave, and wait (bounded) until it has.
 
         Cancellation: shielded and bounded — a connection asked to close is closed.
         """
-        self._closing.set()
+        self.close_soon()
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT + 1.0):
             await self._closed.wait()
 

@@ -12,14 +12,20 @@ becomes an exception out of a run.  Only cancellation propagates (it sends the s
 ``notifications/cancelled``; a timeout is the executor's cancellation, hence status ``timeout``).
 
 Tool names and descriptions from a server are data: they are validated as names, shown to the model,
-logged with ``%r`` and never executed or formatted into code.
+logged with ``%r`` and never executed or formatted into code.  So are its input schemas: one longer than
+:data:`MAX_SCHEMA_CHARS`, or with a ``$ref`` that does not resolve inside the schema itself (a remote
+URL, a file, a dangling pointer), costs that tool and only that tool — validating a call against it
+would fetch the URL (from the event loop: a server could point the client at any address it can
+reach) or fail in the middle of the call.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
+from urllib.parse import urljoin
 
 import anyio
 import anyio.to_thread
@@ -48,9 +54,11 @@ Emit = Callable[..., None]
 _MAX_NAME_SHOWN: Final = 80
 #: Connecting and listing may take this long (a server's cold start: an interpreter, a package download).
 LIST_TIMEOUT: Final = 60.0
-#: A listing of more tools than this is turned into tools (schemas checked, validators compiled) in a
-#: worker thread, off the event loop.
-_BUILD_IN_THREAD: Final = 32
+#: A tool whose input schema is longer than this (its JSON text) is left out: it would go to the model with
+#: every request (some 50,000 tokens), and checking it against the meta-schema takes seconds of CPU.
+MAX_SCHEMA_CHARS: Final = 200_000
+#: The base URI a tool's schema is resolved against when its ``$ref``\ s are checked: nothing is ever fetched.
+_SCHEMA_BASE: Final = "https://agentactors.invalid/mcp-tool-schema"
 
 
 @attrs.frozen(slots=True)
@@ -165,12 +173,10 @@ class Link:
                     return self._tools
                 conn.changed = False  # cleared first: a change announced while listing lists again
                 listed = await conn.list_tools()
-            if len(listed) > _BUILD_IN_THREAD:
-                # Each tool's schema is checked and compiled (~2 ms apiece): thousands would hold the
-                # event loop for seconds.  Abandoned if the caller is cancelled (the work is pure).
-                tools = await anyio.to_thread.run_sync(self._build, listed, abandon_on_cancel=True)
-            else:
-                tools = self._build(listed)
+            # Each tool's schema is checked and compiled (~2 ms apiece, seconds for one large schema): thousands,
+            # or one huge one, would hold the event loop.  So always in a worker thread (once per connection);
+            # abandoned if the caller is cancelled (the work is pure).
+            tools = await anyio.to_thread.run_sync(self._build, listed, abandon_on_cancel=True)
             previous = self._tools
             if previous is not None and [t.spec for t in previous] == [t.spec for t in tools]:
                 tools = previous  # the same tools on a new connection: nothing for the agents to rebuild
@@ -193,6 +199,10 @@ class Link:
                 log.warning("%s lists two tools named %r; the second is skipped", settings.label, _clip(name))
                 continue
             annotations = remote.annotations
+            problem = _schema_problem(remote.input_schema)
+            if problem is not None:
+                log.warning("%s: tool %r is skipped: %s", settings.label, _clip(name), problem)
+                continue
             try:
                 spec = ToolSpec(name, remote.description or remote.title or "", dict(remote.input_schema))
                 built: Tool[Any, Any] = Tool.from_spec(
@@ -264,6 +274,54 @@ def _allowed(keep: Callable[[str], bool], name: str, label: str) -> bool:
     except Exception as exc:  # a filter that fails keeps the tool out: it fails closed
         log.warning("%s: tool_filter raised %s for %r; the tool is left out", label, type(exc).__name__, _clip(name))
         return False
+
+
+def _schema_problem(schema: Any) -> str | None:
+    """Why a server's input schema cannot serve (too large; a ``$ref`` that needs anything but the schema), or None.
+
+    Every ``$ref`` and ``$dynamicRef`` is looked up — against the schema alone, with retrieval refused —
+    now, rather than by the validator at the first call: there an unresolvable one fails the call from
+    inside the executor, and a remote one is fetched, synchronously, from wherever the server points.
+    """
+    try:
+        text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None  # no JSON form, or nested too deeply: the schema check names that
+    if len(text) > MAX_SCHEMA_CHARS:
+        return f"its input schema is {len(text):,} characters long, over {MAX_SCHEMA_CHARS:,}"
+    if '"$ref"' not in text and '"$dynamicRef"' not in text:
+        return None  # the common case: nothing to resolve
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    def refuse(uri: str) -> Any:
+        raise LookupError(f"{uri} is not part of the schema")
+
+    try:
+        resource = DRAFT202012.create_resource(schema)
+        registry = Registry(retrieve=refuse).with_resource(_SCHEMA_BASE, resource).crawl()  # type: ignore[call-arg]
+    except Exception as exc:  # a malformed $id or $anchor: the schema check may name it better
+        return f"its input schema cannot be read: {type(exc).__name__}"
+    resolver = registry.resolver(base_uri=_SCHEMA_BASE)
+    stack: list[tuple[Any, str]] = [(schema, _SCHEMA_BASE)]
+    while stack:  # iterative: the depth is the server's to choose
+        node, base = stack.pop()
+        if isinstance(node, dict):
+            scope = node.get("$id")
+            if isinstance(scope, str):
+                base = urljoin(base, scope)
+            for key in ("$ref", "$dynamicRef"):
+                ref = node.get(key)
+                if isinstance(ref, str):
+                    try:
+                        resolver.lookup(urljoin(base, ref))
+                    except Unresolvable:
+                        return f"its {key} {_clip(ref)!r} does not resolve within the schema (nothing is fetched)"
+            stack.extend((value, base) for value in node.values())
+        elif isinstance(node, list):
+            stack.extend((value, base) for value in node)
+    return None
 
 
 def _clip(name: str) -> str:

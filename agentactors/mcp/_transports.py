@@ -5,7 +5,9 @@ read and write streams of one connection, entered and left by the task that owns
 
 * :func:`stdio_transport` runs the server as a subprocess (the SDK's ``stdio_client``) with its stderr
   on a pipe of ours, read line by line into the ``agentactors.mcp`` logger (redacted, clipped), so a
-  server's complaints land in the application's logs rather than on the terminal.
+  server's complaints land in the application's logs rather than on the terminal.  Its last lines are
+  kept too (:attr:`StdioTransport.stderr_tail`): a server that exits before it answers says why there
+  (``can't open file``, ``package not found``), and the connection's error quotes it.
 * :func:`http_transport` speaks streamable HTTP (or the older SSE transport) through an ``httpx2``
   client that carries the configured headers.
 
@@ -20,10 +22,12 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Final, Literal
 
 import anyio
 import httpx2
@@ -34,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ..redaction import redact, register_secret
 
-__all__ = ["http_transport", "redact_sdk_logs", "register_credentials", "stdio_transport"]
+__all__ = ["StdioTransport", "http_transport", "redact_sdk_logs", "register_credentials", "stdio_transport"]
 
 log = logging.getLogger("agentactors.mcp")
 
@@ -44,6 +48,8 @@ _CREDENTIAL_NAME = re.compile(r"(?i)auth|token|secret|key|cookie|session|passw|c
 _MAX_LINE = 2000
 #: How long the last lines of a server's stderr may take to arrive once its connection closes.
 _STDERR_DRAIN = 1.0
+#: How many of the last lines of a server's stderr are kept for the error of a connection that fails.
+_TAIL_LINES: Final = 3
 #: The loggers of the HTTP stack under the SDK: records they emit are redacted like ours.
 _SDK_LOGGERS = (
     "httpx2",
@@ -118,17 +124,34 @@ def stdio_transport(
     ``<label> stderr: <line>``.
     """
     params = StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd)
-    return _stdio(label, params)
+    return StdioTransport(label, params)
+
+
+class StdioTransport:
+    """The stdio transport of one connection, keeping the last lines of the server's stderr (redacted, clipped)."""
+
+    def __init__(self, label: str, params: StdioServerParameters) -> None:
+        #: The server's last stderr lines, as logged: what a connection that failed quotes.
+        self.stderr_tail: deque[str] = deque(maxlen=_TAIL_LINES)
+        self._context = _stdio(label, params, self.stderr_tail)
+
+    async def __aenter__(self) -> Any:
+        return await self._context.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._context.__aexit__(exc_type, exc, tb)
 
 
 @asynccontextmanager
-async def _stdio(label: str, params: StdioServerParameters) -> AsyncIterator[Any]:
+async def _stdio(label: str, params: StdioServerParameters, tail: deque[str]) -> AsyncIterator[Any]:
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
     errlog = os.fdopen(write_fd, "w")
     drained = anyio.Event()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_log_stderr, label, read_fd, drained)
+        tg.start_soon(_log_stderr, label, read_fd, drained, tail)
         try:
             async with stdio_client(params, errlog=errlog) as streams:
                 # The child has its own copy now: ours must go, or the pipe never reaches EOF.
@@ -143,7 +166,7 @@ async def _stdio(label: str, params: StdioServerParameters) -> AsyncIterator[Any
             tg.cancel_scope.cancel()
 
 
-async def _log_stderr(label: str, fd: int, drained: anyio.Event) -> None:
+async def _log_stderr(label: str, fd: int, drained: anyio.Event, tail: deque[str]) -> None:
     """Log each line the server writes to stderr until EOF.
 
     Never raises: it shares the connection's task group.
@@ -162,12 +185,12 @@ async def _log_stderr(label: str, fd: int, drained: anyio.Event) -> None:
                 break
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
-                _log_line(label, line)
+                _log_line(label, line, tail)
             if len(pending) > _MAX_LINE * 4:  # a line without an end: log what there is, keep reading
-                _log_line(label, pending)
+                _log_line(label, pending, tail)
                 pending = b""
         if pending:
-            _log_line(label, pending)
+            _log_line(label, pending, tail)
     except Exception as exc:  # pragma: no cover - a failing pipe read must not take the connection down
         log.debug("%s: reading the server's stderr failed: %s", label, type(exc).__name__)
     finally:
@@ -175,13 +198,15 @@ async def _log_stderr(label: str, fd: int, drained: anyio.Event) -> None:
         drained.set()
 
 
-def _log_line(label: str, raw: bytes) -> None:
+def _log_line(label: str, raw: bytes, tail: deque[str]) -> None:
     text = raw.decode("utf-8", "replace").rstrip("\r")
     if not text.strip():
         return
     if len(text) > _MAX_LINE:
         text = text[: _MAX_LINE - 1] + "…"
-    log.info("%s stderr: %s", label, redact(text))
+    text = redact(text)
+    tail.append(text)
+    log.info("%s stderr: %s", label, text)
 
 
 def http_transport(
