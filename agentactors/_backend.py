@@ -28,6 +28,7 @@ import anyio.lowlevel
 __all__ = [
     "OneShotEvent",
     "backend_function",
+    "entered_here",
     "ignoring_scope",
     "loop_clock",
     "one_shot_event",
@@ -159,6 +160,47 @@ def scope_checkpoint(checkpoint_if_cancelled: Callable[[], Awaitable[None]]) -> 
 def ignoring_scope(checkpoint_if_cancelled: Callable[[], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
     """``checkpoint_if_cancelled`` as a ``check(scope)``: it finds the task's scopes itself, the argument ignored."""
     return lambda scope: checkpoint_if_cancelled()
+
+
+def entered_here(scope: Any) -> bool:
+    """Whether the calling task itself entered ``scope`` and is inside it now; ``False`` when that cannot be told.
+
+    ``scope`` is an anyio cancel scope of the running backend, or an object holding one as ``.scope`` (a
+    kernel frame).  Only the task that entered the scope counts, not the tasks it started inside it.  For the
+    kernel's slow paths (an ask that would queue behind a slot the asker itself may hold), never a hot one: no
+    public API links a scope to a task, so it reads the backends' own bookkeeping — anyio's asyncio scope keeps
+    the task that entered it (``_host_task``); a trio scope (inside anyio's wrapper) is looked for on the calling
+    task's chain of cancel statuses, up to the status the task began in (its parent nursery's).  A backend
+    whose internals differ gets ``False``: no answer, never a wrong yes (checked by
+    tests/unit/actors/test_an_actor_asking_itself.py on both backends).
+    """
+    scope = getattr(scope, "scope", scope)
+    try:
+        try:
+            host = scope._host_task  # anyio's asyncio scope
+        except AttributeError:
+            pass
+        else:
+            import asyncio  # loaded already: the scope is asyncio's
+
+            return host is not None and host is asyncio.current_task()
+        import trio  # (anyio's trio scope: trio is loaded)
+
+        original = scope._CancelScope__original
+        wanted = original._cancel_status  # None once the scope was left
+        if wanted is None:
+            return False
+        task = trio.lowlevel.current_task()
+        nursery = task.parent_nursery
+        root = None if nursery is None else nursery._cancel_status
+        here: Any = task._cancel_status
+        while here is not None and here is not root:
+            if here is wanted:
+                return True
+            here = here.parent
+    except Exception:  # not in a task of that backend, or internals of another shape: no answer
+        return False
+    return False
 
 
 _passed: Any = None  # what _walk_from returns when nothing is cancelled: a done future (scope_checkpoint)

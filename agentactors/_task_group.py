@@ -56,6 +56,8 @@ class TaskGroup(Protocol):
         """Start ``func(*args)`` as a task of the group (named ``name`` where the backend names tasks).
 
         Never blocks.  A task started into a cancelled group is cancelled at its first checkpoint.
+
+        :raises RuntimeError: the group is not active — not entered yet, or exited (as anyio's).
         """
         ...
 
@@ -108,7 +110,10 @@ class _TrioGroup:
             del exc, tb
 
     def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: object = None) -> None:
-        self._nursery.start_soon(func, *args, name=name)
+        nursery = self._nursery
+        if nursery is None:
+            raise RuntimeError(_INACTIVE)
+        nursery.start_soon(func, *args, name=name)  # (a closed nursery raises trio's own RuntimeError)
 
     def cancel(self) -> None:
         self._nursery.cancel_scope.cancel()
@@ -145,13 +150,15 @@ class _AsyncioGroup:
         return self
 
     def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: object = None) -> None:
-        assert self._loop is not None, "start_soon() outside `async with`"
+        loop = self._loop
+        if loop is None:  # not entered yet, or exited: a task now would be waited for by no one
+            raise RuntimeError(_INACTIVE)
         deadline = self._deadline
         scope = anyio.CancelScope() if deadline == math.inf else anyio.CancelScope(deadline=deadline)
         if self._scope.cancel_called:
             scope.cancel()  # started into a cancelled group: cancelled at its first checkpoint, as anyio's
         coro = _scoped(scope, func(*args))
-        task = self._loop.create_task(coro) if name is None else self._loop.create_task(coro, name=str(name))
+        task = loop.create_task(coro) if name is None else loop.create_task(coro, name=str(name))
         self._tasks[task] = scope
         task.add_done_callback(self._on_end, context=self._context)
 
@@ -218,6 +225,7 @@ class _AsyncioGroup:
         finally:
             del exc, tb
             self._errors = []
+            self._loop = None  # exited: start_soon refuses from here on (the exit waited for every task)
         return self._scope.__exit__(None, None, None)
 
 
@@ -225,6 +233,9 @@ async def _scoped(scope: anyio.CancelScope, coro: Coroutine[Any, Any, Any]) -> N
     """A task's body: ``coro`` inside ``scope`` (the group cancels the task through it)."""
     with scope:
         await coro
+
+
+_INACTIVE = "this task group is not active (not entered yet, or exited): no new task can be started in it"
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:

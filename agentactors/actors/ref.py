@@ -38,7 +38,8 @@ import anyio
 
 import agentactors.actors.supervision as supervision
 
-from ..errors import ActorStopped, AskTimeout
+from .._backend import entered_here
+from ..errors import ActorError, ActorStopped, AskTimeout
 from ._cell import ACCEPTED, CLOSED, OPEN, STOPPED, ActorLike, Cell, Failure
 from ._inline import Suspended, run_inline
 from .crossing import wrong_loop
@@ -142,8 +143,9 @@ class ActorRef:
 
         Returns without yielding when there is room.  A tell to a stopped actor
         (or one that stops while the sender waits) becomes an
-        ``actor.dead_letter`` event; it does not raise.  A handler error for a
-        tell never reaches the sender: it is an ``actor.failed`` event.
+        ``actor.dead_letter`` event; it does not raise — except from the actor's own handler into its full
+        mailbox, where it would wait forever (see "Asking itself" in :meth:`ask`): ``ActorError``, nothing
+        sent.  A handler error for a tell never reaches the sender: it is an ``actor.failed`` event.
 
         :raises RuntimeError: called from another event loop than the runtime's (see :meth:`ask`).
 
@@ -171,7 +173,13 @@ class ActorRef:
         :class:`~agentactors.errors.ActorStopped` if the actor is stopped or stops before answering.
         ``timeout`` (seconds, covering the wait for mailbox room too) raises
         :class:`~agentactors.errors.AskTimeout`; an answer that arrives at the very moment the timeout
-        expires is returned.
+        expires is returned.  A ``timeout`` that is not a number of seconds >= 0 (a bool, NaN, a negative
+        one) is a ``TypeError`` / ``ValueError`` before anything is sent.
+
+        **Asking itself.**  An ask made by the actor's own handler (in its own task) that would queue behind
+        the slot that handler holds — ``concurrency=1``, or during ``on_start`` — could never be answered: it
+        raises :class:`~agentactors.errors.ActorError` at once, nothing sent (and so does a :meth:`tell` that
+        would wait for room there).  The check is made only where an ask queues, never on the direct path.
 
         **Only from the runtime's event loop.**  The actor's state, tasks and events belong to the loop that
         entered its runtime: from another thread's loop this raises ``RuntimeError`` before touching the
@@ -203,7 +211,7 @@ class ActorRef:
         if get_ident() != spec.thread:
             _elsewhere(cell, "ask", "ref.runtime.call(ref.ask, message)")
             raise ActorStopped(f"actor {cell.name!r} is stopped (its runtime has closed)")
-        if (timeout is None or timeout > 0) and cell.may_run_direct():
+        if (timeout is None or _positive(timeout)) and cell.may_run_direct():
             await spec.checkpoint()  # an ask is a cancellation point, whichever path
             deadline = None if timeout is None else anyio.current_time() + timeout
             scope = spec.new_scope() if deadline is None else spec.new_scope(deadline=deadline)
@@ -251,6 +259,8 @@ class ActorRef:
                 assert deadline is not None
                 return await self._ask_by(env, deadline, timeout, False)
         # -- the mailbox path
+        if cell.scopes and ((spec.concurrency == 1 and cell.busy) if cell.started else cell.slots == 1):
+            _refuse_waiting_on_itself(cell, "ask", message)  # (rare: a handler asking its own actor)
         env = Ask(message, contextvars.copy_context(), spec.new_event())
         if timeout is None:
             return await self._ask(env, False, True)
@@ -291,6 +301,8 @@ class ActorRef:
     async def _wait_for_room(self, item: Any) -> bool:
         """Wait until a slot holder hands ``item`` into the mailbox.  False if the actor stopped meanwhile."""
         cell = self._cell
+        if cell.scopes and ((cell.spec.concurrency == 1 and cell.busy) if cell.started else cell.slots == 1):
+            _refuse_waiting_on_itself(cell, "tell" if type(item) is not Ask else "ask", item)
         waiter = cell.wait_in_line(item)
         try:
             await waiter.event.wait()
@@ -314,6 +326,55 @@ def _elsewhere(cell: Cell, call: str, via: str) -> None:
     spec = cell.spec
     if spec.host.running:
         raise wrong_loop(f"{call}() to actor {cell.name!r}", spec.thread, via)
+
+
+def _refuse_waiting_on_itself(cell: Cell, call: str, message: Any) -> None:
+    """Refuse an ask (or a tell waiting for room) made by the actor's own handler, which it would wait on forever.
+
+    Called only where the message would queue — never on the direct path — when one slot holder alone can hold
+    the queue up: a started actor with ``concurrency=1`` whose handler runs, or an unstarted one with a single
+    slot holder (the one running ``on_start`` or a restart).  That holder runs inside one of ``cell.scopes``; if
+    the calling task entered it, what it queues is served only after it returns, and it would wait for that: a
+    deadlock, refused here before anything is sent.  Only the caller's own task is recognised
+    (:func:`~agentactors._backend.entered_here`); a task it started waits as before.  (With more slot holders,
+    another may serve the message — or, while a restart runs beside older handlers, start the actor — so
+    nothing is refused.)
+
+    :raises ActorError: the calling task holds the actor's only slot (``concurrency=1``), or runs its ``on_start``.
+    """
+    for scope in tuple(cell.scopes or ()):
+        if entered_here(scope):
+            if cell.started:
+                why = (
+                    f"its handler holds the actor's only slot (concurrency={cell.spec.concurrency}), so the "
+                    "message would be handled only after the handler returns"
+                )
+            else:
+                why = "the actor is still starting (on_start or a restart), so nothing is handled before that returns"
+            if call == "tell":
+                why = f"its mailbox is full and only handling makes room, but {why}"
+                way = "try_tell() it (it never waits) or give the actor a larger mailbox_size"
+            else:
+                way = "call the code directly, tell() it instead, or spawn the actor with concurrency > 1"
+            raise ActorError(
+                f"{call}() from actor {cell.name!r} to itself would wait forever: {why}; {way} "
+                f"({type(message).__name__} not sent)"
+            )
+
+
+def _positive(timeout: Any) -> bool:
+    """Whether an ask's ``timeout`` leaves time for a handler (> 0: it may run directly), once checked.
+
+    :raises TypeError: not an int or a float (a bool is neither here).
+    :raises ValueError: negative or NaN (``math.inf``: no deadline).
+    """
+    if type(timeout) is float or type(timeout) is int:
+        if timeout >= 0:  # (NaN is not)
+            return bool(timeout > 0)
+        raise ValueError(f"an ask's timeout must be a number of seconds >= 0 (or None), not {timeout!r}")
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool):  # a subclass of either
+        return _positive(float(timeout))
+    raise TypeError(f"an ask's timeout must be a number of seconds or None, not {type(timeout).__name__} {timeout!r}")
 
 
 def _timeout(cell: Cell, message: Any, within: float) -> AskTimeout:

@@ -40,6 +40,7 @@ is one) and the :class:`RunsMany` protocol behind :meth:`Runtime.run_many` and
 from __future__ import annotations
 
 import contextvars
+import inspect
 import itertools
 import logging
 import threading
@@ -51,7 +52,9 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from .._backend import backend_function, scope_checkpoint
+import agentactors.actors.supervision as supervision
+
+from .._backend import backend_function, entered_here, scope_checkpoint
 from .._task_group import TaskGroup, open_task_group
 from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
@@ -188,7 +191,9 @@ class Runtime:
     get closed), and last flushes the runtime's recorders that have a
     ``flush()`` (a :class:`~agentactors.events.JsonlRecorder`'s buffer, an
     exporter's queue).  An actor whose ``on_failure="escalate"`` fails cancels the
-    block, and its exception — bare, not in a group — leaves ``async with``.
+    block, and its exception — bare, not in a group — leaves ``async with``; so does,
+    once the rest of the exit has run, a ``KeyboardInterrupt`` (``SystemExit``, ...)
+    out of an ``on_stop`` or a cleanup the exit runs.
 
     A runtime belongs to the event loop (and so the thread) that entered it: any
     task of that loop may use it — a request handler, a task the server
@@ -244,8 +249,7 @@ class Runtime:
         journal: Any = None,
         cost_limit: Any = None,
     ) -> None:
-        if drain_timeout < 0:
-            raise ValueError("drain_timeout must be >= 0")
+        drain_timeout = _seconds(drain_timeout, "drain_timeout")  # (NaN would fail the exit half-way)
         if cost_limit is not None and not callable(getattr(cost_limit, "charge", None)) and not _amount(cost_limit):
             raise ValueError(f"cost_limit must be a non-negative number, a CostBudget or None, not {cost_limit!r}")
         #: What the runs of this runtime may spend together: a number or a budget (the kernel knows neither: the
@@ -387,7 +391,7 @@ class Runtime:
             if exc is None:
                 try:
                     with anyio.move_on_after(self.drain_timeout):
-                        await self.wait_idle()
+                        await self._wait_idle()
                 except cancelled as e:  # an escalation (or an outer cancellation) during the drain
                     exc = e
             tg.cancel()
@@ -446,15 +450,26 @@ class Runtime:
         """Wait until no handler runs and no runtime task runs.
 
         Handlers run in workers and, for direct asks, in their askers' own tasks: both count (a
-        drain waits for both).  Called from inside a handler it would wait for that very handler:
-        don't.
+        drain waits for both).
 
-        :raises RuntimeError: called from another event loop than the runtime's (its events are that loop's).
+        :raises RuntimeError: called from another event loop than the runtime's (its events are that loop's), or
+            from a handler (or ``on_start``) of one of the runtime's actors, in its own task: it would wait for
+            that very handler forever.
 
         Cancellation: a cancelled waiter leaves at once; nothing else changes.
         """
         if self._entered and not self._closed:
             self._check_loop("Runtime.wait_idle()", "rt.call(rt.wait_idle)")
+            for cell in self._actors:  # (only cells with a handler running have scopes: one pass, no await)
+                if cell.scopes and any(entered_here(scope) for scope in tuple(cell.scopes)):
+                    raise RuntimeError(
+                        f"Runtime.wait_idle() from a handler of actor {cell.name!r} would wait for itself forever "
+                        "(it waits until no handler runs); wait for what the handler needs instead"
+                    )
+        await self._wait_idle()
+
+    async def _wait_idle(self) -> None:
+        """:meth:`wait_idle`, unchecked (the runtime's own drain)."""
         while True:
             if self._running:
                 event = self._idle
@@ -490,7 +505,10 @@ class Runtime:
         for cell in cells:
             cell.halt("the runtime closed")
         for cell in cells:
-            await cell.finalize()
+            try:
+                await cell.finalize()
+            except BaseException as exc:
+                self._interrupted(exc)
         cleanups, self._cleanups = self._cleanups, []
         self._services.clear()
         for cleanup in reversed(cleanups):
@@ -498,6 +516,29 @@ class Runtime:
                 await cleanup()
             except Exception as exc:
                 log.warning("a runtime cleanup raised %s", redact(f"{type(exc).__name__}: {exc}"))
+            except BaseException as exc:
+                self._interrupted(exc)
+
+    def _interrupted(self, exc: BaseException) -> None:
+        """An ``on_stop`` or a cleanup run by the exit raised ``exc``, a ``BaseException`` that is no failure.
+
+        ``KeyboardInterrupt``, ``SystemExit``, the user's own: kept, the first one only (an escalation before it
+        wins), to leave ``async with`` bare once the rest of the exit — the other hooks, the cleanups, the
+        recorders' flush — has run, as one out of a worker's handler does.  A cancellation (the exit's own bound)
+        and ``GeneratorExit`` (the exit's coroutine is being closed: it must not await again) go on at once; a
+        stray cancellation (no scope asked for it: :func:`~agentactors.actors.supervision.stray_failure`) is the
+        hook's own failure, logged like a cleanup's.  Call it from the ``except`` clause, inside the exit's scopes.
+        """
+        if isinstance(exc, GeneratorExit):
+            raise exc
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            if not supervision.is_stray(exc):
+                raise exc
+            # A stray one (see the worker): the hook's own failure.
+            log.warning("an on_stop or a runtime cleanup raised %s that no cancel scope asked for", type(exc).__name__)
+            return
+        if self._escalated is None:
+            self._escalated = exc
 
     # -- spawning --------------------------------------------------------------------------------
 
@@ -537,20 +578,38 @@ class Runtime:
         by its first message (by the first asker itself, when direct).  ``quiet``: no ``actor.started`` /
         ``actor.stopped`` events for it (an actor that stands for something with events of its own: a run).
 
+        :raises TypeError: a count (``mailbox_size``, ``concurrency``, ``max_restarts``) that is not an int (a bool
+            is not one), a ``restart_window`` that is not a number, a ``name`` that is not a string.
+        :raises ValueError: a setting out of its range (a count below 1, or 0 for ``max_restarts``; a window that is
+            not > 0), or an unknown ``on_failure``.
         :raises RuntimeError: outside ``async with``, or from another thread than the runtime's loop's.
         """
         self._check_running()
         if threading.get_ident() != self._thread:
             raise wrong_loop("Runtime.spawn()", self._thread, "rt.call(fn) with an async fn that spawns")
+        # The types first, on every call (a few identity compares): True == 1 and 1.0 == 1 would otherwise find
+        # the settings of an int in the cache below, and be taken only when another spawn came first.
+        if (
+            type(mailbox_size) is not int
+            or type(concurrency) is not int
+            or type(max_restarts) is not int
+            or type(restart_window) is not float
+            or (name is not None and not isinstance(name, str))
+        ):
+            _check_spawn(name, mailbox_size, concurrency, max_restarts, restart_window)
         key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct, quiet)
         spec = self._specs.get(key)
         if spec is None:
             if on_failure not in _POLICIES:
                 raise ValueError(f"on_failure must be one of {sorted(_POLICIES)}, not {on_failure!r}")
-            if max_restarts < 0 or restart_window <= 0:
-                raise ValueError("max_restarts must be >= 0 and restart_window > 0")
-            if mailbox_size < 1 or concurrency < 1:
-                raise ValueError("mailbox_size and concurrency must be >= 1")
+            if max_restarts < 0:
+                raise ValueError(f"max_restarts must be >= 0, not {max_restarts!r}")
+            if not restart_window > 0:  # (NaN too)
+                raise ValueError(f"restart_window must be a number of seconds > 0, not {restart_window!r}")
+            if mailbox_size < 1:
+                raise ValueError(f"mailbox_size must be >= 1, not {mailbox_size!r}")
+            if concurrency < 1:
+                raise ValueError(f"concurrency must be >= 1, not {concurrency!r}")
             # Shared by every actor spawned with these settings: an idle actor should not carry its own.
             spec = self._specs[key] = Spec(
                 self._host,
@@ -732,9 +791,9 @@ class Runtime:
                 outcome = (await self.call(fn, *args), None)
         except Exception as exc:
             outcome = (None, exc)
-        except BaseException:  # the runtime's cancellation (its exit, an escalation), an interrupt: it goes on
+        except BaseException as exc:  # the runtime's cancellation (its exit, an escalation), an interrupt
             outcome = (None, RuntimeError("the runtime closed while Runtime.call() was running"))
-            raise
+            self._task_failed(exc)  # a cancellation goes on; an interrupt escalates, as out of any runtime task
         finally:
             self._task_done()
             crossing.finish(*outcome)
@@ -746,7 +805,7 @@ class Runtime:
 
         Counted in :meth:`stats` and cancelled when the runtime closes.  An
         exception escaping ``fn`` escalates: it cancels the runtime and leaves
-        ``async with Runtime()``.
+        ``async with Runtime()`` (bare, a ``KeyboardInterrupt`` too, once the exit has run).
 
         A ``background`` task is one that lives as long as the runtime does (the
         task that owns a connection a :meth:`service` shares, say): the drain and
@@ -761,16 +820,25 @@ class Runtime:
         (after the drain).  The call itself never blocks.
 
         :raises RuntimeError: outside ``async with``, or from another event loop than the runtime's.
+        :raises TypeError: ``fn`` is not an async function: its call returned no awaitable (nothing was started).
         """
         self._check_running()
         self._check_loop("Runtime.spawn_task()", "rt.call(fn) with an async fn that starts the task")
         assert self._tg is not None
+        # Made here, not in the task: what is not awaitable (a sync function's result) is refused at the call, as
+        # anyio's start_soon refuses it, rather than failing in the task, which would escalate (end the runtime).
+        awaitable = fn(*args)
+        if not inspect.isawaitable(awaitable):
+            raise TypeError(
+                f"Runtime.spawn_task() needs an async function (one whose call returns an awaitable); "
+                f"{getattr(fn, '__qualname__', type(fn).__name__)} returned a {type(awaitable).__name__}"
+            )
         if background:
             self._background += 1
-            self._start_internal(self._run_background, fn, args)
+            self._start_internal(self._run_background, _given, (awaitable,))
             return
         self._running += 1
-        self._tg.start_soon(self._run_task, fn, args, name=name)
+        self._tg.start_soon(self._run_task, _given, (awaitable,), name=name)
 
     async def stop(self, ref: ActorRef, *, drain: bool = True, timeout: float | None = None) -> None:  # noqa: ASYNC109
         """Stop an actor.  With ``drain``, queued messages are handled first (at most ``timeout``,
@@ -787,9 +855,14 @@ class Runtime:
         runs where it would have (the last worker's task, or the next call to ``stop``, or the
         runtime's exit).
 
-        :raises ValueError: ``ref`` is an actor of another runtime.
+        :raises TypeError: ``ref`` is not an :class:`ActorRef`, or ``timeout`` not a number of seconds.
+        :raises ValueError: ``ref`` is an actor of another runtime, or ``timeout`` is negative or NaN.
         :raises RuntimeError: called from another event loop than the runtime's (nothing changed).
         """
+        if not isinstance(ref, ActorRef):
+            raise TypeError(f"Runtime.stop() takes an ActorRef (what spawn() returned), not a {type(ref).__name__}")
+        if timeout is not None:
+            timeout = _seconds(timeout, "timeout")
         cell = cell_of(ref)
         if cell.spec.runtime is not self:
             raise ValueError(f"{ref!r} belongs to another runtime")
@@ -797,12 +870,35 @@ class Runtime:
             self._check_loop(f"Runtime.stop() of actor {cell.name!r}", "rt.call(rt.stop, ref)")
         if cell.begin_stopping():
             if drain:
-                with anyio.move_on_after(self.drain_timeout if timeout is None else timeout):
-                    await cell.wait_quiet()
+                deadline = anyio.current_time() + (self.drain_timeout if timeout is None else timeout)
+                try:
+                    with anyio.move_on_at(deadline):
+                        await cell.wait_quiet()
+                except BaseException:
+                    self._finish_stop_soon(cell, deadline)  # the caller left mid-drain: the runtime goes on with it
+                    raise
             cell.halt("stopped")
         await cell.wait_quiet()
         await cell.finalize()
         await cell.wait_dead()
+
+    def _finish_stop_soon(self, cell: Cell, deadline: float) -> None:
+        """Finish a :meth:`stop` whose caller left during the drain, in a runtime task: what its docstring promises.
+
+        The drain goes on until ``deadline`` (the stop's own bound), then the actor is halted and finalized.
+        Nothing when the runtime is closing or this is not its loop: its exit halts and finalizes every actor.
+        """
+        if self._closed or self._tg is None or self._here() is not self._home:
+            return
+        self._running += 1
+        self._start_internal(self._run_task, self._finish_stop, (cell, deadline))
+
+    async def _finish_stop(self, cell: Cell, deadline: float) -> None:
+        with anyio.move_on_at(deadline):
+            await cell.wait_quiet()
+        cell.halt("stopped")
+        await cell.wait_quiet()
+        await cell.finalize()
 
     def service(
         self,
@@ -961,18 +1057,30 @@ class Runtime:
     async def _run_task(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
         try:
             await fn(*args)
-        except Exception as exc:
-            self._escalate(None, exc)
+        except BaseException as exc:
+            self._task_failed(exc)
         finally:
             self._task_done()
 
     async def _run_background(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
         try:
             await fn(*args)
-        except Exception as exc:
-            self._escalate(None, exc)
+        except BaseException as exc:
+            self._task_failed(exc)
         finally:
             self._background -= 1
+
+    def _task_failed(self, exc: BaseException) -> None:
+        """A runtime task raised ``exc``: a cancellation goes on; anything else escalates (see the worker).
+
+        An ``Exception``, and a ``KeyboardInterrupt``, ``SystemExit`` or ``BaseException`` of the user's own alike:
+        out of the task group as it is, the latter would leave asyncio's event loop itself (past the exit) or,
+        on trio, leave ``async with`` wrapped in a group.  Escalated, the runtime is cancelled, its exit runs, and
+        the exception leaves ``async with`` bare.  ``GeneratorExit`` too; nothing awaits after it here.
+        """
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            raise exc
+        self._escalate(None, exc)
 
     def _task_done(self) -> None:
         self._running -= 1
@@ -1017,6 +1125,33 @@ class Runtime:
             sink.emit("actor.dead_letter", actor=name, message_type=type(message).__name__)
 
 
+def _seconds(value: Any, what: str) -> float:
+    """``value`` as a number of seconds (``math.inf`` allowed), or a clear error naming ``what``.
+
+    :raises TypeError: not an int or a float (a bool is neither here: ``True`` would be a second).
+    :raises ValueError: negative or NaN.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__} {value!r}")
+    if not value >= 0:  # (NaN too)
+        raise ValueError(f"{what} must be a number of seconds >= 0, not {value!r}")
+    return float(value)
+
+
+def _check_spawn(name: Any, mailbox_size: Any, concurrency: Any, max_restarts: Any, restart_window: Any) -> None:
+    """The types of :meth:`Runtime.spawn`'s settings (its caller checks the ranges).
+
+    :raises TypeError: the first setting of a wrong type, named.
+    """
+    for what, value in (("mailbox_size", mailbox_size), ("concurrency", concurrency), ("max_restarts", max_restarts)):
+        if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{what} must be an int, not {type(value).__name__} {value!r}")
+    if isinstance(restart_window, bool) or not isinstance(restart_window, int | float):
+        raise TypeError(f"restart_window must be a number of seconds, not {type(restart_window).__name__}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, not {type(name).__name__} {name!r}")
+
+
 def _amount(value: object) -> bool:
     """Whether ``value`` is a non-negative number (not a bool, not NaN)."""
     return not isinstance(value, bool) and isinstance(value, int | float) and value >= 0
@@ -1031,6 +1166,11 @@ def _count_running(delta: int) -> None:
 def _nowhere() -> object:
     """The loop probe of a runtime never entered: no loop (a runtime's home loop is set on entering)."""
     return None
+
+
+def _given(awaitable: Awaitable[T]) -> Awaitable[T]:
+    """``awaitable`` itself: what a runtime task calls to get the awaitable made at :meth:`Runtime.spawn_task`."""
+    return awaitable
 
 
 async def _awaiting(awaitable: Awaitable[T]) -> T:

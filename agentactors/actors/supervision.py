@@ -38,11 +38,12 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from .._containment import is_cancellation
 from ..errors import redact
 from ._cell import STOPPING, Cell, Failure
 from ._inline import in_context
 
-__all__ = ["after_direct_failure", "failed", "failed_now", "start", "start_direct"]
+__all__ = ["after_direct_failure", "failed", "failed_now", "is_stray", "start", "start_direct", "stray_failure"]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -60,7 +61,12 @@ async def start(cell: Cell) -> bool:
         on_start = getattr(cell.actor, "on_start", None)
         if on_start is not None:
             try:
-                await on_start()
+                try:
+                    await on_start()
+                except Exception:
+                    raise
+                except BaseException as exc:  # a stray cancellation is on_start's failure (see stray_failure)
+                    raise stray_failure(exc) from exc
             except Exception as exc:
                 if (
                     failed_now(cell, exc, None, None, "on_start")
@@ -96,6 +102,47 @@ async def start_direct(cell: Cell) -> Failure | None:
             return (exc, None, None, "on_start")
     cell.started_now(True)
     return None
+
+
+def stray_failure(exc: BaseException) -> Exception:
+    """``exc``, caught out of a handler (or ``on_start``) in a worker, as the failure it is; raised again if none.
+
+    A cancellation that no cancel scope asked for — asyncio's ``CancelledError`` raised by a library of its own
+    (:mod:`agentactors._containment`) — is the handler's failure: out of the worker as it is, it would end the
+    worker's task as cancelled, which the runtime's task group takes for a cancellation of the whole group
+    (every other actor's handlers, and the runtime's block, cancelled).  It is handed to supervision as a
+    :class:`RuntimeError` saying so (policies deal in ``Exception`` s); the asker gets the exception itself.
+    Anything else — a real cancellation, ``KeyboardInterrupt`` ... — is raised again here: call this from
+    the ``except`` clause, still inside the scopes the exception came through (that is how a real one is told).
+    """
+    if not is_stray(exc):
+        raise exc
+    failure = RuntimeError(f"a handler raised {type(exc).__name__} that no cancel scope asked for (a stray one)")
+    failure.__cause__ = exc
+    return failure
+
+
+def is_stray(exc: BaseException) -> bool:
+    """Whether ``exc`` is a stray cancellation: anyio's cancellation exception that no cancel scope asked for
+    (:func:`~agentactors._containment.is_cancellation` says no) and, on asyncio, no ``task.cancel()`` either.
+
+    A native ``task.cancel()`` of the running task (what ``asyncio.run`` does to the tasks left at its end)
+    raises a ``CancelledError`` no anyio scope asked for, but it is a real cancellation of that task: the task's
+    ``cancelling()`` count says so (anyio's scopes cancel through it too, then ``is_cancellation`` already
+    said yes).  Call it from the ``except`` clause, inside the scopes the exception came through.
+    """
+    if not isinstance(exc, anyio.get_cancelled_exc_class()) or is_cancellation(exc):
+        return False
+    import asyncio  # (only asyncio has stray cancellations: trio's cannot be made by user code, only leaked)
+
+    if not isinstance(exc, asyncio.CancelledError):
+        return False  # a trio.Cancelled out of its scope: trio's own to deal with, as before
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # pragma: no cover - an asyncio exception with no asyncio loop running
+        return False
+    cancelling = getattr(task, "cancelling", None)
+    return not (callable(cancelling) and cancelling())
 
 
 async def failed(
@@ -202,7 +249,12 @@ async def _replace(cell: Cell, exc: Exception, ctx: contextvars.Context | None) 
     on_stop = getattr(old, "on_stop", None) if was_started else None
     if on_stop is not None:
         try:
-            await on_stop()
+            try:
+                await on_stop()
+            except Exception:
+                raise
+            except BaseException as exc:  # a stray cancellation is on_stop's failure (see stray_failure)
+                raise stray_failure(exc) from exc
         except Exception as stop_error:
             host.record(ctx, "actor.failed", actor=cell.name, error=stop_error, policy="restart", phase="on_stop")
     return True

@@ -27,6 +27,12 @@ would hand askers a made-up ``RuntimeError``).  One rule for every ``BaseExcepti
 that is not a cancellation keeps the policy for ``Exception`` s.  Nothing here awaits
 after catching it, so a worker whose coroutine *is* being closed (its task collected
 pending, the loop abandoned) still ends as ``close()`` requires: it returns.
+
+A cancellation that no cancel scope asked for (a *stray* one: asyncio's ``CancelledError`` raised by
+a library of its own) is the handler's failure, not the worker's end: out of the worker it would end
+the task as cancelled, which the runtime's task group takes for a cancellation of the whole group.
+The asker gets it as raised; supervision sees a ``RuntimeError`` saying so
+(:func:`~agentactors.actors.supervision.stray_failure`).
 """
 
 from __future__ import annotations
@@ -95,7 +101,11 @@ async def work(cell: Cell, failure: Failure | None = None) -> None:
         finally:
             finalize = cell.leave_worker()
         if finalize:
-            await cell.finalize()  # on_stop, in this task: still the runtime's work (a drain waits for it)
+            try:
+                await cell.finalize()  # on_stop, in this task: still the runtime's work (a drain waits for it)
+            except BaseException as exc:
+                stop_error = supervision.stray_failure(exc)  # raises it again unless it is a stray cancellation
+                cell.spec.host.record(None, "actor.failed", actor=cell.name, error=stop_error, phase="on_stop")
     except BaseException as exc:
         if isinstance(exc, Exception | anyio.get_cancelled_exc_class()):
             raise
@@ -149,6 +159,9 @@ async def serve(cell: Cell, mailbox: deque[Any], scope: CancelScopeLike) -> bool
             except Exception as exc:
                 item.fail(exc)
                 failure = exc
+            except BaseException as exc:
+                failure = supervision.stray_failure(exc)  # raises it again unless it is a stray cancellation
+                item.fail(exc)  # the asker gets it as it was raised (as from a handler run in its own task)
             else:
                 item.succeed(result)
             finally:
@@ -162,6 +175,8 @@ async def serve(cell: Cell, mailbox: deque[Any], scope: CancelScopeLike) -> bool
                 await cell.actor.receive(item)
             except Exception as exc:
                 failure = exc
+            except BaseException as exc:
+                failure = supervision.stray_failure(exc)  # raises it again unless it is a stray cancellation
             finally:
                 cell.handler_done()
             if failure is not None:

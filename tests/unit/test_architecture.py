@@ -424,6 +424,26 @@ ALLOWED_PRIVATE_READS: dict[tuple[str, str], str] = {
     ("agentactors/_backend.py", "scope._shield"): (
         "what anyio's shield property returns, read in the same walk for the same reason, under the same check"
     ),
+    ("agentactors/_backend.py", "scope._host_task"): (
+        "the task that entered an anyio asyncio cancel scope, read by entered_here() only where an ask would queue "
+        "behind a busy actor (never a direct ask): no public API links a scope to its task, and an actor asking "
+        "itself from its own handler is told from any other asker by it; an AttributeError means no answer "
+        "(tests/unit/actors/test_an_actor_asking_itself.py checks it on both backends)"
+    ),
+    ("agentactors/_backend.py", "scope._CancelScope__original"): (
+        "the trio scope inside anyio's trio CancelScope, read by entered_here() for the same reason and check"
+    ),
+    ("agentactors/_backend.py", "original._cancel_status"): (
+        "trio's record of an active scope (None once left), matched by entered_here() against the calling task's "
+        "chain of cancel statuses, for the same reason and check"
+    ),
+    ("agentactors/_backend.py", "task._cancel_status"): (
+        "the calling trio task's innermost cancel status, where entered_here() starts that chain (same reason)"
+    ),
+    ("agentactors/_backend.py", "nursery._cancel_status"): (
+        "the status a trio task began in (its parent nursery's): where entered_here() stops, so that only the "
+        "task's own scopes count, not its starter's (same reason and check)"
+    ),
 }
 
 
