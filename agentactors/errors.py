@@ -28,6 +28,7 @@ bases and, when it is not defined here, where it lives::
     ├── ActorError                      the actor kernel: an ask that got no answer
     │   ├── AskTimeoutError                 was AskTimeout; also a TimeoutError
     │   ├── ActorStoppedError               was ActorStopped
+    │   ├── ActorDeadlockError              also a RuntimeError; an ask (or tell) an actor's handler makes to itself
     │   └── WrongEventLoopError             also a RuntimeError; an actor used outside its runtime's event loop
     ├── RunError                        a run of the tool loop ended without the answer it was for
     │   ├── RunDeadlineExceededError        was RunDeadlineExceeded; in RunResult.error, never raised by a run
@@ -141,6 +142,7 @@ from typing import TYPE_CHECKING, Any, Self
 from .redaction import excerpt, redact, register_secret
 
 __all__ = [
+    "ActorDeadlockError",
     "ActorError",
     "ActorStoppedError",
     "AgentActorsError",
@@ -551,6 +553,12 @@ class AskTimeoutError(ActorError, TimeoutError):
 
 class ActorStoppedError(ActorError):
     """The actor was stopped (or stopped itself) and cannot answer."""
+
+
+class ActorDeadlockError(ActorError, RuntimeError):
+    """An actor's own handler asked its actor (or told it, into a full mailbox) where the message would queue
+    behind the slot that handler holds (``concurrency=1``, or during ``on_start``): it could never be handled.
+    Raised at once, nothing sent; a ``RuntimeError`` too, as a deadlock detected is a program's error."""
 
 
 class WrongEventLoopError(ActorError, RuntimeError):

@@ -39,7 +39,7 @@ import anyio
 import agentactors.actors.supervision as supervision
 
 from .._backend import entered_here
-from ..errors import ActorError, ActorStopped, AskTimeout
+from ..errors import ActorDeadlockError, ActorStopped, AskTimeout
 from ._cell import ACCEPTED, CLOSED, OPEN, STOPPED, ActorLike, Cell, Failure
 from ._inline import Suspended, run_inline
 from .crossing import wrong_loop
@@ -144,7 +144,7 @@ class ActorRef:
         Returns without yielding when there is room.  A tell to a stopped actor
         (or one that stops while the sender waits) becomes an
         ``actor.dead_letter`` event; it does not raise — except from the actor's own handler into its full
-        mailbox, where it would wait forever (see "Asking itself" in :meth:`ask`): ``ActorError``, nothing
+        mailbox, where it would wait forever (see "Asking itself" in :meth:`ask`): ``ActorDeadlockError``, nothing
         sent.  A handler error for a tell never reaches the sender: it is an ``actor.failed`` event.
 
         :raises RuntimeError: called from another event loop than the runtime's (see :meth:`ask`).
@@ -178,7 +178,7 @@ class ActorRef:
 
         **Asking itself.**  An ask made by the actor's own handler (in its own task) that would queue behind
         the slot that handler holds — ``concurrency=1``, or during ``on_start`` — could never be answered: it
-        raises :class:`~agentactors.errors.ActorError` at once, nothing sent (and so does a :meth:`tell` that
+        raises :class:`~agentactors.errors.ActorDeadlockError` at once, nothing sent (and so does a :meth:`tell` that
         would wait for room there).  The check is made only where an ask queues, never on the direct path.
 
         **Only from the runtime's event loop.**  The actor's state, tasks and events belong to the loop that
@@ -340,7 +340,8 @@ def _refuse_waiting_on_itself(cell: Cell, call: str, message: Any) -> None:
     another may serve the message — or, while a restart runs beside older handlers, start the actor — so
     nothing is refused.)
 
-    :raises ActorError: the calling task holds the actor's only slot (``concurrency=1``), or runs its ``on_start``.
+    :raises ActorDeadlockError: the calling task holds the actor's only slot (``concurrency=1``), or runs its
+        ``on_start``.
     """
     for scope in tuple(cell.scopes or ()):
         if entered_here(scope):
@@ -356,7 +357,7 @@ def _refuse_waiting_on_itself(cell: Cell, call: str, message: Any) -> None:
                 way = "try_tell() it (it never waits) or give the actor a larger mailbox_size"
             else:
                 way = "call the code directly, tell() it instead, or spawn the actor with concurrency > 1"
-            raise ActorError(
+            raise ActorDeadlockError(
                 f"{call}() from actor {cell.name!r} to itself would wait forever: {why}; {way} "
                 f"({type(message).__name__} not sent)"
             )

@@ -3,7 +3,7 @@
 With ``concurrency=1`` the handler holds the actor's only slot: a message it queues to its own actor is
 served only after that handler returns, and the handler waits for that very answer.  The same holds for
 ``on_start`` (nothing is served before it returns), whatever the concurrency.  That used to hang the asker
-for good (or, with a timeout, until an ``AskTimeout`` that named no cause).  It is now an ``ActorError`` at the
+for good (or, with a timeout, until an ``AskTimeout`` that named no cause).  It is now an ``ActorDeadlockError`` at the
 call, before anything is sent: the actor goes on, and the handler can catch it.  The check runs only where an
 ask queues behind a busy actor, never on the direct path.
 
@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from agentactors.actors import ActorRef, Runtime
-from agentactors.errors import ActorError, ActorStopped
+from agentactors.errors import ActorDeadlockError, ActorError, ActorStopped
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -64,7 +64,7 @@ async def test_a_self_ask_with_one_slot_is_refused_at_once_and_sends_nothing(
         actor, ref = spawn(rt, direct=direct)
         with anyio.fail_after(1):  # (virtual time: a hang would be a TimeoutError here, not a wait)
             answer = await ref.ask(("ask", "inner", within) if within else ("ask", "inner"))
-        assert answer[0] == "refused" and answer[1] is ActorError
+        assert answer[0] == "refused" and answer[1] is ActorDeadlockError
         assert "itself" in answer[2] and "concurrency" in answer[2]
         assert actor.seen == [("ask", "inner", within) if within else ("ask", "inner")]  # "inner" never sent
         assert await ref.ask("after") == "after"  # the actor goes on
@@ -76,7 +76,7 @@ async def test_a_self_tell_into_a_full_mailbox_is_refused_and_what_fit_is_handle
         actor, ref = spawn(rt, mailbox_size=2)
         with anyio.fail_after(1):
             answer = await ref.ask(("tell", ["a", "b", "c"]))
-        assert answer[0] == "refused" and answer[1] is ActorError
+        assert answer[0] == "refused" and answer[1] is ActorDeadlockError
         await rt.wait_idle()
         assert actor.seen == [("tell", ["a", "b", "c"]), "a", "b"]  # "c" was not sent
 
@@ -85,7 +85,7 @@ async def test_a_self_ask_from_on_start_is_refused_whatever_the_concurrency() ->
     class StartsBySelfAsking(Loopy):
         async def on_start(self) -> None:
             assert self.ref is not None
-            with pytest.raises(ActorError, match="itself"):
+            with pytest.raises(ActorDeadlockError, match="itself"):
                 await self.ref.ask("from on_start")
             self.seen.append("started")
 
