@@ -25,7 +25,6 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
-from urllib.parse import urljoin
 
 import anyio
 import anyio.to_thread
@@ -57,8 +56,6 @@ LIST_TIMEOUT: Final = 60.0
 #: A tool whose input schema is longer than this (its JSON text) is left out: it would go to the model with
 #: every request (some 50,000 tokens), and checking it against the meta-schema takes seconds of CPU.
 MAX_SCHEMA_CHARS: Final = 200_000
-#: The base URI a tool's schema is resolved against when its ``$ref``\ s are checked: nothing is ever fetched.
-_SCHEMA_BASE: Final = "https://agentactors.invalid/mcp-tool-schema"
 
 
 @attrs.frozen(slots=True)
@@ -277,11 +274,10 @@ def _allowed(keep: Callable[[str], bool], name: str, label: str) -> bool:
 
 
 def _schema_problem(schema: Any) -> str | None:
-    """Why a server's input schema cannot serve (too large; a ``$ref`` that needs anything but the schema), or None.
+    """Why a server's input schema cannot serve before it is even checked (its size), or None.
 
-    Every ``$ref`` and ``$dynamicRef`` is looked up — against the schema alone, with retrieval refused —
-    now, rather than by the validator at the first call: there an unresolvable one fails the call from
-    inside the executor, and a remote one is fetched, synchronously, from wherever the server points.
+    A ``$ref`` that needs anything but the schema itself is refused by :meth:`Tool.from_spec`
+    (:func:`~agentactors.tools.json_refs.check_refs_resolve`: nothing is ever fetched), which leaves that tool out.
     """
     try:
         text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
@@ -289,38 +285,6 @@ def _schema_problem(schema: Any) -> str | None:
         return None  # no JSON form, or nested too deeply: the schema check names that
     if len(text) > MAX_SCHEMA_CHARS:
         return f"its input schema is {len(text):,} characters long, over {MAX_SCHEMA_CHARS:,}"
-    if '"$ref"' not in text and '"$dynamicRef"' not in text:
-        return None  # the common case: nothing to resolve
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012
-
-    def refuse(uri: str) -> Any:
-        raise LookupError(f"{uri} is not part of the schema")
-
-    try:
-        resource = DRAFT202012.create_resource(schema)
-        registry = Registry(retrieve=refuse).with_resource(_SCHEMA_BASE, resource).crawl()  # type: ignore[call-arg]
-    except Exception as exc:  # a malformed $id or $anchor: the schema check may name it better
-        return f"its input schema cannot be read: {type(exc).__name__}"
-    resolver = registry.resolver(base_uri=_SCHEMA_BASE)
-    stack: list[tuple[Any, str]] = [(schema, _SCHEMA_BASE)]
-    while stack:  # iterative: the depth is the server's to choose
-        node, base = stack.pop()
-        if isinstance(node, dict):
-            scope = node.get("$id")
-            if isinstance(scope, str):
-                base = urljoin(base, scope)
-            for key in ("$ref", "$dynamicRef"):
-                ref = node.get(key)
-                if isinstance(ref, str):
-                    try:
-                        resolver.lookup(urljoin(base, ref))
-                    except Unresolvable:
-                        return f"its {key} {_clip(ref)!r} does not resolve within the schema (nothing is fetched)"
-            stack.extend((value, base) for value in node.values())
-        elif isinstance(node, list):
-            stack.extend((value, base) for value in node)
     return None
 
 

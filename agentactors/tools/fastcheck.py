@@ -29,6 +29,9 @@ a ``True`` therefore also means "nothing odd in it", and the validator need not 
 
 from __future__ import annotations
 
+import copy
+import functools
+import importlib
 import math
 import numbers
 import re
@@ -37,7 +40,7 @@ from typing import Any, Final
 
 from ._odd import whole
 
-__all__ = ["Check", "compile_check", "sees_every_value"]
+__all__ = ["Check", "compile_check", "pattern_search", "sees_every_value"]
 
 #: ``check(instance) -> bool``: ``True`` only when the instance is certainly valid.
 Check = Callable[[Any], bool]
@@ -74,6 +77,11 @@ _ARRAY_KEYS: Final = ("items", "prefixItems", "minItems", "maxItems", "uniqueIte
 _STRING_KEYS: Final = ("minLength", "maxLength", "pattern")
 _NUMBER_KEYS: Final = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _SCALAR_TYPES: Final = frozenset((str, int, float, bool, type(None)))
+# re's own parser and compiler (loaded with re; no public API gives a pattern's parsed form): the pattern
+# exactly as re reads it, and re's code for one node of it.
+_re_parser: Any = importlib.import_module("re._parser")
+_re_compiler: Any = importlib.import_module("re._compiler")
+_MAXREPEAT: Final = int(_re_parser.MAXREPEAT)  # the count of an unbounded repetition ({n,}, *, +)
 
 
 class _Unsupported(Exception):
@@ -298,7 +306,8 @@ def _string_check(schema: Mapping[str, Any]) -> Check:
     pattern = schema.get("pattern")
     if pattern is not None and not isinstance(pattern, str):
         raise _Unsupported
-    search = re.compile(pattern).search if pattern is not None else None  # jsonschema uses re.search too
+    # re.search's verdict, in bounded time (the validator's pattern keyword uses the same matcher).
+    search = pattern_search(pattern) if pattern is not None else None
 
     def check_string(v: Any) -> bool:
         if type(v) is not str:
@@ -306,7 +315,7 @@ def _string_check(schema: Mapping[str, Any]) -> Check:
         n = len(v)
         if n < min_length or (max_length is not None and n > max_length):
             return False
-        return search is None or search(v) is not None
+        return search is None or search(v)
 
     return check_string
 
@@ -391,3 +400,230 @@ def _count(value: Any) -> int:
     if type(value) is not int or value < 0:
         raise _Unsupported
     return value
+
+
+# -- patterns, matched in bounded time ------------------------------------------------------------------------
+#
+# A schema's ``pattern`` (and ``patternProperties``' names) is someone else's regex — an MCP server's, a user's
+# model's — run against the model's strings on the event loop.  ``re`` backtracks: ``^(a+)+$`` against
+# ``"a" * 40 + "b"`` takes minutes, ``a*a*b`` against 10,000 ``a`` takes as long, and no thread can bound it
+# (``re`` holds the GIL throughout).  So each pattern is looked at once, when the validator is built:
+#
+# * an upper bound on the steps ``re`` can take on a string of length n — ``K · m · (n + 1) ** (u + 1)`` for a
+#   pattern of m nodes with u unbounded repetitions, K the product of its bounded choices (alternatives, the
+#   range of ``{a,b}``), where no repetition repeats a choice; *exponential* where one does (``(a+)+``,
+#   ``(a|ab)*``, ``([a-z]+-)*``);
+# * a string for which that bound stays under :data:`_RE_STEPS` is matched by ``re`` itself (every ordinary
+#   pattern on an ordinary argument: the exact semantics, at ``re``'s speed); a longer one — any string, for an
+#   exponential pattern — by a Thompson-NFA simulation of the same parsed pattern (:class:`_Linear`), whose time
+#   is linear in the string (steps ≤ n · program size) and which takes ``re``'s own compiled code for each
+#   character class and anchor, so both say the same;
+# * the regular core is what that simulation takes; a pattern beyond it (a backreference, a lookaround, an
+#   atomic group, a possessive or conditional part) is matched by ``re`` — and refused when the tool is made if
+#   its bound can grow faster than linearly, since nothing could then bound a call.
+#
+# ``jsonschema``'s ``pattern``, ``patternProperties`` and ``additionalProperties`` use the same matcher
+# (validation.py), so the fast check and the validator never disagree.
+
+#: The worst-case steps ``re`` may take on one string before the linear matcher is used instead (~10-30 ms).
+_RE_STEPS: Final = 1_000_000
+#: The largest program the linear matcher builds (``x{1,5000}`` unrolls); a larger pattern is not linearised.
+_MAX_PROGRAM: Final = 20_000
+_REPEATS: Final = frozenset(("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"))
+_SINGLE: Final = frozenset(("LITERAL", "NOT_LITERAL", "ANY", "IN"))
+
+
+class _NotLinear(Exception):
+    """The pattern uses something beyond the regular core the linear matcher takes."""
+
+
+def _cost(items: Any) -> tuple[bool, int, float, int]:
+    """``(exponential, unbounded repetitions, constant factor, nodes)`` of a parsed pattern (see above)."""
+    exp, unbounded, factor, nodes = False, 0, 1.0, 0
+    for op, av in items:
+        name = str(op)
+        nodes += 1
+        if name in _REPEATS:
+            low, high, body = av
+            b_exp, b_unbounded, b_factor, b_nodes = _cost(body)
+            nodes += b_nodes
+            variable_body = b_exp or b_unbounded > 0 or b_factor > 1
+            if high != low and variable_body:
+                exp = True
+            elif high != low:
+                if high >= _MAXREPEAT:
+                    unbounded += 1
+                else:
+                    factor *= high - low + 1
+            else:  # a fixed count: the body that many times in a row
+                exp |= b_exp
+                unbounded += b_unbounded * low
+                factor *= b_factor ** min(low, 64)
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP", "ASSERT", "ASSERT_NOT", "BRANCH", "GROUPREF_EXISTS"):
+            if name == "SUBPATTERN":
+                parts = [av[3]]
+            elif name == "ATOMIC_GROUP":
+                parts = [av]
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                parts = [av[1]]
+            elif name == "BRANCH":
+                parts = list(av[1])
+            else:
+                parts = [p for p in av[1:] if p is not None]
+            costs = [_cost(p) for p in parts]
+            exp |= any(c[0] for c in costs)
+            unbounded += max(c[1] for c in costs)
+            factor *= max(c[2] for c in costs) * (len(parts) if name in ("BRANCH", "GROUPREF_EXISTS") else 1)
+            nodes += sum(c[3] for c in costs)
+    return exp, unbounded, min(factor, 1e18), nodes
+
+
+class _Linear:
+    """A Thompson-NFA (Pike VM) search over a parsed pattern: ``re.search`` semantics for whether it matches.
+
+    Only *whether* matters to a schema, so which match (greedy or lazy) does not: the simulation keeps every
+    live state at once and is linear in the string.  Each character class and anchor is ``re``'s own code for
+    that one node, called at the position (``Pattern.match(s, pos)``), so the flags, categories and anchor
+    rules are exactly ``re``'s.
+    """
+
+    __slots__ = ("_program",)
+
+    def __init__(self, parsed: Any) -> None:
+        self._program: list[tuple[Any, ...]] = []
+        self._emit(parsed, parsed.state.flags, parsed.state)
+        self._program.append(("match",))
+
+    def _node(self, node: Any, flags: int, state: Any) -> Callable[[str, int], Any]:
+        own = copy.copy(state)
+        own.flags = flags
+        return _re_compiler.compile(_re_parser.SubPattern(own, [node]), flags).match  # type: ignore[no-any-return]
+
+    def _emit(self, items: Any, flags: int, state: Any) -> None:
+        program = self._program
+        for node in items:
+            if len(program) > _MAX_PROGRAM:
+                raise _NotLinear
+            op, av = node
+            name = str(op)
+            if name in _SINGLE:
+                program.append(("char", self._node(node, flags, state)))
+            elif name == "AT":
+                program.append(("assert", self._node(node, flags, state)))
+            elif name == "SUBPATTERN":
+                _, add, remove, body = av
+                self._emit(body, (flags | add) & ~remove, state)
+            elif name == "BRANCH":
+                alternatives = av[1]
+                jumps: list[int] = []
+                for i, alternative in enumerate(alternatives):
+                    if i < len(alternatives) - 1:
+                        split = len(program)
+                        program.append(("split", split + 1, -1))
+                        self._emit(alternative, flags, state)
+                        jumps.append(len(program))
+                        program.append(("jmp", -1))
+                        program[split] = ("split", split + 1, len(program))
+                    else:
+                        self._emit(alternative, flags, state)
+                for j in jumps:
+                    program[j] = ("jmp", len(program))
+            elif name in ("MAX_REPEAT", "MIN_REPEAT"):
+                low, high, body = av
+                for _ in range(low):
+                    self._emit(body, flags, state)
+                    if len(program) > _MAX_PROGRAM:
+                        raise _NotLinear
+                if high >= _MAXREPEAT:
+                    loop = len(program)
+                    program.append(("split", loop + 1, -1))
+                    self._emit(body, flags, state)
+                    program.append(("jmp", loop))
+                    program[loop] = ("split", loop + 1, len(program))
+                else:
+                    splits: list[int] = []
+                    for _ in range(high - low):
+                        splits.append(len(program))
+                        program.append(("split", len(program) + 1, -1))
+                        self._emit(body, flags, state)
+                        if len(program) > _MAX_PROGRAM:
+                            raise _NotLinear
+                    for at in splits:
+                        program[at] = ("split", at + 1, len(program))
+            else:  # a backreference, a lookaround, an atomic group, a possessive or conditional part
+                raise _NotLinear
+
+    def search(self, text: str) -> bool:
+        program = self._program
+        n = len(text)
+        current: list[int] = []
+        for pos in range(n + 1):
+            # The closure of the threads alive at pos, plus a new one starting here (re.search tries every start).
+            seen: set[int] = set()
+            ready: list[int] = []
+            stack = [0, *reversed(current)]
+            while stack:
+                pc = stack.pop()
+                if pc in seen:
+                    continue
+                seen.add(pc)
+                instruction = program[pc]
+                kind = instruction[0]
+                if kind == "char":
+                    ready.append(pc)
+                elif kind == "match":
+                    return True
+                elif kind == "jmp":
+                    stack.append(instruction[1])
+                elif kind == "split":
+                    stack.append(instruction[2])
+                    stack.append(instruction[1])
+                elif instruction[1](text, pos) is not None:  # an anchor that holds here
+                    stack.append(pc + 1)
+            if pos == n:
+                break
+            current = [pc + 1 for pc in ready if program[pc][1](text, pos) is not None]
+        return False
+
+
+@functools.lru_cache(maxsize=4096)
+def pattern_search(pattern: str) -> Callable[[str], bool]:
+    """``search(text) -> bool``: whether ``pattern`` matches anywhere in ``text``, in time bounded for any text.
+
+    What ``re.search`` says (see above for how the time is bounded).  Cached per pattern: a schema's patterns
+    are built once with its validator, and the validator's keywords find them here by their text.
+
+    :raises re.error: ``pattern`` is not a regular expression ``re`` reads.
+    :raises ValueError: ``pattern`` can take time exponential (or polynomial) in the string's length and uses
+        a part no linear-time matcher takes; the message says which.
+    """
+    compiled = re.compile(pattern)
+    parsed = _re_parser.parse(pattern)
+    exp, unbounded, factor, nodes = _cost(parsed)
+    linear: _Linear | None
+    try:
+        linear = _Linear(parsed)
+    except (_NotLinear, RecursionError):
+        linear = None
+    if linear is None:
+        if exp:
+            shown = pattern if len(pattern) <= 80 else pattern[:79] + "…"
+            raise ValueError(
+                f"pattern {shown!r} can take time exponential in the length of the string it checks (it repeats "
+                "a repetition or alternatives) and uses a backreference, lookaround, atomic group, possessive or "
+                "conditional part, which the linear-time matcher does not take: it cannot be checked in bounded time"
+            )
+        # Beyond the regular core but polynomial (a lookahead such as (?=.*\d) in a password rule): re.
+        return lambda text: compiled.search(text) is not None
+    if exp:
+        assert linear is not None
+        return linear.search
+    # The longest string re may take under the bound: K·m·(n+1)^(u+1) ≤ _RE_STEPS.
+    limit = int((_RE_STEPS / (factor * max(nodes, 1))) ** (1 / (unbounded + 1))) - 1
+    by_re = compiled.search
+    by_simulation = linear.search
+
+    def search(text: str) -> bool:
+        return by_re(text) is not None if len(text) <= limit else by_simulation(text)
+
+    return search

@@ -4,14 +4,20 @@ Vendors take ``$ref`` unevenly (Gemini's tool schemas not at all, strict modes w
 nested inside another — a pydantic model's ``model_json_schema()`` as one tool parameter — would point its
 ``#/$defs/...`` at the wrong root.  Inlining makes every schema this package builds or sends self-contained.
 A recursive reference cannot be inlined: it is refused, naming the cycle.
+
+Validating against a schema that keeps its references (a ``ToolSpec``'s, an MCP server's) looks them up in the
+schema alone: :func:`no_retrieval_registry` is the registry the validator is built with (nothing is ever
+fetched), and :func:`check_refs_resolve` looks every reference up when the validator is built, so that none can
+fail a call later.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["inline_refs"]
+__all__ = ["check_refs_resolve", "inline_refs", "no_retrieval_registry"]
 
 _MAX_DEPTH = 64
 # Keywords whose values are data, not schemas: never walked for references.
@@ -66,3 +72,74 @@ def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
 
     out = walk(schema, (), 0)
     return out if isinstance(out, dict) else {}
+
+
+# -- resolving references without fetching anything --------------------------------------------------------
+
+#: Keywords whose value is a string compared to a reference: the ones a validator looks up.
+_REFERENCE_KEYWORDS: Final = ("$ref", "$dynamicRef")
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    """The registry's ``retrieve``: a schema is looked up in itself only, never fetched from where it points."""
+    raise LookupError(f"{uri} is not part of the schema; nothing is fetched")
+
+
+def no_retrieval_registry() -> Any:
+    """A ``referencing.Registry`` that never retrieves: what a validator of a schema someone else wrote is built with.
+
+    ``jsonschema``'s default registry *fetches* a remote ``$ref`` (``urlopen``, synchronously, wherever the
+    schema's author pointed it: a cloud metadata address, an internal host); this one turns every reference
+    outside the schema (and the JSON Schema meta-schemas, which ``jsonschema`` adds itself) into an error.
+    """
+    from referencing import Registry
+
+    return Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
+def check_refs_resolve(schema: Any) -> None:
+    """Look every ``$ref`` and ``$dynamicRef`` of ``schema`` up, now, as the validator would at a call.
+
+    The walk is ``referencing``'s own (the subschemas of the keywords the validator applies, the base URI moved
+    by each ``$id``), so a reference inside data (``const``, ``enum``, ``default``) or a property *named*
+    ``$ref`` is not taken for one.  Nothing is retrieved: a reference resolves within the schema (or to a JSON
+    Schema meta-schema) or not at all.  Iterative: the depth is the schema author's to choose.
+
+    :raises ValueError: the first reference that does not resolve, named.
+    """
+    if not isinstance(schema, Mapping):
+        return  # true / false: nothing to refer to
+    try:
+        text = json.dumps(schema, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = None  # walked below all the same
+    if text is not None and '"$ref"' not in text and '"$dynamicRef"' not in text:
+        return  # the common case: nothing to look up
+    from jsonschema_specifications import REGISTRY as SPECIFICATIONS  # type: ignore[import-untyped]
+    from referencing.jsonschema import DRAFT202012
+
+    try:
+        root = DRAFT202012.create_resource(schema)
+        base = root.id() or ""
+        registry = SPECIFICATIONS.combine(no_retrieval_registry()).with_resource(base, root).crawl()
+        resolver = registry.resolver(base_uri=base)
+    except Exception as exc:  # a malformed $id or $anchor: the meta-schema check has passed it, so name it here
+        raise ValueError(f"its $id or $anchor cannot be read ({type(exc).__name__}: {exc})") from None
+    stack: list[tuple[Any, Any]] = [(schema, resolver)]
+    while stack:
+        node, at = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        resource = DRAFT202012.create_resource(node)
+        at = at.in_subresource(resource)
+        for keyword in _REFERENCE_KEYWORDS:
+            ref = node.get(keyword)
+            if isinstance(ref, str):
+                try:
+                    at.lookup(ref)
+                except Exception:  # Unresolvable, Unretrievable (a KeyError), a malformed URI: all "does not"
+                    shown = ref if len(ref) <= 200 else ref[:199] + "…"
+                    raise ValueError(
+                        f"its {keyword} {shown!r} does not resolve within the schema (nothing is fetched)"
+                    ) from None
+        stack.extend((sub, at) for sub in DRAFT202012.subresources_of(node))

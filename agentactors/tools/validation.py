@@ -20,6 +20,15 @@ judge NaN by comparisons that are all false.  A schema whose fast check types ev
 (:func:`~agentactors.tools.fastcheck.sees_every_value`: what ``@tool`` makes of typed parameters) costs
 nothing more for it — that check already refuses odd values — and any other walks the arguments once.
 
+The schema is someone else's as often as not (an MCP server's, a ``ToolSpec`` from configuration), so it is
+held to what it can make a call do.  Its ``$ref`` values are looked up in the schema alone — the validator's registry
+never retrieves (:func:`~agentactors.tools.json_refs.no_retrieval_registry`) — and every one is looked up when
+the validator is built, so an unresolvable one is a ``ValueError`` naming the tool then, not a failure of a call.
+Its regexes (``pattern``, ``patternProperties``) are matched in time bounded for any string
+(:func:`~agentactors.tools.fastcheck.pattern_search`; one that cannot be is refused at build).  ``multipleOf`` is
+decided exactly on the decimals written, ``uniqueItems`` in one pass with JSON equality (``jsonschema`` divides
+floats, raises on an integer past a float's range, and compares every pair of objects).
+
 Checking a schema against the meta-schema and compiling it costs a few milliseconds; it is done once
 per distinct schema in the process (:func:`_compiled`, keyed by the schema's JSON text), not
 once per tool: an MCP server listed again after a reconnect, thousands of tools sharing one schema, an
@@ -32,11 +41,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
 from ._odd import has_odd, odd_issues
-from .fastcheck import Check, compile_check, sees_every_value
+from .fastcheck import Check, compile_check, pattern_search, sees_every_value
+from .json_refs import check_refs_resolve, no_retrieval_registry
 from .json_types import json_type_name
 from .results import ValidationIssue
 from .schema import describe_schema
@@ -74,9 +86,133 @@ def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool]:
         # one a hundred levels down): refused like any invalid schema, so that only its own tool is lost.
         # Caught once the stack has unwound: there is room again to build the error.
         raise _SchemaInvalid("it is nested too deeply to be checked") from None
-    # No format checker: "format" is an annotation, which the fast check relies on too.
+    try:
+        check_refs_resolve(schema)  # every reference now, not at a call (where it would fail the executor)
+    except ValueError as exc:
+        raise _SchemaInvalid(str(exc)) from None
+    for pattern in _patterns_of(schema):
+        try:
+            pattern_search(pattern)  # refuses, now, a pattern no call could be checked against in bounded time
+        except (re.error, ValueError) as exc:
+            raise _SchemaInvalid(str(exc) if isinstance(exc, ValueError) else f"pattern {pattern!r}: {exc}") from None
+        except RecursionError:  # groups nested past what re's parser (or ours) can walk
+            raise _SchemaInvalid("a pattern is nested too deeply to be checked") from None
+    # No format checker: "format" is an annotation, which the fast check relies on too.  A registry that never
+    # retrieves: jsonschema's default one fetches a remote $ref from wherever the schema's author points it.
+    validator = _validator_class()(schema, registry=no_retrieval_registry())
     fast = compile_check(schema)
-    return jsonschema.Draft202012Validator(schema), fast, fast is not None and sees_every_value(schema)
+    return validator, fast, fast is not None and sees_every_value(schema)
+
+
+def _patterns_of(schema: Any) -> list[str]:
+    """The regexes of ``schema``: its ``pattern`` values and ``patternProperties`` names, in every subschema.
+
+    ``referencing``'s walk of the subschemas (data such as ``const`` and property *names* are not schemas).
+    """
+    from referencing.jsonschema import DRAFT202012
+
+    found: list[str] = []
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        if isinstance(node.get("pattern"), str):
+            found.append(node["pattern"])
+        if isinstance(node.get("patternProperties"), Mapping):
+            found.extend(name for name in node["patternProperties"] if isinstance(name, str))
+        stack.extend(DRAFT202012.subresources_of(node))
+    return found
+
+
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12 with its three regex keywords matched by :func:`~.fastcheck.pattern_search`.
+
+    ``jsonschema`` runs ``re.search`` for ``pattern``, ``patternProperties`` and the names ``additionalProperties``
+    leaves to them; a catastrophic pattern would then stall the event loop (see :mod:`~.fastcheck`).  The same
+    verdicts otherwise, so the fast check (which uses the same matcher) and the validator agree.
+    """
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+
+    def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "string") and not pattern_search(regex)(instance):
+            yield ValidationError(f"does not match {regex!r}")
+
+    def pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        for regex, subschema in patterns.items():
+            search = pattern_search(regex)
+            for key, value in instance.items():
+                if search(key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=regex)
+
+    def additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if not validator.is_type(instance, "object"):
+            return
+        properties = schema.get("properties", {})
+        searches = [pattern_search(regex) for regex in schema.get("patternProperties", {})]
+        extras = [k for k in instance if k not in properties and not any(search(k) for search in searches)]
+        if validator.is_type(extra, "object"):
+            for key in extras:
+                yield from validator.descend(instance[key], extra, path=key)
+        elif not extra and extras:
+            yield ValidationError(f"{len(extras)} properties are not allowed")
+
+    def multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "number") and not _is_multiple(instance, divisor):
+            yield ValidationError(f"is not a multiple of {divisor!r}")
+
+    def unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if unique and validator.is_type(instance, "array") and len({_unique_key(v) for v in instance}) != len(instance):
+            yield ValidationError("has non-unique elements")
+
+    return jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        jsonschema.Draft202012Validator,
+        {
+            "pattern": pattern,
+            "patternProperties": pattern_properties,
+            "additionalProperties": additional_properties,
+            "multipleOf": multiple_of,
+            "uniqueItems": unique_items,
+        },
+    )
+
+
+def _is_multiple(value: Any, divisor: Any) -> bool:
+    """Whether ``value`` is a multiple of ``divisor``, exactly, on the decimal numbers the JSON text wrote.
+
+    ``jsonschema`` divides floats: ``0.3`` is then *not* a multiple of ``0.1`` (``0.3 / 0.1`` is
+    ``2.9999999999999996``), and an integer past a float's range raises ``OverflowError`` out of the check
+    (``10**400`` against ``0.5``).  Here a float is the decimal its shortest ``repr`` spells — what the model
+    wrote — and the remainder is a :class:`~fractions.Fraction`'s: exact at any size.
+    """
+    if type(value) is int and type(divisor) is int:
+        return value % divisor == 0
+    try:
+        return Fraction(value if type(value) is int else repr(float(value))) % Fraction(
+            divisor if type(divisor) is int else repr(float(divisor))
+        ) == 0
+    except (ValueError, OverflowError, ZeroDivisionError):  # a non-finite divisor (a Python schema): only 0 is
+        return bool(value == 0)
+
+
+def _unique_key(value: Any) -> Any:
+    """A hashable key equal for two values exactly when JSON Schema calls them equal (``uniqueItems``, ``enum``).
+
+    ``1`` and ``1.0`` are equal, ``1`` and ``true`` are not, at any depth; objects compare by their key-value
+    pairs, in any order.  ``jsonschema`` compares every pair of unhashable items — an array of 5,000 objects
+    took 25 s on the event loop — where a set of these keys takes one pass.
+    """
+    if value is True or value is False:
+        return ("b", value)
+    if isinstance(value, list | tuple):
+        return ("a", tuple(_unique_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("o", frozenset((k, _unique_key(v)) for k, v in value.items()))
+    return value  # a number (1 == 1.0, with equal hashes), a string, null
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
@@ -201,14 +337,20 @@ def _issues_of(
             if name not in instance
         ]
     if kind == "additionalProperties" and isinstance(instance, dict):
-        allowed = list((schema.get("properties") or {}).keys())
+        declared = schema.get("properties") or {}
+        allowed = list(declared.keys())
         allowed_text = ", ".join(allowed) if allowed else "none"
+        # A name one of the patternProperties matches is a property too: not an extra one.
+        patterns = [p for p in (schema.get("patternProperties") or {}) if isinstance(p, str)]
+        if patterns:
+            allowed_text += f"; or a name matching {', '.join(patterns)}"
+        searches = [pattern_search(p) for p in patterns]
         return [
             ValidationIssue(
                 _path([*path, extra]), f"no such property (allowed: {allowed_text})", json_type_of(instance[extra])
             )
             for extra in instance
-            if extra not in allowed
+            if extra not in declared and not any(search(extra) for search in searches)
         ]
     if kind == "type":
         kinds = value if isinstance(value, list) else [value]
