@@ -346,6 +346,38 @@ class _Warned:
         self.done = False
 
 
+class _PrivateRuntime:
+    """The mark of a runtime an agent made for its own run or batch (:meth:`Agent._private`), a ``rt.service``.
+
+    It holds the ProviderActors spawned there, one per provider object — shared by the agents of the run
+    (its delegated children, its handoff targets), as a caller's runtime shares them — but spawned outside
+    :meth:`ProviderActor.shared <agentactors.gateway.provider.ProviderActor.shared>`, whose registry the
+    runtime closes when it exits: these providers are the caller's.  And it holds the agents bound in the
+    runtime, which forget it when it closes.  In a runtime of the caller's the service is ``None``.
+    """
+
+    __slots__ = ("agents", "providers")
+
+    def __init__(self) -> None:
+        self.providers: dict[int, tuple[Any, ActorRef]] = {}  # the provider itself is held: its id stays its own
+        self.agents: set[Agent[Any]] = set()
+
+    def provider_actor(self, rt: Runtime, provider: Any) -> ActorRef:
+        """The runtime's ProviderActor for ``provider`` (by identity), spawned on first use, never closing it."""
+        entry = self.providers.get(id(provider))
+        if entry is not None and not entry[1].stopped:
+            return entry[1]
+        actor = ProviderActor(provider)
+        ref = rt.spawn(actor, name="provider", concurrency=actor.spawn_concurrency)
+        self.providers[id(provider)] = (provider, ref)
+        return ref
+
+
+def _no_mark() -> _PrivateRuntime | None:
+    """What a runtime of the caller's holds for :class:`_PrivateRuntime`: nothing."""
+    return None
+
+
 @attrs.frozen(slots=True)
 class _Bound:
     """An agent's actors in one runtime."""
@@ -967,15 +999,21 @@ class Agent(Generic[OutputT]):
     async def _private(self) -> AsyncIterator[Runtime]:
         """A runtime made for one run (or one batch) of this agent when none is running.
 
-        It does not close the caller's provider, as a runtime of the caller's would: the provider is the
-        caller's, and other runs may still use it.  (Its connection pool does not leak: the HTTP
-        transports close what they own when their event loop ends.)
+        It closes no provider, as a runtime of the caller's would: the providers are the caller's — this
+        agent's, and those of the agents its runs delegate to or hand off to, which run in it too — and other
+        runs may still use them (one whose ``aclose()`` is final would be broken for the next run).  It is
+        marked as such (:class:`_PrivateRuntime`), so every agent binding in it spawns its provider's actor
+        the private way.  (Its connection pool does not leak: the HTTP transports close what they own when
+        their event loop ends.)
         """
         async with Runtime() as rt:
+            mark = rt.service(_PrivateRuntime, _PrivateRuntime)
             try:
                 yield rt
             finally:
-                self._forget(rt)
+                agents: list[Agent[Any]] = [*mark.agents, self]
+                for agent in agents:
+                    agent._forget(rt)
 
     def _forget(self, rt: Runtime) -> None:
         """Drop what :meth:`_bind` cached for a private runtime that is closing."""
@@ -984,9 +1022,13 @@ class Agent(Generic[OutputT]):
     def _bind(self, rt: Runtime, *, private: bool = False) -> _Bound:
         """The agent's actors in ``rt``, spawned on first use and cached while ``rt`` runs.
 
-        In a ``private`` runtime (one ``agent.run`` or ``run_many`` made for itself) the provider
-        actor is spawned directly: the runtime would otherwise close the caller's
-        provider when the run ends.  Whoever made the private runtime drops its entry (:meth:`_forget`).
+        In a private runtime (one ``agent.run``, ``stream`` or ``run_many`` made for itself: :meth:`_private`
+        marks it, and ``private`` says so too) the provider actor is not the runtime's shared one, which it
+        closes when it exits: the provider is the caller's.  That holds for every agent bound there — a
+        delegated child run (``as_tool``, given the runtime by its parent, knows nothing of ``private``) and
+        a handoff target included — which is why the runtime's mark decides, not the flag of one call.
+        Whoever made the private runtime drops the entries (:meth:`_forget`).  Only the first run of an
+        agent in a runtime gets here: later ones take the cached entry above.
         """
         bound = self._bound.get(id(rt))
         if bound is not None and bound.rt is rt and not bound.provider.stopped:
@@ -994,16 +1036,15 @@ class Agent(Generic[OutputT]):
         # Forget runtimes that have closed: the cache must not keep them alive.
         for key in [k for k, b in self._bound.items() if not b.rt.running]:
             del self._bound[key]
+        mark = rt.service(_PrivateRuntime, _PrivateRuntime if private else _no_mark)
+        if mark is not None:
+            mark.agents.add(self)
         provider = self.provider
         if isinstance(provider, ActorRef):
             ref = provider
             native = provider_carries_tools(ref)
         else:
-            if private:
-                actor = ProviderActor(provider)
-                ref = rt.spawn(actor, name="provider", concurrency=actor.spawn_concurrency)
-            else:
-                ref = ProviderActor.shared(rt, provider)
+            ref = mark.provider_actor(rt, provider) if mark is not None else ProviderActor.shared(rt, provider)
             native = native_tools_for(provider)
         tools = None
         if self._all_tools:
@@ -1296,8 +1337,21 @@ class _Launcher:
 
     @property
     def typed(self) -> bool:
-        output = self.agent._config.output
-        return output is not None and output.target is not None
+        return _typed(self._first())
+
+    def typed_agents(self) -> Mapping[str, bool]:
+        agent = self.agent
+        if not agent.handoffs:
+            return {}
+        return {name: _typed(target) for name, target in agent._reachable().items()}
+
+    def _first(self) -> Agent[Any]:
+        """The agent answering first: a resumed run's is the one it paused in (a handoff target, maybe)."""
+        agent = self.agent
+        paused_in = self.resume[0].agent if self.resume is not None else None
+        if paused_in is None or paused_in == agent.name or not agent.handoffs:
+            return agent
+        return agent._reachable().get(paused_in, agent)
 
     def runtime(self) -> Runtime | None:
         # One frame deeper than Agent.run's call: the warning still points at the user's `async with`.
@@ -1327,6 +1381,12 @@ class _Launcher:
         children = self.children
         run = partial(_adopting, children, controller, sink) if children else partial(_drive, controller, sink)
         return run, controller.cancelled_result, controller.live
+
+
+def _typed(agent: Agent[Any]) -> bool:
+    """Whether ``agent`` answers with a typed output (not text)."""
+    output = agent._config.output
+    return output is not None and output.target is not None
 
 
 async def _adopting(

@@ -17,7 +17,7 @@ import logging
 import math
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
 from typing import Any, Generic, Protocol
@@ -64,7 +64,17 @@ class RunLauncher(Protocol):
 
     @property
     def typed(self) -> bool:
-        """Whether the run has a typed output (``partial_output`` then parses partial JSON)."""
+        """Whether the agent answering first (a resumed run's: the one it paused in) has a typed output."""
+        ...
+
+    def typed_agents(self) -> Mapping[str, bool]:
+        """By name, whether each agent the run may be handed to answers with a typed output (``{}``: none).
+
+        ``partial_output`` follows the agent answering: after an ``agent.handoff`` its values are those of
+        the agent named ``to_agent`` — partial typed values, or the text so far.
+
+        :raises ValueError: the agent's handoffs are not a valid graph (as the run itself would raise).
+        """
         ...
 
     def runtime(self) -> Runtime | None:
@@ -122,9 +132,15 @@ class AgentRun(Generic[OutputT]):
     ``run.partial_output()`` yields the typed result as it streams in — successively more complete
     values, then the final validated one — a filter over the same events, like :meth:`text_stream`.
 
+    The events are buffered without a bound, on purpose: the run never waits for its reader (a slow UI
+    must not hold the run, its provider slot or its children), and a late reader loses nothing.  The
+    buffer holds at most the run's own events (its children's included) and is dropped when the block is
+    left; a consumer that stops reading for good leaves the block or cancels, which ends the run.
+
     From another thread's event loop (asyncio or trio), ``steer``, ``interrupt``, ``approve``, ``deny`` and
     ``wait`` cross to the runtime's loop (``rt.call``) and are handled there; ``cancel()`` raises
-    ``RuntimeError`` there (a cancel scope is its own loop's); the event stream is read in the runtime's loop.
+    ``RuntimeError`` there (a cancel scope is its own loop's); the event stream is read in the runtime's loop
+    (reading it from another raises ``RuntimeError`` at once: its reader would never be woken there).
     """
 
     def __init__(self, launcher: RunLauncher | None) -> None:
@@ -135,6 +151,7 @@ class AgentRun(Generic[OutputT]):
         self._state = _RunState()
         self._live: RunActor | None = None
         self._rt: Runtime | None = None  # the runtime the run works in (its loop's thread: _foreign)
+        self._reader = 0  # the thread whose loop may read the stream: the runtime's (set when entered)
 
     @classmethod
     def _attached(cls, live: RunActor, rt: Runtime) -> AgentRun[Any]:
@@ -160,7 +177,11 @@ class AgentRun(Generic[OutputT]):
         self._entered = True
         launcher = self._launcher
         assert launcher is not None
-        rt = launcher.runtime()
+        try:
+            rt = launcher.runtime()
+        except BaseException as exc:
+            self._state.never_started(exc)  # wait() and result say why, rather than wait for a run that is not
+            raise
         private = rt is None
         stack: AsyncExitStack | None = None
         if rt is None:
@@ -172,6 +193,7 @@ class AgentRun(Generic[OutputT]):
                 rt = await stack.enter_async_context(launcher.private_runtime())
             assert rt is not None
             self._rt = rt
+            self._reader = threading.get_ident()  # the runtime's loop: entering checked (or made) it
             run, cancelled, live = await launcher.prepare(rt, _ChannelRecorder(channel), private=private)
             if live is not None:
                 self._live = live
@@ -179,7 +201,8 @@ class AgentRun(Generic[OutputT]):
             # The task holds the run's state, never this handle: a handle nobody holds can be collected,
             # and its finaliser cancels the run.
             rt.spawn_task(self._state.work, run, cancelled, channel, live, name="agent.stream")
-        except BaseException:
+        except BaseException as exc:
+            self._state.never_started(exc)
             channel.close_writing()
             channel.close_reading()
             if stack is not None:
@@ -228,6 +251,8 @@ class AgentRun(Generic[OutputT]):
             if self._launcher is None:
                 raise RuntimeError("a run found by rt.run_ref has no event stream here: its events go to its recorders")
             raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
+        if threading.get_ident() != self._reader:
+            raise self._foreign_reader()
         try:
             event: Event = await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -301,6 +326,8 @@ class AgentRun(Generic[OutputT]):
         receive = self._receive
         if receive is None:
             raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
+        if threading.get_ident() != self._reader:
+            raise self._foreign_reader()
         due = -math.inf
         pending: list[str] = []
         ended = False
@@ -343,22 +370,30 @@ class AgentRun(Generic[OutputT]):
         one.  A run that ends without a valid answer yields no final value (its ``result`` says why).
         For ``output_type=str``: the answer text so far, growing piece by piece, then the whole answer.
 
+        The values follow the agent answering: after a handoff (each ``agent.handoff`` event) they are of
+        the output type of the agent handed the run — its partial typed values, or its answer text so far,
+        started afresh (what the agent before it said on its way out is not its answer) — so a run that
+        may be handed to agents of other output types yields values of each in turn, and its final value
+        is that of the agent that answered (``result.agent``).
+
         Usable like :meth:`text_stream`: inside ``async with agent.stream(p) as run:`` or on its own
         (``agent.stream(p).partial_output()``), entering and leaving the run itself.
 
         :raises ImportError: a typed output needs ``jiter`` for partial JSON (``pip install
-            'agentactors[jiter]'``).
+            'agentactors[jiter]'``): said here when the agent, or any agent it may hand the run to, is typed.
+        :raises ValueError: the agent's handoffs are not a valid graph (as entering the run would raise).
 
         Cancellation: as :meth:`text_stream`.
         """
-        if self._launcher is not None and self._launcher.typed:
-            if not jiter_available():
-                raise ImportError(
-                    "partial_output() of a typed result parses partial JSON with jiter: "
-                    "pip install 'agentactors[jiter]'"
-                )
-            return self._partials(_partial_of)
-        return self._partials(_TextSoFar())
+        launcher = self._launcher
+        if launcher is None:  # a handle found by rt.run_ref: iterating it says it has no stream
+            return self._partials(_Answer(False, {}))
+        typed, kinds = launcher.typed, launcher.typed_agents()
+        if (typed or any(kinds.values())) and not jiter_available():
+            raise ImportError(
+                "partial_output() of a typed result parses partial JSON with jiter: pip install 'agentactors[jiter]'"
+            )
+        return self._partials(_Answer(typed, kinds))
 
     async def _partials(self, pick: Callable[[Event], Any]) -> AsyncGenerator[Any, None]:
         async for value in self._values(pick):
@@ -450,6 +485,15 @@ class AgentRun(Generic[OutputT]):
             raise RuntimeError("state() of a run: inside `async with agent.stream(...) as run:`")
         return self._live.snapshot()
 
+    @staticmethod
+    def _foreign_reader() -> RuntimeError:
+        """Why the stream is not read from this thread: its events are written, and their reader woken, in the
+        runtime's loop — read from another loop, the reader would wait for ever, or fail with that loop's error."""
+        return RuntimeError(
+            "the events of a streamed run are read in its runtime's event loop, not another thread's: consume them "
+            "there, e.g. `await rt.call(consume, run)` with an async function that iterates the run"
+        )
+
     def _foreign(self) -> bool:
         """Whether the caller runs in another thread than the run's runtime (another event loop)."""
         rt = self._rt
@@ -497,13 +541,18 @@ class AgentRun(Generic[OutputT]):
 
     @property
     def result(self) -> RunResult[OutputT]:
-        """The run's result.  :raises RuntimeError: the run has not finished yet."""
+        """The run's result.
+
+        :raises RuntimeError: the run has not finished yet, or the handle was never entered.
+        """
         if self._launcher is None and self._live is not None:
             return self._attached_result()
         state = self._state
         if state.error is not None:
             raise state.error
         if state.result is None:
+            if not self._entered:
+                raise _never_entered()
             raise RuntimeError("the run has not finished: iterate it, or `await run.wait()`")
         return state.result
 
@@ -512,8 +561,13 @@ class AgentRun(Generic[OutputT]):
 
         From another thread's event loop the wait is the runtime loop's (``rt.call``): its events wake only it.
 
+        :raises RuntimeError: the handle was never entered (no run to wait for: said at once, not waited on for
+            ever).  Entering that failed is raised again here (the run never started).
+
         Cancellation: the waiter leaves; the run is not affected.
         """
+        if not self._entered:
+            raise _never_entered()
         rt = self._rt
         if rt is not None and self._foreign():
             if self.done:  # no await at all: a checkpoint here would be the runtime's loop library's
@@ -596,6 +650,13 @@ class _RunState:
                 live.end(None)  # never started: no frame, so no actor was spawned (nothing to retire)
             self.done.set()
 
+    def never_started(self, exc: BaseException) -> None:
+        """Entering the handle failed with ``exc``: the run never started, and nothing will end it — so it is
+        ended here, ``exc`` its outcome (a cancellation of the entering task is not one to raise again later)."""
+        cancelled = RuntimeError("the run never started: entering it was cancelled")
+        self.error = exc if isinstance(exc, Exception) else cancelled
+        self.done.set()
+
     async def close(self) -> None:
         if not self.done.is_set():
             self.scope.cancel()
@@ -609,6 +670,12 @@ class _RunState:
                 self.scope.cancel()
             except Exception:  # pragma: no cover - a finaliser must never raise
                 log.debug("could not cancel an abandoned stream's run", exc_info=True)
+
+
+def _never_entered() -> RuntimeError:
+    return RuntimeError(
+        "this AgentRun was never entered: its run has not started; run it with `async with agent.stream(...) as run:`"
+    )
 
 
 class _OwnEvents:
@@ -628,26 +695,35 @@ class _OwnEvents:
         return self.pick(event)
 
 
-def _partial_of(event: Event) -> Any:
-    if event.type == "output.partial":
-        return event.data["value"]
-    return None
+class _Answer:
+    """The partial output of the agent answering: its typed values (``output.partial``), or its text so far.
 
+    It switches on each ``agent.handoff`` (by ``kinds``, whether each agent is typed): the agent handed the run
+    answers from then on, in its own output type, and a text answer starts from nothing.  Picked by the first
+    agent's type alone, a typed agent's JSON text came out as text answers, and a text agent's answer not at all.
+    """
 
-class _TextSoFar:
-    """The answer text so far, for the partial output of a text run."""
+    __slots__ = ("kinds", "text", "typed")
 
-    __slots__ = ("text",)
-
-    def __init__(self) -> None:
+    def __init__(self, typed: bool, kinds: Mapping[str, bool]) -> None:
+        self.typed = typed
+        self.kinds = kinds
         self.text = ""
 
-    def __call__(self, event: Event) -> str | None:
-        piece = _text_of(event)
-        if not piece:
-            return None
-        self.text += piece
-        return self.text
+    def __call__(self, event: Event) -> Any:
+        if self.typed:
+            if event.type == "output.partial":
+                return event.data["value"]
+        else:
+            piece = _text_of(event)
+            if piece:
+                self.text += piece
+                return self.text
+        if event.type == "agent.handoff":
+            target = event.data.get("to_agent")
+            self.typed = isinstance(target, str) and self.kinds.get(target, False)
+            self.text = ""
+        return None
 
 
 def _text_of(event: Event) -> str | None:

@@ -675,12 +675,6 @@ async def test_explain_names_the_agent_that_answered_after_a_handoff() -> None:
     assert any("triage" in line and "billing" in line for line in explanation.timeline)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs agentactors/agent/run.py + core.py: partial_output() picks its values by the FIRST agent's "
-    "output type (_Launcher.typed), so after a handoff to a typed agent it yields that agent's raw JSON text — see "
-    "the report",
-)
 async def test_partial_output_after_a_handoff_to_a_typed_agent_yields_values_of_its_type_only() -> None:
     from agentactors import PromptedOutput
 
