@@ -299,6 +299,19 @@ class PulledStream:
 
 
 def refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> None:
-    """Give ``estimate`` tokens back for a request fault: raised before (or instead of) any work by the vendor."""
-    if exc.kind is ErrorKind.request:
+    """Give ``estimate`` tokens back for a request fault: raised before (or instead of) any work by the vendor.
+
+    A breaker's refusal (``circuit_open``) was never sent at all: its request is given back as well.  (Kept, an
+    open breaker's instant refusals drained the request and token budgets, and the requests behind them waited
+    for budget that nothing had used.)  A vendor's 429 with a ``retry_after`` holds the budgets that long
+    (:meth:`~.scheduling.Scheduler.hold_off`).  Called only when a request failed: off the common path.
+    """
+    kind = exc.kind
+    if kind is ErrorKind.request:
         sched.refund(estimate)
+    elif kind is ErrorKind.circuit_open:
+        sched.refund(estimate, unsent=True)
+    elif exc.status == 429 and exc.retry_after is not None:
+        # The vendor's rate limit is spent for retry_after: the actor's budgets hold the requests behind this one
+        # as long (Scheduler.hold_off), rather than send each to the same 429.
+        sched.hold_off(exc.retry_after)

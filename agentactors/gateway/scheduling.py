@@ -57,7 +57,7 @@ from ..messages import Usage
 from .budgets import EPSILON, TokenBucket, reported_tokens, usage_charge
 from .ticket import current_ticket, next_order
 
-__all__ = ["BUDGET_WAIT_BOUND", "DEFAULT_SERVICE_ESTIMATE", "POLICIES", "Policy", "Scheduler"]
+__all__ = ["BUDGET_WAIT_BOUND", "DEFAULT_SERVICE_ESTIMATE", "POLICIES", "VENDOR_HOLD_BOUND", "Policy", "Scheduler"]
 
 Policy = Literal["oldest_run", "fifo"]
 POLICIES: Final = frozenset({"oldest_run", "fifo"})
@@ -65,6 +65,10 @@ POLICIES: Final = frozenset({"oldest_run", "fifo"})
 #: Seconds: without ``max_wait``, a computed budget wait longer than this is refused (15 minutes — a
 #: budget that far behind is broken, e.g. by a usage report no request could have caused).
 BUDGET_WAIT_BOUND: Final = 900.0
+
+#: Seconds: the longest a vendor's ``retry-after`` on a 429 holds the actor's budgets (:meth:`Scheduler.hold_off`) —
+#: one minute, the window a budget refills in.
+VENDOR_HOLD_BOUND: Final = 60.0
 
 #: Seconds a request is assumed to hold its slot before the ProviderActor has seen one finish: what an
 #: :class:`~agentactors.errors.Overloaded` refused then says in ``retry_after`` (per request ahead, per
@@ -343,12 +347,40 @@ class Scheduler:
         except Exception:  # the loop has closed (RuntimeError), or the interpreter is going down
             pass
 
-    def refund(self, estimate: int) -> None:
-        """Give back the tokens of a request that spent none (it failed before the vendor did any work)."""
+    def refund(self, estimate: int, *, unsent: bool = False) -> None:
+        """Give back the tokens of a request that spent none (it failed before the vendor did any work).
+
+        ``unsent``: the request never left this process (a circuit breaker refused it): its request is given
+        back too.  A request the vendor refused still counts against its request budget — the vendor counted it.
+        """
+        given = False
         if self.tokens is not None:
             self.tokens.give_back(estimate)
-            if self.waiting:
-                self._dispatch()
+            given = True
+        if unsent and self.requests is not None:
+            self.requests.give_back(1)
+            given = True
+        if given and self.waiting:
+            self._dispatch()
+
+    def hold_off(self, seconds: float) -> None:
+        """The vendor said its rate limit is spent for ``seconds`` (a 429's ``retry-after``): no grant before then.
+
+        Each budget the actor has is drained so that its next unit is ``seconds`` away (never raised: a budget
+        already further behind stays so).  Bounded by :data:`VENDOR_HOLD_BOUND` — the number is the vendor's (or
+        a proxy's) to write; a longer pause is the circuit breaker's to keep — and ignored unless a positive
+        number.  Without budgets there is nothing to hold: each request meets the vendor's answer itself.
+        """
+        if not seconds > 0:  # NaN, 0, negative: nothing said
+            return
+        seconds = min(seconds, VENDOR_HOLD_BOUND)
+        now = anyio.current_time()
+        for bucket in (self.requests, self.tokens):
+            if bucket is not None:
+                bucket.refill(now)
+                bucket.level = min(bucket.level, min(1.0, bucket.capacity) - seconds * bucket.rate)
+        if self.waiting:
+            self._dispatch()  # the head's budget timer is moved to the new instant
 
     def settle(self, estimate: int, usage: Usage) -> None:
         """Correct the token budget by what the response says it used, within plausibility (:mod:`.budgets`)."""
@@ -532,8 +564,12 @@ class Scheduler:
         if self.requests is not None:
             wait = max(wait, self.requests.delay_for_total(ahead + 1, now))
         if self.tokens is not None:
+            # The requests ahead take their whole estimates; this one goes once its own is there — capped at the
+            # bucket's capacity, as :meth:`TokenBucket.delay` caps it.  (Uncapped, a request larger than the bucket
+            # was refused on arrival for a wait it would never have had: it goes on a full bucket.)
             average = self._queued_tokens / self.waiting if self.waiting else estimate
-            wait = max(wait, self.tokens.delay_for_total(ahead * average + estimate, now))
+            own = min(estimate, self.tokens.capacity)
+            wait = max(wait, self.tokens.delay_for_total(ahead * average + own, now))
         return wait
 
     def _fallback_wait(self, ahead: int, now: float) -> float:
