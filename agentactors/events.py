@@ -45,10 +45,12 @@ from __future__ import annotations
 
 import contextvars
 import enum
+import inspect
 import itertools
 import json
 import logging
 import math
+import threading
 import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -541,6 +543,8 @@ class FanOut:
 
     def __init__(self, recorders: Sequence[Recorder] = ()) -> None:
         self.recorders: tuple[Recorder, ...] = tuple(recorders)
+        for r in self.recorders:
+            _check_recorder(r)
         self._failed: set[int] = set()
 
     def __bool__(self) -> bool:
@@ -549,22 +553,54 @@ class FanOut:
     def record(self, event: Event) -> None:
         for r in self.recorders:
             try:
-                r.record(event)
+                returned: object = r.record(event)  # type: ignore[func-returns-value]
+                if returned is not None:  # the rare branch: a well-behaved recorder costs one ``is not None``
+                    self._returned(r, returned, event)
             except Exception as exc:
-                if id(r) not in self._failed:
-                    self._failed.add(id(r))
-                    log.warning(
-                        "recorder %s raised %s while recording %s; the run goes on "
-                        "(further failures of this recorder are not logged)",
-                        type(r).__name__,
-                        _error_text(exc),
-                        event.type,
-                    )
+                self._failure(r, f"raised {_error_text(exc)}", event)
+
+    def _failure(self, r: Recorder, what: str, event: Event) -> None:
+        if id(r) not in self._failed:
+            self._failed.add(id(r))
+            log.warning(
+                "recorder %s %s while recording %s; the run goes on "
+                "(further failures of this recorder are not logged)",
+                type(r).__name__,
+                what,
+                event.type,
+            )
+
+    def _returned(self, r: Recorder, returned: object, event: Event) -> None:
+        """What ``r.record(event)`` returned, when not ``None``.  An awaitable — a coroutine a sync callable
+        handed back — would never be awaited (recording is synchronous): it is closed, so it neither warns at
+        garbage collection nor runs half-way, and the recorder is reported once, like one that raised."""
+        if inspect.isawaitable(returned):
+            close = getattr(returned, "close", None)
+            if callable(close):
+                close()
+            self._failure(r, "returned an awaitable (recording is synchronous: nothing awaits it)", event)
 
     def with_recorders(self, more: Sequence[Recorder]) -> FanOut:
         if not more:
             return self
         return FanOut(self.recorders + tuple(r for r in more if r not in self.recorders))
+
+
+def _check_recorder(r: object) -> None:
+    """Refuse, when it is attached, what cannot record: a ``TypeError`` naming it, before any event is lost.
+
+    An ``async def record`` would hand back a coroutine nobody awaits: the recorder would see no event at all
+    and say so only in a ``RuntimeWarning`` at garbage collection.  A recorder that must do I/O asynchronously
+    queues the event in ``record`` and sends it from a task of its own.
+    """
+    record = getattr(r, "record", None)
+    if not callable(record):
+        raise TypeError(f"a recorder needs a record(event) method; {type(r).__name__} has none")
+    if inspect.iscoroutinefunction(record):
+        raise TypeError(
+            f"recorder {type(r).__name__}: record() is async, but recording is synchronous and never awaits it "
+            "(queue the event in a sync record() and send it from a task of your own)"
+        )
 
 
 def _error_text(exc: BaseException) -> str:
@@ -688,27 +724,33 @@ class JsonlRecorder:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        # Runs on several threads (a runtime per thread) may share one recorder; a text file object is not
+        # thread-safe — unlocked, their writes tore lines and even UTF-8 characters.  The line is built outside.
+        self._lock = threading.Lock()
 
     def record(self, event: Event) -> None:
-        if self._file is None:
-            raise RuntimeError(f"JsonlRecorder({self.path}) is closed")
         record = _record_of(event)
         line = _line_of(record, ascii=False)
-        try:
-            self._file.write(line)
-        except UnicodeEncodeError:
-            # A lone surrogate (a str made from undecodable bytes, say): UTF-8 cannot hold it, JSON's escape
-            # can.  The text layer encodes the whole string before it buffers any of it, so nothing was written.
-            self._file.write(_line_of(record, ascii=True))
+        with self._lock:
+            if self._file is None:
+                raise RuntimeError(f"JsonlRecorder({self.path}) is closed")
+            try:
+                self._file.write(line)
+            except UnicodeEncodeError:
+                # A lone surrogate (a str made from undecodable bytes, say): UTF-8 cannot hold it, JSON's escape
+                # can.  The text layer encodes the whole string before it buffers any of it: nothing was written.
+                self._file.write(_line_of(record, ascii=True))
 
     def flush(self) -> None:
-        if self._file is not None:
-            self._file.flush()
+        with self._lock:
+            if self._file is not None:
+                self._file.flush()
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        with self._lock:
+            file, self._file = self._file, None
+            if file is not None:
+                file.close()
 
     def __enter__(self) -> JsonlRecorder:
         return self

@@ -168,17 +168,17 @@ class OTelRecorder:
             parent_ctx = otel_context.get_current()  # the caller's: the run is recorded in its task
         attributes: dict[str, Any] = {sc.OPERATION: "invoke_agent", sc.RUN_ID: run_id}
         if agent:
-            attributes[sc.AGENT_NAME] = str(agent)
+            attributes[sc.AGENT_NAME] = _text(agent)
         first = next(iter(members.values()), None)
         if first is not None:
             attributes[sc.PROVIDER] = sc.provider_name(first[1], first[0])
         if model:
-            attributes[sc.REQUEST_MODEL] = model
+            attributes[sc.REQUEST_MODEL] = _text(model)
         # A delegated run shares its parent's clock and anchor: its spans nest in its parent's in time too
         # (anchored on its own, a virtual clock's child would end after the tool call that ran it).
         wall = parent.ns(event.time) if parent is not None else time.time_ns()
         span = self._tracer.start_span(
-            f"invoke_agent {agent}" if agent else "invoke_agent",
+            _span_name("invoke_agent", agent),
             context=parent_ctx,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
@@ -206,14 +206,14 @@ class OTelRecorder:
             span.set_attribute(sc.OUTPUT_TOKENS, int(usage.get("output_tokens") or 0))
         served = data.get("served_by")
         if isinstance(served, str):
-            span.set_attribute(sc.SERVED_BY, served)
+            span.set_attribute(sc.SERVED_BY, _text(served))
         span.set_attributes(sc.cost_attributes(data.get("cost")))
         final = _scalar(data.get("final_agent"))
         if isinstance(final, str):
-            span.set_attribute(sc.FINAL_AGENT, final)
+            span.set_attribute(sc.FINAL_AGENT, _text(final))
             path = _attribute(data.get("handoffs"))
             if isinstance(path, list):
-                span.set_attribute(sc.HANDOFFS, path)
+                span.set_attribute(sc.HANDOFFS, _clean(path))
         error = data.get("error")
         if data.get("cancelled"):
             span.set_attribute(sc.ERROR_TYPE, "cancelled")
@@ -240,22 +240,25 @@ class OTelRecorder:
             sc.RUN_ID: event.run_id,
         }
         if model:
-            attributes[sc.REQUEST_MODEL] = str(model)
+            attributes[sc.REQUEST_MODEL] = _text(model)
         if first is not None and first[2]:
             attributes[sc.SERVER_ADDRESS] = first[2]
             if first[3]:
                 attributes[sc.SERVER_PORT] = first[3]
         for key, name in (("max_tokens", sc.REQUEST_MAX_TOKENS), ("temperature", sc.REQUEST_TEMPERATURE)):
-            if record.get(key) is not None:
-                attributes[name] = record[key]
-        if record.get("stop"):
-            attributes[sc.REQUEST_STOP] = [str(s) for s in record["stop"]]
+            number = _scalar(record.get(key))
+            if isinstance(number, int | float) and not isinstance(number, bool):
+                attributes[name] = number
+        stop = record.get("stop")
+        if stop:
+            # One stop string is a sequence of one (a str iterates as its letters).
+            attributes[sc.REQUEST_STOP] = _clean([str(s) for s in ([stop] if isinstance(stop, str) else stop)])
         run.chat_attrs = {k: v for k, v in attributes.items() if k != sc.RUN_ID}
         if self.capture_content:
             attributes[sc.INPUT_MESSAGES] = redact(sc.input_messages(record.get("messages") or ()))
         run.chat_started = event.time
         run.chat = self._tracer.start_span(
-            f"chat {model}" if model else "chat",
+            _span_name("chat", model),
             context=run.context,
             kind=SpanKind.CLIENT,
             attributes=attributes,
@@ -276,17 +279,17 @@ class OTelRecorder:
         served = event.data.get("provider") or response.get("provider")
         attributes: dict[str, Any] = {}
         if isinstance(served, str):
-            attributes[sc.SERVED_BY] = served
+            attributes[sc.SERVED_BY] = _text(served)
             member = run.members.get(served)
-            attributes[sc.PROVIDER] = sc.provider_name(member[1] if member else None, served)
+            attributes[sc.PROVIDER] = _text(sc.provider_name(member[1] if member else None, served))
             if member is not None and member[2]:
                 attributes[sc.SERVER_ADDRESS] = member[2]
                 if member[3]:
                     attributes[sc.SERVER_PORT] = member[3]
         if response.get("model"):
-            attributes[sc.RESPONSE_MODEL] = str(response["model"])
+            attributes[sc.RESPONSE_MODEL] = _text(response["model"])
         if response.get("response_id"):
-            attributes[sc.RESPONSE_ID] = str(response["response_id"])
+            attributes[sc.RESPONSE_ID] = _text(response["response_id"])
         attributes[sc.FINISH_REASONS] = [sc.finish_reason(response.get("stop_reason"))]
         usage = response.get("usage") if isinstance(response.get("usage"), Mapping) else {}
         assert isinstance(usage, Mapping)
@@ -349,22 +352,23 @@ class OTelRecorder:
         for key, name in (("from_agent", sc.HANDOFF_FROM), ("to_agent", sc.HANDOFF_TO), ("call_id", sc.TOOL_CALL_ID)):
             value = _scalar(event.data.get(key))
             if value is not None:
-                attributes[name] = value
+                attributes[name] = _clean(value)
         run.span.add_event(sc.HANDOFF_EVENT, attributes, timestamp=run.ns(event.time))
 
     # -- tools ------------------------------------------------------------------------------------------------
 
     def _tool_started(self, run: _Run, event: Event) -> None:
-        name = str(event.data.get("name") or "tool")
+        # The name is the model's (a call to a tool that does not exist still starts one): cut and redacted.
+        name = _text(event.data.get("name") or "tool")
         call_id = str(event.data.get("call_id") or "")
         run.tools[call_id] = self._tracer.start_span(
-            f"execute_tool {name}",
+            _span_name("execute_tool", name),
             context=run.context,
             kind=SpanKind.INTERNAL,
             attributes={
                 sc.OPERATION: "execute_tool",
                 sc.TOOL_NAME: name,
-                sc.TOOL_CALL_ID: call_id,
+                sc.TOOL_CALL_ID: _text(call_id),
                 sc.TOOL_TYPE: "function",
                 sc.RUN_ID: event.run_id,
             },
@@ -448,6 +452,24 @@ def _clean(value: _AttributeValue) -> _AttributeValue:
     if isinstance(value, list):
         return [excerpt(v, _MAX_TEXT) for v in value]
     return value
+
+
+#: The longest name a span name keeps of the agent, model or tool it is made of (``…`` marks a cut).
+_MAX_NAME = 128
+
+
+def _text(value: Any) -> str:
+    """A name or an identifier a model or a provider chose (a tool's name, a response's id and model), as an
+    attribute holds it: redacted and cut like a payload's text (:func:`_clean`) — the SDK bounds neither."""
+    return excerpt(str(value), _MAX_TEXT)
+
+
+def _span_name(operation: str, name: Any) -> str:
+    """``{operation} {name}``, as the conventions name spans, with ``name`` redacted and cut short: a span
+    name is indexed and grouped on by every backend, and the SDK takes any length."""
+    if not name:
+        return operation
+    return f"{operation} {excerpt(str(name), _MAX_NAME)}"
 
 
 def _error_attributes(error: Any) -> dict[str, Any]:
