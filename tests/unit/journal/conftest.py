@@ -9,8 +9,10 @@ import attrs
 import pytest
 
 from agentactors import Agent, JsonlRecorder, Runtime, ToolCall, ToolContext, tool
+from agentactors.journal import PostgresJournal, SqliteJournal
 from agentactors.loop.result import RunResult
 from agentactors.providers.scripted import ScriptedProvider
+from tests.support.journals import Make
 
 
 @attrs.define
@@ -62,3 +64,14 @@ async def record(path: Path, ledger: Ledger) -> Recording:
         async with Runtime(recorders=[jsonl]):
             result = await agent.run("Charge me for the weather.")
     return Recording(path, result, ledger, agent)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
+    """A factory of journal objects on one database, SQLite and PostgreSQL (each a new connection: another process,
+    or a restart).  A module using it imports the PostgreSQL fixtures (``tests.support.postgres``)."""
+    if request.param == "sqlite":
+        path = tmp_path / "runs.db"
+        return lambda: SqliteJournal(path)
+    dsn = request.getfixturevalue("postgres_dsn")
+    return lambda: PostgresJournal(dsn)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +18,20 @@ import anyio
 import pytest
 
 from agentactors import Agent, LLMRequest, LLMResponse, Runtime, ToolCall, replay, tool
-from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal
+from agentactors.journal import SqliteJournal
 from agentactors.messages import StopReason, Usage
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.sessions import SqliteStore
 from agentactors.tools import ToolStatus
+from tests.support.journals import Make
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
-Make = Callable[[], JournalStore]
 
 HOSTILE_USAGE = Usage(input_tokens=math.nan, output_tokens="12", cache_read_tokens=None)  # type: ignore[arg-type]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
-    if request.param == "sqlite":
-        path = tmp_path / "runs.db"
-        return lambda: SqliteJournal(path)
-    dsn = request.getfixturevalue("postgres_dsn")
-    return lambda: PostgresJournal(dsn)
 
 
 @tool

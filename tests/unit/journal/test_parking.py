@@ -9,28 +9,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import assert_type
 
 import pytest
 
 from agentactors._json import MAX_DOCUMENT_DEPTH
-from agentactors.journal import JournalFormatError, JournalStore, PostgresJournal, SqliteJournal
+from agentactors.journal import JournalFormatError, JournalStore, SqliteJournal
+from tests.support.journals import Make
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
-Make = Callable[[], JournalStore]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
-    """A factory of journal objects on one database (each a new connection: another process, or a restart)."""
-    if request.param == "sqlite":
-        return lambda: SqliteJournal(tmp_path / "runs.db")
-    dsn = request.getfixturevalue("postgres_dsn")
-    return lambda: PostgresJournal(dsn)
 
 
 async def test_a_parked_value_outlives_the_journal_object_that_parked_it(make: Make) -> None:

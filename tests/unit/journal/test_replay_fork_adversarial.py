@@ -11,7 +11,6 @@ forks, many forks of one run at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +18,15 @@ import anyio
 import pytest
 
 from agentactors import Agent, JsonlRecorder, Runtime, ToolCall, ToolContext, fork, replay, tool
-from agentactors.journal import JournalStore, PostgresJournal, ReplayDivergedError, SqliteJournal
+from agentactors.journal import ReplayDivergedError
 from agentactors.providers.scripted import ScriptedProvider
+from tests.support.journals import Make
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
-Make = Callable[[], JournalStore]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
-    if request.param == "sqlite":
-        return lambda: SqliteJournal(tmp_path / "runs.db")
-    dsn = request.getfixturevalue("postgres_dsn")
-    return lambda: PostgresJournal(dsn)
 
 
 @tool(requires_approval=True)

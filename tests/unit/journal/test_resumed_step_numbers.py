@@ -8,30 +8,22 @@ number the run does not have is refused with the ones it has.  On SQLite and on 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 from agentactors import Agent, InMemoryRecorder, Runtime, ToolCall, ToolContext, explain, fork, replay, tool
-from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal, StepOutOfRangeError
+from agentactors.journal import StepOutOfRangeError
 from agentactors.journal.compare import explain_fork
 from agentactors.providers.scripted import ScriptedProvider
+from tests.support.journals import Make
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
-Make = Callable[[], JournalStore]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
-    if request.param == "sqlite":
-        return lambda: SqliteJournal(tmp_path / "runs.db")
-    dsn = request.getfixturevalue("postgres_dsn")
-    return lambda: PostgresJournal(dsn)
 
 
 @tool(requires_approval=True)
