@@ -26,7 +26,7 @@ import pytest
 from agentactors import Agent, InMemoryRecorder, Runtime, ScriptedProvider, ToolCall
 from agentactors.mcp import MCPServerHTTP, MCPServerStdio, _link
 from agentactors.tools import ToolsetError
-from tests.support.mcp_helpers import free_port, offered, statuses, tool_texts
+from tests.support.mcp_helpers import free_port, offered, statuses, tool_texts, wait_listening
 
 pytestmark = pytest.mark.anyio
 
@@ -395,15 +395,7 @@ def http_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen([sys.executable, str(program), str(port)], stdout=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the hostile HTTP server did not start") from None
-                time.sleep(0.05)
+        wait_listening(port, process, "the hostile HTTP server")
         yield f"http://127.0.0.1:{port}"
     finally:
         process.kill()  # uvicorn's graceful stop would wait for the streams that never end

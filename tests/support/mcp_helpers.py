@@ -64,15 +64,7 @@ def http_server_subprocess(
     args = [sys.executable, str(SERVER), "sse" if sse else "http", str(port), *([token] if token else [])]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the MCP test server did not start") from None
-                time.sleep(0.05)
+        wait_listening(port, process, "the MCP test server")
         yield f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}", process
     finally:
         process.terminate()
@@ -109,3 +101,19 @@ def offered(requests: Sequence[Any]) -> list[list[str]]:
 
 def user(text: str) -> list[Message]:
     return [Message.user(text)]
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], what: str, within: float = 30.0) -> None:
+    """Return once ``process`` listens on 127.0.0.1:``port``.
+
+    :raises RuntimeError: ``what`` exited, or did not listen within ``within`` seconds.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start") from None
+            time.sleep(0.05)
