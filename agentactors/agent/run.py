@@ -18,7 +18,7 @@ import math
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing
 from types import TracebackType
 from typing import Any, Generic, Protocol
 
@@ -309,13 +309,16 @@ class AgentRun(Generic[OutputT]):
         return self._debounced(min_interval)
 
     async def _debounced(self, interval: float) -> AsyncGenerator[str, None]:
+        # The inner generator closed with this one (aclosing): left to the garbage collector when the consumer
+        # leaves early — a cancelled response — trio warns that it was never exhausted (a ResourceWarning).
         if not self._entered:
-            async with self:
-                async for text in self._joined(interval):
+            async with self, aclosing(self._joined(interval)) as pieces:
+                async for text in pieces:
                     yield text
             return
-        async for text in self._joined(interval):
-            yield text
+        async with aclosing(self._joined(interval)) as pieces:
+            async for text in pieces:
+                yield text
 
     async def _joined(self, interval: float) -> AsyncGenerator[str, None]:
         """Text pieces, those arriving within ``interval`` of the last yield joined into one.
@@ -396,8 +399,9 @@ class AgentRun(Generic[OutputT]):
         return self._partials(_Answer(typed, kinds))
 
     async def _partials(self, pick: Callable[[Event], Any]) -> AsyncGenerator[Any, None]:
-        async for value in self._values(pick):
-            yield value
+        async with aclosing(self._values(pick)) as values:  # closed with this one (see _debounced)
+            async for value in values:
+                yield value
         state = self._state
         if state.result is not None and state.error is None and state.result.ok:
             yield state.result.output

@@ -195,3 +195,20 @@ async def test_reading_the_stream_from_another_threads_loop_is_refused_at_once(f
                 text = [t async for t in run.text_stream()]
     assert isinstance(outcome, RuntimeError) and "rt.call" in str(outcome), outcome
     assert "".join(text) == "hello world" and run.result.ok
+
+
+@pytest.mark.parametrize("view", ["debounced", "partials"])
+async def test_a_view_left_early_closes_the_generator_inside_it(view: str) -> None:
+    """A consumer leaving a debounced ``text_stream`` (or ``partial_output``) early — a cancelled HTTP response —
+    closed only the outer generator: the inner one was left to the garbage collector, which trio reports as an
+    async generator never exhausted (a ResourceWarning the suite fails on)."""
+    import gc
+
+    async with Runtime():
+        async with Agent(Trickle([ANSWER], step=2)).stream("count") as run:
+            pieces = run.text_stream(min_interval=0.001) if view == "debounced" else run.partial_output()
+            async for _ in pieces:
+                break
+            await pieces.aclose()
+            gc.collect()
+        gc.collect()
