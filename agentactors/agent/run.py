@@ -102,6 +102,22 @@ class RunLauncher(Protocol):
 PreparedRun = tuple[Callable[[], Awaitable[RunResult[Any]]], Callable[[], RunResult[Any]], "RunActor | None"]
 
 
+async def _close_views(views: list[AsyncGenerator[Any, None]]) -> None:
+    """Close the views of a run (``text_stream``, ``partial_output``) as it exits.
+
+    ``async for text in run.text_stream()`` inside ``async with agent.stream(...) as run:``, left early — a
+    response whose client went away, a ``break`` — leaves the view suspended; collected later, trio reports it
+    as an async generator never exhausted.  Closed here, shielded (its cleanup must not meet the consumer's
+    cancellation half-way).  A view running this very exit (one that entered the run itself) closes on its own.
+    """
+    with anyio.CancelScope(shield=True):
+        for view in views:
+            try:
+                await view.aclose()
+            except RuntimeError:  # "already running": the view whose own `async with` is exiting
+                pass
+
+
 class AgentRun(Generic[OutputT]):
     """A run in progress, from :meth:`Agent.stream`; generic in the agent's output type.
 
@@ -152,6 +168,7 @@ class AgentRun(Generic[OutputT]):
         self._live: RunActor | None = None
         self._rt: Runtime | None = None  # the runtime the run works in (its loop's thread: _foreign)
         self._reader = 0  # the thread whose loop may read the stream: the runtime's (set when entered)
+        self._views: list[AsyncGenerator[Any, None]] | None = None  # text_stream / partial_output handed out
 
     @classmethod
     def _attached(cls, live: RunActor, rt: Runtime) -> AgentRun[Any]:
@@ -221,6 +238,9 @@ class AgentRun(Generic[OutputT]):
         checkpoint; its HTTP request is closed on the way), so a cancelled consumer still leaves
         nothing running; the consumer's cancellation then propagates.
         """
+        views, self._views = self._views, None
+        if views:
+            await _close_views(views)
         await self._state.close()
         if self._receive is not None:
             self._receive.close_reading()
@@ -297,7 +317,8 @@ class AgentRun(Generic[OutputT]):
         :raises TypeError: ``min_interval`` is not a number.
 
         Cancellation: a cancelled consumer leaves the generator; a run it entered is cancelled (and
-        waited for) on the way out.
+        waited for) on the way out.  One left half-read inside ``async with agent.stream(...) as run:`` is
+        closed by the run's exit.
         """
         if min_interval is not None:
             if isinstance(min_interval, bool) or not isinstance(min_interval, int | float):
@@ -305,8 +326,8 @@ class AgentRun(Generic[OutputT]):
             if not 0 <= min_interval < math.inf:  # inf waits for ever after the first piece; nan is no interval
                 raise ValueError(f"min_interval must be a finite number of seconds >= 0, not {min_interval!r}")
         if not min_interval:
-            return self._values(_text_of)
-        return self._debounced(min_interval)
+            return self._view(self._values(_text_of))
+        return self._view(self._debounced(min_interval))
 
     async def _debounced(self, interval: float) -> AsyncGenerator[str, None]:
         # The inner generator closed with this one (aclosing): left to the garbage collector when the consumer
@@ -390,13 +411,20 @@ class AgentRun(Generic[OutputT]):
         """
         launcher = self._launcher
         if launcher is None:  # a handle found by rt.run_ref: iterating it says it has no stream
-            return self._partials(_Answer(False, {}))
+            return self._view(self._partials(_Answer(False, {})))
         typed, kinds = launcher.typed, launcher.typed_agents()
         if (typed or any(kinds.values())) and not jiter_available():
             raise ImportError(
                 "partial_output() of a typed result parses partial JSON with jiter: pip install 'agentactors[jiter]'"
             )
-        return self._partials(_Answer(typed, kinds))
+        return self._view(self._partials(_Answer(typed, kinds)))
+
+    def _view(self, view: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
+        """``view``, closed by the run's exit if its consumer has not closed it (:func:`_close_views`)."""
+        if self._views is None:
+            self._views = []
+        self._views.append(view)
+        return view
 
     async def _partials(self, pick: Callable[[Event], Any]) -> AsyncGenerator[Any, None]:
         async with aclosing(self._values(pick)) as values:  # closed with this one (see _debounced)

@@ -212,3 +212,23 @@ async def test_a_view_left_early_closes_the_generator_inside_it(view: str) -> No
             await pieces.aclose()
             gc.collect()
         gc.collect()
+
+
+@pytest.mark.parametrize("view", ["plain", "debounced", "partials"])
+async def test_a_view_its_consumer_left_is_closed_by_the_runs_exit(view: str) -> None:
+    """``async for text in run.text_stream(...)`` inside ``async with agent.stream(...) as run:``, left early and
+    never closed — the Starlette example's body, when its client went away: the view was left to the garbage
+    collector, which trio reports as an async generator never exhausted.  The run's exit closes it."""
+    import gc
+
+    async with Runtime():
+        async with Agent(Trickle([ANSWER], step=2)).stream("count") as run:
+            if view == "partials":
+                pieces: Any = run.partial_output()
+            else:
+                pieces = run.text_stream(min_interval=0.001 if view == "debounced" else None)
+            async for _ in pieces:
+                break
+        gc.collect()
+        with pytest.raises(StopAsyncIteration):  # closed: nothing more comes
+            await pieces.__anext__()
