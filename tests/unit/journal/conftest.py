@@ -75,3 +75,13 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
         return lambda: SqliteJournal(path)
     dsn = request.getfixturevalue("postgres_dsn")
     return lambda: PostgresJournal(dsn)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the journal is: a SQLite file, or a new database of the test server (its DSN).  A module using it
+    imports the PostgreSQL fixtures (``tests.support.postgres``)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    return dsn

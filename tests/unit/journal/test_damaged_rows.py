@@ -10,17 +10,16 @@ files, servers and threads: the real clock.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 
 from agentactors import Agent, Runtime, ToolCall, ToolContext, fork, replay, tool
 from agentactors.journal import JournalError, JournalFormatError
 from agentactors.providers.scripted import ScriptedProvider
+from tests.support.journals import sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 from .crashing import open_journal
@@ -28,22 +27,8 @@ from .crashing import open_journal
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return dsn
 
 
-def _sql(db: str, statement: str, *args: Any) -> None:
-    """One statement on the journal's database from outside (``?`` placeholders)."""
-    if db.startswith("postgresql://"):
-        with psycopg.connect(db, autocommit=True) as conn:
-            conn.execute(statement.replace("?", "%s"), args)
-        return
-    with sqlite3.connect(db, isolation_level=None) as conn:
-        conn.execute(statement, args)
 
 
 @tool(requires_approval=True)
@@ -94,7 +79,7 @@ async def _every_way_in(db: str, run_id: str, at_step: int) -> list[str]:
                 else:
                     done.append(f"{name}: ok")
     left = "UPDATE agentactors_runs SET status = 'running', owner = NULL, lease_until = NULL WHERE run_id = ?"
-    _sql(db, left, run_id)  # as a crashed process's run: recover() takes it
+    sql(db, left, run_id)  # as a crashed process's run: recover() takes it
     with anyio.fail_after(30):
         async with open_journal(db) as journal, Runtime(journal=journal) as rt:
             try:
@@ -131,14 +116,14 @@ async def test_a_damaged_row_loads_or_is_a_typed_error_every_way_in(
     caplog.set_level(logging.ERROR, logger="agentactors.journal")  # the warnings naming a damaged run: expected
     paused, resumed = await _runs(db)
     run_id = paused if which == "paused" else resumed
-    _sql(db, statement, run_id)
+    sql(db, statement, run_id)
     done = await _every_way_in(db, run_id, 1 if which == "paused" else 3)
     assert len(done) == 6, done
 
 
 async def test_a_run_without_its_input_is_a_format_error_naming_it(db: str) -> None:
     paused, _ = await _runs(db)
-    _sql(db, "UPDATE agentactors_runs SET inputs = '[]' WHERE run_id = ?", paused)
+    sql(db, "UPDATE agentactors_runs SET inputs = '[]' WHERE run_id = ?", paused)
     with anyio.fail_after(30):
         async with open_journal(db) as journal:
             with pytest.raises(JournalFormatError, match=f"{paused}.*no input"):
@@ -147,8 +132,8 @@ async def test_a_run_without_its_input_is_a_format_error_naming_it(db: str) -> N
 
 async def test_a_cycle_of_parents_is_a_format_error_not_a_recursion(db: str) -> None:
     paused, resumed = await _runs(db)
-    _sql(db, "UPDATE agentactors_runs SET parent_run_id = ? WHERE run_id = ?", resumed, paused)
-    _sql(db, "UPDATE agentactors_runs SET parent_run_id = ? WHERE run_id = ?", paused, resumed)
+    sql(db, "UPDATE agentactors_runs SET parent_run_id = ? WHERE run_id = ?", resumed, paused)
+    sql(db, "UPDATE agentactors_runs SET parent_run_id = ? WHERE run_id = ?", paused, resumed)
     with anyio.fail_after(30):
         async with open_journal(db) as journal:
             for run_id in (paused, resumed):
@@ -159,7 +144,7 @@ async def test_a_cycle_of_parents_is_a_format_error_not_a_recursion(db: str) -> 
 async def test_an_agent_name_that_is_not_text_is_a_format_error(tmp_path: Path) -> None:
     db = str(tmp_path / "runs.db")  # SQLite keeps any type in any column; PostgreSQL's TEXT does not
     paused, _ = await _runs(db)
-    _sql(db, "UPDATE agentactors_runs SET agent = ? WHERE run_id = ?", b"clerk", paused)
+    sql(db, "UPDATE agentactors_runs SET agent = ? WHERE run_id = ?", b"clerk", paused)
     with anyio.fail_after(30):
         async with open_journal(db) as journal:
             with pytest.raises(JournalFormatError, match=f"{paused}.*agent"):

@@ -6,7 +6,6 @@ On both journals (a SQLite file, a real PostgreSQL server).  Real processes, ser
 from __future__ import annotations
 
 import gc
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 
 from agentactors import Agent, Runtime, ToolCall, ToolContext, tool
 from agentactors.journal import LeaseLostError
 from agentactors.providers.scripted import ScriptedProvider
+from tests.support.journals import sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 from .crashing import STEPS, make_agent, open_journal
@@ -32,23 +31,8 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return dsn
 
 
-def _sql(db: str, statement: str, *args: Any) -> list[tuple[Any, ...]]:
-    """Run one statement on the journal's database from outside (``?`` placeholders; ``NOW``: its clock)."""
-    if db.startswith("postgresql://"):
-        statement = statement.replace("?", "%s").replace("NOW", "EXTRACT(EPOCH FROM clock_timestamp())")
-        with psycopg.connect(db, autocommit=True) as conn:
-            cursor = conn.execute(statement, args)
-            return list(cursor.fetchall()) if cursor.description else []
-    with sqlite3.connect(db, isolation_level=None) as conn:
-        return conn.execute(statement.replace("NOW", "((julianday('now') - 2440587.5) * 86400.0)"), args).fetchall()
 
 
 def _crash(db: str, ledger: Path, where: str) -> None:
@@ -119,10 +103,10 @@ async def test_two_processes_racing_recover_finish_each_run_once(tmp_path: Path,
     outputs = await anyio.to_thread.run_sync(_recover_in_two_processes, db, ledger, tmp_path)
     assert [code for code, _, _ in outputs] == [0, 0], outputs
     finished = [out.split() for _, out, _ in outputs]
-    runs = [run_id for (run_id,) in _sql(db, "SELECT run_id FROM agentactors_runs")]
+    runs = [run_id for (run_id,) in sql(db, "SELECT run_id FROM agentactors_runs")]
     assert len(runs) == len(crashes)
     assert sorted(finished[0] + finished[1]) == sorted(runs)  # each run finished by one recoverer: none twice
-    assert _sql(db, "SELECT DISTINCT status FROM agentactors_runs") == [("finished",)]
+    assert sql(db, "SELECT DISTINCT status FROM agentactors_runs") == [("finished",)]
     after = Counter(_effects(ledger))
     for run_id in runs:  # every charge of every run happened; one the crash cut ran again once, with its key
         keys = {f"{run_id}:call-{n}" for n in range(1, STEPS + 1)}
@@ -137,17 +121,17 @@ async def test_a_lease_held_elsewhere_is_left_until_it_expires(tmp_path: Path, d
     ledger = tmp_path / "ledger.txt"
     _crash(db, ledger, "tool:2")
     # As if another host's live process held it: its process cannot be looked at from here, only its expiry.
-    _sql(db, "UPDATE agentactors_runs SET owner = 'elsewhere|pid:[1]|1|abc', lease_until = NOW + 60")
+    sql(db, "UPDATE agentactors_runs SET owner = 'elsewhere|pid:[1]|1|abc', lease_until = NOW + 60")
     async with open_journal(db) as journal, Runtime(journal=journal) as rt:
         bound = make_agent(ledger).bind(rt)  # held weakly by the runtime: kept here
         assert await journal.unfinished() == []
         assert await rt.recover() == []
-        (run_id,) = [r for (r,) in _sql(db, "SELECT run_id FROM agentactors_runs")]
+        (run_id,) = [r for (r,) in sql(db, "SELECT run_id FROM agentactors_runs")]
         assert await journal.claim(run_id) is None
-        _sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1")  # it stopped renewing: expired
+        sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1")  # it stopped renewing: expired
         (result,) = await rt.recover()
     assert bound.name == "payer" and result.run_id == run_id and result.content == f"charged {STEPS} times"
-    assert _sql(db, "SELECT status FROM agentactors_runs") == [("finished",)]
+    assert sql(db, "SELECT status FROM agentactors_runs") == [("finished",)]
 
 
 async def test_a_live_run_stays_leased_past_its_lease_while_its_process_lives(db: str) -> None:
@@ -177,7 +161,7 @@ async def test_a_run_whose_lease_was_taken_over_stops_at_its_next_commit(db: str
     async def stalls(ctx: ToolContext) -> str:
         """The process stalls past its lease; another recoverer takes the run over meanwhile."""
         # Its lease expired (and, under another owner id, this process's keeper can no longer renew it).
-        _sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1, owner = 'elsewhere|pid:[1]|1|abc'")
+        sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1, owner = 'elsewhere|pid:[1]|1|abc'")
         taken.append(await thief.claim(ctx.run_id or ""))
         return "done"
 
@@ -188,8 +172,8 @@ async def test_a_run_whose_lease_was_taken_over_stops_at_its_next_commit(db: str
     await thief.aclose()
     assert _lease_lost(caught.value) is not None
     assert taken and taken[0] is not None and not taken[0].finished
-    assert _sql(db, "SELECT status, owner FROM agentactors_runs") == [("running", thief.owner)]
-    assert _sql(db, "SELECT step, results IS NULL FROM agentactors_steps") == [(1, 1)]  # its results: not written
+    assert sql(db, "SELECT status, owner FROM agentactors_runs") == [("running", thief.owner)]
+    assert sql(db, "SELECT step, results IS NULL FROM agentactors_steps") == [(1, 1)]  # its results: not written
 
 
 def _lease_lost(exc: BaseException | None) -> LeaseLostError | None:
@@ -223,9 +207,9 @@ async def test_a_journal_whose_runs_ended_leaves_its_database_alone(db: str) -> 
     try:
         async with Runtime(journal=journal):
             assert (await Agent(provider, name="quick").run("go")).content == "answer"
-        before = _sql(db, "SELECT run_id, lease_until FROM agentactors_runs")
+        before = sql(db, "SELECT run_id, lease_until FROM agentactors_runs")
         await anyio.sleep(1.0)  # three keeper intervals
-        assert _sql(db, "SELECT run_id, lease_until FROM agentactors_runs") == before
+        assert sql(db, "SELECT run_id, lease_until FROM agentactors_runs") == before
         assert journal._renewer.conn is None  # what the keeper would have opened to renew
     finally:
         await journal.aclose()

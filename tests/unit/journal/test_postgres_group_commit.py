@@ -7,7 +7,6 @@ GroupCommit alone on virtual time; the journals against a real file and a real s
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -69,12 +68,6 @@ async def test_a_cancelled_commit_still_happens_whole_and_the_queue_goes_on() ->
     assert applied == ["x", "y"]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return dsn
 
 
 def _statuses(db: str) -> list[tuple[Any, ...]]:

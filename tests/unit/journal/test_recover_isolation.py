@@ -24,6 +24,7 @@ import pytest
 from agentactors import Agent, Runtime, ToolCall, ToolContext, tool
 from agentactors.journal import JournalFormatError, RecoveryError
 from agentactors.providers.scripted import ScriptedProvider
+from tests.support.journals import sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 from .crashing import STEPS, Stateless, make_agent, open_journal
@@ -33,23 +34,8 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return dsn
 
 
-def _sql(db: str, statement: str, *args: Any) -> list[tuple[Any, ...]]:
-    """One statement on the journal's database from outside (``?`` placeholders; ``NOW``: its clock)."""
-    if db.startswith("postgresql://"):
-        statement = statement.replace("?", "%s").replace("NOW", "EXTRACT(EPOCH FROM clock_timestamp())")
-        with psycopg.connect(db, autocommit=True) as conn:
-            cursor = conn.execute(statement, args)
-            return list(cursor.fetchall()) if cursor.description else []
-    with sqlite3.connect(db, isolation_level=None) as conn:
-        return conn.execute(statement.replace("NOW", "((julianday('now') - 2440587.5) * 86400.0)"), args).fetchall()
 
 
 def _crash(db: str, ledger: Path, where: str) -> str:
@@ -66,13 +52,13 @@ def _crash(db: str, ledger: Path, where: str) -> str:
 
 def _run_ids(db: str) -> set[str]:
     try:
-        return {r for (r,) in _sql(db, "SELECT run_id FROM agentactors_runs")}
+        return {r for (r,) in sql(db, "SELECT run_id FROM agentactors_runs")}
     except (sqlite3.OperationalError, psycopg.errors.UndefinedTable):  # no run yet: no table yet
         return set()
 
 
 def _statuses(db: str) -> dict[str, str]:
-    return {r: s for r, s in _sql(db, "SELECT run_id, status FROM agentactors_runs")}
+    return {r: s for r, s in sql(db, "SELECT run_id, status FROM agentactors_runs")}
 
 
 @pytest.mark.parametrize(
@@ -90,7 +76,7 @@ async def test_a_damaged_run_is_a_typed_error_naming_it_and_the_others_are_recov
     first = _crash(db, ledger, "tool:3")
     damaged = _crash(db, ledger, "tool:3")  # steps 1 and 2 whole, step 3's results never committed
     last = _crash(db, ledger, "tool:2")
-    _sql(db, damage, damaged)
+    sql(db, damage, damaged)
     async with open_journal(db) as journal, Runtime(journal=journal) as rt:
         bound = make_agent(ledger).bind(rt)
         # Listing skips it (a warning names it): one bad row does not hide the runs that can be recovered.
@@ -148,7 +134,7 @@ async def test_a_recovered_run_whose_lease_is_taken_over_leaves_the_others_recov
     async def charge(ctx: ToolContext, cents: int) -> str:
         """Charge the card."""
         if ctx.run_id == stalled and not taken:
-            _sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1, owner = 'elsewhere|pid:[1]|1|abc' "
+            sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1, owner = 'elsewhere|pid:[1]|1|abc' "
                  "WHERE run_id = ?", stalled)
             taken.append(await thief.claim(stalled))
         elif ctx.run_id == beside and ctx.step == 1:
@@ -165,7 +151,7 @@ async def test_a_recovered_run_whose_lease_is_taken_over_leaves_the_others_recov
     assert bound.name == "payer" and taken and taken[0] is not None
     assert result.run_id == beside and result.content == f"charged {STEPS} times"
     assert _statuses(db) == {stalled: "running", beside: "finished"}
-    assert _sql(db, "SELECT owner FROM agentactors_runs WHERE run_id = ?", stalled) == [(thief.owner,)]
+    assert sql(db, "SELECT owner FROM agentactors_runs WHERE run_id = ?", stalled) == [(thief.owner,)]
 
 
 async def test_a_run_taken_over_from_this_journal_is_recovered_by_it_once_the_taker_is_gone(db: str) -> None:
@@ -177,7 +163,7 @@ async def test_a_run_taken_over_from_this_journal_is_recovered_by_it_once_the_ta
     @tool
     async def stalls(ctx: ToolContext) -> str:
         """The process stalls past its lease; another recoverer takes the run over meanwhile."""
-        _sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1, owner = 'elsewhere|pid:[1]|1|abc'")
+        sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1, owner = 'elsewhere|pid:[1]|1|abc'")
         assert await thief.claim(ctx.run_id or "") is not None
         return "done"
 
@@ -186,9 +172,9 @@ async def test_a_run_taken_over_from_this_journal_is_recovered_by_it_once_the_ta
         async with open_journal(db) as journal, Runtime(journal=journal):
             with pytest.raises(Exception):  # noqa: B017  (LeaseLostError, as the run's tool step raised it)
                 await Agent(provider, tools=[stalls], name="staller").run("go")
-            (run_id,) = [r for (r,) in _sql(db, "SELECT run_id FROM agentactors_runs")]
+            (run_id,) = [r for (r,) in sql(db, "SELECT run_id FROM agentactors_runs")]
             assert await journal.unfinished() == []  # the other recoverer holds it, alive
-            _sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1")  # ... until it died: its lease expired
+            sql(db, "UPDATE agentactors_runs SET lease_until = NOW - 1")  # ... until it died: its lease expired
             assert [r.run_id for r in await journal.unfinished()] == [run_id]
     finally:
         await thief.aclose()

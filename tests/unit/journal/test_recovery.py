@@ -23,13 +23,6 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the journal is: a SQLite file, or a new database of the test server (its DSN)."""
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return dsn
 
 
 def _crash(db: str, ledger: Path, where: str) -> None:
