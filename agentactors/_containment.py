@@ -21,6 +21,10 @@ stray cancellations.  A ``BaseExceptionGroup`` travels when anything in it does.
 
 The questions must be asked where the exception is caught, still inside the scopes it passed
 through: outside them, the cancelled scope is no longer there to say so.
+
+The actor kernel asks :func:`is_stray` of what comes out of a worker's handler: a stray cancellation
+there is that handler's failure, not the end of the worker's task; a native ``task.cancel()`` of the
+worker's own task (``asyncio.run`` ending) is a real one for it.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import math
 
 import anyio
 
-__all__ = ["escapes", "interrupt_in", "is_cancellation"]
+__all__ = ["escapes", "interrupt_in", "is_cancellation", "is_stray"]
 
 
 def is_cancellation(exc: BaseException) -> bool:
@@ -58,3 +62,26 @@ def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
             if found is not None:
                 return found
     return None
+
+
+def is_stray(exc: BaseException) -> bool:
+    """Whether ``exc`` is a stray cancellation: anyio's cancellation exception that no cancel scope asked for
+    (:func:`is_cancellation` says no) and, on asyncio, no ``task.cancel()`` either.
+
+    A native ``task.cancel()`` of the running task (what ``asyncio.run`` does to the tasks left at its end)
+    raises a ``CancelledError`` no anyio scope asked for, but it is a real cancellation of that task: the task's
+    ``cancelling()`` count says so (anyio's scopes cancel through it too, then ``is_cancellation`` already
+    said yes).  Call it from the ``except`` clause, inside the scopes the exception came through.
+    """
+    if not isinstance(exc, anyio.get_cancelled_exc_class()) or is_cancellation(exc):
+        return False
+    import asyncio  # (only asyncio has stray cancellations: trio's cannot be made by user code, only leaked)
+
+    if not isinstance(exc, asyncio.CancelledError):
+        return False  # a trio.Cancelled out of its scope: trio's own to deal with, as before
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # pragma: no cover - an asyncio exception with no asyncio loop running
+        return False
+    cancelling = getattr(task, "cancelling", None)
+    return not (callable(cancelling) and cancelling())

@@ -52,9 +52,8 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-import agentactors.actors.supervision as supervision
-
 from .._backend import backend_function, entered_here, scope_checkpoint
+from .._containment import is_stray
 from .._task_group import TaskGroup, open_task_group
 from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
@@ -526,13 +525,13 @@ class Runtime:
         wins), to leave ``async with`` bare once the rest of the exit — the other hooks, the cleanups, the
         recorders' flush — has run, as one out of a worker's handler does.  A cancellation (the exit's own bound)
         and ``GeneratorExit`` (the exit's coroutine is being closed: it must not await again) go on at once; a
-        stray cancellation (no scope asked for it: :func:`~agentactors.actors.supervision.stray_failure`) is the
+        stray cancellation (no scope asked for it: :func:`~agentactors._containment.is_stray`) is the
         hook's own failure, logged like a cleanup's.  Call it from the ``except`` clause, inside the exit's scopes.
         """
         if isinstance(exc, GeneratorExit):
             raise exc
         if isinstance(exc, anyio.get_cancelled_exc_class()):
-            if not supervision.is_stray(exc):
+            if not is_stray(exc):
                 raise exc
             # A stray one (see the worker): the hook's own failure.
             log.warning("an on_stop or a runtime cleanup raised %s that no cancel scope asked for", type(exc).__name__)

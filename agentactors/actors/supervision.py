@@ -38,12 +38,12 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from .._containment import is_cancellation
+from .._containment import is_stray
 from ..errors import redact
 from ._cell import STOPPING, Cell, Failure
 from ._inline import in_context
 
-__all__ = ["after_direct_failure", "failed", "failed_now", "is_stray", "start", "start_direct", "stray_failure"]
+__all__ = ["after_direct_failure", "failed", "failed_now", "start", "start_direct", "stray_failure"]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -120,29 +120,6 @@ def stray_failure(exc: BaseException) -> Exception:
     failure = RuntimeError(f"a handler raised {type(exc).__name__} that no cancel scope asked for (a stray one)")
     failure.__cause__ = exc
     return failure
-
-
-def is_stray(exc: BaseException) -> bool:
-    """Whether ``exc`` is a stray cancellation: anyio's cancellation exception that no cancel scope asked for
-    (:func:`~agentactors._containment.is_cancellation` says no) and, on asyncio, no ``task.cancel()`` either.
-
-    A native ``task.cancel()`` of the running task (what ``asyncio.run`` does to the tasks left at its end)
-    raises a ``CancelledError`` no anyio scope asked for, but it is a real cancellation of that task: the task's
-    ``cancelling()`` count says so (anyio's scopes cancel through it too, then ``is_cancellation`` already
-    said yes).  Call it from the ``except`` clause, inside the scopes the exception came through.
-    """
-    if not isinstance(exc, anyio.get_cancelled_exc_class()) or is_cancellation(exc):
-        return False
-    import asyncio  # (only asyncio has stray cancellations: trio's cannot be made by user code, only leaked)
-
-    if not isinstance(exc, asyncio.CancelledError):
-        return False  # a trio.Cancelled out of its scope: trio's own to deal with, as before
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # pragma: no cover - an asyncio exception with no asyncio loop running
-        return False
-    cancelling = getattr(task, "cancelling", None)
-    return not (callable(cancelling) and cancelling())
 
 
 async def failed(
