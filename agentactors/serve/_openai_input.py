@@ -1,13 +1,23 @@
 """A Chat Completions request body, read into what a run takes: the conversation and the settings.
 
 Every way a body can be wrong raises :class:`BadRequest` naming the offending ``param`` (OpenAI's
-error shape carries it), before any run starts.
+error shape carries it), before any run starts.  A field that asks for a kind of answer is read or refused, never
+dropped: ``response_format`` (a JSON answer, :class:`JsonFormat`), ``tool_choice`` / ``function_call`` naming
+a client's tool (which no run here can call), ``max_tokens`` past the limit.
+
+A ``response_format`` schema is the client's, so it is held to what it can make the server do before any run
+starts: at most :data:`MAX_SCHEMA_CHARS` of JSON text, :data:`MAX_SCHEMA_DEPTH` levels deep and
+:data:`MAX_SCHEMA_NODES` values once its ``$ref`` are inlined (a few kilobytes of ``$defs`` that refer to each
+other twice over inline to billions), local references only, none recursive.  Whether it is a JSON Schema at all
+is the output's validator's to say, when the agent is given it (:mod:`~._openai_format`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -15,7 +25,28 @@ from ..messages import Message, ToolCall
 from ..parts import Image, Part, Text
 from ..settings import ModelSettings
 
-__all__ = ["BadRequest", "ChatRequest", "read_chat_request"]
+__all__ = [
+    "MAX_OUTPUT_TOKENS",
+    "MAX_SCHEMA_CHARS",
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_NODES",
+    "BadRequest",
+    "ChatRequest",
+    "JsonFormat",
+    "read_chat_request",
+]
+
+#: The most JSON text a client's schema may have (what OpenAI's own SDK makes of a model is a few hundred).
+MAX_SCHEMA_CHARS: Final = 100_000
+#: The deepest a client's schema may nest (JSON levels: an object's property is two).
+MAX_SCHEMA_DEPTH: Final = 48
+#: The most values a client's schema may hold once its ``$ref`` are inlined.
+MAX_SCHEMA_NODES: Final = 20_000
+#: The most output tokens a request may ask for whatever the app's limit: more than any model writes, and past
+#: what some wires carry (Gemini's ``maxOutputTokens`` is a 32-bit integer) — a vendor's 400, a 502 here.
+MAX_OUTPUT_TOKENS: Final = 2**31 - 1
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # OpenAI's own rule for json_schema.name
 
 
 class BadRequest(Exception):
@@ -29,8 +60,19 @@ class BadRequest(Exception):
 
 
 @attrs.frozen(slots=True)
+class JsonFormat:
+    """A JSON answer the client asked for (``response_format``): the schema (``{"type": "object"}`` for
+    ``json_object``), its name, and the field a schema the output cannot take is refused as."""
+
+    name: str
+    schema: dict[str, Any]
+    param: str = "response_format.json_schema.schema"
+
+
+@attrs.frozen(slots=True)
 class ChatRequest:
-    """What a request asks for: which agent (``model``), on which conversation, streamed or not."""
+    """What a request asks for: which agent (``model``), on which conversation, streamed or not, in which shape
+    (``response_format``: ``None`` for text)."""
 
     model: str
     messages: tuple[Message, ...]
@@ -38,10 +80,15 @@ class ChatRequest:
     include_usage: bool = False
     settings: ModelSettings | None = None
     new: tuple[Message, ...] = ()  # the messages after the last assistant or tool message: a session's turn
+    response_format: JsonFormat | None = None
 
 
-def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
-    """The request in ``body``.  :raises BadRequest: a field missing, of the wrong type or unsupported."""
+def read_chat_request(body: Mapping[str, Any], *, max_completion_tokens: int | None = None) -> ChatRequest:
+    """The request in ``body``.  :raises BadRequest: a field missing, of the wrong type or unsupported.
+
+    ``max_completion_tokens``: the most output tokens a request may ask for (the app's limit; default, and
+    never more than, :data:`MAX_OUTPUT_TOKENS`).
+    """
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("you must provide a model parameter (the name of an agent)", "model")
@@ -58,6 +105,8 @@ def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     if include_usage is not None and not isinstance(include_usage, bool):  # "no" is truthy: it asked for usage
         raise BadRequest("'stream_options.include_usage' must be a boolean", "stream_options")
     _check_ignored(body)
+    _check_tools(body)
+    response_format = read_format(body.get("response_format"))
     messages = conversation(raw)
     tail = raw[_after_last_answer(raw) :]
     return ChatRequest(
@@ -65,8 +114,9 @@ def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
         messages=messages,
         stream=bool(stream),
         include_usage=bool(include_usage),
-        settings=_settings(body),
+        settings=_settings(body, max_completion_tokens),
         new=conversation(tail) if any(m.get("role") == "user" for m in tail) else (),
+        response_format=response_format,
     )
 
 
@@ -83,6 +133,146 @@ def _check_ignored(body: Mapping[str, Any]) -> None:
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise BadRequest("'user' must be a string", "user")
+
+
+def _check_tools(body: Mapping[str, Any]) -> None:
+    """A client's ``tools`` (and the older ``functions``) are not offered to the agent — its own run here, and
+    nothing the server runs could call the client's — so ``tool_choice`` (``function_call``) may leave the choice
+    to the model (``auto``, ``none``, absent), which is answered without them, as documented.  One that *requires*
+    a client's tool (``required``, a named function, ``allowed_tools`` in ``required`` mode) asks for an answer no
+    run here gives: a 400, not an answer that silently is not the call the client waits for.
+    """
+    for field in ("tools", "functions"):
+        value = body.get(field)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
+            raise BadRequest(f"'{field}' must be an array of objects", field)
+    for field, free in (("tool_choice", ("auto", "none", "required")), ("function_call", ("auto", "none"))):
+        choice = body.get(field)
+        if choice is None:
+            continue
+        if isinstance(choice, str):
+            if choice not in free:
+                raise BadRequest(f"'{field}' must be one of {', '.join(map(repr, free))} or an object", field)
+            if choice != "required":
+                continue
+        elif not isinstance(choice, dict):
+            raise BadRequest(f"'{field}' must be a string or an object", field)
+        elif choice.get("type") == "allowed_tools" and (choice.get("allowed_tools") or {}).get("mode") == "auto":
+            continue
+        raise BadRequest(
+            f"'{field}' requires a call of the client's own tools, which an agent served here cannot make: its own "
+            "tools run in the server, and the client gets its answer (send tool_choice 'auto' or 'none', or none)",
+            field,
+            code="unsupported_tool_choice",
+        )
+
+
+def read_format(raw: Any) -> JsonFormat | None:
+    """The JSON answer ``response_format`` asks for; ``None`` for text (absent, ``null``, ``{"type": "text"}``).
+
+    :raises BadRequest: not one of OpenAI's shapes, or a schema past the bounds (the module's docstring).
+    """
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise BadRequest(
+            "'response_format' must be an object: {'type': 'text' | 'json_object' | 'json_schema'}", "response_format"
+        )
+    kind = raw.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return JsonFormat("json_object", {"type": "object"}, "response_format")
+    if kind != "json_schema":
+        raise BadRequest(
+            "'response_format.type' must be 'text', 'json_object' or 'json_schema'", "response_format.type"
+        )
+    spec = raw.get("json_schema")
+    where = "response_format.json_schema"
+    if not isinstance(spec, dict):
+        raise BadRequest(f"'{where}' must be an object: {{'name', 'schema', 'strict'?, 'description'?}}", where)
+    name = spec.get("name")
+    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+        raise BadRequest(f"'{where}.name' must be 1 to 64 letters, digits, '_' or '-'", f"{where}.name")
+    strict = spec.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise BadRequest(f"'{where}.strict' must be a boolean", f"{where}.strict")
+    description = spec.get("description")
+    if description is not None and not isinstance(description, str):
+        raise BadRequest(f"'{where}.description' must be a string", f"{where}.description")
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        # OpenAI reads a missing schema as "any JSON": said here by its own name, json_object.
+        raise BadRequest(
+            f"'{where}.schema' must be a JSON Schema object (for any JSON object, send {{'type': 'json_object'}})",
+            f"{where}.schema",
+        )
+    _check_bounds(schema, f"{where}.schema")
+    if description and "description" not in schema:
+        schema = {**schema, "description": description}
+    return JsonFormat(name, schema)
+
+
+def _check_bounds(schema: dict[str, Any], where: str) -> None:
+    """Refuse a schema past :data:`MAX_SCHEMA_CHARS`, :data:`MAX_SCHEMA_DEPTH` or :data:`MAX_SCHEMA_NODES`
+    (inlined), or with a ``$ref`` that is remote, dangling or recursive — before anything inlines it."""
+    size = len(json.dumps(schema, ensure_ascii=False))
+    if size > MAX_SCHEMA_CHARS:
+        raise BadRequest(f"'{where}' is {size} characters of JSON: at most {MAX_SCHEMA_CHARS} are taken", where)
+    try:
+        nodes = _Inlined(schema).count(schema, (), 0)
+    except _SchemaRefused as exc:
+        raise BadRequest(f"'{where}': {exc}", where) from None
+    if nodes > MAX_SCHEMA_NODES:
+        raise BadRequest(f"'{where}' holds more than {MAX_SCHEMA_NODES} values once its $ref are inlined", where)
+
+
+class _SchemaRefused(Exception):
+    """A schema past a bound, said by :class:`_Inlined` (made a :class:`BadRequest` naming the field)."""
+
+
+class _Inlined:
+    """Counts the values a schema holds with every ``$ref`` inlined, without inlining it: each reference's count
+    is made once (memoised), so ``$defs`` that refer to each other twice over cost their own size, not 2**n."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.counted: dict[str, int] = {}
+
+    def count(self, node: Any, refs: tuple[str, ...], depth: int) -> int:
+        if depth > MAX_SCHEMA_DEPTH:
+            raise _SchemaRefused(f"it nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        if isinstance(node, list):
+            return 1 + sum(self.count(item, refs, depth + 1) for item in node)
+        if not isinstance(node, dict):
+            return 1
+        total = 1
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            total += self.referenced(ref, refs, depth)
+        for key, value in node.items():
+            if key not in ("$ref", "$defs", "definitions"):
+                total += self.count(value, refs, depth + 1)
+            if total > MAX_SCHEMA_NODES:  # past the bound already: the rest need not be counted
+                return total
+        return total
+
+    def referenced(self, ref: str, refs: tuple[str, ...], depth: int) -> int:
+        if ref in refs:
+            raise _SchemaRefused(f"$ref {ref[:100]!r} refers to itself: a recursive schema cannot be answered")
+        known = self.counted.get(ref)
+        if known is not None:
+            return known
+        if not ref.startswith("#/"):
+            raise _SchemaRefused(f"$ref {ref[:100]!r} is not a local reference ('#/...'): nothing is fetched")
+        target: Any = self.root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, Mapping) or part not in target:
+                raise _SchemaRefused(f"$ref {ref[:100]!r} points at nothing in the schema")
+            target = target[part]
+        counted = self.counted[ref] = self.count(target, (*refs, ref), depth + 1)
+        return counted
 
 
 def _after_last_answer(raw: Sequence[Any]) -> int:
@@ -208,7 +398,7 @@ def _tool_call(value: Any, param: str) -> ToolCall:
 _NUMBERS = {"temperature": "temperature", "top_p": "top_p"}
 
 
-def _settings(body: Mapping[str, Any]) -> ModelSettings | None:
+def _settings(body: Mapping[str, Any], max_completion_tokens: int | None = None) -> ModelSettings | None:
     """The sampling fields the request sets, as settings that win over the agent's for this run."""
     fields: dict[str, Any] = {}
     for key, name in _NUMBERS.items():
@@ -220,10 +410,8 @@ def _settings(body: Mapping[str, Any]) -> ModelSettings | None:
                 fields[name] = float(value)
             except OverflowError:  # an integer beyond any float: JSON has no limit on its digits
                 raise BadRequest(f"'{key}' must be a finite number", key) from None
-    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    limit = _max_tokens(body, max_completion_tokens)
     if limit is not None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise BadRequest("'max_completion_tokens' must be a positive integer", "max_completion_tokens")
         fields["max_tokens"] = limit
     stop = body.get("stop")
     if stop is not None:
@@ -243,3 +431,24 @@ def _settings(body: Mapping[str, Any]) -> ModelSettings | None:
         return ModelSettings(**fields)
     except (TypeError, ValueError) as exc:
         raise BadRequest(str(exc), next(iter(fields))) from None
+
+
+def _max_tokens(body: Mapping[str, Any], bound: int | None) -> int | None:
+    """The output tokens the request asks for at most: ``max_completion_tokens``, else the older ``max_tokens``
+    (a ``null`` one says nothing), held to the app's ``bound`` and :data:`MAX_OUTPUT_TOKENS` — past it, a 400
+    naming the field as the client sent it, before any model call (the vendor's own 400 would be a 502 here).
+    """
+    field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    limit = body.get(field)
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise BadRequest(f"'{field}' must be a positive integer", field)
+    most = min(bound, MAX_OUTPUT_TOKENS) if bound is not None else MAX_OUTPUT_TOKENS
+    if limit > most:
+        raise BadRequest(
+            f"'{field}' is too large: {limit}; this model writes at most {most} completion tokens",
+            field,
+            code="invalid_value",
+        )
+    return limit

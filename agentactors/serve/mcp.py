@@ -2,8 +2,9 @@
 
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.lowlevel.Server` (the ``[mcp]`` extra):
 its tools are listed and called from this module's two handlers, so an agent's tool and a ``@tool``'s
-keep exactly the schemas they have here.  Each agent is a tool taking ``input`` (a string) whose result
-is the answer as text content — and, for an agent with a typed output, the value as structured content.
+keep exactly the schemas they have here.  Each agent is a tool taking ``input`` (a string) and nothing else — an
+argument it would not read is an ``isError`` result naming it, as a ``@tool``'s is — whose result is the answer as
+text content — and, for an agent with a typed output, the value as structured content, and as JSON text.
 Each ``@tool`` (or plain function) keeps its name, description and parameters schema.
 
 A failing call is an ``isError`` result whose text says briefly what failed: a tool's error by its class and
@@ -55,11 +56,12 @@ from ._http import client_text, runtime_to_enter
 
 __all__ = ["mcp_server"]
 
-#: The one parameter of an agent's tool.
+#: The one parameter of an agent's tool (no other: one the run would not read is refused, not dropped).
 AGENT_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"input": {"type": "string", "description": "What to ask the agent."}},
     "required": ["input"],
+    "additionalProperties": False,
 }
 
 _MAX_ERROR = 500
@@ -168,6 +170,9 @@ async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime
     prompt = arguments.get("input")
     if not isinstance(prompt, str):
         return _error("the argument 'input' (a string) is required")
+    others = sorted(str(name)[:100] for name in arguments if name != "input")
+    if others:
+        return _error(f"the agent takes 'input' alone, not {', '.join(map(repr, others[:5]))}: put it in 'input'")
     _annotate("gen_ai.agent.name", agent.name)
     try:
         result = await agent.run(prompt, runtime=runtime)
@@ -177,10 +182,15 @@ async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime
     if not result.ok:
         return _error(_failure(result))
     structured = None
+    text = result.content
     if agent.output_type is not str:
-        value = json.loads(render_result(result.output))
+        # The value's JSON is the text too: under the output-tool strategy the run's text is empty, and MCP asks
+        # a tool with structured content to give it as text as well, for clients that read text only.
+        output = result.output
+        text = json.dumps(output, ensure_ascii=False) if isinstance(output, str) else render_result(output)
+        value = json.loads(text)
         structured = value if isinstance(value, dict) else {"result": value}
-    return types.CallToolResult(content=[types.TextContent(text=result.content)], structured_content=structured)
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
 
 
 def _failure(result: RunResult[Any]) -> str:
@@ -232,4 +242,3 @@ def _annotate(key: str, value: str | None) -> None:
 
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-

@@ -4,7 +4,10 @@
 with a ``chat.completion`` — or, with ``stream: true``, ``chat.completion.chunk`` events over SSE, closed
 by ``data: [DONE]``, with a last chunk carrying ``usage`` when ``stream_options.include_usage`` asks.
 ``GET /v1/models`` lists the agents.  The agent's tools run here, in the server: the client sees the
-answer, never the calls (a client's ``tools`` are not offered to the agent).
+answer, never the calls: a client's ``tools`` are not offered to the agent, and a ``tool_choice`` that requires
+one is refused (400).  ``response_format`` ``json_schema`` / ``json_object`` is honoured — the run's answer is
+validated JSON of the client's schema (:mod:`~._openai_format`) — or refused with a 400 when the agent cannot
+answer in it; ``max_tokens`` past the app's ``max_completion_tokens`` is a 400 before any model call.
 
 Refusals come in OpenAI's error shape (``{"error": {"message", "type", "param", "code"}}``), so an SDK raises
 its usual exception: 401 without an allowed key, 404 for an unknown model or path, 415 for a body sent as
@@ -26,6 +29,7 @@ Each request is an OpenTelemetry span (:mod:`agentactors.serve._spans`) when ``o
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import uuid
@@ -34,12 +38,13 @@ from typing import Any
 
 from ..agent.core import Agent
 from ..agent.run import AgentRun
-from ..errors import OverloadedError, SessionError
+from ..errors import OutputValidationError, OverloadedError, SessionError
 from ..events import LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
 from ..messages import Usage
 from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore, check_key
+from ..tools.results import render_result
 from ._http import (
     DEFAULT_MAX_BODY,
     AppRuntime,
@@ -58,7 +63,8 @@ from ._http import (
     route_path,
     send_json,
 )
-from ._openai_input import BadRequest, ChatRequest, read_chat_request
+from ._openai_format import for_format
+from ._openai_input import MAX_OUTPUT_TOKENS, BadRequest, ChatRequest, read_chat_request
 from ._spans import RequestSpan, Tracing
 from ._turns import streamed_turn
 
@@ -79,6 +85,7 @@ def openai_app(
     sessions: bool = False,
     store: SessionStore | None = None,
     tracer_provider: Any = None,
+    max_completion_tokens: int | None = None,
 ) -> OpenAIApp:
     """An ASGI app serving ``agents`` (``{model name: agent}``) as an OpenAI-compatible API.
 
@@ -92,13 +99,18 @@ def openai_app(
     the server's, the request's messages after its last assistant or tool message are the new turn.  Off
     by default (every request is the whole conversation, as OpenAI's API is).  ``tracer_provider``: where
     each request's OpenTelemetry span goes (default: the global provider; nothing without the API).
+    ``max_completion_tokens``: the most output tokens a request may ask for (``max_tokens`` /
+    ``max_completion_tokens``) — the served models' own limit, which the library does not know; a request over
+    it is a 400 before any model call, rather than the vendor's 400 as a 502.  Default: no limit of the app's own
+    (only the 2**31 - 1 no model writes).
 
     :raises TypeError, ValueError: ``agents`` is empty or not ``{str: Agent}``; a ``store`` without
-        ``sessions``; see also ``api_keys``.
+        ``sessions``; a ``max_completion_tokens`` that is not a positive int; see also ``api_keys``.
     """
     return OpenAIApp(
         agents, runtime=runtime, api_keys=api_keys, max_body_size=max_body_size, sessions=sessions, store=store,
         tracer_provider=tracer_provider,
+        max_completion_tokens=max_completion_tokens,
     )
 
 
@@ -115,7 +127,14 @@ class OpenAIApp:
         sessions: bool = False,
         store: SessionStore | None = None,
         tracer_provider: Any = None,
+        max_completion_tokens: int | None = None,
     ) -> None:
+        if max_completion_tokens is not None and (
+            isinstance(max_completion_tokens, bool)
+            or not isinstance(max_completion_tokens, int)
+            or not 1 <= max_completion_tokens <= MAX_OUTPUT_TOKENS
+        ):
+            raise ValueError(f"max_completion_tokens must be an int from 1 to {MAX_OUTPUT_TOKENS}, or None")
         if store is not None and not sessions:
             raise ValueError("a store keeps sessions: pass sessions=True with it")
         if not isinstance(agents, Mapping) or not agents:
@@ -131,6 +150,7 @@ class OpenAIApp:
         self.sessions = bool(sessions)
         self._store = store
         self._tracing = Tracing(tracer_provider)
+        self.max_completion_tokens = max_completion_tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -172,7 +192,8 @@ class OpenAIApp:
 
     async def _chat(self, scope: Scope, receive: Receive, send: Send, span: RequestSpan) -> None:
         try:
-            request = read_chat_request(await read_json(receive, scope, self._max_body))
+            body = await read_json(receive, scope, self._max_body)
+            request = read_chat_request(body, max_completion_tokens=self.max_completion_tokens)
         except Disconnected:
             return
         except BodyError as exc:
@@ -187,7 +208,13 @@ class OpenAIApp:
             return
         span.set("gen_ai.request.model", request.model)
         span.set("gen_ai.agent.name", agent.name or request.model)
-        runtime = self._runtime.for_agent(agent)
+        runtime = self._runtime.for_agent(agent)  # the served agent's: the one answering a format is not bound
+        if request.response_format is not None:
+            try:
+                agent = for_format(agent, request.response_format)
+            except BadRequest as exc:
+                await _error(send, 400, exc.message, "invalid_request_error", param=exc.param, code=exc.code)
+                return
         session = None
         given = header(scope, _SESSION_KEY) if self.sessions else None
         key = given.strip() if given is not None else None
@@ -238,6 +265,9 @@ class _Completion:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.events: EventStream | None = None
+        # A typed answer (the client's response_format, or the agent's own output type) is its output as JSON:
+        # under the output-tool strategy the run's text is empty, and a refused answer's text is no answer.
+        self.typed = agent.output_type is not str
 
     async def answer(self) -> None:
         try:
@@ -253,6 +283,11 @@ class _Completion:
         self.span.run(result.run_id)
         if await _refused(self.send, result, self.span):
             return
+        if (unmet := self._unmet(result)) is not None:
+            status, message, kind, code = unmet
+            self.span.failed(code)
+            await _error(self.send, status, message, kind, code=code)
+            return
         body = {
             "id": self.id,
             "object": "chat.completion",
@@ -261,7 +296,7 @@ class _Completion:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": result.content, "refusal": None},
+                    "message": {"role": "assistant", "content": self._content(result), "refusal": None},
                     "logprobs": None,
                     "finish_reason": _finish_reason(result),
                 }
@@ -296,12 +331,18 @@ class _Completion:
             await events.data({"error": _error_body(_raised_text(exc), "server_error")})
             await events.end()
             return
+        unmet = self._unmet(result)
         if not events.started:
             if await _refused(self.send, result, self.span):
                 return
+            if unmet is not None:
+                status, message, kind, code = unmet
+                self.span.failed(code)
+                await _error(self.send, status, message, kind, code=code)
+                return
             await self._started(events)
-            if result.content:
-                await events.data(self._chunk({"content": result.content}))
+            if content := self._content(result):
+                await events.data(self._chunk({"content": content}))
         elif result.generation_failed:
             self.span.failed(_error_type(result))
             await events.data({"error": _error_body(_failure_text(result), "server_error")})
@@ -313,6 +354,14 @@ class _Completion:
             await events.data({"error": _error_body(message, kind, code=code)})
             await events.end()
             return
+        elif unmet is not None:
+            status, message, kind, code = unmet
+            self.span.failed(code)
+            await events.data({"error": _error_body(message, kind, code=code)})
+            await events.end()
+            return
+        elif self.typed:  # the validated answer, whole: the text that streamed (if any) was not sent
+            await events.data(self._chunk({"content": self._content(result)}))
         await events.data(self._chunk({}, finish_reason=_finish_reason(result)))
         if self.request.include_usage:
             await events.data(self._envelope([], usage=_usage(result.usage)))
@@ -332,10 +381,39 @@ class _Completion:
             if type(event) is LLMTextDelta:
                 await self._started(events)
                 text = event.data["text"]
-                if text:
+                if text and not self.typed:  # a typed answer is sent once validated (stream())
                     await events.data(self._chunk({"content": text}))
             elif type(event) is LLMResponded:
                 await self._started(events)
+
+    def _content(self, result: RunResult[Any]) -> str:
+        """The answer the client reads: the text, or a typed run's output as JSON text."""
+        if not self.typed:
+            return result.content
+        value = result.output
+        if isinstance(value, str):  # a string answer of a schema, or a pick: JSON, as every other typed answer
+            return json.dumps(value, ensure_ascii=False)
+        return render_result(value)
+
+    def _unmet(self, result: RunResult[Any]) -> tuple[int, str, str, str] | None:
+        """Why a typed run that did not fail has no answer to send — ``(status, message, type, code)`` — or
+        ``None``: its output never validated, or it stopped (step limit, cost limit, deadline) before one did.
+        A text run's partial answer is sent as it always was (``finish_reason`` ``length`` when bounded)."""
+        if not self.typed or not (result.bounded or result.error is not None):
+            return None
+        error = result.error
+        if isinstance(error, OutputValidationError):
+            where = "the response_format's schema" if self.request.response_format is not None else "its output type"
+            issues = "; ".join(error.issues[:3])
+            return (
+                502,
+                f"the model's answer did not match {where} after {error.attempts} attempt(s)"
+                + (f" (last: {issues[:400]})" if issues else ""),
+                "server_error",
+                "response_format_unmet" if self.request.response_format is not None else "output_invalid",
+            )
+        reason = _raised_text(error) if error is not None else "the agent reached its step limit"
+        return 502, f"the run ended before a valid answer: {reason}", "server_error", "no_answer"
 
     async def _started(self, events: EventStream) -> None:
         if not events.started:
@@ -436,7 +514,7 @@ def _failure_text(result: RunResult[Any]) -> str:
     return client_text(error) if error is not None else "the model could not answer"
 
 
-def _raised_text(exc: Exception) -> str:
+def _raised_text(exc: BaseException) -> str:
     return client_text(exc)
 
 

@@ -144,7 +144,9 @@ async def test_images_and_the_conversation_reach_the_run() -> None:
     assert answer.choices[0].message.content == "a red pixel"
     request: LLMRequest = provider.requests[0]
     assert [(m.role, m.content) for m in request.messages[1:]] == [
-        ("user", "hello"), ("assistant", "hi"), ("user", "what is it?")
+        ("user", "hello"),
+        ("assistant", "hi"),
+        ("user", "what is it?"),
     ]
     (image,) = request.messages[-1].media
     assert isinstance(image, Image) and image.data == PNG and image.media_type == "image/png"
@@ -302,3 +304,63 @@ async def test_without_sessions_the_session_header_changes_nothing() -> None:
         from agentactors.sessions import MemoryStore
 
         openai_app({"chat": agent}, store=MemoryStore())
+
+
+async def test_parse_with_a_pydantic_model_gets_validated_json_of_its_schema() -> None:
+    # What the SDK's structured outputs send (a strict json_schema made from the model) and read back: the served
+    # agent answers the client's schema — an answer that does not fit is asked again, and never reaches the client.
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        people: int
+
+    agent, provider = calculator(
+        [
+            ToolCall("c1", "final_result", {"name": "Oslo"}),
+            ToolCall("c2", "final_result", {"name": "Oslo", "people": 709_000}),
+            ToolCall("c3", "final_result", {"name": "Bergen", "people": 291_000}),
+        ]
+    )
+    async with served(openai_app({"calc": agent}, api_keys=[KEY])) as base, clients(base) as client:
+        parsed = await client().chat.completions.parse(
+            model="calc", messages=[{"role": "user", "content": "Largest city?"}], response_format=City
+        )
+        async with client().chat.completions.stream(
+            model="calc", messages=[{"role": "user", "content": "Second?"}], response_format=City
+        ) as stream:
+            final = await stream.get_final_completion()
+    assert parsed.choices[0].message.parsed == City(name="Oslo", people=709_000)
+    assert final.choices[0].message.parsed == City(name="Bergen", people=291_000)
+    offered = provider.requests[0].tools
+    assert [spec.name for spec in offered] == ["add", "final_result"], "the agent's tools, and the client's schema"
+    assert set(offered[1].parameters["properties"]) == {"name", "people"}
+
+
+async def test_what_a_served_agent_cannot_honour_is_a_bad_request_error() -> None:
+    agent, provider = calculator(["never"])
+    weather = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
+    app = openai_app({"calc": agent}, api_keys=[KEY], max_completion_tokens=4096)
+    asks: list[tuple[dict[str, Any], str]] = [
+        ({"tools": [weather], "tool_choice": "required"}, "tool_choice"),
+        ({"tools": [weather], "tool_choice": {"type": "function", "function": {"name": "weather"}}}, "tool_choice"),
+        ({"max_completion_tokens": 100_000}, "max_completion_tokens"),
+        ({"max_tokens": 0}, "max_tokens"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+            "response_format.json_schema.schema",
+        ),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 5}}}},
+            "response_format.json_schema.schema",
+        ),
+    ]
+    async with served(app) as base, clients(base) as client:
+        for stream in (False, True):
+            for fields, param in asks:
+                with pytest.raises(openai.BadRequestError) as refused:
+                    await client().chat.completions.create(
+                        model="calc", messages=[{"role": "user", "content": "x"}], stream=stream, **fields
+                    )
+                assert refused.value.status_code == 400 and refused.value.param == param, fields
+    assert provider.calls == 0

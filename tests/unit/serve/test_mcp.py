@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
@@ -118,3 +119,25 @@ async def test_a_closed_runtime_fails_the_servers_startup_saying_so() -> None:
     with pytest.raises(RuntimeError, match="given as runtime= has closed"):
         async with Client(mcp_server([Agent(ScriptedProvider(["x"]), name="helper")], runtime=rt)):
             pass
+
+
+async def test_an_agents_tool_takes_input_alone_and_a_typed_answer_is_its_json_text_too() -> None:
+    # An argument the agent's tool does not read is refused, as a @tool's is, not dropped: a caller (often a
+    # model) that sent {"input", "language"} would read an answer that ignored half its request as an answer to it.
+    from agentactors import ToolCall
+
+    typed = Agent(
+        ScriptedProvider([ToolCall("c1", "final_result", {"label": "ham", "score": 0.1})]),
+        output_type=Verdict,
+        name="judge",
+    )
+    async with Client(mcp_server([typed])) as client:
+        listed = (await client.list_tools()).tools[0]
+        extra = await client.call_tool("judge", {"input": "spam?", "language": "fr"})
+        judged = await client.call_tool("judge", {"input": "spam?"})
+    assert listed.input_schema.get("additionalProperties") is False
+    assert extra.is_error and "language" in extra.content[0].text  # type: ignore[union-attr]
+    # Under the output-tool strategy the run's text is empty: the text content is the value's JSON (MCP asks a
+    # tool with structured content to give it as text too, for clients that read text only).
+    assert judged.structured_content == {"label": "ham", "score": 0.1}
+    assert json.loads(judged.content[0].text) == {"label": "ham", "score": 0.1}  # type: ignore[union-attr]

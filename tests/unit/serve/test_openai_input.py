@@ -53,7 +53,7 @@ def test_sampling_fields_become_the_runs_settings() -> None:
         (body([{"role": "tool", "content": "x"}]), "messages[0].tool_call_id"),
         (body([{"role": "function", "content": "x"}]), "messages[0].role"),
         (body([{"role": "user", "content": "x"}], temperature="hot"), "temperature"),
-        (body([{"role": "user", "content": "x"}], max_tokens=0), "max_completion_tokens"),
+        (body([{"role": "user", "content": "x"}], max_tokens=0), "max_tokens"),  # named as the client sent it
         (body([{"role": "user", "content": "x"}], stream="yes"), "stream"),
     ],
 )
