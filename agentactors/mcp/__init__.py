@@ -14,17 +14,23 @@ tool result text; an ``isError`` result, a JSON-RPC error, a protocol error or a
 ``notifications/cancelled`` for its calls in flight.  An answer the client cannot read (not JSON-RPC,
 nested past the parser) ends its call with status ``error`` at once when its id can be read from it.
 
-A tool the server describes badly costs that tool only (logged at WARNING, left out of the listing): an
-input schema that is not valid JSON Schema, one over 200,000 characters, one with a ``$ref`` that does not
-resolve inside the schema itself (nothing is ever fetched).  (A tool the SDK's own models refuse — an
-``inputSchema`` whose ``type`` is not ``"object"`` — still fails the whole listing: a ToolsetError.)  A stdio
+A tool the server describes badly costs that tool only (left out of the listing, named with a reason in a
+WARNING and in the ``mcp.tools_listed`` event): one the SDK's own models refuse (an ``inputSchema`` whose
+``type`` is not ``"object"``, a name that is not a string, ...: the connection sieves it out of the answer
+before the SDK reads it), an input schema that is not valid JSON Schema, one over 200,000 characters, one
+with a ``$ref`` that does not resolve inside the schema itself (nothing is ever fetched), a name no
+:class:`~agentactors.ToolSpec` takes, the second tool of one name (the first serves).  The reasons never
+quote what the server sent.  A name OpenAI, Anthropic and Bedrock refuse (with a ``.``) is kept and named
+(``unportable``).  A page that is wrong as a whole (no list of tools) still fails the listing.  A stdio
 server that exits before it answers is a :class:`~agentactors.ToolsetError` quoting the last lines of its stderr.
 
 Modules: ``_server`` (the two public classes and their scopes), ``_link`` (a server in one scope:
-connect, restart, list, call), ``_connection`` (the task that owns one session), ``_transports``
-(stdio with stderr to the log; HTTP with redacted credentials), ``_results`` (a result as text).
+connect, restart, list, call), ``_connection`` (the task that owns one session), ``_sieve`` (tools the
+SDK refuses, out of a listing), ``_transports`` (stdio with stderr to the log; HTTP with redacted
+credentials), ``_results`` (a result as text).
 
-Events: ``mcp.tools_listed`` (``server``, ``tools``), ``mcp.server_restarted`` (``server``,
+Events: ``mcp.tools_listed`` (``server``, ``tools``, ``skipped`` — ``{"name", "reason"}`` of the tools
+left out, the first 100 —, ``skipped_count``, ``unportable``), ``mcp.server_restarted`` (``server``,
 ``restarts``, ``reason``).  Logs: the ``agentactors.mcp`` logger (a stdio server's stderr at INFO).
 """
 

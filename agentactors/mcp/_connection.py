@@ -16,7 +16,10 @@ What the connection watches:
   session, a ``subscriptions/listen`` stream on a 2026-07-28 one — which sets :attr:`changed`;
 * an answer the SDK cannot read (not JSON-RPC, JSON nested deeper than its parser goes): the SDK hands it
   on as an exception and drops it, so the call it answered would wait for its timeout — or forever.  When
-  the id it answers can be read from it, the call gets a parse error now instead (:func:`_unreadable`).
+  the id it answers can be read from it, the call gets a parse error now instead (:func:`_unreadable`);
+* a ``tools/list`` answer with tools the SDK's models refuse: once a listing failed on them, the stream
+  hands the SDK each page without those tools, and :meth:`Connection.list_tools` says which were dropped
+  and why (:mod:`._sieve`).
 
 A connection asked to close while it is still opening (a server that never answers ``initialize``)
 stops opening at once: nothing it waits for can come any more.
@@ -34,17 +37,20 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
+import attrs
 from mcp import Client
 from mcp.client import Transport
 from mcp.shared.message import SessionMessage
 from mcp.types import PARSE_ERROR, ErrorData, Implementation, JSONRPCError, ToolListChangedNotification
 from mcp.types import Tool as MCPTool
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from ..errors import AgentActorsError
 from ..redaction import redact
+from ._sieve import ListingSieve
 
-__all__ = ["Connection", "MCPConnectionError"]
+__all__ = ["Connection", "Listing", "MCPConnectionError"]
 
 log = logging.getLogger("agentactors.mcp")
 
@@ -148,14 +154,22 @@ def _top_level_id(text: str) -> int | str | None:
 
 
 class _WatchedStream:
-    """A read stream that tells its connection when it ends (the server is gone), and answers unreadable answers."""
+    """A read stream that tells its connection when it ends (the server is gone), answers unreadable answers,
+    and sieves the tools the SDK would refuse out of ``tools/list`` answers (while its sieve is on)."""
 
-    __slots__ = ("_label", "_on_end", "_stream")
+    __slots__ = ("_label", "_on_end", "_sieve", "_stream")
 
-    def __init__(self, stream: Any, on_end: Callable[[str], None], label: str = "the MCP server") -> None:
+    def __init__(
+        self,
+        stream: Any,
+        on_end: Callable[[str], None],
+        label: str = "the MCP server",
+        sieve: ListingSieve | None = None,
+    ) -> None:
         self._stream = stream
         self._on_end = on_end
         self._label = label
+        self._sieve = sieve
 
     @property
     def last_context(self) -> Any:
@@ -175,6 +189,8 @@ class _WatchedStream:
             answer = _unreadable(item, self._label)
             if answer is not None:
                 return answer
+        elif self._sieve is not None and self._sieve.on and isinstance(item, SessionMessage):
+            return self._sieve.sift(item)  # only once a listing failed validation: a call's answer passes as is
         return item
 
     async def aclose(self) -> None:
@@ -199,16 +215,19 @@ class _WatchedStream:
 
 
 class _Watched:
-    """A transport whose read stream is watched for its end."""
+    """A transport whose read stream is watched for its end (and sieved: :class:`_WatchedStream`)."""
 
-    def __init__(self, transport: Transport, on_end: Callable[[str], None], label: str) -> None:
+    def __init__(
+        self, transport: Transport, on_end: Callable[[str], None], label: str, sieve: ListingSieve | None = None
+    ) -> None:
         self._transport = transport
         self._on_end = on_end
         self._label = label
+        self._sieve = sieve
 
     async def __aenter__(self) -> Any:
         read, write = await self._transport.__aenter__()
-        return _WatchedStream(read, self._on_end, self._label), write
+        return _WatchedStream(read, self._on_end, self._label, self._sieve), write
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -216,16 +235,31 @@ class _Watched:
         return await self._transport.__aexit__(exc_type, exc, tb)
 
 
+@attrs.frozen(slots=True)
+class Listing:
+    """What :meth:`Connection.list_tools` found: the tools, and those the SDK's models refused."""
+
+    tools: list[MCPTool]
+    #: ``(name, reason)`` of the tools left out because the SDK's models refuse them (the first 100).
+    dropped: tuple[tuple[str, str], ...] = ()
+    #: How many tools were left out so (``dropped`` names at most 100 of them).
+    dropped_count: int = 0
+
+
 class Connection:
     """One session with a server: :meth:`serve` owns it; :meth:`ready` waits for it; :meth:`aclose` ends it.
 
     :param label: ``MCP server 'name'``, for logs and reasons.
     :param open_transport: makes the transport to enter (a new one per connection).
+    :param sieve: sieve ``tools/list`` answers from the start (an earlier connection to the server found
+        tools the SDK refuses: the SDK's own re-listings, e.g. to validate a call's result, must not fail).
     """
 
-    def __init__(self, label: str, open_transport: Callable[[], Transport]) -> None:
+    def __init__(self, label: str, open_transport: Callable[[], Transport], *, sieve: bool = False) -> None:
         self.label = label
         self._open_transport = open_transport
+        self._sieve = ListingSieve(self._version)
+        self._sieve.on = sieve
         self.client: Client | None = None
         #: Why the connection is gone (``None`` while it lives).
         self.lost: str | None = None
@@ -241,6 +275,15 @@ class Connection:
         self._scope: anyio.CancelScope | None = None
         #: The last lines of a stdio server's stderr (its transport keeps them), for the reason it failed.
         self._stderr_tail: Any = None
+
+    def _version(self) -> str | None:
+        client = self.client
+        return client.protocol_version if client is not None else None
+
+    @property
+    def sieving(self) -> bool:
+        """Whether ``tools/list`` answers are sieved (the server listed tools the SDK refuses)."""
+        return self._sieve.on
 
     def _end(self, reason: str) -> None:
         if self.lost is None:
@@ -291,7 +334,7 @@ class Connection:
     async def _open(self, stack: AsyncExitStack) -> None:
         inner = self._open_transport()
         self._stderr_tail = getattr(inner, "stderr_tail", None)
-        transport = _Watched(inner, self._end, self.label)
+        transport = _Watched(inner, self._end, self.label, self._sieve)
         client = Client(transport, message_handler=self._on_message, cache=None, client_info=_CLIENT_INFO)
         await stack.enter_async_context(client)
         tg = await stack.enter_async_context(anyio.create_task_group())
@@ -339,22 +382,37 @@ class Connection:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT + 1.0):
             await self._closed.wait()
 
-    async def list_tools(self) -> list[MCPTool]:
+    async def list_tools(self) -> Listing:
         """Every tool the server lists now, page after page (at most ``_MAX_PAGES``).
 
-        :raises Exception: what the SDK raises (``MCPError``, a validation error, ...).
+        A page the SDK refuses is asked for once more with the sieve on (:mod:`._sieve`): the tools the
+        SDK's models refuse are left out — named in the :class:`Listing` — and the others kept.
+
+        :raises Exception: what the SDK raises (``MCPError``, a validation error of a page that is at
+            fault itself, ...).
         """
         client = await self.ready()
+        sieve = self._sieve
+        sieve.reset()
         tools: list[MCPTool] = []
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
+            try:
+                page = await client.list_tools(cursor=cursor)
+            except ValidationError:
+                if sieve.on:
+                    raise  # sieved already: the page itself is at fault
+                sieve.on = True  # from now on, for this session's every listing (the SDK's own included)
+                page = await client.list_tools(cursor=cursor)
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
-                return tools
-        log.warning("%s: tools/list still had pages after %d; using the tools listed so far", self.label, _MAX_PAGES)
-        return tools
+                break
+        else:
+            log.warning(
+                "%s: tools/list still had pages after %d; using the tools listed so far", self.label, _MAX_PAGES
+            )
+        return Listing(tools, tuple(sieve.dropped), sieve.count)
 
     # -- list changes ------------------------------------------------------------------------------
 

@@ -17,12 +17,23 @@ logged with ``%r`` and never executed or formatted into code.  So are its input 
 URL, a file, a dangling pointer), costs that tool and only that tool — validating a call against it
 would fetch the URL (from the event loop: a server could point the client at any address it can
 reach) or fail in the middle of the call.
+
+Every tool left out is reported the same way: a WARNING naming it and why (the first
+:data:`MAX_LOGGED` of a listing, then one line counting the rest), and in the ``mcp.tools_listed``
+event's ``skipped`` (``{"name", "reason"}``, the first :data:`MAX_REPORTED`) and ``skipped_count``.
+The reasons never quote what the server sent (a server can echo a secret anywhere).  That covers a tool
+the SDK's own models refuse (the connection sieves it out: :mod:`._sieve`), a bad schema, a name no
+:class:`~agentactors.ToolSpec` takes, the second tool of one name (the first serves).  A name that
+:class:`~agentactors.ToolSpec` takes but OpenAI, Anthropic and Bedrock refuse (one with a ``.``) is kept —
+Gemini takes it — and named in a WARNING and in the event's ``unportable``: on those providers a run
+offering it fails with ``UnsupportedToolNameError`` before anything is sent; ``tool_filter`` leaves it out.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -32,15 +43,14 @@ import attrs
 from mcp.client import Transport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST
-from mcp.types import Tool as MCPTool
 
 from ..messages import ToolSpec
 from ..tools.registry import Tool
 from ..tools.results import ResultCeiling
-from ._connection import Connection, MCPConnectionError, describe
+from ._connection import Connection, Listing, MCPConnectionError, describe
 from ._results import MCPToolError, result_text
 
-__all__ = ["LIST_TIMEOUT", "Link", "ServerSettings"]
+__all__ = ["LIST_TIMEOUT", "MAX_LOGGED", "MAX_REPORTED", "Link", "ServerSettings"]
 
 log = logging.getLogger("agentactors.mcp")
 
@@ -56,6 +66,12 @@ LIST_TIMEOUT: Final = 60.0
 #: A tool whose input schema is longer than this (its JSON text) is left out: it would go to the model with
 #: every request (some 50,000 tokens), and checking it against the meta-schema takes seconds of CPU.
 MAX_SCHEMA_CHARS: Final = 200_000
+#: A listing logs at most this many skipped tools one by one (then one line counts the rest).
+MAX_LOGGED: Final = 20
+#: The ``mcp.tools_listed`` event names at most this many skipped tools (``skipped_count`` counts them all).
+MAX_REPORTED: Final = 100
+#: The tool names every vendor takes (OpenAI's, Anthropic's and Bedrock's rule; Gemini's is wider).
+_PORTABLE_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @attrs.frozen(slots=True)
@@ -91,6 +107,8 @@ class Link:
         self._tools: tuple[Tool[Any, Any], ...] | None = None
         self._listed_from: Connection | None = None
         self._closed = False
+        #: The server listed tools the SDK refuses: its next connections sieve their listings from the start.
+        self._sieving = False
 
     # -- the connection ----------------------------------------------------------------------------
 
@@ -121,7 +139,7 @@ class Link:
                 conn.close_soon()
                 if conn.opened:  # it died (rather than failing to open): a restart, and they are bounded
                     self._count_restart(conn.lost or "the connection was lost")
-            conn = self._connection = Connection(self.settings.label, self.settings.open_transport)
+            conn = self._connection = Connection(self.settings.label, self.settings.open_transport, sieve=self._sieving)
             self._spawn(conn.serve)
             return conn
 
@@ -170,35 +188,50 @@ class Link:
                     return self._tools
                 conn.changed = False  # cleared first: a change announced while listing lists again
                 listed = await conn.list_tools()
+                self._sieving = self._sieving or conn.sieving
             # Each tool's schema is checked and compiled (~2 ms apiece, seconds for one large schema): thousands,
             # or one huge one, would hold the event loop.  So always in a worker thread (once per connection);
             # abandoned if the caller is cancelled (the work is pure).
-            tools = await anyio.to_thread.run_sync(self._build, listed, abandon_on_cancel=True)
+            tools, report = await anyio.to_thread.run_sync(self._build, listed, abandon_on_cancel=True)
             previous = self._tools
             if previous is not None and [t.spec for t in previous] == [t.spec for t in tools]:
                 tools = previous  # the same tools on a new connection: nothing for the agents to rebuild
             else:
-                self._emit("mcp.tools_listed", server=self.settings.name, tools=tuple(t.name for t in tools))
+                self._emit(
+                    "mcp.tools_listed",
+                    server=self.settings.name,
+                    tools=tuple(t.name for t in tools),
+                    skipped=tuple({"name": name, "reason": reason} for name, reason in report.skipped),
+                    skipped_count=report.count,
+                    unportable=report.unportable,
+                )
             self._tools, self._listed_from = tools, conn
             return tools
 
-    def _build(self, listed: list[MCPTool]) -> tuple[Tool[Any, Any], ...]:
+    def _build(self, listed: Listing) -> tuple[tuple[Tool[Any, Any], ...], _Report]:
         settings = self.settings
         prefix = settings.tool_prefix or ""
         keep = settings.tool_filter
+        report = _Report(settings.label)
+        for name, reason in listed.dropped:
+            if name.startswith("("):  # no name of its own: the sieve says where it was
+                report.skip(name, f"the MCP SDK's models refuse it: {reason}")
+            elif keep is None or _allowed(keep, name, settings.label):  # a tool the filter leaves out is no news
+                report.skip(prefix + name, f"the MCP SDK's models refuse it: {reason}")
+        report.count += listed.dropped_count - len(listed.dropped)  # dropped past the ones named: counted only
         tools: list[Tool[Any, Any]] = []
         names: set[str] = set()
-        for remote in listed:
+        for remote in listed.tools:
             if keep is not None and not _allowed(keep, remote.name, settings.label):
                 continue
             name = prefix + remote.name
             if name in names:
-                log.warning("%s lists two tools named %r; the second is skipped", settings.label, _clip(name))
+                report.skip(name, "the server lists a tool of that name before it (the first one serves)")
                 continue
             annotations = remote.annotations
             problem = _schema_problem(remote.input_schema)
             if problem is not None:
-                log.warning("%s: tool %r is skipped: %s", settings.label, _clip(name), problem)
+                report.skip(name, problem)
                 continue
             try:
                 spec = ToolSpec(name, remote.description or remote.title or "", dict(remote.input_schema))
@@ -212,11 +245,14 @@ class Link:
             except (TypeError, ValueError, RecursionError) as exc:
                 # One tool the server describes badly (an invalid or absurdly deep schema, a bad name) is
                 # left out; the listing, and every other tool of the server, goes on.
-                log.warning("%s: tool %r is skipped: %s", settings.label, _clip(name), describe(exc))
+                report.skip(name, describe(exc))
                 continue
             names.add(name)
             tools.append(built)
-        return tuple(tools)
+            if not _PORTABLE_NAME.fullmatch(name):
+                report.unportable_name(name)
+        report.close()
+        return tuple(tools), report
 
     def _caller(self, remote_name: str) -> Callable[..., Awaitable[str]]:
         link = self
@@ -263,6 +299,59 @@ class Link:
         except Exception as exc:  # a result that does not validate, a transport failure, ...
             raise MCPToolError(f"{label} failed the call: {describe(exc)}") from None
         return result_text(result)
+
+
+class _Report:
+    """The tools a listing left out (and the names some vendors refuse): logged and counted, both bounded."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        #: ``(name, reason)`` of the first :data:`MAX_REPORTED` tools left out.
+        self.skipped: list[tuple[str, str]] = []
+        #: How many tools were left out.
+        self.count = 0
+        self._unportable: list[str] = []
+        self._logged = 0
+
+    @property
+    def unportable(self) -> tuple[str, ...]:
+        """The kept tools whose names OpenAI, Anthropic and Bedrock refuse (the first :data:`MAX_REPORTED`)."""
+        return tuple(self._unportable)
+
+    def skip(self, name: str, reason: str) -> None:
+        self.count += 1
+        name = _clip(name)
+        if len(self.skipped) < MAX_REPORTED:
+            self.skipped.append((name, reason))
+        if self._logged < MAX_LOGGED:
+            self._logged += 1
+            log.warning("%s: tool %r is skipped: %s", self.label, name, reason)
+
+    def unportable_name(self, name: str) -> None:
+        if len(self._unportable) < MAX_REPORTED:
+            self._unportable.append(name)
+        if self._logged < MAX_LOGGED:
+            self._logged += 1
+            log.warning(
+                "%s: tool %r is kept, but OpenAI, Anthropic and Bedrock take tool names of letters, digits, '_' "
+                "and '-' only (1 to 64): a run offering it to those providers fails (UnsupportedToolNameError); "
+                "leave it out with tool_filter",
+                self.label,
+                name,
+            )
+
+    def close(self) -> None:
+        """Count, in one line, what was not logged one by one."""
+        unlogged = self.count + len(self._unportable) - self._logged
+        if unlogged > 0:
+            log.warning(
+                "%s: %d more tools were skipped or have names some providers refuse (the first %d are logged "
+                "above; the mcp.tools_listed event names up to %d of each)",
+                self.label,
+                unlogged,
+                MAX_LOGGED,
+                MAX_REPORTED,
+            )
 
 
 def _allowed(keep: Callable[[str], bool], name: str, label: str) -> bool:

@@ -1,0 +1,213 @@
+"""Tools the MCP SDK's own models refuse cost that tool only — against real servers, over stdio and HTTP.
+
+The servers (``tests/support/mcp_lowlevel_server.py``) are written with the SDK's low-level ``Server``; a
+server middleware puts raw tool dictionaries into the wire form of each ``tools/list`` page, so they can
+list what the SDK would never let a handler return: an ``inputSchema`` whose ``type`` is not ``"object"``,
+a name that is no string, no ``inputSchema``, annotations of the wrong shape, a schema that echoes a
+secret.  Before, any one of them failed the whole listing (a ToolsetError: no tool of the server at all).
+The standard now: the good tools serve, each one left out is named with a reason — in a WARNING and in
+the ``mcp.tools_listed`` event — and no reason quotes what the server sent.  Both backends.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from agentactors import Agent, InMemoryRecorder, Runtime, ScriptedProvider, ToolCall
+from agentactors.mcp import MCPServerHTTP, MCPServerStdio
+from agentactors.mcp._link import MAX_LOGGED
+from agentactors.tools import ToolsetError
+from tests.support.mcp_helpers import events, free_port, offered, statuses, tool_texts, wait_listening
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.anyio
+
+SERVER = ROOT / "tests" / "support" / "mcp_lowlevel_server.py"
+#: What the ``leaky`` tool's schema carries (the server's SECRET): it must show up nowhere.
+SECRET = "sk-live-9f3b1d7c5a2e4086b1d3f5a7c9e1b3d5"
+REFUSED = "the MCP SDK's models refuse it: "
+
+
+def stdio(mode: str, **options: Any) -> MCPServerStdio:
+    options.setdefault("name", "low")
+    return MCPServerStdio(sys.executable, [str(SERVER), "stdio", mode], **options)
+
+
+@pytest.fixture(scope="module")
+def http_urls() -> Iterator[dict[str, str]]:
+    """One HTTP server process per mode the HTTP tests use: their URLs."""
+    processes: list[subprocess.Popen[bytes]] = []
+    urls: dict[str, str] = {}
+    try:
+        for mode in ("mixed", "paged"):
+            port = free_port()
+            process = subprocess.Popen(
+                [sys.executable, str(SERVER), "http", mode, str(port)], stdout=subprocess.DEVNULL
+            )
+            processes.append(process)
+            wait_listening(port, process, f"the low-level MCP test server ({mode})")
+            urls[mode] = f"http://127.0.0.1:{port}/mcp"
+        yield urls
+    finally:
+        for process in processes:
+            process.terminate()
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def server_for(transport: str, mode: str, urls: dict[str, str] | None) -> MCPServerStdio | MCPServerHTTP:
+    if transport == "stdio":
+        return stdio(mode)
+    assert urls is not None
+    return MCPServerHTTP(urls[mode], name="low")
+
+
+def say(call_id: str, tool: str, text: str) -> ToolCall:
+    return ToolCall(call_id, tool, {"text": text})
+
+
+async def run(server: Any, calls: list[ToolCall], recorder: InMemoryRecorder) -> tuple[Any, ScriptedProvider]:
+    provider = ScriptedProvider([*calls, "done"])
+    agent = Agent(provider, toolsets=[server], recorders=[recorder], max_steps=len(calls) + 2)
+    with anyio.fail_after(60):
+        async with Runtime():
+            result = await agent.run("go")
+    assert result.content == "done"
+    return result, provider
+
+
+def skipped_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "agentactors.mcp" and r.levelno == logging.WARNING]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_tools_the_sdk_refuses_cost_only_themselves_named_with_a_reason_that_quotes_nothing(
+    transport: str, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger: the secret must not show in the SDK's own either
+    urls = request.getfixturevalue("http_urls") if transport == "http" else None
+    server = server_for(transport, "mixed", urls)
+    recorder = InMemoryRecorder()
+    result, provider = await run(server, [say("1", "echo", "hi"), say("2", "shout", "HI")], recorder)
+
+    assert offered(provider.requests)[0] == ["echo", "shout"]
+    # A call's result is checked by the SDK against the tool's listing: the good tools' listing is the SDK's own.
+    assert tool_texts(result) == ["echo:hi", "shout:HI"]
+    assert statuses(recorder) == [("echo", "ok"), ("shout", "ok")]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert listed.tools == ("echo", "shout") and listed.skipped_count == 5
+    assert [(s["name"], s["reason"]) for s in listed.skipped] == [
+        ("not_object", REFUSED + "inputSchema.type: Input should be 'object'"),
+        ("(tool 3 of its page: no name)", REFUSED + "name: Input should be a valid string"),
+        ("no_schema", REFUSED + "inputSchema: Field required"),
+        (
+            "bad_annotations",
+            REFUSED + "annotations.readOnlyHint: Input should be a valid boolean, unable to interpret input",
+        ),
+        ("leaky", REFUSED + "inputSchema.type: Input should be 'object'"),
+    ]
+    lines = skipped_lines(caplog)
+    assert (
+        "MCP server 'low': tool 'not_object' is skipped: " + REFUSED + "inputSchema.type: Input should be 'object'"
+        in lines
+    )
+    assert sum("is skipped" in line for line in lines) == 5
+    assert SECRET not in caplog.text
+    assert all(SECRET not in repr(event) for event in recorder.events)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_refused_tool_on_a_middle_page_leaves_the_pages_after_it_listed(
+    transport: str, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agentactors.mcp")
+    urls = request.getfixturevalue("http_urls") if transport == "http" else None
+    recorder = InMemoryRecorder()
+    calls = [say("1", "echo", "a"), say("2", "shout", "b"), say("3", "whisper", "c")]
+    result, provider = await run(server_for(transport, "paged", urls), calls, recorder)
+    assert offered(provider.requests)[0] == ["echo", "shout", "whisper"]
+    assert tool_texts(result) == ["echo:a", "shout:b", "whisper:c"]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert [s["name"] for s in listed.skipped] == ["not_object"]
+
+
+async def test_a_restarted_server_still_lists_and_calls_past_its_refused_tool(caplog: pytest.LogCaptureFixture) -> None:
+    # The restarted process is a new session: the SDK's own re-listing (to check a call's result) meets the
+    # refused tool too, and must not fail the call.
+    caplog.set_level(logging.WARNING, logger="agentactors.mcp")
+    recorder = InMemoryRecorder()
+    calls = [say("1", "echo", "a"), say("2", "die", "now"), say("3", "echo", "b"), say("4", "echo", "c")]
+    result, _ = await run(stdio("mortal"), calls, recorder)
+    texts = tool_texts(result)
+    assert texts[0] == "echo:a" and texts[2:] == ["echo:b", "echo:c"]
+    assert texts[1].startswith("Error: MCPToolError: MCP server 'low' went away during the call")
+    assert [s for _, s in statuses(recorder)] == ["ok", "error", "ok", "ok"]
+    assert len(events(recorder, "mcp.server_restarted")) == 1
+
+
+async def test_duplicates_and_names_the_vendors_refuse_are_reported_not_silently_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agentactors.mcp")
+    recorder = InMemoryRecorder()
+    result, provider = await run(stdio("names"), [say("1", "echo", "hi")], recorder)
+    specs = provider.requests[0].tools
+    assert [(s.name, s.description) for s in specs] == [
+        ("echo", "The echo tool."),  # the first of the two serves
+        ("files.read", "The files.read tool."),
+        ("shout", "The shout tool."),
+    ]
+    assert tool_texts(result) == ["echo:hi"]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert listed.unportable == ("files.read",)
+    reasons = {s["name"]: s["reason"] for s in listed.skipped}
+    assert reasons["echo"] == "the server lists a tool of that name before it (the first one serves)"
+    assert reasons["has space"].startswith("ValueError: tool name 'has space' is invalid")
+    lines = skipped_lines(caplog)
+    assert any("tool 'files.read' is kept, but OpenAI, Anthropic and Bedrock" in line for line in lines)
+    assert any("tool 'echo' is skipped: the server lists a tool of that name before it" in line for line in lines)
+
+
+async def test_thousands_of_tools_with_dozens_refused_stay_bounded(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="agentactors.mcp")
+    server = stdio("many")
+    worst = 0.0
+
+    async def ticker() -> None:
+        nonlocal worst
+        while True:
+            before = time.monotonic()
+            await anyio.sleep(0.01)
+            worst = max(worst, time.monotonic() - before - 0.01)
+
+    with anyio.fail_after(120):
+        async with Runtime() as rt, anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            tools = await server.list_tools(rt)
+            tg.cancel_scope.cancel()
+    assert len(tools) == 2000 - 40 and tools[0].name == "t1"
+    lines = skipped_lines(caplog)
+    # One line per refused tool up to MAX_LOGGED, then one line counting the rest: not 40.
+    assert sum("is skipped" in line for line in lines) == MAX_LOGGED
+    assert sum(f"{40 - MAX_LOGGED} more tools were skipped" in line for line in lines) == 1
+    # The sieve checks tools one by one on the loop, as the SDK checks the page: a generous bound.
+    assert worst < 1.5, f"the event loop was held {worst:.2f} s at once"
+
+
+async def test_a_page_that_is_not_a_list_of_tools_still_fails_the_listing_clearly() -> None:
+    agent = Agent(ScriptedProvider(["never"]), toolsets=[stdio("no_list")])
+    with anyio.fail_after(60):
+        async with Runtime():
+            with pytest.raises(ToolsetError, match="MCP server 'low' could not list its tools: ValidationError"):
+                await agent.run("go")

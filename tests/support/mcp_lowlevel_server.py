@@ -1,0 +1,132 @@
+"""A real MCP server that lists tools the SDK's own models refuse, for the MCP client tests.
+
+Written with the SDK's low-level ``Server``.  Its handlers answer with valid results (the SDK checks what a
+handler returns); a server middleware — the SDK's public ``Server.middleware`` — then puts raw tool
+dictionaries into the wire form of each ``tools/list`` page, which is how a server written with another
+SDK, or by hand, can send a tool the client's models refuse.  Run as a program, never imported::
+
+    python tests/support/mcp_lowlevel_server.py stdio MODE
+    python tests/support/mcp_lowlevel_server.py http MODE PORT    # streamable HTTP on 127.0.0.1:PORT/mcp
+
+``MODE`` chooses the listing (:data:`MODES`); every call of a listed tool is answered ``name:text``
+(but ``die``'s: the process exits).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.context import CallNext, ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+#: A secret a hostile server echoes inside a malformed tool: it must show up nowhere on the client's side.
+SECRET = "sk-live-9f3b1d7c5a2e4086b1d3f5a7c9e1b3d5"
+
+
+def _tool(name: str, **more: Any) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    return {"name": name, "description": f"The {name} tool.", "inputSchema": schema, **more}
+
+
+def _many(count: int) -> list[list[dict[str, Any]]]:
+    """``count`` tools on pages of 500, every fiftieth one refused by the SDK's models."""
+    tools = [
+        _tool(f"t{i}") if i % 50 else _tool(f"t{i}", inputSchema={"type": "array", "items": {}}) for i in range(count)
+    ]
+    return [tools[i : i + 500] for i in range(0, count, 500)]
+
+
+#: Each mode's listing: a list of pages, each a list of raw tool dictionaries.
+MODES: dict[str, list[list[dict[str, Any]]]] = {
+    "good": [[_tool("echo"), _tool("shout")]],
+    # ``die`` ends the process mid-call: its restart must list (and call) as well as the first process did.
+    "mortal": [[_tool("echo"), _tool("not_object", inputSchema={"type": "string"}), _tool("die")]],
+    # Refused by the SDK's Tool model: an inputSchema whose type is not "object", a name that is no string,
+    # no inputSchema at all, annotations of the wrong shape, and a schema type that echoes a secret.
+    "mixed": [
+        [
+            _tool("echo"),
+            _tool("not_object", inputSchema={"type": "string"}),
+            {"name": 42, "inputSchema": {"type": "object"}},
+            {"name": "no_schema", "description": "It has no input schema."},
+            _tool("bad_annotations", annotations={"readOnlyHint": "sometimes"}),
+            _tool("leaky", inputSchema={"type": SECRET}),
+            _tool("shout"),
+        ]
+    ],
+    # The bad tool is on the second page of three: the pages after it still count.
+    "paged": [
+        [_tool("echo")],
+        [_tool("not_object", inputSchema={"type": "string"}), _tool("shout")],
+        [_tool("whisper")],
+    ],
+    # Names: two tools of one name (the first serves), one that some vendors refuse (a dot), one no vendor takes.
+    "names": [
+        [
+            _tool("echo"),
+            _tool("echo", description="A second echo."),
+            _tool("files.read"),
+            _tool("has space"),
+            _tool("shout"),
+        ]
+    ],
+    "many": _many(2000),
+    # Not even a list of tools: the page itself is refused.
+    "no_list": [[]],
+}
+
+
+def main(argv: list[str]) -> None:
+    kind, mode = argv[0], argv[1]
+    pages = MODES[mode]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        text = str((params.arguments or {}).get("text"))
+        if params.name == "die":
+            os._exit(3)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name}:{text}")])
+
+    async def malformed_listing(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
+        """The wire form of a tools/list page, its tools replaced by the mode's raw dictionaries."""
+        if ctx.method != "tools/list":
+            return await call_next(ctx)
+        cursor = (ctx.params or {}).get("cursor")
+        index = int(cursor) if cursor else 0
+        params = {k: v for k, v in (ctx.params or {}).items() if k != "cursor"}
+        result: Any = await call_next(replace(ctx, params=params))
+        result = dict(result)
+        result["tools"] = "not a list" if mode == "no_list" else pages[index]
+        result.pop("nextCursor", None)
+        if index + 1 < len(pages):
+            result["nextCursor"] = str(index + 1)
+        return result
+
+    server: Server[Any] = Server("lowlevel-test", on_list_tools=list_tools, on_call_tool=call_tool)
+    server.middleware.append(malformed_listing)
+    print(f"lowlevel MCP test server starting ({mode})", file=sys.stderr, flush=True)
+    if kind == "http":
+        import uvicorn
+
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(argv[2]), log_level="warning")
+        return
+
+    async def serve_stdio() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(serve_stdio)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
