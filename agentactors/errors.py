@@ -73,6 +73,7 @@ around a validator or a tool body does not swallow them::
     Signal
     ├── ModelRetry                      from an output validator or a tool: ask the model again with a message
     └── ToolDenied                      from a tool, to refuse the call itself: status denied
+        └── DelegationLimitError            agent.as_tool(): a child refused before it started (max_runs, max_depth)
 
 Outside both: a stand-in that is never raised, control flow that never leaves its package (a tool's timeout, the
 endpoints' refusals), and two errors that
@@ -152,6 +153,7 @@ __all__ = [
     "CircuitOpenError",
     "CostLimitExceededError",
     "DelegationError",
+    "DelegationLimitError",
     "ErrorKind",
     "MalformedResponseError",
     "ModelRetry",
@@ -667,6 +669,47 @@ class ToolDenied(Signal):
     def __init__(self, reason: str) -> None:
         super().__init__(redact(str(reason)))
         self.reason = redact(str(reason))
+
+
+class DelegationLimitError(ToolDenied):
+    """A delegation (:meth:`Agent.as_tool <agentactors.Agent.as_tool>`) refused before its child started.
+
+    Raised inside the delegating tool, so the call's status is ``denied`` and the calling model reads
+    ``reason`` — and goes on, answering from what it has: the run is not failed by it.  A ``ToolDenied``,
+    so code that catches the depth refusal as one keeps working.
+
+    :ivar agent: the agent the call would have run.
+    :ivar limit: which bound refused it — ``"runs"``: the delegation tree of the root run had started
+        ``max_runs`` runs already; ``"depth"``: the child would have nested deeper than ``max_depth``.
+    :ivar max_runs: the tool's ``max_runs`` (``limit == "runs"``), else ``None``.
+    :ivar started: the runs the tree had started when this one was refused (``limit == "runs"``), else ``None``.
+    :ivar max_depth: the tool's ``max_depth`` (``limit == "depth"``), else ``None``.
+    :ivar depth: how deep the refused child would have been (``limit == "depth"``), else ``None``.
+    """
+
+    def __init__(
+        self,
+        agent: str,
+        limit: str,
+        reason: str,
+        *,
+        max_runs: int | None = None,
+        started: int | None = None,
+        max_depth: int | None = None,
+        depth: int | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.agent = agent
+        self.limit = limit
+        self.max_runs = max_runs
+        self.started = started
+        self.max_depth = max_depth
+        self.depth = depth
+
+    def __reduce__(self) -> Any:
+        # ToolDenied's own pickling would call this __init__ with the reason alone; the keywords come back
+        # with the instance's __dict__.
+        return (type(self), (self.agent, self.limit, self.reason), dict(self.__dict__))
 
 
 class DelegationError(RunError):

@@ -77,7 +77,7 @@ from ..tools.registry import Tool, tool
 from ..tools.results import ToolStatus
 from ..tools.toolset import ToolNameClashError, Toolset, ToolsetError, ToolsetView, check_toolsets
 from .batch import AsCompleted, check_concurrency, check_items, check_progress, run_batch
-from .delegation import AgentTool
+from .delegation import MAX_RUNS, AgentTool
 from .handoffs import Handoff, handoff
 from .pauses import claim as claim_pause
 from .pauses import release as release_pause
@@ -757,7 +757,9 @@ class Agent(Generic[OutputT]):
             typed=self._config.output is not None,
         )
 
-    def as_tool(self, *, name: str | None = None, description: str | None = None, max_depth: int = 4) -> AgentTool:
+    def as_tool(
+        self, *, name: str | None = None, description: str | None = None, max_depth: int = 4, max_runs: int = MAX_RUNS
+    ) -> AgentTool:
         """This agent as a tool of another agent (delegation): ``Agent(p, tools=[researcher.as_tool()])``.
 
         The tool takes one required string, ``input`` (the child's prompt, written by the calling
@@ -768,14 +770,19 @@ class Agent(Generic[OutputT]):
         ``RunResult.children`` and its usage the caller's ``RunResult.usage``.  Cancelling the caller
         cancels the child; the caller's deadline bounds it.  A child that ends without an answer is the
         call's ``error`` result with a concise reason; a call that would nest more than ``max_depth``
-        delegated runs deep is refused with status ``denied``.
+        delegated runs deep, or start one more run in a delegation tree that has started ``max_runs``, is
+        refused with status ``denied`` (``DelegationLimitError``).
 
         :param name: the tool's name (default: the agent's name).
         :param description: what the calling model reads about when to use it.
         :param max_depth: how deep delegation may nest through this tool (the caller's own child is 1).
-        :raises ValueError: no ``name`` for an agent without one; ``max_depth`` not a positive int.
+        :param max_runs: how many runs the whole delegation tree of the root run may start for a call
+            through this tool to start one (default ``MAX_RUNS`` = 256, at most 10,000:
+            ``agentactors.agent.delegation``).
+        :raises ValueError: no ``name`` for an agent without one; ``max_depth`` or ``max_runs`` out of range.
+        :raises TypeError: ``max_depth`` or ``max_runs`` not an int.
         """
-        return AgentTool(self, name=name, description=description, max_depth=max_depth)
+        return AgentTool(self, name=name, description=description, max_depth=max_depth, max_runs=max_runs)
 
     async def resume(
         self,

@@ -15,8 +15,33 @@ child runs in the parent's runtime, sharing its ProviderActors and their budgets
 * a child that ends without an answer (a provider failure, a failed output, an error; a cancellation
   through its own handle; its step limit reached with nothing said) is the call's ``error`` result with a
   concise reason (:class:`~agentactors.errors.DelegationError`); one that would nest deeper than
-  ``max_depth`` is refused with status ``denied``
-  (:class:`~agentactors.errors.ToolDenied`), before it starts.
+  ``max_depth``, or start more than ``max_runs`` runs in its tree, is refused with status ``denied``
+  (:class:`~agentactors.errors.DelegationLimitError`, a ``ToolDenied``) before it starts, and a
+  ``delegation.refused`` event says so.
+
+**How many runs one tree may start.**  Depth alone bounds a tree only exponentially: a model that calls
+10 tools a step at each of 8 levels could start 10**8 runs, and only a deadline, a cost budget or a
+cancel scope the user happened to set would stop it.  So every delegation also counts against
+``max_runs`` (default :data:`MAX_RUNS`): the runs started through ``as_tool`` tools anywhere under one
+*root* run — the run no delegation started: its own calls over all its steps, parallel ones included,
+its children's, their children's, and the calls made after a handoff (a handoff starts no run: the
+run goes on, and so does its count).  Each tool checks the tree's count against its own ``max_runs``,
+as it checks the depth against its own ``max_depth``.  The count lives with the root (its lineage link,
+made at its first tool step) and reaches the runs below it in a context variable set around each child
+run, so:
+
+* a run that never delegates pays nothing (nothing is made or read until a delegation);
+* parallel calls share it exactly: the check and the increment have no ``await`` between them, and a
+  tree runs on one event loop;
+* a started run stays counted, even if it is cancelled or fails (it started, and may have spent);
+  a refused one is not counted;
+* another root run — the same agent run again, or at the same time — has its own count.
+
+A durable run (``docs/durability.md``) counts the runs the *process* starts: a replay runs no tool, so it
+counts and refuses nothing; a recovered tree counts the children its cut steps start again (each once: a
+child served from its recording is started once), not those of the steps already committed, which do
+not run again — so recovery never refuses a child the crashed process had started, and a tree that
+crashes and is recovered may start up to ``max_runs`` again in the recovering process.
 
 A child cannot pause for approval (its caller's model is waiting for an answer in the same step): a
 child that asks for one is an ``error`` result naming the calls.  A blank ``input`` starts no child (an
@@ -28,14 +53,62 @@ imports it.
 
 from __future__ import annotations
 
-from typing import Any
+import contextvars
+from typing import Any, Final
 
-from ..errors import DelegationError, ModelRetry, ToolDenied
+from ..errors import DelegationError, DelegationLimitError, ModelRetry
 from ..loop import lineage
 from ..tools.registry import Tool, ToolContext
 from .handoffs import tool_name_for
 
-__all__ = ["AgentTool", "as_tool"]
+__all__ = ["MAX_RUNS", "MAX_RUNS_LIMIT", "AgentTool", "as_tool"]
+
+#: How many runs one delegation tree may start by default (``as_tool(max_runs=)``).  Well above what a
+#: real multi-agent app starts for one request — an orchestrator sending a few to a few dozen workers, each
+#: asking a helper or two: tens of runs — and far below a runaway's: a model fanning out 10 calls a step
+#: reaches it at the third level.  At a model call or a few per run, it bounds one request's worst case to
+#: hundreds of calls, not 10**8.
+MAX_RUNS: Final = 256
+
+#: The largest ``max_runs`` accepted: a tree of more runs than this is a batch (``rt.run_many``), not one
+#: request's delegations, and a larger bound would be no bound.
+MAX_RUNS_LIMIT: Final = 10_000
+
+
+class _Tree:
+    """The count of the runs one delegation tree started: one per root run, shared by every run under it."""
+
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started = 0
+
+
+#: The tree a run belongs to, set around each child run (so its tool steps, and their children, see it);
+#: ``None`` in a root run, whose tree hangs on its lineage link.
+_TREE: contextvars.ContextVar[_Tree | None] = contextvars.ContextVar("agentactors_delegation_tree", default=None)
+
+
+def _tree(origin: lineage.Origin | None) -> _Tree:
+    """The tree a delegation starting at ``origin`` counts in: its run's, or — in a root run — a new one
+    hung on the root's link at its first delegation, kept for its next steps."""
+    tree = _TREE.get()
+    if tree is not None:
+        return tree
+    if origin is None:  # the tool called outside any run's tool step: the call is its own root
+        return _Tree()
+    link = origin.link
+    tree = link.delegations
+    if tree is None:
+        tree = link.delegations = _Tree()
+    return tree
+
+
+def _refuse(ctx: ToolContext, error: DelegationLimitError) -> DelegationLimitError:
+    """``error``, once the run's recorders were told (``delegation.refused``): the refusal is the event."""
+    data = {k: v for k in ("max_runs", "started", "max_depth", "depth") if (v := getattr(error, k)) is not None}
+    ctx.emit("delegation.refused", agent=error.agent, limit=error.limit, **data)
+    return error
 
 
 def _unanswered(result: Any) -> bool:
@@ -85,15 +158,27 @@ class AgentTool(Tool[..., Any]):
     :ivar agent: the agent the tool runs (any object with an async ``run``; in practice an ``Agent``).
     :ivar max_depth: how deep delegation may nest through this tool (a top-level run's child is depth 1).
 
+    :ivar max_runs: how many runs the delegation tree of the root run may have started for a call through
+        this tool to start one more (the module docstring tells what a tree counts).
+
     :raises TypeError: ``agent`` has no ``run`` (a str too: a name is how handoffs name agents); ``name`` is
-        not a str; ``max_depth`` is not an int.
+        not a str; ``max_depth`` or ``max_runs`` is not an int (a bool neither).
     :raises ValueError: no ``name`` for an agent without one, or whose name holds nothing a tool name may;
-        ``max_depth`` outside 1 .. :data:`~agentactors.loop.lineage.MAX_DEPTH`; an invalid tool name.
+        ``max_depth`` outside 1 .. :data:`~agentactors.loop.lineage.MAX_DEPTH`; ``max_runs`` outside
+        1 .. :data:`MAX_RUNS_LIMIT`; an invalid tool name.
     """
 
-    __slots__ = ("agent", "max_depth")
+    __slots__ = ("agent", "max_depth", "max_runs")
 
-    def __init__(self, agent: Any, *, name: str | None = None, description: str | None = None, max_depth: int = 4):
+    def __init__(
+        self,
+        agent: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        max_depth: int = 4,
+        max_runs: int = MAX_RUNS,
+    ):
         # Each checked here, when the tool is made: found at the first call, a bad one is an error the calling
         # model reads (an AttributeError, a tool name of '') far from the line that made it.
         if isinstance(agent, str) or not callable(getattr(agent, "run", None)):
@@ -110,6 +195,13 @@ class AgentTool(Tool[..., Any]):
             raise ValueError(
                 f"max_depth must be a positive int, at most {lineage.MAX_DEPTH} (runs nest no deeper), "
                 f"not {max_depth!r}"
+            )
+        if isinstance(max_runs, bool) or not isinstance(max_runs, int):
+            raise TypeError(f"max_runs must be an int, not {type(max_runs).__name__}")
+        if not 1 <= max_runs <= MAX_RUNS_LIMIT:
+            raise ValueError(
+                f"max_runs must be a positive int, at most {MAX_RUNS_LIMIT} (a larger tree is a batch: "
+                f"rt.run_many), not {max_runs if abs(max_runs) < 10**12 else 'a larger one'}"
             )
         label = getattr(agent, "name", None)
         if name is None and not label:
@@ -135,10 +227,39 @@ class AgentTool(Tool[..., Any]):
             origin = lineage.current()
             depth = origin.depth if origin is not None else 1
             if depth > max_depth:
-                raise ToolDenied(f"delegating to {shown!r} would nest {depth} runs deep; the limit is {max_depth}")
+                raise _refuse(
+                    ctx,
+                    DelegationLimitError(
+                        shown,
+                        "depth",
+                        f"delegating to {shown!r} would nest {depth} runs deep; the limit is {max_depth}",
+                        max_depth=max_depth,
+                        depth=depth,
+                    ),
+                )
+            tree = _tree(origin)
+            # Checked and counted with no await between: parallel calls cannot both take the last run.
+            if tree.started >= max_runs:
+                raise _refuse(
+                    ctx,
+                    DelegationLimitError(
+                        shown,
+                        "runs",
+                        f"delegating to {shown!r} would start one more run in a delegation tree that has started "
+                        f"{tree.started} runs; the limit is {max_runs} runs: answer from what you have instead "
+                        "of delegating again",
+                        max_runs=max_runs,
+                        started=tree.started,
+                    ),
+                )
+            tree.started += 1
             runtime = origin.link.runtime if origin is not None else None
-            with lineage.calling(ctx.call_id):
-                result = await agent.run(input, runtime=runtime, deps=ctx.deps)
+            token = _TREE.set(tree)
+            try:
+                with lineage.calling(ctx.call_id):
+                    result = await agent.run(input, runtime=runtime, deps=ctx.deps)
+            finally:
+                _TREE.reset(token)
             if result.paused:
                 names = ", ".join(c.name for c in result.pending_approvals)
                 raise DelegationError(
@@ -157,11 +278,19 @@ class AgentTool(Tool[..., Any]):
         )
         self.agent = agent
         self.max_depth = max_depth
+        self.max_runs = max_runs
 
     def __repr__(self) -> str:
         return f"<AgentTool {self.name!r} -> {getattr(self.agent, 'name', None)!r}>"
 
 
-def as_tool(agent: Any, *, name: str | None = None, description: str | None = None, max_depth: int = 4) -> AgentTool:
+def as_tool(
+    agent: Any,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    max_depth: int = 4,
+    max_runs: int = MAX_RUNS,
+) -> AgentTool:
     """``agent`` as a tool (see the module docstring and :meth:`Agent.as_tool <agentactors.Agent.as_tool>`)."""
-    return AgentTool(agent, name=name, description=description, max_depth=max_depth)
+    return AgentTool(agent, name=name, description=description, max_depth=max_depth, max_runs=max_runs)

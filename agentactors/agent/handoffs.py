@@ -5,7 +5,9 @@ target (``transfer_to_<name>`` unless named); calling it ends the current agent'
 on with the target — its system prompt, tools, settings and output type — in the same run
 (:mod:`agentactors.loop.seats` tells how the loop does it).  ``RunResult.agent`` names the agent that
 answered and ``RunResult.handoffs`` the way there; the whole run, handoffs included, is bounded by the
-first agent's ``max_steps``.
+first agent's ``max_steps``.  A handoff starts no run, so it is not counted against a delegation tree's
+``max_runs`` (:mod:`.delegation`); the delegations the target makes count in the same tree as the run's
+earlier ones — the run, and its count, go on.
 
 A :class:`Handoff` is a :class:`~agentactors.tools.registry.Tool` (so it can be listed, inspected and
 passed where tools go: in ``tools=`` it is taken as a handoff too), but the executor never runs it: the

@@ -20,7 +20,9 @@ is refused before it starts (:func:`check_depth`: ``ToolDenied``, so the calling
 ``denied`` with the reason, and its model reads it).  Without it a self-calling tool nested until
 Python's recursion limit, the ``RecursionError`` became a tool error, the model called again, and the
 tree grew faster than an outer cancel scope could end it.  (``as_tool(max_depth=)`` is a tighter
-limit for one delegation; handoffs do not nest: they go on in the same run.)
+limit for one delegation, and ``as_tool(max_runs=)`` bounds how many runs one root's delegation tree
+starts, counted on the root's link: :mod:`agentactors.agent.delegation`; handoffs do not nest: they go
+on in the same run.)
 
 A run whose tools never run pays nothing: the link is made at its first tool step.
 """
@@ -56,9 +58,13 @@ class RunLink:
     :ivar usage: the children's usage, summed (their own children's included).
     :ivar budgets: the cost budgets the parent charges (:mod:`agentactors.loop.cost`): its children
         charge them too, as they spend.
+    :ivar delegations: for the root of a delegation tree, the count of the runs its tree started
+        (:mod:`agentactors.agent.delegation` keeps it, from its first delegation on); ``None`` until then.
+        Kept here because the link is the one object that lives as long as the run and that its tool
+        steps see.
     """
 
-    __slots__ = ("budgets", "children", "depth", "run_id", "runtime", "sink", "step", "usage")
+    __slots__ = ("budgets", "children", "delegations", "depth", "run_id", "runtime", "sink", "step", "usage")
 
     def __init__(
         self, run_id: str | None, depth: int, sink: EventSink | None, runtime: Any = None, budgets: tuple[Any, ...] = ()
@@ -69,6 +75,7 @@ class RunLink:
         self.sink = sink
         self.runtime = runtime
         self.step: int | None = None
+        self.delegations: Any = None
         self.children: list[Any] = []
         self.usage = _NO_USAGE  # frozen: shared until a child adds its own
         # No Origin kept here: link -> origin -> link would be a reference cycle, so every run's link
