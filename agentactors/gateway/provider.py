@@ -36,6 +36,12 @@ charged at that ceiling and recorded as ``provider.usage_implausible``.  A
 request larger than the whole token budget waits for a full bucket and then goes
 (rather than never).
 
+The vendor's own word, budgets or not: when the provider reports what its vendor said of its rate limits
+(an HTTPProvider's ``rate_limit``, read through decorators but not through a fallback chain or a pool, whose
+members have other limits), a request that would find none left waits for the reset the vendor gave — at most
+:data:`~agentactors.gateway.scheduling.VENDOR_HOLD_BOUND` — instead of meeting its 429; the requests in flight
+count against what was left (:mod:`._vendor`).
+
 Waiting: a request that finds no slot or budget waits in its asker's own task,
 and the scheduler (:mod:`.scheduling`) decides who goes next — by priority class
 (the run's ``priority``, with starvation bounded by ``max_overtakes``), then by
@@ -67,6 +73,7 @@ from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, Usage
 from ._pulled import PulledStream, Tally, refund_if_unsent
+from ._vendor import vendor_of
 from .scheduling import POLICIES, Policy, Scheduler
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
@@ -377,6 +384,7 @@ class ProviderActor:
             max_waiting=self.max_waiting,
             max_wait=self.max_wait,
             max_overtakes=self.max_overtakes,
+            vendor=vendor_of(self.provider),
         )
         return sched
 

@@ -19,6 +19,12 @@ asker to run its handler directly), and the scheduler decides who goes next:
 * **head of line**: the best waiter waits for the rate budget it needs and nobody overtakes it
   meanwhile (a large request is never starved by small ones).  It sleeps until its budget is there
   — the only timer — and emits ``provider.throttled`` with the wait.
+* **the vendor's word**: with a provider that reports its vendor's rate-limit state (``vendor``,
+  an HTTPProvider's ``rate_limit``), the latest report is read before each grant — one attribute
+  compared with the last one read — and what it still allows (:class:`~._vendor.VendorWindow`:
+  requests left less those in flight, tokens left, a ``retry-after``) is one more budget: a request
+  it has no room for waits for the vendor's reset, bounded by :data:`VENDOR_HOLD_BOUND`
+  (``provider.throttled`` with ``budget="vendor"``).  Nothing is read for a provider without one.
 
 Admission: past ``max_waiting`` waiting requests, or when a request's wait would exceed
 ``max_wait`` seconds (estimated on arrival — from its place in the queue, the service time and the
@@ -54,6 +60,7 @@ from ..actors.runtime import Runtime
 from ..errors import Overloaded
 from ..events import emit as emit_to_run
 from ..messages import Usage
+from ._vendor import VENDOR_HOLD_BOUND, VendorWindow, vendor_window
 from .budgets import EPSILON, TokenBucket, reported_tokens, usage_charge
 from .ticket import current_ticket, next_order
 
@@ -65,10 +72,6 @@ POLICIES: Final = frozenset({"oldest_run", "fifo"})
 #: Seconds: without ``max_wait``, a computed budget wait longer than this is refused (15 minutes — a
 #: budget that far behind is broken, e.g. by a usage report no request could have caused).
 BUDGET_WAIT_BOUND: Final = 900.0
-
-#: Seconds: the longest a vendor's ``retry-after`` on a 429 holds the actor's budgets (:meth:`Scheduler.hold_off`) —
-#: one minute, the window a budget refills in.
-VENDOR_HOLD_BOUND: Final = 60.0
 
 #: Seconds a request is assumed to hold its slot before the ProviderActor has seen one finish: what an
 #: :class:`~agentactors.errors.Overloaded` refused then says in ``retry_after`` (per request ahead, per
@@ -141,6 +144,9 @@ class Scheduler:
     :param max_wait: refuse a request whose wait would exceed this many seconds (``None``: no bound).
     :param max_overtakes: at most this many higher-class requests are served in a row while a lower
         class waits (``None``: strict priority).
+    :param vendor: the provider whose ``rate_limit`` reports the vendor's own limits
+        (:func:`~._vendor.vendor_of`), or ``None``: read before each grant, a new report held as
+        :attr:`window` (:mod:`._vendor`).
     """
 
     __slots__ = (
@@ -150,11 +156,13 @@ class Scheduler:
         "_first_started",
         "_queued_tokens",
         "_queues",
+        "_reported",
         "_seq",
         "_service",
         "_skipped",
         "_timer",
         "free",
+        "limited",
         "max_output",
         "max_overtakes",
         "max_wait",
@@ -165,8 +173,10 @@ class Scheduler:
         "slots",
         "tokens",
         "tracks",
+        "vendor",
         "waiting",
         "waker",
+        "window",
     )
 
     def __init__(
@@ -180,6 +190,7 @@ class Scheduler:
         max_waiting: int | None = None,
         max_wait: float | None = None,
         max_overtakes: int | None = 16,
+        vendor: Any | None = None,
     ) -> None:
         now = anyio.current_time()
         self.name = name
@@ -187,6 +198,14 @@ class Scheduler:
         self.free = slots
         self.requests = TokenBucket(requests_per_minute, now) if requests_per_minute is not None else None
         self.tokens = TokenBucket(tokens_per_minute, now) if tokens_per_minute is not None else None
+        #: The provider whose ``rate_limit`` is read before each grant (``None``: nothing to read).
+        self.vendor = vendor
+        #: What the vendor's last report still allows before its resets, or ``None`` (no report in force).
+        self.window: VendorWindow | None = None
+        self._reported: object = None  # the last report read: read again, it is not applied twice
+        #: Whether a grant must consult more than the slots (a rate budget, or the vendor's window): the one test
+        #: :meth:`try_admit` makes of all three when there is none.
+        self.limited = self.requests is not None or self.tokens is not None
         #: The most of a request's ``max_tokens`` its token estimate counts: one minute's budget (the bucket's
         #: capacity; ``None`` without a token budget).  Module docstring of :mod:`.budgets`.
         self.max_output = int(self.tokens.capacity) if self.tokens is not None else None
@@ -216,22 +235,55 @@ class Scheduler:
     # -- taking and giving back ----------------------------------------------------------------------
 
     def try_admit(self, estimate: int) -> bool:
-        """Take a slot and the budgets at once if nobody waits and they are there; never awaits."""
+        """Take a slot and the budgets at once if nobody waits and they are there; never awaits.
+
+        With a vendor, its latest report is read first (one attribute, compared with the last one read).
+        """
         if self.waiting or self.free <= 0:
             return False
-        requests, tokens = self.requests, self.tokens
-        if requests is not None or tokens is not None:
+        if self.vendor is not None:
+            self._observe()
+        if self.limited:
+            requests, tokens, window = self.requests, self.tokens, self.window
             now = anyio.current_time()
             if requests is not None and requests.delay(1, now) > EPSILON:
                 return False
             if tokens is not None and tokens.delay(estimate, now) > EPSILON:
                 return False
+            if window is not None:
+                if now >= window.until:
+                    self._set_window(None)
+                    window = None
+                elif window.delay(estimate, now) > EPSILON:
+                    return False
             if requests is not None:
                 requests.take(1)
             if tokens is not None:
                 tokens.take(estimate)
+            if window is not None:
+                window.take(estimate)
         self.free -= 1
         return True
+
+    def _observe(self) -> None:
+        """Read the vendor's latest report; a new one is merged into :attr:`window` (:func:`~._vendor.vendor_window`).
+
+        Never raises: a ``rate_limit`` that fails to read is no report (this runs inside :meth:`release`'s
+        dispatch and a cancelled waiter's cleanup too).
+        """
+        vendor: Any = self.vendor
+        try:
+            state = vendor.rate_limit
+        except Exception:
+            return
+        if state is self._reported:
+            return
+        self._reported = state
+        self._set_window(vendor_window(state, anyio.current_time(), self.slots - self.free, self.window))
+
+    def _set_window(self, window: VendorWindow | None) -> None:
+        self.window = window
+        self.limited = window is not None or self.requests is not None or self.tokens is not None
 
     async def admit(self, estimate: int, model: str | None = None) -> None:
         """Wait for a slot and the budgets, in the scheduler's order; call after :meth:`try_admit` said no.
@@ -360,6 +412,9 @@ class Scheduler:
         if unsent and self.requests is not None:
             self.requests.give_back(1)
             given = True
+        if unsent and self.window is not None:
+            self.window.give_back(estimate)
+            given = True
         if given and self.waiting:
             self._dispatch()
 
@@ -369,7 +424,8 @@ class Scheduler:
         Each budget the actor has is drained so that its next unit is ``seconds`` away (never raised: a budget
         already further behind stays so).  Bounded by :data:`VENDOR_HOLD_BOUND` — the number is the vendor's (or
         a proxy's) to write; a longer pause is the circuit breaker's to keep — and ignored unless a positive
-        number.  Without budgets there is nothing to hold: each request meets the vendor's answer itself.
+        number.  Without budgets there is nothing to drain; a provider that reports its vendor's state (an
+        HTTPProvider's ``rate_limit``) holds the requests through :attr:`window` anyway, budgets or not.
         """
         if not seconds > 0:  # NaN, 0, negative: nothing said
             return
@@ -490,15 +546,22 @@ class Scheduler:
 
     def _dispatch(self) -> None:
         """Grant the best waiters while slots and budgets allow; make the head the timer when its budget lacks."""
+        if self.vendor is not None and self.free > 0 and self.waiting:
+            self._observe()
         requests, tokens = self.requests, self.tokens
         while self.free > 0 and self.waiting:
             priority, queue = self._best()
             waiter = queue[-1][2]
-            if requests is not None or tokens is not None:
+            if self.limited:
                 now = anyio.current_time()
                 wait_requests = requests.delay(1, now) if requests is not None else 0.0
                 wait_tokens = tokens.delay(waiter.estimate, now) if tokens is not None else 0.0
-                wait = max(wait_requests, wait_tokens)
+                window = self.window
+                if window is not None and now >= window.until:
+                    self._set_window(None)
+                    window = None
+                wait_vendor = window.delay(waiter.estimate, now) if window is not None else 0.0
+                wait = max(wait_requests, wait_tokens, wait_vendor)
                 if wait > EPSILON:
                     # With max_wait, it is the bound (the waiter's expiry); without it, BUDGET_WAIT_BOUND.
                     if now + wait > waiter.expires or (waiter.expires == math.inf and wait > BUDGET_WAIT_BOUND):
@@ -514,13 +577,16 @@ class Scheduler:
                     if self._timer is not waiter or abs(waiter.wake_at - wake_at) > EPSILON:
                         self._timer = waiter
                         waiter.wake_at = wake_at
-                        waiter.throttle = ("requests" if wait_requests >= wait_tokens else "tokens", wait)
+                        budget = "vendor" if wait_vendor >= wait else "requests" if wait_requests >= wait else "tokens"
+                        waiter.throttle = (budget, wait)
                         waiter.wake()
                     return
                 if requests is not None:
                     requests.take(1)
                 if tokens is not None:
                     tokens.take(waiter.estimate)
+                if window is not None:
+                    window.take(waiter.estimate)
             queue.pop()
             self._forget(waiter, queue)
             self.free -= 1
@@ -539,6 +605,8 @@ class Scheduler:
                 self.requests.give_back(1)
             if self.tokens is not None:
                 self.tokens.give_back(waiter.estimate)
+            if self.window is not None:
+                self.window.give_back(waiter.estimate)
             self.free += 1
             self._dispatch()
 
@@ -570,6 +638,10 @@ class Scheduler:
             average = self._queued_tokens / self.waiting if self.waiting else estimate
             own = min(estimate, self.tokens.capacity)
             wait = max(wait, self.tokens.delay_for_total(ahead * average + own, now))
+        window = self.window
+        if window is not None:
+            average = self._queued_tokens / self.waiting if self.waiting else estimate
+            wait = max(wait, window.delay(ahead * average + estimate, now, ahead + 1))
         return wait
 
     def _fallback_wait(self, ahead: int, now: float) -> float:

@@ -12,7 +12,10 @@ Vendors report how much of their rate limit is left on every response:
 :func:`read_rate_limits` turns them into a :class:`RateLimitState` in one pass over the headers
 (nothing is built when a response carries none of them).  :class:`~agentactors.providers.http.provider.HTTPProvider`
 keeps the last one it saw as its ``rate_limit`` property, which is how ``with_pool`` steers calls
-away from a deployment near its limit.  Times are kept on ``anyio.current_time()``'s clock.
+away from a deployment near its limit, and how a ``ProviderActor`` holds its requests until the vendor's
+reset instead of sending them to a 429 (:mod:`agentactors.gateway._vendor`).  Times are kept on
+``anyio.current_time()``'s clock.  A value that is not a number of its kind (``inf``, a count past float
+range, a date that does not parse) is read as unsaid: never an error out of the provider's call.
 """
 
 from __future__ import annotations
@@ -133,9 +136,11 @@ def _seconds_or_date(text: str) -> float | None:
 
 
 def _int(text: str) -> int | None:
+    """A count (``"9000"``, ``"9e3"``), or ``None`` — ``inf`` or a number past float range included: converted,
+    it raised ``OverflowError`` out of the provider's call, an error that is not a ``ProviderError``."""
     try:
         return int(float(text))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 

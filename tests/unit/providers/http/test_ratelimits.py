@@ -74,6 +74,35 @@ def test_retry_after_blocks_until_it_expires() -> None:
     assert ms is not None and ms.retry_after_until == pytest.approx(1.5)
 
 
+@pytest.mark.parametrize("value", [b"inf", b"-inf", b"1e400", b"nan", b"1e309"])
+def test_a_count_too_large_for_an_int_is_ignored_not_raised(value: bytes) -> None:
+    """A proxy's ``inf`` (or a number past float range) is not a count: read as unsaid, never an OverflowError —
+    raised here, it failed every call of the provider with an error that is not a ProviderError."""
+    state = read_rate_limits(
+        [
+            (b"x-ratelimit-limit-requests", value),
+            (b"x-ratelimit-remaining-requests", value),
+            (b"x-ratelimit-reset-requests", b"1s"),
+            (b"retry-after-ms", value),
+        ],
+        now=0.0,
+    )
+    assert state == RateLimitState((Budget("requests", None, None, 1.0),), observed=0.0)
+
+
+@pytest.mark.anyio
+async def test_a_response_with_an_infinite_count_is_still_answered() -> None:
+    headers = {**OPENAI_HEADERS, "x-ratelimit-remaining-requests": "inf"}
+    client = httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, headers=headers, content=_openai_reply(r).content))
+    )
+    provider = OpenAIProvider("m", api_key="sk-test-ratelimits-0000", http_client=client)
+    assert (await provider.complete(LLMRequest([Message.user("hi")]))).content == "hi"
+    state = provider.rate_limit
+    assert state is not None and next(b for b in state.budgets if b.name == "requests").remaining is None
+    await client.aclose()
+
+
 def test_no_rate_limit_headers_no_state() -> None:
     assert read_rate_limits(httpx.Headers({"content-type": "application/json", "x-request-id": "r"})) is None
 
