@@ -187,9 +187,10 @@ class Runtime:
     letters), runs ``on_stop`` hooks, then the cleanups registered with
     :meth:`service` (which is how the providers behind
     :meth:`ProviderActor.shared <agentactors.gateway.provider.ProviderActor.shared>`
-    get closed), and last flushes the runtime's recorders that have a
-    ``flush()`` (a :class:`~agentactors.events.JsonlRecorder`'s buffer, an
-    exporter's queue).  An actor whose ``on_failure="escalate"`` fails cancels the
+    get closed), and last flushes the recorders that have a ``flush()`` (a
+    :class:`~agentactors.events.JsonlRecorder`'s buffer, an exporter's queue):
+    the runtime's own and those of the agents that ran in it
+    (:meth:`flush_at_exit`), each once.  An actor whose ``on_failure="escalate"`` fails cancels the
     block, and its exception — bare, not in a group — leaves ``async with``; so does,
     once the rest of the exit has run, a ``KeyboardInterrupt`` (``SystemExit``, ...)
     out of an ``on_stop`` or a cleanup the exit runs.
@@ -217,6 +218,7 @@ class Runtime:
         "_entered",
         "_escalated",
         "_event_cls",
+        "_flushed_too",
         "_guests",
         "_here",
         "_home",
@@ -261,6 +263,9 @@ class Runtime:
         #: What was bound to this runtime (``agent.bind(rt)``), held weakly: where :meth:`recover` looks for agents.
         self.bound: weakref.WeakSet[Any] = weakref.WeakSet()
         self._sink = EventSink(FanOut(tuple(recorders)))
+        # Recorders flushed at the exit besides the runtime's own, by the owner that attached them (an agent that
+        # ran here), held weakly: an owner dropped takes its entry with it (flush_at_exit).
+        self._flushed_too: weakref.WeakKeyDictionary[Any, tuple[Recorder, ...]] = weakref.WeakKeyDictionary()
         self._tg: TaskGroup | None = None
         self._ctx: contextvars.Context | None = None
         self._token: contextvars.Token[Any] | None = None
@@ -426,13 +431,32 @@ class Runtime:
             raise escalated
         return suppress
 
+    def flush_at_exit(self, recorders: Iterable[Recorder], *, owner: object) -> None:
+        """Flush ``recorders`` too when this runtime exits, with its own (each recorder once), while ``owner`` lives.
+
+        How an agent's own recorders (``Agent(..., recorders=[...])``), which its runs here report to, get the
+        flush the runtime's get: the agent calls this when it is first bound to the runtime — once per agent
+        and runtime, not per run.  ``owner`` is held weakly (a runtime that lives as long as a server must not
+        keep every agent that ran in it alive, nor its recorders): an owner dropped before the exit takes its
+        entry with it, and its recorders are flushed as their own finalizers see to.  A second call for the
+        same owner replaces its recorders.
+
+        :raises TypeError: ``owner`` cannot be referenced weakly.
+        """
+        self._flushed_too[owner] = tuple(recorders)
+
     def _flush_recorders(self) -> None:
         """Flush the recorders that can be flushed, now that no event of this runtime will come.
 
-        Synchronous, like ``record()``: a recorder's ``flush()`` must not block for long either.  One that
-        raises is logged; the others are still flushed.
+        The runtime's own and those :meth:`flush_at_exit` was given, each once.  Synchronous, like
+        ``record()``: a recorder's ``flush()`` must not block for long either.  One that raises is logged; the
+        others are still flushed.
         """
-        for recorder in self._sink.fanout.recorders:
+        recorders = {id(r): r for r in self._sink.fanout.recorders}
+        for more in list(self._flushed_too.values()):
+            recorders.update((id(r), r) for r in more)
+        self._flushed_too.clear()
+        for recorder in recorders.values():
             flush = getattr(recorder, "flush", None)
             if not callable(flush):
                 continue

@@ -1067,6 +1067,8 @@ class Agent(Generic[OutputT]):
             toolsets = _ToolsetTools(ToolsetView(self._all_tools, self.toolsets, self._owners), self._config, tools)
         rt.service(RUN_RESOLVER, lambda: partial(resolve_run, rt))  # rt.run_ref(run_id) finds this layer's runs
         bound = self._bound[id(rt)] = _Bound(rt, ref, native, tools, rt.fanout.with_recorders(self.recorders), toolsets)
+        if self.recorders:  # the runtime's exit flushes them with its own (held weakly: it does not keep us alive)
+            rt.flush_at_exit(self.recorders, owner=self)
         return bound
 
     async def _toolset_tools(self, bound: _Bound) -> tuple[LoopConfig, ActorRef | None]:

@@ -15,8 +15,14 @@ A handoff keeps the run's ``invoke_agent`` span (it is one run): the span keeps 
 samplers read it, and the span's name is made of it — and says who answered last in
 ``agentactors.final_agent`` (with the path in ``agentactors.agent.handoffs``).
 
-Recording is synchronous and never blocks (the spans' exporter does its own batching): a span is started
-and ended with explicit times.  Events carry the anyio clock — monotonic, and virtual in tests — so each
+Recording is synchronous: a span is started and ended with explicit times, in the task whose run emitted
+the event, and ending a span runs the tracer provider's span processors right there.  A
+``BatchSpanProcessor`` only queues the span (its thread exports); a ``SimpleSpanProcessor`` exports it on
+the spot, so an exporter that talks to a collector would block the event loop — every run of the
+runtime — on each span end: the recorder warns once (a ``RuntimeWarning``) when the provider has one
+(the SDK's in-memory exporter, which does no I/O, excepted).  A processor that raises in ``on_end`` is
+logged once; the span stays ended (once: the recorder forgets a span before ending it) and the run's other
+spans are still ended.  Events carry the anyio clock — monotonic, and virtual in tests — so each
 run is anchored once, at ``run.started``, to the wall clock (``time.time_ns()``), and every time of the run
 is that anchor plus the event's offset: durations are the run's own, even on a virtual clock.  A delegated
 run takes its parent's anchor (one clock, one runtime), so its spans nest in its parent's in time.
@@ -29,8 +35,11 @@ error types and statuses — never a message, an error's text or a credential.
 from __future__ import annotations
 
 import enum
+import logging
+import sys
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +54,8 @@ from ..events import Event, to_jsonable
 from ..redaction import excerpt, redact
 
 __all__ = ["OTelRecorder"]
+
+log = logging.getLogger("agentactors.otel")
 
 _SCOPE = "agentactors"
 # A member of the agent's provider stack, as run.started describes it: (name, wire, host, port).
@@ -93,6 +104,10 @@ class OTelRecorder:
     span for the call that started it, in the same trace.  A handoff is an ``agentactors.handoff`` span
     event on the run's ``invoke_agent`` span.  Span-event attributes are plain strings, numbers and
     booleans (an enum is its value).
+
+    Spans end in the run's own task, where the provider's span processors run: give the provider a
+    ``BatchSpanProcessor`` (a ``SimpleSpanProcessor`` exports each span on the event loop, blocking it for
+    the export's length — the recorder warns once when it finds one at a run's start).
     """
 
     def __init__(
@@ -116,6 +131,9 @@ class OTelRecorder:
         self._runs: dict[str, _Run] = {}
         # Runs of several runtimes (threads) may share one recorder; a run's own events come in order.
         self._lock = threading.Lock()
+        self._provider = tracer_provider
+        self._checked = False  # the provider's span processors were looked at (_check_processors)
+        self._end_failed = False  # a span processor raised when a span ended: logged once
 
     def __repr__(self) -> str:
         return f"OTelRecorder(capture_content={self.capture_content}, open_runs={len(self._runs)})"
@@ -130,6 +148,8 @@ class OTelRecorder:
         kind = event.type
         with self._lock:
             if kind == "run.started":
+                if not self._checked:
+                    self._check_processors()
                 self._run_started(run_id, event)
                 return
             run = self._runs.get(run_id)
@@ -142,6 +162,49 @@ class OTelRecorder:
                 self._resilience(run, event)
             elif kind.startswith("tools."):
                 self._tool_note(run, event)
+
+    def _check_processors(self) -> None:
+        """Warn, once, when the tracer provider exports spans on the event loop (a ``SimpleSpanProcessor``).
+
+        Looked at when the first run starts, not when the recorder is made: the global provider is often set
+        after that (until it is, there is nothing to look at, and the next run looks again).
+        """
+        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
+        if isinstance(provider, trace.ProxyTracerProvider):
+            return
+        self._checked = True
+        exporters = _exporting_in_place(provider)
+        if exporters:
+            warnings.warn(
+                f"OTelRecorder: the tracer provider exports spans with a SimpleSpanProcessor "
+                f"({', '.join(exporters)}): every span a run ends is exported there and then, on the event loop, "
+                "which stops every run of the runtime for as long as the export takes. Give the provider a "
+                "BatchSpanProcessor instead (it exports from a thread of its own). "
+                "(This warning is given once per recorder.)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def _end(self, span: Span, end: int) -> None:
+        """End ``span``: once, whatever its processors do.
+
+        Callers forget the span first (``run.chat = None``, popped from ``run.tools``): ``span.end()`` runs the
+        provider's span processors, and if one raised while the span was still referenced, a later event would
+        end it again — change it after its end, and count a call that had succeeded as a failed one.  The
+        exception stops here: the span is ended all the same (the SDK sets its end before it calls the
+        processors), the run's other spans are still ended, and the failure is logged once.
+        """
+        try:
+            span.end(end_time=end)
+        except Exception as exc:
+            if not self._end_failed:
+                self._end_failed = True
+                log.warning(
+                    "a span processor raised %s when span %r ended; the span is ended and the recorder goes on "
+                    "(further failures of span processors are not logged)",
+                    _error_text(exc),
+                    getattr(span, "name", "?"),
+                )
 
     # -- runs ---------------------------------------------------------------------------------------------
 
@@ -193,10 +256,10 @@ class OTelRecorder:
         self._runs.pop(event.run_id, None)
         data = event.data
         end = run.ns(event.time)
-        for span in run.tools.values():
-            span.set_status(Status(StatusCode.ERROR, "cancelled"))
-            span.end(end_time=end)
-        run.tools.clear()
+        tools, run.tools = list(run.tools.values()), {}
+        for tool in tools:
+            tool.set_status(Status(StatusCode.ERROR, "cancelled"))
+            self._end(tool, end)
         if run.chat is not None:
             self._end_chat(run, event, error="cancelled" if data.get("cancelled") else "run_ended")
         span = run.span
@@ -221,7 +284,7 @@ class OTelRecorder:
         elif error is not None or data.get("generation_failed"):
             span.set_attribute(sc.ERROR_TYPE, _error_type(error))
             span.set_status(Status(StatusCode.ERROR, _error_type(error)))
-        span.end(end_time=end)
+        self._end(span, end)
 
     # -- model calls ----------------------------------------------------------------------------------------
 
@@ -315,8 +378,8 @@ class OTelRecorder:
             if isinstance(value, int):
                 self._tokens.record(value, {**metric_attrs, sc.TOKEN_TYPE: kind})
         self._duration.record(max(0.0, event.time - run.chat_started), metric_attrs)
-        chat.end(end_time=run.ns(event.time))
         run.chat = None
+        self._end(chat, run.ns(event.time))
 
     def _step_finished(self, run: _Run, event: Event) -> None:
         if run.chat is not None and event.data.get("failed"):
@@ -328,8 +391,8 @@ class OTelRecorder:
         chat.set_attribute(sc.ERROR_TYPE, error)
         chat.set_status(Status(StatusCode.ERROR, error))
         self._duration.record(max(0.0, event.time - run.chat_started), {**run.chat_attrs, sc.ERROR_TYPE: error})
-        chat.end(end_time=run.ns(event.time))
         run.chat = None
+        self._end(chat, run.ns(event.time))
 
     def _resilience(self, run: _Run, event: Event) -> None:
         """A retry, failover or breaker decision: a span event on the model call it happened in."""
@@ -387,7 +450,7 @@ class OTelRecorder:
         if status != "ok":
             span.set_attribute(sc.ERROR_TYPE, str(status))
             span.set_status(Status(StatusCode.ERROR, str(status)))
-        span.end(end_time=run.ns(event.time))
+        self._end(span, run.ns(event.time))
 
     def _tool_note(self, run: _Run, event: Event) -> None:
         """A tool event other than start and finish (a refusal, a truncation, a tool's own): a span event."""
@@ -400,6 +463,41 @@ class OTelRecorder:
             if v is not None
         }
         span.add_event(event.type, attributes, timestamp=run.ns(event.time))
+
+
+def _exporting_in_place(provider: Any) -> list[str]:
+    """The names of the exporters ``provider`` calls in ``span.end()`` itself: those behind a
+    ``SimpleSpanProcessor`` (the SDK's in-memory exporter, which does no I/O, left out).
+
+    The SDK has no public way to list a provider's processors: they are read where its ``TracerProvider``
+    keeps them, and a provider that keeps them elsewhere (another SDK, a later version) shows none — no warning,
+    never an error.  The SDK is not imported here: if it was never imported, no provider of it exists.
+    """
+    export = sys.modules.get("opentelemetry.sdk.trace.export")
+    simple = getattr(export, "SimpleSpanProcessor", None)
+    if simple is None:
+        return []
+    memory = getattr(
+        sys.modules.get("opentelemetry.sdk.trace.export.in_memory_span_exporter"), "InMemorySpanExporter", ()
+    )
+    try:
+        active = provider._active_span_processor
+        processors = tuple(active._span_processors)
+        return [
+            type(p.span_exporter).__name__
+            for p in processors
+            if isinstance(p, simple) and not isinstance(getattr(p, "span_exporter", None), memory)
+        ]
+    except Exception:  # not the SDK's layout: nothing known
+        return []
+
+
+def _error_text(exc: BaseException) -> str:
+    """``Type: message``, redacted; the type alone when the message cannot be read (a log line must not raise)."""
+    try:
+        return redact(f"{type(exc).__name__}: {exc}")
+    except Exception:
+        return f"{type(exc).__name__} (its message could not be read)"
 
 
 def _scalar(value: Any) -> str | bool | int | float | None:

@@ -37,6 +37,7 @@ import re
 import struct
 import sys
 import textwrap
+import warnings
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -1003,6 +1004,22 @@ async def _serve_tracing(doc: Doc) -> None:
     assert answer["choices"][0]["message"]["content"] == "assistant: Hello"
     names = [span.name for span in exporter.get_finished_spans()]
     assert any(n.startswith("invoke_agent") for n in names) and any(n.startswith("POST") for n in names), names
+
+
+@example("docs/actors.md: Events and the record")
+async def _actors_otel_batch(doc: Doc) -> None:
+    exporter = InMemorySpanExporter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        namespace = await doc.run({"Runtime": Runtime, "exporter": exporter})
+        try:
+            async with namespace["rt"]:
+                await echo_agent().run("Hello")
+            assert namespace["tracer_provider"].force_flush()
+        finally:
+            namespace["tracer_provider"].shutdown()
+    assert [s.name for s in exporter.get_finished_spans()] == ["chat", "invoke_agent assistant"]
+    assert not [w for w in caught if "SimpleSpanProcessor" in str(w.message)], "a BatchSpanProcessor: no warning"
 
 
 # --- docs/sessions.md, docs/settings.md ------------------------------------------------------------------
