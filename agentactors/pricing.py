@@ -23,19 +23,24 @@ from __future__ import annotations
 import importlib
 import math
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
-from .messages import LLMResponse, Usage
+from .messages import LLMRequest, LLMResponse, Usage
 
 __all__ = [
+    "CUT_SHORT",
     "Cost",
+    "CutShort",
     "Price",
     "clear_prices",
     "cost_of",
+    "cut_short_of",
+    "note_cut_short",
     "is_batch",
     "price_for",
     "prompt_tokens",
@@ -43,7 +48,9 @@ __all__ = [
     "set_batch_factor",
     "set_price",
     "set_prices",
+    "take_cut_short",
     "total_cost",
+    "with_cut_short",
 ]
 
 _PER = 1_000_000.0
@@ -110,6 +117,11 @@ class Cost:
     """What something cost: ``input`` (prompt tokens, cached ones included), ``output`` (completion tokens,
     reasoning included) and ``total = input + output``, in ``currency``.
 
+    ``estimated``: how much of ``total`` is an estimate rather than a vendor's usage — the conservative charge of
+    a call that was sent and then cut short (a hedge's losing copy, a run cancelled mid-call, a batch call that
+    left its batch: :class:`CutShort`, ``docs/costs.md``).  ``0.0`` for what was priced from the vendor's own
+    counts.  Keyword-only, so ``Cost(input, output, total, currency)`` reads as it always did.
+
     Costs add up (``a + b``, ``sum(costs, Cost())``) when their currencies agree.
     """
 
@@ -117,13 +129,15 @@ class Cost:
     output: float = 0.0
     total: float = attrs.field(default=attrs.Factory(_total_of, takes_self=True))
     currency: str = attrs.field(default="USD", converter=_code)
+    estimated: float = attrs.field(default=0.0, kw_only=True)
 
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
         if other.currency != self.currency:
             raise ValueError(f"cannot add a cost in {other.currency} to one in {self.currency}")
-        return Cost(self.input + other.input, self.output + other.output, self.total + other.total, self.currency)
+        return Cost(self.input + other.input, self.output + other.output, self.total + other.total, self.currency,
+                    estimated=self.estimated + other.estimated)
 
     def __radd__(self, other: object) -> Cost:
         if other == 0:  # sum() starts from 0
@@ -385,6 +399,120 @@ def total_cost(results: Iterable[Any]) -> Cost | None:
             return None
         total = total + cost
     return total
+
+
+# --- calls cut short after they were sent ----------------------------------------------------------------
+
+#: The key of ``LLMResponse.provider_data`` holding the calls that were sent on the way to the response and cut
+#: short (a hedge's losing copy): the run that receives the response charges them with it.
+CUT_SHORT = "cut_short"
+
+
+@attrs.frozen(slots=True)
+class CutShort:
+    """A model call that was sent and then cut short — the vendor bills it, though no run received its answer.
+
+    ``provider`` and ``model`` name who was asked (the price); ``input_tokens`` and ``output_tokens`` what it is
+    charged for; ``estimated``: the counts are this package's estimate (the prompt at ~4 characters a token, as
+    :func:`~agentactors.gateway.provider.estimate_tokens` counts it; the output deltas already received), not the
+    vendor's — ``False`` when the vendor's own usage arrived (a hedge's losing copy that answered anyway);
+    ``batch``: sent through a batch API (priced at the batch rate).
+    """
+
+    provider: str | None
+    model: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated: bool = True
+    batch: bool = False
+
+    def cost(self) -> Cost | None:
+        """What it is charged: its tokens at its model's price (the input rate for the whole prompt — no cache
+        discount is assumed), all of it :attr:`Cost.estimated` when :attr:`estimated`; ``None`` when unpriced."""
+        usage = Usage(self.input_tokens, self.output_tokens)
+        cost = cost_of(self.provider, self.model, usage, batch=self.batch)
+        if cost is None or not self.estimated:
+            return cost
+        return attrs.evolve(cost, estimated=cost.total)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provider": self.provider, "model": self.model, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "estimated": self.estimated, "batch": self.batch}
+
+    @classmethod
+    def from_json(cls, value: Any) -> CutShort | None:
+        """A record back from its JSON form (a journaled response's); ``None`` for anything that is not one."""
+        if not isinstance(value, Mapping):
+            return None
+        provider, model = value.get("provider"), value.get("model")
+        if not (provider is None or isinstance(provider, str)) or not (model is None or isinstance(model, str)):
+            return None
+        # Usage's own reading of a count: anything that is not a count (None, NaN, a string) is 0.
+        counts = Usage(cast(int, value.get("input_tokens")), cast(int, value.get("output_tokens")))
+        return cls(provider, model, counts.input_tokens, counts.output_tokens,
+                   value.get("estimated") is not False, value.get("batch") is True)
+
+
+def with_cut_short(response: LLMResponse, calls: Iterable[CutShort]) -> LLMResponse:
+    """``response``, carrying ``calls`` (:class:`CutShort`) in ``provider_data["cut_short"]`` for the run that
+    receives it to charge (``RunResult.cost``, its budgets).  Its ``usage`` is left as the vendor said it."""
+    records = [call.to_json() for call in calls]
+    if not records:
+        return response
+    data = dict(response.provider_data or {})
+    data[CUT_SHORT] = [*data.get(CUT_SHORT, ()), *records]
+    return attrs.evolve(response, provider_data=data)
+
+
+def cut_short_of(response: LLMResponse) -> tuple[CutShort, ...]:
+    """The cut-short calls ``response`` carries (:func:`with_cut_short`); ``()`` for nearly every response."""
+    data = response.provider_data
+    if not data:
+        return ()
+    records = data.get(CUT_SHORT) if isinstance(data, Mapping) else None
+    if not isinstance(records, list | tuple):
+        return ()
+    return tuple(call for call in map(CutShort.from_json, records) if call is not None)
+
+
+# Requests whose call was cut short after it was sent, noted by the layer that sent it (a hedge, a batch provider,
+# the ProviderActor) as the cancellation passes through it, for the run that asked to charge when the same
+# cancellation reaches it: by the request object's identity (a weak reference: an entry nobody takes — a call made
+# outside any run — goes with its request).
+_noted: dict[int, tuple[weakref.ref[LLMRequest], tuple[CutShort, ...]]] = {}
+# Reentrant: a weak reference's callback (_forget) may run at any allocation, in the thread holding it.
+_noted_lock = threading.RLock()
+
+
+def note_cut_short(request: LLMRequest, calls: Iterable[CutShort], *, replace: bool = True) -> None:
+    """Say that the call of ``request`` was sent and is being cut short: ``calls`` (one per copy sent).
+
+    Called by the layer that sent it, in its cancellation branch; the run that asked (the request object it
+    sent) takes it in its own (:func:`take_cut_short`).  ``replace=False``: keep what an inner layer noted (it
+    knows more: how many copies went, through which API).
+    """
+    key = id(request)
+    with _noted_lock:
+        if not replace and key in _noted and _noted[key][0]() is request:
+            return
+        _noted[key] = (weakref.ref(request, lambda _, key=key: _forget(key)), tuple(calls))  # type: ignore[misc]
+
+
+def take_cut_short(request: LLMRequest) -> tuple[CutShort, ...]:
+    """The cut-short calls noted for ``request`` (:func:`note_cut_short`), forgotten once taken; ``()`` when none
+    was noted — its call was not sent (refused, or still waiting for a slot), or no layer said so."""
+    with _noted_lock:
+        entry = _noted.pop(id(request), None)
+    if entry is None or entry[0]() is not request:
+        return ()
+    return entry[1]
+
+
+def _forget(key: int) -> None:
+    with _noted_lock:
+        entry = _noted.get(key)
+        if entry is not None and entry[0]() is None:
+            del _noted[key]
 
 
 # --- reading the genai-prices table -----------------------------------------------------------------

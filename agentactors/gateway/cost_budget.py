@@ -20,9 +20,11 @@ concurrently all see the budget as it is (an estimate is checked against what wa
 the other calls in flight), so a shared budget may end past its limit by at most the cost of the calls
 in flight when it was reached — each of those runs then stops right after its call, and none sends
 another.  A run alone overspends by at most its last call (with estimates on, by what that call cost
-beyond its estimate).  A budget is charged from the responses runs receive: a call cut short before its
-response reached its run (the run cancelled mid-call, a hedge's losing copy, a batch call that left its
-batch) is counted nowhere, though the vendor may bill it (``docs/costs.md``, "What a budget cannot count").
+beyond its estimate).  A budget is charged from the responses runs receive, and for calls that were sent and
+then cut short — a hedge's losing copy, a run cancelled mid-call, a batch call that left its batch — at a
+conservative estimate (their prompt at the input rate, the output already received), which the vendor bills
+though no answer came: :attr:`CostBudget.estimated` is that part of :attr:`CostBudget.spent` (``docs/costs.md``,
+"Calls cut short").
 
 A budget counts what is priced: a call of a model without a price (or priced in another currency) is
 counted in :attr:`CostBudget.unpriced`, and makes :attr:`CostBudget.cost` ``None`` — never a silent
@@ -126,6 +128,12 @@ class CostBudget:
     def spent(self) -> float:
         """What the priced calls charged here cost (what the limit is compared with)."""
         return self._spent.total
+
+    @property
+    def estimated(self) -> float:
+        """How much of :attr:`spent` is an estimate: the conservative charges of calls cut short after they were
+        sent (a hedge's losing copy, a run cancelled mid-call: ``docs/costs.md``), not a vendor's usage."""
+        return self._spent.estimated
 
     @property
     def cost(self) -> Cost | None:

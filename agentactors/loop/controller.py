@@ -544,6 +544,8 @@ class LoopController:
         try:
             response = await self._generate(request)
         except Exception as exc:
+            # The call failed: one its layers noted as sent and then cut short (a copy abandoned) is billed.
+            state.cost.cut_short(request)
             if output is None or not output.degrade(exc):
                 return state.failed(exc)
             # Auto's forced choice could not be carried: the same step once more, with the next strategy.
@@ -551,6 +553,11 @@ class LoopController:
                 response = await self._generate(step_request(state, output, self._native, self._run_settings, sink))
             except Exception as exc:  # the retry's own failure, under the same name (one local less)
                 return state.failed(exc)
+        except BaseException:
+            # Cancelled mid-call (the run cancelled, its deadline, a halt): a call sent before it is billed by the
+            # vendor, so it is charged — at the estimate the layer that sent it noted (.cost.RunCost.cut_short).
+            state.cost.cut_short(request)
+            raise
         # The first step's usage is taken as is, and none (the shared default) adds nothing: no sum is allocated.
         if response.usage is not NO_USAGE:
             state.usage = response.usage if state.usage is NO_USAGE else state.usage + response.usage

@@ -40,8 +40,18 @@ import agentactors._event_payloads as payloads
 
 from ..errors import CostLimitExceededError
 from ..gateway.cost_budget import CostBudget, check_cost_limit, entered, runtime_budget
-from ..messages import LLMResponse, Message, Usage
-from ..pricing import Cost, is_batch, price_for, prompt_tokens, response_cost
+from ..messages import LLMRequest, LLMResponse, Message, Usage
+from ..pricing import (
+    CUT_SHORT,
+    Cost,
+    CutShort,
+    cut_short_of,
+    is_batch,
+    price_for,
+    prompt_tokens,
+    response_cost,
+    take_cut_short,
+)
 from .result import RunResult
 
 __all__ = ["RunCost", "check_cost_limit", "message_tokens", "stop_before"]
@@ -131,12 +141,15 @@ class RunCost:
         self._seen = 0  # the conversation's length when the last call was sent
 
     def charge(self, response: LLMResponse) -> Cost | None:
-        """Add ``response``'s cost, to the run and to its budgets; returns it (``None``: no price)."""
+        """Add ``response``'s cost, to the run and to its budgets; returns it (``None``: no price).
+
+        A response that carries calls cut short on its way (``provider_data["cut_short"]``: a hedge's losing copy,
+        :func:`~agentactors.pricing.with_cut_short`) has them charged too, each as the call it was (a budget's
+        ``calls`` counts it); the cost returned — the ``llm.response`` event's — is then theirs and the answer's
+        together (``None`` when a part is unpriced), its estimated part in :attr:`Cost.estimated`.
+        """
         cost = response_cost(response)
-        if cost is None:
-            self.unpriced += 1
-        else:
-            self.spent = cost if self.spent is _ZERO else self.spent + cost
+        self._add(cost)
         budgets = self.budgets
         if budgets:
             for budget in budgets:
@@ -144,7 +157,43 @@ class RunCost:
             self._key = (response.provider, response.model, is_batch(response))
             self._prev_in = prompt_tokens(response.provider, response.usage)
             self._prev_out = response.usage.output_tokens
+        data = response.provider_data
+        if data and CUT_SHORT in data:  # (most responses have no provider_data: one attribute test)
+            return self._charge_cut(cut_short_of(response), cost)
         return cost
+
+    def cut_short(self, request: LLMRequest) -> Cost | None:
+        """Charge the call of ``request`` when it was cut short after it was sent; what it was charged.
+
+        Called by the loop when the call ended without a response (cancelled, or failed): the layer that sent it
+        noted it (:func:`~agentactors.pricing.note_cut_short`) as the cancellation passed through it; a call that
+        was not sent — refused before sending, still waiting for a slot — was noted by nobody and costs nothing.
+        Returns ``None`` when nothing was charged (or it had no price).
+        """
+        calls = take_cut_short(request)
+        if not calls:
+            return None
+        return self._charge_cut(calls, _ZERO)
+
+    def _add(self, cost: Cost | None) -> None:
+        if cost is None:
+            self.unpriced += 1
+        else:
+            self.spent = cost if self.spent is _ZERO else self.spent + cost
+
+    def _charge_cut(self, calls: Sequence[CutShort], cost: Cost | None) -> Cost | None:
+        """Charge each of ``calls`` to the run and its budgets; ``cost`` with theirs added (``None``: unpriced)."""
+        total = cost
+        for call in calls:
+            part = call.cost()
+            self._add(part)
+            for budget in self.budgets:
+                budget.charge(part)
+            if part is None or total is None:
+                total = None
+            elif part.currency == total.currency:
+                total = total + part
+        return total
 
     def total(self, children: Sequence[Any] = ()) -> Cost | None:
         """The run's cost with its ``children``'s (their results), or ``None`` when a part is unpriced."""

@@ -11,6 +11,14 @@ response format), a stream that already delivered its first event.
 
 Both copies run as tasks of one task group; the loser is cancelled (its HTTP request closed) and
 waited for before the call returns, so nothing of it outlives the call.
+
+**What the losing copy costs.**  It was sent, so the vendor bills it — its prompt at least (OpenAI bills a
+non-streamed request in full even after the client hung up).  The winner's response carries it for the run to
+charge (:func:`agentactors.pricing.with_cut_short`): at its real usage when its answer came back anyway, else at
+an estimate — its prompt (:func:`~agentactors.gateway.provider.estimate_tokens`) and, for a stream, the output it
+had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`).  The winner's ``usage`` stays what
+its vendor said.  When the caller is cancelled mid-call, every copy in flight is noted
+(:func:`agentactors.pricing.note_cut_short`) for the run to charge as its call cut short.
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ import anyio.abc
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
-from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..gateway.provider import estimate_tokens
+from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, StreamEvent, TextDelta
+from ..pricing import CutShort, note_cut_short, with_cut_short
 from ..providers.port import (
     LLMProvider,
     StreamAccumulator,
@@ -181,19 +191,30 @@ class HedgeProvider(ProviderDecorator):
         delay = self.delay()
         if delay is None:
             started = self._clock()
-            response = await self._inner.complete(request)
+            try:
+                response = await self._inner.complete(request)
+            except anyio.get_cancelled_exc_class():  # the caller left mid-call: the copy in flight is billed
+                note_cut_short(request, (_estimate(self._inner, request, model_of(self._inner, request)),))
+                raise
             self._took(self._clock() - started)
             return response
         # The first copy runs in the caller's task (most calls answer before ``after``: they pay for one timer
         # task, not a task per copy); the timer sends the hedge, and the winner cancels the other copy.
         race: _Race[LLMResponse] = _Race(self._clock)
         primary = race.add("primary", self._inner, model_of(self._inner, request))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._hedge_later, race, call, request, delay)
-            await race.run(primary, lambda _: self._inner.complete(request))
-            await race.done.wait()
-            tg.cancel_scope.cancel()  # the timer, or the losing copy: its request closed before the call returns
+        primary.request = request
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._hedge_later, race, call, request, delay)
+                await race.run(primary, lambda _: self._inner.complete(request))
+                await race.done.wait()
+                tg.cancel_scope.cancel()  # the timer, or the losing copy: its request closed before the call returns
+        except anyio.get_cancelled_exc_class():
+            note_cut_short(request, race.billed(None))  # every copy in flight (a won answer lost too)
+            raise
         answered: LLMResponse = self._settled(race)
+        if race.started > 1:
+            answered = with_cut_short(answered, race.billed(race.winner))
         return answered
 
     async def _hedge_later(self, race: _Race[LLMResponse], call: int, request: LLMRequest, delay: float) -> None:
@@ -206,7 +227,9 @@ class HedgeProvider(ProviderDecorator):
             return
         target, sub, model = hedge
         emit("hedge.sent", member=name_of(target), model=model, after=delay)
-        await race.run(race.add("hedge", target, model), lambda _: target.complete(sub))
+        attempt = race.add("hedge", target, model)
+        attempt.request = sub
+        await race.run(attempt, lambda _: target.complete(sub))
 
     def _settled(self, race: _Race[Any]) -> Any:
         """The race's winner (its latency taken, ``hedge.won`` said when a hedge ran), or its error raised."""
@@ -233,41 +256,49 @@ class HedgeProvider(ProviderDecorator):
             return lambda me: _Opened.run(me, sub, race)
 
         failure: BaseException | None = None
-        async with anyio.create_task_group() as tg:
-            model = model_of(self._inner, request)
-            race.start(tg, "primary", self._inner, model, attempt(self._inner, request, model))
-            if delay is not None:
-                with anyio.move_on_after(delay):
-                    await race.done.wait()
-                if not race.done.is_set():
-                    hedge = self._hedge(call, request)
-                    if hedge is not None:
-                        target, sub, hedge_model = hedge
-                        emit("hedge.sent", member=name_of(target), model=hedge_model, after=delay)
-                        race.start(tg, "hedge", target, hedge_model, attempt(target, sub, hedge_model))
-            await race.done.wait()
-            if race.winner is None:
-                tg.cancel_scope.cancel()  # a request error, or every copy failed: raised past the task group
-            else:
-                opened: _Opened = self._settled(race)
-                events = opened.relay()
-                try:
-                    yield events
-                except BaseException as exc:  # raised past the task group, which would wrap it in a group
-                    failure = exc
-                finally:
-                    await events.aclose()
-                    tg.cancel_scope.cancel()  # the winner's stream closes in its own task
+        try:
+            async with anyio.create_task_group() as tg:
+                model = model_of(self._inner, request)
+                race.start(tg, "primary", self._inner, model, attempt(self._inner, request, model), request)
+                if delay is not None:
+                    with anyio.move_on_after(delay):
+                        await race.done.wait()
+                    if not race.done.is_set():
+                        hedge = self._hedge(call, request)
+                        if hedge is not None:
+                            target, sub, hedge_model = hedge
+                            emit("hedge.sent", member=name_of(target), model=hedge_model, after=delay)
+                            race.start(tg, "hedge", target, hedge_model, attempt(target, sub, hedge_model), sub)
+                await race.done.wait()
+                if race.winner is None:
+                    tg.cancel_scope.cancel()  # a request error, or every copy failed: raised past the task group
+                else:
+                    opened: _Opened = self._settled(race)
+                    # The losers are over by the winner's end (cancelled when it claimed the race): its last event
+                    # carries them, to be charged with it.
+                    events = opened.relay(lambda: race.billed(race.winner) if race.started > 1 else ())
+                    try:
+                        yield events
+                    except BaseException as exc:  # raised past the task group, which would wrap it in a group
+                        failure = exc
+                    finally:
+                        await events.aclose()
+                        tg.cancel_scope.cancel()  # the winner's stream closes in its own task
+        except anyio.get_cancelled_exc_class():
+            note_cut_short(request, race.billed(None))  # cancelled before a winner: every copy in flight
+            raise
         if race.winner is None:
             raise race.error()
         if failure is not None:
+            if isinstance(failure, anyio.get_cancelled_exc_class()) and not opened.ended:
+                note_cut_short(request, race.billed(None))  # the consumer left mid-stream: every copy is billed
             raise failure
 
 
 class _Attempt:
     """One copy of the call: its label (``primary`` / ``hedge``), its provider and model, its task's scope."""
 
-    __slots__ = ("label", "model", "provider", "scope", "seconds", "started", "value")
+    __slots__ = ("failed", "label", "model", "provider", "request", "scope", "seconds", "started", "value")
 
     def __init__(self, label: str, provider: Any, model: str | None, started: float) -> None:
         self.label = label
@@ -277,6 +308,8 @@ class _Attempt:
         self.started = started
         self.seconds = 0.0
         self.value: Any = None
+        self.request: LLMRequest | None = None  # the request this copy sent (``to``'s own model for a hedge)
+        self.failed = False  # it ended with an error: not billed (a vendor's error, or refused before sending)
 
 
 Run = Callable[[_Attempt], Awaitable[T]]
@@ -305,10 +338,33 @@ class _Race(Generic[T]):
         return attempt
 
     def start(
-        self, tg: anyio.abc.TaskGroup, label: str, provider: Any, model: str | None, run: Run[T]
+        self, tg: anyio.abc.TaskGroup, label: str, provider: Any, model: str | None, run: Run[T],
+        request: LLMRequest | None = None,
     ) -> None:
         """A copy run in a task of its own."""
-        tg.start_soon(self.run, self.add(label, provider, model), run)
+        attempt = self.add(label, provider, model)
+        attempt.request = request
+        tg.start_soon(self.run, attempt, run)
+
+    def billed(self, winner: _Attempt | None) -> tuple[CutShort, ...]:
+        """The copies other than ``winner`` that were sent and did not fail: what the vendor bills for them.
+
+        A copy whose answer came back anyway (it lost by an instant) at its real usage; any other at an estimate —
+        its prompt, and for a stream the output it had delivered (:func:`_estimate`).  ``winner=None``: every copy
+        (the caller left, and a won answer it never received is billed too).
+        """
+        out: list[CutShort] = []
+        for attempt in self.attempts:
+            if attempt is winner or attempt.failed or attempt.request is None:
+                continue
+            value = attempt.value
+            if isinstance(value, LLMResponse):
+                out.append(CutShort(value.provider or name_of(attempt.provider), value.model or attempt.model,
+                                    value.usage.input_tokens, value.usage.output_tokens, estimated=False))
+            else:
+                out.append(_estimate(attempt.provider, attempt.request, attempt.model,
+                                     value.delivered if isinstance(value, _Opened) else ""))
+        return tuple(out)
 
     async def run(self, attempt: _Attempt, run: Run[T]) -> None:
         """Run one copy to its answer (it claims the race) or its failure (recorded); the winner cancels it."""
@@ -316,6 +372,7 @@ class _Race(Generic[T]):
             try:
                 value = await run(attempt)
             except Exception as exc:
+                attempt.failed = True
                 self._failed(as_provider_error(exc, attempt.provider, attempt.model))
                 return
             if attempt.value is None:
@@ -371,6 +428,9 @@ class _Opened:
         self.receive = receive
         self.provider = provider
         self.model = model
+        #: The output text (answer and reasoning) delivered so far: what a stream cut short is charged for.
+        self.delivered = _text_of(first)
+        self.ended = False  # its StreamEnd was relayed: the call is over (and charged with its response)
 
     @staticmethod
     async def run(me: _Attempt, request: LLMRequest, race: _Race[Any]) -> _Opened | None:
@@ -403,7 +463,10 @@ class _Opened:
                 await _send(send, _Failure(exc))
         return None
 
-    async def relay(self) -> AsyncGenerator[StreamEvent, None]:
+    async def relay(
+        self, losers: Callable[[], tuple[CutShort, ...]] = tuple
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The winner's events; its :class:`StreamEnd`'s response carries the ``losers`` (cut short) to charge."""
         acc = StreamAccumulator()
         acc.add(self.first)
         yield self.first
@@ -412,7 +475,28 @@ class _Opened:
                 if isinstance(item, _Failure):
                     raise cut_short(item.error, provider=self.provider, model=self.model, partial_text=acc.text)
                 acc.add(item)
+                if isinstance(item, StreamEnd):
+                    self.ended = True
+                    lost = losers()
+                    if lost:
+                        item = StreamEnd(with_cut_short(item.response, lost))
+                else:
+                    self.delivered += _text_of(item)
                 yield item
+
+
+def _text_of(event: StreamEvent) -> str:
+    """The output text an event delivers (answer or reasoning; a tool call's arguments), for a cut-short charge."""
+    if isinstance(event, TextDelta | ReasoningDelta):
+        return event.text or ""
+    fragment = getattr(event, "arguments_fragment", None)
+    return fragment if isinstance(fragment, str) else ""
+
+
+def _estimate(provider: Any, request: LLMRequest, model: str | None, delivered: str = "") -> CutShort:
+    """A copy cut short after it was sent, at an estimate: its prompt as :func:`estimate_tokens` counts it (without
+    ``max_tokens``: a ceiling, not what was generated) and the output it had ``delivered`` at ~4 characters a token."""
+    return CutShort(name_of(provider), model, estimate_tokens(request, max_output=0), (len(delivered) + 3) // 4)
 
 
 class _Failure:
@@ -462,10 +546,11 @@ def with_hedge(
     * The copy goes to ``provider`` again, or to ``to`` (another member; it calls its own default model
       when it has one).  The first answer is returned; the other copy is cancelled — its HTTP request
       closed — before the call returns.  Both failing raises the first's error (the other's noted).
-    * The losing copy's cost is **not counted** — not in ``RunResult.cost`` or ``usage``, not in any
-      :class:`~agentactors.CostBudget` — though the vendor bills it: its prompt, and the tokens it generated
-      before the cancel (all of them, when it answered in the same instant as the winner and was dropped).
-      ``max_extra`` bounds that spend.
+    * The losing copy is **charged** to the run (``RunResult.cost``) and its budgets, as the vendor bills it: at
+      its real usage when its answer came back anyway, else at an estimate — its prompt, and for a stream the
+      output it had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`); ``usage`` stays
+      the winner's.  A caller cancelled mid-call has every copy in flight charged (``docs/costs.md``, "Calls cut
+      short").  ``max_extra`` bounds that spend.
     * ``max_extra``: at most this fraction of the last ``window`` calls are hedged (``0.05``: 5 %
       more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
     * Settings are checked as :func:`with_retry` checks its own: ``after`` a finite number of seconds

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError, ProviderError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, item_error, read_results, unread
+from ._api import Line, Outcome, Receipt, Status, decode_item, item_error, read_results, unread
 from ._http import VendorHTTP
 from .errors import BatchError
 
@@ -45,9 +45,9 @@ class AnthropicBatches:
         self.http = http
         self.url = provider.base_url + "/v1/messages/batches"
 
-    async def submit(self, model: str, lines: Sequence[Line]) -> str:
+    async def submit(self, model: str, lines: Sequence[Line], receipt: Receipt) -> str:
         requests = [{"custom_id": line.custom_id, "params": line.body} for line in lines]
-        batch = await self.http.json("POST", self.url, model=model, body={"requests": requests})
+        batch = await self.http.json("POST", self.url, model=model, body={"requests": requests}, creates=receipt)
         value = batch.get("id") if isinstance(batch, dict) else None
         if not isinstance(value, str) or not value:
             raise MalformedResponseError("the batch the vendor created has no id", provider=self.provider.name,

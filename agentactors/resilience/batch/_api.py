@@ -20,12 +20,12 @@ from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse
 from ...providers.http.provider import HTTPProvider
 from ...redaction import redact
-from ._http import VendorHTTP, dumps
+from ._http import Receipt, VendorHTTP, dumps
 from .errors import BatchError
 
 __all__ = [
-    "BatchAPI", "Line", "Outcome", "Status", "custom_id", "decode_item", "index_of", "item_error", "keep", "missing",
-    "read_results", "unread", "unreadable",
+    "BatchAPI", "Line", "Outcome", "Receipt", "Status", "custom_id", "decode_item", "index_of", "item_error", "keep",
+    "missing", "read_results", "unread", "unreadable",
 ]
 
 log = logging.getLogger("agentactors.resilience.batch")
@@ -68,8 +68,9 @@ class BatchAPI(Protocol):
     max_lines: int
     max_bytes: int
 
-    async def submit(self, model: str, lines: Sequence[Line]) -> str:
-        """Create a batch of ``lines`` (one model); its id."""
+    async def submit(self, model: str, lines: Sequence[Line], receipt: Receipt) -> str:
+        """Create a batch of ``lines`` (one model); its id.  ``receipt``: marked through the create request
+        (:meth:`~._http.VendorHTTP.send`'s ``creates``)."""
         ...
 
     async def status(self, batch_id: str, model: str) -> Status:

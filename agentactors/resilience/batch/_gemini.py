@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, index_of, item_error, keep
+from ._api import Line, Outcome, Receipt, Status, decode_item, index_of, item_error, keep
 from ._http import VendorHTTP
 
 __all__ = ["GeminiBatches"]
@@ -48,13 +48,13 @@ class GeminiBatches:
         self.provider = provider
         self.http = http
 
-    async def submit(self, model: str, lines: Sequence[Line]) -> str:
+    async def submit(self, model: str, lines: Sequence[Line], receipt: Receipt) -> str:
         url = self.provider.codec.url(self.provider.base_url, model, stream=False)
         url = url.rsplit(":", 1)[0] + ":batchGenerateContent"
         requests = [{"request": line.body, "metadata": {"key": line.custom_id}} for line in lines]
         body = {"batch": {"display_name": f"agentactors-{lines[0].custom_id}",
                           "input_config": {"requests": {"requests": requests}}}}
-        operation = await self.http.json("POST", url, model=model, body=body)
+        operation = await self.http.json("POST", url, model=model, body=body, creates=receipt)
         name = operation.get("name") if isinstance(operation, dict) else None
         if not isinstance(name, str) or not name.startswith("batches/"):
             raise MalformedResponseError("the batch operation the vendor created has no batches/ name",

@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 
 from ...errors import MalformedResponseError, ProviderError, ResponseTooLargeError
 from ...providers.errors import classify_exception
@@ -28,7 +29,7 @@ from ...providers.http.provider import HTTPProvider
 if TYPE_CHECKING:
     import httpx  # imported by the first call that makes a client: `import agentactors` does not load httpx
 
-__all__ = ["VendorHTTP"]
+__all__ = ["Receipt", "VendorHTTP"]
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -36,6 +37,22 @@ _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=Fa
 def dumps(value: Any) -> bytes:
     """``value`` as compact UTF-8 JSON: what the provider sends as a request body."""
     return _JSON.encode(value).encode("utf-8")
+
+
+@attrs.define(slots=True, eq=False)
+class Receipt:
+    """What one submission got as far as: whether its *create* request may have reached the vendor.
+
+    ``creating`` is set right before the request that creates the batch is sent (OpenAI's ``POST /batches``,
+    after its file upload; Anthropic's and Gemini's one create request), and set back when its failure proves
+    that nothing was created — the connection never opened, or the vendor answered with a 4xx refusal.  A
+    submission that failed (or ran past its bound) while it is set may have made a vendor batch that nobody
+    knows the id of: the vendors take no idempotency key on batch creation, so sending the same work again
+    could make a second batch, billed twice (:class:`~agentactors.resilience.batch.provider.BatchProvider`
+    then fails its calls for good, ``BatchError(reason="unconfirmed")``).
+    """
+
+    creating: bool = False
 
 
 class VendorHTTP:
@@ -67,10 +84,10 @@ class VendorHTTP:
 
     async def json(
         self, method: str, url: str, *, model: str, body: Any = None, files: Mapping[str, Any] | None = None,
-        data: Mapping[str, str] | None = None, limit: int | None = None,
+        data: Mapping[str, str] | None = None, limit: int | None = None, creates: Receipt | None = None,
     ) -> Any:
         """Send, and return the answer's JSON (a :class:`~agentactors.MalformedResponseError` if it is not)."""
-        raw = await self.send(method, url, model=model, body=body, files=files, data=data, limit=limit)
+        raw = await self.send(method, url, model=model, body=body, files=files, data=data, limit=limit, creates=creates)
         try:
             return json.loads(raw)
         except (ValueError, RecursionError):
@@ -122,14 +139,22 @@ class VendorHTTP:
 
     async def send(
         self, method: str, url: str, *, model: str, body: Any = None, files: Mapping[str, Any] | None = None,
-        data: Mapping[str, str] | None = None, limit: int | None = None,
+        data: Mapping[str, str] | None = None, limit: int | None = None, creates: Receipt | None = None,
     ) -> bytes:
         """Send ``method url`` (a JSON ``body``, or a multipart form of ``files`` and ``data``); the answer's bytes.
+
+        ``creates``: this request creates a batch — marked ``creating`` from just before it is sent, and unmarked
+        when its failure proves that the vendor made nothing: the connection never opened (nothing was sent), or
+        the vendor answered with a 4xx (a refusal).  Anything else — a 2xx, a 5xx (a gateway's 502/504 may come
+        after the vendor acted), a connection dropped after sending, a read timeout, a cancellation — leaves it
+        marked: the batch may exist.
 
         :raises ProviderError: classified as the wire classifies the vendor's errors (transport: transient).
         """
         content = dumps(body) if body is not None else None
         headers = await self._headers(url, content, model)
+        if creates is not None:
+            creates.creating = True
         try:
             async with self._client() as client:
                 request = client.build_request(method, url, headers=headers, content=content, files=files, data=data)
@@ -145,12 +170,24 @@ class VendorHTTP:
         except ProviderError:
             raise
         except Exception as exc:
+            if creates is not None and _unsent(exc):
+                creates.creating = False
             failure = classify_exception(exc, provider=self.name, model=model)
         else:
             if 200 <= status < 300:
                 return raw
+            if creates is not None and 400 <= status < 500:
+                creates.creating = False  # the vendor refused it: nothing was created
             failure = self.provider.codec.classify_error(status, response.headers, raw, model=model, provider=self.name)
         raise failure
+
+
+def _unsent(exc: BaseException) -> bool:
+    """Whether ``exc`` (what the HTTP client raised) proves the request never left: the connection did not open,
+    or no connection of the pool was free.  (httpx is loaded by then: this is only called once a client failed.)"""
+    import httpx
+
+    return isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
 
 
 async def _read(response: httpx.Response, limit: int, provider: str, model: str, *, strict: bool) -> bytes:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError, ProviderError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Status, decode_item, item_error, read_results, unread
+from ._api import Line, Outcome, Receipt, Status, decode_item, item_error, read_results, unread
 from ._http import VendorHTTP, dumps
 from .errors import BatchError
 
@@ -37,7 +37,7 @@ class OpenAIBatches:
         self.http = http
         self.base = provider.base_url
 
-    async def submit(self, model: str, lines: Sequence[Line]) -> str:
+    async def submit(self, model: str, lines: Sequence[Line], receipt: Receipt) -> str:
         text = b"".join(
             dumps({"custom_id": line.custom_id, "method": "POST", "url": ENDPOINT, "body": line.body}) + b"\n"
             for line in lines
@@ -47,7 +47,7 @@ class OpenAIBatches:
             files={"file": ("agentactors-batch.jsonl", text, "application/jsonl")},
         )
         batch = await self.http.json(
-            "POST", f"{self.base}/batches", model=model,
+            "POST", f"{self.base}/batches", model=model, creates=receipt,
             body={
                 "input_file_id": _id(upload, "file", self.provider.name, model),
                 "endpoint": ENDPOINT,

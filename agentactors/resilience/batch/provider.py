@@ -11,7 +11,8 @@ one of the calls waiting on it — the first one waits out the window, submits, 
 wait for it; a driver that is cancelled hands the batch to the next waiter.  So nothing outlives the calls,
 and the decorator needs no runtime or task group.  A call cancelled before its batch was submitted withdraws
 its request; after, its item is left to the batch (the vendor has it, and bills it; the answer is dropped,
-and the vendor batch is not cancelled — only one still running after ``max_wait`` is).  The
+and the vendor batch is not cancelled — only one still running after ``max_wait`` is), and it is noted as a call
+cut short (:func:`agentactors.pricing.note_cut_short`: its prompt, at the batch price) for its run to charge.  The
 submission itself is shielded from cancellation, so a batch the vendor created is never lost track of.
 
 With a journal (``Runtime(journal=...)``) each submitted request is parked there (:mod:`._park`), so a crash
@@ -34,7 +35,9 @@ import agentactors._reexport as _reexport
 
 from ...errors import ErrorKind, ProviderError
 from ...events import emit
+from ...gateway.provider import estimate_tokens
 from ...messages import LLMRequest, LLMResponse
+from ...pricing import CutShort, note_cut_short
 from ...providers.http.provider import HTTPProvider
 from ...providers.port import (
     Capabilities,
@@ -47,7 +50,7 @@ from ...providers.port import (
 )
 from ...redaction import redact
 from ..decorator import ProviderDecorator, as_provider_error
-from ._api import BatchAPI, Line, Outcome, Status, custom_id, missing, unreadable
+from ._api import BatchAPI, Line, Outcome, Receipt, Status, custom_id, missing, unreadable
 from ._http import VendorHTTP, dumps
 from ._park import Entry, Parking, journal_of_runtime
 from ._vendors import api_for
@@ -215,7 +218,12 @@ class BatchProvider(ProviderDecorator):
             batch = self._collect(waiter)
         try:
             await self._wait(batch, waiter)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()) and batch.id is not None and waiter.outcome is None:
+                # It leaves a submitted batch: its item runs and is billed.  Noted for the run to charge — its prompt,
+                # at the batch price (the answer it will not read is not known).
+                note_cut_short(request, (CutShort(self.name, line.model, estimate_tokens(line.request, max_output=0),
+                                                  batch=True),))
             with anyio.CancelScope(shield=True):
                 await self._leave(batch, waiter)
             raise
@@ -338,17 +346,21 @@ class BatchProvider(ProviderDecorator):
             if not batch.lines:  # every call withdrew
                 batch.state = "ended"
                 return
+            receipt = Receipt()
             with anyio.CancelScope(shield=True), anyio.move_on_after(SUBMIT_BOUND) as bound:
-                await self._submit(batch)
+                await self._submit(batch, receipt)
             if bound.cancelled_caught and batch.state == "collecting":
-                self._end(batch, lambda line: BatchError(
-                    f"submitting the batch took longer than {SUBMIT_BOUND:g} s", provider=self.name,
-                    reason="missing", model=line.model, custom_id=line.custom_id))
+                words = f"submitting the batch took longer than {SUBMIT_BOUND:g} s"
+                if receipt.creating:  # the vendor may have created it: never sent again (see _unconfirmed)
+                    self._end(batch, self._unconfirmed(words))
+                else:  # only the upload ran: nothing was created, a retry is safe
+                    self._end(batch, lambda line: BatchError(
+                        words, provider=self.name, reason="missing", model=line.model, custom_id=line.custom_id))
             return
         if batch.state == "submitted":
             await self._poll(batch)
 
-    async def _submit(self, batch: _Batch) -> None:
+    async def _submit(self, batch: _Batch, receipt: Receipt) -> None:
         # Numbered again in the order sent: a withdrawn line left a gap, and Gemini answers by position.
         waiters = list(batch.waiters.values())
         batch.lines, batch.waiters = {}, {}
@@ -358,10 +370,13 @@ class BatchProvider(ProviderDecorator):
             batch.waiters[waiter.line.custom_id] = waiter
         lines = list(batch.lines.values())
         try:
-            batch_id = await self._api.submit(batch.model, lines)
+            batch_id = await self._api.submit(batch.model, lines, receipt)
         except Exception as exc:
             error = as_provider_error(exc, self._inner, batch.model)
-            self._end(batch, lambda line: error)
+            if receipt.creating:
+                self._end(batch, self._unconfirmed(error.message, error))
+            else:
+                self._end(batch, lambda line: error)
             return
         batch.id, batch.state = batch_id, "submitted"
         batch.next_poll = self._clock() + self.poll_every
@@ -369,6 +384,27 @@ class BatchProvider(ProviderDecorator):
         self._submitted[batch_id] = batch
         self.submitted += 1
         emit("batch.submitted", batch_id=batch_id, model=batch.model, size=len(lines))
+
+    def _unconfirmed(self, what: str, cause: ProviderError | None = None) -> Callable[[Line], Outcome]:
+        """Each call's error when the create request may have been accepted but no batch id came back.
+
+        The vendors take no idempotency key on batch creation, and a batch's id is the only way to find it: the
+        same lines submitted again would make a second batch of the same work, billed twice.  So the error is
+        final — transient, but not retryable (``with_retry`` does not send it again) — and says why.
+        """
+        name = self.name
+
+        def error(line: Line) -> Outcome:
+            failure = BatchError(
+                f"the batch may have been created at the vendor, but its id never came back ({what}); its requests "
+                "are not submitted again, which could bill the same work twice — look for it in the vendor's batch "
+                "list", provider=name, reason="unconfirmed", model=line.model, custom_id=line.custom_id,
+                kind=ErrorKind.transient, retryable=False)
+            if cause is not None:
+                failure.__cause__ = cause
+            return failure
+
+        return error
 
     async def _poll(self, batch: _Batch) -> None:
         """Poll until the batch ends, then deliver its outcomes."""

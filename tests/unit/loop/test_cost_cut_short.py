@@ -1,0 +1,148 @@
+"""Calls cut short after they were sent are charged: a hedge's losing copy, a run cancelled mid-call, a batch call
+that left its batch (docs/costs.md, "Calls cut short"); on virtual time, both backends.
+
+The vendor bills such a call (its prompt at least), so a spend ceiling that ignored it under-counted — a hedge
+could double spend invisibly.  Each is charged at a conservative estimate (its prompt as ``estimate_tokens``
+counts it, at the input price), marked estimated (``Cost.estimated``, ``CostBudget.estimated``), or at its real
+usage when its answer came back anyway; ``RunResult.usage`` stays what the vendors said.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from agentactors import Agent, CostBudget, LLMRequest, LLMResponse, Message, ScriptedProvider, Usage, with_hedge
+from agentactors.gateway.provider import estimate_tokens
+from agentactors.pricing import Cost, CutShort, cut_short_of, note_cut_short, take_cut_short
+from tests.support.prices import gpt_4o_priced  # noqa: F401  (an autouse fixture)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
+
+PROMPT = "x" * 40_000  # ~10,000 prompt tokens: $0.025 at gpt-4o's input price
+WINNER = Usage(10_000, 100)
+WON = 10_000 * 2.5 / 1e6 + 100 * 10.0 / 1e6
+
+
+def answering(delays: list[float], usage: Usage = WINNER, *, anyway: bool = False) -> Any:
+    """A script: each call answers after the next of ``delays`` seconds.  ``anyway``: the first call answers even
+    when cancelled (a vendor that finished the request though the client left), at ``Usage(123, 45)``."""
+    calls = iter(range(len(delays)))
+
+    def item(request: LLMRequest) -> Any:
+        n = next(calls)
+
+        async def answer() -> LLMResponse:
+            if anyway and n == 0:
+                with anyio.CancelScope(shield=True):
+                    await anyio.sleep(delays[n])
+                return LLMResponse("late", usage=Usage(123, 45), provider="openai", model="gpt-4o")
+            await anyio.sleep(delays[n])
+            return LLMResponse(f"answer {n}", usage=usage, provider="openai", model="gpt-4o")
+
+        return answer()
+
+    return item
+
+
+def hedged(script: Any) -> Any:
+    return with_hedge(ScriptedProvider(script, name="openai", model="gpt-4o"), after=2.0, max_extra=1.0)
+
+
+async def test_a_hedges_losing_copy_is_charged_to_the_budget_as_an_estimate(anyio_backend: Any) -> None:
+    # The first copy is slow (30 s), the hedge (sent at 2 s) answers at 3 s: the first copy is cancelled — but it
+    # was sent, and its prompt is billed.  Before, the budget saw one call: the hedge's spend was invisible.
+    budget = CostBudget(10.0)
+    with anyio.fail_after(100):
+        result = await Agent(hedged(answering([30.0, 1.0]))).run(PROMPT, cost_limit=budget)
+    assert result.content == "answer 1"
+    assert result.usage == WINNER  # what the vendor said of the answer, the estimate never in it
+    assert budget.calls == 2
+    assert budget.estimated == pytest.approx(0.025, rel=0.05)
+    assert budget.spent == pytest.approx(WON + budget.estimated)
+    assert result.cost is not None
+    assert result.cost.estimated == pytest.approx(budget.estimated)
+    assert result.cost.total == pytest.approx(budget.spent)
+
+
+async def test_a_losing_copy_that_answered_anyway_is_charged_its_real_usage(anyio_backend: Any) -> None:
+    # The first copy's vendor finishes the request though it was cancelled (answered at 5 s, after the hedge won
+    # at 3 s): its real usage is charged, not an estimate.
+    provider = hedged(answering([5.0, 1.0], anyway=True))
+    with anyio.fail_after(100):
+        response = await provider.complete(LLMRequest([Message.user(PROMPT)]))
+    assert response.content == "answer 1" and response.usage == WINNER
+    assert cut_short_of(response) == (CutShort("openai", "gpt-4o", 123, 45, estimated=False),)
+    budget = CostBudget()
+    with budget:
+        result = await Agent(hedged(answering([5.0, 1.0], anyway=True))).run(PROMPT)
+    assert budget.calls == 2 and budget.estimated == 0.0
+    assert budget.spent == pytest.approx(WON + 123 * 2.5 / 1e6 + 45 * 10.0 / 1e6)
+    assert result.cost is not None and result.cost.estimated == 0.0
+
+
+async def test_a_run_cancelled_mid_hedge_charges_every_copy_it_sent(anyio_backend: Any) -> None:
+    # Both copies are in flight (sent at 0 s and 2 s) when the run is cancelled at 5 s: both are billed.
+    budget = CostBudget(10.0)
+    with anyio.move_on_after(5.0):
+        await Agent(hedged(answering([30.0, 30.0]))).run(PROMPT, cost_limit=budget)
+    assert budget.calls == 2
+    assert budget.spent == pytest.approx(2 * 0.025, rel=0.05)
+    assert budget.estimated == budget.spent
+
+
+async def test_a_run_past_its_deadline_mid_call_reports_the_estimate_in_its_cost(anyio_backend: Any) -> None:
+    budget = CostBudget()
+    result = await Agent(hedged(answering([30.0]))).run(PROMPT, cost_limit=budget, deadline=1.0)
+    assert result.error is not None and result.usage == Usage()
+    assert result.cost is not None and result.cost.total == pytest.approx(0.025, rel=0.05)
+    assert result.cost.estimated == result.cost.total == budget.spent
+
+
+async def test_a_call_refused_or_never_noted_is_not_charged(anyio_backend: Any) -> None:
+    # Nobody noted the call as sent (a plain provider, no hedge: the ProviderActor's queue cannot tell yet): the
+    # cancelled run charges nothing rather than guess.
+    budget = CostBudget()
+    provider = ScriptedProvider(answering([30.0]), name="openai", model="gpt-4o")
+    with anyio.move_on_after(5.0):
+        await Agent(provider).run(PROMPT, cost_limit=budget)
+    assert budget.calls == 0 and budget.spent == 0.0
+
+
+def test_a_note_is_taken_once_and_only_by_its_own_request() -> None:
+    request = LLMRequest([Message.user(PROMPT)])
+    other = LLMRequest([Message.user(PROMPT)])  # equal, but another call
+    call = CutShort("openai", "gpt-4o", estimate_tokens(request, max_output=0))
+    note_cut_short(request, (call,))
+    assert take_cut_short(other) == ()
+    assert take_cut_short(request) == (call,)
+    assert take_cut_short(request) == ()
+    cost = call.cost()
+    assert cost is not None and cost.estimated == cost.total == pytest.approx(0.025, rel=0.05)
+    assert (Cost(1.0, 0.0) + cost).estimated == cost.estimated
+
+
+async def test_a_run_that_leaves_its_submitted_batch_is_charged_its_prompt_at_the_batch_price(
+    anyio_backend: Any,
+) -> None:
+    # The item stays in the vendor's batch, runs and is billed: the run cancelled after the submission (at 1 s,
+    # the window) charges its prompt at the batch price (half gpt-4o's input price here).  One cancelled while the
+    # batch still collects withdraws its request: nothing is charged.
+    import httpx
+
+    from agentactors import BatchProvider, OpenAIProvider
+    from tests.unit.resilience.test_batch_submission_retry import KEY, Vendor
+
+    for cancel_at, expected in ((5.0, 0.0125), (0.5, 0.0)):
+        vendor = Vendor()
+        client = httpx.AsyncClient(transport=httpx.MockTransport(vendor.handler))
+        inner = OpenAIProvider("gpt-4o", api_key=KEY, base_url="https://api.openai.com/v1", http_client=client)
+        batch = BatchProvider(inner, window=1.0, poll_every=10.0)
+        budget = CostBudget()
+        with anyio.move_on_after(cancel_at):
+            await Agent(batch).run(PROMPT, cost_limit=budget)
+        assert budget.spent == pytest.approx(expected, rel=0.05), cancel_at
+        assert budget.estimated == budget.spent
+        assert len(vendor.batches) == (1 if expected else 0)
