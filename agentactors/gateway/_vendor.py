@@ -3,8 +3,8 @@
 Vendors report on every response how much of their rate limit is left and when it resets
 (:mod:`agentactors.providers.http.ratelimits` reads the headers; ``HTTPProvider.rate_limit`` keeps the last
 report).  The actor's own budgets are its user's guess of those limits; the report is the vendor's word.  Sent
-regardless, every request after "0 requests left, resets in 12 s" meets a 429 — so the scheduler reads the
-report and holds its requests until the reset instead.
+regardless, every request after "0 requests left" meets a 429 — so the scheduler reads the report and holds its
+requests until the vendor has room again.
 
 Whose report: :func:`vendor_of` finds, in the provider the actor hosts, the one that reports — the provider
 itself, or the one its decorators (``with_retry``, ``with_timeout``, ``with_circuit_breaker``: each wraps one
@@ -12,26 +12,42 @@ itself, or the one its decorators (``with_retry``, ``with_timeout``, ``with_circ
 ``members``): its members are different vendors (or keys, or regions) with different limits, and one
 member's spent budget says nothing of the next one's — ``with_pool`` reads each member's report itself.
 
+When there is room again: OpenAI and Anthropic refill their limits continuously (a token bucket), and the reset
+they report is when a budget is *full* again (OpenAI: "the time until the rate limit resets to its initial
+state"; Anthropic: "when the limit will be fully replenished").  So a budget whose limit is said, and above what
+is left, refills in a line from what is left now to the limit at the reset — ``(limit - remaining) / (reset -
+now)`` a second, the vendor's own refill rate — and a request waits until *its* share has refilled, not until
+the reset: at 0 of 500 requests a minute left, the next goes in 0.12 s, not in up to 60.  A budget whose limit
+is not said (or not above what is left: nothing tells its pace) holds what it has until its reset.  (A vendor
+that keeps fixed windows and says its limit is read as refilling too: it may refuse a request before its reset,
+a 429 whose ``retry-after``, if sent, holds every request.)
+
 What a report allows (:func:`vendor_window`), until each budget's reset (never more than
-:data:`VENDOR_HOLD_BOUND` ahead):
+:data:`VENDOR_HOLD_BOUND` ahead; a refill slower than that is held that long at most):
 
 * **requests**: the requests left, less the actor's requests in flight — a report is made when the vendor
   admitted its request and arrives with the answer, so the requests sent since are not in it (counting every
-  one in flight is the safe side: some may already be counted).  Each request granted takes one; with none
-  left, the next waits for the reset.  So pacing adapts before zero: 3 left with 2 in flight lets 1 more go.
-* **tokens**: the tokens left; each request granted takes its estimate, and one whose estimate is larger than
-  what is left waits for the reset.  Without a token budget the actor estimates no tokens: it then holds only
-  at 0 left.  ``input_tokens`` / ``output_tokens`` (Anthropic's separate budgets, which an estimate of both
-  cannot be compared with) hold at 0 left only.
-* **retry-after** still running (a 429's, a 503's): nothing goes until it ends.
+  one in flight is the safe side: some may already be counted) — plus the refill since.  Each request granted
+  takes one; with none left, the next waits until one has refilled (or the reset).  So pacing adapts before
+  zero: 3 left with 2 in flight lets 1 more go, and the next at the refill of one.
+* **tokens**: the tokens left plus the refill; each request granted takes its estimate, and one whose estimate
+  is larger than what is there waits until enough has refilled (or the reset).  Without a token budget the
+  actor estimates no tokens, so it cannot tell how much refill a request needs: it then holds at 0 left until
+  the reset.  ``input_tokens`` / ``output_tokens`` (Anthropic's separate budgets, which an estimate of both
+  cannot be compared with) are read at 0 left only — then as tokens: each request waits for its whole
+  estimate to refill (the safe side of its part), or without one for the reset.
+* **retry-after** still running (a 429's, a 503's): nothing goes until it ends, refill or not.
 
-A new report is merged into the window in force, budget by budget, the tighter of the two kept: answers
-arrive out of the order the vendor made their reports in (:func:`vendor_window`).  A budget's limit ends at
-its reset, the window at its latest one.
+A report is taken as made when it is read — it was made earlier, when the vendor admitted its request, so the
+refill meanwhile is not counted: the safe side, a little slower than the vendor's pace.  A new report is
+merged into the window in force, budget by budget, the tighter of the two kept: answers arrive out of the order
+the vendor made their reports in, so each is compared by what it leaves *now* — the window's budget projected
+with its refill, less what was taken since (:func:`vendor_window`).  A budget's limit ends at its reset, the
+window at its latest one.
 
 Ignored: a report that is not a :class:`~agentactors.providers.http.ratelimits.RateLimitState`, a reset
-that is past (refilled since), not said or not a finite time, a count that is not a number >= 0, a budget
-nobody knows.
+that is past (refilled since), not said or not a finite time, a count that is not a number >= 0 (a limit that
+is not: no refill), a budget nobody knows.
 """
 
 from __future__ import annotations
@@ -51,11 +67,14 @@ VENDOR_HOLD_BOUND: Final = 60.0
 # How deep a chain of decorators is followed (a deeper one, or a cycle, reports nothing).
 _MAX_DEPTH: Final = 64
 
-# What one granted request takes from a limit: one, its token estimate, or nothing (held at 0 left only).
+# What one granted request takes from a limit: one, its token estimate, or nothing (a retry-after: held whole).
 _REQUESTS: Final = 0
 _TOKENS: Final = 1
-_AT_ZERO: Final = 2
-_KINDS: Final = {"requests": _REQUESTS, "tokens": _TOKENS, "input_tokens": _AT_ZERO, "output_tokens": _AT_ZERO}
+_HOLD: Final = 2
+_KINDS: Final = {"requests": _REQUESTS, "tokens": _TOKENS, "input_tokens": _TOKENS, "output_tokens": _TOKENS}
+# Anthropic's separate budgets: read at 0 left only (an estimate of both parts is not compared with what is left of
+# one; at 0 left, waiting for the estimate to refill is the safe side of waiting for its part).
+_AT_ZERO: Final = frozenset({"input_tokens", "output_tokens"})
 
 
 def vendor_of(provider: object) -> Any | None:
@@ -81,15 +100,25 @@ def vendor_of(provider: object) -> Any | None:
 
 
 class _Limit:
-    """One budget of a report: ``left`` until ``until`` (the anyio clock), and what a request takes from it."""
+    """One budget of a report: ``left`` at ``at`` (the anyio clock), refilling at ``rate`` a second, until ``until``.
 
-    __slots__ = ("kind", "left", "name", "until")
+    ``left`` is what the report said less what the actor took since (and the requests in flight it was read with);
+    what is there at ``t`` is ``left + rate * (t - at)`` — at most the limit before the reset, where the line ends.
+    """
 
-    def __init__(self, name: str, left: float, until: float, kind: int) -> None:
+    __slots__ = ("at", "kind", "left", "name", "rate", "until")
+
+    def __init__(self, name: str, left: float, until: float, kind: int, rate: float = 0.0, at: float = 0.0) -> None:
         self.name = name
         self.left = left
         self.until = until
         self.kind = kind
+        self.rate = rate
+        self.at = at
+
+    def level(self, now: float) -> float:
+        """What is left at ``now``, refill included."""
+        return self.left + self.rate * (now - self.at) if self.rate else self.left
 
 
 class VendorWindow:
@@ -105,16 +134,32 @@ class VendorWindow:
         self.until = max(limit.until for limit in limits)
 
     def delay(self, estimate: float, now: float, count: int = 1) -> float:
-        """Seconds until ``count`` requests of ``estimate`` tokens in all may go (0: now) — the latest reset of a
-        budget that has not enough left."""
+        """Seconds until ``count`` requests of ``estimate`` tokens in all may go (0: now) — the longest over the
+        budgets that have not enough left: until enough has refilled, or (refill unknown, or a size unknown)
+        until the budget's reset."""
         wait = 0.0
         for limit in self.limits:
-            if now >= limit.until:
+            until = limit.until
+            if now >= until:
                 continue
             kind = limit.kind
-            need = count if kind == _REQUESTS else estimate if kind == _TOKENS and estimate > 0 else 1
-            if limit.left < need and limit.until - now > wait:
-                wait = limit.until - now
+            rate = limit.rate
+            if kind == _REQUESTS:
+                need: float = count
+            elif kind == _TOKENS and estimate > 0:
+                need = estimate
+            else:  # a hold, or tokens for requests of unknown size: how much refill is enough cannot be told
+                need, rate = 1.0, 0.0
+            left = limit.left + rate * (now - limit.at) if rate else limit.left
+            if left >= need:
+                continue
+            hold = until - now
+            if rate > 0.0:
+                refilled = (need - left) / rate
+                if refilled < hold:
+                    hold = refilled
+            if hold > wait:
+                wait = hold
         return wait
 
     def take(self, estimate: float) -> None:
@@ -140,10 +185,14 @@ def vendor_window(
     """The window after a report read at ``now`` with ``in_flight`` requests out, over the ``current`` one: per
     budget, the tighter of the two; ``None`` when nothing holds (see the module docstring for what is ignored).
 
+    The report is taken as made at ``now``: it was made earlier (when the vendor admitted its request), so what
+    refilled since is not counted — the safe side.  Its refill rate is what it lacks of its limit over the time
+    to its reset (the time until full, as OpenAI and Anthropic report it); the bound on the hold does not slow it.
+
     The tighter, not the newer: reports arrive in the order the answers do, not the order the vendor made them —
     a long request's report, made when it was admitted, comes after shorter ones made since, and says more is
-    left than is.  Within a window what is left only goes down (the requests granted since a report are taken
-    from it here), so the smaller count is the fresher word; on a tie, the later reset.
+    left than is.  So the two are compared by what each leaves *now* — the window's budget projected with its
+    refill, less what was taken since — and the smaller kept; on a tie, the slower refill, then the later reset.
     """
     if not isinstance(state, RateLimitState):
         return current
@@ -151,24 +200,32 @@ def vendor_window(
     limits = [limit for limit in current.limits if limit.until > now] if current is not None else []
     told = state.retry_after_until
     if _time(told) and told > now:
-        _tighten(limits, _Limit("retry_after", 0.0, min(told, latest), _AT_ZERO))
+        _tighten(limits, _Limit("retry_after", 0.0, min(told, latest), _HOLD, 0.0, now), now)
     for budget in state.budgets:
-        kind = _KINDS.get(budget.name)
+        name = budget.name
+        kind = _KINDS.get(name)
         remaining, reset = budget.remaining, budget.reset
         if kind is None or not _count(remaining) or not _time(reset) or reset <= now:
             continue
-        if kind == _AT_ZERO and remaining > 0:
+        if name in _AT_ZERO and remaining > 0:
             continue
+        full = budget.limit
+        rate = (full - remaining) / (reset - now) if _count(full) and full > remaining else 0.0
+        if not rate < math.inf:  # a reset a hair away: held until it, as with no refill
+            rate = 0.0
         left = float(remaining - in_flight if kind == _REQUESTS else remaining)
-        _tighten(limits, _Limit(budget.name, left, min(reset, latest), kind))
+        _tighten(limits, _Limit(name, left, min(reset, latest), kind, rate, now), now)
     return VendorWindow(limits) if limits else None
 
 
-def _tighten(limits: list[_Limit], new: _Limit) -> None:
+def _tighten(limits: list[_Limit], new: _Limit, now: float) -> None:
     """Keep the tighter of ``new`` and the limit of the same budget in ``limits`` (see :func:`vendor_window`)."""
     for i, old in enumerate(limits):
         if old.name == new.name:
-            if new.left < old.left or (new.left == old.left and new.until > old.until):
+            before = old.level(now)
+            if new.left < before or (
+                new.left == before and (new.rate < old.rate or (new.rate == old.rate and new.until > old.until))
+            ):
                 limits[i] = new
             return
     limits.append(new)

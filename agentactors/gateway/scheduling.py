@@ -22,9 +22,11 @@ asker to run its handler directly), and the scheduler decides who goes next:
 * **the vendor's word**: with a provider that reports its vendor's rate-limit state (``vendor``,
   an HTTPProvider's ``rate_limit``), the latest report is read before each grant — one attribute
   compared with the last one read — and what it still allows (:class:`~._vendor.VendorWindow`:
-  requests left less those in flight, tokens left, a ``retry-after``) is one more budget: a request
-  it has no room for waits for the vendor's reset, bounded by :data:`VENDOR_HOLD_BOUND`
-  (``provider.throttled`` with ``budget="vendor"``).  Nothing is read for a provider without one.
+  requests left less those in flight, tokens left, each refilling at the vendor's pace to its limit at
+  the reset; a ``retry-after``) is one more budget: a request it has no room for waits until its share
+  has refilled — or, with the limit not said, for the vendor's reset — bounded by
+  :data:`VENDOR_HOLD_BOUND` (``provider.throttled`` with ``budget="vendor"``).  Nothing is read for a
+  provider without one.
 
 Admission: past ``max_waiting`` waiting requests, or when a request's wait would exceed
 ``max_wait`` seconds (estimated on arrival — from its place in the queue, the service time and the

@@ -1,14 +1,17 @@
-"""The vendor's own rate-limit report steers a ProviderActor: requests wait for its reset instead of meeting 429s.
+"""The vendor's own rate-limit report steers a ProviderActor: requests wait for what it says instead of meeting 429s.
 
-On virtual time, both backends: the vendor is a :class:`ScriptedProvider` that keeps a fixed-window limit and
-reports it the way :class:`~agentactors.providers.http.HTTPProvider` does — a
+On virtual time, both backends: the vendor is a :class:`ScriptedProvider` that keeps a limit and reports it the
+way :class:`~agentactors.providers.http.HTTPProvider` does — a
 :class:`~agentactors.providers.http.ratelimits.RateLimitState` in its ``rate_limit`` attribute, computed when the
 request was admitted and published when its answer comes (headers travel with the answer), a 429 past the limit.
-The same over real HTTP on 127.0.0.1 is ``test_vendor_limits_http.py``.
+:class:`BucketVendor` refills continuously, as OpenAI and Anthropic do (the reset they report is when the budget
+is full again): requests go at its refill pace.  :class:`LimitedVendor` keeps a fixed window and does not say
+its limit: requests wait for its reset.  The same over real HTTP on 127.0.0.1 is ``test_vendor_limits_http.py``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -44,7 +47,9 @@ class LimitedVendor(ScriptedProvider):
     """A vendor allowing ``limit`` requests per fixed ``window`` seconds, each answered after ``hold`` seconds.
 
     Like a real one, it reports what was left when it admitted a request, with that request's answer (so a report
-    can be older than requests already in flight), and refuses past the limit with a 429 at once.
+    can be older than requests already in flight), and refuses past the limit with a 429 at once.  It does not
+    report the limit itself: a limit said is read as a budget refilling until its reset (a token bucket, as the
+    big vendors keep), which a fixed window is not — without it, what is left holds until the reset.
     """
 
     def __init__(self, limit: int, window: float, hold: float = 0.5, *, name: str = "limited") -> None:
@@ -65,7 +70,7 @@ class LimitedVendor(ScriptedProvider):
         self.count += 1
         self.sent.append(now)
         reset = self.start + self.window
-        state = RateLimitState((Budget("requests", self.limit, max(0, self.limit - self.count), reset),), observed=now)
+        state = RateLimitState((Budget("requests", None, max(0, self.limit - self.count), reset),), observed=now)
         if self.count > self.limit:
             self.refused += 1
             self.rate_limit = state
@@ -160,7 +165,8 @@ class Reporter(ScriptedProvider):
         return "ok"
 
 
-def requests_left(remaining: int, reset: float | None, now: float, limit: int = 10) -> RateLimitState:
+def requests_left(remaining: int, reset: float | None, now: float, limit: int | None = None) -> RateLimitState:
+    """A report of requests left; without a ``limit`` (unknown), it holds until the reset."""
     return RateLimitState((Budget("requests", limit, remaining, reset),), observed=now)
 
 
@@ -194,9 +200,14 @@ async def test_a_spent_input_or_output_token_budget_holds_too(name: str) -> None
     assert await sent_after(Reporter(), spent) == pytest.approx(4.0, abs=0.01)
 
 
-async def test_with_a_token_budget_a_request_larger_than_the_tokens_left_waits_for_the_reset() -> None:
+@pytest.mark.parametrize(("limit", "wait"), [(None, 3.0), (10_000, (501 - 89) * 3.0 / 9_900)])
+async def test_with_a_token_budget_a_request_larger_than_the_tokens_left_waits_for_them(
+    limit: int | None, wait: float
+) -> None:
+    """Its own tokens: refilled at the vendor's pace with the limit known (9,900 in 3 s), else at the reset."""
+
     def low(now: float) -> RateLimitState:
-        return RateLimitState((Budget("tokens", 10_000, 100, now + 3.0),))
+        return RateLimitState((Budget("tokens", limit, 100, now + 3.0),))
 
     reporter = Reporter()
     async with Runtime() as rt:
@@ -209,7 +220,7 @@ async def test_with_a_token_budget_a_request_larger_than_the_tokens_left_waits_f
         await ref.ask(Complete(request("x" * 2000)))  # ~501 tokens: more than is left
         large = reporter.sent[-1] - start
     assert small == pytest.approx(0.0, abs=0.01)
-    assert large == pytest.approx(3.0, abs=0.01)
+    assert large == pytest.approx(wait, abs=0.01)
 
 
 async def test_a_retry_after_holds_requests_even_without_budgets() -> None:
@@ -386,3 +397,183 @@ async def test_a_request_never_sent_gives_its_place_in_the_vendors_window_back()
     assert sched.try_admit(0)  # given back: it may go now, not in 30 s
     sched.release(now)
     assert not sched.try_admit(0)
+
+
+# -- a budget that refills continuously (OpenAI's and Anthropic's): paced at its refill, not held until full ---------
+
+
+class BucketVendor(ScriptedProvider):
+    """A vendor whose limit is a token bucket of ``capacity`` requests refilled at ``per_second``, as OpenAI and
+    Anthropic keep theirs: each answer reports the requests left (whole ones) and the time until the bucket is full
+    again, as they do; with less than one left it refuses with a 429 at once.  Answers take ``hold`` seconds."""
+
+    def __init__(self, capacity: int, per_second: float, hold: float = 0.5) -> None:
+        super().__init__(self._answer, name="bucket")
+        self.capacity = capacity
+        self.per_second = per_second
+        self.hold = hold
+        self.level = float(capacity)
+        self.last: float | None = None
+        self.rate_limit: RateLimitState | None = None
+        self.sent: list[float] = []
+        self.refused = 0
+
+    def _report(self, now: float) -> RateLimitState:
+        full = now + (self.capacity - self.level) / self.per_second
+        return RateLimitState((Budget("requests", self.capacity, math.floor(self.level), full),), observed=now)
+
+    async def _answer(self, req: LLMRequest) -> str:
+        now = anyio.current_time()
+        if self.last is not None:
+            self.level = min(self.capacity, self.level + (now - self.last) * self.per_second)
+        self.last = now
+        if self.level < 1.0 - 1e-9:
+            self.refused += 1
+            self.rate_limit = self._report(now)
+            raise ProviderError("rate limited", provider=self.name, kind=ErrorKind.transient, status=429)
+        self.level -= 1.0
+        self.sent.append(now)
+        state = self._report(now)
+        await anyio.sleep(self.hold)
+        self.rate_limit = state
+        return "ok"
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+async def test_at_none_left_of_a_known_limit_requests_go_at_the_vendors_refill_pace(concurrency: int) -> None:
+    """0 of 60 left, full again in 60 s: the vendor takes one a second from now on — not none until the reset."""
+    reporter = Reporter()
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, reporter, max_concurrency=concurrency)
+        await ref.ask(Complete(request()))
+        now = anyio.current_time()
+        reporter.report = requests_left(0, now + 60.0, now, limit=60)
+        out = await ask_all(ref, 5)
+    assert out == ["ok"] * 5
+    assert [t - now for t in reporter.sent[1:]] == pytest.approx([1.0, 2.0, 3.0, 4.0, 5.0], abs=0.01)
+
+
+@pytest.mark.parametrize(("limit", "remaining"), [(None, 0), (0, 0), (5, 7)])
+async def test_a_limit_unknown_or_not_above_what_is_left_still_holds_until_the_reset(
+    limit: int | None, remaining: int
+) -> None:
+    """Nothing tells how fast it refills: what is left holds until the reset, as with a fixed window."""
+    reporter = Reporter()
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, reporter, max_concurrency=4)
+        await ref.ask(Complete(request()))
+        now = anyio.current_time()
+        reporter.report = requests_left(remaining, now + 12.0, now, limit=limit)
+        out = await ask_all(ref, remaining + 1)
+    assert out == ["ok"] * (remaining + 1)
+    assert reporter.sent[-1] - now == pytest.approx(12.0, abs=0.01)
+    assert all(t - now == pytest.approx(0.0, abs=0.01) for t in reporter.sent[1:-1])
+
+
+@pytest.mark.parametrize("limit", [math.inf, math.nan, -60, True, "60"])
+async def test_a_limit_that_is_not_a_count_gives_no_refill(limit: Any) -> None:
+    """Not a finite number >= 0: nothing tells the pace — held until the reset, never let through at once."""
+
+    def report(now: float) -> RateLimitState:
+        return RateLimitState((Budget("requests", limit, 0, now + 10.0),))
+
+    assert await sent_after(Reporter(), report) == pytest.approx(10.0, abs=0.01)
+
+
+async def test_a_token_bucket_vendor_is_paced_at_its_refill_and_never_meets_a_429() -> None:
+    vendor = BucketVendor(capacity=5, per_second=1.0, hold=0.2)
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, vendor, max_concurrency=3)
+        start = anyio.current_time()
+        out = await ask_all(ref, 15, spacing=0.01)
+    assert out == ["ok"] * 15
+    assert vendor.refused == 0
+    # Five at once (the bucket is full), then ten more at one a second: ten seconds at the vendor's own pace.  (A
+    # report is read when its answer comes, as made then — the refill during its request is not counted: the safe
+    # side, a little slower.)  Held until each "full again" instead, the last went at 10 s at best and met 429s.
+    elapsed = vendor.sent[-1] - start
+    assert 10.0 - 0.05 <= elapsed <= 10.0 * 1.5
+    gaps = [b - a for a, b in itertools.pairwise(vendor.sent[5:])]
+    assert max(gaps) < 2.0
+
+
+async def test_reports_are_compared_by_what_each_leaves_now_refill_included() -> None:
+    """Out of order: a report is kept when it leaves less *now* than the window in force projects, refill counted."""
+    stub = Stub()
+    sched = Scheduler("p", slots=100, vendor=stub)
+    start = anyio.current_time()
+    stub.rate_limit = requests_left(0, start + 60.0, start, limit=60)  # one a second refills
+    assert not sched.try_admit(0)
+    await anyio.sleep(30.0)
+    now = anyio.current_time()
+    # An older report arriving late: 40 left, full in 20 s.  The window projects 30 now: it stays.
+    stub.rate_limit = requests_left(40, now + 20.0, now, limit=60)
+    assert admitted(sched) == 30
+    await anyio.sleep(5.0)
+    now = anyio.current_time()
+    # A fresher one (another client of the key spent some): 2 left now, where the window projects 5.
+    stub.rate_limit = requests_left(2, now + 58.0, now, limit=60)
+    assert admitted(sched) == 2
+    await anyio.sleep(1.0)
+    assert admitted(sched) == 1  # 58 refilled in 58 s: one a second
+
+
+def admitted(sched: Scheduler) -> int:
+    """How many requests the scheduler lets go at once (each released at once: only the vendor's window counts)."""
+    n = 0
+    while sched.try_admit(0):
+        sched.release(0.0)
+        n += 1
+        assert n < 1000
+    return n
+
+
+async def test_a_spent_token_budget_refills_at_the_vendors_pace() -> None:
+    """Tokens as requests: with an estimate (a token budget) each waits until its own tokens have refilled."""
+    reporter = Reporter()
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, reporter, tokens_per_minute=100_000)
+        await ref.ask(Complete(request()))
+        now = anyio.current_time()
+        reporter.report = RateLimitState((Budget("tokens", 10_000, 0, now + 10.0),))  # 1,000 a second
+        for _ in range(3):
+            await ref.ask(Complete(request("x" * 2000)))  # ~501 tokens
+    assert [t - now for t in reporter.sent[1:]] == pytest.approx([0.501, 1.002, 1.503], abs=0.01)
+
+
+@pytest.mark.parametrize("name", ["input_tokens", "output_tokens"])
+async def test_a_spent_input_or_output_token_budget_refills_at_the_vendors_pace_with_an_estimate(name: str) -> None:
+    reporter = Reporter()
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, reporter, tokens_per_minute=100_000)
+        await ref.ask(Complete(request()))
+        now = anyio.current_time()
+        reporter.report = RateLimitState((Budget(name, 10_000, 0, now + 10.0),))
+        for _ in range(2):
+            await ref.ask(Complete(request("x" * 2000)))  # ~501 tokens: more than either part
+    assert [t - now for t in reporter.sent[1:]] == pytest.approx([0.501, 1.002], abs=0.01)
+
+
+async def test_a_retry_after_holds_everything_until_it_ends_refill_or_not() -> None:
+    def told(now: float) -> RateLimitState:
+        return RateLimitState((Budget("requests", 60, 0, now + 60.0),), retry_after_until=now + 5.0)
+
+    assert await sent_after(Reporter(), told) == pytest.approx(5.0, abs=0.01)
+
+
+async def test_a_refill_within_max_wait_is_waited_for_not_refused() -> None:
+    """Full in 30 s, but one request's worth is back in 3 s: within ``max_wait=10``, the request waits."""
+    reporter = Reporter()
+    async with Runtime() as rt:
+        ref = ProviderActor.shared(rt, reporter, max_wait=10.0)
+        await ref.ask(Complete(request()))
+        now = anyio.current_time()
+        reporter.report = requests_left(0, now + 30.0, now, limit=10)
+        await ref.ask(Complete(request()))
+    assert reporter.sent[-1] - now == pytest.approx(3.0, abs=0.01)
+
+
+async def test_a_refill_slower_than_the_hold_bound_is_still_bounded() -> None:
+    """A known limit, a reset a day away: one request's refill would take hours — held at most the bound."""
+    held = await sent_after(Reporter(), lambda now: requests_left(0, now + 86_400.0, now, limit=10))
+    assert held == pytest.approx(VENDOR_HOLD_BOUND, abs=0.01)
