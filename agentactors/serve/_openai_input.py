@@ -1,9 +1,19 @@
 """A Chat Completions request body, read into what a run takes: the conversation and the settings.
 
 Every way a body can be wrong raises :class:`BadRequest` naming the offending ``param`` (OpenAI's
-error shape carries it), before any run starts.  A field that asks for a kind of answer is read or refused, never
-dropped: ``response_format`` (a JSON answer, :class:`JsonFormat`), ``tool_choice`` / ``function_call`` naming
-a client's tool (which no run here can call), ``max_tokens`` past the limit.
+error shape carries it), before any run starts.  Every field of OpenAI's request is decided one by one
+(``docs/serve.md`` has the table), never dropped unread:
+
+* a field that asks for a kind of answer is honoured or refused: ``response_format`` (a JSON answer,
+  :class:`JsonFormat`), ``tool_choice`` / ``function_call`` naming a client's tool (which no run here can call),
+  ``max_tokens`` past the limit; ``logprobs``, audio output, ``web_search_options``, ``moderation`` and a
+  ``logit_bias`` ask for what no run gives (``unsupported_parameter`` / ``unsupported_value``);
+* the sampling settings (``temperature``, ``top_p``, ``stop``, ``seed``, ``reasoning_effort``, the token limit)
+  become the run's settings, each checked by its own bound and named when wrong;
+* the tuning hints and the metadata no run reads (penalties, ``verbosity``, ``prediction``, ``user``,
+  ``metadata``, ``store``, ``service_tier``, the prompt-cache hints) are checked for their type and size, and
+  not used;
+* a field OpenAI's API does not have is refused (``unknown_parameter``) unless the app was told to ignore it.
 
 A ``response_format`` schema is the client's, so it is held to what it can make the server do before any run
 starts: at most :data:`MAX_SCHEMA_CHARS` of JSON text, :data:`MAX_SCHEMA_DEPTH` levels deep and
@@ -23,13 +33,24 @@ import attrs
 
 from ..messages import Message, ToolCall
 from ..parts import Image, Part, Text
-from ..settings import ModelSettings
+from ..settings import (
+    ModelSettings,
+    check_reasoning_effort,
+    check_seed,
+    check_stop,
+    check_temperature,
+    check_top_p,
+)
 
 __all__ = [
+    "CHAT_FIELDS",
+    "MAX_METADATA_PAIRS",
     "MAX_OUTPUT_TOKENS",
     "MAX_SCHEMA_CHARS",
     "MAX_SCHEMA_DEPTH",
     "MAX_SCHEMA_NODES",
+    "MAX_STOP",
+    "MAX_STOP_CHARS",
     "BadRequest",
     "ChatRequest",
     "JsonFormat",
@@ -46,7 +67,38 @@ MAX_SCHEMA_NODES: Final = 20_000
 #: what some wires carry (Gemini's ``maxOutputTokens`` is a 32-bit integer) — a vendor's 400, a 502 here.
 MAX_OUTPUT_TOKENS: Final = 2**31 - 1
 
+#: The most stop sequences a request may set (OpenAI's own limit: its API refuses a fifth; Gemini takes five).
+MAX_STOP: Final = 4
+#: The longest a stop sequence may be: a stop is a few characters, and each step of the run sends it again.
+MAX_STOP_CHARS: Final = 1_000
+#: ``metadata``: at most 16 pairs, keys of at most 64 characters, string values of at most 512 (OpenAI's rule).
+MAX_METADATA_PAIRS: Final = 16
+_METADATA_KEY_CHARS, _METADATA_VALUE_CHARS = 64, 512
+#: The longest an identifier a client sends for its own bookkeeping may be (``user``, ``safety_identifier``,
+#: ``prompt_cache_key``, ``service_tier``, ``prompt_cache_retention``): none is read, each is held to a size.
+_ID_CHARS = 256
+
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # OpenAI's own rule for json_schema.name
+
+#: The fields read into a run: the conversation, the answer's shape and the sampling settings.
+_READ: Final = frozenset({
+    "model", "messages", "stream", "stream_options", "tools", "functions", "tool_choice", "function_call",
+    "response_format", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "seed",
+    "reasoning_effort", "n",
+})
+#: The fields that ask for an answer no served run gives: refused unless at their "off" value.
+_REFUSED: Final = frozenset({
+    "logprobs", "top_logprobs", "modalities", "audio", "web_search_options", "moderation", "logit_bias",
+})
+#: The fields accepted, checked and not used: tuning hints no run takes, and the client's own bookkeeping.
+_NOT_USED: Final = frozenset({
+    "presence_penalty", "frequency_penalty", "verbosity", "prediction", "parallel_tool_calls", "user",
+    "safety_identifier", "metadata", "store", "service_tier", "prompt_cache_key", "prompt_cache_retention",
+    "prompt_cache_options",
+})
+#: Every field of OpenAI's Chat Completions request (``openai`` 3.63's ``CompletionCreateParams``): any other is
+#: refused, unless the app names it in ``ignored_fields``.
+CHAT_FIELDS: Final = _READ | _REFUSED | _NOT_USED
 
 
 class BadRequest(Exception):
@@ -81,13 +133,26 @@ class ChatRequest:
     settings: ModelSettings | None = None
     new: tuple[Message, ...] = ()  # the messages after the last assistant or tool message: a session's turn
     response_format: JsonFormat | None = None
+    #: ``(setting, field)``: the ``settings`` field each request field set — ``("max_tokens",
+    #: "max_completion_tokens")`` — so a model's refusal of it is the client's 400 naming the field as sent.
+    set_fields: tuple[tuple[str, str], ...] = ()
+
+    def field_of(self, setting: str | None) -> str | None:
+        """The request field that set the run's ``setting``; ``None`` when the request did not set it."""
+        return next((field for name, field in self.set_fields if name == setting), None)
 
 
-def read_chat_request(body: Mapping[str, Any], *, max_completion_tokens: int | None = None) -> ChatRequest:
+def read_chat_request(
+    body: Mapping[str, Any],
+    *,
+    max_completion_tokens: int | None = None,
+    ignored_fields: frozenset[str] = frozenset(),
+) -> ChatRequest:
     """The request in ``body``.  :raises BadRequest: a field missing, of the wrong type or unsupported.
 
     ``max_completion_tokens``: the most output tokens a request may ask for (the app's limit; default, and
-    never more than, :data:`MAX_OUTPUT_TOKENS`).
+    never more than, :data:`MAX_OUTPUT_TOKENS`).  ``ignored_fields``: fields outside :data:`CHAT_FIELDS` (a
+    compatible server's extensions a client sends, ``top_k``) the app takes and does not read; any other is refused.
     """
     model = body.get("model")
     if not isinstance(model, str) or not model:
@@ -104,35 +169,139 @@ def read_chat_request(body: Mapping[str, Any], *, max_completion_tokens: int | N
     include_usage = (options or {}).get("include_usage")
     if include_usage is not None and not isinstance(include_usage, bool):  # "no" is truthy: it asked for usage
         raise BadRequest("'stream_options.include_usage' must be a boolean", "stream_options")
+    _check_known(body, ignored_fields)
+    _check_refused(body)
     _check_ignored(body)
     _check_tools(body)
     response_format = read_format(body.get("response_format"))
     messages = conversation(raw)
     tail = raw[_after_last_answer(raw) :]
+    settings, set_fields = _settings(body, max_completion_tokens)
     return ChatRequest(
         model=model,
         messages=messages,
         stream=bool(stream),
         include_usage=bool(include_usage),
-        settings=_settings(body, max_completion_tokens),
+        settings=settings,
         new=conversation(tail) if any(m.get("role") == "user" for m in tail) else (),
         response_format=response_format,
+        set_fields=set_fields,
     )
+
+
+def _check_known(body: Mapping[str, Any], ignored: frozenset[str]) -> None:
+    """Refuse a field OpenAI's API does not have, as OpenAI does ("Unknown parameter"): a compatible server's
+    extension (``top_k``, ``guided_json``) or a typo (``temprature``) taken and dropped would answer other than
+    the client asked — the operator names those it is content to ignore (``openai_app(ignored_fields=)``)."""
+    for field in body:
+        if field not in CHAT_FIELDS and field not in ignored:
+            shown = field[:64]
+            raise BadRequest(
+                f"Unknown parameter: {shown!r}: this server takes OpenAI's Chat Completions fields only",
+                shown,
+                code="unknown_parameter",
+            )
+
+
+def _unsupported(field: str, what: str, value: bool = False) -> BadRequest:
+    return BadRequest(
+        f"{'Unsupported value' if value else 'Unsupported parameter'}: '{field}': {what}",
+        field,
+        code="unsupported_value" if value else "unsupported_parameter",
+    )
+
+
+def _check_refused(body: Mapping[str, Any]) -> None:
+    """Refuse what asks for an answer no run here gives — dropped, the client would read an answer other than the
+    one it relies on: log probabilities (a run's answer carries none), audio output, a web-searched or moderated
+    answer, a ``logit_bias`` (token ids of a tokenizer the client cannot know: the model name is an agent's).  Each
+    at its "off" value (``logprobs: false``, ``modalities: ["text"]``, ``{}``, ``null``) asks for nothing: taken.
+    """
+    logprobs = body.get("logprobs")
+    if logprobs is not None and not isinstance(logprobs, bool):
+        raise BadRequest("'logprobs' must be a boolean", "logprobs")
+    if logprobs:
+        raise _unsupported("logprobs", "an agent's answer carries no log probabilities (send false or none)", True)
+    top = body.get("top_logprobs")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20):
+        raise BadRequest("'top_logprobs' must be an integer from 0 to 20", "top_logprobs")
+    if top:
+        raise _unsupported("top_logprobs", "an agent's answer carries no log probabilities")
+    modalities = body.get("modalities")
+    if modalities is not None:
+        if not isinstance(modalities, list) or not all(m in ("text", "audio") for m in modalities):
+            raise BadRequest("'modalities' must be an array of 'text' and 'audio'", "modalities")
+        if "audio" in modalities:
+            raise _unsupported("modalities", "an agent answers text only (send ['text'] or none)", True)
+    for field, what in (
+        ("audio", "an agent answers text only, never audio"),
+        ("web_search_options", "an agent searches the web only with a tool of its own, which the server chose"),
+        ("moderation", "this server runs no moderation model on the request or the answer"),
+    ):
+        if body.get(field) is not None:
+            raise _unsupported(field, what)
+    bias = body.get("logit_bias")
+    if bias is not None and not isinstance(bias, dict):
+        raise BadRequest("'logit_bias' must be an object of token ids to biases", "logit_bias")
+    if bias:
+        raise _unsupported(
+            "logit_bias", "a model name here is an agent's, whose tokenizer a client cannot know (send {} or none)"
+        )
 
 
 def _check_ignored(body: Mapping[str, Any]) -> None:
     """The fields a run does not take, checked all the same: one it would misread is refused, not dropped.
 
     ``n``: a run gives one answer, so ``n`` > 1 answered with one choice would lose the rest without a word.
-    ``user`` (an end user's id, for the vendor's abuse checks): a string, as OpenAI's API requires; the run has
-    no use for it.
+    The tuning hints — ``presence_penalty``, ``frequency_penalty``, ``verbosity``, ``prediction`` (a latency
+    hint), ``parallel_tool_calls`` (about the client's tools, which are not offered) — no run takes: the answer
+    is the same kind without them.  The client's bookkeeping — ``user``, ``safety_identifier`` (for OpenAI's
+    abuse checks), ``metadata``, ``store`` (stored completions), ``service_tier``, the prompt-cache hints — is
+    the client's with OpenAI, and nothing here keeps it.  Each is held to its type and a size, and a message
+    naming one never repeats its value.
     """
     n = body.get("n")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n != 1):
         raise BadRequest("'n' must be 1: an agent's run gives one answer (send n requests for n answers)", "n")
-    user = body.get("user")
-    if user is not None and not isinstance(user, str):
-        raise BadRequest("'user' must be a string", "user")
+    for field in ("user", "safety_identifier", "prompt_cache_key", "service_tier", "prompt_cache_retention"):
+        value = body.get(field)
+        if value is not None and (not isinstance(value, str) or len(value) > _ID_CHARS):
+            raise BadRequest(f"'{field}' must be a string of at most {_ID_CHARS} characters", field)
+    for field in ("store", "parallel_tool_calls"):
+        value = body.get(field)
+        if value is not None and not isinstance(value, bool):
+            raise BadRequest(f"'{field}' must be a boolean", field)
+    for field in ("prediction", "prompt_cache_options"):
+        value = body.get(field)
+        if value is not None and not isinstance(value, dict):
+            raise BadRequest(f"'{field}' must be an object", field)
+    for field in ("presence_penalty", "frequency_penalty"):
+        value = body.get(field)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not -2 <= value <= 2  # NaN: False
+        ):
+            raise BadRequest(f"'{field}' must be a number from -2 to 2", field)
+    verbosity = body.get("verbosity")
+    if verbosity is not None and verbosity not in ("low", "medium", "high"):
+        raise BadRequest("'verbosity' must be 'low', 'medium' or 'high'", "verbosity")
+    _check_metadata(body.get("metadata"))
+
+
+def _check_metadata(metadata: Any) -> None:
+    """``metadata`` as OpenAI takes it: at most 16 pairs of short strings (never echoed: it may hold anything)."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise BadRequest("'metadata' must be an object of strings", "metadata")
+    if len(metadata) > MAX_METADATA_PAIRS:
+        raise BadRequest(f"'metadata' holds {len(metadata)} pairs: at most {MAX_METADATA_PAIRS} are taken", "metadata")
+    for key, value in metadata.items():
+        if len(key) > _METADATA_KEY_CHARS or not isinstance(value, str) or len(value) > _METADATA_VALUE_CHARS:
+            raise BadRequest(
+                f"'metadata' keys must be at most {_METADATA_KEY_CHARS} characters and its values strings of at most "
+                f"{_METADATA_VALUE_CHARS}",
+                "metadata",
+            )
 
 
 def _check_tools(body: Mapping[str, Any]) -> None:
@@ -395,42 +564,68 @@ def _tool_call(value: Any, param: str) -> ToolCall:
     return ToolCall.from_raw(call_id, function["name"], raw)
 
 
-_NUMBERS = {"temperature": "temperature", "top_p": "top_p"}
-
-
-def _settings(body: Mapping[str, Any], max_completion_tokens: int | None = None) -> ModelSettings | None:
-    """The sampling fields the request sets, as settings that win over the agent's for this run."""
+def _settings(
+    body: Mapping[str, Any], max_completion_tokens: int | None = None
+) -> tuple[ModelSettings | None, tuple[tuple[str, str], ...]]:
+    """The sampling fields the request sets, as settings that win over the agent's for this run, and which
+    setting each field set.  Each is checked by its own bound, so a refusal names the field at fault."""
     fields: dict[str, Any] = {}
-    for key, name in _NUMBERS.items():
+    for key in ("temperature", "top_p"):
         value = body.get(key)
-        if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise BadRequest(f"'{key}' must be a number", key)
-            try:
-                fields[name] = float(value)
-            except OverflowError:  # an integer beyond any float: JSON has no limit on its digits
-                raise BadRequest(f"'{key}' must be a finite number", key) from None
-    limit = _max_tokens(body, max_completion_tokens)
-    if limit is not None:
-        fields["max_tokens"] = limit
-    stop = body.get("stop")
-    if stop is not None:
-        if isinstance(stop, str):
-            stop = [stop]
-        if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
-            raise BadRequest("'stop' must be a string or an array of strings", "stop")
-        fields["stop"] = tuple(stop)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise BadRequest(f"'{key}' must be a number", key)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond any float: JSON has no limit on its digits
+            raise BadRequest(f"'{key}' must be a finite number", key) from None
+        _checked(check_temperature if key == "temperature" else check_top_p, number, key)
+        fields[key] = number
     seed = body.get("seed")
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise BadRequest("'seed' must be an integer", "seed")
+        _checked(check_seed, seed, "seed")
         fields["seed"] = seed
-    if not fields:
-        return None
+    effort = body.get("reasoning_effort")
+    if effort is not None:
+        _checked(check_reasoning_effort, effort, "reasoning_effort")
+        fields["reasoning_effort"] = effort
+    stop = _stop(body.get("stop"))
+    if stop:  # an empty list asks for no stop of the client's own, as OpenAI reads it: the agent's stay
+        fields["stop"] = stop
+    set_fields = [(name, name) for name in fields]
+    limit = _max_tokens(body, max_completion_tokens)
+    if limit is not None:
+        fields["max_tokens"] = limit
+        set_fields.append(
+            ("max_tokens", "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens")
+        )
+    return (ModelSettings(**fields) if fields else None), tuple(set_fields)
+
+
+def _checked(check: Any, value: Any, field: str) -> None:
     try:
-        return ModelSettings(**fields)
-    except (TypeError, ValueError) as exc:
-        raise BadRequest(str(exc), next(iter(fields))) from None
+        check(value)
+    except (TypeError, ValueError) as exc:  # the message repeats the value: a client's string may be long
+        raise BadRequest(f"'{field}': {str(exc)[:300]}", field) from None
+
+
+def _stop(stop: Any) -> tuple[str, ...]:
+    """``stop``: a string or at most :data:`MAX_STOP` of them, each 1 to :data:`MAX_STOP_CHARS` characters."""
+    if stop is None:
+        return ()
+    if isinstance(stop, str):
+        stop = [stop]
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise BadRequest("'stop' must be a string or an array of strings", "stop")
+    if len(stop) > MAX_STOP:
+        raise BadRequest(f"'stop' holds {len(stop)} sequences: at most {MAX_STOP} are taken", "stop")
+    if any(len(s) > MAX_STOP_CHARS for s in stop):
+        raise BadRequest(f"each 'stop' sequence must be at most {MAX_STOP_CHARS} characters", "stop")
+    _checked(check_stop, tuple(stop), "stop")
+    return tuple(stop)
 
 
 def _max_tokens(body: Mapping[str, Any], bound: int | None) -> int | None:

@@ -7,7 +7,11 @@ by ``data: [DONE]``, with a last chunk carrying ``usage`` when ``stream_options.
 answer, never the calls: a client's ``tools`` are not offered to the agent, and a ``tool_choice`` that requires
 one is refused (400).  ``response_format`` ``json_schema`` / ``json_object`` is honoured — the run's answer is
 validated JSON of the client's schema (:mod:`~._openai_format`) — or refused with a 400 when the agent cannot
-answer in it; ``max_tokens`` past the app's ``max_completion_tokens`` is a 400 before any model call.
+answer in it; ``max_tokens`` past the app's ``max_completion_tokens`` is a 400 before any model call.  The
+sampling settings (``temperature``, ``top_p``, ``stop``, ``seed``, ``reasoning_effort``) win over the agent's for
+the run, and one the agent's model cannot take is the client's 400 naming it; a field asking for what no run gives
+(``logprobs``, audio, ``web_search_options``) or that OpenAI's API does not have is a 400 too
+(:mod:`~._openai_input` decides each field; ``docs/serve.md`` has the table).
 
 Refusals come in OpenAI's error shape (``{"error": {"message", "type", "param", "code"}}``), so an SDK raises
 its usual exception: 401 without an allowed key, 404 for an unknown model or path, 415 for a body sent as
@@ -38,7 +42,7 @@ from typing import Any
 
 from ..agent.core import Agent
 from ..agent.run import AgentRun
-from ..errors import OutputValidationError, OverloadedError, SessionError
+from ..errors import OutputValidationError, OverloadedError, SessionError, UnsupportedSettingError
 from ..events import LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
 from ..messages import Usage
@@ -64,7 +68,7 @@ from ._http import (
     send_json,
 )
 from ._openai_format import for_format
-from ._openai_input import MAX_OUTPUT_TOKENS, BadRequest, ChatRequest, read_chat_request
+from ._openai_input import CHAT_FIELDS, MAX_OUTPUT_TOKENS, BadRequest, ChatRequest, read_chat_request
 from ._spans import RequestSpan, Tracing
 from ._turns import streamed_turn
 
@@ -86,6 +90,7 @@ def openai_app(
     store: SessionStore | None = None,
     tracer_provider: Any = None,
     max_completion_tokens: int | None = None,
+    ignored_fields: Iterable[str] = (),
 ) -> OpenAIApp:
     """An ASGI app serving ``agents`` (``{model name: agent}``) as an OpenAI-compatible API.
 
@@ -102,15 +107,18 @@ def openai_app(
     ``max_completion_tokens``: the most output tokens a request may ask for (``max_tokens`` /
     ``max_completion_tokens``) — the served models' own limit, which the library does not know; a request over
     it is a 400 before any model call, rather than the vendor's 400 as a 502.  Default: no limit of the app's own
-    (only the 2**31 - 1 no model writes).
+    (only the 2**31 - 1 no model writes).  ``ignored_fields``: request fields OpenAI's API does not have that
+    the app takes and does not read (a compatible server's extensions your clients send, ``"top_k"``); any other
+    unknown field is a 400 (``unknown_parameter``), as OpenAI answers it.
 
     :raises TypeError, ValueError: ``agents`` is empty or not ``{str: Agent}``; a ``store`` without
-        ``sessions``; a ``max_completion_tokens`` that is not a positive int; see also ``api_keys``.
+        ``sessions``; a ``max_completion_tokens`` that is not a positive int; ``ignored_fields`` not names, or
+        naming one of OpenAI's fields (each is decided: ``docs/serve.md``); see also ``api_keys``.
     """
     return OpenAIApp(
         agents, runtime=runtime, api_keys=api_keys, max_body_size=max_body_size, sessions=sessions, store=store,
         tracer_provider=tracer_provider,
-        max_completion_tokens=max_completion_tokens,
+        max_completion_tokens=max_completion_tokens, ignored_fields=ignored_fields,
     )
 
 
@@ -128,6 +136,7 @@ class OpenAIApp:
         store: SessionStore | None = None,
         tracer_provider: Any = None,
         max_completion_tokens: int | None = None,
+        ignored_fields: Iterable[str] = (),
     ) -> None:
         if max_completion_tokens is not None and (
             isinstance(max_completion_tokens, bool)
@@ -151,6 +160,7 @@ class OpenAIApp:
         self._store = store
         self._tracing = Tracing(tracer_provider)
         self.max_completion_tokens = max_completion_tokens
+        self.ignored_fields = _ignored_fields(ignored_fields)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -193,7 +203,9 @@ class OpenAIApp:
     async def _chat(self, scope: Scope, receive: Receive, send: Send, span: RequestSpan) -> None:
         try:
             body = await read_json(receive, scope, self._max_body)
-            request = read_chat_request(body, max_completion_tokens=self.max_completion_tokens)
+            request = read_chat_request(
+                body, max_completion_tokens=self.max_completion_tokens, ignored_fields=self.ignored_fields
+            )
         except Disconnected:
             return
         except BodyError as exc:
@@ -281,7 +293,7 @@ class _Completion:
             await _run_raised(self.send, exc, self.span)
             return
         self.span.run(result.run_id)
-        if await _refused(self.send, result, self.span):
+        if await _refused(self.send, result, self.span, self.request):
             return
         if (unmet := self._unmet(result)) is not None:
             status, message, kind, code = unmet
@@ -333,7 +345,7 @@ class _Completion:
             return
         unmet = self._unmet(result)
         if not events.started:
-            if await _refused(self.send, result, self.span):
+            if await _refused(self.send, result, self.span, self.request):
                 return
             if unmet is not None:
                 status, message, kind, code = unmet
@@ -486,9 +498,9 @@ def _unanswered(result: RunResult[Any]) -> tuple[int, str, str, str] | None:
     return None
 
 
-async def _refused(send: Send, result: RunResult[Any], span: RequestSpan) -> bool:
-    """Answer a run that produced nothing (429 for an admission refusal, else 502; 503 for a cancelled run,
-    409 for one paused for approval); ``True`` if it did."""
+async def _refused(send: Send, result: RunResult[Any], span: RequestSpan, request: ChatRequest) -> bool:
+    """Answer a run that produced nothing (429 for an admission refusal, 400 for a setting of the request's the
+    model cannot take, else 502; 503 for a cancelled run, 409 for one paused for approval); ``True`` if it did."""
     unanswered = _unanswered(result)
     if unanswered is not None:
         status, message, kind, code = unanswered
@@ -497,6 +509,13 @@ async def _refused(send: Send, result: RunResult[Any], span: RequestSpan) -> boo
         return True
     if not result.generation_failed:
         return False
+    refused = _setting_refused(result.error)
+    field = request.field_of(refused.setting) if refused is not None else None
+    if refused is not None and field is not None:
+        span.failed("unsupported_value", fault=False)
+        await _error(send, 400, _setting_text(refused, field), "invalid_request_error", param=field,
+                     code="unsupported_value")
+        return True
     overloaded = _overloaded(result.error)
     span.failed(_error_type(result), fault=overloaded is None)
     if overloaded is not None:
@@ -506,6 +525,47 @@ async def _refused(send: Send, result: RunResult[Any], span: RequestSpan) -> boo
     else:
         await _error(send, 502, _failure_text(result), "server_error", code="upstream_error")
     return True
+
+
+def _setting_refused(error: BaseException | None) -> UnsupportedSettingError | None:
+    """The per-model refusal of a setting behind a failed run (also inside a fallback's group), if that failed it.
+
+    The library refuses before sending (``docs/settings.md``): a setting the request set is then the client's
+    400; one of the agent's own (``field_of`` finds no request field) stays the server's 502."""
+    if isinstance(error, UnsupportedSettingError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _setting_refused(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _setting_text(error: UnsupportedSettingError, field: str) -> str:
+    """Why the model refused the client's ``field``: the library's own words (made before sending, never the
+    vendor's), without the model's name — a served model is an agent's name, and what it runs on is the server's."""
+    why = error.message
+    if error.model:
+        why = why.replace(f" (model {error.model!r})", "")
+    why = why.removesuffix("; nothing was sent").removeprefix(f"{error.setting}: ")
+    return f"Unsupported value: '{field}': the model this agent runs on cannot take it: {why[:300]}"
+
+
+def _ignored_fields(fields: Iterable[str]) -> frozenset[str]:
+    """``openai_app(ignored_fields=)`` checked: names, none of them one of OpenAI's (those are decided)."""
+    if isinstance(fields, str) or not isinstance(fields, Iterable):
+        raise TypeError("ignored_fields must be an iterable of field names (a list of str), not a str")
+    names = frozenset(fields)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"ignored_fields must hold non-empty field names, not {name!r}")
+        if name in CHAT_FIELDS:
+            raise ValueError(
+                f"ignored_fields names {name!r}, one of OpenAI's own fields: the app decides each of those "
+                "(docs/serve.md)"
+            )
+    return names
 
 
 def _failure_text(result: RunResult[Any]) -> str:

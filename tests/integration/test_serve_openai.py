@@ -354,6 +354,16 @@ async def test_what_a_served_agent_cannot_honour_is_a_bad_request_error() -> Non
             {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 5}}}},
             "response_format.json_schema.schema",
         ),
+        # answers no served agent gives, and values no run can take
+        ({"logprobs": True, "top_logprobs": 3}, "logprobs"),
+        ({"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}}, "modalities"),
+        ({"web_search_options": {}}, "web_search_options"),
+        ({"logit_bias": {"50256": -100}}, "logit_bias"),
+        ({"temperature": 5}, "temperature"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+        ({"reasoning_effort": "extreme"}, "reasoning_effort"),
+        ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata"),
+        ({"extra_body": {"top_k": 40}}, "top_k"),  # no field of OpenAI's: an extension the server does not read
     ]
     async with served(app) as base, clients(base) as client:
         for stream in (False, True):
@@ -364,3 +374,41 @@ async def test_what_a_served_agent_cannot_honour_is_a_bad_request_error() -> Non
                     )
                 assert refused.value.status_code == 400 and refused.value.param == param, fields
     assert provider.calls == 0
+
+
+async def test_the_sdks_sampling_settings_reach_the_run_and_its_bookkeeping_is_taken() -> None:
+    agent, provider = calculator(["plain", "also plain"])
+    app = openai_app({"calc": agent}, api_keys=[KEY], ignored_fields=["top_k"])
+    async with served(app) as base, clients(base) as client:
+        answer = await client().chat.completions.create(
+            model="calc", messages=[{"role": "user", "content": "x"}], temperature=0.2, top_p=0.9, seed=11,
+            stop=["END"], reasoning_effort="low", presence_penalty=0.5, frequency_penalty=0.1, user="user-7f3a",
+            metadata={"ticket": "T-1"}, store=False, service_tier="auto", parallel_tool_calls=True, logprobs=False,
+            modalities=["text"], verbosity="low", extra_body={"top_k": 40},
+        )
+        assert answer.choices[0].message.content == "plain" and answer.choices[0].logprobs is None
+        streamed = await client().chat.completions.create(
+            model="calc", messages=[{"role": "user", "content": "x"}], stream=True, temperature=0.0,
+        )
+        text = "".join([c.choices[0].delta.content or "" async for c in streamed if c.choices])
+    assert text == "also plain"
+    sent = provider.requests[0]
+    assert (sent.temperature, sent.top_p, sent.seed, sent.stop, sent.reasoning_effort) == (
+        0.2, 0.9, 11, ("END",), "low"
+    )
+    assert provider.requests[1].temperature == 0.0
+
+
+async def test_a_setting_the_agents_model_refuses_is_the_clients_bad_request() -> None:
+    # o3 takes no stop sequences: the library refuses before sending (no vendor is called), and the SDK reads the
+    # client's 400 naming its field, streaming or not.
+    from agentactors import OpenAIProvider
+
+    provider = OpenAIProvider("o3", api_key="sk-test-not-used", base_url="http://127.0.0.1:9/v1")
+    async with served(openai_app({"r": Agent(provider, name="r")}, api_keys=[KEY])) as base, clients(base) as client:
+        for stream in (False, True):
+            with pytest.raises(openai.BadRequestError) as refused:
+                await client().chat.completions.create(
+                    model="r", messages=[{"role": "user", "content": "x"}], stop=["END"], stream=stream
+                )
+            assert refused.value.param == "stop" and refused.value.code == "unsupported_value"

@@ -76,3 +76,22 @@ def test_the_turns_new_messages_are_those_after_the_last_answer() -> None:
     done = read_chat_request({"model": "m", "messages": [
         {"role": "user", "content": "one"}, {"role": "assistant", "content": "answer"}]})
     assert done.new == ()
+
+
+def test_each_sampling_field_is_a_setting_named_by_the_field_that_set_it() -> None:
+    user = [{"role": "user", "content": "x"}]
+    request = read_chat_request(body(user, reasoning_effort="high", seed=3, max_completion_tokens=9, stop=[]))
+    assert request.settings is not None
+    assert (request.settings.reasoning_effort, request.settings.seed, request.settings.max_tokens) == ("high", 3, 9)
+    assert request.settings.stop is None, "an empty stop list sets nothing: the agent's stop sequences stay"
+    assert request.field_of("max_tokens") == "max_completion_tokens" and request.field_of("seed") == "seed"
+    assert request.field_of("temperature") is None, "a setting the request left alone is the agent's"
+    assert read_chat_request(body(user, max_tokens=9)).field_of("max_tokens") == "max_tokens"
+
+
+def test_an_unknown_field_is_refused_unless_ignored_and_never_echoed_whole() -> None:
+    user = [{"role": "user", "content": "x"}]
+    with pytest.raises(BadRequest) as caught:
+        read_chat_request(body(user, **{"k" * 10_000: 1}))
+    assert caught.value.code == "unknown_parameter" and len(caught.value.message) < 300
+    assert read_chat_request(body(user, top_k=3), ignored_fields=frozenset({"top_k"})).settings is None

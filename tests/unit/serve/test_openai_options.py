@@ -281,3 +281,168 @@ async def test_max_tokens_over_the_apps_limit_is_a_400_before_any_model_call() -
     assert provider.requests[-1].max_tokens == 7
     with pytest.raises(ValueError, match="max_completion_tokens"):
         openai_app({"a": Agent(provider, name="a")}, max_completion_tokens=0)
+
+
+# --- every other field: honoured, refused naming it, or accepted as documented ---------------------------------------
+
+# Each asks for an answer no served agent gives (log probabilities, audio, a web-searched or moderated answer, a
+# biased tokenizer's tokens): dropped, the client would read an answer other than the one it relies on.
+UNSUPPORTED: list[tuple[dict[str, Any], str, str]] = [
+    ({"logprobs": True}, "logprobs", "unsupported_value"),
+    ({"logprobs": True, "top_logprobs": 5}, "logprobs", "unsupported_value"),
+    ({"top_logprobs": 3}, "top_logprobs", "unsupported_parameter"),
+    ({"modalities": ["text", "audio"]}, "modalities", "unsupported_value"),
+    ({"audio": {"voice": "alloy", "format": "wav"}}, "audio", "unsupported_parameter"),
+    ({"web_search_options": {}}, "web_search_options", "unsupported_parameter"),
+    ({"moderation": {"model": "omni-moderation-latest"}}, "moderation", "unsupported_parameter"),
+    ({"logit_bias": {"50256": -100}}, "logit_bias", "unsupported_parameter"),
+]
+
+
+@pytest.mark.parametrize(("fields", "param", "code"), UNSUPPORTED)
+async def test_a_field_asking_for_an_answer_no_agent_gives_is_a_400_naming_it(
+    fields: dict[str, Any], param: str, code: str
+) -> None:
+    provider = ScriptedProvider(["never"])
+    app = openai_app({"a": Agent(provider, name="a")})
+    for stream in (False, True):
+        error = assert_openai_error(await request(app, body(stream=stream, **fields)), 400, param=param)
+        assert error["type"] == "invalid_request_error" and error["code"] == code
+    assert provider.calls == 0
+
+
+async def test_those_fields_at_their_defaults_change_nothing_and_are_accepted() -> None:
+    provider = ScriptedProvider(["answer"])
+    app = openai_app({"a": Agent(provider, name="a")})
+    answer = await request(app, body(
+        logprobs=False, top_logprobs=0, modalities=["text"], audio=None, web_search_options=None, moderation=None,
+        logit_bias={}, n=1,
+    ))
+    assert answer.status == 200, answer.body[:300]
+    assert answer.json()["choices"][0]["logprobs"] is None
+
+
+async def test_an_unknown_field_is_a_400_naming_it_unless_the_app_ignores_it() -> None:
+    provider = ScriptedProvider(["answer", "answer"])
+    app = openai_app({"a": Agent(provider, name="a")})
+    for field in ("top_k", "guided_json", "temprature"):
+        error = assert_openai_error(await request(app, body(**{field: 1})), 400, param=field)
+        assert error["code"] == "unknown_parameter" and field in error["message"]
+    assert provider.calls == 0
+    lenient = openai_app({"a": Agent(provider, name="a")}, ignored_fields=["top_k", "repetition_penalty"])
+    answer = await request(lenient, body(top_k=40, repetition_penalty=1.1))
+    assert answer.status == 200, answer.body[:300]
+    assert_openai_error(await request(lenient, body(min_p=0.1)), 400, param="min_p")
+    for wrong in (["logprobs"], ["temperature"], [""], [5], "top_k"):
+        with pytest.raises((TypeError, ValueError), match="ignored_fields"):
+            openai_app({"a": Agent(provider, name="a")}, ignored_fields=wrong)  # type: ignore[arg-type]
+
+
+async def test_metadata_and_tuning_hints_are_accepted_and_change_nothing() -> None:
+    provider = ScriptedProvider(["answer"])
+    app = openai_app({"a": Agent(provider, name="a")})
+    answer = await request(app, body(
+        user="user-7f3a", safety_identifier="h-1", prompt_cache_key="k", prompt_cache_retention="24h",
+        prompt_cache_options={"ttl": "30m"}, metadata={"ticket": "T-1", "team": "x" * 512}, store=True,
+        service_tier="flex", parallel_tool_calls=False, presence_penalty=0.5, frequency_penalty=-2,
+        verbosity="low", prediction={"type": "content", "content": "draft"},
+    ))
+    assert answer.status == 200, answer.body[:300]
+    sent = provider.requests[0]
+    assert (sent.temperature, sent.top_p, sent.seed, sent.parallel_tool_calls) == (None, None, None, None)
+
+
+BAD_VALUES: list[tuple[dict[str, Any], str]] = [
+    ({"user": 5}, "user"),
+    ({"user": "u" * 257}, "user"),
+    ({"safety_identifier": ["x"]}, "safety_identifier"),
+    ({"prompt_cache_key": "k" * 257}, "prompt_cache_key"),
+    ({"prompt_cache_retention": 24}, "prompt_cache_retention"),
+    ({"prompt_cache_options": "30m"}, "prompt_cache_options"),
+    ({"metadata": "x"}, "metadata"),
+    ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata"),
+    ({"metadata": {"k": 5}}, "metadata"),
+    ({"metadata": {"k": "v" * 513}}, "metadata"),
+    ({"metadata": {"k" * 65: "v"}}, "metadata"),
+    ({"store": "yes"}, "store"),
+    ({"service_tier": 5}, "service_tier"),
+    ({"parallel_tool_calls": "no"}, "parallel_tool_calls"),
+    ({"presence_penalty": 2.5}, "presence_penalty"),
+    ({"frequency_penalty": float("nan")}, "frequency_penalty"),
+    ({"frequency_penalty": "high"}, "frequency_penalty"),
+    ({"verbosity": "loud"}, "verbosity"),
+    ({"prediction": "draft"}, "prediction"),
+    ({"logprobs": "yes"}, "logprobs"),
+    ({"top_logprobs": 21}, "top_logprobs"),
+    ({"top_logprobs": True}, "top_logprobs"),
+    ({"modalities": "text"}, "modalities"),
+    ({"modalities": ["video"]}, "modalities"),
+    ({"logit_bias": [1]}, "logit_bias"),
+    ({"n": 2}, "n"),
+    # sampling settings, which reach the run: each value no model takes is the client's 400
+    ({"temperature": 5}, "temperature"),
+    ({"temperature": float("nan")}, "temperature"),
+    ({"temperature": float("inf")}, "temperature"),
+    ({"temperature": -0.1}, "temperature"),
+    ({"temperature": 0.5, "top_p": 1.5}, "top_p"),  # named: the field at fault, not the first one read
+    ({"temperature": 0.5, "seed": 2**70}, "seed"),
+    ({"temperature": 0.5, "reasoning_effort": "extreme"}, "reasoning_effort"),
+    ({"reasoning_effort": 3}, "reasoning_effort"),
+    ({"stop": [f"s{i}" for i in range(100)]}, "stop"),
+    ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+    ({"stop": [""]}, "stop"),
+    ({"stop": "x" * 1001}, "stop"),
+    ({"stop": [5]}, "stop"),
+]
+
+
+@pytest.mark.parametrize(("fields", "param"), BAD_VALUES)
+async def test_a_value_no_run_can_take_is_a_400_naming_its_field(fields: dict[str, Any], param: str) -> None:
+    provider = ScriptedProvider(["never"])
+    app = openai_app({"a": Agent(provider, name="a")})
+    for stream in (False, True):
+        error = assert_openai_error(await request(app, body(stream=stream, **fields)), 400, param=param)
+        assert error["type"] == "invalid_request_error"
+        assert "v" * 100 not in error["message"], "a client's metadata is not echoed back"
+    assert provider.calls == 0
+
+
+async def test_sampling_settings_and_reasoning_effort_reach_the_run() -> None:
+    from agentactors import ModelSettings
+
+    provider = ScriptedProvider(["one", "two"])
+    agent = Agent(provider, name="a", settings=ModelSettings(temperature=0.9, stop=["STOP"]))
+    app = openai_app({"a": agent})
+    answer = await request(app, body(
+        temperature=0.1, top_p=0.5, seed=7, stop=["END", "FIN"], reasoning_effort="low",
+    ))
+    assert answer.status == 200, answer.body[:300]
+    sent = provider.requests[0]
+    assert (sent.temperature, sent.top_p, sent.seed, sent.stop, sent.reasoning_effort) == (
+        0.1, 0.5, 7, ("END", "FIN"), "low"
+    )
+    # An empty stop list asks for no stop of the client's own: the agent's stay (OpenAI reads [] as none).
+    assert (await request(app, body(stop=[]))).status == 200
+    assert provider.requests[1].stop == ("STOP",) and provider.requests[1].temperature == 0.9
+
+
+async def test_a_setting_the_agents_model_cannot_take_is_a_400_naming_the_clients_field() -> None:
+    # OpenAI's reasoning models take no stop sequences, and o3 knows three efforts: the library refuses both
+    # before anything is sent.  Set by the client, that is the client's 400, not the server's 502.
+    from agentactors import ModelSettings, OpenAIProvider
+
+    provider = OpenAIProvider("o3", api_key="sk-test-not-used", base_url="http://127.0.0.1:9/v1")
+    app = openai_app({
+        "a": Agent(provider, name="a"),
+        "own": Agent(provider, name="own", settings=ModelSettings(stop=["x"])),
+    })
+    for stream in (False, True):
+        error = assert_openai_error(await request(app, body(stream=stream, stop=["END"])), 400, param="stop")
+        assert error["code"] == "unsupported_value" and "o3" not in error["message"], error
+        error = assert_openai_error(
+            await request(app, body(stream=stream, reasoning_effort="max")), 400, param="reasoning_effort"
+        )
+        assert "'low', 'medium' or 'high'" in error["message"], error
+        # The agent's own setting refused: the server's configuration, not the client's request.
+        own = await request(app, {**body(stream=stream), "model": "own"})
+        assert assert_openai_error(own, 502)["code"] == "upstream_error"
