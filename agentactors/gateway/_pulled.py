@@ -34,7 +34,10 @@ import anyio
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..messages import LLMRequest, StreamEnd, StreamEvent, TextDelta, Usage
+from ..pricing import note_cut_short
 from ..providers.port import interrupted
+from ._estimate import estimated_cut_short
+from ._vendor import vendor_of
 from .scheduling import Scheduler
 
 __all__ = ["PulledStream", "Tally", "refund_if_unsent"]
@@ -159,6 +162,7 @@ class PulledStream:
             cause = exc if left is None else left
             if not isinstance(cause, Exception):  # a cancellation (or an interrupt), the read's or its block's own
                 self._finish(None)
+                self._cut_short(tally)
                 if cause is exc:
                     raise
                 raise cause from exc
@@ -196,6 +200,8 @@ class PulledStream:
             # A cancellation while it opens is a read cancelled (see __anext__): the stream is over, its slot
             # given back — not left held, nor the request sent again by a later read.
             self._finish(exc if isinstance(exc, Exception) else None)
+            if not isinstance(exc, Exception):
+                self._cut_short(None)
             raise
         self._opened, self._events, self._tally = opened, events, Tally()
         return events, self._tally
@@ -233,6 +239,13 @@ class PulledStream:
         except BaseException as raised:
             return None if raised is exc else raised
         return None
+
+    def _cut_short(self, tally: Tally | None) -> None:
+        """The stream was cancelled once its request went out (or was going): noted for the run to charge — its
+        prompt and the text delivered so far, at an estimate (:meth:`.provider.ProviderActor._cut_short`)."""
+        delivered = "".join(tally.texts) if tally is not None else ""
+        source = vendor_of(self._provider) or self._provider
+        note_cut_short(self._request, (estimated_cut_short(source, self._request, delivered=delivered),), replace=False)
 
     def _finish(self, failure: Exception | None) -> None:
         """Give the slot back (once), with the tokens: a request fault's refunded, a reported usage settled."""

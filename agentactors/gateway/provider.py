@@ -38,9 +38,13 @@ request larger than the whole token budget waits for a full bucket and then goes
 
 The vendor's own word, budgets or not: when the provider reports what its vendor said of its rate limits
 (an HTTPProvider's ``rate_limit``, read through decorators but not through a fallback chain or a pool, whose
-members have other limits), a request that would find none left waits for the reset the vendor gave — at most
+members have other limits), a request that would find none left waits until its share has refilled at the
+vendor's pace (or, the limit not said, for the reset the vendor gave) — at most
 :data:`~agentactors.gateway.scheduling.VENDOR_HOLD_BOUND` — instead of meeting its 429; the requests in flight
 count against what was left (:mod:`._vendor`).
+
+A call cancelled once admitted (a run cancelled or past its deadline mid-call) may have been billed: it is noted
+for the run to charge at an estimate (``docs/costs.md``, "Calls cut short").
 
 Waiting: a request that finds no slot or budget waits in its asker's own task,
 and the scheduler (:mod:`.scheduling`) decides who goes next — by priority class
@@ -55,7 +59,6 @@ every refusal as ``provider.overloaded``.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import numbers
@@ -72,11 +75,13 @@ from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, Usage
+from ..pricing import note_cut_short
+from ._estimate import estimate_tokens, estimated_cut_short
 from ._pulled import PulledStream, Tally, refund_if_unsent
 from ._vendor import vendor_of
 from .scheduling import POLICIES, Policy, Scheduler
 
-__all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens"]
+__all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens", "estimated_cut_short"]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -102,35 +107,6 @@ class Stream:
 
     request: LLMRequest
     pull: bool = attrs.field(default=False, kw_only=True)
-
-
-def estimate_tokens(request: LLMRequest, *, max_output: int | None = None) -> int:
-    """A conservative token estimate for budgeting: ~4 characters a token, plus ``max_tokens``.
-
-    Media parts count by their own estimate (``estimated_tokens``, :mod:`agentactors.parts`): a flat
-    :data:`~agentactors.parts.IMAGE_TOKENS` an image, :data:`~agentactors.parts.PAGE_TOKENS` a PDF page,
-    :data:`~agentactors.parts.AUDIO_TOKENS_PER_SECOND` a second of audio.
-
-    ``max_output``: count ``max_tokens`` up to this many.  The ProviderActor passes its token bucket's
-    capacity (one minute's budget): ``max_tokens`` is a ceiling the caller chose, not a prediction, and
-    counted whole, one ``max_tokens=10**30`` whose response reported no usage (or that failed transiently,
-    keeping its charge) put the shared bucket ~6e28 s in debt — every later request refused.  The prompt
-    counts whole: it is sent, and the vendor reads it.
-    """
-    chars = 0
-    media = 0
-    for message in request.messages:
-        chars += len(message.content)
-        for call in message.tool_calls:
-            chars += len(call.name) + len(call.raw_arguments or call.arguments_json)
-        for part in message.media:
-            media += part.estimated_tokens
-    for spec in request.tools:
-        chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters, separators=(",", ":")))
-    output = request.max_tokens or 0
-    if max_output is not None and output > max_output:
-        output = max_output
-    return chars // 4 + 1 + media + output
 
 
 class _Failure:
@@ -397,7 +373,12 @@ class ProviderActor:
         # -- complete: handled in this frame (no coroutine of its own: one frame less per request in flight)
         request = message.request
         sched = self._sched if self._sched is not None else self._setup()
-        estimate = estimate_tokens(request, max_output=sched.max_output) if sched.tokens is not None else 0
+        # Estimated for a token budget, or a vendor's report in force (its tokens refill by what requests take).
+        estimate = (
+            estimate_tokens(request, max_output=sched.max_output)
+            if sched.tokens is not None or sched.window is not None
+            else 0
+        )
         # The common case — a slot and the budgets free, nobody waiting — takes them without a checkpoint.
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
@@ -407,11 +388,27 @@ class ProviderActor:
         except ProviderError as exc:
             refund_if_unsent(sched, exc, estimate)
             raise
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                self._cut_short(request)
+            raise
         finally:
             sched.release(started)
         if sched.tokens is not None:  # no token budget: nothing to correct (and no call to make)
             sched.settle(estimate, response.usage)
         return response
+
+    def _cut_short(self, request: LLMRequest) -> None:
+        """``request``'s call was cancelled after it was admitted — sent, or about to be: the vendor may bill it.
+
+        Noted for the run to charge at an estimate (:func:`~agentactors.pricing.note_cut_short`; the loop takes it
+        as the cancellation passes through the step) — unless a layer inside (``with_hedge``: every copy it sent)
+        noted it more exactly already.  Priced as the vendor's behind the decorators (:func:`~._vendor.vendor_of`),
+        else as the hosted provider's.  Conservative: a call cancelled while its HTTP request was still being
+        connected is charged too (``docs/costs.md``).
+        """
+        source = vendor_of(self.provider) or self.provider
+        note_cut_short(request, (estimated_cut_short(source, request),), replace=False)
 
     # -- stream ----------------------------------------------------------------------------------
 
@@ -420,7 +417,12 @@ class ProviderActor:
         if rt is None or not rt.running:
             raise ActorStopped("a ProviderActor streams only inside a running Runtime")
         sched = self._sched if self._sched is not None else self._setup()
-        estimate = estimate_tokens(request, max_output=sched.max_output) if sched.tokens is not None else 0
+        # Estimated for a token budget, or a vendor's report in force (its tokens refill by what requests take).
+        estimate = (
+            estimate_tokens(request, max_output=sched.max_output)
+            if sched.tokens is not None or sched.window is not None
+            else 0
+        )
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
         started = sched.started() if sched.tracks else 0.0

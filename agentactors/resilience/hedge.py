@@ -35,7 +35,7 @@ import anyio.abc
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
-from ..gateway.provider import estimate_tokens
+from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, StreamEvent, TextDelta
 from ..pricing import CutShort, note_cut_short, with_cut_short
 from ..providers.port import (
@@ -194,7 +194,7 @@ class HedgeProvider(ProviderDecorator):
             try:
                 response = await self._inner.complete(request)
             except anyio.get_cancelled_exc_class():  # the caller left mid-call: the copy in flight is billed
-                note_cut_short(request, (_estimate(self._inner, request, model_of(self._inner, request)),))
+                note_cut_short(request, (estimated_cut_short(self._inner, request, model_of(self._inner, request)),))
                 raise
             self._took(self._clock() - started)
             return response
@@ -350,8 +350,9 @@ class _Race(Generic[T]):
         """The copies other than ``winner`` that were sent and did not fail: what the vendor bills for them.
 
         A copy whose answer came back anyway (it lost by an instant) at its real usage; any other at an estimate —
-        its prompt, and for a stream the output it had delivered (:func:`_estimate`).  ``winner=None``: every copy
-        (the caller left, and a won answer it never received is billed too).
+        its prompt, and for a stream the output it had delivered
+        (:func:`~agentactors.gateway.provider.estimated_cut_short`).  ``winner=None``: every copy (the caller left,
+        and a won answer it never received is billed too).
         """
         out: list[CutShort] = []
         for attempt in self.attempts:
@@ -362,7 +363,7 @@ class _Race(Generic[T]):
                 out.append(CutShort(value.provider or name_of(attempt.provider), value.model or attempt.model,
                                     value.usage.input_tokens, value.usage.output_tokens, estimated=False))
             else:
-                out.append(_estimate(attempt.provider, attempt.request, attempt.model,
+                out.append(estimated_cut_short(attempt.provider, attempt.request, attempt.model,
                                      value.delivered if isinstance(value, _Opened) else ""))
         return tuple(out)
 
@@ -491,12 +492,6 @@ def _text_of(event: StreamEvent) -> str:
         return event.text or ""
     fragment = getattr(event, "arguments_fragment", None)
     return fragment if isinstance(fragment, str) else ""
-
-
-def _estimate(provider: Any, request: LLMRequest, model: str | None, delivered: str = "") -> CutShort:
-    """A copy cut short after it was sent, at an estimate: its prompt as :func:`estimate_tokens` counts it (without
-    ``max_tokens``: a ceiling, not what was generated) and the output it had ``delivered`` at ~4 characters a token."""
-    return CutShort(name_of(provider), model, estimate_tokens(request, max_output=0), (len(delivered) + 3) // 4)
 
 
 class _Failure:

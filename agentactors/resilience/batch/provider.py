@@ -219,11 +219,14 @@ class BatchProvider(ProviderDecorator):
         try:
             await self._wait(batch, waiter)
         except BaseException as exc:
-            if isinstance(exc, anyio.get_cancelled_exc_class()) and batch.id is not None and waiter.outcome is None:
+            if isinstance(exc, anyio.get_cancelled_exc_class()) and waiter.outcome is None:
                 # It leaves a submitted batch: its item runs and is billed.  Noted for the run to charge — its prompt,
-                # at the batch price (the answer it will not read is not known).
-                note_cut_short(request, (CutShort(self.name, line.model, estimate_tokens(line.request, max_output=0),
-                                                  batch=True),))
+                # at the batch price (the answer it will not read is not known).  Withdrawn before the submission:
+                # nothing is billed, which is noted too (the ProviderActor around would otherwise guess a call).
+                billed = () if batch.id is None else (
+                    CutShort(self.name, line.model, estimate_tokens(line.request, max_output=0), batch=True),
+                )
+                note_cut_short(request, billed)
             with anyio.CancelScope(shield=True):
                 await self._leave(batch, waiter)
             raise

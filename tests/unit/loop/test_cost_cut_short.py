@@ -9,13 +9,27 @@ usage when its answer came back anyway; ``RunResult.usage`` stays what the vendo
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
 
-from agentactors import Agent, CostBudget, LLMRequest, LLMResponse, Message, ScriptedProvider, Usage, with_hedge
+from agentactors import (
+    Agent,
+    CostBudget,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    ProviderActor,
+    Runtime,
+    ScriptedProvider,
+    Usage,
+    with_hedge,
+)
 from agentactors.gateway.provider import estimate_tokens
+from agentactors.messages import StreamEvent, TextDelta
 from agentactors.pricing import Cost, CutShort, cut_short_of, note_cut_short, take_cut_short
 from tests.support.prices import gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
@@ -101,14 +115,72 @@ async def test_a_run_past_its_deadline_mid_call_reports_the_estimate_in_its_cost
     assert result.cost.estimated == result.cost.total == budget.spent
 
 
-async def test_a_call_refused_or_never_noted_is_not_charged(anyio_backend: Any) -> None:
-    # Nobody noted the call as sent (a plain provider, no hedge: the ProviderActor's queue cannot tell yet): the
-    # cancelled run charges nothing rather than guess.
+async def test_a_plain_call_cancelled_mid_call_is_charged_its_prompt(anyio_backend: Any) -> None:
+    # No hedge: the ProviderActor itself notes a call cancelled once admitted (sent, or about to be).  Before, a
+    # run cancelled mid-call charged nothing, though the vendor bills the prompt it read.
     budget = CostBudget()
     provider = ScriptedProvider(answering([30.0]), name="openai", model="gpt-4o")
     with anyio.move_on_after(5.0):
         await Agent(provider).run(PROMPT, cost_limit=budget)
-    assert budget.calls == 0 and budget.spent == 0.0
+    assert budget.calls == 1
+    assert budget.spent == pytest.approx(0.025, rel=0.05)
+    assert budget.estimated == budget.spent
+
+
+async def test_a_call_cancelled_while_queued_for_a_slot_is_not_charged(anyio_backend: Any) -> None:
+    # The second run waits for the actor's one slot when it is cancelled: its request never left, nothing is
+    # billed, and nothing is charged — while the first run, cancelled mid-call later, is charged its prompt.
+    first, second = CostBudget(), CostBudget()
+    async with Runtime() as rt:
+        actor = ProviderActor.shared(rt, ScriptedProvider(answering([30.0, 30.0]), name="openai", model="gpt-4o"),
+                                     max_concurrency=1)
+        agent = Agent(actor)
+        async with anyio.create_task_group() as tg:
+
+            async def run(budget: CostBudget, after: float) -> None:
+                with anyio.move_on_after(after):
+                    await agent.run(PROMPT, cost_limit=budget)
+
+            tg.start_soon(run, first, 10.0)
+            await anyio.sleep(1.0)
+            tg.start_soon(run, second, 2.0)
+    assert second.calls == 0 and second.spent == 0.0
+    assert first.calls == 1 and first.estimated == pytest.approx(0.025, rel=0.05)
+
+
+class _Trickle(ScriptedProvider):
+    """Streams 400 characters (~100 output tokens) at once, then nothing more for a long while."""
+
+    def stream(self, request: LLMRequest) -> Any:
+        return self._trickle()
+
+    @asynccontextmanager
+    async def _trickle(self) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        async def events() -> AsyncIterator[StreamEvent]:
+            yield TextDelta("y" * 400)
+            await anyio.sleep(1000)
+            yield TextDelta("never")
+
+        gen = events()
+        try:
+            yield gen
+        finally:
+            with anyio.CancelScope(shield=True):
+                await gen.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_stream_cancelled_mid_stream_is_charged_its_prompt_and_what_it_delivered(anyio_backend: Any) -> None:
+    budget = CostBudget()
+    seen: list[str] = []
+    with budget, anyio.move_on_after(5.0):
+        async with Agent(_Trickle("unused", name="openai", model="gpt-4o")).stream(PROMPT) as run:
+            async for text in run.text_stream():
+                seen.append(text)
+    assert "".join(seen) == "y" * 400
+    assert budget.calls == 1
+    expected = 10_001 * 2.5 / 1e6 + 100 * 10.0 / 1e6  # the prompt, and the 100 tokens it had delivered
+    assert budget.spent == pytest.approx(expected, rel=0.05)
+    assert budget.estimated == budget.spent
 
 
 def test_a_note_is_taken_once_and_only_by_its_own_request() -> None:
