@@ -502,14 +502,22 @@ def _cost_of(value: Any) -> Cost | None:
     if not isinstance(value, Mapping):
         return None
     try:
-        return Cost(float(value["input"]), float(value["output"]), float(value["total"]), str(value["currency"]))
+        cost = Cost(float(value["input"]), float(value["output"]), float(value["total"]), str(value["currency"]))
     except (KeyError, TypeError, ValueError):
         return None
+    estimated = value.get("estimated")  # (records written before it was kept have none: nothing estimated)
+    if isinstance(estimated, int | float) and not isinstance(estimated, bool) and 0 < estimated <= cost.total:
+        return attrs.evolve(cost, estimated=float(estimated))
+    return cost
 
 
 def _money(cost: Cost, *, detail: bool = False) -> str:
     text = f"{cost.total:.6g} {cost.currency}"
-    return f"{text} (input {cost.input:.6g}, output {cost.output:.6g})" if detail else text
+    if not detail:
+        return text
+    # The estimated part: calls cut short after they were sent, charged at an estimate (docs/costs.md).
+    estimated = f", of which {cost.estimated:.6g} estimated" if cost.estimated else ""
+    return f"{text} (input {cost.input:.6g}, output {cost.output:.6g}{estimated})"
 
 
 def _member_of(key: Any) -> str:

@@ -70,3 +70,22 @@ async def test_an_unpriced_run_is_explained_as_unknown_never_zero() -> None:
     explanation = explain(result, live.events)
     assert explanation.cost is None and all(p.cost is None for p in explanation.path)
     assert "cost: unknown (unpriced)" in str(explanation) and "cost 0" not in str(explanation)
+
+
+async def test_the_estimated_part_of_a_cost_survives_the_record(tmp_path: Path) -> None:
+    # A hedge's losing copy is charged at an estimate (docs/costs.md, "Calls cut short"): explain() from a JSONL
+    # record tells the same estimated part the live run had, and its text says so.  Before, the record's cost was
+    # rebuilt without it.
+    from tests.unit.loop.test_cost_cut_short import PROMPT, answering, hedged
+
+    path = tmp_path / "events.jsonl"
+    live = InMemoryRecorder()
+    result = await Agent(hedged(answering([30.0, 1.0])), recorders=[live]).run(PROMPT)
+    with JsonlRecorder(path) as jsonl:
+        for e in live.events:
+            jsonl.record(e)
+    assert result.cost is not None and result.cost.estimated > 0
+    for explanation in (explain(result, live.events), Explanation.from_jsonl(path, str(result.run_id))):
+        assert explanation.cost is not None
+        assert explanation.cost.estimated == pytest.approx(result.cost.estimated)
+        assert "estimated" in str(explanation)
