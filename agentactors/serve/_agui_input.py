@@ -1,4 +1,5 @@
-"""An AG-UI ``RunAgentInput``, read into what a run takes: the ids to echo and the conversation.
+"""An AG-UI ``RunAgentInput``, read into what a run takes: the ids to echo, the conversation, and the context the
+application shares with the agent for the run.
 
 Hand-read rather than through the ``ag-ui-protocol`` package's pydantic models: the input needs a dozen
 checks, and serving AG-UI then costs no dependency (the tests hold the app to the package's models).
@@ -18,6 +19,10 @@ from ..tools.registry import Tool
 
 __all__ = [
     "APPROVAL_SCHEMA",
+    "CONTEXT_HEADING",
+    "MAX_CONTEXT_CHARS",
+    "MAX_CONTEXT_ITEMS",
+    "MAX_CONTEXT_ITEM_CHARS",
     "Decided",
     "InvalidInput",
     "ResumeAnswer",
@@ -80,6 +85,8 @@ class RunInput:
     not seen yet.  ``resume``: the answers to the interrupts of the thread's paused run (AG-UI's ``resume``):
     such an input continues that run rather than starting one, so its messages are not read — the server kept
     the paused turn (``sessions=True``), and without sessions the input is refused (docs/serve.md, "AG-UI").
+    ``context``: the input's ``context`` rendered as the run's instructions (:func:`read_context`; ``""``: none) —
+    kept apart from the messages, so that it reaches this run alone and never becomes part of a thread.
     """
 
     thread_id: str
@@ -89,6 +96,7 @@ class RunInput:
     state: Any = None
     users: tuple[tuple[str | None, Message], ...] = ()
     resume: tuple[ResumeAnswer, ...] = ()
+    context: str = attrs.field(default="", repr=False)  # the application's: not for a repr (a log line, a traceback)
 
 
 def read_run_input(body: Mapping[str, Any]) -> RunInput:
@@ -97,9 +105,10 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     if not isinstance(thread_id, str) or not isinstance(run_id, str):
         raise InvalidInput("a RunAgentInput needs 'threadId' and 'runId' (strings)")
     _check_unread(body)
+    context = read_context(body.get("context"))
     resume = _resume(body.get("resume"))
     if resume:  # answers to interrupts: they continue the paused run, whatever the messages hold
-        return RunInput(thread_id, run_id, (), state=body.get("state"), resume=resume)
+        return RunInput(thread_id, run_id, (), state=body.get("state"), resume=resume, context=context)
     raw = body.get("messages")
     if not isinstance(raw, list):
         raise InvalidInput("a RunAgentInput needs 'messages' (an array)")
@@ -107,20 +116,87 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     if not messages:
         raise InvalidInput("'messages' holds nothing to answer: send at least one user message")
     new = conversation(raw[_after_last_answer(raw) :])
-    return RunInput(thread_id, run_id, messages, new, body.get("state"), _users(raw))
+    return RunInput(thread_id, run_id, messages, new, body.get("state"), _users(raw), context=context)
 
 
 def _check_unread(body: Mapping[str, Any]) -> None:
     """The RunAgentInput fields the app does not read, held to their AG-UI types all the same (a client that sends
     them wrong has a bug the 422 shows, rather than a run that looks as if it took them): ``parentRunId`` a string,
-    ``tools`` (a frontend's tools; the agent's own run here) and ``context`` arrays of objects."""
+    ``tools`` (a frontend's tools; the agent's own run here) an array of objects.  (``forwardedProps``, any value
+    AG-UI passes through for the agent's framework, is not read either: nothing here is configured by it.)"""
     parent = body.get("parentRunId")
     if parent is not None and not isinstance(parent, str):
         raise InvalidInput("'parentRunId' must be a string")
-    for field in ("tools", "context"):
-        value = body.get(field)
-        if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
-            raise InvalidInput(f"'{field}' must be an array of objects")
+    tools = body.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(v, dict) for v in tools)):
+        raise InvalidInput("'tools' must be an array of objects")
+
+
+#: How much context one input may share with the agent: entries, characters of one (its description and value), and
+#: characters of them all.  Bounds on what every model request of the run carries, in the system message, which
+#: the run cannot trim as it trims old tool results (``context_budget_chars``).
+MAX_CONTEXT_ITEMS = 100
+MAX_CONTEXT_ITEM_CHARS = 20_000
+MAX_CONTEXT_CHARS = 100_000
+
+#: The line the run's context starts with, in its system message: what the entries below it are.
+CONTEXT_HEADING = "Context from the application:"
+
+
+def read_context(raw: Any) -> str:
+    """AG-UI's ``context`` — ``[{"description": <string>, "value": <string>}, ...]``, what the application shares
+    with the agent for the run (CopilotKit's readables: "the user's cart", "the open document") — as the text the
+    run's model reads (``""``: none): :data:`CONTEXT_HEADING`, then ``- <description>: <value>`` per entry, a
+    value's later lines indented under it.  An entry that says nothing (an empty value) is left out; other keys
+    of an entry are not read (AG-UI keeps unknown fields).
+
+    :raises InvalidInput: not an array of such objects (both strings: AG-UI's types — a value the application
+        meant as structured data it serialises itself, as CopilotKit does), or past the bounds
+        (:data:`MAX_CONTEXT_ITEMS`, :data:`MAX_CONTEXT_ITEM_CHARS`, :data:`MAX_CONTEXT_CHARS`).  The message names
+        the entry and the bound, never what it holds.
+    """
+    if raw is None:
+        return ""
+    if not isinstance(raw, list) or not all(isinstance(v, dict) for v in raw):
+        raise InvalidInput("'context' must be an array of objects ({'description': string, 'value': string})")
+    if len(raw) > MAX_CONTEXT_ITEMS:
+        raise InvalidInput(f"'context' holds {len(raw)} entries: at most {MAX_CONTEXT_ITEMS} are taken")
+    lines: list[str] = []
+    total = 0
+    for i, entry in enumerate(raw):
+        description, value = entry.get("description"), entry.get("value")
+        if not isinstance(description, str):
+            raise InvalidInput(f"context[{i}].description must be a string, not {_json_type(description)}")
+        if not isinstance(value, str):
+            raise InvalidInput(f"context[{i}].value must be a string, not {_json_type(value)}")
+        size = len(description) + len(value)
+        if size > MAX_CONTEXT_ITEM_CHARS:
+            raise InvalidInput(
+                f"context[{i}] holds {size} characters: at most {MAX_CONTEXT_ITEM_CHARS} per entry are taken"
+            )
+        total += size
+        if total > MAX_CONTEXT_CHARS:
+            raise InvalidInput(
+                f"'context' holds over {MAX_CONTEXT_CHARS} characters (past it at context[{i}]): at most that many "
+                "are taken"
+            )
+        if not value.strip():
+            continue
+        text = value.strip("\n").replace("\n", "\n  ")
+        label = " ".join(description.split())  # one line: a description's newlines would break the list
+        lines.append(f"- {label}: {text}" if label else f"- {text}")
+    return "\n".join((CONTEXT_HEADING, *lines)) if lines else ""
+
+
+def _json_type(value: Any) -> str:
+    """What ``value`` is, as JSON (for a message: never the value itself)."""
+    if value is None:
+        return "missing or null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def _resume(raw: Any) -> tuple[ResumeAnswer, ...]:

@@ -81,7 +81,7 @@ from ._http import (
     send_json,
 )
 from ._spans import RequestSpan, Tracing
-from ._turns import streamed_resume, streamed_turn
+from ._turns import streamed_resume, streamed_turn, with_instructions
 
 __all__ = ["AGUIApp", "agui_app"]
 
@@ -118,6 +118,10 @@ def agui_app(
     open interrupt are skipped), and its stream is the resumed run's — a run a client's leaving does not cancel, whose
     outcome the same answers posted again get; without, a ``resume`` ends with ``RUN_ERROR``
     (``ResumeNotSupported``): the server kept nothing to resume.
+
+    The input's ``context`` (what the frontend shares for the run: ``[{"description", "value"}]``) reaches the run's
+    model in its system message, after the agent's prompt — never as a message, never kept in a thread: each run
+    sees its own request's (a resumed run, the resuming request's; bounded, a 422 past the bounds).
 
     ``tracer_provider``: where each request's OpenTelemetry span goes (default: the global provider;
     nothing without ``opentelemetry-api``).
@@ -262,7 +266,7 @@ class AGUIApp:
         if runtime is None:
             await translation.failed("sessions=True needs a runtime: bind the agent or pass runtime=", "NoRuntime")
             return
-        turn = streamed_turn(self.agent, partial(translation.follow, live=live))
+        turn = streamed_turn(self.agent, partial(translation.follow, live=live), translation.input.context)
         session = open_session(turn, translation.input.thread_id, runtime=runtime, store=self._store, idle_timeout=60.0)
         if translation.input.resume:
             await self._resume(translation, session, live, keep)
@@ -322,7 +326,7 @@ class AGUIApp:
             return
         resumed = _Resumed(answers, tuple(decided.decisions), live)
         # The same session, its resume streamed into ``resumed``'s record, with the person's arguments in the pause.
-        turn = streamed_resume(self.agent, resumed.record, decided.edits)
+        turn = streamed_resume(self.agent, resumed.record, decided.edits, translation.input.context)
         session = open_session(turn, thread, runtime=session.runtime, store=self._store, idle_timeout=60.0)
         self._resumes[thread] = resumed
         self._resumes.move_to_end(thread)
@@ -555,8 +559,11 @@ class _Translation:
 
     async def run(self, agent: Agent[Any], runtime: Any, live: _Live) -> None:
         await self.started()
+        messages = self.input.messages
+        if self.input.context:  # the application's context: the run's instructions (docs/serve.md, "AG-UI")
+            messages = with_instructions(messages, self.input.context).messages
         try:
-            async with agent.stream(self.input.messages, runtime=runtime) as run:
+            async with agent.stream(messages, runtime=runtime) as run:
                 await self.follow(run, live=live)
                 result = await run.wait()
         except Exception as exc:

@@ -4,7 +4,10 @@ Built on the official ``mcp`` SDK's low-level :class:`mcp.server.lowlevel.Server
 its tools are listed and called from this module's two handlers, so an agent's tool and a ``@tool``'s
 keep exactly the schemas they have here.  Each agent is a tool taking ``input`` (a string) and nothing else — an
 argument it would not read is an ``isError`` result naming it, as a ``@tool``'s is — whose result is the answer as
-text content — and, for an agent with a typed output, the value as structured content, and as JSON text.
+text content.  An agent with a typed output (``output_type``) also declares an ``outputSchema`` — the output type's
+schema when that is an object, else ``{"result": <its schema>}`` (MCP 2025-06-18 asks for an object at the root, and
+recommends that wrapper) — and answers the value as structured content conforming to it (a client checks it: the
+SDK's does), and as JSON text (the bare value, for clients that read text only).
 Each ``@tool`` (or plain function) keeps its name, description and parameters schema.
 
 A failing call is an ``isError`` result whose text says briefly what failed: a tool's error by its class and
@@ -50,8 +53,11 @@ from ..actors.runtime import Runtime
 from ..agent.core import Agent
 from ..errors import ModelRetry, ProviderError, ToolDenied, redact
 from ..loop.result import RunResult
+from ..output.config import OutputConfig
+from ..output.target import WRAPPER, Member
 from ..tools.registry import Tool, ToolContext, tool
 from ..tools.results import render_result
+from ..tools.validation import ArgumentValidator
 from ._http import client_text, runtime_to_enter
 
 __all__ = ["mcp_server"]
@@ -85,7 +91,12 @@ def mcp_server(
     :raises ValueError: an agent without a name, or two tools of one name.
     """
     entries = _entries(agents_or_tools)
-    listing = [_listed(tool_name, entry) for tool_name, entry in entries.items()]
+    outputs = {
+        tool_name: output
+        for tool_name, entry in entries.items()
+        if isinstance(entry, Agent) and (output := _Output.of(entry, tool_name)) is not None
+    }
+    listing = [_listed(tool_name, entry, outputs.get(tool_name)) for tool_name, entry in entries.items()]
     holder = _Runtimes(runtime, [e for e in entries.values() if isinstance(e, Agent)])
 
     async def list_tools(
@@ -101,7 +112,7 @@ def mcp_server(
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         arguments = params.arguments or {}
         if isinstance(entry, Agent):
-            return await _ask(entry, arguments, holder.for_agent(entry))
+            return await _ask(entry, arguments, holder.for_agent(entry), outputs.get(params.name))
         return await _call(entry, arguments)
 
     return Server(name, version=__version__, lifespan=holder.lifespan, on_list_tools=list_tools, on_call_tool=call_tool)
@@ -128,11 +139,85 @@ def _entries(given: Any) -> dict[str, Agent[Any] | Tool[Any, Any]]:
     return entries
 
 
-def _listed(tool_name: str, entry: Agent[Any] | Tool[Any, Any]) -> types.Tool:
+def _listed(tool_name: str, entry: Agent[Any] | Tool[Any, Any], output: _Output | None) -> types.Tool:
     if isinstance(entry, Tool):
         return types.Tool(name=tool_name, description=entry.description or None, input_schema=entry.parameters)
     description = f"Ask the {tool_name} agent: it answers `input`, using its own tools."
-    return types.Tool(name=tool_name, description=description, input_schema=AGENT_INPUT_SCHEMA)
+    return types.Tool(
+        name=tool_name,
+        description=description,
+        input_schema=AGENT_INPUT_SCHEMA,
+        output_schema=output.schema if output is not None else None,
+    )
+
+
+#: The property a non-object output is wrapped in, in the structured content and the ``outputSchema`` (MCP's advice).
+RESULT = "result"
+
+
+class _Output:
+    """A typed agent's output as its MCP tool declares it (``outputSchema``) and answers it (structured content).
+
+    MCP asks that a tool's structured content conform to its ``outputSchema``, an object at the root (through
+    2025-11-25; clients check it).  The schema is the output type's, as the agent's runs ask the model for it
+    (:class:`~agentactors.output.target.OutputTarget`): an object type's schema as it is — a union of object types
+    as ``anyOf`` its members' under ``"type": "object"`` — and any other type's (a scalar, a list, an optional
+    class, a pick) wrapped as ``{"result": ...}``, which the value is wrapped in too.  Decided from the type, not
+    from each value: an ``A | None`` answers ``{"result": {...}}`` and ``{"result": null}`` alike, as declared.
+    """
+
+    __slots__ = ("schema", "validator", "wrapped")
+
+    def __init__(self, schema: dict[str, Any], wrapped: bool, tool_name: str) -> None:
+        self.schema = schema
+        self.wrapped = wrapped
+        self.validator = ArgumentValidator(schema, tool_name=tool_name)
+
+    @classmethod
+    def of(cls, agent: Agent[Any], tool_name: str) -> _Output | None:
+        """``agent``'s declared output, or ``None`` for a text answer (``output_type`` ``str``)."""
+        if agent.output_type is str:
+            return None
+        config = OutputConfig.build(agent.output_type, retries=0, validator=None)
+        target = config.target if config is not None else None
+        if target is None:
+            return None
+        inner = _bare(target.members[0]) if not target.is_union else {"anyOf": [_bare(m) for m in target.members]}
+        if _is_object(inner):
+            return cls({**inner, "type": "object"}, False, tool_name)
+        wrapped = {"type": "object", "properties": {RESULT: inner}, "required": [RESULT], "additionalProperties": False}
+        return cls(wrapped, True, tool_name)
+
+    def structured(self, output: Any) -> tuple[str, dict[str, Any] | None]:
+        """The text content (the value's JSON) and the structured content of ``output``; ``None`` for the latter
+        when the value does not fit the declared schema (:func:`_ask` answers an error then: a client would
+        refuse it)."""
+        dump = getattr(output, "model_dump", None)  # a pydantic model: by its aliases, as its schema names them
+        if callable(dump):
+            output = dump(mode="json", by_alias=True)
+        text = json.dumps(output, ensure_ascii=False) if isinstance(output, str) else render_result(output)
+        value = json.loads(text)
+        structured = {RESULT: value} if self.wrapped else value
+        if not isinstance(structured, dict) or self.validator.issues(structured):
+            return text, None
+        return text, structured
+
+
+def _bare(member: Member) -> dict[str, Any]:
+    """The schema of ``member``'s values themselves: its object schema, unwrapped when the runs wrap it for the
+    model (``{"response": ...}``: every output strategy needs an object at the root, as MCP does)."""
+    schema: dict[str, Any] = member.schema["properties"][WRAPPER] if member.wrapped else member.schema
+    return schema
+
+
+def _is_object(schema: Mapping[str, Any]) -> bool:
+    """Whether every value ``schema`` admits is a JSON object (its own ``type``, or each of its alternatives')."""
+    if schema.get("type") == "object":
+        return True
+    alternatives = schema.get("anyOf", schema.get("oneOf"))
+    return isinstance(alternatives, list) and bool(alternatives) and all(
+        isinstance(a, Mapping) and _is_object(a) for a in alternatives
+    )
 
 
 class _Runtimes:
@@ -166,7 +251,9 @@ class _Runtimes:
                 self.opened = None
 
 
-async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime | None) -> types.CallToolResult:
+async def _ask(
+    agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime | None, output: _Output | None
+) -> types.CallToolResult:
     prompt = arguments.get("input")
     if not isinstance(prompt, str):
         return _error("the argument 'input' (a string) is required")
@@ -181,15 +268,13 @@ async def _ask(agent: Agent[Any], arguments: Mapping[str, Any], runtime: Runtime
     _annotate("agentactors.run_id", result.run_id)
     if not result.ok:
         return _error(_failure(result))
-    structured = None
-    text = result.content
-    if agent.output_type is not str:
-        # The value's JSON is the text too: under the output-tool strategy the run's text is empty, and MCP asks
-        # a tool with structured content to give it as text as well, for clients that read text only.
-        output = result.output
-        text = json.dumps(output, ensure_ascii=False) if isinstance(output, str) else render_result(output)
-        value = json.loads(text)
-        structured = value if isinstance(value, dict) else {"result": value}
+    if output is None:
+        return types.CallToolResult(content=[types.TextContent(text=result.content)])
+    # The value's JSON is the text too: under the output-tool strategy the run's text is empty, and MCP asks a tool
+    # with structured content to give it as text as well, for clients that read text only.
+    text, structured = output.structured(result.output)
+    if structured is None:  # a value rendered other than its schema says: a client would refuse it, unexplained
+        return _error("the agent's answer does not fit its tool's outputSchema")
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
 
 

@@ -970,3 +970,100 @@ async def test_a_post_to_a_thread_whose_resumed_run_is_live_steers_it() -> None:
     assert resumed[-1].type == EventType.RUN_FINISHED and resumed[-1].outcome is None
     assert "".join(e.delta for e in resumed if e.type == EventType.TEXT_MESSAGE_CONTENT) == "Wired 5, and noted."
     assert ("user", "Note it as rent.") in history and history[-1] == ("assistant", "Wired 5, and noted.")
+
+
+# --- context: what the frontend shares with the agent for the run (CopilotKit's useCopilotReadable) -----------
+
+
+CART = {"description": "The user's cart", "value": "2 apples"}
+DOCUMENT = {"description": "The open document", "value": "Report\nQ3 numbers"}
+
+
+def systems(request: LLMRequest) -> list[str]:
+    return [m.content for m in request.messages if m.role == "system"]
+
+
+def said(messages: Any) -> str:
+    """Everything the conversation's non-system messages say, as one text."""
+    return "\n".join(str(m.content) for m in messages if m.role != "system")
+
+
+async def test_the_frontends_context_reaches_the_model_as_the_runs_instructions_not_as_a_users_message() -> None:
+    provider = ScriptedProvider(["noted"])
+    agent = Agent(provider, system="Be brief.", name="a")
+    body = run_input(context=[CART, DOCUMENT], messages=[
+        {"id": "s", "role": "system", "content": "Use metric units."},
+        {"id": "u1", "role": "user", "content": "What is in my cart?"},
+    ])
+    async with served(agui_app(agent)) as client:
+        events = await events_of(client, body)
+    assert events[-1].type == EventType.RUN_FINISHED
+    (request,) = provider.requests
+    assert systems(request) == [
+        "Be brief.\n\nUse metric units.\n\nContext from the application:\n- The user's cart: 2 apples\n"
+        "- The open document: Report\n  Q3 numbers"
+    ]
+    assert [(m.role, m.content) for m in request.messages[1:]] == [("user", "What is in my cart?")]
+
+
+async def test_with_sessions_each_run_sees_its_own_requests_context_and_the_thread_keeps_none_of_it() -> None:
+    from agentactors import Runtime
+    from agentactors.sessions import MemoryStore
+
+    store = MemoryStore()
+    provider = ScriptedProvider(lambda request: f"answer {len(provider.requests)}")
+    agent = Agent(provider, name="chat")
+    async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=True, store=store)) as client:
+        await events_of(client, thread_body("run-1", ("user", "one"), context=[CART]))
+        await events_of(client, thread_body("run-2", ("user", "two"), context=[DOCUMENT]))
+        await events_of(client, thread_body("run-3", ("user", "three")))
+    first, second, third = provider.requests
+    assert systems(first) == ["Context from the application:\n- The user's cart: 2 apples"]
+    assert systems(second) == ["Context from the application:\n- The open document: Report\n  Q3 numbers"], (
+        "the run's own context, not an earlier run's"
+    )
+    assert systems(third) == [], "a run without context has none"
+    assert [(m.role, m.content) for m in third.messages] == [
+        ("user", "one"), ("assistant", "answer 1"), ("user", "two"), ("assistant", "answer 2"), ("user", "three")
+    ]
+    record = await store.load("thread-1")
+    assert record is not None and [m.role for m in record.messages] == ["user", "assistant"] * 3
+    assert "apples" not in said(record.messages) and "Q3" not in said(record.messages)
+
+
+async def test_a_paused_thread_keeps_no_context_and_its_resumed_run_sees_the_resuming_requests() -> None:
+    from agentactors import Runtime
+    from agentactors.sessions import MemoryStore
+
+    store = MemoryStore()
+    provider = ScriptedProvider([[ToolCall("call-9", "transfer", {"amount": 5})], "Moved 5."])
+    agent = Agent(provider, tools=[transfer], system="You move money.", name="bank")
+    async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=True, store=store)) as client:
+        paused = await events_of(client, thread_body("run-1", ("user", "Move 5."), context=[CART]))
+        assert [i.id for i in interrupted(paused)] == ["call-9"]
+        record = await store.load("thread-1")
+        assert record is not None and record.paused is not None
+        assert all("apples" not in str(m.content) for m in record.paused.messages), "the stored pause has none"
+        resumed = await events_of(
+            client, thread_body("run-2", ("user", "Move 5."), resume=[answer("call-9", True)], context=[DOCUMENT])
+        )
+        history = (await rt.session(agent, "thread-1", store=store).refresh()).history
+    assert resumed[-1].type == EventType.RUN_FINISHED and resumed[-1].outcome is None
+    first, after = provider.requests
+    assert systems(first) == ["You move money.\n\nContext from the application:\n- The user's cart: 2 apples"]
+    assert systems(after) == [
+        "You move money.\n\nContext from the application:\n- The open document: Report\n  Q3 numbers"
+    ]
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+    assert "apples" not in said(history) and "Q3" not in said(history)
+
+
+async def test_context_of_another_shape_or_past_its_bounds_is_refused_before_any_event() -> None:
+    agent = Agent(ScriptedProvider(["never"]), name="a")
+    async with served(agui_app(agent)) as client:
+        for context in ([{"description": "cart"}], [{"description": "cart", "value": {"n": 2}}],
+                        [{"description": "d", "value": "private " + "x" * 100_000}]):
+            body = {**run_input(), "context": context}
+            response = await client.post("/", json=body)
+            assert response.status_code == 422, context
+            assert "context[0]" in response.json()["detail"] and "private" not in response.json()["detail"]

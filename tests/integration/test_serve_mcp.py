@@ -4,12 +4,14 @@ cancellation (``notifications/cancelled``) reaches the run over both."""
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -121,6 +123,29 @@ async def test_over_streamable_http() -> None:
         with anyio.fail_after(20):
             await cancelled.wait()
         assert (await client.call_tool("shout", {"text": "ok"})).content[0].text == "OK"  # type: ignore[union-attr]
+
+
+@attrs.frozen
+class Forecast:
+    city: str
+    sky: str
+
+
+async def test_a_typed_agent_over_http_declares_its_output_schema_and_answers_conforming_structured_content() -> None:
+    # The SDK's client checks a tool's structured content against its listed outputSchema on every call: a typed
+    # agent's answer passes, over the wire, as an object (Forecast) and wrapped as {"result": ...} (a list).
+    forecast = Agent(ScriptedProvider(['{"city": "Oslo", "sky": "clear"}']), output_type=Forecast, name="forecast")
+    cities = Agent(ScriptedProvider(['["Oslo", "Bergen"]']), output_type=list[str], name="cities")
+    app: Starlette = mcp_server([forecast, cities]).streamable_http_app()
+    async with serving(app, load_example("serve_all"), probe="/mcp") as base, Client(base + "/mcp") as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        one = await client.call_tool("forecast", {"input": "Oslo?"})
+        many = await client.call_tool("cities", {"input": "Which?"})
+    assert schemas["forecast"] is not None and schemas["forecast"]["required"] == ["city", "sky"]
+    assert schemas["cities"] is not None and schemas["cities"]["properties"]["result"]["type"] == "array"
+    assert not one.is_error and one.structured_content == {"city": "Oslo", "sky": "clear"}
+    assert not many.is_error and many.structured_content == {"result": ["Oslo", "Bergen"]}
+    assert json.loads(many.content[0].text) == ["Oslo", "Bergen"]  # type: ignore[union-attr]
 
 
 async def test_every_call_is_a_conversation_of_its_own() -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ag_ui.core import Interrupt, ResumeEntry
+from ag_ui.core import Interrupt, ResumeEntry, RunAgentInput
 
 from agentactors.messages import ToolCall
 from agentactors.serve._agui_input import (
     APPROVAL_SCHEMA,
+    MAX_CONTEXT_CHARS,
+    MAX_CONTEXT_ITEM_CHARS,
+    MAX_CONTEXT_ITEMS,
     InvalidInput,
     ResumeAnswer,
     ResumeRefused,
@@ -191,3 +194,57 @@ def test_edits_put_the_persons_arguments_wherever_the_pause_holds_the_call() -> 
         assert [(c.id, c.arguments) for c in held] == [("call-1", {"amount": 50}), ("call-2", {"city": "Oslo"})]
     assert [(c.id, c.arguments) for c in edited.pending] == [("call-1", {"amount": 50})]
     assert edited.messages[0] is state.messages[0] and state.pending[0].arguments == {"amount": 500}
+
+
+# --- context: what the frontend shares with the agent for the run (CopilotKit's readables) ---------------------
+
+
+def test_the_context_is_the_protocols_context_entries_rendered_plainly_for_the_run() -> None:
+    context = [
+        {"description": "The user's cart", "value": "2 apples, 1 pear"},
+        {"description": "The open document", "value": "Title\nFirst line", "extra": "kept by AG-UI, not read"},
+        {"description": "", "value": "no description"},
+        {"description": "nothing", "value": ""},  # says nothing: left out
+    ]
+    raw = body({"id": "u", "role": "user", "content": "What is in my cart?"}, context=context)
+    RunAgentInput.model_validate({**raw, "state": {}, "tools": [], "forwardedProps": {}})
+    run = read_run_input(raw)
+    assert run.context == (
+        "Context from the application:\n"
+        "- The user's cart: 2 apples, 1 pear\n"
+        "- The open document: Title\n  First line\n"
+        "- no description"
+    )
+    assert [(m.role, m.content) for m in run.messages] == [("user", "What is in my cart?")], "not a message"
+    assert read_run_input(body({"role": "user", "content": "hi"})).context == ""
+    assert read_run_input(body({"role": "user", "content": "hi"}, context=[])).context == ""
+    # a resume's run sees the context its request carries
+    resumed = read_run_input(body(resume=[{"interruptId": "c", "status": "cancelled"}], context=context[:1]))
+    assert resumed.context == "Context from the application:\n- The user's cart: 2 apples, 1 pear"
+
+
+@pytest.mark.parametrize(
+    ("context", "said"),
+    [
+        ({"description": "d", "value": "v"}, "'context' must be an array"),
+        (["cart"], "'context' must be an array of objects"),
+        ([{"description": "cart"}], "context[0].value"),
+        ([{"description": "cart", "value": {"items": 2}}], "context[0].value"),
+        ([{"value": "v"}], "context[0].description"),
+        ([{"description": 3, "value": "v"}], "context[0].description"),
+        ([{"description": "d", "value": "v"}] * (MAX_CONTEXT_ITEMS + 1), f"at most {MAX_CONTEXT_ITEMS}"),
+        ([{"description": "d", "value": "secret-" + "x" * MAX_CONTEXT_ITEM_CHARS}], "context[0]"),
+        (  # each entry within its bound, all of them past the total's
+            [{"description": "d", "value": "x" * (MAX_CONTEXT_ITEM_CHARS - 10)}]
+            * (MAX_CONTEXT_CHARS // MAX_CONTEXT_ITEM_CHARS + 1),
+            f"over {MAX_CONTEXT_CHARS} characters",
+        ),
+    ],
+)
+def test_context_of_another_shape_or_past_its_bounds_is_refused_saying_which_never_echoing_it(
+    context: Any, said: str
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        read_run_input(body({"role": "user", "content": "hi"}, context=context))
+    assert said in str(refused.value)
+    assert "secret-" not in str(refused.value) and len(str(refused.value)) < 300

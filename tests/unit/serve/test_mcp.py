@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import json
-from typing import Any
+from typing import Any, Literal
 
 import attrs
+import jsonschema
+import pydantic
 import pytest
 from mcp import Client
 
-from agentactors import Agent, ScriptedProvider, ToolDenied, tool
+from agentactors import Agent, NativeOutput, ScriptedProvider, ToolDenied, tool
 from agentactors.errors import ErrorKind, ProviderError
 from agentactors.serve import mcp_server
 
@@ -141,3 +144,85 @@ async def test_an_agents_tool_takes_input_alone_and_a_typed_answer_is_its_json_t
     # tool with structured content to give it as text too, for clients that read text only).
     assert judged.structured_content == {"label": "ham", "score": 0.1}
     assert json.loads(judged.content[0].text) == {"label": "ham", "score": 0.1}  # type: ignore[union-attr]
+
+
+# --- typed agents: an outputSchema, and structured content that conforms to it -------------------------------
+
+
+@attrs.frozen
+class Refusal:
+    reason: str
+
+
+class Visit(pydantic.BaseModel):
+    day: datetime.date
+    tags: set[str] = set()
+    rooms: int | None = None
+
+
+class Aliased(pydantic.BaseModel):
+    day_of: int = pydantic.Field(alias="dayOf")
+
+
+@attrs.frozen
+class Holder:
+    inner: Aliased
+
+
+TYPED_OUTPUTS: list[tuple[Any, str, Any, bool]] = [
+    # output type, the model's answer, the value's JSON, whether the structured content wraps it in {"result": ...}
+    (Verdict, '{"label": "spam", "score": 0.9}', {"label": "spam", "score": 0.9}, False),
+    (Visit, '{"day": "2026-05-01", "tags": ["a"]}', {"day": "2026-05-01", "tags": ["a"], "rooms": None}, False),
+    (Aliased, '{"dayOf": 3}', {"dayOf": 3}, False),  # by its aliases, as its schema names the fields
+    (Verdict | Refusal, '{"reason": "no"}', {"reason": "no"}, False),
+    (dict[str, int], '{"a": 1}', {"a": 1}, False),
+    (int, "42", 42, True),
+    (list[str], '["x", "y"]', ["x", "y"], True),
+    (Literal["ham", "spam"], '"ham"', "ham", True),
+    (Verdict | None, '{"response": null}', None, True),
+    (NativeOutput(str), '{"response": "hello"}', "hello", True),
+]
+
+
+@pytest.mark.parametrize(("output_type", "answer", "value", "wrapped"), TYPED_OUTPUTS)
+async def test_a_typed_agent_declares_an_object_output_schema_its_structured_content_conforms_to(
+    output_type: Any, answer: str, value: Any, wrapped: bool
+) -> None:
+    # MCP 2025-06-18+: a tool's outputSchema lets a client validate and consume its structured content, and a tool
+    # declaring one must return structured content that conforms.  The SDK's client checks it on every call (a
+    # RuntimeError otherwise); the schema's root is an object (required through 2025-11-25), so an output that is
+    # not one is wrapped as {"result": ...}, as the spec recommends.  The text content stays the value's JSON.
+    typed = Agent(ScriptedProvider([answer]), output_type=output_type, name="typed")
+    plain = Agent(ScriptedProvider(["plain"]), name="plain")
+    async with Client(mcp_server([typed, plain, search])) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        result = await client.call_tool("typed", {"input": "go"})
+    schema = listed["typed"].output_schema
+    assert schema is not None and schema["type"] == "object"
+    assert listed["plain"].output_schema is None, "a text answer declares no structure"
+    assert not result.is_error, result.content
+    expected = {"result": value} if wrapped else value
+    assert result.structured_content == expected
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(result.structured_content, schema, cls=jsonschema.Draft202012Validator)
+    if wrapped:
+        assert schema["required"] == ["result"] and set(schema["properties"]) == {"result"}
+    assert json.loads(result.content[0].text) == value  # type: ignore[union-attr]
+
+
+async def test_a_typed_agents_failure_is_an_error_without_structured_content() -> None:
+    # A tool with an outputSchema answers an error as isError (which clients do not validate): no structure to fake.
+    failure = ProviderError("the vendor is down", provider="vendor", kind=ErrorKind.request)
+    typed = Agent(ScriptedProvider([failure]), output_type=Verdict, name="typed")
+    async with Client(mcp_server([typed])) as client:
+        result = await client.call_tool("typed", {"input": "go"})
+    assert result.is_error and result.structured_content is None
+
+
+async def test_an_answer_that_would_not_fit_the_declared_schema_is_an_error_not_content_a_client_refuses() -> None:
+    # A value rendered other than its schema says (a pydantic model's field names, not its aliases, inside another
+    # class) would make a client's check fail with an exception of the SDK's: the server says so as an isError.
+    typed = Agent(ScriptedProvider(['{"inner": {"dayOf": 3}}']), output_type=Holder, name="typed")
+    async with Client(mcp_server([typed])) as client:
+        result = await client.call_tool("typed", {"input": "go"})
+    assert result.is_error and "outputSchema" in result.content[0].text  # type: ignore[union-attr]
