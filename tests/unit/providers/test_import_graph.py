@@ -10,6 +10,8 @@ the layout's; this one guards the providers' layering and the bottom of the erro
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Mapping, Set
 from pathlib import Path
 
 import agentactors
@@ -26,8 +28,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> the package modules it imports, anywhere in its source."""
+@functools.cache
+def import_graph() -> Mapping[str, frozenset[str]]:
+    """module -> the package modules it imports, anywhere in its source (read once: the tests only read it)."""
     files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
@@ -47,10 +50,10 @@ def import_graph() -> dict[str, set[str]]:
                 # ``from pkg import mod`` imports the module pkg.mod; ``from mod import name`` imports mod.
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
             graph[name].update(t for t in targets if t in files and t != name)
-    return graph
+    return {name: frozenset(imported) for name, imported in graph.items()}
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: Mapping[str, Set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

@@ -24,10 +24,11 @@ import logging
 import pickle
 import secrets
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -184,6 +185,23 @@ async def failures(provider: Any) -> list[str]:
     return out
 
 
+async def side_by_side(wires: Iterable[Any]) -> list[str]:
+    """:func:`failures` of every provider, all at once, each closed after: the vendor answers each connection
+    on its own, so the ``hang`` mode waits out one client timeout, not one per wire and call."""
+    out: list[str] = []
+
+    async def one(provider: Any) -> None:
+        try:
+            out.extend(await failures(provider))
+        finally:
+            await provider.aclose()
+
+    async with anyio.create_task_group() as group:
+        for provider in wires:
+            group.start_soon(one, provider)
+    return out
+
+
 async def test_no_wire_shows_a_credential_on_any_failure(
     tmp_path: Path, debug_logs: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,14 +216,12 @@ async def test_no_wire_shows_a_credential_on_any_failure(
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         for mode in MODES:
             vendor.mode = mode
-            for provider in providers(c, vendor.base_url, 0.5 if mode == "hang" else 10.0).values():
-                seen += [repr(provider), str(provider), *await failures(provider)]
-                await provider.aclose()
+            wires = providers(c, vendor.base_url, 0.5 if mode == "hang" else 10.0).values()
+            seen += [text for provider in wires for text in (repr(provider), str(provider))]
+            seen += await side_by_side(wires)
         plain_over_tls = f"https://127.0.0.1:{vendor.port}"
         for base in ("http://127.0.0.1:9", plain_over_tls):  # nothing listens on port 9: refused
-            for provider in providers(c, base, 2.0).values():
-                seen += await failures(provider)
-                await provider.aclose()
+            seen += await side_by_side(providers(c, base, 2.0).values())
         vendor.mode = "echo401"
         members = providers(c, vendor.base_url, 10.0)
         chain = with_fallback(
