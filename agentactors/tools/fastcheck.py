@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from ._odd import whole
 
-__all__ = ["Check", "compile_check", "pattern_search", "sees_every_value"]
+__all__ = ["Check", "compile_check", "pattern_limit", "pattern_search", "sees_every_value"]
 
 #: ``check(instance) -> bool``: ``True`` only when the instance is certainly valid.
 Check = Callable[[Any], bool]
@@ -306,7 +306,8 @@ def _string_check(schema: Mapping[str, Any]) -> Check:
     pattern = schema.get("pattern")
     if pattern is not None and not isinstance(pattern, str):
         raise _Unsupported
-    # re.search's verdict, in bounded time (the validator's pattern keyword uses the same matcher).
+    # re.search's verdict, in bounded time (the validator's pattern keyword uses the same matcher).  None (a
+    # string too long for the pattern to be checked on) is "not certain": the validator says what it is.
     search = pattern_search(pattern) if pattern is not None else None
 
     def check_string(v: Any) -> bool:
@@ -315,7 +316,7 @@ def _string_check(schema: Mapping[str, Any]) -> Check:
         n = len(v)
         if n < min_length or (max_length is not None and n > max_length):
             return False
-        return search is None or search(v)
+        return search is None or search(v) is True
 
     return check_string
 
@@ -410,20 +411,26 @@ def _count(value: Any) -> int:
 # (``re`` holds the GIL throughout).  So each pattern is looked at once, when the validator is built:
 #
 # * an upper bound on the steps ``re`` can take on a string of length n — ``K · m · (n + 1) ** (u + 1)`` for a
-#   pattern of m nodes with u unbounded repetitions, K the product of its bounded choices (alternatives, the
-#   range of ``{a,b}``), where no repetition repeats a choice; *exponential* where one does (``(a+)+``,
-#   ``(a|ab)*``, ``([a-z]+-)*``);
+#   pattern of m nodes with u unbounded repetitions and backreferences (comparing a group costs up to its
+#   length), K the product of its bounded choices (alternatives, the range of ``{a,b}``), where no repetition
+#   repeats a choice; *exponential* where one does (``(a+)+``, ``(a|ab)*``, ``([a-z]+-)*``);
 # * a string for which that bound stays under :data:`_RE_STEPS` is matched by ``re`` itself (every ordinary
 #   pattern on an ordinary argument: the exact semantics, at ``re``'s speed); a longer one — any string, for an
 #   exponential pattern — by a Thompson-NFA simulation of the same parsed pattern (:class:`_Linear`), whose time
 #   is linear in the string (steps ≤ n · program size) and which takes ``re``'s own compiled code for each
 #   character class and anchor, so both say the same;
-# * the regular core is what that simulation takes; a pattern beyond it (a backreference, a lookaround, an
-#   atomic group, a possessive or conditional part) is matched by ``re`` — and refused when the tool is made if
-#   its bound can grow faster than linearly, since nothing could then bound a call.
+# * the simulation takes the regular core and lookarounds (a password rule's ``(?=.*\d)``, ``(?!.*\.\.)``): a
+#   lookaround only says whether its body matches at a position — it binds nothing a later part could use
+#   without a backreference — so where each holds is found for every position at once, in one more linear pass
+#   per lookaround, before the search;
+# * a pattern beyond that (a backreference, an atomic group, a possessive or conditional part) is matched by
+#   ``re`` on strings up to the length its bound allows (:func:`pattern_limit`) and on no longer one: a longer
+#   string is *uncheckable* (:func:`pattern_search` says ``None``), which the validator reports as an issue of
+#   the call — never a hang, never a pass.  Such a pattern is refused when the tool is made if it can backtrack
+#   exponentially (it could then only be checked on strings of a few characters) or no string at all fits.
 #
-# ``jsonschema``'s ``pattern``, ``patternProperties`` and ``additionalProperties`` use the same matcher
-# (validation.py), so the fast check and the validator never disagree.
+# ``jsonschema``'s ``pattern``, ``patternProperties``, ``additionalProperties`` and ``unevaluatedProperties`` use
+# the same matcher (validation.py), so the fast check and the validator never disagree.
 
 #: The worst-case steps ``re`` may take on one string before the linear matcher is used instead (~10-30 ms).
 _RE_STEPS: Final = 1_000_000
@@ -434,7 +441,7 @@ _SINGLE: Final = frozenset(("LITERAL", "NOT_LITERAL", "ANY", "IN"))
 
 
 class _NotLinear(Exception):
-    """The pattern uses something beyond the regular core the linear matcher takes."""
+    """The pattern uses something beyond what the linear matcher takes (a backreference, an atomic group...)."""
 
 
 def _cost(items: Any) -> tuple[bool, int, float, int]:
@@ -443,7 +450,9 @@ def _cost(items: Any) -> tuple[bool, int, float, int]:
     for op, av in items:
         name = str(op)
         nodes += 1
-        if name in _REPEATS:
+        if name == "GROUPREF":
+            unbounded += 1  # one comparison costs up to the group's length: one more factor of n
+        elif name in _REPEATS:
             low, high, body = av
             b_exp, b_unbounded, b_factor, b_nodes = _cost(body)
             nodes += b_nodes
@@ -478,6 +487,11 @@ def _cost(items: Any) -> tuple[bool, int, float, int]:
     return exp, unbounded, min(factor, 1e18), nodes
 
 
+#: One instruction of a program: ``("char", match)``, ``("assert", match)``, ``("look", index, negated)``,
+#: ``("split", a, b)``, ``("jmp", a)``, ``("match",)``.
+_Instruction = tuple[Any, ...]
+
+
 class _Linear:
     """A Thompson-NFA (Pike VM) search over a parsed pattern: ``re.search`` semantics for whether it matches.
 
@@ -485,24 +499,37 @@ class _Linear:
     live state at once and is linear in the string.  Each character class and anchor is ``re``'s own code for
     that one node, called at the position (``Pattern.match(s, pos)``), so the flags, categories and anchor
     rules are exactly ``re``'s.
+
+    A lookaround is a program of its own, run over the whole string before the search to mark where it holds:
+    a lookahead's body backwards (marking where a match of it starts), a lookbehind's forwards (where one ends:
+    ``re`` takes only fixed-width lookbehinds, so that is where one starting ``width`` earlier ends).  Python's
+    lookarounds are atomic, which changes no verdict here: they bind nothing a backreference-free pattern reads.
     """
 
-    __slots__ = ("_program",)
+    __slots__ = ("_looks", "_program", "_size")
 
     def __init__(self, parsed: Any) -> None:
-        self._program: list[tuple[Any, ...]] = []
-        self._emit(parsed, parsed.state.flags, parsed.state)
-        self._program.append(("match",))
+        # Each lookaround's program and its direction (True: ahead); an inner one comes before the one around it.
+        self._looks: list[tuple[list[_Instruction], bool]] = []
+        self._size = 0
+        self._program = self._compile(parsed, parsed.state.flags, parsed.state, reverse=False)
 
     def _node(self, node: Any, flags: int, state: Any) -> Callable[[str, int], Any]:
         own = copy.copy(state)
         own.flags = flags
         return _re_compiler.compile(_re_parser.SubPattern(own, [node]), flags).match  # type: ignore[no-any-return]
 
-    def _emit(self, items: Any, flags: int, state: Any) -> None:
-        program = self._program
-        for node in items:
-            if len(program) > _MAX_PROGRAM:
+    def _compile(self, items: Any, flags: int, state: Any, *, reverse: bool) -> list[_Instruction]:
+        program: list[_Instruction] = []
+        self._emit(program, items, flags, state, reverse)
+        program.append(("match",))
+        self._size += len(program)
+        return program
+
+    def _emit(self, program: list[_Instruction], items: Any, flags: int, state: Any, reverse: bool) -> None:
+        nodes = list(items)
+        for node in reversed(nodes) if reverse else nodes:
+            if len(program) + self._size > _MAX_PROGRAM:
                 raise _NotLinear
             op, av = node
             name = str(op)
@@ -512,7 +539,12 @@ class _Linear:
                 program.append(("assert", self._node(node, flags, state)))
             elif name == "SUBPATTERN":
                 _, add, remove, body = av
-                self._emit(body, (flags | add) & ~remove, state)
+                self._emit(program, body, (flags | add) & ~remove, state, reverse)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                direction, body = av
+                ahead = direction == 1
+                self._looks.append((self._compile(body, flags, state, reverse=ahead), ahead))
+                program.append(("look", len(self._looks) - 1, name == "ASSERT_NOT"))
             elif name == "BRANCH":
                 alternatives = av[1]
                 jumps: list[int] = []
@@ -520,24 +552,24 @@ class _Linear:
                     if i < len(alternatives) - 1:
                         split = len(program)
                         program.append(("split", split + 1, -1))
-                        self._emit(alternative, flags, state)
+                        self._emit(program, alternative, flags, state, reverse)
                         jumps.append(len(program))
                         program.append(("jmp", -1))
                         program[split] = ("split", split + 1, len(program))
                     else:
-                        self._emit(alternative, flags, state)
+                        self._emit(program, alternative, flags, state, reverse)
                 for j in jumps:
                     program[j] = ("jmp", len(program))
             elif name in ("MAX_REPEAT", "MIN_REPEAT"):
                 low, high, body = av
                 for _ in range(low):
-                    self._emit(body, flags, state)
-                    if len(program) > _MAX_PROGRAM:
+                    self._emit(program, body, flags, state, reverse)
+                    if len(program) + self._size > _MAX_PROGRAM:
                         raise _NotLinear
                 if high >= _MAXREPEAT:
                     loop = len(program)
                     program.append(("split", loop + 1, -1))
-                    self._emit(body, flags, state)
+                    self._emit(program, body, flags, state, reverse)
                     program.append(("jmp", loop))
                     program[loop] = ("split", loop + 1, len(program))
                 else:
@@ -545,58 +577,72 @@ class _Linear:
                     for _ in range(high - low):
                         splits.append(len(program))
                         program.append(("split", len(program) + 1, -1))
-                        self._emit(body, flags, state)
-                        if len(program) > _MAX_PROGRAM:
+                        self._emit(program, body, flags, state, reverse)
+                        if len(program) + self._size > _MAX_PROGRAM:
                             raise _NotLinear
                     for at in splits:
                         program[at] = ("split", at + 1, len(program))
-            else:  # a backreference, a lookaround, an atomic group, a possessive or conditional part
+            else:  # a backreference, an atomic group, a possessive or conditional part
                 raise _NotLinear
 
     def search(self, text: str) -> bool:
-        program = self._program
-        n = len(text)
-        current: list[int] = []
-        for pos in range(n + 1):
-            # The closure of the threads alive at pos, plus a new one starting here (re.search tries every start).
-            seen: set[int] = set()
-            ready: list[int] = []
-            stack = [0, *reversed(current)]
-            while stack:
-                pc = stack.pop()
-                if pc in seen:
-                    continue
-                seen.add(pc)
-                instruction = program[pc]
-                kind = instruction[0]
-                if kind == "char":
-                    ready.append(pc)
-                elif kind == "match":
+        tables: list[bytearray] = []
+        for program, ahead in self._looks:  # inner lookarounds first: the outer ones read their marks
+            marks = bytearray(len(text) + 1)
+            _run(program, text, tables, forward=not ahead, marks=marks)
+            tables.append(marks)
+        return _run(self._program, text, tables, forward=True, marks=None)
+
+
+def _run(
+    program: list[_Instruction], text: str, tables: list[bytearray], *, forward: bool, marks: bytearray | None
+) -> bool:
+    """Run ``program`` over ``text`` with a thread starting at every position (``re.search``'s every start).
+
+    ``marks`` ``None``: whether it matches anywhere (forwards).  Otherwise every position where a match ends
+    (forwards) or, for a program emitted in reverse, starts (backwards) is marked in it.
+    """
+    n = len(text)
+    last = n if forward else 0
+    current: list[int] = []
+    for pos in range(n + 1) if forward else range(n, -1, -1):
+        # The closure of the threads alive at pos, plus a new one starting here.
+        seen: set[int] = set()
+        ready: list[int] = []
+        stack = [0, *reversed(current)]
+        while stack:
+            pc = stack.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            instruction = program[pc]
+            kind = instruction[0]
+            if kind == "char":
+                ready.append(pc)
+            elif kind == "match":
+                if marks is None:
                     return True
-                elif kind == "jmp":
-                    stack.append(instruction[1])
-                elif kind == "split":
-                    stack.append(instruction[2])
-                    stack.append(instruction[1])
-                elif instruction[1](text, pos) is not None:  # an anchor that holds here
+                marks[pos] = 1
+            elif kind == "jmp":
+                stack.append(instruction[1])
+            elif kind == "split":
+                stack.append(instruction[2])
+                stack.append(instruction[1])
+            elif kind == "look":
+                if tables[instruction[1]][pos] != instruction[2]:  # marked, and not negated (or the reverse)
                     stack.append(pc + 1)
-            if pos == n:
-                break
-            current = [pc + 1 for pc in ready if program[pc][1](text, pos) is not None]
-        return False
+            elif instruction[1](text, pos) is not None:  # an anchor that holds here
+                stack.append(pc + 1)
+        if pos == last:
+            break
+        at = pos if forward else pos - 1  # the character consumed on the way to the next position
+        current = [pc + 1 for pc in ready if program[pc][1](text, at) is not None]
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
-def pattern_search(pattern: str) -> Callable[[str], bool]:
-    """``search(text) -> bool``: whether ``pattern`` matches anywhere in ``text``, in time bounded for any text.
-
-    What ``re.search`` says (see above for how the time is bounded).  Cached per pattern: a schema's patterns
-    are built once with its validator, and the validator's keywords find them here by their text.
-
-    :raises re.error: ``pattern`` is not a regular expression ``re`` reads.
-    :raises ValueError: ``pattern`` can take time exponential (or polynomial) in the string's length and uses
-        a part no linear-time matcher takes; the message says which.
-    """
+def _matcher(pattern: str) -> tuple[Callable[[str], bool | None], int | None]:
+    """:func:`pattern_search` and :func:`pattern_limit` of ``pattern``, built once."""
     compiled = re.compile(pattern)
     parsed = _re_parser.parse(pattern)
     exp, unbounded, factor, nodes = _cost(parsed)
@@ -605,25 +651,58 @@ def pattern_search(pattern: str) -> Callable[[str], bool]:
         linear = _Linear(parsed)
     except (_NotLinear, RecursionError):
         linear = None
-    if linear is None:
-        if exp:
-            shown = pattern if len(pattern) <= 80 else pattern[:79] + "…"
-            raise ValueError(
-                f"pattern {shown!r} can take time exponential in the length of the string it checks (it repeats "
-                "a repetition or alternatives) and uses a backreference, lookaround, atomic group, possessive or "
-                "conditional part, which the linear-time matcher does not take: it cannot be checked in bounded time"
-            )
-        # Beyond the regular core but polynomial (a lookahead such as (?=.*\d) in a password rule): re.
-        return lambda text: compiled.search(text) is not None
-    if exp:
-        assert linear is not None
-        return linear.search
     # The longest string re may take under the bound: K·m·(n+1)^(u+1) ≤ _RE_STEPS.
     limit = int((_RE_STEPS / (factor * max(nodes, 1))) ** (1 / (unbounded + 1))) - 1
     by_re = compiled.search
+    if linear is None:
+        shown = pattern if len(pattern) <= 80 else pattern[:79] + "…"
+        if exp:
+            raise ValueError(
+                f"pattern {shown!r} can take time exponential in the length of the string it checks (it repeats "
+                "a repetition or alternatives) and uses a backreference, atomic group, possessive or conditional "
+                "part, which the linear-time matcher does not take: it cannot be checked in bounded time"
+            )
+        if limit < 1:
+            raise ValueError(
+                f"pattern {shown!r} uses a backreference, atomic group, possessive or conditional part, which the "
+                "linear-time matcher does not take, and is too large to be checked in bounded time on any string"
+            )
+        checkable = limit
+
+        def bounded(text: str) -> bool | None:
+            return (by_re(text) is not None) if len(text) <= checkable else None
+
+        return bounded, checkable
+    if exp:
+        return linear.search, None
     by_simulation = linear.search
 
     def search(text: str) -> bool:
         return by_re(text) is not None if len(text) <= limit else by_simulation(text)
 
-    return search
+    return search, None
+
+
+def pattern_search(pattern: str) -> Callable[[str], bool | None]:
+    """``search(text)``: whether ``pattern`` matches anywhere in ``text``, in time bounded for any text.
+
+    What ``re.search`` says (see above for how the time is bounded) — or ``None`` when ``text`` is longer than
+    :func:`pattern_limit`: a pattern with a backreference, an atomic group, a possessive or conditional part
+    cannot be checked on it in bounded time, and the caller says so (for a schema: an issue of the call).
+    Cached per pattern: a schema's patterns are built once with its validator, and the validator's keywords
+    find them here by their text.
+
+    :raises re.error: ``pattern`` is not a regular expression ``re`` reads.
+    :raises ValueError: ``pattern`` can take time exponential in the string's length and uses a part no
+        linear-time matcher takes, or is too large to be checked on any string; the message says which.
+    """
+    return _matcher(pattern)[0]
+
+
+def pattern_limit(pattern: str) -> int | None:
+    """The longest string :func:`pattern_search` checks ``pattern`` on (``None``: any string).
+
+    :raises re.error: as :func:`pattern_search`.
+    :raises ValueError: as :func:`pattern_search`.
+    """
+    return _matcher(pattern)[1]

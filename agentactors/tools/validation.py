@@ -24,10 +24,14 @@ The schema is someone else's as often as not (an MCP server's, a ``ToolSpec`` fr
 held to what it can make a call do.  Its ``$ref`` values are looked up in the schema alone — the validator's registry
 never retrieves (:func:`~agentactors.tools.json_refs.no_retrieval_registry`) — and every one is looked up when
 the validator is built, so an unresolvable one is a ``ValueError`` naming the tool then, not a failure of a call.
-Its regexes (``pattern``, ``patternProperties``) are matched in time bounded for any string
-(:func:`~agentactors.tools.fastcheck.pattern_search`; one that cannot be is refused at build).  ``multipleOf`` is
-decided exactly on the decimals written, ``uniqueItems`` in one pass with JSON equality (``jsonschema`` divides
-floats, raises on an integer past a float's range, and compares every pair of objects).
+Its regexes are matched in time bounded for any string (:func:`~agentactors.tools.fastcheck.pattern_search`; one
+that cannot be is refused at build) wherever ``jsonschema`` applies one to the model's data: ``pattern`` (on values
+and, through ``propertyNames``, on keys), ``patternProperties``, and the property names ``additionalProperties`` and
+``unevaluatedProperties`` leave to it.  A string longer than a backreference pattern can be checked on is an issue
+of the call, never a pass.  The schema is Draft 2020-12 throughout: a ``$schema`` inside it is not obeyed
+(``jsonschema`` would switch to its stock validator of that draft for the subschema, with none of this).
+``multipleOf`` is decided exactly on the decimals written, ``uniqueItems`` in one pass with JSON equality
+(``jsonschema`` divides floats, raises on an integer past a float's range, and compares every pair of objects).
 
 Checking a schema against the meta-schema and compiling it costs a few milliseconds; it is done once
 per distinct schema in the process (:func:`_compiled`, keyed by the schema's JSON text), not
@@ -47,7 +51,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
 from ._odd import has_odd, odd_issues
-from .fastcheck import Check, compile_check, pattern_search, sees_every_value
+from .fastcheck import Check, compile_check, pattern_limit, pattern_search, sees_every_value
 from .json_refs import check_refs_resolve, no_retrieval_registry
 from .json_types import json_type_name
 from .results import ValidationIssue
@@ -65,6 +69,30 @@ _CACHE_SIZE: Final = 4096
 
 class _SchemaInvalid(ValueError):
     """A schema that is not valid Draft 2020-12 (the message is ``jsonschema``'s); named per tool by the caller."""
+
+
+class _Uncheckable(Exception):
+    """A string longer than a pattern can be checked on in bounded time (:func:`~.fastcheck.pattern_limit`).
+
+    Raised out of the whole validation, not yielded as one error: under ``not``, ``if`` or an ``anyOf`` branch an
+    error would turn into a pass.  :meth:`ArgumentValidator.issues` makes it the call's one issue.
+    """
+
+    def __init__(self, pattern: str, text: str) -> None:
+        super().__init__(pattern)
+        self.pattern = pattern
+        self.text = text
+
+
+def _search(regex: str, text: str) -> bool:
+    """Whether ``regex`` matches in ``text``, in bounded time.
+
+    :raises _Uncheckable: ``text`` is too long for ``regex`` to be checked on.
+    """
+    found = pattern_search(regex)(text)
+    if found is None:
+        raise _Uncheckable(regex, text)
+    return found
 
 
 def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool]:
@@ -99,9 +127,61 @@ def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool]:
             raise _SchemaInvalid("a pattern is nested too deeply to be checked") from None
     # No format checker: "format" is an annotation, which the fast check relies on too.  A registry that never
     # retrieves: jsonschema's default one fetches a remote $ref from wherever the schema's author points it.
-    validator = _validator_class()(schema, registry=no_retrieval_registry())
+    # Compiled without its $schema keywords (_one_dialect): one would switch jsonschema to its stock validator.
+    try:
+        compiled = _one_dialect(schema)
+    except RecursionError:  # (the meta-schema check walks deeper schemas than this copy does: in case it changes)
+        raise _SchemaInvalid("it is nested too deeply to be checked") from None
+    validator = _validator_class()(compiled, registry=no_retrieval_registry())
     fast = compile_check(schema)
     return validator, fast, fast is not None and sees_every_value(schema)
+
+
+#: Keywords whose values are data, not schemas (annotations among them).
+_DATA: Final = frozenset(("const", "enum", "default", "examples"))
+_ANNOTATION_DATA: Final = frozenset(("default", "examples"))
+
+
+def _one_dialect(schema: Any) -> Any:
+    """A copy of ``schema`` without its ``$schema`` keywords: validated as Draft 2020-12 throughout.
+
+    ``jsonschema`` picks the validator class of each subschema it enters by that subschema's ``$schema``
+    (``validator_for``): a ``"$schema": "http://json-schema.org/draft-07/schema#"`` — or the 2020-12 one, at the
+    root of a schema with a ``$ref`` to itself — would validate that part with the stock class, whose ``pattern``
+    and ``patternProperties`` run ``re`` unbounded (and whose ``multipleOf`` raises).  Dropped from every dict
+    the validator could take for a schema: every one but those inside ``const`` / ``enum`` (data compared with
+    the arguments) and ``default`` / ``examples`` (annotations: dropped there too, which changes no verdict).
+
+    :raises _SchemaInvalid: a ``const`` or ``enum`` holds an object with a ``$schema`` and the schema has a
+        ``$ref``: the reference could point into that value and have it taken for a schema.
+    """
+    kept: list[bool] = []  # a $schema kept inside const / enum data
+    referring: list[bool] = []
+
+    def copy(node: Any, data: bool) -> Any:
+        if isinstance(node, list):
+            return [copy(v, data) for v in node]
+        if not isinstance(node, Mapping):
+            return node
+        if data:
+            if "$schema" in node:
+                kept.append(True)
+            return {k: copy(v, True) for k, v in node.items()}
+        if "$ref" in node or "$dynamicRef" in node:
+            referring.append(True)
+        return {
+            k: (copy(v, True) if k in _DATA and k not in _ANNOTATION_DATA else copy(v, False))
+            for k, v in node.items()
+            if k != "$schema"
+        }
+
+    out = copy(schema, False)
+    if kept and referring:
+        raise _SchemaInvalid(
+            "a const or enum value holds a \"$schema\" and the schema has a $ref, which could point into that value "
+            "and have it taken for a schema of another draft"
+        )
+    return out
 
 
 def _patterns_of(schema: Any) -> list[str]:
@@ -127,39 +207,50 @@ def _patterns_of(schema: Any) -> list[str]:
 
 @functools.cache
 def _validator_class() -> Any:
-    """Draft 2020-12 with its three regex keywords matched by :func:`~.fastcheck.pattern_search`.
+    """Draft 2020-12 with every keyword that applies a regex matched by :func:`~.fastcheck.pattern_search`.
 
-    ``jsonschema`` runs ``re.search`` for ``pattern``, ``patternProperties`` and the names ``additionalProperties``
-    leaves to them; a catastrophic pattern would then stall the event loop (see :mod:`~.fastcheck`).  The same
-    verdicts otherwise, so the fast check (which uses the same matcher) and the validator agree.
+    ``jsonschema`` runs ``re.search`` for ``pattern``, ``patternProperties``, and the names ``additionalProperties``
+    and ``unevaluatedProperties`` (its ``find_evaluated_property_keys_by_schema``) leave to them; a catastrophic
+    pattern would then stall the event loop on a key or a value the model chose (see :mod:`~.fastcheck`).
+    ``propertyNames`` applies its subschema's ``pattern`` (this one) to each key; ``dependentSchemas``, ``allOf``,
+    ``if``... enter subschemas, whose keywords are these.  The same verdicts otherwise, so the fast check (which
+    uses the same matcher) and the validator agree.
     """
     import jsonschema
     from jsonschema.exceptions import ValidationError
 
     def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-        if validator.is_type(instance, "string") and not pattern_search(regex)(instance):
+        if validator.is_type(instance, "string") and not _search(regex, instance):
             yield ValidationError(f"does not match {regex!r}")
 
     def pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
         if not validator.is_type(instance, "object"):
             return
         for regex, subschema in patterns.items():
-            search = pattern_search(regex)
             for key, value in instance.items():
-                if search(key):
+                if _search(regex, key):
                     yield from validator.descend(value, subschema, path=key, schema_path=regex)
 
     def additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
         if not validator.is_type(instance, "object"):
             return
         properties = schema.get("properties", {})
-        searches = [pattern_search(regex) for regex in schema.get("patternProperties", {})]
-        extras = [k for k in instance if k not in properties and not any(search(k) for search in searches)]
+        patterns = list(schema.get("patternProperties", {}))
+        extras = [k for k in instance if k not in properties and not any(_search(p, k) for p in patterns)]
         if validator.is_type(extra, "object"):
             for key in extras:
                 yield from validator.descend(instance[key], extra, path=key)
         elif not extra and extras:
             yield ValidationError(f"{len(extras)} properties are not allowed")
+
+    def unevaluated_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        # jsonschema's own keyword, with the keys the schema evaluates found by _evaluated_keys.
+        if not validator.is_type(instance, "object"):
+            return
+        evaluated = _evaluated_keys(validator, instance, schema)
+        for key, value in instance.items():  # one error per key, at the key (jsonschema: one for them all)
+            if key not in evaluated and next(validator.descend(value, extra), None) is not None:
+                yield ValidationError("an unevaluated property is not allowed or not valid", path=[key], instance=value)
 
     def multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
         if validator.is_type(instance, "number") and not _is_multiple(instance, divisor):
@@ -175,10 +266,57 @@ def _validator_class() -> Any:
             "pattern": pattern,
             "patternProperties": pattern_properties,
             "additionalProperties": additional_properties,
+            "unevaluatedProperties": unevaluated_properties,
             "multipleOf": multiple_of,
             "uniqueItems": unique_items,
         },
     )
+
+
+def _evaluated_keys(validator: Any, instance: Mapping[str, Any], schema: Any) -> set[str]:
+    """The keys of ``instance`` that ``schema`` evaluates: ``jsonschema``'s walk for ``unevaluatedProperties``.
+
+    Its ``_utils.find_evaluated_property_keys_by_schema`` keyword for keyword, with ``patternProperties`` matched by
+    :func:`_search` (it calls ``re.search`` on every key).  A ``$ref`` / ``$dynamicRef`` is looked up as it does,
+    in the validator's resolver — ``validator._resolver``, the one private read: no public API gives the
+    resolver of the subschema being validated, and the one it replaces reads the same field.
+    """
+    if validator.is_type(schema, "boolean"):
+        return set()
+    evaluated: set[str] = set()
+    for keyword in ("$ref", "$dynamicRef"):
+        ref = schema.get(keyword)
+        if ref is not None:
+            resolved = validator._resolver.lookup(ref)
+            inner = validator.evolve(schema=resolved.contents, _resolver=resolved.resolver)
+            evaluated |= _evaluated_keys(inner, instance, resolved.contents)
+    properties = schema.get("properties")
+    if validator.is_type(properties, "object"):
+        evaluated |= properties.keys() & instance.keys()
+    for keyword in ("additionalProperties", "unevaluatedProperties"):
+        subschema = schema.get(keyword)
+        if subschema is not None:
+            evaluated.update(
+                key for key, value in instance.items() if next(validator.descend(value, subschema), None) is None
+            )
+    patterns = schema.get("patternProperties")
+    if patterns:
+        evaluated.update(key for key in instance if any(_search(regex, key) for regex in patterns))
+    for name, subschema in schema.get("dependentSchemas", {}).items():
+        if name in instance:
+            evaluated |= _evaluated_keys(validator, instance, subschema)
+    for keyword in ("allOf", "oneOf", "anyOf"):
+        for subschema in schema.get(keyword, []):
+            if next(validator.descend(instance, subschema), None) is None:
+                evaluated |= _evaluated_keys(validator, instance, subschema)
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            evaluated |= _evaluated_keys(validator, instance, schema["if"])
+            if "then" in schema:
+                evaluated |= _evaluated_keys(validator, instance, schema["then"])
+        elif "else" in schema:
+            evaluated |= _evaluated_keys(validator, instance, schema["else"])
+    return evaluated
 
 
 def _is_multiple(value: Any, divisor: Any) -> bool:
@@ -280,7 +418,36 @@ class ArgumentValidator:
             # model's arguments, nested a few hundred levels deep, would otherwise raise out of the executor
             # and end the run.  They are an issue of the call like any other (caught once the stack unwound).
             return [ValidationIssue("arguments", "arguments nested less deeply", "arguments nested too deeply")]
+        except _Uncheckable as exc:
+            # No verdict can be had in bounded time: the call's one issue (the model can send a shorter string).
+            return [_uncheckable_issue(arguments, exc)]
         return issues
+
+
+def _uncheckable_issue(arguments: Any, exc: _Uncheckable) -> ValidationIssue:
+    """The issue of a string too long for its pattern, at the first place the arguments hold it (key or value)."""
+    where: list[Any] = []
+    stack: list[tuple[Any, list[Any]]] = [(arguments, [])]
+    while stack:
+        node, at = stack.pop()
+        if node == exc.text and isinstance(node, str):
+            where = at
+            break
+        if isinstance(node, dict):
+            for key, value in reversed(list(node.items())):
+                if key == exc.text:
+                    where = [*at, key]
+                    stack.clear()
+                    break
+                stack.append((value, [*at, key]))
+        elif isinstance(node, list):
+            stack.extend((item, [*at, i]) for i, item in reversed(list(enumerate(node))))
+    shown = exc.pattern if len(exc.pattern) <= 80 else exc.pattern[:79] + "…"
+    return ValidationIssue(
+        _path(where),
+        f"a string of at most {pattern_limit(exc.pattern)} chars (the longest the pattern {shown} is checked on)",
+        f"a string of {len(exc.text)} chars",
+    )
 
 
 _JSON_TYPE_ARTICLE = {
@@ -344,14 +511,17 @@ def _issues_of(
         patterns = [p for p in (schema.get("patternProperties") or {}) if isinstance(p, str)]
         if patterns:
             allowed_text += f"; or a name matching {', '.join(patterns)}"
-        searches = [pattern_search(p) for p in patterns]
-        return [
+        return [  # (every key was matched by the keyword already: none is too long for its pattern)
             ValidationIssue(
                 _path([*path, extra]), f"no such property (allowed: {allowed_text})", json_type_of(instance[extra])
             )
             for extra in instance
-            if extra not in declared and not any(search(extra) for search in searches)
+            if extra not in declared and not any(_search(p, extra) for p in patterns)
         ]
+    if kind == "unevaluatedProperties" and path:
+        expected = "no such property (none the schema evaluates)" if value is False else (
+            f"{describe_schema(value)} (a property the schema does not evaluate)")
+        return [ValidationIssue(_path(path), expected, got)]
     if kind == "type":
         kinds = value if isinstance(value, list) else [value]
         expected = " or ".join(_JSON_TYPE_ARTICLE.get(k, str(k)) for k in kinds)

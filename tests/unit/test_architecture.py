@@ -449,6 +449,13 @@ ALLOWED_PRIVATE_READS: dict[tuple[str, str], str] = {
         "(it exports on the event loop: the recorder warns): the SDK has no public way to list a provider's "
         "processors; any error or another layout means no warning (tests/unit/otel/test_recorder_processors.py)"
     ),
+    ("agentactors/tools/validation.py", "validator._resolver"): (
+        "jsonschema's resolver of the subschema being validated, read by the unevaluatedProperties keyword's walk "
+        "(_evaluated_keys) to look a $ref / $dynamicRef up exactly as jsonschema's own walk "
+        "(_utils.find_evaluated_property_keys_by_schema, which that keyword replaces: it runs re.search on the "
+        "model's keys) does: no public API gives it; the agreement with jsonschema's verdicts through $ref is "
+        "checked by tests/unit/tools/test_validation_regex_keywords.py"
+    ),
     ("agentactors/otel/recorder.py", "active._span_processors"): (
         "the processors that multi-processor holds, read in the same look for the same reason, under the same check"
     ),
