@@ -192,9 +192,7 @@ class _Output:
         """The text content (the value's JSON) and the structured content of ``output``; ``None`` for the latter
         when the value does not fit the declared schema (:func:`_ask` answers an error then: a client would
         refuse it)."""
-        dump = getattr(output, "model_dump", None)  # a pydantic model: by its aliases, as its schema names them
-        if callable(dump):
-            output = dump(mode="json", by_alias=True)
+        # (render_result dumps a pydantic model by its aliases, as its schema names the fields, at any depth.)
         text = json.dumps(output, ensure_ascii=False) if isinstance(output, str) else render_result(output)
         value = json.loads(text)
         structured = {RESULT: value} if self.wrapped else value

@@ -291,7 +291,12 @@ def _json_default(value: Any) -> Any:
         return bytes(value).decode("utf-8", "replace")
     dump = getattr(value, "model_dump", None)  # pydantic models, without importing pydantic
     if callable(dump):
-        return dump(mode="json")
+        # By alias: what its schema (``model_json_schema``, by alias) names the fields, and so what a typed answer
+        # was asked for and an endpoint's client validates against.  A model_dump of another make may not take it.
+        try:
+            return dump(mode="json", by_alias=True)
+        except TypeError:
+            return dump(mode="json")
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 

@@ -164,9 +164,19 @@ class Aliased(pydantic.BaseModel):
     day_of: int = pydantic.Field(alias="dayOf")
 
 
+class Renamed(pydantic.BaseModel):
+    """Serialised under another name than its schema gives the field (a serializer of the user's own)."""
+
+    day_of: int = pydantic.Field(alias="dayOf")
+
+    @pydantic.model_serializer
+    def _out(self) -> dict[str, Any]:
+        return {"day": self.day_of}
+
+
 @attrs.frozen
 class Holder:
-    inner: Aliased
+    inner: Renamed
 
 
 TYPED_OUTPUTS: list[tuple[Any, str, Any, bool]] = [
@@ -220,7 +230,7 @@ async def test_a_typed_agents_failure_is_an_error_without_structured_content() -
 
 
 async def test_an_answer_that_would_not_fit_the_declared_schema_is_an_error_not_content_a_client_refuses() -> None:
-    # A value rendered other than its schema says (a pydantic model's field names, not its aliases, inside another
+    # A value rendered other than its schema says (a serializer of the user's renaming a field, inside another
     # class) would make a client's check fail with an exception of the SDK's: the server says so as an isError.
     typed = Agent(ScriptedProvider(['{"inner": {"dayOf": 3}}']), output_type=Holder, name="typed")
     async with Client(mcp_server([typed])) as client:
