@@ -42,6 +42,7 @@ __all__ = [
     "cut_short_of",
     "note_cut_short",
     "is_batch",
+    "pop_cut_short",
     "price_for",
     "prompt_tokens",
     "response_cost",
@@ -501,10 +502,17 @@ def note_cut_short(request: LLMRequest, calls: Iterable[CutShort], *, replace: b
 def take_cut_short(request: LLMRequest) -> tuple[CutShort, ...]:
     """The cut-short calls noted for ``request`` (:func:`note_cut_short`), forgotten once taken; ``()`` when none
     was noted — its call was not sent (refused, or still waiting for a slot), or no layer said so."""
+    return pop_cut_short(request) or ()
+
+
+def pop_cut_short(request: LLMRequest) -> tuple[CutShort, ...] | None:
+    """:func:`take_cut_short`, but ``None`` when nothing was noted — told from a note that nothing was billed
+    (``()``: a batch call withdrawn before its submission).  For a layer that cut a call short around inner layers
+    that may have noted it: their word (even "nothing") is kept, and only silence is replaced by an estimate."""
     with _noted_lock:
         entry = _noted.pop(id(request), None)
     if entry is None or entry[0]() is not request:
-        return ()
+        return None
     return entry[1]
 
 

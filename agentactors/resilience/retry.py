@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,11 +25,14 @@ import agentactors.resilience._gate as _gate
 from ..errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterruptedError
 from ..events import emit
 from ..gateway import ticket as run_ticket
-from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..providers.port import LLMProvider, StreamContext
+from ..gateway.provider import estimated_cut_short
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
+from ..pricing import CutShort, note_cut_short, pop_cut_short, with_cut_short
+from ..providers.port import LLMProvider, StreamAccumulator, StreamContext
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import OpenedStream, open_stream, relay, stream_of
+from .timeout import abandoned_attempts
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -95,7 +98,10 @@ class RetryingProvider(ProviderDecorator):
     # -- the port ---------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        return await self._run(lambda: self._inner.complete(request), request)
+        with abandoned_attempts() as abandoned:
+            response = await self._run(lambda: self._inner.complete(request), request, abandoned)
+        # Attempts a with_timeout inside gave up on were sent, and are billed: they ride on the answer.
+        return with_cut_short(response, abandoned) if abandoned else response
 
     def stream(self, request: LLMRequest) -> StreamContext:
         return self._stream(request)
@@ -108,13 +114,28 @@ class RetryingProvider(ProviderDecorator):
             return await open_stream(lambda: stream_of(self._inner, request), provider=self.name, model=model)
 
         # Only opening the stream and reading its first event is retried: nothing reached the consumer yet.
-        opened = await self._run(attempt, request)
-        async with opened.stack:
-            events = relay(opened, provider=self._inner, model=model)
-            try:
-                yield events
-            finally:
-                await events.aclose()
+        with abandoned_attempts() as abandoned:
+            opened = await self._run(attempt, request, abandoned)
+        if not abandoned:
+            async with opened.stack:
+                events = relay(opened, provider=self._inner, model=model)
+                try:
+                    yield events
+                finally:
+                    await events.aclose()
+            return
+        # Attempts abandoned before this one ride on its end; noted for the run if it never gets there.
+        carried = _Carrying(relay(opened, provider=self._inner, model=model), abandoned)
+        try:
+            async with opened.stack:
+                try:
+                    yield carried.events
+                finally:
+                    await carried.aclose()
+        except BaseException as exc:
+            if carried.abandoned:
+                self._note(request, carried.abandoned, exc, carried.acc.text)
+            raise
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -155,7 +176,29 @@ class RetryingProvider(ProviderDecorator):
             return f"retry-after {ra:g}s exceeds max_retry_after {self.max_retry_after:g}s", True
         return None
 
-    async def _run(self, attempt: Callable[[], Awaitable[T]], request: LLMRequest) -> T:
+    def _note(self, request: LLMRequest, abandoned: list[CutShort], exc: BaseException | None, delivered: str,
+              *, sending: bool = True) -> None:
+        """The call ends without an answer (``exc``), after attempts were abandoned: they are noted for the run,
+        with the attempt in flight when it was cancelled — as the layers inside noted it, else at an estimate
+        (the ProviderActor around would keep this note, not estimate that attempt itself)."""
+        noted = pop_cut_short(request)
+        if noted is None:
+            noted = ()
+            if sending and isinstance(exc, anyio.get_cancelled_exc_class()):
+                noted = (estimated_cut_short(self._inner, request, model_of(self._inner, request), delivered),)
+        note_cut_short(request, (*abandoned, *noted))
+        abandoned.clear()
+
+    async def _run(self, attempt: Callable[[], Awaitable[T]], request: LLMRequest, abandoned: list[CutShort]) -> T:
+        sending = [False]  # an attempt is in flight (not a wait between two)
+        try:
+            return await self._attempts(attempt, request, sending)
+        except BaseException as exc:
+            if abandoned:  # (nearly always empty: one test of a list)
+                self._note(request, abandoned, exc, "", sending=sending[0])
+            raise
+
+    async def _attempts(self, attempt: Callable[[], Awaitable[T]], request: LLMRequest, sending: list[bool]) -> T:
         # Imported by the first call, not with the package: tenacity is ~10 ms of `import agentactors`.
         from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
 
@@ -180,13 +223,16 @@ class RetryingProvider(ProviderDecorator):
                     shut = _gate.refusal()
                     if shut is not None:
                         raise call.shut_out(shut, waited=True)
+                sending[0] = True
                 try:
                     result = await attempt()
                 except Exception as exc:
                     # Cancellation (a BaseException) is not caught: it leaves at once, no attempt follows.
+                    sending[0] = False
                     failure = as_provider_error(exc, self._inner, call.model)
                     state.set_exception((type(failure), failure, failure.__traceback__))
                 else:
+                    sending[0] = False
                     state.set_result(result)
             elif isinstance(do, DoSleep):
                 # Not worth waiting for an attempt a breaker above already forbids: let a fallback serve now.
@@ -354,6 +400,34 @@ class _Call:
 
 
 
+class _Carrying:
+    """A retried stream's events once attempts were abandoned before it: relayed, its text kept (what a cancelled
+    stream had delivered), and the abandoned attempts put on its end's response."""
+
+    __slots__ = ("abandoned", "acc", "events", "inner")
+
+    def __init__(self, inner: AsyncGenerator[StreamEvent, None], abandoned: list[CutShort]) -> None:
+        self.inner = inner
+        self.abandoned = abandoned
+        self.acc = StreamAccumulator()
+        self.events = self._events()
+
+    async def _events(self) -> AsyncGenerator[StreamEvent, None]:
+        async for event in self.inner:
+            if isinstance(event, StreamEnd) and self.abandoned:
+                event = StreamEnd(with_cut_short(event.response, self.abandoned))
+                self.abandoned = []  # on the answer now: not noted again
+            else:
+                self.acc.add(event)
+            yield event
+
+    async def aclose(self) -> None:
+        try:
+            await self.events.aclose()
+        finally:
+            await self.inner.aclose()
+
+
 def _describe(error: ProviderError) -> str:
     status = f" HTTP {error.status}" if error.status is not None else ""
     return f"{error.kind.value}{status}"
@@ -417,6 +491,10 @@ def with_retry(
       ``StreamInterruptedError`` and is never replayed.
     * Cancellation (anyio's, from any scope) is re-raised at once: no further
       attempt, no wait.
+    * Attempts a :func:`with_timeout` inside gave up on were sent and are billed:
+      they ride on the answer (``provider_data["cut_short"]``, a stream's
+      ``StreamEnd``), or are noted for the run when the call fails or is
+      cancelled (``docs/costs.md``, "Calls cut short").
     * ``clock`` (default ``anyio.current_time``), ``sleep`` (``anyio.sleep``) and
       ``rng`` (a ``random.Random``) are injectable for tests on virtual time.
 

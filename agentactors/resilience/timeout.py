@@ -4,25 +4,67 @@ Built on anyio cancel scopes.  A scope only absorbs *its own* cancellation
 (``cancelled_caught``), so when the bound expires the call is cancelled and
 turned into :class:`~agentactors.errors.ProviderTimeout`, while a cancellation
 coming from outside (the caller's scope, a task group) passes through untouched.
+
+A call abandoned so was sent, and the vendor bills it: it is charged as a call cut
+short (``docs/costs.md``) — kept for the ``with_retry`` around (:func:`abandoned_attempts`),
+which puts it on the answer a later attempt brings, or notes it for the run when the
+call fails (:func:`keep_abandoned`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
 
 from ..errors import ProviderTimeout, StreamInterruptedError
+from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
 from ._numbers import is_number
 from .decorator import ProviderDecorator, model_of
 from .streams import cut_short, stream_of
 
-__all__ = ["TimeoutProvider", "with_timeout"]
+__all__ = ["TimeoutProvider", "abandoned_attempts", "keep_abandoned", "with_timeout"]
+
+# The attempts abandoned under the innermost ``with_retry`` call in progress (its own list), or None outside one.
+# A context variable, not an argument: layers between the retry and the timeout (a hedge's copies, in tasks of
+# their own, inherit it) need not pass it on.
+_abandoned: ContextVar[list[CutShort] | None] = ContextVar("agentactors_abandoned_attempts", default=None)
+
+
+@contextmanager
+def abandoned_attempts() -> Iterator[list[CutShort]]:
+    """Collect, for the code in the block, the attempts a ``with_timeout`` inside abandons (:func:`keep_abandoned`).
+
+    ``with_retry`` wraps each call in it: the attempts given up before the answer ride on that answer
+    (:func:`~agentactors.pricing.with_cut_short`), or are noted for the run when the call fails or is cancelled.
+    """
+    ledger: list[CutShort] = []
+    token = _abandoned.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _abandoned.reset(token)
+
+
+def keep_abandoned(request: LLMRequest, calls: Iterable[CutShort]) -> None:
+    """``request``'s attempt was abandoned after it was sent: ``calls`` are what the vendor bills for it.
+
+    Kept for the ``with_retry`` around (:func:`abandoned_attempts`), else noted for the run that asked
+    (:func:`~agentactors.pricing.note_cut_short`, added to what was noted before: the run takes it when the call
+    fails).
+    """
+    ledger = _abandoned.get()
+    if ledger is not None:
+        ledger.extend(calls)
+    else:
+        note_cut_short(request, (*take_cut_short(request), *calls))
 
 
 def _check(label: str, value: float | None) -> float | None:
@@ -66,7 +108,17 @@ class TimeoutProvider(ProviderDecorator):
         with anyio.move_on_after(self.attempt):
             return await self._inner.complete(request)
         # Only reached when our own deadline cancelled the call (an outer cancellation propagates).
-        raise self._timeout(model_of(self._inner, request), "the call", self.attempt)
+        model = model_of(self._inner, request)
+        self._abandoned(request, model, "")
+        raise self._timeout(model, "the call", self.attempt)
+
+    def _abandoned(self, request: LLMRequest, model: str | None, delivered: str) -> None:
+        """The call was sent and this bound abandoned it: it is billed.  What a layer inside noted as the
+        cancellation passed through it is kept (it knows more: a hedge's copies, a batch's price, or that its
+        request was never sent); else the prompt, and a stream's ``delivered`` text, at an estimate."""
+        noted = pop_cut_short(request)
+        keep_abandoned(request, noted if noted is not None else (
+            estimated_cut_short(self._inner, request, model, delivered),))
 
     def stream(self, request: LLMRequest) -> StreamContext:
         if self.attempt is None and self.first_event is None and self.idle is None:
@@ -92,6 +144,7 @@ class TimeoutProvider(ProviderDecorator):
                 # The consumer is done: closing the inner stream is not bounded by the attempt any more.
                 guard.finish()
         if guard.scope.cancelled_caught:
+            self._abandoned(request, model, acc.text)
             error = self._timeout(model, guard.what, guard.seconds)
             if acc.events_seen:
                 raise interrupted(error, provider=self.name, model=model, partial_text=acc.text) from error
@@ -193,6 +246,10 @@ def with_timeout(
       this decorator's own cancellation is turned into ``ProviderTimeout`` — a
       cancellation from outside (the caller's scope, a task group) propagates
       unchanged, even when both happen at once.
+    * A call it gives up on was sent, and the vendor bills it: it is charged as
+      a call cut short (its prompt, a stream's delivered text, at an estimate;
+      what a layer inside noted wins) — on the answer of the ``with_retry``
+      around, or noted for the run when the call fails (``docs/costs.md``).
 
     Put it innermost (``with_retry(with_timeout(p, attempt=60))``) so that each
     attempt gets its own bound; outside ``with_retry`` it bounds all attempts

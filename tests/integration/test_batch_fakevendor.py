@@ -322,3 +322,49 @@ async def test_a_scripted_line_is_answered_as_the_script_says_tool_calls_and_usa
         assert (call.name, call.arguments) == ("lookup", {"city": "Oslo"})
         assert (answer.usage.input_tokens, answer.usage.output_tokens) == (11, 7)
         assert fv.pending_script == 0 and fv.batches.single_requests == ()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_batch_its_callers_left_is_collected_by_its_id_in_another_provider(
+    wire: str, anyio_backend: Any
+) -> None:
+    # The calls were cancelled once their batch was submitted (a process gone, without a journal): a fresh
+    # BatchProvider reads the batch back by its id — each answer decoded as a waiting call's, by its custom id
+    # (Gemini's by position: the vendor answers in order, without ids) — and nothing is submitted again.
+    async with FakeVendor(expected_api_key=KEY) as fv:
+        fv.batches.plan(polls=1_000_000)
+        first = batched(fv, wire)
+        texts = ["What is 2+2?", "Name a colour."]
+        async with anyio.create_task_group() as tg:
+            for text in texts:
+                tg.start_soon(first.complete, ask(text))
+            await fv.wait_for(lambda _: fv.batches.count == 1 and fv.batches.submissions[0].polls >= 1, within=10)
+            tg.cancel_scope.cancel()
+        (batch,) = fv.batches.submissions
+        collector = batched(fv, wire)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                collected: list[dict[str, Any]] = []
+
+                async def collect() -> None:
+                    collected.append(await collector.collect(batch.id if wire != "gemini" else f"batches/{batch.id}"))
+
+                tg.start_soon(collect)
+                await fv.wait_for(lambda _: fv.batches.submissions[0].polls >= 3, within=10)  # still running: polled
+                fv.batches.finish(batch.id)
+        (got,) = collected
+        async with make(fv, wire) as alone:
+            singles = [await alone.complete(ask(text)) for text in texts]
+        if wire == "gemini":
+            assert sorted(got) == ["0", "1"]
+        else:
+            assert set(got) == set(batch.custom_ids)
+            for text in texts:
+                assert [key for key in got if collector.is_item_of(key, ask(text))] != []
+        assert sorted(a.content for a in got.values() if isinstance(a, LLMResponse)) == sorted(
+            s.content for s in singles)
+        by_text = {single.content: single for single in singles}
+        for answer in got.values():
+            assert isinstance(answer, LLMResponse) and answer.usage == by_text[answer.content].usage
+            assert answer.provider_data is not None and answer.provider_data["batch"]["id"] == batch.id
+        assert fv.batches.count == 1

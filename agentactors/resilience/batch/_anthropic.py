@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError, ProviderError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Receipt, Status, decode_item, item_error, read_results, unread
+from ._api import Line, Outcome, Receipt, Status, decode_item, item_error, model_of, read_results, unread
 from ._http import VendorHTTP
 from .errors import BatchError
 
@@ -68,7 +68,7 @@ class AnthropicBatches:
         """The results file's items, streamed; one that fails part way keeps what it gave (:func:`unread`)."""
         batch = status.raw if isinstance(status.raw, dict) else {}
         url = batch.get("results_url")
-        model = next(iter(lines.values())).model if lines else ""
+        model = model_of(lines)
         if not isinstance(url, str) or not url:
             url = f"{self.url}/{batch_id}/results"
         out: dict[str, Outcome] = {}

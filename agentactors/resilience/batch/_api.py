@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -24,8 +24,8 @@ from ._http import Receipt, VendorHTTP, dumps
 from .errors import BatchError
 
 __all__ = [
-    "BatchAPI", "Line", "Outcome", "Receipt", "Status", "custom_id", "decode_item", "index_of", "item_error", "keep",
-    "missing", "read_results", "unread", "unreadable",
+    "BatchAPI", "Line", "OpenLines", "Outcome", "Receipt", "Status", "custom_id", "decode_item", "index_of",
+    "item_error", "keep", "missing", "model_of", "read_results", "unread", "unreadable",
 ]
 
 log = logging.getLogger("agentactors.resilience.batch")
@@ -36,13 +36,55 @@ Outcome = LLMResponse | ProviderError
 
 @attrs.define(slots=True, eq=False)
 class Line:
-    """One request in a batch: its id in the batch, the wire's body for it, and what decoding its answer needs."""
+    """One request in a batch: its id in the batch, the wire's body for it, and what decoding its answer needs.
+
+    ``request`` is ``None`` for an item of a batch collected by its id (:class:`OpenLines`): the wire's decoder then
+    reads the answer without the request (it is only stricter with one, e.g. on a tool's required arguments).
+    """
 
     custom_id: str
     body: dict[str, Any]
     model: str
-    request: LLMRequest
+    request: LLMRequest | None
     size: int  # the body's bytes, as sent
+
+
+class OpenLines(Mapping[str, Line]):
+    """The lines of a batch collected by its id (:meth:`BatchProvider.collect`): not known in advance, so one is
+    made for each custom id the vendor's results name (the item's answer is decoded against no request).
+
+    ``failure``: the results could not be read to their end (:func:`unread`) — what was read is incomplete, and
+    the items not read are not known by id, so the collection fails as a whole.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.made: dict[str, Line] = {}
+        self.failure: ProviderError | None = None
+
+    def __getitem__(self, key: str) -> Line:
+        line = self.made.get(key)
+        if line is None:
+            line = self.made[key] = Line(key, {}, self.model, None, 0)
+        return line
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.made)
+
+    def __len__(self) -> int:
+        return len(self.made)
+
+    def at(self, index: int) -> Line:
+        """The line of the answer at ``index`` of a vendor that answers in order without ids (Gemini): keyed by
+        its position, ``"0"``, ``"1"``, … (the custom id :func:`custom_id` made for it starts ``aa{index}-``)."""
+        return self[str(index)]
+
+
+def model_of(lines: Mapping[str, Line]) -> str:
+    """The model of a batch's lines (one model a batch), for its errors' labels."""
+    if isinstance(lines, OpenLines):
+        return lines.model
+    return next(iter(lines.values())).model if lines else ""
 
 
 @attrs.frozen(slots=True)
@@ -159,7 +201,8 @@ async def read_results(
                 if not isinstance(item, dict):
                     skipped += 1
                     continue
-                line = lines.get(str(item.get("custom_id")))
+                found = item.get("custom_id")
+                line = lines.get(found) if isinstance(found, str) and found else None
                 if line is not None:
                     keep(out, line.custom_id, outcome(line, item))
     finally:
@@ -186,6 +229,8 @@ def unread(out: dict[str, Outcome], lines: Mapping[str, Line], error: ProviderEr
     had keep their answers — paid for, and not to be paid again by a retry)."""
     log.warning("batch %s: reading its results failed part way (%s); %d of %d item(s) were read", batch_id,
                 redact(str(error)), len(out), len(lines))
+    if isinstance(lines, OpenLines):
+        lines.failure = lines.failure or error
     for key, line in lines.items():
         if key not in out:
             out[key] = unreadable(error, batch_id, line)

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Receipt, Status, decode_item, index_of, item_error, keep
+from ._api import Line, OpenLines, Outcome, Receipt, Status, decode_item, index_of, item_error, keep
 from ._http import VendorHTTP
 
 __all__ = ["GeminiBatches"]
@@ -86,6 +86,8 @@ class GeminiBatches:
         for index, answer in enumerate(answers if isinstance(answers, list) else []):
             key = _dig(answer, "metadata", "key")
             line = lines.get(key) if isinstance(key, str) else by_index.get(index)  # echoed back: trust it
+            if line is None and not isinstance(key, str) and isinstance(lines, OpenLines):
+                line = lines.at(index)  # collected by its batch's id: the custom ids are not known, the order is
             if line is not None:
                 keep(out, line.custom_id, self._outcome(line, answer, batch_id))
         return out

@@ -49,10 +49,13 @@ class Receipt:
     submission that failed (or ran past its bound) while it is set may have made a vendor batch that nobody
     knows the id of: the vendors take no idempotency key on batch creation, so sending the same work again
     could make a second batch, billed twice (:class:`~agentactors.resilience.batch.provider.BatchProvider`
-    then fails its calls for good, ``BatchError(reason="unconfirmed")``).
+    then fails its calls for good, ``BatchError(reason="unconfirmed")``).  ``input_file``: the id of the file
+    OpenAI's create request names (its upload's), once known — what the vendor's batch list shows of the batch,
+    to find it by.
     """
 
     creating: bool = False
+    input_file: str | None = None
 
 
 class VendorHTTP:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ...errors import MalformedResponseError, ProviderError
 from ...providers.http.provider import HTTPProvider
-from ._api import Line, Outcome, Receipt, Status, decode_item, item_error, read_results, unread
+from ._api import Line, Outcome, Receipt, Status, decode_item, item_error, model_of, read_results, unread
 from ._http import VendorHTTP, dumps
 from .errors import BatchError
 
@@ -46,10 +46,11 @@ class OpenAIBatches:
             "POST", f"{self.base}/files", model=model, data={"purpose": "batch"},
             files={"file": ("agentactors-batch.jsonl", text, "application/jsonl")},
         )
+        receipt.input_file = _id(upload, "file", self.provider.name, model)
         batch = await self.http.json(
             "POST", f"{self.base}/batches", model=model, creates=receipt,
             body={
-                "input_file_id": _id(upload, "file", self.provider.name, model),
+                "input_file_id": receipt.input_file,
                 "endpoint": ENDPOINT,
                 "completion_window": "24h",
             },
@@ -70,7 +71,7 @@ class OpenAIBatches:
         gave, and the items neither file answered get the reading's error (:func:`unread`)."""
         out: dict[str, Outcome] = {}
         batch = status.raw if isinstance(status.raw, dict) else {}
-        model = next(iter(lines.values())).model if lines else ""
+        model = model_of(lines)
         failure: ProviderError | None = None
         for field in ("output_file_id", "error_file_id"):
             file_id = batch.get(field)

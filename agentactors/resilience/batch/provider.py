@@ -17,7 +17,8 @@ submission itself is shielded from cancellation, so a batch the vendor created i
 
 With a journal (``Runtime(journal=...)``) each submitted request is parked there (:mod:`._park`), so a crash
 loses nothing: ``rt.recover()`` re-runs the step, the same request finds its batch, and it is polled, not
-submitted again.
+submitted again.  Without one, a batch no call waits on any more is read back by its id
+(:meth:`BatchProvider.collect`), so the answers paid for are not lost.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -45,12 +47,13 @@ from ...providers.port import (
     capabilities_of,
     check_forced_tool_choice,
     check_response_format,
+    default_model_of,
     resolve_model,
     stream_from_complete,
 )
 from ...redaction import redact
 from ..decorator import ProviderDecorator, as_provider_error
-from ._api import BatchAPI, Line, Outcome, Receipt, Status, custom_id, missing, unreadable
+from ._api import BatchAPI, Line, OpenLines, Outcome, Receipt, Status, custom_id, index_of, missing, unreadable
 from ._http import VendorHTTP, dumps
 from ._park import Entry, Parking, journal_of_runtime
 from ._vendors import api_for
@@ -71,6 +74,8 @@ RESULTS_FACTOR = 16
 MAX_WAIT = 48 * 3600.0
 #: The longest asking the vendor to cancel a batch that went past ``max_wait`` may take (it is shielded).
 CANCEL_BOUND = 60.0
+#: A vendor's batch id (``batch_…``, ``msgbatch_…``, Gemini's name without ``batches/``): it goes into a URL.
+_BATCH_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 
 
 class _Waiter:
@@ -146,7 +151,11 @@ class BatchProvider(ProviderDecorator):
     * Events (in the driving run): ``batch.submitted(batch_id, model, size)``, ``batch.ended(batch_id, state,
       answered, failed)``, ``batch.cancelled(batch_id, model, reason)`` (past ``max_wait``); in each run,
       ``batch.parked(batch_id, custom_id, key)`` and ``batch.resumed(batch_id, custom_id, key)`` (a recovered
-      request found its batch; ``key``: the request's digest, its journal key).
+      request found its batch; ``key``: the request's digest, its journal key), ``batch.left(batch_id, custom_id,
+      model)`` (a call cancelled after its batch was submitted: where its answer is).
+    * :meth:`collect` reads a submitted batch back by its id — one no call waits on any more (a process gone
+      without a journal, callers cancelled, an unconfirmed submission found in the vendor's list) — and
+      :meth:`is_item_of` maps its items back to the requests that asked them.
 
     Through a :class:`~agentactors.ProviderActor` (``agent.run(..., runtime=rt)``), the actor's
     ``max_concurrency`` (64 by default) bounds how many calls can wait at once, and so a batch's size: give
@@ -224,9 +233,11 @@ class BatchProvider(ProviderDecorator):
                 # at the batch price (the answer it will not read is not known).  Withdrawn before the submission:
                 # nothing is billed, which is noted too (the ProviderActor around would otherwise guess a call).
                 billed = () if batch.id is None else (
-                    CutShort(self.name, line.model, estimate_tokens(line.request, max_output=0), batch=True),
+                    CutShort(self.name, line.model, estimate_tokens(line.request or request, max_output=0), batch=True),
                 )
                 note_cut_short(request, billed)
+                if batch.id is not None:  # where its answer is: collect(batch_id) reads it back (custom_id's item)
+                    emit("batch.left", batch_id=batch.id, custom_id=line.custom_id, model=line.model)
             with anyio.CancelScope(shield=True):
                 await self._leave(batch, waiter)
             raise
@@ -238,6 +249,94 @@ class BatchProvider(ProviderDecorator):
             return outcome
         assert outcome is not None
         raise outcome
+
+    # -- a batch by its id -----------------------------------------------------------------------------------
+
+    async def collect(
+        self, batch_id: str, *, model: str | None = None, max_wait: float | None = None
+    ) -> dict[str, LLMResponse | ProviderError]:
+        """The answers of a vendor batch, found by its id: each item's, under its custom id.
+
+        For a batch no call waits on any more — its process died without a journal, its callers were cancelled
+        (event ``batch.left``), or its submission ended in ``BatchError(reason="unconfirmed")`` and the batch was
+        then found in the vendor's batch list — so that the answers paid for are not lost.  ``batch_id`` is the
+        vendor's (in ``batch.submitted`` and ``batch.left``, ``BatchError.batch_id``; Gemini's ``batches/…`` name
+        is taken too).  Nothing is submitted, and the batch is never cancelled: reading it again is free.
+
+        The batch's status is read at once, then every ``poll_every`` seconds while it runs, for at most
+        ``max_wait`` seconds (the provider's by default).  Its results are read as a waiting call's are: a results
+        file streamed a line at a time (a line past twice ``max_response_bytes`` skipped), Gemini's status answer
+        read up to 16 × ``max_response_bytes``, each answer decoded by the wire's own decoder — without the request
+        it answered, which a batch read by id does not carry — and marked ``provider_data["batch"]`` (priced at the
+        batch rate).  ``model``: the model errors name, and a decoded answer's when the vendor's says none
+        (default: the provider's default model).
+
+        Each item is an ``LLMResponse`` or the typed error a waiting call would have got: the vendor's error for
+        it as the wire classifies it, or a :class:`BatchError` (``expired``, ``cancelled``, ``missing``).  An
+        item the vendor's results do not list is not in the mapping.  Keys are the custom ids (this provider's
+        map back to their requests with :meth:`is_item_of`); Gemini answers in order without them, so its items
+        are keyed by position, ``"0"``, ``"1"``, … (a custom id ``aa3-…`` is position 3).
+
+        :raises BatchError: ``reason="failed"``: the vendor failed the whole batch; ``"timeout"``: still running
+            after ``max_wait`` (not retryable; the batch runs on — collect it later); ``"poll"``: the batch or its
+            results could not be read to the end (transient: collect it again).
+        :raises ProviderError: the vendor's verdict on reading it (a 404: no such batch; a refused key).
+        :raises ValueError: ``batch_id`` is not a batch id (only letters, digits, ``_``, ``-``, ``.``), or
+            ``max_wait`` is not a positive, finite number of seconds.
+        """
+        if not isinstance(batch_id, str) or not _BATCH_ID.fullmatch(batch_id.removeprefix("batches/")):
+            # It goes into the vendor's URL, with the provider's key: a "/" or "?" would reach another endpoint.
+            raise ValueError(f"batch_id must be a vendor's batch id (letters, digits, _ - .), not {batch_id!r}")
+        wait = self.max_wait if max_wait is None else max_wait
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 < wait < math.inf:
+            raise ValueError(f"max_wait must be a positive, finite number of seconds, not {max_wait!r}")
+        name = batch_id.removeprefix("batches/")
+        model = model or default_model_of(self._inner) or ""
+        deadline = self._clock() + wait
+        failures = 0
+        while True:
+            try:
+                status = await self._api.status(name, model)
+            except Exception as exc:
+                error = as_provider_error(exc, self._inner, model)
+                failures += 1
+                if not error.retryable or failures >= MAX_POLL_FAILURES or self._clock() >= deadline:
+                    raise _unread_batch(error, name, model) from None
+                log.info("batch %s: reading it failed (%s); trying again", name, redact(str(error)))
+            else:
+                failures = 0
+                if status.done:
+                    break
+                if self._clock() >= deadline:
+                    raise BatchError(
+                        f"batch {name} was still running after max_wait ({wait:g} s); it runs on at the vendor: "
+                        "collect it again later", provider=self.name, reason="timeout", model=model, batch_id=name,
+                        kind=ErrorKind.transient, retryable=False)
+            await anyio.sleep(max(0.0, min(self.poll_every, deadline - self._clock())))
+        if status.failure is not None:
+            raise BatchError(f"batch {name} failed: {status.failure}", provider=self.name, reason="failed",
+                             model=model, batch_id=name)
+        lines = OpenLines(model)
+        try:
+            outcomes = await self._api.results(name, status, lines)
+        except Exception as exc:
+            raise _unread_batch(as_provider_error(exc, self._inner, model), name, model) from None
+        if lines.failure is not None:
+            raise _unread_batch(lines.failure, name, model)
+        answered = sum(isinstance(outcome, LLMResponse) for outcome in outcomes.values())
+        emit("batch.collected", batch_id=name, state=status.state, answered=answered, failed=len(outcomes) - answered)
+        return outcomes
+
+    def is_item_of(self, custom_id: str, request: LLMRequest) -> bool:
+        """Whether ``custom_id`` is the id this provider gives ``request``'s item in a batch: what maps the answers
+        :meth:`collect` returns back to the requests that asked them.
+
+        A custom id carries a digest of the request as it is sent (provider, base URL, model, encoded body), so
+        the same request made again matches, and any other does not.  (Gemini's items, keyed by position, do not.)
+        :raises ProviderError: ``request`` cannot be sent by this provider (no model, say), as :meth:`complete`.
+        """
+        _, digest = self._line(request)
+        return isinstance(custom_id, str) and index_of(custom_id) >= 0 and custom_id.endswith("-" + digest[:24])
 
     def _line(self, request: LLMRequest) -> tuple[Line, str]:
         """The request as a batch line (checked and encoded as a single call would be) and its digest."""
@@ -355,7 +454,7 @@ class BatchProvider(ProviderDecorator):
             if bound.cancelled_caught and batch.state == "collecting":
                 words = f"submitting the batch took longer than {SUBMIT_BOUND:g} s"
                 if receipt.creating:  # the vendor may have created it: never sent again (see _unconfirmed)
-                    self._end(batch, self._unconfirmed(words))
+                    self._end(batch, self._unconfirmed(words, receipt))
                 else:  # only the upload ran: nothing was created, a retry is safe
                     self._end(batch, lambda line: BatchError(
                         words, provider=self.name, reason="missing", model=line.model, custom_id=line.custom_id))
@@ -377,7 +476,7 @@ class BatchProvider(ProviderDecorator):
         except Exception as exc:
             error = as_provider_error(exc, self._inner, batch.model)
             if receipt.creating:
-                self._end(batch, self._unconfirmed(error.message, error))
+                self._end(batch, self._unconfirmed(error.message, receipt, error))
             else:
                 self._end(batch, lambda line: error)
             return
@@ -388,20 +487,27 @@ class BatchProvider(ProviderDecorator):
         self.submitted += 1
         emit("batch.submitted", batch_id=batch_id, model=batch.model, size=len(lines))
 
-    def _unconfirmed(self, what: str, cause: ProviderError | None = None) -> Callable[[Line], Outcome]:
+    def _unconfirmed(
+        self, what: str, receipt: Receipt, cause: ProviderError | None = None
+    ) -> Callable[[Line], Outcome]:
         """Each call's error when the create request may have been accepted but no batch id came back.
 
         The vendors take no idempotency key on batch creation, and a batch's id is the only way to find it: the
         same lines submitted again would make a second batch of the same work, billed twice.  So the error is
-        final — transient, but not retryable (``with_retry`` does not send it again) — and says why.
+        final — transient, but not retryable (``with_retry`` does not send it again) — and says why, and how to
+        find the batch (OpenAI's: by its input file, which its batch list shows); found, :meth:`collect` reads
+        its answers by the batch's id, each under the ``custom_id`` the error carries.
         """
         name = self.name
+        where = (f"the one whose input_file_id is {receipt.input_file}" if receipt.input_file is not None
+                 else "one made at this time")
 
         def error(line: Line) -> Outcome:
             failure = BatchError(
                 f"the batch may have been created at the vendor, but its id never came back ({what}); its requests "
                 "are not submitted again, which could bill the same work twice — look for it in the vendor's batch "
-                "list", provider=name, reason="unconfirmed", model=line.model, custom_id=line.custom_id,
+                f"list ({where}) and read its answers with BatchProvider.collect(batch_id) (this request's item: "
+                f"{line.custom_id})", provider=name, reason="unconfirmed", model=line.model, custom_id=line.custom_id,
                 kind=ErrorKind.transient, retryable=False)
             if cause is not None:
                 failure.__cause__ = cause
@@ -498,6 +604,19 @@ class BatchProvider(ProviderDecorator):
     def __repr__(self) -> str:
         return (f"BatchProvider({self._inner!r}, window={self.window:g}, max_requests={self.max_requests}, "
                 f"poll_every={self.poll_every:g})")
+
+
+def _unread_batch(error: ProviderError, batch_id: str, model: str) -> ProviderError:
+    """The error of a :meth:`BatchProvider.collect` whose batch (or results) could not be read to the end: the
+    reading's own, if it is the vendor's verdict (a 404, a refused key), else a retryable ``BatchError("poll")``."""
+    if not error.retryable:
+        return error
+    failure = BatchError(
+        f"batch {batch_id} could not be read: {error.message}", provider=error.provider, reason="poll", model=model,
+        batch_id=batch_id, kind=ErrorKind.transient, retryable=True,
+    )
+    failure.__cause__ = error
+    return failure
 
 
 def _failing(error: ProviderError, batch: _Batch) -> Callable[[Line], Outcome]:
