@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEnd, StreamEvent
+from ..pricing import CutShort, with_cut_short
 from ..providers.port import (
     Capabilities,
     LLMProvider,
@@ -38,6 +39,7 @@ from ..settings import ModelSettings
 from .decorator import as_provider_error, name_of, streaming_adapted
 from .multi import MultiProvider
 from .streams import OpenedStream, open_stream, relay, stream_of
+from .timeout import abandoned_attempts, keep_abandoned
 
 __all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
 
@@ -265,9 +267,22 @@ class FallbackProvider(MultiProvider):
         return response if response.provider else attrs.evolve(response, provider=step.name)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """The first member's response that does not fail in a way that moves (see :func:`with_fallback`)."""
-        step, response = await self._walk(request, lambda s: s.member.complete(s.request))
-        return self._served(response, step)
+        """The first member's response that does not fail in a way that moves (see :func:`with_fallback`).
+
+        A member's attempt a ``with_timeout`` abandoned was sent and is billed: it rides on the answer of the member
+        that served (:func:`~agentactors.pricing.with_cut_short`), or, when every member failed, goes to the layer
+        around that collects them, else to the run (:func:`~.timeout.keep_abandoned`).
+        """
+        abandoned: list[CutShort] = []
+        try:
+            with abandoned_attempts() as abandoned:
+                step, response = await self._walk(request, lambda s: s.member.complete(s.request))
+        except BaseException:
+            if abandoned:  # (handed on outside the block: inside it, this list is the one collecting)
+                keep_abandoned(request, abandoned)
+            raise
+        response = self._served(response, step)
+        return with_cut_short(response, abandoned) if abandoned else response
 
     def stream(self, request: LLMRequest) -> StreamContext:
         """The first member's stream that reaches its first event; later failures do not move."""
@@ -279,11 +294,19 @@ class FallbackProvider(MultiProvider):
             return await open_stream(lambda: stream_of(step.member, step.request), provider=step.name, model=step.model)
 
         # Failover happens only while opening a member's stream and reading its first event.
-        step, opened = await self._walk(request, open_member)
+        abandoned: list[CutShort] = []
+        try:
+            with abandoned_attempts() as abandoned:
+                step, opened = await self._walk(request, open_member)
+        except BaseException:
+            if abandoned:  # (handed on outside the block: inside it, this list is the one collecting)
+                keep_abandoned(request, abandoned)
+            raise
 
         def name_server(event: StreamEvent) -> StreamEvent:
-            if isinstance(event, StreamEnd) and not event.response.provider:
-                return StreamEnd(self._served(event.response, step))
+            if isinstance(event, StreamEnd) and (abandoned or not event.response.provider):
+                # (the members abandoned before this one, billed: they ride on its end, as on an answer)
+                return StreamEnd(with_cut_short(self._served(event.response, step), abandoned))
             return event
 
         async with opened.stack:

@@ -694,7 +694,7 @@ async def _costs_hedge(doc: Doc) -> None:
         assert (await namespace["chain"].complete(user("hi"))).content == "a"
 
 
-@example("docs/costs.md: Batch")
+@example("docs/costs.md: Batch [1]")
 async def _costs_batch(doc: Doc) -> None:
     async with FakeVendor() as vendor:
         await doc.run(

@@ -24,6 +24,7 @@ from agentactors import (
     Runtime,
     ScriptedProvider,
     Usage,
+    with_fallback,
     with_retry,
     with_timeout,
 )
@@ -174,3 +175,49 @@ async def test_a_stream_abandoned_mid_way_charges_the_text_it_had_delivered(anyi
     (abandoned,) = take_cut_short(request)
     assert abandoned == CutShort("openai", "gpt-4o", abandoned.input_tokens, 100)
     assert abandoned.input_tokens == pytest.approx(10_000, rel=0.05)
+
+
+def _fallback(first: ScriptedProvider, second: ScriptedProvider) -> Any:
+    return with_fallback(with_timeout(first, attempt=1.0), second)
+
+
+@pytest.mark.parametrize("via_actor", [False, True], ids=["direct", "provider-actor"])
+async def test_an_attempt_abandoned_before_a_fallback_answered_rides_on_its_answer(
+    anyio_backend: Any, via_actor: bool
+) -> None:
+    # The first member hangs and its timeout gives up at 1 s; the second member answers.  The first member's call
+    # was sent and is billed: the budget counts both.  Before, its record was left against the member's request,
+    # which no run takes: never charged.
+    budget = CostBudget(10.0)
+    with anyio.fail_after(100):
+        result = await _run(_fallback(answering(30.0), answering(0.5)), budget, via_actor)
+    assert result.content == "answer 0"
+    assert budget.calls == 2
+    assert budget.estimated == pytest.approx(ESTIMATE, rel=0.05)
+    assert budget.spent == pytest.approx(ANSWERED + budget.estimated)
+
+
+@pytest.mark.parametrize("via_actor", [False, True], ids=["direct", "provider-actor"])
+async def test_every_member_abandoned_in_a_fallback_is_charged_once(anyio_backend: Any, via_actor: bool) -> None:
+    # Both members time out: the call fails, and each member's abandoned attempt is charged, once.  Before, the
+    # second timeout took the first one's record as its inner layer's: one call charged for two sent.
+    budget = CostBudget(10.0)
+    provider = with_fallback(with_timeout(answering(30.0), attempt=1.0), with_timeout(answering(30.0), attempt=1.0))
+    with anyio.fail_after(100):
+        result = await _run(provider, budget, via_actor)
+    assert result.error is not None
+    assert budget.calls == 2
+    assert budget.estimated == budget.spent == pytest.approx(2 * ESTIMATE, rel=0.05)
+
+
+async def test_a_stream_opened_after_a_member_was_abandoned_carries_it_on_its_end(anyio_backend: Any) -> None:
+    # Streamed (the loop pulls its stream): the first member's stream gives no first event within 1 s and is
+    # abandoned, the second member streams the answer — the first member's call rides on the answer's StreamEnd.
+    budget = CostBudget(10.0)
+    provider = with_fallback(with_timeout(answering(30.0), first_event=1.0), answering(0.5))
+    with budget, anyio.fail_after(100):
+        async with Agent(provider).stream(PROMPT) as run:
+            result = await run.wait()
+    assert result.content == "answer 0"
+    assert budget.calls == 2
+    assert budget.estimated == pytest.approx(ESTIMATE, rel=0.05)
