@@ -132,10 +132,12 @@ class SessionActor:
 
     ``history``, ``version``, ``paused`` and ``origin`` are the committed state as this actor last knew it;
     ``loaded`` is false until the first message loads it from the store, and again after a conflict
-    (the next message reloads it).
+    (the next message reloads it).  ``running``: how many messages it is handling now — one at most, which may
+    go on after its caller left (a queued turn runs in the actor's task, and its commit is shielded), so the
+    registry does not deactivate the session until it is over.
     """
 
-    __slots__ = ("activated", "history", "key", "loaded", "origin", "paused", "rt", "store", "version")
+    __slots__ = ("activated", "history", "key", "loaded", "origin", "paused", "rt", "running", "store", "version")
 
     def __init__(self, rt: Runtime, store: SessionStore, key: str) -> None:
         self.rt = rt
@@ -147,6 +149,7 @@ class SessionActor:
         self.origin: str | None = None
         self.loaded = False
         self.activated = False
+        self.running = 0
 
     @property
     def pending(self) -> tuple[ToolCall, ...]:
@@ -154,6 +157,13 @@ class SessionActor:
 
     async def receive(self, message: Turn | Resolve | Refresh) -> RunResult[Any] | None:
         """Handle a :class:`Turn` or :class:`Resolve` (loading the session first if need be), or a :class:`Refresh`."""
+        self.running += 1
+        try:
+            return await self._handle(message)
+        finally:
+            self.running -= 1
+
+    async def _handle(self, message: Turn | Resolve | Refresh) -> RunResult[Any] | None:
         if type(message) is Refresh:
             await self._load()
             return None
@@ -188,9 +198,12 @@ class SessionActor:
     async def turn(self, message: Turn) -> RunResult[Any]:
         """Run the turn and commit its outcome (the module docstring's rule).
 
-        :raises SessionPausedError: the session waits for decisions on a paused turn.
+        :raises SessionPausedError: the session waits for decisions on a paused turn (as the store says: a pause
+            this actor holds is read again first, since another process may have resolved it).
         :raises SessionConflictError: another turn was committed first; this one was not.
         """
+        if self.paused is not None:
+            await self._load()  # this runtime's copy may be stale: another process may have resolved the pause
         if self.paused is not None:
             raise SessionPausedError(
                 f"session {self.key!r} is paused for approval of {len(self.paused.pending)} call(s): "
@@ -217,8 +230,10 @@ class SessionActor:
         :raises TypeError, ValueError: decisions that do not fit the pause, or an agent that cannot resume it
             (nothing claimed).
         :raises SessionConflictError: there is no pause to resolve (resolved already, or never
-            paused), or another runtime claimed it first.  Nothing ran.
+            paused: as the store says, read again first), or another runtime claimed it first.  Nothing ran.
         """
+        if self.paused is None:
+            await self._load()  # this runtime's copy may be stale: another process's turn may have paused it since
         pause = self.paused
         if pause is None:
             raise SessionConflictError(

@@ -19,7 +19,8 @@ sweeper only if its deadline comes before the one the sweeper sleeps until.
 **No turn is ever lost to a deactivation.**  A session is idle when no ``send`` or ``resolve`` is in
 flight for it — counted by the handles, synchronously, before they ask the actor and after it answered.
 Only idle sessions are in the sweeper's dicts (a busy one leaves them on its first call and returns,
-last in line, when its last call ends), and the decision to deactivate — take it out of the
+last in line, when its last call ends; one whose caller left while its turn still runs — a commit is
+shielded — is put back, last in line, when its deadline comes), and the decision to deactivate — take it out of the
 registry — is made without an await: a turn arriving a moment later finds no actor and activates a new
 one, which loads from the store everything the old one committed.
 
@@ -208,14 +209,25 @@ class Sessions:
         """Take the expired idle sessions out of the registry (decided here, without an await)."""
         expired: list[Entry] = []
         for timeout, group in list(self._idle.items()):
+            busy: list[Entry] = []
             while group:
                 slot, entry = next(iter(group.items()))
                 if entry.last + timeout > now:
                     break
                 del group[slot]
-                if self.active.get(slot) is entry:
-                    del self.active[slot]  # idle (it is in the group), and from now on out of reach
-                    expired.append(entry)
+                if self.active.get(slot) is not entry:
+                    continue
+                if entry.actor.running:
+                    # Its callers left, but a turn of theirs still runs (its commit shielded): not idle until it
+                    # is over — deactivated now, the next turn's new actor would load the version before that
+                    # commit, and conflict with it.  Looked at again a whole timeout later.
+                    busy.append(entry)
+                    continue
+                del self.active[slot]  # idle (it is in the group), and from now on out of reach
+                expired.append(entry)
+            for entry in busy:  # last in line: no deadline in the group is later
+                entry.last = now
+                group[entry.slot] = entry
             if not group:
                 del self._idle[timeout]
         return expired

@@ -27,6 +27,7 @@ from ..loop.pause import PausedRun
 from ..messages import Message
 
 __all__ = [
+    "MAX_KEY_BYTES",
     "SessionRecord",
     "SessionStore",
     "check_expected",
@@ -39,10 +40,16 @@ __all__ = [
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")  # a str may hold one; a UTF-8 database column cannot
 
+#: The longest session key, in bytes of UTF-8: what PostgreSQL's primary-key index keeps whatever the key
+#: (a btree row holds at most 2,704 bytes, the key's and the message pieces' ``start`` included, and only a key
+#: that compresses well fits past that: a digest or a token does not).
+MAX_KEY_BYTES: Final = 2048
+
 
 def check_key(key: str) -> str:
     """``key`` if every store keeps it as it is: a non-empty ``str``, valid Unicode (no lone surrogate: no UTF-8
-    column takes one) and without NUL (PostgreSQL's ``TEXT`` refuses it; SQLite and a dict would keep it).
+    column takes one), without NUL (PostgreSQL's ``TEXT`` refuses it; SQLite and a dict would keep it) and at
+    most :data:`MAX_KEY_BYTES` bytes of UTF-8 (PostgreSQL's index refuses a longer one that does not compress).
 
     Refused here, in every store alike, rather than by one database's driver halfway through a call: a key that
     works with a ``MemoryStore`` or a SQLite file in tests would otherwise be an untyped driver error at the first
@@ -50,7 +57,7 @@ def check_key(key: str) -> str:
     kept whole by every store.
 
     :raises TypeError: not a ``str``.
-    :raises ValueError: empty, or holding a lone surrogate or a NUL.
+    :raises ValueError: empty, holding a lone surrogate or a NUL, or longer than :data:`MAX_KEY_BYTES`.
     """
     if not isinstance(key, str):
         raise TypeError(f"a session key is a str, not {type(key).__name__}")
@@ -60,6 +67,11 @@ def check_key(key: str) -> str:
         raise ValueError(f"a session key must not hold a NUL character (PostgreSQL's text cannot keep it): {key!r}")
     if not key.isascii() and _SURROGATE.search(key) is not None:
         raise ValueError(f"a session key must be valid Unicode text (UTF-8), not {key!r}")
+    if len(key) > MAX_KEY_BYTES // 4 and len(key.encode("utf-8")) > MAX_KEY_BYTES:  # (a char is 1 to 4 bytes)
+        raise ValueError(
+            f"a session key is at most {MAX_KEY_BYTES} bytes of UTF-8 (PostgreSQL's index cannot keep a longer "
+            f"one), not {len(key.encode('utf-8'))}: {key[:40]!r}…"
+        )
     return key
 
 

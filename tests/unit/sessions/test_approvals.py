@@ -143,6 +143,40 @@ async def test_a_pause_claimed_in_another_runtime_conflicts_here() -> None:
         assert mine.version == 4
 
 
+async def test_a_pause_resolved_in_another_runtime_does_not_hold_this_ones_next_turn() -> None:
+    """The approval lands on another process (a webhook), which resolves the pause from the store; the user's next
+    message lands here.  This runtime refused it with ``SessionPausedError`` from its own stale copy — never asking
+    the store, so again at every message until the session idled out.  A refusal is now checked against the store
+    first: the turn goes on from the resolved conversation."""
+    store = MemoryStore()
+    async with Runtime() as here, Runtime() as there:
+        mine = here.session(_agent(), "k", store=store)
+        await mine.send("refund 5")
+        paused_here = mine.paused  # (a variable: an assert on the attribute would narrow it for the rest)
+        assert paused_here
+        assert (await there.session(_agent(), "k", store=store).resolve({"c-5": True})).ok
+        result = await mine.send("and now?")
+        assert result.content == "ok: and now?" and REFUNDS == [5]
+        assert not mine.paused and mine.version == 4
+        assert [m.content for m in mine.history if m.role == "tool"] == ["refunded 5"]  # on from the resolved turn
+
+
+async def test_a_pause_made_in_another_runtime_is_resolved_here() -> None:
+    """The reverse: this runtime holds the session unpaused; another one's turn paused it.  ``resolve`` here said
+    "never paused" (``SessionConflictError``) from its stale copy; it now reads the store and resolves the pause."""
+    store = MemoryStore()
+    async with Runtime() as here, Runtime() as there:
+        mine = here.session(_agent(), "k", store=store)
+        await mine.send("hello")
+        assert (await there.session(_agent(), "k", store=store).send("refund 6")).paused
+        result = await mine.resolve({"c-6": True})
+        assert result.content == "tool said: refunded 6" and REFUNDS == [6]
+        assert mine.version == 4  # the pause (2), its claim (3), the resumed turn (4)
+        with pytest.raises(SessionConflictError, match="no pause to resolve"):  # resolved: it is still refused
+            await mine.resolve({"c-6": True})
+        assert REFUNDS == [6]
+
+
 async def test_a_paused_session_is_resolved_in_a_new_runtime() -> None:
     store = MemoryStore()
     async with Runtime() as rt:

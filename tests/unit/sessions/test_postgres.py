@@ -256,3 +256,37 @@ def test_importing_agentactors_does_not_import_psycopg() -> None:
     code = "import sys, agentactors as a; a.PostgresStore, a.PostgresJournal; print('psycopg' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+async def test_a_key_every_store_keeps_works_in_every_store_and_a_longer_one_is_refused_alike(
+    postgres_dsn: str, tmp_path: Path  # noqa: F811
+) -> None:
+    """PostgreSQL's primary-key index holds at most ~2.7 KB a row: a longer key that does not compress (a digest,
+    a token, a long path) was a ``psycopg.errors.ProgramLimitExceeded`` at the session's first commit — after its
+    turn ran, and at every turn after — where a MemoryStore or a SQLite file kept it.  A key is now at most
+    2,048 bytes of UTF-8 in every store: at the bound it is kept by all three, one byte past it is refused by all
+    three, typed, before any I/O (and when the session is opened)."""
+    import secrets
+
+    longest = [secrets.token_hex(1024), "é" * 1024, "𝄞" * 512]  # 2,048 bytes each, incompressible or multi-byte
+    too_long = [secrets.token_hex(1024) + "x", "é" * 1024 + "x", "𝄞" * 513]
+    stores: list[SessionStore] = [MemoryStore(), SqliteStore(tmp_path / "s.db"), PostgresStore(postgres_dsn)]
+    for store in stores:
+        try:
+            for key in longest:
+                stored = await store.commit(SessionRecord(key, HISTORY), expected_version=None)
+                stored = await store.commit(SessionRecord(key, HISTORY + HISTORY, kept=2), expected_version=1)
+                assert await store.load(key) == stored, store
+                assert await store.delete(key), store
+            for key in too_long:
+                for attempt in (partial(store.load, key), partial(store.delete, key)):
+                    with pytest.raises(ValueError, match="2048 bytes") as caught:
+                        await attempt()
+                    assert not isinstance(caught.value, psycopg.Error), store
+                with pytest.raises(ValueError, match="2048 bytes"):
+                    SessionRecord(key, HISTORY)
+        finally:
+            await store.aclose()
+    async with Runtime() as rt:
+        with pytest.raises(ValueError, match="2048 bytes"):
+            rt.session(Agent(ScriptedProvider(["never"])), too_long[0], store=PostgresStore(postgres_dsn))

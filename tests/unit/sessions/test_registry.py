@@ -17,6 +17,7 @@ from agentactors.messages import LLMRequest
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.sessions import MemoryStore
 from agentactors.sessions.registry import Sessions
+from agentactors.sessions.store import SessionRecord
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -84,6 +85,48 @@ async def test_a_turn_longer_than_the_idle_timeout_keeps_its_session() -> None:
         await anyio.sleep(9.5)
         assert session.active
         await anyio.sleep(1)
+        assert not session.active  # idle_timeout after the last turn ended
+
+
+class _SlowCommits(MemoryStore):
+    """A store whose commits take 5 s (a busy database)."""
+
+    __slots__ = ()
+
+    async def commit(self, record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
+        await anyio.sleep(5)
+        return await super().commit(record, expected_version=expected_version)
+
+
+async def test_a_turn_still_committing_for_a_caller_that_left_keeps_its_session_active() -> None:
+    """A queued turn runs in the actor's own task; a caller that gives up leaves at once, while the turn's commit
+    (shielded) goes on.  The session counted as idle from that moment and was deactivated mid-commit: the next
+    turn activated a second actor on the session, loaded the version before that commit, and — in one runtime,
+    one process — failed with ``SessionConflictError`` (its model call spent).  A session whose turn still runs
+    is not idle: it deactivates ``idle_timeout`` after the turn is over, and the next turn goes on from it."""
+
+    async def slow(request: LLMRequest) -> str:
+        await anyio.sleep(2)
+        return echo_model(request)
+
+    store = _SlowCommits()
+    async with Runtime() as rt:
+        session = rt.session(Agent(ScriptedProvider(slow)), "k", store=store, idle_timeout=1)
+
+        async def leaves() -> None:
+            with anyio.move_on_after(9):  # "two": queued, runs 7-9, commits 9-14; its caller leaves at 9.1
+                await session.send("two")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.send, "one")  # runs 0-2, commits 2-7
+            await anyio.sleep(0.1)
+            tg.start_soon(leaves)
+        await anyio.sleep(11 - anyio.current_time())  # "two" is still committing, and its caller left 1.9 s ago
+        assert session.active
+        result = await session.send("three")  # behind "two" on the same actor, then on from its commit
+        assert result.content == "seen: one | two | three"
+        assert session.version == 3
+        await anyio.sleep(1.5)
         assert not session.active  # idle_timeout after the last turn ended
 
 
