@@ -29,6 +29,7 @@ a ``True`` therefore also means "nothing odd in it", and the validator need not 
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import functools
 import importlib
@@ -40,7 +41,15 @@ from typing import Any, Final
 
 from ._odd import whole
 
-__all__ = ["Check", "compile_check", "pattern_limit", "pattern_search", "sees_every_value"]
+__all__ = [
+    "Check",
+    "close_call_budget",
+    "compile_check",
+    "open_call_budget",
+    "pattern_limit",
+    "pattern_search",
+    "sees_every_value",
+]
 
 #: ``check(instance) -> bool``: ``True`` only when the instance is certainly valid.
 Check = Callable[[Any], bool]
@@ -89,11 +98,39 @@ class _Unsupported(Exception):
 
 
 def compile_check(schema: Any) -> Check | None:
-    """The fast predicate for ``schema``, or ``None`` when the schema is outside the supported subset."""
+    """The fast predicate for ``schema``, or ``None`` when the schema is outside the supported subset.
+
+    One with a ``pattern`` matches within a budget of its own for each instance (a quarter of a call's, see
+    :func:`open_call_budget`): enough for any ordinary one; past it, "not certain", and the validator's walk
+    (with a whole budget) says what is wrong.
+    """
     try:
-        return _compile(schema)
+        check = _compile(schema)
+        patterned = _has_pattern(schema)
     except (_Unsupported, re.error, TypeError, ValueError, RecursionError):
         return None  # validated the thorough way only (a schema too deep to compile included)
+    if not patterned:
+        return check
+    open_budget, close_budget = _BUDGET.set, _BUDGET.reset
+    re_steps, linear_steps = _CALL_RE_STEPS * _FAST_SHARE, _CALL_LINEAR_STEPS * _FAST_SHARE
+
+    def budgeted(v: Any) -> bool:
+        token = open_budget([re_steps, linear_steps])
+        try:
+            return check(v)
+        finally:
+            close_budget(token)
+
+    return budgeted
+
+
+def _has_pattern(schema: Any) -> bool:
+    """Whether a ``pattern`` may be in ``schema`` (one inside data, such as an ``enum``, is counted: harmless)."""
+    if isinstance(schema, dict):
+        return isinstance(schema.get("pattern"), str) or any(_has_pattern(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_pattern(v) for v in schema)
+    return False
 
 
 def _always(_: Any) -> bool:
@@ -431,9 +468,29 @@ def _count(value: Any) -> int:
 #
 # ``jsonschema``'s ``pattern``, ``patternProperties``, ``additionalProperties`` and ``unevaluatedProperties`` use
 # the same matcher (validation.py), so the fast check and the validator never disagree.
+#
+# That bounds one string; an argument can hold thousands, each just under the bound (64 Mi chars of JSON text
+# may hold ten thousand strings of ``[a-p]{0,50}$``'s worst, ~2 ms each for ``re``).  So a validation call opens
+# a budget on its thread (:func:`open_call_budget`) and every match in it is charged: ``re`` its worst-case
+# estimate, out of :data:`_CALL_RE_STEPS`; once that is spent, the linear matcher, its steps (positions times
+# instructions, each program's pass over the string), out of :data:`_CALL_LINEAR_STEPS` — it is linear, but a
+# large program (``x{1,5000}``, ``.{0,2000}!``: thousands of instructions alive at once) costs ~0.1 ms a
+# character.  A string neither can take is *uncheckable*, as one too long for a backreference pattern is.  So a
+# call spends at most ~0.2 s on ``re`` and ~0.5 s on the simulation (measured worst cases, 2 cores), whatever it
+# holds, and every verdict given is ``re``'s.  Outside a call (no budget open) a match is not charged.
 
-#: The worst-case steps ``re`` may take on one string before the linear matcher is used instead (~10-30 ms).
+#: The worst-case steps ``re`` may take on one string before the linear matcher is used instead.  ``re``'s
+#: real worst on a string at that bound is ~2 ms (``[a-p]{0,50}$``; the estimate is an upper bound).
 _RE_STEPS: Final = 1_000_000
+#: The estimated ``re`` steps one call may spend on all its strings together (~0.1 s at ``re``'s worst).
+_CALL_RE_STEPS: Final = 40 * _RE_STEPS
+#: The share of a call's budget the fast check spends on one instance (:func:`compile_check`).
+_FAST_SHARE: Final = 0.25
+#: The linear matcher's steps one call may spend: ~0.1-0.35 µs each at worst (``[a-p]{0,50}$``: fifty
+#: threads alive, each character tested by ``re``'s code for the class), ~0.3-0.7 s.
+_CALL_LINEAR_STEPS: Final = 2_000_000
+#: What one position of one pass of the simulation costs beyond its instructions, in instructions (~1 µs).
+_PASS_STEPS: Final = 20
 #: The largest program the linear matcher builds (``x{1,5000}`` unrolls); a larger pattern is not linearised.
 _MAX_PROGRAM: Final = 20_000
 _REPEATS: Final = frozenset(("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"))
@@ -513,6 +570,15 @@ class _Linear:
         self._looks: list[tuple[list[_Instruction], bool]] = []
         self._size = 0
         self._program = self._compile(parsed, parsed.state.flags, parsed.state, reverse=False)
+
+    @property
+    def steps_per_position(self) -> int:
+        """What :meth:`search` costs at most per position of the string, in the budget's steps.
+
+        Every program (the search's and each lookaround's) passes over the string once, and at a position visits
+        each of its instructions at most once (``seen``), plus the pass's own work there.
+        """
+        return self._size + _PASS_STEPS * (1 + len(self._looks))
 
     def _node(self, node: Any, flags: int, state: Any) -> Callable[[str, int], Any]:
         own = copy.copy(state)
@@ -640,9 +706,27 @@ def _run(
     return False
 
 
+#: What the call open in this context may still spend — ``[re steps, linear matcher steps]`` (see above) — or
+#: ``None`` outside a call (nothing charged).  A context variable: each thread and task has its own, and a
+#: validation runs to its end without yielding, so no other call's matching comes in between.
+_BUDGET: Final[contextvars.ContextVar[list[float] | None]] = contextvars.ContextVar("pattern_budget", default=None)
+
+
+def open_call_budget(share: float = 1.0) -> object:
+    """Start one call's budget (``share`` of it) for the matching done in this context until
+    :func:`close_call_budget` is given what this returns.  Every :func:`pattern_search` match is charged to it.
+    """
+    return _BUDGET.set([_CALL_RE_STEPS * share, _CALL_LINEAR_STEPS * share])
+
+
+def close_call_budget(token: object) -> None:
+    """End the call's budget :func:`open_call_budget` opened (``token``: what it returned)."""
+    _BUDGET.reset(token)  # type: ignore[arg-type]
+
+
 @functools.lru_cache(maxsize=4096)
-def _matcher(pattern: str) -> tuple[Callable[[str], bool | None], int | None]:
-    """:func:`pattern_search` and :func:`pattern_limit` of ``pattern``, built once."""
+def _matcher(pattern: str) -> tuple[Callable[[str], bool | None], int | None, int]:
+    """:func:`pattern_search` and :func:`pattern_limit` of ``pattern``, and the longest string ``re`` is given."""
     compiled = re.compile(pattern)
     parsed = _re_parser.parse(pattern)
     exp, unbounded, factor, nodes = _cost(parsed)
@@ -652,8 +736,10 @@ def _matcher(pattern: str) -> tuple[Callable[[str], bool | None], int | None]:
     except (_NotLinear, RecursionError):
         linear = None
     # The longest string re may take under the bound: K·m·(n+1)^(u+1) ≤ _RE_STEPS.
-    limit = int((_RE_STEPS / (factor * max(nodes, 1))) ** (1 / (unbounded + 1))) - 1
+    weight, power = factor * max(nodes, 1), unbounded + 1
+    limit = int((_RE_STEPS / weight) ** (1 / power)) - 1
     by_re = compiled.search
+    current = _BUDGET.get
     if linear is None:
         shown = pattern if len(pattern) <= 80 else pattern[:79] + "…"
         if exp:
@@ -670,25 +756,58 @@ def _matcher(pattern: str) -> tuple[Callable[[str], bool | None], int | None]:
         checkable = limit
 
         def bounded(text: str) -> bool | None:
-            return (by_re(text) is not None) if len(text) <= checkable else None
+            n = len(text)
+            if n > checkable:
+                return None
+            budget = current()
+            if budget is not None:
+                cost = weight * (n + 1) ** power
+                if cost > budget[0]:
+                    return None  # the call's re budget is spent, and no other matcher takes the pattern
+                budget[0] -= cost
+            return by_re(text) is not None
 
-        return bounded, checkable
-    if exp:
-        return linear.search, None
+        return bounded, checkable, checkable
     by_simulation = linear.search
+    per_position = linear.steps_per_position
+    if exp:
+        def simulated(text: str) -> bool | None:
+            budget = current()
+            if budget is not None:
+                cost = (len(text) + 1) * per_position
+                if cost > budget[1]:
+                    return None
+                budget[1] -= cost
+            return by_simulation(text)
 
-    def search(text: str) -> bool:
-        return by_re(text) is not None if len(text) <= limit else by_simulation(text)
+        return simulated, None, -1
 
-    return search, None
+    def search(text: str) -> bool | None:
+        n = len(text)
+        budget = current()
+        if budget is None:  # outside a call
+            return by_re(text) is not None if n <= limit else by_simulation(text)
+        if n <= limit:
+            cost = weight * (n + 1) ** power
+            if cost <= budget[0]:
+                budget[0] -= cost
+                return by_re(text) is not None
+        steps = (n + 1) * per_position
+        if steps > budget[1]:
+            return None  # both of the call's budgets are spent (or this string alone is past them)
+        budget[1] -= steps
+        return by_simulation(text)
+
+    return search, None, max(limit, 0)
 
 
 def pattern_search(pattern: str) -> Callable[[str], bool | None]:
     """``search(text)``: whether ``pattern`` matches anywhere in ``text``, in time bounded for any text.
 
     What ``re.search`` says (see above for how the time is bounded) — or ``None`` when ``text`` is longer than
-    :func:`pattern_limit`: a pattern with a backreference, an atomic group, a possessive or conditional part
-    cannot be checked on it in bounded time, and the caller says so (for a schema: an issue of the call).
+    :func:`pattern_limit` (a pattern with a backreference, an atomic group, a possessive or conditional part
+    cannot be checked on it in bounded time) or, inside a call's budget (:func:`open_call_budget`), when what is
+    left of it cannot pay for ``text``: the caller says so (for a schema: an issue of the call).
     Cached per pattern: a schema's patterns are built once with its validator, and the validator's keywords
     find them here by their text.
 

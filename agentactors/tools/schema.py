@@ -62,7 +62,7 @@ from ..errors import AgentActorsError
 from ..redaction import redact
 from .docstrings import parse_docstring
 from .json_refs import inline_refs
-from .json_types import json_type_name
+from .json_types import describe_schema, json_type_name
 
 __all__ = [
     "ConversionError",
@@ -835,17 +835,18 @@ def _fits(value: Any, tp: Any) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _member_check(tp: Any) -> Callable[[Any], bool]:
-    """A validator of ``tp``'s schema: the fast check where it is certain, else ``jsonschema``."""
-    import jsonschema  # with the first union of structured members: validation.py imports it the same way
-
+    """A validator of ``tp``'s schema: the fast check where it is certain, else the arguments' validator — whose
+    regexes are bounded per string and per call (:mod:`.validation`), where ``jsonschema``'s own ran ``re``
+    unbounded on the model's value (a member type's catastrophic ``pattern`` held the event loop)."""
     from .fastcheck import compile_check
+    from .validation import ArgumentValidator  # (here, not at the top: validation.py imports this module)
 
     schema = schema_for(tp)
     fast = compile_check(schema)
-    full = jsonschema.Draft202012Validator(schema)
+    full = ArgumentValidator(schema, tool_name="output")
 
     def check(value: Any) -> bool:
-        return (fast is not None and fast(value)) or bool(full.is_valid(value))
+        return (fast is not None and fast(value)) or not full.issues(value)
 
     return check
 
@@ -899,29 +900,3 @@ def _parse_formatted(value: Any, tp: type, path: str) -> Any:
 # --- describing a schema in a few words (for the model's fix-it text) ---------------------------
 
 
-def describe_schema(schema: Any) -> str:
-    """A short human description of a schema: ``integer``, ``array of string``, ``one of 'a', 'b'``."""
-    if not isinstance(schema, dict) or not schema:
-        return "any value"
-    if "enum" in schema:
-        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"][:12])
-    if "const" in schema:
-        return "the constant " + json.dumps(schema["const"], ensure_ascii=False)
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            return " or ".join(dict.fromkeys(describe_schema(s) for s in schema[key]))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " or ".join(str(k) for k in kind)
-    if kind == "array":
-        items = schema.get("items")
-        if isinstance(items, dict) and items:
-            return f"array of {describe_schema(items)}"
-        if "prefixItems" in schema:
-            return "array [" + ", ".join(describe_schema(s) for s in schema["prefixItems"]) + "]"
-        return "array"
-    if kind == "object" and isinstance(schema.get("properties"), dict):
-        return "object {" + ", ".join(schema["properties"]) + "}"
-    if kind == "string" and "format" in schema:
-        return f"string ({schema['format']})"
-    return str(kind) if kind else "any value"

@@ -28,8 +28,13 @@ Its regexes are matched in time bounded for any string (:func:`~agentactors.tool
 that cannot be is refused at build) wherever ``jsonschema`` applies one to the model's data: ``pattern`` (on values
 and, through ``propertyNames``, on keys), ``patternProperties``, and the property names ``additionalProperties`` and
 ``unevaluatedProperties`` leave to it.  A string longer than a backreference pattern can be checked on is an issue
-of the call, never a pass.  The schema is Draft 2020-12 throughout: a ``$schema`` inside it is not obeyed
-(``jsonschema`` would switch to its stock validator of that draft for the subschema, with none of this).
+of the call, never a pass.  The bound is per call as well as per string: a call's matching is charged to a budget
+(:func:`~agentactors.tools.fastcheck.open_call_budget`: ``re`` at its worst-case estimate, then the linear matcher
+at its steps), so an argument of thousands of strings, each just under what ``re`` is given, cannot hold the
+event loop either; a string past the budget is the call's issue too.  The fast check matches within a quarter
+of a budget and the walk a whole one, opened only for a schema with a regex (one without pays nothing).  The
+schema is Draft 2020-12 throughout: a ``$schema`` inside it is not obeyed (``jsonschema`` would switch to its
+stock validator of that draft for the subschema, with none of this).
 ``multipleOf`` is decided exactly on the decimals written, ``uniqueItems`` in one pass with JSON equality
 (``jsonschema`` divides floats, raises on an integer past a float's range, and compares every pair of objects).
 
@@ -51,11 +56,18 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
 from ._odd import has_odd, odd_issues
-from .fastcheck import Check, compile_check, pattern_limit, pattern_search, sees_every_value
+from .fastcheck import (
+    Check,
+    close_call_budget,
+    compile_check,
+    open_call_budget,
+    pattern_limit,
+    pattern_search,
+    sees_every_value,
+)
 from .json_refs import check_refs_resolve, no_retrieval_registry
-from .json_types import json_type_name
+from .json_types import describe_schema, json_type_name
 from .results import ValidationIssue
-from .schema import describe_schema
 
 if TYPE_CHECKING:
     import jsonschema.exceptions
@@ -72,31 +84,35 @@ class _SchemaInvalid(ValueError):
 
 
 class _Uncheckable(Exception):
-    """A string longer than a pattern can be checked on in bounded time (:func:`~.fastcheck.pattern_limit`).
+    """A string a pattern cannot be checked on in bounded time: longer than it can be checked on at all
+    (:func:`~.fastcheck.pattern_limit`), or past what is left of the call's budget (``spent``).
 
     Raised out of the whole validation, not yielded as one error: under ``not``, ``if`` or an ``anyOf`` branch an
     error would turn into a pass.  :meth:`ArgumentValidator.issues` makes it the call's one issue.
     """
 
-    def __init__(self, pattern: str, text: str) -> None:
+    def __init__(self, pattern: str, text: str, *, spent: bool) -> None:
         super().__init__(pattern)
         self.pattern = pattern
         self.text = text
+        self.spent = spent
 
 
 def _search(regex: str, text: str) -> bool:
     """Whether ``regex`` matches in ``text``, in bounded time.
 
-    :raises _Uncheckable: ``text`` is too long for ``regex`` to be checked on.
+    :raises _Uncheckable: ``text`` is too long for ``regex`` to be checked on, or the call's budget is spent.
     """
     found = pattern_search(regex)(text)
     if found is None:
-        raise _Uncheckable(regex, text)
+        limit = pattern_limit(regex)
+        raise _Uncheckable(regex, text, spent=limit is None or len(text) <= limit)
     return found
 
 
-def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool]:
-    """The ``jsonschema`` validator and the fast check of ``schema``, and whether that check sees every value.
+def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool, bool]:
+    """The ``jsonschema`` validator and the fast check of ``schema``, whether that check sees every value, and
+    whether the schema has a regex (its calls then carry a budget for matching them).
 
     :raises _SchemaInvalid: ``schema`` fails the Draft 2020-12 meta-schema.
     """
@@ -118,7 +134,8 @@ def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool]:
         check_refs_resolve(schema)  # every reference now, not at a call (where it would fail the executor)
     except ValueError as exc:
         raise _SchemaInvalid(str(exc)) from None
-    for pattern in _patterns_of(schema):
+    patterns = _patterns_of(schema)
+    for pattern in patterns:
         try:
             pattern_search(pattern)  # refuses, now, a pattern no call could be checked against in bounded time
         except (re.error, ValueError) as exc:
@@ -134,7 +151,7 @@ def _build(schema: Mapping[str, Any]) -> tuple[Any, Check | None, bool]:
         raise _SchemaInvalid("it is nested too deeply to be checked") from None
     validator = _validator_class()(compiled, registry=no_retrieval_registry())
     fast = compile_check(schema)
-    return validator, fast, fast is not None and sees_every_value(schema)
+    return validator, fast, fast is not None and sees_every_value(schema), bool(patterns)
 
 
 #: Keywords whose values are data, not schemas (annotations among them).
@@ -354,7 +371,7 @@ def _unique_key(value: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
-def _compiled(key: str) -> tuple[Any, Check | None, bool]:
+def _compiled(key: str) -> tuple[Any, Check | None, bool, bool]:
     """:func:`_build` of the schema whose JSON text is ``key``, once per process (see the module docstring).
 
     Thread-safe (``lru_cache``; MCP listings build their tools in a worker thread).  A schema that fails
@@ -380,28 +397,40 @@ class ArgumentValidator:
     :raises ValueError: the schema is not a valid Draft 2020-12 JSON Schema.
     """
 
-    __slots__ = ("_fast", "_sees_all", "_validator", "schema")
+    __slots__ = ("_fast", "_patterned", "_sees_all", "_validator", "schema")
 
     def __init__(self, schema: Mapping[str, Any], *, tool_name: str = "tool") -> None:
         key = _canonical(schema)
         try:
-            validator, fast, sees_all = _compiled(key) if key is not None else _build(schema)
+            validator, fast, sees_all, patterned = _compiled(key) if key is not None else _build(schema)
         except _SchemaInvalid as exc:
             raise ValueError(f"tool {tool_name!r}: its parameters are not a valid JSON Schema: {exc}") from None
         self.schema = schema
         self._validator = validator
         self._fast: Check | None = fast
         self._sees_all = sees_all
+        self._patterned = patterned
 
     def issues(self, arguments: Any) -> list[ValidationIssue]:
         """Every way ``arguments`` break the schema, in schema order, each once (empty when valid).
 
         A NaN, an infinity or a lone surrogate anywhere in them is an issue of its own, and then the only
-        kind reported (see the module).
+        kind reported (see the module).  A schema with a regex matches it within a budget for the call (see
+        the module); one without pays nothing for that.
         """
         fast = self._fast
         if fast is not None and fast(arguments) and (self._sees_all or not has_odd(arguments)):
-            return []
+            return []  # (a fast check with a pattern matches within a budget of its own: compile_check)
+        if self._patterned:  # a whole budget: what the fast check spent leaves the walk no less to judge with
+            token = open_call_budget()
+            try:
+                return self._walk(arguments)
+            finally:
+                close_call_budget(token)
+        return self._walk(arguments)
+
+    def _walk(self, arguments: Any) -> list[ValidationIssue]:
+        """The issues of arguments the fast check could not call valid: ``jsonschema``'s walk (see the module)."""
         if has_odd(arguments):
             return odd_issues(arguments)
         issues: list[ValidationIssue] = []
@@ -425,29 +454,54 @@ class ArgumentValidator:
 
 
 def _uncheckable_issue(arguments: Any, exc: _Uncheckable) -> ValidationIssue:
-    """The issue of a string too long for its pattern, at the first place the arguments hold it (key or value)."""
-    where: list[Any] = []
-    stack: list[tuple[Any, list[Any]]] = [(arguments, [])]
-    while stack:
-        node, at = stack.pop()
-        if node == exc.text and isinstance(node, str):
-            where = at
-            break
-        if isinstance(node, dict):
-            for key, value in reversed(list(node.items())):
-                if key == exc.text:
-                    where = [*at, key]
-                    stack.clear()
-                    break
-                stack.append((value, [*at, key]))
-        elif isinstance(node, list):
-            stack.extend((item, [*at, i]) for i, item in reversed(list(enumerate(node))))
+    """The issue of a string too long for its pattern, or past the call's budget for matching, at the first place
+    the arguments hold it (key or value)."""
+    where = _first_place(arguments, exc.text)
     shown = exc.pattern if len(exc.pattern) <= 80 else exc.pattern[:79] + "…"
+    if exc.spent:
+        return ValidationIssue(
+            _path(where),
+            f"fewer or shorter strings to check against the pattern {shown} (one call's strings are matched "
+            "within a time budget, spent before this one)",
+            f"a string of {len(exc.text)} chars",
+        )
     return ValidationIssue(
         _path(where),
         f"a string of at most {pattern_limit(exc.pattern)} chars (the longest the pattern {shown} is checked on)",
         f"a string of {len(exc.text)} chars",
     )
+
+
+def _first_place(arguments: Any, text: str) -> list[Any]:
+    """The path of the first key or string value equal to ``text`` in ``arguments``, in document order.
+
+    Depth first, each container's entries taken as they come (never a list of them all, nor a path per entry):
+    the arguments of a call past its budget can hold a million strings, and the one sought is usually early.
+    """
+    path: list[Any] = []
+    stack: list[Iterator[tuple[Any, Any]]] = [_entries(arguments)]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            if path:
+                path.pop()
+            continue
+        key, value = entry
+        if (type(key) is str and key == text) or value is text or (type(value) is str and value == text):
+            return [*path, key]
+        if isinstance(value, dict | list):
+            path.append(key)
+            stack.append(_entries(value))
+    return []
+
+
+def _entries(node: Any) -> Iterator[tuple[Any, Any]]:
+    if isinstance(node, dict):
+        return iter(node.items())
+    if isinstance(node, list):
+        return enumerate(node)
+    return iter(())
 
 
 _JSON_TYPE_ARTICLE = {

@@ -488,3 +488,26 @@ def test_a_credential_shaped_default_is_not_shown_to_the_model() -> None:
 
     props = fetch.parameters["properties"]
     assert "default" not in props["token"] and props["retries"]["default"] == 2
+
+
+class Coded(pydantic.BaseModel):
+    code: str = pydantic.Field(pattern=r"^(a+)+$")
+    x: int
+
+
+class Plain(pydantic.BaseModel):
+    code: str
+    x: int
+
+
+def test_a_union_member_s_catastrophic_pattern_is_judged_in_bounded_time() -> None:
+    # Choosing the member a value fits ran jsonschema's own validator, whose `pattern` is Python's re unbounded: a
+    # model-sent "aaa...a!" against the first member's ^(a+)+$ held the event loop for minutes.  Bounded now,
+    # with re's verdict (it does not fit: the second member is chosen).
+    import time
+
+    started = time.monotonic()
+    value = convert({"code": "a" * 40 + "!", "x": 1}, Coded | Plain)
+    assert time.monotonic() - started < 2.0
+    assert value == Plain(code="a" * 40 + "!", x=1)
+    assert convert({"code": "aaa", "x": 1}, Coded | Plain) == Coded(code="aaa", x=1)
