@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -36,6 +35,7 @@ from agentactors import (
     with_retry,
     with_timeout,
 )
+from tests.support.raw_http import read_request
 
 pytestmark = pytest.mark.anyio
 
@@ -113,14 +113,7 @@ class LimitedServer:
         async with stream:
             try:
                 while True:
-                    while b"\r\n\r\n" not in buffer:
-                        buffer += await stream.receive()
-                    head, _, buffer = buffer.partition(b"\r\n\r\n")
-                    found = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
-                    length = int(found.group(1)) if found else 0
-                    while len(buffer) < length:
-                        buffer += await stream.receive()
-                    body, buffer = buffer[:length], buffer[length:]
+                    _, body, buffer = await read_request(stream, buffer)
                     await stream.send(await self._answer(json.loads(body)))
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass

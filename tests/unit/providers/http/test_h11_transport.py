@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import re
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -21,6 +20,7 @@ from agentactors.errors import ResponseTooLargeError
 from agentactors.providers.http.body import BodyReader
 from agentactors.providers.http.h11_transport import H11Response, H11Sender
 from agentactors.providers.http.transport import ENV, ClientSender, owned_sender
+from tests.support.raw_http import read_request
 from tests.support.tls import TestAuthority
 
 pytestmark = pytest.mark.anyio
@@ -70,14 +70,7 @@ class RawServer:
         async with stream:
             try:
                 while True:
-                    while b"\r\n\r\n" not in buffer:
-                        buffer += await stream.receive()
-                    head, _, buffer = buffer.partition(b"\r\n\r\n")
-                    found = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
-                    length = int(found.group(1)) if found else 0
-                    while len(buffer) < length:
-                        buffer += await stream.receive()
-                    body, buffer = buffer[:length], buffer[length:]
+                    head, body, buffer = await read_request(stream, buffer)
                     self.requests.append(head + b"\r\n\r\n" + body)
                     if not await self.reply(body, stream):
                         return
