@@ -25,7 +25,7 @@ from agentactors import Agent, InMemoryRecorder, Runtime, ScriptedProvider, Tool
 from agentactors.mcp import MCPServerHTTP, MCPServerStdio
 from agentactors.mcp._link import MAX_LOGGED
 from agentactors.tools import ToolsetError
-from tests.support.mcp_helpers import events, free_port, offered, statuses, tool_texts, wait_listening
+from tests.support.mcp_helpers import events, free_port, offered, statuses, stop_process, tool_texts, wait_listening
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.anyio
@@ -58,12 +58,7 @@ def http_urls() -> Iterator[dict[str, str]]:
         yield urls
     finally:
         for process in processes:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+            stop_process(process)
 
 
 def server_for(transport: str, mode: str, urls: dict[str, str] | None) -> MCPServerStdio | MCPServerHTTP:

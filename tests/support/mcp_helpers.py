@@ -67,12 +67,7 @@ def http_server_subprocess(
         wait_listening(port, process, "the MCP test server")
         yield f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}", process
     finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process)
 
 
 def http_server(url: str, *, token: str = TOKEN, **options: Any) -> MCPServerHTTP:
@@ -101,6 +96,16 @@ def offered(requests: Sequence[Any]) -> list[list[str]]:
 
 def user(text: str) -> list[Message]:
     return [Message.user(text)]
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """Stop a test server's ``process``: asked first (SIGTERM), killed if it has not exited within 5 s."""
+    process.terminate()
+    try:
+        process.wait(5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
 
 
 def wait_listening(port: int, process: subprocess.Popen[bytes], what: str, within: float = 30.0) -> None:
