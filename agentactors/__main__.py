@@ -14,6 +14,8 @@ fork beside its original (:mod:`agentactors.journal`, :mod:`agentactors.journal.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -73,21 +75,45 @@ async def scripted_exchange(file: TextIO | None = None) -> InMemoryRecorder:
     return recorder
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m agentactors", description=__doc__)
+#: What ``--help`` shows: the module docstring is written for Sphinx, its markup unreadable in a terminal.
+_DESCRIPTION = (
+    "demo: what `make demo` runs, offline against the built-in fake vendor on 127.0.0.1 (no API key). "
+    "exchange: one completed and one streamed request to a scripted provider, and the events they recorded. "
+    "fakevendor: serve every vendor wire and endpoint on loopback. "
+    "explain FILE RUN_ID: explain one run of a JSONL event record. "
+    "replay FILE RUN_ID: run a recorded run again, with no vendor and no tool call. "
+    "fork FILE RUN_ID --at STEP --agent module:attr: reuse a recorded run's steps before STEP, run the rest "
+    "live with that agent, and show the fork beside its original."
+)
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The command line's parser and its ``fakevendor`` subparser (whose usage that command's errors show)."""
+    parser = argparse.ArgumentParser(prog="python -m agentactors", description=_DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="1,000 agents through a resilient three-vendor chain, offline")
-    demo.add_argument("--agents", type=int, default=None, help="default 1000 (3 with --live)")
-    demo.add_argument("--fault-rate", type=float, default=None, help="default 0.15 (0 with --live)")
-    demo.add_argument("--seed", type=int, default=7)
-    demo.add_argument("--record", default="demo-events.jsonl", help="where to write the JSONL event record")
+    demo = sub.add_parser(
+        "demo", help="1,000 agents through a resilient chain over six endpoints, with injected faults, offline",
+        description="1,000 agents through one ProviderActor and a resilient chain over six endpoints (five "
+                    "without the [bedrock] extra), against a fake vendor on 127.0.0.1 with injected faults and "
+                    "outages; a summary, one run explained, and every event written as JSONL.",
+    )
+    demo.add_argument("--agents", type=int, default=None, help="default 1000 (3 with --live, 200 with --batch)")
+    demo.add_argument("--fault-rate", type=float, default=None,
+                      help="share of the primary's requests failed, within [0, 1]; default 0.15 (0 with --live)")
+    demo.add_argument("--seed", type=int, default=7, help="the tasks and the faults; default 7")
+    demo.add_argument("--record", default=None,
+                      help="where to write the JSONL event record (replaced if it exists); default "
+                           "demo-events.jsonl, in the current directory")
     demo.add_argument("--live", action="store_true", help="talk to the real vendors (needs API keys)")
     demo.add_argument("--batch", action="store_true",
                       help="the same job live and through BatchProvider (a vendor batch API), and what each cost")
-    demo.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    demo.add_argument("--no-progress", action="store_true")
+    demo.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio",
+                      help="the event loop; default asyncio")
+    demo.add_argument("--no-progress", action="store_true",
+                      help="no live progress: plain lines, then the summary (the default when not on a terminal "
+                           "shows a progress line a second)")
     sub.add_parser("exchange", help="one completed and one streamed ScriptedProvider request, with events")
-    fv = sub.add_parser("fakevendor", help="serve the three vendor wires on loopback")
+    fv = sub.add_parser("fakevendor", help="serve every vendor wire and endpoint on loopback")
     try:
         from .testing.fakevendor import add_arguments
     except ImportError:  # without the [testing] extra: running the command says what to install
@@ -106,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     fk.add_argument("--at", type=int, required=True, dest="at_step", help="the first step run live (from 1)")
     fk.add_argument("--agent", required=True, help="the live agent, as module:attribute (an Agent)")
     fk.add_argument("--temperature", type=float, default=None, help="the live steps' temperature")
-    return parser
+    return parser, fv
 
 
 def _source(path: str) -> object:
@@ -131,6 +157,10 @@ def _load_agent(spec: str) -> object:
     value: object = importlib.import_module(module_name)
     for part in attribute.split("."):
         value = getattr(value, part)
+    from .agent import Agent
+
+    if not isinstance(value, Agent):
+        raise ValueError(f"--agent {spec} is a {type(value).__name__}, not an Agent")
     return value
 
 
@@ -187,8 +217,49 @@ def _explain(path: str, run_id: str) -> int:
     return 0
 
 
+def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``exc`` is a ``kind`` or an exception group holding one (trio raises Ctrl-C in a task's group;
+    a closed stdout's ``BrokenPipeError`` comes out of the demo's task group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(kind) is not None
+    return isinstance(exc, kind)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device: the interpreter's flush at exit would meet the closed pipe again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, io.UnsupportedOperation):  # not a real file (a test's capture): nothing to do
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """The command line; returns the exit code (2: a usage error, 1: a failure, 130: interrupted)."""
+    parser, fakevendor = _parsers()
+    args = parser.parse_args(argv)
+    # The output has "—", "≤", "✓": on a stdout that cannot encode them (PYTHONIOENCODING=ascii, a legacy
+    # console) each becomes "?" rather than a UnicodeEncodeError ending the command.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="replace")
+    try:
+        return _run(args, fakevendor)
+    except BaseException as exc:
+        if _holds(exc, KeyboardInterrupt):
+            # Ctrl-C outside a command's own handling (while a module imports, while a summary prints):
+            # the same end as within it, without a traceback.
+            print(f"{args.command}: interrupted", file=sys.stderr, flush=True)
+            return 130
+        if not _holds(exc, BrokenPipeError):
+            raise
+        # The reader left (``python -m agentactors demo | head``): the runs and the vendor were stopped on
+        # the way here; nothing more to say, and nowhere to say it.
+        _quiet_stdout()
+        return 1
+
+
+def _run(args: argparse.Namespace, fakevendor: argparse.ArgumentParser) -> int:
     if args.command == "exchange":
         anyio.run(scripted_exchange)
         return 0
@@ -203,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "fakevendor":
         from .testing.fakevendor import run
 
-        return run(args, _parser())
+        return run(args, fakevendor)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

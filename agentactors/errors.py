@@ -93,7 +93,8 @@ never reach a user of the library (a test double's and the demo's)::
     ├── WireRejection                   the fake vendor's 4xx, never leaves agentactors.testing
     └── RuntimeError
         ├── LiveUnavailable             agentactors._demo: the demo's --live without a key
-        └── VendorGone                  agentactors._demo.vendor: the demo's vendor child died mid-run
+        ├── RecordNotWritten            agentactors._demo: the demo's event record failed to write after the runs
+        └── VendorGone                  agentactors._demo.vendor: the demo's vendor child died or stopped answering
 
 The drawing is checked (``tests/unit/test_errors_tree.py``): every exception class the package defines
 appears in it once, under one of its real bases, with its other bases noted, in the drawing of its kind.

@@ -141,10 +141,11 @@ def run_batch_demo(args: argparse.Namespace) -> int:
         return 2
     # Refused rather than ignored: a user asking for real vendors or injected faults must not get neither.
     ignored = [flag for flag, given in (("--live", getattr(args, "live", False)),
-                                        ("--fault-rate", getattr(args, "fault_rate", None) is not None)) if given]
+                                        ("--fault-rate", getattr(args, "fault_rate", None) is not None),
+                                        ("--record", getattr(args, "record", None) is not None)) if given]
     if ignored:
         print(f"demo --batch: {' and '.join(ignored)} do not apply: the batch demo runs offline against the "
-              "FakeVendor, without injected faults", file=sys.stderr)
+              "FakeVendor, without injected faults, and writes no event record", file=sys.stderr)
         return 2
     print(f"{agents:,} agents, each pricing an item in a currency with two tools (3 model calls a run), run twice "
           f"against a FakeVendor on 127.0.0.1: live (Chat Completions), then through BatchProvider(OpenAIProvider("

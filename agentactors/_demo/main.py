@@ -54,9 +54,11 @@ from .view import View, make_view
 __all__ = [
     "DEFAULT_AGENTS",
     "DEFAULT_FAULT_RATE",
+    "DEFAULT_RECORD",
     "LIVE_AGENTS",
     "FleetReport",
     "LiveUnavailable",
+    "RecordNotWritten",
     "RunExplanation",
     "run_demo",
     "run_fleet",
@@ -66,12 +68,21 @@ __all__ = [
 DEFAULT_AGENTS = 1000
 DEFAULT_FAULT_RATE = 0.15
 LIVE_AGENTS = 3
+#: Where the event record goes unless ``--record`` says otherwise (the current directory).
+DEFAULT_RECORD = "demo-events.jsonl"
 #: Below this share of verified answers the demo calls the run a failure (exit code 1).
 MIN_GOODPUT = 0.8
 
 
 class LiveUnavailable(RuntimeError):
     """``--live`` without any vendor API key in the environment (the demo's, not a library error)."""
+
+
+class RecordNotWritten(RuntimeError):
+    """The event record could not be written once the runs had ended (a full disk, the path taken meanwhile).
+
+    A ``RuntimeError`` like the demo's other failures; its text names the path and the reason.
+    """
 
 
 def write_record(
@@ -95,6 +106,26 @@ def write_record(
     return len(events) + len(vendor_log) + 1
 
 
+def record_problem(path: str) -> str | None:
+    """Why the event record cannot be written at ``path`` (``None`` when it can), found before the run.
+
+    The record is written once every run has ended: a read-only directory or a mistyped path found only
+    then would cost the whole run and end in a traceback.  The check opens the file for appending (an
+    existing record is left as it is) and removes it again when it did not exist before.
+    """
+    target = Path(path)
+    existed = target.exists()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            target.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 async def run_fleet(
     *,
     agents: int = DEFAULT_AGENTS,
@@ -116,7 +147,8 @@ async def run_fleet(
     ``live`` talks to the real vendors whose keys are in the environment
     (``outage`` does not apply: nobody can take a real vendor down).
 
-    Errors: :class:`LiveUnavailable` when ``live`` finds no API key; a failure
+    Errors: :class:`LiveUnavailable` when ``live`` finds no API key; :class:`RecordNotWritten` when
+    ``record`` cannot be written; a failure
     to start the fake vendor raises ``RuntimeError``, and so does its process
     ending mid-run (:class:`~agentactors._demo.vendor.VendorGone`, a
     ``RuntimeError``); each is raised as itself, never inside an ``ExceptionGroup``.
@@ -169,7 +201,10 @@ async def run_fleet(
         raise failed[0]
     report = analyze(fleet, record=record)
     if record is not None:
-        await anyio.to_thread.run_sync(write_record, record, fleet.events, fleet.vendor_requests, report)
+        try:
+            await anyio.to_thread.run_sync(write_record, record, fleet.events, fleet.vendor_requests, report)
+        except OSError as exc:
+            raise RecordNotWritten(f"cannot write the event record to {record}: {exc.strerror or exc}") from exc
     return report
 
 
@@ -266,12 +301,15 @@ def _holds(exc: BaseException, kind: type[BaseException]) -> bool:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """The ``demo`` command.  Returns the exit code: 0 on success, 1 when a check failed, 2 when it cannot run."""
+    """The ``demo`` command.  Returns the exit code: 0 on success, 1 when a check failed (or the vendor process
+    died or hung, or the record could not be written), 2 when it cannot run (a usage error), 130 on Ctrl-C."""
     if getattr(args, "batch", False):
         from .batch import run_batch_demo
 
         return run_batch_demo(args)
     live = bool(getattr(args, "live", False))
+    if getattr(args, "record", None) is None:  # None: not given (``--batch`` refuses it given, writing none)
+        args = argparse.Namespace(**{**vars(args), "record": DEFAULT_RECORD})
     agents = args.agents if args.agents is not None else (LIVE_AGENTS if live else DEFAULT_AGENTS)
     fault_rate = args.fault_rate if args.fault_rate is not None else (0.0 if live else DEFAULT_FAULT_RATE)
     outage = not getattr(args, "no_outage", False)
@@ -284,9 +322,15 @@ def run_demo(args: argparse.Namespace) -> int:
     if live:
         specs = live_members()
         if not specs:
-            view.line("demo --live: no API key found. Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY "
-                      "(or GOOGLE_API_KEY) to talk to the real vendors; without --live the demo runs offline.")
+            print("demo --live: no API key found. Set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY "
+                  "(or GOOGLE_API_KEY) to talk to the real vendors; without --live the demo runs offline.",
+                  file=sys.stderr)
             return 2
+    problem = record_problem(args.record)
+    if problem is not None:
+        print(f"demo: cannot write the event record to {args.record}: {problem} (--record chooses where)",
+              file=sys.stderr)
+        return 2
     view.header(_header(args, agents, fault_rate, outage, settings, specs))
     if specs is not None:
         bound = request_bound(agents, len(specs), settings)
@@ -307,6 +351,9 @@ def run_demo(args: argparse.Namespace) -> int:
         if _holds(exc, KeyboardInterrupt):
             view.line("demo: interrupted; every run was cancelled and the fake vendor stopped.")
             return 130
+        if isinstance(exc, RecordNotWritten):
+            print(f"demo: {exc}", file=sys.stderr)
+            return 1
         if isinstance(exc, RuntimeError):  # the fake vendor failed to start, or its process ended mid-run
             print(f"demo: cannot finish: {exc}", file=sys.stderr)
             return 1

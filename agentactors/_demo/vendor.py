@@ -43,6 +43,9 @@ __all__ = ["LoggedRequest", "VendorGone", "VendorProcess", "endpoint_of_path"]
 
 _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 10.0
+#: How long the child may take to hand over its request log once its answers settled (a thousand agents'
+#: log is about a megabyte of JSON: well under a second on an idle machine).
+_LOG_TIMEOUT = 60.0
 #: The request headers the log keeps (the demo's own stamps; never a credential).
 KEPT_HEADERS = ("x-demo-sent-at", "x-demo-run")
 #: First match wins: Azure's paths before the OpenAI ones they end like.
@@ -103,6 +106,21 @@ def _how_it_ended(returncode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exited with status {returncode}"
+
+
+def _readline(process: subprocess.Popen[str], timeout: float) -> str | None:
+    """The child's next stdout line (``""`` at its end), or ``None`` when none came within ``timeout`` seconds.
+
+    Read in a daemon thread: a child that hangs (stopped, deadlocked) must not hold its parent forever.  The
+    thread ends when the child does (its stdout closes), which stopping it ensures.
+    """
+    got: list[str] = []
+    stdout = process.stdout
+    assert stdout is not None
+    reader = threading.Thread(target=lambda: got.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return got[0] if got else None
 
 
 def _logged(r: Any) -> dict[str, Any]:
@@ -210,14 +228,10 @@ class VendorProcess:
         self._process, self._stderr = process, stderr
         process.stdin.write(json.dumps(self._config) + "\n")
         process.stdin.flush()
-        ready: list[str] = []
-        reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(_START_TIMEOUT)
-        line = ready[0] if ready else ""
+        line = _readline(process, _START_TIMEOUT)
         if not line:
-            try:  # it ended (killed, crashed): say how; else it is still starting, past the bound
-                ended: int | None = process.wait(_STOP_TIMEOUT) if ready else None
+            try:  # "": it ended (killed, crashed), say how; None: it is still starting, past the bound
+                ended: int | None = process.wait(_STOP_TIMEOUT) if line is not None else None
             except subprocess.TimeoutExpired:
                 ended = None
             how = (f"it ended ({_how_it_ended(ended)}) before it was ready" if ended is not None
@@ -276,7 +290,9 @@ class VendorProcess:
             try:
                 process.wait(_STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
-                process.terminate()
+                # SIGKILL, not SIGTERM: a stopped (or hung in C) child never acts on SIGTERM, and the fake
+                # vendor has nothing to clean up that SIGTERM would have let it.
+                process.kill()
                 process.wait(_STOP_TIMEOUT)
             if process.stdout is not None:
                 process.stdout.close()
@@ -300,27 +316,37 @@ class VendorProcess:
         """
         self._send({"do": "outage", "wire": wire, "model": model, "duration": duration})
 
-    def _log(self, settle_within: float) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
+    def _log(
+        self, settle_within: float, answer_within: float
+    ) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
         process = self._process
         if process is None or process.stdout is None:
             raise RuntimeError("the fake vendor process is not running")
         self._send({"do": "log", "settle_within": settle_within})
         try:
-            line = process.stdout.readline()
+            line = _readline(process, settle_within + answer_within)
         except (OSError, ValueError) as exc:
             raise self._gone(process) from exc
+        if line is None:
+            raise VendorGone(
+                f"the fake vendor process stopped answering: no request log within {settle_within + answer_within:g} s"
+            )
         if not line:
             raise self._gone(process)
         reply = json.loads(line)
         return tuple(LoggedRequest(**r) for r in reply["requests"]), dict(reply["stats"])
 
-    async def log(self, *, settle_within: float = 3.0) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
+    async def log(
+        self, *, settle_within: float = 3.0, answer_within: float = _LOG_TIMEOUT
+    ) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
         """``(requests, stats)``: every request the vendor recorded, oldest first, and its counters.
 
-        Waits up to ``settle_within`` seconds for answers still in progress to settle.  Raises
-        :class:`VendorGone` when the child has ended (killed, crashed) instead of answering.
+        Waits up to ``settle_within`` seconds for answers still in progress to settle, and
+        ``answer_within`` more for the log.  Raises :class:`VendorGone` when the child has ended
+        (killed, crashed) instead of answering, or did not answer in time (hung, stopped): leaving
+        the block then ends it.
         """
-        return await anyio.to_thread.run_sync(self._log, settle_within)
+        return await anyio.to_thread.run_sync(self._log, settle_within, answer_within)
 
 
 def main() -> int:

@@ -169,11 +169,18 @@ class RichView:
 
     def __init__(self, console: Any) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Column
 
         self._console = console
+        # The status is long: it alone is cut (with "…") on a narrow terminal, after the bar, the count and
+        # the elapsed time — which rich would otherwise squeeze to nothing to fit the status in.
         self._progress = Progress(
-            TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"), console=console, auto_refresh=False, transient=False,
+            TextColumn("[bold]runs", table_column=Column(no_wrap=True, min_width=4)),
+            BarColumn(bar_width=20, table_column=Column(no_wrap=True, min_width=20)),
+            MofNCompleteColumn(table_column=Column(no_wrap=True, min_width=11)),
+            TimeElapsedColumn(table_column=Column(no_wrap=True, min_width=7)),
+            TextColumn("{task.fields[status]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+            console=console, auto_refresh=False, transient=False, expand=True,
         )
         self._task: Any = None
 

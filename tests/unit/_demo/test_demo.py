@@ -186,9 +186,11 @@ def test_live_refuses_without_a_key(capsys: pytest.CaptureFixture[str], monkeypa
         monkeypatch.delenv(var, raising=False)
     record = tmp_path / "never.jsonl"
     code = main(["demo", "--live", "--no-progress", "--record", str(record)])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == 2
-    assert "no API key found" in out and "OPENAI_API_KEY" in out
+    # A usage error: on stderr, where `make demo ARGS=--live > out.txt` still shows it.
+    assert "no API key found" in captured.err and "OPENAI_API_KEY" in captured.err
+    assert captured.out == ""
     assert not record.exists()
 
 
@@ -458,3 +460,95 @@ def test_demo_bad_numbers_are_a_usage_error_on_stderr(argv: list[str], capsys: p
     assert code == 2
     assert "demo: --agents must be >= 1" in captured.err
     assert captured.out == ""
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "a_directory"])
+def test_an_unwritable_record_path_is_a_usage_error_before_the_run(
+    where: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Checked before the fleet runs: not a traceback after it (a read-only directory, a typo'd path)."""
+    (tmp_path / "file").write_text("not a directory", encoding="utf-8")
+    record = tmp_path / "file" / "events.jsonl" if where == "under_a_file" else tmp_path
+    code = main(["demo", "--agents", "1", "--no-progress", "--record", str(record)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert f"demo: cannot write the event record to {record}" in captured.err
+    assert captured.out == ""  # refused before the header: nothing ran
+
+
+def test_checking_the_record_path_leaves_no_file_behind(tmp_path: Path) -> None:
+    from agentactors._demo.main import record_problem
+
+    fresh, kept = tmp_path / "new" / "events.jsonl", tmp_path / "kept.jsonl"
+    kept.write_text("an earlier record\n", encoding="utf-8")
+    assert record_problem(str(fresh)) is None and record_problem(str(kept)) is None
+    assert not fresh.exists()
+    assert kept.read_text(encoding="utf-8") == "an earlier record\n"
+
+
+def test_a_record_that_cannot_be_written_after_the_run_is_a_message_and_exit_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Writable when checked, not once the runs ended (here: a directory took its name meanwhile; a full disk)."""
+    import agentactors._demo.main as demo_main
+    from agentactors._demo.view import PlainView
+
+    record = tmp_path / "events.jsonl"
+
+    class TakenMeanwhile(PlainView):
+        def start(self, total: int) -> None:
+            record.mkdir()
+
+    monkeypatch.setattr(demo_main, "make_view", lambda **_: TakenMeanwhile(progress=False))
+    code = main(["demo", "--agents", "2", "--no-progress", "--record", str(record)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert f"demo: cannot write the event record to {record}" in captured.err
+
+
+def test_ctrl_c_while_the_summary_prints_exits_130_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Ctrl-C outside the runs (while the summary prints, while the demo's modules import) ends the command
+    like Ctrl-C during them: exit 130, one line, no traceback."""
+    import agentactors._demo.main as demo_main
+    from agentactors._demo.view import PlainView
+
+    class Interrupted(PlainView):
+        def summary(self, report: object, footer: object) -> None:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo_main, "make_view", lambda **_: Interrupted(progress=False))
+    code = main(["demo", "--agents", "2", "--no-progress", "--record", str(tmp_path / "events.jsonl")])
+    captured = capsys.readouterr()
+    assert code == 130
+    assert "interrupted" in captured.err
+
+
+def test_cli_help_says_what_the_commands_do_in_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """The help is read in a terminal: no reStructuredText markup, and what each option does and defaults to."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "``" not in top and ":meth:" not in top and ":mod:" not in top
+    assert "three-vendor" not in top and "three vendor wires" not in top  # six endpoints; every wire
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    demo = " ".join(capsys.readouterr().out.split())  # argparse wraps to the terminal's width
+    assert "demo-events.jsonl" in demo  # where the record goes unless told
+    assert "200 with --batch" in demo
+    options = demo.split("options:", 1)[1]
+    for option, says in (("--seed", "default 7"), ("--backend", "default asyncio"), ("--no-progress", "plain")):
+        described = options.split(f" {option}", 1)[1].split(" --", 1)[0]  # up to the next option
+        assert says in described, (option, described)
+
+
+def test_a_fakevendor_usage_error_shows_the_fakevendor_usage(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["fakevendor", "--port", "0", "--certfile", str(tmp_path / "missing.pem")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "python -m agentactors fakevendor: error: cannot load the certificate" in err, err
+    assert "{demo,exchange" not in err  # not the top level's usage

@@ -31,12 +31,12 @@ AGENTACTORS = [
 ]
 
 
-def _demo(backend: str, tmp_path: Path) -> subprocess.Popen[str]:
+def _demo(backend: str, tmp_path: Path, *, progress: bool = False) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
         env.pop(key, None)
     return subprocess.Popen(
-        [*AGENTACTORS, "demo", "--backend", backend, "--no-progress",
+        [*AGENTACTORS, "demo", "--backend", backend, *([] if progress else ["--no-progress"]),
          "--record", str(tmp_path / "record.jsonl")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
     )
@@ -153,3 +153,40 @@ def test_ctrl_c_during_the_batch_demo_exits_130_without_a_traceback(tmp_path: Pa
     assert demo.returncode == 130, (out[-2000:], err[-4000:])
     assert "demo: interrupted" in out
     assert "Traceback" not in err, err[-4000:]
+
+
+def test_a_terminal_that_cannot_show_unicode_gets_the_summary_not_a_traceback(tmp_path: Path) -> None:
+    """An ASCII-only stdout (``PYTHONIOENCODING=ascii``, an old Windows console): the characters it lacks are
+    replaced, the demo still ends on its verdict."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run(
+        [*AGENTACTORS, "demo", "--agents", "2", "--no-progress", "--record", str(tmp_path / "record.jsonl")],
+        capture_output=True, text=True, encoding="ascii", errors="strict", env=env, cwd=tmp_path, timeout=180,
+    )
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
+    assert "Traceback" not in done.stderr, done.stderr[-4000:]
+    assert "goodput 100.0%" in done.stdout
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_output_piped_into_a_reader_that_leaves_ends_the_demo_quietly(backend: str, tmp_path: Path) -> None:
+    """``python -m agentactors demo | head -3``: once the reader is gone the demo stops its runs and its vendor,
+    and says nothing more (no traceback, no "Exception ignored" at exit)."""
+    demo = _demo(backend, tmp_path, progress=True)
+    child = _vendor_child(demo)
+    assert demo.stdout is not None
+    demo.stdout.readline()
+    demo.stdout.close()  # the reader leaves: the next progress line (within a second or so) meets a closed pipe
+    assert demo.stderr is not None
+    try:
+        demo.wait(timeout=120)
+        err = demo.stderr.read()
+    finally:
+        demo.kill()
+        demo.stderr.close()
+    assert demo.returncode == 1
+    assert err == "", err[-4000:]
+    deadline = time.monotonic() + 60
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the vendor child outlived the demo"

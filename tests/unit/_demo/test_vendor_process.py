@@ -83,3 +83,18 @@ async def test_the_child_is_gone_once_the_block_is_left() -> None:
     assert vendor.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # reaped, not a zombie
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP")
+async def test_a_child_that_stops_answering_is_reported_within_the_bound_and_still_ended() -> None:
+    """A hung child (here: stopped) used to hold the demo forever on its request log, after every run had
+    ended; and SIGTERM, which a stopped process does not act on, did not end it."""
+    started = time.monotonic()
+    with pytest.raises(VendorGone, match="stopped answering"):
+        async with VendorProcess(faults=None, latency=0.0, api_key=KEY) as vendor:
+            pid = _pid_of(vendor)
+            os.kill(pid, signal.SIGSTOP)
+            await vendor.log(settle_within=0.0, answer_within=1.0)
+    assert time.monotonic() - started < 120  # the answer bound, the stop bound, a slow machine's margin
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # ended and reaped

@@ -55,3 +55,13 @@ def test_errors_are_one_line_and_exit_1(recorded: tuple[Path, str], capsys: pyte
     assert main(["fork", str(path), run_id, "--at", "7", "--agent", "forkagent:agent"]) == 1
     assert main(["fork", str(path), run_id, "--at", "2", "--agent", "nocolon"]) == 1
     assert "cannot fork" in capsys.readouterr().err
+
+
+def test_an_agent_that_is_not_an_agent_is_named_as_such(
+    recorded: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said "'function' object has no attribute 'provider'": true, and no help to a user who mistyped.
+    path, run_id = recorded
+    assert main(["fork", str(path), run_id, "--at", "2", "--agent", "json:dumps"]) == 1
+    err = capsys.readouterr().err
+    assert "--agent json:dumps is a function, not an Agent" in err, err
