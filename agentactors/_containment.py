@@ -30,10 +30,13 @@ worker's own task (``asyncio.run`` ending) is a real one for it.
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import anyio
 
-__all__ = ["escapes", "interrupt_in", "is_cancellation", "is_stray"]
+__all__ = ["escapes", "first_in", "interrupt_in", "is_cancellation", "is_stray"]
+
+E = TypeVar("E", bound=BaseException)
 
 
 def is_cancellation(exc: BaseException) -> bool:
@@ -54,11 +57,16 @@ def escapes(exc: BaseException) -> bool:
 
 def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
     """The :class:`KeyboardInterrupt` that ``exc`` is or holds (in a group, the first found), else ``None``."""
-    if isinstance(exc, KeyboardInterrupt):
+    return first_in(exc, KeyboardInterrupt)
+
+
+def first_in(exc: BaseException | None, kind: type[E]) -> E | None:
+    """The ``kind`` that ``exc`` is or holds (in a group, at any depth, the first found), else ``None``."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = interrupt_in(inner)
+            found = first_in(inner, kind)
             if found is not None:
                 return found
     return None

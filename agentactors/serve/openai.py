@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._containment import first_in
 from ..agent.core import Agent
 from ..agent.run import AgentRun
 from ..errors import OutputValidationError, OverloadedError, SessionError, UnsupportedSettingError
@@ -532,14 +533,7 @@ def _setting_refused(error: BaseException | None) -> UnsupportedSettingError | N
 
     The library refuses before sending (``docs/settings.md``): a setting the request set is then the client's
     400; one of the agent's own (``field_of`` finds no request field) stays the server's 502."""
-    if isinstance(error, UnsupportedSettingError):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = _setting_refused(inner)
-            if found is not None:
-                return found
-    return None
+    return first_in(error, UnsupportedSettingError)
 
 
 def _setting_text(error: UnsupportedSettingError, field: str) -> str:
