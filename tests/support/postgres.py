@@ -21,6 +21,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -64,6 +65,17 @@ def _run_as() -> tuple[list[str], pwd.struct_passwd | None]:
     pytest.fail("running as root, and neither a 'postgres' nor a 'nobody' user exists to run PostgreSQL as")
 
 
+# The watchdog (see start()): it waits on its stdin, a pipe only the test process holds the other end of.  The
+# test process writes "done" once it stopped the server itself; a pipe closed without it means the test process
+# died without its teardown (a CI timeout, kill -9): the watchdog then stops the server and removes its directory.
+_WATCHDOG = """
+import shutil, subprocess, sys
+if sys.stdin.readline() != "done\\n":
+    subprocess.run(sys.argv[2:], capture_output=True, timeout=60)
+    shutil.rmtree(sys.argv[1], ignore_errors=True)
+"""
+
+
 @attrs.define
 class PostgresServer:
     """A running server: ``dsn(database)`` to reach it, ``new_database()`` for a test's own."""
@@ -72,6 +84,7 @@ class PostgresServer:
     bin: Path
     port: int
     prefix: list[str]
+    watchdog: subprocess.Popen[bytes] | None = None
 
     @property
     def sockets(self) -> Path:
@@ -107,10 +120,28 @@ class PostgresServer:
         except psycopg.Error:
             pass
 
+    def stop_command(self) -> list[str]:
+        return [*self.prefix, str(self.bin / "pg_ctl"), "stop", "-D", str(self.directory / "data"), "-m", "immediate"]
+
     def stop(self) -> None:
-        subprocess.run(
-            [*self.prefix, str(self.bin / "pg_ctl"), "stop", "-D", str(self.directory / "data"), "-m", "immediate"],
-            capture_output=True, check=False, timeout=60,
+        subprocess.run(self.stop_command(), capture_output=True, check=False, timeout=60)
+        watchdog, self.watchdog = self.watchdog, None
+        if watchdog is not None and watchdog.stdin is not None:
+            try:
+                watchdog.stdin.write(b"done\n")
+                watchdog.stdin.close()
+            except OSError:  # it is gone already: nothing to tell it
+                pass
+            watchdog.wait(30)
+
+    def watch(self) -> None:
+        """Start the watchdog that stops this server if the test process dies without :meth:`stop` (``_WATCHDOG``).
+
+        In a session of its own, so that a Ctrl-C to the test process's group does not end it before the teardown
+        (which then stops the server and tells it so)."""
+        self.watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, str(self.directory), *self.stop_command()],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
 
 
@@ -146,7 +177,9 @@ def start(directory: Path) -> PostgresServer:
             capture_output=True, text=True, check=False, timeout=120,
         )
         if started.returncode == 0:
-            return PostgresServer(directory, bin_dir, port, prefix)
+            server = PostgresServer(directory, bin_dir, port, prefix)
+            server.watch()
+            return server
     text = log.read_text() if log.exists() else ""
     pytest.fail(f"PostgreSQL did not start ({bin_dir}): {started.stderr or started.stdout}\n{text[-3000:]}")
 
