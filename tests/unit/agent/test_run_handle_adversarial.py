@@ -7,18 +7,16 @@ Both backends; virtual time where no thread is involved (a hang then shows as ``
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
-import trio
 
 from agentactors import Agent, Runtime, ScriptedProvider
 from agentactors.errors import RunFinishedError
 from agentactors.messages import LLMRequest
+from tests.support.foreign_loop import from_thread
 from tests.support.trickle import Trickle
 
 pytestmark = pytest.mark.anyio
@@ -143,29 +141,6 @@ async def test_a_handle_used_after_its_runtime_closed_answers_from_its_result() 
 # --- read from another thread's event loop -----------------------------------------------------------------------
 
 
-def _in_another_loop(foreign: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-    if foreign == "asyncio":
-
-        async def main() -> Any:
-            return await fn()
-
-        return asyncio.run(main())
-    return trio.run(fn)
-
-
-async def _from_thread(foreign: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-    outcome: list[Any] = []
-
-    def other() -> None:
-        try:
-            outcome.append(_in_another_loop(foreign, fn))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    await anyio.to_thread.run_sync(other, abandon_on_cancel=True)  # a reader stuck there must not hang the test
-    return outcome[0]
-
-
 @pytest.mark.parametrize("foreign", ["asyncio", "trio"])
 @pytest.mark.parametrize("view", ["events", "text", "debounced", "partial"])
 async def test_reading_the_stream_from_another_threads_loop_is_refused_at_once(foreign: str, view: str) -> None:
@@ -190,7 +165,7 @@ async def test_reading_the_stream_from_another_threads_loop_is_refused_at_once(f
     with anyio.fail_after(10):
         async with Runtime():
             async with Agent(ScriptedProvider(model)).stream("q") as run:
-                outcome = await _from_thread(foreign, lambda: read(run))
+                outcome = await from_thread(foreign, lambda: read(run))
                 gate.set()
                 text = [t async for t in run.text_stream()]
     assert isinstance(outcome, RuntimeError) and "rt.call" in str(outcome), outcome

@@ -10,14 +10,11 @@ Real threads: no virtual time.  Each test is bounded.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import pytest
-import trio
 
 from agentactors import Agent, Runtime
 from agentactors.agent.run import AgentRun
@@ -25,35 +22,11 @@ from agentactors.errors import RunFinishedError
 from agentactors.messages import LLMRequest, ToolCall
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.tools.registry import tool
+from tests.support.foreign_loop import from_thread
 
 pytestmark = pytest.mark.anyio
 
 FOREIGN = pytest.mark.parametrize("foreign", ["asyncio", "trio"])
-
-
-def _in_another_loop(foreign: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-    """Run ``fn()`` in a new event loop of ``foreign``'s library, in this (worker) thread."""
-    if foreign == "asyncio":
-
-        async def main() -> Any:
-            return await fn()
-
-        return asyncio.run(main())
-    return trio.run(fn)
-
-
-async def _from_thread(foreign: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-    """``fn()`` awaited in another thread's event loop; what it returned, or what it raised."""
-    outcome: list[Any] = []
-
-    def other() -> None:
-        try:
-            outcome.append(_in_another_loop(foreign, fn))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    await anyio.to_thread.run_sync(other)
-    return outcome[0]
 
 
 def _approval_agent(sent: list[int]) -> Agent[Any]:
@@ -85,7 +58,7 @@ async def test_an_approval_from_another_threads_loop_runs_the_call_and_the_run_g
         async with Runtime():
             async with _approval_agent(sent).stream("pay") as run:
                 await _until_pending(run)
-                outcome = await _from_thread(foreign, lambda: run.approve("pay1"))
+                outcome = await from_thread(foreign, lambda: run.approve("pay1"))
                 assert outcome is None, f"the approval failed: {outcome!r}"
                 result = await run.wait()  # hung for ever: the decision was written, the run never woken
     assert result.ok and result.content == "result: sent 5" and sent == [5]
@@ -107,11 +80,11 @@ async def test_a_steer_from_another_threads_loop_is_taken_and_a_late_one_is_run_
         async with Runtime():
             async with Agent(ScriptedProvider(model)).stream("q") as run:
                 await writing.wait()
-                outcome = await _from_thread(foreign, lambda: run.steer("from afar"))
+                outcome = await from_thread(foreign, lambda: run.steer("from afar"))
                 assert outcome is None, f"the steer failed: {outcome!r}"
                 go_on.set()
-                waited = await _from_thread(foreign, run.wait)  # the wait crosses too
-                late = await _from_thread(foreign, lambda: run.steer("too late"))
+                waited = await from_thread(foreign, run.wait)  # the wait crosses too
+                late = await from_thread(foreign, lambda: run.steer("too late"))
     assert seen == [["q"], ["q", "from afar"]], "the steer was taken once, at the next boundary"
     assert waited == run.result and run.result.ok
     assert isinstance(late, RunFinishedError)
