@@ -10,35 +10,17 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentactors import Agent, Runtime, ScriptedProvider
 from agentactors.events import EventSink
 from agentactors.messages import ToolCall
 from agentactors.otel import OTelRecorder
 from agentactors.tools import tool
+from tests.support.spans import everything, in_memory_spans
 
 pytestmark = pytest.mark.anyio
 
 API_KEY = "sk-proj-Zx81kQ2mN4pR7sT9vW3yB6dF"
-
-
-def _spans() -> tuple[InMemorySpanExporter, TracerProvider]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return exporter, provider
-
-
-def _everything(spans: list[ReadableSpan]) -> str:
-    out: list[str] = []
-    for span in spans:
-        out += [span.name, repr(dict(span.attributes or {})), str(span.status.description)]
-        for event in span.events:
-            out += [event.name, repr(dict(event.attributes or {}))]
-    return "\n".join(out)
 
 
 @tool
@@ -48,7 +30,7 @@ async def lookup() -> str:
 
 
 async def test_a_model_chosen_tool_name_is_cut_and_redacted_in_the_span() -> None:
-    exporter, provider = _spans()
+    exporter, provider = in_memory_spans()
     hostile = f"use {API_KEY} " + "y" * 100_000
     agent = Agent(ScriptedProvider([[ToolCall("c1", hostile, {})], "done"]), tools=[lookup])
     with anyio.fail_after(10):
@@ -59,11 +41,11 @@ async def test_a_model_chosen_tool_name_is_cut_and_redacted_in_the_span() -> Non
     (tool_span,) = [s for s in spans if s.name.startswith("execute_tool")]
     assert len(tool_span.name) <= 256, "a span name is bounded"
     assert len(str((tool_span.attributes or {})["gen_ai.tool.name"])) <= 1024
-    assert API_KEY not in _everything(spans)
+    assert API_KEY not in everything(spans)
 
 
 async def test_names_from_providers_and_agents_are_cut_and_redacted() -> None:
-    exporter, provider = _spans()
+    exporter, provider = in_memory_spans()
     recorder = OTelRecorder(provider)
     sink = EventSink([recorder], run_id="r")
     long_name = f"agent {API_KEY} " + "a" * 50_000
@@ -78,7 +60,7 @@ async def test_names_from_providers_and_agents_are_cut_and_redacted() -> None:
     sink.emit("run.finished", final_agent=long_name, handoffs=[long_name, long_name])
     spans = list(exporter.get_finished_spans())
     assert {s.name.split()[0] for s in spans} == {"invoke_agent", "chat"}
-    assert API_KEY not in _everything(spans)
+    assert API_KEY not in everything(spans)
     for span in spans:
         assert len(span.name) <= 256
         for value in (span.attributes or {}).values():

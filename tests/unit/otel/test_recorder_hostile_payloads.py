@@ -13,38 +13,20 @@ from typing import Any
 
 import anyio
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 
 from agentactors import Agent, Runtime, ScriptedProvider
 from agentactors.events import EventSink
 from agentactors.messages import ToolCall
 from agentactors.otel import OTelRecorder
 from agentactors.tools import ToolContext, tool
+from tests.support.spans import everything, in_memory_spans
 
 pytestmark = pytest.mark.anyio
 
 BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXNlc3Npb24"
 API_KEY = "sk-proj-Zx81kQ2mN4pR7sT9vW3yB6dF"
 HUGE = "x" * 1_000_000
-
-
-def _spans() -> tuple[InMemorySpanExporter, TracerProvider]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return exporter, provider
-
-
-def _everything(spans: list[ReadableSpan]) -> str:
-    """Every name, attribute, span event and status description, as one text to search."""
-    out: list[str] = []
-    for span in spans:
-        out += [span.name, repr(dict(span.attributes or {})), str(span.status.description)]
-        for event in span.events:
-            out += [event.name, repr(dict(event.attributes or {}))]
-    return "\n".join(out)
 
 
 @tool
@@ -56,7 +38,7 @@ async def chatty(ctx: ToolContext) -> str:
 
 
 async def test_a_tools_own_event_reaches_its_span_without_credentials() -> None:
-    exporter, provider = _spans()
+    exporter, provider = in_memory_spans()
     agent = Agent(ScriptedProvider([[ToolCall("c1", "chatty", {})], "finished"]), tools=[chatty])
     with anyio.fail_after(10):
         async with Runtime(recorders=[OTelRecorder(provider)]):
@@ -68,21 +50,21 @@ async def test_a_tools_own_event_reaches_its_span_without_credentials() -> None:
     assert len(progress) == 2, "the events still reach the span"
     first = dict(progress[0].attributes or {})
     assert first["agentactors.done"] == 1 and "GET /v1/items" in str(first["agentactors.detail"])
-    text = _everything(spans)
+    text = everything(spans)
     assert BEARER.split()[1] not in text and API_KEY not in text
     body = str(dict(progress[1].attributes or {})["agentactors.body"])
     assert len(body) <= 1024 and body.endswith("…"), "a megabyte of payload text is cut"
 
 
 def _resilience_events(**payload: Any) -> tuple[list[ReadableSpan], str]:
-    exporter, provider = _spans()
+    exporter, provider = in_memory_spans()
     recorder = OTelRecorder(provider)
     sink = EventSink([recorder], run_id="r")
     sink.emit("run.started", agent="a")
     sink.emit("fallback.skipped", **payload)
     sink.emit("run.finished", steps=0, usage=None)
     spans = list(exporter.get_finished_spans())
-    return spans, _everything(spans)
+    return spans, everything(spans)
 
 
 def test_a_resilience_decisions_text_is_masked_and_lists_too() -> None:
