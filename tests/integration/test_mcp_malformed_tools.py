@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +24,7 @@ from agentactors import Agent, InMemoryRecorder, Runtime, ScriptedProvider, Tool
 from agentactors.mcp import MCPServerHTTP, MCPServerStdio
 from agentactors.mcp._link import MAX_LOGGED
 from agentactors.tools import ToolsetError
+from tests.support.loop_lag import LoopLag
 from tests.support.mcp_helpers import events, free_port, offered, statuses, stop_process, tool_texts, wait_listening
 from tests.support.paths import ROOT
 
@@ -177,18 +177,11 @@ async def test_duplicates_and_names_the_vendors_refuse_are_reported_not_silently
 async def test_thousands_of_tools_with_dozens_refused_stay_bounded(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="agentactors.mcp")
     server = stdio("many")
-    worst = 0.0
-
-    async def ticker() -> None:
-        nonlocal worst
-        while True:
-            before = time.monotonic()
-            await anyio.sleep(0.01)
-            worst = max(worst, time.monotonic() - before - 0.01)
+    lag = LoopLag()
 
     with anyio.fail_after(120):
         async with Runtime() as rt, anyio.create_task_group() as tg:
-            tg.start_soon(ticker)
+            tg.start_soon(lag.watch)
             tools = await server.list_tools(rt)
             tg.cancel_scope.cancel()
     assert len(tools) == 2000 - 40 and tools[0].name == "t1"
@@ -197,7 +190,7 @@ async def test_thousands_of_tools_with_dozens_refused_stay_bounded(caplog: pytes
     assert sum("is skipped" in line for line in lines) == MAX_LOGGED
     assert sum(f"{40 - MAX_LOGGED} more tools were skipped" in line for line in lines) == 1
     # The sieve checks tools one by one on the loop, as the SDK checks the page: a generous bound.
-    assert worst < 1.5, f"the event loop was held {worst:.2f} s at once"
+    assert lag.worst < 1.5, f"the event loop was held {lag.worst:.2f} s at once"
 
 
 async def test_a_page_that_is_not_a_list_of_tools_still_fails_the_listing_clearly() -> None:
