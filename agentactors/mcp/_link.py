@@ -23,10 +23,12 @@ Every tool left out is reported the same way: a WARNING naming it and why (the f
 event's ``skipped`` (``{"name", "reason"}``, the first :data:`MAX_REPORTED`) and ``skipped_count``.
 The reasons never quote what the server sent (a server can echo a secret anywhere).  That covers a tool
 the SDK's own models refuse (the connection sieves it out: :mod:`._sieve`), a bad schema, a name no
-:class:`~agentactors.ToolSpec` takes, the second tool of one name (the first serves).  A name that
-:class:`~agentactors.ToolSpec` takes but OpenAI, Anthropic and Bedrock refuse (one with a ``.``) is kept —
-Gemini takes it — and named in a WARNING and in the event's ``unportable``: on those providers a run
-offering it fails with ``UnsupportedToolNameError`` before anything is sent; ``tool_filter`` leaves it out.
+:class:`~agentactors.ToolSpec` takes, every tool of a name the server gives two tools that are not alike
+(the SDK checks a call's result against the last one's output schema, by name: :func:`_unlike_twins`), the
+repeats of a tool listed twice alike (once serves).  A name that :class:`~agentactors.ToolSpec` takes but
+OpenAI, Anthropic and Bedrock refuse (one with a ``.``) is kept — Gemini takes it — and named in a WARNING
+and in the event's ``unportable``: on those providers a run offering it fails with
+``UnsupportedToolNameError`` before anything is sent; ``tool_filter`` leaves it out.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import attrs
 from mcp.client import Transport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST
+from mcp.types import Tool as MCPTool
 
 from ..messages import ToolSpec
 from ..tools.registry import Tool
@@ -70,6 +73,11 @@ MAX_SCHEMA_CHARS: Final = 200_000
 MAX_LOGGED: Final = 20
 #: The ``mcp.tools_listed`` event names at most this many skipped tools (``skipped_count`` counts them all).
 MAX_REPORTED: Final = 100
+#: Why each tool of a name the server gives tools that are not all alike is left out (``{}``: how many).
+_UNLIKE_TWINS: Final = (
+    "the server lists {} tools of that name, not all alike: a call by name cannot choose between them, and the "
+    "MCP SDK checks each result against the last one's output schema"
+)
 #: The tool names every vendor takes (OpenAI's, Anthropic's and Bedrock's rule; Gemini's is wider).
 _PORTABLE_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -220,14 +228,19 @@ class Link:
                 report.skip(prefix + name, f"the MCP SDK's models refuse it: {reason}")
         report.count += listed.dropped_count - len(listed.dropped)  # dropped past the ones named: counted only
         tools: list[Tool[Any, Any]] = []
-        names: set[str] = set()
+        unlike = _unlike_twins(listed.tools)
+        seen: set[str] = set()
         for remote in listed.tools:
             if keep is not None and not _allowed(keep, remote.name, settings.label):
                 continue
-            name = prefix + remote.name
-            if name in names:
-                report.skip(name, "the server lists a tool of that name before it (the first one serves)")
+            name = prefix + remote.name  # one to one: the server's names and the model's clash alike
+            if remote.name in unlike:
+                report.skip(name, _UNLIKE_TWINS.format(unlike[remote.name]))
                 continue
+            if remote.name in seen:
+                report.skip(name, "a repeat: the server lists the same tool before it")
+                continue
+            seen.add(remote.name)
             annotations = remote.annotations
             problem = _schema_problem(remote.input_schema)
             if problem is not None:
@@ -247,7 +260,6 @@ class Link:
                 # left out; the listing, and every other tool of the server, goes on.
                 report.skip(name, describe(exc))
                 continue
-            names.add(name)
             tools.append(built)
             if not _PORTABLE_NAME.fullmatch(name):
                 report.unportable_name(name)
@@ -360,6 +372,35 @@ def _allowed(keep: Callable[[str], bool], name: str, label: str) -> bool:
     except Exception as exc:  # a filter that fails keeps the tool out: it fails closed
         log.warning("%s: tool_filter raised %s for %r; the tool is left out", label, type(exc).__name__, _clip(name))
         return False
+
+
+def _unlike_twins(listed: list[MCPTool]) -> dict[str, int]:
+    """The names the server gives two or more tools that are not all alike: how many tools each.
+
+    The SDK keeps its per-tool state by name, the last tool of a name winning — the output schema it checks a
+    call's structured result against, and on a 2026-07-28 session the ``x-mcp-header`` rules of its
+    arguments — and the server is called by name too.  So a tool of such a name cannot be offered as itself:
+    its results would be checked against another tool's schema (refused when they fit its own, passed when
+    they do not).  Tools listed twice alike (a page the server repeats) are one tool.
+    """
+    counts: dict[str, int] = {}
+    for remote in listed:
+        counts[remote.name] = counts.get(remote.name, 0) + 1
+    if len(counts) == len(listed):
+        return {}  # the common case: every name once
+    unlike: dict[str, int] = {}
+    first: dict[str, MCPTool] = {}
+    for remote in listed:
+        if counts[remote.name] < 2:
+            continue
+        model = first.setdefault(remote.name, remote)
+        try:
+            alike = remote is model or remote == model
+        except RecursionError:  # nested past what comparing goes: not known to be alike
+            alike = False
+        if not alike:
+            unlike[remote.name] = counts[remote.name]
+    return unlike
 
 
 def _schema_problem(schema: Any) -> str | None:

@@ -34,6 +34,11 @@ SERVER = ROOT / "tests" / "support" / "mcp_lowlevel_server.py"
 #: What the ``leaky`` tool's schema carries (the server's SECRET): it must show up nowhere.
 SECRET = "sk-live-9f3b1d7c5a2e4086b1d3f5a7c9e1b3d5"
 REFUSED = "the MCP SDK's models refuse it: "
+#: Why each tool of a name the server gives two tools that are not alike is left out.
+TWO_OF_A_NAME = (
+    "the server lists 2 tools of that name, not all alike: a call by name cannot choose between them, and the "
+    "MCP SDK checks each result against the last one's output schema"
+)
 
 
 def stdio(mode: str, **options: Any) -> MCPServerStdio:
@@ -47,7 +52,7 @@ def http_urls() -> Iterator[dict[str, str]]:
     processes: list[subprocess.Popen[bytes]] = []
     urls: dict[str, str] = {}
     try:
-        for mode in ("mixed", "paged"):
+        for mode in ("mixed", "paged", "twins"):
             port = free_port()
             process = subprocess.Popen(
                 [sys.executable, str(SERVER), "http", mode, str(port)], stdout=subprocess.DEVNULL
@@ -156,22 +161,74 @@ async def test_duplicates_and_names_the_vendors_refuse_are_reported_not_silently
 ) -> None:
     caplog.set_level(logging.WARNING, logger="agentactors.mcp")
     recorder = InMemoryRecorder()
-    result, provider = await run(stdio("names"), [say("1", "echo", "hi")], recorder)
+    result, provider = await run(stdio("names"), [say("1", "shout", "hi")], recorder)
     specs = provider.requests[0].tools
     assert [(s.name, s.description) for s in specs] == [
-        ("echo", "The echo tool."),  # the first of the two serves
-        ("files.read", "The files.read tool."),
+        ("files.read", "The files.read tool."),  # neither echo serves: they are not alike
         ("shout", "The shout tool."),
     ]
-    assert tool_texts(result) == ["echo:hi"]
+    assert tool_texts(result) == ["shout:hi"]
     (listed,) = events(recorder, "mcp.tools_listed")
     assert listed.unportable == ("files.read",)
+    assert [s["name"] for s in listed.skipped] == ["echo", "echo", "has space"]
     reasons = {s["name"]: s["reason"] for s in listed.skipped}
-    assert reasons["echo"] == "the server lists a tool of that name before it (the first one serves)"
+    assert reasons["echo"] == TWO_OF_A_NAME
     assert reasons["has space"].startswith("ValueError: tool name 'has space' is invalid")
     lines = skipped_lines(caplog)
     assert any("tool 'files.read' is kept, but OpenAI, Anthropic and Bedrock" in line for line in lines)
-    assert any("tool 'echo' is skipped: the server lists a tool of that name before it" in line for line in lines)
+    assert lines.count(f"MCP server 'low': tool 'echo' is skipped: {TWO_OF_A_NAME}") == 2
+
+
+
+
+def offer_tool(call_id: str, tool: str) -> ToolCall:
+    return ToolCall(call_id, tool, {"text": call_id})
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_two_different_tools_of_one_name_are_both_left_out_not_checked_against_each_other(
+    transport: str, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The SDK checks a call's structured result against the output schema of the LAST tool of that name it
+    # listed; offering the first one would check its results against the other's schema (here ``{"n": 1}``
+    # fits the first lookup's and not the second's: every call of it would fail).  Neither serves.
+    caplog.set_level(logging.WARNING, logger="agentactors.mcp")
+    urls = request.getfixturevalue("http_urls") if transport == "http" else None
+    recorder = InMemoryRecorder()
+    calls = [offer_tool("1", "same"), offer_tool("2", "Lookup"), offer_tool("3", "echo")]
+    result, provider = await run(server_for(transport, "twins", urls), calls, recorder)
+
+    assert offered(provider.requests)[0] == ["echo", "same", "Lookup"]
+    # ``same`` is listed twice alike (once on each page): it serves once, its result checked and passed.
+    assert tool_texts(result) == ["same:1", "Lookup:2", "echo:3"]
+    assert statuses(recorder) == [("same", "ok"), ("Lookup", "ok"), ("echo", "ok")]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert listed.tools == ("echo", "same", "Lookup")
+    assert [(s["name"], s["reason"]) for s in listed.skipped] == [
+        ("lookup", TWO_OF_A_NAME),
+        ("lookup", TWO_OF_A_NAME),
+        ("same", "a repeat: the server lists the same tool before it"),
+    ]
+    assert listed.skipped_count == 3
+    lines = skipped_lines(caplog)
+    assert lines.count(f"MCP server 'low': tool 'lookup' is skipped: {TWO_OF_A_NAME}") == 2
+
+
+async def test_a_prefix_keeps_the_server_s_names_apart_and_names_the_left_out_twins_as_the_model_would_see_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The names the SDK keys its checks by are the server's; the model's are the prefix and those, one to one:
+    # no two of the server's tools become one name here, and the twins are still told apart from ``Lookup``.
+    caplog.set_level(logging.WARNING, logger="agentactors.mcp")
+    recorder = InMemoryRecorder()
+    calls = [offer_tool("1", "low_Lookup"), offer_tool("2", "low_same")]
+    server = stdio("twins", tool_prefix="low_", tool_filter=["lookup", "Lookup", "same"])
+    result, provider = await run(server, calls, recorder)
+    assert offered(provider.requests)[0] == ["low_same", "low_Lookup"]
+    assert tool_texts(result) == ["Lookup:1", "same:2"]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert [s["name"] for s in listed.skipped] == ["low_lookup", "low_lookup", "low_same"]
+    assert listed.skipped[0]["reason"] == TWO_OF_A_NAME
 
 
 async def test_thousands_of_tools_with_dozens_refused_stay_bounded(caplog: pytest.LogCaptureFixture) -> None:

@@ -3,7 +3,7 @@
 The test server of the other MCP tests is written with the SDK and behaves.  These servers are a few
 lines of raw JSON-RPC (``RAW_SERVER``, its misbehaviour chosen by its argument), so they can do what the
 SDK would never let a server do: list a tool whose schema is nested too deeply to check beside good ones,
-list two tools of one name, answer a call with a line that is not JSON and a result that is not a
+list two tools of one name (and one tool twice), answer a call with a line that is not JSON and a result that is not a
 ``CallToolResult``, never answer a call (or answer it under another id), exit in the middle of a listing,
 flood their stderr.  The standard: one bad tool or answer costs that tool or that call, never the
 server's other tools, the session, or the run; nothing hangs.
@@ -46,7 +46,8 @@ def tools():
     if MODE == "deep_schema":  # under the SDK's JSON nesting limit, past what a schema check can walk
         return [{"name": "deep", "description": "Deep.", "inputSchema": deep_schema(90)}, ECHO]
     if MODE == "duplicates":
-        return [ECHO, dict(ECHO, description="A second echo.")]
+        twin = dict(ECHO, name="twin", description="Twin.")
+        return [ECHO, twin, dict(twin, description="Another twin."), dict(ECHO)]
     return [ECHO]
 
 
@@ -117,7 +118,8 @@ async def test_a_tool_whose_schema_is_nested_too_deeply_is_left_out_and_the_othe
     assert any("tool 'deep' is skipped" in line and "nested too deeply" in line for line in skipped)
 
 
-async def test_two_tools_of_one_name_keep_the_first(tmp_path: Path) -> None:
+async def test_two_unlike_tools_of_one_name_serve_neither_and_a_repeated_tool_serves_once(tmp_path: Path) -> None:
+    # The SDK checks a call's result against the last tool of a name it listed: an unlike pair cannot serve.
     provider = ScriptedProvider([echo("1", "hi"), "done"])
     agent = Agent(provider, toolsets=[raw_server(tmp_path, "duplicates")], max_steps=4)
     with anyio.fail_after(60):

@@ -8,8 +8,8 @@ SDK, or by hand, can send a tool the client's models refuse.  Run as a program, 
     python tests/support/mcp_lowlevel_server.py stdio MODE
     python tests/support/mcp_lowlevel_server.py http MODE PORT    # streamable HTTP on 127.0.0.1:PORT/mcp
 
-``MODE`` chooses the listing (:data:`MODES`); every call of a listed tool is answered ``name:text``
-(but ``die``'s: the process exits).
+``MODE`` chooses the listing (:data:`MODES`); every call of a listed tool is answered ``name:text`` (in
+mode ``twins`` with the structured content ``{"n": 1}`` too; ``die``'s call ends the process).
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ def _many(count: int) -> list[list[dict[str, Any]]]:
         _tool(f"t{i}") if i % 50 else _tool(f"t{i}", inputSchema={"type": "array", "items": {}}) for i in range(count)
     ]
     return [tools[i : i + 500] for i in range(0, count, 500)]
+
+
+#: Two output schemas: a result ``{"n": 1}`` (what a call in mode ``twins`` returns as structured content) fits
+#: the first only.
+_OUT_N: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+_OUT_S: dict[str, Any] = {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]}
 
 
 #: Each mode's listing: a list of pages, each a list of raw tool dictionaries.
@@ -76,6 +82,19 @@ MODES: dict[str, list[list[dict[str, Any]]]] = {
             _tool("shout"),
         ]
     ],
+    # Names the SDK keys its per-tool state by (the output schema it checks a call's result against): two
+    # different tools named ``lookup`` (their output schemas disagree: the SDK keeps the last, by name), one
+    # tool listed twice alike, on two pages (``same``), and ``Lookup``, a name of its own.
+    "twins": [
+        [
+            _tool("echo"),
+            _tool("lookup", outputSchema=_OUT_N),
+            _tool("same", outputSchema=_OUT_N),
+            _tool("lookup", description="A second lookup.", outputSchema=_OUT_S),
+            _tool("Lookup", outputSchema=_OUT_N),
+        ],
+        [_tool("same", outputSchema=_OUT_N)],
+    ],
     "many": _many(2000),
     # Not even a list of tools: the page itself is refused.
     "no_list": [[]],
@@ -95,7 +114,10 @@ def main(argv: list[str]) -> None:
         text = str((params.arguments or {}).get("text"))
         if params.name == "die":
             os._exit(3)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name}:{text}")])
+        structured = {"n": 1} if mode == "twins" else None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"{params.name}:{text}")], structured_content=structured
+        )
 
     async def malformed_listing(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
         """The wire form of a tools/list page, its tools replaced by the mode's raw dictionaries."""
