@@ -18,7 +18,11 @@ charge (:func:`agentactors.pricing.with_cut_short`): at its real usage when its 
 an estimate — its prompt (:func:`~agentactors.gateway.provider.estimate_tokens`) and, for a stream, the output it
 had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`).  The winner's ``usage`` stays what
 its vendor said.  When the caller is cancelled mid-call, every copy in flight is noted
-(:func:`agentactors.pricing.note_cut_short`) for the run to charge as its call cut short.
+(:func:`agentactors.pricing.note_cut_short`) for the run to charge as its call cut short, and so are the losing
+copies of a stream left before its end.  A copy a ``with_timeout`` below gave up on was sent too: the hedge
+collects it (as ``with_retry`` does: :func:`~agentactors.resilience.timeout.abandoned_attempts`) and charges it
+with the others — on the winner's answer, in the note, or handed to the layer around when no copy answered — so
+that each copy is charged once, with or without a retry around.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ._numbers import is_number, whole
 from .breaker import CircuitBreakerProvider
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of, name_of
 from .streams import cut_short, stream_of
+from .timeout import abandoned_attempts, keep_abandoned
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -204,16 +209,19 @@ class HedgeProvider(ProviderDecorator):
         primary = race.add("primary", self._inner, model_of(self._inner, request))
         primary.request = request
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._hedge_later, race, call, request, delay)
-                await race.run(primary, lambda _: self._inner.complete(request))
-                await race.done.wait()
-                tg.cancel_scope.cancel()  # the timer, or the losing copy: its request closed before the call returns
+            # The copies a timeout inside abandons are the race's to charge (_Race.abandoned): the timer's task,
+            # which sends the hedge, inherits the list.
+            with abandoned_attempts() as race.abandoned:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._hedge_later, race, call, request, delay)
+                    await race.run(primary, lambda _: self._inner.complete(request))
+                    await race.done.wait()
+                    tg.cancel_scope.cancel()  # the timer, or the losing copy: its request closed before returning
         except anyio.get_cancelled_exc_class():
             note_cut_short(request, race.billed(None))  # every copy in flight (a won answer lost too)
             raise
-        answered: LLMResponse = self._settled(race)
-        if race.started > 1:
+        answered: LLMResponse = self._settled(race, request)
+        if race.started > 1 or race.abandoned:
             answered = with_cut_short(answered, race.billed(race.winner))
         return answered
 
@@ -231,11 +239,11 @@ class HedgeProvider(ProviderDecorator):
         attempt.request = sub
         await race.run(attempt, lambda _: target.complete(sub))
 
-    def _settled(self, race: _Race[Any]) -> Any:
+    def _settled(self, race: _Race[Any], request: LLMRequest) -> Any:
         """The race's winner (its latency taken, ``hedge.won`` said when a hedge ran), or its error raised."""
         winner = race.winner
         if winner is None:
-            raise race.error()
+            raise race.lost(request)
         self._took(winner.seconds)
         if race.started > 1:
             emit("hedge.won", winner=winner.label, member=name_of(winner.provider), model=winner.model)
@@ -258,25 +266,28 @@ class HedgeProvider(ProviderDecorator):
         failure: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
-                model = model_of(self._inner, request)
-                race.start(tg, "primary", self._inner, model, attempt(self._inner, request, model), request)
-                if delay is not None:
-                    with anyio.move_on_after(delay):
-                        await race.done.wait()
-                    if not race.done.is_set():
-                        hedge = self._hedge(call, request)
-                        if hedge is not None:
-                            target, sub, hedge_model = hedge
-                            emit("hedge.sent", member=name_of(target), model=hedge_model, after=delay)
-                            race.start(tg, "hedge", target, hedge_model, attempt(target, sub, hedge_model), sub)
+                # The copies' tasks inherit the race's list of what a timeout inside abandons (_Race.abandoned);
+                # set only while they start, never across the yield (the consumer's code runs in this context).
+                with abandoned_attempts() as race.abandoned:
+                    model = model_of(self._inner, request)
+                    race.start(tg, "primary", self._inner, model, attempt(self._inner, request, model), request)
+                    if delay is not None:
+                        with anyio.move_on_after(delay):
+                            await race.done.wait()
+                        if not race.done.is_set():
+                            hedge = self._hedge(call, request)
+                            if hedge is not None:
+                                target, sub, hedge_model = hedge
+                                emit("hedge.sent", member=name_of(target), model=hedge_model, after=delay)
+                                race.start(tg, "hedge", target, hedge_model, attempt(target, sub, hedge_model), sub)
                 await race.done.wait()
                 if race.winner is None:
                     tg.cancel_scope.cancel()  # a request error, or every copy failed: raised past the task group
                 else:
-                    opened: _Opened = self._settled(race)
+                    opened: _Opened = self._settled(race, request)
                     # The losers are over by the winner's end (cancelled when it claimed the race): its last event
                     # carries them, to be charged with it.
-                    events = opened.relay(lambda: race.billed(race.winner) if race.started > 1 else ())
+                    events = opened.relay(lambda: race.billed(race.winner))
                     try:
                         yield events
                     except BaseException as exc:  # raised past the task group, which would wrap it in a group
@@ -288,10 +299,17 @@ class HedgeProvider(ProviderDecorator):
             note_cut_short(request, race.billed(None))  # cancelled before a winner: every copy in flight
             raise
         if race.winner is None:
-            raise race.error()
-        if failure is not None:
-            if isinstance(failure, anyio.get_cancelled_exc_class()) and not opened.ended:
+            raise race.lost(request)
+        if not opened.ended:
+            if isinstance(failure, anyio.get_cancelled_exc_class()):
                 note_cut_short(request, race.billed(None))  # the consumer left mid-stream: every copy is billed
+            else:
+                # Over before its end — the winner failed, or the consumer left without an exception: what was to
+                # ride on its StreamEnd (the losers, the copies abandoned) is noted for the run, as a failure is.
+                lost = race.billed(race.winner)
+                if lost:
+                    note_cut_short(request, lost)
+        if failure is not None:
             raise failure
 
 
@@ -329,6 +347,12 @@ class _Race(Generic[T]):
         self.winner: _Attempt | None = None
         self.errors: list[ProviderError] = []
         self.started = 0
+        #: The copies a ``with_timeout`` inside gave up on (they failed with its ``ProviderTimeout``, so
+        #: :meth:`billed` does not count them as copies): sent, and billed.  The hedge collects them itself, as a
+        #: retry does (:func:`~agentactors.resilience.timeout.abandoned_attempts`) — with no retry around, the
+        #: timeout's own note for the run was overwritten by the hedge's, or left behind when the other copy
+        #: answered; for a hedge to another member, it was against a request no run takes.
+        self.abandoned: list[CutShort] = []
 
     def add(self, label: str, provider: Any, model: str | None) -> _Attempt:
         """A copy about to start: from now on the race waits for it too."""
@@ -347,14 +371,16 @@ class _Race(Generic[T]):
         tg.start_soon(self.run, attempt, run)
 
     def billed(self, winner: _Attempt | None) -> tuple[CutShort, ...]:
-        """The copies other than ``winner`` that were sent and did not fail: what the vendor bills for them.
+        """The copies other than ``winner`` that were sent and did not fail, and those a timeout inside abandoned
+        (:attr:`abandoned`): what the vendor bills for them.  Taken once: the abandoned are handed over.
 
         A copy whose answer came back anyway (it lost by an instant) at its real usage; any other at an estimate —
         its prompt, and for a stream the output it had delivered
         (:func:`~agentactors.gateway.provider.estimated_cut_short`).  ``winner=None``: every copy (the caller left,
         and a won answer it never received is billed too).
         """
-        out: list[CutShort] = []
+        out: list[CutShort] = [*self.abandoned]
+        self.abandoned.clear()  # (the same list: the copies' tasks hold it in their context)
         for attempt in self.attempts:
             if attempt is winner or attempt.failed or attempt.request is None:
                 continue
@@ -404,6 +430,15 @@ class _Race(Generic[T]):
                 attempt.scope.cancel()
         elif len(self.errors) >= self.started:
             self.done.set()
+
+    def lost(self, request: LLMRequest) -> ProviderError:
+        """No copy answered: the copies a timeout abandoned go to the layer around (the retry's list, else noted
+        for the run, added to its note: :func:`~agentactors.resilience.timeout.keep_abandoned`), and the error
+        to raise is returned (:meth:`error`)."""
+        if self.abandoned:
+            keep_abandoned(request, [*self.abandoned])
+            self.abandoned.clear()
+        return self.error()
 
     def error(self) -> ProviderError:
         """What the call raises when no copy answered: a request error if there is one, else the first."""
@@ -470,8 +505,8 @@ class _Opened:
         """The winner's events; its :class:`StreamEnd`'s response carries the ``losers`` (cut short) to charge."""
         acc = StreamAccumulator()
         acc.add(self.first)
-        yield self.first
-        with self.receive:
+        with self.receive:  # closed too when the consumer leaves after the first event
+            yield self.first
             async for item in self.receive:
                 if isinstance(item, _Failure):
                     raise cut_short(item.error, provider=self.provider, model=self.model, partial_text=acc.text)
@@ -544,8 +579,8 @@ def with_hedge(
     * The losing copy is **charged** to the run (``RunResult.cost``) and its budgets, as the vendor bills it: at
       its real usage when its answer came back anyway, else at an estimate — its prompt, and for a stream the
       output it had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`); ``usage`` stays
-      the winner's.  A caller cancelled mid-call has every copy in flight charged (``docs/costs.md``, "Calls cut
-      short").  ``max_extra`` bounds that spend.
+      the winner's.  A caller cancelled mid-call has every copy in flight charged, and a copy its timeout gave
+      up on is charged too, once (``docs/costs.md``, "Calls cut short").  ``max_extra`` bounds that spend.
     * ``max_extra``: at most this fraction of the last ``window`` calls are hedged (``0.05``: 5 %
       more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
     * Settings are checked as :func:`with_retry` checks its own: ``after`` a finite number of seconds

@@ -124,7 +124,9 @@ class RetryingProvider(ProviderDecorator):
                 finally:
                     await events.aclose()
             return
-        # Attempts abandoned before this one ride on its end; noted for the run if it never gets there.
+        # Attempts abandoned before this one ride on its end; noted for the run if it never gets there — the
+        # stream failed or was cancelled, or the consumer left it before its end without an exception (it broke
+        # out, closed it; the stream ended without its StreamEnd): a run then fails, and takes the note.
         carried = _Carrying(relay(opened, provider=self._inner, model=model), abandoned)
         try:
             async with opened.stack:
@@ -136,6 +138,8 @@ class RetryingProvider(ProviderDecorator):
             if carried.abandoned:
                 self._note(request, carried.abandoned, exc, carried.acc.text)
             raise
+        if carried.abandoned:
+            self._note(request, carried.abandoned, None, carried.acc.text)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -178,9 +182,10 @@ class RetryingProvider(ProviderDecorator):
 
     def _note(self, request: LLMRequest, abandoned: list[CutShort], exc: BaseException | None, delivered: str,
               *, sending: bool = True) -> None:
-        """The call ends without an answer (``exc``), after attempts were abandoned: they are noted for the run,
-        with the attempt in flight when it was cancelled — as the layers inside noted it, else at an estimate
-        (the ProviderActor around would keep this note, not estimate that attempt itself)."""
+        """The call ends without an answer (``exc``; ``None``: a stream left before its end), after attempts were
+        abandoned: they are noted for the run, with the attempt in flight when it was cancelled — as the layers
+        inside noted it, else at an estimate (the ProviderActor around would keep this note, not estimate that
+        attempt itself)."""
         noted = pop_cut_short(request)
         if noted is None:
             noted = ()
@@ -494,7 +499,8 @@ def with_retry(
     * Attempts a :func:`with_timeout` inside gave up on were sent and are billed:
       they ride on the answer (``provider_data["cut_short"]``, a stream's
       ``StreamEnd``), or are noted for the run when the call fails or is
-      cancelled (``docs/costs.md``, "Calls cut short").
+      cancelled, or its stream is left before its end (``docs/costs.md``,
+      "Calls cut short").
     * ``clock`` (default ``anyio.current_time``), ``sleep`` (``anyio.sleep``) and
       ``rng`` (a ``random.Random``) are injectable for tests on virtual time.
 
