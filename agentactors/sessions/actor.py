@@ -134,10 +134,13 @@ class SessionActor:
     ``loaded`` is false until the first message loads it from the store, and again after a conflict
     (the next message reloads it).  ``running``: how many messages it is handling now — one at most, which may
     go on after its caller left (a queued turn runs in the actor's task, and its commit is shielded), so the
-    registry does not deactivate the session until it is over.
+    registry does not deactivate the session until it is over; ``settled``, set by the registry meanwhile, is
+    called (once, then cleared) when it is — the session goes idle then, and nothing polls it until then.
     """
 
-    __slots__ = ("activated", "history", "key", "loaded", "origin", "paused", "rt", "running", "store", "version")
+    __slots__ = (
+        "activated", "history", "key", "loaded", "origin", "paused", "rt", "running", "settled", "store", "version",
+    )
 
     def __init__(self, rt: Runtime, store: SessionStore, key: str) -> None:
         self.rt = rt
@@ -150,6 +153,7 @@ class SessionActor:
         self.loaded = False
         self.activated = False
         self.running = 0
+        self.settled: Callable[[], None] | None = None
 
     @property
     def pending(self) -> tuple[ToolCall, ...]:
@@ -162,6 +166,9 @@ class SessionActor:
             return await self._handle(message)
         finally:
             self.running -= 1
+            if self.settled is not None and not self.running:  # (one attribute test a message, usually)
+                settled, self.settled = self.settled, None
+                settled()
 
     async def _handle(self, message: Turn | Resolve | Refresh) -> RunResult[Any] | None:
         if type(message) is Refresh:

@@ -14,7 +14,11 @@ The same guarantees as :class:`~agentactors.sessions.SqliteStore`, on a server i
 * **append-only**: a turn that extends the stored history writes one row of messages, as SQLite's layout does.
 
 Same tables as the SQLite store (``agentactors_sessions``, ``agentactors_messages``, ``agentactors_meta``), so
-what the docs say of them holds here; a database whose layout is newer than this version reads is refused.
+what the docs say of them holds here; a database whose layout is newer than this version reads is refused.  A
+session's messages are deleted with its row, whoever deletes it (a foreign key ``ON DELETE CASCADE``; SQLite's is a
+trigger); a database of the previous version gets the key when a store first opens it, and loses then the
+messages its rows deleted by hand had left — nothing else.  (``TRUNCATE agentactors_sessions`` now needs
+``CASCADE``.)
 
 Driver and threads: :mod:`agentactors._postgres` (psycopg 3's sync connection in worker threads: it works on
 asyncio and trio; its ``AsyncConnection`` is asyncio-only).  The DSN's password never appears in a ``repr``, an
@@ -38,6 +42,15 @@ _SCHEMA: Final = (
     f"CREATE TABLE IF NOT EXISTS {META} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
     f"CREATE TABLE IF NOT EXISTS {PIECES} ("
     " key TEXT NOT NULL, start INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (key, start))",
+)
+
+#: A session's messages go with its row, whoever deletes it (``ON DELETE CASCADE``).  Added by the setup, not in
+#: ``CREATE TABLE``: a table of the previous version has none, and gets it the same way.
+_CASCADE: Final = "agentactors_messages_session"
+_HAS_CASCADE: Final = f"SELECT 1 FROM pg_constraint WHERE conname = %s AND conrelid = '{PIECES}'::regclass"
+_ORPHANS: Final = f"DELETE FROM {PIECES} m WHERE NOT EXISTS (SELECT 1 FROM {TABLE} s WHERE s.key = m.key)"
+_ADD_CASCADE: Final = (
+    f"ALTER TABLE {PIECES} ADD CONSTRAINT {_CASCADE} FOREIGN KEY (key) REFERENCES {TABLE} (key) ON DELETE CASCADE"
 )
 
 
@@ -91,3 +104,8 @@ def _setup(conn: Any) -> None:
         for statement in _SCHEMA:
             conn.execute(statement)
         check_layout(conn, DIALECT, "", "database")
+        if conn.execute(_HAS_CASCADE, (_CASCADE,)).fetchone() is None:
+            # A new database, or one of the previous version: the messages of rows deleted by hand before are
+            # deleted once (no session reads them), then the key holds — nothing else is touched.
+            conn.execute(_ORPHANS)
+            conn.execute(_ADD_CASCADE)

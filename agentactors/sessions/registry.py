@@ -5,8 +5,10 @@ not an actor that lives as long as the runtime: it is *virtual*.  Its address (s
 exists; an actor holds it only while it is in use.  The first turn in a runtime **activates** it (an
 actor is spawned and loads the session from its store); a session with no turn for its
 ``idle_timeout`` **deactivates** (its actor is stopped and dropped: no task, no actor, no history in
-memory — the store keeps it); the next turn activates it again.  When the runtime exits, every
-session deactivates and the stores its sessions used are closed.
+memory — the store keeps it); the next turn activates it again.  A store is closed, and let go, once
+none of its sessions is active (a store object made per request must not keep a connection open for the
+runtime's life; one used again reopens, as the port says).  When the runtime exits, every session
+deactivates and the stores of the active ones are closed.
 
 **One sweeper per runtime, no timer per session.**  A timer per session would be a task per session —
 the very cost deactivation exists to avoid.  Instead, idle sessions sit in an ordered dict per
@@ -20,9 +22,10 @@ sweeper only if its deadline comes before the one the sweeper sleeps until.
 flight for it — counted by the handles, synchronously, before they ask the actor and after it answered.
 Only idle sessions are in the sweeper's dicts (a busy one leaves them on its first call and returns,
 last in line, when its last call ends; one whose caller left while its turn still runs — a commit is
-shielded — is put back, last in line, when its deadline comes), and the decision to deactivate — take it out of the
-registry — is made without an await: a turn arriving a moment later finds no actor and activates a new
-one, which loads from the store everything the old one committed.
+shielded — is taken out when its deadline comes, and put back, last in line, by its actor when that turn
+is over: nothing polls it meanwhile, however small its ``idle_timeout``), and the decision to deactivate —
+take it out of the registry — is made without an await: a turn arriving a moment later finds no actor and
+activates a new one, which loads from the store everything the old one committed.
 
 **Memory.**  An active idle session costs its actor (a few hundred bytes, :mod:`agentactors.actors`),
 its registry entry, its history and its budget; a deactivated one costs nothing here (the registry's dicts
@@ -37,6 +40,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
+from functools import partial
 from typing import Final
 
 import anyio
@@ -59,6 +63,9 @@ Slot = tuple[int, str]  # (id of the store, key): a session's address within one
 # Rebuild the registry's dicts once they hold fewer than this share of their peak (and the peak was large).
 _SHRINK_RATIO: Final = 4
 _SHRINK_MIN: Final = 1024
+# The longest the sweeper waits for a store to close once its last session deactivated (shielded: the runtime's
+# exit, which cancels the sweeper, waits for it at most this long).
+_CLOSE_TIMEOUT: Final = 10.0
 
 
 class Entry:
@@ -87,13 +94,15 @@ class Sessions:
     activating.  See the module docstring for the lifecycle.
     """
 
-    __slots__ = ("_default", "_idle", "_peak", "_sweeping", "_wake", "_wake_at", "active", "rt", "stores")
+    __slots__ = ("_default", "_idle", "_peak", "_sweeping", "_users", "_wake", "_wake_at", "active", "rt", "stores")
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.active: dict[Slot, Entry] = {}
-        #: Every store a session of this runtime used, by id: closed when the runtime exits.
+        #: The stores of the active sessions, by id (and how many of them each has): a store is closed, and
+        #: dropped from here, when its last active session deactivates; what is left is closed at the exit.
         self.stores: dict[int, SessionStore] = {}
+        self._users: dict[int, int] = {}
         self._idle: dict[float, OrderedDict[Slot, Entry]] = {}
         self._default: MemoryStore | None = None
         self._sweeping = False
@@ -145,8 +154,10 @@ class Sessions:
             rt = self.rt
             actor = SessionActor(rt, store, key)
             ref = rt.spawn(actor, name=f"session:{key}", concurrency=1)
+            if entry is None:  # (a stopped entry replaced: its store counted it already)
+                self._users[slot[0]] = self._users.get(slot[0], 0) + 1
+                self.stores.setdefault(slot[0], store)
             entry = self.active[slot] = Entry(slot, actor, ref, timeout)
-            self.stores.setdefault(id(store), store)
             if len(self.active) > self._peak:
                 self._peak = len(self.active)
             if not self._sweeping:
@@ -163,6 +174,11 @@ class Sessions:
     def checkin(self, entry: Entry) -> None:
         """The call is over: an entry with no call left goes idle, last in its group.  Never awaits."""
         entry.inflight -= 1
+        self._idle_now(entry)
+
+    def _idle_now(self, entry: Entry) -> None:
+        """``entry`` goes idle, last in its group, if no call is in flight for it (and it is still the session's).
+        Never awaits."""
         if entry.inflight or self.active.get(entry.slot) is not entry or math.isinf(entry.timeout):
             return
         entry.last = now = anyio.current_time()
@@ -201,15 +217,27 @@ class Sessions:
         """Deactivate the ``expired`` sessions, in a frame of their own: once it returns, its loop variable is gone
         (in the sweeper's frame, which lives as long as the runtime, it kept the last one's entry — its actor,
         its history, its budget — until the next sweep)."""
+        unused: list[SessionStore] = []
         for entry in expired:
             self._deactivated(entry, "idle")
             await self.rt.stop(entry.ref, drain=False)
+            sid = entry.slot[0]
+            users = self._users.pop(sid, 0) - 1
+            if users > 0:
+                self._users[sid] = users
+            elif (store := self.stores.pop(sid, None)) is not None:  # its last active session: closed below
+                unused.append(store)
+        for store in unused:
+            if id(store) not in self._users:  # (not used again meanwhile: a new session of it activated)
+                with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True) as bound:
+                    await _close(store, "once its last active session deactivated")
+                if bound.cancelled_caught:
+                    log.warning("a session store (%s) did not close within %g s", type(store).__name__, _CLOSE_TIMEOUT)
 
     def _expire(self, now: float) -> list[Entry]:
         """Take the expired idle sessions out of the registry (decided here, without an await)."""
         expired: list[Entry] = []
         for timeout, group in list(self._idle.items()):
-            busy: list[Entry] = []
             while group:
                 slot, entry = next(iter(group.items()))
                 if entry.last + timeout > now:
@@ -220,14 +248,13 @@ class Sessions:
                 if entry.actor.running:
                     # Its callers left, but a turn of theirs still runs (its commit shielded): not idle until it
                     # is over — deactivated now, the next turn's new actor would load the version before that
-                    # commit, and conflict with it.  Looked at again a whole timeout later.
-                    busy.append(entry)
+                    # commit, and conflict with it.  Out of the group until its actor says the turn is over (then
+                    # idle, last in line): looked at again a timeout later instead, a tiny timeout (1e-20 s: no
+                    # later than now, in floats) made the sweeper spin until the commit ended.
+                    entry.actor.settled = partial(self._idle_now, entry)
                     continue
                 del self.active[slot]  # idle (it is in the group), and from now on out of reach
                 expired.append(entry)
-            for entry in busy:  # last in line: no deadline in the group is later
-                entry.last = now
-                group[entry.slot] = entry
             if not group:
                 del self._idle[timeout]
         return expired
@@ -250,13 +277,14 @@ class Sessions:
         if actor.activated:
             self.rt.emit("session.deactivated", key=actor.key, version=actor.version, reason=reason)
         if entry.budget is not None and reason == "idle":  # at the runtime's exit, nothing activates it again
-            ledger(self.rt).keep_limited(entry.slot, entry.budget)
+            ledger(self.rt).keep_limited(entry.slot, entry.budget, entry.actor.store)
 
     def _shrink(self) -> None:
         """Rebuild the dicts once far below their peak: a dict keeps its largest table until rebuilt."""
         if self._peak >= _SHRINK_MIN and len(self.active) * _SHRINK_RATIO < self._peak:
             self.active = dict(self.active)
             self._idle = {t: OrderedDict(g) for t, g in self._idle.items()}
+            self.stores, self._users = dict(self.stores), dict(self._users)  # (a store per request: as many)
             self._peak = len(self.active)
             ledger(self.rt).shrink()  # the sessions' budgets, by the same measure (their entries let them go)
 
@@ -277,12 +305,22 @@ class Sessions:
         for entry in entries:
             self._deactivated(entry, "runtime_exit")
         stores = list(self.stores.values())
-        self.stores = {}
+        self.stores, self._users = {}, {}
         for store in stores:
-            try:
-                await store.aclose()
-            except Exception as exc:
-                log.warning(
-                    "a session store (%s) failed to close at the runtime's exit: %s",
-                    type(store).__name__, redact(f"{type(exc).__name__}: {exc}"),
-                )
+            await _close(store, "at the runtime's exit")
+
+
+async def _close(store: SessionStore, when: str) -> None:
+    """Close ``store``; a failure is logged (a warning naming its type, the error redacted), never raised.
+
+    Cancellation: as the caller's scope — the sweeper shields it, bounded (:data:`_CLOSE_TIMEOUT`: a store
+    finishes what is running before it closes, and a cancelled sweeper must not leave it half closed); at the
+    runtime's exit the runtime bounds it, as every cleanup.
+    """
+    try:
+        await store.aclose()
+    except Exception as exc:
+        log.warning(
+            "a session store (%s) failed to close %s: %s", type(store).__name__, when,
+            redact(f"{type(exc).__name__}: {exc}"),
+        )

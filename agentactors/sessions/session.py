@@ -181,7 +181,7 @@ class AgentSession:
         # deactivated (the session itself keeps nothing in memory then; a handle kept by its user does).
         self._seen: tuple[Message, ...] = ()
         # What the session's turns spend, counted in this runtime (agentactors.sessions.spending).
-        self._budget = session_budget(sessions.rt, self._slot, key, cost_limit)
+        self._budget = session_budget(sessions.rt, self._slot, key, cost_limit, store)
 
     def __repr__(self) -> str:
         state = "active" if self.active else "inactive"

@@ -48,13 +48,25 @@ class Ledger:
     budget that only counts is not kept alive by the ledger, or every session ever activated would leave one.
     """
 
-    __slots__ = ("alive", "kept")
+    __slots__ = ("alive", "kept", "pinned", "yours")
 
     def __init__(self) -> None:
         self.kept: dict[Slot, CostBudget] = {}
         self.alive: WeakValueDictionary[Slot, CostBudget] = WeakValueDictionary()
+        #: The sessions whose budget is one of the user's (``cost_limit=CostBudget(...)``): a number given on a
+        #: later handle must not change its limit (it may be shared by other sessions).  Kept as ``kept`` is.
+        self.yours: set[Slot] = set()
+        #: The store of each kept budget, by id: a slot names its store by ``id()``, and a store the runtime let go
+        #: (the registry does once none of its sessions is active) could be collected and its id reused by another
+        #: store — whose session of the same key would then find this one's budget.  The object only (closed).
+        self.pinned: dict[int, object] = {}
 
-    def keep_limited(self, slot: Slot, budget: CostBudget) -> None:
+    def keep(self, slot: Slot, budget: CostBudget, store: object) -> None:
+        """Keep ``budget``, the session at ``slot``'s (in ``store``), for the runtime's life.  Never awaits."""
+        self.kept[slot] = budget
+        self.pinned.setdefault(slot[0], store)
+
+    def keep_limited(self, slot: Slot, budget: CostBudget, store: object) -> None:
         """The session at ``slot`` deactivated, its entry holding ``budget``: keep it if it has a limit by now.
 
         A limit may be set on ``session.budget`` itself (``CostBudget.limit`` may be changed) after the handle
@@ -62,7 +74,7 @@ class Ledger:
         budget then.  Never awaits.
         """
         if budget.limit is not None and self.alive.get(slot) is budget:  # not one a cost_limit=CostBudget replaced
-            self.kept[slot] = budget
+            self.keep(slot, budget, store)
 
     def shrink(self) -> None:
         """Rebuild ``alive``, which a sweep of many sessions left mostly empty: a dict keeps its largest table
@@ -76,28 +88,46 @@ def ledger(rt: Runtime) -> Ledger:
     return found
 
 
-def session_budget(rt: Runtime, slot: Slot, key: str, cost_limit: Any) -> CostBudget:
-    """The budget of the session at ``slot`` in ``rt``, made on first use; ``cost_limit`` sets its limit.
+def session_budget(rt: Runtime, slot: Slot, key: str, cost_limit: Any, store: object) -> CostBudget:
+    """The budget of the session at ``slot`` (``key`` in ``store``) in ``rt``, made on first use; ``cost_limit``
+    sets its limit.
 
-    A number becomes the limit of the session's budget (a later handle given another number changes
-    it; one given none keeps it); a :class:`CostBudget` becomes the session's budget from now on.  Either is
-    kept for the runtime's life; a budget made here without a limit lives as long as the handles and the
-    active session that hold it (:class:`Ledger`).
+    A number becomes the limit of the session's budget when it has none yet; a later handle may give the same
+    number, or none, but not another one: the limit is the session's, which other handles rely on — and, for a
+    budget of the user's, other sessions too (a user's allowance) — so one handle's argument does not silently
+    rewrite it (``session.budget.limit = x`` changes it on purpose).  A :class:`CostBudget` becomes the session's
+    budget from now on.  Either is kept for the runtime's life; a budget made here without a limit lives as long
+    as the handles and the active session that hold it (:class:`Ledger`).
 
-    :raises ValueError: a ``cost_limit`` that is neither a non-negative number nor a budget.
+    :raises ValueError: a ``cost_limit`` that is neither a non-negative number nor a budget; a number other than
+        the limit of the session's budget, when that budget has a limit or is one of the user's (nothing changed).
     """
     checked = check_cost_limit(cost_limit)
     books = ledger(rt)
     if isinstance(checked, CostBudget):
-        books.kept[slot] = books.alive[slot] = checked
+        books.alive[slot] = checked
+        books.keep(slot, checked, store)
+        books.yours.add(slot)
         return checked
     budget = books.alive.get(slot)
     if budget is None:
+        books.yours.discard(slot)  # (a budget of the user's that nothing holds any more: gone with it)
         budget = books.alive[slot] = CostBudget(checked, name=f"session {key!r}")
-    elif checked is not None:
+    elif checked is not None and checked != budget.limit:
+        if slot in books.yours:
+            raise ValueError(
+                f"session {key!r} spends from a budget of your own ({budget.name!r}, limit {budget.limit!r}): "
+                f"cost_limit={checked!r} on another handle would change it for every session sharing it; set "
+                "its limit on the budget itself"
+            )
+        if budget.limit is not None:
+            raise ValueError(
+                f"session {key!r} already has a limit of {budget.limit!r}: cost_limit={checked!r} on another "
+                "handle would rewrite the limit its other handles rely on; set session.budget.limit to change it"
+            )
         budget.limit = checked
     if budget.limit is not None:
-        books.kept[slot] = budget
+        books.keep(slot, budget, store)
     return budget
 
 

@@ -31,8 +31,12 @@ connection does all the work, in turn, under a lock (SQLite serializes writers a
 the record's JSON document (:mod:`agentactors.sessions.format`, with its own format version, migrated
 when read) without its messages, ``updated`` a wall-clock timestamp for the operator (expiring old
 sessions is a ``DELETE`` away); a table ``agentactors_messages(key, start, body)`` holding the
-messages, one row a commit (the messages it added; ``start``: the index of the first); and a table
-``agentactors_meta`` holding the layout version of those tables.
+messages, one row a commit (the messages it added; ``start``: the index of the first), deleted with their
+session's row by a trigger (``agentactors_sessions_forget``: whoever deletes the row — a ``DELETE`` from the
+``sqlite3`` shell too, whose connections enforce no foreign keys — leaves no message behind); and a table
+``agentactors_meta`` holding the layout version of those tables.  A file of the previous version (no trigger)
+gets it when a store first opens it, and loses then the messages its rows deleted by hand had left: nothing
+else.
 
 **Append-only.**  A commit whose record extends the stored history (``SessionRecord.kept``: the
 session's actor sets it) writes the document and one row of messages — the turn — in its
@@ -80,6 +84,15 @@ _SCHEMA: Final = (
     " body TEXT NOT NULL,"
     " PRIMARY KEY (key, start))",
 )
+
+#: Deletes a session's messages with its row, whoever deletes it: a trigger, not a foreign key, because SQLite
+#: enforces foreign keys only on connections that ask (``PRAGMA foreign_keys``) — the ``sqlite3`` shell does not.
+_FORGET: Final = "agentactors_sessions_forget"
+_TRIGGER: Final = (
+    f"CREATE TRIGGER IF NOT EXISTS {_FORGET} AFTER DELETE ON {TABLE} FOR EACH ROW"
+    f" BEGIN DELETE FROM {PIECES} WHERE key = OLD.key; END"
+)
+_ORPHANS: Final = f"DELETE FROM {PIECES} WHERE key NOT IN (SELECT key FROM {TABLE})"
 
 
 class SqliteStore(SqlStore):
@@ -138,3 +151,9 @@ def _setup(path: str, conn: sqlite3.Connection) -> None:
         for statement in _SCHEMA:
             conn.execute(statement)
         check_layout(conn, DIALECT, f" {path!r}", "file")
+        found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_FORGET,))
+        if found.fetchone() is None:
+            # A new file, or one of the previous version (no trigger): the messages of rows deleted by hand before
+            # are deleted once — no session reads them (a session created again on the key writes its own first).
+            conn.execute(_TRIGGER)
+            conn.execute(_ORPHANS)

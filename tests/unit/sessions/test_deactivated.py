@@ -137,3 +137,33 @@ async def test_a_limit_set_on_the_budget_and_a_budget_of_ones_own_outlive_a_deac
         assert isinstance((await again.send("two")).error, CostLimitExceeded)
         other = rt.session(agent, "k8", store=store)
         assert other.budget is mine and mine.calls == 1
+
+
+@pytest.mark.virtual_time
+async def test_a_later_handles_number_never_rewrites_a_limit_others_rely_on() -> None:
+    """``cost_limit=2.0`` on a later handle of a session spending from a budget of one's own set that budget's limit:
+    every other session sharing it (a user's allowance) was silently capped, or uncapped, by one handle's argument.
+    Likewise a session's own limit, set by one handle, was rewritten by another's.  A number that differs from the
+    limit the session's budget holds is refused (``ValueError``), nothing changed; the same number, or none, is
+    fine; a session whose budget only counted takes the number as its limit; ``session.budget.limit = x`` changes a
+    limit on purpose."""
+    store = MemoryStore()
+    mine = CostBudget(3 * STEP, name="user 9")
+    async with Runtime() as rt:
+        agent = Agent(priced())
+        rt.session(agent, "a", store=store, cost_limit=mine)
+        rt.session(agent, "b", store=store, cost_limit=mine)
+        with pytest.raises(ValueError, match="budget of your own") as caught:
+            rt.session(agent, "a", store=store, cost_limit=100 * STEP)
+        assert "user 9" in str(caught.value)
+        assert mine.limit == 3 * STEP  # session "b" still spends under the user's limit
+        assert rt.session(agent, "a", store=store, cost_limit=3 * STEP).budget is mine  # the same number: fine
+        assert rt.session(agent, "a", store=store).budget is mine
+        counted = rt.session(agent, "c", store=store)
+        assert counted.budget.limit is None
+        assert rt.session(agent, "c", store=store, cost_limit=STEP).budget.limit == STEP  # no limit yet: taken
+        with pytest.raises(ValueError, match=r"budget\.limit"):
+            rt.session(agent, "c", store=store, cost_limit=5 * STEP)
+        assert counted.budget.limit == STEP
+        counted.budget.limit = 5 * STEP  # on purpose
+        assert rt.session(agent, "c", store=store, cost_limit=5 * STEP).budget.limit == 5 * STEP

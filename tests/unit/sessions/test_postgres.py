@@ -290,3 +290,47 @@ async def test_a_key_every_store_keeps_works_in_every_store_and_a_longer_one_is_
     async with Runtime() as rt:
         with pytest.raises(ValueError, match="2048 bytes"):
             rt.session(Agent(ScriptedProvider(["never"])), too_long[0], store=PostgresStore(postgres_dsn))
+
+
+def _message_keys(dsn: str) -> list[str]:
+    with psycopg.connect(dsn) as conn:
+        return [k for (k,) in conn.execute("SELECT key FROM agentactors_messages ORDER BY key, start")]
+
+
+async def test_deleting_a_session_row_by_hand_deletes_its_messages(postgres_dsn: str) -> None:  # noqa: F811
+    """Expiring old sessions is a ``DELETE`` of their rows: their messages, the bulk of the data, stayed behind for
+    ever.  They go with the row now (``ON DELETE CASCADE``); a session created again on the key holds its new
+    messages only."""
+    longer = (*HISTORY, Message.user("again"), Message.assistant("sure"))
+    async with PostgresStore(postgres_dsn) as store:
+        for key in ("old", "kept"):
+            first = await store.commit(SessionRecord(key, HISTORY), expected_version=None)
+            await store.commit(SessionRecord(key, longer, kept=2), expected_version=first.version)
+    with psycopg.connect(postgres_dsn) as conn:
+        conn.execute("DELETE FROM agentactors_sessions WHERE key = 'old'")
+    assert _message_keys(postgres_dsn) == ["kept", "kept"]
+    async with PostgresStore(postgres_dsn) as store:
+        assert await store.load("old") is None
+        again = (Message.user("new"),)
+        await store.commit(SessionRecord("old", again), expected_version=None)
+        assert await store.load("old") == SessionRecord("old", again, 1)
+        assert await store.load("kept") == SessionRecord("kept", longer, 2)
+
+
+async def test_a_database_of_the_previous_version_loses_its_orphans_and_nothing_else(
+    postgres_dsn: str,  # noqa: F811
+) -> None:
+    """A database made by the previous version has no foreign key, and may hold the messages of rows deleted by
+    hand: opened by this version, it gets the key and loses those orphans once — every session's messages stay."""
+    async with PostgresStore(postgres_dsn) as store:
+        await store.commit(SessionRecord("live", HISTORY), expected_version=None)
+    with psycopg.connect(postgres_dsn) as conn:  # what the previous version left
+        conn.execute("ALTER TABLE agentactors_messages DROP CONSTRAINT agentactors_messages_session")
+        conn.execute("INSERT INTO agentactors_messages VALUES ('gone', 0, %s)", (json.dumps([{"role": "user"}]),))
+    assert _message_keys(postgres_dsn) == ["gone", "live"]
+    async with PostgresStore(postgres_dsn) as store:
+        assert await store.load("live") == SessionRecord("live", HISTORY, 1)
+    assert _message_keys(postgres_dsn) == ["live"]
+    with psycopg.connect(postgres_dsn) as conn:
+        conn.execute("DELETE FROM agentactors_sessions")
+    assert _message_keys(postgres_dsn) == []

@@ -5,7 +5,9 @@ Virtual time on both backends (MemoryStore: no threads, no sockets).
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 
 import anyio
 import pytest
@@ -221,3 +223,93 @@ async def test_the_default_store_belongs_to_the_runtime() -> None:
         again = rt.session(agent, "k")
         assert again.store is not first.store
         assert (await again.send("two")).content == "seen: two"  # a new runtime, a new memory
+
+
+@pytest.mark.parametrize("idle_timeout", [1e-20, 1.0])
+async def test_a_session_whose_abandoned_turn_still_commits_is_not_polled(
+    idle_timeout: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session whose caller left while its turn still commits was looked at again a whole ``idle_timeout`` later,
+    and again, until the commit ended: with ``idle_timeout=1e-20`` (no later than now, in floats) the sweeper
+    re-checked it at every checkpoint — a busy spin holding the event loop (on virtual time, for ever: the clock
+    never got to jump).  Such a session is now left out of the sweeper's sight until its turn is over, then goes
+    idle: it deactivates ``idle_timeout`` after the commit ends, not up to twice that, and nothing polls it."""
+    sweeps = 0
+    expire = Sessions._expire
+
+    def counted(self: Sessions, now: float) -> list[object]:
+        nonlocal sweeps
+        sweeps += 1
+        if sweeps > 1000:
+            raise RuntimeError("the sweeper spins")
+        return expire(self, now)  # type: ignore[return-value]
+
+    monkeypatch.setattr(Sessions, "_expire", counted)
+
+    async def slow(request: LLMRequest) -> str:
+        await anyio.sleep(2)
+        return echo_model(request)
+
+    rec = InMemoryRecorder()
+    store = _SlowCommits()
+    async with Runtime(recorders=[rec]) as rt:
+        session = rt.session(Agent(ScriptedProvider(slow)), "k", store=store, idle_timeout=idle_timeout)
+
+        async def leaves() -> None:
+            with anyio.move_on_after(9):  # "two": runs 7-9, commits 9-14; its caller leaves at 9
+                await session.send("two")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.send, "one")  # runs 0-2, commits 2-7
+            await anyio.sleep(0.1)
+            tg.start_soon(leaves)
+        before = sweeps
+        await anyio.sleep(13.9 - anyio.current_time())
+        assert session.active and sweeps - before <= 2  # not polled while "two" commits
+        await anyio.sleep(14 + idle_timeout + 0.05 - anyio.current_time())
+        assert not session.active  # idle_timeout after the commit ended
+        assert (await session.send("three")).content == "seen: one | two | three"
+    reasons = [e.reason for e in rec.events if isinstance(e, SessionDeactivated)]
+    assert reasons[0] == "idle" and len(reasons) == 2  # (the second: idle too, if the tiny timeout ran out first)
+
+
+async def test_a_store_is_closed_and_let_go_once_its_last_session_deactivates() -> None:
+    """A service that makes a store object per request (``SqliteStore(path)`` in a handler) kept every one of them,
+    and its connection, open until the runtime exited: a connection and a store leaked per request.  A store is
+    closed, and the runtime holds it no more, once no session of it is active; one used again reopens (the port's
+    rule), and a store with an active session stays open."""
+    closed: list[str] = []
+
+    class Store(MemoryStore):  # (no __slots__: weakly referenced below)
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(echo_model))
+        registry = Sessions.of(rt)
+        refs = []
+        for i in range(20):  # a request each: a new store object, a turn, dropped
+            store = Store(f"r{i}")
+            refs.append(weakref.ref(store))
+            assert (await rt.session(agent, "user", store=store, idle_timeout=1).send("hi")).ok
+        del store
+        shared = Store("shared")
+        quick = rt.session(agent, "quick", store=shared, idle_timeout=1)
+        slow = rt.session(agent, "slow", store=shared, idle_timeout=10)
+        await quick.send("hi")
+        await slow.send("hi")
+        assert registry.stats()["stores"] == 21 and closed == []
+        await anyio.sleep(2)
+        assert sorted(closed) == sorted(f"r{i}" for i in range(20))  # "shared" still has an active session
+        assert registry.stats()["stores"] == 1
+        gc.collect()
+        assert all(ref() is None for ref in refs)  # nothing of the runtime holds them
+        await anyio.sleep(10)
+        assert closed[-1] == "shared" and registry.stats()["stores"] == 0
+        assert (await quick.send("again")).content == "seen: hi | again"  # used again: reopened
+        assert registry.stats()["stores"] == 1
+    assert closed.count("shared") == 2  # at its sessions' deactivation, and at the runtime's exit

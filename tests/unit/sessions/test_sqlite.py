@@ -196,3 +196,59 @@ async def test_a_database_with_a_newer_layout_is_refused_on_open(tmp_path: Path)
         await store.load("k")
     await store.aclose()  # nothing was left open
     assert store._conn is None
+
+
+def _message_keys(path: Path) -> list[str]:
+    conn = _raw(path)
+    try:
+        return [k for (k,) in conn.execute("SELECT key FROM agentactors_messages ORDER BY key, start")]
+    finally:
+        conn.close()
+
+
+async def test_deleting_a_session_row_by_hand_deletes_its_messages(tmp_path: Path) -> None:
+    """Expiring old sessions is a ``DELETE`` of their rows (the docs say so), from any tool — the ``sqlite3`` shell,
+    whose connections do not enforce foreign keys.  Their messages, the bulk of the data, stayed behind for ever.
+    A trigger deletes them with the row; a session created again on the key holds its new messages only."""
+    path = tmp_path / "s.db"
+    longer = (*HISTORY, Message.user("again"), Message.assistant("sure"))
+    async with SqliteStore(path) as store:
+        for key in ("old", "kept"):
+            first = await store.commit(SessionRecord(key, HISTORY), expected_version=None)
+            await store.commit(SessionRecord(key, longer, kept=2), expected_version=first.version)
+    conn = _raw(path)  # a plain connection: foreign keys off, as in the sqlite3 shell
+    try:
+        conn.execute("DELETE FROM agentactors_sessions WHERE key = 'old'")
+    finally:
+        conn.close()
+    assert _message_keys(path) == ["kept", "kept"]
+    async with SqliteStore(path) as store:
+        assert await store.load("old") is None
+        again = (Message.user("new"),)
+        await store.commit(SessionRecord("old", again), expected_version=None)
+        assert (await store.load("old")) == SessionRecord("old", again, 1)
+        assert (await store.load("kept")) == SessionRecord("kept", longer, 2)
+
+
+async def test_a_database_of_the_previous_version_loses_its_orphans_and_nothing_else(tmp_path: Path) -> None:
+    """A file made by the previous version has no such trigger, and may hold the messages of rows deleted by hand:
+    opened by this version, it gets the trigger and loses those orphans once — every session's messages stay."""
+    path = tmp_path / "s.db"
+    async with SqliteStore(path) as store:
+        await store.commit(SessionRecord("live", HISTORY), expected_version=None)
+    conn = _raw(path)
+    try:  # what the previous version left: no trigger, and the messages of a row deleted by hand
+        conn.execute("DROP TRIGGER agentactors_sessions_forget")
+        conn.execute("INSERT INTO agentactors_messages VALUES ('gone', 0, ?)", (json.dumps(messages_to_json(HISTORY)),))
+    finally:
+        conn.close()
+    assert _message_keys(path) == ["gone", "live"]
+    async with SqliteStore(path) as store:
+        assert await store.load("live") == SessionRecord("live", HISTORY, 1)
+    assert _message_keys(path) == ["live"]
+    conn = _raw(path)
+    try:
+        conn.execute("DELETE FROM agentactors_sessions")
+    finally:
+        conn.close()
+    assert _message_keys(path) == []
