@@ -54,6 +54,7 @@ import attrs
 
 from .._backend import backend_function, entered_here, scope_checkpoint
 from .._containment import is_stray
+from .._lean_scope import scope_class
 from .._task_group import TaskGroup, open_task_group
 from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
@@ -350,7 +351,7 @@ class Runtime:
         # Resolve the backend's concrete classes once: anyio.Event() / CancelScope() look the
         # backend up on every call, which the ask hot path does not need to pay.
         self._event_cls = type(anyio.Event())
-        self._scope_cls = type(anyio.CancelScope())
+        self._scope_cls = scope_class()  # anyio's, or its lighter subclass (:mod:`.._lean_scope`)
         self._checkpoint = backend_function("checkpoint_if_cancelled", anyio.lowlevel.checkpoint_if_cancelled)
         self._scope_checkpoint = scope_checkpoint(self._checkpoint)
         # Not anyio's task group: the backend's own tasks, without the handle anyio gives each (~2 KB a task;
