@@ -29,7 +29,7 @@ from .._channel import Channel, open_channel
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, RunNotFoundError
 from ..events import Event, LLMTextDelta, Recorder
-from ..loop.live import Approve, Deny, Interrupt, RunActor, RunState, Steer, live_runs
+from ..loop.live import Approve, Deny, Interrupt, RunActor, RunState, Steer, live_run
 from ..loop.result import RunResult
 from ..messages import Message
 from ..output.partial import jiter_available
@@ -630,7 +630,7 @@ def resolve_run(rt: Runtime, run_id: str) -> AgentRun[Any]:
 
     :raises RunNotFoundError: no live run ``run_id`` in ``rt``.
     """
-    live = live_runs(rt).get(run_id) if isinstance(run_id, str) else None
+    live = live_run(rt, run_id) if isinstance(run_id, str) else None
     if live is None or live.finished:
         raise RunNotFoundError(f"no live run {run_id!r} in this runtime (finished, or never here)", run_id=run_id)
     known = live.handle() if live.handle is not None else None

@@ -126,11 +126,18 @@ def check_priority(priority: int | None) -> None:
         raise TypeError(f"priority must be an int (higher is served first) or None, not {priority!r}")
 
 
-def enter(ticket: RunTicket) -> contextvars.Token[RunTicket | None]:
-    """Make ``ticket`` the current one until :func:`leave` is called with the returned token (same context)."""
-    return _TICKET.set(ticket)
+def enter(ticket: RunTicket) -> RunTicket | None:
+    """Make ``ticket`` the current one until :func:`leave` is called with what this returns (same context).
+
+    Returns the ticket it replaces (``None``: none), not a ``contextvars.Token``: a run keeps what this
+    returns for as long as it runs, and a token is an object of its own (72 B every waiting run would hold)
+    where the previous ticket is one that exists already.
+    """
+    previous = _TICKET.get()
+    _TICKET.set(ticket)
+    return previous
 
 
-def leave(token: contextvars.Token[RunTicket | None]) -> None:
-    """Restore the ticket that was current before :func:`enter`."""
-    _TICKET.reset(token)
+def leave(previous: RunTicket | None) -> None:
+    """Make ``previous`` — what :func:`enter` returned — the current ticket again."""
+    _TICKET.set(previous)

@@ -15,11 +15,15 @@ job — the way httpx's client sends through ``_send_handling_auth`` → ``_send
 ``_send_single_request``::
 
     _loop                  the run, one coroutine: its frame; its RunActor's body (agentactors.loop.live)
-    │                      when it has a runtime; steps until one ends it; max_steps; the inbox
-    │                      (steers, an interrupt) read at every boundary
+    │                      when it has a runtime; steps until one ends it, each written out here (its
+    │                      model call awaited in this frame); max_steps; the inbox (steers, an
+    │                      interrupt) read at every boundary
     ├── _resume_step       a resumed run: the paused step finished with a person's decisions
-    └── _step              one step: its request (request.step_request), one generation, then one of
-        ├── _generate      one model call: Complete, or the stream path (streamed.generate_streamed)
+    ├── _open_step         a step's request (request.step_request), or the run's end before one
+    ├── _generate          one model call: Complete, or the stream path (streamed.generate_streamed)
+    ├── _failed_call       the call failed: the run's failed result, or the step once more (a degraded
+    │                      output strategy)
+    └── _after_call        the model answered: usage and cost taken, then one of
         ├── _answer_step   no tool calls: think-only, continued past by a nudge, or the answer
         ├── _tool_step     tool calls: record_calls, execute, then _after_tools → feed_back
         │   │              (results with the nudges' notes, follow-ups, status routing); or
@@ -39,12 +43,12 @@ controller), :mod:`.streamed` (the stream path), :mod:`.call_ids` (the call-id r
 (``run.started`` / ``run.finished`` around a recorded run).
 
 A step's outcome is a value: ``None`` to go on, or the run's :class:`~agentactors.loop.result.RunResult`
-when the step ends the run.  Of the layers a plain run goes through, only ``_loop``, ``_step`` and
-``_tool_step`` (and ``execute``, which asks the executor) are coroutines: the parts that do not await
-are plain methods, and ``_generate`` hands the provider's ask to the step instead of wrapping it —
-each ``async def`` awaited is a coroutine frame held by every run in flight (~0.3 KB; 10,000 runs in
-flight are a target): a run waiting on its model call holds ``_loop``, ``_step`` and the ask
-(:func:`~agentactors.actors.frame.ask_in`, its own trampoline), measured by
+when the step ends the run.  Of the layers a plain run goes through, only ``_loop``, ``_after_call``,
+``_failed_call`` and ``_tool_step`` (and ``execute``, which asks the executor) are coroutines: the parts
+that do not await are plain methods, ``_generate`` hands the provider's ask to the loop instead of wrapping
+it, and the loop awaits the model call itself — each ``async def`` awaited is a coroutine frame held by
+every run in flight (~0.3 KB; 10,000 runs in flight are a target): a run waiting on its model call holds
+``_loop`` and the ask (:func:`~agentactors.actors.frame.ask_in`, its own trampoline), measured by
 ``benchmarks/_waiting_run_memory.py``.
 
 The seams:
@@ -53,7 +57,7 @@ The seams:
 * a step's calls are executed in :meth:`LoopController.execute`, and nowhere else (the tool, handoff,
   output and resume steps call it);
 * a run ends where a layer returns its result: ``_loop`` (``max_steps``, the deadline, a halted actor),
-  ``_step`` (the provider stack giving up, through ``LoopState.failed``), ``_answer_step`` (an answer,
+  ``_open_step`` and ``_failed_call`` (a budget spent, the provider stack giving up: ``LoopState.failed``), ``_answer_step`` (an answer,
   ``max_empty_steps``), ``_tool_step`` (``end_turn``), ``LoopState.pause`` (a call awaiting approval)
   and the typed steps; ``LoopState.feed_back`` raises for ``"raise"``;
 * the agent answering is changed in ``_take_seat`` only (a handoff, or resuming a run paused after
@@ -92,7 +96,7 @@ from ..tools.results import ToolResult, ToolStatus
 from .config import LoopConfig, StatusRoute
 from .cost import stop_before
 from .json_transport import parse_reply
-from .live import RunActor, waits_in_place
+from .live import RunActor, register_latent, unregister_latent, waits_in_place
 from .nudges import step_view
 from .options import NO_OPTIONS, RunOptions
 from .output_steps import OutputSteps
@@ -315,8 +319,9 @@ class LoopController:
         # Handoffs: how to find another agent's seat.
         self._seats = seats
         self._frame: Frame | None = None  # while the run's loop runs
-        # The run as an actor (agentactors.loop.live): spawned in the runtime when the run starts.
-        self._live = RunActor(run_id, self._state) if runtime is not None else None
+        # The run as an actor (agentactors.loop.live), with a runtime: made when the run starts if it can be addressed
+        # from the start, else when it first is (run_actor): a run nobody addresses holds none.
+        self._live: RunActor | None = None
         # The answering seat (changed by _take_seat): its actors, settings and typed steps.
         self._provider = provider
         self._tools = tools
@@ -403,7 +408,24 @@ class LoopController:
     @property
     def live(self) -> RunActor | None:
         """The run as an actor (:mod:`.live`): its control messages' address; ``None`` without a runtime."""
-        return self._live
+        return self.run_actor() if self._home is not None else None
+
+    @property
+    def state(self) -> LoopState:
+        """The run's :class:`~.state.LoopState` (read by the live-run registry: :class:`.live.LatentRun`)."""
+        return self._state
+
+    def run_actor(self) -> RunActor:
+        """The run as an actor, made on first use (:class:`.live.LatentRun`): started at once if the run runs.
+
+        Call it only for a run with a runtime.
+        """
+        live = self._live
+        if live is None:
+            live = self._live = RunActor(self.run_id, self._state)
+            if self._frame is not None:  # running, registered as latent: the actor takes its place
+                live.start(self._home, self._frame, spawn=False)
+        return live
 
     def cancelled_result(self) -> RunResult[Any]:
         """The result of a run cancelled through its handle: nothing of the turn kept."""
@@ -428,33 +450,41 @@ class LoopController:
         conversation; a step that would end the run on an answer while steers wait does not: the run goes
         on, one more step, with that answer and the steers.
 
-        The run, its actor's life and its steps are this one coroutine (the step is another): each layer
-        awaited is a frame every waiting run holds.
+        The run, its actor's life and its steps — down to the model call, awaited here — are this one
+        coroutine (what follows an answer, :meth:`_after_call`, is another): each layer awaited while the
+        model works is a frame every waiting run holds.
 
         Cancellation: propagates from the step it interrupts (the deadline's own is absorbed here).
         """
-        state, live = self._state, self._live
+        state = self._state
         ticket = run_ticket.start_ticket(self._options.deadline, self._options.priority)
-        token = run_ticket.enter(ticket)
+        outer_ticket = run_ticket.enter(ticket)
         # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
         # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
         frame = self._frame = open_frame(self._provider, ticket.deadline)
         # An ask in a frame is no cancellation point (a scope per ask gave it one): each step has its own,
         # frame.checkpoint() (a bound method made per call: one held here would be ~64 B every waiting run holds).
         max_steps = state.config.max_steps  # the first agent's: a handoff does not reset the run's bound
+        # The run's actor is read from self._live where it is needed, never kept here: a run registered latent
+        # (below) gets one the moment something addresses it (run_actor), in the middle of a step too.
         try:
             with frame.scope:
-                if live is not None:
+                if self._home is not None:
                     # Spawned now when it can be addressed from the start — a stream's handle, recorders that
                     # learn its id — else on first use (rt.run_ref): a run nobody addresses costs a
-                    # registration, not a spawn.
-                    live.start(self._home, frame, spawn=self._stream or self._sink is not None)
+                    # registration, neither a spawn nor an actor (.live.LatentRun).
+                    if self._stream or self._sink is not None:
+                        self.run_actor().start(self._home, frame, spawn=True)
+                    elif self._live is not None:  # made before the run started (its handle asked for it)
+                        self._live.start(self._home, frame, spawn=False)
+                    elif self.run_id is not None:
+                        register_latent(self._home, self.run_id, self)
                 result: RunResult[Any] | None = None  # set once the run ended (None while a step raises)
                 try:
                     if self._resume is not None:
                         await frame.checkpoint()
                         ended = await self._resume_step(*self._resume)
-                        if ended is not None and (live is None or not live.goes_on(ended, max_steps)):
+                        if ended is not None and (self._live is None or not self._live.goes_on(ended, max_steps)):
                             result = ended
                     while result is None:
                         if state.steps >= max_steps:
@@ -464,25 +494,49 @@ class LoopController:
                             )
                             break
                         await frame.checkpoint()
+                        live = self._live
                         if live is not None and (live.steers is not None or live.interrupted is not None):
                             if live.interrupted is not None:
                                 result = self._interrupted(live)
                                 break
                             live.take_steers_into(state)
-                        ended = await self._step()
+                        # One step, written out (a coroutine of its own would be a frame every run waiting on its
+                        # model call holds: ~0.3 KB): its request, the model call awaited here, what follows.
+                        request = self._open_step()
+                        if type(request) is not RunResult:
+                            try:
+                                response: Any = await self._generate(request)
+                            except Exception as exc:
+                                response = await self._failed_call(request, exc)
+                            except BaseException:
+                                # Cancelled mid-call (the run cancelled, its deadline, a halt): a call sent before
+                                # it is billed by the vendor, so it is charged — at the estimate the layer that
+                                # sent it noted (.cost.RunCost.cut_short).
+                                state.cost.cut_short(request)
+                                raise
+                            ended = await self._after_call(response) if type(response) is not RunResult else response
+                            response = None  # (not held while the next step's call waits)
+                        else:
+                            ended = request
+                        request = None
+                        live = self._live
                         if ended is not None and (
                             live is None or live.steers is None or not live.goes_on(ended, max_steps)
                         ):
                             result = ended
                 finally:
+                    live = self._live
                     if live is not None:
                         ref = live.end(result)
                         if ref is not None:
                             await live.retire(self._home, ref)
+                    elif self._home is not None and self.run_id is not None:
+                        unregister_latent(self._home, self.run_id, self)
                 return result
             # Reached only when the frame's own cancellation ended the run (an outer one propagates): its
             # deadline, or a halt of an actor it asked that reached here as a cancellation, not ActorStopped
             # (its own actor's included), or a handle found by rt.run_ref cancelling it.
+            live = self._live
             if live is not None and live.cancelled and not frame.halted:
                 return self.cancelled_result()
             if live is not None and live.halted:  # the run's own actor was stopped: as an ask to it would
@@ -492,7 +546,7 @@ class LoopController:
             return state.failed(ActorStopped("an actor this run asked was stopped while handling its message"))
         finally:
             self._frame = None
-            run_ticket.leave(token)
+            run_ticket.leave(outer_ticket)
 
     def _bounded_typed(self, max_steps: int) -> RunResult[Any]:
         """A typed run that reached ``max_steps`` without a valid answer: ``bounded``, and — when answers were
@@ -518,46 +572,52 @@ class LoopController:
         log.debug("run %s: interrupted at step %d", self.run_id, state.steps)
         return state.result(state.answer_so_far, error=error)
 
-    async def _step(self) -> RunResult[Any] | None:
-        """One step: its request, one generation, then the answer step or the tool step (or a typed one).
+    def _open_step(self) -> Any:
+        """A step begins: its request (``LLMRequest``), or the run's :class:`RunResult` when it ends before one.
 
-        :returns: the run's result when this step ends the run — a provider failure ends it too, as
-            the failed result (``LoopState.failed``) — or ``None`` to go on.
-        :raises ToolStatusError: a tool status routed to ``"raise"`` (from the tool step).
-
-        Cancellation: propagates out of the generation or the running tools; the step is abandoned
-        where it stood, and the run's result (the only way out for its conversation) is never built.
+        The first part of a step (:meth:`_loop` writes the step out: this, the model call, :meth:`_after_call`):
+        a spent budget, or a call whose estimate would pass it, ends the run with nothing sent; a request the
+        seat cannot carry (an explicit ``ToolOutput`` it cannot force) is the run's failed result.
         """
-        # (Few locals: this frame is held by every run waiting on its model call, 8 bytes a name.)
-        state, output, sink = self._state, self._output, self._sink
+        state = self._state
         # state.cost.armed is set when the run opens: whether it charges a budget.
         if state.cost.armed and (ended := stop_before(state)) is not None:
-            return ended  # a budget is spent, or this call's estimate would pass it: nothing is sent
+            return ended
         state.steps += 1
+        sink = self._sink
         if sink is not None:
             sink.step = state.steps
             sink.emit("step.started")
         try:
-            request = step_request(state, output, self._native, self._run_settings, sink)
-        except ProviderError as exc:  # refused before anything is sent (an explicit ToolOutput it cannot force)
+            return step_request(state, self._output, self._native, self._run_settings, sink)
+        except ProviderError as exc:  # refused before anything is sent
+            return state.failed(exc)
+
+    async def _failed_call(self, request: LLMRequest, exc: Exception) -> Any:
+        """The step's model call failed with ``exc``: the run's failed result, or the response of the same step
+        sent once more with the next output strategy (Auto's forced choice could not be carried).
+
+        A call noted as sent and then cut short by a layer (a copy abandoned) is billed: charged here.
+        """
+        state, output = self._state, self._output
+        state.cost.cut_short(request)
+        if output is None or not output.degrade(exc):
             return state.failed(exc)
         try:
-            response = await self._generate(request)
-        except Exception as exc:
-            # The call failed: one its layers noted as sent and then cut short (a copy abandoned) is billed.
-            state.cost.cut_short(request)
-            if output is None or not output.degrade(exc):
-                return state.failed(exc)
-            # Auto's forced choice could not be carried: the same step once more, with the next strategy.
-            try:
-                response = await self._generate(step_request(state, output, self._native, self._run_settings, sink))
-            except Exception as exc:  # the retry's own failure, under the same name (one local less)
-                return state.failed(exc)
-        except BaseException:
-            # Cancelled mid-call (the run cancelled, its deadline, a halt): a call sent before it is billed by the
-            # vendor, so it is charged — at the estimate the layer that sent it noted (.cost.RunCost.cut_short).
-            state.cost.cut_short(request)
-            raise
+            return await self._generate(step_request(state, output, self._native, self._run_settings, self._sink))
+        except Exception as again:
+            return state.failed(again)
+
+    async def _after_call(self, response: LLMResponse) -> RunResult[Any] | None:
+        """The step's model answered ``response``: its usage and cost taken, then the answer step or the tool step
+        (or a typed one).
+
+        :returns: the run's result when this step ends the run, or ``None`` to go on.
+        :raises ToolStatusError: a tool status routed to ``"raise"`` (from the tool step).
+
+        Cancellation: propagates out of the running tools; the step is abandoned where it stood.
+        """
+        state, output, sink = self._state, self._output, self._sink
         # The first step's usage is taken as is, and none (the shared default) adds nothing: no sum is allocated.
         if response.usage is not NO_USAGE:
             state.usage = response.usage if state.usage is NO_USAGE else state.usage + response.usage
@@ -681,13 +741,13 @@ class LoopController:
         the run waits (:meth:`.live.RunActor.decide`), then the pending calls run with their decisions
         (approved ones run, denied or timed-out ones are answered ``denied``), in call order with the rest.
         """
-        live = self._live
-        waits = waits_in_place(self._tools, results) if live is not None else None
-        if live is None or waits is None:
+        waits = waits_in_place(self._tools, results) if self._home is not None else None
+        if waits is None:
             return None
         by_id = {c.id: c for c in calls}
         pending = [(by_id[call_id], timeout) for call_id, timeout, _ in waits]
-        decisions = await live.decide(pending, {call_id: reason for call_id, _, reason in waits})
+        # The run waits to be addressed (Approve / Deny): its actor is made now if nothing asked for it yet.
+        decisions = await self.run_actor().decide(pending, {call_id: reason for call_id, _, reason in waits})
         ran = await self.execute([c for c, _ in pending], self._state.steps, decisions)
         done = {r.call_id: r for r in results}
         done.update((r.call_id, r) for r in ran)

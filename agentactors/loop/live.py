@@ -6,8 +6,11 @@ run's task holds a handler slot of it through the run's frame (:func:`~agentacto
 so the run's steps are that handler — run in the run's own task (no task, no message per run), counted
 busy by ``rt.stats()``, cancelled by ``rt.stop(ref)`` (the run then ends as an actor that was stopped)
 and waited for by a drain.  The actor is spawned when the run starts (or when it is first addressed)
-and stopped when it ends.  What a run costs for being live is one small object and a registration by
-id: nothing is awaited for it on the way of a run nobody addresses.
+and stopped when it ends.  What a run costs for being live is a registration by id: a run nobody can
+address before it starts (no stream, no recorder) registers itself as a :class:`LatentRun` and its
+:class:`RunActor` — ~0.19 KB every waiting run would hold (W3) — is made when it is first needed
+(:func:`live_run`: a handle found by ``rt.run_ref``; an approval waited for in place).  Nothing is
+awaited for it on the way of a run nobody addresses.
 
 Control messages — :class:`Steer`, :class:`Interrupt`, :class:`Approve`, :class:`Deny`, :class:`Inspect`
 — are asks to the same actor from other tasks (the run's handle, ``rt.run_ref(run_id)``): the actor
@@ -22,15 +25,15 @@ task, one attribute check per step:
 
 A finished run answers every control message with :class:`~agentactors.errors.RunFinishedError`
 (:class:`Inspect` excepted: a finished run still says where it ended).  Live runs are found by id
-through :func:`live_runs`, a service of the runtime; the agent layer turns a :class:`RunActor` into the
-handle users hold.
+through :func:`live_run` (and all of them through :func:`each_live_run`) in :func:`live_runs`, a service of
+the runtime; the agent layer turns a :class:`RunActor` into the handle users hold.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import attrs
@@ -48,10 +51,15 @@ __all__ = [
     "Deny",
     "Inspect",
     "Interrupt",
+    "LatentRun",
     "RunActor",
     "RunState",
     "Steer",
+    "each_live_run",
+    "live_run",
     "live_runs",
+    "register_latent",
+    "unregister_latent",
     "waits_in_place",
 ]
 
@@ -167,8 +175,53 @@ class _Waiting:
 # -- the actor -------------------------------------------------------------------------------------------
 
 
-def live_runs(rt: Runtime) -> dict[str, RunActor]:
-    """The runtime's live runs by id (a service of ``rt``).
+class LatentRun(Protocol):
+    """A live run registered without its :class:`RunActor` (none was needed yet): :meth:`run_actor` makes it.
+
+    It leaves the registry when it ends (never there finished), or when its actor takes its place.
+    """
+
+    @property
+    def state(self) -> LoopState:
+        """The run's state (what its actor's :attr:`RunActor.state` will be)."""
+        ...
+
+    def run_actor(self) -> RunActor:
+        """The run's actor: made (and, the run started, started: registered in its place) on first call."""
+        ...
+
+
+def live_run(rt: Runtime, run_id: str) -> RunActor | None:
+    """The live run ``run_id`` of ``rt`` as an actor (made now for a :class:`LatentRun`), or ``None``."""
+    entry = live_runs(rt).get(run_id)
+    if entry is None or isinstance(entry, RunActor):
+        return entry
+    return entry.run_actor()
+
+
+def each_live_run(rt: Runtime) -> list[RunActor]:
+    """Every live run of ``rt`` as an actor (made now for each :class:`LatentRun`)."""
+    return [entry if isinstance(entry, RunActor) else entry.run_actor() for entry in list(live_runs(rt).values())]
+
+
+def register_latent(rt: Runtime, run_id: str, run: LatentRun) -> None:
+    """``run`` starts in ``rt`` without its actor: found by ``run_id`` from now on (:func:`live_run`)."""
+    last = _last_runs  # (live_runs' own first look, here: every run starts, one call less each)
+    runs = last[1] if last is not None and last[0] is rt else live_runs(rt)
+    runs[run_id] = run
+
+
+def unregister_latent(rt: Runtime, run_id: str, run: LatentRun) -> None:
+    """``run``, registered by :func:`register_latent` and still without an actor, ended: it leaves the live runs."""
+    last = _last_runs
+    runs = last[1] if last is not None and last[0] is rt else live_runs(rt)
+    if runs.get(run_id) is run:
+        del runs[run_id]
+
+
+def live_runs(rt: Runtime) -> dict[str, RunActor | LatentRun]:
+    """The runtime's live runs by id (a service of ``rt``): each a :class:`RunActor`, or a :class:`LatentRun`
+    whose actor was not needed yet (read them through :func:`live_run` and :func:`each_live_run`).
 
     The last runtime's registry is kept here too, until that runtime exits: every run registers and
     leaves, so the service is looked up once per runtime (and per switch between runtimes), not twice
@@ -177,21 +230,21 @@ def live_runs(rt: Runtime) -> dict[str, RunActor]:
     last = _last_runs
     if last is not None and last[0] is rt:
         return last[1]
-    runs: dict[str, RunActor] = rt.service(_RUNS_KEY, dict, cleanup=_forget)
+    runs: dict[str, RunActor | LatentRun] = rt.service(_RUNS_KEY, dict, cleanup=_forget)
     _remember(rt, runs)
     return runs
 
 
 #: The registry :func:`live_runs` gave last, and its runtime (forgotten when that runtime exits).
-_last_runs: tuple[Runtime, dict[str, RunActor]] | None = None
+_last_runs: tuple[Runtime, dict[str, RunActor | LatentRun]] | None = None
 
 
-def _remember(rt: Runtime, runs: dict[str, RunActor]) -> None:
+def _remember(rt: Runtime, runs: dict[str, RunActor | LatentRun]) -> None:
     global _last_runs
     _last_runs = (rt, runs)
 
 
-async def _forget(runs: dict[str, RunActor]) -> None:
+async def _forget(runs: dict[str, RunActor | LatentRun]) -> None:
     """The runtime whose registry ``runs`` is exits: it is not kept here (nor alive) any longer."""
     global _last_runs
     last = _last_runs
@@ -239,7 +292,7 @@ class RunActor:
         self.frame: Frame | None = None  # the run's frame while it runs (what cancel() cancels)
         self.cancelled = False
         self.halted = False  # its actor was stopped while the run ran (rt.stop(ref), the runtime's exit)
-        self._runs: dict[str, RunActor] | None = None
+        self._runs: dict[str, RunActor | LatentRun] | None = None
         self._rt: Runtime | None = None
         self._held = False
         self._done: anyio.Event | None = None

@@ -29,7 +29,7 @@ import attrs
 from ..actors.runtime import Runtime
 from ..errors import RunNotFoundError
 from ..gateway.cost_budget import CostBudget
-from ..loop.live import live_runs
+from ..loop.live import RunActor, live_runs
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall
 from ..parts import Part, is_part
@@ -116,12 +116,12 @@ def _live_run(rt: Runtime, listed: Any) -> Any:
     """The live run (its handle) whose input is ``listed`` (by identity) or, for a resolved turn, that goes on
     from its pause; else ``None``."""
     resuming = listed.run_id if isinstance(listed, _Resuming) else None
-    for run in live_runs(rt).values():
+    for run_id, run in list(live_runs(rt).items()):  # (a run without its actor yet is read as it is: LatentRun)
         state = run.state
         found = state.inputs is listed if resuming is None else state.resumed_from == resuming
-        if found and not run.finished and run.run_id is not None:
+        if found and not (isinstance(run, RunActor) and run.finished):
             try:
-                return rt.run_ref(run.run_id)
+                return rt.run_ref(run_id)
             except RunNotFoundError:
                 return None
     return None
