@@ -57,9 +57,9 @@ The seams:
 * a step's calls are executed in :meth:`LoopController.execute`, and nowhere else (the tool, handoff,
   output and resume steps call it);
 * a run ends where a layer returns its result: ``_loop`` (``max_steps``, the deadline, a halted actor),
-  ``_open_step`` and ``_failed_call`` (a budget spent, the provider stack giving up: ``LoopState.failed``), ``_answer_step`` (an answer,
-  ``max_empty_steps``), ``_tool_step`` (``end_turn``), ``LoopState.pause`` (a call awaiting approval)
-  and the typed steps; ``LoopState.feed_back`` raises for ``"raise"``;
+  ``_open_step`` and ``_failed_call`` (a budget spent, the provider stack giving up: ``LoopState.failed``),
+  ``_answer_step`` (an answer, ``max_empty_steps``), ``_tool_step`` (``end_turn``), ``LoopState.pause`` (a
+  call awaiting approval) and the typed steps; ``LoopState.feed_back`` raises for ``"raise"``;
 * the agent answering is changed in ``_take_seat`` only (a handoff, or resuming a run paused after
   one); a run's children report to it through ``execute``'s link (:mod:`agentactors.loop.lineage`).
 
