@@ -87,8 +87,24 @@ _DESCRIPTION = (
 )
 
 
-def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The command line's parser and its ``fakevendor`` subparser (whose usage that command's errors show)."""
+def _agents(text: str) -> int:
+    """``demo --agents``: a whole number from 1 to :data:`agentactors._demo.MAX_AGENTS`, else argparse's usage
+    error (exit status 2) before anything is built."""
+    from ._demo import MAX_AGENTS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 1 <= value <= MAX_AGENTS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_AGENTS:,}, not {text}")
+    return value
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command line's parser and its subparsers by command (whose usage a command's usage errors show)."""
+    from ._demo import MAX_AGENTS  # the package's __init__ alone: the demo itself is imported when it runs
+
     parser = argparse.ArgumentParser(prog="python -m agentactors", description=_DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
@@ -97,7 +113,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
                     "without the [bedrock] extra), against a fake vendor on 127.0.0.1 with injected faults and "
                     "outages; a summary, one run explained, and every event written as JSONL.",
     )
-    demo.add_argument("--agents", type=int, default=None, help="default 1000 (3 with --live, 200 with --batch)")
+    demo.add_argument("--agents", type=_agents, default=None,
+                      help=f"default 1000 (3 with --live, 200 with --batch); from 1 to {MAX_AGENTS:,}")
     demo.add_argument("--fault-rate", type=float, default=None,
                       help="share of the primary's requests failed, within [0, 1]; default 0.15 (0 with --live)")
     demo.add_argument("--seed", type=int, default=7, help="the tasks and the faults; default 7")
@@ -132,7 +149,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     fk.add_argument("--at", type=int, required=True, dest="at_step", help="the first step run live (from 1)")
     fk.add_argument("--agent", required=True, help="the live agent, as module:attribute (an Agent)")
     fk.add_argument("--temperature", type=float, default=None, help="the live steps' temperature")
-    return parser, fv
+    return parser, {"fakevendor": fv, "replay": rp, "fork": fk}
 
 
 def _source(path: str) -> object:
@@ -148,15 +165,31 @@ def _source(path: str) -> object:
 
 
 def _load_agent(spec: str) -> object:
-    """``module:attribute`` imported (``package.module:name.attr`` works too)."""
+    """``module:attribute`` imported (``package.module:name.attr`` works too).
+
+    :raises ValueError: a usage mistake — ``spec`` malformed, no module or attribute of that name, not an
+        Agent.  What the named module raises as it imports (a dependency of its own missing) propagates.
+    """
     import importlib
 
     module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
+    if not module_name or not attribute or module_name.startswith("."):
         raise ValueError(f"--agent takes module:attribute, not {spec!r}")
-    value: object = importlib.import_module(module_name)
+    try:
+        value: object = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # The named module (or a package on its way) is not there: the command line's mistake.  Another
+        # name: the module is there, and it is what it imports that is missing.
+        if exc.name is None or not (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise
+        raise ValueError(f"--agent {spec}: no module named {exc.name!r}") from None
+    owner = module_name
     for part in attribute.split("."):
-        value = getattr(value, part)
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise ValueError(f"--agent {spec}: {owner} has no attribute {part!r}") from None
+        owner = f"{owner}.{part}"
     from .agent import Agent
 
     if not isinstance(value, Agent):
@@ -164,13 +197,34 @@ def _load_agent(spec: str) -> object:
     return value
 
 
-def _rerun(args: argparse.Namespace) -> int:
-    """``replay`` / ``fork``: the run again, then what it came to."""
+def _rerun(args: argparse.Namespace, usage: argparse.ArgumentParser) -> int:
+    """``replay`` / ``fork``: the run again, then what it came to.
+
+    A usage mistake (an ``--agent`` that names no Agent, ``--at`` outside the run's steps, a ``--temperature``
+    out of range) is argparse's error through ``usage``, the command's subparser: its usage line, exit status
+    2.  A run that cannot be read or run again (no such file or run, a damaged record, a replay that diverges)
+    is one line on stderr, exit status 1.
+    """
     from .errors import AgentActorsError
-    from .journal import fork, replay
+    from .journal import StepOutOfRangeError, fork, replay
     from .journal.compare import explain_fork
     from .settings import ModelSettings
 
+    agent: object = None
+    settings: ModelSettings | None = None
+    if args.command == "fork":
+        # Before the source is opened: a mistyped --agent or --temperature is said at once, whatever FILE holds.
+        try:
+            settings = ModelSettings(temperature=args.temperature) if args.temperature is not None else None
+        except ValueError as exc:
+            usage.error(f"argument --temperature: {exc}")
+        try:
+            agent = _load_agent(args.agent)
+        except ValueError as exc:
+            usage.error(str(exc))
+        except ImportError as exc:  # the named module's own import failed
+            print(f"cannot fork run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
+            return 1
     source: object = _source(args.file)
     compared: list[object] = []
 
@@ -178,8 +232,6 @@ def _rerun(args: argparse.Namespace) -> int:
         try:
             if args.command == "replay":
                 return await replay(source, args.run_id)  # type: ignore[arg-type]
-            agent = _load_agent(args.agent)
-            settings = ModelSettings(temperature=args.temperature) if args.temperature is not None else None
             events = InMemoryRecorder()
             result = await fork(
                 source, args.run_id, args.at_step, agent=agent, settings=settings, recorders=[events],  # type: ignore[arg-type]
@@ -193,6 +245,8 @@ def _rerun(args: argparse.Namespace) -> int:
 
     try:
         result = anyio.run(go)
+    except StepOutOfRangeError as exc:
+        usage.error(f"argument --at: {exc}")
     except (OSError, ValueError, LookupError, ImportError, AttributeError, AgentActorsError) as exc:
         print(f"cannot {args.command} run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
         return 1
@@ -237,14 +291,14 @@ def _quiet_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit code (2: a usage error, 1: a failure, 130: interrupted)."""
-    parser, fakevendor = _parsers()
+    parser, commands = _parsers()
     args = parser.parse_args(argv)
     # The output has "—", "≤", "✓": on a stdout that cannot encode them (PYTHONIOENCODING=ascii, a legacy
     # console) each becomes "?" rather than a UnicodeEncodeError ending the command.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="replace")
     try:
-        return _run(args, fakevendor)
+        return _run(args, commands)
     except BaseException as exc:
         if _holds(exc, KeyboardInterrupt):
             # Ctrl-C outside a command's own handling (while a module imports, while a summary prints):
@@ -259,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _run(args: argparse.Namespace, fakevendor: argparse.ArgumentParser) -> int:
+def _run(args: argparse.Namespace, commands: dict[str, argparse.ArgumentParser]) -> int:
     if args.command == "exchange":
         anyio.run(scripted_exchange)
         return 0
@@ -270,11 +324,11 @@ def _run(args: argparse.Namespace, fakevendor: argparse.ArgumentParser) -> int:
     if args.command == "explain":
         return _explain(args.file, args.run_id)
     if args.command in ("replay", "fork"):
-        return _rerun(args)
+        return _rerun(args, commands[args.command])
     if args.command == "fakevendor":
         from .testing.fakevendor import run
 
-        return run(args, fakevendor)
+        return run(args, commands["fakevendor"])
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -21,3 +21,9 @@ process.  The pieces:
 ``view``
     live progress and the printed summary.
 """
+
+#: The most agents ``--agents`` takes (the batch demo's too).  Beyond it the command line refuses, exit status 2:
+#: a mistyped ``--agents 1000000000`` would otherwise build that many agents and tasks before the first run,
+#: and each agent's events (about 20 KB of JSONL) are held in memory until the record is written.  Here, not
+#: in ``main``: the command line's parser needs it without importing the demo.
+MAX_AGENTS = 10_000

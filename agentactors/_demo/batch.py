@@ -27,6 +27,7 @@ from ..loop.result import RunResult
 from ..pricing import Cost, total_cost
 from ..providers.openai.provider import OpenAIProvider
 from ..resilience.batch import BatchProvider
+from . import MAX_AGENTS
 from .tasks import Task, answer_quotes_results, fake_model, make_catalogue, make_tasks, make_tools
 
 __all__ = ["DEFAULT_BATCH_AGENTS", "JobReport", "run_batch_demo", "run_jobs"]
@@ -136,8 +137,8 @@ def run_batch_demo(args: argparse.Namespace) -> int:
     """``demo --batch``: 0 when every run of both jobs ended on a checked answer and the batch job used no single
     request, 1 otherwise, 2 when it cannot run."""
     agents = args.agents if args.agents is not None else DEFAULT_BATCH_AGENTS
-    if agents < 1:
-        print("demo: --agents must be >= 1", file=sys.stderr)
+    if not 1 <= agents <= MAX_AGENTS:  # the parser checks it; a caller's own Namespace may not have been
+        print(f"demo: --agents must be within [1, {MAX_AGENTS:,}]", file=sys.stderr)
         return 2
     # Refused rather than ignored: a user asking for real vendors or injected faults must not get neither.
     ignored = [flag for flag, given in (("--live", getattr(args, "live", False)),

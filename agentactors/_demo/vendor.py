@@ -43,6 +43,11 @@ __all__ = ["LoggedRequest", "VendorGone", "VendorProcess", "endpoint_of_path"]
 
 _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 10.0
+#: How long a child is given to stop by itself when the block is left by an exception (Ctrl-C, a cancellation,
+#: a hung child): then it is killed.  The caller is giving up; ten seconds more would only hold Ctrl-C back.
+_ABORT_TIMEOUT = 1.0
+#: How often a wait for the child's answer looks whether it came (a wait that must stay cancellable).
+_POLL_INTERVAL = 0.02
 #: How long the child may take to hand over its request log once its answers settled (a thousand agents'
 #: log is about a megabyte of JSON: well under a second on an idle machine).
 _LOG_TIMEOUT = 60.0
@@ -108,18 +113,40 @@ def _how_it_ended(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-def _readline(process: subprocess.Popen[str], timeout: float) -> str | None:
-    """The child's next stdout line (``""`` at its end), or ``None`` when none came within ``timeout`` seconds.
+def _reader(process: subprocess.Popen[str]) -> tuple[threading.Thread, list[str]]:
+    """A started daemon thread reading the child's next stdout line (``""`` at its end) into the list.
 
-    Read in a daemon thread: a child that hangs (stopped, deadlocked) must not hold its parent forever.  The
-    thread ends when the child does (its stdout closes), which stopping it ensures.
+    A thread: a child that hangs (stopped, deadlocked) must not hold its parent forever.  It ends when the
+    child does (its stdout closes), which stopping it ensures.
     """
     got: list[str] = []
     stdout = process.stdout
     assert stdout is not None
     reader = threading.Thread(target=lambda: got.append(stdout.readline()), daemon=True)
     reader.start()
+    return reader, got
+
+
+def _readline(process: subprocess.Popen[str], timeout: float) -> str | None:
+    """The child's next stdout line (``""`` at its end), or ``None`` when none came within ``timeout`` seconds."""
+    reader, got = _reader(process)
     reader.join(timeout)
+    return got[0] if got else None
+
+
+async def _areadline(process: subprocess.Popen[str], within: float) -> str | None:
+    """:func:`_readline` for the event loop (``None``: no line ``within`` seconds), and cancellable at once
+    (Ctrl-C while a hung child is awaited).
+
+    The wait looks every few hundredths of a second whether the reader has its line, rather than joining it
+    in a worker thread: a worker thread cannot be interrupted, and one abandoned to a cancellation would
+    hold the interpreter's exit until the line came or the bound ran out; nor is an ``anyio.Event`` set from
+    the reader, which may end after the event loop has.
+    """
+    reader, got = _reader(process)
+    with anyio.move_on_after(within):
+        while reader.is_alive():  # noqa: ASYNC110 - a thread's end, not a task's
+            await anyio.sleep(_POLL_INTERVAL)
     return got[0] if got else None
 
 
@@ -278,7 +305,8 @@ class VendorProcess:
         process = self._process
         return process.poll() if process is not None else None
 
-    def _stop(self) -> None:
+    def _stop(self, timeout: float = _STOP_TIMEOUT) -> None:
+        """Ask the child to stop; kill it when it has not within ``timeout`` seconds."""
         process, self._process = self._process, None
         if process is not None:
             try:
@@ -288,7 +316,7 @@ class VendorProcess:
             except (OSError, ValueError):
                 pass  # it is gone already
             try:
-                process.wait(_STOP_TIMEOUT)
+                process.wait(timeout)
             except subprocess.TimeoutExpired:
                 # SIGKILL, not SIGTERM: a stopped (or hung in C) child never acts on SIGTERM, and the fake
                 # vendor has nothing to clean up that SIGTERM would have let it.
@@ -305,9 +333,12 @@ class VendorProcess:
             await anyio.to_thread.run_sync(self._start)
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # Left by an exception (Ctrl-C, a cancellation, a hung child's VendorGone), the caller is giving up:
+        # the child gets a second, not ten, so that Ctrl-C takes effect at once even on a hung child.
+        timeout = _STOP_TIMEOUT if exc_type is None else _ABORT_TIMEOUT
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self._stop)
+            await anyio.to_thread.run_sync(self._stop, timeout)
 
     def outage(self, *, wire: str, duration: float, model: str | None = None) -> None:
         """Fail every request to ``wire`` (and ``model``, if given) for ``duration`` seconds from now.
@@ -315,26 +346,6 @@ class VendorProcess:
         A pipe write; no waiting.  Raises :class:`VendorGone` when the child has ended.
         """
         self._send({"do": "outage", "wire": wire, "model": model, "duration": duration})
-
-    def _log(
-        self, settle_within: float, answer_within: float
-    ) -> tuple[tuple[LoggedRequest, ...], dict[str, Any]]:
-        process = self._process
-        if process is None or process.stdout is None:
-            raise RuntimeError("the fake vendor process is not running")
-        self._send({"do": "log", "settle_within": settle_within})
-        try:
-            line = _readline(process, settle_within + answer_within)
-        except (OSError, ValueError) as exc:
-            raise self._gone(process) from exc
-        if line is None:
-            raise VendorGone(
-                f"the fake vendor process stopped answering: no request log within {settle_within + answer_within:g} s"
-            )
-        if not line:
-            raise self._gone(process)
-        reply = json.loads(line)
-        return tuple(LoggedRequest(**r) for r in reply["requests"]), dict(reply["stats"])
 
     async def log(
         self, *, settle_within: float = 3.0, answer_within: float = _LOG_TIMEOUT
@@ -344,9 +355,24 @@ class VendorProcess:
         Waits up to ``settle_within`` seconds for answers still in progress to settle, and
         ``answer_within`` more for the log.  Raises :class:`VendorGone` when the child has ended
         (killed, crashed) instead of answering, or did not answer in time (hung, stopped): leaving
-        the block then ends it.
+        the block then ends it.  The wait is cancellable at once (Ctrl-C does not wait out the bound).
         """
-        return await anyio.to_thread.run_sync(self._log, settle_within, answer_within)
+        process = self._process
+        if process is None or process.stdout is None:
+            raise RuntimeError("the fake vendor process is not running")
+        await anyio.to_thread.run_sync(self._send, {"do": "log", "settle_within": settle_within})
+        try:
+            line = await _areadline(process, settle_within + answer_within)
+        except (OSError, ValueError) as exc:
+            raise await anyio.to_thread.run_sync(self._gone, process) from exc
+        if line is None:
+            raise VendorGone(
+                f"the fake vendor process stopped answering: no request log within {settle_within + answer_within:g} s"
+            )
+        if not line:
+            raise await anyio.to_thread.run_sync(self._gone, process)
+        reply = json.loads(line)
+        return tuple(LoggedRequest(**r) for r in reply["requests"]), dict(reply["stats"])
 
 
 def main() -> int:

@@ -53,7 +53,8 @@ def test_the_fleet_summary_says_what_the_fleet_cost(
     assert priced_runs > 0
 
 
-@pytest.mark.parametrize("extra", [["--live"], ["--fault-rate", "0.5"], ["--agents", "0"], ["--record", "x.jsonl"]])
+# (``--agents 0``: the parser's usage error, test_demo.py::test_an_agent_count_out_of_bounds_is_an_argparse_usage_error)
+@pytest.mark.parametrize("extra", [["--live"], ["--fault-rate", "0.5"], ["--record", "x.jsonl"]])
 def test_demo_batch_refuses_options_it_would_ignore_on_stderr(
     extra: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:

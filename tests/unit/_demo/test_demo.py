@@ -452,14 +452,56 @@ def test_without_botocore_the_chain_still_spans_five_endpoints(monkeypatch: pyte
     assert [s.wire for s in specs] == ["openai", "openai-responses", "azure-openai", "anthropic", "gemini-vertex"]
 
 
-@pytest.mark.parametrize("argv", [["--agents", "0"], ["--agents", "-5"], ["--fault-rate", "nan"],
-                                  ["--fault-rate", "1.5"], ["--fault-rate", "-0.1"]])
+@pytest.mark.parametrize("argv", [["--fault-rate", "nan"], ["--fault-rate", "1.5"], ["--fault-rate", "-0.1"]])
 def test_demo_bad_numbers_are_a_usage_error_on_stderr(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["demo", *argv, "--no-progress"])
     captured = capsys.readouterr()
     assert code == 2
-    assert "demo: --agents must be >= 1" in captured.err
+    assert "--fault-rate within [0, 1]" in captured.err
     assert captured.out == ""
+
+
+def _no_fleet(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The agent counts the demo would have run: its fleet is replaced by one that records and refuses."""
+    import agentactors._demo.main as demo_main
+
+    asked: list[int] = []
+
+    async def refuse(*, agents: int, **kwargs: Any) -> Any:
+        asked.append(agents)
+        raise RuntimeError("no fleet in this test")
+
+    monkeypatch.setattr(demo_main, "run_fleet", refuse)
+    return asked
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("value", ["0", "-5", "10001", str(10**9)])
+def test_an_agent_count_out_of_bounds_is_an_argparse_usage_error(
+    value: str, batch: bool, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--agents 1000000000`` set about building a billion agents (and their tasks, and their record)."""
+    asked = _no_fleet(monkeypatch)
+    import agentactors._demo.batch as batch_demo
+
+    monkeypatch.setattr(batch_demo, "run_jobs", None)  # called, it fails the test: TypeError
+    with pytest.raises(SystemExit) as ended:
+        main(["demo", "--agents", value, "--no-progress", *(["--batch"] if batch else
+                                                            ["--record", str(tmp_path / "r.jsonl")])])
+    captured = capsys.readouterr()
+    assert ended.value.code == 2
+    assert "usage: python -m agentactors demo" in captured.err
+    assert f"error: argument --agents: must be between 1 and 10,000, not {value}" in captured.err
+    assert captured.out == "" and asked == []
+
+
+def test_the_largest_agent_count_is_accepted(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    asked = _no_fleet(monkeypatch)
+    assert main(["demo", "--agents", "10000", "--no-progress", "--record", str(tmp_path / "r.jsonl")]) == 1
+    assert asked == [10_000]
+    assert "no fleet in this test" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("where", ["under_a_file", "a_directory"])

@@ -190,3 +190,41 @@ def test_output_piped_into_a_reader_that_leaves_ends_the_demo_quietly(backend: s
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child), "the vendor child outlived the demo"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_ctrl_c_while_waiting_on_a_hung_vendors_log_takes_effect_at_once(backend: str, tmp_path: Path) -> None:
+    """The runs have ended; the demo asks its vendor child (stopped: hung) for the request log.  Ctrl-C then
+    took effect only when that wait's bound ran out (63 s) on trio, and after the stop's (10 s) on both."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        env.pop(key, None)
+    demo = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "unit" / "_demo" / "_hung_at_log.py"), "demo", "--agents", "3",
+         "--backend", backend, "--no-progress", "--record", str(tmp_path / "record.jsonl")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )
+    assert demo.stderr is not None
+    child = None
+    try:
+        line = demo.stderr.readline()  # the runs take seconds; a demo that ends first closes stderr: ""
+        assert line.startswith("hung vendor child "), line
+        child = int(line.split()[-1])
+        time.sleep(0.5)  # the demo is waiting for the log now
+        interrupted = time.monotonic()
+        demo.send_signal(signal.SIGINT)
+        out, err = demo.communicate(timeout=120)
+        elapsed = time.monotonic() - interrupted
+        assert demo.returncode == 130, (out[-2000:], err[-4000:])
+        assert elapsed < 8, elapsed  # "at once": a second or two, with a loaded machine's margin
+        assert "demo: interrupted" in out
+        assert "Traceback" not in err, err[-4000:]
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the stopped vendor child outlived the demo"
+    finally:
+        demo.kill()
+        demo.wait()
+        if child is not None and _alive(child):
+            os.kill(child, signal.SIGKILL)

@@ -98,3 +98,21 @@ async def test_a_child_that_stops_answering_is_reported_within_the_bound_and_sti
     assert time.monotonic() - started < 120  # the answer bound, the stop bound, a slow machine's margin
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # ended and reaped
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP")
+async def test_cancelling_the_wait_for_a_hung_childs_log_takes_effect_at_once_and_ends_the_child() -> None:
+    """Ctrl-C while the demo waited for a hung child's request log took effect only once the log's bound
+    (63 s) had passed, then the stop's (10 s): cancelling the wait must end it, and the child, within seconds."""
+    with anyio.CancelScope() as scope:
+        async with VendorProcess(faults=None, latency=0.0, api_key=KEY) as vendor:
+            pid = _pid_of(vendor)
+            os.kill(pid, signal.SIGSTOP)
+            started = time.monotonic()
+            scope.deadline = anyio.current_time() + 0.5
+            await vendor.log(settle_within=0.0)  # the default answer bound: 60 s
+    elapsed = time.monotonic() - started
+    assert scope.cancelled_caught
+    assert elapsed < 8, elapsed  # 0.5 s, then a second's grace and the kill; a slow machine's margin
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped
