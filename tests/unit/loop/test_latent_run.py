@@ -7,6 +7,8 @@ run is steered, interrupted, cancelled and inspected as one that had it from the
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -46,86 +48,78 @@ class _Model:
         return [ToolCall("c1", "add", {"a": 2, "b": 3})]
 
 
-async def _started(rt: Runtime, agent: Agent[Any], model: _Model, results: list[Any], tg: Any) -> str:
-    async def run() -> None:
-        results.append(await agent.run("2 + 3?"))
+class _Waiting:
+    """A plain run (no stream, no recorder) started in a task and waiting on its first model call."""
 
-    tg.start_soon(run)
-    await model.waiting.wait()
-    (run_id,) = live_runs(rt)
-    return run_id
+    def __init__(self, rt: Runtime, model: _Model, run_id: str, results: list[Any]) -> None:
+        self.rt, self.model, self.run_id, self.results = rt, model, run_id, results
+
+
+@asynccontextmanager
+async def _waiting_run() -> AsyncIterator[_Waiting]:
+    """Yields while the run waits on its model; the block's end waits for the run (open ``model.open`` in it)."""
+    model = _Model()
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(model, record=False), tools=[add])
+        results: list[Any] = []
+
+        async def run() -> None:
+            results.append(await agent.run("2 + 3?"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await model.waiting.wait()
+            (run_id,) = live_runs(rt)
+            yield _Waiting(rt, model, run_id, results)
+        assert live_runs(rt) == {}, "the run left the registry"
+        assert rt.stats().actors == 2, "its actor, if it had one, left with it"
 
 
 async def test_a_run_nobody_addresses_never_holds_an_actor_and_leaves_the_registry() -> None:
-    model = _Model()
-    async with Runtime() as rt:
-        agent = Agent(ScriptedProvider(model, record=False), tools=[add])
-        results: list[Any] = []
-        async with anyio.create_task_group() as tg:
-            run_id = await _started(rt, agent, model, results, tg)
-            assert not isinstance(live_runs(rt)[run_id], RunActor)
-            assert rt.stats().actors == 2  # its provider and executor: no actor for the run
-            model.open.set()
-        assert results[0].content == "The answer is 5." and live_runs(rt) == {}
+    async with _waiting_run() as w:
+        assert not isinstance(live_runs(w.rt)[w.run_id], RunActor)
+        assert w.rt.stats().actors == 2  # its provider and executor: no actor for the run
+        w.model.open.set()
+    assert w.results[0].content == "The answer is 5."
 
 
 async def test_run_ref_makes_the_actor_mid_run_and_a_steer_reaches_the_model() -> None:
-    model = _Model()
-    async with Runtime() as rt:
-        agent = Agent(ScriptedProvider(model, record=False), tools=[add])
-        results: list[Any] = []
-        async with anyio.create_task_group() as tg:
-            run_id = await _started(rt, agent, model, results, tg)
-            handle = rt.run_ref(run_id)
-            assert isinstance(live_runs(rt)[run_id], RunActor) and handle is rt.run_ref(run_id)
-            assert handle.state().step == 1 and handle.state().run_id == run_id
-            await handle.steer("and then double it")
-            assert rt.stats().actors == 3  # spawned by its first control message, as any run's actor
-            model.open.set()
-            finished = await handle.wait()
-        assert results == [finished] and finished.ok
-        assert [m.content for m in model.seen[1].messages if m.role == "user"][-1] == "and then double it"
-        assert live_runs(rt) == {} and rt.stats().actors == 2
+    async with _waiting_run() as w:
+        rt = w.rt
+        handle = rt.run_ref(w.run_id)
+        assert isinstance(live_runs(rt)[w.run_id], RunActor) and handle is rt.run_ref(w.run_id)
+        assert handle.state().step == 1 and handle.state().run_id == w.run_id
+        await handle.steer("and then double it")
+        assert rt.stats().actors == 3  # spawned by its first control message, as any run's actor
+        w.model.open.set()
+        finished = await handle.wait()
         with pytest.raises(RunNotFoundError):
-            rt.run_ref(run_id)
+            rt.run_ref(w.run_id)
+    assert w.results == [finished] and finished.ok
+    assert [m.content for m in w.model.seen[1].messages if m.role == "user"][-1] == "and then double it"
 
 
 async def test_an_interrupt_through_a_handle_made_mid_run_ends_it_at_the_boundary() -> None:
-    model = _Model()
-    async with Runtime() as rt:
-        agent = Agent(ScriptedProvider(model, record=False), tools=[add])
-        results: list[Any] = []
-        async with anyio.create_task_group() as tg:
-            run_id = await _started(rt, agent, model, results, tg)
-            await rt.run_ref(run_id).interrupt("enough")
-            model.open.set()
-        assert isinstance(results[0].error, RunInterruptedError) and len(model.seen) == 1
-        assert live_runs(rt) == {}
+    async with _waiting_run() as w:
+        await w.rt.run_ref(w.run_id).interrupt("enough")
+        w.model.open.set()
+    assert isinstance(w.results[0].error, RunInterruptedError) and len(w.model.seen) == 1
 
 
 async def test_a_cancel_through_a_handle_made_mid_run_cancels_it() -> None:
-    model = _Model()
-    async with Runtime() as rt:
-        agent = Agent(ScriptedProvider(model, record=False), tools=[add])
-        results: list[Any] = []
-        async with anyio.create_task_group() as tg:
-            run_id = await _started(rt, agent, model, results, tg)
-            rt.run_ref(run_id).cancel()
-        assert results[0].cancelled and live_runs(rt) == {} and rt.stats().busy == 0
+    async with _waiting_run() as w:
+        w.rt.run_ref(w.run_id).cancel()
+    assert w.results[0].cancelled and w.rt.stats().busy == 0
 
 
 async def test_the_registry_readers_make_each_actor_once() -> None:
-    model = _Model()
-    async with Runtime() as rt:
-        agent = Agent(ScriptedProvider(model, record=False), tools=[add])
-        results: list[Any] = []
-        async with anyio.create_task_group() as tg:
-            run_id = await _started(rt, agent, model, results, tg)
-            (made,) = each_live_run(rt)
-            assert live_run(rt, run_id) is made and each_live_run(rt) == [made] and made.run_id == run_id
-            assert live_run(rt, "run-unknown") is None
-            model.open.set()
-        assert results[0].ok and live_runs(rt) == {}
+    async with _waiting_run() as w:
+        rt = w.rt
+        (made,) = each_live_run(rt)
+        assert live_run(rt, w.run_id) is made and each_live_run(rt) == [made] and made.run_id == w.run_id
+        assert live_run(rt, "run-unknown") is None
+        w.model.open.set()
+    assert w.results[0].ok
 
 
 async def test_an_approval_waited_for_in_place_makes_the_actor_and_is_decided_through_run_ref() -> None:
