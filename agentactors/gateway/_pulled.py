@@ -14,7 +14,8 @@ gives its estimated tokens back, a reported usage corrects them; closing (``asyn
 the provider's stream — and its HTTP request — at once; an answer abandoned before its asker took it gives its slot
 back (:class:`~agentactors.actors.mailbox.ReleasableAnswer`), and so does ``close()`` at once (the provider's
 stream itself is then left by the reading task), and so does a stream its reader dropped unclosed (its finaliser
-hands the release to the loop).
+hands the release to the loop).  A stream cut short once its request went out — cancelled, or closed before its
+``StreamEnd`` — notes its call for the run to charge (``docs/costs.md``, "Calls cut short"): the vendor bills it.
 
 What it gives up: read-ahead (``stream_buffer`` does not apply: the provider is read as fast as the reader asks,
 and the vendor's bytes wait in the socket meanwhile), and a task that belongs to the runtime — the stream lives in
@@ -241,8 +242,10 @@ class PulledStream:
         return None
 
     def _cut_short(self, tally: Tally | None) -> None:
-        """The stream was cancelled once its request went out (or was going): noted for the run to charge — its
-        prompt and the text delivered so far, at an estimate (:meth:`.provider.ProviderActor._cut_short`)."""
+        """The stream was cut short once its request went out (or was going) — cancelled, or closed by its reader
+        before its ``StreamEnd``: noted for the run to charge — its prompt and the text delivered so far, at an
+        estimate (:meth:`.provider.ProviderActor._cut_short`).  After the provider's block was left, and without
+        replacing a note: a layer inside that noted the call (``with_retry``, ``with_hedge``) knows more."""
         delivered = "".join(tally.texts) if tally is not None else ""
         source = vendor_of(self._provider) or self._provider
         note_cut_short(self._request, (estimated_cut_short(source, self._request, delivered=delivered),), replace=False)
@@ -262,15 +265,19 @@ class PulledStream:
 
     async def aclose(self) -> None:
         """Close the stream now: the provider's stream (and its HTTP request) at once; unread events are
-        dropped.  Idempotent.
+        dropped.  Idempotent.  A stream opened and closed before its ``StreamEnd`` was sent, and is billed: its
+        call is noted as cut short (:func:`~agentactors.pricing.note_cut_short`), once.
 
         Cancellation: the HTTP request is closed even in a cancelled task (shielded where it must be).
         """
         if self._opened is None:
             self._finish(None)
             return
+        # Still open: left before its StreamEnd (which leaves the block itself), its request sent — billed.
+        tally = self._tally
         left = await self._leave(None)
         self._finish(None)
+        self._cut_short(tally)
         if left is not None and not isinstance(left, Exception):
             raise left  # a cancellation that reached the block's own cleanup: the task is being cancelled
         if left is not None:

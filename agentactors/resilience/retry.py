@@ -126,7 +126,10 @@ class RetryingProvider(ProviderDecorator):
             return
         # Attempts abandoned before this one ride on its end; noted for the run if it never gets there — the
         # stream failed or was cancelled, or the consumer left it before its end without an exception (it broke
-        # out, closed it; the stream ended without its StreamEnd): a run then fails, and takes the note.
+        # out, closed it; the stream ended without its StreamEnd): a run then fails, and takes the note.  With
+        # them the attempt in flight, when the stream was cancelled or left alive (as the cancellation path notes
+        # it: this note is the one kept, a ProviderActor around adds nothing to it); not one that failed or
+        # ended without its StreamEnd (a failure, as for a call that failed).
         carried = _Carrying(relay(opened, provider=self._inner, model=model), abandoned)
         try:
             async with opened.stack:
@@ -136,10 +139,10 @@ class RetryingProvider(ProviderDecorator):
                     await carried.aclose()
         except BaseException as exc:
             if carried.abandoned:
-                self._note(request, carried.abandoned, exc, carried.acc.text)
+                self._note(request, carried.abandoned, exc, carried.acc.text, left=not carried.over)
             raise
         if carried.abandoned:
-            self._note(request, carried.abandoned, None, carried.acc.text)
+            self._note(request, carried.abandoned, None, carried.acc.text, left=not carried.over)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -181,15 +184,16 @@ class RetryingProvider(ProviderDecorator):
         return None
 
     def _note(self, request: LLMRequest, abandoned: list[CutShort], exc: BaseException | None, delivered: str,
-              *, sending: bool = True) -> None:
+              *, sending: bool = True, left: bool = False) -> None:
         """The call ends without an answer (``exc``; ``None``: a stream left before its end), after attempts were
-        abandoned: they are noted for the run, with the attempt in flight when it was cancelled — as the layers
-        inside noted it, else at an estimate (the ProviderActor around would keep this note, not estimate that
-        attempt itself)."""
+        abandoned: they are noted for the run, with the attempt in flight when it was cancelled or (``left``) its
+        stream was left by the consumer before its end — as the layers inside noted it, else at an estimate with
+        the text it had ``delivered`` (the ProviderActor around would keep this note, not estimate that attempt
+        itself)."""
         noted = pop_cut_short(request)
         if noted is None:
             noted = ()
-            if sending and isinstance(exc, anyio.get_cancelled_exc_class()):
+            if sending and (left or isinstance(exc, anyio.get_cancelled_exc_class())):
                 noted = (estimated_cut_short(self._inner, request, model_of(self._inner, request), delivered),)
         note_cut_short(request, (*abandoned, *noted))
         abandoned.clear()
@@ -407,24 +411,33 @@ class _Call:
 
 class _Carrying:
     """A retried stream's events once attempts were abandoned before it: relayed, its text kept (what a cancelled
-    stream had delivered), and the abandoned attempts put on its end's response."""
+    stream had delivered), and the abandoned attempts put on its end's response.  ``over``: the stream reached
+    its ``StreamEnd``, ended without it or failed — not left alive by its consumer."""
 
-    __slots__ = ("abandoned", "acc", "events", "inner")
+    __slots__ = ("abandoned", "acc", "events", "inner", "over")
 
     def __init__(self, inner: AsyncGenerator[StreamEvent, None], abandoned: list[CutShort]) -> None:
         self.inner = inner
         self.abandoned = abandoned
         self.acc = StreamAccumulator()
+        self.over = False
         self.events = self._events()
 
     async def _events(self) -> AsyncGenerator[StreamEvent, None]:
-        async for event in self.inner:
-            if isinstance(event, StreamEnd) and self.abandoned:
-                event = StreamEnd(with_cut_short(event.response, self.abandoned))
-                self.abandoned = []  # on the answer now: not noted again
-            else:
-                self.acc.add(event)
-            yield event
+        try:
+            async for event in self.inner:
+                if isinstance(event, StreamEnd):
+                    self.over = True
+                    if self.abandoned:
+                        event = StreamEnd(with_cut_short(event.response, self.abandoned))
+                        self.abandoned = []  # on the answer now: not noted again
+                else:
+                    self.acc.add(event)
+                yield event
+        except Exception:  # the stream failed (not the consumer leaving: GeneratorExit, a cancellation)
+            self.over = True
+            raise
+        self.over = True  # ended, with or without its StreamEnd
 
     async def aclose(self) -> None:
         try:

@@ -220,15 +220,17 @@ def retried_stream(*delays: float) -> Any:
 async def test_a_retried_stream_left_early_notes_the_attempts_abandoned_before_it(anyio_backend: Any) -> None:
     # Attempt 1 gives no first event by 1 s and is abandoned; attempt 2 streams.  The consumer breaks out after the
     # first event: the abandoned attempt, which was to ride on the StreamEnd, is noted for the run.  Before, it was
-    # dropped (only a consumer that left with an exception had it noted).
+    # dropped (only a consumer that left with an exception had it noted).  With it the attempt in flight, left
+    # alive (tests/unit/gateway/test_stream_closed_early_cost.py).
     request = LLMRequest([Message.user(PROMPT)])
     with anyio.fail_after(100):
         async with retried_stream(30.0, 0.5).stream(request) as events:
             async for event in events:
                 assert isinstance(event, TextDelta)
                 break
-    (abandoned,) = take_cut_short(request)
+    abandoned, in_flight = take_cut_short(request)
     assert abandoned.estimated and abandoned.input_tokens == pytest.approx(10_000, rel=0.05)
+    assert in_flight.estimated and in_flight.input_tokens == pytest.approx(10_000, rel=0.05)
 
 
 async def test_a_retried_stream_closed_early_notes_every_attempt_abandoned_before_it(anyio_backend: Any) -> None:
@@ -237,7 +239,7 @@ async def test_a_retried_stream_closed_early_notes_every_attempt_abandoned_befor
         async with retried_stream(30.0, 30.0, 0.5).stream(request) as events:
             await events.__anext__()
             await events.aclose()
-    assert len(take_cut_short(request)) == 2
+    assert len(take_cut_short(request)) == 3  # the two abandoned, and the one in flight
 
 
 async def test_a_retried_stream_read_to_its_end_leaves_no_note(anyio_backend: Any) -> None:
