@@ -8,11 +8,14 @@ coming from outside (the caller's scope, a task group) passes through untouched.
 A call abandoned so was sent, and the vendor bills it: it is charged as a call cut
 short (``docs/costs.md``) — kept for the ``with_retry`` around (:func:`abandoned_attempts`),
 which puts it on the answer a later attempt brings, or notes it for the run when the
-call fails (:func:`keep_abandoned`).
+call fails (:func:`keep_abandoned`).  The layers inside get a copy of the request of
+their own (:func:`_own`), so that what they note of *this* call is told from what was
+noted against the request before it or by a sibling sharing it.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -20,6 +23,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import anyio
+import attrs
 
 from ..errors import ProviderTimeout, StreamInterruptedError
 from ..gateway.provider import estimated_cut_short
@@ -67,6 +71,36 @@ def keep_abandoned(request: LLMRequest, calls: Iterable[CutShort]) -> None:
         note_cut_short(request, (*take_cut_short(request), *calls))
 
 
+# LLMRequest's fields, copied by _own (a hand copy: a third of copy.copy's time, which goes through pickling hooks).
+_FIELDS = tuple(field.name for field in attrs.fields(LLMRequest))
+
+
+def _own(request: LLMRequest) -> LLMRequest:
+    """An equal request that is a different object: what the layers inside a bound are sent.
+
+    Calls cut short are noted against the request *object* (:func:`~agentactors.pricing.note_cut_short`), so a
+    note found against the caller's request when the bound expires could be anyone's: left from an earlier call
+    with the same object, or a sibling's — two ``with_timeout`` under a fan-out of the caller's own, sharing the
+    request, one abandoned before the other.  Taking it as an inner layer's charged the first call for both (the
+    second went uncharged) or the wrong call.  What is noted against the copy is only this call's inner layers'.
+    """
+    if type(request) is not LLMRequest:
+        return copy.copy(request)  # a subclass of the caller's: its own fields too
+    own = object.__new__(LLMRequest)
+    for name in _FIELDS:
+        object.__setattr__(own, name, getattr(request, name))
+    return own
+
+
+def _hand_on(sent: LLMRequest, request: LLMRequest) -> None:
+    """What the layers inside noted against ``sent`` (this call's copy, :func:`_own`) is noted against the
+    caller's ``request``, added to what was noted there before (a sibling's): the layers around (the retry, the
+    ``ProviderActor``, the run) look for it there, as if no copy had been made."""
+    noted = pop_cut_short(sent)
+    if noted is not None:
+        note_cut_short(request, (*take_cut_short(request), *noted))
+
+
 def _check(label: str, value: float | None) -> float | None:
     """``value`` as seconds: ``None`` (no bound), or a positive, finite real number that is not a bool.
 
@@ -105,18 +139,24 @@ class TimeoutProvider(ProviderDecorator):
     async def complete(self, request: LLMRequest) -> LLMResponse:
         if self.attempt is None:
             return await self._inner.complete(request)
-        with anyio.move_on_after(self.attempt):
-            return await self._inner.complete(request)
-        # Only reached when our own deadline cancelled the call (an outer cancellation propagates).
-        model = model_of(self._inner, request)
-        self._abandoned(request, model, "")
-        raise self._timeout(model, "the call", self.attempt)
+        sent = _own(request)
+        try:
+            with anyio.move_on_after(self.attempt):
+                return await self._inner.complete(sent)
+            # Only reached when our own deadline cancelled the call (an outer cancellation propagates).
+            model = model_of(self._inner, request)
+            self._abandoned(request, sent, model, "")
+            raise self._timeout(model, "the call", self.attempt)
+        finally:
+            _hand_on(sent, request)
 
-    def _abandoned(self, request: LLMRequest, model: str | None, delivered: str) -> None:
-        """The call was sent and this bound abandoned it: it is billed.  What a layer inside noted as the
-        cancellation passed through it is kept (it knows more: a hedge's copies, a batch's price, or that its
-        request was never sent); else the prompt, and a stream's ``delivered`` text, at an estimate."""
-        noted = pop_cut_short(request)
+    def _abandoned(self, request: LLMRequest, sent: LLMRequest, model: str | None, delivered: str) -> None:
+        """The call was sent (as ``sent``, :func:`_own`) and this bound abandoned it: it is billed.  What a layer
+        inside noted as the cancellation passed through it is kept (it knows more: a hedge's copies, a batch's
+        price, or that its request was never sent); else the prompt, and a stream's ``delivered`` text, at an
+        estimate.  Only this call's inner layers noted against ``sent``: a note left against ``request`` (an
+        earlier call's, a sibling's) is not taken for theirs, and stays, with this call's added to it."""
+        noted = pop_cut_short(sent)
         keep_abandoned(request, noted if noted is not None else (
             estimated_cut_short(self._inner, request, model, delivered),))
 
@@ -130,25 +170,29 @@ class TimeoutProvider(ProviderDecorator):
         model = model_of(self._inner, request)
         guard = _StreamGuard(self, anyio.current_time())
         acc = StreamAccumulator()
-        # One scope spans the whole stream (entered before the inner stream, left after it, so scopes
-        # nest properly); its deadline moves between the attempt, first-event and idle bounds.
-        with guard.scope:
-            async with stream_of(self._inner, request) as inner_events:
-                # Sent and answered: until the consumer asks for the first event, the time is its own.
-                guard.pause_first_event(anyio.current_time())
-                events = guard.watch(inner_events, acc, model)
-                try:
-                    yield events
-                finally:
-                    await events.aclose()
-                # The consumer is done: closing the inner stream is not bounded by the attempt any more.
-                guard.finish()
-        if guard.scope.cancelled_caught:
-            self._abandoned(request, model, acc.text)
-            error = self._timeout(model, guard.what, guard.seconds)
-            if acc.events_seen:
-                raise interrupted(error, provider=self.name, model=model, partial_text=acc.text) from error
-            raise error
+        sent = _own(request)
+        try:
+            # One scope spans the whole stream (entered before the inner stream, left after it, so scopes
+            # nest properly); its deadline moves between the attempt, first-event and idle bounds.
+            with guard.scope:
+                async with stream_of(self._inner, sent) as inner_events:
+                    # Sent and answered: until the consumer asks for the first event, the time is its own.
+                    guard.pause_first_event(anyio.current_time())
+                    events = guard.watch(inner_events, acc, model)
+                    try:
+                        yield events
+                    finally:
+                        await events.aclose()
+                    # The consumer is done: closing the inner stream is not bounded by the attempt any more.
+                    guard.finish()
+            if guard.scope.cancelled_caught:
+                self._abandoned(request, sent, model, acc.text)
+                error = self._timeout(model, guard.what, guard.seconds)
+                if acc.events_seen:
+                    raise interrupted(error, provider=self.name, model=model, partial_text=acc.text) from error
+                raise error
+        finally:
+            _hand_on(sent, request)
 
 
 class _StreamGuard:
@@ -250,6 +294,10 @@ def with_timeout(
       a call cut short (its prompt, a stream's delivered text, at an estimate;
       what a layer inside noted wins) — on the answer of the ``with_retry``
       around, or noted for the run when the call fails (``docs/costs.md``).
+      Each such call is charged once, also when calls share one request
+      object (a fan-out of the caller's own): the layers inside are sent a
+      copy of the request, so a note left against it, or a sibling's, is
+      never taken for theirs.
 
     Put it innermost (``with_retry(with_timeout(p, attempt=60))``) so that each
     attempt gets its own bound; outside ``with_retry`` it bounds all attempts
