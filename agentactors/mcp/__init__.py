@@ -17,9 +17,12 @@ nested past the parser) ends its call with status ``error`` at once when its id 
 A tool the server describes badly costs that tool only (left out of the listing, named with a reason in a
 WARNING and in the ``mcp.tools_listed`` event): one the SDK's own models refuse (an ``inputSchema`` whose
 ``type`` is not ``"object"``, a name that is not a string, ...: the connection sieves it out of the answer
-before the SDK reads it), an input schema that is not valid JSON Schema, one over 200,000 characters, one
-with a ``$ref`` that does not resolve inside the schema itself (nothing is ever fetched), a name no
-:class:`~agentactors.ToolSpec` takes, the second tool of one name (the first serves).  The reasons never
+before the SDK reads it), on a 2026-07-28 session one whose ``x-mcp-header`` annotations break that version's
+rules (sieved out too: the SDK would drop it unreported), an input schema that is not valid JSON Schema, one
+over 200,000 characters, one with a ``$ref`` that does not resolve inside the schema itself (nothing is ever
+fetched), a name no :class:`~agentactors.ToolSpec` takes, every tool of a name the server gives two tools
+that are not alike — one of them left out for any of these reasons included — (a call by name cannot choose
+between them), the repeat of a tool listed twice alike (one serves).  The reasons never
 quote what the server sent.  A name OpenAI, Anthropic and Bedrock refuse (with a ``.``) is kept and named
 (``unportable``).  A page that is wrong as a whole (no list of tools) still fails the listing.  A stdio
 server that exits before it answers is a :class:`~agentactors.ToolsetError` quoting the last lines of its stderr.

@@ -19,7 +19,8 @@ What the connection watches:
   the id it answers can be read from it, the call gets a parse error now instead (:func:`_unreadable`);
 * a ``tools/list`` answer with tools the SDK's models refuse: once a listing failed on them, the stream
   hands the SDK each page without those tools, and :meth:`Connection.list_tools` says which were dropped
-  and why (:mod:`._sieve`).
+  and why (:mod:`._sieve`); on a 2026-07-28 session, so it does from the start with the tools whose
+  ``x-mcp-header`` annotations the SDK would leave out itself, unreported.
 
 A connection asked to close while it is still opening (a server that never answers ``initialize``)
 stops opening at once: nothing it waits for can come any more.
@@ -189,8 +190,10 @@ class _WatchedStream:
             answer = _unreadable(item, self._label)
             if answer is not None:
                 return answer
-        elif self._sieve is not None and self._sieve.on and isinstance(item, SessionMessage):
-            return self._sieve.sift(item)  # only once a listing failed validation: a call's answer passes as is
+        elif self._sieve is not None and isinstance(item, SessionMessage):
+            # A call's answer passes at once (no ``tools`` list); a listing's is sieved once a listing failed
+            # validation, and for its x-mcp-header annotations on a 2026-07-28 session.
+            return self._sieve.sift(item)
         return item
 
     async def aclose(self) -> None:
@@ -237,13 +240,16 @@ class _Watched:
 
 @attrs.frozen(slots=True)
 class Listing:
-    """What :meth:`Connection.list_tools` found: the tools, and those the SDK's models refused."""
+    """What :meth:`Connection.list_tools` found: the tools, and those the SDK refused (:mod:`._sieve`)."""
 
     tools: list[MCPTool]
-    #: ``(name, reason)`` of the tools left out because the SDK's models refuse them (the first 100).
+    #: ``(name, reason)`` of the tools left out because the SDK refuses them (the first 100; names redacted).
     dropped: tuple[tuple[str, str], ...] = ()
     #: How many tools were left out so (``dropped`` names at most 100 of them).
     dropped_count: int = 0
+    #: The server's own names of all the tools left out so, unredacted (to match namesakes kept, never to be
+    #: shown): how many of each.
+    dropped_names: dict[str, int] = attrs.field(factory=dict, repr=False)
 
 
 class Connection:
@@ -397,12 +403,14 @@ class Connection:
         tools: list[MCPTool] = []
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
+            before = sieve.count
             try:
                 page = await client.list_tools(cursor=cursor)
             except ValidationError:
                 if sieve.on:
                     raise  # sieved already: the page itself is at fault
                 sieve.on = True  # from now on, for this session's every listing (the SDK's own included)
+                sieve.rollback(before)  # what the failed answer's x-mcp-header check dropped is dropped again
                 page = await client.list_tools(cursor=cursor)
             tools.extend(page.tools)
             cursor = page.next_cursor
@@ -412,7 +420,7 @@ class Connection:
             log.warning(
                 "%s: tools/list still had pages after %d; using the tools listed so far", self.label, _MAX_PAGES
             )
-        return Listing(tools, tuple(sieve.dropped), sieve.count)
+        return Listing(tools, tuple(sieve.dropped), sieve.count, sieve.names)
 
     # -- list changes ------------------------------------------------------------------------------
 

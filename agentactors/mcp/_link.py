@@ -22,13 +22,15 @@ Every tool left out is reported the same way: a WARNING naming it and why (the f
 :data:`MAX_LOGGED` of a listing, then one line counting the rest), and in the ``mcp.tools_listed``
 event's ``skipped`` (``{"name", "reason"}``, the first :data:`MAX_REPORTED`) and ``skipped_count``.
 The reasons never quote what the server sent (a server can echo a secret anywhere).  That covers a tool
-the SDK's own models refuse (the connection sieves it out: :mod:`._sieve`), a bad schema, a name no
+the SDK's own models refuse, or (on a 2026-07-28 session) one whose ``x-mcp-header`` annotations break that
+version's rules — the connection sieves both out: :mod:`._sieve` — a bad schema, a name no
 :class:`~agentactors.ToolSpec` takes, every tool of a name the server gives two tools that are not alike
-(the SDK checks a call's result against the last one's output schema, by name: :func:`_unlike_twins`), the
-repeats of a tool listed twice alike (once serves).  A name that :class:`~agentactors.ToolSpec` takes but
-OpenAI, Anthropic and Bedrock refuse (one with a ``.``) is kept — Gemini takes it — and named in a WARNING
-and in the event's ``unportable``: on those providers a run offering it fails with
-``UnsupportedToolNameError`` before anything is sent; ``tool_filter`` leaves it out.
+(the SDK checks a call's result against the last one's output schema, by name: :func:`_unlike_twins`; one
+of them sieved out makes them unlike too: :func:`_namesakes_dropped`), the repeats of a tool listed twice
+alike (once serves).  A name that :class:`~agentactors.ToolSpec` takes but OpenAI, Anthropic and Bedrock refuse
+(one with a ``.``) is kept — Gemini takes it — and named in a WARNING and in the event's ``unportable``: on
+those providers a run offering it fails with ``UnsupportedToolNameError`` before anything is sent;
+``tool_filter`` leaves it out.
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ MAX_REPORTED: Final = 100
 _UNLIKE_TWINS: Final = (
     "the server lists {} tools of that name, not all alike: a call by name cannot choose between them, and the "
     "MCP SDK checks each result against the last one's output schema"
+)
+#: Why a tool is left out whose namesake was sieved out (``{}``: how many tools of that name, how many sieved).
+_NAMESAKE_REFUSED: Final = (
+    "the server lists {} tools of that name and {} of them cannot serve (named with its own reason): a call by "
+    "name cannot choose between them"
 )
 #: The tool names every vendor takes (OpenAI's, Anthropic's and Bedrock's rule; Gemini's is wider).
 _PORTABLE_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -223,17 +230,22 @@ class Link:
         report = _Report(settings.label)
         for name, reason in listed.dropped:
             if name.startswith("("):  # no name of its own: the sieve says where it was
-                report.skip(name, f"the MCP SDK's models refuse it: {reason}")
+                report.skip(name, reason)
             elif keep is None or _allowed(keep, name, settings.label):  # a tool the filter leaves out is no news
-                report.skip(prefix + name, f"the MCP SDK's models refuse it: {reason}")
+                report.skip(prefix + name, reason)
         report.count += listed.dropped_count - len(listed.dropped)  # dropped past the ones named: counted only
         tools: list[Tool[Any, Any]] = []
         unlike = _unlike_twins(listed.tools)
+        namesakes = _namesakes_dropped(listed)
         seen: set[str] = set()
         for remote in listed.tools:
             if keep is not None and not _allowed(keep, remote.name, settings.label):
                 continue
             name = prefix + remote.name  # one to one: the server's names and the model's clash alike
+            if remote.name in namesakes:
+                kept, dropped = namesakes[remote.name]
+                report.skip(name, _NAMESAKE_REFUSED.format(kept + dropped, dropped))
+                continue
             if remote.name in unlike:
                 report.skip(name, _UNLIKE_TWINS.format(unlike[remote.name]))
                 continue
@@ -401,6 +413,25 @@ def _unlike_twins(listed: list[MCPTool]) -> dict[str, int]:
         if not alike:
             unlike[remote.name] = counts[remote.name]
     return unlike
+
+
+def _namesakes_dropped(listed: Listing) -> dict[str, tuple[int, int]]:
+    """The names of tools kept that a tool sieved out shares: how many tools of each name were kept, and
+    how many sieved out.
+
+    Such tools are not alike (the SDK refuses one and not the other), and the server is called by name: the
+    call meant for the kept tool may run the other.  On a 2026-07-28 session the SDK even forgets the
+    ``x-mcp-header`` rules of a tool when a later namesake's are invalid (its calls would carry none) — the
+    sieve spares it that, but the tool still cannot be chosen.  So, as with :func:`_unlike_twins`, none serves.
+    """
+    dropped = listed.dropped_names
+    if not dropped:
+        return {}  # the common case: nothing sieved out
+    kept: dict[str, int] = {}
+    for remote in listed.tools:
+        if remote.name in dropped:
+            kept[remote.name] = kept.get(remote.name, 0) + 1
+    return {name: (count, dropped[name]) for name, count in kept.items()}
 
 
 def _schema_problem(schema: Any) -> str | None:

@@ -39,6 +39,16 @@ TWO_OF_A_NAME = (
     "the server lists 2 tools of that name, not all alike: a call by name cannot choose between them, and the "
     "MCP SDK checks each result against the last one's output schema"
 )
+#: Why a tool whose ``x-mcp-header`` annotations are invalid is left out (then which rule it breaks).
+BAD_HEADER = (
+    "its input schema's x-mcp-header annotations break the MCP 2026-07-28 rules (a client must leave such a "
+    "tool out): "
+)
+#: Why a tool is left out that has a namesake the SDK refused (or whose header rules are invalid): 2 of a name.
+NAMESAKE_REFUSED = (
+    "the server lists 2 tools of that name and 1 of them cannot serve (named with its own reason): a call by "
+    "name cannot choose between them"
+)
 
 
 def stdio(mode: str, **options: Any) -> MCPServerStdio:
@@ -52,7 +62,7 @@ def http_urls() -> Iterator[dict[str, str]]:
     processes: list[subprocess.Popen[bytes]] = []
     urls: dict[str, str] = {}
     try:
-        for mode in ("mixed", "paged", "twins"):
+        for mode in ("mixed", "paged", "twins", "headers", "header_twins"):
             port = free_port()
             process = subprocess.Popen(
                 [sys.executable, str(SERVER), "http", mode, str(port)], stdout=subprocess.DEVNULL
@@ -248,6 +258,76 @@ async def test_thousands_of_tools_with_dozens_refused_stay_bounded(caplog: pytes
     assert sum(f"{40 - MAX_LOGGED} more tools were skipped" in line for line in lines) == 1
     # The sieve checks tools one by one on the loop, as the SDK checks the page: a generous bound.
     assert lag.worst < 1.5, f"the event loop was held {lag.worst:.2f} s at once"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_tools_with_invalid_x_mcp_header_rules_are_named_with_a_reason_and_the_valid_rules_still_travel(
+    transport: str, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    # On a 2026-07-28 session the SDK drops such a tool itself, logging it to its own logger only (quoting what
+    # the server sent): it was missing from the skipped report, and the secret reached the logs.
+    caplog.set_level(logging.DEBUG)  # every logger: the secret must not show in the SDK's own either
+    urls = request.getfixturevalue("http_urls") if transport == "http" else None
+    recorder = InMemoryRecorder()
+    calls = [say("1", "echo", "hi"), say("2", "shout", "HI")]
+    result, provider = await run(server_for(transport, "headers", urls), calls, recorder)
+
+    assert offered(provider.requests)[0] == ["echo", "shout"]
+    # echo's valid rule is still the SDK's: over HTTP its call carries the argument as a header too.
+    echoed = "echo:hi [Mcp-Param-Text=hi]" if transport == "http" else "echo:hi"
+    assert tool_texts(result) == [echoed, "shout:HI"]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert listed.tools == ("echo", "shout")
+    assert [(s["name"], s["reason"]) for s in listed.skipped] == [
+        ("leaky_header", BAD_HEADER + "a header name is not an RFC 9110 token"),
+        ("not_object", REFUSED + "inputSchema.type: Input should be 'object'"),
+        ("on_object", BAD_HEADER + "one is on a property that is not an integer, a string or a boolean"),
+        ("numbered", BAD_HEADER + "a header name is not a string"),
+        ("twice", BAD_HEADER + "two properties name one header (case ignored)"),
+    ]
+    # Each once: the page the models refused was asked for again, and what its first answer dropped forgotten.
+    assert listed.skipped_count == 5
+    lines = skipped_lines(caplog)
+    assert f"MCP server 'low': tool 'numbered' is skipped: {BAD_HEADER}a header name is not a string" in lines
+    assert sum("is skipped" in line for line in lines) == 5
+    assert SECRET not in caplog.text
+    assert all(SECRET not in repr(event) for event in recorder.events)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_name_listed_with_valid_then_invalid_header_rules_serves_neither(
+    transport: str, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The SDK drops the second echo and forgets the header rules of the first as well: the echo we offered
+    # called without its Mcp-Param-Text header.  Two tools of one name that are not alike: neither serves.
+    caplog.set_level(logging.WARNING, logger="agentactors.mcp")
+    urls = request.getfixturevalue("http_urls") if transport == "http" else None
+    recorder = InMemoryRecorder()
+    result, provider = await run(server_for(transport, "header_twins", urls), [say("1", "shout", "hi")], recorder)
+
+    assert offered(provider.requests)[0] == ["shout"]
+    assert tool_texts(result) == ["shout:hi"]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert listed.tools == ("shout",)
+    assert [(s["name"], s["reason"]) for s in listed.skipped] == [
+        ("echo", BAD_HEADER + "a header name is not an RFC 9110 token"),
+        ("echo", NAMESAKE_REFUSED),
+    ]
+    assert listed.skipped_count == 2
+    assert f"MCP server 'low': tool 'echo' is skipped: {NAMESAKE_REFUSED}" in skipped_lines(caplog)
+
+
+async def test_a_name_listed_well_then_in_a_form_the_sdk_refuses_serves_neither() -> None:
+    # The same for a namesake the SDK's models refuse (the sieve takes it out): the server is called by name.
+    recorder = InMemoryRecorder()
+    result, provider = await run(stdio("refused_twin"), [say("1", "shout", "hi")], recorder)
+    assert offered(provider.requests)[0] == ["shout"]
+    assert tool_texts(result) == ["shout:hi"]
+    (listed,) = events(recorder, "mcp.tools_listed")
+    assert [(s["name"], s["reason"]) for s in listed.skipped] == [
+        ("echo", REFUSED + "inputSchema.type: Input should be 'object'"),
+        ("echo", NAMESAKE_REFUSED),
+    ]
 
 
 async def test_a_page_that_is_not_a_list_of_tools_still_fails_the_listing_clearly() -> None:

@@ -9,7 +9,8 @@ SDK, or by hand, can send a tool the client's models refuse.  Run as a program, 
     python tests/support/mcp_lowlevel_server.py http MODE PORT    # streamable HTTP on 127.0.0.1:PORT/mcp
 
 ``MODE`` chooses the listing (:data:`MODES`); every call of a listed tool is answered ``name:text`` (in
-mode ``twins`` with the structured content ``{"n": 1}`` too; ``die``'s call ends the process).
+mode ``twins`` with the structured content ``{"n": 1}`` too; ``die``'s call ends the process), followed by
+`` [Mcp-Param-Text=VALUE]`` when the call came over HTTP with that header (a tool's ``x-mcp-header`` rule).
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def _many(count: int) -> list[list[dict[str, Any]]]:
 #: the first only.
 _OUT_N: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 _OUT_S: dict[str, Any] = {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]}
+
+
+def _headed(name: str, header: Any, **more: Any) -> dict[str, Any]:
+    """A tool whose ``text`` argument carries the ``x-mcp-header`` annotation ``header`` (2026-07-28)."""
+    text = {"type": "string", "x-mcp-header": header}
+    schema = {"type": "object", "properties": {"text": text}, "required": ["text"]}
+    return _tool(name, inputSchema=schema, **more)
 
 
 #: Each mode's listing: a list of pages, each a list of raw tool dictionaries.
@@ -95,6 +103,38 @@ MODES: dict[str, list[list[dict[str, Any]]]] = {
         ],
         [_tool("same", outputSchema=_OUT_N)],
     ],
+    # ``x-mcp-header`` annotations (2026-07-28): ``echo``'s is valid (its calls carry ``Mcp-Param-Text``); the
+    # others break the rules a client MUST leave such a tool out for — a header name that is no token (it
+    # echoes the secret), one on an object property, one that is not a string, two of one name — but
+    # ``not_object``, which the SDK's models refuse (the page is asked for again, sieved for both).
+    "headers": [
+        [
+            _headed("echo", "Text"),
+            _headed("leaky_header", f"{SECRET} x"),
+            _tool("not_object", inputSchema={"type": "string"}),
+            _tool(
+                "on_object",
+                inputSchema={"type": "object", "properties": {"o": {"type": "object", "x-mcp-header": "O"}}},
+            ),
+            _headed("numbered", 7),
+            _tool(
+                "twice",
+                inputSchema={
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "string", "x-mcp-header": "Same"},
+                        "b": {"type": "string", "x-mcp-header": "same"},
+                    },
+                },
+            ),
+            _tool("shout"),
+        ]
+    ],
+    # ``echo`` twice: with a valid header rule, then an invalid one (the SDK would drop the second and forget
+    # the first's rules); ``shout`` once.
+    "header_twins": [[_headed("echo", "Text"), _headed("echo", "Bad Header"), _tool("shout")]],
+    # ``echo`` twice: as it should be, then with an input schema the SDK's models refuse.
+    "refused_twin": [[_tool("echo"), _tool("echo", inputSchema={"type": "string"}), _tool("shout")]],
     "many": _many(2000),
     # Not even a list of tools: the page itself is refused.
     "no_list": [[]],
@@ -115,9 +155,11 @@ def main(argv: list[str]) -> None:
         if params.name == "die":
             os._exit(3)
         structured = {"n": 1} if mode == "twins" else None
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=f"{params.name}:{text}")], structured_content=structured
-        )
+        said = f"{params.name}:{text}"
+        headers = getattr(ctx.request, "headers", None)  # an HTTP request's (None over stdio)
+        if headers is not None and "mcp-param-text" in headers:
+            said += f" [Mcp-Param-Text={headers['mcp-param-text']}]"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=said)], structured_content=structured)
 
     async def malformed_listing(ctx: ServerRequestContext[Any], call_next: CallNext) -> Any:
         """The wire form of a tools/list page, its tools replaced by the mode's raw dictionaries."""
