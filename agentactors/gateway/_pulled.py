@@ -302,6 +302,11 @@ class PulledStream:
         # back, or the actor runs one request short for good.  Handed to the loop, not released here: a
         # finaliser may run in another thread, or inside the scheduler itself.  The provider's stream, if it was
         # opened, goes with this object; its async generators are finalised by the loop's own hooks.
+        # Its call, sent and billed, is not noted as cut short (docs/costs.md): a note is for the run that asked,
+        # which takes it in its own failure or cancellation branch, and that run has gone by now (a run reads
+        # inside `async with`, which closes the stream and notes it); a note made here would stay against the
+        # request object for a later call reusing it to take as its own.  (Nor is a finaliser a safe place for
+        # it: at a collection the request may be garbage of the same cycle, and pricing may import its table.)
         sched = self._sched
         if sched is not None:
             self._sched = None

@@ -43,8 +43,9 @@ vendor's pace (or, the limit not said, for the reset the vendor gave) — at mos
 :data:`~agentactors.gateway.scheduling.VENDOR_HOLD_BOUND` — instead of meeting its 429; the requests in flight
 count against what was left (:mod:`._vendor`).
 
-A call cancelled once admitted (a run cancelled or past its deadline mid-call) may have been billed: it is noted
-for the run to charge at an estimate (``docs/costs.md``, "Calls cut short").
+A call cancelled once admitted (a run cancelled or past its deadline mid-call), or a stream closed before its
+``StreamEnd``, may have been billed: it is noted for the run to charge at an estimate (``docs/costs.md``, "Calls cut
+short").
 
 Waiting: a request that finds no slot or budget waits in its asker's own task,
 and the scheduler (:mod:`.scheduling`) decides who goes next — by priority class
@@ -130,6 +131,10 @@ class ProviderStream:
     the HTTP request; events not yet received are discarded.  A stream dropped
     unfinished without closing is closed the same way when it is collected (the
     loop does it): its feeder does not wait for a reader for ever, holding its slot.
+    A stream closed or cancelled before its ``StreamEnd`` was sent and is billed: its
+    feeding task notes its call for the run to charge (``docs/costs.md``, "Calls cut
+    short") once it has left the provider's stream: soon after the close, by the
+    runtime's exit at the latest (``aclose()`` does not wait for it).
     """
 
     __slots__ = ("_channel", "_finished", "_scope", "_waker")
@@ -467,8 +472,13 @@ class ProviderActor:
             sched.settle(estimate, usage)
 
     async def _pump(self, request: LLMRequest, channel: Channel) -> tuple[_Failure | None, Usage | None]:
-        """Deliver the events.  Returns the failure to deliver last (if any) and the reported usage."""
+        """Deliver the events.  Returns the failure to deliver last (if any) and the reported usage.
+
+        A stream its consumer closed or left before its ``StreamEnd`` (or cancelled with the runtime) was sent, and
+        is billed: noted for the run to charge once the provider's block is left (:meth:`_left_early`).
+        """
         tally = Tally()
+        left = False
         try:
             async with self.provider.stream(request) as events:
                 try:
@@ -477,7 +487,8 @@ class ProviderActor:
                         try:
                             await channel.send(event)
                         except anyio.BrokenResourceError:
-                            return None, tally.usage  # the consumer closed: leaving the block closes the request
+                            left = True  # the consumer closed: leaving the block closes the request
+                            break
                         tally.sent += 1
                         if tally.usage is not None:
                             break
@@ -491,9 +502,25 @@ class ProviderActor:
                             await aclose()
         except Exception as exc:
             return _Failure(tally.failure(exc, self._name, request)), None
+        except BaseException as exc:
+            if tally.usage is None and isinstance(exc, anyio.get_cancelled_exc_class()):
+                self._left_early(request, tally)  # closed (its scope cancelled) or the runtime stopped mid-stream
+            raise
         if tally.usage is None:
+            if left:
+                self._left_early(request, tally)
+                return None, None
             return _Failure(tally.no_end(self._name, request)), None
         return None, tally.usage
+
+    def _left_early(self, request: LLMRequest, tally: Tally) -> None:
+        """A fed stream was left before its ``StreamEnd`` — closed by its consumer, cancelled — once its request
+        went out (or was going: conservative, as :meth:`_cut_short`): noted for the run to charge, its prompt and
+        the text the feeder had taken from the vendor (delivered or buffered), at an estimate; without replacing
+        what a layer inside noted (``with_hedge``: every copy it sent) — it is called after the block is left."""
+        source = vendor_of(self.provider) or self.provider
+        note_cut_short(request, (estimated_cut_short(source, request, delivered="".join(tally.texts)),),
+                       replace=False)
 
     @property
     def _name(self) -> str:

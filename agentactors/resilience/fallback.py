@@ -9,7 +9,7 @@ content_policy when asked for.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, TypeVar
 
@@ -23,11 +23,13 @@ from ..errors import (
     UnsupportedToolChoiceError,
 )
 from ..events import emit
+from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEnd, StreamEvent
-from ..pricing import CutShort, with_cut_short
+from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, with_cut_short
 from ..providers.port import (
     Capabilities,
     LLMProvider,
+    StreamAccumulator,
     StreamContext,
     default_model_of,
     forced_tool_choice_for,
@@ -309,12 +311,79 @@ class FallbackProvider(MultiProvider):
                 return StreamEnd(with_cut_short(self._served(event.response, step), abandoned))
             return event
 
-        async with opened.stack:
-            events = relay(opened, provider=step.member, model=step.model, transform=name_server)
-            try:
-                yield events
-            finally:
-                await events.aclose()
+        if not abandoned:  # the common case: nothing to carry
+            async with opened.stack:
+                events = relay(opened, provider=step.member, model=step.model, transform=name_server)
+                try:
+                    yield events
+                finally:
+                    await events.aclose()
+            return
+        # The attempts abandoned before this member ride on its end; if it never gets there they are charged
+        # all the same (kept for the layer around, else noted for the run), with this member's call when the
+        # consumer left it alive — cancelled, broke out, closed it — not when it failed or ended without its
+        # StreamEnd (charged as a call that failed is).  Before, they were dropped.
+        carried = _Carried(relay(opened, provider=step.member, model=step.model, transform=name_server))
+        try:
+            async with opened.stack:
+                try:
+                    yield carried.events
+                finally:
+                    await carried.aclose()
+        finally:
+            if not carried.ended:
+                _charge_unfinished(request, step, abandoned, carried)
+
+
+class _Carried:
+    """A fallback stream's events once attempts were abandoned before it: relayed, its text kept (what a stream
+    left alive had delivered).  ``ended``: its ``StreamEnd`` (carrying them) was relayed; ``over``: it reached
+    its end, with or without that event, or failed — not left alive by its consumer."""
+
+    __slots__ = ("acc", "ended", "events", "inner", "over")
+
+    def __init__(self, inner: AsyncGenerator[StreamEvent, None]) -> None:
+        self.inner = inner
+        self.acc = StreamAccumulator()
+        self.ended = False
+        self.over = False
+        self.events = self._events()
+
+    async def _events(self) -> AsyncGenerator[StreamEvent, None]:
+        try:
+            async for event in self.inner:
+                if isinstance(event, StreamEnd):
+                    self.ended = self.over = True
+                else:
+                    self.acc.add(event)
+                yield event
+        except Exception:  # the stream failed (not the consumer leaving: GeneratorExit, a cancellation)
+            self.over = True
+            raise
+        self.over = True  # ended, with or without its StreamEnd
+
+    async def aclose(self) -> None:
+        try:
+            await self.events.aclose()
+        finally:
+            await self.inner.aclose()
+
+
+def _charge_unfinished(request: LLMRequest, step: _Step, abandoned: list[CutShort], carried: _Carried) -> None:
+    """A carried stream left before its ``StreamEnd``: the ``abandoned`` attempts go to the layer around that
+    collects them, else to the run (:func:`~.timeout.keep_abandoned`); with them, when the consumer left it alive,
+    the served member's call — as the layers inside noted it, else at an estimate with the text it had delivered,
+    priced as that member's (a pulled stream around keeps this note, which it would have named after the chain)."""
+    if carried.over:
+        keep_abandoned(request, abandoned)
+        return
+    noted = pop_cut_short(step.request)  # (the member's own request: the caller's for the primary)
+    in_flight = noted if noted is not None else (
+        estimated_cut_short(step.member, step.request, step.model, carried.acc.text),)
+    # Noted for the run even when a layer around collects the abandoned attempts: a hedge around estimates the
+    # copy it relayed itself, and its note replaces this one.
+    keep_abandoned(request, abandoned)
+    note_cut_short(request, (*take_cut_short(request), *in_flight))
 
 
 def _no_response_format(step: _Step) -> ProviderError:

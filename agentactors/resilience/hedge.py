@@ -18,11 +18,13 @@ charge (:func:`agentactors.pricing.with_cut_short`): at its real usage when its 
 an estimate — its prompt (:func:`~agentactors.gateway.provider.estimate_tokens`) and, for a stream, the output it
 had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`).  The winner's ``usage`` stays what
 its vendor said.  When the caller is cancelled mid-call, every copy in flight is noted
-(:func:`agentactors.pricing.note_cut_short`) for the run to charge as its call cut short, and so are the losing
-copies of a stream left before its end.  A copy a ``with_timeout`` below gave up on was sent too: the hedge
-collects it (as ``with_retry`` does: :func:`~agentactors.resilience.timeout.abandoned_attempts`) and charges it
-with the others — on the winner's answer, in the note, or handed to the layer around when no copy answered — so
-that each copy is charged once, with or without a retry around.
+(:func:`agentactors.pricing.note_cut_short`) for the run to charge as its call cut short, and so is every copy of a
+stream its consumer left before its end (broke out, closed it) — the winner with the output it had delivered; a
+stream whose winner failed notes its losing copies alone, as for a call that failed.  A copy a ``with_timeout``
+below gave up on was sent too: the hedge collects it (as ``with_retry`` does:
+:func:`~agentactors.resilience.timeout.abandoned_attempts`) and charges it with the others — on the winner's
+answer, in the note, or handed to the layer around when no copy answered — so that each copy is charged once,
+with or without a retry around.
 """
 
 from __future__ import annotations
@@ -301,11 +303,14 @@ class HedgeProvider(ProviderDecorator):
         if race.winner is None:
             raise race.lost(request)
         if not opened.ended:
-            if isinstance(failure, anyio.get_cancelled_exc_class()):
-                note_cut_short(request, race.billed(None))  # the consumer left mid-stream: every copy is billed
+            if not opened.over or isinstance(failure, anyio.get_cancelled_exc_class()):
+                # The consumer left mid-stream — cancelled, or quietly (it broke out, closed it): every copy is
+                # billed, the winner with what it had delivered.  This note is the one kept (a ProviderActor's
+                # stream around adds nothing to it): noting the losers alone left the winner uncharged.
+                note_cut_short(request, race.billed(None))
             else:
-                # Over before its end — the winner failed, or the consumer left without an exception: what was to
-                # ride on its StreamEnd (the losers, the copies abandoned) is noted for the run, as a failure is.
+                # The winner failed, or ended without its StreamEnd: what was to ride on that end (the losers,
+                # the copies abandoned) is noted for the run, as for a call that failed.
                 lost = race.billed(race.winner)
                 if lost:
                     note_cut_short(request, lost)
@@ -467,6 +472,9 @@ class _Opened:
         #: The output text (answer and reasoning) delivered so far: what a stream cut short is charged for.
         self.delivered = _text_of(first)
         self.ended = False  # its StreamEnd was relayed: the call is over (and charged with its response)
+        #: The relay reached the stream's end, with or without its StreamEnd, or its failure: not left alive by
+        #: the consumer (a stream left alive is billed as a copy in flight).
+        self.over = False
 
     @staticmethod
     async def run(me: _Attempt, request: LLMRequest, race: _Race[Any]) -> _Opened | None:
@@ -509,6 +517,7 @@ class _Opened:
             yield self.first
             async for item in self.receive:
                 if isinstance(item, _Failure):
+                    self.over = True
                     raise cut_short(item.error, provider=self.provider, model=self.model, partial_text=acc.text)
                 acc.add(item)
                 if isinstance(item, StreamEnd):
@@ -519,6 +528,7 @@ class _Opened:
                 else:
                     self.delivered += _text_of(item)
                 yield item
+            self.over = True  # (reached only when the winner's task ended the stream: it was not left alive)
 
 
 def _text_of(event: StreamEvent) -> str:

@@ -152,7 +152,8 @@ async def test_a_hedged_stream_carries_a_copy_that_timed_out_on_its_end(anyio_ba
 
 async def test_a_hedged_stream_left_before_its_end_charges_the_losing_copy(anyio_backend: Any) -> None:
     # The hedge won at 3 s (sent at 2 s); the first copy was cancelled then, sent and billed.  The consumer breaks
-    # out after the first event: the losing copy, which was to ride on the StreamEnd, is noted for the run.
+    # out after the first event: the losing copy, which was to ride on the StreamEnd, is noted for the run — with
+    # the winner, left in flight (tests/unit/resilience/test_streams_left_early_cost.py).
     provider = with_hedge(answering(30.0, 1.0), after=2.0, max_extra=1.0)
     request = LLMRequest([Message.user(PROMPT)])
     with anyio.fail_after(100):
@@ -160,8 +161,9 @@ async def test_a_hedged_stream_left_before_its_end_charges_the_losing_copy(anyio
             async for event in events:
                 assert isinstance(event, TextDelta)
                 break
-    (lost,) = take_cut_short(request)
+    lost, winner = take_cut_short(request)
     assert lost.estimated and lost.input_tokens == pytest.approx(10_000, rel=0.05)
+    assert winner.estimated and winner.input_tokens == pytest.approx(10_000, rel=0.05)
 
 
 # --- with a retry around: still once each -----------------------------------------------------------------------
