@@ -41,7 +41,7 @@ from ..settings import ModelSettings
 from .decorator import as_provider_error, name_of, streaming_adapted
 from .multi import MultiProvider
 from .streams import OpenedStream, open_stream, relay, stream_of
-from .timeout import abandoned_attempts, keep_abandoned
+from .timeout import abandoned_attempts, hand_on, keep_abandoned, own_request
 
 __all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
 
@@ -219,6 +219,11 @@ class FallbackProvider(MultiProvider):
                 emit("fallback.skipped", member=step.name, model=step.model, reason=reason)
                 skipped.append(step.name)
                 continue
+            if step.request is request and step.index:
+                # A member after the first is sent a request of its own (with_model made one for another model),
+                # so that what its layers note against it is told as its own: handed on to the caller's request
+                # when it is done (_member).  Made here, when it is tried: the no-fault path makes no copy.
+                step = attrs.evolve(step, request=own_request(request))
             if moved_from is not None:
                 last = errors[-1]
                 emit("fallback.moved", from_member=moved_from.name, to_member=step.name, reason=last.kind, error=last)
@@ -275,10 +280,20 @@ class FallbackProvider(MultiProvider):
         that served (:func:`~agentactors.pricing.with_cut_short`), or, when every member failed, goes to the layer
         around that collects them, else to the run (:func:`~.timeout.keep_abandoned`).
         """
+        async def fallback(step: _Step) -> LLMResponse:
+            try:
+                response: LLMResponse = await step.member.complete(step.request)
+                return response
+            finally:
+                hand_on(step.request, request)  # what its layers noted against its own request
+
         abandoned: list[CutShort] = []
         try:
             with abandoned_attempts() as abandoned:
-                step, response = await self._walk(request, lambda s: s.member.complete(s.request))
+                # The primary is sent the caller's request itself: nothing to hand on, no frame added.
+                step, response = await self._walk(
+                    request, lambda s: fallback(s) if s.index else s.member.complete(s.request)
+                )
         except BaseException:
             if abandoned:  # (handed on outside the block: inside it, this list is the one collecting)
                 keep_abandoned(request, abandoned)
@@ -293,7 +308,13 @@ class FallbackProvider(MultiProvider):
     @asynccontextmanager
     async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         async def open_member(step: _Step) -> OpenedStream:
-            return await open_stream(lambda: stream_of(step.member, step.request), provider=step.name, model=step.model)
+            try:
+                return await open_stream(
+                    lambda: stream_of(step.member, step.request), provider=step.name, model=step.model
+                )
+            except BaseException:
+                hand_on(step.request, request)  # what a member that failed or was cancelled noted
+                raise
 
         # Failover happens only while opening a member's stream and reading its first event.
         abandoned: list[CutShort] = []
@@ -311,7 +332,7 @@ class FallbackProvider(MultiProvider):
                 return StreamEnd(with_cut_short(self._served(event.response, step), abandoned))
             return event
 
-        if not abandoned:  # the common case: nothing to carry
+        if not abandoned and not step.index:  # the common case: the primary serves, nothing to carry
             async with opened.stack:
                 events = relay(opened, provider=step.member, model=step.model, transform=name_server)
                 try:
@@ -322,7 +343,9 @@ class FallbackProvider(MultiProvider):
         # The attempts abandoned before this member ride on its end; if it never gets there they are charged
         # all the same (kept for the layer around, else noted for the run), with this member's call when the
         # consumer left it alive — cancelled, broke out, closed it — not when it failed or ended without its
-        # StreamEnd (charged as a call that failed is).  Before, they were dropped.
+        # StreamEnd (charged as a call that failed is).  Before, they were dropped.  Also when nothing was
+        # abandoned, for a member after the first: its call left alive is charged as its own (its name, its
+        # model), not as the pulled stream around would estimate it (the chain's name, the caller's model).
         carried = _Carried(relay(opened, provider=step.member, model=step.model, transform=name_server))
         try:
             async with opened.stack:
@@ -333,6 +356,7 @@ class FallbackProvider(MultiProvider):
         finally:
             if not carried.ended:
                 _charge_unfinished(request, step, abandoned, carried)
+            hand_on(step.request, request)
 
 
 class _Carried:
@@ -375,14 +399,16 @@ def _charge_unfinished(request: LLMRequest, step: _Step, abandoned: list[CutShor
     the served member's call — as the layers inside noted it, else at an estimate with the text it had delivered,
     priced as that member's (a pulled stream around keeps this note, which it would have named after the chain)."""
     if carried.over:
-        keep_abandoned(request, abandoned)
+        if abandoned:
+            keep_abandoned(request, abandoned)
         return
     noted = pop_cut_short(step.request)  # (the member's own request: the caller's for the primary)
     in_flight = noted if noted is not None else (
         estimated_cut_short(step.member, step.request, step.model, carried.acc.text),)
-    # Noted for the run even when a layer around collects the abandoned attempts: a hedge around estimates the
-    # copy it relayed itself, and its note replaces this one.
-    keep_abandoned(request, abandoned)
+    # Noted for the run even when a layer around collects the abandoned attempts: a hedge around takes it as the
+    # note of the copy it relayed (against that copy's own request).
+    if abandoned:
+        keep_abandoned(request, abandoned)
     note_cut_short(request, (*take_cut_short(request), *in_flight))
 
 

@@ -14,8 +14,10 @@ waited for before the call returns, so nothing of it outlives the call.
 
 **What the losing copy costs.**  It was sent, so the vendor bills it — its prompt at least (OpenAI bills a
 non-streamed request in full even after the client hung up).  The winner's response carries it for the run to
-charge (:func:`agentactors.pricing.with_cut_short`): at its real usage when its answer came back anyway, else at
-an estimate — its prompt (:func:`~agentactors.gateway.provider.estimate_tokens`) and, for a stream, the output it
+charge (:func:`agentactors.pricing.with_cut_short`): as the layers inside it noted it when they did (each copy is
+sent a request of its own, :func:`~agentactors.resilience.timeout.own_request`: a ``BatchProvider`` copy at the batch
+price, or nothing for one withdrawn before its submission), at its real usage when its answer came back anyway, else
+at an estimate — its prompt (:func:`~agentactors.gateway.provider.estimate_tokens`) and, for a stream, the output it
 had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`).  The winner's ``usage`` stays what
 its vendor said.  When the caller is cancelled mid-call, every copy in flight is noted
 (:func:`agentactors.pricing.note_cut_short`) for the run to charge as its call cut short, and so is every copy of a
@@ -24,7 +26,9 @@ stream whose winner failed notes its losing copies alone, as for a call that fai
 below gave up on was sent too: the hedge collects it (as ``with_retry`` does:
 :func:`~agentactors.resilience.timeout.abandoned_attempts`) and charges it with the others — on the winner's
 answer, in the note, or handed to the layer around when no copy answered — so that each copy is charged once,
-with or without a retry around.
+with or without a retry around.  A copy cancelled because the other was refused with a request error was sent:
+it is charged as those are.  A note is added to what was noted against the caller's request before (a sibling's
+sharing it), never replacing it.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, StreamEvent, TextDelta
-from ..pricing import CutShort, note_cut_short, with_cut_short
+from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, with_cut_short
 from ..providers.port import (
     LLMProvider,
     StreamAccumulator,
@@ -57,7 +61,7 @@ from ._numbers import is_number, whole
 from .breaker import CircuitBreakerProvider
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of, name_of
 from .streams import cut_short, stream_of
-from .timeout import abandoned_attempts, keep_abandoned
+from .timeout import abandoned_attempts, hand_on, keep_abandoned, own_request
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -185,7 +189,9 @@ class HedgeProvider(ProviderDecorator):
             return None
         self._hedges.append(call)
         self.hedged += 1
-        return target, sub, model
+        # A request of its own (``with_model`` made one already for another model): what is noted against it is
+        # this copy's alone (_Race.billed).
+        return target, own_request(sub) if sub is request else sub, model
 
     def _took(self, seconds: float) -> None:
         self._latencies.append(seconds)
@@ -198,34 +204,41 @@ class HedgeProvider(ProviderDecorator):
         delay = self.delay()
         if delay is None:
             started = self._clock()
+            sent = own_request(request)
             try:
-                response = await self._inner.complete(request)
+                response = await self._inner.complete(sent)
             except anyio.get_cancelled_exc_class():  # the caller left mid-call: the copy in flight is billed
-                note_cut_short(request, (estimated_cut_short(self._inner, request, model_of(self._inner, request)),))
+                noted = pop_cut_short(sent)  # as the layers inside noted it (a batch's price, or nothing), else:
+                _note(request, noted if noted is not None else (
+                    estimated_cut_short(self._inner, request, model_of(self._inner, request)),))
                 raise
+            finally:
+                hand_on(sent, request)
             self._took(self._clock() - started)
             return response
         # The first copy runs in the caller's task (most calls answer before ``after``: they pay for one timer
         # task, not a task per copy); the timer sends the hedge, and the winner cancels the other copy.
         race: _Race[LLMResponse] = _Race(self._clock)
         primary = race.add("primary", self._inner, model_of(self._inner, request))
-        primary.request = request
+        sent = primary.request = own_request(request)  # each copy is sent a request of its own (_Race.billed)
         try:
             # The copies a timeout inside abandons are the race's to charge (_Race.abandoned): the timer's task,
             # which sends the hedge, inherits the list.
             with abandoned_attempts() as race.abandoned:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._hedge_later, race, call, request, delay)
-                    await race.run(primary, lambda _: self._inner.complete(request))
+                    await race.run(primary, lambda _: self._inner.complete(sent))
                     await race.done.wait()
                     tg.cancel_scope.cancel()  # the timer, or the losing copy: its request closed before returning
+            answered: LLMResponse = self._settled(race, request)
+            if race.started > 1 or race.abandoned:
+                answered = with_cut_short(answered, race.billed(race.winner))
+            return answered
         except anyio.get_cancelled_exc_class():
-            note_cut_short(request, race.billed(None))  # every copy in flight (a won answer lost too)
+            _note(request, race.billed(None))  # every copy in flight (a won answer lost too)
             raise
-        answered: LLMResponse = self._settled(race, request)
-        if race.started > 1 or race.abandoned:
-            answered = with_cut_short(answered, race.billed(race.winner))
-        return answered
+        finally:
+            race.hand_on(request)
 
     async def _hedge_later(self, race: _Race[LLMResponse], call: int, request: LLMRequest, delay: float) -> None:
         """After ``delay``, unless the call is over: the hedge, run in this task, if one may be sent."""
@@ -272,7 +285,8 @@ class HedgeProvider(ProviderDecorator):
                 # set only while they start, never across the yield (the consumer's code runs in this context).
                 with abandoned_attempts() as race.abandoned:
                     model = model_of(self._inner, request)
-                    race.start(tg, "primary", self._inner, model, attempt(self._inner, request, model), request)
+                    sent = own_request(request)  # each copy is sent a request of its own (_Race.billed)
+                    race.start(tg, "primary", self._inner, model, attempt(self._inner, sent, model), sent)
                     if delay is not None:
                         with anyio.move_on_after(delay):
                             await race.done.wait()
@@ -298,24 +312,36 @@ class HedgeProvider(ProviderDecorator):
                         await events.aclose()
                         tg.cancel_scope.cancel()  # the winner's stream closes in its own task
         except anyio.get_cancelled_exc_class():
-            note_cut_short(request, race.billed(None))  # cancelled before a winner: every copy in flight
+            _note(request, race.billed(None))  # cancelled before a winner: every copy in flight
+            race.hand_on(request)
             raise
-        if race.winner is None:
-            raise race.lost(request)
-        if not opened.ended:
-            if not opened.over or isinstance(failure, anyio.get_cancelled_exc_class()):
-                # The consumer left mid-stream — cancelled, or quietly (it broke out, closed it): every copy is
-                # billed, the winner with what it had delivered.  This note is the one kept (a ProviderActor's
-                # stream around adds nothing to it): noting the losers alone left the winner uncharged.
-                note_cut_short(request, race.billed(None))
-            else:
-                # The winner failed, or ended without its StreamEnd: what was to ride on that end (the losers,
-                # the copies abandoned) is noted for the run, as for a call that failed.
-                lost = race.billed(race.winner)
-                if lost:
-                    note_cut_short(request, lost)
+        try:
+            if race.winner is None:
+                raise race.lost(request)
+            if not opened.ended:
+                if not opened.over or isinstance(failure, anyio.get_cancelled_exc_class()):
+                    # The consumer left mid-stream — cancelled, or quietly (it broke out, closed it): every copy is
+                    # billed, the winner with what it had delivered.  This note is the one kept (a ProviderActor's
+                    # stream around adds nothing to it): noting the losers alone left the winner uncharged.
+                    _note(request, race.billed(None))
+                else:
+                    # The winner failed, or ended without its StreamEnd: what was to ride on that end (the losers,
+                    # the copies abandoned) is noted for the run, as for a call that failed.
+                    lost = race.billed(race.winner)
+                    if lost:
+                        _note(request, lost)
+        finally:
+            race.hand_on(request)
         if failure is not None:
             raise failure
+
+
+def _note(request: LLMRequest, calls: tuple[CutShort, ...]) -> None:
+    """Note ``calls`` (every copy this call sent and cut short) for the run, added to what was noted against
+    ``request`` before — a sibling's sharing the request object, not this call's (its copies were sent requests of
+    their own).  Noted even when empty: "nothing billed" (a batch copy withdrawn before its submission) is kept by
+    a ``ProviderActor`` around, which would otherwise estimate a call."""
+    note_cut_short(request, (*take_cut_short(request), *calls))
 
 
 class _Attempt:
@@ -331,7 +357,9 @@ class _Attempt:
         self.started = started
         self.seconds = 0.0
         self.value: Any = None
-        self.request: LLMRequest | None = None  # the request this copy sent (``to``'s own model for a hedge)
+        #: The request this copy was sent: its own (``to``'s own model for a hedge), so that what the layers inside
+        #: noted against it is this copy's alone (:meth:`_Race.billed`).
+        self.request: LLMRequest | None = None
         self.failed = False  # it ended with an error: not billed (a vendor's error, or refused before sending)
 
 
@@ -377,17 +405,26 @@ class _Race(Generic[T]):
 
     def billed(self, winner: _Attempt | None) -> tuple[CutShort, ...]:
         """The copies other than ``winner`` that were sent and did not fail, and those a timeout inside abandoned
-        (:attr:`abandoned`): what the vendor bills for them.  Taken once: the abandoned are handed over.
+        (:attr:`abandoned`): what the vendor bills for them.  Taken once: the abandoned, and what was noted
+        against each copy's request, are handed over.
 
-        A copy whose answer came back anyway (it lost by an instant) at its real usage; any other at an estimate —
-        its prompt, and for a stream the output it had delivered
-        (:func:`~agentactors.gateway.provider.estimated_cut_short`).  ``winner=None``: every copy (the caller left,
-        and a won answer it never received is billed too).
+        A copy the layers inside noted as it was cancelled (against its own request: a ``BatchProvider``'s item at
+        the batch price, or ``()`` for one withdrawn before its submission) as they noted it — any copy's note,
+        also a failed one's or the winner's (its inner layers' calls cut short); else a copy whose answer came back
+        anyway (it lost by an instant) at its real usage; any other at an estimate — its prompt, and for a stream
+        the output it had delivered (:func:`~agentactors.gateway.provider.estimated_cut_short`).  ``winner=None``:
+        every copy (the caller left, and a won answer it never received is billed too).
         """
         out: list[CutShort] = [*self.abandoned]
         self.abandoned.clear()  # (the same list: the copies' tasks hold it in their context)
         for attempt in self.attempts:
-            if attempt is winner or attempt.failed or attempt.request is None:
+            if attempt.request is None:
+                continue
+            noted = pop_cut_short(attempt.request)
+            if noted is not None:  # the layers inside said what it cost: their word, even "nothing", is kept
+                out.extend(noted)
+                continue
+            if attempt is winner or attempt.failed:
                 continue
             value = attempt.value
             if isinstance(value, LLMResponse):
@@ -437,13 +474,21 @@ class _Race(Generic[T]):
             self.done.set()
 
     def lost(self, request: LLMRequest) -> ProviderError:
-        """No copy answered: the copies a timeout abandoned go to the layer around (the retry's list, else noted
-        for the run, added to its note: :func:`~agentactors.resilience.timeout.keep_abandoned`), and the error
-        to raise is returned (:meth:`error`)."""
-        if self.abandoned:
-            keep_abandoned(request, [*self.abandoned])
-            self.abandoned.clear()
+        """No copy answered: the copies a timeout abandoned, and those cancelled when the other copy was refused
+        with a request error (they were sent: billed), go to the layer around (the retry's list, else noted for
+        the run, added to its note: :func:`~agentactors.resilience.timeout.keep_abandoned`), and the error to
+        raise is returned (:meth:`error`)."""
+        billed = self.billed(None)  # (a copy that failed is not billed: only what its inner layers noted)
+        if billed:
+            keep_abandoned(request, billed)
         return self.error()
+
+    def hand_on(self, request: LLMRequest) -> None:
+        """What was noted against a copy's own request and not taken (:meth:`billed`) is handed on to the
+        caller's ``request``, as if no copy had been made (:func:`~agentactors.resilience.timeout.hand_on`)."""
+        for attempt in self.attempts:
+            if attempt.request is not None:
+                hand_on(attempt.request, request)
 
     def error(self) -> ProviderError:
         """What the call raises when no copy answered: a request error if there is one, else the first."""
@@ -589,8 +634,10 @@ def with_hedge(
     * The losing copy is **charged** to the run (``RunResult.cost``) and its budgets, as the vendor bills it: at
       its real usage when its answer came back anyway, else at an estimate — its prompt, and for a stream the
       output it had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`); ``usage`` stays
-      the winner's.  A caller cancelled mid-call has every copy in flight charged, and a copy its timeout gave
-      up on is charged too, once (``docs/costs.md``, "Calls cut short").  ``max_extra`` bounds that spend.
+      the winner's; a copy whose layers noted what it cost (a batch copy: the batch price) as they noted it.  A
+      caller cancelled mid-call has every copy in flight charged, and a copy its timeout gave up on, or cancelled
+      by the other's request error, is charged too, once (``docs/costs.md``, "Calls cut short").  ``max_extra``
+      bounds that spend.
     * ``max_extra``: at most this fraction of the last ``window`` calls are hedged (``0.05``: 5 %
       more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
     * Settings are checked as :func:`with_retry` checks its own: ``after`` a finite number of seconds

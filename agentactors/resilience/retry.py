@@ -27,12 +27,12 @@ from ..events import emit
 from ..gateway import ticket as run_ticket
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
-from ..pricing import CutShort, note_cut_short, pop_cut_short, with_cut_short
+from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, with_cut_short
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import OpenedStream, open_stream, relay, stream_of
-from .timeout import abandoned_attempts
+from .timeout import abandoned_attempts, hand_on, own_request
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -98,8 +98,10 @@ class RetryingProvider(ProviderDecorator):
     # -- the port ---------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        flight = _InFlight(request)
         with abandoned_attempts() as abandoned:
-            response = await self._run(lambda: self._inner.complete(request), request, abandoned)
+            response = await self._run(self._inner.complete, request, abandoned, flight)
+        hand_on(flight.sent, request)  # (nothing when the attempt that answered was sent the request itself)
         # Attempts a with_timeout inside gave up on were sent, and are billed: they ride on the answer.
         return with_cut_short(response, abandoned) if abandoned else response
 
@@ -110,13 +112,14 @@ class RetryingProvider(ProviderDecorator):
     async def _stream(self, request: LLMRequest) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         model = model_of(self._inner, request)
 
-        async def attempt() -> OpenedStream:
-            return await open_stream(lambda: stream_of(self._inner, request), provider=self.name, model=model)
+        async def attempt(sent: LLMRequest) -> OpenedStream:
+            return await open_stream(lambda: stream_of(self._inner, sent), provider=self.name, model=model)
 
         # Only opening the stream and reading its first event is retried: nothing reached the consumer yet.
+        flight = _InFlight(request)
         with abandoned_attempts() as abandoned:
-            opened = await self._run(attempt, request, abandoned)
-        if not abandoned:
+            opened = await self._run(attempt, request, abandoned, flight)
+        if not abandoned:  # (then the attempt was sent the request itself: nothing to hand on)
             async with opened.stack:
                 events = relay(opened, provider=self._inner, model=model)
                 try:
@@ -139,10 +142,12 @@ class RetryingProvider(ProviderDecorator):
                     await carried.aclose()
         except BaseException as exc:
             if carried.abandoned:
-                self._note(request, carried.abandoned, exc, carried.acc.text, left=not carried.over)
+                self._note(request, flight, carried.abandoned, exc, carried.acc.text, left=not carried.over)
+            hand_on(flight.sent, request)
             raise
         if carried.abandoned:
-            self._note(request, carried.abandoned, None, carried.acc.text, left=not carried.over)
+            self._note(request, flight, carried.abandoned, None, carried.acc.text, left=not carried.over)
+        hand_on(flight.sent, request)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -183,31 +188,37 @@ class RetryingProvider(ProviderDecorator):
             return f"retry-after {ra:g}s exceeds max_retry_after {self.max_retry_after:g}s", True
         return None
 
-    def _note(self, request: LLMRequest, abandoned: list[CutShort], exc: BaseException | None, delivered: str,
-              *, sending: bool = True, left: bool = False) -> None:
+    def _note(self, request: LLMRequest, flight: _InFlight, abandoned: list[CutShort], exc: BaseException | None,
+              delivered: str, *, sending: bool = True, left: bool = False) -> None:
         """The call ends without an answer (``exc``; ``None``: a stream left before its end), after attempts were
         abandoned: they are noted for the run, with the attempt in flight when it was cancelled or (``left``) its
         stream was left by the consumer before its end — as the layers inside noted it, else at an estimate with
         the text it had ``delivered`` (the ProviderActor around would keep this note, not estimate that attempt
-        itself)."""
-        noted = pop_cut_short(request)
+        itself).  Added to what was noted against ``request`` before (a sibling's sharing the request object, an
+        earlier call's): the layers inside noted against the attempt's own request (:class:`_InFlight`)."""
+        noted = pop_cut_short(flight.sent)
         if noted is None:
             noted = ()
             if sending and (left or isinstance(exc, anyio.get_cancelled_exc_class())):
                 noted = (estimated_cut_short(self._inner, request, model_of(self._inner, request), delivered),)
-        note_cut_short(request, (*abandoned, *noted))
+        note_cut_short(request, (*take_cut_short(request), *abandoned, *noted))
         abandoned.clear()
 
-    async def _run(self, attempt: Callable[[], Awaitable[T]], request: LLMRequest, abandoned: list[CutShort]) -> T:
-        sending = [False]  # an attempt is in flight (not a wait between two)
+    async def _run(
+        self, attempt: Callable[[LLMRequest], Awaitable[T]], request: LLMRequest, abandoned: list[CutShort],
+        flight: _InFlight,
+    ) -> T:
         try:
-            return await self._attempts(attempt, request, sending)
+            return await self._attempts(attempt, request, abandoned, flight)
         except BaseException as exc:
             if abandoned:  # (nearly always empty: one test of a list)
-                self._note(request, abandoned, exc, "", sending=sending[0])
+                self._note(request, flight, abandoned, exc, "", sending=flight.sending)
             raise
 
-    async def _attempts(self, attempt: Callable[[], Awaitable[T]], request: LLMRequest, sending: list[bool]) -> T:
+    async def _attempts(
+        self, attempt: Callable[[LLMRequest], Awaitable[T]], request: LLMRequest, abandoned: list[CutShort],
+        flight: _InFlight,
+    ) -> T:
         # Imported by the first call, not with the package: tenacity is ~10 ms of `import agentactors`.
         from tenacity import AsyncRetrying, DoAttempt, DoSleep, RetryCallState
 
@@ -232,16 +243,20 @@ class RetryingProvider(ProviderDecorator):
                     shut = _gate.refusal()
                     if shut is not None:
                         raise call.shut_out(shut, waited=True)
-                sending[0] = True
+                # Once an attempt was abandoned, each is sent a request of its own: what its layers note is its
+                # own (_note), told from a note of a sibling sharing the request.  The first is sent the request.
+                flight.sent = own_request(request) if abandoned else request
+                flight.sending = True
                 try:
-                    result = await attempt()
+                    result = await attempt(flight.sent)
                 except Exception as exc:
                     # Cancellation (a BaseException) is not caught: it leaves at once, no attempt follows.
-                    sending[0] = False
+                    flight.sending = False
+                    hand_on(flight.sent, request)  # what the layers of a failed attempt noted
                     failure = as_provider_error(exc, self._inner, call.model)
                     state.set_exception((type(failure), failure, failure.__traceback__))
                 else:
-                    sending[0] = False
+                    flight.sending = False
                     state.set_result(result)
             elif isinstance(do, DoSleep):
                 # Not worth waiting for an attempt a breaker above already forbids: let a fallback serve now.
@@ -254,6 +269,18 @@ class RetryingProvider(ProviderDecorator):
             else:
                 call.recovered(state)
                 return do  # type: ignore[no-any-return]
+
+
+class _InFlight:
+    """The attempt of one call: the request it was sent (``sent``: the caller's, or once an attempt was abandoned,
+    one of its own, :func:`~agentactors.resilience.timeout.own_request`) and whether it is in flight (``sending``:
+    not a wait between two)."""
+
+    __slots__ = ("sending", "sent")
+
+    def __init__(self, request: LLMRequest) -> None:
+        self.sent = request
+        self.sending = False
 
 
 class _Call:

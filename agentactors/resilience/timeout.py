@@ -9,7 +9,7 @@ A call abandoned so was sent, and the vendor bills it: it is charged as a call c
 short (``docs/costs.md``) — kept for the ``with_retry`` around (:func:`abandoned_attempts`),
 which puts it on the answer a later attempt brings, or notes it for the run when the
 call fails (:func:`keep_abandoned`).  The layers inside get a copy of the request of
-their own (:func:`_own`), so that what they note of *this* call is told from what was
+their own (:func:`own_request`), so that what they note of *this* call is told from what was
 noted against the request before it or by a sibling sharing it.
 """
 
@@ -34,7 +34,7 @@ from ._numbers import is_number
 from .decorator import ProviderDecorator, model_of
 from .streams import cut_short, stream_of
 
-__all__ = ["TimeoutProvider", "abandoned_attempts", "keep_abandoned", "with_timeout"]
+__all__ = ["TimeoutProvider", "abandoned_attempts", "hand_on", "keep_abandoned", "own_request", "with_timeout"]
 
 # The attempts abandoned under the innermost ``with_retry`` call in progress (its own list), or None outside one.
 # A context variable, not an argument: layers between the retry and the timeout (a hedge's copies, in tasks of
@@ -71,12 +71,13 @@ def keep_abandoned(request: LLMRequest, calls: Iterable[CutShort]) -> None:
         note_cut_short(request, (*take_cut_short(request), *calls))
 
 
-# LLMRequest's fields, copied by _own (a hand copy: a third of copy.copy's time, which goes through pickling hooks).
+# LLMRequest's fields, copied by own_request (by hand: a third of copy.copy's time, which goes through pickling hooks).
 _FIELDS = tuple(field.name for field in attrs.fields(LLMRequest))
 
 
-def _own(request: LLMRequest) -> LLMRequest:
-    """An equal request that is a different object: what the layers inside a bound are sent.
+def own_request(request: LLMRequest) -> LLMRequest:
+    """An equal request that is a different object: what the layers inside a bound (a hedge's copy, a fallback's
+    member, a retry's attempt) are sent.
 
     Calls cut short are noted against the request *object* (:func:`~agentactors.pricing.note_cut_short`), so a
     note found against the caller's request when the bound expires could be anyone's: left from an earlier call
@@ -92,10 +93,13 @@ def _own(request: LLMRequest) -> LLMRequest:
     return own
 
 
-def _hand_on(sent: LLMRequest, request: LLMRequest) -> None:
-    """What the layers inside noted against ``sent`` (this call's copy, :func:`_own`) is noted against the
+def hand_on(sent: LLMRequest, request: LLMRequest) -> None:
+    """What the layers inside noted against ``sent`` (this call's copy, :func:`own_request`) is noted against the
     caller's ``request``, added to what was noted there before (a sibling's): the layers around (the retry, the
-    ``ProviderActor``, the run) look for it there, as if no copy had been made."""
+    ``ProviderActor``, the run) look for it there, as if no copy had been made.  Nothing when ``sent`` is
+    ``request`` (no copy was made)."""
+    if sent is request:
+        return
     noted = pop_cut_short(sent)
     if noted is not None:
         note_cut_short(request, (*take_cut_short(request), *noted))
@@ -139,7 +143,7 @@ class TimeoutProvider(ProviderDecorator):
     async def complete(self, request: LLMRequest) -> LLMResponse:
         if self.attempt is None:
             return await self._inner.complete(request)
-        sent = _own(request)
+        sent = own_request(request)
         try:
             with anyio.move_on_after(self.attempt):
                 return await self._inner.complete(sent)
@@ -148,11 +152,11 @@ class TimeoutProvider(ProviderDecorator):
             self._abandoned(request, sent, model, "")
             raise self._timeout(model, "the call", self.attempt)
         finally:
-            _hand_on(sent, request)
+            hand_on(sent, request)
 
     def _abandoned(self, request: LLMRequest, sent: LLMRequest, model: str | None, delivered: str) -> None:
-        """The call was sent (as ``sent``, :func:`_own`) and this bound abandoned it: it is billed.  What a layer
-        inside noted as the cancellation passed through it is kept (it knows more: a hedge's copies, a batch's
+        """The call was sent (as ``sent``, :func:`own_request`) and this bound abandoned it: it is billed.  What a
+        layer inside noted as the cancellation passed through it is kept (it knows more: a hedge's copies, a batch's
         price, or that its request was never sent); else the prompt, and a stream's ``delivered`` text, at an
         estimate.  Only this call's inner layers noted against ``sent``: a note left against ``request`` (an
         earlier call's, a sibling's) is not taken for theirs, and stays, with this call's added to it."""
@@ -170,7 +174,7 @@ class TimeoutProvider(ProviderDecorator):
         model = model_of(self._inner, request)
         guard = _StreamGuard(self, anyio.current_time())
         acc = StreamAccumulator()
-        sent = _own(request)
+        sent = own_request(request)
         try:
             # One scope spans the whole stream (entered before the inner stream, left after it, so scopes
             # nest properly); its deadline moves between the attempt, first-event and idle bounds.
@@ -192,7 +196,7 @@ class TimeoutProvider(ProviderDecorator):
                     raise interrupted(error, provider=self.name, model=model, partial_text=acc.text) from error
                 raise error
         finally:
-            _hand_on(sent, request)
+            hand_on(sent, request)
 
 
 class _StreamGuard:

@@ -182,8 +182,6 @@ def _never_ending_batches() -> OpenAIProvider:
                           http_client=client)
 
 
-@pytest.mark.xfail(strict=True, reason="the hedge charges its losing copy and never takes what the copy noted: "
-                   "a fix in resilience/hedge.py (outside this change), see the report")
 async def test_a_batch_copy_that_lost_a_hedge_leaves_nothing_against_the_request(anyio_backend: Any) -> None:
     # The primary answers at 5 s; the hedge, sent at 2 s to a batch provider (same model: the same request object),
     # was submitted at 3 s and is cancelled when the primary wins.  The hedge charges it on the answer — and the
