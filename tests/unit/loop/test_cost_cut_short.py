@@ -31,11 +31,11 @@ from agentactors import (
 from agentactors.gateway.provider import estimate_tokens
 from agentactors.messages import StreamEvent, TextDelta
 from agentactors.pricing import Cost, CutShort, cut_short_of, note_cut_short, take_cut_short
+from tests.support.cut_short import PROMPT
 from tests.support.prices import gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
-PROMPT = "x" * 40_000  # ~10,000 prompt tokens: $0.025 at gpt-4o's input price
 WINNER = Usage(10_000, 100)
 WON = 10_000 * 2.5 / 1e6 + 100 * 10.0 / 1e6
 

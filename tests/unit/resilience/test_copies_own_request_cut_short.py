@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from agentactors import (
@@ -26,7 +25,6 @@ from agentactors import (
     LLMRequest,
     LLMResponse,
     Message,
-    OpenAIProvider,
     ProviderActor,
     Runtime,
     ScriptedProvider,
@@ -41,10 +39,10 @@ from agentactors.gateway import PulledStream, Stream
 from agentactors.messages import StreamEnd, StreamEvent, TextDelta
 from agentactors.pricing import CutShort, cut_short_of, note_cut_short, take_cut_short
 from agentactors.providers.port import LLMProvider
+from tests.support.cut_short import PROMPT
+from tests.support.cut_short import never_ending_batches as _never_ending_batches
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
-
-PROMPT = "x" * 40_000  # ~10,000 prompt tokens
 
 
 def answering(delay: float, model: str = "gpt-4o", *, refuse: bool = False) -> ScriptedProvider:
@@ -70,22 +68,6 @@ def failing(model: str = "gpt-4o") -> ScriptedProvider:
         raise ProviderError("overloaded", provider="openai", model=model, kind=ErrorKind.transient, retryable=True)
 
     return ScriptedProvider(item, name="openai", model=model)
-
-
-def _never_ending_batches() -> OpenAIProvider:
-    """An OpenAI provider whose batches are submitted and then run forever (each status read: in progress)."""
-
-    def handler(http: httpx.Request) -> httpx.Response:
-        path = http.url.path
-        if path == "/v1/files":
-            return httpx.Response(200, json={"id": "file-in"})
-        if path == "/v1/batches":
-            return httpx.Response(200, json={"id": "batch-1", "status": "validating"})
-        return httpx.Response(200, json={"id": "batch-1", "status": "in_progress"})
-
-    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    return OpenAIProvider("gpt-4o", api_key="sk-unit-key-000", base_url="https://api.openai.com/v1",
-                          http_client=client)
 
 
 def _batch_hedged(primary: LLMProvider) -> LLMProvider:

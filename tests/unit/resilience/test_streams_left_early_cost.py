@@ -12,8 +12,6 @@ alone, as before.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -23,104 +21,21 @@ from agentactors import (
     Agent,
     CostBudget,
     LLMRequest,
-    LLMResponse,
-    Message,
     ProviderActor,
     Runtime,
-    Usage,
     with_fallback,
     with_hedge,
     with_retry,
     with_timeout,
 )
 from agentactors.errors import StreamInterruptedError
-from agentactors.gateway import ProviderStream, PulledStream, Stream
-from agentactors.messages import StreamEnd, StreamEvent, TextDelta
-from agentactors.pricing import CutShort, cut_short_of, take_cut_short
+from agentactors.gateway import ProviderStream, Stream
+from agentactors.messages import StreamEnd, TextDelta
+from agentactors.pricing import cut_short_of, take_cut_short
+from tests.support.cut_short import PIECE, PROMPT, USAGE, Vendor, in_flight, pulled, request, unanswered
 from tests.support.prices import gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
-
-PROMPT = "x" * 40_000  # ~10,000 prompt tokens: $0.025 at gpt-4o's input price
-PIECE = "y" * 400  # ~100 output tokens a delta: $0.001 at gpt-4o's output price
-USAGE = Usage(10_000, 300)
-
-
-class Vendor:
-    """Streams three deltas of :data:`PIECE` one second apart, then its ``StreamEnd`` at :data:`USAGE`.
-
-    ``silent``: that many of its first calls send nothing for a long while (a hedge or a timeout gives up on them).
-    ``fails``: its stream fails after its first delta.  Counts the calls sent, and the streams closed before their end.
-    """
-
-    name = "openai"
-    default_model = "gpt-4o"
-    carries_tools = True
-    carries_forced_tool_choice = True
-
-    def __init__(self, silent: int = 0, *, fails: bool = False) -> None:
-        self.silent = silent
-        self.fails = fails
-        self.sent = 0
-        self.closed_early = 0
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - streamed only
-        raise AssertionError("streamed only")
-
-    def stream(self, request: LLMRequest) -> Any:
-        return self._stream()
-
-    @asynccontextmanager
-    async def _stream(self) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-        self.sent += 1
-        hangs = self.sent <= self.silent
-        ended = False
-
-        async def events() -> AsyncIterator[StreamEvent]:
-            nonlocal ended
-            if hangs:
-                await anyio.sleep(1000)
-            for _ in range(3):
-                await anyio.sleep(1.0)
-                yield TextDelta(PIECE)
-                if self.fails:
-                    raise ConnectionError("reset")
-            ended = True
-            yield StreamEnd(LLMResponse(PIECE * 3, usage=USAGE, provider="openai", model="gpt-4o"))
-
-        gen = events()
-        try:
-            yield gen
-        finally:
-            if not ended:
-                self.closed_early += 1
-            with anyio.CancelScope(shield=True):
-                await gen.aclose()  # type: ignore[attr-defined]
-
-    async def aclose(self) -> None:
-        pass
-
-
-def request() -> LLMRequest:
-    return LLMRequest([Message.user(PROMPT)])
-
-
-async def pulled(rt: Runtime, provider: Any, req: LLMRequest) -> PulledStream:
-    stream = await ProviderActor.shared(rt, provider).ask(Stream(req, pull=True))
-    assert isinstance(stream, PulledStream)
-    return stream
-
-
-def in_flight(call: CutShort, deltas: int, provider: str = "openai") -> None:
-    """``call`` is a call in flight's charge: its prompt and the ``deltas`` it had delivered, estimated."""
-    assert call.estimated and call.provider == provider and call.model == "gpt-4o"
-    assert call.input_tokens == pytest.approx(10_000, rel=0.01)
-    assert call.output_tokens == deltas * 100
-
-
-def unanswered(call: CutShort) -> None:
-    """``call`` is a copy or an attempt given up before its first event: its prompt alone, estimated."""
-    assert call.estimated and call.input_tokens == pytest.approx(10_000, rel=0.01) and call.output_tokens == 0
 
 
 # --- with_hedge ----------------------------------------------------------------------------------------------------

@@ -32,14 +32,13 @@ from agentactors.errors import ProviderTimeout, StreamInterruptedError
 from agentactors.messages import StreamEnd, TextDelta
 from agentactors.pricing import CutShort, cut_short_of, take_cut_short
 from agentactors.providers.scripted import StreamCut
+from tests.support.cut_short import ESTIMATE, PROMPT
 from tests.support.prices import gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
-PROMPT = "x" * 40_000  # ~10,000 prompt tokens: $0.025 at gpt-4o's input price
 ANSWER = Usage(10_000, 100)
 ANSWERED = 10_000 * 2.5 / 1e6 + 100 * 10.0 / 1e6
-ESTIMATE = 0.025
 
 
 def answering(*delays: float) -> ScriptedProvider:

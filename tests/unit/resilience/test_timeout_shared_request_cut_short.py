@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from agentactors import (
@@ -21,7 +20,6 @@ from agentactors import (
     LLMRequest,
     LLMResponse,
     Message,
-    OpenAIProvider,
     ScriptedProvider,
     Usage,
     with_hedge,
@@ -31,10 +29,10 @@ from agentactors import (
 from agentactors.errors import ProviderTimeout
 from agentactors.pricing import CutShort, cut_short_of, note_cut_short, take_cut_short
 from agentactors.providers.port import LLMProvider
+from tests.support.cut_short import PROMPT
+from tests.support.cut_short import never_ending_batches as _never_ending_batches
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
-
-PROMPT = "x" * 40_000  # ~10,000 prompt tokens
 
 
 def hanging(model: str) -> ScriptedProvider:
@@ -164,22 +162,6 @@ async def test_a_batch_item_left_by_a_timeout_is_charged_at_the_batch_price_once
         await _timed_out(with_timeout(batch, attempt=10.0), request)
     (charged,) = take_cut_short(request)
     assert charged.batch and charged.model == "gpt-4o" and charged.input_tokens > 9_000
-
-
-def _never_ending_batches() -> OpenAIProvider:
-    """An OpenAI provider whose batches are submitted and then run forever (each status read: in progress)."""
-
-    def handler(http: httpx.Request) -> httpx.Response:
-        path = http.url.path
-        if path == "/v1/files":
-            return httpx.Response(200, json={"id": "file-in"})
-        if path == "/v1/batches":
-            return httpx.Response(200, json={"id": "batch-1", "status": "validating"})
-        return httpx.Response(200, json={"id": "batch-1", "status": "in_progress"})
-
-    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    return OpenAIProvider("gpt-4o", api_key="sk-unit-key-000", base_url="https://api.openai.com/v1",
-                          http_client=client)
 
 
 async def test_a_batch_copy_that_lost_a_hedge_leaves_nothing_against_the_request(anyio_backend: Any) -> None:
