@@ -38,7 +38,6 @@ aiohttp refuses to send ``LocalProtocolError`` — each with the aiohttp excepti
 from __future__ import annotations
 
 import ssl
-import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -46,6 +45,8 @@ import aiohttp
 import httpx
 from multidict import CIMultiDict
 from yarl import URL
+
+from ._proxies import proxies_configured
 
 __all__ = ["AiohttpResponse", "AiohttpSender"]
 
@@ -182,7 +183,7 @@ class AiohttpSender:
         connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=self._keepalive)
         # aiohttp's trust_env costs two worker-thread hops per request (netrc, then proxies): paid only
         # when a proxy is actually configured in the environment, which is all httpx reads it for.
-        trust_env = self._trust_env and bool(urllib.request.getproxies())
+        trust_env = self._trust_env and proxies_configured()
         self._session = aiohttp.ClientSession(
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),

@@ -46,6 +46,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._backend import running_trio
+from ._proxies import proxies_configured
 
 if TYPE_CHECKING:
     import httpx
@@ -272,8 +273,6 @@ def preload() -> None:
 
 def owned_sender(timeout: httpx.Timeout) -> Sender:
     """The sender a provider owns, for the running backend (see the module docstring)."""
-    import urllib.request  # here, not at the top: it imports http.client and email (~10 ms)
-
     import httpx
 
     choice = os.environ.get(ENV, "").strip().lower()
@@ -291,7 +290,7 @@ def owned_sender(timeout: httpx.Timeout) -> Sender:
             )
             return sender
         raise RuntimeError(f"{ENV}=aiohttp, but aiohttp is not installed (pip install 'agentactors[aiohttp]')")
-    if choice == "h11" or (choice != "httpx" and not urllib.request.getproxies()):
+    if choice == "h11" or (choice != "httpx" and not proxies_configured()):
         from .h11_transport import H11Sender  # imported on first use: `import agentactors` does not need it
 
         return H11Sender(

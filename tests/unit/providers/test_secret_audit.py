@@ -202,9 +202,13 @@ async def side_by_side(wires: Iterable[Any]) -> list[str]:
     return out
 
 
+@pytest.mark.parametrize("sender", ["auto", "httpx"])
 async def test_no_wire_shows_a_credential_on_any_failure(
-    tmp_path: Path, debug_logs: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    sender: str, tmp_path: Path, debug_logs: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every wire, every failure mode, on both owned senders: the default (the h11 sender: no proxy is configured,
+    ``NO_PROXY`` alone is none) and httpx's client (what an environment with a proxy gets)."""
+    monkeypatch.setenv("AGENTACTORS_HTTP_TRANSPORT", sender)
     c = Credentials()
     seen: list[str] = []
     exporter = InMemorySpanExporter()

@@ -525,6 +525,11 @@ async def test_the_seam_takes_h11_on_both_backends_and_keeps_the_escape_hatches(
     monkeypatch.setenv(ENV, "h11")
     assert isinstance(owned_sender(TIMEOUT), H11Sender)
     monkeypatch.delenv(ENV)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # a list of hosts no proxy serves: no proxy at all
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    unproxied = owned_sender(TIMEOUT)
+    assert isinstance(unproxied, H11Sender)
+    await unproxied.aclose()
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
     proxied = owned_sender(TIMEOUT)
     assert proxied.name == "httpx"  # httpx honours proxies
