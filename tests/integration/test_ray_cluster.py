@@ -54,7 +54,7 @@ WORKER = {"num_cpus": 0}
 
 
 def start_local_ray() -> None:
-    """The module's local Ray instance (the fixture's; the test that shuts Ray down starts it again)."""
+    """The module's local Ray instance (the fixtures'; started again for a test after one that shut it down)."""
     ray.init(
         address="local",
         num_cpus=2,
@@ -66,11 +66,18 @@ def start_local_ray() -> None:
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
-    start_local_ray()
     try:
         yield
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def ray_running(local_ray: None) -> None:
+    """Ray, running for each test: started for the first, and again after a test that shut it down — not at
+    the end of that test, which runs last: Ray started again (~2-5 s) only for the module's end to stop it."""
+    if not ray.is_initialized():
+        start_local_ray()
 
 
 # --- factories (this module travels by value) ---------------------------------------------------
@@ -616,22 +623,19 @@ def slow_agent() -> SlowAgent:
 
 
 async def test_ray_shut_down_during_a_run_ends_every_input_with_worker_lost() -> None:
-    # Ray's replies never come once the driver's Ray is shut down: the cluster must notice, not wait forever.
-    try:
-        with anyio.fail_after(60):
-            async with RayCluster(slow_agent, workers=1, worker_options=WORKER, chunk=2) as cluster:
-                async with anyio.create_task_group() as tg:
+    # Ray's replies never come once the driver's Ray is shut down: the cluster must notice, not wait forever
+    # (ray_running starts it again for the next test that needs it).
+    with anyio.fail_after(60):
+        async with RayCluster(slow_agent, workers=1, worker_options=WORKER, chunk=2) as cluster:
+            async with anyio.create_task_group() as tg:
 
-                    async def shut_down_soon() -> None:
-                        await anyio.sleep(1.0)  # the chunks are on their way or running: either way they are lost
-                        await anyio.to_thread.run_sync(ray.shutdown)
+                async def shut_down_soon() -> None:
+                    await anyio.sleep(1.0)  # the chunks are on their way or running: either way they are lost
+                    await anyio.to_thread.run_sync(ray.shutdown)
 
-                    tg.start_soon(shut_down_soon)
-                    results = await cluster.run_many([f"q{i}" for i in range(6)])
-        assert len(results) == 6
-        for result in results:
-            assert isinstance(result.error, WorkerLost), result.error
-        assert any(r.error.attempts == 1 for r in results if isinstance(r.error, WorkerLost))  # sent, then lost
-    finally:
-        if not ray.is_initialized():
-            start_local_ray()  # the module's other tests use it
+                tg.start_soon(shut_down_soon)
+                results = await cluster.run_many([f"q{i}" for i in range(6)])
+    assert len(results) == 6
+    for result in results:
+        assert isinstance(result.error, WorkerLost), result.error
+    assert any(r.error.attempts == 1 for r in results if isinstance(r.error, WorkerLost))  # sent, then lost

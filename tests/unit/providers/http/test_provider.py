@@ -506,7 +506,8 @@ def test_an_owned_client_follows_the_event_loop_across_runs() -> None:
     is closed when that loop ends (the suite turns an unclosed socket's ResourceWarning into an error).
     """
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # serve_forever looks for shutdown() every poll_interval: 0.5 s by default, the most of this test's time.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         provider = OpenAIProvider("m", base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key=CANARY)
