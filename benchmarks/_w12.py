@@ -76,12 +76,16 @@ async def _agentactors(base: str, runs: int) -> tuple[OneRun, Callable[[], Await
 
 
 def _openai_client(base: str, runs: int) -> Any:
-    import httpx
+    import importlib
+
     import openai
 
-    limits = httpx.Limits(max_connections=runs + 16, max_keepalive_connections=runs + 16)
+    # The HTTP library the SDK's client is built on: httpx, or (openai >= 3.63) its fork httpx2, whose client
+    # refuses httpx's Timeout and Limits.
+    http = importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0])
+    limits = http.Limits(max_connections=runs + 16, max_keepalive_connections=runs + 16)
     # agentactors' default timeouts (the SDK's connect timeout is 5 s): a vendor slow to accept fails nobody sooner.
-    timeout = httpx.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
+    timeout = http.Timeout(connect=15.0, read=600.0, write=60.0, pool=60.0)
     return openai.AsyncOpenAI(api_key=KEY, base_url=f"{base}/v1", max_retries=0, timeout=timeout,
                               http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout))
 

@@ -618,9 +618,10 @@ async def _w7_warm(one: Any) -> None:
 
 
 async def _w7_official(openai: Any, base: str, runs: int) -> tuple[float, int]:
+    # The SDK's own HTTP library (httpx, or from openai 3.63 its fork httpx2) for its client's limits.
+    http = __import__(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0])
     client = openai.AsyncOpenAI(api_key="sk-bench-key-0000", base_url=f"{base}/v1", max_retries=0,
-                                http_client=openai.DefaultAsyncHttpxClient(
-                                    limits=__import__("httpx").Limits(max_connections=runs)))
+                                http_client=openai.DefaultAsyncHttpxClient(limits=http.Limits(max_connections=runs)))
     deltas = 0
     async with client:
 

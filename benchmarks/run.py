@@ -128,22 +128,42 @@ def _w2(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
 def _w3(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
     md: list[str] = []
     n = 200 if smoke else 10_000
-    res = {"runs": n, "latency": 0.05, "results": {}}
+    res: dict[str, Any] = {"runs": n, "latency": 0.05, "results": {}}
     for impl in ("agentactors", "plain asyncio"):
         res["results"][impl] = child("w3", impl=impl, runs=n, latency=0.05)
+    # What one waiting run holds (the issue's measure: tracemalloc, W3's agent, every run waiting on its model at
+    # once), each backend in a fresh process: benchmarks/_waiting_run_memory.py.
+    waiting = {backend: _waiting_run(backend, 200 if smoke else 2_000) for backend in ("asyncio", "trio")}
+    res["waiting_run"] = waiting
     report["workloads"]["W3"] = res
     rows = [[k, f"{v.get('wall', float('nan')):.2f} s", f"{v.get('completed', 0):,}/{n:,}",
              f"{v.get('rss_growth_mb', float('nan')):.1f} MB"] if "error" not in v else [k, str(v["error"]), "", ""]
             for k, v in res["results"].items()]
     md += [f"## W3 many agents ({n:,} concurrent runs, 50 ms model latency)", "",
-           table(["implementation", "wall", "completed", "peak RSS growth"], rows), ""]
+           table(["implementation", "wall", "completed", "peak RSS growth"], rows), "",
+           "What a run waiting on its model holds (tracemalloc; its task, frames, messages, events — and the "
+           "harness model's own wait on an event):", "",
+           table(["backend", "runs waiting", "bytes per waiting run"],
+                 [[b, f"{w.get('runs', 0):,}", f"{w['bytes_per_waiting_run']:,.0f} B" if "error" not in w
+                   else str(w["error"])] for b, w in waiting.items()]), ""]
     return md
+
+
+def _waiting_run(backend: str, runs: int) -> dict[str, Any]:
+    cmd = [sys.executable, str(HERE / "_waiting_run_memory.py"), "memory", "--runs", str(runs), "--backend", backend,
+           "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    if out.returncode != 0:
+        return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:] or ["failed"]}
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _w4(reps: int, smoke: bool, report: dict[str, Any]) -> list[str]:
     md: list[str] = []
     n = 2_000 if smoke else 100_000
-    res = {"agents": n, "results": {impl: child("w4", impl=impl, n=n) for impl in ("agentactors", "autogen-core")}}
+    res: dict[str, Any] = {
+        "agents": n, "results": {impl: child("w4", impl=impl, n=n) for impl in ("agentactors", "autogen-core")}
+    }
     report["workloads"]["W4"] = res
     rows = [[k, f"{v['bytes_per_agent'] / 1024:.2f} KB", f"{v['spawn_s']:.3f} s"] if "error" not in v
             else [k, str(v["error"]), ""] for k, v in res["results"].items()]

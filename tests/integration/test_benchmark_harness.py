@@ -43,6 +43,8 @@ def test_smoke_run_writes_every_workload(tmp_path: Path) -> None:
         assert w1[impl]["median"] > 0, impl
     w3 = report["workloads"]["W3"]["results"]["agentactors"]
     assert w3["completed"] == report["workloads"]["W3"]["runs"]
+    for backend, waiting in report["workloads"]["W3"]["waiting_run"].items():  # the measure, both backends
+        assert waiting["completed"] == waiting["runs"] and waiting["bytes_per_waiting_run"] > 0, backend
     assert report["workloads"]["W4"]["results"]["agentactors"]["bytes_per_agent"] > 0
     w5 = {(r["impl"], r["mode"], r["concurrency"]): r for r in report["workloads"]["W5"]["rows"]}
     ours = {"agentactors (h11, asyncio)", "agentactors (aiohttp, asyncio)", "agentactors (httpx, asyncio)",
