@@ -76,7 +76,8 @@ async def test_the_estimated_part_of_a_cost_survives_the_record(tmp_path: Path) 
     # A hedge's losing copy is charged at an estimate (docs/costs.md, "Calls cut short"): explain() from a JSONL
     # record tells the same estimated part the live run had, and its text says so.  Before, the record's cost was
     # rebuilt without it.
-    from tests.unit.loop.test_cost_cut_short import PROMPT, answering, hedged
+    from tests.support.cut_short import PROMPT
+    from tests.unit.loop.test_cost_cut_short import answering, hedged
 
     path = tmp_path / "events.jsonl"
     live = InMemoryRecorder()
