@@ -9,7 +9,7 @@ content_policy when asked for.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, TypeVar
 
@@ -29,7 +29,6 @@ from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, w
 from ..providers.port import (
     Capabilities,
     LLMProvider,
-    StreamAccumulator,
     StreamContext,
     default_model_of,
     forced_tool_choice_for,
@@ -40,7 +39,7 @@ from ..providers.port import (
 from ..settings import ModelSettings
 from .decorator import as_provider_error, name_of, streaming_adapted
 from .multi import MultiProvider
-from .streams import OpenedStream, open_stream, relay, stream_of
+from .streams import Carried, OpenedStream, open_stream, relay, stream_of
 from .timeout import abandoned_attempts, hand_on, keep_abandoned, own_request
 
 __all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
@@ -346,7 +345,7 @@ class FallbackProvider(MultiProvider):
         # StreamEnd (charged as a call that failed is).  Before, they were dropped.  Also when nothing was
         # abandoned, for a member after the first: its call left alive is charged as its own (its name, its
         # model), not as the pulled stream around would estimate it (the chain's name, the caller's model).
-        carried = _Carried(relay(opened, provider=step.member, model=step.model, transform=name_server))
+        carried = Carried(relay(opened, provider=step.member, model=step.model, transform=name_server))
         try:
             async with opened.stack:
                 try:
@@ -359,41 +358,7 @@ class FallbackProvider(MultiProvider):
             hand_on(step.request, request)
 
 
-class _Carried:
-    """A fallback stream's events once attempts were abandoned before it: relayed, its text kept (what a stream
-    left alive had delivered).  ``ended``: its ``StreamEnd`` (carrying them) was relayed; ``over``: it reached
-    its end, with or without that event, or failed — not left alive by its consumer."""
-
-    __slots__ = ("acc", "ended", "events", "inner", "over")
-
-    def __init__(self, inner: AsyncGenerator[StreamEvent, None]) -> None:
-        self.inner = inner
-        self.acc = StreamAccumulator()
-        self.ended = False
-        self.over = False
-        self.events = self._events()
-
-    async def _events(self) -> AsyncGenerator[StreamEvent, None]:
-        try:
-            async for event in self.inner:
-                if isinstance(event, StreamEnd):
-                    self.ended = self.over = True
-                else:
-                    self.acc.add(event)
-                yield event
-        except Exception:  # the stream failed (not the consumer leaving: GeneratorExit, a cancellation)
-            self.over = True
-            raise
-        self.over = True  # ended, with or without its StreamEnd
-
-    async def aclose(self) -> None:
-        try:
-            await self.events.aclose()
-        finally:
-            await self.inner.aclose()
-
-
-def _charge_unfinished(request: LLMRequest, step: _Step, abandoned: list[CutShort], carried: _Carried) -> None:
+def _charge_unfinished(request: LLMRequest, step: _Step, abandoned: list[CutShort], carried: Carried) -> None:
     """A carried stream left before its ``StreamEnd``: the ``abandoned`` attempts go to the layer around that
     collects them, else to the run (:func:`~.timeout.keep_abandoned`); with them, when the consumer left it alive,
     the served member's call — as the layers inside noted it, else at an estimate with the text it had delivered,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,12 +26,12 @@ from ..errors import CircuitOpenError, ErrorKind, ProviderError, StreamInterrupt
 from ..events import emit
 from ..gateway import ticket as run_ticket
 from ..gateway.provider import estimated_cut_short
-from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
+from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, with_cut_short
-from ..providers.port import LLMProvider, StreamAccumulator, StreamContext
+from ..providers.port import LLMProvider, StreamContext
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
-from .streams import OpenedStream, open_stream, relay, stream_of
+from .streams import Carried, OpenedStream, open_stream, relay, stream_of
 from .timeout import abandoned_attempts, hand_on, own_request
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class RetryingProvider(ProviderDecorator):
         # them the attempt in flight, when the stream was cancelled or left alive (as the cancellation path notes
         # it: this note is the one kept, a ProviderActor around adds nothing to it); not one that failed or
         # ended without its StreamEnd (a failure, as for a call that failed).
-        carried = _Carrying(relay(opened, provider=self._inner, model=model), abandoned)
+        carried = Carried(relay(opened, provider=self._inner, model=model), abandoned)
         try:
             async with opened.stack:
                 try:
@@ -434,43 +434,6 @@ class _Call:
         return error
 
 
-
-
-class _Carrying:
-    """A retried stream's events once attempts were abandoned before it: relayed, its text kept (what a cancelled
-    stream had delivered), and the abandoned attempts put on its end's response.  ``over``: the stream reached
-    its ``StreamEnd``, ended without it or failed — not left alive by its consumer."""
-
-    __slots__ = ("abandoned", "acc", "events", "inner", "over")
-
-    def __init__(self, inner: AsyncGenerator[StreamEvent, None], abandoned: list[CutShort]) -> None:
-        self.inner = inner
-        self.abandoned = abandoned
-        self.acc = StreamAccumulator()
-        self.over = False
-        self.events = self._events()
-
-    async def _events(self) -> AsyncGenerator[StreamEvent, None]:
-        try:
-            async for event in self.inner:
-                if isinstance(event, StreamEnd):
-                    self.over = True
-                    if self.abandoned:
-                        event = StreamEnd(with_cut_short(event.response, self.abandoned))
-                        self.abandoned = []  # on the answer now: not noted again
-                else:
-                    self.acc.add(event)
-                yield event
-        except Exception:  # the stream failed (not the consumer leaving: GeneratorExit, a cancellation)
-            self.over = True
-            raise
-        self.over = True  # ended, with or without its StreamEnd
-
-    async def aclose(self) -> None:
-        try:
-            await self.events.aclose()
-        finally:
-            await self.inner.aclose()
 
 
 def _describe(error: ProviderError) -> str:

@@ -22,11 +22,12 @@ import attrs
 
 from .._scrub import scrub_chain
 from ..errors import MalformedResponseError, StreamInterruptedError
-from ..messages import LLMRequest, StreamEvent
+from ..messages import LLMRequest, StreamEnd, StreamEvent
+from ..pricing import CutShort, with_cut_short
 from ..providers.port import StreamAccumulator, StreamContext, interrupted, stream_from_complete, streaming_for
 from .decorator import name_of
 
-__all__ = ["OpenedStream", "cut_short", "open_stream", "relay", "stream_of"]
+__all__ = ["Carried", "OpenedStream", "cut_short", "open_stream", "relay", "stream_of"]
 
 
 def stream_of(provider: Any, request: LLMRequest) -> StreamContext:
@@ -131,3 +132,46 @@ def cut_short(exc: Exception, *, provider: object, model: str | None, partial_te
     ``except`` block that caught ``exc``, or ``exc`` becomes its ``__context__``.
     """
     return interrupted(exc, provider=name_of(provider), model=model, partial_text=partial_text)
+
+
+class Carried:
+    """A stream's events relayed by a layer that must charge its calls cut short (``with_retry``, ``with_fallback``).
+
+    Its text is kept (``acc``: what a stream left alive had delivered); ``ended``: its ``StreamEnd`` was relayed;
+    ``over``: it reached its end, with or without that event, or failed — not left alive by its consumer (a stream
+    left alive is billed as a call in flight).  ``abandoned``: calls cut short before this stream, put on its
+    ``StreamEnd``'s response (:func:`~agentactors.pricing.with_cut_short`) and then emptied — not noted again.
+    """
+
+    __slots__ = ("abandoned", "acc", "ended", "events", "inner", "over")
+
+    def __init__(self, inner: AsyncGenerator[StreamEvent, None], abandoned: list[CutShort] | None = None) -> None:
+        self.inner = inner
+        self.abandoned: list[CutShort] = abandoned if abandoned is not None else []
+        self.acc = StreamAccumulator()
+        self.ended = False
+        self.over = False
+        self.events = self._events()
+
+    async def _events(self) -> AsyncGenerator[StreamEvent, None]:
+        try:
+            async for event in self.inner:
+                if isinstance(event, StreamEnd):
+                    self.ended = self.over = True
+                    if self.abandoned:
+                        event = StreamEnd(with_cut_short(event.response, self.abandoned))
+                        self.abandoned = []  # on the answer now: not noted again
+                else:
+                    self.acc.add(event)
+                yield event
+        except Exception:  # the stream failed (not the consumer leaving: GeneratorExit, a cancellation)
+            self.over = True
+            raise
+        self.over = True  # ended, with or without its StreamEnd
+
+    async def aclose(self) -> None:
+        """Close the relay, then the stream it relays (both, whatever the first raises)."""
+        try:
+            await self.events.aclose()
+        finally:
+            await self.inner.aclose()
