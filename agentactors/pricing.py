@@ -40,6 +40,7 @@ __all__ = [
     "clear_prices",
     "cost_of",
     "cut_short_of",
+    "add_cut_short",
     "note_cut_short",
     "is_batch",
     "pop_cut_short",
@@ -497,6 +498,20 @@ def note_cut_short(request: LLMRequest, calls: Iterable[CutShort], *, replace: b
         if not replace and key in _noted and _noted[key][0]() is request:
             return
         _noted[key] = (weakref.ref(request, lambda _, key=key: _forget(key)), tuple(calls))  # type: ignore[misc]
+
+
+def add_cut_short(request: LLMRequest, calls: Iterable[CutShort]) -> None:
+    """Note ``calls`` for ``request`` beside what is noted for it already (:func:`note_cut_short` replaces it).
+
+    For a layer whose inner layers were sent requests of their own: what is against ``request`` is not theirs (a
+    sibling's sharing the request object, an earlier call's), and stays.  Noted even when ``calls`` is empty and
+    nothing was: "nothing billed" is kept by a ``ProviderActor`` around, which would otherwise estimate a call.
+    """
+    key = id(request)
+    with _noted_lock:
+        entry = _noted.get(key)
+        before = entry[1] if entry is not None and entry[0]() is request else ()
+        _noted[key] = (weakref.ref(request, lambda _, key=key: _forget(key)), (*before, *calls))  # type: ignore[misc]
 
 
 def take_cut_short(request: LLMRequest) -> tuple[CutShort, ...]:

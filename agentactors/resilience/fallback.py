@@ -25,7 +25,7 @@ from ..errors import (
 from ..events import emit
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEnd, StreamEvent
-from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, with_cut_short
+from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
 from ..providers.port import (
     Capabilities,
     LLMProvider,
@@ -374,7 +374,7 @@ def _charge_unfinished(request: LLMRequest, step: _Step, abandoned: list[CutShor
     # note of the copy it relayed (against that copy's own request).
     if abandoned:
         keep_abandoned(request, abandoned)
-    note_cut_short(request, (*take_cut_short(request), *in_flight))
+    add_cut_short(request, in_flight)
 
 
 def _no_response_format(step: _Step) -> ProviderError:

@@ -47,7 +47,7 @@ from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, StreamEvent, TextDelta
-from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, with_cut_short
+from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
 from ..providers.port import (
     LLMProvider,
     StreamAccumulator,
@@ -209,7 +209,7 @@ class HedgeProvider(ProviderDecorator):
                 response = await self._inner.complete(sent)
             except anyio.get_cancelled_exc_class():  # the caller left mid-call: the copy in flight is billed
                 noted = pop_cut_short(sent)  # as the layers inside noted it (a batch's price, or nothing), else:
-                _note(request, noted if noted is not None else (
+                add_cut_short(request, noted if noted is not None else (
                     estimated_cut_short(self._inner, request, model_of(self._inner, request)),))
                 raise
             finally:
@@ -235,7 +235,7 @@ class HedgeProvider(ProviderDecorator):
                 answered = with_cut_short(answered, race.billed(race.winner))
             return answered
         except anyio.get_cancelled_exc_class():
-            _note(request, race.billed(None))  # every copy in flight (a won answer lost too)
+            add_cut_short(request, race.billed(None))  # every copy in flight (a won answer lost too)
             raise
         finally:
             race.hand_on(request)
@@ -312,7 +312,7 @@ class HedgeProvider(ProviderDecorator):
                         await events.aclose()
                         tg.cancel_scope.cancel()  # the winner's stream closes in its own task
         except anyio.get_cancelled_exc_class():
-            _note(request, race.billed(None))  # cancelled before a winner: every copy in flight
+            add_cut_short(request, race.billed(None))  # cancelled before a winner: every copy in flight
             race.hand_on(request)
             raise
         try:
@@ -323,25 +323,17 @@ class HedgeProvider(ProviderDecorator):
                     # The consumer left mid-stream — cancelled, or quietly (it broke out, closed it): every copy is
                     # billed, the winner with what it had delivered.  This note is the one kept (a ProviderActor's
                     # stream around adds nothing to it): noting the losers alone left the winner uncharged.
-                    _note(request, race.billed(None))
+                    add_cut_short(request, race.billed(None))
                 else:
                     # The winner failed, or ended without its StreamEnd: what was to ride on that end (the losers,
                     # the copies abandoned) is noted for the run, as for a call that failed.
                     lost = race.billed(race.winner)
                     if lost:
-                        _note(request, lost)
+                        add_cut_short(request, lost)
         finally:
             race.hand_on(request)
         if failure is not None:
             raise failure
-
-
-def _note(request: LLMRequest, calls: tuple[CutShort, ...]) -> None:
-    """Note ``calls`` (every copy this call sent and cut short) for the run, added to what was noted against
-    ``request`` before — a sibling's sharing the request object, not this call's (its copies were sent requests of
-    their own).  Noted even when empty: "nothing billed" (a batch copy withdrawn before its submission) is kept by
-    a ``ProviderActor`` around, which would otherwise estimate a call."""
-    note_cut_short(request, (*take_cut_short(request), *calls))
 
 
 class _Attempt:

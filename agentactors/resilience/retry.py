@@ -27,7 +27,7 @@ from ..events import emit
 from ..gateway import ticket as run_ticket
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short, with_cut_short
+from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
 from ..providers.port import LLMProvider, StreamContext
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
@@ -201,7 +201,7 @@ class RetryingProvider(ProviderDecorator):
             noted = ()
             if sending and (left or isinstance(exc, anyio.get_cancelled_exc_class())):
                 noted = (estimated_cut_short(self._inner, request, model_of(self._inner, request), delivered),)
-        note_cut_short(request, (*take_cut_short(request), *abandoned, *noted))
+        add_cut_short(request, (*abandoned, *noted))
         abandoned.clear()
 
     async def _run(

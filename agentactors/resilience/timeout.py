@@ -28,7 +28,7 @@ import attrs
 from ..errors import ProviderTimeout, StreamInterruptedError
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..pricing import CutShort, note_cut_short, pop_cut_short, take_cut_short
+from ..pricing import CutShort, add_cut_short, pop_cut_short
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
 from ._numbers import is_number
 from .decorator import ProviderDecorator, model_of
@@ -68,7 +68,7 @@ def keep_abandoned(request: LLMRequest, calls: Iterable[CutShort]) -> None:
     if ledger is not None:
         ledger.extend(calls)
     else:
-        note_cut_short(request, (*take_cut_short(request), *calls))
+        add_cut_short(request, calls)
 
 
 # LLMRequest's fields, copied by own_request (by hand: a third of copy.copy's time, which goes through pickling hooks).
@@ -102,7 +102,7 @@ def hand_on(sent: LLMRequest, request: LLMRequest) -> None:
         return
     noted = pop_cut_short(sent)
     if noted is not None:
-        note_cut_short(request, (*take_cut_short(request), *noted))
+        add_cut_short(request, noted)
 
 
 def _check(label: str, value: float | None) -> float | None:

@@ -30,7 +30,15 @@ from agentactors import (
 )
 from agentactors.gateway.provider import estimate_tokens
 from agentactors.messages import StreamEvent, TextDelta
-from agentactors.pricing import Cost, CutShort, cut_short_of, note_cut_short, take_cut_short
+from agentactors.pricing import (
+    Cost,
+    CutShort,
+    add_cut_short,
+    cut_short_of,
+    note_cut_short,
+    pop_cut_short,
+    take_cut_short,
+)
 from tests.support.cut_short import PROMPT
 from tests.support.prices import gpt_4o_priced  # noqa: F401  (an autouse fixture)
 
@@ -194,6 +202,17 @@ def test_a_note_is_taken_once_and_only_by_its_own_request() -> None:
     cost = call.cost()
     assert cost is not None and cost.estimated == cost.total == pytest.approx(0.025, rel=0.05)
     assert (Cost(1.0, 0.0) + cost).estimated == cost.estimated
+
+
+def test_a_note_added_to_keeps_what_was_noted_and_an_empty_one_says_nothing_was_billed() -> None:
+    request = LLMRequest([Message.user(PROMPT)])
+    first, second = (CutShort("openai", "gpt-4o", 100), CutShort("openai", "gpt-4o", 200))
+    add_cut_short(request, ())
+    assert pop_cut_short(request) == ()  # "nothing billed", told from silence (None)
+    assert pop_cut_short(request) is None
+    note_cut_short(request, (first,))
+    add_cut_short(request, (second,))
+    assert take_cut_short(request) == (first, second)
 
 
 async def test_a_run_that_leaves_its_submitted_batch_is_charged_its_prompt_at_the_batch_price(
