@@ -171,27 +171,26 @@ class _AsyncioGroup:
         return self
 
     def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: object = None) -> None:
-        loop = self._loop
-        if loop is None:  # not entered yet, or exited: a task now would be waited for by no one
-            raise RuntimeError(_INACTIVE)
-        deadline = self._deadline
-        scope = self._new_scope() if deadline == math.inf else self._new_scope(deadline=deadline)
-        if self._scope.cancel_called:
-            scope.cancel()  # started into a cancelled group: cancelled at its first checkpoint, as anyio's
-        coro = _scoped(scope, func(*args))
-        task = loop.create_task(coro) if name is None else loop.create_task(coro, name=str(name))
-        self._tasks[task] = scope
-        task.add_done_callback(self._on_end, context=self._context)
+        scope = self._task_scope()
+        self._started(_scoped(scope, func(*args)), scope, None if name is None else str(name))
 
     def start_scoped(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        loop = self._loop
-        if loop is None:
+        scope = self._task_scope()
+        self._started(func(scope, *args), scope, _SCOPED_NAME)
+
+    def _task_scope(self) -> anyio.CancelScope:
+        """A new task's scope: the deadline in effect where the group was entered, cancelled if the group is."""
+        if self._loop is None:  # not entered yet, or exited: a task now would be waited for by no one
             raise RuntimeError(_INACTIVE)
         deadline = self._deadline
-        scope = self._new_scope() if deadline == math.inf else self._new_scope(deadline=deadline)
+        scope: anyio.CancelScope = self._new_scope() if deadline == math.inf else self._new_scope(deadline=deadline)
         if self._scope.cancel_called:
-            scope.cancel()
-        task = loop.create_task(func(scope, *args), name=_SCOPED_NAME)
+            scope.cancel()  # started into a cancelled group: cancelled at its first checkpoint, as anyio's
+        return scope
+
+    def _started(self, coro: Coroutine[Any, Any, Any], scope: anyio.CancelScope, name: str | None) -> None:
+        assert self._loop is not None
+        task = self._loop.create_task(coro) if name is None else self._loop.create_task(coro, name=name)
         self._tasks[task] = scope
         task.add_done_callback(self._on_end, context=self._context)
 
