@@ -101,6 +101,18 @@ def _agents(text: str) -> int:
     return value
 
 
+def _fault_rate(text: str) -> float:
+    """``demo --fault-rate``: a share within [0, 1] (NaN is not one), else argparse's usage error (exit status 2)
+    before anything is built — as ``--agents`` is checked."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not 0.0 <= value <= 1.0:  # (False for NaN too)
+        raise argparse.ArgumentTypeError(f"must be within [0, 1], not {text}")
+    return value
+
+
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The command line's parser and its subparsers by command (whose usage a command's usage errors show)."""
     from ._demo import MAX_AGENTS  # the package's __init__ alone: the demo itself is imported when it runs
@@ -115,7 +127,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     )
     demo.add_argument("--agents", type=_agents, default=None,
                       help=f"default 1000 (3 with --live, 200 with --batch); from 1 to {MAX_AGENTS:,}")
-    demo.add_argument("--fault-rate", type=float, default=None,
+    demo.add_argument("--fault-rate", type=_fault_rate, default=None,
                       help="share of the primary's requests failed, within [0, 1]; default 0.15 (0 with --live)")
     demo.add_argument("--seed", type=int, default=7, help="the tasks and the faults; default 7")
     demo.add_argument("--record", default=None,

@@ -314,7 +314,7 @@ def run_demo(args: argparse.Namespace) -> int:
     agents = args.agents if args.agents is not None else (LIVE_AGENTS if live else DEFAULT_AGENTS)
     fault_rate = args.fault_rate if args.fault_rate is not None else (0.0 if live else DEFAULT_FAULT_RATE)
     outage = not getattr(args, "no_outage", False)
-    if not 1 <= agents <= MAX_AGENTS or not 0.0 <= fault_rate <= 1.0:  # the parser checks --agents; a caller's
+    if not 1 <= agents <= MAX_AGENTS or not 0.0 <= fault_rate <= 1.0:  # the parser checks both; a caller's
         print(f"demo: --agents must be within [1, {MAX_AGENTS:,}] and --fault-rate within [0, 1]", file=sys.stderr)
         return 2
     settings = DemoSettings.for_live() if live else DemoSettings()

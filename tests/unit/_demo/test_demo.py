@@ -452,12 +452,15 @@ def test_without_botocore_the_chain_still_spans_five_endpoints(monkeypatch: pyte
     assert [s.wire for s in specs] == ["openai", "openai-responses", "azure-openai", "anthropic", "gemini-vertex"]
 
 
-@pytest.mark.parametrize("argv", [["--fault-rate", "nan"], ["--fault-rate", "1.5"], ["--fault-rate", "-0.1"]])
-def test_demo_bad_numbers_are_a_usage_error_on_stderr(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["demo", *argv, "--no-progress"])
+@pytest.mark.parametrize("value", ["nan", "1.5", "-0.1", "inf", "lots"])
+def test_demo_bad_numbers_are_a_usage_error_on_stderr(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse refuses them, as it refuses a bad --agents: the usage line and what was wrong, exit status 2."""
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--fault-rate", value, "--no-progress"])
     captured = capsys.readouterr()
-    assert code == 2
-    assert "--fault-rate within [0, 1]" in captured.err
+    assert exited.value.code == 2
+    assert "usage:" in captured.err and "argument --fault-rate:" in captured.err
+    assert ("within [0, 1]" if value != "lots" else "invalid float value") in captured.err
     assert captured.out == ""
 
 
