@@ -166,22 +166,24 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
             # then leaves through one frame less (a traceback entry and a call, per ask).
             if ctx.get(CURRENT_RUNTIME) is not cell.spec.runtime:  # (no local: a waiting run holds this frame)
                 ctx.run(CURRENT_RUNTIME.set, cell.spec.runtime)
-            yielded = ctx.run(coro.send, None)
+            # One local for what passes through (yielded out, sent in, returned at the end), and few others: the
+            # generator's frame is what a waiting run holds, eight bytes a local.
+            passing = ctx.run(coro.send, None)
             while True:  # the handler suspended: the rest of it, one step at a time (see the docstring)
                 thrown: BaseException | None = None
                 try:
-                    sent = yield yielded
+                    passing = yield passing
                 except GeneratorExit:
                     ctx.run(coro.close)
                     raise
                 except BaseException as exc:  # thrown in by the event loop: the handler's to see
                     thrown = exc
                 if thrown is None:
-                    yielded = ctx.run(coro.send, sent)
+                    passing = ctx.run(coro.send, passing)
                 else:
-                    yielded, thrown = ctx.run(coro.throw, thrown), None
-        except StopIteration as stop:
-            result = stop.value
+                    passing, thrown = ctx.run(coro.throw, thrown), None
+        except StopIteration as exc:
+            passing = exc.value
     except Exception as exc:
         supervision.after_direct_failure(cell, frame, (exc, message, ctx, "receive"), True)
         raise
@@ -192,7 +194,7 @@ def ask_in(frame: Frame | None, ref: Any, message: Any) -> Generator[Any, Any, A
         # The halt's cancellation, answered as a direct ask answers it (raised below: no cancellation in its context).
     else:
         cell.leave_direct(frame, True)
-        return result
+        return passing
     raise ActorStopped(f"actor {cell.name!r} was stopped while handling the message")
 
 

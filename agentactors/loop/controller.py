@@ -479,13 +479,15 @@ class LoopController:
                         self._live.start(self._home, frame, spawn=False)
                     elif self.run_id is not None:
                         register_latent(self._home, self.run_id, self)
-                result: RunResult[Any] | None = None  # set once the run ended (None while a step raises)
+                # Set once the run ended (None while a step raises): a step's own end, unless the run goes on past
+                # it (steers waiting).  One local for both: the loop's frame is what a waiting run holds.
+                result: RunResult[Any] | None = None
                 try:
                     if self._resume is not None:
                         await frame.checkpoint()
-                        ended = await self._resume_step(*self._resume)
-                        if ended is not None and (self._live is None or not self._live.goes_on(ended, max_steps)):
-                            result = ended
+                        result = await self._resume_step(*self._resume)
+                        if result is not None and self._live is not None and self._live.goes_on(result, max_steps):
+                            result = None
                     while result is None:
                         if state.steps >= max_steps:
                             result = (
@@ -514,16 +516,16 @@ class LoopController:
                                 # sent it noted (.cost.RunCost.cut_short).
                                 state.cost.cut_short(request)
                                 raise
-                            ended = await self._after_call(response) if type(response) is not RunResult else response
+                            result = await self._after_call(response) if type(response) is not RunResult else response
                             response = None  # (not held while the next step's call waits)
                         else:
-                            ended = request
+                            result = request
                         request = None
                         live = self._live
-                        if ended is not None and (
-                            live is None or live.steers is None or not live.goes_on(ended, max_steps)
+                        if result is not None and live is not None and live.steers is not None and live.goes_on(
+                            result, max_steps
                         ):
-                            result = ended
+                            result = None  # the run goes on: one more step, with that answer and the steers
                 finally:
                     live = self._live
                     if live is not None:

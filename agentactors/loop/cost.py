@@ -91,27 +91,55 @@ def _unique(budgets: Sequence[CostBudget]) -> tuple[CostBudget, ...]:
     return tuple(out)
 
 
+class _Tracking:
+    """What a run with budgets keeps besides its spend: its own budget, and what its next call's estimate needs.
+
+    Apart from :class:`RunCost` so that the usual run — no budget — holds none of it: a waiting run's
+    memory is a target (ten thousand of them in flight), and these fields are 48 bytes of it.
+    """
+
+    __slots__ = ("first", "key", "own", "prev_in", "seen")
+
+    def __init__(self, own: CostBudget | None, first: tuple[str, str, bool] | None) -> None:
+        self.own = own
+        #: The (provider, model, batch) the agent's first call goes to, when its run info names them.
+        self.first = first
+        #: Who answered the last call (batch or not): the next estimate's price.
+        self.key: tuple[str | None, str | None, bool] | None = None
+        #: The last call's prompt tokens, as reported.
+        self.prev_in: int | None = None
+        #: The conversation's length when the last call was sent.
+        self.seen = 0
+
+
 class RunCost:
     """The run's own spend (its children's are read from their results), and the budgets it charges.
 
-    :ivar limit: the run's own ``cost_limit`` (``None`` without one).
     :ivar budgets: every budget the run charges (:mod:`agentactors.gateway.cost_budget`); its children
         charge them too.
+    :ivar armed: whether it charges any (the loop checks them around each call only then).
     """
 
-    __slots__ = (
-        "_first", "_key", "_own", "_prev_in", "_prev_out", "_seen", "armed", "budgets", "limit", "spent", "unpriced"
-    )
+    __slots__ = ("_track", "armed", "budgets", "spent", "unpriced")
 
     def __init__(self, limit: float | None = None) -> None:
-        self.limit = limit
         self.spent = _ZERO
         self.unpriced = 0  # responses of a model without a price
         self.budgets: tuple[CostBudget, ...] = ()
         #: Whether the run charges a budget: the loop then checks the budgets around each call (a budget's
         #: ``limit`` may be set while the run runs, so one without a limit is checked too).
         self.armed = False
-        # The rest (the run's own budget, what the estimate needs) is set by open() for a run with budgets only.
+        # The run's own budget and what the estimate needs: set by open() for a run with budgets only.
+        self._track: _Tracking | None = None
+        if limit is not None:
+            self.open(limit)
+
+    @property
+    def limit(self) -> float | None:
+        """The run's own ``cost_limit`` (``None`` without one)."""
+        track = self._track
+        own = track.own if track is not None else None
+        return own.limit if own is not None else None
 
     def open(self, limit: Any, runtime: Any = None, parent: Sequence[CostBudget] = (), run_info: Any = None) -> None:
         """Set the run's budgets: its own ``limit`` (a number or a :class:`CostBudget`), its ``parent``'s,
@@ -124,7 +152,6 @@ class RunCost:
             return  # the usual run: nothing to charge (and nothing more to set up)
         checked = check_cost_limit(limit)
         own = checked if isinstance(checked, CostBudget) or checked is None else CostBudget(checked, name="run")
-        self.limit = own.limit if own is not None else None
         found = [own] if own is not None else []
         found += parent
         found += scoped
@@ -133,12 +160,7 @@ class RunCost:
             found.append(home)
         self.budgets = _unique(found)
         self.armed = True
-        self._own: CostBudget | None = own
-        self._first: tuple[str, str, bool] | None = _first_model(run_info)
-        self._key: tuple[str | None, str | None, bool] | None = None  # who answered the last call (batch?)
-        self._prev_in: int | None = None
-        self._prev_out = 0
-        self._seen = 0  # the conversation's length when the last call was sent
+        self._track = _Tracking(own, _first_model(run_info))
 
     def charge(self, response: LLMResponse) -> Cost | None:
         """Add ``response``'s cost, to the run and to its budgets; returns it (``None``: no price).
@@ -154,9 +176,10 @@ class RunCost:
         if budgets:
             for budget in budgets:
                 budget.charge(cost)
-            self._key = (response.provider, response.model, is_batch(response))
-            self._prev_in = prompt_tokens(response.provider, response.usage)
-            self._prev_out = response.usage.output_tokens
+            track = self._track
+            if track is not None:
+                track.key = (response.provider, response.model, is_batch(response))
+                track.prev_in = prompt_tokens(response.provider, response.usage)
         data = response.provider_data
         if data and CUT_SHORT in data:  # (most responses have no provider_data: one attribute test)
             return self._charge_cut(cut_short_of(response), cost)
@@ -237,19 +260,21 @@ class RunCost:
                         return self._error(budget, estimate)
             return None
         finally:
-            self._seen = len(conversation)
+            if self._track is not None:
+                self._track.seen = len(conversation)
 
     def estimate(self, conversation: Sequence[Message], system: Message | None) -> float | None:
         """What the next call would cost, by the module docstring's estimate; ``None`` when it cannot be priced."""
-        if not self.armed:  # a run with no budget keeps nothing to estimate from
+        track = self._track
+        if track is None:  # a run with no budget keeps nothing to estimate from
             return None
-        key = self._key if self._key is not None else self._first
+        key = track.key if track.key is not None else track.first
         if key is None:
             return None
         price = price_for(key[0], key[1], batch=key[2])
         if price is None:
             return None
-        previous, seen = self._prev_in, self._seen
+        previous, seen = track.prev_in, track.seen
         if previous is not None and seen <= len(conversation):
             tokens_in = previous + message_tokens(conversation[seen:])
         else:  # the first call (or a conversation a handoff rewrote): all of it
@@ -258,7 +283,7 @@ class RunCost:
         return price.cost(Usage(tokens_in, 0)).total
 
     def _error(self, budget: CostBudget, estimate: float | None) -> CostLimitExceededError:
-        if budget is self._own:
+        if self._track is not None and budget is self._track.own:
             scope, who = "run", "the run"
         elif budget.name == "run":
             scope, who = "parent run", "a parent run"
