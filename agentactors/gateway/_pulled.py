@@ -35,13 +35,13 @@ import anyio
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..messages import LLMRequest, StreamEnd, StreamEvent, TextDelta, Usage
-from ..pricing import note_cut_short
+from ..pricing import CutShort, add_cut_short, cut_short_of, is_batch, note_cut_short
 from ..providers.port import interrupted
 from ._estimate import estimated_cut_short
 from ._vendor import vendor_of
 from .scheduling import Scheduler
 
-__all__ = ["PulledStream", "Tally", "refund_if_unsent"]
+__all__ = ["PulledStream", "Tally", "note_unread_end", "refund_if_unsent"]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -82,6 +82,21 @@ class Tally:
         return MalformedResponseError(
             "the stream ended without its final StreamEnd event", provider=provider, model=request.model
         )
+
+
+def note_unread_end(request: LLMRequest, end: StreamEnd) -> None:
+    """``request``'s stream got to its ``end``, and nobody will read it (its reader left first): the vendor billed the
+    whole call, so it is noted for the run to charge as a read one would be — at the end's usage (the vendor's word,
+    not an estimate), with the calls cut short it carried (:func:`~agentactors.pricing.cut_short_of`).  Added to what
+    was noted against ``request`` (:func:`~agentactors.pricing.add_cut_short`): a layer inside notes nothing for a
+    stream that reached its end."""
+    response = end.response
+    usage = response.usage
+    add_cut_short(request, (
+        CutShort(response.provider, response.model or request.model, usage.input_tokens, usage.output_tokens,
+                 estimated=False, batch=is_batch(response)),
+        *cut_short_of(response),
+    ))
 
 
 class PulledStream:

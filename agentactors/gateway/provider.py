@@ -78,7 +78,7 @@ from ..errors import ActorStopped, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, Usage
 from ..pricing import note_cut_short
 from ._estimate import estimate_tokens, estimated_cut_short
-from ._pulled import PulledStream, Tally, refund_if_unsent
+from ._pulled import PulledStream, Tally, note_unread_end, refund_if_unsent
 from ._vendor import vendor_of
 from .scheduling import POLICIES, Policy, Scheduler
 
@@ -134,16 +134,20 @@ class ProviderStream:
     A stream closed or cancelled before its ``StreamEnd`` was sent and is billed: its
     feeding task notes its call for the run to charge (``docs/costs.md``, "Calls cut
     short") once it has left the provider's stream: soon after the close, by the
-    runtime's exit at the latest (``aclose()`` does not wait for it).
+    runtime's exit at the latest (``aclose()`` does not wait for it).  One closed with
+    its ``StreamEnd`` unread in the buffer (the feeder ran ahead: ``stream_buffer``) is
+    charged by the close, at that end's usage, as a read one would be.
     """
 
-    __slots__ = ("_channel", "_finished", "_scope", "_waker")
+    __slots__ = ("_channel", "_finished", "_request", "_scope", "_waker")
 
-    def __init__(self, channel: Channel, scope: anyio.CancelScope, waker: Waker) -> None:
-        """``waker``: the runtime loop's thread-safe scheduler, for a stream dropped unclosed (``__del__``)."""
+    def __init__(self, channel: Channel, scope: anyio.CancelScope, waker: Waker, request: LLMRequest) -> None:
+        """``waker``: the runtime loop's thread-safe scheduler, for a stream dropped unclosed (``__del__``);
+        ``request``: what was streamed, for the charge of an end left unread (:meth:`close`)."""
         self._channel = channel
         self._scope = scope
         self._waker = waker
+        self._request = request
         self._finished = False
 
     def __aiter__(self) -> ProviderStream:
@@ -175,8 +179,17 @@ class ProviderStream:
         return event
 
     def close(self) -> None:
-        """Stop the stream now: cancel the feeding task (and the HTTP request); drop unread events."""
-        self._finished = True
+        """Stop the stream now: cancel the feeding task (and the HTTP request); drop unread events.
+
+        A ``StreamEnd`` among them (the feeder ran ahead of the reader and is done) was billed in full, and no
+        read will charge it: it is noted for the run, at its usage (:func:`~._pulled.note_unread_end`) — once: the
+        feeder notes an end only when the reader had left before it was put in the buffer (:meth:`_pump`).
+        """
+        if not self._finished:  # (after its StreamEnd was read, nothing is left to look for)
+            self._finished = True
+            end = _unread_end(self._channel)
+            if end is not None:
+                note_unread_end(self._request, end)
         self._scope.cancel()
         self._channel.close_reading()
 
@@ -209,6 +222,18 @@ class ProviderStream:
                 self._waker(functools.partial(_close, self._scope, self._channel))
             except Exception:  # the loop has closed: the feeder is gone with it
                 pass
+
+
+def _unread_end(channel: Channel) -> StreamEnd | None:
+    """The ``StreamEnd`` waiting in ``channel``'s buffer, taken out of it, or ``None`` (the events before it are
+    dropped: the reader is leaving)."""
+    while True:
+        try:
+            item = channel.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return None
+        if isinstance(item, StreamEnd):
+            return item
 
 
 def _close(scope: anyio.CancelScope, channel: Channel) -> None:
@@ -442,7 +467,7 @@ class ProviderActor:
             channel.close_writing()
             channel.close_reading()
             raise
-        return ProviderStream(channel, scope, sched.waker)
+        return ProviderStream(channel, scope, sched.waker, request)
 
     async def _feed(
         self,
@@ -484,14 +509,26 @@ class ProviderActor:
                 try:
                     async for event in events:
                         tally.seen(event)
+                        if tally.usage is None:
+                            try:
+                                await channel.send(event)
+                            except anyio.BrokenResourceError:
+                                left = True  # the consumer closed: leaving the block closes the request
+                                break
+                            tally.sent += 1
+                            continue
+                        # Its StreamEnd.  Put in the buffer without waiting first, so that a reader gone before it
+                        # was there is told from one that leaves it there unread (whose close charges it).
                         try:
-                            await channel.send(event)
+                            channel.send_nowait(event)
+                        except anyio.WouldBlock:  # no room: wait for it (in the buffer meanwhile)
+                            try:
+                                await channel.send(event)
+                            except anyio.BrokenResourceError:
+                                pass  # left unread in the buffer: the reader's close charged it
                         except anyio.BrokenResourceError:
-                            left = True  # the consumer closed: leaving the block closes the request
-                            break
-                        tally.sent += 1
-                        if tally.usage is not None:
-                            break
+                            note_unread_end(request, event)  # the reader left before it came: billed, unread
+                        break
                 finally:
                     # Left early (after StreamEnd, or the consumer gone): finish the provider's iterator
                     # now rather than when it is collected (trio warns about a half-read async generator,

@@ -23,9 +23,8 @@ from ..errors import (
     UnsupportedToolChoiceError,
 )
 from ..events import emit
-from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, ResponseFormat, StreamEnd, StreamEvent
-from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
+from ..pricing import with_cut_short
 from ..providers.port import (
     Capabilities,
     LLMProvider,
@@ -40,7 +39,7 @@ from ..settings import ModelSettings
 from .decorator import as_provider_error, name_of, streaming_adapted
 from .multi import MultiProvider
 from .streams import Carried, OpenedStream, open_stream, relay, stream_of
-from .timeout import abandoned_attempts, hand_on, keep_abandoned, own_request
+from .timeout import abandoned_attempts, charge_unfinished, hand_on, own_request
 
 __all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
 
@@ -286,16 +285,15 @@ class FallbackProvider(MultiProvider):
             finally:
                 hand_on(step.request, request)  # what its layers noted against its own request
 
-        abandoned: list[CutShort] = []
+        collecting = abandoned_attempts()
         try:
-            with abandoned_attempts() as abandoned:
+            with collecting as abandoned:
                 # The primary is sent the caller's request itself: nothing to hand on, no frame added.
                 step, response = await self._walk(
                     request, lambda s: fallback(s) if s.index else s.member.complete(s.request)
                 )
         except BaseException:
-            if abandoned:  # (handed on outside the block: inside it, this list is the one collecting)
-                keep_abandoned(request, abandoned)
+            collecting.keep(request)  # (outside the block: inside it, its own list is the one collecting)
             raise
         response = self._served(response, step)
         return with_cut_short(response, abandoned) if abandoned else response
@@ -316,13 +314,12 @@ class FallbackProvider(MultiProvider):
                 raise
 
         # Failover happens only while opening a member's stream and reading its first event.
-        abandoned: list[CutShort] = []
+        collecting = abandoned_attempts()
         try:
-            with abandoned_attempts() as abandoned:
+            with collecting as abandoned:
                 step, opened = await self._walk(request, open_member)
         except BaseException:
-            if abandoned:  # (handed on outside the block: inside it, this list is the one collecting)
-                keep_abandoned(request, abandoned)
+            collecting.keep(request)  # (outside the block: inside it, its own list is the one collecting)
             raise
 
         def name_server(event: StreamEvent) -> StreamEvent:
@@ -354,27 +351,8 @@ class FallbackProvider(MultiProvider):
                     await carried.aclose()
         finally:
             if not carried.ended:
-                _charge_unfinished(request, step, abandoned, carried)
+                charge_unfinished(request, step.request, step.member, step.model, abandoned, carried)
             hand_on(step.request, request)
-
-
-def _charge_unfinished(request: LLMRequest, step: _Step, abandoned: list[CutShort], carried: Carried) -> None:
-    """A carried stream left before its ``StreamEnd``: the ``abandoned`` attempts go to the layer around that
-    collects them, else to the run (:func:`~.timeout.keep_abandoned`); with them, when the consumer left it alive,
-    the served member's call — as the layers inside noted it, else at an estimate with the text it had delivered,
-    priced as that member's (a pulled stream around keeps this note, which it would have named after the chain)."""
-    if carried.over:
-        if abandoned:
-            keep_abandoned(request, abandoned)
-        return
-    noted = pop_cut_short(step.request)  # (the member's own request: the caller's for the primary)
-    in_flight = noted if noted is not None else (
-        estimated_cut_short(step.member, step.request, step.model, carried.acc.text),)
-    # Noted for the run even when a layer around collects the abandoned attempts: a hedge around takes it as the
-    # note of the copy it relayed (against that copy's own request).
-    if abandoned:
-        keep_abandoned(request, abandoned)
-    add_cut_short(request, in_flight)
 
 
 def _no_response_format(step: _Step) -> ProviderError:

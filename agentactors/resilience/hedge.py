@@ -47,7 +47,7 @@ from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, StreamEvent, TextDelta
-from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
+from ..pricing import CUT_SHORT, CutShort, add_cut_short, cut_short_of, pop_cut_short, with_cut_short
 from ..providers.port import (
     LLMProvider,
     StreamAccumulator,
@@ -403,7 +403,8 @@ class _Race(Generic[T]):
         A copy the layers inside noted as it was cancelled (against its own request: a ``BatchProvider``'s item at
         the batch price, or ``()`` for one withdrawn before its submission) as they noted it — any copy's note,
         also a failed one's or the winner's (its inner layers' calls cut short); else a copy whose answer came back
-        anyway (it lost by an instant) at its real usage; any other at an estimate — its prompt, and for a stream
+        anyway (it lost by an instant) at its real usage, with the calls cut short its answer carried
+        (:func:`~agentactors.pricing.cut_short_of`); any other at an estimate — its prompt, and for a stream
         the output it had delivered (:func:`~agentactors.gateway.provider.estimated_cut_short`).  ``winner=None``:
         every copy (the caller left, and a won answer it never received is billed too).
         """
@@ -422,6 +423,11 @@ class _Race(Generic[T]):
             if isinstance(value, LLMResponse):
                 out.append(CutShort(value.provider or name_of(attempt.provider), value.model or attempt.model,
                                     value.usage.input_tokens, value.usage.output_tokens, estimated=False))
+                # What its own layers cut short on its way (its retry's abandoned attempts, a hedge's losing copy)
+                # rode on its answer, which nobody receives: charged with it (before, dropped).
+                data = value.provider_data
+                if data and CUT_SHORT in data:
+                    out.extend(cut_short_of(value))
             else:
                 out.append(estimated_cut_short(attempt.provider, attempt.request, attempt.model,
                                      value.delivered if isinstance(value, _Opened) else ""))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Final, Literal, TypeVar
 
@@ -39,7 +39,8 @@ from ..errors import (
     UnsupportedToolChoiceError,
 )
 from ..events import emit
-from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
+from ..pricing import with_cut_short
 from ..providers.http.ratelimits import RateLimitState
 from ..providers.port import LLMProvider, StreamContext, default_model_of, forced_tool_choice_for
 from ._circuit import CircuitState
@@ -47,7 +48,8 @@ from .breaker import CircuitBreakerProvider
 from .chain import describe_chain
 from .decorator import Clock, as_provider_error, default_clock, name_of
 from .multi import MultiProvider
-from .streams import OpenedStream, open_stream, relay, stream_of
+from .streams import Carried, OpenedStream, open_stream, relay, stream_of
+from .timeout import abandoned_attempts, charge_unfinished, hand_on, own_request
 
 __all__ = ["STRATEGIES", "PoolProvider", "Strategy", "with_pool"]
 
@@ -229,8 +231,18 @@ class PoolProvider(MultiProvider):
             retry_after=min(waits) if waits else None,
         )
 
-    async def _walk(self, request: LLMRequest, call: Callable[[Any, LLMRequest], Any]) -> tuple[_Member, Any]:
-        """Try the members in :meth:`order`; return the one that served and what ``call`` returned."""
+    async def _walk(
+        self, request: LLMRequest, call: Callable[[Any, LLMRequest], Any]
+    ) -> tuple[_Member, Any, LLMRequest]:
+        """Try the members in :meth:`order`; return the one that served, what ``call`` returned and the request it
+        was sent.
+
+        The first member tried is sent the caller's request itself when it calls the model asked for (the no-fault
+        path makes no copy); any other gets a request of its own — ``with_model`` made one for another model,
+        :func:`~.timeout.own_request` one for a later member — so that what its layers note against it is told as
+        its own, and handed on to the caller's request when it is done: here when it failed or was cancelled, by
+        the caller of this method when it served (at once for an answer, at its end for a stream).
+        """
         self._check_forced(request)
         plan = self.order(request)
         if not plan:
@@ -238,20 +250,26 @@ class PoolProvider(MultiProvider):
         errors: list[ProviderError] = []
         previous: _Member | None = None
         for member, model in plan:
+            sub = request if model == request.model else request.with_model(model)
             if previous is not None:
                 last = errors[-1]
                 emit("pool.moved", from_member=previous.name, to_member=member.name, reason=last.kind, error=last)
-            sub = request if model == request.model else request.with_model(model)
+                if sub is request:
+                    sub = own_request(request)
             self.in_flight[member.index] += 1
             try:
                 result = await call(member.provider, sub)
             except Exception as exc:
-                # Cancellation is a BaseException: it leaves at once, no member is tried after it.
                 error = as_provider_error(exc, member.provider, model)
+            except BaseException:
+                # Cancellation leaves at once, no member is tried after it: what this one's layers noted goes with it.
+                hand_on(sub, request)
+                raise
             else:
-                return member, result
+                return member, result, sub
             finally:
                 self.in_flight[member.index] -= 1
+            hand_on(sub, request)  # what the layers of a member that failed noted (nothing if sent the request)
             # Raised here, not in the except block: there a foreign exception (its text may hold a
             # credential) would ride along as the classified error's __context__.
             if error.kind not in _MOVES or isinstance(error, StreamInterruptedError):
@@ -264,10 +282,22 @@ class PoolProvider(MultiProvider):
         raise AllProvidersFailedError(f"every member of {self._name} failed", errors, provider=self._name)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """The first member's response, in this call's order (see :func:`with_pool`)."""
-        member, response = await self._walk(request, lambda p, r: p.complete(r))
+        """The first member's response, in this call's order (see :func:`with_pool`).
+
+        A member's attempt a ``with_timeout`` abandoned was sent and is billed: it rides on the answer of the member
+        that served (:func:`~agentactors.pricing.with_cut_short`), or, when the call fails, goes to the layer around
+        that collects them, else to the run (:func:`~.timeout.keep_abandoned`) — as ``with_fallback`` does.
+        """
+        collecting = abandoned_attempts()
+        try:
+            with collecting as abandoned:
+                member, response, sub = await self._walk(request, _complete)
+        except BaseException:
+            collecting.keep(request)  # (outside the block: inside it, its own list is the one collecting)
+            raise
+        hand_on(sub, request)  # what the serving member's layers noted against its own request (if it had one)
         served: LLMResponse = response if response.provider else attrs.evolve(response, provider=member.name)
-        return served
+        return with_cut_short(served, abandoned) if abandoned else served
 
     def stream(self, request: LLMRequest) -> StreamContext:
         """The first member's stream that reaches its first event; a failure after it does not move."""
@@ -278,18 +308,51 @@ class PoolProvider(MultiProvider):
         async def open_member(provider: Any, sub: LLMRequest) -> OpenedStream:
             return await open_stream(lambda: stream_of(provider, sub), provider=name_of(provider), model=sub.model)
 
-        member, opened = await self._walk(request, open_member)
+        collecting = abandoned_attempts()
+        try:
+            with collecting as abandoned:
+                member, opened, sub = await self._walk(request, open_member)
+        except BaseException:
+            collecting.keep(request)  # (outside the block: inside it, its own list is the one collecting)
+            raise
+        model = member.model_for(request.model)
         # The stream is in flight until it ends: count it against the member that serves it.
         self.in_flight[member.index] += 1
         try:
-            async with opened.stack:
-                events = relay(opened, provider=member.provider, model=member.model_for(request.model))
-                try:
-                    yield events
-                finally:
-                    await events.aclose()
+            if not abandoned and sub is request:  # the common case: nothing to carry
+                async with opened.stack:
+                    events = relay(opened, provider=member.provider, model=model)
+                    try:
+                        yield events
+                    finally:
+                        await events.aclose()
+                return
+
+            def carry(event: StreamEvent) -> StreamEvent:
+                # (the members abandoned before this one, billed: they ride on its end, as on an answer)
+                return StreamEnd(with_cut_short(event.response, abandoned)) if isinstance(event, StreamEnd) else event
+
+            # As with_fallback's: the attempts abandoned before this member ride on its end, and are charged all the
+            # same when it never gets there; a member's call left alive is charged as that member's.
+            carried = Carried(relay(opened, provider=member.provider, model=model,
+                                    transform=carry if abandoned else None))
+            try:
+                async with opened.stack:
+                    try:
+                        yield carried.events
+                    finally:
+                        await carried.aclose()
+            finally:
+                if not carried.ended:
+                    charge_unfinished(request, sub, member.provider, model, abandoned, carried)
+                hand_on(sub, request)
         finally:
             self.in_flight[member.index] -= 1
+
+
+def _complete(provider: Any, request: LLMRequest) -> Awaitable[LLMResponse]:
+    """A member's ``complete`` (one function for every call: no closure made per call)."""
+    return provider.complete(request)  # type: ignore[no-any-return]
 
 
 def with_pool(
@@ -326,6 +389,11 @@ def with_pool(
       :class:`~agentactors.errors.UnsupportedToolChoiceError` before anything is sent.
     * **Streams**: failover only before the first event, like :func:`with_fallback`; a stream counts
       as in flight until it ends.
+    * **Calls cut short** (``docs/costs.md``), as :func:`with_fallback` charges them: an attempt a
+      :func:`with_timeout` in a member abandoned was sent, and rides on the answer of the member that
+      serves (a stream's ``StreamEnd``), or goes to the layer around when every member failed, else to
+      the run — once.  A member after the first, or of another model, is sent a request of its own, and
+      what its layers note against it (a hedge's copies, a batch price) is handed on to the caller's.
     * ``LLMResponse.provider`` names the member that served when the member did not.
       ``aclose()`` closes every member.
 

@@ -32,7 +32,7 @@ from ..providers.port import LLMProvider, StreamContext
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import Carried, OpenedStream, open_stream, relay, stream_of
-from .timeout import abandoned_attempts, hand_on, own_request
+from .timeout import abandoned_attempts, hand_on, keep_abandoned, own_request
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -99,8 +99,14 @@ class RetryingProvider(ProviderDecorator):
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         flight = _InFlight(request)
-        with abandoned_attempts() as abandoned:
-            response = await self._run(self._inner.complete, request, abandoned, flight)
+        collecting = abandoned_attempts()
+        try:
+            with collecting as abandoned:
+                response = await self._attempts(self._inner.complete, request, abandoned, flight)
+        except BaseException as exc:
+            if collecting.ledger:  # (nearly always empty: one test of a list)
+                self._note(request, flight, collecting.ledger, exc, "", sending=flight.sending)
+            raise
         hand_on(flight.sent, request)  # (nothing when the attempt that answered was sent the request itself)
         # Attempts a with_timeout inside gave up on were sent, and are billed: they ride on the answer.
         return with_cut_short(response, abandoned) if abandoned else response
@@ -117,8 +123,14 @@ class RetryingProvider(ProviderDecorator):
 
         # Only opening the stream and reading its first event is retried: nothing reached the consumer yet.
         flight = _InFlight(request)
-        with abandoned_attempts() as abandoned:
-            opened = await self._run(attempt, request, abandoned, flight)
+        collecting = abandoned_attempts()
+        try:
+            with collecting as abandoned:
+                opened = await self._attempts(attempt, request, abandoned, flight)
+        except BaseException as exc:
+            if collecting.ledger:
+                self._note(request, flight, collecting.ledger, exc, "", sending=flight.sending)
+            raise
         if not abandoned:  # (then the attempt was sent the request itself: nothing to hand on)
             async with opened.stack:
                 events = relay(opened, provider=self._inner, model=model)
@@ -127,9 +139,10 @@ class RetryingProvider(ProviderDecorator):
                 finally:
                     await events.aclose()
             return
-        # Attempts abandoned before this one ride on its end; noted for the run if it never gets there — the
-        # stream failed or was cancelled, or the consumer left it before its end without an exception (it broke
-        # out, closed it; the stream ended without its StreamEnd): a run then fails, and takes the note.  With
+        # Attempts abandoned before this one ride on its end; if it never gets there — the stream failed or was
+        # cancelled, or the consumer left it before its end without an exception (it broke out, closed it; the
+        # stream ended without its StreamEnd) — they go to the layer around that collects them, else are noted for
+        # the run (a run then fails, and takes the note).  With
         # them the attempt in flight, when the stream was cancelled or left alive (as the cancellation path notes
         # it: this note is the one kept, a ProviderActor around adds nothing to it); not one that failed or
         # ended without its StreamEnd (a failure, as for a call that failed).
@@ -191,29 +204,27 @@ class RetryingProvider(ProviderDecorator):
     def _note(self, request: LLMRequest, flight: _InFlight, abandoned: list[CutShort], exc: BaseException | None,
               delivered: str, *, sending: bool = True, left: bool = False) -> None:
         """The call ends without an answer (``exc``; ``None``: a stream left before its end), after attempts were
-        abandoned: they are noted for the run, with the attempt in flight when it was cancelled or (``left``) its
-        stream was left by the consumer before its end — as the layers inside noted it, else at an estimate with
-        the text it had ``delivered`` (the ProviderActor around would keep this note, not estimate that attempt
-        itself).  Added to what was noted against ``request`` before (a sibling's sharing the request object, an
-        earlier call's): the layers inside noted against the attempt's own request (:class:`_InFlight`)."""
+        abandoned.  Called outside the retry's own :func:`~.timeout.abandoned_attempts` block: the ``abandoned``
+        attempts go to the layer around that collects them (a ``with_fallback`` puts them on the answer of the member
+        that serves, a ``with_hedge`` charges them with its copies), else are noted for the run
+        (:func:`~.timeout.keep_abandoned`) — charged once, whatever happens next.  Before, they were noted for the
+        run alone: under a fallback whose next member answered, charged only if the run failed later.
+
+        The attempt in flight is noted for the run when it was cancelled or (``left``) its stream was left by the
+        consumer before its end — as the layers inside noted it, else at an estimate with the text it had
+        ``delivered`` (the ProviderActor around keeps this note, and a hedge around takes it as its copy's), or as
+        nothing billed when none was in flight (cancelled during a wait).  Added to what was noted against
+        ``request`` before (a sibling's sharing the request object, an earlier call's): the layers inside noted
+        against the attempt's own request (:class:`_InFlight`)."""
+        keep_abandoned(request, abandoned)
+        abandoned.clear()
         noted = pop_cut_short(flight.sent)
         if noted is None:
-            noted = ()
-            if sending and (left or isinstance(exc, anyio.get_cancelled_exc_class())):
-                noted = (estimated_cut_short(self._inner, request, model_of(self._inner, request), delivered),)
-        add_cut_short(request, (*abandoned, *noted))
-        abandoned.clear()
-
-    async def _run(
-        self, attempt: Callable[[LLMRequest], Awaitable[T]], request: LLMRequest, abandoned: list[CutShort],
-        flight: _InFlight,
-    ) -> T:
-        try:
-            return await self._attempts(attempt, request, abandoned, flight)
-        except BaseException as exc:
-            if abandoned:  # (nearly always empty: one test of a list)
-                self._note(request, flight, abandoned, exc, "", sending=flight.sending)
-            raise
+            if not (left or isinstance(exc, anyio.get_cancelled_exc_class())):
+                return  # failed: charged as a call that failed is
+            noted = (estimated_cut_short(self._inner, request, model_of(self._inner, request), delivered),
+                     ) if sending else ()
+        add_cut_short(request, noted)
 
     async def _attempts(
         self, attempt: Callable[[LLMRequest], Awaitable[T]], request: LLMRequest, abandoned: list[CutShort],
@@ -501,9 +512,11 @@ def with_retry(
       attempt, no wait.
     * Attempts a :func:`with_timeout` inside gave up on were sent and are billed:
       they ride on the answer (``provider_data["cut_short"]``, a stream's
-      ``StreamEnd``), or are noted for the run when the call fails or is
-      cancelled, or its stream is left before its end (``docs/costs.md``,
-      "Calls cut short").
+      ``StreamEnd``); when the call fails or is cancelled, or its stream is
+      left before its end, they go to the layer around that collects them (a
+      ``with_fallback`` puts them on the answer of the member that serves), else
+      are noted for the run — charged once whatever happens next
+      (``docs/costs.md``, "Calls cut short").
     * ``clock`` (default ``anyio.current_time``), ``sleep`` (``anyio.sleep``) and
       ``rng`` (a ``random.Random``) are injectable for tests on virtual time.
 

@@ -15,7 +15,17 @@ import anyio
 import httpx
 import pytest
 
-from agentactors import LLMRequest, LLMResponse, Message, OpenAIProvider, ProviderActor, Runtime, Usage
+from agentactors import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    OpenAIProvider,
+    ProviderActor,
+    Runtime,
+    ScriptedProvider,
+    Usage,
+)
+from agentactors.errors import ErrorKind, ProviderError
 from agentactors.gateway import PulledStream, Stream
 from agentactors.messages import StreamEnd, StreamEvent, TextDelta
 from agentactors.pricing import CutShort
@@ -84,6 +94,31 @@ class Vendor:
 
     async def aclose(self) -> None:
         pass
+
+
+def answering(delay: float, model: str = "gpt-4o", *, refuse: bool = False) -> ScriptedProvider:
+    """A vendor whose every call answers after ``delay`` s (a long one: it hangs) — or, ``refuse``, is refused then
+    with a request error (not billed)."""
+
+    def item(request: LLMRequest) -> Any:
+        async def answer() -> LLMResponse:
+            await anyio.sleep(delay)
+            if refuse:
+                raise ProviderError("bad request", provider="openai", model=model, kind=ErrorKind.request)
+            return LLMResponse("answer", usage=Usage(1, 1), provider="openai", model=model)
+
+        return answer()
+
+    return ScriptedProvider(item, name="openai", model=model)
+
+
+def failing(model: str = "gpt-4o") -> ScriptedProvider:
+    """A vendor that fails every call at once, in a way a fallback or a pool moves on from (not billed)."""
+
+    def item(request: LLMRequest) -> Any:
+        raise ProviderError("overloaded", provider="openai", model=model, kind=ErrorKind.transient, retryable=True)
+
+    return ScriptedProvider(item, name="openai", model=model)
 
 
 def in_flight(call: CutShort, deltas: int, provider: str = "openai") -> None:

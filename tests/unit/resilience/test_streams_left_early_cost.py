@@ -340,3 +340,19 @@ async def test_a_fed_stream_that_failed_notes_nothing(anyio_backend: Any) -> Non
                     async for _ in stream:
                         pass
     assert take_cut_short(req) == ()
+
+
+async def test_a_hedged_stream_cancelled_after_its_end_was_read_charges_nothing_more(anyio_backend: Any) -> None:
+    # Its end was read (the loser rides on it): a cancellation reaching the hedge as it closes must not bill the
+    # copies a second time — before, the loser was estimated again and the winner, whose answer was received, too.
+    vendor, req = Vendor(silent=1), request()
+    with anyio.fail_after(100):
+        with anyio.CancelScope() as scope:
+            async with hedged(vendor).stream(req) as events:
+                got = [event async for event in events]
+                scope.cancel()
+    end = got[-1]
+    assert isinstance(end, StreamEnd)
+    (loser,) = cut_short_of(end.response)
+    unanswered(loser)
+    assert take_cut_short(req) == ()
