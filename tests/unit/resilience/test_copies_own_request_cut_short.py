@@ -39,35 +39,10 @@ from agentactors.gateway import PulledStream, Stream
 from agentactors.messages import StreamEnd, StreamEvent, TextDelta
 from agentactors.pricing import CutShort, cut_short_of, note_cut_short, take_cut_short
 from agentactors.providers.port import LLMProvider
-from tests.support.cut_short import PROMPT
+from tests.support.cut_short import PROMPT, answering, failing
 from tests.support.cut_short import never_ending_batches as _never_ending_batches
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
-
-
-def answering(delay: float, model: str = "gpt-4o", *, refuse: bool = False) -> ScriptedProvider:
-    """A vendor whose every call answers after ``delay`` s (a long one: it hangs) — or, ``refuse``, is refused then
-    with a request error (not billed)."""
-
-    def item(request: LLMRequest) -> Any:
-        async def answer() -> LLMResponse:
-            await anyio.sleep(delay)
-            if refuse:
-                raise ProviderError("bad request", provider="openai", model=model, kind=ErrorKind.request)
-            return LLMResponse("answer", usage=Usage(1, 1), provider="openai", model=model)
-
-        return answer()
-
-    return ScriptedProvider(item, name="openai", model=model)
-
-
-def failing(model: str = "gpt-4o") -> ScriptedProvider:
-    """A vendor that fails every call at once, in a way a fallback moves on from (not billed)."""
-
-    def item(request: LLMRequest) -> Any:
-        raise ProviderError("overloaded", provider="openai", model=model, kind=ErrorKind.transient, retryable=True)
-
-    return ScriptedProvider(item, name="openai", model=model)
 
 
 def _batch_hedged(primary: LLMProvider) -> LLMProvider:
