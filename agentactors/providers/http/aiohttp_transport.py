@@ -47,6 +47,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from ._proxies import proxies_configured
+from ._tls import default_client_context
 
 __all__ = ["AiohttpResponse", "AiohttpSender"]
 
@@ -144,7 +145,8 @@ class AiohttpSender:
     :param timeout: the provider's timeout, used when a request brings none of its own.
     :param max_connections: the pool's limit (connections in use and idle, all hosts).
     :param keepalive_expiry: seconds an idle connection is kept (httpx's default, 5 s).
-    :param ssl_context: ``None`` builds httpx's default context (certifi) on the first https request.
+    :param ssl_context: ``None``: the process's shared default (httpx's, certifi; see ``_tls``), taken on the
+        first https request.
     :param trust_env: read proxies from the environment, as httpx does.
 
     The session is created on first use, inside the running event loop, and closed by
@@ -217,8 +219,7 @@ class AiohttpSender:
         if url.scheme != "https":
             return True  # aiohttp's default; no context is built for a plain-HTTP server
         if self._ssl is None:
-            # Built on the first https request (it loads certifi's bundle: ~0.1 s), httpx's own way.
-            self._ssl = httpx.create_ssl_context()
+            self._ssl = default_client_context()  # the process's one (made on the first https request of any)
         return self._ssl
 
     def _headers(self, headers: dict[str, str]) -> CIMultiDict[str]:

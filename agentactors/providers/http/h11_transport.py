@@ -55,6 +55,7 @@ import anyio
 import h11
 import httpx
 
+from ._tls import default_client_context
 from .h11_connection import READ_SIZE, H11Connection, Head, Origin, connect
 
 __all__ = ["H11Response", "H11Sender"]
@@ -262,7 +263,8 @@ class H11Sender:
     :param max_connections: connections open at once (in use and idle, all hosts).
     :param max_keepalive_connections: idle connections kept.
     :param keepalive_expiry: seconds an idle connection is kept (httpx's default, 5 s).
-    :param ssl_context: ``None`` builds httpx's default context (certifi) on the first https request.
+    :param ssl_context: ``None``: the process's shared default (httpx's, certifi; see ``_tls``), taken on the
+        first https request.
     """
 
     name: Final = "h11"
@@ -379,7 +381,7 @@ class H11Sender:
         if origin[0] != "https":
             return None
         if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()  # loads certifi's bundle (~0.1 s): once, on first need
+            self._ssl = default_client_context()  # the process's one (made on the first https request of any)
         return self._ssl
 
     async def _drop_oldest_idle(self) -> None:

@@ -26,6 +26,10 @@ how the benchmarks compare them); ``=aiohttp`` takes the aiohttp sender on async
 aiohttp is missing; on trio, which aiohttp cannot run on, the default); ``=h11`` the h11 sender
 even with a proxy configured.
 
+Every owned sender not given a TLS context of its own uses a shared one (``_tls``): httpx's default (certifi, or
+``SSL_CERT_FILE`` / ``SSL_CERT_DIR``, read when it is first made), built once — per process for the h11 and
+aiohttp senders, per thread for owned httpx clients (httpcore changes its client's context) — not per sender.
+
 An owned sender's pool holds at most 256 connections (in use and idle, all hosts; 64 kept idle):
 past them a request waits for one (``timeout.pool``).  ``AGENTACTORS_HTTP_MAX_CONNECTIONS=N`` sets
 that bound for the process — read once, when the first owned sender is made — and keeps up to N
@@ -299,5 +303,9 @@ def owned_sender(timeout: httpx.Timeout) -> Sender:
             max_keepalive_connections=limits.max_keepalive_connections or 64,
             keepalive_expiry=limits.keepalive_expiry or 5.0,
         )
-    client = httpx.AsyncClient(timeout=timeout, limits=limits)
+    from ._tls import thread_client_context
+
+    # The thread's shared context, not one of its own per client (loading certifi's bundle each time: ~20 ms); per
+    # thread because httpcore sets ALPN on it before each connection (_tls's docstring).
+    client = httpx.AsyncClient(timeout=timeout, limits=limits, verify=thread_client_context())
     return ClientSender(client, timeout=None, owned=True)
