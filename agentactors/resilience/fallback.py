@@ -39,7 +39,7 @@ from ..settings import ModelSettings
 from .decorator import as_provider_error, name_of, streaming_adapted
 from .multi import MultiProvider
 from .streams import Carried, OpenedStream, open_stream, relay, stream_of
-from .timeout import abandoned_attempts, charge_unfinished, hand_on, own_request
+from .timeout import abandoned_attempts, hand_on, own_request, serve_carried
 
 __all__ = ["DEFAULT_FALLBACK_ON", "FallbackProvider", "with_fallback"]
 
@@ -343,16 +343,10 @@ class FallbackProvider(MultiProvider):
         # abandoned, for a member after the first: its call left alive is charged as its own (its name, its
         # model), not as the pulled stream around would estimate it (the chain's name, the caller's model).
         carried = Carried(relay(opened, provider=step.member, model=step.model, transform=name_server))
-        try:
-            async with opened.stack:
-                try:
-                    yield carried.events
-                finally:
-                    await carried.aclose()
-        finally:
-            if not carried.ended:
-                charge_unfinished(request, step.request, step.member, step.model, abandoned, carried)
-            hand_on(step.request, request)
+        async with serve_carried(
+            opened, carried, request, step.request, step.member, step.model, abandoned
+        ) as served:
+            yield served
 
 
 def _no_response_format(step: _Step) -> ProviderError:

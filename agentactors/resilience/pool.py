@@ -49,7 +49,7 @@ from .chain import describe_chain
 from .decorator import Clock, as_provider_error, default_clock, name_of
 from .multi import MultiProvider
 from .streams import Carried, OpenedStream, open_stream, relay, stream_of
-from .timeout import abandoned_attempts, charge_unfinished, hand_on, own_request
+from .timeout import abandoned_attempts, hand_on, own_request, serve_carried
 
 __all__ = ["STRATEGIES", "PoolProvider", "Strategy", "with_pool"]
 
@@ -336,16 +336,8 @@ class PoolProvider(MultiProvider):
             # same when it never gets there; a member's call left alive is charged as that member's.
             carried = Carried(relay(opened, provider=member.provider, model=model,
                                     transform=carry if abandoned else None))
-            try:
-                async with opened.stack:
-                    try:
-                        yield carried.events
-                    finally:
-                        await carried.aclose()
-            finally:
-                if not carried.ended:
-                    charge_unfinished(request, sub, member.provider, model, abandoned, carried)
-                hand_on(sub, request)
+            async with serve_carried(opened, carried, request, sub, member.provider, model, abandoned) as served:
+                yield served
         finally:
             self.in_flight[member.index] -= 1
 

@@ -32,7 +32,7 @@ from ..pricing import CutShort, add_cut_short, pop_cut_short
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
 from ._numbers import is_number
 from .decorator import ProviderDecorator, model_of
-from .streams import Carried, cut_short, stream_of
+from .streams import Carried, OpenedStream, cut_short, stream_of
 
 __all__ = [
     "Collecting",
@@ -160,6 +160,31 @@ def charge_unfinished(
     if abandoned:
         keep_abandoned(request, abandoned)
     add_cut_short(request, in_flight)
+
+
+@asynccontextmanager
+async def serve_carried(
+    opened: OpenedStream,
+    carried: Carried,
+    request: LLMRequest,
+    sent: LLMRequest,
+    provider: Any,
+    model: str | None,
+    abandoned: list[CutShort],
+) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+    """Relay a serving member's ``carried`` stream (``with_fallback``'s, ``with_pool``'s) inside its ``opened`` one;
+    left before its ``StreamEnd``, charge what it leaves (:func:`charge_unfinished`); then hand on what the member's
+    layers noted against ``sent`` to the caller's ``request``."""
+    try:
+        async with opened.stack:
+            try:
+                yield carried.events
+            finally:
+                await carried.aclose()
+    finally:
+        if not carried.ended:
+            charge_unfinished(request, sent, provider, model, abandoned, carried)
+        hand_on(sent, request)
 
 
 def _check(label: str, value: float | None) -> float | None:
