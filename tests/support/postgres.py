@@ -184,19 +184,49 @@ def start(directory: Path) -> PostgresServer:
     pytest.fail(f"PostgreSQL did not start ({bin_dir}): {started.stderr or started.stdout}\n{text[-3000:]}")
 
 
+@attrs.define
+class _ProcessServer:
+    """The test process's one server: started by the first module that asks, stopped by the first teardown.
+
+    pytest makes a fixture of its own (a ``FixtureDef``) in every module that imports ``postgres_server``, and
+    "session-scoped" holds per fixture: each of the ~20 files that import it started a server of its own (initdb
+    and a start, about a second on two cores) and kept it to the session's end, where a worker then stopped them
+    one after another (10-15 s, its last thing).  Every one of those fixtures is torn down at the session's end,
+    so the first teardown stops the shared server when no test needs it any more; the others find it stopped."""
+
+    server: PostgresServer | None = None
+    directory: Path | None = None
+
+    def get(self) -> PostgresServer:
+        if self.server is None:
+            # Under /tmp itself, not pytest's tmp_path (root-only parents): the server's user must reach it.
+            self.directory = Path(tempfile.mkdtemp(prefix="agentactors-pg-"))
+            try:
+                self.server = start(self.directory)
+            except BaseException:  # a skip or failure: the next module tries again, as it would on its own
+                self.close()
+                raise
+        return self.server
+
+    def close(self) -> None:
+        server, self.server = self.server, None
+        directory, self.directory = self.directory, None
+        if server is not None:
+            server.stop()
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+_PROCESS_SERVER = _ProcessServer()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One server for the test process (its tests make their own databases), stopped and removed at the end."""
-    # Under /tmp itself, not pytest's tmp_path (root-only parents): the server's user must reach it.
-    directory = Path(tempfile.mkdtemp(prefix="agentactors-pg-"))
-    server = None
     try:
-        server = start(directory)
-        yield server
+        yield _PROCESS_SERVER.get()
     finally:
-        if server is not None:
-            server.stop()
-        shutil.rmtree(directory, ignore_errors=True)
+        _PROCESS_SERVER.close()
 
 
 @pytest.fixture
