@@ -39,6 +39,12 @@ class MemoryStore:
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._records)} sessions)"
 
+    @property
+    def address(self) -> None:
+        """``None``: each ``MemoryStore`` object is its own data, so a runtime addresses its sessions by the object
+        (:class:`~agentactors.sessions.store.SessionStore`'s optional ``address``)."""
+        return None
+
     def __len__(self) -> int:
         return len(self._records)
 

@@ -35,6 +35,8 @@ from ._sql import META, PIECES, TABLE, SqlStore, check_layout
 
 __all__ = ["PostgresStore"]
 
+#: The DSN's options that hold a secret, left out of a store's address.
+_SECRETS: Final = frozenset({"password", "sslpassword"})
 _LOCK: Final = 0x61677365737373  # the advisory lock that serializes creating the tables
 _SCHEMA: Final = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
@@ -71,7 +73,7 @@ class PostgresStore(SqlStore):
     object serves one event loop at a time; any number of stores, processes and hosts may share one database.
     """
 
-    __slots__ = ("_dsn",)
+    __slots__ = ("_address", "_dsn")
 
     def __init__(
         self,
@@ -84,6 +86,7 @@ class PostgresStore(SqlStore):
         if not isinstance(dsn, str) or not dsn:
             raise TypeError("a PostgresStore takes a DSN: a non-empty str")
         self._dsn = dsn
+        self._address: tuple[str, ...] | None = ()  # () until first asked (see address)
         name = f"agentactors-pg-store-{id(self)}"
         worker = Worker(
             dsn, _setup, what="PostgresStore", name=name, connect_timeout=connect_timeout,
@@ -93,6 +96,34 @@ class PostgresStore(SqlStore):
 
     def __repr__(self) -> str:
         return f"PostgresStore({safe_dsn(self._dsn)!r}{', open' if self._worker.conn is not None else ''})"
+
+    @property
+    def address(self) -> tuple[str, ...] | None:
+        """Where the store's records live (:class:`~agentactors.sessions.store.SessionStore`): two stores of one
+        database hold the same sessions, so a runtime reaches one session through either.
+
+        ``("postgres", the DSN without its passwords)``: its parameters (``password`` and ``sslpassword`` left
+        out), in one order, as ``key=value`` text — a URL and its ``key=value`` form, or two DSNs that differ only
+        in their password, are one address; the password is never kept in it.  ``None`` (by identity) for a DSN
+        that cannot be read (or without psycopg, which reads it: imported when first asked, as for a connection).
+        What libpq takes from the environment (``PGHOST``…) is not in it: one process reads one environment.
+        """
+        address = self._address
+        if address == ():
+            address = self._address = _dsn_address(self._dsn)
+        return address
+
+
+def _dsn_address(dsn: str) -> tuple[str, ...] | None:
+    """The address of ``dsn`` (:attr:`PostgresStore.address`), or ``None`` when it cannot be read."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        params = conninfo_to_dict(dsn)
+        kept = {name: params[name] for name in sorted(params) if name not in _SECRETS}
+        return ("postgres", make_conninfo("", **kept))
+    except Exception:  # unreadable, or no psycopg: by identity, never one address for all such stores
+        return None
 
 
 # --- what runs in the worker thread ------------------------------------------------------------------

@@ -1,13 +1,17 @@
 """A runtime's sessions: activated on demand, deactivated when idle — virtual actors, Orleans-style.
 
 A service may hold a conversation per user, and most users are idle most of the time.  So a session is
-not an actor that lives as long as the runtime: it is *virtual*.  Its address (store and key) always
-exists; an actor holds it only while it is in use.  The first turn in a runtime **activates** it (an
-actor is spawned and loads the session from its store); a session with no turn for its
+not an actor that lives as long as the runtime: it is *virtual*.  Its address (where its store keeps it —
+the store's optional ``address``, else the store object: :func:`~agentactors.sessions.store.store_address` —
+and its key) always exists; an actor holds it only while it is in use.  The first turn in a runtime
+**activates** it (an actor is spawned and loads the session from its store); a session with no turn for its
 ``idle_timeout`` **deactivates** (its actor is stopped and dropped: no task, no actor, no history in
-memory — the store keeps it); the next turn activates it again.  A store is closed, and let go, once
-none of its sessions is active (a store object made per request must not keep a connection open for the
-runtime's life; one used again reopens, as the port says).  When the runtime exits, every session
+memory — the store keeps it); the next turn activates it again.  The active sessions of an address are
+served by the first store object of it that activated one (another object of the same file reaches the
+same actor: one actor per stored session, so two requests' turns take turns instead of conflicting); that
+store is closed, and let go, once none of its address's sessions is active (a store object made per
+request must not keep a connection open for the runtime's life; one used again — one its owner closed
+included — reopens, as the port says).  When the runtime exits, every session
 deactivates and the stores of the active ones are closed.
 
 **One sweeper per runtime, no timer per session.**  A timer per session would be a task per session —
@@ -40,6 +44,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
+from collections.abc import Hashable
 from functools import partial
 from typing import Final
 
@@ -52,13 +57,13 @@ from ..gateway.cost_budget import CostBudget
 from .actor import SessionActor
 from .memory import MemoryStore
 from .spending import ledger
-from .store import SessionStore
+from .store import SessionStore, store_address
 
-__all__ = ["Entry", "Sessions"]
+__all__ = ["Entry", "Sessions", "Slot"]
 
 log = logging.getLogger("agentactors.sessions")
 
-Slot = tuple[int, str]  # (id of the store, key): a session's address within one runtime
+Slot = tuple[Hashable, str]  # (the store's address, key): a session's address within one runtime (store_address)
 
 # Rebuild the registry's dicts once they hold fewer than this share of their peak (and the peak was large).
 _SHRINK_RATIO: Final = 4
@@ -99,10 +104,12 @@ class Sessions:
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.active: dict[Slot, Entry] = {}
-        #: The stores of the active sessions, by id (and how many of them each has): a store is closed, and
-        #: dropped from here, when its last active session deactivates; what is left is closed at the exit.
-        self.stores: dict[int, SessionStore] = {}
-        self._users: dict[int, int] = {}
+        #: The store serving the active sessions of each address (and how many of them each has): the first store
+        #: object of the address that activated one — the actors hold it; another object of the same address
+        #: reaches them.  Closed, and dropped from here, when the address's last active session deactivates; what
+        #: is left is closed at the exit.
+        self.stores: dict[Hashable, SessionStore] = {}
+        self._users: dict[Hashable, int] = {}
         self._idle: dict[float, OrderedDict[Slot, Entry]] = {}
         self._default: MemoryStore | None = None
         self._sweeping = False
@@ -127,7 +134,7 @@ class Sessions:
     def changed(self, store: SessionStore, key: str) -> None:
         """``key``'s record in ``store`` changed behind this runtime's back (``rt.recover(sessions=)`` committed a
         turn): its actor here, if it is active, loads it again before its next message.  Never awaits."""
-        entry = self.active.get((id(store), key))
+        entry = self.active.get((store_address(store), key))
         if entry is not None:
             entry.actor.loaded = False
 
@@ -139,12 +146,15 @@ class Sessions:
 
     # -- a handle's call ----------------------------------------------------------------------------
 
-    def checkout(self, store: SessionStore, key: str, timeout: float) -> Entry:
-        """The session's entry, activated if need be, counted busy until :meth:`checkin`.  Never awaits.
+    def checkout(self, store: SessionStore, slot: Slot, timeout: float) -> Entry:
+        """The entry of the session at ``slot`` (``(store_address(store), key)``), activated if need be, counted
+        busy until :meth:`checkin`.  Never awaits.
+
+        A session activated here is served by the store already serving its address, if one is (``store`` may be
+        another object of the same file or database: one actor, one store per address), else by ``store``.
 
         :raises RuntimeError: the runtime is not running (no actor can be spawned).
         """
-        slot = (id(store), key)
         entry = self.active.get(slot)
         if entry is None or entry.ref.stopped:
             if entry is not None and entry.inflight == 0:  # stopped under us (the runtime is closing): replaced
@@ -152,11 +162,14 @@ class Sessions:
                 if stale is not None:
                     stale.pop(slot, None)
             rt = self.rt
-            actor = SessionActor(rt, store, key)
+            address, key = slot
+            served = self.stores.get(address)
+            if served is None:
+                served = self.stores[address] = store
+            actor = SessionActor(rt, served, key)
             ref = rt.spawn(actor, name=f"session:{key}", concurrency=1)
-            if entry is None:  # (a stopped entry replaced: its store counted it already)
-                self._users[slot[0]] = self._users.get(slot[0], 0) + 1
-                self.stores.setdefault(slot[0], store)
+            if entry is None:  # (a stopped entry replaced: its address counted it already)
+                self._users[address] = self._users.get(address, 0) + 1
             entry = self.active[slot] = Entry(slot, actor, ref, timeout)
             if len(self.active) > self._peak:
                 self._peak = len(self.active)
@@ -217,18 +230,18 @@ class Sessions:
         """Deactivate the ``expired`` sessions, in a frame of their own: once it returns, its loop variable is gone
         (in the sweeper's frame, which lives as long as the runtime, it kept the last one's entry — its actor,
         its history, its budget — until the next sweep)."""
-        unused: list[SessionStore] = []
+        unused: list[tuple[Hashable, SessionStore]] = []
         for entry in expired:
             self._deactivated(entry, "idle")
             await self.rt.stop(entry.ref, drain=False)
-            sid = entry.slot[0]
-            users = self._users.pop(sid, 0) - 1
+            address = entry.slot[0]
+            users = self._users.pop(address, 0) - 1
             if users > 0:
-                self._users[sid] = users
-            elif (store := self.stores.pop(sid, None)) is not None:  # its last active session: closed below
-                unused.append(store)
-        for store in unused:
-            if id(store) not in self._users:  # (not used again meanwhile: a new session of it activated)
+                self._users[address] = users
+            elif (store := self.stores.pop(address, None)) is not None:  # its last active session: closed below
+                unused.append((address, store))
+        for address, store in unused:
+            if self.stores.get(address) is not store:  # (not used again meanwhile: a new session of it activated)
                 with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True) as bound:
                     await _close(store, "once its last active session deactivated")
                 if bound.cancelled_caught:

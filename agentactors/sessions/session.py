@@ -3,7 +3,9 @@
 ``rt.session(agent, key)`` (or ``agent.session(key)``) returns a handle, not an actor: it holds the
 session's address (the runtime, the store, the key) and the agent to talk to, nothing else, so it is
 free to make, to drop and to make again — every handle with the same store and key reaches the same
-session.  A call on the handle activates the session if need be (:mod:`agentactors.sessions.registry`)
+session, and so does one with another store object of the same file or database (a store's optional
+``address``: :class:`~agentactors.sessions.store.SessionStore`), such as one a web handler makes per
+request.  A call on the handle activates the session if need be (:mod:`agentactors.sessions.registry`)
 and asks its actor (:mod:`agentactors.sessions.actor`), which runs the turn and commits it.
 
 The session is the *conversation*, not the agent: it is addressed by store and key only, and each turn
@@ -36,9 +38,9 @@ from ..parts import Part, is_part
 from ..pricing import Cost
 from ..settings import ModelSettings
 from .actor import Refresh, Resolve, SessionAgent, Turn
-from .registry import Sessions
+from .registry import Sessions, Slot
 from .spending import charged, session_budget
-from .store import SessionStore, check_key, check_store
+from .store import SessionStore, check_key, check_store, store_address
 from .turns import TurnAgent, TurnCall
 
 __all__ = ["AgentSession", "open_session"]
@@ -61,7 +63,7 @@ def open_session(
     (:mod:`agentactors.sessions.spending`).
 
     :raises TypeError: ``key`` is not a str, ``agent`` has no ``run`` and ``resume``, ``store`` is not a session
-        store, ``idle_timeout`` is not a number.
+        store (or its ``address`` is not hashable), ``idle_timeout`` is not a number.
     :raises ValueError: an empty ``key``, or one with a lone surrogate (no database keeps it: it is not UTF-8) or
         a NUL (PostgreSQL's text cannot hold it) — refused here, in every store alike, not at the first turn of a
         database's session (:func:`~agentactors.sessions.store.check_key`), an
@@ -81,7 +83,7 @@ def open_session(
     return AgentSession(agent, key, sessions, chosen, float(idle_timeout), cost_limit=cost_limit)
 
 
-#: The runtime service holding each session's running turn: ``{(id of the store, key): the run's input}``.
+#: The runtime service holding each session's running turn: ``{(the store's address, key): the run's input}``.
 _LIVE_TURNS = ("agentactors.sessions.session", "live turns")
 
 
@@ -92,7 +94,7 @@ class _Resuming:
     run_id: str
 
 
-async def _listed(live: dict[tuple[int, str], Any], slot: tuple[int, str], call: TurnCall) -> RunResult[Any]:
+async def _listed(live: dict[Slot, Any], slot: Slot, call: TurnCall) -> RunResult[Any]:
     """A turn's run, listed among the runtime's live turns while it runs (:meth:`AgentSession.steer`).
 
     The turn runs as before — ``agent.run`` on ``history + prompt``, no stream — with that input tuple
@@ -176,7 +178,7 @@ class AgentSession:
         self._sessions = sessions
         self._store = store
         self._idle_timeout = idle_timeout
-        self._slot = (id(store), key)
+        self._slot: Slot = (store_address(store), key)  # one session per address: store objects of one file share it
         # The history this handle last saw while the session was active: what it shows once the session
         # deactivated (the session itself keeps nothing in memory then; a handle kept by its user does).
         self._seen: tuple[Message, ...] = ()
@@ -200,6 +202,9 @@ class AgentSession:
 
     @property
     def store(self) -> SessionStore:
+        """The store this handle was made with.  The session belongs to the store's address (the optional
+        ``address`` of :class:`~agentactors.sessions.store.SessionStore`): while it is active, the store object
+        that activated it serves it, which may be another one of the same file or database."""
         return self._store
 
     @property
@@ -332,7 +337,7 @@ class AgentSession:
             await self.runtime.call(self.steer, text_or_message)
             return
         rt = self._sessions.rt
-        live: dict[tuple[int, str], Any] = rt.service(_LIVE_TURNS, dict)
+        live: dict[Slot, Any] = rt.service(_LIVE_TURNS, dict)
         inputs = live.get(self._slot)
         run = _live_run(rt, inputs) if inputs is not None else None
         if run is None:
@@ -363,7 +368,7 @@ class AgentSession:
             crossed: RunResult[Any] = await self.runtime.call(partial(self.resolve, decisions, deps=deps))
             return crossed
         # Listed among the runtime's live turns while its run goes on, as a sent turn is (steer() finds it).
-        live: dict[tuple[int, str], Any] = self._sessions.rt.service(_LIVE_TURNS, dict)
+        live: dict[Slot, Any] = self._sessions.rt.service(_LIVE_TURNS, dict)
         listed = TurnAgent(self._agent, partial(_listed, live, self._slot), resumes=True)
         result: RunResult[Any] = await self._ask(Resolve(charged(listed, self._budget), decisions, deps))
         return result
@@ -401,7 +406,7 @@ class AgentSession:
 
     async def _ask(self, message: Turn | Resolve | Refresh) -> Any:
         sessions = self._sessions
-        entry = sessions.checkout(self._store, self._key, self._idle_timeout)
+        entry = sessions.checkout(self._store, self._slot, self._idle_timeout)
         entry.budget = self._budget  # held while the session is active (agentactors.sessions.spending)
         try:
             result = await entry.ref.ask(message)

@@ -3,9 +3,10 @@
 Each session has a :class:`~agentactors.gateway.cost_budget.CostBudget` in the runtime that runs its turns
 (``session.budget``; ``session.cost`` is its total): every turn runs under it — the turn's run, the runs
 its tools start — so what the session spent is counted and, with ``cost_limit=``, capped.  The budget
-is the runtime's, not the handle's (any handle of the session reaches it) nor the store's: a restart (or
-another process) counts from zero.  A budget of your own — persisted, shared by a user's sessions — is
-``cost_limit=CostBudget(...)``.
+is the runtime's, not the handle's (any handle of the session reaches it — through any store object of the
+session's address: a store made per request finds the budget, and the limit, of the requests before) nor the
+store's: a restart (or another process) counts from zero.  A budget of your own — persisted, shared by a
+user's sessions — is ``cost_limit=CostBudget(...)``.
 
 **How long the runtime keeps it** (the :class:`Ledger`).  A budget with a limit — ``cost_limit=`` on any
 handle, or a limit set on ``session.budget`` while the session is active — and a budget of your own are kept
@@ -21,6 +22,7 @@ around it like the session's: its scope is ``"turn"``.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from functools import partial
 from typing import Any, Final
 from weakref import WeakValueDictionary
@@ -29,6 +31,7 @@ from ..actors.runtime import Runtime
 from ..gateway.cost_budget import CostBudget, check_cost_limit
 from ..loop.result import RunResult
 from .actor import SessionAgent
+from .store import StoreIdentity
 from .turns import TurnAgent, TurnCall
 
 __all__ = ["Ledger", "charged", "ledger", "session_budget"]
@@ -36,7 +39,7 @@ __all__ = ["Ledger", "charged", "ledger", "session_budget"]
 # The runtime service holding the sessions' budgets (a Ledger).
 _LEDGER: Final = ("agentactors.sessions.spending", "budgets")
 
-Slot = tuple[int, str]  # (id of the store, key): a session's address within one runtime
+Slot = tuple[Hashable, str]  # (the store's address, key): a session's address within one runtime (store_address)
 
 
 class Ledger:
@@ -56,15 +59,18 @@ class Ledger:
         #: The sessions whose budget is one of the user's (``cost_limit=CostBudget(...)``): a number given on a
         #: later handle must not change its limit (it may be shared by other sessions).  Kept as ``kept`` is.
         self.yours: set[Slot] = set()
-        #: The store of each kept budget, by id: a slot names its store by ``id()``, and a store the runtime let go
-        #: (the registry does once none of its sessions is active) could be collected and its id reused by another
+        #: The store of each kept budget whose slot names its store by identity (a store without an ``address``:
+        #: :class:`~agentactors.sessions.store.StoreIdentity`, its ``id()``): a store the runtime let go (the
+        #: registry does once none of its sessions is active) could be collected and its id reused by another
         #: store — whose session of the same key would then find this one's budget.  The object only (closed).
-        self.pinned: dict[int, object] = {}
+        #: A store with an address needs none: its address names its records, whichever object reaches them.
+        self.pinned: dict[Hashable, object] = {}
 
     def keep(self, slot: Slot, budget: CostBudget, store: object) -> None:
         """Keep ``budget``, the session at ``slot``'s (in ``store``), for the runtime's life.  Never awaits."""
         self.kept[slot] = budget
-        self.pinned.setdefault(slot[0], store)
+        if isinstance(slot[0], StoreIdentity):
+            self.pinned.setdefault(slot[0], store)
 
     def keep_limited(self, slot: Slot, budget: CostBudget, store: object) -> None:
         """The session at ``slot`` deactivated, its entry holding ``budget``: keep it if it has a limit by now.

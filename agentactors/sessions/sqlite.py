@@ -65,6 +65,7 @@ import os
 import sqlite3
 from functools import partial
 from typing import Final, Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path
 from ._sql import LAYOUT, META, PIECES, TABLE, SqlStore, check_layout
@@ -109,7 +110,7 @@ class SqliteStore(SqlStore):
     :raises ValueError: a negative ``busy_timeout``, an unknown ``synchronous``.
     """
 
-    __slots__ = ("busy_timeout", "path", "synchronous")
+    __slots__ = ("_address", "_where", "busy_timeout", "path", "synchronous")
 
     def __init__(
         self,
@@ -120,10 +121,33 @@ class SqliteStore(SqlStore):
     ) -> None:
         self.busy_timeout, self.synchronous = check_options(busy_timeout, synchronous)
         self.path = os.fspath(path)
+        self._where = database_path(self.path)  # what every connection opens (resolved now: agentactors._sqlite)
+        # Where the records live (see address): () until first asked, when a file's path is resolved.  A "file:"
+        # URI's is taken now, with the directory it is read in (a relative one names a file there).
+        self._address: tuple[str, ...] | None = (
+            None if self.path in ("", ":memory:") else _uri_address(self.path) if self.path.startswith("file:") else ()
+        )
         # The connection, its thread and its one-token limiter: agentactors._sqlite (shared with the journal);
         # load, commit and delete: agentactors.sessions._sql (shared with PostgresStore).
         setup, name = partial(_setup, self.path), f"agentactors-sqlite-store-{id(self)}"
-        super().__init__(Worker(database_path(self.path), self.busy_timeout, self.synchronous, setup, name), DIALECT)
+        super().__init__(Worker(self._where, self.busy_timeout, self.synchronous, setup, name), DIALECT)
+
+    @property
+    def address(self) -> tuple[str, ...] | None:
+        """Where the store's records live (:class:`~agentactors.sessions.store.SessionStore`): two stores of one
+        file hold the same sessions, so a runtime reaches one session through either.
+
+        ``("sqlite", the file's path)``, resolved — absolute (when the store was made) and its symbolic links
+        followed (when first asked).  ``None`` for a private in-memory database (``":memory:"``, ``""``, a
+        ``file:`` URI with ``mode=memory``, ``vfs=memdb`` or the path ``:memory:``): each store object is its own
+        database, addressed by identity.  Another ``file:`` URI is ``("sqlite", the URI, the directory it was
+        made in)``: how SQLite reads one depends on how it was built (a URI, or a file of that name), so only the
+        same URI made in the same directory is known to be the same file.
+        """
+        address = self._address
+        if address == ():
+            address = self._address = ("sqlite", os.path.realpath(self._where))
+        return address
 
     @property
     def _conn(self) -> sqlite3.Connection | None:
@@ -133,6 +157,15 @@ class SqliteStore(SqlStore):
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}{', open' if self._worker.conn is not None else ''})"
+
+
+def _uri_address(uri: str) -> tuple[str, ...] | None:
+    """The address of a ``file:`` URI (:attr:`SqliteStore.address`): ``None`` for an in-memory database."""
+    parts = urlsplit(uri)
+    options = {name.lower(): value.lower() for name, value in parse_qsl(parts.query, keep_blank_values=True)}
+    if unquote(parts.path) in ("", ":memory:") or options.get("mode") == "memory" or options.get("vfs") == "memdb":
+        return None
+    return ("sqlite", uri, os.getcwd())
 
 
 # --- what runs in the worker thread ------------------------------------------------------------------

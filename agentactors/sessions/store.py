@@ -11,14 +11,18 @@ never overwrite each other's turn: the second to commit learns it lost, and relo
 
 The port is small on purpose — load, commit, delete, close — so a store for another database (Redis,
 Postgres) is a page of code: :class:`~agentactors.sessions.memory.MemoryStore` and
-:class:`~agentactors.sessions.sqlite.SqliteStore` are the two this package ships.
+:class:`~agentactors.sessions.sqlite.SqliteStore` and :class:`~agentactors.sessions.postgres.PostgresStore` are the
+three this package ships.  One optional
+attribute, ``address`` (where the records live), lets a runtime tell that two store objects hold the
+same sessions — a store made per request then reaches the session an earlier one activated, instead of
+a second actor for it whose commits conflict (:class:`SessionStore`, :func:`store_address`).
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Final, Protocol, runtime_checkable
 
 import attrs
@@ -30,12 +34,14 @@ __all__ = [
     "MAX_KEY_BYTES",
     "SessionRecord",
     "SessionStore",
+    "StoreIdentity",
     "check_expected",
     "check_key",
     "check_store",
     "conflict_message",
     "new_origin",
     "origin_conflict",
+    "store_address",
 ]
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")  # a str may hold one; a UTF-8 database column cannot
@@ -175,6 +181,15 @@ class SessionStore(Protocol):
 
     Every method is a coroutine function; implementations must be safe to call from many tasks of one
     event loop at once.  Nothing the store returns may change afterwards (records are immutable).
+
+    **Optional:** ``address``, an attribute or property naming *where* the store keeps its records — a hashable
+    value, the same for the object's life, equal for two store objects exactly when they hold the same sessions
+    (``SqliteStore``: ``("sqlite", its resolved path)``; ``PostgresStore``: ``("postgres", its DSN without the
+    password)``).  A runtime addresses a session by its store's address and key (:func:`store_address`), so a
+    store object made per request reaches the session, its actor and its budget that an earlier object of the
+    same file or database activated.  A store without one, or whose ``address`` is ``None`` (``MemoryStore``: each
+    object is its own data), is addressed by the object itself.  Not a member of the protocol (``isinstance`` and
+    :func:`check_store` do not ask for it): a store written without it works unchanged.  Never put a secret in it.
     """
 
     async def load(self, key: str) -> SessionRecord | None:
@@ -250,6 +265,48 @@ def check_store(store: object) -> SessionStore:
     if missing:
         raise TypeError(f"a session store needs {', '.join(missing)}(): {type(store).__name__} is not a SessionStore")
     return store  # type: ignore[return-value]
+
+
+#: What a :class:`StoreIdentity` holds first: no value of anyone else's, so no store's ``address`` equals one.
+_IDENTITY: Final = object()
+
+
+class StoreIdentity(tuple[object, int]):
+    """The address of a store that names none (:func:`store_address`): the object itself, by ``id()``.
+
+    A tuple (hashed and compared in C: a session's slot is looked up on every call of its handle) whose first item
+    is private to this module, so no store's ``address`` can equal it by chance.  The object must outlive the use
+    of its identity (an ``id`` is reused once an object is gone): what keeps an identity for longer than its store
+    is active keeps the store too (:class:`~agentactors.sessions.spending.Ledger`).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, store: object) -> StoreIdentity:
+        return super().__new__(cls, (_IDENTITY, id(store)))
+
+    def __repr__(self) -> str:
+        return f"StoreIdentity(id={self[1]:#x})"
+
+
+def store_address(store: object) -> Hashable:
+    """Where ``store`` keeps its records, as a runtime addresses sessions by: its ``address`` (see
+    :class:`SessionStore`), or — without one, or ``None`` — :class:`StoreIdentity` (the object itself).
+
+    :raises TypeError: an ``address`` that is not hashable.
+    """
+    address = getattr(store, "address", None)
+    if address is None:
+        return StoreIdentity(store)
+    try:
+        hash(address)
+    except TypeError:
+        raise TypeError(
+            f"a session store's address names where it keeps its records and is hashable (a tuple of str, say): "
+            f"{type(store).__name__}.address is a {type(address).__name__}"
+        ) from None
+    found: Hashable = address
+    return found
 
 
 def new_origin() -> str:

@@ -20,7 +20,7 @@ from agentactors.messages import LLMRequest
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.sessions import MemoryStore
 from agentactors.sessions.registry import Sessions
-from agentactors.sessions.store import SessionRecord
+from agentactors.sessions.store import SessionRecord, store_address
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -54,7 +54,7 @@ async def test_an_idle_session_deactivates_and_the_next_turn_reloads_it() -> Non
         assert len(session.history) == 2  # ...but this handle keeps the history it last saw
         assert rt.session(agent, "k", store=store).history == ()  # a new handle has seen nothing
         assert rt.stats().actors == actors - 1  # its actor is gone
-        assert Sessions.of(rt).get((id(store), "k")) is None
+        assert Sessions.of(rt).get((store_address(store), "k")) is None
         result = await session.send("two")
         assert result.content == "seen: one | two"  # reloaded from the store
         assert session.version == 2
