@@ -43,6 +43,7 @@ import contextvars
 import inspect
 import itertools
 import logging
+import math
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping
@@ -253,7 +254,9 @@ class Runtime:
     ) -> None:
         drain_timeout = _seconds(drain_timeout, "drain_timeout")  # (NaN would fail the exit half-way)
         if cost_limit is not None and not callable(getattr(cost_limit, "charge", None)) and not _amount(cost_limit):
-            raise ValueError(f"cost_limit must be a non-negative number, a CostBudget or None, not {cost_limit!r}")
+            raise ValueError(
+                f"cost_limit must be a finite, non-negative number, a CostBudget or None (no limit), not {cost_limit!r}"
+            )
         #: What the runs of this runtime may spend together: a number or a budget (the kernel knows neither: the
         #: loop charges it, :mod:`agentactors.gateway.cost_budget`), or ``None``.
         self.cost_limit = cost_limit
@@ -1177,8 +1180,8 @@ def _check_spawn(name: Any, mailbox_size: Any, concurrency: Any, max_restarts: A
 
 
 def _amount(value: object) -> bool:
-    """Whether ``value`` is a non-negative number (not a bool, not NaN)."""
-    return not isinstance(value, bool) and isinstance(value, int | float) and value >= 0
+    """Whether ``value`` is a finite, non-negative number (not a bool, not NaN, not infinite: ``None`` is no limit)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value < math.inf
 
 
 def _count_running(delta: int) -> None:

@@ -54,8 +54,11 @@ _RUNTIME_KEY: Final = ("agentactors.gateway.cost_budget", "runtime")
 def _limit(value: object, what: str = "cost_limit") -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"{what} must be a non-negative number (in the price's currency) or None, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        # (An infinite limit would be a budget that never stops a run: None says that, and reads as what it is.)
+        raise ValueError(
+            f"{what} must be a finite, non-negative number (in the price's currency) or None (no limit), not {value!r}"
+        )
     return float(value)
 
 
@@ -70,7 +73,7 @@ class CostBudget:
         counted as :attr:`unpriced`.
     :param name: how a :class:`~agentactors.errors.CostLimitExceededError` names the budget
         (its ``scope``).
-    :raises ValueError: a negative or NaN ``limit``.
+    :raises ValueError: a negative, NaN or infinite ``limit`` (``None`` is no limit).
     :raises TypeError: an ``estimate`` that is not a bool, a ``currency`` or ``name`` that is not a non-empty str
         (``estimate="no"`` was true; ``currency=978`` made every priced call's currency, a ``str``, another one,
         and so every call unpriced).

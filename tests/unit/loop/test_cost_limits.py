@@ -185,9 +185,13 @@ async def test_a_budget_counts_unpriced_calls_apart_and_has_no_cost_then() -> No
 
 
 def test_a_budget_refuses_a_bad_limit_and_says_what_it_holds() -> None:
-    for bad in (-1.0, math.nan, "1", True):
+    for bad in (-1.0, math.nan, math.inf, "1", True):
         with pytest.raises(ValueError):
             CostBudget(bad)  # type: ignore[arg-type]
+    budget = CostBudget(1.0)
+    with pytest.raises(ValueError, match="None"):  # an infinite limit is no limit: None says that
+        budget.limit = math.inf
+    assert budget.limit == 1.0
     assert "limit=2" in repr(CostBudget(2.0, name="team")) and "'team'" in repr(CostBudget(2.0, name="team"))
 
 
@@ -218,7 +222,7 @@ async def test_a_runtime_may_share_a_budget_of_yours() -> None:
         await Agent(always()).run("b", runtime=two)
         assert runtime_budget(one) is shared
     assert shared.calls == 2 and runtime_budget(Runtime()) is None
-    for bad in (-1, "1", math.nan, True):
+    for bad in (-1, "1", math.nan, math.inf, True):
         with pytest.raises(ValueError):
             Runtime(cost_limit=bad)
 
