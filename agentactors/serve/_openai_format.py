@@ -50,7 +50,9 @@ def for_format(agent: Agent[Any], wanted: JsonFormat) -> Agent[Any]:
         return attrs.evolve(agent, output_type=answer_type)
     except (TypeError, ValueError) as exc:  # the schema (the only change): the client's to fix
         detail = _OUTPUT_TOOL.sub("", redact(str(exc)).replace(f"output_type {wanted.name}: ", "", 1))[:300]
-        raise BadRequest(f"the response_format's schema cannot be answered: {detail}", wanted.param) from None
+        raise BadRequest(
+            f"the response_format's schema cannot be answered: {detail}", wanted.param, code="invalid_json_schema"
+        ) from None
 
 
 def _cannot_honour(agent: Agent[Any]) -> str | None:

@@ -77,6 +77,8 @@ _METADATA_KEY_CHARS, _METADATA_VALUE_CHARS = 64, 512
 #: The longest an identifier a client sends for its own bookkeeping may be (``user``, ``safety_identifier``,
 #: ``prompt_cache_key``, ``service_tier``, ``prompt_cache_retention``): none is read, each is held to a size.
 _ID_CHARS = 256
+#: The most choices OpenAI's API takes (``n``): past it, its own range error; from 2 up, a run's one answer refuses it.
+_MAX_N = 128
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # OpenAI's own rule for json_schema.name
 
@@ -102,9 +104,12 @@ CHAT_FIELDS: Final = _READ | _REFUSED | _NOT_USED
 
 
 class BadRequest(Exception):
-    """A request the app refuses with 400: ``message`` for the client, ``param`` the field at fault."""
+    """A request the app refuses with 400: ``message`` for the client, ``param`` the field at fault, ``code`` the
+    error code OpenAI's own API gives for such a refusal (``invalid_type``, ``invalid_value``,
+    ``decimal_above_max_value``, ``unsupported_value``, ... : docs/serve.md) — required, so no refusal goes without the
+    code a client's error handling reads."""
 
-    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+    def __init__(self, message: str, param: str | None = None, *, code: str) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
@@ -155,20 +160,27 @@ def read_chat_request(
     compatible server's extensions a client sends, ``top_k``) the app takes and does not read; any other is refused.
     """
     model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise BadRequest("you must provide a model parameter (the name of an agent)", "model")
+    if model is None or model == "":
+        raise BadRequest("you must provide a model parameter (the name of an agent)", "model",
+                         code="missing_required_parameter")
+    if not isinstance(model, str):
+        raise BadRequest("'model' must be a string (the name of an agent)", "model", code="invalid_type")
     raw = body.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise BadRequest("'messages' must be a non-empty array", "messages")
+    if raw is None:
+        raise BadRequest("Missing required parameter: 'messages'", "messages", code="missing_required_parameter")
+    if not isinstance(raw, list):
+        raise BadRequest("'messages' must be a non-empty array", "messages", code="invalid_type")
+    if not raw:
+        raise BadRequest("'messages' must be a non-empty array", "messages", code="empty_array")
     stream = body.get("stream", False)
     if stream is not None and not isinstance(stream, bool):
-        raise BadRequest("'stream' must be a boolean", "stream")
+        raise BadRequest("'stream' must be a boolean", "stream", code="invalid_type")
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
-        raise BadRequest("'stream_options' must be an object", "stream_options")
+        raise BadRequest("'stream_options' must be an object", "stream_options", code="invalid_type")
     include_usage = (options or {}).get("include_usage")
     if include_usage is not None and not isinstance(include_usage, bool):  # "no" is truthy: it asked for usage
-        raise BadRequest("'stream_options.include_usage' must be a boolean", "stream_options")
+        raise BadRequest("'stream_options.include_usage' must be a boolean", "stream_options", code="invalid_type")
     _check_known(body, ignored_fields)
     _check_refused(body)
     _check_ignored(body)
@@ -219,18 +231,20 @@ def _check_refused(body: Mapping[str, Any]) -> None:
     """
     logprobs = body.get("logprobs")
     if logprobs is not None and not isinstance(logprobs, bool):
-        raise BadRequest("'logprobs' must be a boolean", "logprobs")
+        raise BadRequest("'logprobs' must be a boolean", "logprobs", code="invalid_type")
     if logprobs:
         raise _unsupported("logprobs", "an agent's answer carries no log probabilities (send false or none)", True)
     top = body.get("top_logprobs")
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20):
-        raise BadRequest("'top_logprobs' must be an integer from 0 to 20", "top_logprobs")
+    if top is not None:
+        _integer_in(top, "top_logprobs", 0, 20)
     if top:
-        raise _unsupported("top_logprobs", "an agent's answer carries no log probabilities")
+        raise _unsupported("top_logprobs", "an agent's answer carries no log probabilities (send 0 or none)")
     modalities = body.get("modalities")
     if modalities is not None:
-        if not isinstance(modalities, list) or not all(m in ("text", "audio") for m in modalities):
-            raise BadRequest("'modalities' must be an array of 'text' and 'audio'", "modalities")
+        if not isinstance(modalities, list):
+            raise BadRequest("'modalities' must be an array of 'text' and 'audio'", "modalities", code="invalid_type")
+        if not all(m in ("text", "audio") for m in modalities):
+            raise BadRequest("'modalities' must be an array of 'text' and 'audio'", "modalities", code="invalid_value")
         if "audio" in modalities:
             raise _unsupported("modalities", "an agent answers text only (send ['text'] or none)", True)
     for field, what in (
@@ -242,7 +256,7 @@ def _check_refused(body: Mapping[str, Any]) -> None:
             raise _unsupported(field, what)
     bias = body.get("logit_bias")
     if bias is not None and not isinstance(bias, dict):
-        raise BadRequest("'logit_bias' must be an object of token ids to biases", "logit_bias")
+        raise BadRequest("'logit_bias' must be an object of token ids to biases", "logit_bias", code="invalid_type")
     if bias:
         raise _unsupported(
             "logit_bias", "a model name here is an agent's, whose tokenizer a client cannot know (send {} or none)"
@@ -261,29 +275,47 @@ def _check_ignored(body: Mapping[str, Any]) -> None:
     naming one never repeats its value.
     """
     n = body.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n != 1):
-        raise BadRequest("'n' must be 1: an agent's run gives one answer (send n requests for n answers)", "n")
+    if n is not None:
+        _integer_in(n, "n", 1, _MAX_N)  # OpenAI's own bounds: outside them, its codes
+        if n != 1:
+            raise BadRequest(
+                "Unsupported value: 'n' must be 1: an agent's run gives one answer (send n requests for n answers)",
+                "n",
+                code="unsupported_value",
+            )
     for field in ("user", "safety_identifier", "prompt_cache_key", "service_tier", "prompt_cache_retention"):
         value = body.get(field)
-        if value is not None and (not isinstance(value, str) or len(value) > _ID_CHARS):
-            raise BadRequest(f"'{field}' must be a string of at most {_ID_CHARS} characters", field)
+        if value is None:
+            continue
+        if not isinstance(value, str) or len(value) > _ID_CHARS:
+            raise BadRequest(
+                f"'{field}' must be a string of at most {_ID_CHARS} characters",
+                field,
+                code="invalid_type" if not isinstance(value, str) else "string_above_max_length",
+            )
     for field in ("store", "parallel_tool_calls"):
         value = body.get(field)
         if value is not None and not isinstance(value, bool):
-            raise BadRequest(f"'{field}' must be a boolean", field)
+            raise BadRequest(f"'{field}' must be a boolean", field, code="invalid_type")
     for field in ("prediction", "prompt_cache_options"):
         value = body.get(field)
         if value is not None and not isinstance(value, dict):
-            raise BadRequest(f"'{field}' must be an object", field)
+            raise BadRequest(f"'{field}' must be an object", field, code="invalid_type")
     for field in ("presence_penalty", "frequency_penalty"):
         value = body.get(field)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not -2 <= value <= 2  # NaN: False
-        ):
-            raise BadRequest(f"'{field}' must be a number from -2 to 2", field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise BadRequest(f"'{field}' must be a number from -2 to 2", field, code="invalid_type")
+        if not -2 <= value <= 2:  # NaN: False
+            raise BadRequest(f"'{field}' must be a number from -2 to 2", field, code=_range_code(value, -2, 2))
     verbosity = body.get("verbosity")
     if verbosity is not None and verbosity not in ("low", "medium", "high"):
-        raise BadRequest("'verbosity' must be 'low', 'medium' or 'high'", "verbosity")
+        raise BadRequest(
+            "'verbosity' must be 'low', 'medium' or 'high'",
+            "verbosity",
+            code="invalid_value" if isinstance(verbosity, str) else "invalid_type",
+        )
     _check_metadata(body.get("metadata"))
 
 
@@ -292,16 +324,24 @@ def _check_metadata(metadata: Any) -> None:
     if metadata is None:
         return
     if not isinstance(metadata, dict):
-        raise BadRequest("'metadata' must be an object of strings", "metadata")
+        raise BadRequest("'metadata' must be an object of strings", "metadata", code="invalid_type")
     if len(metadata) > MAX_METADATA_PAIRS:
-        raise BadRequest(f"'metadata' holds {len(metadata)} pairs: at most {MAX_METADATA_PAIRS} are taken", "metadata")
+        raise BadRequest(
+            f"'metadata' holds {len(metadata)} pairs: at most {MAX_METADATA_PAIRS} are taken",
+            "metadata",
+            code="object_above_max_properties",
+        )
+    shape = (
+        f"'metadata' keys must be at most {_METADATA_KEY_CHARS} characters and its values strings of at most "
+        f"{_METADATA_VALUE_CHARS}"
+    )
     for key, value in metadata.items():
-        if len(key) > _METADATA_KEY_CHARS or not isinstance(value, str) or len(value) > _METADATA_VALUE_CHARS:
-            raise BadRequest(
-                f"'metadata' keys must be at most {_METADATA_KEY_CHARS} characters and its values strings of at most "
-                f"{_METADATA_VALUE_CHARS}",
-                "metadata",
-            )
+        if len(key) > _METADATA_KEY_CHARS:
+            raise BadRequest(shape, "metadata", code="property_name_above_max_length")
+        if not isinstance(value, str):
+            raise BadRequest(shape, "metadata", code="invalid_type")
+        if len(value) > _METADATA_VALUE_CHARS:
+            raise BadRequest(shape, "metadata", code="string_above_max_length")
 
 
 def _check_tools(body: Mapping[str, Any]) -> None:
@@ -314,18 +354,20 @@ def _check_tools(body: Mapping[str, Any]) -> None:
     for field in ("tools", "functions"):
         value = body.get(field)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, dict) for v in value)):
-            raise BadRequest(f"'{field}' must be an array of objects", field)
+            raise BadRequest(f"'{field}' must be an array of objects", field, code="invalid_type")
     for field, free in (("tool_choice", ("auto", "none", "required")), ("function_call", ("auto", "none"))):
         choice = body.get(field)
         if choice is None:
             continue
         if isinstance(choice, str):
             if choice not in free:
-                raise BadRequest(f"'{field}' must be one of {', '.join(map(repr, free))} or an object", field)
+                raise BadRequest(
+                    f"'{field}' must be one of {', '.join(map(repr, free))} or an object", field, code="invalid_value"
+                )
             if choice != "required":
                 continue
         elif not isinstance(choice, dict):
-            raise BadRequest(f"'{field}' must be a string or an object", field)
+            raise BadRequest(f"'{field}' must be a string or an object", field, code="invalid_type")
         elif choice.get("type") == "allowed_tools" and (choice.get("allowed_tools") or {}).get("mode") == "auto":
             continue
         raise BadRequest(
@@ -345,7 +387,9 @@ def read_format(raw: Any) -> JsonFormat | None:
         return None
     if not isinstance(raw, dict):
         raise BadRequest(
-            "'response_format' must be an object: {'type': 'text' | 'json_object' | 'json_schema'}", "response_format"
+            "'response_format' must be an object: {'type': 'text' | 'json_object' | 'json_schema'}",
+            "response_format",
+            code="invalid_type",
         )
     kind = raw.get("type")
     if kind == "text":
@@ -354,27 +398,38 @@ def read_format(raw: Any) -> JsonFormat | None:
         return JsonFormat("json_object", {"type": "object"}, "response_format")
     if kind != "json_schema":
         raise BadRequest(
-            "'response_format.type' must be 'text', 'json_object' or 'json_schema'", "response_format.type"
+            "'response_format.type' must be 'text', 'json_object' or 'json_schema'",
+            "response_format.type",
+            code="invalid_value",
         )
     spec = raw.get("json_schema")
     where = "response_format.json_schema"
     if not isinstance(spec, dict):
-        raise BadRequest(f"'{where}' must be an object: {{'name', 'schema', 'strict'?, 'description'?}}", where)
+        raise BadRequest(
+            f"'{where}' must be an object: {{'name', 'schema', 'strict'?, 'description'?}}",
+            where,
+            code="missing_required_parameter" if spec is None else "invalid_type",
+        )
     name = spec.get("name")
     if not isinstance(name, str) or _NAME.fullmatch(name) is None:
-        raise BadRequest(f"'{where}.name' must be 1 to 64 letters, digits, '_' or '-'", f"{where}.name")
+        raise BadRequest(
+            f"'{where}.name' must be 1 to 64 letters, digits, '_' or '-'",
+            f"{where}.name",
+            code="missing_required_parameter" if name is None else "invalid_value",
+        )
     strict = spec.get("strict")
     if strict is not None and not isinstance(strict, bool):
-        raise BadRequest(f"'{where}.strict' must be a boolean", f"{where}.strict")
+        raise BadRequest(f"'{where}.strict' must be a boolean", f"{where}.strict", code="invalid_type")
     description = spec.get("description")
     if description is not None and not isinstance(description, str):
-        raise BadRequest(f"'{where}.description' must be a string", f"{where}.description")
+        raise BadRequest(f"'{where}.description' must be a string", f"{where}.description", code="invalid_type")
     schema = spec.get("schema")
     if not isinstance(schema, dict):
         # OpenAI reads a missing schema as "any JSON": said here by its own name, json_object.
         raise BadRequest(
             f"'{where}.schema' must be a JSON Schema object (for any JSON object, send {{'type': 'json_object'}})",
             f"{where}.schema",
+            code="missing_required_parameter" if schema is None else "invalid_type",
         )
     _check_bounds(schema, f"{where}.schema")
     if description and "description" not in schema:
@@ -387,13 +442,21 @@ def _check_bounds(schema: dict[str, Any], where: str) -> None:
     (inlined), or with a ``$ref`` that is remote, dangling or recursive — before anything inlines it."""
     size = len(json.dumps(schema, ensure_ascii=False))
     if size > MAX_SCHEMA_CHARS:
-        raise BadRequest(f"'{where}' is {size} characters of JSON: at most {MAX_SCHEMA_CHARS} are taken", where)
+        raise BadRequest(
+            f"'{where}' is {size} characters of JSON: at most {MAX_SCHEMA_CHARS} are taken",
+            where,
+            code="invalid_json_schema",
+        )
     try:
         nodes = _Inlined(schema).count(schema, (), 0)
     except _SchemaRefused as exc:
-        raise BadRequest(f"'{where}': {exc}", where) from None
+        raise BadRequest(f"'{where}': {exc}", where, code="invalid_json_schema") from None
     if nodes > MAX_SCHEMA_NODES:
-        raise BadRequest(f"'{where}' holds more than {MAX_SCHEMA_NODES} values once its $ref are inlined", where)
+        raise BadRequest(
+            f"'{where}' holds more than {MAX_SCHEMA_NODES} values once its $ref are inlined",
+            where,
+            code="invalid_json_schema",
+        )
 
 
 class _SchemaRefused(Exception):
@@ -466,7 +529,7 @@ def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:
     for index, item in enumerate(raw):
         param = f"messages[{index}]"
         if not isinstance(item, dict):
-            raise BadRequest(f"{param} must be an object", param)
+            raise BadRequest(f"{param} must be an object", param, code="invalid_type")
         role = item.get("role")
         if role in ("system", "developer"):
             system.append(_text(item.get("content"), f"{param}.content"))
@@ -478,20 +541,27 @@ def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:
         elif role == "tool":
             call_id = item.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
-                raise BadRequest(f"{param}.tool_call_id must be a non-empty string", f"{param}.tool_call_id")
+                raise BadRequest(
+                    f"{param}.tool_call_id must be a non-empty string",
+                    f"{param}.tool_call_id",
+                    code="missing_required_parameter" if not call_id else "invalid_type",
+                )
             if call_id not in called:
                 raise BadRequest(
                     f"{param} (role 'tool') must answer a call of an earlier assistant message's 'tool_calls'; "
                     f"none made {call_id[:100]!r}",
                     f"{param}.tool_call_id",
+                    code="invalid_value",
                 )
             messages.append(Message.tool(call_id, _text(item.get("content"), f"{param}.content")))
         else:
             raise BadRequest(
-                f"{param}.role must be one of 'system', 'developer', 'user', 'assistant', 'tool'", f"{param}.role"
+                f"{param}.role must be one of 'system', 'developer', 'user', 'assistant', 'tool'",
+                f"{param}.role",
+                code="invalid_value",
             )
     if not messages:
-        raise BadRequest("'messages' must hold at least one user message", "messages")
+        raise BadRequest("'messages' must hold at least one user message", "messages", code="invalid_value")
     head = (Message.system("\n\n".join(t for t in system if t)),) if any(system) else ()
     return head + tuple(messages)
 
@@ -506,17 +576,20 @@ def _text(content: Any, param: str) -> str:
         texts: list[str] = []
         for i, part in enumerate(content):
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise BadRequest(f"{param}[{i}] must be a text part: {{'type': 'text', 'text': ...}}", f"{param}[{i}]")
+                raise BadRequest(
+                    f"{param}[{i}] must be a text part: {{'type': 'text', 'text': ...}}", f"{param}[{i}]",
+                    code="invalid_value",
+                )
             texts.append(part["text"])
         return "\n".join(texts)
-    raise BadRequest(f"{param} must be a string or an array of content parts", param)
+    raise BadRequest(f"{param} must be a string or an array of content parts", param, code="invalid_type")
 
 
 def _user(content: Any, param: str) -> Message:
     if isinstance(content, str):
         return Message.user(content)
     if not isinstance(content, list):
-        raise BadRequest(f"{param} must be a string or an array of content parts", param)
+        raise BadRequest(f"{param} must be a string or an array of content parts", param, code="invalid_type")
     parts: list[Part] = []
     for i, part in enumerate(content):
         where = f"{param}[{i}]"
@@ -526,25 +599,27 @@ def _user(content: Any, param: str) -> Message:
         elif kind == "image_url":
             parts.append(_image(part.get("image_url"), where))
         else:
-            raise BadRequest(f"{where} must be a 'text' or 'image_url' part", where)
+            raise BadRequest(f"{where} must be a 'text' or 'image_url' part", where, code="invalid_value")
     return Message.user(parts) if parts else Message.user("")
 
 
 def _image(value: Any, param: str) -> Image:
     url = value.get("url") if isinstance(value, dict) else value
     if not isinstance(url, str) or not url:
-        raise BadRequest(f"{param}.image_url.url must be a URL or a data: URL", f"{param}.image_url")
+        raise BadRequest(
+            f"{param}.image_url.url must be a URL or a data: URL", f"{param}.image_url", code="invalid_value"
+        )
     try:
         return Image(url=url)
     except (TypeError, ValueError) as exc:
-        raise BadRequest(f"{param}.image_url: {exc}", f"{param}.image_url") from None
+        raise BadRequest(f"{param}.image_url: {exc}", f"{param}.image_url", code="invalid_value") from None
 
 
 def _assistant(item: Mapping[str, Any], param: str) -> Message:
     text = _text(item.get("content"), f"{param}.content")
     raw_calls = item.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise BadRequest(f"{param}.tool_calls must be an array", f"{param}.tool_calls")
+        raise BadRequest(f"{param}.tool_calls must be an array", f"{param}.tool_calls", code="invalid_type")
     calls = [_tool_call(c, f"{param}.tool_calls[{i}]") for i, c in enumerate(raw_calls)]
     return Message.assistant(text, calls)
 
@@ -553,12 +628,19 @@ def _tool_call(value: Any, param: str) -> ToolCall:
     function = value.get("function") if isinstance(value, dict) else None
     call_id = value.get("id") if isinstance(value, dict) else None
     if not isinstance(function, dict) or not isinstance(call_id, str) or not isinstance(function.get("name"), str):
-        raise BadRequest(f"{param} must be {{'id', 'type': 'function', 'function': {{'name', 'arguments'}}}}", param)
+        raise BadRequest(
+            f"{param} must be {{'id', 'type': 'function', 'function': {{'name', 'arguments'}}}}", param,
+            code="invalid_value",
+        )
     raw = function.get("arguments") or "{}"
     if not isinstance(raw, str):
-        raise BadRequest(f"{param}.function.arguments must be a JSON string", f"{param}.function.arguments")
+        raise BadRequest(
+            f"{param}.function.arguments must be a JSON string", f"{param}.function.arguments", code="invalid_type"
+        )
     if not function["name"]:
-        raise BadRequest(f"{param}.function.name must be a non-empty string", f"{param}.function.name")
+        raise BadRequest(
+            f"{param}.function.name must be a non-empty string", f"{param}.function.name", code="invalid_value"
+        )
     # Parsed as a model's arguments are (within the library's JSON policy): text that is not a JSON object
     # is kept, marked "unparseable", as the call the client says its assistant made.
     return ToolCall.from_raw(call_id, function["name"], raw)
@@ -575,18 +657,21 @@ def _settings(
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise BadRequest(f"'{key}' must be a number", key)
+            raise BadRequest(f"'{key}' must be a number", key, code="invalid_type")
         try:
             number = float(value)
         except OverflowError:  # an integer beyond any float: JSON has no limit on its digits
-            raise BadRequest(f"'{key}' must be a finite number", key) from None
-        _checked(check_temperature if key == "temperature" else check_top_p, number, key)
+            raise BadRequest(f"'{key}' must be a finite number", key, code=_range_code(value, 0, 2)) from None
+        if key == "temperature":
+            _checked(check_temperature, number, key, (0.0, 2.0))
+        else:
+            _checked(check_top_p, number, key, (0.0, 1.0))
         fields[key] = number
     seed = body.get("seed")
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise BadRequest("'seed' must be an integer", "seed")
-        _checked(check_seed, seed, "seed")
+            raise BadRequest("'seed' must be an integer", "seed", code="invalid_type")
+        _checked(check_seed, seed, "seed", (-(2**63), 2**63 - 1), "integer")
         fields["seed"] = seed
     effort = body.get("reasoning_effort")
     if effort is not None:
@@ -605,11 +690,35 @@ def _settings(
     return (ModelSettings(**fields) if fields else None), tuple(set_fields)
 
 
-def _checked(check: Any, value: Any, field: str) -> None:
+def _checked(
+    check: Any, value: Any, field: str, bounds: tuple[float, float] | None = None, kind: str = "decimal"
+) -> None:
+    """``check(value)``, its refusal the client's 400 naming ``field``: a number outside ``bounds`` with OpenAI's
+    code for its side (``decimal_above_max_value``, ``integer_below_min_value``, ...), else ``invalid_value``."""
     try:
         check(value)
     except (TypeError, ValueError) as exc:  # the message repeats the value: a client's string may be long
-        raise BadRequest(f"'{field}': {str(exc)[:300]}", field) from None
+        code = "invalid_value" if bounds is None else _range_code(value, *bounds, kind=kind)
+        code = "invalid_type" if isinstance(exc, TypeError) else code
+        raise BadRequest(f"'{field}': {str(exc)[:300]}", field, code=code) from None
+
+
+def _range_code(value: Any, low: float, high: float, *, kind: str = "decimal") -> str:
+    """OpenAI's code for a number refused by its bounds: which side it fell on (``invalid_value``: neither, a NaN)."""
+    if value < low:
+        return f"{kind}_below_min_value"
+    if value > high:
+        return f"{kind}_above_max_value"
+    return "invalid_value"
+
+
+def _integer_in(value: Any, field: str, low: int, high: int) -> None:
+    """``value`` an integer from ``low`` to ``high``, or the 400 with OpenAI's code for what it is instead."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"'{field}' must be an integer from {low} to {high}", field, code="invalid_type")
+    if not low <= value <= high:
+        code = _range_code(value, low, high, kind="integer")
+        raise BadRequest(f"'{field}' must be an integer from {low} to {high}", field, code=code)
 
 
 def _stop(stop: Any) -> tuple[str, ...]:
@@ -619,11 +728,15 @@ def _stop(stop: Any) -> tuple[str, ...]:
     if isinstance(stop, str):
         stop = [stop]
     if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
-        raise BadRequest("'stop' must be a string or an array of strings", "stop")
+        raise BadRequest("'stop' must be a string or an array of strings", "stop", code="invalid_type")
     if len(stop) > MAX_STOP:
-        raise BadRequest(f"'stop' holds {len(stop)} sequences: at most {MAX_STOP} are taken", "stop")
+        raise BadRequest(
+            f"'stop' holds {len(stop)} sequences: at most {MAX_STOP} are taken", "stop", code="array_above_max_length"
+        )
     if any(len(s) > MAX_STOP_CHARS for s in stop):
-        raise BadRequest(f"each 'stop' sequence must be at most {MAX_STOP_CHARS} characters", "stop")
+        raise BadRequest(
+            f"each 'stop' sequence must be at most {MAX_STOP_CHARS} characters", "stop", code="string_above_max_length"
+        )
     _checked(check_stop, tuple(stop), "stop")
     return tuple(stop)
 
@@ -637,8 +750,10 @@ def _max_tokens(body: Mapping[str, Any], bound: int | None) -> int | None:
     limit = body.get(field)
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise BadRequest(f"'{field}' must be a positive integer", field)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise BadRequest(f"'{field}' must be a positive integer", field, code="invalid_type")
+    if limit < 1:
+        raise BadRequest(f"'{field}' must be a positive integer", field, code="integer_below_min_value")
     most = min(bound, MAX_OUTPUT_TOKENS) if bound is not None else MAX_OUTPUT_TOKENS
     if limit > most:
         raise BadRequest(

@@ -527,12 +527,14 @@ class _Translation:
         self.streamed = False  # whether this model answer's text came as deltas
         self.pending: dict[str, None] = {}  # tool calls shown, their results not yet
         self.last_snapshot: Any = None
+        self.last_kind: str | None = None  # the type of the last event sent
 
     @property
     def ids(self) -> dict[str, str]:
         return {"threadId": self.input.thread_id, "runId": self.input.run_id}
 
     async def emit(self, kind: str, **fields: Any) -> None:
+        self.last_kind = kind
         await self.stream.data({"type": kind, "timestamp": _now(), **fields})
 
     async def started(self) -> None:
@@ -596,22 +598,34 @@ class _Translation:
         finished: dict[str, Any] = dict(self.ids)
         editable = self.editable if result.agent in (None, agent.name) else {}  # a handoff's tools are its own
         interrupts = _interrupts(result, answerable=self.answerable, editable=editable) if result.paused else []
+        await self.final_state(result)
         if interrupts:  # paused: not a completed run (AG-UI: an interrupt outcome holds at least one)
-            await self.paused_state(result)
             finished["outcome"] = {"type": "interrupt", "interrupts": interrupts}
         elif agent.output_type is not str and result.ok:
             finished["result"] = json.loads(render_result(result.output))
         await self.emit("RUN_FINISHED", **finished)
 
-    async def paused_state(self, result: RunResult[Any]) -> None:
-        """The state a paused run ends in, before its interrupt (as AG-UI asks): ``pending`` lists the calls
-        awaiting a decision — not the run's live state, which lists only the calls waiting in place."""
-        await self.state(result.run_id, result.steps, result.agent, result.pending_approvals, result.usage)
+    async def final_state(self, result: RunResult[Any]) -> None:
+        """The state the run ended in, right before its ``RUN_FINISHED``: the state a UI keeps showing once the run
+        is over, so it comes even when it did not change since the last snapshot — unless that snapshot is the event
+        right before (the same state twice in a row is noise).  A paused run's ``pending`` lists the calls awaiting a
+        decision (AG-UI asks for the state before an interrupt) — not the run's live state, which lists only the
+        calls waiting in place."""
+        pending = result.pending_approvals if result.paused else ()
+        await self.state(result.run_id, result.steps, result.agent, pending, result.usage, final=True)
 
     async def state(
-        self, run_id: str | None, step: int, agent: str | None, pending: Iterable[ToolCall], usage: Usage
+        self,
+        run_id: str | None,
+        step: int,
+        agent: str | None,
+        pending: Iterable[ToolCall],
+        usage: Usage,
+        *,
+        final: bool = False,
     ) -> None:
-        """``STATE_SNAPSHOT`` of the client's ``state`` with the run's under ``"agentactors"``, when it changed."""
+        """``STATE_SNAPSHOT`` of the client's ``state`` with the run's under ``"agentactors"``, when it changed —
+        or, ``final``, when the last event sent is not already this snapshot (:meth:`final_state`)."""
         snapshot = dict(self.input.state) if isinstance(self.input.state, dict) else {}
         snapshot["agentactors"] = {
             "runId": run_id,
@@ -620,7 +634,7 @@ class _Translation:
             "pending": [{"toolCallId": c.id, "toolCallName": c.name} for c in pending],
             "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
         }
-        if snapshot != self.last_snapshot:
+        if snapshot != self.last_snapshot or (final and self.last_kind != "STATE_SNAPSHOT"):
             self.last_snapshot = snapshot
             await self.emit("STATE_SNAPSHOT", snapshot=snapshot)
 
@@ -705,7 +719,8 @@ class _Translation:
         The decided calls were shown by the interrupted run's stream, so only their ``TOOL_CALL_RESULT`` come
         (AG-UI: not their START/ARGS/END again, the result against the original id); the paused step's calls that
         ran before the pause showed theirs then.  Then each later answer's text (whole, not its deltas) and calls,
-        and the calls' results, as a live run's stream shows them, and the run's state.
+        and the calls' results, as a live run's stream shows them; the run's final state then comes with its end
+        (:meth:`finish`).
         """
         calls = set(decided)
         self.pending.update(dict.fromkeys(calls))
@@ -725,8 +740,6 @@ class _Translation:
                 await self.close_text()
                 for call in message.tool_calls:
                     await self.tool_call(call, parent)
-        if not result.paused:  # a paused one's state comes with its interrupt (finish)
-            await self.state(result.run_id, result.steps, result.agent, (), result.usage)
 
     async def results(self, messages: Iterable[Message]) -> None:
         """``TOOL_CALL_RESULT`` for each shown call whose result is among ``messages``: a tool's result is
@@ -742,8 +755,9 @@ class _Translation:
                 )
 
 
-#: The run's events after which its state is sent again: a step ended, a call waits for a decision, a steer.
-_SNAPSHOT_AFTER = frozenset({"step.finished", "run.awaiting_approval", "run.steered"})
+#: The run's events after which its state is sent at once: a call waits for a decision, a steer.  (After a step ended,
+#: it is sent once the step's tool results are shown: :func:`_tell`.)
+_SNAPSHOT_AFTER = frozenset({"run.awaiting_approval", "run.steered"})
 
 #: The events a stream shows (:meth:`_Translation.on_event`): the only ones a resumed run's record keeps.
 _TOLD = frozenset({LLMTextDelta, LLMResponded, LLMRequested})
@@ -751,16 +765,25 @@ _TOLD = frozenset({LLMTextDelta, LLMResponded, LLMRequested})
 
 async def _tell(run: AgentRun[Any], take: Callable[[Event | RunState], Awaitable[None]]) -> None:
     """What ``run``'s AG-UI stream is told from, to ``take`` as it comes, until the run ends: its state as it starts
-    and after each step (``STATE_SNAPSHOT``), and its own events — a delegated run's stay inside its tool call."""
+    and after each step (``STATE_SNAPSHOT``), and its own events — a delegated run's stay inside its tool call.
+
+    A step's tool results are shown with the next model request, which carries them (``TOOL_CALL_RESULT``, from
+    :data:`~agentactors.events.LLMRequested`), so the state after a step is told after that request: the snapshot
+    that says the run moved on follows the results of the step it moved on from.  After the run's last step there
+    is no next request: its end state is the stream's own (:meth:`_Translation.final_state`)."""
     own = run.run_id
     await _state_of(run, take)
+    due = False  # a step ended: its state is told once the next model request (its results) was
     async for event in run:
         own = own or event.run_id
         if event.run_id != own:
             continue
         await take(event)
-        if event.type in _SNAPSHOT_AFTER:
+        if event.type in _SNAPSHOT_AFTER or (due and type(event) is LLMRequested):
+            due = False
             await _state_of(run, take)
+        elif event.type == "step.finished":
+            due = True
 
 
 async def _state_of(run: AgentRun[Any], take: Callable[[Event | RunState], Awaitable[None]]) -> None:

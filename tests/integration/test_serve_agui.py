@@ -70,23 +70,33 @@ async def events_of(client: httpx.AsyncClient, body: dict[str, Any]) -> list[Any
         return [checked(json.loads(line[6:])) async for line in response.aiter_lines() if line.startswith("data: ")]
 
 
+def shape(events: list[Any]) -> list[EventType]:
+    """The events' types, each run of ``TEXT_MESSAGE_CONTENT`` as one (how many deltas a text comes in varies)."""
+    types: list[EventType] = []
+    for event in events:
+        if not (event.type == EventType.TEXT_MESSAGE_CONTENT and types and types[-1] == event.type):
+            types.append(event.type)
+    return types
+
+
 async def test_a_run_with_a_tool_call_is_the_protocols_event_sequence() -> None:
     provider = ScriptedProvider([[ToolCall("call-1", "lookup", {"city": "Oslo"})], "Clear skies in Oslo."])
     agent = Agent(provider, tools=[lookup], name="weather")
     async with served(agui_app(agent)) as client:
         events = await events_of(client, run_input())
-    snapshots = [e for e in events if e.type == EventType.STATE_SNAPSHOT]
-    assert events[1].type == EventType.STATE_SNAPSHOT, "the run's state right after RUN_STARTED"
-    assert [s.snapshot["agentactors"]["step"] for s in snapshots] == [1, 2], "and again after the tool step"
-    events = [e for e in events if e.type != EventType.STATE_SNAPSHOT]
-    types = [e.type for e in events]
-    assert types == [
+    assert shape(events) == [
         EventType.RUN_STARTED,
+        EventType.STATE_SNAPSHOT,  # the run's state as it starts
         EventType.TOOL_CALL_START, EventType.TOOL_CALL_ARGS, EventType.TOOL_CALL_END,
         EventType.TOOL_CALL_RESULT,
-        EventType.TEXT_MESSAGE_START, *[EventType.TEXT_MESSAGE_CONTENT] * (len(types) - 8), EventType.TEXT_MESSAGE_END,
+        EventType.STATE_SNAPSHOT,  # after the tool step: once its results are shown
+        EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_END,
+        EventType.STATE_SNAPSHOT,  # the run's final state, right before RUN_FINISHED
         EventType.RUN_FINISHED,
     ]
+    snapshots = [e for e in events if e.type == EventType.STATE_SNAPSHOT]
+    assert [s.snapshot["agentactors"]["step"] for s in snapshots] == [1, 2, 2]
+    events = [e for e in events if e.type != EventType.STATE_SNAPSHOT]
     started, finished = events[0], events[-1]
     assert (started.thread_id, started.run_id) == ("thread-1", "run-7")
     assert (finished.thread_id, finished.run_id) == ("thread-1", "run-7")
@@ -99,6 +109,24 @@ async def test_a_run_with_a_tool_call_is_the_protocols_event_sequence() -> None:
     assert {e.message_id for e in contents} == {text_start.message_id} == {events[-2].message_id}
     assert "".join(e.delta for e in contents) == "Clear skies in Oslo."
     assert len(contents) > 1, "the text streamed as it came"
+
+
+async def test_a_run_ends_with_its_final_state_right_before_run_finished_with_or_without_sessions() -> None:
+    """A UI shows the run's state: the last STATE_SNAPSHOT must be the run's end state, right before RUN_FINISHED.
+    A run whose state had not changed since its start (no usage counted) ended with its text and no snapshot."""
+    from agentactors import Runtime
+
+    for sessions in (False, True):
+        agent = Agent(ScriptedProvider(["Hello there."]), name="greeter")
+        async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=sessions)) as client:
+            events = await events_of(client, thread_body("run-1", ("user", "Hi."), state={"units": "metric"}))
+        assert shape(events) == [
+            EventType.RUN_STARTED, EventType.STATE_SNAPSHOT,
+            EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_END,
+            EventType.STATE_SNAPSHOT, EventType.RUN_FINISHED,
+        ], sessions
+        last = events[-2].snapshot
+        assert last["units"] == "metric" and last["agentactors"]["pending"] == [] and last["agentactors"]["step"] == 1
 
 
 async def test_the_threads_messages_become_the_conversation() -> None:
@@ -424,12 +452,16 @@ async def test_with_sessions_resume_answers_decide_the_pause_and_the_stream_is_t
             after = await events_of(client, thread_body("run-4", ("user", "Move 5."), ("assistant", "Moved 5."),
                                                         ("user", "Thanks.")))
     assert (resumed[0].type, resumed[0].run_id) == (EventType.RUN_STARTED, "run-3")
-    types = [e.type for e in resumed if e.type != EventType.STATE_SNAPSHOT]
-    assert types == [  # the answer streamed as it came, in deltas, as any live run's
-        EventType.RUN_STARTED, EventType.TOOL_CALL_RESULT,
-        EventType.TEXT_MESSAGE_START, *[EventType.TEXT_MESSAGE_CONTENT] * (len(types) - 5), EventType.TEXT_MESSAGE_END,
+    assert shape(resumed) == [
+        EventType.RUN_STARTED,
+        EventType.STATE_SNAPSHOT,  # the resumed run's state as it starts: nothing waits for a decision now
+        EventType.TOOL_CALL_RESULT,  # the decided call's, with the run's first model request
+        EventType.STATE_SNAPSHOT,  # after the step the pause was in
+        EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_END,
+        EventType.STATE_SNAPSHOT,  # the run's final state, right before RUN_FINISHED
         EventType.RUN_FINISHED,
     ]
+    assert len([e for e in resumed if e.type == EventType.TEXT_MESSAGE_CONTENT]) > 1, "streamed as it came"
     (result,) = [e for e in resumed if e.type == EventType.TOOL_CALL_RESULT]
     assert (result.tool_call_id, result.content) == ("call-9", "moved 5"), "the approved call ran"
     assert "".join(e.delta for e in resumed if e.type == EventType.TEXT_MESSAGE_CONTENT) == "Moved 5."
@@ -728,6 +760,15 @@ async def test_a_client_that_leaves_a_resumed_run_does_not_lose_the_persons_deci
     assert cancelled == [] and ran == [5], "the approved call ran to its end, once"
     assert not session.paused and ("tool", "wired 5") in history and history[-1] == ("assistant", "Wired 5.")
     assert len(provider.requests) == 2, "no second run"
+    # the run still going: its events as it told them; once it ended: told from its outcome (no states on the way)
+    text = [EventType.TEXT_MESSAGE_START, EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_END]
+    assert shape(retried) == [
+        EventType.RUN_STARTED, EventType.STATE_SNAPSHOT, EventType.TOOL_CALL_RESULT, EventType.STATE_SNAPSHOT, *text,
+        EventType.STATE_SNAPSHOT, EventType.RUN_FINISHED,
+    ]
+    assert shape(later) == [
+        EventType.RUN_STARTED, EventType.TOOL_CALL_RESULT, *text, EventType.STATE_SNAPSHOT, EventType.RUN_FINISHED
+    ]
     for events, run_id in ((retried, "run-3"), (later, "run-4")):
         assert (events[0].type, events[0].run_id) == (EventType.RUN_STARTED, run_id)
         assert [(e.tool_call_id, e.content) for e in events if e.type == EventType.TOOL_CALL_RESULT] == [

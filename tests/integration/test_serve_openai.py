@@ -341,38 +341,57 @@ async def test_what_a_served_agent_cannot_honour_is_a_bad_request_error() -> Non
     agent, provider = calculator(["never"])
     weather = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
     app = openai_app({"calc": agent}, api_keys=[KEY], max_completion_tokens=4096)
-    asks: list[tuple[dict[str, Any], str]] = [
-        ({"tools": [weather], "tool_choice": "required"}, "tool_choice"),
-        ({"tools": [weather], "tool_choice": {"type": "function", "function": {"name": "weather"}}}, "tool_choice"),
-        ({"max_completion_tokens": 100_000}, "max_completion_tokens"),
-        ({"max_tokens": 0}, "max_tokens"),
+    # each refusal names the field at fault, with the code OpenAI's own API gives for it
+    asks: list[tuple[dict[str, Any], str, str]] = [
+        ({"tools": [weather], "tool_choice": "required"}, "tool_choice", "unsupported_tool_choice"),
+        (
+            {"tools": [weather], "tool_choice": {"type": "function", "function": {"name": "weather"}}},
+            "tool_choice", "unsupported_tool_choice",
+        ),
+        ({"max_completion_tokens": 100_000}, "max_completion_tokens", "invalid_value"),
+        ({"max_tokens": 0}, "max_tokens", "integer_below_min_value"),
         (
             {"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
-            "response_format.json_schema.schema",
+            "response_format.json_schema.schema", "missing_required_parameter",
         ),
         (
             {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 5}}}},
-            "response_format.json_schema.schema",
+            "response_format.json_schema.schema", "invalid_json_schema",
         ),
         # answers no served agent gives, and values no run can take
-        ({"logprobs": True, "top_logprobs": 3}, "logprobs"),
-        ({"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}}, "modalities"),
-        ({"web_search_options": {}}, "web_search_options"),
-        ({"logit_bias": {"50256": -100}}, "logit_bias"),
-        ({"temperature": 5}, "temperature"),
-        ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
-        ({"reasoning_effort": "extreme"}, "reasoning_effort"),
-        ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata"),
-        ({"extra_body": {"top_k": 40}}, "top_k"),  # no field of OpenAI's: an extension the server does not read
+        ({"logprobs": True, "top_logprobs": 3}, "logprobs", "unsupported_value"),
+        (
+            {"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}},
+            "modalities", "unsupported_value",
+        ),
+        ({"web_search_options": {}}, "web_search_options", "unsupported_parameter"),
+        ({"logit_bias": {"50256": -100}}, "logit_bias", "unsupported_parameter"),
+        ({"n": 2}, "n", "unsupported_value"),
+        ({"n": 0}, "n", "integer_below_min_value"),
+        ({"temperature": 5}, "temperature", "decimal_above_max_value"),
+        ({"temperature": -1}, "temperature", "decimal_below_min_value"),
+        ({"top_p": 1.5}, "top_p", "decimal_above_max_value"),
+        ({"presence_penalty": 3}, "presence_penalty", "decimal_above_max_value"),
+        ({"seed": 2**70}, "seed", "integer_above_max_value"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "array_above_max_length"),
+        ({"stop": ["x" * 1001]}, "stop", "string_above_max_length"),
+        ({"reasoning_effort": "extreme"}, "reasoning_effort", "invalid_value"),
+        ({"verbosity": "loud"}, "verbosity", "invalid_value"),
+        ({"user": "u" * 300}, "user", "string_above_max_length"),
+        ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata", "object_above_max_properties"),
+        ({"extra_body": {"temperature": "hot"}}, "temperature", "invalid_type"),
+        ({"extra_body": {"stream_options": 3}}, "stream_options", "invalid_type"),
+        ({"extra_body": {"top_k": 40}}, "top_k", "unknown_parameter"),  # no field of OpenAI's: not read here
     ]
     async with served(app) as base, clients(base) as client:
         for stream in (False, True):
-            for fields, param in asks:
+            for fields, param, code in asks:
                 with pytest.raises(openai.BadRequestError) as refused:
                     await client().chat.completions.create(
                         model="calc", messages=[{"role": "user", "content": "x"}], stream=stream, **fields
                     )
-                assert refused.value.status_code == 400 and refused.value.param == param, fields
+                assert refused.value.status_code == 400, fields
+                assert (refused.value.param, refused.value.code) == (param, code), fields
     assert provider.calls == 0
 
 
