@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 import attrs
 
 __all__ = [
+    "EXTRA_WIRES",
     "NO_STOP",
     "REASONING_EFFORTS",
     "CachePolicy",
@@ -161,6 +162,12 @@ def to_stop(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+#: The keys ``ModelSettings.extra`` takes: the wire names whose codecs read their options (each wire's ``WIRE``,
+#: ``request.options_for(WIRE)``).  Azure's chat and Responses APIs read ``"openai"`` / ``"openai-responses"``,
+#: Claude and Gemini on Vertex ``"anthropic"`` / ``"gemini"``.  A test ties this to the codecs' constants.
+EXTRA_WIRES: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "gemini", "bedrock")
+
+
 def _to_extra(value: Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
     if value is None:
         return None
@@ -172,6 +179,11 @@ def _to_extra(value: Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | No
             raise TypeError(
                 'extra is keyed by wire, like LLMRequest.vendor_options: {"openai": {...}, "anthropic": {...}}; '
                 f"{wire!r} maps to a {type(options).__name__}"
+            )
+        if wire not in EXTRA_WIRES:
+            # Else no wire reads it: a typo ("opnai") would drop the options without a word.
+            raise ValueError(
+                f"extra: unknown wire {wire!r}; the wires are {', '.join(map(repr, EXTRA_WIRES))}"
             )
         out[wire] = dict(options)
     return out
@@ -267,10 +279,10 @@ class ModelSettings:
     :param cache: prompt caching: ``True``, ``False`` or a :class:`CachePolicy`.
     :param timeout: seconds: the HTTP timeout of each model call, overriding the provider's (a bound on a
         whole call, retries included, is ``with_timeout``'s job).
-    :param extra: vendor-only request fields, keyed by wire, merged into the request body as
-        ``LLMRequest.vendor_options`` are.
+    :param extra: vendor-only request fields, keyed by wire (one of :data:`EXTRA_WIRES`), merged into the
+        request body as ``LLMRequest.vendor_options`` are.
 
-    :raises TypeError, ValueError: a field of the wrong type or out of range.
+    :raises TypeError, ValueError: a field of the wrong type or out of range; a key of ``extra`` no wire reads.
     """
 
     temperature: float | None = attrs.field(default=None)

@@ -105,7 +105,10 @@ def new_run_id() -> str:
 def _to_messages(prompt: Prompt) -> tuple[Message, ...]:
     """A prompt as the run's input messages.  :raises TypeError, ValueError: it is not a prompt."""
     if isinstance(prompt, str):
-        return (text_message("user", prompt, (), None, None, "", None, False),)  # Message.user(prompt), set directly
+        if prompt:
+            return (text_message("user", prompt, (), None, None, "", None, False),)  # Message.user(prompt), directly
+        # Else each wire ends it its own way: Anthropic drops the empty message and answers 400, OpenAI sends it.
+        raise ValueError("a run needs a prompt or at least one message: the prompt is an empty string")
     if isinstance(prompt, Message):
         return (prompt,)
     if isinstance(prompt, bytes | bytearray | Mapping) or not isinstance(prompt, Iterable):
@@ -148,6 +151,37 @@ def provider_carries_tools(ref: ActorRef) -> bool:
     """
     provider = getattr(ref.actor, "provider", None)
     return native_tools_for(provider)
+
+
+def _is_async(fn: object) -> bool:
+    """Whether calling ``fn`` (a callable) makes a coroutine: an ``async def`` (a partial of one too), or an
+    object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _check_provider(provider: object) -> None:
+    """:raises TypeError: ``provider`` is neither an ActorRef nor an object whose ``complete`` can be awaited.
+
+    Said here, not at the first model call: a provider class (its ``complete`` an unbound function) failed there
+    with "missing 1 required positional argument", a sync ``complete`` with "can't be used in 'await' expression".
+    """
+    if isinstance(provider, ActorRef):
+        return
+    if isinstance(provider, type):
+        raise TypeError(
+            f"provider must be a provider instance, not the class {provider.__name__}: "
+            f"pass {provider.__name__}(...)"
+        )
+    complete = getattr(provider, "complete", None)
+    if not callable(complete):
+        raise TypeError(
+            f"provider must be an LLMProvider or an ActorRef to a ProviderActor, not {type(provider).__name__}"
+        )
+    if not _is_async(complete):
+        raise TypeError(
+            f"provider {type(provider).__name__}'s complete is a plain function; the loop awaits it: "
+            "write `async def complete(self, request) -> LLMResponse` (a coroutine function)"
+        )
 
 
 def _check_settings(settings: object) -> None:
@@ -394,9 +428,10 @@ class _Bound:
 class Agent(Generic[OutputT]):
     """An immutable agent configuration, generic in its output type.  See docs/architecture.md for every parameter.
 
-    :param provider: an :class:`~agentactors.providers.port.LLMProvider` (agents given the
-        same provider object share one ProviderActor in a runtime) or an
-        :class:`~agentactors.actors.runtime.ActorRef` to a ProviderActor spawned with its own budgets.
+    :param provider: an :class:`~agentactors.providers.port.LLMProvider` instance, whose ``complete`` is a
+        coroutine function (agents given the same provider object share one ProviderActor in a runtime), or an
+        :class:`~agentactors.actors.runtime.ActorRef` to a ProviderActor spawned with its own budgets.  A
+        duck-typed provider needs only ``complete``; a runtime closes it with ``aclose()`` if it has one.
     :param tools: ``@tool`` functions (plain functions are wrapped).
     :param toolsets: sources of tools listed when a run starts (:class:`~agentactors.Toolset`; an MCP
         server from :mod:`agentactors.mcp` is one).  A name clash with another toolset or a plain tool
@@ -466,10 +501,7 @@ class Agent(Generic[OutputT]):
     _owners: dict[str, str] = attrs.field(init=False, factory=dict)  # who holds each tool name, in words
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.provider, ActorRef) and not callable(getattr(self.provider, "complete", None)):
-            raise TypeError(
-                f"provider must be an LLMProvider or an ActorRef to a ProviderActor, not {type(self.provider).__name__}"
-            )
+        _check_provider(self.provider)
         if not isinstance(self.tool_choice, ToolChoice):
             raise TypeError("tool_choice must be a ToolChoice")
         _check_int("max_steps", self.max_steps)
@@ -614,6 +646,7 @@ class Agent(Generic[OutputT]):
         :raises RuntimeError: ``runtime`` (or the bound one) is not running — it closed, or was never
             entered.  (One of another thread's event loop is no error: the run is handed to it; see
             :meth:`bind`.)
+        :raises ValueError: the prompt is empty (``""`` or ``[]``): nothing is sent.
 
         ``deadline`` (seconds) bounds the whole run — budget waits at the ProviderActor, retries'
         backoff (``with_retry`` starts no wait that would end past it), model calls and tool
@@ -631,8 +664,8 @@ class Agent(Generic[OutputT]):
         (``docs/costs.md``).
 
         Errors: provider failures end the run with ``generation_failed=True``
-        (see :class:`RunResult`); a tool status routed to ``"raise"`` raises
-        :class:`~agentactors.errors.ToolStatusError`.  Cancellation from an
+        (see :class:`RunResult`; ``(await agent.run(...)).raise_for_error()`` raises them); a tool
+        status routed to ``"raise"`` raises :class:`~agentactors.errors.ToolStatusError`.  Cancellation from an
         enclosing scope propagates as anyio's cancellation exception, and the
         caller's conversation is untouched.
         """

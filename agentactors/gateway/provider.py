@@ -655,11 +655,17 @@ class _SharedProviders:
         self.entries: dict[int, tuple[Any, ActorRef, dict[str, Any]]] = {}
 
     async def aclose(self) -> None:
-        """Close every provider (the runtime's exit, after its actors stopped); a failure is logged."""
+        """Close every provider (the runtime's exit, after its actors stopped); a failure is logged.
+
+        A provider without ``aclose`` (a duck-typed one: ``complete`` is all the loop needs) is skipped.
+        """
         entries = list(self.entries.values())
         self.entries.clear()
         for provider, _ref, _budgets in entries:
+            close = getattr(provider, "aclose", None)
+            if close is None:  # optional for a duck-typed provider: it owns nothing to release
+                continue
             try:
-                await provider.aclose()
+                await close()
             except Exception as exc:
                 log.warning("closing provider %r raised %s", provider, redact(f"{type(exc).__name__}: {exc}"))

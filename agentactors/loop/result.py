@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable
-from typing import Any, Generic
+from typing import Any, Generic, Self
 
 import attrs
 
 from .._slots import draft
+from ..errors import RunError
 from ..messages import Message, ToolCall, Usage
 from ..output.spec import OutputT
 from ..pricing import Cost
@@ -138,6 +139,40 @@ class RunResult(Generic[OutputT]):
             or self.error is not None
             or self.resume_state is not None
         )
+
+    def raise_for_error(self) -> Self:
+        """Raise the run's error, if it failed; else return this result, so a call chains:
+        ``result = (await agent.run(prompt)).raise_for_error()``.
+
+        A run returns its failures in :attr:`error` rather than raising them (a batch keeps one result per
+        input whatever happens); this is the one line that turns them back into an exception where a caller
+        wants one.  It raises when :attr:`error` is set — that very exception object (a
+        :class:`~agentactors.ProviderError`, :class:`~agentactors.OutputValidationError`,
+        :class:`~agentactors.RunDeadlineExceededError`, :class:`~agentactors.CostLimitExceededError`,
+        :class:`~agentactors.errors.RunInterruptedError`, ...) — or when :attr:`generation_failed` is set without one
+        (a :class:`~agentactors.RunError`).  An error that is no ``Exception`` (a batch keeps a run's own
+        ``SystemExit`` or stray cancellation there) is raised as a :class:`~agentactors.RunError` from it: raised
+        itself, far from its run, it would end the caller's program or pass for the caller's own cancellation.
+
+        Everything else is returned as it is, :attr:`ok` or not: a :attr:`paused` run (it waits for a decision,
+        ``agent.resume``), a :attr:`cancelled` one (cancelled on purpose, through its handle or its batch) and
+        a :attr:`bounded` one with no error (it reached ``max_steps`` / ``max_empty_steps``; :attr:`content` is
+        its last substantive answer, a typed :attr:`output` is ``None``).  A bounded run *with* an error (the
+        provider failed, or the cost limit was passed, after an earlier step had answered) raises it.  To
+        insist on a finished answer, test :attr:`ok` instead.
+
+        :raises Exception: the run's :attr:`error`.
+        :raises RunError: ``generation_failed`` with no error; an error that is no ``Exception``.
+        """
+        error = self.error
+        if error is None:
+            if not self.generation_failed:
+                return self
+            raise RunError("the run failed (generation_failed) and holds no error saying why")
+        if isinstance(error, Exception):
+            raise error
+        cause = error if isinstance(error, BaseException) else None
+        raise RunError(f"the run failed with {type(error).__name__}: {error!s}") from cause
 
 
 # What answered() fills, field by field, then makes a RunResult (agentactors._slots).
