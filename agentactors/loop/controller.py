@@ -604,11 +604,11 @@ class LoopController:
         state, output = self._state, self._output
         state.cost.cut_short(request)
         if output is None or not output.degrade(exc):
-            return state.failed(exc)
+            return state.failed(exc, _provider_name(self._provider))
         try:
             return await self._generate(step_request(state, output, self._native, self._run_settings, self._sink))
         except Exception as again:
-            return state.failed(again)
+            return state.failed(again, _provider_name(self._provider))
 
     async def _after_call(self, response: LLMResponse) -> RunResult[Any] | None:
         """The step's model answered ``response``: its usage and cost taken, then the answer step or the tool step
@@ -886,3 +886,10 @@ class LoopController:
         if paused.output_step and self._output is not None:
             return await self._output.resume(state, paused.calls, ran, results)
         return self._after_tools(ran, results)
+
+
+def _provider_name(ref: Any) -> str:
+    """The ``name`` of the provider a ProviderActor reference hosts (``"provider"`` when it has none): what a
+    failure the provider raised as a plain exception is named after (``classify_exception``)."""
+    name = getattr(getattr(getattr(ref, "actor", None), "provider", None), "name", None)
+    return name if isinstance(name, str) and name else "provider"

@@ -352,9 +352,12 @@ class LoopState:
             return self.usage
         return self.usage + link.usage
 
-    def failed(self, exc: Exception) -> RunResult[Any]:
-        """The run's result when the provider stack gave up at this step (a vendor's error body never in it)."""
-        error = exc if isinstance(exc, ProviderError) else classify_exception(exc, provider="provider")
+    def failed(self, exc: Exception, provider: str = "provider") -> RunResult[Any]:
+        """The run's result when the provider stack gave up at this step (a vendor's error body never in it).
+
+        ``provider``: the name an exception other than a ProviderError is classified under (the provider's).
+        """
+        error = exc if isinstance(exc, ProviderError) else classify_exception(exc, provider=provider)
         if self.sink is not None:
             self.sink.emit("step.finished", failed=True, error=error)
         log.debug("run %s: generation failed at step %d: %s", self.run_id, self.steps, type(error).__name__)
