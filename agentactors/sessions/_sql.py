@@ -200,7 +200,9 @@ def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) 
             conn.execute(d.sql(_FORGET_PIECES), params)
             if messages:
                 conn.execute(d.sql(_APPEND), {"key": key, "start": 0, "body": whole})
-    return SessionRecord(key, messages, (expected or 0) + 1, record.paused, record.run_id, origin=origin)
+    return SessionRecord(
+        key, messages, (expected or 0) + 1, record.paused, record.run_id, origin=origin, children=record.children
+    )
 
 
 def _delete(conn: Any, d: Dialect, key: str, expected: int | None) -> bool:

@@ -139,7 +139,8 @@ class SessionActor:
     """
 
     __slots__ = (
-        "activated", "history", "key", "loaded", "origin", "paused", "rt", "running", "settled", "store", "version",
+        "activated", "children", "history", "key", "loaded", "origin", "paused", "rt", "running", "settled", "store",
+        "version",
     )
 
     def __init__(self, rt: Runtime, store: SessionStore, key: str) -> None:
@@ -149,6 +150,8 @@ class SessionActor:
         self.history: tuple[Message, ...] = ()
         self.version: int | None = None
         self.paused: PausedRun | None = None
+        # The pause's delegated runs (SessionRecord.children): the result that resolves it keeps them.
+        self.children: tuple[RunResult[Any], ...] = ()
         self.origin: str | None = None
         self.loaded = False
         self.activated = False
@@ -188,8 +191,10 @@ class SessionActor:
             _check_stored(self.store, "load", record, self.key)
         if record is None:
             self.history, self.version, self.paused, self.origin = (), None, None, None
+            self.children = ()
         else:
             self.history, self.version, self.paused = record.messages, record.version, record.paused
+            self.children = record.children
             self.origin = record.origin
         self.loaded = True
         if not self.activated:
@@ -249,10 +254,12 @@ class SessionActor:
             )
         decisions = check_decisions(pause, message.decisions)
         _check_resumer(self.key, pause, message.agent)
-        history = self.history
+        history, children = self.history, self.children
         await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
         with turn_running(SessionTurn(self.key, self.version, len(history), self.origin)):
             result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
+        if children and isinstance(result, RunResult):  # the paused part's delegated runs, as Agent.resume keeps them
+            result = attrs.evolve(result, children=children + result.children)
         await self._settle(result, message.agent, "resume")
         return result
 
@@ -282,7 +289,7 @@ class SessionActor:
                 self.loaded = False
                 raise
             self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
-            self.origin = stored.origin
+            self.origin, self.children = stored.origin, stored.children
         _committed(self.rt.emit, stored, resolving=claim)
 
 
@@ -330,13 +337,14 @@ def _check_resumer(key: str, pause: PausedRun, agent: SessionAgent) -> None:
 def turn_record(key: str, history: tuple[Message, ...], result: RunResult[Any]) -> SessionRecord | None:
     """What a turn that started on ``history`` commits (the module docstring's rule); ``None``: nothing.
 
-    A pause: the history unchanged, and the pause.  An answer: the run's messages become the history.
+    A pause: the history unchanged, and the pause with the run's children (the result that resolves it keeps
+    them).  An answer: the run's messages become the history.
     """
     if not committable(result):
         return None
     state = result.resume_state
     if state is not None:
-        return SessionRecord(key, history, 0, state, result.run_id, len(history))
+        return SessionRecord(key, history, 0, state, result.run_id, len(history), children=result.children)
     messages = result.messages
     return SessionRecord(key, messages, 0, None, result.run_id, _kept(history, messages))
 

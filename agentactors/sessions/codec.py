@@ -16,7 +16,10 @@ What the wire-free shapes look like:
   few Python values JSON lacks tagged: ``{"$bytes": "<base64>"}``, ``{"$tuple": [...]}``, and a
   dict whose only key starts with ``$`` wrapped as ``{"$dict": {...}}`` so it cannot be mistaken for
   a tag.  A value of any other type (a datetime, an object) is refused with :class:`TypeError` when
-  the turn is committed — a session stores data, not objects.
+  the turn is committed — a session stores data, not objects;
+* a run's result (the children a pause keeps: :func:`run_result_to_json`) is its fields, but for its
+  ``error`` (its type's name and text: read back as a :class:`~agentactors.errors.RedactedException`) and a
+  typed output that is not JSON data (``null``).
 
 Decoding builds the objects through their constructors, so a value that does not validate (a stored
 file edited by hand, say) raises the constructor's ``TypeError`` / ``ValueError``;
@@ -34,9 +37,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._json import MAX_DEPTH, MAX_INT_DIGITS, JsonBoundError
+from ..errors import RedactedException
 from ..loop.pause import PausedRun
+from ..loop.result import RunResult
 from ..messages import Message, ToolCall, Usage
 from ..parts import Audio, Document, Image, MediaPart, Part, Text
+from ..pricing import Cost
+from ..redaction import redact
 from ..tools.results import ToolResult, ToolStatus
 
 __all__ = [
@@ -52,6 +59,8 @@ __all__ = [
     "paused_to_json",
     "result_from_json",
     "result_to_json",
+    "run_result_from_json",
+    "run_result_to_json",
     "usage_from_json",
     "usage_to_json",
     "value_from_json",
@@ -420,4 +429,119 @@ def paused_from_json(doc: Mapping[str, Any]) -> PausedRun:
         agent=_text(doc, "agent", None),
         handoffs=tuple(_checked(str, "a stored pause's handoff", h) for h in _list(doc, "handoffs")),
         output_step=_flag(doc, "output_step"),
+    )
+
+
+# --- a run's result: the delegated runs a pause keeps ----------------------------------------------
+
+
+def run_result_to_json(result: RunResult[Any]) -> dict[str, Any]:
+    """A run's result, for the children a stored pause keeps (``SessionRecord.children``): every field, the ones
+    at their defaults left out, except two that JSON cannot hold as they are.
+
+    * ``error``: ``{"type": its class's dotted name, "message": its text, credentials removed}`` — read back as a
+      :class:`~agentactors.errors.RedactedException` standing in for it (``original_type``; ``RunResult``'s ``==``
+      leaves the error out).
+    * a typed ``output`` (``"output"``; absent for a text run, whose output is its content) is stored when it is
+      JSON data; another value (a pydantic model, a dataclass) is stored as ``null`` — the child's ``content``
+      holds its answer as text.
+
+    :raises TypeError, ~agentactors._json.JsonBoundError: a message or call that is not storable (as for a
+        conversation).
+    """
+    out: dict[str, Any] = {"content": result.content, "messages": messages_to_json(result.messages)}
+    if result.tool_calls:
+        out["tool_calls"] = [call_to_json(c) for c in result.tool_calls]
+    if result.steps:
+        out["steps"] = result.steps
+    for flag in ("bounded", "cancelled", "generation_failed"):
+        if getattr(result, flag):
+            out[flag] = True
+    if result.error is not None:
+        out["error"] = _error_to_json(result.error)
+    if result.followups:
+        out["followups"] = list(result.followups)
+    if usage := usage_to_json(result.usage):
+        out["usage"] = usage
+    for name in ("served_by", "run_id", "agent", "forked_from"):
+        if (value := getattr(result, name)) is not None:
+            out[name] = value
+    output = result.output
+    if output is not result.content:  # (a text run's output is its content, the very object: nothing to store)
+        try:
+            out["output"] = value_to_json(output)
+        except (TypeError, JsonBoundError):
+            out["output"] = None
+    if result.children:
+        out["children"] = [run_result_to_json(c) for c in result.children]
+    if result.handoffs:
+        out["handoffs"] = list(result.handoffs)
+    if result.resume_state is not None:
+        out["resume_state"] = paused_to_json(result.resume_state)
+    if result.cost is not None:
+        cost = result.cost
+        out["cost"] = {
+            "input": cost.input, "output": cost.output, "total": cost.total, "currency": cost.currency,
+            "estimated": cost.estimated,
+        }
+    return out
+
+
+def run_result_from_json(doc: Mapping[str, Any]) -> RunResult[Any]:
+    """The result :func:`run_result_to_json` wrote, every field of the type it wrote."""
+    _checked(dict, "a stored run result", doc)
+    error = doc.get("error")
+    resume_state = doc.get("resume_state")
+    cost = doc.get("cost")
+    more: dict[str, Any] = {}
+    if "output" in doc:
+        more["output"] = value_from_json(doc["output"])
+    return RunResult(
+        _text(doc, "content", ""),
+        messages_from_json(doc["messages"]),
+        tuple(call_from_json(c) for c in _list(doc, "tool_calls")),
+        _count(doc, "steps", 0),
+        _flag(doc, "bounded"),
+        _flag(doc, "cancelled"),
+        _flag(doc, "generation_failed"),
+        None if error is None else _error_from_json(error),
+        tuple(_checked(str, "a stored result's followup", f) for f in _list(doc, "followups")),
+        usage_from_json(doc.get("usage", {})),
+        _text(doc, "served_by", None),
+        _text(doc, "run_id", None),
+        children=tuple(run_result_from_json(c) for c in _list(doc, "children")),
+        agent=_text(doc, "agent", None),
+        handoffs=tuple(_checked(str, "a stored result's handoff", h) for h in _list(doc, "handoffs")),
+        resume_state=None if resume_state is None else paused_from_json(resume_state),
+        cost=None if cost is None else _cost_from_json(cost),
+        forked_from=_text(doc, "forked_from", None),
+        **more,
+    )
+
+
+def _error_to_json(error: BaseException) -> dict[str, str]:
+    if isinstance(error, RedactedException):  # a stand-in already (a child read back, stored again): as it was
+        kind = error.original_type
+        text = str(error).removeprefix(f"{kind}: ") if str(error) != kind else ""
+        return {"type": kind, "message": text}
+    kind = f"{type(error).__module__}.{type(error).__qualname__}"
+    return {"type": kind, "message": redact(str(error))}
+
+
+def _error_from_json(doc: Any) -> RedactedException:
+    _checked(dict, "a stored result's error", doc)
+    return RedactedException(_text(doc, "type", None) or "Exception", _text(doc, "message", ""))
+
+
+def _cost_from_json(doc: Any) -> Cost:
+    _checked(dict, "a stored result's cost", doc)
+    amounts = {}
+    for name in ("input", "output", "total", "estimated"):
+        value = doc.get(name, 0.0)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"a stored cost's {name!r} is a number, not {type(value).__name__}")
+        amounts[name] = float(value)
+    return Cost(
+        amounts["input"], amounts["output"], amounts["total"], _text(doc, "currency", "USD"),
+        estimated=amounts["estimated"],
     )

@@ -34,6 +34,12 @@ Formats:
     (:attr:`~agentactors.sessions.store.SessionRecord.origin`; absent: unknown, not checked — a reader that
     does not know the field ignores it, and a session whose commit dropped it is given one again).
 
+    A pause may also hold ``"children"``: the results of the runs the paused turn delegated before it paused
+    (:attr:`~agentactors.sessions.store.SessionRecord.children`, encoded by
+    :func:`~agentactors.sessions.codec.run_result_to_json`; absent: none, as every pause stored before they
+    were kept).  Optional, as ``"origin"``: a reader that does not know it resolves the pause without them —
+    what the result reports, never the conversation, so nothing committed is lost.
+
     Format 2 is format 3 with none of these: its migration only renames the format.
 
 The key and the version are not in the document: a store keeps them beside it (the version is what a
@@ -46,6 +52,7 @@ so every record a store committed can be read back, in any process.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -54,8 +61,16 @@ import attrs
 from .._json import JsonBoundError
 from ..errors import SessionFormatError
 from ..loop.pause import PausedRun
+from ..loop.result import RunResult
 from ..messages import Message
-from .codec import messages_from_json, messages_to_json, paused_from_json, paused_to_json
+from .codec import (
+    messages_from_json,
+    messages_to_json,
+    paused_from_json,
+    paused_to_json,
+    run_result_from_json,
+    run_result_to_json,
+)
 from .store import SessionRecord
 
 __all__ = [
@@ -69,6 +84,8 @@ __all__ = [
     "stored_count",
     "stored_head",
 ]
+
+log = logging.getLogger("agentactors.sessions")
 
 #: The format this version writes.
 FORMAT: Final = 3
@@ -119,7 +136,9 @@ def _dump(record: SessionRecord, messages: dict[str, Any]) -> str:
     doc = {
         "format": FORMAT,
         **messages,
-        "paused": None if paused is None else _encoded(record.key, _pause_to_json, paused, record.messages),
+        "paused": None if paused is None else _encoded(
+            record.key, _pause_to_json, paused, record.messages, record.children
+        ),
         "run_id": record.run_id,
     }
     if record.origin is not None:
@@ -127,14 +146,36 @@ def _dump(record: SessionRecord, messages: dict[str, Any]) -> str:
     return _text(record.key, doc)
 
 
-def _pause_to_json(pause: PausedRun, history: tuple[Message, ...]) -> dict[str, Any]:
-    """The pause; when its messages begin with the history, only the rest (``"base"``: how many are shared)."""
+def _pause_to_json(
+    pause: PausedRun, history: tuple[Message, ...], children: tuple[RunResult[Any], ...] = ()
+) -> dict[str, Any]:
+    """The pause; when its messages begin with the history, only the rest (``"base"``: how many are shared);
+    its ``children`` (``"children"``), when it has some."""
     base = len(history)
     if not base or pause.messages[:base] != history:
-        return paused_to_json(pause)
-    doc = paused_to_json(attrs.evolve(pause, messages=pause.messages[base:]))
-    doc["base"] = base
+        doc = paused_to_json(pause)
+    else:
+        doc = paused_to_json(attrs.evolve(pause, messages=pause.messages[base:]))
+        doc["base"] = base
+    if children:
+        doc["children"] = _children_to_json(children)
     return doc
+
+
+def _children_to_json(children: tuple[RunResult[Any], ...]) -> list[dict[str, Any]]:
+    """The children a pause keeps, each that can be stored.
+
+    A child whose conversation holds what JSON cannot keep (a vendor's opaque ``provider_data`` with a datetime,
+    say) is left out, with a warning: the pause it belongs to is the session's state and must be committed; the
+    children are only what the result that resolves it reports.
+    """
+    out: list[dict[str, Any]] = []
+    for child in children:
+        try:
+            out.append(run_result_to_json(child))
+        except (TypeError, ValueError, JsonBoundError, RecursionError) as exc:
+            log.warning("a delegated run (%s) of a paused turn is not stored with its pause: %s", child.run_id, exc)
+    return out
 
 
 def _encoded(key: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -254,6 +295,7 @@ def load_record(
             None if paused is None else _pause_from_json(paused, messages),
             run_id,
             origin=_origin(doc, key),
+            children=() if paused is None else _children_from_json(paused),
         )
     except SessionFormatError:
         raise
@@ -281,6 +323,14 @@ def _joined(key: str, count: Any, pieces: Sequence[str | bytes]) -> tuple[Messag
             f"stored session {key!r} has {len(messages)} messages beside it, not the {count!r} it names", key=key
         )
     return tuple(messages)
+
+
+def _children_from_json(doc: Any) -> tuple[RunResult[Any], ...]:
+    """The children stored with a pause (none, for a pause stored before they were kept)."""
+    children = doc.get("children", []) if isinstance(doc, dict) else []
+    if not isinstance(children, list):
+        raise TypeError(f"a stored pause's children are a list, not {type(children).__name__}")
+    return tuple(run_result_from_json(c) for c in children)
 
 
 def _pause_from_json(doc: Any, history: tuple[Message, ...]) -> PausedRun:

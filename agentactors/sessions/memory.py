@@ -94,7 +94,10 @@ class MemoryStore:
             raise SessionConflictError(message, key=record.key)
         origin = kept or record.origin or new_origin()
         version = (found or 0) + 1
-        stored = SessionRecord(record.key, record.messages, version, record.paused, record.run_id, origin=origin)
+        stored = SessionRecord(
+            record.key, record.messages, version, record.paused, record.run_id, origin=origin,
+            children=record.children,
+        )
         self._records[record.key] = stored
         return stored
 

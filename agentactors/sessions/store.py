@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Hashable, Mapping
-from typing import Final, Protocol, runtime_checkable
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
 from ..loop.pause import PausedRun
+from ..loop.result import RunResult
 from ..messages import Message
 
 __all__ = [
@@ -111,6 +112,11 @@ def _messages(value: tuple[Message, ...] | list[Message]) -> tuple[Message, ...]
     return tuple(value)
 
 
+def _results(value: Iterable[RunResult[Any]]) -> tuple[RunResult[Any], ...]:
+    """The children as a tuple (each one's type is checked by the validator)."""
+    return tuple(value)
+
+
 @attrs.frozen(slots=True)
 class SessionRecord:
     """One session as a store keeps it: its committed conversation, its pause, its version.
@@ -133,6 +139,10 @@ class SessionRecord:
         another runtime still holds; a commit that names an origin is refused when the stored one is another
         (:meth:`SessionStore.commit`).  ``None``: not known (a record made by hand, one stored by an older
         version) — not checked.  Identity, not content: ``==`` ignores it.
+    :ivar children: with a pause (keyword only): the results of the runs the paused turn delegated before it
+        paused (``RunResult.children``), which the result that resolves it keeps ahead of its own, as
+        :meth:`agentactors.Agent.resume` keeps a paused result's.  ``()`` without a pause, and for a pause stored
+        by an older version (it kept none).
     """
 
     key: str = attrs.field()
@@ -142,6 +152,7 @@ class SessionRecord:
     run_id: str | None = attrs.field(default=None)
     kept: int = attrs.field(default=0, eq=False, repr=False)
     origin: str | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+    children: tuple[RunResult[Any], ...] = attrs.field(default=(), converter=_results, repr=False, kw_only=True)
 
     @key.validator
     def _check_key(self, _: attrs.Attribute[str], value: str) -> None:
@@ -168,6 +179,16 @@ class SessionRecord:
     def _check_kept(self, _: attrs.Attribute[int], value: int) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= len(self.messages):
             raise ValueError(f"kept is an int from 0 to the number of messages, not {value!r}")
+
+    @children.validator
+    def _check_children(self, _: attrs.Attribute[Any], value: tuple[RunResult[Any], ...]) -> None:
+        if not value:
+            return
+        if self.paused is None:
+            raise ValueError("a session record's children are those of its pause: a record without one has none")
+        for child in value:
+            if not isinstance(child, RunResult):
+                raise TypeError(f"a session record's children are RunResult objects, not {type(child).__name__}")
 
     @origin.validator
     def _check_origin(self, _: attrs.Attribute[str | None], value: str | None) -> None:
