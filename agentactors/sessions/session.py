@@ -132,6 +132,8 @@ def _live_run(rt: Runtime, listed: Any) -> Any:
 def _prompt_messages(prompt: Any) -> tuple[Message, ...]:
     """A turn's new messages: a str, a Message, messages, or the content parts of one user message."""
     if isinstance(prompt, str):
+        if not prompt:  # (each wire would end it its own way: Anthropic drops the message and answers 400)
+            raise ValueError("a turn needs a prompt or at least one message: the prompt is an empty string")
         return (Message.user(prompt),)
     if isinstance(prompt, Message):
         return (prompt,)

@@ -67,6 +67,8 @@ async def test_bad_arguments_are_refused() -> None:
         session = rt.session(agent, "k")
         with pytest.raises(ValueError, match="needs a prompt"):
             await session.send([])
+        with pytest.raises(ValueError, match="needs a prompt"):  # as agent.run("") is refused
+            await session.send("")
         with pytest.raises(TypeError, match="not int"):
             await session.send(3)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="Message objects"):
