@@ -18,6 +18,7 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from ..errors import ProviderError
+from ._numbers import is_number, whole
 
 __all__ = ["BreakerPolicy", "Circuit", "CircuitState", "CircuitStats", "Outcome", "Permit"]
 
@@ -40,36 +41,60 @@ class Outcome(enum.Enum):
     ignored = "ignored"  # neither: a request-side error, a cancellation, an inner breaker's refusal
 
 
+def _seconds(value: object) -> object:
+    """A number of seconds as a ``float``; anything else unchanged, for :func:`_positive` to refuse."""
+    if not is_number(value):
+        return value
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int past a float's range: infinite, refused as such
+        return math.inf
+
+
+def _count(value: object) -> object:
+    """A whole number as an ``int``; anything else unchanged, for :func:`_at_least_one` to refuse."""
+    n = whole(value)
+    return value if n is None else n
+
+
 def _positive(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not value > 0 or math.isinf(value):
-        raise ValueError(f"{attribute.name} must be a positive, finite number, got {value!r}")
+    # A number, not a bool (window=True was a window of one second) nor a string (window="60" was a TypeError from
+    # `>`); `not value > 0` refuses NaN as well.
+    if not is_number(value) or not value > 0 or math.isinf(value):
+        raise ValueError(f"{attribute.name} must be a positive, finite number of seconds, got {value!r}")
 
 
 def _at_least_one(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if not isinstance(value, int) or value < 1:
+    # A whole number, not a bool: min_calls=True was a count of 1, though every other count refuses bools.
+    if whole(value) is None or value < 1:
         raise ValueError(f"{attribute.name} must be an integer >= 1, got {value!r}")
 
 
 @attrs.frozen(slots=True)
 class BreakerPolicy:
-    """The numbers of a breaker (``docs/resilience.md`` §4); defaults as documented there."""
+    """The numbers of a breaker (``docs/resilience.md`` §4); defaults as documented there.
 
-    window: float = attrs.field(default=60.0, validator=_positive)
-    min_calls: int = attrs.field(default=10, validator=_at_least_one)
+    Each is checked when the policy is made, with a ``ValueError`` naming it: durations are positive, finite
+    numbers of seconds (kept as ``float``), counts whole numbers >= 1 (kept as ``int``), never a bool.
+    """
+
+    window: float = attrs.field(default=60.0, converter=_seconds, validator=_positive)
+    min_calls: int = attrs.field(default=10, converter=_count, validator=_at_least_one)
     failure_rate: float = attrs.field(default=0.5)
     consecutive_failures: int | None = attrs.field(default=5)
-    open_duration: float = attrs.field(default=30.0, validator=_positive)
-    max_open_duration: float = attrs.field(default=300.0, validator=_positive)
-    half_open_max_calls: int = attrs.field(default=1, validator=_at_least_one)
-    half_open_successes: int = attrs.field(default=1, validator=_at_least_one)
-    max_half_open_wait: float = attrs.field(default=60.0, validator=_positive)
-    buckets: int = attrs.field(default=10, validator=_at_least_one)
+    open_duration: float = attrs.field(default=30.0, converter=_seconds, validator=_positive)
+    max_open_duration: float = attrs.field(default=300.0, converter=_seconds, validator=_positive)
+    half_open_max_calls: int = attrs.field(default=1, converter=_count, validator=_at_least_one)
+    half_open_successes: int = attrs.field(default=1, converter=_count, validator=_at_least_one)
+    max_half_open_wait: float = attrs.field(default=60.0, converter=_seconds, validator=_positive)
+    buckets: int = attrs.field(default=10, converter=_count, validator=_at_least_one)
 
     def __attrs_post_init__(self) -> None:
-        if not 0 < self.failure_rate <= 1:
-            raise ValueError(f"failure_rate must be in (0, 1], got {self.failure_rate!r}")
+        rate = self.failure_rate
+        if not is_number(rate) or not 0 < rate <= 1:
+            raise ValueError(f"failure_rate must be a number in (0, 1], got {rate!r}")
         limit = self.consecutive_failures
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
+        if limit is not None and (whole(limit) is None or limit < 1):
             raise ValueError(f"consecutive_failures must be an integer >= 1 or None, got {limit!r}")
         if self.max_open_duration < self.open_duration:
             raise ValueError("max_open_duration must be >= open_duration")

@@ -29,6 +29,7 @@ from ..errors import CircuitOpenError, ErrorKind, ProviderError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamContext
+from ._checks import check_callable
 from ._circuit import BreakerPolicy, Circuit, CircuitState, CircuitStats, Outcome, Permit
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import open_stream, relay, stream_of
@@ -58,6 +59,9 @@ class CircuitBreakerProvider(ProviderDecorator):
         clock: Clock | None,
     ) -> None:
         super().__init__(inner)
+        # Else a TypeError from the first call's key_for() or clock(), classified as that call's failure.
+        check_callable(key, "key", "a callable key(provider_name, model) -> hashable")
+        check_callable(clock, "clock", "a callable returning seconds")
         self.policy = policy
         self.count_mid_stream = count_mid_stream
         self._key_fn = key

@@ -31,6 +31,7 @@ from ..providers.port import (
     response_format_refusal,
 )
 from ..settings import ModelSettings
+from ._checks import check_provider
 
 __all__ = ["Clock", "ProviderDecorator", "as_provider_error", "model_of", "name_of", "streaming_adapted"]
 
@@ -88,8 +89,8 @@ class ProviderDecorator(CapabilityMembersMixin):
     """
 
     def __init__(self, inner: LLMProvider | Any) -> None:
-        if not callable(getattr(inner, "complete", None)):
-            raise TypeError(f"expected an LLMProvider (with complete() and stream()), got {type(inner).__name__}")
+        # A class (its complete is callable too): a TypeError here, not at the first call.
+        check_provider(inner)
         self._inner = inner
 
     @property

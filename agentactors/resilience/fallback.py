@@ -68,11 +68,24 @@ def _kinds(fallback_on: FallbackOn | None) -> tuple[frozenset[ErrorKind], Callab
         return DEFAULT_FALLBACK_ON, None
     if callable(fallback_on) and not isinstance(fallback_on, str | ErrorKind):
         return frozenset(), fallback_on
+    # Each a TypeError/ValueError naming fallback_on here, not "'int' object is not iterable".
+    given: object = fallback_on  # (typed as kinds or a predicate; anything may be passed)
+    if not isinstance(given, Iterable) or isinstance(given, bytes):
+        raise TypeError(
+            "fallback_on must be error kinds (names or ErrorKind, one or several) or a predicate "
+            f"fallback_on(error) -> bool, not {type(fallback_on).__name__} ({fallback_on!r})"
+        )
     values: Iterable[ErrorKind | str] = (fallback_on,) if isinstance(fallback_on, str) else fallback_on
-    kinds = frozenset(ErrorKind(v) for v in values)
+    kinds: set[ErrorKind] = set()
+    for v in values:
+        try:
+            kinds.add(ErrorKind(v))
+        except ValueError:
+            known = ", ".join(repr(k.value) for k in ErrorKind if k is not ErrorKind.request)
+            raise ValueError(f"fallback_on: {v!r} is not an error kind (one of {known})") from None
     if ErrorKind.request in kinds:
         raise ValueError("fallback_on cannot include 'request': a request error is wrong for every member")
-    return kinds, None
+    return frozenset(kinds), None
 
 
 class FallbackProvider(MultiProvider):

@@ -56,6 +56,7 @@ from ..providers.port import (
     forced_tool_choice_for,
     response_format_for,
 )
+from ._checks import check_callable, check_provider
 from ._circuit import CircuitState
 from ._numbers import is_number, whole
 from .breaker import CircuitBreakerProvider
@@ -118,10 +119,9 @@ class HedgeProvider(ProviderDecorator):
         calls = whole(window)
         if calls is None or calls < 1:
             raise ValueError(f"window must be a positive whole number of calls, not {window!r}")
-        if to is not None and not callable(getattr(to, "complete", None)):
-            raise TypeError(f"to must be an LLMProvider, not {type(to).__name__}")
-        if clock is not None and not callable(clock):  # else a TypeError in the first call, not here
-            raise TypeError(f"clock must be a callable returning seconds, not {type(clock).__name__}")
+        if to is not None:
+            check_provider(to, "to")
+        check_callable(clock, "clock", "a callable returning seconds")  # else a TypeError in the first call
         self._percentile: float | None = None
         self._seconds = 0.0
         parsed = _after(after)

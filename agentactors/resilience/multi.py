@@ -26,6 +26,7 @@ from ..providers.port import (
     response_format_refusal,
 )
 from ..settings import ModelSettings
+from ._checks import check_name, check_provider
 from .decorator import streaming_adapted
 
 __all__ = ["MultiProvider"]
@@ -50,7 +51,8 @@ class MultiProvider(CapabilityMembersMixin):
     :func:`~agentactors.resilience.describe_chain` follows :attr:`members`.
 
     :raises ValueError: no members.
-    :raises TypeError: a member without a callable ``complete``.
+    :raises TypeError: a member that is not a provider instance with a callable ``complete`` (a provider
+        class is refused); a ``name`` that is not a string.
     """
 
     #: The word the default name starts with: ``fallback(a, b)``, ``pool(a, b)``.
@@ -59,9 +61,9 @@ class MultiProvider(CapabilityMembersMixin):
     def __init__(self, members: Sequence[LLMProvider | Any], *, name: str | None = None) -> None:
         if not members:
             raise ValueError(f"{type(self).__name__} needs at least one provider")
-        for m in members:
-            if not callable(getattr(m, "complete", None)):
-                raise TypeError(f"expected an LLMProvider (with complete()), got {type(m).__name__}")
+        for i, m in enumerate(members):
+            check_provider(m, f"member {i}")
+        check_name(name)
         self.members: tuple[Any, ...] = tuple(members)
         self._name = name or f"{self.label}(" + ", ".join(name_of(m) for m in self.members) + ")"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, Final, Literal, TypeVar
 
@@ -43,7 +43,9 @@ from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
 from ..pricing import with_cut_short
 from ..providers.http.ratelimits import RateLimitState
 from ..providers.port import LLMProvider, StreamContext, default_model_of, forced_tool_choice_for
+from ._checks import check_callable
 from ._circuit import CircuitState
+from ._numbers import is_number
 from .breaker import CircuitBreakerProvider
 from .chain import describe_chain
 from .decorator import Clock, as_provider_error, default_clock, name_of
@@ -118,18 +120,28 @@ class PoolProvider(MultiProvider):
         clock: Clock | None,
     ) -> None:
         super().__init__(members, name=name)
-        if strategy not in STRATEGIES:
+        # Each a ValueError (a TypeError for the clock) naming its setting, here rather than in the first call.
+        if not isinstance(strategy, str) or strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, not {strategy!r}")
         if weights is not None:
-            weights = [float(w) for w in weights]
+            if not isinstance(weights, Iterable) or isinstance(weights, str | bytes):
+                raise ValueError(f"weights must be one positive number per member, not {weights!r}")
+            weights = list(weights)
             if len(weights) != len(members):
                 raise ValueError(f"weights needs one weight per member ({len(members)}), got {len(weights)}")
-            if any(not (w > 0 and math.isfinite(w)) for w in weights):
-                raise ValueError("weights must be positive, finite numbers")
+            # Numbers, not strings (float("2") was taken) nor bools; `not w > 0` refuses NaN as well.
+            if any(not (is_number(w) and w > 0 and math.isfinite(w)) for w in weights):
+                raise ValueError(f"weights must be positive, finite numbers, not {weights!r}")
+            weights = [float(w) for w in weights]
+            # Only "weighted" reads them: with another strategy they were silently ignored.
+            if strategy != "weighted":
+                raise ValueError(f"weights are used only by strategy='weighted', not by strategy={strategy!r}: "
+                                 "say strategy='weighted' or leave weights out")
         elif strategy == "weighted":
             raise ValueError("strategy='weighted' needs weights=")
-        if not 0 <= min_headroom < 1:
-            raise ValueError("min_headroom must be within [0, 1)")
+        if not is_number(min_headroom) or not 0 <= min_headroom < 1:
+            raise ValueError(f"min_headroom must be a number within [0, 1), not {min_headroom!r}")
+        check_callable(clock, "clock", "a callable returning seconds")
         self.strategy = strategy
         self.weights: tuple[float, ...] = tuple(weights) if weights is not None else (1.0,) * len(members)
         self.min_headroom = min_headroom
@@ -367,7 +379,8 @@ def with_pool(
       healthy: its breaker admits the probe and refuses the rest for free.  Within a rank:
       ``strategy="least_loaded"`` (fewest calls in flight through the pool; ties in turn),
       ``"round_robin"``, or ``"weighted"`` (``weights``, one positive number per member: each
-      member serves its share of the calls, smoothly interleaved).
+      member serves its share of the calls, smoothly interleaved; only ``"weighted"`` reads them, so
+      ``weights`` with another strategy is a ``ValueError``).
     * **Failover**: a transient failure or a breaker's refusal moves the call to the next member
       (``pool.moved``); a request fault, a cancellation or a stream failure after its first event
       never moves.  All failed: :class:`~agentactors.errors.AllProvidersFailedError` (kind of the

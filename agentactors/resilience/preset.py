@@ -52,13 +52,25 @@ def guarded(
     :func:`~agentactors.resilience.with_hedge` between the retry and the timeout, so each attempt is
     hedged after that many seconds (or percentile, ``"p95"``) and each copy is bounded.
     """
+    retry_options = _options("retry", retry)
+    breaker_options = _options("breaker", breaker)
     inner: Any = provider
     if attempt_timeout is not None or first_event_timeout is not None or idle_timeout is not None:
         inner = with_timeout(inner, attempt=attempt_timeout, first_event=first_event_timeout, idle=idle_timeout)
     if hedge_after is not None:
         inner = with_hedge(inner, after=hedge_after, max_extra=hedge_max_extra)
-    inner = with_retry(inner, max_attempts=max_attempts, **dict(retry or {}))
-    return with_circuit_breaker(inner, **dict(breaker or {}))
+    inner = with_retry(inner, max_attempts=max_attempts, **retry_options)
+    return with_circuit_breaker(inner, **breaker_options)
+
+
+def _options(setting: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` (keyword arguments for a decorator) as a dict; a ``TypeError`` naming ``setting`` otherwise."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):  # retry=1 was "'int' object is not iterable"
+        raise TypeError(f"{setting} must be a mapping of keyword arguments ({{'base_delay': 1.0}}) or None, "
+                        f"not {type(options).__name__}")
+    return dict(options)
 
 
 def resilient_chain(
@@ -105,6 +117,9 @@ def resilient_chain(
     """
     if not members:
         raise ValueError("resilient_chain needs at least one provider")
+    # Said in the chain's own words: with_pool would name its strategy= and weights=.
+    if pool_weights is not None and pool_strategy != "weighted":
+        raise ValueError(f"pool_weights are used only with pool_strategy='weighted', not {pool_strategy!r}")
     weights = list(pool_weights) if pool_weights is not None else None
 
     def guard(provider: Member) -> CircuitBreakerProvider:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +29,7 @@ from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
 from ..providers.port import LLMProvider, StreamContext
+from ._checks import check_callable
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import Carried, OpenedStream, open_stream, relay, stream_of
@@ -68,26 +69,37 @@ class RetryingProvider(ProviderDecorator):
         attempts = whole(max_attempts)
         if attempts is None or attempts < 1:
             raise ValueError(f"max_attempts must be an integer >= 1, not {max_attempts!r}")
-        # Numbers, not bools; finite, as an infinite delay, multiplier or jitter makes a wait infinite (a hang).
-        # max_retry_after may be infinite (honour any Retry-After): an infinite Retry-After is never waited for.
-        lo, hi = jitter
-        if not all(is_number(v) and math.isfinite(v) for v in (base_delay, max_delay, multiplier, lo, hi)):
-            raise ValueError("base_delay, max_delay, multiplier and jitter must be finite numbers")
+        # Numbers, not bools or strings; finite, as an infinite delay, multiplier or jitter makes a wait infinite
+        # (a hang).  max_retry_after may be infinite (honour any Retry-After): an infinite Retry-After is never
+        # waited for.  Each a ValueError naming its setting.
+        # `not x >= 0` rather than `x < 0`: NaN compares false with everything and would pass a `<` check.
+        for setting, value, least in (("base_delay", base_delay, 0), ("max_delay", max_delay, 0),
+                                      ("multiplier", multiplier, 1)):
+            if not is_number(value) or not math.isfinite(value) or not value >= least:
+                raise ValueError(f"{setting} must be a finite number >= {least}, not {value!r}")
+        # A wait is min(max_delay, base_delay * ...): with base_delay above max_delay every wait would be
+        # max_delay, and the base_delay asked for never used.
+        if base_delay > max_delay:
+            raise ValueError(f"base_delay ({base_delay!r}) must be <= max_delay ({max_delay!r}) (every wait would be "
+                             "max_delay); for no waits at all, say base_delay=0")
+        lo, hi = _jitter(jitter)
         if not is_number(max_retry_after) or not max_retry_after >= 0:
             raise ValueError(f"max_retry_after must be a number >= 0, not {max_retry_after!r}")
-        # `not x >= 0` rather than `x < 0`: NaN compares false with everything and would pass a `<` check.
-        if not (base_delay >= 0 and max_delay >= 0 and multiplier >= 1):
-            raise ValueError("base_delay and max_delay must be >= 0 and multiplier >= 1")
-        if not 0 <= lo <= hi:
-            raise ValueError("jitter must be (low, high) with 0 <= low <= high")
         # A NaN deadline would compare false with every time: it would never stop a retry.
         if deadline is not None and (not is_number(deadline) or not deadline > 0):
-            raise ValueError("deadline must be positive (seconds) or None")
+            raise ValueError(f"deadline must be positive (seconds) or None, not {deadline!r}")
+        # Not callable: the first failure's retry_on(error) raised a TypeError, which became the call's error in
+        # place of the vendor's.  Each a TypeError here instead of in the first call.
+        check_callable(retry_on, "retry_on", "a callable retry_on(error) -> bool")
+        check_callable(clock, "clock", "a callable returning seconds")
+        check_callable(sleep, "sleep", "an async callable sleep(seconds)")
+        if rng is not None and not callable(getattr(rng, "uniform", None)):
+            raise TypeError(f"rng must be a random.Random (with uniform()) or None, not {type(rng).__name__}")
         self.max_attempts = attempts
         self.base_delay = float(base_delay)
         self.multiplier = float(multiplier)
         self.max_delay = float(max_delay)
-        self.jitter = (float(lo), float(hi))
+        self.jitter = (lo, hi)
         self.max_retry_after = float(max_retry_after)
         self.deadline = deadline
         self.retry_on = retry_on
@@ -447,6 +459,20 @@ class _Call:
 
 
 
+def _jitter(jitter: object) -> tuple[float, float]:
+    """``jitter`` as ``(low, high)``: a pair (any sequence of two) of finite numbers, ``0 <= low <= high``.
+
+    One number (``jitter=0.5``) is not a range: it was "cannot unpack non-iterable float object".
+    """
+    pair = tuple(jitter) if isinstance(jitter, Sequence) and not isinstance(jitter, str | bytes) else None
+    if pair is None or len(pair) != 2 or not all(is_number(v) and math.isfinite(v) for v in pair):
+        raise ValueError(f"jitter must be a (low, high) pair of finite numbers, not {jitter!r}")
+    lo, hi = pair
+    if not 0 <= lo <= hi:
+        raise ValueError(f"jitter must be (low, high) with 0 <= low <= high, not {jitter!r}")
+    return float(lo), float(hi)
+
+
 def _describe(error: ProviderError) -> str:
     status = f" HTTP {error.status}" if error.status is not None else ""
     return f"{error.kind.value}{status}"
@@ -476,8 +502,11 @@ def with_retry(
       ``retry_after`` (an infinite one too, even with ``max_retry_after=inf``)
       is not waited for: the error is raised at once, so a fallback can serve
       now.  The delays, ``multiplier`` and ``jitter`` must be finite numbers
-      (``ValueError`` otherwise: an infinite one would make a wait a hang).
-    * ``retry_on(error) -> bool`` replaces the default test, ``error.retryable``.
+      (``ValueError`` otherwise: an infinite one would make a wait a hang);
+      ``jitter`` is a ``(low, high)`` pair, and ``base_delay`` may not exceed
+      ``max_delay`` (every wait would be ``max_delay``: ``base_delay=0`` for none).
+    * ``retry_on(error) -> bool`` replaces the default test, ``error.retryable``
+      (a ``TypeError`` when built if it is not callable, as for ``clock`` and ``sleep``).
       Whatever it says, a request error (``UnsupportedToolChoiceError``, 400...),
       a :class:`~agentactors.errors.CircuitOpenError` and a
       :class:`~agentactors.errors.StreamInterruptedError` are never retried.
