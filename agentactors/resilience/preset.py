@@ -54,6 +54,10 @@ def guarded(
     """
     retry_options = _options("retry", retry)
     breaker_options = _options("breaker", breaker)
+    if "max_attempts" in retry_options:  # (with_retry would get it twice: "multiple values for keyword argument")
+        raise ValueError(
+            f"pass max_attempts={retry_options['max_attempts']!r}, not inside retry=: it is a parameter of its own here"
+        )
     inner: Any = provider
     if attempt_timeout is not None or first_event_timeout is not None or idle_timeout is not None:
         inner = with_timeout(inner, attempt=attempt_timeout, first_event=first_event_timeout, idle=idle_timeout)

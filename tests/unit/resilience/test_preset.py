@@ -81,6 +81,14 @@ def test_settings_reach_their_layer() -> None:
     assert layers(untimed) == [CircuitBreakerProvider, RetryingProvider, ScriptedProvider]
 
 
+def test_max_attempts_inside_retry_options_is_refused_naming_its_own_parameter() -> None:
+    # It was "with_retry() got multiple values for keyword argument 'max_attempts'": the chain passes its own.
+    with pytest.raises(ValueError, match="max_attempts=5, not inside retry="):
+        resilient_chain(ScriptedProvider([], name="a"), retry={"max_attempts": 5})
+    with pytest.raises(ValueError, match="not inside retry="):
+        guarded(ScriptedProvider([]), retry={"max_attempts": 2, "base_delay": 0.1})
+
+
 def test_a_list_is_a_pool_of_guarded_deployments() -> None:
     eu, us, other = (ScriptedProvider([], name=n) for n in ("eu", "us", "other"))
     chain = resilient_chain([eu, us], other, pool_strategy="round_robin", fallback_on={"transient", "context"})
