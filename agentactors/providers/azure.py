@@ -40,6 +40,7 @@ from ..redaction import register_secret
 from ..settings import ModelSettings
 from ._settings import OPENAI_TOOL_NAMES, check_tool_names
 from .errors import classify_exception, classify_http_error
+from .http.checks import check_base_url, check_model
 from .http.keys import clean_api_key
 from .http.provider import HTTPProvider
 from .http.transport import WireResponse
@@ -159,7 +160,8 @@ class AzureOpenAIProvider(HTTPProvider):
     :param endpoint: the resource's endpoint, ``https://<resource>.openai.azure.com``.
     :param api_version: the ``api-version`` of the chat route (the Responses v1 route takes none).
     :param api_key: the resource key (``api-key`` header); else ``AZURE_OPENAI_API_KEY``, unless a
-        ``token_provider`` is given.
+        ``token_provider`` is given.  With neither, a call raises an account-kind
+        :class:`~agentactors.ProviderError` before sending (every Azure endpoint refuses it).
     :param token_provider: a callable returning a Microsoft Entra ID bearer token (sync or async), asked on
         every request; a failure there is raised as a :class:`~agentactors.ProviderError` before anything is
         sent (transient for a connection error or a timeout, a request fault otherwise).
@@ -172,6 +174,7 @@ class AzureOpenAIProvider(HTTPProvider):
 
     wire_name: ClassVar[str] = "azure-openai"
     api_key_env: ClassVar[tuple[str, ...]] = ("AZURE_OPENAI_API_KEY",)
+    _key_sources: ClassVar[str] = "api_key= or token_provider=,"
 
     def __init__(
         self,
@@ -188,10 +191,12 @@ class AzureOpenAIProvider(HTTPProvider):
         name: str | None = None,
         timeout: httpx.Timeout | float | None = None,
     ) -> None:
-        if not isinstance(deployment, str) or not deployment.strip():
+        if not isinstance(deployment, str):
+            raise TypeError(f"deployment must be a str, not {type(deployment).__name__}")
+        if not deployment.strip():
             raise ValueError("deployment must be a non-empty str")
-        if not isinstance(endpoint, str) or not endpoint.lower().startswith(("https://", "http://")):
-            raise ValueError("endpoint must be the resource's URL, https://<resource>.openai.azure.com")
+        check_base_url(endpoint, parameter="endpoint")  # the resource's URL, https://<resource>.openai.azure.com
+        check_model(model, default="the deployment's name")
         if token_provider is not None and not callable(token_provider):
             raise TypeError("token_provider must be a callable returning a token (sync or async)")
         if token_provider is not None and api_key is not None:
@@ -211,8 +216,7 @@ class AzureOpenAIProvider(HTTPProvider):
         super().__init__(
             codec,
             model=deployment,
-            # With a token provider there is no key: "" keeps AZURE_OPENAI_API_KEY from being read.
-            api_key="" if token_provider is not None else api_key,
+            api_key=api_key,  # with a token provider, None: _key_from_env reads no AZURE_OPENAI_API_KEY then
             base_url=endpoint,
             http_client=http_client,
             name=name,
@@ -220,6 +224,14 @@ class AzureOpenAIProvider(HTTPProvider):
             timeout=timeout,
             settings=settings,
         )
+
+    def _key_from_env(self) -> str | None:
+        """``AZURE_OPENAI_API_KEY``, unless a token provider is the credential."""
+        return None if self._token_provider is not None else super()._key_from_env()
+
+    def _key_required(self) -> bool:
+        """Always, but with a token provider: every Azure OpenAI endpoint refuses a request without either."""
+        return self._token_provider is None
 
     def _judged(self, model: str | None) -> str:
         return self.underlying_model if model is None or model == self.deployment else model

@@ -153,7 +153,8 @@ class AnthropicProvider(HTTPProvider):
 
     :param model: the default model (``request.model`` wins).
     :param api_key: the key; ``None`` reads ``ANTHROPIC_API_KEY``.  Sent only in the
-        ``x-api-key`` header and redacted from every error and log line.
+        ``x-api-key`` header and redacted from every error and log line.  With neither, a call to
+        ``api.anthropic.com`` raises an account-kind error before sending.
     :param base_url: ``POST {base_url}/v1/messages``.
     :param http_client: an ``httpx.AsyncClient`` to use (not closed by :meth:`aclose`);
         by default one pooled client is created lazily inside the running event loop.
@@ -176,6 +177,7 @@ class AnthropicProvider(HTTPProvider):
 
     wire_name: ClassVar[str] = WIRE
     api_key_env: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+    key_required_host: ClassVar[str | None] = "api.anthropic.com"
 
     def __init__(
         self,
@@ -318,6 +320,7 @@ class _AnthropicOnVertex(AnthropicProvider):
     """:meth:`AnthropicProvider.vertex`: the Messages wire with Vertex's URL, body and a bearer token per request."""
 
     api_key_env: ClassVar[tuple[str, ...]] = ()  # an API key has no place on Vertex
+    key_required_host: ClassVar[str | None] = None  # the bearer token is the credential
 
     def __init__(
         self,
@@ -330,7 +333,8 @@ class _AnthropicOnVertex(AnthropicProvider):
         base_url: str | None,
         **options: Any,
     ) -> None:
-        super().__init__(model, base_url=base_url or vertex_base_url(region), http_client=http_client, **options)
+        base = vertex_base_url(region) if base_url is None else base_url  # "" is refused, not the default
+        super().__init__(model, base_url=base, http_client=http_client, **options)
         self._codec = _VertexAnthropicWire(project=project, region=region, betas=options.get("betas", ()))
         self._tokens = BearerTokens(token_provider, provider=self.name)
 

@@ -24,6 +24,7 @@ from ...settings import ModelSettings
 from .._constrained_schema import anthropic_output_schema
 from ..codec import StreamDecoder
 from ..http.body import BodyReader
+from ..http.checks import check_base_url
 from ..http.provider import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -126,6 +127,8 @@ class BedrockProvider(HTTPProvider):
         max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
+        if base_url is not None:  # "" is refused, not read as the default; checked before its host is read
+            check_base_url(base_url)
         signer = SigV4Signer(
             _region(region, base_url),
             access_key_id=access_key_id,
@@ -137,7 +140,7 @@ class BedrockProvider(HTTPProvider):
             BedrockWire(),
             model=model,
             api_key=None,
-            base_url=base_url or f"https://bedrock-runtime.{signer.region}.amazonaws.com",
+            base_url=f"https://bedrock-runtime.{signer.region}.amazonaws.com" if base_url is None else base_url,
             http_client=http_client,
             name=name,
             timeout=timeout,

@@ -148,7 +148,8 @@ class GeminiProvider(HTTPProvider):
     (streams: ``:streamGenerateContent?alt=sse``).
 
     The key comes from ``api_key`` or the ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``
-    environment variables and travels only in the ``x-goog-api-key`` header.
+    environment variables and travels only in the ``x-goog-api-key`` header (with neither, a call to
+    ``generativelanguage.googleapis.com`` raises an account-kind error before sending).
     Forced tool choices are refused before sending for models listed in
     :data:`FORCED_TOOL_CHOICE_REJECTED` or ``rejects_forced_tool_choice``
     (model-name prefixes); a JSON response format beside tools, for models listed in
@@ -163,6 +164,7 @@ class GeminiProvider(HTTPProvider):
 
     wire_name: ClassVar[str] = WIRE
     api_key_env: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    key_required_host: ClassVar[str | None] = "generativelanguage.googleapis.com"
 
     def __init__(
         self,
@@ -298,6 +300,7 @@ class _GeminiOnVertex(GeminiProvider):
     """:meth:`GeminiProvider.vertex`: the Gemini wire with Vertex's URL and a bearer token per request."""
 
     api_key_env: ClassVar[tuple[str, ...]] = ()  # an API key has no place on Vertex
+    key_required_host: ClassVar[str | None] = None  # the bearer token is the credential
 
     def __init__(
         self,
@@ -310,7 +313,8 @@ class _GeminiOnVertex(GeminiProvider):
         base_url: str | None,
         **options: Any,
     ) -> None:
-        super().__init__(model, base_url=base_url or vertex_base_url(location), http_client=http_client, **options)
+        base = vertex_base_url(location) if base_url is None else base_url  # "" is refused, not the default
+        super().__init__(model, base_url=base, http_client=http_client, **options)
         self._codec = _VertexGeminiWire(project=project, location=location)
         self._tokens = BearerTokens(token_provider, provider=self.name)
 

@@ -58,6 +58,7 @@ from ..port import (
     resolve_model,
 )
 from .body import BodyReader
+from .checks import check_base_url, check_http_client, check_model, check_name, check_timeout, url_host
 from .keys import clean_api_key
 from .limits import (
     DEFAULT_MAX_EVENT_BYTES,
@@ -183,9 +184,10 @@ def _is_2xx(status: int) -> bool:
 class HTTPProvider:
     """Thin HTTP adapter around a :class:`~agentactors.providers.codec.WireCodec`.
 
-    Subclasses set :attr:`wire_name` (the default provider name) and
+    Subclasses set :attr:`wire_name` (the default provider name),
     :attr:`api_key_env` (environment variables tried in order when ``api_key``
-    is ``None``) and usually override :meth:`supports_forced_tool_choice`,
+    is ``None``) and :attr:`key_required_host` (the vendor's own host, which
+    answers 401 to a request without a key), and usually override :meth:`supports_forced_tool_choice`,
     :meth:`supports_response_format` and :meth:`_wire_traits` with per-model data
     (:meth:`capabilities` is composed of them).
 
@@ -203,8 +205,21 @@ class HTTPProvider:
     request-kind error, both before any request is sent.  A stream that fails
     after its first event raises :class:`~agentactors.StreamInterruptedError`
     (``partial_text`` = the answer text delivered); before it, the classified
-    error itself.  The constructor raises ``ValueError`` for an API key that
-    cannot go in an HTTP header (the message never holds the key).
+    error itself.  Without a key (none given, none in :attr:`api_key_env`) for
+    a ``base_url`` on :attr:`key_required_host`, :meth:`complete` and
+    :meth:`stream` raise an account-kind, non-retryable
+    :class:`~agentactors.ProviderError` naming the environment variable, and
+    nothing is sent (the provider itself can be made without one: to ask its
+    capabilities, or with the variable set later in a test).
+
+    The constructor checks its arguments (``ValueError`` for a wrong value,
+    ``TypeError`` for a wrong type, naming the parameter and never a key's
+    value): ``base_url`` an ``http(s)://`` URL with a host; ``timeout`` a
+    positive finite number of seconds, an ``httpx.Timeout`` of such bounds
+    (``None`` for no bound) or ``None`` (the default); ``http_client`` an
+    ``httpx.AsyncClient`` or ``None``; ``name`` and ``model`` ``None`` or a
+    non-empty str; ``api_key`` ``None`` (read from :attr:`api_key_env`) or a
+    str that is not blank and that an HTTP header can carry.
 
     Cancellation: cancelling a call, or leaving a stream's context manager
     early, closes the HTTP response, so the server sees the disconnect.
@@ -216,6 +231,11 @@ class HTTPProvider:
 
     wire_name: ClassVar[str] = "http"
     api_key_env: ClassVar[tuple[str, ...]] = ()
+    #: The vendor's own host (lower case): a request there without a key can only be refused, so it is not sent.
+    #: ``None``: a key is optional (a compatible server — vLLM, llama.cpp — may need none).
+    key_required_host: ClassVar[str | None] = None
+    #: How a key is given, for the missing-key error (Azure adds its token provider).
+    _key_sources: ClassVar[str] = "api_key="
     #: The content type of a stream this wire frames (another one is decoded whole, as a JSON body).
     stream_content_type: ClassVar[str] = "text/event-stream"
 
@@ -237,19 +257,34 @@ class HTTPProvider:
     ) -> None:
         if settings is not None and not isinstance(settings, ModelSettings):
             raise TypeError(f"settings must be a ModelSettings, not {type(settings).__name__}")
+        # Every argument checked here, not at the first call (where a URL without a scheme was a retryable
+        # "transient" failure): see the class docstring.
+        self._name = check_name(name) or self.wire_name
+        self._model = check_model(model)
+        check_timeout(timeout)
+        check_http_client(http_client)
+        if api_key is not None:  # neither message holds the key
+            if not isinstance(api_key, str):
+                raise TypeError(f"api_key for provider {self._name!r} must be a str, not {type(api_key).__name__}")
+            if not api_key.strip():
+                read = f", or leave api_key out to read {' or '.join(self.api_key_env)}" if self.api_key_env else ""
+                raise ValueError(
+                    f"api_key for provider {self._name!r} is empty (or only whitespace): pass the key{read}"
+                )
+        self._base_url = check_base_url(base_url).rstrip("/")
         if timeout is None and settings is not None and settings.timeout is not None:
             timeout = settings.timeout  # the default settings' timeout is this provider's
         self._settings = settings or None
         self._codec = codec
-        self._model = model
-        self._name = name or self.wire_name
         raw_key = api_key if api_key is not None else self._key_from_env()
         register_secret(raw_key)  # before checking it: even a refused key is never shown
         key = clean_api_key(raw_key, provider=self._name)
         register_secret(key)
         redact_loggers(_TRANSPORT_LOGGERS)
         self.__api_key = key
-        self._base_url = base_url.rstrip("/")
+        # Checked at each call (_prepare), not here: a provider is also made to ask its capabilities, or in a
+        # test before the environment is set.
+        self._key_missing = key is None and self._key_required()
         self._timeout: httpx.Timeout | None = None if timeout is None else _httpx_timeout(timeout)
         self._limits = ResponseLimits(
             max_response_bytes=max_response_bytes,
@@ -271,13 +306,28 @@ class HTTPProvider:
         # afterwards: a sender may keep a prepared form of each).
         self._header_sets: dict[bool, dict[str, str]] = {}
 
-    @classmethod
-    def _key_from_env(cls) -> str | None:
-        for var in cls.api_key_env:
+    def _key_from_env(self) -> str | None:
+        """The first of :attr:`api_key_env` set to something not blank (an empty variable is an unset one)."""
+        for var in self.api_key_env:
             value = os.environ.get(var)
             if value and value.strip():
                 return value
         return None
+
+    def _key_required(self) -> bool:
+        """Whether a request without a key cannot succeed: ``base_url`` is on :attr:`key_required_host`."""
+        host = self.key_required_host
+        return host is not None and url_host(self._base_url) == host
+
+    def _no_key(self, model: str | None) -> ProviderError:
+        env = f" or set {' or '.join(self.api_key_env)}" if self.api_key_env else ""
+        return ProviderError(
+            f"no API key: pass {self._key_sources}{env} (nothing was sent to {redact(self._base_url)})",
+            provider=self._name,
+            model=model,
+            kind=ErrorKind.account,
+            retryable=False,
+        )
 
     def __repr__(self) -> str:
         # Never the key: only whether there is one.
@@ -443,6 +493,8 @@ class HTTPProvider:
     # -- internals --------------------------------------------------------------------------------
 
     def _prepare(self, request: LLMRequest, *, stream: bool) -> tuple[str, str, dict[str, str], bytes]:
+        if self._key_missing:
+            raise self._no_key(request.model or self._model)
         request = self.with_defaults(request)
         model = resolve_model(self, request)
         check_forced_tool_choice(self, request, model)
@@ -493,11 +545,14 @@ class HTTPProvider:
         upload: :class:`~agentactors.BatchProvider`) — carries this provider's credentials in.
 
         :raises ValueError: ``url`` is not on this provider's ``base_url`` origin: the key never goes elsewhere.
+        :raises ProviderError: account kind, not retryable: no key for the vendor's own endpoint (as a call).
         """
         import httpx
 
         if httpx.URL(url).copy_with(path="/", query=None) != httpx.URL(self._base_url).copy_with(path="/", query=None):
             raise ValueError(f"{self._name}: credentials go only to {redact(self._base_url)}, not {redact(url)}")
+        if self._key_missing:
+            raise self._no_key(model or self._model)
         headers = dict(self._codec.headers(self.__api_key))
         return await self._authorize(url, headers, content, model or self._model or "")
 

@@ -31,6 +31,7 @@ from ...errors import ProviderError
 from ...messages import LLMRequest, LLMResponse, Message, ResponseFormat
 from ...settings import ModelSettings
 from .._constrained_schema import openai_strict_schema
+from ..http.checks import check_base_url
 from ..http.provider import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -133,7 +134,8 @@ class OpenAIProvider(HTTPProvider):
 
     ``POST {base_url}/chat/completions``.  The key comes from ``api_key`` or
     ``OPENAI_API_KEY`` and travels only in the ``Authorization`` header (a
-    local server may need none).  ``carries_forced_tool_choice=None`` means
+    local server may need none; OpenAI's own endpoint does, so a call there
+    without one raises an account-kind error before sending).  ``carries_forced_tool_choice=None`` means
     ``True`` for OpenAI's own endpoint and ``False`` for any other: a compatible
     server's support is its promise, not OpenAI's, so declare it explicitly.
 
@@ -148,6 +150,7 @@ class OpenAIProvider(HTTPProvider):
 
     wire_name: ClassVar[str] = WIRE
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    key_required_host: ClassVar[str | None] = "api.openai.com"
     #: Model-name patterns (``fnmatch``, case-insensitive) known to reject a forced tool choice.
     REJECTS_FORCED_TOOL_CHOICE: ClassVar[tuple[str, ...]] = ("o1-mini*", "o1-preview*")
     #: Model-name patterns known to have no JSON-schema response format (Structured Outputs came with
@@ -174,7 +177,7 @@ class OpenAIProvider(HTTPProvider):
         carries_response_format: bool | None = None,
         rejects_response_format: Iterable[str] | None = None,
     ) -> None:
-        official = base_url.rstrip("/") == DEFAULT_OPENAI_BASE_URL
+        official = check_base_url(base_url).rstrip("/") == DEFAULT_OPENAI_BASE_URL
         if carries_forced_tool_choice is None:
             carries_forced_tool_choice = official
         # Like a forced choice: a compatible server's JSON-schema support is its promise, declared explicitly.

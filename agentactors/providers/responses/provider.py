@@ -25,6 +25,7 @@ from ...errors import ProviderError
 from ...messages import LLMRequest, LLMResponse, ResponseFormat
 from ...settings import ModelSettings
 from .._constrained_schema import openai_strict_schema
+from ..http.checks import check_base_url
 from ..http.provider import HTTPProvider
 from ..port import Capabilities
 from .encode import encode_request
@@ -136,6 +137,7 @@ class OpenAIResponsesProvider(HTTPProvider):
 
     wire_name: ClassVar[str] = WIRE
     api_key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    key_required_host: ClassVar[str | None] = "api.openai.com"
 
     def __init__(
         self,
@@ -148,7 +150,7 @@ class OpenAIResponsesProvider(HTTPProvider):
         name: str | None = None,
         timeout: httpx.Timeout | float | None = None,
     ) -> None:
-        official = base_url.rstrip("/") == DEFAULT_RESPONSES_BASE_URL
+        official = check_base_url(base_url).rstrip("/") == DEFAULT_RESPONSES_BASE_URL
         super().__init__(
             ResponsesWire(official=official),
             model=model,

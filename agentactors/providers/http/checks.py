@@ -1,0 +1,121 @@
+"""A provider's constructor arguments, checked when the provider is made.
+
+A wrong one used to be accepted and to fail on the first call, some of them disguised as a vendor outage: a
+``base_url`` without a scheme reached httpx as ``UnsupportedProtocol``, classified transient and retryable, so
+``with_retry`` retried a typo, a fallback failed over from it and a breaker counted it against a healthy
+vendor.  Each check raises ``TypeError`` for a value of the wrong type and ``ValueError`` for a wrong value,
+naming the parameter; a URL is shown without its password and through :func:`~agentactors.redaction.redact`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import SplitResult, urlsplit
+
+from ...redaction import redact
+from ...settings import check_timeout as _check_seconds
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["check_base_url", "check_http_client", "check_model", "check_name", "check_timeout", "url_host"]
+
+_SCHEMES = ("http", "https")
+_TIMEOUT_FIELDS = ("connect", "read", "write", "pool")
+
+
+def _shown(url: str, parts: SplitResult | None) -> str:
+    """``url`` as an error may show it: a password in it masked, every registered secret redacted."""
+    if parts is not None and parts.password:
+        url = url.replace(parts.password, "***")
+    return redact(url)
+
+
+def check_base_url(url: object, *, parameter: str = "base_url") -> str:
+    """``url`` if it is an ``http(s)://`` URL with a host (and a valid port, if any)."""
+    if not isinstance(url, str):
+        raise TypeError(f"{parameter} must be a str, an http(s) URL, not {type(url).__name__}")
+    parts: SplitResult | None
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme.lower() in _SCHEMES and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number raises here, not in the first request
+    except ValueError:  # an unclosed "[" of an IPv6 host, a port out of range
+        parts, valid = None, False
+    if not valid:
+        raise ValueError(
+            f"{parameter} must be an http:// or https:// URL with a host, like https://api.example.com/v1, "
+            f"not {_shown(url, parts)!r}"
+        )
+    return url
+
+
+def url_host(url: str) -> str:
+    """The host of a URL :func:`check_base_url` took, lower case."""
+    return (urlsplit(url).hostname or "").lower()
+
+
+def check_timeout(timeout: object) -> None:
+    """``None`` (the provider's default), a positive finite number of seconds, or an ``httpx.Timeout`` whose
+    every bound is one (or ``None``: no bound)."""
+    if timeout is None:
+        return
+    if isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        _check_seconds(timeout)  # the same rule as ModelSettings.timeout: NaN, inf, 0 and below refused
+        return
+    import httpx  # here: `import agentactors` does not load httpx
+
+    if not isinstance(timeout, httpx.Timeout):
+        raise TypeError(
+            f"timeout must be a number of seconds, an httpx.Timeout or None, not {type(timeout).__name__}"
+        )
+    for field in _TIMEOUT_FIELDS:
+        value = getattr(timeout, field)
+        if value is not None:
+            try:
+                _check_seconds(value)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"timeout ({field}): {exc}; httpx.Timeout(None) for no bound") from None
+
+
+def check_http_client(client: object) -> httpx.AsyncClient | None:
+    """``client`` if it is ``None`` or an ``httpx.AsyncClient`` (the one client type the sender can drive)."""
+    if client is None:
+        return None
+    import httpx
+
+    if not isinstance(client, httpx.AsyncClient):
+        raise TypeError(
+            f"http_client must be an httpx.AsyncClient (or None: the provider makes its own pool), "
+            f"not {type(client).__name__}"
+        )
+    return client
+
+
+def check_name(name: object) -> str | None:
+    """``name`` if it is ``None`` (the wire's name) or a non-empty str: it names the provider in every error."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str (or None: the wire's name), not {type(name).__name__}")
+    if not name.strip():
+        raise ValueError(f"name must be a non-empty str (or None: the wire's name), not {name!r}")
+    return name
+
+
+def check_model(
+    model: object, *, parameter: str = "model", default: str = "each request names its model"
+) -> str | None:
+    """``model`` if it is ``None`` or a non-empty str.
+
+    ``""`` is refused rather than read as ``None`` (which :func:`~agentactors.providers.port.resolve_model`
+    would do): an empty model is most often an unset environment variable, better told now than at the
+    first request that names none.
+    """
+    if model is None:
+        return None
+    if not isinstance(model, str):
+        raise TypeError(f"{parameter} must be a str (or None: {default}), not {type(model).__name__}")
+    if not model.strip():
+        raise ValueError(f"{parameter} must be a non-empty str (or None: {default}), not {model!r}")
+    return model
