@@ -67,7 +67,7 @@ from ..messages import Message, ToolChoice, text_message
 from ..output.config import OutputConfig
 from ..output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
 from ..parts import Part, is_part
-from ..providers.port import native_tools_for
+from ..providers.port import completes_by_coroutine, native_tools_for
 from ..resilience.chain import describe_chain
 from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore
@@ -153,12 +153,6 @@ def provider_carries_tools(ref: ActorRef) -> bool:
     return native_tools_for(provider)
 
 
-def _is_async(fn: object) -> bool:
-    """Whether calling ``fn`` (a callable) makes a coroutine: an ``async def`` (a partial of one too), or an
-    object whose ``__call__`` is one."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
-
-
 def _check_provider(provider: object) -> None:
     """:raises TypeError: ``provider`` is neither an ActorRef nor an object whose ``complete`` can be awaited.
 
@@ -177,7 +171,7 @@ def _check_provider(provider: object) -> None:
         raise TypeError(
             f"provider must be an LLMProvider or an ActorRef to a ProviderActor, not {type(provider).__name__}"
         )
-    if not _is_async(complete):
+    if not completes_by_coroutine(provider):
         raise TypeError(
             f"provider {type(provider).__name__}'s complete is a plain function; the loop awaits it: "
             "write `async def complete(self, request) -> LLMResponse` (a coroutine function)"

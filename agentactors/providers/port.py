@@ -51,6 +51,7 @@ a broken capability never breaks a call.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
@@ -88,6 +89,7 @@ __all__ = [
     "capabilities_of",
     "check_forced_tool_choice",
     "check_response_format",
+    "completes_by_coroutine",
     "default_model_of",
     "events_for_response",
     "forced_tool_choice_carried_by",
@@ -444,6 +446,18 @@ def capabilities_of(provider: object, model: str | None) -> Capabilities:
         if isinstance(value, Capabilities):
             return value
     return _from_members(provider, model)
+
+
+def completes_by_coroutine(provider: object) -> bool:
+    """Whether calling ``provider.complete`` makes a coroutine, as the port's ``async def complete`` does: an
+    ``async def`` (a bound method, a ``functools.partial`` of one) or an object whose ``__call__`` is one.
+
+    Asked where a provider is taken (an :class:`~agentactors.Agent`, a resilience decorator): a plain ``complete``
+    failed at the first model call with "object ... can't be used in 'await' expression".  A plain function that
+    returns a coroutine is refused too — it cannot be told from one that returns an answer without calling it.
+    """
+    complete = getattr(provider, "complete", None)
+    return inspect.iscoroutinefunction(complete) or inspect.iscoroutinefunction(type(complete).__call__)
 
 
 def name_of(provider: object) -> str:

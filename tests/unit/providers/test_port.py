@@ -79,9 +79,15 @@ class Raises:
     """A provider whose every capability raises when read."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("complete", "stream", "aclose"):
+        if name == "complete":
+            return _never_answers
+        if name in ("stream", "aclose"):
             return lambda *args: None
         raise RuntimeError(f"broken {name}")
+
+
+async def _never_answers(*args: Any) -> Any:  # (a coroutine function: the decorators check complete is one)
+    raise AssertionError("not called")
 
 
 class RaisesPerModel:

@@ -68,6 +68,23 @@ def test_a_provider_class_instead_of_an_instance_is_a_type_error(wrap: Any) -> N
         wrap(ScriptedProvider)
 
 
+class _Sync:
+    """A provider whose ``complete`` is a plain function (the loop awaits what it returns)."""
+
+    name = "sync"
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        return LLMResponse("ok")
+
+
+@pytest.mark.parametrize("wrap", WRAPPERS.values(), ids=WRAPPERS.keys())
+def test_a_provider_whose_complete_is_a_plain_function_is_a_type_error(wrap: Any) -> None:
+    # It failed at the first call ("can't be used in 'await' expression") — and wrapped, it got past the check an
+    # Agent makes of its provider (the decorator's own complete is a coroutine function).
+    with pytest.raises(TypeError, match="async def complete"):
+        wrap(_Sync())
+
+
 @pytest.mark.parametrize("wrap", WRAPPERS.values(), ids=WRAPPERS.keys())
 @pytest.mark.parametrize("value", [object(), 1, "openai"], ids=_id)
 def test_something_without_a_callable_complete_is_a_type_error(wrap: Any, value: Any) -> None:
