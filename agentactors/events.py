@@ -261,7 +261,9 @@ class ToolStarted(ToolEvent):
 
 class ToolFinished(ToolEvent):
     """``tools.finished``: ``call_id``, ``name``, ``status``, ``duration``, ``size`` (of the content the model
-    gets); ``replayed=True`` on a call a replay answered from its recording (:mod:`agentactors.journal`)."""
+    gets); ``error_type`` (the type name of what the tool raised, ``"KeyError"``; ``"TypeError"`` for a value
+    that cannot be sent as JSON) on a status ``error`` the executor made; ``replayed=True`` on a call a replay
+    answered from its recording (:mod:`agentactors.journal`)."""
 
     __slots__ = ()
 

@@ -23,7 +23,10 @@ reason, and the policy is not asked again; a tool raising
 at most 40 at once per event loop; a sync call abandoned at its timeout frees its
 slot and is reported: ``tools.thread_abandoned``, ``rt.stats().abandoned_threads``)
 under its timeout → ``ok`` / ``error`` / ``timeout``.  A result that cannot be
-rendered as JSON (unserialisable, circular, nested too deeply) is an ``error``.
+rendered as JSON (unserialisable, circular, nested too deeply, a NaN or an infinity,
+bytes that are binary data) is an ``error``.  An ``error`` is its developer's to see
+too: a WARNING with the traceback on ``agentactors.tools``, and ``error_type`` on
+``tools.finished`` (:mod:`~agentactors.tools._failure`; the failure path only).
 A result over the tool's ceiling is refused (``invalid``; the payload goes
 nowhere), then a result over the agent's cap is truncated.  Hints are appended
 to ``error`` and ``invalid`` results only.  Every text is made sendable: lone
@@ -57,6 +60,7 @@ from ..errors import ToolDenied
 from ..events import EventSink, current_sink, emit
 from ..messages import ToolCall, all_tool_calls
 from ..parts import MediaPart
+from ._failure import log_raised, log_unsendable
 from ._finish import finish
 from ._invoke import TimedOut, invoke, run_to_end
 from ._policy import ask_policy
@@ -74,6 +78,7 @@ from .results import (
     timeout_text,
     unknown_tool_text,
     unreadable_arguments_text,
+    unsendable_text,
 )
 from .schema import ConversionError
 
@@ -352,6 +357,18 @@ class ToolExecutorActor:
             events.emit("tools.started", call_id=call.id, name=call.name)
         try:
             result = await self._dispatch(call, context, started, sink)
+        except _Failed as failed:  # an ``error`` result (logged already): its event names the error's type
+            if events is not None:
+                events.emit(
+                    "tools.finished",
+                    call_id=call.id,
+                    name=call.name,
+                    status=failed.result.status,
+                    duration=failed.result.duration,
+                    size=failed.result.size_chars,
+                    error_type=failed.error_type,
+                )
+            return failed.result
         except BaseException as exc:
             if events is not None and isinstance(exc, anyio.get_cancelled_exc_class()):
                 events.emit(
@@ -430,7 +447,11 @@ class ToolExecutorActor:
             # tool's failure.  A real cancellation, KeyboardInterrupt, GeneratorExit: not its to stop.
             if escapes(exc):
                 raise
-            return self._finish(call, t, *_outcome(t, exc), context, started)
+            status, text = _outcome(t, exc)
+            result = self._finish(call, t, status, text, context, started)
+            if status is ToolStatus.error:  # the tool failed: its developer is told too (agentactors.tools._failure)
+                raise _Failed(result, log_raised(t.name, call.id, _run_id(context, sink), text, exc)) from None
+            return result
         return self._render(t, call, value, context, started)
 
     def _unknown_tool(self, call: ToolCall, context: ExecutionContext, started: float) -> ToolResult:
@@ -476,8 +497,9 @@ class ToolExecutorActor:
     ) -> ToolResult:
         """Render: the tool's value as the text (and media) the model reads.
 
-        A value JSON cannot carry (unserialisable, circular, nested too deeply) is the tool's ``error``:
-        it ran, but what it gave cannot be sent.
+        A value JSON cannot carry (unserialisable, circular, nested too deeply, a NaN or an infinity, bytes
+        that are binary data) is the tool's ``error``: it ran, but what it gave cannot be sent
+        (:func:`~agentactors.tools.results.render_result`).
         """
         media: tuple[MediaPart, ...] = ()
         parts = split_parts(value)
@@ -486,11 +508,11 @@ class ToolExecutorActor:
         else:
             try:
                 content = render_result(value)
-            except Exception:  # TypeError whatever went wrong (too deep, circular, a conversion that raised)
-                text = format_error(
-                    TypeError(f"the tool returned a {type(value).__name__} that cannot be sent as JSON")
-                )
-                return self._finish(call, t, ToolStatus.error, text, context, started)
+            except Exception as exc:  # TypeError whatever went wrong (too deep, circular, a conversion that raised)
+                text = format_error(TypeError(unsendable_text(value, exc)))
+                result = self._finish(call, t, ToolStatus.error, text, context, started)
+                run_id = _run_id(context, current_sink())
+                raise _Failed(result, log_unsendable(t.name, call.id, run_id, value, exc)) from None
         return self._under_ceiling(t, call, content, media, context, started)
 
     def _under_ceiling(
@@ -573,6 +595,28 @@ def _tool_context(t: Tool[Any, Any], call: ToolCall, context: ExecutionContext, 
         sink=sink,
         loop_thread=threading.get_ident(),
     )
+
+
+class _Failed(Exception):
+    """A failed call's ``result`` on its way from the dispatch to :meth:`ToolExecutorActor.execute_one`, with
+    ``error_type`` for its ``tools.finished`` event (logged already: :mod:`~agentactors.tools._failure`).
+
+    Raised, not returned, so that the ``ok`` path — every call's, returning a :class:`ToolResult` — tests
+    nothing more than it did; ``execute_one`` catches it, and it never leaves this module.
+    """
+
+    __slots__ = ("error_type", "result")
+
+    def __init__(self, result: ToolResult, error_type: str) -> None:
+        super().__init__(error_type)
+        self.result = result
+        self.error_type = error_type
+
+
+def _run_id(context: ExecutionContext, sink: EventSink | None) -> str | None:
+    """The run a failed call served, for its log record: the context's, else the current event sink's (``None``:
+    neither says).  (:func:`_tool_context` spells it out inline: it runs for every call that takes a context.)"""
+    return context.run_id if context.run_id is not None else (sink.run_id if sink is not None else None)
 
 
 def _outcome(t: Tool[Any, Any], exc: BaseException) -> tuple[ToolStatus, str]:

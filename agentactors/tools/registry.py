@@ -175,9 +175,12 @@ class Tool(Generic[P, R]):
     :meth:`from_spec` (an explicit :class:`ToolSpec`).  Calling the Tool calls
     the plain function.
 
-    :raises TypeError: the function is not callable, takes ``*args``, is a method decorated in its class
-        body (make the tool of the bound method), or has a parameter whose annotation has no JSON Schema form.
-    :raises ValueError: an invalid name, timeout, ceiling, hint or schema.
+    :raises TypeError: the function is not callable, has no signature Python can read (``int``: wrap it in a
+        def), takes ``*args``, is a method decorated in its class body (make the tool of the bound method), has
+        a parameter whose annotation has no JSON Schema form, or one whose default that schema refuses
+        (``a: int = "x"``; a default the schema cannot record, such as a sentinel object, is not checked).
+    :raises ValueError: an invalid name (a lambda's, or a function's no model can call: give one with
+        ``name=``), timeout, ceiling, hint or schema.
     """
 
     __slots__ = (
@@ -264,7 +267,7 @@ class Tool(Generic[P, R]):
         # An async def with no await in its body: a call ends in its first step, so no timeout can strike
         # it and the executor runs it without a cancel scope or timer (it could not interrupt it anyway).
         self.never_waits = _never_waits(fn)
-        signature = inspect.signature(fn)
+        signature = _signature(fn, label)
         _refuse_unbound_method(fn, signature, label)
         hints = _type_hints(fn)
         self._context_param: str | None = None
@@ -280,6 +283,7 @@ class Tool(Generic[P, R]):
         )
         # Parameter -> its converter (schema.converter_for), for the values JSON cannot carry as they are.
         self._converters: dict[str, Callable[[Any, str], Any]] = {}
+        parameters: dict[str, Any] | None = None  # the schema made of the hints (none for an explicit spec)
         if spec is not None:
             if not isinstance(spec, ToolSpec):
                 raise TypeError(f"tool {label!r}: spec must be a ToolSpec, not {type(spec).__name__}")
@@ -289,13 +293,19 @@ class Tool(Generic[P, R]):
         else:
             doc_text, doc_params = parse_docstring(inspect.getdoc(fn))
             parameters = self._bind_signature(signature, hints, schema_from_hints=True, doc_params=doc_params)
-            tool_name = name if name is not None else getattr(fn, "__name__", None) or type(fn).__name__
+            if name is not None:
+                tool_name = name
+            else:
+                tool_name = getattr(fn, "__name__", None) or type(fn).__name__
+                _check_own_name(tool_name)
             spec = ToolSpec(
                 tool_name, description if description is not None else doc_text, parameters or _EMPTY_SCHEMA
             )
         spec = _offered(spec)
         # Compiled once per tool: validating a call is then one walk of the arguments.
         self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
+        if parameters:
+            _check_defaults(self._validator, parameters, spec.name)
         # Validated JSON arguments go to the function as they are: nothing to convert, reorder or inject.
         # (With a **kwargs, the model could pass a name a partial bound: prepare() drops it.)
         open_bound = bool(self._bound) and any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
@@ -642,6 +652,76 @@ def _partial_keywords(fn: Callable[..., Any]) -> frozenset[str]:
         names.update(target.keywords)
         target = target.func
     return frozenset(names)
+
+
+def _signature(fn: Callable[..., Any], label: str) -> inspect.Signature:
+    """``fn``'s signature, which names the parameters the model fills.
+
+    :raises TypeError: it has none Python can read — a class implemented in C (``int``, ``dict``), some
+        builtins — said in terms of what ``@tool`` takes, rather than as ``inspect``'s ``ValueError``.
+    """
+    try:
+        return inspect.signature(fn)
+    except (ValueError, TypeError) as exc:
+        kind = "the class" if isinstance(fn, type) else f"a {type(fn).__name__}"
+        raise TypeError(
+            f"@tool needs a function whose parameters Python can read — a def or async def, a bound method, a "
+            f"functools.partial of one, or an object with a __call__ method — not {kind} {label!r} ({exc}): "
+            "wrap it in a def with typed parameters that calls it"
+        ) from None
+
+
+def _check_own_name(name: str) -> None:
+    """Refuse a tool name taken from the function when no model could call it by that name.
+
+    :raises ValueError: a lambda's ``<lambda>``, or a name outside ``ToolSpec``'s rules (``café``), saying to
+        give the tool a name of its own with ``name=``.
+    """
+    if name == "<lambda>":
+        raise ValueError(
+            "tool name '<lambda>' is invalid: a lambda has no name a model can call it by; "
+            "give it one: tool(lambda ...: ..., name='add')"
+        )
+    try:
+        ToolSpec(name)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; the name is the function's: give the tool one with name='...'") from None
+
+
+def _check_defaults(validator: ArgumentValidator, parameters: Mapping[str, Any], name: str) -> None:
+    """Refuse a parameter whose default its own schema refuses (``def f(a: int = "x")``).
+
+    The schema would contradict itself (``{"type": "integer", "default": "x"}``: a model told both may send
+    either), and a call that omits the parameter runs the function with a value its annotation says it never
+    gets.  Each default the schema records (:func:`~.schema.json_default_value`: its JSON form, what the model
+    reads) is checked by the tool's own validator, as the model's arguments are — so whatever that validator
+    accepts (an int for a float, ``None`` for an optional parameter) is fine.  A default the schema does not
+    record (a sentinel object, ``math.inf``) is the function's own business: it is never shown, never sent.
+    One validation of every default at once; the parameters without one are then missing, and those issues
+    are not the defaults'.
+
+    :raises TypeError: naming the tool, the parameter, and what its schema expected there.
+    """
+    properties = parameters.get("properties") or {}
+    defaults = {k: prop["default"] for k, prop in properties.items() if isinstance(prop, dict) and "default" in prop}
+    if not defaults:
+        return
+    required = set(parameters.get("required") or ())
+    for issue in validator.issues(defaults):
+        param = next((k for k in defaults if _is_under(issue.path, k)), None)
+        if param is None or (issue.path in required and issue.got == "nothing"):
+            continue  # a parameter without a default, missing from the defaults: no issue of theirs
+        where = "" if issue.path == param else f" (at {issue.path})"
+        raise TypeError(
+            f"tool {name!r}: the default of parameter {param!r} does not fit its type{where}: expected "
+            f"{issue.expected}, got {issue.got}; give it a default of its type, or annotate the type it has"
+        )
+
+
+def _is_under(path: str, key: str) -> bool:
+    """Whether a validation issue's ``path`` (``tags[1]``, ``window.end``) lies under the parameter ``key``."""
+    shown = key if len(key) <= 40 else key[:39] + "…"  # as the validator writes a long key
+    return path == shown or path.startswith((shown + ".", shown + "["))
 
 
 def _refuse_unbound_method(fn: Callable[..., Any], signature: inspect.Signature, label: str) -> None:

@@ -57,6 +57,7 @@ __all__ = [
     "truncation_marker",
     "unknown_tool_text",
     "unreadable_arguments_text",
+    "unsendable_text",
 ]
 
 #: At most this many validation issues are listed to the model (the rest are counted).
@@ -288,7 +289,7 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, uuid.UUID | decimal.Decimal | PurePath):
         return str(value)
     if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "replace")
+        return _bytes_text(bytes(value))
     dump = getattr(value, "model_dump", None)  # pydantic models, without importing pydantic
     if callable(dump):
         # By alias: what its schema (``model_json_schema``, by alias) names the fields, and so what a typed answer
@@ -300,9 +301,39 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+class _Unsendable(TypeError):
+    """A value refused for what it holds (a NaN, binary data), not for its type: its reason is worth the model's
+    reading too (:func:`unsendable_text`)."""
+
+
+_BINARY = (
+    "it holds binary data (bytes that are not UTF-8 text): return a str, base64-encode the bytes, "
+    "or return an Image, Document or Audio part"
+)
+
+
+def _bytes_text(data: bytes) -> str:
+    """Bytes a tool returned, as the text they hold.
+
+    Bytes are sent when they are text: UTF-8 (``subprocess.check_output``'s, a file read in binary mode) with
+    no NUL — git's test for binary, since no text holds one.  Anything else is binary data, and no text the
+    model reads can carry it faithfully: decoded with replacement characters it would be silently corrupted,
+    escaped (``"\\u0000\\u0001..."``) it would be noise the model might take for the data.  So it is the tool's
+    ``error``, saying what to return instead, as for every other value JSON cannot carry.
+    """
+    if b"\0" not in data:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise _Unsendable(_BINARY)
+
+
 # json.dumps with options builds an encoder per call; one shared encoder (it keeps no state
-# between calls) writes exactly the same text.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+# between calls) writes exactly the same text.  ``allow_nan=False``: Python would write ``NaN`` and ``Infinity``,
+# which no JSON parser (the model's vendor's) reads; the encoder refuses them instead, for the same cost.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default, allow_nan=False)
+_NOT_A_NUMBER = "it holds a NaN or an infinity, which JSON has no number for: return None or a str for it"
 
 
 def split_parts(value: Any) -> tuple[str, tuple[MediaPart, ...]] | None:
@@ -326,7 +357,9 @@ def render_result(value: Any) -> str:
     """A tool's return value as the text the model reads: a str as is, anything else as JSON.
 
     ``None`` becomes ``"null"``.  attrs classes, dataclasses, enums, sets, dates,
-    UUIDs, paths, bytes and pydantic models are converted.
+    UUIDs, paths, bytes that are UTF-8 text and pydantic models are converted.  What JSON cannot carry is
+    refused, never sent as something else: a NaN or an infinity (Python would write ``NaN``, which is no JSON),
+    bytes that are binary data (not UTF-8, or holding a NUL).
 
     :raises TypeError: the value cannot be represented as JSON — whatever went wrong on the way
         (a circular or too deeply nested value, a ``model_dump`` that raised, ...) is this one
@@ -343,10 +376,21 @@ def render_result(value: Any) -> str:
     except RecursionError:
         # Caught after the stack unwound: there is room again to build the error.
         raise TypeError("it is nested too deeply to be sent as JSON") from None
-    except ValueError as exc:  # "Circular reference detected"
-        raise TypeError(f"it cannot be sent as JSON ({_clip(_message_of(exc) or 'ValueError', 200)})") from None
+    except ValueError as exc:  # "Circular reference detected", "Out of range float values are not JSON compliant"
+        message = _message_of(exc) or "ValueError"
+        if message.startswith("Out of range float"):
+            raise _Unsendable(_NOT_A_NUMBER) from None
+        raise TypeError(f"it cannot be sent as JSON ({_clip(message, 200)})") from None
     except Exception as exc:  # a conversion that raised (a model_dump, an attrs field, ...)
         raise TypeError(f"it cannot be sent as JSON (converting it raised {type(exc).__name__})") from None
+
+
+def unsendable_text(value: Any, exc: BaseException) -> str:
+    """What the model reads of a tool's ``value`` that :func:`render_result` refused with ``exc`` (the executor
+    makes it an ``Error: TypeError: ...`` result): its type, and the reason when it is one of a value's contents
+    (a NaN, binary data) rather than of its type."""
+    head = f"the tool returned a {type(value).__name__} that cannot be sent as JSON"
+    return f"{head} ({exc})" if isinstance(exc, _Unsendable) else head
 
 
 # Lone surrogates (U+D800–U+DFFF) are str code points that no UTF-8 text can hold: a request body

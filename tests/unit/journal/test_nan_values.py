@@ -41,7 +41,8 @@ async def stats(p: float) -> dict[str, float]:
 
 
 def model(request: LLMRequest) -> Any:
-    """NaN arguments (refused), then good ones (the tool answers NaN in its JSON), then the answer."""
+    """NaN arguments (refused), then good ones (the tool returns a NaN: its error, JSON cannot carry it), then the
+    answer."""
     last = request.messages[-1]
     if last.role == "user":
         calls = (ToolCall.from_raw("c1", "stats", '{"p": NaN}'), ToolCall("c2", "stats", {"p": math.inf}))
@@ -68,7 +69,7 @@ async def test_nan_in_arguments_results_and_usage_is_journaled_and_read_back(mak
         assert result.content == "done" and result.error is None
         statuses = [m.content.splitlines()[0] for m in result.messages if m.role == "tool"]
         assert statuses[0].startswith("Invalid arguments") and statuses[1].startswith("Invalid arguments")
-        assert "NaN" in result.messages[-2].content  # the tool's own NaN, as its JSON text says it
+        assert "NaN" in result.messages[-2].content  # the tool's own NaN: its error says JSON cannot carry it
         assert result.usage == Usage(12, 4)  # NaN and None read as none reported, "12" too
         async with make() as journal:
             recorded = await journal.load_run(result.run_id or "")  # raised: int(NaN) on the usage
