@@ -448,7 +448,10 @@ class OTelRecorder:
         if isinstance(size, int):
             span.set_attribute("agentactors.tool.result_chars", size)
         if status != "ok":
-            span.set_attribute(sc.ERROR_TYPE, str(status))
+            # What the tool raised, when the executor said (an ``error``): error.type names the class of error; else
+            # the status (``invalid``, ``timeout``, ``denied``...).
+            raised = event.data.get("error_type")
+            span.set_attribute(sc.ERROR_TYPE, _clean(raised) if isinstance(raised, str) and raised else str(status))
             span.set_status(Status(StatusCode.ERROR, str(status)))
         self._end(span, run.ns(event.time))
 
