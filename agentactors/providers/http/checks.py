@@ -10,7 +10,7 @@ naming the parameter; a URL is shown without its password and through :func:`~ag
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from ...redaction import redact
 from ...settings import check_timeout as _check_seconds
@@ -46,6 +46,14 @@ def check_base_url(url: object, *, parameter: str = "base_url") -> str:
         raise ValueError(
             f"{parameter} must be an http:// or https:// URL with a host, like https://api.example.com/v1, "
             f"not {_shown(url, parts)!r}"
+        )
+    if parts is not None and (parts.query or parts.fragment or url.rstrip().endswith(("?", "#"))):
+        # The wire's path is appended to it as text: ".../v1?key=x" would be sent as ".../v1?key=x/chat/completions".
+        # Shown without them (a query may hold a key).
+        bare = _shown(urlunsplit(parts._replace(query="", fragment="")), parts)
+        raise ValueError(
+            f"{parameter} must not have a query or a fragment (the wire's path is appended to it): "
+            f"{bare!r} and its query or fragment"
         )
     return url
 

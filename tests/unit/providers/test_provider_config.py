@@ -105,6 +105,17 @@ def test_a_base_url_that_is_not_an_http_url_with_a_host_is_refused(make: Factory
 
 
 @PROVIDERS
+@pytest.mark.parametrize("url", ["https://vendor.test/v1?key=abc123", "https://vendor.test/v1#frag",
+                                 "https://vendor.test/v1?"])
+def test_a_base_url_with_a_query_or_a_fragment_is_refused_without_showing_it(make: Factory, url: str) -> None:
+    # The wire's path is appended to base_url as text: "https://vendor.test/v1?key=abc123/chat/completions" was sent.
+    parameter = "endpoint" if make is _azure else "base_url"
+    with pytest.raises(ValueError, match=f"{parameter} must not have a query or a fragment") as info:
+        make(base_url=url)
+    assert "abc123" not in str(info.value) and "https://vendor.test/v1" in str(info.value)
+
+
+@PROVIDERS
 def test_a_base_url_that_is_not_a_str_is_a_type_error(make: Factory) -> None:
     with pytest.raises(TypeError, match=r"base_url|endpoint"):
         make(base_url=8080)
