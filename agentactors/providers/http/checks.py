@@ -50,7 +50,7 @@ def check_base_url(url: object, *, parameter: str = "base_url") -> str:
     if parts is not None and (parts.query or parts.fragment or url.rstrip().endswith(("?", "#"))):
         # The wire's path is appended to it as text: ".../v1?key=x" would be sent as ".../v1?key=x/chat/completions".
         # Shown without them (a query may hold a key).
-        bare = _shown(urlunsplit(parts._replace(query="", fragment="")), parts)
+        bare = _shown(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), parts)
         raise ValueError(
             f"{parameter} must not have a query or a fragment (the wire's path is appended to it): "
             f"{bare!r} and its query or fragment"
