@@ -14,9 +14,9 @@ too).  None is ever shown: :func:`safe_dsn` is what ``repr`` and error messages 
 ``***``), each is registered for redaction (:func:`~agentactors.redaction.register_secret`) when an owner is made,
 and a connection error is raised again as :class:`ConnectionError` with the passwords scrubbed from its text and
 neither a cause nor a context: psycopg's error holds the failed connection, whose ``repr`` lists every option the
-password included.  A DSN libpq cannot parse has its message's quoted parts left out: libpq quotes where it
-stopped (``invalid percent-encoded token: "<password>%zz"``), and no scrub can find a password in a DSN it cannot
-parse.
+password included.  A DSN libpq cannot parse has its message cut at its first quote: libpq quotes where it
+stopped (``invalid percent-encoded token: "<password>%zz"``), no scrub can find a password in a DSN it cannot
+parse, and the quoted text may itself hold quotes and line breaks.
 
 A connection the server dropped (a restart, a failover) is thrown away when a call fails on it; the next call
 opens a new one.
@@ -138,9 +138,15 @@ def scrub(text: str, dsn: str) -> str:
     return text
 
 
-# A part of a DSN libpq's message quotes (``invalid percent-encoded token: "..."``, ``missing "=" after "..."``);
-# not the ``"="`` of its syntax.
-_QUOTED: Final = re.compile(r'"="|"[^"\n]*"')
+#: Where a part of the DSN libpq's message quotes may begin (``invalid percent-encoded token: "..."``): its own
+#: ``"`` — and the marks a translated libpq (one built with NLS) may quote with instead.
+_QUOTES: Final = frozenset('"\'\u00ab\u00bb\u2039\u203a\u201a\u201e\u201c\u201d\u2018\u2019\u300c\u300d\u300e\u300f')
+#: The beginnings of libpq's messages that quote its syntax, not a part of the DSN (``missing "=" after "..."``):
+#: kept whole, and cut after them.
+_LITERAL_HEADS: Final = (
+    'missing "=" after ',
+    'end of string reached when looking for matching "]" in IPv6 host address in URI: ',
+)
 
 
 #: libpq's TCP keepalives and ``tcp_user_timeout`` (ms) for a connection whose DSN does not set them: a server
@@ -242,8 +248,8 @@ def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:
 
         given = conninfo_to_dict(dsn)
     except psycopg.Error as exc:
-        # libpq quotes the part it could not parse, a password's maybe: no quoted part is shown.
-        shown = _QUOTED.sub(_unquoted, scrub(str(exc), dsn).strip())
+        # libpq quotes the part it could not parse, a password's maybe: nothing from its first quote on is shown.
+        shown = _unparseable(scrub(str(exc), dsn).strip())
         failure = f"{what} could not connect: its DSN cannot be parsed ({shown})"
     else:
         keepalives = {key: value for key, value in KEEPALIVES.items() if key not in given}
@@ -274,8 +280,17 @@ def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:
     return conn
 
 
-def _unquoted(match: re.Match[str]) -> str:
-    return match.group(0) if match.group(0) == '"="' else '"…"'
+def _unparseable(message: str) -> str:
+    """libpq's ``message`` about a DSN it cannot parse, cut at the first part it quotes (``"…"`` instead).
+
+    Cut, not the quoted parts replaced: what libpq quotes is the DSN's own text, which may hold a quote or a line
+    break itself (``invalid percent-encoded token: "pa"ss<password>%"``) — no pattern can tell where it ends, and
+    a message quotes the DSN only after the words that say what is wrong.
+    """
+    head = next((head for head in _LITERAL_HEADS if message.startswith(head)), "")
+    rest = message[len(head):]
+    cut = next((at for at, char in enumerate(rest) if char in _QUOTES), None)
+    return message if cut is None else f'{head}{rest[:cut]}"…"'
 
 
 def _dead(conn: Any) -> bool:

@@ -91,14 +91,27 @@ async def test_a_password_from_the_environment_shows_nowhere(
         (f"postgresql://{USER}:{WRONG}%zz@127.0.0.1:1/postgres", "invalid percent-encoded token"),
         # An unquoted space ends the value; libpq quotes the rest as a keyword with no "=".
         (f"host=127.0.0.1 port=1 user={USER} password={WRONG} tail-{WRONG} dbname=postgres", 'missing "="'),
+        # A password with a quote or a line break: libpq's quoted token holds them too — what comes after the
+        # first quote is the DSN's, whatever it holds.
+        (f'postgresql://{USER}:pa"ss{WRONG}%@127.0.0.1:1/postgres', "invalid percent-encoded token"),
+        (f"postgresql://{USER}:a\n{WRONG}%zz@127.0.0.1:1/postgres", "invalid percent-encoded token"),
+        (f'postgresql://{USER}:="{WRONG}%zz@127.0.0.1:1/postgres', "invalid percent-encoded token"),
+        # libpq quotes the whole URI here.
+        (f'postgresql://{USER}:ab"{WRONG}@[::1/postgres', "IPv6 host address"),
+        (f"postgresql://{USER}:ab\n{WRONG}@[::1/postgres", "IPv6 host address"),
+        # Not a URI (an unknown scheme): the whole of it is a keyword with no "=".
+        (f"mysql://{USER}:{WRONG}@127.0.0.1:1/postgres", 'missing "="'),
     ],
 )
-async def test_a_dsn_that_cannot_be_parsed_shows_no_part_of_its_password(dsn: str, shown: str) -> None:
-    journal = PostgresJournal(dsn, connect_timeout=1)
-    assert WRONG not in repr(journal)
+@pytest.mark.parametrize("owner", [PostgresJournal, PostgresStore])
+async def test_a_dsn_that_cannot_be_parsed_shows_no_part_of_its_password(dsn: str, shown: str, owner: type) -> None:
+    store = owner(dsn, connect_timeout=1)
+    assert WRONG not in repr(store)
     with pytest.raises(ConnectionError, match=shown) as caught:
-        await journal.unfinished()
+        await (store.unfinished() if owner is PostgresJournal else store.load("s1"))
     assert not leaks(caught.value, WRONG)
+    assert "cannot be parsed" in str(caught.value) and '"…"' in str(caught.value)
+    await store.aclose()
 
 
 def test_the_client_keys_password_is_not_shown_either() -> None:
