@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
 from .._json import MAX_DOCUMENT_DEPTH, MAX_TEXT_CHARS, JsonBoundError, loads_bounded
+from ..loop.call_ids import is_fresh_id_of
 from ..loop.tape import Commit
-from ..messages import Message
+from ..messages import Message, ToolCall
 from ..sessions.codec import messages_from_json, messages_to_json, result_from_json, result_to_json, value_to_json
+from ..tools.results import ToolResult
 from .codec import origin_from_json, response_from_json, response_to_json, session_from_origin
 from .records import RecordedRun, RecordedStep
 from .store import JournalFormatError
@@ -133,7 +135,10 @@ def _decoded(run_id: str, what: str, text: Any, decode: Callable[[Any], T]) -> T
             raise TypeError(f"not text but {type(text).__name__}")
         return decode(loads_bounded(text, what=f"run {run_id!r}'s stored {what}", max_depth=MAX_DOCUMENT_DEPTH))
     except JsonBoundError as exc:
-        raise JournalFormatError(f"{exc}: it was left as it is") from None
+        # The codec's own bound ("a stored value nests deeper than ...") names neither the run nor the column.
+        said = str(exc)
+        where = "" if f"run {run_id!r}" in said else f"run {run_id!r}'s stored {what}: "
+        raise JournalFormatError(f"{where}{said}: it was left as it is") from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         message = f"run {run_id!r}'s stored {what} does not decode ({exc}): it was left as it is"
         raise JournalFormatError(message) from None
@@ -146,6 +151,36 @@ def _origin(doc: Any) -> tuple[Any, ...]:
 
 def _results(docs: Any) -> tuple[Any, ...]:
     return tuple(result_from_json(d) for d in docs)
+
+
+def _check_pairing(run_id: str, step: int, calls: Sequence[ToolCall], results: tuple[ToolResult, ...]) -> None:
+    """Refuse a step's stored results that are not results of its response's calls.
+
+    Results are served by call id: a result for no call of the step, or a step's calls left without the results
+    the row claims, would have recovery run a committed side effect again (and overwrite the row) and a replay
+    blame the agent.  What the loop writes is one result per call of one executor message — every call of the
+    step, or some of them (a handoff's others, a typed step's non-output calls, calls decided in place) — under
+    the call's id, or the fresh ``<id>_<n>`` the call-id rule gave a reused or unsendable one
+    (:mod:`agentactors.loop.call_ids`).  So: at least one result, no call id twice, and — when the response
+    carries the calls (not the JSON transport, whose calls are parsed from its text) — no more results than
+    calls, each for one of them.
+    """
+    def damaged(what: str) -> JournalFormatError:
+        return JournalFormatError(f"run {run_id!r}'s stored step {step} {what}: it was left as it is")
+
+    ids = [r.call_id for r in results]
+    if not ids:
+        raise damaged("has an empty list of tool results")
+    if len(set(ids)) != len(ids):
+        raise damaged("holds two tool results for one call")
+    if not calls:
+        return
+    if len(ids) > len(calls):
+        raise damaged(f"holds {len(ids)} tool results for {len(calls)} tool calls")
+    own = {c.id for c in calls}
+    for call_id in ids:
+        if call_id not in own and not is_fresh_id_of(call_id, own):
+            raise damaged(f"holds a tool result for call {str(call_id)[:40]!r}, which its response did not ask for")
 
 
 def decode_run(
@@ -182,13 +217,11 @@ def decode_run(
             raise JournalFormatError(
                 f"run {run_id!r}'s stored step {expected} has results but no response: it was left as it is"
             )
-        recorded.append(
-            RecordedStep(
-                offset + int(number),
-                _decoded(run_id, "response", response, response_from_json),
-                None if results is None else _decoded(run_id, "results", results, _results),
-            )
-        )
+        answer = _decoded(run_id, "response", response, response_from_json)
+        done = None if results is None else _decoded(run_id, "results", results, _results)
+        if done is not None:
+            _check_pairing(run_id, expected, answer.tool_calls, done)
+        recorded.append(RecordedStep(offset + int(number), answer, done))
     inputs = _decoded(run_id, "inputs", inputs_text, messages_from_json)
     if not inputs and resume is None:  # every run the loop journals started from a message, or from its pause
         raise JournalFormatError(f"run {run_id!r}'s stored inputs hold no input message: it was left as it is")

@@ -19,7 +19,7 @@ import attrs
 from ..events import EventSink
 from ..messages import Message, ToolCall
 
-__all__ = ["fresh_id", "ids_in", "unique_ids"]
+__all__ = ["fresh_id", "ids_in", "is_fresh_id_of", "unique_ids"]
 
 log = logging.getLogger("agentactors.loop")
 
@@ -85,6 +85,16 @@ def fresh_id(original: str, taken: set[str], counters: dict[str, int] | None = N
             if counters is not None:
                 counters[original] = n
             return fresh
+
+
+def is_fresh_id_of(call_id: str, originals: Iterable[str]) -> bool:
+    """Whether ``call_id`` is a fresh id :func:`fresh_id` gives one of ``originals`` (``<original>_<n>``, cut to
+    fit): how a stored step's results are matched with its calls (the journal's damage check)."""
+    head, sep, n = call_id.rpartition("_")
+    if not sep or not n.isdigit():
+        return False
+    cut = _MAX_CALL_ID - len(sep + n)
+    return any((original or "call")[:cut] == head for original in originals)
 
 
 def _head(call_id: str) -> str:

@@ -108,6 +108,19 @@ EDITS = [
     ("an unknown status", "UPDATE agentactors_runs SET status = 'exploded' WHERE run_id = ?", "resumed"),
 ]
 
+#: A step's results that are not its calls' (step 1 of the paused run asked for ``l1``): each loaded as valid,
+#: ``recover()`` ran the tool again and overwrote the row, and a replay blamed the agent.
+MISMATCHED = [
+    ("results emptied", "UPDATE agentactors_steps SET results = '[]' WHERE run_id = ? AND step = 1"),
+    ("a result for another call", "UPDATE agentactors_steps SET results = REPLACE(results, '\"l1\"', '\"zz\"')"
+     " WHERE run_id = ? AND step = 1"),
+    ("a call's id changed", "UPDATE agentactors_steps SET response = REPLACE(response, '\"l1\"', '\"r1\"')"
+     " WHERE run_id = ? AND step = 1"),
+    ("a result twice", "UPDATE agentactors_steps SET results = SUBSTR(results, 1, LENGTH(results) - 1) || ', '"
+     " || SUBSTR(results, 2) WHERE run_id = ? AND step = 1"),
+]
+EDITS += [(what, statement, "paused") for what, statement in MISMATCHED]
+
 
 @pytest.mark.parametrize(("what", "statement", "which"), EDITS, ids=[e[0] for e in EDITS])
 async def test_a_damaged_row_loads_or_is_a_typed_error_every_way_in(
@@ -151,3 +164,62 @@ async def test_an_agent_name_that_is_not_text_is_a_format_error(tmp_path: Path) 
                 await journal.load_run(paused)
             with pytest.raises(JournalFormatError):
                 await replay(journal, paused)
+
+
+@pytest.mark.parametrize(("what", "statement"), MISMATCHED, ids=[e[0] for e in MISMATCHED])
+async def test_results_that_are_not_the_steps_calls_are_a_format_error_naming_run_and_step(
+    db: str, what: str, statement: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.CRITICAL, logger="agentactors.journal")
+    paused, _ = await _runs(db)
+    sql(db, statement, paused)
+    stored = sql(db, "SELECT results FROM agentactors_steps WHERE run_id = ? AND step = 1", paused)
+    left = "UPDATE agentactors_runs SET status = 'running', owner = NULL, lease_until = NULL WHERE run_id = ?"
+    sql(db, left, paused)
+    with anyio.fail_after(30):
+        async with open_journal(db) as journal:
+            with pytest.raises(JournalFormatError, match=f"{paused}.*step 1"):
+                await journal.load_run(paused)
+        async with open_journal(db) as journal, Runtime(journal=journal) as rt:
+            with pytest.raises(JournalError):
+                await rt.recover(agents=[_clerk("recovered", "recovered", "recovered")])
+    # Left as it is: no tool ran again over it.
+    assert sql(db, "SELECT results FROM agentactors_steps WHERE run_id = ? AND step = 1", paused) == stored
+
+
+async def test_a_stored_value_nesting_too_deep_is_a_format_error_naming_the_run(db: str) -> None:
+    paused, _ = await _runs(db)
+    deep = "[" * 100 + "]" * 100
+    sql(db, "UPDATE agentactors_steps SET response = REPLACE(response, '\"order\"', ?) WHERE run_id = ? AND step = 1",
+        deep, paused)
+    with anyio.fail_after(30):
+        async with open_journal(db) as journal:
+            with pytest.raises(JournalFormatError, match=f"run '{paused}'.*response.*nests deeper") as caught:
+                await journal.load_run(paused)
+    assert str(caught.value).count(paused) == 1
+
+
+
+async def test_results_under_ids_the_loop_renamed_still_load_and_replay(db: str) -> None:
+    """The pairing check knows the call-id rule: a reused, an empty and an over-long id run under fresh ones."""
+    long_id = "x" * 45
+    agent = _clerk(
+        [
+            ToolCall("c1", "look", {"what": "a"}),
+            ToolCall("c1", "look", {"what": "b"}),
+            ToolCall("", "look", {"what": "c"}),
+        ],
+        [ToolCall("c1", "look", {"what": "d"}), ToolCall(long_id, "look", {"what": "e"})],
+        "Seen.",
+    )
+    with anyio.fail_after(30):
+        async with open_journal(db) as journal, Runtime(journal=journal):
+            result = await agent.run("look")
+        assert result.content == "Seen."
+        run_id = result.run_id or ""
+        async with open_journal(db) as journal:
+            recorded = await journal.load_run(run_id)
+            assert [len(s.results or ()) for s in recorded.steps] == [3, 2, 0]
+            assert {r.call_id for s in recorded.steps for r in s.results or ()} >= {"c1", "c1_2", "call_2"}
+            again = await replay(journal, run_id)
+    assert again.content == "Seen."
