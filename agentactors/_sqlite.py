@@ -13,6 +13,10 @@ a SQLite file that several processes may share, and both reach it the same way:
   no implicit transactions — each one is an explicit ``BEGIN IMMEDIATE`` (:class:`Transaction`: the write lock
   taken first, so two writers serialize instead of deadlocking on an upgrade).
 
+A path SQLite cannot open as a database — its directory missing, a directory, a file that is not a database — is a
+:class:`ConnectionError` naming the path and SQLite's reason (sqlite3's error its cause), as a PostgreSQL owner's
+server it cannot reach is.
+
 The connection opens on first use (in the worker thread, where the owner's ``setup`` creates its tables) and
 closes on ``Worker.close``; a worker used again opens a new one.
 """
@@ -83,9 +87,12 @@ def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connect
     past what SQLite keeps it is the longest it keeps — not what SQLite reads a larger value as: 0, fail at once.
     """
     wait_ms = int(min(busy_timeout * 1000, _LONGEST_WAIT_MS))  # (1e308 seconds is inf ms: no int)
-    conn = sqlite3.connect(
-        path, timeout=wait_ms / 1000, isolation_level=None, check_same_thread=False, factory=_Connection
-    )
+    try:
+        conn = sqlite3.connect(
+            path, timeout=wait_ms / 1000, isolation_level=None, check_same_thread=False, factory=_Connection
+        )
+    except sqlite3.Error as exc:
+        raise _unopenable(path, exc) from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
         conn.execute("PRAGMA journal_mode = WAL")  # a no-op answer ("memory") for ":memory:"
@@ -94,10 +101,26 @@ def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connect
             identity = _identity(path)
             if identity is not None:
                 conn.file = (path, identity)
+    except sqlite3.Error as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", None) not in _UNOPENABLE:
+            raise  # "database is locked" past busy_timeout, a full disk...: sqlite3's, as documented
+        raise _unopenable(path, exc) from exc
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+#: What SQLite says of a path it cannot use as a database at all: it cannot open it (a missing directory, a
+#: directory), or what is there is not a database.
+_UNOPENABLE: Final = frozenset({"SQLITE_CANTOPEN", "SQLITE_NOTADB"})
+
+
+def _unopenable(path: str, exc: sqlite3.Error) -> ConnectionError:
+    """A database that cannot be opened, as the PostgreSQL owners say it (a :class:`ConnectionError`) — naming
+    the path, which sqlite3's own error does not: with several stores in a process, which one failed."""
+    return ConnectionError(f"could not open the SQLite database {path!r}: {exc}")
 
 
 def moved(conn: sqlite3.Connection) -> str | None:
