@@ -5,7 +5,8 @@ body is not read yet):
 
 * an **injected** ``httpx.AsyncClient`` is used as it is (``client.send``): the user's
   transport, auth, hooks and proxies, never replaced and never closed here; the response is
-  httpx's;
+  httpx's.  Its redirect setting alone is overridden: no sender follows a redirect (the vendor's
+  credential headers would go with it to another origin), so a 3xx is the same error on every sender;
 * **owned** (the default on both backends): :class:`~.h11_transport.H11Sender`, a small
   HTTP/1.1 client (h11 checks each request; responses are read by ``_response_parser``) with its
   own pool.  Its connections skip anyio's stream: on asyncio each is a lean protocol on the loop's
@@ -243,7 +244,10 @@ class ClientSender:
         options = self._timeout if io_timeout is None else {"timeout": io_timeout}
         request = self.client.build_request("POST", url, content=content, headers=headers, **options)
         request.stream = self._body(content)  # the headers (Content-Length) were set from `content` above
-        return await self.client.send(request, stream=True)
+        # Never the client's redirect setting: one that follows (openai's DefaultAsyncHttpxClient does) would carry
+        # the vendor's credential headers to whatever origin a 3xx names (httpx strips only Authorization). The
+        # owned senders follow none, so a redirect is the same typed error (status 3xx) through every sender.
+        return await self.client.send(request, stream=True, follow_redirects=False)
 
     async def aclose(self) -> None:
         if self._owned:
