@@ -39,7 +39,9 @@ _ordered: tuple[str, ...] = ()  # the registered spellings, longest first (repla
 _longest_secret = 0
 # Called after a registration that added a secret (on_secret_registered): what made text before it was known.
 _listeners: list[Callable[[], None]] = []
-# Shapes of credentials we may never have been told about: vendor key prefixes and bearer tokens.
+# Shapes of credentials we may never have been told about: vendor key prefixes, bearer tokens and HTTP Basic
+# credentials (``Basic <base64 of user:password>``: what httpx makes of a URL's user info or a client's ``auth=``; 12
+# base64 characters or more — a ``user:pass`` — and not a word: ``Basic Authentication`` is left alone, :func:`_mask`).
 # A credential named by its key: ``api_key=...``, ``"token": "..."``, ``X-Amz-Security-Token=...``,
 # ``aws_secret_access_key = ...``, ``client_secret=...``, SigV4's ``Signature=<hex>``.  Its value runs through
 # base64's ``/+=`` and URL-encoding's ``%`` (AWS secret keys and session tokens hold them: cut at the first ``/``,
@@ -56,7 +58,9 @@ _SEPARATOR = r"(?:(?:" + _QUOTE + r")?\s*(?:[=:]|%3[ADad])|" + _QUOTE + r"\s*,)\
 _KEY_PREFIX = r"(?:" + _KEY_NAMES + _SEPARATOR + r"(?:b?" + _QUOTE + r")?|signature(?:provided)?>)"
 _KEY_SHAPES = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|gsk_[A-Za-z0-9]{8,}|AIza[0-9A-Za-z_\-]{20,}"
-    r"|ya29\.[0-9A-Za-z_\-]{10,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}"
+    r"|ya29\.[0-9A-Za-z_\-]{10,}"
+    # Bearer and Basic share their "b": one branch tried per character, not two (a second cost redact() ~20%).
+    r"|(?i:b(?:earer\s+[A-Za-z0-9._\-]{8,}|asic[ \t]+[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=])))"
     r"|(?i:" + _KEY_PREFIX + r")[A-Za-z0-9._\-/+=%]{12,})"
 )
 _PREFIX = re.compile(r"(?i)(" + _KEY_PREFIX + r")")
@@ -142,6 +146,11 @@ def redact(text: str) -> str:
             return m.group(1) + "[REDACTED]"
         if whole.lower().startswith("bearer"):
             return "Bearer [REDACTED]"
+        if whole[:5].lower() == "basic":
+            token = whole[5:].lstrip()
+            if token.isalpha() and (token[1:].islower() or token.isupper()):
+                return whole  # a word ("basic information"): base64 of a credential mixes case and digits
+            return "Basic [REDACTED]"
         return "[REDACTED]"
 
     text = _KEY_SHAPES.sub(_mask, text)

@@ -106,3 +106,38 @@ def test_database_and_other_passwords_are_masked(text: str, expected: str) -> No
 )
 def test_what_holds_no_password_is_left_alone(text: str) -> None:
     assert redact(text) == text
+
+
+# HTTP Basic credentials: httpx makes ``Authorization: Basic <base64 of user:password>`` of a URL's user info (or of
+# a client's ``auth=``); a vendor that echoes the request head put it in a ProviderError, events, JSONL and logs.
+BASIC = "YWxpY2U6cHdTRUNSRVR1c2VyaW5mbzlmOGU3ZA=="  # base64 of "alice:pwSECRETuserinfo9f8e7d"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"Authorization: Basic {BASIC}\r\nAccept: */*", "Authorization: Basic [REDACTED]\r\nAccept: */*"),
+        (f"authorization: basic {BASIC}", "authorization: Basic [REDACTED]"),
+        (f"[(b'authorization', b'Basic {BASIC}')]", "[(b'authorization', b'Basic [REDACTED]')]"),
+        ('{"Authorization": "Basic dXNlcjpwYXNzd29yZA"}', '{"Authorization": "Basic [REDACTED]"}'),  # unpadded
+        ("BASIC dXNlcm5hbWU6c2VjcmV0cGFzcw==;", "Basic [REDACTED];"),
+    ],
+)
+def test_a_basic_credential_is_masked(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "basic information about the model",
+        "Basic Information",
+        "a basic internationalization setup",  # 20 letters after "basic": a word, not base64
+        "Basic Authentication is not supported",
+        "basic realm=api",
+        'WWW-Authenticate: Basic realm="vendor"',
+        "Basic abc=",  # too short to be a credential
+    ],
+)
+def test_the_word_basic_is_left_alone(text: str) -> None:
+    assert redact(text) == text

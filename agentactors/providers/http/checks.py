@@ -5,20 +5,35 @@ A wrong one used to be accepted and to fail on the first call, some of them disg
 ``with_retry`` retried a typo, a fallback failed over from it and a breaker counted it against a healthy
 vendor.  Each check raises ``TypeError`` for a value of the wrong type and ``ValueError`` for a wrong value,
 naming the parameter; a URL is shown without its password and through :func:`~agentactors.redaction.redact`.
+
+A ``base_url`` holding user info (``https://user:password@host``) is refused: the senders disagreed on it — httpx
+made it an ``Authorization: Basic`` header that replaced the vendor's Bearer key (and a vendor echoing the request
+put that credential in errors, events and logs), the h11 sender dropped it — and the library sends its credential
+in headers of its own.  Its password (its user name, without one) and the Basic credential made of them are
+registered as secrets before the refusal, so no text the library makes shows them afterwards.
 """
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
-from ...redaction import redact
+from ...redaction import redact, register_secret
 from ...settings import check_timeout as _check_seconds
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["check_base_url", "check_http_client", "check_model", "check_name", "check_timeout", "url_host"]
+__all__ = [
+    "check_base_url",
+    "check_http_client",
+    "check_model",
+    "check_name",
+    "check_timeout",
+    "register_user_info",
+    "url_host",
+]
 
 _SCHEMES = ("http", "https")
 _TIMEOUT_FIELDS = ("connect", "read", "write", "pool")
@@ -31,10 +46,37 @@ def _shown(url: str, parts: SplitResult | None) -> str:
     return redact(url)
 
 
+def register_user_info(url: str) -> None:
+    """Register the credential in ``url``'s user info, if any, as a secret (``register_secret``).
+
+    The password — the user name when there is none (``https://TOKEN@host``) — raw and percent-decoded, and the
+    ``Basic`` credential an HTTP client makes of them (base64 of ``user:password``, UTF-8 as httpx encodes it,
+    Latin-1 as aiohttp does).  A user name beside a password is not registered: most are ordinary words.
+    """
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        netloc = url.partition("://")[2].partition("/")[0]
+    if "@" not in netloc:
+        return
+    userinfo = netloc.rpartition("@")[0]
+    user, has_password, password = userinfo.partition(":")
+    secret = password if has_password else user
+    register_secret(secret)
+    register_secret(unquote(secret))
+    pair = f"{unquote(user)}:{unquote(password)}"
+    for encoding in ("utf-8", "latin-1"):
+        try:
+            register_secret(base64.b64encode(pair.encode(encoding)).decode("ascii"))
+        except UnicodeEncodeError:
+            pass
+
+
 def check_base_url(url: object, *, parameter: str = "base_url") -> str:
-    """``url`` if it is an ``http(s)://`` URL with a host (and a valid port, if any)."""
+    """``url`` if it is an ``http(s)://`` URL with a host (and a valid port, if any), without user info."""
     if not isinstance(url, str):
         raise TypeError(f"{parameter} must be a str, an http(s) URL, not {type(url).__name__}")
+    register_user_info(url)  # before any check: a refused URL's password is never shown either
     parts: SplitResult | None
     try:
         parts = urlsplit(url)
@@ -46,6 +88,15 @@ def check_base_url(url: object, *, parameter: str = "base_url") -> str:
         raise ValueError(
             f"{parameter} must be an http:// or https:// URL with a host, like https://api.example.com/v1, "
             f"not {_shown(url, parts)!r}"
+        )
+    if parts is not None and "@" in parts.netloc:
+        # Shown without it (nor the user name: some are tokens). Named: the one way to send such a credential.
+        bare = redact(urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")))
+        raise ValueError(
+            f"{parameter} must not hold a user name or a password ({bare!r} and its user info): the provider sends "
+            f"its own credential (api_key=) in a header, and an HTTP client would send user info in place of it, "
+            f"as Authorization: Basic. For a server behind HTTP Basic auth, pass "
+            f"http_client=httpx.AsyncClient(auth=(user, password)) and the URL without them"
         )
     if parts is not None and (parts.query or parts.fragment or url.rstrip().endswith(("?", "#"))):
         # The wire's path is appended to it as text: ".../v1?key=x" would be sent as ".../v1?key=x/chat/completions".

@@ -12,6 +12,7 @@ account-kind, non-retryable ``ProviderError`` naming the environment variable, b
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,7 @@ from agentactors.providers.gemini.provider import GeminiProvider
 from agentactors.providers.http.provider import HTTPProvider
 from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.providers.responses.provider import OpenAIResponsesProvider
+from agentactors.redaction import redact
 
 KEY = "sk-config-test-0123456789abcdef"
 SECRET = "sk-NEVER-SHOWN-0123456789abcdef"
@@ -126,6 +128,37 @@ def test_a_refused_base_url_does_not_show_a_password_in_it(make: Factory) -> Non
     with pytest.raises(ValueError) as info:
         make(base_url=f"ftp://user:{SECRET}@vendor.test/v1")
     assert SECRET not in str(info.value)
+
+
+# A compatible server (vLLM, Groq, a proxy in front of one) is OpenAIProvider with another base_url: "openai" covers it.
+@PROVIDERS
+@pytest.mark.parametrize(
+    "url",
+    [f"https://alice:{SECRET}@vendor.test/v1", f"https://{SECRET}@vendor.test/v1", f"https://:{SECRET}@vendor.test",
+     f"http://alice:{SECRET}@127.0.0.1:8000/v1", f"https://alice%40corp:{SECRET}%21@vendor.test"],
+    ids=["user-password", "user-only", "password-only", "ip-port", "percent-encoded"],
+)
+def test_a_base_url_with_user_info_is_refused_without_showing_it(make: Factory, url: str) -> None:
+    # httpx turned it into "Authorization: Basic ..." (replacing a Bearer key) and the h11 sender dropped it: one
+    # sender leaked it to an echoing vendor's error, the other sent no credential.  Refused, naming what to use.
+    parameter = "endpoint" if make is _azure else "base_url"
+    with pytest.raises(ValueError, match=f"{parameter} must not hold a user name or a password") as info:
+        make(base_url=url)
+    text = str(info.value)
+    assert "http_client=httpx.AsyncClient(auth=" in text
+    assert SECRET not in text and "alice" not in text
+    assert "vendor.test" in text or "127.0.0.1" in text
+
+
+@pytest.mark.parametrize("make", [_openai, _anthropic], ids=["openai", "anthropic"])
+def test_a_refused_user_info_is_registered_as_a_secret(make: Factory) -> None:
+    # Defensive: it is in the user's code and may be in their own messages; the library masks it from then on,
+    # and the Basic credential httpx would have made of it too.
+    password = "pwREFUSEDuserinfo-3141592653"
+    with pytest.raises(ValueError):
+        make(base_url=f"https://bob:{password}@vendor.test/v1")
+    basic = base64.b64encode(f"bob:{password}".encode()).decode()
+    assert redact(f"got {password} and {basic}") == "got [REDACTED] and [REDACTED]"
 
 
 @PROVIDERS
