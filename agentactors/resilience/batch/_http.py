@@ -121,7 +121,10 @@ class VendorHTTP:
         headers = await self._headers(url, None, model)
         try:
             async with self._client() as client:
-                response = await client.send(client.build_request("GET", url, headers=headers), stream=True)
+                # Never a redirect, whatever the client says: the credential headers would go with it.
+                response = await client.send(
+                    client.build_request("GET", url, headers=headers), stream=True, follow_redirects=False
+                )
                 try:
                     status = response.status_code
                     if not 200 <= status < 300:
@@ -161,7 +164,7 @@ class VendorHTTP:
         try:
             async with self._client() as client:
                 request = client.build_request(method, url, headers=headers, content=content, files=files, data=data)
-                response = await client.send(request, stream=True)
+                response = await client.send(request, stream=True, follow_redirects=False)  # (as lines())
                 try:
                     status = response.status_code
                     cap = ERROR_BODY_BYTES if not 200 <= status < 300 else (limit or self.limit)

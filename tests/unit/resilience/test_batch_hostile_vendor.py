@@ -294,3 +294,28 @@ async def test_an_anthropic_item_missing_from_an_ended_batch_is_missing_not_expi
     lost = got["lost"]
     assert isinstance(lost, BatchError) and lost.reason == "missing" and lost.retryable
     assert "expired" not in str(lost) and "window" not in str(lost)
+
+
+# --- a redirect: never followed with the credential --------------------------------------------------------
+
+
+async def test_an_injected_client_that_follows_redirects_never_takes_the_batch_credential_elsewhere(
+    anyio_backend: Any,
+) -> None:
+    """httpx strips only ``Authorization`` on a cross-origin redirect: the batch path's requests carry the provider's
+    credential headers (Anthropic's ``x-api-key``), so a client following a vendor's 307 would hand them over."""
+    elsewhere: list[httpx.Request] = []
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "api.anthropic.com":
+            return httpx.Response(307, headers={"location": "https://elsewhere.test/collect"})
+        elsewhere.append(request)
+        return httpx.Response(404)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(respond), follow_redirects=True)
+    inner = AnthropicProvider("claude-x", api_key=KEY, base_url="https://api.anthropic.com", http_client=client)
+    got = await _all(BatchProvider(inner, window=1.0, poll_every=10.0), ["a", "b"])
+    assert elsewhere == [], [dict(r.headers) for r in elsewhere]
+    for answer in got.values():
+        assert isinstance(answer, Exception), answer
+        assert KEY not in str(answer) and KEY not in repr(answer)
