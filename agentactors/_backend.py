@@ -17,9 +17,10 @@ the known scope does the same walk without the lookup — a good part of a zero-
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -34,6 +35,7 @@ __all__ = [
     "one_shot_event",
     "running_trio",
     "scope_checkpoint",
+    "spawn_detached",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -104,6 +106,27 @@ def running_trio() -> bool:
     import sniffio
 
     return bool(sniffio.current_async_library() == "trio")
+
+
+#: The asyncio tasks :func:`spawn_detached` started that still run: the event loop holds its tasks only weakly.
+_detached: set[Any] = set()
+
+
+def spawn_detached(fn: Callable[..., Coroutine[Any, Any, None]], *args: Any, name: str) -> None:
+    """Start ``fn(*args)`` in a task of no task group (a trio system task, an asyncio task held here), in a copy
+    of the caller's contextvars.  ``fn`` must never raise: nothing awaits the task.  Both kinds of task are
+    cancelled when their event loop's run ends."""
+    context = contextvars.copy_context()
+    if running_trio():
+        import trio
+
+        trio.lowlevel.spawn_system_task(fn, *args, name=name, context=context)
+        return
+    import asyncio  # loaded already: the running loop is asyncio's
+
+    task = asyncio.get_running_loop().create_task(fn(*args), name=name, context=context)
+    _detached.add(task)
+    task.add_done_callback(_detached.discard)
 
 
 class _FutureEvent:

@@ -3,7 +3,8 @@
 ``async with agent.stream(prompt) as run:`` (:meth:`Agent.stream <agentactors.Agent.stream>`) makes one.
 The run works in a task of its runtime, not in the consumer's: a consumer may be an async generator a web
 framework abandons, and leaving the handle from another task — as a generator's finaliser does — still
-cancels the run and waits for it.  The handle reaches the run only through the
+cancels the run and waits for it.  A private runtime (none was running) lives in a task of its own too
+(:mod:`._host`): its task group is no cancel scope of the consumer's task.  The handle reaches the run only through the
 :class:`RunLauncher` the agent gives it, so it knows nothing of agents.
 
 Filtered views — :meth:`AgentRun.text_stream` (optionally debounced) and :meth:`AgentRun.partial_output`
@@ -18,7 +19,7 @@ import math
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Generic, Protocol
 
@@ -34,6 +35,7 @@ from ..loop.result import RunResult
 from ..messages import Message
 from ..output.partial import jiter_available
 from ..output.spec import OutputT
+from ._host import HostedRuntime, host_private
 
 __all__ = ["AgentRun", "PreparedRun", "RunLauncher", "resolve_run"]
 
@@ -143,7 +145,9 @@ class AgentRun(Generic[OutputT]):
     use; a private one is opened by the handle and closed when it is left), not
     in the consumer's task: the consumer may be an async generator that a web
     framework abandons, and leaving the handle from another task — as a
-    generator's finaliser does — still cancels the run and waits for it.
+    generator's finaliser does — still cancels the run and waits for it.  A
+    private runtime is entered and left by a task of its own (:mod:`._host`),
+    so none of its cancel scopes is the consumer's to leave.
 
     ``run.partial_output()`` yields the typed result as it streams in — successively more complete
     values, then the final validated one — a filter over the same events, like :meth:`text_stream`.
@@ -162,7 +166,7 @@ class AgentRun(Generic[OutputT]):
     def __init__(self, launcher: RunLauncher | None) -> None:
         self._launcher = launcher
         self._entered = False
-        self._stack: AsyncExitStack | None = None
+        self._hosted: HostedRuntime | None = None  # the private runtime's host (:mod:`._host`), if the run has one
         self._receive: Channel | None = None  # the run's events, read here (:mod:`agentactors._channel`)
         self._state = _RunState()
         self._live: RunActor | None = None
@@ -200,14 +204,16 @@ class AgentRun(Generic[OutputT]):
             self._state.never_started(exc)  # wait() and result say why, rather than wait for a run that is not
             raise
         private = rt is None
-        stack: AsyncExitStack | None = None
+        hosted: HostedRuntime | None = None
         if rt is None:
-            stack = AsyncExitStack()
-            await stack.__aenter__()
+            try:
+                hosted = await host_private(launcher.private_runtime())
+            except BaseException as exc:
+                self._state.never_started(exc)
+                raise
+            rt = hosted.rt
         channel = open_channel(math.inf)
         try:
-            if stack is not None:
-                rt = await stack.enter_async_context(launcher.private_runtime())
             assert rt is not None
             self._rt = rt
             self._reader = threading.get_ident()  # the runtime's loop: entering checked (or made) it
@@ -222,11 +228,14 @@ class AgentRun(Generic[OutputT]):
             self._state.never_started(exc)
             channel.close_writing()
             channel.close_reading()
-            if stack is not None:
-                await stack.__aexit__(None, None, None)
+            if hosted is not None:
+                try:
+                    await hosted.close()
+                except Exception:  # what entering raised is the answer; this one is only logged
+                    log.debug("closing the private runtime of a run that never started raised", exc_info=True)
             raise
         self._receive = channel
-        self._stack = stack
+        self._hosted = hosted
         return self
 
     async def __aexit__(
@@ -244,14 +253,13 @@ class AgentRun(Generic[OutputT]):
         await self._state.close()
         if self._receive is not None:
             self._receive.close_reading()
-        suppressed = None
-        if self._stack is not None:
-            stack, self._stack = self._stack, None
-            suppressed = await stack.__aexit__(exc_type, exc, tb)
+        if self._hosted is not None:
+            hosted, self._hosted = self._hosted, None
+            await hosted.close()  # (raises what leaving the runtime raised: a failure of its tasks, escalated)
         error = self._state.error
         if exc_type is None and error is not None:
             raise error
-        return suppressed
+        return None
 
     def __del__(self) -> None:
         # A handle dropped while its run goes on (a consumer that vanished without leaving the block): the
@@ -262,6 +270,9 @@ class AgentRun(Generic[OutputT]):
             receive = getattr(self, "_receive", None)
             if receive is not None and threading.get_ident() == state.thread:
                 receive.close_reading()  # synchronous; like the cancel, only safe in the loop's own thread
+                hosted = getattr(self, "_hosted", None)
+                if hosted is not None:
+                    hosted.close_soon()  # its host task leaves the private runtime once the cancelled run ended
 
     def __aiter__(self) -> AgentRun[OutputT]:
         return self
@@ -330,58 +341,27 @@ class AgentRun(Generic[OutputT]):
         return self._view(self._debounced(min_interval))
 
     async def _debounced(self, interval: float) -> AsyncGenerator[str, None]:
-        # The inner generator closed with this one (aclosing): left to the garbage collector when the consumer
-        # leaves early — a cancelled response — trio warns that it was never exhausted (a ResourceWarning).
+        # One generator, its joining done by a plain object (_Joined): a nested generator is finalised on its
+        # own when the consumer drops this one — trio warns that it was never exhausted (a ResourceWarning),
+        # and asyncio closes both at once, the outer one's aclose() finding the inner one "already running".
         if not self._entered:
-            async with self, aclosing(self._joined(interval)) as pieces:
-                async for text in pieces:
+            async with self:
+                joined = self._joined(interval)
+                while (text := await joined.next()) is not None:
                     yield text
             return
-        async with aclosing(self._joined(interval)) as pieces:
-            async for text in pieces:
-                yield text
+        joined = self._joined(interval)
+        while (text := await joined.next()) is not None:
+            yield text
 
-    async def _joined(self, interval: float) -> AsyncGenerator[str, None]:
-        """Text pieces, those arriving within ``interval`` of the last yield joined into one.
-
-        Waits by sleeping while pieces gather in the (unbounded) buffer, then takes what is there
-        without blocking: a receive is never cancelled half-way, so no piece can be lost.
-        """
+    def _joined(self, interval: float) -> _Joined:
+        """What joins the text pieces of an entered run (:class:`_Joined`): read in the runtime's loop only."""
         receive = self._receive
         if receive is None:
             raise RuntimeError("iterate an AgentRun inside `async with agent.stream(...) as run:`")
         if threading.get_ident() != self._reader:
             raise self._foreign_reader()
-        due = -math.inf
-        pending: list[str] = []
-        ended = False
-        own = _OwnEvents(_text_of)
-        while not ended:
-            try:
-                event = await receive.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                break
-            text = own(event)
-            if text is None:
-                continue
-            pending.append(text)
-            wait = due - anyio.current_time()
-            if wait > 0:
-                await anyio.sleep(wait)
-            while True:
-                try:
-                    event = receive.receive_nowait()
-                except anyio.WouldBlock:
-                    break
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    ended = True
-                    break
-                text = own(event)
-                if text is not None:
-                    pending.append(text)
-            yield "".join(pending)
-            pending.clear()
-            due = anyio.current_time() + interval
+        return _Joined(receive, interval)
 
     def partial_output(self) -> AsyncGenerator[OutputT, None]:
         """The typed result as it streams: ``async for partial in run.partial_output(): ...``.
@@ -427,9 +407,19 @@ class AgentRun(Generic[OutputT]):
         return view
 
     async def _partials(self, pick: Callable[[Event], Any]) -> AsyncGenerator[Any, None]:
-        async with aclosing(self._values(pick)) as values:  # closed with this one (see _debounced)
-            async for value in values:
-                yield value
+        # Not a loop over _values: one generator alone (see _debounced).
+        own = _OwnEvents(pick)
+        if self._entered:
+            async for event in self:
+                value = own(event)
+                if value is not None:
+                    yield value
+        else:
+            async with self:
+                async for event in self:
+                    value = own(event)
+                    if value is not None:
+                        yield value
         state = self._state
         if state.result is not None and state.error is None and state.result.ok:
             yield state.result.output
@@ -708,6 +698,59 @@ def _never_entered() -> RuntimeError:
     return RuntimeError(
         "this AgentRun was never entered: its run has not started; run it with `async with agent.stream(...) as run:`"
     )
+
+
+class _Joined:
+    """Text pieces of a run, those arriving within ``interval`` of the last one handed out joined into one.
+
+    :meth:`next` waits by sleeping while pieces gather in the (unbounded) buffer, then takes what is there
+    without blocking: a receive is never cancelled half-way, so no piece can be lost.  The interval counts
+    from when the consumer asks for the next piece (as a generator's would, resumed after its ``yield``).
+    """
+
+    __slots__ = ("due", "ended", "given", "interval", "own", "receive")
+
+    def __init__(self, receive: Channel, interval: float) -> None:
+        self.receive = receive
+        self.interval = interval
+        self.due = -math.inf
+        self.ended = False
+        self.given = False  # a piece was handed out: the next one waits for the interval from now
+        self.own = _OwnEvents(_text_of)
+
+    async def next(self) -> str | None:
+        """The next joined piece, or ``None`` once the run's events ended."""
+        if self.given:
+            self.due = anyio.current_time() + self.interval
+        receive, own = self.receive, self.own
+        pending: list[str] = []
+        while not self.ended:
+            try:
+                event = await receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+            text = own(event)
+            if text is None:
+                continue
+            pending.append(text)
+            wait = self.due - anyio.current_time()
+            if wait > 0:
+                await anyio.sleep(wait)
+            while True:
+                try:
+                    event = receive.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    self.ended = True
+                    break
+                text = own(event)
+                if text is not None:
+                    pending.append(text)
+            self.given = True
+            return "".join(pending)
+        self.ended = True
+        return None
 
 
 class _OwnEvents:
