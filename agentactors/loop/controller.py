@@ -529,9 +529,13 @@ class LoopController:
                 finally:
                     live = self._live
                     if live is not None:
-                        ref = live.end(result)
-                        if ref is not None:
-                            await live.retire(self._home, ref)
+                        # Cut short by the frame's own cancellation, the run has no outcome yet: it is made below
+                        # (the scope absorbs that cancellation), and the live run ends with it there — a handle's
+                        # waiters woken now would read "no result" of a run that returns one.
+                        if result is not None or not frame.scope.cancel_called:
+                            ref = live.end(result)
+                            if ref is not None:
+                                await live.retire(self._home, ref)
                     elif self._home is not None and self.run_id is not None:
                         unregister_latent(self._home, self.run_id, self)
                 return result
@@ -540,12 +544,30 @@ class LoopController:
             # (its own actor's included), or a handle found by rt.run_ref cancelling it.
             live = self._live
             if live is not None and live.cancelled and not frame.halted:
-                return self.cancelled_result()
-            if live is not None and live.halted:  # the run's own actor was stopped: as an ask to it would
+                result = self.cancelled_result()
+            elif live is not None and live.was_stopped:  # the run's own actor was stopped: it raises, below
+                result = None
+            elif ticket.deadline is not None and not frame.halted:
+                result = state.past_deadline(ticket)
+            else:
+                result = state.failed(ActorStopped("an actor this run asked was stopped while handling its message"))
+            if live is not None and not live.finished:  # left to here by the finally above: ended with that outcome
+                ref = live.end(result)
+                if ref is not None:
+                    await live.retire(self._home, ref)
+            if result is None:  # as an ask to the run's own, stopped, actor would
                 raise ActorStopped(f"run {self.run_id!r} was stopped while it ran")
-            if ticket.deadline is not None and not frame.halted:
-                return state.past_deadline(ticket)
-            return state.failed(ActorStopped("an actor this run asked was stopped while handling its message"))
+            return result
+        except BaseException:
+            # The frame was cancelled, but something else ended the run (an outer cancellation, an error): the
+            # live run the finally above left to the code after the scope is ended here, without a result.
+            # (An except clause costs nothing on the way of a run that returns.)
+            live = self._live
+            if live is not None and not live.finished:
+                ref = live.end(None)
+                if ref is not None:
+                    await live.retire(self._home, ref)
+            raise
         finally:
             self._frame = None
             run_ticket.leave(outer_ticket)

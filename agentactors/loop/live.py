@@ -40,7 +40,7 @@ import attrs
 
 from ..actors.frame import Frame, hold, release
 from ..actors.runtime import ActorRef, Runtime
-from ..errors import CallNotPendingError, RunFinishedError, RunInterruptedError
+from ..errors import CallNotPendingError, RunDeadlineExceeded, RunFinishedError, RunInterruptedError
 from ..messages import Message, ToolCall, Usage
 from ..tools.approval import pending_reason
 from ..tools.results import ToolResult
@@ -301,6 +301,13 @@ class RunActor:
     def finished(self) -> bool:
         return self.result is not None
 
+    @property
+    def was_stopped(self) -> bool:
+        """Whether the run's actor was stopped while the run ran (``rt.stop(ref)``, the runtime's exit): known as
+        soon as it is, so the run's outcome can be made before it ends (:meth:`end`) and retires."""
+        ref = self.ref
+        return self.halted or (ref is not None and ref.stopped)
+
     # -- life ------------------------------------------------------------------------------------------
 
     def start(self, rt: Runtime, frame: Frame, *, spawn: bool) -> None:
@@ -330,7 +337,9 @@ class RunActor:
         return ref
 
     def end(self, result: Any) -> ActorRef | None:
-        """The run ended with ``result`` (``None``: it raised, or was cancelled): it leaves the live runs.
+        """The run ended with ``result`` (``None``: it raised — its caller's cancellation, a halt of its actor): it
+        leaves the live runs, and its waiters wake to ``result``.  A run cut short by its frame's own cancellation
+        (its handle's :meth:`cancel`, its deadline) ends here with the result the loop makes of that, never ``None``.
 
         :returns: its actor, when it was spawned: the caller stops it (:meth:`retire`).
         """
@@ -350,10 +359,13 @@ class RunActor:
         """The run ended with steers it never took (it failed, was interrupted, raised or was cancelled, or had
         no step left under ``max_steps``): they were accepted, so their loss is recorded, never silent —
         ``run.steers_unread`` (``count``; ``reason``: ``max_steps``, ``failed``, ``interrupted``, ``paused``,
-        ``stopped`` or ``ended``) and a warning in the log."""
+        ``deadline``, ``stopped`` or ``ended``) and a warning in the log."""
         steers, self.steers = self.steers or [], None
         why = why or (
-            "stopped" if result is None  # it raised, or was cancelled
+            # It raised (its caller's cancellation, a halt of its actor), or was cancelled through a handle — a
+            # stream's or rt.run_ref's: the one ends it as the caller's cancellation, the other with its result.
+            "stopped" if result is None or result.cancelled
+            else "deadline" if isinstance(result.error, RunDeadlineExceeded)  # (bounded too, with an answer so far)
             else "max_steps" if result.bounded
             else "interrupted" if isinstance(result.error, RunInterruptedError)
             else "paused" if result.paused
