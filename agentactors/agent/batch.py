@@ -32,6 +32,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -299,13 +300,102 @@ def _fill(
     return cast(list[RunResult[Any]], results)
 
 
+class _Feed(Generic[P]):
+    """What an :class:`AsCompleted` and the runtime task running its runs share: the scope, the end, an interrupt.
+
+    Not the iterator itself: the task holds this, never the iterator, so an iterator nobody holds can be
+    collected while its runs go on — and its finaliser cancels them (:meth:`AsCompleted.__del__`).
+    """
+
+    __slots__ = ("concurrency", "done", "interrupt", "items", "prepare", "run", "scope", "started", "thread",
+                 "typed")
+
+    def __init__(
+        self, items: Sequence[P], prepare: Prepare[P], run: RunMessages, concurrency: int, typed: bool
+    ) -> None:
+        self.items = items
+        self.prepare = prepare
+        self.run = run
+        self.concurrency = concurrency
+        self.typed = typed
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.started = False
+        self.interrupt: KeyboardInterrupt | None = None
+        self.thread = threading.get_ident()  # the runtime's loop: a finaliser may cancel only from there
+
+    async def _one(self, item: P) -> RunResult[Any] | None:
+        """One input's result; ``None`` when a KeyboardInterrupt stopped the feed (kept for the reader)."""
+        messages, failed = _prepared(self.prepare, item, self.typed)
+        if failed is not None:
+            return failed
+        try:
+            return await self.run(messages)
+        except BaseException as exc:
+            if not escapes(exc):
+                return _failed(messages, exc, self.typed)
+            interrupt = interrupt_in(exc)
+            if interrupt is None:
+                raise
+            # Not raised here: this is the runtime's task, and on asyncio an interrupt leaving a task
+            # leaves the event loop at once.  The reader gets it, after the results before it.
+            self.interrupt = interrupt
+            self.scope.cancel()
+            return None
+
+    async def feed(self, send: MemoryObjectSendStream[RunResult[Any]]) -> None:
+        """Run every input (in the runtime's task), each result sent as it comes; ``done`` once every run ended."""
+        self.started = True
+        try:
+            items = self.items
+            indexes = iter(range(len(items)))
+
+            async def worker() -> None:
+                for i in indexes:
+                    result = await self._one(items[i])
+                    if result is None:
+                        return
+                    try:
+                        send.send_nowait(result)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        self.scope.cancel()  # nobody reads any more: stop the rest
+                        return
+
+            with send, self.scope:
+                if self.scope.cancel_called:  # closed (or dropped) before this task began: start no run
+                    return
+                async with anyio.create_task_group() as tg:
+                    for _ in range(min(self.concurrency, len(items))):
+                        tg.start_soon(worker)
+        finally:
+            self.done.set()
+
+    async def close(self) -> None:
+        """Cancel the runs not finished and wait until every one has ended (shielded: they are cancelled)."""
+        self.scope.cancel()
+        if self.started and not self.done.is_set():
+            with anyio.CancelScope(shield=True):
+                await self.done.wait()
+
+    def abandon(self) -> None:
+        """From a finaliser: cancel the runs — synchronous, but only safe in the runtime loop's own thread."""
+        if not self.done.is_set() and threading.get_ident() == self.thread:
+            try:
+                self.scope.cancel()
+            except Exception:  # pragma: no cover - a finaliser must never raise
+                log.debug("could not cancel the runs of an abandoned as_completed", exc_info=True)
+
+
 class AsCompleted(Generic[P]):
     """The async iterator of :meth:`Agent.as_completed <agentactors.Agent.as_completed>`.
 
     The runs live in the runtime's task group (``rt.spawn_task``).  Also an async context manager
-    whose exit (like :meth:`aclose`) cancels the runs not yet finished.  A run's own failure is
-    yielded as a failed result, like any other.  A ``KeyboardInterrupt`` in a run cancels the
-    others; the results that finished before it are yielded, then ``__anext__`` raises it.
+    whose exit (like :meth:`aclose`) cancels the runs not yet finished and returns once they have
+    ended.  An iterator dropped without being closed (a ``break`` outside ``async with``, a response
+    generator a web framework dropped) cancels its runs when it is collected, as a dropped
+    :class:`~agentactors.agent.run.AgentRun` does.  A run's own failure is yielded as a failed result,
+    like any other.  A ``KeyboardInterrupt`` in a run cancels the others; the results that finished
+    before it are yielded, then ``__anext__`` raises it.
     """
 
     def __init__(
@@ -320,59 +410,18 @@ class AsCompleted(Generic[P]):
     ) -> None:
         check_concurrency(concurrency)
         self._rt = rt
-        self._items = items
-        self._prepare = prepare
-        self._run = run
-        self._concurrency = concurrency
-        self._typed = typed
-        self._scope = anyio.CancelScope()
+        self._feed = _Feed(items, prepare, run, concurrency, typed)
         self._receive: MemoryObjectReceiveStream[RunResult[Any]] | None = None
-        self._interrupt: KeyboardInterrupt | None = None
+        self._closed = False
 
     def _start(self) -> MemoryObjectReceiveStream[RunResult[Any]]:
         send, receive = anyio.create_memory_object_stream[RunResult[Any]](math.inf)
         self._receive = receive
-        self._rt.spawn_task(self._feed, send, name="as_completed")
+        if self._closed:  # closed before the first result was asked for: nothing starts
+            send.close()
+            return receive
+        self._rt.spawn_task(self._feed.feed, send, name="as_completed")
         return receive
-
-    async def _one(self, item: P) -> RunResult[Any] | None:
-        """One input's result; ``None`` when a KeyboardInterrupt stopped the feed (kept for the reader)."""
-        messages, failed = _prepared(self._prepare, item, self._typed)
-        if failed is not None:
-            return failed
-        try:
-            return await self._run(messages)
-        except BaseException as exc:
-            if not escapes(exc):
-                return _failed(messages, exc, self._typed)
-            interrupt = interrupt_in(exc)
-            if interrupt is None:
-                raise
-            # Not raised here: this is the runtime's task, and on asyncio an interrupt leaving a task
-            # leaves the event loop at once.  The reader gets it, after the results before it.
-            self._interrupt = interrupt
-            self._scope.cancel()
-            return None
-
-    async def _feed(self, send: MemoryObjectSendStream[RunResult[Any]]) -> None:
-        items = self._items
-        indexes = iter(range(len(items)))
-
-        async def worker() -> None:
-            for i in indexes:
-                result = await self._one(items[i])
-                if result is None:
-                    return
-                try:
-                    send.send_nowait(result)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._scope.cancel()  # nobody reads any more: stop the rest
-                    return
-
-        with send, self._scope:
-            async with anyio.create_task_group() as tg:
-                for _ in range(min(self._concurrency, len(items))):
-                    tg.start_soon(worker)
 
     def __aiter__(self) -> AsCompleted[P]:
         return self
@@ -383,18 +432,35 @@ class AsCompleted(Generic[P]):
             return await receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             receive.close()  # closed when done, not left to the garbage collector (a ResourceWarning)
-            if self._interrupt is not None:
-                raise self._interrupt from None
+            interrupt = self._feed.interrupt
+            if interrupt is not None:
+                raise interrupt from None
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
-        """Stop: runs not finished are cancelled, results not yet read are dropped."""
-        self._scope.cancel()
+        """Stop: runs not finished are cancelled, results not yet read are dropped; returns once the runs ended.
+
+        Cancellation: the wait for the cancelled runs is shielded (they end at their next checkpoint), so a
+        cancelled consumer still leaves nothing of this iterator running.
+        """
+        self._closed = True
         if self._receive is not None:
             self._receive.close()
+        await self._feed.close()
 
     async def __aenter__(self) -> AsCompleted[P]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    def __del__(self) -> None:
+        # An iterator dropped before its runs ended (a consumer that broke out, or went away, without closing
+        # it): the runs must not go on spending for nobody, nor its unread results' stream be left unclosed.
+        feed = getattr(self, "_feed", None)  # (not there when __init__ refused its arguments)
+        if feed is None or threading.get_ident() != feed.thread:
+            return
+        feed.abandon()
+        receive = getattr(self, "_receive", None)
+        if receive is not None:
+            receive.close()  # synchronous; like the cancel, only safe in the loop's own thread

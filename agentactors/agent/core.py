@@ -755,7 +755,9 @@ class Agent(Generic[OutputT]):
         In ``runtime`` (default: the current one, as for :meth:`run`); the runs
         start at the first ``__anext__`` and live in the runtime's task group.
         To stop early, use ``async with agent.as_completed(...) as results:`` or
-        call ``aclose()``: unfinished runs are cancelled.  Failed runs are
+        call ``aclose()``: unfinished runs are cancelled, and it returns once they
+        have ended; an iterator dropped unclosed cancels its runs when it is
+        collected (as a dropped :class:`AgentRun` does).  Failed runs are
         yielded like the others (see :meth:`run_many`): one result per input.
         A ``KeyboardInterrupt`` in a run cancels the others; the results
         finished before it are yielded, then the iteration raises it.
@@ -766,7 +768,8 @@ class Agent(Generic[OutputT]):
         :raises TypeError: ``inputs`` is one prompt (a str or a Message), not an iterable of them.
 
         Cancellation: the runs belong to the runtime, not to the consumer: cancelling the consumer
-        leaves them running until ``aclose()``, the end of ``async with``, or the runtime's exit.
+        leaves them running until ``aclose()``, the end of ``async with``, the iterator's collection, or the
+        runtime's exit.  ``aclose()``'s wait for the cancelled runs is shielded.
         """
         check_items(inputs, "as_completed")
         rt = self._runtime(runtime)
