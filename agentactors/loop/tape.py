@@ -129,7 +129,9 @@ class Tape:
     :param run_id: the id the run takes instead of a new one (a recovered run keeps its own), or ``None``.
     """
 
-    __slots__ = ("_label", "_pending", "_responses", "_results", "calls", "failure", "guard", "run_id", "writer")
+    __slots__ = (
+        "_label", "_pending", "_responses", "_results", "_step", "calls", "failure", "guard", "run_id", "writer",
+    )
 
     def __init__(
         self,
@@ -152,6 +154,9 @@ class Tape:
         self._pending: list[tuple[int, LLMResponse]] = []  # live answers not committed yet
         #: The journal's refusal of a model response's commit (:meth:`answered`), which :meth:`around` raises.
         self.failure: Exception | None = None
+        #: The last tool step's results (served or committed) with its response's number: what a second executor
+        #: message of the same step (its calls decided in place) is committed together with (:meth:`ran`).
+        self._step: tuple[int, tuple[ToolResult, ...]] | None = None
 
     def seat(self, provider: Any, tools: Any) -> tuple[TapedProvider, TapedTools]:
         """The references the run asks instead of its seat's ``provider`` and ``tools`` (``None``: no tools)."""
@@ -234,22 +239,41 @@ class Tape:
             await self.writer.commit(Commit(responses=self._take_pending()))
 
     def recorded_results(self, message: ExecuteTools) -> tuple[ToolResult, ...] | None:
-        """The recorded results of a tool step, in call order, or ``None`` unless every call has one."""
+        """The recorded results of a tool step, in call order, or ``None`` unless every call has one.
+
+        A recorded placeholder of a call waiting for a person (``awaiting_approval``) is no result for a message
+        that carries that call's decision: the process that committed it died waiting (the decision was never
+        committed), and the decided call must run — or be denied — now, not be answered "awaiting approval".
+        """
         results = self._results
         if not results:
             return None
+        decided = message.context.approvals
         found = []
         for call in message.calls:
             result = results.get(call.id)
-            if result is None:
+            if result is None or (decided and result.awaiting_approval and call.id in decided):
                 return None
             found.append(result)
-        return tuple(found)
+        served = tuple(found)
+        self._step = (self.calls, served)
+        return served
 
     async def ran(self, results: tuple[ToolResult, ...]) -> None:
-        """A live tool step's results, committed (with the response that asked, if still pending)."""
+        """A live tool step's results, committed (with the response that asked, if still pending).
+
+        A step whose calls were decided in place runs in two executor messages — the calls needing no decision
+        (the waiting ones answered by placeholders), then the decided ones — and each commits the step's results.
+        The second commit holds both (:func:`_joined`): committed alone, it would replace the step's stored
+        results, and a recovered run would run the first message's calls again (and wait for a decision again).
+        """
+        number = self.calls
+        last = self._step
+        if last is not None and last[0] == number:
+            results = _joined(last[1], results)
+        self._step = (number, results)
         if self.writer is not None:
-            await self.writer.commit(Commit(responses=self._take_pending(), results=(self.calls, results)))
+            await self.writer.commit(Commit(responses=self._take_pending(), results=(number, results)))
 
     def _take_pending(self) -> tuple[tuple[int, LLMResponse], ...]:
         pending = tuple(self._pending)
@@ -313,6 +337,15 @@ class TapedTools:
             results = await self.ref.ask(message)
         await tape.ran(results)
         return results
+
+
+def _joined(before: tuple[ToolResult, ...], after: tuple[ToolResult, ...]) -> tuple[ToolResult, ...]:
+    """One step's results from two executor messages: ``before``'s in their (call) order, each replaced by
+    ``after``'s result for the same call (a decided call's for its placeholder); ``after``'s others at the end."""
+    newer = {r.call_id: r for r in after}
+    joined = [newer.pop(r.call_id, r) for r in before]
+    joined.extend(newer.values())
+    return tuple(joined)
 
 
 def _retell(results: tuple[ToolResult, ...]) -> None:
