@@ -25,8 +25,9 @@ import attrs
 from ..._json import bound_problem
 from ...errors import ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
-from ..errors import classify_error_body, classify_http_error
+from ..errors import classify_http_error
 from ..openai.decode import dict_or_empty, malformed, token_count, tool_required
+from ._codes import classify_in_band, refine
 from .models import WIRE
 
 __all__ = [
@@ -188,19 +189,16 @@ def _replayed(items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
 def decode_response(body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
     """An :class:`LLMResponse` from a Responses body (parsed JSON), or the ``response`` of a stream's last event.
 
-    A ``failed`` response (or one with an ``error``) raises the classified
-    :class:`~agentactors.ProviderError`; ``incomplete`` for ``max_output_tokens`` is a
-    :attr:`~agentactors.StopReason.max_tokens` answer.
+    A ``failed`` response (or one with an ``error``) raises the :class:`~agentactors.ProviderError` its
+    ``ResponseError`` code stands for (:mod:`._codes`: a flagged prompt is not retried); ``incomplete`` for
+    ``max_output_tokens`` is a :attr:`~agentactors.StopReason.max_tokens` answer.
     """
     if not isinstance(body, dict):
         raise malformed(f"expected a JSON object, got {type(body).__name__}", provider=provider, model=model)
     if body.get("error") is not None or body.get("status") == "failed":
         error = body.get("error")
-        raise classify_error_body(
-            {"error": error if error is not None else {"message": "the response failed"}},
-            provider=provider,
-            model=model,
-        )
+        raise classify_in_band(error if error is not None else {"message": "the response failed"},
+                               provider=provider, model=model)
     status = body.get("status")
     if status in ("in_progress", "queued"):
         raise malformed(f"the response is still {status} (background responses are not used)", provider=provider,
@@ -230,9 +228,14 @@ def decode_response(body: Any, *, request: LLMRequest | None, model: str, provid
 def classify_error(
     status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
 ) -> ProviderError:
-    """Classify a non-2xx answer: ``{"error": {"message", "type", "param", "code"}}`` like Chat Completions."""
+    """Classify a non-2xx answer: ``{"error": {"message", "type", "param", "code"}}`` like Chat Completions.
+
+    A flagged prompt or image (``invalid_prompt``, ``image_content_policy_violation``) is a content-policy
+    error, as the same code in a 200 is (:mod:`._codes`).
+    """
     try:
         parsed: Any = json.loads(body)
     except (ValueError, RecursionError):
         parsed = body
-    return classify_http_error(status, headers, parsed, provider=provider, model=model)
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return refine(classify_http_error(status, headers, parsed, provider=provider, model=model), error)

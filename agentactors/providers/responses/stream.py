@@ -7,11 +7,11 @@ stream events as they come — ``response.output_text.delta`` (and ``response.re
 ``response.output_item.done`` its end — and the answer itself is the ``response`` the terminal event
 carries (``response.completed``, or ``response.incomplete`` when cut short), decoded by the same
 :func:`~.decode.decode_response` as a JSON body.  ``response.failed`` and an ``error`` event raise the
-classified :class:`~agentactors.ProviderError`; a stream without a terminal event raises a transient
-:class:`~agentactors.MalformedResponseError`.  So does a stream that contradicts itself about its function
-calls — two at one ``output_index``, arguments after a call's end, a call streamed to the caller that the
-terminal response does not hold — since the caller must never have been shown a call the answer then drops;
-a call announced twice starts once.  Other events (``response.created``, ``*.done``,
+:class:`~agentactors.ProviderError` their ``ResponseError`` code stands for (:mod:`._codes`); a stream
+without a terminal event raises a transient :class:`~agentactors.MalformedResponseError`.  So does a stream
+that contradicts itself about its function calls — two at one ``output_index``, arguments after a call's end, a
+call streamed to the caller that the terminal response does not hold — since the caller must never have been
+shown a call the answer then drops; a call announced twice starts once.  Other events (``response.created``, ``*.done``,
 ``content_part.*``, vendor-hosted tool progress) carry nothing new.
 """
 
@@ -30,7 +30,7 @@ from ...messages import (
     ToolCallEnd,
     ToolCallStart,
 )
-from ..errors import classify_error_body
+from ._codes import classify_in_band
 from .decode import build_tool_call, decode_response, malformed
 
 __all__ = ["ResponsesStreamDecoder"]
@@ -102,7 +102,7 @@ class ResponsesStreamDecoder:
         if error is None:
             # The ``error`` event: {"type": "error", "code", "message", "param"}.
             error = {k: v for k, v in payload.items() if k not in ("type", "sequence_number")}
-        return classify_error_body({"error": error}, provider=self._provider, model=self._model)
+        return classify_in_band(error, provider=self._provider, model=self._model)
 
     def _delta(self, kind: str, payload: dict[str, Any]) -> list[StreamEvent]:
         delta = payload.get("delta")
