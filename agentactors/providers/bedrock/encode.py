@@ -3,14 +3,15 @@
 Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
 
 * system messages → ``system: [{text}]``, one block each, wherever they stand;
-* a user message → ``{role: user, content: [{text} | {image} | {document}]}`` (an empty text is dropped:
-  Converse rejects a blank text block);
+* a user message → ``{role: user, content: [{text} | {image} | {document}]}`` (a blank — empty or
+  whitespace-only — text is dropped: Converse rejects a blank text block with a 400 ValidationException);
 * an assistant message → its replayed ``reasoningContent`` blocks (``provider_data["bedrock"]["blocks"]``,
-  verbatim: a signature covers its exact text), a text block if non-empty, then one
-  ``toolUse {toolUseId, name, input}`` per call;
+  verbatim: a signature covers its exact text), a text block if not blank, then one
+  ``toolUse {toolUseId, name, input}`` per call; a message left with no block at all is not sent;
 * a tool message → a ``toolResult {toolUseId, content: [{text}, media…], status: success|error}`` block
-  in a **user** message; neighbours of one role merge (Converse wants the roles to alternate), tool
-  results first;
+  in a **user** message (a blank text dropped beside media; a result with neither — a tool that returned
+  nothing — sends :data:`EMPTY_TOOL_RESULT`, as Converse takes no blank text and no empty content);
+  neighbours of one role merge (Converse wants the roles to alternate), tool results first;
 * tools → ``toolConfig.tools[].toolSpec {name, description (when not empty), inputSchema: {json}}``; the tool
   choice → ``toolConfig.toolChoice``: ``required`` → ``{any: {}}``, a named tool → ``{tool: {name}}``, ``auto``
   → nothing (the default; models without ``toolChoice`` support accept its absence only), ``none`` → the tools
@@ -58,10 +59,13 @@ from .._settings import BEDROCK_TOOL_NAMES, check_owned, check_tool_names, dropp
 from ..anthropic.models import check_sent_sampling, check_sent_stop, plan_thinking, sampling_fields
 from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_row
 
-__all__ = ["CACHE_POINT", "check_parts", "encode_request", "forced_choice_refusal", "part_block"]
+__all__ = ["CACHE_POINT", "EMPTY_TOOL_RESULT", "check_parts", "encode_request", "forced_choice_refusal", "part_block"]
 
 #: The block a cache breakpoint is.
 CACHE_POINT: Mapping[str, Any] = {"cachePoint": {"type": "default"}}
+#: The text of a tool result that has none (blank text, no media): Converse rejects a blank text block, and
+#: the model is told the tool answered with nothing rather than the call being left unanswered.
+EMPTY_TOOL_RESULT = "(no output)"
 _EFFORTS = ("low", "medium", "high")
 # Converse's InferenceConfiguration.temperature, whatever the model ("must have value less than or equal to 1").
 _MAX_TEMPERATURE = 1.0
@@ -105,9 +109,9 @@ def _document_name(title: str | None, n: int) -> str:
 
 
 def part_block(part: Part, n: int = 1) -> dict[str, Any] | None:
-    """One content part as a content block (``None`` for empty text).  ``n`` numbers an untitled document."""
+    """One content part as a content block (``None`` for blank text).  ``n`` numbers an untitled document."""
     if isinstance(part, Text):
-        return {"text": part.text} if part.text else None
+        return {"text": part.text} if part.text.strip() else None
     if isinstance(part, Image):
         assert part.media_type is not None  # check_parts refused an image of unknown type
         return {"image": {"format": IMAGE_FORMATS[part.media_type], "source": {"bytes": part.base64()}}}
@@ -143,14 +147,17 @@ def _replayed(message: Message) -> list[dict[str, Any]]:
 
 def _blocks_for(message: Message, numbering: _Numbering) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
-        content = numbering.blocks(message) if message.media else [{"text": message.content}]
-        result = {"toolUseId": message.tool_call_id, "content": content,
+        if message.media:
+            content = numbering.blocks(message)  # a blank text beside the media is dropped
+        else:
+            content = [{"text": message.content}] if message.content.strip() else []
+        result = {"toolUseId": message.tool_call_id, "content": content or [{"text": EMPTY_TOOL_RESULT}],
                   "status": "error" if message.is_error else "success"}
         return "user", [{"toolResult": result}]
     if message.role == "user":
         return "user", numbering.blocks(message)
     blocks = _replayed(message)
-    if message.content:
+    if message.content.strip():
         blocks.append({"text": message.content})
     for call in message.tool_calls:
         blocks.append({"toolUse": {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}})
@@ -163,7 +170,7 @@ def _messages(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[d
     numbering = _Numbering()
     for message in messages:
         if message.role == "system":
-            if message.content:
+            if message.content.strip():
                 system.append({"text": message.content})
             continue
         role, blocks = _blocks_for(message, numbering)
