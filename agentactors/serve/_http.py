@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,9 +21,11 @@ import anyio
 from .._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
 from ..actors.runtime import Runtime
 from ..errors import ErrorKind, OverloadedError, ProviderError, SessionError, redact
+from ..messages import ToolCall
 from .asgi import lifespan
 
 __all__ = [
+    "CANCELLED_TEXT",
     "ASGIApp",
     "AppRuntime",
     "BodyError",
@@ -37,6 +39,7 @@ __all__ = [
     "client_text",
     "header",
     "cancelled_on_disconnect",
+    "paused_text",
     "read_json",
     "route_path",
     "runtime_to_enter",
@@ -166,6 +169,20 @@ def client_text(error: BaseException) -> str:
     if isinstance(error, ProviderError):
         return f"{_PROVIDER_FAILED.get(error.kind, 'the model provider failed')} ({type(error).__name__})"
     return f"the run failed in the server ({type(error).__name__})"
+
+
+def paused_text(pending: Sequence[ToolCall], run_id: str | None) -> str:
+    """What a client is told of a run that paused for a person's approval: how many calls of which tools wait,
+    and the run's id — for whoever approves in the server (``rt.run_ref(id)``, the session's ``resolve``)."""
+    names = ", ".join(sorted({call.name for call in pending}))
+    return (
+        f"the run is paused: {len(pending)} tool call(s) ({names}) await a person's approval in the server "
+        f"(run {run_id})"
+    )
+
+
+#: What a client is told of a run cancelled in the server (through its handle, a runtime draining at shutdown).
+CANCELLED_TEXT = "the run was cancelled in the server before it answered"
 
 
 def header(scope: Scope, name: bytes) -> str | None:

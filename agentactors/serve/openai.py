@@ -20,7 +20,9 @@ the wrong shape, 429 with ``Retry-After`` when the runtime's admission (a ``Prov
 ``max_waiting``/``max_wait``) refused the run's model call, 502 when the provider failed (said by its kind,
 never by the vendor's text), 409 (``approval_required``) when the run paused for a person's approval of a tool
 call, 503 (``run_cancelled``) when the server cancelled the run — never an empty ``200`` for a run that did not
-answer.
+answer.  Every error carries ``x-should-retry: false`` (the OpenAI SDKs' own header: they retry 408, 409, 429 and
+5xx by default, re-running the agent and its tools) except the three a retry may mend — the 429, the 503 and a 502
+for a transient provider failure — and those too once a tool of the run has been called (:func:`_retry_mends`).
 A client that disconnects cancels its run.
 
 Sessions (``sessions=True``, off by default): a request with an ``X-Session-Id: <key>`` header is a turn of
@@ -43,7 +45,14 @@ from typing import Any
 from .._containment import first_in
 from ..agent.core import Agent
 from ..agent.run import AgentRun
-from ..errors import OutputValidationError, OverloadedError, SessionError, UnsupportedSettingError
+from ..errors import (
+    ErrorKind,
+    OutputValidationError,
+    OverloadedError,
+    ProviderError,
+    SessionError,
+    UnsupportedSettingError,
+)
 from ..events import LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
 from ..messages import Usage
@@ -51,6 +60,7 @@ from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore, check_key
 from ..tools.results import render_result
 from ._http import (
+    CANCELLED_TEXT,
     DEFAULT_MAX_BODY,
     AppRuntime,
     BodyError,
@@ -64,6 +74,7 @@ from ._http import (
     cancelled_on_disconnect,
     client_text,
     header,
+    paused_text,
     read_json,
     route_path,
     send_json,
@@ -362,7 +373,7 @@ class _Completion:
             await events.end()
             return
         elif (unanswered := _unanswered(result)) is not None:  # after some text: the stream says why it stops
-            status, message, kind, code = unanswered
+            status, message, kind, code, _ = unanswered
             self.span.failed(code, fault=status >= 500)
             await events.data({"error": _error_body(message, kind, code=code)})
             await events.end()
@@ -477,24 +488,23 @@ def _overloaded(error: BaseException | None) -> OverloadedError | None:
     return None
 
 
-def _unanswered(result: RunResult[Any]) -> tuple[int, str, str, str] | None:
-    """Why a run that ended without failing still has no answer to send — ``(status, message, type, code)`` —
-    or ``None`` when it has one.
+def _unanswered(result: RunResult[Any]) -> tuple[int, str, str, str, bool] | None:
+    """Why a run that ended without failing still has no answer to send — ``(status, message, type, code,
+    retry)`` — or ``None`` when it has one.
 
     A run cancelled through its handle (``rt.run_ref(run_id).cancel()``, a runtime draining at shutdown) and
     one paused for a person's approval both end with empty ``content``: sent as a completion, that would be a
     ``200`` whose ``""`` the client takes for the model's answer.
     """
     if result.cancelled:
-        return 503, "the run was cancelled in the server before it answered", "server_error", "run_cancelled"
+        return 503, CANCELLED_TEXT, "server_error", "run_cancelled", _retry_mends(result)
     if result.paused:
-        names = ", ".join(sorted({call.name for call in result.pending_approvals}))
         return (
             409,
-            f"the run is paused: {len(result.pending_approvals)} tool call(s) ({names}) await a person's approval "
-            f"in the server (run {result.run_id})",
+            paused_text(result.pending_approvals, result.run_id),
             "invalid_request_error",
             "approval_required",
+            False,  # a retry is a new run: its tools run again, and it pauses again
         )
     return None
 
@@ -504,9 +514,9 @@ async def _refused(send: Send, result: RunResult[Any], span: RequestSpan, reques
     model cannot take, else 502; 503 for a cancelled run, 409 for one paused for approval); ``True`` if it did."""
     unanswered = _unanswered(result)
     if unanswered is not None:
-        status, message, kind, code = unanswered
+        status, message, kind, code, retry = unanswered
         span.failed(code, fault=status >= 500)
-        await _error(send, status, message, kind, code=code)
+        await _error(send, status, message, kind, code=code, retry=retry)
         return True
     if not result.generation_failed:
         return False
@@ -522,10 +532,28 @@ async def _refused(send: Send, result: RunResult[Any], span: RequestSpan, reques
     if overloaded is not None:
         wait = overloaded.retry_after if overloaded.retry_after is not None else 1.0
         await _error(send, 429, client_text(overloaded), "requests", code="rate_limit_exceeded",
-                     headers={"retry-after": str(max(1, math.ceil(wait)))})
+                     headers={"retry-after": str(max(1, math.ceil(wait)))}, retry=_retry_mends(result))
     else:
-        await _error(send, 502, _failure_text(result), "server_error", code="upstream_error")
+        transient = isinstance(result.error, ProviderError) and result.error.kind in _TRANSIENT
+        await _error(send, 502, _failure_text(result), "server_error", code="upstream_error",
+                     retry=transient and _retry_mends(result))
     return True
+
+
+#: The provider failures a client's retry may mend: the vendor was down or overloaded, or the server's circuit
+#: breaker stopped calling it for a while.  A request, account, context or content-policy refusal is refused again.
+_TRANSIENT = frozenset({ErrorKind.transient, ErrorKind.circuit_open})
+
+
+def _retry_mends(result: RunResult[Any]) -> bool:
+    """Whether a client may retry a run that could not answer for a reason a retry may mend (an admission
+    refusal, a transient provider failure, a cancellation in the server): only when no tool was called.
+
+    A retry is a new run from the request's messages: a tool the failed run called — a side effect, a payment,
+    a message sent — would be called again, and the client cannot tell.  Such a run's error says
+    ``x-should-retry: false``; the client decides, knowing the run got that far.
+    """
+    return not result.tool_calls
 
 
 def _setting_refused(error: BaseException | None) -> UnsupportedSettingError | None:
@@ -578,6 +606,9 @@ def _error_type(result: RunResult[Any]) -> str:
 
 async def _run_raised(send: Send, exc: Exception, span: RequestSpan) -> None:
     span.failed(type(exc).__name__, fault=not isinstance(exc, SessionError))
+    # Neither is retried (x-should-retry: false): a paused session refuses every turn until a person resolves it;
+    # after another turn committed first, a retry would run this turn — and its tools — again on top of it; and an
+    # exception out of the run is the server's, which a retry a second later meets again.
     if isinstance(exc, SessionError):  # a session paused for approval, or another process committed first
         await _error(send, 409, _raised_text(exc), "invalid_request_error", code="session_conflict")
         return
@@ -612,5 +643,21 @@ async def _error(
     param: str | None = None,
     code: str | None = None,
     headers: Mapping[str, str] | None = None,
+    retry: bool = False,
 ) -> None:
-    await send_json(send, status, {"error": _error_body(message, kind, param, code)}, headers)
+    """Answer with an error in OpenAI's shape.
+
+    ``retry``: whether the client may retry on its own.  Unless it may, the answer says ``x-should-retry:
+    false``, the header the OpenAI SDKs obey before their status rules (which retry 408, 409, 429 and every 5xx,
+    twice by default): a retry starts a new run, so it repeats the model calls and tool calls of one that paused
+    or failed, and meets the same refusal.  Said on every error, the 4xx the SDKs would not retry included, so a
+    client with other rules reads it too.  With ``retry``, nothing is added: the client's own rules apply.
+    """
+    extra = dict(headers or {})
+    if not retry:
+        extra[_SHOULD_RETRY] = "false"
+    await send_json(send, status, {"error": _error_body(message, kind, param, code)}, extra)
+
+
+#: The OpenAI SDKs' retry header (``openai._base_client.BaseClient._should_retry``): ``false`` stops their retry.
+_SHOULD_RETRY = "x-should-retry"

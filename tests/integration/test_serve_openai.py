@@ -431,3 +431,46 @@ async def test_a_setting_the_agents_model_refuses_is_the_clients_bad_request() -
                     model="r", messages=[{"role": "user", "content": "x"}], stop=["END"], stream=stream
                 )
             assert refused.value.param == "stop" and refused.value.code == "unsupported_value"
+
+
+# --- the SDK's own retries (max_retries=2 by default): never a second run of one that paused or cannot answer -------
+
+
+@tool(requires_approval=True)
+def transfer(amount: int) -> str:
+    """Move money (a person approves each call)."""
+    return "moved"
+
+
+async def test_the_sdks_default_retries_never_run_a_paused_or_refused_run_again() -> None:
+    # The SDK retries 409 and every 5xx unless told x-should-retry: false; each retry was a new run: the model
+    # asked again, the tool's side effect done again, another run left paused.
+    from agentactors.errors import ErrorKind, ProviderError
+
+    ran.clear()
+    step = [ToolCall("c1", "add", {"a": 1, "b": 2}), ToolCall("c2", "transfer", {"amount": 5})]
+    paused = ScriptedProvider(lambda r: step)
+    refused = ScriptedProvider(lambda r: ProviderError("unknown parameter", provider="p", kind=ErrorKind.request))
+    app = openai_app({"bank": Agent(paused, tools=[add, transfer], name="bank"), "no": Agent(refused, name="no")})
+    async with served(app) as base, openai.AsyncOpenAI(base_url=base, api_key="none", timeout=20) as sdk:
+        assert sdk.max_retries == 2
+        for stream in (False, True):
+            # (streamed, the pause ends a stream the model's first answer began: an error event, never retried)
+            with pytest.raises(openai.ConflictError) as caught:
+                await sdk.chat.completions.create(model="bank", messages=[{"role": "user", "content": "pay"}])
+            assert caught.value.code == "approval_required"
+            with pytest.raises(openai.InternalServerError) as failed:
+                await sdk.chat.completions.create(
+                    model="no", messages=[{"role": "user", "content": "x"}], stream=stream)
+            assert failed.value.status_code == 502 and failed.value.code == "upstream_error"
+    assert (paused.calls, refused.calls, len(ran)) == (2, 2, 2), "one run per request, one side effect per run"
+
+
+async def test_the_sdks_default_retries_still_mend_a_transient_provider_failure() -> None:
+    from agentactors.errors import ErrorKind, ProviderError
+
+    provider = ScriptedProvider([ProviderError("overloaded", provider="p", kind=ErrorKind.transient), "fine"])
+    async with served(openai_app({"a": Agent(provider, name="a")})) as base:
+        async with openai.AsyncOpenAI(base_url=base, api_key="none", timeout=20) as sdk:
+            answer = await sdk.chat.completions.create(model="a", messages=[{"role": "user", "content": "x"}])
+    assert answer.choices[0].message.content == "fine" and provider.calls == 2

@@ -29,6 +29,10 @@ class Answer:
     def __init__(self, sent: list[dict[str, Any]]) -> None:
         starts = [m for m in sent if m["type"] == "http.response.start"]
         self.status: int | None = starts[0]["status"] if starts else None
+        #: The response's headers, lower-case names, decoded as latin-1.
+        self.headers: dict[str, str] = {
+            bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1") for k, v in starts[0].get("headers", ())
+        } if starts else {}
         self.body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
 
     def json(self) -> Any:
