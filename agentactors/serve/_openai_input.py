@@ -368,7 +368,7 @@ def _check_tools(body: Mapping[str, Any]) -> None:
                 continue
         elif not isinstance(choice, dict):
             raise BadRequest(f"'{field}' must be a string or an object", field, code="invalid_type")
-        elif choice.get("type") == "allowed_tools" and (choice.get("allowed_tools") or {}).get("mode") == "auto":
+        elif field == "tool_choice" and _choice_object(choice) == "auto":
             continue
         raise BadRequest(
             f"'{field}' requires a call of the client's own tools, which an agent served here cannot make: its own "
@@ -376,6 +376,59 @@ def _check_tools(body: Mapping[str, Any]) -> None:
             field,
             code="unsupported_tool_choice",
         )
+
+
+#: The objects ``tool_choice`` may be, by ``type``: each names its content under the same key.
+_CHOICE_TYPES = ("function", "allowed_tools", "custom")
+
+
+def _choice_object(choice: Mapping[str, Any]) -> str | None:
+    """A ``tool_choice`` object checked for OpenAI's shapes; its ``allowed_tools`` mode (``"auto"`` leaves the
+    choice to the model), else ``None`` (one that names a tool: required).
+
+    Every value is type-checked before it is read: each comes from the client, and a ``.get`` on its string or
+    list would be an ``AttributeError`` out of the app — a 500 with a traceback, not the client's 400.
+
+    :raises BadRequest: a ``type`` that is not one of :data:`_CHOICE_TYPES`, or its content not an object of
+        OpenAI's shape (``param`` names the value, ``code`` says how it is wrong).
+    """
+    kind = choice.get("type")
+    if kind is None:
+        raise BadRequest(
+            f"'tool_choice.type' is required: one of {', '.join(map(repr, _CHOICE_TYPES))}", "tool_choice.type",
+            code="missing_required_parameter",
+        )
+    if not isinstance(kind, str) or kind not in _CHOICE_TYPES:
+        raise BadRequest(
+            f"'tool_choice.type' must be one of {', '.join(map(repr, _CHOICE_TYPES))}", "tool_choice.type",
+            code="invalid_value" if isinstance(kind, str) else "invalid_type",
+        )
+    where = f"tool_choice.{kind}"
+    content = choice.get(kind)
+    if not isinstance(content, dict):
+        raise BadRequest(
+            f"'{where}' must be an object", where,
+            code="missing_required_parameter" if content is None else "invalid_type",
+        )
+    if kind != "allowed_tools":  # {"name": ...}: a tool the client requires
+        name = content.get("name")
+        if not isinstance(name, str):
+            raise BadRequest(
+                f"'{where}.name' must be a string", f"{where}.name",
+                code="missing_required_parameter" if name is None else "invalid_type",
+            )
+        return None
+    mode = content.get("mode")
+    if mode not in ("auto", "required"):
+        raise BadRequest(
+            f"'{where}.mode' must be 'auto' or 'required'", f"{where}.mode",
+            code="missing_required_parameter" if mode is None
+            else "invalid_value" if isinstance(mode, str) else "invalid_type",
+        )
+    tools = content.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        raise BadRequest(f"'{where}.tools' must be an array of objects", f"{where}.tools", code="invalid_type")
+    return str(mode)
 
 
 def read_format(raw: Any) -> JsonFormat | None:

@@ -236,6 +236,48 @@ async def test_a_request_that_requires_a_client_tool_is_a_400() -> None:
     assert provider.calls == 0
 
 
+async def test_a_tool_choice_of_the_wrong_shape_is_a_400_naming_it_never_a_500() -> None:
+    # Each was read with .get before its type was known: an AttributeError out of the app, a 500 with a traceback.
+    provider = ScriptedProvider(["never"])
+    app = openai_app({"a": Agent(provider, name="a")})
+    allowed = "tool_choice.allowed_tools"
+    wrong: list[tuple[Any, str, str]] = [
+        ({"type": "allowed_tools", "allowed_tools": "x"}, allowed, "invalid_type"),
+        ({"type": "allowed_tools", "allowed_tools": ["a"]}, allowed, "invalid_type"),
+        ({"type": "allowed_tools", "allowed_tools": []}, allowed, "invalid_type"),
+        ({"type": "allowed_tools", "allowed_tools": 5}, allowed, "invalid_type"),
+        ({"type": "allowed_tools"}, allowed, "missing_required_parameter"),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": []}}, f"{allowed}.mode", "invalid_type"),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": {"a": 1}}}, f"{allowed}.mode", "invalid_type"),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "sometimes"}}, f"{allowed}.mode", "invalid_value"),
+        ({"type": "allowed_tools", "allowed_tools": {"tools": []}}, f"{allowed}.mode", "missing_required_parameter"),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": "x"}}, f"{allowed}.tools",
+         "invalid_type"),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [5]}}, f"{allowed}.tools",
+         "invalid_type"),
+        ({"type": ["allowed_tools"]}, "tool_choice.type", "invalid_type"),
+        ({"type": "sometimes"}, "tool_choice.type", "invalid_value"),
+        ({}, "tool_choice.type", "missing_required_parameter"),
+        ({"type": "function", "function": ["a"]}, "tool_choice.function", "invalid_type"),
+        ({"type": "function", "function": {"name": 5}}, "tool_choice.function.name", "invalid_type"),
+        ({"type": "function"}, "tool_choice.function", "missing_required_parameter"),
+        ({"type": "custom", "custom": "x"}, "tool_choice.custom", "invalid_type"),
+    ]
+    for choice, param, code in wrong:
+        for stream in (False, True):
+            error = assert_openai_error(await request(app, body(tool_choice=choice, stream=stream)), 400, param)
+            assert error["code"] == code, (choice, error)
+    for call in (["a"], {"name": ["a"]}, {}):
+        error = assert_openai_error(await request(app, body(function_call=call)), 400)
+        assert error["param"].startswith("function_call"), (call, error)
+    assert provider.calls == 0
+    # The shape that leaves the choice to the model is answered, as 'auto' is.
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [WEATHER]}}
+    answered = ScriptedProvider(["answer"])
+    answer = await request(openai_app({"a": Agent(answered, name="a")}), body(tools=[WEATHER], tool_choice=choice))
+    assert answer.status == 200 and answer.json()["choices"][0]["message"]["content"] == "answer"
+
+
 async def test_client_tools_with_auto_are_ignored_as_documented() -> None:
     @tool
     def add(a: int, b: int) -> int:
