@@ -25,9 +25,14 @@ or over streamable HTTP, as an ASGI app (uvicorn, hypercorn) at ``/mcp``: ``serv
 The agents' runs use ``runtime=`` when given, else an agent's bound runtime, else one the server opens
 for its lifetime (its lifespan, entered once per stdio connection or HTTP app).
 
-No sessions: each call is a conversation of its own.  The MCP revision the SDK speaks (2026-07-28) is
-stateless — a request names no session (no ``Mcp-Session-Id``) and the handlers see no connection
-identity — so there is no conversation key to keep a history under (docs/serve.md, "Sessions").
+No sessions: each call is a conversation of its own.  The handlers see no connection identity, whatever the
+transport does — the SDK's streamable HTTP transport hands an ``Mcp-Session-Id`` to a client that initializes at
+a revision that has them (2025-06-18, for one), but that id is the transport's and reaches no handler — so
+there is no conversation key to keep a history under (docs/serve.md, "Sessions").
+
+Approval: a ``@tool(requires_approval=True)`` is refused when offered directly (a ``ValueError`` naming it): an
+MCP call of it would run with nobody approving.  Offered inside an agent, its call pauses the run, and the
+agent's tool answers an ``isError`` result saying which calls await a person's approval, in which run.
 
 Spans: the SDK makes each call a ``tools/call {name}`` SERVER span (its own middleware, the global tracer
 provider); a call to an agent adds ``gen_ai.agent.name`` and ``agentactors.run_id`` to it, and the run's own
@@ -58,7 +63,7 @@ from ..output.target import WRAPPER, Member
 from ..tools.registry import Tool, ToolContext, tool
 from ..tools.results import render_result
 from ..tools.validation import ArgumentValidator
-from ._http import client_text, runtime_to_enter
+from ._http import CANCELLED_TEXT, client_text, paused_text, runtime_to_enter
 
 __all__ = ["mcp_server"]
 
@@ -88,7 +93,8 @@ def mcp_server(
     or a mapping ``{tool name: agent or tool}``.  ``name``: the server's name in the MCP handshake.
 
     :raises TypeError: an entry that is neither an Agent nor a tool.
-    :raises ValueError: an agent without a name, or two tools of one name.
+    :raises ValueError: an agent without a name, two tools of one name, or a tool with ``requires_approval``
+        (offered directly, its calls would run unapproved: offer an agent that has it among its tools).
     """
     entries = _entries(agents_or_tools)
     outputs = {
@@ -133,6 +139,14 @@ def _entries(given: Any) -> dict[str, Agent[Any] | Tool[Any, Any]]:
             raise ValueError("an agent offered over MCP needs a name: Agent(..., name=...) or {name: agent}")
         if tool_name in entries:
             raise ValueError(f"two tools named {tool_name!r}")
+        if isinstance(entry, Tool) and entry.requires_approval:
+            # Called directly, the call would run on the client's word alone: an MCP call has no pause, and
+            # nobody in the server to decide.  Inside an agent, the run pauses (or waits) for a person.
+            named = repr(tool_name) if tool_name == entry.name else f"{tool_name!r} ({entry.name!r})"
+            raise ValueError(
+                f"the tool {named} has requires_approval=True: an MCP client's call of it would run with nobody "
+                "approving it; serve it inside an agent, whose run pauses for a person's approval"
+            )
         entries[tool_name] = entry
     if not entries:
         raise ValueError("mcp_server needs at least one agent or tool")
@@ -277,6 +291,12 @@ async def _ask(
 
 
 def _failure(result: RunResult[Any]) -> str:
+    # A paused or cancelled run has no error and no answer: said as what it is, not as "no answer" — a client
+    # (a model) that reads that retries the call, and each retry pauses another run at the same tool call.
+    if result.paused:
+        return paused_text(result.pending_approvals, result.run_id)
+    if result.cancelled:
+        return CANCELLED_TEXT
     if result.error is not None:  # never the provider's own text: what it may carry is the server's to read
         return client_text(result.error)
     if result.bounded:

@@ -6,6 +6,7 @@ import datetime
 import json
 from typing import Any, Literal
 
+import anyio
 import attrs
 import jsonschema
 import pydantic
@@ -100,6 +101,65 @@ def test_what_cannot_be_offered() -> None:
         mcp_server([42])  # type: ignore[list-item]
     with pytest.raises(ValueError):
         mcp_server([])
+
+
+moved: list[int] = []
+
+
+@tool(requires_approval=True)
+def transfer(amount: int) -> str:
+    """Move money (a person approves each call)."""
+    moved.append(amount)
+    return f"moved {amount}"
+
+
+def test_a_tool_that_needs_approval_is_refused_not_run_unapproved() -> None:
+    # Called directly over MCP, nobody could approve it: it would run on the client's word alone.
+    for offered in ([search, transfer], {"pay": transfer}, [tool(requires_approval=True, approval="wait")(hello)]):
+        with pytest.raises(ValueError, match="requires_approval") as refused:
+            mcp_server(offered)  # type: ignore[arg-type]
+        assert "inside an agent" in str(refused.value)
+        assert ("'transfer'" in str(refused.value)) or ("'hello'" in str(refused.value)), refused.value
+    assert moved == []
+
+
+async def test_an_agent_that_pauses_for_approval_says_so_and_one_cancelled_too() -> None:
+    from agentactors import Runtime, ToolCall
+    from tests.unit.serve.test_hostile_requests import RunIds
+
+    moved.clear()
+    bank = Agent(ScriptedProvider(lambda r: [ToolCall("c1", "transfer", {"amount": 5})]), tools=[transfer], name="bank")
+    async with Client(mcp_server([bank])) as client:
+        paused = await client.call_tool("bank", {"input": "pay"})
+    text = paused.content[0].text  # type: ignore[union-attr]
+    assert paused.is_error and "paused" in text and "1 tool call(s) (transfer)" in text and "approval" in text, text
+    assert "run " in text and "no answer" not in text
+    assert moved == []
+
+    asked = anyio.Event()
+
+    async def hang(request: Any) -> str:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    runs = RunIds()
+    async with Runtime(recorders=[runs]) as rt:
+        slow = Agent(ScriptedProvider(hang), name="slow")
+        results: list[Any] = []
+        async with Client(mcp_server([slow], runtime=rt)) as client:
+
+            async def call() -> None:
+                results.append(await client.call_tool("slow", {"input": "hi"}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                with anyio.fail_after(20):
+                    await asked.wait()
+                rt.run_ref(runs.ids[-1]).cancel()  # an operator, or the runtime draining at shutdown
+    cancelled = results[0]
+    text = cancelled.content[0].text
+    assert cancelled.is_error and "cancelled in the server" in text and "no answer" not in text, text
 
 
 async def test_a_runtime_nobody_entered_is_run_for_the_servers_lifetime() -> None:
