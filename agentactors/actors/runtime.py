@@ -39,6 +39,7 @@ is one) and the :class:`RunsMany` protocol behind :meth:`Runtime.run_many` and
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import inspect
 import itertools
@@ -209,11 +210,13 @@ class Runtime:
     """
 
     __slots__ = (
+        "__weakref__",  # (what a watch of when_collected holds: never the runtime itself)
         "_actors",
         "_background",
         "_checkpoint",
         "_cleanups",
         "_closed",
+        "_collected",
         "_crossings",
         "_crossings_lock",
         "_ctx",
@@ -227,6 +230,7 @@ class Runtime:
         "_host",
         "_idle",
         "_ids",
+        "_reaping",
         "_running",
         "_scope_checkpoint",
         "_scope_cls",
@@ -238,6 +242,7 @@ class Runtime:
         "_thread",
         "_token",
         "_waker",
+        "_watched",
         "bound",
         "cost_limit",
         "drain_timeout",
@@ -298,6 +303,12 @@ class Runtime:
         self._crossings_lock = threading.Lock()
         self._ids = itertools.count(1)
         self._event_cls: Callable[[], EventLike] = anyio.Event
+        # when_collected: the watches (weak references to their owners, by the id of the reference) with their
+        # work; the ids of those whose owner was collected, enqueued from any thread (a deque's append and popleft
+        # are atomic); whether a pass over them is scheduled in the runtime's loop already.
+        self._watched: dict[int, tuple[weakref.ref[Any], Callable[..., Awaitable[Any]], tuple[Any, ...]]] = {}
+        self._collected: collections.deque[int] = collections.deque()
+        self._reaping = False
         self._scope_cls: Callable[..., anyio.CancelScope] = anyio.CancelScope
         self._checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint_if_cancelled
         self._scope_checkpoint: Callable[[Any], Awaitable[None]] | None = None
@@ -416,6 +427,10 @@ class Runtime:
             with self._crossings_lock:  # from here on, no call from another thread's loop is handed over
                 self._closed = True
                 stranded, self._crossings = self._crossings, set()
+            # Watches end with the runtime: their references die here, so their owners' collection calls nothing
+            # (and their work, with what it holds, is let go now, not when the owners go).
+            self._watched.clear()
+            self._collected.clear()
             for crossing in stranded:  # handed over, never hosted: their wake-ups may never run (see call())
                 crossing.finish(error=RuntimeError("the Runtime is not running: it closed before the call started"))
             if self._token is not None:
@@ -927,6 +942,67 @@ class Runtime:
         await cell.wait_quiet()
         await cell.finalize()
 
+    def when_collected(self, owner: object, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Await ``fn(*args)`` in a task of this runtime once ``owner`` has been garbage-collected.
+
+        For what the runtime holds on behalf of an object it does not keep alive: the agent layer stops an
+        agent's tool executor with it (``rt.when_collected(agent, rt.stop, executor)``), so an agent made per
+        request and dropped takes its executor — and whatever its tools close over — with it.
+
+        The runtime holds ``fn`` and ``args`` until then (they must not refer to ``owner``: it would never be
+        collected), ``owner`` only weakly; the watch does not hold the runtime.  Collection may happen in any
+        thread and at any point of any code, this runtime's own included: it only enqueues and wakes the
+        runtime's loop, which starts the task there (as :meth:`spawn_task` does: counted by the drain; an
+        exception out of ``fn`` escalates).  A watch ends with the runtime: an owner collected once the
+        runtime has closed (its exit under way, or over) has nothing done, and ``fn`` and ``args`` are let go.
+
+        :raises RuntimeError: outside ``async with``, or from another thread than the runtime's loop's.
+        :raises TypeError: ``owner`` cannot be weakly referenced.
+        """
+        self._check_running()
+        if threading.get_ident() != self._thread:
+            raise wrong_loop("Runtime.when_collected()", self._thread, "rt.call(fn) with an async fn that calls it")
+        watch = weakref.ref(owner, _collected_callback(weakref.WeakMethod(self._owner_collected)))
+        self._watched[id(watch)] = (watch, fn, args)
+
+    def _owner_collected(self, key: int) -> None:
+        """The owner of watch ``key`` was collected: enqueue it, wake the runtime's loop.  Any thread, any point.
+
+        Only an append (atomic), a flag and the loop's thread-safe wake-up (asyncio's ``call_soon_threadsafe``;
+        trio's ``run_sync_soon``, safe even in a signal handler, its lock being reentrant): no lock of ours, which
+        the interrupted code might hold.  Never raises: a weakref callback's exception is only printed.
+        """
+        self._collected.append(key)
+        if self._reaping or self._closed:
+            return  # a pass is scheduled (it takes this one too), or the exit ends every watch
+        waker = self._waker
+        if waker is None:
+            return
+        self._reaping = True
+        try:
+            waker(self._reap)
+        except Exception:  # the loop has ended (asyncio's closed loop; trio's RunFinishedError): nothing to do
+            self._reaping = False
+
+    def _reap(self) -> None:
+        """In the runtime's loop (a callback): start the work of the watches whose owners were collected.
+
+        Never raises: an exception out of a loop's callback would take trio's whole run down.
+        """
+        self._reaping = False  # before the pass: a key enqueued from now on is either taken below or rescheduled
+        collected, watched = self._collected, self._watched
+        while collected:
+            entry = watched.pop(collected.popleft(), None)
+            if entry is None or self._closed or self._tg is None:
+                continue
+            _, fn, args = entry
+            self._running += 1
+            try:
+                self._start_internal(self._run_task, fn, args)
+            except Exception:  # pragma: no cover - the task group is active while the runtime runs
+                self._task_done()
+                log.exception("the work for a collected object could not be started")
+
     def service(
         self,
         key: Hashable,
@@ -1182,6 +1258,18 @@ def _check_spawn(name: Any, mailbox_size: Any, concurrency: Any, max_restarts: A
 def _amount(value: object) -> bool:
     """Whether ``value`` is a finite, non-negative number (not a bool, not NaN, not infinite: ``None`` is no limit)."""
     return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value < math.inf
+
+
+def _collected_callback(enqueue: weakref.WeakMethod[Callable[[int], None]]) -> Callable[[weakref.ref[Any]], None]:
+    """The callback of a watch (:meth:`Runtime.when_collected`): it holds its runtime weakly (``enqueue`` is its
+    bound method, held by a :class:`weakref.WeakMethod`), as the watch does."""
+
+    def collected(watch: weakref.ref[Any]) -> None:
+        owner_collected = enqueue()
+        if owner_collected is not None:
+            owner_collected(id(watch))
+
+    return collected
 
 
 def _count_running(delta: int) -> None:

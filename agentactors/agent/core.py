@@ -1092,6 +1092,10 @@ class Agent(Generic[OutputT]):
                 concurrency=_EXECUTOR_CONCURRENCY,
                 mailbox_size=1024,
             )
+            # The runtime holds its agents weakly: one dropped (made per request, say) takes its executor with it,
+            # and what the tools close over — not kept until the runtime exits.  Graceful (rt.stop drains), though
+            # no run can be in flight: a run holds its agent (its caller's frame, or the stream's handle).
+            rt.when_collected(self, rt.stop, tools)
         toolsets = None
         if self.toolsets:
             toolsets = _ToolsetTools(ToolsetView(self._all_tools, self.toolsets, self._owners), self._config, tools)
@@ -1128,6 +1132,8 @@ class Agent(Generic[OutputT]):
                 if tools
                 else None
             )
+            if state.executor is not None:  # (as in _bind; the one it replaces may still serve runs in flight)
+                bound.rt.when_collected(self, bound.rt.stop, state.executor)
         return state.config, state.executor
 
     def _controller(
