@@ -18,7 +18,7 @@ a class the workers got by value with the factory (a typed output, an exception
 defined in ``__main__``) goes back by value, and the driver finds its own class
 again (cloudpickle tracks the classes it shipped), so ``type(result.output)`` is
 the user's class.  An error that does not survive a round trip, or a foreign
-one whose text holds a credential, is replaced by a
+one whose text or pickled form (a request's headers it keeps) holds a credential, is replaced by a
 :class:`~agentactors.ray.errors.RemoteError` naming its type, its text redacted
 *on the worker* — the only process whose registry knows the keys its providers
 registered.  agentactors' own errors (redacted when made) round-trip as they are.
@@ -37,9 +37,9 @@ from typing import Any
 import attrs
 
 from .._scrub import scrub_chain
-from ..errors import redact
 from ..loop.result import RunResult
 from ..messages import Message
+from ..redaction import redact
 from .errors import RemoteError
 
 __all__ = [
@@ -121,15 +121,33 @@ def unpack_factory(blob: bytes) -> Callable[..., Any]:
     return factory
 
 
-def _travels(exc: BaseException) -> bool:
+#: A foreign error that pickles to more than this is not searched: it is replaced (a RemoteError keeps its
+#: type and redacted text), so the search costs at most ~10 ms (:func:`redact`: ~0.16 µs a character).
+_SCAN_LIMIT = 64 * 1024
+
+
+def _travels_clean(exc: BaseException, *, scan: bool = True) -> bool:
+    """Whether ``exc`` survives a round trip and (``scan``) what it pickles to holds no credential.
+
+    Its text is not all it ships: a ``requests.HTTPError`` pickles its ``.request``, Authorization
+    header included; a vendor SDK's error its ``.headers`` dict.  So the pickled bytes themselves are
+    searched (pickle keeps a ``str`` as UTF-8, ``bytes`` as they are).  Only on the error path: a
+    result without an error costs nothing here.
+    """
     import ray.cloudpickle
 
     cloudpickle: Any = ray.cloudpickle  # untyped
     try:
-        pickle.loads(cloudpickle.dumps(exc))
+        blob = bytes(cloudpickle.dumps(exc))
+        pickle.loads(blob)
     except Exception:
         return False
-    return True
+    if not scan:
+        return True
+    if len(blob) > _SCAN_LIMIT:
+        return False
+    text = blob.decode("utf-8", "replace")
+    return redact(text) == text
 
 
 def remote_error(exc: BaseException, *, doing: str | None = None) -> RemoteError:
@@ -146,15 +164,27 @@ def remote_error(exc: BaseException, *, doing: str | None = None) -> RemoteError
 def sendable(result: RunResult) -> RunResult:
     """``result`` as it may travel (on the worker): its errors, and its children's, made safe to send.
 
-    An error that does not pickle, or a foreign one whose text holds a credential (the worker's
-    registry knows its providers' keys; the driver's does not), becomes a :class:`RemoteError`.
+    An error that does not pickle, a foreign one whose text or pickled form holds a credential (the
+    worker's registry knows its providers' keys; the driver's does not), and a ``BaseException`` that
+    is not an ``Exception`` (a ``SystemExit`` the driver would re-raise) become a :class:`RemoteError`.
     """
     error = result.error
-    if error is not None and (scrub_chain(error) is not error or not _travels(error)):
+    if error is not None and (
+        not isinstance(error, Exception)
+        or scrub_chain(error) is not error
+        or not _travels_clean(error, scan=not _is_ours(error))
+    ):
         result = attrs.evolve(result, error=remote_error(error))
     if result.children:
         result = attrs.evolve(result, children=tuple(sendable(child) for child in result.children))
     return result
+
+
+def _is_ours(exc: BaseException) -> bool:
+    """agentactors' own errors: redacted when made, so their pickled form is not searched."""
+    from ..errors import AgentActorsError, RedactedException, Signal
+
+    return isinstance(exc, AgentActorsError | Signal | RedactedException)
 
 
 def failed_results(inputs: Sequence[Any], error: BaseException) -> list[RunResult]:

@@ -1,7 +1,8 @@
 """``RayCluster``: one agent over many inputs, spread over Ray workers that each host a Runtime.
 
-The driver (this module) shards the inputs into chunks and keeps ``inflight``
-chunks running on every live worker (:class:`~agentactors.ray.worker.ClusterWorker`);
+The driver (this module) shards the inputs into chunks and keeps, for each job
+(one ``run_many`` / ``as_completed``), ``inflight`` chunks running on every live
+worker (:class:`~agentactors.ray.worker.ClusterWorker`; jobs side by side add up);
 each chunk's results come back in one reply (a pickled blob per result), and each input index is
 delivered exactly once — in input order by :meth:`RayCluster.run_many`, as
 they finish by :meth:`RayCluster.as_completed`.
@@ -133,7 +134,9 @@ class RayCluster:
     :param worker_options: Ray actor options for the workers (``num_cpus``, ``resources``,
         ``runtime_env``, ...); ``max_task_retries`` and ``max_restarts`` are the cluster's own.
     :param chunk: inputs per chunk (``None``: sized automatically, see the module docstring).
-    :param inflight: chunks running at once on each worker.
+    :param inflight: chunks running at once on each worker, per job: ``run_many`` / ``as_completed``
+        calls running side by side each keep this many on every worker (what bounds the requests is
+        the budgets: ``SharedBudget(max_concurrency=...)``).
     :param retries: how many times a chunk lost with its worker is sent again.
     :param init: ``ray.init`` keyword arguments, used when Ray is not initialized yet (the
         cluster then shuts Ray down at its exit).  Without it, Ray must be initialized already.
@@ -203,6 +206,8 @@ class RayCluster:
         self._started_ray = False
         self._result_bytes = 0.0
         self._entered = False
+        #: The block is exiting: a job still running ends its inputs with "the cluster closed".
+        self._closing = False
 
     def __repr__(self) -> str:
         live = sum(w.alive for w in self._workers)
@@ -276,6 +281,7 @@ class RayCluster:
 
         Cancellation: the shutdown runs shielded (bounded by ``drain_timeout`` plus a few seconds).
         """
+        self._closing = True
         tg, self._tg = self._tg, None
         try:
             if tg is not None:
@@ -315,8 +321,9 @@ class RayCluster:
                 self._lost(worker)
             except WorkerLost:  # Ray itself is gone
                 self._ray_gone()
-            except Exception as exc:
-                log.warning("worker %s stopped serving: %s", worker.id, type(exc).__name__)
+            except Exception as exc:  # serve raised to Ray (it should not): its runtime is gone; so is the worker
+                self._give_up(worker, f"it stopped serving ({type(exc).__name__})")
+                await self._confirm_death(worker)
             else:
                 if failure is not None:  # the factory failed: its chunks say so
                     log.warning("worker %s stopped serving: its agent_factory raised %s", worker.id, failure)
@@ -535,6 +542,10 @@ class RayCluster:
             await anyio.sleep(delay)  # a pause between asks, not a synchronisation
             delay = min(2 * delay, longest)
 
+    def _is_closing(self) -> bool:
+        """Whether the block is exiting (a method: it changes under a job's awaits)."""
+        return self._closing
+
     def _check(self) -> RefWaiter:
         if self._waiter is None or self._tg is None:
             raise RuntimeError("use the cluster inside `async with RayCluster(...) as cluster:`")
@@ -738,13 +749,15 @@ class ClusterCompletions:
                         for _ in range(cluster.inflight):
                             tg.start_soon(self._lane, worker)
             # No live worker is left for what was never run (or was to be sent again).
+            if cluster._is_closing():
+                why = "the cluster closed before this input ran"
+            else:
+                why = "no live worker was left to run this input"
             while True:
                 chunk = self._next_chunk()
                 if chunk is None:
                     break
-                self._fail_chunk(
-                    chunk, WorkerLost("no live worker was left to run this input", attempts=chunk.attempts)
-                )
+                self._fail_chunk(chunk, WorkerLost(why, attempts=chunk.attempts))
 
     def _finished(self) -> bool:
         """Nothing is left to send and nothing is in flight."""
@@ -756,7 +769,7 @@ class ClusterCompletions:
 
         cluster = self._cluster
         cluster._check()
-        while worker.alive:
+        while worker.alive and not cluster._is_closing():
             if worker.unavailable_since is not None and not await self._reachable(worker):
                 return
             chunk = self._next_chunk()
@@ -778,7 +791,15 @@ class ClusterCompletions:
             self._in_flight += 1
             of = f"attempt {chunk.attempts} of {cluster.retries + 1}"
             try:
-                blobs = await cluster._chunk_reply(worker, ref)
+                try:
+                    blobs = await cluster._chunk_reply(worker, ref)
+                except (ray.exceptions.RayActorError, _Unresponsive):
+                    if not cluster._is_closing():
+                        raise
+                    # The cluster stopped, then killed, its workers under this job: no worker died.
+                    _cancel(ref)
+                    self._fail_chunk(chunk, self._closed_error(worker, chunk))
+                    return
             except anyio.get_cancelled_exc_class():
                 _cancel(ref)
                 raise
@@ -842,6 +863,13 @@ class ClusterCompletions:
             finally:
                 self._in_flight -= 1
                 self._notify()
+
+    def _closed_error(self, worker: _Worker, chunk: _Chunk) -> WorkerLost:
+        return WorkerLost(
+            f"the cluster closed while worker {worker.id} ran this input (attempt {chunk.attempts})",
+            worker=worker.id,
+            attempts=chunk.attempts,
+        )
 
     def _lost_call(self, chunk: _Chunk, error: WorkerLost) -> None:
         """A chunk whose call came to nothing: sent again while its retries last, else failed with ``error``."""

@@ -43,8 +43,9 @@ from ..actors.runtime import Runtime
 from ..loop.result import RunResult
 from ._budget_actor import RayLedgerPort
 from ._env import WorkerEnv, use_env
-from ._shipping import failed_results, input_messages, pack_results, unpack_factory
+from ._shipping import failed_results, input_messages, pack_results, remote_error, unpack_factory
 from .budget import SharedBudget
+from .errors import WorkerLostError
 from .lease import LeaseClient
 from .ledger import Roster
 
@@ -101,17 +102,23 @@ class ClusterWorker:
     async def serve(self) -> str | None:
         """Host the runtime until :meth:`stop` (see the module docstring); ``None``, or why it stopped early.
 
-        A factory that raises makes every chunk fail with that error; this call then returns the
-        error's type name (never the error itself: see the module docstring).
+        A factory that raises — anything, ``SystemExit`` from argparse on a worker whose ``sys.argv`` is
+        Ray's included — makes every chunk fail with that error at once; this call then returns the
+        error's type name (never the error itself: see the module docstring).  However it ends, the
+        chunks stop waiting for the agent: a chunk never waits for an agent that will not come.
         """
         try:
             await self._serve()
-        except Exception as exc:
-            failure = self._failure if self._failure is not None else exc
-            self._failure = failure
-            self._events()[0].set()  # whatever failed before the factory ran: no chunk waits for it forever
-            self._outcome = type(failure).__qualname__
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:  # not raised to Ray: its text would land in Ray's task-failure records
+            if self._failure is None:
+                self._failure = _failure(exc, doing="serving")
+            self._outcome = self._outcome or _type_name(exc)
         finally:
+            if self._agent is None and self._failure is None:  # cancelled before the agent was built
+                self._failure = RuntimeError(f"worker {self._id} stopped serving before its agent was built")
+            self._events()[0].set()
             self._served_event().set()
         return self._outcome
 
@@ -144,13 +151,16 @@ class ClusterWorker:
                             agent = unpack_factory(self._factory_blob)()
                             if inspect.isawaitable(agent):
                                 agent = await agent
-                        self._agent = agent
-                    except Exception as exc:
-                        self._failure = exc
-                        ready.set()
+                    except anyio.get_cancelled_exc_class():
                         raise
+                    except BaseException as exc:  # SystemExit (argparse), a library's BaseException: all alike
+                        self._failure = _failure(exc, doing="running its agent_factory")
+                        self._outcome = _type_name(exc)
+                    else:
+                        self._agent = agent
+                        ready.set()
+                        await stopping.wait()
                     ready.set()
-                    await stopping.wait()
                     tg.cancel_scope.cancel()
                 for lease in leases.values():
                     await lease.close()
@@ -187,8 +197,14 @@ class ClusterWorker:
         else:
             try:
                 results = await rt.call(self._run_all, job, start, items)
-            except Exception as exc:  # the runtime refused the call (it is stopping)
-                results = failed_results(items, exc)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:  # the runtime refused the call, or closed under it: nothing goes to Ray
+                failure = _failure(exc)
+                if self._events()[1].is_set():  # the cluster is stopping this worker: say so, typed
+                    why = f"the cluster closed while worker {self._id} ran this input"
+                    failure = WorkerLostError(why, worker=self._id)
+                results = failed_results(items, failure)
         return pack_results(results)
 
     async def _run_all(self, job: str, start: int, inputs: list[Any]) -> list[RunResult]:
@@ -199,8 +215,15 @@ class ClusterWorker:
             prompt = inputs[i]
             try:
                 results[i] = await agent.run(prompt, input_key=f"{job}:{start + i}")
-            except Exception as exc:
-                results[i] = RunResult("", input_messages(prompt), error=exc)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:
+                # A BaseException too (SystemExit from a tool's sys.exit, a library's control flow): it
+                # fails this run alone.  Let through, it would fail the whole chunk, reach Ray's records
+                # raw, and a SystemExit would stop the actor's event loop (asyncio re-raises it out of
+                # the loop) while the process lives on: the driver would find out only by timeouts, and
+                # re-send the input that did it to the next worker.
+                results[i] = RunResult("", input_messages(prompt), error=_failure(exc))
 
         async with anyio.create_task_group() as tg:
             for i in range(len(inputs)):
@@ -224,3 +247,18 @@ class ClusterWorker:
             },
             "runtime": None if rt is None else rt.stats().actors,
         }
+
+
+def _type_name(exc: BaseException) -> str:
+    return type(exc).__qualname__
+
+
+def _failure(exc: BaseException, *, doing: str | None = None) -> BaseException:
+    """What a result carries for ``exc``: an ``Exception`` as it is (``sendable`` ships it), else a RemoteError.
+
+    A ``SystemExit`` or ``KeyboardInterrupt`` in the driver's ``RunResult.error`` would end the driver
+    wherever someone re-raises it, and ``except Exception`` would not catch it: it travels as a
+    :class:`~agentactors.ray.errors.RemoteError` naming its type (and ``doing``, the step that raised
+    it when that is not the run itself).
+    """
+    return exc if isinstance(exc, Exception) else remote_error(exc, doing=doing)

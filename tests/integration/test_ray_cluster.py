@@ -22,6 +22,7 @@ import importlib.util
 import json
 import operator
 import os
+import pickle
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -552,6 +553,79 @@ async def test_a_failure_holding_a_worker_side_secret_comes_back_redacted(factor
     assert not leaked  # nor in Ray's logs
 
 
+class Halt(BaseException):
+    """A library's control-flow exception: a BaseException, not an Exception."""
+
+
+class WithHeaders(Exception):
+    """A vendor SDK's error: a clean message, the request's headers (the key among them) kept beside it."""
+
+    def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.headers = headers
+
+
+class HostileAgent:
+    async def run(self, prompt: Any, **_: Any) -> RunResult:
+        if prompt == "halt":
+            raise Halt(f"halting with {WORKER_KEY}")
+        if prompt == "exit":
+            raise SystemExit(3)  # a tool's sys.exit: it used to stop the worker's event loop
+        if prompt == "headers":
+            raise WithHeaders("the vendor said no", headers={"Authorization": f"Bearer {WORKER_KEY}"})
+        return RunResult(f"fine {prompt}", ())
+
+
+def hostile_agent() -> HostileAgent:
+    OpenAIProvider("gpt-test", api_key=WORKER_KEY, base_url="http://127.0.0.1:9/v1")  # registers the key
+    return HostileAgent()
+
+
+def argparse_factory() -> Agent:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="make_agent")
+    parser.add_argument("--model", required=True)
+    parser.parse_args()  # SystemExit(2): the worker's sys.argv is Ray's default_worker.py's
+    raise AssertionError("unreachable")
+
+
+def _ray_logs_holding(secret: str) -> list[str]:
+    node: Any = ray._private.worker._global_node  # this test's own Ray instance: its session's logs
+    assert node is not None
+    logs = Path(node.get_session_dir_path()) / "logs"
+    return [p.name for p in logs.iterdir() if p.is_file() and secret in p.read_text(errors="replace")]
+
+
+async def test_runs_raising_base_exceptions_or_holding_keys_in_attributes_fail_alone_and_redacted() -> None:
+    # Each used to fail its whole chunk with Ray's raw task-failure text (a BaseException), stop the worker's
+    # event loop for good (SystemExit: the worker lost only after 2x unresponsive_timeout, and retried into
+    # the next worker), or bring the worker-only key to the driver inside the error's attributes.
+    prompts = ["a", "halt", "exit", "headers", "b"]
+    with anyio.fail_after(60):
+        async with RayCluster(hostile_agent, workers=1, worker_options=WORKER, chunk=5, retries=1) as cluster:
+            results = await cluster.run_many(prompts)
+            again = await cluster.run_many(["c"])  # the same worker, still serving
+            assert len(cluster.workers) == 1
+    assert [r.content for r in results] == ["fine a", "", "", "", "fine b"] and again[0].content == "fine c"
+    for result, type_name in zip(results[1:4], ("Halt", "builtins.SystemExit", "WithHeaders"), strict=True):
+        error = result.error
+        assert isinstance(error, RemoteError) and error.type_name.endswith(type_name), error
+        assert WORKER_KEY.encode() not in pickle.dumps(result)
+    assert "halting with [REDACTED]" in str(results[1].error)
+    assert not _ray_logs_holding(WORKER_KEY)
+
+
+async def test_a_factory_that_exits_fails_the_inputs_at_once_naming_it() -> None:
+    with anyio.fail_after(60):  # it hung: the chunks waited forever for an agent that never came
+        async with RayCluster(argparse_factory, workers=1, worker_options=WORKER, unresponsive_timeout=5) as cluster:
+            results = await cluster.run_many(["a", "b"])
+    for result in results:
+        error = result.error
+        assert isinstance(error, RemoteError) and error.type_name == "builtins.SystemExit", error
+        assert "agent_factory" in str(error)
+
+
 USER_SCRIPT = '''
 """A user's script: the workers cannot import it (as a __main__ is not)."""
 
@@ -639,3 +713,23 @@ async def test_ray_shut_down_during_a_run_ends_every_input_with_worker_lost() ->
     for result in results:
         assert isinstance(result.error, WorkerLost), result.error
     assert any(r.error.attempts == 1 for r in results if isinstance(r.error, WorkerLost))  # sent, then lost
+
+
+async def test_a_job_outliving_its_cluster_ends_with_one_typed_error() -> None:
+    # It ended with a mix: WorkerLost "died while running this input" (it was stopped, not dead), and on the
+    # worker's side a plain RuntimeError "the runtime closed while Runtime.call() was running".
+    box: dict[str, list[RunResult]] = {}
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            async with RayCluster(slow_agent, workers=1, worker_options=WORKER, chunk=2, drain_timeout=0.5) as cluster:
+
+                async def job() -> None:
+                    box["results"] = await cluster.run_many([f"q{i}" for i in range(6)])
+
+                tg.start_soon(job)
+                await anyio.sleep(1.0)  # the chunks are on their way or running
+    results = box["results"]
+    assert len(results) == 6
+    for result in results:
+        assert isinstance(result.error, WorkerLost), result.error
+        assert "the cluster closed" in str(result.error), result.error
