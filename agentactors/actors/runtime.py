@@ -413,6 +413,10 @@ class Runtime:
                         await self._wait_idle()
                 except cancelled as e:  # an escalation (or an outer cancellation) during the drain
                     exc = e
+            # Watches end as the exit stops the runtime's tasks (when_collected): an owner a cancelled task lets go
+            # is collected while the task group closes, which takes no new task (trio: "Nursery is closed to new
+            # arrivals") — and the exit stops every actor anyway.
+            self._watched.clear()
             tg.cancel()
             for scope in list(self._guests):
                 scope.cancel()  # calls into the runtime from other tasks (call()) end with it

@@ -118,3 +118,38 @@ async def test_misuse_is_refused() -> None:
             rt.when_collected(1, work)  # cannot be watched: no weak reference to an int
         with pytest.raises(RuntimeError):
             await anyio.to_thread.run_sync(rt.when_collected, _Owner(), work)  # another thread
+
+
+async def test_an_owner_collected_while_the_runtime_exits_starts_nothing_and_logs_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An owner let go by a task the exit cancels (a run's frame, a recorder's traceback) is collected while the
+    task group closes: its work is not started into a closing task group (trio: "Nursery is closed to new
+    arrivals", logged as an error) — the exit stops every actor anyway."""
+    ran: list[str] = []
+
+    async def work() -> None:
+        ran.append("ran")
+
+    async def holds(owner: _Owner) -> None:
+        await anyio.sleep_forever()  # cancelled by the exit: its frame, and the owner with it, go then
+
+    async def lingers() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:  # the task group goes on waiting for this one while the loop runs its callbacks
+            with anyio.CancelScope(shield=True):
+                for _ in range(20):
+                    gc.collect()  # the cancelled task's frame (the owner in it) goes now, mid-exit
+                    await anyio.lowlevel.checkpoint()
+
+    async with Runtime(drain_timeout=0) as rt:
+        owner = _Owner()
+        rt.when_collected(owner, work)
+        rt.spawn_task(lingers)
+        rt.spawn_task(holds, owner)
+        del owner
+        await _settle()
+    await _settle()
+    assert ran == []
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]
