@@ -52,6 +52,7 @@ import json
 import logging
 import math
 import os
+import stat
 import threading
 import time as _time
 from collections.abc import Iterator, Mapping, Sequence
@@ -753,10 +754,17 @@ class JsonlRecorder:
         self._lock = threading.Lock()
 
     def _open(self) -> tuple[IO[bytes], tuple[int, int]]:
-        """``path`` opened to append (unbuffered: the recorder buffers), and the file's device and inode."""
+        """``path`` opened to append (unbuffered: the recorder buffers), and the file's device and inode.
+
+        A file whose last line a crash cut off mid-write (it does not end with a newline) gets one, then
+        :data:`_RESUMED_LINE`: appended to as it was, the first record was glued onto the cut line and lost
+        with it, and the cut line — no longer the last — made :func:`read_jsonl` refuse the whole file.
+        """
         file = self.path.open("ab", buffering=0)
         try:
             status = os.fstat(file.fileno())
+            if status.st_size and stat.S_ISREG(status.st_mode) and _ends_cut(self.path, status):
+                _write_all(file, bytearray(b"\n" + _RESUMED_LINE), self.path)
         except BaseException:
             file.close()
             raise
@@ -794,17 +802,7 @@ class JsonlRecorder:
         self._follow()
         file = self._file
         assert file is not None
-        written = 0
-        view = memoryview(self._pending)
-        try:
-            while written < len(view):
-                n = file.write(view[written:])
-                if not n:  # a regular file takes bytes or raises; anything else must not spin here
-                    raise OSError(f"JsonlRecorder({self.path}): the file took no bytes")
-                written += n
-        finally:
-            view.release()
-            del self._pending[:written]
+        _write_all(file, self._pending, self.path)
 
     def _follow(self) -> None:
         """Open ``path`` again if the file there is not the one open (deleted, renamed or replaced).  Under the lock."""
@@ -864,6 +862,46 @@ class JsonlRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: The line a :class:`JsonlRecorder` writes first into a file whose last line was cut off mid-write (after a
+#: newline ending the cut line): :func:`read_jsonl` skips a cut line this follows, as it does a cut last line.
+#: It has no ``type``, so every reader of records, an older one too, skips the line itself.
+_RESUMED_LINE = b'{"resumed": "the line before this one was cut off mid-write; a writer opened the file again"}\n'
+_RESUMED = _RESUMED_LINE.strip()
+
+
+def _ends_cut(path: Path, status: os.stat_result) -> bool:
+    """Whether the file ``status`` describes (open at ``path``) ends in the middle of a line.
+
+    Looked at through a second, read-only handle: the recorder's own is append-only.  A file that cannot be
+    read (write-only permissions), or that is no longer the one at ``path``, is taken to end whole.
+    """
+    try:
+        with path.open("rb", buffering=0) as reader:
+            mine = os.fstat(reader.fileno())
+            if (mine.st_dev, mine.st_ino) != (status.st_dev, status.st_ino):
+                return False
+            reader.seek(status.st_size - 1)
+            return reader.read(1) != b"\n"
+    except OSError:
+        return False
+
+
+def _write_all(file: IO[bytes], data: bytearray, path: Path) -> None:
+    """Write ``data`` to an unbuffered ``file``, deleting from it what was written: on an error (a full disk)
+    ``data`` holds what was not."""
+    written = 0
+    view = memoryview(data)
+    try:
+        while written < len(view):
+            n = file.write(view[written:])
+            if not n:  # a regular file takes bytes or raises; anything else must not spin here
+                raise OSError(f"JsonlRecorder({path}): the file took no bytes")
+            written += n
+    finally:
+        view.release()
+        del data[:written]
 
 
 #: The most a :class:`JsonlRecorder` holds before it writes out (whole lines; a longer line is written at once).
@@ -1132,11 +1170,13 @@ def read_jsonl(
     Lines that are not event records (blank lines, a summary line without a ``type``) are skipped.  A last
     line cut off mid-write (the process that wrote the record was killed: the usual crash) is skipped too,
     with a warning on the ``agentactors.events`` logger — or, given a ``skipped`` list, a note appended to it
-    instead (what :meth:`~agentactors.explain.Explanation.from_jsonl` shows); every other line must be JSON.
+    instead (what :meth:`~agentactors.explain.Explanation.from_jsonl` shows); so is a cut line followed by the
+    line a :class:`JsonlRecorder` writes when it opens a file that ends in one (a restart after the crash:
+    the records after it are read as well).  Every other line must be JSON.
     Each line is read under the depth and size policy of :mod:`agentactors._json`.  Synchronous: it reads the
     file as it iterates, so the events before a bad line have been yielded when its error is raised.
 
-    :raises EventRecordError: a line (other than a cut-off last one) is not JSON (or not UTF-8), is past the
+    :raises EventRecordError: a line (other than a cut-off one, as above) is not JSON (or not UTF-8), is past the
         policy's limits, or is an event record whose header is of the wrong kind; it names the line (``.line``).
     :raises OSError: the file cannot be read.
     """
@@ -1146,6 +1186,11 @@ def read_jsonl(
         for number, line in enumerate(file, 1):
             raw = line.strip()
             if not raw:
+                continue
+            if raw == _RESUMED:  # a writer opened the file again after a crash: the cut line, if any, is explained
+                if cut is not None:
+                    _note_cut(where, cut[0], skipped)
+                    cut = None
                 continue
             if cut is not None:
                 raise EventRecordError(f"{where}, line {cut[0]}: {cut[1]}", path=where, line=cut[0])
@@ -1170,7 +1215,12 @@ def read_jsonl(
                 ) from None
             yield event
     if cut is not None:
-        if skipped is None:
-            log.warning("%s, line %d was skipped: the record ends in the middle of it (a crash?)", where, cut[0])
-        else:
-            skipped.append(f"line {cut[0]} was skipped: the record ends in the middle of it (a crash?)")
+        _note_cut(where, cut[0], skipped)
+
+
+def _note_cut(where: str, number: int, skipped: list[str] | None) -> None:
+    """Say that line ``number``, cut off mid-write, was skipped: in ``skipped`` if given, else in the log."""
+    if skipped is None:
+        log.warning("%s, line %d was skipped: the record ends in the middle of it (a crash?)", where, number)
+    else:
+        skipped.append(f"line {number} was skipped: the record ends in the middle of it (a crash?)")
