@@ -132,17 +132,27 @@ class Explanation:
     #: The paused run this one was resumed from (after an approval pause), else ``None``; its first step in
     #: :attr:`path` is the paused one it finished.
     resumed_from: str | None = None
+    #: How the run ended, from its ``run.finished``: ``"ok"`` (on an answer), ``"bounded"`` (at a step limit,
+    #: or a provider failure after substantive text), ``"failed"`` (an error returned in the result: its
+    #: deadline passed, the provider stack gave up, ...), ``"paused"`` (for a person's decision),
+    #: ``"cancelled"`` or ``"raised"``; ``None`` when the events end before it (a run still going, or a record
+    #: cut short) and no result says.
+    status: str | None = None
+    #: The error the run ended on, as the record names it: its type, HTTP status and kind
+    #: (``"ProviderError HTTP 503 transient"``) — never its message.  ``None`` when it ended on none.
+    error: str | None = None
 
     @classmethod
     def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
         """The explanation of ``run_id`` from a :class:`~agentactors.events.JsonlRecorder` record.
 
         A last line cut off mid-write (the process that wrote the record was killed: the usual crash) is
-        skipped, and :attr:`notes` says so with its line number; every other line must be an event
+        skipped, and :attr:`notes` says so with its line number — so is one a recorder reopening the file
+        after the crash marked (:func:`~agentactors.events.read_jsonl`); every other line must be an event
         record.  Each line is read under the depth and size policy of :mod:`agentactors._json`.
 
         :raises LookupError: the record holds no event of ``run_id``.
-        :raises EventRecordError: a line (other than a cut-off last one) is not JSON, is past the
+        :raises EventRecordError: a line (other than a cut-off one, as above) is not JSON, is past the
             policy's limits, or is not an event record; the error names the line (``.line``).
         :raises OSError: the file cannot be read.
         """
@@ -168,6 +178,7 @@ class Explanation:
         out = [
             f"run {self.run_id} ({label}, {mode}, {calls}, {self.latency:.2f}s)",
             f"  asked: {self.question}",
+            f"  ended: {self.status or 'not recorded'}" + (f" ({self.error})" if self.error else ""),
             f"  retries: {self.retries}; failovers: {', '.join(self.failovers) or 'none'}",
             f"  cost: {_money(self.cost, detail=True)}" if self.cost is not None else "  cost: unknown (unpriced)",
             "  what happened (seconds since the run started):",
@@ -262,6 +273,8 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
     tools: dict[str, dict[str, Any]] = {}  # call_id -> status, duration, size, refused/truncated sizes
     retries = 0
     cost: Cost | None = None  # the run's, from run.finished
+    status: str | None = None  # how it ended, from run.finished (else the result's)
+    error: str | None = None
     failovers: list[str] = []
     paths: dict[int, _PathBuilder] = {}
     timeline: list[str] = []
@@ -303,7 +316,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
             streamed = True
         elif kind == "retry.scheduled":
             retries += 1
-        elif kind == "fallback.moved":
+        elif kind in _MOVED:
             failovers.append(f"{data.get('from_member')} → {data.get('to_member')} ({data.get('reason')})")
         elif kind.startswith("tools."):
             call_id = data.get("call_id")
@@ -320,6 +333,7 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
             answer = str(data.get("content") or "")
             served_by = _text(data.get("served_by")) or served_by
             cost = _cost_of(data.get("cost"))
+            status, error = _ending(data)
         line = _timeline_line(kind, data, e.time - start, step)
         if line is not None:
             timeline.append(line)
@@ -339,6 +353,8 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         served_by = result.served_by or served_by
         steps = result.steps or steps
         cost = result.cost
+        if status is None:
+            status, error = _result_ending(result)
     messages = request.messages if request is not None else ()
     return Explanation(
         run_id=run_id,
@@ -359,7 +375,40 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         cost=cost,
         notes=tuple(notes),
         resumed_from=resumed.resumed_from if resumed is not None else None,
+        status=status,
+        error=error,
     )
+
+
+def _ending(data: Mapping[str, Any]) -> tuple[str, str | None]:
+    """How a run ended, from its ``run.finished`` payload: :attr:`Explanation.status` and :attr:`Explanation.error`."""
+    if data.get("cancelled"):
+        return "cancelled", None
+    if data.get("paused"):
+        return "paused", None
+    error = data.get("error")
+    named = _error_text(error) if isinstance(error, Mapping) else None
+    if "content" not in data:  # a run that raised: its run.finished has no outcome
+        return "raised", named
+    if data.get("bounded"):
+        return "bounded", named
+    if error is not None or data.get("generation_failed"):
+        return "failed", named
+    return "ok", None
+
+
+def _result_ending(result: RunResult) -> tuple[str, str | None]:
+    """How a run ended, from its result (when the events end before ``run.finished``)."""
+    error = _error_text(to_jsonable(result.error)) if result.error is not None else None
+    if result.cancelled:
+        return "cancelled", None
+    if result.paused:
+        return "paused", None
+    if result.bounded:
+        return "bounded", error
+    if result.generation_failed or result.error is not None:
+        return "failed", error
+    return "ok", None
 
 
 def _decisions(approved: Sequence[str], denied: Sequence[str]) -> str:
@@ -417,7 +466,7 @@ class _PathBuilder:
             self.errors[_kind_of(data.get("error"))] += 1
         elif kind in ("retry.recovered", "retry.exhausted"):
             self._try(data.get("provider"), _count(data.get("attempts")))
-        elif kind == "fallback.moved":
+        elif kind in _MOVED:
             source = data.get("from_member")
             refused = data.get("reason") == "circuit_open"
             self._try(source, 0 if refused and source not in self.attempts else 1)
@@ -537,8 +586,11 @@ def _error_text(error: Any) -> str:
     if name == "StreamInterruptedError":
         return "StreamInterruptedError (cut after its first event)"
     parts = [name]
-    if error.get("status") is not None:
-        parts.append(f"HTTP {error['status']}")
+    status = error.get("status")
+    if isinstance(status, int) and not isinstance(status, bool):
+        parts.append(f"HTTP {status}")
+    elif status is not None:  # not an HTTP status: a ToolStatusError's tool status, say
+        parts.append(f"status {status}")
     if error.get("kind") and name != "CircuitOpenError":
         parts.append(str(error["kind"]))
     return " ".join(parts)
@@ -564,9 +616,17 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
     if kind == "breaker.state_changed":
         return (f"{at}: breaker {_member_of(data.get('key'))} {data.get('from_state')} → "
                 f"{data.get('to_state')} ({data.get('reason')})")
-    if kind == "fallback.moved":
+    if kind in _MOVED:
         return (f"{at}: failover {data.get('from_member')} → {data.get('to_member')} "
                 f"(reason: {data.get('reason')}, {_error_text(data.get('error'))})")
+    if kind in _SKIPPED:
+        return f"{at}: {_SKIPPED[kind]} member {data.get('member')} skipped ({data.get('reason')})"
+    if kind == "hedge.sent":
+        return (f"{at}: hedge sent to {data.get('member')} (model {data.get('model')}) "
+                f"after {_seconds(data.get('after')):.2f}s")
+    if kind == "hedge.won":
+        won = "the hedge won" if data.get("winner") == "hedge" else "the first call won"
+        return f"{at}: {won}: {data.get('member')} answered first"
     if kind == "llm.response":
         response = _mapping(data.get("response"))
         calls = [c for c in _sequence(response.get("tool_calls")) if isinstance(c, Mapping)]
@@ -579,7 +639,30 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
         return f"{at}: handoff: agent {data.get('from_agent')} → agent {data.get('to_agent')} answers from here"
     if kind == "step.finished" and data.get("failed"):
         return f"{at}: the provider stack gave up ({_error_text(data.get('error'))})"
+    if kind == "run.deadline_exceeded":
+        deadline = data.get("deadline")
+        limit = f" of {_seconds(deadline):.2f}s" if isinstance(deadline, int | float) else " (its caller's)"
+        return f"{at}: the run passed its deadline{limit}"
+    if kind == "run.paused":
+        names = [str(p.get("name")) for p in _sequence(data.get("pending")) if isinstance(p, Mapping)]
+        waits = "awaits" if len(names) == 1 else "await"
+        return f"{at}: paused: {', '.join(names) or 'a call'} {waits} a person's decision"
+    if kind == "run.finished":
+        status, error = _ending(data)
+        why = f" ({error})" if error else ""
+        if status == "cancelled":
+            return f"{at}: the run was cancelled"
+        if status == "raised":
+            return f"{at}: the run raised {error or 'an error'}"
+        if status != "ok":
+            return f"{at}: the run ended {status}{why}"
     return None
+
+
+#: A failover: a fallback chain's or a pool's, told alike (the same fields: from_member, to_member, reason, error).
+_MOVED = frozenset(("fallback.moved", "pool.moved"))
+#: A member passed over without a call (its breaker open, a capability missing), by the layer that skipped it.
+_SKIPPED = {"fallback.skipped": "chain", "pool.skipped": "pool"}
 
 
 def _sequence(value: Any) -> Sequence[Any]:

@@ -4,8 +4,9 @@ Which event opens and closes which span::
 
     run.started ───────────────────────── invoke_agent {agent}   (parent: the caller's active span, or the
     │                                                              parent run's, for a delegated run)
-    ├── llm.request ── llm.response ───── chat {model}           (retry.*, fallback.*, breaker.* events on
-    │                  (or a failed step)                          it as span events; the member that served)
+    ├── llm.request ── llm.response ───── chat {model}           (retry.*, fallback.*, pool.*, breaker.*,
+    │                  (or a failed step)                          hedge.* events on it as span events; the
+    │                                                              member that served)
     ├── tools.started ── tools.finished ─ execute_tool {tool}    (status; a refusal or truncation as an event)
     ├── agent.handoff ─────────────────── span event agentactors.handoff on invoke_agent (from, to, call id)
     run.finished
@@ -158,7 +159,7 @@ class OTelRecorder:
             handler = _HANDLERS.get(kind)
             if handler is not None:
                 handler(self, run, event)
-            elif kind.startswith(("retry.", "fallback.", "breaker.")):
+            elif kind.startswith(_RESILIENCE):
                 self._resilience(run, event)
             elif kind.startswith("tools."):
                 self._tool_note(run, event)
@@ -395,7 +396,8 @@ class OTelRecorder:
         self._end(chat, run.ns(event.time))
 
     def _resilience(self, run: _Run, event: Event) -> None:
-        """A retry, failover or breaker decision: a span event on the model call it happened in."""
+        """A retry, failover (a chain's or a pool's), breaker or hedge decision: a span event on the model call
+        it happened in.  An error is its type, kind and status (:func:`_error_attributes`), never its text."""
         span = run.chat if run.chat is not None else run.span
         attributes: dict[str, Any] = {}
         for key, value in event.data.items():
@@ -595,6 +597,9 @@ def _error_type(error: Any) -> str:
         return type(error).__name__
     return "_OTHER"
 
+
+#: The families of resilience events that become span events on the model call (:meth:`OTelRecorder._resilience`).
+_RESILIENCE = ("retry.", "fallback.", "pool.", "breaker.", "hedge.")
 
 _HANDLERS = {
     "run.finished": OTelRecorder._run_finished,
