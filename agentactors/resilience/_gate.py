@@ -14,6 +14,11 @@ task it starts inherits them, and an actor ``ask`` carries them into the
 handler along with the rest of the asker's context.  Gates nest: a retry under
 two breakers stops when either one closes.
 
+A hedge below a breaker asks the gates too (:func:`hedgeable`): a breaker that
+is not closed admitted this call as its probe, and a second copy would be a
+second request to the vendor it is testing — or, sent elsewhere, would decide
+the probe's outcome for it.
+
 This module is private: the guarantee is documented on the decorators.
 """
 
@@ -22,7 +27,7 @@ from __future__ import annotations
 import contextvars
 from typing import Protocol
 
-__all__ = ["SendGate", "enter", "leave", "refusal"]
+__all__ = ["SendGate", "enter", "hedgeable", "leave", "refusal"]
 
 
 class SendGate(Protocol):
@@ -30,6 +35,10 @@ class SendGate(Protocol):
 
     def refusal(self) -> str | None:
         """``None`` when an attempt may be sent now; else why not (for a note and an event)."""
+        ...
+
+    def hedgeable(self) -> bool:
+        """Whether a second, concurrent copy of the call may be sent now (its breaker is closed or disabled)."""
         ...
 
 
@@ -60,3 +69,11 @@ def refusal() -> str | None:
         if why is not None:
             return why
     return None
+
+
+def hedgeable() -> bool:
+    """Whether every gate on the way down admits a second, concurrent copy of the current call (a hedge).
+
+    With no breaker above the caller this is one context-variable lookup.
+    """
+    return all(gate.hedgeable() for gate in _GATES.get())

@@ -319,6 +319,11 @@ class _Admission:
     def refusal(self) -> str | None:
         return self.breaker._refusal(self.model, self.permit)
 
+    def hedgeable(self) -> bool:
+        # Half-open admits its probes only (half_open_max_calls concurrent requests): a hedge below would send a
+        # probe twice; open or forced open, nothing at all.
+        return self.breaker.state_for(self.model) in (CircuitState.closed, CircuitState.disabled)
+
 
 def with_circuit_breaker(
     provider: LLMProvider | Any,

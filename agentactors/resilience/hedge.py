@@ -6,8 +6,10 @@ answers long before the first.  That is a hedged request ("The Tail at Scale", D
 the tail falls for a few percent more calls.  The decorator keeps that price bounded — at most
 ``max_extra`` of the calls over a rolling window are hedged — and never hedges what a second copy
 cannot help: a request the vendor refused (a request-kind error ends both copies at once), a
-member whose circuit breaker is not closed or that cannot carry the request (a forced tool choice, a
-response format), a stream that already delivered its first event.
+member whose circuit breaker is not closed — below the hedge, or above it (a half-open breaker's probe
+is one request) — or that cannot carry the request (a forced tool choice, a response format: the hedge
+target, or the first copy's member, which refuses it before sending), a stream that already delivered its
+first event.
 
 Both copies run as tasks of one task group; the loser is cancelled (its HTTP request closed) and
 waited for before the call returns, so nothing of it outlives the call.
@@ -42,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import anyio.abc
+
+import agentactors.resilience._gate as _gate
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
@@ -159,7 +163,9 @@ class HedgeProvider(ProviderDecorator):
         return len(hedges) + 1 <= self.max_extra * min(call, self.window)
 
     def _admits(self, provider: Any, model: str | None) -> bool:
-        """No breaker on the hedge's way down (through decorators) is open, half-open or forced open."""
+        """No breaker on the hedge's way down (through decorators) is open, half-open or forced open.
+
+        (Breakers above the hedge are asked through their send gates: :func:`._gate.hedgeable`.)"""
         while isinstance(provider, ProviderDecorator):
             if isinstance(provider, CircuitBreakerProvider) and provider.state_for(model) not in _ADMITTING:
                 return False
@@ -183,9 +189,20 @@ class HedgeProvider(ProviderDecorator):
         return request.response_format is None or response_format_for(target, model)
 
     def _hedge(self, call: int, request: LLMRequest) -> tuple[Any, LLMRequest, str | None] | None:
-        """The hedge to send now for call number ``call``, or ``None`` when none may be sent."""
-        target, sub, model = self._target(request)
-        if not self._within_budget(call) or not self._admits(target, model) or not self._carries(target, sub, model):
+        """The hedge to send now for call number ``call``, or ``None`` when none may be sent.
+
+        Not when a breaker above that admitted this call is not closed now (:func:`._gate.hedgeable`: a
+        half-open one admitted it as its one probe), nor when the first copy cannot carry the request: it
+        refuses it before sending, a request error ending the call — with ``after=0`` the hedge may be decided
+        before the first copy has run at all (trio runs ready tasks in a random order), and a copy sent to
+        ``to`` would be billed for a call that fails anyway.
+        """
+        if not self._within_budget(call) or not _gate.hedgeable():
+            return None
+        if self.to is not None and not self._carries(self._inner, request, model_of(self._inner, request)):
+            return None
+        target, sub, model = self._target(request)  # (without ``to``, the target is the first copy's member)
+        if not self._admits(target, model) or not self._carries(target, sub, model):
             return None
         self._hedges.append(call)
         self.hedged += 1
@@ -643,10 +660,14 @@ def with_hedge(
       a bool, a string, NaN or infinity is a ``ValueError`` naming the setting.
     * Never hedged: a call whose first copy failed before ``after`` (retrying is :func:`with_retry`'s
       job); a request-kind error of either copy ends the call at once (the other would fail alike);
-      a hedge target behind a circuit breaker that is not closed (open, half-open, forced open); a hedge
-      target that cannot carry the request's forced tool choice or response format (it would refuse it
-      before sending: an :class:`~agentactors.errors.UnsupportedToolChoiceError` ending a call the first
-      copy serves).
+      a hedge target behind a circuit breaker that is not closed (open, half-open, forced open); a call
+      under a breaker *above* the hedge that is not closed when the hedge would be sent
+      (``guarded(..., hedge_after=)``: a half-open breaker's probe is one request, not two); a hedge target
+      that cannot carry the request's forced tool choice or response format (it would refuse it before
+      sending: an :class:`~agentactors.errors.UnsupportedToolChoiceError` ending a call the first copy
+      serves); a call
+      whose first copy cannot carry it (it refuses before sending, the call fails: no copy is sent to ``to``
+      or billed, even with ``after=0``).
     * Streams race to their first event: a stream that delivered one by ``after`` is not hedged, and
       the winner's stream is relayed as is (a failure after its first event is a
       :class:`~agentactors.errors.StreamInterruptedError`, never replayed).

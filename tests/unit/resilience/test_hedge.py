@@ -9,11 +9,20 @@ import anyio
 import pytest
 
 from agentactors import InMemoryRecorder, LLMRequest, Message, ScriptedProvider, resilient_chain
-from agentactors.errors import ErrorKind, ProviderError, StreamInterruptedError
+from agentactors.errors import ErrorKind, ProviderError, StreamInterruptedError, UnsupportedToolChoiceError
 from agentactors.events import EventSink, FanOut, HedgeSent, HedgeWon, use_sink
-from agentactors.messages import StreamEnd, TextDelta
-from agentactors.resilience import CircuitState, HedgeProvider, describe_chain, with_circuit_breaker, with_hedge
+from agentactors.messages import StreamEnd, TextDelta, ToolChoice
+from agentactors.pricing import pop_cut_short
+from agentactors.resilience import (
+    CircuitState,
+    HedgeProvider,
+    describe_chain,
+    guarded,
+    with_circuit_breaker,
+    with_hedge,
+)
 from agentactors.resilience.hedge import MIN_SAMPLES
+from tests.support.resilience import LOOKUP, recording
 
 pytestmark = [pytest.mark.anyio, pytest.mark.virtual_time]
 
@@ -201,6 +210,65 @@ async def test_the_same_member_behind_an_open_breaker_is_never_hedged() -> None:
     with pytest.raises(ProviderError) as caught:  # refused by the breaker itself; no copy sent
         await hedged.complete(REQUEST)
     assert caught.value.kind is ErrorKind.circuit_open and provider.calls == 0 and hedged.hedged == 0
+
+
+
+@pytest.mark.parametrize("mode", ["complete", "stream"])
+async def test_a_hedge_below_a_half_open_breaker_sends_its_one_probe_once(mode: str) -> None:
+    """``guarded(p, hedge_after=...)`` puts the breaker above the hedge: the probe it admits is one vendor request."""
+    vendor = {"fail": True, "calls": 0}
+
+    async def item(request: LLMRequest) -> str:
+        vendor["calls"] += 1
+        if vendor["fail"]:
+            raise ProviderError("503", provider="v", kind=ErrorKind.transient)
+        await anyio.sleep(3.0)  # a slow, recovering vendor: slower than hedge_after
+        return "back"
+
+    chain = guarded(ScriptedProvider(item, name="v", model="m"), max_attempts=1, hedge_after=1.0,
+                    hedge_max_extra=1.0, breaker={"consecutive_failures": 1, "open_duration": 30.0})
+    with pytest.raises(ProviderError):
+        await chain.complete(REQUEST)
+    await anyio.sleep(30.0)
+    assert chain.state_for("m") is CircuitState.half_open
+    vendor.update(fail=False, calls=0)
+    if mode == "complete":
+        answered = (await chain.complete(REQUEST)).content
+    else:
+        async with chain.stream(REQUEST) as events:
+            answered = "".join([e.text async for e in events if isinstance(e, TextDelta)])
+    assert answered == "back" and vendor["calls"] == 1  # one probe, one request: not hedged
+    assert chain.state_for("m") is CircuitState.closed
+
+
+async def test_a_hedge_below_a_closed_breaker_still_hedges() -> None:
+    chain = guarded(ScriptedProvider(Slow([30.0, 1.0])), max_attempts=1, hedge_after=2.0, hedge_max_extra=1.0)
+    response = await chain.complete(REQUEST)
+    assert response.content == "ok after 1s"
+
+
+async def test_a_primary_that_refuses_the_forced_tool_choice_is_never_hedged_to_another_member() -> None:
+    """It refuses before sending: the call raises UnsupportedToolChoiceError, and no copy is sent (nor billed).
+
+    With ``after=0`` the hedge is decided at once; trio runs ready tasks in a random order, so the primary may
+    not have refused yet: many runs."""
+    for run in range(30):
+        for mode in ("complete", "stream", "nested"):
+            rejecting = ScriptedProvider(["a"], name="a", model="m", rejects_forced_tool_choice={"m"})
+            capable = ScriptedProvider(["b"], name="b", model="m2", latency=0.5)
+            primary: Any = with_hedge(rejecting, after=0, max_extra=1.0) if mode == "nested" else rejecting
+            hedged = with_hedge(primary, to=capable, after=0, max_extra=1.0)
+            request = LLMRequest([Message.user("hi")], tools=[LOOKUP], tool_choice=ToolChoice.required())
+            with recording() as rec, pytest.raises(UnsupportedToolChoiceError):
+                if mode == "stream":
+                    async with hedged.stream(request) as events:
+                        async for _ in events:
+                            pass
+                else:
+                    await hedged.complete(request)
+            assert capable.calls == 0 and hedged.hedged == 0, (run, mode)
+            assert not [e for e in rec.events if e.type.startswith("hedge.")], (run, mode)
+            assert not pop_cut_short(request), (run, mode)  # nothing billed for a copy never sent
 
 
 # --- a percentile ----------------------------------------------------------------------------------
