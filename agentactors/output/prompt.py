@@ -30,6 +30,8 @@ DEFAULT_TEMPLATE = (
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _OPENER = re.compile(r"[{\[]")
 _DECODER = json.JSONDecoder()
+#: A JSON string (skipped whole), a lone ``"`` (one that never ends), or a bracket.
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|"|[{}\[\]]', re.DOTALL)
 #: How many ``{`` / ``[`` of the prose a value is looked for at, past the first: a value is read from each
 #: (up to where it ends), and a failed read may cost the rest of the text, so a bounded few (prose before
 #: the JSON has a brace or two, not thousands), or an answer of braces would cost their square.
@@ -52,6 +54,10 @@ class Extracted:
     ok: bool
     value: Any = None
     error: str = ""
+    #: The value is the whole answer, or the whole body of a fence: it ended where the answer (or fence) did.
+    #: A value found among prose is not: cut off at ``max_tokens``, the answer may be one whose JSON never
+    #: ended, the value a piece of prose before it (:meth:`~agentactors.output.run.OutputRun.check_text`).
+    whole: bool = False
 
 
 def json_start(text: str) -> int:
@@ -79,7 +85,7 @@ def extract_json(text: str) -> Extracted:
     if not stripped:
         return Extracted(False, error="the answer is empty")
     try:
-        return _read(stripped)
+        return _read(stripped, whole=True)
     except JsonBoundError as exc:
         return Extracted(False, error=str(exc))
     except json.JSONDecodeError:
@@ -90,7 +96,7 @@ def extract_json(text: str) -> Extracted:
         if not body:
             continue
         try:
-            return _read(body)
+            return _read(body, whole=True)
         except JsonBoundError as exc:
             return Extracted(False, error=str(exc))
         except json.JSONDecodeError as exc:  # a fence of code, say: the JSON may be in a later one
@@ -102,7 +108,13 @@ def extract_json(text: str) -> Extracted:
 def _in_prose(text: str, fence_error: str | None) -> Extracted:
     """The one JSON value among prose: at the first ``{`` / ``[`` that begins one (a few are tried), the
     prose after it left out — braces and all — unless another value of its kind follows it (an object after
-    an object: which one was the answer cannot be told, and the model is asked for one)."""
+    an object: which one was the answer cannot be told, and the model is asked for one).
+
+    An opener whose value does not parse begins a structure all the same: the next opener tried is past
+    where it closes (``{like this}`` of prose), never inside it — inside a broken answer (cut off, a comma
+    missing) is an object of its own that may well validate, and is not what the model answered.  A
+    structure that never closes leaves no value to find.
+    """
     openers = _OPENER.finditer(text)
     first = next(openers, None)
     if first is None:
@@ -119,11 +131,19 @@ def _in_prose(text: str, fence_error: str | None) -> Extracted:
                 return Extracted(False, error=str(exc))
             except json.JSONDecodeError as exc:
                 error = error or f"the JSON in the answer does not parse ({exc.msg})"
-        for _, match in zip(range(_MORE_OPENERS), openers, strict=False):  # a brace of the prose came first
+        past = _structure_end(text, start)
+        tried = 0
+        for match in openers:  # a brace of the prose came first
+            if past is None or tried == _MORE_OPENERS:
+                return Extracted(False, error=error or "the answer holds no JSON value")
             at = match.start()
+            if at < past:  # inside the structure that failed
+                continue
+            tried += 1
             found = _value_at(text, at)
             if found is not None:
                 break
+            past = _structure_end(text, at)
         else:
             return Extracted(False, error=error or "the answer holds no JSON value")
     extracted, end = found
@@ -159,5 +179,27 @@ def _value_at(text: str, start: int) -> tuple[Extracted, int] | None:
         return None
 
 
-def _read(text: str) -> Extracted:
-    return Extracted(True, loads_bounded(text, what="the JSON in the answer"))
+def _structure_end(text: str, start: int) -> int | None:
+    """Just past where the brackets opened at ``start`` close again (strings skipped), or ``None`` if never.
+
+    Either kind of bracket counts for either (what is broken cannot be told to be mismatched).  The regular
+    expression steps over whole strings, so the loop turns once per bracket or string, not per character.
+    """
+    depth = 0
+    for token in _STRUCTURE.finditer(text, start):
+        char = token.group()
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return token.end()
+        elif char == '"':  # a string that never ends: the structure does not either
+            return None
+    return None
+
+
+def _read(text: str, *, whole: bool = False) -> Extracted:
+    """``text`` read as JSON, a key named twice refused (as in an output call's arguments: which value the
+    model meant would be a guess)."""
+    return Extracted(True, loads_bounded(text, what="the JSON in the answer", unique_keys=True), whole=whole)

@@ -242,7 +242,9 @@ class OutputRun:
         """The verdict on a text answer (not think-only) of this step.
 
         ``cut_off``: the model stopped at its output token limit (``max_tokens``): an answer whose JSON
-        does not end is refused as cut off, which the model is told (it can answer shorter).
+        does not end is refused as cut off, which the model is told (it can answer shorter).  So is one
+        whose value was found among prose (not the whole answer, nor a fence's whole body): what was cut
+        may be the JSON that was the answer, the value found a piece of prose before it.
         """
         config = self._config
         target = config.target
@@ -250,6 +252,8 @@ class OutputRun:
             return await self._validated_text(answer, answer, step, None)
         # A big answer is read and checked in a worker thread (output._heavy): the loop keeps serving.
         extracted, verdict = await off_loop(_read, target, answer) if heavy_text(answer) else _read(target, answer)
+        if cut_off and not extracted.whole:
+            verdict = None  # the value found may be prose before the JSON that was cut (no partial answer taken)
         if self.strategy == "tool":
             # The model answered in text where a call was asked for: a JSON answer that validates is taken
             # all the same (the guarantee is the validation, not the channel); anything else is asked again.

@@ -33,7 +33,9 @@ from agentactors import (
     Agent,
     InMemoryRecorder,
     LLMResponse,
+    NativeOutput,
     OutputValidationError,
+    PromptedOutput,
     ScriptedProvider,
     StopReason,
     ToolCall,
@@ -405,3 +407,94 @@ async def test_union_members_with_long_or_non_ascii_class_names_get_valid_distin
         provider = ScriptedProvider([ToolCall("c1", name, arguments)])
         result = await Agent(provider, output_type=output_type).run("n")
         assert result.output == expected
+
+
+# --- a broken JSON answer is never replaced by an object nested inside it -----------------------------------------
+
+
+class Node(pydantic.BaseModel):
+    label: str
+    children: list[dict[str, str]] = []
+
+
+class Reply(pydantic.BaseModel):
+    answer: str
+    quoted: dict[str, str] | None = None
+
+
+@pytest.mark.parametrize(
+    ("output_type", "answer", "then", "expected"),
+    [
+        # Cut at max_tokens inside the outer object: its first child validates as a Node on its own.
+        (
+            NativeOutput(Node),
+            LLMResponse('{"label": "root", "children": [{"label": "leaf"}, {"label": "le',
+                        stop_reason=StopReason.max_tokens),
+            '{"label": "root"}',
+            Node(label="root"),
+        ),
+        (
+            PromptedOutput(Node),
+            LLMResponse('{"label": "root", "children": [{"label": "leaf"}, {"label": "le',
+                        stop_reason=StopReason.max_tokens),
+            '{"label": "root"}',
+            Node(label="root"),
+        ),
+        # A missing comma: the quoted object inside says the opposite of the answer.
+        (
+            NativeOutput(Reply),
+            '{"answer": "We will refund you." "quoted": {"answer": "No refunds, ever."}}',
+            '{"answer": "We will refund you."}',
+            Reply(answer="We will refund you."),
+        ),
+        # A mapping cut off: any inner object of ints is a dict[str, int].
+        (
+            NativeOutput(dict[str, int]),
+            LLMResponse('{"response": {"totals": {"a": 1}, "b": 2, "c', stop_reason=StopReason.max_tokens),
+            '{"response": {"b": 2}}',
+            {"b": 2},
+        ),
+    ],
+    ids=["native-cut", "prompted-cut", "native-missing-comma", "native-cut-mapping"],
+)
+async def test_an_object_nested_in_a_broken_answer_is_never_taken_for_the_answer(
+    output_type: Any, answer: Any, then: str, expected: Any
+) -> None:
+    provider = ScriptedProvider([answer, then], carries_forced_tool_choice=False)
+    result = await Agent(provider, output_type=output_type, output_retries=1).run("q")
+    assert result.steps == 2 and result.output == expected
+
+
+async def test_a_cut_off_answer_with_json_among_prose_is_told_it_was_cut_off() -> None:
+    cut = LLMResponse('Here it is: {"text": "hi"} and then I went on to say', stop_reason=StopReason.max_tokens)
+    provider = ScriptedProvider([cut, '{"text": "hi"}'], carries_forced_tool_choice=False)
+    result = await Agent(provider, output_type=Note).run("n")
+    assert result.output == Note("hi") and result.steps == 2
+    assert "cut off" in feedback(provider)
+    # A whole fenced answer that reached the limit exactly is taken.
+    fenced = LLMResponse('```json\n{"text": "fits"}\n```', stop_reason=StopReason.max_tokens)
+    provider = ScriptedProvider([fenced], carries_forced_tool_choice=False)
+    assert (await Agent(provider, output_type=Note).run("n")).output == Note("fits")
+
+
+@pytest.mark.parametrize("prose", ["Fields look {like this}. ", "A {set {of} sets} and [a, list]. ", ""])
+async def test_braces_of_prose_that_close_before_the_json_still_let_it_be_found(prose: str) -> None:
+    provider = ScriptedProvider([prose + '{"text": "hi"}'], carries_forced_tool_choice=False,
+                                carries_response_format=False)
+    result = await Agent(provider, output_type=Note, output_retries=0).run("n")
+    assert result.error is None and result.output == Note("hi")
+
+
+# --- a key named twice in a text answer ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output_type", [Note, NativeOutput(Note), PromptedOutput(Note)])
+async def test_a_key_named_twice_in_a_json_text_answer_is_refused_as_in_an_output_call(output_type: Any) -> None:
+    provider = ScriptedProvider(['Answer: {"text": "a", "text": "b"}', '{"text": "c"}'],
+                                carries_forced_tool_choice=False)
+    result = await Agent(provider, output_type=output_type).run("n")
+    assert result.output == Note("c") and result.steps == 2
+    assert "'text'" in feedback(provider)
+    provider = ScriptedProvider(['{"text": "a", "text": "b"}', '{"text": "c"}'], carries_forced_tool_choice=False)
+    result = await Agent(provider, output_type=output_type).run("n")
+    assert result.output == Note("c") and result.steps == 2
