@@ -33,7 +33,7 @@ from ..tools.schema import unwrap_annotated
 from .prompt import json_start
 from .target import Member, OutputTarget
 
-__all__ = ["PartialOutput", "jiter_available", "parse_partial"]
+__all__ = ["PartialOutput", "jiter_available", "parse_partial", "settled"]
 
 _MISSING = object()
 _jiter: Any = None
@@ -80,6 +80,23 @@ def parse_partial(text: str) -> Any:
         return jiter.from_json(text.encode("utf-8"), partial_mode="trailing-strings")
     except ValueError:  # not JSON, or past jiter's own nesting limit
         return _MISSING
+
+
+#: What a number or a literal (``true``, ``false``, ``null``) still arriving may end in.
+_SCALAR_CHARS: Final = "0123456789.eE+-truefalsn"
+
+
+def settled(text: str) -> str:
+    """``text`` (a JSON prefix whose end is not inside a string) without a number or literal still arriving.
+
+    jiter's partial mode completes a number where the text stops (``"price": 12`` for a price whose digits
+    are still coming, ``1234`` next): a value that was never in the answer, and not "more complete" than
+    the one before.  Cut back to the ``,`` ``:`` ``[`` or ``{`` before it, the key or element is left out
+    until its next character (whitespace, a comma, a closing bracket) says it ended.  A cut literal
+    (``tr``) jiter drops on its own; cut here too, it costs nothing.
+    """
+    kept = text.rstrip(_SCALAR_CHARS)
+    return text if len(kept) == len(text) else kept
 
 
 class _Scanner:
@@ -223,6 +240,8 @@ class _Follower:
         text = self.text()
         if self.scanner.done:  # what follows the value (a fence's end, prose) is no part of it
             text = text[: self.scanner.closed]
+        elif not self.scanner.in_string:
+            text = settled(text)
         value = _check(parse_partial(text), target, self.member)
         closed = self.scanner.closed
         if value is _MISSING and closed and not self.scanner.done:  # its completed containers alone
@@ -240,7 +259,10 @@ class _Follower:
             if grown >= (self.scanner.size - start) >> _GROWTH:
                 self.tail_at = self.scanner.size
                 assert self.items is not None
-                tail = _check(parse_partial(self.text(start)), self.items, None, MAX_DEPTH - self.scanner.level)
+                tail_text = self.text(start)
+                if not self.scanner.in_string:
+                    tail_text = settled(tail_text)
+                tail = _check(parse_partial(tail_text), self.items, None, MAX_DEPTH - self.scanner.level)
                 if tail is not _MISSING:
                     values.append(tail)
         return values

@@ -118,6 +118,61 @@ def test_partial_json_is_parsed_by_jiter_with_trailing_strings() -> None:
     assert parse_partial('{"a": [1, {"b": "he') == {"a": [1, {"b": "he"}]}
 
 
+# --- a number still arriving is not a number yet ---------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Quote:
+    item: str
+    price: int
+
+
+@pytest.mark.parametrize("step", [1, 3, 4])
+@pytest.mark.parametrize("strategy", ["tool", "native"])
+async def test_a_number_still_arriving_is_never_offered_cut_short(strategy: str, step: int) -> None:
+    arguments = {"item": "Widget", "price": 123456789}
+    answer: Any = ToolCall("c1", "final_result", arguments) if strategy == "tool" else json.dumps(arguments)
+    provider = Trickle([answer], forced=strategy == "tool", step=step)
+    async with Agent(provider, output_type=Quote).stream("q") as run:
+        values = [v async for v in run.partial_output()]
+    assert values[-1] == run.result.output == Quote("Widget", 123456789)
+    assert {v.price for v in values} == {123456789}, values
+
+
+@pytest.mark.parametrize("step", [1, 3])
+@pytest.mark.parametrize(
+    ("output_type", "arguments"),
+    [(list[int], {"response": [100000, 250000, 999999]}), (int, {"response": 1000000000000}),
+     (list[float], {"response": [1.5e10, -2.25]}), (dict[str, bool], {"response": {"a": True, "b": False}})],
+)
+async def test_numbers_and_literals_in_lists_and_wrapped_values_arrive_whole(
+    output_type: Any, arguments: dict[str, Any], step: int
+) -> None:
+    provider = Trickle([ToolCall("c1", "final_result", arguments)], step=step)
+    async with Agent(provider, output_type=output_type).stream("q") as run:
+        values = [v async for v in run.partial_output()]
+    final = arguments["response"]
+    assert values[-1] == run.result.output == final
+    for value in values:
+        if isinstance(final, list):
+            assert value == final[: len(value)], values
+        elif isinstance(final, dict):
+            assert all(final[k] == v for k, v in value.items()), values
+        else:
+            assert value == final, values
+
+
+def test_a_prefix_ending_in_a_number_or_literal_drops_it() -> None:
+    from agentactors.output.partial import settled
+
+    assert parse_partial(settled('{"item": "W", "price": 12')) == {"item": "W"}
+    assert parse_partial(settled('[1, 2')) == [1]
+    assert parse_partial(settled('{"a": [tr')) == {"a": []}
+    assert parse_partial(settled('{"a": -1.5e')) == {}
+    assert settled('{"a": 12 ') == '{"a": 12 '  # whitespace ended it: whole
+    assert settled("12") == ""
+
+
 # --- linear time: a delta costs its own characters, an element is checked once -------------------------
 
 
