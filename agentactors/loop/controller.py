@@ -842,19 +842,29 @@ class LoopController:
             return state.pause(calls, results)
         if state.feed_back(step_view(state.steps, calls, results)):
             return state.result(state.answer_so_far)
-        await self._switch(target, first.name, first.id)
-        return None
+        return await self._switch(target, first.name, first.id)
 
-    async def _switch(self, target: str, via: str, call_id: str) -> None:
+    async def _switch(self, target: str, via: str, call_id: str) -> RunResult[Any] | None:
         """The run goes on with agent ``target``: its seat from the agent layer, its view of the conversation.
 
+        :returns: ``None``, or the run's failed result when ``target`` cannot be seated (its toolset cannot
+            list its tools, two of its tools share a name): the steps before it were paid for, so the run
+            ends as a provider failure does — what it had, its usage, the error (a note on it naming the
+            handoff) — rather than raising them away.
         :raises RuntimeError: the agent layer gave no way to find agents (a LoopController made by hand).
         """
         if self._seats is None:
             raise RuntimeError(f"cannot hand off to {target!r}: this controller was made without seats")
-        seat = await self._seats(target, via)
         state = self._state
         source = state.config.agent_name
+        try:
+            seat = await self._seats(target, via)
+        except Exception as exc:
+            exc.add_note(f"handing off from {source!r} to {target!r} failed: the run ended there")
+            log.debug("run %s: handing off from %s to %s failed: %s", self.run_id, source, target, type(exc).__name__)
+            if state.answer_so_far:  # what the model said on its way out: kept, the run stopped early
+                return state.result(state.answer_so_far, bounded=True, error=exc)
+            return state.result("", generation_failed=True, error=exc)
         if self._sink is not None:
             self._sink.emit("agent.handoff", **payloads.agent_handoff(source, target, call_id))
         log.debug("run %s: handed off from %s to %s", self.run_id, source, target)
@@ -862,6 +872,7 @@ class LoopController:
         if state.handoffs is None:
             state.handoffs = []
         state.handoffs.append(target)
+        return None
 
     def _take_seat(self, seat: Seat, conversation: tuple[Message, ...]) -> None:
         """Answer from now on as ``seat``'s agent: its config, actors and settings, on ``conversation``."""
