@@ -171,6 +171,8 @@ class ToolsetView:
                 except Exception as exc:
                     reason = redact(f"{type(exc).__name__}: {exc}".strip())
                     raise ToolsetError(f"toolset {toolset.name!r} could not list its tools: {reason}") from exc
+                if self._listed is None or tools is not self._listed[len(listed)]:  # a listing seen before passed
+                    _check_listing(toolset.name, tools)
                 listed.append(tools)
             previous = self._listed
             if previous is not None and all(a is b for a, b in zip(listed, previous, strict=True)):
@@ -179,6 +181,27 @@ class ToolsetView:
             self.tools = merge_tools(self._plain, named, self._owners)
             self._listed = tuple(listed)
             return True
+
+
+def _check_listing(name: str, tools: object) -> None:
+    """A toolset's listing is a sequence of :class:`Tool` (what the protocol says), else a :class:`ToolsetError`
+    naming the toolset and what it gave, by type: merged unchecked, ``None`` or a name where a tool belongs
+    would fail deep in the library as an ``AttributeError`` no one could trace to the toolset.  A generator is
+    refused too: read once, it would be empty at the next look, and its identity says nothing of a change.
+
+    :raises ToolsetError: not a sequence (a str or a mapping is not one here), or an item that is no tool.
+    """
+    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes | bytearray):
+        raise ToolsetError(
+            f"toolset {name!r} listed {type(tools).__name__} where a sequence of tools (a list or a tuple of "
+            "Tool objects) was expected"
+        )
+    for item in tools:
+        if not isinstance(item, Tool):
+            raise ToolsetError(
+                f"toolset {name!r} listed a {type(tools).__name__} holding {type(item).__name__} where a sequence "
+                "of Tool objects was expected"
+            )
 
 
 def check_toolsets(value: Sequence[Any]) -> tuple[Toolset, ...]:

@@ -128,3 +128,39 @@ async def test_listing_failures_clashes_and_a_choice_that_does_not_fit_raise_at_
         # In run_many a failure is that run's result, not an exception.
         (failed,) = await broken.run_many(["x"])
         assert isinstance(failed.error, ToolsetError)
+
+
+class Garbage:
+    """A toolset whose listing is not a sequence of tools."""
+
+    name = "junk"
+
+    def __init__(self, listing: Any) -> None:
+        self.listing = listing
+
+    async def list_tools(self, host: ToolsetHost) -> Any:
+        return self.listing
+
+
+@pytest.mark.parametrize(
+    ("listing", "told"),
+    [
+        (None, "NoneType"),
+        (42, "int"),
+        ("echo", "str"),
+        ({"echo": echo}, "dict"),
+        ((t for t in [echo]), "generator"),
+        ([None], "a list holding NoneType"),
+        ([echo, "echo"], "a list holding str"),
+        ((echo, {"name": "x"}), "a tuple holding dict"),
+    ],
+    ids=["none", "int", "str", "dict", "generator", "list-none", "list-str", "tuple-dict"],
+)
+async def test_a_listing_that_is_not_a_sequence_of_tools_is_a_toolset_error_naming_the_toolset(
+    listing: Any, told: str
+) -> None:
+    async with Runtime():
+        agent = Agent(ScriptedProvider(["hi"]), toolsets=[Garbage(listing)])
+        with pytest.raises(ToolsetError, match=rf"toolset 'junk' listed .*{told}") as caught:
+            await agent.run("x")
+    assert "{'name'" not in str(caught.value)  # the type only, never the values
