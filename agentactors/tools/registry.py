@@ -31,6 +31,7 @@ from ..events import EventSink
 from ..messages import ToolSpec
 from ..redaction import on_secret_registered
 from .docstrings import parse_docstring
+from .json_nulls import drop_null_optionals, has_null, null_optionals
 from .results import ResultCeiling, ValidationIssue, invalid_arguments_text
 from .schema import (
     converter_for,
@@ -304,6 +305,9 @@ class Tool(Generic[P, R]):
         spec = _offered(spec)
         # Compiled once per tool: validating a call is then one walk of the arguments.
         self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
+        # Whether the model's null for an optional parameter (strict mode sends one for each it leaves out) may
+        # need dropping: at the top of the arguments, and deeper (an optional field of an object parameter).
+        self._nulls_top, self._nulls_deep = null_optionals(spec.parameters)
         if parameters:
             _check_defaults(self._validator, parameters, spec.name)
         # Validated JSON arguments go to the function as they are: nothing to convert, reorder or inject.
@@ -434,8 +438,28 @@ class Tool(Generic[P, R]):
     # --- validating and calling ----------------------------------------------------------------
 
     def validate(self, arguments: Mapping[str, Any]) -> list[ValidationIssue]:
-        """Every way ``arguments`` break the schema (empty when they are valid); never the values."""
-        return self._validator.issues(arguments)
+        """Every way ``arguments`` break the schema (empty when they are valid); never the values.
+
+        ``null`` for an optional parameter whose type takes no ``None`` is read as omitted (its default
+        applies; :mod:`~agentactors.tools.json_nulls`): OpenAI's strict mode sends one for every parameter
+        the model leaves out, and models outside it often do.  Looked for only when the arguments break the
+        schema (such a ``null`` always does), so a valid call pays nothing for it.
+        """
+        issues = self._validator.issues(arguments)
+        if issues and (self._nulls_top or self._nulls_deep) and has_null(arguments):
+            issues = self._validator.issues(drop_null_optionals(arguments, self.spec.parameters))
+        return issues
+
+    def _settled(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``arguments`` without the ``null``\\ s :meth:`validate` read as omitted (themselves when none).
+
+        Per call: a look at the top-level values when only top-level parameters are optional, a walk of the
+        arguments only when an object parameter has optional fields, nothing when no parameter is optional.
+        """
+        if (self._nulls_top and None in arguments.values()) or (self._nulls_deep and has_null(arguments)):
+            settled: Mapping[str, Any] = drop_null_optionals(arguments, self.spec.parameters)
+            return settled
+        return arguments
 
     def invalid_text(self, issues: Sequence[ValidationIssue]) -> str:
         """The model-facing text for a call rejected with ``issues``."""
@@ -471,8 +495,13 @@ class Tool(Generic[P, R]):
     def prepare(self, arguments: Mapping[str, Any], context: ToolContext | None) -> tuple[list[Any], dict[str, Any]]:
         """Positional and keyword arguments for the function from validated JSON ``arguments``.
 
+        A ``null`` for an optional parameter that takes no ``None`` is left out (see :meth:`validate`).
+
         :raises ConversionError: an argument could not become its annotated type.
         """
+        return self._prepare(self._settled(arguments), context)
+
+    def _prepare(self, arguments: Mapping[str, Any], context: ToolContext | None) -> tuple[list[Any], dict[str, Any]]:
         kwargs = dict(arguments)
         if self._bound:  # (only a **kwargs schema lets one through)
             for key in self._bound.intersection(kwargs):
@@ -508,6 +537,8 @@ class Tool(Generic[P, R]):
         if not self.is_async:
             raise TypeError(f"tool {self.name!r} is sync: use invoke(), which runs it in a worker thread")
         fn: _AsyncFn = self.fn  # type: ignore[assignment]  # is_async says so (and typing.cast is a call)
+        if (self._nulls_top and None in arguments.values()) or (self._nulls_deep and has_null(arguments)):
+            arguments = self._settled(arguments)  # (inline: every call of an async tool comes this way)
         if self._direct:
             return fn(**arguments)
         numbers = self._numbers
@@ -518,7 +549,7 @@ class Tool(Generic[P, R]):
                     break  # (a float for an int, an int for a float: prepare() converts it)
             else:
                 return fn(**arguments)  # every number of its declared type: nothing to convert
-        args, kwargs = self.prepare(arguments, context)
+        args, kwargs = self._prepare(arguments, context)
         return fn(*args, **kwargs)
 
     async def invoke(

@@ -25,6 +25,9 @@ wire.  Rules:
   :class:`GeminiSchemaError` naming the cycle;
 * non-string enum values (and a non-string ``const``) cannot be expressed, so the
   enum is dropped and the allowed values are appended to the description;
+* an array always carries ``items`` (Gemini answers one without it with a 400): ``{}``, any element, when
+  the schema names none (a bare ``list``); a tuple's ``prefixItems`` become an ``anyOf`` of its elements'
+  schemas (its ``items: false`` is no element schema);
 * ``properties``/``required`` appear only on objects, ``required`` names only
   declared properties (and is dropped when empty), a nested object with no
   properties carries none (Gemini rejects an empty ``properties`` below the top).
@@ -225,7 +228,9 @@ class _Converter:
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 out[key] = value
         if kind == "array":
-            items = node.get("items", node.get("prefixItems"))
+            # prefixItems first: a tuple's `items` is the boolean false ("nothing past these"), no element schema.
+            prefix = node.get("prefixItems")
+            items = prefix if isinstance(prefix, list) else node.get("items")
             if isinstance(items, list):
                 # Tuple validation has no Gemini form: accept any of the positional schemas.
                 converted = [self.convert(i, depth=depth + 1, refs=refs) for i in items]
@@ -233,8 +238,11 @@ class _Converter:
                     out["items"] = converted[0]
                 elif converted:
                     out["items"] = {"anyOf": converted}
-            elif items is not None:
+            elif isinstance(items, Mapping):
                 out["items"] = self.convert(items, depth=depth + 1, refs=refs)
+            # Gemini refuses an array without items ("items: missing field", a 400 on every request); a bare
+            # list's (JSON Schema's "any element") is spelled as the converter spells `items: true`.
+            out.setdefault("items", {})
         elif kind == "object":
             props = node.get("properties")
             if isinstance(props, Mapping) and props:

@@ -21,11 +21,12 @@ that tool call.
 ``parallel_tool_calls``, ``reasoning``, ``max_completion_tokens``, ...); a ``None`` value removes a field
 the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  One key is the
 codec's own and is not sent: ``strict_tools`` (``True`` for every tool, or an iterable of tool names) marks
-function definitions ``strict``.  What the merged body then holds for a mapped setting (``temperature``,
-``top_p``, ``seed``, ``stop``, ``max_tokens`` / ``max_completion_tokens``, ``reasoning_effort``) is judged as
-the setting is (:func:`.models.check_sent`).  ``model``, ``messages`` and ``stream`` are refused
-(:func:`~agentactors.providers._settings.check_owned`): they are the provider's model, the conversation and the
-call's kind, never an option.
+function definitions ``strict`` and sends their schemas fitted to strict mode (:func:`tool_parameters`, which
+also gives every array that has none an ``items``).  What the merged body then holds for a mapped setting
+(``temperature``, ``top_p``, ``seed``, ``stop``, ``max_tokens`` / ``max_completion_tokens``,
+``reasoning_effort``) is judged as the setting is (:func:`.models.check_sent`).  ``model``, ``messages`` and
+``stream`` are refused (:func:`~agentactors.providers._settings.check_owned`): they are the provider's model,
+the conversation and the call's kind, never an option.
 
 ``LLMRequest.response_format`` becomes ``response_format: {"type": "json_schema", "json_schema": {"name",
 "schema", "strict"}}`` (plus ``description`` when given); a strict format's schema is fitted to strict mode
@@ -36,16 +37,20 @@ compatible server judges them itself, whatever model it serves.
 
 Errors: :class:`~agentactors.UnsupportedContentError` / :class:`~agentactors.UnsupportedSettingError` for
 what the model cannot take, :class:`~agentactors.providers.errors.UnsupportedToolNameError` for a tool name
-OpenAI refuses, ``ValueError`` for a strict schema strict mode cannot carry.
+OpenAI refuses, ``ValueError`` for a strict response format's schema strict mode cannot carry,
+:class:`~agentactors.UnsupportedSettingError` for a ``strict_tools`` tool whose schema strict mode cannot carry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice
+from ...errors import UnsupportedSettingError
+from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
 from ...parts import Document, Image, Part, Text
+from ...tools.json_refs import inline_refs
 from .._constrained_schema import openai_strict_schema
 from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names
 from .decode import dict_or_empty
@@ -59,6 +64,7 @@ __all__ = [
     "encode_response_format",
     "encode_tool_choice",
     "strict_tool",
+    "tool_parameters",
 ]
 
 # vendor_options keys the codec consumes instead of copying into the body.
@@ -90,9 +96,7 @@ def encode_request(
     body: dict[str, Any] = {"model": model, "messages": encode_messages(request.messages)}
     if request.tools:
         strict = options.get("strict_tools", False)
-        body["tools"] = [
-            _encode_tool(t.name, t.description, t.parameters, strict_tool(strict, t.name)) for t in request.tools
-        ]
+        body["tools"] = [_encode_tool(t, strict_tool(strict, t.name), model) for t in request.tools]
         body["tool_choice"] = encode_tool_choice(request.tool_choice)
     body["stream"] = stream
     if stream:
@@ -176,8 +180,9 @@ def _encode_call(call: ToolCall) -> dict[str, Any]:
     return encoded
 
 
-def _encode_tool(name: str, description: str, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
+def _encode_tool(spec: ToolSpec, strict: bool, model: str) -> dict[str, Any]:
+    parameters = tool_parameters(spec, strict, wire=WIRE, model=model)
+    function: dict[str, Any] = {"name": spec.name, "description": spec.description, "parameters": parameters}
     if strict:
         function["strict"] = True
     return {"type": "function", "function": function}
@@ -228,3 +233,133 @@ def strict_tool(option: Any, name: str) -> bool:
     if isinstance(option, Iterable):
         return name in set(option)
     return False
+
+
+# --- tool schemas as OpenAI takes them ---------------------------------------------------------------------------
+
+# (id(parameters), strict) -> (parameters, the schema sent): the encoder runs per request, the tools' schemas are
+# the same objects every time (a ToolSpec is frozen and holds its own copy).  The schema is kept in the value so
+# its id cannot be reused meanwhile; a full table is cleared (tools are few: it fills only when they are rebuilt).
+_FITTED: dict[tuple[int, bool], tuple[Mapping[str, Any], dict[str, Any]]] = {}
+_FITTED_SIZE = 512
+_FITTED_LOCK = threading.Lock()
+_MAX_DEPTH = 64
+
+
+def tool_parameters(spec: ToolSpec, strict: bool, *, wire: str, model: str | None) -> dict[str, Any]:
+    """``spec``'s parameters as OpenAI's wires (Chat Completions, Responses, Azure) take them.
+
+    An array with no ``items`` (a bare ``list``, ``set``, ``tuple`` or ``Sequence`` parameter; an MCP server's
+    schema) is valid JSON Schema, but OpenAI refuses it with a 400 on every request ("array schema missing
+    items"): it is sent with ``"items": {}`` (any element: the same meaning), at any depth.  A strict tool's
+    schema is fitted to strict mode (:func:`~agentactors.providers._constrained_schema.openai_strict_schema`:
+    every property required, an optional one nullable, every object closed) — the model may then send ``null``
+    for an optional parameter, which the tool reads as omitted (:meth:`agentactors.tools.registry.Tool.validate`).
+    Remembered per schema object; the spec itself is not changed (its tool validates against it).
+
+    :raises UnsupportedSettingError: ``strict`` and a schema strict mode cannot carry (an open mapping such as
+        ``dict[str, V]`` or ``**kwargs``, a tuple, a value of any type): ``strict_tools`` constrains what comes
+        back, so the tool is refused before anything is sent rather than sent loose (``docs/settings.md``).
+    """
+    parameters = spec.parameters
+    key = (id(parameters), strict)
+    hit = _FITTED.get(key)
+    if hit is not None and hit[0] is parameters:
+        return hit[1]
+    try:
+        fitted = _strict_parameters(parameters) if strict else _with_items(parameters, 0)
+    except ValueError as exc:
+        raise UnsupportedSettingError(
+            f"strict_tools: tool {spec.name!r} cannot be sent strict: {exc}; leave it out of strict_tools (a list "
+            f"of the tools' names selects them) or change its parameters (model {model!r}); nothing was sent",
+            provider=wire, model=model, setting="strict_tools",
+        ) from None
+    with _FITTED_LOCK:
+        if len(_FITTED) >= _FITTED_SIZE:
+            _FITTED.clear()
+        _FITTED[key] = (parameters, fitted)
+    return fitted
+
+
+def _is_array(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    return kind == "array" or (isinstance(kind, list) and "array" in kind)
+
+
+# Where a sub-schema sits in a schema: a map of schemas, a list of them, or one.
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONES = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
+                "unevaluatedItems", "unevaluatedProperties")
+
+
+def _with_items(node: Any, depth: int) -> Any:
+    """``node`` with ``"items": {}`` on each array that has no ``items``: ``node`` itself when none lacks it.
+
+    Copies only the path to a change, so a schema with nothing to fit (most) is sent as it is.  Deeper than
+    64 levels it stops (the vendor judges the rest): a tool's schema is never that deep.
+    """
+    if not isinstance(node, Mapping) or depth > _MAX_DEPTH:
+        return node
+    out: dict[str, Any] | None = None
+    if _is_array(node) and "items" not in node:
+        out = {**node, "items": {}}
+    for key in _SCHEMA_ONES:
+        sub = node.get(key)
+        if isinstance(sub, Mapping):
+            fitted = _with_items(sub, depth + 1)
+            if fitted is not sub:
+                out = out if out is not None else dict(node)
+                out[key] = fitted
+    for key in _SCHEMA_LISTS:
+        subs = node.get(key)
+        if isinstance(subs, list):
+            fitted_list = [_with_items(s, depth + 1) for s in subs]
+            if any(f is not s for f, s in zip(fitted_list, subs, strict=True)):
+                out = out if out is not None else dict(node)
+                out[key] = fitted_list
+    for key in _SCHEMA_MAPS:
+        subs = node.get(key)
+        if isinstance(subs, Mapping):
+            fitted_map = {name: _with_items(s, depth + 1) for name, s in subs.items()}
+            if any(fitted_map[name] is not s for name, s in subs.items()):
+                out = out if out is not None else dict(node)
+                out[key] = fitted_map
+    return node if out is None else out
+
+
+def _strict_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The schema fitted to strict mode, with every value's type named (strict mode's own rule).
+
+    A schema strict mode takes already (every object closed, every property required: a pydantic-ai or
+    hand-written strict schema) is sent as written, its ``$defs`` and ``$ref``\\ s kept (strict mode reads them).
+
+    :raises ValueError: what strict mode cannot carry, named (see :func:`tool_parameters`).
+    """
+    fitted = openai_strict_schema(parameters)
+    _check_typed(fitted, "")
+    return parameters if fitted == inline_refs(parameters) else fitted
+
+
+def _check_typed(node: Any, path: str) -> None:
+    # Strict mode answers a schema node without a type ("schema must have a 'type' key") with a 400, and `{}`
+    # (any value, as a bare list's elements or an Any parameter are) has none: no rewrite can name one.
+    if not isinstance(node, Mapping):
+        return
+    where = path or "the parameters"
+    if not any(k in node for k in ("type", "anyOf", "enum", "const")):
+        raise ValueError(f"{where} takes a value of any type, and strict mode needs every value's type named; "
+                         "annotate it (e.g. str, list[str])")
+    if _is_array(node) and not isinstance(node.get("items"), Mapping):
+        raise ValueError(f"{where} is an array with no element type (a bare list, set or tuple), and strict "
+                         "mode needs the elements' type named; annotate it (e.g. list[str])")
+    properties = node.get("properties")
+    if isinstance(properties, Mapping):
+        for name, sub in properties.items():
+            _check_typed(sub, f"{path}.{name}" if path else str(name))
+    if isinstance(node.get("items"), Mapping):
+        _check_typed(node["items"], f"{path}[]")
+    for key in ("anyOf", "allOf"):
+        if isinstance(node.get(key), list):
+            for sub in node[key]:
+                _check_typed(sub, path)

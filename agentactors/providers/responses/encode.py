@@ -40,7 +40,7 @@ from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoic
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
 from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names
-from ..openai.encode import strict_tool
+from ..openai.encode import strict_tool, tool_parameters
 from .models import WIRE, check_max_output_tokens, check_parts, check_sent, encode_settings, reasons
 
 __all__ = [
@@ -76,7 +76,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool, official: b
         body["instructions"] = instructions
     if request.tools:
         strict = options.get("strict_tools", False)
-        body["tools"] = [encode_tool(t, strict_tool(strict, t.name)) for t in request.tools]
+        body["tools"] = [encode_tool(t, strict_tool(strict, t.name), model=model) for t in request.tools]
         body["tool_choice"] = encode_tool_choice(request.tool_choice)
     body["stream"] = stream
     body["store"] = False
@@ -221,9 +221,16 @@ def encode_part(part: Part) -> dict[str, Any]:
     raise TypeError(f"the Responses API takes no {type(part).__name__} parts")
 
 
-def encode_tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
-    """A flat function tool (``strict`` always sent: this wire defaults it to ``true``)."""
-    tool: dict[str, Any] = {"type": "function", "name": spec.name, "parameters": spec.parameters, "strict": strict}
+def encode_tool(spec: ToolSpec, strict: bool, *, model: str | None = None) -> dict[str, Any]:
+    """A flat function tool (``strict`` always sent: this wire defaults it to ``true``).
+
+    Its parameters as OpenAI takes them (:func:`~agentactors.providers.openai.encode.tool_parameters`: an array
+    with no ``items`` gets ``{}``, a strict tool's schema is fitted to strict mode).
+
+    :raises UnsupportedSettingError: a strict tool whose schema strict mode cannot carry (named).
+    """
+    parameters = tool_parameters(spec, strict, wire=WIRE, model=model)
+    tool: dict[str, Any] = {"type": "function", "name": spec.name, "parameters": parameters, "strict": strict}
     if spec.description:
         tool["description"] = spec.description
     return tool
