@@ -53,7 +53,7 @@ from ..actors.runtime import RUN_RESOLVER, ActorRef, Runtime
 from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
 from ..gateway import ticket
 from ..gateway.cost_budget import CostBudget
-from ..gateway.provider import ProviderActor
+from ..gateway.provider import ProviderActor, bound_provider_actor
 from ..loop import lineage
 from ..loop.config import LoopConfig
 from ..loop.controller import LoopController
@@ -1081,7 +1081,9 @@ class Agent(Generic[OutputT]):
             ref = provider
             native = provider_carries_tools(ref)
         else:
-            ref = mark.provider_actor(rt, provider) if mark is not None else ProviderActor.shared(rt, provider)
+            # The runtime's shared actor, held for this agent: one made only for agents is released (stopped, its
+            # connections closed) once they are all collected — a provider made per request does not stay.
+            ref = mark.provider_actor(rt, provider) if mark is not None else bound_provider_actor(rt, provider, self)
             native = native_tools_for(provider)
         tools = None
         if self._all_tools:

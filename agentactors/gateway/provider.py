@@ -2,7 +2,9 @@
 
 Spawn it with ``ProviderActor.shared(rt, provider, **budgets)`` (one per
 provider object per runtime; the runtime closes the provider when it exits) or
-``rt.spawn(actor, concurrency=actor.spawn_concurrency)``.  Its scheduler (slots,
+``rt.spawn(actor, concurrency=actor.spawn_concurrency)``.  An agent binds to the
+same shared actor (:func:`bound_provider_actor`), which is released once every
+agent bound to it is collected, unless ``ProviderActor.shared`` pinned it.  Its scheduler (slots,
 rate buckets, the queue of waiting requests) is built by ``on_start``, inside
 the running event loop, so the actor itself can be constructed anywhere.
 
@@ -64,6 +66,7 @@ import logging
 import math
 import numbers
 import operator
+import weakref
 from typing import Any, Final
 
 import anyio
@@ -346,30 +349,12 @@ class ProviderActor:
         (a :meth:`Runtime.service` cleanup).  An actor that was stopped is replaced by a new one on
         the next call, with the budgets it had unless that call gives others.
 
+        A provider asked for here is *pinned*: its actor (and budgets) live as long as the runtime.  One that
+        only agents ran with (:func:`bound_provider_actor`) is released once they are all collected.
+
         :raises RuntimeError: outside ``async with rt``.
         """
-        registry = rt.service(_SharedProviders, _SharedProviders, cleanup=_SharedProviders.aclose)
-        entry = registry.entries.get(id(provider))
-        if entry is not None and not entry[1].stopped:
-            # Compared as the actor has them (defaults filled in, values checked): the defaults spelt out are
-            # not different budgets, and a misspelt keyword is the constructor's TypeError, not "different".
-            if budgets and _settings(cls(provider, **budgets)) != entry[2]:
-                raise ValueError(
-                    f"provider {getattr(provider, 'name', provider)!r} already has a ProviderActor in this runtime "
-                    f"with budgets {entry[2]}; spawn a ProviderActor yourself for different budgets"
-                )
-            return entry[1]
-        # A stopped actor's replacement keeps its budgets unless new ones are given: an Agent asking for the
-        # provider's actor (no budgets) must not silently lift the limits it was configured with.
-        actor = cls(provider, **(budgets or (entry[2] if entry is not None else {})))
-        ref = rt.spawn(
-            actor,
-            name=f"provider:{getattr(provider, 'name', type(provider).__name__)}",
-            concurrency=actor.spawn_concurrency,
-            mailbox_size=max(256, actor.max_concurrency * 4),
-        )
-        registry.entries[id(provider)] = (provider, ref, _settings(actor))
-        return ref
+        return _SharedProviders.of(rt).entry(rt, cls, provider, budgets, pin=True).ref
 
     async def on_start(self) -> None:
         """Build the scheduler (slots, rate buckets, queue), inside the running event loop.
@@ -642,30 +627,218 @@ def _seconds(name: str, value: object) -> float | None:
     return seconds
 
 
+def bound_provider_actor(rt: Runtime, provider: Any, agent: object) -> ActorRef:
+    """The runtime's shared ProviderActor for ``provider``, as an agent binding to it needs it (the agent layer's).
+
+    The same actor :meth:`ProviderActor.shared` gives, but held for ``agent`` (weakly; an agent counts once):
+    an entry only agents made (none pinned it with ``ProviderActor.shared``) is released once every agent bound
+    to it has been collected — its actor stopped and, when that can be undone (:func:`_reopens`), its
+    provider's connections closed — so a provider made per request (one API key per tenant) does not keep an
+    actor and a keep-alive socket until the runtime exits.  Nobody else holds the ref: an agent caches it.
+
+    :raises RuntimeError: outside ``async with rt``, or from another thread than its loop's.
+    :raises TypeError: ``agent`` cannot be weakly referenced.
+    """
+    registry = _SharedProviders.of(rt)
+    entry = registry.entry(rt, ProviderActor, provider, {}, pin=False)
+    if agent not in entry.agents:
+        entry.agents.add(agent)
+        # An int, not the entry: the watch must hold neither the agent nor the provider.
+        rt.when_collected(agent, registry.release, rt, id(provider))
+    return entry.ref
+
+
+class _Entry:
+    """One provider's shared actor: the provider (held: its id stays its own), the ref, its budgets; ``pinned``
+    (asked for with :meth:`ProviderActor.shared`: kept until the runtime exits), and the agents bound to it."""
+
+    __slots__ = ("agents", "budgets", "pinned", "provider", "ref")
+
+    def __init__(self, provider: Any, ref: ActorRef, budgets: dict[str, Any], pinned: bool) -> None:
+        self.provider = provider
+        self.ref = ref
+        self.budgets = budgets
+        self.pinned = pinned
+        self.agents: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 class _SharedProviders:
     """A runtime's shared ProviderActors, one per provider object (the :meth:`ProviderActor.shared` registry).
 
-    Kept as a :meth:`Runtime.service`; each entry holds the provider itself,
-    so its id cannot be reused while the runtime runs.
+    Kept as a :meth:`Runtime.service`; each entry holds the provider itself, so its id cannot be reused while
+    the entry is there.  An unpinned entry is dropped once its agents are collected (:meth:`release`); a
+    provider that was not closed then is held weakly in ``released``, closed at the exit if still alive.
     """
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "released")
 
     def __init__(self) -> None:
-        self.entries: dict[int, tuple[Any, ActorRef, dict[str, Any]]] = {}
+        self.entries: dict[int, _Entry] = {}
+        self.released: dict[int, weakref.ref[Any]] = {}
+
+    @staticmethod
+    def of(rt: Runtime) -> _SharedProviders:
+        """``rt``'s registry, made on first use (the runtime's exit runs :meth:`aclose`)."""
+        return rt.service(_SharedProviders, _SharedProviders, cleanup=_SharedProviders.aclose)
+
+    def entry(self, rt: Runtime, cls: type[ProviderActor], provider: Any, budgets: dict[str, Any], *,
+              pin: bool) -> _Entry:
+        """``provider``'s entry, its actor spawned (or a stopped one replaced); ``pin``: kept until the exit."""
+        key = id(provider)
+        entry = self.entries.get(key)
+        if entry is not None and entry.provider is not provider:  # (never: the entry holds its provider)
+            entry = None
+        if entry is not None and not entry.ref.stopped:
+            # Compared as the actor has them (defaults filled in, values checked): the defaults spelt out are
+            # not different budgets, and a misspelt keyword is the constructor's TypeError, not "different".
+            if budgets and _settings(cls(provider, **budgets)) != entry.budgets:
+                raise ValueError(
+                    f"provider {getattr(provider, 'name', provider)!r} already has a ProviderActor in this runtime "
+                    f"with budgets {entry.budgets}; spawn a ProviderActor yourself for different budgets"
+                )
+            entry.pinned = entry.pinned or pin
+            return entry
+        # A stopped actor's replacement keeps its budgets unless new ones are given: an Agent asking for the
+        # provider's actor (no budgets) must not silently lift the limits it was configured with.
+        actor = cls(provider, **(budgets or (entry.budgets if entry is not None else {})))
+        ref = rt.spawn(
+            actor,
+            name=f"provider:{getattr(provider, 'name', type(provider).__name__)}",
+            concurrency=actor.spawn_concurrency,
+            mailbox_size=max(256, actor.max_concurrency * 4),
+        )
+        if entry is None:
+            entry = self.entries[key] = _Entry(provider, ref, _settings(actor), pin)
+            held = self.released.get(key)
+            if held is not None and held() is provider:  # released before, in use again: the entry closes it
+                del self.released[key]
+        else:
+            entry.ref, entry.budgets, entry.pinned = ref, _settings(actor), entry.pinned or pin
+        return entry
+
+    async def release(self, rt: Runtime, key: int) -> None:
+        """An agent bound to entry ``key`` was collected: drop the entry if it is unpinned and has no agent left.
+
+        The entry goes first (a bind meanwhile makes a new one, with an actor of its own), then its actor is
+        stopped (drained: nothing can be in flight — a run holds its agent — but it is the graceful way).  The
+        provider's connections are closed only when that can be undone (:func:`_reopens`: its next call opens
+        new ones, should its user still hold it) and no other entry reaches it (a decorator's inner provider
+        may serve another entry's calls right now); otherwise it is held weakly and closed at the exit, as
+        before, if it is still alive then.  Never raises (its failure would escalate in the runtime).
+        """
+        entry = self.entries.get(key)
+        if entry is None or entry.pinned or entry.agents:
+            return
+        del self.entries[key]
+        provider = entry.provider
+        if getattr(provider, "aclose", None) is not None:
+            self._hold(key, provider)
+        await rt.stop(entry.ref)
+        if key in self.entries or not _reopens(provider) or self._reached(provider):
+            return  # in use again (the new entry closes it), or not ours to close now
+        held = self.released.get(key)
+        if held is not None and held() is provider:
+            del self.released[key]
+        await _close_provider(provider)
+
+    def _hold(self, key: int, provider: Any) -> None:
+        """Keep ``provider`` weakly for the exit to close (forgotten when it is collected)."""
+
+        def forget(ref: weakref.ref[Any]) -> None:
+            if self.released.get(key) is ref:
+                del self.released[key]
+
+        try:
+            self.released[key] = weakref.ref(provider, forget)
+        except TypeError:  # not weakly referenceable: not held (it would be a leak); nothing closes it
+            pass
+
+    def _reached(self, provider: Any) -> bool:
+        """Whether another entry's provider is, or wraps, one that ``provider`` is or wraps."""
+        mine = _chain(provider)
+        return any(not mine.isdisjoint(_chain(e.provider)) for e in self.entries.values())
 
     async def aclose(self) -> None:
         """Close every provider (the runtime's exit, after its actors stopped); a failure is logged.
 
-        A provider without ``aclose`` (a duck-typed one: ``complete`` is all the loop needs) is skipped.
+        That is every entry's and every released one still alive.  A provider without ``aclose`` (a duck-typed
+        one: ``complete`` is all the loop needs) is skipped.
         """
-        entries = list(self.entries.values())
+        providers = [e.provider for e in self.entries.values()]
+        providers += [p for p in (ref() for ref in self.released.values()) if p is not None]
         self.entries.clear()
-        for provider, _ref, _budgets in entries:
-            close = getattr(provider, "aclose", None)
-            if close is None:  # optional for a duck-typed provider: it owns nothing to release
-                continue
-            try:
-                await close()
-            except Exception as exc:
-                log.warning("closing provider %r raised %s", provider, redact(f"{type(exc).__name__}: {exc}"))
+        self.released.clear()
+        for provider in providers:
+            await _close_provider(provider)
+
+
+async def _close_provider(provider: Any) -> None:
+    """``provider.aclose()`` when it has one; a failure is logged."""
+    close = getattr(provider, "aclose", None)
+    if close is None:  # optional for a duck-typed provider: it owns nothing to release
+        return
+    try:
+        await close()
+    except Exception as exc:
+        log.warning("closing provider %r raised %s", provider, redact(f"{type(exc).__name__}: {exc}"))
+
+
+# The ``aclose`` methods known to be undoable: an HTTPProvider's drops its owned pool (its next call makes a new
+# one, and its keeper with it); a decorator's and a fallback chain's or pool's close their inner providers only.
+# Named, not imported: the resilience layer sits above this one.
+_REOPENING: Final = frozenset({
+    ("agentactors.providers.http.provider", "HTTPProvider.aclose"),
+})
+_CLOSING_INNER: Final = frozenset({
+    ("agentactors.resilience.decorator", "ProviderDecorator.aclose"),
+    ("agentactors.resilience.multi", "MultiProvider.aclose"),
+})
+# How deep a chain of decorators is followed (a deeper one, or a cycle, is not closed).
+_MAX_DEPTH: Final = 64
+
+
+def _close_kind(provider: object) -> tuple[str, str] | None:
+    close = getattr(type(provider), "aclose", None)
+    if close is None:
+        return None
+    return (getattr(close, "__module__", ""), getattr(close, "__qualname__", ""))
+
+
+def _inners(provider: object) -> tuple[Any, ...]:
+    """The providers ``provider`` wraps, read through the public ``inner`` and ``members`` (a property that
+    raises is read as absent)."""
+    try:
+        members = getattr(provider, "members", None)
+        inner = getattr(provider, "inner", None)
+    except Exception:
+        return ()
+    if isinstance(members, tuple | list):
+        return tuple(members)
+    return () if inner is None or inner is provider else (inner,)
+
+
+def _reopens(provider: object, depth: int = 0) -> bool:
+    """Whether ``provider.aclose()`` can be undone: its next call works as before (it only closes pools that are
+    made again) — an HTTPProvider, or the library's decorators, chains and pools of such providers only."""
+    if depth > _MAX_DEPTH:
+        return False
+    kind = _close_kind(provider)
+    if kind in _REOPENING:
+        return True
+    if kind not in _CLOSING_INNER:
+        return False
+    inners = _inners(provider)
+    return bool(inners) and all(_reopens(inner, depth + 1) for inner in inners)
+
+
+def _chain(provider: object) -> set[int]:
+    """The ids of ``provider`` and of every provider it wraps (:func:`_inners`, at most :data:`_MAX_DEPTH`)."""
+    seen: set[int] = set()
+    todo = [(provider, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if id(node) in seen or depth > _MAX_DEPTH:
+            continue
+        seen.add(id(node))
+        todo.extend((inner, depth + 1) for inner in _inners(node))
+    return seen
