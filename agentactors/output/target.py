@@ -33,11 +33,13 @@ import hashlib
 import re
 import typing
 from collections import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import attrs
 
+from ..tools.json_nulls import drop_null_optionals
+from ..tools.json_nulls import has_null as _has_null
 from ..tools.results import ValidationIssue
 from ..tools.schema import (
     ConversionError,
@@ -122,98 +124,6 @@ class Member:
 def _pydantic(exc: BaseException) -> tuple[ValidationIssue, ...]:
     return tuple(ValidationIssue(where or "answer", expected, "a value it rejects") for where, expected in
                  pydantic_issues(exc))
-
-
-def drop_null_optionals(value: Any, schema: Mapping[str, Any]) -> Any:
-    """``value`` without ``null`` properties that are optional and do not accept ``null`` (read as absent).
-
-    OpenAI's strict mode requires every property, so an optional one comes back as ``null``; the schema
-    the answer is checked against says it may be left out, not that it may be ``null``.  Strict mode
-    fits nested objects the same way — a list's items, a tuple's, an optional sub-object (``anyOf``), a
-    mapping's values — so the walk follows the schema into each of them (never deeper than the schema,
-    which has no cycle: a recursive type is refused when the target is built).
-    """
-    schema = _branch(value, schema)
-    if isinstance(value, list):
-        prefix = schema.get("prefixItems")
-        items = schema.get("items")
-        if not isinstance(prefix, list):
-            prefix = []
-        if not prefix and not isinstance(items, Mapping):
-            return value
-        out_items: list[Any] = []
-        for i, item in enumerate(value):
-            sub = prefix[i] if i < len(prefix) else items
-            out_items.append(drop_null_optionals(item, sub) if isinstance(sub, Mapping) else item)
-        return out_items
-    if not isinstance(value, dict):
-        return value
-    properties = schema.get("properties")
-    extra = schema.get("additionalProperties")
-    if not isinstance(properties, Mapping):
-        if not isinstance(extra, Mapping):
-            return value
-        properties = {}
-    required = set(schema.get("required") or ())
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        sub = properties.get(key)
-        if item is None and key not in required and isinstance(sub, Mapping) and not _accepts_null(sub):
-            continue
-        if sub is None and key not in properties:
-            sub = extra  # a mapping's value (dict[str, Note]), when the schema names its type
-        out[key] = drop_null_optionals(item, sub) if isinstance(sub, Mapping) else item
-    return out
-
-
-def _branch(value: Any, schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The alternative of an ``anyOf`` / ``oneOf`` that ``value``'s shape belongs to (else ``schema`` itself).
-
-    An object goes with the first object alternative that names all its keys; a list with the first array
-    alternative.  (Only to know which ``null`` is optional: the schema check that follows decides.)
-    """
-    for key in ("anyOf", "oneOf"):
-        alternatives = schema.get(key)
-        if not isinstance(alternatives, list):
-            continue
-        for alt in alternatives:
-            if not isinstance(alt, Mapping):
-                continue
-            if isinstance(value, dict):
-                names = alt.get("properties")
-                if isinstance(names, Mapping) and all(k in names for k in value):
-                    return alt
-            elif isinstance(value, list) and (alt.get("type") == "array" or "items" in alt or "prefixItems" in alt):
-                return alt
-    return schema
-
-
-def _has_null(value: Any) -> bool:
-    """Whether ``value`` holds a ``null`` anywhere: most answers hold none, and then are not copied.
-
-    Iterative (the value is within the depth policy, but a walk of the stack needs no room of its own).
-    """
-    stack: list[Any] = [value]
-    pop, push = stack.pop, stack.extend
-    while stack:
-        item = pop()
-        if item is None:
-            return True
-        if isinstance(item, dict):
-            push(item.values())
-        elif isinstance(item, list | tuple):
-            push(item)
-    return False
-
-
-def _accepts_null(schema: Mapping[str, Any]) -> bool:
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind) or not schema:
-        return True
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and any(isinstance(s, Mapping) and _accepts_null(s) for s in schema[key]):
-            return True
-    return "enum" in schema and None in schema["enum"]
 
 
 def _is_pick(tp: Any) -> bool:

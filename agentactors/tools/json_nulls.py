@@ -5,7 +5,8 @@ made nullable and comes back as ``null`` when the model means to leave it out; m
 often send ``null`` for an optional parameter too.  The schema the value is checked against says the property
 may be left out, not that it may be ``null``: :func:`drop_null_optionals` takes such a ``null`` out, so the
 check passes and the default applies.  A property whose own schema accepts ``null`` (``X | None``) keeps it: there
-``null`` is a value.  The same rule as typed outputs' (``docs/output.md``, :mod:`agentactors.output.target`).
+``null`` is a value.  One rule for tool arguments and typed outputs (``docs/output.md``:
+:mod:`agentactors.output.target` reads an output call's arguments with it).
 """
 
 from __future__ import annotations
