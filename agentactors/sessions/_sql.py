@@ -10,6 +10,7 @@ the row a commit checks, its transactions).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Self
 
 import attrs
@@ -36,11 +37,14 @@ class SqlStore:
     Also an async context manager (``async with store:`` closes it on exit).
     """
 
-    __slots__ = ("_dialect", "_worker")
+    __slots__ = ("_dialect", "_guard", "_worker")
 
-    def __init__(self, worker: Worker[Any], dialect: Dialect) -> None:
+    def __init__(self, worker: Worker[Any], dialect: Dialect, guard: Callable[[Any], None] | None = None) -> None:
+        """``guard``, if given, is called with the connection (in the worker thread) before each write, and raises
+        if writing there would be lost (SQLite: the file was deleted or replaced under the connection)."""
         self._worker = worker
         self._dialect = dialect
+        self._guard = guard
 
     async def __aenter__(self) -> Self:
         return self
@@ -73,6 +77,8 @@ class SqlStore:
         :raises SessionFormatError: the record holds a value past the JSON depth and integer limits
             (:mod:`agentactors._json`), which could not be read back; or the stored version cell is
             corrupted.  Nothing was written.
+        :raises SessionError: (SQLite) the store's file was deleted or replaced since its connection opened it:
+            a commit there would be acknowledged and lost, so none is made.
         :raises sqlite3.OperationalError: (SQLite) the write lock stayed taken past ``busy_timeout``, or the
             disk failed (the transaction was rolled back).
         :raises psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled, psycopg.OperationalError:
@@ -86,17 +92,20 @@ class SqlStore:
         """
         if not isinstance(record, SessionRecord):
             raise TypeError(f"commit() takes a SessionRecord, not {type(record).__name__}")
-        return await self._worker.call(_commit, self._dialect, record, check_expected(expected_version))
+        return await self._worker.call(_commit, self._dialect, self._guard, record, check_expected(expected_version))
 
     async def delete(self, key: str, *, expected_version: int | None = None) -> bool:
         """Forget ``key`` (only at ``expected_version``, if given), in one transaction.
 
         :raises ValueError: a key no store keeps, as :meth:`load`; a negative ``expected_version``.
         :raises TypeError: an ``expected_version`` that is not ``None`` nor an int.
+        :raises SessionError: (SQLite) the store's file was deleted or replaced, as :meth:`commit`.
 
         Cancellation: as :meth:`commit`.
         """
-        return await self._worker.call(_delete, self._dialect, check_key(key), check_expected(expected_version))
+        return await self._worker.call(
+            _delete, self._dialect, self._guard, check_key(key), check_expected(expected_version)
+        )
 
     async def aclose(self) -> None:
         """Close the connection (the next use opens a new one).  Idempotent.
@@ -123,15 +132,22 @@ def check_layout(conn: Any, d: Dialect, database: str, kept: str) -> None:
         )
 
 
-def _version(key: str, cell: Any) -> int:
-    """A stored version, which must be an integer >= 1: anything else is a corrupted row, never coerced.
+#: Past the largest version a commit can bump: ``version + 1`` of 2**63 - 1 overflows the 64-bit column
+#: (SQLite would store a REAL — a session that never loads again —, PostgreSQL refuses the statement).
+_VERSION_LIMIT: Final = 2**63 - 1
 
-    (``2.5`` read as 2 would make every later commit of the session conflict, for ever.)
+
+def _version(key: str, cell: Any) -> int:
+    """A stored version, which must be an integer from 1 to 2**63 - 2: anything else is a corrupted row, never
+    coerced.
+
+    (``2.5`` read as 2 would make every later commit of the session conflict, for ever; 2**63 - 1, only ever set
+    by hand, cannot be bumped — refused here, before the commit's ``UPDATE``, as one that loads is.)
     """
-    if isinstance(cell, int) and not isinstance(cell, bool) and cell >= 1:
+    if isinstance(cell, int) and not isinstance(cell, bool) and 1 <= cell < _VERSION_LIMIT:
         return cell
     raise SessionFormatError(
-        f"stored session {key!r} has a corrupted version {cell!r} (an integer >= 1 is expected): "
+        f"stored session {key!r} has a corrupted version {cell!r} (an integer from 1 to 2**63 - 2 is expected): "
         "it was left as it is",
         key=key,
     )
@@ -164,7 +180,9 @@ def _found(conn: Any, d: Dialect, key: str) -> int | None:
     return None if row is None else _version(key, row[0])
 
 
-def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) -> SessionRecord:
+def _commit(
+    conn: Any, d: Dialect, guard: Callable[[Any], None] | None, record: SessionRecord, expected: int | None
+) -> SessionRecord:
     key, messages, kept = record.key, record.messages, record.kept
     # Encoded before the transaction: an unstorable value never takes the lock.  A turn that extends the
     # stored history (kept) writes only its own messages — the usual case; anything else writes them all.
@@ -174,6 +192,8 @@ def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) 
     appended = dump_messages(key, messages[kept:]) if expected is not None and kept else None
     whole = None if appended is not None else dump_messages(key, messages)
     params = d.params(key=key, head=head)
+    if guard is not None:
+        guard(conn)
     with d.transaction(conn):
         if expected is None:
             if conn.execute(d.sql(_CREATE), params).rowcount != 1:
@@ -205,7 +225,9 @@ def _commit(conn: Any, d: Dialect, record: SessionRecord, expected: int | None) 
     )
 
 
-def _delete(conn: Any, d: Dialect, key: str, expected: int | None) -> bool:
+def _delete(conn: Any, d: Dialect, guard: Callable[[Any], None] | None, key: str, expected: int | None) -> bool:
+    if guard is not None:
+        guard(conn)
     with d.transaction(conn):
         if expected is None:
             cursor = conn.execute(d.sql(_DELETE), {"key": key})

@@ -46,14 +46,16 @@ the whole-record layout (format 2 documents, no messages table) needs no migrati
 read as it is and rewritten at its session's next commit; the layout version stays 1, since the new
 table only adds to it (a process of the older version refuses a row written in format 3 —
 :class:`~agentactors.errors.SessionFormatError` — rather than misreading it).  A version cell that is
-not an integer >= 1 is a ``SessionFormatError`` naming the key, never coerced.  A database
+not an integer from 1 to 2**63 - 2 is a ``SessionFormatError`` naming the key, never coerced.  A database
 whose layout is newer than this version knows is refused when opened
 (:class:`~agentactors.errors.SessionFormatError`), before anything is written.
 
 **Lifetime.**  The connection opens on first use and closes on :meth:`SqliteStore.aclose` (a
 :class:`~agentactors.actors.runtime.Runtime` closes the stores its sessions used when it exits); a
-store used again after that opens a new one.  A store object serves one event loop at a time;
-several stores (in several processes or threads) may share one file.
+store used again after that opens a new one.  A file deleted or replaced while the store has it open
+refuses every commit and delete (:class:`~agentactors.errors.SessionError` naming the path): the connection
+would go on writing into the unlinked file, each commit acknowledged and lost.  A store object serves one event
+loop at a time; several stores (in several processes or threads) may share one file.
 
 Load, commit and delete are the PostgreSQL store's too (:mod:`agentactors.sessions._sql`, in the SQL of
 :data:`agentactors._sqlite.DIALECT`); this module keeps its SQLite tables.
@@ -67,7 +69,8 @@ from functools import partial
 from typing import Final, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved
+from ..errors import SessionError
 from ._sql import LAYOUT, META, PIECES, TABLE, SqlStore, check_layout
 
 __all__ = ["LAYOUT", "SqliteStore"]
@@ -130,7 +133,7 @@ class SqliteStore(SqlStore):
         # The connection, its thread and its one-token limiter: agentactors._sqlite (shared with the journal);
         # load, commit and delete: agentactors.sessions._sql (shared with PostgresStore).
         setup, name = partial(_setup, self.path), f"agentactors-sqlite-store-{id(self)}"
-        super().__init__(Worker(self._where, self.busy_timeout, self.synchronous, setup, name), DIALECT)
+        super().__init__(Worker(self._where, self.busy_timeout, self.synchronous, setup, name), DIALECT, _check_file)
 
     @property
     def address(self) -> tuple[str, ...] | None:
@@ -169,6 +172,22 @@ def _uri_address(uri: str) -> tuple[str, ...] | None:
 
 
 # --- what runs in the worker thread ------------------------------------------------------------------
+
+
+def _check_file(conn: sqlite3.Connection) -> None:
+    """Refuse to write if the store's file was deleted or replaced since the connection opened it.
+
+    The connection would go on writing into the unlinked file: each commit acknowledged, the session's version
+    rising, and nothing at the path (:func:`agentactors._sqlite.moved`: one ``stat``, as the journal pays).
+
+    :raises SessionError: naming the path; nothing was written.
+    """
+    problem = moved(conn)
+    if problem is not None:
+        raise SessionError(
+            f"the session database {problem} while this store had it open: its commits would be lost, so none is "
+            "made (restore the file, or close the store: its next use opens the path again)"
+        )
 
 
 def _setup(path: str, conn: sqlite3.Connection) -> None:

@@ -177,6 +177,31 @@ async def test_a_corrupted_version_cell_is_a_typed_error_never_coerced(tmp_path:
             await store.commit(SessionRecord("k", (Message.user("again"),)), expected_version=2)
 
 
+async def test_a_version_cell_at_the_integer_limit_is_corrupted_and_never_bumped_past_it(tmp_path: Path) -> None:
+    """2**63 - 1, set by hand: ``version + 1`` would overflow (SQLite makes it a REAL, the session then never loads
+    again); it is refused as corrupted, before the bump, and the cell is left as it is."""
+    path = tmp_path / "s.db"
+    top = 2**63 - 1
+    async with SqliteStore(path) as store:
+        await store.commit(SessionRecord("k", (Message.user("hi"),)), expected_version=None)
+    conn = _raw(path)
+    try:
+        conn.execute("UPDATE agentactors_sessions SET version = ?", (top,))
+    finally:
+        conn.close()
+    async with SqliteStore(path) as store:
+        with pytest.raises(SessionFormatError, match=f"'k' has a corrupted version {top}") as info:
+            await store.load("k")
+        assert info.value.key == "k"
+        with pytest.raises(SessionFormatError, match="corrupted version"):
+            await store.commit(SessionRecord("k", (Message.user("again"),)), expected_version=top)
+    conn = _raw(path)
+    try:
+        assert conn.execute("SELECT version, typeof(version) FROM agentactors_sessions").fetchone() == (top, "integer")
+    finally:
+        conn.close()
+
+
 @tool
 def lookup(order: dict[str, Any]) -> str:
     """Look an order up."""
