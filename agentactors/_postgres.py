@@ -49,6 +49,7 @@ import importlib
 import math
 import os
 import re
+import select
 import socket
 import threading
 import time
@@ -295,8 +296,38 @@ def _unparseable(message: str) -> str:
 
 def _dead(conn: Any) -> bool:
     """The server went away (a restart, a failover), or did not answer in time: the next call opens a new
-    connection."""
-    return bool(conn.closed or conn.broken or getattr(conn, "expired", False))
+    connection.
+
+    Asked before each call too (:class:`agentactors._db_worker.Worker`), where psycopg's ``closed`` and ``broken``
+    know only what an earlier call met: a connection the server dropped while it sat idle (a restart, a failover,
+    ``pg_terminate_backend``, an idle-session killer) looks alive until a statement fails on it — the commit of a
+    turn whose model and tools already ran.  So an idle connection's socket is looked at too (:func:`_hung_up`).
+    """
+    return bool(conn.closed or conn.broken or getattr(conn, "expired", False) or _hung_up(conn))
+
+
+def _hung_up(conn: Any) -> bool:
+    """Something waits on the socket of a connection between calls: the server spoke unasked.
+
+    A backend answers only what it is asked, and every call reads its answers to the end; what it sends unasked to
+    these connections (which never ``LISTEN``) is its goodbye — a ``FATAL`` message, then the end of the stream — so
+    a readable socket means the connection is gone, and it is thrown away before a statement fails on it.  One
+    ``poll`` with no wait: no round trip.  (A connection dropped silently — a host gone, a network cut — still fails
+    its next call: only an answer could tell, and that is the bounded wait of ``docs/durability.md``.)
+    """
+    try:
+        fd = conn.fileno()
+    except Exception:  # psycopg's OperationalError: no socket, so no connection
+        return True
+    if _poll is not None:
+        poller = _poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # Windows: no poll(); select() takes a socket of any number
+
+
+#: ``select.poll`` where there is one: ``select()`` refuses a descriptor past ``FD_SETSIZE`` (1024) on POSIX.
+_poll: Final = getattr(select, "poll", None)
 
 
 @cache

@@ -7,8 +7,10 @@ Real threads and sockets: the real clock.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
+import anyio
 import psycopg
 import pytest
 
@@ -50,19 +52,37 @@ async def test_a_full_disk_fails_the_commit_writes_nothing_and_the_session_goes_
                                                                                "seen: one | three"]
 
 
-async def test_a_dropped_postgres_connection_fails_the_commit_and_the_next_turn_reconnects(
+async def test_a_postgres_connection_dropped_during_the_commit_fails_it_and_the_next_turn_reconnects(
     postgres_dsn: str,  # noqa: F811
 ) -> None:
+    """Dropped *during* the commit (one dropped while idle is replaced before it is used:
+    ``test_postgres_dropped_connection.py``): the commit waits on a row lock another connection holds, and its
+    backend is terminated there."""
     async with Runtime() as rt:
         session = rt.session(Agent(ScriptedProvider(echo_model)), "k", store=PostgresStore(postgres_dsn))
         await session.send("one")
-        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE pid <> pg_backend_pid() AND datname = current_database()"
-            )
-        with pytest.raises(psycopg.OperationalError):
-            await session.send("two")
+        with psycopg.connect(postgres_dsn) as admin:
+            admin.execute("SELECT 1 FROM agentactors_sessions WHERE key = 'k' FOR UPDATE")  # held until rollback
+
+            def drop_the_waiting_commit() -> None:
+                with psycopg.connect(postgres_dsn, autocommit=True) as killer:
+                    for _ in range(1000):
+                        waiting = killer.execute(
+                            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                            " AND datname = current_database()"
+                        ).fetchall()
+                        if waiting:
+                            killer.execute("SELECT pg_terminate_backend(%s)", waiting[0])
+                            return
+                        time.sleep(0.01)
+                raise AssertionError("the commit never waited for the row lock")
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(anyio.to_thread.run_sync, drop_the_waiting_commit)
+                    with pytest.raises(psycopg.OperationalError):
+                        await session.send("two")
+            admin.rollback()
         assert session.version == 1
         assert (await session.send("three")).content == "seen: one | three"
         assert session.version == 2
