@@ -243,8 +243,10 @@ def set_price(provider: str, model: str, price: Price | None) -> None:
             raise TypeError(f"{label} must be a non-empty str (as LLMResponse.{label} says it), not {value!r}")
     with _lock:
         _user[(provider, model)] = price
-        _found.pop((provider, model), None)
-        _batch_found.pop((provider, model), None)
+        # Every cached answer goes, not only this name's: a dated name (gpt-4o-2024-08-06) priced before from the
+        # table now takes the price set for its model (gpt-4o).
+        _found.clear()
+        _batch_found.clear()
         _generation += 1
 
 
@@ -287,10 +289,12 @@ def set_batch_factor(factor: float) -> None:
 def price_for(provider_name: str | None, model: str | None, *, batch: bool = False) -> Price | None:
     """The price of ``model`` served by the provider named ``provider_name``, or ``None`` when it has none.
 
-    A price set with :func:`set_price` first, then the ``genai-prices`` table (``None`` without the
-    ``[prices]`` extra).  The table is asked by vendor (``"gemini"`` is Google's, ``"bedrock"`` AWS's,
-    ...) and matches the model's dated and aliased names (``gpt-4o-2024-08-06`` is ``gpt-4o``); a
-    provider name the table does not know (a name of your own) has no table price — set one.
+    A price set with :func:`set_price` first — for this name, else for a name the table resolves to the same
+    model (a price set for ``gpt-4o`` prices the ``gpt-4o-2024-08-06`` a vendor answers with) — then the
+    ``genai-prices`` table (``None`` without the ``[prices]`` extra).  The table is asked by vendor
+    (``"gemini"`` is Google's, ``"bedrock"`` AWS's, ...) and matches the model's dated and aliased names
+    (``gpt-4o-2024-08-06`` is ``gpt-4o``); a provider name the table does not know (a name of your own) has no
+    table price — set one.
 
     ``batch=True``: the price of the call made through the vendor's batch API (:class:`~agentactors.BatchProvider`)
     — the table's batch price for the model when it has one, else the live price times the batch factor
@@ -308,14 +312,45 @@ def price_for(provider_name: str | None, model: str | None, *, batch: bool = Fal
     except KeyError:
         pass
     with _lock:
-        if key in _user:
-            price = _user[key]
+        user = _user_key(provider_name, model)
+        if user is not None:
+            price = _user[user]
         elif provider_name in _OFF_TABLE:
             price = None
         else:
             price = _table_price(_TABLE_NAMES.get(provider_name, provider_name), model)
         _found[key] = price
     return price
+
+
+def _user_key(provider_name: str, model: str) -> tuple[str, str] | None:
+    """The key of the price set (:func:`set_price`) that prices ``model`` of ``provider_name``, or ``None``.
+
+    The exact name first; else a name set for the same provider that the table resolves to the same model —
+    vendors answer with dated names (``gpt-4o-2024-08-06`` for ``gpt-4o``, ``claude-sonnet-4-5-20250929``), and
+    a response is priced by the name that answered, so a price set for the undated name (a negotiated rate, or
+    ``None``: "no price") must hold for them.  The table's own id of the model is preferred, then the first name
+    set.  Without the table (no ``[prices]`` extra) only the exact name matches.  Called under ``_lock``, on a
+    cache miss only.
+    """
+    key = (provider_name, model)
+    if key in _user:
+        return key
+    if provider_name in _OFF_TABLE:
+        return None
+    names = [name for provider, name in _user if provider == provider_name]
+    if not names:  # nearly always: no price set for this provider, and the table is not asked twice
+        return None
+    vendor = _TABLE_NAMES.get(provider_name, provider_name)
+    canonical = _table_id(vendor, model)
+    if canonical is None:
+        return None
+    if canonical in names:
+        return (provider_name, canonical)
+    for name in names:
+        if _table_id(vendor, name) == canonical:
+            return (provider_name, name)
+    return None
 
 
 def _batch_price(provider_name: str, model: str) -> Price | None:
@@ -327,7 +362,7 @@ def _batch_price(provider_name: str, model: str) -> Price | None:
     generation = _generation
     live = price_for(provider_name, model)
     with _lock:
-        off = key in _user or provider_name in _OFF_TABLE
+        off = provider_name in _OFF_TABLE or _user_key(provider_name, model) is not None
         table = None if off else _table_price(_TABLE_NAMES.get(provider_name, provider_name), model, True)
         price = table if table is not None or live is None else _scaled(live, _batch_factor)
         # A price set (or a factor, or the table changed) between reading the live price and here: this answer
@@ -590,6 +625,19 @@ def _table_price(vendor: str, model: str, batch: bool = False) -> Price | None:
 
 
 _BATCH: Mapping[str, str] = {"processing": "batch"}  # the table's condition for its batch prices
+
+
+def _table_id(vendor: str, model: str) -> str | None:
+    """The table's own id of ``model`` at ``vendor`` (``gpt-4o`` for ``gpt-4o-2024-08-06``); ``None`` if it lacks it."""
+    snapshot = _snapshot()
+    if snapshot is None:
+        return None
+    try:
+        _, info = snapshot.find_provider_model(model, None, vendor, None)
+    except LookupError:
+        return None
+    model_id = getattr(info, "id", None)
+    return model_id if isinstance(model_id, str) else None
 
 
 # Our rates, and the table's keys for them (the first the model has is taken).

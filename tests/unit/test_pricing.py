@@ -139,6 +139,43 @@ def test_a_price_set_by_the_user_wins_over_the_table_and_can_be_cleared() -> Non
         Price(-1.0, 1.0)
 
 
+def test_a_price_set_for_a_model_applies_to_its_dated_names() -> None:
+    # Vendors answer with the dated name (OpenAI gpt-4o-2024-08-06 for gpt-4o, Anthropic
+    # claude-sonnet-4-5-20250929), and a response is priced by the model that answered: a negotiated
+    # rate set for the undated name was ignored for every real response.
+    set_price("openai", "gpt-4o", Price(1.0, 4.0))
+    assert price_for("openai", "gpt-4o-2024-08-06") == Price(1.0, 4.0)
+    response = LLMResponse("x", usage=Usage(100_000, 10_000), provider="openai", model="gpt-4o-2024-08-06")
+    assert response_cost(response) == Cost(0.1, 0.04)
+    set_price("anthropic", "claude-sonnet-4-5", Price(2.0, 10.0))
+    assert price_for("anthropic", "claude-sonnet-4-5-20250929") == Price(2.0, 10.0)
+    # A name the user set that is an alias itself (not the table's own id) matches the same model.
+    set_price("anthropic", "claude-3-5-sonnet-latest", Price(3.0, 3.0))
+    assert price_for("anthropic", "claude-3-5-sonnet-20241022") == Price(3.0, 3.0)
+    # Batch: the price set, scaled by the factor, not the table's batch price.
+    assert price_for("openai", "gpt-4o-2024-08-06", batch=True) == Price(0.5, 2.0)
+
+
+def test_no_price_set_for_a_model_holds_for_its_dated_names() -> None:
+    assert price_for("openai", "o3-2025-04-16") is not None  # the table's, looked up (and cached) first
+    set_price("openai", "o3", None)  # "no price, whatever the table says"
+    assert price_for("openai", "o3-2025-04-16") is None
+    assert response_cost(LLMResponse("x", usage=Usage(10, 10), provider="openai", model="o3-2025-04-16")) is None
+    assert price_for("openai", "o3-2025-04-16", batch=True) is None
+    clear_prices()
+    assert price_for("openai", "o3-2025-04-16") is not None
+
+
+def test_a_price_set_for_the_exact_dated_name_wins_over_the_undated_one() -> None:
+    set_price("openai", "gpt-4o", Price(1.0, 4.0))
+    set_price("openai", "gpt-4o-2024-08-06", Price(2.0, 8.0))
+    assert price_for("openai", "gpt-4o-2024-08-06") == Price(2.0, 8.0)
+    assert price_for("openai", "gpt-4o-2024-11-20") == Price(1.0, 4.0)
+    assert price_for("openai", "gpt-4o") == Price(1.0, 4.0)
+    # A price set on another provider's name is not this one's.
+    assert price_for("azure-openai", "gpt-4o-2024-08-06") != Price(1.0, 4.0)
+
+
 def test_costs_add_up_in_one_currency() -> None:
     assert Cost(1.0, 2.0) == Cost(1.0, 2.0, 3.0, "USD")
     assert Cost(1.0, 2.0) + Cost(0.5, 0.5) == Cost(1.5, 2.5, 4.0)
