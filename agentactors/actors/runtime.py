@@ -280,7 +280,7 @@ class Runtime:
         self._token: contextvars.Token[Any] | None = None
         self._actors: set[Cell] = set()
         self._services: dict[Hashable, Any] = {}
-        self._cleanups: list[Callable[[], Awaitable[object]]] = []
+        self._cleanups: list[tuple[Hashable, Callable[[], Awaitable[object]]]] = []  # (its service's key, cleanup)
         self._specs: dict[tuple[Any, ...], Spec] = {}
         self._host = _Host(self)
         self._running = 0
@@ -387,15 +387,18 @@ class Runtime:
 
         Cancellation: an outer cancellation during the drain ends the drain at
         once; the actors are then cancelled and stopped, their ``on_stop``
-        hooks and the cleanups run shielded (for at most ``drain_timeout``,
-        0.1 s at least), and the cancellation propagates.  Before ``on_stop``,
+        hooks run shielded and side by side (for at most ``drain_timeout``,
+        0.1 s at least), then the cleanups, shielded, within a bound of their
+        own (the same), and the cancellation propagates.  Before ``on_stop``,
         direct handlers still running in askers' tasks (cancelled by the halt)
         are waited for, shielded too, within a bound of their own (the same).
+        A hook or cleanup cut off by its bound is logged (a warning naming it);
+        it skips none of the others.
 
-        **How long it takes.**  At most ``drain_timeout`` (the drain) plus twice
-        ``max(drain_timeout, 0.1)`` (direct handlers, then hooks and cleanups),
-        plus whatever the cancelled code takes to end, for code that lets itself be
-        cancelled.  A direct handler that ignores its cancellation runs on in its
+        **How long it takes.**  At most ``drain_timeout`` (the drain) plus three
+        times ``max(drain_timeout, 0.1)`` (direct handlers, then hooks, then
+        cleanups), plus whatever the cancelled code takes to end, for code that
+        lets itself be cancelled.  A direct handler that ignores its cancellation runs on in its
         asker's task: the exit does not wait for it past its bound.  Code the
         runtime's own tasks run (a worker's handler or ``on_start``, a task of
         :meth:`spawn_task`, an ``on_stop`` run by a worker) that shields itself
@@ -444,10 +447,10 @@ class Runtime:
                     pass  # left in another context than it was entered in: nothing of ours to restore
                 self._token = None
             with anyio.CancelScope(shield=True):
-                with anyio.move_on_after(max(self.drain_timeout, 0.1)):
+                bound = max(self.drain_timeout, 0.1)
+                with anyio.move_on_after(bound):
                     await self._halt_all()
-                with anyio.move_on_after(max(self.drain_timeout, 0.1)):
-                    await self._close_all()
+                await self._close_all(bound)
             self._flush_recorders()
         escalated, self._escalated = self._escalated, None
         if escalated is not None:
@@ -544,26 +547,63 @@ class Runtime:
         for cell in cells:
             await cell.wait_quiet()
 
-    async def _close_all(self) -> None:
+    async def _close_all(self, bound: float) -> None:
+        """Run every actor's ``on_stop``, side by side, within ``bound``; then the cleanups within ``bound`` more.
+
+        Side by side, so that one hook that runs past the bound is cut off alone, not every hook after it;
+        the cleanups (shared providers' ``aclose``, sessions', MCP links') have a bound of their own, so that
+        no hook can leave them unrun.  The cleanups run one after another, newest first (a newer service may
+        use an older one); one still running at the bound is cut off, and those after it run cancelled (to
+        their first await: a close that cannot wait releases what it holds at once).  Each hook or cleanup
+        cut off is logged.
+        """
         cells = list(self._actors)
         # Every actor halts before any on_stop runs: an on_stop that asks another actor gets
         # ActorStopped at once rather than waiting on a mailbox no worker will serve.
         for cell in cells:
             cell.halt("the runtime closed")
+        hooked: list[Cell] = []
         for cell in cells:
-            try:
-                await cell.finalize()
-            except BaseException as exc:
-                self._interrupted(exc)
+            if cell.started and getattr(cell.actor, "on_stop", None) is not None:
+                hooked.append(cell)
+            else:
+                await cell.finalize()  # no hook to run: the cell is only marked dead (nothing awaited)
+        if hooked:
+            pending = {id(cell): cell.name for cell in hooked}
+            with anyio.move_on_after(bound):
+                async with anyio.create_task_group() as hooks:
+                    for cell in hooked:
+                        hooks.start_soon(self._finalize, cell, pending)
+            for name in pending.values():
+                log.warning(
+                    "the on_stop of actor %r was cut off at the runtime's exit: still running after %.3g s", name, bound
+                )
         cleanups, self._cleanups = self._cleanups, []
         self._services.clear()
-        for cleanup in reversed(cleanups):
-            try:
-                await cleanup()
-            except Exception as exc:
-                log.warning("a runtime cleanup raised %s", redact(f"{type(exc).__name__}: {exc}"))
-            except BaseException as exc:
-                self._interrupted(exc)
+        deadline = anyio.current_time() + bound
+        for key, cleanup in reversed(cleanups):
+            with anyio.CancelScope(deadline=deadline) as scope:
+                try:
+                    await cleanup()
+                except Exception as exc:
+                    log.warning("a runtime cleanup raised %s", redact(f"{type(exc).__name__}: {exc}"))
+                except BaseException as exc:
+                    self._interrupted(exc)
+            if scope.cancelled_caught:
+                log.warning(
+                    "the runtime cleanup of service %r was cut off at the runtime's exit: the cleanups' %.3g s "
+                    "had passed",
+                    key,
+                    bound,
+                )
+
+    async def _finalize(self, cell: Cell, pending: dict[int, str]) -> None:
+        """Finalize ``cell`` at the exit (its ``on_stop``), then take it off ``pending`` — unless cut off."""
+        try:
+            await cell.finalize()
+        except BaseException as exc:
+            self._interrupted(exc)
+        del pending[id(cell)]
 
     def _interrupted(self, exc: BaseException) -> None:
         """An ``on_stop`` or a cleanup run by the exit raised ``exc``, a ``BaseException`` that is no failure.
@@ -625,7 +665,8 @@ class Runtime:
         ``actor.stopped`` events for it (an actor that stands for something with events of its own: a run).
 
         :raises TypeError: a count (``mailbox_size``, ``concurrency``, ``max_restarts``) that is not an int (a bool
-            is not one), a ``restart_window`` that is not a number, a ``name`` that is not a string.
+            is not one), a ``restart_window`` that is not a number, a ``name`` that is not a string; an actor
+            whose ``receive`` (or ``on_start`` / ``on_stop``) is not an ``async def``.
         :raises ValueError: a setting out of its range (a count below 1, or 0 for ``max_restarts``; a window that is
             not > 0), or an unknown ``on_failure``.
         :raises RuntimeError: outside ``async with``, or from another thread than the runtime's loop's.
@@ -684,6 +725,7 @@ class Runtime:
                 raise TypeError(f"the factory built a {type(actor).__name__}, which has no receive() method")
         else:
             raise TypeError(f"cannot spawn a {type(actor_or_factory).__name__}: it has no receive() method")
+        _check_hooks(actor)
         if on_failure == "restart" and factory is None:
             raise ValueError(
                 'on_failure="restart" needs a zero-argument factory (a class or function) to rebuild the '
@@ -893,6 +935,12 @@ class Runtime:
         tells: dead letters) and ``on_stop`` runs.  New messages are rejected from the moment this
         is called.  Idempotent; concurrent calls all return once the actor has stopped.
 
+        ``timeout`` bounds the drain only, not ``on_stop``: ``stop`` returns once ``on_stop`` has returned,
+        so a hook that never returns (a flush to a server that does not answer, with no timeout of its own)
+        holds it.  Give the hook its own bound (``anyio.move_on_after`` in it), or the caller's
+        (``with anyio.move_on_after(...): await rt.stop(ref)``: the actor is stopped all the same, see
+        Cancellation).  At the runtime's exit every ``on_stop`` is bounded (:meth:`__aexit__`).
+
         From inside the actor's own handler use ``drain=False`` (the calling handler is then
         cancelled at its next checkpoint): a drain would wait for that very handler until the timeout.
 
@@ -1040,7 +1088,7 @@ class Runtime:
         value = build()
         services[key] = value
         if cleanup is not None:
-            self._cleanups.append(lambda: cleanup(value))
+            self._cleanups.append((key, lambda: cleanup(value)))
         return value
 
     def run_ref(self, run_id: str) -> Any:
@@ -1257,6 +1305,40 @@ def _check_spawn(name: Any, mailbox_size: Any, concurrency: Any, max_restarts: A
         raise TypeError(f"restart_window must be a number of seconds, not {type(restart_window).__name__}")
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a str or None, not {type(name).__name__} {name!r}")
+
+
+def _check_hooks(actor: object) -> None:
+    """Refuse an actor whose ``receive`` / ``on_start`` / ``on_stop`` is not an ``async def``.
+
+    The kernel drives a handler as a coroutine: a plain ``def receive`` (a forgotten ``async``) would
+    otherwise be taken here and fail every ask with ``'int' object has no attribute 'send'``.
+
+    :raises TypeError: the first hook that is not a coroutine function, named with the actor's class.
+    """
+    for hook in ("receive", "on_start", "on_stop"):
+        fn = getattr(actor, hook, None)
+        if fn is not None and not _is_async(fn):
+            raise TypeError(
+                f"{type(actor).__name__}.{hook} must be defined with `async def` (a coroutine function), "
+                f"not {type(fn).__name__} {getattr(fn, '__qualname__', fn)!r}"
+            )
+
+
+def _is_async(fn: object) -> bool:
+    """Whether calling ``fn`` makes a coroutine: an ``async def`` (a method, a ``functools.partial`` of one),
+    a callable object with an ``async def __call__``, or a ``functools.wraps`` decorator around one."""
+    # The common case first, cheaply (spawn is on every run's way): a method, or a function, written ``async def``.
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is not None and code.co_flags & inspect.CO_COROUTINE:
+        return True
+    if inspect.iscoroutinefunction(fn):  # (looks through bound methods and partials)
+        return True
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is not None and wrapped is not fn and _is_async(wrapped):
+        return True
+    if callable(fn) and not inspect.isroutine(fn) and not isinstance(fn, type):
+        return inspect.iscoroutinefunction(type(fn).__call__)
+    return False
 
 
 def _amount(value: object) -> bool:
