@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -238,3 +239,25 @@ def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
     dsn = postgres_server.new_database()
     yield dsn
     postgres_server.drop_database(dsn)
+
+
+def drop_every_other_connection(dsn: str) -> int:
+    """Terminate every backend of the test's database but this one, and wait until they are gone (each has then
+    sent its client the goodbye and closed the socket, as a restart does); how many were."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        pids = [
+            pid
+            for (pid,) in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        ]
+        conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
+        for _ in range(500):
+            if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchall():
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError(f"backends {pids} outlived pg_terminate_backend for 5 s")
+    return len(pids)

@@ -10,37 +10,15 @@ another connection (``pg_terminate_backend``: what a server restart does to them
 
 from __future__ import annotations
 
-import time
-
 import anyio
 import psycopg
 import pytest
 
 from agentactors import Agent, PostgresJournal, Runtime
 from agentactors.providers.scripted import ScriptedProvider
-from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
+from tests.support.postgres import drop_every_other_connection, postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
-
-
-def _drop_every_other_connection(dsn: str) -> int:
-    """Terminate every backend of the test's database but this one, and wait until they are gone (each has then
-    sent its client the goodbye and closed the socket, as a restart does); how many were."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        pids = [
-            pid
-            for (pid,) in conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        ]
-        conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
-        for _ in range(500):
-            if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchall():
-                break
-            time.sleep(0.01)
-        else:
-            raise AssertionError(f"backends {pids} outlived pg_terminate_backend for 5 s")
-    return len(pids)
 
 
 async def _statuses(dsn: str) -> list[str]:
@@ -55,7 +33,7 @@ async def test_commits_go_on_over_a_new_connection_after_the_server_dropped_it(p
     with anyio.fail_after(60):
         async with PostgresJournal(postgres_dsn) as journal, Runtime(journal=journal):
             first = await Agent(ScriptedProvider(["one"]), name="a").run("go")
-            assert await anyio.to_thread.run_sync(_drop_every_other_connection, postgres_dsn) >= 1
+            assert await anyio.to_thread.run_sync(drop_every_other_connection, postgres_dsn) >= 1
             # The connection dropped while idle is found dead before the next commit: no run fails on it.
             for n in range(4):
                 result = await Agent(ScriptedProvider([f"again {n}"]), name="a").run("go")

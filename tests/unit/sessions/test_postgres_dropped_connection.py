@@ -8,38 +8,15 @@ looks there before using it (:func:`agentactors._postgres._dead`), at no round t
 
 from __future__ import annotations
 
-import time
-
 import anyio
-import psycopg
 import pytest
 
 from agentactors import Agent, Runtime
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.sessions import PostgresStore
-from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
+from tests.support.postgres import drop_every_other_connection, postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
-
-
-def _drop_every_other_connection(dsn: str) -> int:
-    """Terminate every backend of the test's database but this one, and wait until they are gone (each has then
-    sent its client the goodbye and closed the socket, as a restart does); how many were."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        pids = [
-            pid
-            for (pid,) in conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        ]
-        conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
-        for _ in range(500):
-            if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchall():
-                break
-            time.sleep(0.01)
-        else:
-            raise AssertionError(f"backends {pids} outlived pg_terminate_backend for 5 s")
-    return len(pids)
 
 
 async def test_a_turn_after_the_server_dropped_the_idle_connection_commits_over_a_new_one(
@@ -51,7 +28,7 @@ async def test_a_turn_after_the_server_dropped_the_idle_connection_commits_over_
             model = ScriptedProvider(lambda request: "a")
             session = rt.session(Agent(model), "k", store=store)
             await session.send("one")
-            assert await anyio.to_thread.run_sync(_drop_every_other_connection, postgres_dsn) >= 1
+            assert await anyio.to_thread.run_sync(drop_every_other_connection, postgres_dsn) >= 1
             for n in range(3):
                 await session.send(f"turn {n}")
                 assert session.version == n + 2
@@ -67,6 +44,6 @@ async def test_a_load_after_the_server_dropped_the_idle_connection_reads_over_a_
     with anyio.fail_after(60):
         async with PostgresStore(postgres_dsn) as store:
             assert await store.load("k") is None
-            assert await anyio.to_thread.run_sync(_drop_every_other_connection, postgres_dsn) >= 1
+            assert await anyio.to_thread.run_sync(drop_every_other_connection, postgres_dsn) >= 1
             assert await store.load("k") is None
             assert await store.delete("k") is False
