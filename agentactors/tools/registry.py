@@ -538,7 +538,7 @@ class Tool(Generic[P, R]):
             raise TypeError(f"tool {self.name!r} is sync: use invoke(), which runs it in a worker thread")
         fn: _AsyncFn = self.fn  # type: ignore[assignment]  # is_async says so (and typing.cast is a call)
         if (self._nulls_top and None in arguments.values()) or (self._nulls_deep and has_null(arguments)):
-            arguments = self._settled(arguments)  # (inline: every call of an async tool comes this way)
+            arguments = drop_null_optionals(arguments, self.spec.parameters)  # (_settled, inline: every call)
         if self._direct:
             return fn(**arguments)
         numbers = self._numbers
