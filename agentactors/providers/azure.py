@@ -47,6 +47,7 @@ from .http.transport import WireResponse
 from .openai.models import model_row
 from .openai.provider import OpenAIWire
 from .port import Capabilities
+from .responses.decode import refine_by_code
 from .responses.provider import ResponsesWire, response_format_refusal, responses_capabilities
 
 if TYPE_CHECKING:
@@ -149,8 +150,14 @@ class AzureResponsesWire(ResponsesWire):
     def classify_error(
         self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
     ) -> ProviderError:
-        """See :func:`classify_azure_error`."""
-        return classify_azure_error(status, headers, body, model=model, provider=provider)
+        """See :func:`classify_azure_error`; a Responses ``invalid_prompt`` or ``image_content_policy_violation``
+        code is a content-policy error, as on OpenAI's Responses wire (over HTTP as in a 200)."""
+        err = classify_azure_error(status, headers, body, model=model, provider=provider)
+        try:
+            parsed: Any = json.loads(body)
+        except (ValueError, RecursionError):
+            return err
+        return refine_by_code(err, parsed)
 
 
 class AzureOpenAIProvider(HTTPProvider):

@@ -34,6 +34,7 @@ __all__ = [
     "WIRE",
     "build_tool_call",
     "classify_error",
+    "refine_by_code",
     "decode_response",
     "malformed",
     "parse_usage",
@@ -237,5 +238,12 @@ def classify_error(
         parsed: Any = json.loads(body)
     except (ValueError, RecursionError):
         parsed = body
+    return refine_by_code(classify_http_error(status, headers, parsed, provider=provider, model=model), parsed)
+
+
+def refine_by_code(err: ProviderError, parsed: Any) -> ProviderError:
+    """``err``, classified from the parsed body ``parsed``, as a content-policy error when the body's
+    ``error.code`` is a flagged prompt or image (:mod:`._codes`).  A wire that speaks Responses with its own
+    error classifier (Azure's) refines that classifier's verdict with this."""
     error = parsed.get("error") if isinstance(parsed, dict) else None
-    return refine(classify_http_error(status, headers, parsed, provider=provider, model=model), error)
+    return refine(err, error)

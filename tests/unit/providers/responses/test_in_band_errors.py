@@ -129,3 +129,23 @@ async def test_with_retry_still_retries_a_transient_in_band_failure() -> None:
         with pytest.raises(ProviderError) as info:
             await provider.complete(LLMRequest([Message.user("hi")]))
     assert len(sent) == 3 and info.value.kind is ErrorKind.transient
+
+
+@pytest.mark.parametrize("code", ["invalid_prompt", "image_content_policy_violation"])
+def test_azure_responses_over_http_reads_a_policy_code_as_openai_does(code: str) -> None:
+    from agentactors.providers.azure import AzureResponsesWire
+
+    err = AzureResponsesWire("my-deployment").classify_error(
+        400, {}, json.dumps({"error": _error(code)}).encode(), model="m", provider="p"
+    )
+    assert (err.kind, err.status, err.retryable) == (ErrorKind.content_policy, 400, False)
+
+
+def test_azure_responses_still_reads_its_own_content_filter_code() -> None:
+    from agentactors.providers.azure import AzureResponsesWire
+
+    body = {"error": {"code": "invalid_request_error", "message": "filtered",
+                      "innererror": {"code": "ResponsibleAIPolicyViolation"}}}
+    err = AzureResponsesWire("my-deployment").classify_error(400, {}, json.dumps(body).encode(), model="m",
+                                                             provider="p")
+    assert (err.kind, err.retryable) == (ErrorKind.content_policy, False)
