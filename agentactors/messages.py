@@ -594,8 +594,13 @@ class Usage:
       ``"12"``: a count is a number, and text read as one invites ``"1e3"`` and ``" 12 "``) — is ``0``.
 
     Normalised in the constructor, so every Usage there is can be summed, priced, journaled and read back;
-    the check is five type tests for counts that are already ints (the wires'), and the run's own sums
+    the check is six type tests for counts that are already ints (the wires'), and the run's own sums
     (``+``) skip it.
+
+    ``cache_write_1h_tokens`` is the part of ``cache_write_tokens`` written with the 1-hour TTL (Anthropic's
+    ``cache_creation.ephemeral_1h_input_tokens``, Bedrock's ``cacheDetails``): the vendor bills it at its own
+    rate (2x input against 1.25x for the 5-minute writes), so :class:`~agentactors.pricing.Price` needs it apart.
+    It is not another prompt count: the prompt is what it was without it.
     """
 
     input_tokens: int = 0
@@ -603,11 +608,12 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     def __attrs_post_init__(self) -> None:
-        i, o, r, w, t = (
+        i, o, r, w, t, h = (
             self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
-            self.reasoning_tokens,
+            self.reasoning_tokens, self.cache_write_1h_tokens,
         )
         if (
             type(i) is int and 0 <= i <= _MAX_TOKEN_COUNT
@@ -615,9 +621,10 @@ class Usage:
             and type(r) is int and 0 <= r <= _MAX_TOKEN_COUNT
             and type(w) is int and 0 <= w <= _MAX_TOKEN_COUNT
             and type(t) is int and 0 <= t <= _MAX_TOKEN_COUNT
+            and type(h) is int and 0 <= h <= _MAX_TOKEN_COUNT
         ):
             return
-        for name, value in zip(_USAGE_FIELDS, (i, o, r, w, t), strict=True):
+        for name, value in zip(_USAGE_FIELDS, (i, o, r, w, t, h), strict=True):
             object.__setattr__(self, name, _token_count(value))
 
     def __add__(self, other: Usage) -> Usage:
@@ -637,6 +644,8 @@ class Usage:
         total.cache_write_tokens = n if n <= top else top
         n = self.reasoning_tokens + other.reasoning_tokens
         total.reasoning_tokens = n if n <= top else top
+        n = self.cache_write_1h_tokens + other.cache_write_1h_tokens
+        total.cache_write_1h_tokens = n if n <= top else top
         total.__class__ = Usage
         made: Usage = total
         return made
@@ -649,7 +658,10 @@ class Usage:
 # The largest token count a Usage holds (a signed 64-bit integer's: any database column takes it).
 _MAX_TOKEN_COUNT: Final = 2**63 - 1
 
-_USAGE_FIELDS: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+_USAGE_FIELDS: Final = (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+    "cache_write_1h_tokens",
+)
 _UsageDraft = draft(Usage, " ".join(_USAGE_FIELDS))
 
 

@@ -15,7 +15,9 @@ Token counts follow :class:`~agentactors.messages.Usage`: reasoning tokens are p
 ``output_tokens`` on every wire; cached tokens are part of ``input_tokens`` on every wire but
 Anthropic's and Bedrock's, which count them only in ``cache_read_tokens`` / ``cache_write_tokens``
 (``docs/wire.md``).  A price's ``cache_read``, ``cache_write`` and ``reasoning`` rates apply where the
-table (or the user) gives them; otherwise those tokens cost what input (or output) tokens cost.
+table (or the user) gives them; otherwise those tokens cost what input (or output) tokens cost.  The cache
+writes made with a 1-hour TTL (``Usage.cache_write_1h_tokens``, a part of ``cache_write_tokens``) cost the
+``cache_write_1h`` rate where there is one (Anthropic's 2x input), else the ``cache_write`` rate.
 """
 
 from __future__ import annotations
@@ -151,16 +153,19 @@ class Cost:
 class Price:
     """A model's rates, per **million** tokens, in ``currency``.
 
-    ``cache_read`` / ``cache_write`` price cached prompt tokens (``None``: as ``input``); ``reasoning``
-    prices reasoning tokens (``None``: as ``output``).  ``tiers`` are the vendor's long-prompt prices:
-    ``((200_000, Price(...)),)`` means every token of a call whose prompt is longer than 200,000 tokens
-    is priced at that tier (the vendors' "cliff", as the table writes it).
+    ``cache_read`` / ``cache_write`` price cached prompt tokens (``None``: as ``input``); ``cache_write_1h``
+    (keyword-only) prices the cache writes made with a 1-hour TTL (``Usage.cache_write_1h_tokens``; ``None``: as
+    ``cache_write``); ``reasoning`` prices reasoning tokens (``None``: as ``output``).  ``tiers`` are the
+    vendor's long-prompt prices: ``((200_000, Price(...)),)`` means every token of a call whose prompt is
+    longer than 200,000 tokens is priced at that tier (the vendors' "cliff", as the table writes it).
     """
 
     input: float = attrs.field(validator=_rate)
     output: float = attrs.field(validator=_rate)
     cache_read: float | None = attrs.field(default=None, validator=_rate)
     cache_write: float | None = attrs.field(default=None, validator=_rate)
+    # Keyword-only: the positional order (input, output, cache_read, cache_write, reasoning, tiers) stays.
+    cache_write_1h: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
     reasoning: float | None = attrs.field(default=None, validator=_rate)
     tiers: tuple[tuple[int, Price], ...] = attrs.field(default=(), converter=_tiers)
     currency: str = attrs.field(default="USD", converter=_code, validator=_currency)
@@ -196,9 +201,14 @@ class Price:
         fresh = max(0, prompt - cached)
         read = p.input if p.cache_read is None else p.cache_read
         write = p.input if p.cache_write is None else p.cache_write
+        write_1h = write if p.cache_write_1h is None else p.cache_write_1h
+        # A part of the writes: a hand-made Usage saying more is held to the writes (never priced above them).
+        long_writes = min(max(0, usage.cache_write_1h_tokens), write_tokens)
         thinking = min(max(0, usage.reasoning_tokens), output_tokens)
         think_rate = p.output if p.reasoning is None else p.reasoning
-        cost_in = (fresh * p.input + read_tokens * read + write_tokens * write) / _PER
+        cost_in = (
+            fresh * p.input + read_tokens * read + (write_tokens - long_writes) * write + long_writes * write_1h
+        ) / _PER
         cost_out = ((output_tokens - thinking) * p.output + thinking * think_rate) / _PER
         return Cost(cost_in, cost_out, cost_in + cost_out, p.currency)
 
@@ -378,7 +388,7 @@ def _scaled(price: Price, factor: float) -> Price:
 
     tiers = tuple((start, _scaled(tier, factor)) for start, tier in price.tiers)
     return Price(price.input * factor, price.output * factor, times(price.cache_read), times(price.cache_write),
-                 times(price.reasoning), tiers, price.currency)
+                 times(price.reasoning), tiers, price.currency, cache_write_1h=times(price.cache_write_1h))
 
 
 def is_batch(response: LLMResponse) -> bool:
@@ -646,6 +656,7 @@ _KEYS: Mapping[str, tuple[str, ...]] = {
     "output": ("output_mtok",),
     "cache_read": ("cache_read_mtok",),
     "cache_write": ("cache_write_mtok", "cache_write_5m_mtok"),
+    "cache_write_1h": ("cache_write_1h_mtok",),
     "reasoning": ("output_reasoning_mtok",),
 }
 
@@ -686,4 +697,5 @@ def _flat(raw: Mapping[str, Any], start: int | None) -> Price:
         rates.get("cache_read"),
         rates.get("cache_write"),
         rates.get("reasoning"),
+        cache_write_1h=rates.get("cache_write_1h"),
     )

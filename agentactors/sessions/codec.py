@@ -68,7 +68,11 @@ __all__ = [
 ]
 
 _INT_LIMIT = 10**MAX_INT_DIGITS
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+# A record an older version wrote lacks the last (1-hour cache writes): it reads as 0, none reported.
+_USAGE_FIELDS = (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+    "cache_write_1h_tokens",
+)
 
 
 # --- free-form values ------------------------------------------------------------------------------

@@ -93,23 +93,35 @@ def merge_usage(prev: Usage, obj: Any) -> Usage:
     """Fold a (cumulative) ``usage`` object into ``prev``.
 
     Anthropic's ``message_delta`` usage is cumulative and may omit fields (older API
-    versions send only ``output_tokens``).  A field absent from ``obj`` keeps its
-    previous value, and no count ever goes down, so the input tokens reported by
-    ``message_start`` survive a ``message_delta`` that leaves them out.
+    versions send only ``output_tokens``; today's leave out ``cache_creation``).  A field
+    absent from ``obj`` keeps its previous value, and no count ever goes down, so the
+    input tokens reported by ``message_start`` survive a ``message_delta`` that leaves
+    them out.
+
+    ``cache_creation.ephemeral_1h_input_tokens`` is the part of ``cache_creation_input_tokens``
+    written with the 1-hour TTL (billed at 2x input, the 5-minute writes at 1.25x):
+    ``Usage.cache_write_1h_tokens``.  The writes are never fewer than their breakdown says.
     """
     if not isinstance(obj, Mapping):
         return prev
 
-    def pick(key: str, old: int) -> int:
-        new = _count(obj.get(key))
+    def pick(key: str, old: int, within: Mapping[str, Any] = obj) -> int:
+        new = _count(within.get(key))
         return old if new is None else max(old, new)
 
+    write = pick("cache_creation_input_tokens", prev.cache_write_tokens)
+    write_1h = prev.cache_write_1h_tokens
+    creation = obj.get("cache_creation")
+    if isinstance(creation, Mapping):
+        write_1h = pick("ephemeral_1h_input_tokens", write_1h, creation)
+        write = max(write, write_1h + (_count(creation.get("ephemeral_5m_input_tokens")) or 0))
     return Usage(
         input_tokens=pick("input_tokens", prev.input_tokens),
         output_tokens=pick("output_tokens", prev.output_tokens),
         cache_read_tokens=pick("cache_read_input_tokens", prev.cache_read_tokens),
-        cache_write_tokens=pick("cache_creation_input_tokens", prev.cache_write_tokens),
+        cache_write_tokens=write,
         reasoning_tokens=prev.reasoning_tokens,
+        cache_write_1h_tokens=write_1h,
     )
 
 

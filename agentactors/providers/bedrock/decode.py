@@ -97,14 +97,26 @@ def _count(value: Any) -> int:
 
 
 def parse_usage(obj: Any) -> Usage:
-    """``usage`` → :class:`Usage`: ``inputTokens`` (cached tokens not included), output, cache read and write."""
+    """``usage`` → :class:`Usage`: ``inputTokens`` (cached tokens not included), output, cache read and write.
+
+    ``cacheDetails`` (``[{"ttl": "1h" | "5m", "inputTokens"}]``, sent when the cache was written) says how many of
+    the writes were made with the 1-hour TTL, billed at their own rate: ``Usage.cache_write_1h_tokens``.
+    """
     if not isinstance(obj, Mapping):
         return Usage()
+    write = _count(obj.get("cacheWriteInputTokens", obj.get("cacheWriteInputTokenCount")))
+    write_1h = 0
+    details = obj.get("cacheDetails")
+    if isinstance(details, list):
+        by_ttl = [d for d in details if isinstance(d, Mapping)]
+        write_1h = sum(_count(d.get("inputTokens")) for d in by_ttl if d.get("ttl") == "1h")
+        write = max(write, sum(_count(d.get("inputTokens")) for d in by_ttl))
     return Usage(
         input_tokens=_count(obj.get("inputTokens")),
         output_tokens=_count(obj.get("outputTokens")),
         cache_read_tokens=_count(obj.get("cacheReadInputTokens", obj.get("cacheReadInputTokenCount"))),
-        cache_write_tokens=_count(obj.get("cacheWriteInputTokens", obj.get("cacheWriteInputTokenCount"))),
+        cache_write_tokens=write,
+        cache_write_1h_tokens=write_1h,
     )
 
 

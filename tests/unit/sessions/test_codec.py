@@ -79,7 +79,7 @@ def messages(draw: st.DrawFn) -> Message:
     return Message(role, draw(text), tool_call_id=call_id, **common)
 
 
-usages = st.builds(Usage, *(st.integers(0, 10**9) for _ in range(5)))
+usages = st.builds(Usage, *(st.integers(0, 10**9) for _ in range(6)))
 results = st.builds(
     ToolResult,
     call_id=text,
@@ -172,7 +172,8 @@ def test_usage_round_trips_and_stores_only_counts(usage: Usage) -> None:
                     "provider_data"}),
         (ToolResult, {"call_id", "name", "status", "content", "size_chars", "duration", "truncated", "refused",
                       "original_chars", "parts", "awaiting_approval"}),
-        (Usage, {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"}),
+        (Usage, {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+                "cache_write_1h_tokens"}),
         (Image, {"data", "url", "media_type"}),
         (Document, {"data", "url", "media_type", "title", "pages"}),  # pages: derived from the data
         (Audio, {"data", "media_type"}),
