@@ -169,12 +169,19 @@ class DirectProtocol(asyncio.Protocol):
             await self._write(transport, view[start:start + WRITE_CHUNK], within)
 
     async def _write(self, transport: asyncio.Transport, data: bytes | memoryview, within: float | None) -> None:
-        """One write, then the wait for the buffer to drain if it is full (the ``within`` bound is per wait)."""
+        """One write, then the wait for the buffer to drain if it is full (the ``within`` bound is per wait).
+
+        The connection can end only during an ``await`` (the loop's callbacks run then), so it is checked
+        after the write (a socket error closes the transport at once) and after the wait: there a server
+        that answered early and half-closed (its EOF makes the transport close itself, and
+        ``connection_lost(None)`` ends the wait with no error) must not have the next chunk written to a
+        closed transport (asyncio then fails with an ``AttributeError`` of its own).  Bytes the server sent
+        stay in the protocol for the sender to read (its early answer).
+        """
         transport.write(data)  # a socket error closes the transport (its cause reaches connection_lost)
         if transport.is_closing():
             await asyncio.sleep(0)  # connection_lost runs first: the cause
-            cause = self._lost or ConnectionResetError("the connection was closed while sending")
-            raise transport_error(httpx.WriteError, "sending the request failed", cause)
+            raise self._write_failed()
         if self._full and not self._closed:
             # A future of this wait's own (as the reader's): one a cancelled send left behind is never awaited again.
             self._drained = asyncio.get_running_loop().create_future()
@@ -183,8 +190,12 @@ class DirectProtocol(asyncio.Protocol):
                     raise httpx.WriteTimeout("sending the request timed out")
             finally:
                 self._drained = None
-        if self._lost is not None:
-            raise transport_error(httpx.WriteError, "sending the request failed", self._lost)
+            if self._closed or transport.is_closing():
+                raise self._write_failed()
+
+    def _write_failed(self) -> httpx.TransportError:
+        cause = self._lost or ConnectionResetError("the connection was closed while sending")
+        return transport_error(httpx.WriteError, "sending the request failed", cause)
 
     async def receive(self, size: int, within: float | None) -> bytes:
         """Up to ``size`` bytes (``b""`` at the end of the stream); the wait for them bounded by ``within`` seconds."""

@@ -26,7 +26,9 @@ __all__ = ["END", "Head", "ProtocolError", "ResponseParser"]
 #: The end of the response's body (returned once).
 END: Final = b""
 
-_MAX_HEAD: Final = 64 * 1024  # a status line and headers (h11 allowed 16 KiB)
+# A status line and headers: httpcore's limit (its h11's ``max_incomplete_event_size``), so a head the httpx sender
+# reads this one reads too (docs/wire.md: the senders behave alike).  It only bounds a head still unended.
+_MAX_HEAD: Final = 100 * 1024
 _MAX_SIZE_LINE: Final = 1024  # a chunk-size line, extensions included
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _STATUS = re.compile(rb"HTTP/(\d)\.(\d) ([0-9]{3})(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?")

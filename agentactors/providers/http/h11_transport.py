@@ -313,11 +313,38 @@ class H11Sender:
         try:
             await connection.write(request, timeout.write)
             head = await connection.next_event(timeout.read)  # 1xx heads are skipped by the parser
+        except httpx.WriteError as failed:  # only the write raises it (a read fails as ReadError)
+            return await self._early_answer(connection, failed, timeout.read)
         except BaseException:
             await self.discard(connection)
             raise
         assert isinstance(head, Head)  # the parser gives a response's head before its body
         return H11Response(self, connection, head, timeout.read, block.closes)
+
+    async def _early_answer(
+        self, connection: H11Connection, failed: httpx.WriteError, within: float | None
+    ) -> H11Response:
+        """The response a server sent before it stopped reading the request, or ``failed`` if there is none.
+
+        A proxy or vendor may answer an oversized upload (413) after its head and close or reset the
+        connection with the body unread: the send fails, but the answer is the request's outcome — a
+        retry would upload the same body again.  httpcore and aiohttp read it; so does this, the wait
+        for it bounded by the read timeout.  The connection is closed after the response (as httpcore
+        marks it), whatever its headers say.  Timeouts and cancellation are not write errors: they
+        never come here.
+        """
+        try:
+            head = await connection.next_event(within)
+        except Exception:  # no whole head came (the connection ended, failed or fell silent): the send's error stands
+            head = None
+        except BaseException:
+            await self.discard(connection)
+            raise
+        if head is None:
+            await self.discard(connection)
+            raise failed
+        assert isinstance(head, Head)
+        return H11Response(self, connection, head, within, closes=True)
 
     def _target(self, url: str) -> _Target:
         found = self._targets.get(url)
@@ -372,8 +399,11 @@ class H11Sender:
         self._connecting += 1
         try:
             connection = await connect(origin, within=within, ssl_context=self._ssl_for(origin))
-        finally:
+        except BaseException:  # failed, timed out or cancelled: its place is free, and a request may wait for it
             self._connecting -= 1
+            self._wake()
+            raise
+        self._connecting -= 1
         self._open.add(connection)
         return connection
 

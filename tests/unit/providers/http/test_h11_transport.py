@@ -22,6 +22,7 @@ from agentactors.providers.http.h11_transport import H11Response, H11Sender
 from agentactors.providers.http.transport import ENV, ClientSender, owned_sender
 from tests.support.raw_http import read_request
 from tests.support.tls import TestAuthority
+from tests.unit.providers.http._early_answer import TOO_LARGE, answering_early
 
 pytestmark = pytest.mark.anyio
 
@@ -234,6 +235,60 @@ async def test_at_the_limit_a_request_waits_for_a_free_connection_or_times_out()
         await sender.aclose()
 
 
+@asynccontextmanager
+async def never_answering() -> AsyncIterator[tuple[int, list[anyio.abc.SocketStream]]]:
+    """A listener that accepts and then says nothing (a TLS handshake to it never completes); yields its port and
+    the connections it accepted."""
+    accepted: list[anyio.abc.SocketStream] = []
+
+    async def hold(stream: anyio.abc.SocketStream) -> None:
+        accepted.append(stream)
+        async with stream:
+            await anyio.sleep_forever()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, hold)
+        yield listener.extra(anyio.abc.SocketAttribute.local_port), accepted
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("ends", ["times out", "is cancelled"])
+async def test_a_connect_that_ends_without_a_connection_gives_its_room_to_a_waiting_request(ends: str) -> None:
+    """At the limit, a request waiting for room goes as soon as a connect fails or is cancelled (as httpx's pool).
+
+    It used to wait for a release that never came, until its pool timeout (3 s here; a connect that
+    ends takes at most 0.5 s): the failed connect freed its place but woke no one.
+    """
+    async with raw_server(replying(content_length(b"{}"))) as server, never_answering() as (port, accepted):
+        connect = 0.5 if ends == "times out" else 30.0
+        sender = H11Sender(timeout=httpx.Timeout(5.0, connect=connect, pool=3.0), max_connections=1)
+        stuck = anyio.CancelScope()
+        failed: list[BaseException] = []
+        got: list[bytes] = []
+
+        async def first() -> None:
+            with stuck:
+                try:
+                    await sender.send(f"https://127.0.0.1:{port}/", HEADERS, b"{}")  # the TLS handshake never ends
+                except httpx.ConnectTimeout as exc:
+                    failed.append(exc)
+
+        async def second() -> None:
+            got.append(await read_all(await sender.send(server.url, HEADERS, b"{}")))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await until(lambda: len(accepted) == 1)  # the first request is connecting: the pool is at its limit
+            tg.start_soon(second)
+            if ends == "is cancelled":
+                await anyio.sleep(0.1)
+                stuck.cancel()
+        assert got == [b"{}"] and len(failed) == (ends == "times out")
+        assert server.accepted == 1 and sender.connections == (1, 1)
+        await sender.aclose()
+
+
 async def test_a_request_larger_than_the_socket_buffer_is_sent_whole() -> None:
     big = b"x" * (8 << 20)  # far past what the kernel takes at once: the sender must wait to write the rest
     async with raw_server(replying(content_length(b"{}"))) as server:
@@ -254,6 +309,47 @@ async def test_a_server_that_reads_nothing_is_a_write_timeout() -> None:
         with pytest.raises(httpx.WriteTimeout):
             await sender.send(f"http://127.0.0.1:{port}/", HEADERS, b"x" * (64 << 20))
         assert sender.connections == (0, 0)
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("then", ["lingers", "resets"])
+async def test_an_answer_sent_before_the_body_was_read_is_returned_not_a_write_error(
+    then: str, scheme: str, anyio_backend_name: str, request: pytest.FixtureRequest
+) -> None:
+    """A server that answers a large upload early (413, ``connection: close``) and stops reading: its answer is the
+    response (as httpcore and aiohttp return it), its connection closed after it — not a retryable ``WriteError``.
+
+    ``lingers``: it half-closes and drains (nginx); on asyncio the transport closed itself at the EOF and the
+    next chunk was written to it (an ``AttributeError`` from asyncio).  ``resets``: the send fails with a reset.
+    """
+    tls = request.getfixturevalue("authority").server_context() if scheme == "https" else None
+    big = b"x" * (32 << 20)  # past what the kernel's buffers take: the server answers while the client still sends
+    async with answering_early(then, tls=tls) as port:
+        sender = H11Sender(timeout=TIMEOUT)
+        url = f"{scheme}://127.0.0.1:{port}/"
+        if (scheme, then, anyio_backend_name) == ("https", "resets", "trio"):
+            # anyio's TLS stream (as trio's own, under httpcore) refuses every read once a send failed: the answer
+            # cannot be read, and the send's error stands.
+            with anyio.fail_after(10), pytest.raises(httpx.WriteError):
+                await sender.send(url, HEADERS, big)
+            assert sender.connections == (0, 0)
+            return
+        with anyio.fail_after(10):
+            response = await sender.send(url, HEADERS, big)
+            assert response.status_code == 413 and response.headers["connection"] == "close"
+            assert await read_all(response) == TOO_LARGE
+        assert sender.connections == (0, 0)
+        await sender.aclose()
+
+
+async def test_a_send_reset_before_any_answer_is_still_a_write_error() -> None:
+    """A reset with nothing answered: the read for an early answer finds none, and the send's own error is raised."""
+    async with answering_early("resets", answer=b"") as port:
+        sender = H11Sender(timeout=TIMEOUT)
+        with anyio.fail_after(10), pytest.raises(httpx.WriteError) as info:
+            await sender.send(f"http://127.0.0.1:{port}/", HEADERS, b"x" * (32 << 20))
+        assert isinstance(info.value.__cause__, OSError) and sender.connections == (0, 0)
+        await sender.aclose()
 
 
 async def test_a_body_that_arrives_faster_than_it_is_read_comes_whole_and_in_order() -> None:
