@@ -366,8 +366,6 @@ async def test_a_stream_broken_mid_body_ends_in_a_typed_error_and_the_next_reque
     assert server.accepted == (server.accepted if "gzip" in case else 2)  # HTTP framed the gzip case right
 
 
-# aiohttp warns of any body past 1 MiB given as bytes (its sender's own matter, not this test's).
-@pytest.mark.filterwarnings("ignore:Sending a large body directly:ResourceWarning")
 @pytest.mark.parametrize("then", ["lingers", "resets"])
 async def test_an_early_413_to_an_oversized_request_is_the_error_on_every_sender(
     then: str, transport: str, request: pytest.FixtureRequest
@@ -386,6 +384,22 @@ async def test_an_early_413_to_an_oversized_request_is_the_error_on_every_sender
                 await p.complete(LLMRequest([Message.user("x" * (32 << 20))]))
     err = caught.value
     assert (err.status, err.kind, err.retryable) == (413, ErrorKind.request, False), f"{transport}: {err!r}"
+
+
+@pytest.mark.filterwarnings("error")
+async def test_a_body_over_a_mebibyte_is_sent_whole_with_no_warning_on_every_sender(transport: str) -> None:
+    """A request carrying an image is often over 1 MiB.  aiohttp warns (``ResourceWarning``) of a body that size
+    given as bytes; under a test suite's warnings-as-errors that warning was the request's failure.  Every sender
+    sends it whole, its length declared, twice (a retry sends the same body again)."""
+    async with serving(sends(ok(), then_close=False)) as server:
+        async with provider(server) as p:
+            text = "x" * (3 << 20)
+            for _ in range(2):
+                response = await p.complete(LLMRequest([Message.user(text)]))
+                assert response.content == "fine"
+                declared = re.search(rb"content-length: *(\d+)", server.last_head, re.IGNORECASE)
+                assert declared is not None and int(declared.group(1)) > len(text), transport
+    assert server.requests == 2
 
 
 # --- the parser under a server that sends one byte at a time ------------------------------------------------
