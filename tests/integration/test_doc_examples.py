@@ -642,7 +642,11 @@ async def _agents_approvals(doc: Doc) -> None:
 @example("docs/costs.md: Prices [1]")
 async def _costs_prices(doc: Doc) -> None:
     namespace = await doc.run()
-    printed = doc.block.source.rstrip().splitlines()[-1].removeprefix("# ")
+    # The printed repr: the comment lines that end the block, wrapped where the page is narrower than it.
+    lines = doc.block.source.rstrip().splitlines()
+    comment = [line.removeprefix("#").strip() for line in lines[lines.index("") + 1 if "" in lines else 0 :]
+               if line.startswith("#")]
+    printed = " ".join(comment)
     assert repr(namespace["pricing"].price_for("openai", "gpt-4o")) == printed
 
 
