@@ -411,11 +411,21 @@ def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:
             call_id = item.get("toolCallId")
             if not isinstance(call_id, str) or not call_id:
                 raise InvalidInput(f"{where}.toolCallId must be a non-empty string")
-            messages.append(Message.tool(call_id, _text(content, where), is_error=bool(item.get("error"))))
+            error = item.get("error")
+            messages.append(Message.tool(call_id, _with_reason(_text(content, where), error), is_error=bool(error)))
         elif role not in ("activity", "reasoning"):
             raise InvalidInput(f"{where}.role {role!r} is not an AG-UI message role")
     head = (Message.system("\n\n".join(t for t in system if t)),) if any(system) else ()
     return head + tuple(messages) if messages else ()
+
+
+def _with_reason(text: str, error: Any) -> str:
+    """A tool message's content with its ``error`` — AG-UI 1.0's string saying why the tool failed — after it, for the
+    model to read: ``is_error`` alone tells it only that the call failed.  A reason the content already holds is not
+    said twice; an ``error`` that is no text (a flag) adds nothing."""
+    if not isinstance(error, str) or not error.strip() or error.strip() in text:
+        return text
+    return f"{text}\n\nError: {error}" if text else f"Error: {error}"
 
 
 def _text(content: Any, where: str) -> str:

@@ -4,8 +4,11 @@
 stream of AG-UI events (``data: {"type": ...}``): ``RUN_STARTED`` echoing the two ids; for each model
 answer ``TEXT_MESSAGE_START`` / ``_CONTENT`` (as the text streams) / ``_END``, then per tool call
 ``TOOL_CALL_START`` / ``_ARGS`` / ``_END`` and, once the tool ran here in the server, ``TOOL_CALL_RESULT``;
-then ``RUN_FINISHED`` (its ``result`` the typed output of an agent with an ``output_type``) or
-``RUN_ERROR``.  A client that disconnects cancels the run — but a resumed one (below).
+then ``RUN_FINISHED`` (its ``result`` the typed output of an agent with an ``output_type``: a str output as the
+str, anything else as JSON) or ``RUN_ERROR``: for a run that failed — ``generation_failed``, cancelled, or any
+``error`` (a provider that failed after an earlier step, a typed answer that never validated) — for a typed run that
+stopped at its step limit with no answer (``no_answer``), and for an output JSON cannot carry (``output_unsendable``).
+A client that disconnects cancels the run — but a resumed one (below).
 
 A run that pauses for a person's approval of a tool call did not complete, and did not fail: it ends with
 ``RUN_FINISHED`` (the protocol's end of every run that did not fail) whose ``outcome`` is AG-UI 1.0's
@@ -35,6 +38,7 @@ dependency; the tests validate every event against the ``ag-ui-protocol`` packag
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections import OrderedDict
@@ -76,6 +80,7 @@ from ._http import (
     Send,
     cancelled_on_disconnect,
     client_text,
+    json_bytes,
     read_json,
     route_path,
     send_json,
@@ -84,6 +89,8 @@ from ._spans import RequestSpan, Tracing
 from ._turns import streamed_resume, streamed_turn, with_instructions
 
 __all__ = ["AGUIApp", "agui_app"]
+
+log = logging.getLogger("agentactors.serve")
 
 
 def agui_app(
@@ -183,7 +190,7 @@ class AGUIApp:
             await send_json(send, 405, {"detail": "POST a RunAgentInput"}, {"allow": "POST"})
             return
         try:
-            run_input = read_run_input(await read_json(receive, scope, self._max_body))
+            run_input = read_run_input(await read_json(receive, scope, self._max_body, finite=True))
         except Disconnected:
             return
         except BodyError as exc:
@@ -587,22 +594,38 @@ class _Translation:
             await self.on_event(item)
 
     async def finish(self, agent: Agent[Any], result: RunResult[Any]) -> None:
+        """The run's end, from its result: ``RUN_FINISHED`` (a typed output its ``result``, a pause's interrupts its
+        ``outcome``), after the run's final state — or ``RUN_ERROR`` for a run that failed (:func:`_failure`) or ended
+        on an output JSON cannot carry.  Whatever the run ended with, the stream ends with one of the two: nothing of
+        the result raises out of here, to cut the stream off without an end (a 500 once it began)."""
         await self.close_text()
         await self.results(result.messages)
         pause = result.resume_state if result.paused else None
         if pause is not None:  # the paused step's calls that ran: their results are the pause's, not yet messages
             await self.results(r.to_message() for r in pause.results)
-        if result.generation_failed or result.cancelled:
-            await self.failed(_failure_text(result), _failure_code(result))
+        failure = _failure(agent, result)
+        if failure is not None:
+            await self.failed(*failure)
             return
         finished: dict[str, Any] = dict(self.ids)
-        editable = self.editable if result.agent in (None, agent.name) else {}  # a handoff's tools are its own
-        interrupts = _interrupts(result, answerable=self.answerable, editable=editable) if result.paused else []
+        try:
+            editable = self.editable if result.agent in (None, agent.name) else {}  # a handoff's tools are its own
+            interrupts = _interrupts(result, answerable=self.answerable, editable=editable) if result.paused else []
+            if interrupts:  # paused: not a completed run (AG-UI: an interrupt outcome holds at least one)
+                finished["outcome"] = {"type": "interrupt", "interrupts": interrupts}
+            elif agent.output_type is not str and result.ok:
+                finished["result"] = _result_value(result.output)
+            json_bytes(finished)  # the event as it will be sent: refused here, not half-way through sending it
+        except (TypeError, ValueError, RecursionError) as exc:
+            log.warning("a served run's end cannot be sent as JSON: %s: %s", type(exc).__name__, str(exc)[:500])
+            what = "interrupts" if result.paused else f"output (a {type(result.output).__name__})"
+            await self.failed(
+                f"the run ended on {what} that cannot be sent as JSON: it holds a NaN or an infinity, binary data, "
+                "or a value JSON has no form for",
+                "output_unsendable",
+            )
+            return
         await self.final_state(result)
-        if interrupts:  # paused: not a completed run (AG-UI: an interrupt outcome holds at least one)
-            finished["outcome"] = {"type": "interrupt", "interrupts": interrupts}
-        elif agent.output_type is not str and result.ok:
-            finished["result"] = json.loads(render_result(result.output))
         await self.emit("RUN_FINISHED", **finished)
 
     async def final_state(self, result: RunResult[Any]) -> None:
@@ -798,6 +821,37 @@ def agent_attributes(agent: Agent[Any]) -> dict[str, str | None]:
     """The span attributes naming ``agent`` and its model (no credential: names only)."""
     model = agent.model or getattr(agent.provider, "model", None)
     return {"gen_ai.agent.name": agent.name, "gen_ai.request.model": model if isinstance(model, str) else None}
+
+
+def _failure(agent: Agent[Any], result: RunResult[Any]) -> tuple[str, str] | None:
+    """Why a run that did not pause failed — ``(message, code)`` for its ``RUN_ERROR`` — or ``None``: it ends with
+    ``RUN_FINISHED``.
+
+    Failed: ``generation_failed``, ``cancelled``, or any ``error`` — a provider that failed after an earlier step
+    answered (a bounded run), a typed answer that never validated (``OutputValidationError``), a deadline or cost
+    limit passed: the turns a session does not commit (docs/sessions.md, "The commit rule"), so with sessions the
+    client is told what the thread did.  A typed agent's run that stopped at its step limit before any answer
+    (bounded, no error) has no result to send either: ``no_answer``, as the OpenAI endpoint's — though a session
+    commits that turn, as it does every bounded turn without an error.  A text agent's bounded run finishes: its last
+    answer is what it said."""
+    if result.generation_failed or result.cancelled or (result.error is not None and not result.paused):
+        return _failure_text(result), _failure_code(result)
+    if agent.output_type is not str and result.bounded and not result.paused:
+        return "the run ended before a valid answer: the agent reached its step limit", "no_answer"
+    return None
+
+
+def _result_value(output: Any) -> Any:
+    """A typed output as ``RUN_FINISHED``'s ``result``: a str (a ``Literal`` pick, ``ToolOutput(str)``) as the str
+    itself — not JSON text to read: ``"42"`` is not the number 42 — and anything else as the JSON value it converts
+    to (:func:`~agentactors.tools.results.render_result`: attrs classes, dataclasses, pydantic models, ...).
+
+    :raises TypeError: the output cannot be sent as JSON (a NaN, binary data, ...).
+    :raises ValueError: it holds an integer too long to read back.
+    """
+    if isinstance(output, str):
+        return render_result(output)  # a str subclass (a StrEnum member) as the plain str
+    return json.loads(render_result(output))
 
 
 def _failure_text(result: RunResult[Any]) -> str:

@@ -1108,3 +1108,191 @@ async def test_context_of_another_shape_or_past_its_bounds_is_refused_before_any
             response = await client.post("/", json=body)
             assert response.status_code == 422, context
             assert "context[0]" in response.json()["detail"] and "private" not in response.json()["detail"]
+
+
+# --- how a run ends: a typed str output, a failure that is no generation failure, an output JSON cannot carry -------
+
+
+async def test_a_typed_output_that_is_a_str_is_the_results_str() -> None:
+    """A typed output that is a str (a Literal pick, ``ToolOutput(str)``) was parsed as JSON text: ``"hello"``
+    raised out of the app (a 500 after the stream began: no RUN_FINISHED), ``"42"`` came as the number 42."""
+    from typing import Literal
+
+    from agentactors.output import ToolOutput
+
+    pick = Agent(ScriptedProvider(['{"response": "red"}']), output_type=Literal["red", "blue"], name="pick")  # type: ignore[arg-type]
+    async with served(agui_app(pick)) as client:
+        events = await events_of(client, run_input())
+    assert events[-1].type == EventType.RUN_FINISHED and events[-1].result == "red"
+    for said_ in ("hello", "42", "null", '{"a": 1}'):
+        call = ToolCall("o1", "final_result", {"response": said_})
+        agent = Agent(ScriptedProvider([[call]]), output_type=ToolOutput(str), name="words")
+        async with served(agui_app(agent)) as client:
+            events = await events_of(client, run_input())
+        assert events[-1].type == EventType.RUN_FINISHED, said_
+        assert events[-1].result == said_ and type(events[-1].result) is str, "the str itself, not JSON it reads as"
+
+
+async def test_a_resumed_typed_run_whose_output_is_a_str_finishes_with_it() -> None:
+    """The resumed run's stream ends through the same ``finish``: its str output is the result too."""
+    from agentactors import Runtime
+    from agentactors.output import ToolOutput
+
+    provider = ScriptedProvider([
+        [ToolCall("call-9", "transfer", {"amount": 5})], [ToolCall("o1", "final_result", {"response": "done"})],
+    ])
+    agent = Agent(provider, tools=[transfer], output_type=ToolOutput(str), name="bank")
+    async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=True)) as client:
+        interrupted(await events_of(client, thread_body("run-1", ("user", "Move 5."))))
+        resumed = await events_of(client, thread_body("run-2", ("user", "Move 5."), resume=[answer("call-9", True)]))
+    assert resumed[-1].type == EventType.RUN_FINISHED and resumed[-1].result == "done"
+
+
+async def test_a_typed_output_json_cannot_carry_ends_with_run_error_not_a_broken_stream() -> None:
+    """An output validator may hand back what JSON has no number for (a NaN): the run ends with RUN_ERROR saying so,
+    with or without sessions — never an exception out of the app, nor ``NaN`` on the wire."""
+    from agentactors import Runtime
+    from agentactors.output import ToolOutput
+
+    for sessions in (False, True):
+        agent = Agent(
+            ScriptedProvider([[ToolCall("o1", "final_result", {"response": 1.5})]]),
+            output_type=ToolOutput(float), output_validator=lambda value: float("nan"), name="measure",
+        )
+        async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=sessions)) as client:
+            events = await events_of(client, run_input())
+        assert events[-1].type == EventType.RUN_ERROR, sessions
+        assert events[-1].code == "output_unsendable" and "JSON" in events[-1].message
+        assert events[-2].type != EventType.STATE_SNAPSHOT, "a run that ends with RUN_ERROR has no final snapshot"
+
+
+@attrs.frozen
+class Sky:
+    sky: str
+
+
+async def test_a_run_that_failed_after_a_step_ends_with_run_error_and_its_thread_keeps_nothing() -> None:
+    """A run whose ``error`` is set without ``generation_failed`` — its provider failed after an earlier step, its
+    typed answer never validated — failed: it ended with RUN_FINISHED, a success to the client, while a session kept
+    nothing of it.  It ends with RUN_ERROR (the failure's kind, never the vendor's text); with sessions, the thread
+    is as it was, so the client's retry of the same message is the thread's next turn."""
+    from agentactors import LLMResponse, Runtime
+
+    def failing_after_a_step() -> Agent[Any]:
+        script: list[Any] = [
+            LLMResponse(content="Checking Oslo.", tool_calls=(ToolCall("c1", "lookup", {"city": "Oslo"}),)),
+            ProviderError("account acct-7731 suspended", kind=ErrorKind.account, provider="x"),
+            "Clear in Oslo.",
+        ]
+        return Agent(ScriptedProvider(script), tools=[lookup], name="weather")
+
+    def never_valid() -> Agent[Any]:
+        return Agent(ScriptedProvider(lambda request: '{"sky": 1}'), output_type=Sky, name="typed")
+
+    for make, code, says in (
+        (failing_after_a_step, "ProviderError", "refused the server's account"),
+        (never_valid, "OutputValidationError", "OutputValidationError"),
+    ):
+        for sessions in (False, True):
+            agent = make()
+            async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=sessions)) as client:
+                events = await events_of(client, thread_body("run-1", ("user", "Oslo?")))
+                history = rt.session(agent, "thread-1").history if sessions else ()
+                again = await events_of(client, thread_body("run-2", ("user", "Oslo?"))) if sessions else []
+            where = (code, sessions)
+            assert events[-1].type == EventType.RUN_ERROR, where
+            assert events[-1].code == code and says in events[-1].message, where
+            assert "acct-7731" not in events[-1].message and "sky" not in events[-1].message, where
+            assert history == (), "the failed turn was not committed"
+            if sessions and code == "ProviderError":
+                assert again[-1].type == EventType.RUN_FINISHED, "the retry is the thread's turn, on an intact history"
+                assert "".join(e.delta for e in again if e.type == EventType.TEXT_MESSAGE_CONTENT) == "Clear in Oslo."
+
+
+async def test_a_typed_run_that_stopped_at_its_step_limit_with_no_answer_ends_with_run_error() -> None:
+    """A typed agent that reached ``max_steps`` before any answer has no result to send: RUN_ERROR ``no_answer`` (as
+    the OpenAI endpoint's), not a RUN_FINISHED whose missing result reads as success.  A text agent's bounded run
+    still finishes: its last answer is what it said."""
+    from typing import Literal
+
+    Pick = Literal["a", "b"]
+
+    def looping(request: LLMRequest) -> list[ToolCall]:
+        return [ToolCall(f"c{len(request.messages)}", "lookup", {"city": "Oslo"})]
+
+    typed = Agent(ScriptedProvider(looping), tools=[lookup], output_type=Pick, name="t", max_steps=2)  # type: ignore[arg-type]
+    text = Agent(ScriptedProvider(looping), tools=[lookup], name="x", max_steps=2)
+    async with served(agui_app(typed)) as client:
+        events = await events_of(client, run_input())
+    assert events[-1].type == EventType.RUN_ERROR and events[-1].code == "no_answer"
+    assert "step limit" in events[-1].message
+    async with served(agui_app(text)) as client:
+        events = await events_of(client, run_input())
+    assert events[-1].type == EventType.RUN_FINISHED
+    # with sessions: the same end, and the thread keeps the steps, as a session commits any bounded turn
+    from agentactors import Runtime
+
+    typed = Agent(ScriptedProvider(looping), tools=[lookup], output_type=Pick, name="t", max_steps=2)  # type: ignore[arg-type]
+    async with Runtime() as rt, served(agui_app(typed, runtime=rt, sessions=True)) as client:
+        events = await events_of(client, thread_body("run-1", ("user", "Oslo?")))
+        history = rt.session(typed, "thread-1").history
+    assert events[-1].type == EventType.RUN_ERROR and events[-1].code == "no_answer"
+    assert [m.role for m in history][:2] == ["user", "assistant"]
+
+
+async def test_a_resumed_run_that_failed_ends_with_run_error() -> None:
+    from agentactors import LLMResponse, Runtime
+
+    script: list[Any] = [
+        [ToolCall("call-9", "transfer", {"amount": 5})],
+        LLMResponse(content="Moving.", tool_calls=(ToolCall("c2", "lookup", {"city": "Oslo"}),)),
+        ProviderError("vendor text 5521", kind=ErrorKind.transient, provider="x"),
+    ]
+    agent = Agent(ScriptedProvider(script), tools=[transfer, lookup], name="bank")
+    async with Runtime() as rt, served(agui_app(agent, runtime=rt, sessions=True)) as client:
+        interrupted(await events_of(client, thread_body("run-1", ("user", "Move 5."))))
+        resumed = await events_of(client, thread_body("run-2", ("user", "Move 5."), resume=[answer("call-9", True)]))
+    assert resumed[-1].type == EventType.RUN_ERROR and resumed[-1].code == "ProviderError"
+    assert "5521" not in resumed[-1].message
+
+
+# --- numbers JSON does not have, and a tool's reason for failing --------------------------------------------------
+
+
+async def test_nan_or_infinity_in_the_body_is_refused_not_echoed_as_non_json() -> None:
+    """Python's parser reads ``NaN`` and ``Infinity`` (and ``1e999`` as an infinity); the client's ``state`` came
+    back in STATE_SNAPSHOT as ``NaN`` — no JSON, so a browser's ``JSON.parse`` fails on the event.  Refused as a 400
+    before any event, saying why."""
+    agent = Agent(ScriptedProvider(["never"]), name="a")
+    typed = {"content-type": "application/json"}
+    async with served(agui_app(agent)) as client:
+        for number in (b"NaN", b"Infinity", b"-Infinity", b"1e999", b"[1, -1e400]"):
+            raw = (b'{"threadId":"t","runId":"r","state":{"budget":' + number
+                   + b'},"messages":[{"id":"m","role":"user","content":"x"}]}')
+            response = await client.post("/", content=raw, headers=typed)
+            assert response.status_code == 400, number
+            detail = response.json()["detail"]
+            assert "NaN" in detail and "Infinity" in detail and "state.budget" in detail
+        fine = await events_of(client, run_input(state={"budget": 1e300, "note": "NaN Infinity"}))
+    assert fine[1].snapshot["budget"] == 1e300 and fine[1].snapshot["note"] == "NaN Infinity"
+
+
+async def test_a_tool_messages_error_reason_reaches_the_model() -> None:
+    """AG-UI 1.0's ToolMessage ``error`` is a string, why the tool failed: it reaches the model with the result."""
+    provider = ScriptedProvider(["ok", "ok", "ok"])
+    agent = Agent(provider, name="a")
+    call = {"id": "c1", "type": "function", "function": {"name": "pay", "arguments": "{}"}}
+
+    def body(content: str, error: str) -> dict[str, Any]:
+        tool_message = {"id": "t1", "role": "tool", "toolCallId": "c1", "content": content, "error": error}
+        return run_input(messages=[
+            {"id": "u1", "role": "user", "content": "Pay."}, {"id": "a1", "role": "assistant", "toolCalls": [call]},
+            tool_message, {"id": "u2", "role": "user", "content": "Well?"},
+        ])
+
+    async with served(agui_app(agent)) as client:
+        for content in ("not paid", "", "card declined"):
+            await events_of(client, body(content, "card declined"))
+    tools = [next(m for m in r.messages if m.role == "tool") for r in provider.requests]
+    assert all(m.is_error for m in tools)
+    assert [m.content for m in tools] == ["not paid\n\nError: card declined", "Error: card declined", "card declined"]
