@@ -36,6 +36,7 @@ Each request is an OpenTelemetry span (:mod:`agentactors.serve._spans`) when ``o
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 import uuid
@@ -85,6 +86,8 @@ from ._spans import RequestSpan, Tracing
 from ._turns import streamed_turn
 
 __all__ = ["SESSION_HEADER", "OpenAIApp", "openai_app"]
+
+log = logging.getLogger("agentactors.serve")
 
 #: The request header naming the conversation a request continues, when the app keeps sessions.
 SESSION_HEADER = "X-Session-Id"
@@ -292,6 +295,7 @@ class _Completion:
         # A typed answer (the client's response_format, or the agent's own output type) is its output as JSON:
         # under the output-tool strategy the run's text is empty, and a refused answer's text is no answer.
         self.typed = agent.output_type is not str
+        self._typed_text: str | None = None  # a typed answer's JSON text, made once (_unmet)
 
     async def answer(self) -> None:
         try:
@@ -411,9 +415,15 @@ class _Completion:
                 await self._started(events)
 
     def _content(self, result: RunResult[Any]) -> str:
-        """The answer the client reads: the text, or a typed run's output as JSON text."""
+        """The answer the client reads: the text, or a typed run's output as JSON text.
+
+        :raises TypeError: a typed output JSON has no form for (a NaN an ``output_validator`` returned) —
+            :meth:`_unmet` asks first, and answers such a run with an error.
+        """
         if not self.typed:
             return result.content
+        if self._typed_text is not None:
+            return self._typed_text
         value = result.output
         if isinstance(value, str):  # a string answer of a schema, or a pick: JSON, as every other typed answer
             return json.dumps(value, ensure_ascii=False)
@@ -422,8 +432,23 @@ class _Completion:
     def _unmet(self, result: RunResult[Any]) -> tuple[int, str, str, str] | None:
         """Why a typed run that did not fail has no answer to send — ``(status, message, type, code)`` — or
         ``None``: its output never validated, or it stopped (step limit, cost limit, deadline) before one did.
-        A text run's partial answer is sent as it always was (``finish_reason`` ``length`` when bounded)."""
-        if not self.typed or not (result.bounded or result.error is not None):
+        A text run's partial answer is sent as it always was (``finish_reason`` ``length`` when bounded).  A typed
+        output JSON has no form for (a NaN, an infinity: an ``output_validator`` may return one) is no answer either:
+        ``output_unsendable``."""
+        if not self.typed:
+            return None
+        if not (result.bounded or result.error is not None):
+            try:
+                self._typed_text = self._content(result)
+            except (TypeError, ValueError, RecursionError) as exc:
+                log.warning("a served run's typed output cannot be sent as JSON: %s", type(exc).__name__)
+                return (
+                    502,
+                    f"the run's output (a {type(result.output).__name__}) cannot be sent as JSON: it holds a NaN or "
+                    "an infinity, or a value JSON has no form for",
+                    "server_error",
+                    "output_unsendable",
+                )
             return None
         error = result.error
         if isinstance(error, OutputValidationError):

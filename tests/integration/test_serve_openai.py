@@ -474,3 +474,31 @@ async def test_the_sdks_default_retries_still_mend_a_transient_provider_failure(
         async with openai.AsyncOpenAI(base_url=base, api_key="none", timeout=20) as sdk:
             answer = await sdk.chat.completions.create(model="a", messages=[{"role": "user", "content": "x"}])
     assert answer.choices[0].message.content == "fine" and provider.calls == 2
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_typed_output_json_cannot_carry_is_a_502_not_a_broken_response(stream: bool) -> None:
+    """An ``output_validator`` may return what JSON has no form for (a NaN): the client gets OpenAI's error shape
+    (a 502 before the stream began, an error event after), never a 500 traceback or a stream cut without an end."""
+    from agentactors import ToolOutput
+
+    agent = Agent(
+        ScriptedProvider([ToolCall("c1", "final_result", {"response": 1.5})] * 2),
+        output_type=ToolOutput(float), output_validator=lambda value: float("nan"), name="measure",
+    )
+    async with served(openai_app({"measure": agent}, api_keys=[KEY])) as base, clients(base) as client:
+        with pytest.raises(openai.APIError) as caught:
+            if stream:
+                chunks = await client().chat.completions.create(
+                    model="measure", messages=[{"role": "user", "content": "how long?"}], stream=True
+                )
+                async for _ in chunks:
+                    pass
+            else:
+                await client().chat.completions.create(
+                    model="measure", messages=[{"role": "user", "content": "how long?"}]
+                )
+    err = caught.value
+    assert "output_unsendable" in str(err.body) + str(err), err
+    if isinstance(err, openai.APIStatusError):
+        assert err.status_code == 502
