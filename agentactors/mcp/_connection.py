@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from ..errors import AgentActorsError
 from ..redaction import redact
+from ._results import sdk_message
 from ._sieve import ListingSieve
 
 __all__ = ["Connection", "Listing", "MCPConnectionError"]
@@ -73,7 +74,8 @@ class MCPConnectionError(AgentActorsError):
 
 
 def describe(exc: BaseException) -> str:
-    """A concise, redacted reason: the innermost exceptions of a group, type and message."""
+    """A concise, redacted reason: the innermost exceptions of a group, type and message (without the input a
+    pydantic error quotes: :func:`~._results.sdk_message`)."""
     leaves: list[BaseException] = []
 
     def walk(e: BaseException) -> None:
@@ -86,7 +88,7 @@ def describe(exc: BaseException) -> str:
     walk(exc)
     parts = []
     for leaf in leaves[:3]:
-        message = str(leaf).strip()
+        message = sdk_message(str(leaf)).strip()  # (a pydantic error quotes its input: a secret's part escapes redact)
         parts.append(f"{type(leaf).__name__}: {message}" if message else type(leaf).__name__)
     text = "; ".join(parts) or type(exc).__name__
     if len(text) > 300:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -53,7 +54,8 @@ from ..messages import ToolSpec
 from ..tools.registry import Tool
 from ..tools.results import ResultCeiling
 from ._connection import Connection, Listing, MCPConnectionError, describe
-from ._results import MCPToolError, result_text
+from ._results import MCPToolError, result_text, sdk_message
+from ._transports import HTTPTransport
 
 __all__ = ["LIST_TIMEOUT", "MAX_LOGGED", "MAX_REPORTED", "Link", "ServerSettings"]
 
@@ -119,6 +121,8 @@ class Link:
         self._lock: anyio.Lock | None = None
         self._list_lock: anyio.Lock | None = None
         self._restarts = 0
+        #: The transport each connection opened (to tell a read timeout from a server gone: :meth:`_read_timed_out`).
+        self._transports: weakref.WeakKeyDictionary[Connection, list[Transport]] = weakref.WeakKeyDictionary()
         self._tools: tuple[Tool[Any, Any], ...] | None = None
         self._listed_from: Connection | None = None
         self._closed = False
@@ -154,9 +158,24 @@ class Link:
                 conn.close_soon()
                 if conn.opened:  # it died (rather than failing to open): a restart, and they are bounded
                     self._count_restart(conn.lost or "the connection was lost")
-            conn = self._connection = Connection(self.settings.label, self.settings.open_transport, sieve=self._sieving)
+            opened: list[Transport] = []  # filled when the connection's task opens it
+            open_transport = self.settings.open_transport
+
+            def open_and_keep() -> Transport:
+                opened.append(open_transport())
+                return opened[-1]
+
+            conn = self._connection = Connection(self.settings.label, open_and_keep, sieve=self._sieving)
+            self._transports[conn] = opened
             self._spawn(conn.serve)
             return conn
+
+    def _read_timed_out(self, conn: Connection) -> float | None:
+        """The HTTP read timeout that passed on one of ``conn``'s requests (which ended it), or None."""
+        for transport in self._transports.get(conn, ()):
+            if isinstance(transport, HTTPTransport) and transport.timed_out is not None:
+                return transport.timed_out
+        return None
 
     def _count_restart(self, reason: str) -> None:
         settings = self.settings
@@ -309,6 +328,13 @@ class Link:
             # -32000 is also the first of the codes servers use for their own errors: the SDK's
             # "connection closed" is told by its message too, and a lost connection by the stream's end.
             if conn.lost is not None or (exc.code == CONNECTION_CLOSED and exc.message == "Connection closed"):
+                waited = self._read_timed_out(conn)
+                if waited is not None:  # the server may be well, still working: not "went away"
+                    conn.mark_lost(f"no answer within the HTTP read timeout ({waited:g} s)")
+                    raise MCPToolError(
+                        f"{label} sent no answer within the HTTP read timeout ({waited:g} s); the connection is "
+                        "opened again at the next call"
+                    ) from None
                 reason = conn.lost or exc.message
                 # Marked here, not only when the connection's own task notices: a run's next call may come
                 # first, and must find the connection lost (replaced, a restart counted), not reuse it.
@@ -319,9 +345,10 @@ class Link:
             if exc.code == INVALID_REQUEST and "terminated" in exc.message.lower():
                 conn.mark_lost("the server ended the session")
                 raise MCPToolError(f"{label} ended the session; it is reconnected at the next call") from None
-            raise MCPToolError(exc.message or f"JSON-RPC error {exc.code}") from None
+            # The SDK's parse and validation errors quote the input (a part of a secret the server echoed).
+            raise MCPToolError(sdk_message(exc.message) or f"JSON-RPC error {exc.code}") from None
         except Exception as exc:  # a result that does not validate, a transport failure, ...
-            raise MCPToolError(f"{label} failed the call: {describe(exc)}") from None
+            raise MCPToolError(f"{label} failed the call: {sdk_message(describe(exc))}") from None
         return result_text(result)
 
 

@@ -17,11 +17,16 @@ The text passes through :func:`~agentactors.redact` (past :data:`REDACT_LIMIT` c
 credential it was sent (a header) does not hand it to the model.  An ``isError`` result
 raises :class:`MCPToolError` with the server's text, so the executor records the call with status
 ``error`` and that text.
+
+The SDK's own messages (a parse or validation error) pass through :func:`sdk_message` before they are
+shown or logged: pydantic quotes the input it refused (``input_value=b'...'``), shortened in the middle, so
+a secret echoed there is shown in part — which the exact match of a registered secret cannot catch.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mcp.types import (
@@ -38,13 +43,18 @@ from mcp.types import (
 from ..errors import AgentActorsError, redact
 from ..redaction import redact_registered
 
-__all__ = ["REDACT_LIMIT", "MCPToolError", "result_text"]
+__all__ = ["REDACT_LIMIT", "MCPToolError", "result_text", "sdk_message"]
 
 #: Results up to this many characters are scanned for secrets (scanning costs ~0.16 µs a character:
 #: a larger result is normally refused by a ceiling or cut by the operator's cap anyway).
 REDACT_LIMIT = 1_000_000
 # One shared encoder: json.dumps with options builds one per call.
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: pydantic's quote of the input it refused: ``, input_value=<repr>`` up to the last ``, input_type=<name>]`` of its
+#: line (a repr is one line, and may itself spell ``, input_type=...]``); without that end, the rest of the line.
+_QUOTED_INPUT = re.compile(r",? ?input_value=.*(?=, input_type=[^,\]\n]*\])|,? ?input_value=.*")
+#: pydantic's pointer to its documentation, one line per error.
+_FURTHER = re.compile(r"\n?[ \t]*For further information visit \S*")
 
 
 class MCPToolError(AgentActorsError):
@@ -83,6 +93,19 @@ def result_text(result: CallToolResult) -> str:
     text = redact(text) if len(text) <= REDACT_LIMIT else redact_registered(text)
     if result.is_error:
         raise MCPToolError(text.strip() or "the tool reported an error and gave no text")
+    return text
+
+
+def sdk_message(text: str) -> str:
+    """``text`` (the SDK's message, a pydantic error's) without the input pydantic quotes or its documentation links.
+
+    What was wrong stays (``Invalid JSON: EOF while parsing ... [type=json_invalid, input_type=bytes]``); the
+    input goes whole, however it is spelled: a part of a secret in it would escape redaction.
+    """
+    if "input_value=" in text:
+        text = _QUOTED_INPUT.sub("", text)
+    if "For further information" in text:
+        text = _FURTHER.sub("", text)
     return text
 
 

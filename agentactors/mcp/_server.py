@@ -86,6 +86,9 @@ class _MCPServer:
             raise TypeError(f"result_ceiling must be a ResultCeiling or None, not {type(result_ceiling).__name__}")
         if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
             raise ValueError(f"max_restarts must be a non-negative int, not {max_restarts!r}")
+        # The SDK logs what a server sends that it cannot parse (a stdout line, an HTTP body): a secret in it
+        # must not reach the logs, whole or in part.
+        redact_sdk_logs()
         self._settings = ServerSettings(
             name=name,
             label=label,
@@ -196,7 +199,7 @@ class MCPServerStdio(_MCPServer):
     :param args: its arguments (a bare str is one argument).
     :param env: environment variables for it, merged over a safe default (``PATH``, ``HOME``, ...);
         the values of credential-like names (``*TOKEN*``, ``*KEY*``, ``*SECRET*``, ...) are redacted
-        from every event, log line and error.
+        from every event, log line (the SDK's own included) and error.
     :param cwd: its working directory.
     :param name: the server's name in events, errors and logs (default: the command and first argument).
     :param tool_prefix: put before each tool name the model sees (``"github_"``), to avoid clashes.
@@ -265,13 +268,15 @@ class MCPServerHTTP(_MCPServer):
     :param url: the server's endpoint (``http://127.0.0.1:8000/mcp``).
     :param headers: sent with every request; the values of credential-like headers (``Authorization``,
         ``X-API-Key``, ``*token*``, ...) are registered as secrets, so they are redacted from every event,
-        log line (the HTTP stack's own loggers included) and error.
+        log line (the SDK's and the HTTP stack's own loggers included) and error.
     :param transport: ``"streamable-http"`` (the default) or ``"sse"`` — the older transport, deprecated by
         the protocol but still served by the ``mcp`` 2.x SDK (``MCPServer.sse_app()``): ``url`` is then
         the server's ``GET /sse`` endpoint.
     :param name: the server's name in events, errors and logs (default: the URL's host and port).
     :param tool_prefix, tool_filter, timeout, result_ceiling, max_restarts: as for :class:`MCPServerStdio`
         (a restart here is a new connection, after the server ended the session or the transport closed).
+        The HTTP read timeout outlasts ``timeout`` (at least 5 minutes; none when ``timeout`` is ``None``): a
+        server that answers with plain JSON sends nothing until its result is ready.
     :raises ValueError, TypeError: an invalid option.
     """
 
@@ -299,7 +304,6 @@ class MCPServerHTTP(_MCPServer):
         register_credentials(sent)
         if urlsplit(url).password:
             register_credentials({"password": str(urlsplit(url).password)})
-        redact_sdk_logs()
         self.url = url
         self.transport = transport
         self._headers = sent

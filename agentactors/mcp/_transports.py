@@ -9,12 +9,19 @@ read and write streams of one connection, entered and left by the task that owns
   kept too (:attr:`StdioTransport.stderr_tail`): a server that exits before it answers says why there
   (``can't open file``, ``package not found``), and the connection's error quotes it.
 * :func:`http_transport` speaks streamable HTTP (or the older SSE transport) through an ``httpx2``
-  client that carries the configured headers.
+  client that carries the configured headers.  A server that answers a call with plain JSON (no event
+  stream: ``json_response=True``, stateless servers) sends nothing until the result is ready, so the
+  client's read timeout bounds the call: it is never shorter than the call's own ``timeout``
+  (:func:`read_timeout_for`), and one that passes anyway is noted (:attr:`HTTPTransport.timed_out`) — the
+  SDK then closes the whole connection, and the call's error says why rather than that the server went away.
 
 Credentials: :func:`register_credentials` registers the values of credential-like headers and
 environment variables as secrets, so :func:`~agentactors.redact` removes them from every event, log
-line and error; :func:`redact_sdk_logs` makes the HTTP stack's own loggers (``httpx2``, ``httpcore2``,
-the SDK's transports) pass their records through :func:`~agentactors.redact` too.
+line and error; :func:`redact_sdk_logs` makes the loggers of the SDK and of the HTTP stack under it
+(``httpx2``, ``httpcore2``) pass their records — message and traceback — through
+:func:`~agentactors.redact` too, without the input pydantic quotes in its errors
+(:func:`~agentactors.mcp._results.sdk_message`): the SDK logs a line from a server it cannot parse with
+that error, and the quote, shortened in the middle, would show part of a secret the server echoed.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import logging
 import os
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
@@ -36,9 +43,20 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ..redaction import redact, register_secret
+from ..redaction import redact, redact_loggers, register_secret
+from ._results import sdk_message
 
-__all__ = ["StdioTransport", "http_transport", "redact_sdk_logs", "register_credentials", "stdio_transport"]
+__all__ = [
+    "MIN_READ_TIMEOUT",
+    "READ_TIMEOUT_MARGIN",
+    "HTTPTransport",
+    "StdioTransport",
+    "http_transport",
+    "read_timeout_for",
+    "redact_sdk_logs",
+    "register_credentials",
+    "stdio_transport",
+]
 
 log = logging.getLogger("agentactors.mcp")
 
@@ -50,7 +68,8 @@ _MAX_LINE = 2000
 _STDERR_DRAIN = 1.0
 #: How many of the last lines of a server's stderr are kept for the error of a connection that fails.
 _TAIL_LINES: Final = 3
-#: The loggers of the HTTP stack under the SDK: records they emit are redacted like ours.
+#: The loggers of the SDK's client and of the HTTP stack under it: their records are redacted like ours.  (A
+#: logger's filters see only its own records, not its children's: each logger that logs is named.)
 _SDK_LOGGERS = (
     "httpx2",
     "httpcore2",
@@ -58,11 +77,30 @@ _SDK_LOGGERS = (
     "httpcore2.http11",
     "httpcore2.http2",
     "httpcore2.proxy",
+    "mcp.client.stdio",
     "mcp.client.streamable_http",
     "mcp.client.sse",
-    "mcp.client.session",
+    "mcp.client.client",
+    "client",  # the SDK's ClientSession logs here: a notification it cannot validate, with the error
+    "mcp.shared.dispatcher",
     "mcp.shared.jsonrpc_dispatcher",
 )
+#: The read timeout of a streamable-HTTP connection is at least this (the SDK's own default: 5 minutes between
+#: the bytes of its long-lived event stream)...
+MIN_READ_TIMEOUT = 300.0
+#: ... and outlasts a call's ``timeout`` by this much, so the call's own limit always comes first.
+READ_TIMEOUT_MARGIN = 30.0
+
+
+def read_timeout_for(call_timeout: float | None) -> float | None:
+    """The HTTP read timeout of a connection whose calls may take ``call_timeout`` seconds (``None``: no limit).
+
+    Never shorter than the call: an answer the server is still working on (plain JSON arrives whole, at the
+    end) is the call's to wait for, and its ``timeout`` to end (status ``timeout``, the server told to stop).
+    """
+    if call_timeout is None:
+        return None
+    return max(MIN_READ_TIMEOUT, call_timeout + READ_TIMEOUT_MARGIN)
 
 
 def register_credentials(values: Mapping[str, str] | None) -> None:
@@ -80,34 +118,42 @@ def register_credentials(values: Mapping[str, str] | None) -> None:
             register_secret(token.strip())
 
 
-class _Redacting(logging.Filter):
-    """Rewrites a record's message through :func:`redact` (args folded in first)."""
+class _QuotedInputDropped(logging.Filter):
+    """Drops the input pydantic quotes in its errors (:func:`sdk_message`) from a record's message and traceback.
+
+    Beside the shared :class:`~agentactors.redaction.RedactingFilter`, which removes whole secrets (and
+    :func:`redact_sdk_logs` attaches first): a quote shortened in the middle shows a part of one that no
+    exact match finds.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:
             return True  # a record that cannot format is the logging module's to report
-        cleaned = redact(message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, ()
+        if "input_value=" in message:
+            record.msg, record.args = sdk_message(message), None
+        if record.exc_info and not record.exc_text:
+            # Formatted once here; formatters reuse record.exc_text (and the redacting filter redacts it).
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text and "input_value=" in record.exc_text:
+            record.exc_text = sdk_message(record.exc_text)
         return True
 
 
-_REDACTING = _Redacting()
+_QUOTED_INPUT_DROPPED = _QuotedInputDropped()
 
 
 def redact_sdk_logs() -> None:
-    """Redact the records of the HTTP stack's loggers (idempotent).
+    """Redact the records of the SDK's and the HTTP stack's loggers, tracebacks included (idempotent).
 
-    A logger's filters see only records logged on that very logger (not its children's), hence the
-    list of each logger the stack logs on; filters run only for records a level lets through, so this
-    costs nothing while those loggers are quiet.
+    Filters run only for records a level lets through, so this costs nothing while those loggers are quiet.
     """
+    redact_loggers(_SDK_LOGGERS)
     for name in _SDK_LOGGERS:
         logger = logging.getLogger(name)
-        if _REDACTING not in logger.filters:
-            logger.addFilter(_REDACTING)
+        if _QUOTED_INPUT_DROPPED not in logger.filters:
+            logger.addFilter(_QUOTED_INPUT_DROPPED)
 
 
 def stdio_transport(
@@ -212,21 +258,97 @@ def _log_line(label: str, raw: bytes, tail: deque[str]) -> None:
 def http_transport(
     url: str, headers: Mapping[str, str] | None, kind: Literal["streamable-http", "sse"], timeout: float | None
 ) -> Transport:
-    """A transport that speaks ``kind`` to ``url``, sending ``headers`` with every request."""
+    """A transport that speaks ``kind`` to ``url``, sending ``headers`` with every request.
+
+    ``timeout`` is a call's (``None``: no limit): the streamable-HTTP read timeout outlasts it
+    (:func:`read_timeout_for`).  The SSE transport's answers come on its event stream, which the server keeps
+    alive with pings: the SDK's defaults serve.
+    """
     if kind == "sse":
         return sse_client(url, headers=dict(headers) if headers else None)
-    return _streamable(url, headers, timeout)
+    return HTTPTransport(url, headers, timeout)
+
+
+class HTTPTransport:
+    """The streamable-HTTP transport of one connection, noting a read timeout on a request's answer.
+
+    Such a timeout ends the connection: the SDK lets it out of the task that posted the request, and its
+    task group — the whole connection, every call in flight — ends with it.
+    """
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None, call_timeout: float | None) -> None:
+        #: The read timeout of this connection's requests (``None``: none).
+        self.read_timeout = read_timeout_for(call_timeout)
+        #: Set to :attr:`read_timeout` when a request's answer did not come within it.
+        self.timed_out: float | None = None
+        # The SDK's defaults for the rest: 30 s to connect and write (or a call's timeout, if shorter).
+        connect = 30.0 if call_timeout is None else min(30.0, call_timeout)
+        self._context = _streamable(url, headers, httpx2.Timeout(connect, read=self.read_timeout), self._note)
+
+    def _note(self) -> None:
+        self.timed_out = self.read_timeout
+
+    async def __aenter__(self) -> Any:
+        return await self._context.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._context.__aexit__(exc_type, exc, tb)
 
 
 @asynccontextmanager
-async def _streamable(url: str, headers: Mapping[str, str] | None, call_timeout: float | None) -> AsyncIterator[Any]:
-    # The SDK's defaults for its own client: 30 s to connect and write, 5 minutes between the bytes of
-    # the long-lived event stream; a call's own limit is the tool's timeout, applied above this.
-    connect = 30.0 if call_timeout is None else min(30.0, call_timeout)
-    client = httpx2.AsyncClient(
-        headers=dict(headers) if headers else None,
-        timeout=httpx2.Timeout(connect, read=300.0),
-        follow_redirects=True,
+async def _streamable(
+    url: str, headers: Mapping[str, str] | None, limits: httpx2.Timeout, on_read_timeout: Callable[[], None]
+) -> AsyncIterator[Any]:
+    client = _NotingClient(
+        on_read_timeout, headers=dict(headers) if headers else None, timeout=limits, follow_redirects=True
     )
     async with client, streamable_http_client(url, http_client=client) as streams:
         yield streams
+
+
+class _NotingClient(httpx2.AsyncClient):
+    """An ``httpx2`` client that calls ``on_read_timeout`` when a POST's answer times out.
+
+    A POST carries a request (a call, a listing): its answer comes on it, headers first — a plain JSON answer
+    only when it is ready — then its body; a timeout there the SDK lets end the connection.  The standalone
+    GET event stream times out too, and the SDK reconnects it: that is no news.
+    """
+
+    def __init__(self, on_read_timeout: Callable[[], None], **options: Any) -> None:
+        super().__init__(**options)
+        self._on_read_timeout = on_read_timeout
+
+    async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+        if request.method != "POST":
+            return await super().send(request, **options)
+        try:
+            response = await super().send(request, **options)
+        except httpx2.ReadTimeout:
+            self._on_read_timeout()
+            raise
+        # An event stream's read timeout the SDK catches (the call fails alone): only a JSON body's is noted.
+        json_body = response.headers.get("content-type", "").lower().startswith("application/json")
+        if json_body and isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _NotingStream(response.stream, self._on_read_timeout)
+        return response
+
+
+class _NotingStream(httpx2.AsyncByteStream):
+    """A response body that calls ``on_read_timeout`` when a read of it times out."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, on_read_timeout: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_read_timeout = on_read_timeout
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except httpx2.ReadTimeout:
+            self._on_read_timeout()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
