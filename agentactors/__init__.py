@@ -35,7 +35,7 @@ by idea:
 ``output``
     typed results: output types, the three output strategies (tool, native, prompted), validation and re-ask.
 ``testing``
-    FakeVendor (a real HTTP server speaking the three wires), virtual time, the pytest plugin.
+    FakeVendor (a real HTTP server speaking every vendor wire), virtual time, the pytest plugin.
 ``serve``
     agents behind an ASGI app: a lifespan that owns a Runtime.
 ``mcp``, ``otel``, ``ray``

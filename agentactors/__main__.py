@@ -3,7 +3,8 @@
 ``demo`` is what ``make demo`` runs: offline, no API key, against the built-in
 fake vendor on 127.0.0.1.  ``exchange`` is the smallest possible look at the
 library: one completed and one streamed request to a ScriptedProvider, and the
-events they recorded.  ``fakevendor`` serves the three vendor wires on loopback.
+events they recorded.  ``fakevendor`` serves the vendor wires on loopback: OpenAI Chat Completions,
+OpenAI Responses, Anthropic Messages, Gemini, Bedrock Converse, and the Azure OpenAI and Vertex AI routes.
 ``explain FILE RUN_ID`` prints the explanation of one run of a JSONL event record
 (:meth:`agentactors.explain.Explanation.from_jsonl`).  ``replay FILE RUN_ID`` runs a recorded run again
 from a JSONL record or a SQLite journal with no vendor and no tool call; ``fork FILE RUN_ID --at STEP

@@ -390,7 +390,7 @@ def _model(items: list[tuple[str, dict[str, Any]]]) -> str | None:
 def _object(raw: bytes) -> dict[str, Any]:
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a body nested deeper than the parser goes
         raise WireRejection(400, "We could not parse the JSON body of your request.") from None
     if not isinstance(value, dict):
         raise WireRejection(400, "the request body must be a JSON object")

@@ -78,6 +78,12 @@ def _items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _invalid(where: str, constraint: str, *, value: Any = None) -> str:
+    """Bedrock's validation message for one field."""
+    shown = f"Value '{value}' at" if value is not None else "The value at"
+    return f"1 validation error detected: {shown} '{where}' failed to satisfy constraint: {constraint}"
+
+
 def bedrock_route(method: str, path: str) -> tuple[str, str, bool] | None:
     """``("bedrock", model id, stream)`` for a Converse path (the id percent-decoded), else ``None``."""
     m = _PATH.match(path) if method == "POST" else None
@@ -152,9 +158,21 @@ def _tools(body: Mapping[str, Any], model: str, fail: Fail) -> tuple[list[Offere
     config = body.get("toolConfig")
     if not isinstance(config, Mapping):
         return [], "auto", None
-    tools = [OfferedTool(t["toolSpec"]["name"], str(t["toolSpec"].get("description") or ""),
-                         t["toolSpec"].get("inputSchema", {}).get("json", {}))
-             for t in config.get("tools") or [] if isinstance(t, Mapping) and isinstance(t.get("toolSpec"), Mapping)]
+    raw = config.get("tools")
+    if raw is not None and not isinstance(raw, list):
+        fail(400, _invalid("toolConfig.tools", "Member must be a list"))
+    tools: list[OfferedTool] = []
+    for i, t in enumerate(_items(raw)):
+        spec = t.get("toolSpec") if isinstance(t, Mapping) else None
+        if not isinstance(spec, Mapping):
+            continue
+        schema = _obj(spec.get("inputSchema")).get("json", {})
+        if not isinstance(spec.get("name"), str) or not isinstance(schema, Mapping):
+            where = "name" if not isinstance(spec.get("name"), str) else "inputSchema.json"
+            fail(400, _invalid(f"toolConfig.tools.{i}.member.toolSpec.{where}", "Member must not be null"
+                               if where == "name" else "Member must be a JSON object"))
+            continue
+        tools.append(OfferedTool(spec["name"], str(spec.get("description") or ""), schema))
     if not tools:
         fail(400, "The value at toolConfig.tools failed to satisfy constraint: Member must have length greater "
              "than or equal to 1")
@@ -232,16 +250,22 @@ def parse_bedrock(body: Mapping[str, Any], model: str, fail: Fail) -> Conversati
                     last_user = str(block["text"])
             elif "toolUse" in block and role == "assistant":
                 use = block["toolUse"]
+                if not isinstance(use, Mapping):
+                    fail(400, _invalid(f"messages.{i}.member.content.toolUse", "Member must be an object"))
+                    continue
                 names[str(use.get("toolUseId"))] = str(use.get("name"))
                 calls.append(SeenToolCall(str(use.get("toolUseId")), str(use.get("name")), use.get("input")))
             elif "toolResult" in block and role == "user":
                 result = block["toolResult"]
+                if not isinstance(result, Mapping):
+                    fail(400, _invalid(f"messages.{i}.member.content.toolResult", "Member must be an object"))
+                    continue
                 call_id = str(result.get("toolUseId"))
                 if call_id not in pending:
                     fail(400, f"The toolResult blocks at messages.{i}.content contain a toolUseId ({call_id}) that "
                          "no toolUse block of the previous turn has.")
                 answered.append(call_id)
-                content = result.get("content") if isinstance(result.get("content"), list) else []
+                content = _items(result.get("content"))
                 text = "".join(str(c["text"]) for c in content if isinstance(c, Mapping) and "text" in c)
                 for c in content:
                     seen = _part(c, "tool", fail) if isinstance(c, Mapping) else None
@@ -259,10 +283,14 @@ def parse_bedrock(body: Mapping[str, Any], model: str, fail: Fail) -> Conversati
         if (calls or results) and not tools:
             fail(400, "The toolConfig field must be defined when using toolUse and toolResult content blocks.")
         pending = [str(b["toolUse"].get("toolUseId")) for b in blocks
-                   if isinstance(b, Mapping) and "toolUse" in b] if role == "assistant" else []
+                   if isinstance(b, Mapping) and isinstance(b.get("toolUse"), Mapping)] if role == "assistant" else []
         previous_role = role
     system = _items(body.get("system"))
     config = _obj(body.get("inferenceConfig"))
+    max_tokens = config.get("maxTokens")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
+        fail(400, _invalid("inferenceConfig.maxTokens", "Member must have value greater than or equal to 1",
+                           value=max_tokens))
     text_format = _obj(body.get("outputConfig")).get("textFormat")
     response_format = None
     if isinstance(text_format, Mapping):

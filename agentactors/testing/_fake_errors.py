@@ -1,4 +1,4 @@
-"""Server-side error answers of the three vendor wires: HTTP error bodies and in-band stream errors.
+"""Server-side error answers of the vendor wires: HTTP error bodies and in-band stream errors.
 
 Shapes from the vendors' documentation and the recorded corpus, independent of the
 client-side classifier they are meant to exercise.

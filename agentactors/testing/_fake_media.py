@@ -27,6 +27,7 @@ __all__ = [
     "gemini_settings",
     "openai_content_parts",
     "openai_settings",
+    "openai_type_problem",
 ]
 
 Fail = Callable[[int, str], None]
@@ -68,6 +69,21 @@ def _range(value: Any, low: float, high: float, name: str, fail: Fail, message: 
 # --- OpenAI chat completions --------------------------------------------------------------------
 
 
+def openai_type_problem(where: str, value: Any, expected: str, *kinds: type) -> str | None:
+    """OpenAI's "Invalid type for 'x'" message if ``value`` (present) is none of ``kinds``, else ``None``.
+
+    ``bool`` is an ``int`` to Python, not to OpenAI: it passes only where ``bool`` is among ``kinds``.
+    """
+    if value is None and type(None) in kinds:
+        return None
+    if isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool)):
+        return None
+    got = ("null" if value is None else "a boolean" if isinstance(value, bool) else "an integer"
+           if isinstance(value, int) else "a decimal" if isinstance(value, float) else "a string"
+           if isinstance(value, str) else "an array" if isinstance(value, list) else "an object")
+    return f"Invalid type for '{where}': expected {expected}, but got {got} instead."
+
+
 def _openai_data_url(url: str, where: str, fail: Fail) -> tuple[str | None, int | None]:
     header, sep, payload = url[5:].partition(",")
     if not sep or ";base64" not in header:
@@ -84,7 +100,7 @@ def openai_content_parts(content: Any, *, where: str, role: str, fail: Fail) -> 
     for j, part in enumerate(content):
         at = f"{where}.content[{j}]"
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in _OPENAI_PART_TYPES:
+        if not isinstance(kind, str) or kind not in _OPENAI_PART_TYPES:
             fail(400, f"Invalid value: '{kind}'. Supported values are: 'text', 'image_url', 'input_audio', "
                  f"'refusal', 'audio', and 'file'. ({at}.type)")
             continue
@@ -142,10 +158,16 @@ def openai_settings(body: Mapping[str, Any], fail: Fail) -> dict[str, Any]:
     _range(body.get("top_p"), 0, 1, "top_p", fail,
            "Invalid 'top_p': decimal above maximum value. Expected a value <= {high:g}, but got {value}.")
     effort = body.get("reasoning_effort")
-    if effort is not None and effort not in _OPENAI_EFFORTS:
+    if effort is not None and (not isinstance(effort, str) or effort not in _OPENAI_EFFORTS):
         fail(400, f"Invalid value: '{effort}'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', "
              "and 'xhigh'.")
     stop = body.get("stop")
+    problem = openai_type_problem("stop", stop, "one of a string or array of strings", str, list, type(None))
+    if problem is None and isinstance(stop, list) and not all(isinstance(s, str) for s in stop):
+        problem = ("Invalid type for 'stop': expected one of a string or array of strings, but got an array with "
+                   "other values instead.")
+    if problem is not None:
+        fail(400, problem)
     if isinstance(stop, list) and len(stop) > 4:
         fail(400, "Invalid 'stop': array too long. Expected an array with maximum length 4.")
     for key in ("temperature", "top_p", "seed", "parallel_tool_calls", "reasoning_effort"):

@@ -24,6 +24,7 @@ from ._fake_media import (
     gemini_settings,
     openai_content_parts,
     openai_settings,
+    openai_type_problem,
 )
 from ._fake_script import Conversation, OfferedTool, SeenPart, SeenToolCall, SeenToolResult
 from ._fake_vertex import vertex_anthropic_body, vertex_route
@@ -188,6 +189,14 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         messages = messages if isinstance(messages, list) else []
     stream = body.get("stream") is True
     tools_raw = body.get("tools")
+    for problem in (
+        openai_type_problem("stream", body.get("stream"), "a boolean", bool, type(None)),
+        openai_type_problem("tools", tools_raw, "an array of objects", list, type(None)),
+        openai_type_problem("stream_options", body.get("stream_options"), "an object", dict, type(None)),
+        *(_openai_token_limit_problem(key, body.get(key)) for key in ("max_tokens", "max_completion_tokens")),
+    ):
+        if problem is not None:
+            _reject(strict, 400, problem)
     tools: list[OfferedTool] = []
     for i, t in enumerate(tools_raw if isinstance(tools_raw, list) else []):
         fn = t.get("function") if isinstance(t, dict) else None
@@ -224,6 +233,14 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         if role != "tool" and pending:
             _reject(strict, 400, _openai_unanswered(pending))
             pending = {}
+        if role in ("system", "developer", "user", "tool") and "content" not in m:
+            _reject(strict, 400, f"Missing required parameter: 'messages[{i}].content'.")
+        elif role in ("system", "developer", "user", "tool", "assistant"):
+            problem = openai_type_problem(f"messages[{i}].content", m.get("content"),
+                                          "one of a string or array of objects", str, list,
+                                          *((type(None),) if role == "assistant" else ()))
+            if problem is not None:
+                _reject(strict, 400, problem)
         if role in ("system", "developer"):
             system.append(_text_of(m.get("content")))
         elif role == "user":
@@ -231,6 +248,9 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
             parts.extend(openai_content_parts(m.get("content"), where=f"messages[{i}]", role="user", fail=fail))
         elif role == "assistant":
             tcs = m.get("tool_calls")
+            problem = openai_type_problem(f"messages[{i}].tool_calls", tcs, "an array of objects", list, type(None))
+            if problem is not None:
+                _reject(strict, 400, problem)
             if m.get("content") is None and not tcs:
                 _reject(strict, 400, f"Invalid value for 'messages[{i}].content': expected a string, got null.")
             for tc in tcs if isinstance(tcs, list) else []:
@@ -283,6 +303,13 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         response_format=response_format,
     )
     return ParsedRequest("openai", model if isinstance(model, str) else None, stream, conv)
+
+
+def _openai_token_limit_problem(key: str, value: Any) -> str | None:
+    problem = openai_type_problem(key, value, "an integer", int, type(None))
+    if problem is None and isinstance(value, int) and value < 1:
+        problem = f"Invalid '{key}': integer below minimum value. Expected a value >= 1, but got {value} instead."
+    return problem
 
 
 def _openai_response_format(value: Any, strict: bool) -> dict[str, Any] | None:
@@ -395,11 +422,25 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
         _reject(strict, 400, "messages: at least one message is required")
         messages = messages if isinstance(messages, list) else []
     tools: list[OfferedTool] = []
-    for t in body.get("tools") or []:
+    tools_raw = body.get("tools")
+    if tools_raw is not None and not isinstance(tools_raw, list):
+        _reject(strict, 400, "tools: Input should be a valid list")
+    for k, t in enumerate(tools_raw if isinstance(tools_raw, list) else []):
+        if not isinstance(t, dict):
+            _reject(strict, 400, f"tools.{k}: Input should be a valid dictionary or object to extract fields from")
+        elif "input_schema" in t and not isinstance(t["input_schema"], dict):
+            _reject(strict, 400, f"tools.{k}.custom.input_schema: Input should be a valid dictionary")
         if isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("input_schema"), dict):
             tools.append(OfferedTool(t["name"], str(t.get("description") or ""), t["input_schema"]))
     choice, choice_name = "auto", None
     tc = body.get("tool_choice")
+    for field, value in (("tool_choice", tc), ("thinking", body.get("thinking"))):
+        if value is not None and not isinstance(value, dict):
+            _reject(strict, 400, f"{field}: Input should be a valid dictionary or object to extract fields from")
+    system_raw = body.get("system")
+    if system_raw is not None and not isinstance(system_raw, str) and not (
+            isinstance(system_raw, list) and all(isinstance(b, dict) for b in system_raw)):
+        _reject(strict, 400, "system: Input should be a valid string or a list of text blocks")
     if isinstance(tc, dict):
         kind = tc.get("type")
         choice = {"auto": "auto", "any": "required", "none": "none", "tool": "tool"}.get(str(kind), "auto")
@@ -438,6 +479,9 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
         uses: list[str] = []
         answered: list[str] = []
         for j, b in enumerate(blocks):
+            if not isinstance(b, dict):
+                _reject(strict, 400, f"messages.{i}.content.{j}: Input should be a valid dictionary or object to "
+                        "extract fields from")
             kind = b.get("type") if isinstance(b, dict) else None
             if kind == "text":
                 if strict and not b.get("text") and not final_assistant:
@@ -592,8 +636,18 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
         _reject(strict, 400, "* GenerateContentRequest.contents: contents is not specified")
         contents = contents if isinstance(contents, list) else []
     tools: list[OfferedTool] = []
-    for ti, t in enumerate(body.get("tools") or []):
-        decls = (t.get("functionDeclarations") or t.get("function_declarations") or []) if isinstance(t, dict) else []
+    tools_raw = body.get("tools")
+    if tools_raw is not None and not isinstance(tools_raw, list):
+        _reject(strict, 400, f"Invalid value at 'tools' ({_proto_type(tools_raw)}), expected a list of Tool")
+    for ti, t in enumerate(tools_raw if isinstance(tools_raw, list) else []):
+        if not isinstance(t, dict):
+            _reject(strict, 400, f"Invalid value at 'tools[{ti}]' ({_proto_type(t)}), expected a Tool object")
+            continue
+        decls = t.get("functionDeclarations") or t.get("function_declarations") or []
+        if not isinstance(decls, list):
+            _reject(strict, 400, f"Invalid value at 'tools[{ti}].function_declarations' ({_proto_type(decls)}), "
+                    "expected a list of FunctionDeclaration")
+            decls = []
         for di, d in enumerate(decls):
             if not isinstance(d, dict) or not isinstance(d.get("name"), str):
                 _reject(strict, 400, f"* GenerateContentRequest.tools[{ti}].function_declarations[{di}].name: "
@@ -611,6 +665,12 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
                     _reject(strict, 400, problem)
             tools.append(OfferedTool(d["name"], str(d.get("description") or ""),
                                      params if isinstance(params, dict) else {}))
+    for field, proto, message in (("toolConfig", "tool_config", "ToolConfig"),
+                                  ("systemInstruction", "system_instruction", "Content"),
+                                  ("generationConfig", "generation_config", "GenerationConfig")):
+        value = body.get(field, body.get(proto))
+        if value is not None and not isinstance(value, dict):
+            _reject(strict, 400, f"Invalid value at '{proto}' ({_proto_type(value)}), expected a {message} object")
     config = body.get("toolConfig") or body.get("tool_config") or {}
     fcc = (config.get("functionCallingConfig") or config.get("function_calling_config") or {}) if isinstance(
         config, dict) else {}
@@ -708,6 +768,19 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
         response_format=response_format,
     )
     return ParsedRequest("gemini", path_model, stream, conv)
+
+
+def _proto_type(value: Any) -> str:
+    """How Gemini's JSON-to-proto errors name a value's type: ``TYPE_NUMBER``, ``TYPE_STRING``, ..."""
+    if isinstance(value, bool):
+        return "TYPE_BOOL"
+    if isinstance(value, int | float):
+        return "TYPE_NUMBER"
+    if isinstance(value, str):
+        return "TYPE_STRING"
+    if isinstance(value, list):
+        return "TYPE_LIST"
+    return "TYPE_NULL" if value is None else "TYPE_OBJECT"
 
 
 def _gemini_before_3(model: str | None) -> bool:

@@ -24,7 +24,7 @@ import attrs
 
 from ._fake_errors import error_response as _shared_error_response
 from ._fake_errors import stream_error_frame as _shared_stream_error_frame
-from ._fake_media import openai_settings
+from ._fake_media import openai_settings, openai_type_problem
 from ._fake_parse import ParsedRequest, WireRejection
 from ._fake_parse import parse_request as _shared_parse_request
 from ._fake_parse import route as _shared_route
@@ -131,7 +131,7 @@ def _settings(body: dict[str, Any], strict: bool) -> dict[str, Any]:
     reasoning = body.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
     if effort is not None:
-        if effort not in _EFFORTS:
+        if not isinstance(effort, str) or effort not in _EFFORTS:
             fail(400, f"Invalid value: '{effort}'. Supported values are: 'none', 'minimal', 'low', 'medium', "
                  "'high', and 'xhigh'.")
         out["reasoning_effort"] = effort
@@ -193,6 +193,12 @@ def _read_item(i: int, item: Any, history: _History, *, stored: bool, strict: bo
                     "'developer', and 'user'.")
 
 
+def _dig(value: Any, *keys: str) -> Any:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)
@@ -207,6 +213,17 @@ def _parse(body: dict[str, Any], strict: bool) -> ParsedRequest:
     unknown = sorted(set(body) - _KNOWN)
     if unknown:
         _reject(strict, 400, f"Unknown parameter: '{unknown[0]}'.")
+    for problem in (
+        openai_type_problem("instructions", body.get("instructions"), "a string", str, type(None)),
+        openai_type_problem("previous_response_id", body.get("previous_response_id"), "a string", str, type(None)),
+        openai_type_problem("tools", body.get("tools"), "an array of objects", list, type(None)),
+        openai_type_problem("include", body.get("include"), "an array of strings", list, type(None)),
+        openai_type_problem("reasoning", body.get("reasoning"), "an object", dict, type(None)),
+        openai_type_problem("text", body.get("text"), "an object", dict, type(None)),
+        openai_type_problem("text.format", _dig(body, "text", "format"), "an object", dict, type(None)),
+    ):
+        if problem is not None:
+            _reject(strict, 400, problem)
     raw_input = body.get("input")
     items: list[Any] = [{"role": "user", "content": raw_input}] if isinstance(raw_input, str) else (
         raw_input if isinstance(raw_input, list) else [])

@@ -65,6 +65,11 @@ def _nonneg(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
         raise ValueError(f"{attribute.name} must be >= 0, not {value!r}")
 
 
+def _token_limit(value: int | None) -> int | None:
+    """A request's output-token limit, or ``None`` for one no real vendor would take (negative, not an int)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
 
@@ -387,7 +392,7 @@ class Conversation:
     tool_choice_name: str | None = None
     tool_calls: tuple[SeenToolCall, ...] = ()
     tool_results: tuple[SeenToolResult, ...] = ()
-    max_tokens: int | None = None
+    max_tokens: int | None = attrs.field(default=None, converter=_token_limit)
     include_usage: bool = False  # OpenAI stream_options.include_usage
     parts: tuple[SeenPart, ...] = ()
     settings: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_map)

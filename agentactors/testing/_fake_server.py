@@ -53,6 +53,10 @@ class FakeServer:
     Shutdown: once ``closing`` is set the listener closes, idle connections close at once,
     and answers in progress get a short grace (the app ends its own waits on ``closing``)
     before they are cancelled.
+
+    Failures stay with their connection: a client that breaks HTTP mid-body (a malformed chunk)
+    gets a 400 if no answer has started, else its connection just closes; anything else that
+    escapes one connection is logged.  Neither stops the server for everyone else.
     """
 
     def __init__(self, app: App, *, closing: anyio.Event, keep_alive_timeout: float = 120.0) -> None:
@@ -102,8 +106,9 @@ class FakeServer:
                     if request is None or not await self._exchange(conn, stream, request):
                         return
                     conn.start_next_cycle()
-        except (*_CLOSED, _Gone, h11.ProtocolError):
-            pass
+        except Exception as exc:  # ExceptionGroup too: one connection's failure never ends the server
+            if not _benign(exc):
+                log.exception("FakeVendor: a connection failed (the server keeps serving)")
         finally:
             self._open -= 1
             if not self._open and self._closing.is_set():
@@ -165,12 +170,18 @@ class FakeServer:
         }
         inbox_send, inbox = anyio.create_memory_object_stream[MutableMapping[str, Any]](math.inf)
         gone = False
+        broken: h11.RemoteProtocolError | None = None  # the client broke HTTP (a malformed body)
 
         async def read_client() -> None:
-            nonlocal gone
+            nonlocal gone, broken
             body_done = False
             while True:
-                event = conn.next_event() if not body_done else h11.NEED_DATA
+                try:
+                    event = conn.next_event() if not body_done else h11.NEED_DATA
+                except h11.RemoteProtocolError as exc:
+                    # This exchange ends (answered 400 below if nothing was sent yet); the server goes on.
+                    broken = exc
+                    event = h11.ConnectionClosed()
                 if isinstance(event, h11.Data):
                     inbox_send.send_nowait({"type": "http.request", "body": bytes(event.data), "more_body": True})
                     continue
@@ -224,7 +235,17 @@ class FakeServer:
                         await send({"type": "http.response.body", "body": b""})
                 finally:
                     tg.cancel_scope.cancel()
+        if broken is not None:
+            await self._refuse(conn, stream, broken.error_status_hint)
+            return False
         return not gone and conn.our_state is h11.DONE and conn.their_state is h11.DONE
+
+
+def _benign(exc: BaseException) -> bool:
+    """Whether ``exc`` (or every exception in its group) is only the client going away or breaking HTTP."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_benign(inner) for inner in exc.exceptions)
+    return isinstance(exc, (*_CLOSED, _Gone, h11.ProtocolError))
 
 
 async def _receive(stream: anyio.abc.ByteStream) -> bytes:

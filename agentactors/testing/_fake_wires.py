@@ -1,4 +1,4 @@
-"""Server-side encoding of the three vendor wires: JSON bodies, SSE events and error bodies.
+"""Server-side encoding of the vendor wires: JSON bodies, SSE events and error bodies.
 
 Written from the vendors' documented and recorded shapes (``tests/corpus`` in the repository),
 independently of the client codecs in :mod:`agentactors.providers` — sharing

@@ -149,7 +149,10 @@ class FakeVendor:
     :param strict: reject requests the real vendors reject (missing key, missing
         ``anthropic-version`` / ``max_tokens``, tool results that answer no call,
         schemas Gemini does not accept, tools beside a JSON response on a Gemini model
-        before 3, ...) with the vendor's 400/401.
+        before 3, wrongly typed fields such as a string ``stream`` or a number for
+        ``tools`` / ``toolConfig`` / ``text``, ...) with the vendor's 400/401.  In either
+        mode a body no reader can make sense of is the wire's 400 ("invalid request
+        body"), never a 500.
     :param expected_api_key: when set, a request with another key gets a 401.
     :param record_bodies: keep each request's parsed body (turn off for long benchmarks).
     :param max_records: keep only the last N requests (``None``: all).

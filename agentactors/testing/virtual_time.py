@@ -18,10 +18,18 @@ With the anyio pytest plugin::
 from __future__ import annotations
 
 import asyncio
+import math
 import selectors
-from typing import Any
+import time
+from collections.abc import Callable
+from contextvars import Context
+from typing import Any, TypeVarTuple, Unpack
 
 __all__ = ["VirtualTimeLoop", "virtual_backends"]
+
+_Ts = TypeVarTuple("_Ts")
+# asyncio runs the timers due before ``time() + clock_resolution``, with the resolution it reads here.
+_RESOLUTION = time.get_clock_info("monotonic").resolution
 
 
 class _AutojumpSelector(selectors.DefaultSelector):
@@ -44,7 +52,14 @@ class _AutojumpSelector(selectors.DefaultSelector):
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    """An asyncio loop on a virtual, autojumping clock (starts at 0.0)."""
+    """An asyncio loop on a virtual, autojumping clock (starts at 0.0).
+
+    Far out (past 2**24 s) a float's spacing exceeds asyncio's clock resolution, so a timer due at
+    exactly ``now`` is not due for asyncio (``when < now + resolution`` is false) and, the clock
+    being virtual, never becomes due: the loop spun forever.  Here the clock steps one float past a
+    timer it jumps to, and a timer asked for at or before ``now`` is scheduled just before it
+    (trio's MockClock has no such edge).
+    """
 
     def __init__(self) -> None:
         selector = _AutojumpSelector()
@@ -58,7 +73,19 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def advance(self, seconds: float) -> None:
         """Move the clock forward (the selector does this when the loop is idle)."""
         if seconds > 0:
-            self._virtual_now += seconds
+            now = self._virtual_now + seconds
+            if now + _RESOLUTION <= now:  # a timer at ``now`` would not be due: step past it
+                now = math.nextafter(now, math.inf)
+            self._virtual_now = now
+
+    def call_at(
+        self, when: float, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts,
+        context: Context | None = None,
+    ) -> asyncio.TimerHandle:
+        now = self._virtual_now
+        if when <= now and now + _RESOLUTION <= now:  # due now, but asyncio would never find it due
+            when = math.nextafter(now, -math.inf)
+        return super().call_at(when, callback, *args, context=context)
 
 
 def virtual_backends() -> list[tuple[str, dict[str, Any]]]:
