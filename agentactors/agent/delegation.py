@@ -3,7 +3,7 @@
 The tool takes one string, ``input`` — the child's prompt, written by the parent's model — and answers
 with the child's answer: its ``content``, or its typed output (rendered like any tool result).  The
 child runs in the parent's runtime, sharing its ProviderActors and their budgets, with the parent's
-``deps``, inside the parent's tool step, so:
+``deps`` and ``input_key`` (``ToolContext.input_key``), inside the parent's tool step, so:
 
 * its events carry ``parent_run_id`` and reach the parent's recorders; its ``run.started`` names the
   parent's step and call (:mod:`agentactors.loop.lineage`);
@@ -257,7 +257,9 @@ class AgentTool(Tool[..., Any]):
             token = _TREE.set(tree)
             try:
                 with lineage.calling(ctx.call_id):
-                    result = await agent.run(input, runtime=runtime, deps=ctx.deps)
+                    # The parent's input key too: the child serves the same input, and a tool deduplicating on
+                    # it (docs/ray.md) must tell two parent inputs apart, and know the same one run again.
+                    result = await agent.run(input, runtime=runtime, deps=ctx.deps, input_key=ctx.input_key)
             finally:
                 _TREE.reset(token)
             if result.paused:

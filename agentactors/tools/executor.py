@@ -45,15 +45,16 @@ runs do not share a step's budget.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeAlias
 
 import anyio
 import attrs
 
 from .._backend import loop_clock
-from .._containment import escapes, interrupt_in
+from .._containment import escapes, first_in, interrupt_in, is_cancellation
 from .._json import bound_problem
 from .._slots import draft
 from ..errors import ToolDenied
@@ -65,7 +66,7 @@ from ._finish import finish
 from ._invoke import TimedOut, invoke, run_to_end
 from ._policy import ask_policy
 from .approval import NeedsApproval, decision_denied_text, pending_result
-from .registry import Tool, ToolContext, tool
+from .registry import Tool, ToolContext, end_call, tool
 from .results import (
     ToolResult,
     ToolStatus,
@@ -73,6 +74,7 @@ from .results import (
     denied_text,
     format_error,
     refusal_text,
+    refused_itself_text,
     render_result,
     split_parts,
     timeout_text,
@@ -211,6 +213,9 @@ class ToolExecutorActor:
     Cancellation: cancelling the asker cancels every call in flight (async tools
     see it; sync tools' threads are abandoned) and propagates; ``tools.finished``
     events with status ``cancelled`` are emitted for the calls that were running.
+    A tool that fails while it is cancelled (a task group of its own whose child
+    raises in its cleanup: a group of the cancellation and the error) has its error
+    logged (WARNING on ``agentactors.tools``), and only the cancellation propagates.
     A ``KeyboardInterrupt`` from a tool cancels the step's other calls and is
     raised in the asker's task.
     """
@@ -370,7 +375,8 @@ class ToolExecutorActor:
                 )
             return failed.result
         except BaseException as exc:
-            if events is not None and isinstance(exc, anyio.get_cancelled_exc_class()):
+            # (a group too: one with an interrupt travels whole, and the call was cancelled all the same)
+            if events is not None and first_in(exc, anyio.get_cancelled_exc_class()) is not None:
                 events.emit(
                     "tools.finished",
                     call_id=call.id,
@@ -443,10 +449,20 @@ class ToolExecutorActor:
                 # with no context built (no policy), "now" is when the call started: no second clock read.
                 value = await invoke(t, call, ctx, timeout, started if ctx is None else self._clock(), self._scope)
         except BaseException as exc:
+            if ctx is not None:
+                end_call(ctx)  # a sync tool's abandoned thread may still emit: dropped from now on
             # SystemExit, a BaseException of the tool's own, a CancelledError no scope asked for: the
             # tool's failure.  A real cancellation, KeyboardInterrupt, GeneratorExit: not its to stop.
             if escapes(exc):
-                raise
+                alone = _cancellation_alone(exc, t.name, call.id, _run_id(context, sink))
+                if alone is None:
+                    raise
+                try:
+                    raise alone
+                finally:
+                    # A clean context: the group (which holds ``alone``) would make a cycle and keep the
+                    # tool's frames alive; its errors are logged already.
+                    alone.__context__ = None
             status, text = _outcome(t, exc)
             result = self._finish(call, t, status, text, context, started)
             if status is ToolStatus.error:  # the tool failed: its developer is told too (agentactors.tools._failure)
@@ -619,6 +635,46 @@ def _run_id(context: ExecutionContext, sink: EventSink | None) -> str | None:
     return context.run_id if context.run_id is not None else (sink.run_id if sink is not None else None)
 
 
+def _cancellation_alone(exc: BaseException, name: str, call_id: str, run_id: str | None) -> BaseException | None:
+    """The real cancellation in ``exc``, a group that escapes the call, to raise alone (``None``: raise ``exc``).
+
+    A tool that fails while it is cancelled — on trio, a task group whose child raises in its cleanup —
+    ends with ``BaseExceptionGroup([Cancelled, ValueError])``.  The cancellation is not the tool's to stop,
+    but its error must not travel with it: out of the scope that cancelled the run, only the ``ValueError``
+    would be left, and the run would raise it instead of returning its result.  The tool's errors are
+    logged (WARNING on ``agentactors.tools``, redacted) and dropped; nobody reads the call's result now.
+
+    A group holding a ``KeyboardInterrupt`` or ``GeneratorExit`` travels whole, as before; so does
+    anything that is not a group (``None``).
+    """
+    if not isinstance(exc, BaseExceptionGroup):
+        return None
+    if first_in(exc, KeyboardInterrupt) is not None or first_in(exc, GeneratorExit) is not None:
+        return None
+    cancelled, rest = exc.split(is_cancellation)  # asked here, inside the scopes it came through
+    alone = first_in(cancelled, anyio.get_cancelled_exc_class())
+    if alone is None:  # pragma: no cover - escapes() said something in it travels, and only this can
+        return None
+    if rest is not None:
+        errors = "; ".join(format_error(leaf).removeprefix("Error: ") for leaf in _leaves(rest))
+        logging.getLogger("agentactors.tools").warning(  # the module's logger: its filter redacts the traceback
+            "tool %r (%s) raised %s while its call was cancelled; the cancellation goes on, the error is dropped",
+            name,
+            f"call {call_id}, run {run_id}" if run_id is not None else f"call {call_id}",
+            errors,
+            exc_info=rest,
+        )
+    return alone
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
 def _outcome(t: Tool[Any, Any], exc: BaseException) -> tuple[ToolStatus, str]:
     """Map the outcome: what the tool raised, as the status and text the model reads.
 
@@ -631,7 +687,9 @@ def _outcome(t: Tool[Any, Any], exc: BaseException) -> tuple[ToolStatus, str]:
     if isinstance(exc, ConversionError):
         return ToolStatus.invalid, t.invalid_text([_conversion_issue(exc)])
     if isinstance(exc, ToolDenied):
-        return ToolStatus.denied, denied_text(t.name, exc.reason)
+        # Raised from the tool's body (a policy's refusal never comes here: _approve answers it, and a policy
+        # that raises is asked by ask_policy, which contains it): the tool ran, and there may be no policy.
+        return ToolStatus.denied, refused_itself_text(t.name, exc.reason)
     return ToolStatus.error, format_error(exc)
 
 

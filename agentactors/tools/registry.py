@@ -100,7 +100,8 @@ class ToolContext:
         """Emit ``type`` with ``data`` (plus ``call_id`` and ``tool``) to the run's recorders.
 
         Safe from a sync tool's worker thread (delivered on the event loop); a
-        no-op when nobody listens or when the call was abandoned.
+        no-op when nobody listens or when the call was abandoned (its timeout struck, or it was
+        cancelled: nothing of a call reaches the recorders after its ``tools.finished``).
 
         :raises ValueError: ``type`` is not a non-empty str.
         """
@@ -117,10 +118,28 @@ class ToolContext:
         import anyio.from_thread  # here, not at the top: only a sync tool's worker thread needs it
 
         try:
-            anyio.from_thread.run_sync(functools.partial(sink.emit, type, **data))
+            # Abandoned already (its host's scope is cancelled): nothing to send.  Not the only check: the
+            # call may be abandoned between this one and the delivery, which checks again (_deliver).
+            anyio.from_thread.check_cancelled()
+        except BaseException:
+            # The backend's cancellation (its class cannot be asked of anyio off the loop), or RuntimeError: a
+            # thread that is not one of the loop's workers.  Either way there is nothing to deliver.
+            return
+        try:
+            anyio.from_thread.run_sync(functools.partial(self._deliver, type, data))
         except RuntimeError:
             # The thread was abandoned (timeout / cancellation) and its loop is gone: drop the event.
             pass
+
+    def _deliver(self, type: str, data: dict[str, Any]) -> None:
+        """On the event loop: send what a worker thread emitted, unless the call was abandoned meanwhile.
+
+        The executor ends the context of a call that did not return (:func:`end_call`) before its
+        ``tools.finished``, on the loop: what is delivered after that finds no sink here.
+        """
+        sink = self._sink
+        if sink is not None:
+            sink.emit(type, **data)
 
     def check_cancelled(self) -> None:
         """In a sync tool's worker thread: raise the cancellation if the call was cancelled or timed out.
@@ -131,6 +150,17 @@ class ToolContext:
             import anyio.from_thread
 
             anyio.from_thread.check_cancelled()
+
+
+def end_call(context: ToolContext) -> None:
+    """The call ``context`` serves has ended without returning (the executor's, on the loop, before the call's
+    ``tools.finished``): what its tool emits from now on — a sync tool's abandoned thread still runs — is
+    dropped (:meth:`ToolContext.emit`).
+
+    The context is frozen for its readers; its sink is the executor's to withdraw.  Only a call that raised
+    (timed out, cancelled, failed) comes here: one that returned costs nothing more.
+    """
+    object.__setattr__(context, "_sink", None)
 
 
 def _check_timeout(label: str, field: str, value: float | None) -> float | None:

@@ -9,7 +9,8 @@ tests agree on them word for word:
   never values, of what was sent; at most :data:`MAX_LISTED_ISSUES` issues);
 * :func:`refusal_text` — a result over the tool author's :class:`ResultCeiling`;
 * :func:`truncate` — a result over the operator's ``max_tool_result_chars`` cap;
-* :func:`format_error` / :func:`timeout_text` / :func:`denied_text` / :func:`unknown_tool_text`;
+* :func:`format_error` / :func:`timeout_text` / :func:`denied_text` / :func:`refused_itself_text` /
+  :func:`unknown_tool_text`;
 * :func:`encodable_text` — any of them made sendable (lone surrogates replaced).
 
 Two answers to an oversized result serve two owners.  The author's ceiling
@@ -48,6 +49,7 @@ __all__ = [
     "format_error",
     "invalid_arguments_text",
     "refusal_text",
+    "refused_itself_text",
     "render_result",
     "result_of",
     "split_parts",
@@ -455,6 +457,13 @@ def denied_text(name: str, reason: str) -> str:
         f"Call refused: tool '{name}' was denied by this agent's tool policy — the call was not executed. "
         f"Reason: {reason}. Do not call '{name}' again; continue without it."
     )
+
+
+def refused_itself_text(name: str, reason: str) -> str:
+    """A tool's own refusal (it raised :class:`~agentactors.errors.ToolDenied`): ``denied``, but not
+    :func:`denied_text`'s — no policy need exist, and the tool's body ran (it may have done part of its work)."""
+    reason = redact(reason.strip()).rstrip(".") or "no reason given"
+    return f"Tool '{name}' refused this call: {reason}. Do not make the same call again; continue without it."
 
 
 def unknown_tool_text(name: str, available: Sequence[str]) -> str:

@@ -85,7 +85,7 @@ async def test_a_tree_that_fans_out_at_every_level_starts_at_most_max_runs() -> 
     denied = [e for e in rec.events if e.type == "tools.finished" and e.status is ToolStatus.denied]
     assert len(denied) == len(refused)  # every refused call is a denied result, and nothing else was
     # What the refused call's model read: the limit and what to do instead.
-    texts = [m.content for r in _walk(result) for m in r.messages if m.role == "tool" and "Call refused" in m.content]
+    texts = [m.content for r in _walk(result) for m in r.messages if m.role == "tool" and "refused this" in m.content]
     assert texts and all("30 runs" in t and "answer from what you have" in t for t in texts)
 
 
@@ -118,7 +118,7 @@ async def test_the_count_is_the_root_runs_across_its_steps() -> None:
     async with Runtime():
         result = await parent.run("go")
     assert result.ok and len(result.children) == 4
-    statuses = {m.tool_call_id: "Call refused" in m.content for m in result.messages if m.role == "tool"}
+    statuses = {m.tool_call_id: "refused this call" in m.content for m in result.messages if m.role == "tool"}
     assert sum(statuses.values()) == 2 and not any(statuses[f"a{i}"] for i in range(3))
 
 

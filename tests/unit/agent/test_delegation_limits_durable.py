@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _refusals(text: str) -> int:
-    return text.count("Call refused")
+    return text.count("refused this call")  # a tool's own refusal (results.refused_itself_text)
 
 
 async def test_a_recovered_tree_counts_each_run_once_and_a_replay_refuses_nothing(tmp_path: Path) -> None:

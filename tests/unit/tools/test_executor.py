@@ -539,6 +539,48 @@ async def test_actor_policy_async_policy_and_failing_policy() -> None:
     assert r.status is ToolStatus.denied and "could not decide (RuntimeError)" in r.content  # fails closed
 
 
+async def test_a_tool_refusing_the_call_itself_is_not_reported_as_a_policy_refusal() -> None:
+    """A tool raising ToolDenied ran (and may have done things): no claim of a policy, nor that nothing ran."""
+    from agentactors.errors import ToolDenied
+    from agentactors.tools.results import denied_text
+
+    ran: list[int] = []
+
+    @tool
+    async def transfer(amount: int) -> str:
+        ran.append(amount)
+        raise ToolDenied("the account is frozen.")
+
+    @tool
+    def transfer_sync(amount: int) -> str:
+        ran.append(amount)
+        raise ToolDenied("  ")
+
+    def policy(c: ToolCall, ctx: ToolContext) -> str | None:
+        return "no deletes" if c.name == "delete" else None
+
+    @tool
+    async def delete(id: int) -> str:
+        return "deleted"
+
+    rec, sink = recording()
+    ex = ToolExecutorActor([transfer, transfer_sync, delete])
+    with use_sink(sink):
+        own, own_sync, policed = await ex.execute(
+            [call("1", "transfer", amount=5), call("2", "transfer_sync", amount=6), call("3", "delete", id=1)],
+            ExecutionContext(tool_policy=policy),
+        )
+    assert ran == [5, 6]
+    assert own.status is own_sync.status is policed.status is ToolStatus.denied
+    assert own.content.startswith("Tool 'transfer' refused this call: the account is frozen.")
+    assert own_sync.content.startswith("Tool 'transfer_sync' refused this call: no reason given.")
+    for text in (own.content, own_sync.content):
+        assert "policy" not in text and "not executed" not in text
+    assert policed.content == denied_text("delete", "no deletes")  # a policy's refusal keeps its exact text
+    assert policed.content.startswith("Call refused: tool 'delete' was denied by this agent's tool policy")
+    assert [e.status for e in rec.of_type("tools.finished")] == [ToolStatus.denied] * 3
+
+
 # --- the context and its canary ------------------------------------------------------------------
 
 

@@ -64,3 +64,50 @@ def test_the_context_shows_the_key_in_its_repr_but_never_deps() -> None:
     ctx = ToolContext(call_id="c1", tool_name="t", deps={"secret": "x"}, input_key="j:1")
     assert "input_key='j:1'" in repr(ctx)
     assert "secret" not in repr(ctx)
+
+
+async def test_a_delegated_run_carries_its_parents_key() -> None:
+    """``as_tool``: the child's tools see the parent's key, so docs/ray.md's dedupe pattern tells inputs apart."""
+    seen: list[tuple[str | None, str | None]] = []
+    charged: set[str] = set()
+
+    @tool
+    async def charge(customer: str, amount: int, ctx: ToolContext) -> str:
+        """Charge a customer once per input."""
+        seen.append((ctx.input_key, ctx.run_id))
+        key = f"{ctx.input_key}:charge:{customer}:{amount}"
+        if key in charged:
+            return "already charged"
+        charged.add(key)
+        return "charged"
+
+    child = Agent(
+        ScriptedProvider(
+            lambda request: request.messages[-1].content
+            if request.messages[-1].role == "tool"
+            else [ToolCall("k1", "charge", {"customer": "alice", "amount": 10})]
+        ),
+        tools=[charge],
+        name="billing",
+    )
+    parent = Agent(
+        ScriptedProvider(
+            lambda request: "parent saw: " + request.messages[-1].content
+            if request.messages[-1].role == "tool"
+            else [ToolCall("p1", "billing", {"input": "charge alice 10"})]
+        ),
+        tools=[child.as_tool()],
+        name="front",
+    )
+    async with Runtime():
+        first = await parent.run("go", input_key="job:1")
+        second = await parent.run("go", input_key="job:2")
+        again = await parent.run("go", input_key="job:1")  # the same input run again: the effect is not repeated
+        unkeyed = await parent.run("go")
+    assert [key for key, _ in seen] == ["job:1", "job:2", "job:1", None]
+    assert (first.content, second.content, again.content) == (
+        "parent saw: charged",
+        "parent saw: charged",
+        "parent saw: already charged",
+    )
+    assert unkeyed.content == "parent saw: charged"
