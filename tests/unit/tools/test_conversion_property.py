@@ -172,7 +172,7 @@ def _conforms(value: Any, tp: Any) -> bool:
         return type(value) is dict and all(type(k) is str and _conforms(v, args[1]) for k, v in value.items())
     if typing.is_typeddict(tp):
         hints = typing.get_type_hints(tp)
-        return type(value) is dict and all(_conforms(value[k], hints[k]) for k in value)
+        return type(value) is dict and all(k in hints and _conforms(value[k], hints[k]) for k in value)
     if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or attrs.has(tp) or issubclass(tp, pydantic.BaseModel)):
         hints = typing.get_type_hints(tp)
         return type(value) is tp and all(_conforms(getattr(value, k), h) for k, h in hints.items())
