@@ -159,11 +159,13 @@ class Crossing:
         Cancellation: the hosted call is cancelled through ``wake_host`` and waited for, shielded, then the
         caller's cancellation propagates.  When the call has ended already, or the runtime's loop has (its
         ``wake_host`` refuses: nothing of the call runs any more), the cancellation propagates at once —
-        the cancellation itself, never the refusal's ``RuntimeError``.
+        the cancellation itself, never the refusal's ``RuntimeError``.  Anything else thrown into the wait
+        is answered the same way: trio raises Ctrl-C's ``KeyboardInterrupt`` at the waiting checkpoint
+        (asyncio makes it a cancellation), and the call must not outlive its caller then either.
         """
         try:
             await self.done.wait()
-        except anyio.get_cancelled_exc_class():
+        except BaseException:
             if not self.ended:
                 try:
                     wake_host(self.cancel)
