@@ -48,7 +48,7 @@ import math
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, Self, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, Self, TypeAlias, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -71,7 +71,10 @@ from .worker import work
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["Actor", "ActorRef", "Completions", "FailurePolicy", "HasSessions", "RunsMany", "Runtime", "RuntimeStats"]
+__all__ = [
+    "Actor", "ActorRef", "Completions", "FailurePolicy", "HasSessions", "PrivateRuntime", "RunsMany", "Runtime",
+    "RuntimeStats",
+]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -249,6 +252,9 @@ class Runtime:
         "journal",
     )
 
+    # Whether running_in_process() counts it: a runtime the library opens for a run of its own does not.
+    _counted: ClassVar[bool] = True
+
     def __init__(
         self,
         recorders: Iterable[Recorder] = (),
@@ -350,7 +356,8 @@ class Runtime:
 
     @staticmethod
     def running_in_process() -> int:
-        """How many runtimes are inside ``async with`` in this process right now, in any thread."""
+        """How many runtimes are inside ``async with`` in this process right now, in any thread (the library's
+        private ones for a run that found none, :class:`PrivateRuntime`, not counted)."""
         return _running_in_process
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -377,7 +384,8 @@ class Runtime:
         # Workers start in this context, not the sender's: a tell must not inherit whatever
         # contextvars happened to be set where its actor was activated.
         self._ctx = contextvars.copy_context()
-        _count_running(+1)
+        if self._counted:
+            _count_running(+1)
         return self
 
     async def __aexit__(
@@ -429,7 +437,7 @@ class Runtime:
                 # The body raised: let its exception leave bare rather than wrapped in the group.
                 await tg.__aexit__(None, None, None)
         finally:
-            if not self._closed:
+            if not self._closed and self._counted:
                 _count_running(-1)
             with self._crossings_lock:  # from here on, no call from another thread's loop is handed over
                 self._closed = True
@@ -1439,3 +1447,15 @@ class _Host:
         ctx = self._rt._ctx
         assert ctx is not None, "a cell asked for the context of a runtime that was never entered"
         return ctx.copy()
+
+
+class PrivateRuntime(Runtime):
+    """A runtime the library opens for one run, batch or stream of an agent that found none running.
+
+    It is a :class:`Runtime` in every way but one: :meth:`Runtime.running_in_process` does not count it.  That
+    count is how an agent without a runtime tells whether a user's runtime is running in the process (and
+    warns that it is not seen); the library's own private runtimes, two runs' overlapping, are not one.
+    """
+
+    __slots__ = ()
+    _counted = False

@@ -49,7 +49,7 @@ from typing import Any, Generic, TypeAlias, cast
 import anyio
 import attrs
 
-from ..actors.runtime import RUN_RESOLVER, ActorRef, Runtime
+from ..actors.runtime import RUN_RESOLVER, ActorRef, PrivateRuntime, Runtime
 from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
 from ..gateway import ticket
 from ..gateway.cost_budget import CostBudget
@@ -1043,7 +1043,9 @@ class Agent(Generic[OutputT]):
         the private way.  (Its connection pool does not leak: the HTTP transports close what they own when
         their event loop ends.)
         """
-        async with Runtime() as rt:
+        # (Not counted as a runtime running in the process: another run's check for a user's runtime it cannot
+        # see — the warning of :meth:`_current` — must not find this one.)
+        async with PrivateRuntime() as rt:
             mark = rt.service(_PrivateRuntime, _PrivateRuntime)
             try:
                 yield rt

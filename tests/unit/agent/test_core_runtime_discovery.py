@@ -149,6 +149,32 @@ async def test_no_runtime_anywhere_is_silent() -> None:
         assert [t async for t in agent.stream("hi").text_stream()] == ["ok"]
 
 
+async def test_overlapping_runs_with_no_runtime_anywhere_are_silent_too() -> None:
+    """Two runs at once each open a private runtime: neither is a user's runtime the other fails to see (the
+    warning said one was running and advised bind(); under warnings-as-errors the second run raised)."""
+    assert Runtime.running_in_process() == 0
+
+    async def slow(request: LLMRequest) -> str:
+        await anyio.sleep(0.01)
+        return "ok"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        agents = [Agent(ScriptedProvider(slow)) for _ in range(3)]
+        answers: list[str] = []
+
+        async def one(agent: Agent[str]) -> None:
+            answers.append((await agent.run("hi")).content)
+            async with agent.stream("hi") as run:
+                answers.append((await run.wait()).content)
+
+        async with anyio.create_task_group() as tg:
+            for agent in agents:
+                tg.start_soon(one, agent)
+    assert answers == ["ok"] * 6
+    assert Runtime.running_in_process() == 0
+
+
 async def test_inside_async_with_the_current_runtime_is_used_without_a_warning() -> None:
     recorder = InMemoryRecorder()
     with warnings.catch_warnings():
