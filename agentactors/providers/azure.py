@@ -30,8 +30,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import quote
 
-import anyio
-
 import agentactors._reexport as _reexport
 
 from ..errors import ErrorKind, ProviderError
@@ -39,7 +37,8 @@ from ..messages import LLMRequest, ResponseFormat
 from ..redaction import register_secret
 from ..settings import ModelSettings
 from ._settings import OPENAI_TOOL_NAMES, check_tool_names
-from .errors import classify_exception, classify_http_error
+from .errors import classify_http_error
+from .http.bearer import credential_failure
 from .http.checks import check_base_url, check_model
 from .http.keys import clean_api_key
 from .http.provider import HTTPProvider
@@ -171,7 +170,10 @@ class AzureOpenAIProvider(HTTPProvider):
         :class:`~agentactors.ProviderError` before sending (every Azure endpoint refuses it).
     :param token_provider: a callable returning a Microsoft Entra ID bearer token (sync or async), asked on
         every request; a failure there is raised as a :class:`~agentactors.ProviderError` before anything is
-        sent (transient for a connection error or a timeout, a request fault otherwise).
+        sent, showing the exception's type, never its text (transient for a connection error or a timeout,
+        an account error otherwise, as is an answer that is not a usable str).  A sync one is called in the
+        event loop (it is asked per request and answers from its cache): one that may block on a refresh
+        should be async — ``azure.identity.aio.get_bearer_token_provider``.
     :param model: the underlying model (``gpt-4o``, ``gpt-5-mini``): what settings, media, forced tool
         choice and :meth:`capabilities` are judged by.  ``None``: the deployment's name is taken for it.
     :param api: ``"chat"`` or ``"responses"``.
@@ -286,36 +288,40 @@ class AzureOpenAIProvider(HTTPProvider):
         return await super()._send(url, headers, content, model, stream=stream, io_timeout=io_timeout)
 
     async def _token(self, model: str) -> str:
-        """A fresh answer of the token provider, registered as a secret before anything else sees it."""
+        """A fresh answer of the token provider, registered as a secret before anything else sees it.
+
+        A failure shows the exception's type, never its text (which may hold a token this library never saw,
+        so could not redact), and is classified by :func:`~.http.bearer.credential_failure`: transient for a
+        network failure, an account error otherwise.  An answer that is not a str, is empty or cannot go in
+        a header is an account error too.
+        """
         provider = self._token_provider
         assert provider is not None
         try:
             value = provider()
             if inspect.isawaitable(value):
                 value = await value
-            if not isinstance(value, str):
-                raise TypeError(f"the token provider returned a {type(value).__name__}, not a str")
-            register_secret(value)
-            token = clean_api_key(value, provider=self.name)
-            register_secret(token)  # the stripped form is what goes out: "<token>\n" registered alone misses it
-        except anyio.get_cancelled_exc_class():
+        except ProviderError:
             raise
-        except Exception as exc:
-            cause = classify_exception(exc, provider=self.name, model=model)
-            failure = ProviderError(
-                f"the token provider failed: {cause.message}",
-                provider=self.name,
-                model=model,
-                kind=cause.kind,
-                retryable=cause.retryable,
-            )
-            failure.__cause__ = cause.__cause__
+        except Exception as exc:  # cancellation is no Exception: it propagates as it is
+            failure = credential_failure(exc, "the token provider failed", provider=self.name, model=model)
         else:
-            if token is None:
-                raise ProviderError("the token provider returned an empty token", provider=self.name, model=model,
-                                    kind=ErrorKind.account)
-            return token
-        raise failure
+            if not isinstance(value, str):
+                raise ProviderError(f"the token provider returned a {type(value).__name__}, not a str",
+                                    provider=self.name, model=model, kind=ErrorKind.account, retryable=False)
+            register_secret(value)
+            try:
+                token = clean_api_key(value, provider=self.name, what="the token from the token provider")
+            except ValueError as exc:
+                failure = ProviderError(str(exc), provider=self.name, model=model, kind=ErrorKind.account,
+                                        retryable=False)
+            else:
+                if token is None:
+                    raise ProviderError("the token provider returned an empty token", provider=self.name,
+                                        model=model, kind=ErrorKind.account, retryable=False)
+                register_secret(token)  # the stripped form is what goes out: "<token>\n" registered alone misses it
+                return token
+        raise failure  # outside the except block: the provider's exception is kept neither as cause nor context
 
 
 # The package root serves this class on first use, as agentactors.<name> (where users import it from): it is

@@ -17,12 +17,13 @@ from urllib.parse import quote
 import agentactors._reexport as _reexport
 import agentactors.providers.bedrock.decode as decode
 
-from ...errors import ErrorKind, ProviderError
+from ...errors import ProviderError
 from ...messages import LLMRequest, LLMResponse, Message, ResponseFormat
 from ...redaction import redact
 from ...settings import ModelSettings
 from .._constrained_schema import anthropic_output_schema
 from ..codec import StreamDecoder
+from ..http.bearer import credential_failure
 from ..http.body import BodyReader
 from ..http.checks import check_base_url
 from ..http.provider import (
@@ -217,10 +218,11 @@ class BedrockProvider(HTTPProvider):
             return await self._signer.sign(url, headers, content, model)
         except ProviderError:
             raise
-        except Exception as exc:  # botocore's resolver: a broken profile, an expired SSO session
-            failure = ProviderError(
-                f"AWS credentials could not be resolved ({type(exc).__name__})",
-                provider=self.name, model=model, kind=ErrorKind.account, retryable=False)
+        except Exception as exc:
+            # botocore's resolver: a broken profile or an expired SSO session (account), a container or instance
+            # credentials endpoint that failed to answer (transient).  Its type only: the text may hold a secret.
+            failure = credential_failure(exc, "AWS credentials could not be resolved", provider=self.name,
+                                         model=model)
         raise failure
 
 

@@ -5,7 +5,10 @@ credentials are given (``access_key_id`` / ``secret_access_key`` / ``session_tok
 resolver, the chain every AWS SDK for Python walks: the environment (``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``), the shared credentials and config files (profiles,
 ``AWS_PROFILE``, SSO and assume-role sessions), then container and instance roles.  Finding and refreshing
-them reads files and may call a metadata endpoint, so it runs in a worker thread, never in the event loop.
+them reads files and may call a metadata endpoint, so it runs in a worker thread, never in the event loop —
+abandoned when the caller stops waiting (``with_timeout``, a cancel scope), so an endpoint that never
+answers holds up nobody but that thread.  They are found once however many first calls want them at once
+(a lock taken only while none are known); a refresh is serialised by botocore's own lock.
 
 Secrets: the access key id, the secret key and every session token are registered with
 :func:`~agentactors.redaction.register_secret` as soon as they are known, and botocore's own debug lines
@@ -20,6 +23,8 @@ import logging
 import os
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from ...errors import ErrorKind, ProviderError
@@ -102,6 +107,9 @@ class SigV4Signer:
             self._credentials = _botocore("credentials").Credentials(access_key_id, secret_access_key, session_token)
         self._explicit = access_key_id is not None
         self._seen: tuple[str, str, str | None] | None = None
+        self._lock: anyio.Lock | None = None  # made in the loop that first needs it: see _loop_lock
+        self._lock_loop: object = None
+        self._lookups = 0  # resolutions done: a caller that waited for one uses its answer, even "none"
 
     @property
     def source(self) -> str:
@@ -127,7 +135,7 @@ class SigV4Signer:
     async def _frozen(self, model: str) -> Any:
         credentials = self._credentials
         if credentials is None:
-            credentials = self._credentials = await anyio.to_thread.run_sync(self._resolve)
+            credentials = await self._resolved()
         if credentials is None:
             raise ProviderError(
                 "no AWS credentials found (environment, shared credentials/config files, container or instance "
@@ -135,7 +143,7 @@ class SigV4Signer:
                 provider=self._provider, model=model, kind=ErrorKind.account, retryable=False)
         refresh = getattr(credentials, "refresh_needed", None)
         if callable(refresh):  # refreshable (assume-role, SSO): refreshing may do I/O
-            frozen = await anyio.to_thread.run_sync(credentials.get_frozen_credentials)
+            frozen = await anyio.to_thread.run_sync(credentials.get_frozen_credentials, abandon_on_cancel=True)
         else:
             frozen = credentials.get_frozen_credentials()
         if self._seen != (frozen.access_key, frozen.secret_key, frozen.token):
@@ -144,6 +152,28 @@ class SigV4Signer:
             register_secret(frozen.token)
             self._seen = (frozen.access_key, frozen.secret_key, frozen.token)
         return frozen
+
+    async def _resolved(self) -> Any:
+        """botocore's credentials, resolved once for every caller waiting now (``None`` when there are none)."""
+        lookups = self._lookups
+        async with self._loop_lock():
+            if self._credentials is None and self._lookups == lookups:  # else: resolved while this caller waited
+                self._credentials = await anyio.to_thread.run_sync(self._resolve, abandon_on_cancel=True)
+                self._lookups += 1
+            return self._credentials
+
+    def _loop_lock(self) -> anyio.Lock:
+        """The running loop's lock (as ``http.bearer``'s, which this wire module may not import).
+
+        A provider outlives an event loop (a second ``anyio.run``, on either backend): a lock made in one
+        cannot be waited on in another.  Without ``anyio.lowlevel.current_token`` (anyio < 4.11) each caller
+        gets a fresh lock: nothing is serialised, as before there was one.
+        """
+        current = getattr(anyio.lowlevel, "current_token", None)
+        loop = current() if current is not None else None
+        if self._lock is None or loop is None or loop != self._lock_loop:
+            self._lock, self._lock_loop = anyio.Lock(), loop
+        return self._lock
 
     @staticmethod
     def _resolve() -> Any:

@@ -327,6 +327,13 @@ class _GeminiOnVertex(GeminiProvider):
     async def _authorize(self, url: str, headers: dict[str, str], content: bytes, model: str) -> dict[str, str]:
         return {**headers, "authorization": f"Bearer {await self._tokens.token(model)}"}
 
+    def _classified(self, status: int, headers: Mapping[str, str], body: bytes, model: str) -> ProviderError:
+        # A 401 says the token was refused (revoked, invalidated early): google-auth's is refreshed before the
+        # next request rather than reused until its expiry.  This call stays an account error: it was sent.
+        if status == 401:
+            self._tokens.refresh_at_next_call()
+        return super()._classified(status, headers, body, model)
+
 
 # The package root serves this class on first use, as agentactors.<name> (where users import it from): it is
 # relabelled here, so reprs, tracebacks and pickles say so whichever import loaded this module first.

@@ -4,14 +4,27 @@ Cloud endpoints (Vertex AI) take short-lived OAuth tokens, not a fixed key, so a
 :class:`BearerTokens` for one before every request:
 
 * ``token_provider`` — a callable returning the token, sync or async, asked on every request (it caches as it
-  likes: Azure's and Google's SDK token providers do);
+  likes: Azure's and Google's SDK token providers do).  A sync one is called in the event loop, not a worker
+  thread: it is asked on every request and answers from its cache in microseconds, and a thread hop per
+  request would cost every request (and queue them all behind the shared worker-thread limit) to spare the
+  rare one that refreshes.  A provider that may block (a refresh over the network) should be async —
+  ``azure.identity.aio``'s ``get_bearer_token_provider``, say;
 * ``None`` — google-auth's Application Default Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, the gcloud
   user, the metadata server), imported lazily (the ``[vertex]`` extra) and refreshed in a worker thread
-  whenever google-auth no longer calls them valid, which it does a few minutes *before* they expire.
+  whenever google-auth no longer calls them valid, which it does a few minutes *before* they expire, or after
+  the vendor answered 401 (:meth:`BearerTokens.refresh_at_next_call`: a token revoked or invalidated early is
+  not reused until its expiry).  The lookup and each refresh happen once however many calls want them at
+  that moment (a lock taken only then: a valid token is handed out without it), and a caller that stops
+  waiting (``with_timeout``, a cancel scope) leaves at once: the worker thread is abandoned to end on its own
+  (google-auth gives a token endpoint that never answers 120 s).
 
 Every token is registered with :func:`~agentactors.redaction.register_secret` when first seen, so it is
-redacted from every error and log line.  A token that cannot be had is an account-kind
-:class:`~agentactors.ProviderError` (the cause is not chained: it may hold the credential file's contents).
+redacted from every error and log line, and checked as an API key is (:func:`~.keys.clean_api_key`): one
+that cannot go in a header is an account error naming its source, never the token.  A token that cannot
+be had is classified by :func:`credential_failure`: transient when the token endpoint could not be reached
+or answered in a way worth asking again (a connection or timeout failure, google-auth's ``TransportError``,
+a ``RefreshError`` it calls ``retryable``), an account error otherwise (``invalid_grant``, no credentials
+found).  The cause is not chained either way: it may hold the credential file's contents.
 """
 
 from __future__ import annotations
@@ -19,15 +32,20 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
+import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from ...errors import ErrorKind, ProviderError
 from ...redaction import redact, redact_loggers, register_secret
+from ..errors import classify_exception
+from .keys import clean_api_key
 
-__all__ = ["CLOUD_PLATFORM_SCOPE", "BearerTokens", "TokenProvider"]
+__all__ = ["CLOUD_PLATFORM_SCOPE", "BearerTokens", "TokenProvider", "credential_failure"]
 
 TokenProvider: TypeAlias = Callable[[], "str | Awaitable[str]"]
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -42,35 +60,60 @@ class BearerTokens:
         self._token_provider = token_provider
         self._provider = provider
         self._google: Any = None
-        self._last: str | None = None
+        self._stale = False  # the vendor refused google-auth's token: refreshed at the next call
+        self._refreshes = 0  # refreshes done: a caller that waited for one takes its token
+        self._lock = _LoopLock()
+        self._last: str | None = None  # the last answer seen, as it came …
+        self._sent = ""  # … and as it goes out (checked, stripped)
 
     @property
     def source(self) -> str:
         """``"token_provider"`` or ``"google default credentials"``."""
         return "token_provider" if self._token_provider is not None else "google default credentials"
 
+    def refresh_at_next_call(self) -> None:
+        """The vendor refused the token (401): google-auth's is refreshed before the next request uses it.
+
+        A token provider is asked on every request anyway: nothing to do for one.
+        """
+        if self._token_provider is None:
+            self._stale = True
+
     async def token(self, model: str | None = None) -> str:
-        """The token for the next request; an account-kind :class:`~agentactors.ProviderError` when there is none."""
+        """The token for the next request; a classified :class:`~agentactors.ProviderError` when there is none."""
         try:
             token = await (self._asked() if self._token_provider is not None else self._google_token())
         except ProviderError:
             raise
         except Exception as exc:
-            failure = ProviderError(
-                f"no bearer token could be obtained ({type(exc).__name__}) from the {self.source}",
-                provider=self._provider, model=model, kind=ErrorKind.account, retryable=False)
+            failure = credential_failure(exc, f"no bearer token could be obtained from the {self.source}",
+                                         provider=self._provider, model=model)
         else:
-            if not isinstance(token, str) or not token.strip():
+            if type(token) is str and token == self._last:  # the usual case: handed out last time, checked then
+                return self._sent
+            return self._first_seen(token, model)
+        raise failure  # outside the except block: the foreign exception is not kept as __context__ either
+
+    def _first_seen(self, token: object, model: str | None) -> str:
+        if not isinstance(token, str):
+            raise ProviderError(f"the {self.source} gave a {type(token).__name__}, not a str token",
+                                provider=self._provider, model=model, kind=ErrorKind.account, retryable=False)
+        # Both forms: the stripped one is what goes out (and what a server echoes back); the raw one
+        # registered alone left "<token>" unmasked when the answer ended in "\n".
+        register_secret(token)
+        try:
+            sent = clean_api_key(token, provider=self._provider, what=f"the token from the {self.source}")
+        except ValueError as exc:
+            failure = ProviderError(str(exc), provider=self._provider, model=model, kind=ErrorKind.account,
+                                    retryable=False)
+        else:
+            if sent is None:
                 raise ProviderError(f"the {self.source} gave no token", provider=self._provider, model=model,
                                     kind=ErrorKind.account, retryable=False)
-            if token != self._last:
-                # Both forms: the stripped one is what goes out (and what a server echoes back); the raw one
-                # registered alone left "<token>" unmasked when the answer ended in "\n".
-                register_secret(token)
-                register_secret(token.strip())
-                self._last = token
-            return token.strip()
-        raise failure
+            register_secret(sent)
+            self._last, self._sent = token, sent
+            return sent
+        raise failure  # without the ValueError as its context (it names no secret, but says nothing more)
 
     async def _asked(self) -> str:
         assert self._token_provider is not None
@@ -80,12 +123,94 @@ class BearerTokens:
         return answer
 
     async def _google_token(self) -> str:
-        if self._google is None:
-            self._google = await anyio.to_thread.run_sync(_google_default)
         credentials = self._google
-        if not credentials.valid:  # google-auth says so a few minutes before the token expires
-            await anyio.to_thread.run_sync(_refresh, credentials)
+        # google-auth calls a token invalid a few minutes before it expires
+        if credentials is None or self._stale or not credentials.valid:
+            credentials = await self._google_refreshed()
         return str(credentials.token)
+
+    async def _google_refreshed(self) -> Any:
+        """The credentials, looked up and refreshed once for every caller waiting now (abandoned if cancelled).
+
+        A caller that waited while another refreshed them takes that token, even one google-auth already
+        calls invalid (a token endpoint that grants less than google-auth's few minutes of margin): asking
+        again at once would get no better one, and the waiters would refresh one after another.
+        """
+        refreshes = self._refreshes
+        async with self._lock.get():
+            credentials = self._google
+            if credentials is None:  # looked up again after a failed lookup: the file may be fixed by now
+                credentials = self._google = await anyio.to_thread.run_sync(_google_default, abandon_on_cancel=True)
+            if self._refreshes == refreshes and (self._stale or not credentials.valid):
+                await anyio.to_thread.run_sync(_refresh, credentials, abandon_on_cancel=True)
+                self._refreshes += 1
+                self._stale = False
+        return credentials
+
+
+class _LoopLock:
+    """An :class:`anyio.Lock` for the event loop that asks for it, made there on first use.
+
+    A provider outlives an event loop (a script's second ``anyio.run``, on either backend): a lock made in one
+    cannot be waited on in another, so a new loop gets a new lock.  Only slow paths (a first lookup, a
+    refresh) take it.  Without ``anyio.lowlevel.current_token`` (anyio < 4.11) a loop cannot be told from
+    another: each caller gets a fresh lock, which serialises nothing (as before there was one) but is safe.
+    """
+
+    __slots__ = ("_lock", "_loop")
+
+    def __init__(self) -> None:
+        self._lock: anyio.Lock | None = None
+        self._loop: object = None
+
+    def get(self) -> anyio.Lock:
+        """The lock of the running loop."""
+        current = getattr(anyio.lowlevel, "current_token", None)
+        loop = current() if current is not None else None
+        if self._lock is None or loop is None or loop != self._loop:
+            self._lock, self._loop = anyio.Lock(), loop
+        return self._lock
+
+
+# Failures of a credential endpoint that asking again may fix, in the extras' own types: looked up only when
+# the extra is imported already (an exception of its type means it is), so nothing is imported for them.
+_PASSING: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("google.auth.exceptions", ("TransportError", "TimeoutError")),
+    ("botocore.exceptions", ("CredentialRetrievalError", "EndpointConnectionError", "ConnectTimeoutError",
+                             "ReadTimeoutError")),
+)
+# OSErrors that are about a credential file, not the network: fixing them takes a person.
+_FILE_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def credential_failure(exc: BaseException, message: str, *, provider: str, model: str | None) -> ProviderError:
+    """The error a failed credential fetch is: ``message`` and the exception's type, never its text.
+
+    Transient (retryable) when asking again may work: the endpoint could not be reached or timed out, or said
+    so (google-auth's ``TransportError`` and ``TimeoutError``, a ``RefreshError`` it calls ``retryable``;
+    botocore's ``CredentialRetrievalError``, ``EndpointConnectionError`` and its timeouts; anything
+    :func:`~agentactors.providers.errors.classify_exception` calls transient).  An account error otherwise:
+    the credentials themselves are refused or missing (``invalid_grant``, no credentials found, a credential
+    file that cannot be read).  The cause is not chained: it may hold a credential file's contents or a token.
+    """
+    kind = ErrorKind.transient if _passing(exc) else ErrorKind.account
+    return ProviderError(f"{message} ({type(exc).__name__})", provider=provider, model=model, kind=kind,
+                         retryable=kind is ErrorKind.transient)
+
+
+def _passing(exc: BaseException) -> bool:
+    for module_name, names in _PASSING:
+        module = sys.modules.get(module_name)
+        types = tuple(t for t in (getattr(module, n, None) for n in names) if isinstance(t, type))
+        if types and isinstance(exc, types):
+            return True
+    google = sys.modules.get("google.auth.exceptions")
+    missing = getattr(google, "DefaultCredentialsError", None)
+    if isinstance(missing, type) and isinstance(exc, missing):  # google-auth's OSError is one: a credential file
+        return False
+    if isinstance(exc, _FILE_ERRORS):
+        return False
+    return classify_exception(exc, provider="", model=None).kind is ErrorKind.transient
 
 
 # google-auth's loggers: ``transport.requests`` puts each request and response it makes in the record's

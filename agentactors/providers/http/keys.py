@@ -24,22 +24,23 @@ def _kind(ch: str) -> str:
     return "a non-ASCII character"
 
 
-def clean_api_key(key: str | None, *, provider: str) -> str | None:
+def clean_api_key(key: str | None, *, provider: str, what: str = "the API key") -> str | None:
     """``key`` stripped of surrounding whitespace; ``None`` if nothing is left.
 
-    Raises ``ValueError`` (naming ``provider``, the position and the kind of character,
-    never the key) for a key holding anything but visible ASCII inside.
+    Raises ``ValueError`` (naming ``what`` — the API key, a token provider's token —, ``provider``,
+    the position and the kind of character, never the key) for a key holding anything but visible
+    ASCII inside.
     """
     if key is None:
         return None
     if not isinstance(key, str):
-        raise TypeError(f"the API key for provider {provider!r} must be a str, not {type(key).__name__}")
+        raise TypeError(f"{what} for provider {provider!r} must be a str, not {type(key).__name__}")
     stripped = key.strip()
     for position, ch in enumerate(stripped):
         if not _FIRST <= ord(ch) <= _LAST:
             raise ValueError(
-                f"the API key for provider {provider!r} cannot be sent in an HTTP header: it holds "
+                f"{what} for provider {provider!r} cannot be sent in an HTTP header: it holds "
                 f"{_kind(ch)} at position {position} of {len(stripped)} (after stripping surrounding "
-                "whitespace); check how the key was read or pasted"
+                "whitespace); check how it was read or pasted"
             )
     return stripped or None
