@@ -10,7 +10,8 @@ What a pulled stream keeps of the fed one: its request holds one of the actor's 
 the stream ends, fails or is closed; a failure after the first event is a
 :class:`~agentactors.errors.StreamInterruptedError` with the text delivered so far, a stream that ends without its
 :class:`~agentactors.messages.StreamEnd` a :class:`~agentactors.errors.MalformedResponseError`; a request fault
-gives its estimated tokens back, a reported usage corrects them; closing (``async with``, :meth:`aclose`) closes
+(or a rejection before any generation: a prompt too long for the model, an account refused) gives its estimated
+tokens back, a reported usage corrects them; closing (``async with``, :meth:`aclose`) closes
 the provider's stream — and its HTTP request — at once; an answer abandoned before its asker took it gives its slot
 back (:class:`~agentactors.actors.mailbox.ReleasableAnswer`), and so does ``close()`` at once (the provider's
 stream itself is then left by the reading task), and so does a stream its reader dropped unclosed (its finaliser
@@ -177,7 +178,7 @@ class PulledStream:
             left = await self._leave(exc)
             cause = exc if left is None else left
             if not isinstance(cause, Exception):  # a cancellation (or an interrupt), the read's or its block's own
-                self._finish(None)
+                self._finish(None, False)
                 self._cut_short(tally)
                 if cause is exc:
                     raise
@@ -215,7 +216,7 @@ class PulledStream:
         except BaseException as exc:
             # A cancellation while it opens is a read cancelled (see __anext__): the stream is over, its slot
             # given back — not left held, nor the request sent again by a later read.
-            self._finish(exc if isinstance(exc, Exception) else None)
+            self._finish(exc if isinstance(exc, Exception) else None, isinstance(exc, Exception))
             if not isinstance(exc, Exception):
                 self._cut_short(None)
             raise
@@ -265,15 +266,19 @@ class PulledStream:
         source = vendor_of(self._provider) or self._provider
         note_cut_short(self._request, (estimated_cut_short(source, self._request, delivered=delivered),), replace=False)
 
-    def _finish(self, failure: Exception | None) -> None:
-        """Give the slot back (once), with the tokens: a request fault's refunded, a reported usage settled."""
+    def _finish(self, failure: Exception | None, sample: bool = True) -> None:
+        """Give the slot back (once), with the tokens: a request fault's refunded, a reported usage settled.
+
+        ``sample=False``: the stream was cancelled or closed before its end — its time is no service-time sample;
+        nor is a request the vendor refused before any work (:func:`refund_if_unsent`).
+        """
         self._done = True
         sched, self._sched = self._sched, None
         if sched is None:
             return
         if isinstance(failure, ProviderError):
-            refund_if_unsent(sched, failure, self._estimate)
-        sched.release(self._started)
+            sample = refund_if_unsent(sched, failure, self._estimate) and sample
+        sched.release(self._started, sample)
         tally = self._tally
         if failure is None and tally is not None and tally.usage is not None:
             sched.settle(self._estimate, tally.usage)
@@ -286,12 +291,12 @@ class PulledStream:
         Cancellation: the HTTP request is closed even in a cancelled task (shielded where it must be).
         """
         if self._opened is None:
-            self._finish(None)
+            self._finish(None, False)
             return
         # Still open: left before its StreamEnd (which leaves the block itself), its request sent — billed.
         tally = self._tally
         left = await self._leave(None)
-        self._finish(None)
+        self._finish(None, False)
         self._cut_short(tally)
         if left is not None and not isinstance(left, Exception):
             raise left  # a cancellation that reached the block's own cleanup: the task is being cancelled
@@ -306,7 +311,7 @@ class PulledStream:
         (``with_timeout``'s), which no other task may leave.
         """
         self._done = True
-        self._finish(None)
+        self._finish(None, False)
 
     def release_unclaimed(self) -> None:
         """The asker gave up before it took the stream: give its slot back (nothing was opened yet)."""
@@ -338,20 +343,38 @@ class PulledStream:
         return f"<PulledStream {self._name} {state}>"
 
 
-def refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> None:
-    """Give ``estimate`` tokens back for a request fault: raised before (or instead of) any work by the vendor.
+# The kinds of a rejection before any generation: the vendor refused the prompt as it was (malformed, too long
+# for the model, not allowed to this account) and did no work — its tokens are no spend of the token budget.
+# Not content_policy: a filter may stop a call after the model generated (an output filter), and those tokens
+# were spent.  Not transient: a 5xx or a timeout may come after the model worked.
+_REJECTED = frozenset({ErrorKind.request, ErrorKind.context, ErrorKind.account})
 
-    A breaker's refusal (``circuit_open``) was never sent at all: its request is given back as well.  (Kept, an
-    open breaker's instant refusals drained the request and token budgets, and the requests behind them waited
-    for budget that nothing had used.)  A vendor's 429 with a ``retry_after`` holds the budgets that long
-    (:meth:`~.scheduling.Scheduler.hold_off`).  Called only when a request failed: off the common path.
+
+def refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> bool:
+    """Give ``estimate`` tokens back for a rejection before any work by the vendor; whether the call was served.
+
+    A request fault, a prompt too long for the model's context, an account the vendor refused (:data:`_REJECTED`):
+    raised before (or instead of) any generation, so its tokens were not spent — kept, one prompt too long for the
+    model left its whole estimate charged to the shared bucket and every other agent waited minutes for it.  The
+    vendor counted the request itself: the request budget keeps it.  A breaker's refusal (``circuit_open``) was
+    never sent at all: its request is given back as well.  (Kept, an open breaker's instant refusals drained the
+    request and token budgets, and the requests behind them waited for budget that nothing had used.)  A vendor's
+    429 with a ``retry_after`` holds the budgets that long (:meth:`~.scheduling.Scheduler.hold_off`).
+
+    Returns ``False`` for those unserved calls (refused at once: their time is no service-time sample,
+    :meth:`~.scheduling.Scheduler.release`), ``True`` otherwise.  Called only when a request failed: off the
+    common path.
     """
     kind = exc.kind
-    if kind is ErrorKind.request:
-        sched.refund(estimate)
-    elif kind is ErrorKind.circuit_open:
+    if kind is ErrorKind.circuit_open:
         sched.refund(estimate, unsent=True)
-    elif exc.status == 429 and exc.retry_after is not None:
+        return False
+    served = True
+    if kind in _REJECTED:
+        sched.refund(estimate)
+        served = False
+    if exc.status == 429 and exc.retry_after is not None:
         # The vendor's rate limit is spent for retry_after: the actor's budgets hold the requests behind this one
         # as long (Scheduler.hold_off), rather than send each to the same 429.
         sched.hold_off(exc.retry_after)
+    return served

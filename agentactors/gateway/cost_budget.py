@@ -19,12 +19,13 @@ by runs of any task or thread.  Runs do not reserve before they send: runs that 
 concurrently all see the budget as it is (an estimate is checked against what was spent, not against
 the other calls in flight), so a shared budget may end past its limit by at most the cost of the calls
 in flight when it was reached — each of those runs then stops right after its call, and none sends
-another.  A run alone overspends by at most its last call (with estimates on, by what that call cost
-beyond its estimate).  A budget is charged from the responses runs receive, and for calls that were sent and
-then cut short — a hedge's losing copy, a run cancelled mid-call, a batch call that left its batch — at a
-conservative estimate (their prompt at the input rate, the output already received), which the vendor bills
-though no answer came: :attr:`CostBudget.estimated` is that part of :attr:`CostBudget.spent` (``docs/costs.md``,
-"Calls cut short").
+another (a call that waited in a ProviderActor's queue is checked again when it is granted:
+:meth:`~agentactors.loop.cost.RunCost.recheck`).  A run alone overspends by at most its last call (with
+estimates on, by what that call cost beyond its estimate).  A budget is charged from the responses runs
+receive, and for calls that were sent and then cut short — a hedge's losing copy, a run cancelled mid-call,
+a batch call that left its batch — at a conservative estimate (their prompt at the input rate, the output
+already received), which the vendor bills though no answer came: :attr:`CostBudget.estimated` is that part
+of :attr:`CostBudget.spent` (``docs/costs.md``, "Calls cut short").
 
 A budget counts what is priced: a call of a model without a price (or priced in another currency) is
 counted in :attr:`CostBudget.unpriced`, and makes :attr:`CostBudget.cost` ``None`` — never a silent

@@ -56,7 +56,10 @@ and the scheduler (:mod:`.scheduling`) decides who goes next — by priority cla
 ``max_waiting`` / ``max_wait`` a request is refused at once with
 :class:`~agentactors.errors.Overloaded`.  Waiting for budget is recorded as
 ``provider.throttled`` (the wait in seconds), every wait as ``provider.waited``,
-every refusal as ``provider.overloaded``.
+every refusal as ``provider.overloaded``.  A request of a run with cost budgets that waited is sent only if
+none of them was spent meanwhile (the run's budget check, :func:`~.ticket.current_check`): else its slot and
+budgets go to the next waiter and the run's :class:`~agentactors.errors.CostLimitExceededError` is raised in
+the asker, which the loop makes the run's result (``docs/costs.md``, "Concurrent runs").
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ from ._estimate import estimate_tokens, estimated_cut_short
 from ._pulled import PulledStream, Tally, note_unread_end, refund_if_unsent
 from ._vendor import vendor_of
 from .scheduling import POLICIES, Policy, Scheduler
+from .ticket import BudgetCheck, current_check
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens", "estimated_cut_short"]
 
@@ -265,9 +269,11 @@ class ProviderActor:
     :param max_overtakes: while a lower priority class waits, at most this many requests of higher
         classes are served in a row (``None``: strict priority).
 
-    A refusal's ``retry_after`` is always set: the expected wait, or before any answer was seen the
-    requests ahead at :data:`~agentactors.gateway.scheduling.DEFAULT_SERVICE_ESTIMATE` each (or the
-    age of the oldest request in flight, when longer).
+    A refusal's ``retry_after`` is always set, and never zero: the expected wait (at the service time of
+    the calls served: a breaker's refusal, a request fault, a cancelled call is not timed), or before
+    any answer was seen (or only instant ones) the requests ahead at
+    :data:`~agentactors.gateway.scheduling.DEFAULT_SERVICE_ESTIMATE` each (or the age of the oldest
+    request in flight, when longer).
 
     The arguments are checked here: a bound that is not a number of its kind (a bool, a string, a float
     where an int is meant) raises ``TypeError``, one out of range (NaN included) ``ValueError``, each
@@ -397,18 +403,26 @@ class ProviderActor:
         # The common case — a slot and the budgets free, nobody waiting — takes them without a checkpoint.
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
+            check = current_check()
+            if check is not None:  # a run with budgets: spent by others while it waited?
+                _recheck(sched, check, estimate)
         started = sched.started() if sched.tracks else 0.0
         try:
             response: LLMResponse = await self.provider.complete(request)
         except ProviderError as exc:
-            refund_if_unsent(sched, exc, estimate)
+            served = False
+            try:
+                served = refund_if_unsent(sched, exc, estimate)
+            finally:
+                sched.release(started, served)  # (a call refused before any work is no service-time sample)
             raise
         except BaseException as exc:
-            if isinstance(exc, anyio.get_cancelled_exc_class()):
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+            if cancelled:
                 self._cut_short(request)
+            sched.release(started, not cancelled)
             raise
-        finally:
-            sched.release(started)
+        sched.release(started)
         if sched.tokens is not None:  # no token budget: nothing to correct (and no call to make)
             sched.settle(estimate, response.usage)
         return response
@@ -440,6 +454,9 @@ class ProviderActor:
         )
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
+            check = current_check()
+            if check is not None:  # a run with budgets: spent by others while it waited?
+                _recheck(sched, check, estimate)
         started = sched.started() if sched.tracks else 0.0
         if pull:
             return PulledStream(self.provider, self._name, request, sched, estimate, started)
@@ -448,7 +465,7 @@ class ProviderActor:
         try:
             rt.spawn_task(self._feed, sched, request, channel, scope, estimate, started, name=f"stream:{self!r}")
         except BaseException:
-            sched.release(started)
+            sched.release(started, False)
             channel.close_writing()
             channel.close_reading()
             raise
@@ -465,19 +482,24 @@ class ProviderActor:
     ) -> None:
         """Pump the provider's stream into ``channel``; runs in the runtime's task group."""
         usage: Usage | None = None
+        # Whether its time is a service-time sample: not when it was cut short (closed, cancelled) or refused
+        # before any work (refund_if_unsent).
+        served = False
         try:
             with scope:
                 failure, usage = await self._pump(request, channel)
+                served = usage is not None
                 if failure is not None:
+                    served = True
                     if isinstance(failure.error, ProviderError):
-                        refund_if_unsent(sched, failure.error, estimate)
+                        served = refund_if_unsent(sched, failure.error, estimate)
                     try:
                         await channel.send(failure)
                     except anyio.BrokenResourceError:
                         pass  # the consumer already left; nobody is waiting for the error
         finally:
             channel.close_writing()
-            sched.release(started)
+            sched.release(started, served)
         if usage is not None:
             sched.settle(estimate, usage)
 
@@ -547,6 +569,27 @@ class ProviderActor:
     @property
     def _name(self) -> str:
         return str(getattr(self.provider, "name", type(self.provider).__name__))
+
+
+def _recheck(sched: Scheduler, check: BudgetCheck, estimate: int) -> None:
+    """A request of a run with cost budgets was granted after a wait: send it only if none of them was spent meanwhile.
+
+    The run checked its budgets before it asked (``loop.cost.stop_before``), but a wait in the queue may be long,
+    and the runs ahead of it spend the same budgets: kept, 20 runs queued on one slot under a $2 budget each sent
+    their $1 call.  When ``check`` says the run must stop, the request gives its slot, request and tokens back to
+    the next waiter, and the run's error is raised in the asker (the loop makes it the run's result, as before a
+    call: nothing was sent).  Only after a wait: a request admitted at once was checked just before it asked.
+
+    :raises CostLimitExceededError: (what ``check`` answers) a budget the run charges was spent.
+    """
+    try:
+        error = check.recheck()
+    except BaseException:  # (a check that fails must not keep the slot it was granted)
+        sched.give_back(estimate)
+        raise
+    if error is not None:
+        sched.give_back(estimate)
+        raise error
 
 
 # -- arguments: checked once, at construction, so that nothing on a request's way has to ---------------------

@@ -33,14 +33,17 @@ Admission: past ``max_waiting`` waiting requests, or when a request's wait would
 calls per run observed so far, and the budgets — with a margin: refused beyond 80 % of
 ``max_wait``; or reached while it waits), it is refused with
 :class:`~agentactors.errors.Overloaded` (transient, with a ``retry_after`` estimate) instead of
-queueing.  ``retry_after`` is always set: the expected wait when one can be told; otherwise (no
-answer seen yet, so no service time) the wait of the requests ahead at a service time of
-:data:`DEFAULT_SERVICE_ESTIMATE` — or of the age of the oldest request in flight, when longer (none
-has finished: each takes at least that long).  When ``max_waiting`` requests wait and a
-better-placed one arrives (an older run's, or a higher class's), the worst-placed waiter is
-refused to make room: in-progress work is kept, new work is shed.  A computed budget wait beyond
-any sane bound (``max_wait``, or :data:`BUDGET_WAIT_BOUND` without it) is refused the same way: a
-broken budget is an error, never a hang.
+queueing.  The service time is that of the calls served: a call refused before the vendor did any
+work (an open breaker, a request fault, a prompt too long for the model) or cancelled is no sample
+(:meth:`Scheduler.release`).  ``retry_after`` is always set, and never zero: the expected wait when
+one can be told; otherwise (no answer seen yet, or only instant ones: no service time) the wait of
+the requests ahead at a service time of :data:`DEFAULT_SERVICE_ESTIMATE` — or, before any answer, of
+the age of the oldest request in flight, when longer (none has finished: each takes at least that
+long).  When ``max_waiting`` requests wait and a better-placed one arrives (an older run's, or a
+higher class's), the worst-placed waiter is refused to make room: in-progress work is kept, new
+work is shed.  A computed budget wait beyond any sane bound (``max_wait``, or
+:data:`BUDGET_WAIT_BOUND` without it) is refused the same way: a broken budget is an error, never a
+hang.
 
 Every request that waited records ``provider.waited`` (its wait, how many were ahead of it, its
 class); every refusal ``provider.overloaded``.  All of it happens in the asker's context, so the
@@ -229,7 +232,8 @@ class Scheduler:
         # makes, which is how much work each waiting run still brings ahead of a newer one (oldest_run).
         self._calls = 0
         self._first_calls = 0
-        # When the first tracked request took its slot: until one finishes, the oldest in flight.
+        # When the first tracked request took its slot: until one is served, the oldest in flight (forgotten when
+        # unserved ones leave nothing in flight).
         self._first_started: float | None = None
         #: The loop's thread-safe scheduler: how a finaliser hands a dropped stream's slot back (:meth:`release_soon`).
         self.waker = current_waker()
@@ -379,15 +383,38 @@ class Scheduler:
             self._first_started = now
         return now
 
-    def release(self, started: float) -> None:
-        """A request gave its slot back (``started``: when it took it, if :attr:`tracks`); the next may go."""
+    def release(self, started: float, sample: bool = True) -> None:
+        """A request gave its slot back (``started``: when it took it, if :attr:`tracks`); the next may go.
+
+        ``sample=False``: the request was not served — refused before the vendor did any work (an open breaker,
+        a request fault) or cancelled — so how long it held its slot says nothing of the service time (instant
+        refusals averaged in made it ~0, and every wait estimate and ``retry_after`` with it).
+        """
         self.free += 1
         if self.tracks:
-            sample = anyio.current_time() - started
-            service = self._service
-            self._service = sample if service is None else service + _SMOOTHING * (sample - service)
+            if sample:
+                elapsed = anyio.current_time() - started
+                service = self._service
+                self._service = elapsed if service is None else service + _SMOOTHING * (elapsed - service)
+            elif self._service is None and self.free == self.slots:
+                self._first_started = None  # nothing in flight: the next request to start is the oldest
         if self.waiting:
             self._dispatch()
+
+    def give_back(self, estimate: int) -> None:
+        """A granted request that will not be sent after all: its slot, request and ``estimate`` tokens back.
+
+        What a request cancelled at the instant it was granted gives back, and one whose run's budget was spent
+        while it waited (:func:`~.ticket.current_check`).  Before :meth:`started`: it counts as no call.
+        """
+        if self.requests is not None:
+            self.requests.give_back(1)
+        if self.tokens is not None:
+            self.tokens.give_back(estimate)
+        if self.window is not None:
+            self.window.give_back(estimate)
+        self.free += 1
+        self._dispatch()
 
     def release_soon(self, started: float) -> None:
         """:meth:`release`, from a finaliser (a stream its consumer dropped unclosed): handed to the loop.
@@ -397,7 +424,7 @@ class Scheduler:
         thread.  Never raises (a finaliser must not): a closed loop has nobody left to release to.
         """
         try:
-            self.waker(functools.partial(self.release, started))
+            self.waker(functools.partial(self.release, started, False))  # (its time says nothing: no sample)
         except Exception:  # the loop has closed (RuntimeError), or the interpreter is going down
             pass
 
@@ -603,14 +630,7 @@ class Scheduler:
             self._dispatch()
         elif waiter.state == _GRANTED:
             waiter.state = _REFUSED  # taken back: release it once
-            if self.requests is not None:
-                self.requests.give_back(1)
-            if self.tokens is not None:
-                self.tokens.give_back(waiter.estimate)
-            if self.window is not None:
-                self.window.give_back(waiter.estimate)
-            self.free += 1
-            self._dispatch()
+            self.give_back(waiter.estimate)
 
     # -- estimates ---------------------------------------------------------------------------------
 
@@ -651,13 +671,16 @@ class Scheduler:
 
         The requests ahead (at least this one's own turn) at the observed service time, or before any
         answer at :data:`DEFAULT_SERVICE_ESTIMATE` or the oldest in-flight request's age, whichever is
-        longer, spread over the slots.
+        longer, spread over the slots.  An observed service time of zero (answers that came at once: a
+        vendor's instant errors, on a virtual clock) is no estimate either: :data:`DEFAULT_SERVICE_ESTIMATE`.
         """
         service = self._service
         if service is None:
             service = DEFAULT_SERVICE_ESTIMATE
             if self._first_started is not None:
                 service = max(service, now - self._first_started)
+        elif not service > 0:
+            service = DEFAULT_SERVICE_ESTIMATE
         behind = max(1, ahead + 1 - self.free)
         return behind * service / self.slots
 

@@ -17,23 +17,32 @@ A run started while another run's ticket is current — a tool that runs an agen
 session turn driven from a run — is that run's child: it keeps the parent's age (work done for a run
 in progress is that run's work), takes the earlier of its own deadline and the parent's, and its own
 priority if it gave one, else the parent's.  Children therefore inherit deadlines without being told.
+
+A run with cost budgets also carries its **budget check** (:class:`BudgetCheck`) the same way, in a context
+variable of its own: the ProviderActor asks it again after a request of the run *waited* for admission — the
+budget the run checked before it asked may have been spent by other runs meanwhile.  Not on the ticket: a child
+run shares its parent's ticket object (above), but has budgets of its own.  A run without budgets sets none.
 """
 
 from __future__ import annotations
 
 import contextvars
 import itertools
-from typing import Final
+from typing import Final, Protocol
 
 import anyio
 
 __all__ = [
+    "BudgetCheck",
     "RunTicket",
     "check_deadline",
     "check_priority",
+    "current_check",
     "current_ticket",
     "enter",
+    "enter_check",
     "leave",
+    "leave_check",
     "next_order",
     "remaining",
     "start_ticket",
@@ -43,6 +52,17 @@ __all__ = [
 _ORDER: Final = itertools.count(1)
 
 _TICKET: contextvars.ContextVar[RunTicket | None] = contextvars.ContextVar("agentactors_run_ticket", default=None)
+
+
+class BudgetCheck(Protocol):
+    """What a run with cost budgets answers when its request waited for admission (the loop's ``RunCost``)."""
+
+    def recheck(self) -> Exception | None:
+        """The error that ends the run now — a budget it charges spent meanwhile — or ``None``: the call may go."""
+        ...
+
+
+_CHECK: contextvars.ContextVar[BudgetCheck | None] = contextvars.ContextVar("agentactors_budget_check", default=None)
 
 
 class RunTicket:
@@ -141,3 +161,20 @@ def enter(ticket: RunTicket) -> RunTicket | None:
 def leave(previous: RunTicket | None) -> None:
     """Make ``previous`` — what :func:`enter` returned — the current ticket again."""
     _TICKET.set(previous)
+
+
+def current_check() -> BudgetCheck | None:
+    """The budget check of the run this code works for, or ``None`` (no run, or a run without budgets)."""
+    return _CHECK.get()
+
+
+def enter_check(check: BudgetCheck) -> BudgetCheck | None:
+    """Make ``check`` the current budget check until :func:`leave_check` is called with what this returns."""
+    previous = _CHECK.get()
+    _CHECK.set(check)
+    return previous
+
+
+def leave_check(previous: BudgetCheck | None) -> None:
+    """Make ``previous`` — what :func:`enter_check` returned — the current budget check again."""
+    _CHECK.set(previous)

@@ -459,6 +459,8 @@ class LoopController:
         state = self._state
         ticket = run_ticket.start_ticket(self._options.deadline, self._options.priority)
         outer_ticket = run_ticket.enter(ticket)
+        if state.cost.armed:  # its budgets are asked again for a call that waited for a slot (.cost.RunCost.recheck)
+            state.cost.enter_check()
         # The run's frame: one cancel scope, entered once, for the run's deadline and for every ask it makes
         # to its provider and executor — a halt of either cancels their handler through it (:mod:`frame`).
         frame = self._frame = open_frame(self._provider, ticket.deadline)
@@ -571,6 +573,8 @@ class LoopController:
         finally:
             self._frame = None
             run_ticket.leave(outer_ticket)
+            if state.cost.armed:
+                state.cost.leave_check()
 
     def _bounded_typed(self, max_steps: int) -> RunResult[Any]:
         """A typed run that reached ``max_steps`` without a valid answer: ``bounded``, and — when answers were

@@ -16,7 +16,10 @@ usage.
   ``LoopState.past_cost_limit``);
 * before a call (:func:`stop_before`) when one of them is past its limit already (another run spent
   it), or — with estimates on (``CostBudget(estimate=True)``, the default) — when the call's estimate
-  would take one past it.
+  would take one past it;
+* and, when that call then waited for its ProviderActor's slot or budgets, once more as it is granted
+  (:meth:`RunCost.recheck`, the run's budget check: :func:`~agentactors.gateway.ticket.current_check`):
+  the runs ahead of it in the queue spend the same budgets meanwhile.  Its call is then not sent.
 
 **The estimate** (:meth:`RunCost.estimate`) is cheap and made of what the run already knows: the input is the
 previous call's prompt tokens (as the vendor reported them, cached ones included) plus the messages added
@@ -36,10 +39,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import agentactors._event_payloads as payloads
-
 from ..errors import CostLimitExceededError
+from ..gateway import ticket as run_ticket
 from ..gateway.cost_budget import CostBudget, check_cost_limit, entered, runtime_budget
+from ..gateway.ticket import BudgetCheck
 from ..messages import LLMRequest, LLMResponse, Message, Usage
 from ..pricing import (
     CUT_SHORT,
@@ -95,10 +98,10 @@ class _Tracking:
     """What a run with budgets keeps besides its spend: its own budget, and what its next call's estimate needs.
 
     Apart from :class:`RunCost` so that the usual run — no budget — holds none of it: a waiting run's
-    memory is a target (ten thousand of them in flight), and these fields are 48 bytes of it.
+    memory is a target (ten thousand of them in flight), and these fields are 64 bytes of it.
     """
 
-    __slots__ = ("first", "key", "own", "prev_in", "seen")
+    __slots__ = ("first", "key", "outer", "own", "pending", "prev_in", "seen")
 
     def __init__(self, own: CostBudget | None, first: tuple[str, str, bool] | None) -> None:
         self.own = own
@@ -110,6 +113,10 @@ class _Tracking:
         self.prev_in: int | None = None
         #: The conversation's length when the last call was sent.
         self.seen = 0
+        #: The estimate of the call about to go (:meth:`RunCost.before`'s), for :meth:`RunCost.recheck`.
+        self.pending: float | None = None
+        #: The budget check that was current when the run entered its own (:meth:`RunCost.enter_check`).
+        self.outer: BudgetCheck | None = None
 
 
 class RunCost:
@@ -260,8 +267,48 @@ class RunCost:
                         return self._error(budget, estimate)
             return None
         finally:
-            if self._track is not None:
-                self._track.seen = len(conversation)
+            track = self._track
+            if track is not None:
+                track.seen = len(conversation)
+                track.pending = estimate
+
+    def enter_check(self) -> None:
+        """Make this run's budgets the current budget check (:func:`~agentactors.gateway.ticket.enter_check`), for
+        as long as the run runs, in its task: the ProviderActor asks :meth:`recheck` for a call that waited.
+
+        Called by the loop for a run with budgets only (:attr:`armed`); :meth:`leave_check` undoes it.  What it
+        replaces is kept with the run's tracking (no frame of the loop holds it: a waiting run's memory counts).
+        """
+        track = self._track
+        if track is not None:
+            track.outer = run_ticket.enter_check(self)
+
+    def leave_check(self) -> None:
+        """Undo :meth:`enter_check` (the run ends): the check it replaced is the current one again."""
+        track = self._track
+        if track is not None:
+            run_ticket.leave_check(track.outer)
+            track.outer = None
+
+    def recheck(self) -> CostLimitExceededError | None:
+        """:meth:`before` once more, for the call it let go, when that call *waited* for a ProviderActor's slot.
+
+        The runs ahead in the queue spend the same budgets meanwhile: a budget past its limit now, or one the
+        call's estimate (the one :meth:`before` made) would now take past it, ends the run — its call not sent.
+        The ProviderActor asks it after the wait (:func:`~agentactors.gateway.ticket.current_check`; the loop
+        makes a run with budgets the current check).  Kept, runs queued behind a shared budget sent their calls
+        long after it was spent.
+        """
+        track = self._track
+        pending = track.pending if track is not None else None
+        for budget in self.budgets:
+            if budget.limit is None:
+                continue
+            if budget.passed:
+                return self._error(budget, None)
+            if pending is not None and budget.estimate and budget.would_pass(pending):
+                return self._error(budget, pending)
+        return None
 
     def estimate(self, conversation: Sequence[Message], system: Message | None) -> float | None:
         """What the next call would cost, by the module docstring's estimate; ``None`` when it cannot be priced."""
@@ -310,11 +357,5 @@ def stop_before(state: Any) -> RunResult[Any] | None:
     error = state.cost.before(state.conversation, state.system)
     if error is None:
         return None
-    sink = state.sink
-    if sink is not None:
-        sink.emit("run.cost_limit_exceeded", **payloads.cost_limit_exceeded(error))
-    result: RunResult[Any] = (
-        state.result(state.answer_so_far, bounded=True, error=error) if state.answer_so_far
-        else state.result("", error=error)
-    )
+    result: RunResult[Any] = state.cost_stopped(error)
     return result

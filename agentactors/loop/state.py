@@ -32,7 +32,7 @@ from typing import Any
 
 import agentactors._event_payloads as payloads
 
-from ..errors import ProviderError, RunDeadlineExceeded, ToolStatusError
+from ..errors import CostLimitExceededError, ProviderError, RunDeadlineExceeded, ToolStatusError
 from ..events import EventSink
 from ..gateway.ticket import RunTicket
 from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice, Usage, text_message
@@ -356,7 +356,14 @@ class LoopState:
         """The run's result when the provider stack gave up at this step (a vendor's error body never in it).
 
         ``provider``: the name an exception other than a ProviderError is classified under (the provider's).
+
+        A :class:`~agentactors.errors.CostLimitExceededError` is no failure of the provider stack: the run's
+        ProviderActor refused to send the call, a budget of the run spent while it waited for a slot
+        (``gateway.ticket.current_check``) — the run ends as before a call (:meth:`cost_stopped`).
         """
+        if type(exc) is CostLimitExceededError:
+            log.debug("run %s: cost limit passed while step %d waited for its call", self.run_id, self.steps)
+            return self.cost_stopped(exc)
         error = exc if isinstance(exc, ProviderError) else classify_exception(exc, provider=provider)
         if self.sink is not None:
             self.sink.emit("step.finished", failed=True, error=error)
@@ -375,9 +382,14 @@ class LoopState:
         error = self.cost.passed(link.children if link is not None else ())
         if error is None:
             return None
+        log.debug("run %s: cost limit passed at step %d", self.run_id, self.steps)
+        return self.cost_stopped(error)
+
+    def cost_stopped(self, error: CostLimitExceededError) -> RunResult[Any]:
+        """The run's result when a budget ends it with ``error`` — after a call, before one (``cost.stop_before``),
+        or while its call waited for a slot: what it had, and the error (``run.cost_limit_exceeded`` recorded)."""
         if self.sink is not None:
             self.sink.emit("run.cost_limit_exceeded", **payloads.cost_limit_exceeded(error))
-        log.debug("run %s: cost limit passed at step %d", self.run_id, self.steps)
         if self.answer_so_far:
             return self.result(self.answer_so_far, bounded=True, error=error)
         return self.result("", error=error)
