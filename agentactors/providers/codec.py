@@ -31,7 +31,9 @@ class StreamDecoder(Protocol):
     def done(self) -> bool:
         """Whether the wire's terminal event has arrived (``[DONE]``, ``message_stop``, a ``finishReason``).
 
-        Once it is ``True``, :meth:`finish` returns the response instead of raising.
+        Once it is ``True``, :meth:`finish` returns the response instead of raising, and the provider ends
+        the stream with it even when reading the rest of the body then fails (a connection closed before
+        the chunked body's end): so it must mean the whole answer has arrived, usage included.
         """
         ...
 

@@ -217,14 +217,23 @@ def tool_call_from_stream(call_id: str, name: str, raw: str, *, request: LLMRequ
     )
 
 
-def mark_cut_off(calls: Sequence[ToolCall], stop: StopReason) -> list[ToolCall]:
+def mark_cut_off(calls: Sequence[ToolCall], stop: StopReason, *, last_block_is_call: bool = False) -> list[ToolCall]:
     """``calls``, each unreadable one told that ``max_tokens`` cut its arguments off when ``stop`` says so.
 
     A call whose arguments did not parse in an answer that ran out of tokens was truncated, not malformed:
-    the detail says what to do about it (ask for less, or split the call).
+    the detail says what to do about it (ask for less, or split the call).  With ``last_block_is_call`` (the
+    answer's last content block is the last call), that call with no arguments at all is marked too: Claude
+    sends no input for a call that takes none, but the answer's last block at ``max_tokens`` was cut off
+    while it was written, right after its name, and running the tool with its defaults would be a guess.  A
+    call followed by another block was finished before the tokens ran out and is left alone; so is one with
+    any arguments (a cut in them left text that does not parse, marked above).
     """
     if stop is not StopReason.max_tokens:
         return list(calls)
+    if last_block_is_call and calls and not calls[-1].arguments and calls[-1].arguments_error is None:
+        cut = calls[-1]
+        calls = [*calls[:-1], ToolCall(id=cut.id, name=cut.name, raw_arguments=cut.raw_arguments,
+                                       arguments_error="unparseable", provider_data=cut.provider_data)]
     return [
         ToolCall(
             id=c.id,
@@ -275,7 +284,7 @@ def assemble(
                 reasoning.append(value)
             opaque.append(dict(item))
     stop = map_stop_reason(stop_reason)
-    calls = mark_cut_off(calls, stop)
+    calls = mark_cut_off(calls, stop, last_block_is_call=bool(items) and isinstance(items[-1], ToolCall))
     data: dict[str, Any] = {}
     if opaque:
         data["blocks"] = opaque

@@ -234,7 +234,8 @@ def assemble(
                 reasoning.append(said["text"])
             replay.append({"reasoningContent": dict(content)})
     stop = map_stop_reason(stop_reason)
-    calls = mark_cut_off(calls, stop)
+    # The last block a call: at max_tokens, one with no input was cut right after its name (as on Anthropic's wire).
+    calls = mark_cut_off(calls, stop, last_block_is_call=bool(blocks) and isinstance(blocks[-1], ToolCall))
     data: dict[str, Any] = {"blocks": replay} if replay else {}
     if extra:
         data.update(extra)

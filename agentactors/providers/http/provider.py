@@ -719,7 +719,20 @@ class HTTPProvider:
         sse = self._framer(reader, model)
         try:
             while True:
-                chunk = await reader.read()
+                try:
+                    chunk = await reader.read()
+                except Exception as exc:  # (never a cancellation: that is a BaseException on both backends)
+                    if not decoder.done:
+                        raise
+                    # The terminal event came, so the answer is whole: the rest of the body (the chunked end,
+                    # a proxy's close, a read that times out waiting for it) carries nothing of it, and an
+                    # interruption here would throw a complete, paid answer away (and is never retried).
+                    log.debug(
+                        "%s: reading past the stream's terminal event failed (%s); the answer is complete",
+                        self._name,
+                        type(exc).__name__,
+                    )
+                    break
                 last = not chunk
                 pairs = sse.feed(chunk) if chunk else sse.close()
                 del chunk  # nothing read is held while the next read waits (seconds between deltas: W12)

@@ -136,11 +136,17 @@ def build_tool_call(
     raw: str | None,
     finish_reason: str | None,
     provider_data: Mapping[str, Any] | None = None,
+    *,
+    last: bool = True,
 ) -> ToolCall:
     """A :class:`ToolCall` from raw argument text, marked (with the finish reason) when it does not parse.
 
     Cut-off arguments are unparseable whatever the finish reason says: some
-    servers report ``tool_calls`` for a call cut off at ``max_tokens``.
+    servers report ``tool_calls`` for a call cut off at ``max_tokens``.  No
+    arguments at all in the answer's ``last`` call when ``finish_reason`` is
+    ``"length"`` were cut off too, right after the name (OpenAI sends ``"{}"``
+    for a finished call that has none), so they are marked even for a tool that
+    requires nothing: never run with its defaults.
     """
     call = ToolCall.from_raw(
         call_id or new_call_id(),
@@ -150,7 +156,9 @@ def build_tool_call(
         provider_data={WIRE: dict(provider_data)} if provider_data else None,
     )
     if call.arguments_error is None:
-        return call
+        if finish_reason != "length" or not last or (raw is not None and raw.strip()):
+            return call
+        call = attrs.evolve(call, arguments_error="unparseable")
     if (bound := bound_problem(raw)) is not None:
         detail = bound
     elif finish_reason == "length":
@@ -250,7 +258,8 @@ def _decode_calls(
     if not isinstance(raw_calls, list):
         raise malformed("tool_calls is not a list", provider=provider, model=model)
     calls: list[ToolCall] = []
-    for item in raw_calls:
+    final = len(raw_calls) - 1
+    for i, item in enumerate(raw_calls):
         function = item.get("function") if isinstance(item, dict) else None
         if not isinstance(item, dict) or not isinstance(function, dict):
             raise malformed("a tool call without a function", provider=provider, model=model)
@@ -267,6 +276,7 @@ def _decode_calls(
                 raw_arguments(function.get("arguments")),
                 finish,
                 opaque,
+                last=i == final,
             )
         )
     return tuple(calls)

@@ -217,15 +217,15 @@ class OpenAIStreamDecoder:
                 elif value not in (None, ""):
                     current[field] = value
 
-    def _index_for(self, item: dict[str, Any]) -> int:
+    def _index_for(self, item: dict[str, Any], name: Any) -> int:
         call_id = item.get("id")
         call_id = call_id if isinstance(call_id, str) else ""
         index = item.get("index")
         if isinstance(index, int) and not isinstance(index, bool):
             current = self._calls.get(self._alias.get(index, index))
-            if current is not None and call_id and current.id and call_id != current.id:
-                # A server that reuses an index for every call: a new id is a new call, and the
-                # id-less fragments that follow under that index belong to it.
+            if (call_id or name) and current is not None and _another_call(current, call_id, name):
+                # A server that reuses an index for every call: the new call takes the next free slot,
+                # and the fragments that follow under that index belong to it.
                 self._alias[index] = max(self._calls) + 1
             return self._alias.get(index, index)
         if call_id:
@@ -233,7 +233,9 @@ class OpenAIStreamDecoder:
                 if call.id == call_id:
                     return i
             return max(self._calls, default=-1) + 1
-        return max(self._calls, default=0)
+        last = max(self._calls, default=0)
+        current = self._calls.get(last)
+        return last + 1 if name and current is not None and _another_call(current, call_id, name) else last
 
     def _call_delta(self, item: Any) -> list[StreamEvent]:
         if not isinstance(item, dict):
@@ -243,11 +245,12 @@ class OpenAIStreamDecoder:
             function = {}
         if not isinstance(function, dict):
             raise self._malformed("a tool call's function is not an object")
-        index = self._index_for(item)
+        name = function.get("name")
+        index = self._index_for(item, name)
         call = self._calls.setdefault(index, _Call())
         if call.ended is not None:
             raise self._malformed(f"arguments for tool call {index} arrived after it ended")
-        call_id, name = item.get("id"), function.get("name")
+        call_id = item.get("id")
         if isinstance(call_id, str) and call_id and not call.id:
             call.id = call_id
         if isinstance(name, str) and name and not call.name:
@@ -272,6 +275,7 @@ class OpenAIStreamDecoder:
 
     def _end_calls(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
+        final = max(self._calls, default=-1)
         for index in sorted(self._calls):
             call = self._calls[index]
             if call.ended is not None:
@@ -281,10 +285,32 @@ class OpenAIStreamDecoder:
             if not call.started:
                 out.extend(self._start(index, call))
             call.ended = build_tool_call(
-                self._request, call.id, call.name, "".join(call.parts), self._finish, call.extra or None
+                self._request, call.id, call.name, "".join(call.parts), self._finish, call.extra or None,
+                last=index == final,
             )
             out.append(ToolCallEnd(index, call.ended))
         return out
+
+
+def _another_call(current: _Call, call_id: str, name: Any) -> bool:
+    """Whether a delta for ``current``'s slot, carrying ``call_id`` and ``name``, starts another call.
+
+    A different id does.  With no id (Gemini's compat endpoint sends ``""`` for every call, each whole, under
+    one index or none), a name does when the slot's call has one already and it is another name, or the
+    call's arguments are already a whole object: a server names a call once (OpenAI) or resends the name with
+    every fragment of it (MiniMax behind NVIDIA NIM), so the same name before the arguments are whole is the
+    same call.  The common fragment carries neither id nor name: the caller asks only when one is there.
+    """
+    if call_id:
+        return bool(current.id) and call_id != current.id
+    if not name or not isinstance(name, str) or not current.name:
+        return False
+    if name != current.name:
+        return True
+    parts = current.parts
+    if not parts or not parts[-1].rstrip().endswith("}"):
+        return False
+    return isinstance(_loads("".join(parts)), dict)
 
 
 def _choice_index(value: Any) -> int:

@@ -534,6 +534,51 @@ def test_no_streamed_input_is_empty_only_when_the_schema_requires_properties() -
     assert run("lookup").arguments_error == "empty"
 
 
+def _no_input_call_then(reason: str, *, text_after: bool = False, tool: str = "now") -> LLMResponse:
+    request = LLMRequest([Message.user("q")], tools=[LOOKUP, NOW])
+    after = [block_start(1, {"type": "text", "text": ""}), delta(1, type="text_delta", text="x"), stop(1)]
+    events = feed_all(
+        [
+            start(),
+            block_start(0, {"type": "tool_use", "id": "toolu_1", "name": tool, "input": {}}),
+            stop(0),
+            *(after if text_after else []),
+            message_delta(reason, {"output_tokens": 9}),
+            MESSAGE_STOP,
+        ],
+        request,
+    )
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    return end.response
+
+
+def test_a_last_tool_use_with_no_input_at_max_tokens_is_marked_cut_off() -> None:
+    """The answer's last block a tool_use with no input, and max_tokens the stop: cut off while it was written
+    (right after its name), so it is marked — never run with its defaults."""
+    (call,) = _no_input_call_then("max_tokens").tool_calls
+    assert (call.name, call.arguments, call.arguments_error) == ("now", {}, "unparseable")
+    assert call.arguments_error_detail is not None and "max_tokens" in call.arguments_error_detail
+    (call,) = _no_input_call_then("max_tokens", tool="lookup").tool_calls
+    assert call.arguments_error is not None and "max_tokens" in (call.arguments_error_detail or "")
+
+
+def test_a_tool_use_with_no_input_is_fine_when_it_finished() -> None:
+    """Claude streams no input delta for a call with no arguments: any other stop, or a block after it (it was
+    finished before the tokens ran out), leaves it a call with no arguments."""
+    assert _no_input_call_then("tool_use").tool_calls == (ToolCall("toolu_1", "now", {}),)
+    assert _no_input_call_then("max_tokens", text_after=True).tool_calls == (ToolCall("toolu_1", "now", {}),)
+
+
+def test_a_whole_body_decodes_a_last_tool_use_with_no_input_at_max_tokens_as_the_stream_does() -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "now", "input": {}}
+    body = {"type": "message", "id": "msg_1", "model": "claude-test-1", "stop_reason": "max_tokens",
+            "content": [{"type": "text", "text": "Checking."}, use], "usage": {"input_tokens": 3, "output_tokens": 9}}
+    (call,) = decode(body).tool_calls
+    assert call.arguments_error == "unparseable" and "max_tokens" in (call.arguments_error_detail or "")
+    assert decode(body | {"stop_reason": "tool_use"}).tool_calls == (ToolCall("toolu_1", "now", {}),)
+
+
 def test_thinking_stream_rebuilds_the_block_with_its_signature() -> None:
     events = feed_all(
         [

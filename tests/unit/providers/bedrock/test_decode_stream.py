@@ -247,3 +247,27 @@ def test_a_corrupt_or_cut_message_is_malformed() -> None:
     assert list(framer.feed(good[:-2])) == []
     with pytest.raises(MalformedResponseError, match="inside a message"):
         list(framer.close())
+
+
+def test_a_last_tool_use_with_no_input_at_max_tokens_is_marked_cut_off() -> None:
+    """Claude on Bedrock, as on Anthropic's wire: the answer's last block at max_tokens, a call with no input, was
+    cut right after its name — not a finished call to run with its defaults.  Streamed and whole alike."""
+    whole = decode(converse([{"text": "listing"}, {"toolUse": {"toolUseId": "t1", "name": "ls", "input": {}}}],
+                            "max_tokens"))
+    d = decoder()
+    feed(d, ("messageStart", {}),
+         ("contentBlockStart", {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "ls"}}}),
+         ("contentBlockStop", {"contentBlockIndex": 0}),
+         ("messageStop", {"stopReason": "max_tokens"}), ("metadata", {"usage": {}}))
+    for response in (whole, d.finish()):
+        (call,) = response.tool_calls
+        assert call.arguments_error == "unparseable" and "max_tokens" in (call.arguments_error_detail or "")
+
+
+def test_a_tool_use_with_no_input_before_another_block_or_at_its_own_end_is_fine() -> None:
+    finished = decode(converse([{"toolUse": {"toolUseId": "t1", "name": "ls", "input": {}}}], "tool_use"))
+    followed = decode(converse([{"toolUse": {"toolUseId": "t1", "name": "ls", "input": {}}}, {"text": "and"}],
+                               "max_tokens"))
+    for response in (finished, followed):
+        (call,) = response.tool_calls
+        assert call.arguments_error is None and call.arguments == {}

@@ -27,7 +27,7 @@ import anyio.abc
 import httpx
 import pytest
 
-from agentactors import OpenAIProvider
+from agentactors import AnthropicProvider, GeminiProvider, OpenAIProvider
 from agentactors.errors import (
     ErrorKind,
     MalformedResponseError,
@@ -38,6 +38,7 @@ from agentactors.errors import (
 )
 from agentactors.messages import LLMRequest, Message, StreamEnd, TextDelta
 from agentactors.providers.http.transport import ENV
+from tests.support.paths import CORPUS
 from tests.unit.providers.http._early_answer import answering_early
 
 pytestmark = pytest.mark.anyio
@@ -364,6 +365,51 @@ async def test_a_stream_broken_mid_body_ends_in_a_typed_error_and_the_next_reque
     assert err.kind is ErrorKind.transient, f"{case} on {transport}: {err!r}"
     assert again.content == "fine"
     assert server.accepted == (server.accepted if "gzip" in case else 2)  # HTTP framed the gzip case right
+
+
+def _corpus_sse(name: str) -> bytes:
+    return cast(str, json.loads((CORPUS / name).read_text())["response"]["sse"]).encode()
+
+
+# Each wire's whole stream, terminal event included ([DONE], message_stop, a chunk with finishReason).
+AFTER_TERMINAL_WIRES: dict[str, tuple[Callable[[Server], Any], bytes]] = {
+    "openai": (provider, SSE),
+    "anthropic": (
+        lambda server: AnthropicProvider("claude-sonnet-4-5", api_key=KEY, base_url=f"http://127.0.0.1:{server.port}",
+                                         timeout=httpx.Timeout(BOUND, read=READ_TIMEOUT)),
+        _corpus_sse("anthropic__stream_text__1.json"),
+    ),
+    "gemini": (
+        lambda server: GeminiProvider("gemini-2.5-flash", api_key=KEY, base_url=f"http://127.0.0.1:{server.port}",
+                                      timeout=httpx.Timeout(BOUND, read=READ_TIMEOUT)),
+        _corpus_sse("gemini__stream_text__1.json"),
+    ),
+}
+
+
+@pytest.mark.parametrize("then", ["drops", "stalls"])
+@pytest.mark.parametrize("wire", list(AFTER_TERMINAL_WIRES))
+async def test_a_connection_lost_after_the_terminal_event_keeps_the_whole_answer(
+    wire: str, then: str, transport: str
+) -> None:
+    """The whole stream, its terminal event included, then the connection closed before the chunked body's end
+    (a proxy closing after the answer), or silence past the read timeout: the answer is complete and paid for,
+    so the stream ends with it — never a StreamInterruptedError that no retry would follow."""
+    make, sse = AFTER_TERMINAL_WIRES[wire]
+    head_and_body = chunked_head(b"text/event-stream") + chunk(sse)  # no "0\r\n\r\n"
+    reply = sends(head_and_body) if then == "drops" else sends_then_stalls(head_and_body)
+    async with serving(reply) as server:
+        async with make(server) as p:
+            with anyio.fail_after(BOUND):
+                async with p.stream(REQUEST) as stream:
+                    events = [event async for event in stream]
+                again = await p.complete(REQUEST) if wire == "openai" else None
+    end = events[-1]
+    assert isinstance(end, StreamEnd), f"{wire} on {transport}: {events[-1]!r}"
+    assert end.response.content == "".join(e.text for e in events if isinstance(e, TextDelta)) != ""
+    if again is not None:
+        assert again.content == "fine"
+        assert server.accepted == 2  # the broken connection was never reused
 
 
 @pytest.mark.parametrize("then", ["lingers", "resets"])

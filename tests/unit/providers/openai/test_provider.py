@@ -497,6 +497,76 @@ def test_a_server_reusing_index_zero_for_each_call() -> None:
     assert [(c.id, c.arguments) for c in resp.tool_calls] == [("c1", {}), ("c2", {"path": "p"})]
 
 
+def _whole_call(index: int | None, name: str, args: str, id: str = "") -> str:
+    item: dict[str, Any] = {"id": id, "type": "function", "function": {"name": name, "arguments": args}}
+    if index is not None:
+        item["index"] = index
+    return chunk({"tool_calls": [item]})
+
+
+@pytest.mark.parametrize("index", [0, None], ids=["index-0-reused", "no-index"])
+@pytest.mark.parametrize("second", ["now", "read_file"], ids=["same-tool", "another-tool"])
+def test_parallel_calls_with_empty_ids_on_one_index_stay_separate_calls(index: int | None, second: str) -> None:
+    """Gemini's compat endpoint sends each parallel call whole, each with id "" (and index 0, or none): a second
+    name on the slot is a second call, as the same answer non-streamed decodes — never one call whose arguments
+    are two objects run together (every call of the step lost)."""
+    second_args = '{"path":"p"}' if second == "read_file" else "{}"
+    calls = [_whole_call(index, "now", "{}"), _whole_call(index, second, second_args)]
+    datas = [*calls, chunk({}, "tool_calls"), "[DONE]"]
+    events, resp = run(datas, req(tools=[PATH_TOOL, NOW_TOOL]))
+    got = [(c.name, c.arguments, c.arguments_error) for c in resp.tool_calls]
+    assert got == [("now", {}, None), (second, json.loads(second_args), None)]
+    assert len({c.id for c in resp.tool_calls}) == 2
+    assert [e.index for e in events if isinstance(e, ToolCallStart)] == [0, 1]
+    items = [json.loads(c)["choices"][0]["delta"]["tool_calls"][0] for c in calls]
+    whole = decode(completion({"tool_calls": items}, "tool_calls"))
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == [(n, a) for n, a, _ in got]
+
+
+@pytest.mark.parametrize("with_id", [False, True], ids=["no-id", "id-repeated"])
+def test_a_name_resent_with_every_fragment_is_still_one_call(with_id: bool) -> None:
+    """Some servers (MiniMax behind NVIDIA NIM) resend the call's name with every fragment: until the arguments
+    are a whole object, the same name on the slot is the same call."""
+    call_id = "c1" if with_id else None
+    fragments = ['{"pa', 'th":', '"a.ts"}']
+    datas = [call_delta(0, f, id=call_id, name="read_file") for f in fragments]
+    _, resp = run([*datas, chunk({}, "tool_calls"), "[DONE]"], req(tools=[PATH_TOOL]))
+    assert [(c.name, c.arguments) for c in resp.tool_calls] == [("read_file", {"path": "a.ts"})]
+
+
+def test_a_call_cut_off_at_length_before_any_argument_is_marked_not_run_with_defaults() -> None:
+    """finish_reason "length" with a call whose arguments are still "": cut off right after its name, even for a
+    tool with nothing required (OpenAI sends "{}" for a call that has no arguments) — marked, never {}."""
+    datas = [
+        chunk({"content": "Listing."}),
+        call_delta(0, "{}", id="c0", name="now"),  # a finished call before it is left alone
+        call_delta(1, "", id="c1", name="now"),
+        chunk({}, "length"),
+        "[DONE]",
+    ]
+    _, resp = run(datas, req(tools=[NOW_TOOL]))
+    first, cut = resp.tool_calls
+    assert (first.arguments, first.arguments_error) == ({}, None)
+    assert (cut.arguments, cut.arguments_error, cut.raw_arguments) == ({}, "unparseable", "")
+    assert cut.arguments_error_detail is not None and "max_tokens" in cut.arguments_error_detail
+    assert resp.stop_reason is StopReason.max_tokens
+
+
+@pytest.mark.parametrize("args", ["", None], ids=["empty", "absent"])
+def test_a_whole_body_cut_off_at_length_before_any_argument_is_marked(args: str | None) -> None:
+    function: dict[str, Any] = {"name": "now"}
+    if args is not None:
+        function["arguments"] = args
+    msg = {"content": "Listing.", "tool_calls": [{"id": "c1", "type": "function", "function": function}]}
+    (call,) = decode(completion(msg, "length"), req(tools=[NOW_TOOL])).tool_calls
+    assert (call.arguments, call.arguments_error) == ({}, "unparseable")
+    assert call.arguments_error_detail is not None and "max_tokens" in call.arguments_error_detail
+    # The same call finished ("tool_calls") is a call with no arguments; "{}" at "length" was finished too.
+    assert decode(completion(msg, "tool_calls"), req(tools=[NOW_TOOL])).tool_calls[0].arguments_error is None
+    msg["tool_calls"][0]["function"]["arguments"] = "{}"  # type: ignore[index]
+    assert decode(completion(msg, "length"), req(tools=[NOW_TOOL])).tool_calls[0].arguments_error is None
+
+
 def test_missing_done_is_a_truncated_stream() -> None:
     decoder = WIRE.stream_decoder(request=None, model="m", provider="openai")
     decoder.feed("message", chunk({"content": "partial"}))
