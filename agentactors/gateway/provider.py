@@ -69,6 +69,7 @@ import logging
 import math
 import numbers
 import operator
+import sys
 import weakref
 from typing import Any, Final
 
@@ -87,7 +88,7 @@ from ._estimate import estimate_tokens, estimated_cut_short
 from ._pulled import PulledStream, Tally, note_unread_end, refund_if_unsent
 from ._vendor import vendor_of
 from .scheduling import POLICIES, Policy, Scheduler
-from .ticket import BudgetCheck, current_check
+from .ticket import current_check
 
 __all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens", "estimated_cut_short"]
 
@@ -401,31 +402,42 @@ class ProviderActor:
             else 0
         )
         # The common case — a slot and the budgets free, nobody waiting — takes them without a checkpoint.
+        # (No local more than needed here, helpers instead: a run waiting on its model call holds this frame,
+        # eight bytes a local.)
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
-            check = current_check()
-            if check is not None:  # a run with budgets: spent by others while it waited?
-                _recheck(sched, check, estimate)
+            _recheck(sched, estimate)  # a run with budgets: spent by others while it waited?
         started = sched.started() if sched.tracks else 0.0
         try:
             response: LLMResponse = await self.provider.complete(request)
-        except ProviderError as exc:
-            served = False
-            try:
-                served = refund_if_unsent(sched, exc, estimate)
-            finally:
-                sched.release(started, served)  # (a call refused before any work is no service-time sample)
-            raise
-        except BaseException as exc:
-            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-            if cancelled:
-                self._cut_short(request)
-            sched.release(started, not cancelled)
+        except BaseException:
+            # (Three arguments, the exception read there: a deeper stack is a bigger frame, and a waiting run holds it.)
+            self._failed_call(request, estimate, started)
             raise
         sched.release(started)
         if sched.tokens is not None:  # no token budget: nothing to correct (and no call to make)
             sched.settle(estimate, response.usage)
         return response
+
+    def _failed_call(self, request: LLMRequest, estimate: int, started: float) -> None:
+        """In ``receive``'s handler of a call that raised (the exception being handled): its slot released — timed
+        only if it was served (a call refused before any work, or cancelled, is no service-time sample) — its
+        tokens given back if it was never worked on, and a cancelled one noted as cut short (the vendor may bill
+        it)."""
+        exc = sys.exception()
+        sched = self._sched
+        assert sched is not None and exc is not None  # (made before the call was admitted; called in a handler)
+        if isinstance(exc, ProviderError):
+            served = False
+            try:
+                served = refund_if_unsent(sched, exc, estimate)
+            finally:
+                sched.release(started, served)
+            return
+        cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+        if cancelled:
+            self._cut_short(request)
+        sched.release(started, not cancelled)
 
     def _cut_short(self, request: LLMRequest) -> None:
         """``request``'s call was cancelled after it was admitted — sent, or about to be: the vendor may bill it.
@@ -454,9 +466,7 @@ class ProviderActor:
         )
         if not sched.try_admit(estimate):
             await sched.admit(estimate, request.model)
-            check = current_check()
-            if check is not None:  # a run with budgets: spent by others while it waited?
-                _recheck(sched, check, estimate)
+            _recheck(sched, estimate)  # a run with budgets: spent by others while it waited?
         started = sched.started() if sched.tracks else 0.0
         if pull:
             return PulledStream(self.provider, self._name, request, sched, estimate, started)
@@ -571,7 +581,7 @@ class ProviderActor:
         return str(getattr(self.provider, "name", type(self.provider).__name__))
 
 
-def _recheck(sched: Scheduler, check: BudgetCheck, estimate: int) -> None:
+def _recheck(sched: Scheduler, estimate: int) -> None:
     """A request of a run with cost budgets was granted after a wait: send it only if none of them was spent meanwhile.
 
     The run checked its budgets before it asked (``loop.cost.stop_before``), but a wait in the queue may be long,
@@ -582,6 +592,9 @@ def _recheck(sched: Scheduler, check: BudgetCheck, estimate: int) -> None:
 
     :raises CostLimitExceededError: (what ``check`` answers) a budget the run charges was spent.
     """
+    check = current_check()  # (the run's budget check; None for a run without budgets: nothing to ask)
+    if check is None:
+        return
     try:
         error = check.recheck()
     except BaseException:  # (a check that fails must not keep the slot it was granted)
