@@ -212,7 +212,7 @@ class StepStarted(StepEvent):
 
 class StepFinished(StepEvent):
     """``step.finished``: ``tool_calls`` and how the step ended (``think_only``, ``nudged``, ``routed``,
-    or ``failed`` with the ``error``)."""
+    ``paused_turn`` — a turn the vendor paused, sent back to continue — or ``failed`` with the ``error``)."""
 
     __slots__ = ()
 

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 
@@ -84,12 +84,12 @@ import agentactors.loop.lineage as lineage
 
 from .._slots import draft
 from ..actors.frame import Frame, ask_in, open_frame
-from ..errors import ActorStopped, ProviderError, RunInterruptedError
+from ..errors import ActorStopped, ErrorKind, MalformedResponseError, ProviderError, RunInterruptedError
 from ..events import EventSink
 from ..gateway import ticket as run_ticket
 from ..gateway.cost_budget import CostBudget
 from ..gateway.provider import Complete
-from ..messages import LLMRequest, LLMResponse, Message, ToolCall, text_message
+from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, text_message
 from ..settings import ModelSettings
 from ..tools.executor import execute_tools
 from ..tools.results import ToolResult, ToolStatus
@@ -108,7 +108,7 @@ from .seats import Seat, SeatResolver, filtered, handoff_calls, handoff_results
 from .state import NO_USAGE, LoopState
 from .streamed import generate_streamed
 from .tape import open_tape
-from .thinking import answer_of
+from .thinking import answer_of, strip_think
 
 # LoopConfig and StatusRoute live in .config; they are named here too, where they always were.
 __all__ = ["LoopConfig", "LoopController", "StatusRoute"]
@@ -118,6 +118,12 @@ log = logging.getLogger("agentactors.loop")
 # A model call's message, Complete(request), filled as a draft (agentactors._slots; the class checks nothing).
 _new = object.__new__
 _CompleteDraft = draft(Complete, "request")
+
+#: The stop reasons a step goes on from as usual (an answer, or calls): a tuple, so the step's test is one C-level
+#: ``in`` (a frozenset would hash the member through Enum's Python ``__hash__``).
+_USUAL_STOPS = (StopReason.end_turn, StopReason.tool_use)
+#: ``_odd_stop``'s "the usual answer step" (a sentinel, typed as the result it stands beside).
+_GO_ON = cast("RunResult[Any]", object())
 
 #: A paused run to go on with and a person's decisions for its pending calls.
 Resume = tuple[PausedRun, Mapping[str, "bool | str"]]
@@ -658,6 +664,11 @@ class LoopController:
         text, calls = (
             (response.content, response.tool_calls) if self._native else _parsed(response.content, state.steps)
         )
+        # The step's one look at why the model stopped: end_turn and tool_use go on below; the rest (cut off,
+        # filtered, paused, malformed) are read by _odd_stop, which may end the run or take another step.
+        stop = state.stop_reason = response.stop_reason
+        if stop not in _USUAL_STOPS and not calls and (odd := self._odd_stop(response, text)) is not _GO_ON:
+            return odd
         if calls:
             if self._live is not None and self._live.interrupted is not None:
                 return self._interrupted(self._live)  # interrupted during the model call: its calls never start
@@ -669,6 +680,54 @@ class LoopController:
             if answer is not None:  # (think-only text is the answer step's, typed or not)
                 return await output.answer_step(state, response, answer)
         return self._answer_step(response, text)
+
+    def _odd_stop(self, response: LLMResponse, text: str) -> RunResult[Any] | None:
+        """A step without calls whose model stopped for a reason other than ``end_turn`` / ``tool_use``: the run's
+        result, ``None`` to take another step, or ``_GO_ON`` for the usual answer step.
+
+        * ``pause_turn`` (Anthropic paused a long server-tool turn): the paused turn — its text and its
+          ``provider_data``, the server blocks the wire replays — goes back as an assistant message and the run
+          takes another step, which continues it (a step toward ``max_steps``, not a think-only one);
+        * ``content_filter`` with no answer (think-only or empty): the run ends at once with a content-policy
+          :class:`~agentactors.errors.ProviderError` naming the vendor's reason, as a blocked prompt does —
+          asking the same again would be filtered again;
+        * ``other`` with no answer (Gemini's ``MALFORMED_FUNCTION_CALL``...): think-only, so asked once more;
+          when that ends the run (``max_empty_steps``), a :class:`~agentactors.errors.MalformedResponseError`
+          naming the vendor's reason says why, rather than no error at all.
+
+        Anything else (an answer cut at ``max_tokens`` or filtered part way, ``stop_sequence``) is the usual
+        answer step; ``RunResult.stop_reason`` says how it stopped.
+        """
+        stop, state = response.stop_reason, self._state
+        if stop is StopReason.pause_turn:
+            answer = strip_think(text)
+            if not answer and response.provider_data is None:
+                return _GO_ON  # nothing to send back: a think-only step
+            state.append(
+                text_message("assistant", answer, (), None, None, response.reasoning, response.provider_data, False)
+            )
+            state.served_by = response.provider
+            if self._sink is not None:
+                self._sink.emit("step.finished", tool_calls=0, paused_turn=True)
+            return None
+        if answer_of(text) is not None or stop not in (StopReason.content_filter, StopReason.other):
+            return _GO_ON
+        reason = response.raw_stop_reason or stop.value
+        provider = response.provider or _provider_name(self._provider)
+        if stop is StopReason.content_filter:
+            return state.failed(
+                ProviderError(
+                    f"the model's answer was blocked by a content filter ({reason})",
+                    provider=provider, model=response.model, kind=ErrorKind.content_policy,
+                )
+            )
+        result = self._answer_step(response, text)
+        if result is None or result.error is not None:
+            return result
+        error = MalformedResponseError(f"the model stopped with {reason} and no answer", provider=provider,
+                                       model=response.model)
+        log.debug("run %s: step %d ended without an answer: %s", self.run_id, state.steps, reason)
+        return state.result(result.content, bounded=True, error=error)
 
     def _generate(self, request: LLMRequest) -> Awaitable[LLMResponse]:
         """One model call for ``request``: the provider asked ``Complete(request)``, or the stream path.

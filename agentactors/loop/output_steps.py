@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from ..errors import ErrorKind, ProviderError
 from ..events import EventSink
 from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice
 from ..output.partial import PartialOutput
@@ -158,6 +159,16 @@ class OutputSteps:
             if sink is not None:
                 sink.emit("step.finished", tool_calls=0)
             return run.result(answer, output=verdict.value)
+        if response.stop_reason is StopReason.content_filter:
+            # A refusal the vendor's filter stopped: asked again, it is refused again — and the re-asks' error
+            # would say the answer lacked a field, not that it was filtered.
+            reason = response.raw_stop_reason or response.stop_reason.value
+            return run.failed(
+                ProviderError(
+                    f"the model's answer was stopped by a content filter ({reason})",
+                    provider=response.provider or "provider", model=response.model, kind=ErrorKind.content_policy,
+                )
+            )
         run.append(Message.user(verdict.feedback))
         if sink is not None:
             sink.emit("step.finished", tool_calls=0, output_invalid=True)

@@ -10,7 +10,7 @@ import attrs
 
 from .._slots import draft
 from ..errors import RunError
-from ..messages import Message, ToolCall, Usage
+from ..messages import Message, StopReason, ToolCall, Usage
 from ..output.spec import OutputT
 from ..pricing import Cost
 from .pause import PausedRun
@@ -85,6 +85,9 @@ class RunResult(Generic[OutputT]):
     :ivar cost: what the run's model calls cost (:class:`~agentactors.pricing.Cost`), its children's
         included; ``None`` when a call went to a model without a price (:mod:`agentactors.pricing`).
     :ivar forked_from: the run this one was forked from (:func:`agentactors.journal.fork`), else ``None``.
+    :ivar stop_reason: why the run's last model response stopped (:class:`~agentactors.messages.StopReason`):
+        ``max_tokens`` or ``content_filter`` on an :attr:`ok` run say its answer was cut off or filtered — the
+        run still ended on that answer, so :attr:`ok` does not change; ``None`` when no model answered.
     """
 
     content: str
@@ -106,6 +109,7 @@ class RunResult(Generic[OutputT]):
     resume_state: PausedRun | None = attrs.field(default=None, kw_only=True, repr=False, eq=False)
     cost: Cost | None = attrs.field(default=None, kw_only=True)
     forked_from: str | None = attrs.field(default=None, kw_only=True)
+    stop_reason: StopReason | None = attrs.field(default=None, kw_only=True)
 
     @property
     def paused(self) -> bool:
@@ -180,7 +184,7 @@ _new = object.__new__
 _ResultDraft = draft(
     RunResult,
     "content messages tool_calls steps bounded cancelled generation_failed error followups usage served_by run_id "
-    "output children agent handoffs resume_state cost forked_from",
+    "output children agent handoffs resume_state cost forked_from stop_reason",
 )
 
 
@@ -195,16 +199,17 @@ def answered(
     run_id: str | None,
     agent: str | None,
     cost: Cost | None,
+    stop_reason: StopReason | None = None,
 ) -> RunResult[Any]:
     """The result of a run that ended on its answer — ``RunResult(content, messages, tool_calls, steps,
-    followups=, usage=, served_by=, run_id=, agent=, cost=)``, the rest at their defaults — its fields set
+    followups=, usage=, served_by=, run_id=, agent=, cost=, stop_reason=)``, the rest at their defaults — its fields set
     one by one: the same result in about half the time (one per run).  Every argument is positional; the
     three sequences must be tuples (others go to the constructor, whose converters make them tuples).
     """
     if type(messages) is not tuple or type(tool_calls) is not tuple or type(followups) is not tuple:
         return RunResult(
             content, messages, tool_calls, steps, followups=followups, usage=usage, served_by=served_by,
-            run_id=run_id, agent=agent, cost=cost,
+            run_id=run_id, agent=agent, cost=cost, stop_reason=stop_reason,
         )
     result: Any = _new(_ResultDraft)
     result.content = content
@@ -226,6 +231,7 @@ def answered(
     result.resume_state = None
     result.cost = cost
     result.forked_from = None
+    result.stop_reason = stop_reason
     result.__class__ = RunResult
     made: RunResult[Any] = result
     return made

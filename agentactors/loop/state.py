@@ -35,7 +35,7 @@ import agentactors._event_payloads as payloads
 from ..errors import CostLimitExceededError, ProviderError, RunDeadlineExceeded, ToolStatusError
 from ..events import EventSink
 from ..gateway.ticket import RunTicket
-from ..messages import LLMRequest, LLMResponse, Message, ToolCall, ToolChoice, Usage, text_message
+from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice, Usage, text_message
 from ..providers.errors import classify_exception
 from ..tools.results import ToolResult, ToolStatus
 from .call_ids import ids_in, unique_ids
@@ -92,6 +92,7 @@ class LoopState:
         "skeleton",
         "skip",
         "steps",
+        "stop_reason",
         "system",
         "think_only_streak",
         "tool_calls",
@@ -124,6 +125,8 @@ class LoopState:
         self.tool_calls: tuple[ToolCall, ...] = ()  # a tuple: a run without tool calls allocates no list
         self.followups: tuple[str, ...] = ()
         self.served_by: str | None = None
+        #: The last model response's stop reason (set by the controller at every answer): ``RunResult.stop_reason``.
+        self.stop_reason: StopReason | None = None
         self.answer_so_far = ""
         self.handoffs: list[str] | None = None
         # The run's call ids, gathered at its first tool step; its link for the runs its tools start, made
@@ -318,7 +321,7 @@ class LoopState:
             cost = self.cost
             return answered(
                 content, messages, self.tool_calls, self.steps, self.followups, self.usage, self.served_by,
-                self.run_id, self.config.agent_name, None if cost.unpriced else cost.spent,
+                self.run_id, self.config.agent_name, None if cost.unpriced else cost.spent, self.stop_reason,
             )
         if self.config.output is not None and "output" not in flags:
             flags["output"] = None  # a typed run that did not end on a valid answer
@@ -342,6 +345,7 @@ class LoopState:
             served_by=self.served_by,
             run_id=self.run_id,
             agent=self.config.agent_name,
+            stop_reason=self.stop_reason,
             **flags,
         )
 

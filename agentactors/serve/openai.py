@@ -56,7 +56,7 @@ from ..errors import (
 )
 from ..events import LLMResponded, LLMTextDelta
 from ..loop.result import RunResult
-from ..messages import Usage
+from ..messages import StopReason, Usage
 from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore, check_key
 from ..tools.results import render_result
@@ -488,7 +488,16 @@ class _Completion:
 
 
 def _finish_reason(result: RunResult[Any]) -> str:
-    return "length" if result.bounded else "stop"
+    """OpenAI's finish reason: ``length`` for a run stopped at its bounds or an answer cut at ``max_tokens``,
+    ``content_filter`` for an answer a filter stopped part way (``RunResult.stop_reason``), else ``stop``."""
+    if result.bounded:
+        return "length"
+    stop = result.stop_reason
+    if stop is StopReason.max_tokens:
+        return "length"
+    if stop is StopReason.content_filter:
+        return "content_filter"
+    return "stop"
 
 
 def _usage(usage: Usage) -> dict[str, Any]:

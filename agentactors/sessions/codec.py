@@ -40,7 +40,7 @@ from .._json import MAX_DEPTH, MAX_INT_DIGITS, JsonBoundError
 from ..errors import RedactedException
 from ..loop.pause import PausedRun
 from ..loop.result import RunResult
-from ..messages import Message, ToolCall, Usage
+from ..messages import Message, StopReason, ToolCall, Usage
 from ..parts import Audio, Document, Image, MediaPart, Part, Text
 from ..pricing import Cost
 from ..redaction import redact
@@ -482,6 +482,8 @@ def run_result_to_json(result: RunResult[Any]) -> dict[str, Any]:
         out["handoffs"] = list(result.handoffs)
     if result.resume_state is not None:
         out["resume_state"] = paused_to_json(result.resume_state)
+    if result.stop_reason is not None:
+        out["stop_reason"] = result.stop_reason.value
     if result.cost is not None:
         cost = result.cost
         out["cost"] = {
@@ -519,8 +521,19 @@ def run_result_from_json(doc: Mapping[str, Any]) -> RunResult[Any]:
         resume_state=None if resume_state is None else paused_from_json(resume_state),
         cost=None if cost is None else _cost_from_json(cost),
         forked_from=_text(doc, "forked_from", None),
+        stop_reason=_stop_reason(doc),
         **more,
     )
+
+
+def _stop_reason(doc: Mapping[str, Any]) -> StopReason | None:
+    """A stored result's ``stop_reason``: ``None`` when absent (a record written before it was stored) or a value
+    this version does not know (a later one's: the result still loads)."""
+    value = doc.get("stop_reason")
+    try:
+        return None if value is None else StopReason(value)
+    except ValueError:
+        return None
 
 
 def _error_to_json(error: BaseException) -> dict[str, str]:

@@ -110,6 +110,25 @@ async def test_a_stream_is_chat_completion_chunks_with_usage_last() -> None:
     assert all(c.usage is None for c in chunks[:-1])
 
 
+@pytest.mark.parametrize(
+    ("stop", "finish"), [("max_tokens", "length"), ("content_filter", "content_filter"), ("stop_sequence", "stop")]
+)
+async def test_an_answer_cut_off_or_filtered_says_so_in_its_finish_reason(stop: str, finish: str) -> None:
+    from agentactors.messages import LLMResponse, StopReason
+
+    cut = LLMResponse(content="The first steps are 1) open the", stop_reason=StopReason(stop))
+    agent, _ = calculator([cut, cut])
+    async with served(openai_app({"calc": agent}, api_keys=[KEY])) as base, clients(base) as client:
+        answer = await client().chat.completions.create(model="calc", messages=[{"role": "user", "content": "go"}])
+        stream = await client().chat.completions.create(
+            model="calc", messages=[{"role": "user", "content": "go"}], stream=True
+        )
+        chunks = [chunk async for chunk in stream]
+    assert answer.choices[0].message.content == "The first steps are 1) open the"
+    assert answer.choices[0].finish_reason == finish
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == [finish]
+
+
 async def test_the_sync_client_streaming_and_not() -> None:
     agent, _ = calculator(["first answer", "second answer"])
     async with served(openai_app({"calc": agent}, api_keys=[KEY])) as base:

@@ -26,7 +26,7 @@ from agentactors import Agent, LLMResponse, Runtime, ScriptedProvider
 from agentactors.errors import ProviderError, RedactedException
 from agentactors.loop.pause import PausedRun
 from agentactors.loop.result import RunResult
-from agentactors.messages import LLMRequest, Message, ToolCall, Usage
+from agentactors.messages import LLMRequest, Message, StopReason, ToolCall, Usage
 from agentactors.pricing import Cost
 from agentactors.sessions import MemoryStore, PostgresStore, SqliteStore, codec
 from agentactors.sessions.format import dump_head, dump_record, load_record
@@ -311,6 +311,6 @@ def test_the_codec_knows_every_field_of_a_result() -> None:
     child = _children()[0]
     doc = codec.run_result_to_json(attrs.evolve(child, error=ProviderError("x", provider="p", kind="transient"),
                                                 bounded=True, cancelled=True, generation_failed=True,
-                                                resume_state=_pause()))
+                                                resume_state=_pause(), stop_reason=StopReason.end_turn))
     assert set(doc) == {f.name.lstrip("_") for f in attrs.fields(RunResult)}
     assert set(doc["cost"]) == {f.name for f in attrs.fields(Cost)}
