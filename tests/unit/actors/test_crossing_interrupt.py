@@ -21,12 +21,14 @@ import anyio
 from agentactors import Agent, Runtime, ScriptedProvider
 
 HOST, CALLER = sys.argv[1], sys.argv[2]
+# A test runner's workers ignore SIGINT, and a child inherits that: Python then installs no handler of its own.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 seen = []
 ended = threading.Event()
 
 async def answer(request):
     try:
-        await anyio.sleep(30)
+        await anyio.sleep(10)
         seen.append("finished")
         return "late"
     except BaseException as exc:
