@@ -31,7 +31,7 @@ import os
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -173,13 +173,10 @@ def stdio_transport(
     return StdioTransport(label, params)
 
 
-class StdioTransport:
-    """The stdio transport of one connection, keeping the last lines of the server's stderr (redacted, clipped)."""
+class _Transport:
+    """A connection's transport: the SDK's context (``_context``) it enters and leaves, and what it learns."""
 
-    def __init__(self, label: str, params: StdioServerParameters) -> None:
-        #: The server's last stderr lines, as logged: what a connection that failed quotes.
-        self.stderr_tail: deque[str] = deque(maxlen=_TAIL_LINES)
-        self._context = _stdio(label, params, self.stderr_tail)
+    _context: AbstractAsyncContextManager[Any]
 
     async def __aenter__(self) -> Any:
         return await self._context.__aenter__()
@@ -188,6 +185,15 @@ class StdioTransport:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         return await self._context.__aexit__(exc_type, exc, tb)
+
+
+class StdioTransport(_Transport):
+    """The stdio transport of one connection, keeping the last lines of the server's stderr (redacted, clipped)."""
+
+    def __init__(self, label: str, params: StdioServerParameters) -> None:
+        #: The server's last stderr lines, as logged: what a connection that failed quotes.
+        self.stderr_tail: deque[str] = deque(maxlen=_TAIL_LINES)
+        self._context = _stdio(label, params, self.stderr_tail)
 
 
 @asynccontextmanager
@@ -269,7 +275,7 @@ def http_transport(
     return HTTPTransport(url, headers, timeout)
 
 
-class HTTPTransport:
+class HTTPTransport(_Transport):
     """The streamable-HTTP transport of one connection, noting a read timeout on a request's answer.
 
     Such a timeout ends the connection: the SDK lets it out of the task that posted the request, and its
@@ -287,14 +293,6 @@ class HTTPTransport:
 
     def _note(self) -> None:
         self.timed_out = self.read_timeout
-
-    async def __aenter__(self) -> Any:
-        return await self._context.__aenter__()
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        return await self._context.__aexit__(exc_type, exc, tb)
 
 
 @asynccontextmanager
