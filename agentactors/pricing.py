@@ -620,12 +620,8 @@ def _renew() -> None:
 
 def _table_price(vendor: str, model: str, batch: bool = False) -> Price | None:
     """The table's price (``batch``: its batch price, ``None`` when it has none for the model)."""
-    snapshot = _snapshot()
-    if snapshot is None:
-        return None
-    try:
-        _, info = snapshot.find_provider_model(model, None, vendor, None)
-    except LookupError:
+    info = _table_model(vendor, model)
+    if info is None:
         return None
     if not batch:
         return _from_table(info.get_prices(datetime.now(tz=UTC)))
@@ -639,6 +635,12 @@ _BATCH: Mapping[str, str] = {"processing": "batch"}  # the table's condition for
 
 def _table_id(vendor: str, model: str) -> str | None:
     """The table's own id of ``model`` at ``vendor`` (``gpt-4o`` for ``gpt-4o-2024-08-06``); ``None`` if it lacks it."""
+    model_id = getattr(_table_model(vendor, model), "id", None)
+    return model_id if isinstance(model_id, str) else None
+
+
+def _table_model(vendor: str, model: str) -> Any | None:
+    """The table's entry for ``model`` at ``vendor`` (``None``: no table installed, or no such model in it)."""
     snapshot = _snapshot()
     if snapshot is None:
         return None
@@ -646,8 +648,7 @@ def _table_id(vendor: str, model: str) -> str | None:
         _, info = snapshot.find_provider_model(model, None, vendor, None)
     except LookupError:
         return None
-    model_id = getattr(info, "id", None)
-    return model_id if isinstance(model_id, str) else None
+    return info
 
 
 # Our rates, and the table's keys for them (the first the model has is taken).
