@@ -19,10 +19,12 @@ that tool call.
 
 ``vendor_options["openai"]`` is merged over the request body (``seed``, ``prompt_cache_key``, ``n``,
 ``parallel_tool_calls``, ``reasoning``, ``max_completion_tokens``, ...); a ``None`` value removes a field
-the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  One key is the
-codec's own and is not sent: ``strict_tools`` (``True`` for every tool, or an iterable of tool names) marks
+the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  Two keys are the
+codec's own and are not sent: ``strict_tools`` (``True`` for every tool, or an iterable of tool names) marks
 function definitions ``strict`` and sends their schemas fitted to strict mode (:func:`tool_parameters`, which
-also gives every array that has none an ``items``).  What the merged body then holds for a mapped setting
+also gives every array that has none an ``items``); ``replay_reasoning`` (``True`` / ``False``) says whether
+assistant tool-call turns carry their reasoning back as ``reasoning_content`` (default: per
+:data:`.models.REPLAYS_REASONING`; see :func:`encode_message`).  What the merged body then holds for a mapped setting
 (``temperature``, ``top_p``, ``seed``, ``stop``, ``max_tokens`` / ``max_completion_tokens``,
 ``reasoning_effort``) is judged as the setting is (:func:`.models.check_sent`).  ``model``, ``messages`` and
 ``stream`` are refused (:func:`~agentactors.providers._settings.check_owned`): they are the provider's model,
@@ -52,9 +54,9 @@ from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoic
 from ...parts import Document, Image, Part, Text
 from ...tools.json_refs import inline_refs
 from .._constrained_schema import openai_strict_schema
-from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names
+from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names, refused
 from .decode import dict_or_empty
-from .models import WIRE, audio_format, check_parts, check_sent, encode_settings, model_row
+from .models import WIRE, audio_format, check_parts, check_sent, encode_settings, model_row, replays_reasoning
 
 __all__ = [
     "encode_message",
@@ -68,7 +70,7 @@ __all__ = [
 ]
 
 # vendor_options keys the codec consumes instead of copying into the body.
-_CODEC_OPTIONS = frozenset({"strict_tools"})
+_CODEC_OPTIONS = frozenset({"strict_tools", "replay_reasoning"})
 # Body fields no vendor option may set or remove: the model, the conversation and the call's kind.
 _OWNED = frozenset({"model", "messages", "stream"})
 
@@ -93,7 +95,12 @@ def encode_request(
         # OpenAI's rule, on OpenAI's endpoint only: a compatible server (vLLM, Ollama, a proxy to another vendor)
         # takes the names it takes, whatever model name it serves — a model OpenAI's tables know included.
         check_tool_names(WIRE, model, request.tools, OPENAI_TOOL_NAMES)
-    body: dict[str, Any] = {"model": model, "messages": encode_messages(request.messages)}
+    replay = options.get("replay_reasoning")
+    if replay is None:
+        replay = replays_reasoning(model)
+    elif not isinstance(replay, bool):
+        raise refused(WIRE, model, "replay_reasoning", f"takes True or False, not {type(replay).__name__}")
+    body: dict[str, Any] = {"model": model, "messages": encode_messages(request.messages, replay_reasoning=replay)}
     if request.tools:
         strict = options.get("strict_tools", False)
         body["tools"] = [_encode_tool(t, strict_tool(strict, t.name), model) for t in request.tools]
@@ -126,11 +133,12 @@ def _max_tokens_field(model: str, default: str) -> str:
     return "max_completion_tokens" if row is not None and row.reasons else default
 
 
-def encode_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+def encode_messages(messages: Iterable[Message], *, replay_reasoning: bool = False) -> list[dict[str, Any]]:
     """The conversation on the wire, empty assistant turns dropped.
 
     Media in tool results follow the run of tool messages as one user message: a tool message
     takes text only, and nothing may come between an assistant's calls and their results.
+    ``replay_reasoning``: see :func:`encode_message`.
     """
     out: list[dict[str, Any]] = []
     returned: list[dict[str, Any]] = []  # media of the tool results since the last non-tool message
@@ -138,7 +146,7 @@ def encode_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
         if m.role != "tool" and returned:
             out.append({"role": "user", "content": returned})
             returned = []
-        encoded = encode_message(m)
+        encoded = encode_message(m, replay_reasoning=replay_reasoning)
         if encoded is not None:
             out.append(encoded)
         if m.role == "tool" and m.media:
@@ -149,8 +157,13 @@ def encode_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def encode_message(m: Message) -> dict[str, Any] | None:
-    """One message on the wire, or ``None`` for an assistant message with neither text nor calls."""
+def encode_message(m: Message, *, replay_reasoning: bool = False) -> dict[str, Any] | None:
+    """One message on the wire, or ``None`` for an assistant message with neither text nor calls.
+
+    ``replay_reasoning``: an assistant message with tool calls carries its reasoning back as
+    ``reasoning_content`` (``""`` when it has none), as DeepSeek's thinking mode and Kimi's thinking models
+    require (:data:`.models.REPLAYS_REASONING`); otherwise reasoning is never sent.
+    """
     extra = dict_or_empty((m.provider_data or {}).get(WIRE))
     if m.role == "tool":
         # Media a tool returned travel in a user message after the results (see encode_messages).
@@ -162,6 +175,8 @@ def encode_message(m: Message) -> dict[str, Any] | None:
         msg = {"role": "assistant", "content": m.content or None}
         if m.tool_calls:
             msg["tool_calls"] = [_encode_call(c) for c in m.tool_calls]
+            if replay_reasoning:
+                msg["reasoning_content"] = m.reasoning
     elif m.media:
         msg = {"role": m.role, "content": [encode_part(p) for p in m.parts]}
     else:

@@ -18,6 +18,7 @@ file URL (file_url): not supported" — file inputs guide) and audio only as ``w
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -26,11 +27,11 @@ import attrs
 from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
 from .._media import MediaLimits, check_limits, media_of, unsupported
-from .._settings import dropped, listed, match_model, refused, sent_integer, sent_number
+from .._settings import bare_model, dropped, listed, match_model, refused, sent_integer, sent_number
 
-__all__ = ["LIMITS", "MAX_TEMPERATURE", "MODELS", "WIRE", "OpenAIModel", "audio_format", "check_parts",
-           "check_sampling_sent", "check_sent", "encode_settings", "model_row", "reasoning_effort",
-           "sampling_allowed", "sampling_fields"]
+__all__ = ["LIMITS", "MAX_TEMPERATURE", "MODELS", "REPLAYS_REASONING", "WIRE", "OpenAIModel", "audio_format",
+           "check_parts", "check_sampling_sent", "check_sent", "encode_settings", "model_row", "reasoning_effort",
+           "replays_reasoning", "sampling_allowed", "sampling_fields"]
 
 #: The wire's name: its ``vendor_options`` / ``provider_data`` key and the ``wire`` of its errors and events.
 WIRE = "openai"
@@ -91,6 +92,31 @@ _AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 _MAX_STOP = 4
 #: The highest ``temperature`` OpenAI's models take.
 MAX_TEMPERATURE = 2.0
+
+
+#: Models (``fnmatch`` patterns of the bare name, as :data:`MODELS`) whose tool-call turns must carry their
+#: ``reasoning_content`` back: DeepSeek's thinking mode ("For turns that do perform tool calls, the
+#: reasoning_content must be fully passed back to the API in all subsequent requests … otherwise … a 400 error",
+#: the thinking-mode guide; deepseek-reasoner is that mode since V3.2) and Kimi's thinking models ("thinking is
+#: enabled but reasoning_content is missing in assistant tool call message at index N").  Every other model gets
+#: none back: OpenAI refuses a message field it does not know, and DeepSeek's first reasoner (R1) answered
+#: ``reasoning_content`` in the input with a 400.  ``vendor_options["openai"]["replay_reasoning"]`` overrides.
+REPLAYS_REASONING: tuple[str, ...] = (
+    "deepseek-reasoner*", "deepseek-v3.2*", "deepseek-v4*", "kimi-k2-thinking*", "kimi-k2.5*", "kimi-for-coding*",
+)
+_REPLAYS: dict[str, bool] = {}
+
+
+def replays_reasoning(model: str) -> bool:
+    """Whether ``model``'s assistant tool-call turns go back with ``reasoning_content`` (:data:`REPLAYS_REASONING`)."""
+    hit = _REPLAYS.get(model)
+    if hit is None:
+        name = bare_model(model)
+        hit = any(fnmatch.fnmatchcase(name, p) for p in REPLAYS_REASONING)
+        if len(_REPLAYS) >= 1024:
+            _REPLAYS.clear()
+        _REPLAYS[model] = hit
+    return hit
 
 
 def model_row(model: str) -> OpenAIModel | None:

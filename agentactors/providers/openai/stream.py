@@ -232,7 +232,10 @@ class OpenAIStreamDecoder:
             for i, call in self._calls.items():
                 if call.id == call_id:
                     return i
-            return max(self._calls, default=-1) + 1
+            last = max(self._calls, default=-1)
+            current = self._calls.get(last)
+            # An unknown id continues the last call unless the delta starts another (see _another_call).
+            return last if current is not None and not _another_call(current, call_id, name) else last + 1
         last = max(self._calls, default=0)
         current = self._calls.get(last)
         return last + 1 if name and current is not None and _another_call(current, call_id, name) else last
@@ -295,14 +298,15 @@ class OpenAIStreamDecoder:
 def _another_call(current: _Call, call_id: str, name: Any) -> bool:
     """Whether a delta for ``current``'s slot, carrying ``call_id`` and ``name``, starts another call.
 
-    A different id does.  With no id (Gemini's compat endpoint sends ``""`` for every call, each whole, under
-    one index or none), a name does when the slot's call has one already and it is another name, or the
-    call's arguments are already a whole object: a server names a call once (OpenAI) or resends the name with
-    every fragment of it (MiniMax behind NVIDIA NIM), so the same name before the arguments are whole is the
-    same call.  The common fragment carries neither id nor name: the caller asks only when one is there.
+    Only a name does: when the slot's call has one already and it is another name, or the call's arguments are
+    already a whole object.  A server names a call once (OpenAI) or resends the name with every fragment of it
+    (MiniMax behind NVIDIA NIM; vLLM's harmony parser, with a new id each time), so the same name before the
+    arguments are whole is the same call.  Ids say nothing here: some servers send a fresh id with every
+    fragment of one call (LM Studio, Poolside, mlx-openai-server: the first is the call's), others ``""`` for
+    every call (Gemini's compat endpoint, each call whole under one index or none); a call never has a fragment
+    without its name but for the server that names it in a later fragment (the call keeps its first id).  The
+    common fragment carries neither id nor name: the caller asks only when one is there.
     """
-    if call_id:
-        return bool(current.id) and call_id != current.id
     if not name or not isinstance(name, str) or not current.name:
         return False
     if name != current.name:
