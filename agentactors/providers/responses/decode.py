@@ -43,6 +43,8 @@ __all__ = [
 
 # incomplete_details.reason → StopReason (the documented reasons).
 _INCOMPLETE = {"max_output_tokens": StopReason.max_tokens, "content_filter": StopReason.content_filter}
+# An output item's own status when generation stopped inside it.
+_UNFINISHED = frozenset({"incomplete", "in_progress"})
 
 
 def _str(value: Any) -> str:
@@ -63,9 +65,22 @@ def parse_usage(usage: Any) -> Usage | None:
 
 
 def build_tool_call(
-    request: LLMRequest | None, call_id: str, name: str, raw: str | None, item_id: str | None, *, cut: bool
+    request: LLMRequest | None,
+    call_id: str,
+    name: str,
+    raw: str | None,
+    item_id: str | None,
+    *,
+    cut: bool,
+    last: bool = False,
 ) -> ToolCall:
-    """A :class:`ToolCall` from raw argument text (the item id kept for replay), marked when it does not parse."""
+    """A :class:`ToolCall` from raw argument text (the item id kept for replay), marked when it does not parse.
+
+    ``cut``: the response is ``incomplete``; ``last``: the cut fell on this call (the output's last item, or an
+    item whose own ``status`` is not ``completed``).  No arguments at all there were cut off right after the
+    name (a finished call with none says ``"{}"``), so they are marked even for a tool that requires nothing —
+    never run with its defaults — as the Chat wire marks a call cut by ``finish_reason: "length"``.
+    """
     call = ToolCall.from_raw(
         call_id,
         name,
@@ -74,7 +89,9 @@ def build_tool_call(
         provider_data={WIRE: {"id": item_id}} if item_id else None,
     )
     if call.arguments_error is None:
-        return call
+        if not (cut and last) or (raw is not None and raw.strip()):
+            return call
+        call = attrs.evolve(call, arguments_error="unparseable")
     if (bound := bound_problem(raw)) is not None:
         detail = bound
     elif cut:
@@ -130,7 +147,8 @@ def _read_items(
     output: list[Any], request: LLMRequest | None, *, cut: bool, provider: str, model: str
 ) -> _Output:
     out = _Output()
-    for raw in output:
+    final = len(output) - 1
+    for i, raw in enumerate(output):
         if not isinstance(raw, dict):
             raise malformed("an output item is not an object", provider=provider, model=model)
         kind = raw.get("type")
@@ -165,7 +183,8 @@ def _read_items(
                     name,
                     arguments if isinstance(arguments, str) else None,
                     item_id if isinstance(item_id, str) else None,
-                    cut=cut,
+                    cut=cut or raw.get("status") in _UNFINISHED,
+                    last=i == final or raw.get("status") in _UNFINISHED,
                 )
             )
             out.items.append({"type": "function_call", "call_id": call_id})

@@ -4,7 +4,8 @@ Each event is named twice (the ``event:`` line and ``data.type``); ``data.type``
 stream events as they come — ``response.output_text.delta`` (and ``response.refusal.delta``) text,
 ``response.reasoning_summary_text.delta`` reasoning, ``response.output_item.added`` of a
 ``function_call`` a tool-call start, ``response.function_call_arguments.delta`` its fragments,
-``response.output_item.done`` its end — and the answer itself is the ``response`` the terminal event
+``response.output_item.done`` its end (a call with no arguments ends with the terminal event, which alone says
+whether it was cut off) — and the answer itself is the ``response`` the terminal event
 carries (``response.completed``, or ``response.incomplete`` when cut short), decoded by the same
 :func:`~.decode.decode_response` as a JSON body.  ``response.failed`` and an ``error`` event raise the
 :class:`~agentactors.ProviderError` their ``ResponseError`` code stands for (:mod:`._codes`); a stream
@@ -164,15 +165,21 @@ class ResponsesStreamDecoder:
         call = self._calls.get(_where(payload.get("output_index"), item.get("id")))
         if call is None or call.ended:
             return []
-        call.ended = True
         arguments, item_id = item.get("arguments"), item.get("id")
+        if not isinstance(arguments, str) or not arguments.strip():
+            # No arguments: a call with none, or one cut off right after its name, which only the terminal
+            # event tells (``response.incomplete``): it ends there, as the answer has it.
+            return []
+        call.ended = True
+        unfinished = item.get("status") in ("incomplete", "in_progress")
         ended = build_tool_call(
             self._request,
             call.id,
             call.name,
-            arguments if isinstance(arguments, str) else None,
+            arguments,
             item_id if isinstance(item_id, str) else None,
-            cut=item.get("status") == "incomplete",
+            cut=unfinished,
+            last=unfinished,
         )
         return [ToolCallEnd(call.index, ended)]
 
