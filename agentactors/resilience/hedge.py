@@ -5,7 +5,8 @@ luck (a busy replica, a slow queue), not the request: a second copy sent after a
 answers long before the first.  That is a hedged request ("The Tail at Scale", Dean and Barroso):
 the tail falls for a few percent more calls.  The decorator keeps that price bounded — at most
 ``max_extra`` of the calls over a rolling window are hedged — and never hedges what a second copy
-cannot help: a request the vendor refused (a request-kind error ends both copies at once), a
+cannot help: a request the vendor refused (a request-kind error of a copy to the first copy's member ends both
+copies at once; one of a hedge sent to another member, ``to``, is that copy's failure alone), a
 member whose circuit breaker is not closed — below the hedge, or above it (a half-open breaker's probe
 is one request) — or that cannot carry the request (a forced tool choice, a response format: the hedge
 target, or the first copy's member, which refuses it before sending), a stream that already delivered its
@@ -13,6 +14,11 @@ first event.
 
 Both copies run as tasks of one task group; the loser is cancelled (its HTTP request closed) and
 waited for before the call returns, so nothing of it outlives the call.
+
+**Admission.**  The hedge sends its copy itself: a ``ProviderActor`` around it admitted one request, and the copy is
+not counted against its ``max_concurrency``, ``requests_per_minute`` or ``tokens_per_minute`` (the vendor sees up to
+two requests where the actor counted one; a cost budget does count it, as charged below).  ``max_extra`` bounds that
+excess: leave room for it in the actor's limits.
 
 **What the losing copy costs.**  It was sent, so the vendor bills it — its prompt at least (OpenAI bills a
 non-streamed request in full even after the client hung up).  The winner's response carries it for the run to
@@ -388,6 +394,7 @@ class _Race(Generic[T]):
         self.attempts: list[_Attempt] = []
         self.winner: _Attempt | None = None
         self.errors: list[ProviderError] = []
+        self._elsewhere: set[int] = set()  # the ids of the errors of copies sent to another member than the first's
         self.started = 0
         #: The copies a ``with_timeout`` inside gave up on (they failed with its ``ProviderTimeout``, so
         #: :meth:`billed` does not count them as copies): sent, and billed.  The hedge collects them itself, as a
@@ -457,7 +464,7 @@ class _Race(Generic[T]):
                 value = await run(attempt)
             except Exception as exc:
                 attempt.failed = True
-                self._failed(as_provider_error(exc, attempt.provider, attempt.model))
+                self._failed(attempt, as_provider_error(exc, attempt.provider, attempt.model))
                 return
             if attempt.value is None:
                 attempt.value = value
@@ -475,16 +482,21 @@ class _Race(Generic[T]):
                 other.scope.cancel()
         return True
 
-    def _failed(self, error: ProviderError) -> None:
+    def _failed(self, attempt: _Attempt, error: ProviderError) -> None:
         self.errors.append(error)
+        if attempt.provider is not self.attempts[0].provider:
+            self._elsewhere.add(id(error))
         if self.winner is not None:
             return  # answered already: a loser's late failure changes nothing, and must not cancel the winner
-        if error.kind is ErrorKind.request:
+        if error.kind is ErrorKind.request and id(error) not in self._elsewhere:
             # The other copy would fail alike: it is cancelled now, not waited for.  The first copy of a
-            # ``complete()`` runs in the caller's task, which would otherwise wait for its answer.
+            # ``complete()`` runs in the caller's task, which would otherwise wait for its answer.  Not so for a
+            # hedge sent to another member (``to``): its refusal says nothing of the first copy's request (another
+            # vendor, another model), which goes on — before, a hedge refused by ``to`` failed a call its first copy
+            # would have answered.
             self.done.set()
-            for attempt in self.attempts:
-                attempt.scope.cancel()
+            for other in self.attempts:
+                other.scope.cancel()
         elif len(self.errors) >= self.started:
             self.done.set()
 
@@ -506,14 +518,16 @@ class _Race(Generic[T]):
                 hand_on(attempt.request, request)
 
     def error(self) -> ProviderError:
-        """What the call raises when no copy answered: a request error if there is one, else the first."""
-        for error in self.errors:
-            if error.kind is ErrorKind.request:
-                return error
-        first = self.errors[0]
-        for other in self.errors[1:]:
-            first.add_note(f"hedge: the other copy failed too: {other}")
-        return first
+        """What the call raises when no copy answered: a request error if there is one, else the first — of the
+        copies sent to the first copy's member (what the call would have raised without a hedge: a hedge to another
+        member (``to``) that failed too does not make a transient failure a request fault nobody retries); the
+        other copy's error is noted on it (its text, as redacted as the error's own)."""
+        own = [error for error in self.errors if id(error) not in self._elsewhere] or self.errors
+        raised = next((error for error in own if error.kind is ErrorKind.request), own[0])
+        for other in self.errors:
+            if other is not raised:
+                raised.add_note(f"hedge: the other copy failed too: {other}")
+        return raised
 
 
 class _Opened:
@@ -645,7 +659,9 @@ def with_hedge(
       are known).
     * The copy goes to ``provider`` again, or to ``to`` (another member; it calls its own default model
       when it has one).  The first answer is returned; the other copy is cancelled — its HTTP request
-      closed — before the call returns.  Both failing raises the first's error (the other's noted).
+      closed — before the call returns.  Both failing raises the first copy's member's error — a request error
+      of its copies if there is one, else the one that failed first — with the other's noted (its text as redacted
+      as the error's own): what the call would have raised without a hedge, so a retry around decides alike.
     * The losing copy is **charged** to the run (``RunResult.cost``) and its budgets, as the vendor bills it: at
       its real usage when its answer came back anyway, else at an estimate — its prompt, and for a stream the
       output it had delivered — marked estimated (:attr:`agentactors.pricing.Cost.estimated`); ``usage`` stays
@@ -659,7 +675,8 @@ def with_hedge(
       ``>= 0`` or a percentile, ``max_extra`` a number in ``[0, 1]``, ``window`` a whole number ``>= 1``;
       a bool, a string, NaN or infinity is a ``ValueError`` naming the setting.
     * Never hedged: a call whose first copy failed before ``after`` (retrying is :func:`with_retry`'s
-      job); a request-kind error of either copy ends the call at once (the other would fail alike);
+      job); a request-kind error of a copy to the first copy's member ends the call at once (the other would
+      fail alike) — a hedge sent to ``to`` that is refused fails alone, and the first copy goes on;
       a hedge target behind a circuit breaker that is not closed (open, half-open, forced open); a call
       under a breaker *above* the hedge that is not closed when the hedge would be sent
       (``guarded(..., hedge_after=)``: a half-open breaker's probe is one request, not two); a hedge target
@@ -677,5 +694,8 @@ def with_hedge(
 
     Events: ``hedge.sent(member, model, after)``, ``hedge.won(winner, member, model)`` (``winner`` is
     ``"primary"`` or ``"hedge"``).
+
+    Under a ``ProviderActor`` the copy is not admitted by it (see the module's "Admission"): budget ``max_extra``
+    into its ``max_concurrency`` and rate limits.
     """
     return HedgeProvider(provider, after=after, max_extra=max_extra, to=to, window=window, clock=clock)
