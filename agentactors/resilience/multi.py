@@ -10,7 +10,7 @@ differently (a fallback chain that skips incapable members needs only one capabl
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, ClassVar, Self
 
 from ..messages import LLMRequest, LLMResponse, ResponseFormat
@@ -50,7 +50,7 @@ class MultiProvider(CapabilityMembersMixin):
     (:class:`~agentactors.providers.port.CapabilityMembersMixin`);
     :func:`~agentactors.resilience.describe_chain` follows :attr:`members`.
 
-    :raises ValueError: no members.
+    :raises ValueError: no members.  A lone provider, or anything not an iterable of providers, is a ``TypeError``.
     :raises TypeError: a member that is not a provider instance with a callable ``complete`` (a provider
         class is refused); a ``name`` that is not a string.
     """
@@ -58,13 +58,18 @@ class MultiProvider(CapabilityMembersMixin):
     #: The word the default name starts with: ``fallback(a, b)``, ``pool(a, b)``.
     label: ClassVar[str] = "multi"
 
-    def __init__(self, members: Sequence[LLMProvider | Any], *, name: str | None = None) -> None:
+    def __init__(self, members: Iterable[LLMProvider | Any], *, name: str | None = None) -> None:
+        # Taken once, as a tuple: an iterator was emptied by the checks below and left a provider without members
+        # (``members`` then ``()``, every call an IndexError); a lone provider, not iterable, a raw TypeError.
+        if isinstance(members, str | bytes) or not isinstance(members, Iterable) or hasattr(members, "complete"):
+            raise TypeError(f"{type(self).__name__} takes a sequence of providers, not {type(members).__name__}")
+        members = tuple(members)
         if not members:
             raise ValueError(f"{type(self).__name__} needs at least one provider")
         for i, m in enumerate(members):
             check_provider(m, f"member {i}")
         check_name(name)
-        self.members: tuple[Any, ...] = tuple(members)
+        self.members: tuple[Any, ...] = members
         self._name = name or f"{self.label}(" + ", ".join(name_of(m) for m in self.members) + ")"
 
     def __repr__(self) -> str:

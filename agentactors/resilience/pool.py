@@ -111,7 +111,7 @@ class PoolProvider(MultiProvider):
 
     def __init__(
         self,
-        members: Sequence[LLMProvider | Any],
+        members: Iterable[LLMProvider | Any],
         *,
         strategy: Strategy,
         weights: Sequence[float] | None,
@@ -120,6 +120,7 @@ class PoolProvider(MultiProvider):
         clock: Clock | None,
     ) -> None:
         super().__init__(members, name=name)
+        members = self.members  # (taken once by the base: an iterator of members is read once)
         # Each a ValueError (a TypeError for the clock) naming its setting, here rather than in the first call.
         if not isinstance(strategy, str) or strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, not {strategy!r}")
