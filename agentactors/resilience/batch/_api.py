@@ -24,7 +24,7 @@ from ._http import Receipt, VendorHTTP, dumps
 from .errors import BatchError
 
 __all__ = [
-    "BatchAPI", "Line", "OpenLines", "Outcome", "Receipt", "Status", "custom_id", "decode_item", "index_of",
+    "BatchAPI", "Line", "OpenLines", "Outcome", "Receipt", "Status", "custom_id", "decode_item", "failed", "index_of",
     "item_error", "keep", "missing", "model_of", "read_results", "unread", "unreadable",
 ]
 
@@ -92,8 +92,9 @@ class Status:
     """A batch as the vendor last described it.
 
     ``done``: it will not change any more; ``state``: the vendor's word for where it is; ``failure``: why the
-    whole batch failed (``None`` unless it did); ``ended``: ``"expired"`` / ``"cancelled"`` when it ended so
-    (items without a result then end that way); ``raw``: the vendor's object, which results are read from.
+    whole batch failed (``None`` unless it did); ``passing``: that failure is the account's limit, not the input's
+    fault (nothing ran: the same batch submitted later is answered); ``ended``: ``"expired"`` / ``"cancelled"`` when
+    it ended so (items without a result then end that way); ``raw``: the vendor's object, which results are read from.
     """
 
     done: bool
@@ -101,6 +102,7 @@ class Status:
     raw: Any = None
     failure: str | None = None
     ended: str | None = None
+    passing: bool = False
 
 
 class BatchAPI(Protocol):
@@ -153,6 +155,19 @@ def item_error(provider: HTTPProvider, line: Line, status: int, body: Any) -> Pr
     """The vendor's error for one item (HTTP ``status``, its error ``body``) as the wire classifies it."""
     raw = body if isinstance(body, bytes) else dumps(body)
     return provider.codec.classify_error(status, {}, raw, model=line.model, provider=provider.name)
+
+
+def failed(provider: str, batch_id: str, status: Status, model: str, custom_id: str | None = None) -> BatchError:
+    """The error of a call whose whole batch the vendor failed: a request error (what was submitted was refused), or
+    a retryable one when the vendor failed it for the account's limit (:attr:`Status.passing`)."""
+    if status.passing:
+        return BatchError(
+            f"batch {batch_id} failed: {status.failure} (an account limit at the vendor, not this request's fault: "
+            "nothing ran, and it may be sent again once the batches in progress have ended)", provider=provider,
+            reason="failed", model=model, batch_id=batch_id, custom_id=custom_id, kind=ErrorKind.transient,
+            retryable=True)
+    return BatchError(f"batch {batch_id} failed: {status.failure}", provider=provider, reason="failed", model=model,
+                      batch_id=batch_id, custom_id=custom_id)
 
 
 def missing(provider: str, line: Line, batch_id: str, status: Status) -> BatchError:

@@ -42,7 +42,7 @@ class GeminiBatches:
     """The Batch Mode of a :class:`~agentactors.GeminiProvider` (inline requests)."""
 
     max_lines = 100_000
-    max_bytes = 20 * 1024 * 1024  # inline requests: past it, Gemini wants an uploaded file
+    max_bytes = 20_000_000  # inline requests: "under 20 MB" in all; past it, Gemini wants an uploaded file
 
     def __init__(self, provider: HTTPProvider, http: VendorHTTP) -> None:
         self.provider = provider

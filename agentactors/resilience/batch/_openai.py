@@ -24,6 +24,10 @@ __all__ = ["OpenAIBatches"]
 ENDPOINT: Final = "/v1/chat/completions"
 _ENDED: Final = frozenset({"completed", "failed", "expired", "cancelled"})
 _GONE: Final = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
+#: A failed batch's error codes that are the account's limits, not the input's fault: nothing ran, and the same
+#: batch is accepted later ("Enqueued token limit reached ... try again once some in_progress batches have been
+#: completed").
+_PASSING: Final = frozenset({"token_limit_exceeded", "rate_limit_exceeded"})
 
 
 class OpenAIBatches:
@@ -62,9 +66,9 @@ class OpenAIBatches:
         state = str(batch.get("status", "")) if isinstance(batch, dict) else ""
         if state not in _ENDED:
             return Status(False, state or "unknown", batch)
-        failure = _failure(batch) if state == "failed" else None
+        failure, code = _failure(batch) if state == "failed" else (None, None)
         ended = state if state in ("expired", "cancelled") else None
-        return Status(True, state, batch, failure=failure, ended=ended)
+        return Status(True, state, batch, failure=failure, ended=ended, passing=code in _PASSING)
 
     async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
         """The output file's and the error file's items, each streamed; a file that fails part way keeps what it
@@ -113,11 +117,13 @@ def _id(body: Any, what: str, provider: str, model: str) -> str:
     return value
 
 
-def _failure(batch: Mapping[str, Any]) -> str:
+def _failure(batch: Mapping[str, Any]) -> tuple[str, str | None]:
+    """Why a failed batch failed, and its first error's code (``None`` when it names none)."""
     errors = batch.get("errors")
     data = errors.get("data") if isinstance(errors, dict) else None
     if isinstance(data, list) and data and isinstance(data[0], dict):
         first = data[0]
-        return str(first.get("message") or first.get("code") or "the batch failed")
-    return "the batch failed"
+        code = first.get("code")
+        return str(first.get("message") or code or "the batch failed"), code if isinstance(code, str) else None
+    return "the batch failed", None
 

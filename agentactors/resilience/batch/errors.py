@@ -16,14 +16,16 @@ class BatchError(ProviderError):
     ``"cancelled"`` (the batch was cancelled), ``"failed"`` (the vendor failed the whole batch),
     ``"missing"`` (the batch ended without a result for the item), ``"poll"`` (the batch, or its results
     file, could no longer be read), ``"timeout"`` (the batch was still running after the provider's
-    ``max_wait``; it was cancelled at the vendor) or ``"unconfirmed"`` (the request that creates the batch may
+    ``max_wait``; it was cancelled at the vendor), ``"unconfirmed"`` (the request that creates the batch may
     have been accepted, but no batch id came back: it is not sent again, which could make a second batch billed
-    twice).  Expired, cancelled, missing and unreadable items are retryable — sent again, they are answered —
-    and so transient; a failed batch is the vendor refusing what was submitted, and not; a timed-out one is
-    transient but not retryable (a retry would wait as long), and so is an unconfirmed one (a retry could pay
-    twice).  An item the vendor answered with an error is that error as the wire classifies it (a 400 is a
-    request error), not a ``BatchError``.  ``batch_id`` and ``custom_id`` name the batch and the item in it
-    (``None`` when the request never reached a batch).
+    twice) or ``"too_large"`` (the request alone is past the most a batch of its vendor may hold: refused before
+    anything is sent, a request error).  Expired, cancelled, missing and unreadable items are retryable — sent
+    again, they are answered — and so transient; a failed batch is the vendor refusing what was submitted, and not
+    (unless it failed for the account's limit — OpenAI's enqueued-token limit —, when nothing ran: then it is
+    transient and retryable); a timed-out one is transient but not retryable (a retry would wait as long), and so
+    is an unconfirmed one (a retry could pay twice).  An item the vendor answered with an error is that error as
+    the wire classifies it (a 400 is a request error), not a ``BatchError``.  ``batch_id`` and ``custom_id`` name
+    the batch and the item in it (``None`` when the request never reached a batch).
     """
 
     def __init__(

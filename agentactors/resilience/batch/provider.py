@@ -53,7 +53,19 @@ from ...providers.port import (
 )
 from ...redaction import redact
 from ..decorator import ProviderDecorator, as_provider_error
-from ._api import BatchAPI, Line, OpenLines, Outcome, Receipt, Status, custom_id, index_of, missing, unreadable
+from ._api import (
+    BatchAPI,
+    Line,
+    OpenLines,
+    Outcome,
+    Receipt,
+    Status,
+    custom_id,
+    failed,
+    index_of,
+    missing,
+    unreadable,
+)
 from ._http import VendorHTTP, dumps
 from ._park import Entry, Parking, journal_of_runtime
 from ._vendors import api_for
@@ -65,6 +77,14 @@ log = logging.getLogger("agentactors.resilience.batch")
 
 #: Consecutive failed polls (each a transient error) after which the batch's waiting calls fail.
 MAX_POLL_FAILURES = 10
+#: The longest wait between two failed polls: after the second failure in a row the wait doubles, up to this (or
+#: ``poll_every``, when that is longer), and is never shorter than the vendor's ``Retry-After``.
+MAX_POLL_BACKOFF = 3600.0
+#: Bytes counted for each line's envelope in a batch (its custom id, OpenAI's ``method`` and ``url``, Gemini's
+#: ``metadata``) and for the whole submission's (the batch's JSON, a multipart form): what the vendors' limits on a
+#: batch's size count besides the request bodies.
+LINE_ENVELOPE = 256
+BATCH_ENVELOPE = 64 * 1024
 #: The longest a submission may take (it is shielded from cancellation, so it is bounded).
 SUBMIT_BOUND = 300.0
 #: A batch's status answer may be this many times ``max_response_bytes`` (Gemini's holds every item's answer
@@ -104,7 +124,7 @@ class _Batch:
         self.count = 0  # lines ever added: the next line's position
         self.full = anyio.Event()
         self.id: str | None = None
-        self.state = "collecting"  # collecting | submitted | ended
+        self.state = "collecting"  # collecting | submitting (its lines are being sent) | submitted | ended
         self.driven = False
         self.next_poll = opened
         self.deadline = math.inf  # when its waiting calls stop waiting (max_wait after it was submitted)
@@ -129,7 +149,11 @@ class BatchProvider(ProviderDecorator):
     * ``window``: seconds a batch collects requests after its first one; ``max_requests``: it is submitted
       at once when it holds this many (also bounded by the vendor's own limits on lines and bytes).  Each
       model gets its own batches (the vendors take one model per batch, or price it so).
-    * ``poll_every``: seconds between status reads of a submitted batch (more than 0).
+    * ``poll_every``: seconds between status reads of a submitted batch (more than 0).  A failed read is tried again
+      at ``poll_every`` twice, then backing off (doubling, up to an hour), never sooner than the vendor's
+      ``Retry-After``; the calls give up after ``MAX_POLL_FAILURES`` failed reads in a row (hours, not minutes).
+    * A request that no batch of its vendor can hold (with its envelope, past the vendor's limit on a batch's bytes)
+      is refused before anything is sent: :class:`BatchError` ``reason="too_large"``, a request error.
     * ``max_wait``: the longest its calls wait on a submitted batch (48 h by default: twice the vendors' 24 h
       window), counted from its submission (from the first call that resumed it, after a restart).  A batch
       still running then — a vendor stuck "in progress" — is cancelled at the vendor (best effort), read once
@@ -141,7 +165,8 @@ class BatchProvider(ProviderDecorator):
       (a 400 is a request error); an item that expired or was cancelled, or that an ended batch holds no
       result for, is a retryable :class:`BatchError` (``reason``: ``expired`` / ``cancelled`` /
       ``missing``); a batch the vendor failed fails each of its calls with a :class:`BatchError`
-      (``reason="failed"``, not retryable); a submission the vendor refused fails its calls with that error.
+      (``reason="failed"``, not retryable — unless the vendor failed it for the account's limit, when nothing ran:
+      then retryable); a submission the vendor refused fails its calls with that error.
       A results file is streamed a line at a time (memory holds one line, whatever the file's size); one that
       breaks part way keeps the answers read, and the other calls get a retryable ``BatchError("poll")``.
     * Responses carry ``provider_data["batch"] = {"id", "custom_id"}``: ``RunResult.cost`` prices them at the
@@ -221,6 +246,8 @@ class BatchProvider(ProviderDecorator):
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         line, digest = self._line(request)
+        if line.size + LINE_ENVELOPE + BATCH_ENVELOPE > self._api.max_bytes:
+            raise self._too_large(line)
         waiter = _Waiter(line, digest, journal_of_runtime())
         batch = await self._resume(waiter) if waiter.journal is not None else None
         if batch is None:
@@ -232,7 +259,8 @@ class BatchProvider(ProviderDecorator):
                 # It leaves a submitted batch: its item runs and is billed.  Noted for the run to charge — its prompt,
                 # at the batch price (the answer it will not read is not known).  Withdrawn before the submission:
                 # nothing is billed, which is noted too (the ProviderActor around would otherwise guess a call).
-                billed = () if batch.id is None else (
+                # (Cancelled while its batch is being sent, its line is in it: billed, should the vendor make it.)
+                billed = () if batch.state == "collecting" else (
                     CutShort(self.name, line.model, estimate_tokens(line.request or request, max_output=0), batch=True),
                 )
                 note_cut_short(request, billed)
@@ -295,27 +323,31 @@ class BatchProvider(ProviderDecorator):
         deadline = self._clock() + wait
         failures = 0
         while True:
+            pause = self.poll_every
+            status: Status | None = None
             try:
-                status = await self._api.status(name, model)
+                with anyio.move_on_after(max(0.0, deadline - self._clock())):  # a read that hangs: max_wait bounds it
+                    status = await self._api.status(name, model)
             except Exception as exc:
                 error = as_provider_error(exc, self._inner, model)
                 failures += 1
                 if not error.retryable or failures >= MAX_POLL_FAILURES or self._clock() >= deadline:
                     raise _unread_batch(error, name, model) from None
                 log.info("batch %s: reading it failed (%s); trying again", name, redact(str(error)))
+                pause = self._backoff(failures, error)
             else:
-                failures = 0
-                if status.done:
-                    break
+                if status is not None:
+                    failures = 0
+                    if status.done:
+                        break
                 if self._clock() >= deadline:
                     raise BatchError(
                         f"batch {name} was still running after max_wait ({wait:g} s); it runs on at the vendor: "
                         "collect it again later", provider=self.name, reason="timeout", model=model, batch_id=name,
                         kind=ErrorKind.transient, retryable=False)
-            await anyio.sleep(max(0.0, min(self.poll_every, deadline - self._clock())))
+            await anyio.sleep(max(0.0, min(pause, deadline - self._clock())))
         if status.failure is not None:
-            raise BatchError(f"batch {name} failed: {status.failure}", provider=self.name, reason="failed",
-                             model=model, batch_id=name)
+            raise failed(self.name, name, status, model)
         lines = OpenLines(model)
         try:
             outcomes = await self._api.results(name, status, lines)
@@ -362,7 +394,8 @@ class BatchProvider(ProviderDecorator):
         """Add the call's line to its model's collecting batch (a new one when there is none, or it is full)."""
         line = waiter.line
         batch = self._open.get(line.model)
-        if batch is not None and batch.lines and batch.size + line.size > self._api.max_bytes:
+        size = line.size + LINE_ENVELOPE  # its envelope counts against the vendor's limit too (see complete())
+        if batch is not None and batch.lines and batch.size + size > self._api.max_bytes - BATCH_ENVELOPE:
             self._close(batch)
             batch = None
         if batch is None:
@@ -371,7 +404,7 @@ class BatchProvider(ProviderDecorator):
         batch.count += 1
         batch.lines[line.custom_id] = line
         batch.waiters[line.custom_id] = waiter
-        batch.size += line.size
+        batch.size += size
         if len(batch.lines) >= self.max_requests:
             self._close(batch)
         return batch
@@ -426,7 +459,7 @@ class BatchProvider(ProviderDecorator):
             del batch.waiters[custom]
             if batch.state == "collecting":
                 line = batch.lines.pop(custom, None)
-                batch.size -= line.size if line is not None else 0
+                batch.size -= line.size + LINE_ENVELOPE if line is not None else 0
                 if not batch.lines and self._open.get(batch.model) is batch:
                     del self._open[batch.model]  # the next call opens a window of its own
         if batch.state == "submitted" and not batch.waiters and batch.id is not None:
@@ -449,9 +482,10 @@ class BatchProvider(ProviderDecorator):
                 batch.state = "ended"
                 return
             receipt = Receipt()
+            batch.state = "submitting"  # its lines are sent from here on: a call that leaves now is not withdrawn
             with anyio.CancelScope(shield=True), anyio.move_on_after(SUBMIT_BOUND) as bound:
                 await self._submit(batch, receipt)
-            if bound.cancelled_caught and batch.state == "collecting":
+            if bound.cancelled_caught and batch.state == "submitting":
                 words = f"submitting the batch took longer than {SUBMIT_BOUND:g} s"
                 if receipt.creating:  # the vendor may have created it: never sent again (see _unconfirmed)
                     self._end(batch, self._unconfirmed(words, receipt))
@@ -533,20 +567,41 @@ class BatchProvider(ProviderDecorator):
             if self._clock() < batch.next_poll:
                 continue  # woken by the deadline
             batch.next_poll = self._clock() + self.poll_every
+            status: Status | None = None
             try:
-                status = await self._api.status(batch.id, batch.model)
+                # A read that hangs (a client without a read timeout) must not outlast max_wait: the loop gives up.
+                with anyio.move_on_after(max(0.0, batch.deadline - self._clock())):
+                    status = await self._api.status(batch.id, batch.model)
             except Exception as exc:
                 error = as_provider_error(exc, self._inner, batch.model)
                 failures += 1
                 if error.retryable and failures < MAX_POLL_FAILURES:
                     log.info("batch %s: polling failed (%s); trying again", batch.id, redact(str(error)))
+                    batch.next_poll = self._clock() + self._backoff(failures, error)
                     continue
                 self._end(batch, _failing(error, batch))
                 return
+            if status is None:
+                continue  # max_wait passed during the read
             failures = 0
             if status.done:
                 await self._finish(batch, status)
                 return
+
+    def _backoff(self, failures: int, error: ProviderError) -> float:
+        """Seconds to the next status read after ``failures`` failed ones in a row: ``poll_every`` after the first two,
+        then doubling, up to ``MAX_POLL_BACKOFF`` (or ``poll_every`` when longer) — never sooner than the vendor's
+        ``Retry-After``.  A vendor whose status endpoint is down for minutes must not fail a batch that still runs,
+        and bills: ``MAX_POLL_FAILURES`` reads then span hours, not ten ``poll_every``s."""
+        wait = min(self.poll_every * 2.0 ** max(0, failures - 2), max(self.poll_every, MAX_POLL_BACKOFF))
+        return max(wait, error.retry_after or 0.0)
+
+    def _too_large(self, line: Line) -> BatchError:
+        """The error of a request that no batch of this vendor can hold: refused before anything is sent."""
+        return BatchError(
+            f"the request is {line.size} bytes as sent: with its envelope it is past the most a batch of this vendor "
+            f"may hold ({self._api.max_bytes} bytes); send it as a single call instead of through the batch API",
+            provider=self.name, reason="too_large", model=line.model, kind=ErrorKind.request, retryable=False)
 
     async def _give_up(self, batch: _Batch) -> Status | None:
         """``max_wait`` passed: cancel the batch at the vendor (nobody will collect it), then read its status once
@@ -573,10 +628,7 @@ class BatchProvider(ProviderDecorator):
         assert batch.id is not None
         batch_id = batch.id
         if status.failure is not None:
-            failure = status.failure
-            self._end(batch, lambda line: BatchError(
-                f"batch {batch_id} failed: {failure}", provider=self.name, reason="failed", model=line.model,
-                batch_id=batch_id, custom_id=line.custom_id))
+            self._end(batch, lambda line: failed(self.name, batch_id, status, line.model, line.custom_id))
             return
         try:
             outcomes = await self._api.results(batch_id, status, dict(batch.lines))
