@@ -135,9 +135,11 @@ class _Asks(Protocol):
     async def ask(self, message: Any) -> Any: ...
 
 
-def _parsed(content: str, step: int) -> tuple[str, Sequence[ToolCall]]:
-    """A reply on the JSON transport: its text and the calls parsed from it (ids prefixed by the step)."""
-    parsed = parse_reply(content, id_prefix=f"s{step}_")
+def _parsed(response: LLMResponse, step: int) -> tuple[str, Sequence[ToolCall]]:
+    """A reply on the JSON transport: its text and the calls parsed from it (ids prefixed by the step); a call
+    block the reply ended inside at ``max_tokens`` is a call marked cut off, as the native wires mark one."""
+    cut = response.stop_reason is StopReason.max_tokens
+    parsed = parse_reply(response.content, id_prefix=f"s{step}_", cut=cut)
     return parsed.text, parsed.calls
 
 
@@ -662,7 +664,7 @@ class LoopController:
         if state.cost.armed and (ended := state.past_cost_limit()) is not None:
             return ended
         text, calls = (
-            (response.content, response.tool_calls) if self._native else _parsed(response.content, state.steps)
+            (response.content, response.tool_calls) if self._native else _parsed(response, state.steps)
         )
         # The step's one look at why the model stopped: end_turn and tool_use go on below; the rest (cut off,
         # filtered, paused, malformed) are read by _odd_stop, which may end the run or take another step.

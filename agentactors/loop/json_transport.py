@@ -13,8 +13,11 @@ not executed (running a guess is worse than showing the model's text).  A block
 inside a think block is the model thinking, not a call (:mod:`.thinking`).  A call
 whose arguments are past the JSON policy (:mod:`agentactors._json`: nesting,
 integer digits) is marked ``unparseable``, as on the native transport: the tool
-does not run and the model reads why.  Scanning is linear in the text, whatever
-it holds (braces that never close, open strings, many blocks).
+does not run and the model reads why.  A block that starts as a call and never
+closes holds everything after it: no call is read from inside it.  A reply cut at
+``max_tokens`` inside such a block makes it a call marked ``unparseable`` (cut off),
+as the native wires mark one — never the answer.  Scanning is linear in the text,
+whatever it holds (braces that never close, open strings, many blocks).
 
 :class:`StreamFilter` applies the same rules to a stream of text deltas: prose
 is released as it arrives and only the text from a possible block start (a
@@ -46,6 +49,13 @@ _INFO = re.compile(r"[A-Za-z0-9_+\-]*[ \t]*\n")
 _MANY_BLANKS = re.compile(r"\n{3,}")
 # What a brace match looks at; everything else is skipped over in C.
 _SPECIAL = re.compile(r'[{}"\\]')
+# A block that starts as a call does: its first key is "tool" or "arguments".
+_CALL_START = re.compile(r'\{\s*"(?:tool|arguments)"\s*:')
+# A cut call's name (its first key's string, whole or cut) and where its arguments begin.
+_CUT_NAME = re.compile(r'\{\s*"tool"\s*:\s*"((?:[^"\\]|\\.)*)("?)')
+_CUT_ARGS = re.compile(r'\s*,\s*"arguments"\s*:\s*')
+#: What a call cut off at ``max_tokens`` says, as the native wires say it.
+CUT_OFF = "the arguments were cut off at max_tokens; ask for less or split the call"
 
 
 def contract_text(tools: Sequence[ToolSpec]) -> str:
@@ -316,6 +326,34 @@ def _holds(value: Any, marker: object) -> bool:
     return False
 
 
+def _cut_start(text: str, brace: int) -> bool:
+    """Whether the never-closing ``{`` at ``brace`` is a call cut off before its first key was whole (``{"to``)."""
+    rest = text[brace + 1 : brace + 64].lstrip()
+    if len(rest) < 2 or len(text) - brace > 64:
+        return False
+    return '"tool"'.startswith(rest.rstrip()) or '"arguments"'.startswith(rest.rstrip())
+
+
+def _cut_call(text: str, brace: int) -> _Found:
+    """The call ``max_tokens`` cut off in the block from ``brace`` to the end of ``text``: its name (as far as it
+    was written; ``"tool"`` when none was), no arguments, the arguments' text as far as it was written."""
+    name = ""
+    raw: str | None = None
+    found = _CUT_NAME.match(text, brace)
+    if found is not None:
+        written = found.group(1)
+        try:
+            name = json.loads(f'"{written}"')
+        except ValueError:  # cut inside an escape
+            name = written
+        name = name.strip()
+        if found.group(2):
+            args = _CUT_ARGS.match(text, found.end())
+            if args is not None and args.end() < len(text.rstrip()):
+                raw = text[args.end() :].rstrip()
+    return name or "tool", {}, raw, CUT_OFF
+
+
 def _fence_body(text: str, start: int) -> tuple[int, int]:
     """For a fence opening at ``start``: ``(body_start, close_index)``; ``close_index`` is
     ``len(text)`` when the fence is never closed."""
@@ -333,13 +371,14 @@ class _Scanner:
     the walk has passed them, and braces that never close are matched by :class:`_Closes`.
     """
 
-    __slots__ = ("_counter", "_first", "_prefix", "calls")
+    __slots__ = ("_counter", "_first", "_prefix", "calls", "reset")
 
     def __init__(self, id_prefix: str, first_index: int) -> None:
         self._prefix = id_prefix
         self._first = first_index
         self._counter = first_index
         self.calls: list[ToolCall] = []
+        self.reset = -1  # where a closing think tag met in a fence's scan ended (in the fence's text)
 
     def _add(self, found: _Found) -> None:
         name, args, raw, problem = found
@@ -354,13 +393,20 @@ class _Scanner:
                 )
             )
 
-    def scan(self, text: str, *, fences: bool = True, think: bool = False) -> str:
+    def scan(self, text: str, *, fences: bool = True, think: bool = False, strays: bool = True,
+             cut: bool = False) -> str:
         """``text`` without the call blocks it holds (which join :attr:`calls`).
 
-        ``think``: a call inside a think block is thinking, not a call (the top level of a reply; the
+        ``think``: a call inside a think block is thinking, not a call (a reply, and the fences in it; the
         stream's text has its think blocks removed already).  A reply with no opening tag but a closing
         one began thinking before its text (the vendor's template wrote the opening tag): what comes
-        before that tag is thinking too.
+        before that tag is thinking too (``strays``: a fence's scan looks for that tag only while the
+        reply's does).  Met inside a fence, it ends the fence's scan and :attr:`reset` says where it ended.
+
+        A block that starts as a call (its first key ``"tool"`` or ``"arguments"``) and never closes holds,
+        by its braces, everything after it: no call is read from it (it stays text).  ``cut``: the reply
+        was cut off at ``max_tokens`` at the end of ``text``, so such a block is that call, cut: a call
+        marked ``unparseable`` (:data:`CUT_OFF`), as the native wires mark one.
         """
         kept: list[str] = []
         i = 0
@@ -369,7 +415,7 @@ class _Scanner:
         brace = text.find("{")
         fence = text.find(_FENCE) if fences else -1
         tag = OPEN_TAG.search(text) if think else None
-        stray = ANY_CLOSE_TAG.search(text) if think and tag is None else None
+        stray = ANY_CLOSE_TAG.search(text) if think and strays and (tag is None or not fences) else None
         while i < n:
             # Each next position is searched for again only once the walk is past it.
             if 0 <= brace < i:
@@ -399,6 +445,9 @@ class _Scanner:
                 # Everything so far was thinking: its calls were drafts.
                 del self.calls[:]
                 self._counter = self._first
+                if not fences:  # a fence's scan: the reply's scan goes on after the tag
+                    self.reset = stray.end()
+                    return ""
                 kept = [text[: stray.end()]]
                 i = stray.end()
                 stray = None
@@ -409,7 +458,15 @@ class _Scanner:
                 # An unclosed fence (a forgotten or cut-off closing line) runs to the end of the text.
                 closing = _FENCE if close < n else ""
                 before = len(self.calls)
-                inner = self.scan(text[body_start:close], fences=False)
+                inner = self.scan(
+                    text[body_start:close], fences=False, think=think, strays=stray is not None, cut=cut and not closing
+                )
+                if self.reset >= 0:  # a closing tag in the fence: all before it was thinking
+                    i = body_start + self.reset
+                    self.reset = -1
+                    kept = [text[:i]]
+                    stray = None
+                    continue
                 if len(self.calls) > before and not inner.strip():
                     pass  # a fence holding only calls disappears with them
                 elif len(self.calls) > before:
@@ -421,6 +478,13 @@ class _Scanner:
             kept.append(text[i:brace])
             end = match_brace(text, brace) if closes is None else closes.match(brace)
             if end is None:
+                if stray is None and (_CALL_START.match(text, brace) is not None or (cut and _cut_start(text, brace))):
+                    # A call that never closes: what follows is inside it.  Cut at max_tokens, it is a call cut off.
+                    if cut:
+                        self._add(_cut_call(text, brace))
+                    else:
+                        kept.append(text[brace:])
+                    break
                 # Never closes: not a block.  Go on after the brace so a later block still counts; the
                 # braces after it are matched from one pass, not each to the end of the text again.
                 if closes is None:
@@ -442,19 +506,21 @@ def _tidy(text: str) -> str:
     return _MANY_BLANKS.sub("\n\n", text).strip()
 
 
-def parse_reply(text: str, *, id_prefix: str = "call_", first_index: int = 0) -> ParsedReply:
+def parse_reply(text: str, *, id_prefix: str = "call_", first_index: int = 0, cut: bool = False) -> ParsedReply:
     """Split a JSON-fallback reply into prose and calls.
 
     Call ids are ``f"{id_prefix}{k}"`` for ``k = first_index + 1, ...`` (give each
     step its own prefix so ids stay unique in a run).  Whitespace left where a
     block was removed is tidied: no more than one blank line, no leading or
     trailing whitespace.  A block inside a think block is thinking, not a call
-    (:mod:`.thinking`).  Never raises on any input; linear in the text.
+    (:mod:`.thinking`).  ``cut``: the reply stopped at ``max_tokens``; a call block
+    it ends inside is a call cut off, marked ``unparseable`` (never run, never the
+    answer).  Never raises on any input; linear in the text.
     """
     if "{" not in text:
         return ParsedReply(text.strip())
     scanner = _Scanner(id_prefix, first_index)
-    kept = scanner.scan(text, think="<" in text)
+    kept = scanner.scan(text, think="<" in text, cut=cut)
     if not scanner.calls:
         return ParsedReply(text.strip())
     return ParsedReply(_tidy(kept), tuple(scanner.calls))
@@ -512,7 +578,9 @@ class StreamFilter:
             out.append(self._release(delta[end:]))
         return "".join(out)
 
-    def finish(self) -> str:
+    def finish(self, *, cut: bool = False) -> str:
+        """What was still held, shown now (``cut``: the reply stopped at ``max_tokens``; a call block it ended
+        inside is a call cut off, never shown)."""
         text = "".join(self._parts) if self._kind != _NONE else self._prefix
         self._kind = _NONE
         self._parts = []
@@ -520,7 +588,7 @@ class StreamFilter:
         out: list[str] = []
         if text:
             # What never resolved is text, but the calls in it are still calls (as parse_reply finds them).
-            self._show(_Scanner("", 0).scan(text), out)
+            self._show(_Scanner("", 0).scan(text, cut=cut), out)
         self._pending = []
         return "".join(out)
 
@@ -622,6 +690,16 @@ def _results_message(entries: list[str], media: list[MediaPart]) -> Message:
     return Message.user([Text(text), *media]) if media else Message.user(text)
 
 
+def _defused(content: str) -> str:
+    """A result's text with each line that reads as a result entry's header (``[name · call id · ok]``)
+    escaped (``\\[``): a result cannot pass itself off as another's (a fake ``ok`` for a call that failed)."""
+    lines = content.split("\n")
+    for k, line in enumerate(lines):
+        if line.startswith("[") and "· call " in line and line.rstrip().endswith("]"):
+            lines[k] = "\\" + line
+    return "\n".join(lines)
+
+
 def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
     """The conversation as a provider without native tools can carry it.
 
@@ -629,7 +707,9 @@ def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
     with ``tool_calls``, ``tool`` messages with results) so its record reads the
     same on both transports.  On the wire, a call becomes its contract block
     after the assistant's text, and consecutive results become one user message
-    (with the media parts the tools returned, after the text).  The entries of a
+    (with the media parts the tools returned, after the text); a line of a result
+    that reads as an entry's header is escaped (``\\[``), so a result cannot pass
+    itself off as another's.  The entries of a
     run of results are joined once, when the run ends (not message by message:
     a step of many results costs their size, not its square).
     """
@@ -639,7 +719,8 @@ def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
     for m in messages:
         if m.role == "tool":
             status = "error" if m.is_error else "ok"
-            entries.append(f"[{m.name or 'tool'} · call {m.tool_call_id} · {status}]\n{m.content}")
+            content = m.content if "· call " not in m.content else _defused(m.content)
+            entries.append(f"[{m.name or 'tool'} · call {m.tool_call_id} · {status}]\n{content}")
             media.extend(m.media)
             continue
         if entries:

@@ -20,7 +20,16 @@ from ..actors.ref import ActorRef
 from ..errors import ProviderError
 from ..events import EventSink
 from ..gateway.provider import Stream
-from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, TextDelta, ToolCallDelta, ToolCallStart
+from ..messages import (
+    LLMRequest,
+    LLMResponse,
+    ReasoningDelta,
+    StopReason,
+    StreamEnd,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+)
 from ..output.partial import PartialOutput
 from .json_transport import StreamFilter
 from .thinking import ThinkFilter
@@ -93,7 +102,9 @@ async def generate_streamed(
             release(frame, ref)
     tail = thinking.finish()
     if blocks is not None:
-        tail = blocks.feed(tail) + blocks.finish() if tail else blocks.finish()
+        # A reply cut at max_tokens inside a call block: that call, cut, is never shown (parse_reply marks it).
+        cut = response is not None and response.stop_reason is StopReason.max_tokens
+        tail = blocks.feed(tail) + blocks.finish(cut=cut) if tail else blocks.finish(cut=cut)
     if tail:
         _deliver(tail, sink, on_text, partial)
     if response is None:
