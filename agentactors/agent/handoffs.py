@@ -11,8 +11,9 @@ earlier ones — the run, and its count, go on.
 
 A :class:`Handoff` is a :class:`~agentactors.tools.registry.Tool` (so it can be listed, inspected and
 passed where tools go: in ``tools=`` it is taken as a handoff too), but the executor never runs it: the
-loop answers the call itself.  The target is an Agent — any object with a ``name`` and a ``run``, held here
-without importing the agent layer, which imports this module — or the *name* of an agent (``handoff("triage")``),
+loop answers the call itself.  The target is an Agent — checked here only for a ``name`` and a ``run``, without
+importing the agent layer, which imports this module; another object with them is refused at the first run, as a
+name no agent has ("cannot reach") — or the *name* of an agent (``handoff("triage")``),
 resolved among the agents the run can reach: that is how two agents hand a conversation back and forth
 (agents are immutable, so two of them cannot hold each other).
 """
@@ -44,8 +45,8 @@ def _transfer() -> str:
 class Handoff(Tool[[], str]):
     """The tool :func:`handoff` builds: its call hands the run to :attr:`target`.
 
-    :ivar target: the agent that takes over (any object with a ``name`` and a ``run``; in practice an
-        ``Agent``), or its name (found among the agents the run reaches through its handoffs).
+    :ivar target: the ``Agent`` that takes over, or its name (found among the agents the run reaches through
+        its handoffs).
     :ivar target_name: the target agent's name.
     :ivar input_filter: ``fn(messages) -> messages``, what the target sees of the conversation
         (default: all of it).

@@ -8,8 +8,10 @@ raises :class:`~agentactors.errors.PauseConsumedError` and runs nothing.  A resu
 run starts (a runtime that is not running, a toolset that cannot list its tools) gives the claim back.
 
 A pause is named by the id of the run that paused and its pending calls' ids.  The claims live in
-this process (the most recent ``_LIMIT`` of them); across processes the caller must record the claim
-itself (docs/agents.md, "Approvals") — or use a session, whose store does it.
+this process (the most recent ``_LIMIT`` of them), shared by its threads — two request threads, each
+running its own event loop, race on one table, so a claim's look-up and its write are one step under a
+lock; across processes the caller must record the claim itself (docs/agents.md, "Approvals") — or use a
+session, whose store does it.
 
 A resume run again from its recording — ``replay`` or ``fork`` of a resumed run (:mod:`agentactors.journal`)
 — consumes nothing: the resume it repeats already went on, and its approved calls are served from the
@@ -19,6 +21,7 @@ recording.  Such a caller starts it inside :func:`again`, and that one resume is
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
@@ -32,6 +35,8 @@ __all__ = ["again", "claim", "release"]
 _LIMIT: Final = 100_000
 
 _claimed: dict[tuple[str | None, tuple[str, ...]], None] = {}
+#: Held while the table is read and written: between a claim's look-up and its write another thread may run.
+_lock: Final = threading.Lock()
 
 PauseKey = tuple[str | None, tuple[str, ...]]
 
@@ -59,19 +64,23 @@ def claim(state: PausedRun) -> PauseKey | None:
         _AGAIN.set(False)  # this resume only: one its tools start (a fork's live steps) is claimed as ever
         return None
     key = _key(state)
-    if key in _claimed:
+    with _lock:
+        taken = key in _claimed
+        if not taken:
+            _claimed[key] = None
+            if len(_claimed) > _LIMIT:
+                del _claimed[next(iter(_claimed))]
+    if taken:
         raise PauseConsumedError(
             f"the run {state.run_id!r} paused for {', '.join(c.name for c in state.pending)} was resumed already "
             "(a pause goes on once); nothing ran this time",
             run_id=state.run_id,
         )
-    _claimed[key] = None
-    if len(_claimed) > _LIMIT:
-        del _claimed[next(iter(_claimed))]
     return key
 
 
 def release(key: PauseKey | None) -> None:
     """Give a claim back: its resume failed before anything ran."""
     if key is not None:
-        _claimed.pop(key, None)
+        with _lock:
+            _claimed.pop(key, None)

@@ -21,8 +21,9 @@ before the pause).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -30,17 +31,53 @@ from ..messages import Message, ToolCall, Usage
 from ..tools.approval import pending_reason
 from ..tools.results import ToolResult
 
-__all__ = ["Decisions", "PausedRun", "any_pending", "check_decisions"]
+__all__ = ["MAX_REASON_CHARS", "Decisions", "PausedRun", "any_pending", "check_decisions", "denial_reason"]
 
 #: ``{call_id: True}`` to approve a call, ``{call_id: "why not"}`` to deny it (``False`` denies without a reason).
 Decisions = Mapping[str, "bool | str"]
+
+
+#: The most characters of a person's reason to deny that the run keeps (a longer one is cut, saying so): a reason is
+#: a sentence or two for the model to read; a pasted document, or a client sending megabytes, went whole into the
+#: conversation — paid for at every later step — and held the loop while it was redacted.
+MAX_REASON_CHARS: Final = 2_000
+
+#: Control characters but tab and newline (C0, DEL, C1): a terminal escape or a NUL in a reason reaches the model,
+#: the run's records and whoever reads them — none of which wants it.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
+
+#: Ids shown in an error about decisions: enough to see the mistake, not a message of megabytes.
+_SHOWN_IDS = 10
+
+
+def denial_reason(text: str) -> str:
+    """A person's reason to deny a call as the run keeps it: control characters but tabs and newlines dropped,
+    whitespace stripped, at most :data:`MAX_REASON_CHARS` (a longer one cut, with a note saying so);
+    ``"denied by a person"`` when nothing is left."""
+    size = len(text)
+    cut = size > MAX_REASON_CHARS
+    if cut:
+        text = text[:MAX_REASON_CHARS]
+    text = _CONTROL.sub("", text).strip()
+    if not text:
+        return "denied by a person"
+    if cut:
+        text += f" [... cut: the reason was {size:,} characters]"
+    return text
+
+
+def _shown(ids: Sequence[object]) -> str:
+    """``ids`` for an error message: the first few, and how many more."""
+    head = ", ".join(repr(i)[:80] for i in ids[:_SHOWN_IDS])
+    more = len(ids) - _SHOWN_IDS
+    return f"[{head}]" if more <= 0 else f"[{head}, ... and {more:,} more]"
 
 
 def _frozen_reasons(value: Mapping[str, str]) -> Mapping[str, str]:
     return dict(value)
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, repr=False)
 class PausedRun:
     """Where a paused run stood (see the module docstring); plain data, safe to persist.
 
@@ -122,6 +159,15 @@ class PausedRun:
         by_id.update((r.call_id, r) for r in results)
         ran = [c for c in self.calls if c.id in by_id]
         return ran, tuple(by_id[c.id] for c in ran)
+
+    def __repr__(self) -> str:
+        # Its shape, not its contents: the conversation holds the calls' arguments (card numbers, tokens) and the
+        # vendors' signatures, which a logged ``%r`` of a pause must not write out.
+        pending = ", ".join(f"{c.name!r} (call {c.id!r})" for c in self.pending)
+        return (
+            f"PausedRun(run_id={self.run_id!r}, agent={self.agent!r}, step={self.step!r}, pending=[{pending}], "
+            f"messages={len(self.messages)}, calls={len(self.calls)})"
+        )
 
     def describe(self) -> str:
         """One line per pending call: its name, id and why it waits."""
@@ -232,12 +278,13 @@ def check_decisions(state: PausedRun, decisions: Any) -> dict[str, bool | str]:
     if not isinstance(decisions, Mapping):
         raise TypeError(f"decisions map call ids to True or a reason to deny, not {type(decisions).__name__}")
     pending = [c.id for c in state.pending]
-    unknown = [k for k in decisions if k not in pending]
+    waiting = set(pending)
+    unknown = [k for k in decisions if k not in waiting]
     if unknown:
-        raise ValueError(f"decisions for calls that are not pending: {unknown} (pending: {pending})")
+        raise ValueError(f"decisions for calls that are not pending: {_shown(unknown)} (pending: {_shown(pending)})")
     missing = [k for k in pending if k not in decisions]
     if missing:
-        raise ValueError(f"no decision for pending calls {missing}: give True or a reason to deny for each")
+        raise ValueError(f"no decision for pending calls {_shown(missing)}: give True or a reason to deny for each")
     out: dict[str, bool | str] = {}
     for key, value in decisions.items():
         if value is True:
@@ -245,7 +292,9 @@ def check_decisions(state: PausedRun, decisions: Any) -> dict[str, bool | str]:
         elif value is False:
             out[key] = "denied by a person"
         elif isinstance(value, str):
-            out[key] = value.strip() or "denied by a person"
+            out[key] = denial_reason(value)
         else:
-            raise TypeError(f"the decision for {key!r} must be True, False or a reason (str), not {value!r}")
+            raise TypeError(
+                f"the decision for {key!r} must be True, False or a reason (str), not {type(value).__name__}"
+            )
     return out
