@@ -10,8 +10,8 @@ A user message (or a tool result) may hold a sequence of parts instead of a stri
   normalised (``image/jpg`` is ``image/jpeg``); an image type the magic numbers contradict is refused;
 * a URL is ``http(s)://`` or ``gs://`` — passed to the vendor as a URL where the wire takes one.  The library
   never fetches a URL itself, so a prompt cannot make it reach into your network; a ``data:`` URL is decoded
-  into bytes here, so no payload ever travels in a ``url``.  A URL holding whitespace or control characters
-  is refused (the check would read another URL than the vendor gets).
+  into bytes here (its base64 as browsers read it), so no payload ever travels in a ``url``.  A URL holding
+  whitespace or control characters is refused (the check would read another URL than the vendor gets).
 
 Which wire and model can carry which part, and the vendors' size limits, are the codecs' data
 (:mod:`agentactors.providers`); a part a wire cannot carry is a request-kind error before anything is sent.
@@ -53,7 +53,9 @@ __all__ = [
 # --- token estimates (for ProviderActor's tokens-per-minute budget) --------------------------------------------
 #: An image, whatever its size: Anthropic's cost of an image at its largest unresized size (~1.15 megapixels,
 #: "about 1,600 tokens", docs.claude.com vision guide); OpenAI's high-detail 1024x1024 is 765 and Gemini's
-#: 258–1,290, so one figure errs on the side of the budget.
+#: 258–1,290, so one figure errs on the side of the budget for most models.  It under-counts where a model bills
+#: more: Claude Opus 4.7's high-resolution images (up to ~3.75 MP: about 5,000) and gpt-4o-mini's (2,833 + 5,667
+#: a tile); the vendor's usage then corrects the budget.
 IMAGE_TOKENS = 1_600
 #: A PDF page: the middle of Anthropic's documented 1,500–3,000 tokens per page (text plus the page image);
 #: Gemini counts 258.
@@ -83,6 +85,10 @@ _URL_SCHEMES = frozenset({"http", "https", "gs"})
 # Whitespace and control characters: urlsplit drops tabs and newlines (and strips the ends) before the scheme is
 # read, so a URL holding them would be checked in one form and sent in another.  RFC 3986 has them percent-encoded.
 _URL_UNSAFE = re.compile(r"[\x00-\x20\x7f]")
+# A data: URL's base64, read as browsers read it (WHATWG "forgiving-base64 decode"): whitespace dropped, then the
+# alphabet without padding.
+_B64_SPACE = re.compile(r"[\t\n\f\r ]+")
+_B64_ALPHABET = re.compile(r"[A-Za-z0-9+/]*")
 # The image types whose magic numbers sniff_media_type knows: a given type among these that the bytes contradict
 # is refused (the vendor would refuse it after sending: Anthropic's "does not match the provided media type").
 _SNIFFED_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/heic", "image/heif"})
@@ -168,8 +174,14 @@ def _decode_data_url(url: str) -> tuple[bytes, str | None]:
     is_base64 = "base64" in (p.lower() for p in params[1:])
     media_type = params[0] or None
     if is_base64:
+        # WHATWG's forgiving-base64 decode, as browsers read data: URLs: ASCII whitespace ignored, padding optional.
+        text = _B64_SPACE.sub("", urllib.parse.unquote(payload))
+        if len(text) % 4 == 0:
+            text = text[:-2] if text.endswith("==") else text[:-1] if text.endswith("=") else text
+        if len(text) % 4 == 1 or not _B64_ALPHABET.fullmatch(text):
+            raise ValueError("the data: URL's base64 payload does not decode")
         try:
-            data = base64.b64decode(urllib.parse.unquote(payload), validate=True)
+            data = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
         except (binascii.Error, ValueError) as exc:
             raise ValueError("the data: URL's base64 payload does not decode") from exc
     else:
@@ -209,14 +221,23 @@ def shown_url(url: str) -> str:
 
 
 def _check_image_bytes(name: str, data: bytes, media_type: str) -> None:
-    """Refuse a given image type the bytes' magic numbers contradict (a type they cannot tell is taken as given)."""
+    """Refuse a given image type the bytes' magic numbers contradict (a type they cannot tell is taken as given).
+
+    Bytes the magic numbers say are another image type, or no image at all (a PDF, a WAV), are refused.
+    """
     if media_type not in _SNIFFED_IMAGES:
         return
     sniffed = sniff_media_type(data)
-    if sniffed is None or sniffed == media_type or not sniffed.startswith("image/"):
+    if sniffed is None or sniffed == media_type:
         return
     if sniffed in _HEIF_FAMILY and media_type in _HEIF_FAMILY:
         return  # HEIC is a HEIF: either name fits the same bytes
+    if not sniffed.startswith("image/"):
+        part = "Audio" if sniffed.startswith("audio/") else "Document"
+        raise ValueError(
+            f"the {name}'s bytes are {sniffed}, not {media_type}: no image (a vendor refuses them after sending); "
+            f"use {part}(...) for them"
+        )
     raise ValueError(
         f"the {name}'s bytes are {sniffed}, not {media_type}: pass media_type={sniffed!r}, or none to have it "
         "sniffed (a vendor refuses an image whose type does not match its bytes)"
@@ -260,7 +281,7 @@ class _Media:
             raise ValueError(f"{name} takes exactly one of data= or url=")
         if self.url is not None and not isinstance(self.url, str):
             raise TypeError(f"{name}'s url must be a str, not {type(self.url).__name__}")
-        if self.url is not None and self.url.startswith("data:"):
+        if self.url is not None and self.url[:5].lower() == "data:":  # a scheme is case-insensitive (RFC 3986)
             data, given = _decode_data_url(self.url)
             object.__setattr__(self, "data", data)
             object.__setattr__(self, "url", None)

@@ -54,7 +54,8 @@ REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high"
 # The widest ranges any wire accepts (OpenAI and Gemini: temperature 0..2; Anthropic and Bedrock 0..1, checked by
 # their codecs).
 _TEMPERATURE_MAX = 2.0
-# OpenAI's seed is an int64, vLLM's a torch long; Gemini's an int32 (checked by its codec).
+# OpenAI's seed is an int64, vLLM's a torch long; Gemini's an int32 (checked by its codec).  Token counts are bounded
+# the same way: a vendor option past it is refused by the codecs (``sent_integer``), so a setting is too.
 _SEED_MIN, _SEED_MAX = -(2**63), 2**63 - 1
 
 
@@ -94,10 +95,13 @@ def check_top_p(value: float | None) -> None:
         raise ValueError(f"top_p must be between 0 and 1, not {value!r}")
 
 
-def check_max_tokens(value: int | None) -> None:
-    """``None`` or a positive int."""
+def check_max_tokens(value: int | None, *, int64: bool = False) -> None:
+    """``None`` or a positive int; with ``int64`` (what ``ModelSettings`` checks), one that fits a signed 64-bit
+    integer (no vendor or server parses a larger one, and a vendor option past it is refused)."""
     if value is not None and _integer("max_tokens", value) <= 0:
         raise ValueError("max_tokens must be positive")
+    if int64 and value is not None and value > _SEED_MAX:
+        raise ValueError(f"max_tokens must fit a signed 64-bit integer (at most {_SEED_MAX}), not {value!r}")
 
 
 def check_seed(value: int | None) -> None:
@@ -116,10 +120,13 @@ def check_reasoning_effort(value: str | None) -> None:
         raise ValueError(f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}, not {value!r}")
 
 
-def check_thinking_budget(value: int | None) -> None:
-    """``None`` or an int >= 0 (0: no thinking; each wire checks its own minimum and maximum)."""
+def check_thinking_budget(value: int | None, *, int64: bool = False) -> None:
+    """``None`` or an int >= 0 (0: no thinking; each wire checks its own minimum and maximum); with ``int64`` (what
+    ``ModelSettings`` checks), one that fits a signed 64-bit integer."""
     if value is not None and _integer("thinking_budget", value) < 0:
         raise ValueError(f"thinking_budget must be >= 0 tokens, not {value!r}")
+    if int64 and value is not None and value > _SEED_MAX:
+        raise ValueError(f"thinking_budget must fit a signed 64-bit integer (at most {_SEED_MAX}), not {value!r}")
 
 
 def check_timeout(value: float | None) -> None:
@@ -156,10 +163,17 @@ NO_STOP: tuple[str, ...] = _NoStop()
 
 
 def to_stop(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
-    """A bare string is one stop sequence, not a sequence of characters; ``None`` stays unset."""
+    """A bare string is one stop sequence, not a sequence of characters; ``None`` stays unset.
+
+    :raises TypeError: neither a str nor an iterable of them (a mapping too: its keys are no stop sequences).
+    """
     if value is None:
         return None
-    return (value,) if isinstance(value, str) else tuple(value)
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"stop must be a str or a sequence of str, not {type(value).__name__}")
+    return tuple(value)
 
 
 #: The keys ``ModelSettings.extra`` takes: the wire names whose codecs read their options (each wire's ``WIRE``,
@@ -300,14 +314,14 @@ class ModelSettings:
     def __attrs_post_init__(self) -> None:
         check_temperature(self.temperature)
         check_top_p(self.top_p)
-        check_max_tokens(self.max_tokens)
+        check_max_tokens(self.max_tokens, int64=True)
         if self.stop is not None:
             check_stop(self.stop)
         check_seed(self.seed)
         if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
             raise TypeError(f"parallel_tool_calls must be a bool, not {type(self.parallel_tool_calls).__name__}")
         check_reasoning_effort(self.reasoning_effort)
-        check_thinking_budget(self.thinking_budget)
+        check_thinking_budget(self.thinking_budget, int64=True)
         check_timeout(self.timeout)
 
     def __bool__(self) -> bool:

@@ -29,11 +29,14 @@ class MediaLimits:
     :param document_bytes: the largest document.
     :param request_bytes: the most inline media one request may carry, counted as base64 text (what the
         request body carries: 4/3 of the bytes).
+    :param image_base64_bytes: the largest image counted as its base64 text, for a vendor that measures the
+        encoded field (Anthropic: "image exceeds 5 MB maximum: 6405384 bytes > 5242880 bytes" for a 4.8 MB file).
     """
 
     image_bytes: int | None = None
     document_bytes: int | None = None
     request_bytes: int | None = None
+    image_base64_bytes: int | None = None
 
 
 def base64_size(size: int) -> int:
@@ -57,7 +60,10 @@ def unsupported(part: MediaPart, why: str, *, wire: str, model: str) -> Unsuppor
 
 
 def _mb(size: int) -> str:
-    return f"{size / (1024 * 1024):g} MB"
+    """A limit as its vendor writes it, and exactly: a whole number of MiB as MB (Anthropic's 5 MB is 5,242,880
+    bytes), else decimal megabytes (Bedrock's 3.75 MB is 3,750,000 bytes)."""
+    mib, rest = divmod(size, 1024 * 1024)
+    return f"{mib} MB" if not rest else f"{size / 1_000_000:g} MB"
 
 
 def check_limits(messages: Iterable[Message], limits: MediaLimits, *, wire: str, model: str) -> None:
@@ -68,17 +74,32 @@ def check_limits(messages: Iterable[Message], limits: MediaLimits, *, wire: str,
             continue
         size = len(part.data)
         if isinstance(part, Image) and limits.image_bytes is not None and size > limits.image_bytes:
-            raise unsupported(part, f"over the {_mb(limits.image_bytes)} per-image limit", wire=wire, model=model)
+            raise unsupported(
+                part, f"over the {_mb(limits.image_bytes)} per-image limit ({limits.image_bytes:,} bytes)",
+                wire=wire, model=model,
+            )
+        encoded = base64_size(size)
+        if isinstance(part, Image) and limits.image_base64_bytes is not None and encoded > limits.image_base64_bytes:
+            raise unsupported(
+                part,
+                f"{encoded / (1024 * 1024):.1f} MB as base64 (the size the vendor measures), over the "
+                f"{_mb(limits.image_base64_bytes)} per-image limit ({limits.image_base64_bytes:,} bytes): at most "
+                f"{limits.image_base64_bytes * 3 // 4:,} bytes of image",
+                wire=wire,
+                model=model,
+            )
         if isinstance(part, Document) and limits.document_bytes is not None and size > limits.document_bytes:
             raise unsupported(
-                part, f"over the {_mb(limits.document_bytes)} per-document limit", wire=wire, model=model
+                part, f"over the {_mb(limits.document_bytes)} per-document limit ({limits.document_bytes:,} bytes)",
+                wire=wire, model=model,
             )
-        total += base64_size(size)
+        total += encoded
         if limits.request_bytes is not None and total > limits.request_bytes:
             raise unsupported(
                 part,
-                f"the request's inline media reach {_mb(total)} with this part, over the "
-                f"{_mb(limits.request_bytes)} per-request limit (pass large files by URL where the wire takes one)",
+                f"the request's inline media reach {total / (1024 * 1024):.1f} MB with this part, over the "
+                f"{_mb(limits.request_bytes)} per-request limit ({limits.request_bytes:,} bytes of base64; pass large "
+                "files by URL where the wire takes one)",
                 wire=wire,
                 model=model,
             )

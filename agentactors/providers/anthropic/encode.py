@@ -32,7 +32,8 @@ content is the text block and those blocks.
 
 ``vendor_options["anthropic"]`` is merged into the body last, so it can set any vendor field
 (``thinking``, ``cache_control``, ``metadata``, ``top_k``, ...) or override a mapped one, but for ``model``,
-``messages`` and ``stream``, which are refused (:func:`~agentactors.providers._settings.check_owned`); what the
+``messages`` and ``stream``, which are refused (:func:`~agentactors.providers._settings.check_owned`), and for
+``tools`` beside declared tools, which it would replace (``extra_tools`` appends); what the
 merged body then sends for ``temperature``, ``top_p``, ``max_tokens`` and ``thinking`` is judged as the settings
 are (:func:`.models.check_sent`: ``{"temperature": 0.5}`` beside a ``top_p`` on Claude 4.5 is refused too).
 Three keys are read by the codec instead of being copied: ``disable_parallel_tool_use``
@@ -227,6 +228,11 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     """The Messages API body for ``request`` (see the module docstring for the mapping)."""
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
+    if request.tools and "tools" in options:
+        # It would replace the declared tools: the model could not call them, and a named choice would be a 400.
+        raise refused(WIRE, model, "vendor_options",
+                      "vendor_options['anthropic'] may not set 'tools' beside the request's declared tools (it would "
+                      "replace them); append raw tool definitions with 'extra_tools'")
     check_parts(request.messages, model)
     check_tool_names(WIRE, model, request.tools, ANTHROPIC_TOOL_NAMES)
     thinking, effort = plan_thinking(request, model)

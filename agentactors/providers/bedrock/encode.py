@@ -37,7 +37,9 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
 ``inferenceConfig``, so ``{"maxTokens": 500}`` keeps the mapped ``temperature`` and ``stopSequences``;
 ``toolConfig``), anything else as given (``guardrailConfig``, ``performanceConfig``, …), except
 ``tool_extras`` (``{tool name: {field: value}}`` merged into that tool's ``toolSpec``, e.g. ``strict: true``)
-and ``messages``, the conversation, which is refused (:func:`~agentactors.providers._settings.check_owned`).
+and ``messages``, the conversation, and ``model`` / ``modelId`` and ``stream``, the URL's and the route's, which
+are refused (:func:`~agentactors.providers._settings.check_owned`), as is a ``toolConfig`` naming ``tools`` beside
+declared tools (it would replace them).
 What the merged ``inferenceConfig`` then sends is judged as the settings are (a temperature above 1 refused, and
 Claude's conflict table), and tool names follow Converse's rule (``[a-zA-Z0-9_-]+``, 1 to 64 characters: no
 dots; :class:`~agentactors.providers.errors.UnsupportedToolNameError`).
@@ -69,8 +71,9 @@ EMPTY_TOOL_RESULT = "(no output)"
 _EFFORTS = ("low", "medium", "high")
 # Converse's InferenceConfiguration.temperature, whatever the model ("must have value less than or equal to 1").
 _MAX_TEMPERATURE = 1.0
-# Body fields no vendor option may set: the conversation (the model is in the URL, streaming is the route).
-_OWNED = frozenset({"messages"})
+# Body fields no vendor option may set: the conversation, and the model and streaming, which are the URL's (the
+# model id) and the route's: an option naming them could not switch them, only put a stray field in the body.
+_OWNED = frozenset({"messages", "model", "modelId", "stream"})
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9\s\-()\[\]]+")
 _SPACES = re.compile(r"\s+")
 
@@ -324,6 +327,12 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     row = model_row(model)
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
+    tool_config = options.get("toolConfig")
+    if request.tools and isinstance(tool_config, Mapping) and "tools" in tool_config:
+        # It would replace the declared tools (toolConfig merges key by key): the model could not call them.
+        raise refused(WIRE, model, "vendor_options",
+                      "vendor_options['bedrock']['toolConfig'] may not set 'tools' beside the request's declared "
+                      "tools (it would replace them); declare every tool, or send raw tools without declared ones")
     check_parts(request.messages, model)
     check_tool_names(WIRE, model, request.tools, BEDROCK_TOOL_NAMES)
     additional = _reasoning(request, model, row)

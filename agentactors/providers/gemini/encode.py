@@ -24,8 +24,8 @@ shaped) conversation, per ``docs/wire.md``:
 * ``LLMRequest.response_format`` → ``generationConfig.responseJsonSchema`` (plain JSON Schema,
   which the API takes on every current model) with ``responseMimeType: "application/json"``;
 * ``vendor_options["gemini"]`` is merged into the body last (generation fields
-  such as ``thinkingConfig`` may be given at its top level); ``contents``, the conversation, is refused
-  (:func:`~agentactors.providers._settings.check_owned`; the model and streaming are in the URL).
+  such as ``thinkingConfig`` may be given at its top level); ``contents``, the conversation, and ``model`` and
+  ``stream``, which are the URL's, are refused (:func:`~agentactors.providers._settings.check_owned`).
 
 Gemini's integers are 32-bit (``int32 seed``, ``maxOutputTokens``, ``thinkingBudget`` in the API's
 ``GenerationConfig``): a larger value is refused before sending, and so is a ``temperature`` above 2 for a
@@ -97,8 +97,9 @@ _GENERATION_FIELDS = frozenset(
 #: Google's documented stand-in for a function call Gemini 3+ did not sign (made by another provider
 #: in a fallback chain, say): without a signature on a turn's first call, every request is a 400.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
-# Body fields no vendor option may set: the conversation (the model and streaming are in the URL).
-_OWNED = frozenset({"contents"})
+# Body fields no vendor option may set: the conversation, and the model and streaming, which are the URL's: an option
+# naming them could not switch them, only put a stray field in the body.
+_OWNED = frozenset({"contents", "model", "stream"})
 # GenerationConfig's integers are int32.
 _INT32 = (-(2**31), 2**31 - 1)
 _SIGNING_MODEL = re.compile(r"gemini-(\d+)")
