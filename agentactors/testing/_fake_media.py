@@ -206,8 +206,10 @@ def anthropic_block_part(block: Mapping[str, Any], *, where: str, role: str, fai
         if kind == "document" and media_type != "application/pdf":
             fail(400, f"{where}.document.source.base64.media_type: Input should be 'application/pdf'")
         size = _decoded_size(source.get("data"), f"{where}.{kind}.source.base64.data", fail)
-        if kind == "image" and size is not None and size > _ANTHROPIC_IMAGE_BYTES:
-            fail(400, f"{where}.image.source.base64: image exceeds 5 MB maximum: {size} bytes > "
+        encoded = source.get("data")
+        if kind == "image" and isinstance(encoded, str) and len(encoded) > _ANTHROPIC_IMAGE_BYTES:
+            # As Anthropic does: the limit is on the base64 text (a 4.8 MB file is 6.4 MB of it), not the image.
+            fail(400, f"{where}.image.source.base64: image exceeds 5 MB maximum: {len(encoded)} bytes > "
                  f"{_ANTHROPIC_IMAGE_BYTES} bytes")
         return SeenPart(str(kind), media_type if isinstance(media_type, str) else None, "data", size, role=role,
                         title=title)

@@ -149,7 +149,10 @@ def test_anthropic_what_a_model_or_the_wire_cannot_carry() -> None:
     err = cannot(ANTHROPIC, user(Image(data=PNG + b"\0" * (6 * 1024 * 1024))), "claude-sonnet-4-5",
                  "over the 5 MB per-image limit")
     assert err.part == "Image(image/png, 6.0 MB)"
-    many = [Image(data=PNG + b"\0" * (4 * 1024 * 1024)) for _ in range(7)]
+    # The 5 MB is the base64 text's (a 4 MiB image is 5.3 MiB of it), as Anthropic measures it.
+    cannot(ANTHROPIC, user(Image(data=PNG + b"\0" * (4 * 1024 * 1024))), "claude-sonnet-4-5",
+           r"as base64 \(the size the vendor measures\), over the 5 MB per-image limit")
+    many = [Image(data=PNG + b"\0" * (3 * 1024 * 1024)) for _ in range(9)]
     cannot(ANTHROPIC, user(*many), "claude-sonnet-4-5", "over the 32 MB per-request limit")
     cannot(ANTHROPIC, user(Document(url="gs://b/r.pdf")), "claude-sonnet-4-5", "over http")
 
