@@ -19,7 +19,8 @@ that tool call.
 
 ``vendor_options["openai"]`` is merged over the request body (``seed``, ``prompt_cache_key``, ``n``,
 ``parallel_tool_calls``, ``reasoning``, ``max_completion_tokens``, ...); a ``None`` value removes a field
-the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it).  Two keys are the
+the codec would have sent (e.g. ``{"stream_options": None}`` for a server that rejects it); a ``tools`` list beside
+the request's declared tools is appended to them (:func:`raw_tools`), not put in their place.  Two keys are the
 codec's own and are not sent: ``strict_tools`` (``True`` for every tool, or an iterable of tool names) marks
 function definitions ``strict`` and sends their schemas fitted to strict mode (:func:`tool_parameters`, which
 also gives every array that has none an ``items``); ``replay_reasoning`` (``True`` / ``False``) says whether
@@ -65,6 +66,7 @@ __all__ = [
     "encode_request",
     "encode_response_format",
     "encode_tool_choice",
+    "raw_tools",
     "strict_tool",
     "tool_parameters",
 ]
@@ -118,6 +120,8 @@ def encode_request(
             continue
         if value is None:
             body.pop(key, None)
+        elif key == "tools" and request.tools:
+            body["tools"] = body["tools"] + raw_tools(WIRE, model, value)
         else:
             body[key] = value
     if not request.tools:
@@ -126,6 +130,20 @@ def encode_request(
     if options:
         check_sent(body, model, options, official=official)  # the options' values judged as the settings were
     return body
+
+
+def raw_tools(wire: str, model: str, value: Any) -> list[Any]:
+    """A ``tools`` option given beside the request's declared tools: raw definitions appended after them.
+
+    Copied over the body, it would replace the declared tools — the model could then not call them, and a named
+    tool choice would be a 400 — so it is appended (a hosted tool beside the agent's functions); what is not a
+    list of objects is refused, naming the key.
+    """
+    if not isinstance(value, list | tuple) or not all(isinstance(t, Mapping) for t in value):
+        raise refused(wire, model, "vendor_options",
+                      f"vendor_options[{wire!r}]['tools'] beside declared tools is appended to them: it must be a "
+                      "list of tool definitions (objects)")
+    return [dict(t) for t in value]
 
 
 def _max_tokens_field(model: str, default: str) -> str:

@@ -22,7 +22,9 @@ Pure functions, no I/O.  The mapping (``docs/wire.md``, "OpenAI Responses"):
   ``include: ["reasoning.encrypted_content"]`` for a model known to reason, so its reasoning can be replayed.
 
 ``vendor_options[WIRE]`` is merged over the body (a ``None`` value removes a field; a dict merges into a
-dict the codec built, so ``{"reasoning": {"summary": "auto"}}`` keeps the effort); ``model``, ``input`` and
+dict the codec built, so ``{"reasoning": {"summary": "auto"}}`` keeps the effort; a ``tools`` list beside declared
+tools is appended to them — a hosted tool such as ``{"type": "web_search"}`` — not put in their place); ``model``,
+``input`` and
 ``stream`` are refused (:func:`~agentactors.providers._settings.check_owned`).  The codec's own keys,
 not sent: ``strict_tools`` (``True`` or tool names) and ``reasoning_summary`` (``"auto"``, ``"concise"``,
 ``"detailed"``: ``reasoning.summary``).  What the merged body sends for a mapped setting (``temperature``,
@@ -40,7 +42,7 @@ from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoic
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
 from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names
-from ..openai.encode import strict_tool, tool_parameters
+from ..openai.encode import raw_tools, strict_tool, tool_parameters
 from .models import WIRE, check_max_output_tokens, check_parts, check_sent, encode_settings, reasons
 
 __all__ = [
@@ -90,18 +92,20 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool, official: b
         body["reasoning"] = {**body.get("reasoning", {}), "summary": summary}
     if request.response_format is not None:
         body["text"] = encode_text_format(request.response_format)
-    _merge(body, options)
+    _merge(body, options, model, declared=bool(request.tools))
     if options:
         check_sent(body, model, options, official=official)  # the options' values judged as the settings were
     return body
 
 
-def _merge(body: dict[str, Any], options: dict[str, Any]) -> None:
+def _merge(body: dict[str, Any], options: dict[str, Any], model: str, *, declared: bool) -> None:
     for key, value in options.items():
         if key in CODEC_OPTIONS:
             continue
         if value is None:
             body.pop(key, None)
+        elif key == "tools" and declared:
+            body["tools"] = body["tools"] + raw_tools(WIRE, model, value)  # appended: see raw_tools
         elif isinstance(value, dict) and isinstance(body.get(key), dict):
             body[key] = {**body[key], **value}
         else:
