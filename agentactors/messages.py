@@ -770,7 +770,7 @@ class LLMRequest:
         # The fields LLMRequest always had are checked as ModelSettings checks them but for the temperature's
         # ceiling, which is left to the wire (a compatible server may take more than 2): what no wire can send
         # (NaN, a negative, a string, True as max_tokens) fails here rather than in a codec or the body encoder.
-        check_max_tokens(self.max_tokens)
+        check_max_tokens(self.max_tokens, int64=True)
         check_temperature(self.temperature, ceiling=False)
         check_stop(self.stop)
         for wire, options in self.vendor_options.items():
@@ -784,7 +784,7 @@ class LLMRequest:
         check_reasoning_effort(self.reasoning_effort)
         if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
             raise TypeError("parallel_tool_calls must be a bool")
-        check_thinking_budget(self.thinking_budget)
+        check_thinking_budget(self.thinking_budget, int64=True)
         check_timeout(self.timeout)
 
         if self.response_format is not None and not isinstance(self.response_format, ResponseFormat):

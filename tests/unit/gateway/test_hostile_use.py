@@ -360,11 +360,11 @@ async def test_a_pulled_stream_dropped_half_read_gives_its_slot_back() -> None:
 # --- one absurd max_tokens -------------------------------------------------------------------------
 
 # A request's max_tokens counts in its token estimate up to one minute's budget (the bucket's capacity): it is
-# a ceiling the caller chose, not a prediction.  Counted whole, one max_tokens=10**30 whose response reported
+# a ceiling the caller chose, not a prediction.  Counted whole, one max_tokens=2**63-1 whose response reported
 # no usage (or that failed transiently) left the bucket ~6e28 s in debt, and every later request of every agent
-# sharing the actor was refused "budget".
+# sharing the actor was refused "budget".  (The largest an LLMRequest takes: a signed 64-bit integer.)
 
-ABSURD = 10**30
+ABSURD = 2**63 - 1
 
 
 def absurd(max_tokens: int = ABSURD) -> LLMRequest:
