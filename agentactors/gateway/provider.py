@@ -38,6 +38,12 @@ charged at that ceiling and recorded as ``provider.usage_implausible``.  A
 request larger than the whole token budget waits for a full bucket and then goes
 (rather than never).
 
+A hedge's copy is one more request: when the provider's chain holds a ``with_hedge`` (looked for once, when the
+actor is made, through the public ``inner`` and ``members``), each call runs with the actor's extra admission at
+hand (:func:`extra_admitter`), and the hedge asks it for its copy, never waiting: granted, the copy holds a slot
+until it ends and counts in both rate budgets; refused, the call is not hedged (``hedge.skipped``).  An actor
+whose chain holds no hedge calls its provider as before, with nothing more a call.
+
 The vendor's own word, budgets or not: when the provider reports what its vendor said of its rate limits
 (an HTTPProvider's ``rate_limit``, read through decorators but not through a fallback chain or a pool, whose
 members have other limits), a request that would find none left waits until its share has refilled at the
@@ -64,6 +70,7 @@ the asker, which the loop makes the run's result (``docs/costs.md``, "Concurrent
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import math
@@ -71,6 +78,7 @@ import numbers
 import operator
 import sys
 import weakref
+from collections.abc import Callable
 from typing import Any, Final
 
 import anyio
@@ -90,7 +98,16 @@ from ._vendor import vendor_of
 from .scheduling import POLICIES, Policy, Scheduler
 from .ticket import current_check
 
-__all__ = ["Complete", "ProviderActor", "ProviderStream", "Stream", "estimate_tokens", "estimated_cut_short"]
+__all__ = [
+    "Complete",
+    "ExtraAdmission",
+    "ProviderActor",
+    "ProviderStream",
+    "Stream",
+    "estimate_tokens",
+    "estimated_cut_short",
+    "extra_admitter",
+]
 
 log = logging.getLogger("agentactors.actors")
 
@@ -250,6 +267,131 @@ def _close(scope: anyio.CancelScope, channel: Channel) -> None:
     channel.close_reading()
 
 
+# -- a hedge's extra copy: admitted by the actor its call runs in, or not sent ------------------------------------
+
+#: The admission of one extra request by the ProviderActor whose call the current code serves — set around each
+#: call of an actor whose provider holds a hedge (:class:`_Admitting`), read by the hedge when it is about to send
+#: its copy (:func:`extra_admitter`).  ``None`` outside such a call.
+_EXTRA: Final[contextvars.ContextVar[Callable[[LLMRequest], ExtraAdmission | None] | None]] = contextvars.ContextVar(
+    "agentactors_extra_admission", default=None
+)
+
+
+def extra_admitter() -> Callable[[LLMRequest], ExtraAdmission | None] | None:
+    """How the code serving a ProviderActor's call asks it for one more request (``with_hedge``'s copy), or ``None``.
+
+    ``None`` outside a ProviderActor's call, or in one whose actor saw no hedge in its provider's chain (followed
+    through the public ``inner`` of decorators and ``members`` of fallback chains and pools; a wrapper that shows
+    neither hides what it wraps): the copy is sent unadmitted, as with no actor.  Otherwise a callable: given the
+    copy's request, it takes a slot, a request and the copy's token estimate from the actor's budgets at once, if
+    nobody waits and they are there, and answers the :class:`ExtraAdmission` to release when the copy ends — or
+    ``None``: refused (it never waits), and the copy must not be sent.
+    """
+    return _EXTRA.get()
+
+
+class ExtraAdmission:
+    """One extra request a ProviderActor admitted for a call in flight (a hedge's copy): :meth:`release` it once the
+    copy has ended, whichever way.  Its slot is held until then; its request counts in ``requests_per_minute``; its
+    token estimate in ``tokens_per_minute`` stands (a copy is cut short or answers the call, whose own estimate the
+    answer's usage corrects), unless the copy was refused before any work — given back as a request's is."""
+
+    __slots__ = ("_estimate", "_released", "_sched")
+
+    def __init__(self, sched: Scheduler, estimate: int) -> None:
+        self._sched = sched
+        self._estimate = estimate
+        self._released = False
+
+    def release(self, error: BaseException | None = None) -> None:
+        """The copy ended — answered, cancelled, or failed with ``error``: its slot goes back (once; again is
+        nothing), and the tokens of a copy refused before any work (:func:`~._pulled.refund_if_unsent`; its request
+        too when it was never sent: an open breaker's refusal).  Never a service-time sample: the call's own is."""
+        if self._released:
+            return
+        self._released = True
+        sched = self._sched
+        try:
+            if isinstance(error, ProviderError):
+                refund_if_unsent(sched, error, self._estimate)
+        finally:
+            sched.release(0.0, False)
+
+
+class _Admitting:
+    """What a ProviderActor whose provider holds a hedge sends its calls to: the provider, with the actor's extra
+    admission set for the hedge to read (:func:`extra_admitter`) — around a call, around the opening of a stream
+    (its copies start before its first event).  Named and priced as the provider (a pulled stream's charge reads
+    it), which it shows as ``inner``."""
+
+    __slots__ = ("_admit", "inner")
+
+    def __init__(self, provider: Any, admit: Callable[[LLMRequest], ExtraAdmission | None]) -> None:
+        self.inner = provider
+        self._admit = admit
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.inner, "name", type(self.inner).__name__))
+
+    @property
+    def default_model(self) -> str | None:
+        model = getattr(self.inner, "default_model", None)
+        return model if isinstance(model, str) else None
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        token = _EXTRA.set(self._admit)
+        try:
+            response: LLMResponse = await self.inner.complete(request)
+            return response
+        finally:
+            _EXTRA.reset(token)
+
+    def stream(self, request: LLMRequest) -> _AdmittedStream:
+        return _AdmittedStream(self.inner.stream(request), self._admit)
+
+
+class _AdmittedStream:
+    """A provider's stream context, entered with the actor's extra admission set (:class:`_Admitting`)."""
+
+    __slots__ = ("_admit", "_opened")
+
+    def __init__(self, opened: Any, admit: Callable[[LLMRequest], ExtraAdmission | None]) -> None:
+        self._opened = opened
+        self._admit = admit
+
+    async def __aenter__(self) -> Any:
+        token = _EXTRA.set(self._admit)
+        try:
+            return await self._opened.__aenter__()
+        finally:
+            _EXTRA.reset(token)
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self._opened.__aexit__(*exc)
+        return result
+
+
+# Where the hedge lives, named, not imported (the resilience layer sits above this one).
+_HEDGE: Final = ("agentactors.resilience.hedge", "HedgeProvider")
+
+
+def _holds_hedge(provider: object) -> bool:
+    """Whether ``provider`` is, or wraps, a ``HedgeProvider`` (or a subclass): followed through the public ``inner``
+    and ``members`` (:func:`_inners`), at most :data:`_MAX_DEPTH` deep.  Asked once, when an actor is made."""
+    seen: set[int] = set()
+    todo = [(provider, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if id(node) in seen or depth > _MAX_DEPTH:
+            continue
+        seen.add(id(node))
+        if any((cls.__module__, cls.__qualname__) == _HEDGE for cls in type(node).__mro__):
+            return True
+        todo.extend((inner, depth + 1) for inner in _inners(node))
+    return False
+
+
 class ProviderActor:
     """Hosts one provider for many agents: one connection pool, one breaker state, one budget, one queue.
 
@@ -288,6 +430,7 @@ class ProviderActor:
     """
 
     __slots__ = (
+        "_call",
         "_sched",
         "max_concurrency",
         "max_overtakes",
@@ -325,6 +468,10 @@ class ProviderActor:
         self.max_wait = _seconds("max_wait", max_wait)
         self.max_overtakes = _bound("max_overtakes", max_overtakes, 1)
         self._sched: Scheduler | None = None
+        #: What a call is sent to: the provider itself, or — when its chain holds a hedge (:func:`_holds_hedge`,
+        #: decided once, here) — the provider with this actor's extra admission set around each call
+        #: (:class:`_Admitting`).  So an actor without a hedge does nothing more a call.
+        self._call: Any = _Admitting(provider, self._admit_extra) if _holds_hedge(provider) else provider
 
     def __repr__(self) -> str:
         return (
@@ -409,7 +556,7 @@ class ProviderActor:
             _recheck(sched, estimate)  # a run with budgets: spent by others while it waited?
         started = sched.started() if sched.tracks else 0.0
         try:
-            response: LLMResponse = await self.provider.complete(request)
+            response: LLMResponse = await self._call.complete(request)
         except BaseException:
             # (Three arguments, the exception read there: a deeper stack is a bigger frame, and a waiting run holds it.)
             self._failed_call(request, estimate, started)
@@ -469,7 +616,7 @@ class ProviderActor:
             _recheck(sched, estimate)  # a run with budgets: spent by others while it waited?
         started = sched.started() if sched.tracks else 0.0
         if pull:
-            return PulledStream(self.provider, self._name, request, sched, estimate, started)
+            return PulledStream(self._call, self._name, request, sched, estimate, started)
         channel = open_channel(self.stream_buffer)
         scope = anyio.CancelScope()
         try:
@@ -522,7 +669,7 @@ class ProviderActor:
         tally = Tally()
         left = False
         try:
-            async with self.provider.stream(request) as events:
+            async with self._call.stream(request) as events:
                 try:
                     async for event in events:
                         tally.seen(event)
@@ -579,6 +726,25 @@ class ProviderActor:
     @property
     def _name(self) -> str:
         return str(getattr(self.provider, "name", type(self.provider).__name__))
+
+    def _admit_extra(self, request: LLMRequest) -> ExtraAdmission | None:
+        """One more request for a call in flight (a hedge's copy of it, ``request``), admitted now or never.
+
+        Taken as a request arriving at an idle actor takes its slot and budgets (:meth:`Scheduler.try_admit`):
+        only if nobody waits and a slot, a request and the copy's token estimate are there — never waiting
+        (a hedge that waits for a slot is no hedge).  ``None``: refused, nothing taken.
+        """
+        sched = self._sched
+        if sched is None:  # (never: the call the copy is of was admitted, which built it)
+            return None
+        estimate = (
+            estimate_tokens(request, max_output=sched.max_output)
+            if sched.tokens is not None or sched.window is not None
+            else 0
+        )
+        if not sched.try_admit(estimate):
+            return None
+        return ExtraAdmission(sched, estimate)
 
 
 def _recheck(sched: Scheduler, estimate: int) -> None:

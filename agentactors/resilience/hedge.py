@@ -15,10 +15,18 @@ first event.
 Both copies run as tasks of one task group; the loser is cancelled (its HTTP request closed) and
 waited for before the call returns, so nothing of it outlives the call.
 
-**Admission.**  The hedge sends its copy itself: a ``ProviderActor`` around it admitted one request, and the copy is
-not counted against its ``max_concurrency``, ``requests_per_minute`` or ``tokens_per_minute`` (the vendor sees up to
-two requests where the actor counted one; a cost budget does count it, as charged below).  ``max_extra`` bounds that
-excess: leave room for it in the actor's limits.
+**Admission.**  Under a ``ProviderActor`` the copy is one more request, and the actor admits it: about to send
+it, the hedge asks the actor whose call it serves for one extra admission
+(:func:`~agentactors.gateway.provider.extra_admitter`), at once — a hedge that waited for a slot would be no hedge.
+Granted (a slot free, nobody waiting, the request and the copy's token estimate in the budgets), the copy is sent and
+counted: its slot held until it ends, whichever way (the loser's cancellation gives it back), its request in
+``requests_per_minute``, its token estimate in ``tokens_per_minute`` (it stands, as a cancelled call's; given back
+when the copy is refused before any work, as a request's is).  Refused, there is no hedge for this call — the first
+copy goes on, the call's share of ``max_extra`` is not spent — and ``hedge.skipped(member, model,
+reason="admission")`` says so.  A copy sent to ``to`` is admitted by the same actor.  The actor looks for a hedge
+once, when it is made, through the public ``inner`` of decorators and ``members`` of fallback chains and pools; a
+hedge it cannot see (inside a wrapper that shows neither), or with no actor around, sends its copy unadmitted, as
+before: leave room for ``max_extra`` in the limits of whatever admits its calls then.
 
 **What the losing copy costs.**  It was sent, so the vendor bills it — its prompt at least (OpenAI bills a
 non-streamed request in full even after the client hung up).  The winner's response carries it for the run to
@@ -55,7 +63,7 @@ import agentactors.resilience._gate as _gate
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
-from ..gateway.provider import estimated_cut_short
+from ..gateway.provider import ExtraAdmission, estimated_cut_short, extra_admitter
 from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, StreamEvent, TextDelta
 from ..pricing import CUT_SHORT, CutShort, add_cut_short, cut_short_of, pop_cut_short, with_cut_short
 from ..providers.port import (
@@ -194,14 +202,20 @@ class HedgeProvider(ProviderDecorator):
             return False
         return request.response_format is None or response_format_for(target, model)
 
-    def _hedge(self, call: int, request: LLMRequest) -> tuple[Any, LLMRequest, str | None] | None:
-        """The hedge to send now for call number ``call``, or ``None`` when none may be sent.
+    def _hedge(
+        self, call: int, request: LLMRequest
+    ) -> tuple[Any, LLMRequest, str | None, ExtraAdmission | None] | None:
+        """The hedge to send now for call number ``call`` — its target, request, model and the admission of the
+        ``ProviderActor`` the call runs in — or ``None`` when none may be sent.
 
         Not when a breaker above that admitted this call is not closed now (:func:`._gate.hedgeable`: a
         half-open one admitted it as its one probe), nor when the first copy cannot carry the request: it
         refuses it before sending, a request error ending the call — with ``after=0`` the hedge may be decided
         before the first copy has run at all (trio runs ready tasks in a random order), and a copy sent to
-        ``to`` would be billed for a call that fails anyway.
+        ``to`` would be billed for a call that fails anyway.  Last, the actor around (if it saw this hedge:
+        :func:`~agentactors.gateway.provider.extra_admitter`) is asked for one more request, at once: refused
+        (no slot, no budget, or requests waiting), no hedge — ``hedge.skipped(member, model, reason="admission")``
+        — and the call's share of ``max_extra`` is not spent.
         """
         if not self._within_budget(call) or not _gate.hedgeable():
             return None
@@ -210,11 +224,18 @@ class HedgeProvider(ProviderDecorator):
         target, sub, model = self._target(request)  # (without ``to``, the target is the first copy's member)
         if not self._admits(target, model) or not self._carries(target, sub, model):
             return None
+        admission: ExtraAdmission | None = None
+        admit = extra_admitter()  # (None with no ProviderActor around, or one that cannot see this hedge)
+        if admit is not None:
+            admission = admit(sub)
+            if admission is None:
+                emit("hedge.skipped", member=name_of(target), model=model, reason="admission")
+                return None
         self._hedges.append(call)
         self.hedged += 1
         # A request of its own (``with_model`` made one already for another model): what is noted against it is
         # this copy's alone (_Race.billed).
-        return target, own_request(sub) if sub is request else sub, model
+        return target, own_request(sub) if sub is request else sub, model, admission
 
     def _took(self, seconds: float) -> None:
         self._latencies.append(seconds)
@@ -261,6 +282,7 @@ class HedgeProvider(ProviderDecorator):
             add_cut_short(request, race.billed(None))  # every copy in flight (a won answer lost too)
             raise
         finally:
+            race.release()
             race.hand_on(request)
 
     async def _hedge_later(self, race: _Race[LLMResponse], call: int, request: LLMRequest, delay: float) -> None:
@@ -271,10 +293,10 @@ class HedgeProvider(ProviderDecorator):
         hedge = self._hedge(call, request)
         if hedge is None:
             return
-        target, sub, model = hedge
-        emit("hedge.sent", member=name_of(target), model=model, after=delay)
+        target, sub, model, admission = hedge
         attempt = race.add("hedge", target, model)
-        attempt.request = sub
+        attempt.request, attempt.admission = sub, admission  # (released when the copy ends: _Race.run)
+        emit("hedge.sent", member=name_of(target), model=model, after=delay)
         await race.run(attempt, lambda _: target.complete(sub))
 
     def _settled(self, race: _Race[Any], request: LLMRequest) -> Any:
@@ -316,9 +338,10 @@ class HedgeProvider(ProviderDecorator):
                         if not race.done.is_set():
                             hedge = self._hedge(call, request)
                             if hedge is not None:
-                                target, sub, hedge_model = hedge
+                                target, sub, hedge_model, admission = hedge
+                                race.start(tg, "hedge", target, hedge_model, attempt(target, sub, hedge_model), sub,
+                                           admission)
                                 emit("hedge.sent", member=name_of(target), model=hedge_model, after=delay)
-                                race.start(tg, "hedge", target, hedge_model, attempt(target, sub, hedge_model), sub)
                 await race.done.wait()
                 if race.winner is None:
                     tg.cancel_scope.cancel()  # a request error, or every copy failed: raised past the task group
@@ -336,8 +359,10 @@ class HedgeProvider(ProviderDecorator):
                         tg.cancel_scope.cancel()  # the winner's stream closes in its own task
         except anyio.get_cancelled_exc_class():
             add_cut_short(request, race.billed(None))  # cancelled before a winner: every copy in flight
+            race.release()
             race.hand_on(request)
             raise
+        race.release()  # (each copy's task released its own as it ended: here only what no task started)
         try:
             if race.winner is None:
                 raise race.lost(request)
@@ -362,7 +387,9 @@ class HedgeProvider(ProviderDecorator):
 class _Attempt:
     """One copy of the call: its label (``primary`` / ``hedge``), its provider and model, its task's scope."""
 
-    __slots__ = ("failed", "label", "model", "provider", "request", "scope", "seconds", "started", "value")
+    __slots__ = (
+        "admission", "failed", "label", "model", "provider", "request", "scope", "seconds", "started", "value",
+    )
 
     def __init__(self, label: str, provider: Any, model: str | None, started: float) -> None:
         self.label = label
@@ -376,6 +403,9 @@ class _Attempt:
         #: noted against it is this copy's alone (:meth:`_Race.billed`).
         self.request: LLMRequest | None = None
         self.failed = False  # it ended with an error: not billed (a vendor's error, or refused before sending)
+        #: The ``ProviderActor``'s admission of this copy (a hedge's, under an actor that saw the hedge): released
+        #: when the copy ends, whichever way (:meth:`_Race.run`).
+        self.admission: ExtraAdmission | None = None
 
 
 Run = Callable[[_Attempt], Awaitable[T]]
@@ -412,12 +442,19 @@ class _Race(Generic[T]):
 
     def start(
         self, tg: anyio.abc.TaskGroup, label: str, provider: Any, model: str | None, run: Run[T],
-        request: LLMRequest | None = None,
+        request: LLMRequest | None = None, admission: ExtraAdmission | None = None,
     ) -> None:
         """A copy run in a task of its own."""
         attempt = self.add(label, provider, model)
-        attempt.request = request
+        attempt.request, attempt.admission = request, admission
         tg.start_soon(self.run, attempt, run)
+
+    def release(self) -> None:
+        """Release the copies' admissions still held (each copy's own task releases its own as it ends: this is for
+        one whose task never ran, once the call is over)."""
+        for attempt in self.attempts:
+            if attempt.admission is not None:
+                attempt.admission.release()
 
     def billed(self, winner: _Attempt | None) -> tuple[CutShort, ...]:
         """The copies other than ``winner`` that were sent and did not fail, and those a timeout inside abandoned
@@ -458,17 +495,26 @@ class _Race(Generic[T]):
         return tuple(out)
 
     async def run(self, attempt: _Attempt, run: Run[T]) -> None:
-        """Run one copy to its answer (it claims the race) or its failure (recorded); the winner cancels it."""
-        with attempt.scope:
-            try:
-                value = await run(attempt)
-            except Exception as exc:
-                attempt.failed = True
-                self._failed(attempt, as_provider_error(exc, attempt.provider, attempt.model))
-                return
-            if attempt.value is None:
-                attempt.value = value
-            self.claim(attempt)
+        """Run one copy to its answer (it claims the race) or its failure (recorded); the winner cancels it.
+
+        Its admission by the ``ProviderActor`` around (a hedge's) is released as it ends, whichever way — with its
+        error, for the actor to refund what a request refused before any work gives back."""
+        error: ProviderError | None = None
+        try:
+            with attempt.scope:
+                try:
+                    value = await run(attempt)
+                except Exception as exc:
+                    attempt.failed = True
+                    error = as_provider_error(exc, attempt.provider, attempt.model)
+                    self._failed(attempt, error)
+                    return
+                if attempt.value is None:
+                    attempt.value = value
+                self.claim(attempt)
+        finally:
+            if attempt.admission is not None:
+                attempt.admission.release(error)
 
     def claim(self, attempt: _Attempt) -> bool:
         """``attempt`` answered: it wins unless another did first."""
@@ -693,9 +739,12 @@ def with_hedge(
     ``resilient_chain(..., hedge_after=...)`` builds), so each attempt is hedged and each copy bounded.
 
     Events: ``hedge.sent(member, model, after)``, ``hedge.won(winner, member, model)`` (``winner`` is
-    ``"primary"`` or ``"hedge"``).
+    ``"primary"`` or ``"hedge"``), ``hedge.skipped(member, model, reason="admission")``.
 
-    Under a ``ProviderActor`` the copy is not admitted by it (see the module's "Admission"): budget ``max_extra``
-    into its ``max_concurrency`` and rate limits.
+    Under a ``ProviderActor`` the copy asks the actor for one extra admission, without waiting: granted, it holds a
+    slot until it ends and counts in ``requests_per_minute`` and ``tokens_per_minute``; refused (no slot, no budget,
+    requests waiting), the call is not hedged (``hedge.skipped``) and its first copy goes on.  A hedge the actor
+    cannot see (behind a wrapper with no public ``inner`` or ``members``) sends its copy unadmitted, as with no actor
+    (the module's "Admission").
     """
     return HedgeProvider(provider, after=after, max_extra=max_extra, to=to, window=window, clock=clock)
