@@ -27,7 +27,7 @@ of the class its type names, so ``isinstance`` filters work::
     ├── RetryEvent      retry.*     RetryScheduled, RetryRecovered, RetryExhausted
     ├── FallbackEvent   fallback.*  FallbackMoved, FallbackSkipped, FallbackExhausted
     ├── BreakerEvent    breaker.*   BreakerStateChanged, BreakerRejected, BreakerIgnored
-    ├── HedgeEvent      hedge.*     HedgeSent, HedgeWon
+    ├── HedgeEvent      hedge.*     HedgeSent, HedgeWon, HedgeSkipped
     ├── ProviderEvent   provider.*  ProviderThrottled
     ├── OutputEvent     output.*    OutputStrategyChosen, OutputStrategyDegraded, OutputInvalid, OutputPartial
     ├── SessionEvent    session.*   SessionActivated, SessionDeactivated, SessionCommitted
@@ -81,6 +81,7 @@ __all__ = [
     "FallbackSkipped",
     "HedgeEvent",
     "HedgeSent",
+    "HedgeSkipped",
     "HedgeWon",
     "LLMEvent",
     "LLMReasoningDelta",
@@ -372,6 +373,13 @@ class HedgeWon(HedgeEvent):
     __slots__ = ()
 
 
+class HedgeSkipped(HedgeEvent):
+    """``hedge.skipped``: a copy that was due and not sent — ``member``, ``model`` it would have gone to, ``reason``
+    (``"admission"``: the ProviderActor around had no slot or budget for it at once)."""
+
+    __slots__ = ()
+
+
 class ProviderEvent(Event):
     """``provider.*``: a ProviderActor's budgets at work."""
 
@@ -494,6 +502,7 @@ _CLASSES: dict[str, type[Event]] = {
     "breaker.ignored": BreakerIgnored,
     "hedge.sent": HedgeSent,
     "hedge.won": HedgeWon,
+    "hedge.skipped": HedgeSkipped,
     "provider.throttled": ProviderThrottled,
     "output.strategy": OutputStrategyChosen,
     "output.strategy_degraded": OutputStrategyDegraded,

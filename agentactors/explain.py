@@ -627,6 +627,9 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
     if kind == "hedge.won":
         won = "the hedge won" if data.get("winner") == "hedge" else "the first call won"
         return f"{at}: {won}: {data.get('member')} answered first"
+    if kind == "hedge.skipped":
+        return (f"{at}: hedge to {data.get('member')} not sent ({data.get('reason')}: "
+                "the ProviderActor had no room for it at once)")
     if kind == "llm.response":
         response = _mapping(data.get("response"))
         calls = [c for c in _sequence(response.get("tool_calls")) if isinstance(c, Mapping)]

@@ -15,8 +15,18 @@ from typing import Any
 import anyio
 import pytest
 
-from agentactors import Agent, LLMRequest, LLMResponse, ProviderError, Runtime, ScriptedProvider, StopReason, Usage
-from agentactors.events import InMemoryRecorder
+from agentactors import (
+    Agent,
+    LLMRequest,
+    LLMResponse,
+    ProviderActor,
+    ProviderError,
+    Runtime,
+    ScriptedProvider,
+    StopReason,
+    Usage,
+)
+from agentactors.events import HedgeSkipped, InMemoryRecorder
 from agentactors.explain import Explanation, explain
 from agentactors.resilience import with_hedge, with_pool
 
@@ -92,3 +102,27 @@ def test_members_skipped_by_a_pool_or_a_chain_are_on_the_timeline(tmp_path: Path
     timeline = Explanation.from_jsonl(path, "r").timeline
     assert "+ 0.100s step 1: pool member a skipped (circuit_open)" in timeline, timeline
     assert "+ 0.200s step 1: chain member c skipped (circuit_open)" in timeline, timeline
+
+
+@pytest.mark.anyio
+@pytest.mark.virtual_time
+async def test_a_hedge_the_provider_actor_had_no_room_for_is_on_the_timeline() -> None:
+    # Two runs on one slot: the first run's hedge finds no room (the second run waits) and is not sent.
+    hedged = with_hedge(_Slow(), after=0.05, max_extra=1.0)
+    recorder = InMemoryRecorder()
+    results = []
+    async with Runtime(recorders=[recorder]) as rt:
+        ProviderActor.shared(rt, hedged, max_concurrency=1)
+        agent = Agent(hedged, name="hedged")
+
+        async def one() -> None:
+            results.append(await agent.run("y"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one)
+            tg.start_soon(one)
+    skipped = [e for e in recorder.events if e.type == "hedge.skipped"]
+    assert skipped and all(isinstance(e, HedgeSkipped) for e in skipped)
+    lines = [line for r in results for line in explain(r, recorder.events).timeline]
+    assert any("hedge to slow not sent (admission: the ProviderActor had no room for it at once)" in line
+               for line in lines), lines
