@@ -262,6 +262,13 @@ def _to_handoffs(value: Iterable[Any]) -> tuple[Handoff, ...]:
     out: list[Handoff] = []
     for item in _listed(value, "handoffs", "Agents, agent names or handoff(agent, ...) tools"):
         if isinstance(item, Handoff):
+            if not isinstance(item.target, Agent | str):
+                # handoff() takes anything with a name and a run (it cannot import this module); a run seats only
+                # Agents, so any other target failed at the first run as a name no agent has ("cannot reach").
+                raise TypeError(
+                    f"a handoff's target is an Agent or the name of one, not {type(item.target).__name__} "
+                    f"(the handoff {item.name!r})"
+                )
             out.append(item)
         elif isinstance(item, Agent | str):
             out.append(handoff(item))
@@ -514,7 +521,7 @@ class Agent(Generic[OutputT]):
         moved = tuple(t for t in self.tools if isinstance(t, Handoff))
         if moved:  # a handoff given among the tools is a handoff all the same
             object.__setattr__(self, "tools", tuple(t for t in self.tools if not isinstance(t, Handoff)))
-            object.__setattr__(self, "handoffs", self.handoffs + moved)
+            object.__setattr__(self, "handoffs", self.handoffs + _to_handoffs(moved))
         all_tools = self.tools + ((_followups_tool(),) if self.followups else ())
         names = [t.name for t in all_tools] + [h.name for h in self.handoffs]
         owners = _owners(all_tools, self.handoffs)
@@ -842,7 +849,8 @@ class Agent(Generic[OutputT]):
 
         :raises ValueError: ``paused`` is not paused; a pending call without a decision, or a decision
             for a call that is not pending; this agent neither is nor hands off to the agent the run
-            paused in (nothing is claimed: the pause is left to the right agent).
+            paused in, or the run paused in an unnamed agent and this one is another (nothing is claimed: the
+            pause is left to the right agent).
         :raises PauseConsumedError: this pause was resumed already in this process (sequentially or at
             the same time): a pause goes on once, and this call runs nothing.  Across processes, see
             docs/agents.md ("Approvals").
@@ -911,10 +919,15 @@ class Agent(Generic[OutputT]):
             raise ValueError(f"{call}() takes a paused RunResult (result.paused is True) or its resume_state")
         checked = check_decisions(state, decisions)
         # Before the claim: a resume whose run would fail at once, finding no seat for the paused agent, must
-        # leave the pause to the right agent.
+        # leave the pause to the right agent.  An unnamed agent is no handoff's target: its pause is its own.
         if state.agent != self.name and (
-            not self.handoffs or (state.agent is not None and state.agent not in self._reachable())
+            not self.handoffs or state.agent is None or state.agent not in self._reachable()
         ):
+            if state.agent is None:
+                raise ValueError(
+                    f"the paused run was answered by an unnamed agent; resume it with that agent, not {self.name!r} "
+                    "(an unnamed agent is no handoff's target, so no other agent goes on with its run)"
+                )
             raise ValueError(
                 f"the paused run was answered by agent {state.agent!r}; resume it with that agent "
                 f"(or with one that hands off to it), not {self.name!r}"
@@ -931,7 +944,7 @@ class Agent(Generic[OutputT]):
         private: bool = False,
         started: list[bool],
     ) -> RunResult[OutputT]:
-        if self.toolsets:
+        if self.toolsets or _elsewhere(self, state):
             controller, sink = await self._listed_controller(rt, options, private=private, resume=(state, decisions))
         else:
             controller, sink = self._controller(rt, options, private=private, resume=(state, decisions))
@@ -1152,6 +1165,7 @@ class Agent(Generic[OutputT]):
         run: tuple[str, EventSink | None] | None = None,
         messages: Sequence[Message] = (),
         resume: tuple[PausedRun, Mapping[str, bool | str]] | None = None,
+        seats: Callable[[str, str | None], Awaitable[Seat]] | None = None,
     ) -> tuple[LoopController, EventSink | None]:
         origin = lineage.current()
         if origin is not None:  # (a top-level run nests nowhere: no call)
@@ -1174,7 +1188,7 @@ class Agent(Generic[OutputT]):
             stream,
             origin,
             rt,
-            self._seats(rt, private) if self.handoffs else None,
+            (self._seats(rt, private) if seats is None else seats) if self.handoffs else None,
         )
         return controller, sink
 
@@ -1274,6 +1288,10 @@ class Agent(Generic[OutputT]):
     ) -> tuple[LoopController, EventSink | None]:
         """:meth:`_controller` for an agent with toolsets: they are listed first, as part of the run.
 
+        A run resumed from a pause made after a handoff (:func:`_elsewhere`) seats the agent it paused in first
+        the same way — its toolsets listed — so that a seat that cannot be had fails here, before the run starts,
+        and the pause is left to be resumed again (as a listing of this agent's own toolsets that fails is).
+
         The listing reports to the run's sink (a connection's ``mcp.*`` events belong to the run that
         caused them).  :raises ToolsetError, ToolNameClashError, ValueError: see :meth:`_toolset_tools`.
         """
@@ -1283,16 +1301,26 @@ class Agent(Generic[OutputT]):
         bound = self._bind(rt, private=private)
         run = self._new_run(bound, extra, origin)
         limit = _listing_limit(options.deadline)
+        listed: tuple[LoopConfig, ActorRef | None] | None = None
+        seats: Callable[[str, str | None], Awaitable[Seat]] | None = None
+        whose = self
         with use_sink(run[1]), anyio.move_on_after(limit) as listing:
-            listed = await self._toolset_tools(bound)
+            if self.toolsets:
+                listed = await self._toolset_tools(bound)
+            if resume is not None and _elsewhere(self, resume[0]):
+                paused_in = resume[0].agent
+                assert paused_in is not None  # (_elsewhere)
+                whose = self._reachable()[paused_in]
+                seats = self._seats(rt, private)
+                seats = _seated_first(seats, paused_in, await seats(paused_in, None))
         if listing.cancelled_caught:
             raise ToolsetError(
-                f"the toolsets of {self!r} were not listed within the run's deadline ({max(limit, 0):g} s left); "
+                f"the toolsets of {whose!r} were not listed within the run's deadline ({max(limit, 0):g} s left); "
                 "the run did not start"
             )
         return self._controller(
             rt, options, extra=extra, stream=stream, private=private, listed=listed, run=run,
-            messages=messages, resume=resume,
+            messages=messages, resume=resume, seats=seats,
         )
 
     def _run_in(
@@ -1312,6 +1340,26 @@ class Agent(Generic[OutputT]):
         """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
         controller, sink = await self._listed_controller(rt, options, private=private, messages=messages)
         return await _drive(controller, sink)
+
+
+def _elsewhere(agent: Agent[Any], paused: PausedRun) -> bool:
+    """Whether ``paused`` was made in another agent than ``agent`` (after a handoff): its resume seats that one."""
+    return paused.agent is not None and paused.agent != agent.name and bool(agent.handoffs)
+
+
+def _seated_first(
+    seats: Callable[[str, str | None], Awaitable[Seat]], name: str, seat: Seat
+) -> Callable[[str, str | None], Awaitable[Seat]]:
+    """``seats``, giving ``seat`` — found already, before the run started — the first time the run asks for the
+    agent ``name`` a pause was made in (the controller's resume step); every other seat as ``seats`` finds it."""
+    held = [seat]
+
+    async def first(target: str, via: str | None) -> Seat:
+        if held and via is None and target == name:
+            return held.pop()
+        return await seats(target, via)
+
+    return first
 
 
 def _listing_limit(deadline: float | None) -> float:
@@ -1415,7 +1463,7 @@ class _Launcher:
         # resumed again when its run could not be made.
         key = claim_pause(resume[0]) if resume is not None else None
         try:
-            if agent.toolsets:
+            if agent.toolsets or (resume is not None and _elsewhere(agent, resume[0])):
                 controller, sink = await agent._listed_controller(
                     rt, options, extra=recorder, stream=True, private=private, messages=messages, resume=resume
                 )

@@ -973,7 +973,12 @@ class LoopController:
         A run paused after a handoff goes on with the agent that was answering (its seat, found by name).
         """
         state = self._state
-        if paused.agent != state.config.agent_name and paused.agent is not None:
+        if paused.agent != state.config.agent_name:
+            if paused.agent is None:  # an unnamed agent is no handoff's target: its pause goes on in it alone
+                raise ValueError(
+                    "the paused run was answered by an unnamed agent; resume it with that agent, "
+                    f"not {state.config.agent_name!r}"
+                )
             if self._seats is None:
                 raise RuntimeError(f"the paused run was answered by {paused.agent!r}, which this agent cannot reach")
             self._take_seat(await self._seats(paused.agent, None), tuple(state.conversation))

@@ -42,8 +42,10 @@ from ..actors.frame import Frame, hold, release
 from ..actors.runtime import ActorRef, Runtime
 from ..errors import CallNotPendingError, RunDeadlineExceeded, RunFinishedError, RunInterruptedError
 from ..messages import Message, ToolCall, Usage
+from ..redaction import redact
 from ..tools.approval import pending_reason
 from ..tools.results import ToolResult
+from .pause import denial_reason
 from .state import LoopState
 
 __all__ = [
@@ -458,9 +460,12 @@ class RunActor:
             if sink is not None:
                 sink.emit("run.approved", call_id=message.call_id, name=waiting.call.name)
         else:
-            waiting.decision = message.reason.strip() or "denied by a person"
+            # As a resume's decisions are (check_decisions): printable, bounded — a pasted document or a client
+            # sending megabytes went whole into the conversation and the records.  The model reads it redacted
+            # (tools.approval.decision_denied_text); so do the records.
+            waiting.decision = reason = denial_reason(message.reason)
             if sink is not None:
-                sink.emit("run.denied", call_id=message.call_id, name=waiting.call.name, reason=waiting.decision)
+                sink.emit("run.denied", call_id=message.call_id, name=waiting.call.name, reason=redact(reason))
         self._wake()
         return None
 

@@ -149,11 +149,6 @@ def test_two_threads_claiming_one_pause_at_once_claim_it_once() -> None:
             pauses.release(key)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent/core.py _resumable (and loop/controller.py _resume_step) let a pause with agent=None go on in "
-    "any agent that has handoffs: an unnamed agent is never a handoff's target, so only an unnamed agent can resume it",
-)
 async def test_a_pause_of_an_unnamed_agent_is_not_resumed_by_another_agent() -> None:
     unnamed = Agent(ScriptedProvider([[ToolCall("r1", "refund", {"amount": 5})]]), tools=[refund])
     other = Agent(
