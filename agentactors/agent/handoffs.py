@@ -12,8 +12,8 @@ earlier ones — the run, and its count, go on.
 A :class:`Handoff` is a :class:`~agentactors.tools.registry.Tool` (so it can be listed, inspected and
 passed where tools go: in ``tools=`` it is taken as a handoff too), but the executor never runs it: the
 loop answers the call itself.  The target is an Agent — checked here only for a ``name`` and a ``run``, without
-importing the agent layer, which imports this module; another object with them is refused at the first run, as a
-name no agent has ("cannot reach") — or the *name* of an agent (``handoff("triage")``),
+importing the agent layer, which imports this module; another object with them is refused when the ``Agent`` given
+the handoff is made (a ``TypeError`` naming its type) — or the *name* of an agent (``handoff("triage")``),
 resolved among the agents the run can reach: that is how two agents hand a conversation back and forth
 (agents are immutable, so two of them cannot hold each other).
 """
@@ -63,7 +63,7 @@ class Handoff(Tool[[], str]):
         input_filter: InputFilter | None = None,
     ) -> None:
         if not isinstance(target, str) and not callable(getattr(target, "run", None)):
-            # Else accepted here and refused at the first run ("cannot reach"): only agents are found by a run.
+            # Else accepted here and refused by the Agent given it, when it is made: only agents are found by a run.
             raise TypeError(f"a handoff's target is an Agent or the name of one, not {type(target).__name__}")
         target_name = target if isinstance(target, str) else getattr(target, "name", None)
         if not isinstance(target_name, str) or not target_name:

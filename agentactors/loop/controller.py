@@ -90,6 +90,7 @@ from ..gateway import ticket as run_ticket
 from ..gateway.cost_budget import CostBudget
 from ..gateway.provider import Complete
 from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, text_message
+from ..redaction import redact
 from ..settings import ModelSettings
 from ..tools.executor import execute_tools
 from ..tools.results import ToolResult, ToolStatus
@@ -604,7 +605,7 @@ class LoopController:
             step=state.steps,
         )
         if self._sink is not None:
-            self._sink.emit("run.interrupted", reason=reason)
+            self._sink.emit("run.interrupted", reason=redact(reason) if reason else reason)
         log.debug("run %s: interrupted at step %d", self.run_id, state.steps)
         return state.result(state.answer_so_far, error=error)
 

@@ -45,7 +45,7 @@ from ..messages import Message, ToolCall, Usage
 from ..redaction import redact
 from ..tools.approval import pending_reason
 from ..tools.results import ToolResult
-from .pause import denial_reason
+from .pause import bounded_reason, denial_reason
 from .state import LoopState
 
 __all__ = [
@@ -443,9 +443,11 @@ class RunActor:
             return None
         if kind is Interrupt:
             if self.interrupted is None:
-                self.interrupted = message
+                # Bounded and printable, as a denial's reason (it ends in the error and the records); redacted there.
+                reason = bounded_reason(message.reason) if message.reason is not None else None
+                self.interrupted = message if reason == message.reason else Interrupt(reason or None)
                 if sink is not None:
-                    sink.emit("run.interrupt_received", reason=message.reason)
+                    sink.emit("run.interrupt_received", reason=None if reason is None else redact(reason))
                 self._wake()
             return None
         waiting = self.waiting.get(message.call_id) if self.waiting is not None else None

@@ -31,7 +31,8 @@ from ..messages import Message, ToolCall, Usage
 from ..tools.approval import pending_reason
 from ..tools.results import ToolResult
 
-__all__ = ["MAX_REASON_CHARS", "Decisions", "PausedRun", "any_pending", "check_decisions", "denial_reason"]
+__all__ = ["MAX_REASON_CHARS", "Decisions", "PausedRun", "any_pending", "bounded_reason", "check_decisions",
+           "denial_reason"]
 
 #: ``{call_id: True}`` to approve a call, ``{call_id: "why not"}`` to deny it (``False`` denies without a reason).
 Decisions = Mapping[str, "bool | str"]
@@ -51,17 +52,21 @@ _SHOWN_IDS = 10
 
 
 def denial_reason(text: str) -> str:
-    """A person's reason to deny a call as the run keeps it: control characters but tabs and newlines dropped,
-    whitespace stripped, at most :data:`MAX_REASON_CHARS` (a longer one cut, with a note saying so);
-    ``"denied by a person"`` when nothing is left."""
+    """A person's reason to deny a call as the run keeps it (:func:`bounded_reason`); ``"denied by a person"`` when
+    nothing is left."""
+    return bounded_reason(text) or "denied by a person"
+
+
+def bounded_reason(text: str) -> str:
+    """A reason a person gave (to deny a call, to interrupt a run) as the run keeps it: control characters but tabs
+    and newlines dropped, whitespace stripped, at most :data:`MAX_REASON_CHARS` (a longer one cut, with a note
+    saying so); ``""`` when nothing is left."""
     size = len(text)
     cut = size > MAX_REASON_CHARS
     if cut:
         text = text[:MAX_REASON_CHARS]
     text = _CONTROL.sub("", text).strip()
-    if not text:
-        return "denied by a person"
-    if cut:
+    if text and cut:
         text += f" [... cut: the reason was {size:,} characters]"
     return text
 

@@ -192,3 +192,26 @@ def test_a_handoff_to_an_object_that_is_no_agent_is_refused_when_the_agent_is_ma
     billing = Agent(ScriptedProvider(["b"]), name="billing")
     triage = Agent(ScriptedProvider(["x"]), name="triage", handoffs=[handoff(billing), handoff("triage")])
     assert [h.target_name for h in triage.handoffs] == ["billing", "triage"]
+
+
+async def test_a_huge_interrupt_reason_reaches_the_error_and_the_events_bounded_and_redacted() -> None:
+    # The same shape as a denial's: a 3 MB reason with escape codes and a pasted key went whole into the
+    # run.interrupt_received / run.interrupted events and the RunInterruptedError.
+    rec = InMemoryRecorder()
+    agent = _waiting_agent(rec)
+    reason = f"\x00\x1b[31mstop now, key {KEY}\r\n\x07 " + "A" * 3_000_000
+    async with Runtime():
+        async with agent.stream("pay") as run:
+            async for event in run:
+                if event.type == "run.awaiting_approval":
+                    break
+            await run.interrupt(reason)
+            await run.deny("pay1", "no")
+            result = await run.wait()
+    assert result.error is not None and "stop now" in str(result.error)
+    assert KEY not in str(result.error) and len(str(result.error)) < MAX_REASON_CHARS + 500
+    for kind in ("run.interrupt_received", "run.interrupted"):
+        (event,) = rec.of_type(kind)
+        shown = event.data["reason"]
+        assert "stop now" in shown and KEY not in shown and len(shown) < MAX_REASON_CHARS + 200, kind
+        assert not any(ch in shown for ch in "\x00\x1b\x07\r"), kind
