@@ -213,7 +213,8 @@ class StepStarted(StepEvent):
 
 class StepFinished(StepEvent):
     """``step.finished``: ``tool_calls`` and how the step ended (``think_only``, ``nudged``, ``routed``,
-    ``paused_turn`` — a turn the vendor paused, sent back to continue — or ``failed`` with the ``error``)."""
+    ``paused_turn`` — a turn the vendor paused, sent back to continue —, ``cost_stopped`` — a budget ended the run
+    after the step's call answered or while it waited for a slot — or ``failed`` with the ``error``)."""
 
     __slots__ = ()
 

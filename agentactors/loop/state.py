@@ -367,6 +367,8 @@ class LoopState:
         """
         if type(exc) is CostLimitExceededError:
             log.debug("run %s: cost limit passed while step %d waited for its call", self.run_id, self.steps)
+            if self.sink is not None:  # the step began (step.started): it ends, its call never sent
+                self.sink.emit("step.finished", tool_calls=0, cost_stopped=True)
             return self.cost_stopped(exc)
         error = exc if isinstance(exc, ProviderError) else classify_exception(exc, provider=provider)
         if self.sink is not None:
@@ -387,6 +389,8 @@ class LoopState:
         if error is None:
             return None
         log.debug("run %s: cost limit passed at step %d", self.run_id, self.steps)
+        if self.sink is not None:  # after the step's call (step.started): the step ends here, its answer not taken
+            self.sink.emit("step.finished", tool_calls=0, cost_stopped=True)
         return self.cost_stopped(error)
 
     def cost_stopped(self, error: CostLimitExceededError) -> RunResult[Any]:
