@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import weakref
 from collections.abc import Awaitable, Callable
@@ -282,7 +283,8 @@ class Link:
                 built: Tool[Any, Any] = Tool.from_spec(
                     spec,
                     self._caller(remote.name),
-                    timeout=settings.timeout,
+                    # None is no limit: infinity says so to the executor (its None is "the default", 60 s).
+                    timeout=settings.timeout if settings.timeout is not None else math.inf,
                     result_ceiling=settings.result_ceiling,
                     read_only=bool(annotations is not None and annotations.read_only_hint),
                 )

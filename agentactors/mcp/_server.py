@@ -276,7 +276,10 @@ class MCPServerHTTP(_MCPServer):
     :param tool_prefix, tool_filter, timeout, result_ceiling, max_restarts: as for :class:`MCPServerStdio`
         (a restart here is a new connection, after the server ended the session or the transport closed).
         The HTTP read timeout outlasts ``timeout`` (at least 5 minutes; none when ``timeout`` is ``None``): a
-        server that answers with plain JSON sends nothing until its result is ready.
+        server that answers with plain JSON sends nothing until its result is ready, and over SSE the answer
+        comes on the event stream.  An SSE POST, which only hands the server a message, may take at most 30 s
+        (or ``timeout``, if shorter): a server that leaves one unanswered loses the connection then, rather
+        than holding every later message for the SDK's 5 minutes.
     :raises ValueError, TypeError: an invalid option.
     """
 

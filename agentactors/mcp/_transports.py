@@ -14,6 +14,9 @@ read and write streams of one connection, entered and left by the task that owns
   client's read timeout bounds the call: it is never shorter than the call's own ``timeout``
   (:func:`read_timeout_for`), and one that passes anyway is noted (:attr:`HTTPTransport.timed_out`) — the
   SDK then closes the whole connection, and the call's error says why rather than that the server went away.
+  Over SSE the event stream's read timeout outlasts a call the same way, and a POST's is short
+  (:func:`sse_post_timeout_for`): the SDK sends messages one POST at a time, so one the server never answers
+  would hold every later one — a call's ``notifications/cancelled`` too — for the SDK's default 300 s.
 
 Credentials: :func:`register_credentials` registers the values of credential-like headers and
 environment variables as secrets, so :func:`~agentactors.redact` removes them from every event, log
@@ -49,12 +52,14 @@ from ._results import sdk_message
 __all__ = [
     "MIN_READ_TIMEOUT",
     "READ_TIMEOUT_MARGIN",
+    "SSE_POST_TIMEOUT",
     "HTTPTransport",
     "StdioTransport",
     "http_transport",
     "read_timeout_for",
     "redact_sdk_logs",
     "register_credentials",
+    "sse_post_timeout_for",
     "stdio_transport",
 ]
 
@@ -90,6 +95,8 @@ _SDK_LOGGERS = (
 MIN_READ_TIMEOUT = 300.0
 #: ... and outlasts a call's ``timeout`` by this much, so the call's own limit always comes first.
 READ_TIMEOUT_MARGIN = 30.0
+#: An SSE connection's POSTs (and connecting) may take at most this long, or a call's ``timeout`` if shorter.
+SSE_POST_TIMEOUT = 30.0
 
 
 def read_timeout_for(call_timeout: float | None) -> float | None:
@@ -266,13 +273,63 @@ def http_transport(
 ) -> Transport:
     """A transport that speaks ``kind`` to ``url``, sending ``headers`` with every request.
 
-    ``timeout`` is a call's (``None``: no limit): the streamable-HTTP read timeout outlasts it
-    (:func:`read_timeout_for`).  The SSE transport's answers come on its event stream, which the server keeps
-    alive with pings: the SDK's defaults serve.
+    ``timeout`` is a call's (``None``: no limit): the read timeout of a streamable-HTTP answer, and of the SSE
+    transport's event stream, outlasts it (:func:`read_timeout_for`).  An SSE POST only hands the server a
+    message (``202 Accepted`` at once; the answer comes on the stream), and the SDK sends them one at a time:
+    its read timeout is short (:func:`sse_post_timeout_for`), or one the server never answers would hold every
+    later message — a call's ``notifications/cancelled`` included — for the SDK's default 300 s.
     """
     if kind == "sse":
-        return sse_client(url, headers=dict(headers) if headers else None)
+        return sse_client(
+            url,
+            headers=dict(headers) if headers else None,
+            httpx_client_factory=_SSEClientFactory(timeout),
+        )
     return HTTPTransport(url, headers, timeout)
+
+
+def sse_post_timeout_for(call_timeout: float | None) -> float:
+    """The connect, write and POST read timeout of an SSE connection whose calls may take ``call_timeout``
+    seconds: :data:`SSE_POST_TIMEOUT`, or the call's timeout if shorter (a POST only hands a message over)."""
+    if call_timeout is None:
+        return SSE_POST_TIMEOUT
+    return min(SSE_POST_TIMEOUT, call_timeout)
+
+
+class _SSEClientFactory:
+    """Makes the SSE transport's ``httpx2`` client: the event stream's read timeout outlasts a call
+    (:func:`read_timeout_for`), a POST's is short (:func:`sse_post_timeout_for`).  The SDK's own ``timeout``
+    (5 s, read 300 s) is replaced."""
+
+    def __init__(self, call_timeout: float | None) -> None:
+        self._post = sse_post_timeout_for(call_timeout)
+        self._stream = read_timeout_for(call_timeout)
+
+    def __call__(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return _SSEClient(
+            httpx2.Timeout(self._post),
+            headers=headers,
+            auth=auth,
+            timeout=httpx2.Timeout(self._post, read=self._stream),
+        )
+
+
+class _SSEClient(httpx2.AsyncClient):
+    """An ``httpx2`` client whose POSTs (messages handed to the server) have a timeout of their own."""
+
+    def __init__(self, post_timeout: httpx2.Timeout, **options: Any) -> None:
+        super().__init__(**options)
+        self._post_timeout = post_timeout.as_dict()
+
+    async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+        if request.method == "POST":
+            request.extensions = {**request.extensions, "timeout": self._post_timeout}
+        return await super().send(request, **options)
 
 
 class HTTPTransport(_Transport):
