@@ -203,6 +203,9 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             _reject(strict, 400, f"Missing required parameter: 'tools[{i}].function'.")
             continue
+        problem = _openai_tool_problem(i, t, fn) if strict else None
+        if problem is not None:
+            _reject(strict, 400, problem)
         params = fn.get("parameters")
         schema = params if isinstance(params, dict) else {}
         tools.append(OfferedTool(fn["name"], str(fn.get("description") or ""), schema))
@@ -303,6 +306,24 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
         response_format=response_format,
     )
     return ParsedRequest("openai", model if isinstance(model, str) else None, stream, conv)
+
+
+def _openai_tool_problem(i: int, tool: dict[str, Any], fn: dict[str, Any]) -> str | None:
+    """What OpenAI refuses in a ``tools`` entry that has a ``function`` (its ``type``, the function's fields)."""
+    kind = tool.get("type")
+    if kind is None:
+        return f"Missing required parameter: 'tools[{i}].type'."
+    if kind != "function":
+        return f"Invalid value: '{kind}'. Supported values are: 'function' and 'custom'."
+    return (
+        openai_type_problem(f"tools[{i}].function.description", fn.get("description"), "a string", str)
+        if "description" in fn else None
+    ) or (
+        openai_type_problem(f"tools[{i}].function.parameters", fn.get("parameters"), "an object", dict)
+        if "parameters" in fn else None
+    ) or (
+        openai_type_problem(f"tools[{i}].function.strict", fn.get("strict"), "a boolean", bool, type(None))
+    )
 
 
 def _openai_token_limit_problem(key: str, value: Any) -> str | None:

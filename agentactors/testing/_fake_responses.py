@@ -46,7 +46,23 @@ _KNOWN = frozenset({
     "prompt_cache_key", "prompt_cache_retention", "truncation", "user", "service_tier", "background",
     "max_tool_calls", "safety_identifier", "top_logprobs", "stream_options", "conversation", "prompt",
 })
+#: A message's roles (an item without ``type`` is a message) and the content parts each takes.
+_ROLES = frozenset({"user", "system", "developer", "assistant"})
+_INPUT_PARTS = ("input_text", "input_image", "input_file", "input_audio")
+_OUTPUT_PARTS = ("output_text", "refusal")
+#: The string field each text-like part must carry.
+_PART_TEXT = {"input_text": "text", "output_text": "text", "refusal": "refusal"}
+#: The input item types the Responses API knows (the ones this server reads, and the tool items it passes by).
+_ITEM_TYPES = frozenset({
+    "message", "function_call", "function_call_output", "reasoning", "item_reference", "file_search_call",
+    "computer_call", "computer_call_output", "web_search_call", "image_generation_call", "code_interpreter_call",
+    "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
+    "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "mcp_call",
+    "custom_tool_call", "custom_tool_call_output", "compaction", "tool_search_call", "tool_search_output",
+})
 _EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
+#: OpenAI's least ``max_output_tokens``.
+_MIN_OUTPUT_TOKENS = 16
 _INCOMPLETE = {"max_tokens": "max_output_tokens", "content_filter": "content_filter"}
 
 
@@ -102,6 +118,13 @@ def _tools(body: dict[str, Any], strict: bool) -> list[OfferedTool]:
         if not isinstance(t, dict) or t.get("type") != "function" or not isinstance(t.get("name"), str):
             _reject(strict, 400, f"Missing required parameter: 'tools[{i}].name'.")
             continue
+        for problem in (
+            openai_type_problem(f"tools[{i}].parameters", t.get("parameters"), "an object", dict, type(None)),
+            openai_type_problem(f"tools[{i}].description", t.get("description"), "a string", str, type(None)),
+            openai_type_problem(f"tools[{i}].strict", t.get("strict"), "a boolean", bool, type(None)),
+        ):
+            if problem is not None:
+                _reject(strict, 400, problem)
         params = t.get("parameters")
         schema = params if isinstance(params, dict) else {}
         tools.append(OfferedTool(t["name"], str(t.get("description") or ""), schema))
@@ -180,10 +203,14 @@ def _read_item(i: int, item: Any, history: _History, *, stored: bool, strict: bo
         call_id = item.get("call_id")
         if not isinstance(call_id, str) or call_id not in history.names:
             _reject(strict, 400, f"No tool call found for function call output with call_id {call_id}.")
+        if strict:
+            _check_content(f"input[{i}].output", item, "output", "user")
         cid = call_id if isinstance(call_id, str) else None
         history.results.append(SeenToolResult(cid, history.names.get(cid or ""), _text(item.get("output"))))
     elif kind == "message":
         role = item.get("role")
+        if strict and isinstance(role, str) and role in _ROLES:
+            _check_content(f"input[{i}].content", item, "content", role)
         if role in ("system", "developer"):
             history.system.append(_text(item.get("content")))
         elif role == "user":
@@ -191,6 +218,45 @@ def _read_item(i: int, item: Any, history: _History, *, stored: bool, strict: bo
         elif role != "assistant":
             _reject(strict, 400, f"Invalid value: '{role}'. Supported values are: 'assistant', 'system', "
                     "'developer', and 'user'.")
+    elif strict and (not isinstance(kind, str) or kind not in _ITEM_TYPES):
+        raise WireRejection(400, f"Invalid value: '{kind}'. Supported values are: "
+                            + ", ".join(f"'{t}'" for t in sorted(_ITEM_TYPES)) + f". (input[{i}].type)")
+
+
+def _check_content(where: str, item: dict[str, Any], key: str, role: str) -> None:
+    """Refuse (strict mode) a message's ``content`` or an output's ``output`` that is neither a string nor
+    an array of content parts of the kinds its role takes, each with its text a string."""
+    if key not in item:
+        raise WireRejection(400, f"Missing required parameter: '{where}'.")
+    value = item[key]
+    problem = openai_type_problem(where, value, "one of a string or array of input content parts", str, list)
+    if problem is not None:
+        raise WireRejection(400, problem)
+    if isinstance(value, str):
+        return
+    allowed = _OUTPUT_PARTS if role == "assistant" else _INPUT_PARTS
+    for j, part in enumerate(value):
+        at = f"{where}[{j}]"
+        problem = openai_type_problem(at, part, "an object", dict)
+        if problem is not None:
+            raise WireRejection(400, problem)
+        kind = part.get("type")
+        if kind is None:
+            raise WireRejection(400, f"Missing required parameter: '{at}.type'.")
+        if kind not in allowed:
+            raise WireRejection(400, f"Invalid value: '{kind}'. Supported values are: {_listed(allowed)}. ({at}.type)")
+        field = _PART_TEXT.get(kind)
+        if field is not None:
+            if field not in part:
+                raise WireRejection(400, f"Missing required parameter: '{at}.{field}'.")
+            problem = openai_type_problem(f"{at}.{field}", part[field], "a string", str)
+            if problem is not None:
+                raise WireRejection(400, problem)
+
+
+def _listed(values: tuple[str, ...]) -> str:
+    quoted = [f"'{v}'" for v in values]
+    return " and ".join(quoted) if len(quoted) == 2 else ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
 
 
 def _dig(value: Any, *keys: str) -> Any:
@@ -221,9 +287,15 @@ def _parse(body: dict[str, Any], strict: bool) -> ParsedRequest:
         openai_type_problem("reasoning", body.get("reasoning"), "an object", dict, type(None)),
         openai_type_problem("text", body.get("text"), "an object", dict, type(None)),
         openai_type_problem("text.format", _dig(body, "text", "format"), "an object", dict, type(None)),
+        openai_type_problem("stream", body.get("stream"), "a boolean", bool, type(None)),
+        openai_type_problem("max_output_tokens", body.get("max_output_tokens"), "an integer", int, type(None)),
     ):
         if problem is not None:
             _reject(strict, 400, problem)
+    limit = body.get("max_output_tokens")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit < _MIN_OUTPUT_TOKENS:
+        _reject(strict, 400, "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+                f"{_MIN_OUTPUT_TOKENS}, but got {limit} instead.")
     raw_input = body.get("input")
     items: list[Any] = [{"role": "user", "content": raw_input}] if isinstance(raw_input, str) else (
         raw_input if isinstance(raw_input, list) else [])
