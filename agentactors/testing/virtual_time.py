@@ -30,6 +30,8 @@ __all__ = ["VirtualTimeLoop", "virtual_backends"]
 _Ts = TypeVarTuple("_Ts")
 # asyncio runs the timers due before ``time() + clock_resolution``, with the resolution it reads here.
 _RESOLUTION = time.get_clock_info("monotonic").resolution
+# asyncio waits at most this long in one turn of its loop (a day), even for a timer due later.
+_MAX_WAIT: float = getattr(asyncio.base_events, "MAXIMUM_SELECT_TIMEOUT", 24 * 3600)
 
 
 class _AutojumpSelector(selectors.DefaultSelector):
@@ -47,6 +49,9 @@ class _AutojumpSelector(selectors.DefaultSelector):
             # Nothing scheduled at all: only I/O (a thread's wake-up) can move us on.
             return super().select(None)
         assert self.loop is not None
+        if timeout >= _MAX_WAIT:
+            # asyncio caps a wait at a day: jump to the next timer itself, not a day at a time.
+            timeout = max(timeout, self.loop.next_timer() - self.loop.time())
         self.loop.advance(timeout)
         return []
 
@@ -77,6 +82,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             if now + _RESOLUTION <= now:  # a timer at ``now`` would not be due: step past it
                 now = math.nextafter(now, math.inf)
             self._virtual_now = now
+
+    def next_timer(self) -> float:
+        """When the earliest timer is due (``-inf``: none).  asyncio has dropped cancelled ones off the head
+        of its heap by the time it waits."""
+        scheduled: list[asyncio.TimerHandle] = getattr(self, "_scheduled", [])
+        return scheduled[0].when() if scheduled else -math.inf
 
     def call_at(
         self, when: float, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts,
