@@ -47,6 +47,13 @@ _INCOMPLETE = {"max_output_tokens": StopReason.max_tokens, "content_filter": Sto
 _UNFINISHED = frozenset({"incomplete", "in_progress"})
 
 
+def _unfinished(item: dict[str, Any]) -> bool:
+    """Whether an output item's own ``status`` says generation stopped inside it (any other value, a list
+    included, says nothing)."""
+    status = item.get("status")
+    return isinstance(status, str) and status in _UNFINISHED
+
+
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -176,6 +183,7 @@ def _read_items(
                 raise malformed("a function_call item without a name or call_id", provider=provider, model=model)
             arguments = raw.get("arguments")
             item_id = raw.get("id")
+            unfinished = _unfinished(raw)
             out.calls.append(
                 build_tool_call(
                     request,
@@ -183,8 +191,8 @@ def _read_items(
                     name,
                     arguments if isinstance(arguments, str) else None,
                     item_id if isinstance(item_id, str) else None,
-                    cut=cut or raw.get("status") in _UNFINISHED,
-                    last=i == final or raw.get("status") in _UNFINISHED,
+                    cut=cut or unfinished,
+                    last=i == final or unfinished,
                 )
             )
             out.items.append({"type": "function_call", "call_id": call_id})

@@ -134,3 +134,12 @@ def test_a_streamed_whole_call_ends_when_its_item_is_done() -> None:
     decoder.feed("response.output_item.added", json.dumps(_added(item)))
     events = decoder.feed("response.output_item.done", json.dumps(_done(item)))
     assert [e.call.arguments for e in events if isinstance(e, ToolCallEnd)] == [{"path": "a"}]
+
+
+@pytest.mark.parametrize("status", [[], {}, 5, None])
+def test_an_item_status_that_is_no_string_says_nothing(status: Any) -> None:
+    # Found by the decoding property test: a list as an item's status raised TypeError (unhashable) out of the
+    # decoder, where a vendor's odd field must be a typed error or read as absent.
+    item = {**_call("c1", "now", "{}"), "status": status}
+    (call,) = decode(_body([item], cut=False)).tool_calls
+    assert call.arguments_error is None
