@@ -15,15 +15,20 @@ Desktop or an IDE launches).  Runs offline: with no ``OPENAI_API_KEY`` the built
 the model on 127.0.0.1.  docs/serve.md has the curl lines and client snippets.
 
     python examples/serve_all.py          # then: curl http://127.0.0.1:8000/openai/v1/models
+    python examples/serve_all.py --port 9000 --backend trio
+
+Ctrl-C (or SIGTERM) stops it gracefully: open streams get a second to end; a second Ctrl-C stops it at once.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +110,13 @@ async def serve(app: Any, port: int, *, host: str = "127.0.0.1", stop: anyio.Eve
         return
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    class Server(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # Ctrl-C is main()'s to handle (it sets ``stop``); uvicorn's would raise it again once stopped
+
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                                   timeout_graceful_shutdown=1))
 
     async def stop_when_told() -> None:
         await stop.wait()
@@ -127,12 +138,35 @@ async def serve_stdio(provider: Any) -> None:
             await server.run(read, write, server.create_initialization_options())
 
 
-async def main() -> None:
-    stdio = "--stdio" in sys.argv
-    port = int(os.environ.get("PORT", "8000"))
+def port_in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, or ``None`` — asked before anything starts."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+async def stop_on_signal(stop: anyio.Event, scope: anyio.CancelScope) -> None:
+    """Ctrl-C or SIGTERM sets ``stop`` (a graceful shutdown); a second one cancels ``scope``."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            if stop.is_set():
+                scope.cancel()
+                return
+            print("stopping (Ctrl-C again to stop at once)", file=sys.stderr)
+            stop.set()
+
+
+async def serve_here(port: int, stop: anyio.Event, *, stdio: bool) -> None:
+    """The agent on ``port`` (or stdin/stdout) until ``stop``: OpenAI with ``OPENAI_API_KEY``, else the FakeVendor."""
     if os.environ.get("OPENAI_API_KEY"):
         provider = OpenAIProvider(os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"))
-        await (serve_stdio(provider) if stdio else serve(build_app(provider), port))
+        if not stdio:
+            print(f"http://127.0.0.1:{port}/")
+        await (serve_stdio(provider) if stdio else serve(build_app(provider), port, stop=stop))
         return
     from agentactors.testing import FakeReply, FakeVendor
 
@@ -144,8 +178,36 @@ async def main() -> None:
             return
         print(f"http://127.0.0.1:{port}/ (the AG-UI page) · /openai/v1 · /mcp/ · /agui/ "
               "(offline: a FakeVendor plays the model)")
-        await serve(build_app(provider), port)
+        await serve(build_app(provider), port, stop=stop)
+
+
+async def main(port: int = 8000, stdio: bool = False) -> int:
+    """Serve on ``port`` (or over stdio) until Ctrl-C; 1 when the port is taken."""
+    problem = None if stdio else port_in_use("127.0.0.1", port)
+    if problem is not None:
+        print(f"cannot listen on 127.0.0.1:{port}: {problem} (another server there? --port N picks another)",
+              file=sys.stderr)
+        return 1
+    stop = anyio.Event()
+    if stdio:
+        stop.set()  # nothing to drain over stdio: the first Ctrl-C stops it at once
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop_on_signal, stop, tg.cancel_scope)
+
+        async def serving() -> None:  # a task of its own: hypercorn on asyncio leaves its caller's task cancelling
+            await serve_here(port, stop, stdio=stdio)
+            tg.cancel_scope.cancel()  # served and stopped: the signal watcher too
+
+        tg.start_soon(serving)
+    return 0
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=os.environ.get("PORT", "8000"), help="default: $PORT or 8000")
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help="default: asyncio")
+    parser.add_argument("--stdio", action="store_true", help="serve the agent over MCP on stdin/stdout instead")
+    args = parser.parse_args()
+    if not 0 < args.port < 65536:
+        parser.error(f"--port: 1 to 65535, not {args.port}")
+    sys.exit(anyio.run(main, args.port, args.stdio, backend=args.backend))  # anyio.run(main) serves on 8000

@@ -12,13 +12,19 @@ Runs offline: with no ``OPENAI_API_KEY`` it starts the built-in FakeVendor on
 127.0.0.1 and talks to it over real HTTP.
 
     python examples/service_starlette.py          # then open http://127.0.0.1:8000
+    python examples/service_starlette.py --port 9000 --backend trio
+
+Ctrl-C (or SIGTERM) stops it gracefully: open streams get a second to end; a second Ctrl-C stops it at once.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import signal
 import socket
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from contextlib import aclosing
 from typing import Any
@@ -74,12 +80,20 @@ def build_app(provider: Any, *, recorders: Iterable[Recorder] = (), max_concurre
         return HTMLResponse(PAGE)
 
     async def ask(request: Request) -> Response:
-        body = await request.json()
-        result = await agent.run(str(body.get("prompt", "")), runtime=request.state.runtime)
+        try:
+            body = await request.json()
+        except ValueError:  # not JSON, or not UTF-8
+            body = None
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        if not isinstance(prompt, str) or not prompt:
+            return JSONResponse({"error": 'POST a JSON object with a "prompt": {"prompt": "..."}'}, status_code=400)
+        result = await agent.run(prompt, runtime=request.state.runtime)
         return JSONResponse({"answer": result.content, "served_by": result.served_by, "run_id": result.run_id})
 
     async def stream(request: Request) -> Response:
         prompt = request.query_params.get("prompt", "")
+        if not prompt:  # checked before the response starts: a 400, not a stream that ends at once
+            return JSONResponse({"error": "GET /stream?prompt=..."}, status_code=400)
         runtime = request.state.runtime
 
         async def events() -> AsyncIterator[str]:
@@ -144,10 +158,33 @@ async def serve(app: Any, port: int, *, host: str = "127.0.0.1", stop: anyio.Eve
         await serve_asyncio(app, config, shutdown_trigger=trigger)
 
 
-async def main() -> None:
-    port = int(os.environ.get("PORT", "8000"))
+def port_in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, or ``None`` — asked before anything starts."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+async def stop_on_signal(stop: anyio.Event, scope: anyio.CancelScope) -> None:
+    """Ctrl-C or SIGTERM sets ``stop`` (a graceful shutdown); a second one cancels ``scope``."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            if stop.is_set():
+                scope.cancel()
+                return
+            print("stopping (Ctrl-C again to stop at once)", file=sys.stderr)
+            stop.set()
+
+
+async def serve_here(port: int, stop: anyio.Event) -> None:
+    """The service on ``port`` until ``stop`` is set: OpenAI with ``OPENAI_API_KEY``, else the FakeVendor."""
     if os.environ.get("OPENAI_API_KEY"):
-        await serve(build_app(OpenAIProvider(os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"))), port)
+        print(f"http://127.0.0.1:{port}")
+        await serve(build_app(OpenAIProvider(os.environ.get("OPENAI_MODEL", "gpt-4.1-mini"))), port, stop=stop)
         return
     from agentactors.testing import FakeReply, FakeVendor
 
@@ -156,8 +193,33 @@ async def main() -> None:
                             words_per_chunk=1, chunk_latency=0.1))
         provider = OpenAIProvider("fake-model", api_key="sk-offline-example", base_url=vendor.openai_base_url)
         print(f"http://127.0.0.1:{port} (offline: a FakeVendor plays the model)")
-        await serve(build_app(provider), port)
+        await serve(build_app(provider), port, stop=stop)
+
+
+async def main(port: int = 8000) -> int:
+    """Serve on ``port`` until Ctrl-C; 1 when the port is taken."""
+    problem = port_in_use("127.0.0.1", port)
+    if problem is not None:
+        print(f"cannot listen on 127.0.0.1:{port}: {problem} (another server there? --port N picks another)",
+              file=sys.stderr)
+        return 1
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop_on_signal, stop, tg.cancel_scope)
+
+        async def serving() -> None:  # a task of its own: hypercorn on asyncio leaves its caller's task cancelling
+            await serve_here(port, stop)
+            tg.cancel_scope.cancel()  # served and stopped: the signal watcher too
+
+        tg.start_soon(serving)
+    return 0
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=os.environ.get("PORT", "8000"), help="default: $PORT or 8000")
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio", help="default: asyncio")
+    args = parser.parse_args()
+    if not 0 < args.port < 65536:
+        parser.error(f"--port: 1 to 65535, not {args.port}")
+    sys.exit(anyio.run(main, args.port, backend=args.backend))  # anyio.run(main) serves on port 8000

@@ -10,12 +10,20 @@ Written with anyio, so the same code serves on trio (how it is started below) an
 Runs offline: with no ``OPENAI_API_KEY`` the built-in FakeVendor plays the model.
 
     python examples/service_trio.py               # then: echo '{"prompt": "hi"}' | nc 127.0.0.1 8001
+    python examples/service_trio.py --port 9001 --backend asyncio
+
+Ctrl-C (or SIGTERM) stops it: the requests in flight are cancelled, their vendor requests with them.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import os
+import signal
+import socket
+import sys
 from functools import partial
 from typing import Any
 
@@ -26,9 +34,11 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from agentactors import Agent, OpenAIProvider, ProviderActor, Runtime
 
 MAX_LINE = 64 * 1024
+MAX_TIMEOUT = 300.0
+BAD_TIMEOUT = f'"timeout": a number of seconds, more than 0 and at most {MAX_TIMEOUT:g}'
 
 
-async def handle(agent: Agent, default_timeout: float, stream: SocketStream) -> None:
+async def handle(agent: Agent[str], default_timeout: float, stream: SocketStream) -> None:
     """One connection: requests one after another until the client closes it."""
     async with stream:
         lines = BufferedByteReceiveStream(stream)
@@ -41,14 +51,19 @@ async def handle(agent: Agent, default_timeout: float, stream: SocketStream) -> 
             await stream.send((json.dumps(reply) + "\n").encode())
 
 
-async def answer(agent: Agent, line: bytes, default_timeout: float) -> dict[str, Any]:
+async def answer(agent: Agent[str], line: bytes, default_timeout: float) -> dict[str, Any]:
     """Run the agent on one request line, within the request's timeout."""
     try:
         request = json.loads(line)
         prompt = str(request["prompt"])
-        timeout = float(request.get("timeout", default_timeout))
     except (ValueError, KeyError, TypeError):
         return {"error": 'send one JSON object per line: {"prompt": "...", "timeout": 5}'}
+    try:
+        timeout = float(request.get("timeout", default_timeout))
+    except (ValueError, TypeError):
+        timeout = math.nan
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):  # "nan" and "inf" are floats too
+        return {"error": BAD_TIMEOUT}
     with anyio.move_on_after(timeout) as scope:
         result = await agent.run(prompt)  # cancelled at the deadline: the vendor request is closed
     if scope.cancelled_caught:
@@ -80,18 +95,53 @@ async def serve(
             await listener.serve(partial(handle, agent, request_timeout))
 
 
-async def main() -> None:
-    port = int(os.environ.get("PORT", "8001"))
-    if os.environ.get("OPENAI_API_KEY"):
-        await serve(OpenAIProvider(os.environ.get("OPENAI_MODEL", "gpt-4.1-mini")), port=port)
-        return
-    from agentactors.testing import FakeVendor
+def port_in_use(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, or ``None`` — asked before anything starts."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listener does
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
-    async with FakeVendor() as vendor:
-        provider = OpenAIProvider("fake-model", api_key="sk-offline-example", base_url=vendor.openai_base_url)
-        print(f"127.0.0.1:{port} (offline: a FakeVendor plays the model)")
-        await serve(provider, port=port)
+
+async def stop_on_signal(scope: anyio.CancelScope) -> None:
+    """Ctrl-C or SIGTERM cancels ``scope``: the server stops, and the runs in flight with it."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            print("stopping", file=sys.stderr)
+            scope.cancel()
+            return
+
+
+async def main(port: int = 8001) -> int:
+    """Serve on ``port`` until Ctrl-C; 1 when the port is taken."""
+    problem = port_in_use("127.0.0.1", port)
+    if problem is not None:
+        print(f"cannot listen on 127.0.0.1:{port}: {problem} (another server there? --port N picks another)",
+              file=sys.stderr)
+        return 1
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop_on_signal, tg.cancel_scope)
+        if os.environ.get("OPENAI_API_KEY"):
+            print(f"127.0.0.1:{port}")
+            await serve(OpenAIProvider(os.environ.get("OPENAI_MODEL", "gpt-4.1-mini")), port=port)
+            return 0
+        from agentactors.testing import FakeVendor
+
+        async with FakeVendor() as vendor:
+            provider = OpenAIProvider("fake-model", api_key="sk-offline-example", base_url=vendor.openai_base_url)
+            print(f"127.0.0.1:{port} (offline: a FakeVendor plays the model)")
+            await serve(provider, port=port)
+    return 0
 
 
 if __name__ == "__main__":
-    anyio.run(main, backend="trio")  # the same code serves on asyncio: anyio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=os.environ.get("PORT", "8001"), help="default: $PORT or 8001")
+    parser.add_argument("--backend", choices=["trio", "asyncio"], default="trio", help="default: trio")
+    args = parser.parse_args()
+    if not 0 < args.port < 65536:
+        parser.error(f"--port: 1 to 65535, not {args.port}")
+    sys.exit(anyio.run(main, args.port, backend=args.backend))  # the same code on both: anyio.run(main)

@@ -95,6 +95,21 @@ async def test_a_finished_stream_ends_with_done(fake_vendor: FakeVendor) -> None
     assert "EventSource" in page and 'id="stop"' in page
 
 
+async def test_a_request_without_a_prompt_is_a_400_that_says_what_to_send() -> None:
+    module = load_example("service_starlette")
+    provider = ScriptedProvider(lambda request: "answered")
+    app = module.build_app(provider)
+    async with serving(app, module) as base, httpx.AsyncClient(base_url=base, timeout=10) as client:
+        asks = [await client.post("/ask", content=body, headers={"content-type": "application/json"})
+                for body in (b"hi", b"[1]", b"{}", b'{"prompt": ""}', b'{"prompt": 5}', b"\xff")]
+        streams = [await client.get("/stream", params=params) for params in ({}, {"prompt": ""})]
+        fine = await client.post("/ask", json={"prompt": "hi"})
+    assert [r.status_code for r in asks + streams] == [400] * 8
+    assert all("prompt" in r.json()["error"] for r in asks + streams)
+    assert fine.status_code == 200 and fine.json()["answer"] == "answered"
+    assert len(provider.requests) == 1, "nothing reached the model before the prompt was checked"
+
+
 async def test_the_page_in_a_browser_streams_tokens_and_stop_cancels_the_vendor_request(
     fake_vendor: FakeVendor,
 ) -> None:

@@ -63,3 +63,21 @@ async def test_the_trio_service_serves_concurrent_clients_with_per_request_timeo
     assert gone.outcome == "disconnected", "the timeout cancelled the vendor request"
     assert "send one JSON object per line" in garbage[0]["error"]
     assert len({r["run_id"] for rs in replies.values() for r in rs}) == 16
+
+
+async def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused_and_the_server_goes_on(
+    fake_vendor: FakeVendor,
+) -> None:
+    module = load_example("service_trio")
+    fake_vendor.on(route)
+    provider = OpenAIProvider("gpt-4o-mini", api_key="sk-trio-service-00000", base_url=fake_vendor.openai_base_url)
+    async with anyio.create_task_group() as server:
+        port = await server.start(partial(module.serve, provider, request_timeout=5))
+        with anyio.fail_after(20):
+            bad = await ask(port, *({"prompt": "x", "timeout": t} for t in ("nan", "inf", -1, 0, "soon")),
+                            {"prompt": "fine"})
+            again = await ask(port, {"prompt": "another client"})
+        server.cancel_scope.cancel()
+    assert [r.get("error") for r in bad[:5]] == [module.BAD_TIMEOUT] * 5
+    assert bad[5]["answer"] == "answer to fine", "the connection goes on"
+    assert again[0]["answer"] == "answer to another client", "the server goes on"
