@@ -61,8 +61,11 @@ async def main() -> RunResult[Triage]:
     streaming = Agent(ScriptedProvider([ToolCall("c1", "final_result", {
         "action": "escalate", "reason": "A second crack means a bad batch.", "priority": 1})]), output_type=Triage)
     async with streaming.stream("The replacement is cracked too.") as run:
-        async for partial in run.partial_output():
-            print(f"partial: {partial.action} / {partial.reason!r}")
+        shown = None
+        async for partial in run.partial_output():  # more and more complete values, then the validated one
+            if partial != shown:  # (the validated value repeats the last partial when nothing was left to come)
+                print(f"partial: {partial.action} / {partial.reason!r}")
+            shown = partial
     return result
 
 
