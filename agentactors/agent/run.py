@@ -368,8 +368,9 @@ class AgentRun(Generic[OutputT]):
 
         Successively more complete values while the output tool's arguments or the answer's JSON stream
         in — each one a value of the output type (a JSON prefix that does not validate yet, such as an
-        object whose required field has not begun, is skipped; a value equal to the last is not
-        repeated) — then the final validated value, the run's ``result.output``.  An answer that is
+        object whose required field has not begun, is skipped; a partial value equal to the last is not
+        repeated) — then the final validated value, the run's ``result.output`` (always, even when equal to the
+        last partial one: it is the value that says the answer is done).  An answer that is
         refused and asked again streams its partial values too: only the last value is the validated
         one.  A run that ends without a valid answer yields no final value (its ``result`` says why).
         For ``output_type=str``: the answer text so far, growing piece by piece, then the whole answer.
