@@ -679,9 +679,33 @@ class StreamFilter:
         return "".join(out)
 
 
+_BROKEN_SHOWN = 2_000  # characters of a broken call's text sent back to the model
+
+
 def render_block(call: ToolCall) -> str:
-    """The contract block of ``call``, as the model would have written it."""
-    return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    """The contract block of ``call``, as the model would have written it.
+
+    A call whose arguments did not parse (cut off, not JSON) or were missing (``arguments_error``) is not a block
+    the model wrote: it goes back as a marker holding what the model wrote (its first 2,000 characters, as a
+    JSON string, so none of it reads back as a block), never as a whole call it did not make.
+    """
+    if call.arguments_error is None:
+        return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    return _broken_call_text(call)
+
+
+def _broken_call_text(call: ToolCall) -> str:
+    """The marker for a call that was not run because its arguments were unreadable (the rare path)."""
+    name = json.dumps(call.name, ensure_ascii=False)
+    if call.arguments_error == "empty":
+        return f"[a call of tool {name} with no arguments — not run]"
+    why = "cut off" if call.arguments_error_detail == CUT_OFF else "text that does not parse"
+    raw = call.raw_arguments or ""
+    more = len(raw) - _BROKEN_SHOWN
+    shown = json.dumps(raw[:_BROKEN_SHOWN] if more > 0 else raw, ensure_ascii=False)
+    tail = f" … ({more} more characters)" if more > 0 else ""
+    text = f"[a call of tool {name} whose arguments were {why} — not run; its arguments as written: {shown}{tail}]"
+    return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate the vendor escaped cannot be sent
 
 
 def _results_message(entries: list[str], media: list[MediaPart]) -> Message:
@@ -707,7 +731,9 @@ def to_wire_messages(messages: Sequence[Message]) -> list[Message]:
     with ``tool_calls``, ``tool`` messages with results) so its record reads the
     same on both transports.  On the wire, a call becomes its contract block
     after the assistant's text, and consecutive results become one user message
-    (with the media parts the tools returned, after the text); a line of a result
+    (with the media parts the tools returned, after the text); a call whose arguments
+    did not parse goes back as a marker holding what the model wrote (:func:`render_block`),
+    not as a whole call it never made; a line of a result
     that reads as an entry's header is escaped (``\\[``), so a result cannot pass
     itself off as another's.  The entries of a
     run of results are joined once, when the run ends (not message by message:
