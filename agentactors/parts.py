@@ -209,6 +209,9 @@ def shown_url(url: str) -> str:
     """``url`` as reprs, errors and event records show it: without its user info, query and fragment (a password,
     a presigned URL's signature and session token are credentials); a ``data:`` URL as ``data:…``.
 
+    A long URL is shown bounded: its scheme and host (each at most 100 characters), then its path's first
+    160 characters and how many more there were.
+
     The part keeps the whole URL — the vendor is sent it — and only stores that must resend it (a durable run's
     journal, a session) write it whole.
     """
@@ -217,7 +220,21 @@ def shown_url(url: str) -> str:
     if parts.scheme == "data":
         return "data:…"
     host = parts.netloc.rpartition("@")[2]  # ``user:password@`` dropped
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", "")) + tail
+    if len(url) <= _URL_SHOWN:
+        return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", "")) + tail
+    path = parts.path
+    if len(path) > _PATH_SHOWN:
+        path = f"{path[:_PATH_SHOWN]}…({len(path) - _PATH_SHOWN} more characters)"
+    shown = urllib.parse.urlunsplit((_bounded(parts.scheme), _bounded(host), path, "", ""))
+    return shown + tail
+
+
+_URL_SHOWN = 400  # a URL this long or shorter is shown whole (but for its user info, query and fragment)
+_PATH_SHOWN = 160
+
+
+def _bounded(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _check_image_bytes(name: str, data: bytes, media_type: str) -> None:
