@@ -9,8 +9,11 @@ answered when the batch is submitted (so scripts are consumed in submission orde
 progress for :attr:`BatchPlan.polls` status reads and :attr:`BatchPlan.delay` seconds.
 
 Tests reach it as ``fv.batches`` (:class:`FakeBatches`): ``plan(...)`` what the next batches do (stay in
-progress, expire part way, fail whole), ``cancel(batch_id)``, and count what came: ``submissions`` (the
-batches, each with its lines' custom ids) and ``single_requests`` (requests to the single-call endpoints).
+progress, expire part way, fail whole — with an error code of OpenAI's, e.g. ``token_limit_exceeded``),
+``cancel(batch_id)``, and count what came: ``submissions`` (the batches, each with its lines' custom ids) and
+``single_requests`` (requests to the single-call endpoints).  As OpenAI's, an input file naming one ``custom_id``
+twice makes a batch that fails validation at its first status read (``duplicate_custom_id``, with the line);
+Anthropic's create request refuses one with a 400.
 """
 
 from __future__ import annotations
@@ -61,6 +64,15 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str, str], ...] = (
     ("POST", re.compile(r"^/v1beta/batches/(?P<id>[^/:]+):cancel$"), "gemini", "cancel"),
 )
 _JSON = "application/json"
+_CODE = re.compile(r"[A-Za-z0-9_]+")
+#: The vendor's message for a whole batch's failure codes (OpenAI's), used when ``plan(fail_code=...)`` gives none.
+FAIL_MESSAGES: Mapping[str, str] = {
+    "token_limit_exceeded": "Enqueued token limit reached for {model} in organization org-fake. Limit: 90,000 "
+    "enqueued tokens. Please try again once some in_progress batches have been completed.",
+}
+#: OpenAI's validation error for an input file naming one ``custom_id`` twice (the batch is made, then fails).
+DUPLICATE_CUSTOM_ID = ("The custom_id for this request is a duplicate of another request. The custom_id parameter "
+                       "must be unique for each request in a batch.")
 _Map = Mapping[str, str]
 _Served = tuple[int, str, bytes]  # status, content type, body
 
@@ -73,12 +85,16 @@ class BatchPlan:
     :param delay: seconds (the server's clock) before it ends, at the earliest.
     :param expire_after: the batch *expires*: only its first this many lines are answered, the others expire.
     :param fail: the whole batch fails with this message (no line is answered).
+    :param fail_code: the whole batch fails with this error code (OpenAI's ``errors.data[].code``; default
+        ``batch_failed``), with ``fail`` as its message or, for a code :data:`FAIL_MESSAGES` knows (OpenAI's
+        ``token_limit_exceeded``: the account's enqueued-token limit, nothing ran), the vendor's own.
     """
 
     polls: int = 0
     delay: float = 0.0
     expire_after: int | None = None
     fail: str | None = None
+    fail_code: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -121,11 +137,17 @@ class FakeBatches:
     # -- what tests use -------------------------------------------------------------------------------
 
     def plan(self, *, polls: int = 0, delay: float = 0.0, expire_after: int | None = None,
-             fail: str | None = None) -> None:
+             fail: str | None = None, fail_code: str | None = None) -> None:
         """Set what the batches submitted from now on do (see :class:`BatchPlan`)."""
         if polls < 0 or delay < 0 or (expire_after is not None and expire_after < 0):
             raise ValueError("polls, delay and expire_after must be >= 0")
-        self._plan = BatchPlan(polls, delay, expire_after, fail)
+        if fail_code is not None:
+            if not isinstance(fail_code, str):
+                raise TypeError(f"fail_code must be a str, not {type(fail_code).__name__}")
+            if not _CODE.fullmatch(fail_code):
+                raise ValueError(f"fail_code must be an error code (letters, digits, _), not {fail_code!r}")
+            fail = fail if fail is not None else FAIL_MESSAGES.get(fail_code, "the batch failed")
+        self._plan = BatchPlan(polls, delay, expire_after, fail, fail_code)
 
     def cancel(self, batch_id: str) -> None:
         """Cancel a batch in progress: its lines end ``cancelled``, unanswered (as the vendors' cancel does)."""
@@ -222,7 +244,11 @@ class FakeBatches:
             items.append((str(line.get("custom_id")), request))
         if len(models) > 1:
             raise WireRejection(400, "all requests in a batch must use the same model")
-        record = self._submit("openai", next(iter(models), None), items, headers, path_model=None)
+        duplicate = _first_duplicate([cid for cid, _ in items])
+        plan = None if duplicate is None else BatchPlan(fail=DUPLICATE_CUSTOM_ID, fail_code="duplicate_custom_id")
+        record = self._submit("openai", next(iter(models), None), items, headers, path_model=None, plan=plan)
+        if duplicate is not None:  # made, then failed by its validation: its first status read says so
+            record.failure_line = duplicate + 1
         with self._store.lock:
             self._store.inputs[record.id] = str(body["input_file_id"])
         return self._openai_status({"id": record.id}, headers, b"", read=False)
@@ -230,7 +256,7 @@ class FakeBatches:
     def _openai_status(self, params: _Map, headers: _Map, raw: bytes, *, read: bool = True) -> _Served:
         record = self._read(params["id"], read)
         with self._store.lock:
-            if record.ended and record.output_file is None:
+            if record.ended and record.output_file is None and record.failure is None:  # failed: no files (OpenAI's)
                 output, errors = openai_files(record)
                 record.output_file, record.error_file = f"file-out-{record.id}", f"file-err-{record.id}"
                 self._store.files[record.output_file] = output
@@ -299,8 +325,8 @@ class FakeBatches:
     # -- the batches' lives -------------------------------------------------------------------------------
 
     def _submit(self, wire: str, model: str | None, items: list[tuple[str, dict[str, Any]]],
-                headers: Mapping[str, str], *, path_model: str | None) -> BatchRecord:
-        plan = self._plan
+                headers: Mapping[str, str], *, path_model: str | None, plan: BatchPlan | None = None) -> BatchRecord:
+        plan = plan or self._plan
         answer_up_to = len(items) if plan.fail is None else 0
         if plan.expire_after is not None:
             answer_up_to = min(answer_up_to, plan.expire_after)
@@ -354,7 +380,9 @@ class FakeBatches:
                 record.polls += 1
                 if record.polls > plan.polls and time.monotonic() - record.created >= plan.delay:
                     if plan.fail is not None:
-                        record.status, record.failure = "failed", plan.fail
+                        record.status = "failed"
+                        record.failure = plan.fail.replace("{model}", record.model or "the model")
+                        record.failure_code = plan.fail_code or "batch_failed"
                     elif plan.expire_after is not None and plan.expire_after < len(record.answers):
                         record.status = "expired"
                     else:
@@ -374,6 +402,16 @@ class _NotFound(Exception):
 
 def _is_batch_path(method: str, path: str) -> bool:
     return FakeBatches.route(method, path.partition("?")[0]) is not None
+
+
+def _first_duplicate(custom_ids: list[str]) -> int | None:
+    """The index of the first custom id that an earlier one repeats (``None``: all differ)."""
+    seen: set[str] = set()
+    for n, cid in enumerate(custom_ids):
+        if cid in seen:
+            return n
+        seen.add(cid)
+    return None
 
 
 def _dig(value: Any, *keys: str) -> Any:

@@ -38,6 +38,8 @@ class BatchRecord:
     polls: int = 0
     status: str = "in_progress"  # in_progress | completed | failed | expired | cancelled
     failure: str | None = None
+    failure_code: str = "batch_failed"  # OpenAI's errors.data[].code for a failed batch
+    failure_line: int | None = None  # the input file's line it names (a validation error's), 1-based
     base_url: str = ""
     output_file: str | None = None
     error_file: str | None = None
@@ -66,8 +68,8 @@ def openai_batch(b: BatchRecord, input_file: str) -> dict[str, Any]:
     when = int(b.created)
     return {
         "id": b.id, "object": "batch", "endpoint": "/v1/chat/completions",
-        "errors": {"object": "list", "data": [{"code": "batch_failed", "message": b.failure, "param": None,
-                                               "line": None}]} if b.failure else None,
+        "errors": {"object": "list", "data": [{"code": b.failure_code, "message": b.failure, "param": None,
+                                               "line": b.failure_line}]} if b.failure else None,
         "input_file_id": input_file, "completion_window": "24h", "status": status,
         "output_file_id": b.output_file, "error_file_id": b.error_file,
         "created_at": when, "in_progress_at": when, "expires_at": when + 86400,

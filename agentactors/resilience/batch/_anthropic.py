@@ -9,6 +9,7 @@ read with the key only when it is on the provider's own origin (never elsewhere)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -64,7 +65,9 @@ class AnthropicBatches:
         cancelled = isinstance(batch, dict) and batch.get("cancel_initiated_at") is not None
         return Status(True, state, batch, ended="cancelled" if cancelled else None)
 
-    async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
+    async def results(
+        self, batch_id: str, status: Status, lines: Mapping[str, Line], deadline: float = math.inf
+    ) -> dict[str, Outcome]:
         """The results file's items, streamed; one that fails part way keeps what it gave (:func:`unread`)."""
         batch = status.raw if isinstance(status.raw, dict) else {}
         url = batch.get("results_url")
@@ -74,7 +77,7 @@ class AnthropicBatches:
         out: dict[str, Outcome] = {}
         try:
             await read_results(self.http, url, model, lines, out,
-                               lambda line, item: self._outcome(line, item.get("result"), batch_id))
+                               lambda line, item: self._outcome(line, item.get("result"), batch_id), deadline)
         except ProviderError as exc:
             unread(out, lines, exc, batch_id)
         return out

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
+import anyio
 import attrs
 
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
@@ -121,8 +123,12 @@ class BatchAPI(Protocol):
         """The batch's status now."""
         ...
 
-    async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
-        """The outcomes of an ended batch's items, by custom id (items without a result are left out)."""
+    async def results(
+        self, batch_id: str, status: Status, lines: Mapping[str, Line], deadline: float = math.inf
+    ) -> dict[str, Outcome]:
+        """The outcomes of an ended batch's items, by custom id (items without a result are left out).
+
+        ``deadline`` (on anyio's clock): when reading results files stops (:func:`read_results`)."""
         ...
 
     async def cancel(self, batch_id: str, model: str) -> None:
@@ -186,7 +192,7 @@ def missing(provider: str, line: Line, batch_id: str, status: Status) -> BatchEr
 
 async def read_results(
     http: VendorHTTP, url: str, model: str, lines: Mapping[str, Line], out: dict[str, Outcome],
-    outcome: Callable[[Line, dict[str, Any]], Outcome],
+    outcome: Callable[[Line, dict[str, Any]], Outcome], deadline: float = math.inf,
 ) -> None:
     """Read the JSONL results file at ``url`` into ``out``: each line whose ``custom_id`` is one of ``lines``' as
     ``outcome(line, item)`` (:func:`keep`: a duplicate never replaces an answer; an id not ours is ignored).
@@ -197,33 +203,47 @@ async def read_results(
     for.  The call whose line it was finds no result and fails with a typed, retryable
     :class:`~agentactors.resilience.batch.BatchError` (``reason="missing"``, :func:`missing`).
 
+    The read stops at ``deadline`` (anyio's clock) whatever the HTTP client's timeouts are (a client built with
+    ``timeout=None`` would wait for ever on a file that stalls part way): a retryable :class:`BatchError`
+    (``reason="poll"``) then, as for a file that broke.
+
     :raises ProviderError: the file could not be read (to its end): what was read before stays in ``out``.
     """
     provider = http.name
     skipped = 0
+    started = anyio.current_time()
     try:
-        async with aclosing(http.lines(url, model=model, line_limit=2 * http.provider.limits.max_response_bytes)) as it:
-            async for text in it:
-                if text is None:
-                    skipped += 1
-                    continue
-                if not text.strip():
-                    continue
-                try:
-                    item = json.loads(text)
-                except (ValueError, RecursionError):
-                    item = None
-                if not isinstance(item, dict):
-                    skipped += 1
-                    continue
-                found = item.get("custom_id")
-                line = lines.get(found) if isinstance(found, str) and found else None
-                if line is not None:
-                    keep(out, line.custom_id, outcome(line, item))
+        with anyio.CancelScope(deadline=deadline) as bound:
+            async with aclosing(
+                http.lines(url, model=model, line_limit=2 * http.provider.limits.max_response_bytes)
+            ) as it:
+                async for text in it:
+                    if text is None:
+                        skipped += 1
+                        continue
+                    if not text.strip():
+                        continue
+                    try:
+                        item = json.loads(text)
+                    except (ValueError, RecursionError):
+                        item = None
+                    if not isinstance(item, dict):
+                        skipped += 1
+                        continue
+                    found = item.get("custom_id")
+                    line = lines.get(found) if isinstance(found, str) and found else None
+                    if line is not None:
+                        keep(out, line.custom_id, outcome(line, item))
     finally:
         if skipped:
             log.warning("%s (%s): %d line(s) of a batch results file are not JSON objects or are too long; skipped",
                         provider, model, skipped)
+    if bound.cancelled_caught:
+        raise BatchError(
+            f"its results file was not read to its end in the time reading a batch's results may take (the rest "
+            f"of max_wait, at least an hour): stopped {anyio.current_time() - started:g} s into this file",
+            provider=provider, reason="poll", model=model, kind=ErrorKind.transient, retryable=True,
+        )
 
 
 def unreadable(error: ProviderError, batch_id: str | None, line: Line) -> ProviderError:

@@ -10,6 +10,7 @@ the requests (``inlinedResponses``: ``{"response"}`` or ``{"error": Status}``), 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -73,7 +74,9 @@ class GeminiBatches:
             return Status(True, state or "FAILED", op, failure=str(message or "the batch failed"))
         return Status(True, state, op, ended=_ENDED.get(state))
 
-    async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
+    async def results(
+        self, batch_id: str, status: Status, lines: Mapping[str, Line], deadline: float = math.inf
+    ) -> dict[str, Outcome]:
         op = status.raw
         answers = (
             _dig(op, "response", "inlinedResponses", "inlinedResponses")

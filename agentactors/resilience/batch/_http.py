@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Receipt", "VendorHTTP"]
 
+#: The longest closing a streamed answer may take (it is shielded from the cancellation that stopped its read).
+_CLOSE_BOUND = 10.0
+
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -135,7 +138,9 @@ class VendorHTTP:
                     async for line in _split(response.aiter_bytes(), line_limit):
                         yield line
                 finally:
-                    await response.aclose()
+                    # Shielded (bounded): a read its bound stopped (read_results') still closes its connection.
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_BOUND):
+                        await response.aclose()
         except anyio.get_cancelled_exc_class():
             raise
         except ProviderError:

@@ -10,6 +10,7 @@ failed, or that expired or were cancelled: ``error.code`` ``batch_expired`` / ``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -70,7 +71,9 @@ class OpenAIBatches:
         ended = state if state in ("expired", "cancelled") else None
         return Status(True, state, batch, failure=failure, ended=ended, passing=code in _PASSING)
 
-    async def results(self, batch_id: str, status: Status, lines: Mapping[str, Line]) -> dict[str, Outcome]:
+    async def results(
+        self, batch_id: str, status: Status, lines: Mapping[str, Line], deadline: float = math.inf
+    ) -> dict[str, Outcome]:
         """The output file's and the error file's items, each streamed; a file that fails part way keeps what it
         gave, and the items neither file answered get the reading's error (:func:`unread`)."""
         out: dict[str, Outcome] = {}
@@ -83,7 +86,7 @@ class OpenAIBatches:
                 continue
             try:
                 await read_results(self.http, f"{self.base}/files/{file_id}/content", model, lines, out,
-                                   lambda line, item: self._outcome(line, item, batch_id))
+                                   lambda line, item: self._outcome(line, item, batch_id), deadline)
             except ProviderError as exc:
                 failure = failure or exc
         if failure is not None:

@@ -92,6 +92,9 @@ SUBMIT_BOUND = 300.0
 RESULTS_FACTOR = 16
 #: The longest a call waits on a submitted batch by default: twice the vendors' 24-hour completion window.
 MAX_WAIT = 48 * 3600.0
+#: The least time reading an ended batch's results may take (the whole read, every file of it): it may take the rest
+#: of ``max_wait`` when that is longer.  A results file that stalls part way ends there (its answers read are kept).
+RESULTS_BOUND = 3600.0
 #: The longest asking the vendor to cancel a batch that went past ``max_wait`` may take (it is shielded).
 CANCEL_BOUND = 60.0
 #: A vendor's batch id (``batch_…``, ``msgbatch_…``, Gemini's name without ``batches/``): it goes into a URL.
@@ -168,7 +171,9 @@ class BatchProvider(ProviderDecorator):
       (``reason="failed"``, not retryable — unless the vendor failed it for the account's limit, when nothing ran:
       then retryable); a submission the vendor refused fails its calls with that error.
       A results file is streamed a line at a time (memory holds one line, whatever the file's size); one that
-      breaks part way keeps the answers read, and the other calls get a retryable ``BatchError("poll")``.
+      breaks part way keeps the answers read, and the other calls get a retryable ``BatchError("poll")`` — as
+      they do when reading the results runs past its bound, the rest of ``max_wait`` and at least
+      ``RESULTS_BOUND`` (an hour), whatever the HTTP client's own timeouts (a file that stalls part way).
     * Responses carry ``provider_data["batch"] = {"id", "custom_id"}``: ``RunResult.cost`` prices them at the
       vendor's batch rate (:func:`agentactors.pricing.price_for` with ``batch=True``).
     * In a runtime with a journal, each submitted request is parked there and survives a restart (see
@@ -350,7 +355,7 @@ class BatchProvider(ProviderDecorator):
             raise failed(self.name, name, status, model)
         lines = OpenLines(model)
         try:
-            outcomes = await self._api.results(name, status, lines)
+            outcomes = await self._api.results(name, status, lines, self._results_deadline(deadline))
         except Exception as exc:
             raise _unread_batch(as_provider_error(exc, self._inner, model), name, model) from None
         if lines.failure is not None:
@@ -631,13 +636,20 @@ class BatchProvider(ProviderDecorator):
             self._end(batch, lambda line: failed(self.name, batch_id, status, line.model, line.custom_id))
             return
         try:
-            outcomes = await self._api.results(batch_id, status, dict(batch.lines))
+            outcomes = await self._api.results(batch_id, status, dict(batch.lines),
+                                               self._results_deadline(batch.deadline))
         except Exception as exc:
             error = as_provider_error(exc, self._inner, batch.model)
             self._end(batch, _failing(error, batch))
             return
         self._end(batch, lambda line: outcomes.get(line.custom_id) or missing(self.name, line, batch_id, status),
                   state=status.state)
+
+    def _results_deadline(self, deadline: float) -> float:
+        """When reading an ended batch's results stops: at ``deadline`` (its ``max_wait``'s), and ``RESULTS_BOUND``
+        from now at the soonest — a results file that stalls must not keep its calls for ever (a client without a
+        read timeout), nor one ended just before ``max_wait`` lose its answers, paid for, to a bound of seconds."""
+        return max(deadline, self._clock() + RESULTS_BOUND)
 
     def _end(self, batch: _Batch, outcome: Callable[[Line], Outcome], *, state: str | None = None) -> None:
         """Every waiting call's outcome; the batch is over."""
