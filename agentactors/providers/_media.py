@@ -31,12 +31,15 @@ class MediaLimits:
         request body carries: 4/3 of the bytes).
     :param image_base64_bytes: the largest image counted as its base64 text, for a vendor that measures the
         encoded field (Anthropic: "image exceeds 5 MB maximum: 6405384 bytes > 5242880 bytes" for a 4.8 MB file).
+    :param empty_documents: whether the vendor takes a document of no bytes (an empty text); one that does not
+        answers it with a 400, so it is refused before sending.
     """
 
     image_bytes: int | None = None
     document_bytes: int | None = None
     request_bytes: int | None = None
     image_base64_bytes: int | None = None
+    empty_documents: bool = True
 
 
 def base64_size(size: int) -> int:
@@ -87,6 +90,11 @@ def check_limits(messages: Iterable[Message], limits: MediaLimits, *, wire: str,
                 f"{limits.image_base64_bytes * 3 // 4:,} bytes of image",
                 wire=wire,
                 model=model,
+            )
+        if not size and not limits.empty_documents and isinstance(part, Document):
+            raise unsupported(
+                part, "an empty document (no bytes): the vendor refuses one with a 400 — leave it out of the message",
+                wire=wire, model=model,
             )
         if isinstance(part, Document) and limits.document_bytes is not None and size > limits.document_bytes:
             raise unsupported(

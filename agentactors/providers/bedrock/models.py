@@ -19,7 +19,8 @@ reference of ``ToolChoice``):
   wire's own tables), ``reasoning_effort`` for OpenAI's gpt-oss, ``reasoning_config`` for Qwen 3.
 
 Limits (Bedrock's ``ImageBlock`` / ``DocumentBlock`` reference): an image at most 3.75 MB, a document at
-most 4.5 MB; images are PNG, JPEG, GIF or WebP; documents PDF, CSV, DOC(X), XLS(X), HTML, TXT or MD.
+most 4.5 MB and at least 1 byte (``DocumentSource.bytes``: "min: 1" — an empty text document is a
+``ValidationException``); images are PNG, JPEG, GIF or WebP; documents PDF, CSV, DOC(X), XLS(X), HTML, TXT or MD.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ DOCUMENT_FORMATS = {
     "text/plain": "txt",
     "text/markdown": "md",
 }
-LIMITS = MediaLimits(image_bytes=3_750_000, document_bytes=4_500_000)
+LIMITS = MediaLimits(image_bytes=3_750_000, document_bytes=4_500_000, empty_documents=False)
 
 
 def model_id(model: str) -> str:

@@ -9,7 +9,8 @@ backwards compatibility".  A model no row matches gets ``reasoning_effort`` as a
 ``thinking_budget`` as a ``thinkingBudget``, as given.  The first match wins.
 
 Limits (:data:`LIMITS`, "increased file size limits" of January 2026 and the file input methods guide): 100 MB
-of inline data a request (base64), PDFs up to 50 MB.  ``fileData`` takes a Files API URI, a ``gs://`` URI or
+of inline data a request (base64), PDFs up to 50 MB; ``inlineData.data`` is required (``Blob.data``), and an empty
+one is no data: an empty document is refused before sending.  ``fileData`` takes a Files API URI, a ``gs://`` URI or
 (since that update) a public or signed HTTPS URL, which Gemini 2.0 and older do not fetch.
 """
 
@@ -93,7 +94,7 @@ EFFORT_BUDGETS: dict[str, int] = {
 MAX_STOP_SEQUENCES = 5
 #: The highest ``temperature`` Gemini's models take (``generationConfig.temperature``: 0.0 to 2.0).
 MAX_TEMPERATURE = 2.0
-LIMITS = MediaLimits(document_bytes=50 * 1024 * 1024, request_bytes=100 * 1024 * 1024)
+LIMITS = MediaLimits(document_bytes=50 * 1024 * 1024, request_bytes=100 * 1024 * 1024, empty_documents=False)
 # Gemini's names for the audio types (its audio guide lists audio/mp3, not audio/mpeg).
 _WIRE_TYPES = {"audio/mpeg": "audio/mp3", "audio/x-aac": "audio/aac"}
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})
