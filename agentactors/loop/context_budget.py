@@ -9,45 +9,164 @@ Rules (``docs/loop.md``, "Context budget"):
    :data:`KEEP_LAST` messages (extended backwards so that a tool-call message and
    its results stay together).
 2. First, tool results are trimmed oldest first to a verbatim head plus a stub
-   saying how much was removed, until the total fits.
+   saying how much was removed, until the total fits.  A trimmed result loses its
+   media parts (images, documents, audio) too, and its stub counts them.
 3. If that is not enough, whole older exchanges are dropped oldest first; an
    assistant message that made calls goes together with all of its results, so
    call/result pairs are never broken.
 
-The size of a message is its content plus its calls' argument text; the budget
-is best effort (the protected messages alone may exceed it).
+The size of a message is its text plus its calls' names and argument text plus,
+for each media part, its ``estimated_tokens`` times :data:`CHARS_PER_TOKEN` (the
+gateway's estimate: about four characters a token).  ``reasoning`` and
+``provider_data`` are not counted.  The budget is best effort (the protected
+messages alone may exceed it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
 
 from ..messages import Message
+from ..parts import Audio, Document, MediaPart
+from .json_transport import to_wire_messages
 
-__all__ = ["HEAD_CHARS", "KEEP_LAST", "fit_to_budget", "message_chars", "stub_text"]
+__all__ = ["CHARS_PER_TOKEN", "HEAD_CHARS", "KEEP_LAST", "fit_to_budget", "message_chars", "stub_text", "wire_chars"]
 
 #: The most recent messages are never trimmed or dropped.
 KEEP_LAST = 6
-#: A trimmed tool result keeps this many leading characters verbatim.
+#: A trimmed tool result keeps this many leading characters verbatim (a few fewer not to split a character).
 HEAD_CHARS = 200
+#: A media part counts as its ``estimated_tokens`` times this many characters.
+CHARS_PER_TOKEN = 4
+# How far back a cut looks for the start of the character (grapheme) it would split; past it, it cuts anyway.
+_GRAPHEME_BACKOFF = 32
+# The start of a JSON object or array (a bracket that opens a log tag, "[INFO]", is not one).
+_JSON_START = re.compile(r'\s*(?:\{\s*["}]|\[\s*(?:[\[{"\]\d-]|true\b|false\b|null\b))')
+# The cap's marker line (agentactors.tools.results.truncation_marker) a result may start with.
+_CAP_MARKER = "[truncated: "
 
 
-def stub_text(removed: int) -> str:
-    return f"\n[trimmed: {removed:,} more chars of this earlier tool result were removed to fit the context budget]"
+def _media_words(media: Sequence[MediaPart]) -> str:
+    counts: dict[str, int] = {}
+    for part in media:
+        word = "document" if isinstance(part, Document) else "audio clip" if isinstance(part, Audio) else "image"
+        counts[word] = counts.get(word, 0) + 1
+    return " and ".join(f"{n} {word}{'s' if n != 1 else ''}" for word, n in counts.items())
+
+
+def stub_text(removed: int, media: Sequence[MediaPart] = (), *, cut_json: bool = False) -> str:
+    """The note a trimmed result ends with: how many chars (and which media parts) were removed.
+
+    ``cut_json``: the head left is the start of a JSON value, which the cut left incomplete: the note says so,
+    so that the model does not read the fragment as the whole value.
+    """
+    what = f"{removed:,} more chars" if removed else ""
+    if media:
+        what = f"{what} and {_media_words(media)}" if what else _media_words(media)
+    verb = "was" if not removed and len(media) == 1 else "were"
+    json_note = " (the JSON above is cut off mid-structure: it is incomplete)" if cut_json else ""
+    return f"\n[trimmed: {what} of this earlier tool result {verb} removed to fit the context budget{json_note}]"
 
 
 def message_chars(message: Message) -> int:
+    """The size a message counts for: see the module docstring."""
     size = len(message.content)
     for call in message.tool_calls:
         size += len(call.name) + len(call.arguments_json)
+    role = message.role
+    if role == "tool" or role == "user":  # the messages that may carry media
+        for part in message.media:
+            size += part.estimated_tokens * CHARS_PER_TOKEN
     return size
 
 
+def wire_chars(message: Message) -> int:
+    """The size of ``message`` as the JSON transport sends it (``carries_tools=False``): a call as its contract
+    block, a result under its header (:func:`~agentactors.loop.json_transport.to_wire_messages`).  A measure
+    for :func:`fit_to_budget` on that transport; a result is counted with a header of its own, so a run of
+    results sent as one message counts a little over its size."""
+    if not message.tool_calls and message.role != "tool":
+        return message_chars(message)
+    return sum(map(message_chars, to_wire_messages((message,))))
+
+
+def _extends(char: str) -> bool:
+    """Whether ``char`` belongs to the character before it: a combining or spacing mark, a joiner, a variation
+    selector, an emoji skin-tone modifier or the low half of a surrogate pair."""
+    return (
+        "\u200c" <= char <= "\u200d"
+        or "\ufe00" <= char <= "\ufe0f"
+        or "\U0001f3fb" <= char <= "\U0001f3ff"
+        or "\U000e0020" <= char <= "\U000e007f"  # tag characters (subdivision flags)
+        or "\U000e0100" <= char <= "\U000e01ef"
+        or "\udc00" <= char <= "\udfff"
+        or unicodedata.category(char) in ("Mn", "Mc", "Me")
+    )
+
+
+def _regional(char: str) -> bool:
+    return "\U0001f1e6" <= char <= "\U0001f1ff"
+
+
 def _head(text: str) -> str:
-    """The first :data:`HEAD_CHARS` characters of ``text``, one fewer when the cut would split a surrogate pair
-    written as two code points (half of one is a lone surrogate, which no UTF-8 request body carries)."""
-    head = text[:HEAD_CHARS]
-    return head[:-1] if head and "\ud800" <= head[-1] <= "\udbff" else head
+    """The first :data:`HEAD_CHARS` characters of ``text``, a few fewer when the cut would split a character
+    the reader sees as one (a grapheme): an accent from its letter, an emoji sequence joined by U+200D, a skin
+    tone or a flag's second half, a surrogate pair written as two code points (half of one is a lone surrogate,
+    which no UTF-8 request body carries).  A run of marks longer than the look-back is cut where it falls."""
+    cut = HEAD_CHARS
+    if len(text) <= cut:
+        return text
+    if text[cut - 1 : cut + 1].isascii():  # the usual case: no ASCII character joins another
+        return text[:cut]
+    start = cut
+    while cut > 0 and start - cut < _GRAPHEME_BACKOFF:
+        after, before = text[cut], text[cut - 1]
+        if _extends(after) or before == "\u200d":
+            cut -= 1
+            continue
+        if _regional(after) and _regional(before):
+            run = 0
+            while run < cut and _regional(text[cut - 1 - run]):
+                run += 1
+            if run % 2:  # the cut falls between the two halves of a flag
+                cut -= 1
+        break
+    else:
+        cut = start  # no boundary close enough: cut where it falls, but never inside a surrogate pair
+        if "\ud800" <= text[cut - 1] <= "\udbff":
+            cut -= 1
+    return text[:cut]
+
+
+def _trimmed_text(message: Message) -> str | None:
+    """What an unprotected tool result is trimmed to, or ``None`` when trimming would not make it smaller."""
+    content = message.content
+    media = message.media
+    head = _head(content)
+    removed = len(content) - len(head)
+    best: str | None = None
+    if removed:
+        best = head + stub_text(removed, media, cut_json=_starts_json(head))
+    if media:  # the whole text and a note may be shorter than the head and a longer one
+        whole = content + stub_text(0, media)
+        if best is None or len(whole) < len(best):
+            best = whole
+    if best is None or len(best) >= len(content) + _media_chars(media):
+        return None
+    return best
+
+
+def _starts_json(head: str) -> bool:
+    """Whether ``head`` starts a JSON object or array (after the cap's marker line, when it has one)."""
+    if head.startswith(_CAP_MARKER):
+        head = head.partition("\n")[2]
+    return _JSON_START.match(head) is not None
+
+
+def _media_chars(media: Sequence[MediaPart]) -> int:
+    return sum(part.estimated_tokens for part in media) * CHARS_PER_TOKEN
 
 
 def _protected(messages: Sequence[Message]) -> list[bool]:
@@ -80,36 +199,40 @@ def _groups(messages: Sequence[Message]) -> list[list[int]]:
     return groups
 
 
-def fit_to_budget(messages: Sequence[Message], budget_chars: int) -> tuple[Message, ...]:
+def fit_to_budget(
+    messages: Sequence[Message], budget_chars: int, *, measure: Callable[[Message], int] = message_chars
+) -> tuple[Message, ...]:
     """The messages to send so that their size is at most ``budget_chars`` where the rules allow.
 
+    ``measure``: a message's size — :func:`message_chars` (native tools), :func:`wire_chars` (the JSON
+    transport).  A trimmed result is counted as its measure less the text and media trimming removed.
     Returns the input unchanged (as a tuple) when it already fits.  Never
     raises for any input; never alters a protected message.
     """
-    sizes = [message_chars(m) for m in messages]
+    sizes = list(map(measure, messages))
     total = sum(sizes)
     if total <= budget_chars:
         return tuple(messages)
     keep = _protected(messages)
-    out: list[Message | None] = list(messages)
-
-    # Phase 1: trim tool results, oldest first.
+    # Phase 1: trim tool results, oldest first.  Only the new texts are made here: a message is built for a
+    # trimmed result that survives phase 2 (a long run's every step would otherwise build one for each of its
+    # old results, then drop nearly all of them).
+    trims: dict[int, str] = {}
     for i, m in enumerate(messages):
         if total <= budget_chars:
             break
         if keep[i] or m.role != "tool":
             continue
-        head = _head(m.content)
-        removed = len(m.content) - len(head)
-        stub = stub_text(removed)
-        if removed <= len(stub):
-            continue  # trimming would not make it smaller
-        trimmed = Message.tool(m.tool_call_id or "", head + stub, m.name, is_error=m.is_error)
-        total -= sizes[i] - len(trimmed.content)
-        sizes[i] = len(trimmed.content)
-        out[i] = trimmed
+        text = _trimmed_text(m)
+        if text is None:
+            continue
+        saved = len(m.content) + _media_chars(m.media) - len(text)
+        total -= saved
+        sizes[i] -= saved
+        trims[i] = text
 
     # Phase 2: drop whole unprotected groups, oldest first.
+    dropped: set[int] = set()
     if total > budget_chars:
         for group in _groups(messages):
             if total <= budget_chars:
@@ -118,5 +241,13 @@ def fit_to_budget(messages: Sequence[Message], budget_chars: int) -> tuple[Messa
                 continue
             for i in group:
                 total -= sizes[i]
-                out[i] = None
-    return tuple(m for m in out if m is not None)
+                dropped.add(i)
+    out: list[Message] = list(messages)
+    for i, text in trims.items():
+        if i not in dropped:
+            m = out[i]
+            # The same tool message with the trimmed text and no media (its vendor data kept).
+            out[i] = Message("tool", text, (), m.tool_call_id, m.name, "", m.provider_data, m.is_error)
+    if dropped:
+        return tuple(m for i, m in enumerate(out) if i not in dropped)
+    return tuple(out)
