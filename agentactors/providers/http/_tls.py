@@ -19,6 +19,11 @@ OpenSSL while another thread may be reading it: CPython releases the GIL around 
 it.  Within one thread that cannot overlap; across threads it could (a use after free, however rare).  So
 the owned httpx clients of one thread share one context, and another thread's get theirs — still one load
 per thread, not per provider.  The h11 and aiohttp senders never change the context: they share the one.
+
+**A certificate that does not verify** (:func:`unverified`) is one error on every sender: an ``httpx.ConnectError``
+naming the host and port and what the verification said, with ``retryable = False`` (a certificate, a CA bundle or a
+proxy that intercepts TLS does not change between attempts; retrying only delays the real message).  httpx's own said
+neither host nor port, and on trio said nothing at all (anyio's ``BrokenResourceError`` over it).
 """
 
 from __future__ import annotations
@@ -26,8 +31,12 @@ from __future__ import annotations
 import os
 import ssl
 import threading
+from typing import TYPE_CHECKING
 
-__all__ = ["default_client_context", "thread_client_context"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["default_client_context", "thread_client_context", "unverified", "verify_failure"]
 
 #: ``(SSL_CERT_FILE, SSL_CERT_DIR)`` as they were when the context was made, and the context.
 _made: tuple[tuple[str, str], ssl.SSLContext] | None = None
@@ -74,3 +83,28 @@ def thread_client_context() -> ssl.SSLContext:
         context.set_alpn_protocols(["http/1.1"])
         made = _per_thread.made = (key, context)
     return made[1]
+
+
+def verify_failure(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification failure in ``exc``'s chain (its causes and contexts, a few links), if any."""
+    current: BaseException | None = exc
+    for _ in range(8):  # a chain, not a loop: a few links at most
+        if current is None:
+            return None
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def unverified(host: str, port: int | None, failure: ssl.SSLCertVerificationError) -> httpx.ConnectError:
+    """The error for a server at ``host:port`` whose certificate did not verify (see the module): not retried."""
+    import httpx
+
+    # getattr: a subclass may not have set them (aiohttp's ClientConnectorCertificateError is one, wrapping the real)
+    said = getattr(failure, "verify_message", None) or getattr(failure, "reason", None) or str(failure)
+    where = f"{host}:{port}" if port is not None else host
+    err = httpx.ConnectError(f"cannot connect to {where}: TLS certificate verify failed: {said}")
+    err.retryable = False  # type: ignore[attr-defined]  # read by errors.explicit_retryable
+    err.__cause__ = failure
+    return err

@@ -24,8 +24,14 @@ What it keeps from httpx's own transport:
 * **cancellation**: cancelling a request or closing a half-read response closes its
   connection (never returned to the pool), so the server sees the disconnect;
 * **TLS**: the context is httpx's (certifi, ``SSL_CERT_FILE``), not the system store, so
-  verification is the same on both transports; proxies come from the environment
-  (``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``, read when the session opens), as httpx does;
+  verification is the same on both transports; a certificate that does not verify is
+  ``_tls.unverified`` (naming the host, not retried), as on every sender;
+* **proxies** from the environment, chosen per URL as httpx chooses (:func:`._proxies.proxy_for`:
+  ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY``, ``NO_PROXY`` with its ports), read on a URL's
+  first request, its credentials sent as ``Proxy-Authorization``; a refused tunnel is
+  ``_proxies.refused_tunnel`` (the proxy named without its credentials; 407 not retried).  aiohttp's
+  own reading (``trust_env``) is not used: it ignored a ``NO_PROXY`` entry's port, read ``~/.netrc``
+  for the vendor's host, and cost two worker-thread hops per request;
 * **bodies as sent**: no decompression (``auto_decompress=False``: the provider inflates
   and bounds bodies itself), no cookies, no redirects.
 
@@ -37,6 +43,7 @@ aiohttp refuses to send ``LocalProtocolError`` — each with the aiohttp excepti
 
 from __future__ import annotations
 
+import base64
 import io
 import ssl
 from collections.abc import Iterable, Mapping
@@ -47,8 +54,8 @@ import httpx
 from multidict import CIMultiDict
 from yarl import URL
 
-from ._proxies import proxies_configured
-from ._tls import default_client_context
+from ._proxies import proxy_for, refused_tunnel
+from ._tls import default_client_context, unverified, verify_failure
 
 __all__ = ["AiohttpResponse", "AiohttpSender"]
 
@@ -84,6 +91,38 @@ def _mapped(exc: BaseException, *, reading: bool) -> httpx.TransportError:
     err = mapped(text)
     err.__cause__ = exc
     return err
+
+
+class _Target:
+    """A URL as this sender sends to it: parsed, its TLS setting, and its proxy (``None``: direct)."""
+
+    __slots__ = ("proxy", "proxy_as_set", "proxy_headers", "tls", "url")
+
+    def __init__(self, url: URL, tls: ssl.SSLContext | bool, proxy: str | None) -> None:
+        self.url = url
+        self.tls = tls
+        self.proxy_as_set = proxy  # as configured, credentials included: only ever shown through refused_tunnel
+        self.proxy: URL | None = None
+        self.proxy_headers: dict[str, str] | None = None
+        if proxy is not None:
+            parsed = URL(proxy)
+            if parsed.user is not None:  # aiohttp takes the credentials as a header, not in the URL
+                pair = f"{parsed.user}:{parsed.password or ''}".encode()  # UTF-8, as httpx encodes them
+                self.proxy_headers = {"Proxy-Authorization": f"Basic {base64.b64encode(pair).decode('ascii')}"}
+            self.proxy = parsed.with_user(None)
+
+
+def _connect_failure(exc: BaseException, target: _Target) -> httpx.TransportError | None:
+    """A refused tunnel or a certificate that did not verify, said as every sender says it; ``None``: neither."""
+    host, port = target.url.host or "", target.url.port
+    if isinstance(exc, aiohttp.ClientHttpProxyError):
+        return refused_tunnel(f"{exc.status} {exc.message}", target.proxy_as_set, f"{host}:{port}", exc)
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):  # an ssl.CertificateError itself, wrapping the real
+        found = exc.certificate_error
+        failure = verify_failure(found) if isinstance(found, BaseException) else None
+    else:
+        failure = verify_failure(exc)
+    return None if failure is None else unverified(host, port, failure)
 
 
 class AiohttpResponse:
@@ -152,7 +191,7 @@ class AiohttpSender:
     :param keepalive_expiry: seconds an idle connection is kept (httpx's default, 5 s).
     :param ssl_context: ``None``: the process's shared default (httpx's, certifi; see ``_tls``), taken on the
         first https request.
-    :param trust_env: read proxies from the environment, as httpx does.
+    :param trust_env: read proxies from the environment, as httpx does (``False``: never a proxy).
 
     The session is created on first use, inside the running event loop, and closed by
     :meth:`aclose`.  asyncio only.
@@ -176,7 +215,7 @@ class AiohttpSender:
         self._session: aiohttp.ClientSession | None = None
         self._timeouts: dict[tuple[Any, ...], aiohttp.ClientTimeout] = {}
         self._default_timeout = self._timeout(timeout)
-        self._urls: dict[str, tuple[URL, ssl.SSLContext | bool]] = {}
+        self._urls: dict[str, _Target] = {}
         # id(the provider's header dict) -> (that dict, its aiohttp form): a provider sends the same
         # few header dicts again and again (see HTTPProvider._prepare); the dict is kept, so its id is not reused.
         self._header_sets: dict[int, tuple[dict[str, str], CIMultiDict[str]]] = {}
@@ -188,14 +227,12 @@ class AiohttpSender:
 
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=self._keepalive)
-        # aiohttp's trust_env costs two worker-thread hops per request (netrc, then proxies): paid only
-        # when a proxy is actually configured in the environment, which is all httpx reads it for.
-        trust_env = self._trust_env and proxies_configured()
+        # Never aiohttp's trust_env: the proxy is chosen per URL here, as httpx chooses (see the module).
         self._session = aiohttp.ClientSession(
             connector=connector,
             cookie_jar=aiohttp.DummyCookieJar(),
             auto_decompress=False,
-            trust_env=trust_env,
+            trust_env=False,
             timeout=aiohttp.ClientTimeout(total=None),
         )
         return self._session
@@ -210,11 +247,11 @@ class AiohttpSender:
                 self._timeouts[key] = found
         return found
 
-    def _url(self, text: str) -> tuple[URL, ssl.SSLContext | bool]:
+    def _url(self, text: str) -> _Target:
         known = self._urls.get(text)
         if known is None:
             url = URL(text, encoded=True)
-            known = (url, self._ssl_for(url))
+            known = _Target(url, self._ssl_for(url), proxy_for(text) if self._trust_env else None)
             if len(self._urls) >= _CACHE_SIZE:
                 self._urls.clear()
             self._urls[text] = known
@@ -248,19 +285,21 @@ class AiohttpSender:
         awaited closes the connection (aiohttp does), so the server sees the disconnect.
         """
         session = self._session or self._open()
-        target, tls = self._url(url)
+        target = self._url(url)
         try:
             response = await session.request(
                 "POST",
-                target,
-                ssl=tls,
+                target.url,
+                ssl=target.tls,
+                proxy=target.proxy,
+                proxy_headers=target.proxy_headers,
                 headers=self._headers(headers),
                 data=content if len(content) <= _LARGE_BODY else io.BytesIO(content),
                 allow_redirects=False,
                 timeout=self._default_timeout if io_timeout is None else self._timeout(io_timeout),
             )
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
-            raise _mapped(exc, reading=False)
+            raise _connect_failure(exc, target) or _mapped(exc, reading=False)
         return AiohttpResponse(response)
 
     async def aclose(self) -> None:

@@ -6,7 +6,8 @@ the httpx exception :mod:`agentactors.providers.errors` already classifies — a
 ``ConnectError``, a timeout ``ConnectTimeout`` / ``WriteTimeout`` / ``ReadTimeout``, a socket
 error while sending ``WriteError`` or reading ``ReadError``, a server that breaks the protocol
 or closes early ``RemoteProtocolError`` (what :mod:`._response_parser` refuses) — each with the
-original exception as its cause.  Requests are checked and written by the sender.
+original exception as its cause; a certificate that does not verify is :func:`._tls.unverified` (naming the
+host, not retried), as on every sender.  Requests are checked and written by the sender.
 
 A connection skips anyio's stream where it can: on asyncio it is a lean protocol on the loop's own
 transport, TLS included (:mod:`._asyncio_direct`); on trio a plain-TCP one reads and writes its
@@ -34,6 +35,7 @@ from anyio.streams.tls import TLSStream
 from ..._backend import running_trio
 from ._io_errors import transport_error
 from ._response_parser import Head, ProtocolError, ResponseParser
+from ._tls import unverified, verify_failure
 
 if TYPE_CHECKING:
     from ._asyncio_direct import DirectProtocol
@@ -76,6 +78,9 @@ async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLC
             else:
                 stream = await anyio.connect_tcp(host, port)
         except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
+            failure = verify_failure(exc)
+            if failure is not None:  # not retried, as on every sender (_tls.unverified)
+                raise unverified(host, port, failure) from failure
             raise transport_error(httpx.ConnectError, f"cannot connect to {host}:{port}", exc) from exc
         except anyio.EndOfStream as exc:
             # trio: anyio's TLS stream, its closing handshake off, says a server that closed mid-handshake so.

@@ -247,11 +247,44 @@ class ClientSender:
         # Never the client's redirect setting: one that follows (openai's DefaultAsyncHttpxClient does) would carry
         # the vendor's credential headers to whatever origin a 3xx names (httpx strips only Authorization). The
         # owned senders follow none, so a redirect is the same typed error (status 3xx) through every sender.
-        return await self.client.send(request, stream=True, follow_redirects=False)
+        try:
+            return await self.client.send(request, stream=True, follow_redirects=False)
+        except _connect_failures() as exc:  # evaluated only when something is raised: the common path pays nothing
+            raise _explained(exc, url, owned=self._owned)  # its cause set: exc, or what exc said (a certificate)
 
     async def aclose(self) -> None:
         if self._owned:
             await self.client.aclose()
+
+
+@functools.cache
+def _connect_failures() -> tuple[type[httpx.ProxyError], type[httpx.ConnectError]]:
+    import httpx
+
+    return httpx.ProxyError, httpx.ConnectError
+
+
+def _explained(exc: httpx.ProxyError | httpx.ConnectError, url: str, *, owned: bool) -> httpx.TransportError:
+    """httpx's failure to reach ``url`` said as every owned sender says it: a proxy's refusal naming the proxy (its
+    credentials never: ``_proxies.refused_tunnel``), a certificate that did not verify naming the host
+    (``_tls.unverified``); both not retried when asking again cannot help.  Any other failure is ``exc`` itself.
+
+    The proxy is named only for an owned client, which took it from the environment (:func:`._proxies.proxy_for`);
+    an injected client's own proxy is not known here.
+    """
+    import httpx
+
+    from ._proxies import proxy_for, refused_tunnel
+    from ._tls import unverified, verify_failure
+
+    target = httpx.URL(url)
+    port = target.port or (443 if target.scheme == "https" else 80)
+    if isinstance(exc, httpx.ProxyError):
+        return refused_tunnel(str(exc), proxy_for(url) if owned else None, f"{target.host}:{port}", exc)
+    failure = verify_failure(exc)
+    if failure is None:
+        return exc
+    return unverified(target.host, port, failure)
 
 
 def _aiohttp_module() -> Any:
