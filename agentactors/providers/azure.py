@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import agentactors._reexport as _reexport
 
 from ..errors import ErrorKind, ProviderError
 from ..messages import LLMRequest, ResponseFormat
-from ..redaction import register_secret
+from ..redaction import redact, register_secret
 from ..settings import ModelSettings
 from ._settings import OPENAI_TOOL_NAMES, check_tool_names
 from .errors import classify_http_error
@@ -57,6 +58,80 @@ __all__ = ["DEFAULT_AZURE_API_VERSION", "AzureChatWire", "AzureOpenAIProvider", 
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
 TokenProvider = Callable[[], "str | Awaitable[str]"]
 _POLICY_INNER = "responsibleaipolicyviolation"
+#: The data-plane ``api-version`` values: a date, ``-preview`` for a preview surface (``2025-04-01-preview``).
+_API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}(?:-preview)?")
+#: Characters no deployment name holds (Azure's: letters, digits, ``-``, ``_``, ``.``): sent, each made a 404.
+_NOT_IN_DEPLOYMENT = re.compile(r"[\s/?#%\\]")
+#: An Azure OpenAI route inside an endpoint's path (``/openai/deployments/…``, ``/openai/v1/responses``).
+_ROUTE = re.compile(r"/openai/(?:deployments|v1/|responses|chat|completions|models|files|batches)")
+#: Endpoint path tails read as the resource's root: the OpenAI SDK's ``base_url`` forms of the same resource.
+_ROOT_TAILS = ("/openai/v1", "/openai")
+
+
+def azure_endpoint(endpoint: object) -> str:
+    """The resource URL requests are made from: ``endpoint`` checked, a ``/openai`` or ``/openai/v1`` tail cut.
+
+    An endpoint naming one route (``…/openai/deployments/NAME/chat/completions?api-version=…``, ``…/openai/v1/
+    responses``) or another API of an AI Foundry resource (its ``/models`` inference or ``/api/projects/…``
+    project endpoint) is a ``ValueError`` naming the resource's root URL: the route's parts were appended to it
+    and Azure answered a bare 404.  Another host keeps its path (a gateway's own prefix).
+    """
+    if isinstance(endpoint, str):
+        try:
+            parts = urlsplit(endpoint.strip())
+        except ValueError:
+            parts = None
+        if parts is not None and parts.scheme in ("http", "https") and parts.hostname and "@" not in parts.netloc:
+            root = f"{parts.scheme}://{parts.netloc}"  # shown without its query (it may hold a key)
+            path = parts.path.rstrip("/")
+            lowered = path.lower()
+            cut = next((tail for tail in _ROOT_TAILS if lowered.endswith(tail)), None)
+            if cut is not None and not parts.query and not parts.fragment:
+                return check_base_url(endpoint.strip()[: len(root) + len(path) - len(cut)], parameter="endpoint")
+            route = _ROUTE.search(lowered + "/")
+            if route is not None:
+                at = route.start()
+                raise ValueError(
+                    f"endpoint must be the resource's URL, like {redact(root + path[:at])!r}, not one route's URL: the "
+                    "deployment goes in deployment= (the route's /openai/deployments/<name> segment) and the "
+                    "api-version in api_version= (the chat route's query); the provider appends the route"
+                )
+            host = parts.hostname.lower()
+            if host.endswith(".services.ai.azure.com") and lowered.startswith(("/models", "/api/projects")):
+                raise ValueError(
+                    f"endpoint {redact(root + path)!r} is an AI Foundry project or model-inference endpoint, another "
+                    f"API: AzureOpenAIProvider speaks the Azure OpenAI routes of the resource, "
+                    f"endpoint={redact(root)!r}"
+                )
+    return check_base_url(endpoint, parameter="endpoint")
+
+
+def check_api_version(api_version: object) -> str:
+    """``api_version`` if Azure's data plane could serve it (``2024-10-21``, ``2025-04-01-preview``)."""
+    if not isinstance(api_version, str):
+        raise TypeError(f"api_version must be a str such as {DEFAULT_AZURE_API_VERSION!r}, "
+                        f"not {type(api_version).__name__}")
+    if _API_VERSION.fullmatch(api_version) is None:
+        raise ValueError(
+            f"api_version must be a dated version such as {DEFAULT_AZURE_API_VERSION!r} or '2025-04-01-preview', "
+            f"not {api_version!r}: Azure answers any other with a bare 404 (the v1 route, api=\"responses\", "
+            "takes none)"
+        )
+    return api_version
+
+
+def check_deployment(deployment: object) -> str:
+    """``deployment`` if it is a name Azure could have given a deployment."""
+    if not isinstance(deployment, str):
+        raise TypeError(f"deployment must be a str, not {type(deployment).__name__}")
+    if not deployment.strip():
+        raise ValueError("deployment must be a non-empty str")
+    if _NOT_IN_DEPLOYMENT.search(deployment):
+        raise ValueError(
+            f"deployment must be a deployment's name (letters, digits, '-', '_', '.'), not {deployment!r}: the "
+            "name the Azure portal lists under Deployments, not a URL or a path"
+        )
+    return deployment
 
 
 def classify_azure_error(
@@ -119,8 +194,12 @@ class AzureChatWire(OpenAIWire):
     def classify_error(
         self, status: int, headers: Mapping[str, str], body: bytes, *, model: str, provider: str
     ) -> ProviderError:
-        """See :func:`classify_azure_error`."""
-        return classify_azure_error(status, headers, body, model=model, provider=provider)
+        """See :func:`classify_azure_error`; Azure's bare 404 says which parts of the URL it may mean."""
+        err = classify_azure_error(status, headers, body, model=model, provider=provider)
+        if status != 404 or type(err) is not ProviderError:
+            return err
+        return _with_hint(err, f"the endpoint (the resource's URL), the deployment {model!r} or the api_version "
+                               f"{self.api_version!r} is not found there")
 
 
 class AzureResponsesWire(ResponsesWire):
@@ -155,16 +234,38 @@ class AzureResponsesWire(ResponsesWire):
         try:
             parsed: Any = json.loads(body)
         except (ValueError, RecursionError):
+            parsed = None
+        err = refine_by_code(err, parsed)
+        if status != 404 or type(err) is not ProviderError:
             return err
-        return refine_by_code(err, parsed)
+        return _with_hint(err, "the endpoint (the resource's URL) has no v1 route, or the deployment named as "
+                               "the model is not found there")
+
+
+def _with_hint(err: ProviderError, hint: str) -> ProviderError:
+    """``err`` with ``hint`` after its message (a 404 of Azure's says only "Resource not found")."""
+    return ProviderError(
+        f"{err.message} ({hint})",
+        provider=err.provider,
+        model=err.model,
+        kind=err.kind,
+        status=err.status,
+        retry_after=err.retry_after,
+        retryable=err.retryable,
+        request_id=err.request_id,
+        body_excerpt=err.body_excerpt,
+    )
 
 
 class AzureOpenAIProvider(HTTPProvider):
     """An Azure OpenAI deployment, over the Chat Completions (``api="chat"``) or Responses wire.
 
     :param deployment: the deployment's name (sent in the path, or as the Responses body's ``model``).
-    :param endpoint: the resource's endpoint, ``https://<resource>.openai.azure.com``.
-    :param api_version: the ``api-version`` of the chat route (the Responses v1 route takes none).
+    :param endpoint: the resource's endpoint, ``https://<resource>.openai.azure.com`` (``.services.ai.azure.com``,
+        ``.cognitiveservices.azure.com``); a ``/openai`` or ``/openai/v1`` tail is cut, and one route's URL
+        (``…/openai/deployments/…``) is a ``ValueError`` naming the resource's (:func:`azure_endpoint`).
+    :param api_version: the ``api-version`` of the chat route (the Responses v1 route takes none): a dated one,
+        ``2024-10-21`` or ``2025-04-01-preview`` (any other is a ``ValueError``: Azure answers it with a 404).
     :param api_key: the resource key (``api-key`` header); else ``AZURE_OPENAI_API_KEY``, unless a
         ``token_provider`` is given.  With neither, a call raises an account-kind
         :class:`~agentactors.ProviderError` before sending (every Azure endpoint refuses it).
@@ -200,11 +301,9 @@ class AzureOpenAIProvider(HTTPProvider):
         name: str | None = None,
         timeout: httpx.Timeout | float | None = None,
     ) -> None:
-        if not isinstance(deployment, str):
-            raise TypeError(f"deployment must be a str, not {type(deployment).__name__}")
-        if not deployment.strip():
-            raise ValueError("deployment must be a non-empty str")
-        check_base_url(endpoint, parameter="endpoint")  # the resource's URL, https://<resource>.openai.azure.com
+        check_deployment(deployment)
+        endpoint = azure_endpoint(endpoint)  # the resource's URL, https://<resource>.openai.azure.com
+        check_api_version(api_version)
         check_model(model, default="the deployment's name")
         if token_provider is not None and not callable(token_provider):
             raise TypeError("token_provider must be a callable returning a token (sync or async)")

@@ -6,25 +6,98 @@ Shared by the Vertex constructors of the Gemini wire (:meth:`GeminiProvider.vert
 <agentactors.providers.gemini.provider.GeminiProvider.vertex>`, publisher ``google``) and of the Anthropic wire
 (:meth:`AnthropicProvider.vertex <agentactors.providers.anthropic.provider.AnthropicProvider.vertex>`, publisher
 ``anthropic``), which are those wires with another URL, bearer auth and (for Claude) a body tweak.
+
+A model is named as Vertex's console and SDKs spell it: ``gemini-2.5-flash``, ``models/…``,
+``publishers/{publisher}/models/…`` or the full ``projects/{p}/locations/{l}/publishers/{publisher}/models/…``;
+:func:`vertex_model_name` takes each to the bare name, and refuses (``ValueError``, naming what to pass) one of
+another publisher (Claude asked of the Gemini wire: Vertex serves it under ``publishers/anthropic`` with the
+Messages wire), another project or location, or no publisher model at all (a tuned model's endpoint).
 """
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
-__all__ = ["vertex_base_url", "vertex_model_url"]
+__all__ = ["check_vertex_location", "check_vertex_project", "vertex_base_url", "vertex_model_name",
+           "vertex_model_url"]
+
+#: A Google Cloud location: ``global``, a region (``us-central1``, ``northamerica-northeast1``) or a multi-region
+#: (``us``, ``eu``); not a zone (``us-central1-a``), a host or a URL.
+_LOCATION = re.compile(r"global|[a-z]+(?:-[a-z]+\d+)?")
+#: A project id (``my-proj-123``), a project number, or a domain-scoped id (``example.com:my-proj``).
+_PROJECT = re.compile(r"[a-z0-9][a-z0-9.:-]*")
+_RESOURCE = re.compile(r"projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)/(?P<rest>.+)")
+_PUBLISHED = re.compile(r"publishers/(?P<publisher>[^/]+)/models/(?P<name>[^/]+)")
+#: Which constructor serves a publisher's models, and the bare-name prefixes that tell the publisher.
+_CONSTRUCTORS = {"google": "GeminiProvider.vertex", "anthropic": "AnthropicProvider.vertex"}
+_NAME_PUBLISHERS = (("claude", "anthropic"), ("gemini-", "google"), ("gemma-", "google"))
+
+
+def check_vertex_location(location: object) -> str:
+    """``location`` if it is a Google Cloud location (``us-central1``, ``global``)."""
+    if not isinstance(location, str):
+        raise TypeError(f"location must be a str such as 'us-central1' or 'global', not {type(location).__name__}")
+    if _LOCATION.fullmatch(location) is None:
+        raise ValueError(f"location must be a Vertex AI location such as 'us-central1' or 'global', not {location!r}")
+    return location
+
+
+def check_vertex_project(project: object) -> str:
+    """``project`` if it is a Google Cloud project id or number (``my-proj-123``)."""
+    if not isinstance(project, str):
+        raise TypeError(f"project must be a str, the Google Cloud project id, not {type(project).__name__}")
+    if _PROJECT.fullmatch(project) is None:
+        raise ValueError(f"project must be a Google Cloud project id such as 'my-proj-123', not {project!r}")
+    return project
 
 
 def vertex_base_url(location: str) -> str:
     """``https://{location}-aiplatform.googleapis.com``, or ``https://aiplatform.googleapis.com`` for ``global``."""
-    if not location or "/" in location:
-        raise ValueError(f"not a Vertex AI location: {location!r}")
+    try:
+        check_vertex_location(location)
+    except (TypeError, ValueError):
+        raise ValueError(f"not a Vertex AI location: {location!r} (such as 'us-central1' or 'global')") from None
     return "https://aiplatform.googleapis.com" if location == "global" else f"https://{location}-aiplatform.googleapis.com"
+
+
+def vertex_model_name(model: str, *, publisher: str, project: str, location: str) -> str:
+    """The bare name of ``model`` for ``publisher``'s path (see the module docstring); ``ValueError`` otherwise."""
+    name = model
+    resource = _RESOURCE.fullmatch(name)
+    if resource is not None:
+        if resource.group("project") != project or resource.group("location") != location:
+            raise ValueError(
+                f"model {model!r} is in project {resource.group('project')!r}, location "
+                f"{resource.group('location')!r}; this provider calls project {project!r}, location {location!r}: "
+                "pass the bare model name, or make a provider for that project and location"
+            )
+        name = resource.group("rest")
+    named_by = None
+    published = _PUBLISHED.fullmatch(name)
+    if published is not None:
+        named_by, name = published.group("publisher"), published.group("name")
+    elif name.startswith("models/"):
+        name = name[len("models/"):]
+    if "/" in name or not name:
+        raise ValueError(
+            f"model {model!r} is not a Vertex AI publisher model ('gemini-2.5-flash', 'publishers/{publisher}/"
+            "models/<name>'): a tuned model's or a deployed endpoint's name is not served by this provider"
+        )
+    if named_by is None:
+        lowered = name.lower()
+        named_by = next((owner for prefix, owner in _NAME_PUBLISHERS if lowered.startswith(prefix)), publisher)
+    if named_by != publisher:
+        other = _CONSTRUCTORS.get(named_by)
+        serving = _CONSTRUCTORS.get(publisher, "this provider")
+        use = f": use {other}(...)" if other else f", which {serving} does not serve"
+        raise ValueError(f"model {model!r} is published on Vertex AI by {named_by!r}, not {publisher!r}{use}")
+    return name
 
 
 def vertex_model_url(base_url: str, *, project: str, location: str, publisher: str, model: str, method: str) -> str:
     """``{base_url}/v1/projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:{method}``."""
-    name = model.rsplit("/", 1)[-1] if model.startswith(("models/", "publishers/")) else model
+    name = vertex_model_name(model, publisher=publisher, project=project, location=location)
     return (
         f"{base_url.rstrip('/')}/v1/projects/{quote(project, safe='')}/locations/{quote(location, safe='')}"
         f"/publishers/{publisher}/models/{quote(name, safe='-._~@')}:{method}"

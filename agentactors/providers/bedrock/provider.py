@@ -10,6 +10,8 @@ Imports go one way: this module → encode / sigv4 / eventstream → stream → 
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
@@ -91,12 +93,16 @@ class BedrockProvider(HTTPProvider):
     :param model: the default model id (``request.model`` wins): a foundation model
         (``anthropic.claude-sonnet-4-5-20250929-v1:0``), a cross-region inference profile
         (``us.amazon.nova-pro-v1:0``) or an inference-profile ARN.
-    :param region: the AWS region; ``None`` reads ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / the shared config.
+    :param region: the AWS region; ``None`` takes the ``base_url`` host's (a regional, FIPS or VPC endpoint), else
+        reads ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / the profile's.  One not shaped like a region, or one
+        against the ``base_url`` host's, is a ``ValueError`` (a request signed for another region is a 403).
     :param access_key_id: / :param secret_access_key: / :param session_token: explicit credentials; ``None``
         (all three) uses botocore's default chain (environment, shared credentials and config files, SSO,
         container and instance roles), resolved on the first request in a worker thread.  The secret key
         and tokens are redacted from every error, event and log line, and never shown by ``repr``.
-    :param base_url: the endpoint (default ``https://bedrock-runtime.{region}.amazonaws.com``).
+    :param base_url: the endpoint (default ``https://bedrock-runtime.{region}.amazonaws.com``): a FIPS or VPC
+        (``https://vpce-….bedrock-runtime.{region}.vpce.amazonaws.com``) endpoint, a proxy; not the control
+        plane's ``bedrock.{region}.amazonaws.com`` (a ``ValueError`` naming the runtime's).
     :param http_client: an ``httpx.AsyncClient`` to use (not closed by :meth:`aclose`).
     :param name: the provider name in responses, errors and events (default ``"bedrock"``).
     :param timeout: / :param settings: / the byte limits: as :class:`~agentactors.providers.http.provider.HTTPProvider`.
@@ -104,7 +110,8 @@ class BedrockProvider(HTTPProvider):
     A forced tool choice goes only to the families Bedrock documents it for (:mod:`.models`: ``any`` for
     Claude, Nova and Mistral Large, a named tool for Claude and Nova) and never with Claude's extended
     thinking; anything else raises :class:`~agentactors.UnsupportedToolChoiceError` before sending.
-    :raises ValueError: one of ``access_key_id`` / ``secret_access_key`` without the other, or no region.
+    :raises ValueError: one of ``access_key_id`` / ``secret_access_key`` without the other, no region, a
+        region that cannot be one, or a region against ``base_url``'s.
     :raises ImportError: botocore is not installed.
     """
 
@@ -226,20 +233,65 @@ class BedrockProvider(HTTPProvider):
         raise failure
 
 
-def _region(region: str | None, base_url: str | None) -> str:
-    found = region or default_region() or _region_of(base_url)
-    if not found:
-        raise ValueError("BedrockProvider needs a region: pass region=, or set AWS_REGION or a profile's region")
-    return found
+#: An AWS region's shape (``us-east-1``, ``us-gov-west-1``, ``us-isob-east-1``): anything else went into the
+#: endpoint's host and the signature's scope, and failed at the first request.
+_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+
+
+def _region(region: object, base_url: str | None) -> str:
+    """The region requests are signed for: ``region=``, else the endpoint's, else the environment's or profile's.
+
+    The endpoint's wins over the environment's (a request signed for another region than its endpoint's is
+    refused by AWS with a 403); ``region=`` against the endpoint's is a ``ValueError``.
+    """
+    endpoint = _region_of(base_url)
+    if region is not None:
+        given = _checked_region(region, "region=")
+        if endpoint is not None and endpoint != given:
+            raise ValueError(
+                f"region={given!r} but base_url {redact(str(base_url))!r} is in {endpoint!r}: requests would be signed "
+                "for one region and sent to another (AWS answers 403); pass the endpoint's region or leave region= out"
+            )
+        return given
+    if endpoint is not None:
+        return endpoint
+    found = default_region()
+    if found:
+        source = next((var for var in ("AWS_REGION", "AWS_DEFAULT_REGION") if os.environ.get(var, "").strip()),
+                      "the AWS profile's region")
+        return _checked_region(found, source)
+    profile = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
+    where = f"a region in the AWS profile {profile!r} (AWS_PROFILE; is it in the config file?)" if profile else \
+        "a region in the default AWS profile"
+    raise ValueError(f"BedrockProvider needs a region: pass region=, or set AWS_REGION, or {where}")
+
+
+def _checked_region(region: object, source: str) -> str:
+    if not isinstance(region, str):
+        raise TypeError(f"{source} must be a str such as 'us-east-1', not {type(region).__name__}")
+    if _REGION.fullmatch(region) is None:
+        raise ValueError(f"{source} must be an AWS region such as 'us-east-1', not {region!r}")
+    return region
 
 
 def _region_of(base_url: str | None) -> str | None:
-    """``us-west-2`` from ``https://bedrock-runtime.us-west-2.amazonaws.com`` (``None`` for another host)."""
+    """``us-west-2`` from ``https://bedrock-runtime.us-west-2.amazonaws.com``, a FIPS or a VPC endpoint's host
+    (``vpce-….bedrock-runtime.us-west-2.vpce.amazonaws.com``); ``None`` for another host.  Bedrock's control-plane
+    host (``bedrock.{region}.amazonaws.com``, which serves no Converse) is a ``ValueError`` naming the runtime's."""
     import httpx  # here, not at the top: `import agentactors` does not load httpx
 
-    host = httpx.URL(base_url).host if base_url else ""
-    parts = host.split(".")
-    return parts[1] if len(parts) > 3 and parts[0].startswith("bedrock-runtime") else None
+    if not base_url:
+        return None
+    labels = httpx.URL(base_url).host.lower().split(".")
+    if len(labels) >= 4 and labels[0] in ("bedrock", "bedrock-fips") and labels[-2:] == ["amazonaws", "com"]:
+        raise ValueError(
+            f"base_url {redact(base_url)!r} is Bedrock's control plane, which serves no Converse: the runtime "
+            f"endpoint is 'https://bedrock-runtime.{labels[1]}.amazonaws.com' (or leave base_url out)"
+        )
+    for at, label in enumerate(labels[:-1]):
+        if label.startswith("bedrock-runtime") and _REGION.fullmatch(labels[at + 1]):
+            return labels[at + 1]
+    return None
 
 
 # The package root serves this class on first use, as agentactors.<name> (where users import it from): it is

@@ -36,7 +36,13 @@ from ..http.provider import (
     HTTPProvider,
 )
 from ..port import resolve_model
-from ..vertex import vertex_base_url, vertex_model_url
+from ..vertex import (
+    check_vertex_location,
+    check_vertex_project,
+    vertex_base_url,
+    vertex_model_name,
+    vertex_model_url,
+)
 from .encode import SKIP_SIGNATURE, encode_request
 from .models import WIRE, model_row
 from .models import bare_name as _bare_model
@@ -220,7 +226,14 @@ class GeminiProvider(HTTPProvider):
 
         Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
         or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
-        ``base_url`` replaces the host (a test server); ``options`` are the constructor's other keywords.
+        ``base_url`` replaces the host (a test server); ``options`` are the constructor's other keywords but
+        ``api_key`` (a ``ValueError``: Vertex takes the bearer token).
+
+        ``model`` as Vertex spells it: ``gemini-2.5-flash``, ``publishers/google/models/…`` or the full resource
+        name in this project and location.  Claude (``claude-…``, ``publishers/anthropic/…``) is refused naming
+        :meth:`AnthropicProvider.vertex <agentactors.providers.anthropic.provider.AnthropicProvider.vertex>`, as
+        are another project's or location's resource name, a tuned model's endpoint, a project or location that
+        cannot be one (``ValueError``; named by one request: a request-kind error, before sending).
         """
         return _GeminiOnVertex(model, project=project, location=location, token_provider=token_provider,
                                http_client=http_client, base_url=base_url, **options)
@@ -295,6 +308,12 @@ class _VertexGeminiWire(GeminiWire):
         """Nothing: the bearer token is added per request."""
         return {}
 
+    def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        """The Gemini body, for a model Vertex serves under ``publishers/google`` (a ``ValueError`` naming the
+        constructor to use otherwise: Claude is :meth:`AnthropicProvider.vertex`'s; a request error, unsent)."""
+        vertex_model_name(model, publisher="google", project=self.project, location=self.location)
+        return super().encode_request(request, model, stream=stream)
+
 
 class _GeminiOnVertex(GeminiProvider):
     """:meth:`GeminiProvider.vertex`: the Gemini wire with Vertex's URL and a bearer token per request."""
@@ -313,6 +332,14 @@ class _GeminiOnVertex(GeminiProvider):
         base_url: str | None,
         **options: Any,
     ) -> None:
+        check_vertex_project(project)
+        check_vertex_location(location)
+        if options.get("api_key") is not None:
+            # Vertex authorises with the bearer token; a key given here would be silently unused.
+            raise ValueError("api_key has no place on Vertex AI (it takes a bearer token): pass token_provider=, or "
+                             "leave both out for google-auth's default credentials")
+        if model is not None and isinstance(model, str) and model.strip():
+            vertex_model_name(model, publisher="google", project=project, location=location)
         base = vertex_base_url(location) if base_url is None else base_url  # "" is refused, not the default
         super().__init__(model, base_url=base, http_client=http_client, **options)
         self._codec = _VertexGeminiWire(project=project, location=location)
