@@ -81,9 +81,17 @@ def response_from_json(doc: Mapping[str, Any]) -> LLMResponse:
         doc.get("provider"),
         doc.get("raw_stop_reason"),
         doc.get("reasoning", ""),
-        None if data is None else value_from_json(data),
+        None if data is None else _provider_data(value_from_json(data)),
         doc.get("response_id"),
     )
+
+
+def _provider_data(value: Any) -> dict[str, Any]:
+    """A stored response's ``provider_data``: an object, as written — a list of pairs is not one, though ``dict()``
+    would read it as one (the session codec refuses it the same way)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"a stored response's provider_data is stored as a dict, not {type(value).__name__}")
+    return value
 
 
 # --- where a run came from: a parent's tool call, or a pause ---------------------------------------------

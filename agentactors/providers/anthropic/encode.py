@@ -9,7 +9,10 @@ Request mapping (internal OpenAI-chat-shaped conversation → Messages):
 * a user message → ``{"type": "text"}`` blocks (an empty text is dropped: the API rejects it);
 * an assistant message → its replayed opaque blocks (``provider_data["anthropic"]["blocks"]``:
   thinking / redacted_thinking with signatures, server tool blocks — verbatim, as received),
-  a text block only if the text is non-empty, then one ``tool_use{id, name, input}`` per call;
+  a text block only if the text is non-empty, then one ``tool_use{id, name, input}`` per call; with
+  manual thinking on (``thinking.type: enabled``), a tool loop whose first assistant message does not
+  begin with a thinking block (another provider made that step: nothing to replay) is sent with thinking
+  left out, said with ``llm.setting_dropped`` (:data:`UNTHINKABLE_TURN`) — the API's 400 otherwise;
 * a tool message → a ``tool_result{tool_use_id, content, is_error}`` block in a user message;
   consecutive results merge into ONE user message (right after the assistant's ``tool_use``
   message), and any same-role neighbours merge, tool results first;
@@ -55,7 +58,7 @@ extended thinking on (:func:`forced_with_thinking_error`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...errors import UnsupportedToolChoiceError
@@ -68,11 +71,13 @@ from .models import WIRE, check_parts, check_sent, check_sent_stop, plan_thinkin
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "UNTHINKABLE_TURN",
     "encode_request",
     "forced_choice_refusal",
     "forced_with_thinking_error",
     "part_block",
     "thinking_enabled",
+    "turn_begins_thinking",
 ]
 
 #: ``max_tokens`` for a request that sets none: the Messages API requires one.
@@ -240,6 +245,14 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     if thinking_on and request.tool_choice.forced and request.tools:
         raise forced_with_thinking_error(request, model, WIRE)
     system, messages = _messages(request.messages)
+    unthinkable = thinking_on and _manual_thinking(options, thinking) and not turn_begins_thinking(
+        messages, lambda block: block.get("type") in _THINKING_BLOCKS)
+    if unthinkable:
+        # The rare path: a fallback from another wire made the turn's first step, which has no thinking to replay.
+        dropped(WIRE, model, "thinking", options.get("thinking", thinking), UNTHINKABLE_TURN)
+        thinking = None
+        thinking_on = False
+        options = {key: value for key, value in options.items() if key != "thinking"}
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens or _default_max_tokens(options if "thinking" in options else
@@ -298,6 +311,50 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     if "stop_sequences" in body:
         check_sent_stop(WIRE, model, body["stop_sequences"], options, key="stop_sequences")
     return body
+
+
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+#: Why manual thinking is left out of a request whose turn began without a thinking block (``llm.setting_dropped``).
+UNTHINKABLE_TURN = (
+    "with extended thinking enabled the API requires the turn's first assistant message (before the latest "
+    "tool_use and tool_result blocks) to begin with a thinking block, and this one has none to replay (another "
+    "provider or model made it): thinking is left out of this request instead of a certain 400"
+)
+
+
+def turn_begins_thinking(messages: Sequence[Mapping[str, Any]], thinking: Callable[[Mapping[str, Any]], bool]) -> bool:
+    """Whether the current turn of a wire conversation (Messages or Converse shaped) begins as thinking requires.
+
+    The current turn starts after the last user message holding more than tool results; its first assistant
+    message, when there is one (a tool loop under way), must begin with a block ``thinking`` accepts.  A
+    conversation ending with a user turn asks for nothing.
+    """
+    first: Mapping[str, Any] | None = None
+    for message in reversed(messages):
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        if message.get("role") == "assistant":
+            first = message
+        elif any(not _is_result(b) for b in blocks):
+            break  # a user's own message: the turn began after it
+    if first is None:
+        return True
+    content = first.get("content")
+    return isinstance(content, list) and bool(content) and isinstance(content[0], Mapping) and thinking(content[0])
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and (block.get("type") == "tool_result" or "toolResult" in block)
+
+
+def _manual_thinking(options: Mapping[str, Any], planned: Mapping[str, Any] | None) -> bool:
+    """Whether the thinking sent is manual (``enabled``): the model thinks on every step.
+
+    Adaptive thinking is optional for the model — it may answer a step without thinking — so a turn without a
+    thinking block is no conflict there.
+    """
+    thinking = options.get("thinking") if "thinking" in options else planned
+    return isinstance(thinking, Mapping) and thinking.get("type", "enabled") == "enabled"
 
 
 def _thinking_on(options: Mapping[str, Any], planned: Mapping[str, Any] | None) -> bool:

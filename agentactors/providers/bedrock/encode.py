@@ -7,7 +7,9 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
   whitespace-only — text is dropped: Converse rejects a blank text block with a 400 ValidationException);
 * an assistant message → its replayed ``reasoningContent`` blocks (``provider_data["bedrock"]["blocks"]``,
   verbatim: a signature covers its exact text), a text block if not blank, then one
-  ``toolUse {toolUseId, name, input}`` per call; a message left with no block at all is not sent;
+  ``toolUse {toolUseId, name, input}`` per call; a message left with no block at all is not sent (Claude
+  with manual thinking on, in a tool loop whose first assistant message has no ``reasoningContent`` block,
+  has its ``thinking`` left out with ``llm.setting_dropped``, as the Anthropic wire does);
 * a tool message → a ``toolResult {toolUseId, content: [{text}, media…], status: success|error}`` block
   in a **user** message (a blank text dropped beside media; a result with neither — a tool that returned
   nothing — sends :data:`EMPTY_TOOL_RESULT`, as Converse takes no blank text and no empty content);
@@ -58,6 +60,7 @@ from ...parts import Audio, Document, Image, Part, Text
 from .._constrained_schema import anthropic_output_schema
 from .._media import check_limits, media_of, unsupported
 from .._settings import BEDROCK_TOOL_NAMES, check_owned, check_tool_names, dropped, refused, sent_integer, sent_number
+from ..anthropic.encode import UNTHINKABLE_TURN, turn_begins_thinking
 from ..anthropic.models import check_sent_sampling, check_sent_stop, plan_thinking, sampling_fields
 from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_row
 
@@ -282,6 +285,13 @@ def _thinking_on(request: LLMRequest, fields: Mapping[str, Any]) -> bool:
     return isinstance(thinking, Mapping) and thinking.get("type", "enabled") != "disabled"
 
 
+def _manual_thinking(request: LLMRequest, fields: Mapping[str, Any]) -> bool:
+    """Whether Claude's thinking sent is manual (``enabled``: every step thinks), not adaptive (optional)."""
+    extra = request.options_for(WIRE).get("additionalModelRequestFields")
+    thinking = extra.get("thinking") if isinstance(extra, Mapping) and "thinking" in extra else fields.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type", "enabled") == "enabled"
+
+
 def forced_choice_refusal(request: LLMRequest, model: str) -> str | None:
     """Why ``request``'s settings rule out a forced tool choice for ``model`` (Claude thinking on), or ``None``."""
     row = model_row(model)
@@ -342,6 +352,17 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
             f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended thinking on "
             "Claude; use ToolChoice.auto() or turn thinking off for this request", provider=WIRE, model=model)
     system, messages = _messages(request.messages)
+    if thinking and _is_claude(row) and _manual_thinking(request, additional) and not turn_begins_thinking(
+            messages, lambda block: "reasoningContent" in block):
+        # The rare path: another wire made the turn's first step (its thinking, if any, is not Converse's to send).
+        extra = options.get("additionalModelRequestFields")
+        given = extra if isinstance(extra, Mapping) and "thinking" in extra else None
+        dropped(WIRE, model, "thinking", (given or additional).get("thinking"), UNTHINKABLE_TURN)
+        additional = {key: value for key, value in additional.items() if key != "thinking"}
+        thinking = False
+        if given is not None:
+            options = {**options, "additionalModelRequestFields": {
+                key: value for key, value in given.items() if key != "thinking"}}
     body: dict[str, Any] = {"messages": messages}
     if system:
         body["system"] = system
