@@ -26,6 +26,7 @@ from ..errors import classify_error_body, classify_http_error
 from .models import WIRE
 
 __all__ = [
+    "FOREIGN_MESSAGE_FIELDS",
     "WIRE",
     "build_tool_call",
     "classify_error",
@@ -51,6 +52,9 @@ _FINISH = {
 }
 # Message fields worth replaying: dropping them loses reasoning continuity or is a 400 next turn.
 _MESSAGE_OPAQUE = ("reasoning_details", "extra_content", "thought_signature")
+#: The replayed message fields (above) that only other servers of this wire send and take back: OpenAI's own
+#: endpoint refuses them (the encoder leaves them out there).
+FOREIGN_MESSAGE_FIELDS: frozenset[str] = frozenset(_MESSAGE_OPAQUE)
 _CALL_OPAQUE = ("extra_content",)
 
 

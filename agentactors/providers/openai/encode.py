@@ -56,7 +56,7 @@ from ...parts import Document, Image, Part, Text
 from ...tools.json_refs import inline_refs
 from .._constrained_schema import openai_strict_schema
 from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names, refused
-from .decode import dict_or_empty
+from .decode import FOREIGN_MESSAGE_FIELDS, dict_or_empty
 from .models import WIRE, audio_format, check_parts, check_sent, encode_settings, model_row, replays_reasoning
 
 __all__ = [
@@ -102,7 +102,10 @@ def encode_request(
         replay = replays_reasoning(model)
     elif not isinstance(replay, bool):
         raise refused(WIRE, model, "replay_reasoning", f"takes True or False, not {type(replay).__name__}")
-    body: dict[str, Any] = {"model": model, "messages": encode_messages(request.messages, replay_reasoning=replay)}
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": encode_messages(request.messages, replay_reasoning=replay, official=official),
+    }
     if request.tools:
         strict = options.get("strict_tools", False)
         body["tools"] = [_encode_tool(t, strict_tool(strict, t.name), model) for t in request.tools]
@@ -151,12 +154,14 @@ def _max_tokens_field(model: str, default: str) -> str:
     return "max_completion_tokens" if row is not None and row.reasons else default
 
 
-def encode_messages(messages: Iterable[Message], *, replay_reasoning: bool = False) -> list[dict[str, Any]]:
+def encode_messages(
+    messages: Iterable[Message], *, replay_reasoning: bool = False, official: bool = False
+) -> list[dict[str, Any]]:
     """The conversation on the wire, empty assistant turns dropped.
 
     Media in tool results follow the run of tool messages as one user message: a tool message
     takes text only, and nothing may come between an assistant's calls and their results.
-    ``replay_reasoning``: see :func:`encode_message`.
+    ``replay_reasoning``, ``official``: see :func:`encode_message`.
     """
     out: list[dict[str, Any]] = []
     returned: list[dict[str, Any]] = []  # media of the tool results since the last non-tool message
@@ -164,7 +169,7 @@ def encode_messages(messages: Iterable[Message], *, replay_reasoning: bool = Fal
         if m.role != "tool" and returned:
             out.append({"role": "user", "content": returned})
             returned = []
-        encoded = encode_message(m, replay_reasoning=replay_reasoning)
+        encoded = encode_message(m, replay_reasoning=replay_reasoning, official=official)
         if encoded is not None:
             out.append(encoded)
         if m.role == "tool" and m.media:
@@ -175,14 +180,21 @@ def encode_messages(messages: Iterable[Message], *, replay_reasoning: bool = Fal
     return out
 
 
-def encode_message(m: Message, *, replay_reasoning: bool = False) -> dict[str, Any] | None:
+def encode_message(m: Message, *, replay_reasoning: bool = False, official: bool = False) -> dict[str, Any] | None:
     """One message on the wire, or ``None`` for an assistant message with neither text nor calls.
 
     ``replay_reasoning``: an assistant message with tool calls carries its reasoning back as
     ``reasoning_content`` (``""`` when it has none), as DeepSeek's thinking mode and Kimi's thinking models
     require (:data:`.models.REPLAYS_REASONING`); otherwise reasoning is never sent.
+
+    ``official``: the message goes to OpenAI's own endpoint, which refuses the message fields other servers of
+    this wire answered with and want back (OpenRouter's ``reasoning_details``, Gemini's ``extra_content`` /
+    ``thought_signature``: :data:`~.decode.FOREIGN_MESSAGE_FIELDS`) — a fallback from such a server to OpenAI
+    would send them, and every request of the run would be a 400: they are left out there.
     """
     extra = dict_or_empty((m.provider_data or {}).get(WIRE))
+    if official and extra:
+        extra = {k: v for k, v in extra.items() if k not in FOREIGN_MESSAGE_FIELDS}
     if m.role == "tool":
         # Media a tool returned travel in a user message after the results (see encode_messages).
         msg: dict[str, Any] = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
@@ -192,7 +204,7 @@ def encode_message(m: Message, *, replay_reasoning: bool = False) -> dict[str, A
             return None
         msg = {"role": "assistant", "content": m.content or None}
         if m.tool_calls:
-            msg["tool_calls"] = [_encode_call(c) for c in m.tool_calls]
+            msg["tool_calls"] = [_encode_call(c, official) for c in m.tool_calls]
             if replay_reasoning:
                 msg["reasoning_content"] = m.reasoning
     elif m.media:
@@ -203,13 +215,16 @@ def encode_message(m: Message, *, replay_reasoning: bool = False) -> dict[str, A
     return msg
 
 
-def _encode_call(call: ToolCall) -> dict[str, Any]:
+def _encode_call(call: ToolCall, official: bool = False) -> dict[str, Any]:
     encoded: dict[str, Any] = {
         "id": call.id,
         "type": "function",
         "function": {"name": call.name, "arguments": call.arguments_json},
     }
-    encoded.update(dict_or_empty((call.provider_data or {}).get(WIRE)))
+    extra = dict_or_empty((call.provider_data or {}).get(WIRE))
+    if official and extra:  # (Gemini's extra_content: see encode_message)
+        extra = {k: v for k, v in extra.items() if k not in FOREIGN_MESSAGE_FIELDS}
+    encoded.update(extra)
     return encoded
 
 
