@@ -157,6 +157,14 @@ class SqlJournal(Tapes):
             self._mine.discard(run_id)
             self._orphans.forget(run_id)
             raise
+        except Exception:
+            if ended or encoded.begin is not None:  # its end (or begin) did not land — a locked file, a dropped
+                # connection: the run is over here all the same (or never started), and a recovered one is left
+                # "running" as a crash leaves it — this journal's next recover() finishes it, never skipped as one
+                # running here, its lease renewed for as long as this object lives
+                self._mine.discard(run_id)
+                self._orphans.forget(run_id)
+            raise
         if ended:
             self._mine.discard(run_id)
             self._orphans.forget(run_id)
@@ -198,9 +206,10 @@ class SqlJournal(Tapes):
     async def claim(self, run_id: str) -> RecordedRun | None:
         """Lease ``run_id`` (and its unfinished children) to this object, in one transaction, if its lease is
         free: the run as committed then; ``None`` if it ended or another live owner holds it."""
+        if run_id in self._mine:  # running here (this object's lease): not another caller's to take
+            return None
         run = await self._worker.call(_claim, self._dialect, run_id, self.owner, self.lease)
-        if run is not None:
-            self._mine.add(run_id)
+        if run is not None:  # counted running here when its run opens (resume_run): one that never does is not
             self._keeper.start()
         return run
 

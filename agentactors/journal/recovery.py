@@ -26,18 +26,32 @@ started from — a session that moved on meanwhile keeps its history (a warning 
 committed).  Without ``sessions=``, the result is only ``recover()``'s (an info line says which session's).
 
 How the tape reaches that run and no other: a context variable, set in the recovering task just before
-``agent.run`` makes the run's controller there, and taken by the journal's ``open_run`` (once).
+``agent.run`` makes the run's controller there, and taken by the journal's ``open_run`` (once).  The tape is made
+(:meth:`JournalStore.resume_run <agentactors.journal.JournalStore.resume_run>`, which counts the run as running
+here and offers its recorded children) only when it is taken: a run that fails or is cancelled before it starts
+— its agent's run raising at once, a supervisor's pass cancelled — opened nothing.
+
+**In one process.**  A journal's lease names the journal object, so the database cannot tell two ``recover()``
+calls on one journal apart (a supervisor's periodic pass beside a start-up call, two tasks): both would claim
+the run and both would run it.  So a run is also claimed in this process, by journal object, for as long as a
+``recover()`` here is finishing it; another call of this process meeting it leaves it.  A resumed run goes on
+inside :func:`~agentactors.agent.pauses.recovering`: its pause is consumed — by this recovery, or already by the
+resume that this process started before (a runtime closed and opened again) — without a
+:class:`~agentactors.errors.PauseConsumedError`.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Iterable
-from typing import Any, Protocol, cast
+import threading
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any, Final, Protocol, cast
 
 import anyio
 
+from ..agent.pauses import recovering
 from ..loop.result import RunResult
 from ..loop.tape import Tape
 from ..sessions.actor import commit_recovered
@@ -50,15 +64,25 @@ __all__ = ["adopted", "recover"]
 
 log = logging.getLogger("agentactors.journal")
 
-_ADOPTING: contextvars.ContextVar[Tape | None] = contextvars.ContextVar("agentactors_journal_adopting", default=None)
+#: How to make the tape of the recovered run this task is starting (made when taken: see the module).
+_ADOPTING: contextvars.ContextVar[Callable[[], Tape] | None] = contextvars.ContextVar(
+    "agentactors_journal_adopting", default=None
+)
+
+#: The runs a ``recover()`` of this process is finishing, as ``(id(journal), run_id)`` (see the module); its journal
+#: is alive while it is here (the recovering task holds it), so its id names it.
+_recovering: set[tuple[int, str]] = set()
+#: Held while ``_recovering`` is read and written: recoveries in other threads' event loops may share a journal.
+_recovering_lock: Final = threading.Lock()
 
 
 def adopted() -> Tape | None:
     """The tape of a recovered run this task is starting (taken: a second call answers ``None``)."""
-    tape = _ADOPTING.get()
-    if tape is not None:
-        _ADOPTING.set(None)
-    return tape
+    make = _ADOPTING.get()
+    if make is None:
+        return None
+    _ADOPTING.set(None)
+    return make()
 
 
 async def recover(
@@ -146,17 +170,21 @@ async def _finish(
     index: int,
     store: SessionStore | None,
 ) -> None:
-    claimed = await journal.claim(run.run_id)  # as committed when claimed: another recoverer may have gone on
-    if claimed is None:
-        log.info("run %s: another recoverer holds it; left to it", run.run_id)
+    here = (id(journal), run.run_id)
+    with _recovering_lock:  # checked and taken in one step: of two recover() calls here, one finishes the run
+        mine = here not in _recovering
+        _recovering.add(here)
+    if not mine:
+        log.info("run %s: another recover() of this process is finishing it; left to it", run.run_id)
         return
-    run = claimed
-    _ADOPTING.set(journal.resume_run(run))
-    log.info("run %s: recovering from step %d", run.run_id, len(run.steps))
-    if run.resume is not None:  # a resumed run starts again as it did: its pause, its decisions
-        result = await agent.resume(*run.resume, runtime=rt)
-    else:
-        result = await agent.run(run.inputs, runtime=rt)
+    try:
+        finished = await _claimed(journal, rt, run, agent)
+    finally:
+        with _recovering_lock:
+            _recovering.discard(here)
+    if finished is None:
+        return
+    run, result = finished
     results[index] = result
     if run.session is None:
         return
@@ -167,3 +195,21 @@ async def _finish(
     inputs = run.resume[0].messages if run.resume is not None else run.inputs
     if await commit_recovered(store, run.session, result, tuple(inputs), rt.emit):
         Sessions.of(rt).changed(store, run.session.key)  # an active session here reloads before its next turn
+
+
+async def _claimed(
+    journal: JournalStore, rt: Any, run: RecordedRun, agent: Any
+) -> tuple[RecordedRun, RunResult[Any]] | None:
+    """Claim ``run`` and run it to its end: the run as claimed and its result; ``None``: another recoverer holds it."""
+    claimed = await journal.claim(run.run_id)  # as committed when claimed: another recoverer may have gone on
+    if claimed is None:
+        log.info("run %s: another recoverer holds it; left to it", run.run_id)
+        return None
+    _ADOPTING.set(partial(journal.resume_run, claimed))  # the tape made when the run opens (see the module)
+    log.info("run %s: recovering from step %d", claimed.run_id, len(claimed.steps))
+    if claimed.resume is not None:  # a resumed run starts again as it did: its pause, its decisions
+        with recovering():  # the pause it goes on from is consumed, maybe by this process already: no error
+            result: RunResult[Any] = await agent.resume(*claimed.resume, runtime=rt)
+    else:
+        result = await agent.run(claimed.inputs, runtime=rt)
+    return claimed, result
