@@ -181,7 +181,8 @@ class Runtime:
     :param journal: a step journal (``SqliteJournal(path)``, :mod:`agentactors.journal`): every run
         started in this runtime records each step there as it completes (``docs/durability.md``).  The
         runtime does not close it — several runtimes, one after another, may share one: open it around
-        them (``async with SqliteJournal(path) as journal, Runtime(journal=journal) as rt:``).
+        them (``async with SqliteJournal(path) as journal, Runtime(journal=journal) as rt:``).  Anything
+        without ``open_run`` (a path, a journal class) is a ``TypeError`` here.
     :param cost_limit: the most the runs of this runtime may spend together (a number, in the price
         table's currency), or a :class:`~agentactors.gateway.cost_budget.CostBudget` they share; a run that
         would pass it stops with ``CostLimitExceededError`` in its result (``docs/costs.md``).
@@ -268,6 +269,8 @@ class Runtime:
             raise ValueError(
                 f"cost_limit must be a finite, non-negative number, a CostBudget or None (no limit), not {cost_limit!r}"
             )
+        if journal is not None:
+            _check_journal(journal)
         #: What the runs of this runtime may spend together: a number or a budget (the kernel knows neither: the
         #: loop charges it, :mod:`agentactors.gateway.cost_budget`), or ``None``.
         self.cost_limit = cost_limit
@@ -277,7 +280,7 @@ class Runtime:
         self.journal = journal
         #: What was bound to this runtime (``agent.bind(rt)``), held weakly: where :meth:`recover` looks for agents.
         self.bound: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._sink = EventSink(FanOut(tuple(recorders)))
+        self._sink = EventSink(FanOut(_recorders(recorders)))
         # Recorders flushed at the exit besides the runtime's own, by the owner that attached them (an agent that
         # ran here), held weakly: an owner dropped takes its entry with it (flush_at_exit).
         self._flushed_too: weakref.WeakKeyDictionary[Any, tuple[Recorder, ...]] = weakref.WeakKeyDictionary()
@@ -1299,6 +1302,43 @@ def _seconds(value: Any, what: str) -> float:
     if not value >= 0:  # (NaN too)
         raise ValueError(f"{what} must be a number of seconds >= 0, not {value!r}")
     return float(value)
+
+
+def _recorders(value: object) -> tuple[Recorder, ...]:
+    """``value``, the runtime's recorders, as a tuple; the recorders themselves are checked by :class:`FanOut`.
+
+    :raises TypeError: not a collection (one recorder was "'InMemoryRecorder' object is not iterable", a str
+        was taken letter by letter), or a recorder class among them (its ``record`` is an unbound function:
+        every event failed, each only logged).
+    """
+    if type(value) is tuple:  # the default, and a private runtime's (one per run that finds none): no more asked
+        recorders: tuple[Recorder, ...] = value
+    elif isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(f"recorders takes a list of recorders, not {type(value).__name__} (for one, pass [it])")
+    else:
+        recorders = tuple(value)
+    for r in recorders:
+        if isinstance(r, type):
+            raise TypeError(f"recorders takes recorder instances, not the class {r.__name__}: pass {r.__name__}()")
+    return recorders
+
+
+def _check_journal(journal: object) -> None:
+    """:raises TypeError: ``journal`` is neither ``None`` nor a journal instance (an object with ``open_run``).
+
+    The kernel knows no journal (:class:`agentactors.loop.tape.Journal` is the loop's port), only its method: a
+    path (``journal="runs.db"``), a number or a journal class was accepted, and every run failed with
+    ``AttributeError: ... 'open_run'``.
+    """
+    if isinstance(journal, type):
+        name = journal.__name__
+        raise TypeError(f"journal must be a journal instance, not the class {name}: pass {name}(...)")
+    if not callable(getattr(journal, "open_run", None)):
+        hint = ": open one (SqliteJournal(path))" if isinstance(journal, str) or hasattr(journal, "__fspath__") else ""
+        raise TypeError(
+            f"journal must be a step journal (SqliteJournal, PostgresJournal: an object with open_run) or None, "
+            f"not {type(journal).__name__}{hint}"
+        )
 
 
 def _check_spawn(name: Any, mailbox_size: Any, concurrency: Any, max_restarts: Any, restart_window: Any) -> None:

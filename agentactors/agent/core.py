@@ -221,6 +221,15 @@ def _options(
     return RunOptions(on_token, deps, settings, deadline, priority, input_key, check_cost_limit(cost_limit))
 
 
+def _check_ticket(options: RunOptions) -> None:
+    """:raises ValueError, TypeError: a bad ``deadline`` or ``priority`` — for a handle (``stream``,
+    ``resume_stream``), whose run is made when it is entered: :meth:`Agent.run` leaves the check to the run's
+    :class:`~agentactors.loop.controller.LoopController`, made in the call, so it is not asked twice."""
+    if options is not NO_OPTIONS:
+        ticket.check_deadline(options.deadline)
+        ticket.check_priority(options.priority)
+
+
 def _listed(value: Any, field: str, what: str) -> Iterable[Any]:
     """``value``, a collection argument, checked to be one: not a single item, not a string.
 
@@ -244,6 +253,29 @@ def _check_text(field: str, value: object) -> None:
     """:raises TypeError: ``value`` is neither a str nor ``None``."""
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{field} must be a str or None, not {type(value).__name__}")
+
+
+def _check_routes(value: object) -> None:
+    """:raises TypeError, ValueError: ``value`` is not ``None`` or a mapping keyed by :class:`ToolStatus` values.
+
+    A key that is no status (``"eror"``) was kept and never matched, or — routed anywhere but ``"continue"`` —
+    refused as "'eror' is not a valid ToolStatus", naming no argument.  A status' own string is the status.
+    """
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"on_tool_status must be a mapping {{ToolStatus: 'continue' | 'end_turn' | 'raise'}}, "
+            f"not {type(value).__name__}"
+        )
+    for status in value:
+        if not isinstance(status, str) or status not in _STATUSES:
+            raise ValueError(
+                f"on_tool_status keys are ToolStatus values ({', '.join(_STATUSES)}), not {status!r}"
+            )
+
+
+_STATUSES = tuple(s.value for s in ToolStatus)
 
 
 def _to_tools(value: Iterable[Tool[Any, Any] | Callable[..., Any]]) -> tuple[Tool[Any, Any], ...]:
@@ -354,6 +386,8 @@ def _owners(tools: Iterable[Tool[Any, Any]], handoffs: Iterable[Handoff]) -> dic
 def _to_recorders(value: Iterable[Recorder]) -> tuple[Recorder, ...]:
     recorders = tuple(_listed(value, "recorders", "recorders"))
     for r in recorders:
+        if isinstance(r, type):  # its record is an unbound function: every event failed, each only logged
+            raise TypeError(f"recorders takes recorder instances, not the class {r.__name__}: pass {r.__name__}()")
         if not callable(getattr(r, "record", None)):
             raise TypeError(f"a recorder needs a record(event) method; {type(r).__name__} has none")
     return recorders
@@ -448,12 +482,13 @@ class Agent(Generic[OutputT]):
     :param max_empty_steps: think-only steps in a row before it ends with ``bounded=True``.
     :param max_tool_result_chars: the operator's cap; longer results are truncated.
     :param context_budget_chars: trim old tool results so requests stay under this size.
-    :param on_tool_status: ``{ToolStatus: "continue" | "end_turn" | "raise"}``.
+    :param on_tool_status: ``{ToolStatus: "continue" | "end_turn" | "raise"}`` (a key that is no status, such as a
+        misspelt ``"eror"``, is a ``ValueError``; a status' own string is the status).
     :param tool_policy: ``(ToolCall, ToolContext) -> None`` to allow or a reason to deny.
     :param nudges: ``True`` (the default policies), ``False`` (none) or a :class:`Nudges`.
     :param followups: add the built-in ``suggest_followups`` tool (``RunResult.followups``).
     :param recorders: receive the events of this agent's runs.
-    :param name: the agent's name, in events and tool contexts.
+    :param name: the agent's name, in events and tool contexts: a non-empty str, or ``None``.
     :param settings: :class:`~agentactors.ModelSettings` for every request of its runs; they win over the
         provider's defaults, and a run's ``settings=`` win over them, field by field.
     :param output_type: the type of ``RunResult.output`` (``docs/output.md``): ``str`` (the default: the
@@ -511,11 +546,9 @@ class Agent(Generic[OutputT]):
         _check_int("context_budget_chars", self.context_budget_chars, optional=True)
         for field in ("system", "model", "name"):
             _check_text(field, getattr(self, field))
-        if self.on_tool_status is not None and not isinstance(self.on_tool_status, Mapping):
-            raise TypeError(
-                f"on_tool_status must be a mapping {{ToolStatus: 'continue' | 'end_turn' | 'raise'}}, "
-                f"not {type(self.on_tool_status).__name__}"
-            )
+        if self.name == "":  # no tool, handoff or event could name it, yet it is not unnamed (None)
+            raise ValueError("name must be a non-empty str, or None for an unnamed agent")
+        _check_routes(self.on_tool_status)
         if not isinstance(self.followups, bool):
             raise TypeError(f"followups must be True or False, not {self.followups!r}")
         moved = tuple(t for t in self.tools if isinstance(t, Handoff))
@@ -906,6 +939,7 @@ class Agent(Generic[OutputT]):
         """
         state, checked = self._resumable(paused, decisions, "resume_stream")
         options = _options(None, deps, settings, deadline, priority, input_key, cost_limit)
+        _check_ticket(options)
         _check_runtime(runtime)
         children = paused.children if isinstance(paused, RunResult) else ()
         return AgentRun(_Launcher(self, (), options, runtime, resume=(state, checked), children=children))
@@ -1003,6 +1037,7 @@ class Agent(Generic[OutputT]):
         ``priority`` and ``input_key`` as for :meth:`run`.  See :class:`AgentRun`.
         """
         options = _options(None, deps, settings, deadline, priority, input_key)
+        _check_ticket(options)
         _check_runtime(runtime)
         return AgentRun(_Launcher(self, _to_messages(prompt), options, runtime))
 

@@ -7,10 +7,11 @@ both, each with a ``ValueError`` naming its own setting; these two questions are
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 
-__all__ = ["is_number", "whole"]
+__all__ = ["is_number", "seconds_or_none", "whole"]
 
 
 def is_number(value: object) -> bool:
@@ -26,3 +27,17 @@ def whole(value: object) -> int | None:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         return None
+
+
+def seconds_or_none(label: str, value: object) -> float | None:
+    """``value`` as seconds: ``None`` (no bound), or a positive, finite real number that is not a bool.
+
+    A ``ValueError`` naming ``label`` otherwise: ``True`` is an ``int`` (a flag passed where seconds were meant,
+    which bounded a call at 1 s), NaN compares false with every time, and an infinite bound never fires (``None``
+    says that); a string is a ``ValueError`` too, not the ``TypeError`` of a comparison.
+    """
+    if value is None:
+        return None
+    if not is_number(value) or not 0 < value < math.inf:  # type: ignore[operator]  # NaN fails every comparison
+        raise ValueError(f"{label} must be a positive, finite number of seconds or None, not {value!r}")
+    return float(value)  # type: ignore[arg-type]

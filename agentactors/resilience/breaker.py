@@ -29,7 +29,7 @@ from ..errors import CircuitOpenError, ErrorKind, ProviderError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..providers.port import LLMProvider, StreamContext
-from ._checks import check_callable
+from ._checks import check_callable, check_flag
 from ._circuit import BreakerPolicy, Circuit, CircuitState, CircuitStats, Outcome, Permit
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import open_stream, relay, stream_of
@@ -60,6 +60,7 @@ class CircuitBreakerProvider(ProviderDecorator):
     ) -> None:
         super().__init__(inner)
         # Else a TypeError from the first call's key_for() or clock(), classified as that call's failure.
+        check_flag(count_mid_stream, "count_mid_stream")
         check_callable(key, "key", "a callable key(provider_name, model) -> hashable")
         check_callable(clock, "clock", "a callable returning seconds")
         self.policy = policy

@@ -36,6 +36,7 @@ from ..providers.port import (
     response_format_refusal,
 )
 from ..settings import ModelSettings
+from ._checks import check_flag, error_kinds
 from .decorator import as_provider_error, name_of, streaming_adapted
 from .multi import MultiProvider
 from .streams import Carried, OpenedStream, open_stream, relay, stream_of
@@ -64,28 +65,7 @@ class _Step:
 
 
 def _kinds(fallback_on: FallbackOn | None) -> tuple[frozenset[ErrorKind], Callable[[ProviderError], bool] | None]:
-    if fallback_on is None:
-        return DEFAULT_FALLBACK_ON, None
-    if callable(fallback_on) and not isinstance(fallback_on, str | ErrorKind):
-        return frozenset(), fallback_on
-    # Each a TypeError/ValueError naming fallback_on here, not "'int' object is not iterable".
-    given: object = fallback_on  # (typed as kinds or a predicate; anything may be passed)
-    if not isinstance(given, Iterable) or isinstance(given, bytes):
-        raise TypeError(
-            "fallback_on must be error kinds (names or ErrorKind, one or several) or a predicate "
-            f"fallback_on(error) -> bool, not {type(fallback_on).__name__} ({fallback_on!r})"
-        )
-    values: Iterable[ErrorKind | str] = (fallback_on,) if isinstance(fallback_on, str) else fallback_on
-    kinds: set[ErrorKind] = set()
-    for v in values:
-        try:
-            kinds.add(ErrorKind(v))
-        except ValueError:
-            known = ", ".join(repr(k.value) for k in ErrorKind if k is not ErrorKind.request)
-            raise ValueError(f"fallback_on: {v!r} is not an error kind (one of {known})") from None
-    if ErrorKind.request in kinds:
-        raise ValueError("fallback_on cannot include 'request': a request error is wrong for every member")
-    return frozenset(kinds), None
+    return error_kinds(fallback_on, DEFAULT_FALLBACK_ON)
 
 
 class FallbackProvider(MultiProvider):
@@ -106,6 +86,7 @@ class FallbackProvider(MultiProvider):
         skip_incapable: bool,
         name: str | None,
     ) -> None:
+        check_flag(skip_incapable, "skip_incapable")
         super().__init__(members, name=name)
         self._kinds, self._predicate = _kinds(fallback_on)
         self.skip_incapable = skip_incapable

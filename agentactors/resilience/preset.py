@@ -16,14 +16,17 @@ decorators, composed in that order, with their own defaults unless told otherwis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..providers.port import LLMProvider
+from ._checks import check_flag, check_name, error_kinds
+from ._numbers import is_number, seconds_or_none
 from .breaker import CircuitBreakerProvider, with_circuit_breaker
 from .fallback import FallbackOn, with_fallback
 from .hedge import with_hedge
-from .pool import Strategy, with_pool
+from .pool import STRATEGIES, Strategy, with_pool
 from .retry import with_retry
 from .timeout import with_timeout
 
@@ -52,6 +55,11 @@ def guarded(
     :func:`~agentactors.resilience.with_hedge` between the retry and the timeout, so each attempt is
     hedged after that many seconds (or percentile, ``"p95"``) and each copy is bounded.
     """
+    # In this call's words (attempt_timeout=, not with_timeout's attempt=), before any layer is built.
+    seconds_or_none("attempt_timeout", attempt_timeout)
+    seconds_or_none("first_event_timeout", first_event_timeout)
+    seconds_or_none("idle_timeout", idle_timeout)
+    _check_extra(hedge_max_extra)
     retry_options = _options("retry", retry)
     breaker_options = _options("breaker", breaker)
     if "max_attempts" in retry_options:  # (with_retry would get it twice: "multiple values for keyword argument")
@@ -74,7 +82,42 @@ def _options(setting: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(options, Mapping):  # retry=1 was "'int' object is not iterable"
         raise TypeError(f"{setting} must be a mapping of keyword arguments ({{'base_delay': 1.0}}) or None, "
                         f"not {type(options).__name__}")
+    for key in options:
+        # {1: 1} was "keywords must be strings"; {"provider": q} "got multiple values for argument 'provider'".
+        if not isinstance(key, str):
+            raise TypeError(f"{setting} takes keyword arguments by name (str keys), not {key!r}")
+        if key == "provider":
+            raise TypeError(f"{setting} cannot hold 'provider': the layer wraps the member it is given")
     return dict(options)
+
+
+def _check_extra(value: object) -> None:
+    """:raises ValueError: ``hedge_max_extra`` is not a share of the calls (a number from 0 to 1, not a bool)."""
+    if not is_number(value) or not 0 <= value <= 1:  # type: ignore[operator]  # (NaN fails it)
+        raise ValueError(f"hedge_max_extra must be a fraction of the calls, between 0 and 1, not {value!r}")
+
+
+def _check_pool(strategy: object, weights: object) -> list[float] | None:
+    """``pool_strategy`` and ``pool_weights`` checked in the chain's words, whether or not a member is a pool.
+
+    :raises TypeError: ``weights`` is not a collection (``5`` was "'int' object is not iterable").
+    :raises ValueError: an unknown strategy; weights without ``"weighted"``, or ``"weighted"`` without them;
+        a weight that is not a positive, finite number.
+    """
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise ValueError(f"pool_strategy must be one of {sorted(STRATEGIES)}, not {strategy!r}")
+    if weights is None:
+        if strategy == "weighted":
+            raise ValueError("pool_strategy='weighted' needs pool_weights= (one positive number per pool member)")
+        return None
+    if strategy != "weighted":
+        raise ValueError(f"pool_weights are used only with pool_strategy='weighted', not {strategy!r}")
+    if isinstance(weights, str | bytes | Mapping) or not isinstance(weights, Iterable):
+        raise TypeError(f"pool_weights must be a list of positive numbers, one per pool member, not {weights!r}")
+    listed = list(weights)
+    if not all(is_number(w) and 0 < w < math.inf for w in listed):
+        raise ValueError(f"pool_weights must be positive, finite numbers, not {listed!r}")
+    return listed
 
 
 def resilient_chain(
@@ -115,16 +158,24 @@ def resilient_chain(
 
         resilient_chain([openai_eu, openai_us], anthropic)   # two regions first, then another vendor
 
+    Every setting is checked when the chain is built, whatever its shape — ``fallback_on``, ``skip_incapable``
+    and ``name`` with a single member, ``pool_strategy`` and ``pool_weights`` with no pool, ``hedge_max_extra``
+    without ``hedge_after`` — each error naming this call's parameter (``attempt_timeout``, not the
+    ``attempt`` of :func:`with_timeout`).
+
     Returns the outermost provider; its layers stay reachable (``.members`` of the fallback and the
     pool, ``.inner`` of each decorator; :func:`~agentactors.resilience.describe_chain` draws them all),
     e.g. to read a breaker's state.
     """
     if not members:
         raise ValueError("resilient_chain needs at least one provider")
-    # Said in the chain's own words: with_pool would name its strategy= and weights=.
-    if pool_weights is not None and pool_strategy != "weighted":
-        raise ValueError(f"pool_weights are used only with pool_strategy='weighted', not {pool_strategy!r}")
-    weights = list(pool_weights) if pool_weights is not None else None
+    # Every setting is checked whatever the chain's shape — a setting its shape leaves unused too (fallback_on=
+    # with one member was dropped unread, the same call with two raised) — and in the chain's own words:
+    # with_pool would name its strategy= and weights=.
+    weights = _check_pool(pool_strategy, pool_weights)
+    error_kinds(fallback_on, frozenset())
+    check_flag(skip_incapable, "skip_incapable")
+    check_name(name)
 
     def guard(provider: Member) -> CircuitBreakerProvider:
         return guarded(

@@ -29,7 +29,7 @@ from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
 from ..providers.port import LLMProvider, StreamContext
-from ._checks import check_callable
+from ._checks import check_callable, check_predicate
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
 from .streams import Carried, OpenedStream, open_stream, relay, stream_of
@@ -90,7 +90,7 @@ class RetryingProvider(ProviderDecorator):
             raise ValueError(f"deadline must be positive (seconds) or None, not {deadline!r}")
         # Not callable: the first failure's retry_on(error) raised a TypeError, which became the call's error in
         # place of the vendor's.  Each a TypeError here instead of in the first call.
-        check_callable(retry_on, "retry_on", "a callable retry_on(error) -> bool")
+        check_predicate(retry_on, "retry_on", "a callable retry_on(error) -> bool")
         check_callable(clock, "clock", "a callable returning seconds")
         check_callable(sleep, "sleep", "an async callable sleep(seconds)")
         if rng is not None and not callable(getattr(rng, "uniform", None)):
@@ -506,7 +506,8 @@ def with_retry(
       ``jitter`` is a ``(low, high)`` pair, and ``base_delay`` may not exceed
       ``max_delay`` (every wait would be ``max_delay``: ``base_delay=0`` for none).
     * ``retry_on(error) -> bool`` replaces the default test, ``error.retryable``
-      (a ``TypeError`` when built if it is not callable, as for ``clock`` and ``sleep``).
+      (a ``TypeError`` when built if it is not callable, as for ``clock`` and ``sleep`` — or if it is a class:
+      ``retry_on=ProviderTimeoutError`` made an instance of each error, always true).
       Whatever it says, a request error (``UnsupportedToolChoiceError``, 400...),
       a :class:`~agentactors.errors.CircuitOpenError` and a
       :class:`~agentactors.errors.StreamInterruptedError` are never retried.

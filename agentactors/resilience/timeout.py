@@ -30,7 +30,7 @@ from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
-from ._numbers import is_number
+from ._numbers import seconds_or_none
 from .decorator import ProviderDecorator, model_of
 from .streams import Carried, OpenedStream, cut_short, stream_of
 
@@ -188,18 +188,8 @@ async def serve_carried(
 
 
 def _check(label: str, value: float | None) -> float | None:
-    """``value`` as seconds: ``None`` (no bound), or a positive, finite real number that is not a bool.
-
-    A ``ValueError`` naming the setting otherwise, as ``with_retry`` checks its own: ``True`` is an ``int``
-    (a flag passed where seconds were meant, which bounded the call at 1 s), NaN compares false with every
-    time, and an infinite bound never fires (``None`` says that); a string is a ``ValueError`` too, not the
-    ``TypeError`` of a comparison.
-    """
-    if value is None:
-        return None
-    if not is_number(value) or not 0 < value < math.inf:  # `not 0 < v`: NaN fails every comparison
-        raise ValueError(f"{label} must be a positive, finite number of seconds or None, not {value!r}")
-    return float(value)
+    """``value`` as seconds: ``None`` (no bound), or a positive, finite number (:func:`._numbers.seconds_or_none`)."""
+    return seconds_or_none(label, value)
 
 
 
