@@ -92,6 +92,7 @@ from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, Usage
 from ..pricing import note_cut_short
+from ..providers.port import completes_by_coroutine
 from ._estimate import estimate_tokens, estimated_cut_short
 from ._pulled import PulledStream, Tally, note_unread_end, refund_if_unsent
 from ._vendor import vendor_of
@@ -376,6 +377,22 @@ class _AdmittedStream:
 _HEDGE: Final = ("agentactors.resilience.hedge", "HedgeProvider")
 
 
+def _check_provider(provider: object) -> None:
+    """:raises TypeError: ``provider`` is not a provider instance whose ``complete`` can be awaited.
+
+    ``ProviderActor(None)``, a name (``"openai"``) or a provider class was accepted, and every run through the
+    actor then ended with ``provider [request]: AttributeError: ... 'complete'`` in its result.
+    """
+    if isinstance(provider, type):
+        raise TypeError(f"provider must be a provider instance, not the class {provider.__name__}: "
+                        f"pass {provider.__name__}(...)")
+    if not callable(getattr(provider, "complete", None)):
+        raise TypeError(f"provider must be an LLMProvider (with an async complete()), not {type(provider).__name__}")
+    if not completes_by_coroutine(provider):
+        raise TypeError(f"provider {type(provider).__name__}'s complete is a plain function; it is awaited: "
+                        "write `async def complete(self, request) -> LLMResponse`")
+
+
 def _holds_hedge(provider: object) -> bool:
     """Whether ``provider`` is, or wraps, a ``HedgeProvider`` (or a subclass): followed through the public ``inner``
     and ``members`` (:func:`_inners`), at most :data:`_MAX_DEPTH` deep.  Asked once, when an actor is made."""
@@ -456,6 +473,7 @@ class ProviderActor:
         max_wait: float | None = None,
         max_overtakes: int | None = 16,
     ) -> None:
+        _check_provider(provider)
         if not isinstance(scheduling, str) or scheduling not in POLICIES:
             raise ValueError(f"scheduling must be one of {sorted(POLICIES)}, not {scheduling!r}")
         self.provider = provider
@@ -508,6 +526,9 @@ class ProviderActor:
 
         :raises RuntimeError: outside ``async with rt``.
         """
+        if not isinstance(rt, Runtime):  # else "'int' object has no attribute 'service'"
+            raise TypeError(f"ProviderActor.shared() takes a Runtime first, not {type(rt).__name__}")
+        _check_provider(provider)  # before the registry is asked: a bad provider is no entry of it
         return _SharedProviders.of(rt).entry(rt, cls, provider, budgets, pin=True).ref
 
     async def on_start(self) -> None:
