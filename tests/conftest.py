@@ -9,6 +9,7 @@ happens (no sockets, no worker threads).
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,15 @@ import trio.testing
 from agentactors.testing import VirtualTimeLoop
 from tests.support.paths import CORPUS
 
+# Read by the cloud providers when no argument says otherwise (Vertex's project and location, Bedrock's endpoint):
+# a developer's shell that sets them must not redirect the tests' providers.  Tests that need them set them.
+_CLOUD_ENV = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "virtual_time: run on virtual autojumping clocks on both backends")
+    for name in _CLOUD_ENV:
+        os.environ.pop(name, None)
 
 
 # The longest test files (seconds of real processes, servers and clusters each; measured on two cores), run

@@ -12,15 +12,24 @@ A model is named as Vertex's console and SDKs spell it: ``gemini-2.5-flash``, ``
 :func:`vertex_model_name` takes each to the bare name, and refuses (``ValueError``, naming what to pass) one of
 another publisher (Claude asked of the Gemini wire: Vertex serves it under ``publishers/anthropic`` with the
 Messages wire), another project or location, or no publisher model at all (a tuned model's endpoint).
+
+The project and location not given come from ``GOOGLE_CLOUD_PROJECT`` / ``GOOGLE_CLOUD_LOCATION``, the names
+Google's SDKs read (google-genai, google-auth): :func:`vertex_project` and :func:`vertex_location`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import quote
 
-__all__ = ["check_vertex_location", "check_vertex_project", "vertex_base_url", "vertex_model_name",
-           "vertex_model_url"]
+__all__ = ["LOCATION_ENV", "PROJECT_ENV", "check_vertex_location", "check_vertex_project", "vertex_base_url",
+           "vertex_location", "vertex_model_name", "vertex_model_url", "vertex_project"]
+
+#: The environment variable a project not given is read from (google-genai's and google-auth's name).
+PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
+#: The environment variable a location not given is read from (google-genai's name).
+LOCATION_ENV = "GOOGLE_CLOUD_LOCATION"
 
 #: A Google Cloud location: ``global``, a region (``us-central1``, ``northamerica-northeast1``) or a multi-region
 #: (``us``, ``eu``); not a zone (``us-central1-a``), a host or a URL.
@@ -34,22 +43,44 @@ _CONSTRUCTORS = {"google": "GeminiProvider.vertex", "anthropic": "AnthropicProvi
 _NAME_PUBLISHERS = (("claude", "anthropic"), ("gemini-", "google"), ("gemma-", "google"))
 
 
-def check_vertex_location(location: object) -> str:
-    """``location`` if it is a Google Cloud location (``us-central1``, ``global``)."""
+def check_vertex_location(location: object, *, source: str = "location") -> str:
+    """``location`` if it is a Google Cloud location (``us-central1``, ``global``); errors name ``source``."""
     if not isinstance(location, str):
-        raise TypeError(f"location must be a str such as 'us-central1' or 'global', not {type(location).__name__}")
+        raise TypeError(f"{source} must be a str such as 'us-central1' or 'global', not {type(location).__name__}")
     if _LOCATION.fullmatch(location) is None:
-        raise ValueError(f"location must be a Vertex AI location such as 'us-central1' or 'global', not {location!r}")
+        raise ValueError(f"{source} must be a Vertex AI location such as 'us-central1' or 'global', not {location!r}")
     return location
 
 
-def check_vertex_project(project: object) -> str:
-    """``project`` if it is a Google Cloud project id or number (``my-proj-123``)."""
+def check_vertex_project(project: object, *, source: str = "project") -> str:
+    """``project`` if it is a Google Cloud project id or number (``my-proj-123``); errors name ``source``."""
     if not isinstance(project, str):
-        raise TypeError(f"project must be a str, the Google Cloud project id, not {type(project).__name__}")
+        raise TypeError(f"{source} must be a str, the Google Cloud project id, not {type(project).__name__}")
     if _PROJECT.fullmatch(project) is None:
-        raise ValueError(f"project must be a Google Cloud project id such as 'my-proj-123', not {project!r}")
+        raise ValueError(f"{source} must be a Google Cloud project id such as 'my-proj-123', not {project!r}")
     return project
+
+
+def vertex_project(project: object, *, constructor: str) -> str:
+    """``project``, else :data:`PROJECT_ENV`'s value (blank is unset), checked; neither is a ``ValueError`` naming
+    ``project=`` and the variable."""
+    if project is not None:  # an explicit one wins, and one that cannot be is refused, not replaced
+        return check_vertex_project(project)
+    found = os.environ.get(PROJECT_ENV, "")
+    if not found.strip():
+        raise ValueError(
+            f"{constructor} needs a Google Cloud project: pass project='my-proj-123', or set {PROJECT_ENV}"
+        )
+    return check_vertex_project(found, source=PROJECT_ENV)
+
+
+def vertex_location(location: object, *, default: str, parameter: str = "location") -> str:
+    """``location``, else :data:`LOCATION_ENV`'s value (blank is unset), else ``default``; checked, errors naming
+    ``parameter`` or the variable."""
+    if location is not None:
+        return check_vertex_location(location, source=parameter)
+    found = os.environ.get(LOCATION_ENV, "")
+    return check_vertex_location(found, source=LOCATION_ENV) if found.strip() else default
 
 
 def vertex_base_url(location: str) -> str:

@@ -37,7 +37,7 @@ from ..http.provider import (
     HTTPProvider,
 )
 from ..port import resolve_model
-from ..vertex import vertex_base_url, vertex_model_url
+from ..vertex import vertex_base_url, vertex_location, vertex_model_name, vertex_model_url, vertex_project
 from .encode import (
     DEFAULT_MAX_TOKENS,
     encode_request,
@@ -218,8 +218,8 @@ class AnthropicProvider(HTTPProvider):
         cls,
         model: str | None = None,
         *,
-        project: str,
-        region: str = "us-east5",
+        project: str | None = None,
+        region: str | None = None,
         token_provider: TokenProvider | None = None,
         http_client: httpx.AsyncClient | None = None,
         base_url: str | None = None,
@@ -228,10 +228,19 @@ class AnthropicProvider(HTTPProvider):
         """The same Messages wire for Claude on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{region}/
         publishers/anthropic/models/{model}:rawPredict`` (``:streamRawPredict``), with ``anthropic_version:
         "vertex-2023-10-16"`` in the body and no ``model`` field; ``region="global"`` at ``aiplatform.googleapis.com``.
+        ``project`` not given is ``GOOGLE_CLOUD_PROJECT``'s (neither: a ``ValueError`` naming both), ``region`` not
+        given ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-east5"``: an argument given wins over the environment.
 
         Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
         or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
-        ``base_url`` replaces the host (a test server); ``options`` are the constructor's other keywords.
+        ``base_url`` replaces the host (a test server); ``options`` are the constructor's other keywords but
+        ``api_key`` (a ``ValueError``: Vertex takes the bearer token).
+
+        ``model`` as Vertex spells it: ``claude-sonnet-4-5@20250929``, ``publishers/anthropic/models/…`` or the full
+        resource name in this project and region.  Gemini (``gemini-…``, ``publishers/google/…``) is refused naming
+        :meth:`GeminiProvider.vertex <agentactors.providers.gemini.provider.GeminiProvider.vertex>`, as are another
+        project's or region's resource name, a tuned model's endpoint, a project or region that cannot be one
+        (``ValueError``; named by one request: a request-kind error, before sending).
         """
         return _AnthropicOnVertex(model, project=project, region=region, token_provider=token_provider,
                                   http_client=http_client, base_url=base_url, **options)
@@ -310,10 +319,17 @@ class _VertexAnthropicWire(AnthropicWire):
         return {"anthropic-beta": ",".join(self.betas)} if self.betas else {}
 
     def encode_request(self, request: LLMRequest, model: str, *, stream: bool) -> dict[str, Any]:
-        """The Messages body without ``model``, with ``anthropic_version: "vertex-2023-10-16"``."""
+        """The Messages body without ``model``, with ``anthropic_version: "vertex-2023-10-16"``, for a model Vertex
+        serves under ``publishers/anthropic`` (a ``ValueError`` naming the constructor to use otherwise: Gemini is
+        :meth:`GeminiProvider.vertex`'s; a request error, unsent)."""
+        vertex_model_name(model, publisher="anthropic", project=self.project, location=self.region)
         body = super().encode_request(request, model, stream=stream)
         body.pop("model", None)
         return {"anthropic_version": VERTEX_ANTHROPIC_VERSION, **body}
+
+
+#: The region :meth:`AnthropicProvider.vertex` calls when neither ``region=`` nor ``GOOGLE_CLOUD_LOCATION`` names one.
+_VERTEX_REGION = "us-east5"
 
 
 class _AnthropicOnVertex(AnthropicProvider):
@@ -326,13 +342,21 @@ class _AnthropicOnVertex(AnthropicProvider):
         self,
         model: str | None,
         *,
-        project: str,
-        region: str,
+        project: str | None,
+        region: str | None,
         token_provider: TokenProvider | None,
         http_client: httpx.AsyncClient | None,
         base_url: str | None,
         **options: Any,
     ) -> None:
+        project = vertex_project(project, constructor="AnthropicProvider.vertex")
+        region = vertex_location(region, default=_VERTEX_REGION, parameter="region")
+        if options.get("api_key") is not None:
+            # Vertex authorises with the bearer token; a key given here would be silently unused.
+            raise ValueError("api_key has no place on Vertex AI (it takes a bearer token): pass token_provider=, or "
+                             "leave both out for google-auth's default credentials")
+        if model is not None and isinstance(model, str) and model.strip():
+            vertex_model_name(model, publisher="anthropic", project=project, location=region)
         base = vertex_base_url(region) if base_url is None else base_url  # "" is refused, not the default
         super().__init__(model, base_url=base, http_client=http_client, **options)
         self._codec = _VertexAnthropicWire(project=project, region=region, betas=options.get("betas", ()))

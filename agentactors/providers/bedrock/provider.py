@@ -100,9 +100,12 @@ class BedrockProvider(HTTPProvider):
         (all three) uses botocore's default chain (environment, shared credentials and config files, SSO,
         container and instance roles), resolved on the first request in a worker thread.  The secret key
         and tokens are redacted from every error, event and log line, and never shown by ``repr``.
-    :param base_url: the endpoint (default ``https://bedrock-runtime.{region}.amazonaws.com``): a FIPS or VPC
-        (``https://vpce-….bedrock-runtime.{region}.vpce.amazonaws.com``) endpoint, a proxy; not the control
-        plane's ``bedrock.{region}.amazonaws.com`` (a ``ValueError`` naming the runtime's).
+    :param base_url: the endpoint: a FIPS or VPC (``https://vpce-….bedrock-runtime.{region}.vpce.amazonaws.com``)
+        endpoint, a proxy; not the control plane's ``bedrock.{region}.amazonaws.com`` (a ``ValueError`` naming the
+        runtime's).  ``None`` reads ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, else ``AWS_ENDPOINT_URL`` (as the AWS SDKs
+        do, and not when ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` is ``true``), else
+        ``https://bedrock-runtime.{region}.amazonaws.com``; an endpoint from the environment is checked as
+        ``base_url`` is, its errors naming the variable, and its host's region wins as ``base_url``'s does.
     :param http_client: an ``httpx.AsyncClient`` to use (not closed by :meth:`aclose`).
     :param name: the provider name in responses, errors and events (default ``"bedrock"``).
     :param timeout: / :param settings: / the byte limits: as :class:`~agentactors.providers.http.provider.HTTPProvider`.
@@ -135,10 +138,13 @@ class BedrockProvider(HTTPProvider):
         max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
+        source = "base_url"
+        if base_url is None:
+            base_url, source = _configured_endpoint()
         if base_url is not None:  # "" is refused, not read as the default; checked before its host is read
-            check_base_url(base_url)
+            check_base_url(base_url, parameter=source)
         signer = SigV4Signer(
-            _region(region, base_url),
+            _region(region, base_url, source),
             access_key_id=access_key_id,
             secret_access_key=secret_access_key,
             session_token=session_token,
@@ -238,18 +244,34 @@ class BedrockProvider(HTTPProvider):
 _REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
 
 
-def _region(region: object, base_url: str | None) -> str:
+#: The environment variables an endpoint not given is read from, in the AWS SDKs' order: service-specific first.
+_ENDPOINT_ENV = ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL")
+
+
+def _configured_endpoint() -> tuple[str | None, str]:
+    """The endpoint the environment configures for Bedrock Runtime and the variable it came from (blank is unset),
+    or ``(None, "base_url")``: none, or ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true`` (botocore's reading)."""
+    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").strip().lower() != "true":
+        for var in _ENDPOINT_ENV:
+            value = os.environ.get(var, "")
+            if value.strip():
+                return value, var
+    return None, "base_url"
+
+
+def _region(region: object, base_url: str | None, source: str = "base_url") -> str:
     """The region requests are signed for: ``region=``, else the endpoint's, else the environment's or profile's.
 
     The endpoint's wins over the environment's (a request signed for another region than its endpoint's is
-    refused by AWS with a 403); ``region=`` against the endpoint's is a ``ValueError``.
+    refused by AWS with a 403); ``region=`` against the endpoint's is a ``ValueError``.  ``source`` names where the
+    endpoint came from (``base_url`` or an environment variable).
     """
-    endpoint = _region_of(base_url)
+    endpoint = _region_of(base_url, source)
     if region is not None:
         given = _checked_region(region, "region=")
         if endpoint is not None and endpoint != given:
             raise ValueError(
-                f"region={given!r} but base_url {redact(str(base_url))!r} is in {endpoint!r}: requests would be signed "
+                f"region={given!r} but {source} {redact(str(base_url))!r} is in {endpoint!r}: requests would be signed "
                 "for one region and sent to another (AWS answers 403); pass the endpoint's region or leave region= out"
             )
         return given
@@ -274,7 +296,7 @@ def _checked_region(region: object, source: str) -> str:
     return region
 
 
-def _region_of(base_url: str | None) -> str | None:
+def _region_of(base_url: str | None, source: str = "base_url") -> str | None:
     """``us-west-2`` from ``https://bedrock-runtime.us-west-2.amazonaws.com``, a FIPS or a VPC endpoint's host
     (``vpce-….bedrock-runtime.us-west-2.vpce.amazonaws.com``); ``None`` for another host.  Bedrock's control-plane
     host (``bedrock.{region}.amazonaws.com``, which serves no Converse) is a ``ValueError`` naming the runtime's."""
@@ -284,9 +306,10 @@ def _region_of(base_url: str | None) -> str | None:
         return None
     labels = httpx.URL(base_url).host.lower().split(".")
     if len(labels) >= 4 and labels[0] in ("bedrock", "bedrock-fips") and labels[-2:] == ["amazonaws", "com"]:
+        leave = "leave base_url out" if source == "base_url" else f"unset {source}"
         raise ValueError(
-            f"base_url {redact(base_url)!r} is Bedrock's control plane, which serves no Converse: the runtime "
-            f"endpoint is 'https://bedrock-runtime.{labels[1]}.amazonaws.com' (or leave base_url out)"
+            f"{source} {redact(base_url)!r} is Bedrock's control plane, which serves no Converse: the runtime "
+            f"endpoint is 'https://bedrock-runtime.{labels[1]}.amazonaws.com' (or {leave})"
         )
     for at, label in enumerate(labels[:-1]):
         if label.startswith("bedrock-runtime") and _REGION.fullmatch(labels[at + 1]):

@@ -37,11 +37,11 @@ from ..http.provider import (
 )
 from ..port import resolve_model
 from ..vertex import (
-    check_vertex_location,
-    check_vertex_project,
     vertex_base_url,
+    vertex_location,
     vertex_model_name,
     vertex_model_url,
+    vertex_project,
 )
 from .encode import SKIP_SIGNATURE, encode_request
 from .models import WIRE, model_row
@@ -213,8 +213,8 @@ class GeminiProvider(HTTPProvider):
         cls,
         model: str | None = None,
         *,
-        project: str,
-        location: str = "us-central1",
+        project: str | None = None,
+        location: str | None = None,
         token_provider: TokenProvider | None = None,
         http_client: httpx.AsyncClient | None = None,
         base_url: str | None = None,
@@ -222,7 +222,9 @@ class GeminiProvider(HTTPProvider):
     ) -> GeminiProvider:
         """The same Gemini wire on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{location}/publishers/
         google/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``), ``location="global"`` at
-        ``aiplatform.googleapis.com``.
+        ``aiplatform.googleapis.com``.  ``project`` not given is ``GOOGLE_CLOUD_PROJECT``'s (neither: a ``ValueError``
+        naming both), ``location`` not given ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-central1"``: an argument given
+        wins over the environment.
 
         Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
         or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
@@ -315,6 +317,10 @@ class _VertexGeminiWire(GeminiWire):
         return super().encode_request(request, model, stream=stream)
 
 
+#: The location :meth:`GeminiProvider.vertex` calls when neither ``location=`` nor ``GOOGLE_CLOUD_LOCATION`` names one.
+_VERTEX_LOCATION = "us-central1"
+
+
 class _GeminiOnVertex(GeminiProvider):
     """:meth:`GeminiProvider.vertex`: the Gemini wire with Vertex's URL and a bearer token per request."""
 
@@ -325,15 +331,15 @@ class _GeminiOnVertex(GeminiProvider):
         self,
         model: str | None,
         *,
-        project: str,
-        location: str,
+        project: str | None,
+        location: str | None,
         token_provider: TokenProvider | None,
         http_client: httpx.AsyncClient | None,
         base_url: str | None,
         **options: Any,
     ) -> None:
-        check_vertex_project(project)
-        check_vertex_location(location)
+        project = vertex_project(project, constructor="GeminiProvider.vertex")
+        location = vertex_location(location, default=_VERTEX_LOCATION)
         if options.get("api_key") is not None:
             # Vertex authorises with the bearer token; a key given here would be silently unused.
             raise ValueError("api_key has no place on Vertex AI (it takes a bearer token): pass token_provider=, or "

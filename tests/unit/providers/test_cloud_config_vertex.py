@@ -83,7 +83,7 @@ def test_a_project_that_cannot_be_is_refused(project: str) -> None:
 
 def test_a_project_not_a_str_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="project"):
-        GeminiProvider.vertex("gemini-2.5-flash", project=None, token_provider=lambda: "tok")  # type: ignore[arg-type]
+        GeminiProvider.vertex("gemini-2.5-flash", project=123, token_provider=lambda: "tok")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("location", ["us-central1 ", "US-CENTRAL1", "us central1", "us-central1-a",
