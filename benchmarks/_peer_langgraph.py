@@ -1,6 +1,8 @@
 """langgraph implementation of the W1 run: a model node and a ToolNode in a StateGraph.
 
-No ``from __future__ import annotations`` here: langgraph reads node type hints at runtime.
+No ``from __future__ import annotations`` here: langgraph reads node type hints at runtime.  The node, the route
+and the tool are ``async def``: driven with ``ainvoke``, langgraph runs a plain ``def`` node or route (and
+langchain a plain ``def`` tool) in a worker thread, a hop per step agentactors' async tool does not pay.
 """
 
 from typing import Any
@@ -13,12 +15,12 @@ from langgraph.prebuilt import ToolNode
 
 
 @lc_tool("add")
-def add_tool(a: int, b: int) -> int:
+async def add_tool(a: int, b: int) -> int:
     """Add two integers."""
     return add(a, b)
 
 
-def model_node(state: MessagesState) -> dict:
+async def model_node(state: MessagesState) -> dict:
     last = state["messages"][-1]
     if isinstance(last, ToolMessage):
         return {"messages": [AIMessage(content=f"The answer is {last.content}.")]}
@@ -26,7 +28,7 @@ def model_node(state: MessagesState) -> dict:
     return {"messages": [AIMessage(content="", tool_calls=[call])]}
 
 
-def route(state: MessagesState) -> str:
+async def route(state: MessagesState) -> str:
     last = state["messages"][-1]
     return "tools" if getattr(last, "tool_calls", None) else END
 

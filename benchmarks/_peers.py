@@ -3,6 +3,10 @@
 Each factory returns ``(setup, run, teardown)`` coroutines-or-None, or raises
 ``ImportError`` when the peer is not installed in this environment (peers live
 only in the benchmark environment, never in agentactors' dependencies).
+
+Every function handed to a peer (its model, its tool) is ``async def``, as agentactors' tool is: pydantic-ai
+(``FunctionModel``, ``tool_plain``) and openai-agents (``function_tool``) run a plain ``def`` in a worker thread,
+a hop per call agentactors does not pay (tests/integration/test_benchmark_fairness.py).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class PydanticAI(Impl):
         from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
         from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-        def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        async def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
             last = messages[-1]
             for part in getattr(last, "parts", ()):
                 if isinstance(part, ToolReturnPart):
@@ -51,7 +55,7 @@ class PydanticAI(Impl):
 
         self.agent = Agent(FunctionModel(model))
 
-        def add_impl(a: int, b: int) -> int:
+        async def add_impl(a: int, b: int) -> int:
             """Add two integers."""
             return add(a, b)
 
@@ -105,7 +109,7 @@ class OpenAIAgents(Impl):
                 raise NotImplementedError
 
         @function_tool
-        def add_tool(a: int, b: int) -> int:
+        async def add_tool(a: int, b: int) -> int:
             """Add two integers."""
             return add(a, b)
 

@@ -61,7 +61,7 @@ async def _agentactors(base: str, runs: int) -> tuple[OneRun, Callable[[], Await
     rt = Runtime()
     await rt.__aenter__()
     ProviderActor.shared(rt, provider, max_concurrency=runs)
-    agent = Agent(provider, nudges=False)
+    agent = Agent(provider)  # its defaults, as the peers run with theirs
 
     async def one(i: int, on_delta: Callable[[], None]) -> None:
         result = await agent.run(f"Tell me a story number {i}.", on_token=lambda _: on_delta())

@@ -169,7 +169,7 @@ async def pydantic_ai() -> Run:
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
     from pydantic_ai.models.function import FunctionModel
 
-    def model(messages: list[Any], info: Any) -> ModelResponse:
+    async def model(messages: list[Any], info: Any) -> ModelResponse:  # a plain def runs in a worker thread
         returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
         if returns:
             return ModelResponse(parts=[TextPart(f"The answer is {returns[0].content}.")])
