@@ -20,7 +20,15 @@ from ..redaction import on_secret_registered
 from ..tools.schema import without_credentials
 from .context import OutputValidator, validator_arity
 from .prompt import instruction
-from .spec import DEFAULT_TOOL_NAME, NativeOutput, PromptedOutput, Strategy, ToolOutput, strategy_of
+from .spec import (
+    DEFAULT_TOOL_NAME,
+    NativeOutput,
+    PromptedOutput,
+    Strategy,
+    ToolOutput,
+    check_output_type,
+    strategy_of,
+)
 from .target import OutputTarget, type_label
 
 __all__ = ["OutputConfig"]
@@ -67,16 +75,20 @@ class OutputConfig:
     ) -> OutputConfig | None:
         """The configuration for an agent, or ``None`` when there is nothing to do (``str``, no validator).
 
-        :raises TypeError: an output type with no JSON Schema form, or a validator that is not callable.
+        :raises TypeError: an output type that is a value (``[int]``, ``(int, str)``, ``5``, ``"int"``) or has no
+            JSON Schema form; ``retries`` not an int; a validator that is not callable.
         :raises ValueError: ``retries`` is negative, or an output tool's name is one of the agent's tools.
         """
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError(f"output_retries must be an int >= 0, not {retries!r}")
+        if isinstance(retries, bool) or not isinstance(retries, int):  # True is an int to Python: not a count
+            raise TypeError(f"output_retries must be an int >= 0 (how many re-asks), not {retries!r}")
+        if retries < 0:
+            raise ValueError(f"output_retries must be an int >= 0 (how many re-asks), not {retries!r}")
         arity = validator_arity(validator) if validator is not None else 2
         strategy = strategy_of(output_type)
         tp = output_type.output_type if strategy is not None else output_type
         if tp is None:
             raise TypeError("output_type cannot be None: use str for a text answer")
+        check_output_type(tp)  # [int], (int, str), 5, "int": said so, not "unhashable type: 'list'"
         if strategy is None and tp is str:
             if validator is None:
                 return None

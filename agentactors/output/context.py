@@ -54,8 +54,12 @@ def validator_arity(fn: OutputValidator) -> int:
         return 2
     params = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     positional = [p for p in params if p.default is p.empty]
-    if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()) or len(positional) >= 2:
+    if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()):
         return 2
+    if len(positional) == 2:
+        return 2
+    if len(positional) > 2:  # it would fail at the run's first answer ("missing 1 required positional argument")
+        raise TypeError(f"output_validator takes (value) or (value, ctx), not {len(positional)} required arguments")
     if len(positional) == 1:
         # ``def v(value, ctx=None)`` asks for the context too (optional, so the function can be called alone);
         # any other defaulted second parameter (``strict=False``) is the function's own, and left alone.

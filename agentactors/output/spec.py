@@ -15,6 +15,9 @@ the agent (``agent: Agent[Pick] = Agent(p, output_type=Pick)  # type: ignore[arg
 
 from __future__ import annotations
 
+import builtins
+import enum
+import reprlib
 import sys
 from typing import Any, Generic, Literal, TypeAlias
 
@@ -34,6 +37,7 @@ __all__ = [
     "PromptedOutput",
     "Strategy",
     "ToolOutput",
+    "check_output_type",
     "strategy_of",
 ]
 
@@ -49,6 +53,80 @@ DEFAULT_TOOL_NAME = "final_result"
 def _check_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (not isinstance(value, str) or not value):
         raise ValueError(f"{attribute.name} must be a non-empty str, not {value!r}")
+
+
+# Values that are never a type form: written where a type was meant (``[int]`` for ``list[int]``, ``(int, str)``
+# for ``int | str``, ``"int"`` for ``int``).  A class, an alias (``list[int]``) or a special form
+# (``Literal[...]``, ``Any``, ``A | B``) is an instance of none of these.
+_VALUES = (str, bytes, int, float, complex, list, tuple, set, frozenset, dict, enum.Enum)
+
+
+def _label(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return repr(tp).replace("typing.", "")
+
+
+def _either(items: list[Any]) -> str:
+    return " | ".join(_label(i) for i in items)
+
+
+def _instead(value: Any) -> str:
+    """What to write instead of ``value`` (a value written where a type was meant)."""
+    if isinstance(value, list | set | frozenset):
+        kind = type(value).__name__
+        items = list(value)
+        if items and all(_is_type_form(i) for i in items):
+            return f"write {kind}[{_either(items)}] for a {kind} of {_either(items)}"
+        if 0 < len(items) <= 8 and all(isinstance(i, str | int) and not isinstance(i, enum.Enum) for i in items):
+            picks = ", ".join(reprlib.repr(i) for i in items)
+            return f"write Literal[{picks}] for one of these values, or {kind}[Literal[{picks}]] for a {kind} of them"
+        return f"write {kind}[X] for a {kind} of X"
+    if isinstance(value, tuple):
+        if value and all(_is_type_form(i) for i in value):
+            either = _either(list(value))
+            union = ", ".join(_label(i) for i in value)
+            return f"write {either} (or Union[{union}]) for one of them, or tuple[{union}] for exactly these in order"
+        return "write A | B (or Union[A, B]) for one of several types, or tuple[A, B] for a pair"
+    if isinstance(value, dict):
+        return "write dict[str, X] for a mapping, or a TypedDict, dataclass or pydantic model for named fields"
+    if isinstance(value, str):
+        named = getattr(builtins, value.strip(), None)
+        if isinstance(named, type):
+            return f"write {named.__name__}, the type itself, not its name"
+        return f"write the class itself, not its name, or Literal[{reprlib.repr(value)}] for that one string"
+    if isinstance(value, enum.Enum):
+        return f"write {type(value).__name__} for any of its members, or Literal[{value!s}] for this one"
+    if isinstance(value, bytes):
+        return "write str for a text answer"
+    kind = type(value).__name__
+    return f"write {kind} for any {kind}, or Literal[{reprlib.repr(value)}] for this one value"
+
+
+def _is_type_form(value: Any) -> bool:
+    return value is None or not isinstance(value, _VALUES)
+
+
+def check_output_type(value: Any, label: str = "output_type") -> None:
+    """Refuse a value written where the answer's type was meant (``[int]``, ``(int, str)``, ``5``, ``"int"``).
+
+    Only the plain values no type form can be; whether a type has a JSON Schema form is
+    :class:`~agentactors.output.target.OutputTarget`'s to say.  Checked once, when the agent or the spec is made.
+
+    :raises TypeError: naming ``label``, saying what it takes and what to write instead.
+    """
+    if _is_type_form(value):
+        return
+    what = f"a {type(value).__name__}" if isinstance(value, list | tuple | set | frozenset | dict) else (
+        f"the {type(value).__name__} {reprlib.repr(value)}")  # (cut short: a long string stays out of the text)
+    raise TypeError(
+        f"{label} takes a type (str, int, a pydantic model or dataclass, list[X], Literal[...], A | B, ...), "
+        f"not {what}: {_instead(value)}"
+    )
+
+
+def _check_type(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    check_output_type(value, attribute.name)
 
 
 @attrs.frozen(slots=True)
@@ -67,7 +145,7 @@ class ToolOutput(Generic[OutputT]):
     :param description: what the tool's description tells the model (default: from the type).
     """
 
-    output_type: type[OutputT]
+    output_type: type[OutputT] = attrs.field(validator=_check_type)
     name: str = attrs.field(default=DEFAULT_TOOL_NAME, kw_only=True, validator=_check_name)
     description: str | None = attrs.field(default=None, kw_only=True)
 
@@ -86,7 +164,7 @@ class NativeOutput(Generic[OutputT]):
         nullable); the other wires ignore it.
     """
 
-    output_type: type[OutputT]
+    output_type: type[OutputT] = attrs.field(validator=_check_type)
     name: str | None = attrs.field(default=None, kw_only=True, validator=_check_name)
     strict: bool = attrs.field(default=True, kw_only=True)
 
@@ -104,7 +182,7 @@ class PromptedOutput(Generic[OutputT]):
         :data:`agentactors.output.prompt.DEFAULT_TEMPLATE`.
     """
 
-    output_type: type[OutputT]
+    output_type: type[OutputT] = attrs.field(validator=_check_type)
     template: str | None = attrs.field(default=None, kw_only=True)
 
 

@@ -52,7 +52,7 @@ from ..tools.schema import (
     unwrap_annotated,
 )
 from ..tools.validation import ArgumentValidator
-from .spec import DEFAULT_TOOL_NAME
+from .spec import DEFAULT_TOOL_NAME, check_output_type
 
 __all__ = ["WRAPPER", "Checked", "Member", "OutputTarget", "drop_null_optionals", "issue_lines", "type_label"]
 
@@ -178,11 +178,33 @@ def _unhashable_set(tp: Any) -> Any:
     return None
 
 
+def _value_inside(tp: Any) -> Any:
+    """A value written as a type argument (``[int]`` in ``list[[int]]``), else ``None``; ``Literal``'s are values."""
+    inner, _ = unwrap_annotated(tp)
+    if typing.get_origin(inner) is Literal:
+        return None
+    for arg in typing.get_args(inner):
+        if arg is Ellipsis:  # tuple[int, ...]
+            continue
+        try:
+            check_output_type(arg)
+        except TypeError:
+            return arg
+        if (found := _value_inside(arg)) is not None:
+            return found
+    return None
+
+
 def _member(tp: Any, name: str, description: str | None, member_of: str | None) -> Member:
     inner, _ = unwrap_annotated(tp)
     try:
         schema = schema_for(tp)
     except TypeError as exc:
+        if (value := _value_inside(tp)) is not None:  # list[[int]] was "unhashable type: 'list'"
+            try:
+                check_output_type(value, f"output_type {type_label(tp)}: each type argument")
+            except TypeError as said:
+                raise TypeError(str(said)) from None
         raise TypeError(f"output_type {type_label(tp)}: {exc}") from None
     if (bad := _unhashable_set(tp)) is not None:
         raise TypeError(

@@ -98,16 +98,20 @@ SAMPLES = 200
 _ADMITTING = frozenset({CircuitState.closed, CircuitState.disabled})
 
 
-def _after(value: float | str) -> float:
-    """The seconds ``value`` says, or for a percentile (``"p95"``) the percentile (``95.0``)."""
+def parse_after(value: object, label: str = "after") -> float:
+    """The seconds ``value`` says, or for a percentile (``"p95"``) the percentile (``95.0``).
+
+    :raises ValueError: naming ``label`` (``hedge_after`` when :func:`~agentactors.resilience.resilient_chain`
+        checks its own setting): not a finite number of seconds ``>= 0`` (nor a bool), nor a percentile.
+    """
     if isinstance(value, str):
         match = _PERCENTILE.match(value.strip().lower())
         if match is None or not 0 < float(match[1]) < 100:
-            raise ValueError(f"after must be seconds or a percentile like 'p95', not {value!r}")
+            raise ValueError(f"{label} must be seconds or a percentile like 'p95', not {value!r}")
         return float(match[1])
-    if not is_number(value) or not 0 <= value < math.inf:  # `not 0 <= v`: NaN fails every comparison
-        raise ValueError(f"after must be a non-negative number of seconds or a percentile like 'p95', not {value!r}")
-    return float(value)
+    if not is_number(value) or not 0 <= value < math.inf:  # type: ignore[operator]  # NaN fails every comparison
+        raise ValueError(f"{label} must be a non-negative number of seconds or a percentile like 'p95', not {value!r}")
+    return float(value)  # type: ignore[arg-type]
 
 
 
@@ -142,7 +146,7 @@ class HedgeProvider(ProviderDecorator):
         check_callable(clock, "clock", "a callable returning seconds")  # else a TypeError in the first call
         self._percentile: float | None = None
         self._seconds = 0.0
-        parsed = _after(after)
+        parsed = parse_after(after)
         if isinstance(after, str):
             self._percentile = parsed
         else:

@@ -25,7 +25,7 @@ from ._checks import check_flag, check_name, error_kinds
 from ._numbers import is_number, seconds_or_none
 from .breaker import CircuitBreakerProvider, with_circuit_breaker
 from .fallback import FallbackOn, with_fallback
-from .hedge import with_hedge
+from .hedge import parse_after, with_hedge
 from .pool import STRATEGIES, Strategy, with_pool
 from .retry import with_retry
 from .timeout import with_timeout
@@ -59,6 +59,8 @@ def guarded(
     seconds_or_none("attempt_timeout", attempt_timeout)
     seconds_or_none("first_event_timeout", first_event_timeout)
     seconds_or_none("idle_timeout", idle_timeout)
+    if hedge_after is not None:  # (with_hedge would name its after=)
+        parse_after(hedge_after, "hedge_after")
     _check_extra(hedge_max_extra)
     retry_options = _options("retry", retry)
     breaker_options = _options("breaker", breaker)
@@ -161,7 +163,7 @@ def resilient_chain(
     Every setting is checked when the chain is built, whatever its shape — ``fallback_on``, ``skip_incapable``
     and ``name`` with a single member, ``pool_strategy`` and ``pool_weights`` with no pool, ``hedge_max_extra``
     without ``hedge_after`` — each error naming this call's parameter (``attempt_timeout``, not the
-    ``attempt`` of :func:`with_timeout`).
+    ``attempt`` of :func:`with_timeout`; ``hedge_after``, not the ``after`` of :func:`with_hedge`).
 
     Returns the outermost provider; its layers stay reachable (``.members`` of the fallback and the
     pool, ``.inner`` of each decorator; :func:`~agentactors.resilience.describe_chain` draws them all),
