@@ -315,10 +315,15 @@ def check_multiple_tool_results(c: Corpus, r: LLMResponse) -> None:
     assert (r.tool_calls, r.stop_reason, r.usage) == ((), StopReason.end_turn, usage(771, 77))
 
 
+def asked(c: Corpus, case: str) -> str:
+    """The model a recorded request was sent to: what the decoder stamps beside the blocks it keeps for replay."""
+    return str(c(f"anthropic__{case}__1.json")["request"]["body"]["model"])
+
+
 def check_redacted_thinking(c: Corpus, r: LLMResponse) -> None:
     recorded = c("anthropic__redacted_thinking__1.json")["response"]["json"]["content"]
     assert recorded[0]["type"] == "redacted_thinking"
-    assert r.provider_data == {"anthropic": {"blocks": [recorded[0]]}}
+    assert r.provider_data == {"anthropic": {"blocks": [recorded[0]], "model": asked(c, "redacted_thinking")}}
     assert r.reasoning == ""  # redacted: nothing readable
     assert r.content.startswith("I notice that your message appears to contain a command")
     assert (r.stop_reason, r.usage) == (StopReason.end_turn, usage(92, 196))
@@ -422,7 +427,7 @@ def _recorded_thinking_block(c: Corpus) -> dict[str, Any]:
 
 def check_thinking_tool_use(c: Corpus, r: LLMResponse) -> None:
     block = _recorded_thinking_block(c)
-    assert r.provider_data == {"anthropic": {"blocks": [block]}}
+    assert r.provider_data == {"anthropic": {"blocks": [block], "model": asked(c, "thinking_text_tool_use")}}
     assert r.reasoning == block["thinking"] and r.reasoning.startswith("The user is asking about the largest city")
     assert (
         r.content
@@ -439,7 +444,7 @@ def check_thinking_history(c: Corpus, r: LLMResponse) -> None:
 
 def check_thinking_signature(c: Corpus, r: LLMResponse) -> None:
     block = c("anthropic__thinking_signature__1.json")["response"]["json"]["content"][0]
-    assert r.provider_data == {"anthropic": {"blocks": [block]}}
+    assert r.provider_data == {"anthropic": {"blocks": [block], "model": asked(c, "thinking_signature")}}
     assert block["signature"].startswith("Eq8CCkYICxgCKkDdadQOXMzNBq")
     assert r.reasoning == (
         "This is a straightforward question about pedestrian safety. "
@@ -566,7 +571,8 @@ def test_recorded_stream_cut_before_message_stop_is_not_an_answer(name: str, cor
 def test_streamed_thinking_replays_verbatim_on_the_next_turn(corpus: Corpus) -> None:
     """A thinking block rebuilt from thinking_delta + signature_delta is sent back unchanged."""
     data = corpus("anthropic__stream_thinking_signature_delta__1.json")
-    decoder = AnthropicWire().stream_decoder(request=None, model="m", provider="anthropic")
+    # Decoded for the model the follow-up goes to: a signature is replayed to the model that made it only.
+    decoder = AnthropicWire().stream_decoder(request=None, model="claude-sonnet-4-0", provider="anthropic")
     for event, payload in iter_sse(data["response"]["sse"]):
         decoder.feed(event, payload)
     response = decoder.finish()

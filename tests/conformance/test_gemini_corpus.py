@@ -316,7 +316,8 @@ def check_response(record: dict[str, Any], name: str, response: LLMResponse, eve
     if exp.signature is None:
         assert response.provider_data is None
     else:
-        assert response.provider_data == {"gemini": {"thought_signature": exp.signature(record)}}
+        assert response.provider_data == {"gemini": {"thought_signature": exp.signature(record),
+                                                     "model": model_of(record)}}
     assert len(response.tool_calls) == len(exp.calls)
     for call, want in zip(response.tool_calls, exp.calls, strict=True):
         assert call.name == want.name
@@ -328,7 +329,7 @@ def check_response(record: dict[str, Any], name: str, response: LLMResponse, eve
             assert call.provider_data is None
         else:
             sig = _recorded_signature(record, want.signature_from_part)
-            assert call.provider_data == {"gemini": {"thought_signature": sig}}
+            assert call.provider_data == {"gemini": {"thought_signature": sig, "model": model_of(record)}}
     ids = [c.id for c in response.tool_calls]
     assert len(set(ids)) == len(ids)
     if "sse" in record["response"]:
@@ -544,7 +545,8 @@ def test_followups_replay_signatures_as_base64url(corpus_dir: Path) -> None:
         received = _recorded_signature(load(corpus_dir, first), 0)
         replayed = load(corpus_dir, followup)["request"]["body"]["contents"][1]["parts"][0]["thoughtSignature"]
         assert ("+" in received or "/" in received) and received != replayed
-        sent = CODEC.encode_request(rebuild(corpus_dir, followup), "m", stream=False)
+        # To the model that made the signature: another model gets none (Gemini 3 rejects it).
+        sent = CODEC.encode_request(rebuild(corpus_dir, followup), model_of(load(corpus_dir, followup)), stream=False)
         assert sent["contents"][1]["parts"][0]["thoughtSignature"] == replayed
 
 

@@ -15,7 +15,10 @@ Content blocks map as follows:
   only when that text did not parse, and the call is then marked ``"unparseable"``).
 
 Opaque blocks travel in ``provider_data["anthropic"]["blocks"]`` in the order received;
-the request encoder replays them in place (before the text and the ``tool_use`` blocks).
+the request encoder replays them in place (before the text and the ``tool_use`` blocks).  Beside them,
+``provider_data["anthropic"]["model"]`` is the model the request was sent to (the ``model`` given, not the
+body's ``model``): a thinking block's signature is valid for that model only, and the encoder leaves the
+thinking of another model's message out.
 """
 
 from __future__ import annotations
@@ -288,6 +291,8 @@ def assemble(
     data: dict[str, Any] = {}
     if opaque:
         data["blocks"] = opaque
+        if model:
+            data["model"] = model  # a thinking signature is bound to the model asked: see encode._replayed_blocks
     if isinstance(stop_sequence, str):
         data["stop_sequence"] = stop_sequence
     return LLMResponse(

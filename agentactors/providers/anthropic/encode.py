@@ -8,11 +8,13 @@ Request mapping (internal OpenAI-chat-shaped conversation → Messages):
 * system messages, wherever they stand, are joined (blank line between) into top-level ``system``;
 * a user message → ``{"type": "text"}`` blocks (an empty text is dropped: the API rejects it);
 * an assistant message → its replayed opaque blocks (``provider_data["anthropic"]["blocks"]``:
-  thinking / redacted_thinking with signatures, server tool blocks — verbatim, as received),
+  thinking / redacted_thinking with signatures, server tool blocks — verbatim, as received; the thinking
+  blocks left out when ``provider_data["anthropic"]["model"]`` names another model than the request's, since a
+  signature is valid for the model that made it only, and a message without that stamp replayed whole),
   a text block only if the text is non-empty, then one ``tool_use{id, name, input}`` per call; with
   manual thinking on (``thinking.type: enabled``), a tool loop whose first assistant message does not
-  begin with a thinking block (another provider made that step: nothing to replay) is sent with thinking
-  left out, said with ``llm.setting_dropped`` (:data:`UNTHINKABLE_TURN`) — the API's 400 otherwise;
+  begin with a thinking block (another provider or model made that step: nothing to replay) is sent with
+  thinking left out, said with ``llm.setting_dropped`` (:data:`UNTHINKABLE_TURN`) — the API's 400 otherwise;
 * a tool message → a ``tool_result{tool_use_id, content, is_error}`` block in a user message;
   consecutive results merge into ONE user message (right after the assistant's ``tool_use``
   message), and any same-role neighbours merge, tool results first;
@@ -66,7 +68,7 @@ from ...messages import LLMRequest, Message, ToolChoice
 from ...parts import Document, Image, Part, Text
 from ...settings import CachePolicy
 from .._constrained_schema import anthropic_output_schema
-from .._settings import ANTHROPIC_TOOL_NAMES, check_owned, check_tool_names, dropped, refused
+from .._settings import ANTHROPIC_TOOL_NAMES, bare_model, check_owned, check_tool_names, dropped, refused
 from .models import WIRE, check_parts, check_sent, check_sent_stop, plan_thinking, sampling_fields
 
 __all__ = [
@@ -116,13 +118,29 @@ def _tool_choice(choice: ToolChoice, disable_parallel: Any) -> dict[str, Any]:
     return wire
 
 
-def _replayed_blocks(message: Message) -> list[dict[str, Any]]:
+def _replayed_blocks(message: Message, model: str) -> list[dict[str, Any]]:
     data = (message.provider_data or {}).get(WIRE)
-    blocks = data.get("blocks") if isinstance(data, Mapping) else None
+    if not isinstance(data, Mapping):
+        return []
+    blocks = data.get("blocks")
     if not isinstance(blocks, list):
         return []
+    made_by = data.get("model")
+    if isinstance(made_by, str) and made_by != model and not _same_model(made_by, model):
+        # The rare path: another model made it (a fallback opus -> sonnet) and its thinking signatures are a 400
+        # here ("Invalid `signature` in `thinking` block"); server tool blocks are not bound to a model.
+        return [dict(b) for b in blocks if isinstance(b, Mapping) and b.get("type") not in _THINKING_BLOCKS]
     # Verbatim: a thinking block's signature covers its exact text; any change is a 400.
     return [dict(b) for b in blocks if isinstance(b, Mapping)]
+
+
+def _same_model(made_by: str, model: str) -> bool:
+    """Whether a block stamped ``made_by`` (the model its request was sent to) was made by ``model``.
+
+    Names are compared as the model tables match them (:func:`~agentactors.providers._settings.bare_model`: case,
+    a router's ``vendor/`` and a cloud's ``anthropic.`` prefix aside); anything else is another model.
+    """
+    return bare_model(made_by) == bare_model(model)
 
 
 def part_block(part: Part) -> dict[str, Any] | None:
@@ -151,7 +169,7 @@ def _content_blocks(message: Message) -> list[dict[str, Any]]:
     return [b for b in (part_block(p) for p in message.parts) if b is not None]
 
 
-def _blocks_for(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _blocks_for(message: Message, model: str) -> tuple[str, list[dict[str, Any]]]:
     """The wire role and content blocks of one non-system message."""
     if message.role == "tool":
         return "user", [
@@ -164,7 +182,7 @@ def _blocks_for(message: Message) -> tuple[str, list[dict[str, Any]]]:
         ]
     blocks: list[dict[str, Any]] = []
     if message.role == "assistant":
-        blocks.extend(_replayed_blocks(message))
+        blocks.extend(_replayed_blocks(message, model))
     if message.media:
         blocks.extend(_content_blocks(message))
     elif message.content:
@@ -184,7 +202,7 @@ def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return results + [b for b in blocks if b.get("type") != "tool_result"]
 
 
-def _messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
+def _messages(messages: Iterable[Message], model: str) -> tuple[str, list[dict[str, Any]]]:
     system: list[str] = []
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -192,7 +210,7 @@ def _messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
             if message.content:
                 system.append(message.content)
             continue
-        role, blocks = _blocks_for(message)
+        role, blocks = _blocks_for(message, model)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -244,7 +262,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     thinking_on = _thinking_on(options, thinking)
     if thinking_on and request.tool_choice.forced and request.tools:
         raise forced_with_thinking_error(request, model, WIRE)
-    system, messages = _messages(request.messages)
+    system, messages = _messages(request.messages, model)
     unthinkable = thinking_on and _manual_thinking(options, thinking) and not turn_begins_thinking(
         messages, lambda block: block.get("type") in _THINKING_BLOCKS)
     if unthinkable:

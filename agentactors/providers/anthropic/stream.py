@@ -3,7 +3,7 @@
 Pure, no I/O: :class:`~agentactors.providers.http.provider.HTTPProvider` feeds it the events that
 ``httpx-sse`` decodes.  The final response is built by the same
 :func:`~agentactors.providers.anthropic.decode.assemble` as a JSON body, so a streamed
-answer and a non-streamed one decode alike.
+answer and a non-streamed one decode alike (the blocks kept for replay stamped with the model asked).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ Content blocks are single-key objects:
 
 * ``text`` → ``LLMResponse.content`` (blocks concatenated, in order);
 * ``reasoningContent.reasoningText {text, signature}`` → ``reasoning``, and the block kept verbatim in
-  ``provider_data["bedrock"]["blocks"]`` (with ``redactedContent`` blocks) for replay on the next turn;
+  ``provider_data["bedrock"]["blocks"]`` (with ``redactedContent`` blocks) for replay on the next turn, with
+  ``provider_data["bedrock"]["model"]``, the model the request was sent to: a signature is valid for that
+  model only, and the encoder leaves another model's reasoning out;
 * ``toolUse {toolUseId, name, input}`` → a :class:`ToolCall` (``input`` is an object on this wire);
 * anything else (citations, guard content, future kinds) is not shown and not replayed.
 
@@ -236,7 +238,11 @@ def assemble(
     stop = map_stop_reason(stop_reason)
     # The last block a call: at max_tokens, one with no input was cut right after its name (as on Anthropic's wire).
     calls = mark_cut_off(calls, stop, last_block_is_call=bool(blocks) and isinstance(blocks[-1], ToolCall))
-    data: dict[str, Any] = {"blocks": replay} if replay else {}
+    data: dict[str, Any] = {}
+    if replay:
+        data["blocks"] = replay
+        if model:
+            data["model"] = model  # a reasoning signature is bound to the model asked: see encode._replayed
     if extra:
         data.update(extra)
     return LLMResponse(

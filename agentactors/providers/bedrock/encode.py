@@ -6,7 +6,9 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
 * a user message → ``{role: user, content: [{text} | {image} | {document}]}`` (a blank — empty or
   whitespace-only — text is dropped: Converse rejects a blank text block with a 400 ValidationException);
 * an assistant message → its replayed ``reasoningContent`` blocks (``provider_data["bedrock"]["blocks"]``,
-  verbatim: a signature covers its exact text), a text block if not blank, then one
+  verbatim: a signature covers its exact text; left out when ``provider_data["bedrock"]["model"]`` names another
+  model than the request's — :func:`~.models.model_id` compared, so another inference profile of one model is the
+  same model — as a signature is valid for the model that made it only), a text block if not blank, then one
   ``toolUse {toolUseId, name, input}`` per call; a message left with no block at all is not sent (Claude
   with manual thinking on, in a tool loop whose first assistant message has no ``reasoningContent`` block,
   has its ``thinking`` left out with ``llm.setting_dropped``, as the Anthropic wire does);
@@ -62,7 +64,7 @@ from .._media import check_limits, media_of, unsupported
 from .._settings import BEDROCK_TOOL_NAMES, check_owned, check_tool_names, dropped, refused, sent_integer, sent_number
 from ..anthropic.encode import UNTHINKABLE_TURN, turn_begins_thinking
 from ..anthropic.models import check_sent_sampling, check_sent_stop, plan_thinking, sampling_fields
-from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_row
+from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_id, model_row
 
 __all__ = ["CACHE_POINT", "EMPTY_TOOL_RESULT", "check_parts", "encode_request", "forced_choice_refusal", "part_block"]
 
@@ -143,15 +145,22 @@ class _Numbering:
         return out
 
 
-def _replayed(message: Message) -> list[dict[str, Any]]:
+def _replayed(message: Message, model: str) -> list[dict[str, Any]]:
     data = (message.provider_data or {}).get(WIRE)
-    blocks = data.get("blocks") if isinstance(data, Mapping) else None
+    if not isinstance(data, Mapping):
+        return []
+    blocks = data.get("blocks")
     if not isinstance(blocks, list):
+        return []
+    made_by = data.get("model")
+    if isinstance(made_by, str) and made_by != model and model_id(made_by) != model_id(model):
+        # The rare path: another model made it (a fallback opus -> sonnet): its signatures are a 400 here
+        # ("Invalid `signature` in `thinking` block"), and its reasoning is not this model's to continue.
         return []
     return [dict(b) for b in blocks if isinstance(b, Mapping) and "reasoningContent" in b]
 
 
-def _blocks_for(message: Message, numbering: _Numbering) -> tuple[str, list[dict[str, Any]]]:
+def _blocks_for(message: Message, numbering: _Numbering, model: str) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
         if message.media:
             content = numbering.blocks(message)  # a blank text beside the media is dropped
@@ -162,7 +171,7 @@ def _blocks_for(message: Message, numbering: _Numbering) -> tuple[str, list[dict
         return "user", [{"toolResult": result}]
     if message.role == "user":
         return "user", numbering.blocks(message)
-    blocks = _replayed(message)
+    blocks = _replayed(message, model)
     if message.content.strip():
         blocks.append({"text": message.content})
     for call in message.tool_calls:
@@ -170,7 +179,7 @@ def _blocks_for(message: Message, numbering: _Numbering) -> tuple[str, list[dict
     return "assistant", blocks
 
 
-def _messages(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _messages(messages: Iterable[Message], model: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
     numbering = _Numbering()
@@ -179,7 +188,7 @@ def _messages(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[d
             if message.content.strip():
                 system.append({"text": message.content})
             continue
-        role, blocks = _blocks_for(message, numbering)
+        role, blocks = _blocks_for(message, numbering, model)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -351,7 +360,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
         raise UnsupportedToolChoiceError(
             f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended thinking on "
             "Claude; use ToolChoice.auto() or turn thinking off for this request", provider=WIRE, model=model)
-    system, messages = _messages(request.messages)
+    system, messages = _messages(request.messages, model)
     if thinking and _is_claude(row) and _manual_thinking(request, additional) and not turn_begins_thinking(
             messages, lambda block: "reasoningContent" in block):
         # The rare path: another wire made the turn's first step (its thinking, if any, is not Converse's to send).

@@ -9,7 +9,9 @@ a whole one decode alike.
   (or with an id already used in the conversation) gets a random id, and the vendor's id, if any,
   is kept in ``provider_data["gemini"]["id"]`` to be echoed back;
 * a part's ``thoughtSignature`` → ``provider_data["gemini"]["thought_signature"]`` (on the call,
-  or on the message for the first signed text part), replayed by the encoder;
+  or on the message for the first signed text part), replayed by the encoder, with
+  ``provider_data["gemini"]["model"]`` beside it: the model the request was sent to (not the answer's
+  ``modelVersion``), as a signature is valid for that model only;
 * ``usageMetadata`` is cumulative across chunks; output tokens include thinking tokens;
 * ``promptFeedback.blockReason`` is a content-policy :class:`~agentactors.ProviderError`; an error
   body is classified by :func:`classify_error`'s rules.
@@ -151,6 +153,7 @@ class CandidateAssembly:
     """
 
     __slots__ = (
+        "_asked",
         "_provider",
         "_used_ids",
         "calls",
@@ -166,6 +169,7 @@ class CandidateAssembly:
 
     def __init__(self, request: LLMRequest | None, *, model: str, provider: str) -> None:
         self.model = model
+        self._asked = model  # what the encoder will be given (``model`` turns into the answer's modelVersion)
         self._provider = provider
         self._used_ids: set[str] = set()
         if request is not None:
@@ -270,6 +274,8 @@ class CandidateAssembly:
         data: dict[str, Any] = {}
         if sig is not None:
             data["thought_signature"] = sig
+            if self._asked:
+                data["model"] = self._asked  # a signature is bound to the model asked: see encode._replayed_signature
         vendor_id = raw.get("id")
         call_id = vendor_id if isinstance(vendor_id, str) and vendor_id else None
         if call_id is None or call_id in self._used_ids:
@@ -332,9 +338,16 @@ class CandidateAssembly:
             provider=self._provider,
             raw_stop_reason=self.finish,
             reasoning="".join(self.reasoning),
-            provider_data={WIRE: {"thought_signature": self.signature}} if self.signature else None,
+            provider_data={WIRE: self._signed(self.signature)} if self.signature else None,
             response_id=self.response_id,
         )
+
+    def _signed(self, signature: str) -> dict[str, Any]:
+        """A message's signature with the model it was made for (nothing stamped for a nameless request)."""
+        data = {"thought_signature": signature}
+        if self._asked:
+            data["model"] = self._asked
+        return data
 
 
 def decode_response(body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:

@@ -35,10 +35,11 @@ then letters, digits, ``_ . : -``, at most 64: :class:`~agentactors.providers.er
 
 Ids are echoed on ``functionCall.id`` / ``functionResponse.id``: the recorded corpus shows the API
 accepting client-made ids, and they disambiguate parallel calls of one function.  Thought signatures
-are replayed in the form the vendor's own SDK sends them (base64url, padding kept).  An assistant turn
-with calls but no signature at all (another provider made them) gets Google's documented
-:data:`SKIP_SIGNATURE` on its first call when the model is Gemini 3 or later, which otherwise rejects
-the whole request.
+are replayed in the form the vendor's own SDK sends them (base64url, padding kept), to the model that made
+them only: one stamped with another model (``provider_data["gemini"]["model"]``, names compared as
+:func:`~.models.bare_name` reads them) is left out, as Gemini 3 rejects it.  An assistant turn with calls but no
+signature to send (another provider or another model made them) gets Google's documented :data:`SKIP_SIGNATURE`
+on its first call when the model is Gemini 3 or later, which otherwise rejects the whole request.
 
 Errors: a request-kind :class:`~agentactors.ProviderError` for a conversation the wire cannot express (a
 tool result answering no known call, a tool schema with a recursive ``$ref``);
@@ -112,10 +113,19 @@ def _wire_data(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _replayed_signature(data: Mapping[str, Any] | None) -> str | None:
-    sig = _wire_data(data).get("thought_signature")
+def _replayed_signature(data: Mapping[str, Any] | None, model: str, bare: str) -> str | None:
+    """The signature to send with a part (``None``: none), for ``model`` (``bare``: its :func:`~.models.bare_name`).
+
+    A signature stamped with another model (``provider_data["gemini"]["model"]``: the model its request was sent
+    to) is not sent: Gemini 3 rejects a signature another model made.  One without a stamp is sent as before.
+    """
+    wire = _wire_data(data)
+    sig = wire.get("thought_signature")
     if not isinstance(sig, str) or not sig:
         return None
+    made_by = wire.get("model")
+    if isinstance(made_by, str) and made_by != model and bare_name(made_by) != bare:
+        return None  # the rare path: a fallback from another Gemini model; the first call gets SKIP_SIGNATURE
     # Responses carry standard base64, google-genai replays base64url (the corpus shows both); the
     # server decodes either, so only the alphabet changes and anything else stays untouched.
     return sig.translate(_TO_URLSAFE) if _BASE64.fullmatch(sig) else sig
@@ -293,7 +303,8 @@ def _declaration(name: str, description: str, parameters: Mapping[str, Any], mod
 
 def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     messages = tuple(messages)
-    major = _SIGNING_MODEL.match(bare_name(model))
+    bare = bare_name(model)
+    major = _SIGNING_MODEL.match(bare)
     signing = major is not None and int(major.group(1)) >= 3
     names = {call.id: call.name for m in messages if m.role == "assistant" for call in m.tool_calls}
     echo = {call.id: _echo_id(call) for m in messages if m.role == "assistant" for call in m.tool_calls}
@@ -335,11 +346,11 @@ def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, A
         parts: list[dict[str, Any]] = []
         if m.content:
             part: dict[str, Any] = {"text": m.content}
-            sig = _replayed_signature(m.provider_data)
+            sig = _replayed_signature(m.provider_data, model, bare)
             if sig is not None:
                 part["thoughtSignature"] = sig
             parts.append(part)
-        signatures = [_replayed_signature(call.provider_data) for call in m.tool_calls]
+        signatures = [_replayed_signature(call.provider_data, model, bare) for call in m.tool_calls]
         if signing and signatures and not any(signatures):
             signatures[0] = SKIP_SIGNATURE  # only the first of parallel calls is ever signed
         for call, sig in zip(m.tool_calls, signatures, strict=True):

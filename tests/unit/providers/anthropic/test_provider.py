@@ -274,7 +274,8 @@ def test_thinking_blocks_are_replayed_verbatim_before_text_and_tool_use() -> Non
         provider="anthropic",
     )
     assert response.reasoning == "Let me think."
-    assert response.provider_data == {"anthropic": {"blocks": [THINKING, REDACTED]}}
+    # The blocks, and the model they were made for (a signature is valid for that model only).
+    assert response.provider_data == {"anthropic": {"blocks": [THINKING, REDACTED], "model": "claude-test"}}
     body = encode(
         [Message.user("q"), response.to_message(), Message.tool("toolu_1", "a word")],
         tools=[LOOKUP],
@@ -606,7 +607,8 @@ def test_thinking_stream_rebuilds_the_block_with_its_signature() -> None:
             "blocks": [
                 {"type": "thinking", "thinking": "Hmm, yes.", "signature": "U0lH"},
                 {"type": "redacted_thinking", "data": "opaque"},
-            ]
+            ],
+            "model": "claude-test",
         }
     }
 

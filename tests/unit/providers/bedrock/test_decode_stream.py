@@ -69,7 +69,7 @@ def test_blocks_in_the_models_order() -> None:
     assert response.provider_data == {"bedrock": {"blocks": [
         {"reasoningContent": {"reasoningText": {"text": "why", "signature": "sig"}}},
         {"reasoningContent": {"redactedContent": "b3BhcXVl"}},
-    ]}}
+    ], "model": "m"}}
     replay = response.to_message()
     assert replay.provider_data == response.provider_data
 
@@ -159,7 +159,7 @@ def test_a_stream_with_reasoning_text_and_two_tools() -> None:
     assert [(c.id, c.arguments) for c in response.tool_calls] == [("a", {"x": 1}), ("b", {})]
     assert response.usage.cache_read_tokens == 2
     assert response.provider_data == {"bedrock": {"blocks": [
-        {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "s1"}}}]}}
+        {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "s1"}}}], "model": "m"}}
 
 
 def test_empty_input_for_a_tool_with_required_arguments_is_marked() -> None:

@@ -422,7 +422,7 @@ def test_thought_parts_are_reasoning_and_usage_maps() -> None:
     resp = decode(body)
     assert (resp.content, resp.reasoning) == ("Answer", "hmm")
     assert resp.usage == Usage(input_tokens=100, output_tokens=37, cache_read_tokens=64, reasoning_tokens=30)
-    assert resp.provider_data == {"gemini": {"thought_signature": "c2ln"}}
+    assert resp.provider_data == {"gemini": {"thought_signature": "c2ln", "model": "gemini-2.5-flash"}}
 
 
 def test_non_object_args_are_marked_unparseable() -> None:
