@@ -22,6 +22,7 @@ are recorded as their size only, and nothing the run was given as ``deps`` is re
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,9 +35,10 @@ from .journal.compare import ForkComparison, compare_fork
 from .journal.jsonl import run_from_events
 from .journal.records import RunNotRecordedError
 from .loop.result import RunResult
-from .messages import LLMRequest, Message, ToolCall, ToolChoice, ToolSpec
+from .messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
 from .pricing import Cost
 from .redaction import redact
+from .settings import CachePolicy
 from .tools.results import ToolResult, ToolStatus
 
 __all__ = ["EventRecordError", "Explanation", "StepPath", "explain"]
@@ -49,7 +51,8 @@ class StepPath:
     ``tried``: the members in the order they were tried; ``attempts``: requests sent per member (a
     member whose breaker refused the call has 0); ``errors``: failed attempts by error kind;
     ``failovers``: ``"a → b (kind)"``; ``breakers``: breaker transitions and refusals seen during the
-    step; ``served_by``: the member that answered (``None`` when the step failed, with ``error``);
+    step; ``hedges``: each hedged copy, ``"b (model m) after 0.10s, won"`` (or ``lost``, or ``not sent
+    (admission)``); ``served_by``: the member that answered (``None`` when the step failed, with ``error``);
     ``cost``: what the answered call cost (``None``: no price, or no answer).
 
     The first step of a run resumed after an approval pause (``resumed_from``: the paused run's id) is the paused
@@ -72,6 +75,7 @@ class StepPath:
     approved: tuple[str, ...] = ()
     denied: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
+    hedges: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line: who was tried, how often, what failed, who served (a resumed step: what it finished)."""
@@ -88,6 +92,8 @@ class StepPath:
             out += f"; failovers: {', '.join(self.failovers)}"
         if self.breakers:
             out += f"; breakers: {', '.join(self.breakers)}"
+        if self.hedges:
+            out += f"; hedged: {', '.join(self.hedges)}"
         out += f"; served by {self.served_by}" if self.served_by else f"; failed ({self.error or 'no answer'})"
         if self.cost is not None:
             out += f"; cost {_money(self.cost)}"
@@ -99,9 +105,12 @@ class Explanation:
     """One run, told from its events.  ``str(explanation)`` prints it (:meth:`lines`).
 
     ``request`` is the :class:`~agentactors.messages.LLMRequest` that produced the final answer (the
-    last one the provider stack answered), ``tool_results`` the results of the tool calls in that
+    last one the provider stack answered) as its member was sent it (:attr:`request_notes`: where the record
+    cannot tell that exactly); ``tool_results`` the results of the tool calls in that
     request's context, in order — ``status``, ``duration`` and sizes from the events, ``content`` as the
-    model read it (a refused result: ``refused=True`` and its true size in ``original_chars``).
+    model read it (a refused result: ``refused=True`` and its true size in ``original_chars``; one a context
+    budget trimmed: ``truncated=True``, its true size in ``original_chars``; on the JSON tool transport, read
+    from the request's text blocks).
     ``path`` is the provider path of every step; ``timeline`` the run's decisions, in seconds since it
     started.
     """
@@ -141,6 +150,17 @@ class Explanation:
     #: The error the run ended on, as the record names it: its type, HTTP status and kind
     #: (``"ProviderError HTTP 503 transient"``) — never its message.  ``None`` when it ended on none.
     error: str | None = None
+    #: Whether the run's provider carried tools natively, from its ``run.started`` (``None``: not recorded).  On
+    #: ``False`` — the JSON tool transport — the request holds no tool specs (the system message lists the tools)
+    #: and its calls and results are text blocks; :attr:`tool_results` are read from those blocks.
+    native_tools: bool | None = None
+    #: The runs this run's tool calls started (delegation: ``agent.as_tool()``), by the id of the call that
+    #: started them (``None``: a tool that did not say which call it served) — explain one with its run id.
+    #: Found by their ``run.started`` among the events given (a recorder of the parent's receives them).
+    children: Mapping[str | None, tuple[str, ...]] = attrs.field(factory=dict)
+    #: Where :attr:`request` may differ from what the member that answered was sent, and the record cannot say
+    #: how: credentials a record redacted, the model a member after a failover (or a hedge's copy) called.
+    request_notes: tuple[str, ...] = ()
 
     @classmethod
     def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
@@ -156,12 +176,12 @@ class Explanation:
             policy's limits, or is not an event record; the error names the line (``.line``).
         :raises OSError: the file cannot be read.
         """
-        events, notes = _read_record(path, run_id)
+        events, children, notes = _read_record(path, run_id)
         if not events:
             raise LookupError(f"{path} holds no event of run {run_id!r}" + "".join(f" ({n})" for n in notes))
         original = next((e.data.get("forked_from") for e in events if e.type == "run.forked"), None)
         before = _read_record(path, original)[0] if isinstance(original, str) else []
-        explanation = _explain(run_id, events, None)
+        explanation = _explain(run_id, events, None, _children_of(run_id, children))
         return attrs.evolve(explanation, notes=explanation.notes + notes, fork=_fork_of(None, events, before))
 
     def lines(self) -> list[str]:
@@ -190,14 +210,21 @@ class Explanation:
         if request is None:
             out.append("  no request produced an answer")
         else:
+            offered = ", ".join(t.name for t in request.tools)
+            if not offered and self.native_tools is False:
+                offered = "none natively (the JSON tool transport: the system message lists the tools)"
             out += [
                 f"  the request that produced the answer (served by {self.served_by}, model {self.served_model}):",
-                f"    tools offered: {', '.join(t.name for t in request.tools)}",
+                *(f"    note: {note}" for note in self.request_notes),
+                f"    tools offered: {offered}",
                 *(f"    {_describe_message(m)}" for m in request.messages),
             ]
+        shown = {r.call_id for r in self.tool_results}
         out += [
             "  tool results it saw:",
-            *(f"    {_describe_result(r)}" for r in self.tool_results),
+            *(f"    {_describe_result(r)}{_delegated(self.children.get(r.call_id))}" for r in self.tool_results),
+            *(f"  delegated runs of call {c or '(unnamed)'}: {', '.join(ids)}"
+              for c, ids in self.children.items() if c not in shown),
             f"  answer: {self.answer}",
             *(f"  note: {note}" for note in self.notes),
         ]
@@ -224,7 +251,7 @@ def explain(result: RunResult, events: Iterable[Event]) -> Explanation:
     mine = [e for e in events if e.run_id == run_id]
     if not mine:
         raise ValueError(f"no event of run {run_id!r}: was a recorder attached to the run or its runtime?")
-    explanation = _explain(run_id, mine, result)
+    explanation = _explain(run_id, mine, result, _children_of(run_id, events))
     if result.forked_from is None:
         return explanation
     before = [e for e in events if e.run_id == result.forked_from]
@@ -246,20 +273,43 @@ def _fork_of(result: RunResult | None, events: Sequence[Event], before: Sequence
 # (EventRecordError, what a bad line raises, is defined with the reader of records, agentactors.events.read_jsonl.)
 
 
-def _read_record(path: str | Path, run_id: str) -> tuple[list[Event], tuple[str, ...]]:
-    """``run_id``'s events of a JSONL record, and the notes on what was skipped (a cut-off last line).
+def _read_record(path: str | Path, run_id: str) -> tuple[list[Event], list[Event], tuple[str, ...]]:
+    """``run_id``'s events of a JSONL record, the ``run.started`` of the runs it delegated to, and the notes on
+    what was skipped (a cut-off last line).
 
     :raises EventRecordError: a bad line, as :func:`~agentactors.events.read_jsonl` says.
     """
     skipped: list[str] = []
-    events = list(read_jsonl(path, run_id=run_id, skipped=skipped))
-    return events, tuple(skipped)
+    mine: list[Event] = []
+    children: list[Event] = []
+    for e in read_jsonl(path, skipped=skipped):
+        if e.run_id == run_id:
+            mine.append(e)
+        elif e.parent_run_id == run_id and e.type == "run.started":
+            children.append(e)
+    return mine, children, tuple(skipped)
+
+
+def _children_of(run_id: str, events: Iterable[Event]) -> dict[str | None, tuple[str, ...]]:
+    """The runs ``run_id``'s tool calls started, by call id, from their ``run.started`` events."""
+    out: dict[str | None, tuple[str, ...]] = {}
+    for e in events:
+        if e.type == "run.started" and e.parent_run_id == run_id and e.run_id is not None:
+            call = _text(e.data.get("parent_call_id"))
+            out[call] = (*out.get(call, ()), e.run_id)
+    return out
+
+
+def _delegated(ids: tuple[str, ...] | None) -> str:
+    return f" (delegated run {', '.join(ids)})" if ids else ""
 
 
 # --- building it ----------------------------------------------------------------------------------------
 
 
-def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> Explanation:
+def _explain(
+    run_id: str, events: Sequence[Event], result: RunResult | None, children: Mapping[str | None, tuple[str, ...]]
+) -> Explanation:
     start = events[0].time
     end = events[-1].time
     agent: str | None = None
@@ -267,6 +317,9 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
     answered_request: Any = None
     served_model: str | None = None
     served_by: str | None = None
+    answered_step: int | None = None
+    answered_calls = ""  # the answering response's tool calls: a typed run's output tool call is its answer
+    native_tools: bool | None = None
     answer = ""
     streamed = False
     steps = 0
@@ -293,6 +346,8 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
             builder.see(kind, data)
         if kind == "run.started":
             agent = _text(data.get("agent"))
+            native = data.get("native_tools")
+            native_tools = native if isinstance(native, bool) else None
         elif kind == "run.resumed" and resumed is None:
             # A JSONL record written before payload keys named as header fields were kept apart ("data.step")
             # reads its payload's ``step`` back as the event's own.
@@ -309,7 +364,9 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
             final_request = e.data.get("request")
         elif kind == "llm.response":
             answered_request = final_request
+            answered_step = step
             response = _mapping(data.get("response"))
+            answered_calls = _calls_text(response)
             served_model = _text(response.get("model"))
             served_by = _text(data.get("provider")) or _text(response.get("provider"))
         elif kind == "llm.text_delta":
@@ -342,7 +399,11 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         timeline[resumed_line] += (f": resumed run {resumed.resumed_from} at step {resumed.step}: "
                                    f"{_decisions(approved, denied)}")
     notes: list[str] = []
-    request = _to_request(answered_request, notes) if answered_request is not None else None
+    request_notes: list[str] = []
+    request = _to_request(answered_request, notes, request_notes) if answered_request is not None else None
+    if request is not None:
+        request = _as_the_member_got_it(request, paths.get(answered_step) if answered_step is not None else None,
+                                        request_notes)
     # The question: the answered request's — or, when none was answered, the one the vendor was sent.
     asked = request
     if asked is None and final_request is not None and final_request is not answered_request:
@@ -355,7 +416,12 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         cost = result.cost
         if status is None:
             status, error = _result_ending(result)
-    messages = request.messages if request is not None else ()
+    if not answer and status == "ok" and answered_calls:
+        # A typed run answered through its output tool: no text, the call holds the answer.
+        answer = answered_calls
+    messages: Sequence[Message] = request.messages if request is not None else ()
+    if native_tools is False:
+        messages = _wire_results(messages)
     return Explanation(
         run_id=run_id,
         agent=agent,
@@ -377,7 +443,54 @@ def _explain(run_id: str, events: Sequence[Event], result: RunResult | None) -> 
         resumed_from=resumed.resumed_from if resumed is not None else None,
         status=status,
         error=error,
+        native_tools=native_tools,
+        children=dict(children),
+        request_notes=tuple(request_notes),
     )
+
+
+def _as_the_member_got_it(request: LLMRequest, path: _PathBuilder | None, notes: list[str]) -> LLMRequest:
+    """``request`` (as the loop sent it to its provider stack) as the member that answered it was sent it.
+
+    A member of a chain, a pool or a hedge may be sent the request for a model of its own (``with_model``): the
+    only difference.  A hedge that won says its copy's model (``hedge.won``); a failover does not — a note says
+    so rather than passing the chain's request off as the member's.
+    """
+    if path is None or path.served_by is None:
+        return request
+    model = path.hedge_model
+    if model is not None and model != request.model:
+        if request.model is not None:
+            # Asked for a model, a hedge's copy goes to that model or to its target's own: the one hedge.won names.
+            return request.with_model(model)
+        notes.append(f"step {path.step}'s hedge to {path.served_by} was for model {model}: the request sent to it "
+                     "named that model, or none (left to its default) — the record does not say which")
+    elif path.failovers and path.tried and path.served_by != path.tried[0]:
+        notes.append(f"step {path.step} was served by {path.served_by} after a failover: a later member of a chain "
+                     "or pool calls its own model when it has one, which the record does not name — the request's "
+                     f"model ({request.model}) is the one asked of the chain")
+    return request
+
+
+# A result entry's header in a request of the JSON tool transport (agentactors.loop.json_transport.to_wire_messages:
+# "[name · call id · ok]" alone on its line; a result's own line that reads as one is escaped there with "\").
+_WIRE_RESULT = re.compile(r"^\[(?P<name>.*) · call (?P<call>.*) · (?P<status>ok|error)\]$", re.MULTILINE)
+_WIRE_RESULTS_LEAD = "Tool results:\n\n"
+
+
+def _wire_results(messages: Sequence[Message]) -> list[Message]:
+    """The tool results of a JSON-transport request's messages, as ``tool`` messages: what each block said."""
+    out: list[Message] = []
+    for m in messages:
+        if m.role != "user" or not m.content.startswith(_WIRE_RESULTS_LEAD):
+            continue
+        text = m.content
+        heads = list(_WIRE_RESULT.finditer(text))
+        for k, head in enumerate(heads):
+            end = heads[k + 1].start() - 2 if k + 1 < len(heads) else len(text)  # entries are joined by a blank line
+            out.append(Message.tool(head["call"], text[head.end() + 1 : end], name=head["name"],
+                                    is_error=head["status"] == "error"))
+    return out
 
 
 def _ending(data: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -421,8 +534,8 @@ def _decisions(approved: Sequence[str], denied: Sequence[str]) -> str:
 class _PathBuilder:
     """Collects one step's resilience events into its :class:`StepPath`."""
 
-    __slots__ = ("approved", "attempts", "breakers", "cost", "denied", "error", "errors", "failovers", "names",
-                 "outcomes", "resumed_from", "served_by", "step", "tried")
+    __slots__ = ("approved", "attempts", "breakers", "cost", "denied", "error", "errors", "failovers", "hedge_model",
+                 "hedges", "names", "outcomes", "resumed_from", "served_by", "step", "tried")
 
     def __init__(self, step: int) -> None:
         self.step = step
@@ -434,6 +547,8 @@ class _PathBuilder:
         self.served_by: str | None = None
         self.error: str | None = None
         self.cost: Cost | None = None
+        self.hedges: list[str] = []
+        self.hedge_model: str | None = None  # the model of the hedge's copy, when it won
         # A resumed run's paused step (resume): the run it went on from, the decided call ids, and each call's
         # tool name and outcome as its tool events tell them.
         self.resumed_from: str | None = None
@@ -480,6 +595,16 @@ class _PathBuilder:
             member = _member_of(data.get("key"))
             self._try(member, 0)
             self.breakers.append(f"{member} {data.get('state')}: refused")
+        elif kind == "hedge.sent":
+            after = _seconds(data.get("after"))
+            self.hedges.append(f"{data.get('member')} (model {data.get('model')}) after {after:.2f}s")
+        elif kind == "hedge.won" and self.hedges:
+            won = data.get("winner") == "hedge"
+            self.hedges[-1] += ", won" if won else ", lost"
+            if won:
+                self.hedge_model = _text(data.get("model"))
+        elif kind == "hedge.skipped":
+            self.hedges.append(f"{data.get('member')} not sent ({data.get('reason')})")
         elif kind == "llm.response":
             served = data.get("provider")
             self._try(served, 1)
@@ -520,6 +645,7 @@ class _PathBuilder:
             served_by=self.served_by,
             error=self.error,
             cost=self.cost,
+            hedges=tuple(self.hedges),
         )
 
 
@@ -632,8 +758,7 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
                 "the ProviderActor had no room for it at once)")
     if kind == "llm.response":
         response = _mapping(data.get("response"))
-        calls = [c for c in _sequence(response.get("tool_calls")) if isinstance(c, Mapping)]
-        what = ", ".join(f"{c.get('name')}({json.dumps(c.get('arguments'), separators=(',', ':'))})" for c in calls)
+        what = _calls_text(response)
         text = response.get("content")
         return f"{at}: {data.get('provider')} answered: {what or f'text ({_size(text)} chars)'}"
     if kind == "tools.finished":
@@ -666,6 +791,12 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
 _MOVED = frozenset(("fallback.moved", "pool.moved"))
 #: A member passed over without a call (its breaker open, a capability missing), by the layer that skipped it.
 _SKIPPED = {"fallback.skipped": "chain", "pool.skipped": "pool"}
+
+
+def _calls_text(response: Mapping[str, Any]) -> str:
+    """A response's tool calls (its JSON form), as ``name({"arg":1}), ...``."""
+    calls = [c for c in _sequence(response.get("tool_calls")) if isinstance(c, Mapping)]
+    return ", ".join(f"{c.get('name')}({json.dumps(c.get('arguments'), separators=(',', ':'))})" for c in calls)
 
 
 def _sequence(value: Any) -> Sequence[Any]:
@@ -720,13 +851,19 @@ def _tool_results(messages: Sequence[Message], tools: Mapping[str, Mapping[str, 
         refused = seen.get("refused")
         truncated = seen.get("truncated")
         size = seen.get("size")
+        size = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else len(m.content)
+        if refused is None and size > len(m.content):
+            # The request held less than the tool's result: a context budget trimmed it (in the request only).
+            # Told as the model read it: truncated, from the size the tool gave (or the cap's, if one cut it first).
+            truncated = truncated if truncated is not None else size
+            size = len(m.content)
         out.append(
             ToolResult(
                 m.tool_call_id,
                 m.name or "tool",
                 status_value,
                 m.content,
-                size if isinstance(size, int) and size >= 0 else len(m.content),
+                size,
                 float(seen.get("duration") or 0.0),
                 truncated=truncated is not None,
                 refused=refused is not None,
@@ -741,27 +878,55 @@ def _tool_results(messages: Sequence[Message], tools: Mapping[str, Mapping[str, 
 _MESSAGE_FIELDS = ("role", "content", "tool_call_id", "name", "reasoning", "provider_data", "is_error")
 _CALL_FIELDS = ("id", "name", "arguments", "raw_arguments", "arguments_error", "arguments_error_detail",
                 "provider_data")
-_REQUEST_FIELDS = ("model", "max_tokens", "temperature", "stop", "vendor_options")
+_REQUEST_FIELDS = ("model", "max_tokens", "temperature", "stop", "vendor_options", "top_p", "seed",
+                   "parallel_tool_calls", "reasoning_effort", "thinking_budget", "timeout")
+_CACHE_FIELDS = ("system", "tools", "conversation", "retention")
+_FORMAT_FIELDS = ("name", "schema", "strict", "description")
+#: What a record writes where it redacted a credential (:func:`agentactors.redaction.redact`).
+_REDACTED = "[REDACTED]"
 
 
-def _to_request(value: Any, notes: list[str] | None = None) -> LLMRequest | None:
+def _to_request(value: Any, notes: list[str] | None = None, caveats: list[str] | None = None) -> LLMRequest | None:
     """``value`` as an LLMRequest: the emitted object itself, or rebuilt from its JSON record.
 
     Only the fields this module knows are rebuilt; a field a later version records keeps its default
     here rather than failing the explanation.  A record the request cannot be rebuilt from (a message of a
     role no request holds, a tool without a name: a hand-edited or foreign record) gives ``None``, and a
-    line in ``notes`` says why — the rest of the run is still explained.
+    line in ``notes`` says why — the rest of the run is still explained.  A request whose record redacted a
+    credential gets a line in ``caveats``.
     """
     if isinstance(value, LLMRequest):
         return value
     if not isinstance(value, Mapping):
         return None
     try:
-        return _rebuilt_request(value)
+        request = _rebuilt_request(value)
     except (TypeError, ValueError, KeyError) as exc:
         if notes is not None:
             notes.append(f"a recorded request could not be rebuilt ({type(exc).__name__}: {redact(str(exc))[:200]})")
         return None
+    if request is not None and caveats is not None and _holds_redacted(request.vendor_options):
+        # A record redacts the request's configuration (vendor options, settings' extra): the request the
+        # provider was sent held the credentials where this one says [REDACTED].
+        caveats.append(f"the record redacted credentials in the request's vendor_options ({_REDACTED} stands where "
+                     "the provider was sent a value)")
+    return request
+
+
+def _holds_redacted(value: Any) -> bool:
+    """Whether a string in ``value`` (a record's JSON: dicts, lists, strings), keys included, was redacted."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _REDACTED in item:
+                return True
+        elif isinstance(item, Mapping):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return False
 
 
 def _rebuilt_request(value: Mapping[str, Any]) -> LLMRequest | None:
@@ -774,6 +939,12 @@ def _rebuilt_request(value: Mapping[str, Any]) -> LLMRequest | None:
     choice = value.get("tool_choice")
     if isinstance(choice, Mapping) and choice.get("mode"):
         kwargs["tool_choice"] = ToolChoice(choice["mode"], choice.get("name"))
+    cache = value.get("cache")
+    if isinstance(cache, Mapping):
+        kwargs["cache"] = CachePolicy(**{k: cache[k] for k in _CACHE_FIELDS if k in cache})
+    fmt = value.get("response_format")
+    if isinstance(fmt, Mapping):
+        kwargs["response_format"] = ResponseFormat(**{k: fmt[k] for k in _FORMAT_FIELDS if k in fmt})
     messages = tuple(_to_message(m) for m in _sequence(value.get("messages")) if isinstance(m, Mapping))
     if not messages:
         return None
