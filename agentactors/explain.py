@@ -453,8 +453,9 @@ def _as_the_member_got_it(request: LLMRequest, path: _PathBuilder | None, notes:
     """``request`` (as the loop sent it to its provider stack) as the member that answered it was sent it.
 
     A member of a chain, a pool or a hedge may be sent the request for a model of its own (``with_model``): the
-    only difference.  A hedge that won says its copy's model (``hedge.won``); a failover does not — a note says
-    so rather than passing the chain's request off as the member's.
+    only difference.  A hedge that won says its copy's model (``hedge.won``), a failover its member's
+    (``to_model``); a record from before failovers named it gets a note rather than the chain's request passed off
+    as the member's.
     """
     if path is None or path.served_by is None:
         return request
@@ -466,6 +467,8 @@ def _as_the_member_got_it(request: LLMRequest, path: _PathBuilder | None, notes:
         notes.append(f"step {path.step}'s hedge to {path.served_by} was for model {model}: the request sent to it "
                      "named that model, or none (left to its default) — the record does not say which")
     elif path.failovers and path.tried and path.served_by != path.tried[0]:
+        if path.moved_model is not None:  # the record names the model the member was asked (to_model)
+            return request.with_model(path.moved_model) if path.moved_model != request.model else request
         notes.append(f"step {path.step} was served by {path.served_by} after a failover: a later member of a chain "
                      "or pool calls its own model when it has one, which the record does not name — the request's "
                      f"model ({request.model}) is the one asked of the chain")
@@ -535,7 +538,7 @@ class _PathBuilder:
     """Collects one step's resilience events into its :class:`StepPath`."""
 
     __slots__ = ("approved", "attempts", "breakers", "cost", "denied", "error", "errors", "failovers", "hedge_model",
-                 "hedges", "names", "outcomes", "resumed_from", "served_by", "step", "tried")
+                 "hedges", "moved_model", "names", "outcomes", "resumed_from", "served_by", "step", "tried")
 
     def __init__(self, step: int) -> None:
         self.step = step
@@ -549,6 +552,7 @@ class _PathBuilder:
         self.cost: Cost | None = None
         self.hedges: list[str] = []
         self.hedge_model: str | None = None  # the model of the hedge's copy, when it won
+        self.moved_model: str | None = None  # the model the last failover's member was asked (its to_model)
         # A resumed run's paused step (resume): the run it went on from, the decided call ids, and each call's
         # tool name and outcome as its tool events tell them.
         self.resumed_from: str | None = None
@@ -588,6 +592,7 @@ class _PathBuilder:
             self.errors[str(data.get("reason"))] += 1
             self.failovers.append(f"{source} → {data.get('to_member')} ({data.get('reason')})")
             self._try(data.get("to_member"))
+            self.moved_model = _text(data.get("to_model"))
         elif kind == "breaker.state_changed":
             member = _member_of(data.get("key"))
             self.breakers.append(f"{member} {data.get('from_state')} → {data.get('to_state')} ({data.get('reason')})")

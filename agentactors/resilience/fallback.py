@@ -218,7 +218,8 @@ class FallbackProvider(MultiProvider):
                 step = attrs.evolve(step, request=own_request(request))
             if moved_from is not None:
                 last = errors[-1]
-                emit("fallback.moved", from_member=moved_from.name, to_member=step.name, reason=last.kind, error=last)
+                emit("fallback.moved", from_member=moved_from.name, to_member=step.name, to_model=step.request.model,
+                     reason=last.kind, error=last)
             try:
                 result = await call(step)
             except Exception as exc:

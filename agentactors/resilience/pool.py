@@ -266,7 +266,8 @@ class PoolProvider(MultiProvider):
             sub = request if model == request.model else request.with_model(model)
             if previous is not None:
                 last = errors[-1]
-                emit("pool.moved", from_member=previous.name, to_member=member.name, reason=last.kind, error=last)
+                emit("pool.moved", from_member=previous.name, to_member=member.name, to_model=sub.model,
+                     reason=last.kind, error=last)
                 if sub is request:
                     sub = own_request(request)
             self.in_flight[member.index] += 1

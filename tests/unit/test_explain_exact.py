@@ -36,6 +36,7 @@ from agentactors import (
     tool,
     with_fallback,
     with_hedge,
+    with_pool,
 )
 from agentactors.loop.result import RunResult
 
@@ -213,7 +214,7 @@ async def test_a_hedge_whose_copys_model_the_record_cannot_tell_is_noted(tmp_pat
         assert any("hedge to same was for model m" in n for n in explanation.request_notes), explanation.request_notes
 
 
-async def test_a_fallback_member_with_its_own_model_is_noted(tmp_path: Path) -> None:
+async def test_a_fallback_member_with_its_own_model_is_told_with_it(tmp_path: Path) -> None:
     def down(request: LLMRequest) -> Any:
         return ProviderError("down", provider="p1", kind="transient", status=503)
 
@@ -222,12 +223,20 @@ async def test_a_fallback_member_with_its_own_model_is_noted(tmp_path: Path) -> 
     _, live, recorded_ = await recorded(Agent(with_fallback(p1, p2)), "hi", tmp_path / "e.jsonl")
     assert p2.requests[-1].model == "m2"
     for explanation in (live, recorded_):
-        request = explanation.request
-        assert request is not None
-        # The events do not say which model the chain sent p2 (fallback.moved names no model): the request is the
-        # chain's, and a note says the member's model may differ rather than showing it as the member's silently.
-        assert request.messages == p2.requests[-1].messages
-        assert any("p2" in n and "its own model" in n for n in explanation.request_notes), explanation.request_notes
+        # fallback.moved names the model the chain asked of p2 (to_model): the request told is p2's.
+        assert explanation.request == p2.requests[-1]
+        assert not explanation.request_notes, explanation.request_notes
+
+
+async def test_a_pool_member_after_a_failover_is_told_with_its_model(tmp_path: Path) -> None:
+    def down(request: LLMRequest) -> Any:
+        return ProviderError("down", provider="p1", kind="transient", status=503)
+
+    p1 = ScriptedProvider(down, name="p1", model="m1")
+    p2 = ScriptedProvider(["ok"], name="p2", model="m2")
+    _, live, recorded_ = await recorded(Agent(with_pool(p1, p2, strategy="round_robin")), "hi", tmp_path / "e.jsonl")
+    for explanation in (live, recorded_):
+        assert explanation.request == p2.requests[-1], (explanation.request, p2.requests[-1])
 
 
 # --- a delegated run -----------------------------------------------------------------------------------------
