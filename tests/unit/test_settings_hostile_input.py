@@ -97,6 +97,11 @@ def test_a_bedrock_tool_config_naming_tools_beside_declared_tools_is_refused() -
 @pytest.mark.parametrize("field", ["max_tokens", "thinking_budget"])
 def test_a_token_count_past_64_bits_is_refused_in_a_request_too(field: str) -> None:
     # A request built directly, not from ModelSettings: no wire or server parses more, and the body would carry it.
+    def request(count: int) -> LLMRequest:
+        if field == "max_tokens":
+            return LLMRequest((Message.user("hi"),), max_tokens=count)
+        return LLMRequest((Message.user("hi"),), thinking_budget=count)
+
     with pytest.raises(ValueError, match=f"{field} must fit a signed 64-bit integer"):
-        LLMRequest((Message.user("hi"),), **{field: 2**63})
-    assert getattr(LLMRequest((Message.user("hi"),), **{field: 2**63 - 1}), field) == 2**63 - 1
+        request(2**63)
+    assert getattr(request(2**63 - 1), field) == 2**63 - 1
