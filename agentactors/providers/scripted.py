@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeAlias
@@ -94,7 +95,9 @@ class ScriptedProvider:
     a list of them (a tool-call turn), an :class:`LLMResponse`, an exception
     instance (raised), a :class:`StreamCut`, or a callable ``(request) -> item``
     (sync or async; an async one may await, e.g. to model latency or to wait on
-    an event).  A bare ``str`` script is one item.
+    an event).  A bare ``str`` script is one item.  With ``carries_tools=False`` (the loop's JSON-fallback
+    transport) a tool-call item is answered as such a model answers: its calls as JSON blocks in the text
+    (``{"tool": name, "arguments": {...}}``), not as native calls the loop would not read.
 
     ``stream()`` delivers text in several :class:`TextDelta` events and tool
     calls as start / delta / end, then one ``StreamEnd``.  ``latency`` seconds
@@ -363,8 +366,15 @@ class ScriptedProvider:
         if isinstance(item, ToolCall):
             item = (item,)
         if isinstance(item, _SEQUENCE) and item and all_tool_calls(item):
+            if not self._carries_tools:  # (rare: the JSON transport) the calls as that model writes them
+                return response_of(_as_json_blocks(item), (), StopReason.end_turn, _ZERO_USAGE, model, self._name)
             return response_of("", tuple(item), StopReason.tool_use, _ZERO_USAGE, model, self._name)
         raise TypeError(
             f"ScriptedProvider {self._name!r}: cannot answer with a {type(item).__name__} "
             "(use str, ToolCall, a list of ToolCall, LLMResponse, an exception, StreamCut or a callable)"
         )
+
+
+def _as_json_blocks(calls: Sequence[ToolCall]) -> str:
+    """Tool calls as a model on the JSON-fallback transport writes them (``agentactors.loop.json_transport``)."""
+    return "\n".join(json.dumps({"tool": c.name, "arguments": c.arguments}, ensure_ascii=False) for c in calls)
