@@ -208,6 +208,9 @@ class FakeVendorApp:
             model=model or "fake-model",
             input_tokens=max(1, len(raw) // 4),
             include_usage=bool(parsed and parsed.conversation.include_usage),
+            # Claude's manual thinking (Messages API, Vertex, Bedrock): its tool calls begin with a thinking block.
+            manual_thinking=bool(parsed and parsed.conversation.settings.get("thinking") == "enabled" and (
+                wire == "anthropic" or (wire == "bedrock" and "anthropic.claude" in (model or "").lower()))),
         )
         action: Action = rejection if rejection is not None else self.state.decide(request, ex)
         sse = stream and (wire != "gemini" or "alt=sse" in query)

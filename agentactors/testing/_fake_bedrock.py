@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -39,6 +39,7 @@ __all__ = [
     "parse_bedrock",
     "sigv4_problem",
     "stream_exception_event",
+    "thinking_turn_problem",
 ]
 
 EVENT_STREAM = "application/vnd.amazon.eventstream"
@@ -68,6 +69,19 @@ _ERROR_TYPES = {
 _ANY = ("anthropic.claude-3", "anthropic.claude-", "amazon.nova-", "mistral.mistral-large")
 _NAMED = ("anthropic.claude-3", "anthropic.claude-", "amazon.nova-")
 _PROFILE = re.compile(r"^(?:us|eu|apac|global|us-gov|jp|au|ca|ap)\.")
+
+
+#: The Messages API's 400 for a tool loop under manual thinking whose first assistant message does not begin with a
+#: thinking block (recorded answers; Claude on Bedrock passes it on after "The model returned the following errors: ").
+_THINKING_TURN = (
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When "
+    "`thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost "
+    "set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To "
+    "avoid this requirement, disable `thinking`. Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+)
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_MODEL_ERRORS = "The model returned the following errors: "
 
 
 def _obj(value: Any) -> Mapping[str, Any]:
@@ -122,6 +136,59 @@ def sigv4_problem(headers: Mapping[str, str], expected_key_id: str | None = None
 
 
 # --- requests ---------------------------------------------------------------------------------------
+
+
+def thinking_turn_problem(
+    messages: Sequence[Any], block_type: Callable[[Any], str], is_result: Callable[[Any], bool]
+) -> str | None:
+    """The Messages API's message when the current turn's first assistant message does not begin with thinking.
+
+    Asked only with manual thinking on.  The current turn starts after the last user message holding more than
+    tool results; its first assistant message, when a tool result follows it (a tool loop under way), must begin
+    with a ``thinking`` or ``redacted_thinking`` block.  Earlier turns ask for nothing (their thinking may be left
+    out), nor do the turn's later steps.  ``block_type`` names a block as the Messages API does.
+    """
+    first: int | None = None
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if not isinstance(message, Mapping):
+            continue
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else _items(content)
+        if message.get("role") == "assistant":
+            first = i
+        elif message.get("role") == "user" and any(not is_result(b) for b in blocks):
+            break  # the user's own message: the current turn began after it
+    if first is None or first == len(messages) - 1:
+        return None
+    content = messages[first].get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else _items(content)
+    found = block_type(blocks[0]) if blocks else None
+    if found is None or found in _THINKING_BLOCKS:
+        return None
+    return _THINKING_TURN.format(index=first, found=found)
+
+
+def _converse_type(block: Any) -> str:
+    """A Converse content block named as the Messages API names it (``reasoningContent`` → ``thinking``)."""
+    if not isinstance(block, Mapping) or not block:
+        return "unknown"
+    if "reasoningContent" in block:
+        reasoning = _obj(block["reasoningContent"])
+        return "redacted_thinking" if "redactedContent" in reasoning else "thinking"
+    key = str(next(iter(block)))
+    return {"toolUse": "tool_use", "toolResult": "tool_result"}.get(key, key)
+
+
+def _is_converse_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and "toolResult" in block
+
+
+def _manual_claude_thinking(body: Mapping[str, Any], model: str) -> bool:
+    """Whether a Converse request asks Claude for manual thinking (``additionalModelRequestFields.thinking``)."""
+    thinking = _obj(body.get("additionalModelRequestFields")).get("thinking")
+    return _family(model).startswith("anthropic.claude") and isinstance(thinking, Mapping) and thinking.get(
+        "type") == "enabled"
 
 
 def _family(model: str) -> str:
@@ -285,6 +352,10 @@ def parse_bedrock(body: Mapping[str, Any], model: str, fail: Fail) -> Conversati
         pending = [str(b["toolUse"].get("toolUseId")) for b in blocks
                    if isinstance(b, Mapping) and isinstance(b.get("toolUse"), Mapping)] if role == "assistant" else []
         previous_role = role
+    if _manual_claude_thinking(body, model):
+        problem = thinking_turn_problem(messages, _converse_type, _is_converse_result)
+        if problem is not None:
+            fail(400, _MODEL_ERRORS + problem)
     system = _items(body.get("system"))
     config = _obj(body.get("inferenceConfig"))
     max_tokens = config.get("maxTokens")
@@ -350,9 +421,13 @@ def _stop(reply: FakeReply) -> str:
     return _STOPS.get(reply.stop_reason, "end_turn")
 
 
-def bedrock_json(reply: FakeReply, *, index: int, input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    """The Converse answer body for ``reply``."""
+def bedrock_json(
+    reply: FakeReply, *, index: int, input_tokens: int, output_tokens: int, redacted: str | None = None
+) -> dict[str, Any]:
+    """The Converse answer body for ``reply`` (``redacted``: a ``redactedContent`` reasoning block first)."""
     content: list[dict[str, Any]] = []
+    if redacted is not None:
+        content.append({"reasoningContent": {"redactedContent": redacted}})
     if reply.reasoning:
         content.append({"reasoningContent": {"reasoningText": {"text": reply.reasoning,
                                                                "signature": _signature(index)}}})
@@ -375,10 +450,17 @@ def _pieces(text: str, words: int) -> Iterator[str]:
         yield "".join(tokens[i : i + max(1, words)])
 
 
-def bedrock_frames(reply: FakeReply, *, index: int, input_tokens: int, output_tokens: int) -> list[RawFrame]:
+def bedrock_frames(
+    reply: FakeReply, *, index: int, input_tokens: int, output_tokens: int, redacted: str | None = None
+) -> list[RawFrame]:
     """The ConverseStream messages that deliver ``reply``: text blocks have no start; tool uses do."""
     frames: list[RawFrame] = [({"role": "assistant"}, "messageStart", False)]
     block = 0
+    if redacted is not None:  # a redacted reasoning block arrives whole in one delta
+        frames.append(({"contentBlockIndex": block, "delta": {"reasoningContent": {"redactedContent": redacted}}},
+                       "contentBlockDelta", False))
+        frames.append(({"contentBlockIndex": block}, "contentBlockStop", False))
+        block += 1
     if reply.reasoning:
         for piece in _pieces(reply.reasoning, reply.words_per_chunk):
             frames.append(({"contentBlockIndex": block, "delta": {"reasoningContent": {"text": piece}}},

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from ._fake_bedrock import bedrock_route, parse_bedrock
+from ._fake_bedrock import bedrock_route, parse_bedrock, thinking_turn_problem
 from ._fake_media import (
     anthropic_block_part,
     anthropic_settings,
@@ -552,6 +552,11 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
                     "in the next message.",
                 )
         previous_uses = uses
+    thinking = body.get("thinking")
+    if strict and isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        problem = thinking_turn_problem(messages, _block_type, _is_tool_result)
+        if problem is not None:
+            raise WireRejection(400, problem)
     system = body.get("system")
     response_format = _anthropic_output_format(body.get("output_config"), strict)
     conv = Conversation(
@@ -569,6 +574,15 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
         response_format=response_format,
     )
     return ParsedRequest("anthropic", model if isinstance(model, str) else None, body.get("stream") is True, conv)
+
+
+def _block_type(block: Any) -> str:
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind if isinstance(kind, str) else "unknown"
+
+
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def _anthropic_output_format(config: Any, strict: bool) -> dict[str, Any] | None:
@@ -766,6 +780,10 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
                 results.append(SeenToolResult(rid, name, text))
         if role == "user" and user_text:
             last_user = "".join(user_text)
+    if strict and _gemini_signs(path_model):
+        problem = _gemini_unsigned_call(contents)
+        if problem is not None:
+            raise WireRejection(400, problem)
     system = body.get("systemInstruction") or body.get("system_instruction")
     gen = body.get("generationConfig") or body.get("generation_config") or {}
     max_tokens = gen.get("maxOutputTokens", gen.get("max_output_tokens")) if isinstance(gen, dict) else None
@@ -809,6 +827,50 @@ def _gemini_before_3(model: str | None) -> bool:
     bare = (model or "").rsplit("/", 1)[-1].lower()
     major = _GEMINI_MAJOR.match(bare)
     return (major is not None and int(major.group(1)) < 3) or bare.startswith(_GEMINI_OLD_ALIASES)
+
+
+def _gemini_signs(model: str | None) -> bool:
+    """Whether ``model`` validates thought signatures: Gemini 3 and later, but not the image models."""
+    bare = (model or "").rsplit("/", 1)[-1].lower()
+    major = _GEMINI_MAJOR.match(bare)
+    return major is not None and int(major.group(1)) >= 3 and "image" not in bare
+
+
+def _gemini_unsigned_call(contents: Sequence[Any]) -> str | None:
+    """Gemini 3's 400 for a step of the current turn whose first ``functionCall`` part has no ``thoughtSignature``.
+
+    The current turn is the contents after the last user content holding more than function responses; each model
+    content in it is a step, and only a step's first call is signed (of parallel calls, the first).  Earlier turns
+    are not validated.  Any signature passes here (the documented ``skip_thought_signature_validator`` too): the
+    fake cannot check one, only see that it was replayed.
+    """
+    start = 0
+    for i in range(len(contents) - 1, -1, -1):
+        c = contents[i]
+        parts = c.get("parts") if isinstance(c, dict) else None
+        if isinstance(c, dict) and c.get("role", "user") == "user" and isinstance(parts, list) and any(
+                not (isinstance(p, dict) and ("functionResponse" in p or "function_response" in p)) for p in parts):
+            start = i + 1
+            break
+    for i in range(start, len(contents)):
+        c = contents[i]
+        if not isinstance(c, dict) or c.get("role") != "model" or not isinstance(c.get("parts"), list):
+            continue
+        for p in c["parts"]:
+            fc = (p.get("functionCall") or p.get("function_call")) if isinstance(p, dict) else None
+            if not isinstance(fc, dict):
+                continue
+            sig = p.get("thoughtSignature", p.get("thought_signature"))
+            if isinstance(sig, str) and sig:
+                break
+            # "position": the 1-based place of the content in ``contents``, as the recorded messages read.
+            return (
+                "Function call is missing a thought_signature in functionCall parts. This is required for tools to "
+                "work correctly, and missing thought_signature may lead to degraded model performance. Additional "
+                f"data, function call `default_api:{fc.get('name')}` , position {i + 1}. Please refer to "
+                "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+            )
+    return None
 
 
 def _gemini_response_format(gen: Mapping[str, Any], strict: bool) -> dict[str, Any] | None:

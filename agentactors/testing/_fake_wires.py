@@ -41,6 +41,10 @@ class WireContext:
     model: str
     input_tokens: int = 1
     include_usage: bool = False
+    #: The request asked Claude for manual thinking (Anthropic, Bedrock): a reply calling tools begins with a
+    #: thinking block, as the real model's does — a ``redacted_thinking`` one when the script gave no reasoning —
+    #: so that a client replaying it meets the rule strict mode checks on the next request.
+    manual_thinking: bool = False
 
 
 @attrs.frozen(slots=True)
@@ -111,6 +115,13 @@ def _signature(ctx: WireContext, n: int) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
+def _redacted(ctx: WireContext, reply: FakeReply) -> str | None:
+    """The ``data`` of the redacted thinking block a reply begins with (``None``: it begins with none)."""
+    if not ctx.manual_thinking or reply.reasoning or not reply.tool_calls:
+        return None
+    return base64.b64encode(f"fake-redacted-thinking:{ctx.index}:".encode() + bytes([0xFB, 0xEF])).decode("ascii")
+
+
 def _call_id(ctx: WireContext, call: FakeToolCall, i: int) -> str:
     if call.id is not None:
         return call.id
@@ -168,7 +179,7 @@ def reply_json(reply: FakeReply, ctx: WireContext) -> dict[str, Any]:
         return _anthropic_json(reply, ctx)
     if ctx.wire == "bedrock":
         return bedrock_json(reply, index=ctx.index, input_tokens=_input_tokens(reply, ctx),
-                            output_tokens=_output_tokens(reply))
+                            output_tokens=_output_tokens(reply), redacted=_redacted(ctx, reply))
     return _gemini_chunk(reply, ctx, _gemini_parts(reply, ctx, text=reply.text, reasoning=reply.reasoning,
                                                    calls=True), finish=True, output=_output_tokens(reply))
 
@@ -225,6 +236,9 @@ def _anthropic_usage(inp: int, out: int) -> dict[str, Any]:
 
 def _anthropic_json(reply: FakeReply, ctx: WireContext) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    redacted = _redacted(ctx, reply)
+    if redacted is not None:
+        content.append({"type": "redacted_thinking", "data": redacted})
     if reply.reasoning:
         content.append({"type": "thinking", "thinking": reply.reasoning, "signature": _signature(ctx, 0)})
     if reply.text:
@@ -292,7 +306,7 @@ def reply_frames(reply: FakeReply, ctx: WireContext) -> list[Frame]:
         return list(_anthropic_frames(reply, ctx))
     if ctx.wire == "bedrock":
         raw = bedrock_frames(reply, index=ctx.index, input_tokens=_input_tokens(reply, ctx),
-                             output_tokens=_output_tokens(reply))
+                             output_tokens=_output_tokens(reply), redacted=_redacted(ctx, reply))
         return [Frame(payload, event, content) for payload, event, content in raw]
     return list(_gemini_frames(reply, ctx))
 
@@ -354,6 +368,11 @@ def _anthropic_frames(reply: FakeReply, ctx: WireContext) -> Iterator[Frame]:
     def stop() -> Frame:
         return Frame({"type": "content_block_stop", "index": index}, "content_block_stop")
 
+    redacted = _redacted(ctx, reply)
+    if redacted is not None:  # a redacted block arrives whole in its start event
+        yield from start({"type": "redacted_thinking", "data": redacted})
+        yield stop()
+        index += 1
     if reply.reasoning:
         yield from start({"type": "thinking", "thinking": "", "signature": ""})
         for piece in _word_chunks(reply.reasoning, reply.words_per_chunk):

@@ -96,7 +96,9 @@ def test_anthropic_parts_and_settings_are_recorded() -> None:
                 {"type": "document", "source": {"type": "url", "url": "https://x.example/r.pdf"}, "title": "R"},
                 {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "hello"}},
                 {"type": "text", "text": "Compare"}]},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+            # Manual thinking on: the tool loop's first assistant message begins with a thinking block.
+            {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "EmwKAhgB"},
+                                              {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
                 {"type": "text", "text": "chart"},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG64}}]}]},
