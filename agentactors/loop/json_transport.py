@@ -329,7 +329,7 @@ def _holds(value: Any, marker: object) -> bool:
 def _cut_start(text: str, brace: int) -> bool:
     """Whether the never-closing ``{`` at ``brace`` is a call cut off before its first key was whole (``{"to``)."""
     rest = text[brace + 1 : brace + 64].lstrip()
-    if len(rest) < 2 or len(text) - brace > 64:
+    if not rest or len(text) - brace > 64:  # a bare "{" stays text; '{"' is a key begun — a call's, cut
         return False
     return '"tool"'.startswith(rest.rstrip()) or '"arguments"'.startswith(rest.rstrip())
 

@@ -137,3 +137,13 @@ def test_a_stream_cut_anywhere_shows_what_the_parser_keeps(pieces: list[str], ke
     shown = "".join(f.feed(text[i : i + size]) for i in range(0, len(text), size)) + f.finish(cut=True)
     assert shown.count('"tool"') == parsed.text.count('"tool"')
     assert "".join(shown.split()) == "".join(parsed.text.split())
+
+
+def test_a_call_cut_right_after_its_first_quote_is_still_a_cut_call() -> None:
+    # Found in review: '{"' (one character short of '{"t') stayed text, and the half block could be the answer.
+    parsed = parse_reply('Let me check. {"', cut=True)
+    assert parsed.text.strip() == "Let me check."
+    (call,) = parsed.calls
+    assert call.arguments_error == "unparseable"
+    # A bare brace is not a call begun.
+    assert parse_reply("Let me check. {", cut=True).calls == ()
