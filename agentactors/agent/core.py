@@ -67,7 +67,7 @@ from ..messages import Message, ToolChoice, text_message
 from ..output.config import OutputConfig
 from ..output.spec import NativeOutput, OutputT, PromptedOutput, ToolOutput
 from ..parts import Part, is_part
-from ..providers.port import completes_by_coroutine, native_tools_for
+from ..providers.port import check_provider, native_tools_for
 from ..resilience.chain import describe_chain
 from ..sessions.session import AgentSession, open_session
 from ..sessions.store import SessionStore
@@ -154,28 +154,10 @@ def provider_carries_tools(ref: ActorRef) -> bool:
 
 
 def _check_provider(provider: object) -> None:
-    """:raises TypeError: ``provider`` is neither an ActorRef nor an object whose ``complete`` can be awaited.
-
-    Said here, not at the first model call: a provider class (its ``complete`` an unbound function) failed there
-    with "missing 1 required positional argument", a sync ``complete`` with "can't be used in 'await' expression".
-    """
-    if isinstance(provider, ActorRef):
-        return
-    if isinstance(provider, type):
-        raise TypeError(
-            f"provider must be a provider instance, not the class {provider.__name__}: "
-            f"pass {provider.__name__}(...)"
-        )
-    complete = getattr(provider, "complete", None)
-    if not callable(complete):
-        raise TypeError(
-            f"provider must be an LLMProvider or an ActorRef to a ProviderActor, not {type(provider).__name__}"
-        )
-    if not completes_by_coroutine(provider):
-        raise TypeError(
-            f"provider {type(provider).__name__}'s complete is a plain function; the loop awaits it: "
-            "write `async def complete(self, request) -> LLMResponse` (a coroutine function)"
-        )
+    """:raises TypeError: ``provider`` is neither an ActorRef nor a provider instance whose ``complete`` can be
+    awaited (:func:`~agentactors.providers.port.check_provider`: said here, not at the first model call)."""
+    if not isinstance(provider, ActorRef):
+        check_provider(provider, or_else="or an ActorRef to a ProviderActor")
 
 
 def _check_settings(settings: object) -> None:

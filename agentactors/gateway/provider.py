@@ -92,7 +92,7 @@ from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, Usage
 from ..pricing import note_cut_short
-from ..providers.port import completes_by_coroutine
+from ..providers.port import check_provider, name_of
 from ._estimate import estimate_tokens, estimated_cut_short
 from ._pulled import PulledStream, Tally, note_unread_end, refund_if_unsent
 from ._vendor import vendor_of
@@ -333,7 +333,7 @@ class _Admitting:
 
     @property
     def name(self) -> str:
-        return str(getattr(self.inner, "name", type(self.inner).__name__))
+        return name_of(self.inner)
 
     @property
     def default_model(self) -> str | None:
@@ -375,22 +375,6 @@ class _AdmittedStream:
 
 # Where the hedge lives, named, not imported (the resilience layer sits above this one).
 _HEDGE: Final = ("agentactors.resilience.hedge", "HedgeProvider")
-
-
-def _check_provider(provider: object) -> None:
-    """:raises TypeError: ``provider`` is not a provider instance whose ``complete`` can be awaited.
-
-    ``ProviderActor(None)``, a name (``"openai"``) or a provider class was accepted, and every run through the
-    actor then ended with ``provider [request]: AttributeError: ... 'complete'`` in its result.
-    """
-    if isinstance(provider, type):
-        raise TypeError(f"provider must be a provider instance, not the class {provider.__name__}: "
-                        f"pass {provider.__name__}(...)")
-    if not callable(getattr(provider, "complete", None)):
-        raise TypeError(f"provider must be an LLMProvider (with an async complete()), not {type(provider).__name__}")
-    if not completes_by_coroutine(provider):
-        raise TypeError(f"provider {type(provider).__name__}'s complete is a plain function; it is awaited: "
-                        "write `async def complete(self, request) -> LLMResponse`")
 
 
 def _holds_hedge(provider: object) -> bool:
@@ -473,7 +457,7 @@ class ProviderActor:
         max_wait: float | None = None,
         max_overtakes: int | None = 16,
     ) -> None:
-        _check_provider(provider)
+        check_provider(provider)
         if not isinstance(scheduling, str) or scheduling not in POLICIES:
             raise ValueError(f"scheduling must be one of {sorted(POLICIES)}, not {scheduling!r}")
         self.provider = provider
@@ -528,7 +512,7 @@ class ProviderActor:
         """
         if not isinstance(rt, Runtime):  # else "'int' object has no attribute 'service'"
             raise TypeError(f"ProviderActor.shared() takes a Runtime first, not {type(rt).__name__}")
-        _check_provider(provider)  # before the registry is asked: a bad provider is no entry of it
+        check_provider(provider)  # before the registry is asked: a bad provider is no entry of it
         return _SharedProviders.of(rt).entry(rt, cls, provider, budgets, pin=True).ref
 
     async def on_start(self) -> None:

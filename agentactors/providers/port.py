@@ -89,6 +89,7 @@ __all__ = [
     "capabilities_of",
     "check_forced_tool_choice",
     "check_response_format",
+    "check_provider",
     "completes_by_coroutine",
     "default_model_of",
     "events_for_response",
@@ -446,6 +447,29 @@ def capabilities_of(provider: object, model: str | None) -> Capabilities:
         if isinstance(value, Capabilities):
             return value
     return _from_members(provider, model)
+
+
+def check_provider(value: object, what: str = "provider", *, or_else: str = "") -> None:
+    """Raise ``TypeError`` unless ``value`` is a provider instance whose ``complete`` is a coroutine function.
+
+    The one check of a provider where one is taken (an :class:`~agentactors.Agent`, a ``ProviderActor``, a
+    resilience decorator), said there rather than at the first model call: a provider class (its ``complete`` an
+    unbound function) failed then with "missing 1 required positional argument", a sync ``complete`` with
+    "can't be used in 'await' expression", ``None`` or a provider's name with an ``AttributeError`` on ``complete``.
+    ``what`` names the argument; ``or_else`` adds what else it takes (``"or an ActorRef to a ProviderActor"``).
+    """
+    if isinstance(value, type):
+        raise TypeError(f"{what} must be an LLMProvider instance, not the class {value.__name__}: pass an instance "
+                        f"({value.__name__}(...))")
+    if not callable(getattr(value, "complete", None)):
+        also = f" {or_else}" if or_else else ""
+        raise TypeError(f"{what} must be an LLMProvider (with complete() and stream()){also}, "
+                        f"not {type(value).__name__}")
+    if not completes_by_coroutine(value):
+        raise TypeError(
+            f"{what} {type(value).__name__}'s complete is a plain function; it is awaited: write "
+            "`async def complete(self, request) -> LLMResponse` (a coroutine function)"
+        )
 
 
 def completes_by_coroutine(provider: object) -> bool:

@@ -8,33 +8,11 @@ would then classify as the call's failure and raise in place of the vendor's own
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from ..errors import ErrorKind, ProviderError
-from ..providers.port import completes_by_coroutine
+from ..providers.port import check_provider  # (the one check of a provider, shared with Agent and ProviderActor)
 
 __all__ = ["check_callable", "check_flag", "check_name", "check_predicate", "check_provider", "error_kinds"]
-
-
-def check_provider(value: Any, what: str = "provider") -> None:
-    """Raise ``TypeError`` unless ``value`` is a provider instance whose ``complete`` is a coroutine function.
-
-    A provider class has a callable ``complete`` too (an unbound function): ``with_retry(ScriptedProvider)``
-    was accepted and failed on the first call.  A plain ``complete`` failed there too ("can't be used in 'await'
-    expression"), and — wrapped — got past the check an :class:`~agentactors.Agent` makes of its provider, since
-    the decorator's own ``complete`` is a coroutine function
-    (:func:`~agentactors.providers.port.completes_by_coroutine`).
-    """
-    if isinstance(value, type):
-        raise TypeError(f"{what} must be an LLMProvider instance, got the class {value.__name__}: pass an instance "
-                        f"({value.__name__}(...))")
-    if not callable(getattr(value, "complete", None)):
-        raise TypeError(f"{what} must be an LLMProvider (with complete() and stream()), got {type(value).__name__}")
-    if not completes_by_coroutine(value):
-        raise TypeError(
-            f"{what} {type(value).__name__}'s complete is a plain function; it is awaited: write "
-            "`async def complete(self, request) -> LLMResponse` (a coroutine function)"
-        )
 
 
 def check_callable(value: object, what: str, expected: str) -> None:
