@@ -25,7 +25,7 @@ import pytest
 from agentactors import LLMRequest, Message, OpenAIProvider, ProviderError
 from agentactors.providers.http._proxies import proxy_for
 from agentactors.providers.http.h11_transport import H11Sender
-from agentactors.providers.http.transport import ENV, Sender, owned_sender, running_backend
+from agentactors.providers.http.transport import ENV, Sender, owned_sender
 from agentactors.testing.fakevendor import FakeVendor
 from tests.support.connect_proxy import ConnectProxy
 from tests.support.fakevendor import auth_headers, body, url
@@ -38,6 +38,14 @@ REQUEST = LLMRequest([Message.user("What is the capital of France?")], max_token
 PASSWORD = "pr0xy-s3cret-Pa55"
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy")
 SENDERS = ("h11", "aiohttp", "httpx")
+
+
+def on_backends(*kinds: str) -> pytest.MarkDecorator:
+    """``kinds`` on each backend they run on: aiohttp's sender on asyncio only (never generated on trio, so never
+    skipped there); the pair is this test's ``anyio_backend`` and ``kind``."""
+    cases = [(backend, kind) for backend in ("asyncio", "trio") for kind in kinds
+             if not (kind == "aiohttp" and backend == "trio")]
+    return pytest.mark.parametrize(("anyio_backend", "kind"), cases, ids=[f"{b}-{k}" for b, k in cases])
 
 
 @pytest.fixture(autouse=True)
@@ -58,10 +66,8 @@ async def vendor(authority: TestAuthority) -> AsyncIterator[FakeVendor]:
 
 
 def _sender(kind: str, ssl_context: ssl.SSLContext | None = None) -> Sender:
-    """The owned sender ``kind`` as a provider would get it (aiohttp: asyncio only, the test skipped on trio)."""
+    """The owned sender ``kind`` as a provider would get it (aiohttp: asyncio only, never generated on trio)."""
     if kind == "aiohttp":
-        if running_backend() != "asyncio":
-            pytest.skip("aiohttp runs on asyncio only")
         pytest.importorskip("aiohttp")
         from agentactors.providers.http.aiohttp_transport import AiohttpSender
 
@@ -119,7 +125,7 @@ async def test_a_proxied_environment_gets_a_sender_that_tunnels_through_the_prox
     ]
 
 
-@pytest.mark.parametrize("kind", ["aiohttp", "httpx"])
+@on_backends("aiohttp", "httpx")
 async def test_each_sender_that_speaks_to_proxies_tunnels_through_it(
     kind: str, vendor: FakeVendor, authority: TestAuthority, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,7 +137,7 @@ async def test_each_sender_that_speaks_to_proxies_tunnels_through_it(
     assert proxy.requests[0].proxy_authorization is not None
 
 
-@pytest.mark.parametrize("kind", ["aiohttp", "httpx"])
+@on_backends("aiohttp", "httpx")
 async def test_the_proxy_password_is_in_no_log_record_at_debug(
     kind: str, vendor: FakeVendor, authority: TestAuthority, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -163,7 +169,7 @@ async def test_the_h11_sender_forced_goes_straight_to_the_server_even_with_a_pro
 # --- NO_PROXY ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["aiohttp", "httpx"])
+@on_backends("aiohttp", "httpx")
 @pytest.mark.parametrize("entry", ["127.0.0.1", "127.0.0.1:{port}", "*", "example.com,127.0.0.1"])
 async def test_no_proxy_sends_a_listed_host_straight_to_the_server(
     kind: str, entry: str, vendor: FakeVendor, authority: TestAuthority, monkeypatch: pytest.MonkeyPatch
@@ -177,7 +183,7 @@ async def test_no_proxy_sends_a_listed_host_straight_to_the_server(
     assert proxy.requests == []
 
 
-@pytest.mark.parametrize("kind", ["aiohttp", "httpx"])
+@on_backends("aiohttp", "httpx")
 async def test_a_no_proxy_entry_for_another_port_or_host_does_not_bypass_the_proxy(
     kind: str, vendor: FakeVendor, authority: TestAuthority, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,15 +229,13 @@ async def test_proxy_for_reads_no_proxy_as_httpx_does(
 # --- a proxy that refuses the tunnel -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["aiohttp", "httpx"])
+@on_backends("aiohttp", "httpx")
 @pytest.mark.parametrize(("status", "retryable"), [(407, False), (403, False), (502, True)])
 async def test_a_refused_tunnel_is_a_proxy_error_naming_the_proxy_never_its_password(
     kind: str, status: int, retryable: bool, vendor: FakeVendor, authority: TestAuthority,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", str(authority.ca_file))
-    if kind == "aiohttp" and running_backend() != "asyncio":
-        pytest.skip("aiohttp runs on asyncio only")
     if kind == "aiohttp":
         pytest.importorskip("aiohttp")
     monkeypatch.setenv(ENV, kind)
@@ -254,7 +258,7 @@ async def test_a_refused_tunnel_is_a_proxy_error_naming_the_proxy_never_its_pass
 # --- TLS: SSL_CERT_FILE, ssl_context, a certificate that does not verify --------------------------------------
 
 
-@pytest.mark.parametrize("kind", SENDERS)
+@on_backends(*SENDERS)
 async def test_ssl_cert_file_is_honoured_by_every_sender(
     kind: str, vendor: FakeVendor, authority: TestAuthority, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -262,19 +266,17 @@ async def test_ssl_cert_file_is_honoured_by_every_sender(
     assert await _post(_sender(kind), vendor) == 200
 
 
-@pytest.mark.parametrize("kind", ["h11", "aiohttp"])
+@on_backends("h11", "aiohttp")
 async def test_a_given_ssl_context_is_honoured_by_the_fast_paths(
     kind: str, vendor: FakeVendor, authority: TestAuthority
 ) -> None:
     assert await _post(_sender(kind, authority.client_context()), vendor) == 200  # SSL_CERT_FILE is unset
 
 
-@pytest.mark.parametrize("kind", SENDERS)
+@on_backends(*SENDERS)
 async def test_a_certificate_that_does_not_verify_is_a_connect_error_naming_the_host_not_retried(
     kind: str, vendor: FakeVendor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if kind == "aiohttp" and running_backend() != "asyncio":
-        pytest.skip("aiohttp runs on asyncio only")
     if kind == "aiohttp":
         pytest.importorskip("aiohttp")
     monkeypatch.setenv(ENV, kind)  # SSL_CERT_FILE unset: the test CA is not trusted
