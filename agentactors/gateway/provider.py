@@ -78,7 +78,7 @@ import numbers
 import operator
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import anyio
@@ -379,18 +379,10 @@ _HEDGE: Final = ("agentactors.resilience.hedge", "HedgeProvider")
 
 def _holds_hedge(provider: object) -> bool:
     """Whether ``provider`` is, or wraps, a ``HedgeProvider`` (or a subclass): followed through the public ``inner``
-    and ``members`` (:func:`_inners`), at most :data:`_MAX_DEPTH` deep.  Asked once, when an actor is made."""
-    seen: set[int] = set()
-    todo = [(provider, 0)]
-    while todo:
-        node, depth = todo.pop()
-        if id(node) in seen or depth > _MAX_DEPTH:
-            continue
-        seen.add(id(node))
-        if any((cls.__module__, cls.__qualname__) == _HEDGE for cls in type(node).__mro__):
-            return True
-        todo.extend((inner, depth + 1) for inner in _inners(node))
-    return False
+    and ``members`` (:func:`_walk`).  Asked once, when an actor is made."""
+    return any(
+        any((cls.__module__, cls.__qualname__) == _HEDGE for cls in type(node).__mro__) for node in _walk(provider)
+    )
 
 
 class ProviderActor:
@@ -1059,7 +1051,12 @@ def _reopens(provider: object, depth: int = 0) -> bool:
 
 
 def _chain(provider: object) -> set[int]:
-    """The ids of ``provider`` and of every provider it wraps (:func:`_inners`, at most :data:`_MAX_DEPTH`)."""
+    """The ids of ``provider`` and of every provider it wraps (:func:`_walk`)."""
+    return {id(node) for node in _walk(provider)}
+
+
+def _walk(provider: object) -> Iterator[object]:
+    """``provider`` and every provider it wraps, each once (:func:`_inners`, at most :data:`_MAX_DEPTH` deep)."""
     seen: set[int] = set()
     todo = [(provider, 0)]
     while todo:
@@ -1067,5 +1064,5 @@ def _chain(provider: object) -> set[int]:
         if id(node) in seen or depth > _MAX_DEPTH:
             continue
         seen.add(id(node))
+        yield node
         todo.extend((inner, depth + 1) for inner in _inners(node))
-    return seen
