@@ -20,6 +20,10 @@ for each media part, its ``estimated_tokens`` times :data:`CHARS_PER_TOKEN` (the
 gateway's estimate: about four characters a token).  ``reasoning`` and
 ``provider_data`` are not counted.  The budget is best effort (the protected
 messages alone may exceed it).
+
+A run with a budget holds a :class:`ContextBudget` (one per seat): it remembers each message's size and
+trimmed form, so that every step measures and trims only the messages new to it, not the whole
+conversation again (a run of thousands of steps was quadratic).  A run without a budget holds nothing.
 """
 
 from __future__ import annotations
@@ -27,12 +31,22 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from itertools import compress
 
 from ..messages import Message
 from ..parts import Audio, Document, MediaPart
 from .json_transport import to_wire_messages
 
-__all__ = ["CHARS_PER_TOKEN", "HEAD_CHARS", "KEEP_LAST", "fit_to_budget", "message_chars", "stub_text", "wire_chars"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "HEAD_CHARS",
+    "KEEP_LAST",
+    "ContextBudget",
+    "fit_to_budget",
+    "message_chars",
+    "stub_text",
+    "wire_chars",
+]
 
 #: The most recent messages are never trimmed or dropped.
 KEEP_LAST = 6
@@ -188,28 +202,101 @@ def _protected(messages: Sequence[Message]) -> list[bool]:
     return keep
 
 
-def _groups(messages: Sequence[Message]) -> list[list[int]]:
-    """Indices grouped so an assistant message with calls travels with the tool results after it."""
-    groups: list[list[int]] = []
-    for i, m in enumerate(messages):
-        if m.role == "tool" and groups and messages[groups[-1][0]].tool_calls:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
+def _trimmed_message(m: Message, text: str) -> Message:
+    """The same tool message with the trimmed text and no media (its vendor data kept)."""
+    return Message("tool", text, (), m.tool_call_id, m.name, "", m.provider_data, m.is_error)
+
+
+class ContextBudget:
+    """A run's context budget (:attr:`chars`, the system message already subtracted) and what
+    :func:`fit_to_budget` learnt of the messages it was given: each one's size and trimmed form.
+
+    The loop makes one per seat of a run with a budget (``LoopState.budget``) and passes it to every step's
+    :func:`fit_to_budget` (:meth:`fit`): a message measured once is not measured again — its calls' argument
+    JSON is not encoded again, nor its trimmed text cut again — so a step costs what is new plus one cheap pass.
+
+    A message is known by its identity, and held: an object that died could leave its ``id`` to a new one, so
+    an entry keeps its message alive.  Messages are immutable and the conversation holds them for the run; one
+    that leaves it (a typed run's request, a replaced conversation) is forgotten once the entries outnumber
+    twice the messages given, so the cache stays within the conversation's size.  One measure at a time: a
+    different one (another transport) starts afresh.
+    """
+
+    __slots__ = ("_measure", "_sizes", "_trims", "chars")
+
+    def __init__(self, chars: int) -> None:
+        #: The budget in characters.
+        self.chars = chars
+        self._measure: Callable[[Message], int] | None = None
+        # id(message) -> (message, its size by _measure): the message held so that its id stays its own.
+        self._sizes: dict[int, tuple[Message, int]] = {}
+        # id(message) -> its trimmed form and the chars trimming saved, or None when trimming would not shrink it
+        # (only ids _sizes holds).
+        self._trims: dict[int, tuple[Message, int] | None] = {}
+
+    def __repr__(self) -> str:
+        return f"ContextBudget({self.chars}, known={len(self._sizes)})"
+
+    def fit(
+        self, messages: Sequence[Message], measure: Callable[[Message], int] = message_chars
+    ) -> tuple[Message, ...]:
+        """:func:`fit_to_budget` of ``messages`` within :attr:`chars`, with what this budget remembers."""
+        return fit_to_budget(messages, self.chars, measure=measure, cache=self)
+
+    def _sizes_of(self, messages: Sequence[Message], measure: Callable[[Message], int]) -> list[int]:
+        known = self._sizes
+        if measure is not self._measure:
+            known.clear()
+            self._trims.clear()
+            self._measure = measure
+        elif len(known) > 2 * len(messages) + 64:  # messages that left the conversation: let them go
+            here = {id(m) for m in messages}
+            self._sizes = known = {k: v for k, v in known.items() if k in here}
+            self._trims = {k: v for k, v in self._trims.items() if k in here}
+        sizes: list[int] = []
+        append = sizes.append
+        get = known.get
+        for m in messages:
+            hit = get(id(m))
+            if hit is None:
+                size = measure(m)
+                known[id(m)] = (m, size)
+                append(size)
+            else:
+                append(hit[1])
+        return sizes
+
+    def _trimmed(self, m: Message) -> tuple[Message, int] | None:
+        """``m`` trimmed (:func:`_trimmed_text`) and the chars that saves, worked out once; ``m`` is one that
+        :meth:`_sizes_of` holds."""
+        trims = self._trims
+        key = id(m)
+        if key in trims:
+            return trims[key]
+        text = _trimmed_text(m)
+        known = None
+        if text is not None:
+            known = (_trimmed_message(m, text), len(m.content) + _media_chars(m.media) - len(text))
+        trims[key] = known
+        return known
 
 
 def fit_to_budget(
-    messages: Sequence[Message], budget_chars: int, *, measure: Callable[[Message], int] = message_chars
+    messages: Sequence[Message],
+    budget_chars: int,
+    *,
+    measure: Callable[[Message], int] = message_chars,
+    cache: ContextBudget | None = None,
 ) -> tuple[Message, ...]:
     """The messages to send so that their size is at most ``budget_chars`` where the rules allow.
 
     ``measure``: a message's size — :func:`message_chars` (native tools), :func:`wire_chars` (the JSON
     transport).  A trimmed result is counted as its measure less the text and media trimming removed.
-    Returns the input unchanged (as a tuple) when it already fits.  Never
-    raises for any input; never alters a protected message.
+    ``cache``: the run's :class:`ContextBudget`, which remembers the sizes and trimmed forms of the messages
+    it saw (the same result, without measuring them again).  Returns the input unchanged (as a tuple) when
+    it already fits.  Never raises for any input; never alters a protected message.
     """
-    sizes = list(map(measure, messages))
+    sizes = list(map(measure, messages)) if cache is None else cache._sizes_of(messages, measure)
     total = sum(sizes)
     if total <= budget_chars:
         return tuple(messages)
@@ -217,37 +304,49 @@ def fit_to_budget(
     # Phase 1: trim tool results, oldest first.  Only the new texts are made here: a message is built for a
     # trimmed result that survives phase 2 (a long run's every step would otherwise build one for each of its
     # old results, then drop nearly all of them).
-    trims: dict[int, str] = {}
+    # A cache keeps the message made for each trimmed result instead (made once for the run).
+    trims: dict[int, str | Message] = {}
+    known_trims = cache._trims if cache is not None else {}
     for i, m in enumerate(messages):
         if total <= budget_chars:
             break
         if keep[i] or m.role != "tool":
             continue
-        text = _trimmed_text(m)
-        if text is None:
-            continue
-        saved = len(m.content) + _media_chars(m.media) - len(text)
+        if cache is None:
+            text = _trimmed_text(m)
+            if text is None:
+                continue
+            saved = len(m.content) + _media_chars(m.media) - len(text)
+            trims[i] = text
+        else:
+            known = known_trims[id(m)] if id(m) in known_trims else cache._trimmed(m)
+            if known is None:
+                continue
+            trims[i], saved = known
         total -= saved
         sizes[i] -= saved
-        trims[i] = text
 
-    # Phase 2: drop whole unprotected groups, oldest first.
-    dropped: set[int] = set()
+    # Phase 2: drop whole unprotected groups, oldest first (a group: a message, and the tool results after it
+    # when it made calls).
+    kept: list[bool] | None = None
     if total > budget_chars:
-        for group in _groups(messages):
-            if total <= budget_chars:
-                break
-            if any(keep[i] for i in group):
-                continue
-            for i in group:
-                total -= sizes[i]
-                dropped.add(i)
+        n = len(messages)
+        kept = [True] * n
+        i = 0
+        while i < n and total > budget_chars:
+            end = i + 1
+            if messages[i].tool_calls:
+                while end < n and messages[end].role == "tool":
+                    end += 1
+            if True not in keep[i:end]:
+                for j in range(i, end):
+                    total -= sizes[j]
+                    kept[j] = False
+            i = end
     out: list[Message] = list(messages)
-    for i, text in trims.items():
-        if i not in dropped:
-            m = out[i]
-            # The same tool message with the trimmed text and no media (its vendor data kept).
-            out[i] = Message("tool", text, (), m.tool_call_id, m.name, "", m.provider_data, m.is_error)
-    if dropped:
-        return tuple(m for i, m in enumerate(out) if i not in dropped)
+    for i, trim in trims.items():
+        if kept is None or kept[i]:
+            out[i] = _trimmed_message(out[i], trim) if isinstance(trim, str) else trim
+    if kept is not None:
+        return tuple(compress(out, kept))
     return tuple(out)

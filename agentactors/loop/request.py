@@ -18,7 +18,7 @@ from ..events import EventSink
 from ..messages import LLMRequest, Message
 from ..settings import ModelSettings
 from .config import request_like
-from .context_budget import fit_to_budget, message_chars, wire_chars
+from .context_budget import message_chars, wire_chars
 from .json_transport import to_wire_messages
 from .output_steps import OutputSteps
 from .state import LoopState
@@ -56,9 +56,11 @@ def step_request(
         run_choice = None if strategy == "tool" else state.step_choice()
         skeleton, system, skip = output.request(strategy, run_choice, conversation)
     body: Sequence[Message] = conversation[skip:] if skip else conversation
-    if state.budget is not None:
+    budget = state.budget
+    if budget is not None:
         # Measured as it is sent: the JSON transport renders calls and results as text blocks (about 3x the size).
-        body = fit_to_budget(body, state.budget, measure=message_chars if native else wire_chars)
+        # The budget remembers what it measured: each step measures only the messages new to it.
+        body = budget.fit(body, message_chars if native else wire_chars)
     if not native:
         body = to_wire_messages(body)
     request = request_like(skeleton, (system, *body) if system is not None else tuple(body))

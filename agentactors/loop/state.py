@@ -40,6 +40,7 @@ from ..providers.errors import classify_exception
 from ..tools.results import ToolResult, ToolStatus
 from .call_ids import ids_in, unique_ids
 from .config import LoopConfig
+from .context_budget import ContextBudget
 from .cost import RunCost
 from .lineage import RunLink
 from .nudges import FOLLOWUPS_TOOL, NudgeSession, StepView, append_note
@@ -54,6 +55,12 @@ log = logging.getLogger("agentactors.loop")
 #: A run's usage before its first response: the usage every response that reports none shares, so a run
 #: of such responses (scripted ones) allocates no sum.
 NO_USAGE = LLMResponse().usage
+
+
+def _context_budget(chars: int, system: Message | None) -> ContextBudget:
+    """The seat's context budget of ``chars``: what the system message leaves of it (a run without a budget holds
+    ``None``, and pays nothing for it)."""
+    return ContextBudget(max(1, chars - len(system.content)) if system is not None else chars)
 
 
 class LoopState:
@@ -137,9 +144,9 @@ class LoopState:
         self.config = config
         # The system message the seat sends, how many input messages it replaces, the context budget left.
         system, self.skip = config.system_message(native, inputs)
-        budget = config.context_budget_chars
         self.system = system
-        self.budget = max(1, budget - len(system.content)) if budget is not None and system is not None else budget
+        budget = config.context_budget_chars
+        self.budget = _context_budget(budget, system) if budget is not None else None
         # The tool choice of the seat's first step (a forced one needs native tools to be carried).
         self.choice = config.tool_choice if native and config.tool_specs else ToolChoice.auto()
         self.skeleton: LLMRequest | None = None  # an unforced choice's, kept for the run
@@ -159,9 +166,9 @@ class LoopState:
         self.conversation = list(conversation)
         self.config = config
         system, self.skip = config.system_message(native, conversation)
-        budget = config.context_budget_chars
         self.system = system
-        self.budget = max(1, budget - len(system.content)) if budget is not None and system is not None else budget
+        budget = config.context_budget_chars
+        self.budget = _context_budget(budget, system) if budget is not None else None
         self.choice = config.tool_choice if native and config.tool_specs else ToolChoice.auto()
         self.skeleton = None
         self.session = None

@@ -58,7 +58,7 @@ def test_start_takes_the_system_message_and_the_budget_it_leaves() -> None:
     config = LoopConfig(system="agent", context_budget_chars=100)
     state = LoopState(config, [Message.system("caller"), Message.user("q")], True, None, None)
     assert state.system == Message.system("agent\n\ncaller") and state.skip == 1
-    assert state.budget == 100 - len("agent\n\ncaller")
+    assert state.budget is not None and state.budget.chars == 100 - len("agent\n\ncaller")
     assert state.conversation == [Message.system("caller"), Message.user("q")]
     assert (state.steps, state.answer_so_far, state.tool_calls) == (0, "", ())
 
