@@ -44,10 +44,12 @@ from .http.checks import check_base_url, check_model
 from .http.keys import clean_api_key
 from .http.provider import HTTPProvider
 from .http.transport import WireResponse
+from .openai.encode import encode_request as chat_request
 from .openai.models import model_row
 from .openai.provider import OpenAIWire
 from .port import Capabilities
 from .responses.decode import refine_by_code
+from .responses.encode import encode_request as responses_request
 from .responses.provider import ResponsesWire, response_format_refusal, responses_capabilities
 
 if TYPE_CHECKING:
@@ -187,7 +189,9 @@ class AzureChatWire(OpenAIWire):
         judged = self.names.judged(model)
         # Azure serves OpenAI's models under OpenAI's tool-name rule, whatever the deployment is called.
         check_tool_names(self.wire, judged, request.tools, OPENAI_TOOL_NAMES)
-        body = super().encode_request(request, judged, stream=stream)
+        # Replayed signatures are compared with the deployment: the decoders stamp the name the request was sent to.
+        body = chat_request(request, judged, stream=stream, max_tokens_field=self.max_tokens_field,
+                            official=self.official, sent_as=model)
         body.pop("model", None)
         return body
 
@@ -221,7 +225,8 @@ class AzureResponsesWire(ResponsesWire):
         """The Responses body judged for the underlying model, sent to the deployment."""
         judged = self.names.judged(model)
         check_tool_names(self.wire, judged, request.tools, OPENAI_TOOL_NAMES)  # OpenAI's rule, as on chat
-        body = super().encode_request(request, judged, stream=stream)
+        # Replayed reasoning is compared with the deployment: the decoder stamps the name the request was sent to.
+        body = responses_request(request, judged, stream=stream, official=self.official, sent_as=model)
         body["model"] = model
         return body
 

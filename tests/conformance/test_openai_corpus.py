@@ -453,7 +453,9 @@ def check_response(resp: LLMResponse, exp: Expect, data: dict[str, Any], *, prov
     else:
         assert resp.reasoning == ""
     assert exp.reasoning_prefix not in resp.content or not exp.reasoning_prefix  # reasoning never in content
-    assert set((resp.provider_data or {}).get("openai", {})) == exp.opaque_keys
+    # What is kept for replay is stamped with the model the request was sent to (never sent back).
+    stamp = {"model"} if exp.opaque_keys else set()
+    assert set((resp.provider_data or {}).get("openai", {})) == exp.opaque_keys | stamp
     assert len(resp.tool_calls) == len(exp.calls)
     for call, (cid, name, args) in zip(resp.tool_calls, exp.calls, strict=True):
         if cid is None:

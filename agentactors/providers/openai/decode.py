@@ -6,6 +6,11 @@ decoder (:mod:`.stream`) builds on the same readers (:func:`build_tool_call`,
 :func:`parse_usage`, :func:`map_finish_reason`, :func:`reasoning_of`), so a streamed answer and a
 whole one decode alike.
 
+Fields a server answers with and wants back (OpenRouter's ``reasoning_details``, Gemini's ``extra_content`` /
+``thought_signature``, on the message or a call) are kept in ``provider_data[WIRE]``, and beside them
+``provider_data[WIRE]["model"]``: the model the request was sent to (the ``model`` given, not the body's), as what they
+carry is signed or encrypted for that model only (see :func:`.encode.encode_message`).
+
 Vendor data is untrusted: every reader is total (a value of the wrong type reads as absent), and a
 body this wire does not allow raises a transient :class:`~agentactors.MalformedResponseError`.
 """
@@ -39,6 +44,7 @@ __all__ = [
     "parse_usage",
     "raw_arguments",
     "reasoning_of",
+    "stamped",
     "token_count",
     "tool_required",
 ]
@@ -179,10 +185,20 @@ def malformed(detail: str, *, provider: str, model: str | None) -> MalformedResp
     return MalformedResponseError(detail, provider=provider, model=model)
 
 
-def opaque_message_fields(message: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The fields of a response message that are replayed on the next request."""
+def opaque_message_fields(message: Mapping[str, Any], model: str = "") -> dict[str, Any] | None:
+    """The fields of a response message that are replayed on the next request, stamped with ``model`` (asked)."""
     kept = {k: message[k] for k in _MESSAGE_OPAQUE if message.get(k) not in (None, [], {})}
-    return {WIRE: kept} if kept else None
+    return {WIRE: stamped(kept, model)} if kept else None
+
+
+def stamped(kept: dict[str, Any], model: str) -> dict[str, Any]:
+    """``kept`` (fields kept for replay, not empty) with ``"model"``: the model asked, for whom they were signed.
+
+    Nothing is stamped for a nameless request.  The encoder compares it with the request's model and never sends it.
+    """
+    if model:
+        kept["model"] = model
+    return kept
 
 
 def raw_arguments(value: Any) -> str | None:
@@ -249,7 +265,7 @@ def decode_response(body: Any, *, request: LLMRequest | None, model: str, provid
         provider=provider,
         raw_stop_reason=finish,
         reasoning=reasoning_of(message),
-        provider_data=opaque_message_fields(message),
+        provider_data=opaque_message_fields(message, model),
         response_id=response_id if isinstance(response_id, str) and response_id else None,
     )
 
@@ -272,6 +288,8 @@ def _decode_calls(
             raise malformed("a tool call without a name", provider=provider, model=model)
         call_id = item.get("id")
         opaque = {k: item[k] for k in _CALL_OPAQUE if item.get(k) is not None}
+        if opaque:
+            stamped(opaque, model)  # a signature is bound to the model asked: see encode.encode_message
         calls.append(
             build_tool_call(
                 request,

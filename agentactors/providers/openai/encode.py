@@ -15,7 +15,8 @@ takes text only, so media a tool returned follow the run of tool messages as one
 
 Opaque data travels in ``provider_data["openai"]``: on a :class:`~agentactors.Message` it is a dict of extra
 wire fields merged into that message when it is sent; on a :class:`~agentactors.ToolCall`, extra fields of
-that tool call.
+that tool call.  Its ``"model"`` key is not a field: the decoders stamp there the model the fields were made for, and
+they are sent to that model only (:func:`encode_message`).
 
 ``vendor_options["openai"]`` is merged over the request body (``seed``, ``prompt_cache_key``, ``n``,
 ``parallel_tool_calls``, ``reasoning``, ``max_completion_tokens``, ...); a ``None`` value removes a field
@@ -46,6 +47,7 @@ OpenAI refuses, ``ValueError`` for a strict response format's schema strict mode
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -55,11 +57,12 @@ from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoic
 from ...parts import Document, Image, Part, Text
 from ...tools.json_refs import inline_refs
 from .._constrained_schema import openai_strict_schema
-from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names, refused
+from .._settings import OPENAI_TOOL_NAMES, bare_model, check_owned, check_tool_names, refused
 from .decode import FOREIGN_MESSAGE_FIELDS, dict_or_empty
 from .models import WIRE, audio_format, check_parts, check_sent, encode_settings, model_row, replays_reasoning
 
 __all__ = [
+    "GEMINI_SKIP_SIGNATURE",
     "encode_message",
     "encode_messages",
     "encode_part",
@@ -75,6 +78,11 @@ __all__ = [
 _CODEC_OPTIONS = frozenset({"strict_tools", "replay_reasoning"})
 # Body fields no vendor option may set or remove: the model, the conversation and the call's kind.
 _OWNED = frozenset({"model", "messages", "stream"})
+#: What a call another Gemini model signed is sent with to Gemini 3 and later, in its signature's place: Google's
+#: documented dummy for a trace from a different model (the real one is a 400 there), as its compatible endpoint
+#: takes a signature (``extra_content.google.thought_signature``).
+GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator"
+_SIGNING_GEMINI = re.compile(r"gemini-(\d+)")
 
 
 def encode_request(
@@ -84,11 +92,15 @@ def encode_request(
     stream: bool,
     max_tokens_field: str = "max_tokens",
     official: bool = False,
+    sent_as: str | None = None,
 ) -> dict[str, Any]:
     """The request body (see the module docstring for the mapping).
 
     ``max_tokens_field`` names the field ``max_tokens`` goes in for a model not known to reason (one
     that is always gets ``max_completion_tokens``); ``official`` checks OpenAI's own size limits.
+    ``sent_as``: the name the request goes out as when ``model`` is another name for it (Azure: the deployment,
+    ``model`` its underlying model, which the settings are judged by) — the name the decoders stamp, which what is
+    replayed is compared with (:func:`encode_message`); ``model`` itself when not given.
     """
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
@@ -104,7 +116,8 @@ def encode_request(
         raise refused(WIRE, model, "replay_reasoning", f"takes True or False, not {type(replay).__name__}")
     body: dict[str, Any] = {
         "model": model,
-        "messages": encode_messages(request.messages, replay_reasoning=replay, official=official),
+        "messages": encode_messages(request.messages, replay_reasoning=replay, official=official,
+                                    model=model if sent_as is None else sent_as),
     }
     if request.tools:
         strict = options.get("strict_tools", False)
@@ -155,13 +168,13 @@ def _max_tokens_field(model: str, default: str) -> str:
 
 
 def encode_messages(
-    messages: Iterable[Message], *, replay_reasoning: bool = False, official: bool = False
+    messages: Iterable[Message], *, replay_reasoning: bool = False, official: bool = False, model: str | None = None
 ) -> list[dict[str, Any]]:
     """The conversation on the wire, empty assistant turns dropped.
 
     Media in tool results follow the run of tool messages as one user message: a tool message
     takes text only, and nothing may come between an assistant's calls and their results.
-    ``replay_reasoning``, ``official``: see :func:`encode_message`.
+    ``replay_reasoning``, ``official``, ``model``: see :func:`encode_message`.
     """
     out: list[dict[str, Any]] = []
     returned: list[dict[str, Any]] = []  # media of the tool results since the last non-tool message
@@ -169,7 +182,7 @@ def encode_messages(
         if m.role != "tool" and returned:
             out.append({"role": "user", "content": returned})
             returned = []
-        encoded = encode_message(m, replay_reasoning=replay_reasoning, official=official)
+        encoded = encode_message(m, replay_reasoning=replay_reasoning, official=official, model=model)
         if encoded is not None:
             out.append(encoded)
         if m.role == "tool" and m.media:
@@ -180,7 +193,9 @@ def encode_messages(
     return out
 
 
-def encode_message(m: Message, *, replay_reasoning: bool = False, official: bool = False) -> dict[str, Any] | None:
+def encode_message(
+    m: Message, *, replay_reasoning: bool = False, official: bool = False, model: str | None = None
+) -> dict[str, Any] | None:
     """One message on the wire, or ``None`` for an assistant message with neither text nor calls.
 
     ``replay_reasoning``: an assistant message with tool calls carries its reasoning back as
@@ -191,10 +206,17 @@ def encode_message(m: Message, *, replay_reasoning: bool = False, official: bool
     this wire answered with and want back (OpenRouter's ``reasoning_details``, Gemini's ``extra_content`` /
     ``thought_signature``: :data:`~.decode.FOREIGN_MESSAGE_FIELDS`) — a fallback from such a server to OpenAI
     would send them, and every request of the run would be a 400: they are left out there.
+
+    ``model``: the model the message goes to.  What those fields carry is signed or encrypted for the model that
+    made them (``provider_data["openai"]["model"]``, stamped by the decoders; names compared as
+    :func:`~agentactors.providers._settings.bare_model` reads them): another model's are left out, as its server
+    answers them with a 400 (a fallback ``gemini-3-pro`` -> ``gemini-3-flash``); a call another Gemini model signed
+    goes to Gemini 3 and later with :data:`GEMINI_SKIP_SIGNATURE` instead, as Google documents for a trace from a
+    different model.  A message without that stamp (stored before it) is sent as before; the stamp never is.
     """
     extra = dict_or_empty((m.provider_data or {}).get(WIRE))
-    if official and extra:
-        extra = {k: v for k, v in extra.items() if k not in FOREIGN_MESSAGE_FIELDS}
+    if extra:
+        extra = _replayed(extra, model, official)
     if m.role == "tool":
         # Media a tool returned travel in a user message after the results (see encode_messages).
         msg: dict[str, Any] = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
@@ -204,7 +226,7 @@ def encode_message(m: Message, *, replay_reasoning: bool = False, official: bool
             return None
         msg = {"role": "assistant", "content": m.content or None}
         if m.tool_calls:
-            msg["tool_calls"] = [_encode_call(c, official) for c in m.tool_calls]
+            msg["tool_calls"] = [_encode_call(c, official, model) for c in m.tool_calls]
             if replay_reasoning:
                 msg["reasoning_content"] = m.reasoning
     elif m.media:
@@ -215,17 +237,47 @@ def encode_message(m: Message, *, replay_reasoning: bool = False, official: bool
     return msg
 
 
-def _encode_call(call: ToolCall, official: bool = False) -> dict[str, Any]:
+def _encode_call(call: ToolCall, official: bool = False, model: str | None = None) -> dict[str, Any]:
     encoded: dict[str, Any] = {
         "id": call.id,
         "type": "function",
         "function": {"name": call.name, "arguments": call.arguments_json},
     }
     extra = dict_or_empty((call.provider_data or {}).get(WIRE))
-    if official and extra:  # (Gemini's extra_content: see encode_message)
-        extra = {k: v for k, v in extra.items() if k not in FOREIGN_MESSAGE_FIELDS}
-    encoded.update(extra)
+    if extra:  # (Gemini's extra_content: see encode_message)
+        encoded.update(_replayed(extra, model, official, call=True))
     return encoded
+
+
+def _replayed(extra: dict[str, Any], model: str | None, official: bool, *, call: bool = False) -> dict[str, Any]:
+    """The kept fields of a message (or a ``call``) to send to ``model``: the stamp never, the foreign fields not to
+    OpenAI's own endpoint nor to another model than the one that made them (see :func:`encode_message`)."""
+    made_by = extra.get("model")
+    if made_by is None and not official:
+        return extra  # the common path: nothing stamped (OpenAI's own answers keep nothing)
+    kept = {k: v for k, v in extra.items() if k != "model"}
+    if official:
+        return {k: v for k, v in kept.items() if k not in FOREIGN_MESSAGE_FIELDS}
+    if not isinstance(made_by, str) or model is None or made_by == model or bare_model(made_by) == bare_model(model):
+        return kept
+    # The rare path: another model made it (a fallback on this wire); its signature or encrypted reasoning is a 400.
+    signed = call and _google_signature(kept.get("extra_content"))
+    kept = {k: v for k, v in kept.items() if k not in FOREIGN_MESSAGE_FIELDS}
+    if signed and _signing_gemini(model):
+        kept["extra_content"] = {"google": {"thought_signature": GEMINI_SKIP_SIGNATURE}}
+    return kept
+
+
+def _google_signature(value: Any) -> bool:
+    """Whether ``extra_content`` holds a Gemini thought signature (``{"google": {"thought_signature": ...}}``)."""
+    google = value.get("google") if isinstance(value, Mapping) else None
+    return isinstance(google, Mapping) and bool(google.get("thought_signature"))
+
+
+def _signing_gemini(model: str) -> bool:
+    """Whether ``model`` is Gemini 3 or later, which refuses a current-turn call without a thought signature."""
+    major = _SIGNING_GEMINI.match(bare_model(model))
+    return major is not None and int(major.group(1)) >= 3
 
 
 def _encode_tool(spec: ToolSpec, strict: bool, model: str) -> dict[str, Any]:

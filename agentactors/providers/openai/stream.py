@@ -6,7 +6,8 @@ fragment; some servers (Groq) send a whole call in one delta.  Calls end when
 ``finish_reason`` arrives (or at ``[DONE]`` if it never did).  The stream has
 succeeded only when ``[DONE]`` arrives; an in-band error (``{"error": ...}``
 data, or an ``event: error``) raises the classified
-:class:`~agentactors.ProviderError`.
+:class:`~agentactors.ProviderError`.  What is kept for replay (the message's and each call's) is stamped with the
+model asked, as :mod:`.decode` stamps it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .decode import (
     parse_usage,
     raw_arguments,
     reasoning_of,
+    stamped,
 )
 
 __all__ = ["OpenAIStreamDecoder"]
@@ -146,7 +148,7 @@ class OpenAIStreamDecoder:
             provider=self._provider,
             raw_stop_reason=self._finish,
             reasoning="".join(self._reasoning),
-            provider_data={WIRE: extra} if extra else None,
+            provider_data={WIRE: stamped(extra, self._model)} if extra else None,
             response_id=self._response_id,
         )
 
@@ -288,7 +290,8 @@ class OpenAIStreamDecoder:
             if not call.started:
                 out.extend(self._start(index, call))
             call.ended = build_tool_call(
-                self._request, call.id, call.name, "".join(call.parts), self._finish, call.extra or None,
+                self._request, call.id, call.name, "".join(call.parts), self._finish,
+                stamped(dict(call.extra), self._model) if call.extra else None,
                 last=index == final,
             )
             out.append(ToolCallEnd(index, call.ended))

@@ -8,7 +8,10 @@ The output is a list of items: ``reasoning`` (``summary`` parts, ``encrypted_con
 (``output_text`` / ``refusal`` parts; newer models mark ``phase``), ``function_call`` (``call_id`` is what
 the result refers to, ``id`` the item's own ``fc_...`` id).  What the next request must replay —
 reasoning items verbatim, each message item's id and phase, the order of the items — is kept in the
-response's opaque ``provider_data[WIRE]["items"]``; each call's item id in its own ``provider_data``.
+response's opaque ``provider_data[WIRE]["items"]``, with ``provider_data[WIRE]["model"]`` beside them: the model the
+request was sent to (the ``model`` given, not the body's snapshot name), as a reasoning item's ``encrypted_content``
+is readable by that model only and the encoder leaves another model's out; each call's item id in its own
+``provider_data``.
 
 Vendor data is untrusted: readers are total, a body this wire does not allow raises a transient
 :class:`~agentactors.MalformedResponseError`.
@@ -214,6 +217,11 @@ def _replayed(items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     return items
 
 
+def _stamped(items: list[dict[str, Any]], model: str) -> dict[str, Any]:
+    """The replay skeleton with the model asked (nothing stamped for a nameless request): see encode._skeleton."""
+    return {"items": items, "model": model} if model else {"items": items}
+
+
 def decode_response(body: Any, *, request: LLMRequest | None, model: str, provider: str) -> LLMResponse:
     """An :class:`LLMResponse` from a Responses body (parsed JSON), or the ``response`` of a stream's last event.
 
@@ -248,7 +256,7 @@ def decode_response(body: Any, *, request: LLMRequest | None, model: str, provid
         provider=provider,
         raw_stop_reason=raw_stop,
         reasoning="\n\n".join(out.reasoning),
-        provider_data={WIRE: {"items": items}} if items else None,
+        provider_data={WIRE: _stamped(items, model)} if items else None,
         response_id=response_id if isinstance(response_id, str) and response_id else None,
     )
 

@@ -11,7 +11,11 @@ Pure functions, no I/O.  The mapping (``docs/wire.md``, "OpenAI Responses"):
   verbatim (``encrypted_content`` included), the message items with their ids and ``phase`` and the
   ``function_call`` items with their ``fc_`` ids, in the order they came; otherwise its text as one
   assistant message and one ``function_call`` item per call (no item ids: an item id whose reasoning item
-  is not sent is a 400);
+  is not sent is a 400); the reasoning items are left out (and with them the item ids) when
+  ``provider_data[WIRE]["model"]`` names another model than the request's (names compared as
+  :func:`~agentactors.providers._settings.bare_model` reads them), as encrypted reasoning is readable by the model
+  that made it only (``invalid_encrypted_content``) and a model that does not reason refuses reasoning items; a
+  message without that stamp is replayed as before, and the stamp is never sent;
 * a tool message → ``function_call_output {call_id, output}``; media a tool returned go in ``output`` as
   content parts (this wire takes them there);
 * tools → flat ``{"type": "function", "name", "description", "parameters", "strict"}`` (``strict`` sent
@@ -41,7 +45,7 @@ from typing import Any
 from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
-from .._settings import OPENAI_TOOL_NAMES, check_owned, check_tool_names
+from .._settings import OPENAI_TOOL_NAMES, bare_model, check_owned, check_tool_names
 from ..openai.encode import raw_tools, strict_tool, tool_parameters
 from .models import WIRE, check_max_output_tokens, check_parts, check_sent, encode_settings, reasons
 
@@ -62,8 +66,15 @@ _OWNED = frozenset({"model", "input", "stream"})
 _ENCRYPTED = "reasoning.encrypted_content"
 
 
-def encode_request(request: LLMRequest, model: str, *, stream: bool, official: bool = False) -> dict[str, Any]:
-    """The request body (see the module docstring for the mapping)."""
+def encode_request(
+    request: LLMRequest, model: str, *, stream: bool, official: bool = False, sent_as: str | None = None
+) -> dict[str, Any]:
+    """The request body (see the module docstring for the mapping).
+
+    ``sent_as``: the name the request goes out as when ``model`` is another name for it (Azure: the deployment,
+    ``model`` its underlying model, which the settings are judged by) — the name the decoder stamps, which a
+    message's reasoning items are compared with (:func:`encode_message`); ``model`` itself when not given.
+    """
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
     check_max_output_tokens(request, model, official=official)
@@ -72,7 +83,7 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool, official: b
         # OpenAI's rule, on OpenAI's endpoint only: a compatible server (vLLM, Ollama, a proxy to another vendor)
         # takes the names it takes, whatever model name it serves — a model OpenAI's tables know included.
         check_tool_names(WIRE, model, request.tools, OPENAI_TOOL_NAMES)
-    instructions, items = encode_input(request.messages)
+    instructions, items = encode_input(request.messages, model=model if sent_as is None else sent_as)
     body: dict[str, Any] = {"model": model, "input": items}
     if instructions is not None:
         body["instructions"] = instructions
@@ -112,8 +123,11 @@ def _merge(body: dict[str, Any], options: dict[str, Any], model: str, *, declare
             body[key] = value
 
 
-def encode_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
-    """``(instructions, input items)``: the leading system messages become ``instructions``."""
+def encode_input(messages: Sequence[Message], *, model: str | None = None) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(instructions, input items)``: the leading system messages become ``instructions``.
+
+    ``model``: the model they go to (another model's reasoning items are not replayed: see :func:`encode_message`).
+    """
     lead: list[str] = []
     start = 0
     for m in messages:
@@ -123,14 +137,18 @@ def encode_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str
         start += 1
     items: list[dict[str, Any]] = []
     for m in messages[start:]:
-        items.extend(encode_message(m))
+        items.extend(encode_message(m, model=model))
     return ("\n\n".join(lead) if lead else None), items
 
 
-def encode_message(m: Message) -> list[dict[str, Any]]:
-    """One message as input items (an assistant message may be several; an empty one is none)."""
+def encode_message(m: Message, *, model: str | None = None) -> list[dict[str, Any]]:
+    """One message as input items (an assistant message may be several; an empty one is none).
+
+    ``model``: the model it goes to; an assistant message stamped with another model
+    (``provider_data[WIRE]["model"]``) is sent without its reasoning items (``None``: no model compared).
+    """
     if m.role == "assistant":
-        return _assistant(m)
+        return _assistant(m, model)
     if m.role == "tool":
         output: Any = m.content
         if m.media:
@@ -141,18 +159,26 @@ def encode_message(m: Message) -> list[dict[str, Any]]:
     return [{"role": m.role, "content": m.content}]
 
 
-def _skeleton(m: Message) -> list[dict[str, Any]] | None:
-    """The message's replay skeleton, when it still describes the message (its text unchanged)."""
+def _skeleton(m: Message, model: str | None) -> list[dict[str, Any]] | None:
+    """The message's replay skeleton, when it still describes the message (its text unchanged), for ``model``."""
     data = (m.provider_data or {}).get(WIRE)
     items = data.get("items") if isinstance(data, dict) else None
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         return None
     text = "".join(str(i.get("text", "")) for i in items if i.get("type") == "message")
-    return items if text == m.content else None
+    if text != m.content:
+        return None
+    made_by = data.get("model") if isinstance(data, dict) else None
+    if isinstance(made_by, str) and model is not None and made_by != model and bare_model(made_by) != bare_model(model):
+        # The rare path: another model made it (a fallback o4-mini -> gpt-5, or to a model that does not reason).
+        # Its encrypted reasoning is a 400 there ("could not be verified"), so it stays home; the items it produced
+        # then go without their ids (_assistant), as an item id without its reasoning item is a 400 too.
+        return [i for i in items if i.get("type") != "reasoning"]
+    return items
 
 
-def _assistant(m: Message) -> list[dict[str, Any]]:
-    items = _skeleton(m)
+def _assistant(m: Message, model: str | None) -> list[dict[str, Any]]:
+    items = _skeleton(m, model)
     if items is None:
         out = [_assistant_text(m.content, None, None)] if m.content else []
         return out + [encode_call(c, with_id=False) for c in m.tool_calls]

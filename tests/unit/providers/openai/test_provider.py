@@ -298,7 +298,7 @@ def test_call_extra_content_is_kept_for_replay() -> None:
     extra = {"google": {"thought_signature": "sig=="}}
     msg = {"tool_calls": [{"id": "", "extra_content": extra, "function": {"name": "now", "arguments": "{}"}}]}
     call = decode(completion(msg, "tool_calls")).tool_calls[0]
-    assert call.provider_data == {"openai": {"extra_content": extra}}
+    assert call.provider_data == {"openai": {"extra_content": extra, "model": "asked"}}  # stamped: the model asked
     encoded = WIRE.encode_message(Message.assistant("", [call]))
     assert encoded is not None and encoded["tool_calls"][0]["extra_content"] == extra
 
@@ -651,7 +651,8 @@ def test_openrouter_reasoning_details_fragments_merge_for_replay() -> None:
     ]
     _, resp = run(datas)
     assert resp.provider_data == {
-        "openai": {"reasoning_details": [{"type": "reasoning.text", "text": "AB", "index": 0, "signature": "sig"}]}
+        "openai": {"reasoning_details": [{"type": "reasoning.text", "text": "AB", "index": 0, "signature": "sig"}],
+                   "model": "asked"}
     }
     replay = WIRE.encode_message(resp.to_message())
     assert replay is not None and replay["reasoning_details"][0]["signature"] == "sig"
