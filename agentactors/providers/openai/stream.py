@@ -222,10 +222,13 @@ class OpenAIStreamDecoder:
     def _index_for(self, item: dict[str, Any], name: Any) -> int:
         call_id = item.get("id")
         call_id = call_id if isinstance(call_id, str) else ""
+        function = item.get("function")
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        fragment = isinstance(arguments, str) and arguments != ""
         index = item.get("index")
         if isinstance(index, int) and not isinstance(index, bool):
             current = self._calls.get(self._alias.get(index, index))
-            if (call_id or name) and current is not None and _another_call(current, call_id, name):
+            if (call_id or name) and current is not None and _another_call(current, call_id, name, fragment):
                 # A server that reuses an index for every call: the new call takes the next free slot,
                 # and the fragments that follow under that index belong to it.
                 self._alias[index] = max(self._calls) + 1
@@ -237,10 +240,10 @@ class OpenAIStreamDecoder:
             last = max(self._calls, default=-1)
             current = self._calls.get(last)
             # An unknown id continues the last call unless the delta starts another (see _another_call).
-            return last if current is not None and not _another_call(current, call_id, name) else last + 1
+            return last if current is not None and not _another_call(current, call_id, name, fragment) else last + 1
         last = max(self._calls, default=0)
         current = self._calls.get(last)
-        return last + 1 if name and current is not None and _another_call(current, call_id, name) else last
+        return last + 1 if name and current is not None and _another_call(current, call_id, name, fragment) else last
 
     def _call_delta(self, item: Any) -> list[StreamEvent]:
         if not isinstance(item, dict):
@@ -298,7 +301,7 @@ class OpenAIStreamDecoder:
         return out
 
 
-def _another_call(current: _Call, call_id: str, name: Any) -> bool:
+def _another_call(current: _Call, call_id: str, name: Any, fragment: bool = False) -> bool:
     """Whether a delta for ``current``'s slot, carrying ``call_id`` and ``name``, starts another call.
 
     Only a name does: when the slot's call has one already and it is another name, or the call's arguments are
@@ -309,12 +312,18 @@ def _another_call(current: _Call, call_id: str, name: Any) -> bool:
     every call (Gemini's compat endpoint, each call whole under one index or none); a call never has a fragment
     without its name but for the server that names it in a later fragment (the call keeps its first id).  The
     common fragment carries neither id nor name: the caller asks only when one is there.
+
+    But for one case of the same name: a call with no arguments at all yet (``""``), followed by a delta under
+    another non-empty id that brings none either (``fragment`` false) — two parallel calls of a tool without
+    parameters, each whole (``"arguments": ""``); a server sending a fresh id per fragment sends arguments in them.
     """
     if not name or not isinstance(name, str) or not current.name:
         return False
     if name != current.name:
         return True
     parts = current.parts
+    if call_id and current.id and call_id != current.id and not parts and not fragment:
+        return True
     if not parts or not parts[-1].rstrip().endswith("}"):
         return False
     return isinstance(_loads("".join(parts)), dict)

@@ -98,6 +98,24 @@ def test_a_fresh_id_and_the_same_name_on_every_fragment_is_one_call() -> None:
     assert [(c.id, c.arguments) for c in resp.tool_calls] == [("chatcmpl-tool-0", {"path": "a.ts"})]
 
 
+@pytest.mark.parametrize("index", [0, None])
+def test_parallel_calls_of_a_tool_without_parameters_stay_apart(index: int | None) -> None:
+    """Found in review: two whole calls of a no-parameter tool (``"arguments": ""``) under one index or none, with
+    their own ids, were merged into one (the same name, and "" never a whole object) — one call never ran."""
+    datas = [call_delta(index, "", id="call_a", name="now"), call_delta(index, "", id="call_b", name="now")]
+    _, resp = run([*datas, chunk({}, "tool_calls"), "[DONE]"], req(tools=[NOW_TOOL]))
+    assert [(c.id, c.name, c.arguments) for c in resp.tool_calls] == [("call_a", "now", {}), ("call_b", "now", {})]
+
+
+def test_a_fresh_id_with_the_name_whose_first_fragment_is_empty_is_still_one_call() -> None:
+    """The harmony parser's first fragment may carry the name and no arguments yet: the next, under a new id,
+    brings them — the same call."""
+    fragments = ["", '{"path":', '"a.ts"}']
+    datas = [call_delta(0, f, id=f"chatcmpl-tool-{i}", name="read_file") for i, f in enumerate(fragments)]
+    _, resp = run([*datas, chunk({}, "tool_calls"), "[DONE]"], req(tools=[PATH_TOOL]))
+    assert [(c.id, c.arguments) for c in resp.tool_calls] == [("chatcmpl-tool-0", {"path": "a.ts"})]
+
+
 def test_true_parallel_calls_stay_apart() -> None:
     """Distinct indexes, or a new id with another name (or the same name once the call is whole) on one index,
     are separate calls."""
