@@ -35,3 +35,6 @@ def test_a_bench_command_for_some_workloads_writes_its_own_file() -> None:
             assert "--out" in argv, f"make bench ARGS={args!r} would overwrite benchmarks/results/latest.json"
             out = argv[argv.index("--out") + 1]
             assert (ROOT / out).exists(), f"{out}: the README's figure comes from a file that is not there"
+            # The page and the charts are drawn beside --out: in results/, those workloads alone would replace them.
+            if (ROOT / out).resolve().parent == (ROOT / "benchmarks" / "results").resolve():
+                assert "--no-charts" in argv, f"make bench ARGS={args!r} would redraw results/index.html alone"
