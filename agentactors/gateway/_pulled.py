@@ -278,7 +278,7 @@ class PulledStream:
             return
         if isinstance(failure, ProviderError):
             sample = refund_if_unsent(sched, failure, self._estimate) and sample
-        sched.release(self._started, sample)
+        sched.release(self._started, sample, failed=failure is not None)
         tally = self._tally
         if failure is None and tally is not None and tally.usage is not None:
             sched.settle(self._estimate, tally.usage)

@@ -576,12 +576,12 @@ class ProviderActor:
             try:
                 served = refund_if_unsent(sched, exc, estimate)
             finally:
-                sched.release(started, served)
+                sched.release(started, served, failed=True)
             return
         cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
         if cancelled:
             self._cut_short(request)
-        sched.release(started, not cancelled)
+        sched.release(started, not cancelled, failed=True)
 
     def _cut_short(self, request: LLMRequest) -> None:
         """``request``'s call was cancelled after it was admitted — sent, or about to be: the vendor may bill it.
@@ -639,6 +639,7 @@ class ProviderActor:
         # Whether its time is a service-time sample: not when it was cut short (closed, cancelled) or refused
         # before any work (refund_if_unsent).
         served = False
+        failure: _Failure | None = None
         try:
             with scope:
                 failure, usage = await self._pump(request, channel)
@@ -653,7 +654,7 @@ class ProviderActor:
                         pass  # the consumer already left; nobody is waiting for the error
         finally:
             channel.close_writing()
-            sched.release(started, served)
+            sched.release(started, served, failed=failure is not None)
         if usage is not None:
             sched.settle(estimate, usage)
 

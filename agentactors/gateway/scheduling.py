@@ -383,20 +383,30 @@ class Scheduler:
             self._first_started = now
         return now
 
-    def release(self, started: float, sample: bool = True) -> None:
+    def release(self, started: float, sample: bool = True, *, failed: bool = False) -> None:
         """A request gave its slot back (``started``: when it took it, if :attr:`tracks`); the next may go.
 
         ``sample=False``: the request was not served — refused before the vendor did any work (an open breaker,
         a request fault) or cancelled — so how long it held its slot says nothing of the service time (instant
-        refusals averaged in made it ~0, and every wait estimate and ``retry_after`` with it).
+        refusals averaged in made it ~0, and every wait estimate and ``retry_after`` with it).  ``failed``: it was
+        served and failed (a 5xx, a timeout): its time is a sample only when it is longer than the estimate — a
+        vendor answering 503 in 5 ms says nothing of how long an answer takes, and averaged in it shrank the
+        estimate (a 30 s call read as 2 s after a burst of them); a failure that took longer says the service is
+        slow.
         """
         self.free += 1
         if self.tracks:
+            service = self._service
             if sample:
                 elapsed = anyio.current_time() - started
-                service = self._service
-                self._service = elapsed if service is None else service + _SMOOTHING * (elapsed - service)
-            elif self._service is None and self.free == self.slots:
+                if not failed:
+                    self._service = elapsed if service is None else service + _SMOOTHING * (elapsed - service)
+                    sample = True
+                elif service is not None and elapsed > service:
+                    self._service = service + _SMOOTHING * (elapsed - service)
+                else:
+                    sample = False
+            if not sample and self._service is None and self.free == self.slots:
                 self._first_started = None  # nothing in flight: the next request to start is the oldest
         if self.waiting:
             self._dispatch()

@@ -303,9 +303,9 @@ async def test_cancelled_calls_are_no_service_time_samples() -> None:
         assert sched is not None and sched._service is None
 
 
-async def test_a_service_time_of_zero_still_says_a_wait() -> None:
-    """Instant vendor failures (a 503 answered at once) are served calls and sampled: on virtual time they average
-    exactly 0.  A refusal then still says a positive retry_after."""
+async def test_instant_vendor_failures_say_nothing_of_the_service_time() -> None:
+    """A 503 answered at once is a served call that failed: its time is no sample (it said nothing of how long an
+    answer takes; averaged in, instant 503s made the estimate 0), and a refusal then still says a wait."""
     provider = Breaker(ErrorKind.transient, 503)
     async with Runtime() as rt:
         actor = ProviderActor(provider, max_concurrency=1, max_waiting=5)
@@ -314,7 +314,7 @@ async def test_a_service_time_of_zero_still_says_a_wait() -> None:
             with pytest.raises(ProviderError):
                 await ref.ask(Complete(request()))
         sched = actor._sched
-        assert sched is not None and sched._service == 0.0
+        assert sched is not None and sched._service is None
         provider.failing = False
         async with anyio.create_task_group() as tg:
             for _ in range(6):
@@ -324,6 +324,39 @@ async def test_a_service_time_of_zero_still_says_a_wait() -> None:
                 await ref.ask(Complete(request()))
             tg.cancel_scope.cancel()
     assert info.value.retry_after is not None and info.value.retry_after > 0
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_burst_of_instant_5xx_does_not_shrink_a_slow_vendors_estimate(streamed: bool) -> None:
+    """One answer took 30 s; then the vendor answered twenty 503s at once.  Averaged in, they made the estimate
+    about 2 s: a request behind six others was told to come back in seconds, not minutes.  A failure is a sample
+    only when it took longer than the estimate."""
+    provider = Breaker(ErrorKind.transient, 503)
+    provider.failing = False
+    async with Runtime() as rt:
+        actor = ProviderActor(provider, max_concurrency=1, max_waiting=5)
+        ref = rt.spawn(actor, concurrency=actor.spawn_concurrency)
+        await ref.ask(Complete(request()))  # 30 s: the estimate
+        provider.failing = True
+        for _ in range(20):
+            with pytest.raises(ProviderError):
+                if streamed:
+                    async with await ref.ask(Stream(request())) as events:
+                        async for _event in events:
+                            pass
+                else:
+                    await ref.ask(Complete(request()))
+        sched = actor._sched
+        assert sched is not None and sched._service == pytest.approx(30.0)
+        provider.failing = False
+        async with anyio.create_task_group() as tg:
+            for _ in range(6):
+                tg.start_soon(ref.ask, Complete(request()))
+            await anyio.sleep(1)
+            with pytest.raises(Overloaded) as info:
+                await ref.ask(Complete(request()))
+            tg.cancel_scope.cancel()
+    assert info.value.retry_after is not None and info.value.retry_after > 100
 
 
 async def test_max_wait_refuses_on_arrival_after_a_burst_of_refusals() -> None:
