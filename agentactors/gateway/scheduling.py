@@ -399,14 +399,10 @@ class Scheduler:
             service = self._service
             if sample:
                 elapsed = anyio.current_time() - started
-                if not failed:
+                sample = not failed or (service is not None and elapsed > service)  # (a failure: see above)
+                if sample:
                     self._service = elapsed if service is None else service + _SMOOTHING * (elapsed - service)
-                    sample = True
-                elif service is not None and elapsed > service:
-                    self._service = service + _SMOOTHING * (elapsed - service)
-                else:
-                    sample = False
-            if not sample and self._service is None and self.free == self.slots:
+            if not sample and service is None and self.free == self.slots:
                 self._first_started = None  # nothing in flight: the next request to start is the oldest
         if self.waiting:
             self._dispatch()
