@@ -202,6 +202,12 @@ def _protected(messages: Sequence[Message]) -> list[bool]:
     return keep
 
 
+def _trim(m: Message) -> tuple[str, int] | None:
+    """``m``'s trimmed text (:func:`_trimmed_text`) and the chars trimming saves; ``None`` when it would not shrink."""
+    text = _trimmed_text(m)
+    return None if text is None else (text, len(m.content) + _media_chars(m.media) - len(text))
+
+
 def _trimmed_message(m: Message, text: str) -> Message:
     """The same tool message with the trimmed text and no media (its vendor data kept)."""
     return Message("tool", text, (), m.tool_call_id, m.name, "", m.provider_data, m.is_error)
@@ -273,10 +279,8 @@ class ContextBudget:
         key = id(m)
         if key in trims:
             return trims[key]
-        text = _trimmed_text(m)
-        known = None
-        if text is not None:
-            known = (_trimmed_message(m, text), len(m.content) + _media_chars(m.media) - len(text))
+        trim = _trim(m)
+        known = None if trim is None else (_trimmed_message(m, trim[0]), trim[1])
         trims[key] = known
         return known
 
@@ -306,23 +310,16 @@ def fit_to_budget(
     # old results, then drop nearly all of them).
     # A cache keeps the message made for each trimmed result instead (made once for the run).
     trims: dict[int, str | Message] = {}
-    known_trims = cache._trims if cache is not None else {}
+    trim_of = _trim if cache is None else cache._trimmed
     for i, m in enumerate(messages):
         if total <= budget_chars:
             break
         if keep[i] or m.role != "tool":
             continue
-        if cache is None:
-            text = _trimmed_text(m)
-            if text is None:
-                continue
-            saved = len(m.content) + _media_chars(m.media) - len(text)
-            trims[i] = text
-        else:
-            known = known_trims[id(m)] if id(m) in known_trims else cache._trimmed(m)
-            if known is None:
-                continue
-            trims[i], saved = known
+        known = trim_of(m)
+        if known is None:
+            continue
+        trims[i], saved = known
         total -= saved
         sizes[i] -= saved
 
