@@ -58,6 +58,7 @@ from ...messages import LLMRequest, Message, ToolCall
 from ...parts import Part, Text
 from .._media import guessed_media_type
 from .._settings import GEMINI_TOOL_NAMES, check_owned, check_tool_names, dropped, refused, sent_integer, sent_number
+from .._thought_signatures import SKIP_SIGNATURE, signs_calls
 from .models import (
     MAX_STOP_SEQUENCES,
     MAX_TEMPERATURE,
@@ -95,15 +96,11 @@ _GENERATION_FIELDS = frozenset(
     )
     for name in (camel, snake)
 )
-#: Google's documented stand-in for a function call Gemini 3+ did not sign (made by another provider
-#: in a fallback chain, say): without a signature on a turn's first call, every request is a 400.
-SKIP_SIGNATURE = "skip_thought_signature_validator"
 # Body fields no vendor option may set: the conversation, and the model and streaming, which are the URL's: an option
 # naming them could not switch them, only put a stray field in the body.
 _OWNED = frozenset({"contents", "model", "stream"})
 # GenerationConfig's integers are int32.
 _INT32 = (-(2**31), 2**31 - 1)
-_SIGNING_MODEL = re.compile(r"gemini-(\d+)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_\-]*={0,2}")
 _TO_URLSAFE = str.maketrans("+/", "-_")
 
@@ -304,8 +301,7 @@ def _declaration(name: str, description: str, parameters: Mapping[str, Any], mod
 def _contents(messages: Iterable[Message], model: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     messages = tuple(messages)
     bare = bare_name(model)
-    major = _SIGNING_MODEL.match(bare)
-    signing = major is not None and int(major.group(1)) >= 3
+    signing = signs_calls(bare)
     names = {call.id: call.name for m in messages if m.role == "assistant" for call in m.tool_calls}
     echo = {call.id: _echo_id(call) for m in messages if m.role == "assistant" for call in m.tool_calls}
     system: list[dict[str, Any]] = []

@@ -47,7 +47,6 @@ OpenAI refuses, ``ValueError`` for a strict response format's schema strict mode
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -58,6 +57,7 @@ from ...parts import Document, Image, Part, Text
 from ...tools.json_refs import inline_refs
 from .._constrained_schema import openai_strict_schema
 from .._settings import OPENAI_TOOL_NAMES, bare_model, check_owned, check_tool_names, refused
+from .._thought_signatures import SKIP_SIGNATURE, signs_calls
 from .decode import FOREIGN_MESSAGE_FIELDS, dict_or_empty
 from .models import WIRE, audio_format, check_parts, check_sent, encode_settings, model_row, replays_reasoning
 
@@ -78,11 +78,9 @@ __all__ = [
 _CODEC_OPTIONS = frozenset({"strict_tools", "replay_reasoning"})
 # Body fields no vendor option may set or remove: the model, the conversation and the call's kind.
 _OWNED = frozenset({"model", "messages", "stream"})
-#: What a call another Gemini model signed is sent with to Gemini 3 and later, in its signature's place: Google's
-#: documented dummy for a trace from a different model (the real one is a 400 there), as its compatible endpoint
-#: takes a signature (``extra_content.google.thought_signature``).
-GEMINI_SKIP_SIGNATURE = "skip_thought_signature_validator"
-_SIGNING_GEMINI = re.compile(r"gemini-(\d+)")
+#: What a call another Gemini model signed is sent with to Gemini 3 and later, in its signature's place (as its
+#: compatible endpoint takes one: ``extra_content.google.thought_signature``): Google's documented stand-in.
+GEMINI_SKIP_SIGNATURE = SKIP_SIGNATURE
 
 
 def encode_request(
@@ -263,7 +261,7 @@ def _replayed(extra: dict[str, Any], model: str | None, official: bool, *, call:
     # The rare path: another model made it (a fallback on this wire); its signature or encrypted reasoning is a 400.
     signed = call and _google_signature(kept.get("extra_content"))
     kept = {k: v for k, v in kept.items() if k not in FOREIGN_MESSAGE_FIELDS}
-    if signed and _signing_gemini(model):
+    if signed and signs_calls(bare_model(model)):
         kept["extra_content"] = {"google": {"thought_signature": GEMINI_SKIP_SIGNATURE}}
     return kept
 
@@ -272,12 +270,6 @@ def _google_signature(value: Any) -> bool:
     """Whether ``extra_content`` holds a Gemini thought signature (``{"google": {"thought_signature": ...}}``)."""
     google = value.get("google") if isinstance(value, Mapping) else None
     return isinstance(google, Mapping) and bool(google.get("thought_signature"))
-
-
-def _signing_gemini(model: str) -> bool:
-    """Whether ``model`` is Gemini 3 or later, which refuses a current-turn call without a thought signature."""
-    major = _SIGNING_GEMINI.match(bare_model(model))
-    return major is not None and int(major.group(1)) >= 3
 
 
 def _encode_tool(spec: ToolSpec, strict: bool, model: str) -> dict[str, Any]:
