@@ -247,6 +247,18 @@ class Breaker:
         return Opened()
 
 
+async def refused_behind_six(ref: Any) -> Overloaded:
+    """Six calls sent to a one-slot actor with ``max_waiting=5``, then, a second later, the seventh: its refusal."""
+    async with anyio.create_task_group() as tg:
+        for _ in range(6):
+            tg.start_soon(ref.ask, Complete(request()))
+        await anyio.sleep(1)
+        with pytest.raises(Overloaded) as info:
+            await ref.ask(Complete(request()))
+        tg.cancel_scope.cancel()
+    return info.value
+
+
 @pytest.mark.parametrize(("failure", "status"), [
     (ErrorKind.circuit_open, None), (ErrorKind.request, 400), (ErrorKind.context, 400), (ErrorKind.account, 401),
 ])
@@ -264,15 +276,9 @@ async def test_calls_not_served_are_no_service_time_samples(failure: ErrorKind, 
         assert sched is not None and sched._service is None
         await anyio.sleep(100)
         provider.failing = False
-        async with anyio.create_task_group() as tg:
-            for _ in range(6):
-                tg.start_soon(ref.ask, Complete(request()))
-            await anyio.sleep(1)
-            with pytest.raises(Overloaded) as info:
-                await ref.ask(Complete(request()))
-            tg.cancel_scope.cancel()
+        refused = await refused_behind_six(ref)
     # Six calls before it, one slot, none answered yet: a second each at least (the oldest is 1 s old).
-    assert info.value.retry_after == pytest.approx(6.0)
+    assert refused.retry_after == pytest.approx(6.0)
 
 
 async def test_a_pulled_stream_refused_by_an_open_breaker_is_no_sample() -> None:
@@ -316,14 +322,8 @@ async def test_instant_vendor_failures_say_nothing_of_the_service_time() -> None
         sched = actor._sched
         assert sched is not None and sched._service is None
         provider.failing = False
-        async with anyio.create_task_group() as tg:
-            for _ in range(6):
-                tg.start_soon(ref.ask, Complete(request()))
-            await anyio.sleep(1)
-            with pytest.raises(Overloaded) as info:
-                await ref.ask(Complete(request()))
-            tg.cancel_scope.cancel()
-    assert info.value.retry_after is not None and info.value.retry_after > 0
+        refused = await refused_behind_six(ref)
+    assert refused.retry_after is not None and refused.retry_after > 0
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -349,14 +349,8 @@ async def test_a_burst_of_instant_5xx_does_not_shrink_a_slow_vendors_estimate(st
         sched = actor._sched
         assert sched is not None and sched._service == pytest.approx(30.0)
         provider.failing = False
-        async with anyio.create_task_group() as tg:
-            for _ in range(6):
-                tg.start_soon(ref.ask, Complete(request()))
-            await anyio.sleep(1)
-            with pytest.raises(Overloaded) as info:
-                await ref.ask(Complete(request()))
-            tg.cancel_scope.cancel()
-    assert info.value.retry_after is not None and info.value.retry_after > 100
+        refused = await refused_behind_six(ref)
+    assert refused.retry_after is not None and refused.retry_after > 100
 
 
 async def test_max_wait_refuses_on_arrival_after_a_burst_of_refusals() -> None:
