@@ -7,11 +7,12 @@ neighbours go on — and let three kinds through, because they are not the call'
 * **a real cancellation**: anyio's cancellation exception while an enclosing cancel scope is
   cancelled.  A scope that was cancelled makes :func:`anyio.current_effective_deadline` return
   ``-inf`` for as long as the code is inside it, which tells a real cancellation from a stray
-  one without asking the event loop.  On asyncio, a ``CancelledError`` that no scope asked
+  one without asking the event loop.  On asyncio, a ``task.cancel()`` of the running task is real
+  too — ``asyncio.run`` answers Ctrl-C so, and raises ``KeyboardInterrupt`` only once its main task
+  has ended cancelled: contained, it would leave the process ignoring Ctrl-C.  The task's
+  ``cancelling()`` count says so (:func:`is_stray`).  A ``CancelledError`` that neither asked
   for — a library raising one, a future someone else cancelled, an inner ``wait_for`` — is
-  *stray*: it is the call's own failure.  (So is, necessarily, a bare ``task.cancel()`` that
-  reaches a running tool without going through an anyio scope: cancel agent code with anyio
-  scopes — ``anyio.fail_after``, ``move_on_after``, task groups — as it is documented.)
+  *stray*: it is the call's own failure.
 * **KeyboardInterrupt**: someone is stopping the process.
 * **GeneratorExit**: the interpreter is closing the coroutine.
 
@@ -52,7 +53,7 @@ def escapes(exc: BaseException) -> bool:
         return any(escapes(inner) for inner in exc.exceptions)
     if isinstance(exc, KeyboardInterrupt | GeneratorExit):
         return True
-    return is_cancellation(exc)
+    return is_cancellation(exc) or _cancelled_natively(exc)
 
 
 def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
@@ -87,9 +88,18 @@ def is_stray(exc: BaseException) -> bool:
 
     if not isinstance(exc, asyncio.CancelledError):
         return False  # a trio.Cancelled out of its scope: trio's own to deal with, as before
+    return not _cancelled_natively(exc)
+
+
+def _cancelled_natively(exc: BaseException) -> bool:
+    """``exc`` is asyncio's ``CancelledError`` and the running task was cancelled with ``task.cancel()``."""
+    import asyncio
+
+    if not isinstance(exc, asyncio.CancelledError):
+        return False
     try:
         task = asyncio.current_task()
-    except RuntimeError:  # pragma: no cover - an asyncio exception with no asyncio loop running
+    except RuntimeError:  # no asyncio loop runs here: asyncio's exception leaked into trio, a stray one
         return False
     cancelling = getattr(task, "cancelling", None)
-    return not (callable(cancelling) and cancelling())
+    return bool(callable(cancelling) and cancelling())
