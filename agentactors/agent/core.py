@@ -700,6 +700,92 @@ class Agent(Generic[OutputT]):
             result = await self._run_in(private, messages, options, private=True)
         return result
 
+    def run_sync(
+        self,
+        prompt: Prompt,
+        *,
+        backend: str | None = None,
+        on_token: Callable[[str], None] | None = None,
+        deps: Any = None,
+        runtime: Runtime | None = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+        cost_limit: float | CostBudget | None = None,
+    ) -> RunResult[OutputT]:
+        """:meth:`run`, from code that is not async: a script, a REPL, a worker thread of a WSGI server.
+
+        It blocks until the run ends and returns the same :class:`RunResult`, raising the same errors; the
+        options are :meth:`run`'s.  The run goes to the runtime :meth:`run` would choose (bound, passed as
+        ``runtime=``, current, else a private one made for the run):
+
+        * with no runtime to use, a new event loop runs the call in this thread (``anyio.run``, on
+          ``backend``: ``"asyncio"``, the default, or ``"trio"``), with the private runtime :meth:`run`
+          makes, and ends with it;
+        * an agent bound to a runtime running in another thread's event loop (``agent.bind(rt)``, or
+          ``runtime=rt``: a service's loop beside a Django or Flask worker thread) hands the run to that
+          loop (:meth:`Runtime.call`) and waits for it: the run's tasks, actors and ``on_token`` calls
+          are the runtime's thread's, and it shares that runtime's ProviderActor, budgets and recorders.
+
+        Streaming needs async code: :meth:`stream` has no blocking twin (iterate it in ``async with``).
+
+        .. code-block:: python
+
+            agent = Agent(OpenAIProvider("gpt-4.1-mini"), system="Be brief.")
+            result = agent.run_sync("What's the capital of Portugal?", deadline=30)
+            print(result.content)
+
+        :raises RuntimeError: an event loop is running in this thread (a Jupyter cell, an ``async def``
+            view, a callback of an async framework): blocking it would stop the loop the run needs —
+            ``await agent.run(...)`` there instead; and whatever :meth:`run` raises (``runtime`` or the
+            bound one is not running).
+        :raises ValueError: ``backend`` is neither ``"asyncio"`` nor ``"trio"``; and whatever :meth:`run`
+            raises (an empty prompt).
+        :raises KeyboardInterrupt: Ctrl-C while the run works (see Cancellation).
+
+        Cancellation: nothing can cancel a blocking call but an interrupt.  Ctrl-C (``KeyboardInterrupt``)
+        cancels the run — on asyncio ``anyio.run`` cancels its main task, on trio the interrupt is raised
+        into it — waits for it to end (its tasks and tools cancelled, its private runtime closed; a run
+        handed to another thread's runtime cancelled there and waited for), then raises
+        ``KeyboardInterrupt`` to the caller.  Python delivers Ctrl-C to the main thread only: a run
+        started from another thread goes on until it ends or its ``deadline`` passes.
+        """
+        if backend is None:
+            backend = "asyncio"
+        elif backend not in _SYNC_BACKENDS:
+            raise ValueError(f"run_sync() backend must be 'asyncio' or 'trio', not {backend!r}")
+        running = _loop_library()
+        if running is not None:
+            raise RuntimeError(
+                f"Agent.run_sync() was called where {running}'s event loop is running (this thread's: an async "
+                "function, a Jupyter cell, an async view); blocking here would stop the loop the run needs. Use "
+                "`await agent.run(...)` instead"
+            )
+        # Before any loop is made: a runtime that is not running is the caller's error at once, and the warning for
+        # a run that finds no runtime names the caller's line (the run itself then finds it given already).
+        if runtime is not None or self._home is not None:
+            self._runtime(runtime, any_thread=True)
+        else:
+            self._current()
+
+        async def main() -> RunResult[OutputT]:
+            # (Ctrl-C on asyncio cancels this task with task.cancel(): a real cancellation for every part of the run,
+            # a tool running in it included — agentactors._containment — so asyncio.run raises KeyboardInterrupt.)
+            return await self.run(
+                prompt,
+                on_token=on_token,
+                deps=deps,
+                runtime=runtime,
+                settings=settings,
+                deadline=deadline,
+                priority=priority,
+                input_key=input_key,
+                cost_limit=cost_limit,
+            )
+
+        return anyio.run(main, backend=backend)
+
     async def run_many(
         self,
         inputs: Iterable[Prompt],
@@ -1395,6 +1481,30 @@ def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
         raise ValueError(f"tool_choice {choice.mode!r} needs at least one tool")
     if choice.mode == "tool" and choice.name not in names:
         raise ValueError(f"tool_choice names {choice.name!r}, which is not among the tools {list(names)}")
+
+
+#: The event loops :meth:`Agent.run_sync` can make (``anyio.run``'s backends).
+_SYNC_BACKENDS = ("asyncio", "trio")
+
+
+def _loop_library() -> str | None:
+    """The library whose event loop runs in this thread's code now (``"asyncio"``, ``"trio"``), or ``None``.
+
+    sniffio's answer (trio brings it; a worker thread of ``anyio.to_thread`` has none); without sniffio, anyio's own
+    check (asyncio is the only loop there can be then).
+    """
+    try:
+        import sniffio
+    except ImportError:  # pragma: no cover - trio not installed, and anyio no longer needs sniffio
+        try:
+            anyio.get_current_task()
+        except RuntimeError:  # anyio's NoEventLoopError
+            return None
+        return "asyncio"
+    try:
+        return sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return None
 
 
 def _check_runtime(runtime: object) -> None:

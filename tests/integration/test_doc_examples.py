@@ -636,6 +636,20 @@ async def _agents_approvals(doc: Doc) -> None:
     assert doc.out().startswith("refund {'order': '17', 'amount': 9.5} "), "the call and why it waits"
 
 
+@example("docs/agents.md: Running from code that is not async")
+async def _agents_run_sync(doc: Doc) -> None:
+    provider = scripted("Lisbon.", "Oslo.")
+    # Blocking calls: in a worker thread (run_sync refuses inside the test's own event loop).
+    namespace = await doc.run({"Agent": Agent, "provider": provider}, thread=True)
+    assert doc.out() == "Lisbon.\nOslo.\n"
+    assert namespace["result"].content == "Lisbon."
+    assert namespace["rt"].closed and namespace["service_agent"].runtime is namespace["rt"]
+    assert [r.messages[-1].content for r in provider.requests] == [
+        "What's the capital of Portugal?",
+        "And of Norway?",
+    ]
+
+
 # --- docs/costs.md -------------------------------------------------------------------------------------
 
 
