@@ -45,7 +45,6 @@ the server's setting (its role's, its DSN's ``options``) as it is — and then n
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 import re
@@ -63,6 +62,7 @@ import attrs
 
 from ._db_worker import Worker as DbWorker
 from ._dialect import Dialect
+from ._extras import import_extra
 from .redaction import register_secret
 
 __all__ = [
@@ -83,12 +83,7 @@ NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 
 def import_psycopg(what: str) -> ModuleType:
     """``psycopg``, or an ImportError that says which extra installs it."""
-    try:
-        return importlib.import_module("psycopg")
-    except ImportError as exc:
-        raise ImportError(
-            f"{what} needs psycopg 3: pip install 'agentactors[postgres]' (or 'psycopg[binary]')"
-        ) from exc
+    return import_extra("psycopg", "postgres", what)
 
 
 #: The connection options that hold a secret: the server's password, and the one that unlocks the client's key.

@@ -1,7 +1,8 @@
 """What a model call cost in money: a price per model, read from a maintained table, and the cost of a usage.
 
 Prices are not kept here by hand.  :func:`price_for` reads the ``genai-prices`` table (the ``[prices]``
-extra, imported on first use; the table pydantic-ai prices runs with), keyed by the provider's name
+extra, imported on first use; the table pydantic-ai prices runs with; without it there is no table: a model
+without a price set has none, said once at INFO on this module's logger), keyed by the provider's name
 (``"openai"``, ``"anthropic"``, ``"gemini"``, ...: what ``LLMResponse.provider`` says) and the model
 that answered (``LLMResponse.model``).  What the table lacks, or prices differently from a contract,
 the user sets (:func:`set_price`, :func:`set_prices`); a price set wins over the table.  The table's
@@ -23,6 +24,7 @@ writes made with a 1-hour TTL (``Usage.cache_write_1h_tokens``, a part of ``cach
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import threading
 import weakref
@@ -32,6 +34,7 @@ from typing import Any, cast
 
 import attrs
 
+from ._extras import missing_extra
 from .messages import LLMRequest, LLMResponse, Usage
 
 __all__ = [
@@ -58,6 +61,7 @@ __all__ = [
 ]
 
 _PER = 1_000_000.0
+_log = logging.getLogger(__name__)
 
 
 def _rate(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
@@ -599,8 +603,9 @@ def _snapshot() -> Any:
     if _genai is None:
         try:
             module = importlib.import_module("genai_prices.data_snapshot")
-        except ImportError:
+        except ImportError as exc:  # documented: no table, so a model without a price set has no cost
             _genai = False
+            _log.info("%s; a model without a price set has no cost", missing_extra("the price table", "prices", exc))
         else:
             _basis = module.get_snapshot()
             _watched = module

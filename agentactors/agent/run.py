@@ -27,6 +27,7 @@ import anyio
 import anyio.lowlevel
 
 from .._channel import Channel, open_channel
+from .._extras import missing_extra
 from ..actors.runtime import Runtime
 from ..errors import ActorStopped, RunNotFoundError
 from ..events import Event, LLMTextDelta, Recorder
@@ -395,9 +396,7 @@ class AgentRun(Generic[OutputT]):
             return self._view(self._partials(_Answer(False, {})))
         typed, kinds = launcher.typed, launcher.typed_agents()
         if (typed or any(kinds.values())) and not jiter_available():
-            raise ImportError(
-                "partial_output() of a typed result parses partial JSON with jiter: pip install 'agentactors[jiter]'"
-            )
+            raise missing_extra("partial_output() of a typed result (its partial JSON)", "jiter")
         return self._view(self._partials(_Answer(typed, kinds)))
 
     def _view(self, view: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:

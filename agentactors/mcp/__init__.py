@@ -40,9 +40,11 @@ left out, the first 100 —, ``skipped_count``, ``unportable``), ``mcp.server_re
 from __future__ import annotations
 
 import agentactors._reexport as _reexport
+from agentactors._extras import needs_extra
 
-from ._results import MCPToolError
-from ._server import MCPServerHTTP, MCPServerStdio, ToolFilter
+with needs_extra("mcp", "agentactors.mcp"):  # without the SDK: an ImportError that names the extra
+    from ._results import MCPToolError
+    from ._server import MCPServerHTTP, MCPServerStdio, ToolFilter
 
 __all__ = ["MCPServerHTTP", "MCPServerStdio", "MCPToolError", "ToolFilter"]
 

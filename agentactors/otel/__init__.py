@@ -12,8 +12,10 @@ tool call — and records the GenAI client metrics.  Needs the ``[otel]`` extra 
 """
 
 import agentactors._reexport as _reexport
+from agentactors._extras import needs_extra
 
-from .recorder import OTelRecorder
+with needs_extra("otel", "agentactors.otel"):  # without opentelemetry-api: an ImportError that names the extra
+    from .recorder import OTelRecorder
 
 __all__ = ["OTelRecorder"]
 

@@ -76,6 +76,7 @@ import attrs
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .._extras import needs_extra
 from .._version import __version__
 from ..errors import redact
 from ..loop.result import RunResult
@@ -219,7 +220,8 @@ class RayCluster:
         if self._entered:
             raise RuntimeError("a RayCluster can be entered only once")
         self._entered = True
-        import ray
+        with needs_extra("ray", "RayCluster"):  # the first use of ray: without it, an ImportError naming the extra
+            import ray
 
         if not ray.is_initialized():
             if self._init is None:

@@ -48,10 +48,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import mcp_types as types
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
-from mcp.shared.exceptions import MCPError
+
+from .._extras import needs_extra
+
+with needs_extra("mcp", "agentactors.serve.mcp_server"):  # without the SDK: an ImportError that names the extra
+    import mcp_types as types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
 
 from .._version import __version__
 from ..actors.runtime import Runtime

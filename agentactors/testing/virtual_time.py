@@ -100,10 +100,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
 
 def virtual_backends() -> list[tuple[str, dict[str, Any]]]:
-    """``anyio_backend`` values for both backends on virtual time."""
-    import trio.testing
+    """``anyio_backend`` values for both backends on virtual time.
+
+    :raises ModuleNotFoundError: trio is not installed (the ``[testing]`` extra).
+    """
+    from .._extras import import_extra
+
+    trio_testing = import_extra("trio.testing", "testing", "agentactors.testing.virtual_backends()")
 
     return [
         ("asyncio", {"loop_factory": VirtualTimeLoop}),
-        ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)}),
+        ("trio", {"clock": trio_testing.MockClock(autojump_threshold=0)}),
     ]

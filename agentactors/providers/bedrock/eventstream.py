@@ -25,11 +25,11 @@ starts (the ``[bedrock]`` extra).
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..._extras import import_extra
 from ...errors import MalformedResponseError, ProviderError
 from .stream import EXCEPTION_PREFIX
 
@@ -37,10 +37,7 @@ __all__ = ["EventStreamFramer", "iter_messages"]
 
 
 def _eventstream() -> Any:
-    try:
-        return importlib.import_module("botocore.eventstream")
-    except ModuleNotFoundError as exc:  # pragma: no cover - the extra is part of the dev install
-        raise ImportError("BedrockProvider needs botocore: pip install 'agentactors[bedrock]'") from exc
+    return import_extra("botocore.eventstream", "bedrock", "BedrockProvider")
 
 
 def _text(value: Any) -> str:

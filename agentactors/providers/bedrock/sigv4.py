@@ -18,7 +18,6 @@ masked, so neither a key, a token nor a signature reaches a log line, an error o
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 from typing import Any
@@ -27,6 +26,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from ..._extras import import_extra
 from ...errors import ErrorKind, ProviderError
 from ...redaction import redact_loggers, register_secret
 
@@ -39,10 +39,7 @@ _MASK = "[REDACTED]"
 
 
 def _botocore(name: str) -> Any:
-    try:
-        return importlib.import_module(f"botocore.{name}")
-    except ModuleNotFoundError as exc:  # pragma: no cover - the extra is part of the dev install
-        raise ImportError("BedrockProvider needs botocore: pip install 'agentactors[bedrock]'") from exc
+    return import_extra(f"botocore.{name}", "bedrock", "BedrockProvider")
 
 
 class _SigningLines(logging.Filter):

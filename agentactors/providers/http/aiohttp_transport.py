@@ -49,10 +49,14 @@ import ssl
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-import aiohttp
 import httpx
-from multidict import CIMultiDict
-from yarl import URL
+
+from ..._extras import needs_extra
+
+with needs_extra("aiohttp", "agentactors' aiohttp sender"):
+    import aiohttp
+    from multidict import CIMultiDict
+    from yarl import URL
 
 from ._proxies import proxy_for, refused_tunnel
 from ._tls import default_client_context, unverified, verify_failure

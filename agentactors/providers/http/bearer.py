@@ -30,6 +30,7 @@ found).  The cause is not chained either way: it may hold the credential file's 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import logging
 import sys
@@ -40,6 +41,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from ..._extras import import_extra, missing_extra
 from ...errors import ErrorKind, ProviderError
 from ...redaction import redact, redact_loggers, register_secret
 from ..errors import classify_exception
@@ -57,6 +59,8 @@ class BearerTokens:
     def __init__(self, token_provider: TokenProvider | None, *, provider: str) -> None:
         if token_provider is not None and not callable(token_provider):
             raise TypeError(f"token_provider must be a callable, not {type(token_provider).__name__}")
+        if token_provider is None:
+            _check_google_auth()
         self._token_provider = token_provider
         self._provider = provider
         self._google: Any = None
@@ -257,14 +261,23 @@ def _mask_google_logs() -> None:
     redact_loggers(_GOOGLE_LOGGERS)
 
 
+_WITHOUT_TOKEN_PROVIDER = "Vertex AI without a token_provider (google's default credentials)"
+
+
+def _check_google_auth() -> None:
+    """An ImportError naming the ``[vertex]`` extra when google-auth is not installed: said where the provider is made,
+    not by its first request (where it would be one more credential failure).  Looked up, not imported (~0.1 s)."""
+    try:
+        found = importlib.util.find_spec("google.auth") is not None
+    except ImportError as exc:  # no ``google`` package at all
+        raise missing_extra(_WITHOUT_TOKEN_PROVIDER, "vertex", exc) from exc
+    if not found:
+        raise missing_extra(_WITHOUT_TOKEN_PROVIDER, "vertex")
+
+
 def _google_default() -> Any:
     _mask_google_logs()  # before google-auth reads a credential file or asks for a token
-    try:
-        auth = importlib.import_module("google.auth")
-    except ModuleNotFoundError as exc:
-        raise ImportError(
-            "Vertex AI without a token_provider needs google-auth: pip install 'agentactors[vertex]'"
-        ) from exc
+    auth = import_extra("google.auth", "vertex", _WITHOUT_TOKEN_PROVIDER)
     credentials, _project = auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
     return credentials
 

@@ -51,6 +51,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._backend import running_trio
+from ..._extras import missing_extra
 from ._proxies import proxies_configured
 
 if TYPE_CHECKING:
@@ -330,7 +331,7 @@ def owned_sender(timeout: httpx.Timeout) -> Sender:
                 keepalive_expiry=limits.keepalive_expiry or 5.0,
             )
             return sender
-        raise RuntimeError(f"{ENV}=aiohttp, but aiohttp is not installed (pip install 'agentactors[aiohttp]')")
+        raise missing_extra(f"{ENV}=aiohttp", "aiohttp")
     if choice == "h11" or (choice != "httpx" and not proxies_configured()):
         from .h11_transport import H11Sender  # imported on first use: `import agentactors` does not need it
 
