@@ -136,11 +136,11 @@ class Completions(Protocol[R_co]):
     async def __aexit__(self, *exc: object) -> None: ...
 
 
-class RunsMany(Protocol[R]):
-    """What :meth:`Runtime.run_many` and :meth:`Runtime.as_completed` need of an agent.
+class _RunsInOrder(Protocol[R]):
+    """What :meth:`Runtime.run_many` needs of an agent: its own ``run_many``.
 
-    :class:`agentactors.Agent` implements it (``Agent.run_many`` / ``Agent.as_completed``); the
-    runtime only hands itself over, so the kernel needs to know nothing about agents.
+    One method to a protocol, so a type checker infers ``R`` from the method the call uses alone: an
+    ``Agent[T]``'s ``rt.run_many(agent, ...)`` is a ``list[RunResult[T]]`` whatever its ``as_completed`` says.
     """
 
     async def run_many(
@@ -152,9 +152,22 @@ class RunsMany(Protocol[R]):
         progress: Callable[[int, int, int], Any] | None = None,
     ) -> list[R]: ...
 
+
+class _RunsAsCompleted(Protocol[R_co]):
+    """What :meth:`Runtime.as_completed` needs of an agent: its own ``as_completed``."""
+
     def as_completed(
         self, inputs: Iterable[Any], *, runtime: Runtime | None = None, concurrency: int = 100
-    ) -> Completions[R]: ...
+    ) -> Completions[R_co]: ...
+
+
+class RunsMany(_RunsInOrder[R], _RunsAsCompleted[R], Protocol[R]):
+    """What :meth:`Runtime.run_many` and :meth:`Runtime.as_completed` need of an agent.
+
+    :class:`agentactors.Agent` implements it (``Agent.run_many`` / ``Agent.as_completed``); the
+    runtime only hands itself over, so the kernel needs to know nothing about agents.  (Each method of
+    the runtime asks only for the half it calls.)
+    """
 
 
 class HasSessions(Protocol[R_co]):
@@ -1120,7 +1133,7 @@ class Runtime:
 
     async def run_many(
         self,
-        agent: RunsMany[R],
+        agent: _RunsInOrder[R],
         inputs: Iterable[Any],
         *,
         concurrency: int = 100,
@@ -1134,7 +1147,9 @@ class Runtime:
         """
         return await agent.run_many(inputs, runtime=self, concurrency=concurrency, progress=progress)
 
-    def as_completed(self, agent: RunsMany[R], inputs: Iterable[Any], *, concurrency: int = 100) -> Completions[R]:
+    def as_completed(
+        self, agent: _RunsAsCompleted[R], inputs: Iterable[Any], *, concurrency: int = 100
+    ) -> Completions[R]:
         """Run ``agent`` on every input in this runtime and yield each result as it finishes (``async for``).
 
         The same as :meth:`agentactors.Agent.as_completed` with ``runtime=self`` (stopping early,
