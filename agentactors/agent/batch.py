@@ -32,9 +32,15 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+if sys.version_info >= (3, 13):  # pragma: no cover - the CI interpreter is 3.11
+    from typing import TypeVar as DefaultTypeVar
+else:  # TypeVar defaults (PEP 696) before 3.13: typing_extensions, as agentactors.output.spec
+    from typing_extensions import TypeVar as DefaultTypeVar
 
 import anyio
 
@@ -61,6 +67,8 @@ __all__ = [
 log = logging.getLogger("agentactors.agent")
 
 P = TypeVar("P")
+#: What :class:`AsCompleted` yields results of: the agent's output type (``Any`` where it is not said).
+R = DefaultTypeVar("R", default=Any)
 
 #: Turns one input into the run's messages; raises ``TypeError`` / ``ValueError`` for a bad input.
 Prepare = Callable[[P], tuple[Message, ...]]
@@ -386,7 +394,7 @@ class _Feed(Generic[P]):
                 log.debug("could not cancel the runs of an abandoned as_completed", exc_info=True)
 
 
-class AsCompleted(Generic[P]):
+class AsCompleted(Generic[P, R]):
     """The async iterator of :meth:`Agent.as_completed <agentactors.Agent.as_completed>`.
 
     The runs live in the runtime's task group (``rt.spawn_task``).  Also an async context manager
@@ -423,10 +431,10 @@ class AsCompleted(Generic[P]):
         self._rt.spawn_task(self._feed.feed, send, name="as_completed")
         return receive
 
-    def __aiter__(self) -> AsCompleted[P]:
+    def __aiter__(self) -> AsCompleted[P, R]:
         return self
 
-    async def __anext__(self) -> RunResult[Any]:
+    async def __anext__(self) -> RunResult[R]:
         receive = self._receive if self._receive is not None else self._start()
         try:
             return await receive.receive()
@@ -448,7 +456,7 @@ class AsCompleted(Generic[P]):
             self._receive.close()
         await self._feed.close()
 
-    async def __aenter__(self) -> AsCompleted[P]:
+    async def __aenter__(self) -> AsCompleted[P, R]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

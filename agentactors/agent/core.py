@@ -857,7 +857,7 @@ class Agent(Generic[OutputT]):
 
     def as_completed(
         self, inputs: Iterable[Prompt], *, runtime: Runtime | None = None, concurrency: int = 100
-    ) -> AsCompleted[Prompt]:
+    ) -> AsCompleted[Prompt, OutputT]:
         """Run the agent on every input and yield each :class:`RunResult` as it finishes (``async for``).
 
         In ``runtime`` (default: the current one, as for :meth:`run`); the runs
@@ -1637,7 +1637,7 @@ async def run_many(
 
 
 def as_completed(
-    rt: Runtime, agent: Agent[Any], inputs: Iterable[Prompt], *, concurrency: int = 100
-) -> AsCompleted[Prompt]:
+    rt: Runtime, agent: Agent[OutputT], inputs: Iterable[Prompt], *, concurrency: int = 100
+) -> AsCompleted[Prompt, OutputT]:
     """``agent.as_completed(inputs, runtime=rt, ...)`` (see :meth:`Agent.as_completed`)."""
     return agent.as_completed(inputs, runtime=rt, concurrency=concurrency)

@@ -264,13 +264,13 @@ async def runtime_and_friends(chart_png: bytes) -> None:
         assert_type(typed[0].output, Triage)
         many = await agent.run_many(["a", "b"])
         assert_type(many, list[RunResult[str]])
-        # KNOWN GAP (agentactors/agent/batch.py): AsCompleted is generic in its inputs, not its results, and
-        # yields RunResult[Any]; when it yields RunResult[T], these lines fail: assert RunResult[Triage] then.
         async with rt.as_completed(triager, ["a", "b"], concurrency=2) as finished:
             async for done in finished:
-                assert_type(done, RunResult[Any])
+                assert_type(done, RunResult[Triage])
         async for done in triager.as_completed(["c"]):
-            assert_type(done, RunResult[Any])
+            assert_type(done, RunResult[Triage])
+        async for plain in agent.as_completed(["d"]):
+            assert_type(plain, RunResult[str])
 
         session = rt.session(agent, "user:1", idle_timeout=300)
         assert_type(session, AgentSession)
