@@ -215,11 +215,22 @@ def _trimmed_message(m: Message, text: str) -> Message:
 
 class ContextBudget:
     """A run's context budget (:attr:`chars`, the system message already subtracted) and what
-    :func:`fit_to_budget` learnt of the messages it was given: each one's size and trimmed form.
+    :func:`fit_to_budget` learnt of the messages it was given: each one's size and trimmed form, and where the
+    last fit left off.
 
     The loop makes one per seat of a run with a budget (``LoopState.budget``) and passes it to every step's
     :func:`fit_to_budget` (:meth:`fit`): a message measured once is not measured again — its calls' argument
-    JSON is not encoded again, nor its trimmed text cut again — so a step costs what is new plus one cheap pass.
+    JSON is not encoded again, nor its trimmed text cut again — and a conversation that only grew since the
+    last fit (a run's, step after step) is fitted from where that fit left off: a step costs what is new plus
+    copying the conversation into the request's tuple, not a walk over the whole conversation.
+
+    Why resuming gives what a fit from scratch gives: a conversation that grew only adds size, so each old
+    result trimmed before the last fit's protected tail is trimmed again (the total is over the budget at each
+    of them as it was), and — when the total after trimming is not smaller than the last one — each old group
+    dropped before that tail is dropped again.  The protected tail only moves forward.  When the total after
+    trimming is smaller (results that left the protected tail trimmed away more than the new messages add), the
+    drops are worked out again from the start; a conversation that is not the last one grown (a handoff's, a
+    typed run's request) is fitted afresh.
 
     A message is known by its identity, and held: an object that died could leave its ``id`` to a new one, so
     an entry keeps its message alive.  Messages are immutable and the conversation holds them for the run; one
@@ -228,7 +239,25 @@ class ContextBudget:
     different one (another transport) starts afresh.
     """
 
-    __slots__ = ("_measure", "_sizes", "_trims", "chars")
+    __slots__ = (
+        "_cut_at",
+        "_dropped",
+        "_dropped_at",
+        "_first_user",
+        "_fitted_for",
+        "_given",
+        "_kept",
+        "_measure",
+        "_raw",
+        "_raw_total",
+        "_saved",
+        "_sizes",
+        "_trimmed_at",
+        "_trimmed_total",
+        "_trims",
+        "_view",
+        "chars",
+    )
 
     def __init__(self, chars: int) -> None:
         #: The budget in characters.
@@ -239,6 +268,28 @@ class ContextBudget:
         # id(message) -> its trimmed form and the chars trimming saved, or None when trimming would not shrink it
         # (only ids _sizes holds).
         self._trims: dict[int, tuple[Message, int] | None] = {}
+        self._restart()
+
+    def _restart(self) -> None:
+        """Forget where the last fit left off (the sizes and trimmed forms of messages stay known)."""
+        self._fitted_for = self.chars  # the budget the last fit fitted to
+        # The conversation of the last fit, and each message's size as measured.
+        self._given: tuple[Message, ...] = ()
+        self._raw: list[int] = []
+        self._raw_total = 0
+        self._first_user = -1  # the index of the first user message (protected), -1 while there is none
+        # What is sent for each message: the message, or its trimmed form (trims only before _trimmed_at).
+        self._view: list[Message] = []
+        # Phase 1 went through the messages before this index: each result there that trims is trimmed.
+        self._trimmed_at = 0
+        self._saved = 0  # the chars those trims saved
+        self._cut_at: dict[int, int] = {}  # index -> chars its trim saved
+        # Phase 2, when the last fit needed it: the total it began with (-1: it did not run), the index before
+        # which its drops are final, the chars they removed, and which messages are kept.
+        self._trimmed_total = -1
+        self._dropped_at = 0
+        self._dropped = 0
+        self._kept: list[bool] = []
 
     def __repr__(self) -> str:
         return f"ContextBudget({self.chars}, known={len(self._sizes)})"
@@ -247,34 +298,122 @@ class ContextBudget:
         self, messages: Sequence[Message], measure: Callable[[Message], int] = message_chars
     ) -> tuple[Message, ...]:
         """:func:`fit_to_budget` of ``messages`` within :attr:`chars`, with what this budget remembers."""
-        return fit_to_budget(messages, self.chars, measure=measure, cache=self)
+        return self._fit(messages, measure, self.chars)
 
-    def _sizes_of(self, messages: Sequence[Message], measure: Callable[[Message], int]) -> list[int]:
-        known = self._sizes
+    def _fit(
+        self, messages: Sequence[Message], measure: Callable[[Message], int], budget: int
+    ) -> tuple[Message, ...]:
+        """:func:`fit_to_budget`'s result within ``budget``, resumed from where the last fit left off (see the
+        class docstring)."""
+        msgs = tuple(messages)
+        n = len(msgs)
+        given = self._given
+        k = len(given)
         if measure is not self._measure:
-            known.clear()
-            self._trims.clear()
+            if self._measure is not None:  # (a new budget's state is fresh already)
+                self._sizes.clear()
+                self._trims.clear()
+                self._restart()
+                k = 0
             self._measure = measure
-        elif len(known) > 2 * len(messages) + 64:  # messages that left the conversation: let them go
-            here = {id(m) for m in messages}
-            self._sizes = known = {k: v for k, v in known.items() if k in here}
-            self._trims = {k: v for k, v in self._trims.items() if k in here}
-        sizes: list[int] = []
-        append = sizes.append
-        get = known.get
-        for m in messages:
-            hit = get(id(m))
-            if hit is None:
-                size = measure(m)
-                known[id(m)] = (m, size)
-                append(size)
-            else:
-                append(hit[1])
-        return sizes
+        elif k > n or (k and msgs[:k] != given):  # not the last conversation grown: fitted afresh
+            sized = self._sizes
+            if len(sized) > 2 * n + 64:  # messages that left the conversation: let them go
+                here = {id(m) for m in msgs}
+                self._sizes = {key: v for key, v in sized.items() if key in here}
+                self._trims = {key: v for key, v in self._trims.items() if key in here}
+            self._restart()
+            k = 0
+        if budget != self._fitted_for:  # (a budget's chars changed, or another budget given to fit_to_budget)
+            self._restart()
+            self._fitted_for = budget
+            k = 0
+        self._given = msgs
+        if k < n:
+            new = msgs[k:] if k else msgs
+            measured = self._sizes
+            sizes: list[int] = []
+            for m in new:
+                hit = measured.get(id(m))
+                if hit is None:
+                    size = measure(m)
+                    measured[id(m)] = (m, size)
+                    sizes.append(size)
+                else:
+                    sizes.append(hit[1])
+            self._raw.extend(sizes)
+            self._raw_total += sum(sizes)
+            self._view.extend(new)
+            if self._first_user < 0:
+                for i in range(k, n):
+                    if msgs[i].role == "user":
+                        self._first_user = i
+                        break
+        total = self._raw_total
+        if total <= budget:
+            return msgs  # (a conversation that grew fitted before too: nothing was trimmed)
+        tail = max(0, n - KEEP_LAST)
+        while tail > 0 and msgs[tail].role == "tool":
+            tail -= 1
+        # Phase 1, from where the last fit's left off: only results before the protected tail are trimmed.
+        view = self._view
+        cut_at = self._cut_at
+        total -= self._saved
+        saved = self._saved
+        i = self._trimmed_at
+        while i < n and total > budget:
+            if i < tail:
+                m = msgs[i]
+                if m.role == "tool":
+                    known = self._trimmed(m)
+                    if known is not None:
+                        view[i], cut = known
+                        cut_at[i] = cut
+                        total -= cut
+                        saved += cut
+            i += 1
+        self._trimmed_at = min(i, tail)
+        self._saved = saved
+        if total <= budget:
+            if self._trimmed_total >= 0:  # the last fit's drops do not hold: this one drops nothing
+                self._trimmed_total, self._dropped_at, self._dropped, self._kept = -1, 0, 0, []
+            return tuple(view)
+        # Phase 2: drop whole unprotected groups oldest first, from where the last fit's drops are final when its
+        # total after phase 1 was not larger than this one's.
+        raw = self._raw
+        if 0 <= self._trimmed_total <= total:
+            kept = self._kept
+            kept.extend([True] * (n - len(kept)))
+            start, dropped = self._dropped_at, self._dropped
+        else:
+            kept = [True] * n
+            start, dropped = 0, 0
+        self._trimmed_total = total
+        total -= dropped
+        first_user = self._first_user
+        i = final = start
+        while i < n and total > budget:
+            if i <= tail:
+                final = i
+            end = i + 1
+            if msgs[i].tool_calls:
+                while end < n and msgs[end].role == "tool":
+                    end += 1
+            if end <= tail and not (i <= first_user < end) and all(msgs[j].role != "system" for j in range(i, end)):
+                for j in range(i, end):
+                    size = raw[j] - cut_at.get(j, 0)
+                    total -= size
+                    dropped += size
+                    kept[j] = False
+            i = end
+        if i <= tail:
+            final = i
+        self._kept, self._dropped_at, self._dropped = kept, final, dropped
+        return tuple(compress(view, kept))
 
     def _trimmed(self, m: Message) -> tuple[Message, int] | None:
         """``m`` trimmed (:func:`_trimmed_text`) and the chars that saves, worked out once; ``m`` is one that
-        :meth:`_sizes_of` holds."""
+        :meth:`_size` knows."""
         trims = self._trims
         key = id(m)
         if key in trims:
@@ -300,23 +439,23 @@ def fit_to_budget(
     it saw (the same result, without measuring them again).  Returns the input unchanged (as a tuple) when
     it already fits.  Never raises for any input; never alters a protected message.
     """
-    sizes = list(map(measure, messages)) if cache is None else cache._sizes_of(messages, measure)
+    if cache is not None:
+        return cache._fit(messages, measure, budget_chars)
+    sizes = list(map(measure, messages))
     total = sum(sizes)
     if total <= budget_chars:
         return tuple(messages)
     keep = _protected(messages)
     # Phase 1: trim tool results, oldest first.  Only the new texts are made here: a message is built for a
     # trimmed result that survives phase 2 (a long run's every step would otherwise build one for each of its
-    # old results, then drop nearly all of them).
-    # A cache keeps the message made for each trimmed result instead (made once for the run).
-    trims: dict[int, str | Message] = {}
-    trim_of = _trim if cache is None else cache._trimmed
+    # old results, then drop nearly all of them).  (A cache keeps the message made for each trimmed result.)
+    trims: dict[int, str] = {}
     for i, m in enumerate(messages):
         if total <= budget_chars:
             break
         if keep[i] or m.role != "tool":
             continue
-        known = trim_of(m)
+        known = _trim(m)
         if known is None:
             continue
         trims[i], saved = known
@@ -343,7 +482,7 @@ def fit_to_budget(
     out: list[Message] = list(messages)
     for i, trim in trims.items():
         if kept is None or kept[i]:
-            out[i] = _trimmed_message(out[i], trim) if isinstance(trim, str) else trim
+            out[i] = _trimmed_message(out[i], trim)
     if kept is not None:
         return tuple(compress(out, kept))
     return tuple(out)

@@ -153,8 +153,9 @@ def test_messages_that_left_the_conversation_are_let_go() -> None:
     del gone
     gc.collect()
     assert ref() is not None  # held: no new object can take its id while the cache knows it
-    for _ in range(4):  # conversations of new messages only (a handoff's, a typed run's request)
-        conversation = [m for i in range(50) for m in _exchange(i)]
+    for r in range(4):  # conversations of new messages only (a handoff's, a typed run's request)
+        # (Each round's its own: a conversation equal to the last one given is that one, grown by nothing.)
+        conversation = [m for i in range(50) for m in _exchange(50 * r + i)]
         assert cache.fit(conversation) == fit_to_budget(conversation, 10**9)
     gc.collect()
     assert ref() is None
