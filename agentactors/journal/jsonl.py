@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, read_jsonl, to_jsonable
-from ..messages import Message
+from ..messages import LLMRequest, Message
 from ..tools.results import ToolResult, ToolStatus
 from .codec import message_from_event, response_from_event
 from .records import RecordedRun, RecordedStep, RunNotRecordedError
@@ -39,7 +39,9 @@ def read_run(path: str | Path, run_id: str) -> RecordedRun:
 def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the events") -> RecordedRun:
     """The run ``run_id`` told by ``events`` (a JSONL record's, or a recorder's: objects are read as JSON)."""
     started: Mapping[str, Any] | None = None
-    requests: dict[int, list[Message]] = {}
+    # step -> its request's messages as recorded; or, from a recorder's events, the request itself, read when
+    # needed: each request holds the whole conversation, and decoding each one read a long run's N²/2 messages.
+    requests: dict[int, list[Message] | LLMRequest] = {}
     responses: dict[int, Any] = {}
     finished: dict[int, list[dict[str, Any]]] = {}  # step -> its tools.finished payloads, in order
     flags: dict[str, dict[str, Any]] = {}  # call id -> truncated / refused, with the original size
@@ -48,12 +50,21 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
     for e in events:
         if e.run_id != run_id:
             continue
-        data = {k: to_jsonable(v) for k, v in e.data.items()}
         kind, step = e.type, e.step
+        if kind == "llm.request":
+            request = e.data.get("request")
+            if step is None or step in requests:
+                continue
+            if isinstance(request, LLMRequest):
+                requests[step] = request
+                continue
+            request = to_jsonable(request)
+            if isinstance(request, Mapping):
+                requests[step] = [message_from_event(m) for m in request.get("messages") or ()]
+            continue
+        data = {k: to_jsonable(v) for k, v in e.data.items()}
         if kind == "run.started":
             started = data
-        elif kind == "llm.request" and step is not None and isinstance(data.get("request"), Mapping):
-            requests.setdefault(step, [message_from_event(m) for m in data["request"].get("messages") or ()])
         elif kind == "llm.response" and step is not None:
             responses[step] = response_from_event(data["response"])
         elif kind == "tools.finished" and step is not None:
@@ -62,7 +73,7 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
             flags[str(data.get("call_id"))] = {kind.rpartition("_")[2]: True, "original_chars": data.get("size")}
         elif kind == "run.finished":
             status, content = _ending(data), data.get("content")
-    first = requests.get(min(requests)) if requests else None
+    first = _messages(requests[min(requests)]) if requests else None
     if started is None or first is None:
         raise RunNotRecordedError(f"{where} hold no run.started and first request for run {run_id!r}")
     inputs, system = _inputs(first, int(started.get("messages") or 0))
@@ -83,13 +94,38 @@ def _inputs(request: list[Message], count: int) -> tuple[tuple[Message, ...], st
     return tuple(request[-count:]) if count else (), None
 
 
+def _messages(request: list[Message] | LLMRequest) -> list[Message]:
+    """A request's messages as an event records them."""
+    if not isinstance(request, LLMRequest):
+        return request
+    record = to_jsonable(request)
+    return [message_from_event(m) for m in record.get("messages") or ()] if isinstance(record, Mapping) else []
+
+
+def _texts(finished: list[dict[str, Any]], after: list[Message] | LLMRequest) -> dict[str | None, str]:
+    """Tool result texts of ``after`` by call id, the last of each id (the step's results are at its end)."""
+    if not isinstance(after, LLMRequest):
+        return {m.tool_call_id: m.content for m in after if m.role == "tool"}
+    # From the end, until each of the step's calls is found: what a record's copy would say of them (a string
+    # is recorded as it is), without reading the conversation before them.
+    wanted = {str(data["call_id"]) for data in finished}
+    texts: dict[str | None, str] = {}
+    for m in reversed(after.messages):
+        call_id = m.tool_call_id
+        if m.role == "tool" and call_id in wanted and call_id not in texts:
+            texts[call_id] = m.content
+            if len(texts) == len(wanted):
+                break
+    return texts
+
+
 def _results(
-    finished: list[dict[str, Any]], after: list[Message] | None, flags: Mapping[str, Mapping[str, Any]]
+    finished: list[dict[str, Any]], after: list[Message] | LLMRequest | None, flags: Mapping[str, Mapping[str, Any]]
 ) -> tuple[ToolResult, ...] | None:
     """A tool step's results, their text from the request that followed (``None`` when none followed)."""
     if after is None:
         return None
-    texts = {m.tool_call_id: m.content for m in after if m.role == "tool"}
+    texts = _texts(finished, after)
     out = []
     for data in finished:
         call_id = str(data["call_id"])
