@@ -85,6 +85,9 @@ class OpenAIStreamDecoder:
         self._response_id: str | None = None
         self._extra: dict[str, Any] = {}
         self._details: dict[Any, dict[str, Any]] = {}
+        # (detail key, field) -> the fragments of a detail's text field so far, joined once in finish(): ``+=`` on
+        # a dict's value copies the whole text at each fragment (a block streamed in 20,000 was quadratic).
+        self._detail_parts: dict[tuple[Any, str], list[str]] = {}
         self._alias: dict[int, int] = {}
 
     @property
@@ -138,6 +141,8 @@ class OpenAIStreamDecoder:
         stop = StopReason.content_filter if self._refused else map_finish_reason(self._finish, has_calls=bool(calls))
         extra = dict(self._extra)
         if self._details:
+            for (key, field), parts in self._detail_parts.items():
+                self._details[key][field] = "".join(parts)
             extra["reasoning_details"] = list(self._details.values())
         return LLMResponse(
             content="".join(self._text),
@@ -215,9 +220,13 @@ class OpenAIStreamDecoder:
                 continue
             for field, value in d.items():
                 if field in _DETAIL_TEXT and isinstance(value, str) and isinstance(current.get(field), str):
-                    current[field] += value
+                    parts = self._detail_parts.get((key, field))
+                    if parts is None:
+                        parts = self._detail_parts[key, field] = [current[field]]
+                    parts.append(value)
                 elif value not in (None, ""):
                     current[field] = value
+                    self._detail_parts.pop((key, field), None)  # a text that starts again starts from this value
 
     def _index_for(self, item: dict[str, Any], name: Any) -> int:
         call_id = item.get("id")
