@@ -593,12 +593,18 @@ class _Opened:
         self.receive = receive
         self.provider = provider
         self.model = model
-        #: The output text (answer and reasoning) delivered so far: what a stream cut short is charged for.
-        self.delivered = _text_of(first)
+        # The output text (answer and reasoning) delivered so far, in pieces: joined when read (:attr:`delivered`),
+        # never `+=` on the attribute, which copied the whole text so far at every delta (quadratic in a long stream).
+        self._pieces = [_text_of(first)]
         self.ended = False  # its StreamEnd was relayed: the call is over (and charged with its response)
         #: The relay reached the stream's end, with or without its StreamEnd, or its failure: not left alive by
         #: the consumer (a stream left alive is billed as a copy in flight).
         self.over = False
+
+    @property
+    def delivered(self) -> str:
+        """The output text (answer and reasoning) delivered so far: what a stream cut short is charged for."""
+        return "".join(self._pieces)
 
     @staticmethod
     async def run(me: _Attempt, request: LLMRequest, race: _Race[Any]) -> _Opened | None:
@@ -650,7 +656,7 @@ class _Opened:
                     if lost:
                         item = StreamEnd(with_cut_short(item.response, lost))
                 else:
-                    self.delivered += _text_of(item)
+                    self._pieces.append(_text_of(item))
                 yield item
             self.over = True  # (reached only when the winner's task ended the stream: it was not left alive)
 
