@@ -96,7 +96,7 @@ from .gateway.cost_budget import CostBudget
 from .gateway.provider import Complete as Complete
 from .gateway.provider import ProviderActor
 from .gateway.provider import Stream as Stream
-from .journal import JournalStore, PostgresJournal, SqliteJournal, fork, replay
+from .journal import JournalStore, fork, replay
 from .loop.controller import LoopController as LoopController
 from .loop.live import RunState
 from .loop.result import RunResult
@@ -124,7 +124,7 @@ from .resilience import (
     with_retry,
     with_timeout,
 )
-from .sessions import AgentSession, MemoryStore, PostgresStore, SqliteStore
+from .sessions import AgentSession, MemoryStore
 from .sessions import SessionStore as SessionStore
 from .settings import CachePolicy, ModelSettings
 from .tools import ResultCeiling, ToolContext, ToolResult, ToolStatus, tool
@@ -176,12 +176,16 @@ if _typing.TYPE_CHECKING:
 if _typing.TYPE_CHECKING:
     # The names served on first use (_ON_FIRST_USE, below), for type checkers: at run time __getattr__ imports
     # each when it is first read.
+    from .journal.postgres import PostgresJournal
+    from .journal.sqlite import SqliteJournal
     from .providers.anthropic.provider import AnthropicProvider
     from .providers.azure import AzureOpenAIProvider
     from .providers.bedrock.provider import BedrockProvider
     from .providers.gemini.provider import GeminiProvider
     from .providers.responses.provider import OpenAIResponsesProvider
     from .resilience.batch import BatchProvider
+    from .sessions.postgres import PostgresStore
+    from .sessions.sqlite import SqliteStore
 
 __all__ = [
     # the data model: messages, requests and answers, content parts, settings
@@ -283,11 +287,11 @@ __all__ = [
 ]
 
 # Listed names served on first use (PEP 562) rather than imported with the package: the vendors' providers but
-# OpenAI's, and the batch API, each a corner a program may never use (tests/unit/test_import_cost.py).  Read
-# once, a name is bound here (relabelled as the others are), so the next read is a plain lookup; `from
-# agentactors import X`, pickles and reprs are as before.  (A name whose module is the package's own submodule
-# of that name cannot be served so: importing agentactors.explain binds the module as agentactors.explain,
-# over a function served later.)
+# OpenAI's, the batch API, and the stores and journals over a database, each a corner a program may never use
+# (tests/unit/test_import_cost.py).  Read once, a name is bound here (relabelled as the others are), so the next
+# read is a plain lookup; `from agentactors import X`, pickles and reprs are as before.  (A name whose module is
+# the package's own submodule of that name cannot be served so: importing agentactors.explain binds the module as
+# agentactors.explain, over a function served later.)
 _ON_FIRST_USE = {
     "AnthropicProvider": "agentactors.providers.anthropic.provider",
     "AzureOpenAIProvider": "agentactors.providers.azure",
@@ -295,6 +299,10 @@ _ON_FIRST_USE = {
     "BedrockProvider": "agentactors.providers.bedrock.provider",
     "GeminiProvider": "agentactors.providers.gemini.provider",
     "OpenAIResponsesProvider": "agentactors.providers.responses.provider",
+    "PostgresJournal": "agentactors.journal.postgres",
+    "PostgresStore": "agentactors.sessions.postgres",
+    "SqliteJournal": "agentactors.journal.sqlite",
+    "SqliteStore": "agentactors.sessions.sqlite",
 }
 # The names that left the root (agentactors._deprecate.MOVED_NAMES): served with a warning.
 _moved = _deprecate.getattr_for(__name__, stacklevel=3)

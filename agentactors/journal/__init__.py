@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import importlib as _importlib
+import typing as _typing
+
 from .compare import ForkComparison, explain_fork
-from .postgres import PostgresJournal
 from .records import (
     ForkAgentMissingError,
     JournalError,
@@ -24,7 +26,6 @@ from .records import (
     StepOutOfRangeError,
 )
 from .replay import ReplayProvider, fork, load_run, replay
-from .sqlite import SqliteJournal
 from .store import JournalFormatError, JournalStore, LeaseLostError
 
 __all__ = [
@@ -48,3 +49,28 @@ __all__ = [
     "load_run",
     "replay",
 ]
+
+
+if _typing.TYPE_CHECKING:
+    from .postgres import PostgresJournal
+    from .sqlite import SqliteJournal
+
+# The journals are served on first use (PEP 562): `import agentactors` does not import their SQL, lease and
+# driver modules for a program that never journals (tests/unit/test_import_cost.py).
+_ON_FIRST_USE = {
+    "PostgresJournal": "postgres",
+    "SqliteJournal": "sqlite",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})

@@ -37,6 +37,8 @@ HEAVY = (
     "email.utils",  # HTTP dates: parsed when a vendor sends one
     "ssl",
     "importlib.abc",  # importlib.resources with it
+    "sqlite3",  # SqliteStore's and SqliteJournal's driver: imported when one is first named
+    "socket",  # the PostgreSQL glue's: likewise
     "jsonschema",
     "aiohttp",
 )
@@ -48,6 +50,10 @@ SERVED = {
     "BedrockProvider": "agentactors.providers.bedrock.provider",
     "GeminiProvider": "agentactors.providers.gemini.provider",
     "OpenAIResponsesProvider": "agentactors.providers.responses.provider",
+    "PostgresJournal": "agentactors.journal.postgres",
+    "PostgresStore": "agentactors.sessions.postgres",
+    "SqliteJournal": "agentactors.journal.sqlite",
+    "SqliteStore": "agentactors.sessions.sqlite",
 }
 
 
@@ -133,3 +139,18 @@ def test_the_default_timeout_is_one_httpx_timeout_made_when_first_read() -> None
     from agentactors.providers.http import DEFAULT_TIMEOUT
 
     assert DEFAULT_TIMEOUT is timeout
+
+
+def test_the_packages_serving_stores_and_journals_serve_them_on_first_use_too() -> None:
+    seen = _fresh(
+        "import agentactors.journal, agentactors.sessions\n"
+        "homes = ['agentactors.sessions.sqlite', 'agentactors.sessions.postgres', 'agentactors.journal.sqlite',\n"
+        "         'agentactors.journal.postgres']\n"
+        "before = [h for h in homes if h in sys.modules]\n"
+        "from agentactors.sessions import PostgresStore, SqliteStore\n"
+        "from agentactors.journal import PostgresJournal, SqliteJournal\n"
+        "print(json.dumps([before, [h for h in homes if h in sys.modules] == homes,\n"
+        "                  SqliteStore is agentactors.SqliteStore, SqliteJournal is agentactors.SqliteJournal,\n"
+        "                  'SqliteStore' in dir(agentactors.sessions), 'PostgresJournal' in dir(agentactors.journal)]))"
+    )
+    assert seen == [[], True, True, True, True, True]
