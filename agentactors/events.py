@@ -58,7 +58,7 @@ import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
 import attrs
@@ -243,11 +243,17 @@ class LLMTextDelta(LLMEvent):
 
     __slots__ = ()
 
+    if TYPE_CHECKING:  # the payload's fields, for type checkers (read through __getattr__ at run time)
+        text: str
+
 
 class LLMReasoningDelta(LLMEvent):
     """``llm.reasoning_delta``: ``text``, a piece of the model's reasoning as it streamed."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # the payload's fields, for type checkers (read through __getattr__ at run time)
+        text: str
 
 
 class ToolEvent(Event):
@@ -261,6 +267,10 @@ class ToolStarted(ToolEvent):
 
     __slots__ = ()
 
+    if TYPE_CHECKING:  # the payload's fields, for type checkers (read through __getattr__ at run time)
+        call_id: str
+        name: str
+
 
 class ToolFinished(ToolEvent):
     """``tools.finished``: ``call_id``, ``name``, ``status``, ``duration``, ``size`` (of the content the model
@@ -269,6 +279,13 @@ class ToolFinished(ToolEvent):
     answered from its recording (:mod:`agentactors.journal`)."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # the payload's fields, for type checkers (read through __getattr__ at run time)
+        call_id: str
+        name: str
+        status: str
+        duration: float
+        size: int
 
 
 class ToolResultRefused(ToolEvent):
