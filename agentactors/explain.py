@@ -236,7 +236,7 @@ class Explanation:
         return "\n".join(self.lines())
 
 
-def explain(result: RunResult, events: Iterable[Event]) -> Explanation:
+def explain(result: RunResult[Any], events: Iterable[Event]) -> Explanation:
     """The :class:`Explanation` of ``result``'s run from ``events`` (a recorder's: other runs' are skipped).
 
     A fork (``result.forked_from``) whose original's events are in ``events`` too (one recorder on both runs)
@@ -258,7 +258,7 @@ def explain(result: RunResult, events: Iterable[Event]) -> Explanation:
     return attrs.evolve(explanation, fork=_fork_of(result, mine, before))
 
 
-def _fork_of(result: RunResult | None, events: Sequence[Event], before: Sequence[Event]) -> ForkComparison | None:
+def _fork_of(result: RunResult[Any] | None, events: Sequence[Event], before: Sequence[Event]) -> ForkComparison | None:
     """A fork beside its original, when the original's events (``before``) tell enough of it; else ``None``."""
     if not before:
         return None
@@ -308,7 +308,7 @@ def _delegated(ids: tuple[str, ...] | None) -> str:
 
 
 def _explain(
-    run_id: str, events: Sequence[Event], result: RunResult | None, children: Mapping[str | None, tuple[str, ...]]
+    run_id: str, events: Sequence[Event], result: RunResult[Any] | None, children: Mapping[str | None, tuple[str, ...]]
 ) -> Explanation:
     start = events[0].time
     end = events[-1].time
@@ -513,7 +513,7 @@ def _ending(data: Mapping[str, Any]) -> tuple[str, str | None]:
     return "ok", None
 
 
-def _result_ending(result: RunResult) -> tuple[str, str | None]:
+def _result_ending(result: RunResult[Any]) -> tuple[str, str | None]:
     """How a run ended, from its result (when the events end before ``run.finished``)."""
     error = _error_text(to_jsonable(result.error)) if result.error is not None else None
     if result.cancelled:

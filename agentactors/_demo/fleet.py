@@ -77,7 +77,7 @@ class LiveCounters:
         elif kind == "breaker.state_changed" and str(event.get("to_state")) == "open":
             self.breaker_opens += 1
 
-    def finished(self, result: RunResult | None) -> None:
+    def finished(self, result: RunResult[Any] | None) -> None:
         self.done += 1
         if result is not None and result.ok:
             self.ok += 1
@@ -95,7 +95,7 @@ class TaskOutcome:
     """What became of one task: the run that ended it, how long it took, and whether it was re-run."""
 
     task: Task
-    result: RunResult | None
+    result: RunResult[Any] | None
     latency: float
     streamed: bool
     reruns: int = 0
@@ -121,13 +121,13 @@ class FleetRun:
     fault_rate: float
 
 
-def _interrupted(result: RunResult) -> bool:
+def _interrupted(result: RunResult[Any]) -> bool:
     return isinstance(result.error, StreamInterruptedError)
 
 
 async def _drive(
     tasks: Sequence[Task],
-    agents: Sequence[Agent],
+    agents: Sequence[Agent[Any]],
     counters: LiveCounters,
     *,
     stream_every: int,
@@ -142,7 +142,7 @@ async def _drive(
         agent = agents[task.index]
         streamed = stream_every > 0 and task.index % stream_every == 0
         start = anyio.current_time()
-        result: RunResult | None = None
+        result: RunResult[Any] | None = None
         error: BaseException | None = None
         reruns = 0
         first_run: str | None = None

@@ -161,7 +161,7 @@ def remote_error(exc: BaseException, *, doing: str | None = None) -> RemoteError
     return RemoteError(redact(f"{name}{where}: {exc}")[:2000], type_name=name)
 
 
-def sendable(result: RunResult) -> RunResult:
+def sendable(result: RunResult[Any]) -> RunResult[Any]:
     """``result`` as it may travel (on the worker): its errors, and its children's, made safe to send.
 
     An error that does not pickle, a foreign one whose text or pickled form holds a credential (the
@@ -187,12 +187,12 @@ def _is_ours(exc: BaseException) -> bool:
     return isinstance(exc, AgentActorsError | Signal | RedactedException)
 
 
-def failed_results(inputs: Sequence[Any], error: BaseException) -> list[RunResult]:
+def failed_results(inputs: Sequence[Any], error: BaseException) -> list[RunResult[Any]]:
     """One failed result per input, each carrying ``error`` (a factory's failure, a runtime gone)."""
     return [RunResult("", input_messages(prompt), error=error) for prompt in inputs]
 
 
-def pack_results(results: Sequence[RunResult]) -> list[bytes]:
+def pack_results(results: Sequence[RunResult[Any]]) -> list[bytes]:
     """A chunk's results for the driver, one blob each; a result that does not pickle becomes a failed one."""
     import ray.cloudpickle
 
@@ -208,13 +208,13 @@ def pack_results(results: Sequence[RunResult]) -> list[bytes]:
     return out
 
 
-def unpack_results(blobs: Sequence[bytes], inputs: Sequence[Any]) -> list[RunResult]:
+def unpack_results(blobs: Sequence[bytes], inputs: Sequence[Any]) -> list[RunResult[Any]]:
     """The results :func:`pack_results` packed (on the driver), for ``inputs`` in order.
 
     A result that does not unpickle here (a class the driver lacks, a ``__reduce__`` that fails)
     becomes a failed result of its input whose error is a :class:`RemoteError` saying why.
     """
-    results: list[RunResult] = []
+    results: list[RunResult[Any]] = []
     for blob, prompt in zip(blobs, inputs, strict=True):
         try:
             result = pickle.loads(blob)

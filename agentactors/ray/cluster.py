@@ -603,7 +603,7 @@ class RayCluster:
 
     async def run_many(
         self, inputs: Iterable[Any], *, progress: Callable[[int, int, int], Any] | None = None
-    ) -> list[RunResult]:
+    ) -> list[RunResult[Any]]:
         """Run the agent on every input; one :class:`~agentactors.RunResult` per input, in input order.
 
         ``progress(done, failed, total)`` is called on the driver as results arrive (a callback
@@ -613,7 +613,7 @@ class RayCluster:
         Cancellation: cancels the chunks in flight (``ray.cancel``) and propagates.
         """
         items = list(inputs)
-        results: list[RunResult | None] = [None] * len(items)
+        results: list[RunResult[Any] | None] = [None] * len(items)
         done = failed = 0
         warned = False
         async with self.as_completed(items) as completions:
@@ -673,8 +673,8 @@ class ClusterCompletions:
         self._tg: TaskGroup | None = None
         self._closed = False
         # Made when the block is entered: a handle never entered holds no stream to leave unclosed.
-        self._send: MemoryObjectSendStream[tuple[int, RunResult]]
-        self._receive: MemoryObjectReceiveStream[tuple[int, RunResult]]
+        self._send: MemoryObjectSendStream[tuple[int, RunResult[Any]]]
+        self._receive: MemoryObjectReceiveStream[tuple[int, RunResult[Any]]]
 
     @property
     def job(self) -> str:
@@ -682,7 +682,7 @@ class ClusterCompletions:
         return self._job
 
     async def __aenter__(self) -> ClusterCompletions:
-        self._send, self._receive = anyio.create_memory_object_stream[tuple[int, RunResult]](math.inf)
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[int, RunResult[Any]]](math.inf)
         tg = self._tg = anyio.create_task_group()
         await tg.__aenter__()
         tg.start_soon(self._run)
@@ -702,7 +702,7 @@ class ClusterCompletions:
     def __aiter__(self) -> ClusterCompletions:
         return self
 
-    async def __anext__(self) -> tuple[int, RunResult]:
+    async def __anext__(self) -> tuple[int, RunResult[Any]]:
         if self._tg is None and not self._receive_closed():
             raise RuntimeError("iterate it inside `async with cluster.as_completed(inputs) as results:`")
         try:
@@ -729,7 +729,7 @@ class ClusterCompletions:
         self._cursor = min(self._total, start + size)
         return _Chunk(start, self._items[start : self._cursor])
 
-    def _deliver(self, index: int, result: RunResult) -> None:
+    def _deliver(self, index: int, result: RunResult[Any]) -> None:
         if self._delivered[index]:
             return  # exactly once, whatever happened on the way
         self._delivered[index] = 1

@@ -207,8 +207,8 @@ class ClusterWorker:
                 results = failed_results(items, failure)
         return pack_results(results)
 
-    async def _run_all(self, job: str, start: int, inputs: list[Any]) -> list[RunResult]:
-        results: list[RunResult | None] = [None] * len(inputs)
+    async def _run_all(self, job: str, start: int, inputs: list[Any]) -> list[RunResult[Any]]:
+        results: list[RunResult[Any] | None] = [None] * len(inputs)
         agent = self._agent
 
         async def one(i: int) -> None:

@@ -292,10 +292,8 @@ async def runtime_and_friends(chart_png: bytes) -> None:
         )
         explanation = explain(result, recorder.events)
         assert_type(explanation, Explanation)
-        # KNOWN GAP (agentactors/explain.py): explain(result: RunResult) is RunResult[str] to a type checker
-        # (OutputT defaults to str), so a typed agent's result needs this ignore.  When explain takes
-        # RunResult[Any], mypy --strict reports the ignore as unused: delete it then.
-        typed_explanation = explain(await triager.run("x"), recorder.events)  # type: ignore[arg-type]
+        # a typed agent's result explained as any other (explain takes RunResult[Any])
+        typed_explanation = explain(await triager.run("x"), recorder.events)
         assert_type(typed_explanation, Explanation)
 
         try:

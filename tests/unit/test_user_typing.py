@@ -72,26 +72,7 @@ DEFAULTED = frozenset({"Agent", "AgentRun", "RunResult", "ToolOutput", "NativeOu
 
 #: Bare uses known and reported (file, enclosing def): each should become X[Any] (or X[OutputT]); delete its
 #: entry then.  A new one fails the test below.
-KNOWN_BARE = frozenset({
-    ("agentactors/_demo/fleet.py", "LiveCounters.finished"),
-    ("agentactors/_demo/fleet.py", "TaskOutcome"),
-    ("agentactors/_demo/fleet.py", "_drive"),
-    ("agentactors/_demo/fleet.py", "_drive.one"),
-    ("agentactors/_demo/fleet.py", "_interrupted"),
-    ("agentactors/explain.py", "_explain"),
-    ("agentactors/explain.py", "_fork_of"),
-    ("agentactors/explain.py", "_result_ending"),
-    ("agentactors/explain.py", "explain"),  # explain(typed_result, events) needs an ignore: user_program.py
-    ("agentactors/ray/_shipping.py", "failed_results"),
-    ("agentactors/ray/_shipping.py", "pack_results"),
-    ("agentactors/ray/_shipping.py", "sendable"),
-    ("agentactors/ray/_shipping.py", "unpack_results"),
-    ("agentactors/ray/cluster.py", "ClusterCompletions.__anext__"),  # a typed agent's results typed as str
-    ("agentactors/ray/cluster.py", "ClusterCompletions.__init__"),
-    ("agentactors/ray/cluster.py", "ClusterCompletions._deliver"),
-    ("agentactors/ray/cluster.py", "RayCluster.run_many"),  # list[RunResult]: list[RunResult[str]]
-    ("agentactors/ray/worker.py", "ClusterWorker._run_all"),
-})
+KNOWN_BARE: frozenset[tuple[str, str]] = frozenset()  # none left: each was RunResult[str] to a checker
 
 
 def _bare_names(annotation: ast.expr) -> set[str]:
