@@ -1061,7 +1061,7 @@ class Agent(Generic[OutputT]):
         store: SessionStore | None = None,
         idle_timeout: float = 60.0,
         cost_limit: float | CostBudget | None = None,
-    ) -> AgentSession:
+    ) -> AgentSession[OutputT]:
         """The conversation ``key`` with this agent, held by an actor of ``runtime``: ``await session.send(p)``.
 
         A session is a virtual actor (``docs/sessions.md``): addressed by ``key``, activated on its

@@ -294,7 +294,7 @@ class AGUIApp:
         await translation.finish(self.agent, result)
 
     async def _resume(
-        self, translation: _Translation, session: AgentSession, live: _Live, keep: TaskGroup
+        self, translation: _Translation, session: AgentSession[Any], live: _Live, keep: TaskGroup
     ) -> None:
         """The input's ``resume`` answers decide the thread's paused turn, whose resumed run this stream shows.
 
@@ -344,7 +344,7 @@ class AGUIApp:
         await translation.resumed(self.agent, resumed)
 
     async def _resolve(
-        self, session: AgentSession, decisions: Mapping[str, bool | str], resumed: _Resumed, live: _Live
+        self, session: AgentSession[Any], decisions: Mapping[str, bool | str], resumed: _Resumed, live: _Live
     ) -> None:
         """Resume the pause with ``decisions`` and keep the outcome in ``resumed``; the thread is free once it ended —
         also when the server cancelled it (no outcome: a later post of the answers is told so)."""

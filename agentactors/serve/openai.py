@@ -281,7 +281,7 @@ class _Completion:
         runtime: Any,
         send: Send,
         span: RequestSpan,
-        session: AgentSession | None = None,
+        session: AgentSession[Any] | None = None,
     ) -> None:
         self.request = request
         self.agent = agent

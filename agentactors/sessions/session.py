@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Generic
 
 import attrs
 
@@ -34,6 +34,7 @@ from ..gateway.cost_budget import CostBudget
 from ..loop.live import RunActor, live_runs
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall
+from ..output.spec import OutputT
 from ..parts import Part, is_part
 from ..pricing import Cost
 from ..settings import ModelSettings
@@ -54,7 +55,7 @@ def open_session(
     store: SessionStore | None,
     idle_timeout: float,
     cost_limit: float | CostBudget | None = None,
-) -> AgentSession:
+) -> AgentSession[Any]:
     """The session ``key`` of ``runtime``, kept in ``store`` (``None``: the runtime's own ``MemoryStore``).
 
     Nothing is activated or loaded yet: that is the first turn's work.  ``agent`` is used through its
@@ -153,7 +154,7 @@ def _prompt_messages(prompt: Any) -> tuple[Message, ...]:
     return items
 
 
-class AgentSession:
+class AgentSession(Generic[OutputT]):
     """One conversation held by a virtual actor: see the module docstring and ``docs/sessions.md``.
 
     Made by ``rt.session(agent, key, *, store=None, idle_timeout=60.0)`` or ``agent.session(key, ...)``.
@@ -277,7 +278,7 @@ class AgentSession:
         deadline: float | None = None,
         priority: int | None = None,
         cost_limit: float | CostBudget | None = None,
-    ) -> RunResult[Any]:
+    ) -> RunResult[OutputT]:
         """Run one turn: the agent on the history plus ``prompt``; commit it if it ends well.
 
         Turns of one session run one at a time, in the order they were sent; turns of different
@@ -348,7 +349,7 @@ class AgentSession:
             )
         await run.steer(text_or_message)
 
-    async def resolve(self, decisions: Mapping[str, bool | str], *, deps: Any = None) -> RunResult[Any]:
+    async def resolve(self, decisions: Mapping[str, bool | str], *, deps: Any = None) -> RunResult[OutputT]:
         """Decide the paused turn (``{call_id: True}`` approves, ``{call_id: "reason"}`` denies) and resume it.
 
         The pause is claimed in the store before anything runs, so of two resolves of one pause — here
@@ -375,7 +376,7 @@ class AgentSession:
         result: RunResult[Any] = await self._ask(Resolve(charged(listed, self._budget), decisions, deps))
         return result
 
-    async def refresh(self) -> AgentSession:
+    async def refresh(self) -> AgentSession[OutputT]:
         """Read the session's committed state from its store into this runtime, running nothing; returns the handle.
 
         What :attr:`history`, :attr:`paused`, :attr:`pending_approvals` and :attr:`version` show is

@@ -273,15 +273,15 @@ async def runtime_and_friends(chart_png: bytes) -> None:
             assert_type(plain, RunResult[str])
 
         session = rt.session(agent, "user:1", idle_timeout=300)
-        assert_type(session, AgentSession)
+        assert_type(session, AgentSession[str])
         turn = await session.send("Where is my order?")
-        # KNOWN GAP (agentactors/sessions/session.py): AgentSession is not generic in the agent's output type,
-        # so a turn's result is RunResult[Any] (its output Any) where the docs' Agent[T] -> RunResult[T] says
-        # RunResult[str] here.  When AgentSession[T] lands, this line fails: assert RunResult[str] then.
-        assert_type(turn, RunResult[Any])
+        assert_type(turn, RunResult[str])  # a session keeps its agent's output type
+        typed_session = triager.session("ticket:9")
+        assert_type(typed_session, AgentSession[Triage])
+        assert_type((await typed_session.send("Cracked again.")).output, Triage)
         assert_type(session.history, tuple[Message, ...])
         session2 = agent.session("user:2")
-        assert_type(session2, AgentSession)
+        assert_type(session2, AgentSession[str])
 
         result = await agent.run(
             Message.user(

@@ -68,7 +68,9 @@ def test_pytest_collects_nothing_from_tests_typing() -> None:
 # typed as str where it is returned.  The library means "any output" there: RunResult[Any].
 
 #: The classes generic in OutputT.
-DEFAULTED = frozenset({"Agent", "AgentRun", "RunResult", "ToolOutput", "NativeOutput", "PromptedOutput"})
+DEFAULTED = frozenset(
+    {"Agent", "AgentRun", "AgentSession", "RunResult", "ToolOutput", "NativeOutput", "PromptedOutput"}
+)
 
 #: Bare uses known and reported (file, enclosing def): each should become X[Any] (or X[OutputT]); delete its
 #: entry then.  A new one fails the test below.
