@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 from agentactors.journal import JournalStore
@@ -26,5 +27,6 @@ def sql(db: str, statement: str, *args: Any) -> list[tuple[Any, ...]]:
         with psycopg.connect(db, autocommit=True) as conn:
             cursor = conn.execute(statement, args)
             return list(cursor.fetchall()) if cursor.description else []
-    with sqlite3.connect(db, isolation_level=None) as conn:
+    # closing(): a connection's own ``with`` ends a transaction, not the connection (3.13 warns of one left open).
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         return conn.execute(statement.replace("NOW", "((julianday('now') - 2440587.5) * 86400.0)"), args).fetchall()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +231,7 @@ async def test_a_journaled_run_keeps_the_1h_writes_and_an_older_row_loads(tmp_pa
         async with SqliteJournal(path) as journal:
             recorded = await journal.load_run(result.run_id or "")
         assert recorded.steps[0].response.usage == WRITTEN
-        with sqlite3.connect(path) as conn:  # what an older version wrote: no 1h count
+        with closing(sqlite3.connect(path)) as conn, conn:  # what an older version wrote: no 1h count
             (text,) = conn.execute("SELECT response FROM agentactors_steps").fetchone()
             assert '"cache_write_1h_tokens": 400' in text
             conn.execute("UPDATE agentactors_steps SET response = ?",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -34,7 +35,7 @@ async def test_a_recovered_tree_counts_each_run_once_and_a_replay_refuses_nothin
             [sys.executable, "-m", "tests.unit.agent.crashing_tree", str(db), str(ledger)], cwd=ROOT, check=False
         )
     assert done.returncode == -9, done.stderr  # killed inside the third leaf's note
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         recorded = conn.execute("SELECT run_id, parent_run_id FROM agentactors_runs").fetchall()
     assert len(recorded) == 1 + RUNS  # the whole tree had started before the crash
     before = ledger.read_text().splitlines()

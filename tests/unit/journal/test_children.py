@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def _effects(ledger: Path) -> list[tuple[str, int]]:
 
 
 def _runs(db: Path) -> dict[str, tuple[str, str | None]]:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         rows = conn.execute("SELECT run_id, status, parent_run_id FROM agentactors_runs").fetchall()
     return {str(r[0]): (str(r[1]), r[2]) for r in rows}
 
@@ -93,7 +94,7 @@ async def test_a_session_turn_is_journaled_step_by_step_and_its_side_effects_rec
     db, ledger = tmp_path / "runs.db", tmp_path / "ledger.txt"
     _crash("session", db, ledger, "tool:2")
     (run_id,) = _runs(db)
-    with sqlite3.connect(db) as conn:  # steps 1 and 2 committed (2 without its results: the crash came in it)
+    with closing(sqlite3.connect(db)) as conn:  # steps 1 and 2 committed (2 without its results: the crash came in it)
         steps = conn.execute(
             "SELECT step, results IS NOT NULL FROM agentactors_steps WHERE run_id = ? ORDER BY step", (run_id,)
         ).fetchall()
@@ -191,6 +192,7 @@ async def test_a_session_that_moved_on_keeps_its_history_and_the_recovered_turn_
         with caplog.at_level("WARNING", logger="agentactors.sessions"):
             (result,) = await rt.recover(sessions=store)
         stored = await store.load("customer-1")
+    await store.aclose()  # the test's own store (no session of the runtime used it): closed by its owner
     assert bound
     assert stored is not None and stored.messages == other and stored.version == 1  # nothing overwritten
     assert result.run_id == run_id and result.ok

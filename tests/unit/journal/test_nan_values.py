@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,8 @@ async def test_a_usage_an_older_version_journaled_as_nan_loads(tmp_path: Path) -
     with anyio.fail_after(60):
         async with SqliteJournal(path) as journal, Runtime(journal=journal):
             result = await Agent(ScriptedProvider(["hello"]), name="old").run("hi")
-        with sqlite3.connect(path) as conn:  # what an older version wrote for Usage(input_tokens=NaN, "12")
+        # what an older version wrote for Usage(input_tokens=NaN, "12")
+        with closing(sqlite3.connect(path)) as conn, conn:
             (text,) = conn.execute("SELECT response FROM agentactors_steps").fetchone()
             assert '"usage"' not in text
             conn.execute(

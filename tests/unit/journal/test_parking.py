@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import assert_type
 
@@ -97,7 +98,7 @@ async def test_a_damaged_stored_value_is_a_typed_error_naming_its_key(
         await journal.park("k", "[1]")
         damaged = "[" * (MAX_DOCUMENT_DEPTH + 5)
         if isinstance(journal, SqliteJournal):
-            with sqlite3.connect(tmp_path / "runs.db") as conn:
+            with closing(sqlite3.connect(tmp_path / "runs.db", isolation_level=None)) as conn:  # (autocommit)
                 conn.execute("UPDATE agentactors_parked SET value = ? WHERE key = 'k'", (damaged,))
         else:
             import psycopg

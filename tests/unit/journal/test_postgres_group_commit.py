@@ -7,6 +7,7 @@ GroupCommit alone on virtual time; the journals against a real file and a real s
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from typing import Any
 
 import anyio
@@ -75,7 +76,7 @@ def _statuses(db: str) -> list[tuple[Any, ...]]:
     if db.startswith("postgresql://"):
         with psycopg.connect(db) as conn:
             return [tuple(r) for r in conn.execute(query).fetchall()]
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         return conn.execute(query).fetchall()
 
 

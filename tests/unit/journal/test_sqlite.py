@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _rows(path: Path) -> tuple[list[tuple[str, str]], list[tuple[int, bool, bool]]]:
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         runs = conn.execute("SELECT run_id, status FROM agentactors_runs").fetchall()
         steps = conn.execute(
             "SELECT step, response IS NOT NULL, results IS NOT NULL FROM agentactors_steps ORDER BY step"
@@ -47,7 +48,7 @@ async def test_each_step_is_committed_before_the_next_one_starts(tmp_path: Path)
         (2, ([(run, "running")], [(1, True, True), (2, True, False)])),  # step 1 whole before step 2
     ]
     assert _rows(path) == ([(run, "finished")], [(1, True, True), (2, True, True), (3, True, False)])
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -83,7 +84,7 @@ async def test_runs_delegated_to_are_journaled_with_their_parent_and_a_raising_r
     runs, _ = _rows(path)
     (kid,) = result.children
     assert sorted(runs) == sorted([(result.run_id, "finished"), (kid.run_id, "finished")])
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         parent = conn.execute("SELECT parent_run_id FROM agentactors_runs WHERE run_id = ?", (kid.run_id,)).fetchone()
     assert parent == (result.run_id,)
 
@@ -101,7 +102,7 @@ async def test_runs_delegated_to_are_journaled_with_their_parent_and_a_raising_r
         with pytest.raises(ToolStatusError):
             await agent.run("go")
         assert await journal.unfinished() == []
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         statuses = sorted(r[0] for r in conn.execute("SELECT status FROM agentactors_runs"))
         rows = conn.execute("SELECT results FROM agentactors_steps WHERE results IS NOT NULL")
         results = [json.loads(r[0]) for r in rows]

@@ -13,6 +13,7 @@ import gc
 import os
 import sqlite3
 import warnings
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -65,9 +66,8 @@ async def test_a_run_whose_begin_cannot_be_committed_never_starts_and_leaves_no_
 async def test_a_journal_file_replaced_under_it_is_a_typed_error_and_the_new_file_is_untouched(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     other = tmp_path / "other.db"
-    with sqlite3.connect(other) as conn:
+    with closing(sqlite3.connect(other)) as conn, conn:
         conn.execute("CREATE TABLE kept (x)")
-    conn.close()
     with anyio.fail_after(60):
         async with SqliteJournal(path) as journal, Runtime(journal=journal):
             await Agent(ScriptedProvider(["one"]), name="a").run("go")
@@ -75,9 +75,8 @@ async def test_a_journal_file_replaced_under_it_is_a_typed_error_and_the_new_fil
             os.replace(other, path)  # another file where the journal was
             with pytest.raises(JournalError, match="was replaced by another file"):
                 await Agent(ScriptedProvider(["two"]), name="a").run("go")
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    conn.close()
     assert tables == ["kept"]
 
 

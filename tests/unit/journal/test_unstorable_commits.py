@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Make, Statuses]:
         path = tmp_path / "runs.db"
 
         def sqlite_statuses() -> list[str]:
-            with sqlite3.connect(path) as conn:
+            with closing(sqlite3.connect(path)) as conn:
                 return [r[0] for r in conn.execute("SELECT status FROM agentactors_runs")]
 
         return (lambda: SqliteJournal(path)), sqlite_statuses

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Make, Rows]:
         path = tmp_path / "runs.db"
 
         def sqlite_rows() -> list[tuple[str, str, str | None]]:
-            with sqlite3.connect(path) as conn:
+            with closing(sqlite3.connect(path)) as conn:
                 return conn.execute("SELECT run_id, status, content FROM agentactors_runs").fetchall()
 
         return (lambda: SqliteJournal(path)), sqlite_rows

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -50,9 +51,8 @@ async def test_a_store_file_replaced_under_it_refuses_commits_and_deletes_and_th
 ) -> None:
     path = tmp_path / "sessions.db"
     other = tmp_path / "other.db"
-    with sqlite3.connect(other) as conn:
+    with closing(sqlite3.connect(other)) as conn, conn:
         conn.execute("CREATE TABLE kept (x)")
-    conn.close()
     with anyio.fail_after(60):
         async with SqliteStore(path) as store:
             first = await store.commit(SessionRecord("k", (Message.user("hi"),)), expected_version=None)
@@ -64,9 +64,8 @@ async def test_a_store_file_replaced_under_it_refuses_commits_and_deletes_and_th
                 await store.commit(SessionRecord("new", ()), expected_version=None)
             with pytest.raises(SessionError, match="was replaced by another file"):
                 await store.delete(first.key)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    conn.close()
     assert tables == ["kept"]
 
 
