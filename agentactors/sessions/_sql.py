@@ -10,6 +10,8 @@ the row a commit checks, its transactions).
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, Self
 
@@ -20,6 +22,8 @@ from .._dialect import Dialect
 from ..errors import SessionConflictError, SessionFormatError
 from .format import dump_head, dump_messages, load_record, stored_head
 from .store import SessionRecord, check_expected, check_key, conflict_message, new_origin, origin_conflict
+
+log = logging.getLogger("agentactors.sessions")
 
 __all__ = ["LAYOUT", "META", "PIECES", "TABLE", "SqlStore", "check_layout"]
 
@@ -37,7 +41,7 @@ class SqlStore:
     Also an async context manager (``async with store:`` closes it on exit).
     """
 
-    __slots__ = ("_dialect", "_guard", "_worker")
+    __slots__ = ("__weakref__", "_dialect", "_guard", "_worker")
 
     def __init__(self, worker: Worker[Any], dialect: Dialect, guard: Callable[[Any], None] | None = None) -> None:
         """``guard``, if given, is called with the connection (in the worker thread) before each write, and raises
@@ -45,6 +49,10 @@ class SqlStore:
         self._worker = worker
         self._dialect = dialect
         self._guard = guard
+        # A store nobody closed (one given only to rt.recover, or made in passing) closes its connection when it is
+        # collected, as a journal does — not left to the connection's own finaliser (Python 3.13 and psycopg warn).
+        # Not at the interpreter's exit: a worker thread may hold the connection's lock there, and exit must not wait.
+        weakref.finalize(self, _close_collected, worker).atexit = False
 
     async def __aenter__(self) -> Self:
         return self
@@ -113,6 +121,14 @@ class SqlStore:
         Cancellation: waits for a statement that is running to end, then closes; not interrupted.
         """
         await self._worker.close()
+
+
+def _close_collected(worker: Worker[Any]) -> None:
+    """A collected store's connection, closed (a finaliser: no store is left to use it; it must not raise)."""
+    try:
+        worker.close_sync()
+    except Exception as exc:
+        log.debug("closing a collected session store's connection raised %s", type(exc).__name__)
 
 
 # --- what runs in the worker thread ------------------------------------------------------------------
