@@ -1,6 +1,6 @@
 # Two commands on a fresh machine with only python3: `make demo` and `make test`.
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_DEV  := $(VENV)/.installed-dev
