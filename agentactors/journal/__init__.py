@@ -11,9 +11,9 @@
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
 
+from .._served import on_first_use
 from .compare import ForkComparison, explain_fork
 from .records import (
     ForkAgentMissingError,
@@ -58,19 +58,8 @@ if _typing.TYPE_CHECKING:
 # The journals are served on first use (PEP 562): `import agentactors` does not import their SQL, lease and
 # driver modules for a program that never journals (tests/unit/test_import_cost.py).
 _ON_FIRST_USE = {
-    "PostgresJournal": "postgres",
-    "SqliteJournal": "sqlite",
+    "PostgresJournal": "agentactors.journal.postgres",
+    "SqliteJournal": "agentactors.journal.sqlite",
 }
 
-
-def __getattr__(name: str) -> object:
-    module = _ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_ON_FIRST_USE})
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)

@@ -33,9 +33,9 @@ http/ (``tests/unit/providers/test_import_graph.py``).  Nothing here is imported
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from .._served import on_first_use
 from .errors import classify_exception, classify_http_error
 
 if TYPE_CHECKING:
@@ -59,15 +59,4 @@ _ON_FIRST_USE = {
     "OpenAIResponsesProvider": "agentactors.providers.responses.provider",
 }
 
-
-def __getattr__(name: str) -> object:
-    home = _ON_FIRST_USE.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_ON_FIRST_USE})
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)

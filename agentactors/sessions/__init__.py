@@ -15,9 +15,9 @@ runs one turn on the session's history and commits it.  The modules, one idea ea
 * :mod:`.format` and :mod:`.codec` — the stored JSON document, its format versions and migrations.
 """
 
-import importlib as _importlib
 import typing as _typing
 
+from .._served import on_first_use
 from .memory import MemoryStore
 from .session import AgentSession, open_session
 from .store import SessionRecord, SessionStore
@@ -34,19 +34,8 @@ if _typing.TYPE_CHECKING:
 # The stores over a database are served on first use (PEP 562): their drivers' modules (sqlite3, the socket and
 # psycopg glue) are not imported by a program that keeps its sessions in memory (tests/unit/test_import_cost.py).
 _ON_FIRST_USE = {
-    "PostgresStore": "postgres",
-    "SqliteStore": "sqlite",
+    "PostgresStore": "agentactors.sessions.postgres",
+    "SqliteStore": "agentactors.sessions.sqlite",
 }
 
-
-def __getattr__(name: str) -> object:
-    module = _ON_FIRST_USE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_ON_FIRST_USE})
+__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)
