@@ -20,15 +20,21 @@ from agentactors.sessions import SqliteStore
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_collected_sqlite_store_closes_its_connection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    closed: list[bool] = []
+@pytest.fixture
+def closed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each ``Worker.close_sync`` call: whether it found a connection open."""
+    seen: list[bool] = []
     real = db_worker.Worker.close_sync
 
     def spy(self: db_worker.Worker[Any]) -> None:
-        closed.append(self.conn is not None)
+        seen.append(self.conn is not None)
         real(self)
 
     monkeypatch.setattr(db_worker.Worker, "close_sync", spy)
+    return seen
+
+
+async def test_a_collected_sqlite_store_closes_its_connection(tmp_path: Path, closed: list[bool]) -> None:
     store = SqliteStore(tmp_path / "s.db")
     assert await store.load("k") is None  # the connection is open now
     del store
@@ -36,17 +42,7 @@ async def test_a_collected_sqlite_store_closes_its_connection(tmp_path: Path, mo
     assert closed == [True]
 
 
-async def test_a_store_closed_by_hand_then_collected_closes_nothing_twice(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    closed: list[bool] = []
-    real = db_worker.Worker.close_sync
-
-    def spy(self: db_worker.Worker[Any]) -> None:
-        closed.append(self.conn is not None)
-        real(self)
-
-    monkeypatch.setattr(db_worker.Worker, "close_sync", spy)
+async def test_a_store_closed_by_hand_then_collected_closes_nothing_twice(tmp_path: Path, closed: list[bool]) -> None:
     store = SqliteStore(tmp_path / "s.db")
     await store.load("k")
     await store.aclose()
