@@ -65,6 +65,7 @@ import attrs
 
 from ._json import MAX_DOCUMENT_DEPTH, MAX_INT_DIGITS, MAX_TEXT_CHARS, JsonBoundError, loads_bounded
 from .errors import AgentActorsError, redact
+from .messages import LLMRequest
 from .parts import is_part, shown_url
 
 __all__ = [
@@ -764,11 +765,32 @@ class JsonlRecorder:
     record; once per 8 KiB written it is a few tens of nanoseconds a record.
     If ``path`` cannot be opened again (its folder went away), the recorder says so once on the
     ``agentactors.events`` logger and goes on writing into the file it has open, and tries again at the
-    next write-out.
+    next write-out.  A file opened again stands alone: the first request held for it of each run is
+    written whole, and a run none of whose requests were held writes its next one whole.
+
+    **Requests.**  Each ``llm.request`` holds the whole conversation so far: written whole every step, a
+    run of N steps wrote N²/2 messages (a 2,000-step run about 1 GB) and encoded them all inside the run.
+    A request that goes on from the run's last one written is written as what it changed —
+    ``"request": {"messages_from": {"seq": S}, "messages_delta": [...], <its other fields>}``, each item of
+    ``messages_delta`` a span ``[start, end]`` of the messages of the run's request of seq ``S`` (messages the
+    two share: the same objects) or a message of its own.  Written whole: the run's requests 1, 2, 4, 8...
+    (a lost base loses the requests up to the next one, and the copies cost as much as the deltas), one
+    with less than half its messages in the last (a handoff's filtered conversation), the first of each run
+    in a file opened again, and the next after one left out (``omitted``).  :func:`read_jsonl` rebuilds each
+    request whole; one whose base it did not read (a lost line, a cut file) it yields with an ``omitted``
+    note instead of the request, never a wrong one.  The delta is not under ``messages``: a reader that does
+    not know it sees a request without its conversation, never one cut short.  ``full_requests=True``
+    writes every request whole (the form before), for a tool that parses the lines itself.  A recorder
+    holds the last request's messages (references, not copies) of each run until its ``run.finished``
+    (at most :data:`_RUNS_MAX` runs).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, full_requests: bool = False) -> None:
+        if not isinstance(full_requests, bool):
+            raise TypeError(f"full_requests must be True or False, not {type(full_requests).__name__}")
         self.path = Path(path)
+        #: Whether each ``llm.request`` is written whole (the form before deltas) rather than as what it adds.
+        self.full_requests = full_requests
         file, identity = self._open()
         self._file: IO[bytes] | None = file
         self._identity = identity
@@ -776,6 +798,12 @@ class JsonlRecorder:
         # it holds when the file is rotated away goes to the new file, never to the old one's inode.
         self._pending = bytearray()
         self._reopen_failed = False
+        # Run id -> the last llm.request record of the run put in the file (whole or as a delta): its seq, its
+        # request's messages, and how many of the run's requests were recorded.  Changed under the lock.
+        self._sent: dict[str, _Sent] = {}
+        # The llm.request records in _pending (their span, run, whether a delta, the event): what a file rotated
+        # away before they are written out needs whole.  Under the lock.
+        self._held: list[_Held] = []
         # Runs on several threads (a runtime per thread) may share one recorder; a line is appended and the
         # buffer written out (and the file opened again) under the lock.  The line is built and encoded outside.
         self._lock = threading.Lock()
@@ -798,6 +826,9 @@ class JsonlRecorder:
         return file, (status.st_dev, status.st_ino)
 
     def record(self, event: Event) -> None:
+        if event.type in _REQUEST_KINDS and not self.full_requests:  # one set lookup; the rest on their own path
+            self._record_request(event)
+            return
         record = _record_of(event)
         line = _line_of(record, ascii=False)
         try:
@@ -819,6 +850,77 @@ class JsonlRecorder:
                         del self._pending[-len(data) :]
                     raise
 
+    def _record_request(self, event: Event) -> None:
+        """Record an ``llm.request`` (as what it adds to the run's previous one, when it goes on from it) or a
+        ``run.finished`` (the run's last request forgotten)."""
+        run_id = event.run_id
+        request = event.data.get("request")
+        if event.type != "llm.request" or run_id is None or type(request) is not LLMRequest:
+            # A run's end, or a request of no run (sinks outside runs number their events each from 1): whole.
+            data = _encoded(_record_of(event))
+            with self._lock:
+                if run_id is not None:
+                    self._sent.pop(run_id, None)
+                self._append(data, None)
+            return
+        messages = request.messages
+        sent = self._sent.get(run_id)
+        line = self._request_line(event, request, sent)
+        with self._lock:
+            if self._sent.get(run_id) is not sent:  # a rotation forgot the base meanwhile (another thread's write-out)
+                sent = None
+                line = self._request_line(event, request, None)
+            count = sent.count + 1 if sent is not None else 1
+            held: _Held | None = None
+            if line.whole:
+                held = _Held(0, 0, run_id, line.delta, event)
+                if run_id not in self._sent and len(self._sent) >= _RUNS_MAX:
+                    del self._sent[next(iter(self._sent))]  # the longest-known run: its next request is whole
+                self._sent[run_id] = _Sent(event.seq, messages, count)
+            else:
+                self._sent.pop(run_id, None)  # not in the file: the run's next request is written whole
+            self._append(line.line, held)
+
+    def _request_line(self, event: Event, request: LLMRequest, sent: _Sent | None) -> _RequestLine:
+        """The line of an ``llm.request``: a delta when it goes on from ``sent`` (the run's last request written)."""
+        pieces = None
+        count = sent.count + 1 if sent is not None else 1
+        # Whole at the run's request 1, 2, 4, 8...: the copies cost as much as the deltas between them, and a lost
+        # base loses the requests up to the next one.
+        if sent is not None and count & (count - 1):
+            pieces = _pieces(sent.messages, request.messages)
+        if sent is not None and pieces is not None:
+            try:
+                data = _encoded(_delta_record(event, request, sent.seq, pieces))
+            except Exception:  # a payload that fails to convert: the whole record's path says what it can
+                pass
+            else:
+                if not data.endswith(_TOO_LONG_TAIL):
+                    return _RequestLine(data, True, True)
+        record = _record_of(event)
+        data = _encoded(record)
+        return _RequestLine(data, "request" in record and not data.endswith(_TOO_LONG_TAIL), False)
+
+    def _append(self, data: bytes, held: _Held | None) -> None:
+        """Append a line to the buffer, written out when full (a request's line, tracked as ``held``).  Under the
+        lock."""
+        if self._file is None:
+            raise RuntimeError(f"JsonlRecorder({self.path}) is closed")
+        if held is not None:
+            start = len(self._pending)
+            self._held.append(attrs.evolve(held, start=start, end=start + len(data)))
+        self._pending += data
+        if len(self._pending) >= _BUFFER_BYTES:
+            try:
+                self._write_out()
+            except BaseException:
+                if len(self._pending) > _PENDING_MAX:
+                    del self._pending[-len(data) :]
+                    if held is not None:
+                        self._held.pop()
+                        self._sent.pop(held.run_id, None)  # its base is not in the file: the next is whole
+                raise
+
     def _write_out(self) -> None:
         """Write the buffer to ``path``'s file — opened again first if it is no longer the one open.  Under the lock.
 
@@ -826,21 +928,60 @@ class JsonlRecorder:
         """
         if not self._pending:
             return
-        self._follow()
+        if self._follow():
+            self._stand_alone()
         file = self._file
         assert file is not None
-        _write_all(file, self._pending, self.path)
+        before = len(self._pending)
+        try:
+            _write_all(file, self._pending, self.path)
+        finally:
+            if self._held:
+                written = before - len(self._pending)
+                self._held = [
+                    attrs.evolve(h, start=h.start - written, end=h.end - written)
+                    for h in self._held
+                    if h.start >= written
+                ]
 
-    def _follow(self) -> None:
-        """Open ``path`` again if the file there is not the one open (deleted, renamed or replaced).  Under the lock."""
+    def _stand_alone(self) -> None:
+        """After the file was opened again: what goes into the new one must read without the old one.  Under the lock.
+
+        The first held request of each run that is a delta (its base went into the old file) is written whole; a
+        run none of whose requests are held writes its next one whole.
+        """
+        held: list[_Held] = []
+        runs: set[str] = set()
+        lost: set[str] = set()
+        shift = 0
+        for h in self._held:
+            start, end = h.start + shift, h.end + shift
+            if h.delta and h.run_id not in runs:
+                record = _record_of(h.event)
+                data = _encoded(record)
+                if "request" not in record or data.endswith(_TOO_LONG_TAIL):
+                    lost.add(h.run_id)  # no base for the run's deltas held after it (they read as omitted)
+                self._pending[start:end] = data
+                shift += len(data) - (end - start)
+                end = start + len(data)
+                h = attrs.evolve(h, delta=False)
+            runs.add(h.run_id)
+            held.append(attrs.evolve(h, start=start, end=end))
+        self._held = held
+        for run_id in [r for r in self._sent if r not in runs or r in lost]:
+            del self._sent[run_id]
+
+    def _follow(self) -> bool:
+        """Open ``path`` again if the file there is not the one open (deleted, renamed or replaced): whether it did.
+        Under the lock."""
         try:
             status = os.stat(self.path)
             if (status.st_dev, status.st_ino) == self._identity:
-                return
+                return False
         except FileNotFoundError:
             pass
         except OSError:  # the path cannot be looked at (a permission): nothing says the file changed
-            return
+            return False
         try:
             file, identity = self._open()
         except OSError as exc:
@@ -852,10 +993,11 @@ class JsonlRecorder:
                     self.path,
                     _error_text(exc),
                 )
-            return
+            return False
         old, self._file, self._identity = self._file, file, identity
         if old is not None:
             old.close()
+        return True
 
     def flush(self) -> None:
         """Write out what the recorder holds (to ``path``'s file, opened again if it was rotated away)."""
@@ -873,6 +1015,8 @@ class JsonlRecorder:
             finally:
                 file, self._file = self._file, None
                 self._pending.clear()
+                self._held.clear()
+                self._sent.clear()
                 file.close()
 
     def __del__(self) -> None:
@@ -889,6 +1033,120 @@ class JsonlRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: The event types a :class:`JsonlRecorder` records on a path of their own: a request (a delta of the run's last
+#: one, when it goes on from it) and a run's end (its last request forgotten).
+_REQUEST_KINDS = frozenset(("llm.request", "run.finished"))
+#: The most runs a :class:`JsonlRecorder` remembers the last request of (a run that never finished, say); a run
+#: forgotten writes its next request whole.
+_RUNS_MAX = 4096
+
+
+@attrs.frozen(slots=True)
+class _Sent:
+    """A run's last ``llm.request`` record put in a :class:`JsonlRecorder`'s file."""
+
+    seq: int
+    messages: tuple[Any, ...]
+    count: int  # the run's requests recorded so far (whole at 1, 2, 4, 8...)
+
+
+@attrs.frozen(slots=True)
+class _Held:
+    """An ``llm.request`` line in a :class:`JsonlRecorder`'s buffer: ``_pending[start:end]``."""
+
+    start: int
+    end: int
+    run_id: str
+    delta: bool
+    event: Event
+
+
+@attrs.frozen(slots=True)
+class _RequestLine:
+    line: bytes
+    whole: bool  # the request is in the line (whole or as a delta), not omitted
+    delta: bool
+
+
+def _pieces(before: tuple[Any, ...], after: tuple[Any, ...]) -> list[Any] | None:
+    """``after`` as spans ``[start, end]`` of ``before`` (messages it holds too: the same objects) and the
+    messages it does not; ``None`` when less than half of it is in ``before`` (a handoff's filtered conversation).
+
+    The usual request goes on from the last: ``before`` then what the step added.  A context budget trims and
+    drops older messages (each step, once the conversation outgrew it): spans around what changed.
+    """
+    n = len(before)
+    try:
+        if len(after) >= n and after[:n] == before:  # a tuple compares identity first, in C: the usual case
+            return [[0, n], *after[n:]] if n * 2 >= len(after) else None
+    except Exception:  # a message whose comparison raises: told by identity alone, below
+        pass
+    where = {id(m): i for i, m in enumerate(before)}
+    pieces: list[Any] = []
+    copied = 0
+    span: list[int] | None = None
+    for m in after:
+        i = where.get(id(m))
+        if i is None:
+            pieces.append(m)
+            span = None
+        elif span is not None and span[1] == i:
+            span[1] += 1
+            copied += 1
+        else:
+            span = [i, i + 1]
+            pieces.append(span)
+            copied += 1
+    return pieces if copied * 2 >= len(after) else None
+
+
+def _delta_record(event: Event, request: LLMRequest, base: int, pieces: list[Any]) -> dict[str, Any]:
+    """``event``'s record (:func:`event_to_dict`) with its request's messages told from the run's request ``base``
+    (its seq): ``messages_from`` names it, ``messages_delta`` holds spans of its messages and the new ones."""
+    out: dict[str, Any] = {"type": event.type, "run_id": event.run_id, "seq": event.seq, "time": event.time}
+    if event.step is not None:
+        out["step"] = event.step
+    if event.parent_run_id is not None:
+        out["parent_run_id"] = event.parent_run_id
+    for k, v in event.data.items():
+        out[_PAYLOAD_PREFIX + k if k in _HEADER else k] = (
+            _request_delta(v, base, pieces) if k == "request" else to_jsonable(v)
+        )
+    return out
+
+
+def _request_delta(request: LLMRequest, base: int, pieces: list[Any]) -> dict[str, Any]:
+    """What :func:`to_jsonable` makes of ``request``, its messages as ``pieces`` under ``messages_delta``.
+
+    Not ``messages``: a reader that does not know the form sees a request without its conversation, never a
+    conversation cut short.
+    """
+    active = {id(request), id(request.messages)}
+    out: dict[str, Any] = {"messages_from": {"seq": base}}
+    for f in attrs.fields(LLMRequest):
+        name = f.name
+        if name == "messages":
+            delta: list[Any] = []
+            for m in pieces:  # a message at the depth to_jsonable converts it: a field's items
+                delta.append(m if type(m) is list else _jsonable(m, _VALUE_DEPTH - 2, active))
+            out["messages_delta"] = delta
+            continue
+        field = getattr(request, name)
+        if name in _CONFIG_FIELDS and field:
+            out[name] = _redacted(_jsonable(field, _VALUE_DEPTH - 1, active))
+        else:
+            out[name] = _jsonable(field, _VALUE_DEPTH - 1, active)
+    return out
+
+
+def _encoded(record: dict[str, Any]) -> bytes:
+    """A record's line as bytes (``\\u``-escaped when its text holds a lone surrogate)."""
+    try:
+        return _line_of(record, ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return _line_of(record, ascii=True).encode("ascii")
 
 
 #: The line a :class:`JsonlRecorder` writes first into a file whose last line was cut off mid-write (after a
@@ -1105,11 +1363,14 @@ def _line_of(record: dict[str, Any], *, ascii: bool) -> str:
     # A character is at most 4 UTF-8 bytes: only a long line is measured in bytes (readers bound the bytes).
     if len(line) > MAX_TEXT_CHARS // 4 and len(line.encode("utf-8", "surrogatepass")) > MAX_TEXT_CHARS:
         header: dict[str, Any] = {k: record[k] for k in _HEADER_ORDER if k in record}
-        header["omitted"] = (
-            f"the event's payload made a line longer than a record line may be ({MAX_TEXT_CHARS:,} bytes)"
-        )
+        header["omitted"] = _TOO_LONG
         line = json.dumps(header, ensure_ascii=True, allow_nan=False)
     return line + "\n"
+
+
+_TOO_LONG = f"the event's payload made a line longer than a record line may be ({MAX_TEXT_CHARS:,} bytes)"
+#: How a line whose payload was left out for its length ends (:func:`_line_of`).
+_TOO_LONG_TAIL = (json.dumps(_TOO_LONG) + "}\n").encode("ascii")
 
 
 def _finite(value: Any) -> Any:
@@ -1200,7 +1461,10 @@ def read_jsonl(
     instead (what :meth:`~agentactors.explain.Explanation.from_jsonl` shows); so is a cut line followed by the
     line a :class:`JsonlRecorder` writes when it opens a file that ends in one (a restart after the crash:
     the records after it are read as well).  Every other line must be JSON.
-    Each line is read under the depth and size policy of :mod:`agentactors._json`.  Synchronous: it reads the
+    A request a :class:`JsonlRecorder` wrote as what it changed (``messages_from``) is yielded whole, rebuilt
+    from the run's request before it (the last read of the run is kept, nothing more); one whose base was not
+    read (a lost line, a file rotated or cut before it) is yielded with an ``omitted`` note instead of its
+    request.  Each line is read under the depth and size policy of :mod:`agentactors._json`.  Synchronous: it reads the
     file as it iterates, so the events before a bad line have been yielded when its error is raised.
 
     :raises EventRecordError: a line (other than a cut-off one, as above) is not JSON (or not UTF-8), is past the
@@ -1209,6 +1473,8 @@ def read_jsonl(
     """
     where = str(path)
     cut: tuple[int, str] | None = None  # a line that did not parse: an error unless nothing follows it
+    # Run id -> its last request read: seq and messages (what the run's next request, a delta, goes on from).
+    requests: dict[Any, tuple[Any, list[Any]]] = {}
     with Path(path).open("rb") as file:
         for number, line in enumerate(file, 1):
             raw = line.strip()
@@ -1234,6 +1500,8 @@ def read_jsonl(
                 continue
             if run_id is not None and record.get("run_id") != run_id:
                 continue
+            if record["type"] in _REQUEST_KINDS:
+                record = _resolved(record, requests)
             try:
                 event = event_from_dict(record)
             except ValueError as exc:
@@ -1243,6 +1511,61 @@ def read_jsonl(
             yield event
     if cut is not None:
         _note_cut(where, cut[0], skipped)
+
+
+def _resolved(record: dict[str, Any], requests: dict[Any, tuple[Any, list[Any]]]) -> dict[str, Any]:
+    """A request record with its whole request (a delta's messages rebuilt from the run's last request read in
+    ``requests``, which it updates), or with ``omitted`` instead when that request was not read (a line lost, a
+    file rotated or cut before it).  A ``run.finished`` forgets its run's."""
+    run = record.get("run_id")
+    request = record.get("request")
+    if record["type"] != "llm.request" or not isinstance(request, dict):
+        requests.pop(run, None)
+        return record
+    link = request.get("messages_from")
+    if link is None:
+        messages = request.get("messages")
+        if isinstance(messages, list):
+            requests[run] = (record.get("seq"), messages)
+        else:
+            requests.pop(run, None)
+        return record
+    base = requests.pop(run, None)
+    seq = link.get("seq") if isinstance(link, dict) else None
+    messages = _rebuilt(base[1], request.get("messages_delta")) if base is not None and base[0] == seq else None
+    if messages is not None and type(seq) is int:
+        whole = {"messages": messages}
+        whole.update((k, v) for k, v in request.items() if k not in _DELTA_KEYS)
+        requests[run] = (record.get("seq"), messages)
+        return {**record, "request": whole}
+    out = {k: v for k, v in record.items() if k != "request"}
+    out["omitted"] = (
+        f"the request goes on from the run's request of seq {_shown(seq)}, which was not read "
+        "(a line lost, or a file rotated or cut before it)"
+    )
+    return out
+
+
+_DELTA_KEYS = frozenset(("messages", "messages_from", "messages_delta"))
+
+
+def _rebuilt(base: list[Any], delta: Any) -> list[Any] | None:
+    """A request's messages from its base's and its ``messages_delta``; ``None`` if the delta is not one."""
+    if not isinstance(delta, list):
+        return None
+    out: list[Any] = []
+    n = len(base)
+    for piece in delta:
+        if type(piece) is not list:  # a message
+            out.append(piece)
+            continue
+        if len(piece) != 2:
+            return None
+        start, end = piece
+        if type(start) is not int or type(end) is not int or not 0 <= start <= end <= n:
+            return None
+        out += base[start:end]
+    return out
 
 
 def _note_cut(where: str, number: int, skipped: list[str] | None) -> None:

@@ -98,7 +98,7 @@ def write_record(
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("", encoding="utf-8")
-    with JsonlRecorder(target) as recorder:
+    with JsonlRecorder(target, full_requests=True) as recorder:  # re-checkable line by line as plain JSON
         for event in events:
             recorder.record(event)
         for request in vendor_log:

@@ -14,7 +14,7 @@ message, replaced by the agent's, is read as the agent's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,10 @@ def read_run(path: str | Path, run_id: str) -> RecordedRun:
 def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the events") -> RecordedRun:
     """The run ``run_id`` told by ``events`` (a JSONL record's, or a recorder's: objects are read as JSON)."""
     started: Mapping[str, Any] | None = None
-    # step -> its request's messages as recorded; or, from a recorder's events, the request itself, read when
-    # needed: each request holds the whole conversation, and decoding each one read a long run's N²/2 messages.
-    requests: dict[int, list[Message] | LLMRequest] = {}
+    # step -> its request's messages as recorded (JSON, decoded when needed), or, from a recorder's events, the
+    # request itself: each request holds the whole conversation, and decoding each one read a long run's N²/2
+    # messages.
+    requests: dict[int, _Request] = {}
     responses: dict[int, Any] = {}
     finished: dict[int, list[dict[str, Any]]] = {}  # step -> its tools.finished payloads, in order
     flags: dict[str, dict[str, Any]] = {}  # call id -> truncated / refused, with the original size
@@ -58,9 +59,11 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
             if isinstance(request, LLMRequest):
                 requests[step] = request
                 continue
-            request = to_jsonable(request)
+            if not isinstance(request, Mapping):  # a record's is JSON already: not walked again (N²/2 messages)
+                request = to_jsonable(request)
             if isinstance(request, Mapping):
-                requests[step] = [message_from_event(m) for m in request.get("messages") or ()]
+                messages = request.get("messages") or []
+                requests[step] = messages if isinstance(messages, list) else list(messages)
             continue
         data = {k: to_jsonable(v) for k, v in e.data.items()}
         if kind == "run.started":
@@ -87,6 +90,11 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
     )
 
 
+#: A step's request, as run_from_events keeps it: its messages as a record holds them (JSON objects, not yet
+#: decoded), or the request itself.
+_Request = list[Any] | LLMRequest
+
+
 def _inputs(request: list[Message], count: int) -> tuple[tuple[Message, ...], str | None]:
     """The run's input and the agent's system prompt, from its first request (``count`` input messages)."""
     if len(request) == count + 1 and request and request[0].role == "system":
@@ -94,23 +102,24 @@ def _inputs(request: list[Message], count: int) -> tuple[tuple[Message, ...], st
     return tuple(request[-count:]) if count else (), None
 
 
-def _messages(request: list[Message] | LLMRequest) -> list[Message]:
+def _messages(request: _Request) -> list[Message]:
     """A request's messages as an event records them."""
     if not isinstance(request, LLMRequest):
-        return request
+        return [message_from_event(m) for m in request]
     record = to_jsonable(request)
     return [message_from_event(m) for m in record.get("messages") or ()] if isinstance(record, Mapping) else []
 
 
-def _texts(finished: list[dict[str, Any]], after: list[Message] | LLMRequest) -> dict[str | None, str]:
+def _texts(finished: list[dict[str, Any]], after: _Request) -> dict[str | None, str]:
     """Tool result texts of ``after`` by call id, the last of each id (the step's results are at its end)."""
-    if not isinstance(after, LLMRequest):
-        return {m.tool_call_id: m.content for m in after if m.role == "tool"}
     # From the end, until each of the step's calls is found: what a record's copy would say of them (a string
     # is recorded as it is), without reading the conversation before them.
     wanted = {str(data["call_id"]) for data in finished}
+    messages: Iterable[Message] = (
+        reversed(after.messages) if isinstance(after, LLMRequest) else _tool_messages(reversed(after))
+    )
     texts: dict[str | None, str] = {}
-    for m in reversed(after.messages):
+    for m in messages:
         call_id = m.tool_call_id
         if m.role == "tool" and call_id in wanted and call_id not in texts:
             texts[call_id] = m.content
@@ -119,8 +128,15 @@ def _texts(finished: list[dict[str, Any]], after: list[Message] | LLMRequest) ->
     return texts
 
 
+def _tool_messages(docs: Iterable[Any]) -> Iterator[Message]:
+    """The tool messages among a record's messages, decoded one at a time (the others are not decoded)."""
+    for doc in docs:
+        if isinstance(doc, Mapping) and doc.get("role") == "tool":
+            yield message_from_event(doc)
+
+
 def _results(
-    finished: list[dict[str, Any]], after: list[Message] | LLMRequest | None, flags: Mapping[str, Mapping[str, Any]]
+    finished: list[dict[str, Any]], after: _Request | None, flags: Mapping[str, Mapping[str, Any]]
 ) -> tuple[ToolResult, ...] | None:
     """A tool step's results, their text from the request that followed (``None`` when none followed)."""
     if after is None:
