@@ -190,8 +190,11 @@ class AzureChatWire(OpenAIWire):
         # Azure serves OpenAI's models under OpenAI's tool-name rule, whatever the deployment is called.
         check_tool_names(self.wire, judged, request.tools, OPENAI_TOOL_NAMES)
         # Replayed signatures are compared with the deployment: the decoders stamp the name the request was sent to.
+        # Azure OpenAI refuses message fields it does not know, as OpenAI does: another server's replayed fields
+        # (Gemini's extra_content, OpenRouter's reasoning_details: a fallback's earlier turns, stamped or not) are
+        # left out; only what this deployment itself answered with goes back to it.
         body = chat_request(request, judged, stream=stream, max_tokens_field=self.max_tokens_field,
-                            official=self.official, sent_as=model)
+                            official=self.official, sent_as=model, own_only=True)
         body.pop("model", None)
         return body
 

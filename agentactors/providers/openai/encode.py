@@ -91,6 +91,7 @@ def encode_request(
     max_tokens_field: str = "max_tokens",
     official: bool = False,
     sent_as: str | None = None,
+    own_only: bool = False,
 ) -> dict[str, Any]:
     """The request body (see the module docstring for the mapping).
 
@@ -99,6 +100,7 @@ def encode_request(
     ``sent_as``: the name the request goes out as when ``model`` is another name for it (Azure: the deployment,
     ``model`` its underlying model, which the settings are judged by) — the name the decoders stamp, which what is
     replayed is compared with (:func:`encode_message`); ``model`` itself when not given.
+    ``own_only``: see :func:`encode_message` (Azure OpenAI, whose other checks are a compatible server's).
     """
     options = request.options_for(WIRE)
     check_owned(WIRE, model, options, _OWNED)
@@ -115,7 +117,7 @@ def encode_request(
     body: dict[str, Any] = {
         "model": model,
         "messages": encode_messages(request.messages, replay_reasoning=replay, official=official,
-                                    model=model if sent_as is None else sent_as),
+                                    model=model if sent_as is None else sent_as, own_only=own_only),
     }
     if request.tools:
         strict = options.get("strict_tools", False)
@@ -166,13 +168,18 @@ def _max_tokens_field(model: str, default: str) -> str:
 
 
 def encode_messages(
-    messages: Iterable[Message], *, replay_reasoning: bool = False, official: bool = False, model: str | None = None
+    messages: Iterable[Message],
+    *,
+    replay_reasoning: bool = False,
+    official: bool = False,
+    model: str | None = None,
+    own_only: bool = False,
 ) -> list[dict[str, Any]]:
     """The conversation on the wire, empty assistant turns dropped.
 
     Media in tool results follow the run of tool messages as one user message: a tool message
     takes text only, and nothing may come between an assistant's calls and their results.
-    ``replay_reasoning``, ``official``, ``model``: see :func:`encode_message`.
+    ``replay_reasoning``, ``official``, ``model``, ``own_only``: see :func:`encode_message`.
     """
     out: list[dict[str, Any]] = []
     returned: list[dict[str, Any]] = []  # media of the tool results since the last non-tool message
@@ -180,7 +187,8 @@ def encode_messages(
         if m.role != "tool" and returned:
             out.append({"role": "user", "content": returned})
             returned = []
-        encoded = encode_message(m, replay_reasoning=replay_reasoning, official=official, model=model)
+        encoded = encode_message(m, replay_reasoning=replay_reasoning, official=official, model=model,
+                                 own_only=own_only)
         if encoded is not None:
             out.append(encoded)
         if m.role == "tool" and m.media:
@@ -192,7 +200,12 @@ def encode_messages(
 
 
 def encode_message(
-    m: Message, *, replay_reasoning: bool = False, official: bool = False, model: str | None = None
+    m: Message,
+    *,
+    replay_reasoning: bool = False,
+    official: bool = False,
+    model: str | None = None,
+    own_only: bool = False,
 ) -> dict[str, Any] | None:
     """One message on the wire, or ``None`` for an assistant message with neither text nor calls.
 
@@ -211,10 +224,15 @@ def encode_message(
     answers them with a 400 (a fallback ``gemini-3-pro`` -> ``gemini-3-flash``); a call another Gemini model signed
     goes to Gemini 3 and later with :data:`GEMINI_SKIP_SIGNATURE` instead, as Google documents for a trace from a
     different model.  A message without that stamp (stored before it) is sent as before; the stamp never is.
+
+    ``own_only``: the server refuses other servers' fields as OpenAI's does and answers with none of its own
+    (Azure OpenAI, whose deployments are OpenAI's models): they are replayed only to the very name that answered
+    with them (a gateway behind Azure's shape that does) — not when unstamped, nor to another name of the same
+    model (OpenRouter's ``openai/o4-mini`` before a deployment named ``o4-mini``).
     """
     extra = dict_or_empty((m.provider_data or {}).get(WIRE))
     if extra:
-        extra = _replayed(extra, model, official)
+        extra = _replayed(extra, model, official, own_only=own_only)
     if m.role == "tool":
         # Media a tool returned travel in a user message after the results (see encode_messages).
         msg: dict[str, Any] = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
@@ -224,7 +242,7 @@ def encode_message(
             return None
         msg = {"role": "assistant", "content": m.content or None}
         if m.tool_calls:
-            msg["tool_calls"] = [_encode_call(c, official, model) for c in m.tool_calls]
+            msg["tool_calls"] = [_encode_call(c, official, model, own_only) for c in m.tool_calls]
             if replay_reasoning:
                 msg["reasoning_content"] = m.reasoning
     elif m.media:
@@ -235,7 +253,9 @@ def encode_message(
     return msg
 
 
-def _encode_call(call: ToolCall, official: bool = False, model: str | None = None) -> dict[str, Any]:
+def _encode_call(
+    call: ToolCall, official: bool = False, model: str | None = None, own_only: bool = False
+) -> dict[str, Any]:
     encoded: dict[str, Any] = {
         "id": call.id,
         "type": "function",
@@ -243,25 +263,31 @@ def _encode_call(call: ToolCall, official: bool = False, model: str | None = Non
     }
     extra = dict_or_empty((call.provider_data or {}).get(WIRE))
     if extra:  # (Gemini's extra_content: see encode_message)
-        encoded.update(_replayed(extra, model, official, call=True))
+        encoded.update(_replayed(extra, model, official, call=True, own_only=own_only))
     return encoded
 
 
-def _replayed(extra: dict[str, Any], model: str | None, official: bool, *, call: bool = False) -> dict[str, Any]:
+def _replayed(
+    extra: dict[str, Any], model: str | None, official: bool, *, call: bool = False, own_only: bool = False
+) -> dict[str, Any]:
     """The kept fields of a message (or a ``call``) to send to ``model``: the stamp never, the foreign fields not to
-    OpenAI's own endpoint nor to another model than the one that made them (see :func:`encode_message`)."""
+    OpenAI's own endpoint nor to another model than the one that made them (``own_only``: another name than the
+    one that made them; see :func:`encode_message`)."""
     made_by = extra.get("model")
-    if made_by is None and not official:
+    if made_by is None and not official and not own_only:
         return extra  # the common path: nothing stamped (OpenAI's own answers keep nothing)
     kept = {k: v for k, v in extra.items() if k != "model"}
     if official:
         return {k: v for k, v in kept.items() if k not in FOREIGN_MESSAGE_FIELDS}
-    if not isinstance(made_by, str) or model is None or made_by == model or bare_model(made_by) == bare_model(model):
+    if own_only:
+        if made_by is not None and made_by == model:
+            return kept
+    elif not isinstance(made_by, str) or model is None or made_by == model or bare_model(made_by) == bare_model(model):
         return kept
     # The rare path: another model made it (a fallback on this wire); its signature or encrypted reasoning is a 400.
     signed = call and _google_signature(kept.get("extra_content"))
     kept = {k: v for k, v in kept.items() if k not in FOREIGN_MESSAGE_FIELDS}
-    if signed and signs_calls(bare_model(model)):
+    if signed and model is not None and signs_calls(bare_model(model)):
         kept["extra_content"] = {"google": {"thought_signature": GEMINI_SKIP_SIGNATURE}}
     return kept
 
