@@ -213,6 +213,10 @@ def _tool_config(request: LLMRequest, model: str, row: BedrockModel | None,
     choice = request.tool_choice
     if choice.mode == "none" and not _has_tool_blocks(messages):
         return None
+    if row is not None and not row.tools:
+        # The rare path: Converse answers a toolConfig for this model with a ValidationException (see .models).
+        raise refused(WIRE, model, "tools", "the model takes no tools through Converse; send the request without "
+                      "tools (an Agent describes them in the prompt for such a model)")
     extras = request.options_for(WIRE).get("tool_extras")
     extras = extras if isinstance(extras, Mapping) else {}
     tools: list[dict[str, Any]] = []

@@ -11,6 +11,9 @@ reference of ``ToolChoice``):
 * ``toolChoice`` ``any`` — Anthropic Claude 3 and later, Amazon Nova, Mistral Large; ``tool`` (a named
   tool) — Claude 3 and later and Nova only.  Every other model takes ``auto`` alone: a forced choice is
   refused before sending (:class:`~agentactors.UnsupportedToolChoiceError`).
+* Tool use: none for Titan, Claude 2 and earlier, and DeepSeek-R1 — a request with tools for one of them is
+  refused before sending (:class:`~agentactors.UnsupportedSettingError`, setting ``tools``), and the provider
+  says ``native_tools=False`` for them (an agent then describes its tools in the prompt).
 * Vision and document chat per family (Nova Micro: text only; Claude 3.5 Haiku: no images).
 * Prompt caching (``cachePoint``): Claude 3.5 Haiku, 3.7 Sonnet and the Claude 4 family, and Nova.
 * Structured output (``outputConfig.textFormat``): the Claude models Anthropic's structured outputs cover
@@ -95,7 +98,11 @@ MODELS: tuple[BedrockModel, ...] = (
     BedrockModel(("meta.llama*",), documents=True),
     BedrockModel(("openai.gpt-oss*",), reasoning="reasoning_effort"),
     BedrockModel(("qwen.qwen3*",), reasoning="reasoning_config"),
-    BedrockModel(("deepseek.r1*", "moonshot.kimi-k2-thinking*"), reasoning="always"),
+    # DeepSeek-R1 has no tool use through Converse ("Supported models and model features",
+    # https://docs.aws.amazon.com/bedrock/latest/userguide/conversation-inference-supported-models-features.html;
+    # Converse answers a toolConfig with "This model doesn't support tool use").
+    BedrockModel(("deepseek.r1*",), tools=False, reasoning="always"),
+    BedrockModel(("moonshot.kimi-k2-thinking*",), reasoning="always"),
 )
 
 _PROFILE_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.", "jp.", "au.", "ca.", "ap.")

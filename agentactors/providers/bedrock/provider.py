@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
+import attrs
+
 import agentactors._reexport as _reexport
 import agentactors.providers.bedrock.decode as decode
 
@@ -35,7 +37,7 @@ from ..http.provider import (
     Framer,
     HTTPProvider,
 )
-from ..port import resolve_model
+from ..port import Capabilities, resolve_model
 from .encode import encode_request, forced_choice_refusal
 from .eventstream import EventStreamFramer
 from .models import WIRE, model_row
@@ -178,6 +180,13 @@ class BedrockProvider(HTTPProvider):
         return self._signer.region
 
     # -- what a model takes --------------------------------------------------------------------------
+
+    def capabilities(self, model: str | None) -> Capabilities:
+        """What ``model`` (``None``: the default model) can do on Bedrock: no native tools for a model Converse
+        gives no tool use (Titan, Claude 2 and earlier, DeepSeek-R1: see :mod:`.models`)."""
+        caps = super().capabilities(model)
+        row = model_row(model or self.default_model)
+        return caps if row is None or row.tools else attrs.evolve(caps, native_tools=False)
 
     def supports_forced_tool_choice(self, model: str | None) -> bool:
         """Whether ``model`` takes ``toolChoice`` ``any`` (Claude, Nova, Mistral Large; see :mod:`.models`)."""

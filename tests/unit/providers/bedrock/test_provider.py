@@ -154,7 +154,7 @@ def test_repr_shows_no_credential() -> None:
         ("amazon.nova-pro-v1:0", Capabilities(forced_tool_choice=True, media={"image", "document"})),
         ("mistral.mistral-large-2407-v1:0", Capabilities(forced_tool_choice=True, media={"document"})),
         ("meta.llama3-1-70b-instruct-v1:0", Capabilities(media={"document"})),
-        ("us.deepseek.r1-v1:0", Capabilities(thinking=True)),
+        ("us.deepseek.r1-v1:0", Capabilities(native_tools=False, thinking=True)),
         ("openai.gpt-oss-120b-1:0", Capabilities(thinking=True)),
         ("arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc",
          Capabilities(media={"image", "document"})),
