@@ -23,7 +23,8 @@ from tests.support.paths import CORPUS
 
 # Read by the cloud providers when no argument says otherwise (Vertex's project and location, Bedrock's endpoint):
 # a developer's shell that sets them must not redirect the tests' providers.  Tests that need them set them.
-_CLOUD_ENV = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+_CLOUD_ENV = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION",
+              "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -18,6 +18,7 @@ provider raises :class:`~agentactors.UnsupportedToolChoiceError` for both before
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -37,7 +38,16 @@ from ..http.provider import (
     HTTPProvider,
 )
 from ..port import resolve_model
-from ..vertex import vertex_base_url, vertex_location, vertex_model_name, vertex_model_url, vertex_project
+from ..vertex import (
+    PROJECT_ENV,
+    check_vertex_location,
+    check_vertex_project,
+    vertex_base_url,
+    vertex_location,
+    vertex_model_name,
+    vertex_model_url,
+    vertex_project,
+)
 from .encode import (
     DEFAULT_MAX_TOKENS,
     encode_request,
@@ -228,8 +238,11 @@ class AnthropicProvider(HTTPProvider):
         """The same Messages wire for Claude on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{region}/
         publishers/anthropic/models/{model}:rawPredict`` (``:streamRawPredict``), with ``anthropic_version:
         "vertex-2023-10-16"`` in the body and no ``model`` field; ``region="global"`` at ``aiplatform.googleapis.com``.
-        ``project`` not given is ``GOOGLE_CLOUD_PROJECT``'s (neither: a ``ValueError`` naming both), ``region`` not
-        given ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-east5"``: an argument given wins over the environment.
+        ``project`` not given is ``ANTHROPIC_VERTEX_PROJECT_ID``'s, else ``GOOGLE_CLOUD_PROJECT``'s (none: a
+        ``ValueError`` naming the argument and both); ``region`` not given ``CLOUD_ML_REGION``'s, else
+        ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-east5"``.  So an argument given wins over the environment, and the
+        Anthropic SDK's names (what ``anthropic.AnthropicVertex`` and Claude Code read) over Google's; a blank
+        variable is unset, and one that cannot be a project or region is a ``ValueError`` naming it.
 
         Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
         or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
@@ -328,8 +341,32 @@ class _VertexAnthropicWire(AnthropicWire):
         return {"anthropic_version": VERTEX_ANTHROPIC_VERSION, **body}
 
 
-#: The region :meth:`AnthropicProvider.vertex` calls when neither ``region=`` nor ``GOOGLE_CLOUD_LOCATION`` names one.
+#: The region :meth:`AnthropicProvider.vertex` calls when neither ``region=`` nor a variable names one.
 _VERTEX_REGION = "us-east5"
+#: The Anthropic SDK's variables (``anthropic.AnthropicVertex``, Claude Code), read before Google's.
+_SDK_PROJECT_ENV = "ANTHROPIC_VERTEX_PROJECT_ID"
+_SDK_REGION_ENV = "CLOUD_ML_REGION"
+
+
+def _vertex_project(project: object) -> str:
+    """``project``, else ``ANTHROPIC_VERTEX_PROJECT_ID``'s, else ``GOOGLE_CLOUD_PROJECT``'s (blank is unset)."""
+    if project is None:
+        found = os.environ.get(_SDK_PROJECT_ENV, "")
+        if found.strip():
+            return check_vertex_project(found, source=_SDK_PROJECT_ENV)
+        if not os.environ.get(PROJECT_ENV, "").strip():
+            raise ValueError("AnthropicProvider.vertex needs a Google Cloud project: pass project='my-proj-123', or "
+                             f"set {_SDK_PROJECT_ENV} or {PROJECT_ENV}")
+    return vertex_project(project, constructor="AnthropicProvider.vertex")
+
+
+def _vertex_region(region: object) -> str:
+    """``region``, else ``CLOUD_ML_REGION``'s, else ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-east5"``."""
+    if region is None:
+        found = os.environ.get(_SDK_REGION_ENV, "")
+        if found.strip():
+            return check_vertex_location(found, source=_SDK_REGION_ENV)
+    return vertex_location(region, default=_VERTEX_REGION, parameter="region")
 
 
 class _AnthropicOnVertex(AnthropicProvider):
@@ -349,8 +386,8 @@ class _AnthropicOnVertex(AnthropicProvider):
         base_url: str | None,
         **options: Any,
     ) -> None:
-        project = vertex_project(project, constructor="AnthropicProvider.vertex")
-        region = vertex_location(region, default=_VERTEX_REGION, parameter="region")
+        project = _vertex_project(project)
+        region = _vertex_region(region)
         if options.get("api_key") is not None:
             # Vertex authorises with the bearer token; a key given here would be silently unused.
             raise ValueError("api_key has no place on Vertex AI (it takes a bearer token): pass token_provider=, or "
