@@ -363,7 +363,7 @@ class ContextBudget:
         i = self._trimmed_at
         while i < n and total > budget:
             if i < tail:
-                m = msgs[i]
+                m = view[i]  # the message measured and held (a copy equal to it may be freed: its id reused)
                 if m.role == "tool":
                     known = self._trimmed(m)
                     if known is not None:
