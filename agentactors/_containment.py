@@ -31,13 +31,26 @@ worker's own task (``asyncio.run`` ending) is a real one for it.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from typing import TypeVar
 
 import anyio
 
-__all__ = ["escapes", "first_in", "interrupt_in", "is_cancellation", "is_stray"]
+__all__ = ["escapes", "first_in", "in_group_task", "interrupt_in", "is_cancellation", "is_stray"]
 
 E = TypeVar("E", bound=BaseException)
+
+#: The id of the task agentactors started in a task group for one call (see :func:`in_group_task`), in that task.
+_GROUP_TASK: ContextVar[int | None] = ContextVar("agentactors_group_task", default=None)
+
+
+def in_group_task() -> None:
+    """Say that the running task is one agentactors started in a task group for one call (a step's parallel tool
+    call).  Its caller is cancelled through the group's cancel scope — a real cancellation :func:`is_cancellation`
+    sees — never by a ``task.cancel()`` of this task: one here is stray (the tool's own doing, or a library's that
+    forgot to ``uncancel()``), the call's failure.  Only this task: one it starts (``asyncio.wait_for``'s) is not.
+    """
+    _GROUP_TASK.set(anyio.get_current_task().id)
 
 
 def is_cancellation(exc: BaseException) -> bool:
@@ -100,6 +113,8 @@ def _cancelled_natively(exc: BaseException) -> bool:
     try:
         task = asyncio.current_task()
     except RuntimeError:  # no asyncio loop runs here: asyncio's exception leaked into trio, a stray one
+        return False
+    if _GROUP_TASK.get() == id(task):  # a group's task: never cancelled natively by its caller (in_group_task)
         return False
     cancelling = getattr(task, "cancelling", None)
     return bool(callable(cancelling) and cancelling())

@@ -54,7 +54,7 @@ import anyio
 import attrs
 
 from .._backend import loop_clock
-from .._containment import escapes, first_in, interrupt_in, is_cancellation
+from .._containment import escapes, first_in, in_group_task, interrupt_in, is_cancellation
 from .._json import bound_problem
 from .._slots import draft
 from ..errors import ToolDenied
@@ -339,6 +339,7 @@ class ToolExecutorActor:
         asyncio an interrupt escaping a task leaves the event loop at once, past every run and
         batch that could still account for it.  The other calls are cancelled.
         """
+        in_group_task()  # a task.cancel() of this task is the call's failure, not its caller's cancellation
         try:
             async with limiter:
                 results[index] = await self.execute_one(call, context)

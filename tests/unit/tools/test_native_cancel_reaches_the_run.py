@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from agentactors import Agent, ScriptedProvider, ToolCall, tool
@@ -53,6 +54,37 @@ async def test_a_native_cancel_of_the_runs_task_cancels_the_run() -> None:
         await task  # before: the run returned "done", the cancellation made the tool's error result
     assert seen == ["CancelledError"]
 
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_a_parallel_tool_that_cancels_its_own_task_is_that_calls_error() -> None:
+    """A step's parallel call runs in a task of the executor's group, which is cancelled through the group's
+    scope, never natively: a task.cancel() of that task (the tool's own doing, or a library's that forgot
+    uncancel) is stray there, the call's error, as before the run's own task.cancel() was told apart."""
+
+    @tool(timeout=None)
+    async def aborts() -> str:
+        """Cancels its own task."""
+        current = asyncio.current_task()
+        assert current is not None
+        current.cancel()
+        await anyio.sleep(1)
+        return "never"
+
+    @tool(timeout=None)
+    async def other() -> str:
+        """Answers."""
+        await anyio.lowlevel.checkpoint()
+        return "other"
+
+    agent = Agent(ScriptedProvider([[ToolCall("c1", "aborts", {}), ToolCall("c2", "other", {})], "done"]),
+                  tools=[aborts, other])
+    result = await agent.run("go")  # before: AssertionError, the executor lost a result
+    assert result.content == "done"
+    results = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    assert results["c1"].is_error and "CancelledError" in str(results["c1"].content)
+    assert results["c2"].content == "other"
 
 @pytest.mark.anyio
 async def test_a_cancelled_scope_around_the_run_cancels_it_on_both_backends() -> None:
