@@ -108,6 +108,31 @@ def running_trio() -> bool:
     return bool(sniffio.current_async_library() == "trio")
 
 
+def running_loop_library() -> str | None:
+    """The library whose event loop runs this thread's code now (``"asyncio"``, ``"trio"``), or ``None``: safe to call
+    anywhere (a plain thread, a worker thread, an event loop's callback).
+
+    sniffio knows a task's library (trio brings it); in a plain callback of asyncio's loop (``loop.call_soon``) no
+    task runs and sniffio says none, but the loop is running there all the same: asyncio is asked then.
+    """
+    if "sniffio" in sys.modules or "trio" in sys.modules:
+        import sniffio
+
+        try:
+            return str(sniffio.current_async_library())
+        except sniffio.AsyncLibraryNotFoundError:
+            pass
+    if "asyncio" not in sys.modules:
+        return None  # (no asyncio loop can run where asyncio was never imported)
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return "asyncio"
+
+
 #: The asyncio tasks :func:`spawn_detached` started that still run: the event loop holds its tasks only weakly.
 _detached: set[Any] = set()
 

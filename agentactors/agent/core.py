@@ -49,6 +49,7 @@ from typing import Any, Generic, TypeAlias, cast
 import anyio
 import attrs
 
+from .._backend import running_loop_library
 from ..actors.runtime import RUN_RESOLVER, ActorRef, PrivateRuntime, Runtime
 from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
 from ..gateway import ticket
@@ -755,7 +756,7 @@ class Agent(Generic[OutputT]):
             backend = "asyncio"
         elif backend not in _SYNC_BACKENDS:
             raise ValueError(f"run_sync() backend must be 'asyncio' or 'trio', not {backend!r}")
-        running = _loop_library()
+        running = running_loop_library()
         if running is not None:
             raise RuntimeError(
                 f"Agent.run_sync() was called where {running}'s event loop is running (this thread's: an async "
@@ -1485,26 +1486,6 @@ def _check_choice(choice: ToolChoice, names: Sequence[str]) -> None:
 
 #: The event loops :meth:`Agent.run_sync` can make (``anyio.run``'s backends).
 _SYNC_BACKENDS = ("asyncio", "trio")
-
-
-def _loop_library() -> str | None:
-    """The library whose event loop runs in this thread's code now (``"asyncio"``, ``"trio"``), or ``None``.
-
-    sniffio's answer (trio brings it; a worker thread of ``anyio.to_thread`` has none); without sniffio, anyio's own
-    check (asyncio is the only loop there can be then).
-    """
-    try:
-        import sniffio
-    except ImportError:  # pragma: no cover - trio not installed, and anyio no longer needs sniffio
-        try:
-            anyio.get_current_task()
-        except RuntimeError:  # anyio's NoEventLoopError
-            return None
-        return "asyncio"
-    try:
-        return sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        return None
 
 
 def _check_runtime(runtime: object) -> None:

@@ -279,6 +279,30 @@ async def test_inside_a_running_loop_it_refuses_and_says_to_await_run() -> None:
     assert provider.calls == 0
 
 
+def test_in_a_callback_of_asyncios_loop_it_refuses_too() -> None:
+    """A plain callback (``loop.call_soon``: no task runs it, so sniffio sees no library) blocks the loop all the
+    same: the same refusal, not asyncio's 'Cannot run the event loop while another loop is running'."""
+    import asyncio
+
+    provider = ScriptedProvider("never")
+    seen: list[BaseException] = []
+
+    def callback() -> None:
+        try:
+            Agent(provider).run_sync("hi")
+        except BaseException as exc:  # what it raised is the test's to look at
+            seen.append(exc)
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_soon(callback)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert len(seen) == 1 and isinstance(seen[0], RuntimeError), seen
+    assert "await agent.run(...)" in str(seen[0]) and provider.calls == 0
+
+
 @pytest.mark.anyio
 async def test_inside_a_runtime_of_this_loop_it_refuses_too() -> None:
     provider = ScriptedProvider("never")
