@@ -57,9 +57,11 @@ if _typing.TYPE_CHECKING:
 
 # The journals are served on first use (PEP 562): `import agentactors` does not import their SQL, lease and
 # driver modules for a program that never journals (tests/unit/test_import_cost.py).
+# Served through the package root, which imports the defining module and relabels the class as it relabels every
+# name it exports (agentactors.X in reprs and tracebacks, whichever import reached it first).
 _ON_FIRST_USE = {
-    "PostgresJournal": "agentactors.journal.postgres",
-    "SqliteJournal": "agentactors.journal.sqlite",
+    "PostgresJournal": "agentactors",
+    "SqliteJournal": "agentactors",
 }
 
 __getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)

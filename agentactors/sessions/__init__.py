@@ -33,9 +33,11 @@ if _typing.TYPE_CHECKING:
 
 # The stores over a database are served on first use (PEP 562): their drivers' modules (sqlite3, the socket and
 # psycopg glue) are not imported by a program that keeps its sessions in memory (tests/unit/test_import_cost.py).
+# Served through the package root, which imports the defining module and relabels the class as it relabels every
+# name it exports (agentactors.X in reprs and tracebacks, whichever import reached it first).
 _ON_FIRST_USE = {
-    "PostgresStore": "agentactors.sessions.postgres",
-    "SqliteStore": "agentactors.sessions.sqlite",
+    "PostgresStore": "agentactors",
+    "SqliteStore": "agentactors",
 }
 
 __getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)

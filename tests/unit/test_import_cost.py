@@ -154,3 +154,12 @@ def test_the_packages_serving_stores_and_journals_serve_them_on_first_use_too() 
         "                  'SqliteStore' in dir(agentactors.sessions), 'PostgresJournal' in dir(agentactors.journal)]))"
     )
     assert seen == [[], True, True, True, True, True]
+
+
+def test_a_store_served_by_its_subpackage_is_labelled_as_the_root_labels_it() -> None:
+    seen = _fresh(
+        "from agentactors.sessions import SqliteStore\n"
+        "from agentactors.journal import PostgresJournal\n"
+        "print(json.dumps([repr(SqliteStore), repr(PostgresJournal)]))"
+    )
+    assert seen == ["<class 'agentactors.SqliteStore'>", "<class 'agentactors.PostgresJournal'>"]
