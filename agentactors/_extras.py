@@ -1,9 +1,9 @@
 """The optional dependencies ("extras"): one shape for the error a missing one raises, where it was asked for.
 
-``pip install agentactors`` installs the core (anyio, httpx, attrs, tenacity, httpx-sse, jsonschema, h11); a
-feature that needs more names an extra of ``pyproject.toml``.  Used without it, the feature raises — at the
-import or call the user wrote, never later and never from deep inside — a :class:`ModuleNotFoundError` (an
-:class:`ImportError`) that says what needs what and how to install it::
+``pip install agentactors`` installs the core (anyio, httpx, attrs, tenacity, httpx-sse, jsonschema, h11, and
+typing_extensions before 3.13); a feature that needs more names an extra of ``pyproject.toml``.  Used without it,
+the feature raises — at the import or call the user wrote, never later and never from deep inside — a
+:class:`ModuleNotFoundError` (an :class:`ImportError`) that says what needs what and how to install it::
 
     agentactors.mcp needs the mcp SDK (2.x): pip install 'agentactors[mcp]' (No module named 'mcp')
 

@@ -82,6 +82,10 @@ def test_the_wheel_declares_the_core_the_extras_and_the_entry_points(wheel: Path
         for req in requires if ";" not in req
     }
     assert unconditional == CORE, unconditional
+    # Imported directly for PEP 696 TypeVar defaults before 3.13 (anyio's floor pulls it only before 3.11).
+    marked = [req.replace('"', "'") for req in requires
+              if req.lower().replace("_", "-").startswith("typing-extensions")]
+    assert [req.partition(";")[2].strip() for req in marked] == ["python_version < '3.13'"], requires
     extras = set(metadata.get_all("Provides-Extra") or [])
     assert {"mcp", "otel", "ray", "bedrock", "vertex", "postgres", "prices", "jiter", "aiohttp", "cli"} <= extras
     assert "agentactors = agentactors.__main__:main" in entry_points
