@@ -29,7 +29,6 @@ enum's values is an issue, never coerced.
 from __future__ import annotations
 
 import enum
-import hashlib
 import re
 import typing
 from collections import abc
@@ -241,6 +240,8 @@ def _member_name(prefix: str, tp: Any) -> str:
     if name == whole and len(name) <= 64:
         return name
     # The digest of the class's own name: ``Résumé`` and ``R_sum_`` stay two tools.
+    import hashlib  # (here: a long class name is rare, and hashlib costs the package's import ~2 ms)
+
     digest = hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{name[:55]}_{digest}"
 

@@ -13,7 +13,6 @@ still send: a breaker that opened during the backoff stops the retry.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -36,6 +35,8 @@ from .streams import Carried, OpenedStream, open_stream, relay, stream_of
 from .timeout import abandoned_attempts, hand_on, keep_abandoned, own_request
 
 if TYPE_CHECKING:
+    import random
+
     from tenacity import RetryCallState
 
 __all__ = ["RetryingProvider", "with_retry"]
@@ -105,7 +106,11 @@ class RetryingProvider(ProviderDecorator):
         self.retry_on = retry_on
         self._clock: Clock = clock or default_clock
         self._sleep: Sleep = sleep or anyio.sleep
-        self._rng = rng if rng is not None else random.Random()
+        if rng is None:
+            import random  # (here, when a retrying provider is made: not with the package)
+
+            rng = random.Random()
+        self._rng = rng
 
     # -- the port ---------------------------------------------------------------------------------
 

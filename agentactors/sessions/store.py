@@ -21,7 +21,6 @@ a second actor for it whose commits conflict (:class:`SessionStore`, :func:`stor
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -332,6 +331,8 @@ def store_address(store: object) -> Hashable:
 
 def new_origin() -> str:
     """A new session's origin: 96 random bits, text (see :attr:`SessionRecord.origin`)."""
+    import secrets  # (here, once a session is created: it brings hmac and hashlib, which the package's import skips)
+
     return secrets.token_urlsafe(12)
 
 

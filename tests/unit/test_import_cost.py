@@ -39,6 +39,8 @@ HEAVY = (
     "importlib.abc",  # importlib.resources with it
     "sqlite3",  # SqliteStore's and SqliteJournal's driver: imported when one is first named
     "socket",  # the PostgreSQL glue's: likewise
+    "hashlib",  # a long output tool name's digest, a session's origin (through secrets), when first made
+    "random",  # with_retry's jitter: imported when a retrying provider is made
     "jsonschema",
     "aiohttp",
 )
