@@ -837,18 +837,7 @@ class JsonlRecorder:
             # A lone surrogate (a str made from undecodable bytes, say): UTF-8 cannot hold it, JSON's escape can.
             data = _line_of(record, ascii=True).encode("ascii")
         with self._lock:
-            if self._file is None:
-                raise RuntimeError(f"JsonlRecorder({self.path}) is closed")
-            self._pending += data
-            if len(self._pending) >= _BUFFER_BYTES:
-                try:
-                    self._write_out()
-                except BaseException:
-                    # The file takes nothing (a full disk): what is held waits for the next write-out, but not
-                    # without bound — past _PENDING_MAX this record is dropped (the caller hears of the error).
-                    if len(self._pending) > _PENDING_MAX:
-                        del self._pending[-len(data) :]
-                    raise
+            self._append(data, None)
 
     def _record_request(self, event: Event) -> None:
         """Record an ``llm.request`` (as what it adds to the run's previous one, when it goes on from it) or a
@@ -914,6 +903,8 @@ class JsonlRecorder:
             try:
                 self._write_out()
             except BaseException:
+                # The file takes nothing (a full disk): what is held waits for the next write-out, but not
+                # without bound — past _PENDING_MAX this record is dropped (the caller hears of the error).
                 if len(self._pending) > _PENDING_MAX:
                     del self._pending[-len(data) :]
                     if held is not None:
