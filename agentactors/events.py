@@ -1096,15 +1096,9 @@ def _pieces(before: tuple[Any, ...], after: tuple[Any, ...]) -> list[Any] | None
 def _delta_record(event: Event, request: LLMRequest, base: int, pieces: list[Any]) -> dict[str, Any]:
     """``event``'s record (:func:`event_to_dict`) with its request's messages told from the run's request ``base``
     (its seq): ``messages_from`` names it, ``messages_delta`` holds spans of its messages and the new ones."""
-    out: dict[str, Any] = {"type": event.type, "run_id": event.run_id, "seq": event.seq, "time": event.time}
-    if event.step is not None:
-        out["step"] = event.step
-    if event.parent_run_id is not None:
-        out["parent_run_id"] = event.parent_run_id
-    for k, v in event.data.items():
-        out[_PAYLOAD_PREFIX + k if k in _HEADER else k] = (
-            _request_delta(v, base, pieces) if k == "request" else to_jsonable(v)
-        )
+    rest = {k: v for k, v in event.data.items() if k != "request"}
+    out = event_to_dict(attrs.evolve(event, data=rest))  # the header and the rest of the payload, as any record's
+    out["request"] = _request_delta(request, base, pieces)
     return out
 
 
