@@ -594,13 +594,21 @@ class Usage:
       ``"12"``: a count is a number, and text read as one invites ``"1e3"`` and ``" 12 "``) — is ``0``.
 
     Normalised in the constructor, so every Usage there is can be summed, priced, journaled and read back;
-    the check is six type tests for counts that are already ints (the wires'), and the run's own sums
+    the check is nine type tests for counts that are already ints (the wires'), and the run's own sums
     (``+``) skip it.
 
     ``cache_write_1h_tokens`` is the part of ``cache_write_tokens`` written with the 1-hour TTL (Anthropic's
     ``cache_creation.ephemeral_1h_input_tokens``, Bedrock's ``cacheDetails``): the vendor bills it at its own
     rate (2x input against 1.25x for the 5-minute writes), so :class:`~agentactors.pricing.Price` needs it apart.
     It is not another prompt count: the prompt is what it was without it.
+
+    The audio counts are parts of the others, as the vendors report them and bill them at their own rates (an
+    audio prompt token of ``gemini-2.5-flash`` costs 3.3 times a text one, of ``gpt-realtime`` 8 times):
+    ``input_audio_tokens`` the prompt's audio tokens, cached ones included (OpenAI's
+    ``prompt_tokens_details.audio_tokens``, Gemini's ``AUDIO`` entry of ``promptTokensDetails``);
+    ``cache_audio_read_tokens`` the audio part of ``cache_read_tokens`` (Gemini's ``cacheTokensDetails``);
+    ``output_audio_tokens`` the audio part of ``output_tokens`` (``completion_tokens_details.audio_tokens``,
+    ``candidatesTokensDetails``).  Keyword-only: the positional order stays that of the first six.
     """
 
     input_tokens: int = 0
@@ -609,6 +617,9 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     cache_write_1h_tokens: int = 0
+    input_audio_tokens: int = attrs.field(default=0, kw_only=True)
+    cache_audio_read_tokens: int = attrs.field(default=0, kw_only=True)
+    output_audio_tokens: int = attrs.field(default=0, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         i, o, r, w, t, h = (
@@ -622,10 +633,11 @@ class Usage:
             and type(w) is int and 0 <= w <= _MAX_TOKEN_COUNT
             and type(t) is int and 0 <= t <= _MAX_TOKEN_COUNT
             and type(h) is int and 0 <= h <= _MAX_TOKEN_COUNT
+            and _counts(self.input_audio_tokens, self.cache_audio_read_tokens, self.output_audio_tokens)
         ):
             return
-        for name, value in zip(_USAGE_FIELDS, (i, o, r, w, t, h), strict=True):
-            object.__setattr__(self, name, _token_count(value))
+        for name in _USAGE_FIELDS:
+            object.__setattr__(self, name, _token_count(getattr(self, name)))
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
@@ -646,6 +658,12 @@ class Usage:
         total.reasoning_tokens = n if n <= top else top
         n = self.cache_write_1h_tokens + other.cache_write_1h_tokens
         total.cache_write_1h_tokens = n if n <= top else top
+        n = self.input_audio_tokens + other.input_audio_tokens
+        total.input_audio_tokens = n if n <= top else top
+        n = self.cache_audio_read_tokens + other.cache_audio_read_tokens
+        total.cache_audio_read_tokens = n if n <= top else top
+        n = self.output_audio_tokens + other.output_audio_tokens
+        total.output_audio_tokens = n if n <= top else top
         total.__class__ = Usage
         made: Usage = total
         return made
@@ -660,9 +678,17 @@ _MAX_TOKEN_COUNT: Final = 2**63 - 1
 
 _USAGE_FIELDS: Final = (
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-    "cache_write_1h_tokens",
+    "cache_write_1h_tokens", "input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens",
 )
 _UsageDraft = draft(Usage, " ".join(_USAGE_FIELDS))
+
+
+def _counts(*values: object) -> bool:
+    """Whether every one of ``values`` is already a token count (an ``int`` in range): nothing to normalise."""
+    for value in values:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per call
+        if type(value) is not int or not 0 <= value <= _MAX_TOKEN_COUNT:
+            return False
+    return True
 
 
 def _token_count(value: object) -> int:

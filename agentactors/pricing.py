@@ -16,7 +16,11 @@ Token counts follow :class:`~agentactors.messages.Usage`: reasoning tokens are p
 ``output_tokens`` on every wire; cached tokens are part of ``input_tokens`` on every wire but
 Anthropic's and Bedrock's, which count them only in ``cache_read_tokens`` / ``cache_write_tokens``
 (``docs/wire.md``).  A price's ``cache_read``, ``cache_write`` and ``reasoning`` rates apply where the
-table (or the user) gives them; otherwise those tokens cost what input (or output) tokens cost.  The cache
+table (or the user) gives them; otherwise those tokens cost what input (or output) tokens cost.  Audio is
+priced apart the same way: the prompt's audio tokens (``Usage.input_audio_tokens``) at ``input_audio``, the
+cached ones among them (``cache_audio_read_tokens``) at ``cache_audio_read``, the answer's
+(``output_audio_tokens``) at ``output_audio`` — each, when the table has no such rate, at the rate of the
+tokens it is a part of.  The cache
 writes made with a 1-hour TTL (``Usage.cache_write_1h_tokens``, a part of ``cache_write_tokens``) cost the
 ``cache_write_1h`` rate where there is one (Anthropic's 2x input), else the ``cache_write`` rate.
 """
@@ -162,6 +166,10 @@ class Price:
     ``cache_write``); ``reasoning`` prices reasoning tokens (``None``: as ``output``).  ``tiers`` are the
     vendor's long-prompt prices: ``((200_000, Price(...)),)`` means every token of a call whose prompt is
     longer than 200,000 tokens is priced at that tier (the vendors' "cliff", as the table writes it).
+
+    ``input_audio``, ``cache_audio_read`` and ``output_audio`` (keyword-only) price audio tokens
+    (``Usage.input_audio_tokens``, ``cache_audio_read_tokens``, ``output_audio_tokens``): ``None`` prices them as
+    the prompt's fresh tokens (``input``), its cached reads (``cache_read``) and the answer's (``output``).
     """
 
     input: float = attrs.field(validator=_rate)
@@ -173,6 +181,9 @@ class Price:
     reasoning: float | None = attrs.field(default=None, validator=_rate)
     tiers: tuple[tuple[int, Price], ...] = attrs.field(default=(), converter=_tiers)
     currency: str = attrs.field(default="USD", converter=_code, validator=_currency)
+    input_audio: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
+    cache_audio_read: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
+    output_audio: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
 
     def at(self, prompt_tokens: int) -> Price:
         """The price of a call whose prompt holds ``prompt_tokens`` tokens: the highest tier it passes."""
@@ -214,6 +225,17 @@ class Price:
             fresh * p.input + read_tokens * read + (write_tokens - long_writes) * write + long_writes * write_1h
         ) / _PER
         cost_out = ((output_tokens - thinking) * p.output + thinking * think_rate) / _PER
+        if usage.input_audio_tokens or usage.output_audio_tokens:
+            # Audio tokens are parts of the counts priced above (as text): the difference of their own rates added.
+            # Held to what they are parts of, so a count a hand-made Usage overstates is never priced above it.
+            audio_read = min(usage.cache_audio_read_tokens, read_tokens, usage.input_audio_tokens)
+            audio_fresh = min(usage.input_audio_tokens - audio_read, fresh)
+            audio_out = min(usage.output_audio_tokens, output_tokens - thinking)
+            in_audio = p.input if p.input_audio is None else p.input_audio
+            read_audio = read if p.cache_audio_read is None else p.cache_audio_read
+            out_audio = p.output if p.output_audio is None else p.output_audio
+            cost_in += (audio_fresh * (in_audio - p.input) + audio_read * (read_audio - read)) / _PER
+            cost_out += audio_out * (out_audio - p.output) / _PER
         return Cost(cost_in, cost_out, cost_in + cost_out, p.currency)
 
 
@@ -392,7 +414,9 @@ def _scaled(price: Price, factor: float) -> Price:
 
     tiers = tuple((start, _scaled(tier, factor)) for start, tier in price.tiers)
     return Price(price.input * factor, price.output * factor, times(price.cache_read), times(price.cache_write),
-                 times(price.reasoning), tiers, price.currency, cache_write_1h=times(price.cache_write_1h))
+                 times(price.reasoning), tiers, price.currency, cache_write_1h=times(price.cache_write_1h),
+                 input_audio=times(price.input_audio), cache_audio_read=times(price.cache_audio_read),
+                 output_audio=times(price.output_audio))
 
 
 def is_batch(response: LLMResponse) -> bool:
@@ -664,6 +688,9 @@ _KEYS: Mapping[str, tuple[str, ...]] = {
     "cache_write": ("cache_write_mtok", "cache_write_5m_mtok"),
     "cache_write_1h": ("cache_write_1h_mtok",),
     "reasoning": ("output_reasoning_mtok",),
+    "input_audio": ("input_audio_mtok",),
+    "cache_audio_read": ("cache_audio_read_mtok",),
+    "output_audio": ("output_audio_mtok",),
 }
 
 
@@ -704,4 +731,7 @@ def _flat(raw: Mapping[str, Any], start: int | None) -> Price:
         rates.get("cache_write"),
         rates.get("reasoning"),
         cache_write_1h=rates.get("cache_write_1h"),
+        input_audio=rates.get("input_audio"),
+        cache_audio_read=rates.get("cache_audio_read"),
+        output_audio=rates.get("output_audio"),
     )

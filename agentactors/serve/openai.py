@@ -505,8 +505,10 @@ def _usage(usage: Usage) -> dict[str, Any]:
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.input_tokens + usage.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens, "audio_tokens": usage.input_audio_tokens},
+        "completion_tokens_details": {
+            "reasoning_tokens": usage.reasoning_tokens, "audio_tokens": usage.output_audio_tokens,
+        },
     }
 
 

@@ -12,7 +12,8 @@ a whole one decode alike.
   or on the message for the first signed text part), replayed by the encoder, with
   ``provider_data["gemini"]["model"]`` beside it: the model the request was sent to (not the answer's
   ``modelVersion``), as a signature is valid for that model only;
-* ``usageMetadata`` is cumulative across chunks; output tokens include thinking tokens;
+* ``usageMetadata`` is cumulative across chunks; output tokens include thinking tokens; the ``AUDIO``
+  entries of its ``*TokensDetails`` are the usage's audio counts (billed at their own rates);
 * ``promptFeedback.blockReason`` is a content-policy :class:`~agentactors.ProviderError`; an error
   body is classified by :func:`classify_error`'s rules.
 """
@@ -44,6 +45,10 @@ from .models import WIRE
 
 __all__ = ["WIRE", "CandidateAssembly", "classify_error", "decode_response"]
 
+# usageMetadata's per-modality breakdowns: their AUDIO entries are Usage's audio counts (read as ints).
+_MODALITY_DETAILS = frozenset(
+    {"promptTokensDetails", "toolUsePromptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails"}
+)
 _FINISH: Mapping[str, StopReason] = {
     "STOP": StopReason.end_turn,
     "MAX_TOKENS": StopReason.max_tokens,
@@ -311,6 +316,14 @@ class CandidateAssembly:
             for key, value in meta.items():
                 if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                     self.usage[key] = value
+                elif key in _MODALITY_DETAILS and isinstance(value, list):
+                    # [{"modality": "AUDIO", "tokenCount": 12}, ...]: the audio part (billed at its own rate).
+                    self.usage[key] = sum(
+                        count for entry in value
+                        if isinstance(entry, dict) and entry.get("modality") == "AUDIO"
+                        and isinstance(count := entry.get("tokenCount"), int) and not isinstance(count, bool)
+                        and count >= 0
+                    )
 
     def response(self) -> LLMResponse:
         """The response assembled so far."""
@@ -322,6 +335,9 @@ class CandidateAssembly:
             output_tokens=u.get("candidatesTokenCount", 0) + thoughts,
             cache_read_tokens=u.get("cachedContentTokenCount", 0),
             reasoning_tokens=thoughts,
+            input_audio_tokens=u.get("promptTokensDetails", 0) + u.get("toolUsePromptTokensDetails", 0),
+            cache_audio_read_tokens=u.get("cacheTokensDetails", 0),
+            output_audio_tokens=u.get("candidatesTokensDetails", 0),
         )
         if self.finish is None:
             stop = StopReason.tool_use if self.calls else StopReason.end_turn

@@ -114,9 +114,11 @@ def map_finish_reason(raw: str | None, *, has_calls: bool) -> StopReason:
 
 
 def parse_usage(usage: Any) -> Usage | None:
-    """OpenAI usage (``prompt_tokens_details.cached_tokens``, ``completion_tokens_details.reasoning_tokens``).
+    """OpenAI usage (``prompt_tokens_details.cached_tokens`` / ``audio_tokens``,
+    ``completion_tokens_details.reasoning_tokens`` / ``audio_tokens``).
 
-    ``input_tokens`` is ``prompt_tokens``, which on this wire includes the cached tokens.
+    ``input_tokens`` is ``prompt_tokens``, which on this wire includes the cached tokens (and the audio ones:
+    ``Usage.input_audio_tokens`` is a part of it, as ``output_audio_tokens`` is of ``completion_tokens``).
     """
     if not isinstance(usage, dict):
         return None
@@ -128,6 +130,8 @@ def parse_usage(usage: Any) -> Usage | None:
         cache_read_tokens=token_count(prompt.get("cached_tokens")),
         cache_write_tokens=token_count(prompt.get("cache_write_tokens")),
         reasoning_tokens=token_count(completion.get("reasoning_tokens")),
+        input_audio_tokens=token_count(prompt.get("audio_tokens")),
+        output_audio_tokens=token_count(completion.get("audio_tokens")),
     )
 
 

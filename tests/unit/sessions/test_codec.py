@@ -173,7 +173,7 @@ def test_usage_round_trips_and_stores_only_counts(usage: Usage) -> None:
         (ToolResult, {"call_id", "name", "status", "content", "size_chars", "duration", "truncated", "refused",
                       "original_chars", "parts", "awaiting_approval"}),
         (Usage, {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-                "cache_write_1h_tokens"}),
+                "cache_write_1h_tokens", "input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens"}),
         (Image, {"data", "url", "media_type"}),
         (Document, {"data", "url", "media_type", "title", "pages"}),  # pages: derived from the data
         (Audio, {"data", "media_type"}),
