@@ -139,7 +139,11 @@ class PulledStream:
         return self
 
     async def receive(self) -> StreamEvent:
-        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed (see :meth:`__anext__`)."""
+        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed (see :meth:`__anext__`).
+
+        Cancellation: as :meth:`__anext__`: the stream is closed, its slot given back, and the cancellation
+        propagates.
+        """
         try:
             return await self.__anext__()
         except StopAsyncIteration:
@@ -333,9 +337,18 @@ class PulledStream:
             sched.release_soon(self._started)
 
     async def __aenter__(self) -> PulledStream:
+        """``async with stream:`` — the stream itself (the provider's stream opens at the first read).
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaving the block closes the stream (:meth:`aclose`).
+
+        Cancellation: as :meth:`aclose`: a block left by a cancellation still closes the HTTP request and gives
+        the slot back.
+        """
         await self.aclose()
 
     def __repr__(self) -> str:

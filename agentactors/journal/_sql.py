@@ -110,9 +110,18 @@ class SqlJournal(Tapes):
         raise NotImplementedError
 
     async def __aenter__(self) -> Self:
+        """``async with journal:`` — the journal itself (its connections open on first use).
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaving the block closes the journal (:meth:`aclose`); an exception of the block propagates.
+
+        Cancellation: as :meth:`aclose`, not shielded — a block left by a cancellation closes nothing (the close
+        stops at its first checkpoint): shield the exit, or call :meth:`aclose` again, to close it then.
+        """
         await self.aclose()
 
     # -- committing (open_run, resume_run and recover: agentactors.journal._tapes) ----------
@@ -172,7 +181,12 @@ class SqlJournal(Tapes):
     # -- reading and claiming -------------------------------------------------------------------------
 
     async def load_run(self, run_id: str) -> RecordedRun:
-        """The run ``run_id`` as committed.  :raises RunNotRecordedError: the journal has no such run."""
+        """The run ``run_id`` as committed.  :raises RunNotRecordedError: the journal has no such run.
+
+        Cancellation: a read, nothing changes.  A caller cancelled while it waits for the connection leaves;
+        the query, once started in the worker thread, is not interrupted: it ends and the cancellation is
+        delivered at the caller's next checkpoint.
+        """
         run = await self._worker.call(_load, self._dialect, run_id)
         if run is None:
             raise RunNotRecordedError(f"the journal {self._where()!r} holds no run {run_id!r}")
@@ -186,6 +200,9 @@ class SqlJournal(Tapes):
         others from recovery — and left as it is: a warning names it, ``load_run`` raises its
         :class:`JournalFormatError`, and ``damaged`` (when given) receives it by run id (what ``recover()`` raises
         in its :class:`~agentactors.journal.RecoveryError`).
+
+        Cancellation: a read, nothing changes: it stops before its next query (one running is not interrupted,
+        as :meth:`load_run`).
         """
         rows = await self._worker.call(_running, self._dialect)
         runs = []
@@ -205,7 +222,13 @@ class SqlJournal(Tapes):
 
     async def claim(self, run_id: str) -> RecordedRun | None:
         """Lease ``run_id`` (and its unfinished children) to this object, in one transaction, if its lease is
-        free: the run as committed then; ``None`` if it ended or another live owner holds it."""
+        free: the run as committed then; ``None`` if it ended or another live owner holds it.
+
+        Cancellation: a caller cancelled while it waits for the connection has taken nothing.  A claim whose
+        transaction started is not interrupted: it ends (the run leased to this object if it was free) and the
+        cancellation is delivered at the caller's next checkpoint; a claimed run nobody opens stays unfinished,
+        for a later ``recover()``.
+        """
         if run_id in self._mine:  # running here (this object's lease): not another caller's to take
             return None
         run = await self._worker.call(_claim, self._dialect, run_id, self.owner, self.lease)
@@ -224,6 +247,10 @@ class SqlJournal(Tapes):
         :raises JournalFormatError: ``value`` is not JSON or is past the JSON depth and size policy
             (:mod:`agentactors._json`): what could not be read back is refused now.  Nothing was written.
         :raises TypeError, ValueError: ``key`` is not a non-empty ``str`` (of at most 1,024 characters).
+
+        Cancellation: a caller cancelled while it waits for the connection has written nothing.  A write that
+        started in the worker thread is not interrupted: it is committed, and the cancellation is delivered at
+        the caller's next checkpoint.
         """
         await self._worker.call(_park, self._dialect, check_key(key), check_value(key, value))
 
@@ -232,18 +259,28 @@ class SqlJournal(Tapes):
 
         :raises JournalFormatError: the stored text is not JSON or is past the policy (a damaged row: left as
             it is).
+
+        Cancellation: a read, nothing changes (as :meth:`load_run`).
         """
         value = await self._worker.call(_parked, self._dialect, check_key(key))
         return None if value is None else check_value(key, value, stored=True)
 
     async def unpark(self, key: str) -> None:
-        """Forget what is parked under ``key`` (nothing happens if nothing is)."""
+        """Forget what is parked under ``key`` (nothing happens if nothing is).
+
+        Cancellation: as :meth:`park`: a delete that started is committed.
+        """
         await self._worker.call(_unpark, self._dialect, check_key(key))
 
     async def aclose(self) -> None:
         """Stop renewing leases and close the connections (the next use opens new ones).  Idempotent.
 
         The runs still running here keep their lease until it expires: close after they end.
+
+        Cancellation: not shielded.  Each of its steps (stop the lease keeper, close the renewer's connection,
+        close the journal's) starts at a cancellation point, so a cancelled caller leaves the steps it had not
+        reached undone — call it again, or shield it; a step already running in its worker thread completes.
+        A journal collected closes its connections then.
         """
         await anyio.to_thread.run_sync(self._keeper.stop)  # it may be waiting on the database: not on the loop
         await self._renewer.close()

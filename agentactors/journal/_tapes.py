@@ -76,7 +76,12 @@ class Tapes:
         return tape
 
     async def recover(self, rt: Any, *, agents: Iterable[Any], sessions: Any = None) -> list[RunResult[Any]]:
-        """``rt.recover()``'s work (:mod:`agentactors.journal.recovery`)."""
+        """``rt.recover()``'s work (:mod:`agentactors.journal.recovery`).
+
+        Cancellation: the runs it is finishing are cancelled, and each is ended ``"cancelled"`` (the end committed
+        shielded): a run cancelled is ended, never recovered again.  A run it had not started yet stays
+        unfinished, for a later ``recover()``.
+        """
         return await recover(cast("JournalStore", self), rt, agents=agents, sessions=sessions)  # a subclass is one
 
 

@@ -147,6 +147,9 @@ async def explain_fork(
 
     :raises ValueError: ``forked`` is not a fork (no ``forked_from``).
     :raises RunNotRecordedError: ``source`` holds no original.
+
+    Cancellation: a read, nothing written: as :func:`~agentactors.journal.load_run` (a JSONL source's events
+    are read first, in the calling thread, without yielding).
     """
     original_id = forked.forked_from
     if original_id is None:

@@ -94,6 +94,10 @@ async def recover(
     :raises TypeError: ``sessions`` is not a session store (checked before anything runs).
     :raises RecoveryError: some runs could not be recovered (a damaged row, a run that raised, a failed claim):
         raised once every other run was finished, with their results (``.results``) and each failure by run id.
+
+    Cancellation: the runs it is finishing are cancelled, and each is ended ``"cancelled"`` (the end committed
+    shielded): a run cancelled is ended, never recovered again.  A run it had not started yet stays unfinished,
+    for a later ``recover()``.
     """
     store = None if sessions is None else check_store(sessions)
     named: dict[str | None, Any] = {}

@@ -52,6 +52,10 @@ async def load_run(source: str | os.PathLike[str] | RunSource, run_id: str) -> R
 
     :raises RunNotRecordedError: the source holds no such run.
     :raises TypeError: ``source`` is neither.
+
+    Cancellation: a read, nothing written.  A JSONL file's read in its worker thread is not interrupted: a
+    cancelled caller waits for it to end and the cancellation is delivered at its next checkpoint.  A journal's
+    read is cancelled as that journal's ``load_run``.
     """
     if isinstance(source, str | os.PathLike):
         return await anyio.to_thread.run_sync(read_run, Path(source), run_id)
@@ -76,6 +80,10 @@ class ReplayProvider:
         self.asked = 0
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Count the call and raise :class:`ReplayDivergedError`: a replayed run's answers are its recording's.
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         self.asked += 1
         raise ReplayDivergedError("the replayed run asked for a model call its recording does not hold")
 
@@ -84,6 +92,10 @@ class ReplayProvider:
         raise ReplayDivergedError("the replayed run asked for a model call its recording does not hold")
 
     async def aclose(self) -> None:
+        """Nothing to close.
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return None
 
 
@@ -132,6 +144,9 @@ async def replay(
     :raises RunNotRecordedError: ``source`` holds no such run.
     :raises ReplayDivergedError: the run asked for a model call or a tool step its recording does not hold
         (``agent`` does not run as the recorded one did).
+
+    Cancellation: the replay runs in a runtime of its own, which the cancellation closes (the run stops at its
+    next checkpoint) before it propagates; nothing was called, and the recording is not changed.
     """
     recorded = await load_run(source, run_id)
     if agent is None:
@@ -174,6 +189,11 @@ async def fork(
     :raises RunNotRecordedError: ``source`` holds no such run.
     :raises ForkAgentMissingError: no ``agent``, and none of the recorded name among ``agents`` and
         ``runtime``'s (the live steps need a provider and tools, which a recording does not hold).
+
+    Cancellation: the fork's runtime of its own is closed with its run before the cancellation propagates: a
+    live step's model call is cancelled as its provider's ``complete`` (the request closed), a running tool is
+    cancelled.  The recording is not changed, and the fork's steps are kept nowhere (its recorders saw its
+    events so far).
     """
     recorded = await load_run(source, run_id)
     if agent is None:

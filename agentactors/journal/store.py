@@ -61,21 +61,41 @@ class JournalStore(Protocol):
 
     def resume_run(self, recorded: RecordedRun) -> Tape: ...
 
-    async def load_run(self, run_id: str) -> RecordedRun: ...
+    async def load_run(self, run_id: str) -> RecordedRun:
+        """The run ``run_id`` as committed.  :raises RunNotRecordedError: the journal holds no such run.
+
+        Cancellation: a read, nothing changes.  The SQL journals' query is not interrupted once started: a
+        cancelled caller waits for it, and the cancellation is delivered at its next checkpoint.
+        """
+        ...
 
     async def unfinished(self) -> list[RecordedRun]:
         """The runs nothing said ended whose lease is free (their process died): what ``recover`` may take.  A run
-        whose stored rows do not decode is left out (one damaged run does not hide the others)."""
+        whose stored rows do not decode is left out (one damaged run does not hide the others).
+
+        Cancellation: a read, nothing changes (as :meth:`load_run`).
+        """
         ...
 
     async def claim(self, run_id: str) -> RecordedRun | None:
         """Lease an unfinished run to this journal and return it as committed; ``None`` if it ended or another
-        live owner holds it (a recoverer that lost the race leaves it)."""
+        live owner holds it (a recoverer that lost the race leaves it).
+
+        Cancellation: a caller cancelled before the claim's transaction started has taken nothing.  One that
+        started is not interrupted: it ends (the run leased to this journal if it was free) and the cancellation
+        is delivered at the caller's next checkpoint; a claimed run nobody opens stays unfinished, for a later
+        ``recover()``.
+        """
         ...
 
     async def recover(self, rt: Any, *, agents: Iterable[Any], sessions: Any = None) -> list[RunResult[Any]]:
         """``rt.recover()``'s work: finish the unfinished runs in ``rt`` with ``agents``; a recovered session turn
-        is committed to ``sessions`` (a :class:`~agentactors.sessions.SessionStore`) when given."""
+        is committed to ``sessions`` (a :class:`~agentactors.sessions.SessionStore`) when given.
+
+        Cancellation: the runs it is finishing are cancelled, and each is ended ``"cancelled"`` (the end committed
+        shielded): a run cancelled is ended, never recovered again.  A run it had not started yet stays
+        unfinished, for a later ``recover()``.
+        """
         ...
 
     async def park(self, key: str, value: str) -> None:
@@ -83,23 +103,41 @@ class JournalStore(Protocol):
 
         :raises JournalFormatError: ``value`` is not JSON, or is past the JSON depth and size policy.
         :raises ValueError: ``key`` is empty.
+
+        Cancellation: a caller cancelled before the write started has written nothing.  One that started is not
+        interrupted (the SQL journals' statement runs in a worker thread): it is committed, and the cancellation
+        is delivered at the caller's next checkpoint.
         """
         ...
 
     async def parked(self, key: str) -> str | None:
-        """The value parked under ``key``, or ``None``.  :raises JournalFormatError: the stored text is bad."""
+        """The value parked under ``key``, or ``None``.  :raises JournalFormatError: the stored text is bad.
+
+        Cancellation: a read, nothing changes (as :meth:`load_run`).
+        """
         ...
 
     async def unpark(self, key: str) -> None:
-        """Forget ``key`` (nothing happens if nothing is parked under it)."""
+        """Forget ``key`` (nothing happens if nothing is parked under it).
+
+        Cancellation: as :meth:`park`: a delete that started is committed.
+        """
         ...
 
     async def aclose(self) -> None:
-        """Close the journal: stop renewing its leases and release its connections.  Idempotent."""
+        """Close the journal: stop renewing its leases and release its connections.  Idempotent.
+
+        Cancellation: the SQL journals' close is not shielded: a caller cancelled before or while it waits leaves
+        what it had not reached yet open (call ``aclose`` again, or shield the call); a connection collected with
+        its journal is closed then.
+        """
         ...
 
     async def __aenter__(self) -> Self:
-        """``async with journal:`` — the journal itself, for the block to use."""
+        """``async with journal:`` — the journal itself, for the block to use.
+
+        Cancellation: not a cancellation point (it awaits nothing; a connection opens on first use).
+        """
         ...
 
     async def __aexit__(
@@ -110,5 +148,9 @@ class JournalStore(Protocol):
         /,
     ) -> None:
         """Leaving ``async with journal:`` closes it (``aclose``); an exception raised in the block is never
-        suppressed (``None``, not a bool: a checker sees the block's exceptions leave it)."""
+        suppressed (``None``, not a bool: a checker sees the block's exceptions leave it).
+
+        Cancellation: as :meth:`aclose` — not shielded: a block left by a cancellation closes nothing (the close
+        stops at its first checkpoint); shield the exit, or call ``aclose`` again, to close it then.
+        """
         ...

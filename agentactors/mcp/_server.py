@@ -157,6 +157,10 @@ class _MCPServer:
 
         :raises ToolsetError: the server cannot be started or reached.
         :raises RuntimeError: the server is entered already.
+
+        Cancellation: connecting and listing the tools stop where they wait; what was opened (a subprocess, an
+        HTTP session) is closed as by :meth:`__aexit__` (shielded, bounded) before the cancellation propagates,
+        and the server is not entered.
         """
         if self._own is not None:
             raise RuntimeError(f"{self._settings.label} is entered already")

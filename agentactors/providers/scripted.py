@@ -244,7 +244,12 @@ class ScriptedProvider:
         self._items.extend(items)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        """The next item as a response (an exception item is raised), after ``latency`` seconds."""
+        """The next item as a response (an exception item is raised), after ``latency`` seconds.
+
+        Cancellation: the item is taken from the script (the call counted and recorded) before anything is
+        awaited, so a cancelled call has used it up.  It waits only in the ``latency`` sleep and on what a
+        callable script returns to await; with neither it is not a cancellation point.
+        """
         model = self._admit(request)
         item = self._take(request)
         if callable(item) and not isinstance(item, type):
@@ -305,13 +310,24 @@ class ScriptedProvider:
                 await gen.aclose()
 
     async def aclose(self) -> None:
-        """Mark the provider closed (:attr:`closed`); it keeps answering, so tests can see who closed it."""
+        """Mark the provider closed (:attr:`closed`); it keeps answering, so tests can see who closed it.
+
+        Cancellation: not a cancellation point (it awaits nothing): a cancelled caller still marks it closed.
+        """
         self.closed = True
 
     async def __aenter__(self) -> ScriptedProvider:
+        """``async with provider:`` — the provider itself.
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaving the block marks it closed (:meth:`aclose`).
+
+        Cancellation: as :meth:`aclose`; a block left by a cancellation still marks it closed.
+        """
         await self.aclose()
 
     # -- internals --------------------------------------------------------------------------------

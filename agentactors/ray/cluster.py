@@ -217,6 +217,15 @@ class RayCluster:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def __aenter__(self) -> RayCluster:
+        """Start the workers (and the budget actors; Ray itself when ``init=`` was given), within ``start_timeout``.
+
+        :raises RuntimeError: the cluster was entered before, or Ray is not initialized and no ``init=`` was given.
+
+        Cancellation: a ``ray.init`` running in its worker thread is not interrupted; once it ended, the start
+        stops where it waits, and what it started — workers, budget actors, a Ray it started — is shut down
+        (shielded, bounded by ``drain_timeout`` plus a few seconds) before the cancellation propagates.  A
+        cluster is entered once, even when its entry was cancelled.
+        """
         if self._entered:
             raise RuntimeError("a RayCluster can be entered only once")
         self._entered = True
@@ -682,6 +691,10 @@ class ClusterCompletions:
         return self._job
 
     async def __aenter__(self) -> ClusterCompletions:
+        """Start the job in the background (its chunks sent to the workers) and return the handle.
+
+        Cancellation: it waits for nothing; cancelling the block later is :meth:`__aexit__`'s.
+        """
         self._send, self._receive = anyio.create_memory_object_stream[tuple[int, RunResult[Any]]](math.inf)
         tg = self._tg = anyio.create_task_group()
         await tg.__aenter__()
@@ -691,6 +704,12 @@ class ClusterCompletions:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        """Leave the job: the chunks still running are cancelled (their Ray tasks too), results not taken are
+        dropped.
+
+        Cancellation: not shielded, and needs no shield: the job's tasks are cancelled first, and the exit
+        only waits for them to end (at once: each cancels its Ray task and returns).
+        """
         tg, self._tg = self._tg, None
         self._closed = True
         self._receive.close()
@@ -703,6 +722,11 @@ class ClusterCompletions:
         return self
 
     async def __anext__(self) -> tuple[int, RunResult[Any]]:
+        """The next ``(index, RunResult)`` to finish; ``StopAsyncIteration`` once every index was delivered.
+
+        Cancellation: a cancelled consumer leaves its wait and loses no result (the next call gets it); the job
+        goes on until the block is left.
+        """
         if self._tg is None and not self._receive_closed():
             raise RuntimeError("iterate it inside `async with cluster.as_completed(inputs) as results:`")
         try:

@@ -55,9 +55,18 @@ class SqlStore:
         weakref.finalize(self, _close_collected, worker).atexit = False
 
     async def __aenter__(self) -> Self:
+        """``async with store:`` — the store itself (its connection opens on first use).
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaving the block closes the store (:meth:`aclose`); an exception of the block propagates.
+
+        Cancellation: as :meth:`aclose`, not shielded — a block left by a cancellation closes nothing (the close
+        stops at its first checkpoint): shield the exit, or call :meth:`aclose` again, to close it then.
+        """
         await self.aclose()
 
     async def load(self, key: str) -> SessionRecord | None:
@@ -118,7 +127,9 @@ class SqlStore:
     async def aclose(self) -> None:
         """Close the connection (the next use opens a new one).  Idempotent.
 
-        Cancellation: waits for a statement that is running to end, then closes; not interrupted.
+        Cancellation: not shielded.  A caller already cancelled, or cancelled while it waits for a statement
+        that is running to end, closes nothing (call it again, or shield it); once the close started in the
+        worker thread it completes.  A store collected closes its connection then.
         """
         await self._worker.close()
 

@@ -117,5 +117,8 @@ class MemoryStore:
         return True
 
     async def aclose(self) -> None:
-        """Nothing to release: the records stay (the store may be used again)."""
+        """Nothing to release: the records stay (the store may be used again).
+
+        Cancellation: never waits (not a cancellation point).
+        """
 

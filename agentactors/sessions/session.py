@@ -331,6 +331,10 @@ class AgentSession(Generic[OutputT]):
         :raises RunFinishedError: the turn ended as the steer arrived; it did not read it.
         :raises TypeError: neither a str nor a :class:`~agentactors.messages.Message`.
         :raises ValueError: a tool message (as ``run.steer``).
+
+        Cancellation: as ``run.steer``, an ask to the turn's run: a steer cancelled before the run's actor
+        handled it is not taken (nothing is kept); one handled is read at the next step boundary.  From another
+        thread's event loop (through ``rt.call``) a cancelled caller waits for the handling to end.
         """
         if not isinstance(text_or_message, str | Message):
             raise TypeError(f"steer() takes a str or a Message, not {type(text_or_message).__name__}")

@@ -274,7 +274,9 @@ class SessionStore(Protocol):
         A store may be used again after ``aclose()``: it opens what it needs anew (so one store object
         can serve several runtimes one after the other; each closes it on its exit).
 
-        Cancellation: a store finishes what is running before it closes; it may not be interrupted.
+        Cancellation: a store finishes what is running before it closes.  The SQL stores' close is not
+        shielded: a caller already cancelled, or cancelled while it waits behind a running statement, closes
+        nothing (call ``aclose`` again, or shield it); a close that started in the worker thread completes.
         """
         ...
 

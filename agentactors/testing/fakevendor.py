@@ -297,6 +297,11 @@ class FakeVendor:
         self.stop()
 
     async def __aenter__(self) -> Self:
+        """Start the server (on an event loop of its own, in its own thread) and return the vendor.
+
+        Cancellation: the start is shielded; a caller cancelled meanwhile then stops the server again
+        (shielded) before the cancellation propagates, so no server is left running that nobody will stop.
+        """
         # Shielded: a cancellation while starting must not leave a server nobody will stop.
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self.start)
@@ -311,6 +316,10 @@ class FakeVendor:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """Stop the server; a failure of the server is raised (only logged when the block raised already).
+
+        Cancellation: the stop is shielded: a block left by a cancellation still stops the server.
+        """
         with anyio.CancelScope(shield=True):
             try:
                 await anyio.to_thread.run_sync(self.stop)
@@ -451,6 +460,9 @@ class FakeVendor:
 
         Raises ``TimeoutError`` after ``within`` seconds.  Useful because the server
         learns of a client's disconnect a moment after the client gave up.
+
+        Cancellation: it only polls (sleeping between looks): a cancelled caller leaves at once, and the
+        server and its records are not affected.
         """
         with anyio.move_on_after(within):
             while True:
@@ -461,12 +473,18 @@ class FakeVendor:
         raise TimeoutError(f"FakeVendor: condition not met within {within}s; requests: {self._state.snapshots()}")
 
     async def wait_for_disconnects(self, count: int = 1, *, within: float = 5.0) -> tuple[RecordedRequest, ...]:
-        """Wait until at least ``count`` requests were disconnected by their client; returns them."""
+        """Wait until at least ``count`` requests were disconnected by their client; returns them.
+
+        Cancellation: as :meth:`wait_for`.
+        """
         await self.wait_for(lambda rs: sum(r.disconnected for r in rs) >= count, within=within)
         return self.disconnects
 
     async def wait_until_settled(self, *, within: float = 5.0) -> tuple[RecordedRequest, ...]:
-        """Wait until no recorded request is still pending."""
+        """Wait until no recorded request is still pending.
+
+        Cancellation: as :meth:`wait_for`.
+        """
         return await self.wait_for(lambda rs: all(r.outcome != "pending" for r in rs), within=within)
 
 

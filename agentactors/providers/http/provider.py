@@ -449,6 +449,9 @@ class HTTPProvider:
         """Send ``request`` and return the decoded response.
 
         Raises a classified :class:`~agentactors.ProviderError`; see the class docstring.
+
+        Cancellation: as :meth:`~agentactors.LLMProvider.complete` — the HTTP request is cancelled where it waits
+        and its response closed (shielded, bounded), so the vendor sees the disconnect; nothing is retried.
         """
         model, url, headers, content = self._prepare(request, stream=False)
         response = await self._send(url, headers, content, model, stream=False, io_timeout=request.timeout)
@@ -474,7 +477,11 @@ class HTTPProvider:
         return self._stream(request, *prepared)
 
     async def aclose(self) -> None:
-        """Close the owned HTTP pool (an injected client is left to its owner)."""
+        """Close the owned HTTP pool (an injected client is left to its owner).
+
+        Cancellation: as :meth:`~agentactors.LLMProvider.aclose` — the pool is let go before anything is awaited,
+        so a cancelled close still leaves the provider closed (its next call creates a new pool).
+        """
         if not self._owns_sender:
             return
         sender, self._sender = self._sender, None
@@ -485,9 +492,17 @@ class HTTPProvider:
             await keeper()  # its sender is closed: the arrangement ends
 
     async def __aenter__(self) -> Self:
+        """``async with provider:`` — the provider itself.
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaving the block closes the provider (:meth:`aclose`); an exception of the block propagates.
+
+        Cancellation: as :meth:`aclose`: a block left by a cancellation still leaves the provider closed.
+        """
         await self.aclose()
 
     # -- internals --------------------------------------------------------------------------------
@@ -546,6 +561,10 @@ class HTTPProvider:
 
         :raises ValueError: ``url`` is not on this provider's ``base_url`` origin: the key never goes elsewhere.
         :raises ProviderError: account kind, not retryable: no key for the vendor's own endpoint (as a call).
+
+        Cancellation: nothing is sent; a caller cancelled while a per-request credential is obtained (a bearer
+        token, AWS credentials for a SigV4 signature) leaves at once — a lookup running in a worker thread is
+        abandoned to end on its own.
         """
         import httpx
 
