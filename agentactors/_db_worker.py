@@ -12,7 +12,9 @@ asyncio-only), and all reach it the same way:
   shares) and a lock (the limiter is per loop; the connection is not).
 
 The connection opens on first use, in the worker thread, where the owner's ``setup`` creates its tables (a setup
-that raises closes it); it closes on :meth:`Worker.close`, and a worker used again opens a new one.  What differs
+that raises closes it); it closes on :meth:`Worker.close` — shielded from cancellation, and bounded: a close that
+would wait past :data:`CLOSE_TIMEOUT` for a statement running on the connection leaves it to a thread of its own,
+which closes it when the statement returns — and a worker used again opens a new one.  What differs
 by driver is a parameter: how to connect (:mod:`agentactors._sqlite`, :mod:`agentactors._postgres`) and, for a
 server that may drop a connection, how to tell a connection is dead (it is thrown away: the next call opens a new
 one) — asked after a call raised, and before each call too, since a call may answer its failures as values (a
@@ -21,17 +23,25 @@ journal's batch of commits does: each commit has its own outcome) and leave a de
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-__all__ = ["Worker"]
+__all__ = ["CLOSE_TIMEOUT", "Worker"]
+
+log = logging.getLogger("agentactors")
 
 T = TypeVar("T")
+
+#: Seconds :meth:`Worker.close` waits for a call running on the connection before it leaves it to be closed in the
+#: background (see there).  A statement's own bounds (``busy_timeout``; PostgreSQL's ``lock_timeout``,
+#: ``statement_timeout`` and the watchdog, 37.5 s by default) may be longer: the caller does not wait them out.
+CLOSE_TIMEOUT: Final = 10.0
 
 
 class _Connection(Protocol):
@@ -81,9 +91,41 @@ class Worker(Generic[C]):
         """:meth:`call` from a thread of one's own (not the event loop's)."""
         return self._locked(fn, args)
 
-    async def close(self) -> None:
-        """Close the connection, after the call running on it (the next call opens a new one).  Idempotent."""
-        await anyio.to_thread.run_sync(self._close, limiter=self._token())
+    async def close(self, bound: float | None = None) -> bool:
+        """Close the connection, after the call running on it (the next call opens a new one).  Idempotent.
+
+        Whether it is closed on return: ``False`` when the call running on it outlasted the bound (``bound``
+        seconds; by default :data:`CLOSE_TIMEOUT`).
+
+        Cancellation: shielded and bounded.  A caller cancelled before or during the close still closes the
+        connection (so ``async with`` left by a cancellation closes its owner).  It waits for the call running on
+        the connection (a statement cannot be interrupted) at most the bound; past it, it returns, and the
+        connection is closed in the background as soon as that call returns — a thread of its own waits for it
+        (the statements' own bounds end them: ``busy_timeout``, PostgreSQL's timeouts).
+        """
+        started = False
+
+        def close() -> None:
+            nonlocal started
+            started = True
+            self._close()
+
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLOSE_TIMEOUT if bound is None else bound):
+                # Abandoned past the bound: a close that started (waiting for another event loop's call on the
+                # connection, or in the driver's close) finishes in its thread.
+                await anyio.to_thread.run_sync(close, limiter=self._token(), abandon_on_cancel=True)
+                return True
+        if not started:  # still queued behind this loop's running call: a thread of its own closes it after that
+            threading.Thread(target=self.close_blocking, name="agentactors-db-close", daemon=True).start()
+        return False
+
+    def close_blocking(self) -> None:
+        """Close the connection from a thread of one's own, once the call running on it returned (it waits)."""
+        try:
+            self._close()
+        except Exception as exc:  # a thread nobody waits for: said, not raised into the void
+            log.debug("closing a database connection raised %s", type(exc).__name__)
 
     def close_sync(self) -> None:
         """Close the connection now if no call is using it (a finaliser: its owner was collected).  Never waits.

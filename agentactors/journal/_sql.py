@@ -18,6 +18,8 @@ from typing import Any, Final, Self
 import anyio
 import anyio.to_thread
 
+import agentactors._db_worker as _db_worker
+
 from .._db_worker import Worker
 from .._dialect import Dialect
 from ..loop.tape import Commit
@@ -119,8 +121,8 @@ class SqlJournal(Tapes):
     async def __aexit__(self, *exc: object) -> None:
         """Leaving the block closes the journal (:meth:`aclose`); an exception of the block propagates.
 
-        Cancellation: as :meth:`aclose`, not shielded — a block left by a cancellation closes nothing (the close
-        stops at its first checkpoint): shield the exit, or call :meth:`aclose` again, to close it then.
+        Cancellation: as :meth:`aclose`, shielded and bounded — a block left by a cancellation still closes the
+        journal, then the cancellation goes on.
         """
         await self.aclose()
 
@@ -277,14 +279,26 @@ class SqlJournal(Tapes):
 
         The runs still running here keep their lease until it expires: close after they end.
 
-        Cancellation: not shielded.  Each of its steps (stop the lease keeper, close the renewer's connection,
-        close the journal's) starts at a cancellation point, so a cancelled caller leaves the steps it had not
-        reached undone — call it again, or shield it; a step already running in its worker thread completes.
-        A journal collected closes its connections then.
+        Cancellation: shielded and bounded — a caller cancelled before or during the close (``async with``
+        left by a cancellation) still stops the lease keeper and closes both connections.  It waits at most
+        ``CLOSE_TIMEOUT`` (:mod:`agentactors._db_worker`, 10 s) in all for what runs on them (a renewal or a
+        commit waiting for a lock, a server slow to answer: a statement cannot be interrupted); past that it
+        returns, and what was still busy is closed in the background as soon as its statement returns (the
+        statements' own bounds end them: ``busy_timeout``, PostgreSQL's timeouts).  A journal collected closes
+        its connections then.
         """
-        await anyio.to_thread.run_sync(self._keeper.stop)  # it may be waiting on the database: not on the loop
-        await self._renewer.close()
-        await self._worker.close()
+        deadline = anyio.current_time() + _db_worker.CLOSE_TIMEOUT
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(_db_worker.CLOSE_TIMEOUT):
+                # The keeper may be renewing, on the database: waited for in a thread (abandoned past the bound,
+                # it goes on: the renewer is closed once the keeper's thread ended, so no renewal reopens it).
+                await anyio.to_thread.run_sync(self._stop_renewing, abandon_on_cancel=True)
+            await self._worker.close(max(0.0, deadline - anyio.current_time()))
+
+    def _stop_renewing(self) -> None:
+        """Stop the lease keeper (waiting for a renewal in progress), then close the renewer's connection."""
+        self._keeper.stop()
+        self._renewer.close_blocking()
 
     async def _apply_many(self, items: list[Item]) -> list[BaseException | None]:
         return await self._worker.call(self._write_many, items, self.owner, self.lease)

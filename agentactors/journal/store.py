@@ -127,9 +127,10 @@ class JournalStore(Protocol):
     async def aclose(self) -> None:
         """Close the journal: stop renewing its leases and release its connections.  Idempotent.
 
-        Cancellation: the SQL journals' close is not shielded: a caller cancelled before or while it waits leaves
-        what it had not reached yet open (call ``aclose`` again, or shield the call); a connection collected with
-        its journal is closed then.
+        Cancellation: the SQL journals' close is shielded and bounded: a caller cancelled before or during it
+        still stops the lease keeper and closes the connections.  It waits at most 10 s for a statement running
+        on them (a renewal, a commit); what is still busy then is closed in the background once its statement
+        returns.
         """
         ...
 
@@ -150,7 +151,7 @@ class JournalStore(Protocol):
         """Leaving ``async with journal:`` closes it (``aclose``); an exception raised in the block is never
         suppressed (``None``, not a bool: a checker sees the block's exceptions leave it).
 
-        Cancellation: as :meth:`aclose` — not shielded: a block left by a cancellation closes nothing (the close
-        stops at its first checkpoint); shield the exit, or call ``aclose`` again, to close it then.
+        Cancellation: as :meth:`aclose` — shielded and bounded, so a block left by a cancellation still closes
+        the journal (then the cancellation goes on).
         """
         ...

@@ -64,8 +64,8 @@ class SqlStore:
     async def __aexit__(self, *exc: object) -> None:
         """Leaving the block closes the store (:meth:`aclose`); an exception of the block propagates.
 
-        Cancellation: as :meth:`aclose`, not shielded — a block left by a cancellation closes nothing (the close
-        stops at its first checkpoint): shield the exit, or call :meth:`aclose` again, to close it then.
+        Cancellation: as :meth:`aclose`, shielded and bounded — a block left by a cancellation still closes the
+        store, then the cancellation goes on.
         """
         await self.aclose()
 
@@ -127,9 +127,11 @@ class SqlStore:
     async def aclose(self) -> None:
         """Close the connection (the next use opens a new one).  Idempotent.
 
-        Cancellation: not shielded.  A caller already cancelled, or cancelled while it waits for a statement
-        that is running to end, closes nothing (call it again, or shield it); once the close started in the
-        worker thread it completes.  A store collected closes its connection then.
+        Cancellation: shielded and bounded.  A caller already cancelled, or cancelled while it waits for a
+        statement that is running to end, still closes the connection: it waits for that statement at most
+        ``CLOSE_TIMEOUT`` (:mod:`agentactors._db_worker`, 10 s), and past that returns, the connection closed in
+        the background as soon as the statement returns (its own bounds end it: ``busy_timeout``, PostgreSQL's
+        timeouts).  A store collected closes its connection then.
         """
         await self._worker.close()
 

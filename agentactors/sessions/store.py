@@ -274,9 +274,10 @@ class SessionStore(Protocol):
         A store may be used again after ``aclose()``: it opens what it needs anew (so one store object
         can serve several runtimes one after the other; each closes it on its exit).
 
-        Cancellation: a store finishes what is running before it closes.  The SQL stores' close is not
-        shielded: a caller already cancelled, or cancelled while it waits behind a running statement, closes
-        nothing (call ``aclose`` again, or shield it); a close that started in the worker thread completes.
+        Cancellation: a store finishes what is running before it closes.  The SQL stores' close is shielded
+        and bounded: a caller already cancelled, or cancelled while it waits behind a running statement, still
+        closes the connection — waiting at most 10 s for that statement; past that, the connection is closed in
+        the background once the statement returns.
         """
         ...
 
