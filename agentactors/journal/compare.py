@@ -27,8 +27,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import attrs
 
 from ..events import Event, read_jsonl, to_jsonable
@@ -148,17 +151,25 @@ async def explain_fork(
     :raises ValueError: ``forked`` is not a fork (no ``forked_from``).
     :raises RunNotRecordedError: ``source`` holds no original.
 
-    Cancellation: a read, nothing written: as :func:`~agentactors.journal.load_run` (a JSONL source's events
-    are read first, in the calling thread, without yielding).
+    Cancellation: a read, nothing written: as :func:`~agentactors.journal.load_run` (a JSONL source is read
+    once, in a worker thread — its events and the run they tell — and that read is not interrupted: a cancelled
+    caller waits for it to end).
     """
     original_id = forked.forked_from
     if original_id is None:
         raise ValueError("this RunResult is not a fork (its forked_from is None): fork(source, run_id, at_step)")
     original_events: list[Event] = []
-    if isinstance(source, str | os.PathLike):
-        original_events = list(read_jsonl(os.fspath(source), run_id=original_id))
-    recorded = await load_run(source, original_id)
+    if isinstance(source, str | os.PathLike):  # a file's read is blocking: not on the event loop
+        original_events, recorded = await anyio.to_thread.run_sync(_read_original, Path(source), original_id)
+    else:
+        recorded = await load_run(source, original_id)
     return compare_fork(recorded, forked, original_events=original_events, fork_events=events)
+
+
+def _read_original(path: Path, run_id: str) -> tuple[list[Event], RecordedRun]:
+    """The events of ``run_id`` in the JSONL file at ``path``, and the run they tell (as ``read_run``)."""
+    events = list(read_jsonl(path, run_id=run_id))
+    return events, run_from_events(events, run_id, where=str(path))
 
 
 def compare_fork(
