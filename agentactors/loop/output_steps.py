@@ -150,6 +150,10 @@ class OutputSteps:
         """A text answer (not think-only), checked: taken, it ends the run with its value; refused, the
         answer stays in the conversation and the model reads why — or, past ``output_retries``, the run
         ends with the error.  (The JSON of native and prompted; a plain validator's ``str``.)
+
+        Cancellation: propagates from the check (:meth:`OutputRun.check_text
+        <agentactors.output.run.OutputRun.check_text>`); the answer is in the run's conversation by then, which
+        a cancelled run does not return (its result holds its inputs only).
         """
         sink = self._sink
         run.record_answer(response, answer)
@@ -185,6 +189,10 @@ class OutputSteps:
         conversation well formed for a later turn); invalid ones get every issue listed, and the forced
         choice stays for the next step.  When another call waits for approval, the run pauses first.  A handoff
         called beside them is not taken: it is answered "not used" (:data:`BESIDE_OUTPUT_TEXT`).
+
+        Cancellation: propagates from the other calls (``execute``: each running call ``cancelled``) or from
+        the output check; the step's messages are then the run's private conversation, which a cancelled run
+        does not return.
         """
         calls = run.record_calls(response, text, calls)
         output = self.output
@@ -205,7 +213,10 @@ class OutputSteps:
     async def resume(
         self, run: LoopState, calls: Sequence[ToolCall], ran: Sequence[ToolCall], results: tuple[ToolResult, ...]
     ) -> RunResult[Any] | None:
-        """A paused step that held output calls goes on: every other call has its result now (``ran``)."""
+        """A paused step that held output calls goes on: every other call has its result now (``ran``).
+
+        Cancellation: propagates from the output check, as :meth:`calls_step`'s does.
+        """
         self.output.resume_tool_step()
         return await self._checked(run, calls, ran, results)
 
@@ -219,11 +230,13 @@ class OutputSteps:
         """The rest of a step with output calls: the other calls' results fed back, then the output checked."""
         output, sink = self.output, self._sink
         end_turn = False
+        start = len(run.conversation)
         if others:
             end_turn = run.feed_back(StepView(run.steps, others, results), finish=False)
         verdict = await output.check_calls([c for c in calls if output.is_output_call(c)], run.steps)
         for call, content, ok in verdict.results:
             run.append(Message.tool(call.id, content, call.name, is_error=not ok))
+        _in_call_order(run.conversation, start, calls)
         if verdict.ok:
             if sink is not None:
                 sink.emit("step.finished", tool_calls=len(calls), output=True)
@@ -235,6 +248,24 @@ class OutputSteps:
         if end_turn:
             return run.result(run.answer_so_far)
         return None
+
+
+def _in_call_order(conversation: list[Message], start: int, calls: Sequence[ToolCall]) -> None:
+    """The step's tool messages (``conversation[start:]``) put in the order of ``calls``, as every result is.
+
+    The other calls' results were fed back before the output calls' (they ran first), so an output call made
+    before another call would be answered after it: wires that pair results with calls by position (Gemini's
+    function responses) would mismatch them.  A message answering no call of the step stays where it is.
+    """
+    tail = conversation[start:]
+    if len(tail) < 2:
+        return
+    order = {c.id: i for i, c in enumerate(calls)}
+    if any(m.role != "tool" or m.tool_call_id not in order for m in tail):
+        return
+    ranked = sorted(tail, key=lambda m: order[m.tool_call_id or ""])
+    if any(a is not b for a, b in zip(ranked, tail, strict=True)):
+        conversation[start:] = ranked
 
 
 #: The result of a handoff call made beside a call of an output tool: the step gives the result, no handoff.
