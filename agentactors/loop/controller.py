@@ -438,7 +438,7 @@ class LoopController:
 
     def cancelled_result(self) -> RunResult[Any]:
         """The result of a run cancelled through its handle: nothing of the turn kept."""
-        return self._state.result("", self._state.inputs, cancelled=True)
+        return self._state.cancelled()
 
     # -- the layers: run → step → generate → answer step | tool step ------------------------------
 

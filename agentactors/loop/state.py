@@ -356,6 +356,16 @@ class LoopState:
             **flags,
         )
 
+    def cancelled(self) -> RunResult[Any]:
+        """The run's result when it was cancelled through its handle: nothing of its turn kept.
+
+        A resumed run's inputs end with the paused step's calls, not all answered yet (answering them was
+        this run's work): that step is left out whole, as a deadline leaves it — a call without its result
+        is a conversation every vendor refuses.
+        """
+        inputs = self.inputs if self.resumed_from is None else _whole(self.inputs)
+        return self.result("", inputs, cancelled=True)
+
     def total_usage(self) -> Usage:
         """The run's usage with its children's (delegated runs) added."""
         link = self.link
