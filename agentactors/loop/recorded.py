@@ -56,9 +56,9 @@ async def recorded(
     except BaseException as exc:
         sink.step = None
         if isinstance(exc, anyio.get_cancelled_exc_class()):
-            sink.emit("run.finished", **payloads.run_cancelled(state.steps, state.usage))
+            sink.emit("run.finished", **payloads.run_cancelled(state.steps, state.total_usage()))
         else:
-            sink.emit("run.finished", **payloads.run_raised(exc, state.steps, state.usage))
+            sink.emit("run.finished", **payloads.run_raised(exc, state.steps, state.total_usage()))
         raise
     sink.step = None
     sink.emit("run.finished", **payloads.run_finished(result))
