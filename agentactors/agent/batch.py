@@ -435,6 +435,11 @@ class AsCompleted(Generic[P, R]):
         return self
 
     async def __anext__(self) -> RunResult[R]:
+        """The next run to finish's result (``StopAsyncIteration`` once every input has one).
+
+        Cancellation: the reader leaves; the runs go on, and the result it waited for is read next time
+        (``aclose`` or leaving ``async with`` stops them).
+        """
         receive = self._receive if self._receive is not None else self._start()
         try:
             return await receive.receive()
@@ -457,9 +462,18 @@ class AsCompleted(Generic[P, R]):
         await self._feed.close()
 
     async def __aenter__(self) -> AsCompleted[P, R]:
+        """The iterator itself; its runs start at the first ``__anext__``.
+
+        Cancellation: nothing to cancel: it returns at once.
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """:meth:`aclose`.
+
+        Cancellation: as :meth:`aclose`'s: the wait for the cancelled runs is shielded, then the cancellation
+        propagates.
+        """
         await self.aclose()
 
     def __del__(self) -> None:

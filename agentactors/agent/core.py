@@ -134,6 +134,8 @@ async def suggest_followups(suggestions: list[str]) -> str:
 
     Args:
         suggestions: the follow-up questions, each a short sentence.
+
+    Cancellation: nothing to cancel: it returns at once (the loop takes the suggestions from the call).
     """
     return f"Recorded {len(suggestions)} follow-up suggestion{'s' if len(suggestions) != 1 else ''}."
 
@@ -1613,7 +1615,10 @@ async def run_many(
     concurrency: int = 100,
     progress: Callable[[int, int, int], Any] | None = None,
 ) -> list[RunResult[Any]]:
-    """``agent.run_many(inputs, runtime=rt, ...)`` (see :meth:`Agent.run_many`)."""
+    """``agent.run_many(inputs, runtime=rt, ...)`` (see :meth:`Agent.run_many`).
+
+    Cancellation: as :meth:`Agent.run_many`'s.
+    """
     return await agent.run_many(inputs, runtime=rt, concurrency=concurrency, progress=progress)
 
 

@@ -97,6 +97,9 @@ class RunLauncher(Protocol):
         ``run()`` returns the run's coroutine; ``cancelled()`` the result of a run cancelled through
         its handle (nothing of the turn kept); ``live`` the run's actor (:mod:`agentactors.loop.live`),
         which its control messages go to.
+
+        Cancellation: propagates from listing the agent's toolsets (or seating the agent a resumed pause was
+        made in); no run is made, and a pause it had claimed is released, to be resumed again.
         """
         ...
 
@@ -193,6 +196,10 @@ class AgentRun(Generic[OutputT]):
 
         :raises RuntimeError: entered twice; or ``runtime=`` (or the bound runtime) is not running or
             belongs to another thread's loop.
+
+        Cancellation: a caller cancelled while the run is being started (its private runtime entered, its
+        toolsets listed) starts no run: the private runtime is closed (shielded), a pause it had claimed is
+        released, and the cancellation propagates (``wait()`` then raises it again: the run never started).
         """
         if self._entered:
             raise RuntimeError("an AgentRun can be entered only once")
@@ -279,6 +286,10 @@ class AgentRun(Generic[OutputT]):
         return self
 
     async def __anext__(self) -> Event:
+        """The run's next event, in order (``StopAsyncIteration`` once it has ended and every event was read).
+
+        Cancellation: the reader leaves; the run is not affected, and the event it waited for is read next time.
+        """
         if self._receive is None:
             if self._launcher is None:
                 raise RuntimeError("a run found by rt.run_ref has no event stream here: its events go to its recorders")
@@ -462,6 +473,11 @@ class AgentRun(Generic[OutputT]):
             for is a conversation every vendor refuses — the run would fail a step later, far from the cause.
             Nothing is sent.  So is an assistant message that makes tool calls (calls with no results).  (A
             system message, or an assistant one without calls, is taken as it is.)
+
+        Cancellation: the message is handed to the run's actor, which takes it at once (no wait): a caller
+        cancelled before that leaves the run as it was; once taken it stands, even when the caller is
+        cancelled before this returns (``run.state()`` and the events say what the run has).  The run itself
+        is never cancelled by it.  From another thread's event loop, as ``rt.call``.
         """
         if isinstance(text_or_message, str):
             message = Message.user(text_or_message)
@@ -478,6 +494,11 @@ class AgentRun(Generic[OutputT]):
         stays the immediate way.  A second interrupt changes nothing.
 
         :raises RunFinishedError: the run has finished.
+
+        Cancellation: the message is handed to the run's actor, which takes it at once (no wait): a caller
+        cancelled before that leaves the run as it was; once taken it stands, even when the caller is
+        cancelled before this returns (``run.state()`` and the events say what the run has).  The interrupt
+        is no cancellation of the run: its step ends as it would.  From another thread's event loop, as ``rt.call``.
         """
         await self._control(Interrupt(reason))
 
@@ -486,6 +507,11 @@ class AgentRun(Generic[OutputT]):
 
         :raises CallNotPendingError: no call ``call_id`` waits for a decision (nothing changes).
         :raises RunFinishedError: the run has finished.
+
+        Cancellation: the message is handed to the run's actor, which takes it at once (no wait): a caller
+        cancelled before that leaves the run as it was; once taken it stands, even when the caller is
+        cancelled before this returns (``run.state()`` and the events say what the run has).  The run itself
+        is never cancelled by it.  From another thread's event loop, as ``rt.call``.
         """
         await self._control(Approve(call_id))
 
@@ -494,6 +520,11 @@ class AgentRun(Generic[OutputT]):
 
         :raises CallNotPendingError: no call ``call_id`` waits for a decision (nothing changes).
         :raises RunFinishedError: the run has finished.
+
+        Cancellation: the message is handed to the run's actor, which takes it at once (no wait): a caller
+        cancelled before that leaves the run as it was; once taken it stands, even when the caller is
+        cancelled before this returns (``run.state()`` and the events say what the run has).  The run itself
+        is never cancelled by it.  From another thread's event loop, as ``rt.call``.
         """
         await self._control(Deny(call_id, reason))
 

@@ -857,6 +857,9 @@ class LoopController:
 
         While they run, this run is the parent of any run a tool starts (:mod:`.lineage`).
         ``approvals``: a person's decisions for calls that waited for them (a resumed run).
+
+        Cancellation: propagates from the executor's ask; the calls still running are cancelled (each
+        ``tools.finished`` with status ``cancelled``), and no result of the step is returned.
         """
         state = self._state
         config = state.config

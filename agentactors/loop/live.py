@@ -405,7 +405,10 @@ class RunActor:
             frame.scope.cancel()
 
     async def wait_finished(self) -> None:
-        """Wait until the run has ended.  Cancellation: the waiter leaves; the run is not affected."""
+        """Wait until the run has ended.
+
+        Cancellation: the waiter leaves; the run is not affected.
+        """
         if self.finished:
             return
         if self._done is None:
@@ -414,7 +417,10 @@ class RunActor:
 
     async def receive(self, message: Any) -> Any:
         """A control message (see :meth:`control`).  The run's steps are this actor's other handler: the
-        run's task holds a slot for them (:func:`~agentactors.actors.frame.hold`), no message carries them."""
+        run's task holds a slot for them (:func:`~agentactors.actors.frame.hold`), no message carries them.
+
+        Cancellation: nothing to cancel: the message is handled at once, with no await.
+        """
         return self.control(message)
 
     # -- control messages ------------------------------------------------------------------------------

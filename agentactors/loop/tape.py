@@ -64,7 +64,13 @@ class Commit:
 class StepWriter(Protocol):
     """Where a run's live steps go: one :class:`Commit` per call, applied atomically before it returns."""
 
-    async def commit(self, commit: Commit) -> None: ...
+    async def commit(self, commit: Commit) -> None:
+        """Apply ``commit`` in one transaction: all of it, or none.
+
+        Cancellation: the commit still happens whole or not at all; an implementation that cannot stop a
+        transaction it started (the SQL journals) shields it and returns once the store said which.
+        """
+        ...
 
 
 class Journal(Protocol):
@@ -165,14 +171,19 @@ class Tape:
     async def around(self, run: Coroutine[Any, Any, RunResult[Any]]) -> RunResult[Any]:
         """Run ``run`` between the journal's ``begin`` and ``end`` commits.
 
-        Cancellation and errors: the end (``"cancelled"`` / ``"raised"``) is committed shielded, then they
-        propagate — a run cancelled or failed on purpose is not one a crash left unfinished.  When the begin
-        commit itself fails (or is cancelled), ``run`` never starts: it is closed and the error propagates.
+        Errors: the end ``"raised"`` is committed shielded, then the error propagates — a run failed on purpose
+        is not one a crash left unfinished.  When the begin commit itself fails, ``run`` never starts: it is
+        closed and the error propagates.
 
         A model response whose commit failed (:attr:`failure`: a value the journal cannot store, a lost lease)
         reached the loop as its model step's failure — the loop cannot tell it from the vendor's — and the run
         ended on a failed step.  That is not how it ended: its end is committed ``"raised"`` and the journal's
         error is raised, as a refused tool step's or answer's is (no result blaming the vendor).
+
+        Cancellation: a cancelled run's end is committed ``"cancelled"`` (shielded), then the cancellation
+        propagates; a begin commit cancelled starts no run (``run`` is closed).  Cancelled during its last
+        commit, after ``run`` returned, the end is journaled whole or not at all (:meth:`StepWriter.commit`):
+        not, the journal holds the run unfinished, for recovery.
         """
         writer = self.writer
         if writer is None:
@@ -223,7 +234,10 @@ class Tape:
         return self._responses[index]
 
     async def answered(self, response: LLMResponse) -> None:
-        """A live model response: committed now when it asks for tools, else with the next commit."""
+        """A live model response: committed now when it asks for tools, else with the next commit.
+
+        Cancellation: as :meth:`flush`'s (a response that asks for tools is committed at once).
+        """
         self.calls += 1
         self._pending.append((self.calls, response))
         if response.tool_calls:
@@ -234,7 +248,10 @@ class Tape:
                 raise
 
     async def flush(self) -> None:
-        """Commit the responses not committed yet (a tool step's, before any of its calls runs)."""
+        """Commit the responses not committed yet (a tool step's, before any of its calls runs).
+
+        Cancellation: as :meth:`StepWriter.commit`'s; the responses taken for it are then not committed again.
+        """
         if self._pending and self.writer is not None:
             await self.writer.commit(Commit(responses=self._take_pending()))
 
@@ -266,6 +283,9 @@ class Tape:
         (the waiting ones answered by placeholders), then the decided ones — and each commits the step's results.
         The second commit holds both (:func:`_joined`): committed alone, it would replace the step's stored
         results, and a recovered run would run the first message's calls again (and wait for a decision again).
+
+        Cancellation: as :meth:`StepWriter.commit`'s: the step's results (and the responses pending) are
+        committed whole or not at all.
         """
         number = self.calls
         last = self._step

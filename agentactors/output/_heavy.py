@@ -61,5 +61,9 @@ def heavy_value(value: Any) -> bool:
 
 
 async def off_loop(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a worker thread (pure work: a cancelled caller does not wait for it)."""
+    """``fn(*args)`` in a worker thread (pure work: a cancelled caller does not wait for it).
+
+    Cancellation: propagates at once; the thread is abandoned (it runs ``fn`` to its end, its result
+    discarded): ``fn`` is pure work, with nothing to undo.
+    """
     return await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)

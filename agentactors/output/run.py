@@ -245,6 +245,10 @@ class OutputRun:
         does not end is refused as cut off, which the model is told (it can answer shorter).  So is one
         whose value was found among prose (not the whole answer, nor a fence's whole body): what was cut
         may be the JSON that was the answer, the value found a piece of prose before it.
+
+        Cancellation: propagates from the output validator (an async one sees it at its next await) or from
+        the worker thread reading a big answer (abandoned: pure work); no verdict is given, nothing counted
+        as an attempt.
         """
         config = self._config
         target = config.target
@@ -271,7 +275,10 @@ class OutputRun:
         return await self._validated_text(verdict.value, answer, step, None)
 
     async def check_calls(self, calls: Sequence[ToolCall], step: int) -> CallVerdict:
-        """The verdict on this step's output calls: the first valid one is taken, the others answered."""
+        """The verdict on this step's output calls: the first valid one is taken, the others answered.
+
+        Cancellation: as :meth:`check_text`'s: propagates, no verdict, no attempt counted.
+        """
         target = self._config.target
         assert target is not None
         results: list[tuple[ToolCall, str, bool]] = []

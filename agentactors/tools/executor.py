@@ -258,7 +258,10 @@ class ToolExecutorActor:
         self._clock: Callable[[], float] = anyio.current_time
 
     async def on_start(self) -> None:
-        """Runs inside the event loop the executor serves: resolve that backend's cancel scope class and clock."""
+        """Runs inside the event loop the executor serves: resolve that backend's cancel scope class and clock.
+
+        Cancellation: nothing to cancel: it returns at once, with no await.
+        """
         self._scope = type(anyio.CancelScope())
         self._clock = loop_clock()
 
@@ -270,7 +273,11 @@ class ToolExecutorActor:
         return f"ToolExecutorActor(tools={list(self._names)}, max_concurrency_per_step={self.max_concurrency_per_step})"
 
     async def receive(self, message: ExecuteTools) -> tuple[ToolResult, ...]:
-        """Answer :class:`ExecuteTools`.  :raises TypeError: for any other message."""
+        """Answer :class:`ExecuteTools`.  :raises TypeError: for any other message.
+
+        Cancellation: as :meth:`execute`'s (the asker gave up, or the run was cancelled): the running calls are
+        cancelled, each ``tools.finished`` with status ``cancelled``, and no result is answered.
+        """
         if not isinstance(message, ExecuteTools):
             raise TypeError(f"ToolExecutorActor handles ExecuteTools, not {type(message).__name__}")
         calls = message.calls
@@ -281,7 +288,13 @@ class ToolExecutorActor:
     async def execute(
         self, calls: Iterable[ToolCall], context: ExecutionContext = _DEFAULT_CONTEXT
     ) -> tuple[ToolResult, ...]:
-        """Run ``calls`` and return one result per call, in call order (see the class docstring)."""
+        """Run ``calls`` and return one result per call, in call order (see the class docstring).
+
+        Cancellation: propagates (anyio's cancellation exception); every call still running is cancelled
+        with it — an async tool sees the cancellation at its next await, a sync tool's thread is abandoned —
+        and each gets a ``tools.finished`` with status ``cancelled``.  No result is returned for any of
+        them, those that had finished included.
+        """
         calls = tuple(calls)
         if not calls:
             return ()
@@ -354,6 +367,11 @@ class ToolExecutorActor:
         """Run one call to a result, emitting ``tools.started`` and ``tools.finished``.
 
         Never raises for anything the tool or the model did; cancellation propagates.
+
+        Cancellation: a cancellation of the caller's (its run's, an enclosing scope's) propagates as anyio's
+        cancellation exception, after a ``tools.finished`` with status ``cancelled``; the tool is cancelled
+        with it (an async tool at its next await; a sync tool's thread is abandoned, its result discarded).
+        A ``CancelledError`` no cancel scope asked for, raised by the tool itself, is its ``error`` result.
         """
         started = self._clock()
         sink = current_sink()
