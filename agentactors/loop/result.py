@@ -128,7 +128,10 @@ class RunResult(Generic[OutputT]):
 
         ``output_type=str`` (the default): the same as :attr:`content`.  A typed run that did not end on
         a valid answer — ``OutputValidationError`` in :attr:`error` after ``output_retries`` re-asks, a
-        failed, bounded or cancelled run — has ``None`` here (check :attr:`ok`).
+        failed, bounded or cancelled run — has ``None`` here (check :attr:`ok`).  One such run is :attr:`ok`: a
+        run a tool status routed to ``"end_turn"`` (``on_tool_status``) ended before an output was taken — it
+        ended as it was told to, without the value; an agent that routes statuses so checks ``output is None``
+        too (``docs/output.md``).
         """
         value: Any = self.content if self._output is TEXT else self._output
         return typing.cast(OutputT, value)
