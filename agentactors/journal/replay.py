@@ -44,7 +44,13 @@ __all__ = ["ReplayProvider", "RunSource", "fork", "load_run", "replay"]
 class RunSource(Protocol):
     """A journal a recorded run can be read from."""
 
-    async def load_run(self, run_id: str) -> RecordedRun: ...
+    async def load_run(self, run_id: str) -> RecordedRun:
+        """The recorded run ``run_id``; :class:`~agentactors.journal.RunNotRecordedError` when there is none.
+
+        Cancellation: a read, nothing changes; a journal's read is cancelled as its own ``load_run`` says (the
+        SQL journals' query, once started, is not interrupted: the cancellation comes at the next checkpoint).
+        """
+        ...
 
 
 async def load_run(source: str | os.PathLike[str] | RunSource, run_id: str) -> RecordedRun:

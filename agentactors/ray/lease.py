@@ -288,7 +288,14 @@ class LeaseClient:
                 tg.start_soon(self._rate_loop, kind)
 
     async def close(self) -> None:
-        """Return every idle slot and unspent unit to the ledger (best effort, at the worker's exit)."""
+        """Return every idle slot and unspent unit to the ledger (best effort, at the worker's exit).
+
+        Cancellation: not shielded, and bounded by a second of its own: a cancelled close stops at its ledger
+        call in flight (which may still be applied: :class:`~agentactors.ray.ledger.LedgerPort`).  The slots of
+        a release no reply confirmed stay counted as to return, the units of a give-back cut short are dropped,
+        and what it had not reached stays in the pool; the ledger frees a worker's slots when the roster drops
+        it.
+        """
         with anyio.move_on_after(1.0):
             try:
                 if self._limited and self._held - self._busy > 0 and self._epoch is not None:

@@ -243,19 +243,57 @@ class LedgerPort(Protocol):
     """How a worker's :class:`~agentactors.ray.lease.LeaseClient` reaches its ledger (a Ray actor, or a test's).
 
     Each call may raise :class:`LedgerUnavailable` (the ledger's actor is dead or restarting).
+
+    Cancellation: a cancelled caller leaves its wait at once, but the ledger's call is not cancelled: through
+    Ray it runs in the ledger's actor all the same, so its effect (a grant, a release) may land unheard.  The
+    next registration says again what the worker holds, and the ledger frees what a worker the roster
+    dropped held.
     """
 
-    async def register(self, worker: str, held: int, roster: Roster | None) -> SlotReply: ...
+    async def register(self, worker: str, held: int, roster: Roster | None) -> SlotReply:
+        """Say what ``worker`` holds (first contact, or to a new incarnation); the reply carries the epoch.
 
-    async def acquire(self, worker: str, epoch: str | None, want: int, wait: float) -> SlotReply: ...
+        Cancellation: the registration may still be applied (see the class); the next one corrects it.
+        """
+        ...
 
-    async def release(self, worker: str, epoch: str | None, count: int, wanting: int) -> SlotReply: ...
+    async def acquire(self, worker: str, epoch: str | None, want: int, wait: float) -> SlotReply:
+        """Lease up to ``want`` slots, waiting up to ``wait`` seconds when none is free.
 
-    async def check_in(self, worker: str, epoch: str | None, wanting: int) -> SlotReply: ...
+        Cancellation: a grant made after the caller left is counted as held by ``worker``, which never heard
+        of it, until its next registration (or the roster drops it).
+        """
+        ...
 
-    async def take(self, kind: str, want: float) -> RateReply: ...
+    async def release(self, worker: str, epoch: str | None, count: int, wanting: int) -> SlotReply:
+        """Give ``count`` slots back; ``wanting`` is the worker's demand still unmet.
 
-    async def give_back(self, epoch: str | None, kind: str, units: float) -> None: ...
+        Cancellation: the release may still be applied (see the class); the lease client counts the slots as
+        still to return.
+        """
+        ...
+
+    async def check_in(self, worker: str, epoch: str | None, wanting: int) -> SlotReply:
+        """A holding worker's periodic check-in: its demand in, its share out.
+
+        Cancellation: the check-in may still be applied (see the class); it changes no holding.
+        """
+        ...
+
+    async def take(self, kind: str, want: float) -> RateReply:
+        """Up to ``want`` units of the ``kind`` rate (``"requests"``, ``"tokens"``), or when to ask again.
+
+        Cancellation: units granted after the caller left are spent unused (the bucket refills at its rate).
+        """
+        ...
+
+    async def give_back(self, epoch: str | None, kind: str, units: float) -> None:
+        """Unspent ``units`` of ``kind`` come back to the incarnation ``epoch`` that granted them.
+
+        Cancellation: the give-back may still be applied (see the class); units it did not give back are lost
+        to the bucket until it refills.
+        """
+        ...
 
 
 class LedgerUnavailableError(AgentActorsError):
@@ -286,6 +324,10 @@ class LedgerService:
             changed.set()
 
     async def register(self, worker: str, held: int, roster: Roster | None) -> SlotReply:
+        """:meth:`BudgetLedger.register`, waking the waiting ``acquire`` calls.
+
+        Cancellation: not a cancellation point (it awaits nothing): a call made is applied.
+        """
         self.calls += 1
         reply = self.ledger.register(worker, held, roster)
         self._notify()
@@ -316,22 +358,38 @@ class LedgerService:
                 await changed.wait()
 
     async def release(self, worker: str, epoch: str | None, count: int, wanting: int) -> SlotReply:
+        """:meth:`BudgetLedger.release`, waking the waiting ``acquire`` calls.
+
+        Cancellation: not a cancellation point (it awaits nothing): a call made is applied.
+        """
         self.calls += 1
         reply = self.ledger.release(worker, epoch, count, wanting=wanting)
         self._notify()
         return reply
 
     async def check_in(self, worker: str, epoch: str | None, wanting: int) -> SlotReply:
+        """:meth:`BudgetLedger.check_in`, waking the waiting ``acquire`` calls (a new demand may lower shares).
+
+        Cancellation: not a cancellation point (it awaits nothing): a call made is applied.
+        """
         self.calls += 1
         reply = self.ledger.check_in(worker, epoch, wanting=wanting)
         self._notify()  # a new demand may lower others' shares
         return reply
 
     async def take(self, kind: str, want: float) -> RateReply:
+        """:meth:`BudgetLedger.take`, now.
+
+        Cancellation: not a cancellation point (it awaits nothing): a call made is applied.
+        """
         self.calls += 1
         return self.ledger.take(kind, want, anyio.current_time())
 
     async def give_back(self, epoch: str | None, kind: str, units: float) -> None:
+        """:meth:`BudgetLedger.give_back`, now.
+
+        Cancellation: not a cancellation point (it awaits nothing): a call made is applied.
+        """
         self.calls += 1
         self.ledger.give_back(epoch, kind, units, anyio.current_time())
 

@@ -96,7 +96,10 @@ class ClusterWorker:
         return self._served
 
     async def ready(self) -> dict[str, Any]:
-        """The worker's agentactors version and pid (the driver checks the version)."""
+        """The worker's agentactors version and pid (the driver checks the version).
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return {"version": __version__, "pid": os.getpid(), "worker": self._id}
 
     async def serve(self) -> str | None:
@@ -106,6 +109,11 @@ class ClusterWorker:
         Ray's included — makes every chunk fail with that error at once; this call then returns the
         error's type name (never the error itself: see the module docstring).  However it ends, the
         chunks stop waiting for the agent: a chunk never waits for an agent that will not come.
+
+        Cancellation: the cancellation propagates (to Ray) after the runtime is left as a cancelled ``async with
+        Runtime`` leaves it (its runs cancelled) and the lease maintainers stopped; the budgets' leases are not
+        given back (the ledger frees them when the roster drops the worker).  The chunks waiting for the agent
+        are released, and fail (the worker stopped serving).
         """
         try:
             await self._serve()
@@ -127,6 +135,8 @@ class ClusterWorker:
 
         Its object ref failing tells the driver the worker died, as :meth:`serve`'s does; the driver
         calls it when Ray failed :meth:`serve`'s ref for being unable to reach the worker for a moment.
+
+        Cancellation: a wait, nothing changes.
         """
         await self._served_event().wait()
         return self._outcome
@@ -168,11 +178,17 @@ class ClusterWorker:
             self._rt = None
 
     async def stop(self) -> None:
-        """Let :meth:`serve` return (after the runs in flight, at most ``drain_timeout`` seconds)."""
+        """Let :meth:`serve` return (after the runs in flight, at most ``drain_timeout`` seconds).
+
+        Cancellation: not a cancellation point (it awaits nothing): a call made has asked :meth:`serve` to return.
+        """
         self._events()[1].set()
 
     async def update_roster(self, roster: Roster) -> None:
-        """The cluster's roster, as the driver last said (sent to the ledger after its restart)."""
+        """The cluster's roster, as the driver last said (sent to the ledger after its restart).
+
+        Cancellation: not a cancellation point (it awaits nothing): a call made is adopted.
+        """
         self._roster = roster
         for lease in self._leases.values():
             lease.set_roster(roster)
@@ -231,7 +247,10 @@ class ClusterWorker:
         return [r if r is not None else RunResult("", ()) for r in results]
 
     async def stats(self) -> dict[str, Any]:
-        """Per budget: requests served and ledger calls made; the runtime's accounting."""
+        """Per budget: requests served and ledger calls made; the runtime's accounting.
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         rt = self._rt
         return {
             "worker": self._id,

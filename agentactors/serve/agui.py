@@ -173,6 +173,14 @@ class AGUIApp:
         self._editable: dict[str, Tool[Any, Any]] = {t.name: t for t in agent.tools}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app: the lifespan, and each ``POST`` of a ``RunAgentInput`` (see the module docstring).
+
+        Cancellation: a request cancelled by the server has its run cancelled (its model request and tools with
+        it), nothing more is sent, and the thread is released; a session's turn commits nothing (unless its
+        shielded commit had started).  Unlike a client's disconnect, it cancels a resumed run too: its pause is
+        consumed, and the same answers posted again are told the server stopped it.  A lifespan cancelled closes
+        the runtime it opened, as a cancelled ``async with`` does.
+        """
         if scope["type"] == "lifespan":
             await self._runtime.serve_lifespan(receive, send)
             return

@@ -178,6 +178,13 @@ class OpenAIApp:
         self.ignored_fields = _ignored_fields(ignored_fields)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app: the lifespan, and each HTTP request (see the module docstring).
+
+        Cancellation: a request cancelled by the server is as a client's disconnect: its run is cancelled (its
+        model request and tools with it), nothing more is sent, and a session's turn commits nothing (unless its
+        shielded commit had started).  A lifespan cancelled closes the runtime it opened, as a cancelled
+        ``async with`` does.
+        """
         if scope["type"] == "lifespan":
             await self._runtime.serve_lifespan(receive, send)
             return

@@ -89,11 +89,23 @@ class SessionAgent(Protocol):
         settings: ModelSettings | None = None,
         deadline: float | None = None,
         priority: int | None = None,
-    ) -> RunResult[Any]: ...
+    ) -> RunResult[Any]:
+        """Run a turn: ``prompt`` is the session's history plus the turn's messages.
+
+        Cancellation: as :meth:`agentactors.Agent.run`: the run is cancelled and the cancellation propagates;
+        the session commits nothing for it.
+        """
+        ...
 
     async def resume(
         self, state: Any, decisions: Any, *, runtime: Runtime | None = None, deps: Any = None
-    ) -> RunResult[Any]: ...
+    ) -> RunResult[Any]:
+        """Resume the paused run ``state`` with ``decisions``.
+
+        Cancellation: as :meth:`agentactors.Agent.resume`: the run is cancelled and the cancellation
+        propagates; the session commits nothing for it (its pause, claimed before, is consumed).
+        """
+        ...
 
 
 @attrs.frozen(slots=True)
@@ -163,7 +175,11 @@ class SessionActor:
         return () if self.paused is None else self.paused.pending
 
     async def receive(self, message: Turn | Resolve | Refresh) -> RunResult[Any] | None:
-        """Handle a :class:`Turn` or :class:`Resolve` (loading the session first if need be), or a :class:`Refresh`."""
+        """Handle a :class:`Turn` or :class:`Resolve` (loading the session first if need be), or a :class:`Refresh`.
+
+        Cancellation: as :meth:`turn` and :meth:`resolve`.  A load (a :class:`Refresh`, or the first message's)
+        cancelled changes nothing: the state read is adopted only once the store answered.
+        """
         self.running += 1
         try:
             return await self._handle(message)
@@ -213,6 +229,10 @@ class SessionActor:
         :raises SessionPausedError: the session waits for decisions on a paused turn (as the store says: a pause
             this actor holds is read again first, since another process may have resolved it).
         :raises SessionConflictError: another turn was committed first; this one was not.
+
+        Cancellation: a turn cancelled while its agent runs commits nothing: the session stays as it was.  The
+        commit is shielded: one that started ends, the actor's state follows the store, and the cancellation is
+        delivered at the caller's next checkpoint.
         """
         if self.paused is not None:
             await self._load()  # this runtime's copy may be stale: another process may have resolved the pause
@@ -243,6 +263,10 @@ class SessionActor:
             (nothing claimed).
         :raises SessionConflictError: there is no pause to resolve (resolved already, or never
             paused: as the store says, read again first), or another runtime claimed it first.  Nothing ran.
+
+        Cancellation: a caller cancelled before the claim changes nothing (the pause stays).  The claim is a
+        shielded commit: once it started, the pause is consumed — a resume then cancelled commits nothing, the
+        history stays what it was before the paused turn, and the decided calls are not offered again.
         """
         if self.paused is None:
             await self._load()  # this runtime's copy may be stale: another process's turn may have paused it since
@@ -367,6 +391,10 @@ async def commit_recovered(
     :raises SessionFormatError: the stored session is in a format this version cannot read.
         Other errors of the store propagate too, and a store's answer that is not the record it stored
         (``TypeError`` / ``ValueError``, as a session's actor refuses it).
+
+    Cancellation: not shielded, as the store's ``commit``: a cancelled commit happened entirely or not at all (a
+    SQL store's, once started, ends first) and the caller cannot tell which — the return value and the
+    ``session.committed`` event are lost with it.  One that did not happen leaves the session as it was.
     """
     record = turn_record(turn.key, inputs[: turn.kept], result)
     if record is not None and turn.origin is not None:  # the session the turn started on, not a new one of its key

@@ -46,7 +46,11 @@ class TurnCall:
         return None if self.resuming else self.args[0]
 
     async def proceed(self) -> RunResult[Any]:
-        """Make the call of the wrapped agent as the session asked it."""
+        """Make the call of the wrapped agent as the session asked it.
+
+        Cancellation: as the wrapped agent's ``run`` or ``resume``: the run is cancelled and the cancellation
+        propagates to the hook.
+        """
         method = self.agent.resume if self.resuming else self.agent.run
         result: RunResult[Any] = await method(*self.args, **self.options)
         return result
@@ -78,9 +82,18 @@ class TurnAgent:
         return getattr(self.agent, "handoffs", None)
 
     async def run(self, prompt: Any, **options: Any) -> RunResult[Any]:
+        """The turn's run, through the hook.
+
+        Cancellation: as the hook's: a hook that awaits :meth:`TurnCall.proceed` has the wrapped agent's run
+        cancelled, and the cancellation propagates (the session commits nothing).
+        """
         return await self.around(TurnCall(self.agent, (prompt,), options))
 
     async def resume(self, state: Any, decisions: Any, **options: Any) -> RunResult[Any]:
+        """The paused run resumed, through the hook when ``resumes`` (else straight to the wrapped agent).
+
+        Cancellation: as :meth:`run` (the pause, claimed before, is consumed).
+        """
         if not self.resumes:
             result: RunResult[Any] = await self.agent.resume(state, decisions, **options)
             return result

@@ -117,6 +117,11 @@ class SigV4Signer:
         """A copy of ``headers`` with ``Authorization``, ``X-Amz-Date`` (and ``X-Amz-Security-Token``) added.
 
         Raises an account-kind :class:`~agentactors.ProviderError` when no credentials can be found.
+
+        Cancellation: with fixed credentials it awaits nothing.  A caller cancelled while botocore's default
+        chain resolves the credentials, or refreshes refreshable ones, leaves at once: the worker thread is
+        abandoned to end on its own (a refresh still updates the credentials), and a resolution it had not
+        finished is made again by the next call.
         """
         frozen = await self._frozen(model)
         request = self._request_class(method="POST", url=url, data=content,

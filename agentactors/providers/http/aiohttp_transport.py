@@ -166,6 +166,12 @@ class AiohttpResponse:
         return self
 
     async def __anext__(self) -> bytes:
+        """The body bytes aiohttp has read (waiting for some if there are none).
+
+        Cancellation: a cancellation point while it waits for bytes.  A cancelled read leaves the response open,
+        to :meth:`aclose` (which :class:`~agentactors.providers.http.body.BodyReader` calls: it drops the
+        connection).
+        """
         if self._done:
             raise StopAsyncIteration
         try:
@@ -179,7 +185,10 @@ class AiohttpResponse:
         return chunk
 
     async def aclose(self) -> None:
-        """Close the response: a body not read to its end closes its connection (idempotent)."""
+        """Close the response: a body not read to its end closes its connection (idempotent).
+
+        Cancellation: not a cancellation point (it awaits nothing): a cancelled caller still closes it.
+        """
         if not self._done:
             self._done = True
             # Half read (a stream left early, a cancelled call, a body past its limit): drop the
@@ -285,8 +294,11 @@ class AiohttpSender:
         """POST ``content``; return once the response headers arrived, its body unread.
 
         ``headers`` must not change after it was given: its aiohttp form is kept for the next request
-        with the same dict.  Cancellation: cancelling while the request is sent or its headers
-        awaited closes the connection (aiohttp does), so the server sees the disconnect.
+        with the same dict.
+
+        Cancellation: a cancellation point until the headers arrived.  Cancelling while the request is sent
+        or its headers awaited closes the connection (aiohttp does), so the server sees the disconnect; a
+        request cancelled while it waits for a connection at the pool's limit takes none.
         """
         session = self._session or self._open()
         target = self._url(url)
@@ -307,7 +319,11 @@ class AiohttpSender:
         return AiohttpResponse(response)
 
     async def aclose(self) -> None:
-        """Close the session and every connection in its pool (idempotent)."""
+        """Close the session and every connection in its pool (idempotent).
+
+        Cancellation: aiohttp closes every connection before its one wait (for the closes to complete), so a
+        cancelled caller leaves none open; the session is forgotten first, and a second call does nothing.
+        """
         session, self._session = self._session, None
         if session is not None:
             await session.close()

@@ -84,7 +84,13 @@ class BearerTokens:
             self._stale = True
 
     async def token(self, model: str | None = None) -> str:
-        """The token for the next request; a classified :class:`~agentactors.ProviderError` when there is none."""
+        """The token for the next request; a classified :class:`~agentactors.ProviderError` when there is none.
+
+        Cancellation: a sync ``token_provider``, or a Google token still valid, is handed out without a
+        checkpoint; an async ``token_provider`` is cancelled as it is.  A caller cancelled while it waits for
+        Google's lookup or refresh leaves at once: the worker thread is abandoned to end on its own — a lookup's
+        answer is dropped (the next call looks up again), a refresh still updates the credentials it refreshes.
+        """
         try:
             token = await (self._asked() if self._token_provider is not None else self._google_token())
         except ProviderError:

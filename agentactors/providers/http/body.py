@@ -150,7 +150,11 @@ class BodyReader:
         )
 
     async def read(self) -> bytes:
-        """The next decoded chunk, ``b""`` at the end of the body."""
+        """The next decoded chunk, ``b""`` at the end of the body.
+
+        Cancellation: a cancellation point while it waits for bytes.  A cancelled read returns nothing and
+        leaves the reader to :meth:`aclose` (the owned senders' responses close their connection at once).
+        """
         if self._refusal is not None:
             raise self._refusal
         chunk = b""
@@ -185,14 +189,20 @@ class BodyReader:
             raise self._malformed(f"the body does not decode as its content-encoding says ({exc})") from None
 
     async def read_all(self) -> bytes:
-        """The whole body (raises past the limit)."""
+        """The whole body (raises past the limit).
+
+        Cancellation: as :meth:`read`: what was read so far is dropped, and the reader is left to :meth:`aclose`.
+        """
         parts: list[bytes] = []
         while chunk := await self.read():
             parts.append(chunk)
         return b"".join(parts)
 
     async def read_head(self, size: int) -> bytes:
-        """At most ``size`` bytes from the start of the body, then stop reading (no error past the limit)."""
+        """At most ``size`` bytes from the start of the body, then stop reading (no error past the limit).
+
+        Cancellation: as :meth:`read_all`.
+        """
         parts: list[bytes] = []
         got = 0
         while got < size:
@@ -207,7 +217,11 @@ class BodyReader:
         return b"".join(parts)[:size]
 
     async def aclose(self) -> None:
-        """Close the response and finish the transport's generators in this task (idempotent)."""
+        """Close the response and finish the transport's generators in this task (idempotent).
+
+        Cancellation: shielded, and bounded (5 s): a cancelled caller still closes the response and its
+        connection, and the cancellation is delivered at its next checkpoint.
+        """
         if self._closed:
             return
         self._closed = True

@@ -62,7 +62,12 @@ def _deadline(seconds: float | None) -> float:
 
 
 async def connect(origin: Origin, *, within: float | None, ssl_context: ssl.SSLContext | None) -> H11Connection:
-    """Open a connection to ``origin`` (TLS for ``https``) within ``within`` seconds."""
+    """Open a connection to ``origin`` (TLS for ``https``) within ``within`` seconds.
+
+    Cancellation: a cancellation point throughout; a connect or TLS handshake cancelled leaves nothing open
+    (the socket being connected is closed by the backend), and the cancellation propagates as itself, never as
+    ``ConnectTimeout``.
+    """
     scheme, host, port = origin
     with anyio.CancelScope(deadline=_deadline(within)) as scope:
         try:
@@ -163,7 +168,11 @@ class H11Connection:
             raise transport_error(httpx.RemoteProtocolError, "the server broke HTTP/1.1", exc) from exc
 
     async def next_event(self, within: float | None) -> Head | bytes:
-        """The next part of the response, reading as needed; each wait for bytes bounded by ``within`` seconds."""
+        """The next part of the response, reading as needed; each wait for bytes bounded by ``within`` seconds.
+
+        Cancellation: a cancellation point while it waits for bytes.  A cancelled read leaves the connection
+        mid-response, not reusable: its owner closes it (the sender discards it).
+        """
         while (event := self.ready_event()) is None:
             self.parser.receive(await self.receive(READ_SIZE, within))
         return event
@@ -180,7 +189,11 @@ class H11Connection:
         return self._direct.receive(size, within)
 
     async def close_now(self) -> None:
-        """Close the socket (idempotent).  It is shut before the one checkpoint, which is shielded."""
+        """Close the socket (idempotent).
+
+        Cancellation: it cannot be interrupted: its one checkpoint, the socket's close, is shielded, so a
+        cancelled caller closes the socket too; the cancellation is delivered at its next checkpoint.
+        """
         self.closed = True
         with anyio.CancelScope(shield=True):
             await self._socket.aclose()

@@ -226,6 +226,10 @@ class H11Response:
         The read loop is inline (not a helper coroutine): a stream waits here between deltas,
         and every coroutine in the waiting stack is an object the garbage collector promotes
         (see :meth:`.h11_connection.H11Connection.receive`).
+
+        Cancellation: a cancellation point while it waits for bytes.  A cancelled read closes the response and
+        its connection (shielded: the server sees the disconnect, and the connection is never reused) before
+        the cancellation propagates.
         """
         if not self._done and not self._ended:
             connection = self._connection
@@ -246,7 +250,11 @@ class H11Response:
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
-        """Close the response: a body not read to its end closes its connection (idempotent)."""
+        """Close the response: a body not read to its end closes its connection (idempotent).
+
+        Cancellation: it cannot be interrupted (its one checkpoint, the socket's close, is shielded): a
+        cancelled caller still closes the response, and the cancellation is delivered at its next checkpoint.
+        """
         if self._done:
             return
         self._done = True
@@ -303,7 +311,12 @@ class H11Sender:
         """POST ``content``; return once the response headers arrived, its body unread.
 
         ``headers`` must not change after it was given: its encoded form is kept for the next request
-        with the same dict.  Cancellation closes the connection, so the server sees the disconnect.
+        with the same dict.
+
+        Cancellation: a cancellation point until the headers arrived.  A request cancelled while it waits for
+        room in the pool takes none (room handed to it as it was cancelled goes to the next waiter), one
+        cancelled while it connects frees its place, and one cancelled while it is written or its head read
+        closes its connection (shielded), so the server sees the disconnect.
         """
         timeout = self._timeout if io_timeout is None else io_timeout
         target = self._target(url)
@@ -446,6 +459,9 @@ class H11Sender:
         """A response read to its end gives its connection back (kept idle if it may serve another).
 
         ``closes``: its request asked the server to close the connection after the response.
+
+        Cancellation: it cannot be interrupted: the connection is pooled without a wait, or closed as
+        :meth:`discard` closes it.
         """
         parser = connection.parser
         if connection in self._open and parser.reusable and not closes and self._idle_count < self._max_idle:
@@ -458,7 +474,11 @@ class H11Sender:
             await self.discard(connection)
 
     async def discard(self, connection: H11Connection) -> None:
-        """Close ``connection`` and free its place (idempotent)."""
+        """Close ``connection`` and free its place (idempotent).
+
+        Cancellation: it cannot be interrupted: the place is freed before its one checkpoint, the socket's close,
+        which is shielded; the cancellation is delivered at the caller's next checkpoint.
+        """
         if connection.closed:
             return
         self._open.discard(connection)
@@ -466,7 +486,11 @@ class H11Sender:
         await connection.close_now()
 
     async def aclose(self) -> None:
-        """Close every connection, idle or in use (a response still being read then fails with ``ReadError``)."""
+        """Close every connection, idle or in use (a response still being read then fails with ``ReadError``).
+
+        Cancellation: it cannot be interrupted: each connection is closed as :meth:`discard` closes it, so a
+        cancelled caller still closes them all; the cancellation is delivered at its next checkpoint.
+        """
         self._idle.clear()
         self._idle_count = 0
         for connection in list(self._open):

@@ -141,7 +141,11 @@ class WireResponse(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Close the response; one not read to its end closes its connection."""
+        """Close the response; one not read to its end closes its connection.
+
+        Cancellation: a cancelled caller still closes it: the owned senders' responses close without waiting
+        (``closes_without_waiting``), and httpcore closes an httpx response's stream under a shield.
+        """
         ...
 
 
@@ -172,12 +176,20 @@ class Sender(Protocol):
         ``headers`` is not changed, and must not change afterwards (a sender may keep a prepared
         form of it for the next request with the same dict).  ``io_timeout`` is this request's
         own httpx timeout (``ModelSettings.timeout``), replacing the sender's.  Raises httpx's
-        exceptions.  Cancellation: cancelling closes the connection.
+        exceptions.
+
+        Cancellation: a cancellation point until the response's headers arrived.  A request cancelled
+        while it is sent or its headers are awaited closes its connection (never back in the pool), so
+        the server sees the disconnect; one cancelled while it waits for a connection takes none.
         """
         ...
 
     async def aclose(self) -> None:
-        """Close what this sender owns (an injected client is left to its owner)."""
+        """Close what this sender owns (an injected client is left to its owner).
+
+        Cancellation: a cancelled caller still closes every connection the sender owns: each sender
+        closes them before its first wait, or under a shield.
+        """
         ...
 
 
@@ -242,6 +254,11 @@ class ClientSender:
     async def send(
         self, url: str, headers: dict[str, str], content: bytes, io_timeout: httpx.Timeout | None = None
     ) -> httpx.Response:
+        """Send through the client (as :meth:`Sender.send`), its redirects never followed.
+
+        Cancellation: as httpx's ``send``: a request cancelled while it is sent or its headers are awaited
+        closes its connection (httpcore does not give a half-used connection back to its pool).
+        """
         options = self._timeout if io_timeout is None else {"timeout": io_timeout}
         request = self.client.build_request("POST", url, content=content, headers=headers, **options)
         request.stream = self._body(content)  # the headers (Content-Length) were set from `content` above
@@ -254,6 +271,11 @@ class ClientSender:
             raise _explained(exc, url, owned=self._owned)  # its cause set: exc, or what exc said (a certificate)
 
     async def aclose(self) -> None:
+        """Close the owned client and its connections; an injected client is left to its owner.
+
+        Cancellation: the client is marked closed first and httpcore closes its pool's connections under a
+        shield, so a cancelled caller still closes every one.
+        """
         if self._owned:
             await self.client.aclose()
 
