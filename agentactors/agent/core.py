@@ -684,9 +684,13 @@ class Agent(Generic[OutputT]):
 
         Errors: provider failures end the run with ``generation_failed=True``
         (see :class:`RunResult`; ``(await agent.run(...)).raise_for_error()`` raises them); a tool
-        status routed to ``"raise"`` raises :class:`~agentactors.errors.ToolStatusError`.  Cancellation from an
-        enclosing scope propagates as anyio's cancellation exception, and the
-        caller's conversation is untouched.
+        status routed to ``"raise"`` raises :class:`~agentactors.errors.ToolStatusError`.
+
+        Cancellation: a cancellation from an enclosing scope (``asyncio.timeout``, a task group, Ctrl-C under
+        ``asyncio.run``) cancels the run where it stands — its model request (the HTTP request closed) and its
+        running tools — and propagates as anyio's cancellation exception: nothing is returned, and the caller's
+        conversation is untouched.  A run cancelled through its handle (``run.cancel()``,
+        ``rt.run_ref(run_id).cancel()``) ends with ``RunResult.cancelled`` instead.
         """
         messages = _to_messages(prompt)
         options = _options(on_token, deps, settings, deadline, priority, input_key, cost_limit)
