@@ -25,13 +25,13 @@ from typing import Any
 import anyio
 import attrs
 
-from ..errors import ProviderTimeout, StreamInterruptedError
+from ..errors import MalformedResponseError, ProviderError, ProviderTimeout
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short
 from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
 from ._numbers import seconds_or_none
-from .decorator import ProviderDecorator, model_of
+from .decorator import ProviderDecorator, as_provider_error, model_of, name_of
 from .streams import Carried, OpenedStream, cut_short, stream_of
 
 __all__ = [
@@ -213,8 +213,23 @@ class TimeoutProvider(ProviderDecorator):
         return ProviderTimeout(f"{what} timed out after {seconds:g}s", provider=self.name, model=model)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The inner provider's answer within ``attempt`` seconds, else :class:`~agentactors.errors.ProviderTimeout`.
+
+        A failure that is not a ``ProviderError`` (a vendor SDK's own exception) is raised classified
+        (:func:`~agentactors.providers.classify_exception`), as every decorator raises it.
+
+        Cancellation: a cancellation from outside (the caller's scope, a task group) propagates unchanged, the
+        inner call cancelled with it, even when it comes at the instant the bound expires; only this decorator's
+        own expiry becomes ``ProviderTimeout``.  The call given up on is charged as a call cut short.
+        """
         if self.attempt is None:
-            return await self._inner.complete(request)
+            try:
+                return await self._inner.complete(request)
+            except ProviderError:
+                raise
+            except Exception as exc:
+                failure = as_provider_error(exc, self._inner, model_of(self._inner, request))
+            raise failure  # (outside the except block: the foreign exception is not kept as its __context__)
         sent = own_request(request)
         try:
             with anyio.move_on_after(self.attempt):
@@ -223,8 +238,13 @@ class TimeoutProvider(ProviderDecorator):
             model = model_of(self._inner, request)
             self._abandoned(request, sent, model, "")
             raise self._timeout(model, "the call", self.attempt)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            failure = as_provider_error(exc, self._inner, model_of(self._inner, request))
         finally:
             hand_on(sent, request)
+        raise failure
 
     def _abandoned(self, request: LLMRequest, sent: LLMRequest, model: str | None, delivered: str) -> None:
         """The call was sent (as ``sent``, :func:`own_request`) and this bound abandoned it: it is billed.  What a
@@ -237,8 +257,16 @@ class TimeoutProvider(ProviderDecorator):
             estimated_cut_short(self._inner, request, model, delivered),))
 
     def stream(self, request: LLMRequest) -> StreamContext:
-        if self.attempt is None and self.first_event is None and self.idle is None:
-            return stream_of(self._inner, request)
+        """The inner provider's stream under the bounds (see :func:`with_timeout`).
+
+        A failure before the first event that is not a ``ProviderError`` is raised classified; one after it is a
+        :class:`~agentactors.errors.StreamInterruptedError`, with or without a bound (a ``with_timeout`` with
+        none relays the stream through the same path, so it keeps that promise too).
+
+        Cancellation: a cancellation from outside propagates unchanged (the inner stream closed with it), even
+        when it comes at the instant a bound expires; only this decorator's own expiry becomes
+        ``ProviderTimeout`` (or ``StreamInterruptedError`` after the first event).
+        """
         return self._stream(request)
 
     @asynccontextmanager
@@ -247,11 +275,14 @@ class TimeoutProvider(ProviderDecorator):
         guard = _StreamGuard(self, anyio.current_time())
         acc = StreamAccumulator()
         sent = own_request(request)
+        opened = False
+        failure: ProviderError | None = None
         try:
             # One scope spans the whole stream (entered before the inner stream, left after it, so scopes
             # nest properly); its deadline moves between the attempt, first-event and idle bounds.
             with guard.scope:
                 async with stream_of(self._inner, sent) as inner_events:
+                    opened = True  # from here on, an exception may be the consumer's own: never classified
                     # Sent and answered: until the consumer asks for the first event, the time is its own.
                     guard.pause_first_event(anyio.current_time())
                     events = guard.watch(inner_events, acc, model)
@@ -267,8 +298,16 @@ class TimeoutProvider(ProviderDecorator):
                 if acc.events_seen:
                     raise interrupted(error, provider=self.name, model=model, partial_text=acc.text) from error
                 raise error
+        except ProviderError:
+            raise
+        except Exception as exc:
+            if opened:
+                raise
+            failure = as_provider_error(exc, self._inner, model)  # the inner stream failed to open
         finally:
             hand_on(sent, request)
+        if failure is not None:
+            raise failure
 
 
 class _StreamGuard:
@@ -321,15 +360,25 @@ class _StreamGuard:
                 self._bound(anyio.current_time(), self.owner.idle, "waiting for the next event")
             else:
                 self._bound(anyio.current_time(), self.first_event_left, "the first event", self.owner.first_event)
-            error: StreamInterruptedError | None = None
+            error: ProviderError | None = None
             try:
                 event = await inner.__anext__()
             except StopAsyncIteration:
-                return
+                if acc.events_seen:
+                    return
+                # The contract promises at least a StreamEnd: as every decorator says of a stream without an event
+                # (streams.open_stream), a malformed answer (transient: retried, failed over).
+                error = MalformedResponseError(
+                    "the stream ended before its first event", provider=name_of(self.owner.inner), model=model
+                )
             except Exception as exc:
                 if not acc.events_seen:
-                    raise
-                error = cut_short(exc, provider=self.owner.inner, model=model, partial_text=acc.text)
+                    if isinstance(exc, ProviderError):
+                        raise
+                    # A foreign exception before the first event is classified, as every decorator raises it.
+                    error = as_provider_error(exc, self.owner.inner, model)
+                else:
+                    error = cut_short(exc, provider=self.owner.inner, model=model, partial_text=acc.text)
             if error is not None:  # raised here: in the except block, exc would be its __context__
                 raise error
             # Time the consumer spends on an event is not idleness of the vendor.
@@ -362,6 +411,14 @@ def with_timeout(
       ``ProviderTimeout``), which nobody replays.
     * Each bound is ``None`` (no bound) or a positive, finite number of seconds;
       a bool, a string, NaN or infinity is a ``ValueError`` naming the setting.
+    * A failure of the inner provider that is not a ``ProviderError`` (a vendor
+      SDK's own exception) is raised classified, as every decorator raises it
+      (:func:`~agentactors.providers.classify_exception`: an unknown one is a
+      request fault); after a stream's first event it is a
+      ``StreamInterruptedError`` — with or without a bound.  A stream that ends
+      before its first event is a
+      :class:`~agentactors.errors.MalformedResponseError` (transient), as every
+      decorator says of one.
     * Built on anyio cancel scopes: the timed-out call is cancelled, and only
       this decorator's own cancellation is turned into ``ProviderTimeout`` — a
       cancellation from outside (the caller's scope, a task group) propagates
