@@ -247,6 +247,12 @@ class HedgeProvider(ProviderDecorator):
     # -- the port ---------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The first copy's answer, or a hedged copy's when it answers first (see :func:`with_hedge`).
+
+        Cancellation: every copy in flight is cancelled with the call and waited for (nothing of it outlives the
+        call), each noted for the run as a call cut short, and a ``ProviderActor``'s admission of the hedge given
+        back; the cancellation is re-raised unchanged.
+        """
         self.calls += 1
         call = self.calls
         delay = self.delay()
@@ -360,8 +366,11 @@ class HedgeProvider(ProviderDecorator):
                         failure = exc
                     finally:
                         await events.aclose()
+                        opened.close()  # (the relay closes it as it ends: not when it never started)
                         tg.cancel_scope.cancel()  # the winner's stream closes in its own task
         except anyio.get_cancelled_exc_class():
+            if race.winner is not None and isinstance(race.winner.value, _Opened):
+                race.winner.value.close()  # cancelled between the winner's first event and its relay
             add_cut_short(request, race.billed(None))  # cancelled before a winner: every copy in flight
             race.release()
             race.hand_on(request)
@@ -600,6 +609,12 @@ class _Opened:
         #: The relay reached the stream's end, with or without its StreamEnd, or its failure: not left alive by
         #: the consumer (a stream left alive is billed as a copy in flight).
         self.over = False
+
+    def close(self) -> None:
+        """Close the consumer's end of the events (idempotent): the relay does as it ends, but a stream left, or
+        cancelled, before its first read never started the relay, and left it to the garbage collector
+        (``ResourceWarning``)."""
+        self.receive.close()
 
     @property
     def delivered(self) -> str:
