@@ -270,6 +270,11 @@ class CircuitBreakerProvider(ProviderDecorator):
     # -- the port ---------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The inner provider's answer if the circuit admits the call, else :class:`CircuitOpenError` at once.
+
+        Cancellation: re-raised unchanged and never counted — neither success nor failure
+        (``breaker.ignored`` with kind ``cancelled``); a half-open probe permit the call held is given back.
+        """
         model = model_of(self._inner, request)
         ticket = self._admit(model)
         response: LLMResponse = await self._send(ticket, model, lambda: self._inner.complete(request))

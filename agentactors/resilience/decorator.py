@@ -124,13 +124,21 @@ class ProviderDecorator(CapabilityMembersMixin):
         return forced_tool_choice_refusal(self._inner, model, settings)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - overridden
+        """The call through this layer: what a subclass writes.
+
+        Cancellation: an override lets anyio's cancellation through unchanged (it catches ``Exception``, never
+        ``BaseException``, to decide on a failure), as every decorator of this package does.
+        """
         raise NotImplementedError
 
     def stream(self, request: LLMRequest) -> StreamContext:  # pragma: no cover - overridden
         raise NotImplementedError
 
     async def aclose(self) -> None:
-        """Close the inner provider."""
+        """Close the inner provider.
+
+        Cancellation: propagates from the inner provider's ``aclose`` unchanged (nothing is shielded here).
+        """
         await self._inner.aclose()
 
     async def __aenter__(self) -> ProviderDecorator:

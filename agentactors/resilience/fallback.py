@@ -272,6 +272,9 @@ class FallbackProvider(MultiProvider):
         A member's attempt a ``with_timeout`` abandoned was sent and is billed: it rides on the answer of the member
         that served (:func:`~agentactors.pricing.with_cut_short`), or, when every member failed, goes to the layer
         around that collects them, else to the run (:func:`~.timeout.keep_abandoned`).
+
+        Cancellation: re-raised at once, unchanged; no member is tried after it (never a move).  The attempts
+        abandoned so far are handed on as when every member failed.
         """
         async def fallback(step: _Step) -> LLMResponse:
             try:

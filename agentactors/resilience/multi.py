@@ -129,13 +129,20 @@ class MultiProvider(CapabilityMembersMixin):
     # -- calls and lifetime -----------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:  # pragma: no cover - overridden
+        """The call, served by one of the members: what a subclass writes.
+
+        Cancellation: an override lets it through unchanged and tries no member after it.
+        """
         raise NotImplementedError
 
     def stream(self, request: LLMRequest) -> StreamContext:  # pragma: no cover - overridden
         raise NotImplementedError
 
     async def aclose(self) -> None:
-        """Close every member (each once), even if closing one fails; the first failure is raised."""
+        """Close every member (each once), even if closing one fails; the first failure is raised.
+
+        Cancellation: propagates at once, from the member being closed: the members after it are not closed.
+        """
         first: BaseException | None = None
         seen: set[int] = set()
         for m in self.members:

@@ -301,6 +301,9 @@ class PoolProvider(MultiProvider):
         A member's attempt a ``with_timeout`` abandoned was sent and is billed: it rides on the answer of the member
         that served (:func:`~agentactors.pricing.with_cut_short`), or, when the call fails, goes to the layer around
         that collects them, else to the run (:func:`~.timeout.keep_abandoned`) — as ``with_fallback`` does.
+
+        Cancellation: re-raised at once, unchanged; no member is tried after it, and the member's call in flight is
+        no longer counted in flight.  The attempts abandoned so far are handed on as when every member failed.
         """
         collecting = abandoned_attempts()
         try:

@@ -115,6 +115,12 @@ class RetryingProvider(ProviderDecorator):
     # -- the port ---------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The inner provider's answer, asked again while asking again can help (see :func:`with_retry`).
+
+        Cancellation: re-raised at once, unchanged — no further attempt, no wait (cancelled during a backoff, the
+        wait ends there).  Attempts a ``with_timeout`` inside abandoned before it go to the layer around that
+        collects them, else are noted for the run, with the attempt in flight when one was.
+        """
         flight = _InFlight(request)
         collecting = abandoned_attempts()
         try:

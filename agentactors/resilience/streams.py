@@ -170,7 +170,11 @@ class Carried:
         self.over = True  # ended, with or without its StreamEnd
 
     async def aclose(self) -> None:
-        """Close the relay, then the stream it relays (both, whatever the first raises)."""
+        """Close the relay, then the stream it relays (both, whatever the first raises).
+
+        Cancellation: a cancellation while closing the relay still closes the stream it relays (a ``finally``),
+        then propagates.
+        """
         try:
             await self.events.aclose()
         finally:

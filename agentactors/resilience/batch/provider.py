@@ -250,6 +250,13 @@ class BatchProvider(ProviderDecorator):
     # -- a call ---------------------------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The request's answer, sent as one line of a vendor batch and read back when the batch ends.
+
+        Cancellation: the call leaves its batch (shielded) and the cancellation is re-raised.  A line whose batch
+        is still collecting is withdrawn (nothing billed, which is noted for the run); one whose batch is being
+        sent or was submitted runs and is billed — noted for the run as a call cut short, at the batch price — and
+        ``batch.left`` says where its answer is (:meth:`collect` reads it back).
+        """
         line, digest = self._line(request)
         if line.size + LINE_ENVELOPE + BATCH_ENVELOPE > self._api.max_bytes:
             raise self._too_large(line)
@@ -316,6 +323,9 @@ class BatchProvider(ProviderDecorator):
         :raises ProviderError: the vendor's verdict on reading it (a 404: no such batch; a refused key).
         :raises ValueError: ``batch_id`` is not a batch id (only letters, digits, ``_``, ``-``, ``.``), or
             ``max_wait`` is not a positive, finite number of seconds.
+
+        Cancellation: propagates at once, unchanged (between two polls, or mid-read); the batch is left as it is at
+        the vendor, never cancelled — collect it again later.
         """
         if not isinstance(batch_id, str) or not _BATCH_ID.fullmatch(batch_id.removeprefix("batches/")):
             # It goes into the vendor's URL, with the provider's key: a "/" or "?" would reach another endpoint.
