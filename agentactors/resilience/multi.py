@@ -11,7 +11,10 @@ differently (a fallback chain that skips incapable members needs only one capabl
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Final, Self
+
+import anyio
+import anyio.lowlevel
 
 from ..messages import LLMRequest, LLMResponse, ResponseFormat
 from ..providers.port import (
@@ -31,6 +34,9 @@ from .decorator import streaming_adapted
 
 __all__ = ["MultiProvider"]
 
+
+#: Seconds :meth:`MultiProvider.aclose` gives its members' closes, shielded from a cancellation of its caller.
+CLOSE_TIMEOUT: Final = 10.0
 
 class MultiProvider(CapabilityMembersMixin):
     """The base of a provider that serves each call with one of several ``members``.
@@ -141,23 +147,38 @@ class MultiProvider(CapabilityMembersMixin):
     async def aclose(self) -> None:
         """Close every member (each once), even if closing one fails; the first failure is raised.
 
-        Cancellation: propagates at once, from the member being closed: the members after it are not closed.
+        Cancellation: shielded and bounded — a caller cancelled before or during the close (``async with`` left
+        by a cancellation) still closes every member, then the cancellation propagates.  The members' closes
+        together get :data:`CLOSE_TIMEOUT` seconds: a member whose close hangs past it is left (with the members
+        after it), rather than hold the caller.
         """
         first: BaseException | None = None
         seen: set[int] = set()
-        for m in self.members:
-            if id(m) in seen:
-                continue
-            seen.add(id(m))
-            try:
-                await m.aclose()
-            except Exception as exc:
-                first = first or exc
+        # Shielded: a cancellation at the first member's checkpoint left every member after it open (its pool, its
+        # connections) until garbage collection.
+        with anyio.move_on_after(CLOSE_TIMEOUT, shield=True):
+            for m in self.members:
+                if id(m) in seen:
+                    continue
+                seen.add(id(m))
+                try:
+                    await m.aclose()
+                except Exception as exc:
+                    first = first or exc
+        await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation, now that every member is closed
         if first is not None:
             raise first
 
     async def __aenter__(self) -> Self:
+        """``async with chain:`` — the chain itself.
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaving the block closes every member (:meth:`aclose`).
+
+        Cancellation: as :meth:`aclose`: a block left by a cancellation still closes every member.
+        """
         await self.aclose()
