@@ -142,9 +142,17 @@ class ProviderDecorator(CapabilityMembersMixin):
         await self._inner.aclose()
 
     async def __aenter__(self) -> ProviderDecorator:
+        """``async with decorated:`` — the decorator itself.
+
+        Cancellation: not a cancellation point (it awaits nothing).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Leaving the block closes the inner provider (:meth:`aclose`).
+
+        Cancellation: as :meth:`aclose`: it propagates from the inner provider's close unchanged.
+        """
         await self.aclose()
 
     def __repr__(self) -> str:

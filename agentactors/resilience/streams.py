@@ -61,7 +61,9 @@ async def open_stream(open_cm: Callable[[], StreamContext], *, provider: str, mo
     manager saw it, so it may have turned it into another error).  A stream
     that ends without any event is a :class:`MalformedResponseError`
     (transient): the contract promises at least a ``StreamEnd``.
-    Cancellation propagates unchanged.
+
+    Cancellation: a cancellation before the first event is shown to the inner stream's context manager, which
+    closes the stream, and then propagates unchanged; nothing stays open.
     """
     stack = AsyncExitStack()
     swallowed: MalformedResponseError | None = None
@@ -100,8 +102,10 @@ async def relay(
 
     ``transform`` rewrites each event on the way (a fallback chain names the
     member that served on ``StreamEnd``).  ``on_failure`` is told about an
-    inner failure (an ``Exception``) before it is raised.  Cancellation passes
-    through untouched.
+    inner failure (an ``Exception``) before it is raised.
+
+    Cancellation: it passes through untouched; the inner stream stays open in ``opened.stack`` until the caller
+    closes it.
     """
     acc = StreamAccumulator()
     event = opened.first
