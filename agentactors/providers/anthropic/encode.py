@@ -6,18 +6,22 @@ Pure functions, no I/O: :class:`~agentactors.providers.anthropic.provider.Anthro
 Request mapping (internal OpenAI-chat-shaped conversation → Messages):
 
 * system messages, wherever they stand, are joined (blank line between) into top-level ``system``;
-* a user message → ``{"type": "text"}`` blocks (an empty text is dropped: the API rejects it);
+* a user message → ``{"type": "text"}`` blocks (a blank text — empty or whitespace only — is dropped: the API
+  rejects it);
 * an assistant message → its replayed opaque blocks (``provider_data["anthropic"]["blocks"]``:
   thinking / redacted_thinking with signatures, server tool blocks — verbatim, as received; the thinking
   blocks left out when ``provider_data["anthropic"]["model"]`` names another model than the request's, since a
   signature is valid for the model that made it only, and a message without that stamp replayed whole),
-  a text block only if the text is non-empty, then one ``tool_use{id, name, input}`` per call; with
+  a text block only if the text is not blank, then one ``tool_use{id, name, input}`` per call; with
   manual thinking on (``thinking.type: enabled``), a tool loop whose first assistant message does not
   begin with a thinking block (another provider or model made that step: nothing to replay) is sent with
   thinking left out, said with ``llm.setting_dropped`` (:data:`UNTHINKABLE_TURN`) — the API's 400 otherwise;
-* a tool message → a ``tool_result{tool_use_id, content, is_error}`` block in a user message;
-  consecutive results merge into ONE user message (right after the assistant's ``tool_use``
-  message), and any same-role neighbours merge, tool results first;
+* a tool message → a ``tool_result{tool_use_id, content, is_error}`` block in a user message (no content:
+  :data:`EMPTY_TOOL_RESULT`, as an empty error result is a 400); consecutive results merge into ONE user message
+  (right after the assistant's ``tool_use`` message), and any same-role neighbours merge, tool results first;
+* a call id the API does not take (``^[a-zA-Z0-9_-]+$``) is sent as :func:`sendable_call_id` makes it, in the
+  ``tool_use`` and the ``tool_result`` alike; a conversation with nothing to send is refused before sending
+  (:func:`conversation_error`);
 * ``tool_choice`` → ``{"type": auto|any|none}`` or ``{"type": "tool", "name": N}``, sent only
   with tools; ``max_tokens`` is required (default :data:`DEFAULT_MAX_TOKENS`); ``stop`` →
   ``stop_sequences`` (a whitespace-only one refused: Claude's 400); ``temperature``.
@@ -60,10 +64,12 @@ extended thinking on (:func:`forced_with_thinking_error`).
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ...errors import UnsupportedToolChoiceError
+from ...errors import ErrorKind, ProviderError, UnsupportedToolChoiceError
 from ...messages import LLMRequest, Message, ToolChoice
 from ...parts import Document, Image, Part, Text
 from ...settings import CachePolicy
@@ -73,17 +79,26 @@ from .models import WIRE, check_parts, check_sent, check_sent_stop, plan_thinkin
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "EMPTY_TOOL_RESULT",
     "UNTHINKABLE_TURN",
+    "conversation_error",
     "encode_request",
     "forced_choice_refusal",
     "forced_with_thinking_error",
     "part_block",
+    "sendable_call_id",
     "thinking_enabled",
     "turn_begins_thinking",
 ]
 
 #: ``max_tokens`` for a request that sets none: the Messages API requires one.
 DEFAULT_MAX_TOKENS = 4096
+#: The content of a tool result that has none (a tool that returned ``""``): the API answers an empty error result
+#: with a 400 ("content cannot be empty if `is_error` is true") and a blank text with another.
+EMPTY_TOOL_RESULT = "(no output)"
+# A tool-use id the Messages API (``^[a-zA-Z0-9_-]+$``) and Converse (``[a-zA-Z0-9_-]+``, 1 to 64) take.
+_SENDABLE_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_NOT_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 # vendor_options keys the codec consumes instead of copying into the body.
 _CODEC_KEYS = frozenset({"disable_parallel_tool_use", "tool_extras", "extra_tools"})
@@ -144,9 +159,10 @@ def _same_model(made_by: str, model: str) -> bool:
 
 
 def part_block(part: Part) -> dict[str, Any] | None:
-    """One content part as a content block (``None`` for empty text: the API rejects an empty text block)."""
+    """One content part as a content block (``None`` for blank text: the API rejects a text block that is empty or
+    whitespace only)."""
     if isinstance(part, Text):
-        return {"type": "text", "text": part.text} if part.text else None
+        return {"type": "text", "text": part.text} if part.text and not part.text.isspace() else None
     if isinstance(part, Image):
         if part.url is not None:
             return {"type": "image", "source": {"type": "url", "url": part.url}}
@@ -172,11 +188,14 @@ def _content_blocks(message: Message) -> list[dict[str, Any]]:
 def _blocks_for(message: Message, model: str) -> tuple[str, list[dict[str, Any]]]:
     """The wire role and content blocks of one non-system message."""
     if message.role == "tool":
+        content: str | list[dict[str, Any]] = _content_blocks(message) if message.media else message.content
+        if not content or (isinstance(content, str) and content.isspace()):
+            content = EMPTY_TOOL_RESULT  # an empty or blank result is a 400 (the rare path: a tool returned "")
         return "user", [
             {
                 "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": _content_blocks(message) if message.media else message.content,
+                "tool_use_id": sendable_call_id(message.tool_call_id or ""),
+                "content": content,
                 "is_error": message.is_error,
             }
         ]
@@ -185,13 +204,41 @@ def _blocks_for(message: Message, model: str) -> tuple[str, list[dict[str, Any]]
         blocks.extend(_replayed_blocks(message, model))
     if message.media:
         blocks.extend(_content_blocks(message))
-    elif message.content:
+    elif message.content and not message.content.isspace():
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
         # An unparseable call still has to be replayed (its tool_result refers to it); {} is the
         # only object we can honestly send, and the result tells the model what went wrong.
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
+        blocks.append({"type": "tool_use", "id": sendable_call_id(call.id), "name": call.name,
+                       "input": dict(call.arguments)})
     return message.role, blocks
+
+
+def sendable_call_id(call_id: str) -> str:
+    """``call_id`` as Anthropic's ``tool_use.id`` and Converse's ``toolUseId`` take it (``[a-zA-Z0-9_-]``, 1 to 64).
+
+    Another vendor's id may hold other characters (Kimi's ``functions.get_weather:0``) and is a 400 there: it is
+    sent with each such character as ``_`` and a digest of the whole id (so two ids never become one), the same
+    every time — the call and its result, this request and the next.
+    """
+    if _SENDABLE_ID.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{_NOT_ID_CHARS.sub('_', call_id)[:48]}_{digest}"
+
+
+def conversation_error(wire: str, model: str, messages: Sequence[Mapping[str, Any]]) -> ProviderError | None:
+    """The request-kind error for a Messages- or Converse-shaped conversation with nothing to send, or ``None``.
+
+    Every message empty or blank (system messages aside): the API answers a 400 for an empty ``messages``.  A
+    conversation that opens with the assistant's turn is sent as it is: the APIs have refused one ("first message
+    must use the "user" role") and may again, but a 400 they give is a request-kind error all the same, and
+    refusing it here would refuse it where they no longer do.
+    """
+    if messages:
+        return None
+    why = "nothing to send: every message of the conversation is empty (system messages aside)"
+    return ProviderError(f"{why}; nothing was sent", provider=wire, model=model, kind=ErrorKind.request)
 
 
 def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -263,6 +310,9 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
     if thinking_on and request.tool_choice.forced and request.tools:
         raise forced_with_thinking_error(request, model, WIRE)
     system, messages = _messages(request.messages, model)
+    error = conversation_error(WIRE, model, messages)
+    if error is not None:
+        raise error
     unthinkable = thinking_on and _manual_thinking(options, thinking) and not turn_begins_thinking(
         messages, lambda block: block.get("type") in _THINKING_BLOCKS)
     if unthinkable:

@@ -16,6 +16,9 @@ Mapping of the internal (OpenAI-chat shaped) conversation, per ``docs/wire.md``:
   in a **user** message (a blank text dropped beside media; a result with neither — a tool that returned
   nothing — sends :data:`EMPTY_TOOL_RESULT`, as Converse takes no blank text and no empty content);
   neighbours of one role merge (Converse wants the roles to alternate), tool results first;
+* a call id Converse does not take as a ``toolUseId`` (``[a-zA-Z0-9_-]``, 1 to 64) is sent as the Anthropic wire
+  sends it (:func:`~agentactors.providers.anthropic.encode.sendable_call_id`); a conversation with nothing to send is
+  refused before sending with a request-kind :class:`~agentactors.ProviderError`;
 * tools → ``toolConfig.tools[].toolSpec {name, description (when not empty), inputSchema: {json}}``; the tool
   choice → ``toolConfig.toolChoice``: ``required`` → ``{any: {}}``, a named tool → ``{tool: {name}}``, ``auto``
   → nothing (the default; models without ``toolChoice`` support accept its absence only), ``none`` → the tools
@@ -62,7 +65,7 @@ from ...parts import Audio, Document, Image, Part, Text
 from .._constrained_schema import anthropic_output_schema
 from .._media import check_limits, media_of, unsupported
 from .._settings import BEDROCK_TOOL_NAMES, check_owned, check_tool_names, dropped, refused, sent_integer, sent_number
-from ..anthropic.encode import UNTHINKABLE_TURN, turn_begins_thinking
+from ..anthropic.encode import UNTHINKABLE_TURN, conversation_error, sendable_call_id, turn_begins_thinking
 from ..anthropic.models import check_sent_sampling, check_sent_stop, plan_thinking, sampling_fields
 from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_id, model_row
 
@@ -166,7 +169,8 @@ def _blocks_for(message: Message, numbering: _Numbering, model: str) -> tuple[st
             content = numbering.blocks(message)  # a blank text beside the media is dropped
         else:
             content = [{"text": message.content}] if message.content.strip() else []
-        result = {"toolUseId": message.tool_call_id, "content": content or [{"text": EMPTY_TOOL_RESULT}],
+        result = {"toolUseId": sendable_call_id(message.tool_call_id or ""),
+                  "content": content or [{"text": EMPTY_TOOL_RESULT}],
                   "status": "error" if message.is_error else "success"}
         return "user", [{"toolResult": result}]
     if message.role == "user":
@@ -175,7 +179,8 @@ def _blocks_for(message: Message, numbering: _Numbering, model: str) -> tuple[st
     if message.content.strip():
         blocks.append({"text": message.content})
     for call in message.tool_calls:
-        blocks.append({"toolUse": {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}})
+        blocks.append({"toolUse": {"toolUseId": sendable_call_id(call.id), "name": call.name,
+                                   "input": dict(call.arguments)}})
     return "assistant", blocks
 
 
@@ -365,6 +370,9 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
             f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended thinking on "
             "Claude; use ToolChoice.auto() or turn thinking off for this request", provider=WIRE, model=model)
     system, messages = _messages(request.messages, model)
+    error = conversation_error(WIRE, model, messages)
+    if error is not None:
+        raise error
     if thinking and _is_claude(row) and _manual_thinking(request, additional) and not turn_begins_thinking(
             messages, lambda block: "reasoningContent" in block):
         # The rare path: another wire made the turn's first step (its thinking, if any, is not Converse's to send).
