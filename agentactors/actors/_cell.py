@@ -318,6 +318,7 @@ class Cell:
         mailbox = self.mailbox
         assert mailbox is not None, "take() with nothing queued"
         item = mailbox.popleft()
+        self.busy += 1  # (before the check below: the taking slot holder is not free for the item let in)
         waiters = self.waiters
         if waiters:
             # FIFO handoff: the first waiting sender's item goes into the room just freed.
@@ -328,7 +329,6 @@ class Cell:
             slots = self.slots
             if slots - self.busy < len(mailbox) and slots < (self.spec.concurrency if self.started else 1):
                 self._start_worker(None)
-        self.busy += 1
         return item
 
     def handler_done(self) -> None:
