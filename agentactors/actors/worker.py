@@ -70,23 +70,27 @@ async def work(cell: Cell, failure: Failure | None = None) -> None:
         try:
             ready = True
             if failure is not None or not cell.started:
-                # on_start (a restart's, too) in a registered scope, as a handler: a halt (rt.stop, drain or
-                # not) cancels it rather than waiting for an on_start that may never return.
                 ready = False
-                with cell.spec.new_scope() as scope:
-                    cell.register(scope)
-                    try:
-                        if failure is not None:
-                            try:
-                                await supervision.failed(cell, *failure)
-                            finally:
-                                if failure[3] == "receive":
-                                    cell.handler_done()  # the direct ask's handler slot, held through the restart
-                            ready = True
-                        else:
-                            ready = await supervision.start(cell)
-                    finally:
-                        cell.unregister(scope)
+                # Unstarted with another slot holder (rare): this worker, started while the actor was, runs only
+                # now that a restart is under way there — which starts the new incarnation and fills the slots
+                # after.  Running its on_start here too would start it twice: this worker leaves.
+                if failure is not None or cell.slots == 1:
+                    # on_start (a restart's, too) in a registered scope, as a handler: a halt (rt.stop, drain
+                    # or not) cancels it rather than waiting for an on_start that may never return.
+                    with cell.spec.new_scope() as scope:
+                        cell.register(scope)
+                        try:
+                            if failure is not None:
+                                try:
+                                    await supervision.failed(cell, *failure)
+                                finally:
+                                    if failure[3] == "receive":
+                                        cell.handler_done()  # the direct ask's slot, held through the restart
+                                ready = True
+                            else:
+                                ready = await supervision.start(cell)
+                        finally:
+                            cell.unregister(scope)
             # Not ready: on_start failed, or a halt cut it short.  No return here: a halted actor is
             # finalized below like after any worker's end.
             mailbox = cell.mailbox if ready else None
@@ -121,6 +125,10 @@ async def serve(cell: Cell, mailbox: deque[Any], scope: CancelScopeLike) -> bool
 
     One cancel scope serves many messages: an abandoned ask cancels it, and the worker then
     continues in a fresh one.
+
+    Cancellation: ``scope`` cancelled (an asker gave up on the message running, or a halt) cancels the
+    running handler; its ask fails with ``ActorStopped`` if its asker still waits, and this returns False.
+    The runtime's own cancellation (its exit) propagates.
     """
     spec = cell.spec
     host = spec.host
