@@ -23,7 +23,10 @@ stops.  Under ``restart`` it is a failure like any other: the next incarnation i
 built and started in turn.  Restarts follow one another in a loop (never one from
 inside the last: a storm of them must not deepen the stack), each a cancellation
 point, so a storm the limits allow is still ended by ``stop()``, a timeout or the
-runtime's exit.  The policy and its limits live in the actor's shared
+runtime's exit.  A handler that fails while the actor is already being
+restarted (``concurrency > 1``: another handler's failure replaced the
+incarnation it ran on) restarts nothing: its failure is answered and recorded,
+and the restart under way goes on.  The policy and its limits live in the actor's shared
 :class:`~agentactors.actors._cell.Spec`; the restart history in its cell.
 These functions are the whole of it; they move the cell through its own
 transitions and reach the runtime through the cell's host.
@@ -168,7 +171,10 @@ def failed_now(
     if policy == "stop" or not host.running:
         cell.halt(f"it failed with {type(exc).__name__}")
         return False
-    return True
+    # Not when the handler ran on an incarnation that is no longer the actor's started one: another failure
+    # replaced it meanwhile (that restart is under way: a second one would orphan the incarnation it is
+    # starting), or the actor was halted.  Answered and recorded; nothing to restart.
+    return phase != "receive" or (cell.started and cell.state <= STOPPING)
 
 
 def after_direct_failure(cell: Cell, scope: Any, failure: Failure, busy: bool) -> None:
