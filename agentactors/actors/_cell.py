@@ -527,6 +527,12 @@ class Cell:
         while self.slots:
             await self._idle_event().wait()
 
+    def cut_off_stop(self) -> None:
+        """Cancel the ``on_stop`` running now (FINALIZING: the only scope registered is its own), wherever it runs."""
+        if self.state == FINALIZING and self.scopes:
+            for scope in tuple(self.scopes):
+                scope.cancel()
+
     async def wait_dead(self) -> None:
         """Wait until the cell is finalized.  Cancellation: as :meth:`wait_quiet`."""
         while self.state != DEAD:
@@ -595,6 +601,9 @@ class Cell:
     async def finalize(self) -> None:
         """Run ``on_stop`` (if the actor started), then the cell is DEAD.  Once per actor; later calls return.
 
+        ``on_stop`` runs in a cancel scope registered with the cell while it runs: the runtime's exit cuts off
+        (:meth:`cut_off_stop`) a hook that a ``stop()`` in another task is running, as it bounds its own.
+
         Cancellation: ``on_stop`` sees it like any await; the cell is DEAD afterwards all the same.
         """
         if self.state >= FINALIZING:
@@ -607,10 +616,15 @@ class Cell:
                 self.started = False
                 on_stop = getattr(self.actor, "on_stop", None)
                 if on_stop is not None:
+                    scope = self.spec.new_scope()
+                    self.register(scope)
                     try:
-                        await on_stop()
+                        with scope:
+                            await on_stop()
                     except Exception as exc:
                         host.record(None, "actor.failed", actor=self.name, error=exc, phase="on_stop")
+                    finally:
+                        self.unregister(scope)
         finally:
             self.state = DEAD
             host.forget(self)

@@ -60,7 +60,7 @@ from .._lean_scope import scope_class
 from .._task_group import TaskGroup, open_task_group
 from ..errors import ActorStopped, RunNotFoundError, redact
 from ..events import EventSink, FanOut, Recorder, current_sink
-from ._cell import CURRENT_RUNTIME, Cell, EventLike, Failure, Spec
+from ._cell import CURRENT_RUNTIME, FINALIZING, Cell, EventLike, Failure, Spec
 from ._inline import in_context
 from .crossing import Crossing, Waker, current_waker, loop_probe, wrong_loop
 from .mailbox import Ask
@@ -123,17 +123,43 @@ ActorSource: TypeAlias = ActorLike | Callable[[], ActorLike]
 
 
 class Completions(Protocol[R_co]):
-    """Results yielded as they finish (``async for``); leaving ``async with`` (or ``aclose()``) stops the rest."""
+    """Results yielded as they finish (``async for``); leaving ``async with`` (or ``aclose()``) stops the rest.
+
+    Cancellation (of each method): the runs belong to the runtime, not to the consumer — cancelling the
+    consumer leaves them running until ``aclose()``, the end of ``async with``, the iterator's collection or
+    the runtime's exit; ``aclose()`` cancels them and waits, shielded, until they have ended
+    (:meth:`agentactors.Agent.as_completed`).
+    """
 
     def __aiter__(self) -> AsyncIterator[R_co]: ...
 
-    async def __anext__(self) -> R_co: ...
+    async def __anext__(self) -> R_co:
+        """The next result to finish.
 
-    async def aclose(self) -> None: ...
+        Cancellation: the caller leaves at once, taking no result; the runs go on (see the class).
+        """
+        ...
 
-    async def __aenter__(self) -> Self: ...
+    async def aclose(self) -> None:
+        """Cancel the unfinished runs and wait until they have ended.
 
-    async def __aexit__(self, *exc: object) -> None: ...
+        Cancellation: that wait is shielded: a cancelled caller still leaves no run going.
+        """
+        ...
+
+    async def __aenter__(self) -> Self:
+        """The iterator itself.
+
+        Cancellation: it starts nothing and never waits.
+        """
+        ...
+
+    async def __aexit__(self, *exc: object) -> None:
+        """:meth:`aclose`.
+
+        Cancellation: as :meth:`aclose`'s (its wait is shielded).
+        """
+        ...
 
 
 class _RunsInOrder(Protocol[R]):
@@ -150,7 +176,13 @@ class _RunsInOrder(Protocol[R]):
         runtime: Runtime | None = None,
         concurrency: int = 100,
         progress: Callable[[int, int, int], Any] | None = None,
-    ) -> list[R]: ...
+    ) -> list[R]:
+        """Run the agent on every input, at most ``concurrency`` at once; the results in input order.
+
+        Cancellation: as :meth:`agentactors.Agent.run_many`'s — every run is cancelled and the cancellation
+        propagates, the list of results (each slot filled) riding on it as ``exc.results``.
+        """
+        ...
 
 
 class _RunsAsCompleted(Protocol[R_co]):
@@ -233,6 +265,7 @@ class Runtime:
         "_checkpoint",
         "_cleanups",
         "_closed",
+        "_closing",
         "_collected",
         "_crossings",
         "_crossings_lock",
@@ -311,6 +344,11 @@ class Runtime:
         self._escalated: BaseException | None = None
         self._entered = False
         self._closed = False
+        # The exit has cancelled the task group (or closed): no task starts from then on (trio's nursery refuses
+        # one once its last task ended, before the exit sets _closed; any task started then would be cancelled at
+        # once).  A message queued meanwhile waits for the exit's halt, which rejects it (ActorStopped, a dead
+        # letter).  Where the runtime's tasks start, this one flag is read instead of _closed.
+        self._closing = False
         self._spawning = False
         self._thread: int | None = None
         self._waker: Waker | None = None
@@ -379,6 +417,14 @@ class Runtime:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Runtime:
+        """Enter the runtime in the calling task: its task group opens, and :meth:`current` is this runtime here.
+
+        :raises RuntimeError: entered before (a runtime runs once).
+
+        Cancellation: entering opens the task group and never waits for anything else; a caller cancelled
+        around it is cancelled at its next checkpoint, inside the block, and leaving the block then runs the
+        exit as for any cancellation (:meth:`__aexit__`).
+        """
         if self._entered:
             raise RuntimeError("a Runtime can be entered only once")
         self._entered = True
@@ -417,7 +463,9 @@ class Runtime:
         direct handlers still running in askers' tasks (cancelled by the halt)
         are waited for, shielded too, within a bound of their own (the same).
         A hook or cleanup cut off by its bound is logged (a warning naming it);
-        it skips none of the others.
+        it skips none of the others.  An ``on_stop`` that a :meth:`stop` in another task is running is
+        waited for and cut off alike.  A message that needs a worker once the task group is cancelled
+        (sent by a task outside the block) starts none: the halt rejects it as one still queued.
 
         **How long it takes.**  At most ``drain_timeout`` (the drain) plus three
         times ``max(drain_timeout, 0.1)`` (direct handlers, then hooks, then
@@ -444,6 +492,7 @@ class Runtime:
             # is collected while the task group closes, which takes no new task (trio: "Nursery is closed to new
             # arrivals") — and the exit stops every actor anyway.
             self._watched.clear()
+            self._closing = True
             tg.cancel()
             for scope in list(self._guests):
                 scope.cancel()  # calls into the runtime from other tasks (call()) end with it
@@ -453,6 +502,7 @@ class Runtime:
                 # The body raised: let its exception leave bare rather than wrapped in the group.
                 await tg.__aexit__(None, None, None)
         finally:
+            self._closing = True  # (if the exit failed before it cancelled the group: closed is closing too)
             if not self._closed and self._counted:
                 _count_running(-1)
             with self._crossings_lock:  # from here on, no call from another thread's loop is handed over
@@ -588,7 +638,9 @@ class Runtime:
             cell.halt("the runtime closed")
         hooked: list[Cell] = []
         for cell in cells:
-            if cell.started and getattr(cell.actor, "on_stop", None) is not None:
+            # (A cell finalizing already runs its on_stop in another task — a stop() called from outside the
+            # runtime — and is waited for alike: the exit does not leave a hook of its actors running.)
+            if cell.state == FINALIZING or (cell.started and getattr(cell.actor, "on_stop", None) is not None):
                 hooked.append(cell)
             else:
                 await cell.finalize()  # no hook to run: the cell is only marked dead (nothing awaited)
@@ -625,6 +677,12 @@ class Runtime:
         """Finalize ``cell`` at the exit (its ``on_stop``), then take it off ``pending`` — unless cut off."""
         try:
             await cell.finalize()
+            if cell.state == FINALIZING:  # finalizing elsewhere already (a stop() from another task): its on_stop
+                try:  # ends there, and is waited for and cut off at the bound as one run here is
+                    await cell.wait_dead()
+                except BaseException:
+                    cell.cut_off_stop()
+                    raise
         except BaseException as exc:
             self._interrupted(exc)
         del pending[id(cell)]
@@ -781,6 +839,11 @@ class Runtime:
         :raises TypeError: ``sessions`` is not a session store.
         :raises RecoveryError: some runs could not be recovered (a damaged row, a run that raised): raised after
             every other run was finished, with their results (``.results``) and each failure by run id.
+
+        Cancellation: the journal's (its ``recover``, :class:`~agentactors.journal.store.JournalStore`): the runs
+        being finished are cancelled, and each is ended ``"cancelled"`` (that end committed shielded) — a run
+        cancelled is ended, never recovered again; a run not started yet stays unfinished, for a later call.
+        The runtime itself goes on.
         """
         journal = self.journal
         if journal is None:
@@ -1006,7 +1069,7 @@ class Runtime:
         The drain goes on until ``deadline`` (the stop's own bound), then the actor is halted and finalized.
         Nothing when the runtime is closing or this is not its loop: its exit halts and finalizes every actor.
         """
-        if self._closed or self._tg is None or self._here() is not self._home:
+        if self._closing or self._tg is None or self._here() is not self._home:
             return
         self._running += 1
         self._start_internal(self._run_task, self._finish_stop, (cell, deadline))
@@ -1144,6 +1207,9 @@ class Runtime:
         ``progress(done, failed, total)`` is called as runs finish.  The agent
         does the work (:meth:`agentactors.Agent.run_many` documents errors and
         cancellation); this is the same call with ``runtime=self``.
+
+        Cancellation: as the agent's — every run is cancelled and the cancellation propagates, the list of
+        results (each slot filled) riding on it as ``exc.results``.
         """
         return await agent.run_many(inputs, runtime=self, concurrency=concurrency, progress=progress)
 
@@ -1459,8 +1525,8 @@ class _Host:
 
     def start_worker(self, cell: Cell, failure: Failure | None) -> bool:
         rt = self._rt
-        if rt._closed or rt._tg is None:
-            return False
+        if rt._closing or rt._tg is None:
+            return False  # (closing: the exit's halt rejects what stays queued)
         rt._running += 1
         try:
             rt._start_internal(work, cell, failure)
@@ -1474,7 +1540,7 @@ class _Host:
 
     def finalize_soon(self, cell: Cell) -> None:
         rt = self._rt
-        if rt._closed or rt._tg is None or rt._here() is not rt._home:
+        if rt._closing or rt._tg is None or rt._here() is not rt._home:
             return  # closing (or not in its loop, which errs elsewhere): the runtime's exit finalizes every actor
         rt._running += 1
         rt._start_internal(rt._run_task, cell.finalize, ())
