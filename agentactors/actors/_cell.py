@@ -79,7 +79,13 @@ CURRENT_RUNTIME: contextvars.ContextVar[Any] = contextvars.ContextVar("agentacto
 class ActorLike(Protocol):
     """Anything with ``async def receive(self, message)``."""
 
-    async def receive(self, message: Any, /) -> Any: ...
+    async def receive(self, message: Any, /) -> Any:
+        """Handle ``message``; what it returns answers an ask.
+
+        Cancellation: the handler is cancelled (anyio's cancellation at its next checkpoint) when its asker
+        gives up, when the actor is halted, and at the runtime's exit after the drain.
+        """
+        ...
 
 
 class EventLike(Protocol):

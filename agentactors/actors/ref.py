@@ -57,6 +57,13 @@ class Actor:
     __slots__ = ()
 
     async def receive(self, message: Any, /) -> Any:
+        """Handle ``message``; what it returns answers an ask.  Subclasses implement it.
+
+        Cancellation: a handler is cancelled (anyio's cancellation exception at its next checkpoint) when its
+        asker gives up (cancelled, or its ask's timeout), when the actor is halted (``rt.stop`` — after its
+        drain, or at once with ``drain=False`` — a failure under ``stop`` or ``escalate``), and at the
+        runtime's exit after the drain.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement receive()")
 
     async def on_start(self) -> None:
@@ -64,10 +71,20 @@ class Actor:
 
         In the actor's first worker — or, for a direct actor, in the task of
         the first asker (see :meth:`ActorRef.ask`).
+
+        Cancellation: an ``on_start`` cut short (its asker gave up, a halt, the runtime's exit) did not
+        complete: the actor stays unstarted, the next message runs it again, and no ``on_stop`` runs for it.
         """
 
     async def on_stop(self) -> None:
-        """Runs once when the actor stops, if ``on_start`` ran."""
+        """Runs once when the actor stops, if ``on_start`` ran.
+
+        Cancellation: at the runtime's exit every ``on_stop`` — one a ``stop()`` in another task is running
+        included — is bounded (``max(drain_timeout, 0.1)`` seconds, then cancelled and logged); under
+        :meth:`Runtime.stop <agentactors.actors.runtime.Runtime.stop>` it is not (``stop``'s timeout bounds the
+        drain only); it runs in the task that finalizes the actor (the last worker's, or the caller's of
+        ``stop``), and is cancelled with that task.
+        """
 
 
 #: ``cell_of(ref)``: the cell behind ``ref`` (for the kernel: the runtime reaches an actor's state through it).

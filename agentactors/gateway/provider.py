@@ -180,13 +180,21 @@ class ProviderStream:
         return self
 
     async def __anext__(self) -> StreamEvent:
+        """:meth:`receive`, ending the iteration after ``StreamEnd`` (or once closed).
+
+        Cancellation: as :meth:`receive`'s — a cancelled read takes no event; the stream stays open.
+        """
         try:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
     async def receive(self) -> StreamEvent:
-        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed."""
+        """The next event; ``anyio.EndOfStream`` after ``StreamEnd`` or once closed.
+
+        Cancellation: a cancellation point; a cancelled read takes no event from the buffer, and the stream
+        stays open (the feeder goes on): close it to stop the request.
+        """
         if self._finished:
             raise anyio.EndOfStream
         try:
@@ -220,6 +228,11 @@ class ProviderStream:
         self._channel.close_reading()
 
     async def aclose(self) -> None:
+        """:meth:`close`, then a checkpoint.
+
+        Cancellation: the stream is closed before the checkpoint, so a cancelled caller has closed it too
+        (the feeding task and its request are cancelled; ``aclose`` does not wait for them to end).
+        """
         self.close()
         await anyio.lowlevel.checkpoint()
 
@@ -233,9 +246,17 @@ class ProviderStream:
         self.close()
 
     async def __aenter__(self) -> ProviderStream:
+        """The stream itself.
+
+        Cancellation: it never awaits (and so is no cancellation point).
+        """
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """:meth:`close`.
+
+        Cancellation: it never awaits: the stream is closed whatever the caller's state.
+        """
         self.close()
 
     def __del__(self) -> None:
@@ -513,6 +534,9 @@ class ProviderActor:
         A direct actor's first asker runs this itself before its request, without a
         checkpoint (it never awaits): the first wave of asks all go directly, none
         queues for a worker task.
+
+        Cancellation: none can reach it part-way — it never awaits — so once called the scheduler is
+        built (a first asker cancelled before it runs leaves the actor unstarted, and the next ask runs it).
         """
         self._setup()
 
@@ -531,7 +555,16 @@ class ProviderActor:
         return sched
 
     async def receive(self, message: Any) -> Any:
-        """Answer :class:`Complete` or :class:`Stream` (see the module docstring).  Runs after :meth:`on_start`."""
+        """Answer :class:`Complete` or :class:`Stream` (see the module docstring).  Runs after :meth:`on_start`.
+
+        Cancellation: an asker that gives up (cancelled, its ask's timeout, the run's deadline) cancels this
+        handler.  While the request waits for a slot and budget it gives its place up and never reaches the
+        provider; once admitted, the provider call is cancelled (its HTTP request with it), the slot is released
+        and the call is noted as cut short — the vendor may bill it, so the run charges an estimate.  For a
+        :class:`Stream` the answer is the stream: an asker that gives up before taking it has it released
+        (``release_unclaimed``: a :class:`ProviderStream`'s feeding task and request end, a pulled stream's slot
+        is given back); once taken, closing or abandoning the stream is what stops them.
+        """
         if not isinstance(message, Complete):
             if isinstance(message, Stream):
                 return await self._stream(message.request, message.pull)
