@@ -90,6 +90,7 @@ from ..gateway import ticket as run_ticket
 from ..gateway.cost_budget import CostBudget
 from ..gateway.provider import Complete
 from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, text_message
+from ..providers.port import broken_contract
 from ..redaction import redact
 from ..settings import ModelSettings
 from ..tools.executor import execute_tools
@@ -527,7 +528,13 @@ class LoopController:
                                 # sent it noted (.cost.RunCost.cut_short).
                                 state.cost.cut_short(request)
                                 raise
-                            result = await self._after_call(response) if type(response) is not RunResult else response
+                            # One type test either way: an answer, the failed step's result, or (rare) something else.
+                            if type(response) is LLMResponse:
+                                result = await self._after_call(response)
+                            elif type(response) is RunResult:
+                                result = response
+                            else:
+                                result = await self._odd_answer(response)
                             response = None  # (not held while the next step's call waits)
                         else:
                             result = request
@@ -644,6 +651,18 @@ class LoopController:
             return await self._generate(step_request(state, output, self._native, self._run_settings, self._sink))
         except Exception as again:
             return state.failed(again, _provider_name(self._provider))
+
+    async def _odd_answer(self, response: object) -> RunResult[Any] | None:
+        """The model call answered something that is neither an exact ``LLMResponse`` nor the step's result: an
+        ``LLMResponse`` subclass is an answer; anything else (``None``, a ``str``, a ``dict`` a custom provider's
+        ``complete()`` returned, or its ``StreamEnd`` carried) fails the run with a
+        :class:`~agentactors.errors.MalformedResponseError` naming the provider — not an ``AttributeError`` from
+        deep inside the step."""
+        if isinstance(response, LLMResponse):
+            return await self._after_call(response)
+        name = _provider_name(self._provider)
+        error = broken_contract("the model call's answer", response, "an LLMResponse", provider=name, model=None)
+        return self._state.failed(error)
 
     async def _after_call(self, response: LLMResponse) -> RunResult[Any] | None:
         """The step's model answered ``response``: its usage and cost taken, then the answer step or the tool step

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..actors.frame import Frame, hold, release
 from ..actors.ref import ActorRef
-from ..errors import ProviderError
+from ..errors import MalformedResponseError
 from ..events import EventSink
 from ..gateway.provider import Stream
 from ..messages import (
@@ -28,9 +28,11 @@ from ..messages import (
     StreamEnd,
     TextDelta,
     ToolCallDelta,
+    ToolCallEnd,
     ToolCallStart,
 )
 from ..output.partial import PartialOutput
+from ..providers.port import broken_contract
 from .json_transport import StreamFilter
 from .thinking import ThinkFilter
 
@@ -66,7 +68,8 @@ async def generate_streamed(
     (:func:`~agentactors.actors.frame.hold`): a drain of the actor waits for the stream, as for any
     handler, and a halt (``rt.stop``, the runtime's exit) cancels the run through it.
 
-    :raises ProviderError: the stream ended without its final response.
+    :raises MalformedResponseError: the stream ended without its final response, or yielded something that is no
+        stream event (the provider named: the loop makes it the run's failed result).
 
     Cancellation: the stream is closed (``async with``) and its request cancelled; text already
     delivered stays delivered — the run's result keeps no half answer.
@@ -74,7 +77,7 @@ async def generate_streamed(
 
     thinking = ThinkFilter()
     blocks = StreamFilter() if not native else None
-    response: LLMResponse | None = None
+    response: Any = _NO_END  # (a StreamEnd's response, an LLMResponse — or what a broken provider put there)
     stream = await provider.ask(Stream(request, pull=True))
     ref = provider if type(provider) is ActorRef else None  # a taped run's provider is a wrapper: not held
     held = frame is not None and ref is not None and hold(frame, ref)
@@ -90,28 +93,53 @@ async def generate_streamed(
                         _deliver(text, sink, on_text, partial)
                 elif isinstance(event, StreamEnd):
                     response = event.response
-                elif isinstance(event, ReasoningDelta) and sink is not None:
-                    sink.emit("llm.reasoning_delta", text=event.text)
+                elif isinstance(event, ReasoningDelta):
+                    if sink is not None:
+                        sink.emit("llm.reasoning_delta", text=event.text)
                 elif partial is not None:
                     if isinstance(event, ToolCallDelta):
                         partial.call_delta(event.index, event.arguments_fragment)
                     elif isinstance(event, ToolCallStart):
                         partial.call_started(event.index, event.name)
+                    elif not isinstance(event, ToolCallEnd):
+                        raise _not_an_event(provider, request, event)
+                elif not isinstance(event, _CALL_EVENTS):
+                    # (a tool call's event when nobody follows the calls, one test; anything else is no event)
+                    raise _not_an_event(provider, request, event)
     finally:
         if held and frame is not None and ref is not None:
             release(frame, ref)
     tail = thinking.finish()
     if blocks is not None:
         # A reply cut at max_tokens inside a call block: that call, cut, is never shown (parse_reply marks it).
-        cut = response is not None and response.stop_reason is StopReason.max_tokens
+        cut = getattr(response, "stop_reason", None) is StopReason.max_tokens  # (no end, or a broken one: not cut)
         tail = blocks.feed(tail) + blocks.finish(cut=cut) if tail else blocks.finish(cut=cut)
     if tail:
         _deliver(tail, sink, on_text, partial)
-    if response is None:
-        raise ProviderError(
-            "the stream ended without its final response", provider="stream", model=request.model, kind="transient"
+    if response is _NO_END:
+        raise MalformedResponseError(
+            "the stream ended without its final StreamEnd event", provider=_name(provider), model=request.model
         )
-    return response
+    return response  # type: ignore[no-any-return]  # (a broken one: the step names its provider, .controller)
+
+
+_NO_END: Final = object()  # no StreamEnd came
+
+# A tool call's stream events: what is left of messages.StreamEvent once text, reasoning and the end are read.
+_CALL_EVENTS: Final = (ToolCallStart, ToolCallDelta, ToolCallEnd)
+
+
+def _name(provider: Any) -> str:
+    """The name of the provider a ProviderActor reference hosts (``"provider"`` when it has none)."""
+    name = getattr(getattr(getattr(provider, "actor", None), "provider", None), "name", None)
+    return name if isinstance(name, str) and name else "provider"
+
+
+def _not_an_event(provider: Any, request: LLMRequest, event: object) -> MalformedResponseError:
+    """A provider's stream yielded ``event``, which is no stream event (a ``str``, a vendor SDK's chunk): the run
+    fails with the provider named, rather than the item being skipped (text it held would be lost unsaid)."""
+    return broken_contract("an item of its stream", event, "a stream event (TextDelta ... StreamEnd)",
+                           provider=_name(provider), model=request.model)
 
 
 def _deliver(

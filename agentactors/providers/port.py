@@ -58,7 +58,13 @@ from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from ..errors import ErrorKind, ProviderError, StreamInterruptedError, UnsupportedToolChoiceError
+from ..errors import (
+    ErrorKind,
+    MalformedResponseError,
+    ProviderError,
+    StreamInterruptedError,
+    UnsupportedToolChoiceError,
+)
 from ..messages import (
     LLMRequest,
     LLMResponse,
@@ -86,6 +92,7 @@ __all__ = [
     "LLMProvider",
     "StreamAccumulator",
     "StreamContext",
+    "broken_contract",
     "capabilities_of",
     "check_forced_tool_choice",
     "check_response_format",
@@ -98,6 +105,7 @@ __all__ = [
     "forced_tool_choice_refusal",
     "name_of",
     "native_tools_for",
+    "not_a_context_manager",
     "resolve_model",
     "response_format_for",
     "response_format_refusal",
@@ -662,6 +670,48 @@ def events_for_response(response: LLMResponse, *, chunks: Callable[[str], Any] |
         out.append(ToolCallEnd(i, call))
     out.append(StreamEnd(response))
     return out
+
+
+def broken_contract(
+    what: str, value: object, expected: str, *, provider: str, model: str | None
+) -> MalformedResponseError:
+    """The error of a provider that broke the port's contract: ``what`` (``"the answer of complete()"``, ``"an item
+    of its stream"``...) was ``value``, where ``expected`` was due.
+
+    A :class:`~agentactors.errors.MalformedResponseError` — transient, so a circuit breaker counts it as the
+    member's failure and a fallback chain moves on — but not retryable: the provider's own code answers the same
+    again.  Only the value's type is named, never the value (it may hold anything).  Built where the violation is
+    found, on a path that is already the rare one (an exception being handled, a type checked anyway).
+    """
+    return MalformedResponseError(
+        f"{what} was a {type(value).__name__}, not {expected} (the LLMProvider contract: docs/architecture.md)",
+        provider=provider,
+        model=model,
+        retryable=False,
+    )
+
+
+def not_a_context_manager(
+    value: object, exc: BaseException, *, provider: str, model: str | None
+) -> MalformedResponseError | None:
+    """The error of a ``stream()`` that returned ``value``, no async context manager (a bare async generator, the
+    coroutine of an ``async def stream``), when ``exc`` is what entering it raised (``async with``'s
+    ``TypeError``, ``__aenter__``'s ``AttributeError``); else ``None``.
+
+    Asked where entering a provider's stream failed (the rare path): ``value`` is closed here, so that it neither
+    warns "never awaited" nor stays half open, and the provider is named, rather than Python's "does not support
+    the asynchronous context manager protocol" classified as a request error.
+    """
+    if not isinstance(exc, Exception) or value is None or hasattr(value, "__aenter__"):
+        return None
+    if inspect.iscoroutine(value):
+        value.close()
+    elif inspect.isasyncgen(value):
+        value.aclose().close()  # (never started: nothing of it ran, nothing to finish)
+    return broken_contract(
+        "the value of stream()", value, "an async context manager (`async with provider.stream(request) as events`)",
+        provider=provider, model=model,
+    )
 
 
 def stream_from_complete(provider: LLMProvider | Any, request: LLMRequest) -> StreamContext:
