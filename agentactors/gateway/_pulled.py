@@ -37,7 +37,7 @@ import anyio
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..messages import LLMRequest, StreamEnd, StreamEvent, TextDelta, Usage
 from ..pricing import CutShort, add_cut_short, cut_short_of, is_batch, note_cut_short
-from ..providers.port import interrupted
+from ..providers.port import interrupted, not_a_context_manager
 from ._estimate import estimated_cut_short
 from ._vendor import vendor_of
 from .scheduling import Scheduler
@@ -65,7 +65,10 @@ class Tally:
         if isinstance(event, TextDelta):
             self.texts.append(event.text)
         elif isinstance(event, StreamEnd):
-            self.usage = event.response.usage
+            try:
+                self.usage = event.response.usage
+            except AttributeError:  # a custom provider's StreamEnd without an LLMResponse: the loop names it
+                self.usage = Usage()
 
     def failure(self, exc: Exception, provider: str, request: LLMRequest) -> Exception:
         """What the reader is told of ``exc``: after the first event, a ``StreamInterruptedError`` in any case.
@@ -214,16 +217,23 @@ class PulledStream:
 
     async def _open(self) -> tuple[AsyncIterator[StreamEvent], Tally]:
         """Open the provider's stream (the request goes out here).  A failure to open is raised as it is."""
+        opened: Any = None
         try:
             opened = self._provider.stream(self._request)
             events = await opened.__aenter__()
         except BaseException as exc:
             # A cancellation while it opens is a read cancelled (see __anext__): the stream is over, its slot
             # given back — not left held, nor the request sent again by a later read.
-            self._finish(exc if isinstance(exc, Exception) else None, isinstance(exc, Exception))
+            broken = not_a_context_manager(opened, exc, provider=self._name, model=self._request.model)
+            self._finish(exc if broken is None and isinstance(exc, Exception) else broken, isinstance(exc, Exception))
             if not isinstance(exc, Exception):
                 self._cut_short(None)
-            raise
+            if broken is None:
+                raise
+        else:
+            broken = None
+        if broken is not None:  # (raised outside the except block: not chained to Python's own TypeError)
+            raise broken
         self._opened, self._events, self._tally = opened, events, Tally()
         return events, self._tally
 

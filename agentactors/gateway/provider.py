@@ -592,7 +592,9 @@ class ProviderActor:
             self._failed_call(request, estimate, started)
             raise
         sched.release(started)
-        if sched.tokens is not None:  # no token budget: nothing to correct (and no call to make)
+        # No token budget: nothing to correct (and no call to make).  A custom provider's non-answer (None, a str)
+        # has no usage to correct by: handed back as it is, for the asker's step to name (loop/controller.py).
+        if sched.tokens is not None and (type(response) is LLMResponse or isinstance(response, LLMResponse)):
             sched.settle(estimate, response.usage)
         return response
 
@@ -756,7 +758,7 @@ class ProviderActor:
 
     @property
     def _name(self) -> str:
-        return str(getattr(self.provider, "name", type(self.provider).__name__))
+        return name_of(self.provider)
 
     def _admit_extra(self, request: LLMRequest) -> ExtraAdmission | None:
         """One more request for a call in flight (a hedge's copy of it, ``request``), admitted now or never.

@@ -29,6 +29,7 @@ from ..providers.port import (
     Capabilities,
     LLMProvider,
     StreamContext,
+    broken_contract,
     default_model_of,
     forced_tool_choice_for,
     forced_tool_choice_refusal,
@@ -277,19 +278,24 @@ class FallbackProvider(MultiProvider):
         abandoned so far are handed on as when every member failed.
         """
         async def fallback(step: _Step) -> LLMResponse:
-            try:
-                response: LLMResponse = await step.member.complete(step.request)
-                return response
-            finally:
-                hand_on(step.request, request)  # what its layers noted against its own request
+            if step.index:
+                try:
+                    response: LLMResponse = await step.member.complete(step.request)
+                finally:
+                    hand_on(step.request, request)  # what its layers noted against its own request
+            else:  # the primary is sent the caller's request itself: nothing to hand on
+                response = await step.member.complete(step.request)
+            if type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+                # The member broke the contract (a custom provider's None, str, dict): its failure, named —
+                # transient, so the chain moves on — rather than an AttributeError of the chain's (_served).
+                raise broken_contract("the answer of complete()", response, "an LLMResponse",
+                                      provider=step.name, model=step.model)
+            return response
 
         collecting = abandoned_attempts()
         try:
             with collecting as abandoned:
-                # The primary is sent the caller's request itself: nothing to hand on, no frame added.
-                step, response = await self._walk(
-                    request, lambda s: fallback(s) if s.index else s.member.complete(s.request)
-                )
+                step, response = await self._walk(request, fallback)
         except BaseException:
             collecting.keep(request)  # (outside the block: inside it, its own list is the one collecting)
             raise

@@ -72,6 +72,7 @@ from ..providers.port import (
     StreamContext,
     default_model_of,
     forced_tool_choice_for,
+    not_a_context_manager,
     response_format_for,
 )
 from ._checks import check_callable, check_provider
@@ -631,9 +632,11 @@ class _Opened:
         """
         send, receive = anyio.create_memory_object_stream[Any](0)
         won = False
+        inner: object = None
         with send, receive:
             try:
-                async with stream_of(me.provider, request) as events:
+                inner = stream_of(me.provider, request)
+                async with inner as events:
                     try:
                         first = await events.__anext__()
                     except StopAsyncIteration:
@@ -648,7 +651,12 @@ class _Opened:
                     await _pump(events, send)
             except Exception as exc:
                 if not won:
-                    raise
+                    # A stream() that returned no async context manager: the member's broken contract, named (its
+                    # context, Python's own TypeError, holds nothing of the vendor's).
+                    broken = not_a_context_manager(inner, exc, provider=name_of(me.provider), model=me.model)
+                    if broken is None:
+                        raise
+                    raise broken from None
                 await _send(send, _Failure(exc))
         return None
 

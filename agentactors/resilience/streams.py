@@ -24,7 +24,14 @@ from .._scrub import scrub_chain
 from ..errors import MalformedResponseError, StreamInterruptedError
 from ..messages import LLMRequest, StreamEnd, StreamEvent
 from ..pricing import CutShort, with_cut_short
-from ..providers.port import StreamAccumulator, StreamContext, interrupted, stream_from_complete, streaming_for
+from ..providers.port import (
+    StreamAccumulator,
+    StreamContext,
+    interrupted,
+    not_a_context_manager,
+    stream_from_complete,
+    streaming_for,
+)
 from .decorator import name_of
 
 __all__ = ["Carried", "OpenedStream", "cut_short", "open_stream", "relay", "stream_of"]
@@ -67,24 +74,29 @@ async def open_stream(open_cm: Callable[[], StreamContext], *, provider: str, mo
     """
     stack = AsyncExitStack()
     swallowed: MalformedResponseError | None = None
+    cm: object = None
     try:
-        events = await stack.enter_async_context(open_cm())
+        cm = open_cm()
+        events = await stack.enter_async_context(cm)
         first = await events.__anext__()
     except StopAsyncIteration:
         await stack.aclose()
         raise MalformedResponseError("the stream ended before its first event", provider=provider, model=model)
     except BaseException as exc:
-        # The inner context manager must see the failure: it may be its own timeout's cancellation.
-        if not await stack.__aexit__(type(exc), exc, exc.__traceback__):
-            raise
-        swallowed = MalformedResponseError(
-            "the stream ended before its first event (its context manager swallowed a failure)",
-            provider=provider,
-            model=model,
-        )
-        # The member's failure as the cause, scrubbed (a custom provider's text may hold a credential); raised
-        # below, outside this block, so the raw failure is not kept as the error's __context__ either.
-        swallowed.__cause__ = scrub_chain(exc)
+        # A stream() that returned no async context manager (nothing was entered): named, raised below.
+        swallowed = not_a_context_manager(cm, exc, provider=provider, model=model)
+        # Else the inner context manager must see the failure: it may be its own timeout's cancellation.
+        if swallowed is None:
+            if not await stack.__aexit__(type(exc), exc, exc.__traceback__):
+                raise
+            swallowed = MalformedResponseError(
+                "the stream ended before its first event (its context manager swallowed a failure)",
+                provider=provider,
+                model=model,
+            )
+            # The member's failure as the cause, scrubbed (a custom provider's text may hold a credential); raised
+            # below, outside this block, so the raw failure is not kept as the error's __context__ either.
+            swallowed.__cause__ = scrub_chain(exc)
     if swallowed is not None:
         raise swallowed
     return OpenedStream(stack, events, first)

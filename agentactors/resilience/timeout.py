@@ -29,7 +29,7 @@ from ..errors import MalformedResponseError, ProviderError, ProviderTimeout
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short
-from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted
+from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted, not_a_context_manager
 from ._numbers import seconds_or_none
 from .decorator import ProviderDecorator, as_provider_error, model_of, name_of
 from .streams import Carried, OpenedStream, cut_short, stream_of
@@ -277,11 +277,13 @@ class TimeoutProvider(ProviderDecorator):
         sent = own_request(request)
         opened = False
         failure: ProviderError | None = None
+        inner: object = None
         try:
             # One scope spans the whole stream (entered before the inner stream, left after it, so scopes
             # nest properly); its deadline moves between the attempt, first-event and idle bounds.
             with guard.scope:
-                async with stream_of(self._inner, sent) as inner_events:
+                inner = stream_of(self._inner, sent)
+                async with inner as inner_events:
                     opened = True  # from here on, an exception may be the consumer's own: never classified
                     # Sent and answered: until the consumer asks for the first event, the time is its own.
                     guard.pause_first_event(anyio.current_time())
@@ -303,7 +305,9 @@ class TimeoutProvider(ProviderDecorator):
         except Exception as exc:
             if opened:
                 raise
-            failure = as_provider_error(exc, self._inner, model)  # the inner stream failed to open
+            # the inner stream failed to open (or stream() returned no async context manager: named)
+            failure = not_a_context_manager(inner, exc, provider=name_of(self._inner), model=model) or \
+                as_provider_error(exc, self._inner, model)
         finally:
             hand_on(sent, request)
         if failure is not None:
