@@ -32,6 +32,7 @@ __all__ = [
     "BodyError",
     "Disconnected",
     "EventStream",
+    "Outbound",
     "Receive",
     "Scope",
     "Send",
@@ -341,15 +342,54 @@ class EventStream:
         await self._send({"type": "http.response.body", "body": b""})
 
 
+class Outbound:
+    """The server's ``send`` as an app calls it: once the server says the client has gone, nothing more is sent.
+
+    ASGI (HTTP 2.4) lets a server's ``send`` raise a subclass of ``OSError`` when the connection is closed — before
+    its ``receive`` has said ``http.disconnect`` to the task watching it.  That is the client leaving, told another
+    way: the send is dropped (as uvicorn and hypercorn drop one after a disconnect), every later one too, and the
+    request's :func:`cancelled_on_disconnect` block is cancelled — its run with it — rather than the ``OSError``
+    failing the run (an answer no one reads, then an error event no one reads) and escaping to the server, which
+    logs a traceback for every client that left.
+    """
+
+    __slots__ = ("_scope", "_send", "gone")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._scope: anyio.CancelScope | None = None
+        #: Whether the server's send said the client has gone.
+        self.gone = False
+
+    def cancels(self, scope: anyio.CancelScope | None) -> None:
+        """Cancel ``scope`` when the client is found gone (now, if it is already); ``None``: nothing more."""
+        self._scope = scope
+        if scope is not None and self.gone:
+            scope.cancel()
+
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
+        if self.gone:
+            return
+        try:
+            await self._send(message)
+        except OSError:
+            self.gone = True
+            if self._scope is not None:
+                self._scope.cancel()
+
+
 @asynccontextmanager
-async def cancelled_on_disconnect(receive: Receive) -> AsyncIterator[anyio.CancelScope]:
+async def cancelled_on_disconnect(receive: Receive, send: Send | None = None) -> AsyncIterator[anyio.CancelScope]:
     """A block that is cancelled when the client disconnects (call after the body was read).
 
     The request's work — a run, and the stream of its events — goes inside: a client that goes away
     cancels the run, its model request and its tools with it, whether it waited for a JSON answer or
-    read a stream.  The yielded scope's ``cancelled_caught`` tells afterwards that it happened.
+    read a stream.  The yielded scope's ``cancelled_caught`` tells afterwards that it happened.  ``send``: the
+    request's :class:`Outbound`, whose failed send (the server saying the client has gone) cancels the block too.
     """
     async with anyio.create_task_group() as tg:
+        if isinstance(send, Outbound):
+            send.cancels(tg.cancel_scope)
 
         async def watch() -> None:
             while True:
@@ -363,6 +403,8 @@ async def cancelled_on_disconnect(receive: Receive) -> AsyncIterator[anyio.Cance
             yield tg.cancel_scope
         finally:
             tg.cancel_scope.cancel()
+            if isinstance(send, Outbound):
+                send.cancels(None)
 
 
 class AppRuntime:

@@ -75,6 +75,7 @@ from ._http import (
     BodyError,
     Disconnected,
     EventStream,
+    Outbound,
     Receive,
     Scope,
     Send,
@@ -188,7 +189,7 @@ class AGUIApp:
             return
         method = str(scope.get("method", "GET"))
         with self._tracing.request(method, "/", **agent_attributes(self.agent)) as span:
-            await self._serve(scope, receive, span.watch(send), span)
+            await self._serve(scope, receive, Outbound(span.watch(send)), span)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, span: RequestSpan) -> None:
         if route_path(scope) != "/":
@@ -230,7 +231,7 @@ class AGUIApp:
         # resumed run is the exception: it goes on in ``keep``, outside what the client's leaving cancels, and
         # releases the thread itself when it ends (:meth:`_resume`).
         try:
-            async with anyio.create_task_group() as keep, cancelled_on_disconnect(receive):
+            async with anyio.create_task_group() as keep, cancelled_on_disconnect(receive, send):
                 await stream.start()
                 if live is not None and run_input.resume:  # no steer: the answers are to a run that has ended
                     await self._answer_live(translation, live)

@@ -67,6 +67,7 @@ from ._http import (
     BodyError,
     Disconnected,
     EventStream,
+    Outbound,
     Receive,
     Scope,
     Send,
@@ -192,7 +193,7 @@ class OpenAIApp:
             return
         method = str(scope.get("method", "GET"))
         with self._tracing.request(method, _route(route_path(scope))) as span:
-            await self._serve(scope, receive, span.watch(send), span)
+            await self._serve(scope, receive, Outbound(span.watch(send)), span)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, span: RequestSpan) -> None:
         if not authorized(scope, self._keys):
@@ -271,7 +272,7 @@ class OpenAIApp:
                 return
             session = open_session(agent, key, runtime=runtime, store=self._store, idle_timeout=60.0)
         completion = _Completion(request, agent, runtime, send, span, session)
-        async with cancelled_on_disconnect(receive):
+        async with cancelled_on_disconnect(receive, send):
             if request.stream:
                 await completion.stream()
             else:
