@@ -292,10 +292,12 @@ class PulledStream:
             return
         if isinstance(failure, ProviderError):
             sample = refund_if_unsent(sched, failure, self._estimate) and sample
-        sched.release(self._started, sample, failed=failure is not None)
         tally = self._tally
-        if failure is None and tally is not None and tally.usage is not None:
-            sched.settle(self._estimate, tally.usage)
+        try:
+            if failure is None and tally is not None and tally.usage is not None:
+                sched.settle(self._estimate, tally.usage)  # (before the release grants the next waiter)
+        finally:
+            sched.release(self._started, sample, failed=failure is not None)
 
     async def aclose(self) -> None:
         """Close the stream now: the provider's stream (and its HTTP request) at once; unread events are

@@ -591,11 +591,14 @@ class ProviderActor:
             # (Three arguments, the exception read there: a deeper stack is a bigger frame, and a waiting run holds it.)
             self._failed_call(request, estimate, started)
             raise
-        sched.release(started)
         # No token budget: nothing to correct (and no call to make).  A custom provider's non-answer (None, a str)
         # has no usage to correct by: handed back as it is, for the asker's step to name (loop/controller.py).
-        if sched.tokens is not None and (type(response) is LLMResponse or isinstance(response, LLMResponse)):
-            sched.settle(estimate, response.usage)
+        # Corrected before the slot goes back: the release grants the next waiter, against the corrected budget.
+        try:
+            if sched.tokens is not None and (type(response) is LLMResponse or isinstance(response, LLMResponse)):
+                sched.settle(estimate, response.usage)
+        finally:  # (a recorder that raises on usage_implausible must not keep the slot)
+            sched.release(started)
         return response
 
     def _failed_call(self, request: LLMRequest, estimate: int, started: float) -> None:
@@ -689,9 +692,11 @@ class ProviderActor:
                         pass  # the consumer already left; nobody is waiting for the error
         finally:
             channel.close_writing()
-            sched.release(started, served, failed=failure is not None)
-        if usage is not None:
-            sched.settle(estimate, usage)
+            try:
+                if usage is not None:  # (corrected before the release grants the next waiter)
+                    sched.settle(estimate, usage)
+            finally:
+                sched.release(started, served, failed=failure is not None)
 
     async def _pump(self, request: LLMRequest, channel: Channel) -> tuple[_Failure | None, Usage | None]:
         """Deliver the events.  Returns the failure to deliver last (if any) and the reported usage.

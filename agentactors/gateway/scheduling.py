@@ -481,6 +481,10 @@ class Scheduler:
         used = reported_tokens(usage.input_tokens, usage.output_tokens)
         if used <= 0:
             return
+        # The flow since the bucket was last looked at first: a take applied to the stale level, with the flow added
+        # after it, kept what the capacity would have cut off (a request let through on tokens never there).
+        # (A give-back commutes with the flow: capped either way.)
+        tokens.refill(anyio.current_time())
         charge, implausible = usage_charge(estimate, used, tokens.capacity)
         if implausible:
             emit("provider.usage_implausible", provider=self.name, reported=used, charged=charge,
