@@ -42,7 +42,8 @@ A report is taken as made when it is read — it was made earlier, when the vend
 refill meanwhile is not counted: the safe side, a little slower than the vendor's pace.  A new report is
 merged into the window in force, budget by budget, the tighter of the two kept: answers arrive out of the order
 the vendor made their reports in, so each is compared by what it leaves *now* — the window's budget projected
-with its refill, less what was taken since (:func:`vendor_window`).  A budget's limit ends at its reset, the
+with its refill, less what was taken since (:func:`vendor_window`) — and the other kept too while it reaches past
+the tighter one's reset (at most two a budget; a request waits for the slower).  A budget's limit ends at its reset, the
 window at its latest one.
 
 Ignored: a report that is not a :class:`~agentactors.providers.http.ratelimits.RateLimitState`, a reset
@@ -219,16 +220,33 @@ def vendor_window(
 
 
 def _tighten(limits: list[_Limit], new: _Limit, now: float) -> None:
-    """Keep the tighter of ``new`` and the limit of the same budget in ``limits`` (see :func:`vendor_window`)."""
-    for i, old in enumerate(limits):
-        if old.name == new.name:
-            before = old.level(now)
-            if new.left < before or (
-                new.left == before and (new.rate < old.rate or (new.rate == old.rate and new.until > old.until))
-            ):
-                limits[i] = new
-            return
-    limits.append(new)
+    """Keep the tighter of ``new`` and the limit of the same budget in ``limits`` (see :func:`vendor_window`) — and,
+    when the one kept ends before the other, that other one too, until then the looser.
+
+    Tighter now is not tighter for ever: a report read a moment after it was made says its reset that much later,
+    and its refill that much faster, so a window's limit could be kept over it and end first.  Dropped, the newer
+    report's word ended with the kept one: at its reset the window said nothing — though the vendor had said it
+    had no room until later, and requests had been granted since — and the requests then in flight went together
+    into its 429.  So a budget holds at most two lines: the tightest now, and the one that lasts longest; both take
+    every grant, and a request waits for the slower of them (:meth:`VendorWindow.delay`).
+    """
+    same = [old for old in limits if old.name == new.name]
+    if not same:
+        limits.append(new)
+        return
+    tightest = same[0]
+    before = tightest.level(now)
+    for old in same[1:]:
+        level = old.level(now)
+        if level < before:
+            tightest, before = old, level
+    if new.left < before or (
+        new.left == before and (new.rate < tightest.rate or (new.rate == tightest.rate and new.until > tightest.until))
+    ):
+        tightest = new
+    longest = max((*same, new), key=lambda limit: limit.until)
+    kept = (tightest,) if longest is tightest or longest.until <= tightest.until else (tightest, longest)
+    limits[:] = [limit for limit in limits if limit.name != new.name] + list(kept)
 
 
 def _time(value: object) -> TypeGuard[float]:
