@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import hypothesis  # noqa: F401  (imported before any gc.freeze(): see _frozen_heap_after_each_module)
+import hypothesis  # (imported before any gc.freeze(): see _frozen_heap_after_each_module)
 import pytest
 import trio.testing
 
@@ -25,6 +25,14 @@ from tests.support.paths import CORPUS
 # a developer's shell that sets them must not redirect the tests' providers.  Tests that need them set them.
 _CLOUD_ENV = ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION",
               "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+
+
+# Property tests draw the same examples on every run (a seed derived from each test): a suite that is green stays
+# green, on a busy laptop and in CI alike, and a failure found once is found again.  To explore new examples —
+# what the generated-program tests are for, with their budgets raised — run with HYPOTHESIS_PROFILE=explore.
+hypothesis.settings.register_profile("repeatable", derandomize=True, database=None, print_blob=True)
+hypothesis.settings.register_profile("explore", print_blob=True)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
