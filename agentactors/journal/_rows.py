@@ -74,8 +74,18 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
     begin = _part(run_id, "its input", messages_to_json, inputs) if c.begin else None
     lineage = _part(run_id, "where it came from", lambda o: o, origin) if c.begin and origin else None
     # The journal counts a run's model calls from 1 (a resumed run's events number its steps on from its pause).
+    # The steers taken before a call go in its response's document (``"steers"``): one row, one transaction.
+    steers = dict(c.steers) if c.steers else None
     responses = tuple(
-        (n, _part(run_id, f"the response of its model call {n}", response_to_json, r)) for n, r in c.responses
+        (
+            n,
+            _part(
+                run_id, f"the response of its model call {n}", response_to_json, r
+            ) if steers is None or n not in steers else _part(
+                run_id, f"the response of its model call {n} and the steers before it", _steered_json, (r, steers[n])
+            ),
+        )
+        for n, r in c.responses
     )
     results = None
     if c.results is not None:
@@ -84,6 +94,20 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
     parent = origin.get("parent_run_id") if c.begin and origin else None
     content = _storable(c.result.content) if c.result is not None else None
     return Encoded(begin, parent, lineage, responses, results, c.end, content)
+
+
+def _steered_json(value: tuple[Any, tuple[Message, ...]]) -> dict[str, Any]:
+    """A response's document with the steers the run took before its call (``"steers"``: messages, as inputs are)."""
+    response, steers = value
+    doc = response_to_json(response)
+    doc["steers"] = messages_to_json(steers)
+    return doc
+
+
+def _step_json(doc: Any) -> tuple[Any, tuple[Message, ...]]:
+    """A stored response and the steers before its call (none in a record written before steers were kept)."""
+    steers = doc.get("steers") if isinstance(doc, dict) else None
+    return response_from_json(doc), messages_from_json(steers) if steers else ()
 
 
 def _results_json(results: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -217,11 +241,11 @@ def decode_run(
             raise JournalFormatError(
                 f"run {run_id!r}'s stored step {expected} has results but no response: it was left as it is"
             )
-        answer = _decoded(run_id, "response", response, response_from_json)
+        answer, steers = _decoded(run_id, "response", response, _step_json)
         done = None if results is None else _decoded(run_id, "results", results, _results)
         if done is not None:
             _check_pairing(run_id, expected, answer.tool_calls, done)
-        recorded.append(RecordedStep(offset + int(number), answer, done))
+        recorded.append(RecordedStep(offset + int(number), answer, done, steers))
     inputs = _decoded(run_id, "inputs", inputs_text, messages_from_json)
     if not inputs and resume is None:  # every run the loop journals started from a message, or from its pause
         raise JournalFormatError(f"run {run_id!r}'s stored inputs hold no input message: it was left as it is")

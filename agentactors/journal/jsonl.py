@@ -4,12 +4,14 @@ The events of a run already hold what a replay serves, without a field added for
 the step's whole response; each ``llm.request`` the whole conversation sent, so the first one holds the
 run's input (after the agent's system message) and each later one the text of the tool results fed back
 (the first ``size`` characters of a tool message: a nudge's note may follow them); ``tools.finished`` and
-``tools.result_truncated`` / ``tools.result_refused`` each result's status, duration and flags; and
+``tools.result_truncated`` / ``tools.result_refused`` each result's status, duration and flags; each
+``run.steered`` a steer's text, taken after the step it names (before the next one's model call); and
 ``run.finished`` how the run ended.  Events of other runs in the file (a delegated run's) are skipped.
 
 Limits (a journal has none of them): the results of a run's last tool step are only known when a model
 call followed it; a media part's bytes are not in the record; an input that began with its own system
-message, replaced by the agent's, is read as the agent's.
+message, replaced by the agent's, is read as the agent's; a steer is read as a user message of its text (one
+sent as a :class:`~agentactors.messages.Message` of another role, or with media parts, is not rebuilt as it was).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
     responses: dict[int, Any] = {}
     finished: dict[int, list[dict[str, Any]]] = {}  # step -> its tools.finished payloads, in order
     flags: dict[str, dict[str, Any]] = {}  # call id -> truncated / refused, with the original size
+    steered: dict[int, list[Message]] = {}  # step -> the steers taken before its model call, in order
     status = "running"
     content: str | None = None
     for e in events:
@@ -72,6 +75,8 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
             responses[step] = response_from_event(data["response"])
         elif kind == "tools.finished" and step is not None:
             finished.setdefault(step, []).append(data)
+        elif kind == "run.steered":  # taken after step ``step`` (none: before the first), before the next one's call
+            steered.setdefault((step or 0) + 1, []).append(Message("user", str(data.get("text") or "")))
         elif kind in ("tools.result_truncated", "tools.result_refused"):
             flags[str(data.get("call_id"))] = {kind.rpartition("_")[2]: True, "original_chars": data.get("size")}
         elif kind == "run.finished":
@@ -81,7 +86,12 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
         raise RunNotRecordedError(f"{where} hold no run.started and first request for run {run_id!r}")
     inputs, system = _inputs(first, int(started.get("messages") or 0))
     steps = tuple(
-        RecordedStep(n, responses[n], _results(finished[n], requests.get(n + 1), flags) if n in finished else None)
+        RecordedStep(
+            n,
+            responses[n],
+            _results(finished[n], requests.get(n + 1), flags) if n in finished else None,
+            tuple(steered.get(n, ())),
+        )
         for n in sorted(responses)
     )
     return RecordedRun(

@@ -93,12 +93,14 @@ class RecordedStep:
     """One step of a recorded run: its model ``response`` and, for a tool step, its tool ``results``.
 
     ``results`` is ``None`` for a step that asked for no tool — or whose tools were started but never
-    committed (a crash in the middle of them): a recovered run runs those calls again.
+    committed (a crash in the middle of them): a recovered run runs those calls again.  ``steers``: the steers
+    the run took at the boundary before this step's model call (``run.steer``), in order.
     """
 
     number: int
     response: LLMResponse
     results: tuple[ToolResult, ...] | None = None
+    steers: tuple[Message, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -157,9 +159,15 @@ class RecordedRun:
         guard: Callable[[], None] | None = None,
     ) -> Tape:
         """A tape serving this run's steps before ``upto`` (a step's number; ``None``: every step); the other
-        arguments are :class:`~agentactors.loop.tape.Tape`'s."""
+        arguments are :class:`~agentactors.loop.tape.Tape`'s.
+
+        The steers recorded with those steps go too, and those of step ``upto``: they joined the conversation
+        before its model call, so a fork from it reads them as the recorded step did.
+        """
         steps = self.steps if upto is None else tuple(s for s in self.steps if s.number < upto)
         results = {r.call_id: r for s in steps for r in s.results or ()}
         if self.resumed_results is not None:  # the paused step a resumed run finished first
             results.update((r.call_id, r) for r in self.resumed_results)
-        return Tape([s.response for s in steps], results, writer, label=label, guard=guard)
+        upto_steers = len(steps) + 1 if upto is not None else len(steps)
+        steers = {i: s.steers for i, s in enumerate(self.steps[:upto_steers], 1) if s.steers} or None
+        return Tape([s.response for s in steps], results, writer, label=label, guard=guard, steers=steers)

@@ -340,6 +340,8 @@ class LoopController:
         self._run_settings = _merged(config, settings) if settings else None
         if tape is not None:
             self._provider, self._tools = tape.seat(provider, tools)
+            if tape.steers:  # a steered recording: its steers reach the run through its inbox, as they did
+                tape.attach(self.run_actor())
         self._output = self._typed_steps() if config.output is not None else None
 
     # -- the run --------------------------------------------------------------------------------
@@ -513,7 +515,9 @@ class LoopController:
                             if live.interrupted is not None:
                                 result = self._interrupted(live)
                                 break
-                            live.take_steers_into(state)
+                            steers = live.take_steers_into(state)
+                            if self._tape is not None and steers:  # journaled: committed with the next response
+                                self._tape.steered(steers)
                         # One step, written out (a coroutine of its own would be a frame every run waiting on its
                         # model call holds: ~0.3 KB): its request, the model call awaited here, what follows.
                         request = self._open_step()

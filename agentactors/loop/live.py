@@ -492,17 +492,21 @@ class RunActor:
 
     # -- what the loop reads at its boundaries --------------------------------------------------------
 
-    def take_steers_into(self, state: LoopState) -> None:
-        """The steers received since the last boundary, in order, into the conversation (each taken once)."""
+    def take_steers_into(self, state: LoopState) -> list[Message] | None:
+        """The steers received since the last boundary, in order, into the conversation (each taken once).
+
+        :returns: the steers taken (what a journaled run commits with its next model response), or ``None``.
+        """
         steers, self.steers = self.steers, None
         if not steers:
-            return
+            return None
         sink = state.sink
         for message in steers:
             state.append(message)
             if sink is not None:
                 sink.emit("run.steered", text=message.content)
         log.debug("run %s: %d steer(s) taken after step %d", self.run_id, len(steers), state.steps)
+        return steers
 
     def goes_on(self, ended: Any, max_steps: int) -> bool:
         """Whether a run whose step just ended it on an answer goes on instead: steers wait for the model.

@@ -11,7 +11,10 @@ actors, as the references the controller asks (:meth:`Tape.seat`):
   :class:`StepWriter` before the run goes on: a model response that asks for tools at once — its calls'
   ids, and so their idempotency keys, must survive a crash before any of them runs — a tool step's results
   once they are all in, and an answer together with the run's end (one transaction fewer: losing it costs
-  one model call again, never a side effect).
+  one model call again, never a side effect);
+* the steers a run takes at a boundary go with the next live model response's commit, and a recording's steers
+  are handed back to the run's inbox (its :class:`~agentactors.loop.live.RunActor`) before the boundary they
+  were taken at: a replayed, forked or recovered run reads them there, and goes on past an answer for them.
 
 The loop knows nothing of storage: a journal is any object with :meth:`Journal.open_run`.  A run nobody
 journals pays one attribute read (``runtime.journal``) when its controller is made.
@@ -51,11 +54,13 @@ class Commit:
     responses by their number in the run (the n-th model call: step n in a run of plain steps);
     ``results``: one tool step's results, with the number of the response that asked for them; ``end``:
     how the run ended — ``"finished"``, ``"paused"``, ``"raised"`` or ``"cancelled"`` — with its
-    ``result`` when it has one.
+    ``result`` when it has one; ``steers``: the steers the run took at the boundary before model call n, by
+    that n — each committed with response n (one of ``responses``), never alone.
     """
 
     begin: bool = False
     responses: tuple[tuple[int, LLMResponse], ...] = ()
+    steers: tuple[tuple[int, tuple[Message, ...]], ...] = ()
     results: tuple[int, tuple[ToolResult, ...]] | None = None
     end: str | None = None
     result: RunResult[Any] | None = None
@@ -133,10 +138,17 @@ class Tape:
     :param guard: called before a tool step the recording does not hold runs live; it raises to forbid
         it (a replay runs no tool), or ``None``.
     :param run_id: the id the run takes instead of a new one (a recovered run keeps its own), or ``None``.
+    :param steers: the recorded steers by the number of the model call they were taken before (1: the run's
+        first), or ``None``: handed to the run's inbox (:meth:`attach`) once the call before that one was served,
+        so the run takes them at the same boundary — and goes on past an answer for them — as it did.
+
+    Steers: a live run's steers taken at a boundary (:meth:`steered`) are committed with the next live model
+    response, in its transaction; a crash before it loses them with that step, which is asked again without them.
     """
 
     __slots__ = (
-        "_label", "_pending", "_responses", "_results", "_step", "calls", "failure", "guard", "run_id", "writer",
+        "_inbox", "_label", "_pending", "_responses", "_results", "_steered", "_steers", "_step", "calls", "failure",
+        "guard", "run_id", "writer",
     )
 
     def __init__(
@@ -148,8 +160,12 @@ class Tape:
         label: tuple[str, Mapping[str, Any]] | None = None,
         guard: Callable[[], None] | None = None,
         run_id: str | None = None,
+        steers: Mapping[int, Sequence[Message]] | None = None,
     ) -> None:
         self.run_id = run_id
+        self._steers = {n: tuple(m) for n, m in steers.items() if m} if steers else None
+        self._inbox: Any = None  # the run's RunActor, once attached (a run with recorded steers only)
+        self._steered: dict[int, tuple[Message, ...]] | None = None  # live steers by the call they precede
         self._responses = tuple(responses)
         self.guard = guard
         self._results = dict(results or {})
@@ -163,6 +179,34 @@ class Tape:
         #: The last tool step's results (served or committed) with its response's number: what a second executor
         #: message of the same step (its calls decided in place) is committed together with (:meth:`ran`).
         self._step: tuple[int, tuple[ToolResult, ...]] | None = None
+
+    @property
+    def steers(self) -> Mapping[int, tuple[Message, ...]] | None:
+        """The recorded steers by the model call they were taken before, or ``None`` (the run recorded none)."""
+        return self._steers
+
+    def attach(self, inbox: Any) -> None:
+        """The run's :class:`~agentactors.loop.live.RunActor` (a run with recorded :attr:`steers`): the steers
+        recorded before its first model call go to its inbox now, the others as the call before theirs is served."""
+        self._inbox = inbox
+        self._hand_steers(self.calls + 1)
+
+    def _hand_steers(self, number: int) -> None:
+        """The recorded steers of model call ``number`` into the run's inbox: taken at the boundary before it."""
+        steers = self._steers.pop(number, None) if self._steers else None
+        inbox = self._inbox
+        if steers and inbox is not None:
+            inbox.steers = [*steers, *(inbox.steers or ())]
+
+    def steered(self, steers: Sequence[Message]) -> None:
+        """Steers the run took at the boundary before its next model call: committed with that call's response
+        when it is a live one (a recorded call's were recorded with it, and handed back by :meth:`attach`)."""
+        number = self.calls + 1
+        if number <= len(self._responses) or not steers:
+            return
+        if self._steered is None:
+            self._steered = {}
+        self._steered[number] = (*self._steered.get(number, ()), *steers)
 
     def seat(self, provider: Any, tools: Any) -> tuple[TapedProvider, TapedTools]:
         """The references the run asks instead of its seat's ``provider`` and ``tools`` (``None``: no tools)."""
@@ -198,13 +242,16 @@ class Tape:
         except BaseException as exc:
             end = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "raised"
             with anyio.CancelScope(shield=True):
-                await writer.commit(Commit(responses=self._take_pending(), end=end))
+                await writer.commit(Commit(responses=self._take_pending(), steers=self._take_steered(), end=end))
             raise
         failure = self.failure
         if failure is not None:
             await self._raise_refused(writer, failure)
         await writer.commit(
-            Commit(responses=self._take_pending(), end="paused" if result.paused else "finished", result=result)
+            Commit(
+                responses=self._take_pending(), steers=self._take_steered(),
+                end="paused" if result.paused else "finished", result=result,
+            )
         )
         return result
 
@@ -212,7 +259,7 @@ class Tape:
         """End the run ``"raised"`` on the journal's refusal of one of its commits, and raise that refusal."""
         with anyio.CancelScope(shield=True):
             try:
-                await writer.commit(Commit(responses=self._take_pending(), end="raised"))
+                await writer.commit(Commit(responses=self._take_pending(), steers=self._take_steered(), end="raised"))
             except Exception as also:  # the database, or the lease: the refusal is still what the caller sees
                 if type(also) is not type(failure):
                     failure.add_note(f"and the run's end could not be journaled either ({type(also).__name__})")
@@ -231,6 +278,8 @@ class Tape:
         if index >= len(self._responses):
             return None
         self.calls = index + 1
+        if self._steers:  # a steered recording: the next call's steers wait in the inbox for its boundary
+            self._hand_steers(index + 2)
         return self._responses[index]
 
     async def answered(self, response: LLMResponse) -> None:
@@ -253,7 +302,7 @@ class Tape:
         Cancellation: as :meth:`StepWriter.commit`'s; the responses taken for it are then not committed again.
         """
         if self._pending and self.writer is not None:
-            await self.writer.commit(Commit(responses=self._take_pending()))
+            await self.writer.commit(Commit(responses=self._take_pending(), steers=self._take_steered()))
 
     def recorded_results(self, message: ExecuteTools) -> tuple[ToolResult, ...] | None:
         """The recorded results of a tool step, in call order, or ``None`` unless every call has one.
@@ -293,12 +342,26 @@ class Tape:
             results = _joined(last[1], results)
         self._step = (number, results)
         if self.writer is not None:
-            await self.writer.commit(Commit(responses=self._take_pending(), results=(number, results)))
+            await self.writer.commit(
+                Commit(responses=self._take_pending(), steers=self._take_steered(), results=(number, results))
+            )
 
     def _take_pending(self) -> tuple[tuple[int, LLMResponse], ...]:
         pending = tuple(self._pending)
         self._pending.clear()
         return pending
+
+    def _take_steered(self) -> tuple[tuple[int, tuple[Message, ...]], ...]:
+        """The live steers of the responses :meth:`_take_pending` took (call it right after it): theirs only — a
+        steer taken before a call not answered yet waits for that call's response."""
+        steered = self._steered
+        if not steered:
+            return ()
+        answered = self.calls
+        taken = tuple((n, m) for n, m in steered.items() if n <= answered)
+        for n, _ in taken:
+            del steered[n]
+        return taken
 
 
 class TapedProvider:

@@ -1,54 +1,71 @@
-"""A steered run in a journal: replay and fork of it (docs/durability.md, "Replay"; docs/loop.md, "Live runs").
+"""A steered run in a journal: replay, fork and recovery of it (docs/durability.md, "Steers"; docs/loop.md, "Live
+runs").
 
 A steer joins the conversation at a step boundary, and a run that would have ended on its answer goes on one more
-step for it.  The journal records model responses and tool results, not steers, so a replay serves step 1's answer,
-sees no steer and ends there: another answer than the recorded run's — and a fork or a recovery from a later step
-builds its conversation without the steer.  Found by tests/unit/sessions/test_session_programs.py; not fixed here:
-the fix records the steers a boundary took with the step (``agentactors/loop/tape.py``, the journals' step rows)
-and hands them back to the replayed run's boundary (``agentactors/loop/controller.py``, ``loop/live.py``: another
-helper's area).  Real files and threads: the real clock.
+step for it.  The steers a boundary took are committed with the next model response (in its step row's document),
+and a replayed, forked or recovered run takes them back at the same boundary — going on past an answer for them as
+the recorded run did.  Before, the journal kept no steer: a replay ended at step 1's answer, a fork from a later
+step built its conversation without the steer, a recovered turn dropped the steer and the call its step had started.
+SQLite and PostgreSQL; real files, threads and a server: the real clock.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from agentactors import Agent, Runtime, ToolCall, ToolContext, tool
-from agentactors.journal import SqliteJournal, fork, replay
-from agentactors.messages import LLMRequest
+from agentactors import Agent, InMemoryRecorder, JsonlRecorder, Runtime, ToolCall, ToolContext, tool
+from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal, fork, replay
+from agentactors.journal.codec import response_from_json
+from agentactors.messages import LLMRequest, Message
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.sessions import SqliteStore
 from tests.support.journals import sql
+from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
 
+def _journal(db: str) -> JournalStore:
+    return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
+
+
+_calling: anyio.Event | None = None  # set while a model call of the run being steered is under way
+
+
 async def _answers_what_it_read(request: LLMRequest) -> str:
+    if _calling is not None:
+        _calling.set()
     await anyio.sleep(0.05)  # slow enough for a steer to arrive during the call
     return "ok " + " / ".join(m.content for m in request.messages if m.role == "user")
 
 
 async def _steered(rt: Runtime, agent: Agent[Any]) -> Any:
     """A run steered during its first model call: it goes on one step for the steer."""
+    global _calling
     session = rt.session(agent, "k")
+    _calling = calling = anyio.Event()
     async with anyio.create_task_group() as tg:
 
         async def steer() -> None:
-            await anyio.sleep(0.01)
+            with anyio.fail_after(10):
+                await calling.wait()
             await session.steer("also this")
 
         tg.start_soon(steer)
-        result = await session.send("first")
+        try:
+            result = await session.send("first")
+        finally:
+            _calling = None
     assert result.content == "ok first / also this"
     return result
 
 
-@pytest.mark.xfail(strict=True, reason="the journal records no steers: a replay ends at step 1 (see the docstring)")
-async def test_a_replayed_steered_run_returns_the_recorded_answer(tmp_path: Path) -> None:
+async def test_a_replayed_steered_run_returns_the_recorded_answer(db: str) -> None:
     calls = 0
 
     async def model(request: LLMRequest) -> str:
@@ -56,30 +73,30 @@ async def test_a_replayed_steered_run_returns_the_recorded_answer(tmp_path: Path
         calls += 1
         return await _answers_what_it_read(request)
 
-    async with SqliteJournal(tmp_path / "runs.db") as journal, Runtime(journal=journal) as rt:
+    async with _journal(db) as journal, Runtime(journal=journal) as rt:
         agent = Agent(ScriptedProvider(model), name="clerk").bind(rt)
         result = await _steered(rt, agent)
         before = calls
-        again = await replay(journal, result.run_id or "")
+        seen = InMemoryRecorder()
+        again = await replay(journal, result.run_id or "", recorders=[seen])
         assert calls == before
         assert again.content == result.content and again.messages == result.messages
+        assert [e.data["text"] for e in seen.events if e.type == "run.steered"] == ["also this"]
 
 
-@pytest.mark.xfail(strict=True, reason="the journal records no steers: a fork after one loses it (see the docstring)")
-async def test_a_fork_after_a_steer_reads_the_steer(tmp_path: Path) -> None:
-    async with SqliteJournal(tmp_path / "runs.db") as journal, Runtime(journal=journal) as rt:
+async def test_a_fork_after_a_steer_reads_the_steer(db: str) -> None:
+    async with _journal(db) as journal, Runtime(journal=journal) as rt:
         agent = Agent(ScriptedProvider(_answers_what_it_read), name="clerk").bind(rt)
         result = await _steered(rt, agent)
         forked = await fork(journal, result.run_id or "", 2, runtime=rt)
         assert forked.content == result.content
 
 
-@pytest.mark.xfail(strict=True, reason="the journal records no steers: a recovery drops the steer and its step")
-async def test_a_recovered_steered_turn_keeps_the_steer_and_runs_its_cut_call_again(tmp_path: Path) -> None:
+async def test_a_recovered_steered_turn_keeps_the_steer_and_runs_its_cut_call_again(db: str, tmp_path: Path) -> None:
     """A turn steered during its first model call ("ship it too"), its second step's ``ship`` cut by a crash.  The
     recovered turn must read the steer again and run the cut call again (same key); it answers "ok first" instead,
     and the history it commits holds neither the steer nor the shipment that ran."""
-    runs, sessions = tmp_path / "runs.db", tmp_path / "sessions.db"
+    sessions = tmp_path / "sessions.db"
     shipped: list[str] = []
     crashing, hanging, called = True, anyio.Event(), anyio.Event()
 
@@ -105,7 +122,7 @@ async def test_a_recovered_steered_turn_keeps_the_steer_and_runs_its_cut_call_ag
     def clerk() -> Agent[Any]:
         return Agent(ScriptedProvider(model), tools=[ship], name="clerk")
 
-    async with SqliteJournal(runs) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
+    async with _journal(db) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
         session = rt.session(clerk().bind(rt), "k", store=store)
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.send, "first")
@@ -115,10 +132,10 @@ async def test_a_recovered_steered_turn_keeps_the_steer_and_runs_its_cut_call_ag
                 await hanging.wait()
             tg.cancel_scope.cancel()  # the process dies inside ``ship``
     # What SIGKILL leaves: the run's end never written, the dead process's lease free.
-    sql(str(runs), "UPDATE agentactors_runs SET status = 'running', ended = NULL, content = NULL, owner = NULL,"
+    sql(db, "UPDATE agentactors_runs SET status = 'running', ended = NULL, content = NULL, owner = NULL,"
                    " lease_until = NULL")
     crashing = False
-    async with SqliteJournal(runs) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
+    async with _journal(db) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
         agent = clerk().bind(rt)
         (recovered,) = await rt.recover(sessions=store)
         session = rt.session(agent, "k", store=store)
@@ -126,3 +143,82 @@ async def test_a_recovered_steered_turn_keeps_the_steer_and_runs_its_cut_call_ag
     assert len(shipped) == 2 and shipped[0] == shipped[1]  # the cut call again, with the same key
     assert recovered.content == "done: shipped"
     assert [m.content for m in session.history if m.role == "user"] == ["first", "ship it too"]
+
+
+async def test_a_steered_run_replays_and_forks_from_its_jsonl_record(tmp_path: Path) -> None:
+    """A JSONL record's ``run.steered`` events are the steers: a replay and a fork from the file read them too."""
+    path = tmp_path / "runs.jsonl"
+    with JsonlRecorder(path) as jsonl:
+        async with Runtime(recorders=[jsonl]) as rt:
+            agent = Agent(ScriptedProvider(_answers_what_it_read), name="clerk").bind(rt)
+            result = await _steered(rt, agent)
+    again = await replay(path, result.run_id or "")
+    assert again.content == result.content and again.messages == result.messages
+    async with Runtime() as rt:
+        agent = Agent(ScriptedProvider(_answers_what_it_read), name="clerk").bind(rt)
+        forked = await fork(path, result.run_id or "", 2, runtime=rt)
+    assert forked.content == result.content
+
+
+async def test_a_record_without_steers_reads_as_none_and_an_older_reader_ignores_them(db: str) -> None:
+    """The steers live in their step's response document (``"steers"``): no schema change.  A row written before
+    steers were kept (no key) reads as a step without steers; the response codec an older version reads a row with
+    (:func:`response_from_json`) skips the key — such a version replays the run as if unsteered."""
+    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+        agent = Agent(ScriptedProvider(_answers_what_it_read), name="clerk").bind(rt)
+        result = await _steered(rt, agent)
+        run_id = result.run_id or ""
+        recorded = await journal.load_run(run_id)
+    assert [s.steers for s in recorded.steps] == [(), (Message("user", "also this"),)]
+    ((doc,),) = sql(db, "SELECT response FROM agentactors_steps WHERE run_id = ? AND step = 2", run_id)
+    stored = json.loads(doc)
+    assert stored["steers"] and response_from_json(stored) == recorded.steps[1].response
+    del stored["steers"]
+    sql(db, "UPDATE agentactors_steps SET response = ? WHERE run_id = ? AND step = 2", json.dumps(stored), run_id)
+    async with _journal(db) as journal:
+        older = await journal.load_run(run_id)
+        assert [s.steers for s in older.steps] == [(), ()]
+        assert (await replay(journal, run_id)).content == "ok first"  # the old behaviour: no steer, step 1's answer
+
+
+async def test_a_steer_is_committed_with_the_response_that_read_it(db: str) -> None:
+    """A run steered before a tool step's call: the steer is in the row of the response that asked for the tool,
+    committed before the tool ran (one transaction), and a replay serves both."""
+    ran: list[str] = []
+
+    @tool
+    async def note(ctx: ToolContext) -> str:
+        """Note it."""
+        ran.append(ctx.idempotency_key)
+        return "noted"
+
+    async def model(request: LLMRequest) -> Any:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return f"done: {last.content}"
+        if last.content == "note it":
+            return [ToolCall("n1", "note", {})]
+        return await _answers_what_it_read(request)
+
+    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+        agent = Agent(ScriptedProvider(model), tools=[note], name="clerk").bind(rt)
+        session = rt.session(agent, "k")
+        global _calling
+        _calling = calling = anyio.Event()
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def steer() -> None:
+                    with anyio.fail_after(10):
+                        await calling.wait()
+                    await session.steer("note it")
+
+                tg.start_soon(steer)
+                result = await session.send("first")
+        finally:
+            _calling = None
+        assert result.content == "done: noted" and len(ran) == 1
+        recorded = await journal.load_run(result.run_id or "")
+        assert [s.steers for s in recorded.steps] == [(), (Message("user", "note it"),), ()]
+        again = await replay(journal, result.run_id or "")
+        assert again.content == result.content and again.messages == result.messages and len(ran) == 1
