@@ -1525,11 +1525,21 @@ class _Host:
 
     def start_worker(self, cell: Cell, failure: Failure | None) -> bool:
         rt = self._rt
-        if rt._closing or rt._tg is None:
-            return False  # (closing: the exit's halt rejects what stays queued)
+        if rt._closed or rt._tg is None:
+            return False  # (closed: the exit's halt rejects what stays queued)
         rt._running += 1
         try:
+            # While the exit closes the task group, workers still start as long as it takes them: a handler the
+            # exit cancelled may ask another actor from a shielded cleanup, and the exit waits for that handler —
+            # an ask left queued for the halt that comes after would hang it.
             rt._start_internal(work, cell, failure)
+        except RuntimeError:
+            rt._task_done()  # no worker to count
+            if rt._closing and rt._here() is rt._home:  # (not a caller on another event loop: refused as ever)
+                # The closing task group takes no new task (trio: "Nursery is closed to new arrivals"; every task of
+                # it has ended): what stays queued is rejected by the exit's halt, which comes next (ActorStopped).
+                return False
+            raise
         except BaseException:
             rt._task_done()  # refused (another event loop): no worker to count
             raise

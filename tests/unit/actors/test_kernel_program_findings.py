@@ -241,3 +241,38 @@ async def test_a_worker_that_finds_a_restart_under_way_leaves_the_start_to_it() 
     assert started == [1, 2], log
     assert not [entry for entry in log if "before on_start" in entry[0]], log
     assert sorted(started) == sorted(n for what, n in log if what == "stopped"), log
+
+
+class _Pong:
+    async def receive(self, message: Any) -> str:
+        return "pong"
+
+
+class _AsksInItsCleanup:
+    """A handler the exit cancels, which asks another actor from a shielded cleanup."""
+
+    def __init__(self, other: Any, out: list[str]) -> None:
+        self.other, self.out = other, out
+
+    async def receive(self, message: Any) -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    self.out.append(await self.other.ask("ping"))
+                except ActorStopped:
+                    self.out.append("stopped")
+
+
+async def test_a_shielded_ask_from_a_handler_the_exit_cancelled_is_served_and_the_exit_returns() -> None:
+    # The exit waits for the cancelled handler; its ask needs a worker of the other actor.  Refusing every worker
+    # while the exit closes left the ask queued for a halt that comes only after that wait: the exit never returned.
+    out: list[str] = []
+    with anyio.fail_after(60):
+        async with Runtime(drain_timeout=0.2) as rt:
+            other = rt.spawn(_Pong(), name="other", direct=False)
+            asker = rt.spawn(_AsksInItsCleanup(other, out), name="asker", direct=False)
+            await asker.tell("go")
+            await anyio.sleep(0.05)
+    assert out == ["pong"]
