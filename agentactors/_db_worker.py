@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
@@ -101,7 +102,8 @@ class Worker(Generic[C]):
         connection (so ``async with`` left by a cancellation closes its owner).  It waits for the call running on
         the connection (a statement cannot be interrupted) at most the bound; past it, it returns, and the
         connection is closed in the background as soon as that call returns — a thread of its own waits for it
-        (the statements' own bounds end them: ``busy_timeout``, PostgreSQL's timeouts).
+        (the statements' own bounds end them: ``busy_timeout``, PostgreSQL's timeouts).  Then a caller that was
+        cancelled gets its cancellation, here.
         """
         started = False
 
@@ -110,15 +112,17 @@ class Worker(Generic[C]):
             started = True
             self._close()
 
+        closed = False
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(CLOSE_TIMEOUT if bound is None else bound):
                 # Abandoned past the bound: a close that started (waiting for another event loop's call on the
                 # connection, or in the driver's close) finishes in its thread.
                 await anyio.to_thread.run_sync(close, limiter=self._token(), abandon_on_cancel=True)
-                return True
-        if not started:  # still queued behind this loop's running call: a thread of its own closes it after that
+                closed = True
+        if not closed and not started:  # queued behind this loop's running call: a thread of its own closes it then
             threading.Thread(target=self.close_blocking, name="agentactors-db-close", daemon=True).start()
-        return False
+        await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation, now that the close is done
+        return closed
 
     def close_blocking(self) -> None:
         """Close the connection from a thread of one's own, once the call running on it returned (it waits)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final, Self
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 import agentactors._db_worker as _db_worker
@@ -294,6 +295,7 @@ class SqlJournal(Tapes):
                 # it goes on: the renewer is closed once the keeper's thread ended, so no renewal reopens it).
                 await anyio.to_thread.run_sync(self._stop_renewing, abandon_on_cancel=True)
             await self._worker.close(max(0.0, deadline - anyio.current_time()))
+        await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation, now that both are closed
 
     def _stop_renewing(self) -> None:
         """Stop the lease keeper (waiting for a renewal in progress), then close the renewer's connection."""

@@ -57,9 +57,12 @@ async def test_a_close_already_cancelled_closes_all_the_same(db: str) -> None:
     journal = journal_at(db)
     await journal.park("k", "1")
     conn = journal._worker.conn
+    went_on = False
     with anyio.CancelScope() as scope:
         scope.cancel()
         await journal.aclose()
+        went_on = True  # a cancelled caller gets its cancellation once the close is done, not later
+    assert scope.cancelled_caught and not went_on
     assert journal._worker.conn is None and is_closed(conn)
     assert await journal.parked("k") == "1"  # and used again, it opens a new connection
 

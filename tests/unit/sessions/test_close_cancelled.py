@@ -101,3 +101,16 @@ async def test_a_close_past_its_bound_leaves_and_the_connection_closes_when_the_
                     await anyio.sleep_forever()
             assert time.monotonic() - started < 3.0  # the caller is not held for the whole statement
     assert await eventually(lambda: store._worker.conn is None and is_closed(conn), within=10)
+
+
+async def test_a_close_already_cancelled_closes_then_delivers_the_cancellation(db: str) -> None:
+    store = store_at(db)
+    await store.commit(SessionRecord("k"), expected_version=None)
+    conn = store._worker.conn
+    went_on = False
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await store.aclose()
+        went_on = True  # a cancelled caller gets its cancellation once the close is done, not later
+    assert scope.cancelled_caught and not went_on
+    assert store._worker.conn is None and is_closed(conn)
