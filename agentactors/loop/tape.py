@@ -377,6 +377,11 @@ class TapedProvider:
     def runtime(self) -> Any:
         return getattr(self.ref, "runtime", None)
 
+    @property
+    def actor(self) -> Any:
+        """The actor the reference asks (its ProviderActor: the provider named in the run's errors)."""
+        return getattr(self.ref, "actor", None)
+
     async def ask(self, message: Any) -> Any:
         kind = type(message)
         if kind is not Complete and kind is not Stream:
@@ -387,7 +392,10 @@ class TapedProvider:
             return response if kind is Complete else _RecordedStream(response)
         if kind is Complete:
             response = await self.ref.ask(message)
-            await tape.answered(response)
+            if type(response) is LLMResponse or isinstance(response, LLMResponse):
+                await tape.answered(response)
+            # (else a provider's broken contract — None, a str: not journaled; the step names it and the run ends
+            # failed, which is committed as its end)
             return response
         return _TappedStream(await self.ref.ask(message), tape)
 
@@ -499,6 +507,6 @@ class _TappedStream:
 
     async def __anext__(self) -> Any:
         event = await self._stream.__anext__()
-        if type(event) is StreamEnd:
+        if type(event) is StreamEnd and isinstance(event.response, LLMResponse):  # (else the step names it)
             await self._tape.answered(event.response)
         return event

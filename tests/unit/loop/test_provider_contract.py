@@ -392,3 +392,23 @@ async def test_a_context_manager_that_swallows_a_failure_does_not_hide_it(how: s
     assert isinstance(result.error, ProviderError)
     assert result.error.provider == "mine"
     assert result.content == ""
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_journaled_run_names_a_non_answer_and_journals_its_end(tmp_path: Any, streaming: bool) -> None:
+    # The tape journaled whatever came back: encoding None raised AttributeError out of Agent.run and the run stayed
+    # "running" in the journal (a recover() would run it again); and its error named "provider", not the provider.
+    import sqlite3
+    from contextlib import closing
+
+    from agentactors.journal import SqliteJournal
+    from agentactors.messages import StreamEnd, TextDelta
+
+    path = tmp_path / "j.db"
+    async with SqliteJournal(path) as journal, Runtime(journal=journal) as rt:
+        broken = Mine(answer=None, events=(TextDelta("x"), StreamEnd(None)))  # type: ignore[arg-type]
+        agent = Agent(broken, name="a").bind(rt)
+        result = await (agent.run("hi", on_token=lambda t: None) if streaming else agent.run("hi"))
+    assert isinstance(result.error, MalformedResponseError) and result.error.provider == "mine"
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT status FROM agentactors_runs").fetchall() == [("finished",)]
