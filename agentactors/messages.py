@@ -633,7 +633,9 @@ class Usage:
             and type(w) is int and 0 <= w <= _MAX_TOKEN_COUNT
             and type(t) is int and 0 <= t <= _MAX_TOKEN_COUNT
             and type(h) is int and 0 <= h <= _MAX_TOKEN_COUNT
-            and _counts(self.input_audio_tokens, self.cache_audio_read_tokens, self.output_audio_tokens)
+            and type(a := self.input_audio_tokens) is int and 0 <= a <= _MAX_TOKEN_COUNT
+            and type(c := self.cache_audio_read_tokens) is int and 0 <= c <= _MAX_TOKEN_COUNT
+            and type(u := self.output_audio_tokens) is int and 0 <= u <= _MAX_TOKEN_COUNT
         ):
             return
         for name in _USAGE_FIELDS:
@@ -682,13 +684,6 @@ _USAGE_FIELDS: Final = (
 )
 _UsageDraft = draft(Usage, " ".join(_USAGE_FIELDS))
 
-
-def _counts(*values: object) -> bool:
-    """Whether every one of ``values`` is already a token count (an ``int`` in range): nothing to normalise."""
-    for value in values:  # noqa: SIM110 - a loop, not all(<generator>): a generator is a frame per call
-        if type(value) is not int or not 0 <= value <= _MAX_TOKEN_COUNT:
-            return False
-    return True
 
 
 def _token_count(value: object) -> int:
