@@ -108,7 +108,7 @@ from .request import step_request
 from .result import RunResult
 from .seats import Seat, SeatResolver, filtered, handoff_calls, handoff_results
 from .state import NO_USAGE, LoopState
-from .streamed import generate_streamed
+from .streamed import generate_streamed, hosted_name
 from .tape import open_tape
 from .thinking import answer_of, strip_think
 
@@ -650,11 +650,11 @@ class LoopController:
         state, output = self._state, self._output
         state.cost.cut_short(request)
         if output is None or not output.degrade(exc):
-            return state.failed(exc, _provider_name(self._provider))
+            return state.failed(exc, hosted_name(self._provider))
         try:
             return await self._generate(step_request(state, output, self._native, self._run_settings, self._sink))
         except Exception as again:
-            return state.failed(again, _provider_name(self._provider))
+            return state.failed(again, hosted_name(self._provider))
 
     async def _odd_answer(self, response: object) -> RunResult[Any] | None:
         """The model call answered something that is neither an exact ``LLMResponse`` nor the step's result: an
@@ -664,7 +664,7 @@ class LoopController:
         deep inside the step."""
         if isinstance(response, LLMResponse):
             return await self._after_call(response)
-        name = _provider_name(self._provider)
+        name = hosted_name(self._provider)
         error = broken_contract("the model call's answer", response, "an LLMResponse", provider=name, model=None)
         return self._state.failed(error)
 
@@ -739,7 +739,7 @@ class LoopController:
         if answer_of(text) is not None or stop not in (StopReason.content_filter, StopReason.other):
             return _GO_ON
         reason = response.raw_stop_reason or stop.value
-        provider = response.provider or _provider_name(self._provider)
+        provider = response.provider or hosted_name(self._provider)
         if stop is StopReason.content_filter:
             return state.failed(
                 ProviderError(
@@ -1016,10 +1016,3 @@ class LoopController:
         if paused.output_step and self._output is not None:
             return await self._output.resume(state, paused.calls, ran, results)
         return self._after_tools(ran, results)
-
-
-def _provider_name(ref: Any) -> str:
-    """The ``name`` of the provider a ProviderActor reference hosts (``"provider"`` when it has none): what a
-    failure the provider raised as a plain exception is named after (``classify_exception``)."""
-    name = getattr(getattr(getattr(ref, "actor", None), "provider", None), "name", None)
-    return name if isinstance(name, str) and name else "provider"

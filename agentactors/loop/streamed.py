@@ -36,7 +36,7 @@ from ..providers.port import broken_contract
 from .json_transport import StreamFilter
 from .thinking import ThinkFilter
 
-__all__ = ["generate_streamed"]
+__all__ = ["generate_streamed", "hosted_name"]
 
 log = logging.getLogger("agentactors.loop")
 
@@ -118,7 +118,7 @@ async def generate_streamed(
         _deliver(tail, sink, on_text, partial)
     if response is _NO_END:
         raise MalformedResponseError(
-            "the stream ended without its final StreamEnd event", provider=_name(provider), model=request.model
+            "the stream ended without its final StreamEnd event", provider=hosted_name(provider), model=request.model
         )
     return response  # type: ignore[no-any-return]  # (a broken one: the step names its provider, .controller)
 
@@ -129,9 +129,10 @@ _NO_END: Final = object()  # no StreamEnd came
 _CALL_EVENTS: Final = (ToolCallStart, ToolCallDelta, ToolCallEnd)
 
 
-def _name(provider: Any) -> str:
-    """The name of the provider a ProviderActor reference hosts (``"provider"`` when it has none)."""
-    name = getattr(getattr(getattr(provider, "actor", None), "provider", None), "name", None)
+def hosted_name(ref: Any) -> str:
+    """The ``name`` of the provider a ProviderActor reference hosts (``"provider"`` when it has none): what a
+    failure the provider caused is named after (the step's, :mod:`.controller`, and the stream's)."""
+    name = getattr(getattr(getattr(ref, "actor", None), "provider", None), "name", None)
     return name if isinstance(name, str) and name else "provider"
 
 
@@ -139,7 +140,7 @@ def _not_an_event(provider: Any, request: LLMRequest, event: object) -> Malforme
     """A provider's stream yielded ``event``, which is no stream event (a ``str``, a vendor SDK's chunk): the run
     fails with the provider named, rather than the item being skipped (text it held would be lost unsaid)."""
     return broken_contract("an item of its stream", event, "a stream event (TextDelta ... StreamEnd)",
-                           provider=_name(provider), model=request.model)
+                           provider=hosted_name(provider), model=request.model)
 
 
 def _deliver(
