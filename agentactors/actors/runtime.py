@@ -416,7 +416,7 @@ class Runtime:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Runtime:
+    async def __aenter__(self) -> Self:
         """Enter the runtime in the calling task: its task group opens, and :meth:`current` is this runtime here.
 
         :raises RuntimeError: entered before (a runtime runs once).

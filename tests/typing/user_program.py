@@ -251,6 +251,20 @@ async def streaming_typed(agent: Agent[Triage]) -> Triage:
 # --- runtime, many runs, sessions, explain, errors -------------------------------------------------------
 
 
+class AppRuntime(Runtime):
+    """A runtime a service subclasses to carry its own helpers: ``async with`` hands back the subclass."""
+
+    def label(self) -> str:
+        return "app"
+
+
+async def subclassed_runtime() -> str:
+    async with AppRuntime() as app:
+        assert_type(app, AppRuntime)
+        label = app.label()
+    return label
+
+
 async def runtime_and_friends(chart_png: bytes) -> None:
     recorder = InMemoryRecorder()
     agent = Agent(ScriptedProvider(["ok"]), tools=[get_weather, charge], recorders=[recorder])
