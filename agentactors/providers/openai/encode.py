@@ -39,6 +39,11 @@ first (:mod:`agentactors.providers._constrained_schema`).
 Tool names are OpenAI's rule (``^[a-zA-Z0-9_-]{1,64}$``: no dots) on OpenAI's endpoint (and Azure's); a
 compatible server judges them itself, whatever model it serves.
 
+A call id over :data:`MAX_CALL_ID` (40) characters — a caller's history from another vendor or framework: the loop
+renames a model's own — is a 400 on OpenAI's endpoint and Azure's ("string too long"); it is sent as
+:class:`SentIds` makes it, in the call and in its result alike (on every server of this wire: the pairing is all a
+server reads in an id).  Decoded answers keep the ids the vendor sent.
+
 Errors: :class:`~agentactors.UnsupportedContentError` / :class:`~agentactors.UnsupportedSettingError` for
 what the model cannot take, :class:`~agentactors.providers.errors.UnsupportedToolNameError` for a tool name
 OpenAI refuses, ``ValueError`` for a strict response format's schema strict mode cannot carry,
@@ -47,8 +52,9 @@ OpenAI refuses, ``ValueError`` for a strict response format's schema strict mode
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...errors import UnsupportedSettingError
@@ -63,6 +69,8 @@ from .models import WIRE, audio_format, check_parts, check_sent, encode_settings
 
 __all__ = [
     "GEMINI_SKIP_SIGNATURE",
+    "MAX_CALL_ID",
+    "SentIds",
     "encode_message",
     "encode_messages",
     "encode_part",
@@ -70,6 +78,7 @@ __all__ = [
     "encode_response_format",
     "encode_tool_choice",
     "raw_tools",
+    "short_call_id",
     "strict_tool",
     "tool_parameters",
 ]
@@ -81,6 +90,67 @@ _OWNED = frozenset({"model", "messages", "stream"})
 #: What a call another Gemini model signed is sent with to Gemini 3 and later, in its signature's place (as its
 #: compatible endpoint takes one: ``extra_content.google.thought_signature``): Google's documented stand-in.
 GEMINI_SKIP_SIGNATURE = SKIP_SIGNATURE
+#: The longest call id Chat Completions takes (``messages[i].tool_calls[j].id``, ``tool_call_id``): OpenAI and Azure
+#: answer a longer one with a 400 ("string too long. Expected a string with maximum length 40").
+MAX_CALL_ID = 40
+_DIGEST = 12  # hex digits of an over-long id's digest in the id it is sent as
+
+
+class SentIds:
+    """The ids a conversation's calls and results go out with, on a wire that takes ``cap`` characters at most.
+
+    An id within the cap goes as it is (the common case: nothing is computed).  A longer one — a caller's history
+    from another vendor or framework, such as a 64-character id — goes as its head, ``_`` and a digest of the whole
+    id (``cap`` characters in all; :func:`short_call_id`): recognisably the same call's, the same in the call and in
+    its result, in this request and the next (the prompt cache holds), and never another id of the conversation
+    (that one keeps it; a digest salted with a count is tried next).  Called with an id, gives the id sent.
+    """
+
+    __slots__ = ("_cap", "_messages", "_table")
+
+    def __init__(self, messages: Sequence[Message], cap: int) -> None:
+        self._messages = messages
+        self._cap = cap
+        self._table: dict[str, str] | None = None  # over-long id -> the id sent, made at the first one met
+
+    def __call__(self, call_id: str) -> str:
+        if len(call_id) <= self._cap:
+            return call_id
+        table = self._table
+        if table is None:  # the rare path: the conversation holds an id the vendor refuses
+            table = self._table = _short_ids(self._messages, self._cap)
+        sent = table.get(call_id)
+        return sent if sent is not None else short_call_id(call_id, self._cap)
+
+
+def short_call_id(call_id: str, cap: int, salt: int = 0) -> str:
+    """``call_id`` cut to ``cap`` characters: its head, ``_`` and 12 hex digits of a digest of the whole id (and of
+    ``salt``, when not 0), so two ids that share their head stay two."""
+    whole = call_id if not salt else f"{call_id}#{salt}"
+    digest = hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
+    return f"{call_id[: cap - _DIGEST - 1]}_{digest}"
+
+
+def _short_ids(messages: Sequence[Message], cap: int) -> dict[str, str]:
+    """Each over-long call id of ``messages`` (calls and results), with the id it is sent as: an unused one."""
+    seen: dict[str, None] = {}  # every id, in the order met (a dict: the mapping is the same every time)
+    for m in messages:
+        for c in m.tool_calls:
+            seen[c.id] = None
+        if m.tool_call_id is not None:
+            seen[m.tool_call_id] = None
+    taken = {i for i in seen if len(i) <= cap}
+    table: dict[str, str] = {}
+    for call_id in seen:
+        if len(call_id) > cap:
+            salt = 0
+            sent = short_call_id(call_id, cap)
+            while sent in taken:
+                salt += 1
+                sent = short_call_id(call_id, cap, salt)
+            taken.add(sent)
+            table[call_id] = sent
+    return table
 
 
 def encode_request(
@@ -179,8 +249,12 @@ def encode_messages(
 
     Media in tool results follow the run of tool messages as one user message: a tool message
     takes text only, and nothing may come between an assistant's calls and their results.
-    ``replay_reasoning``, ``official``, ``model``, ``own_only``: see :func:`encode_message`.
+    ``replay_reasoning``, ``official``, ``model``, ``own_only``: see :func:`encode_message`.  A call id over
+    :data:`MAX_CALL_ID` characters is sent as :class:`SentIds` makes it.
     """
+    if not isinstance(messages, Sequence):
+        messages = tuple(messages)
+    ids = SentIds(messages, MAX_CALL_ID)
     out: list[dict[str, Any]] = []
     returned: list[dict[str, Any]] = []  # media of the tool results since the last non-tool message
     for m in messages:
@@ -188,11 +262,11 @@ def encode_messages(
             out.append({"role": "user", "content": returned})
             returned = []
         encoded = encode_message(m, replay_reasoning=replay_reasoning, official=official, model=model,
-                                 own_only=own_only)
+                                 own_only=own_only, ids=ids)
         if encoded is not None:
             out.append(encoded)
         if m.role == "tool" and m.media:
-            returned.append({"type": "text", "text": f"Media returned by tool call {m.tool_call_id}:"})
+            returned.append({"type": "text", "text": f"Media returned by tool call {ids(m.tool_call_id or '')}:"})
             returned.extend(encode_part(p) for p in m.media)
     if returned:
         out.append({"role": "user", "content": returned})
@@ -206,6 +280,7 @@ def encode_message(
     official: bool = False,
     model: str | None = None,
     own_only: bool = False,
+    ids: SentIds | None = None,
 ) -> dict[str, Any] | None:
     """One message on the wire, or ``None`` for an assistant message with neither text nor calls.
 
@@ -229,20 +304,27 @@ def encode_message(
     (Azure OpenAI, whose deployments are OpenAI's models): they are replayed only to the very name that answered
     with them (a gateway behind Azure's shape that does) — not when unstamped, nor to another name of the same
     model (OpenRouter's ``openai/o4-mini`` before a deployment named ``o4-mini``).
+
+    ``ids``: the ids the conversation's calls and results are sent with (:class:`SentIds`; one for this message alone
+    when not given): an id over :data:`MAX_CALL_ID` characters is a 400 on OpenAI's endpoint and Azure's.
     """
     extra = dict_or_empty((m.provider_data or {}).get(WIRE))
     if extra:
         extra = _replayed(extra, model, official, own_only=own_only)
     if m.role == "tool":
         # Media a tool returned travel in a user message after the results (see encode_messages).
-        msg: dict[str, Any] = {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+        call_id = m.tool_call_id
+        if call_id is not None and len(call_id) > MAX_CALL_ID:
+            call_id = (ids or SentIds((m,), MAX_CALL_ID))(call_id)
+        msg: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": m.content}
     elif m.role == "assistant":
         if not m.tool_calls and not m.content and "content" not in extra:
             # null content and no calls is a 400; an empty turn says nothing anyway.
             return None
         msg = {"role": "assistant", "content": m.content or None}
         if m.tool_calls:
-            msg["tool_calls"] = [_encode_call(c, official, model, own_only) for c in m.tool_calls]
+            sent = ids or SentIds((m,), MAX_CALL_ID)
+            msg["tool_calls"] = [_encode_call(c, official, model, own_only, sent) for c in m.tool_calls]
             if replay_reasoning:
                 msg["reasoning_content"] = m.reasoning
     elif m.media:
@@ -254,10 +336,11 @@ def encode_message(
 
 
 def _encode_call(
-    call: ToolCall, official: bool = False, model: str | None = None, own_only: bool = False
+    call: ToolCall, official: bool, model: str | None, own_only: bool, ids: SentIds
 ) -> dict[str, Any]:
+    call_id = call.id
     encoded: dict[str, Any] = {
-        "id": call.id,
+        "id": call_id if len(call_id) <= MAX_CALL_ID else ids(call_id),
         "type": "function",
         "function": {"name": call.name, "arguments": call.arguments_json},
     }

@@ -18,6 +18,10 @@ Pure functions, no I/O.  The mapping (``docs/wire.md``, "OpenAI Responses"):
   message without that stamp is replayed as before, and the stamp is never sent;
 * a tool message → ``function_call_output {call_id, output}``; media a tool returned go in ``output`` as
   content parts (this wire takes them there);
+* a call id over :data:`MAX_CALL_ID` (64) characters — a caller's history from another vendor or framework — is a 400
+  ("Invalid 'input[i].call_id': string too long"): it is sent as
+  :class:`~agentactors.providers.openai.encode.SentIds` makes it, in the ``function_call`` and its
+  ``function_call_output`` alike (decoded answers keep the ids the vendor sent);
 * tools → flat ``{"type": "function", "name", "description", "parameters", "strict"}`` (``strict`` sent
   always: the wire's default is ``true``); ``tool_choice`` → ``"auto" | "none" | "required"`` or
   ``{"type": "function", "name"}``;
@@ -46,11 +50,12 @@ from ...messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoic
 from ...parts import Document, Image, Part, Text
 from .._constrained_schema import openai_strict_schema
 from .._settings import OPENAI_TOOL_NAMES, bare_model, check_owned, check_tool_names
-from ..openai.encode import raw_tools, strict_tool, tool_parameters
+from ..openai.encode import SentIds, raw_tools, strict_tool, tool_parameters
 from .models import WIRE, check_max_output_tokens, check_parts, check_sent, encode_settings, reasons
 
 __all__ = [
     "CODEC_OPTIONS",
+    "MAX_CALL_ID",
     "encode_input",
     "encode_message",
     "encode_part",
@@ -64,6 +69,9 @@ CODEC_OPTIONS = frozenset({"strict_tools", "reasoning_summary"})
 # Body fields no vendor option may set or remove: the model, the conversation and the call's kind.
 _OWNED = frozenset({"model", "input", "stream"})
 _ENCRYPTED = "reasoning.encrypted_content"
+#: The longest ``call_id`` the Responses API takes (``input[i].call_id``): a longer one is a 400 ("string too long.
+#: Expected a string with maximum length 64").
+MAX_CALL_ID = 64
 
 
 def encode_request(
@@ -127,6 +135,8 @@ def encode_input(messages: Sequence[Message], *, model: str | None = None) -> tu
     """``(instructions, input items)``: the leading system messages become ``instructions``.
 
     ``model``: the model they go to (another model's reasoning items are not replayed: see :func:`encode_message`).
+    A call id over :data:`MAX_CALL_ID` characters is sent as :class:`~agentactors.providers.openai.encode.SentIds`
+    makes it.
     """
     lead: list[str] = []
     start = 0
@@ -136,24 +146,29 @@ def encode_input(messages: Sequence[Message], *, model: str | None = None) -> tu
         lead.append(m.content)
         start += 1
     items: list[dict[str, Any]] = []
+    ids = SentIds(messages, MAX_CALL_ID)
     for m in messages[start:]:
-        items.extend(encode_message(m, model=model))
+        items.extend(encode_message(m, model=model, ids=ids))
     return ("\n\n".join(lead) if lead else None), items
 
 
-def encode_message(m: Message, *, model: str | None = None) -> list[dict[str, Any]]:
+def encode_message(m: Message, *, model: str | None = None, ids: SentIds | None = None) -> list[dict[str, Any]]:
     """One message as input items (an assistant message may be several; an empty one is none).
 
     ``model``: the model it goes to; an assistant message stamped with another model
     (``provider_data[WIRE]["model"]``) is sent without its reasoning items (``None``: no model compared).
+    ``ids``: the ids the conversation's calls and results are sent with (one for this message alone when not given).
     """
     if m.role == "assistant":
-        return _assistant(m, model)
+        return _assistant(m, model, ids or SentIds((m,), MAX_CALL_ID))
     if m.role == "tool":
         output: Any = m.content
         if m.media:
             output = [encode_part(p) for p in m.parts]
-        return [{"type": "function_call_output", "call_id": m.tool_call_id, "output": output}]
+        call_id = m.tool_call_id
+        if call_id is not None and len(call_id) > MAX_CALL_ID:
+            call_id = (ids or SentIds((m,), MAX_CALL_ID))(call_id)
+        return [{"type": "function_call_output", "call_id": call_id, "output": output}]
     if m.media:
         return [{"role": m.role, "content": [encode_part(p) for p in m.parts]}]
     return [{"role": m.role, "content": m.content}]
@@ -177,11 +192,11 @@ def _skeleton(m: Message, model: str | None) -> list[dict[str, Any]] | None:
     return items
 
 
-def _assistant(m: Message, model: str | None) -> list[dict[str, Any]]:
+def _assistant(m: Message, model: str | None, ids: SentIds) -> list[dict[str, Any]]:
     items = _skeleton(m, model)
     if items is None:
         out = [_assistant_text(m.content, None, None)] if m.content else []
-        return out + [encode_call(c, with_id=False) for c in m.tool_calls]
+        return out + [encode_call(c, with_id=False, ids=ids) for c in m.tool_calls]
     with_ids = any(i.get("type") == "reasoning" for i in items)
     calls = {c.id: c for c in m.tool_calls}
     placed: set[str] = set()
@@ -198,8 +213,8 @@ def _assistant(m: Message, model: str | None) -> list[dict[str, Any]]:
             call = calls.get(str(item.get("call_id")))
             if call is not None and call.id not in placed:
                 placed.add(call.id)
-                out.append(encode_call(call, with_id=with_ids))
-    out.extend(encode_call(c, with_id=False) for c in m.tool_calls if c.id not in placed)
+                out.append(encode_call(call, with_id=with_ids, ids=ids))
+    out.extend(encode_call(c, with_id=False, ids=ids) for c in m.tool_calls if c.id not in placed)
     return out
 
 
@@ -220,11 +235,17 @@ def _assistant_text(text: str, item_id: Any, phase: Any) -> dict[str, Any]:
     return item
 
 
-def encode_call(call: ToolCall, *, with_id: bool) -> dict[str, Any]:
-    """A ``function_call`` input item; ``with_id``: with the item's ``fc_`` id (only beside its reasoning)."""
+def encode_call(call: ToolCall, *, with_id: bool, ids: SentIds | None = None) -> dict[str, Any]:
+    """A ``function_call`` input item; ``with_id``: with the item's ``fc_`` id (only beside its reasoning).
+
+    ``ids``: the ids the conversation's calls are sent with (an id over :data:`MAX_CALL_ID` characters is cut).
+    """
+    call_id = call.id
+    if len(call_id) > MAX_CALL_ID:
+        call_id = (ids or SentIds((), MAX_CALL_ID))(call_id)
     item: dict[str, Any] = {
         "type": "function_call",
-        "call_id": call.id,
+        "call_id": call_id,
         "name": call.name,
         "arguments": call.arguments_json,
     }
