@@ -199,7 +199,7 @@ def _error_fields(body: Any) -> tuple[str, list[str], str | None]:
         for key in ("code", "type", "status"):
             v = err.get(key)
             if isinstance(v, str) and v:
-                codes.append(v.lower())
+                codes.append(_field_code(v.lower(), err.get("param")))
         details = err.get("details")
         if isinstance(details, list):
             for d in details:
@@ -222,6 +222,26 @@ def _error_fields(body: Any) -> tuple[str, list[str], str | None]:
     elif isinstance(body.get("message"), str):
         message = body["message"]
     return message, codes, request_id
+
+
+#: The last name of a parameter that holds the conversation's own text: a string over its cap there is a
+#: conversation too long (``messages[3].content``, ``input[0].output``, ``instructions``).
+_TEXT_FIELDS = frozenset({"content", "text", "input", "instructions", "output", "arguments", "prompt", "messages"})
+
+
+def _field_code(code: str, param: object) -> str:
+    """``code``, but OpenAI's ``string_above_max_length`` on a parameter that is not the conversation's text (a
+    call id, ``user``, ``stop``, ``metadata``, ``prompt_cache_key``...) as the request's fault it is.
+
+    The code says only "a string over its cap": on a message's content it is a conversation too long for the
+    model (a context error: trimming or a larger model may help), on a call id or a ``user`` field it is the
+    request's own mistake — as a context error, a served client was told its conversation was too long and a
+    fallback on context errors moved on for nothing.  Without a ``param``, the context reading stays.
+    """
+    if code != "string_above_max_length" or not isinstance(param, str) or not param:
+        return code
+    last = param.rsplit(".", 1)[-1].split("[", 1)[0]
+    return code if last in _TEXT_FIELDS else "invalid_request_error"
 
 
 def _kind_from_codes(codes: Iterable[str], message: str) -> ErrorKind | None:

@@ -90,6 +90,37 @@ def test_context_and_content_policy_codes() -> None:
     assert policy.kind is ErrorKind.content_policy
 
 
+@pytest.mark.parametrize(
+    ("param", "kind"),
+    [
+        # The conversation's own text over its cap: too long for the model (trimming or a larger model may help).
+        ("messages[1].content", ErrorKind.context),
+        ("messages[0].content[1].text", ErrorKind.context),
+        ("input[2].output", ErrorKind.context),
+        ("instructions", ErrorKind.context),
+        (None, ErrorKind.context),  # no param: read as before
+        # Any other field over its cap is the request's own mistake: not a conversation too long.
+        ("messages[1].tool_calls[0].id", ErrorKind.request),
+        ("messages[2].tool_call_id", ErrorKind.request),
+        ("input[3].call_id", ErrorKind.request),
+        ("user", ErrorKind.request),
+        ("stop", ErrorKind.request),
+        ("metadata", ErrorKind.request),
+        ("prompt_cache_key", ErrorKind.request),
+    ],
+)
+def test_a_string_over_its_cap_is_a_context_error_only_in_the_conversations_text(
+    param: str | None, kind: ErrorKind
+) -> None:
+    """OpenAI's ``string_above_max_length`` names the field: on a call id or ``user`` it is no context overflow (a
+    served client was told its conversation was too long, a fallback on context errors moved on for nothing)."""
+    body = {"error": {"message": f"Invalid '{param}': string too long. Expected a string with maximum length 40, "
+                                 "but got a string with length 64 instead.",
+                      "type": "invalid_request_error", "param": param, "code": "string_above_max_length"}}
+    error = classify_http_error(400, {}, body, provider="openai")
+    assert error.kind is kind and not error.retryable
+
+
 def test_anthropic_and_gemini_bodies() -> None:
     overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
                   "request_id": "req_1"}
