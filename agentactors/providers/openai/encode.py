@@ -52,7 +52,6 @@ OpenAI refuses, ``ValueError`` for a strict response format's schema strict mode
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -126,6 +125,8 @@ class SentIds:
 def short_call_id(call_id: str, cap: int, salt: int = 0) -> str:
     """``call_id`` cut to ``cap`` characters: its head, ``_`` and 12 hex digits of a digest of the whole id (and of
     ``salt``, when not 0), so two ids that share their head stay two."""
+    import hashlib  # here, not at import: only a history holding an over-long id needs it (test_import_cost)
+
     whole = call_id if not salt else f"{call_id}#{salt}"
     digest = hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
     return f"{call_id[: cap - _DIGEST - 1]}_{digest}"
