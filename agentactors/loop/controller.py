@@ -512,12 +512,16 @@ class LoopController:
                         await frame.checkpoint()
                         live = self._live
                         if live is not None and (live.steers is not None or live.interrupted is not None):
-                            if live.interrupted is not None:
+                            tape = self._tape
+                            if tape is not None:  # journaled: recorded steps first, steers committed (.tape)
+                                if tape.boundary(live, state):
+                                    result = self._interrupted(live)
+                                    break
+                            elif live.interrupted is not None:
                                 result = self._interrupted(live)
                                 break
-                            steers = live.take_steers_into(state)
-                            if self._tape is not None and steers:  # journaled: committed with the next response
-                                self._tape.steered(steers)
+                            else:
+                                live.take_steers_into(state)
                         # One step, written out (a coroutine of its own would be a frame every run waiting on its
                         # model call holds: ~0.3 KB): its request, the model call awaited here, what follows.
                         request = self._open_step()
@@ -696,7 +700,9 @@ class LoopController:
         if stop not in _USUAL_STOPS and not calls and (odd := self._odd_stop(response, text)) is not _GO_ON:
             return odd
         if calls:
-            if self._live is not None and self._live.interrupted is not None:
+            if self._live is not None and self._live.interrupted is not None and (
+                self._tape is None or not self._tape.served_last  # a recorded response's calls: started before
+            ):
                 return self._interrupted(self._live)  # interrupted during the model call: its calls never start
             if output is not None and output.has_output_call(calls):
                 return await output.calls_step(state, self.execute, response, text, calls)

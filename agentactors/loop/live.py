@@ -492,12 +492,20 @@ class RunActor:
 
     # -- what the loop reads at its boundaries --------------------------------------------------------
 
-    def take_steers_into(self, state: LoopState) -> list[Message] | None:
+    def take_steers_into(self, state: LoopState, count: int | None = None) -> list[Message] | None:
         """The steers received since the last boundary, in order, into the conversation (each taken once).
+
+        ``count``: take only the first ``count`` of them, the others wait for a later boundary — a journaled run
+        serving its recorded steps takes there only the steers its recording handed back (the first ones:
+        :meth:`~agentactors.loop.tape.Tape.boundary`); ``None``: all of them.
 
         :returns: the steers taken (what a journaled run commits with its next model response), or ``None``.
         """
-        steers, self.steers = self.steers, None
+        steers = self.steers
+        if count is not None and steers is not None and count < len(steers):
+            steers, self.steers = steers[:count], steers[count:]
+        else:
+            self.steers = None
         if not steers:
             return None
         sink = state.sink

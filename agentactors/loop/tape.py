@@ -14,7 +14,11 @@ actors, as the references the controller asks (:meth:`Tape.seat`):
   one model call again, never a side effect);
 * the steers a run takes at a boundary go with the next live model response's commit, and a recording's steers
   are handed back to the run's inbox (its :class:`~agentactors.loop.live.RunActor`) before the boundary they
-  were taken at: a replayed, forked or recovered run reads them there, and goes on past an answer for them.
+  were taken at: a replayed, forked or recovered run reads them there, and goes on past an answer for them;
+* a live steer or interrupt that reaches the run while it serves its recorded steps (a recovered run steered
+  through ``rt.run_ref``) is about now, not the recorded past: it waits for the first live boundary
+  (:meth:`Tape.boundary`), so the steer is committed with the first live response — as in a fresh run — and
+  the recorded steps, work done, are the run's whole before an interrupt ends it.
 
 The loop knows nothing of storage: a journal is any object with :meth:`Journal.open_run`.  A run nobody
 journals pays one attribute read (``runtime.journal``) when its controller is made.
@@ -142,13 +146,14 @@ class Tape:
         first), or ``None``: handed to the run's inbox (:meth:`attach`) once the call before that one was served,
         so the run takes them at the same boundary — and goes on past an answer for them — as it did.
 
-    Steers: a live run's steers taken at a boundary (:meth:`steered`) are committed with the next live model
+    Steers: a live run's steers taken at a boundary (:meth:`boundary`) are committed with the next live model
     response, in its transaction; a crash before it loses them with that step, which is asked again without them.
+    One arriving while recorded steps are served waits for the first live boundary (:meth:`boundary`).
     """
 
     __slots__ = (
-        "_inbox", "_label", "_pending", "_responses", "_results", "_steered", "_steers", "_step", "calls", "failure",
-        "guard", "run_id", "writer",
+        "_handed", "_inbox", "_label", "_pending", "_responses", "_results", "_steered", "_steers", "_step", "calls",
+        "failure", "guard", "run_id", "writer",
     )
 
     def __init__(
@@ -165,6 +170,7 @@ class Tape:
         self.run_id = run_id
         self._steers = {n: tuple(m) for n, m in steers.items() if m} if steers else None
         self._inbox: Any = None  # the run's RunActor, once attached (a run with recorded steers only)
+        self._handed = 0  # recorded steers handed to the inbox and not taken yet: the first ones there
         self._steered: dict[int, tuple[Message, ...]] | None = None  # live steers by the call they precede
         self._responses = tuple(responses)
         self.guard = guard
@@ -185,6 +191,12 @@ class Tape:
         """The recorded steers by the model call they were taken before, or ``None`` (the run recorded none)."""
         return self._steers
 
+    @property
+    def served_last(self) -> bool:
+        """Whether the run's last model response was served from the recording: its tool calls started before (the
+        recording committed them first), so an interrupt does not keep them from running (:meth:`boundary`)."""
+        return 0 < self.calls <= len(self._responses)
+
     def attach(self, inbox: Any) -> None:
         """The run's :class:`~agentactors.loop.live.RunActor` (a run with recorded :attr:`steers`): the steers
         recorded before its first model call go to its inbox now, the others as the call before theirs is served."""
@@ -197,16 +209,33 @@ class Tape:
         inbox = self._inbox
         if steers and inbox is not None:
             inbox.steers = [*steers, *(inbox.steers or ())]
+            self._handed += len(steers)
 
-    def steered(self, steers: Sequence[Message]) -> None:
-        """Steers the run took at the boundary before its next model call: committed with that call's response
-        when it is a live one (a recorded call's were recorded with it, and handed back by :meth:`attach`)."""
+    def boundary(self, inbox: Any, state: Any) -> bool:
+        """A boundary of the run whose inbox (its :class:`~agentactors.loop.live.RunActor`) holds steers or an
+        interrupt: take them into ``state``; ``True`` when an interrupt ends the run here.
+
+        Before a recorded model call only the steers the recording handed back for it are taken (they were
+        recorded with it): a live steer or interrupt waits in the inbox for the first live boundary.  Taken
+        among recorded steps, a steer would sit where the recorded responses never read it and be journaled
+        nowhere — a second recovery, a replay and a fork would run without it; an interrupt would end the run
+        with recorded steps (and a call a crash cut, never run again) past its end.  Before a live call the
+        inbox is read as in any run (an interrupt first), and the steers are committed with that call's response.
+        """
+        handed, self._handed = self._handed, 0
         number = self.calls + 1
-        if number <= len(self._responses) or not steers:
-            return
-        if self._steered is None:
-            self._steered = {}
-        self._steered[number] = (*self._steered.get(number, ()), *steers)
+        if number <= len(self._responses):
+            if handed:
+                inbox.take_steers_into(state, handed)
+            return False
+        if inbox.interrupted is not None:
+            return True
+        steers = inbox.take_steers_into(state)
+        if steers:
+            if self._steered is None:
+                self._steered = {}
+            self._steered[number] = (*self._steered.get(number, ()), *steers)
+        return False
 
     def seat(self, provider: Any, tools: Any) -> tuple[TapedProvider, TapedTools]:
         """The references the run asks instead of its seat's ``provider`` and ``tools`` (``None``: no tools)."""
