@@ -35,9 +35,9 @@ from typing import Any
 import anyio
 
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
-from ..messages import LLMRequest, StreamEnd, StreamEvent, TextDelta, Usage
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
 from ..pricing import CutShort, add_cut_short, cut_short_of, is_batch, note_cut_short
-from ..providers.port import interrupted, not_a_context_manager
+from ..providers.port import interrupted, not_a_context_manager, not_an_iterator
 from ._estimate import estimated_cut_short
 from ._vendor import vendor_of
 from .scheduling import Scheduler
@@ -65,10 +65,9 @@ class Tally:
         if isinstance(event, TextDelta):
             self.texts.append(event.text)
         elif isinstance(event, StreamEnd):
-            try:
-                self.usage = event.response.usage
-            except AttributeError:  # a custom provider's StreamEnd without an LLMResponse: the loop names it
-                self.usage = Usage()
+            response = event.response
+            # (a custom provider's StreamEnd without an LLMResponse: no usage to settle; the run's step names it)
+            self.usage = response.usage if isinstance(response, LLMResponse) else Usage()
 
     def failure(self, exc: Exception, provider: str, request: LLMRequest) -> Exception:
         """What the reader is told of ``exc``: after the first event, a ``StreamInterruptedError`` in any case.
@@ -94,7 +93,9 @@ def note_unread_end(request: LLMRequest, end: StreamEnd) -> None:
     not an estimate), with the calls cut short it carried (:func:`~agentactors.pricing.cut_short_of`).  Added to what
     was noted against ``request`` (:func:`~agentactors.pricing.add_cut_short`): a layer inside notes nothing for a
     stream that reached its end."""
-    response = end.response
+    response: object = end.response
+    if not isinstance(response, LLMResponse):  # (a broken provider's end: no usage to charge by; nobody reads it)
+        return
     usage = response.usage
     add_cut_short(request, (
         CutShort(response.provider, response.model or request.model, usage.input_tokens, usage.output_tokens,
@@ -182,8 +183,11 @@ class PulledStream:
                 raise left from None
             raise error from None
         except BaseException as exc:
-            left = await self._leave(exc)
-            cause = exc if left is None else left
+            # The first read: its context manager's value may be no async iterator (named, the block left with it).
+            broken = not_an_iterator(events, exc, provider=self._name, model=self._request.model) \
+                if not tally.sent else None
+            left = await self._leave(exc if broken is None else broken)
+            cause = (exc if broken is None else broken) if left is None else left
             if not isinstance(cause, Exception):  # a cancellation (or an interrupt), the read's or its block's own
                 self._finish(None, False)
                 self._cut_short(tally)

@@ -106,6 +106,7 @@ __all__ = [
     "name_of",
     "native_tools_for",
     "not_a_context_manager",
+    "not_an_iterator",
     "resolve_model",
     "response_format_for",
     "response_format_refusal",
@@ -714,12 +715,41 @@ def not_a_context_manager(
     )
 
 
+def not_an_iterator(
+    value: object, exc: BaseException, *, provider: str, model: str | None
+) -> MalformedResponseError | None:
+    """The error of a ``stream()`` whose context manager's value (what ``__aenter__`` returned) is ``value``, no async
+    iterator (a list, ``None``, a sync generator), when ``exc`` is what reading its first event raised (the
+    ``AttributeError`` or ``TypeError`` of ``value.__anext__()``); else ``None``.
+
+    Asked where reading a provider's first event failed (the rare path: a stream that keeps the contract pays
+    nothing), so the provider is named rather than Python's "has no attribute '__anext__'" classified as a request
+    error (not counted by a breaker, not moved on from by a fallback chain).  A generator or coroutine ``value`` is
+    closed, never started.
+    """
+    if not isinstance(exc, AttributeError | TypeError) or hasattr(value, "__anext__"):
+        return None
+    if inspect.iscoroutine(value) or inspect.isgenerator(value):
+        value.close()
+    return broken_contract(
+        "the value of stream()'s context manager", value, "an async iterator of stream events",
+        provider=provider, model=model,
+    )
+
+
 def stream_from_complete(provider: LLMProvider | Any, request: LLMRequest) -> StreamContext:
-    """Adapt a provider without streaming: its ``complete()`` becomes a one-response stream."""
+    """Adapt a provider without streaming: its ``complete()`` becomes a one-response stream.
+
+    :raises MalformedResponseError: ``complete()`` answered something that is no ``LLMResponse`` (the provider named,
+        before the first event).
+    """
 
     @asynccontextmanager
     async def _cm() -> AsyncIterator[AsyncIterator[StreamEvent]]:
         response = await provider.complete(request)
+        if type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+            raise broken_contract("the answer of complete()", response, "an LLMResponse",
+                                  provider=name_of(provider), model=request.model)
 
         async def _gen() -> AsyncIterator[StreamEvent]:
             for event in events_for_response(response):

@@ -28,7 +28,7 @@ import agentactors.resilience._gate as _gate
 from ..errors import CircuitOpenError, ErrorKind, ProviderError
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEvent
-from ..providers.port import LLMProvider, StreamContext
+from ..providers.port import LLMProvider, StreamContext, broken_contract, name_of
 from ._checks import check_callable, check_flag
 from ._circuit import BreakerPolicy, Circuit, CircuitState, CircuitStats, Outcome, Permit
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
@@ -277,7 +277,13 @@ class CircuitBreakerProvider(ProviderDecorator):
         """
         model = model_of(self._inner, request)
         ticket = self._admit(model)
-        response: LLMResponse = await self._send(ticket, model, lambda: self._inner.complete(request))
+        response: object = await self._send(ticket, model, lambda: self._inner.complete(request))
+        if type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+            # A non-answer (a custom provider's None, str, dict) is the member's failure, counted, not a success.
+            broken = broken_contract("the answer of complete()", response, "an LLMResponse",
+                                     provider=name_of(self._inner), model=model)
+            self._settle(ticket, broken)
+            raise broken
         self._settle(ticket, None)
         return response
 

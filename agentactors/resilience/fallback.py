@@ -327,9 +327,15 @@ class FallbackProvider(MultiProvider):
             raise
 
         def name_server(event: StreamEvent) -> StreamEvent:
-            if isinstance(event, StreamEnd) and (abandoned or not event.response.provider):
-                # (the members abandoned before this one, billed: they ride on its end, as on an answer)
-                return StreamEnd(with_cut_short(self._served(event.response, step), abandoned))
+            if isinstance(event, StreamEnd):
+                response: object = event.response
+                if type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+                    # No answer to name or carry: relayed as it is, for the run's step to name (what was to ride on
+                    # it is charged as for a stream without its end: streams.Carried).
+                    return event
+                if abandoned or not response.provider:
+                    # (the members abandoned before this one, billed: they ride on its end, as on an answer)
+                    return StreamEnd(with_cut_short(self._served(response, step), abandoned))
             return event
 
         if not abandoned and not step.index:  # the common case: the primary serves, nothing to carry

@@ -70,9 +70,11 @@ from ..providers.port import (
     LLMProvider,
     StreamAccumulator,
     StreamContext,
+    broken_contract,
     default_model_of,
     forced_tool_choice_for,
     not_a_context_manager,
+    not_an_iterator,
     response_format_for,
 )
 from ._checks import check_callable, check_provider
@@ -269,6 +271,8 @@ class HedgeProvider(ProviderDecorator):
                 raise
             finally:
                 hand_on(sent, request)
+            if type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+                raise _no_answer(response, self._inner, model_of(self._inner, request))
             self._took(self._clock() - started)
             return response
         # The first copy runs in the caller's task (most calls answer before ``after``: they pay for one timer
@@ -282,7 +286,7 @@ class HedgeProvider(ProviderDecorator):
             with abandoned_attempts() as race.abandoned:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._hedge_later, race, call, request, delay)
-                    await race.run(primary, lambda _: self._inner.complete(sent))
+                    await race.run(primary, lambda _: _answer(self._inner, sent, primary.model))
                     await race.done.wait()
                     tg.cancel_scope.cancel()  # the timer, or the losing copy: its request closed before returning
             answered: LLMResponse = self._settled(race, request)
@@ -308,7 +312,7 @@ class HedgeProvider(ProviderDecorator):
         attempt = race.add("hedge", target, model)
         attempt.request, attempt.admission = sub, admission  # (released when the copy ends: _Race.run)
         emit("hedge.sent", member=name_of(target), model=model, after=delay)
-        await race.run(attempt, lambda _: target.complete(sub))
+        await race.run(attempt, lambda _: _answer(target, sub, model))
 
     def _settled(self, race: _Race[Any], request: LLMRequest) -> Any:
         """The race's winner (its latency taken, ``hedge.won`` said when a hedge ran), or its error raised."""
@@ -643,6 +647,11 @@ class _Opened:
                         raise MalformedResponseError(
                             "the stream ended before its first event", provider=name_of(me.provider), model=me.model
                         ) from None
+                    except Exception as exc:  # (its value no async iterator: the member named, its block left so)
+                        broken = not_an_iterator(events, exc, provider=name_of(me.provider), model=me.model)
+                        if broken is None:
+                            raise
+                        raise broken from None
                     me.value = _Opened(first, receive.clone(), me.provider, me.model)
                     won = race.claim(me)
                     if not won:
@@ -674,14 +683,36 @@ class _Opened:
                     raise cut_short(item.error, provider=self.provider, model=self.model, partial_text=acc.text)
                 acc.add(item)
                 if isinstance(item, StreamEnd):
-                    self.ended = True
-                    lost = losers()
-                    if lost:
-                        item = StreamEnd(with_cut_short(item.response, lost))
+                    answer: object = item.response
+                    if not isinstance(answer, LLMResponse):
+                        # No answer to carry the losers: relayed as it is, for the run's step to name; the stream is
+                        # over without its end, and the losers are charged as for one (HedgeProvider._stream).
+                        self.over = True
+                    else:
+                        self.ended = True
+                        lost = losers()
+                        if lost:
+                            item = StreamEnd(with_cut_short(answer, lost))
                 else:
                     self._pieces.append(_text_of(item))
                 yield item
             self.over = True  # (reached only when the winner's task ended the stream: it was not left alive)
+
+
+async def _answer(provider: Any, request: LLMRequest, model: str | None) -> LLMResponse:
+    """A copy's ``complete()`` in a race: a non-answer (a custom provider's ``None``, ``str``, ``dict``) is the copy's
+    failure (:func:`_no_answer`), never the race's winner."""
+    response = await provider.complete(request)
+    if type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+        raise _no_answer(response, provider, model)
+    return response
+
+
+def _no_answer(response: object, provider: Any, model: str | None) -> MalformedResponseError:
+    """The error of a member whose ``complete()`` answered ``response``, no ``LLMResponse``: transient (a breaker
+    counts it, a fallback moves on), not retryable."""
+    return broken_contract("the answer of complete()", response, "an LLMResponse", provider=name_of(provider),
+                           model=model)
 
 
 def _text_of(event: StreamEvent) -> str:

@@ -42,7 +42,7 @@ from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
 from ..pricing import with_cut_short
 from ..providers.http.ratelimits import RateLimitState
-from ..providers.port import LLMProvider, StreamContext, default_model_of, forced_tool_choice_for
+from ..providers.port import LLMProvider, StreamContext, broken_contract, default_model_of, forced_tool_choice_for
 from ._checks import check_callable
 from ._circuit import CircuitState
 from ._numbers import is_number
@@ -273,6 +273,10 @@ class PoolProvider(MultiProvider):
             self.in_flight[member.index] += 1
             try:
                 result = await call(member.provider, sub)
+                if call is _complete and type(result) is not LLMResponse and not isinstance(result, LLMResponse):
+                    # A non-answer (a custom provider's None, str, dict) is the member's failure: moved on from.
+                    raise broken_contract("the answer of complete()", result, "an LLMResponse",
+                                          provider=member.name, model=model)
             except Exception as exc:
                 error = as_provider_error(exc, member.provider, model)
             except BaseException:
@@ -346,8 +350,11 @@ class PoolProvider(MultiProvider):
                 return
 
             def carry(event: StreamEvent) -> StreamEvent:
-                # (the members abandoned before this one, billed: they ride on its end, as on an answer)
-                return StreamEnd(with_cut_short(event.response, abandoned)) if isinstance(event, StreamEnd) else event
+                # (the members abandoned before this one, billed: they ride on its end, as on an answer — not on an
+                # end without one, relayed as it is for the run's step to name: streams.Carried charges them)
+                if isinstance(event, StreamEnd) and isinstance(event.response, LLMResponse):
+                    return StreamEnd(with_cut_short(event.response, abandoned))
+                return event
 
             # As with_fallback's: the attempts abandoned before this member ride on its end, and are charged all the
             # same when it never gets there; a member's call left alive is charged as that member's.

@@ -27,7 +27,7 @@ from ..gateway import ticket as run_ticket
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short, with_cut_short
-from ..providers.port import LLMProvider, StreamContext
+from ..providers.port import LLMProvider, StreamContext, broken_contract, name_of
 from ._checks import check_callable, check_predicate
 from ._numbers import is_number, whole
 from .decorator import Clock, ProviderDecorator, as_provider_error, default_clock, model_of
@@ -126,6 +126,12 @@ class RetryingProvider(ProviderDecorator):
         try:
             with collecting as abandoned:
                 response = await self._attempts(self._inner.complete, request, abandoned, flight)
+                if abandoned and type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+                    # A non-answer cannot carry the attempts abandoned before it (with_cut_short): the member's
+                    # failure, named, not retried; they are noted as for a call that failed.  (Without them, it is
+                    # handed on as it is: the layer around, or the run's step, names it.)
+                    raise broken_contract("the answer of complete()", response, "an LLMResponse",
+                                          provider=name_of(self._inner), model=model_of(self._inner, request))
         except BaseException as exc:
             if collecting.ledger:  # (nearly always empty: one test of a list)
                 self._note(request, flight, collecting.ledger, exc, "", sending=flight.sending)

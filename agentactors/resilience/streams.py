@@ -22,13 +22,14 @@ import attrs
 
 from .._scrub import scrub_chain
 from ..errors import MalformedResponseError, StreamInterruptedError
-from ..messages import LLMRequest, StreamEnd, StreamEvent
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
 from ..pricing import CutShort, with_cut_short
 from ..providers.port import (
     StreamAccumulator,
     StreamContext,
     interrupted,
     not_a_context_manager,
+    not_an_iterator,
     stream_from_complete,
     streaming_for,
 )
@@ -78,7 +79,14 @@ async def open_stream(open_cm: Callable[[], StreamContext], *, provider: str, mo
     try:
         cm = open_cm()
         events = await stack.enter_async_context(cm)
-        first = await events.__anext__()
+        try:
+            first = await events.__anext__()
+        except (AttributeError, TypeError) as exc:
+            # Its value is no async iterator (a list, None): the member named — its block left with that error below.
+            broken = not_an_iterator(events, exc, provider=provider, model=model)
+            if broken is None:
+                raise
+            raise broken from None
     except StopAsyncIteration:
         await stack.aclose()
         raise MalformedResponseError("the stream ended before its first event", provider=provider, model=model)
@@ -173,8 +181,12 @@ class Carried:
         try:
             async for event in self.inner:
                 if isinstance(event, StreamEnd):
-                    self.ended = self.over = True
-                    if self.abandoned:
+                    self.over = True
+                    # An end without an answer (a custom provider's None, str) is relayed as it is, for the run's step
+                    # to name; it carries nothing, and counts as no end: what was to ride on it is charged as for a
+                    # stream that ended without its StreamEnd.
+                    self.ended = isinstance(event.response, LLMResponse)
+                    if self.abandoned and self.ended:
                         event = StreamEnd(with_cut_short(event.response, self.abandoned))
                         self.abandoned = []  # on the answer now: not noted again
                 else:

@@ -29,7 +29,14 @@ from ..errors import MalformedResponseError, ProviderError, ProviderTimeout
 from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short
-from ..providers.port import LLMProvider, StreamAccumulator, StreamContext, interrupted, not_a_context_manager
+from ..providers.port import (
+    LLMProvider,
+    StreamAccumulator,
+    StreamContext,
+    interrupted,
+    not_a_context_manager,
+    not_an_iterator,
+)
 from ._numbers import seconds_or_none
 from .decorator import ProviderDecorator, as_provider_error, model_of, name_of
 from .streams import Carried, OpenedStream, cut_short, stream_of
@@ -379,8 +386,10 @@ class _StreamGuard:
                 if not acc.events_seen:
                     if isinstance(exc, ProviderError):
                         raise
-                    # A foreign exception before the first event is classified, as every decorator raises it.
-                    error = as_provider_error(exc, self.owner.inner, model)
+                    # A foreign exception before the first event is classified, as every decorator raises it; the
+                    # AttributeError of a context manager's value that is no async iterator names the member.
+                    error = not_an_iterator(inner, exc, provider=name_of(self.owner.inner), model=model) or \
+                        as_provider_error(exc, self.owner.inner, model)
                 else:
                     error = cut_short(exc, provider=self.owner.inner, model=model, partial_text=acc.text)
             if error is not None:  # raised here: in the except block, exc would be its __context__
