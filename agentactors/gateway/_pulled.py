@@ -37,7 +37,7 @@ import anyio
 from ..errors import ErrorKind, MalformedResponseError, ProviderError
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta, Usage
 from ..pricing import CutShort, add_cut_short, cut_short_of, is_batch, note_cut_short
-from ..providers.port import interrupted, not_a_context_manager, not_an_iterator
+from ..providers.port import UNOPENED, interrupted, not_a_context_manager, not_an_iterator
 from ._estimate import estimated_cut_short
 from ._vendor import vendor_of
 from .scheduling import Scheduler
@@ -221,7 +221,7 @@ class PulledStream:
 
     async def _open(self) -> tuple[AsyncIterator[StreamEvent], Tally]:
         """Open the provider's stream (the request goes out here).  A failure to open is raised as it is."""
-        opened: Any = None
+        opened: Any = UNOPENED
         try:
             opened = self._provider.stream(self._request)
             events = await opened.__aenter__()

@@ -92,7 +92,7 @@ from ..actors.runtime import Runtime
 from ..errors import ActorStopped, ProviderError, redact
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, Usage
 from ..pricing import note_cut_short
-from ..providers.port import check_provider, name_of
+from ..providers.port import UNOPENED, check_provider, name_of, not_a_context_manager, not_an_iterator
 from ._estimate import estimate_tokens, estimated_cut_short
 from ._pulled import PulledStream, Tally, note_unread_end, refund_if_unsent
 from ._vendor import vendor_of
@@ -706,8 +706,11 @@ class ProviderActor:
         """
         tally = Tally()
         left = False
+        opened: Any = UNOPENED
+        events: Any = UNOPENED
         try:
-            async with self._call.stream(request) as events:
+            opened = self._call.stream(request)
+            async with opened as events:
                 try:
                     async for event in events:
                         tally.seen(event)
@@ -740,6 +743,12 @@ class ProviderActor:
                         with anyio.CancelScope(shield=True):
                             await aclose()
         except Exception as exc:
+            if not tally.sent:  # a provider that broke the contract before its first event: named (the rare path)
+                model = request.model
+                broken = not_a_context_manager(opened, exc, provider=self._name, model=model) if events is UNOPENED \
+                    else not_an_iterator(events, exc, provider=self._name, model=model)
+                if broken is not None:
+                    return _Failure(broken), None
             return _Failure(tally.failure(exc, self._name, request)), None
         except BaseException as exc:
             if tally.usage is None and isinstance(exc, anyio.get_cancelled_exc_class()):

@@ -105,6 +105,7 @@ __all__ = [
     "forced_tool_choice_refusal",
     "name_of",
     "native_tools_for",
+    "UNOPENED",
     "not_a_context_manager",
     "not_an_iterator",
     "resolve_model",
@@ -692,6 +693,11 @@ def broken_contract(
     )
 
 
+#: What a caller of :func:`not_a_context_manager` holds before ``stream()`` returned (``None`` is a value it may
+#: return: a ``def stream`` that forgot its ``return``).
+UNOPENED: Final[object] = object()
+
+
 def not_a_context_manager(
     value: object, exc: BaseException, *, provider: str, model: str | None
 ) -> MalformedResponseError | None:
@@ -703,7 +709,7 @@ def not_a_context_manager(
     warns "never awaited" nor stays half open, and the provider is named, rather than Python's "does not support
     the asynchronous context manager protocol" classified as a request error.
     """
-    if not isinstance(exc, Exception) or value is None or hasattr(value, "__aenter__"):
+    if not isinstance(exc, Exception) or value is UNOPENED or hasattr(value, "__aenter__"):
         return None
     if inspect.iscoroutine(value):
         value.close()

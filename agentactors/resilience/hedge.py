@@ -67,6 +67,7 @@ from ..gateway.provider import ExtraAdmission, estimated_cut_short, extra_admitt
 from ..messages import LLMRequest, LLMResponse, ReasoningDelta, StreamEnd, StreamEvent, TextDelta
 from ..pricing import CUT_SHORT, CutShort, add_cut_short, cut_short_of, pop_cut_short, with_cut_short
 from ..providers.port import (
+    UNOPENED,
     LLMProvider,
     StreamAccumulator,
     StreamContext,
@@ -636,7 +637,7 @@ class _Opened:
         """
         send, receive = anyio.create_memory_object_stream[Any](0)
         won = False
-        inner: object = None
+        inner: object = UNOPENED
         with send, receive:
             try:
                 inner = stream_of(me.provider, request)

@@ -25,6 +25,7 @@ from ..errors import MalformedResponseError, StreamInterruptedError
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
 from ..pricing import CutShort, with_cut_short
 from ..providers.port import (
+    UNOPENED,
     StreamAccumulator,
     StreamContext,
     interrupted,
@@ -75,7 +76,7 @@ async def open_stream(open_cm: Callable[[], StreamContext], *, provider: str, mo
     """
     stack = AsyncExitStack()
     swallowed: MalformedResponseError | None = None
-    cm: object = None
+    cm: object = UNOPENED
     try:
         cm = open_cm()
         events = await stack.enter_async_context(cm)

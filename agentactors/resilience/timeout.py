@@ -30,6 +30,7 @@ from ..gateway.provider import estimated_cut_short
 from ..messages import LLMRequest, LLMResponse, StreamEvent
 from ..pricing import CutShort, add_cut_short, pop_cut_short
 from ..providers.port import (
+    UNOPENED,
     LLMProvider,
     StreamAccumulator,
     StreamContext,
@@ -284,7 +285,7 @@ class TimeoutProvider(ProviderDecorator):
         sent = own_request(request)
         opened = False
         failure: ProviderError | None = None
-        inner: object = None
+        inner: object = UNOPENED
         try:
             # One scope spans the whole stream (entered before the inner stream, left after it, so scopes
             # nest properly); its deadline moves between the attempt, first-event and idle bounds.

@@ -23,7 +23,7 @@ import pytest
 
 from agentactors import Agent, LLMRequest, LLMResponse, RunResult, Runtime, ScriptedProvider
 from agentactors.errors import MalformedResponseError
-from agentactors.gateway import ProviderActor
+from agentactors.gateway import ProviderActor, Stream
 from agentactors.messages import Message, StreamEnd, StreamEvent, TextDelta
 from agentactors.pricing import pop_cut_short
 from agentactors.resilience import (
@@ -153,6 +153,51 @@ async def test_a_value_that_is_no_async_iterator_fails_the_run_naming_the_provid
             assert inspect.getgeneratorstate(made) == inspect.GEN_CLOSED
         if inspect.iscoroutine(made):
             assert inspect.getcoroutinestate(made) == inspect.CORO_CLOSED
+
+
+class NoContextManager(Valued):
+    """``stream()`` returns ``make()`` itself: no async context manager at all."""
+
+    def stream(self, request: LLMRequest) -> Any:
+        self.calls += 1
+        value = self.make()
+        self.values.append(value)
+        return value
+
+
+@pytest.mark.parametrize("pull", [False, True])
+@pytest.mark.parametrize("value", list(VALUES))
+@pytest.mark.parametrize("kind", [Valued, NoContextManager])
+async def test_a_provider_actors_stream_names_a_provider_that_broke_the_contract(
+    kind: type[Valued], value: str, pull: bool
+) -> None:
+    """Asked for a ``Stream`` directly (the fed path, and the pulled one): the reader gets the named error, not
+    Python's TypeError or AttributeError (a request error: not counted, not moved on from)."""
+    provider = kind(VALUES[value])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        async with Runtime() as rt:
+            ref = rt.spawn(ProviderActor(provider))
+            with pytest.raises(MalformedResponseError) as caught:
+                async with await ref.ask(Stream(LLMRequest((Message.user("hi"),)), pull=pull)) as events:
+                    async for _ in events:
+                        pass
+    assert caught.value.provider == "mine" and caught.value.retryable is False
+    assert "TypeError" not in str(caught.value) and "AttributeError" not in str(caught.value)
+    assert provider.calls == 1
+    for made in provider.values:
+        if inspect.iscoroutine(made):
+            assert inspect.getcoroutinestate(made) == inspect.CORO_CLOSED
+
+
+@pytest.mark.parametrize("how", ["on_token", "stream", "budget"])
+@pytest.mark.parametrize("wrap", list(WRAPS))
+async def test_a_stream_that_returned_none_fails_the_run_naming_the_provider(how: str, wrap: str) -> None:
+    """``def stream(...)`` that forgot its ``return``: ``None`` is no async context manager, named as any other."""
+    provider = NoContextManager(VALUES["none"])
+    result = await _run(how, WRAPS[wrap](provider))
+    _malformed(result, "NoneType", "async context manager")
+    assert provider.calls == 1
 
 
 @pytest.mark.parametrize("value", ["list", "none"])
