@@ -170,7 +170,7 @@ class FakeVendorApp:
                     parsed = parse_request(wire, body, headers, path_model=routed[1], path_stream=routed[2],
                                            strict=self.strict)
                 except WireRejection as exc:
-                    rejection = FakeError(exc.status, message=exc.message)
+                    rejection = FakeError(exc.status, message=exc.message, code=exc.code, param=exc.param)
                 except Exception:  # RecursionError too (a schema nested past the stack)
                     # A shape no reader checks (a wrongly typed field): the vendors answer 400, not an empty
                     # 500 that clients retry.  Logged, so a reader's missing check can be found and made precise.

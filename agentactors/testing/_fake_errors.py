@@ -64,7 +64,7 @@ def _error_payload(err: FakeError, ctx: WireContext) -> dict[str, Any]:
         kind, code, message = _OPENAI_ERRORS.get(status, ("server_error" if status >= 500 else
                                                           "invalid_request_error", None, f"HTTP {status}"))
         return {"error": {"message": err.message or message.format(model=ctx.model), "type": kind,
-                          "param": None, "code": err.code or code}}
+                          "param": err.param, "code": err.code or code}}
     if ctx.wire == "bedrock":
         return bedrock_error_payload(err)
     if ctx.wire == "anthropic":

@@ -29,7 +29,7 @@ from ._fake_media import (
 from ._fake_script import Conversation, OfferedTool, SeenPart, SeenToolCall, SeenToolResult
 from ._fake_vertex import vertex_anthropic_body, vertex_route
 
-__all__ = ["ParsedRequest", "WireRejection", "parse_request", "route"]
+__all__ = ["ParsedRequest", "WireRejection", "parse_request", "route", "too_long"]
 
 _GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+(?:/[^/:]+)?):(?P<method>[A-Za-z]+)$")
 _OPENAI_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
@@ -76,10 +76,12 @@ class WireRejection(Exception):
     never reaches a user of the library.
     """
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.code = code  # the vendor's error code, when it answers with one (``string_above_max_length``)
+        self.param = param  # the parameter it names (``messages[1].tool_calls[0].id``)
 
 
 @attrs.frozen(slots=True)
@@ -162,9 +164,16 @@ def _loads(text: Any) -> Any:
         return text
 
 
-def _reject(strict: bool, status: int, message: str) -> None:
+def _reject(strict: bool, status: int, message: str, *, code: str | None = None, param: str | None = None) -> None:
     if strict:
-        raise WireRejection(status, message)
+        raise WireRejection(status, message, code=code, param=param)
+
+
+def too_long(strict: bool, param: str, value: str, cap: int) -> None:
+    """OpenAI's answer to a string over its cap (a call id over 40 characters on Chat Completions, 64 on
+    Responses): a 400 ``string_above_max_length`` naming the parameter."""
+    _reject(strict, 400, f"Invalid '{param}': string too long. Expected a string with maximum length {cap}, but got "
+            f"a string with length {len(value)} instead.", code="string_above_max_length", param=param)
 
 
 def _failer(strict: bool) -> Callable[[int, str], None]:
@@ -177,6 +186,9 @@ def _failer(strict: bool) -> Callable[[int, str], None]:
 
 
 # --- OpenAI chat completions --------------------------------------------------------------------
+
+#: The longest call id Chat Completions takes (``tool_calls[j].id``, ``tool_call_id``).
+_MAX_CHAT_CALL_ID = 40
 
 
 def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
@@ -256,7 +268,7 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
                 _reject(strict, 400, problem)
             if m.get("content") is None and not tcs:
                 _reject(strict, 400, f"Invalid value for 'messages[{i}].content': expected a string, got null.")
-            for tc in tcs if isinstance(tcs, list) else []:
+            for j, tc in enumerate(tcs if isinstance(tcs, list) else []):
                 fn = tc.get("function") if isinstance(tc, dict) else None
                 if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                     _reject(strict, 400, f"Missing required parameter: 'messages[{i}].tool_calls[0].function'.")
@@ -264,12 +276,16 @@ def _openai(body: dict[str, Any], strict: bool) -> ParsedRequest:
                 if not isinstance(fn.get("arguments"), str):
                     _reject(strict, 400, f"Invalid type for 'messages[{i}].tool_calls[0].function.arguments'.")
                 call_id = tc.get("id") if isinstance(tc.get("id"), str) else None
+                if call_id is not None and len(call_id) > _MAX_CHAT_CALL_ID:
+                    too_long(strict, f"messages[{i}].tool_calls[{j}].id", call_id, _MAX_CHAT_CALL_ID)
                 calls.append(SeenToolCall(call_id, fn["name"], _loads(fn.get("arguments"))))
                 if call_id is not None:
                     pending[call_id] = fn["name"]
                     names_by_id[call_id] = fn["name"]
         elif role == "tool":
             call_id = m.get("tool_call_id")
+            if isinstance(call_id, str) and len(call_id) > _MAX_CHAT_CALL_ID:
+                too_long(strict, f"messages[{i}].tool_call_id", call_id, _MAX_CHAT_CALL_ID)
             if not isinstance(call_id, str) or call_id not in pending:
                 _reject(
                     strict,

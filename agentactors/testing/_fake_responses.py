@@ -25,7 +25,7 @@ import attrs
 from ._fake_errors import error_response as _shared_error_response
 from ._fake_errors import stream_error_frame as _shared_stream_error_frame
 from ._fake_media import openai_settings, openai_type_problem
-from ._fake_parse import ParsedRequest, WireRejection
+from ._fake_parse import ParsedRequest, WireRejection, too_long
 from ._fake_parse import parse_request as _shared_parse_request
 from ._fake_parse import route as _shared_route
 from ._fake_script import Conversation, FakeError, FakeReply, OfferedTool, SeenToolCall, SeenToolResult
@@ -183,6 +183,10 @@ class _History:
     system: list[str] = attrs.Factory(list)
 
 
+#: The longest ``call_id`` the Responses API takes.
+_MAX_CALL_ID = 64
+
+
 def _read_item(i: int, item: Any, history: _History, *, stored: bool, strict: bool) -> None:
     if not isinstance(item, dict):
         _reject(strict, 400, f"Invalid type for 'input[{i}]': expected an object.")
@@ -197,10 +201,14 @@ def _read_item(i: int, item: Any, history: _History, *, stored: bool, strict: bo
         if not isinstance(name, str) or not isinstance(call_id, str) or not isinstance(item.get("arguments"), str):
             _reject(strict, 400, f"Missing required parameter: 'input[{i}].call_id'.")
             return
+        if len(call_id) > _MAX_CALL_ID:
+            too_long(strict, f"input[{i}].call_id", call_id, _MAX_CALL_ID)
         history.calls.append(SeenToolCall(call_id, name, _loads(item["arguments"])))
         history.names[call_id] = name
     elif kind == "function_call_output":
         call_id = item.get("call_id")
+        if isinstance(call_id, str) and len(call_id) > _MAX_CALL_ID:
+            too_long(strict, f"input[{i}].call_id", call_id, _MAX_CALL_ID)
         if not isinstance(call_id, str) or call_id not in history.names:
             _reject(strict, 400, f"No tool call found for function call output with call_id {call_id}.")
         if strict:

@@ -130,6 +130,8 @@ class FakeError:
     :param body: a body sent verbatim instead of the wire's shape (a mapping is
         JSON-encoded; ``str``/``bytes`` are sent as is).
     :param latency: seconds before the answer (``None``: the vendor's default latency).
+    :param param: the request parameter the error names, on the OpenAI wires (``"messages[1].tool_calls[0].id"``;
+        sent as the error's ``param``).
     """
 
     status: int = attrs.field()
@@ -141,6 +143,7 @@ class FakeError:
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=_headers)
     body: Any = None
     latency: float | None = attrs.field(default=None, converter=_delay)
+    param: str | None = None
 
     @status.validator
     def _check_status(self, _: attrs.Attribute[int], value: int) -> None:

@@ -26,7 +26,7 @@ from agentactors.providers.openai.provider import OpenAIProvider
 from agentactors.providers.responses.encode import encode_request as responses_body
 from agentactors.providers.responses.provider import OpenAIResponsesProvider
 from agentactors.serve import openai_app
-from agentactors.testing import FakeError, RecordedRequest
+from agentactors.testing import RecordedRequest
 from agentactors.testing.fakevendor import FakeVendor
 from tests.unit.serve.test_hostile_requests import request as served
 
@@ -157,22 +157,6 @@ def test_azure_responses_sends_an_over_long_history_id_within_64_paired() -> Non
 # --- end to end: a vendor that enforces the caps, a caller's history with another vendor's ids ---------------------
 
 
-def _enforcing(cap: int, field: str) -> Any:
-    """A FakeVendor route answering as the real API does a request with a call id over ``cap`` characters."""
-
-    def route(request: RecordedRequest) -> FakeError | None:
-        seen = request.conversation
-        ids = [c.id or "" for c in seen.tool_calls] + [r.call_id or "" for r in seen.tool_results] if seen else []
-        too_long = [i for i in ids if len(i) > cap]
-        if too_long:
-            return FakeError(400, f"Invalid '{field}': string too long. Expected a string with maximum length {cap}, "
-                                  f"but got a string with length {len(too_long[0])} instead.",
-                             code="string_above_max_length")
-        return None  # the default: an echo
-
-    return route
-
-
 def _sent_ids(request: RecordedRequest) -> tuple[list[str], list[str]]:
     seen = request.conversation
     assert seen is not None
@@ -181,7 +165,6 @@ def _sent_ids(request: RecordedRequest) -> tuple[list[str], list[str]]:
 
 async def test_agent_run_with_a_history_of_over_long_ids_is_accepted_by_chat_completions() -> None:
     with FakeVendor(expected_api_key=KEY) as fv:
-        fv.on(_enforcing(40, "messages[2].tool_calls[0].id"), wire="openai")
         agent = Agent(OpenAIProvider("gpt-4o", api_key=KEY, base_url=fv.openai_base_url), tools=(), nudges=False)
         result = await agent.run([*_conversation(LONG, OTHER), Message.user("and now?")])
         assert result.output
@@ -194,7 +177,6 @@ async def test_agent_run_with_a_history_of_over_long_ids_is_accepted_by_chat_com
 
 async def test_agent_run_with_a_history_of_over_long_ids_is_accepted_by_azure_chat() -> None:
     with FakeVendor(expected_api_key=KEY) as fv:
-        fv.on(_enforcing(40, "messages[2].tool_calls[0].id"), wire="openai")
         provider = AzureOpenAIProvider("prod-4o", endpoint=fv.base_url, api_key=KEY, model="gpt-4o")
         result = await Agent(provider, tools=(), nudges=False).run([*_conversation(LONG), Message.user("and now?")])
         assert result.output
@@ -204,7 +186,6 @@ async def test_agent_run_with_a_history_of_over_long_ids_is_accepted_by_azure_ch
 
 async def test_agent_run_with_a_history_of_over_long_ids_is_accepted_by_responses() -> None:
     with FakeVendor(expected_api_key=KEY) as fv:
-        fv.on(_enforcing(64, "input[1].call_id"), wire="responses")
         provider = OpenAIResponsesProvider("gpt-4.1", api_key=KEY, base_url=fv.openai_base_url)
         result = await Agent(provider, tools=(), nudges=False).run(
             [*_conversation(LONG * 2, GEMINI), Message.user("and now?")]
@@ -225,7 +206,6 @@ async def test_a_served_endpoints_client_history_of_over_long_ids_reaches_the_ve
         {"role": "user", "content": "and now?"},
     ]
     with FakeVendor(expected_api_key=KEY) as fv:
-        fv.on(_enforcing(40, "messages[2].tool_calls[0].id"), wire="openai")
         provider = OpenAIProvider("gpt-4o", api_key=KEY, base_url=fv.openai_base_url)
         app = openai_app({"a": Agent(provider, name="a", tools=(), nudges=False)})
         answer = await served(app, {"model": "a", "messages": history})

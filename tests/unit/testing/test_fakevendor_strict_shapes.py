@@ -112,3 +112,38 @@ async def test_strict_mode_takes_the_well_formed_shapes(path: str, body: dict[st
     async with FakeVendor() as fv, httpx.AsyncClient(base_url=fv.base_url, timeout=10) as client:
         response = await client.post(path, json=body, headers=OPENAI)
         assert response.status_code == 200, response.text
+
+
+LONG_ID = "toolu_" + "x" * 60  # another vendor's 66-character call id
+CHAT_CALL = {"role": "assistant", "content": None,
+             "tool_calls": [{"id": LONG_ID, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+OVER_CAP: list[tuple[str, dict[str, Any], str, int]] = [
+    (CHAT, {"model": "m", "messages": [USER, CHAT_CALL, {"role": "tool", "tool_call_id": LONG_ID, "content": "r"}]},
+     "messages[1].tool_calls[0].id", 40),
+    (CHAT, {"model": "m", "messages": [USER, {"role": "tool", "tool_call_id": LONG_ID, "content": "r"}]},
+     "messages[1].tool_call_id", 40),
+    (RESPONSES, {"model": "m", "input": [USER, {**CALL, "call_id": LONG_ID + "y" * 10},
+                                         {"type": "function_call_output", "call_id": LONG_ID, "output": "r"}]},
+     "input[1].call_id", 64),
+    (RESPONSES, {"model": "m", "input": [USER, {"type": "function_call_output", "call_id": LONG_ID + "y" * 10,
+                                                "output": "r"}]},
+     "input[1].call_id", 64),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "param", "cap"), OVER_CAP, ids=[f"{p[4:]}-{q}" for p, _, q, _ in OVER_CAP])
+async def test_strict_mode_refuses_a_call_id_over_openais_cap_naming_it(
+    path: str, body: dict[str, Any], param: str, cap: int
+) -> None:
+    """A call id over 40 characters (Chat Completions) or 64 (Responses) is OpenAI's 400 string_above_max_length,
+    naming the parameter: an encoder that sent a caller's foreign ids as they were passed its tests here."""
+    async with FakeVendor() as fv, httpx.AsyncClient(base_url=fv.base_url, timeout=10) as client:
+        response = await client.post(path, json=body, headers=OPENAI)
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["code"] == "string_above_max_length" and error["param"] == param
+        assert error["message"].startswith(f"Invalid '{param}': string too long. Expected a string with maximum "
+                                           f"length {cap}, but got a string with length "), error["message"]
+    async with FakeVendor(strict=False) as fv, httpx.AsyncClient(base_url=fv.base_url, timeout=10) as client:
+        response = await client.post(path, json=body, headers=OPENAI)
+        assert response.status_code == 200, response.text
