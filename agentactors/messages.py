@@ -594,7 +594,7 @@ class Usage:
       ``"12"``: a count is a number, and text read as one invites ``"1e3"`` and ``" 12 "``) — is ``0``.
 
     Normalised in the constructor, so every Usage there is can be summed, priced, journaled and read back;
-    the check is nine type tests for counts that are already ints (the wires'), and the run's own sums
+    the check is twelve type tests for counts that are already ints (the wires'), and the run's own sums
     (``+``) skip it.
 
     ``cache_write_1h_tokens`` is the part of ``cache_write_tokens`` written with the 1-hour TTL (Anthropic's
@@ -609,6 +609,13 @@ class Usage:
     ``cache_audio_read_tokens`` the audio part of ``cache_read_tokens`` (Gemini's ``cacheTokensDetails``);
     ``output_audio_tokens`` the audio part of ``output_tokens`` (``completion_tokens_details.audio_tokens``,
     ``candidatesTokensDetails``).  Keyword-only: the positional order stays that of the first six.
+
+    The image counts are parts of the others the same way (an image an image model draws costs 12 times a text
+    token of ``gemini-2.5-flash-image``, 10 times of ``gemini-3-pro-image-preview``): ``input_image_tokens`` the
+    prompt's image tokens, cached ones included (the ``IMAGE`` and ``DOCUMENT`` entries of Gemini's
+    ``promptTokensDetails`` — a PDF page is an image to Gemini, and billed as one); ``cache_image_read_tokens``
+    the image part of ``cache_read_tokens`` (``cacheTokensDetails``); ``output_image_tokens`` the image part of
+    ``output_tokens`` (``candidatesTokensDetails``).  Keyword-only too.
     """
 
     input_tokens: int = 0
@@ -620,6 +627,9 @@ class Usage:
     input_audio_tokens: int = attrs.field(default=0, kw_only=True)
     cache_audio_read_tokens: int = attrs.field(default=0, kw_only=True)
     output_audio_tokens: int = attrs.field(default=0, kw_only=True)
+    input_image_tokens: int = attrs.field(default=0, kw_only=True)
+    cache_image_read_tokens: int = attrs.field(default=0, kw_only=True)
+    output_image_tokens: int = attrs.field(default=0, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         i, o, r, w, t, h = (
@@ -636,6 +646,9 @@ class Usage:
             and type(a := self.input_audio_tokens) is int and 0 <= a <= _MAX_TOKEN_COUNT
             and type(c := self.cache_audio_read_tokens) is int and 0 <= c <= _MAX_TOKEN_COUNT
             and type(u := self.output_audio_tokens) is int and 0 <= u <= _MAX_TOKEN_COUNT
+            and type(m := self.input_image_tokens) is int and 0 <= m <= _MAX_TOKEN_COUNT
+            and type(g := self.cache_image_read_tokens) is int and 0 <= g <= _MAX_TOKEN_COUNT
+            and type(x := self.output_image_tokens) is int and 0 <= x <= _MAX_TOKEN_COUNT
         ):
             return
         for name in _USAGE_FIELDS:
@@ -666,6 +679,12 @@ class Usage:
         total.cache_audio_read_tokens = n if n <= top else top
         n = self.output_audio_tokens + other.output_audio_tokens
         total.output_audio_tokens = n if n <= top else top
+        n = self.input_image_tokens + other.input_image_tokens
+        total.input_image_tokens = n if n <= top else top
+        n = self.cache_image_read_tokens + other.cache_image_read_tokens
+        total.cache_image_read_tokens = n if n <= top else top
+        n = self.output_image_tokens + other.output_image_tokens
+        total.output_image_tokens = n if n <= top else top
         total.__class__ = Usage
         made: Usage = total
         return made
@@ -681,6 +700,7 @@ _MAX_TOKEN_COUNT: Final = 2**63 - 1
 _USAGE_FIELDS: Final = (
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
     "cache_write_1h_tokens", "input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens",
+    "input_image_tokens", "cache_image_read_tokens", "output_image_tokens",
 )
 _UsageDraft = draft(Usage, " ".join(_USAGE_FIELDS))
 

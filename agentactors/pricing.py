@@ -20,7 +20,9 @@ table (or the user) gives them; otherwise those tokens cost what input (or outpu
 priced apart the same way: the prompt's audio tokens (``Usage.input_audio_tokens``) at ``input_audio``, the
 cached ones among them (``cache_audio_read_tokens``) at ``cache_audio_read``, the answer's
 (``output_audio_tokens``) at ``output_audio`` — each, when the table has no such rate, at the rate of the
-tokens it is a part of.  The cache
+tokens it is a part of (a cached one, of a price with no cache rate at all, at the rate of a fresh one of its
+kind: there is no discount to give it).  Images the same: ``input_image_tokens``, ``cache_image_read_tokens`` and
+``output_image_tokens`` at ``input_image``, ``cache_image_read`` and ``output_image``.  The cache
 writes made with a 1-hour TTL (``Usage.cache_write_1h_tokens``, a part of ``cache_write_tokens``) cost the
 ``cache_write_1h`` rate where there is one (Anthropic's 2x input), else the ``cache_write`` rate.
 """
@@ -169,7 +171,9 @@ class Price:
 
     ``input_audio``, ``cache_audio_read`` and ``output_audio`` (keyword-only) price audio tokens
     (``Usage.input_audio_tokens``, ``cache_audio_read_tokens``, ``output_audio_tokens``): ``None`` prices them as
-    the prompt's fresh tokens (``input``), its cached reads (``cache_read``) and the answer's (``output``).
+    the prompt's fresh tokens (``input``), its cached reads (``cache_read``; a price without one gives cached audio
+    no discount: ``input_audio``) and the answer's (``output``).  ``input_image``, ``cache_image_read`` and
+    ``output_image`` (keyword-only) price image tokens (``Usage.input_image_tokens``, ...) the same way.
     """
 
     input: float = attrs.field(validator=_rate)
@@ -184,6 +188,9 @@ class Price:
     input_audio: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
     cache_audio_read: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
     output_audio: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
+    input_image: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
+    cache_image_read: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
+    output_image: float | None = attrs.field(default=None, validator=_rate, kw_only=True)
 
     def at(self, prompt_tokens: int) -> Price:
         """The price of a call whose prompt holds ``prompt_tokens`` tokens: the highest tier it passes."""
@@ -225,18 +232,48 @@ class Price:
             fresh * p.input + read_tokens * read + (write_tokens - long_writes) * write + long_writes * write_1h
         ) / _PER
         cost_out = ((output_tokens - thinking) * p.output + thinking * think_rate) / _PER
-        if usage.input_audio_tokens or usage.output_audio_tokens:
-            # Audio tokens are parts of the counts priced above (as text): the difference of their own rates added.
-            # Held to what they are parts of, so a count a hand-made Usage overstates is never priced above it.
-            audio_read = min(usage.cache_audio_read_tokens, read_tokens, usage.input_audio_tokens)
-            audio_fresh = min(usage.input_audio_tokens - audio_read, fresh)
-            audio_out = min(usage.output_audio_tokens, output_tokens - thinking)
-            in_audio = p.input if p.input_audio is None else p.input_audio
-            read_audio = read if p.cache_audio_read is None else p.cache_audio_read
-            out_audio = p.output if p.output_audio is None else p.output_audio
-            cost_in += (audio_fresh * (in_audio - p.input) + audio_read * (read_audio - read)) / _PER
-            cost_out += audio_out * (out_audio - p.output) / _PER
+        if (
+            usage.input_audio_tokens or usage.output_audio_tokens or usage.input_image_tokens
+            or usage.output_image_tokens
+        ):
+            media_in, media_out = _media(p, usage, fresh, read_tokens, read, output_tokens - thinking)
+            cost_in += media_in
+            cost_out += media_out
         return Cost(cost_in, cost_out, cost_in + cost_out, p.currency)
+
+
+def _media(p: Price, usage: Usage, fresh: int, read_tokens: int, read: float, text_out: int) -> tuple[float, float]:
+    """What ``usage``'s audio and image tokens add to its cost at ``p`` (input, output) — the rare path.
+
+    They are parts of the counts :meth:`Price.cost` priced as text (``fresh`` prompt tokens, ``read_tokens`` cached
+    ones at ``read``, ``text_out`` answer tokens that are not reasoning): the difference of their own rates is
+    added.  Each is held to what is left of what it is a part of (audio first, then images), so counts a hand-made
+    Usage overstates are never priced above the tokens there are, nor a token twice.  A cached one of a price with
+    no cache rate at all costs what a fresh one of its kind does: without a cache rate there is no discount to give
+    it (the table prices it so), and the text rate ``read`` falls back to would under-price it.
+    """
+    audio_read = min(usage.cache_audio_read_tokens, read_tokens, usage.input_audio_tokens)
+    audio_fresh = min(usage.input_audio_tokens - audio_read, fresh)
+    audio_out = min(usage.output_audio_tokens, text_out)
+    image_read = min(usage.cache_image_read_tokens, read_tokens - audio_read, usage.input_image_tokens)
+    image_fresh = min(usage.input_image_tokens - image_read, fresh - audio_fresh)
+    image_out = min(usage.output_image_tokens, text_out - audio_out)
+    in_audio = p.input if p.input_audio is None else p.input_audio
+    in_image = p.input if p.input_image is None else p.input_image
+    if p.cache_read is None:  # no cache discount: a cached token is priced as a fresh one of its kind
+        read_audio = in_audio if p.cache_audio_read is None else p.cache_audio_read
+        read_image = in_image if p.cache_image_read is None else p.cache_image_read
+    else:
+        read_audio = read if p.cache_audio_read is None else p.cache_audio_read
+        read_image = read if p.cache_image_read is None else p.cache_image_read
+    out_audio = p.output if p.output_audio is None else p.output_audio
+    out_image = p.output if p.output_image is None else p.output_image
+    media_in = (
+        audio_fresh * (in_audio - p.input) + audio_read * (read_audio - read)
+        + image_fresh * (in_image - p.input) + image_read * (read_image - read)
+    ) / _PER
+    media_out = (audio_out * (out_audio - p.output) + image_out * (out_image - p.output)) / _PER
+    return media_in, media_out
 
 
 # --- the table and the user's prices ------------------------------------------------------------------
@@ -416,7 +453,8 @@ def _scaled(price: Price, factor: float) -> Price:
     return Price(price.input * factor, price.output * factor, times(price.cache_read), times(price.cache_write),
                  times(price.reasoning), tiers, price.currency, cache_write_1h=times(price.cache_write_1h),
                  input_audio=times(price.input_audio), cache_audio_read=times(price.cache_audio_read),
-                 output_audio=times(price.output_audio))
+                 output_audio=times(price.output_audio), input_image=times(price.input_image),
+                 cache_image_read=times(price.cache_image_read), output_image=times(price.output_image))
 
 
 def is_batch(response: LLMResponse) -> bool:
@@ -691,6 +729,9 @@ _KEYS: Mapping[str, tuple[str, ...]] = {
     "input_audio": ("input_audio_mtok",),
     "cache_audio_read": ("cache_audio_read_mtok",),
     "output_audio": ("output_audio_mtok",),
+    "input_image": ("input_image_mtok",),
+    "cache_image_read": ("cache_image_read_mtok",),
+    "output_image": ("output_image_mtok",),
 }
 
 
@@ -734,4 +775,7 @@ def _flat(raw: Mapping[str, Any], start: int | None) -> Price:
         input_audio=rates.get("input_audio"),
         cache_audio_read=rates.get("cache_audio_read"),
         output_audio=rates.get("output_audio"),
+        input_image=rates.get("input_image"),
+        cache_image_read=rates.get("cache_image_read"),
+        output_image=rates.get("output_image"),
     )

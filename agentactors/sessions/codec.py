@@ -68,10 +68,12 @@ __all__ = [
 ]
 
 _INT_LIMIT = 10**MAX_INT_DIGITS
-# A record an older version wrote lacks the last ones (1-hour cache writes, audio): they read as 0, none reported.
+# A record an older version wrote lacks the last ones (1-hour cache writes, audio, images): they read as 0, none
+# reported.
 _USAGE_FIELDS = (
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
     "cache_write_1h_tokens", "input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens",
+    "input_image_tokens", "cache_image_read_tokens", "output_image_tokens",
 )
 
 

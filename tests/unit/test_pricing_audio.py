@@ -90,7 +90,8 @@ def test_overstated_audio_counts_are_held_to_what_they_are_parts_of() -> None:
     assert cost.input == pytest.approx(1_000 * 10.0 / 1e6) and cost.output == pytest.approx(100 * 20.0 / 1e6)
     # A cached audio read larger than the reads or the audio: held to the smaller.
     held = price.cost(Usage(1_000, 0, cache_read_tokens=100, input_audio_tokens=50, cache_audio_read_tokens=900))
-    assert held.input == pytest.approx((900 * 1.0 + 100 * 1.0) / 1e6)  # 50 cached audio at the read rate (= input)
+    # 50 cached text at the read rate (= input); 50 cached audio: no cache rate, so no discount — the audio rate
+    assert held.input == pytest.approx((900 * 1.0 + 50 * 1.0 + 50 * 10.0) / 1e6)
 
 
 def test_a_batch_price_keeps_the_audio_rates_scaled() -> None:

@@ -13,7 +13,8 @@ a whole one decode alike.
   ``provider_data["gemini"]["model"]`` beside it: the model the request was sent to (not the answer's
   ``modelVersion``), as a signature is valid for that model only;
 * ``usageMetadata`` is cumulative across chunks; output tokens include thinking tokens; the ``AUDIO``
-  entries of its ``*TokensDetails`` are the usage's audio counts (billed at their own rates);
+  entries of its ``*TokensDetails`` are the usage's audio counts, the ``IMAGE`` and ``DOCUMENT`` ones (a PDF
+  page is an image to Gemini) its image counts (each billed at its own rates);
 * ``promptFeedback.blockReason`` is a content-policy :class:`~agentactors.ProviderError`; an error
   body is classified by :func:`classify_error`'s rules.
 """
@@ -45,7 +46,9 @@ from .models import WIRE
 
 __all__ = ["WIRE", "CandidateAssembly", "classify_error", "decode_response"]
 
-# usageMetadata's per-modality breakdowns: their AUDIO entries are Usage's audio counts (read as ints).
+# usageMetadata's per-modality breakdowns: their AUDIO entries are Usage's audio counts, their IMAGE and DOCUMENT
+# ones its image counts (a document's pages are images to Gemini, billed as image tokens: genai-prices' own reading
+# counts them so), read as ints.
 _MODALITY_DETAILS = frozenset(
     {"promptTokensDetails", "toolUsePromptTokensDetails", "cacheTokensDetails", "candidatesTokensDetails"}
 )
@@ -163,6 +166,7 @@ class CandidateAssembly:
         "_used_ids",
         "calls",
         "finish",
+        "image_usage",
         "model",
         "reasoning",
         "response_id",
@@ -188,6 +192,9 @@ class CandidateAssembly:
         self.signature: str | None = None
         self.finish: str | None = None
         self.usage: dict[str, int] = {}
+        # The image parts of usageMetadata's per-modality breakdowns, by breakdown (apart from ``usage``, whose keys
+        # are the vendor's: no field it sends can stand for one).
+        self.image_usage: dict[str, int] = {}
         self.response_id: str | None = None
         self.saw_candidate = False
 
@@ -317,17 +324,25 @@ class CandidateAssembly:
                 if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                     self.usage[key] = value
                 elif key in _MODALITY_DETAILS and isinstance(value, list):
-                    # [{"modality": "AUDIO", "tokenCount": 12}, ...]: the audio part (billed at its own rate).
-                    self.usage[key] = sum(
-                        count for entry in value
-                        if isinstance(entry, dict) and entry.get("modality") == "AUDIO"
-                        and isinstance(count := entry.get("tokenCount"), int) and not isinstance(count, bool)
-                        and count >= 0
-                    )
+                    # [{"modality": "AUDIO", "tokenCount": 12}, ...]: the audio and image parts (billed at their own
+                    # rates); a breakdown sent again replaces both, as a count sent again does.
+                    audio = image = 0
+                    for entry in value:
+                        if (
+                            isinstance(entry, dict) and isinstance(count := entry.get("tokenCount"), int)
+                            and not isinstance(count, bool) and count >= 0
+                        ):
+                            modality = entry.get("modality")  # (compared, not hashed: it may be any JSON value)
+                            if modality == "AUDIO":
+                                audio += count
+                            elif modality == "IMAGE" or modality == "DOCUMENT":
+                                image += count
+                    self.usage[key] = audio
+                    self.image_usage[key] = image
 
     def response(self) -> LLMResponse:
         """The response assembled so far."""
-        u = self.usage
+        u, images = self.usage, self.image_usage
         thoughts = u.get("thoughtsTokenCount", 0)
         usage = Usage(
             input_tokens=u.get("promptTokenCount", 0) + u.get("toolUsePromptTokenCount", 0),
@@ -338,6 +353,9 @@ class CandidateAssembly:
             input_audio_tokens=u.get("promptTokensDetails", 0) + u.get("toolUsePromptTokensDetails", 0),
             cache_audio_read_tokens=u.get("cacheTokensDetails", 0),
             output_audio_tokens=u.get("candidatesTokensDetails", 0),
+            input_image_tokens=images.get("promptTokensDetails", 0) + images.get("toolUsePromptTokensDetails", 0),
+            cache_image_read_tokens=images.get("cacheTokensDetails", 0),
+            output_image_tokens=images.get("candidatesTokensDetails", 0),
         )
         if self.finish is None:
             stop = StopReason.tool_use if self.calls else StopReason.end_turn

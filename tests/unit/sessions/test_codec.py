@@ -79,7 +79,13 @@ def messages(draw: st.DrawFn) -> Message:
     return Message(role, draw(text), tool_call_id=call_id, **common)
 
 
-usages = st.builds(Usage, *(st.integers(0, 10**9) for _ in range(6)))
+usages = st.builds(
+    Usage, *(st.integers(0, 10**9) for _ in range(6)),
+    **{name: st.integers(0, 10**9) for name in (
+        "input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens",
+        "input_image_tokens", "cache_image_read_tokens", "output_image_tokens",
+    )},
+)
 results = st.builds(
     ToolResult,
     call_id=text,
@@ -173,7 +179,8 @@ def test_usage_round_trips_and_stores_only_counts(usage: Usage) -> None:
         (ToolResult, {"call_id", "name", "status", "content", "size_chars", "duration", "truncated", "refused",
                       "original_chars", "parts", "awaiting_approval"}),
         (Usage, {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-                "cache_write_1h_tokens", "input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens"}),
+                "cache_write_1h_tokens", "input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens",
+                "input_image_tokens", "cache_image_read_tokens", "output_image_tokens"}),
         (Image, {"data", "url", "media_type"}),
         (Document, {"data", "url", "media_type", "title", "pages"}),  # pages: derived from the data
         (Audio, {"data", "media_type"}),
