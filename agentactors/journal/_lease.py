@@ -12,6 +12,14 @@ A lease is free when it expired, or when its holder is a process of this machine
 namespace, read from ``/proc/self/ns/pid`` — that no longer exists: the usual case of a crash and a restart
 recovers at once instead of waiting out the expiry.  Anywhere else (another host, another container, no
 ``/proc``) only the expiry frees a lease: waiting is safe; taking a live holder's run is not.
+
+A holder naming *this* process's PID is a live holder only while a journal object of this process has that owner
+id (:func:`new_owner` registers each; the nonce is per object).  Any other is gone: a journal object collected
+since (nothing can run through it any more), or an earlier process that had this PID — a container restarted
+keeps its host name, very often its PIDs (1, or 7 under an init) and its PID namespace's number (the kernel gives the
+lowest free number out again), and its crashed predecessor's runs must be recovered at once, not after their
+leases expired.  A journal object of this process that was closed but still exists keeps its runs until their
+leases expire: one of its runs may still be running (its commits renew its lease).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import os
 import socket
 import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Final
 
@@ -29,6 +38,11 @@ __all__ = ["Keeper", "check_lease", "is_free", "new_owner"]
 log = logging.getLogger("agentactors.journal")
 
 _SEP: Final = "|"
+
+#: This process's journal objects by owner id, while they exist (see the module): the only live holders of a lease
+#: naming this process's PID.  Read from worker threads (a claim), written on the event loop's: under a lock.
+_LIVE: Final[weakref.WeakValueDictionary[str, object]] = weakref.WeakValueDictionary()
+_LIVE_LOCK: Final = threading.Lock()
 
 
 def check_lease(lease: float) -> float:
@@ -45,10 +59,14 @@ def _pid_namespace() -> str:
         return ""
 
 
-def new_owner() -> str:
-    """A new owner id: ``host|pid namespace|pid|nonce`` (unique per journal object)."""
+def new_owner(holder: object) -> str:
+    """A new owner id for the journal object ``holder``: ``host|pid namespace|pid|nonce`` (unique per journal
+    object), registered as one of this process's live holders for as long as ``holder`` exists."""
     host = socket.gethostname().replace(_SEP, "_")
-    return _SEP.join((host, _pid_namespace(), str(os.getpid()), uuid.uuid4().hex[:12]))
+    owner = _SEP.join((host, _pid_namespace(), str(os.getpid()), uuid.uuid4().hex[:12]))
+    with _LIVE_LOCK:
+        _LIVE[owner] = holder
+    return owner
 
 
 def _gone(owner: str) -> bool:
@@ -61,7 +79,10 @@ def _gone(owner: str) -> bool:
     if not here or namespace != here or host != socket.gethostname().replace(_SEP, "_") or not pid.isdigit():
         return False
     if int(pid) == os.getpid():
-        return False  # another journal object of this process: alive as long as we are
+        # Ours only while a journal object of this process has it; any other is an earlier process that had this
+        # PID (a container restarted), or a journal object collected since (see the module).
+        with _LIVE_LOCK:
+            return owner not in _LIVE
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:

@@ -81,7 +81,7 @@ class SqlJournal(Tapes):
         self._dialect = dialect
         self._write_many = apply_many
         #: This object's lease owner id (host, PID namespace, PID, a nonce).
-        self.owner = new_owner()
+        self.owner = new_owner(self)
         self._worker = worker(name=f"agentactors-{label}-journal-{id(self)}")
         # The lease keeper's own connection: a renewal never waits behind a commit, nor a commit behind it.
         self._renewer = worker(name=f"agentactors-{label}-lease-{id(self)}")
