@@ -18,7 +18,9 @@ which closes it when the statement returns — and a worker used again opens a n
 by driver is a parameter: how to connect (:mod:`agentactors._sqlite`, :mod:`agentactors._postgres`) and, for a
 server that may drop a connection, how to tell a connection is dead (it is thrown away: the next call opens a new
 one) — asked after a call raised, and before each call too, since a call may answer its failures as values (a
-journal's batch of commits does: each commit has its own outcome) and leave a dead connection behind.
+journal's batch of commits does: each commit has its own outcome) and leave a dead connection behind — and, if the
+owner says so, what a driver's error becomes when it leaves a call, opening the connection included (SQLite's: the
+owner's typed error naming its file, :mod:`agentactors._sqlite`).
 """
 
 from __future__ import annotations
@@ -60,9 +62,11 @@ class Worker(Generic[C]):
     :param name: names the per-loop limiter (one per owner object).
     :param dead: ``dead(connection)``, asked after a call raised and before each call: true throws the connection
         away (closed; the next call opens a new one); by default a connection outlives the calls that fail on it.
+    :param typed: ``typed(error)``, asked of an exception leaving a call (its connection's opening and setup
+        included): an error to raise in its place (the original its cause), or ``None`` to raise it as it is.
     """
 
-    __slots__ = ("_connect", "_dead", "_limiter", "_lock", "conn", "setup")
+    __slots__ = ("_connect", "_dead", "_limiter", "_lock", "_typed", "conn", "setup")
 
     def __init__(
         self,
@@ -71,10 +75,12 @@ class Worker(Generic[C]):
         name: str,
         *,
         dead: Callable[[C], bool] | None = None,
+        typed: Callable[[Exception], Exception | None] | None = None,
     ) -> None:
         self._connect = connect
         self.setup = setup
         self._dead = dead
+        self._typed = typed
         self.conn: C | None = None
         self._lock = threading.Lock()
         # One token per event loop: a RunVar, because a limiter belongs to the loop that made it.
@@ -156,22 +162,28 @@ class Worker(Generic[C]):
 
     def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         with self._lock:
-            conn = self.conn
-            if conn is not None and self._dead is not None and self._dead(conn):
-                # Found dead by an earlier call that did not raise: one that answers its failures as values (a
-                # journal's batch of commits, each with its own outcome) leaves the connection here, broken.
-                self.conn = None
-                conn.close()
-                conn = None
-            if conn is None:
-                conn = self.conn = self._open()
             try:
-                return fn(conn, *args)
-            except BaseException:
-                if self._dead is not None and self._dead(conn):  # e.g. the server went away
+                conn = self.conn
+                if conn is not None and self._dead is not None and self._dead(conn):
+                    # Found dead by an earlier call that did not raise: one that answers its failures as values (a
+                    # journal's batch of commits, each with its own outcome) leaves the connection here, broken.
                     self.conn = None
                     conn.close()
-                raise
+                    conn = None
+                if conn is None:
+                    conn = self.conn = self._open()
+                try:
+                    return fn(conn, *args)
+                except BaseException:
+                    if self._dead is not None and self._dead(conn):  # e.g. the server went away
+                        self.conn = None
+                        conn.close()
+                    raise
+            except Exception as exc:  # the rare path: what the owner makes of a driver's error (typed)
+                typed = None if self._typed is None else self._typed(exc)
+                if typed is None:
+                    raise
+                raise typed from exc
 
     def _open(self) -> C:
         conn = self._connect()

@@ -7,15 +7,20 @@ a SQLite file that several processes may share, and both reach it the same way:
   (:mod:`agentactors._db_worker`, as the PostgreSQL ones): every async SQLite driver is ``sqlite3`` on a thread
   anyway (usually asyncio-only);
 * **WAL mode** (readers and the writer never block each other), a ``busy_timeout`` (a writer waits for another
-  process's transaction instead of failing at once — and no longer: then ``sqlite3.OperationalError``, "database
-  is locked", which is what ends a shielded commit on a file another process keeps locked), ``synchronous`` as
+  process's transaction instead of failing at once — and no longer: then "database is locked", the owner's typed
+  error below, which is what ends a shielded commit on a file another process keeps locked), ``synchronous`` as
   the owner chose (``NORMAL`` by default: a commit survives the process crashing, ``FULL`` also a power cut) and
   no implicit transactions — each one is an explicit ``BEGIN IMMEDIATE`` (:class:`Transaction`: the write lock
   taken first, so two writers serialize instead of deadlocking on an upgrade).
 
 A path SQLite cannot open as a database — its directory missing, a directory, a file that is not a database — is a
 :class:`ConnectionError` naming the path and SQLite's reason (sqlite3's error its cause), as a PostgreSQL owner's
-server it cannot reach is.
+server it cannot reach is.  Any other failure of the database (:func:`typed`) — locked past ``busy_timeout``, before
+the first use or mid-run, a full disk, a disk error, a read-only file, a damaged one — is its owner's typed error
+(:class:`~agentactors.sessions.sqlite.SqliteStoreError`, :class:`~agentactors.journal.sqlite.SqliteJournalError`),
+naming the path and SQLite's reason with what it means, ``sqlite_errorname`` kept and sqlite3's error its cause;
+it is also a ``sqlite3.OperationalError``, what it was before.  A transaction that failed was rolled back (SQLite
+rolls back one whose ``COMMIT`` failed on a full disk or a disk error), so what was committed before is kept.
 
 The connection opens on first use (in the worker thread, where the owner's ``setup`` creates its tables) and
 closes on ``Worker.close``; a worker used again opens a new one.
@@ -28,12 +33,16 @@ import os
 import sqlite3
 from collections.abc import Callable
 from functools import partial
-from typing import ClassVar, Final
+from typing import ClassVar, Final, Protocol
 
 from ._db_worker import Worker as DbWorker
 from ._dialect import Dialect
+from .errors import AgentActorsError
 
-__all__ = ["DIALECT", "SYNCHRONOUS", "Snapshot", "Transaction", "Worker", "check_options", "connect", "moved"]
+__all__ = [
+    "DIALECT", "SYNCHRONOUS", "Snapshot", "Transaction", "TypedError", "Worker", "check_options", "connect", "moved",
+    "typed",
+]
 
 SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 
@@ -104,7 +113,7 @@ def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connect
     except sqlite3.Error as exc:
         conn.close()
         if getattr(exc, "sqlite_errorname", None) not in _UNOPENABLE:
-            raise  # "database is locked" past busy_timeout, a full disk...: sqlite3's, as documented
+            raise  # "database is locked" past busy_timeout, a full disk...: the owner's typed error (its worker's)
         raise _unopenable(path, exc) from exc
     except BaseException:
         conn.close()
@@ -121,6 +130,51 @@ def _unopenable(path: str, exc: sqlite3.Error) -> ConnectionError:
     """A database that cannot be opened, as the PostgreSQL owners say it (a :class:`ConnectionError`) — naming
     the path, which sqlite3's own error does not: with several stores in a process, which one failed."""
     return ConnectionError(f"could not open the SQLite database {path!r}: {exc}")
+
+
+class TypedError(Protocol):
+    """How an owner's typed error is made (:func:`typed`): its message, the path, SQLite's name and number for the
+    failure (``sqlite_errorname``, ``sqlite_errorcode``)."""
+
+    def __call__(self, message: str, *, path: str, errorname: str, errorcode: int) -> Exception: ...
+
+
+#: What SQLite's failure means, by the start of its name (``sqlite_errorname``): the hint a typed error adds.
+_MEANING: Final = (
+    (("SQLITE_BUSY", "SQLITE_LOCKED"), "another connection held it locked past busy_timeout={wait:g} s: nothing was "
+     "written; try again once it is free, or give it a longer busy_timeout"),
+    (("SQLITE_FULL",), "the disk is full: nothing was written"),
+    (("SQLITE_IOERR",), "a disk error: nothing was written"),
+    (("SQLITE_READONLY",), "the file is read-only here: nothing was written"),
+    (("SQLITE_CORRUPT", "SQLITE_NOTADB"), "the file is damaged: it was left as it is (restore it from a backup)"),
+    (("SQLITE_CANTOPEN",), "SQLite could not open the file (or its journal beside it)"),
+)
+
+
+def typed(error: TypedError, what: str, path: str, busy_timeout: float) -> Callable[[Exception], Exception | None]:
+    """What a store's or journal's worker raises in place of sqlite3's error: ``error(message, path=, errorname=,
+    errorcode=)``, its message naming ``what`` (``"session database"``, ``"journal"``), the path and SQLite's
+    reason with what it means (:data:`_MEANING`); sqlite3's error its cause.
+
+    ``None`` (raised as it is) for anything else: the library's own errors, and sqlite3's that say the library
+    misused it (``ProgrammingError``, ``NotSupportedError``, ``InterfaceError``: a bug, not the database).
+    """
+
+    def make(exc: Exception) -> Exception | None:
+        if (
+            not isinstance(exc, sqlite3.DatabaseError)
+            or isinstance(exc, AgentActorsError | sqlite3.ProgrammingError | sqlite3.NotSupportedError)
+        ):
+            return None
+        name: str = getattr(exc, "sqlite_errorname", "")
+        code: int = getattr(exc, "sqlite_errorcode", -1)
+        meaning = next((text for names, text in _MEANING if name.startswith(names)), None)
+        reason = str(exc) if meaning is None else f"{exc} ({meaning.format(wait=busy_timeout)})"
+        made = error(f"the SQLite {what} {path!r} failed: {reason}", path=path, errorname=name, errorcode=code)
+        made.__cause__ = exc  # also where it is returned as a value (a journal's batch of commits), not raised
+        return made
+
+    return make
 
 
 def moved(conn: sqlite3.Connection) -> str | None:
@@ -183,14 +237,21 @@ class Worker(DbWorker[sqlite3.Connection]):
 
     :param setup: run in the worker thread on each new connection (its tables); raising closes it.
     :param name: names the per-loop limiter (one per owner object).
+    :param typed: what sqlite3's errors become when they leave a call (:func:`typed`); ``None``: as they are.
     """
 
     __slots__ = ("busy_timeout", "path", "synchronous")
 
     def __init__(
-        self, path: str, busy_timeout: float, synchronous: str, setup: Callable[[sqlite3.Connection], None], name: str
+        self,
+        path: str,
+        busy_timeout: float,
+        synchronous: str,
+        setup: Callable[[sqlite3.Connection], None],
+        name: str,
+        typed: Callable[[Exception], Exception | None] | None = None,
     ) -> None:
-        super().__init__(partial(connect, path, busy_timeout, synchronous), setup, name)
+        super().__init__(partial(connect, path, busy_timeout, synchronous), setup, name, typed=typed)
         self.path = path
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous

@@ -23,6 +23,11 @@ durable before any of them runs (their ids are the idempotency keys), and their 
 call (or a crash would run them again); the start must be there before the first model call, or a crash in it
 would leave nothing to recover.  Only the answer rides with the end.
 
+**Failures**: a call the database fails — locked by another process past ``busy_timeout`` (before the first use
+or mid-run), a full disk, a disk error, a read-only or damaged file — raises :class:`SqliteJournalError` naming the
+path (:mod:`agentactors._sqlite`), nothing of it written, what was committed before kept; a batch's commit gets
+its own.
+
 **Leases** (:mod:`agentactors.journal._lease`): each run is leased to the journal object running it, renewed by
 a thread; :meth:`SqliteJournal.claim` takes a free one in one transaction, so several processes recovering one
 file finish each run once.  **Parking**: :meth:`SqliteJournal.park`, a small durable map beside the runs.
@@ -40,16 +45,39 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Final, Literal
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved, typed
 from ._lease import check_lease
 from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
 from .records import JournalError
 
-__all__ = ["SqliteJournal"]
+__all__ = ["SqliteJournal", "SqliteJournalError"]
+
+
+class SqliteJournalError(JournalError, sqlite3.OperationalError):
+    """A :class:`SqliteJournal`'s database failed a call: locked by another connection past ``busy_timeout``
+    (before the journal's first use, or mid-run: what ends a shielded commit), a full disk, a disk error, a
+    read-only or a damaged file.
+
+    Its text names the file and SQLite's reason with what it means; ``path`` is the file (as the journal opens it),
+    ``sqlite_errorname`` and ``sqlite_errorcode`` SQLite's name and number for the failure (``"SQLITE_BUSY"``,
+    ``"SQLITE_FULL"``, ``"SQLITE_IOERR"``, ``"SQLITE_READONLY"``, ``"SQLITE_CORRUPT"``...), sqlite3's own error its
+    ``__cause__``.  Also a ``sqlite3.OperationalError`` — what the journal raised before — so ``except
+    sqlite3.OperationalError`` catches it still.  A commit that failed wrote nothing (its transaction was rolled
+    back), what was committed before is kept, and the journal goes on: its next call tries again, and
+    :meth:`SqliteJournal.aclose` closes it.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, errorname: str = "", errorcode: int = -1) -> None:
+        super().__init__(message)
+        self.path = path
+        self.sqlite_errorname = errorname
+        self.sqlite_errorcode = errorcode
+
 
 _SCHEMA: Final = (
     f"CREATE TABLE IF NOT EXISTS {RUNS} ("
@@ -68,8 +96,9 @@ class SqliteJournal(SqlJournal):
 
     :param path: the database file (created if missing; it may be the sessions' file too: the tables differ).
     :param busy_timeout: seconds a commit waits for another connection's write lock, then fails with
-        ``sqlite3.OperationalError`` ("database is locked"; nothing written): what ends a shielded commit on a
-        file another process keeps locked.  SQLite waits at most 2**31 - 1 ms (about 24.8 days).
+        :class:`SqliteJournalError` ("database is locked"; nothing written; also a ``sqlite3.OperationalError``):
+        what ends a shielded commit on a file another process keeps locked.  SQLite waits at most 2**31 - 1 ms
+        (about 24.8 days).
     :param synchronous: SQLite's ``synchronous``: ``"NORMAL"`` (default), ``"FULL"``, ``"EXTRA"`` or ``"OFF"``.
     :param lease: seconds a run stays leased to this object without a renewal (renewed every third of it while
         the process lives, :mod:`agentactors.journal._lease`); ``recover()`` elsewhere takes a run whose lease
@@ -94,9 +123,12 @@ class SqliteJournal(SqlJournal):
         self.busy_timeout, self.synchronous = check_options(busy_timeout, synchronous)
         lease = check_lease(lease)
         self.path = os.fspath(path)
-        # Its connections, their thread and one-token limiter: agentactors._sqlite (shared with SqliteStore).
-        worker = partial(Worker, database_path(self.path), self.busy_timeout, self.synchronous, _setup)
-        super().__init__(lease, DIALECT, _apply_many, worker, "sqlite")
+        where = database_path(self.path)
+        # Its connections, their thread and one-token limiter: agentactors._sqlite (shared with SqliteStore); what
+        # sqlite3's errors become — raised, or a batch's commit's own — SqliteJournalError, naming the file.
+        errors = typed(SqliteJournalError, "journal", where, self.busy_timeout)
+        worker = partial(Worker, where, self.busy_timeout, self.synchronous, _setup, typed=errors)
+        super().__init__(lease, DIALECT, partial(_apply_many, errors), worker, "sqlite")
 
     def __repr__(self) -> str:
         return f"SqliteJournal({self.path!r})"
@@ -120,8 +152,15 @@ def _setup(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {RUNS}_parent ON {RUNS} (parent_run_id)")
 
 
-def _apply_many(conn: sqlite3.Connection, items: list[Item], owner: str, lease: float) -> list[BaseException | None]:
-    """The commits in one transaction, each under its own savepoint (alone: just its transaction).
+def _apply_many(
+    errors: Callable[[Exception], Exception | None],
+    conn: sqlite3.Connection,
+    items: list[Item],
+    owner: str,
+    lease: float,
+) -> list[BaseException | None]:
+    """The commits in one transaction, each under its own savepoint (alone: just its transaction); a commit's
+    own failure is its outcome, sqlite3's error made typed by ``errors`` (:class:`SqliteJournalError`).
 
     :raises JournalError: the journal's file was deleted or replaced since the connection opened it: a commit
         there would be acknowledged and lost (:func:`agentactors._sqlite.moved`), so none is made.
@@ -137,9 +176,9 @@ def _apply_many(conn: sqlite3.Connection, items: list[Item], owner: str, lease: 
             with Transaction(conn):
                 _write(conn, *items[0], owner, lease)
         except Exception as exc:
-            return [exc]
+            return [errors(exc) or exc]
         return [None]
-    errors: list[BaseException | None] = []
+    outcomes: list[BaseException | None] = []
     with Transaction(conn):
         for item in items:
             conn.execute("SAVEPOINT agentactors_commit")
@@ -147,11 +186,11 @@ def _apply_many(conn: sqlite3.Connection, items: list[Item], owner: str, lease: 
                 _write(conn, *item, owner, lease)
             except Exception as exc:
                 conn.execute("ROLLBACK TO agentactors_commit")
-                errors.append(exc)
+                outcomes.append(errors(exc) or exc)
             else:
-                errors.append(None)
+                outcomes.append(None)
             conn.execute("RELEASE agentactors_commit")
-    return errors
+    return outcomes
 
 
 def _write(conn: sqlite3.Connection, run_id: str, agent: str | None, e: Encoded, owner: str, lease: float) -> None:

@@ -21,7 +21,7 @@ import anyio
 
 from .._json import MAX_DOCUMENT_DEPTH, JsonBoundError, loads_bounded
 from ..actors.runtime import Runtime
-from ..errors import ErrorKind, OverloadedError, ProviderError, SessionError, redact
+from ..errors import ErrorKind, OverloadedError, ProviderError, SessionConflictError, SessionPausedError, redact
 from ..messages import ToolCall
 from .asgi import lifespan
 
@@ -46,6 +46,7 @@ __all__ = [
     "route_path",
     "runtime_to_enter",
     "send_json",
+    "session_refusal",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -201,17 +202,25 @@ _PROVIDER_FAILED = {
 }
 
 
+def session_refusal(error: BaseException) -> bool:
+    """Whether ``error`` is a session refusing the turn — paused for a person's decisions, or another turn (another
+    process) committed first: the client's to act on (a 409 that says so).  Any other
+    :class:`~agentactors.errors.SessionError` is the server's own failure (its store's database locked or gone, a
+    stored session it cannot read): a 500, its text (a path, a database's message) not the client's."""
+    return isinstance(error, SessionConflictError | SessionPausedError)
+
+
 def client_text(error: BaseException) -> str:
     """What a client of the apps is told of ``error`` — a run's failure, or an exception its run raised — and the
     server's log gets the rest (``agentactors.serve``, at WARNING).
 
     A provider's failure is told by its kind (:data:`_PROVIDER_FAILED`), never by its text: a vendor's message
     carries what redaction has no pattern for — its endpoint's URL (an Azure tenant, an internal gateway), an
-    account or project id, a proxy's address.  A session's refusal (:class:`~agentactors.errors.SessionError`: a
-    pause, a conflict) is the library's own text, which the client acts on.  Anything else is named by its class
-    only, as a 500 is: its text is whatever a library under the run put in it.
+    account or project id, a proxy's address.  A session's refusal (:func:`session_refusal`: a pause, a conflict)
+    is the library's own text, which the client acts on.  Anything else is named by its class only, as a 500 is:
+    its text is whatever a library under the run put in it (a session store's database path included).
     """
-    if isinstance(error, SessionError):
+    if session_refusal(error):
         return redact(str(error))[:500]
     log.warning("a served run failed: %s: %s", type(error).__name__, redact(str(error))[:2000])
     if isinstance(error, OverloadedError):

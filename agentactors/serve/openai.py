@@ -51,7 +51,6 @@ from ..errors import (
     OutputValidationError,
     OverloadedError,
     ProviderError,
-    SessionError,
     UnsupportedSettingError,
 )
 from ..events import LLMResponded, LLMTextDelta
@@ -80,6 +79,7 @@ from ._http import (
     read_json,
     route_path,
     send_json,
+    session_refusal,
 )
 from ._openai_format import for_format
 from ._openai_input import CHAT_FIELDS, MAX_OUTPUT_TOKENS, BadRequest, ChatRequest, read_chat_request
@@ -649,11 +649,12 @@ def _error_type(result: RunResult[Any]) -> str:
 
 
 async def _run_raised(send: Send, exc: Exception, span: RequestSpan) -> None:
-    span.failed(type(exc).__name__, fault=not isinstance(exc, SessionError))
+    refused = session_refusal(exc)
+    span.failed(type(exc).__name__, fault=not refused)
     # Neither is retried (x-should-retry: false): a paused session refuses every turn until a person resolves it;
     # after another turn committed first, a retry would run this turn — and its tools — again on top of it; and an
     # exception out of the run is the server's, which a retry a second later meets again.
-    if isinstance(exc, SessionError):  # a session paused for approval, or another process committed first
+    if refused:  # a session paused for approval, or another process committed first
         await _error(send, 409, _raised_text(exc), "invalid_request_error", code="session_conflict")
         return
     await _error(send, 500, _raised_text(exc), "server_error")

@@ -76,6 +76,8 @@ class SqlStore:
             version reads, or is not a session.
         :raises ValueError: a key no store keeps (:func:`~agentactors.sessions.store.check_key`: a NUL, which
             PostgreSQL's text refuses, or a lone surrogate) — before any I/O, in both databases alike.
+        :raises SqliteStoreError: (SQLite) the database failed: locked past ``busy_timeout`` (a new file another
+            process holds), a damaged file... (as :meth:`commit`).
 
         Cancellation: the query runs in a worker thread and is not interrupted: a cancelled caller
         waits for it (a read: milliseconds) and then sees the cancellation.
@@ -96,8 +98,9 @@ class SqlStore:
             corrupted.  Nothing was written.
         :raises SessionError: (SQLite) the store's file was deleted or replaced since its connection opened it:
             a commit there would be acknowledged and lost, so none is made.
-        :raises sqlite3.OperationalError: (SQLite) the write lock stayed taken past ``busy_timeout``, or the
-            disk failed (the transaction was rolled back).
+        :raises SqliteStoreError: (SQLite: :mod:`agentactors.sessions.sqlite`, also a ``sqlite3.OperationalError``)
+            the write lock stayed taken past ``busy_timeout``, or the disk failed, or the file is read-only or
+            damaged — naming the file (the transaction was rolled back).
         :raises psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled, psycopg.OperationalError:
             (PostgreSQL) a row lock held past ``lock_timeout``, a statement past ``statement_timeout``, or a
             server that did not answer within that bound or dropped the connection (``docs/durability.md``).
@@ -116,7 +119,8 @@ class SqlStore:
 
         :raises ValueError: a key no store keeps, as :meth:`load`; a negative ``expected_version``.
         :raises TypeError: an ``expected_version`` that is not ``None`` nor an int.
-        :raises SessionError: (SQLite) the store's file was deleted or replaced, as :meth:`commit`.
+        :raises SessionError: (SQLite) the store's file was deleted or replaced, as :meth:`commit`; its database
+            failed (:class:`~agentactors.sessions.sqlite.SqliteStoreError`), as :meth:`commit`.
 
         Cancellation: as :meth:`commit`.
         """

@@ -54,7 +54,9 @@ whose layout is newer than this version knows is refused when opened
 :class:`~agentactors.actors.runtime.Runtime` closes the stores its sessions used when it exits); a
 store used again after that opens a new one.  A file deleted or replaced while the store has it open
 refuses every commit and delete (:class:`~agentactors.errors.SessionError` naming the path): the connection
-would go on writing into the unlinked file, each commit acknowledged and lost.  A store object serves one event
+would go on writing into the unlinked file, each commit acknowledged and lost.  A call the database fails —
+locked past ``busy_timeout``, a full disk, a read-only or damaged file — raises :class:`SqliteStoreError` naming
+the path (:mod:`agentactors._sqlite`), nothing of it written; the store goes on.  A store object serves one event
 loop at a time; several stores (in several processes or threads) may share one file.
 
 Load, commit and delete are the PostgreSQL store's too (:mod:`agentactors.sessions._sql`, in the SQL of
@@ -69,11 +71,32 @@ from functools import partial
 from typing import Final, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved, typed
 from ..errors import SessionError
 from ._sql import LAYOUT, META, PIECES, TABLE, SqlStore, check_layout
 
-__all__ = ["LAYOUT", "SqliteStore"]
+__all__ = ["LAYOUT", "SqliteStore", "SqliteStoreError"]
+
+
+class SqliteStoreError(SessionError, sqlite3.OperationalError):
+    """A :class:`SqliteStore`'s database failed a call: locked by another connection past ``busy_timeout`` (before
+    the store's first use or mid-conversation), a full disk, a disk error, a read-only or a damaged file.
+
+    Its text names the file and SQLite's reason with what it means; ``path`` is the file (as the store opens it),
+    ``sqlite_errorname`` and ``sqlite_errorcode`` SQLite's name and number for the failure (``"SQLITE_BUSY"``,
+    ``"SQLITE_FULL"``, ``"SQLITE_IOERR"``, ``"SQLITE_READONLY"``, ``"SQLITE_CORRUPT"``...), sqlite3's own error its
+    ``__cause__``.  Also a ``sqlite3.OperationalError`` — what the store raised before — so ``except
+    sqlite3.OperationalError`` catches it still.  A commit that failed wrote nothing (its transaction was rolled
+    back), what was committed before is kept, and the store goes on: its next call tries again, and
+    :meth:`SqliteStore.aclose` closes it.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, errorname: str = "", errorcode: int = -1) -> None:
+        super().__init__(message)
+        self.path = path
+        self.sqlite_errorname = errorname
+        self.sqlite_errorcode = errorcode
+
 
 _SCHEMA: Final = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
@@ -104,7 +127,7 @@ class SqliteStore(SqlStore):
 
     :param path: the database file (created if missing; ``":memory:"`` for a private in-memory one).
     :param busy_timeout: seconds a commit waits for another connection's write lock before it fails
-        with ``sqlite3.OperationalError`` ("database is locked").
+        with :class:`SqliteStoreError` ("database is locked"; also a ``sqlite3.OperationalError``).
     :param synchronous: SQLite's ``synchronous`` setting: ``"NORMAL"`` (the default; see the module
         docstring), ``"FULL"`` or ``"EXTRA"`` for power-cut durability, ``"OFF"`` for none.
 
@@ -133,7 +156,9 @@ class SqliteStore(SqlStore):
         # The connection, its thread and its one-token limiter: agentactors._sqlite (shared with the journal);
         # load, commit and delete: agentactors.sessions._sql (shared with PostgresStore).
         setup, name = partial(_setup, self.path), f"agentactors-sqlite-store-{id(self)}"
-        super().__init__(Worker(self._where, self.busy_timeout, self.synchronous, setup, name), DIALECT, _check_file)
+        errors = typed(SqliteStoreError, "session database", self._where, self.busy_timeout)
+        worker = Worker(self._where, self.busy_timeout, self.synchronous, setup, name, errors)
+        super().__init__(worker, DIALECT, _check_file)
 
     @property
     def address(self) -> tuple[str, ...] | None:

@@ -192,3 +192,28 @@ async def test_a_client_error_says_no_retry_too() -> None:
         await request(app, {**BODY, "n": 2}, headers=key), 400)["code"])
     no_retry(await request(app, b"{", headers=key), 400, None)
     no_retry(await request(app, BODY, headers=key, content_type=b"text/plain"), 415, None)
+
+
+async def test_a_session_store_that_failed_is_the_servers_fault_not_a_conflict(tmp_path: Any) -> None:
+    """A session database locked past its busy_timeout is a 500 told by its class, not a 409 "session_conflict"
+    carrying its text: the client did nothing wrong, and the server's path is none of its business."""
+    import sqlite3
+
+    from agentactors.sessions.sqlite import SqliteStore
+
+    path = tmp_path / "private-sessions.db"
+    provider = ScriptedProvider(["hello", "again"])
+    async with Runtime() as rt:
+        store = SqliteStore(path, busy_timeout=0.1)
+        app = openai_app({"a": Agent(provider, name="a")}, runtime=rt, sessions=True, store=store)
+        session = [(b"x-session-id", b"s1")]
+        assert (await request(app, BODY, headers=session)).status == 200
+        holder = sqlite3.connect(path, isolation_level=None)
+        try:
+            holder.execute("BEGIN EXCLUSIVE")
+            answer = await request(app, BODY, headers=session)
+        finally:
+            holder.close()
+        await store.aclose()
+    no_retry(answer, 500, None)
+    assert "private-sessions" not in answer.body.decode() and "SqliteStoreError" in answer.body.decode(), answer.body
