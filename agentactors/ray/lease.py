@@ -23,6 +23,9 @@ in a request.
   reached for a while): the maintainer re-registers what this worker holds —
   requests in flight keep their slots throughout — and waits, with backoff,
   until the ledger grants again.
+- **The worker exits**: :meth:`LeaseClient.close` stops the maintainer and
+  gives back what requests no longer use (idle slots, slots queued to return,
+  unspent units) with one registration of the slots still in use.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from contextlib import asynccontextmanager
 from typing import Final
 
 import anyio
+import anyio.lowlevel
 import attrs
 
 from .budget import SharedBudget
@@ -50,6 +54,7 @@ _BACKOFF_MAX: Final = 1.0
 # ``linger`` once reached, and a loop that slept "until then" must not spin on it.
 _EPSILON: Final = 1e-6
 _IDLE_CHECK_IN: Final = 4  # an idle worker checks in every 4 refreshes (1 s by default)
+_CLOSE_TIMEOUT: Final = 1.0  # seconds a close waits for the ledger, in all
 
 
 @attrs.define(slots=True)
@@ -164,6 +169,8 @@ class LeaseClient:
         self._return_wake = anyio.Event()
         self._rate_wake = {kind: anyio.Event() for kind in budget.kinds}
         self._rate_epochs: dict[str, str | None] = {}
+        self._maintainer: anyio.CancelScope | None = None
+        self._maintainer_stopped = anyio.Event()
 
     # -- what a worker tells it --------------------------------------------------------------------
 
@@ -276,41 +283,81 @@ class LeaseClient:
     # -- the maintainer -------------------------------------------------------------------------
 
     async def maintain(self) -> None:
-        """Keep the pool filled and emptied (runs until cancelled; start it in the worker's runtime).
+        """Keep the pool filled and emptied (runs until cancelled, or until :meth:`close`; start it in the worker's
+        runtime).
 
-        Cancellation: the loops stop; what is held stays held (:meth:`close` returns it).
+        Cancellation: the loops stop; what is held stays held (:meth:`close` returns it).  A release cut short is
+        queued to return again.
         """
-        async with anyio.create_task_group() as tg:
-            if self._limited:
-                tg.start_soon(self._slot_loop)
-                tg.start_soon(self._return_loop)
-            for kind in self._pools:
-                tg.start_soon(self._rate_loop, kind)
+        stopped = self._maintainer_stopped = anyio.Event()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._maintainer = tg.cancel_scope
+                if self._limited:
+                    tg.start_soon(self._slot_loop)
+                    tg.start_soon(self._return_loop)
+                for kind in self._pools:
+                    tg.start_soon(self._rate_loop, kind)
+        finally:
+            self._maintainer = None
+            stopped.set()
 
     async def close(self) -> None:
-        """Return every idle slot and unspent unit to the ledger (best effort, at the worker's exit).
+        """Give back what this worker holds and does not use: idle slots, slots queued to return (a release the
+        stopped maintainer had in flight), and unspent units (best effort, at the worker's exit).
 
-        Cancellation: not shielded, and bounded by a second of its own: a cancelled close stops at its ledger
-        call in flight (which may still be applied: :class:`~agentactors.ray.ledger.LedgerPort`).  The slots of
-        a release no reply confirmed stay counted as to return, the units of a give-back cut short are dropped,
-        and what it had not reached stays in the pool; the ledger frees a worker's slots when the roster drops
-        it.
+        It stops the maintainer first if it still runs (and waits for it to stop).  Then one registration tells the
+        ledger how many slots this worker still uses (requests in flight keep theirs), whatever the ledger knew: it
+        also frees a grant the ledger made to a request of the maintainer that no reply brought back, and works
+        after the ledger was unreachable (this client no longer knows its epoch) or restarted.  Slots in use at the
+        close stay booked until the roster drops the worker.  A closed client leases nothing more: a request that
+        has to wait for a slot then waits until it is cancelled (the worker's runtime cancels its runs as it exits).
+
+        Cancellation: shielded and bounded (a second in all): a caller cancelled before or during the close still
+        closes, and gets its cancellation after.  Past the bound — the ledger does not answer — the close gives up:
+        the slots no reply confirmed stay counted as to return (the ledger frees them when the roster drops the
+        worker), and units not given back are lost to the bucket until it refills.
         """
-        with anyio.move_on_after(1.0):
-            try:
-                if self._limited and self._held - self._busy > 0 and self._epoch is not None:
-                    count = self._held - self._busy
-                    self._held -= count
-                    await self._call_release(count)
-                for kind, pool in self._pools.items():
-                    epoch = self._rate_epochs.get(kind)
-                    units = sum(lot.units for lot in pool.lots if lot.epoch == epoch)
-                    pool.lots.clear()
-                    if units > 0 and epoch is not None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+            maintainer = self._maintainer
+            if maintainer is not None:
+                maintainer.cancel()
+                await self._maintainer_stopped.wait()
+            if self._limited:
+                try:
+                    await self._close_slots()
+                except LedgerUnavailable:
+                    pass
+            for kind, pool in self._pools.items():
+                epoch = self._rate_epochs.get(kind)
+                units = sum(lot.units for lot in pool.lots if lot.epoch == epoch)
+                pool.lots.clear()
+                if units > 0 and epoch is not None:
+                    try:
                         self.stats.ledger_calls += 1
                         await self._port.give_back(epoch, kind, units)
-            except LedgerUnavailable:
-                pass
+                    except LedgerUnavailable:
+                        pass
+        await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation, now that the close is done
+
+    async def _close_slots(self) -> None:
+        idle = self._held - self._busy
+        count = idle + self._to_return
+        self._held -= idle
+        self._to_return = 0
+        self._idle_since = None
+        self.stats.ledger_calls += 1
+        try:
+            # What is booked for us from now on: the slots in use (the maintainer stopped: nothing is on its way
+            # back).  A count, not a difference: a release cut short that the ledger applied all the same, or a
+            # grant no reply brought back, made before this call, is overwritten.
+            reply = await self._port.register(self.worker, self._held + self._releasing, self._roster)
+        except BaseException:
+            self._to_return += count  # unconfirmed: still ours to return
+            raise
+        self._epoch = reply.epoch
+        self._last_contact = self._clock()
+        self.stats.slots_returned += count
 
     async def _slot_loop(self) -> None:
         backoff = _BACKOFF_MIN

@@ -11,7 +11,9 @@ another worker has unmet demand, a worker gets no more than its fair share
 (``ceil(capacity / active workers)``; a worker is active while it holds slots
 or wants some), and each reply tells the worker its share, so one holding more
 hands the surplus back as its requests end.  The sum of what is held never
-exceeds the capacity: the concurrency bound is exact.
+exceeds the capacity: the concurrency bound is exact.  (A release applied here
+whose reply was lost is counted again by the worker's next registration, until
+it releases those slots again: an over-count, which grants less, never more.)
 
 **Rates.**  A token bucket per kind (``"requests"``, ``"tokens"``), holding
 ``burst`` minutes of budget, refilled continuously.  ``take`` grants what the
@@ -132,13 +134,17 @@ class BudgetLedger:
         self._check_recovered()
 
     def register(self, worker: str, held: int, roster: Roster | None) -> SlotReply:
-        """A worker says what it holds (after a restart, or on first contact); returns the epoch."""
+        """A worker says what it holds (after a restart, on first contact, or at its close); returns the epoch.
+
+        What it held before is forgotten, and so is its demand (its next acquire or check-in says it again).
+        """
         if roster is not None:
             self.set_roster(roster)
         if self.roster is not None and worker not in self.roster.workers:
             # A worker the driver already declared dead: it must not hold anything here.
             return SlotReply(self.epoch, share=0, recovering=self.recovering)
         self.registered.add(worker)
+        self.wanting.pop(worker, None)  # its demand, if any, comes again with its next acquire or check-in
         if held > 0:
             self.held[worker] = held
         else:
@@ -261,7 +267,8 @@ class LedgerPort(Protocol):
         """Lease up to ``want`` slots, waiting up to ``wait`` seconds when none is free.
 
         Cancellation: a grant made after the caller left is counted as held by ``worker``, which never heard
-        of it, until its next registration (or the roster drops it).
+        of it, until its next registration (or the roster drops it).  A registration made while the call still
+        waits at the ledger ends it, granting nothing (:meth:`LedgerService.acquire`).
         """
         ...
 
@@ -316,6 +323,7 @@ class LedgerService:
     def __init__(self, ledger: BudgetLedger) -> None:
         self.ledger = ledger
         self._changed: anyio.Event | None = None  # made in the loop (a Ray actor is built outside it)
+        self._registrations: dict[str, int] = {}  # registrations per worker: a newer one supersedes its acquires
         self.calls = 0
 
     def _notify(self) -> None:
@@ -326,9 +334,13 @@ class LedgerService:
     async def register(self, worker: str, held: int, roster: Roster | None) -> SlotReply:
         """:meth:`BudgetLedger.register`, waking the waiting ``acquire`` calls.
 
+        It supersedes the worker's ``acquire`` calls still waiting here: the worker gave up on them (that is
+        why it registers), and says what it holds; they return granting nothing.
+
         Cancellation: not a cancellation point (it awaits nothing): a call made is applied.
         """
         self.calls += 1
+        self._registrations[worker] = self._registrations.get(worker, 0) + 1
         reply = self.ledger.register(worker, held, roster)
         self._notify()
         return reply
@@ -341,12 +353,19 @@ class LedgerService:
     async def acquire(self, worker: str, epoch: str | None, want: int, wait: float) -> SlotReply:
         """Grant what can be granted; when nothing can, wait up to ``wait`` seconds for a release.
 
+        A registration of ``worker`` during the wait ends it, granting nothing: the worker no longer
+        listens (through Ray a caller that stops waiting does not stop the call), and a grant made
+        after it said what it holds would be booked for a worker that never hears of it.
+
         Cancellation: a cancelled wait grants nothing (grants are made only by the ledger call
         that returns them).
         """
         self.calls += 1
         deadline = anyio.current_time() + wait
+        registration = self._registrations.get(worker, 0)
         while True:
+            if self._registrations.get(worker, 0) != registration:
+                return SlotReply(self.ledger.epoch, recovering=self.ledger.recovering)
             changed = self._changed
             if changed is None:
                 changed = self._changed = anyio.Event()
