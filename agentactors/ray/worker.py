@@ -111,9 +111,9 @@ class ClusterWorker:
         chunks stop waiting for the agent: a chunk never waits for an agent that will not come.
 
         Cancellation: the cancellation propagates (to Ray) after the runtime is left as a cancelled ``async with
-        Runtime`` leaves it (its runs cancelled) and the lease maintainers stopped; the budgets' leases are not
-        given back (the ledger frees them when the roster drops the worker).  The chunks waiting for the agent
-        are released, and fail (the worker stopped serving).
+        Runtime`` leaves it (its runs cancelled), the lease maintainers stopped and the budgets' leases given back
+        to their ledgers (shielded, at most 1 s each; a ledger that cannot be reached frees them when the roster
+        drops the worker).  The chunks waiting for the agent are released, and fail (the worker stopped serving).
         """
         try:
             await self._serve()
@@ -143,6 +143,7 @@ class ClusterWorker:
 
     async def _serve(self) -> None:
         ready, stopping = self._events()
+        leases: dict[str, LeaseClient] = {}
         try:
             async with Runtime(drain_timeout=self._drain_timeout) as rt:
                 self._rt = rt
@@ -172,10 +173,14 @@ class ClusterWorker:
                         await stopping.wait()
                     ready.set()
                     tg.cancel_scope.cancel()
-                for lease in leases.values():
-                    await lease.close()
         finally:
             self._rt = None
+            # After the runtime's exit: the runs it drained (or cancelled) gave their slots back to the clients
+            # first, so nothing stays booked at the ledger for this worker.  Shielded, each close bounded (1 s),
+            # so a cancelled serve() gives them back too; its cancellation propagates after.
+            with anyio.CancelScope(shield=True):
+                for lease in leases.values():
+                    await lease.close()
 
     async def stop(self) -> None:
         """Let :meth:`serve` return (after the runs in flight, at most ``drain_timeout`` seconds).

@@ -171,3 +171,62 @@ def test_a_clean_foreign_error_and_the_librarys_own_travel_as_they_are() -> None
     assert _shipped(clean) is clean
     ours = ProviderError("slow down", provider="vendor", model="m1", kind="transient", status=429)
     assert _shipped(ours) is ours
+
+
+# --- a worker's exit gives its budgets' slots back --------------------------------------------------------
+
+
+class _Method:
+    def __init__(self, call: Callable[..., Any]) -> None:
+        self._call = call
+
+    def remote(self, *args: Any) -> Any:
+        return self._call(*args)
+
+
+class _Handle:
+    """A BudgetActor handle in process: ``handle.method.remote(...)`` is the ledger service's call."""
+
+    def __init__(self, service: Any) -> None:
+        self._service = service
+
+    def __getattr__(self, name: str) -> _Method:
+        return _Method(getattr(self._service, name))
+
+
+
+def slow_factory() -> Agent:
+    from agentactors.ray import with_shared_budget
+
+    async def slow(request: LLMRequest) -> str:
+        await anyio.sleep(0.3)
+        return "done"
+
+    return Agent(with_shared_budget(ScriptedProvider(slow, record=False), "b"))
+
+
+@pytest.mark.parametrize("how", ["stop", "cancel"])
+async def test_a_worker_leaving_gives_its_budgets_slots_back_after_its_runs_ended(how: str) -> None:
+    """A run in flight when the worker stops holds a slot: it is given back once the drain ended it, and a
+    cancelled serve() gives its slots back too — not left booked until the driver drops the worker."""
+    from agentactors.ray import SharedBudget
+    from agentactors.ray.ledger import BudgetLedger, LedgerService
+
+    budget = SharedBudget(max_concurrency=4)
+    ledger = BudgetLedger(budget)
+    worker = ClusterWorker("w0", pack_factory(slow_factory), {"b": (budget, _Handle(LedgerService(ledger)))},
+                           drain_timeout=2.0)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.serve)
+            tg.start_soon(worker.run_chunk, "job", 0, ["a", "b"])  # (it waits for the agent to be built)
+            for _ in range(500):  # until the runs are in flight, holding slots
+                if ledger.held.get("w0"):
+                    break
+                await anyio.sleep(0.01)
+            assert ledger.held.get("w0"), "the runs never took a slot"
+            if how == "stop":
+                await worker.stop()
+            else:
+                tg.cancel_scope.cancel()
+    assert ledger.held.get("w0", 0) == 0, ledger.held
