@@ -513,6 +513,9 @@ def _anthropic(body: dict[str, Any], headers: Mapping[str, str], strict: bool) -
         if strict and not blocks and not final_assistant:
             raise WireRejection(400, f"messages.{i}: all messages must have non-empty content except for the "
                                 "optional final assistant message")
+        if strict and final_assistant and blocks and isinstance(blocks[-1], dict) and blocks[-1].get("type") == "text" \
+                and isinstance(text := blocks[-1].get("text"), str) and text != text.rstrip():
+            raise WireRejection(400, "messages: final assistant content cannot end with trailing whitespace")
         uses: list[str] = []
         answered: list[str] = []
         for j, b in enumerate(blocks):

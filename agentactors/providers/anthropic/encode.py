@@ -88,6 +88,7 @@ __all__ = [
     "part_block",
     "sendable_call_id",
     "thinking_enabled",
+    "trim_final_assistant",
     "turn_begins_thinking",
 ]
 
@@ -227,6 +228,30 @@ def sendable_call_id(call_id: str) -> str:
     return f"{_NOT_ID_CHARS.sub('_', call_id)[:48]}_{digest}"
 
 
+def trim_final_assistant(messages: list[dict[str, Any]], text_key: str) -> None:
+    """End a conversation whose last turn is the assistant's (a prefill: "Sure, ", ``<answer>\\n``) without trailing
+    whitespace: Claude's APIs answer it with a 400 ("final assistant content cannot end with trailing whitespace").
+
+    ``text_key``: where a text block holds its text (``"text"`` on both Messages' ``{"type": "text"}`` and
+    Converse's ``{"text": ...}``).  A final text block that was only whitespace goes; a turn left with nothing goes.
+    Only the last turn's last block: whitespace anywhere else is the model's to read.  The rare path: a loop's
+    conversation ends with a user or tool turn.
+    """
+    last = messages[-1] if messages else None
+    if last is None or last.get("role") != "assistant" or not last.get("content"):
+        return
+    block = last["content"][-1]
+    text = block.get(text_key) if isinstance(block, dict) and block.get("type", "text") == "text" else None
+    if not isinstance(text, str) or text == (trimmed := text.rstrip()):
+        return
+    if trimmed:
+        last["content"][-1] = {**block, text_key: trimmed}  # (a copy: a replayed block is the message's own)
+        return
+    del last["content"][-1]
+    if not last["content"]:
+        del messages[-1]
+
+
 def conversation_error(wire: str, model: str, messages: Sequence[Mapping[str, Any]]) -> ProviderError | None:
     """The request-kind error for a Messages- or Converse-shaped conversation with nothing to send, or ``None``.
 
@@ -268,6 +293,8 @@ def _messages(messages: Iterable[Message], model: str) -> tuple[str, list[dict[s
     for entry in out:
         if entry["role"] == "user":
             entry["content"] = _tool_results_first(entry["content"])
+    if out and out[-1]["role"] == "assistant":
+        trim_final_assistant(out, "text")
     return "\n\n".join(system), out
 
 

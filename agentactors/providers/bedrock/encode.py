@@ -65,7 +65,13 @@ from ...parts import Audio, Document, Image, Part, Text
 from .._constrained_schema import anthropic_output_schema
 from .._media import check_limits, media_of, unsupported
 from .._settings import BEDROCK_TOOL_NAMES, check_owned, check_tool_names, dropped, refused, sent_integer, sent_number
-from ..anthropic.encode import UNTHINKABLE_TURN, conversation_error, sendable_call_id, turn_begins_thinking
+from ..anthropic.encode import (
+    UNTHINKABLE_TURN,
+    conversation_error,
+    sendable_call_id,
+    trim_final_assistant,
+    turn_begins_thinking,
+)
 from ..anthropic.models import check_sent_sampling, check_sent_stop, plan_thinking, sampling_fields
 from .models import DOCUMENT_FORMATS, IMAGE_FORMATS, LIMITS, WIRE, BedrockModel, model_id, model_row
 
@@ -88,6 +94,11 @@ _SPACES = re.compile(r"\s+")
 
 def _is_claude(row: BedrockModel | None) -> bool:
     return row is not None and row.reasoning == "anthropic"
+
+
+def _anthropics(row: BedrockModel | None) -> bool:
+    """Whether ``row`` is a Claude model, any generation (:func:`_is_claude`: those that think)."""
+    return row is not None and row.patterns[0].startswith("anthropic.")
 
 
 def check_parts(messages: Sequence[Message], model: str) -> None:
@@ -370,6 +381,8 @@ def encode_request(request: LLMRequest, model: str, *, stream: bool) -> dict[str
             f"a forced tool choice ({request.tool_choice.mode!r}) cannot be combined with extended thinking on "
             "Claude; use ToolChoice.auto() or turn thinking off for this request", provider=WIRE, model=model)
     system, messages = _messages(request.messages, model)
+    if messages and messages[-1]["role"] == "assistant" and _anthropics(row):
+        trim_final_assistant(messages, "text")  # (Claude's rule: its final assistant text ends with no whitespace)
     error = conversation_error(WIRE, model, messages)
     if error is not None:
         raise error
