@@ -154,7 +154,8 @@ class VendorHTTP:
     ) -> bytes:
         """Send ``method url`` (a JSON ``body``, or a multipart form of ``files`` and ``data``); the answer's bytes.
 
-        ``creates``: this request creates a batch — marked ``creating`` from just before it is sent, and unmarked
+        ``creates``: this request creates a batch — marked ``creating`` from just before it is sent (not when the
+        client is closed: httpx refuses such a request before anything leaves), and unmarked
         when its failure proves that the vendor made nothing: the connection never opened (nothing was sent), or
         the vendor answered with a 4xx (a refusal).  Anything else — a 2xx, a 5xx (a gateway's 502/504 may come
         after the vendor acted), a connection dropped after sending, a read timeout, a cancellation — leaves it
@@ -164,11 +165,12 @@ class VendorHTTP:
         """
         content = dumps(body) if body is not None else None
         headers = await self._headers(url, content, model)
-        if creates is not None:
-            creates.creating = True
         try:
             async with self._client() as client:
                 request = client.build_request(method, url, headers=headers, content=content, files=files, data=data)
+                if creates is not None:
+                    # Marked from here: a closed client (its owner's ``async with`` ended) refuses before sending.
+                    creates.creating = not client.is_closed
                 response = await client.send(request, stream=True, follow_redirects=False)  # (as lines())
                 try:
                     status = response.status_code

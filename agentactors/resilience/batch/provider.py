@@ -23,6 +23,7 @@ submitted again.  Without one, a batch no call waits on any more is read back by
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import math
@@ -130,6 +131,7 @@ class _Batch:
         self.state = "collecting"  # collecting | submitting (its lines are being sent) | submitted | ended
         self.driven = False
         self.next_poll = opened
+        self.failures = 0  # failed status reads in a row: the batch's, kept when its driver hands it over
         self.deadline = math.inf  # when its waiting calls stop waiting (max_wait after it was submitted)
         self.wake = anyio.Event()
 
@@ -567,7 +569,6 @@ class BatchProvider(ProviderDecorator):
     async def _poll(self, batch: _Batch) -> None:
         """Poll until the batch ends, then deliver its outcomes."""
         assert batch.id is not None
-        failures = 0
         while batch.waiters:
             if self._clock() >= batch.deadline:
                 last: Status | None = None
@@ -589,16 +590,16 @@ class BatchProvider(ProviderDecorator):
                     status = await self._api.status(batch.id, batch.model)
             except Exception as exc:
                 error = as_provider_error(exc, self._inner, batch.model)
-                failures += 1
-                if error.retryable and failures < MAX_POLL_FAILURES:
+                batch.failures += 1
+                if error.retryable and batch.failures < MAX_POLL_FAILURES:
                     log.info("batch %s: polling failed (%s); trying again", batch.id, redact(str(error)))
-                    batch.next_poll = self._clock() + self._backoff(failures, error)
+                    batch.next_poll = self._clock() + self._backoff(batch.failures, error)
                     continue
                 self._end(batch, _failing(error, batch))
                 return
             if status is None:
                 continue  # max_wait passed during the read
-            failures = 0
+            batch.failures = 0
             if status.done:
                 await self._finish(batch, status)
                 return
@@ -645,9 +646,15 @@ class BatchProvider(ProviderDecorator):
         if status.failure is not None:
             self._end(batch, lambda line: failed(self.name, batch_id, status, line.model, line.custom_id))
             return
+        deadline = self._results_deadline(batch.deadline)
         try:
-            outcomes = await self._api.results(batch_id, status, dict(batch.lines),
-                                               self._results_deadline(batch.deadline))
+            read = dict(batch.lines)
+            outcomes = await self._api.results(batch_id, status, read, deadline)
+            # A request resumed while the results were read (a recovered run joining the batch) is read for too:
+            # its item was answered, and paid for — not "missing" because the read began before it came.
+            while joined := {key: line for key, line in batch.lines.items() if key not in read}:
+                read.update(joined)
+                outcomes.update(await self._api.results(batch_id, status, joined, deadline))
         except Exception as exc:
             error = as_provider_error(exc, self._inner, batch.model)
             self._end(batch, _failing(error, batch))
@@ -664,8 +671,13 @@ class BatchProvider(ProviderDecorator):
     def _end(self, batch: _Batch, outcome: Callable[[Line], Outcome], *, state: str | None = None) -> None:
         """Every waiting call's outcome; the batch is over."""
         failed = 0
+        handed: set[int] = set()
         for waiter in batch.waiters.values():
             waiter.outcome = outcome(waiter.line)
+            if isinstance(waiter.outcome, ProviderError):
+                if id(waiter.outcome) in handed:  # one error for every call (a refused submission): each its own
+                    waiter.outcome = _own_copy(waiter.outcome)
+                handed.add(id(waiter.outcome))
             failed += not isinstance(waiter.outcome, LLMResponse)
         batch.state = "ended"
         if batch.id is not None:
@@ -691,6 +703,17 @@ def _unread_batch(error: ProviderError, batch_id: str, model: str) -> ProviderEr
     )
     failure.__cause__ = error
     return failure
+
+
+def _own_copy(error: ProviderError) -> ProviderError:
+    """A copy of ``error`` for one more call: an exception object raised in many tasks would gather every raise's
+    traceback, and a note one caller adds to it would show on the others'."""
+    own = copy.copy(error)  # ProviderError.__reduce__: its fields, without a traceback
+    own.__cause__, own.__suppress_context__ = error.__cause__, error.__suppress_context__
+    notes = getattr(error, "__notes__", None)
+    if isinstance(notes, list):
+        own.__notes__ = list(notes)
+    return own
 
 
 def _failing(error: ProviderError, batch: _Batch) -> Callable[[Line], Outcome]:
