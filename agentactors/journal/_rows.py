@@ -17,7 +17,7 @@ import attrs
 
 from .._json import MAX_DOCUMENT_DEPTH, MAX_TEXT_CHARS, JsonBoundError, loads_bounded
 from ..loop.call_ids import is_fresh_id_of
-from ..loop.tape import Commit
+from ..loop.tape import Commit, Ending
 from ..messages import Message, ToolCall
 from ..sessions.codec import messages_from_json, messages_to_json, result_from_json, result_to_json, value_to_json
 from ..tools.results import ToolResult
@@ -76,6 +76,8 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
     # The journal counts a run's model calls from 1 (a resumed run's events number its steps on from its pause).
     # The steers taken before a call go in its response's document (``"steers"``): one row, one transaction.
     steers = dict(c.steers) if c.steers else None
+    if c.ending is not None and c.responses:  # (rare) a run cut short: how, in its last response's document
+        return _ended(run_id, inputs, c, origin)
     responses = tuple(
         (
             n,
@@ -96,6 +98,43 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
     return Encoded(begin, parent, lineage, responses, results, c.end, content)
 
 
+def _ended(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any) -> Encoded:
+    """The text of a commit whose run was cut short from outside (``c.ending``): as any commit's, its last response's
+    document carrying how the run ended (``"ended"``: :func:`_ending_json`; an older reader ignores the key)."""
+    plain = encode(run_id, inputs, attrs.evolve(c, ending=None), origin)
+    last, response = max(c.responses, key=lambda r: r[0])
+    steers = dict(c.steers).get(last, ())
+    doc = _part(run_id, f"the response of its model call {last} and how the run ended", _ending_doc,
+                (response, steers, c.ending))
+    responses = tuple((n, doc if n == last else text) for n, text in plain.responses)
+    return attrs.evolve(plain, responses=responses)
+
+
+def _ending_doc(value: tuple[Any, tuple[Message, ...], Ending]) -> dict[str, Any]:
+    response, steers, ending = value
+    doc = _steered_json((response, steers)) if steers else response_to_json(response)
+    doc["ended"] = _ending_json(ending)
+    return doc
+
+
+def _ending_json(ending: Ending) -> dict[str, Any]:
+    """How a run was cut short, as its last response's document keeps it (``"ended"``)."""
+    doc: dict[str, Any] = {"how": ending.how}
+    if ending.reason is not None:
+        doc["reason"] = ending.reason
+    if ending.between:
+        doc["between"] = True
+    return doc
+
+
+def _ending_from_json(doc: Any) -> Ending | None:
+    """A stored ``"ended"`` (``None``: none, or one this version does not know: the run replays as without it)."""
+    if not isinstance(doc, dict) or doc.get("how") not in ("cancelled", "interrupted"):
+        return None
+    reason = doc.get("reason")
+    return Ending(str(doc["how"]), reason if isinstance(reason, str) else None, doc.get("between") is True)
+
+
 def _steered_json(value: tuple[Any, tuple[Message, ...]]) -> dict[str, Any]:
     """A response's document with the steers the run took before its call (``"steers"``: messages, as inputs are)."""
     response, steers = value
@@ -104,10 +143,12 @@ def _steered_json(value: tuple[Any, tuple[Message, ...]]) -> dict[str, Any]:
     return doc
 
 
-def _step_json(doc: Any) -> tuple[Any, tuple[Message, ...]]:
-    """A stored response and the steers before its call (none in a record written before steers were kept)."""
+def _step_json(doc: Any) -> tuple[Any, tuple[Message, ...], Ending | None]:
+    """A stored response, the steers before its call (none in a record written before steers were kept) and how
+    the run ended after it, when it was cut short (``"ended"``: in its last response's document only)."""
     steers = doc.get("steers") if isinstance(doc, dict) else None
-    return response_from_json(doc), messages_from_json(steers) if steers else ()
+    ended = _ending_from_json(doc.get("ended")) if isinstance(doc, dict) and "ended" in doc else None
+    return response_from_json(doc), messages_from_json(steers) if steers else (), ended
 
 
 def _results_json(results: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -227,6 +268,7 @@ def decode_run(
     offset = resume[0].step if resume is not None else 0
     recorded: list[RecordedStep] = []
     resumed = None
+    ended: Ending | None = None
     for number, response, results in steps:
         if number == 0 and results is not None:  # a resumed run's paused step, finished before any model call
             resumed = _decoded(run_id, "results", results, _results)
@@ -241,7 +283,7 @@ def decode_run(
             raise JournalFormatError(
                 f"run {run_id!r}'s stored step {expected} has results but no response: it was left as it is"
             )
-        answer, steers = _decoded(run_id, "response", response, _step_json)
+        answer, steers, ended = _decoded(run_id, "response", response, _step_json)  # (the last step's counts)
         done = None if results is None else _decoded(run_id, "results", results, _results)
         if done is not None:
             _check_pairing(run_id, expected, answer.tool_calls, done)
@@ -249,7 +291,14 @@ def decode_run(
     inputs = _decoded(run_id, "inputs", inputs_text, messages_from_json)
     if not inputs and resume is None:  # every run the loop journals started from a message, or from its pause
         raise JournalFormatError(f"run {run_id!r}'s stored inputs hold no input message: it was left as it is")
+    # How the run was cut short: cancelled (its row says so; the mark, if any, says where), or interrupted (a run
+    # that finished, its last response's mark says so).  A mark the row disagrees with is not how the run ended.
+    if status == "cancelled":
+        ended = ended if ended is not None and ended.how == "cancelled" else Ending("cancelled")
+    elif status != "finished" or (ended is not None and ended.how != "interrupted"):
+        ended = None
     return RecordedRun(
         run_id, agent, inputs, tuple(recorded), status, content=content, parent_run_id=parent,
         parent_call_id=call, resume=resume, resumed_results=resumed, children=children, session=session,
+        ending=ended,
     )

@@ -3,7 +3,9 @@
 :class:`~agentactors.journal.SqliteJournal` and :class:`~agentactors.journal.PostgresJournal` differ in
 where a commit goes, not in which tape a run gets: a run ``recover()`` is finishing keeps its own (its
 committed steps, its id); a child a crash cut, started again by its recovered parent, gets its recording
-(served whole when it had finished); any other run a fresh tape whose writer commits into the journal.
+(served whole when it had finished, or was cancelled or interrupted — ending as it did:
+:func:`~agentactors.journal.children.served_whole`); any other run a fresh tape whose writer commits into the
+journal.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+import attrs
+
 from ..loop.result import RunResult
 from ..loop.tape import Commit, Tape
-from ..messages import Message
+from ..messages import LLMResponse, Message
 from ._lease import Keeper
 from .children import Orphans, served_whole
 from .codec import origin_now
@@ -61,7 +65,9 @@ class Tapes:
             return tape
         child = self._orphans.take(parent_run_id, agent) if parent_run_id is not None else None
         if child is not None:  # a child a crash cut, started again by its recovered parent
-            return served_whole(child) if child.status == "finished" else self.resume_run(child)
+            # Finished, cancelled or interrupted: not run again, served as it ended (children.served_whole).
+            whole = child.status == "finished" or child.ending is not None
+            return served_whole(child) if whole else self.resume_run(child)
         self._mine.add(run_id)
         self._keeper.start()
         return Tape(writer=_Writer(self, run_id, agent, inputs, origin_now(parent_run_id)))
@@ -71,7 +77,12 @@ class Tapes:
         self._mine.add(recorded.run_id)
         self._keeper.start()
         self._orphans.offer(recorded)
-        tape = recorded.tape(writer=_Writer(self, recorded.run_id, recorded.agent, recorded.inputs))
+        writer = _Writer(self, recorded.run_id, recorded.agent, recorded.inputs)
+        if recorded.steps:  # its last committed response: where a cut-short end is kept (Commit.ending)
+            last = recorded.steps[-1]
+            number = len(recorded.steps)  # (the journal counts a run's model calls from 1)
+            writer.last = ((number, last.response), ((number, last.steers),) if last.steers else ())
+        tape = recorded.tape(writer=writer)
         tape.run_id = recorded.run_id
         return tape
 
@@ -86,9 +97,13 @@ class Tapes:
 
 
 class _Writer:
-    """One run's :class:`~agentactors.loop.tape.StepWriter` into a journal."""
+    """One run's :class:`~agentactors.loop.tape.StepWriter` into a journal.
 
-    __slots__ = ("agent", "inputs", "journal", "origin", "run_id")
+    It keeps the last response it committed (and the steers committed with it): a run cut short from outside ends
+    with a commit whose :class:`~agentactors.loop.tape.Ending` goes in that response's document, written again.
+    """
+
+    __slots__ = ("agent", "inputs", "journal", "last", "origin", "run_id")
 
     def __init__(
         self, journal: Tapes, run_id: str, agent: str | None, inputs: tuple[Message, ...], origin: Any = None
@@ -98,6 +113,24 @@ class _Writer:
         self.agent = agent
         self.inputs = inputs
         self.origin = origin  # a recovered run's row has it already (the begin only sets it running again)
+        #: The last response committed, by its number, and the steers committed with it (a commit's own ``steers``).
+        self.last: tuple[tuple[int, LLMResponse], tuple[tuple[int, tuple[Message, ...]], ...]] | None = None
 
     async def commit(self, commit: Commit) -> None:
+        if commit.responses:
+            self.last = (commit.responses[-1], commit.steers)
+        if commit.ending is not None:  # (rare) a run cut short: its last response carries how it ended
+            commit = self._ending(commit)
         await self.journal.commit(self.run_id, self.agent, self.inputs, commit, self.origin)
+
+    def _ending(self, commit: Commit) -> Commit:
+        """``commit`` with the run's last response (and its steers) in it, to carry its ``ending``; without one
+        (no response committed: cut short before its first model call answered), the ending is not kept."""
+        last = self.last
+        if last is None:
+            return attrs.evolve(commit, ending=None)
+        (number, response), steers = last
+        if any(n == number for n, _ in commit.responses):
+            return commit
+        own = tuple((n, m) for n, m in steers if n == number)
+        return attrs.evolve(commit, responses=(*commit.responses, (number, response)), steers=(*commit.steers, *own))

@@ -5,8 +5,9 @@ parent's call that runs it.  It is never recovered on its own — its parent's t
 and waits for its answer.  When the parent is recovered, the tool step the crash cut runs again (same call
 ids), so the delegating tool starts the child again; the journal then hands that run the recording of the
 child that was cut (:class:`Orphans`), so the child goes on from its last committed step, with its own run
-id, and none of its committed tools runs again.  A child that had finished is served whole from its
-recording.
+id, and none of its committed tools runs again.  A child that had finished — or was cancelled or interrupted — is
+served whole from its recording, never run again: one cut short ends so again, at the same point
+(:attr:`~agentactors.journal.RecordedRun.ending`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ __all__ = ["Orphans", "served_whole"]
 
 
 def served_whole(child: RecordedRun) -> Tape:
-    """The tape of a child that had finished before the crash: every step served from its recording, with its
-    own run id, and nothing committed (its rows already say all of it)."""
+    """The tape of a child that had ended before the crash: every step served from its recording, with its own run
+    id, and nothing committed (its rows already say all of it).  Cancelled or interrupted, it ends so again where it
+    did (its recording's ending)."""
     tape = child.tape()
     tape.run_id = child.run_id
     return tape

@@ -13,7 +13,7 @@ import attrs
 
 from ..errors import AgentActorsError
 from ..loop.pause import PausedRun
-from ..loop.tape import StepWriter, Tape
+from ..loop.tape import Ending, StepWriter, Tape
 from ..messages import LLMResponse, Message
 from ..sessions.journaled import SessionTurn
 from ..tools.results import ToolResult
@@ -120,6 +120,11 @@ class RecordedRun:
     never on their own; a resumed run's ``resume`` (the pause and the decisions it went on with) and
     ``resumed_results`` (the paused step's results, once committed); a session's turn's ``session`` (which
     session, from which version: what ``rt.recover(sessions=store)`` commits the recovered turn with).
+
+    ``ending``: how the run ended past its last step when it was cut short from outside — cancelled (``status``
+    ``"cancelled"``) or interrupted (``status`` ``"finished"``, its error a ``RunInterruptedError``) — else
+    ``None`` (:class:`~agentactors.loop.tape.Ending`).  A replay of the whole run, or a child served whole to its
+    recovered parent, ends the same way at the same point; a fork from an earlier step runs live past it.
     """
 
     run_id: str
@@ -136,6 +141,7 @@ class RecordedRun:
     resumed_results: tuple[ToolResult, ...] | None = None
     children: tuple[RecordedRun, ...] = ()
     session: SessionTurn | None = None
+    ending: Ending | None = attrs.field(default=None, kw_only=True)
 
     @property
     def first_step(self) -> int:
@@ -144,6 +150,14 @@ class RecordedRun:
         if self.steps:
             return self.steps[0].number
         return self.resume[0].step + 1 if self.resume is not None else 1
+
+    @property
+    def cut_short(self) -> Ending | None:
+        """How the run was cut short from outside (:attr:`ending`), also for a record that says only ``"cancelled"``
+        (a JSONL record's, a journal's row written before endings were kept): cancelled where its recording stops."""
+        if self.ending is None and self.status == "cancelled":
+            return Ending("cancelled")
+        return self.ending
 
     @property
     def finished(self) -> bool:
@@ -162,7 +176,9 @@ class RecordedRun:
         arguments are :class:`~agentactors.loop.tape.Tape`'s.
 
         The steers recorded with those steps go too, and those of step ``upto``: they joined the conversation
-        before its model call, so a fork from it reads them as the recorded step did.
+        before its model call, so a fork from it reads them as the recorded step did.  Every step served
+        (``upto=None``), the run ends as the recorded one did when it was cut short (:attr:`ending`); a run
+        recorded ``"cancelled"`` without one (a JSONL record's) is cancelled where its recording stops.
         """
         steps = self.steps if upto is None else tuple(s for s in self.steps if s.number < upto)
         results = {r.call_id: r for s in steps for r in s.results or ()}
@@ -170,4 +186,7 @@ class RecordedRun:
             results.update((r.call_id, r) for r in self.resumed_results)
         upto_steers = len(steps) + 1 if upto is not None else len(steps)
         steers = {i: s.steers for i, s in enumerate(self.steps[:upto_steers], 1) if s.steers} or None
-        return Tape([s.response for s in steps], results, writer, label=label, guard=guard, steers=steers)
+        ending = self.cut_short if upto is None else None
+        return Tape(
+            [s.response for s in steps], results, writer, label=label, guard=guard, steers=steers, ending=ending
+        )

@@ -125,6 +125,8 @@ class _Replaying:
         if parent_run_id is not None:
             return None
         tape, self.tape = self.tape, None
+        if tape is not None and tape.ending is not None and tape.run_id is None:
+            tape.run_id = run_id  # (its own id: where a recording cut short finds the run to end it so)
         return tape
 
 
@@ -145,7 +147,10 @@ async def replay(
     agent made from the recording (its name — a resumed run's, the agent that paused —, its system prompt when
     the record has it, as many steps as were recorded, pausing where a recorded call waited for approval).
     ``recorders`` receive the replayed run's events (a tool call served from the recording says
-    ``replayed=True``).  A resumed run is replayed as it went on: its pause, its decisions.
+    ``replayed=True``).  A resumed run is replayed as it went on: its pause, its decisions.  A run cut short from
+    outside ends the same way at the same point: cancelled (``RunResult(cancelled=True)``) where the recording
+    stops — inside the model call or the tool step it does not hold, or between steps — or interrupted after its
+    last step (its ``RunInterruptedError``, with the recorded reason); no model is asked for what it does not hold.
 
     :raises RunNotRecordedError: ``source`` holds no such run.
     :raises ReplayDivergedError: the run asked for a model call or a tool step its recording does not hold
@@ -285,7 +290,8 @@ def _agent_of(recorded: RecordedRun, provider: ReplayProvider) -> Agent[Any]:
         provider,
         name=paused_by or recorded.agent,
         system=recorded.system,
-        max_steps=max(1, recorded.first_step + len(recorded.steps) - 1),  # a resumed run counts the paused one's
+        # A resumed run counts the paused one's; one cut short (cancelled, interrupted) went on past its last step.
+        max_steps=max(1, recorded.first_step + len(recorded.steps) - (0 if recorded.cut_short else 1)),
         tool_policy=_allows_all if waited else None,
     )
 

@@ -32,8 +32,10 @@ from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
+import anyio.lowlevel
 import attrs
 
+from ..errors import RunInterruptedError
 from ..events import current_sink
 from ..gateway.provider import Complete, Stream
 from ..messages import LLMResponse, Message, StreamEnd, TextDelta
@@ -42,12 +44,29 @@ from ..tools.results import ToolResult, ToolStatus, unknown_tool_text
 from .pause import PausedRun
 from .result import RunResult
 
-__all__ = ["Commit", "Journal", "Resume", "StepWriter", "Tape", "open_tape", "resuming"]
+__all__ = ["Commit", "Ending", "Journal", "Resume", "StepWriter", "Tape", "open_tape", "resuming"]
 
 #: A resumed run's pause and the decisions it goes on with.
 Resume = tuple[PausedRun, Mapping[str, "bool | str"]]
 
 _RESUMING: contextvars.ContextVar[Resume | None] = contextvars.ContextVar("agentactors_tape_resuming", default=None)
+
+
+@attrs.frozen(slots=True)
+class Ending:
+    """How a run ended past its last recorded step, when that is not what its steps say: cut short from outside.
+
+    ``how``: ``"cancelled"`` (through its handle, or by its caller) or ``"interrupted"`` (``run.interrupt()``,
+    with its ``reason``).  ``between``: a cancellation that came at the boundary after the last step, before the
+    next step began (else it came inside the step the recording does not hold: its model call, or its tools).
+
+    A run served from a recording that ended so (a replay, a child served whole) ends the same way at the same
+    point, instead of asking for what the recording does not hold.
+    """
+
+    how: str
+    reason: str | None = None
+    between: bool = False
 
 
 @attrs.frozen(slots=True)
@@ -59,7 +78,8 @@ class Commit:
     ``results``: one tool step's results, with the number of the response that asked for them; ``end``:
     how the run ended — ``"finished"``, ``"paused"``, ``"raised"`` or ``"cancelled"`` — with its
     ``result`` when it has one; ``steers``: the steers the run took at the boundary before model call n, by
-    that n — each committed with response n (one of ``responses``), never alone.
+    that n — each committed with response n (one of ``responses``), never alone; ``ending``: with ``end``, how a run
+    cut short from outside ended (:class:`Ending`: kept with the run's last response), else ``None``.
     """
 
     begin: bool = False
@@ -68,6 +88,7 @@ class Commit:
     results: tuple[int, tuple[ToolResult, ...]] | None = None
     end: str | None = None
     result: RunResult[Any] | None = None
+    ending: Ending | None = None
 
 
 class StepWriter(Protocol):
@@ -145,6 +166,11 @@ class Tape:
     :param steers: the recorded steers by the number of the model call they were taken before (1: the run's
         first), or ``None``: handed to the run's inbox (:meth:`attach`) once the call before that one was served,
         so the run takes them at the same boundary — and goes on past an answer for them — as it did.
+    :param ending: how the recorded run ended past its last step when it was cut short from outside (cancelled,
+        interrupted: :class:`Ending`), or ``None``.  Served whole, the run ends the same way at the same point: a
+        cancelled one is cancelled where the recording stops (at the model call or the tool step it does not hold,
+        or at the boundary after its last step), an interrupted one ends interrupted after its last step — no
+        model is asked, no tool runs.
 
     Steers: a live run's steers taken at a boundary (:meth:`boundary`) are committed with the next live model
     response, in its transaction; a crash before it loses them with that step, which is asked again without them.
@@ -152,8 +178,8 @@ class Tape:
     """
 
     __slots__ = (
-        "_handed", "_inbox", "_label", "_pending", "_responses", "_results", "_steered", "_steers", "_step", "calls",
-        "failure", "guard", "run_id", "writer",
+        "_handed", "_home", "_inbox", "_label", "_pending", "_responses", "_results", "_steered", "_steers", "_step",
+        "asked", "calls", "ending", "failure", "guard", "run_id", "writer",
     )
 
     def __init__(
@@ -166,8 +192,12 @@ class Tape:
         guard: Callable[[], None] | None = None,
         run_id: str | None = None,
         steers: Mapping[int, Sequence[Message]] | None = None,
+        ending: Ending | None = None,
     ) -> None:
         self.run_id = run_id
+        #: How the recorded run ended past its steps (see the class), or ``None``.
+        self.ending = ending
+        self._home: Any = None  # the run's runtime, where its live run is found (a tape with an ending only)
         self._steers = {n: tuple(m) for n, m in steers.items() if m} if steers else None
         self._inbox: Any = None  # the run's RunActor, once attached (a run with recorded steers only)
         self._handed = 0  # recorded steers handed to the inbox and not taken yet: the first ones there
@@ -179,6 +209,9 @@ class Tape:
         self._label = label
         #: Model calls answered so far (recorded and live): the number of the last response.
         self.calls = 0
+        #: The number of the last model call asked past the recording (0: none): a run cancelled with no call asked
+        #: past its last response was cancelled between steps (:meth:`around`).
+        self.asked = 0
         self._pending: list[tuple[int, LLMResponse]] = []  # live answers not committed yet
         #: The journal's refusal of a model response's commit (:meth:`answered`), which :meth:`around` raises.
         self.failure: Exception | None = None
@@ -194,8 +227,21 @@ class Tape:
     @property
     def served_last(self) -> bool:
         """Whether the run's last model response was served from the recording: its tool calls started before (the
-        recording committed them first), so an interrupt does not keep them from running (:meth:`boundary`)."""
-        return 0 < self.calls <= len(self._responses)
+        recording committed them first), so an interrupt does not keep them from running (:meth:`boundary`).
+
+        Not a recording that ended interrupted during its last model call: that response's calls never started
+        (its step has no results), and the interrupt keeps them from starting again."""
+        served = 0 < self.calls <= len(self._responses)
+        if served and self.calls == len(self._responses) and self.ending is not None:
+            return self.ending.how != "interrupted" or self._results_of_last() is not None
+        return served
+
+    def _results_of_last(self) -> tuple[ToolResult, ...] | None:
+        """The recorded results of the last recorded response's calls (``None``: not all of them, or no calls)."""
+        calls = self._responses[-1].tool_calls if self._responses else ()
+        if not calls or any(c.id not in self._results for c in calls):
+            return None
+        return tuple(self._results[c.id] for c in calls)
 
     def attach(self, inbox: Any) -> None:
         """The run's :class:`~agentactors.loop.live.RunActor` (a run with recorded :attr:`steers`): the steers
@@ -230,6 +276,9 @@ class Tape:
             return False
         if inbox.interrupted is not None:
             return True
+        if self.ending is not None and self.ending.how == "interrupted" and number == len(self._responses) + 1:
+            inbox.control(_interrupt(self.ending.reason))  # recorded: the run went on past an answer, then this
+            return True
         steers = inbox.take_steers_into(state)
         if steers:
             if self._steered is None:
@@ -239,6 +288,8 @@ class Tape:
 
     def seat(self, provider: Any, tools: Any) -> tuple[TapedProvider, TapedTools]:
         """The references the run asks instead of its seat's ``provider`` and ``tools`` (``None``: no tools)."""
+        if self.ending is not None and self._home is None:  # (rare: a recording that ended cut short)
+            self._home = getattr(provider, "runtime", None)
         return TapedProvider(provider, self), TapedTools(tools, self)
 
     async def around(self, run: Coroutine[Any, Any, RunResult[Any]]) -> RunResult[Any]:
@@ -269,20 +320,47 @@ class Tape:
         try:
             result = await run
         except BaseException as exc:
-            end = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "raised"
+            end, ending = "raised", None
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                end, ending = "cancelled", self._cancelled()
             with anyio.CancelScope(shield=True):
-                await writer.commit(Commit(responses=self._take_pending(), steers=self._take_steered(), end=end))
+                await writer.commit(
+                    Commit(responses=self._take_pending(), steers=self._take_steered(), end=end, ending=ending)
+                )
             raise
         failure = self.failure
         if failure is not None:
             await self._raise_refused(writer, failure)
+        end, ending = "finished", None
+        if result.cancelled or result.error is not None or result.resume_state is not None:  # (the rare ends)
+            end, ending = self._ended(result)
         await writer.commit(
             Commit(
-                responses=self._take_pending(), steers=self._take_steered(),
-                end="paused" if result.paused else "finished", result=result,
+                responses=self._take_pending(), steers=self._take_steered(), end=end, result=result, ending=ending,
             )
         )
         return result
+
+    def _ended(self, result: RunResult[Any]) -> tuple[str, Ending | None]:
+        """The end a run's ``result`` is committed with, and how it was cut short (:class:`Ending`), if it was.
+
+        Cancelled through its handle, a run returns a result: it ended ``"cancelled"`` all the same (as a run whose
+        caller cancelled it).  Interrupted, it ended ``"finished"`` (an older reader sees it as before) and its
+        :class:`Ending` says it was interrupted.
+        """
+        if result.cancelled:
+            return "cancelled", self._cancelled()
+        if isinstance(result.error, RunInterruptedError):
+            return "finished", Ending("interrupted", reason=result.error.reason)
+        return ("paused" if result.paused else "finished"), None
+
+    def _cancelled(self) -> Ending | None:
+        """A cancelled run's :class:`Ending` when it was cancelled between steps — its last response's tool step done,
+        no model call asked after it (a replay must not begin a step the run never began) — else ``None``."""
+        step = self._step
+        if step is not None and step[0] == self.calls > 0 and self.asked <= self.calls:
+            return Ending("cancelled", between=True)
+        return None
 
     async def _raise_refused(self, writer: StepWriter, failure: Exception) -> None:
         """End the run ``"raised"`` on the journal's refusal of one of its commits, and raise that refusal."""
@@ -305,11 +383,61 @@ class Tape:
             if sink is not None:
                 sink.emit(label[0], **label[1])
         if index >= len(self._responses):
+            self.asked = index + 1
             return None
         self.calls = index + 1
         if self._steers:  # a steered recording: the next call's steers wait in the inbox for its boundary
             self._hand_steers(index + 2)
-        return self._responses[index]
+        response = self._responses[index]
+        if self.ending is not None and self.calls == len(self._responses) and response.tool_calls:
+            self._end_after_last()
+        return response
+
+    # -- a recording that ended cut short (rare: ``ending``) ------------------------------------------------
+
+    def _live(self) -> Any:
+        """The run's live run (:class:`~agentactors.loop.live.RunActor`), or ``None`` (no runtime, no id known)."""
+        if self._inbox is not None:
+            return self._inbox
+        if self._home is None or self.run_id is None:
+            return None
+        from .live import live_run  # (the rare path: a recording that ended cut short)
+
+        return live_run(self._home, self.run_id)
+
+    def _end_after_last(self) -> None:
+        """The last recorded response, with calls, was served: an interrupted recording ends the run after it (its
+        tool step served first when recorded, else — interrupted during that model call — its calls never start)."""
+        ending = self.ending
+        if ending is not None and ending.how == "interrupted":
+            live = self._live()
+            if live is not None and not live.finished:
+                live.control(_interrupt(ending.reason))
+
+    def served_step(self) -> None:
+        """A recorded tool step was served: the last one of a recording cancelled between steps cancels the run
+        now — delivered at the boundary after it, before the next step begins, as it was."""
+        ending = self.ending
+        if ending is not None and ending.between and self.calls == len(self._responses):
+            live = self._live()
+            if live is not None:
+                live.cancel()
+
+    async def cancel_here(self) -> None:
+        """The run asks for what a recording that ended cancelled does not hold: it is cancelled here, as it was
+        (its handle's cancellation: it ends with ``RunResult(cancelled=True)``).  Not such a recording (or its
+        live run cannot be found): nothing happens, and the caller goes on as without an ending.
+
+        Cancellation: the point of it — the run's own cancellation is raised here, at its checkpoint (the frame's
+        scope absorbs it and the run returns its cancelled result); a caller's cancellation propagates the same way.
+        """
+        ending = self.ending
+        if ending is None or ending.how != "cancelled":
+            return
+        live = self._live()
+        if live is not None:
+            live.cancel()
+            await anyio.lowlevel.checkpoint()  # the cancellation, delivered here
 
     async def answered(self, response: LLMResponse) -> None:
         """A live model response: committed now when it asks for tools, else with the next commit.
@@ -419,6 +547,8 @@ class TapedProvider:
         response = tape.recorded_response()
         if response is not None:
             return response if kind is Complete else _RecordedStream(response)
+        if tape.ending is not None:  # (rare) a recording that ended cancelled: cancelled at the call it does not hold
+            await tape.cancel_here()
         if kind is Complete:
             response = await self.ref.ask(message)
             if type(response) is LLMResponse or isinstance(response, LLMResponse):
@@ -445,7 +575,11 @@ class TapedTools:
         recorded = tape.recorded_results(message)
         if recorded is not None:
             _retell(recorded)
+            if tape.ending is not None:
+                tape.served_step()
             return recorded
+        if tape.ending is not None:  # (rare) a recording that ended cancelled: cancelled at the step it does not hold
+            await tape.cancel_here()
         if tape.guard is not None:
             tape.guard()
         await tape.flush()  # the response that asked: committed before any of its calls runs
@@ -457,6 +591,13 @@ class TapedTools:
             results = await self.ref.ask(message)
         await tape.ran(results)
         return results
+
+
+def _interrupt(reason: str | None) -> Any:
+    """The recorded interrupt, as a control message of the run's inbox."""
+    from .live import Interrupt  # (the rare path)
+
+    return Interrupt(reason)
 
 
 def _joined(before: tuple[ToolResult, ...], after: tuple[ToolResult, ...]) -> tuple[ToolResult, ...]:

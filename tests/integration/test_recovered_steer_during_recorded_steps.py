@@ -270,5 +270,5 @@ async def test_a_cancel_during_recorded_steps_ends_the_run_cancelled(db: str) ->
         assert recovered.cancelled
         assert len(shop.ran) == ran
         assert (await journal.unfinished()) == []
-        # (a handle's cancel returns a result: the run is ended "finished" with it, as a fresh run's is)
-        assert (await journal.load_run(run_id)).status == "finished"
+        # (a handle's cancel is ended "cancelled", as any cancelled run: not recovered again)
+        assert (await journal.load_run(run_id)).status == "cancelled"
