@@ -500,7 +500,9 @@ class LoopController:
                     if self._resume is not None:
                         await frame.checkpoint()
                         result = await self._resume_step(*self._resume)
-                        if result is not None and self._live is not None and self._live.goes_on(result, max_steps):
+                        if result is not None and self._live is not None and self._live.goes_on(
+                            result, max_steps, self._tape is not None and self._tape.recording_left
+                        ):
                             result = None
                     while result is None:
                         if state.steps >= max_steps:
@@ -549,7 +551,7 @@ class LoopController:
                         request = None
                         live = self._live
                         if result is not None and live is not None and live.steers is not None and live.goes_on(
-                            result, max_steps
+                            result, max_steps, self._tape is not None and self._tape.recording_left
                         ):
                             result = None  # the run goes on: one more step, with that answer and the steers
                 finally:

@@ -516,15 +516,21 @@ class RunActor:
         log.debug("run %s: %d steer(s) taken after step %d", self.run_id, len(steers), state.steps)
         return steers
 
-    def goes_on(self, ended: Any, max_steps: int) -> bool:
+    def goes_on(self, ended: Any, max_steps: int, recorded: bool = False) -> bool:
         """Whether a run whose step just ended it on an answer goes on instead: steers wait for the model.
 
         Only a run that ended well (its answer the last message, nothing failed, paused or interrupted)
         and has a step left under ``max_steps``; the steers are then taken at the boundary that follows, so
         the model reads its answer and them.  With no step left the answer stands — going on would only end
         the run ``bounded``, its answer no longer ``ok`` — and the steers are recorded unread (``max_steps``).
+
+        ``recorded``: the answer was served from a recording that goes on past it (a recovered run: a steer came
+        during that call, and the recording's next steps read it).  An interrupt then does not stop the run here —
+        it waits for the first live boundary (:meth:`~agentactors.loop.tape.Tape.boundary`), as it does at every
+        recorded boundary: ended on a superseded answer, the run would drop the recorded steps (and a call a crash
+        cut, never run again) and leave a journal no replay can follow.
         """
-        if self.steers is None or self.interrupted is not None or not ended.ok:
+        if self.steers is None or (self.interrupted is not None and not recorded) or not ended.ok:
             return False
         conversation = self.state.conversation
         if not conversation or conversation[-1].role not in ("assistant", "tool") or (

@@ -225,6 +225,12 @@ class Tape:
         return self._steers
 
     @property
+    def recording_left(self) -> bool:
+        """Whether the recording holds a model response past the last one served: the run goes on through it
+        (:meth:`~agentactors.loop.live.RunActor.goes_on`), whatever arrived live meanwhile."""
+        return self.calls < len(self._responses)
+
+    @property
     def served_last(self) -> bool:
         """Whether the run's last model response was served from the recording: its tool calls started before (the
         recording committed them first), so an interrupt does not keep them from running (:meth:`boundary`).

@@ -25,7 +25,7 @@ from agentactors import Agent, InMemoryRecorder, Runtime, ToolCall, ToolContext,
 from agentactors.errors import RunInterruptedError
 from agentactors.events import Event
 from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal, fork, replay
-from agentactors.loop.live import Interrupt, Steer, live_run
+from agentactors.loop.live import Interrupt, Steer, each_live_run, live_run
 from agentactors.messages import LLMRequest, Message
 from agentactors.providers.scripted import ScriptedProvider
 from tests.support.journals import sql
@@ -272,3 +272,74 @@ async def test_a_cancel_during_recorded_steps_ends_the_run_cancelled(db: str) ->
         assert (await journal.unfinished()) == []
         # (a handle's cancel is ended "cancelled", as any cancelled run: not recovered again)
         assert (await journal.load_run(run_id)).status == "cancelled"
+
+
+class SteeredShop(Shop):
+    """A recording that went on past an answer: a steer came during model call 2, which answered "A"; the run went on
+    for it (call 3: ``charge``), and the process died inside ``charge``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rt: Any = None
+        self.steer_in_call_2 = False
+
+    def agent(self) -> Agent[Any]:
+        base = super().agent()
+
+        async def model(request: LLMRequest) -> Any:
+            done = sum(1 for m in request.messages if m.role == "tool")
+            users = [m.content for m in request.messages if m.role == "user"]
+            if done == 0:
+                return [ToolCall("c1", "lookup", {})]
+            if done == 1 and STEER not in users:
+                if self.steer_in_call_2:
+                    (run,) = each_live_run(self.rt)
+                    run.control(Steer(Message.user(STEER)))
+                return "A (before the steer)"
+            if done == 1:
+                return [ToolCall("c2", "charge", {})]
+            return "done: " + " / ".join(users)
+
+        return Agent(ScriptedProvider(model), tools=base.tools, name="shop")
+
+
+async def test_an_interrupt_while_a_recording_goes_on_past_an_answer_ends_at_the_first_live_boundary(db: str) -> None:
+    """The recording went on past answer "A" for a steer; an interrupt arrives while step 1 is served.  Before, the run
+    ended on the superseded "A" as a success, dropped the recorded steps (``charge``, cut by the crash, never run
+    again) and left a journal no replay could follow.  Now it goes on through the recording, runs ``charge`` again
+    with the same key, and ends interrupted at the first live boundary; its replay ends the same way."""
+    shop = SteeredShop()
+    shop.steer_in_call_2 = True
+    shop.hang = "charge"
+    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+        shop.rt = rt
+        agent = shop.agent().bind(rt)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.run, "order a lamp")
+            with anyio.fail_after(20):
+                await shop.hanging.wait()
+            tg.cancel_scope.cancel()
+        (run_id,) = [str(r) for (r,) in sql(db, "SELECT run_id FROM agentactors_runs")]
+    _crashed(db)
+    shop.hang, shop.hanging, shop.steer_in_call_2 = None, anyio.Event(), False
+    recorder: OnEvent
+
+    def act(event: Event) -> None:
+        run = live_run(recorder.rt, event.run_id or "")
+        assert run is not None
+        run.control(Interrupt("enough"))
+
+    recorder = OnEvent(_replayed("c1"), act)
+    async with _journal(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
+        shop.rt = rt
+        _held = shop.agent().bind(rt)  # (held: a runtime keeps its bound agents weakly)
+        recorder.rt = rt
+        (recovered,) = await rt.recover()
+        assert isinstance(recovered.error, RunInterruptedError), (recovered.ok, recovered.content)
+        assert recovered.steps == 3
+        assert [n for n, _ in shop.ran] == ["lookup", "charge", "charge"]  # the cut call, run again
+        assert len({k for n, k in shop.ran if n == "charge"}) == 1  # with the same key
+        assert STEER in [m.content for m in recovered.messages if m.role == "user"]  # the recorded steer kept
+        assert (await journal.unfinished()) == []
+        again = await replay(journal, run_id)
+        assert isinstance(again.error, RunInterruptedError) and again.steps == recovered.steps
