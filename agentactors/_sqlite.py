@@ -41,7 +41,7 @@ from .errors import AgentActorsError
 
 __all__ = [
     "DIALECT", "SYNCHRONOUS", "Snapshot", "Transaction", "TypedError", "Worker", "check_options", "connect", "moved",
-    "typed",
+    "shown_path", "typed",
 ]
 
 SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
@@ -126,10 +126,34 @@ def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connect
 _UNOPENABLE: Final = frozenset({"SQLITE_CANTOPEN", "SQLITE_NOTADB"})
 
 
+#: SQLite's own URI parameters (sqlite.org/uri.html): a ``file:`` URI's query shows them as they are, any other's
+#: value masked (:func:`shown_path`).
+_URI_PARAMS: Final = frozenset({"vfs", "mode", "cache", "psow", "nolock", "immutable"})
+
+
+def shown_path(path: str) -> str:
+    """``path`` as errors and reprs show it: a ``file:`` URI's query parameters other than SQLite's own masked.
+
+    A build with encryption takes its key in the URI (``file:secret.db?key=...``, SQLite3MC, SEE): a store's or a
+    journal's error names its database — with several in a process, which one failed — and travels (logs, Ray),
+    so the key must not travel with it.  A plain path is shown as it is.
+    """
+    if not path.startswith("file:") or "?" not in path:
+        return path
+    head, _, rest = path.partition("?")
+    query, hash_mark, fragment = rest.partition("#")
+    shown = []
+    for item in query.split("&"):
+        name, equals, _value = item.partition("=")
+        shown.append(item if not equals or name in _URI_PARAMS else f"{name}=[REDACTED]")
+    return f"{head}?{'&'.join(shown)}{hash_mark}{fragment}"
+
+
 def _unopenable(path: str, exc: sqlite3.Error) -> ConnectionError:
     """A database that cannot be opened, as the PostgreSQL owners say it (a :class:`ConnectionError`) — naming
-    the path, which sqlite3's own error does not: with several stores in a process, which one failed."""
-    return ConnectionError(f"could not open the SQLite database {path!r}: {exc}")
+    the path (:func:`shown_path`), which sqlite3's own error does not: with several stores in a process, which one
+    failed."""
+    return ConnectionError(f"could not open the SQLite database {shown_path(path)!r}: {exc}")
 
 
 class TypedError(Protocol):
@@ -160,6 +184,8 @@ def typed(error: TypedError, what: str, path: str, busy_timeout: float) -> Calla
     misused it (``ProgrammingError``, ``NotSupportedError``, ``InterfaceError``: a bug, not the database).
     """
 
+    shown = shown_path(path)
+
     def make(exc: Exception) -> Exception | None:
         if (
             not isinstance(exc, sqlite3.DatabaseError)
@@ -170,7 +196,7 @@ def typed(error: TypedError, what: str, path: str, busy_timeout: float) -> Calla
         code: int = getattr(exc, "sqlite_errorcode", -1)
         meaning = next((text for names, text in _MEANING if name.startswith(names)), None)
         reason = str(exc) if meaning is None else f"{exc} ({meaning.format(wait=busy_timeout)})"
-        made = error(f"the SQLite {what} {path!r} failed: {reason}", path=path, errorname=name, errorcode=code)
+        made = error(f"the SQLite {what} {shown!r} failed: {reason}", path=shown, errorname=name, errorcode=code)
         made.__cause__ = exc  # also where it is returned as a value (a journal's batch of commits), not raised
         return made
 

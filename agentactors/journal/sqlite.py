@@ -49,7 +49,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Final, Literal
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved, typed
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved, shown_path, typed
 from ._lease import check_lease
 from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
@@ -131,7 +131,7 @@ class SqliteJournal(SqlJournal):
         super().__init__(lease, DIALECT, partial(_apply_many, errors), worker, "sqlite")
 
     def __repr__(self) -> str:
-        return f"SqliteJournal({self.path!r})"
+        return f"SqliteJournal({shown_path(self.path)!r})"
 
     def _where(self) -> str:
         return self.path

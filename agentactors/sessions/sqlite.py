@@ -71,7 +71,7 @@ from functools import partial
 from typing import Final, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved, typed
+from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path, moved, shown_path, typed
 from ..errors import SessionError
 from ._sql import LAYOUT, META, PIECES, TABLE, SqlStore, check_layout
 
@@ -184,7 +184,7 @@ class SqliteStore(SqlStore):
         return conn
 
     def __repr__(self) -> str:
-        return f"SqliteStore({self.path!r}{', open' if self._worker.conn is not None else ''})"
+        return f"SqliteStore({shown_path(self.path)!r}{', open' if self._worker.conn is not None else ''})"
 
 
 def _uri_address(uri: str) -> tuple[str, ...] | None:
@@ -227,7 +227,7 @@ def _setup(path: str, conn: sqlite3.Connection) -> None:
     with Transaction(conn):
         for statement in _SCHEMA:
             conn.execute(statement)
-        check_layout(conn, DIALECT, f" {path!r}", "file")
+        check_layout(conn, DIALECT, f" {shown_path(path)!r}", "file")
         found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?", (_FORGET,))
         if found.fetchone() is None:
             # A new file, or one of the previous version (no trigger): the messages of rows deleted by hand before

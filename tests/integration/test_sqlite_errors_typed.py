@@ -317,3 +317,27 @@ async def test_a_batch_commit_that_the_database_refuses_is_typed_alone_and_the_o
         _assert_typed(bad, SqliteJournalError, path, "SQLITE_CONSTRAINT")
         assert (await journal.load_run("good")).status == "running"
         assert (await journal.load_run("also")).status == "running"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("key", ["0011223344556677", "hunter2pw"])
+async def test_a_uri_key_never_travels_in_the_error_or_the_repr(tmp_path: Path, key: str) -> None:
+    """A ``file:`` URI's query may hold an encrypted build's key (``?key=``): the typed error names the database
+    with it masked — in its text, its ``path`` and pickled (Ray ships errors) — and so do the reprs; SQLite's own
+    parameters (``mode=ro``) stay readable."""
+    import pickle
+
+    db = tmp_path / "s.db"
+    sqlite3.connect(db).close()
+    uri = f"file:{db}?mode=ro&key={key}"
+    store = SqliteStore(uri)
+    journal = SqliteJournal(uri)
+    with pytest.raises(sqlite3.Error) as caught:
+        await store.load("k")  # read-only: its tables cannot be made
+    error = caught.value
+    shipped = pickle.loads(pickle.dumps(error))
+    for shown in (str(error), repr(error), str(getattr(error, "path", "")), str(getattr(shipped, "path", "")),
+                  repr(store), repr(journal)):
+        assert key not in shown, shown
+    assert "mode=ro" in str(error) and "key=[REDACTED]" in str(error), str(error)
+    await store.aclose()
