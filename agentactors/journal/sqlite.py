@@ -63,12 +63,12 @@ class SqliteJournalError(JournalError, sqlite3.OperationalError):
     (before the journal's first use, or mid-run: what ends a shielded commit), a full disk, a disk error, a
     read-only or a damaged file.
 
-    Its text names the file and SQLite's reason with what it means; ``path`` is the file (as the journal opens it),
-    ``sqlite_errorname`` and ``sqlite_errorcode`` SQLite's name and number for the failure (``"SQLITE_BUSY"``,
-    ``"SQLITE_FULL"``, ``"SQLITE_IOERR"``, ``"SQLITE_READONLY"``, ``"SQLITE_CORRUPT"``...), sqlite3's own error its
-    ``__cause__``.  Also a ``sqlite3.OperationalError`` — what the journal raised before — so ``except
-    sqlite3.OperationalError`` catches it still.  A commit that failed wrote nothing (its transaction was rolled
-    back), what was committed before is kept, and the journal goes on: its next call tries again, and
+    Its text names the file and SQLite's reason with what it means; ``path`` is the file (as the journal opens it, a
+    URI's key masked), ``sqlite_errorname`` and ``sqlite_errorcode`` SQLite's name and number for the failure
+    (``"SQLITE_BUSY"``, ``"SQLITE_FULL"``, ``"SQLITE_IOERR"``, ``"SQLITE_READONLY"``, ``"SQLITE_CORRUPT"``...),
+    sqlite3's own error its ``__cause__``.  Also a ``sqlite3.OperationalError`` — what the journal raised before —
+    so ``except sqlite3.OperationalError`` catches it still.  A commit that failed wrote nothing (its transaction
+    was rolled back), what was committed before is kept, and the journal goes on: its next call tries again, and
     :meth:`SqliteJournal.aclose` closes it.
     """
 
