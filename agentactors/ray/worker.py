@@ -83,6 +83,8 @@ class ClusterWorker:
         self._failure: BaseException | None = None
         self._served: anyio.Event | None = None
         self._outcome: str | None = None
+        self._chunks = 0  # chunks whose runs are in the runtime now (:meth:`run_chunk`)
+        self._chunks_done: anyio.Event | None = None  # set when that falls to 0 (waited for by the stop's drain)
 
     def _events(self) -> tuple[anyio.Event, anyio.Event]:
         # Made in the actor's event loop: __init__ runs outside it.
@@ -171,6 +173,7 @@ class ClusterWorker:
                         self._agent = agent
                         ready.set()
                         await stopping.wait()
+                        await self._drain_chunks()
                     ready.set()
                     tg.cancel_scope.cancel()
         finally:
@@ -181,6 +184,19 @@ class ClusterWorker:
             with anyio.CancelScope(shield=True):
                 for lease in leases.values():
                     await lease.close()
+
+    async def _drain_chunks(self) -> None:
+        """Let the chunks in flight when the worker was told to stop finish, for at most ``drain_timeout``.
+
+        Their runs run in the callers' tasks (:meth:`Runtime.call <agentactors.actors.runtime.Runtime.call>`), which
+        the runtime's own drain does not wait for: without this, the exit cut them at once, and every input in
+        flight failed (the cluster's "closed while ... ran this input") instead of finishing.  The lease maintainers
+        still run meanwhile: a run waiting for a slot gets one.  What is still running at the bound is cut as before.
+        """
+        with anyio.move_on_after(self._drain_timeout):
+            while self._chunks:
+                done = self._chunks_done = anyio.Event()
+                await done.wait()
 
     async def stop(self) -> None:
         """Let :meth:`serve` return (after the runs in flight, at most ``drain_timeout`` seconds).
@@ -216,6 +232,7 @@ class ClusterWorker:
         elif rt is None:
             results = failed_results(items, RuntimeError(f"worker {self._id} is not serving"))
         else:
+            self._chunks += 1
             try:
                 results = await rt.call(self._run_all, job, start, items)
             except anyio.get_cancelled_exc_class():
@@ -226,6 +243,10 @@ class ClusterWorker:
                     why = f"the cluster closed while worker {self._id} ran this input"
                     failure = WorkerLostError(why, worker=self._id)
                 results = failed_results(items, failure)
+            finally:
+                self._chunks -= 1
+                if not self._chunks and self._chunks_done is not None:
+                    self._chunks_done.set()
         return pack_results(results)
 
     async def _run_all(self, job: str, start: int, inputs: list[Any]) -> list[RunResult[Any]]:

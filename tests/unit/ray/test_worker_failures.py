@@ -230,3 +230,34 @@ async def test_a_worker_leaving_gives_its_budgets_slots_back_after_its_runs_ende
             else:
                 tg.cancel_scope.cancel()
     assert ledger.held.get("w0", 0) == 0, ledger.held
+
+
+async def test_the_runs_in_flight_when_the_worker_stops_finish_within_its_drain() -> None:
+    """One slot for the cluster, two runs of a chunk: the second waits for the first's slot.  Told to stop, the worker
+    lets the chunk finish (its ``drain_timeout``), its lease maintainers still running — before, the runtime's exit
+    cut both runs at once (the chunk's runs run in its caller's task, which the runtime's drain does not wait for)
+    and each input failed with "the cluster closed while ... ran this input"."""
+    from agentactors.ray import SharedBudget
+    from agentactors.ray.ledger import BudgetLedger, LedgerService
+
+    budget = SharedBudget(max_concurrency=1)
+    ledger = BudgetLedger(budget)
+    worker = ClusterWorker("w0", pack_factory(slow_factory), {"b": (budget, _Handle(LedgerService(ledger)))},
+                           drain_timeout=10.0)
+    blobs: list[bytes] = []
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.serve)
+
+            async def chunk() -> None:
+                blobs.extend(await worker.run_chunk("job", 0, ["a", "b"]))
+
+            tg.start_soon(chunk)
+            for _ in range(500):  # until the first run holds the cluster's one slot
+                if ledger.held.get("w0"):
+                    break
+                await anyio.sleep(0.01)
+            await worker.stop()
+    results = [pickle.loads(blob) for blob in blobs]
+    assert [r.content for r in results] == ["done", "done"], [(r.content, r.error) for r in results]
+    assert ledger.held.get("w0", 0) == 0, ledger.held
