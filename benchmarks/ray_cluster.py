@@ -109,9 +109,15 @@ class CpuMeter:
         self.workers = workers
         # In-process runs do not need Ray: its processes' background CPU is not theirs to pay.
         self.system = _ray_processes(exclude | set(workers) | {os.getpid()}) if ray else []
+        self._seen: dict[int, float] = {}  # each process's CPU as last read: it stands once the process is gone
 
     def sample(self) -> float:
-        return time.process_time() + sum(_cpu(p) for p in self.workers) + sum(_cpu(p) for p in self.system)
+        # A process's CPU only grows; one that exited between two samples (a Ray helper process) reads 0 now, and
+        # would make the CPU between them negative: its last reading stands instead.
+        seen = self._seen
+        for pid in (*self.workers, *self.system):
+            seen[pid] = max(seen.get(pid, 0.0), _cpu(pid))
+        return time.process_time() + sum(seen.values())
 
 
 # --- implementations ----------------------------------------------------------------------------------
