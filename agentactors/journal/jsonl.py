@@ -5,7 +5,8 @@ the step's whole response; each ``llm.request`` the whole conversation sent, so 
 run's input (after the agent's system message) and each later one the text of the tool results fed back
 (the first ``size`` characters of a tool message: a nudge's note may follow them); ``tools.finished`` and
 ``tools.result_truncated`` / ``tools.result_refused`` each result's status, duration and flags; each
-``run.steered`` a steer's text, taken after the step it names (before the next one's model call); and
+``run.steered`` a steer's text, taken after the step it names (before the next one's model call); a
+``run.interrupted`` that the run was interrupted (its reason as the record has it: redacted); and
 ``run.finished`` how the run ended.  Events of other runs in the file (a delegated run's) are skipped.
 
 Limits (a journal has none of them): the results of a run's last tool step are only known when a model
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, read_jsonl, to_jsonable
+from ..loop.tape import Ending
 from ..messages import LLMRequest, Message
 from ..tools.results import ToolResult, ToolStatus
 from .codec import message_from_event, response_from_event
@@ -51,6 +53,7 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
     steered: dict[int, list[Message]] = {}  # step -> the steers taken before its model call, in order
     status = "running"
     content: str | None = None
+    ending: Ending | None = None  # an interrupt (a cancellation is in run.finished's status: RecordedRun.cut_short)
     for e in events:
         if e.run_id != run_id:
             continue
@@ -79,6 +82,9 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
             steered.setdefault((step or 0) + 1, []).append(Message("user", str(data.get("text") or "")))
         elif kind in ("tools.result_truncated", "tools.result_refused"):
             flags[str(data.get("call_id"))] = {kind.rpartition("_")[2]: True, "original_chars": data.get("size")}
+        elif kind == "run.interrupted":
+            reason = data.get("reason")
+            ending = Ending("interrupted", reason=reason if isinstance(reason, str) else None)
         elif kind == "run.finished":
             status, content = _ending(data), data.get("content")
     first = _messages(requests[min(requests)]) if requests else None
@@ -97,6 +103,7 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
     return RecordedRun(
         run_id, started.get("agent"), inputs, steps, status,
         native=started.get("native_tools"), system=system, content=content,
+        ending=ending if status == "finished" else None,
     )
 
 

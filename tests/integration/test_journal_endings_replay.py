@@ -315,6 +315,30 @@ async def test_a_cancelled_run_replays_cancelled_from_its_jsonl_record(tmp_path:
     _same(again, original)
 
 
+@pytest.mark.parametrize("hold", ["call 1", "call 2"])
+async def test_an_interrupted_run_replays_interrupted_from_its_jsonl_record(tmp_path: Path, hold: str) -> None:
+    """A JSONL record tells the interrupt by its ``run.interrupted`` event: the replay ends interrupted after the same
+    step, no model asked past the record — before, it asked for the call the record does not hold.  (Interrupted
+    during a model call: a record knows a tool step's results only from the call that followed them.)"""
+    shop = Shop(hold)
+    path = tmp_path / "events.jsonl"
+    with JsonlRecorder(path) as jsonl:
+        async with Runtime(recorders=[jsonl]) as rt:
+            agent = shop.agent().bind(rt)
+            async with agent.stream("order a lamp", runtime=rt) as run:
+                with anyio.fail_after(20):
+                    await shop.holding.wait()
+                await rt.run_ref(run.run_id or "").interrupt("enough")
+                shop.release.set()
+                original = await run.wait()
+    assert isinstance(original.error, RunInterruptedError)
+    asked, ran = shop.asked, shop.ran
+    again = await replay(path, original.run_id or "")
+    _same(again, original)
+    assert isinstance(again.error, RunInterruptedError) and again.error.step == original.error.step
+    assert (shop.asked, shop.ran) == (asked, ran)
+
+
 async def test_the_ending_is_a_key_an_older_reader_ignores(db: str) -> None:
     """The mark is one key of the last response's document: the response decodes from it as before (what an older
     version reads), the run row's status is one every version knows, and no other row changed."""
