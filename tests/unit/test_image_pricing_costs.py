@@ -186,6 +186,23 @@ def test_the_gemini_wire_reads_the_image_entries_of_its_modality_details() -> No
     assert got.output_image_tokens == 0
 
 
+def test_the_chat_completions_wire_reads_its_image_token_details() -> None:
+    """Chat Completions reports a prompt's image tokens (``prompt_tokens_details.image_tokens``), and a compatible
+    server an image model's drawn ones (``completion_tokens_details.image_tokens``, as a gateway does): each priced
+    at its own rate, not as text."""
+    from agentactors.providers.openai.decode import parse_usage
+
+    usage = parse_usage({
+        "prompt_tokens": 1_300, "completion_tokens": 1_400,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0, "image_tokens": 1_032},
+        "completion_tokens_details": {"reasoning_tokens": 0, "image_tokens": 1_290},
+    })
+    assert usage == Usage(1_300, 1_400, input_image_tokens=1_032, output_image_tokens=1_290)
+    junk = parse_usage({"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"image_tokens": "x"},
+                        "completion_tokens_details": {"image_tokens": -4}})
+    assert junk == Usage(10, 5)  # a count that is not one counts nothing
+
+
 @pytest.mark.parametrize("model", ["gemini-2.5-flash-image", "gemini-live-2.5-flash", "gemini-3-pro-image-preview"])
 def test_a_gemini_answer_costs_what_the_table_reads_from_the_same_body(model: str) -> None:
     # The table reads Gemini's usageMetadata itself (genai-prices' extractor): the decoder and the price agree with it.

@@ -114,11 +114,13 @@ def map_finish_reason(raw: str | None, *, has_calls: bool) -> StopReason:
 
 
 def parse_usage(usage: Any) -> Usage | None:
-    """OpenAI usage (``prompt_tokens_details.cached_tokens`` / ``audio_tokens``,
-    ``completion_tokens_details.reasoning_tokens`` / ``audio_tokens``).
+    """OpenAI usage (``prompt_tokens_details.cached_tokens`` / ``audio_tokens`` / ``image_tokens``,
+    ``completion_tokens_details.reasoning_tokens`` / ``audio_tokens`` / ``image_tokens``).
 
-    ``input_tokens`` is ``prompt_tokens``, which on this wire includes the cached tokens (and the audio ones:
-    ``Usage.input_audio_tokens`` is a part of it, as ``output_audio_tokens`` is of ``completion_tokens``).
+    ``input_tokens`` is ``prompt_tokens``, which on this wire includes the cached tokens (and the audio and image
+    ones: ``Usage.input_audio_tokens`` and ``input_image_tokens`` are parts of it, as ``output_audio_tokens`` and
+    ``output_image_tokens`` are of ``completion_tokens`` — the latter a compatible server's, such as a gateway's
+    for an image model: each priced at its own rate).
     """
     if not isinstance(usage, dict):
         return None
@@ -132,6 +134,8 @@ def parse_usage(usage: Any) -> Usage | None:
         reasoning_tokens=token_count(completion.get("reasoning_tokens")),
         input_audio_tokens=token_count(prompt.get("audio_tokens")),
         output_audio_tokens=token_count(completion.get("audio_tokens")),
+        input_image_tokens=token_count(prompt.get("image_tokens")),
+        output_image_tokens=token_count(completion.get("image_tokens")),
     )
 
 
