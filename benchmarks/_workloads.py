@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -14,7 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -386,6 +387,11 @@ def _start_fakevendor(tls: Any = None) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("FakeVendor did not start")
 
 
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    server.wait(timeout=10)
+
+
 async def _drive(call: Any, n: int, concurrency: int) -> tuple[float, float]:
     limiter = anyio.CapacityLimiter(concurrency)
 
@@ -499,20 +505,31 @@ OURS_TRIO_TLS = "agentactors (h11, trio, https)"
 OFFICIAL_TLS = "official AsyncOpenAI (https)"
 
 
-def _test_authority() -> Any:
+@contextlib.contextmanager
+def _test_authority() -> Iterator[Any]:
     """A certificate authority made for this run (``tests/support/tls.py``), trusted through ``SSL_CERT_FILE``.
 
     Every client of W5's HTTPS rows reads that variable when it makes its TLS context (httpx's, which the
-    official SDK and the owned senders use); nothing else in this process speaks TLS.
+    official SDK and the owned senders use); nothing else in this process speaks TLS.  On leaving, the variable
+    is put back and the directory (the CA's and the server's private keys) removed: a run leaves no keys in the
+    temporary directory, and no later client of this process is pointed at a file that is gone.
     """
     import tempfile
 
     sys.path.insert(0, str(HERE.parent))
     from tests.support.tls import TestAuthority
 
-    authority = TestAuthority(Path(tempfile.mkdtemp(prefix="agentactors-w5-tls-")))
-    os.environ["SSL_CERT_FILE"] = str(authority.ca_file)
-    return authority
+    before = os.environ.get("SSL_CERT_FILE")
+    with tempfile.TemporaryDirectory(prefix="agentactors-w5-tls-") as directory:
+        authority = TestAuthority(Path(directory))
+        os.environ["SSL_CERT_FILE"] = str(authority.ca_file)
+        try:
+            yield authority
+        finally:
+            if before is None:
+                os.environ.pop("SSL_CERT_FILE", None)
+            else:
+                os.environ["SSL_CERT_FILE"] = before
 
 
 def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
@@ -522,11 +539,13 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
     except ImportError:
         openai = None
     n = 10 if smoke else 1000
-    proc, base = _start_fakevendor()
-    tls_proc, tls_base = _start_fakevendor(_test_authority())
     request = LLMRequest([Message.user("Say hello.")], model="gpt-4o-mini")
     results: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
-    try:
+    with contextlib.ExitStack() as stack:
+        proc, base = _start_fakevendor()
+        stack.callback(_stop, proc)
+        tls_proc, tls_base = _start_fakevendor(stack.enter_context(_test_authority()))
+        stack.callback(_stop, tls_proc)
         for _ in range(reps):
             for mode in ("json", "stream"):
                 for concurrency in (1, 32):
@@ -550,10 +569,6 @@ def w5_http(*, reps: int, smoke: bool) -> dict[str, Any]:
                     add(OURS_TRIO_TLS, _trio_run(_ours, tls_base, request, mode, n, concurrency, "auto", "h11"))
                     if openai is not None:
                         add(OFFICIAL_TLS, asyncio.run(_official(openai, tls_base, mode, n, concurrency)))
-    finally:
-        for server in (proc, tls_proc):
-            server.terminate()
-            server.wait(timeout=10)
     rows: list[dict[str, Any]] = []
     for (impl, mode, concurrency), samples in results.items():
         cpu = statistics.median(s[0] for s in samples) * 1e6
