@@ -1,8 +1,8 @@
 """A legacy-SSE MCP server that goes silent at a call: run as ``python mcp_silent_sse_server.py PORT``.
 
-It answers ``initialize`` and ``tools/list`` (one tool, ``hang``), then never answers the POST that carries
-a ``tools/call`` and sends nothing more on its event stream — not even keep-alive pings: a server wedged
-mid-call (or a proxy that stopped passing bytes).  Plain ``http.server``: the SDK's server would ping.
+It answers ``initialize`` and ``tools/list`` (one tool, ``hang``), any other request with "method not found"
+as a legacy server does, then never answers the POST that carries a ``tools/call`` and sends nothing more on
+its event stream — not even keep-alive pings: a server wedged mid-call (or a proxy that stopped passing bytes).  Plain ``http.server``: the SDK's server would ping.
 """
 
 from __future__ import annotations
@@ -63,6 +63,11 @@ class _Handler(BaseHTTPRequestHandler):
             _OUT.put(json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}))
         elif method == "tools/list":
             _OUT.put(json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"tools": [_TOOL]}}))
+        elif "id" in body:
+            # What any JSON-RPC server of the pre-2026 protocol says to a request it does not know, such as the
+            # SDK's ``server/discover`` probe (which otherwise waits 10 s on every connect before falling back).
+            error = {"code": -32601, "message": f"Method not found: {method}"}
+            _OUT.put(json.dumps({"jsonrpc": "2.0", "id": body["id"], "error": error}))
 
 
 def main(port: int) -> None:
