@@ -19,15 +19,15 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 
 import agentactors.resilience._gate as _gate
 
-from ..errors import CircuitOpenError, ErrorKind, ProviderError
+from ..errors import CircuitOpenError, ErrorKind, MalformedResponseError, ProviderError
 from ..events import emit
-from ..messages import LLMRequest, LLMResponse, StreamEvent
+from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
 from ..providers.port import LLMProvider, StreamContext, broken_contract, name_of
 from ._checks import check_callable, check_flag
 from ._circuit import BreakerPolicy, Circuit, CircuitState, CircuitStats, Outcome, Permit
@@ -303,9 +303,12 @@ class CircuitBreakerProvider(ProviderDecorator):
             # The vendor answered; what happens after the first event is not counted.
             self._settle(ticket, None)
         inner_failures: list[BaseException] = []
+        end = _EndWatch() if self.count_mid_stream else None
         try:
             async with opened.stack:
-                events = relay(opened, provider=self._inner, model=model, on_failure=inner_failures.append)
+                events = relay(opened, provider=self._inner, model=model, on_failure=inner_failures.append,
+                               transform=end.see if end is not None else None,
+                               on_end=end.ended if end is not None else None)
                 try:
                     yield events
                 finally:
@@ -315,7 +318,43 @@ class CircuitBreakerProvider(ProviderDecorator):
             # raised as the stream closed, the consumer's error, a cancellation): _settle classifies it.
             self._settle(ticket, inner_failures[0] if inner_failures else exc)
             raise
-        self._settle(ticket, None)
+        self._settle(ticket, end.broken(name_of(self._inner), model) if end is not None else None)
+
+
+class _EndWatch:
+    """What a stream counted mid-stream ended with: a ``StreamEnd`` carrying an answer, a ``StreamEnd`` carrying
+    something else, or none at all — the last two a provider that answered nothing (the run fails naming it), so
+    the breaker counts them failures as it counts ``complete()``'s non-answer.  Only for ``count_mid_stream=True``
+    (one check per event, which the default's streams do not pay)."""
+
+    __slots__ = ("answer", "over")
+
+    def __init__(self) -> None:
+        self.answer: object = _NOT_SEEN
+        self.over = False  # the inner stream ended (its consumer may have stopped reading before)
+
+    def see(self, event: StreamEvent) -> StreamEvent:
+        if self.answer is _NOT_SEEN and isinstance(event, StreamEnd):
+            self.answer = event.response
+        return event
+
+    def ended(self) -> None:
+        self.over = True
+
+    def broken(self, provider: str, model: str | None) -> MalformedResponseError | None:
+        """The failure to count, or ``None``: a stream its consumer left before the end is no provider's fault."""
+        answer = self.answer
+        if answer is _NOT_SEEN:
+            if not self.over:
+                return None
+            return MalformedResponseError("the stream ended without its final StreamEnd event", provider=provider,
+                                          model=model)
+        if isinstance(answer, LLMResponse):
+            return None
+        return broken_contract("the StreamEnd's response", answer, "an LLMResponse", provider=provider, model=model)
+
+
+_NOT_SEEN: Final = object()
 
 
 class _Admission:
@@ -379,7 +418,9 @@ def with_circuit_breaker(
     * **Streams**: a failure before the first event is classified as usual and
       the first event counts as the success; a failure after it is not counted
       unless ``count_mid_stream=True`` (then the outcome is taken when the
-      stream ends).
+      stream ends: a stream that ended with no answer — no ``StreamEnd``, or
+      one carrying no ``LLMResponse`` — is a failure; one its consumer stopped
+      reading early is not).
     * **Admitted calls carry their permit down**: while the inner call runs, a
       :func:`~agentactors.resilience.with_retry` below this breaker asks it
       before every attempt after the first, and sends none once the circuit

@@ -118,12 +118,14 @@ async def relay(
     model: str | None,
     transform: Callable[[StreamEvent], StreamEvent] | None = None,
     on_failure: Callable[[BaseException], None] | None = None,
+    on_end: Callable[[], None] | None = None,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Yield the first event and the rest; a later failure becomes ``StreamInterruptedError``.
 
     ``transform`` rewrites each event on the way (a fallback chain names the
     member that served on ``StreamEnd``).  ``on_failure`` is told about an
-    inner failure (an ``Exception``) before it is raised.
+    inner failure (an ``Exception``) before it is raised; ``on_end`` that the
+    inner stream ended (not that its consumer stopped reading).
 
     Cancellation: it passes through untouched; the inner stream stays open in ``opened.stack`` until the caller
     closes it.
@@ -136,6 +138,8 @@ async def relay(
         try:
             event = await opened.events.__anext__()
         except StopAsyncIteration:
+            if on_end is not None:
+                on_end()
             return
         except Exception as exc:
             error = cut_short(exc, provider=provider, model=model, partial_text=acc.text)
