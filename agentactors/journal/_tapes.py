@@ -3,9 +3,9 @@
 :class:`~agentactors.journal.SqliteJournal` and :class:`~agentactors.journal.PostgresJournal` differ in
 where a commit goes, not in which tape a run gets: a run ``recover()`` is finishing keeps its own (its
 committed steps, its id); a child a crash cut, started again by its recovered parent, gets its recording
-(served whole when it had finished, or was cancelled or interrupted — ending as it did:
-:func:`~agentactors.journal.children.served_whole`); any other run a fresh tape whose writer commits into the
-journal.
+(served whole when it had ended — finished, raised, paused, cancelled or interrupted — ending as it did, with no
+lease and nothing committed: :func:`~agentactors.journal.children.served_whole`; else gone on with under this
+journal's lease); any other run a fresh tape whose writer commits into the journal.
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ class Tapes:
             return tape
         child = self._orphans.take(parent_run_id, agent) if parent_run_id is not None else None
         if child is not None:  # a child a crash cut, started again by its recovered parent
-            # Finished, cancelled or interrupted: not run again, served as it ended (children.served_whole).
-            whole = child.status == "finished" or child.ending is not None
-            return served_whole(child) if whole else self.resume_run(child)
+            # Ended (finished, raised, paused, cancelled or interrupted): not run again, served as it ended
+            # (children.served_whole).  Only one left running goes on, under this journal's lease.
+            return served_whole(child) if child.finished else self.resume_run(child)
         self._mine.add(run_id)
         self._keeper.start()
         return Tape(writer=_Writer(self, run_id, agent, inputs, origin_now(parent_run_id)))

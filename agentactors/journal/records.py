@@ -171,6 +171,7 @@ class RecordedRun:
         writer: StepWriter | None = None,
         label: tuple[str, Mapping[str, Any]] | None = None,
         guard: Callable[[], None] | None = None,
+        sealed: bool = False,
     ) -> Tape:
         """A tape serving this run's steps before ``upto`` (a step's number; ``None``: every step); the other
         arguments are :class:`~agentactors.loop.tape.Tape`'s.
@@ -188,5 +189,6 @@ class RecordedRun:
         steers = {i: s.steers for i, s in enumerate(self.steps[:upto_steers], 1) if s.steers} or None
         ending = self.cut_short if upto is None else None
         return Tape(
-            [s.response for s in steps], results, writer, label=label, guard=guard, steers=steers, ending=ending
+            [s.response for s in steps], results, writer, label=label, guard=guard, steers=steers, ending=ending,
+            sealed=sealed,
         )

@@ -162,6 +162,8 @@ class Tape:
         what it goes on from), or ``None``.
     :param guard: called before a tool step the recording does not hold runs live; it raises to forbid
         it (a replay runs no tool), or ``None``.
+    :param sealed: the guard is called before a model call past the recording too (a delegated child served whole
+        on its parent's recovery: nothing of it is committed, so nothing past its rows may run).
     :param run_id: the id the run takes instead of a new one (a recovered run keeps its own), or ``None``.
     :param steers: the recorded steers by the number of the model call they were taken before (1: the run's
         first), or ``None``: handed to the run's inbox (:meth:`attach`) once the call before that one was served,
@@ -179,7 +181,7 @@ class Tape:
 
     __slots__ = (
         "_handed", "_home", "_inbox", "_label", "_pending", "_responses", "_results", "_steered", "_steers", "_step",
-        "asked", "calls", "ending", "failure", "guard", "run_id", "writer",
+        "asked", "calls", "ending", "failure", "guard", "run_id", "sealed", "writer",
     )
 
     def __init__(
@@ -193,8 +195,10 @@ class Tape:
         run_id: str | None = None,
         steers: Mapping[int, Sequence[Message]] | None = None,
         ending: Ending | None = None,
+        sealed: bool = False,
     ) -> None:
         self.run_id = run_id
+        self.sealed = sealed
         #: How the recorded run ended past its steps (see the class), or ``None``.
         self.ending = ending
         self._home: Any = None  # the run's runtime, where its live run is found (a tape with an ending only)
@@ -390,6 +394,8 @@ class Tape:
                 sink.emit(label[0], **label[1])
         if index >= len(self._responses):
             self.asked = index + 1
+            if self.sealed and self.ending is None and self.guard is not None:
+                self.guard()  # raises: the model is not asked (a recording cut short ends first, as it ended)
             return None
         self.calls = index + 1
         if self._steers:  # a steered recording: the next call's steers wait in the inbox for its boundary
