@@ -228,29 +228,37 @@ class Price:
         long_writes = min(max(0, usage.cache_write_1h_tokens), write_tokens)
         thinking = min(max(0, usage.reasoning_tokens), output_tokens)
         think_rate = p.output if p.reasoning is None else p.reasoning
-        cost_in = (
-            fresh * p.input + read_tokens * read + (write_tokens - long_writes) * write + long_writes * write_1h
-        ) / _PER
-        cost_out = ((output_tokens - thinking) * p.output + thinking * think_rate) / _PER
+        text_out = output_tokens - thinking
         if (
             usage.input_audio_tokens or usage.output_audio_tokens or usage.input_image_tokens
             or usage.output_image_tokens
         ):
-            media_in, media_out = _media(p, usage, fresh, read_tokens, read, output_tokens - thinking)
-            cost_in += media_in
-            cost_out += media_out
+            # The media tokens at their own rates; the text counts are what is left of the counts.
+            media_in, media_out, fresh, read_tokens, text_out = _media(p, usage, fresh, read_tokens, read, text_out)
+        else:
+            media_in = media_out = 0.0
+        cost_in = (
+            fresh * p.input + read_tokens * read + (write_tokens - long_writes) * write + long_writes * write_1h
+        ) / _PER + media_in
+        cost_out = (text_out * p.output + thinking * think_rate) / _PER + media_out
         return Cost(cost_in, cost_out, cost_in + cost_out, p.currency)
 
 
-def _media(p: Price, usage: Usage, fresh: int, read_tokens: int, read: float, text_out: int) -> tuple[float, float]:
-    """What ``usage``'s audio and image tokens add to its cost at ``p`` (input, output) — the rare path.
+def _media(
+    p: Price, usage: Usage, fresh: int, read_tokens: int, read: float, text_out: int
+) -> tuple[float, float, int, int, int]:
+    """What ``usage``'s audio and image tokens cost at ``p`` (input, output) — the rare path — and the text tokens
+    left of the counts they are parts of (fresh prompt tokens, cached reads, answer tokens that are not reasoning).
 
-    They are parts of the counts :meth:`Price.cost` priced as text (``fresh`` prompt tokens, ``read_tokens`` cached
-    ones at ``read``, ``text_out`` answer tokens that are not reasoning): the difference of their own rates is
-    added.  Each is held to what is left of what it is a part of (audio first, then images), so counts a hand-made
+    They are parts of ``fresh`` prompt tokens, ``read_tokens`` cached ones (at ``read``) and ``text_out`` answer
+    tokens.  Each is held to what is left of what it is a part of (audio first, then images), so counts a hand-made
     Usage overstates are never priced above the tokens there are, nor a token twice.  A cached one of a price with
     no cache rate at all costs what a fresh one of its kind does: without a cache rate there is no discount to give
     it (the table prices it so), and the text rate ``read`` falls back to would under-price it.
+
+    Each kind is priced at its own rate and the text counts are reduced, never the text priced whole and then
+    corrected by the difference of the rates: that cancellation left a prompt of media cheaper than text costing
+    less than nothing (a cost a budget counts as unpriced), and cost a large one its precision.
     """
     audio_read = min(usage.cache_audio_read_tokens, read_tokens, usage.input_audio_tokens)
     audio_fresh = min(usage.input_audio_tokens - audio_read, fresh)
@@ -269,11 +277,13 @@ def _media(p: Price, usage: Usage, fresh: int, read_tokens: int, read: float, te
     out_audio = p.output if p.output_audio is None else p.output_audio
     out_image = p.output if p.output_image is None else p.output_image
     media_in = (
-        audio_fresh * (in_audio - p.input) + audio_read * (read_audio - read)
-        + image_fresh * (in_image - p.input) + image_read * (read_image - read)
+        audio_fresh * in_audio + audio_read * read_audio + image_fresh * in_image + image_read * read_image
     ) / _PER
-    media_out = (audio_out * (out_audio - p.output) + image_out * (out_image - p.output)) / _PER
-    return media_in, media_out
+    media_out = (audio_out * out_audio + image_out * out_image) / _PER
+    return (
+        media_in, media_out, fresh - audio_fresh - image_fresh, read_tokens - audio_read - image_read,
+        text_out - audio_out - image_out,
+    )
 
 
 # --- the table and the user's prices ------------------------------------------------------------------

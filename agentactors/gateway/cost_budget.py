@@ -212,8 +212,9 @@ class CostBudget:
 
 
 def _sound(cost: Cost) -> bool:
-    """Whether every amount of ``cost`` is a finite, non-negative number."""
-    return all(math.isfinite(v) and v >= 0 for v in (cost.input, cost.output, cost.total))
+    """Whether every amount of ``cost`` is a finite, non-negative number (its estimated part too: added, a NaN one
+    would make :attr:`CostBudget.estimated` NaN for good)."""
+    return all(math.isfinite(v) and v >= 0 for v in (cost.input, cost.output, cost.total, cost.estimated))
 
 
 def entered() -> tuple[CostBudget, ...]:
