@@ -22,6 +22,13 @@ What a batch cost is ``pricing.total_cost(results)`` (``None`` when a run had no
 goes and cap it, enter a :class:`~agentactors.gateway.cost_budget.CostBudget` around the call
 (``with budget: await agent.run_many(...)``): the runs start in tasks of this batch's (or, for
 ``as_completed``, the runtime's tasks started with the caller's context), so every one charges it.
+The two agree when runs fail or the batch is cancelled too: a failed or cancelled slot is not built
+from its input alone but carries what its run had counted — its steps, calls, usage and cost (a
+model call the cancellation cut short at its estimate, as the budget charged it) — for the calls it
+made were billed.  A slot whose run never started cost nothing (``Cost()``).  An agent's runs say what
+they counted through the :class:`Spent` that ``run`` hands back beside the run (the run's own state,
+held in the slot while the run runs: nothing is added to the run's steps); a ``run`` that hands back
+a bare awaitable leaves its failed or cancelled slots' ``cost`` ``None`` — not known.
 
 The batch machinery knows no agent: it is given how to turn an input into messages (``prepare``)
 and how to run them (``run``), so that an agent's private methods stay its own.
@@ -35,7 +42,7 @@ import math
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 if sys.version_info >= (3, 13):  # pragma: no cover - the CI interpreter is 3.11
     from typing import TypeVar as DefaultTypeVar
@@ -43,12 +50,14 @@ else:  # TypeVar defaults (PEP 696) before 3.13: typing_extensions, as agentacto
     from typing_extensions import TypeVar as DefaultTypeVar
 
 import anyio
+import attrs
 
 from .._containment import escapes, interrupt_in
 from .._task_group import NO_SCOPE, TaskGroup, open_task_group
 from ..actors.runtime import Runtime
 from ..loop.result import RunResult
 from ..messages import Message
+from ..pricing import Cost
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -57,6 +66,8 @@ __all__ = [
     "AsCompleted",
     "Prepare",
     "RunMessages",
+    "Spent",
+    "SpentLater",
     "check_concurrency",
     "check_items",
     "check_progress",
@@ -70,12 +81,42 @@ P = TypeVar("P")
 #: What :class:`AsCompleted` yields results of: the agent's output type (``Any`` where it is not said).
 R = DefaultTypeVar("R", default=Any)
 
+
+class Spent(Protocol):
+    """What a run the batch started has counted so far (an agent's run: its loop state), for its slot should it
+    raise instead of returning a result."""
+
+    def unfinished(self, error: BaseException | None) -> RunResult[Any] | None:
+        """The run's result as it stands: cancelled (``error`` ``None``) or failed with ``error``, with the usage
+        and cost it had counted; ``None`` when it has counted nothing yet (nothing was spent)."""
+        ...
+
+
+class SpentLater:
+    """The :class:`Spent` of a run that has its state only once it has started (an agent with toolsets lists them
+    first): :attr:`state` is set then; until it is, the run has spent nothing."""
+
+    __slots__ = ("state",)
+
+    def __init__(self) -> None:
+        self.state: Spent | None = None
+
+    def unfinished(self, error: BaseException | None) -> RunResult[Any] | None:
+        state = self.state
+        return state.unfinished(error) if state is not None else None
+
+
 #: Turns one input into the run's messages; raises ``TypeError`` / ``ValueError`` for a bad input.
 Prepare = Callable[[P], tuple[Message, ...]]
-#: Runs the messages of one input to its result (an agent's run, in the batch's runtime).
-RunMessages = Callable[[tuple[Message, ...]], Awaitable[RunResult[Any]]]
+#: Runs the messages of one input to its result (an agent's run, in the batch's runtime): the awaitable, or — so
+#: that a slot of a run that raised says what the run spent — the awaitable and the run's :class:`Spent`.
+RunMessages = Callable[
+    [tuple[Message, ...]], Awaitable[RunResult[Any]] | tuple[Awaitable[RunResult[Any]], Spent]
+]
 
 _NO_MESSAGES: tuple[Message, ...] = ()
+#: What a slot whose run never started (or never spent) cost.
+_NOTHING = Cost()
 
 
 def check_items(inputs: object, what: str) -> None:
@@ -113,16 +154,41 @@ def check_concurrency(concurrency: int) -> None:
         raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
 
 
-def _failed(messages: tuple[Message, ...], exc: BaseException, typed: bool) -> RunResult[Any]:
+def _failed(messages: tuple[Message, ...], exc: BaseException, typed: bool, cost: Cost | None = None) -> RunResult[Any]:
     if typed:  # a typed run that did not end on a valid answer has no output (docs/output.md)
-        return RunResult("", messages, error=exc, output=None)
-    return RunResult("", messages, error=exc)
+        return RunResult("", messages, error=exc, output=None, cost=cost)
+    return RunResult("", messages, error=exc, cost=cost)
 
 
-def _cancelled(messages: tuple[Message, ...], typed: bool) -> RunResult[Any]:
+def _cancelled(messages: tuple[Message, ...], typed: bool, cost: Cost | None = None) -> RunResult[Any]:
     if typed:
-        return RunResult("", messages, cancelled=True, output=None)
-    return RunResult("", messages, cancelled=True)
+        return RunResult("", messages, cancelled=True, output=None, cost=cost)
+    return RunResult("", messages, cancelled=True, cost=cost)
+
+
+def _unfinished(
+    spent: Spent | None, messages: tuple[Message, ...], error: BaseException | None, typed: bool
+) -> RunResult[Any]:
+    """The slot of a run that raised ``error`` (``None``: cancelled with the batch), with what ``spent`` says the
+    run had counted — its calls were billed, and the batch's cost (``total_cost``) must not leave them out.
+
+    Without ``spent`` (a ``run`` that handed back a bare awaitable) what the run spent is not known: ``cost`` is
+    ``None``.  Asked only when a run raised: nothing of it is on a run's way.
+    """
+    result: RunResult[Any] | None = None
+    cost: Cost | None = None
+    if spent is not None:
+        cost = _NOTHING  # unless it says otherwise, a run that counted nothing spent nothing
+        try:
+            result = spent.unfinished(error)
+        except Exception:  # the slot must be filled whatever happens: with what is known, then
+            log.exception("run_many could not tell what a run that ended early had spent; its cost is unknown")
+            cost = None
+    if result is None:
+        return _cancelled(messages, typed, cost) if error is None else _failed(messages, error, typed, cost)
+    if typed and result.output is not None:  # (a run handed off to an untyped agent reads its text as output)
+        result = attrs.evolve(result, output=None)
+    return result
 
 
 def _is_failed(result: RunResult[Any]) -> bool:
@@ -133,8 +199,8 @@ def _prepared(prepare: Prepare[P], item: P, typed: bool) -> tuple[tuple[Message,
     """The input's messages, or the failed result of an input that has none."""
     try:
         return prepare(item), None
-    except Exception as exc:  # an input that is not a prompt fails alone
-        return _NO_MESSAGES, _failed(_NO_MESSAGES, exc, typed)
+    except Exception as exc:  # an input that is not a prompt fails alone (never run: it cost nothing)
+        return _NO_MESSAGES, _failed(_NO_MESSAGES, exc, typed, _NOTHING)
 
 
 def _attach(exc: BaseException, results: list[RunResult[Any]], *, note: bool) -> None:
@@ -189,8 +255,12 @@ async def run_batch(
 
     :raises KeyboardInterrupt: the batch was interrupted; ``exc.results`` holds every slot.
 
+    ``run`` may hand back, beside the run's awaitable, its :class:`Spent`: the slot of a run that then raises — its
+    own failure, or cancelled with the batch — carries what the run had counted (usage, cost), not only its input.
+
     Cancellation: every run is cancelled and the cancellation propagates, with every slot
-    filled in ``exc.results`` (unfinished runs: ``RunResult(cancelled=True)``).
+    filled in ``exc.results`` (unfinished runs: ``RunResult(cancelled=True)``, with what they had spent; a run
+    never started: ``cost`` ``Cost()``).
     """
     batch = _Batch(items, prepare, run, progress, typed)
     try:
@@ -212,8 +282,9 @@ async def run_batch(
         _attach(stop, _fill(batch.results, items, prepare, typed), note=True)
         raise stop
     results = batch.results
-    if None in results:  # each worker fills every slot it takes: a hole is a bug of ours, never a short list
-        raise AssertionError(f"run_many lost {results.count(None)} of {len(items)} results")
+    holes = sum(1 for r in results if not isinstance(r, RunResult))
+    if holes:  # each worker fills every slot it takes: a hole is a bug of ours, never a short list
+        raise AssertionError(f"run_many lost {holes} of {len(items)} results")
     return cast(list[RunResult[Any]], results)
 
 
@@ -241,7 +312,9 @@ class _Batch(Generic[P]):
         self.run = run
         self.progress = progress
         self.typed = typed
-        self.results: list[RunResult[Any] | None] = [None] * len(items)
+        # A slot holds, while its run runs, the run's Spent (when ``run`` hands one back): a place every input has
+        # anyway, so a run in flight holds nothing more for it.
+        self.results: list[RunResult[Any] | Spent | None] = [None] * len(items)
         self.indexes = iter(range(len(items)))
         self.counts = [0, 0]  # done, failed
         self.warned = False
@@ -254,22 +327,34 @@ class _Batch(Generic[P]):
                 messages, result = _prepared(self.prepare, self.items[i], self.typed)
                 if result is None:
                     try:
-                        result = await self.run(messages)
+                        result = await self._start(i, messages)
                     except BaseException as exc:
                         # Asked here, inside the batch's scopes: outside them a real cancellation and a
                         # stray one look alike.
                         if escapes(exc):
-                            self.results[i] = _cancelled(messages, self.typed)
+                            self.results[i] = self._ended(i, messages, None)
                             interrupt = interrupt_in(exc)
                             if interrupt is None:
                                 raise
                             self.interrupted.append(interrupt)
                             group.cancel()  # the other runs end as cancelled; the interrupt is raised below
                             return
-                        result = _failed(messages, exc, self.typed)
+                        result = self._ended(i, messages, exc)
                 self.results[i] = result
                 if not self._counted(result, group):
                     return
+
+    def _start(self, i: int, messages: tuple[Message, ...]) -> Awaitable[RunResult[Any]]:
+        """Start input ``i``'s run: its awaitable; its :class:`Spent`, when ``run`` hands one back, into its slot."""
+        started = self.run(messages)
+        if type(started) is tuple:
+            started, self.results[i] = started
+        return cast(Awaitable[RunResult[Any]], started)
+
+    def _ended(self, i: int, messages: tuple[Message, ...], error: BaseException | None) -> RunResult[Any]:
+        """The slot of input ``i``'s run, which raised ``error`` (``None``: cancelled with the batch)."""
+        spent = self.results[i]
+        return _unfinished(None if isinstance(spent, RunResult) else spent, messages, error, self.typed)
 
     def _counted(self, result: RunResult[Any], group: TaskGroup) -> bool:
         """Count a finished run and report progress; ``False`` when the progress callback interrupted the batch."""
@@ -298,13 +383,20 @@ class _Batch(Generic[P]):
 
 
 def _fill(
-    results: list[RunResult[Any] | None], items: Sequence[P], prepare: Prepare[P], typed: bool
+    results: list[RunResult[Any] | Spent | None], items: Sequence[P], prepare: Prepare[P], typed: bool
 ) -> list[RunResult[Any]]:
-    """Every slot still empty gets ``RunResult(cancelled=True)`` with its input's messages."""
+    """Every slot still without a result gets ``RunResult(cancelled=True)`` with its input's messages: one whose run
+    never started at no cost, one that still holds its run's :class:`Spent` (never left so by a worker, which
+    fills its slot however its run ends) with what that says."""
     for i, result in enumerate(results):
-        if result is None:
+        if not isinstance(result, RunResult):
             messages, failed = _prepared(prepare, items[i], typed)
-            results[i] = failed if failed is not None else _cancelled(messages, typed)
+            if failed is not None:
+                results[i] = failed
+            elif result is None:
+                results[i] = _cancelled(messages, typed, _NOTHING)
+            else:
+                results[i] = _unfinished(result, messages, None, typed)
     return cast(list[RunResult[Any]], results)
 
 
@@ -337,11 +429,15 @@ class _Feed(Generic[P]):
         messages, failed = _prepared(self.prepare, item, self.typed)
         if failed is not None:
             return failed
+        spent: Spent | None = None
         try:
-            return await self.run(messages)
+            started = self.run(messages)
+            if type(started) is tuple:
+                started, spent = started
+            return await cast(Awaitable[RunResult[Any]], started)
         except BaseException as exc:
             if not escapes(exc):
-                return _failed(messages, exc, self.typed)
+                return _unfinished(spent, messages, exc, self.typed)
             interrupt = interrupt_in(exc)
             if interrupt is None:
                 raise

@@ -77,7 +77,7 @@ from ..tools.executor import ToolExecutorActor, ToolPolicy
 from ..tools.registry import Tool, tool
 from ..tools.results import ToolStatus
 from ..tools.toolset import ToolNameClashError, Toolset, ToolsetError, ToolsetView, check_toolsets
-from .batch import AsCompleted, check_concurrency, check_items, check_progress, run_batch
+from .batch import AsCompleted, Spent, SpentLater, check_concurrency, check_items, check_progress, run_batch
 from .delegation import MAX_RUNS, AgentTool
 from .handoffs import Handoff, handoff
 from .pauses import claim as claim_pause
@@ -813,7 +813,12 @@ class Agent(Generic[OutputT]):
         cancellation no cancel scope asked for), becomes a failed
         :class:`RunResult` in its place (``error`` set) and never disturbs the
         others: the list always has ``len(inputs)`` results, ``results[i]``
-        always ``inputs[i]``'s (docs/reliability.md, "Batches").
+        always ``inputs[i]``'s (docs/reliability.md, "Batches").  A failed or
+        cancelled slot keeps what its run had spent — ``usage``, ``cost``
+        (a call the cancellation cut short at its estimate), ``steps`` — its
+        ``messages`` being the input; a slot whose run never started costs
+        ``Cost()``: ``pricing.total_cost(results)`` is what the batch was billed,
+        what a ``CostBudget`` around it counted (docs/costs.md).
 
         :raises ValueError: ``concurrency`` is not a positive int.
         :raises TypeError: ``inputs`` is one prompt (a str or a Message), not an iterable of them;
@@ -829,8 +834,8 @@ class Agent(Generic[OutputT]):
             it: :func:`agentactors.agent.batch.results_of(exc) <agentactors.agent.batch.results_of>` finds the
             list on both backends.
 
-        Cancellation: cancels every run and propagates; every slot is filled first and the list
-        rides on the cancellation exception as ``exc.results``.
+        Cancellation: cancels every run and propagates; every slot is filled first (a cancelled run's
+        with what it had spent) and the list rides on the cancellation exception as ``exc.results``.
         """
         check_concurrency(concurrency)
         check_items(inputs, "run_many")
@@ -846,7 +851,7 @@ class Agent(Generic[OutputT]):
             return await run_batch(
                 items,
                 _to_messages,
-                partial(self._run_in, rt),
+                partial(self._run_counted, rt),
                 concurrency=concurrency,
                 progress=progress,
                 typed=typed,
@@ -855,7 +860,7 @@ class Agent(Generic[OutputT]):
             results = await run_batch(
                 items,
                 _to_messages,
-                partial(self._run_in, private, private=True),
+                partial(self._run_counted, private, private=True),
                 concurrency=concurrency,
                 progress=progress,
                 typed=typed,
@@ -873,7 +878,7 @@ class Agent(Generic[OutputT]):
         call ``aclose()``: unfinished runs are cancelled, and it returns once they
         have ended; an iterator dropped unclosed cancels its runs when it is
         collected (as a dropped :class:`AgentRun` does).  Failed runs are
-        yielded like the others (see :meth:`run_many`): one result per input.
+        yielded like the others, with what they spent (see :meth:`run_many`): one result per input.
         A ``KeyboardInterrupt`` in a run cancels the others; the results
         finished before it are yielded, then the iteration raises it.
 
@@ -897,7 +902,7 @@ class Agent(Generic[OutputT]):
             rt,
             list(inputs),
             _to_messages,
-            partial(self._run_in, rt),
+            partial(self._run_counted, rt),
             concurrency,
             typed=self._config.output is not None,
         )
@@ -1444,11 +1449,29 @@ class Agent(Generic[OutputT]):
             return controller.run()  # the hot path: nothing to install
         return _drive(controller, sink)
 
+    def _run_counted(
+        self, rt: Runtime, messages: tuple[Message, ...], *, private: bool = False
+    ) -> tuple[Awaitable[RunResult[OutputT]], Spent]:
+        """:meth:`_run_in` for a batch: the run, and its state (what it has counted), so that the slot of a run that
+        raises — cancelled with its batch, or failing — says what it spent (:mod:`.batch`).  The same steps as
+        :meth:`_run_in` (keep them alike), which stays as it is: ``agent.run``'s hot path builds no tuple."""
+        if self.toolsets:
+            later = SpentLater()
+            return self._run_listed(rt, messages, NO_OPTIONS, private=private, spent=later), later
+        controller, sink = self._controller(rt, NO_OPTIONS, private=private, messages=messages)
+        if sink is None and current_sink() is None:
+            return controller.run(), controller.state
+        return _drive(controller, sink), controller.state
+
     async def _run_listed(
-        self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions, *, private: bool
+        self, rt: Runtime, messages: tuple[Message, ...], options: RunOptions, *, private: bool,
+        spent: SpentLater | None = None,
     ) -> RunResult[OutputT]:
-        """A run of an agent with toolsets: list them (cheap when nothing changed), then run."""
+        """A run of an agent with toolsets: list them (cheap when nothing changed), then run (``spent``: a batch's,
+        given the run's state once it has one)."""
         controller, sink = await self._listed_controller(rt, options, private=private, messages=messages)
+        if spent is not None:
+            spent.state = controller.state
         return await _drive(controller, sink)
 
 

@@ -366,6 +366,18 @@ class LoopState:
         inputs = self.inputs if self.resumed_from is None else _whole(self.inputs)
         return self.result("", inputs, cancelled=True)
 
+    def unfinished(self, error: BaseException | None) -> RunResult[Any]:
+        """The result of a run that raised instead of returning one: :meth:`cancelled` when ``error`` is ``None``,
+        else failed with ``error`` (its input messages).
+
+        Either way it counts what the run had done — steps, calls, usage and cost, its children's included (a
+        call the cancellation cut short too: the loop charged it on the way out): its model calls were billed.
+        Asked by a batch for the slot of a run that raised (:mod:`agentactors.agent.batch`), off the run's path.
+        """
+        if error is None:
+            return self.cancelled()
+        return self.result("", self.inputs, error=error)
+
     def total_usage(self) -> Usage:
         """The run's usage with its children's (delegated runs) added."""
         link = self.link
