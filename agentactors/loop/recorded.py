@@ -1,4 +1,5 @@
-"""A run as its recorders see it: ``run.started`` (and ``run.resumed``) before the loop, ``run.finished`` after.
+"""A run as its recorders see it: ``run.started`` (and ``run.resumed``, ``run.history_repaired``) before the loop,
+``run.finished`` after.
 
 Only a run with a sink goes through here (:meth:`LoopController.run
 <agentactors.loop.controller.LoopController.run>`): a run nobody records is the loop's own coroutine, with no
@@ -51,6 +52,8 @@ async def recorded(
     sink.emit("run.started", **started)
     if resume is not None:
         sink.emit("run.resumed", **payloads.run_resumed(*resume))
+    if state.repair is not None:  # the caller's history, repaired before the first step sends it
+        sink.emit("run.history_repaired", **state.repair.event_data())
     try:
         result = await loop()
     except BaseException as exc:

@@ -38,6 +38,7 @@ from ..gateway.ticket import RunTicket
 from ..messages import LLMRequest, LLMResponse, Message, StopReason, ToolCall, ToolChoice, Usage, text_message
 from ..providers.errors import classify_exception
 from ..tools.results import ToolResult, ToolStatus
+from ._history_repair import HistoryRepair, repair_history
 from .call_ids import ids_in, unique_ids
 from .config import LoopConfig
 from .context_budget import ContextBudget
@@ -68,7 +69,8 @@ class LoopState:
 
     :param config: the answering agent's config.
     :param messages: the input conversation, checked as ``LLMRequest`` would check it (for a resumed run,
-        the paused run's ``messages``).
+        the paused run's ``messages``); one with a call left without its result, or a result apart from its
+        call, is repaired before anything is sent (:mod:`._history_repair`, recorded in ``repair``).
     :param native: whether the answering agent's provider carries tools natively.
     :param sink: the run's event sink, or ``None``; ``run_id``: the run's id.
     :param paused: the paused run a resumed one goes on from: its counters (steps, usage, calls, answer,
@@ -91,6 +93,7 @@ class LoopState:
         "inputs",
         "link",
         "previous",
+        "repair",
         "resumed_from",
         "run_id",
         "served_by",
@@ -116,14 +119,24 @@ class LoopState:
         paused: PausedRun | None = None,
     ) -> None:
         inputs = messages if type(messages) is tuple else tuple(messages)
+        tooled = False  # whether the history holds tool calls or results: only then is it checked for repair
         for m in inputs:  # what LLMRequest would check of them; every later message is the loop's own
             if not isinstance(m, Message):
                 raise TypeError(f"LLMRequest.messages must hold Message objects, not {type(m).__name__}")
+            if not tooled and (m.tool_calls or m.role == "tool"):
+                tooled = True
         self.sink = sink
         self.run_id = run_id
-        self.inputs = inputs
+        self.inputs = inputs  # the caller's very tuple (a session finds its turn's run by it)
         #: The run this one goes on from (a resumed run's pause), or ``None``: how a session finds its resumed turn.
         self.resumed_from = paused.run_id if paused is not None else None
+        #: What was repaired of the caller's history before the run sends it (:mod:`._history_repair`), or ``None``.
+        self.repair: HistoryRepair | None = None
+        if tooled:
+            # A paused run's last message holds the calls this run answers: only the history before it is checked.
+            self.repair = repair_history(inputs if paused is None else inputs[:-1], run_id)
+            if self.repair is not None:
+                inputs = self.repair.messages if paused is None else (*self.repair.messages, inputs[-1])
         self.conversation = list(inputs)
         # What the result reports.
         self.steps = 0

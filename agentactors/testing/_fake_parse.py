@@ -745,6 +745,7 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
     last_user = ""
     calls: list[SeenToolCall] = []
     results: list[SeenToolResult] = []
+    called = 0  # how many functionCall parts the previous content held: the next must answer each
     for i, c in enumerate(contents):
         role = c.get("role", "user") if isinstance(c, dict) else None
         if role not in ("user", "model"):
@@ -756,6 +757,10 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
             continue
         user_text = []
         answers = any(isinstance(p, dict) and ("functionResponse" in p or "function_response" in p) for p in parts)
+        if strict:
+            _gemini_pairing(parts, called)
+            called = sum(1 for p in parts if isinstance(p, dict) and ("functionCall" in p or "function_call" in p)) \
+                if role == "model" else 0
         for j, p in enumerate(parts):
             data = [k for k in ("text", "functionCall", "functionResponse", "inlineData", "fileData",
                                 "function_call", "function_response", "executableCode", "codeExecutionResult")
@@ -826,6 +831,18 @@ def _gemini(body: dict[str, Any], path_model: str | None, stream: bool, strict: 
         response_format=response_format,
     )
     return ParsedRequest("gemini", path_model, stream, conv)
+
+
+def _gemini_pairing(parts: Sequence[Any], called: int) -> None:
+    """Gemini's 400s for a content that does not answer the previous one's function calls: ``called`` calls need as
+    many ``functionResponse`` parts; a response needs calls right before it."""
+    answered = sum(1 for p in parts if isinstance(p, dict) and ("functionResponse" in p or "function_response" in p))
+    if answered and not called:
+        raise WireRejection(400, "Please ensure that function response turn comes immediately after a function call "
+                            "turn.")
+    if called and answered != called:
+        raise WireRejection(400, "Please ensure that the number of function response parts is equal to the number of "
+                            "function call parts of the function call turn.")
 
 
 def _proto_type(value: Any) -> str:

@@ -318,6 +318,12 @@ def _parse(body: dict[str, Any], strict: bool) -> ParsedRequest:
     stored = body.get("store") is not False
     for i, item in enumerate(items):
         _read_item(i, item, history, stored=stored, strict=strict)
+    if strict:
+        # Every function_call of the input needs its function_call_output in the same input (order aside).
+        answered = {r.call_id for r in history.results}
+        unanswered = next((c.id for c in history.calls if c.id not in answered), None)
+        if unanswered is not None:
+            raise WireRejection(400, f"No tool output found for function call {unanswered}.")
     max_tokens = body.get("max_output_tokens")
     conv = Conversation(
         system="\n".join(history.system),
