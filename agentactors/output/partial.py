@@ -329,18 +329,23 @@ class PartialOutput:
     :param target: the output type.
     :param text: follow the answer text (native, prompted) rather than output tool arguments.
     :param emit: called with each new partial value.
+    :param after: the follower of the run's model call before this one (a refused answer's): the first value
+        of this call is not offered when it equals the last value offered then — the run's partial values
+        never repeat the last one, across a re-ask too (``docs/output.md``).
     """
 
     __slots__ = ("_answer", "_calls", "_emit", "_last", "_lead", "_target", "_text_mode")
 
-    def __init__(self, target: OutputTarget, *, text: bool, emit: Callable[[Any], None]) -> None:
+    def __init__(
+        self, target: OutputTarget, *, text: bool, emit: Callable[[Any], None], after: PartialOutput | None = None
+    ) -> None:
         self._target = target
         self._text_mode = text
         self._emit = emit
         self._lead: _Follower | None = _Follower(None, None) if text else None  # the text before its JSON
         self._answer: _Follower | None = None  # the answer's JSON, once it has begun
         self._calls: dict[int, _Follower] = {}
-        self._last: Any = _MISSING
+        self._last: Any = after._last if after is not None else _MISSING
 
     def feed_text(self, piece: str) -> None:
         """A piece of answer text (think blocks already removed)."""

@@ -98,6 +98,7 @@ class OutputRun:
         "_degraded",
         "_deps",
         "_last_issues",
+        "_partials",
         "_refused",
         "_reported",
         "_run_id",
@@ -142,6 +143,7 @@ class OutputRun:
         #: The system message and skip of the prompted strategy, worked out by the loop on first use.
         self.prompted_system: Any = None
         self._refused: UnsupportedToolChoiceError | None = None
+        self._partials: PartialOutput | None = None  # the last model call's partial values (partials)
         if config.strategy == "tool" and not native:
             self._refused = UnsupportedToolChoiceError(
                 "ToolOutput needs a provider that calls tools natively; this one uses the JSON-fallback "
@@ -220,11 +222,16 @@ class OutputRun:
         return True
 
     def partials(self, emit: Callable[[Any], None]) -> PartialOutput | None:
-        """A partial-value follower for this step's call, or ``None`` (plain text, or jiter not installed)."""
+        """A partial-value follower for this step's call, or ``None`` (plain text, or jiter not installed).
+
+        It follows the one before (a refused answer's): a re-asked answer's first value is not offered again
+        when it equals the last one offered.
+        """
         target = self._config.target
         if target is None or self.strategy is None or not jiter_available():
             return None
-        return PartialOutput(target, text=self.strategy != "tool", emit=emit)
+        self._partials = PartialOutput(target, text=self.strategy != "tool", emit=emit, after=self._partials)
+        return self._partials
 
     # -- the answer --------------------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ import enum
 import functools
 import inspect
 import json
+import sys
 import types
 import typing
 import uuid
@@ -260,7 +261,14 @@ def _is_union(tp: Any) -> bool:
 
 
 def _is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and typing.is_typeddict(tp)
+    if not isinstance(tp, type):
+        return False
+    if typing.is_typeddict(tp):
+        return True
+    # typing_extensions.TypedDict (the one pydantic asks for before Python 3.12) is a class of its own there,
+    # which typing.is_typeddict does not know: asked of typing_extensions, loaded already when such a class exists.
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(tp))
 
 
 def _is_record(tp: Any) -> bool:
