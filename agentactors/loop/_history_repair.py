@@ -15,8 +15,8 @@ well-formed conversation:
 * a call without a result after it is answered, right after the assistant message that made it (after the
   results that do exist for that message, in call order), by an **error** tool result, :data:`NO_RESULT`: the
   model reads that the call ended without one and can call again.  A result of that call found *later* in the
-  history (a framework that put a text message between a step's calls and its results) is moved there
-  instead: it is the real answer;
+  history before the next step's calls (a framework that put a text message between a step's calls and its
+  results) is moved there instead: it is the real answer;
 * a result whose call is not right before it — nowhere before it (a history trimmed in the middle), a second
   result of one call, a result cut off from its step — is **dropped**.  Not turned into a user message: a
   tool's output is data from outside (a web page, a file), and made the user's words it would speak with the
@@ -34,7 +34,7 @@ can be named by no result: it is left as it is.
 
 Cost: nothing on the common path.  :class:`~agentactors.loop.state.LoopState` calls :func:`repair_history` only
 for a history holding tool calls or results, once per run (the loop's own steps answer every call they make);
-a well-formed one is checked in one pass that allocates nothing.
+a well-formed one is checked in one pass that allocates only a set of ids per step with calls.
 """
 
 from __future__ import annotations
@@ -160,12 +160,15 @@ def _repaired(messages: Sequence[Message]) -> HistoryRepair:
             else:
                 dropped.append(result)
             i += 1
+        # A result cut off from its step is looked for up to the next step's calls, never past them: a later step
+        # that reuses the id (a foreign history's ids can repeat) has its own result, which stays its own.
+        stop = next((k for k in range(i, n) if messages[k].tool_calls), n)
         for call in m.tool_calls:
             call_id = call.id
             if not call_id or call_id in seen:
                 continue
             seen.add(call_id)
-            found = next((p for p in later.get(call_id, ()) if p >= i and p not in taken), None)
+            found = next((p for p in later.get(call_id, ()) if i <= p < stop and p not in taken), None)
             if found is not None:  # its result comes later, cut off from its step: moved up here
                 taken.add(found)
                 moved.append(messages[found])

@@ -115,6 +115,33 @@ def test_a_result_cut_off_from_its_step_is_moved_up_to_it() -> None:
     assert repair.answered == () and repair.dropped == ()
 
 
+def test_a_result_is_never_taken_from_a_later_step_that_reuses_the_call_id() -> None:
+    """A foreign history whose ids repeat across steps (the tool's name as its id): step 1's call was cut off, step
+    2 called again with the same id and got its answer.  That answer is step 2's — not moved up to step 1 (the model
+    would read that the call it interrupted returned it), and not sent twice."""
+    history = (Message.user("q"), _calls("lookup"), Message.user("retry"), _calls("lookup"),
+               _result("lookup", "REAL-2"), Message.assistant("done"))
+    repair = repair_history(history)
+    assert repair is not None
+    assert repair.messages == (Message.user("q"), _calls("lookup"), _no_result("lookup"), Message.user("retry"),
+                               _calls("lookup"), _result("lookup", "REAL-2"), Message.assistant("done"))
+    assert [c.id for c in repair.answered] == ["lookup"] and repair.moved == () and repair.dropped == ()
+
+
+def test_a_result_in_another_steps_block_is_counted_once() -> None:
+    """A stray result of call ``a`` inside step 2's block: dropped there (it answers no call of that step), and ``a``
+    answered with the error result — one repair each, not the same message counted moved and dropped."""
+    history = (Message.user("q"), _calls("a"), Message.user("x"), _calls("b"), _result("b"), _result("a"))
+    repair = repair_history(history)
+    assert repair is not None
+    assert repair.messages == (Message.user("q"), _calls("a"), _no_result("a"), Message.user("x"), _calls("b"),
+                               _result("b"))
+    assert [c.id for c in repair.answered] == ["a"] and repair.moved == ()
+    assert [m.tool_call_id for m in repair.dropped] == ["a"]
+    data = repair.event_data()
+    assert (data["answered"], data["moved"], data["dropped"]) == (1, 0, 1)
+
+
 def test_a_call_with_an_empty_id_is_left_as_it_is() -> None:
     """No result can name it (a tool message needs an id): nothing to answer it with, and no crash."""
     history = (Message.user("q"), Message.assistant("", [ToolCall("", "lookup"), _call("a")]), Message.user("x"))
