@@ -93,11 +93,7 @@ async def test_a_cancelled_run_many_over_a_batch_provider_costs_what_the_budget_
         if where == "tool":
             assert result.cost.total == pytest.approx(2 * call) and result.cost.estimated == 0
         else:  # the third call was billed by the vendor: charged at its estimate, at the batch price
-            assert result.cost.total == pytest.approx(2 * call + result.cost.estimated)
+            assert result.cost.total == pytest.approx(2 * call + result.cost.estimated) and result.cost.estimated > 0
     total = total_cost(results)
     assert total is not None and total.total == pytest.approx(budget.spent) and budget.spent > 0
     assert total.estimated == pytest.approx(budget.estimated)
-    if where == "batch":
-        # (On trio the call the batch's driver made is at times not noted as cut short before its run leaves —
-        # then neither the budget nor the slot counts it: they still agree, which is what is checked here.)
-        assert total.estimated > 0
