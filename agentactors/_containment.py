@@ -36,7 +36,9 @@ from typing import TypeVar
 
 import anyio
 
-__all__ = ["escapes", "first_in", "in_group_task", "interrupt_in", "is_cancellation", "is_stray"]
+__all__ = [
+    "cancellation_alone", "escapes", "first_in", "in_group_task", "interrupt_in", "is_cancellation", "is_stray",
+]
 
 E = TypeVar("E", bound=BaseException)
 
@@ -84,6 +86,20 @@ def first_in(exc: BaseException | None, kind: type[E]) -> E | None:
             if found is not None:
                 return found
     return None
+
+
+def cancellation_alone(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The cancellation ``group`` holds when it holds nothing else (at any depth), else ``None``.
+
+    On trio, a request cancelled while its connection opens comes out of httpx as a ``BaseExceptionGroup`` of
+    ``Cancelled`` (``trio.open_tcp_stream`` connects in a nursery), where asyncio raises its ``CancelledError``
+    alone.  The layers around test for the cancellation itself (a call cut short is noted, and billed; a run that
+    ends so is recorded ``cancelled``), so the HTTP layers raise this instead of the group: the rest of the group
+    is the same cancellation, raised in the nursery's other tasks.
+    """
+    cancelled = anyio.get_cancelled_exc_class()
+    matched, rest = group.split(cancelled)
+    return first_in(matched, cancelled) if rest is None else None
 
 
 def is_stray(exc: BaseException) -> bool:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, Self
 import anyio
 import anyio.lowlevel
 
+from ..._containment import cancellation_alone
 from ..._run_end import close_at_run_end
 from ..._scrub import scrub_chain
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
@@ -613,6 +614,11 @@ class HTTPProvider:
             raise
         except Exception as exc:
             failure = self._transport_error(exc, model)
+        except BaseExceptionGroup as group:  # trio: cancelled while httpx connects (_containment.cancellation_alone)
+            alone = cancellation_alone(group)
+            if alone is None:
+                raise
+            raise alone from None
         # Raised outside the except block, so the foreign exception is not kept as __context__ either.
         raise failure
 

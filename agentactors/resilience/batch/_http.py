@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from ..._containment import first_in
+from ..._containment import cancellation_alone
 from ...errors import MalformedResponseError, ProviderError, ResponseTooLargeError
 from ...providers.errors import classify_exception
 from ...providers.http.limits import ERROR_BODY_BYTES
@@ -148,9 +148,11 @@ class VendorHTTP:
             raise
         except Exception as exc:
             raise classify_exception(exc, provider=self.name, model=model) from None
-        except BaseExceptionGroup as group:
-            _raise_cancellation_alone(group)
-            raise
+        except BaseExceptionGroup as group:  # trio: cancelled while connecting (_containment.cancellation_alone)
+            alone = cancellation_alone(group)
+            if alone is None:
+                raise
+            raise alone from None
 
     async def send(
         self, method: str, url: str, *, model: str, body: Any = None, files: Mapping[str, Any] | None = None,
@@ -190,9 +192,11 @@ class VendorHTTP:
             if creates is not None and _unsent(exc):
                 creates.creating = False
             failure = classify_exception(exc, provider=self.name, model=model)
-        except BaseExceptionGroup as group:
-            _raise_cancellation_alone(group)
-            raise
+        except BaseExceptionGroup as group:  # trio: cancelled while connecting (_containment.cancellation_alone)
+            alone = cancellation_alone(group)
+            if alone is None:
+                raise
+            raise alone from None
         else:
             if 200 <= status < 300:
                 return raw
@@ -200,22 +204,6 @@ class VendorHTTP:
                 creates.creating = False  # the vendor refused it: nothing was created
             failure = self.provider.codec.classify_error(status, response.headers, raw, model=model, provider=self.name)
         raise failure
-
-
-def _raise_cancellation_alone(group: BaseExceptionGroup[BaseException]) -> None:
-    """Raise the cancellation ``group`` holds when it holds nothing else (else return: the caller re-raises it).
-
-    On trio, a request cancelled while its connection is being opened comes out of the HTTP client as a
-    ``BaseExceptionGroup`` of ``Cancelled`` (``trio.open_tcp_stream`` connects in a nursery), where asyncio raises
-    its ``CancelledError`` alone.  The layers around test for the cancellation itself — a batch call that leaves
-    its submitted batch is noted as cut short, and billed, only then — so it is raised as it is on asyncio; the
-    rest of the group is the same cancellation, raised in the nursery's other tasks.
-    """
-    cancelled = anyio.get_cancelled_exc_class()
-    matched, rest = group.split(cancelled)
-    first = first_in(matched, cancelled)
-    if rest is None and first is not None:
-        raise first from None
 
 
 def _unsent(exc: BaseException) -> bool:

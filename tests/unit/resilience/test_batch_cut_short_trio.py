@@ -25,7 +25,7 @@ import anyio
 import httpx
 import pytest
 
-from agentactors import Agent, BatchProvider, CostBudget, LLMRequest, Message, OpenAIProvider, Runtime
+from agentactors import Agent, BatchProvider, CostBudget, InMemoryRecorder, LLMRequest, Message, OpenAIProvider, Runtime
 from agentactors.agent.batch import results_of
 from agentactors.gateway.provider import estimate_tokens
 from agentactors.loop.result import RunResult
@@ -213,3 +213,33 @@ async def test_a_streamed_call_cancelled_while_connecting_is_charged_alike(anyio
     assert cost is not None and cost.total > 0
     assert budget.estimated == pytest.approx(cost.total)
     assert budget.spent == pytest.approx(budget.estimated)
+
+
+async def test_a_run_cancelled_while_its_call_connects_is_recorded_cancelled(anyio_backend_name: str) -> None:
+    # What leaves the provider is the cancellation itself on both backends (HTTPProvider takes trio's group of
+    # Cancelled for the cancellation it is): the run is recorded cancelled, not raised with a BaseExceptionGroup.
+    backend = anyio_backend_name
+    seen: list[BaseException] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        async with _connecting(backend):
+            await anyio.sleep_forever()
+        raise AssertionError("never answered")
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    provider = OpenAIProvider(MODEL, api_key=KEY, base_url="https://api.openai.com/v1", http_client=client)
+    request = LLMRequest([Message.user("job")], model=MODEL)
+    with anyio.move_on_after(CANCEL_AT):
+        try:
+            await provider.complete(request)
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+    assert len(seen) == 1 and isinstance(seen[0], anyio.get_cancelled_exc_class()), repr(seen[0])
+    recorder = InMemoryRecorder()
+    async with Runtime() as rt:
+        with anyio.move_on_after(CANCEL_AT):
+            await Agent(provider, recorders=[recorder]).run("job", runtime=rt)
+    (finished,) = recorder.of_type("run.finished")
+    assert finished.data.get("cancelled") is True, finished.data
+    await provider.aclose()
