@@ -28,7 +28,8 @@ its children's, their children's, and the calls made after a handoff (a handoff 
 run goes on, and so does its count).  Each tool checks the tree's count against its own ``max_runs``,
 as it checks the depth against its own ``max_depth``.  The count lives with the root (its lineage link,
 made at its first tool step) and reaches the runs below it in a context variable set around each child
-run, so:
+run — with that child's depth: a run a plain tool starts under the child (one level deeper, in the same
+context) is no delegation's, so its own ``as_tool`` calls start a count of their own, as a root's do — so:
 
 * a run that never delegates pays nothing (nothing is made or read until a delegation);
 * parallel calls share it exactly: the check and the increment have no ``await`` between them, and a
@@ -84,21 +85,24 @@ class _Tree:
         self.started = 0
 
 
-#: The tree a run belongs to, set around each child run (so its tool steps, and their children, see it);
-#: ``None`` in a root run, whose tree hangs on its lineage link.
-_TREE: contextvars.ContextVar[_Tree | None] = contextvars.ContextVar("agentactors_delegation_tree", default=None)
+#: The tree a delegated run belongs to and that run's depth, set around each child run (so its tool steps see
+#: it); ``None`` outside any.  The depth tells the child from a run a plain tool started under it, which sees the
+#: same context one level deeper and is a root (no delegation started it): its tree hangs on its lineage link.
+_TREE: contextvars.ContextVar[tuple[_Tree, int] | None] = contextvars.ContextVar(
+    "agentactors_delegation_tree", default=None
+)
 
 
 def _tree(origin: lineage.Origin | None) -> _Tree:
-    """The tree a delegation starting at ``origin`` counts in: its run's, or — in a root run — a new one
-    hung on the root's link at its first delegation, kept for its next steps."""
-    tree = _TREE.get()
-    if tree is not None:
-        return tree
+    """The tree a delegation starting at ``origin`` counts in: that of the delegated run it is made in, or — in a
+    root run — a new one hung on the root's link at its first delegation, kept for its next steps."""
+    held = _TREE.get()
     if origin is None:  # the tool called outside any run's tool step: the call is its own root
-        return _Tree()
+        return held[0] if held is not None else _Tree()
     link = origin.link
-    tree = link.delegations
+    if held is not None and held[1] == link.depth:  # made in the delegated run itself (a handoff keeps its depth)
+        return held[0]
+    tree: _Tree | None = link.delegations
     if tree is None:
         tree = link.delegations = _Tree()
     return tree
@@ -254,7 +258,7 @@ class AgentTool(Tool[..., Any]):
                 )
             tree.started += 1
             runtime = origin.link.runtime if origin is not None else None
-            token = _TREE.set(tree)
+            token = _TREE.set((tree, depth if origin is not None else 0))
             try:
                 with lineage.calling(ctx.call_id):
                     # The parent's input key too: the child serves the same input, and a tool deduplicating on
