@@ -67,15 +67,19 @@ _Member = tuple[str, str | None, str | None, int | None]
 class _Run:
     """One run's spans while it runs."""
 
-    __slots__ = ("chat", "chat_attrs", "chat_started", "context", "members", "model", "span", "t0", "tools", "wall0")
+    __slots__ = (
+        "chat", "chat_attrs", "chat_started", "context", "members", "model", "provider", "span", "t0", "tools", "wall0",
+    )
 
-    def __init__(self, span: Span, t0: float, members: dict[str, _Member], model: str | None) -> None:
+    def __init__(self, span: Span, t0: float, members: dict[str, _Member], model: str | None, provider: str) -> None:
         self.span = span
         self.context = trace.set_span_in_context(span)
         self.t0 = t0
         self.wall0 = time.time_ns()
         self.members = members
         self.model = model
+        #: ``gen_ai.provider.name`` of the run's first member, as shown (redacted), until a response names another.
+        self.provider = provider
         self.chat: Span | None = None
         self.chat_attrs: dict[str, Any] = {}
         self.chat_started = 0.0
@@ -236,7 +240,9 @@ class OTelRecorder:
             attributes[sc.AGENT_NAME] = _text(agent)
         first = next(iter(members.values()), None)
         if first is not None:
-            attributes[sc.PROVIDER] = sc.provider_name(first[1], first[0])
+            # A member's name is the caller's text (a name made from a connection string may hold a key): shown as
+            # a provider's chosen name is, redacted and cut — once a run, kept for its chat spans.
+            attributes[sc.PROVIDER] = _text(sc.provider_name(first[1], first[0]))
         if model:
             attributes[sc.REQUEST_MODEL] = _text(model)
         # A delegated run shares its parent's clock and anchor: its spans nest in its parent's in time too
@@ -249,7 +255,7 @@ class OTelRecorder:
             attributes=attributes,
             start_time=wall,
         )
-        run = _Run(span, event.time, members, model)
+        run = _Run(span, event.time, members, model, attributes.get(sc.PROVIDER, "agentactors"))
         run.wall0 = wall
         self._runs[run_id] = run
 
@@ -296,11 +302,7 @@ class OTelRecorder:
         record = _request_record(event.data.get("request"), self.capture_content)
         model = record.get("model") or run.model
         first = next(iter(run.members.values()), None)
-        attributes: dict[str, Any] = {
-            sc.OPERATION: "chat",
-            sc.PROVIDER: sc.provider_name(first[1], first[0]) if first is not None else "agentactors",
-            sc.RUN_ID: event.run_id,
-        }
+        attributes: dict[str, Any] = {sc.OPERATION: "chat", sc.PROVIDER: run.provider, sc.RUN_ID: event.run_id}
         if model:
             attributes[sc.REQUEST_MODEL] = _text(model)
         if first is not None and first[2]:
