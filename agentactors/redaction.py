@@ -1,7 +1,14 @@
 """Credentials never leave the library in text: registered secrets and key-shaped strings are masked.
 
-Providers register their API keys with :func:`register_secret`; every text that
-enters an error, an event payload or a log line passes through :func:`redact`.
+Providers register their API keys with :func:`register_secret`; every text the
+library writes into an error or a log line, and what a record keeps of an event
+where a credential may sit (an error's text, vendor options and settings'
+``extra``, the ``repr`` of a value JSON cannot hold), passes through
+:func:`redact`, as does each text of an OpenTelemetry span.  What is
+the user's own is recorded as it is in events and JSONL records: a conversation's
+text, the names they chose (an agent's, a provider's, a tool's) and what their
+tools emit (``ctx.emit``) — redacting those on every step would cost every run, and
+a key put there is not one the library was handed to keep.
 Two nets, because either alone has holes: exact registered values catch keys of
 any shape, and the shape patterns catch keys we were never told about (a key
 echoed back in a vendor's error body, a bearer token in a proxy's message).
