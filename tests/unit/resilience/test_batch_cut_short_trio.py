@@ -164,10 +164,13 @@ async def test_a_cancelled_run_many_charges_every_run_its_call_left_in_the_batch
     assert budget.spent == pytest.approx(budget.estimated)
 
 
-async def test_a_single_call_cancelled_while_connecting_is_charged_alike(anyio_backend_name: str) -> None:
-    # The same cancellation without a batch: a plain provider's call, through the ProviderActor, cancelled while
-    # its connection is being opened — charged at the full price's estimate on both backends (docs/costs.md:
-    # conservative, a call cancelled mid-connect is charged too).
+@pytest.mark.parametrize("streamed", [False, True], ids=["call", "stream"])
+async def test_a_single_call_cancelled_while_connecting_is_charged_alike(
+    anyio_backend_name: str, streamed: bool
+) -> None:
+    # The same cancellation without a batch: a plain provider's call (or stream: a run with on_token), through the
+    # ProviderActor, cancelled while its connection is being opened — charged at the full price's estimate on both
+    # backends (docs/costs.md: conservative, a call cancelled mid-connect is charged too).
     set_price("openai", MODEL, Price(1.0, 4.0))
     backend = anyio_backend_name
 
@@ -181,32 +184,10 @@ async def test_a_single_call_cancelled_while_connecting_is_charged_alike(anyio_b
     budget = CostBudget()
     async with Runtime() as rt:
         with anyio.move_on_after(CANCEL_AT) as scope, budget:
-            await Agent(provider).run("job", runtime=rt)
-    assert scope.cancelled_caught
-    cost = CutShort(provider.name, MODEL, estimate_tokens(LLMRequest([Message.user("job")], model=MODEL),
-                                                          max_output=0)).cost()
-    assert cost is not None and cost.total > 0
-    assert budget.estimated == pytest.approx(cost.total)
-    assert budget.spent == pytest.approx(budget.estimated)
-
-
-async def test_a_streamed_call_cancelled_while_connecting_is_charged_alike(anyio_backend_name: str) -> None:
-    # The streamed twin: a run that streams (on_token), cancelled while its stream's connection is being opened —
-    # the ProviderActor's stream path takes a group of cancellations as the cancellation it is, as its call path.
-    set_price("openai", MODEL, Price(1.0, 4.0))
-    backend = anyio_backend_name
-
-    async def handler(request: httpx.Request) -> httpx.Response:
-        async with _connecting(backend):
-            await anyio.sleep_forever()
-        raise AssertionError("never answered")
-
-    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    provider = OpenAIProvider(MODEL, api_key=KEY, base_url="https://api.openai.com/v1", http_client=client)
-    budget = CostBudget()
-    async with Runtime() as rt:
-        with anyio.move_on_after(CANCEL_AT) as scope, budget:
-            await Agent(provider).run("job", runtime=rt, on_token=lambda text: None)
+            if streamed:
+                await Agent(provider).run("job", runtime=rt, on_token=lambda text: None)
+            else:
+                await Agent(provider).run("job", runtime=rt)
     assert scope.cancelled_caught
     cost = CutShort(provider.name, MODEL, estimate_tokens(LLMRequest([Message.user("job")], model=MODEL),
                                                           max_output=0)).cost()
