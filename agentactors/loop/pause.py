@@ -47,6 +47,9 @@ MAX_REASON_CHARS: Final = 2_000
 #: the run's records and whoever reads them — none of which wants it.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]+")
 
+#: A reason :func:`bounded_reason` cut already: its text, and the note saying how long it was.
+_KEPT = re.compile(r"(\S(?:.*\S)?) \[\.\.\. cut: the reason was [0-9,]+ characters\]", re.DOTALL)
+
 #: Ids shown in an error about decisions: enough to see the mistake, not a message of megabytes.
 _SHOWN_IDS = 10
 
@@ -60,7 +63,14 @@ def denial_reason(text: str) -> str:
 def bounded_reason(text: str) -> str:
     """A reason a person gave (to deny a call, to interrupt a run) as the run keeps it: control characters but tabs
     and newlines dropped, whitespace stripped, at most :data:`MAX_REASON_CHARS` (a longer one cut, with a note
-    saying so); ``""`` when nothing is left."""
+    saying so); ``""`` when nothing is left.
+
+    A reason kept already comes back as it is: decisions are checked more than once (a session's ``resolve``, then
+    ``agent.resume``; a journal keeps the checked ones and a recovered resume checks them again), and a second cut
+    made the note name the first cut's length instead of what the person wrote."""
+    kept = _KEPT.fullmatch(text) if MAX_REASON_CHARS < len(text) <= MAX_REASON_CHARS + 80 else None
+    if kept is not None and len(kept.group(1)) <= MAX_REASON_CHARS and not _CONTROL.search(text):
+        return text
     size = len(text)
     cut = size > MAX_REASON_CHARS
     if cut:
