@@ -76,7 +76,9 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
     # The journal counts a run's model calls from 1 (a resumed run's events number its steps on from its pause).
     # The steers taken before a call go in its response's document (``"steers"``): one row, one transaction.
     steers = dict(c.steers) if c.steers else None
-    if c.ending is not None and c.responses:  # (rare) a run cut short: how, in its last response's document
+    # (rare) a run cut short: how, in its last response's document — as the steers of an end commit taken before a
+    # model call that never answered (Commit.steers): no response of their own to go with
+    if c.responses and (c.ending is not None or (steers is not None and not steers.keys() <= dict(c.responses).keys())):
         return _ended(run_id, inputs, c, origin)
     responses = tuple(
         (
@@ -99,21 +101,29 @@ def encode(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any = No
 
 
 def _ended(run_id: str, inputs: tuple[Message, ...], c: Commit, origin: Any) -> Encoded:
-    """The text of a commit whose run was cut short from outside (``c.ending``): as any commit's, its last response's
-    document carrying how the run ended (``"ended"``: :func:`_ending_json`; an older reader ignores the key)."""
-    plain = encode(run_id, inputs, attrs.evolve(c, ending=None), origin)
+    """The text of a run's end commit that says more than its steps (rare): as any commit's, its last response's
+    document carrying how the run ended when it was cut short from outside (``"ended"``: :func:`_ending_json`) and
+    the steers it took before a model call that never answered (``"steers_after"``: the run went on past that
+    response for them).  An older reader ignores both keys."""
+    numbers = dict(c.responses).keys()
+    answered = tuple((n, m) for n, m in c.steers if n in numbers)
+    after = tuple(m for n, steered in c.steers if n not in numbers for m in steered)
+    plain = encode(run_id, inputs, attrs.evolve(c, ending=None, steers=answered), origin)
     last, response = max(c.responses, key=lambda r: r[0])
     steers = dict(c.steers).get(last, ())
     doc = _part(run_id, f"the response of its model call {last} and how the run ended", _ending_doc,
-                (response, steers, c.ending))
+                (response, steers, c.ending, after))
     responses = tuple((n, doc if n == last else text) for n, text in plain.responses)
     return attrs.evolve(plain, responses=responses)
 
 
-def _ending_doc(value: tuple[Any, tuple[Message, ...], Ending]) -> dict[str, Any]:
-    response, steers, ending = value
+def _ending_doc(value: tuple[Any, tuple[Message, ...], Ending | None, tuple[Message, ...]]) -> dict[str, Any]:
+    response, steers, ending, after = value
     doc = _steered_json((response, steers)) if steers else response_to_json(response)
-    doc["ended"] = _ending_json(ending)
+    if ending is not None:
+        doc["ended"] = _ending_json(ending)
+    if after:
+        doc["steers_after"] = messages_to_json(after)
     return doc
 
 
@@ -143,12 +153,16 @@ def _steered_json(value: tuple[Any, tuple[Message, ...]]) -> dict[str, Any]:
     return doc
 
 
-def _step_json(doc: Any) -> tuple[Any, tuple[Message, ...], Ending | None]:
-    """A stored response, the steers before its call (none in a record written before steers were kept) and how
-    the run ended after it, when it was cut short (``"ended"``: in its last response's document only)."""
+def _step_json(doc: Any) -> tuple[Any, tuple[Message, ...], Ending | None, tuple[Message, ...]]:
+    """A stored response, the steers before its call (none in a record written before steers were kept), how
+    the run ended after it, when it was cut short (``"ended"``), and the steers it took after it, before a model
+    call that never answered (``"steers_after"``) — both in its last response's document only."""
     steers = doc.get("steers") if isinstance(doc, dict) else None
     ended = _ending_from_json(doc.get("ended")) if isinstance(doc, dict) and "ended" in doc else None
-    return response_from_json(doc), messages_from_json(steers) if steers else (), ended
+    after = doc.get("steers_after") if isinstance(doc, dict) else None
+    return response_from_json(doc), messages_from_json(steers) if steers else (), ended, (
+        messages_from_json(after) if after else ()
+    )
 
 
 def _results_json(results: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -269,6 +283,7 @@ def decode_run(
     recorded: list[RecordedStep] = []
     resumed = None
     ended: Ending | None = None
+    after: tuple[Message, ...] = ()
     for number, response, results in steps:
         if number == 0 and results is not None:  # a resumed run's paused step, finished before any model call
             resumed = _decoded(run_id, "results", results, _results)
@@ -283,7 +298,7 @@ def decode_run(
             raise JournalFormatError(
                 f"run {run_id!r}'s stored step {expected} has results but no response: it was left as it is"
             )
-        answer, steers, ended = _decoded(run_id, "response", response, _step_json)  # (the last step's counts)
+        answer, steers, ended, after = _decoded(run_id, "response", response, _step_json)  # (the last step's count)
         done = None if results is None else _decoded(run_id, "results", results, _results)
         if done is not None:
             _check_pairing(run_id, expected, answer.tool_calls, done)
@@ -300,5 +315,5 @@ def decode_run(
     return RecordedRun(
         run_id, agent, inputs, tuple(recorded), status, content=content, parent_run_id=parent,
         parent_call_id=call, resume=resume, resumed_results=resumed, children=children, session=session,
-        ending=ended,
+        ending=ended, steers_after=after,
     )

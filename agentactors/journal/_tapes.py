@@ -119,13 +119,15 @@ class _Writer:
     async def commit(self, commit: Commit) -> None:
         if commit.responses:
             self.last = (commit.responses[-1], commit.steers)
-        if commit.ending is not None:  # (rare) a run cut short: its last response carries how it ended
+        if commit.ending is not None or (commit.end is not None and commit.steers and _unanswered(commit)):
+            # (rare) a run cut short, or steered before a call that never answered: its last response carries it
             commit = self._ending(commit)
         await self.journal.commit(self.run_id, self.agent, self.inputs, commit, self.origin)
 
     def _ending(self, commit: Commit) -> Commit:
-        """``commit`` with the run's last response (and its steers) in it, to carry its ``ending``; without one
-        (no response committed: cut short before its first model call answered), the ending is not kept."""
+        """``commit`` with the run's last response (and its steers) in it, to carry its ``ending`` and the steers
+        taken before a model call that never answered; without one (no response committed: the run ended before
+        its first model call answered, which a replay asks for and diverges at anyway), neither is kept."""
         last = self.last
         if last is None:
             return attrs.evolve(commit, ending=None)
@@ -134,3 +136,9 @@ class _Writer:
             return commit
         own = tuple((n, m) for n, m in steers if n == number)
         return attrs.evolve(commit, responses=(*commit.responses, (number, response)), steers=(*commit.steers, *own))
+
+
+def _unanswered(commit: Commit) -> bool:
+    """Whether an end commit holds steers taken before a model call that never answered (no response of theirs)."""
+    numbers = {n for n, _ in commit.responses}
+    return any(n not in numbers for n, _ in commit.steers)

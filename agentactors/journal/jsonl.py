@@ -100,10 +100,12 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
         )
         for n in sorted(responses)
     )
+    # Steers taken after the last response, before a model call that never answered: the run went on for them.
+    after = tuple(steered.get(max(responses, default=0) + 1, ()))
     return RecordedRun(
         run_id, started.get("agent"), inputs, steps, status,
         native=started.get("native_tools"), system=system, content=content,
-        ending=ending if status == "finished" else None,
+        ending=ending if status == "finished" else None, steers_after=after,
     )
 
 

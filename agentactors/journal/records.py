@@ -125,6 +125,11 @@ class RecordedRun:
     ``"cancelled"``) or interrupted (``status`` ``"finished"``, its error a ``RunInterruptedError``) — else
     ``None`` (:class:`~agentactors.loop.tape.Ending`).  A replay of the whole run, or a child served whole to its
     recovered parent, ends the same way at the same point; a fork from an earlier step runs live past it.
+
+    ``steers_after``: the steers the run took after its last recorded step, before a model call that never answered
+    (it failed, or the run was cut short in it) — the run went on past that step for them.  A replay takes them
+    there too, goes on, and asks for that call (its recording does not hold it: ``ReplayDivergedError``, or, cut
+    short, it ends so), instead of ending ``ok`` on the answer before them.
     """
 
     run_id: str
@@ -142,6 +147,7 @@ class RecordedRun:
     children: tuple[RecordedRun, ...] = ()
     session: SessionTurn | None = None
     ending: Ending | None = attrs.field(default=None, kw_only=True)
+    steers_after: tuple[Message, ...] = attrs.field(default=(), kw_only=True)
 
     @property
     def first_step(self) -> int:
@@ -179,7 +185,8 @@ class RecordedRun:
         The steers recorded with those steps go too, and those of step ``upto``: they joined the conversation
         before its model call, so a fork from it reads them as the recorded step did.  Every step served
         (``upto=None``), the run ends as the recorded one did when it was cut short (:attr:`ending`); a run
-        recorded ``"cancelled"`` without one (a JSONL record's) is cancelled where its recording stops.
+        recorded ``"cancelled"`` without one (a JSONL record's) is cancelled where its recording stops; and the steers
+        it took after its last step (:attr:`steers_after`) are handed back there, so it goes on past it as it did.
         """
         steps = self.steps if upto is None else tuple(s for s in self.steps if s.number < upto)
         results = {r.call_id: r for s in steps for r in s.results or ()}
@@ -187,6 +194,8 @@ class RecordedRun:
             results.update((r.call_id, r) for r in self.resumed_results)
         upto_steers = len(steps) + 1 if upto is not None else len(steps)
         steers = {i: s.steers for i, s in enumerate(self.steps[:upto_steers], 1) if s.steers} or None
+        if upto is None and self.steers_after:  # (rare) taken before a model call that never answered
+            steers = {**(steers or {}), len(steps) + 1: self.steers_after}
         ending = self.cut_short if upto is None else None
         return Tape(
             [s.response for s in steps], results, writer, label=label, guard=guard, steers=steers, ending=ending,

@@ -164,10 +164,13 @@ async def replay(
         agent = _named(recorded, runtime, agents)
     provider = ReplayProvider(native=_native(recorded, agent))
     agent = _agent_of(recorded, provider) if agent is None else attrs.evolve(agent, provider=provider)
-    tape = recorded.tape(label=("run.replayed", {"replayed_from": run_id}), guard=_diverged)
+    # Sealed: a model call past the recording is refused at the tape, whichever agent asks — the replayed one, or
+    # one a handoff reached (its own provider, not the ReplayProvider given to the agent replayed, is its seat's).
+    guard = _Refusal()
+    tape = recorded.tape(label=("run.replayed", {"replayed_from": run_id}), guard=guard, sealed=True)
     async with _runtime(tape, recorders) as rt:
         result = await _start(agent, recorded, rt, None)
-    if provider.asked:
+    if provider.asked or guard.refused:
         raise ReplayDivergedError(
             f"the replay of run {run_id!r} asked for more model calls than its {len(recorded.steps)} recorded steps"
         )
@@ -268,8 +271,21 @@ def _own_provider(rt: Runtime, agent: Agent[Any]) -> ActorRef:
     return rt.spawn(actor, name="provider", concurrency=actor.spawn_concurrency)
 
 
-def _diverged() -> None:
-    raise ReplayDivergedError("the replayed run asked for a tool step its recording does not hold")
+class _Refusal:
+    """A replay's tape guard: the run asked for a model call or a tool step its recording does not hold.
+
+    It raises :class:`ReplayDivergedError` and remembers it was called: a refused tool step raises out of the run,
+    but a refused model call is the step's failed call — the run ends failed on it — and :func:`replay` raises it.
+    """
+
+    __slots__ = ("refused",)
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    def __call__(self) -> None:
+        self.refused = True
+        raise ReplayDivergedError("the replayed run asked for a model call or a tool step its recording does not hold")
 
 
 def _native(recorded: RecordedRun, agent: Agent[Any] | None) -> bool:
@@ -290,8 +306,11 @@ def _agent_of(recorded: RecordedRun, provider: ReplayProvider) -> Agent[Any]:
         provider,
         name=paused_by or recorded.agent,
         system=recorded.system,
-        # A resumed run counts the paused one's; one cut short (cancelled, interrupted) went on past its last step.
-        max_steps=max(1, recorded.first_step + len(recorded.steps) - (0 if recorded.cut_short else 1)),
+        # A resumed run counts the paused one's; one cut short (cancelled, interrupted) or steered after its last step
+        # went on past it.
+        max_steps=max(
+            1, recorded.first_step + len(recorded.steps) - (0 if recorded.cut_short or recorded.steers_after else 1)
+        ),
         tool_policy=_allows_all if waited else None,
     )
 

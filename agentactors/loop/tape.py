@@ -78,8 +78,11 @@ class Commit:
     ``results``: one tool step's results, with the number of the response that asked for them; ``end``:
     how the run ended — ``"finished"``, ``"paused"``, ``"raised"`` or ``"cancelled"`` — with its
     ``result`` when it has one; ``steers``: the steers the run took at the boundary before model call n, by
-    that n — each committed with response n (one of ``responses``), never alone; ``ending``: with ``end``, how a run
-    cut short from outside ended (:class:`Ending`: kept with the run's last response), else ``None``.
+    that n — each committed with response n (one of ``responses``), never alone — but in the end commit, which also
+    holds the steers taken before a model call that never answered (it failed, or the run was cut short in it): the
+    number after the last response's, kept with the run's last response (the run went on past it, and a replay must
+    too); ``ending``: with ``end``, how a run cut short from outside ended (:class:`Ending`: kept with the run's last
+    response), else ``None``.
     """
 
     begin: bool = False
@@ -162,8 +165,10 @@ class Tape:
         what it goes on from), or ``None``.
     :param guard: called before a tool step the recording does not hold runs live; it raises to forbid
         it (a replay runs no tool), or ``None``.
-    :param sealed: the guard is called before a model call past the recording too (a delegated child served whole
-        on its parent's recovery: nothing of it is committed, so nothing past its rows may run).
+    :param sealed: the guard is called before a model call past the recording too, instead of asking the seat's
+        provider — whichever agent answers, a handoff's target included (a delegated child served whole on its
+        parent's recovery: nothing of it is committed, so nothing past its rows may run; a replay: no model is
+        asked).  Only a recording that ended cancelled is not refused there: it is cancelled at that call.
     :param run_id: the id the run takes instead of a new one (a recovered run keeps its own), or ``None``.
     :param steers: the recorded steers by the number of the model call they were taken before (1: the run's
         first), or ``None``: handed to the run's inbox (:meth:`attach`) once the call before that one was served,
@@ -335,7 +340,7 @@ class Tape:
                 end, ending = "cancelled", self._cancelled()
             with anyio.CancelScope(shield=True):
                 await writer.commit(
-                    Commit(responses=self._take_pending(), steers=self._take_steered(), end=end, ending=ending)
+                    Commit(responses=self._take_pending(), steers=self._take_steered(True), end=end, ending=ending)
                 )
             raise
         failure = self.failure
@@ -346,7 +351,7 @@ class Tape:
             end, ending = self._ended(result)
         await writer.commit(
             Commit(
-                responses=self._take_pending(), steers=self._take_steered(), end=end, result=result, ending=ending,
+                responses=self._take_pending(), steers=self._take_steered(True), end=end, result=result, ending=ending,
             )
         )
         return result
@@ -376,7 +381,9 @@ class Tape:
         """End the run ``"raised"`` on the journal's refusal of one of its commits, and raise that refusal."""
         with anyio.CancelScope(shield=True):
             try:
-                await writer.commit(Commit(responses=self._take_pending(), steers=self._take_steered(), end="raised"))
+                await writer.commit(
+                    Commit(responses=self._take_pending(), steers=self._take_steered(True), end="raised")
+                )
             except Exception as also:  # the database, or the lease: the refusal is still what the caller sees
                 if type(also) is not type(failure):
                     failure.add_note(f"and the run's end could not be journaled either ({type(also).__name__})")
@@ -394,14 +401,14 @@ class Tape:
                 sink.emit(label[0], **label[1])
         if index >= len(self._responses):
             self.asked = index + 1
-            if self.sealed and self.ending is None and self.guard is not None:
-                self.guard()  # raises: the model is not asked (a recording cut short ends first, as it ended)
+            if self.sealed and self.guard is not None and (self.ending is None or self.ending.how != "cancelled"):
+                self.guard()  # raises: the model is not asked (a recording cancelled is cancelled here: cancel_here)
             return None
         self.calls = index + 1
         if self._steers:  # a steered recording: the next call's steers wait in the inbox for its boundary
             self._hand_steers(index + 2)
         response = self._responses[index]
-        if self.ending is not None and self.calls == len(self._responses) and response.tool_calls:
+        if self.ending is not None and self.calls == len(self._responses):
             self._end_after_last()
         return response
 
@@ -418,8 +425,11 @@ class Tape:
         return live_run(self._home, self.run_id)
 
     def _end_after_last(self) -> None:
-        """The last recorded response, with calls, was served: an interrupted recording ends the run after it (its
-        tool step served first when recorded, else — interrupted during that model call — its calls never start)."""
+        """The last recorded response was served: an interrupted recording ends the run after it — the interrupt is
+        in the run's inbox now, as it was when that model call answered.  With calls, their tool step is served first
+        when recorded, else (interrupted during that model call) its calls never start; without (a think-only step,
+        a cut-off answer: the run went on past it), the boundary after it ends the run (:meth:`boundary`), whatever
+        else waits there — the recorded run asked no model again."""
         ending = self.ending
         if ending is not None and ending.how == "interrupted":
             live = self._live()
@@ -520,13 +530,21 @@ class Tape:
         self._pending.clear()
         return pending
 
-    def _take_steered(self) -> tuple[tuple[int, tuple[Message, ...]], ...]:
+    def _take_steered(self, end: bool = False) -> tuple[tuple[int, tuple[Message, ...]], ...]:
         """The live steers of the responses :meth:`_take_pending` took (call it right after it): theirs only — a
-        steer taken before a call not answered yet waits for that call's response."""
+        steer taken before a call not answered yet waits for that call's response.
+
+        ``end``: the run's end commit — the steers taken before a call that never answered (it failed, or the run
+        was cut short in it) go too, with no response of their own (:attr:`Commit.steers`): left out, the recording
+        would say the run ended at the answer before them, and a replay would end there, ``ok``."""
         steered = self._steered
         if not steered:
             return ()
         answered = self.calls
+        if end:
+            taken = tuple(steered.items())
+            steered.clear()
+            return taken
         taken = tuple((n, m) for n, m in steered.items() if n <= answered)
         for n, _ in taken:
             del steered[n]
@@ -561,6 +579,8 @@ class TapedProvider:
             return response if kind is Complete else _RecordedStream(response)
         if tape.ending is not None:  # (rare) a recording that ended cancelled: cancelled at the call it does not hold
             await tape.cancel_here()
+            if tape.sealed and tape.guard is not None:
+                tape.guard()  # (its live run not found to cancel: a sealed tape still asks no model)
         if kind is Complete:
             response = await self.ref.ask(message)
             if type(response) is LLMResponse or isinstance(response, LLMResponse):

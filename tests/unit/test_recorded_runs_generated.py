@@ -23,8 +23,9 @@ What is checked is what the docs promise of the record:
   only spans are checked for.
 
 Run twice at once in one runtime too (one record, deltas of two runs interleaved), with the recorders on the
-agent or on the runtime.  Plain examples of what it found are at the end: one fixed (a member's name on spans),
-three marked ``xfail(strict=True)`` — bugs of the replay and the loop's tape, outside the recorders.  A longer
+agent or on the runtime.  Plain examples of what it found are at the end: a member's name on spans, and three bugs
+of the replay and the loop's tape, outside the recorders (a handoff's target asked past the recording, a steer
+before a failed call lost, an interrupt after a think-only step not applied).  A longer
 hunt: ``RECORDED_RUNS_EXAMPLES=1000 HYPOTHESIS_PROFILE=explore``.
 """
 
@@ -511,12 +512,6 @@ async def check_replay(path: Path, result: RunResult[Any], events: list[Event], 
     # A JSONL record's limit: a last tool step with no model call after it has no recorded text.
     last_calls = bool(recorded.steps) and bool(recorded.steps[-1].response.tool_calls)
     asked_past = sum(e.type == "llm.request" for e in mine) > len(recorded.steps)  # a model call that failed
-    if asked_past and result.handoffs:
-        return  # (a replay asks the handoff target's own provider past the recording: the xfail test below)
-    steered_last = any(e.type == "run.steered" and (e.step or 0) >= len(recorded.steps) for e in mine)
-    if asked_past and steered_last:
-        return  # (a steer taken before a model call that failed is lost to the replay: the xfail test below)
-    # (An interrupt recorded after a step without calls is not applied by a replay: the xfail test below.)
     interrupted_after_answer = recorded.ending is not None and recorded.ending.how == "interrupted" and not last_calls
     try:
         again = await replay(FileSource(path), result.run_id, agent=attrs.evolve(agent, recorders=()))
@@ -676,11 +671,6 @@ async def _recorded(agent: Agent[Any], path: Path, **options: Any) -> RunResult[
         recorder.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agentactors/journal/replay.py gives the ReplayProvider to the replayed agent only, not to the agents "
-    "its handoffs reach: past the recording, a handoff target's own provider is asked (journal sources too)",
-)
 @pytest.mark.virtual_time
 @pytest.mark.anyio
 async def test_a_replay_after_a_handoff_never_asks_the_targets_provider(tmp_path: Path) -> None:
@@ -694,12 +684,6 @@ async def test_a_replay_after_a_handoff_never_asks_the_targets_provider(tmp_path
     assert model.calls == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a steer is kept with the response of the step that took it (RecordedStep.steers; a journal's row): a "
-    "steered model call that failed has none, and a replay of the run ends at the answer before it, ok, instead of "
-    "raising ReplayDivergedError — the live run went on and failed (journal sources too)",
-)
 @pytest.mark.virtual_time
 @pytest.mark.anyio
 async def test_a_replay_of_a_run_whose_steered_call_failed_says_it_diverged(tmp_path: Path) -> None:
@@ -717,12 +701,6 @@ async def test_a_replay_of_a_run_whose_steered_call_failed_says_it_diverged(tmp_
         await replay(FileSource(tmp_path / "events.jsonl"), live.run_id or "", agent=agent)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agentactors/loop/controller.py asks the tape for a recorded interrupt (Tape.boundary) only when the live "
-    "inbox holds a steer or an interrupt, and Tape._end_after_last only follows a served tool step: a run interrupted "
-    "after a step without calls (think-only) replays past it and asks the model again (journal sources too)",
-)
 @pytest.mark.virtual_time
 @pytest.mark.anyio
 async def test_a_run_interrupted_after_a_think_only_step_replays_interrupted(tmp_path: Path) -> None:
