@@ -58,20 +58,30 @@ def stdio(mode: str, **options: Any) -> MCPServerStdio:
 
 @pytest.fixture(scope="module")
 def http_urls() -> Iterator[dict[str, str]]:
-    """One HTTP server process per mode the HTTP tests use: their URLs."""
+    """One HTTP server process per mode the HTTP tests use: their URLs.
+
+    All started before waiting for the first, and all asked to stop before waiting for the first: their start-ups
+    (imports) and shutdowns overlap instead of adding up."""
     processes: list[subprocess.Popen[bytes]] = []
+    started: list[tuple[str, int, subprocess.Popen[bytes]]] = []
     urls: dict[str, str] = {}
     try:
         for mode in ("mixed", "paged", "twins", "headers", "header_twins"):
             port = free_port()
+            while port in {p for _, p, _ in started}:  # none of them listens yet: the kernel may offer one twice
+                port = free_port()
             process = subprocess.Popen(
                 [sys.executable, str(SERVER), "http", mode, str(port)], stdout=subprocess.DEVNULL
             )
             processes.append(process)
-            wait_listening(port, process, f"the low-level MCP test server ({mode})")
+            started.append((mode, port, process))
+        for mode, port, process in started:
+            wait_listening(port, process, f"the low-level MCP test server ({mode})", within=60)
             urls[mode] = f"http://127.0.0.1:{port}/mcp"
         yield urls
     finally:
+        for process in processes:
+            process.terminate()
         for process in processes:
             stop_process(process)
 

@@ -687,24 +687,64 @@ async def test_provider_errors_keep_their_type_and_kind_across_ray() -> None:
 
 
 class SlowAgent:
+    """Each run says it started (the file ``started-{prompt}`` in ``directory``), then takes 600 s."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
     async def run(self, prompt: Any, **_: Any) -> RunResult:
+        _append(Path(self.directory, f"started-{prompt}"), "")
         await anyio.sleep(600)
         return RunResult("late", ())
 
 
-def slow_agent() -> SlowAgent:
-    return SlowAgent()
+def slow_agent(directory: str) -> SlowAgent:
+    return SlowAgent(directory)
 
 
-async def test_ray_shut_down_during_a_run_ends_every_input_with_worker_lost() -> None:
-    # Ray's replies never come once the driver's Ray is shut down: the cluster must notice, not wait forever
-    # (ray_running starts it again for the next test that needs it).
+async def running(directory: Path) -> None:
+    """Once a worker runs an input (polling another process's files: no event to wait on)."""
+    with anyio.fail_after(120):
+        while not _any_started(directory):  # noqa: ASYNC110 - another process writes it: no event to wait on
+            await anyio.sleep(0.02)
+
+
+def _any_started(directory: Path) -> bool:
+    return any(directory.glob("started-*"))
+
+
+async def test_a_job_outliving_its_cluster_ends_with_one_typed_error(tmp_path: Path) -> None:
+    # It ended with a mix: WorkerLost "died while running this input" (it was stopped, not dead), and on the
+    # worker's side a plain RuntimeError "the runtime closed while Runtime.call() was running".
+    box: dict[str, list[RunResult]] = {}
+    factory = functools.partial(slow_agent, str(tmp_path))
     with anyio.fail_after(60):
-        async with RayCluster(slow_agent, workers=1, worker_options=WORKER, chunk=2) as cluster:
+        async with anyio.create_task_group() as tg:
+            async with RayCluster(factory, workers=1, worker_options=WORKER, chunk=2, drain_timeout=0.5) as cluster:
+
+                async def job() -> None:
+                    box["results"] = await cluster.run_many([f"q{i}" for i in range(6)])
+
+                tg.start_soon(job)
+                await running(tmp_path)  # the chunks are running
+    results = box["results"]
+    assert len(results) == 6
+    for result in results:
+        assert isinstance(result.error, WorkerLost), result.error
+        assert "the cluster closed" in str(result.error), result.error
+
+
+async def test_ray_shut_down_during_a_run_ends_every_input_with_worker_lost(tmp_path: Path) -> None:
+    # Ray's replies never come once the driver's Ray is shut down: the cluster must notice, not wait forever
+    # (ray_running starts it again for the next test that needs it).  Kept last in the module: its second
+    # backend's run is then the only one that pays for Ray started again (~3 s).
+    factory = functools.partial(slow_agent, str(tmp_path))
+    with anyio.fail_after(60):
+        async with RayCluster(factory, workers=1, worker_options=WORKER, chunk=2) as cluster:
             async with anyio.create_task_group() as tg:
 
                 async def shut_down_soon() -> None:
-                    await anyio.sleep(1.0)  # the chunks are on their way or running: either way they are lost
+                    await running(tmp_path)  # the chunks are running: they are lost
                     await anyio.to_thread.run_sync(ray.shutdown)
 
                 tg.start_soon(shut_down_soon)
@@ -713,23 +753,3 @@ async def test_ray_shut_down_during_a_run_ends_every_input_with_worker_lost() ->
     for result in results:
         assert isinstance(result.error, WorkerLost), result.error
     assert any(r.error.attempts == 1 for r in results if isinstance(r.error, WorkerLost))  # sent, then lost
-
-
-async def test_a_job_outliving_its_cluster_ends_with_one_typed_error() -> None:
-    # It ended with a mix: WorkerLost "died while running this input" (it was stopped, not dead), and on the
-    # worker's side a plain RuntimeError "the runtime closed while Runtime.call() was running".
-    box: dict[str, list[RunResult]] = {}
-    with anyio.fail_after(60):
-        async with anyio.create_task_group() as tg:
-            async with RayCluster(slow_agent, workers=1, worker_options=WORKER, chunk=2, drain_timeout=0.5) as cluster:
-
-                async def job() -> None:
-                    box["results"] = await cluster.run_many([f"q{i}" for i in range(6)])
-
-                tg.start_soon(job)
-                await anyio.sleep(1.0)  # the chunks are on their way or running
-    results = box["results"]
-    assert len(results) == 6
-    for result in results:
-        assert isinstance(result.error, WorkerLost), result.error
-        assert "the cluster closed" in str(result.error), result.error

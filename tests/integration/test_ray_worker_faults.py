@@ -88,10 +88,10 @@ def blocking_agent(directory: str | None = None) -> Agent:
 
 
 class SlowAgent:
-    """Each run takes 2.5 s of awaiting: longer than the test's bound, while its event loop answers."""
+    """Each run takes 1.5 s of awaiting: three times the test's bound (0.5 s), while its event loop answers."""
 
     async def run(self, prompt: Any, **_: Any) -> RunResult:
-        await anyio.sleep(2.5)
+        await anyio.sleep(1.5)
         return RunResult(f"slow {prompt}", ())
 
 

@@ -2,7 +2,8 @@
 
 It answers ``initialize`` and ``tools/list`` (one tool, ``hang``), any other request with "method not found"
 as a legacy server does, then never answers the POST that carries a ``tools/call`` and sends nothing more on
-its event stream — not even keep-alive pings: a server wedged mid-call (or a proxy that stopped passing bytes).  Plain ``http.server``: the SDK's server would ping.
+its event stream — not even keep-alive pings: a server wedged mid-call (or a proxy that stopped passing bytes).
+Plain ``http.server``: the SDK's server would ping.
 """
 
 from __future__ import annotations

@@ -141,8 +141,8 @@ async def test_a_live_run_stays_leased_past_its_lease_while_its_process_lives(db
     @tool
     async def slow(ctx: ToolContext) -> str:
         """Longer than the lease: the keeper renews it meanwhile."""
-        for _ in range(5):
-            await anyio.sleep(0.5)
+        for _ in range(5):  # 2 s: twice the lease, three looks past it
+            await anyio.sleep(0.4)
             seen.append(len(await other.unfinished()))  # another process looking for runs to recover
         return "done"
 

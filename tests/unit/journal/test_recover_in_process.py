@@ -204,7 +204,11 @@ class _Hangs:
 
     name = "payer"
 
+    def __init__(self) -> None:
+        self.waiting = anyio.Event()  # set once the recovery handed it the run: it waits from then on
+
     async def run(self, inputs: Any, *, runtime: Any) -> Any:
+        self.waiting.set()
         await anyio.sleep_forever()
 
 
@@ -215,8 +219,12 @@ async def test_a_recovered_run_that_never_started_is_recovered_by_a_later_call(t
         with pytest.raises(RecoveryError) as caught:
             await rt.recover(agents=[_Refuses()])
         assert list(caught.value.errors) == [crashed]
-        with anyio.move_on_after(0.5) as scope:  # a supervisor's pass cancelled (shutdown) before the run started
-            await rt.recover(agents=[_Hangs()])
+        hangs = _Hangs()
+        with anyio.CancelScope() as scope:  # a supervisor's pass cancelled (shutdown) before the run started
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: rt.recover(agents=[hangs]))
+                await hangs.waiting.wait()
+                scope.cancel()
         assert scope.cancelled_caught
         assert [r.run_id for r in await journal.unfinished()] == [crashed]  # still this process's to recover
         (result,) = await rt.recover(agents=[_payer(ledger)])
