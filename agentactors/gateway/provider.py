@@ -86,7 +86,7 @@ import anyio.lowlevel
 import attrs
 
 from .._channel import Channel, open_channel
-from .._containment import first_in
+from .._containment import cancellation_alone
 from ..actors.crossing import Waker
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
@@ -617,9 +617,11 @@ class ProviderActor:
             finally:
                 sched.release(started, served, failed=True)
             return
-        # (A group of them too: on trio, a call cancelled while its connection opens raises one — open_tcp_stream's
-        # nursery.)
-        cancelled = first_in(exc, anyio.get_cancelled_exc_class()) is not None
+        # (A group of nothing else too: on trio, a call cancelled while its connection opens raises one —
+        # open_tcp_stream's nursery; a group that also holds a failure is that failure's, as the HTTP layers say.)
+        cancelled = isinstance(exc, anyio.get_cancelled_exc_class()) or (
+            isinstance(exc, BaseExceptionGroup) and cancellation_alone(exc) is not None
+        )
         if cancelled:
             self._cut_short(request)
         sched.release(started, not cancelled, failed=True)

@@ -78,7 +78,8 @@ class _Run:
         self.wall0 = time.time_ns()
         self.members = members
         self.model = model
-        #: ``gen_ai.provider.name`` of the run's first member, as shown (redacted), until a response names another.
+        #: ``gen_ai.provider.name`` of the run's first member, as shown (redacted): each chat span starts with it
+        #: (a response that names another member sets that span's own attribute).
         self.provider = provider
         self.chat: Span | None = None
         self.chat_attrs: dict[str, Any] = {}
