@@ -229,11 +229,14 @@ class AgentRun(Generic[OutputT]):
             if live is not None:
                 self._live = live
                 live.handle = weakref.ref(self)  # rt.run_ref finds this handle; a weak one: it may still be dropped
+                live.announce(rt)  # by its id from now on, as run.run_id is known now (ended below if it never starts)
             # The task holds the run's state, never this handle: a handle nobody holds can be collected,
             # and its finaliser cancels the run.
             rt.spawn_task(self._state.work, run, cancelled, channel, live, name="agent.stream")
         except BaseException as exc:
             self._state.never_started(exc)
+            if self._live is not None and not self._live.finished:
+                self._live.end(None)  # announced, never started: no longer found by its id
             channel.close_writing()
             channel.close_reading()
             if hosted is not None:

@@ -324,6 +324,15 @@ class RunActor:
         if spawn:
             self.activate()
 
+    def announce(self, rt: Runtime) -> None:
+        """Found by its id among ``rt``'s live runs from now on (``rt.run_ref``), before the run starts: a stream's
+        handle has its id at once — one handed to a client that steers through another request must find the run,
+        not ``RunNotFoundError`` until the run's task first runs.  :meth:`start` registers it again; :meth:`end`
+        removes it (also for a run that never started)."""
+        if self.run_id is not None and self._runs is None and not self.finished:
+            runs = self._runs = live_runs(rt)
+            runs[self.run_id] = self
+
     def activate(self) -> ActorRef | None:
         """The run's actor, spawned on first use while the run runs (``None`` before it starts or once it ended).
 
