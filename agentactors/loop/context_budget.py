@@ -5,9 +5,10 @@
 
 Rules (``docs/loop.md``, "Context budget"):
 
-1. Never touched: the system message(s), the first user message and the last
-   :data:`KEEP_LAST` messages (extended backwards so that a tool-call message and
-   its results stay together).
+1. Never touched: the system message(s), the first and the last user message (the
+   conversation's start, which some vendors require to be a user turn, and the latest
+   request or steer the model is answering) and the last :data:`KEEP_LAST` messages
+   (extended backwards so that a tool-call message and its results stay together).
 2. First, tool results are trimmed oldest first to a verbatim head plus a stub
    saying how much was removed, until the total fits.  A trimmed result loses its
    media parts (images, documents, audio) too, and its stub counts them.
@@ -187,12 +188,17 @@ def _protected(messages: Sequence[Message]) -> list[bool]:
     n = len(messages)
     keep = [False] * n
     first_user_seen = False
+    last_user = -1
     for i, m in enumerate(messages):
         if m.role == "system":
             keep[i] = True
-        elif m.role == "user" and not first_user_seen:
-            keep[i] = True
-            first_user_seen = True
+        elif m.role == "user":
+            last_user = i
+            if not first_user_seen:
+                keep[i] = True
+                first_user_seen = True
+    if last_user >= 0:
+        keep[last_user] = True
     tail = max(0, n - KEEP_LAST)
     # A tail starting among tool results would split them from their call: move it back to the call.
     while tail > 0 and messages[tail].role == "tool":
@@ -228,9 +234,11 @@ class ContextBudget:
     result trimmed before the last fit's protected tail is trimmed again (the total is over the budget at each
     of them as it was), and — when the total after trimming is not smaller than the last one — each old group
     dropped before that tail is dropped again.  The protected tail only moves forward.  When the total after
-    trimming is smaller (results that left the protected tail trimmed away more than the new messages add), the
-    drops are worked out again from the start; a conversation that is not the last one grown (a handoff's, a
-    typed run's request) is fitted afresh.
+    trimming is smaller (results that left the protected tail trimmed away more than the new messages add: a
+    step of one call after one of three), a fit from scratch stops dropping sooner: the newest groups dropped
+    are given back while the rest fits (:meth:`_undrop`), the drops not worked out again from the start (every
+    few steps a walk over the whole conversation: quadratic).  A conversation that is not the last one grown (a
+    handoff's, a typed run's request) is fitted afresh.
 
     A message is known by its identity, and held: an object that died could leave its ``id`` to a new one, so
     an entry keeps its message alive.  Messages are immutable and the conversation holds them for the run; one
@@ -247,6 +255,7 @@ class ContextBudget:
         "_fitted_for",
         "_given",
         "_kept",
+        "_last_user",
         "_measure",
         "_raw",
         "_raw_total",
@@ -255,6 +264,7 @@ class ContextBudget:
         "_trimmed_at",
         "_trimmed_total",
         "_trims",
+        "_user_seen",
         "_view",
         "chars",
     )
@@ -278,6 +288,10 @@ class ContextBudget:
         self._raw: list[int] = []
         self._raw_total = 0
         self._first_user = -1  # the index of the first user message (protected), -1 while there is none
+        # The last user message (protected too) among the messages before _user_seen: looked for by phase 2 alone,
+        # in the messages new to it (a run within its budget pays nothing for it).
+        self._last_user = -1
+        self._user_seen = 0
         # What is sent for each message: the message, or its trimmed form (trims only before _trimmed_at).
         self._view: list[Message] = []
         # Phase 1 went through the messages before this index: each result there that trims is trimmed.
@@ -295,10 +309,15 @@ class ContextBudget:
         return f"ContextBudget({self.chars}, known={len(self._sizes)})"
 
     def fit(
-        self, messages: Sequence[Message], measure: Callable[[Message], int] = message_chars
+        self, messages: Sequence[Message], measure: Callable[[Message], int] = message_chars, chars: int | None = None
     ) -> tuple[Message, ...]:
-        """:func:`fit_to_budget` of ``messages`` within :attr:`chars`, with what this budget remembers."""
-        return self._fit(messages, measure, self.chars)
+        """:func:`fit_to_budget` of ``messages`` within :attr:`chars`, with what this budget remembers.
+
+        ``chars``: the budget for this fit instead, when the request sends another system message than the one
+        :attr:`chars` was left by (a typed run's prompted strategy adds its schema's instruction to it).  A fit
+        within another budget than the last one's starts afresh.
+        """
+        return self._fit(messages, measure, self.chars if chars is None else chars)
 
     def _fit(
         self, messages: Sequence[Message], measure: Callable[[Message], int], budget: int
@@ -378,13 +397,30 @@ class ContextBudget:
             if self._trimmed_total >= 0:  # the last fit's drops do not hold: this one drops nothing
                 self._trimmed_total, self._dropped_at, self._dropped, self._kept = -1, 0, 0, []
             return tuple(view)
-        # Phase 2: drop whole unprotected groups oldest first, from where the last fit's drops are final when its
-        # total after phase 1 was not larger than this one's.
+        # Phase 2: drop whole unprotected groups oldest first, from where the last fit's drops are final (when this
+        # total after phase 1 is smaller, fewer drops may do: the newest of them come back while the rest fits).
         raw = self._raw
-        if 0 <= self._trimmed_total <= total:
+        was_last_user = last_user = self._last_user
+        for j in range(n - 1, self._user_seen - 1, -1):
+            if msgs[j].role == "user":
+                last_user = self._last_user = j
+                break
+        self._user_seen = n
+        last = self._trimmed_total
+        if last >= 0:
             kept = self._kept
             kept.extend([True] * (n - len(kept)))
             start, dropped = self._dropped_at, self._dropped
+            if 0 <= was_last_user < start and was_last_user != last_user:
+                # The last fit's last user message, passed over as protected, is not any more: the drops after it
+                # are given back, and the walk goes on from it (where a fit from scratch would drop it).
+                for j in range(was_last_user + 1, start):
+                    if not kept[j]:
+                        kept[j] = True
+                        dropped -= raw[j] - cut_at.get(j, 0)
+                start = was_last_user
+            if total < last:
+                start, dropped = self._undrop(msgs, kept, start, dropped, total - dropped, budget)
         else:
             kept = [True] * n
             start, dropped = 0, 0
@@ -399,7 +435,12 @@ class ContextBudget:
             if msgs[i].tool_calls:
                 while end < n and msgs[end].role == "tool":
                     end += 1
-            if end <= tail and not (i <= first_user < end) and all(msgs[j].role != "system" for j in range(i, end)):
+            if (
+                end <= tail
+                and not (i <= first_user < end)
+                and i != last_user
+                and all(msgs[j].role != "system" for j in range(i, end))
+            ):
                 for j in range(i, end):
                     size = raw[j] - cut_at.get(j, 0)
                     total -= size
@@ -410,6 +451,40 @@ class ContextBudget:
             final = i
         self._kept, self._dropped_at, self._dropped = kept, final, dropped
         return tuple(compress(view, kept))
+
+    def _undrop(
+        self, msgs: tuple[Message, ...], kept: list[bool], start: int, dropped: int, sent: int, budget: int
+    ) -> tuple[int, int]:
+        """The last fit's drops (every unprotected message before ``start``, ``dropped`` chars) with its newest
+        groups given back while what is ``sent`` with them still fits: where a fit from scratch of this smaller
+        total stops dropping (the groups dropped oldest first are a prefix; a smaller total needs a shorter one).
+        Returns the new ``start`` and ``dropped``.
+
+        Its groups are the forward walk's: a message, with the results after it when it made calls (a result
+        after a message that made none is a group alone).  It costs the groups it looks at, not a walk from the
+        conversation's start.
+        """
+        raw, cut_at = self._raw, self._cut_at
+        while start > 0:
+            last = start - 1
+            while last >= 0 and kept[last]:  # a protected message (system, first or last user): never dropped
+                last -= 1
+            if last < 0:
+                break
+            first = last
+            if msgs[last].role == "tool":
+                while first > 0 and msgs[first - 1].role == "tool":
+                    first -= 1
+                first = first - 1 if first > 0 and msgs[first - 1].tool_calls else last
+            size = sum(raw[j] - cut_at.get(j, 0) for j in range(first, last + 1))
+            if sent + size > budget:
+                break
+            for j in range(first, last + 1):
+                kept[j] = True
+            sent += size
+            dropped -= size
+            start = first
+        return start, dropped
 
     def _trimmed(self, m: Message) -> tuple[Message, int] | None:
         """``m`` trimmed (:func:`_trimmed_text`) and the chars that saves, worked out once; ``m`` is one that

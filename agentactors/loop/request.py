@@ -60,7 +60,12 @@ def step_request(
     if budget is not None:
         # Measured as it is sent: the JSON transport renders calls and results as text blocks (about 3x the size).
         # The budget remembers what it measured: each step measures only the messages new to it.
-        body = budget.fit(body, message_chars if native else wire_chars)
+        chars = None
+        if system is not state.system:  # not the seat's (a prompted output's, with its instruction): its size off
+            whole = state.config.context_budget_chars
+            if whole is not None:
+                chars = max(1, whole - len(system.content)) if system is not None else whole
+        body = budget.fit(body, message_chars if native else wire_chars, chars)
     if not native:
         body = to_wire_messages(body)
     request = request_like(skeleton, (system, *body) if system is not None else tuple(body))
