@@ -571,7 +571,26 @@ def resolve_model(provider: LLMProvider | Any, request: LLMRequest) -> str:
 def check_forced_tool_choice(provider: object, request: LLMRequest, model: str | None) -> None:
     """Raise :class:`UnsupportedToolChoiceError` when ``request`` forces a choice ``model`` rejects."""
     if request.tool_choice.forced and not forced_tool_choice_for(provider, model):
-        raise UnsupportedToolChoiceError(provider=name_of(provider), model=model)
+        name = name_of(provider)
+        hint = _declared_off(provider, "carries_forced_tool_choice")
+        if hint is None:
+            raise UnsupportedToolChoiceError(provider=name, model=model)
+        raise UnsupportedToolChoiceError(
+            f"provider {name!r} does not send a forced tool choice ('required' or a named tool) to model {model!r}: "
+            f"{hint}; or use ToolChoice.auto()",
+            provider=name,
+            model=model,
+        )
+
+
+def _declared_off(provider: object, flag: str) -> str | None:
+    """The hint for a refusal that comes from the provider's own declaration ``flag`` being ``False`` — an
+    OpenAI-compatible server is not assumed to honour what OpenAI's endpoint does — rather than from the model:
+    said so, with the keyword that declares it, so that nobody tries other models for it.  ``None`` otherwise."""
+    if _read(provider, flag, None) is not False:
+        return None
+    return f"it was made with {flag}=False (a server other than the vendor's own is not assumed to honour it); " \
+        f"pass {flag}=True when the server does"
 
 
 def _reason(answer: object) -> str | None:
@@ -640,10 +659,18 @@ def forced_tool_choice_refusal(provider: object, model: str | None, settings: Mo
 def check_response_format(provider: object, request: LLMRequest, model: str | None) -> None:
     """Raise a request-kind :class:`ProviderError` when ``request`` has a response format ``model`` cannot carry."""
     if request.response_format is not None and not response_format_for(provider, model):
+        name = name_of(provider)
+        hint = _declared_off(provider, "carries_response_format")
+        message = (
+            f"model {model!r} of provider {name!r} cannot carry a JSON-schema response format "
+            "(NativeOutput); use ToolOutput or PromptedOutput, or a model that supports it"
+            if hint is None else
+            f"provider {name!r} does not send a JSON-schema response format (NativeOutput) to model {model!r}: "
+            f"{hint}; or use ToolOutput or PromptedOutput"
+        )
         raise ProviderError(
-            f"model {model!r} of provider {name_of(provider)!r} cannot carry a JSON-schema response format "
-            "(NativeOutput); use ToolOutput or PromptedOutput, or a model that supports it",
-            provider=name_of(provider),
+            message,
+            provider=name,
             model=model,
             kind=ErrorKind.request,
             retryable=False,
