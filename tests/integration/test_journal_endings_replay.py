@@ -21,13 +21,13 @@ import pytest
 
 from agentactors import Agent, InMemoryRecorder, JsonlRecorder, Runtime, ToolCall, ToolContext, tool
 from agentactors.errors import RunInterruptedError
-from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal, fork, replay
+from agentactors.journal import fork, replay
 from agentactors.journal.codec import response_from_json
 from agentactors.loop.result import RunResult
 from agentactors.loop.tape import Ending
 from agentactors.messages import LLMRequest
 from agentactors.providers.scripted import ScriptedProvider
-from tests.support.journals import sql
+from tests.support.journals import journal_on, sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
@@ -41,9 +41,6 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     dsn: str = request.getfixturevalue("postgres_dsn")
     return dsn
 
-
-def _journal(db: str) -> JournalStore:
-    return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
 
 
 class Shop:
@@ -84,7 +81,7 @@ async def _ended(db: str, shop: Shop, how: str) -> RunResult[Any]:
     """A run of ``shop`` held where it says, then cancelled through ``rt.run_ref`` (``how="cancel"``), through its
     stream's handle (``"stream-cancel"``) or interrupted (``"interrupt"``): its result."""
     out: dict[str, RunResult[Any]] = {}
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = shop.agent().bind(rt)
         if how == "stream-cancel":
             async with agent.stream("order a lamp", runtime=rt) as run:
@@ -124,7 +121,7 @@ async def test_a_cancelled_run_is_journaled_cancelled_and_replays_cancelled(db: 
     original = await _ended(db, shop, how)
     assert original.cancelled
     asked, ran = shop.asked, shop.ran
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         recorded = await journal.load_run(original.run_id or "")
         assert recorded.status == "cancelled" and recorded.cut_short == Ending("cancelled")
         assert await journal.unfinished() == []
@@ -152,7 +149,7 @@ async def test_a_cancel_between_steps_replays_with_the_same_steps(db: str, how: 
                 (handle or self.rt.run_ref(event.run_id)).cancel()
 
     canceller = CancelAfterTools()
-    async with _journal(db) as journal, Runtime(recorders=[canceller], journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(recorders=[canceller], journal=journal) as rt:
         canceller.rt = rt
         agent = shop.agent().bind(rt)
         if how == "cancel":
@@ -175,7 +172,7 @@ async def test_an_interrupted_run_replays_interrupted_the_same_way(db: str, hold
     original = await _ended(db, shop, "interrupt")
     assert isinstance(original.error, RunInterruptedError)
     asked, ran = shop.asked, shop.ran
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         recorded = await journal.load_run(original.run_id or "")
         assert recorded.status == "finished" and await journal.unfinished() == []
         assert recorded.ending == Ending("interrupted", reason="enough")
@@ -198,7 +195,7 @@ async def test_a_fork_before_the_end_runs_live_from_there(db: str, how: str) -> 
     shop = Shop("tool 2")
     original = await _ended(db, shop, how)
     live = Shop()
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         forked = await fork(journal, original.run_id or "", 2, agent=live.agent())
         assert forked.ok and forked.content == "done" and forked.steps == 3
         assert live.asked == 2 and live.ran == 1  # steps 2 and 3 live, step 2's tool with them
@@ -215,7 +212,7 @@ async def test_a_row_written_before_endings_were_kept_replays_as_before(db: str)
         value.pop("ended", None)
         sql(db, "UPDATE agentactors_steps SET response = ? WHERE run_id = ? AND step = ?", json.dumps(value), run_id,
             step)
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         recorded = await journal.load_run(run_id)
         assert recorded.status == "finished" and recorded.ending is None
         again = await replay(journal, run_id)
@@ -252,7 +249,7 @@ async def test_a_child_that_ended_so_is_served_as_it_ended_in_its_recovered_pare
     ``finished``) went on past its recording, asking its model again."""
     shop = Shop("tool 1")
     parent = Delegating(shop)
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = parent.agent().bind(rt)
         _child = parent.child.bind(rt)
         out: dict[str, RunResult[Any]] = {}
@@ -280,7 +277,7 @@ async def test_a_child_that_ended_so_is_served_as_it_ended_in_its_recovered_pare
     sql(db, "UPDATE agentactors_runs SET status = 'running', ended = NULL, content = NULL, owner = NULL,"
             " lease_until = NULL WHERE run_id = ?", parent_id)
     asked, ran = shop.asked, shop.ran
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         _held = parent.agent().bind(rt), parent.child.bind(rt)  # (held: a runtime keeps bound agents weakly)
         with anyio.fail_after(30):
             (recovered,) = await rt.recover()
@@ -350,6 +347,6 @@ async def test_the_ending_is_a_key_an_older_reader_ignores(db: str) -> None:
     assert [("ended" in d) for d in docs] == [False, True]
     assert docs[-1]["ended"] == {"how": "interrupted", "reason": "enough"}
     assert sql(db, "SELECT status FROM agentactors_runs WHERE run_id = ?", run_id) == [("finished",)]
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         recorded = await journal.load_run(run_id)
     assert [response_from_json(d) for d in docs] == [s.response for s in recorded.steps]

@@ -24,11 +24,11 @@ import pytest
 from agentactors import Agent, InMemoryRecorder, Runtime, ToolCall, ToolContext, tool
 from agentactors.errors import RunInterruptedError
 from agentactors.events import Event
-from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal, fork, replay
+from agentactors.journal import fork, replay
 from agentactors.loop.live import Interrupt, Steer, each_live_run, live_run
 from agentactors.messages import LLMRequest, Message
 from agentactors.providers.scripted import ScriptedProvider
-from tests.support.journals import sql
+from tests.support.journals import journal_on, sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
@@ -44,9 +44,6 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     dsn: str = request.getfixturevalue("postgres_dsn")
     return dsn
 
-
-def _journal(db: str) -> JournalStore:
-    return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
 
 
 def _crashed(db: str) -> None:
@@ -115,7 +112,7 @@ def _replayed(call_id: str) -> Callable[[Event], bool]:
 async def _first_crash(db: str, shop: Shop, hang: str) -> str:
     """A fresh run whose process dies inside tool ``hang``: its run id."""
     shop.hang = hang
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = shop.agent().bind(rt)
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent.run, "order a lamp")
@@ -131,7 +128,7 @@ async def _first_crash(db: str, shop: Shop, hang: str) -> str:
 async def _recover_crashing(db: str, shop: Shop, hang: str, recorder: Any) -> None:
     """Recover the journal's run with ``recorder`` watching; the process dies again inside tool ``hang``."""
     shop.hang = hang
-    async with _journal(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
         _held = shop.agent().bind(rt)  # (held: a runtime keeps its bound agents weakly)
         recorder.rt = rt
         async with anyio.create_task_group() as tg:
@@ -163,7 +160,7 @@ async def test_a_steer_during_recorded_steps_survives_a_second_crash_and_replays
     run_id = await _first_crash(db, shop, hang="charge")
     await _recover_crashing(db, shop, "ship", _steer_at(_replayed("c1")))
     shop.hang = None
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = shop.agent().bind(rt)
         (recovered,) = await rt.recover()
         assert recovered.run_id == run_id
@@ -188,7 +185,7 @@ async def test_a_steer_during_recorded_steps_is_read_by_the_first_live_call(db: 
     steer = _steer_at(_replayed("c1"))
     seen = InMemoryRecorder()
     shop.hang = None
-    async with _journal(db) as journal, Runtime(recorders=[steer, seen], journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(recorders=[steer, seen], journal=journal) as rt:
         _held = shop.agent().bind(rt)  # (held: a runtime keeps its bound agents weakly)
         steer.rt = rt
         (recovered,) = await rt.recover()
@@ -209,7 +206,7 @@ async def test_a_steer_at_the_boundary_after_the_last_recorded_step_is_journaled
     run_id = await _first_crash(db, shop, hang="call 3")
     await _recover_crashing(db, shop, "ship", _steer_at(_replayed("c2")))
     shop.hang = None
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         _held = shop.agent().bind(rt)  # (held: a runtime keeps its bound agents weakly)
         (recovered,) = await rt.recover()
         assert recovered.content == f"done: order a lamp / {STEER}"
@@ -235,7 +232,7 @@ async def test_an_interrupt_during_recorded_steps_ends_the_run_at_the_first_live
 
     recorder = OnEvent(_replayed("c1"), act)
     shop.hang = None
-    async with _journal(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
         _held = shop.agent().bind(rt)  # (held: a runtime keeps its bound agents weakly)
         recorder.rt = rt
         (recovered,) = await rt.recover()
@@ -263,7 +260,7 @@ async def test_a_cancel_during_recorded_steps_ends_the_run_cancelled(db: str) ->
 
     recorder = OnEvent(_replayed("c1"), act)
     shop.hang = None
-    async with _journal(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
         _held = shop.agent().bind(rt)  # (held: a runtime keeps its bound agents weakly)
         recorder.rt = rt
         (recovered,) = await rt.recover()
@@ -311,7 +308,7 @@ async def test_an_interrupt_while_a_recording_goes_on_past_an_answer_ends_at_the
     shop = SteeredShop()
     shop.steer_in_call_2 = True
     shop.hang = "charge"
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         shop.rt = rt
         agent = shop.agent().bind(rt)
         async with anyio.create_task_group() as tg:
@@ -330,7 +327,7 @@ async def test_an_interrupt_while_a_recording_goes_on_past_an_answer_ends_at_the
         run.control(Interrupt("enough"))
 
     recorder = OnEvent(_replayed("c1"), act)
-    async with _journal(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(recorders=[recorder], journal=journal) as rt:
         shop.rt = rt
         _held = shop.agent().bind(rt)  # (held: a runtime keeps its bound agents weakly)
         recorder.rt = rt

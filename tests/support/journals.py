@@ -1,5 +1,6 @@
 """What the journal tests share: :data:`Make`, the type of the ``make`` fixture (``tests/unit/journal/conftest.py``),
-and :func:`sql`, a statement on a journal's database from outside."""
+:func:`journal_on`, a journal object on a ``db`` fixture's database, and :func:`sql`, a statement on a journal's
+database from outside."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ from typing import Any
 
 from agentactors.journal import JournalStore
 
-__all__ = ["Make", "sql"]
+__all__ = ["Make", "journal_on", "sql"]
 
 #: A factory of journal objects on one database: each call a new object (a new connection, as another process or a
 #: restart would make).
 Make = Callable[[], JournalStore]
+
+
+def journal_on(db: str) -> JournalStore:
+    """A new journal object on ``db`` (a ``db`` fixture's value): a PostgreSQL DSN's, else a SQLite file's."""
+    from agentactors.journal import PostgresJournal, SqliteJournal
+
+    return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
 
 
 def sql(db: str, statement: str, *args: Any) -> list[tuple[Any, ...]]:

@@ -14,34 +14,21 @@ SQLite and PostgreSQL; real files, threads and a server: the real clock, generou
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 from agentactors import Agent, LLMResponse, Runtime, ToolCall, ToolStatus, tool
-from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal
 from agentactors.loop.result import RunResult
 from agentactors.messages import LLMRequest
 from agentactors.providers.scripted import ScriptedProvider
-from tests.support.journals import sql
+from tests.support.journals import journal_on, sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the journal is: a SQLite file, or a new database of the test server (its DSN)."""
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return dsn
-
-
-def _journal(db: str) -> JournalStore:
-    return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
 
 
 class Family:
@@ -110,7 +97,7 @@ class Family:
 async def _crashed(db: str, family: Family) -> tuple[RunResult[Any], str, str]:
     """The parent run to its end, then its tool step and end undone as a crash before that step's commit leaves
     them (the child's rows as it ended): the first result, the parent's and the child's run ids."""
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         _child = family.child.bind(rt)  # (held: a runtime keeps bound agents weakly)
         first: RunResult[Any] = await family.parent().bind(rt).run("shop for me")
     parent_id = first.run_id
@@ -123,7 +110,7 @@ async def _crashed(db: str, family: Family) -> tuple[RunResult[Any], str, str]:
 
 
 async def _recovered(db: str, family: Family) -> RunResult[Any]:
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         _held = family.parent().bind(rt), family.child.bind(rt)
         with anyio.fail_after(30):
             results: list[RunResult[Any]] = await rt.recover()

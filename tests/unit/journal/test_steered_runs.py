@@ -19,19 +19,16 @@ import anyio
 import pytest
 
 from agentactors import Agent, InMemoryRecorder, JsonlRecorder, Runtime, ToolCall, ToolContext, tool
-from agentactors.journal import JournalStore, PostgresJournal, SqliteJournal, fork, replay
+from agentactors.journal import fork, replay
 from agentactors.journal.codec import response_from_json
 from agentactors.messages import LLMRequest, Message
 from agentactors.providers.scripted import ScriptedProvider
 from agentactors.sessions import SqliteStore
-from tests.support.journals import sql
+from tests.support.journals import journal_on, sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
-
-def _journal(db: str) -> JournalStore:
-    return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
 
 
 _calling: anyio.Event | None = None  # set while a model call of the run being steered is under way
@@ -73,7 +70,7 @@ async def test_a_replayed_steered_run_returns_the_recorded_answer(db: str) -> No
         calls += 1
         return await _answers_what_it_read(request)
 
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = Agent(ScriptedProvider(model), name="clerk").bind(rt)
         result = await _steered(rt, agent)
         before = calls
@@ -85,7 +82,7 @@ async def test_a_replayed_steered_run_returns_the_recorded_answer(db: str) -> No
 
 
 async def test_a_fork_after_a_steer_reads_the_steer(db: str) -> None:
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = Agent(ScriptedProvider(_answers_what_it_read), name="clerk").bind(rt)
         result = await _steered(rt, agent)
         forked = await fork(journal, result.run_id or "", 2, runtime=rt)
@@ -122,7 +119,7 @@ async def test_a_recovered_steered_turn_keeps_the_steer_and_runs_its_cut_call_ag
     def clerk() -> Agent[Any]:
         return Agent(ScriptedProvider(model), tools=[ship], name="clerk")
 
-    async with _journal(db) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
         session = rt.session(clerk().bind(rt), "k", store=store)
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.send, "first")
@@ -135,7 +132,7 @@ async def test_a_recovered_steered_turn_keeps_the_steer_and_runs_its_cut_call_ag
     sql(db, "UPDATE agentactors_runs SET status = 'running', ended = NULL, content = NULL, owner = NULL,"
                    " lease_until = NULL")
     crashing = False
-    async with _journal(db) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, SqliteStore(sessions) as store, Runtime(journal=journal) as rt:
         agent = clerk().bind(rt)
         (recovered,) = await rt.recover(sessions=store)
         session = rt.session(agent, "k", store=store)
@@ -164,7 +161,7 @@ async def test_a_record_without_steers_reads_as_none_and_an_older_reader_ignores
     """The steers live in their step's response document (``"steers"``): no schema change.  A row written before
     steers were kept (no key) reads as a step without steers; the response codec an older version reads a row with
     (:func:`response_from_json`) skips the key — such a version replays the run as if unsteered."""
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = Agent(ScriptedProvider(_answers_what_it_read), name="clerk").bind(rt)
         result = await _steered(rt, agent)
         run_id = result.run_id or ""
@@ -175,7 +172,7 @@ async def test_a_record_without_steers_reads_as_none_and_an_older_reader_ignores
     assert stored["steers"] and response_from_json(stored) == recorded.steps[1].response
     del stored["steers"]
     sql(db, "UPDATE agentactors_steps SET response = ? WHERE run_id = ? AND step = 2", json.dumps(stored), run_id)
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         older = await journal.load_run(run_id)
         assert [s.steers for s in older.steps] == [(), ()]
         assert (await replay(journal, run_id)).content == "ok first"  # the old behaviour: no steer, step 1's answer
@@ -200,7 +197,7 @@ async def test_a_steer_is_committed_with_the_response_that_read_it(db: str) -> N
             return [ToolCall("n1", "note", {})]
         return await _answers_what_it_read(request)
 
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         agent = Agent(ScriptedProvider(model), tools=[note], name="clerk").bind(rt)
         session = rt.session(agent, "k")
         global _calling

@@ -14,7 +14,6 @@ Real files, threads and a server: the real clock, generous bounds.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,26 +21,15 @@ import pytest
 
 from agentactors import Agent, LLMResponse, Runtime, ToolCall
 from agentactors.errors import ProviderError, RunInterruptedError
-from agentactors.journal import JournalStore, PostgresJournal, ReplayDivergedError, SqliteJournal, replay
+from agentactors.journal import ReplayDivergedError, replay
 from agentactors.messages import LLMRequest, Message
 from agentactors.providers.scripted import ScriptedProvider
-from tests.support.journals import sql
+from tests.support.journals import journal_on, sql
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the journal is: a SQLite file, or a new database of the test server (its DSN)."""
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    dsn: str = request.getfixturevalue("postgres_dsn")
-    return dsn
-
-
-def _journal(db: str) -> JournalStore:
-    return PostgresJournal(db) if db.startswith("postgresql://") else SqliteJournal(db)
 
 
 class Counting:
@@ -66,7 +54,7 @@ def _failing() -> ProviderError:
 async def _streamed(db: str, agent: Agent[Any], control: str) -> Any:
     """``agent`` streamed in a journaled runtime, ``control`` (``steer`` or ``interrupt``) sent during step 1's
     model call (taken at the boundary after it)."""
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         with anyio.fail_after(30):
             async with agent.stream("go", runtime=rt) as run:
                 async for event in run:
@@ -82,11 +70,11 @@ async def test_a_replay_after_a_handoff_never_asks_the_targets_provider(db: str)
     model = Counting([LLMResponse(tool_calls=[ToolCall("h1", "transfer_to_target", {})]), _failing(), "late"])
     provider = ScriptedProvider(model)
     agent = Agent(provider, name="main", handoffs=[Agent(provider, name="target")], max_steps=3)
-    async with _journal(db) as journal, Runtime(journal=journal) as rt:
+    async with journal_on(db) as journal, Runtime(journal=journal) as rt:
         with anyio.fail_after(30):
             live = await agent.run("go", runtime=rt)
     assert live.generation_failed and live.agent == "target" and model.calls == 2
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         with anyio.fail_after(30), pytest.raises(ReplayDivergedError):
             await replay(journal, live.run_id or "", agent=agent)
     assert model.calls == 2
@@ -100,7 +88,7 @@ async def test_a_steer_before_a_failed_call_is_journaled_and_the_replay_says_it_
     # Kept with the run's last response, in its document: the run went on past that answer for it.
     [(doc,)] = sql(db, "SELECT response FROM agentactors_steps WHERE run_id = ?", live.run_id)
     assert [m["content"] for m in json.loads(doc)["steers_after"]] == ["also this"]
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         recorded = await journal.load_run(live.run_id or "")
         assert recorded.steers_after == (Message("user", "also this"),)
         assert recorded.steps[-1].steers == ()
@@ -114,7 +102,7 @@ async def test_a_run_interrupted_after_a_think_only_step_replays_interrupted(db:
     agent = Agent(ScriptedProvider(model, latency=0.1), name="main", max_steps=2)
     live = await _streamed(db, agent, "interrupt")
     assert live.steps == 1 and isinstance(live.error, RunInterruptedError) and model.calls == 1
-    async with _journal(db) as journal:
+    async with journal_on(db) as journal:
         with anyio.fail_after(30):
             again = await replay(journal, live.run_id or "", agent=agent)
     assert again.steps == 1 and isinstance(again.error, RunInterruptedError) and again.error.reason == "enough"
