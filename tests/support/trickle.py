@@ -1,9 +1,10 @@
-"""A provider that streams each answer a few characters per event: what typed output's partial values are tested on."""
+"""A provider that streams each answer a few characters per event: what typed output's partial values are tested on;
+and :func:`streamed`, a response as a stream cut in given pieces."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from agentactors import (
@@ -52,26 +53,31 @@ class Trickle:
         return self._next(request)
 
     def stream(self, request: LLMRequest) -> Any:
-        response = self._next(request)
         step = self.step
-
-        @asynccontextmanager
-        async def cm() -> AsyncIterator[AsyncIterator[StreamEvent]]:
-            async def events() -> AsyncIterator[StreamEvent]:
-                text = response.content
-                for i in range(0, len(text), step):
-                    yield TextDelta(text[i : i + step])
-                for index, c in enumerate(response.tool_calls):
-                    yield ToolCallStart(index, c.id, c.name)
-                    raw = c.arguments_json
-                    for i in range(0, len(raw), step):
-                        yield ToolCallDelta(index, raw[i : i + step])
-                    yield ToolCallEnd(index, c)
-                yield StreamEnd(response)
-
-            yield events()
-
-        return cm()
+        return streamed(self._next(request), lambda text: [text[i : i + step] for i in range(0, len(text), step)])
 
     async def aclose(self) -> None:
         pass
+
+
+def streamed(
+    response: LLMResponse, pieces: Callable[[str], Iterable[str]], *, raw: bool = False
+) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+    """``response`` as a provider's stream: its text, then each call's arguments, in the ``pieces`` cut from them
+    (``raw``: a call's arguments as the model sent them, ``raw_arguments``, not re-encoded), then its ``StreamEnd``."""
+
+    @asynccontextmanager
+    async def cm() -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        async def events() -> AsyncIterator[StreamEvent]:
+            for piece in pieces(response.content):
+                yield TextDelta(piece)
+            for index, c in enumerate(response.tool_calls):
+                yield ToolCallStart(index, c.id, c.name)
+                for piece in pieces((c.raw_arguments or "") if raw else c.arguments_json):
+                    yield ToolCallDelta(index, piece)
+                yield ToolCallEnd(index, c)
+            yield StreamEnd(response)
+
+        yield events()
+
+    return cm()

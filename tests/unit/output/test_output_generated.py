@@ -30,8 +30,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, NotRequired, Required
 
 import anyio
@@ -50,17 +49,12 @@ from agentactors import (
     OutputValidationError,
     PromptedOutput,
     StopReason,
-    StreamEnd,
-    TextDelta,
     ToolCall,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     ToolOutput,
 )
-from agentactors.messages import StreamEvent
 from agentactors.output.target import OutputTarget
 from agentactors.testing import virtual_backends
+from tests.support.trickle import streamed
 
 EXAMPLES = int(os.environ.get("OUTPUT_GENERATED_EXAMPLES", "60"))
 SETTINGS = settings(
@@ -659,21 +653,7 @@ class Chunked:
             bounds = [0, *answer.chunks, len(text)]
             return [text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
-        @asynccontextmanager
-        async def cm() -> AsyncIterator[AsyncIterator[StreamEvent]]:
-            async def events() -> AsyncIterator[StreamEvent]:
-                for piece in pieces(response.content):
-                    yield TextDelta(piece)
-                for index, c in enumerate(response.tool_calls):
-                    yield ToolCallStart(index, c.id, c.name)
-                    for piece in pieces(c.raw_arguments or ""):
-                        yield ToolCallDelta(index, piece)
-                    yield ToolCallEnd(index, c)
-                yield StreamEnd(response)
-
-            yield events()
-
-        return cm()
+        return streamed(response, pieces, raw=True)
 
     async def aclose(self) -> None:
         pass
