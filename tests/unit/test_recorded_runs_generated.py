@@ -63,6 +63,7 @@ from agentactors.otel import OTelRecorder
 from agentactors.providers.scripted import ScriptedProvider, StreamCut
 from agentactors.redaction import register_secret
 from agentactors.testing import virtual_backends
+from tests.support.journals import Counting, vendor_failure
 
 SETTINGS = settings(
     max_examples=int(os.environ.get("RECORDED_RUNS_EXAMPLES", "60")),
@@ -644,25 +645,6 @@ def test_a_members_name_holding_a_key_is_masked_on_every_span() -> None:
         no_secret(span.to_json(), f"span {span.name}", (NAMED,))
 
 
-class Counting:
-    """A scripted model's answers, counted: a replay must ask none of them."""
-
-    def __init__(self, answers: list[Any]) -> None:
-        self.answers = answers
-        self.calls = 0
-
-    async def __call__(self, request: LLMRequest) -> Any:
-        self.calls += 1
-        answer = self.answers[min(self.calls, len(self.answers)) - 1]
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
-
-
-def _failing() -> ProviderError:
-    return ProviderError("vendor said no", provider="scripted", kind="transient", status=500)
-
-
 async def _recorded(agent: Agent[Any], path: Path, **options: Any) -> RunResult[Any]:
     recorder = JsonlRecorder(path)
     try:
@@ -674,7 +656,7 @@ async def _recorded(agent: Agent[Any], path: Path, **options: Any) -> RunResult[
 @pytest.mark.virtual_time
 @pytest.mark.anyio
 async def test_a_replay_after_a_handoff_never_asks_the_targets_provider(tmp_path: Path) -> None:
-    model = Counting([LLMResponse(tool_calls=[ToolCall("h1", "transfer_to_target", {})]), _failing(), "late"])
+    model = Counting([LLMResponse(tool_calls=[ToolCall("h1", "transfer_to_target", {})]), vendor_failure(), "late"])
     provider = ScriptedProvider(model)
     agent = Agent(provider, name="main", handoffs=[Agent(provider, name="target")], max_steps=3)
     live = await _recorded(agent, tmp_path / "events.jsonl")
@@ -687,7 +669,7 @@ async def test_a_replay_after_a_handoff_never_asks_the_targets_provider(tmp_path
 @pytest.mark.virtual_time
 @pytest.mark.anyio
 async def test_a_replay_of_a_run_whose_steered_call_failed_says_it_diverged(tmp_path: Path) -> None:
-    model = Counting([LLMResponse("Hello."), _failing()])
+    model = Counting([LLMResponse("Hello."), vendor_failure()])
     agent = Agent(ScriptedProvider(model, latency=0.1), name="main", max_steps=2)
     recorder = JsonlRecorder(tmp_path / "events.jsonl")
     async with attrs.evolve(agent, recorders=(recorder,)).stream("go") as run:

@@ -22,33 +22,12 @@ import pytest
 from agentactors import Agent, LLMResponse, Runtime, ToolCall
 from agentactors.errors import ProviderError, RunInterruptedError
 from agentactors.journal import ReplayDivergedError, replay
-from agentactors.messages import LLMRequest, Message
+from agentactors.messages import Message
 from agentactors.providers.scripted import ScriptedProvider
-from tests.support.journals import journal_on, sql
+from tests.support.journals import Counting, journal_on, sql, vendor_failure
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.anyio
-
-
-
-
-class Counting:
-    """A scripted model's answers, counted: a replay must ask none of them."""
-
-    def __init__(self, answers: list[Any]) -> None:
-        self.answers = answers
-        self.calls = 0
-
-    async def __call__(self, request: LLMRequest) -> Any:
-        self.calls += 1
-        answer = self.answers[min(self.calls, len(self.answers)) - 1]
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
-
-
-def _failing() -> ProviderError:
-    return ProviderError("vendor said no", provider="scripted", kind="transient", status=500)
 
 
 async def _streamed(db: str, agent: Agent[Any], control: str) -> Any:
@@ -67,7 +46,7 @@ async def _streamed(db: str, agent: Agent[Any], control: str) -> Any:
 
 
 async def test_a_replay_after_a_handoff_never_asks_the_targets_provider(db: str) -> None:
-    model = Counting([LLMResponse(tool_calls=[ToolCall("h1", "transfer_to_target", {})]), _failing(), "late"])
+    model = Counting([LLMResponse(tool_calls=[ToolCall("h1", "transfer_to_target", {})]), vendor_failure(), "late"])
     provider = ScriptedProvider(model)
     agent = Agent(provider, name="main", handoffs=[Agent(provider, name="target")], max_steps=3)
     async with journal_on(db) as journal, Runtime(journal=journal) as rt:
@@ -81,7 +60,7 @@ async def test_a_replay_after_a_handoff_never_asks_the_targets_provider(db: str)
 
 
 async def test_a_steer_before_a_failed_call_is_journaled_and_the_replay_says_it_diverged(db: str) -> None:
-    model = Counting([LLMResponse("Hello."), _failing()])
+    model = Counting([LLMResponse("Hello."), vendor_failure()])
     agent = Agent(ScriptedProvider(model, latency=0.1), name="main", max_steps=2)
     live = await _streamed(db, agent, "steer")
     assert live.steps == 2 and isinstance(live.error, ProviderError) and model.calls == 2
