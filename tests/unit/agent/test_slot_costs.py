@@ -79,13 +79,16 @@ def two_calls(result: RunResult[Any], steps: int = 2) -> None:
     assert result.cost is not None and result.cost.total == pytest.approx(2 * STEP) and result.cost.estimated == 0
 
 
-async def cancelled_batch(inputs: list[str], budget: CostBudget, **kwargs: Any) -> list[RunResult[Any]]:
-    """``agent().run_many(inputs)`` under ``budget``, cancelled at 5 s (every run not stuck has finished): its slots."""
+async def cancelled_batch(
+    inputs: list[str], budget: CostBudget, *, using: Agent[Any] | None = None, **kwargs: Any
+) -> list[RunResult[Any]]:
+    """``agent().run_many(inputs)`` (or ``using``'s) under ``budget``, cancelled at 5 s (every run not stuck has
+    finished): its slots."""
     found: list[list[RunResult[Any]] | None] = []
     async with Runtime() as rt:
         with anyio.move_on_after(5) as scope, budget:
             try:
-                await agent().run_many(inputs, runtime=rt, **kwargs)
+                await (using or agent()).run_many(inputs, runtime=rt, **kwargs)
             except anyio.get_cancelled_exc_class() as exc:
                 found.append(results_of(exc))
                 raise
@@ -197,19 +200,8 @@ async def test_as_completed_yields_a_run_that_raised_with_what_it_spent() -> Non
 
 
 async def test_a_typed_batchs_unfinished_slots_have_no_output_and_keep_their_cost() -> None:
-    budget = CostBudget()
-    found: list[list[RunResult[Any]] | None] = []
     typed = Agent(ScriptedProvider(model, name="openai", model="gpt-4o"), tools=[step], output_type=int)
-    async with Runtime() as rt:
-        with anyio.move_on_after(5), budget:
-            try:
-                await typed.run_many(["stuck-tool"], runtime=rt)
-            except anyio.get_cancelled_exc_class() as exc:
-                found.append(results_of(exc))
-                raise
-    (results,) = found
-    assert results is not None
-    (result,) = results
+    (result,) = await cancelled_batch(["stuck-tool"], CostBudget(), using=typed)
     assert result.cancelled and result.output is None
     two_calls(result)
 
@@ -255,17 +247,8 @@ class Steps:
 async def test_an_agent_with_toolsets_has_its_cancelled_slots_costed_too(hang: bool) -> None:
     # Its run has its state only once its toolsets are listed: cancelled before, it spent nothing.
     budget = CostBudget()
-    found: list[list[RunResult[Any]] | None] = []
     listed = Agent(ScriptedProvider(model, name="openai", model="gpt-4o"), toolsets=[Steps(hang)])
-    async with Runtime() as rt:
-        with anyio.move_on_after(5), budget:
-            try:
-                await listed.run_many(["stuck-tool"], runtime=rt)
-            except anyio.get_cancelled_exc_class() as exc:
-                found.append(results_of(exc))
-                raise
-    (results,) = found
-    assert results is not None
+    results = await cancelled_batch(["stuck-tool"], budget, using=listed)
     (result,) = results
     assert result.cancelled
     if hang:
