@@ -33,12 +33,14 @@ __all__ = [
     "ignoring_scope",
     "loop_clock",
     "one_shot_event",
+    "run_loop",
     "running_trio",
     "scope_checkpoint",
     "spawn_detached",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def backend_function(name: str, public: F) -> F:
@@ -94,6 +96,23 @@ def one_shot_event() -> Callable[[], OneShotEvent]:
     if not running_trio():
         return _FutureEvent
     return type(anyio.Event())
+
+
+def run_loop(main: Callable[[], Coroutine[Any, Any, T]], backend: str) -> T:
+    """``anyio.run(main, backend=backend)``, with Ctrl-C delivered where it cannot break anything.
+
+    For the event loops agentactors starts itself (``Agent.run_sync``, the demo).  trio by default raises
+    Ctrl-C's ``KeyboardInterrupt`` in whatever code is running when the signal arrives (unless that code is
+    trio's own): in a finaliser or a weakref callback, where Python prints "Exception ignored" and the
+    interrupt is lost — the program runs on as if no Ctrl-C came — or between a cancel scope's entry and the
+    ``with`` block that exits it, which trio reports as "Cancel scope stack corrupted".  Asked to
+    (``restrict_keyboard_interrupt_to_checkpoints``), trio raises it in the main task at its next checkpoint
+    instead: a clean exception at an ``await``, as a cancellation is.  asyncio's ``Runner`` does the like on
+    its own: it cancels the main task, and raises ``KeyboardInterrupt`` once that has unwound.
+    """
+    if backend == "trio":
+        return anyio.run(main, backend=backend, backend_options={"restrict_keyboard_interrupt_to_checkpoints": True})
+    return anyio.run(main, backend=backend)
 
 
 def running_trio() -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import attrs
 
+from .._backend import run_loop
 from ..actors.runtime import Runtime
 from ..agent import Agent
 from ..gateway.provider import ProviderActor
@@ -156,7 +157,7 @@ def run_batch_demo(args: argparse.Namespace) -> int:
         return await run_jobs(agents, seed=args.seed)
 
     try:
-        live, batch = anyio.run(main, backend=args.backend)
+        live, batch = run_loop(main, args.backend)
     except BaseException as exc:
         # Trio raises Ctrl-C's KeyboardInterrupt in whichever task was running: it may come in an ExceptionGroup.
         caught = exc.subgroup(KeyboardInterrupt) if isinstance(exc, BaseExceptionGroup) else exc

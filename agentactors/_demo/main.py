@@ -44,6 +44,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from .._backend import run_loop
 from ..events import Event, JsonlRecorder
 from . import MAX_AGENTS
 from .chain import DemoSettings, Member, VendorSpec, live_members, offline_endpoints, request_bound
@@ -226,7 +227,7 @@ def run_fleet_sync(
             agents=agents, fault_rate=fault_rate, seed=seed, outage=outage, progress=progress, record=record
         )
 
-    return anyio.run(main, backend=backend)
+    return run_loop(main, backend)
 
 
 # --- the command ------------------------------------------------------------------------------------
@@ -346,7 +347,7 @@ def run_demo(args: argparse.Namespace) -> int:
         )
 
     try:
-        report = anyio.run(main, backend=args.backend)
+        report = run_loop(main, args.backend)
     except BaseException as exc:
         # Trio raises Ctrl-C's KeyboardInterrupt in whichever task was running: it arrives in an ExceptionGroup.
         if _holds(exc, KeyboardInterrupt):

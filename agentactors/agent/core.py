@@ -49,7 +49,7 @@ from typing import Any, Generic, TypeAlias, cast
 import anyio
 import attrs
 
-from .._backend import running_loop_library
+from .._backend import run_loop, running_loop_library
 from ..actors.runtime import RUN_RESOLVER, ActorRef, PrivateRuntime, Runtime
 from ..events import EventSink, FanOut, Recorder, current_sink, use_sink
 from ..gateway import ticket
@@ -753,10 +753,11 @@ class Agent(Generic[OutputT]):
 
         Cancellation: nothing can cancel a blocking call but an interrupt.  Ctrl-C (``KeyboardInterrupt``)
         cancels the run — on asyncio ``anyio.run`` cancels its main task, on trio the interrupt is raised
-        into it — waits for it to end (its tasks and tools cancelled, its private runtime closed; a run
-        handed to another thread's runtime cancelled there and waited for), then raises
-        ``KeyboardInterrupt`` to the caller.  Python delivers Ctrl-C to the main thread only: a run
-        started from another thread goes on until it ends or its ``deadline`` passes.
+        into it at its next checkpoint, never in the middle of a tool's or the library's code — waits for
+        it to end (its tasks and tools cancelled, its private runtime closed; a run handed to another
+        thread's runtime cancelled there and waited for), then raises ``KeyboardInterrupt`` to the caller.
+        Python delivers Ctrl-C to the main thread only: a run started from another thread goes on until it
+        ends or its ``deadline`` passes.
         """
         if backend is None:
             backend = "asyncio"
@@ -791,7 +792,7 @@ class Agent(Generic[OutputT]):
                 cost_limit=cost_limit,
             )
 
-        return anyio.run(main, backend=backend)
+        return run_loop(main, backend)
 
     async def run_many(
         self,

@@ -825,7 +825,7 @@ async def _ray_idempotent_tool(doc: Doc) -> None:
     assert [m.content for m in result.messages if m.role == "tool"] == ["charged", "already charged"]
 
 
-@example("docs/reliability.md: Interrupts (KeyboardInterrupt)")
+@example("docs/reliability.md: Interrupts (KeyboardInterrupt) [1]")
 async def _reliability_interrupt(doc: Doc) -> None:
     @tool
     async def stop(which: str) -> str:

@@ -461,3 +461,48 @@ def test_ctrl_c_stops_the_run_and_raises_keyboard_interrupt(backend: str, where:
         assert lines[:1] == ["state at the interrupt ['tool cancelled']"], done.stdout + done.stderr[-3000:]
         lines = lines[1:]
     assert lines == ["interrupted ['tool cancelled'] True"], done.stdout + done.stderr[-3000:]
+
+
+_MID_CODE = textwrap.dedent(
+    """
+    import os, signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # an xdist worker's children ignore SIGINT
+    import anyio
+    from agentactors import Agent, ScriptedProvider, ToolCall, tool
+
+    state = []
+
+    @tool(timeout=None)
+    async def bookkeeping() -> str:
+        '''Ctrl-C comes while it is in the middle of plain code.'''
+        os.kill(os.getpid(), signal.SIGINT)  # (its Python handler runs at the next bytecode)
+        state.append("the statement after the signal ran")
+        try:
+            await anyio.sleep(60)
+        except BaseException:
+            state.append("cancelled at its await")
+            raise
+        return "held"
+
+    agent = Agent(ScriptedProvider([ToolCall("c1", "bookkeeping", {}), "done"]), tools=[bookkeeping])
+    try:
+        agent.run_sync("go", backend=sys.argv[1])
+    except KeyboardInterrupt:
+        print("interrupted", state)
+    """
+)
+
+
+@BACKENDS
+def test_ctrl_c_arrives_at_an_await_never_in_the_middle_of_code(backend: str) -> None:
+    # trio's default raises KeyboardInterrupt in whatever code runs when the signal comes: in a finaliser it is
+    # lost (Python prints "Exception ignored"), between a cancel scope's entry and its `with` it corrupts trio's
+    # scope stack.  run_sync's loop takes it at the main task's next checkpoint, as asyncio's Runner does.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", _MID_CODE, backend],
+        capture_output=True, text=True, timeout=120, env=env, check=False, preexec_fn=default_sigint,
+    )
+    assert done.stdout.splitlines() == [
+        "interrupted ['the statement after the signal ran', 'cancelled at its await']"
+    ], done.stdout + done.stderr[-3000:]
