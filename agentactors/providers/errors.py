@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "UnsupportedToolNameError",
+    "as_headers",
     "classify_error_body",
     "classify_exception",
     "classify_http_error",
@@ -123,9 +124,7 @@ def parse_retry_after(
     and the next source is read (``retry-after`` after a bad ``retry-after-ms``).
     """
     if headers is not None:
-        import httpx
-
-        h = httpx.Headers(headers) if not isinstance(headers, httpx.Headers) else headers
+        h = as_headers(headers)
         ms = _seconds(h.get("retry-after-ms"))
         if ms is not None:
             return ms / 1000.0
@@ -308,9 +307,7 @@ def classify_http_error(
     else:
         parsed = body
         raw_text = json.dumps(body, ensure_ascii=False) if body is not None else None
-    import httpx
-
-    h = httpx.Headers(headers or {})
+    h = as_headers(headers)
     message, codes, request_id = _error_fields(parsed)
     request_id = _request_id(request_id or h.get("request-id") or h.get("x-request-id"))
     kind = _kind_from_codes(codes, message) or _kind_from_status(status)
@@ -378,14 +375,25 @@ def _request_id(value: str | None) -> str | None:
     return None if value is None else redact(value)
 
 
+def as_headers(headers: Mapping[str, str] | httpx.Headers | None) -> httpx.Headers:
+    """``headers`` as ``httpx.Headers``, whatever their values hold.
+
+    A transport hands on a response's header bytes past ASCII (obs-text, legal in HTTP: a proxy's header)
+    decoded as latin-1, and ``httpx.Headers`` would encode those ``str`` back as ASCII and raise: the vendor's
+    error would then be lost behind a ``UnicodeEncodeError`` (a 403 taken for a transient hiccup).  UTF-8 takes
+    any ``str`` and reads back the same text.
+    """
+    import httpx
+
+    return headers if isinstance(headers, httpx.Headers) else httpx.Headers(headers or {}, encoding="utf-8")
+
+
 def request_id_of(headers: Mapping[str, str] | httpx.Headers | None, *names: str) -> str | None:
     """The first of the ``names`` headers present, redacted (see :func:`_request_id`): for a wire whose
     request id header is its own (Bedrock's ``x-amzn-requestid``)."""
     if not headers:
         return None
-    import httpx
-
-    h = httpx.Headers(headers) if not isinstance(headers, httpx.Headers) else headers
+    h = as_headers(headers)
     for name in names:
         value = h.get(name)
         if value:

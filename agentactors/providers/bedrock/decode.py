@@ -30,7 +30,7 @@ from typing import Any
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StopReason, ToolCall, Usage
 from ..anthropic.decode import mark_cut_off, tool_call_from_input
-from ..errors import classify_http_error, request_id_of
+from ..errors import as_headers, classify_http_error, request_id_of
 from .models import WIRE
 
 __all__ = [
@@ -180,7 +180,7 @@ def classify_error(
     long); ``AccessDeniedException`` (403), ``ResourceNotFoundException`` (404), ``ServiceQuotaExceededException``
     and signature/credential failures an account fault.  Without the header, the status decides.
     """
-    h = {k.lower(): v for k, v in (headers or {}).items()}
+    h = as_headers(headers)  # any value a transport decoded (a proxy's non-ASCII header) is read, not raised on
     return _classified(status, _error_type(h.get("x-amzn-errortype")), body, h, provider=provider, model=model)
 
 
