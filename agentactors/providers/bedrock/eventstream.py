@@ -18,14 +18,17 @@ whose CRCs check out can still claim a length shorter than the prelude itself (`
 of an unknown type (``KeyError``) — a corrupt stream, never the request's fault.
 
 A message larger than ``max_event_bytes`` (the provider's limit on one event, as for SSE) is a
-:class:`~agentactors.ResponseTooLargeError`, raised as soon as the bytes of one unfinished message pass the
-limit: botocore alone would buffer up to its own 24 MiB bound.  botocore is imported when the first stream
-starts (the ``[bedrock]`` extra).
+:class:`~agentactors.ResponseTooLargeError`, raised as soon as its prelude says so (its total length, once
+botocore has checked the prelude's CRC) — never after waiting for the bytes it claims, which a lying prelude
+would have the stream wait for until the read timed out — or as soon as the bytes of one unfinished message
+pass the limit: botocore alone would buffer up to its own 24 MiB bound (past it, a corrupt stream).  botocore is
+imported when the first stream starts (the ``[bedrock]`` extra).
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,6 +46,9 @@ def _eventstream() -> Any:
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
+
+#: A message's prelude: its total length, its headers' length and the CRC of both (4 bytes each).
+_PRELUDE = 12
 
 #: What the provider raises when one message passes ``max_event_bytes``: ``(limit name, limit, what)`` → error.
 Overflow = Callable[[str, int, str], ProviderError]
@@ -69,6 +75,8 @@ class EventStreamFramer:
         self._provider = provider
         self._model = model
         self._pending = 0
+        # The first bytes (up to its 4-byte total length) of the message not yet complete.
+        self._head = b""
         self._max_event_bytes = max_event_bytes
         self._overflow = overflow
 
@@ -93,14 +101,23 @@ class EventStreamFramer:
                 continue
             # Raised outside the except block: botocore's exception (and the body it may quote) is not kept.
             raise failure
-        # What is left is one unfinished message: past the limit already, it is not waited for.
-        self._check_size(self._pending)
+        if self._max_event_bytes is not None and self._pending > 0:
+            self._check_claim(chunk)
 
-    def _check_size(self, size: int) -> None:
+    def _check_claim(self, chunk: bytes) -> None:
+        """The unfinished message, past the limit already or claiming to be, is not waited for."""
+        self._check_size(self._pending)
+        # Its bytes are the last ``_pending`` of the body: begun in this chunk, or before it (head kept then).
+        start = len(chunk) - self._pending
+        self._head = chunk[start : start + 4] if start >= 0 else (self._head + chunk)[:4]
+        if self._pending >= _PRELUDE:  # botocore has read the prelude and checked its CRC: its length is meant
+            self._check_size(struct.unpack(">I", self._head)[0], claimed=True)
+
+    def _check_size(self, size: int, *, claimed: bool = False) -> None:
         limit = self._max_event_bytes
         if limit is None or size <= limit:
             return
-        what = f"one event-stream message ({size} bytes so far)"
+        what = f"one event-stream message ({size} bytes {'by its prelude' if claimed else 'so far'})"
         if self._overflow is not None:
             raise self._overflow("max_event_bytes", limit, what)
         raise MalformedResponseError(f"{what} is past max_event_bytes={limit}", provider=self._provider,
