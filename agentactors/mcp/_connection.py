@@ -90,10 +90,10 @@ def describe(exc: BaseException) -> str:
     for leaf in leaves[:3]:
         message = sdk_message(str(leaf)).strip()  # (a pydantic error quotes its input: a secret's part escapes redact)
         parts.append(f"{type(leaf).__name__}: {message}" if message else type(leaf).__name__)
-    text = "; ".join(parts) or type(exc).__name__
+    text = redact("; ".join(parts) or type(exc).__name__)  # before the cut: a secret across it is found whole
     if len(text) > 300:
         text = text[:299] + "…"
-    return redact(text)
+    return text
 
 
 #: The tokens of JSON text that matter to finding an object's top-level keys: strings, brackets, colons.

@@ -206,15 +206,15 @@ def validation_reason(exc: ValidationError, *, skip: int = 0) -> str:
         parts.append(f"{where}: {message}" if where else message)
     if len(errors) > 3:
         parts.append(f"{len(errors) - 3} more")
-    text = "; ".join(parts) or "it does not validate"
+    text = redact("; ".join(parts) or "it does not validate")  # before the cut: a secret across it is found whole
     if len(text) > _MAX_REASON:
         text = text[: _MAX_REASON - 1] + "…"
-    return redact(text)
+    return text
 
 
 def _name_of(raw: Any, index: int) -> str:
     name = raw.get("name") if isinstance(raw, dict) else None
     if isinstance(name, str) and name:
-        clipped = name if len(name) <= _MAX_NAME else name[: _MAX_NAME - 1] + "…"
-        return redact(clipped)
+        name = redact(name)  # before the cut: a secret across it is found whole
+        return name if len(name) <= _MAX_NAME else name[: _MAX_NAME - 1] + "…"
     return f"(tool {index + 1} of its page: no name)"
