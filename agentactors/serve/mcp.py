@@ -2,12 +2,13 @@
 
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.lowlevel.Server` (the ``[mcp]`` extra):
 its tools are listed and called from this module's two handlers, so an agent's tool and a ``@tool``'s
-keep exactly the schemas they have here.  Each agent is a tool taking ``input`` (a string) and nothing else — an
-argument it would not read is an ``isError`` result naming it, as a ``@tool``'s is — whose result is the answer as
-text content.  An agent with a typed output (``output_type``) also declares an ``outputSchema`` — the output type's
-schema when that is an object, else ``{"result": <its schema>}`` (MCP 2025-06-18 asks for an object at the root, and
-recommends that wrapper) — and answers the value as structured content conforming to it (a client checks it: the
-SDK's does), and as JSON text (the bare value, for clients that read text only).
+keep exactly the schemas they have here.  Each agent is a tool taking ``input`` (a non-empty string) and nothing
+else — an argument it would not read, or an empty ``input``, is an ``isError`` result saying so, as a ``@tool``'s is
+— whose result is the answer as text content.  An agent with a typed output (``output_type``) also declares an
+``outputSchema`` — the output type's schema when that is an object, else ``{"result": <its schema>}`` (MCP 2025-06-18
+asks for an object at the root, and recommends that wrapper) — and answers the value as structured content
+conforming to it (a client checks it: the SDK's does), and as JSON text (the bare value, for clients that read text
+only).
 Each ``@tool`` (or plain function) keeps its name, description and parameters schema.
 
 A failing call is an ``isError`` result whose text says briefly what failed: a tool's error by its class and
@@ -71,10 +72,11 @@ from ._http import CANCELLED_TEXT, client_text, paused_text, runtime_to_enter
 
 __all__ = ["mcp_server"]
 
-#: The one parameter of an agent's tool (no other: one the run would not read is refused, not dropped).
+#: The one parameter of an agent's tool (no other: one the run would not read is refused, not dropped); never empty (a
+#: run needs a prompt).
 AGENT_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"input": {"type": "string", "description": "What to ask the agent."}},
+    "properties": {"input": {"type": "string", "minLength": 1, "description": "What to ask the agent."}},
     "required": ["input"],
     "additionalProperties": False,
 }
@@ -273,6 +275,8 @@ async def _ask(
     prompt = arguments.get("input")
     if not isinstance(prompt, str):
         return _error("the argument 'input' (a string) is required")
+    if not prompt:  # the run would refuse it, and the client read "failed in the server": it is the client's to fix
+        return _error("the argument 'input' must not be empty: say what to ask the agent")
     others = sorted(str(name)[:100] for name in arguments if name != "input")
     if others:
         return _error(f"the agent takes 'input' alone, not {', '.join(map(repr, others[:5]))}: put it in 'input'")
