@@ -392,8 +392,8 @@ def price_for(provider_name: str | None, model: str | None, *, batch: bool = Fal
     key = (provider_name, model)
     try:
         return _found[key]
-    except KeyError:
-        pass
+    except (KeyError, TypeError):  # (a TypeError: an unhashable name, refused below)
+        _check_names(provider_name, model)
     with _lock:
         user = _user_key(provider_name, model)
         if user is not None:
@@ -404,6 +404,15 @@ def price_for(provider_name: str | None, model: str | None, *, batch: bool = Fal
             price = _table_price(_TABLE_NAMES.get(provider_name, provider_name), model)
         _found[key] = price
     return price
+
+
+def _check_names(provider_name: object, model: object) -> None:
+    """Names checked on a cache miss only (a name priced before was checked then): one that is not a ``str`` (an int,
+    bytes, a list) failed deep in the table's lookup with an ``AttributeError`` naming nothing the caller wrote."""
+    for label, value in (("provider_name", provider_name), ("model", model)):
+        if not isinstance(value, str):
+            raise TypeError(f"{label} must be a str (as LLMResponse.{label.removesuffix('_name')} says it), "
+                            f"not {type(value).__name__}")
 
 
 def _user_key(provider_name: str, model: str) -> tuple[str, str] | None:
@@ -440,8 +449,8 @@ def _batch_price(provider_name: str, model: str) -> Price | None:
     key = (provider_name, model)
     try:
         return _batch_found[key]
-    except KeyError:
-        pass
+    except (KeyError, TypeError):  # (a TypeError: an unhashable name, refused below)
+        _check_names(provider_name, model)
     generation = _generation
     live = price_for(provider_name, model)
     with _lock:
@@ -495,7 +504,10 @@ def prompt_tokens(provider_name: str | None, usage: Usage) -> int:
 def response_cost(response: LLMResponse) -> Cost | None:
     """What one model response cost (by the provider and model that answered, at the batch price when it came
     through a batch API: :func:`is_batch`), or ``None`` if unpriced."""
-    provider, model = response.provider, response.model
+    try:
+        provider, model = response.provider, response.model
+    except AttributeError:  # (no check on the way of every response: a try costs nothing until it raises)
+        raise TypeError(f"response must be an LLMResponse, not {type(response).__name__}") from None
     if _watched is not None and _watched.get_snapshot() is not _basis:
         _renew()
     if response.provider_data and is_batch(response):
@@ -517,7 +529,14 @@ def total_cost(results: Iterable[Any]) -> Cost | None:
     when one of them has none — an unknown part makes the total unknown, never a smaller number."""
     total = Cost()
     for result in results:
-        cost = result.cost
+        try:
+            cost = result.cost
+        except AttributeError:
+            # A list of costs ([r.cost for r in results]) is an easy slip: sum(costs) adds those.
+            raise TypeError(
+                f"total_cost adds up run results (each with a cost), not {type(result).__name__}: "
+                "add Costs with sum(costs)"
+            ) from None
         if cost is None:
             return None
         total = total + cost

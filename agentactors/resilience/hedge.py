@@ -781,7 +781,8 @@ def with_hedge(
       by the other's request error, is charged too, once (``docs/costs.md``, "Calls cut short").  ``max_extra``
       bounds that spend.
     * ``max_extra``: at most this fraction of the last ``window`` calls are hedged (``0.05``: 5 %
-      more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.
+      more calls, at most).  A call that would pass it is not hedged; it waits for its first copy.  The share
+      counts from the first call: with ``0.05`` the first hedge may go with the 20th call, never before.
     * Settings are checked as :func:`with_retry` checks its own: ``after`` a finite number of seconds
       ``>= 0`` or a percentile, ``max_extra`` a number in ``[0, 1]``, ``window`` a whole number ``>= 1``;
       a bool, a string, NaN or infinity is a ``ValueError`` naming the setting.
