@@ -405,11 +405,19 @@ class _Completion:
         await events.end()
 
     async def _follow(self, run: AgentRun[Any]) -> None:
-        """The run's answer text as chunks, as it streams (the response starts with its first model answer)."""
+        """The run's answer text as chunks, as it streams (the response starts with its first model answer).
+
+        Every model answer's text streams as it comes, the words a model writes before it calls a tool included (a
+        token sent cannot be taken back once the model goes on to call one).  The chunks are one message's content,
+        which a client joins: so an answer's text after an earlier answer's starts with a blank line, rather than
+        its first word glued to the last one before ("...add.It is 3.").
+        """
         events = self.events
         assert events is not None
         own = run.run_id
         self.span.run(own)
+        wrote = False  # the answer under way has sent text
+        apart = False  # an earlier answer sent text: the next text starts with a blank line
         async for event in run:
             own = own or event.run_id
             if event.run_id != own:
@@ -418,9 +426,13 @@ class _Completion:
                 await self._started(events)
                 text = event.data["text"]
                 if text and not self.typed:  # a typed answer is sent once validated (stream())
+                    if apart:
+                        text, apart = "\n\n" + text, False
+                    wrote = True
                     await events.data(self._chunk({"content": text}))
             elif type(event) is LLMResponded:
                 await self._started(events)
+                apart, wrote = apart or wrote, False
 
     def _content(self, result: RunResult[Any]) -> str:
         """The answer the client reads: the text, or a typed run's output as JSON text.
