@@ -105,10 +105,18 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     if not isinstance(thread_id, str) or not isinstance(run_id, str):
         raise InvalidInput("a RunAgentInput needs 'threadId' and 'runId' (strings)")
     _check_unread(body)
+    state = body.get("state")
+    if state is not None and not isinstance(state, dict):
+        # Every STATE_SNAPSHOT is the client's state with the run's under "agentactors", which only an object can
+        # hold: a snapshot without the client's own state would replace it in the frontend, dropped without a word.
+        raise InvalidInput(
+            f"'state' must be an object (the run's own state is sent under its 'agentactors' key), not "
+            f"{_json_type(state)}"
+        )
     context = read_context(body.get("context"))
     resume = _resume(body.get("resume"))
     if resume:  # answers to interrupts: they continue the paused run, whatever the messages hold
-        return RunInput(thread_id, run_id, (), state=body.get("state"), resume=resume, context=context)
+        return RunInput(thread_id, run_id, (), state=state, resume=resume, context=context)
     raw = body.get("messages")
     if not isinstance(raw, list):
         raise InvalidInput("a RunAgentInput needs 'messages' (an array)")
@@ -116,7 +124,7 @@ def read_run_input(body: Mapping[str, Any]) -> RunInput:
     if not messages:
         raise InvalidInput("'messages' holds nothing to answer: send at least one user message")
     new = conversation(raw[_after_last_answer(raw) :])
-    return RunInput(thread_id, run_id, messages, new, body.get("state"), _users(raw), context=context)
+    return RunInput(thread_id, run_id, messages, new, state, _users(raw), context=context)
 
 
 def _check_unread(body: Mapping[str, Any]) -> None:
@@ -192,6 +200,8 @@ def _json_type(value: Any) -> str:
     """What ``value`` is, as JSON (for a message: never the value itself)."""
     if value is None:
         return "missing or null"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int | float):
