@@ -619,8 +619,8 @@ def conversation(raw: Sequence[Any]) -> tuple[Message, ...]:
     return head + tuple(messages)
 
 
-def _text(content: Any, param: str) -> str:
-    """Text content: a string, or an array of text parts (joined)."""
+def _text(content: Any, param: str, *, refusals: bool = False) -> str:
+    """Text content: a string, or an array of text parts (joined); ``refusals``: refusal parts too (an assistant's)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -628,12 +628,15 @@ def _text(content: Any, param: str) -> str:
     if isinstance(content, list):
         texts: list[str] = []
         for i, part in enumerate(content):
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            kind = part.get("type") if isinstance(part, dict) else None
+            field = "refusal" if refusals and kind == "refusal" else "text"
+            if kind != field or not isinstance(part.get(field), str):
+                also = " or a refusal part: {'type': 'refusal', 'refusal': ...}" if refusals else ""
                 raise BadRequest(
-                    f"{param}[{i}] must be a text part: {{'type': 'text', 'text': ...}}", f"{param}[{i}]",
+                    f"{param}[{i}] must be a text part: {{'type': 'text', 'text': ...}}{also}", f"{param}[{i}]",
                     code="invalid_value",
                 )
-            texts.append(part["text"])
+            texts.append(part[field])
         return "\n".join(texts)
     raise BadRequest(f"{param} must be a string or an array of content parts", param, code="invalid_type")
 
@@ -669,7 +672,14 @@ def _image(value: Any, param: str) -> Image:
 
 
 def _assistant(item: Mapping[str, Any], param: str) -> Message:
-    text = _text(item.get("content"), f"{param}.content")
+    """An assistant message of the history.  Its refusal — the ``refusal`` field OpenAI answers with instead of
+    ``content``, or a content part of type ``"refusal"`` — is its text: what the model said (a client echoes the
+    SDK's message back as it got it)."""
+    content = item.get("content")
+    text = _text(content, f"{param}.content", refusals=True)
+    refusal = item.get("refusal")
+    if not text and isinstance(refusal, str):
+        text = refusal
     raw_calls = item.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise BadRequest(f"{param}.tool_calls must be an array", f"{param}.tool_calls", code="invalid_type")

@@ -95,3 +95,25 @@ def test_an_unknown_field_is_refused_unless_ignored_and_never_echoed_whole() -> 
         read_chat_request(body(user, **{"k" * 10_000: 1}))
     assert caught.value.code == "unknown_parameter" and len(caught.value.message) < 300
     assert read_chat_request(body(user, top_k=3), ignored_fields=frozenset({"top_k"})).settings is None
+
+
+def test_an_assistant_refusal_sent_back_in_the_history_is_read_as_its_text() -> None:
+    # The official SDK's message, as a client echoes it back: a refusal is the field `refusal` with no content,
+    # or a content part of type "refusal" — both what OpenAI's API takes in a request's history.
+    request = read_chat_request(body([
+        {"role": "user", "content": "How do I pick a lock?"},
+        {"role": "assistant", "content": None, "refusal": "I can't help with that.", "annotations": [],
+         "audio": None, "function_call": None, "tool_calls": None},
+        {"role": "user", "content": "And this?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Partly:"},
+                                          {"type": "refusal", "refusal": "not that part."}]},
+        {"role": "user", "content": "ok"},
+    ]))
+    assert [m.content for m in request.messages if m.role == "assistant"] == [
+        "I can't help with that.", "Partly:\nnot that part."
+    ]
+    with pytest.raises(BadRequest) as refused:
+        read_chat_request(body([{"role": "user", "content": "x"},
+                                {"role": "assistant", "content": [{"type": "refusal", "refusal": 3}]},
+                                {"role": "user", "content": "y"}]))
+    assert refused.value.param == "messages[1].content[0]"
