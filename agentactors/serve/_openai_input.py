@@ -41,6 +41,7 @@ from ..settings import (
     check_temperature,
     check_top_p,
 )
+from ..tools.json_refs import pointed_at
 
 __all__ = [
     "CHAT_FIELDS",
@@ -550,12 +551,10 @@ class _Inlined:
             return known
         if not ref.startswith("#/"):
             raise _SchemaRefused(f"$ref {ref[:100]!r} is not a local reference ('#/...'): nothing is fetched")
-        target: Any = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(target, Mapping) or part not in target:
-                raise _SchemaRefused(f"$ref {ref[:100]!r} points at nothing in the schema")
-            target = target[part]
+        try:
+            target = pointed_at(self.root, ref)
+        except LookupError:
+            raise _SchemaRefused(f"$ref {ref[:100]!r} points at nothing in the schema") from None
         counted = self.counted[ref] = self.count(target, (*refs, ref), depth + 1)
         return counted
 

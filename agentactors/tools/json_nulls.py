@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote
+
+from .json_refs import pointed_at
 
 __all__ = ["accepts_null", "drop_null_optionals", "has_null", "null_optionals"]
 
@@ -133,17 +134,12 @@ def accepts_null(schema: Mapping[str, Any], root: Mapping[str, Any] | None = Non
 
 def _local(ref: str, root: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The schema ``ref`` (a ``#/...`` JSON pointer) points at in ``root``, or ``None``."""
-    if root is None or not ref.startswith("#"):
+    if root is None:
         return None
-    node: Any = root
-    for part in unquote(ref[1:]).split("/")[1:]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
+    try:
+        node = pointed_at(root, ref)
+    except LookupError:
+        return None
     return node if isinstance(node, Mapping) else None
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import unquote
 
-__all__ = ["check_refs_resolve", "inline_refs", "no_retrieval_registry"]
+__all__ = ["check_refs_resolve", "inline_refs", "no_retrieval_registry", "pointed_at"]
 
 _MAX_DEPTH = 64
 # Keywords whose values are data, not schemas: never walked for references.
@@ -37,12 +38,10 @@ def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
         if ref in seen:
             raise ValueError(f"$ref {ref!r} refers to itself ({' -> '.join((*seen, ref))}): a recursive "
                              "schema cannot be inlined")
-        node: Any = root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, Mapping) or part not in node:
-                raise ValueError(f"$ref {ref!r} points at nothing in the schema")
-            node = node[part]
+        try:
+            node = pointed_at(root, ref)
+        except LookupError:
+            raise ValueError(f"$ref {ref!r} points at nothing in the schema") from None
         return walk(node, (*seen, ref), 0)
 
     def walk(node: Any, seen: tuple[str, ...], depth: int) -> Any:
@@ -72,6 +71,35 @@ def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
 
     out = walk(schema, (), 0)
     return out if isinstance(out, dict) else {}
+
+
+def pointed_at(root: Any, ref: str) -> Any:
+    """What the local reference ``ref`` points at in ``root``: ``"#"`` is ``root`` itself, ``"#/a/0/b"`` a JSON
+    pointer (RFC 6901) in a URI fragment — percent-decoded, ``~1`` and ``~0`` unescaped, an array's items by
+    index — as a validator reads it (``check_refs_resolve``).  The one reading for every place that follows a
+    reference by hand (inlining, a vendor's schema dialect, a served request's schema, nulls): a schema the
+    validator takes must not be refused, nor read differently, when it is sent.
+
+    :raises LookupError: ``ref`` is not local (``"#..."``), its fragment is not a pointer, or it points at nothing.
+    """
+    if not ref.startswith("#"):
+        raise LookupError(f"$ref {ref[:100]!r} is not a local reference ('#/...')")
+    pointer = unquote(ref[1:])
+    if not pointer:
+        return root
+    if not pointer.startswith("/"):
+        raise LookupError(f"$ref {ref[:100]!r} is not a JSON pointer")
+    node = root
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif (isinstance(node, list) and token.isascii() and token.isdigit() and (token == "0" or token[0] != "0")
+              and int(token) < len(node)):
+            node = node[int(token)]
+        else:
+            raise LookupError(f"$ref {ref[:100]!r} points at nothing in the schema")
+    return node
 
 
 # -- resolving references without fetching anything --------------------------------------------------------

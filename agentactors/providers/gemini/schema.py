@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import AgentActorsError
+from ...tools.json_refs import pointed_at
 from ...tools.json_types import json_type_name
 
 __all__ = ["GeminiSchemaError", "to_gemini_schema"]
@@ -101,19 +102,10 @@ class _Converter:
                 f"recursive $ref {ref!r} cannot be inlined for Gemini (cycle: {cycle}); "
                 "flatten the schema or bound its depth"
             )
-        target: Any = self._root
-        pointer = ref[1:]
-        if pointer:
-            if not pointer.startswith("/"):
-                raise GeminiSchemaError(f"$ref {ref!r} is not a JSON pointer")
-            for token in pointer[1:].split("/"):
-                key = token.replace("~1", "/").replace("~0", "~")
-                if isinstance(target, Mapping) and key in target:
-                    target = target[key]
-                elif isinstance(target, list) and key.isdigit() and int(key) < len(target):
-                    target = target[int(key)]
-                else:
-                    raise GeminiSchemaError(f"$ref {ref!r} points at nothing in the schema")
+        try:
+            target = pointed_at(self._root, ref)
+        except LookupError as exc:
+            raise GeminiSchemaError(str(exc)) from None
         if isinstance(target, bool):
             target = {}
         if not isinstance(target, Mapping):
