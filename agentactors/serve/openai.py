@@ -683,7 +683,9 @@ def _route(path: str) -> str | None:
 
 
 async def _model_not_found(send: Send, name: str) -> None:
-    await _error(send, 404, f"The model '{name}' does not exist", "invalid_request_error", param="model",
+    # Echoed as OpenAI echoes it, but not whole: a name of megabytes (the body's limit) would make an error as large.
+    shown = name if len(name) <= 200 else name[:199] + "…"
+    await _error(send, 404, f"The model '{shown}' does not exist", "invalid_request_error", param="model",
                  code="model_not_found")
 
 

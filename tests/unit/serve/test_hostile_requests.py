@@ -300,3 +300,12 @@ async def test_a_run_paused_for_approval_says_so_not_an_empty_answer(stream: boo
     assert error["code"] == "approval_required" and "transfer" in error["message"]
     assert provider.calls == 1
 
+
+
+async def test_an_unknown_model_of_a_megabyte_is_named_in_its_first_characters_only() -> None:
+    app = openai_app({"a": Agent(ScriptedProvider(["hi"]), name="a")})
+    name = "m" * 1_000_000
+    error = assert_openai_error(await request(app, {"model": name, "messages": [{"role": "user", "content": "x"}]}),
+                                404)
+    assert error["code"] == "model_not_found" and len(error["message"]) < 300, len(error["message"])
+    assert error["message"].startswith("The model 'mmm") and "…" in error["message"]
