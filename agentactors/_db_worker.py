@@ -19,8 +19,9 @@ by driver is a parameter: how to connect (:mod:`agentactors._sqlite`, :mod:`agen
 server that may drop a connection, how to tell a connection is dead (it is thrown away: the next call opens a new
 one) — asked after a call raised, and before each call too, since a call may answer its failures as values (a
 journal's batch of commits does: each commit has its own outcome) and leave a dead connection behind — and, if the
-owner says so, what a driver's error becomes when it leaves a call, opening the connection included (SQLite's: the
-owner's typed error naming its file, :mod:`agentactors._sqlite`).
+owner says so, what a driver's error becomes when it leaves a call, opening the connection included (the owner's
+typed error: SQLite's naming its file, :mod:`agentactors._sqlite`; PostgreSQL's naming its DSN, passwords masked,
+and still the psycopg error it replaces, :mod:`agentactors._postgres`).
 """
 
 from __future__ import annotations

@@ -36,11 +36,24 @@ and a round trip pays only the watchdog's arming, a dict write under a lock):
 * and what no server-side setting can end — a server that takes the statement and never answers (stopped,
   frozen, or cut off after it acknowledged the bytes) — a deadline of our own: a round trip that gets no answer
   within ``statement_timeout`` plus a grace (:func:`answer_bound`) has its socket shut down by a watchdog thread
-  (one per process) and fails with psycopg's ``OperationalError`` ("did not answer"); the connection is thrown
-  away, as one the server dropped.  Its statement's outcome is then unknown, as any on a dropped connection.
+  (one per process) and fails with psycopg's ``OperationalError`` ("did not answer"; its owner's typed error once
+  it leaves the call: below); the connection is thrown away, as one the server dropped.  Its statement's outcome
+  is then unknown, as any on a dropped connection.
 
 ``connect_timeout`` bounds opening a connection.  ``statement_timeout=None`` (and ``lock_timeout=None``) leaves
 the server's setting (its role's, its DSN's ``options``) as it is — and then no deadline of ours either.
+
+**Typed errors.**  What the database fails — a lock held past ``lock_timeout``, a statement cancelled, our own
+deadline, a server gone mid-call, a full disk, a role refused a table — leaves a call as its owner's typed error
+(:func:`typed`: :class:`~agentactors.journal.postgres.PostgresJournalError`, a ``JournalError``;
+:class:`~agentactors.sessions.postgres.PostgresStoreError`, a ``SessionError``), as SQLite's owners do, so
+``except JournalError`` around a journaled run catches it.  It names what failed, the DSN with its passwords
+masked and the server's reason; ``sqlstate`` is kept and psycopg's error is its cause.  It is *also* an instance of
+the psycopg class it replaces — its class is made once per pair (the owner's class, psycopg's), deriving from both
+(:func:`typed_class`; psycopg's errors are plain Python classes, so the layouts allow it) — so
+``except psycopg.errors.LockNotAvailable`` and ``except psycopg.OperationalError`` catch it still.  A bug of ours
+(psycopg's ``ProgrammingError`` other than a refused privilege, ``NotSupportedError``, ``InterfaceError``) and the
+library's own errors are left as they are.
 """
 
 from __future__ import annotations
@@ -50,6 +63,7 @@ import os
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -73,8 +87,12 @@ __all__ = [
     "Worker",
     "answer_bound",
     "import_psycopg",
+    "reduce_typed",
     "register_passwords",
+    "remade",
     "safe_dsn",
+    "typed",
+    "typed_class",
 ]
 
 #: The server's clock, in seconds since the epoch (what ``:now`` stands for: hosts' clocks may disagree).
@@ -206,6 +224,7 @@ class Worker(DbWorker[Any]):
     :param what: the owner's name, for the error when psycopg is missing.
     :param name: names the per-loop limiter (one per owner object).
     :param connect_timeout, statement_timeout, lock_timeout: :class:`Timeouts`.
+    :param typed: what psycopg's errors become when they leave a call (:func:`typed`); ``None``: as they are.
     :raises ValueError: a timeout that is not a finite number of seconds > 0 (``None`` where allowed).
     """
 
@@ -221,10 +240,11 @@ class Worker(DbWorker[Any]):
         connect_timeout: float = 10.0,
         statement_timeout: float | None = 30.0,
         lock_timeout: float | None = 10.0,
+        typed: Callable[[Exception], Exception | None] | None = None,
     ) -> None:
         timeouts = Timeouts(connect_timeout, statement_timeout, lock_timeout)
         register_passwords(dsn)
-        super().__init__(partial(_connect, dsn, what, timeouts), setup, name, dead=_dead)
+        super().__init__(partial(_connect, dsn, what, timeouts), setup, name, dead=_dead, typed=typed)
         self.dsn = dsn
         self.what = what
         self.timeouts = timeouts
@@ -232,6 +252,100 @@ class Worker(DbWorker[Any]):
     @property
     def connect_timeout(self) -> float:
         return self.timeouts.connect
+
+
+# --- typed errors (see the module docstring) ----------------------------------------------------------------------
+
+#: The typed classes made so far: ``(owner's class, psycopg's class)`` -> the class deriving from both, and back.
+_MADE: Final[dict[tuple[type[Exception], type[Exception]], type[Exception]]] = {}
+_PAIRS: Final[dict[type[BaseException], tuple[type[Exception], type[Exception]]]] = {}
+_MADE_LOCK: Final = threading.Lock()
+
+
+def typed_class(base: type[Exception], driver: type[Exception]) -> type[Exception]:
+    """The class of ``base``'s errors that replace psycopg's ``driver``: deriving from both, made once a pair.
+
+    Named as ``base`` (what a traceback, a log line or a served 500 shows is the class to catch); ``isinstance``
+    with either holds.  Made on the failure path, in a worker thread: under a lock, so a pair has one class.
+    """
+    with _MADE_LOCK:
+        made = _MADE.get((base, driver))
+        if made is None:
+            namespace = {"__module__": base.__module__, "__qualname__": base.__qualname__, "__doc__": base.__doc__}
+            made = _MADE[base, driver] = type(base.__name__, (base, driver), namespace)
+            _PAIRS[made] = (base, driver)
+        return made
+
+
+def remade(base: type[Exception], driver: type[Exception] | None, args: tuple[Any, ...]) -> Exception:
+    """A typed error again, from what :func:`reduce_typed` pickled (its state is restored after)."""
+    cls = base if driver is None else typed_class(base, driver)
+    return cls(*args)
+
+
+def reduce_typed(error: BaseException) -> tuple[Any, ...] | None:
+    """How an error of a class :func:`typed_class` made pickles (Ray ships errors): by its pair, since the class
+    itself is not found by its name (its name is its base's); ``None`` for any other class (pickled as usual)."""
+    pair = _PAIRS.get(type(error))
+    if pair is None:
+        return None
+    return remade, (*pair, error.args), dict(vars(error))
+
+
+def _meaning(exc: Any, text: str, timeouts: Timeouts | None, operational: bool) -> str | None:
+    """What psycopg's failure means for the call, or ``None``: by its SQLSTATE; without one, an ``operational``
+    error (psycopg's ``OperationalError`` itself) is libpq's — the connection failed — unless the reason says so."""
+    state = getattr(exc, "sqlstate", None) or ""
+    lock = None if timeouts is None else timeouts.lock
+    statement = None if timeouts is None else timeouts.statement
+    if state == "55P03":
+        waited = "its lock_timeout" if lock is None else f"lock_timeout={lock:g} s"
+        return (
+            f"another transaction held what it needed locked past {waited}: nothing of it was written; try again "
+            "once it is free, or give it a longer lock_timeout"
+        )
+    if state == "57014":
+        ran = "its statement_timeout" if statement is None else f"statement_timeout={statement:g} s"
+        return f"the server cancelled it — past {ran}, or an operator's cancel: nothing of it was written"
+    lost = state.startswith(("08", "57P")) or (not state and operational)
+    if lost and "outcome is unknown" not in text:
+        return "the connection is lost: whether it took effect is unknown; the next call opens a new connection"
+    return None
+
+
+def typed(
+    error: type[Exception], what: str, dsn: str, timeouts: Timeouts | None = None
+) -> Callable[[Exception], Exception | None]:
+    """What an owner's worker raises in place of psycopg's error (and a journal's batch answers for a commit):
+    an ``error`` of the class :func:`typed_class` makes for it — also psycopg's class — its text naming ``what``
+    (``"journal"``, ``"session store"``), the DSN with its passwords masked, the server's reason (passwords scrubbed
+    too) and what it means; ``dsn`` (masked) and ``sqlstate`` kept, psycopg's error its cause.
+
+    ``None`` (raised as it is) for anything else: the library's own errors (a ``ConnectionError`` included), and
+    psycopg's that say the library misused it — ``InterfaceError``, ``NotSupportedError``, a ``ProgrammingError``
+    (a syntax error, a missing table: a bug) other than ``InsufficientPrivilege`` (a role refused a table: the
+    database's configuration, as a read-only SQLite file is).
+    """
+
+    def make(exc: Exception) -> Exception | None:
+        psycopg = sys.modules.get("psycopg")  # not imported: the error is not its (and a missing extra stays so)
+        if psycopg is None or not isinstance(exc, psycopg.DatabaseError) or isinstance(exc, error):
+            return None
+        errors = psycopg.errors
+        if isinstance(exc, psycopg.NotSupportedError) or (
+            isinstance(exc, psycopg.ProgrammingError) and not isinstance(exc, errors.InsufficientPrivilege)
+        ):
+            return None
+        reason = " ".join(scrub(str(exc), dsn).split())  # the server's CONTEXT lines, libpq's tabs: one line
+        meaning = _meaning(exc, reason, timeouts, isinstance(exc, psycopg.OperationalError))
+        shown = safe_dsn(dsn)  # here, on the failure path: an owner made per request pays nothing for it
+        text = f"the PostgreSQL {what} {shown!r} failed: {reason}" + ("" if meaning is None else f" ({meaning})")
+        cls: Callable[..., Exception] = typed_class(error, type(exc))  # error's __init__: (text, *, dsn, sqlstate)
+        made = cls(text, dsn=shown, sqlstate=getattr(exc, "sqlstate", None))
+        made.__cause__ = exc  # also where it is returned as a value (a journal's batch of commits), not raised
+        return made
+
+    return make
 
 
 def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:

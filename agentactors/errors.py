@@ -45,7 +45,8 @@ bases and, when it is not defined here, where it lives::
     │   ├── SessionConflictError            another turn (another process) committed first, or a pause was taken
     │   ├── SessionPausedError              a turn was sent while the session awaits decisions
     │   ├── SessionFormatError              also a ValueError; a stored session this version cannot read
-    │   └── SqliteStoreError                also an OperationalError (sqlite3); (sessions.sqlite) the database failed
+    │   ├── SqliteStoreError                also an OperationalError (sqlite3); (sessions.sqlite) the database failed
+    │   └── PostgresStoreError              (sessions.postgres) the database failed, raised also as psycopg's error
     ├── JournalError                    agentactors.journal (defined in journal.records): durable runs, replay, fork
     │   ├── RunNotRecordedError             also a LookupError; the source holds no such run
     │   ├── StepOutOfRangeError             also a ValueError; fork(..., at_step) past the recorded steps
@@ -54,7 +55,8 @@ bases and, when it is not defined here, where it lives::
     │   ├── JournalFormatError              also a ValueError; (journal.store) a row it cannot keep or read back
     │   ├── RecoveryError                   rt.recover(): runs it could not finish, raised after it finished the rest
     │   ├── LeaseLostError                  (journal.store) another recoverer took the run over: commit refused
-    │   └── SqliteJournalError              also an OperationalError (sqlite3); (journal.sqlite) the database failed
+    │   ├── SqliteJournalError              also an OperationalError (sqlite3); (journal.sqlite) the database failed
+    │   └── PostgresJournalError            (journal.postgres) the database failed, raised also as psycopg's error
     ├── ConversionError                 also a ValueError; agentactors.tools.schema
     ├── EventRecordError                also a ValueError; agentactors.explain: a JSONL record line that is not an event
     ├── ToolsetError                    agentactors.tools (defined in tools.toolset)

@@ -21,6 +21,11 @@ asyncio and trio; its ``AsyncConnection`` is asyncio-only).  The DSN's password 
 error or a log line.  What it does as the SQLite journal does is :mod:`agentactors.journal._sql`; this module
 keeps its PostgreSQL: the tables, and a commit as one statement.
 
+**Failures**: a call the database fails — a row held locked past ``lock_timeout``, a statement past
+``statement_timeout``, a server that stopped answering or went away mid-call — raises
+:class:`PostgresJournalError` (a ``JournalError``, and still the psycopg error it replaces); a batch's commit gets
+its own.  The journal goes on: its next call opens a new connection if the old one is gone.
+
 **Layout.**  The SQLite journal's tables (``agentactors_runs``, ``agentactors_steps``) plus ``owner`` and
 ``lease_until`` on runs, and ``agentactors_parked(key, value, updated)`` for :meth:`PostgresJournal.park`.
 Created when first connected (``CREATE … IF NOT EXISTS`` under a transaction-scoped advisory lock, so replicas
@@ -29,16 +34,45 @@ starting together do not race on the catalog).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Final
 
 import attrs
 
-from .._postgres import DIALECT, NOW, Timeouts, Worker, register_passwords, safe_dsn
+from .._postgres import DIALECT, NOW, Timeouts, Worker, reduce_typed, register_passwords, safe_dsn, typed
 from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
+from .records import JournalError
 
-__all__ = ["PostgresJournal"]
+__all__ = ["PostgresJournal", "PostgresJournalError"]
+
+
+class PostgresJournalError(JournalError):
+    """A :class:`PostgresJournal`'s database failed a call: a row another transaction held locked past
+    ``lock_timeout``, a statement past ``statement_timeout`` (or cancelled by an operator), a server that did not
+    answer within that bound, or one that went away mid-call (a restart, a crash), a full disk, a role refused a
+    table.
+
+    Its text names the journal's DSN (its passwords masked) and the server's reason with what it means; ``dsn`` is
+    that DSN, ``sqlstate`` the server's code for the failure (``"55P03"`` a lock, ``"57014"`` a cancel,
+    ``"57P01"`` a terminated backend; ``None`` when libpq's, not the server's: a lost connection, our deadline),
+    psycopg's own error its ``__cause__``.  Also an instance of the psycopg class it replaces — what the journal
+    raised before — so ``except psycopg.errors.LockNotAvailable`` or ``except psycopg.OperationalError`` catches it
+    still: its class is made once for each psycopg class, deriving from both
+    (:func:`agentactors._postgres.typed_class`), and is named as this one.  A commit that failed wrote nothing —
+    or, its connection lost, may have landed (the text says so) — what was committed before is kept, and the
+    journal goes on: its next call tries again (over a new connection if that one is gone), and
+    :meth:`PostgresJournal.aclose` closes it.
+    """
+
+    def __init__(self, message: str, *, dsn: str | None = None, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.dsn = dsn
+        self.sqlstate = sqlstate
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        return reduce_typed(self) or super().__reduce__()
 
 _LOCK: Final = 0x61676A6F75726E  # the advisory lock that serializes creating the tables
 _SCHEMA: Final = (
@@ -63,12 +97,13 @@ class PostgresJournal(SqlJournal):
     :param lease: seconds a run stays leased to this object without a renewal (renewed every third of it while
         the process lives); a recoverer takes a run whose lease expired.
     :param connect_timeout: seconds a connection attempt waits for the server.
-    :param statement_timeout: seconds one statement may run before the server cancels it (psycopg's
-        ``QueryCanceled``), and a transaction of ours may sit idle; a server that does not answer at all (stopped,
-        cut off) is given this and a grace, then the call fails with psycopg's ``OperationalError``
-        (:mod:`agentactors._postgres`).  ``None``: the server's setting, and no deadline of ours.
+    :param statement_timeout: seconds one statement may run before the server cancels it
+        (:class:`PostgresJournalError`, also psycopg's ``QueryCanceled``), and a transaction of ours may sit idle; a
+        server that does not answer at all (stopped, cut off) is given this and a grace, then the call fails
+        (:class:`PostgresJournalError`, also psycopg's ``OperationalError``; :mod:`agentactors._postgres`).
+        ``None``: the server's setting, and no deadline of ours.
     :param lock_timeout: seconds a statement may wait for a row another transaction holds locked
-        (``LockNotAvailable``); ``None``: the server's setting.
+        (:class:`PostgresJournalError`, also ``LockNotAvailable``); ``None``: the server's setting.
     :raises ValueError: ``lease`` under one second; a timeout that is not a finite number of seconds > 0.
 
     Every call ends: a commit is shielded from cancellation (it happens whole or not at all), so these bounds
@@ -94,12 +129,14 @@ class PostgresJournal(SqlJournal):
             raise TypeError("a PostgresJournal takes a DSN: a non-empty str")
         self._dsn = dsn
         register_passwords(dsn)  # now, not with the first connection (made lazily): nothing shows them meanwhile
-        Timeouts(connect_timeout, statement_timeout, lock_timeout)  # checked now, not at the first connection
+        timeouts = Timeouts(connect_timeout, statement_timeout, lock_timeout)  # checked now, not when connecting
+        # What psycopg's errors become — raised, or a batch's commit's own — PostgresJournalError, naming the DSN.
+        errors = typed(PostgresJournalError, "journal", dsn, timeouts)
         worker = partial(
             Worker, dsn, _setup, what="PostgresJournal", connect_timeout=connect_timeout,
-            statement_timeout=statement_timeout, lock_timeout=lock_timeout,
+            statement_timeout=statement_timeout, lock_timeout=lock_timeout, typed=errors,
         )
-        super().__init__(lease, DIALECT, _apply_many, worker, "pg")
+        super().__init__(lease, DIALECT, partial(_apply_many, errors), worker, "pg")
 
     def __repr__(self) -> str:
         return f"PostgresJournal({self._where()!r})"
@@ -118,14 +155,17 @@ def _setup(conn: Any) -> None:
             conn.execute(statement)
 
 
-def _apply_many(conn: Any, items: list[Item], owner: str, lease: float) -> list[BaseException | None]:
-    """Each commit as one statement, in autocommit (atomic by itself: one round trip), all in one thread hop."""
+def _apply_many(
+    typed: Callable[[Exception], Exception | None], conn: Any, items: list[Item], owner: str, lease: float
+) -> list[BaseException | None]:
+    """Each commit as one statement, in autocommit (atomic by itself: one round trip), all in one thread hop; a
+    commit's own failure is its outcome, psycopg's error made typed by ``typed`` (:class:`PostgresJournalError`)."""
     errors: list[BaseException | None] = []
     for item in items:
         try:
             _write(conn, *item, owner, lease)
         except Exception as exc:
-            errors.append(exc)
+            errors.append(typed(exc) or exc)
         else:
             errors.append(None)
     return errors

@@ -101,9 +101,10 @@ class SqlStore:
         :raises SqliteStoreError: (SQLite: :mod:`agentactors.sessions.sqlite`, also a ``sqlite3.OperationalError``)
             the write lock stayed taken past ``busy_timeout``, or the disk failed, or the file is read-only or
             damaged — naming the file (the transaction was rolled back).
-        :raises psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled, psycopg.OperationalError:
-            (PostgreSQL) a row lock held past ``lock_timeout``, a statement past ``statement_timeout``, or a
-            server that did not answer within that bound or dropped the connection (``docs/durability.md``).
+        :raises PostgresStoreError: (PostgreSQL: :mod:`agentactors.sessions.postgres`, also psycopg's
+            ``LockNotAvailable``, ``QueryCanceled``, ``OperationalError`` it replaces) a row lock held past
+            ``lock_timeout``, a statement past ``statement_timeout``, or a server that did not answer within that
+            bound or dropped the connection (``docs/durability.md``).
 
         Cancellation: not interrupted once started — a cancelled caller waits for the transaction to
         end (SQLite: at most ``busy_timeout`` waiting for the lock, then the write; PostgreSQL: at most

@@ -24,16 +24,48 @@ Driver and threads: :mod:`agentactors._postgres` (psycopg 3's sync connection in
 asyncio and trio; its ``AsyncConnection`` is asyncio-only).  The DSN's password never appears in a ``repr``, an
 error or a log line.  Load, commit and delete are the SQLite store's (:mod:`agentactors.sessions._sql`); this
 module keeps its PostgreSQL tables.
+
+A call the database fails — a row held locked past ``lock_timeout``, a statement past ``statement_timeout``, a
+server that stopped answering or went away mid-call — raises :class:`PostgresStoreError` (a ``SessionError``, and
+still the psycopg error it replaces); the store goes on.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from .._postgres import DIALECT, Worker, safe_dsn
+from .._postgres import DIALECT, Timeouts, Worker, reduce_typed, safe_dsn, typed
+from ..errors import SessionError
 from ._sql import META, PIECES, TABLE, SqlStore, check_layout
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "PostgresStoreError"]
+
+
+class PostgresStoreError(SessionError):
+    """A :class:`PostgresStore`'s database failed a call: a row another transaction held locked past
+    ``lock_timeout`` (another turn's commit, a long manual transaction), a statement past ``statement_timeout`` (or
+    cancelled by an operator), a server that did not answer within that bound, or one that went away mid-call (a
+    restart, a crash), a full disk, a role refused a table.
+
+    Its text names the store's DSN (its passwords masked) and the server's reason with what it means; ``dsn`` is
+    that DSN, ``sqlstate`` the server's code for the failure (``"55P03"`` a lock, ``"57014"`` a cancel,
+    ``"57P01"`` a terminated backend; ``None`` when libpq's, not the server's: a lost connection, our deadline),
+    psycopg's own error its ``__cause__``.  Also an instance of the psycopg class it replaces — what the store
+    raised before — so ``except psycopg.errors.LockNotAvailable`` or ``except psycopg.OperationalError`` catches it
+    still: its class is made once for each psycopg class, deriving from both
+    (:func:`agentactors._postgres.typed_class`), and is named as this one.  A commit that failed was rolled back —
+    or, its connection lost while its ``COMMIT`` was on the wire, may have landed (the text says so; the session
+    reloads before its next turn) — what was committed before is kept, and the store goes on: its next call tries
+    again (over a new connection if that one is gone), and :meth:`PostgresStore.aclose` closes it.
+    """
+
+    def __init__(self, message: str, *, dsn: str | None = None, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.dsn = dsn
+        self.sqlstate = sqlstate
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        return reduce_typed(self) or super().__reduce__()
 
 #: The DSN's options that hold a secret, left out of a store's address.
 _SECRETS: Final = frozenset({"password", "sslpassword"})
@@ -62,10 +94,12 @@ class PostgresStore(SqlStore):
     :param dsn: a libpq connection string or URL (``postgresql://user:password@host:5432/db``); its password is
         never shown (``repr`` prints the DSN with ``***``).
     :param connect_timeout: seconds a connection attempt waits for the server.
-    :param statement_timeout: seconds one statement may run before the server cancels it (psycopg's
-        ``QueryCanceled``), and a transaction may sit idle; a server that does not answer at all gets this and a
-        grace, then the call fails with psycopg's ``OperationalError``.  ``None``: the server's setting.
-    :param lock_timeout: seconds a commit may wait for a row another transaction holds (``LockNotAvailable``).
+    :param statement_timeout: seconds one statement may run before the server cancels it
+        (:class:`PostgresStoreError`, also psycopg's ``QueryCanceled``), and a transaction may sit idle; a server
+        that does not answer at all gets this and a grace, then the call fails (:class:`PostgresStoreError`, also
+        psycopg's ``OperationalError``).  ``None``: the server's setting.
+    :param lock_timeout: seconds a commit may wait for a row another transaction holds (:class:`PostgresStoreError`,
+        also ``LockNotAvailable``).
     :raises ValueError: a timeout that is not a finite number of seconds > 0 (see :mod:`agentactors._postgres`).
 
     Also an async context manager.  The connection opens on first use (``psycopg`` is imported then: a missing
@@ -88,9 +122,11 @@ class PostgresStore(SqlStore):
         self._dsn = dsn
         self._address: tuple[str, ...] | None = ()  # () until first asked (see address)
         name = f"agentactors-pg-store-{id(self)}"
+        timeouts = Timeouts(connect_timeout, statement_timeout, lock_timeout)
         worker = Worker(
             dsn, _setup, what="PostgresStore", name=name, connect_timeout=connect_timeout,
             statement_timeout=statement_timeout, lock_timeout=lock_timeout,
+            typed=typed(PostgresStoreError, "session store", dsn, timeouts),
         )
         super().__init__(worker, DIALECT)
 
