@@ -17,6 +17,7 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
+import logging
 import threading
 import types
 import typing
@@ -332,6 +333,7 @@ class Tool(Generic[P, R]):
             spec = ToolSpec(
                 tool_name, description if description is not None else doc_text, parameters or _EMPTY_SCHEMA
             )
+            _check_narrow_by(result_ceiling, parameters, spec.name)
         spec = _offered(spec)
         # Compiled once per tool: validating a call is then one walk of the arguments.
         self._validator = ArgumentValidator(spec.parameters, tool_name=spec.name)
@@ -747,6 +749,32 @@ def _check_own_name(name: str) -> None:
         ToolSpec(name)
     except ValueError as exc:
         raise ValueError(f"{exc}; the name is the function's: give the tool one with name='...'") from None
+
+
+def _check_narrow_by(ceiling: ResultCeiling | None, parameters: Mapping[str, Any] | None, name: str) -> None:
+    """Warn of a ceiling whose ``narrow_by`` names a parameter the model cannot send (``docs/loop.md``).
+
+    Every refusal tells the model to call again narrowing by those names: one the tool does not have (a typo, a
+    renamed parameter, a name a ``functools.partial`` bound) sends it on a retry that fails validation, where the
+    ceiling was meant to give a clean one.  A warning, not a refusal: the names are suggestions the model reads, and a
+    tool that worked before must not stop being made.  Only a schema made of the function's hints, with no
+    ``**kwargs``, says every name the model may send (``parameters`` ``None``: the function takes none); an explicit
+    spec (an MCP server's ceiling is one for all of its tools) is taken as it is.
+    """
+    if ceiling is None or not ceiling.narrow_by:
+        return
+    schema = parameters or _EMPTY_SCHEMA
+    if schema.get("additionalProperties", False) is not False:
+        return  # a **kwargs: any name may be one the function reads
+    known = schema.get("properties", {})
+    missing = [param for param in ceiling.narrow_by if param not in known]
+    if missing:
+        has = ", ".join(repr(p) for p in known) or "none"
+        logging.getLogger("agentactors.tools").warning(
+            "tool %r: result_ceiling.narrow_by names %s, not a parameter the model can send (its parameters: %s); "
+            "a refused result tells the model to narrow by it, and that call fails validation",
+            name, ", ".join(map(repr, missing)), has,
+        )
 
 
 def _check_defaults(validator: ArgumentValidator, parameters: Mapping[str, Any], name: str) -> None:

@@ -235,7 +235,7 @@ def _big() -> str:
 
 async def test_9_result_over_its_ceiling_is_refused_and_goes_nowhere(tmp_path: Path) -> None:
     @tool(result_ceiling=ResultCeiling(max_chars=20_000, narrow_by=("limit", "since")))
-    def logs(limit: int = 1000) -> str:
+    def logs(limit: int = 1000, since: str = "") -> str:
         """Read logs."""
         return _big()
 

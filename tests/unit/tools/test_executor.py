@@ -180,7 +180,7 @@ def payload_of(size: int) -> str:
 
 async def test_scenario_9_ceiling_refuses_and_the_payload_goes_nowhere(tmp_path: Any) -> None:
     @tool(result_ceiling=ResultCeiling(20_000, narrow_by=("limit", "since")), hint="use 'limit'")
-    async def dump(limit: int = 0) -> str:
+    async def dump(limit: int = 0, since: str = "") -> str:
         return payload_of(191_245)
 
     rec, sink = recording()

@@ -214,7 +214,7 @@ def test_decorator_options_and_plain_call() -> None:
         sequential=True,
         read_only=True,
     )
-    def add(a: int, b: int = 0) -> int:
+    def add(a: int, b: int = 0, limit: int = 0) -> int:
         """Ignored docstring."""
         return a + b
 
