@@ -475,7 +475,8 @@ class AgentRun(Generic[OutputT]):
         :raises ValueError: a tool message: a tool result answers a call the model made, and one nobody asked
             for is a conversation every vendor refuses — the run would fail a step later, far from the cause.
             Nothing is sent.  So is an assistant message that makes tool calls (calls with no results).  (A
-            system message, or an assistant one without calls, is taken as it is.)
+            system message, or an assistant one without calls, is taken as it is.)  An empty one (no text, no
+            part) is refused too: it says nothing, yet could cost the run a model call.
 
         Cancellation: the message is handed to the run's actor, which takes it at once (no wait): a caller
         cancelled before that leaves the run as it was; once taken it stands, even when the caller is

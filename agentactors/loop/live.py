@@ -79,7 +79,10 @@ def _steerable(_: Any, __: Any, message: Any) -> None:
     """A steer's message is one the conversation can take where a steer goes: after the step's tool results.
 
     A tool result nobody called for, or an assistant message making calls no result answers, is a conversation
-    every vendor refuses: taken, the run would fail at its next model call, far from the cause.
+    every vendor refuses: taken, the run would fail at its next model call, far from the cause.  An empty one (no
+    text, no part — a send pressed on an empty box) says nothing, yet could cost a model call: one arriving while
+    the model writes its final answer makes the run take another step to read it (``agent.run("")`` is refused
+    too).
     """
     if not isinstance(message, Message):
         raise TypeError(f"a steer is a Message, not {type(message).__name__}")
@@ -87,6 +90,8 @@ def _steerable(_: Any, __: Any, message: Any) -> None:
         raise ValueError("a steer cannot be a tool message: a tool result answers a call the model made")
     if message.tool_calls:
         raise ValueError("a steer cannot be an assistant message with tool calls: no result would answer them")
+    if not message.content and not message.parts:
+        raise ValueError("a steer cannot be empty: it says nothing to the model (give it text or content parts)")
 
 
 def _reason(_: Any, __: Any, reason: Any) -> None:
