@@ -345,7 +345,8 @@ class FallbackSkipped(FallbackEvent):
 
 
 class FallbackExhausted(FallbackEvent):
-    """``fallback.exhausted``: ``errors``, every member's, in order."""
+    """``fallback.exhausted``: ``errors``, every member's, in order (and ``reason="circuit_open"``, ``detail`` when a
+    breaker above stopped the chain before its next member)."""
 
     __slots__ = ()
 

@@ -14,6 +14,10 @@ task it starts inherits them, and an actor ``ask`` carries them into the
 handler along with the rest of the asker's context.  Gates nest: a retry under
 two breakers stops when either one closes.
 
+A fallback chain or a pool below a breaker asks :func:`refusal` before it moves
+a call to its next member: that member's request is another one below the same
+breaker.
+
 A hedge below a breaker asks the gates too (:func:`hedgeable`): a breaker that
 is not closed admitted this call as its probe, and a second copy would be a
 second request to the vendor it is testing — or, sent elsewhere, would decide

@@ -426,7 +426,10 @@ def with_circuit_breaker(
       before every attempt after the first, and sends none once the circuit
       has opened (or was forced open) since the call was admitted — nor, in a
       half-open circuit, for a call that is not its live probe.  So no attempt
-      is sent to a member whose breaker opened while the call was retrying.
+      is sent to a member whose breaker opened while the call was retrying.  A
+      :func:`~agentactors.resilience.with_fallback` or
+      :func:`~agentactors.resilience.with_pool` below asks it too before moving
+      a call to its next member.
     * Transitions are computed from ``clock`` (default ``anyio.current_time``)
       on each call: no background task, no ``await`` inside a state change, so
       one breaker can be shared by every agent of an event loop without a lock.

@@ -15,6 +15,8 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 
+import agentactors.resilience._gate as _gate
+
 from ..errors import (
     AllProvidersFailedError,
     ErrorKind,
@@ -218,6 +220,12 @@ class FallbackProvider(MultiProvider):
                 # when it is done (_member).  Made here, when it is tried: the no-fault path makes no copy.
                 step = attrs.evolve(step, request=own_request(request))
             if moved_from is not None:
+                # A circuit breaker above that admitted this call may have opened while the member before failed
+                # (other calls' failures): then no further member is called, as a retry below it sends no further
+                # attempt — the breaker's "no calls while open" holds for every request below it.
+                shut = _gate.refusal()
+                if shut is not None:
+                    raise self._shut_out(errors, step, shut)
                 last = errors[-1]
                 emit("fallback.moved", from_member=moved_from.name, to_member=step.name, to_model=step.request.model,
                      reason=last.kind, error=last)
@@ -237,6 +245,20 @@ class FallbackProvider(MultiProvider):
             errors.append(error)
             moved_from = step
         raise self._exhausted(request, errors, skipped)
+
+    def _shut_out(self, errors: list[ProviderError], step: _Step, why: str) -> ProviderError:
+        """The last member's error, raised unwrapped when a breaker above forbids moving on (``why``).
+
+        Its kind is the member's (transient, or circuit_open): a fallback above moves on as it would after any
+        failure of this chain, and the breaker above, whose circuit changed state since admitting the call, does
+        not count it.  ``fallback.exhausted`` says so with ``reason="circuit_open"`` and the ``detail``.
+        """
+        error = errors[-1]
+        if len(errors) > 1:
+            error.add_note(f"fallback {self._name}: tried before: " + "; ".join(str(e) for e in errors[:-1]))
+        error.add_note(f"fallback {self._name}: not moved to {step.name!r}: {why} (no further member called)")
+        emit("fallback.exhausted", errors=tuple(errors), reason="circuit_open", detail=why)
+        return error
 
     def _exhausted(self, request: LLMRequest, errors: list[ProviderError], skipped: list[str]) -> ProviderError:
         if not errors:
@@ -414,7 +436,14 @@ def with_fallback(
       would call (with ``skip_incapable``, a forced tool choice and a response
       format need one capable member).  ``aclose()`` closes every member.
 
-    Events: ``fallback.moved(from_member, to_member, reason, error)``,
+    * **Under a circuit breaker** (``with_circuit_breaker(with_fallback(...))``):
+      before moving on, it asks the breakers above whether the call they admitted
+      may still send (as ``with_retry`` does before each attempt).  Once one has
+      opened since, no further member is called: the last member's error is
+      raised unwrapped with a note saying why, and ``fallback.exhausted`` is
+      recorded with ``reason="circuit_open"`` and a ``detail``.
+
+    Events: ``fallback.moved(from_member, to_member, to_model, reason, error)``,
     ``fallback.skipped(member, reason)``, ``fallback.exhausted(errors)``.
     """
     return FallbackProvider((primary, *fallbacks), fallback_on=fallback_on, skip_incapable=skip_incapable, name=name)

@@ -30,6 +30,8 @@ from typing import Any, ClassVar, Final, Literal, TypeVar
 
 import attrs
 
+import agentactors.resilience._gate as _gate
+
 from ..errors import (
     AllProvidersFailedError,
     CircuitOpenError,
@@ -244,6 +246,17 @@ class PoolProvider(MultiProvider):
             retry_after=min(waits) if waits else None,
         )
 
+    def _shut_out(self, errors: list[ProviderError], member: _Member, why: str) -> ProviderError:
+        """The last member's error, raised unwrapped when a breaker above forbids moving on (``why``), as
+        ``with_fallback`` raises it: its own kind, so a fallback above moves on and the breaker above (whose circuit
+        changed state since admitting the call) does not count it; ``pool.exhausted`` with ``reason="circuit_open"``."""
+        error = errors[-1]
+        if len(errors) > 1:
+            error.add_note(f"{self._name}: tried before: " + "; ".join(str(e) for e in errors[:-1]))
+        error.add_note(f"{self._name}: not moved to {member.name!r}: {why} (no further member called)")
+        emit("pool.exhausted", errors=tuple(errors), reason="circuit_open", detail=why)
+        return error
+
     async def _walk(
         self, request: LLMRequest, call: Callable[[Any, LLMRequest], Any]
     ) -> tuple[_Member, Any, LLMRequest]:
@@ -265,6 +278,11 @@ class PoolProvider(MultiProvider):
         for member, model in plan:
             sub = request if model == request.model else request.with_model(model)
             if previous is not None:
+                # A circuit breaker above that admitted this call may have opened meanwhile: no further member is
+                # called (as with_fallback and a retry below it do), the last member's error is raised.
+                shut = _gate.refusal()
+                if shut is not None:
+                    raise self._shut_out(errors, member, shut)
                 last = errors[-1]
                 emit("pool.moved", from_member=previous.name, to_member=member.name, to_model=sub.model,
                      reason=last.kind, error=last)
@@ -413,6 +431,9 @@ def with_pool(
       what its layers note against it (a hedge's copies, a batch price) is handed on to the caller's.
     * ``LLMResponse.provider`` names the member that served when the member did not.
       ``aclose()`` closes every member.
+    * Under a circuit breaker whose circuit opened since it admitted the call, no further member is
+      called: the last member's error is raised, noted, and ``pool.exhausted`` has ``reason="circuit_open"``
+      (as :func:`~agentactors.resilience.with_fallback`).
 
     Events: ``pool.skipped(member, index, reason)``, ``pool.moved(from_member, to_member, reason,
     error)``, ``pool.exhausted(errors)``.
