@@ -1235,7 +1235,15 @@ class Runtime:
         runtime) keeps the history; after ``idle_timeout`` seconds without a turn the session
         deactivates (no task, no history in memory) and the next turn loads it again; ``cost_limit``: the
         most the session's turns may spend together in this runtime (``docs/costs.md``).
+
+        :raises TypeError: ``agent`` has no ``session`` (not an :class:`agentactors.Agent`: an agent of one's own with
+            ``run`` and ``resume`` opens one with :func:`agentactors.sessions.open_session`).
         """
+        if not callable(getattr(agent, "session", None)):  # (not an AttributeError from deep in the call)
+            raise TypeError(
+                f"rt.session() takes an agent (an agentactors.Agent), not {type(agent).__name__}; an agent of your "
+                "own with run() and resume() opens one with agentactors.sessions.open_session()"
+            )
         return agent.session(key, runtime=self, store=store, idle_timeout=idle_timeout, cost_limit=cost_limit)
 
     # -- accounting ------------------------------------------------------------------------------

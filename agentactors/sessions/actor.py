@@ -260,7 +260,8 @@ class SessionActor:
         """Claim the pause, resume the run with the decisions, commit its outcome.
 
         :raises TypeError, ValueError: decisions that do not fit the pause, or an agent that cannot resume it
-            (nothing claimed).
+            (nothing claimed) — the pause as the store holds it: one held here is read again before they are
+            refused, since another process may have resolved it and paused again on other calls.
         :raises SessionConflictError: there is no pause to resolve (resolved already, or never
             paused: as the store says, read again first), or another runtime claimed it first.  Nothing ran.
 
@@ -270,14 +271,15 @@ class SessionActor:
         """
         if self.paused is None:
             await self._load()  # this runtime's copy may be stale: another process's turn may have paused it since
-        pause = self.paused
-        if pause is None:
-            raise SessionConflictError(
-                f"session {self.key!r} has no pause to resolve: it was resolved already, or never paused",
-                key=self.key,
-            )
-        decisions = check_decisions(pause, message.decisions)
-        _check_resumer(self.key, pause, message.agent)
+        try:
+            pause, decisions = self._decided(message)
+        except (TypeError, ValueError):
+            # This runtime's pause may be stale: another process may have resolved it and paused again on other
+            # calls, which the decisions name.  Read the store before refusing them (as a turn does before it
+            # refuses one), or every retry would be refused against the old pause until the session deactivates.
+            # Only on this refusal's path: a resolve that fits its pause pays nothing.
+            await self._load()
+            pause, decisions = self._decided(message)
         history, children = self.history, self.children
         await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
         with turn_running(SessionTurn(self.key, self.version, len(history), self.origin)):
@@ -286,6 +288,22 @@ class SessionActor:
             result = attrs.evolve(result, children=children + result.children)
         await self._settle(result, message.agent, "resume")
         return result
+
+    def _decided(self, message: Resolve) -> tuple[PausedRun, Any]:
+        """The pause this actor holds and ``message``'s decisions checked against it (:meth:`resolve`).
+
+        :raises SessionConflictError: no pause is held.
+        :raises TypeError, ValueError: the decisions do not fit it, or the message's agent cannot resume it.
+        """
+        pause = self.paused
+        if pause is None:
+            raise SessionConflictError(
+                f"session {self.key!r} has no pause to resolve: it was resolved already, or never paused",
+                key=self.key,
+            )
+        decisions = check_decisions(pause, message.decisions)
+        _check_resumer(self.key, pause, message.agent)
+        return pause, decisions
 
     async def _settle(self, result: RunResult[Any], agent: SessionAgent, method: str) -> None:
         if not isinstance(result, RunResult):  # an agent of the user's own: refused here, not as an AttributeError
