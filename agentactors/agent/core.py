@@ -963,8 +963,9 @@ class Agent(Generic[OutputT]):
 
         :raises ValueError: ``paused`` is not paused; a pending call without a decision, or a decision
             for a call that is not pending; this agent neither is nor hands off to the agent the run
-            paused in, or the run paused in an unnamed agent and this one is another (nothing is claimed: the
-            pause is left to the right agent).
+            paused in, or the run paused in an unnamed agent and this one is named (nothing is claimed: the
+            pause is left to the right agent; a pause knows its agent by name, so two unnamed agents are not
+            told apart).
         :raises PauseConsumedError: this pause was resumed already in this process (sequentially or at
             the same time): a pause goes on once, and this call runs nothing.  Across processes, see
             docs/agents.md ("Approvals").
@@ -1111,13 +1112,15 @@ class Agent(Generic[OutputT]):
         deadline: float | None = None,
         priority: int | None = None,
         input_key: str | None = None,
+        cost_limit: float | CostBudget | None = None,
     ) -> AgentRun[OutputT]:
         """A handle that runs the loop and yields its events: ``async with agent.stream(p) as run``.
 
         ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings``, ``deadline``,
-        ``priority`` and ``input_key`` as for :meth:`run`.  See :class:`AgentRun`.
+        ``priority``, ``input_key`` and ``cost_limit`` as for :meth:`run` (a live run is the service's way to
+        run an agent: it is bounded as a run is), checked here.  See :class:`AgentRun`.
         """
-        options = _options(None, deps, settings, deadline, priority, input_key)
+        options = _options(None, deps, settings, deadline, priority, input_key, cost_limit)
         _check_ticket(options)
         _check_runtime(runtime)
         return AgentRun(_Launcher(self, _to_messages(prompt), options, runtime))
