@@ -51,8 +51,25 @@ DEFAULT_TOOL_NAME = "final_result"
 
 
 def _check_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
+    if value is None:
+        return
+    if not isinstance(value, str):  # the wrong type is a TypeError, as for output_retries
+        raise TypeError(f"{attribute.name} must be a non-empty str, not {type(value).__name__} {value!r}")
+    if not value:
         raise ValueError(f"{attribute.name} must be a non-empty str, not {value!r}")
+
+
+def _check_text(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """``description`` / ``template``: a str or ``None``, refused here rather than where the agent uses it (a
+    ``template=5`` was "argument of type 'int' is not iterable" when the agent was built)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str or None, not {type(value).__name__}")
+
+
+def _check_bool(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """``strict``: a bool.  A truthy value of another type (``strict="no"``) was taken as ``True`` and sent."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{attribute.name} must be a bool, not {type(value).__name__} {value!r}")
 
 
 # Values that are never a type form: written where a type was meant (``[int]`` for ``list[int]``, ``(int, str)``
@@ -147,7 +164,7 @@ class ToolOutput(Generic[OutputT]):
 
     output_type: type[OutputT] = attrs.field(validator=_check_type)
     name: str = attrs.field(default=DEFAULT_TOOL_NAME, kw_only=True, validator=_check_name)
-    description: str | None = attrs.field(default=None, kw_only=True)
+    description: str | None = attrs.field(default=None, kw_only=True, validator=_check_text)
 
 
 @attrs.frozen(slots=True)
@@ -166,7 +183,7 @@ class NativeOutput(Generic[OutputT]):
 
     output_type: type[OutputT] = attrs.field(validator=_check_type)
     name: str | None = attrs.field(default=None, kw_only=True, validator=_check_name)
-    strict: bool = attrs.field(default=True, kw_only=True)
+    strict: bool = attrs.field(default=True, kw_only=True, validator=_check_bool)
 
 
 @attrs.frozen(slots=True)
@@ -183,7 +200,7 @@ class PromptedOutput(Generic[OutputT]):
     """
 
     output_type: type[OutputT] = attrs.field(validator=_check_type)
-    template: str | None = attrs.field(default=None, kw_only=True)
+    template: str | None = attrs.field(default=None, kw_only=True, validator=_check_text)
 
 
 #: What ``Agent(output_type=...)`` takes: a type, or a type in one of the strategies.
