@@ -4,7 +4,9 @@ For checks no schema can express (a date in the future, a total that adds up, a 
 ``fn`` may be sync or async and may take ``(value)`` or ``(value, ctx)``; it returns the value to keep
 (the same, or a corrected one) or raises :class:`~agentactors.ModelRetry` with a message for the model,
 which re-asks (counted against ``output_retries``).  Any other exception is the validator's bug: it
-leaves the run as the run's exception.  A sync validator runs on the event loop: keep it quick.
+leaves the run as the run's exception — and so does returning ``None`` where the output type cannot hold
+it (a ``TypeError``: a validator that forgot ``return value`` would otherwise end the run ``ok`` without it).
+A sync validator runs on the event loop: keep it quick.
 """
 
 from __future__ import annotations

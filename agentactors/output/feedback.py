@@ -113,9 +113,15 @@ def no_output_call_text(target: OutputTarget) -> str:
     return f"Do not answer in text: give your final answer by calling {names} with it."
 
 
-def retry_text(message: str, member: Member | None) -> str:
-    """What the model reads when an output validator raised :class:`~agentactors.ModelRetry`."""
+def retry_text(message: str, member: Member | None, *, json: bool = True) -> str:
+    """What the model reads when an output validator raised :class:`~agentactors.ModelRetry`.
+
+    ``json``: the answer was asked for as JSON (``False``: a plain ``str`` answer, which only the validator
+    checks — the model was never asked for JSON, so it is not told to correct any).
+    """
     text = redact(message.strip()) or "the answer was refused"
     if member is not None:
         return f"Final result refused: {text}\nFix it and call '{member.name}' again."
+    if not json:
+        return f"Your answer was refused: {text}\nAnswer again, corrected."
     return f"Your answer was refused: {text}\nAnswer again with the corrected JSON."

@@ -50,7 +50,7 @@ from .feedback import (
 from .partial import PartialOutput, jiter_available
 from .prompt import Extracted, extract_json
 from .spec import Strategy
-from .target import Checked, Member, OutputTarget, issue_lines
+from .target import Checked, Member, OutputTarget, issue_lines, type_label
 
 __all__ = ["CallVerdict", "OutputRun", "TextVerdict"]
 
@@ -339,14 +339,39 @@ class OutputRun:
             return value
         ctx = OutputContext(self._run_id, self._agent, step, self.attempts, self.strategy, self._deps)
         try:
-            return await call_validator(config.validator, config.arity, value, ctx)
+            kept = await call_validator(config.validator, config.arity, value, ctx)
         except ModelRetry as retry:
             return retry
+        if kept is None and not self._admits_none():
+            # A validator written to check and raise, that forgot ``return value``: taken, the run ended ``ok``
+            # with ``output=None`` and no error — the model's valid answer silently dropped.  The validator's bug,
+            # so the run's exception, as any other the validator raises.
+            raise TypeError(
+                f"output_validator returned None, which is not a {self._type_label()}: return the value to keep "
+                "(the one it was given, or a corrected one), or raise ModelRetry to refuse it"
+            )
+        return kept
+
+    def _admits_none(self) -> bool:
+        """Whether ``None`` is a value of the output type (``int | None``): asked only when a validator returned it."""
+        target = self._config.target
+        if target is None:  # a plain str answer
+            return False
+        try:
+            return target.check(None).ok
+        except Exception:  # the type's own conversion refusing None its own way
+            return False
+
+    def _type_label(self) -> str:
+        target = self._config.target
+        return "str" if target is None else type_label(target.tp)
 
     async def _validated_text(self, value: Any, answer: str, step: int, member: Member | None) -> TextVerdict:
         kept = await self._refusal(value, step)
         if isinstance(kept, ModelRetry):
-            return self._refused_text(retry_text(kept.message, member), (f"- {kept.message}",))
+            # A plain str answer is text: the model is not told to answer "with the corrected JSON".
+            feedback = retry_text(kept.message, member, json=self._config.target is not None)
+            return self._refused_text(feedback, (f"- {kept.message}",))
         self.value = kept
         return TextVerdict(True, kept)
 
