@@ -36,6 +36,7 @@ later stage — the store commits it *and* loads it back, in any process.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Final
 
 __all__ = [
@@ -131,8 +132,10 @@ def loads_bounded(text: str | bytes, *, what: str, max_depth: int = MAX_DEPTH, u
         raise JsonBoundError(
             f"{what} nests deeper than {max_depth} levels (the limit for JSON entering agentactors)", limit="depth"
         ) from None
-    except ValueError as exc:  # an integer past the interpreter's int_max_str_digits
-        raise JsonBoundError(f"{what} does not convert: {exc}", limit="digits") from None
+    except ValueError:  # an integer past the interpreter's int_max_str_digits
+        # Not Python's own words ("use sys.set_int_max_str_digits()"): a model reads this about its answer.
+        digits = sys.get_int_max_str_digits() or MAX_INT_DIGITS  # the interpreter's limit, 4,300 unless changed
+        raise JsonBoundError(f"{what} holds an integer of more than {digits} digits", limit="digits") from None
     if len(text) <= MAX_INT_DIGITS and _openers(text) <= max_depth:
         return value  # the usual small value: too few brackets to be too deep, too short for a long integer
     return check_value(value, what=what, max_depth=max_depth)
@@ -164,7 +167,8 @@ _UNIQUE: Final = json.JSONDecoder(object_pairs_hook=_unique_pairs)
 
 def repeated_key_problem(what: str, key: str) -> str:
     """What is wrong with ``what`` (``"the arguments"``) when one of its objects names ``key`` twice."""
-    return f"{what} name the key {_shown_key(key)} more than once"
+    verb = "name" if what.endswith("s") else "names"  # "the arguments name", "the JSON in the answer names"
+    return f"{what} {verb} the key {_shown_key(key)} more than once"
 
 
 def _shown_key(key: str) -> str:

@@ -101,16 +101,18 @@ class CallShape:
 def auto_strategy(shape: CallShape) -> tuple[Strategy, str]:
     """``(strategy, reason)`` for a call shaped ``shape`` (see the module docstring)."""
     who = shape.who
+    but = ", but"
     if shape.native_tools and forced_tool_choice_for(shape.provider, shape.model):
         refusal = shape.forced_refusal()
         if refusal is None:
             return "tool", f"{who} carries a forced tool choice"
         not_tool = f"{who} takes a forced tool choice, but not with this run's settings ({refusal})"
+        but = "; it"  # (not "..., but not with these settings, but carries")
     else:
         not_tool = f"{who} cannot force a tool choice"
     problem = shape.native_refusal()
     if problem is None:
-        return "native", f"{not_tool}, but carries a JSON-schema response format"
+        return "native", f"{not_tool}{but} carries a JSON-schema response format"
     reason = f"{not_tool}, and no JSON-schema response format for this output ({problem})"
     unknown = _unknown_server(shape.provider)
     return "prompted", reason if unknown is None else f"{reason}; {unknown}"
