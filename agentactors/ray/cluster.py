@@ -147,7 +147,9 @@ class RayCluster:
         Ray unable to reach it (``ActorUnavailableError`` each time), or its event loop blocked (a chunk's
         reply late by this much, then no answer to a ping within as much again).  A slow chunk whose
         worker answers is never cut short.
-    :raises ValueError: invalid numbers or options.
+    :raises ValueError: invalid numbers (a negative ``drain_timeout``, a ``start_timeout`` not above 0, ...),
+        options Ray's retries would stack on, an empty budget name.
+    :raises TypeError: a factory that is not callable; a number, mapping or budget of the wrong type.
     """
 
     def __init__(
@@ -178,6 +180,13 @@ class RayCluster:
             raise ValueError(f"unresponsive_timeout must be a positive number of seconds, not {unresponsive_timeout!r}")
         if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
             raise ValueError(f"chunk must be a positive int or None, not {chunk!r}")
+        # Checked here, not where they are used: a bad drain_timeout otherwise fails every worker's runtime
+        # (every input failing) and then the cluster's exit before it killed its workers.
+        drain_timeout = _seconds(drain_timeout, "drain_timeout", zero=True)
+        start_timeout = _seconds(start_timeout, "start_timeout", zero=False)
+        for label, mapping in (("worker_options", worker_options), ("init", init), ("budgets", budgets)):
+            if mapping is not None and not isinstance(mapping, Mapping):
+                raise TypeError(f"{label} must be a mapping (a dict) or None, not {type(mapping).__name__}")
         options = dict(worker_options or {})
         clash = _FORBIDDEN_OPTIONS & options.keys()
         if clash:
@@ -186,6 +195,10 @@ class RayCluster:
                 "running itself, and Ray's retries stacked on it would run lost work twice over"
             )
         for name, budget in (budgets or {}).items():
+            if not isinstance(name, str):
+                raise TypeError(f"budgets are named by a str (with_shared_budget's name), not {name!r}")
+            if not name:
+                raise ValueError("budgets are named by a non-empty str (with_shared_budget's name), not ''")
             if not isinstance(budget, SharedBudget):
                 raise TypeError(f"budgets[{name!r}] must be a SharedBudget, not {type(budget).__name__}")
         self._factory = agent_factory
@@ -400,14 +413,19 @@ class RayCluster:
         ``unresponsive_timeout``); one that does not answer within ``unresponsive_timeout`` (its event
         loop blocked) is lost, killed, and left out.
 
-        :raises WorkerLostError: the driver's Ray was shut down.
+        :raises WorkerLostError: the driver's Ray was shut down (before the call or during it; whether or not
+            the cluster had noticed already: then every worker is lost).
         :raises RuntimeError: outside ``async with``.
 
         Cancellation: the waits for the workers' replies are cancelled; nothing else changes.
         """
+        import ray
         import ray.exceptions
 
         self._check()
+        if not ray.is_initialized():  # whether or not the watchers noticed yet: the same answer
+            self._ray_gone()
+            raise ray_gone_error()
         found: list[dict[str, Any]] = []
         for worker in list(self._workers):  # (a copy: the shutdown replaces the list)
             if not worker.alive:
@@ -421,6 +439,9 @@ class RayCluster:
                 self._unavailable(worker)  # not (yet) lost: left out of this list
             except ray.exceptions.RayActorError:
                 self._lost(worker)
+            except WorkerLost:  # the waiter's word: Ray was shut down while it waited
+                self._ray_gone()
+                raise
         return found
 
     async def _reply(self, worker: _Worker, ref: Any) -> Any:
@@ -949,6 +970,16 @@ class ClusterCompletions:
             )
             self._deliver(index, RunResult("", input_messages(item), error=error))
         self._notify()
+
+
+def _seconds(value: Any, label: str, *, zero: bool) -> float:
+    """``value`` as seconds (``math.inf`` allowed; 0 only with ``zero``), or a typed error naming ``label``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{label} must be a number of seconds, not {type(value).__name__} {value!r}")
+    if not (value >= 0 if zero else value > 0):  # (NaN too)
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{label} must be a number of seconds {bound}, not {value!r}")
+    return float(value)
 
 
 def _cancel(ref: Any) -> None:
