@@ -109,65 +109,68 @@ def model_row(model: str) -> ClaudeModel | None:
     return match_model(MODELS, model)
 
 
-def plan_thinking(request: LLMRequest, model: str) -> tuple[dict[str, Any] | None, str | None]:
+def plan_thinking(
+    request: LLMRequest, model: str, *, wire: str = WIRE
+) -> tuple[dict[str, Any] | None, str | None]:
     """``(thinking, effort)``: the ``thinking`` object and the ``output_config.effort`` the settings ask for.
 
     ``(None, None)`` when the settings ask for neither.  Raises
     :class:`~agentactors.UnsupportedSettingError` for a budget the model cannot take and an effort it does not
-    know; drops (with ``llm.setting_dropped``) an effort for a model that does not reason.
+    know; drops (with ``llm.setting_dropped``) an effort for a model that does not reason.  ``wire``: the wire the
+    request goes to, named by those errors and events (Bedrock plans Claude's thinking with this table).
     """
     row = model_row(model)
     budget, effort = request.thinking_budget, request.reasoning_effort
     thinking: dict[str, Any] | None = None
     if budget is not None and budget > 0:
         if row is not None and row.thinking == "none":
-            raise refused(WIRE, model, "thinking_budget", "the model does not think")
+            raise refused(wire, model, "thinking_budget", "the model does not think")
         if row is not None and row.thinking == "adaptive_only":
-            raise refused(WIRE, model, "thinking_budget",
+            raise refused(wire, model, "thinking_budget",
                           "the model takes no thinking budget, only adaptive thinking: set reasoning_effort")
         if budget < MIN_THINKING_BUDGET:
-            raise refused(WIRE, model, "thinking_budget", f"Anthropic requires at least {MIN_THINKING_BUDGET} tokens")
+            raise refused(wire, model, "thinking_budget", f"Claude requires at least {MIN_THINKING_BUDGET} tokens")
         if request.max_tokens is not None and budget >= request.max_tokens:
-            raise refused(WIRE, model, "thinking_budget",
+            raise refused(wire, model, "thinking_budget",
                           f"the budget ({budget}) must be below max_tokens ({request.max_tokens})")
         thinking = {"type": "enabled", "budget_tokens": budget}
     if effort is None or effort == "none":
         return thinking, None  # "none": no thinking, nothing to send
     if row is not None and row.thinking == "none" and row.efforts is None:
-        dropped(WIRE, model, "reasoning_effort", effort, "the model does not reason")
+        dropped(wire, model, "reasoning_effort", effort, "the model does not reason")
         return thinking, None
     sent: str | None = None
     if row is None or row.efforts is not None:
         if row is not None and row.efforts is not None and effort not in row.efforts:
-            raise refused(WIRE, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
+            raise refused(wire, model, "reasoning_effort", f"{effort!r} is not accepted: use {listed(row.efforts)}")
         sent = effort
     if thinking is None and budget is None:
         if row is None or row.thinking in ("adaptive", "adaptive_only"):
             thinking = {"type": "adaptive"}
         elif row.thinking == "manual":
-            thinking = _budget_for(effort, request, model)
+            thinking = _budget_for(effort, request, model, wire)
     return thinking, sent
 
 
-def _budget_for(effort: str, request: LLMRequest, model: str) -> dict[str, Any] | None:
+def _budget_for(effort: str, request: LLMRequest, model: str, wire: str) -> dict[str, Any] | None:
     budget = EFFORT_BUDGETS.get(effort)
     if budget is None:
-        raise refused(WIRE, model, "reasoning_effort", f"{effort!r} has no thinking budget on this model")
+        raise refused(wire, model, "reasoning_effort", f"{effort!r} has no thinking budget on this model")
     if request.max_tokens is not None:
         budget = min(budget, request.max_tokens - 1)
         if budget < MIN_THINKING_BUDGET:
-            dropped(WIRE, model, "reasoning_effort", effort,
+            dropped(wire, model, "reasoning_effort", effort,
                     f"max_tokens ({request.max_tokens}) leaves no room for the {MIN_THINKING_BUDGET}-token "
                     "minimum thinking budget")
             return None
     return {"type": "enabled", "budget_tokens": budget}
 
 
-def sampling_fields(request: LLMRequest, model: str, *, thinking: bool) -> dict[str, Any]:
+def sampling_fields(request: LLMRequest, model: str, *, thinking: bool, wire: str = WIRE) -> dict[str, Any]:
     """``temperature`` / ``top_p`` for the body, checked against thinking and the model (the conflict table).
 
     Both set, on a model that takes one of them only (:attr:`ClaudeModel.one_sampler`), is a conflict: refused,
-    as the vendor would, rather than guessing which one the caller meant.
+    as the vendor would, rather than guessing which one the caller meant.  ``wire``: as for :func:`plan_thinking`.
     """
     row = model_row(model)
     out: dict[str, Any] = {}
@@ -176,19 +179,19 @@ def sampling_fields(request: LLMRequest, model: str, *, thinking: bool) -> dict[
         if value is None:
             continue
         if row is not None and not row.sampling:
-            dropped(WIRE, model, name, value, "the model takes no sampling settings")
+            dropped(wire, model, name, value, "the model takes no sampling settings")
             continue
         if name == "temperature" and value > 1:
-            raise refused(WIRE, model, "temperature", f"Anthropic takes 0 to 1, not {value!r}")
+            raise refused(wire, model, "temperature", f"Claude takes 0 to 1, not {value!r}")
         if thinking and name == "temperature" and value != 1:
-            raise refused(WIRE, model, "temperature",
+            raise refused(wire, model, "temperature",
                           "extended thinking is not compatible with a temperature other than 1")
         if thinking and name == "top_p" and value < _TOP_P_WITH_THINKING:
-            raise refused(WIRE, model, "top_p",
+            raise refused(wire, model, "top_p",
                           f"extended thinking takes top_p between {_TOP_P_WITH_THINKING} and 1, not {value!r}")
         out[name] = value
     if len(out) == 2 and row is not None and row.one_sampler:
-        raise refused(WIRE, model, "top_p", "the model takes temperature or top_p, not both: set one of them")
+        raise refused(wire, model, "top_p", "the model takes temperature or top_p, not both: set one of them")
     return out
 
 

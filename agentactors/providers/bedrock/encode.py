@@ -264,7 +264,7 @@ def _inference(request: LLMRequest, model: str, row: BedrockModel | None, *, thi
     if request.max_tokens is not None:
         config["maxTokens"] = request.max_tokens
     if _is_claude(row):
-        sampling = sampling_fields(request, model, thinking=thinking)  # Claude's conflict table
+        sampling = sampling_fields(request, model, thinking=thinking, wire=WIRE)  # Claude's conflict table
     else:
         sampling = {k: v for k in ("temperature", "top_p") if (v := getattr(request, k)) is not None}
     if sampling.get("temperature", 0) > _MAX_TEMPERATURE:
@@ -287,7 +287,7 @@ def _inference(request: LLMRequest, model: str, row: BedrockModel | None, *, thi
 def _reasoning(request: LLMRequest, model: str, row: BedrockModel | None) -> dict[str, Any]:
     """The ``additionalModelRequestFields`` that ask ``model`` to reason, from the request's settings."""
     if _is_claude(row):
-        thinking, effort = plan_thinking(request, model)
+        thinking, effort = plan_thinking(request, model, wire=WIRE)
         fields: dict[str, Any] = {}
         if thinking is not None:
             fields["thinking"] = thinking
