@@ -94,7 +94,8 @@ def check_base_url(url: object, *, parameter: str = "base_url") -> str:
         bare = redact(urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")))
         raise ValueError(
             f"{parameter} must not hold a user name or a password ({bare!r} and its user info): the provider sends "
-            f"its own credential (api_key=) in a header, and an HTTP client would send user info in place of it, "
+            f"its own credential (an API key, a bearer token, a SigV4 signature) in headers, and an HTTP client "
+            f"would send user info in place of it, "
             f"as Authorization: Basic. For a server behind HTTP Basic auth, pass "
             f"http_client=httpx.AsyncClient(auth=(user, password)) and the URL without them"
         )
