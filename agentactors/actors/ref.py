@@ -190,8 +190,9 @@ class ActorRef:
         :class:`~agentactors.errors.ActorStopped` if the actor is stopped or stops before answering.
         ``timeout`` (seconds, covering the wait for mailbox room too) raises
         :class:`~agentactors.errors.AskTimeout`; an answer that arrives at the very moment the timeout
-        expires is returned.  A ``timeout`` that is not a number of seconds >= 0 (a bool, NaN, a negative
-        one) is a ``TypeError`` / ``ValueError`` before anything is sent.
+        expires is returned.  ``timeout=0`` has expired before anything is sent: ``AskTimeout`` at once,
+        the message not sent (``ActorStopped`` for a stopped actor).  A ``timeout`` that is not a number of
+        seconds >= 0 (a bool, NaN, a negative one) is a ``TypeError`` / ``ValueError`` before anything is sent.
 
         **Asking itself.**  An ask made by the actor's own handler (in its own task) that would queue behind
         the slot that handler holds — ``concurrency=1``, or during ``on_start`` — could never be answered: it
@@ -278,9 +279,17 @@ class ActorRef:
         # -- the mailbox path
         if cell.scopes and ((spec.concurrency == 1 and cell.busy) if cell.started else cell.slots == 1):
             _refuse_waiting_on_itself(cell, "ask", message)  # (rare: a handler asking its own actor)
-        env = Ask(message, contextvars.copy_context(), spec.new_event())
+        # A cancellation point before anything is sent, as on the direct path: a cancelled asker's message, once
+        # queued, raced the asker's cancellation to a worker (on asyncio the worker came first and handled it).
+        # Not for an actor that takes nothing (ActorStopped below, as before): a closed runtime's actor may be asked
+        # from a later loop of another backend, where this runtime's checkpoint finds no loop of its own.
+        if cell.state == OPEN:
+            await spec.checkpoint()
         if timeout is None:
-            return await self._ask(env, False, True)
+            return await self._ask(Ask(message, contextvars.copy_context(), spec.new_event()), False, True)
+        if not timeout:  # 0 (never on the direct path): expired before anything could be sent
+            _expired(cell, message)
+        env = Ask(message, contextvars.copy_context(), spec.new_event())
         return await self._ask_by(env, anyio.current_time() + timeout, timeout, True)
 
     # -- internals -------------------------------------------------------------------------------
@@ -397,6 +406,21 @@ def _positive(timeout: Any) -> bool:
 
 def _timeout(cell: Cell, message: Any, within: float) -> AskTimeout:
     return AskTimeout(f"ask to actor {cell.name!r} ({type(message).__name__}) got no answer within {within:g}s")
+
+
+def _expired(cell: Cell, message: Any) -> NoReturn:
+    """An ask whose ``timeout`` is 0: it has expired before anything is sent, so nothing is (the same on every backend).
+
+    Queued, it raced its own deadline: on asyncio a worker started in the same loop iteration handled it and the
+    answer came back (anyio delivers the deadline's cancellation at the asker's next yield); on trio the asker was
+    cancelled at its first checkpoint and the message skipped — or handled anyway, by a worker that ran first.
+
+    :raises ActorStopped: the actor is stopped (as for any ask to it).
+    :raises AskTimeout: otherwise; the actor is untouched.
+    """
+    if cell.state != OPEN:
+        raise ActorStopped(f"actor {cell.name!r} is stopped")
+    raise _timeout(cell, message, 0)
 
 
 def _no_answer(cell: Cell, message: Any, timeout: float | None, result: Any) -> NoReturn:

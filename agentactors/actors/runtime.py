@@ -747,8 +747,9 @@ class Runtime:
         ``actor.stopped`` events for it (an actor that stands for something with events of its own: a run).
 
         :raises TypeError: a count (``mailbox_size``, ``concurrency``, ``max_restarts``) that is not an int (a bool
-            is not one), a ``restart_window`` that is not a number, a ``name`` that is not a string; an actor
-            whose ``receive`` (or ``on_start`` / ``on_stop``) is not an ``async def``.
+            is not one), a ``restart_window`` that is not a number, a ``name`` that is not a string, a ``direct`` or
+            ``quiet`` that is not a bool; an actor whose ``receive`` (or ``on_start`` / ``on_stop``) is not an
+            ``async def``.
         :raises ValueError: a setting out of its range (a count below 1, or 0 for ``max_restarts``; a window that is
             not > 0), or an unknown ``on_failure``.
         :raises RuntimeError: outside ``async with``, or from another thread than the runtime's loop's.
@@ -764,8 +765,10 @@ class Runtime:
             or type(max_restarts) is not int
             or type(restart_window) is not float
             or (name is not None and not isinstance(name, str))
+            or type(direct) is not bool
+            or type(quiet) is not bool
         ):
-            _check_spawn(name, mailbox_size, concurrency, max_restarts, restart_window)
+            _check_spawn(name, mailbox_size, concurrency, max_restarts, restart_window, direct, quiet)
         key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct, quiet)
         spec = self._specs.get(key)
         if spec is None:
@@ -1430,14 +1433,20 @@ def _check_journal(journal: object) -> None:
         )
 
 
-def _check_spawn(name: Any, mailbox_size: Any, concurrency: Any, max_restarts: Any, restart_window: Any) -> None:
+def _check_spawn(
+    name: Any, mailbox_size: Any, concurrency: Any, max_restarts: Any, restart_window: Any, direct: Any, quiet: Any
+) -> None:
     """The types of :meth:`Runtime.spawn`'s settings (its caller checks the ranges).
 
-    :raises TypeError: the first setting of a wrong type, named.
+    :raises TypeError: the first setting of a wrong type, named.  The flags are bools: ``direct="no"`` was a direct
+        actor and ``direct=None`` a mailbox one, silently (and ``1`` found the settings of ``True``).
     """
     for what, value in (("mailbox_size", mailbox_size), ("concurrency", concurrency), ("max_restarts", max_restarts)):
         if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{what} must be an int, not {type(value).__name__} {value!r}")
+    for what, value in (("direct", direct), ("quiet", quiet)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{what} must be a bool, not {type(value).__name__} {value!r}")
     if isinstance(restart_window, bool) or not isinstance(restart_window, int | float):
         raise TypeError(f"restart_window must be a number of seconds, not {type(restart_window).__name__}")
     if name is not None and not isinstance(name, str):
