@@ -1411,7 +1411,8 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
     if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
         raise ValueError(f"an event record's 'seq' is an integer, not {_shown(seq)}")
     time = record.get("time")
-    if time in _NON_FINITE:  # how JsonlRecorder spells a NaN or an infinity (strict JSON has none)
+    # How JsonlRecorder spells a NaN or an infinity (strict JSON has none); a list or a dict cannot be looked up.
+    if isinstance(time, str) and time in _NON_FINITE:
         time = float(time)
     if time is not None and (not isinstance(time, int | float) or isinstance(time, bool)):
         raise ValueError(f"an event record's 'time' is a number, not {_shown(time)}")
@@ -1428,6 +1429,7 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
 
 
 _NON_FINITE = frozenset(("nan", "inf", "-inf"))
+_SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
 
 def _shown(value: Any) -> str:
@@ -1455,6 +1457,7 @@ def read_jsonl(
 
     :raises EventRecordError: a line (other than a cut-off one, as above) is not JSON (or not UTF-8), is past the
         policy's limits, or is an event record whose header is of the wrong kind; it names the line (``.line``).
+        A SQLite database (a journal's file) is said to be one, at line 1.
     :raises OSError: the file cannot be read.
     """
     where = str(path)
@@ -1463,6 +1466,12 @@ def read_jsonl(
     requests: dict[Any, tuple[Any, list[Any]]] = {}
     with Path(path).open("rb") as file:
         for number, line in enumerate(file, 1):
+            if number == 1 and line.startswith(_SQLITE_HEADER):
+                # A journal's file, not a record: the bytes of line 1 say so better than "not UTF-8" would.
+                raise EventRecordError(
+                    f"{where} is a SQLite database (a journal?), not a JSONL event record: read it through "
+                    "SqliteJournal(path) (replay, fork, explain_fork take one)", path=where, line=1,
+                )
             raw = line.strip()
             if not raw:
                 continue
@@ -1504,6 +1513,8 @@ def _resolved(record: dict[str, Any], requests: dict[Any, tuple[Any, list[Any]]]
     ``requests``, which it updates), or with ``omitted`` instead when that request was not read (a line lost, a
     file rotated or cut before it).  A ``run.finished`` forgets its run's."""
     run = record.get("run_id")
+    if run is not None and not isinstance(run, str):  # (a list cannot key ``requests``): event_from_dict says so
+        return record
     request = record.get("request")
     if record["type"] != "llm.request" or not isinstance(request, dict):
         requests.pop(run, None)

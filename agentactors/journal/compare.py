@@ -148,6 +148,7 @@ async def explain_fork(
     ``events``: the fork's events (a recorder given to ``fork(..., recorders=[...])``), for its requests'
     context; without them the fork's side is read from its result.
 
+    :raises TypeError: ``forked`` is not a :class:`~agentactors.RunResult`.
     :raises ValueError: ``forked`` is not a fork (no ``forked_from``).
     :raises RunNotRecordedError: ``source`` holds no original.
 
@@ -155,6 +156,8 @@ async def explain_fork(
     once, in a worker thread — its events and the run they tell — and that read is not interrupted: a cancelled
     caller waits for it to end).
     """
+    if not isinstance(forked, RunResult):  # (its forked_from read off a str was an AttributeError)
+        raise TypeError(f"forked is fork()'s RunResult, not a {type(forked).__name__}")
     original_id = forked.forked_from
     if original_id is None:
         raise ValueError("this RunResult is not a fork (its forked_from is None): fork(source, run_id, at_step)")
@@ -290,13 +293,15 @@ def _context(events: Sequence[Event], step: int, run: RecordedRun) -> dict[str, 
     request = next((e.data.get("request") for e in events if e.type == "llm.request" and e.step == step), None)
     doc = to_jsonable(request) if request is not None else None
     if isinstance(doc, Mapping):
-        messages = doc.get("messages") or ()
+        # A record's request as it is (explain reads a record, damaged or not): lists where lists are.
+        messages = messages if isinstance(messages := doc.get("messages"), list) else ()
+        tools = tools if isinstance(tools := doc.get("tools"), list) else ()
         roles = (m for m in messages if isinstance(m, Mapping))
         system = next((m.get("content") for m in roles if m.get("role") == "system"), None)
         out["system prompt"] = _quoted(system) if system is not None else "(none)"
         for name in _SETTINGS:
             out[name] = _value(doc.get(name))
-        out["tools offered"] = ", ".join(str(t.get("name")) for t in doc.get("tools") or () if isinstance(t, Mapping))
+        out["tools offered"] = ", ".join(str(t.get("name")) for t in tools if isinstance(t, Mapping))
         out["tools offered"] = out["tools offered"] or "(none)"
     elif run.system is not None:
         out["system prompt"] = _quoted(run.system)

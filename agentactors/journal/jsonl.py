@@ -21,12 +21,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import AgentActorsError
 from ..events import Event, read_jsonl, to_jsonable
 from ..loop.tape import Ending
 from ..messages import LLMRequest, Message
 from ..tools.results import ToolResult, ToolStatus
 from .codec import message_from_event, response_from_event
 from .records import RecordedRun, RecordedStep, RunNotRecordedError
+from .store import JournalFormatError
 
 __all__ = ["read_run", "run_from_events"]
 
@@ -35,13 +37,33 @@ def read_run(path: str | Path, run_id: str) -> RecordedRun:
     """The run ``run_id`` of the JSONL record at ``path``.
 
     :raises RunNotRecordedError: the file holds no ``run.started`` and first request for ``run_id``.
+    :raises JournalFormatError: the run's events hold a value of the wrong kind (a hand-edited or damaged
+        record: a message without a role, a response whose content is no string...); it names the run and file.
     :raises OSError, ValueError: the file cannot be read, or a line is not JSON.
     """
     return run_from_events(read_jsonl(path, run_id=run_id), run_id, where=str(path))
 
 
 def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the events") -> RecordedRun:
-    """The run ``run_id`` told by ``events`` (a JSONL record's, or a recorder's: objects are read as JSON)."""
+    """The run ``run_id`` told by ``events`` (a JSONL record's, or a recorder's: objects are read as JSON).
+
+    :raises RunNotRecordedError: ``events`` hold no ``run.started`` and first request for ``run_id``.
+    :raises JournalFormatError: a value of the run's events is of the wrong kind.  Each event is JSON, but
+        nothing checked its payload: decoded as it was, a hand-edited or damaged record raised a bare
+        ``TypeError`` from a constructor deep inside (a traceback from ``python -m agentactors replay``), as a
+        journal's damaged row does not (``load_run``'s :class:`JournalFormatError`).
+    """
+    try:
+        return _told(events, run_id, where)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        if isinstance(exc, AgentActorsError):  # a line that is not an event (EventRecordError), said already
+            raise
+        raise JournalFormatError(
+            f"{where}: run {run_id!r}'s events do not decode ({type(exc).__name__}: {exc}): a damaged record?"
+        ) from None
+
+
+def _told(events: Iterable[Event], run_id: str, where: str) -> RecordedRun:
     started: Mapping[str, Any] | None = None
     # step -> its request's messages as recorded (JSON, decoded when needed), or, from a recorder's events, the
     # request itself: each request holds the whole conversation, and decoding each one read a long run's N²/2
@@ -89,7 +111,12 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
             status, content = _ending(data), data.get("content")
     first = _messages(requests[min(requests)]) if requests else None
     if started is None or first is None:
-        raise RunNotRecordedError(f"{where} hold no run.started and first request for run {run_id!r}")
+        raise RunNotRecordedError(f"no run.started and first request for run {run_id!r} in {where}")
+    agent = started.get("agent")
+    if agent is not None and not isinstance(agent, str):
+        raise TypeError(f"run.started's agent is a name, not {type(agent).__name__}")
+    if content is not None and not isinstance(content, str):
+        raise TypeError(f"run.finished's content is a string, not {type(content).__name__}")
     inputs, system = _inputs(first, int(started.get("messages") or 0))
     steps = tuple(
         RecordedStep(
@@ -103,7 +130,7 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
     # Steers taken after the last response, before a model call that never answered: the run went on for them.
     after = tuple(steered.get(max(responses, default=0) + 1, ()))
     return RecordedRun(
-        run_id, started.get("agent"), inputs, steps, status,
+        run_id, agent, inputs, steps, status,
         native=started.get("native_tools"), system=system, content=content,
         ending=ending if status == "finished" else None, steers_after=after,
     )
