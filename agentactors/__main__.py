@@ -166,7 +166,11 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 
 
 def _source(path: str) -> object:
-    """A SQLite journal when ``path`` is a SQLite database, else the path itself (a JSONL record)."""
+    """A SQLite journal when ``path`` is a SQLite database, else the path itself (a JSONL record).
+
+    :raises ValueError: ``path`` is a SQLite database without the journal's runs table (another program's).
+        Opened as a journal, it would get the journal's tables written into it by a command that only reads.
+    """
     from .journal import SqliteJournal
 
     try:
@@ -174,7 +178,32 @@ def _source(path: str) -> object:
             head = file.read(16)
     except OSError:
         return path
-    return SqliteJournal(path) if head == b"SQLite format 3\x00" else path
+    if head != b"SQLite format 3\x00":
+        return path
+    if not _holds_runs(path):
+        raise ValueError(f"{path} is a SQLite database but no journal (it has no agentactors_runs table)")
+    return SqliteJournal(path)
+
+
+def _holds_runs(path: str) -> bool:
+    """Whether the SQLite database at ``path`` has a journal's runs table, looked at read-only.  A database that
+    cannot be looked at (locked, damaged) counts as one: the journal says what is wrong with it."""
+    import sqlite3
+    from pathlib import Path
+
+    try:
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return True
+    try:
+        found = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agentactors_runs'"  # SqliteJournal's table
+        ).fetchone()
+    except sqlite3.Error:
+        return True
+    finally:
+        db.close()
+    return found is not None
 
 
 def _load_agent(spec: str) -> object:
@@ -238,7 +267,11 @@ def _rerun(args: argparse.Namespace, usage: argparse.ArgumentParser) -> int:
         except ImportError as exc:  # the named module's own import failed
             print(f"cannot fork run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
             return 1
-    source: object = _source(args.file)
+    try:
+        source: object = _source(args.file)
+    except ValueError as exc:
+        print(f"cannot {args.command} run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
+        return 1
     compared: list[object] = []
 
     async def go() -> object:

@@ -6,7 +6,7 @@ its steps into a :class:`~agentactors.loop.tape.Tape` (:meth:`RecordedRun.tape`)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -86,6 +86,23 @@ class ForkAgentMissingError(JournalError, TypeError):
     def __init__(self, message: str, *, agent: str | None) -> None:
         super().__init__(message)
         self.agent = agent
+
+
+def checked_agents(agents: Iterable[Any]) -> tuple[Any, ...]:
+    """``agents`` (``replay``'s, ``fork``'s, ``rt.recover()``'s) as a tuple: each named (a ``name`` that is a str,
+    as an :class:`~agentactors.Agent` has; ``recover`` takes any object that runs as one).
+
+    :raises TypeError: ``agents`` is a string, or holds something with no name.  Agents are found among them by
+        name, so a string was read as one-letter "agents" and anything else was passed over: the run went on with
+        an agent made from the recording, or was left unrecovered, and nothing said why.
+    """
+    if isinstance(agents, str | bytes):
+        raise TypeError(f"agents is an iterable of Agents, not a {type(agents).__name__}: agents=[agent]")
+    out = tuple(agents)
+    for agent in out:
+        if not isinstance(getattr(agent, "name", None), str):
+            raise TypeError(f"agents holds a {type(agent).__name__}, not an Agent (it has no name to be found by)")
+    return out
 
 
 @attrs.frozen(slots=True)

@@ -57,7 +57,7 @@ from ..loop.tape import Tape
 from ..sessions.actor import commit_recovered
 from ..sessions.registry import Sessions
 from ..sessions.store import SessionStore, check_store
-from .records import RecordedRun, RecoveryError
+from .records import RecordedRun, RecoveryError, checked_agents
 from .store import JournalFormatError, JournalStore, LeaseLostError
 
 __all__ = ["adopted", "recover"]
@@ -91,7 +91,8 @@ async def recover(
     """Finish ``journal``'s unfinished runs in ``rt`` with ``agents`` (by name; the first of a name wins); commit
     the recovered session turns to ``sessions`` when given (see the module).
 
-    :raises TypeError: ``sessions`` is not a session store (checked before anything runs).
+    :raises TypeError: ``sessions`` is not a session store, or ``agents`` holds what is not an Agent (checked
+        before anything runs).
     :raises RecoveryError: some runs could not be recovered (a damaged row, a run that raised, a failed claim):
         raised once every other run was finished, with their results (``.results``) and each failure by run id.
 
@@ -101,7 +102,7 @@ async def recover(
     """
     store = None if sessions is None else check_store(sessions)
     named: dict[str | None, Any] = {}
-    for agent in agents:
+    for agent in checked_agents(agents):
         named.setdefault(getattr(agent, "name", None), agent)
     failed: dict[str, BaseException] = {}
     damaged: dict[str, JournalFormatError] = {}

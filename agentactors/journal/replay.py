@@ -36,7 +36,7 @@ from ..providers.port import native_tools_for
 from ..settings import ModelSettings
 from ..tools.registry import ToolContext
 from .jsonl import read_run
-from .records import ForkAgentMissingError, RecordedRun, ReplayDivergedError, StepOutOfRangeError
+from .records import ForkAgentMissingError, RecordedRun, ReplayDivergedError, StepOutOfRangeError, checked_agents
 
 __all__ = ["ReplayProvider", "RunSource", "fork", "load_run", "replay"]
 
@@ -153,12 +153,14 @@ async def replay(
     last step (its ``RunInterruptedError``, with the recorded reason); no model is asked for what it does not hold.
 
     :raises RunNotRecordedError: ``source`` holds no such run.
+    :raises TypeError: an argument of the wrong kind (``agent``, ``runtime``, ``agents``, ``run_id``).
     :raises ReplayDivergedError: the run asked for a model call or a tool step its recording does not hold
         (``agent`` does not run as the recorded one did).
 
     Cancellation: the replay runs in a runtime of its own, which the cancellation closes (the run stops at its
     next checkpoint) before it propagates; nothing was called, and the recording is not changed.
     """
+    agents = _checked(run_id, agent, runtime, agents)
     recorded = await load_run(source, run_id)
     if agent is None:
         agent = _named(recorded, runtime, agents)
@@ -201,6 +203,7 @@ async def fork(
     :raises StepOutOfRangeError: ``at_step`` is not a step of the run: ``1 … steps`` — or, a run resumed after a
         pause, the numbers its events and ``explain()`` gave its steps (they go on from the paused run's step).
     :raises RunNotRecordedError: ``source`` holds no such run.
+    :raises TypeError: an argument of the wrong kind (``agent``, ``runtime``, ``agents``, ``run_id``).
     :raises ForkAgentMissingError: no ``agent``, and none of the recorded name among ``agents`` and
         ``runtime``'s (the live steps need a provider and tools, which a recording does not hold).
 
@@ -209,6 +212,7 @@ async def fork(
     cancelled.  The recording is not changed, and the fork's steps are kept nowhere (its recorders saw its
     events so far).
     """
+    agents = _checked(run_id, agent, runtime, agents)
     recorded = await load_run(source, run_id)
     if agent is None:
         agent = _named(recorded, runtime, agents)
@@ -239,6 +243,27 @@ def _out_of_range(recorded: RecordedRun, at_step: object) -> str:
     if first != 1:
         why = f", numbered {valid} as its events and explain() number them (it was resumed after step {first - 1})"
     return f"run {recorded.run_id!r} recorded {count} step(s){why}: at_step must be {valid}, not {at_step!r}"
+
+
+def _checked(
+    run_id: object, agent: object, runtime: object, agents: Iterable[Agent[Any]]
+) -> tuple[Agent[Any], ...]:
+    """``agents`` as a tuple, once each argument is of its kind, before the source is read.
+
+    :raises TypeError: one is not (a name given for an agent...): it was an ``AttributeError`` from deep inside,
+        or, for ``agents``, nothing — an agent of the name was simply not found among them.
+    """
+    if not isinstance(run_id, str):
+        raise TypeError(f"run_id is a run's id (a str), not a {type(run_id).__name__}")
+    if agent is not None and not isinstance(agent, Agent):
+        raise TypeError(f"agent is an Agent or None, not a {type(agent).__name__}")
+    if runtime is not None and not isinstance(runtime, Runtime):
+        raise TypeError(f"runtime is a Runtime or None, not a {type(runtime).__name__}")
+    out = checked_agents(agents)
+    for each in out:
+        if not isinstance(each, Agent):  # run here as an Agent (attrs.evolve): a look-alike is not one
+            raise TypeError(f"agents holds a {type(each).__name__}, not an Agent")
+    return out
 
 
 def _named(recorded: RecordedRun, runtime: Runtime | None, agents: Iterable[Agent[Any]]) -> Agent[Any] | None:
