@@ -391,7 +391,8 @@ def unsendable_text(value: Any, exc: BaseException) -> str:
     """What the model reads of a tool's ``value`` that :func:`render_result` refused with ``exc`` (the executor
     makes it an ``Error: TypeError: ...`` result): its type, and the reason when it is one of a value's contents
     (a NaN, binary data) rather than of its type."""
-    head = f"the tool returned a {type(value).__name__} that cannot be sent as JSON"
+    kind = type(value).__name__
+    head = f"the tool returned {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} that cannot be sent as JSON"
     return f"{head} ({exc})" if isinstance(exc, _Unsendable) else head
 
 

@@ -150,7 +150,7 @@ async def test_unserialisable_result_is_an_error() -> None:
 
     (result,) = await ToolExecutorActor([odd]).execute([call("1", "odd")])
     assert result.status is ToolStatus.error
-    assert result.content == "Error: TypeError: the tool returned a object that cannot be sent as JSON"
+    assert result.content == "Error: TypeError: the tool returned an object that cannot be sent as JSON"
 
 
 async def test_conversion_failure_is_invalid() -> None:

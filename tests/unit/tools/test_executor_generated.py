@@ -173,7 +173,7 @@ def expected_raw(kind: str, n: int, name: str) -> tuple[ToolStatus, str]:
             " (it holds a NaN or an infinity, which JSON has no number for: return None or a str for it)"
         )
     if kind == "object":
-        return ToolStatus.error, unsendable.format("object")
+        return ToolStatus.error, unsendable.replace("a {}", "an object")
     if kind == "mute":
         return ToolStatus.error, unsendable.format("Mute")
     if kind == "value_error":
