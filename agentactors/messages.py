@@ -46,6 +46,7 @@ from .settings import (
     check_timeout,
     check_top_p,
     to_cache,
+    to_stop,
 )
 
 __all__ = [
@@ -733,12 +734,11 @@ _NO_STOP_TYPE = type(NO_STOP)  # (a pickled copy of NO_STOP is another object of
 
 
 def _to_strings(value: str | Iterable[str] | None) -> tuple[str, ...]:
-    # A bare string is one stop sequence, not a sequence of characters; None (ModelSettings' "unset") is none.
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    return value if type(value) is _NO_STOP_TYPE else tuple(value)
+    # A bare string is one stop sequence, not a sequence of characters; None (ModelSettings' "unset") is none; a
+    # mapping, bytes or a non-iterable is refused as ModelSettings refuses it (to_stop).
+    if type(value) is tuple or type(value) is _NO_STOP_TYPE:  # evolve() passes the converted value back in
+        return value
+    return to_stop(value) or ()
 
 
 def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:

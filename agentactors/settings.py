@@ -142,9 +142,11 @@ def check_cache(value: CachePolicy | None) -> None:
 
 
 def check_stop(value: tuple[str, ...]) -> None:
-    """Every stop sequence a non-empty str."""
+    """Every stop sequence a non-empty str (another type is a ``TypeError``, an empty string a ``ValueError``)."""
     for s in value:
-        if not isinstance(s, str) or not s:
+        if not isinstance(s, str):
+            raise TypeError(f"stop sequences must be strings, not {type(s).__name__}")
+        if not s:
             raise ValueError(f"stop sequences must be non-empty strings, not {s!r}")
 
 
@@ -165,13 +167,14 @@ NO_STOP: tuple[str, ...] = _NoStop()
 def to_stop(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
     """A bare string is one stop sequence, not a sequence of characters; ``None`` stays unset.
 
-    :raises TypeError: neither a str nor an iterable of them (a mapping too: its keys are no stop sequences).
+    :raises TypeError: neither a str nor an iterable of them (a mapping too: its keys are no stop sequences; and
+        bytes, whose items are ints).
     """
     if value is None:
         return None
     if isinstance(value, str):
         return (value,)
-    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+    if isinstance(value, Mapping | bytes | bytearray | memoryview) or not isinstance(value, Iterable):
         raise TypeError(f"stop must be a str or a sequence of str, not {type(value).__name__}")
     return tuple(value)
 
