@@ -25,6 +25,7 @@ import attrs
 
 from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
+from ...settings import REASONING_EFFORTS
 from .._media import MediaLimits, check_limits, media_of, unsupported
 from .._settings import dropped, listed, match_model, refused, sent_integer, sent_number
 
@@ -250,9 +251,10 @@ def check_sent(body: Mapping[str, Any], model: str, options: Mapping[str, Any]) 
                         thinking=thinking)
     max_tokens = body.get("max_tokens")
     sent_integer(WIRE, model, "max_tokens", "max_tokens", max_tokens, options, low=1, high=2**63 - 1)
+    row = model_row(model)
+    _check_sent_effort(body, model, row)
     if not isinstance(thinking, Mapping) or thinking.get("type", "enabled") != "enabled":
         return
-    row = model_row(model)
     if row is not None and row.thinking in ("none", "adaptive_only"):
         raise refused(WIRE, model, "thinking_budget", "the model does not think" if row.thinking == "none" else
                       "the model takes no thinking budget, only adaptive thinking")
@@ -262,6 +264,22 @@ def check_sent(body: Mapping[str, Any], model: str, options: Mapping[str, Any]) 
     if isinstance(budget, int) and isinstance(max_tokens, int) and budget >= max_tokens:
         raise refused(WIRE, model, "thinking_budget",
                       f"the budget ({budget}) must be below max_tokens ({max_tokens})")
+
+
+def _check_sent_effort(body: Mapping[str, Any], model: str, row: ClaudeModel | None) -> None:
+    """Refuse an ``output_config.effort`` (from vendor options: the settings' was judged) outside the efforts ``row``
+    lists, as the setting is refused.
+
+    A model whose row lists none (no effort parameter in the table) or an unknown model gets it as given: the
+    vendor judges it.  A value is named only when it is a known effort (an option may hold anything).
+    """
+    config = body.get("output_config")
+    effort = config.get("effort") if isinstance(config, Mapping) else None
+    if effort is None or row is None or row.efforts is None or effort in row.efforts:
+        return
+    shown = repr(effort) if isinstance(effort, str) and effort in REASONING_EFFORTS else f"a {type(effort).__name__}"
+    raise refused(WIRE, model, "reasoning_effort", f"{shown} is not accepted: use {listed(row.efforts)} "
+                  "(vendor_options['anthropic'], output_config.effort)")
 
 
 def check_parts(messages: Sequence[Message], model: str) -> None:

@@ -65,6 +65,7 @@ from .models import (
     WIRE,
     bare_name,
     check_parts,
+    check_sent_thinking,
     model_row,
     thinking_config,
     wire_media_type,
@@ -74,7 +75,8 @@ from .schema import GeminiSchemaError, to_gemini_schema
 __all__ = ["SKIP_SIGNATURE", "encode_request"]
 
 _TOOL_MODES: Mapping[str, str] = {"auto": "AUTO", "none": "NONE", "required": "ANY", "tool": "ANY"}
-# generationConfig fields a caller may put at the top level of vendor_options["gemini"].
+# generationConfig fields a caller may put at the top level of vendor_options["gemini"] (GenerateContentRequest has
+# none of them: left there, the vendor would refuse the unknown name).
 _GENERATION_FIELDS = frozenset(
     name
     for camel, snake in (
@@ -84,6 +86,9 @@ _GENERATION_FIELDS = frozenset(
         ("responseSchema", "response_schema"),
         ("responseJsonSchema", "response_json_schema"),
         ("candidateCount", "candidate_count"),
+        ("temperature", "temperature"),
+        ("maxOutputTokens", "max_output_tokens"),
+        ("stopSequences", "stop_sequences"),
         ("topP", "top_p"),
         ("topK", "top_k"),
         ("seed", "seed"),
@@ -208,6 +213,7 @@ def _check_sent(generation: Any, model: str, options: Mapping[str, Any]) -> None
             for key in ("thinkingBudget", "thinking_budget"):
                 sent_integer(WIRE, model, "thinking_budget", key, config.get(key), {**named, **config},
                              low=-1, high=high)  # -1: dynamic thinking
+            check_sent_thinking(config, model)  # the model's levels and budget range
     ceiling = MAX_TEMPERATURE if model_row(model) is not None else None
     sent_number(WIRE, model, "temperature", "temperature", generation.get("temperature"), named, low=0.0,
                 high=ceiling)

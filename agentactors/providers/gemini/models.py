@@ -16,7 +16,7 @@ one is no data: an empty document is refused before sending.  ``fileData`` takes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +24,7 @@ import attrs
 
 from ...messages import LLMRequest, Message
 from ...parts import Audio, Document, Image
+from ...settings import REASONING_EFFORTS
 from .._media import MediaLimits, check_limits, guessed_media_type, media_of, unsupported
 from .._settings import dropped, listed, match_model, refused
 
@@ -37,6 +38,7 @@ __all__ = [
     "GeminiModel",
     "bare_name",
     "check_parts",
+    "check_sent_thinking",
     "model_row",
     "thinking_config",
     "wire_media_type",
@@ -156,6 +158,40 @@ def thinking_config(request: LLMRequest, model: str) -> dict[str, Any] | None:
         return {"thinkingBudget": 0}
     low, high = row.budget
     return {"thinkingBudget": min(high, max(low, EFFORT_BUDGETS[effort]))}
+
+
+def check_sent_thinking(config: Mapping[str, Any], model: str) -> None:
+    """Judge a ``thinkingConfig`` merged with vendor options as :func:`thinking_config` judges the settings.
+
+    A level the model does not take (or any level on a model without levels), a budget out of its range, ``0``
+    where its thinking cannot be turned off and a budget on a model without one are refused; ``-1`` (dynamic
+    thinking) and an unknown model's values are sent as given.  The types were checked already (int32).
+    """
+    row = model_row(model)
+    if row is None:
+        return
+    for key in ("thinkingLevel", "thinking_level"):
+        level = config.get(key)
+        if level is None or (row.levels is not None and level in row.levels):
+            continue
+        shown = repr(level) if isinstance(level, str) and level in REASONING_EFFORTS else f"a {type(level).__name__}"
+        why = f"{shown} is not accepted: use {listed(row.levels)}" if row.levels is not None else (
+            "the model takes no thinkingLevel" + (": set thinking_budget" if row.budget is not None else ""))
+        raise refused(WIRE, model, "reasoning_effort", f"{why} (vendor_options['gemini'], thinkingConfig.{key})")
+    for key in ("thinkingBudget", "thinking_budget"):
+        budget = config.get(key)
+        if not isinstance(budget, int) or budget == -1:
+            continue
+        where = f" (vendor_options['gemini'], thinkingConfig.{key})"
+        if not row.thinks or row.budget is None:
+            why = "the model does not think" if not row.thinks else "the model's thinking takes no budget"
+            raise refused(WIRE, model, "thinking_budget", why + where)
+        low, high = row.budget
+        if budget == 0 and not row.can_disable:
+            raise refused(WIRE, model, "thinking_budget", "the model's thinking cannot be turned off" + where)
+        if budget != 0 and not low <= budget <= high:
+            raise refused(WIRE, model, "thinking_budget", f"the model takes {low} to {high} tokens, not {budget}"
+                          + where)
 
 
 def wire_media_type(media_type: str) -> str:
