@@ -1,7 +1,9 @@
 """A trio service: a TCP server answering one JSON line per request with an agent run, each with a timeout.
 
 The protocol is one JSON object per line each way: ``{"prompt": "...", "timeout": 5}`` in,
-``{"answer": ..., "served_by": ..., "run_id": ...}`` or ``{"error": "timed out after 5s"}`` out.
+``{"answer": ..., "served_by": ..., "run_id": ...}`` or ``{"error": "timed out after 5s"}`` out.  A request it
+cannot take as written (not JSON, a prompt that is not a non-empty string, a timeout that is not a number of
+seconds, a line over 64 KiB) gets an ``{"error": ...}`` line saying what to send, and nothing is asked of the model.
 Every connection is served in its own task, every request runs the agent in the one Runtime
 the server opened (the agent is bound to it), and a request over its timeout is cancelled —
 its vendor request with it — without disturbing the others.
@@ -35,7 +37,9 @@ from agentactors import Agent, OpenAIProvider, ProviderActor, Runtime
 
 MAX_LINE = 64 * 1024
 MAX_TIMEOUT = 300.0
+BAD_REQUEST = 'send one JSON object per line: {"prompt": "...", "timeout": 5}, the prompt a non-empty string'
 BAD_TIMEOUT = f'"timeout": a number of seconds, more than 0 and at most {MAX_TIMEOUT:g}'
+LINE_TOO_LONG = f"a request line is at most {MAX_LINE:,} bytes; the connection is closed"
 
 
 async def handle(agent: Agent[str], default_timeout: float, stream: SocketStream) -> None:
@@ -45,7 +49,10 @@ async def handle(agent: Agent[str], default_timeout: float, stream: SocketStream
         while True:
             try:
                 line = await lines.receive_until(b"\n", MAX_LINE)
-            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.DelimiterNotFound):
+            except anyio.DelimiterNotFound:  # said, not just hung up on: the client learns why
+                await stream.send((json.dumps({"error": LINE_TOO_LONG}) + "\n").encode())
+                return
+            except (anyio.IncompleteRead, anyio.EndOfStream):
                 return
             reply = await answer(agent, line, default_timeout)
             await stream.send((json.dumps(reply) + "\n").encode())
@@ -53,16 +60,19 @@ async def handle(agent: Agent[str], default_timeout: float, stream: SocketStream
 
 async def answer(agent: Agent[str], line: bytes, default_timeout: float) -> dict[str, Any]:
     """Run the agent on one request line, within the request's timeout."""
+    # Taken as written or refused: str() would send the model "None" for a null prompt, and float() would make
+    # `"timeout": true` one second.
     try:
         request = json.loads(line)
-        prompt = str(request["prompt"])
+        prompt = request["prompt"]
     except (ValueError, KeyError, TypeError):
-        return {"error": 'send one JSON object per line: {"prompt": "...", "timeout": 5}'}
-    try:
-        timeout = float(request.get("timeout", default_timeout))
-    except (ValueError, TypeError):
-        timeout = math.nan
-    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):  # "nan" and "inf" are floats too
+        return {"error": BAD_REQUEST}
+    if not isinstance(prompt, str) or not prompt:
+        return {"error": BAD_REQUEST}
+    timeout = request.get("timeout", default_timeout)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):  # a bool is an int to Python
+        return {"error": BAD_TIMEOUT}
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):  # NaN and Infinity parse as floats
         return {"error": BAD_TIMEOUT}
     with anyio.move_on_after(timeout) as scope:
         result = await agent.run(prompt)  # cancelled at the deadline: the vendor request is closed
