@@ -142,7 +142,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     demo.add_argument("--no-progress", action="store_true",
                       help="no live progress: plain lines, then the summary (the default when not on a terminal "
                            "shows a progress line a second)")
-    sub.add_parser("exchange", help="one completed and one streamed ScriptedProvider request, with events")
+    sub.add_parser("exchange", help="one completed and one streamed ScriptedProvider request, with events",
+                   description="One completed and one streamed request to a ScriptedProvider (no vendor, no "
+                               "network), and the events they recorded: the smallest look at the library.")
     fv = sub.add_parser("fakevendor", help="serve every vendor wire and endpoint on loopback")
     try:
         from .testing.fakevendor import add_arguments

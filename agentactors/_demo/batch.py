@@ -146,8 +146,9 @@ def run_batch_demo(args: argparse.Namespace) -> int:
                                         ("--fault-rate", getattr(args, "fault_rate", None) is not None),
                                         ("--record", getattr(args, "record", None) is not None)) if given]
     if ignored:
-        print(f"demo --batch: {' and '.join(ignored)} do not apply: the batch demo runs offline against the "
-              "FakeVendor, without injected faults, and writes no event record", file=sys.stderr)
+        named = ignored[0] if len(ignored) == 1 else f"{', '.join(ignored[:-1])} and {ignored[-1]}"
+        print(f"demo --batch: {named} {'does' if len(ignored) == 1 else 'do'} not apply: the batch demo runs "
+              "offline against the FakeVendor, without injected faults, and writes no event record", file=sys.stderr)
         return 2
     print(f"{agents:,} agents, each pricing an item in a currency with two tools (3 model calls a run), run twice "
           f"against a FakeVendor on 127.0.0.1: live (Chat Completions), then through BatchProvider(OpenAIProvider("

@@ -337,7 +337,8 @@ def run_demo(args: argparse.Namespace) -> int:
     if specs is not None:
         bound = request_bound(agents, len(specs), settings)
         view.line(f"live: this may send at most {bound:,} requests ({agents} agents × {settings.max_steps} steps × "
-                  f"{len(specs)} vendors × {settings.max_attempts} attempts, × 2 if a cut stream is re-run); "
+                  f"{len(specs)} vendor{'' if len(specs) == 1 else 's'} × {settings.max_attempts} attempts, × 2 if "
+                  "a cut stream is re-run); "
                   "usually about 3 per agent.")
 
     async def main() -> FleetReport:

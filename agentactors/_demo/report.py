@@ -113,6 +113,10 @@ class FleetReport:
     cost: float | None = None
     currency: str = "USD"
     unpriced_runs: int = 0
+    #: The first failed run's error as its text (already free of credentials, as every provider error is), cut to
+    #: :data:`FAILURE_CHARS`: when no run answered (a ``--live`` run with a refused key, no route to the vendor) it
+    #: says why, which ``failures`` (counts by type and kind) does not.
+    first_failure: str | None = None
 
     @property
     def goodput(self) -> float:
@@ -167,6 +171,18 @@ def open_intervals(events: Iterable[Event], key: Any, end: float = math.inf) -> 
 
 def _inside(t: float, intervals: Sequence[tuple[float, float]]) -> bool:
     return any(start <= t < stop for start, stop in intervals)
+
+
+#: How much of the first failure's text the summary shows (an AllProvidersFailedError holds every member's).
+FAILURE_CHARS = 600
+
+
+def _failure_text(error: Any) -> str:
+    """``error``'s own words on one line, at most :data:`FAILURE_CHARS` characters."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    if not text.startswith(type(error).__name__):
+        text = f"{type(error).__name__}: {text}"
+    return text if len(text) <= FAILURE_CHARS else text[: FAILURE_CHARS - 1] + "…"
 
 
 def _error_text(error: Any) -> str:
@@ -251,6 +267,7 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
     events = fleet.events
     ok = bounded = failed = verified = 0
     failures: Counter[str] = Counter()
+    first_failure: str | None = None
     for o in outcomes:
         r = o.result
         if r is not None and r.ok:
@@ -260,7 +277,10 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
             bounded += 1
         else:
             failed += 1
-            failures[_error_text(r.error if r is not None else o.error)] += 1
+            error = r.error if r is not None else o.error
+            failures[_error_text(error)] += 1
+            if first_failure is None and error is not None:
+                first_failure = _failure_text(error)
     latencies = [o.latency for o in outcomes]
 
     by_run: dict[str, list[Event]] = {}
@@ -331,6 +351,7 @@ def analyze(fleet: FleetRun, *, record: str | None = None) -> FleetReport:
         failed=failed,
         bounded=bounded,
         failures=dict(failures.most_common()),
+        first_failure=first_failure,
         verified=verified,
         wrong=ok - verified,
         p50=percentile(latencies, 50),

@@ -156,7 +156,8 @@ class PlainView:
             for text in report.explanation.lines():
                 self.line("  " + text)
         else:
-            self.line("No run ended on an answer, so there is no run to explain.")
+            for text in no_answer_lines(report):
+                self.line(text)
         self.line("")
         for text in footer:
             self.line(text)
@@ -223,9 +224,19 @@ class RichView:
             body = Text("\n".join(report.explanation.lines()))
             self._console.print(Panel(body, title=_explained_title(report), expand=False))
         else:
-            self.line("No run ended on an answer, so there is no run to explain.")
+            for text in no_answer_lines(report):
+                self.line(text)
         for text in footer:
             self.line(text)
+
+
+def no_answer_lines(report: FleetReport) -> list[str]:
+    """What the summary says in place of an explained run when no run ended on an answer: and why, in the first
+    failure's own words (a refused key, an unreachable endpoint), which the counts by kind above do not say."""
+    lines = ["No run ended on an answer, so there is no run to explain."]
+    if report.first_failure is not None:
+        lines.append(f"  the first failure: {report.first_failure}")
+    return lines
 
 
 def make_view(*, no_progress: bool = False, file: TextIO | None = None) -> View:
