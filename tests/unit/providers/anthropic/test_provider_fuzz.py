@@ -20,20 +20,14 @@ from agentactors.errors import ErrorKind, MalformedResponseError, ProviderError
 from agentactors.messages import LLMRequest, LLMResponse, Message, ToolSpec
 from agentactors.providers.anthropic.provider import AnthropicWire
 from agentactors.providers.http.provider import iter_sse
+from tests.support.fuzz import FUZZ, json_values
 
 WIRE = AnthropicWire()
 REQUEST = LLMRequest(
     [Message.user("q")],
     tools=[ToolSpec("lookup", "", {"type": "object", "properties": {"w": {"type": "string"}}, "required": ["w"]})],
 )
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=20,
-)
 
 EVENT_TYPES = [
     "message_start",

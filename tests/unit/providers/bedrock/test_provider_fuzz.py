@@ -32,24 +32,17 @@ from hypothesis import strategies as st
 from agentactors.errors import ErrorKind, MalformedResponseError, ProviderError, StreamInterruptedError
 from agentactors.messages import LLMRequest, LLMResponse, Message, StreamEnd, ToolSpec
 from agentactors.providers.bedrock import EVENT_STREAM, BedrockProvider, BedrockWire, EventStreamFramer
+from tests.support.fuzz import FUZZ, json_values
 
 WIRE = BedrockWire()
 REQUEST = LLMRequest(
     [Message.user("q")],
     tools=[ToolSpec("lookup", "", {"type": "object", "properties": {"w": {"type": "string"}}, "required": ["w"]})],
 )
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
 
 KEY_ID, SECRET = "AKIDFUZZCANARY000000", "fuzz/Canary+Secret/00000000000000000000000"
 TOKEN = "IQoJfuzz-canary-session-token-0000"
-
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=20,
-)
 
 
 def maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:

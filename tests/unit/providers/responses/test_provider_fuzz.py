@@ -27,22 +27,15 @@ from agentactors.messages import LLMRequest, LLMResponse, Message, StreamEnd, To
 from agentactors.providers.http.provider import iter_sse
 from agentactors.providers.responses import ResponsesWire
 from agentactors.providers.responses.provider import OpenAIResponsesProvider
+from tests.support.fuzz import FUZZ, json_values
 
 WIRE = ResponsesWire()
 REQUEST = LLMRequest(
     [Message.user("q")],
     tools=[ToolSpec("lookup", "", {"type": "object", "properties": {"w": {"type": "string"}}, "required": ["w"]})],
 )
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BACKENDS = pytest.mark.parametrize("backend", ["asyncio", "trio"])
 API_KEY = "sk-fuzzcanary-0123456789abcdefghijklmnopqrstuv"
-
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=20,
-)
 
 
 def maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
