@@ -225,7 +225,8 @@ class FallbackProvider(MultiProvider):
                 # attempt — the breaker's "no calls while open" holds for every request below it.
                 shut = _gate.refusal()
                 if shut is not None:
-                    raise self._shut_out(errors, step, shut)
+                    label = f"fallback {self._name}"
+                    raise self.shut_out(errors, step.name, shut, event="fallback.exhausted", label=label)
                 last = errors[-1]
                 emit("fallback.moved", from_member=moved_from.name, to_member=step.name, to_model=step.request.model,
                      reason=last.kind, error=last)
@@ -245,20 +246,6 @@ class FallbackProvider(MultiProvider):
             errors.append(error)
             moved_from = step
         raise self._exhausted(request, errors, skipped)
-
-    def _shut_out(self, errors: list[ProviderError], step: _Step, why: str) -> ProviderError:
-        """The last member's error, raised unwrapped when a breaker above forbids moving on (``why``).
-
-        Its kind is the member's (transient, or circuit_open): a fallback above moves on as it would after any
-        failure of this chain, and the breaker above, whose circuit changed state since admitting the call, does
-        not count it.  ``fallback.exhausted`` says so with ``reason="circuit_open"`` and the ``detail``.
-        """
-        error = errors[-1]
-        if len(errors) > 1:
-            error.add_note(f"fallback {self._name}: tried before: " + "; ".join(str(e) for e in errors[:-1]))
-        error.add_note(f"fallback {self._name}: not moved to {step.name!r}: {why} (no further member called)")
-        emit("fallback.exhausted", errors=tuple(errors), reason="circuit_open", detail=why)
-        return error
 
     def _exhausted(self, request: LLMRequest, errors: list[ProviderError], skipped: list[str]) -> ProviderError:
         if not errors:

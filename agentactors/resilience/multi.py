@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Final, Self
 import anyio
 import anyio.lowlevel
 
+from ..errors import ProviderError
+from ..events import emit
 from ..messages import LLMRequest, LLMResponse, ResponseFormat
 from ..providers.port import (
     Capabilities,
@@ -140,6 +142,22 @@ class MultiProvider(CapabilityMembersMixin):
         Cancellation: an override lets it through unchanged and tries no member after it.
         """
         raise NotImplementedError
+
+    def shut_out(self, errors: list[ProviderError], to: str, why: str, *, event: str, label: str) -> ProviderError:
+        """The last member's error, to raise unwrapped when a circuit breaker above forbids moving the call on to
+        member ``to`` (``why``: the breaker's refusal).
+
+        Its kind is the member's: a chain above moves on as after any failure of this one, and the breaker above,
+        whose circuit changed state since it admitted the call, does not count it.  Noted (the members tried, why no
+        further one was called) and recorded as ``event`` (``"fallback.exhausted"``, ``"pool.exhausted"``) with
+        ``reason="circuit_open"`` and the ``detail``; ``label`` names this chain in the notes.
+        """
+        error = errors[-1]
+        if len(errors) > 1:
+            error.add_note(f"{label}: tried before: " + "; ".join(str(e) for e in errors[:-1]))
+        error.add_note(f"{label}: not moved to {to!r}: {why} (no further member called)")
+        emit(event, errors=tuple(errors), reason="circuit_open", detail=why)
+        return error
 
     def stream(self, request: LLMRequest) -> StreamContext:  # pragma: no cover - overridden
         raise NotImplementedError

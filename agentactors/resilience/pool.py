@@ -246,17 +246,6 @@ class PoolProvider(MultiProvider):
             retry_after=min(waits) if waits else None,
         )
 
-    def _shut_out(self, errors: list[ProviderError], member: _Member, why: str) -> ProviderError:
-        """The last member's error, raised unwrapped when a breaker above forbids moving on (``why``), as
-        ``with_fallback`` raises it: its own kind, so a fallback above moves on and the breaker above (whose circuit
-        changed state since admitting the call) does not count it; ``pool.exhausted`` with ``reason="circuit_open"``."""
-        error = errors[-1]
-        if len(errors) > 1:
-            error.add_note(f"{self._name}: tried before: " + "; ".join(str(e) for e in errors[:-1]))
-        error.add_note(f"{self._name}: not moved to {member.name!r}: {why} (no further member called)")
-        emit("pool.exhausted", errors=tuple(errors), reason="circuit_open", detail=why)
-        return error
-
     async def _walk(
         self, request: LLMRequest, call: Callable[[Any, LLMRequest], Any]
     ) -> tuple[_Member, Any, LLMRequest]:
@@ -282,7 +271,7 @@ class PoolProvider(MultiProvider):
                 # called (as with_fallback and a retry below it do), the last member's error is raised.
                 shut = _gate.refusal()
                 if shut is not None:
-                    raise self._shut_out(errors, member, shut)
+                    raise self.shut_out(errors, member.name, shut, event="pool.exhausted", label=self._name)
                 last = errors[-1]
                 emit("pool.moved", from_member=previous.name, to_member=member.name, to_model=sub.model,
                      reason=last.kind, error=last)
