@@ -196,9 +196,15 @@ def _waiting_backend(dsn: str) -> int:
 
 
 def _answering(dsn: str) -> None:
-    """Wait until the server takes connections again (after a backend's crash it resets every one)."""
-    for _ in range(600):
+    """Wait until the server takes connections again, and goes on taking them: after a backend's crash it resets
+    every connection and recovers, and a connection made in the moment before the postmaster noticed the crash
+    would say it is back while it is about to refuse ("not yet accepting connections")."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
         try:
+            with psycopg.connect(dsn, connect_timeout=2):
+                pass
+            time.sleep(0.5)  # the crash, once noticed, resets everything well within this
             with psycopg.connect(dsn, connect_timeout=2):
                 return
         except psycopg.OperationalError:
