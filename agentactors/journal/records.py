@@ -89,20 +89,31 @@ class ForkAgentMissingError(JournalError, TypeError):
 
 
 def checked_agents(agents: Iterable[Any]) -> tuple[Any, ...]:
-    """``agents`` (``replay``'s, ``fork``'s, ``rt.recover()``'s) as a tuple: each named (a ``name`` that is a str,
-    as an :class:`~agentactors.Agent` has; ``recover`` takes any object that runs as one).
+    """``agents`` (``replay``'s, ``fork``'s, ``rt.recover()``'s) as a tuple: each with a ``name`` that is a str or
+    ``None`` (an unnamed agent: it is found for an unnamed agent's run), as an :class:`~agentactors.Agent` has;
+    ``recover`` takes any object that runs as one.
 
-    :raises TypeError: ``agents`` is a string, or holds something with no name.  Agents are found among them by
-        name, so a string was read as one-letter "agents" and anything else was passed over: the run went on with
-        an agent made from the recording, or was left unrecovered, and nothing said why.
+    :raises TypeError: ``agents`` is a string, or holds something without a ``name`` (or one that is neither a str
+        nor ``None``).  Agents are found among them by name, so a string was read as one-letter "agents" and anything
+        else was passed over: the run went on with an agent made from the recording, or was left unrecovered, and
+        nothing said why.
     """
     if isinstance(agents, str | bytes):
         raise TypeError(f"agents is an iterable of Agents, not a {type(agents).__name__}: agents=[agent]")
     out = tuple(agents)
+    missing = object()
     for agent in out:
-        if not isinstance(getattr(agent, "name", None), str):
-            raise TypeError(f"agents holds a {type(agent).__name__}, not an Agent (it has no name to be found by)")
+        name = getattr(agent, "name", missing)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(
+                f"agents holds {_a(type(agent).__name__)}, not an Agent (it has no name to be found by: an Agent's "
+                "name is a str, or None)"
+            )
     return out
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 @attrs.frozen(slots=True)

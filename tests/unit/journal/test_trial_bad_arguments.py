@@ -64,3 +64,18 @@ async def test_recover_refuses_agents_that_are_not_agents(tmp_path: Path, agents
     async with SqliteJournal(tmp_path / "runs.db") as journal, Runtime(journal=journal) as rt:
         with pytest.raises(TypeError, match=r"^agents "):
             await rt.recover(agents=agents)
+
+
+async def test_an_unnamed_agent_is_an_agent_for_recover_and_replay(tmp_path: Path) -> None:
+    # Agent.name defaults to None: a runtime's bound agents are handed to recover() whatever their names, and an
+    # unnamed agent's run is found by the unnamed agent.  (A first version of the argument check took a missing
+    # name for "not an Agent": one unnamed bound agent made every recovery raise.)
+    unnamed = Agent(ScriptedProvider(["Sunny.", "Sunny."]))
+    path = tmp_path / "runs.db"
+    async with SqliteJournal(path) as journal, Runtime(journal=journal) as rt:
+        run_id = (await unnamed.run("Weather?")).run_id or ""
+        kept = unnamed.bind(rt)
+        assert await rt.recover() == [] and kept is not None
+        assert await rt.recover(agents=[unnamed, _shop()]) == []
+        assert (await replay(journal, run_id, agents=[unnamed])).content == "Sunny."
+        assert (await fork(journal, run_id, 1, agent=unnamed)).content == "Sunny."
