@@ -462,10 +462,13 @@ class _Live:
 
     def fresh(self, run_input: RunInput) -> list[Message]:
         """The user messages of ``run_input`` the run has not seen: by their ids, or — when some message has
-        none — those after the thread's last assistant or tool message."""
+        none — those after the thread's last assistant or tool message.  An empty one (no text, no part: a send
+        pressed on an empty box) is none: it says nothing, and a run refuses it as a steer."""
         if all(given is not None for given, _ in run_input.users):
-            return [m for given, m in run_input.users if given not in self.seen]
-        return [m for m in run_input.new if m.role == "user"]
+            fresh = [m for given, m in run_input.users if given not in self.seen]
+        else:
+            fresh = [m for m in run_input.new if m.role == "user"]
+        return [m for m in fresh if m.content or m.parts]
 
     async def steer(self, run_input: RunInput) -> str:
         """Give the run the user messages of ``run_input`` it has not seen: ``"steered"``; ``"ended"`` when
