@@ -271,10 +271,33 @@ def typed_class(base: type[Exception], driver: type[Exception]) -> type[Exceptio
     with _MADE_LOCK:
         made = _MADE.get((base, driver))
         if made is None:
-            namespace = {"__module__": base.__module__, "__qualname__": base.__qualname__, "__doc__": base.__doc__}
+            namespace: dict[str, Any] = {
+                "__module__": base.__module__, "__qualname__": base.__qualname__, "__doc__": base.__doc__,
+                # What psycopg's error tells of the server's answer is read from the one it replaces (its cause):
+                # code that read ``e.diag.message_detail`` of psycopg's error reads the same of this one.
+                **{name: _forwarded(name, own) for name in _FORWARDED
+                   if isinstance(own := getattr(driver, name, None), property)},
+            }
             made = _MADE[base, driver] = type(base.__name__, (base, driver), namespace)
             _PAIRS[made] = (base, driver)
         return made
+
+
+#: psycopg's error properties a typed error answers from psycopg's own error (its ``__cause__``).
+_FORWARDED: Final = ("diag", "pgconn", "pgresult")
+
+
+def _forwarded(name: str, own: property) -> property:
+    """``name`` read from the psycopg error this one replaces (its ``__cause__``: :func:`typed` sets it), else as
+    psycopg's ``own`` property reads it of this error (one unpickled, made without a cause)."""
+
+    def read(self: BaseException) -> Any:
+        cause = self.__cause__
+        if cause is not None and type(cause) in _PAIRS.get(type(self), ()):
+            return getattr(cause, name)
+        return own.fget(self) if own.fget is not None else None
+
+    return property(read, doc=f"psycopg's ``{name}`` of the error this one replaces (its ``__cause__``).")
 
 
 def remade(base: type[Exception], driver: type[Exception] | None, args: tuple[Any, ...]) -> Exception:

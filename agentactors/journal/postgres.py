@@ -59,8 +59,8 @@ class PostgresJournalError(JournalError):
     ``"57P01"`` a terminated backend; ``None`` when libpq's, not the server's: a lost connection, our deadline),
     psycopg's own error its ``__cause__``.  Also an instance of the psycopg class it replaces — what the journal
     raised before — so ``except psycopg.errors.LockNotAvailable`` or ``except psycopg.OperationalError`` catches it
-    still: its class is made once for each psycopg class, deriving from both
-    (:func:`agentactors._postgres.typed_class`), and is named as this one.  A commit that failed wrote nothing —
+    still: its class is made once for each psycopg class, deriving from both (its ``diag`` and ``pgresult`` are
+    those of the error it replaces), and is named as this one.  A commit that failed wrote nothing —
     or, its connection lost, may have landed (the text says so) — what was committed before is kept, and the
     journal goes on: its next call tries again (over a new connection if that one is gone), and
     :meth:`PostgresJournal.aclose` closes it.

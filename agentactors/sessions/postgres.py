@@ -52,8 +52,8 @@ class PostgresStoreError(SessionError):
     ``"57P01"`` a terminated backend; ``None`` when libpq's, not the server's: a lost connection, our deadline),
     psycopg's own error its ``__cause__``.  Also an instance of the psycopg class it replaces — what the store
     raised before — so ``except psycopg.errors.LockNotAvailable`` or ``except psycopg.OperationalError`` catches it
-    still: its class is made once for each psycopg class, deriving from both
-    (:func:`agentactors._postgres.typed_class`), and is named as this one.  A commit that failed was rolled back —
+    still: its class is made once for each psycopg class, deriving from both (its ``diag`` and ``pgresult`` are
+    those of the error it replaces), and is named as this one.  A commit that failed was rolled back —
     or, its connection lost while its ``COMMIT`` was on the wire, may have landed (the text says so; the session
     reloads before its next turn) — what was committed before is kept, and the store goes on: its next call tries
     again (over a new connection if that one is gone), and :meth:`PostgresStore.aclose` closes it.

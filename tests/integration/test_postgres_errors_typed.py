@@ -69,6 +69,11 @@ def _assert_typed(
     assert getattr(exc, "sqlstate", None) == sqlstate
     cause = exc.__cause__
     assert isinstance(cause, driver) and not isinstance(cause, base), cause
+    # What psycopg's error told of the server's answer is still read where code read it: e.diag, e.pgresult.
+    assert isinstance(exc, psycopg.Error) and isinstance(cause, psycopg.Error)
+    assert exc.diag.sqlstate == cause.diag.sqlstate == sqlstate
+    assert exc.diag.message_primary == cause.diag.message_primary
+    assert exc.pgresult is cause.pgresult
     assert not leaks(exc, _password(dsn))
 
 
