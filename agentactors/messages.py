@@ -736,6 +736,8 @@ _NO_STOP_TYPE = type(NO_STOP)  # (a pickled copy of NO_STOP is another object of
 def _to_strings(value: str | Iterable[str] | None) -> tuple[str, ...]:
     # A bare string is one stop sequence, not a sequence of characters; None (ModelSettings' "unset") is none; a
     # mapping, bytes or a non-iterable is refused as ModelSettings refuses it (to_stop).
+    if value is None:
+        return ()
     if type(value) is tuple or type(value) is _NO_STOP_TYPE:  # evolve() passes the converted value back in
         return value
     return to_stop(value) or ()

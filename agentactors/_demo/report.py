@@ -21,6 +21,7 @@ from ..events import Event
 from ..explain import Explanation, explain
 from ..messages import Usage
 from ..pricing import Cost
+from ..redaction import redact
 from .chain import RUN_HEADER, SENT_AT_HEADER
 from .fleet import FleetRun, TaskOutcome
 from .tasks import answer_quotes_results
@@ -179,7 +180,8 @@ FAILURE_CHARS = 600
 
 def _failure_text(error: Any) -> str:
     """``error``'s own words on one line, at most :data:`FAILURE_CHARS` characters."""
-    text = " ".join(str(error).split()) or type(error).__name__
+    # Redacted, whatever it is: a provider's error is free of credentials already, a failure of another kind may not be.
+    text = " ".join(redact(str(error)).split()) or type(error).__name__
     if not text.startswith(type(error).__name__):
         text = f"{type(error).__name__}: {text}"
     return text if len(text) <= FAILURE_CHARS else text[: FAILURE_CHARS - 1] + "…"

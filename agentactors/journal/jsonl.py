@@ -60,7 +60,7 @@ def run_from_events(events: Iterable[Event], run_id: str, *, where: str = "the e
             raise
         raise JournalFormatError(
             f"{where}: run {run_id!r}'s events do not decode ({type(exc).__name__}: {exc}): a damaged record?"
-        ) from None
+        ) from exc  # (kept: were it a bug of ours on a sound record, its traceback is the way to it)
 
 
 def _told(events: Iterable[Event], run_id: str, where: str) -> RecordedRun:
