@@ -81,7 +81,11 @@ class EventStreamFramer:
         self._overflow = overflow
 
     def feed(self, chunk: bytes) -> Iterator[tuple[str, str]]:
-        """The messages ``chunk`` completes (a message may span any number of chunks)."""
+        """The messages ``chunk`` completes (a message may span any number of chunks).
+
+        Iterate it to its end before feeding the next chunk: the unfinished message's size and claimed length are
+        checked once the complete ones are taken (a consumer that stopped early would leave them to a later chunk).
+        """
         self._buffer.add_data(chunk)
         self._pending += len(chunk)
         while True:
