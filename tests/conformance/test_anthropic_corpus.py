@@ -23,7 +23,7 @@ import attrs
 import httpx
 import pytest
 
-from agentactors.errors import ErrorKind, ProviderError
+from agentactors.errors import ErrorKind, ProviderError, UnsupportedSettingError
 from agentactors.messages import (
     LLMRequest,
     LLMResponse,
@@ -277,7 +277,30 @@ def usage(inp: int, out: int, read: int = 0, write: int = 0) -> Usage:
 
 
 def check_error_400(c: Corpus, err: Any) -> None:
-    assert isinstance(err, ProviderError)
+    """The vendor's 400 for an effort the model does not take: refused before sending now, as the vendor refused it.
+
+    An effort given as a vendor option is judged as the ``reasoning_effort`` setting is (docs/settings.md): the
+    request is never sent, and the refusal names the levels the vendor's answer names.  The recorded 400 itself is
+    still classified as the vendor meant it (:func:`test_the_recorded_400_is_classified_as_the_vendor_said`).
+    """
+    assert isinstance(err, UnsupportedSettingError), repr(err)
+    assert err.provider == "anthropic" and err.model == "claude-opus-4-6" and not err.retryable
+    said = c("anthropic__error_400_invalid_request__1.json")["response"]["json"]["error"]["message"]
+    levels = said.split("Supported levels: ", 1)[1].rstrip(".").split(", ")  # high, low, max, medium
+    assert "'xhigh'" in str(err) and all(level in str(err) for level in levels), (str(err), levels)
+
+
+#: Interactions our checks now refuse before sending, as the vendor refused them: nothing goes out.
+REFUSED_BEFORE_SENDING = frozenset({"anthropic__error_400_invalid_request__1.json"})
+
+
+def test_the_recorded_400_is_classified_as_the_vendor_said(corpus: Corpus) -> None:
+    data = corpus("anthropic__error_400_invalid_request__1.json")
+    response = data["response"]
+    err = AnthropicWire().classify_error(
+        response["status"], response["headers"], json.dumps(response["json"]).encode(),
+        provider="anthropic", model="claude-opus-4-6",
+    )
     assert (err.kind, err.status, err.retryable) == (ErrorKind.request, 400, False)
     assert err.request_id == "req_011Ca7jT9AHpgXgdv8igm4z9"
     assert "effort level 'xhigh'" in err.message
@@ -530,6 +553,10 @@ async def test_corpus_interaction(name: str, corpus: Corpus) -> None:
     outcome: Any = error if error is not None else events if streaming else response
     assert data["response"]["status"] == 200 or isinstance(outcome, ProviderError), "an error status must raise"
 
+    if name in REFUSED_BEFORE_SENDING:
+        assert sent == []
+        check(corpus, outcome)
+        return
     # The request the provider sent: where, with which headers, and exactly the recorded body.
     (http_request,) = sent
     assert http_request.method == "POST"
