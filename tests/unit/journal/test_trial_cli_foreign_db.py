@@ -6,6 +6,7 @@ no run": a read-only command had written four tables and their indexes into some
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,8 @@ def test_a_database_that_is_no_journal_is_said_so_and_left_alone(
     tmp_path: Path, command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "app.db"
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db, db:
         db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
-    db.close()
     before = _schema(path)
     options: list[str] = []
     if command == "fork":  # --agent is checked first: give it an Agent
