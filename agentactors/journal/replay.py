@@ -267,9 +267,11 @@ def _checked(
 
 
 def _named(recorded: RecordedRun, runtime: Runtime | None, agents: Iterable[Agent[Any]]) -> Agent[Any] | None:
-    """The agent of the recorded run's name among ``agents``, then those bound to ``runtime``; ``None``: none."""
-    if recorded.agent is None:
-        return None
+    """The agent of the recorded run's name among ``agents``, then those bound to ``runtime``; ``None``: none.
+
+    An unnamed agent's run is found by an unnamed agent (``None`` is a name like any other, as ``rt.recover()``
+    finds agents): the first given, then the first bound.
+    """
     candidates = [*agents, *(runtime.bound if runtime is not None else ())]
     return next((a for a in candidates if getattr(a, "name", None) == recorded.agent), None)
 
