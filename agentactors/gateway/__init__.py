@@ -12,6 +12,10 @@
     spending budgets in money (``CostBudget``): what runs — a run's, a session's, a runtime's — may spend.
 ``ticket``
     what a run carries to where it waits (its age, priority class, deadline), in a contextvar.
+``_vendor``
+    what the vendor itself says of its rate limits (``HTTPProvider.rate_limit``), as the scheduler holds it.
+``_estimate``
+    a request's token estimate before it is sent, and the charge of a call cut short.
 
 Built on the actor kernel (:mod:`agentactors.actors`), which knows nothing of it.
 """

@@ -405,5 +405,5 @@ def refund_if_unsent(sched: Scheduler, exc: ProviderError, estimate: int) -> boo
     if exc.status == 429 and exc.retry_after is not None:
         # The vendor's rate limit is spent for retry_after: the actor's budgets hold the requests behind this one
         # as long (Scheduler.hold_off), rather than send each to the same 429.
-        sched.hold_off(exc.retry_after)
+        sched.hold_off(exc.retry_after, estimate)
     return served

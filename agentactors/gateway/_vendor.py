@@ -58,7 +58,7 @@ from typing import Any, Final, TypeGuard
 
 from ..providers.http.ratelimits import RateLimitState
 
-__all__ = ["VENDOR_HOLD_BOUND", "VendorWindow", "vendor_of", "vendor_window"]
+__all__ = ["VENDOR_HOLD_BOUND", "VendorWindow", "held", "vendor_of", "vendor_window"]
 
 #: Seconds: the longest the vendor's word holds the actor's requests — a report's reset, a 429's ``retry-after``
 #: (:meth:`~.scheduling.Scheduler.hold_off`) — one minute, the window a per-minute budget refills in.  A longer
@@ -217,6 +217,15 @@ def vendor_window(
         left = float(remaining - in_flight if kind == _REQUESTS else remaining)
         _tighten(limits, _Limit(name, left, min(reset, latest), kind, rate, now), now)
     return VendorWindow(limits) if limits else None
+
+
+def held(current: VendorWindow | None, until: float, now: float) -> VendorWindow:
+    """``current`` (``None``: no report in force) letting nothing through before ``until`` — a ``retry-after`` the
+    actor was told by a 429 itself (:meth:`~.scheduling.Scheduler.hold_off`), merged as a report's is: the later
+    hold is kept, and the window's other budgets with it."""
+    limits = [limit for limit in current.limits if limit.until > now] if current is not None else []
+    _tighten(limits, _Limit("retry_after", 0.0, until, _HOLD, 0.0, now), now)
+    return VendorWindow(limits)
 
 
 def _tighten(limits: list[_Limit], new: _Limit, now: float) -> None:

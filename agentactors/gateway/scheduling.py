@@ -65,7 +65,7 @@ from ..actors.runtime import Runtime
 from ..errors import Overloaded
 from ..events import emit as emit_to_run
 from ..messages import Usage
-from ._vendor import VENDOR_HOLD_BOUND, VendorWindow, vendor_window
+from ._vendor import VENDOR_HOLD_BOUND, VendorWindow, held, vendor_window
 from .budgets import EPSILON, TokenBucket, reported_tokens, usage_charge
 from .ticket import current_ticket, next_order
 
@@ -453,23 +453,33 @@ class Scheduler:
         if given and self.waiting:
             self._dispatch()
 
-    def hold_off(self, seconds: float) -> None:
+    def hold_off(self, seconds: float, estimate: int = 1) -> None:
         """The vendor said its rate limit is spent for ``seconds`` (a 429's ``retry-after``): no grant before then.
 
-        Each budget the actor has is drained so that its next unit is ``seconds`` away (never raised: a budget
-        already further behind stays so).  Bounded by :data:`VENDOR_HOLD_BOUND` — the number is the vendor's (or
-        a proxy's) to write; a longer pause is the circuit breaker's to keep — and ignored unless a positive
-        number.  Without budgets there is nothing to drain; a provider that reports its vendor's state (an
-        HTTPProvider's ``rate_limit``) holds the requests through :attr:`window` anyway, budgets or not.
+        ``estimate``: the refused request's tokens.  The request budget is drained so that its next request is
+        ``seconds`` away; the token budget so that a request of the refused one's size is (the vendor's word: it
+        fits then), with a hold in :attr:`window` that lets no smaller one through before (:func:`~._vendor.held`).
+        Drained to its next *token* instead, as it was, the bucket forgot what it held: at 30,000 tokens a minute,
+        a request of ~4,600 tokens the vendor told to retry in 1 s went in 10.2 s.  A budget already further
+        behind stays so.  Bounded by :data:`VENDOR_HOLD_BOUND` — the number is the vendor's (or a proxy's) to
+        write; a longer pause is the circuit breaker's to keep — and ignored unless a positive number.  Without
+        budgets there is nothing to drain; a provider that reports its vendor's state (an HTTPProvider's
+        ``rate_limit``) holds the requests through :attr:`window` anyway, budgets or not.
         """
         if not seconds > 0:  # NaN, 0, negative: nothing said
             return
+        requests, tokens = self.requests, self.tokens
+        if requests is None and tokens is None:
+            return
         seconds = min(seconds, VENDOR_HOLD_BOUND)
         now = anyio.current_time()
-        for bucket in (self.requests, self.tokens):
-            if bucket is not None:
-                bucket.refill(now)
-                bucket.level = min(bucket.level, min(1.0, bucket.capacity) - seconds * bucket.rate)
+        if requests is not None:
+            requests.refill(now)
+            requests.level = min(requests.level, min(1.0, requests.capacity) - seconds * requests.rate)
+        if tokens is not None:
+            tokens.refill(now)
+            tokens.level = min(tokens.level, min(max(estimate, 1), tokens.capacity) - seconds * tokens.rate)
+            self._set_window(held(self.window, now + seconds, now))
         if self.waiting:
             self._dispatch()  # the head's budget timer is moved to the new instant
 
