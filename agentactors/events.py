@@ -35,7 +35,10 @@ of the class its type names, so ``isinstance`` filters work::
 
 A type without a class of its own (a tool's own ``ctx.emit("tools.progress")``, a
 type a later version adds) gets its family's class, and one of no known family a
-plain :class:`Event`.  The classes add no fields: ``.type``, ``.data``, attribute
+plain :class:`Event` — as do several the library emits: a pool's ``pool.moved``,
+``pool.skipped`` and ``pool.exhausted`` (the fields of their ``fallback.*`` twins),
+``agent.handoff``, ``delegation.refused``, ``batch.*`` and ``mcp.*``; filter those on
+``event.type``.  The classes add no fields: ``.type``, ``.data``, attribute
 access to the payload, :meth:`Event.to_dict` and the JSONL record are the same for
 all.  ``Event(...)`` still builds a plain :class:`Event`; :func:`event_class` (and
 :func:`make_event`) choose the class by type, as emitting does.
@@ -173,7 +176,7 @@ class Event:
         return event_to_dict(self)
 
 
-# --- typed events: one family per prefix, one class per type the library emits --------------------
+# --- typed events: one family per prefix, one class per type of the tree above ---------------------
 # Plain subclasses with empty slots: attrs' __init__, repr (it names the instance's class), pickling and
 # attrs.fields all come from Event, and an instance costs exactly what an Event costs.
 
@@ -333,7 +336,8 @@ class FallbackEvent(Event):
 
 
 class FallbackMoved(FallbackEvent):
-    """``fallback.moved``: ``from_member``, ``to_member``, ``reason`` (an error kind), ``error``."""
+    """``fallback.moved``: ``from_member``, ``to_member``, ``to_model`` (the model the request asked of that member),
+    ``reason`` (an error kind), ``error``."""
 
     __slots__ = ()
 
@@ -1394,8 +1398,10 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
     The payload stays as the record has it — JSON values, not the objects that were emitted (a request
     is a dict here); :mod:`agentactors.explain` rebuilds what it needs from them.
 
-    :raises ValueError: the record has no string ``type``, or a header field of the wrong kind (a ``seq``
-        that is not an integer, a ``time`` that is not a number, a ``run_id`` that is not a string).
+    :raises ValueError: the record has no string ``type``, or a header field of the wrong kind (a ``seq`` or a
+        ``step`` that is not an integer, a ``time`` that is not a number, a ``run_id`` or a ``parent_run_id`` that
+        is not a string): read as absent, a damaged step or parent would move the event silently out of its step
+        or its run's tree.
     """
     type = record.get("type")
     if not isinstance(type, str):
@@ -1417,15 +1423,12 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
     if time is not None and (not isinstance(time, int | float) or isinstance(time, bool)):
         raise ValueError(f"an event record's 'time' is a number, not {_shown(time)}")
     step = record.get("step")
-    return make_event(
-        type,
-        run_id,
-        seq or 0,
-        float(time or 0.0),
-        step if isinstance(step, int) and not isinstance(step, bool) else None,
-        data,
-        parent if isinstance(parent := record.get("parent_run_id"), str) else None,
-    )
+    if step is not None and (not isinstance(step, int) or isinstance(step, bool)):
+        raise ValueError(f"an event record's 'step' is an integer or null, not {_shown(step)}")
+    parent = record.get("parent_run_id")
+    if parent is not None and not isinstance(parent, str):
+        raise ValueError(f"an event record's 'parent_run_id' is a string or null, not {_shown(parent)}")
+    return make_event(type, run_id, seq or 0, float(time or 0.0), step, data, parent)
 
 
 _NON_FINITE = frozenset(("nan", "inf", "-inf"))
@@ -1443,7 +1446,8 @@ def read_jsonl(
 ) -> Iterator[Event]:
     """The events a :class:`JsonlRecorder` wrote to ``path`` (only ``run_id``'s, if given), in file order.
 
-    Lines that are not event records (blank lines, a summary line without a ``type``) are skipped.  A last
+    Lines that are not event records (blank lines, a line that is no JSON object, a summary line without a
+    ``type`` or with a null one) are skipped; a line whose ``type`` is not a string is a damaged record (below).  A last
     line cut off mid-write (the process that wrote the record was killed: the usual crash) is skipped too,
     with a warning on the ``agentactors.events`` logger — or, given a ``skipped`` list, a note appended to it
     instead (what :meth:`~agentactors.explain.Explanation.from_jsonl` shows); so is a cut line followed by the
@@ -1456,7 +1460,8 @@ def read_jsonl(
     file as it iterates, so the events before a bad line have been yielded when its error is raised.
 
     :raises EventRecordError: a line (other than a cut-off one, as above) is not JSON (or not UTF-8), is past the
-        policy's limits, or is an event record whose header is of the wrong kind; it names the line (``.line``).
+        policy's limits, or is an event record whose header is of the wrong kind (a ``type`` that is not a string,
+        a ``seq`` or ``step`` that is not an integer, ...: :func:`event_from_dict`); it names the line (``.line``).
         A SQLite database (a journal's file) is said to be one, at line 1.
     :raises OSError: the file cannot be read.
     """
@@ -1491,8 +1496,13 @@ def read_jsonl(
             except ValueError as exc:  # not JSON (or not UTF-8): cut off, if nothing follows it
                 cut = (number, f"not a JSON event record ({exc})")
                 continue
-            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+            if not isinstance(record, dict) or record.get("type") is None:
                 continue
+            if not isinstance(record["type"], str):  # an event whose type was damaged: said, never skipped
+                raise EventRecordError(
+                    f"{where}, line {number}: not an event record (its 'type' is {_shown(record['type'])}, "
+                    "not a string)", path=where, line=number,
+                )
             if run_id is not None and record.get("run_id") != run_id:
                 continue
             if record["type"] in _REQUEST_KINDS:

@@ -9,9 +9,11 @@ The seeds' headline — trace a wrong answer back to the context that produced i
 :func:`explain` and :meth:`Explanation.from_jsonl` are synchronous and read only events: a live run's
 (objects) and a JSONL record's (JSON values) go through one path — each event's payload is first put in
 its JSON form (:func:`~agentactors.events.to_jsonable`) — so both give the same explanation, with
-``.request`` rebuilt as an :class:`~agentactors.messages.LLMRequest` of
-:class:`~agentactors.messages.Message` objects and ``.tool_results`` as
-:class:`~agentactors.tools.results.ToolResult` objects.
+``.tool_results`` as :class:`~agentactors.tools.results.ToolResult` objects.  The request is the exception:
+a live run's ``.request`` is the :class:`~agentactors.messages.LLMRequest` the loop sent, itself; a record's
+is rebuilt from its JSON as one of :class:`~agentactors.messages.Message` objects, without what the record
+does not keep — media payloads (``.request_media`` still names each part) and the credentials it redacted from
+the request's configuration — and ``.request_notes`` says so.
 
 What a record holds is what the events hold: the request (messages, tools, settings) as the loop sent it,
 every tool call's status and sizes (a refused result's true size; the refused payload itself never enters
@@ -36,6 +38,7 @@ from .journal.jsonl import run_from_events
 from .journal.records import RunNotRecordedError
 from .loop.result import RunResult
 from .messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
+from .parts import describe, shown_url
 from .pricing import Cost
 from .redaction import redact
 from .settings import CachePolicy
@@ -159,8 +162,15 @@ class Explanation:
     #: Found by their ``run.started`` among the events given (a recorder of the parent's receives them).
     children: Mapping[str | None, tuple[str, ...]] = attrs.field(factory=dict)
     #: Where :attr:`request` may differ from what the member that answered was sent, and the record cannot say
-    #: how: credentials a record redacted, the model a member after a failover (or a hedge's copy) called.
+    #: how: credentials a record redacted, the model a member after a failover (or a hedge's copy) called, the media
+    #: parts a record keeps as their kind and size only.
     request_notes: tuple[str, ...] = ()
+    #: The media parts (images, documents, audio) of each of :attr:`request`'s messages, in order, as
+    #: :func:`~agentactors.parts.describe` names them (``"Image(image/png, 2.0 KB)"``): what :meth:`lines` shows
+    #: beside each message's text.  From a record too, which keeps a part's kind, media type and size (or URL,
+    #: without its query) but not its payload — so a request rebuilt from one holds no parts, and this says
+    #: what the model was sent besides the text.
+    request_media: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
@@ -217,7 +227,8 @@ class Explanation:
                 f"  the request that produced the answer (served by {self.served_by}, model {self.served_model}):",
                 *(f"    note: {note}" for note in self.request_notes),
                 f"    tools offered: {offered}",
-                *(f"    {_describe_message(m)}" for m in request.messages),
+                *(f"    {_describe_message(m)}{_media_text(self.request_media, i)}"
+                  for i, m in enumerate(request.messages)),
             ]
         shown = {r.call_id for r in self.tool_results}
         out += [
@@ -401,7 +412,9 @@ def _explain(
     notes: list[str] = []
     request_notes: list[str] = []
     request = _to_request(answered_request, notes, request_notes) if answered_request is not None else None
+    media: tuple[tuple[str, ...], ...] = ()
     if request is not None:
+        media = _media_of(answered_request, request_notes)
         request = _as_the_member_got_it(request, paths.get(answered_step) if answered_step is not None else None,
                                         request_notes)
     # The question: the answered request's — or, when none was answered, the one the vendor was sent.
@@ -446,6 +459,7 @@ def _explain(
         native_tools=native_tools,
         children=dict(children),
         request_notes=tuple(request_notes),
+        request_media=media,
     )
 
 
@@ -903,6 +917,8 @@ def _to_request(value: Any, notes: list[str] | None = None, caveats: list[str] |
     if isinstance(value, LLMRequest):
         return value
     if not isinstance(value, Mapping):
+        if notes is not None:
+            notes.append(f"a recorded request could not be rebuilt (it is a {type(value).__name__}, not an object)")
         return None
     try:
         request = _rebuilt_request(value)
@@ -910,12 +926,66 @@ def _to_request(value: Any, notes: list[str] | None = None, caveats: list[str] |
         if notes is not None:
             notes.append(f"a recorded request could not be rebuilt ({type(exc).__name__}: {redact(str(exc))[:200]})")
         return None
+    if request is None and notes is not None:
+        # Read as "no request produced an answer" with nothing said, the record would hide that one did.
+        notes.append("a recorded request could not be rebuilt (it holds no messages)")
     if request is not None and caveats is not None and _holds_redacted(request.vendor_options):
         # A record redacts the request's configuration (vendor options, settings' extra): the request the
         # provider was sent held the credentials where this one says [REDACTED].
         caveats.append(f"the record redacted credentials in the request's vendor_options ({_REDACTED} stands where "
                      "the provider was sent a value)")
     return request
+
+
+def _media_of(value: Any, caveats: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The media parts of each message of ``value`` (an emitted request, or its record), as
+    :attr:`Explanation.request_media` holds them.  A record's go in ``caveats`` too: the request rebuilt from it
+    lacks them (a record keeps a part's kind and size, not its payload)."""
+    if isinstance(value, LLMRequest):
+        return tuple(tuple(describe(p) for p in m.media) for m in value.messages)
+    records = [m for m in _sequence(_mapping(value).get("messages")) if isinstance(m, Mapping)]
+    out = tuple(tuple(_recorded_part(p) for p in _sequence(m.get("_parts")) if _is_media(p)) for m in records)
+    lacking = [f"message {i + 1}: {', '.join(parts)}" for i, parts in enumerate(out) if parts]
+    if lacking:
+        caveats.append("the record keeps media parts as their kind and size only, so they are not in the rebuilt "
+                       f"request ({'; '.join(lacking)})")
+    return out
+
+
+def _is_media(part: Any) -> bool:
+    """Whether a recorded part (its JSON form) is an image, a document or audio — not a ``Text`` (``{"text": ...}``)."""
+    return isinstance(part, Mapping) and "data" in part
+
+
+def _recorded_part(part: Mapping[str, Any]) -> str:
+    """A recorded media part as :func:`~agentactors.parts.describe` names the part itself.
+
+    The record has no class name: a ``Document`` is told by its ``title`` and ``pages``, an ``Image`` by its
+    ``url`` (``None`` when given bytes), and ``Audio`` has neither.
+    """
+    kind = "Document" if "title" in part or "pages" in part else "Image" if "url" in part else "Audio"
+    media_type = _text(part.get("media_type"))
+    size = _mapping(part.get("data")).get("omitted_bytes")
+    if isinstance(size, int) and not isinstance(size, bool):
+        return f"{kind}({media_type}, {_bytes_text(size)})"
+    url = _text(part.get("url"))
+    where = f" at {shown_url(url)}" if url is not None else ""
+    return f"{kind}({media_type or 'media type unknown'}{where})"
+
+
+def _bytes_text(size: int) -> str:
+    """A payload's size as :func:`~agentactors.parts.describe` writes it."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _media_text(media: Sequence[tuple[str, ...]], index: int) -> str:
+    """What a message's line adds for its media parts: `` [+ Image(image/png, 2.0 KB)]``, or nothing."""
+    parts = media[index] if index < len(media) else ()
+    return f" [+ {', '.join(_short(p, 200) for p in parts)}]" if parts else ""
 
 
 def _holds_redacted(value: Any) -> bool:
