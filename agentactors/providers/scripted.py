@@ -101,7 +101,7 @@ class ScriptedProvider:
 
     ``stream()`` delivers text in several :class:`TextDelta` events and tool
     calls as start / delta / end, then one ``StreamEnd``.  ``latency`` seconds
-    (``anyio.sleep``, so virtual under a mock clock) pass before each answer.
+    (``anyio.sleep``, so virtual under a mock clock; >= 0, else ``ValueError``) pass before each answer.
 
     ``requests`` lists every request received, in order — unless
     ``record=False``, for a long-lived provider (a Ray worker's, a benchmark's)
@@ -147,6 +147,8 @@ class ScriptedProvider:
         self._name = name
         self._model = model or "scripted-model"
         self.latency = float(latency)
+        if not self.latency >= 0:  # NaN too: each call then failed in anyio.sleep, naming neither provider nor latency
+            raise ValueError(f"ScriptedProvider latency must be >= 0 seconds, not {latency!r}")
         self._carries_tools = carries_tools
         self._carries_forced = carries_forced_tool_choice
         self.rejects_forced_tool_choice = frozenset(rejects_forced_tool_choice)

@@ -10,7 +10,9 @@ of the client codecs so that the integration tests catch codec bugs.
 from __future__ import annotations
 
 import enum
+import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -47,10 +49,28 @@ WIRES = ("openai", "responses", "anthropic", "gemini", "bedrock")
 _STOPS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter"})
 
 
+# RFC 9110 field names (tokens) and values (visible characters, inner spaces and tabs): what h11 sends.  A header
+# it refuses made the server drop the connection on the request that used it, far from the script that was wrong.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(owner: str, value: object) -> float:
+    """A real number of seconds or tokens, as a float; ``TypeError`` naming ``owner`` for anything else (a str
+    was taken, and failed on the first request, in the server's thread)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{owner} must be a number, not {type(value).__name__}")
+    return float(value)
+
+
 def _delay(value: float | None) -> float | None:
     if value is None:
         return None
-    value = float(value)
+    value = _number("a delay", value)
     if math.isnan(value) or value < 0:
         raise ValueError(f"a delay must be a non-negative number of seconds, not {value!r}")
     return min(value, MAX_DELAY)
@@ -60,9 +80,45 @@ def _delay_or_zero(value: float | None) -> float:
     return _delay(value) or 0.0
 
 
-def _nonneg(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and value < 0:
+def _nonneg(instance: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    """An optional count: an int >= 0 (a float or a str failed only in the server, as it built the answer)."""
+    if value is None:
+        return
+    if not _is_int(value):
+        raise TypeError(f"{type(instance).__name__}.{attribute.name} must be an int, not {type(value).__name__}")
+    if value < 0:
         raise ValueError(f"{attribute.name} must be >= 0, not {value!r}")
+
+
+def _of_type(kind: type | tuple[type, ...], label: str) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    """A validator: the value is a ``kind`` (``label`` says which, in the ``TypeError``)."""
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, kind):
+            raise TypeError(f"{type(instance).__name__}.{attribute.name} must be {label}, not {type(value).__name__}")
+
+    return check
+
+
+#: A text field the wire's body carries (a number was sent as one, where a vendor sends text).
+_optional_str = attrs.validators.optional(_of_type(str, "a str or None"))
+
+
+def _seconds_or_none(instance: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    """A finite number of seconds >= 0, as sent in a header: ``nan``, ``inf`` or ``-1`` went out verbatim, and a
+    str failed in the server.  (A test of a client's handling of such a header sends it with ``headers=``.)"""
+    if value is None:
+        return
+    owner = f"{type(instance).__name__}.{attribute.name}"
+    if not 0.0 <= _number(owner, value) < math.inf:
+        raise ValueError(f"{owner} must be a finite number of seconds >= 0, not {value!r}")
+
+
+def _header_value(owner: str, value: str) -> str:
+    if not _HEADER_VALUE.fullmatch(value):  # (the pattern's ranges also keep it within Latin-1, as it is sent)
+        raise ValueError(f"{owner}: {value!r} is not a value an HTTP header can carry (control characters, "
+                         "surrounding whitespace or characters beyond Latin-1)")
+    return value
 
 
 def _token_limit(value: int | None) -> int | None:
@@ -75,11 +131,29 @@ def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def _headers(value: Mapping[str, str] | None) -> dict[str, str]:
-    return {str(k).lower(): str(v) for k, v in (value or {}).items()}
+    """Extra response headers, lower-cased; values that are not text are sent as their ``str`` (a number).
+
+    Raises ``TypeError`` for what is not a mapping and ``ValueError`` for a name or value HTTP cannot carry: the
+    server refused it only as it answered, dropping the connection.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"headers must be a mapping of names to values, not {type(value).__name__}")
+    out: dict[str, str] = {}
+    for name, text in value.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"headers: {name!r} is not an HTTP header name")
+        out[name.lower()] = _header_value(f"headers[{name!r}]", str(text))
+    return out
 
 
 def _arguments(value: Mapping[str, Any] | str) -> Mapping[str, Any] | str:
-    return value if isinstance(value, str) else dict(value)
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"FakeToolCall.arguments must be a mapping or a str, not {type(value).__name__}")
+    return dict(value)
 
 
 @attrs.frozen(slots=True)
@@ -97,7 +171,7 @@ class FakeToolCall:
 
     name: str = attrs.field()
     arguments: Mapping[str, Any] | str = attrs.field(factory=dict, converter=_arguments)
-    id: str | None = None
+    id: str | None = attrs.field(default=None, validator=_optional_str)
 
     @name.validator
     def _check_name(self, _: attrs.Attribute[str], value: str) -> None:
@@ -122,33 +196,50 @@ class FakeError:
     :param code: the vendor's error type/code (``"insufficient_quota"``,
         ``"overloaded_error"``, ``"RESOURCE_EXHAUSTED"``, ...); a per-wire,
         per-status default otherwise.
-    :param retry_after: seconds, sent as ``retry-after`` (and, on Gemini 429s, as
-        ``RetryInfo.retryDelay`` in the body).
-    :param retry_after_ms: sent as ``retry-after-ms``.
+    :param retry_after: seconds (finite, >= 0), sent as ``retry-after`` (and, on Gemini 429s, as
+        ``RetryInfo.retryDelay`` in the body).  A header no vendor sends (``-1``, ``soon``), to see how a
+        client takes it, goes in ``headers``.
+    :param retry_after_ms: sent as ``retry-after-ms`` (finite, >= 0).
     :param should_retry: sent as ``x-should-retry: true|false``.
-    :param headers: extra response headers.
+    :param headers: extra response headers (names and values HTTP can carry).
     :param body: a body sent verbatim instead of the wire's shape (a mapping is
         JSON-encoded; ``str``/``bytes`` are sent as is).
     :param latency: seconds before the answer (``None``: the vendor's default latency).
     :param param: the request parameter the error names, on the OpenAI wires (``"messages[1].tool_calls[0].id"``;
         sent as the error's ``param``).
+
+    Every field is checked here (``TypeError`` / ``ValueError``), as on :class:`FakeReply`,
+    :class:`FakeMalformed` and :class:`FakeToolCall`: a value the server could not send failed on the request
+    that met it, as a dropped connection, far from the script that was wrong.
     """
 
     status: int = attrs.field()
-    message: str | None = None
-    code: str | None = None
-    retry_after: float | None = None
-    retry_after_ms: float | None = None
-    should_retry: bool | None = None
+    message: str | None = attrs.field(default=None, validator=_optional_str)
+    code: str | None = attrs.field(default=None, validator=_optional_str)
+    retry_after: float | None = attrs.field(default=None, validator=_seconds_or_none)
+    retry_after_ms: float | None = attrs.field(default=None, validator=_seconds_or_none)
+    should_retry: bool | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_of_type(bool, "a bool or None")))
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=_headers)
-    body: Any = None
+    body: Any = attrs.field(default=None)
     latency: float | None = attrs.field(default=None, converter=_delay)
-    param: str | None = None
+    param: str | None = attrs.field(default=None, validator=_optional_str)
 
     @status.validator
     def _check_status(self, _: attrs.Attribute[int], value: int) -> None:
         if not isinstance(value, int) or not 400 <= value <= 599:
             raise ValueError(f"FakeError.status must be an HTTP error status (400-599), not {value!r}")
+
+    @body.validator
+    def _check_body(self, _: attrs.Attribute[Any], value: Any) -> None:
+        """A body is sent as it is (``str``, ``bytes``) or JSON-encoded: one that JSON cannot encode failed in the
+        server, as it answered."""
+        if value is None or isinstance(value, str | bytes):
+            return
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"FakeError.body must be a str, bytes or a JSON-encodable value: {exc}") from None
 
 
 @attrs.frozen(slots=True)
@@ -156,13 +247,28 @@ class FakeMalformed:
     """A body that is not what the wire promises: invalid JSON by default.
 
     For a streaming request the body is sent as the data of one SSE event (and the
-    stream then ends), so the client's stream decoder meets it.
+    stream then ends), so the client's stream decoder meets it.  ``status`` is a final
+    response's, 200 to 599.
     """
 
-    body: str | bytes = '{"id": "fake-malformed", "choices": [{"message": '
-    status: int = 200
-    content_type: str | None = None
+    body: str | bytes = attrs.field(default='{"id": "fake-malformed", "choices": [{"message": ',
+                                    validator=_of_type((str, bytes), "a str or bytes"))
+    status: int = attrs.field(default=200)
+    content_type: str | None = attrs.field(default=None, validator=_optional_str)
     latency: float | None = attrs.field(default=None, converter=_delay)
+
+    @status.validator
+    def _check_status(self, _: attrs.Attribute[int], value: int) -> None:
+        # A final response's status: h11 refuses below 200 (the connection was dropped instead).
+        if not _is_int(value):
+            raise TypeError(f"FakeMalformed.status must be an int, not {type(value).__name__}")
+        if not 200 <= value <= 599:
+            raise ValueError(f"FakeMalformed.status must be an HTTP status from 200 to 599, not {value!r}")
+
+    @content_type.validator
+    def _check_content_type(self, _: attrs.Attribute[str | None], value: str | None) -> None:
+        if value is not None:
+            _header_value("FakeMalformed.content_type", value)
 
 
 @attrs.frozen(slots=True)
@@ -189,9 +295,9 @@ class FakeReply:
     :param headers: extra response headers.
     """
 
-    text: str = ""
+    text: str = attrs.field(default="", validator=_of_type(str, "a str"))
     tool_calls: tuple[FakeToolCall, ...] = attrs.field(default=(), converter=_calls)
-    reasoning: str = ""
+    reasoning: str = attrs.field(default="", validator=_of_type(str, "a str"))
     stop: str | None = attrs.field(default=None)
     input_tokens: int | None = attrs.field(default=None, validator=_nonneg)
     output_tokens: int | None = attrs.field(default=None, validator=_nonneg)
@@ -199,7 +305,8 @@ class FakeReply:
     chunk_latency: float = attrs.field(default=0.0, converter=_delay_or_zero)
     words_per_chunk: int = attrs.field(default=2)
     cut_after: int | None = attrs.field(default=None, validator=_nonneg)
-    stream_error: FakeError | None = None
+    stream_error: FakeError | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_of_type(FakeError, "a FakeError or None")))
     stream_error_after: int = attrs.field(default=1, validator=_nonneg)
     headers: Mapping[str, str] = attrs.field(factory=dict, converter=_headers)
 
@@ -210,6 +317,8 @@ class FakeReply:
 
     @words_per_chunk.validator
     def _check_words(self, _: attrs.Attribute[int], value: int) -> None:
+        if not _is_int(value):
+            raise TypeError(f"FakeReply.words_per_chunk must be an int, not {type(value).__name__}")
         if value < 1:
             raise ValueError("words_per_chunk must be >= 1")
 
@@ -248,6 +357,8 @@ _GivenWeights: TypeAlias = Mapping[FaultKind, float] | Mapping[str, float] | Map
 def _weights(value: _GivenWeights | None) -> Mapping[FaultKind, float]:
     if value is None:
         return dict(_DEFAULT_WEIGHTS)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"FaultPlan weights must be a mapping of fault kinds to weights, not {type(value).__name__}")
     try:
         out = {FaultKind(k): float(v) for k, v in value.items()}
     except ValueError as exc:
@@ -268,7 +379,11 @@ def _rate(value: float) -> float:
 def _names(value: Sequence[str] | str | None) -> frozenset[str] | None:
     if value is None:
         return None
-    return frozenset((value,) if isinstance(value, str) else value)
+    names = frozenset((value,) if isinstance(value, str) else value)
+    if not all(isinstance(name, str) for name in names):
+        # A model named by a number matched no request: the plan applied to nothing, silently.
+        raise TypeError(f"FaultPlan names models and wires by str, not {sorted(map(repr, names))}")
+    return names
 
 
 def _wires(value: Sequence[str] | str | None) -> frozenset[str] | None:

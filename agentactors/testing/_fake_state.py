@@ -39,6 +39,16 @@ log = logging.getLogger("agentactors.testing.fakevendor")
 _Key = tuple[str, str | None]  # ("model", name) | ("wire", name) | ("any", None)
 
 
+def _check_model(model: object) -> None:
+    """A model is named by a non-empty str: another value matched no request (the route or outage was dead)."""
+    if model is None:
+        return
+    if not isinstance(model, str):
+        raise TypeError(f"model must be a str or None, not {type(model).__name__}")
+    if not model:
+        raise ValueError("model must be a non-empty str (None: any model)")
+
+
 class Outage:
     """A window during which every request to a wire and/or model fails (503, or 529 on Anthropic).
 
@@ -48,8 +58,22 @@ class Outage:
     """
 
     def __init__(self, *, wire: str | None, model: str | None, duration: float | None, status: int | None) -> None:
-        if duration is not None and duration < 0:
-            raise ValueError("an outage duration must be >= 0 seconds")
+        """Raises ``TypeError`` / ``ValueError`` for what no outage can be: the server built its error answer
+        from ``status`` only on a request (a status of 200 became an empty 500 and a request pending for ever),
+        a ``duration`` of NaN ended the outage before it began, and an unknown wire or a model that is no str
+        matched no request, silently."""
+        VendorState.key(wire, None)
+        _check_model(model)
+        if duration is not None:
+            if isinstance(duration, bool) or not isinstance(duration, int | float):
+                raise TypeError(f"an outage duration must be a number of seconds, not {type(duration).__name__}")
+            if not duration >= 0:  # NaN too
+                raise ValueError(f"an outage duration must be >= 0 seconds, not {duration!r}")
+        if status is not None:
+            if isinstance(status, bool) or not isinstance(status, int):
+                raise TypeError(f"an outage status must be an int, not {type(status).__name__}")
+            if not 400 <= status <= 599:
+                raise ValueError(f"an outage status must be an HTTP error status (400-599), not {status!r}")
         self.wire = wire
         self.model = model
         self.status = status
@@ -132,6 +156,7 @@ class VendorState:
         if wire is not None and model is not None:
             raise ValueError("route by wire or by model, not both")
         if model is not None:
+            _check_model(model)
             return ("model", model)
         if wire is not None:
             if wire not in WIRES:

@@ -130,8 +130,44 @@ _KEEP_ALIVE = 120.0
 
 def _check_latency(seconds: float) -> None:
     """A latency is a number of seconds >= 0: NaN compared false everywhere, so it meant no latency, silently."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise TypeError(f"latency must be a number of seconds, not {type(seconds).__name__}")
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"latency must be >= 0 seconds, not {seconds!r}")
+
+
+def _check_auto_tools(value: bool | int) -> None:
+    """``True`` / ``False``, or a number of calls >= 0: a str failed in the server on the first unscripted request
+    that offered tools (an empty 500, the request pending for ever)."""
+    if isinstance(value, bool):
+        return
+    if not isinstance(value, int):
+        raise TypeError(f"auto_tools must be a bool or an int, not {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"auto_tools must be >= 0 calls, not {value!r}")
+
+
+def _check_faults(plan: FaultPlan | None) -> None:
+    if plan is not None and not isinstance(plan, FaultPlan):
+        raise TypeError(f"faults must be a FaultPlan or None (FaultPlan(rate=...)), not {type(plan).__name__}")
+
+
+def _check_flag(name: str, value: bool) -> None:
+    """A flag is a bool: ``strict="no"`` was true, and meant the opposite of what it said."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+
+
+def _check_address(host: str, port: int) -> None:
+    """Checked where the vendor is made: a bad port failed only on start(), from the server's thread."""
+    if not isinstance(host, str):
+        raise TypeError(f"host must be a str, not {type(host).__name__}")
+    if not host.strip():  # "" listened on every interface, and the base URL was http://:PORT
+        raise ValueError("host must be a non-empty str (127.0.0.1: loopback)")
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise TypeError(f"port must be an int, not {type(port).__name__}")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be within 0-65535 (0: a free one), not {port!r}")
 
 
 class FakeVendor:
@@ -157,6 +193,10 @@ class FakeVendor:
     :param record_bodies: keep each request's parsed body (turn off for long benchmarks).
     :param max_records: keep only the last N requests (``None``: all).
     :param ssl_context: serve HTTPS with this server context (its certificate chain loaded); ``None``: HTTP.
+    :raises TypeError: / :raises ValueError: an argument of the wrong type or out of range (a port outside
+        0-65535, a negative latency or ``max_records``, an empty ``expected_api_key``), here rather than on
+        :meth:`start` or on the first request, in the server's thread.  The same holds for the script items,
+        :meth:`script`, :meth:`on`, :meth:`outage` and the settable attributes.
 
     Lifecycle: ``async with FakeVendor() as fv`` (asyncio or trio), ``with
     FakeVendor() as fv`` or :meth:`start` / :meth:`stop`.  Starting and stopping
@@ -179,7 +219,23 @@ class FakeVendor:
         max_records: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        _check_address(host, port)
         _check_latency(latency)
+        _check_auto_tools(auto_tools)
+        _check_faults(faults)
+        _check_flag("strict", strict)
+        _check_flag("record_bodies", record_bodies)
+        if expected_api_key is not None:
+            if not isinstance(expected_api_key, str):
+                raise TypeError(f"expected_api_key must be a str or None, not {type(expected_api_key).__name__}")
+            if not expected_api_key:
+                # Most often an unset environment variable: every request would get a 401.
+                raise ValueError("expected_api_key must be a non-empty str (None: any key)")
+        if max_records is not None:
+            if isinstance(max_records, bool) or not isinstance(max_records, int):
+                raise TypeError(f"max_records must be an int or None, not {type(max_records).__name__}")
+            if max_records < 0:
+                raise ValueError(f"max_records must be >= 0 (None: keep all), not {max_records!r}")
         if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
             raise TypeError(f"ssl_context must be an ssl.SSLContext or None, not {type(ssl_context).__name__}")
         self._host = host
@@ -362,6 +418,7 @@ class FakeVendor:
 
     @faults.setter
     def faults(self, plan: FaultPlan | None) -> None:
+        _check_faults(plan)
         self._state.faults = plan
 
     @property
@@ -379,6 +436,7 @@ class FakeVendor:
 
     @auto_tools.setter
     def auto_tools(self, value: bool | int) -> None:
+        _check_auto_tools(value)
         self._state.auto_tools = value
 
     def outage(
@@ -391,12 +449,11 @@ class FakeVendor:
     ) -> Outage:
         """Fail every request to ``wire`` and/or ``model`` (all, if neither) until the outage ends.
 
-        The status is 529 on the Anthropic wire and 503 elsewhere unless given.
-        Returns the :class:`Outage`: call ``.end()`` or use it as a context manager;
-        with ``duration`` (seconds) it ends by itself.
+        The status is 529 on the Anthropic wire and 503 elsewhere unless given (an HTTP error status,
+        400-599).  Returns the :class:`Outage`: call ``.end()`` or use it as a context manager;
+        with ``duration`` (seconds >= 0) it ends by itself.  Raises ``TypeError`` / ``ValueError`` for an
+        unknown wire, a model that is no non-empty str, a status or duration out of range (NaN too).
         """
-        if wire is not None:
-            self._state.key(wire, None)  # validates the wire name
         return self._state.add_outage(Outage(wire=wire, model=model, duration=duration, status=status))
 
     def end_outages(self) -> None:
@@ -574,6 +631,12 @@ def _rate(text: str) -> float:
     return rate
 
 
+def _host(text: str) -> str:
+    if not text.strip():  # an unset variable in a script: FakeVendor refuses it, and here it is a usage error
+        raise ValueError(text)
+    return text
+
+
 def _seconds(text: str) -> float:
     seconds = float(text)
     if not 0.0 <= seconds < math.inf:
@@ -583,6 +646,7 @@ def _seconds(text: str) -> float:
 
 # argparse names the expected kind of value in its usage error after the function's __name__.
 _port.__name__, _rate.__name__, _seconds.__name__ = "port (0-65535)", "rate within [0, 1]", "number of seconds >= 0"
+_host.__name__ = "host (not empty)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -590,7 +654,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     Numbers are checked here, so that a bad one is a usage error (exit 2), not a traceback from the server.
     """
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", type=_host, default="127.0.0.1", help="the interface to listen on (loopback)")
     parser.add_argument("--port", type=_port, default=8765, help="0 picks a free port")
     parser.add_argument("--fault-rate", type=_rate, default=0.0, help="share of requests failed at random (0..1)")
     parser.add_argument("--seed", type=int, default=None)
