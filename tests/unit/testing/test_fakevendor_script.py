@@ -220,8 +220,12 @@ async def test_a_client_that_gives_up_is_recorded_as_disconnected(
     fake_vendor: FakeVendor, client: httpx.AsyncClient, wire: str
 ) -> None:
     fake_vendor.script(FakeReply(text="late", latency=10), FakeReply(text="a b c d", chunk_latency=10))
-    with anyio.move_on_after(0.1):
-        await post(client, fake_vendor, wire)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(post, client, fake_vendor, wire)
+        # Given up once the server took the first item: on a busy machine a fixed 0.1 s could end before the
+        # request got there, and the stream below then took the 10-second item.
+        await fake_vendor.wait_for(lambda _: fake_vendor.pending_script == 1, within=30)
+        tg.cancel_scope.cancel()
     async with client.stream("POST", url(fake_vendor, wire, stream=True), json=body(wire, stream=True),
                              headers=auth_headers(wire)) as response:
         assert response.status_code == 200  # the stream has started: leave it mid-way
