@@ -839,7 +839,9 @@ class Runtime:
         logged).  Without it, a recovered turn's result is only returned here.
 
         :raises RuntimeError: the runtime has no journal, or is not running.
-        :raises TypeError: ``sessions`` is not a session store.
+        :raises TypeError: ``sessions`` is not a session store; the journal has no ``recover`` (one written against
+            the loop's port alone, ``open_run``: it records, and replay and fork read it, but recovering is a
+            :class:`~agentactors.journal.store.JournalStore`'s).
         :raises RecoveryError: some runs could not be recovered (a damaged row, a run that raised): raised after
             every other run was finished, with their results (``.results``) and each failure by run id.
 
@@ -851,13 +853,19 @@ class Runtime:
         journal = self.journal
         if journal is None:
             raise RuntimeError("recover() needs a journal: Runtime(journal=SqliteJournal(path))")
+        recover = getattr(journal, "recover", None)
+        if not callable(recover):  # (a journal of one's own written against the loop's port alone: open_run)
+            raise TypeError(
+                f"recover() needs a journal that recovers (a JournalStore: SqliteJournal, PostgresJournal); "
+                f"{type(journal).__name__} has no recover()"
+            )
         self._check_running()
         bound = (*self.bound, *agents)
         # Passed only when given: a journal written against the earlier port takes no ``sessions``.
         if sessions is None:
-            found: list[Any] = await journal.recover(self, agents=bound)
+            found: list[Any] = await recover(self, agents=bound)
         else:
-            found = await journal.recover(self, agents=bound, sessions=sessions)
+            found = await recover(self, agents=bound, sessions=sessions)
         return found
 
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:

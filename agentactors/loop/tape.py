@@ -145,9 +145,17 @@ def open_tape(
         return None
     token = _RESUMING.set(resume if isinstance(resume, tuple) else None)
     try:
-        return journal.open_run(run_id, agent, tuple(inputs), parent_run_id=parent, resumed=bool(resume))
+        tape = journal.open_run(run_id, agent, tuple(inputs), parent_run_id=parent, resumed=bool(resume))
     finally:
         _RESUMING.reset(token)
+    if tape is not None and not isinstance(tape, Tape):
+        # A journal of one's own that broke the port: named here, before the run starts, not as an AttributeError
+        # from inside the run's controller.
+        raise TypeError(
+            f"{type(journal).__name__}.open_run() returned a {type(tape).__name__}, not a Tape or None "
+            "(agentactors.loop.tape.Journal: docs/architecture.md)"
+        )
+    return tape
 
 
 def resuming() -> Resume | None:

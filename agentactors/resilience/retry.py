@@ -126,10 +126,10 @@ class RetryingProvider(ProviderDecorator):
         try:
             with collecting as abandoned:
                 response = await self._attempts(self._inner.complete, request, abandoned, flight)
-                if abandoned and type(response) is not LLMResponse and not isinstance(response, LLMResponse):
-                    # A non-answer cannot carry the attempts abandoned before it (with_cut_short): the member's
-                    # failure, named, not retried; they are noted as for a call that failed.  (Without them, it is
-                    # handed on as it is: the layer around, or the run's step, names it.)
+                if type(response) is not LLMResponse and not isinstance(response, LLMResponse):
+                    # The member's broken contract, named here for whoever called this layer — a caller of the
+                    # decorator itself has no run's step to name it (docs/resilience.md); not retried (its code
+                    # answers the same).  Attempts abandoned before it are noted as for a call that failed.
                     raise broken_contract("the answer of complete()", response, "an LLMResponse",
                                           provider=name_of(self._inner), model=model_of(self._inner, request))
         except BaseException as exc:

@@ -34,6 +34,7 @@ from ..providers.port import (
     LLMProvider,
     StreamAccumulator,
     StreamContext,
+    broken_contract,
     interrupted,
     not_a_context_manager,
     not_an_iterator,
@@ -201,6 +202,13 @@ def _check(label: str, value: float | None) -> float | None:
 
 
 
+def _no_answer(response: object, inner: LLMProvider, request: LLMRequest) -> MalformedResponseError:
+    """The member's broken contract: its ``complete()`` answered ``response``, no ``LLMResponse``.  Named here, not
+    handed on, for a caller of this decorator itself has no run's step to name it (docs/resilience.md)."""
+    return broken_contract("the answer of complete()", response, "an LLMResponse",
+                           provider=name_of(inner), model=model_of(inner, request))
+
+
 class TimeoutProvider(ProviderDecorator):
     """The provider :func:`with_timeout` returns.  See there for the semantics."""
 
@@ -232,16 +240,23 @@ class TimeoutProvider(ProviderDecorator):
         """
         if self.attempt is None:
             try:
-                return await self._inner.complete(request)
+                response: object = await self._inner.complete(request)
             except ProviderError:
                 raise
             except Exception as exc:
                 failure = as_provider_error(exc, self._inner, model_of(self._inner, request))
+            else:
+                if type(response) is LLMResponse or isinstance(response, LLMResponse):
+                    return response
+                failure = _no_answer(response, self._inner, request)
             raise failure  # (outside the except block: the foreign exception is not kept as its __context__)
         sent = own_request(request)
         try:
             with anyio.move_on_after(self.attempt):
-                return await self._inner.complete(sent)
+                response = await self._inner.complete(sent)
+                if type(response) is LLMResponse or isinstance(response, LLMResponse):
+                    return response
+                raise _no_answer(response, self._inner, request)
             # Only reached when our own deadline cancelled the call (an outer cancellation propagates).
             model = model_of(self._inner, request)
             self._abandoned(request, sent, model, "")

@@ -20,6 +20,7 @@ a second actor for it whose commits conflict (:class:`SessionStore`, :func:`stor
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Final, Protocol, runtime_checkable
@@ -283,11 +284,29 @@ class SessionStore(Protocol):
 
 
 def check_store(store: object) -> SessionStore:
-    """``store`` if it has the :class:`SessionStore` methods.  :raises TypeError: it does not."""
+    """``store`` if it has the :class:`SessionStore` methods, each a coroutine function.
+
+    :raises TypeError: it has not — checked when the store is taken, for a plain ``def load`` (a sync database
+        wrapped as it is) would otherwise fail at the first turn, or at the runtime's exit for ``aclose``, with
+        Python's "can't be used in 'await' expression", naming neither the store nor the method.
+    """
     missing = [name for name in ("load", "commit", "delete", "aclose") if not callable(getattr(store, name, None))]
     if missing:
         raise TypeError(f"a session store needs {', '.join(missing)}(): {type(store).__name__} is not a SessionStore")
+    plain = [name for name in ("load", "commit", "delete", "aclose") if not _by_coroutine(getattr(store, name))]
+    if plain:
+        raise TypeError(
+            f"{type(store).__name__}.{'(), '.join(plain)}() must be defined with `async def` (a coroutine function): "
+            "a session store's methods are awaited"
+        )
     return store  # type: ignore[return-value]
+
+
+def _by_coroutine(method: object) -> bool:
+    """Whether calling ``method`` makes a coroutine: an ``async def`` (bound, or a ``functools.partial`` of one) or
+    an object whose ``__call__`` is one (as :func:`agentactors.providers.port.completes_by_coroutine` asks of a
+    provider)."""
+    return inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(type(method).__call__)
 
 
 #: What a :class:`StoreIdentity` holds first: no value of anyone else's, so no store's ``address`` equals one.
