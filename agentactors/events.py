@@ -362,9 +362,24 @@ class BreakerEvent(Event):
 
 
 class BreakerStateChanged(BreakerEvent):
-    """``breaker.state_changed``: ``key``, ``from_state``, ``to_state``, ``reason``."""
+    """``breaker.state_changed``: ``key``, ``from_state``, ``to_state``, ``reason``.
+
+    The breaker's contract calls them ``from`` and ``to``; ``from`` is a Python keyword (no ``emit(from=...)``,
+    no ``event.from``), so the payload spells them ``from_state`` and ``to_state``.  ``event.get("from")`` and
+    ``getattr(event, "to")`` read them too, so code written to the contract works; the payload keeps one spelling.
+    """
 
     __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        return super().__getattr__(_BREAKER_ALIASES.get(name, name))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.data.get(_BREAKER_ALIASES.get(name, name), default)
+
+
+#: The contract's names of ``breaker.state_changed``'s fields -> the payload's (see BreakerStateChanged).
+_BREAKER_ALIASES = {"from": "from_state", "to": "to_state"}
 
 
 class BreakerRejected(BreakerEvent):
