@@ -37,7 +37,7 @@ A type without a class of its own (a tool's own ``ctx.emit("tools.progress")``, 
 type a later version adds) gets its family's class, and one of no known family a
 plain :class:`Event` — as do several the library emits: a pool's ``pool.moved``,
 ``pool.skipped`` and ``pool.exhausted`` (the fields of their ``fallback.*`` twins),
-``agent.handoff``, ``delegation.refused``, ``batch.*`` and ``mcp.*``; filter those on
+``agent.handoff``, ``delegation.refused``, ``context.fitted``, ``batch.*`` and ``mcp.*``; filter those on
 ``event.type``.  The classes add no fields: ``.type``, ``.data``, attribute
 access to the payload, :meth:`Event.to_dict` and the JSONL record are the same for
 all.  ``Event(...)`` still builds a plain :class:`Event`; :func:`event_class` (and

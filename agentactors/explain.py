@@ -115,7 +115,11 @@ class Explanation:
     budget trimmed: ``truncated=True``, its true size in ``original_chars``; on the JSON tool transport, read
     from the request's text blocks).
     ``path`` is the provider path of every step; ``timeline`` the run's decisions, in seconds since it
-    started.
+    started.  ``streamed``: the run's model calls took the stream path (``agent.stream``, ``on_token``), as its
+    ``run.started`` says — also a call that streamed only tool calls, no text (an older record, which does not say,
+    is read by its text deltas).  :meth:`lines` gives, under the request that produced the answer, the settings it
+    was sent with (those set; a vendor option by its keys only, never a value) and what a context budget left out of
+    it (:attr:`context_fit`).
     """
 
     run_id: str
@@ -171,6 +175,15 @@ class Explanation:
     #: without its query) but not its payload — so a request rebuilt from one holds no parts, and this says
     #: what the model was sent besides the text.
     request_media: tuple[tuple[str, ...], ...] = ()
+    #: What the context budget (``context_budget_chars``) left out of :attr:`request`, from the loop's
+    #: ``context.fitted`` event of its step: ``chars`` (the budget), ``messages`` (the conversation's, the system
+    #: message aside), ``dropped`` (the earlier messages not sent) and ``trimmed`` (the tool results sent trimmed:
+    #: :attr:`tool_results` marks them ``truncated``).  ``None`` when the request held the whole conversation.  A
+    #: wrong answer may come of a message the model was never sent: this says it was not.
+    context_fit: Mapping[str, int] | None = None
+    #: The tool calls whose results the context budget dropped from :attr:`request` (``"page c0"``: the tool and
+    #: the call id), as far as the events tell: the calls of earlier steps whose results :attr:`request` lacks.
+    dropped_results: tuple[str, ...] = ()
 
     @classmethod
     def from_jsonl(cls, path: str | Path, run_id: str) -> Explanation:
@@ -196,7 +209,7 @@ class Explanation:
 
     def lines(self) -> list[str]:
         """The explanation as plain text lines."""
-        mode = "streamed" if self.streamed else "complete()"
+        mode = "stream()" if self.streamed else "complete()"
         label = self.agent or "agent"
         calls = f"{self.steps} model calls"
         if self.resumed_from is not None:
@@ -226,6 +239,9 @@ class Explanation:
             out += [
                 f"  the request that produced the answer (served by {self.served_by}, model {self.served_model}):",
                 *(f"    note: {note}" for note in self.request_notes),
+                f"    settings: {_settings_text(request)}",
+                *((f"    context budget: {_fit_text(self.context_fit, self.dropped_results)}",)
+                  if self.context_fit is not None else ()),
                 f"    tools offered: {offered}",
                 *(f"    {_describe_message(m)}{_media_text(self.request_media, i)}"
                   for i, m in enumerate(request.messages)),
@@ -334,7 +350,8 @@ def _explain(
     answer = ""
     streamed = False
     steps = 0
-    tools: dict[str, dict[str, Any]] = {}  # call_id -> status, duration, size, refused/truncated sizes
+    tools: dict[str, dict[str, Any]] = {}  # call_id -> status, duration, size, refused/truncated sizes, name, step
+    fits: dict[int | None, Mapping[str, Any]] = {}  # step -> its context.fitted payload (a budget left messages out)
     retries = 0
     cost: Cost | None = None  # the run's, from run.finished
     status: str | None = None  # how it ended, from run.finished (else the result's)
@@ -359,6 +376,9 @@ def _explain(
             agent = _text(data.get("agent"))
             native = data.get("native_tools")
             native_tools = native if isinstance(native, bool) else None
+            # Every call of the run took the stream path (a step that streamed only tool calls has no text delta
+            # to tell it by); a record from before the loop said so is read by its text deltas below.
+            streamed = streamed or data.get("stream") is True
         elif kind == "run.resumed" and resumed is None:
             # A JSONL record written before payload keys named as header fields were kept apart ("data.step")
             # reads its payload's ``step`` back as the event's own.
@@ -382,6 +402,8 @@ def _explain(
             served_by = _text(data.get("provider")) or _text(response.get("provider"))
         elif kind == "llm.text_delta":
             streamed = True
+        elif kind == "context.fitted":
+            fits[step] = data
         elif kind == "retry.scheduled":
             retries += 1
         elif kind in _MOVED:
@@ -390,6 +412,9 @@ def _explain(
             call_id = data.get("call_id")
             if isinstance(call_id, str):
                 entry = tools.setdefault(call_id, {})
+                entry.setdefault("step", step)
+                if isinstance(data.get("name"), str):
+                    entry["name"] = data["name"]
                 if kind == "tools.finished":
                     entry.update(status=data.get("status"), duration=data.get("duration"), size=data.get("size"))
                 elif kind == "tools.result_refused":
@@ -435,6 +460,15 @@ def _explain(
     messages: Sequence[Message] = request.messages if request is not None else ()
     if native_tools is False:
         messages = _wire_results(messages)
+    fit = _fit_of(fits.get(answered_step)) if request is not None else None
+    dropped: tuple[str, ...] = ()
+    if fit is not None and fit.get("dropped") and answered_step is not None:
+        sent = {m.tool_call_id for m in messages if m.role == "tool"}
+        dropped = tuple(
+            f"{entry.get('name') or 'tool'} {call_id}"
+            for call_id, entry in tools.items()
+            if call_id not in sent and isinstance(entry.get("step"), int) and entry["step"] < answered_step
+        )
     return Explanation(
         run_id=run_id,
         agent=agent,
@@ -460,6 +494,8 @@ def _explain(
         children=dict(children),
         request_notes=tuple(request_notes),
         request_media=media,
+        context_fit=fit,
+        dropped_results=dropped,
     )
 
 
@@ -780,6 +816,15 @@ def _timeline_line(kind: str, data: Mapping[str, Any], t: float, step: int | Non
         what = _calls_text(response)
         text = response.get("content")
         return f"{at}: {data.get('provider')} answered: {what or f'text ({_size(text)} chars)'}"
+    if kind == "context.fitted":
+        fit = _fit_of(data)
+        assert fit is not None
+        cuts: list[str] = []
+        if fit["dropped"]:
+            cuts.append(f"dropped {_count_of(fit['dropped'], 'earlier message')} of {fit['messages']}")
+        if fit["trimmed"]:
+            cuts.append(f"trimmed {_count_of(fit['trimmed'], 'tool result')}")
+        return f"{at}: the context budget ({fit['chars']:,} chars) {' and '.join(cuts) or 'left nothing out'}"
     if kind == "tools.finished":
         return f"{at}: tool {data.get('name')} → {data.get('status')}"
     if kind == "agent.handoff":
@@ -838,6 +883,75 @@ def _describe_message(m: Message) -> str:
     if m.role == "tool":
         return f"tool {m.name or m.tool_call_id}: {_short(m.content)}"
     return f"{m.role}: {_short(m.content)}"
+
+
+def _settings_text(request: LLMRequest) -> str:
+    """The settings ``request`` was sent with, those set only (``None``, ``()``, an ``auto`` tool choice are the
+    provider's defaults), on one line: ``model m, temperature 0.3, stop ["END"], tool_choice none, ...``.
+
+    A vendor option is named by its wire and keys, never its value (``vendor_options openai(user, api_key)``): a
+    value may be a credential, and a record holds ``[REDACTED]`` where the request held it — shown, the line
+    would differ between the live events and the record, or show the credential.  The line is redacted as a
+    whole (a model name or a stop string shaped like a key).
+    """
+    out: list[str] = []
+    for name in ("model", "temperature", "max_tokens", "top_p"):
+        value = getattr(request, name)
+        if value is not None:
+            out.append(f"{name} {value}")
+    if request.stop:
+        out.append(f"stop {json.dumps(list(request.stop), ensure_ascii=False)}")
+    if request.seed is not None:
+        out.append(f"seed {request.seed}")
+    if request.parallel_tool_calls is not None:
+        out.append(f"parallel_tool_calls {str(request.parallel_tool_calls).lower()}")
+    choice = request.tool_choice
+    if choice.mode != "auto":
+        out.append(f"tool_choice {choice.mode}" + (f" {choice.name}" if choice.name else ""))
+    if request.response_format is not None:
+        out.append(f"response_format {request.response_format.name}")
+    for name in ("reasoning_effort", "thinking_budget"):
+        value = getattr(request, name)
+        if value is not None:
+            out.append(f"{name} {value}")
+    cache = request.cache
+    if cache is not None:
+        parts = "+".join(p for p in ("system", "tools", "conversation") if getattr(cache, p)) or "off"
+        out.append(f"cache {parts}" + (f" ({cache.retention} retention)" if cache.retention != "default" else ""))
+    if request.timeout is not None:
+        out.append(f"timeout {request.timeout:g}s")
+    if request.vendor_options:
+        wires = ", ".join(
+            f"{_short(wire, 40)}({', '.join(_short(str(k), 40) for k in options)})"
+            if isinstance(options, Mapping) and options else _short(wire, 40)
+            for wire, options in request.vendor_options.items()
+        )
+        out.append(f"vendor_options {wires} (values not shown)")
+    return redact(", ".join(out)) if out else "none set (the provider's defaults)"
+
+
+def _fit_of(data: Mapping[str, Any] | None) -> dict[str, int] | None:
+    """A ``context.fitted`` payload as :attr:`Explanation.context_fit` holds it (its counts; one of another kind
+    in a record counts as 0), or ``None`` for none."""
+    if data is None:
+        return None
+    return {k: v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+            for k, v in ((k, data.get(k)) for k in ("chars", "messages", "dropped", "trimmed"))}
+
+
+def _fit_text(fit: Mapping[str, int], dropped_results: Sequence[str]) -> str:
+    """What the context budget left out of the request: ``5,000 chars: 3 earlier messages dropped (...), ...``."""
+    parts: list[str] = []
+    if fit.get("dropped"):
+        among = f" (the results of {', '.join(dropped_results)} among them)" if dropped_results else ""
+        parts.append(f"{_count_of(fit['dropped'], 'earlier message')} of {fit.get('messages', 0)} dropped{among}")
+    if fit.get("trimmed"):
+        parts.append(f"{_count_of(fit['trimmed'], 'tool result')} trimmed (truncated below)")
+    return f"{fit.get('chars') or 0:,} chars: {', '.join(parts) or 'nothing left out'}"
+
+
+def _count_of(n: int, thing: str) -> str:
+    return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
 def _describe_result(r: ToolResult) -> str:

@@ -257,6 +257,7 @@ class ContextBudget:
         "_kept",
         "_last_user",
         "_measure",
+        "_phase",
         "_raw",
         "_raw_total",
         "_saved",
@@ -272,6 +273,8 @@ class ContextBudget:
     def __init__(self, chars: int) -> None:
         #: The budget in characters.
         self.chars = chars
+        # How the last fit ended: 0 as given, 1 with results trimmed, 2 with messages dropped too (trimmed()).
+        self._phase = 0
         self._measure: Callable[[Message], int] | None = None
         # id(message) -> (message, its size by _measure): the message held so that its id stays its own.
         self._sizes: dict[int, tuple[Message, int]] = {}
@@ -370,6 +373,7 @@ class ContextBudget:
                         break
         total = self._raw_total
         if total <= budget:
+            self._phase = 0
             return msgs  # (a conversation that grew fitted before too: nothing was trimmed)
         tail = max(0, n - KEEP_LAST)
         while tail > 0 and msgs[tail].role == "tool":
@@ -396,6 +400,7 @@ class ContextBudget:
         if total <= budget:
             if self._trimmed_total >= 0:  # the last fit's drops do not hold: this one drops nothing
                 self._trimmed_total, self._dropped_at, self._dropped, self._kept = -1, 0, 0, []
+            self._phase = 1
             return tuple(view)
         # Phase 2: drop whole unprotected groups oldest first, from where the last fit's drops are final (when this
         # total after phase 1 is smaller, fewer drops may do: the newest of them come back while the rest fits).
@@ -450,7 +455,22 @@ class ContextBudget:
         if i <= tail:
             final = i
         self._kept, self._dropped_at, self._dropped = kept, final, dropped
+        self._phase = 2
         return tuple(compress(view, kept))
+
+    def trimmed(self) -> int:
+        """How many tool results the last fit sent trimmed (0 when it sent the messages as given): what the loop's
+        ``context.fitted`` event says, with the messages dropped (the fit's length tells those).
+
+        Counted when asked — by a run that records its events — not by every fit: after drops it is a walk over the
+        results trimmed so far.
+        """
+        if self._phase == 0:
+            return 0
+        if self._phase == 1:
+            return len(self._cut_at)  # (every result trimmed so far is before the tail, and sent trimmed)
+        kept = self._kept
+        return sum(1 for j in self._cut_at if kept[j])
 
     def _undrop(
         self, msgs: tuple[Message, ...], kept: list[bool], start: int, dropped: int, sent: int, budget: int

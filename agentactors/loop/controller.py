@@ -415,7 +415,10 @@ class LoopController:
 
     def _recorded(self, sink: EventSink) -> Coroutine[Any, Any, RunResult[Any]]:
         """``run`` with a sink: ``run.started`` / ``run.finished`` around the loop (:mod:`.recorded`)."""
-        return recorded(sink, self._loop, self._state, native=self._native, origin=self._origin, resume=self._resume)
+        return recorded(
+            sink, self._loop, self._state, native=self._native, origin=self._origin, resume=self._resume,
+            stream=self._stream,
+        )
 
     @property
     def live(self) -> RunActor | None:

@@ -32,11 +32,14 @@ async def recorded(
     native: bool,
     origin: Origin | None,
     resume: tuple[PausedRun, Any] | None,
+    stream: bool = False,
 ) -> RunResult[Any]:
     """Run ``loop`` (the run whose state is ``state``) between its ``run.started`` and ``run.finished``.
 
     ``origin``: where a delegated run comes from (its ``run.started`` says so); ``resume``: the paused run a
-    resumed one goes on from, and the decisions for it (``run.resumed``).
+    resumed one goes on from, and the decisions for it (``run.resumed``); ``stream``: every model call of the run
+    takes the stream path (``run.started`` says ``stream: True``, so a step that streamed no text — only tool calls —
+    is still told as streamed: ``explain``, the ``chat`` span's ``gen_ai.request.stream``).
 
     Cancellation: ``run.finished`` says ``cancelled=True``, then the cancellation propagates; an error the
     run raises is in ``run.finished``'s ``error``, then propagates.
@@ -49,6 +52,8 @@ async def recorded(
         parent=(origin.link.step, origin.call_id, origin.depth) if origin is not None else None,
         resume_of=resume[0] if resume is not None else None,
     )
+    if stream:
+        started["stream"] = True
     sink.emit("run.started", **started)
     if resume is not None:
         sink.emit("run.resumed", **payloads.run_resumed(*resume))

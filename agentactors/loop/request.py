@@ -5,7 +5,8 @@ seat: the request *skeleton* for the step's tool choice (kept for the run when t
 forced, :meth:`~agentactors.loop.config.LoopConfig.skeleton`) or, for a typed run, the one its output
 strategy asks with (:meth:`~agentactors.loop.output_steps.OutputSteps.request`); the conversation after
 the messages the system message replaces, old tool results trimmed to the context budget (in the
-request only, :mod:`.context_budget`), and tool turns put in the JSON transport's words when the
+request only, :mod:`.context_budget`; a ``context.fitted`` event says how many messages that dropped and results
+it trimmed, when it did), and tool turns put in the JSON transport's words when the
 provider does not carry tools natively (:mod:`.json_transport`).  The request is not checked again:
 it is made like the skeleton, which was (:func:`~agentactors.loop.config.request_like`).
 """
@@ -65,7 +66,12 @@ def step_request(
             whole = state.config.context_budget_chars
             if whole is not None:
                 chars = max(1, whole - len(system.content)) if system is not None else whole
+        given = len(body)
         body = budget.fit(body, message_chars if native else wire_chars, chars)
+        if sink is not None and ((trimmed := budget.trimmed()) or len(body) < given):
+            # What the request leaves out of the conversation, for explain (a run within its budget emits nothing).
+            sink.emit("context.fitted", chars=state.config.context_budget_chars, messages=given,
+                      dropped=given - len(body), trimmed=trimmed)
     if not native:
         body = to_wire_messages(body)
     request = request_like(skeleton, (system, *body) if system is not None else tuple(body))

@@ -68,7 +68,8 @@ class _Run:
     """One run's spans while it runs."""
 
     __slots__ = (
-        "chat", "chat_attrs", "chat_started", "context", "members", "model", "provider", "span", "t0", "tools", "wall0",
+        "chat", "chat_attrs", "chat_started", "context", "members", "model", "provider", "span", "stream", "t0",
+        "tools", "wall0",
     )
 
     def __init__(self, span: Span, t0: float, members: dict[str, _Member], model: str | None, provider: str) -> None:
@@ -85,6 +86,9 @@ class _Run:
         self.chat_attrs: dict[str, Any] = {}
         self.chat_started = 0.0
         self.tools: dict[str, Span] = {}
+        #: Every model call of the run takes the stream path (its ``run.started`` says ``stream``): each chat span
+        #: starts with ``gen_ai.request.stream`` — a call that streamed only tool calls sends no text delta to tell.
+        self.stream = False
 
     def ns(self, t: float) -> int:
         return self.wall0 + int(max(0.0, t - self.t0) * 1e9)
@@ -102,7 +106,9 @@ class OTelRecorder:
     Attach it like any recorder: ``Runtime(recorders=[OTelRecorder()])`` or ``Agent(..., recorders=[...])``.
     Spans: ``invoke_agent {agent}`` (INTERNAL) per run, parented on the span active where the run was
     started; ``chat {model}`` (CLIENT) per model call, with request and response model, provider, server
-    address, token usage and finish reasons, the retries, failovers and breaker transitions as span events,
+    address, token usage and finish reasons, ``gen_ai.request.stream`` on every call of a run that streams (its
+    ``run.started`` says so: a call that streamed only tool calls too), the retries, failovers and breaker
+    transitions as span events,
     ``agentactors.served_by`` naming the member that answered and what the call cost
     (``agentactors.cost.total`` / ``.input`` / ``.output`` / ``.currency``, left out when unpriced — the
     run's total, delegated runs' included, is on ``invoke_agent``); ``execute_tool {tool}`` (INTERNAL) per
@@ -258,6 +264,7 @@ class OTelRecorder:
         )
         run = _Run(span, event.time, members, model, attributes.get(sc.PROVIDER, "agentactors"))
         run.wall0 = wall
+        run.stream = data.get("stream") is True
         self._runs[run_id] = run
 
     def _run_finished(self, run: _Run, event: Event) -> None:
@@ -310,6 +317,8 @@ class OTelRecorder:
             attributes[sc.SERVER_ADDRESS] = first[2]
             if first[3]:
                 attributes[sc.SERVER_PORT] = first[3]
+        if run.stream:
+            attributes[sc.REQUEST_STREAM] = True
         for key, name in (("max_tokens", sc.REQUEST_MAX_TOKENS), ("temperature", sc.REQUEST_TEMPERATURE)):
             number = _scalar(record.get(key))
             if isinstance(number, int | float) and not isinstance(number, bool):
@@ -318,7 +327,8 @@ class OTelRecorder:
         if stop:
             # One stop string is a sequence of one (a str iterates as its letters).
             attributes[sc.REQUEST_STOP] = _clean([str(s) for s in ([stop] if isinstance(stop, str) else stop)])
-        run.chat_attrs = {k: v for k, v in attributes.items() if k != sc.RUN_ID}
+        # (The metrics' attributes: the run's id, and the stream flag the histograms never had, left out.)
+        run.chat_attrs = {k: v for k, v in attributes.items() if k != sc.RUN_ID and k != sc.REQUEST_STREAM}
         if self.capture_content:
             attributes[sc.INPUT_MESSAGES] = redact(sc.input_messages(record.get("messages") or ()))
         run.chat_started = event.time
@@ -331,7 +341,9 @@ class OTelRecorder:
         )
 
     def _text_delta(self, run: _Run, event: Event) -> None:
-        if run.chat is not None:
+        # (A run whose run.started said stream has it from the span's start; this is for events of one that did not
+        # say: an older record replayed.)
+        if run.chat is not None and not run.stream:
             run.chat.set_attribute(sc.REQUEST_STREAM, True)
 
     def _llm_response(self, run: _Run, event: Event) -> None:
