@@ -522,6 +522,11 @@ def truncate(name: str, content: str, cap: int) -> str:
     return marker + "\n" + content[:shown]
 
 
+#: How the wires' decoders word a call whose arguments are not JSON (``openai``, ``responses``): the text below
+#: says it already, so a detail that begins so adds only what follows.
+_NOT_COMPLETE = "the arguments are not a complete json object"
+
+
 def unreadable_arguments_text(name: str, error: str, detail: str | None, required: Sequence[str], fix: str) -> str:
     """The text for a call whose arguments did not parse (``"unparseable"``) or were missing (``"empty"``)."""
     head = f"Invalid arguments for tool '{name}' — the call was not executed."
@@ -529,7 +534,10 @@ def unreadable_arguments_text(name: str, error: str, detail: str | None, require
         needed = ", ".join(required) if required else "its parameters"
         why = f"No arguments were sent, but '{name}' requires: {needed}."
     else:
-        because = f" ({redact(_clip(detail.strip(), 200))})" if detail and detail.strip() else ""
+        said = (detail or "").strip()
+        if said.lower().startswith(_NOT_COMPLETE):  # a wire's own words for it: only what it adds (a finish reason)
+            said = said[len(_NOT_COMPLETE):].strip().removeprefix("(").removesuffix(")").strip()
+        because = f" ({redact(_clip(said, 200))})" if said else ""
         why = (
             f"The arguments were not a complete JSON object{because}. If they were cut off at max_tokens, "
             "ask for less or split the call into smaller ones; otherwise send one valid JSON object."
