@@ -29,10 +29,10 @@ async def test_a_server_with_no_timeout_gives_its_calls_no_limit_not_the_executo
     assert server.timeout is None
     async with Runtime() as rt:
         tools = await server.list_tools(rt)
-        executor = ToolExecutorActor(tools, default_timeout=0.3)  # the default a tool with no timeout of its own gets
-        (result,) = await executor.execute([ToolCall("1", "hang", {"tag": "no-limit", "seconds": 1.0})])
+        executor = ToolExecutorActor(tools, default_timeout=0.2)  # the default a tool with no timeout of its own gets
+        (result,) = await executor.execute([ToolCall("1", "hang", {"tag": "no-limit", "seconds": 0.6})])
     assert result.status is ToolStatus.ok, result.content
-    assert result.content == "slept 1.0"
+    assert result.content == "slept 0.6"
 
 
 async def test_a_server_with_a_timeout_gives_its_calls_that_timeout_not_the_executors_default() -> None:

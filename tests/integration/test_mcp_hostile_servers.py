@@ -300,7 +300,7 @@ async def test_a_missing_command_or_cwd_is_a_toolset_error_naming_it(tmp_path: P
 async def test_leaving_a_server_that_never_answers_initialize_is_prompt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_link, "LIST_TIMEOUT", 1.0)  # the listing's bound (60 s), shortened for the test
+    monkeypatch.setattr(_link, "LIST_TIMEOUT", 0.5)  # the listing's bound (60 s), shortened for the test
     server = stdio(tmp_path, "no_init")
     started = time.monotonic()
     with anyio.fail_after(30), pytest.raises(ToolsetError, match="did not connect and list its tools"):

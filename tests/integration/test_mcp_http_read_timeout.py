@@ -19,7 +19,7 @@ import pytest
 
 from agentactors import Agent, InMemoryRecorder, Runtime, ScriptedProvider, ToolCall
 from agentactors.mcp import MCPServerHTTP, _transports
-from tests.support.mcp_helpers import events, free_port, statuses, stop_process, tool_texts, wait_listening
+from tests.support.mcp_helpers import events, free_port, statuses, tool_texts, wait_listening
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +60,8 @@ def json_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         wait_listening(port, process, "the JSON-answering MCP server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        stop_process(process)
+        process.kill()  # uvicorn's graceful stop would wait out the calls still sleeping, which nobody awaits
+        process.wait(10)
 
 
 async def _long_and_short(server: MCPServerHTTP, seconds: float) -> tuple[dict[str, list[str]], InMemoryRecorder]:
@@ -87,8 +88,8 @@ async def test_a_call_with_no_timeout_outlives_the_read_timeout_floor(
 ) -> None:
     monkeypatch.setattr(_transports, "MIN_READ_TIMEOUT", 0.5)  # the 300 s floor, shortened for the test
     server = MCPServerHTTP(json_url, name="json", timeout=None)
-    texts, recorder = await _long_and_short(server, 2.0)
-    assert texts == {"long": ["slept 2"], "short": ["slept 0.8"], "after": ["still there"]}
+    texts, recorder = await _long_and_short(server, 1.4)
+    assert texts == {"long": ["slept 1.4"], "short": ["slept 0.8"], "after": ["still there"]}
     assert [status for _, status in statuses(recorder)] == ["ok", "ok", "ok"]
     assert events(recorder, "mcp.server_restarted") == []
 
@@ -98,7 +99,7 @@ async def test_a_call_past_its_timeout_is_a_timeout_and_costs_nothing_else(
 ) -> None:
     monkeypatch.setattr(_transports, "MIN_READ_TIMEOUT", 0.3)
     server = MCPServerHTTP(json_url, name="json", timeout=1.5)
-    texts, recorder = await _long_and_short(server, 5.0)
+    texts, recorder = await _long_and_short(server, 3.0)
     assert sorted(statuses(recorder)) == [("echo", "ok"), ("slow", "ok"), ("slow", "timeout")]
     assert texts["short"] == ["slept 0.8"] and texts["after"] == ["still there"]
     assert "timed out after 1.5 s" in texts["long"][0]

@@ -61,8 +61,8 @@ open(os.path.join(STATE, "start-%d" % os.getpid()), "w").close()
 for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
-    if MODE == "flood_stderr":
-        for _ in range(2000):
+    if MODE == "flood_stderr":  # 150 kB a message: more than a pipe holds, so a reader that stalls blocks it
+        for _ in range(500):
             sys.stderr.write("noise " * 50 + "\n")
         sys.stderr.flush()
     if method == "initialize":
