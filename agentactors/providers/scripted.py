@@ -141,8 +141,19 @@ class ScriptedProvider:
     ) -> None:
         if isinstance(script, str | LLMResponse | ToolCall | BaseException | StreamCut):
             script = [script]
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"ScriptedProvider name must be a non-empty str, not {name!r}")
+        if model is not None and not isinstance(model, str):
+            raise TypeError(f"ScriptedProvider model must be a str or None, not {type(model).__name__}")
         self._callable: Callable[..., Any] | None = script if callable(script) else None
+        if self._callable is None and not isinstance(script, Iterable):
+            raise TypeError(
+                f"ScriptedProvider script must be a sequence of items, one item or a callable, "
+                f"not {_a(type(script).__name__)}"
+            )
         self._items: list[ScriptItem] = [] if self._callable is not None else list(script)  # type: ignore[arg-type]
+        for number, item in enumerate(self._items, 1):
+            _check_item(name, number, item)
         self._next = 0
         self._name = name
         self._model = model or "scripted-model"
@@ -391,6 +402,31 @@ class ScriptedProvider:
             f"ScriptedProvider {self._name!r}: cannot answer with a {type(item).__name__} "
             "(use str, ToolCall, a list of ToolCall, LLMResponse, an exception, StreamCut or a callable)"
         )
+
+
+def _check_item(name: str, number: int, item: object) -> None:
+    """Refuse, where the script is written, an item no call could answer with (as :meth:`_to_response` would at
+    the call that reached it: a test then failed far from the line at fault, or not at all, its item never used).
+
+    :raises TypeError: ``item`` is none of the script's kinds (an exception *class* included: give an instance).
+    """
+    if isinstance(item, _PLAIN) and not isinstance(item, list):
+        return
+    if isinstance(item, BaseException | StreamCut):
+        return
+    if isinstance(item, _SEQUENCE) and item and all_tool_calls(item):
+        return
+    if callable(item) and not isinstance(item, type):
+        return
+    what = "an exception class (give an instance)" if isinstance(item, type) else _a(type(item).__name__)
+    raise TypeError(
+        f"ScriptedProvider {name!r}: script item #{number} is {what}: each is a str, a ToolCall, a list of "
+        "ToolCalls, an LLMResponse, an exception, a StreamCut or a callable"
+    )
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _as_json_blocks(calls: Sequence[ToolCall]) -> str:

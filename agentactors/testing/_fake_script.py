@@ -282,7 +282,9 @@ class FakeReply:
     :param stop: ``end_turn`` | ``tool_use`` | ``max_tokens`` | ``stop_sequence`` |
         ``content_filter``, mapped to the wire's vocabulary; ``None`` derives it.
     :param input_tokens: / :param output_tokens: usage (estimated from sizes if ``None``).
-    :param latency: seconds before the response headers (``None``: vendor default).
+    :param latency: seconds before the response headers (``None``: vendor default).  Every delay of a script
+        (this one, ``chunk_latency``, a fault plan's hang) is cut to :data:`MAX_DELAY` (120 s), ``inf`` included:
+        a mis-scripted test cannot hold a server thread for longer.
     :param chunk_latency: seconds after each streamed content chunk (the events before
         the first chunk, like ``message_start``, go out together with it).
     :param words_per_chunk: text words per streamed chunk.

@@ -515,12 +515,15 @@ class FakeVendor:
     ) -> tuple[RecordedRequest, ...]:
         """Wait (polling every few ms, on the caller's clock) until ``predicate(requests)`` holds.
 
-        Raises ``TimeoutError`` after ``within`` seconds.  Useful because the server
-        learns of a client's disconnect a moment after the client gave up.
+        Raises ``TimeoutError`` after ``within`` seconds (a number >= 0, else ``ValueError``; ``0``: one look).
+        Useful because the server learns of a client's disconnect a moment after the client gave up.
 
         Cancellation: it only polls (sleeping between looks): a cancelled caller leaves at once, and the
         server and its records are not affected.
         """
+        if isinstance(within, bool) or not isinstance(within, int | float) or not within >= 0:
+            # NaN was anyio's "deadline must not be NaN", a negative bound a timeout after one look.
+            raise ValueError(f"FakeVendor.wait_for: within must be a number of seconds >= 0, not {within!r}")
         with anyio.move_on_after(within):
             while True:
                 snapshot = self._state.snapshots()

@@ -158,3 +158,18 @@ async def test_every_wellformed_item_is_still_answered(anyio_backend: str) -> No
             statuses.append((response.status_code, response.headers.get("x-n"), response.headers.get("retry-after")))
         assert statuses == [(200, "5", None), (429, None, "0.5"), (503, None, None), (200, None, None)]
         assert [r.outcome for r in fv.requests] == ["ok", "error", "malformed", "ok"]
+
+
+@pytest.mark.parametrize("within", [math.nan, -1.0, "5", True])
+async def test_wait_for_refuses_a_bound_that_is_no_number_of_seconds(within: Any) -> None:
+    # NaN was anyio's "deadline must not be NaN", naming no argument; a negative bound timed out after one look.
+    vendor = FakeVendor()
+    with pytest.raises(ValueError, match="within must be a number of seconds >= 0"):
+        await vendor.wait_for(lambda requests: True, within=within)
+
+
+async def test_wait_for_with_no_time_at_all_looks_once() -> None:
+    vendor = FakeVendor()
+    assert await vendor.wait_for(lambda requests: requests == (), within=0) == ()
+    with pytest.raises(TimeoutError):
+        await vendor.wait_for(lambda requests: False, within=0)
