@@ -269,9 +269,13 @@ def _checked(
 def _named(recorded: RecordedRun, runtime: Runtime | None, agents: Iterable[Agent[Any]]) -> Agent[Any] | None:
     """The agent of the recorded run's name among ``agents``, then those bound to ``runtime``; ``None``: none.
 
-    An unnamed agent's run is found by an unnamed agent (``None`` is a name like any other, as ``rt.recover()``
-    finds agents): the first given, then the first bound.
+    An unnamed agent's run is found by an unnamed agent among ``agents`` only — given for this run, it is the
+    caller's choice — never among those bound to ``runtime``: any number of unnamed agents may be bound there (held
+    weakly, in no order), and taking one of them would replay the run with an unrelated prompt and tools, or
+    fork it with a guess.
     """
+    if recorded.agent is None:
+        return next((a for a in agents if getattr(a, "name", None) is None), None)
     candidates = [*agents, *(runtime.bound if runtime is not None else ())]
     return next((a for a in candidates if getattr(a, "name", None) == recorded.agent), None)
 

@@ -58,7 +58,7 @@ from ..loop.result import RunResult
 from ..messages import Message, ToolCall
 from ..settings import ModelSettings
 from .journaled import SessionTurn, turn_running
-from .store import SessionRecord, SessionStore
+from .store import SessionRecord, SessionStore, awaited
 
 __all__ = [
     "Refresh",
@@ -202,7 +202,7 @@ class SessionActor:
         raise TypeError(f"a session actor handles Turn, Resolve and Refresh, not {type(message).__name__}")
 
     async def _load(self) -> None:
-        record = await self.store.load(self.key)
+        record = await awaited(self.store, "load", self.store.load(self.key))
         if record is not None:
             _check_stored(self.store, "load", record, self.key)
         if record is None:
@@ -324,7 +324,8 @@ class SessionActor:
             record = attrs.evolve(record, origin=self.origin)
         with anyio.CancelScope(shield=True):
             try:
-                stored = await self.store.commit(record, expected_version=self.version)
+                answer = self.store.commit(record, expected_version=self.version)
+                stored = await awaited(self.store, "commit", answer)
                 _check_stored(self.store, "commit", stored, self.key)
             except BaseException:
                 # A conflict (or a failure that leaves the outcome unknown): reload before the next turn.
@@ -421,7 +422,7 @@ async def commit_recovered(
         log.info("run %s: the turn of session %r ended with nothing to commit", result.run_id, turn.key)
         return False
     try:
-        stored = await store.commit(record, expected_version=turn.version)
+        stored = await awaited(store, "commit", store.commit(record, expected_version=turn.version))
         _check_stored(store, "commit", stored, turn.key)
     except SessionConflictError:
         log.warning(

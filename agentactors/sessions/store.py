@@ -36,6 +36,7 @@ __all__ = [
     "SessionRecord",
     "SessionStore",
     "StoreIdentity",
+    "awaited",
     "check_expected",
     "check_key",
     "check_store",
@@ -284,29 +285,30 @@ class SessionStore(Protocol):
 
 
 def check_store(store: object) -> SessionStore:
-    """``store`` if it has the :class:`SessionStore` methods, each a coroutine function.
+    """``store`` if it has the :class:`SessionStore` methods.  :raises TypeError: it does not.
 
-    :raises TypeError: it has not — checked when the store is taken, for a plain ``def load`` (a sync database
-        wrapped as it is) would otherwise fail at the first turn, or at the runtime's exit for ``aclose``, with
-        Python's "can't be used in 'await' expression", naming neither the store nor the method.
+    Each method is only asked to be callable: a plain ``def`` that returns an awaitable (a store forwarding to
+    another, an ``async def`` under a sync decorator) is as good as an ``async def``.  One that returns no
+    awaitable is named where it is awaited (:func:`awaited`).
     """
     missing = [name for name in ("load", "commit", "delete", "aclose") if not callable(getattr(store, name, None))]
     if missing:
         raise TypeError(f"a session store needs {', '.join(missing)}(): {type(store).__name__} is not a SessionStore")
-    plain = [name for name in ("load", "commit", "delete", "aclose") if not _by_coroutine(getattr(store, name))]
-    if plain:
-        raise TypeError(
-            f"{type(store).__name__}.{'(), '.join(plain)}() must be defined with `async def` (a coroutine function): "
-            "a session store's methods are awaited"
-        )
     return store  # type: ignore[return-value]
 
 
-def _by_coroutine(method: object) -> bool:
-    """Whether calling ``method`` makes a coroutine: an ``async def`` (bound, or a ``functools.partial`` of one) or
-    an object whose ``__call__`` is one (as :func:`agentactors.providers.port.completes_by_coroutine` asks of a
-    provider)."""
-    return inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(type(method).__call__)
+def awaited(store: object, method: str, answer: Any) -> Any:
+    """``answer`` — what ``store.<method>(...)`` returned — when it can be awaited.
+
+    :raises TypeError: it cannot (a plain ``def load`` of a sync database, wrapped as it is): naming the store and
+        the method, where Python's own "object NoneType can't be used in 'await' expression" named neither.
+    """
+    if not inspect.isawaitable(answer):
+        raise TypeError(
+            f"{type(store).__name__}.{method}() returned {type(answer).__name__!r}, not an awaitable: a session "
+            "store's methods are awaited (define them with `async def`)"
+        )
+    return answer
 
 
 #: What a :class:`StoreIdentity` holds first: no value of anyone else's, so no store's ``address`` equals one.

@@ -1,4 +1,4 @@
-"""An unnamed agent's run is found by an unnamed agent given to ``fork`` and ``replay``, as ``rt.recover()`` finds it.
+"""An unnamed agent's run is found by an unnamed agent given to ``fork`` and ``replay`` (``agents=``).
 
 ``agents=[...]`` is checked to accept unnamed agents ("found for an unnamed agent's run", ``checked_agents``), and
 ``rt.recover()`` finds one (its agents by name, ``None`` a name like any other); ``fork`` and ``replay`` passed them
@@ -33,12 +33,22 @@ async def test_fork_of_an_unnamed_agents_run_takes_the_unnamed_agent_given(tmp_p
     unnamed = Agent(ScriptedProvider(["forked answer"]), system="You answer again.")
     forked = await fork(tmp_path / "events.jsonl", run_id, 1, agents=[named, unnamed])
     assert forked.content == "forked answer" and forked.forked_from == run_id
-    async with Runtime() as rt:
-        bound = Agent(ScriptedProvider(["bound answer"])).bind(rt)  # the runtime holds its bound agents weakly
-        assert (await fork(tmp_path / "events.jsonl", run_id, 1, runtime=rt)).content == "bound answer"
-        assert bound.name is None
     with pytest.raises(ForkAgentMissingError, match="agent named None"):  # a named agent is not the unnamed one
         await fork(tmp_path / "events.jsonl", run_id, 1, agents=[named])
+
+
+async def test_an_unnamed_agent_bound_to_the_runtime_is_no_guess_for_an_unnamed_run(tmp_path: Path) -> None:
+    # Any number of unnamed agents may be bound to a runtime: taking one would be a guess.
+    run_id = await recorded(tmp_path / "events.jsonl")
+    async with Runtime() as rt:
+        bound = Agent(ScriptedProvider(["bound answer"]), system="OTHER").bind(rt)  # held weakly: kept here
+        with pytest.raises(ForkAgentMissingError):
+            await fork(tmp_path / "events.jsonl", run_id, 1, runtime=rt)
+        events = InMemoryRecorder()
+        await replay(tmp_path / "events.jsonl", run_id, runtime=rt, recorders=[events])
+        (request,) = [e.request for e in events.events if e.type == "llm.request"]
+        assert request.messages[0].content == "You answer."  # the recording's own agent, not the bound one
+        assert bound.name is None
 
 
 async def test_replay_of_an_unnamed_agents_run_runs_as_the_unnamed_agent_given(tmp_path: Path) -> None:
