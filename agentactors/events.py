@@ -1413,10 +1413,12 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
     The payload stays as the record has it — JSON values, not the objects that were emitted (a request
     is a dict here); :mod:`agentactors.explain` rebuilds what it needs from them.
 
-    :raises ValueError: the record has no string ``type``, or a header field of the wrong kind (a ``seq`` or a
-        ``step`` that is not an integer, a ``time`` that is not a number, a ``run_id`` or a ``parent_run_id`` that
-        is not a string): read as absent, a damaged step or parent would move the event silently out of its step
-        or its run's tree.
+    A ``step`` that is no integer, or a ``parent_run_id`` that is no string, is a payload key of that name in a
+    record written before such keys were prefixed (``ctx.emit("tools.progress", step="downloading")``): it is read
+    back into the payload, the event of no step (of no parent), as it was written.
+
+    :raises ValueError: the record has no string ``type``, or a header field of the wrong kind (a ``seq`` that is
+        not an integer, a ``time`` that is not a number, a ``run_id`` that is not a string).
     """
     type = record.get("type")
     if not isinstance(type, str):
@@ -1439,10 +1441,14 @@ def event_from_dict(record: Mapping[str, Any]) -> Event:
         raise ValueError(f"an event record's 'time' is a number, not {_shown(time)}")
     step = record.get("step")
     if step is not None and (not isinstance(step, int) or isinstance(step, bool)):
-        raise ValueError(f"an event record's 'step' is an integer or null, not {_shown(step)}")
+        # A record written before payload keys named as header fields were prefixed: the payload's own "step"
+        # (a tool's ctx.emit("tools.progress", step="downloading")) — kept as the payload's, the event of no step.
+        data.setdefault("step", step)
+        step = None
     parent = record.get("parent_run_id")
     if parent is not None and not isinstance(parent, str):
-        raise ValueError(f"an event record's 'parent_run_id' is a string or null, not {_shown(parent)}")
+        data.setdefault("parent_run_id", parent)  # (the same: a payload's own key in an older record)
+        parent = None
     return make_event(type, run_id, seq or 0, float(time or 0.0), step, data, parent)
 
 
@@ -1476,7 +1482,7 @@ def read_jsonl(
 
     :raises EventRecordError: a line (other than a cut-off one, as above) is not JSON (or not UTF-8), is past the
         policy's limits, or is an event record whose header is of the wrong kind (a ``type`` that is not a string,
-        a ``seq`` or ``step`` that is not an integer, ...: :func:`event_from_dict`); it names the line (``.line``).
+        a ``seq`` that is not an integer, ...: :func:`event_from_dict`); it names the line (``.line``).
         A SQLite database (a journal's file) is said to be one, at line 1.
     :raises OSError: the file cannot be read.
     """
