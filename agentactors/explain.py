@@ -10,7 +10,8 @@ The seeds' headline — trace a wrong answer back to the context that produced i
 (objects) and a JSONL record's (JSON values) go through one path — each event's payload is first put in
 its JSON form (:func:`~agentactors.events.to_jsonable`) — so both give the same explanation, with
 ``.tool_results`` as :class:`~agentactors.tools.results.ToolResult` objects.  The request is the exception:
-a live run's ``.request`` is the :class:`~agentactors.messages.LLMRequest` the loop sent, itself; a record's
+a live run's ``.request`` is the :class:`~agentactors.messages.LLMRequest` the loop sent (its model the one the
+member that answered was asked for, after a failover); a record's
 is rebuilt from its JSON as one of :class:`~agentactors.messages.Message` objects, without what the record
 does not keep — media payloads (``.request_media`` still names each part) and the credentials it redacted from
 the request's configuration — and ``.request_notes`` says so.
@@ -209,7 +210,7 @@ class Explanation:
 
     def lines(self) -> list[str]:
         """The explanation as plain text lines."""
-        mode = "stream()" if self.streamed else "complete()"
+        mode = "streamed" if self.streamed else "complete()"
         label = self.agent or "agent"
         calls = f"{self.steps} model calls"
         if self.resumed_from is not None:

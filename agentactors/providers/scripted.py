@@ -141,8 +141,10 @@ class ScriptedProvider:
     ) -> None:
         if isinstance(script, str | LLMResponse | ToolCall | BaseException | StreamCut):
             script = [script]
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"ScriptedProvider name must be a non-empty str, not {name!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"ScriptedProvider name must be a non-empty str, not {type(name).__name__}")
+        if not name:
+            raise ValueError("ScriptedProvider name must be a non-empty str")
         if model is not None and not isinstance(model, str):
             raise TypeError(f"ScriptedProvider model must be a str or None, not {type(model).__name__}")
         self._callable: Callable[..., Any] | None = script if callable(script) else None
@@ -253,8 +255,14 @@ class ScriptedProvider:
         return 0 if self._callable else len(self._items) - self._next
 
     def extend(self, items: Iterable[ScriptItem]) -> None:
-        """Append items to the script."""
-        self._items.extend(items)
+        """Append items to the script.
+
+        :raises TypeError: an item no call could answer with (as the constructor refuses it); nothing is appended.
+        """
+        more = list(items)
+        for number, item in enumerate(more, len(self._items) + 1):
+            _check_item(self._name, number, item)
+        self._items.extend(more)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """The next item as a response (an exception item is raised), after ``latency`` seconds.

@@ -105,13 +105,11 @@ _optional_str = attrs.validators.optional(_of_type(str, "a str or None"))
 
 
 def _seconds_or_none(instance: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
-    """A finite number of seconds >= 0, as sent in a header: ``nan``, ``inf`` or ``-1`` went out verbatim, and a
-    str failed in the server.  (A test of a client's handling of such a header sends it with ``headers=``.)"""
-    if value is None:
-        return
-    owner = f"{type(instance).__name__}.{attribute.name}"
-    if not 0.0 <= _number(owner, value) < math.inf:
-        raise ValueError(f"{owner} must be a finite number of seconds >= 0, not {value!r}")
+    """A number of seconds, as sent in a header (and in Gemini's ``RetryInfo``): a str failed in the server's
+    thread.  Any number goes out as it is — ``-1``, ``inf``, ``nan`` included: what a test of a client's handling
+    of a bad retry-after sends."""
+    if value is not None:
+        _number(f"{type(instance).__name__}.{attribute.name}", value)
 
 
 def _header_value(owner: str, value: str) -> str:
@@ -196,10 +194,10 @@ class FakeError:
     :param code: the vendor's error type/code (``"insufficient_quota"``,
         ``"overloaded_error"``, ``"RESOURCE_EXHAUSTED"``, ...); a per-wire,
         per-status default otherwise.
-    :param retry_after: seconds (finite, >= 0), sent as ``retry-after`` (and, on Gemini 429s, as
-        ``RetryInfo.retryDelay`` in the body).  A header no vendor sends (``-1``, ``soon``), to see how a
-        client takes it, goes in ``headers``.
-    :param retry_after_ms: sent as ``retry-after-ms`` (finite, >= 0).
+    :param retry_after: seconds, sent as ``retry-after`` (and, on Gemini 429s, as ``RetryInfo.retryDelay`` in
+        the body): any number, as it is (``-1``, ``inf``: to see how a client takes a bad one); a header that is
+        no number (``soon``) goes in ``headers``.
+    :param retry_after_ms: sent as ``retry-after-ms``, any number as it is.
     :param should_retry: sent as ``x-should-retry: true|false``.
     :param headers: extra response headers (names and values HTTP can carry).
     :param body: a body sent verbatim instead of the wire's shape (a mapping is

@@ -152,10 +152,10 @@ def _check_faults(plan: FaultPlan | None) -> None:
         raise TypeError(f"faults must be a FaultPlan or None (FaultPlan(rate=...)), not {type(plan).__name__}")
 
 
-def _check_flag(name: str, value: bool) -> None:
-    """A flag is a bool: ``strict="no"`` was true, and meant the opposite of what it said."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+def _check_flag(name: str, value: object) -> None:
+    """A flag is a bool (or the int 0 or 1): ``strict="no"`` was true, and meant the opposite of what it said."""
+    if not isinstance(value, bool) and not (isinstance(value, int) and value in (0, 1)):
+        raise TypeError(f"{name} must be a bool, not {value!r}")
 
 
 def _check_address(host: str, port: int) -> None:
@@ -515,14 +515,16 @@ class FakeVendor:
     ) -> tuple[RecordedRequest, ...]:
         """Wait (polling every few ms, on the caller's clock) until ``predicate(requests)`` holds.
 
-        Raises ``TimeoutError`` after ``within`` seconds (a number >= 0, else ``ValueError``; ``0``: one look).
+        Raises ``TimeoutError`` after ``within`` seconds (a number >= 0: else ``ValueError``, ``TypeError`` when no
+        number; ``0``: one look).
         Useful because the server learns of a client's disconnect a moment after the client gave up.
 
         Cancellation: it only polls (sleeping between looks): a cancelled caller leaves at once, and the
         server and its records are not affected.
         """
-        if isinstance(within, bool) or not isinstance(within, int | float) or not within >= 0:
-            # NaN was anyio's "deadline must not be NaN", a negative bound a timeout after one look.
+        if isinstance(within, bool) or not isinstance(within, int | float):
+            raise TypeError(f"FakeVendor.wait_for: within must be a number of seconds, not {type(within).__name__}")
+        if not within >= 0:  # NaN was anyio's "deadline must not be NaN", a negative bound a timeout after one look
             raise ValueError(f"FakeVendor.wait_for: within must be a number of seconds >= 0, not {within!r}")
         with anyio.move_on_after(within):
             while True:

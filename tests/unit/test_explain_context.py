@@ -190,7 +190,7 @@ async def test_a_streamed_step_of_only_tool_calls_is_told_as_streamed(tmp_path: 
     for explanation in (live, recorded):
         assert explanation.streamed
     lines = same_lines(live, recorded)
-    assert lines[0].startswith(f"run {result.run_id} (agent, stream(), 1 model calls")
+    assert lines[0].startswith(f"run {result.run_id} (agent, streamed, 1 model calls")
     (span,) = chat_spans(exporter)
     assert span.attributes is not None and span.attributes.get("gen_ai.request.stream") is True
 

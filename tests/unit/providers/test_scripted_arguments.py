@@ -41,14 +41,24 @@ def test_every_kind_of_item_is_still_taken() -> None:
     ScriptedProvider(lambda request: "every call")
 
 
-@pytest.mark.parametrize(("kwargs", "said"), [
-    ({"name": 5}, "name must be a non-empty str"),
-    ({"name": ""}, "name must be a non-empty str"),
-    ({"model": 4}, "model must be a str or None"),
+@pytest.mark.parametrize(("kwargs", "error", "said"), [
+    ({"name": 5}, TypeError, "name must be a non-empty str"),
+    ({"name": ""}, ValueError, "name must be a non-empty str"),
+    ({"model": 4}, TypeError, "model must be a str or None"),
 ])
-def test_a_name_or_model_of_the_wrong_kind_is_refused(kwargs: dict[str, Any], said: str) -> None:
-    with pytest.raises(TypeError, match=said):
+def test_a_name_or_model_of_the_wrong_kind_is_refused(
+    kwargs: dict[str, Any], error: type[Exception], said: str
+) -> None:
+    with pytest.raises(error, match=said):
         ScriptedProvider(["x"], **kwargs)
+
+
+def test_extend_refuses_what_the_constructor_refuses_and_appends_nothing_then() -> None:
+    provider = ScriptedProvider(["first"])
+    with pytest.raises(TypeError, match="item #3 is a dict"):
+        provider.extend(["second", {"content": "no"}])
+    provider.extend(["second"])
+    assert "2 items left" in repr(provider)
 
 
 def test_a_script_that_is_no_sequence_says_what_a_script_is() -> None:
