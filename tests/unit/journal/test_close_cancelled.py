@@ -79,7 +79,7 @@ async def test_a_close_cancelled_behind_a_running_statement_closes_once_it_retur
     with held(db, PARKED):
         async with anyio.create_task_group() as tg:
             tg.start_soon(stuck)
-            await anyio.sleep(0.3)  # the park is waiting for the lock, in its worker thread
+            assert await eventually(lambda: journal._worker._lock.locked(), within=10)  # its statement runs
             with anyio.CancelScope() as scope:
                 scope.cancel()
                 started = time.monotonic()
@@ -105,7 +105,7 @@ async def test_a_close_past_its_bound_leaves_and_the_connection_closes_when_the_
 
         with held(db, PARKED):
             tg.start_soon(stuck)
-            await anyio.sleep(0.3)
+            assert await eventually(lambda: journal._worker._lock.locked(), within=10)  # its statement runs
             with anyio.move_on_after(0.1):
                 async with journal:
                     started = time.monotonic()
