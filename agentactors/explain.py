@@ -39,7 +39,7 @@ from .journal.jsonl import run_from_events
 from .journal.records import RunNotRecordedError
 from .loop.result import RunResult
 from .messages import LLMRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolSpec
-from .parts import describe, shown_url
+from .parts import describe, shown_url, size_text
 from .pricing import Cost
 from .redaction import redact
 from .settings import CachePolicy
@@ -1082,19 +1082,10 @@ def _recorded_part(part: Mapping[str, Any]) -> str:
     media_type = _text(part.get("media_type"))
     size = _mapping(part.get("data")).get("omitted_bytes")
     if isinstance(size, int) and not isinstance(size, bool):
-        return f"{kind}({media_type}, {_bytes_text(size)})"
+        return f"{kind}({media_type}, {size_text(size)})"
     url = _text(part.get("url"))
     where = f" at {shown_url(url)}" if url is not None else ""
     return f"{kind}({media_type or 'media type unknown'}{where})"
-
-
-def _bytes_text(size: int) -> str:
-    """A payload's size as :func:`~agentactors.parts.describe` writes it."""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def _media_text(media: Sequence[tuple[str, ...]], index: int) -> str:

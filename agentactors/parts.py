@@ -47,6 +47,7 @@ __all__ = [
     "describe",
     "is_part",
     "shown_url",
+    "size_text",
     "sniff_media_type",
 ]
 
@@ -261,7 +262,8 @@ def _check_image_bytes(name: str, data: bytes, media_type: str) -> None:
     )
 
 
-def _size_text(size: int) -> str:
+def size_text(size: int) -> str:
+    """A payload's size as :func:`describe` writes it: ``"512 B"``, ``"2.0 KB"``, ``"3.1 MB"``."""
     if size < 1024:
         return f"{size} B"
     if size < 1024 * 1024:
@@ -523,5 +525,5 @@ def describe(part: MediaPart) -> str:
     """A part as errors and events name it: its kind, media type and size (or URL, query removed); no payload."""
     kind = type(part).__name__
     if part.data is not None:
-        return f"{kind}({part.media_type}, {_size_text(len(part.data))})"
+        return f"{kind}({part.media_type}, {size_text(len(part.data))})"
     return f"{kind}({part.media_type or 'media type unknown'} at {shown_url(part.url or '')})"
