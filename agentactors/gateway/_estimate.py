@@ -9,8 +9,9 @@ by the actor (:mod:`.provider`, :mod:`._pulled`) and by ``with_hedge`` for its l
 from __future__ import annotations
 
 import json
+import weakref
 
-from ..messages import LLMRequest
+from ..messages import LLMRequest, ToolSpec
 from ..pricing import CutShort
 from ..providers.port import default_model_of, name_of
 
@@ -39,11 +40,33 @@ def estimate_tokens(request: LLMRequest, *, max_output: int | None = None) -> in
         for part in message.media:
             media += part.estimated_tokens
     for spec in request.tools:
-        chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters, separators=(",", ":")))
+        chars += len(spec.name) + len(spec.description) + _schema_chars(spec)
     output = request.max_tokens or 0
     if max_output is not None and output > max_output:
         output = max_output
     return chars // 4 + 1 + media + output
+
+
+#: ``id(spec)`` -> (a weak reference to the spec, the characters its schema counts): a tool's schema is serialised
+#: once, not for every request a token budget estimates (~7 µs a tool of ten parameters, each request).  The
+#: reference's callback drops the entry when the spec is collected, before its id can be another's.  A schema
+#: changed in place after its first estimate keeps its first size: an estimate, corrected by the usage reported.
+_SCHEMA_CHARS: dict[int, tuple[weakref.ref[ToolSpec], int]] = {}
+
+
+def _schema_chars(spec: ToolSpec) -> int:
+    """The length of ``spec.parameters`` as compact JSON, remembered for the spec's life (:data:`_SCHEMA_CHARS`)."""
+    key = id(spec)
+    held = _SCHEMA_CHARS.get(key)
+    if held is not None and held[0]() is spec:
+        return held[1]
+    chars = len(json.dumps(spec.parameters, separators=(",", ":")))
+    try:
+        ref = weakref.ref(spec, lambda _, key=key: _SCHEMA_CHARS.pop(key, None))  # type: ignore[misc]
+    except TypeError:  # (a spec-like object without weak references: counted each time)
+        return chars
+    _SCHEMA_CHARS[key] = (ref, chars)
+    return chars
 
 
 def estimated_cut_short(
