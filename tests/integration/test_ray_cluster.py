@@ -33,13 +33,12 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.required import missing
+
 try:
     import ray
 except ImportError:  # pragma: no cover - the dev extra installs ray: make test always runs these
-    _MISSING = "the Ray tests need ray, the [ray] extra: pip install -e '.[dev]' (make test does)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{_MISSING}; under CI=true a missing ray fails instead of skipping", pytrace=False)
-    pytest.skip(_MISSING, allow_module_level=True)
+    missing("the Ray tests need ray, the [ray] extra: pip install -e '.[dev]' (make test does)", module=True)
 
 from agentactors import Agent, LLMRequest, OpenAIProvider, RunResult, ScriptedProvider, ToolCall, ToolContext, tool
 from agentactors.errors import ErrorKind, ProviderError, UnsupportedToolChoiceError

@@ -8,19 +8,17 @@ loop sees must not depend on which of the two got there first.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import anyio
 import pytest
 
+from tests.support.required import missing
+
 try:
     import ray
 except ImportError:  # pragma: no cover - the dev extra installs ray: make test always runs these
-    _MISSING = "the Ray tests need ray, the [ray] extra: pip install -e '.[dev]' (make test does)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{_MISSING}; under CI=true a missing ray fails instead of skipping", pytrace=False)
-    pytest.skip(_MISSING, allow_module_level=True)
+    missing("the Ray tests need ray, the [ray] extra: pip install -e '.[dev]' (make test does)", module=True)
 
 from agentactors import Agent, ScriptedProvider
 from agentactors.ray import RayCluster, WorkerLostError

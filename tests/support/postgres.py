@@ -31,6 +31,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.support.required import missing
+
 POSTGRES_INSTALL = "apt-get update && apt-get install -y postgresql (or `make postgres` as root)"
 USER = "postgres"
 PASSWORD = "s3cret-pw-for-tests"
@@ -150,10 +152,7 @@ def start(directory: Path) -> PostgresServer:
     """initdb into ``directory`` and start the server (see the module docstring).  Fails the test if it cannot."""
     bin_dir = find_bin()
     if bin_dir is None:
-        message = f"the PostgreSQL tests need initdb, pg_ctl and postgres (not found on PATH): {POSTGRES_INSTALL}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"the PostgreSQL tests need initdb, pg_ctl and postgres (not found on PATH): {POSTGRES_INSTALL}")
     prefix, user = _run_as()
     data, sockets, log = directory / "data", directory / "sockets", directory / "server.log"
     sockets.mkdir()

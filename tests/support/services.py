@@ -18,9 +18,9 @@ from typing import Any
 
 import anyio
 import httpx
-import pytest
 
 from tests.support.paths import EXAMPLES
+from tests.support.required import missing
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium"
@@ -110,8 +110,5 @@ def chromium_or_skip() -> str:
     """The browser's path; a missing one skips with the install command — and fails under ``CI=true``."""
     path = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     if path is None:
-        message = f"the browser test needs Debian's chromium at {CHROMIUM}: {CHROMIUM_INSTALL}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"the browser test needs Debian's chromium at {CHROMIUM}: {CHROMIUM_INSTALL}")
     return path
