@@ -35,6 +35,7 @@ import anyio.to_thread
 import attrs
 
 from ..events import Event, read_jsonl, to_jsonable
+from ..loop.call_ids import is_fresh_id_of
 from ..loop.result import RunResult
 from ..messages import LLMResponse
 from ..tools.results import ToolResult, ToolStatus
@@ -336,14 +337,27 @@ def _did(step: RecordedStep | None) -> str | None:
     response = step.response
     if not response.tool_calls:
         return f"answered {_short(response.content, 70)!r}"
-    results = {r.call_id: r for r in step.results or ()}
+    unmatched = list(step.results or ())
     parts = []
     for call in response.tool_calls:
         args = json.dumps(call.arguments, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-        result = results.get(call.id)
+        result = _result_of(call.id, unmatched)
         got = f" → {result.status.value} {_short(result.content, 50)!r}" if result is not None else " → (no result)"
         parts.append(f"{call.name}({args}){got}")
     return "; ".join(parts)
+
+
+def _result_of(call_id: str, unmatched: list[ToolResult]) -> ToolResult | None:
+    """The result of the call ``call_id`` among ``unmatched`` (taken out of it): by its id, else by the fresh id the
+    run gave the call (a recorded response keeps the vendor's ids; a call reusing an id ran, and its result is
+    recorded, as ``<id>_2``...: ``loop/call_ids.py``)."""
+    for i, result in enumerate(unmatched):
+        if result.call_id == call_id:
+            return unmatched.pop(i)
+    for i, result in enumerate(unmatched):
+        if is_fresh_id_of(result.call_id, (call_id,)):
+            return unmatched.pop(i)
+    return None
 
 
 def _value(value: Any) -> str:

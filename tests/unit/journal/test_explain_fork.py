@@ -145,3 +145,19 @@ async def test_a_fork_of_a_resumed_run_is_compared_step_for_step(tmp_path: Path)
         assert cmp.steps[1].fork == "answered 'Refunded, all done.'"
     assert (with_events.at_step, with_events.at_step_inferred) == (4, False)
     assert (result_only.at_step, result_only.at_step_inferred) == (4, True)
+
+
+async def test_a_forked_call_renamed_for_a_reused_id_shows_its_result(tmp_path: Path, ledger: Ledger) -> None:
+    """The fork's live model sends the id a reused step's call had (``c1``): the run renames it (``c1_2``) and its
+    result carries the new id, while the recorded response keeps the vendor's.  The comparison showed that call as
+    ``(no result)``; it matches a result by the fresh id too."""
+    rec = await record(tmp_path / "events.jsonl", ledger)
+    reusing = Agent(
+        ScriptedProvider([[ToolCall("c1", "charge", {"cents": 100})], "Charged 100 instead."]),
+        tools=Ledger().tools(), name="shop", system="You shop.",
+    )
+    events = InMemoryRecorder()
+    forked = await fork(rec.path, rec.result.run_id or "", 2, agent=reusing, recorders=[events])
+    assert [c.id for c in forked.tool_calls] == ["c1", "c1_2"]
+    cmp = await explain_fork(forked, rec.path, events=events.events)
+    assert cmp.steps[1].fork == 'charge({"cents":100}) → ok \'charged 100\''
