@@ -1,11 +1,13 @@
 """W14 hedged requests: call latency p50 / p99 and the extra requests sent, with and without ``with_hedge``.
 
-A scripted vendor with a heavy latency tail: each request takes a log-normal time around ``--median``
-(``sigma`` 0.25), and one in ``--tail-every`` requests (default 20: 5 %) takes ``--tail-factor`` times as
-long — a busy replica, a slow queue: bad luck, not the request, so a second copy usually is fast.
-``--calls`` calls, ``--concurrency`` at once, on real time (asyncio), the same seeded draws for every
-configuration: no hedge; ``with_hedge(after=<fixed>)``; ``with_hedge(after="p95")`` (the member's own
-recent latencies); each with ``max_extra`` as given.
+Against the FakeVendor (real HTTP on 127.0.0.1, the OpenAI wire through ``OpenAIProvider``) with a heavy latency
+tail: each request the vendor receives is answered after a log-normal time around ``--median`` (``sigma`` 0.25),
+and one in ``--tail-every`` requests (default 20: 5 %) takes ``--tail-factor`` times as long — a busy replica, a
+slow queue: bad luck, not the request, so a second copy usually is fast.  The draws are a seeded stream taken
+in the order requests arrive, a hedge's copy included.  ``--calls`` calls, ``--concurrency`` at once, on real
+time (asyncio): no hedge; ``with_hedge(after=<fixed>)``; ``with_hedge(after="p95")`` (the member's own recent
+latencies); each with ``max_extra`` as given.  A losing copy is cancelled: its connection is closed, and the
+vendor sees it go (``disconnected`` below).
 
     python benchmarks/hedge.py                 # prints a table, writes benchmarks/results/hedge.json
     python benchmarks/hedge.py --smoke         # tiny counts: checks the harness, its numbers mean nothing
@@ -24,15 +26,20 @@ from typing import Any
 
 import anyio
 
-from agentactors import LLMRequest, Message, ScriptedProvider
+from agentactors import LLMRequest, Message, OpenAIProvider, ScriptedProvider
 from agentactors.resilience import with_hedge
+from agentactors.testing import FakeReply, FakeVendor, RecordedRequest
 
 HERE = Path(__file__).resolve().parent
 REQUEST = LLMRequest([Message.user("hi")])
 
 
-class TailedVendor:
-    """A script: each request sleeps a drawn latency (a seeded stream of draws, shared by nothing else)."""
+class TailedLatency:
+    """The FakeVendor's handler: each request it receives waits a drawn latency (a seeded stream of draws).
+
+    It runs on the vendor's server thread, one request at a time (the handler is called under the vendor's
+    lock), so the draws are taken in the order requests arrive.
+    """
 
     def __init__(self, seed: int, median: float, tail_every: int, tail_factor: float) -> None:
         self.rng = random.Random(seed)
@@ -40,7 +47,6 @@ class TailedVendor:
         self.tail_every = tail_every
         self.tail_factor = tail_factor
         self.requests = 0
-        self.cancelled = 0
 
     def draw(self) -> float:
         latency = self.median * self.rng.lognormvariate(0.0, 0.25)
@@ -48,19 +54,9 @@ class TailedVendor:
             latency *= self.tail_factor
         return latency
 
-    def __call__(self, request: LLMRequest) -> Any:
+    def __call__(self, request: RecordedRequest) -> FakeReply:
         self.requests += 1
-        latency = self.draw()
-
-        async def answer() -> str:
-            try:
-                await anyio.sleep(latency)
-            except anyio.get_cancelled_exc_class():
-                self.cancelled += 1
-                raise
-            return "ok"
-
-        return answer()
+        return FakeReply("ok", latency=self.draw(), input_tokens=8, output_tokens=1)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -84,7 +80,7 @@ async def measure(provider: Any, calls: int, concurrency: int) -> list[float]:
     return latencies
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+async def run(args: argparse.Namespace, vendor: FakeVendor) -> dict[str, Any]:
     configs: list[tuple[str, dict[str, Any] | None]] = [
         ("no hedge", None),
         (f"after={args.after * 1000:g} ms", {"after": args.after}),
@@ -92,15 +88,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ]
     rows: dict[str, Any] = {}
     for label, hedge in configs:
-        vendor = TailedVendor(args.seed, args.median, args.tail_every, args.tail_factor)
-        provider: Any = ScriptedProvider(vendor, record=False)
+        tail = TailedLatency(args.seed, args.median, args.tail_every, args.tail_factor)
+        vendor.on(tail)
+        provider: Any = OpenAIProvider(
+            model="gpt-4o-mini", base_url=vendor.openai_base_url, api_key="sk-bench")
         if hedge is not None:
             provider = with_hedge(provider, max_extra=args.max_extra, window=args.calls, **hedge)
-        # A warm-up, so the percentile has latencies to go on (and the first calls pay no import costs).
-        await measure(provider, args.warmup, args.concurrency)
-        before = vendor.requests
-        latencies = await measure(provider, args.calls, args.concurrency)
-        sent = vendor.requests - before
+        try:
+            # A warm-up, so the percentile has latencies to go on (and the first calls pay no import costs).
+            await measure(provider, args.warmup, args.concurrency)
+            before, gone = tail.requests, len(vendor.disconnects)
+            latencies = await measure(provider, args.calls, args.concurrency)
+            sent, disconnected = tail.requests - before, len(vendor.disconnects) - gone
+        finally:
+            await provider.aclose()
         rows[label] = {
             "p50_ms": percentile(latencies, 50) * 1000,
             "p99_ms": percentile(latencies, 99) * 1000,
@@ -108,6 +109,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "mean_ms": statistics.fmean(latencies) * 1000,
             "requests": sent,
             "extra_requests_pct": 100 * (sent - args.calls) / args.calls,
+            "disconnected": disconnected,
         }
     return rows
 
@@ -143,15 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.calls, args.warmup, args.median, args.after = 60, 30, 0.002, 0.005
-    rows = anyio.run(run, args)
+    # The vendor keeps no bodies and only the last records (its disconnects are counted from them).
+    with FakeVendor(record_bodies=False, max_records=4 * (args.calls + args.warmup)) as vendor:
+        rows = anyio.run(run, args, vendor)
     overhead = anyio.run(call_overhead, 200 if args.smoke else 5000)
-    print(f"W14 hedged requests: {args.calls} calls, {args.concurrency} at once, median {args.median * 1000:g} ms, "
+    print(f"W14 hedged requests, FakeVendor over HTTP: {args.calls} calls, {args.concurrency} at once, "
+          f"median {args.median * 1000:g} ms, "
           f"1 in {args.tail_every} x{args.tail_factor:g}, max_extra={args.max_extra:g}\n")
-    print("| configuration | p50 ms | p99 ms | p99.9 ms | mean ms | extra requests |")
-    print("|---|---|---|---|---|---|")
+    print("| configuration | p50 ms | p99 ms | p99.9 ms | mean ms | extra requests | losers disconnected |")
+    print("|---|---|---|---|---|---|---|")
     for label, r in rows.items():
         print(f"| {label} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['p999_ms']:.1f} | {r['mean_ms']:.1f} | "
-              f"{r['extra_requests_pct']:.1f} % |")
+              f"{r['extra_requests_pct']:.1f} % | {r['disconnected']} |")
     print(f"\nper call, a zero-latency provider, sequential (best of 5): plain {overhead['plain_us']:.1f} us, "
           f"hedged (no hedge sent: the timer task) {overhead['hedge_us']:.1f} us")
     if not args.smoke:
