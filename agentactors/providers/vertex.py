@@ -23,8 +23,8 @@ import os
 import re
 from urllib.parse import quote
 
-__all__ = ["LOCATION_ENV", "PROJECT_ENV", "check_vertex_location", "check_vertex_project", "vertex_base_url",
-           "vertex_location", "vertex_model_name", "vertex_model_url", "vertex_project"]
+__all__ = ["LOCATION_ENV", "PROJECT_ENV", "check_vertex_location", "check_vertex_project", "one_place",
+           "vertex_base_url", "vertex_location", "vertex_model_name", "vertex_model_url", "vertex_project"]
 
 #: The environment variable a project not given is read from (google-genai's and google-auth's name).
 PROJECT_ENV = "GOOGLE_CLOUD_PROJECT"
@@ -81,6 +81,19 @@ def vertex_location(location: object, *, default: str, parameter: str = "locatio
         return check_vertex_location(location, source=parameter)
     found = os.environ.get(LOCATION_ENV, "")
     return check_vertex_location(found, source=LOCATION_ENV) if found.strip() else default
+
+
+def one_place(value: str | None, other: str | None, *, name: str, other_name: str) -> str | None:
+    """``value``, else ``other``: the other Vertex constructor's word for the same place (Claude's constructor says
+    ``region``, as the Anthropic SDK does; Gemini's ``location``, as Google's does), so either spelling works.
+
+    :raises ValueError: both are given and name two places (which one was meant cannot be told).
+    """
+    if other is None:
+        return value
+    if value is not None and value != other:
+        raise ValueError(f"{name}={value!r} and {other_name}={other!r} name two places: give one")
+    return other
 
 
 def vertex_base_url(location: str) -> str:

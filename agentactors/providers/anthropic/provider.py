@@ -42,6 +42,7 @@ from ..vertex import (
     PROJECT_ENV,
     check_vertex_location,
     check_vertex_project,
+    one_place,
     vertex_base_url,
     vertex_location,
     vertex_model_name,
@@ -233,6 +234,7 @@ class AnthropicProvider(HTTPProvider):
         token_provider: TokenProvider | None = None,
         http_client: httpx.AsyncClient | None = None,
         base_url: str | None = None,
+        location: str | None = None,
         **options: Any,
     ) -> AnthropicProvider:
         """The same Messages wire for Claude on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{region}/
@@ -242,7 +244,9 @@ class AnthropicProvider(HTTPProvider):
         ``ValueError`` naming the argument and both); ``region`` not given ``CLOUD_ML_REGION``'s, else
         ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-east5"``.  So an argument given wins over the environment, and the
         Anthropic SDK's names (what ``anthropic.AnthropicVertex`` and Claude Code read) over Google's; a blank
-        variable is unset, and one that cannot be a project or region is a ``ValueError`` naming it.
+        variable is unset, and one that cannot be a project or region is a ``ValueError`` naming it.  ``location``
+        is the same as ``region`` (Google's word, :meth:`GeminiProvider.vertex
+        <agentactors.providers.gemini.provider.GeminiProvider.vertex>`'s); both naming two places is a ``ValueError``.
 
         Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
         or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
@@ -255,6 +259,7 @@ class AnthropicProvider(HTTPProvider):
         project's or region's resource name, a tuned model's endpoint, a project or region that cannot be one
         (``ValueError``; named by one request: a request-kind error, before sending).
         """
+        region = one_place(region, location, name="region", other_name="location")
         return _AnthropicOnVertex(model, project=project, region=region, token_provider=token_provider,
                                   http_client=http_client, base_url=base_url, **options)
 

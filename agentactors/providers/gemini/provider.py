@@ -37,6 +37,7 @@ from ..http.provider import (
 )
 from ..port import resolve_model
 from ..vertex import (
+    one_place,
     vertex_base_url,
     vertex_location,
     vertex_model_name,
@@ -218,13 +219,16 @@ class GeminiProvider(HTTPProvider):
         token_provider: TokenProvider | None = None,
         http_client: httpx.AsyncClient | None = None,
         base_url: str | None = None,
+        region: str | None = None,
         **options: Any,
     ) -> GeminiProvider:
         """The same Gemini wire on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{location}/publishers/
         google/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``), ``location="global"`` at
         ``aiplatform.googleapis.com``.  ``project`` not given is ``GOOGLE_CLOUD_PROJECT``'s (neither: a ``ValueError``
         naming both), ``location`` not given ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-central1"``: an argument given
-        wins over the environment.
+        wins over the environment.  ``region`` is the same as ``location`` (the Anthropic SDK's word,
+        :meth:`AnthropicProvider.vertex <agentactors.providers.anthropic.provider.AnthropicProvider.vertex>`'s); both
+        naming two places is a ``ValueError``.
 
         Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
         or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
@@ -237,6 +241,7 @@ class GeminiProvider(HTTPProvider):
         are another project's or location's resource name, a tuned model's endpoint, a project or location that
         cannot be one (``ValueError``; named by one request: a request-kind error, before sending).
         """
+        location = one_place(location, region, name="location", other_name="region")
         return _GeminiOnVertex(model, project=project, location=location, token_provider=token_provider,
                                http_client=http_client, base_url=base_url, **options)
 

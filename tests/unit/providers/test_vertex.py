@@ -255,3 +255,30 @@ async def test_the_fakevendor_wants_a_bearer_on_vertex_paths() -> None:
             json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
         )
     assert response.status_code == 401
+
+
+async def test_each_vertex_constructor_takes_the_others_word_for_the_region() -> None:
+    """Claude's constructor says ``region=`` (the Anthropic SDK's word), Gemini's ``location=`` (Google's): a user
+    who wrote the other one met ``AnthropicProvider.__init__() got an unexpected keyword argument 'location'``,
+    naming a method they never called.  Each takes both; two different places are a ``ValueError`` naming both."""
+    seen = Seen(CLAUDE_OK)
+    async with client(seen) as http:
+        claude = AnthropicProvider.vertex("claude-sonnet-4-5@20250929", project="proj", location="europe-west1",
+                                          token_provider=lambda: TOKEN, http_client=http)
+        await claude.complete(LLMRequest([Message.user("hello")], max_tokens=50))
+    assert seen.requests[0].url.host == "europe-west1-aiplatform.googleapis.com"
+    seen = Seen(GEMINI_OK)
+    async with client(seen) as http:
+        gemini = GeminiProvider.vertex("gemini-2.5-flash", project="proj", region="global",
+                                       token_provider=lambda: TOKEN, http_client=http)
+        await gemini.complete(LLMRequest([Message.user("hello")]))
+    assert seen.requests[0].url.host == "aiplatform.googleapis.com"
+    # The same place twice is one place; two places are a mistake, named.
+    AnthropicProvider.vertex("claude-sonnet-4-5@20250929", project="proj", region="us-east5", location="us-east5",
+                             token_provider=lambda: TOKEN)
+    with pytest.raises(ValueError, match=r"region='us-east5'.*location='europe-west1'"):
+        AnthropicProvider.vertex("claude-sonnet-4-5@20250929", project="proj", region="us-east5",
+                                 location="europe-west1", token_provider=lambda: TOKEN)
+    with pytest.raises(ValueError, match=r"location='us-central1'.*region='global'"):
+        GeminiProvider.vertex("gemini-2.5-flash", project="proj", location="us-central1", region="global",
+                              token_provider=lambda: TOKEN)
