@@ -81,6 +81,17 @@ log = logging.getLogger("agentactors.actors")
 FailurePolicy: TypeAlias = Literal["resume", "restart", "stop", "escalate"]
 _POLICIES: Final = frozenset({"resume", "restart", "stop", "escalate"})
 
+class _Unset(int):
+    """The type of ``Runtime.spawn(concurrency=)``'s default: 1 (as it reads), unless the actor declares its own."""
+
+    __slots__ = ()
+
+
+#: ``concurrency`` not passed to :meth:`Runtime.spawn`: the actor's ``spawn_concurrency`` when it declares one, else 1.
+#: Told apart from a ``1`` the caller wrote by identity; it is an int equal to 1, so a signature still reads
+#: ``concurrency=1``.
+_DEFAULT_CONCURRENCY: Final = _Unset(1)
+
 #: The :meth:`Runtime.service` key under which the layer that runs agents registers how :meth:`Runtime.run_ref`
 #: finds a live run: a function ``run_id -> handle`` raising :class:`~agentactors.errors.RunNotFoundError`.
 #: The kernel knows no runs: it only looks the function up.
@@ -716,7 +727,7 @@ class Runtime:
         *,
         name: str | None = None,
         mailbox_size: int = 256,
-        concurrency: int = 1,
+        concurrency: int = _DEFAULT_CONCURRENCY,
         on_failure: FailurePolicy = "resume",
         max_restarts: int = 3,
         restart_window: float = 60.0,
@@ -729,7 +740,10 @@ class Runtime:
         class or function) that builds one; ``on_failure="restart"`` needs the
         factory, to rebuild the actor's state.  ``concurrency=1`` handles one
         message at a time (state needs no lock); ``N`` runs up to N handlers at
-        once (per-sender order is then only the order of *starting*).
+        once (per-sender order is then only the order of *starting*).  Not passed, it is the actor's own
+        ``spawn_concurrency`` when it declares one (an int attribute or property: a
+        :class:`~agentactors.gateway.provider.ProviderActor` does, so that requests past its ``max_concurrency``
+        wait in its scheduler, where ``max_waiting``, ``max_wait`` and priorities apply), else 1.
         ``on_failure``: ``"resume"`` (the error goes to the asker, or an
         ``actor.failed`` event for a tell; the actor goes on), ``"restart"``
         (rebuild from the factory; more than ``max_restarts`` failures within
@@ -761,7 +775,7 @@ class Runtime:
         # the settings of an int in the cache below, and be taken only when another spawn came first.
         if (
             type(mailbox_size) is not int
-            or type(concurrency) is not int
+            or (type(concurrency) is not int and concurrency is not _DEFAULT_CONCURRENCY)
             or type(max_restarts) is not int
             or type(restart_window) is not float
             or (name is not None and not isinstance(name, str))
@@ -769,6 +783,20 @@ class Runtime:
             or type(quiet) is not bool
         ):
             _check_spawn(name, mailbox_size, concurrency, max_restarts, restart_window, direct, quiet)
+        factory: Callable[[], ActorLike] | None
+        if not isinstance(actor_or_factory, type) and callable(getattr(actor_or_factory, "receive", None)):
+            actor = cast(ActorLike, actor_or_factory)
+            factory = None
+        elif callable(actor_or_factory):
+            factory = actor_or_factory
+            actor = factory()
+            if not callable(getattr(actor, "receive", None)):
+                raise TypeError(f"the factory built a {type(actor).__name__}, which has no receive() method")
+        else:
+            raise TypeError(f"cannot spawn a {type(actor_or_factory).__name__}: it has no receive() method")
+        _check_hooks(actor)
+        if concurrency is _DEFAULT_CONCURRENCY:
+            concurrency = _declared_concurrency(actor)
         key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct, quiet)
         spec = self._specs.get(key)
         if spec is None:
@@ -799,18 +827,6 @@ class Runtime:
                 quiet=bool(quiet),
                 scope_checkpoint=self._scope_checkpoint,
             )
-        factory: Callable[[], ActorLike] | None
-        if not isinstance(actor_or_factory, type) and callable(getattr(actor_or_factory, "receive", None)):
-            actor = cast(ActorLike, actor_or_factory)
-            factory = None
-        elif callable(actor_or_factory):
-            factory = actor_or_factory
-            actor = factory()
-            if not callable(getattr(actor, "receive", None)):
-                raise TypeError(f"the factory built a {type(actor).__name__}, which has no receive() method")
-        else:
-            raise TypeError(f"cannot spawn a {type(actor_or_factory).__name__}: it has no receive() method")
-        _check_hooks(actor)
         if on_failure == "restart" and factory is None:
             raise ValueError(
                 'on_failure="restart" needs a zero-argument factory (a class or function) to rebuild the '
@@ -1439,6 +1455,20 @@ def _check_journal(journal: object) -> None:
             f"journal must be a step journal (SqliteJournal, PostgresJournal: an object with open_run) or None, "
             f"not {type(journal).__name__}{hint}"
         )
+
+
+def _declared_concurrency(actor: object) -> int:
+    """The handler concurrency ``actor`` declares (``spawn_concurrency``), else 1.
+
+    :raises TypeError: the declared value is not an int >= 1 (a bool is not one), named with the actor's class.
+    """
+    declared = getattr(actor, "spawn_concurrency", 1)
+    if type(declared) is not int or declared < 1:
+        raise TypeError(
+            f"{type(actor).__name__}.spawn_concurrency must be an int >= 1, not {type(declared).__name__} "
+            f"{declared!r}"
+        )
+    return declared
 
 
 def _check_spawn(

@@ -2,7 +2,8 @@
 
 Spawn it with ``ProviderActor.shared(rt, provider, **budgets)`` (one per
 provider object per runtime; the runtime closes the provider when it exits) or
-``rt.spawn(actor, concurrency=actor.spawn_concurrency)``.  An agent binds to the
+``rt.spawn(actor)`` (which spawns it with its :attr:`~ProviderActor.spawn_concurrency`
+unless ``concurrency=`` says otherwise).  An agent binds to the
 same shared actor (:func:`bound_provider_actor`), which is released once every
 agent bound to it is collected, unless ``ProviderActor.shared`` pinned it.  Its scheduler (slots,
 rate buckets, the queue of waiting requests) is built by ``on_start``, inside

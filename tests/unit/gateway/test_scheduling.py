@@ -488,3 +488,56 @@ async def test_a_refused_run_says_so_and_when_to_come_back_and_with_retry_acts_o
     start = anyio.current_time()
     assert (await retried.complete(request("x"))).content == "served"
     assert anyio.current_time() - start == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize("limit", [{"max_waiting": 0}, {"max_wait": 0.5}])
+async def test_a_provider_actor_spawned_the_plain_way_applies_its_waiting_limits(limit: dict[str, Any]) -> None:
+    """``rt.spawn(ProviderActor(p, max_concurrency=1, max_waiting=0))`` without ``concurrency=``: the runtime's
+    default of 1 handler let only one ask into the actor — the rest queued in the mailbox, unseen by its scheduler,
+    and were served one by one, never refused.  ``spawn`` now takes the actor's own ``spawn_concurrency``."""
+    vendor = Vendor(hold=2.0)
+    out: list[Any] = []
+    async with Runtime() as rt:
+        actor = ProviderActor(ScriptedProvider(vendor), max_concurrency=1, **limit)
+        ref = rt.spawn(actor)
+        async with anyio.create_task_group() as tg:
+            await queue_up(ref, tg, [("a", None, 0), ("b", None, 0), ("c", None, 0)], out)
+    assert out[:1] == ["a"] or out[-1:] == ["a"]
+    assert sum(isinstance(o, Overloaded) for o in out) == 2, out
+    # A 1 the caller wrote is kept: one handler, the asks wait in the mailbox (the documented difference).
+    served: list[Any] = []
+    async with Runtime() as rt:
+        ref = rt.spawn(ProviderActor(ScriptedProvider(Vendor(hold=2.0)), max_concurrency=1, **limit), concurrency=1)
+        async with anyio.create_task_group() as tg:
+            await queue_up(ref, tg, [("a", None, 0), ("b", None, 0), ("c", None, 0)], served)
+    assert served == ["a", "b", "c"]
+
+
+async def test_spawn_takes_an_actors_declared_concurrency_and_checks_it() -> None:
+    class Declares:
+        spawn_concurrency = 3
+
+        def __init__(self) -> None:
+            self.inside = 0
+            self.most = 0
+
+        async def receive(self, message: object) -> None:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            await anyio.sleep(1)
+            self.inside -= 1
+
+    class Wrong(Declares):
+        spawn_concurrency = 0
+
+    async with Runtime() as rt:
+        actor = Declares()
+        ref = rt.spawn(actor)
+        async with anyio.create_task_group() as tg:
+            for _ in range(5):
+                tg.start_soon(ref.ask, "x")
+        assert actor.most == 3
+        built = Declares()
+        rt.spawn(lambda: built)  # a factory's actor is asked too
+        with pytest.raises(TypeError, match=r"Wrong.spawn_concurrency must be an int >= 1, not int 0"):
+            rt.spawn(Wrong())
