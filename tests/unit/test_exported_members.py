@@ -360,6 +360,12 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "SessionError": lambda: agentactors.SessionError("no turn"),
     "SessionConflictError": lambda: agentactors.SessionConflictError("committed first", key="user-1"),
     "SessionPausedError": lambda: agentactors.SessionPausedError("paused", key="user-1", pending=(_CALL,)),
+    # a live run's control
+    "RunInterruptedError": lambda: agentactors.RunInterruptedError("interrupted", reason="enough", step=2),
+    "RunNotFoundError": lambda: agentactors.RunNotFoundError("no run 'run-1' here", run_id="run-1"),
+    "RunFinishedError": lambda: agentactors.RunFinishedError("run 'run-1' finished", run_id="run-1"),
+    "CallNotPendingError": lambda: agentactors.CallNotPendingError("no call 'c9' waits", call_id="c9"),
+    "PauseConsumedError": lambda: agentactors.PauseConsumedError("resumed already", run_id="run-1"),
     "NeedsApproval": lambda: agentactors.NeedsApproval("sends money"),
 }
 
