@@ -98,6 +98,7 @@ _CONTEXT_PHRASES = (
 _ACCOUNT_PHRASES = (
     "spend limit",
     "spending limit",
+    "api usage limits",  # Anthropic's spend cap: "... API usage limits. You will regain access on <date>"
     "credit balance is too low",
     "exceeded your current quota",
     "billing",

@@ -187,3 +187,14 @@ def test_gemini_per_minute_quota_wording_is_transient_and_odd_details_are_tolera
     openai_quota = _openai("You exceeded your current quota, please check your plan and billing details.",
                            "insufficient_quota", "insufficient_quota")
     assert classify_http_error(429, {}, openai_quota, provider="openai").kind is ErrorKind.account
+
+
+@pytest.mark.parametrize("status", [400, 429])
+def test_anthropics_api_usage_limit_is_the_accounts(status: int) -> None:
+    """Anthropic's spend cap answers (HTTP 400, ``invalid_request_error``) "You have reached your specified API usage
+    limits. You will regain access on ...": no retry or request change helps before that date — the account's, so a
+    ``fallback_on={"account"}`` chain moves on.  It was a request error at 400 and transient (retried) at 429."""
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": (
+        "You have reached your specified API usage limits. You will regain access on 2027-01-01 at 00:00 UTC.")}}
+    err = classify_http_error(status, {}, body, provider="anthropic")
+    assert (err.kind, err.retryable) == (ErrorKind.account, False)
