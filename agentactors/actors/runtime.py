@@ -81,6 +81,7 @@ log = logging.getLogger("agentactors.actors")
 FailurePolicy: TypeAlias = Literal["resume", "restart", "stop", "escalate"]
 _POLICIES: Final = frozenset({"resume", "restart", "stop", "escalate"})
 
+
 class _Unset(int):
     """The type of ``Runtime.spawn(concurrency=)``'s default: 1 (as it reads), unless the actor declares its own."""
 
