@@ -48,7 +48,8 @@ import typing as _typing
 
 # The user API (__all__, below) and, in the ``X as X`` form (how a package re-exports a name it does not list,
 # for type checkers and linters), the contract's other names: the machinery a run is made of, the actor
-# kernel's API, the stream events a provider yields, and the old names of renamed errors.  Those keep the
+# kernel's API, the stream events a provider yields, the old names of renamed errors, and the errors a live run's
+# control raises (docs/loop.md: written beside the run's other errors, so imported from here too).  Those keep the
 # module that defines them; only the listed names are relabelled.  tests/unit/test_public_api.py checks both.
 from . import _deprecate, _reexport
 from ._version import __version__
@@ -62,21 +63,16 @@ from .errors import (
     ActorError,
     AgentActorsError,
     AllProvidersFailedError,
-    CallNotPendingError,
     CircuitOpenError,
     CostLimitExceededError,
     ErrorKind,
     ModelRetry,
     OutputValidationError,
     OverloadedError,
-    PauseConsumedError,
     ProviderError,
     ProviderTimeoutError,
     RunDeadlineExceededError,
     RunError,
-    RunFinishedError,
-    RunInterruptedError,
-    RunNotFoundError,
     SessionConflictError,
     SessionError,
     SessionPausedError,
@@ -90,10 +86,15 @@ from .errors import ActorStopped as ActorStopped
 from .errors import ActorStoppedError as ActorStoppedError
 from .errors import AskTimeout as AskTimeout
 from .errors import AskTimeoutError as AskTimeoutError
+from .errors import CallNotPendingError as CallNotPendingError
 from .errors import CostLimitExceeded as CostLimitExceeded
 from .errors import Overloaded as Overloaded
+from .errors import PauseConsumedError as PauseConsumedError
 from .errors import ProviderTimeout as ProviderTimeout
 from .errors import RunDeadlineExceeded as RunDeadlineExceeded
+from .errors import RunFinishedError as RunFinishedError
+from .errors import RunInterruptedError as RunInterruptedError
+from .errors import RunNotFoundError as RunNotFoundError
 from .errors import ToolStatusError as ToolStatusError
 from .events import Event, InMemoryRecorder, JsonlRecorder, Recorder
 from .explain import Explanation, explain
@@ -279,13 +280,6 @@ __all__ = [
     "ProviderTimeoutError",
     "RunDeadlineExceededError",
     "RunError",
-    # a live run's control (docs/loop.md): steering a run that ended, a run not found, one interrupted, an
-    # approval for no pending call, a pause resumed twice
-    "RunFinishedError",
-    "RunNotFoundError",
-    "RunInterruptedError",
-    "CallNotPendingError",
-    "PauseConsumedError",
     "SessionConflictError",
     "SessionError",
     "SessionPausedError",

@@ -84,7 +84,13 @@ from agentactors.providers.scripted import ScriptExhaustedError, StreamCut
 from agentactors.resilience import CircuitState, CircuitStats
 from agentactors.tools import ToolNameClashError, ToolsetError
 from agentactors.tools.executor import ExecutionContext
-from tests.unit.test_public_api import UNLISTED
+from tests.unit.test_public_api import UNLISTED as CONTRACT_UNLISTED
+
+# The root's unlisted names: the contract's, and the errors a live run's control raises (docs/loop.md), which users
+# write beside the run's other errors (``from agentactors import RunFinishedError``).
+UNLISTED = CONTRACT_UNLISTED | {
+    "RunFinishedError", "RunNotFoundError", "RunInterruptedError", "CallNotPendingError", "PauseConsumedError",
+}
 
 PACKAGE_DIR = Path(agentactors.__file__).parent
 EXPORTED = [name for name in agentactors.__all__ if name != "__version__"]
@@ -360,12 +366,6 @@ SAMPLES: dict[str, Callable[[], object]] = {
     "SessionError": lambda: agentactors.SessionError("no turn"),
     "SessionConflictError": lambda: agentactors.SessionConflictError("committed first", key="user-1"),
     "SessionPausedError": lambda: agentactors.SessionPausedError("paused", key="user-1", pending=(_CALL,)),
-    # a live run's control
-    "RunInterruptedError": lambda: agentactors.RunInterruptedError("interrupted", reason="enough", step=2),
-    "RunNotFoundError": lambda: agentactors.RunNotFoundError("no run 'run-1' here", run_id="run-1"),
-    "RunFinishedError": lambda: agentactors.RunFinishedError("run 'run-1' finished", run_id="run-1"),
-    "CallNotPendingError": lambda: agentactors.CallNotPendingError("no call 'c9' waits", call_id="c9"),
-    "PauseConsumedError": lambda: agentactors.PauseConsumedError("resumed already", run_id="run-1"),
     "NeedsApproval": lambda: agentactors.NeedsApproval("sends money"),
 }
 
