@@ -103,6 +103,20 @@ def test_the_from_import_form_of_an_old_name_warns_too() -> None:
     assert ProviderActor is home
 
 
+@pytest.mark.parametrize("old", WARNED)
+def test_the_from_import_form_warns_once(old: str) -> None:
+    """``from package import old_name``: Python looks the name up twice for a package (``hasattr`` in the import
+    system's ``_handle_fromlist``, then the import itself), and each lookup warned — two warnings where a filter
+    shows every one (``"always"``, as pytest records them)."""
+    module, _, name = old.rpartition(".")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(f"from {module} import {name}", {})
+    moved = [w for w in caught if issubclass(w.category, DeprecationWarning) and old in str(w.message)]
+    assert len(moved) == 1, [str(w.message) for w in moved]
+    assert moved[0].filename == "<string>", "the warning points at the line that asked for the name"
+
+
 @pytest.mark.parametrize("old", sorted(UNWARNED))
 def test_a_name_served_from_another_module_comes_without_a_warning(old: str) -> None:
     module, _, name = old.rpartition(".")
