@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import inspect
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -181,18 +182,22 @@ def getattr_for(module: str, *, stacklevel: int = 2) -> Callable[[str], object]:
         home = MOVED_NAMES.get(old)
         if home is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        if old not in UNWARNED and not _fromlist_probe(sys._getframe(stacklevel - 1)):
+        if old not in UNWARNED and not _fromlist_probe(inspect.currentframe(), stacklevel - 1):
             warn_moved(old, home, name, stacklevel=stacklevel)  # blame the line that asked for the name
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
 
 
-def _fromlist_probe(caller: FrameType) -> bool:
-    """Whether the name is asked for by the import system's ``hasattr`` probe of a package's from-list
-    (``_handle_fromlist``): ``from package import name`` looks the name up there first, then again for the
-    import itself — warning at both, it warned twice for one line.  The second lookup warns."""
-    code = caller.f_code
+def _fromlist_probe(frame: FrameType | None, up: int) -> bool:
+    """Whether the name is asked for (``up`` frames above ``frame``) by the import system's ``hasattr`` probe of a
+    package's from-list (``_handle_fromlist``): ``from package import name`` looks the name up there first, then
+    again for the import itself — warning at both, it warned twice for one line.  The second lookup warns."""
+    for _ in range(up):
+        frame = frame.f_back if frame is not None else None
+    if frame is None:
+        return False
+    code = frame.f_code
     return code.co_name == "_handle_fromlist" and code.co_filename == "<frozen importlib._bootstrap>"
 
 
