@@ -4,6 +4,11 @@
 
     python benchmarks/_sessions.py memory '{"store": "sqlite", "sessions": 100000}'
 
+The turn latency alone (what README.md's W11 figure quotes), on asyncio or trio:
+
+    python benchmarks/_sessions.py latency '{"reps": 5}'
+    python benchmarks/_sessions.py latency '{"reps": 5, "backend": "trio"}'
+
 * **Memory** — ``sessions`` sessions are created in one process and each is sent one turn of W1's tool
   loop (model → tool → model → text, scripted, zero latency), 1,000 at a time.  Every session stays
   active until the last one has been sent its turn (their ``idle_timeout`` is calibrated on a first
@@ -44,7 +49,7 @@ from agentactors import Agent, Message, Runtime, ToolCall  # noqa: E402
 from agentactors.sessions import MemoryStore, SessionRecord, SqliteStore  # noqa: E402
 from agentactors.sessions.registry import Sessions  # noqa: E402
 
-__all__ = ["child_memory", "w11_long_conversation", "w11_sessions"]
+__all__ = ["child_memory", "w11_latency", "w11_long_conversation", "w11_sessions"]
 
 def _store(kind: str, directory: str) -> Any:
     return SqliteStore(Path(directory) / "sessions.db") if kind == "sqlite" else MemoryStore()
@@ -263,12 +268,12 @@ def _summ(samples: list[float]) -> dict[str, float]:
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
 
 
-def w11_sessions(*, reps: int, smoke: bool) -> dict[str, Any]:
+def w11_latency(*, reps: int, smoke: bool = False, backend: str = "asyncio") -> dict[str, Any]:
+    """Turn latency alone (the module docstring), ``reps`` repetitions, each a runtime of its own on ``backend``."""
     n_memory, n_sqlite = (50, 20) if smoke else (2000, 500)
-    sessions = 100 if smoke else 100_000
     samples: dict[str, list[float]] = {}
     for rep in range(reps):
-        for name, value in anyio.run(_latency_rep, n_memory, n_sqlite, rep).items():
+        for name, value in anyio.run(_latency_rep, n_memory, n_sqlite, rep, backend=backend).items():
             samples.setdefault(name, []).append(value)
     latency = {name: _summ(values) for name, values in samples.items()}
     plain = latency["agent.run"]["median"]
@@ -277,6 +282,13 @@ def w11_sessions(*, reps: int, smoke: bool) -> dict[str, Any]:
         row["vs_agent_run"] = row["median"] / plain
         if "second turn" in name:
             row["vs_history_by_hand"] = row["median"] / by_hand
+    return {"turns": {"memory": n_memory, "sqlite": n_sqlite}, "latency": latency}
+
+
+def w11_sessions(*, reps: int, smoke: bool) -> dict[str, Any]:
+    sessions = 100 if smoke else 100_000
+    timed = w11_latency(reps=reps, smoke=smoke)
+    n_memory, n_sqlite, latency = timed["turns"]["memory"], timed["turns"]["sqlite"], timed["latency"]
     memory = {kind: _child(kind, sessions) for kind in ("sqlite", "memory")}
     long = w11_long_conversation(turns=200 if smoke else 10_000, samples=10 if smoke else 200)
     return {"sessions": sessions, "turns": {"memory": n_memory, "sqlite": n_sqlite}, "latency": latency,
@@ -287,6 +299,9 @@ if __name__ == "__main__":
     which, raw = sys.argv[1], json.loads(sys.argv[2])
     if which == "long":  # python benchmarks/_sessions.py long '{"turns": 10000}'
         print(json.dumps(w11_long_conversation(**raw)))
+        raise SystemExit(0)
+    if which == "latency":  # python benchmarks/_sessions.py latency '{"reps": 5, "backend": "trio"}'
+        print(json.dumps(w11_latency(**raw)))
         raise SystemExit(0)
     if which != "memory":
         raise SystemExit(f"unknown measurement {which!r}")

@@ -7,8 +7,8 @@ runs one turn on the session's history and commits it.  The modules, one idea ea
 * :mod:`.actor` — what a session's actor does with a turn: the commit rule, pauses, conflicts;
 * :mod:`.registry` — activation on demand and deactivation when idle (one sweeper per runtime);
 * :mod:`.spending` — what a session's turns cost, and the budgets they run under;
-* :mod:`.turns` — :class:`~.turns.TurnAgent`, a session's agent with a hook around its calls (a turn's budgets,
-  its listing for ``steer``, a served turn's stream);
+* :mod:`.turns` — :class:`~.turns.TurnAgent`, a session's agent with a hook around its calls (a served turn's
+  stream);
 * :mod:`.store` — the :class:`SessionStore` port and :class:`SessionRecord`;
 * :mod:`.memory`, :mod:`.sqlite` and :mod:`.postgres` — :class:`MemoryStore`, :class:`SqliteStore` and
   :class:`PostgresStore` (the ``[postgres]`` extra; psycopg is imported when it first connects);

@@ -45,24 +45,28 @@ it twice would be worse than asking the person again with a new turn).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable
+from typing import Any, Final, Protocol
 
 import anyio
 import attrs
 
 from ..actors.runtime import Runtime
 from ..errors import SessionConflictError, SessionPausedError
+from ..gateway.cost_budget import CostBudget
 from ..loop.pause import PausedRun, check_decisions
 from ..loop.result import RunResult
 from ..messages import Message, ToolCall
 from ..settings import ModelSettings
 from .journaled import SessionTurn, turn_running
+from .memory import MemoryStore
+from .spending import spending_under
 from .store import SessionRecord, SessionStore, awaited
 
 __all__ = [
     "Refresh",
     "Resolve",
+    "Resuming",
     "SessionActor",
     "SessionAgent",
     "Turn",
@@ -110,7 +114,11 @@ class SessionAgent(Protocol):
 
 @attrs.frozen(slots=True)
 class Turn:
-    """Run one turn: ``agent`` on the history plus ``messages``.  ``deps`` reach tools and are never stored."""
+    """Run one turn: ``agent`` on the history plus ``messages``.  ``deps`` reach tools and are never stored.
+
+    ``budgets``: what the turn's runs spend under, outermost first — the session's, and a turn's own
+    (:func:`~agentactors.sessions.spending.turn_budgets`).
+    """
 
     agent: SessionAgent
     messages: tuple[Message, ...]
@@ -118,15 +126,31 @@ class Turn:
     settings: ModelSettings | None = None
     deadline: float | None = None
     priority: int | None = None
+    budgets: tuple[CostBudget, ...] = ()
 
 
 @attrs.frozen(slots=True)
 class Resolve:
-    """Decide the pending pause with ``decisions`` (``{call_id: True | "reason"}``) and resume the run."""
+    """Decide the pending pause with ``decisions`` (``{call_id: True | "reason"}``) and resume the run
+    (under ``budgets``, as a :class:`Turn`'s)."""
 
     agent: SessionAgent
     decisions: Any
     deps: Any = attrs.field(default=None, repr=False)
+    budgets: tuple[CostBudget, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class Resuming:
+    """What a resolved turn is listed by among the runtime's live turns (:class:`SessionActor`): the pause it goes
+    on from (its run's id), which its run keeps as ``LoopState.resumed_from``."""
+
+    run_id: str
+
+
+#: ``MemoryStore``'s own commit, which never suspends: a commit through it needs no shield
+#: (:meth:`SessionActor._commit`).
+_MEMORY_COMMIT: Final = MemoryStore.commit
 
 
 @attrs.frozen(slots=True)
@@ -144,21 +168,29 @@ class SessionActor:
 
     ``history``, ``version``, ``paused`` and ``origin`` are the committed state as this actor last knew it;
     ``loaded`` is false until the first message loads it from the store, and again after a conflict
-    (the next message reloads it).  ``running``: how many messages it is handling now — one at most, which may
-    go on after its caller left (a queued turn runs in the actor's task, and its commit is shielded), so the
-    registry does not deactivate the session until it is over; ``settled``, set by the registry meanwhile, is
-    called (once, then cleared) when it is — the session goes idle then, and nothing polls it until then.
+    (the next message reloads it).  ``live``: the runtime's live turns, ``{slot: what the running turn is listed
+    by}`` — while a turn's run (or a resolved turn's resume) runs, the actor lists it at its session's ``slot``, so
+    that ``session.steer`` finds the run (:mod:`agentactors.sessions.session`): a turn by its run's input tuple,
+    which the run keeps as ``LoopState.inputs``; a resolved turn by :class:`Resuming`.  ``running``: how many
+    messages it is handling now — one at most, which may go on after its caller left (a queued turn runs in the
+    actor's task, and its commit is shielded), so the registry does not deactivate the session until it is over;
+    ``settled``, set by the registry meanwhile, is called (once, then cleared) when it is — the session goes idle
+    then, and nothing polls it until then.
     """
 
     __slots__ = (
-        "activated", "children", "history", "key", "loaded", "origin", "paused", "rt", "running", "settled", "store",
-        "version",
+        "activated", "children", "history", "key", "live", "loaded", "origin", "paused", "rt", "running", "settled",
+        "slot", "store", "version",
     )
 
-    def __init__(self, rt: Runtime, store: SessionStore, key: str) -> None:
+    def __init__(
+        self, rt: Runtime, store: SessionStore, key: str, *, live: dict[Any, Any], slot: tuple[Hashable, str]
+    ) -> None:
         self.rt = rt
         self.store = store
         self.key = key
+        self.live = live
+        self.slot = slot
         self.history: tuple[Message, ...] = ()
         self.version: int | None = None
         self.paused: PausedRun | None = None
@@ -243,16 +275,26 @@ class SessionActor:
                 key=self.key,
                 pending=self.paused.pending,
             )
-        # The journal (if any) records which turn the run is: recover() can commit it if this process dies.
-        with turn_running(SessionTurn(self.key, self.version, len(self.history), self.origin)):
-            result = await message.agent.run(
-                self.history + message.messages,
-                runtime=self.rt,
-                deps=message.deps,
-                settings=message.settings,
-                deadline=message.deadline,
-                priority=message.priority,
-            )
+        inputs = self.history + message.messages
+        live, slot = self.live, self.slot
+        # The journal (if any) records which turn the run is: recover() can commit it if this process dies.  The
+        # run spends under the turn's budgets, and is listed by its input tuple while it runs (steer finds it).
+        with turn_running(SessionTurn(self.key, self.version, len(self.history), self.origin)), spending_under(
+            message.budgets
+        ):
+            live[slot] = inputs
+            try:
+                result = await message.agent.run(
+                    inputs,
+                    runtime=self.rt,
+                    deps=message.deps,
+                    settings=message.settings,
+                    deadline=message.deadline,
+                    priority=message.priority,
+                )
+            finally:
+                if live.get(slot) is inputs:
+                    del live[slot]
         await self._settle(result, message.agent, "run")
         return result
 
@@ -281,9 +323,22 @@ class SessionActor:
             await self._load()
             pause, decisions = self._decided(message)
         history, children = self.history, self.children
-        await self._commit(SessionRecord(self.key, history, 0, None, pause.run_id, len(history)), claim=True)
-        with turn_running(SessionTurn(self.key, self.version, len(history), self.origin)):
-            result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
+        claim = SessionRecord(self.key, history, 0, None, pause.run_id, len(history), origin=self.origin)
+        await self._commit(claim, claim=True)
+        # Listed by the pause's run id while the resumed run goes on, as a sent turn is by its input (steer finds
+        # it); a pause with no run id leaves nothing to find its run by.
+        listed = Resuming(pause.run_id) if isinstance(pause.run_id, str) else None
+        live, slot = self.live, self.slot
+        with turn_running(SessionTurn(self.key, self.version, len(history), self.origin)), spending_under(
+            message.budgets
+        ):
+            if listed is not None:
+                live[slot] = listed
+            try:
+                result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
+            finally:
+                if listed is not None and live.get(slot) is listed:
+                    del live[slot]
         if children and isinstance(result, RunResult):  # the paused part's delegated runs, as Agent.resume keeps them
             result = attrs.evolve(result, children=children + result.children)
         await self._settle(result, message.agent, "resume")
@@ -311,29 +366,39 @@ class SessionActor:
                 f"agent {getattr(agent, 'name', None)!r}: its {method}() returned {type(result).__name__}, not a "
                 f"RunResult (session {self.key!r}: nothing committed)"
             )
-        record = turn_record(self.key, self.history, result)
+        # Named with the origin of the session this actor holds, not another one created under its key since.
+        record = turn_record(self.key, self.history, result, origin=self.origin)
         if record is not None:
             await self._commit(record)
 
     async def _commit(self, record: SessionRecord, *, claim: bool = False) -> None:
-        """Commit ``record`` over the version this actor holds; adopt what the store stored.
+        """Commit ``record`` — built with this actor's :attr:`origin` — over the version this actor holds; adopt
+        what the store stored.
 
-        Cancellation: shielded — a commit that started ends, and the actor's state follows the store.
+        Cancellation: shielded — a commit that started ends, and the actor's state follows the store.  A
+        ``MemoryStore``'s own commit never suspends (no await: not a cancellation point), so nothing can interrupt
+        it and it is not wrapped in a shielded scope (on trio, entering and leaving one cost more than the commit).
         """
-        if self.origin is not None:  # the session this actor holds, not another one created under its key since
-            record = attrs.evolve(record, origin=self.origin)
-        with anyio.CancelScope(shield=True):
-            try:
-                answer = self.store.commit(record, expected_version=self.version)
-                stored = await awaited(self.store, "commit", answer)
-                _check_stored(self.store, "commit", stored, self.key)
-            except BaseException:
-                # A conflict (or a failure that leaves the outcome unknown): reload before the next turn.
-                self.loaded = False
-                raise
-            self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
-            self.origin, self.children = stored.origin, stored.children
+        if type(self.store).commit is _MEMORY_COMMIT:
+            stored = await self._write(record)
+        else:
+            with anyio.CancelScope(shield=True):
+                stored = await self._write(record)
         _committed(self.rt.emit, stored, resolving=claim)
+
+    async def _write(self, record: SessionRecord) -> SessionRecord:
+        """:meth:`_commit`'s store commit, and the actor's state adopted from what it stored."""
+        try:
+            answer = self.store.commit(record, expected_version=self.version)
+            stored: SessionRecord = await awaited(self.store, "commit", answer)
+            _check_stored(self.store, "commit", stored, self.key)
+        except BaseException:
+            # A conflict (or a failure that leaves the outcome unknown): reload before the next turn.
+            self.loaded = False
+            raise
+        self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
+        self.origin, self.children = stored.origin, stored.children
+        return stored
 
 
 def _check_stored(store: SessionStore, method: str, record: object, key: str) -> None:
@@ -377,19 +442,24 @@ def _check_resumer(key: str, pause: PausedRun, agent: SessionAgent) -> None:
     )
 
 
-def turn_record(key: str, history: tuple[Message, ...], result: RunResult[Any]) -> SessionRecord | None:
+def turn_record(
+    key: str, history: tuple[Message, ...], result: RunResult[Any], *, origin: str | None = None
+) -> SessionRecord | None:
     """What a turn that started on ``history`` commits (the module docstring's rule); ``None``: nothing.
 
     A pause: the history unchanged, and the pause with the run's children (the result that resolves it keeps
-    them).  An answer: the run's messages become the history.
+    them).  An answer: the run's messages become the history.  ``origin``: the session's the turn started on
+    (:attr:`SessionRecord.origin`), which the commit names.
     """
     if not committable(result):
         return None
     state = result.resume_state
     if state is not None:
-        return SessionRecord(key, history, 0, state, result.run_id, len(history), children=result.children)
+        return SessionRecord(
+            key, history, 0, state, result.run_id, len(history), origin=origin, children=result.children
+        )
     messages = result.messages
-    return SessionRecord(key, messages, 0, None, result.run_id, _kept(history, messages))
+    return SessionRecord(key, messages, 0, None, result.run_id, _kept(history, messages), origin=origin)
 
 
 async def commit_recovered(
@@ -415,9 +485,8 @@ async def commit_recovered(
     SQL store's, once started, ends first) and the caller cannot tell which — the return value and the
     ``session.committed`` event are lost with it.  One that did not happen leaves the session as it was.
     """
-    record = turn_record(turn.key, inputs[: turn.kept], result)
-    if record is not None and turn.origin is not None:  # the session the turn started on, not a new one of its key
-        record = attrs.evolve(record, origin=turn.origin)
+    # Named with the origin of the session the turn started on, not a new one of its key.
+    record = turn_record(turn.key, inputs[: turn.kept], result, origin=turn.origin)
     if record is None:
         log.info("run %s: the turn of session %r ended with nothing to commit", result.run_id, turn.key)
         return False

@@ -21,8 +21,8 @@ is overwritten — and a warning names the run and the session; the run's result
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -71,14 +71,28 @@ class SessionTurn:
 _TURN: contextvars.ContextVar[SessionTurn | None] = contextvars.ContextVar("agentactors_session_turn", default=None)
 
 
-@contextmanager
-def turn_running(turn: SessionTurn) -> Iterator[None]:
+def turn_running(turn: SessionTurn) -> AbstractContextManager[None]:
     """While the block runs, a run started here is ``turn`` (the session's actor wraps the turn's run in it)."""
-    token = _TURN.set(turn)
-    try:
-        yield
-    finally:
-        _TURN.reset(token)
+    return _TurnRunning(turn)
+
+
+class _TurnRunning:
+    """:func:`turn_running`'s block: a class, not a ``@contextmanager`` generator — every session turn enters one,
+    and the generator's frame, its wrapper and their calls cost four times the contextvar's set and reset."""
+
+    __slots__ = ("token", "turn")
+
+    def __init__(self, turn: SessionTurn) -> None:
+        self.turn = turn
+        self.token: contextvars.Token[SessionTurn | None] | None = None
+
+    def __enter__(self) -> None:
+        self.token = _TURN.set(self.turn)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _TURN.reset(self.token)
+            self.token = None
 
 
 def current_turn() -> SessionTurn | None:

@@ -18,7 +18,15 @@ from collections.abc import Iterator
 
 from ..errors import SessionConflictError
 from ..messages import Message
-from .store import SessionRecord, check_expected, check_key, conflict_message, new_origin, origin_conflict
+from .store import (
+    SessionRecord,
+    check_expected,
+    check_key,
+    conflict_message,
+    new_origin,
+    origin_conflict,
+    stored_record,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -94,10 +102,7 @@ class MemoryStore:
             raise SessionConflictError(message, key=record.key)
         origin = kept or record.origin or new_origin()
         version = (found or 0) + 1
-        stored = SessionRecord(
-            record.key, record.messages, version, record.paused, record.run_id, origin=origin,
-            children=record.children,
-        )
+        stored = stored_record(record, version, origin)  # the record's data as it was validated, at its version
         self._records[record.key] = stored
         return stored
 

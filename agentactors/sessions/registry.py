@@ -44,12 +44,13 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from functools import partial
-from typing import Final
+from typing import Any, Final
 
 import anyio
 
+from .._backend import loop_clock
 from ..actors.ref import ActorRef
 from ..actors.runtime import Runtime
 from ..errors import redact
@@ -99,7 +100,10 @@ class Sessions:
     activating.  See the module docstring for the lifecycle.
     """
 
-    __slots__ = ("_default", "_idle", "_peak", "_sweeping", "_users", "_wake", "_wake_at", "active", "rt", "stores")
+    __slots__ = (
+        "_clock", "_default", "_idle", "_peak", "_sweeping", "_users", "_wake", "_wake_at", "active", "live", "rt",
+        "stores",
+    )
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
@@ -110,12 +114,18 @@ class Sessions:
         #: is left is closed at the exit.
         self.stores: dict[Hashable, SessionStore] = {}
         self._users: dict[Hashable, int] = {}
+        #: The sessions' running turns, ``{slot: what the turn is listed by}``: their actors list them here while
+        #: their runs go on, and ``session.steer`` finds a run by it (:class:`~.actor.SessionActor`).
+        self.live: dict[Slot, Any] = {}
         self._idle: dict[float, OrderedDict[Slot, Entry]] = {}
         self._default: MemoryStore | None = None
         self._sweeping = False
         self._wake: anyio.Event | None = None
         self._wake_at = math.inf
         self._peak = 0
+        # anyio.current_time, read the loop's cheapest way (found on first use: the registry may be made in another
+        # thread, and a session goes idle only in the runtime's loop).
+        self._clock: Callable[[], float] | None = None
 
     @classmethod
     def of(cls, rt: Runtime) -> Sessions:
@@ -166,7 +176,7 @@ class Sessions:
             served = self.stores.get(address)
             if served is None:
                 served = self.stores[address] = store
-            actor = SessionActor(rt, served, key)
+            actor = SessionActor(rt, served, key, live=self.live, slot=slot)
             ref = rt.spawn(actor, name=f"session:{key}", concurrency=1)
             if entry is None:  # (a stopped entry replaced: its address counted it already)
                 self._users[address] = self._users.get(address, 0) + 1
@@ -194,7 +204,10 @@ class Sessions:
         Never awaits."""
         if entry.inflight or self.active.get(entry.slot) is not entry or math.isinf(entry.timeout):
             return
-        entry.last = now = anyio.current_time()
+        clock = self._clock
+        if clock is None:
+            clock = self._clock = loop_clock()
+        entry.last = now = clock()
         group = self._idle.get(entry.timeout)
         if group is None:
             group = self._idle[entry.timeout] = OrderedDict()

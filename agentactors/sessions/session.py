@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, Generic
 
-import attrs
-
 from ..actors.runtime import Runtime
 from ..errors import RunNotFoundError
 from ..gateway.cost_budget import CostBudget
@@ -38,11 +36,10 @@ from ..output.spec import OutputT
 from ..parts import Part, is_part
 from ..pricing import Cost
 from ..settings import ModelSettings
-from .actor import Refresh, Resolve, SessionAgent, Turn
+from .actor import Refresh, Resolve, Resuming, SessionAgent, Turn
 from .registry import Sessions, Slot
-from .spending import charged, session_budget
+from .spending import session_budget, turn_budgets
 from .store import SessionStore, check_key, check_store, store_address
-from .turns import TurnAgent, TurnCall
 
 __all__ = ["AgentSession", "open_session"]
 
@@ -84,41 +81,15 @@ def open_session(
     return AgentSession(agent, key, sessions, chosen, float(idle_timeout), cost_limit=cost_limit)
 
 
-#: The runtime service holding each session's running turn: ``{(the store's address, key): the run's input}``.
-_LIVE_TURNS = ("agentactors.sessions.session", "live turns")
-
-
-@attrs.frozen(slots=True)
-class _Resuming:
-    """What a resolved turn is listed by (:func:`_listed`): the pause it goes on from (its run's id)."""
-
-    run_id: str
-
-
-async def _listed(live: dict[Slot, Any], slot: Slot, call: TurnCall) -> RunResult[Any]:
-    """A turn's run, listed among the runtime's live turns while it runs (:meth:`AgentSession.steer`).
-
-    The turn runs as before — ``agent.run`` on ``history + prompt``, no stream — with that input tuple
-    listed among the runtime's live turns while it runs: the run keeps the very tuple as its input
-    (``LoopState.inputs``), which is how a steer finds the run among the runtime's live runs, then
-    reaches it through ``rt.run_ref``.  A resolved turn (its pause resumed) is listed by the pause's run id,
-    which its run keeps as ``LoopState.resumed_from``.  Nothing is paid per turn but a dict entry."""
-    paused = call.args[0] if call.resuming else None
-    run_id = getattr(paused, "run_id", None)
-    if call.resuming and not isinstance(run_id, str):
-        return await call.proceed()  # (a pause with no run id: nothing to find its run by)
-    key = live[slot] = _Resuming(run_id) if isinstance(run_id, str) else call.prompt
-    try:
-        return await call.proceed()
-    finally:
-        if live.get(slot) is key:
-            del live[slot]
-
-
 def _live_run(rt: Runtime, listed: Any) -> Any:
     """The live run (its handle) whose input is ``listed`` (by identity) or, for a resolved turn, that goes on
-    from its pause; else ``None``."""
-    resuming = listed.run_id if isinstance(listed, _Resuming) else None
+    from its pause; else ``None``.
+
+    ``listed`` is what the session's actor lists its running turn by (``SessionActor.live``): the run's input
+    tuple, which the run keeps as ``LoopState.inputs``, or for a resolved turn a
+    :class:`~agentactors.sessions.actor.Resuming`, the pause's run id, which its run keeps as
+    ``LoopState.resumed_from``.  Nothing is paid per turn but a dict entry; a steer walks the live runs."""
+    resuming = listed.run_id if isinstance(listed, Resuming) else None
     for run_id, run in list(live_runs(rt).items()):  # (a run without its actor yet is read as it is: LatentRun)
         state = run.state
         found = state.inputs is listed if resuming is None else state.resumed_from == resuming
@@ -311,9 +282,8 @@ class AgentSession(Generic[OutputT]):
                 )
             )
             return crossed
-        listed = TurnAgent(self._agent, partial(_listed, self._sessions.rt.service(_LIVE_TURNS, dict), self._slot))
-        agent = charged(listed, self._budget, cost_limit)  # the turn spends under the session's budget
-        message = Turn(agent, _prompt_messages(prompt), deps, settings, deadline, priority)
+        budgets = turn_budgets(self._budget, cost_limit)  # the turn spends under the session's budget
+        message = Turn(self._agent, _prompt_messages(prompt), deps, settings, deadline, priority, budgets)
         result: RunResult[Any] = await self._ask(message)
         return result
 
@@ -344,8 +314,9 @@ class AgentSession(Generic[OutputT]):
             await self.runtime.call(self.steer, text_or_message)
             return
         rt = self._sessions.rt
-        live: dict[Slot, Any] = rt.service(_LIVE_TURNS, dict)
-        inputs = live.get(self._slot)
+        # Listed by the session's actor while its turn runs.  (Sessions.of: a runtime that is not running is a
+        # RuntimeError, as any call of the handle.)
+        inputs = Sessions.of(rt).live.get(self._slot)
         run = _live_run(rt, inputs) if inputs is not None else None
         if run is None:
             raise RunNotFoundError(
@@ -374,10 +345,8 @@ class AgentSession(Generic[OutputT]):
         if self._elsewhere():
             crossed: RunResult[Any] = await self.runtime.call(partial(self.resolve, decisions, deps=deps))
             return crossed
-        # Listed among the runtime's live turns while its run goes on, as a sent turn is (steer() finds it).
-        live: dict[Slot, Any] = self._sessions.rt.service(_LIVE_TURNS, dict)
-        listed = TurnAgent(self._agent, partial(_listed, live, self._slot), resumes=True)
-        result: RunResult[Any] = await self._ask(Resolve(charged(listed, self._budget), decisions, deps))
+        # (Listed among the runtime's live turns by the session's actor while its run goes on: steer() finds it.)
+        result: RunResult[Any] = await self._ask(Resolve(self._agent, decisions, deps, (self._budget,)))
         return result
 
     async def refresh(self) -> AgentSession[OutputT]:

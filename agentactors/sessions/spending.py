@@ -23,18 +23,15 @@ around it like the session's: its scope is ``"turn"``.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from functools import partial
+from contextlib import AbstractContextManager
 from typing import Any, Final
 from weakref import WeakValueDictionary
 
 from ..actors.runtime import Runtime
 from ..gateway.cost_budget import CostBudget, check_cost_limit
-from ..loop.result import RunResult
-from .actor import SessionAgent
 from .store import StoreIdentity
-from .turns import TurnAgent, TurnCall
 
-__all__ = ["Ledger", "charged", "ledger", "session_budget"]
+__all__ = ["Ledger", "ledger", "session_budget", "spending_under", "turn_budgets"]
 
 # The runtime service holding the sessions' budgets (a Ledger).
 _LEDGER: Final = ("agentactors.sessions.spending", "budgets")
@@ -137,24 +134,27 @@ def session_budget(rt: Runtime, slot: Slot, key: str, cost_limit: Any, store: ob
     return budget
 
 
-def charged(agent: SessionAgent, session: CostBudget, cost_limit: Any = None) -> TurnAgent:
-    """``agent`` as a session runs it: its turns' runs and resumes inside the ``session``'s budget and, with a
-    ``cost_limit``, a budget of the turn's own (scope ``"turn"``), so the run they start — and the runs its
-    tools start — charge them.
+def turn_budgets(session: CostBudget, cost_limit: Any = None) -> tuple[CostBudget, ...]:
+    """What a turn's runs and resumes spend under, outermost first: the ``session``'s budget and, with a
+    ``cost_limit``, a budget of the turn's own (scope ``"turn"``).  The session's actor enters them around the
+    turn's run (:func:`spending_under`), so the run it starts — and the runs its tools start — charge them.
 
     :raises ValueError: a ``cost_limit`` that is neither a non-negative number nor a budget.
     """
+    if cost_limit is None:
+        return (session,)
     checked = check_cost_limit(cost_limit)
     if checked is None:
-        budgets: tuple[CostBudget, ...] = (session,)
-    else:
-        budgets = (session, checked if isinstance(checked, CostBudget) else CostBudget(checked, name="turn"))
-    return TurnAgent(agent, partial(_spend, budgets), resumes=True)
+        return (session,)
+    return (session, checked if isinstance(checked, CostBudget) else CostBudget(checked, name="turn"))
 
 
-async def _spend(budgets: tuple[CostBudget, ...], call: TurnCall) -> RunResult[Any]:
-    with _Entered(budgets):
-        return await call.proceed()
+def spending_under(budgets: tuple[CostBudget, ...]) -> AbstractContextManager[object]:
+    """Every budget of ``budgets`` entered, outermost first, for one block (:func:`turn_budgets`).  A lone budget
+    is its own block (``with budget:``), as it is on most turns: nothing is built for it."""
+    if len(budgets) == 1:
+        return budgets[0]
+    return _Entered(budgets)
 
 
 class _Entered:

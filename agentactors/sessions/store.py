@@ -44,6 +44,7 @@ __all__ = [
     "new_origin",
     "origin_conflict",
     "store_address",
+    "stored_record",
 ]
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")  # a str may hold one; a UTF-8 database column cannot
@@ -195,6 +196,42 @@ class SessionRecord:
     def _check_origin(self, _: attrs.Attribute[str | None], value: str | None) -> None:
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"a session's origin is a non-empty str or None, not {value!r}")
+
+
+def stored_record(record: SessionRecord, version: int, origin: str) -> SessionRecord:
+    """``record`` as a store stored it: its key, messages, pause, run id and children, at ``version``, from
+    ``origin`` (``kept`` back to ``0``: a hint of the commit, not state) — what a store that keeps the records
+    themselves (:class:`~agentactors.sessions.memory.MemoryStore`) returns from a commit.
+
+    Equal to ``SessionRecord(record.key, record.messages, version, record.paused, record.run_id, origin=origin,
+    children=record.children)``, without running the validators again on what ``record``'s own construction
+    validated (a frozen record cannot have changed since): only ``version`` and ``origin`` are new, and checked
+    here.  A session's commit builds its record once, and a second full construction here was a good part of a
+    ``MemoryStore`` turn's own cost.
+
+    :raises TypeError: ``record`` is not a :class:`SessionRecord`.
+    :raises ValueError: a ``version`` that is not an int >= 1, an ``origin`` that is not a non-empty str.
+    """
+    if not isinstance(record, SessionRecord):
+        raise TypeError(f"a stored record is made from a SessionRecord, not {type(record).__name__}")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"a stored record's version is an int >= 1, not {version!r}")
+    if not isinstance(origin, str) or not origin:
+        raise ValueError(f"a stored record's origin is a non-empty str, not {origin!r}")
+    stored: SessionRecord = _new(SessionRecord)
+    _set(stored, "key", record.key)  # (attrs' own __init__ sets a frozen record's slots so)
+    _set(stored, "messages", record.messages)
+    _set(stored, "version", version)
+    _set(stored, "paused", record.paused)
+    _set(stored, "run_id", record.run_id)
+    _set(stored, "kept", 0)
+    _set(stored, "origin", origin)
+    _set(stored, "children", record.children)
+    return stored
+
+
+_new: Final = object.__new__
+_set: Final = object.__setattr__
 
 
 @runtime_checkable

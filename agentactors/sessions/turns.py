@@ -1,16 +1,17 @@
 """A session's agent with something done around each call the session makes of it: one wrapper, one hook.
 
 A session calls its agent twice over a turn's life: ``run`` for a turn, ``resume`` for a paused turn's
-decisions (:class:`~agentactors.sessions.actor.SessionAgent`).  Several parts of the library must act around
-those calls without the session knowing: the turn's spending runs inside the session's budgets
-(:mod:`agentactors.sessions.spending`), a turn is listed among the runtime's live turns so that
-``session.steer`` finds it (:mod:`agentactors.sessions.session`), and a served turn streams its events to the
-request that sent it (:mod:`agentactors.serve`).  Each is a :class:`TurnAgent`: the agent, and an ``around``
-hook given the :class:`TurnCall` — what the session asked, and :meth:`TurnCall.proceed` to ask the wrapped
-agent — that returns the call's result.  The hook supplies only what differs; the forwarding is here, once.
+decisions (:class:`~agentactors.sessions.actor.SessionAgent`).  What the session itself does around those
+calls — the journal's record of the turn, the session's budgets entered, the turn listed among the runtime's
+live turns so that ``session.steer`` finds it — its actor does (:class:`~agentactors.sessions.actor.SessionActor`:
+no layer per turn for it).  What other parts of the library do around them without the session knowing — a
+served turn streams its events to the request that sent it (:mod:`agentactors.serve`) — is a
+:class:`TurnAgent`: the agent, and an ``around`` hook given the :class:`TurnCall` — what the session asked,
+and :meth:`TurnCall.proceed` to ask the wrapped agent — that returns the call's result.  The hook supplies only
+what differs; the forwarding is here, once.
 
-Wrappers nest (a served turn's streaming agent is wrapped again by the session for its live listing and its
-budgets), each hook seeing the call its outer one proceeded with, in order: the outermost acts first.
+Wrappers nest, each hook seeing the call its outer one proceeded with, in order: the outermost acts first.  A
+session's handle runs the agent it was given, a :class:`TurnAgent` or not, inside what its actor does.
 """
 
 from __future__ import annotations
