@@ -18,7 +18,9 @@ Two more pieces keep other people's text clean:
 * :func:`excerpt` cuts a (possibly huge) text *before* redacting it, so showing the
   start of a 60 MB error page costs what showing 500 characters costs;
 * :class:`RedactingFilter` / :func:`redact_loggers` mask records of loggers the
-  library does not own (httpx, httpcore, hpack, aiohttp) before any handler sees them.
+  library does not own (httpx, httpcore, hpack, aiohttp) before any handler sees them — and of the library's own
+  (:data:`LIBRARY_LOGGERS`): a ``log.exception`` of a user's callback that raised with a key in its message
+  carries the key in its traceback.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 __all__ = [
+    "LIBRARY_LOGGERS",
     "RedactingFilter",
     "excerpt",
     "on_secret_registered",
@@ -257,3 +260,31 @@ def redact_loggers(names: Iterable[str]) -> None:
             if name not in _filtered:
                 logging.getLogger(name).addFilter(_FILTER)
                 _filtered.add(name)
+
+
+#: Every logger the library makes (``logging.getLogger("agentactors...")``), given the filter when this module is
+#: imported — before any of them logs: a filter acts only on records made at its own logger, never on a child's.
+#: ``agentactors.tools`` has a filter of its own (:mod:`agentactors.tools._failure`, which also mends lone
+#: surrogates).  tests/unit/test_library_logs_redacted.py scans the source so that a new logger cannot be missed.
+LIBRARY_LOGGERS: tuple[str, ...] = (
+    "agentactors",
+    "agentactors.actors",
+    "agentactors.agent",
+    "agentactors.events",
+    "agentactors.journal",
+    "agentactors.loop",
+    "agentactors.mcp",
+    "agentactors.nudges",
+    "agentactors.otel",
+    "agentactors.pricing",
+    "agentactors.providers",
+    "agentactors.providers.http",
+    "agentactors.ray",
+    "agentactors.resilience.batch",
+    "agentactors.serve",
+    "agentactors.sessions",
+    "agentactors.testing.fakevendor",
+    "agentactors.testing.fakevendor.server",
+    "agentactors.tools",
+)
+redact_loggers(name for name in LIBRARY_LOGGERS if name != "agentactors.tools")
