@@ -742,9 +742,10 @@ class Runtime:
         factory, to rebuild the actor's state.  ``concurrency=1`` handles one
         message at a time (state needs no lock); ``N`` runs up to N handlers at
         once (per-sender order is then only the order of *starting*).  Not passed, it is the actor's own
-        ``spawn_concurrency`` when it declares one (an int attribute or property: a
-        :class:`~agentactors.gateway.provider.ProviderActor` does, so that requests past its ``max_concurrency``
-        wait in its scheduler, where ``max_waiting``, ``max_wait`` and priorities apply), else 1.
+        ``spawn_concurrency`` when it declares one, else 1: an int attribute or property (anything else declares
+        nothing).  A :class:`~agentactors.gateway.provider.ProviderActor` declares one, so that requests past its
+        ``max_concurrency`` wait in its scheduler, where ``max_waiting``, ``max_wait`` and priorities apply.  The
+        settings are checked before a factory is called.
         ``on_failure``: ``"resume"`` (the error goes to the asker, or an
         ``actor.failed`` event for a tell; the actor goes on), ``"restart"``
         (rebuild from the factory; more than ``max_restarts`` failures within
@@ -766,7 +767,7 @@ class Runtime:
             ``quiet`` that is not a bool; an actor whose ``receive`` (or ``on_start`` / ``on_stop``) is not an
             ``async def``.
         :raises ValueError: a setting out of its range (a count below 1, or 0 for ``max_restarts``; a window that is
-            not > 0), or an unknown ``on_failure``.
+            not > 0; an actor's declared ``spawn_concurrency`` below 1), or an unknown ``on_failure``.
         :raises RuntimeError: outside ``async with``, or from another thread than the runtime's loop's.
         """
         self._check_running()
@@ -784,6 +785,13 @@ class Runtime:
             or type(quiet) is not bool
         ):
             _check_spawn(name, mailbox_size, concurrency, max_restarts, restart_window, direct, quiet)
+        # The settings are checked (and their shared Spec found) before a factory is called: one refused would
+        # otherwise have built its actor first.  Not passed, the concurrency is the actor's to say (below).
+        declared = concurrency is _DEFAULT_CONCURRENCY
+        key = (on_failure, max_restarts, restart_window, mailbox_size, 1 if declared else concurrency, direct, quiet)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._new_spec(key)
         factory: Callable[[], ActorLike] | None
         if not isinstance(actor_or_factory, type) and callable(getattr(actor_or_factory, "receive", None)):
             actor = cast(ActorLike, actor_or_factory)
@@ -796,38 +804,13 @@ class Runtime:
         else:
             raise TypeError(f"cannot spawn a {type(actor_or_factory).__name__}: it has no receive() method")
         _check_hooks(actor)
-        if concurrency is _DEFAULT_CONCURRENCY:
-            concurrency = _declared_concurrency(actor)
-        key = (on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct, quiet)
-        spec = self._specs.get(key)
-        if spec is None:
-            if on_failure not in _POLICIES:
-                raise ValueError(f"on_failure must be one of {sorted(_POLICIES)}, not {on_failure!r}")
-            if max_restarts < 0:
-                raise ValueError(f"max_restarts must be >= 0, not {max_restarts!r}")
-            if not restart_window > 0:  # (NaN too)
-                raise ValueError(f"restart_window must be a number of seconds > 0, not {restart_window!r}")
-            if mailbox_size < 1:
-                raise ValueError(f"mailbox_size must be >= 1, not {mailbox_size!r}")
-            if concurrency < 1:
-                raise ValueError(f"concurrency must be >= 1, not {concurrency!r}")
-            # Shared by every actor spawned with these settings: an idle actor should not carry its own.
-            spec = self._specs[key] = Spec(
-                self._host,
-                self,
-                new_event=self._event_cls,
-                new_scope=self._scope_cls,
-                checkpoint=self._checkpoint,
-                policy=on_failure,
-                max_restarts=max_restarts,
-                window=float(restart_window),
-                size=mailbox_size,
-                concurrency=concurrency,
-                direct=bool(direct),
-                thread=self._thread,
-                quiet=bool(quiet),
-                scope_checkpoint=self._scope_checkpoint,
-            )
+        if declared:
+            own = _declared_concurrency(actor)
+            if own != 1:
+                key = (on_failure, max_restarts, restart_window, mailbox_size, own, direct, quiet)
+                spec = self._specs.get(key)
+                if spec is None:
+                    spec = self._new_spec(key)
         if on_failure == "restart" and factory is None:
             raise ValueError(
                 'on_failure="restart" needs a zero-argument factory (a class or function) to rebuild the '
@@ -841,6 +824,41 @@ class Runtime:
             if sink is not None:
                 sink.emit("actor.started", actor=cell.name)
         return ActorRef(cell)
+
+    def _new_spec(self, key: tuple[Any, ...]) -> Spec:
+        """The :class:`Spec` of spawn settings ``key`` (checked here: the types were already), kept for every actor
+        spawned with them — an idle actor should not carry its own.
+
+        :raises ValueError: a setting out of its range, or an unknown ``on_failure``.
+        """
+        on_failure, max_restarts, restart_window, mailbox_size, concurrency, direct, quiet = key
+        if on_failure not in _POLICIES:
+            raise ValueError(f"on_failure must be one of {sorted(_POLICIES)}, not {on_failure!r}")
+        if max_restarts < 0:
+            raise ValueError(f"max_restarts must be >= 0, not {max_restarts!r}")
+        if not restart_window > 0:  # (NaN too)
+            raise ValueError(f"restart_window must be a number of seconds > 0, not {restart_window!r}")
+        if mailbox_size < 1:
+            raise ValueError(f"mailbox_size must be >= 1, not {mailbox_size!r}")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, not {concurrency!r}")
+        spec = self._specs[key] = Spec(
+            self._host,
+            self,
+            new_event=self._event_cls,
+            new_scope=self._scope_cls,
+            checkpoint=self._checkpoint,
+            policy=on_failure,
+            max_restarts=max_restarts,
+            window=float(restart_window),
+            size=mailbox_size,
+            concurrency=concurrency,
+            direct=bool(direct),
+            thread=self._thread,
+            quiet=bool(quiet),
+            scope_checkpoint=self._scope_checkpoint,
+        )
+        return spec
 
     async def recover(self, *, agents: Iterable[Any] = (), sessions: Any = None) -> list[Any]:
         """Finish the runs a crashed process left in this runtime's journal; their results, in the order they started.
@@ -1459,16 +1477,18 @@ def _check_journal(journal: object) -> None:
 
 
 def _declared_concurrency(actor: object) -> int:
-    """The handler concurrency ``actor`` declares (``spawn_concurrency``), else 1.
+    """The handler concurrency ``actor`` declares: its ``spawn_concurrency`` when that is an int, else 1.
 
-    :raises TypeError: the declared value is not an int >= 1 (a bool is not one), named with the actor's class.
+    Only an int declares (a bool does not): an object that answers every attribute name — a mock, a proxy — or
+    uses the name for something else declares nothing.
+
+    :raises ValueError: the declared int is below 1, named with the actor's class.
     """
     declared = getattr(actor, "spawn_concurrency", 1)
-    if type(declared) is not int or declared < 1:
-        raise TypeError(
-            f"{type(actor).__name__}.spawn_concurrency must be an int >= 1, not {type(declared).__name__} "
-            f"{declared!r}"
-        )
+    if type(declared) is not int:
+        return 1
+    if declared < 1:
+        raise ValueError(f"{type(actor).__name__}.spawn_concurrency must be >= 1, not {declared!r}")
     return declared
 
 

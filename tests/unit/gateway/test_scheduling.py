@@ -539,5 +539,28 @@ async def test_spawn_takes_an_actors_declared_concurrency_and_checks_it() -> Non
         assert actor.most == 3
         built = Declares()
         rt.spawn(lambda: built)  # a factory's actor is asked too
-        with pytest.raises(TypeError, match=r"Wrong.spawn_concurrency must be an int >= 1, not int 0"):
+        with pytest.raises(ValueError, match=r"Wrong.spawn_concurrency must be >= 1, not 0"):
             rt.spawn(Wrong())
+
+        class AnswersEverything:  # a mock, a proxy: its spawn_concurrency is no int, so it declares nothing
+            def __getattr__(self, name: str) -> object:
+                if name.startswith("on_"):  # (its hooks it does not have)
+                    raise AttributeError(name)
+                return object()
+
+            async def receive(self, message: object) -> str:
+                return "ok"
+
+        assert await rt.spawn(AnswersEverything()).ask("x") == "ok"
+
+        made: list[object] = []
+
+        def factory() -> Declares:
+            made.append(1)
+            return Declares()
+
+        with pytest.raises(ValueError, match="on_failure must be one of"):
+            rt.spawn(factory, on_failure="retsart")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="mailbox_size must be >= 1"):
+            rt.spawn(factory, mailbox_size=0)
+        assert made == [], "settings refused before the factory builds an actor"
