@@ -379,7 +379,7 @@ class SessionActor:
         ``MemoryStore``'s own commit never suspends (no await: not a cancellation point), so nothing can interrupt
         it and it is not wrapped in a shielded scope (on trio, entering and leaving one cost more than the commit).
         """
-        if type(self.store).commit is _MEMORY_COMMIT:
+        if getattr(self.store.commit, "__func__", None) is _MEMORY_COMMIT:  # (a commit set on the instance is not)
             stored = await self._write(record)
         else:
             with anyio.CancelScope(shield=True):

@@ -130,6 +130,32 @@ async def test_a_patched_memory_store_commit_that_suspends_is_still_shielded(mon
         assert session.history == stored.messages and session.version == 1
 
 
+async def test_a_commit_set_on_the_store_itself_that_suspends_is_still_shielded() -> None:
+    # As above, with the commit replaced on the instance (an audit wrapper, mock.patch.object(store, "commit")) of
+    # a subclass that has a __dict__: the class's commit is still MemoryStore's, the store's is not.
+    class Kept(MemoryStore):
+        pass
+
+    writing = anyio.Event()
+    store = Kept()
+    own = store.commit
+
+    async def audited(record: SessionRecord, *, expected_version: int | None) -> SessionRecord:
+        writing.set()
+        await anyio.sleep(5)
+        return await own(record, expected_version=expected_version)
+
+    store.commit = audited  # type: ignore[method-assign]
+    async with Runtime() as rt:
+        session = rt.session(Agent(ScriptedProvider(_echo)), "k", store=store)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.send, "one")
+            await writing.wait()
+            tg.cancel_scope.cancel()
+        stored = await store.load("k")
+        assert stored is not None and stored.version == 1
+
+
 async def test_a_memory_store_turn_cancelled_in_its_run_commits_nothing() -> None:
     started = anyio.Event()
 
