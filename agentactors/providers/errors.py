@@ -98,7 +98,8 @@ _CONTEXT_PHRASES = (
 _ACCOUNT_PHRASES = (
     "spend limit",
     "spending limit",
-    "api usage limits",  # Anthropic's spend cap: "... API usage limits. You will regain access on <date>"
+    # Anthropic's spend cap: "You have reached your specified API usage limits. You will regain access on <date>"
+    "reached your specified api usage limits",
     "credit balance is too low",
     "exceeded your current quota",
     "billing",

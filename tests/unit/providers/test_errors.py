@@ -198,3 +198,18 @@ def test_anthropics_api_usage_limit_is_the_accounts(status: int) -> None:
         "You have reached your specified API usage limits. You will regain access on 2027-01-01 at 00:00 UTC.")}}
     err = classify_http_error(status, {}, body, provider="anthropic")
     assert (err.kind, err.retryable) == (ErrorKind.account, False)
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "message", "kind"),
+    [
+        (400, "invalid_request_error", "messages.0.content: 'explain the API usage limits of this plan' is too long",
+         ErrorKind.request),
+        (503, "api_error", "overloaded; see our API usage limits page", ErrorKind.transient),
+    ],
+)
+def test_a_message_that_only_mentions_usage_limits_is_not_the_accounts(
+    status: int, code: str, message: str, kind: ErrorKind
+) -> None:
+    body = {"type": "error", "error": {"type": code, "message": message}}
+    assert classify_http_error(status, {}, body, provider="anthropic").kind is kind
