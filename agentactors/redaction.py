@@ -236,8 +236,12 @@ class RedactingFilter(logging.Filter):
         if clean != message:
             record.msg, record.args = clean, None
         if record.exc_info and not record.exc_text:
-            # Formatted once here; formatters reuse record.exc_text instead of formatting again.
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            # Formatted here to look for a credential; kept as the record's text (formatters reuse exc_text) only when
+            # one was masked — else a handler's own formatException (a one-line format) still formats it.
+            text = logging.Formatter().formatException(record.exc_info)
+            clean = redact(text)
+            if clean != text:
+                record.exc_text = clean
         elif record.exc_text:
             record.exc_text = redact(record.exc_text)
         if record.stack_info:

@@ -84,3 +84,34 @@ async def test_a_callback_raising_with_a_key_is_logged_without_it() -> None:
         text = logging.Formatter().format(record)
         assert CANARY not in text, f"{record.name}: {text}"
         assert "[REDACTED]" in text, text
+
+
+class _OneLine(logging.Formatter):
+    def formatException(self, ei: object) -> str:
+        return "EXC (one line)"
+
+
+def test_a_handlers_own_exception_format_is_kept_when_nothing_is_masked() -> None:
+    """The filter formats a record's exception to look for a credential; it keeps that text for the record only
+    when it masked something — else a handler's own ``formatException`` (one line for a log shipper) formats it."""
+    lines: list[str] = []
+
+    class _Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = _Lines()
+    handler.setFormatter(_OneLine("%(message)s"))
+    logger = logging.getLogger("agentactors.loop")
+    logger.addHandler(handler)
+    try:
+        for text in ("plain trouble", f"trouble with {CANARY}"):
+            register_secret(CANARY)
+            try:
+                raise ValueError(text)
+            except ValueError:
+                logger.exception("a callback raised")
+    finally:
+        logger.removeHandler(handler)
+    assert lines[0] == "a callback raised\nEXC (one line)"
+    assert CANARY not in lines[1] and "[REDACTED]" in lines[1]
