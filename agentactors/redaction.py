@@ -232,21 +232,25 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a bad format string is the handler's problem to report, not ours
             return True
-        clean = redact(message)
+        clean = self.clean(message)
         if clean != message:
             record.msg, record.args = clean, None
         if record.exc_info and not record.exc_text:
             # Formatted here to look for a credential; kept as the record's text (formatters reuse exc_text) only when
-            # one was masked — else a handler's own formatException (a one-line format) still formats it.
+            # cleaning changed it — else a handler's own formatException (a one-line format) still formats it.
             text = logging.Formatter().formatException(record.exc_info)
-            clean = redact(text)
+            clean = self.clean(text)
             if clean != text:
                 record.exc_text = clean
         elif record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = self.clean(record.exc_text)
         if record.stack_info:
-            record.stack_info = redact(record.stack_info)
+            record.stack_info = self.clean(record.stack_info)
         return True
+
+    def clean(self, text: str) -> str:
+        """``text`` as a record may hold it: credentials masked (:func:`redact`).  A subclass may do more."""
+        return redact(text)
 
 
 _FILTER = RedactingFilter()

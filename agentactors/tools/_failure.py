@@ -34,20 +34,11 @@ __all__ = ["log_raised", "log_unsendable"]
 
 
 class _Writable(RedactingFilter):
-    """:class:`RedactingFilter`, then every lone surrogate of the message and the traceback replaced (U+FFFD)."""
+    """:class:`RedactingFilter`, then every lone surrogate of the message and the traceback replaced (U+FFFD):
+    a handler writing UTF-8 (a file, a process boundary) cannot encode one."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        super().filter(record)
-        try:
-            message = record.getMessage()
-        except Exception:  # a bad format string is the handler's problem to report, not ours
-            return True
-        fixed, count = encodable_text(message)
-        if count:
-            record.msg, record.args = fixed, None
-        if record.exc_text:
-            record.exc_text = encodable_text(record.exc_text)[0]
-        return True
+    def clean(self, text: str) -> str:
+        return encodable_text(redact(text))[0]
 
 
 log = logging.getLogger("agentactors.tools")

@@ -115,3 +115,28 @@ def test_a_handlers_own_exception_format_is_kept_when_nothing_is_masked() -> Non
         logger.removeHandler(handler)
     assert lines[0] == "a callback raised\nEXC (one line)"
     assert CANARY not in lines[1] and "[REDACTED]" in lines[1]
+
+
+def test_a_tools_record_with_a_lone_surrogate_in_its_traceback_encodes() -> None:
+    """``agentactors.tools`` also mends lone surrogates (a tool's error text from undecodable bytes) in what it logs,
+    the traceback included: a handler writing UTF-8 — a file, pytest-xdist's report to its controller — cannot
+    encode one (a test run died on it when the traceback was left to the handler)."""
+    lines: list[str] = []
+
+    class _Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = _Lines()
+    logger = logging.getLogger("agentactors.tools")
+    logger.addHandler(handler)
+    try:
+        try:
+            raise RuntimeError(b"bad \xff byte".decode("utf-8", "surrogateescape"))
+        except RuntimeError:
+            logger.exception("tool %r raised", "t")
+    finally:
+        logger.removeHandler(handler)
+    (text,) = lines
+    text.encode("utf-8")  # no lone surrogate left
+    assert "bad \ufffd byte" in text
