@@ -106,6 +106,19 @@ def test_stored_record_takes_only_a_record() -> None:
 # -- the shield: only where a commit can suspend ----------------------------------------------------------
 
 
+async def _turn_cancelled_in_its_commit(store: MemoryStore, writing: anyio.Event) -> None:
+    """Send a turn, cancel it once its (slow) commit started, and check the commit ended anyway."""
+    async with Runtime() as rt:
+        session = rt.session(Agent(ScriptedProvider(_echo)), "k", store=store)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.send, "one")
+            await writing.wait()
+            tg.cancel_scope.cancel()
+        stored = await store.load("k")
+        assert stored is not None and stored.version == 1
+        assert session.history == stored.messages and session.version == 1
+
+
 async def test_a_patched_memory_store_commit_that_suspends_is_still_shielded(monkeypatch: pytest.MonkeyPatch) -> None:
     # The shield is skipped for MemoryStore's own commit only (it never suspends): one put in its place — as a test
     # or a wrapper may — is the store's commit as any other, and a cancellation during it waits for it.
@@ -118,16 +131,7 @@ async def test_a_patched_memory_store_commit_that_suspends_is_still_shielded(mon
         return await commit(self, record, expected_version=expected_version)
 
     monkeypatch.setattr(MemoryStore, "commit", slow)
-    store = MemoryStore()
-    async with Runtime() as rt:
-        session = rt.session(Agent(ScriptedProvider(_echo)), "k", store=store)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(session.send, "one")
-            await writing.wait()
-            tg.cancel_scope.cancel()
-        stored = await store.load("k")
-        assert stored is not None and stored.version == 1
-        assert session.history == stored.messages and session.version == 1
+    await _turn_cancelled_in_its_commit(MemoryStore(), writing)
 
 
 async def test_a_commit_set_on_the_store_itself_that_suspends_is_still_shielded() -> None:
@@ -146,14 +150,7 @@ async def test_a_commit_set_on_the_store_itself_that_suspends_is_still_shielded(
         return await own(record, expected_version=expected_version)
 
     store.commit = audited  # type: ignore[method-assign]
-    async with Runtime() as rt:
-        session = rt.session(Agent(ScriptedProvider(_echo)), "k", store=store)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(session.send, "one")
-            await writing.wait()
-            tg.cancel_scope.cancel()
-        stored = await store.load("k")
-        assert stored is not None and stored.version == 1
+    await _turn_cancelled_in_its_commit(store, writing)
 
 
 async def test_a_memory_store_turn_cancelled_in_its_run_commits_nothing() -> None:
