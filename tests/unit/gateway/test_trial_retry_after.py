@@ -10,6 +10,8 @@ On virtual time, both backends.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -35,13 +37,20 @@ def limited_once(calls: list[float], retry_after: float) -> ScriptedProvider:
     return ScriptedProvider(vendor)
 
 
+async def refused_once(rt: Runtime, calls: list[float], retry_after: float, **budgets: int) -> tuple[Any, float]:
+    """The runtime's ProviderActor over :func:`limited_once` with ``budgets``, after its first (BIG) request was
+    refused with a 429: the actor, and when that request was sent."""
+    ref = ProviderActor.shared(rt, limited_once(calls, retry_after), **budgets)
+    start = anyio.current_time()
+    with pytest.raises(ProviderError):
+        await ref.ask(Complete(BIG))
+    return ref, start
+
+
 async def test_after_a_429_a_request_of_the_refused_size_goes_at_its_retry_after() -> None:
     calls: list[float] = []
     async with Runtime() as rt:
-        ref = ProviderActor.shared(rt, limited_once(calls, 1.0), tokens_per_minute=30_000)
-        start = anyio.current_time()
-        with pytest.raises(ProviderError):
-            await ref.ask(Complete(BIG))
+        ref, start = await refused_once(rt, calls, 1.0, tokens_per_minute=30_000)
         assert (await ref.ask(Complete(BIG))).content == "ok"
     assert calls[1] - start == pytest.approx(1.0, abs=0.01)  # was 10.19: the estimate refilled from nothing
 
@@ -49,10 +58,7 @@ async def test_after_a_429_a_request_of_the_refused_size_goes_at_its_retry_after
 async def test_after_a_429_no_request_however_small_goes_before_its_retry_after() -> None:
     calls: list[float] = []
     async with Runtime() as rt:
-        ref = ProviderActor.shared(rt, limited_once(calls, 2.0), tokens_per_minute=30_000)
-        start = anyio.current_time()
-        with pytest.raises(ProviderError):
-            await ref.ask(Complete(BIG))
+        ref, start = await refused_once(rt, calls, 2.0, tokens_per_minute=30_000)
         async with anyio.create_task_group() as tg:
             for _ in range(3):
                 tg.start_soon(ref.ask, Complete(SMALL))
@@ -65,10 +71,7 @@ async def test_after_a_429_the_requests_behind_go_at_the_budgets_pace_not_in_a_b
     next waits for its own refill (500 tokens a second here)."""
     calls: list[float] = []
     async with Runtime() as rt:
-        ref = ProviderActor.shared(rt, limited_once(calls, 1.0), tokens_per_minute=30_000)
-        start = anyio.current_time()
-        with pytest.raises(ProviderError):
-            await ref.ask(Complete(BIG))
+        ref, start = await refused_once(rt, calls, 1.0, tokens_per_minute=30_000)
         async with anyio.create_task_group() as tg:
             for _ in range(2):
                 tg.start_soon(ref.ask, Complete(BIG))
@@ -80,9 +83,6 @@ async def test_after_a_429_the_requests_behind_go_at_the_budgets_pace_not_in_a_b
 async def test_a_429_under_a_request_budget_still_holds_every_request_that_long() -> None:
     calls: list[float] = []
     async with Runtime() as rt:
-        ref = ProviderActor.shared(rt, limited_once(calls, 3.0), requests_per_minute=600, tokens_per_minute=30_000)
-        start = anyio.current_time()
-        with pytest.raises(ProviderError):
-            await ref.ask(Complete(BIG))
+        ref, start = await refused_once(rt, calls, 3.0, requests_per_minute=600, tokens_per_minute=30_000)
         assert (await ref.ask(Complete(SMALL))).content == "ok"
     assert calls[1] - start == pytest.approx(3.0, abs=0.01)
