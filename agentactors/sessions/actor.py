@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol
 
 import anyio
@@ -276,25 +277,16 @@ class SessionActor:
                 pending=self.paused.pending,
             )
         inputs = self.history + message.messages
-        live, slot = self.live, self.slot
-        # The journal (if any) records which turn the run is: recover() can commit it if this process dies.  The
-        # run spends under the turn's budgets, and is listed by its input tuple while it runs (steer finds it).
-        with turn_running(SessionTurn(self.key, self.version, len(self.history), self.origin)), spending_under(
-            message.budgets
-        ):
-            live[slot] = inputs
-            try:
-                result = await message.agent.run(
-                    inputs,
-                    runtime=self.rt,
-                    deps=message.deps,
-                    settings=message.settings,
-                    deadline=message.deadline,
-                    priority=message.priority,
-                )
-            finally:
-                if live.get(slot) is inputs:
-                    del live[slot]
+        # Listed by its input tuple while it runs, which the run keeps (steer finds it).
+        with self._running(len(self.history), message.budgets, inputs):
+            result = await message.agent.run(
+                inputs,
+                runtime=self.rt,
+                deps=message.deps,
+                settings=message.settings,
+                deadline=message.deadline,
+                priority=message.priority,
+            )
         await self._settle(result, message.agent, "run")
         return result
 
@@ -328,21 +320,20 @@ class SessionActor:
         # Listed by the pause's run id while the resumed run goes on, as a sent turn is by its input (steer finds
         # it); a pause with no run id leaves nothing to find its run by.
         listed = Resuming(pause.run_id) if isinstance(pause.run_id, str) else None
-        live, slot = self.live, self.slot
-        with turn_running(SessionTurn(self.key, self.version, len(history), self.origin)), spending_under(
-            message.budgets
-        ):
-            if listed is not None:
-                live[slot] = listed
-            try:
-                result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
-            finally:
-                if listed is not None and live.get(slot) is listed:
-                    del live[slot]
+        with self._running(len(history), message.budgets, listed):
+            result = await message.agent.resume(pause, decisions, runtime=self.rt, deps=message.deps)
         if children and isinstance(result, RunResult):  # the paused part's delegated runs, as Agent.resume keeps them
             result = attrs.evolve(result, children=children + result.children)
         await self._settle(result, message.agent, "resume")
         return result
+
+    def _running(self, kept: int, budgets: tuple[CostBudget, ...], listed: object) -> _TurnRun:
+        """The block a turn's run (or a resolved turn's resume) runs in: the journal (if any) records which turn
+        the run is (``kept`` messages of history), so that recover() can commit it if this process dies; the run
+        spends under the turn's ``budgets``; and it is listed by ``listed`` (``None``: not listed) at the session's
+        slot among the runtime's live turns while it runs."""
+        turn = turn_running(SessionTurn(self.key, self.version, kept, self.origin))
+        return _TurnRun(turn, spending_under(budgets), self.live, self.slot, listed)
 
     def _decided(self, message: Resolve) -> tuple[PausedRun, Any]:
         """The pause this actor holds and ``message``'s decisions checked against it (:meth:`resolve`).
@@ -399,6 +390,43 @@ class SessionActor:
         self.history, self.version, self.paused = stored.messages, stored.version, stored.paused
         self.origin, self.children = stored.origin, stored.children
         return stored
+
+
+class _TurnRun:
+    """:meth:`SessionActor._running`'s block: its turn record and its budgets entered, then the run listed; left
+    in the reverse order.  One object for the three (a turn pays for each layer it enters)."""
+
+    __slots__ = ("budgets", "listed", "live", "slot", "turn")
+
+    def __init__(
+        self,
+        turn: AbstractContextManager[None],
+        budgets: AbstractContextManager[object],
+        live: dict[Any, Any],
+        slot: tuple[Hashable, str],
+        listed: object,
+    ) -> None:
+        self.turn, self.budgets, self.live, self.slot, self.listed = turn, budgets, live, slot, listed
+
+    def __enter__(self) -> None:
+        self.turn.__enter__()
+        try:
+            self.budgets.__enter__()
+        except BaseException:
+            self.turn.__exit__(None, None, None)
+            raise
+        if self.listed is not None:
+            self.live[self.slot] = self.listed
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if self.listed is not None and self.live.get(self.slot) is self.listed:
+                del self.live[self.slot]
+        finally:
+            try:
+                self.budgets.__exit__(*exc)
+            finally:
+                self.turn.__exit__(*exc)
 
 
 def _check_stored(store: SessionStore, method: str, record: object, key: str) -> None:
