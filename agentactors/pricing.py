@@ -1,8 +1,10 @@
 """What a model call cost in money: a price per model, read from a maintained table, and the cost of a usage.
 
 Prices are not kept here by hand.  :func:`price_for` reads the ``genai-prices`` table (the ``[prices]``
-extra, imported on first use; the table pydantic-ai prices runs with; without it there is no table: a model
-without a price set has none, said once at INFO on this module's logger), keyed by the provider's name
+extra, imported on first use — by an HTTP provider's first request, in a worker thread (:func:`load_table`), so
+the event loop is not frozen while it loads; else where a price is first asked; the table pydantic-ai prices runs
+with; without it there is no table: a model without a price set has none, said once at INFO on this module's
+logger), keyed by the provider's name
 (``"openai"``, ``"anthropic"``, ``"gemini"``, ...: what ``LLMResponse.provider`` says) and the model
 that answered (``LLMResponse.model``).  What the table lacks, or prices differently from a contract,
 the user sets (:func:`set_price`, :func:`set_prices`); a price set wins over the table.  The table's
@@ -54,6 +56,7 @@ __all__ = [
     "add_cut_short",
     "note_cut_short",
     "is_batch",
+    "load_table",
     "pop_cut_short",
     "price_for",
     "prompt_tokens",
@@ -689,9 +692,26 @@ _watched: Any = None  # the data_snapshot module, once loaded
 _generation = 0  # counts the changes of prices (set, cleared, the factor, the table): a stale answer is not kept
 
 
+# Held while the table loads: a worker thread's load (load_table) and a direct caller's (a price asked from another
+# thread, or on the loop before the thread is done) are one load, never two, and neither sees half of one.
+_loading_lock = threading.Lock()
+_loading = False  # a load_table thread is under way: a concurrent first request does not start another
+
+
 def _snapshot() -> Any:
-    global _genai, _basis, _watched
     if _genai is None:
+        _load()
+    return _genai.get_snapshot() if _genai else None
+
+
+def _load() -> None:
+    """Import the table (``None`` -> the module, or ``False`` when the extra is missing): on the first price asked, or
+    in a worker thread (:func:`load_table`).  Every global is set under the lock, ``_genai`` last: a reader that sees
+    it set sees the rest."""
+    global _genai, _basis, _watched
+    with _loading_lock:
+        if _genai is not None:
+            return
         try:
             module = importlib.import_module("genai_prices.data_snapshot")
         except ImportError as exc:  # documented: no table, so a model without a price set has no cost
@@ -701,7 +721,43 @@ def _snapshot() -> Any:
             _basis = module.get_snapshot()
             _watched = module
             _genai = module
-    return _genai.get_snapshot() if _genai else None
+
+
+async def load_table() -> None:
+    """Load the genai-prices table in a worker thread, if it is not loaded (nor known missing) yet.
+
+    Loading it takes ~0.15 s (an import with pydantic); done where a price is first asked — in ``response_cost``,
+    after a run's first answer — it froze the event loop, and every other run and request of the process with it.
+    The HTTP providers call this on their first request over a pool of their own (the calling task waits for the load;
+    the loop goes on), so the first priced answer finds the table loaded; a server, or a provider given its
+    ``http_client``, may call it at startup.  Once the table is loaded (or
+    found missing) this returns at once; while a load is under way a second call returns at once too, without
+    starting another thread (a price asked before it is done waits for it).  A failing import is not raised here:
+    the price asked next imports it again, and raises what it raised.
+
+    Cancellation: the worker thread is not cancelled (an import cannot be stopped half-way): a cancelled call waits
+    for the load to end — the table loaded whole, or not at all — and then raises the cancellation; a later call
+    loads it if it is not loaded.
+    """
+    global _loading
+    if _genai is not None or _loading:
+        return
+    import anyio.lowlevel
+    import anyio.to_thread
+
+    _loading = True
+    try:
+        await anyio.to_thread.run_sync(_quiet_load)
+    finally:
+        _loading = False
+    await anyio.lowlevel.checkpoint_if_cancelled()  # a cancellation that came while the thread ran: raised here
+
+
+def _quiet_load() -> None:
+    try:
+        _load()
+    except Exception:  # a broken install: raised where a price is asked, as before (load_table's docstring)
+        _log.debug("the price table could not be loaded ahead of a price", exc_info=True)
 
 
 def _renew() -> None:

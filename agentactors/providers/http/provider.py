@@ -46,6 +46,7 @@ from ..._run_end import close_at_run_end
 from ..._scrub import scrub_chain
 from ...errors import ErrorKind, MalformedResponseError, ProviderError
 from ...messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent, TextDelta
+from ...pricing import load_table
 from ...redaction import redact, redact_loggers, register_secret
 from ...settings import ModelSettings
 from ..codec import StreamDecoder, WireCodec
@@ -223,7 +224,10 @@ class HTTPProvider:
     str that is not blank and that an HTTP header can carry.
 
     Cancellation: cancelling a call, or leaving a stream's context manager
-    early, closes the HTTP response, so the server sees the disconnect.
+    early, closes the HTTP response, so the server sees the disconnect.  The
+    process's first request loads the price table in a worker thread
+    (:func:`agentactors.pricing.load_table`, ~0.15 s): cancelled meanwhile, it
+    waits for the load to end before raising.
 
     The provider belongs to one event loop: its owned pool is created in the
     first loop that uses it.  :meth:`aclose` closes it (a later call creates a
@@ -605,6 +609,9 @@ class HTTPProvider:
             # Arranged in the loop the sender belongs to: a provider nobody closes — a script's agent.run
             # without a Runtime, a provider dropped — leaves no pool to be collected with its sockets open.
             self._keeper = await close_at_run_end(self, sender.aclose)
+            # The price table, loaded in a worker thread before the answer is priced (on the loop it froze every
+            # task of the process for ~0.15 s): once per process, here with the sender's other first-request work.
+            await load_table()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s: POST %s (model=%s%s)", self._name, redact(url), model, ", stream" if stream else "")
         headers = await self._authorize(url, headers, content, model)
