@@ -314,14 +314,19 @@ _ON_FIRST_USE = {
 _moved = _deprecate.getattr_for(__name__, stacklevel=3)
 
 
-def __getattr__(name: str) -> object:
-    home = _ON_FIRST_USE.get(name)
-    if home is None:
-        return _moved(name)
-    value = getattr(_importlib.import_module(home), name)
-    _reexport.adopt({name: value}, (name,), __name__)
-    globals()[name] = value
-    return value
+# Defined for the interpreter only: a module __getattr__ a type checker sees makes it accept any name imported from
+# the package (a misspelt `from agentactors import Agnet` would check clean); every name it serves is declared
+# above for checkers.
+if not _typing.TYPE_CHECKING:
+
+    def __getattr__(name: str) -> object:
+        home = _ON_FIRST_USE.get(name)
+        if home is None:
+            return _moved(name)
+        value = getattr(_importlib.import_module(home), name)
+        _reexport.adopt({name: value}, (name,), __name__)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

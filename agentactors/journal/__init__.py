@@ -64,4 +64,5 @@ _ON_FIRST_USE = {
     "SqliteJournal": "agentactors",
 }
 
-__getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)
+if not _typing.TYPE_CHECKING:  # for the interpreter only: a checker that saw it would accept any misspelt name
+    __getattr__, __dir__ = on_first_use(globals(), _ON_FIRST_USE)

@@ -34,13 +34,16 @@ __all__ = ["agui_app", "lifespan", "mcp_server", "openai_app"]
 _LAZY = {"openai_app": ".openai", "mcp_server": ".mcp", "agui_app": ".agui"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+# For the interpreter only: a checker that saw it would accept any misspelt name (the three are declared above).
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -55,13 +55,16 @@ __all__ = [
 _reexport.adopt(globals(), (name for name in __all__ if name != "FakeVendor"), __name__)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "FakeVendor":
-        try:
-            from .fakevendor import FakeVendor
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "agentactors.testing.FakeVendor needs the 'testing' extra: pip install 'agentactors[testing]'"
-            ) from exc
-        return FakeVendor
-    raise AttributeError(f"module 'agentactors.testing' has no attribute {name!r}")
+# For the interpreter only: a checker that saw it would accept any misspelt name (FakeVendor is declared above).
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name == "FakeVendor":
+            try:
+                from .fakevendor import FakeVendor
+            except ImportError as exc:  # pragma: no cover - depends on the environment
+                raise ImportError(
+                    "agentactors.testing.FakeVendor needs the 'testing' extra: pip install 'agentactors[testing]'"
+                ) from exc
+            return FakeVendor
+        raise AttributeError(f"module 'agentactors.testing' has no attribute {name!r}")

@@ -49,6 +49,48 @@ def test_the_user_program_is_clean_under_mypy_strict(tmp_path: Path) -> None:
     assert took < 60, f"mypy took {took:.1f} s on one file"
 
 
+#: A name misspelt in an import from each package that serves names on first use (a module ``__getattr__``): a
+#: checker that saw that ``__getattr__`` would take any name from it as ``Any``, and the typo would surface only
+#: when the line runs.
+MISSPELT = {
+    "agentactors": "Agnet",
+    "agentactors.testing": "ScriptedProvider",  # (it lives in the root, not in testing)
+    "agentactors.serve": "openai_server",
+    "agentactors.journal": "SqlitJournal",
+    "agentactors.providers.http": "DEFAULT_TIMEOUTS",
+    "agentactors.providers.http.transport": "OWNED_LIMIT",
+}
+
+
+def test_a_misspelt_import_is_a_checker_error_not_any(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _warm_cache(cache)
+    program = tmp_path / "misspelt.py"
+    lines = [f"from {module} import {name}" for module, name in MISSPELT.items()]
+    # The names these packages do serve on first use still check: the lazy providers, a journal, FakeVendor.
+    lines += [
+        "from agentactors import AnthropicProvider, SqliteStore",
+        "from agentactors.journal import SqliteJournal",
+        "from agentactors.serve import openai_app",
+        "from agentactors.testing import FakeVendor",
+        "from agentactors.providers.http import DEFAULT_TIMEOUT",
+    ]
+    program.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),
+            "--cache-dir", str(cache), "--no-error-summary", str(program),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    flagged = {int(line.split(":")[1]) for line in done.stdout.splitlines() if ": error:" in line}
+    assert flagged == set(range(1, len(MISSPELT) + 1)), done.stdout + done.stderr
+
+
 def test_pytest_collects_nothing_from_tests_typing() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests/typing"],

@@ -29,13 +29,15 @@ if TYPE_CHECKING:
     from .provider import DEFAULT_TIMEOUT
 
 
-def __getattr__(name: str) -> object:
-    # PEP 562: DEFAULT_TIMEOUT is an httpx.Timeout, made when first read (`import agentactors` does not load httpx).
-    if name == "DEFAULT_TIMEOUT":
-        from . import provider
+if not TYPE_CHECKING:  # for the interpreter only: a checker that saw it would accept any misspelt name
 
-        return provider.DEFAULT_TIMEOUT
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> object:
+        # PEP 562: DEFAULT_TIMEOUT is an httpx.Timeout, made when first read (`import agentactors` does not load httpx).
+        if name == "DEFAULT_TIMEOUT":
+            from . import provider
+
+            return provider.DEFAULT_TIMEOUT
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -119,11 +119,13 @@ _ACCEPT_ENCODING = "gzip, deflate"
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def __getattr__(name: str) -> object:
-    # PEP 562: DEFAULT_TIMEOUT is made when first read (from outside, or when a provider makes its pool).
-    if name == "DEFAULT_TIMEOUT":
-        return _default_timeout()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # for the interpreter only: a checker that saw it would accept any misspelt name
+
+    def __getattr__(name: str) -> object:
+        # PEP 562: DEFAULT_TIMEOUT is made when first read (from outside, or when a provider makes its pool).
+        if name == "DEFAULT_TIMEOUT":
+            return _default_timeout()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _default_timeout() -> httpx.Timeout:

@@ -74,11 +74,13 @@ MAX_CONNECTIONS_ENV = "AGENTACTORS_HTTP_MAX_CONNECTIONS"
 OWNED_LIMITS: httpx.Limits
 
 
-def __getattr__(name: str) -> object:
-    # PEP 562: OWNED_LIMITS is made when first read (from outside, or by owned_sender), then bound here.
-    if name == "OWNED_LIMITS":
-        return _owned_limits()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # for the interpreter only: a checker that saw it would accept any misspelt name
+
+    def __getattr__(name: str) -> object:
+        # PEP 562: OWNED_LIMITS is made when first read (from outside, or by owned_sender), then bound here.
+        if name == "OWNED_LIMITS":
+            return _owned_limits()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _owned_limits() -> httpx.Limits:
