@@ -19,6 +19,7 @@ import io
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 import anyio
@@ -114,11 +115,16 @@ def _fault_rate(text: str) -> float:
     return value
 
 
+def _prog() -> str:
+    """The command's name in usage lines: the installed script's, else how the module is run."""
+    return "agentactors" if sys.argv and Path(sys.argv[0]).stem == "agentactors" else "python -m agentactors"
+
+
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The command line's parser and its subparsers by command (whose usage a command's usage errors show)."""
     from ._demo import MAX_AGENTS  # the package's __init__ alone: the demo itself is imported when it runs
 
-    parser = argparse.ArgumentParser(prog="python -m agentactors", description=_DESCRIPTION)
+    parser = argparse.ArgumentParser(prog=_prog(), description=_DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo", help="1,000 agents through a resilient chain over six endpoints, with injected faults, offline",
@@ -219,6 +225,10 @@ def _load_agent(spec: str) -> object:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute or module_name.startswith("."):
         raise ValueError(f"--agent takes module:attribute, not {spec!r}")
+    # The working directory's modules, as `python -m agentactors` finds them (it puts the directory first on the
+    # path): the installed `agentactors` script does not, and `--agent myagent:agent` next to myagent.py failed.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         value: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -304,7 +314,29 @@ def _rerun(args: argparse.Namespace, usage: argparse.ArgumentParser) -> int:
     print(getattr(result, "content", ""))
     for comparison in compared:
         print(comparison)
-    return 0
+    return _ended(args.command, result)
+
+
+def _ended(command: str, result: object) -> int:
+    """The exit status of a replay or fork that ran to its result, saying on stderr how a run that failed ended.
+
+    A fork whose live steps failed (its vendor down, a key refused) or were cut short ended as that run ended,
+    with its error in ``RunResult.error`` (a run's failure is returned, not raised): said in one line, exit 1 —
+    it printed an empty answer and exited 0.  A replay ends as the recorded run ended: a recording of a failed
+    run replays to the same failure, which is said too, but the replay did what it was asked (exit 0).
+    """
+    error = getattr(result, "error", None)
+    if getattr(result, "cancelled", False):
+        how = "was cancelled"
+    elif error is not None:
+        how = f"failed: {type(error).__name__}: {error}"
+    else:
+        return 0
+    if command == "replay":
+        print(f"the replayed run {how} (as the recorded run did)", file=sys.stderr)
+        return 0
+    print(f"the forked run {how}", file=sys.stderr)
+    return 1
 
 
 def _explain(path: str, run_id: str) -> int:

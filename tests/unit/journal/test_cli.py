@@ -122,3 +122,48 @@ def test_an_agent_that_is_not_an_agent_is_named_as_such(
     assert ended.value.code == 2
     err = capsys.readouterr().err
     assert "--agent json:dumps is a function, not an Agent" in err, err
+
+
+def test_the_installed_script_finds_an_agent_module_in_the_working_directory(
+    recorded: tuple[Path, str], tmp_path: Path
+) -> None:
+    """``python -m`` puts the working directory on the path; the ``agentactors`` console script does not, and
+    ``agentactors fork ... --agent myagent:agent`` beside myagent.py said "no module named 'myagent'"."""
+    path, run_id = recorded
+    script = Path(sys.executable).with_name("agentactors")
+    assert script.exists(), f"the console script is installed with the package: {script}"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "myforkagent.py").write_text(
+        "from agentactors import Agent, ScriptedProvider\n"
+        "agent = Agent(ScriptedProvider(['A different ending.']), name='shop')\n"
+    )
+    out = subprocess.run(
+        [str(script), "fork", str(path), run_id, "--at", "3", "--agent", "myforkagent:agent"],
+        cwd=work, capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "A different ending." in out.stdout
+    bad = subprocess.run(
+        [str(script), "fork", str(path), run_id, "--at", "3", "--agent", "nocolon"],
+        cwd=work, capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert bad.returncode == 2 and "usage: agentactors fork" in bad.stderr, bad.stderr
+
+
+def test_a_fork_whose_live_steps_fail_names_the_error_and_exits_1(
+    recorded: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It printed an empty answer and exited 0: the run's failure is in RunResult.error, not raised."""
+    path, run_id = recorded
+    (tmp_path / "downagent.py").write_text(
+        "from agentactors import Agent, ScriptedProvider\n"
+        "from agentactors.errors import ErrorKind, ProviderError\n"
+        "def down(request):\n"
+        "    raise ProviderError('the vendor is down', kind=ErrorKind.transient, provider='scripted')\n"
+        "agent = Agent(ScriptedProvider(down), name='shop')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["fork", str(path), run_id, "--at", "3", "--agent", "downagent:agent"]) == 1
+    err = capsys.readouterr().err
+    assert "the forked run failed: ProviderError" in err and "the vendor is down" in err, err
