@@ -17,6 +17,9 @@ the model on 127.0.0.1.  docs/serve.md has the curl lines and client snippets.
     python examples/serve_all.py          # then: curl http://127.0.0.1:8000/openai/v1/models
     python examples/serve_all.py --port 9000 --backend trio
 
+Needs ``pip install 'agentactors[asgi,mcp,testing]'`` (uvicorn, its server on asyncio, comes with ``mcp``); on
+trio it is served by hypercorn: ``pip install hypercorn`` (``pip install -e '.[dev]'`` in a checkout has both).
+
 Ctrl-C (or SIGTERM) stops it gracefully: open streams get a second to end; a second Ctrl-C stops it at once.
 """
 
@@ -94,12 +97,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def _needs(missing: ModuleNotFoundError) -> str:
+    """What to install for the ASGI server that is missing: an example's server, said rather than a traceback."""
+    name = (missing.name or "").partition(".")[0]
+    return f"serving on {sniffio.current_async_library()} needs {name}: pip install {name}"
+
+
 async def serve(app: Any, port: int, *, host: str = "127.0.0.1", stop: anyio.Event | None = None) -> None:
     """Serve ``app`` until ``stop`` is set: uvicorn on asyncio, hypercorn on trio."""
     stop = stop or anyio.Event()
     if sniffio.current_async_library() == "trio":
-        from hypercorn.config import Config
-        from hypercorn.trio import serve as serve_trio
+        try:
+            from hypercorn.config import Config
+            from hypercorn.trio import serve as serve_trio
+        except ModuleNotFoundError as exc:
+            raise SystemExit(_needs(exc)) from None
 
         config = Config()
         config.bind = [f"{host}:{port}"]
@@ -108,7 +120,10 @@ async def serve(app: Any, port: int, *, host: str = "127.0.0.1", stop: anyio.Eve
         config.graceful_timeout = 1.0
         await serve_trio(app, config, shutdown_trigger=stop.wait)
         return
-    import uvicorn
+    try:
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        raise SystemExit(_needs(exc)) from None
 
     class Server(uvicorn.Server):
         @contextmanager

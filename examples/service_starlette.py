@@ -14,6 +14,9 @@ Runs offline: with no ``OPENAI_API_KEY`` it starts the built-in FakeVendor on
     python examples/service_starlette.py          # then open http://127.0.0.1:8000
     python examples/service_starlette.py --port 9000 --backend trio
 
+Needs ``pip install 'agentactors[asgi,testing]' hypercorn`` (hypercorn serves it on asyncio and trio;
+``pip install -e '.[dev]'`` in a checkout has it).
+
 Ctrl-C (or SIGTERM) stops it gracefully: open streams get a second to end; a second Ctrl-C stops it at once.
 """
 
@@ -140,7 +143,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 async def serve(app: Any, port: int, *, host: str = "127.0.0.1", stop: anyio.Event | None = None) -> None:
     """Serve ``app`` with hypercorn on the running backend (asyncio or trio) until ``stop`` is set."""
-    from hypercorn.config import Config
+    try:
+        from hypercorn.config import Config
+    except ModuleNotFoundError:  # an example's server, not the library's: said, not a traceback
+        raise SystemExit("this example is served by hypercorn: pip install hypercorn") from None
 
     config = Config()
     config.bind = [f"{host}:{port}"]

@@ -262,3 +262,28 @@ def test_import_extra_imports_or_says_which_extra() -> None:
     with pytest.raises(ModuleNotFoundError) as caught:
         import_extra("agentactors.no_such_module", "jiter", "partial JSON")
     assert "pip install" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("example", "backend", "said"), [
+    ("serve_all", "trio", "serving on trio needs hypercorn: pip install hypercorn"),
+    ("serve_all", "asyncio", "serving on asyncio needs uvicorn: pip install uvicorn"),
+    ("service_starlette", "asyncio", "this example is served by hypercorn: pip install hypercorn"),
+])
+def test_an_example_server_missing_says_what_to_install(example: str, backend: str, said: str) -> None:
+    """The servers of the service examples are the examples' (not dependencies of the library): checked from a
+    wheel with the extras, ``serve_all.py --backend trio`` ended in ``ModuleNotFoundError: hypercorn``."""
+    result = run_without(
+        ("hypercorn", "uvicorn"),
+        f"""
+        import sys
+        sys.path.insert(0, "examples")
+        import anyio
+        from {example} import serve
+        try:
+            anyio.run(serve, object(), 0, backend={backend!r})
+        except SystemExit as exc:
+            print(exc.code)
+        """,
+    )
+    assert result["ok"], result
+    assert said in result["stdout"], result
