@@ -107,9 +107,9 @@ async def run_jobs(agents: int = DEFAULT_BATCH_AGENTS, *, seed: int = 7, window:
     return live, batch
 
 
-def _money(cost: Cost | None) -> str:
-    if cost is None:
-        return "no price (install the [prices] extra: genai-prices)"
+def _money(cost: Cost | None, *, short: bool = False) -> str:
+    if cost is None:  # (in the table, short: the line under it says what to install)
+        return "no price" if short else "no price (install the [prices] extra: genai-prices)"
     return f"{cost.total:.6f} {cost.currency}"
 
 
@@ -125,7 +125,7 @@ def comparison(live: JobReport, batch: JobReport) -> list[str]:
         ("single requests", lambda j: f"{j.single_requests:,}"),
         ("batches (lines)", lambda j: f"{j.batches:,} ({j.batch_lines:,})"),
         ("wall time", lambda j: f"{j.wall:.2f} s"),
-        ("cost (RunResult.cost)", lambda j: _money(j.cost)),
+        ("cost (RunResult.cost)", lambda j: _money(j.cost, short=True)),
     ]
     lines = [f"{'':24}{'live':<36}{'batch'}"]
     lines += [f"{name:24}{get(live):<36}{get(batch)}" for name, get in rows]

@@ -64,3 +64,19 @@ def test_demo_batch_refuses_options_it_would_ignore_on_stderr(
     assert code == 2
     assert captured.out == ""
     assert captured.err.startswith("demo --batch:") or captured.err.startswith("demo:"), captured.err
+
+
+
+def test_the_side_by_side_table_keeps_its_columns_without_a_price() -> None:
+    """Without the [prices] extra the cost cell said what to install, wider than its column: the live and batch
+    columns ran together.  The table says "no price"; the line under it names the extra."""
+    from agentactors._demo.batch import JobReport, comparison
+
+    live = JobReport("live", 10, 10, 10, 20, 20, 0, 0, 1.5, None)
+    batch = JobReport("batch", 10, 10, 10, 20, 0, 2, 20, 3.0, None)
+    header, *rows, summary = comparison(live, batch)
+    column = header.index("batch")
+    for row in rows:
+        assert row[column - 1] == " " and row[column] != " ", row  # the batch cell starts at its column
+    assert rows[-1].split()[-2:] == ["no", "price"] and "no price  " in rows[-1], rows[-1]
+    assert "no price (install the [prices] extra: genai-prices)" in summary
