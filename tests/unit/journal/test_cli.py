@@ -37,7 +37,7 @@ def test_fork_runs_the_rest_with_the_named_agent(
     (tmp_path / "forkagent.py").write_text(
         "from agentactors import Agent\n"
         "from agentactors.providers.scripted import ScriptedProvider\n"
-        "agent = Agent(ScriptedProvider(['A different ending.']), name='shop')\n"
+        "agent = Agent(ScriptedProvider(lambda request: 'A different ending.'), name='shop')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["fork", str(path), run_id, "--at", "3", "--agent", "forkagent:agent", "--temperature", "0.2"]) == 0
@@ -54,7 +54,7 @@ def _forkagent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "forkagent.py").write_text(
         "from agentactors import Agent\n"
         "from agentactors.providers.scripted import ScriptedProvider\n"
-        "agent = Agent(ScriptedProvider(['A different ending.']), name='shop')\n"
+        "agent = Agent(ScriptedProvider(lambda request: 'A different ending.'), name='shop')\n"
     )
     (tmp_path / "brokenagent.py").write_text("import no_such_dependency_of_brokenagent\nagent = None\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -136,7 +136,7 @@ def test_the_installed_script_finds_an_agent_module_in_the_working_directory(
     work.mkdir()
     (work / "myforkagent.py").write_text(
         "from agentactors import Agent, ScriptedProvider\n"
-        "agent = Agent(ScriptedProvider(['A different ending.']), name='shop')\n"
+        "agent = Agent(ScriptedProvider(lambda request: 'A different ending.'), name='shop')\n"
     )
     out = subprocess.run(
         [str(script), "fork", str(path), run_id, "--at", "3", "--agent", "myforkagent:agent"],

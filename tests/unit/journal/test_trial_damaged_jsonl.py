@@ -94,10 +94,12 @@ async def test_a_damaged_record_is_a_journal_format_error_naming_the_run(
 
 
 def _forkagent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A script that never runs out: the module is imported once per process, its agent shared by every fork here
+    # (a list of one answer was used up by the first, and each later fork failed unseen while the CLI exited 0).
     (tmp_path / "trialforkagent.py").write_text(
         "from agentactors import Agent\n"
         "from agentactors.providers.scripted import ScriptedProvider\n"
-        "agent = Agent(ScriptedProvider(['A different ending.']), name='shop')\n"
+        "agent = Agent(ScriptedProvider(lambda request: 'A different ending.'), name='shop')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
 
