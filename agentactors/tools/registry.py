@@ -18,12 +18,13 @@ import dis
 import functools
 import inspect
 import logging
+import sys
 import threading
 import types
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 import attrs
 
@@ -49,21 +50,33 @@ from .validation import ArgumentValidator
 
 __all__ = ["Hint", "Tool", "ToolContext", "tool"]
 
+if TYPE_CHECKING or sys.version_info >= (3, 13):
+    from typing import TypeVar as DefaultedTypeVar
+else:
+    # TypeVar defaults (PEP 696) before 3.13, as agentactors.output.spec imports them.
+    from typing_extensions import TypeVar as DefaultedTypeVar
+
 P = ParamSpec("P")
 R = TypeVar("R")
+#: What ``ToolContext.deps`` is: ``ToolContext[MyDeps]`` in a tool's signature types it for a checker; a bare
+#: ``ToolContext`` is ``ToolContext[Any]``, as before.
+DepsT = DefaultedTypeVar("DepsT", default=Any)
 
 #: A tool's hint: a fixed text, or ``hint_for(result_text) -> str | None``.
 Hint = str | Callable[[str], str | None]
 
 
 @attrs.frozen(slots=True)
-class ToolContext:
+class ToolContext(Generic[DepsT]):
     """What a running tool may know about the call it serves.
 
     ``run_id``, ``agent`` (the agent's name), ``call_id``, ``tool_name`` and
     ``step`` identify the call; ``deps`` is whatever the agent's caller passed
     for its tools (a database handle, credentials, ...).  ``deps`` is never part
     of a repr, an event or a log line: only what a tool *returns* reaches the model.
+    Annotate the parameter ``ctx: ToolContext[MyDeps]`` and a type checker knows
+    ``ctx.deps`` is a ``MyDeps`` (the run's ``deps=`` is not checked against it: it
+    is taken as given); a bare ``ToolContext`` is ``ToolContext[Any]``.
 
     ``input_key`` is the caller's stable name for the *input* the run serves
     (``agent.run(..., input_key=...)``; ``None`` when not given).  Unlike
@@ -82,7 +95,7 @@ class ToolContext:
     run_id: str | None = None
     agent: str | None = None
     step: int | None = None
-    deps: Any = attrs.field(default=None, repr=False)
+    deps: DepsT = attrs.field(default=None, repr=False)
     input_key: str | None = None
     _sink: EventSink | None = attrs.field(default=None, repr=False, eq=False, alias="sink")
     _loop_thread: int | None = attrs.field(default=None, repr=False, eq=False, alias="loop_thread")
@@ -190,14 +203,17 @@ def _label(fn: object, name: object, spec: object) -> str:
 
 
 def _is_context(annotation: Any) -> bool:
-    """Whether a parameter takes the :class:`ToolContext`: ``ToolContext``, ``ToolContext | None``
-    (``Optional[...]``: a tool also called directly, without one), ``Annotated[ToolContext, ...]``."""
+    """Whether a parameter takes the :class:`ToolContext`: ``ToolContext``, ``ToolContext[MyDeps]``,
+    ``ToolContext | None`` (``Optional[...]``: a tool also called directly, without one),
+    ``Annotated[ToolContext, ...]``."""
     annotation, _ = unwrap_annotated(annotation)
     if is_union(annotation):
         members = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(members) == 1:
             annotation, _ = unwrap_annotated(members[0])
-    return annotation is ToolContext or annotation == "ToolContext"
+    if isinstance(annotation, str):  # (an annotation its module's names could not resolve, kept as written)
+        return annotation == "ToolContext" or annotation.startswith("ToolContext[")
+    return annotation is ToolContext or typing.get_origin(annotation) is ToolContext
 
 
 class Tool(Generic[P, R]):

@@ -96,6 +96,13 @@ async def charge(customer: str, amount: int, ctx: ToolContext) -> str:
 
 
 @tool
+async def refund(customer: str, ctx: ToolContext[Db]) -> str:
+    """Refund a customer (ToolContext[Db]: the checker knows what deps is)."""
+    assert_type(ctx.deps, Db)
+    return f"{ctx.deps.dsn}:{customer}"
+
+
+@tool
 def progress(ctx: ToolContext, step: int) -> str:
     """A sync tool taking its context first (docs/loop.md: a ToolContext parameter, anywhere)."""
     ctx.emit("tools.progress", step=step)
@@ -111,7 +118,9 @@ def maybe_context(q: str, ctx: ToolContext | None = None) -> str:
 async def check_tools() -> None:
     # A Tool keeps the function's signature (Tool[P, R]): calling it calls the plain function (docs/loop.md),
     # checked like a call of that function.
-    tools: list[Tool[..., Any]] = [get_weather, add, slow_lookup, search, charge]
+    tools: list[Tool[..., Any]] = [get_weather, add, slow_lookup, search, charge, refund]
+    assert_type(await refund("ada", ToolContext(call_id="c1", tool_name="refund", deps=Db("postgres://"))), str)
+    assert_type(ToolContext(call_id="c1", tool_name="t", deps=Db("x")).deps, Db)
     assert_type(add(1, 2), int)
     assert_type(await get_weather("Oslo"), dict[str, object])
     assert_type(search("ada", limit=3), list[str])
