@@ -191,10 +191,19 @@ class _RunsInOrder(Protocol[R]):
     ) -> list[R]:
         """Run the agent on every input, at most ``concurrency`` at once; the results in input order.
 
+        (A run option given to :meth:`Runtime.run_many` — ``deps=``, ``input_key=``, ... — is passed on as a keyword
+        too: an agent that takes none is asked without them.)
+
         Cancellation: as :meth:`agentactors.Agent.run_many`'s — every run is cancelled and the cancellation
         propagates, the list of results (each slot filled) riding on it as ``exc.results``.
         """
         ...
+
+
+def _options_given(**options: Any) -> dict[str, Any]:
+    """The run options a caller gave (not ``None``): passed on to the agent's own method, which an agent of one's own
+    that takes none is still asked without."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 class _RunsAsCompleted(Protocol[R_co]):
@@ -1247,27 +1256,50 @@ class Runtime:
         *,
         concurrency: int = 100,
         progress: Callable[[int, int, int], Any] | None = None,
+        deps: Any = None,
+        settings: Any = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+        cost_limit: Any = None,
     ) -> list[R]:
         """Run ``agent`` on every input in this runtime, at most ``concurrency`` at once; results in input order.
 
         ``progress(done, failed, total)`` is called as runs finish.  The agent
         does the work (:meth:`agentactors.Agent.run_many` documents errors and
-        cancellation); this is the same call with ``runtime=self``.
+        cancellation, and the run options it takes: ``deps``, ``settings``, ``deadline``, ``priority``,
+        ``input_key``, ``cost_limit``); this is the same call with ``runtime=self``.
 
         Cancellation: as the agent's — every run is cancelled and the cancellation propagates, the list of
         results (each slot filled) riding on it as ``exc.results``.
         """
-        return await agent.run_many(inputs, runtime=self, concurrency=concurrency, progress=progress)
+        given = _options_given(deps=deps, settings=settings, deadline=deadline, priority=priority, input_key=input_key,
+                       cost_limit=cost_limit)
+        run_many: Callable[..., Awaitable[list[R]]] = agent.run_many
+        return await run_many(inputs, runtime=self, concurrency=concurrency, progress=progress, **given)
 
     def as_completed(
-        self, agent: _RunsAsCompleted[R], inputs: Iterable[Any], *, concurrency: int = 100
+        self,
+        agent: _RunsAsCompleted[R],
+        inputs: Iterable[Any],
+        *,
+        concurrency: int = 100,
+        deps: Any = None,
+        settings: Any = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+        cost_limit: Any = None,
     ) -> Completions[R]:
         """Run ``agent`` on every input in this runtime and yield each result as it finishes (``async for``).
 
         The same as :meth:`agentactors.Agent.as_completed` with ``runtime=self`` (stopping early,
-        cancellation: see there).
+        cancellation, the run options: see there).
         """
-        return agent.as_completed(inputs, runtime=self, concurrency=concurrency)
+        given = _options_given(deps=deps, settings=settings, deadline=deadline, priority=priority, input_key=input_key,
+                       cost_limit=cost_limit)
+        as_completed: Callable[..., Completions[R]] = agent.as_completed
+        return as_completed(inputs, runtime=self, concurrency=concurrency, **given)
 
     # -- sessions (implemented by the agent layer) --------------------------------------------------
 

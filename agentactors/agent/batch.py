@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsCompleted",
+    "IndexedRunMessages",
     "Prepare",
     "RunMessages",
     "Spent",
@@ -112,6 +113,11 @@ Prepare = Callable[[P], tuple[Message, ...]]
 #: that a slot of a run that raised says what the run spent — the awaitable and the run's :class:`Spent`.
 RunMessages = Callable[
     [tuple[Message, ...]], Awaitable[RunResult[Any]] | tuple[Awaitable[RunResult[Any]], Spent]
+]
+#: A :data:`RunMessages` that is also told the input's index among the inputs (``indexed=True``): what a batch's
+#: ``input_key`` names each run by.
+IndexedRunMessages = Callable[
+    [tuple[Message, ...], int], Awaitable[RunResult[Any]] | tuple[Awaitable[RunResult[Any]], Spent]
 ]
 
 _NO_MESSAGES: tuple[Message, ...] = ()
@@ -240,13 +246,16 @@ def results_of(exc: BaseException) -> list[RunResult[Any]] | None:
 async def run_batch(
     items: Sequence[P],
     prepare: Prepare[P],
-    run: RunMessages,
+    run: RunMessages | IndexedRunMessages,
     *,
     concurrency: int,
     progress: Callable[[int, int, int], Any] | None = None,
     typed: bool = False,
+    indexed: bool = False,
 ) -> list[RunResult[Any]]:
     """Run every item, at most ``concurrency`` at once, and return one result per item, in order.
+
+    ``indexed``: ``run`` is an :data:`IndexedRunMessages`, called with the item's index too.
 
     ``progress(done, failed, total)`` is called after each run (``failed``: ``generation_failed``
     or an ``error``); a progress callback that raises — ``SystemExit`` included — is logged once and
@@ -262,7 +271,7 @@ async def run_batch(
     filled in ``exc.results`` (unfinished runs: ``RunResult(cancelled=True)``, with what they had spent; a run
     never started: ``cost`` ``Cost()``).
     """
-    batch = _Batch(items, prepare, run, progress, typed)
+    batch = _Batch(items, prepare, run, progress, typed, indexed)
     try:
         # Not anyio's task group: the backend's own tasks, without anyio's per-task handle (1.3-2.4 KB less
         # a run, :mod:`.._task_group`).
@@ -296,20 +305,22 @@ class _Batch(Generic[P]):
     holds (W3's waiting runs are each a worker).
     """
 
-    __slots__ = ("counts", "indexes", "interrupted", "items", "prepare", "progress", "results", "run", "typed",
-                 "warned")
+    __slots__ = ("counts", "indexed", "indexes", "interrupted", "items", "prepare", "progress", "results", "run",
+                 "typed", "warned")
 
     def __init__(
         self,
         items: Sequence[P],
         prepare: Prepare[P],
-        run: RunMessages,
+        run: RunMessages | IndexedRunMessages,
         progress: Callable[[int, int, int], Any] | None,
         typed: bool,
+        indexed: bool = False,
     ) -> None:
         self.items = items
         self.prepare = prepare
-        self.run = run
+        self.run: Callable[..., Any] = run
+        self.indexed = indexed
         self.progress = progress
         self.typed = typed
         # A slot holds, while its run runs, the run's Spent (when ``run`` hands one back): a place every input has
@@ -346,7 +357,7 @@ class _Batch(Generic[P]):
 
     def _start(self, i: int, messages: tuple[Message, ...]) -> Awaitable[RunResult[Any]]:
         """Start input ``i``'s run: its awaitable; its :class:`Spent`, when ``run`` hands one back, into its slot."""
-        started = self.run(messages)
+        started = self.run(messages, i) if self.indexed else self.run(messages)
         if type(started) is tuple:
             started, self.results[i] = started
         return cast(Awaitable[RunResult[Any]], started)
@@ -407,15 +418,22 @@ class _Feed(Generic[P]):
     collected while its runs go on — and its finaliser cancels them (:meth:`AsCompleted.__del__`).
     """
 
-    __slots__ = ("concurrency", "done", "interrupt", "items", "prepare", "run", "scope", "started", "thread",
-                 "typed")
+    __slots__ = ("concurrency", "done", "indexed", "interrupt", "items", "prepare", "run", "scope", "started",
+                 "thread", "typed")
 
     def __init__(
-        self, items: Sequence[P], prepare: Prepare[P], run: RunMessages, concurrency: int, typed: bool
+        self,
+        items: Sequence[P],
+        prepare: Prepare[P],
+        run: RunMessages | IndexedRunMessages,
+        concurrency: int,
+        typed: bool,
+        indexed: bool = False,
     ) -> None:
         self.items = items
         self.prepare = prepare
-        self.run = run
+        self.run: Callable[..., Any] = run
+        self.indexed = indexed
         self.concurrency = concurrency
         self.typed = typed
         self.scope = anyio.CancelScope()
@@ -424,14 +442,14 @@ class _Feed(Generic[P]):
         self.interrupt: KeyboardInterrupt | None = None
         self.thread = threading.get_ident()  # the runtime's loop: a finaliser may cancel only from there
 
-    async def _one(self, item: P) -> RunResult[Any] | None:
-        """One input's result; ``None`` when a KeyboardInterrupt stopped the feed (kept for the reader)."""
+    async def _one(self, i: int, item: P) -> RunResult[Any] | None:
+        """Input ``i``'s result; ``None`` when a KeyboardInterrupt stopped the feed (kept for the reader)."""
         messages, failed = _prepared(self.prepare, item, self.typed)
         if failed is not None:
             return failed
         spent: Spent | None = None
         try:
-            started = self.run(messages)
+            started = self.run(messages, i) if self.indexed else self.run(messages)
             if type(started) is tuple:
                 started, spent = started
             return await cast(Awaitable[RunResult[Any]], started)
@@ -456,7 +474,7 @@ class _Feed(Generic[P]):
 
             async def worker() -> None:
                 for i in indexes:
-                    result = await self._one(items[i])
+                    result = await self._one(i, items[i])
                     if result is None:
                         return
                     try:
@@ -507,14 +525,15 @@ class AsCompleted(Generic[P, R]):
         rt: Runtime,
         items: Sequence[P],
         prepare: Prepare[P],
-        run: RunMessages,
+        run: RunMessages | IndexedRunMessages,
         concurrency: int,
         *,
         typed: bool = False,
+        indexed: bool = False,
     ) -> None:
         check_concurrency(concurrency)
         self._rt = rt
-        self._feed = _Feed(items, prepare, run, concurrency, typed)
+        self._feed = _Feed(items, prepare, run, concurrency, typed, indexed)
         self._receive: MemoryObjectReceiveStream[RunResult[Any]] | None = None
         self._closed = False
 

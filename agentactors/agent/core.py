@@ -206,6 +206,27 @@ def _options(
     return RunOptions(on_token, deps, settings, deadline, priority, input_key, check_cost_limit(cost_limit))
 
 
+def _batch_options(
+    deps: Any,
+    settings: ModelSettings | None,
+    deadline: float | None,
+    priority: int | None,
+    input_key: str | None,
+    cost_limit: float | CostBudget | None,
+) -> Callable[[int], RunOptions]:
+    """Each input's options in a batch (``run_many``, ``as_completed``): one checked value for every run, but for
+    ``input_key``, which names each input — ``"{input_key}:{index}"``, as :class:`~agentactors.ray.RayCluster` names
+    a job's inputs — so that a tool with side effects deduplicates per input across attempts of the batch.
+
+    :raises TypeError, ValueError: an option :meth:`Agent.run` would refuse (checked before any run starts).
+    """
+    options = _options(None, deps, settings, deadline, priority, input_key, cost_limit)
+    _check_ticket(options)
+    if input_key is None:
+        return lambda index: options
+    return lambda index: attrs.evolve(options, input_key=f"{input_key}:{index}")
+
+
 def _check_ticket(options: RunOptions) -> None:
     """:raises ValueError, TypeError: a bad ``deadline`` or ``priority`` — for a handle (``stream``,
     ``resume_stream``), whose run is made when it is entered: :meth:`Agent.run` leaves the check to the run's
@@ -801,6 +822,12 @@ class Agent(Generic[OutputT]):
         runtime: Runtime | None = None,
         concurrency: int = 100,
         progress: Callable[[int, int, int], Any] | None = None,
+        deps: Any = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+        cost_limit: float | CostBudget | None = None,
     ) -> list[RunResult[OutputT]]:
         """Run the agent on every input, at most ``concurrency`` at once; one result per input, in input order.
 
@@ -809,6 +836,14 @@ class Agent(Generic[OutputT]):
         called after each run (``failed`` counts runs with ``generation_failed``
         or an ``error``); a progress callback that raises is logged and ignored
         (a ``KeyboardInterrupt`` from it stops the batch, as one from a run does).
+
+        Each run takes :meth:`run`'s options: ``deps``, ``settings``, ``deadline``
+        (seconds, each run's own), ``priority`` and ``cost_limit`` (a number: each
+        run's own limit; a :class:`~agentactors.gateway.cost_budget.CostBudget`: one
+        limit the runs share) as given; ``input_key`` names the batch, and each run's
+        ``ToolContext.input_key`` is ``"{input_key}:{index}"`` — the same for input
+        ``index`` in every attempt of the batch, so a tool with side effects can
+        deduplicate on it (as :class:`~agentactors.ray.RayCluster` names a job's inputs).
         A run that fails, or raises anything that is its own failure (any
         ``Exception``, ``SystemExit``, a ``BaseException`` of its own, a
         cancellation no cancel scope asked for), becomes a failed
@@ -821,9 +856,11 @@ class Agent(Generic[OutputT]):
         ``Cost()``: ``pricing.total_cost(results)`` is what the batch was billed,
         what a ``CostBudget`` around it counted (docs/costs.md).
 
-        :raises ValueError: ``concurrency`` is not a positive int.
+        :raises ValueError: ``concurrency`` is not a positive int; an option :meth:`run` refuses (a negative
+            ``deadline``, a ``cost_limit`` below zero, ...), before any run starts.
         :raises TypeError: ``inputs`` is one prompt (a str or a Message), not an iterable of them;
-            ``progress`` is not a plain function (not callable, or ``async``: it is called synchronously).
+            ``progress`` is not a plain function (not callable, or ``async``: it is called synchronously);
+            an option of the wrong type (as :meth:`run`), before any run starts.
         :raises RuntimeError: ``runtime`` (or the bound one) is not running, or belongs to another
             thread's event loop: a batch is not handed over as :meth:`run` is; run it there with
             ``await rt.call(agent.run_many, inputs)``.
@@ -841,6 +878,7 @@ class Agent(Generic[OutputT]):
         check_concurrency(concurrency)
         check_items(inputs, "run_many")
         check_progress(progress)
+        options_at = _batch_options(deps, settings, deadline, priority, input_key, cost_limit)
         items = list(inputs)
         # An explicit runtime is checked as a bound one is (running, this thread's): a batch is not handed over.
         # Before the empty shortcut: a closed or foreign runtime is the caller's mistake even with nothing to run.
@@ -852,26 +890,41 @@ class Agent(Generic[OutputT]):
             return await run_batch(
                 items,
                 _to_messages,
-                partial(self._run_counted, rt),
+                partial(self._run_counted, rt, options_at),
                 concurrency=concurrency,
                 progress=progress,
                 typed=typed,
+                indexed=True,
             )
         async with self._private() as private:
             results = await run_batch(
                 items,
                 _to_messages,
-                partial(self._run_counted, private, private=True),
+                partial(self._run_counted, private, options_at, private=True),
                 concurrency=concurrency,
                 progress=progress,
                 typed=typed,
+                indexed=True,
             )
         return results
 
     def as_completed(
-        self, inputs: Iterable[Prompt], *, runtime: Runtime | None = None, concurrency: int = 100
+        self,
+        inputs: Iterable[Prompt],
+        *,
+        runtime: Runtime | None = None,
+        concurrency: int = 100,
+        deps: Any = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        input_key: str | None = None,
+        cost_limit: float | CostBudget | None = None,
     ) -> AsCompleted[Prompt, OutputT]:
         """Run the agent on every input and yield each :class:`RunResult` as it finishes (``async for``).
+
+        Each run takes the options ``deps``, ``settings``, ``deadline``, ``priority``, ``input_key`` and
+        ``cost_limit`` as :meth:`run_many`'s do.
 
         In ``runtime`` (default: the current one, as for :meth:`run`); the runs
         start at the first ``__anext__`` and live in the runtime's task group.
@@ -893,6 +946,7 @@ class Agent(Generic[OutputT]):
         runtime's exit.  ``aclose()``'s wait for the cancelled runs is shielded.
         """
         check_items(inputs, "as_completed")
+        options_at = _batch_options(deps, settings, deadline, priority, input_key, cost_limit)
         rt = self._runtime(runtime)
         if rt is None:
             raise RuntimeError(
@@ -903,9 +957,10 @@ class Agent(Generic[OutputT]):
             rt,
             list(inputs),
             _to_messages,
-            partial(self._run_counted, rt),
+            partial(self._run_counted, rt, options_at),
             concurrency,
             typed=self._config.output is not None,
+            indexed=True,
         )
 
     def as_tool(
@@ -1454,15 +1509,23 @@ class Agent(Generic[OutputT]):
         return _drive(controller, sink)
 
     def _run_counted(
-        self, rt: Runtime, messages: tuple[Message, ...], *, private: bool = False
+        self,
+        rt: Runtime,
+        options_at: Callable[[int], RunOptions],
+        messages: tuple[Message, ...],
+        index: int,
+        *,
+        private: bool = False,
     ) -> tuple[Awaitable[RunResult[OutputT]], Spent]:
-        """:meth:`_run_in` for a batch: the run, and its state (what it has counted), so that the slot of a run that
-        raises — cancelled with its batch, or failing — says what it spent (:mod:`.batch`).  The same steps as
-        :meth:`_run_in` (keep them alike), which stays as it is: ``agent.run``'s hot path builds no tuple."""
+        """:meth:`_run_in` for a batch's input ``index``: the run, and its state (what it has counted), so that the
+        slot of a run that raises — cancelled with its batch, or failing — says what it spent (:mod:`.batch`).  The
+        same steps as :meth:`_run_in` (keep them alike), which stays as it is: ``agent.run``'s hot path builds no
+        tuple."""
+        options = options_at(index)
         if self.toolsets:
             later = SpentLater()
-            return self._run_listed(rt, messages, NO_OPTIONS, private=private, spent=later), later
-        controller, sink = self._controller(rt, NO_OPTIONS, private=private, messages=messages)
+            return self._run_listed(rt, messages, options, private=private, spent=later), later
+        controller, sink = self._controller(rt, options, private=private, messages=messages)
         if sink is None and current_sink() is None:
             return controller.run(), controller.state
         return _drive(controller, sink), controller.state
