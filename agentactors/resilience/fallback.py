@@ -32,6 +32,7 @@ from ..providers.port import (
     LLMProvider,
     StreamContext,
     broken_contract,
+    check_forced_tool_choice,
     default_model_of,
     forced_tool_choice_for,
     forced_tool_choice_refusal,
@@ -178,8 +179,9 @@ class FallbackProvider(MultiProvider):
             # The request is wrong for this chain if any member would reject it: say so now,
             # not on the day the primary fails and the incapable member is reached.
             for step in steps:
-                if not forced_tool_choice_for(step.member, step.model):
-                    raise UnsupportedToolChoiceError(provider=step.name, model=step.model)
+                # Said as the member itself says it: a member made with carries_forced_tool_choice=False (a server
+                # other than the vendor's) is named so, not sent looking for another model.
+                check_forced_tool_choice(step.member, step.request, step.model)
         if request.response_format is not None and not self.skip_incapable:
             # The same for a response format: refused now, before any member is called.
             for step in steps:

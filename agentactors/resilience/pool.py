@@ -38,13 +38,18 @@ from ..errors import (
     ErrorKind,
     ProviderError,
     StreamInterruptedError,
-    UnsupportedToolChoiceError,
 )
 from ..events import emit
 from ..messages import LLMRequest, LLMResponse, StreamEnd, StreamEvent
 from ..pricing import with_cut_short
 from ..providers.http.ratelimits import RateLimitState
-from ..providers.port import LLMProvider, StreamContext, broken_contract, default_model_of, forced_tool_choice_for
+from ..providers.port import (
+    LLMProvider,
+    StreamContext,
+    broken_contract,
+    check_forced_tool_choice,
+    default_model_of,
+)
 from ._checks import check_callable
 from ._circuit import CircuitState
 from ._numbers import is_number
@@ -228,9 +233,8 @@ class PoolProvider(MultiProvider):
     def _check_forced(self, request: LLMRequest) -> None:
         if request.tool_choice.forced:
             for member in self._members:
-                model = member.model_for(request.model)
-                if not forced_tool_choice_for(member.provider, model):
-                    raise UnsupportedToolChoiceError(provider=member.name, model=model)
+                # As the member itself says it (a provider declared not to carry it is named so).
+                check_forced_tool_choice(member.provider, request, member.model_for(request.model))
 
     def _all_open(self, request: LLMRequest) -> CircuitOpenError:
         waits = []
