@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, Generic, Protocol, TypeVar
 
@@ -55,19 +56,25 @@ class _Connection(Protocol):
 C = TypeVar("C", bound=_Connection)
 
 
+# Each worker's limiter, per event loop: one RunVar for all of them, its map forgetting a worker once it is
+# collected.  (A RunVar per worker was kept by anyio for the loop's whole life, with its limiter: a service opening a
+# store or journal per request, tenant or test grew by ~1 KB for each one it closed.)
+_LIMITERS: RunVar[weakref.WeakKeyDictionary[Worker[Any], anyio.CapacityLimiter]] = RunVar("agentactors-db-workers")
+
+
 class Worker(Generic[C]):
     """One connection, used one call at a time from worker threads (see the module docstring).
 
     :param connect: opens a connection (in the worker thread).
     :param setup: run in the worker thread on each new connection (its tables); raising closes it.
-    :param name: names the per-loop limiter (one per owner object).
+    :param name: the worker's name (its owner's).
     :param dead: ``dead(connection)``, asked after a call raised and before each call: true throws the connection
         away (closed; the next call opens a new one); by default a connection outlives the calls that fail on it.
     :param typed: ``typed(error)``, asked of an exception leaving a call (its connection's opening and setup
         included): an error to raise in its place (the original its cause), or ``None`` to raise it as it is.
     """
 
-    __slots__ = ("_connect", "_dead", "_limiter", "_lock", "_typed", "conn", "setup")
+    __slots__ = ("__weakref__", "_connect", "_dead", "_lock", "_typed", "conn", "name", "setup")
 
     def __init__(
         self,
@@ -84,8 +91,7 @@ class Worker(Generic[C]):
         self._typed = typed
         self.conn: C | None = None
         self._lock = threading.Lock()
-        # One token per event loop: a RunVar, because a limiter belongs to the loop that made it.
-        self._limiter: RunVar[anyio.CapacityLimiter] = RunVar(name)
+        self.name = name
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)`` in a worker thread, alone on the connection (opened first if need be).
@@ -155,10 +161,14 @@ class Worker(Generic[C]):
             self._lock.release()
 
     def _token(self) -> anyio.CapacityLimiter:
-        limiter = self._limiter.get(None)
+        """This worker's limiter in the running event loop (a limiter belongs to the loop that made it)."""
+        limiters = _LIMITERS.get(None)
+        if limiters is None:
+            limiters = weakref.WeakKeyDictionary()
+            _LIMITERS.set(limiters)
+        limiter = limiters.get(self)
         if limiter is None:
-            limiter = anyio.CapacityLimiter(1)
-            self._limiter.set(limiter)
+            limiter = limiters[self] = anyio.CapacityLimiter(1)
         return limiter
 
     def _locked(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
