@@ -62,6 +62,7 @@ from agentactors import (
     BedrockProvider,
     CostBudget,
     CostLimitExceeded,
+    GeminiProvider,
     InMemoryRecorder,
     JsonlRecorder,
     LLMRequest,
@@ -92,6 +93,7 @@ from tests.support.mcp_helpers import SERVER, TOKEN, http_server_process
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 from tests.support.services import load_example, serving
+from tests.support.tls import TestAuthority
 
 pytestmark = pytest.mark.anyio
 
@@ -1082,6 +1084,173 @@ async def _settings_parts(doc: Doc) -> None:
     message = namespace["message"]
     assert message.content == "Does the chart match the report?"
     assert len(message.parts) == 3 and len(message.media) == 2
+
+
+# --- docs/testing.md -----------------------------------------------------------------------------------
+
+
+@example("docs/testing.md: `ScriptedProvider` [1]")
+async def _testing_scripted_list(doc: Doc) -> None:
+    namespace = await doc.run()
+    assert namespace["result"].content == "Order 17 has shipped.", namespace["result"].error
+    assert namespace["failed"].error.status == 529
+    assert doc.out().splitlines() == ["Order 17 has shipped.", "2 1", "order 17: shipped", "transient 529"]
+
+
+@example("docs/testing.md: `ScriptedProvider` [2]")
+async def _testing_scripted_callable(doc: Doc) -> None:
+    await doc.run()
+    assert doc.out() == "you said: hi echo echo-1\n"
+
+
+@example("docs/testing.md: `ScriptedProvider` [3]")
+async def _testing_scripted_stream_cut(doc: Doc) -> None:
+    await doc.run()
+    assert doc.out().splitlines() == ["Hello there.", "'The answer is' 3"]
+
+
+@example("docs/testing.md: `ScriptedProvider` [4]")
+async def _testing_scripted_declarations(doc: Doc) -> None:
+    await doc.run()
+    assert doc.out().splitlines() == ["request 0", "new lookup"]
+
+
+@example("docs/testing.md: Wires and URLs")
+async def _testing_wires(doc: Doc) -> None:
+    namespace = await doc.run()
+    paths = [r.path.split("?")[0] for r in namespace["fv"].requests]
+    assert doc.out().splitlines() == [
+        "['openai', 'responses', 'openai', 'anthropic', 'anthropic', 'gemini', 'gemini', 'bedrock']"
+    ]
+    assert paths == [
+        "/v1/chat/completions",
+        "/v1/responses",
+        "/openai/deployments/prod-chat/chat/completions",
+        "/v1/messages",
+        "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5:rawPredict",
+        "/v1beta/models/gemini-2.5-flash:generateContent",
+        "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
+        "/model/us.amazon.nova-pro-v1%3A0/converse",
+    ], paths
+
+
+@example("docs/testing.md: Scripting answers [1]")
+async def _testing_script(doc: Doc) -> None:
+    namespace = await doc.run()
+    assert doc.out().splitlines() == ["429 transient 2.0", "Bonjour.", "Paris.", "Echo: Hello 0"]
+    assert [(r.wire, r.status) for r in namespace["fv"].requests] == [
+        ("anthropic", 429), ("anthropic", 200), ("openai", 200), ("openai", 200)
+    ]
+
+
+@example("docs/testing.md: Scripting answers [2]")
+async def _testing_auto_tools(doc: Doc) -> None:
+    namespace = await doc.run()
+    lines = doc.out().splitlines()
+    assert lines[0] == "[('get_weather', {'city': 'example'})]", lines
+    assert lines[1].startswith('Here is what the tools said (get_weather: {"city": "example", ') and lines[1].endswith(
+        "That answers: Weather in Lisbon?"
+    ), lines
+    assert lines[2] == 'get_weather {"city": "example", "celsius": 21}', lines
+    assert namespace["result"].steps == 2
+
+
+@example("docs/testing.md: What it records")
+async def _testing_records(doc: Doc) -> None:
+    await doc.run()
+    assert doc.out().splitlines() == [
+        "[REDACTED] True ()",
+        "Be brief. What is in the picture? 300",
+        "{'temperature': 0.2}",
+        "image url https://example.com/cat.png",
+    ]
+
+
+@example("docs/testing.md: HTTPS")
+async def _testing_https(doc: Doc) -> None:
+    authority = TestAuthority(doc.cwd)  # ca.pem, server.pem, server.key in the example's directory
+    doc.monkeypatch.setenv("SSL_CERT_FILE", "")  # restored after the test (the block sets it)
+    # A path of this test's own: the providers' TLS context is made once per value of SSL_CERT_FILE.
+    namespace = await doc.run(replace=[('"ca.pem"', repr(str(authority.ca_file)))])
+    assert doc.out().splitlines() == ["https", "Echo: Hello"]
+    assert namespace["fv"].requests[0].outcome == "ok"
+
+
+@example("docs/testing.md: `FaultPlan`")
+async def _testing_fault_plan(doc: Doc) -> None:
+    namespace = await doc.run()
+    printed = doc.out().splitlines()
+    # The expected lines are the block's own comments: what it prints is what it says it prints.
+    said = [line.removeprefix("# ") for line in doc.block.source.splitlines() if line.startswith("# ")]
+    assert printed == said, printed
+    assert namespace["fv"].stats["faults"] == {k.value: 2 for k in namespace["FaultKind"]}
+    # "the same on every wire": the block's own loop, on the other wires' providers (529 is Anthropic's alone)
+    outcome, kinds = namespace["outcome"], namespace["FaultKind"]
+    async with FakeVendor() as fv:
+        others = [
+            OpenAIProvider("gpt-4.1", api_key="test-key", base_url=fv.openai_base_url, timeout=0.5),
+            OpenAIResponsesProvider("gpt-4.1", api_key="test-key", base_url=fv.openai_base_url, timeout=0.5),
+            GeminiProvider("gemini-2.5-flash", api_key="test-key", base_url=fv.base_url, timeout=0.5),
+            BedrockProvider("us.amazon.nova-pro-v1:0", region="us-east-1", access_key_id="AKIDEXAMPLE",
+                            secret_access_key="test-secret", base_url=fv.base_url, timeout=0.5),
+        ]
+        for provider in others:
+            async with provider:
+                for kind in kinds:
+                    fv.faults = namespace["FaultPlan"](rate=1.0, seed=7, weights={kind: 1}, hang=2)
+                    line = f"{kind} | {await outcome(provider, False)} | {await outcome(provider, True)}"
+                    assert line == next(s for s in said if s.startswith(f"{kind} ")).replace("529", "503"), line
+
+
+@example("docs/testing.md: Outages")
+async def _testing_outages(doc: Doc) -> None:
+    namespace = await doc.run()
+    assert doc.out().splitlines() == ["503 transient outage", "False Echo: Hello"]
+    assert [r.fault for r in namespace["fv"].requests] == ["outage", None]
+
+
+@example("docs/testing.md: Virtual time")
+async def _testing_virtual_time(doc: Doc) -> None:
+    started = anyio.current_time()
+    await doc.run(thread=True)  # anyio.run, on each backend: in a thread of its own
+    assert doc.out().splitlines() == ["asyncio ('ok', 30.0)", "trio ('ok', 30.0)"]
+    assert anyio.current_time() - started < 20, "30 virtual seconds, twice, in far less real time"
+
+
+_PYTEST_RUNS: dict[str, str] = {}
+
+
+async def _pytest_section(doc: Doc) -> None:
+    """The conftest and the test module of "pytest", as files of a project of their own, run by pytest (once)."""
+    if "out" not in _PYTEST_RUNS:
+        conftest, module = (BLOCKS[f"docs/testing.md: pytest [{n}]"].source for n in (1, 2))
+        (doc.cwd / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        (doc.cwd / "conftest.py").write_text(conftest, encoding="utf-8")
+        (doc.cwd / "test_service.py").write_text(module, encoding="utf-8")
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-rA"]
+        done = await anyio.run_process(argv, cwd=doc.cwd, check=False, stderr=-2)
+        _PYTEST_RUNS["out"] = done.stdout.decode()
+    out = _PYTEST_RUNS["out"]
+    for name in ("test_the_retry_waits_what_the_vendor_asks", "test_the_provider_speaks_the_wire"):
+        for backend in ("asyncio", "trio"):
+            assert f"PASSED test_service.py::{name}[{backend}]" in out, out
+    assert "4 passed" in out and "warning" not in out, out
+
+
+@example("docs/testing.md: pytest [1]")
+async def _testing_pytest_conftest(doc: Doc) -> None:
+    await _pytest_section(doc)
+
+
+@example("docs/testing.md: pytest [2]")
+async def _testing_pytest_module(doc: Doc) -> None:
+    await _pytest_section(doc)
+
+
+@example("docs/testing.md: Recipe: testing a resilient chain")
+async def _testing_recipe(doc: Doc) -> None:
+    namespace = await doc.run()
+    await namespace["test_the_chain_fails_over_to_openai"]()
 
 
 def user(text: str) -> LLMRequest:
