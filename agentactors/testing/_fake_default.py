@@ -126,7 +126,10 @@ def default_reply(conv: Conversation | None, *, auto_tools: bool | int) -> FakeR
     if conv is None:
         return FakeReply(text="Hello from the fake vendor.")
     budget = len(conv.tools) if auto_tools is True else int(auto_tools)
-    if auto_tools is not False and conv.tools and conv.tool_choice != "none":
+    # A forced choice is honoured in any mode, as a vendor honours it (it never answers such a request with text);
+    # auto_tools decides only whether the model calls the tools it is merely offered.
+    forced = conv.tool_choice in ("required", "tool")
+    if (auto_tools is not False or forced) and conv.tools and conv.tool_choice != "none":
         by_name = {t.name: t for t in conv.tools}
         target = None
         if conv.tool_choice == "tool" and conv.tool_choice_name in by_name:

@@ -180,7 +180,8 @@ class FakeVendor:
     :param auto_tools: unscripted requests that offer tools get tool calls — each
         offered tool once, in order (``True``), or at most this many calls (an
         ``int``) — with arguments made up from the tools' schemas; then a text
-        answer quoting the tool results.
+        answer quoting the tool results.  A forced tool choice (``required``, a
+        named tool) is honoured whatever this says, as a vendor honours it.
     :param faults: random fault injection (:class:`FaultPlan`); settable later.
     :param strict: reject requests the real vendors reject (missing key, missing
         ``anthropic-version`` / ``max_tokens``, tool results that answer no call,

@@ -282,6 +282,21 @@ async def test_auto_tools_honours_tool_choice_and_budget(client: httpx.AsyncClie
         assert answer["choices"][0]["message"]["content"] == "Echo: hi"
 
 
+@pytest.mark.parametrize("choice", [{"type": "function", "function": {"name": "get_time"}}, "required"])
+async def test_a_forced_tool_choice_is_honoured_without_auto_tools(client: httpx.AsyncClient, choice: Any) -> None:
+    """A vendor never answers a forced choice with text; the fake answered it with its echo unless auto_tools was
+    on, so a test of a forced call (a typed result's output tool, a tool_choice setting) saw what no vendor sends."""
+    async with FakeVendor() as fv:
+        tools = [{"type": "function", "function": t} for t in (weather_tool(), time_tool())]
+        forced = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": choice}
+        answer = (await client.post(url(fv, "openai"), headers=auth_headers("openai"), json=forced)).json()
+        called = answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
+        assert called == ("get_time" if isinstance(choice, dict) else "get_weather")
+        offered = {**forced, "tool_choice": "auto"}  # merely offered: answered with text, as before
+        answer = (await client.post(url(fv, "openai"), headers=auth_headers("openai"), json=offered)).json()
+        assert answer["choices"][0]["message"]["content"] == "Echo: hi"
+
+
 async def test_default_answer_respects_max_tokens(fake_vendor: FakeVendor, client: httpx.AsyncClient) -> None:
     payload = body("anthropic", "word " * 100)
     payload["max_tokens"] = 5
