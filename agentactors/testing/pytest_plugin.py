@@ -1,7 +1,8 @@
 """pytest plugin: the ``fake_vendor`` fixture, a started :class:`~agentactors.testing.FakeVendor` per test.
 
 Registered as a ``pytest11`` entry point, so any project that installs
-``agentactors[testing]`` gets the fixture.  It is a plain (synchronous) fixture:
+agentactors (the core install: the FakeVendor needs no extra) and runs pytest gets
+the fixture.  It is a plain (synchronous) fixture:
 the server runs in its own thread, so the same fixture serves sync tests and
 async tests on asyncio or trio alike.  Each test gets a fresh server (a fresh
 record and script); it is stopped when the test ends, pending answers included.
