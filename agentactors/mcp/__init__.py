@@ -25,7 +25,7 @@ that are not alike â€” one of them left out for any of these reasons included â€
 between them), the repeat of a tool listed twice alike (one serves).  The reasons never
 quote what the server sent.  A name OpenAI, Anthropic and Bedrock refuse (with a ``.``) is kept and named
 (``unportable``).  A page that is wrong as a whole (no list of tools) still fails the listing.  A stdio
-server that exits before it answers is a :class:`~agentactors.ToolsetError` quoting the last lines of its stderr.
+server that exits before it answers is a :class:`~agentactors.tools.ToolsetError` quoting the last lines of its stderr.
 
 Modules: ``_server`` (the two public classes and their scopes), ``_link`` (a server in one scope:
 connect, restart, list, call), ``_connection`` (the task that owns one session), ``_sieve`` (tools the

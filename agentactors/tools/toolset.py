@@ -19,6 +19,7 @@ The core knows no MCP: :mod:`agentactors.mcp` is one implementation of this prot
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -124,11 +125,20 @@ def merge_tools(
                 hint = "give one of the toolsets" if clash.startswith("toolset") else "give the toolset"
                 raise ToolNameClashError(
                     f"two tools are named {t.name!r}: one from {clash}, one from {owner}; {hint} a tool_prefix "
-                    f"(e.g. tool_prefix={toolset_name.replace(' ', '_') + '_'!r}) or filter one out"
+                    f"(e.g. tool_prefix={_suggested_prefix(toolset_name)!r}) or filter one out"
                 )
             taken[t.name] = owner
             merged.append(t)
     return tuple(merged)
+
+
+def _suggested_prefix(toolset_name: str) -> str:
+    """A ``tool_prefix`` made of a toolset's name that every check takes: letters, digits and ``_`` only (a ``.`` or
+    ``-`` is allowed in a prefix, but some vendors refuse it in tool names), starting with a letter, at most 24
+    characters — ``"127.0.0.1:39913"`` (an HTTP server named by its address) gives ``"tools_127_0_0_1_39913_"``."""
+    words = re.findall(r"[A-Za-z0-9]+", toolset_name)
+    stem = "_".join(words)[:20] or "tools"
+    return f"{stem}_" if stem[0].isalpha() else f"tools_{stem}_"
 
 
 class ToolsetView:

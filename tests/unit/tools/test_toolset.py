@@ -74,6 +74,22 @@ def test_merge_names_both_sources_of_a_clash() -> None:
         merge_tools([], [("a", [shout]), ("b", [shout])])
 
 
+@pytest.mark.parametrize(("toolset_name", "prefix"), [
+    ("127.0.0.1:39913", "tools_127_0_0_1_39913_"),  # an HTTP MCP server, named by its address
+    ("python mcp_srv.py", "python_mcp_srv_py_"),     # a stdio server, named by its command ('.' some vendors refuse)
+    ("weather", "weather_"),
+    ("…", "tools_"),
+])
+def test_the_prefix_a_clash_suggests_is_one_a_toolset_takes(toolset_name: str, prefix: str) -> None:
+    """The hint said tool_prefix='127.0.0.1:39913_', which the MCP toolsets refuse (and vendors would)."""
+    from agentactors.mcp import MCPServerStdio
+
+    with pytest.raises(ToolNameClashError) as clash:
+        merge_tools([echo], [(toolset_name, [echo])])
+    assert f"tool_prefix={prefix!r}" in str(clash.value)
+    MCPServerStdio("python", ["-c", "pass"], name="x", tool_prefix=prefix)  # taken: no ValueError
+
+
 async def test_the_view_rebuilds_only_when_a_toolset_answers_with_another_object() -> None:
     toolset = FakeToolset("a", [shout])
     view = ToolsetView([echo], [toolset])
