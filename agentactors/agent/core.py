@@ -1174,11 +1174,23 @@ class Agent(Generic[OutputT]):
         ``runtime`` as for :meth:`run` (checked when the handle is entered); ``settings``, ``deadline``,
         ``priority``, ``input_key`` and ``cost_limit`` as for :meth:`run` (a live run is the service's way to
         run an agent: it is bounded as a run is), checked here.  See :class:`AgentRun`.
+
+        :raises RuntimeError: called where no event loop runs (the handle belongs to one): it says what to do.
         """
         options = _options(None, deps, settings, deadline, priority, input_key, cost_limit)
         _check_ticket(options)
         _check_runtime(runtime)
-        return AgentRun(_Launcher(self, _to_messages(prompt), options, runtime))
+        launcher = _Launcher(self, _to_messages(prompt), options, runtime)
+        try:
+            return AgentRun(launcher)
+        except RuntimeError as exc:  # anyio's NoEventLoopError (a RuntimeError), raised from deep inside it
+            if "event loop" not in str(exc):
+                raise
+            raise RuntimeError(
+                "agent.stream() makes a handle for async code: call it where an event loop runs "
+                "(`async with agent.stream(prompt) as run:` inside `async def`); from synchronous code, "
+                "agent.run_sync(prompt, on_token=...) streams the answer's text"
+            ) from None
 
     def _runtime(
         self, runtime: Runtime | None = None, *, stacklevel: int = 3, any_thread: bool = False
