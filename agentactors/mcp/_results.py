@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from mcp.types import (
     AudioContent,
@@ -64,6 +64,10 @@ class MCPToolError(AgentActorsError):
     JSON-RPC error (its message), a protocol error or a dead server (a concise reason).  The text passes
     through :func:`~agentactors.redact`.
     """
+
+    #: It happened in another process (the server): the traceback here shows only this library, so the WARNING a
+    #: failed tool call leaves (``agentactors.tools``) carries its text without one.
+    remote: ClassVar[bool] = True
 
     def __init__(self, message: str) -> None:
         super().__init__(redact(message))

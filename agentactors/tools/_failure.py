@@ -6,7 +6,8 @@ and leaves the person who wrote the tool nothing to debug with.  So each ``error
 is also
 
 - a WARNING on the ``agentactors.tools`` logger naming the tool, the call and the run, with the traceback
-  (``exc_info``) of what the tool raised — a :class:`~agentactors.errors.ModelRetry` is a message the tool
+  (``exc_info``) of what the tool raised (not of an error that happened in another process and says so,
+  ``remote = True``: an MCP server's) — a :class:`~agentactors.errors.ModelRetry` is a message the tool
   meant for the model, not a failure: DEBUG, no traceback; a value that cannot be sent as JSON: WARNING
   with the reason (the encoder's traceback would show the encoder, not the tool);
 - the error's type name, which each function here returns: the executor carries it to ``execute_one`` for the
@@ -58,13 +59,15 @@ def log_raised(name: str, call_id: str, run_id: str | None, text: str, exc: Base
         if log.isEnabledFor(logging.DEBUG):
             log.debug("tool %r (%s) asked the model to retry: %s", name, _where(call_id, run_id), text)
         return error_type
-    # ``text`` is format_error's, redacted already: "Error: <Type>: <message>".
+    # ``text`` is format_error's, redacted already: "Error: <Type>: <message>".  An error that says it happened in
+    # another process (``remote = True``: an MCP server's tool) is logged without the traceback, which would show
+    # only the library's own frames.
     log.warning(
         "tool %r (%s) raised %s; the model reads it as the call's error",
         name,
         _where(call_id, run_id),
         text.removeprefix("Error: "),
-        exc_info=exc,
+        exc_info=None if getattr(type(exc), "remote", False) is True else exc,
     )
     return error_type
 

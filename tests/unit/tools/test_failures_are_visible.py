@@ -172,3 +172,21 @@ async def test_the_record_can_be_written_as_utf8_when_the_message_holds_half_a_c
     formatted = caplog.handler.format(record)
     formatted.encode()  # raised UnicodeEncodeError: surrogates not allowed
     assert "bad byte \ufffd in the file" in formatted and "Traceback" in formatted
+
+
+@tool
+async def remote_stock(item: str) -> str:
+    from agentactors.mcp import MCPToolError
+
+    raise MCPToolError(f"Error executing tool stock: no such item {item}")
+
+
+async def test_a_remote_failure_is_logged_without_a_traceback_of_ours(caplog: pytest.LogCaptureFixture) -> None:
+    """An MCP server's tool failed in the server: a traceback here showed only the library's frames (noise in every
+    service log, found writing programs from the docs alone).  The WARNING keeps the tool, the call and the text."""
+    caplog.set_level(logging.DEBUG, logger=_LOGGER)
+    (result,) = await ToolExecutorActor([remote_stock]).execute([call("c-9", "remote_stock", item="pen")])
+    assert result.status is ToolStatus.error
+    (record,) = warnings_of(caplog)
+    assert record.exc_info is None and record.exc_text is None
+    assert "'remote_stock'" in record.getMessage() and "no such item pen" in record.getMessage()
