@@ -178,6 +178,10 @@ class Link:
                 return transport.timed_out
         return None
 
+    def _over_http(self, conn: Connection) -> bool:
+        """Whether ``conn`` talks HTTP (a server elsewhere: it is reconnected, not started, at the next call)."""
+        return any(isinstance(transport, HTTPTransport) for transport in self._transports.get(conn, ()))
+
     def _count_restart(self, reason: str) -> None:
         settings = self.settings
         if self._restarts >= settings.max_restarts:
@@ -186,7 +190,7 @@ class Link:
                 f"time{'s' if self._restarts != 1 else ''} already (max_restarts={settings.max_restarts})"
             )
         self._restarts += 1
-        log.warning("%s: %s; restarting it (restart %d of at most %d)", settings.label, reason, self._restarts,
+        log.warning("%s: %s; connecting again (restart %d of at most %d)", settings.label, reason, self._restarts,
                     settings.max_restarts)
         self._emit("mcp.server_restarted", server=settings.name, restarts=self._restarts, reason=reason)
 
@@ -341,9 +345,8 @@ class Link:
                 # Marked here, not only when the connection's own task notices: a run's next call may come
                 # first, and must find the connection lost (replaced, a restart counted), not reuse it.
                 conn.mark_lost(reason)
-                raise MCPToolError(
-                    f"{label} went away during the call ({reason}); it is started again at the next call"
-                ) from None
+                again = "the connection is opened again" if self._over_http(conn) else "it is started again"
+                raise MCPToolError(f"{label} went away during the call ({reason}); {again} at the next call") from None
             if exc.code == INVALID_REQUEST and "terminated" in exc.message.lower():
                 conn.mark_lost("the server ended the session")
                 raise MCPToolError(f"{label} ended the session; it is reconnected at the next call") from None

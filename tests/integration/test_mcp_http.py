@@ -199,6 +199,8 @@ async def test_a_server_killed_mid_call_is_an_error_result_and_the_run_goes_on(a
     assert result.content == "done" and result.error is None and not result.cancelled  # no exception out of the run
     died, unreachable = tool_texts(result)
     assert died.startswith("Error: MCPToolError: MCP server 'doomed' went away during the call")
+    # a server elsewhere is connected to again, not "started again" (what a stdio server is)
+    assert died.endswith("the connection is opened again at the next call"), died
     # Refused, or — reaching the port while the killed process's sockets are still being torn down — accepted
     # and dropped: either way the server is not available, said in one line.
     assert unreachable.startswith("Error: MCPToolError: MCP server 'doomed' is not available: ")
