@@ -200,12 +200,6 @@ class _RunsInOrder(Protocol[R]):
         ...
 
 
-def _options_given(**options: Any) -> dict[str, Any]:
-    """The run options a caller gave (not ``None``): passed on to the agent's own method, which an agent of one's own
-    that takes none is still asked without."""
-    return {name: value for name, value in options.items() if value is not None}
-
-
 class _RunsAsCompleted(Protocol[R_co]):
     """What :meth:`Runtime.as_completed` needs of an agent: its own ``as_completed``."""
 
@@ -1273,8 +1267,10 @@ class Runtime:
         Cancellation: as the agent's — every run is cancelled and the cancellation propagates, the list of
         results (each slot filled) riding on it as ``exc.results``.
         """
-        given = _options_given(deps=deps, settings=settings, deadline=deadline, priority=priority, input_key=input_key,
-                       cost_limit=cost_limit)
+        given = _options_given(
+            deps=deps, settings=settings, deadline=deadline, priority=priority, input_key=input_key,
+            cost_limit=cost_limit,
+        )
         run_many: Callable[..., Awaitable[list[R]]] = agent.run_many
         return await run_many(inputs, runtime=self, concurrency=concurrency, progress=progress, **given)
 
@@ -1296,8 +1292,10 @@ class Runtime:
         The same as :meth:`agentactors.Agent.as_completed` with ``runtime=self`` (stopping early,
         cancellation, the run options: see there).
         """
-        given = _options_given(deps=deps, settings=settings, deadline=deadline, priority=priority, input_key=input_key,
-                       cost_limit=cost_limit)
+        given = _options_given(
+            deps=deps, settings=settings, deadline=deadline, priority=priority, input_key=input_key,
+            cost_limit=cost_limit,
+        )
         as_completed: Callable[..., Completions[R]] = agent.as_completed
         return as_completed(inputs, runtime=self, concurrency=concurrency, **given)
 
@@ -1506,6 +1504,12 @@ def _check_journal(journal: object) -> None:
             f"journal must be a step journal (SqliteJournal, PostgresJournal: an object with open_run) or None, "
             f"not {type(journal).__name__}{hint}"
         )
+
+
+def _options_given(**options: Any) -> dict[str, Any]:
+    """The run options a caller gave (not ``None``): passed on to the agent's own method, which an agent of one's own
+    that takes none is still asked without."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def _declared_concurrency(actor: object) -> int:
