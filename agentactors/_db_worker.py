@@ -67,7 +67,7 @@ class Worker(Generic[C]):
 
     :param connect: opens a connection (in the worker thread).
     :param setup: run in the worker thread on each new connection (its tables); raising closes it.
-    :param name: the worker's name (its owner's).
+    :param name: the worker's name (its owner's): names the thread that closes its connection in the background.
     :param dead: ``dead(connection)``, asked after a call raised and before each call: true throws the connection
         away (closed; the next call opens a new one); by default a connection outlives the calls that fail on it.
     :param typed: ``typed(error)``, asked of an exception leaving a call (its connection's opening and setup
@@ -133,7 +133,7 @@ class Worker(Generic[C]):
                 await anyio.to_thread.run_sync(close, limiter=self._token(), abandon_on_cancel=True)
                 closed = True
         if not closed and not started:  # queued behind this loop's running call: a thread of its own closes it then
-            threading.Thread(target=self.close_blocking, name="agentactors-db-close", daemon=True).start()
+            threading.Thread(target=self.close_blocking, name=f"{self.name}-close", daemon=True).start()
         await anyio.lowlevel.checkpoint_if_cancelled()  # the caller's cancellation, now that the close is done
         return closed
 
