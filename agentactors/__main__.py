@@ -325,11 +325,13 @@ def _ended(command: str, result: object) -> int:
     it printed an empty answer and exited 0.  A replay ends as the recorded run ended: a recording of a failed
     run replays to the same failure, which is said too, but the replay did what it was asked (exit 0).
     """
+    from .redaction import redact
+
     error = getattr(result, "error", None)
     if getattr(result, "cancelled", False):
         how = "was cancelled"
     elif error is not None:
-        how = f"failed: {type(error).__name__}: {error}"
+        how = f"failed: {type(error).__name__}: {redact(str(error))}"
     else:
         return 0
     if command == "replay":

@@ -1183,9 +1183,7 @@ class Agent(Generic[OutputT]):
         launcher = _Launcher(self, _to_messages(prompt), options, runtime)
         try:
             return AgentRun(launcher)
-        except RuntimeError as exc:  # anyio's NoEventLoopError (a RuntimeError), raised from deep inside it
-            if "event loop" not in str(exc):
-                raise
+        except RuntimeError:  # (its cancel scope and event, which need a loop, are all that can raise it: anyio's)
             raise RuntimeError(
                 "agent.stream() makes a handle for async code: call it where an event loop runs "
                 "(`async with agent.stream(prompt) as run:` inside `async def`); from synchronous code, "
