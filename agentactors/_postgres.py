@@ -12,11 +12,15 @@ and object is what a commit needs, and a group commit (the journal's) takes care
 **Secrets.**  A DSN may carry a password (and ``sslpassword``, the client key's; ``PGPASSWORD`` may hold one
 too).  None is ever shown: :func:`safe_dsn` is what ``repr`` and error messages print (the passwords replaced by
 ``***``), each is registered for redaction (:func:`~agentactors.redaction.register_secret`) when an owner is made,
-and a connection error is raised again as :class:`ConnectionError` with the passwords scrubbed from its text and
-neither a cause nor a context: psycopg's error holds the failed connection, whose ``repr`` lists every option the
-password included.  A DSN libpq cannot parse has its message cut at its first quote: libpq quotes where it
-stopped (``invalid percent-encoded token: "<password>%zz"``), no scrub can find a password in a DSN it cannot
-parse, and the quoted text may itself hold quotes and line breaks.
+and a connection that cannot be opened is raised again as the owner's connection error (:class:`Unreachable`:
+:class:`~agentactors.journal.postgres.PostgresJournalConnectionError`, a ``JournalError``;
+:class:`~agentactors.sessions.postgres.PostgresStoreConnectionError`, a ``SessionError`` — both also a
+:class:`ConnectionError`, so ``except JournalError`` around a journaled run catches a server that is restarting, and
+``except ConnectionError`` catches it still) with the passwords scrubbed from its text and neither a cause nor a
+context: psycopg's error holds the failed connection, whose ``repr`` lists every option the password included.
+A DSN libpq cannot parse has its message cut at its first quote: libpq quotes where it stopped (``invalid
+percent-encoded token: "<password>%zz"``), no scrub can find a password in a DSN it cannot parse, and the quoted
+text may itself hold quotes and line breaks.
 
 A connection the server dropped (a restart, a failover) is thrown away when a call fails on it; the next call
 opens a new one.
@@ -70,7 +74,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import cache, partial
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -84,6 +88,7 @@ __all__ = [
     "KEEPALIVES",
     "NOW",
     "Timeouts",
+    "Unreachable",
     "Worker",
     "answer_bound",
     "import_psycopg",
@@ -217,6 +222,14 @@ def answer_bound(statement_timeout: float | None) -> float | None:
     return None if statement_timeout is None else statement_timeout + max(1.0, statement_timeout / 4)
 
 
+class Unreachable(Protocol):
+    """How an owner's connection error is made (a connection that could not be opened: refused, unreachable, a
+    password refused, a DSN libpq cannot parse): the message — the DSN's passwords scrubbed — and the DSN as shown
+    (passwords masked, :func:`safe_dsn`).  Raised with neither cause nor context (see **Secrets**)."""
+
+    def __call__(self, message: str, *, dsn: str) -> Exception: ...
+
+
 class Worker(DbWorker[Any]):
     """One connection to ``dsn``, used one call at a time from worker threads (see the module docstring).
 
@@ -225,6 +238,8 @@ class Worker(DbWorker[Any]):
     :param name: names the per-loop limiter (one per owner object).
     :param connect_timeout, statement_timeout, lock_timeout: :class:`Timeouts`.
     :param typed: what psycopg's errors become when they leave a call (:func:`typed`); ``None``: as they are.
+    :param unreachable: the owner's error for a connection that could not be opened (:class:`Unreachable`, a
+        ``ConnectionError`` too); ``None``: a plain :class:`ConnectionError`.
     :raises ValueError: a timeout that is not a finite number of seconds > 0 (``None`` where allowed).
     """
 
@@ -241,10 +256,11 @@ class Worker(DbWorker[Any]):
         statement_timeout: float | None = 30.0,
         lock_timeout: float | None = 10.0,
         typed: Callable[[Exception], Exception | None] | None = None,
+        unreachable: Unreachable | None = None,
     ) -> None:
         timeouts = Timeouts(connect_timeout, statement_timeout, lock_timeout)
         register_passwords(dsn)
-        super().__init__(partial(_connect, dsn, what, timeouts), setup, name, dead=_dead, typed=typed)
+        super().__init__(partial(_connect, dsn, what, timeouts, unreachable), setup, name, dead=_dead, typed=typed)
         self.dsn = dsn
         self.what = what
         self.timeouts = timeouts
@@ -344,7 +360,8 @@ def typed(
     (``"journal"``, ``"session store"``), the DSN with its passwords masked, the server's reason (passwords scrubbed
     too) and what it means; ``dsn`` (masked) and ``sqlstate`` kept, psycopg's error its cause.
 
-    ``None`` (raised as it is) for anything else: the library's own errors (a ``ConnectionError`` included), and
+    ``None`` (raised as it is) for anything else: the library's own errors (the owner's connection error, a
+    ``ConnectionError``, included: :class:`Unreachable`), and
     psycopg's that say the library misused it — ``InterfaceError``, ``NotSupportedError``, a ``ProgrammingError``
     (a syntax error, a missing table: a bug) other than ``InsufficientPrivilege`` (a role refused a table: the
     database's configuration, as a read-only SQLite file is).
@@ -371,9 +388,10 @@ def typed(
     return make
 
 
-def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:
-    """An autocommit connection with the keepalives and timeouts set (see the module docstring); a failure as
-    :class:`ConnectionError` with the passwords scrubbed, neither cause nor context (see **Secrets**)."""
+def _connect(dsn: str, what: str, timeouts: Timeouts, unreachable: Unreachable | None = None) -> Any:
+    """An autocommit connection with the keepalives and timeouts set (see the module docstring); a failure as the
+    owner's connection error (``unreachable``; a plain :class:`ConnectionError` without one) with the passwords
+    scrubbed, neither cause nor context (see **Secrets**)."""
     psycopg = import_psycopg(what)
     failure: str | None = None
     try:
@@ -397,7 +415,8 @@ def _connect(dsn: str, what: str, timeouts: Timeouts) -> Any:
     if failure is not None:
         # Raised here, outside the except blocks: psycopg's error — its failed connection lists every option, the
         # password too — is neither the cause nor the context of ours.
-        raise ConnectionError(failure) from None
+        error = ConnectionError(failure) if unreachable is None else unreachable(failure, dsn=safe_dsn(dsn))
+        raise error from None
     try:
         conn.answer_timeout = answer_bound(timeouts.statement)
         settings = {"statement_timeout": timeouts.statement, "lock_timeout": timeouts.lock}

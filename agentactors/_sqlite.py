@@ -13,13 +13,16 @@ a SQLite file that several processes may share, and both reach it the same way:
   no implicit transactions — each one is an explicit ``BEGIN IMMEDIATE`` (:class:`Transaction`: the write lock
   taken first, so two writers serialize instead of deadlocking on an upgrade).
 
-A path SQLite cannot open as a database — its directory missing, a directory, a file that is not a database — is a
-:class:`ConnectionError` naming the path and SQLite's reason (sqlite3's error its cause), as a PostgreSQL owner's
-server it cannot reach is.  Any other failure of the database (:func:`typed`) — locked past ``busy_timeout``, before
-the first use or mid-run, a full disk, a disk error, a read-only file, a damaged one — is its owner's typed error
-(:class:`~agentactors.sessions.sqlite.SqliteStoreError`, :class:`~agentactors.journal.sqlite.SqliteJournalError`),
-naming the path and SQLite's reason with what it means, ``sqlite_errorname`` kept and sqlite3's error its cause;
-it is also a ``sqlite3.OperationalError``, what it was before.  A transaction that failed was rolled back (SQLite
+A path SQLite cannot open as a database — its directory missing, a directory, a file that is not a database — is
+its owner's connection error (:class:`~agentactors.sessions.sqlite.SqliteStoreConnectionError`,
+:class:`~agentactors.journal.sqlite.SqliteJournalConnectionError`: its typed error below, and a
+:class:`ConnectionError`, what it was before) naming the path and SQLite's reason (sqlite3's error its cause), as a
+PostgreSQL owner's server it cannot reach is.  Any other failure of the database (:func:`typed`) — locked past
+``busy_timeout``, before the first use or mid-run, a full disk, a disk error, a read-only file, a damaged one — is
+its owner's typed error (:class:`~agentactors.sessions.sqlite.SqliteStoreError`,
+:class:`~agentactors.journal.sqlite.SqliteJournalError`), naming the path and SQLite's reason with what it means,
+``sqlite_errorname`` kept and sqlite3's error its cause; it is also a ``sqlite3.OperationalError``, what it was
+before.  A transaction that failed was rolled back (SQLite
 rolls back one whose ``COMMIT`` failed on a full disk or a disk error), so what was committed before is kept.
 
 The connection opens on first use (in the worker thread, where the owner's ``setup`` creates its tables) and
@@ -89,11 +92,16 @@ def _identity(path: str) -> tuple[int, int] | None:
 _LONGEST_WAIT_MS: Final = 2**31 - 1
 
 
-def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connection:
+def connect(
+    path: str, busy_timeout: float, synchronous: str, unopenable: TypedError | None = None
+) -> sqlite3.Connection:
     """Open ``path`` in WAL mode with the timeouts and ``synchronous`` set, autocommit (explicit transactions).
 
     ``busy_timeout`` is set before anything else (switching to WAL may wait for another connection's lock), and
     past what SQLite keeps it is the longest it keeps — not what SQLite reads a larger value as: 0, fail at once.
+
+    :param unopenable: the owner's error for a path SQLite cannot open as a database (a ``ConnectionError`` too:
+        :func:`_unopenable`); ``None``: a plain :class:`ConnectionError`.
     """
     wait_ms = int(min(busy_timeout * 1000, _LONGEST_WAIT_MS))  # (1e308 seconds is inf ms: no int)
     try:
@@ -101,7 +109,7 @@ def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connect
             path, timeout=wait_ms / 1000, isolation_level=None, check_same_thread=False, factory=_Connection
         )
     except sqlite3.Error as exc:
-        raise _unopenable(path, exc) from exc
+        raise _unopenable(path, exc, unopenable) from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
         conn.execute("PRAGMA journal_mode = WAL")  # a no-op answer ("memory") for ":memory:"
@@ -114,7 +122,7 @@ def connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connect
         conn.close()
         if getattr(exc, "sqlite_errorname", None) not in _UNOPENABLE:
             raise  # "database is locked" past busy_timeout, a full disk...: the owner's typed error (its worker's)
-        raise _unopenable(path, exc) from exc
+        raise _unopenable(path, exc, unopenable) from exc
     except BaseException:
         conn.close()
         raise
@@ -149,16 +157,22 @@ def shown_path(path: str) -> str:
     return f"{head}?{'&'.join(shown)}{hash_mark}{fragment}"
 
 
-def _unopenable(path: str, exc: sqlite3.Error) -> ConnectionError:
-    """A database that cannot be opened, as the PostgreSQL owners say it (a :class:`ConnectionError`) — naming
-    the path (:func:`shown_path`), which sqlite3's own error does not: with several stores in a process, which one
-    failed."""
-    return ConnectionError(f"could not open the SQLite database {shown_path(path)!r}: {exc}")
+def _unopenable(path: str, exc: sqlite3.Error, error: TypedError | None) -> Exception:
+    """A database that cannot be opened, as the PostgreSQL owners say it (``error``: the owner's connection error,
+    also a :class:`ConnectionError`; a plain one without it) — naming the path (:func:`shown_path`), which sqlite3's
+    own error does not: with several stores in a process, which one failed."""
+    shown = shown_path(path)
+    message = f"could not open the SQLite database {shown!r}: {exc}"
+    if error is None:
+        return ConnectionError(message)
+    name: str = getattr(exc, "sqlite_errorname", "")
+    code: int = getattr(exc, "sqlite_errorcode", -1)
+    return error(message, path=shown, errorname=name, errorcode=code)
 
 
 class TypedError(Protocol):
-    """How an owner's typed error is made (:func:`typed`): its message, the path, SQLite's name and number for the
-    failure (``sqlite_errorname``, ``sqlite_errorcode``)."""
+    """How an owner's typed error is made (:func:`typed`), and its connection error (:func:`connect`): its message,
+    the path, SQLite's name and number for the failure (``sqlite_errorname``, ``sqlite_errorcode``)."""
 
     def __call__(self, message: str, *, path: str, errorname: str, errorcode: int) -> Exception: ...
 
@@ -264,6 +278,8 @@ class Worker(DbWorker[sqlite3.Connection]):
     :param setup: run in the worker thread on each new connection (its tables); raising closes it.
     :param name: names the per-loop limiter (one per owner object).
     :param typed: what sqlite3's errors become when they leave a call (:func:`typed`); ``None``: as they are.
+    :param unopenable: the owner's error for a path SQLite cannot open (:func:`connect`), a ``ConnectionError``
+        too; ``None``: a plain :class:`ConnectionError`.
     """
 
     __slots__ = ("busy_timeout", "path", "synchronous")
@@ -276,8 +292,9 @@ class Worker(DbWorker[sqlite3.Connection]):
         setup: Callable[[sqlite3.Connection], None],
         name: str,
         typed: Callable[[Exception], Exception | None] | None = None,
+        unopenable: TypedError | None = None,
     ) -> None:
-        super().__init__(partial(connect, path, busy_timeout, synchronous), setup, name, typed=typed)
+        super().__init__(partial(connect, path, busy_timeout, synchronous, unopenable), setup, name, typed=typed)
         self.path = path
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous

@@ -46,7 +46,9 @@ bases and, when it is not defined here, where it lives::
     │   ├── SessionPausedError              a turn was sent while the session awaits decisions
     │   ├── SessionFormatError              also a ValueError; a stored session this version cannot read
     │   ├── SqliteStoreError                also an OperationalError (sqlite3); (sessions.sqlite) the database failed
+    │   │   └── SqliteStoreConnectionError      also a ConnectionError; a path SQLite cannot open as a database
     │   └── PostgresStoreError              (sessions.postgres) the database failed, raised also as psycopg's error
+    │       └── PostgresStoreConnectionError    also a ConnectionError; a connection that could not be opened
     ├── JournalError                    agentactors.journal (defined in journal.records): durable runs, replay, fork
     │   ├── RunNotRecordedError             also a LookupError; the source holds no such run
     │   ├── StepOutOfRangeError             also a ValueError; fork(..., at_step) past the recorded steps
@@ -56,7 +58,9 @@ bases and, when it is not defined here, where it lives::
     │   ├── RecoveryError                   rt.recover(): runs it could not finish, raised after it finished the rest
     │   ├── LeaseLostError                  (journal.store) another recoverer took the run over: commit refused
     │   ├── SqliteJournalError              also an OperationalError (sqlite3); (journal.sqlite) the database failed
+    │   │   └── SqliteJournalConnectionError    also a ConnectionError; a path SQLite cannot open as a database
     │   └── PostgresJournalError            (journal.postgres) the database failed, raised also as psycopg's error
+    │       └── PostgresJournalConnectionError  also a ConnectionError; a connection that could not be opened
     ├── ConversionError                 also a ValueError; agentactors.tools.schema
     ├── EventRecordError                also a ValueError; agentactors.explain: a JSONL record line that is not an event
     ├── ToolsetError                    agentactors.tools (defined in tools.toolset)

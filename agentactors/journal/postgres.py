@@ -24,7 +24,10 @@ keeps its PostgreSQL: the tables, and a commit as one statement.
 **Failures**: a call the database fails — a row held locked past ``lock_timeout``, a statement past
 ``statement_timeout``, a server that stopped answering or went away mid-call — raises
 :class:`PostgresJournalError` (a ``JournalError``, and still the psycopg error it replaces); a batch's commit gets
-its own.  The journal goes on: its next call opens a new connection if the old one is gone.
+its own.  The journal goes on: its next call opens a new connection if the old one is gone.  A connection it
+cannot open — the server stopped or restarting, a port nothing listens on, a password refused — raises
+:class:`PostgresJournalConnectionError` (a ``PostgresJournalError``, and a ``ConnectionError``: what it raised
+before), its text scrubbed of the passwords, with neither cause nor context.
 
 **Layout.**  The SQLite journal's tables (``agentactors_runs``, ``agentactors_steps``) plus ``owner`` and
 ``lease_until`` on runs, and ``agentactors_parked(key, value, updated)`` for :meth:`PostgresJournal.park`.
@@ -45,7 +48,7 @@ from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
 from .records import JournalError
 
-__all__ = ["PostgresJournal", "PostgresJournalError"]
+__all__ = ["PostgresJournal", "PostgresJournalConnectionError", "PostgresJournalError"]
 
 
 class PostgresJournalError(JournalError):
@@ -73,6 +76,22 @@ class PostgresJournalError(JournalError):
 
     def __reduce__(self) -> str | tuple[Any, ...]:
         return reduce_typed(self) or super().__reduce__()
+
+
+class PostgresJournalConnectionError(PostgresJournalError, ConnectionError):
+    """A :class:`PostgresJournal` could not open a connection to its database: the server refused it (stopped,
+    restarting, a port nothing listens on), did not accept it within ``connect_timeout``, refused the role or its
+    password, or the DSN cannot be parsed.
+
+    A :class:`PostgresJournalError` — so ``except JournalError`` around a journaled run catches the most common
+    outage, a server restarting — and a :class:`ConnectionError`, what the journal raised before, so ``except
+    ConnectionError`` catches it still.  Not a psycopg error (it never was).  Its text is ``PostgresJournal could
+    not connect to <the DSN, its passwords masked>: <libpq's reason, the passwords scrubbed>``; ``dsn`` is that
+    DSN, ``sqlstate`` ``None``.  It has neither cause nor context: psycopg's error holds the failed connection,
+    whose ``repr`` lists every option, the password included.  Nothing was written; the journal's next call tries
+    to connect again.
+    """
+
 
 _LOCK: Final = 0x61676A6F75726E  # the advisory lock that serializes creating the tables
 _SCHEMA: Final = (
@@ -135,6 +154,7 @@ class PostgresJournal(SqlJournal):
         worker = partial(
             Worker, dsn, _setup, what="PostgresJournal", connect_timeout=connect_timeout,
             statement_timeout=statement_timeout, lock_timeout=lock_timeout, typed=errors,
+            unreachable=PostgresJournalConnectionError,
         )
         super().__init__(lease, DIALECT, partial(_apply_many, errors), worker, "pg")
 

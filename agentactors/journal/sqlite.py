@@ -26,7 +26,9 @@ would leave nothing to recover.  Only the answer rides with the end.
 **Failures**: a call the database fails — locked by another process past ``busy_timeout`` (before the first use
 or mid-run), a full disk, a disk error, a read-only or damaged file — raises :class:`SqliteJournalError` naming the
 path (:mod:`agentactors._sqlite`), nothing of it written, what was committed before kept; a batch's commit gets
-its own.
+its own.  A path SQLite cannot open as a database at all — its directory missing, a directory, a file that is not a
+database — raises :class:`SqliteJournalConnectionError` (a ``SqliteJournalError``, and a ``ConnectionError``: what
+it raised before).
 
 **Leases** (:mod:`agentactors.journal._lease`): each run is leased to the journal object running it, renewed by
 a thread; :meth:`SqliteJournal.claim` takes a free one in one transaction, so several processes recovering one
@@ -55,7 +57,7 @@ from ._rows import Encoded
 from ._sql import PARKED, RUNS, STEPS, Item, SqlJournal, lost
 from .records import JournalError
 
-__all__ = ["SqliteJournal", "SqliteJournalError"]
+__all__ = ["SqliteJournal", "SqliteJournalConnectionError", "SqliteJournalError"]
 
 
 class SqliteJournalError(JournalError, sqlite3.OperationalError):
@@ -77,6 +79,20 @@ class SqliteJournalError(JournalError, sqlite3.OperationalError):
         self.path = path
         self.sqlite_errorname = errorname
         self.sqlite_errorcode = errorcode
+
+
+class SqliteJournalConnectionError(SqliteJournalError, ConnectionError):
+    """A :class:`SqliteJournal`'s path cannot be opened as a database at all: its directory is missing, it is a
+    directory, or the file there is not a database (``sqlite_errorname`` ``"SQLITE_CANTOPEN"``,
+    ``"SQLITE_NOTADB"``).
+
+    A :class:`SqliteJournalError` — so ``except JournalError`` around a journaled run catches it — and a
+    :class:`ConnectionError`, what the journal raised before (as a PostgreSQL journal's server it cannot reach
+    is), so ``except ConnectionError`` catches it still; like every ``SqliteJournalError``, a
+    ``sqlite3.OperationalError`` too.  Its text is ``could not open the SQLite database <path>: <SQLite's reason>``;
+    ``path`` is that path, ``sqlite_errorname`` SQLite's name for it, sqlite3's own error its ``__cause__``.
+    Nothing was written; the journal's next call tries to open the path again.
+    """
 
 
 _SCHEMA: Final = (
@@ -127,7 +143,10 @@ class SqliteJournal(SqlJournal):
         # Its connections, their thread and one-token limiter: agentactors._sqlite (shared with SqliteStore); what
         # sqlite3's errors become — raised, or a batch's commit's own — SqliteJournalError, naming the file.
         errors = typed(SqliteJournalError, "journal", where, self.busy_timeout)
-        worker = partial(Worker, where, self.busy_timeout, self.synchronous, _setup, typed=errors)
+        worker = partial(
+            Worker, where, self.busy_timeout, self.synchronous, _setup, typed=errors,
+            unopenable=SqliteJournalConnectionError,
+        )
         super().__init__(lease, DIALECT, partial(_apply_many, errors), worker, "sqlite")
 
     def __repr__(self) -> str:

@@ -27,7 +27,10 @@ module keeps its PostgreSQL tables.
 
 A call the database fails — a row held locked past ``lock_timeout``, a statement past ``statement_timeout``, a
 server that stopped answering or went away mid-call — raises :class:`PostgresStoreError` (a ``SessionError``, and
-still the psycopg error it replaces); the store goes on.
+still the psycopg error it replaces); the store goes on.  A connection it cannot open — the server stopped or
+restarting, a port nothing listens on, a password refused — raises :class:`PostgresStoreConnectionError` (a
+``PostgresStoreError``, and a ``ConnectionError``: what it raised before), its text scrubbed of the passwords, with
+neither cause nor context.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from .._postgres import DIALECT, Timeouts, Worker, reduce_typed, safe_dsn, typed
 from ..errors import SessionError
 from ._sql import META, PIECES, TABLE, SqlStore, check_layout
 
-__all__ = ["PostgresStore", "PostgresStoreError"]
+__all__ = ["PostgresStore", "PostgresStoreConnectionError", "PostgresStoreError"]
 
 
 class PostgresStoreError(SessionError):
@@ -66,6 +69,21 @@ class PostgresStoreError(SessionError):
 
     def __reduce__(self) -> str | tuple[Any, ...]:
         return reduce_typed(self) or super().__reduce__()
+
+
+class PostgresStoreConnectionError(PostgresStoreError, ConnectionError):
+    """A :class:`PostgresStore` could not open a connection to its database: the server refused it (stopped,
+    restarting, a port nothing listens on), did not accept it within ``connect_timeout``, refused the role or its
+    password, or the DSN cannot be parsed.
+
+    A :class:`PostgresStoreError` — so ``except SessionError`` around a turn catches the most common outage, a server
+    restarting — and a :class:`ConnectionError`, what the store raised before, so ``except ConnectionError``
+    catches it still.  Not a psycopg error (it never was).  Its text is ``PostgresStore could not connect to <the
+    DSN, its passwords masked>: <libpq's reason, the passwords scrubbed>``; ``dsn`` is that DSN, ``sqlstate``
+    ``None``.  It has neither cause nor context: psycopg's error holds the failed connection, whose ``repr`` lists
+    every option, the password included.  Nothing was written; the store's next call tries to connect again.
+    """
+
 
 #: The DSN's options that hold a secret, left out of a store's address.
 _SECRETS: Final = frozenset({"password", "sslpassword"})
@@ -126,7 +144,7 @@ class PostgresStore(SqlStore):
         worker = Worker(
             dsn, _setup, what="PostgresStore", name=name, connect_timeout=connect_timeout,
             statement_timeout=statement_timeout, lock_timeout=lock_timeout,
-            typed=typed(PostgresStoreError, "session store", dsn, timeouts),
+            typed=typed(PostgresStoreError, "session store", dsn, timeouts), unreachable=PostgresStoreConnectionError,
         )
         super().__init__(worker, DIALECT)
 

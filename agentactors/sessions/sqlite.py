@@ -56,8 +56,11 @@ store used again after that opens a new one.  A file deleted or replaced while t
 refuses every commit and delete (:class:`~agentactors.errors.SessionError` naming the path): the connection
 would go on writing into the unlinked file, each commit acknowledged and lost.  A call the database fails —
 locked past ``busy_timeout``, a full disk, a read-only or damaged file — raises :class:`SqliteStoreError` naming
-the path (:mod:`agentactors._sqlite`), nothing of it written; the store goes on.  A store object serves one event
-loop at a time; several stores (in several processes or threads) may share one file.
+the path (:mod:`agentactors._sqlite`), nothing of it written; the store goes on.  A path SQLite cannot open as a
+database at all — its directory missing, a directory, a file that is not a database — raises
+:class:`SqliteStoreConnectionError` (a ``SqliteStoreError``, and a ``ConnectionError``: what it raised before).
+A store object serves one event loop at a time; several stores (in several processes or threads) may share one
+file.
 
 Load, commit and delete are the PostgreSQL store's too (:mod:`agentactors.sessions._sql`, in the SQL of
 :data:`agentactors._sqlite.DIALECT`); this module keeps its SQLite tables.
@@ -75,7 +78,7 @@ from .._sqlite import DIALECT, Transaction, Worker, check_options, database_path
 from ..errors import SessionError
 from ._sql import LAYOUT, META, PIECES, TABLE, SqlStore, check_layout
 
-__all__ = ["LAYOUT", "SqliteStore", "SqliteStoreError"]
+__all__ = ["LAYOUT", "SqliteStore", "SqliteStoreConnectionError", "SqliteStoreError"]
 
 
 class SqliteStoreError(SessionError, sqlite3.OperationalError):
@@ -96,6 +99,20 @@ class SqliteStoreError(SessionError, sqlite3.OperationalError):
         self.path = path
         self.sqlite_errorname = errorname
         self.sqlite_errorcode = errorcode
+
+
+class SqliteStoreConnectionError(SqliteStoreError, ConnectionError):
+    """A :class:`SqliteStore`'s path cannot be opened as a database at all: its directory is missing, it is a
+    directory, or the file there is not a database (``sqlite_errorname`` ``"SQLITE_CANTOPEN"``,
+    ``"SQLITE_NOTADB"``).
+
+    A :class:`SqliteStoreError` — so ``except SessionError`` around a turn catches it — and a
+    :class:`ConnectionError`, what the store raised before (as a PostgreSQL store's server it cannot reach is), so
+    ``except ConnectionError`` catches it still; like every ``SqliteStoreError``, a ``sqlite3.OperationalError``
+    too.  Its text is ``could not open the SQLite database <path>: <SQLite's reason>``; ``path`` is that path,
+    ``sqlite_errorname`` SQLite's name for it, sqlite3's own error its ``__cause__``.  Nothing was written; the
+    store's next call tries to open the path again.
+    """
 
 
 _SCHEMA: Final = (
@@ -157,7 +174,9 @@ class SqliteStore(SqlStore):
         # load, commit and delete: agentactors.sessions._sql (shared with PostgresStore).
         setup, name = partial(_setup, self.path), f"agentactors-sqlite-store-{id(self)}"
         errors = typed(SqliteStoreError, "session database", self._where, self.busy_timeout)
-        worker = Worker(self._where, self.busy_timeout, self.synchronous, setup, name, errors)
+        worker = Worker(
+            self._where, self.busy_timeout, self.synchronous, setup, name, errors, unopenable=SqliteStoreConnectionError
+        )
         super().__init__(worker, DIALECT, _check_file)
 
     @property
