@@ -41,7 +41,6 @@ from ..port import resolve_model
 from ..vertex import (
     PROJECT_ENV,
     check_vertex_location,
-    check_vertex_project,
     one_place,
     vertex_base_url,
     vertex_location,
@@ -240,9 +239,11 @@ class AnthropicProvider(HTTPProvider):
         """The same Messages wire for Claude on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{region}/
         publishers/anthropic/models/{model}:rawPredict`` (``:streamRawPredict``), with ``anthropic_version:
         "vertex-2023-10-16"`` in the body and no ``model`` field; ``region="global"`` at ``aiplatform.googleapis.com``.
-        ``project`` not given is ``ANTHROPIC_VERTEX_PROJECT_ID``'s, else ``GOOGLE_CLOUD_PROJECT``'s (none: a
-        ``ValueError`` naming the argument and both); ``region`` not given ``CLOUD_ML_REGION``'s, else
-        ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-east5"``.  So an argument given wins over the environment, and the
+        ``project`` not given is ``ANTHROPIC_VERTEX_PROJECT_ID``'s, else ``GOOGLE_CLOUD_PROJECT``'s, else — on google's
+        default credentials (no ``token_provider``) — the ``project_id`` of the service-account key file
+        ``GOOGLE_APPLICATION_CREDENTIALS`` names, read here, as google-auth's ``default()`` finds it (none: a
+        ``ValueError`` naming the argument, both variables and the file); ``region`` not given ``CLOUD_ML_REGION``'s,
+        else ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-east5"``.  So an argument given wins over the environment, and the
         Anthropic SDK's names (what ``anthropic.AnthropicVertex`` and Claude Code read) over Google's; a blank
         variable is unset, and one that cannot be a project or region is a ``ValueError`` naming it.  ``location``
         is the same as ``region`` (Google's word, :meth:`GeminiProvider.vertex
@@ -353,16 +354,11 @@ _SDK_PROJECT_ENV = "ANTHROPIC_VERTEX_PROJECT_ID"
 _SDK_REGION_ENV = "CLOUD_ML_REGION"
 
 
-def _vertex_project(project: object) -> str:
-    """``project``, else ``ANTHROPIC_VERTEX_PROJECT_ID``'s, else ``GOOGLE_CLOUD_PROJECT``'s (blank is unset)."""
-    if project is None:
-        found = os.environ.get(_SDK_PROJECT_ENV, "")
-        if found.strip():
-            return check_vertex_project(found, source=_SDK_PROJECT_ENV)
-        if not os.environ.get(PROJECT_ENV, "").strip():
-            raise ValueError("AnthropicProvider.vertex needs a Google Cloud project: pass project='my-proj-123', or "
-                             f"set {_SDK_PROJECT_ENV} or {PROJECT_ENV}")
-    return vertex_project(project, constructor="AnthropicProvider.vertex")
+def _vertex_project(project: object, *, from_credentials: bool) -> str:
+    """``project``, else ``ANTHROPIC_VERTEX_PROJECT_ID``'s, else ``GOOGLE_CLOUD_PROJECT``'s (blank is unset), else
+    (``from_credentials``: google's default credentials) the service-account key file's ``project_id``."""
+    return vertex_project(project, constructor="AnthropicProvider.vertex", variables=(_SDK_PROJECT_ENV, PROJECT_ENV),
+                          from_credentials=from_credentials)
 
 
 def _vertex_region(region: object) -> str:
@@ -391,7 +387,8 @@ class _AnthropicOnVertex(AnthropicProvider):
         base_url: str | None,
         **options: Any,
     ) -> None:
-        project = _vertex_project(project)
+        # Without a token_provider the credentials are google's default ones: a project named nowhere else is theirs.
+        project = _vertex_project(project, from_credentials=token_provider is None)
         region = _vertex_region(region)
         if options.get("api_key") is not None:
             # Vertex authorises with the bearer token; a key given here would be silently unused.

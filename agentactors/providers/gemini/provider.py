@@ -224,11 +224,14 @@ class GeminiProvider(HTTPProvider):
     ) -> GeminiProvider:
         """The same Gemini wire on Vertex AI: ``POST {host}/v1/projects/{project}/locations/{location}/publishers/
         google/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``), ``location="global"`` at
-        ``aiplatform.googleapis.com``.  ``project`` not given is ``GOOGLE_CLOUD_PROJECT``'s (neither: a ``ValueError``
-        naming both), ``location`` not given ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-central1"``: an argument given
-        wins over the environment.  ``region`` is the same as ``location`` (the Anthropic SDK's word,
-        :meth:`AnthropicProvider.vertex <agentactors.providers.anthropic.provider.AnthropicProvider.vertex>`'s); both
-        naming two places is a ``ValueError``.
+        ``aiplatform.googleapis.com``.  ``project`` not given is ``GOOGLE_CLOUD_PROJECT``'s, else — on google's default
+        credentials (no ``token_provider``) — the ``project_id`` of the service-account key file
+        ``GOOGLE_APPLICATION_CREDENTIALS`` names, read here, as google-auth's ``default()`` finds it (none: a
+        ``ValueError`` naming the argument, the variable and the file); ``location`` not given
+        ``GOOGLE_CLOUD_LOCATION``'s, else ``"us-central1"``: an argument given wins over the environment.
+        ``region`` is the same as ``location`` (the Anthropic SDK's word, :meth:`AnthropicProvider.vertex
+        <agentactors.providers.anthropic.provider.AnthropicProvider.vertex>`'s); both naming two places is a
+        ``ValueError``.
 
         Authorised by ``Authorization: Bearer`` from ``token_provider`` (sync or async, asked on every request),
         or from google-auth's default credentials (the ``[vertex]`` extra), refreshed before they expire.
@@ -343,7 +346,8 @@ class _GeminiOnVertex(GeminiProvider):
         base_url: str | None,
         **options: Any,
     ) -> None:
-        project = vertex_project(project, constructor="GeminiProvider.vertex")
+        # Without a token_provider the credentials are google's default ones: a project named nowhere else is theirs.
+        project = vertex_project(project, constructor="GeminiProvider.vertex", from_credentials=token_provider is None)
         location = vertex_location(location, default=_VERTEX_LOCATION)
         if options.get("api_key") is not None:
             # Vertex authorises with the bearer token; a key given here would be silently unused.
