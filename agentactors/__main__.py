@@ -7,9 +7,13 @@ events they recorded.  ``fakevendor`` serves the vendor wires on loopback: OpenA
 OpenAI Responses, Anthropic Messages, Gemini, Bedrock Converse, and the Azure OpenAI and Vertex AI routes.
 ``explain FILE RUN_ID`` prints the explanation of one run of a JSONL event record
 (:meth:`agentactors.explain.Explanation.from_jsonl`).  ``replay FILE RUN_ID`` runs a recorded run again
-from a JSONL record or a SQLite journal with no vendor and no tool call; ``fork FILE RUN_ID --at STEP
---agent module:attr`` reuses its steps before STEP and runs the rest live with that agent, then shows the
-fork beside its original (:mod:`agentactors.journal`, :mod:`agentactors.journal.compare`).
+from a JSONL record, a SQLite journal or a PostgreSQL journal (FILE a ``postgresql://`` URL) with no vendor and
+no tool call; ``fork FILE RUN_ID --at STEP --agent module:attr`` reuses its steps before STEP and runs the rest
+live with that agent, then shows the fork beside its original (:mod:`agentactors.journal`,
+:mod:`agentactors.journal.compare`).
+
+What a command says on stderr passes through :func:`~agentactors.redaction.redact`, and a DSN's passwords are
+masked wherever it is shown (:func:`agentactors._postgres.safe_dsn`) or quoted (:func:`agentactors._postgres.scrub`).
 """
 
 from __future__ import annotations
@@ -85,8 +89,52 @@ _DESCRIPTION = (
     "explain FILE RUN_ID: explain one run of a JSONL event record. "
     "replay FILE RUN_ID: run a recorded run again, with no vendor and no tool call. "
     "fork FILE RUN_ID --at STEP --agent module:attr: reuse a recorded run's steps before STEP, run the rest "
-    "live with that agent, and show the fork beside its original."
+    "live with that agent, and show the fork beside its original. "
+    "For replay and fork, FILE is a JSONL record, a SQLite journal, or a PostgreSQL journal's URL "
+    "(postgresql://user:password@host/db or postgres://...; needs the [postgres] extra; its password is never shown)."
 )
+
+#: What FILE may be besides a path: a PostgreSQL journal's URL.  Only the URL forms: a libpq ``key=value`` string
+#: cannot be told from a file's name (``host=db`` is one), so it is read as a path (write it as a URL).
+_DSN_SCHEMES = ("postgresql://", "postgres://")
+
+#: FILE's help, for replay and fork.
+_FILE_HELP = (
+    "a JsonlRecorder's file, a SqliteJournal's database, or a PostgresJournal's URL "
+    "(postgresql://user:password@host:5432/db; the [postgres] extra)"
+)
+
+
+def _is_dsn(file: str) -> bool:
+    """Whether FILE names a PostgreSQL journal (:data:`_DSN_SCHEMES`) rather than a file."""
+    return file.startswith(_DSN_SCHEMES)
+
+
+def _shown(file: str) -> str:
+    """FILE as a line may show it: a DSN with its passwords masked (``password=***``; ``<dsn>`` when psycopg is not
+    there to parse it), a path as it is (redacted with the rest of the line)."""
+    if not _is_dsn(file):
+        return file
+    from ._postgres import safe_dsn
+
+    return safe_dsn(file)
+
+
+def _say(text: str, file: str) -> None:
+    """One line on stderr, ``text`` redacted: credential shapes (a URL's ``user:password@``), registered secrets, and
+    FILE's own passwords when it is a DSN (what a driver's or the OS's message may quote, however short).  A message
+    of several lines (libpq's: ``Connection refused``, then ``Is the server running...`` on a line of its own)
+    is joined into one."""
+    import re
+
+    from .redaction import redact
+
+    if _is_dsn(file):
+        from ._postgres import scrub
+
+        text = scrub(text, file)
+    print(re.sub(r"\s*\n\s*", " ", redact(text).strip()), file=sys.stderr)
+
 
 
 def _agents(text: str) -> int:
@@ -159,13 +207,13 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     else:
         add_arguments(fv)
     ex = sub.add_parser("explain", help="explain one run of a JSONL event record (e.g. demo-events.jsonl)")
-    ex.add_argument("file", help="a JsonlRecorder's file")
+    ex.add_argument("file", help="a JsonlRecorder's file (a journal holds no events)")
     ex.add_argument("run_id", help="the run to explain (RunResult.run_id; every event carries it)")
     rp = sub.add_parser("replay", help="run a recorded run again: no vendor call, no tool call")
-    rp.add_argument("file", help="a JsonlRecorder's file or a SqliteJournal's database")
+    rp.add_argument("file", help=_FILE_HELP)
     rp.add_argument("run_id", help="the recorded run")
     fk = sub.add_parser("fork", help="run a recorded run again up to a step, then live with an agent")
-    fk.add_argument("file", help="a JsonlRecorder's file or a SqliteJournal's database")
+    fk.add_argument("file", help=_FILE_HELP)
     fk.add_argument("run_id", help="the recorded run")
     fk.add_argument("--at", type=int, required=True, dest="at_step", help="the first step run live (from 1)")
     fk.add_argument("--agent", required=True, help="the live agent, as module:attribute (an Agent)")
@@ -174,11 +222,20 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 
 
 def _source(path: str) -> object:
-    """A SQLite journal when ``path`` is a SQLite database, else the path itself (a JSONL record).
+    """A PostgreSQL journal when ``path`` is a ``postgresql://`` URL, a SQLite journal when it is a SQLite database,
+    else the path itself (a JSONL record).
 
     :raises ValueError: ``path`` is a SQLite database without the journal's runs table (another program's).
         Opened as a journal, it would get the journal's tables written into it by a command that only reads.
+    :raises ImportError: a DSN, and psycopg is not installed (naming the ``[postgres]`` extra).
     """
+    if _is_dsn(path):
+        from ._postgres import import_psycopg
+        from .journal.postgres import PostgresJournal
+
+        # Now, not at the first query: without the extra, one line naming it, before anything else is done.
+        import_psycopg("python -m agentactors replay/fork with a postgresql:// URL")
+        return PostgresJournal(path)
     from .journal import SqliteJournal
 
     try:
@@ -266,6 +323,7 @@ def _rerun(args: argparse.Namespace, usage: argparse.ArgumentParser) -> int:
 
     agent: object = None
     settings: ModelSettings | None = None
+    where = _shown(args.file)
     if args.command == "fork":
         # Before the source is opened: a mistyped --agent or --temperature is said at once, whatever FILE holds.
         try:
@@ -277,12 +335,12 @@ def _rerun(args: argparse.Namespace, usage: argparse.ArgumentParser) -> int:
         except ValueError as exc:
             usage.error(str(exc))
         except ImportError as exc:  # the named module's own import failed
-            print(f"cannot fork run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
+            _say(f"cannot fork run {args.run_id!r} from {where}: {exc}", args.file)
             return 1
     try:
         source: object = _source(args.file)
-    except ValueError as exc:
-        print(f"cannot {args.command} run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
+    except (ValueError, ImportError) as exc:
+        _say(f"cannot {args.command} run {args.run_id!r} from {where}: {exc}", args.file)
         return 1
     compared: list[object] = []
 
@@ -306,7 +364,7 @@ def _rerun(args: argparse.Namespace, usage: argparse.ArgumentParser) -> int:
     except StepOutOfRangeError as exc:
         usage.error(f"argument --at: {exc}")
     except (OSError, ValueError, LookupError, ImportError, AttributeError, AgentActorsError) as exc:
-        print(f"cannot {args.command} run {args.run_id!r} from {args.file}: {exc}", file=sys.stderr)
+        _say(f"cannot {args.command} run {args.run_id!r} from {where}: {exc}", args.file)
         return 1
     done = "replayed" if args.command == "replay" else f"forked at step {args.at_step}"
     steps = getattr(result, "steps", 0)
@@ -344,10 +402,14 @@ def _ended(command: str, result: object) -> int:
 def _explain(path: str, run_id: str) -> int:
     from .explain import Explanation
 
+    if _is_dsn(path):  # (a SQLite journal is told by Explanation.from_jsonl, which reads its header)
+        _say(f"cannot explain run {run_id!r} from {_shown(path)}: a PostgreSQL journal holds no events; explain "
+             "reads a JSONL record (JsonlRecorder's file) — replay reads a journal", path)
+        return 1
     try:
         explanation = Explanation.from_jsonl(path, run_id)
     except (OSError, LookupError, ValueError) as exc:
-        print(f"cannot explain run {run_id!r} from {path}: {exc}", file=sys.stderr)
+        _say(f"cannot explain run {run_id!r} from {path}: {exc}", path)
         return 1
     print(explanation)
     return 0

@@ -160,8 +160,8 @@ def _step_json(doc: Any) -> tuple[Any, tuple[Message, ...], Ending | None, tuple
     steers = doc.get("steers") if isinstance(doc, dict) else None
     ended = _ending_from_json(doc.get("ended")) if isinstance(doc, dict) and "ended" in doc else None
     after = doc.get("steers_after") if isinstance(doc, dict) else None
-    return response_from_json(doc), messages_from_json(steers) if steers else (), ended, (
-        messages_from_json(after) if after else ()
+    return response_from_json(doc), messages_from_json(steers) if steers is not None else (), ended, (
+        messages_from_json(after) if after is not None else ()  # (a list: a {} is refused, not read as none)
     )
 
 

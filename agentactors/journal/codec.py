@@ -6,6 +6,14 @@ encoded here the same way.  A JSONL record (:class:`~agentactors.events.JsonlRec
 objects in their event form (:func:`~agentactors.events.to_jsonable`), which is not lossless: a media
 part's bytes are recorded as their size only, tuples become lists.  The ``*_from_event`` readers rebuild
 what that form holds — the text, the calls — and leave out what it lost (media parts).
+
+Both read what was written as it was written, the sessions' codec's rule: a field that every version wrote is
+required, each field must be of the type written (never coerced: a ``{}`` is not an empty list of calls, ``"false"``
+not a flag), and a key this version does not know is left alone.  A document of another shape (``{"role": "user"}``
+where a response belongs) raised nothing and loaded as an empty answer, which a replay then served; now it is a
+``TypeError`` / ``ValueError`` that the readers (:mod:`agentactors.journal._rows`, :mod:`agentactors.journal.jsonl`)
+make the run's :class:`~agentactors.journal.JournalFormatError`.  What an older version wrote and this one must go
+on reading is said where it is read (a ``null`` content, usage counts written as strings).
 """
 
 from __future__ import annotations
@@ -72,20 +80,76 @@ def response_to_json(response: LLMResponse) -> dict[str, Any]:
 
 
 def response_from_json(doc: Mapping[str, Any]) -> LLMResponse:
-    """The response :func:`response_to_json` encoded."""
+    """The response :func:`response_to_json` encoded, every field of the type it wrote.
+
+    ``content`` and ``stop_reason`` are required: every version wrote both, so a document without them (``{"role":
+    "user"}``, a message where a response belongs) is not a response — filled with defaults it loaded as an empty
+    answer and replayed to one.  The rest is absent when at its default, as written.  Keys this version does not
+    know are left alone (a later version's, and the step's own ``steers`` / ``ended`` / ``steers_after``).
+
+    :raises TypeError, ValueError: a field missing or of the wrong kind — never coerced (the journal's readers
+        make it the run's :class:`~agentactors.journal.JournalFormatError`).
+    """
+    _required_keys(_checked(dict, "a stored response", doc), "a stored response", ("content", "stop_reason"))
     data = doc.get("provider_data")
     return LLMResponse(
-        doc.get("content", ""),
-        tuple(call_from_json(c) for c in doc.get("tool_calls", ())),
-        StopReason(doc.get("stop_reason", StopReason.end_turn.value)),
+        _content(doc, "a stored response"),
+        tuple(call_from_json(c) for c in _list(doc, "tool_calls", "a stored response")),
+        _stop(doc["stop_reason"], "a stored response"),
         usage_from_json(doc.get("usage", {})),
-        doc.get("model"),
-        doc.get("provider"),
-        doc.get("raw_stop_reason"),
-        doc.get("reasoning", ""),
+        _optional_text(doc, "model", "a stored response"),
+        _optional_text(doc, "provider", "a stored response"),
+        _optional_text(doc, "raw_stop_reason", "a stored response"),
+        _checked(str, "a stored response's 'reasoning'", doc.get("reasoning", "")),
         None if data is None else _provider_data(value_from_json(data)),
-        doc.get("response_id"),
+        _optional_text(doc, "response_id", "a stored response"),
     )
+
+
+# --- what a stored document must hold: the types the encoders write, never coerced --------------------
+
+
+def _checked(kind: type, what: str, value: Any) -> Any:
+    """``value`` if it is a ``kind`` (never a bool for an int).  :raises TypeError: it is not."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise TypeError(f"{what} is a {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def _required_keys(doc: Mapping[str, Any], what: str, names: tuple[str, ...]) -> None:
+    """:raises ValueError: ``doc`` lacks one of ``names`` (it is something else than ``what``)."""
+    missing = [name for name in names if name not in doc]
+    if missing:
+        held = ", ".join(repr(str(k)[:40]) for k in list(doc)[:6]) or "nothing"
+        raise ValueError(f"{what} has no {' nor '.join(repr(n) for n in missing)} (it holds {held})")
+
+
+def _list(doc: Mapping[str, Any], name: str, what: str) -> list[Any]:
+    """The list under ``name`` (absent or, in an event record, ``null``: empty) — a ``{}`` is not an empty one."""
+    value = doc.get(name)
+    return [] if value is None else _checked(list, f"{what}'s {name!r}", value)
+
+
+def _optional_text(doc: Mapping[str, Any], name: str, what: str) -> str | None:
+    value = doc.get(name)
+    return None if value is None else _checked(str, f"{what}'s {name!r}", value)
+
+
+def _content(doc: Mapping[str, Any], what: str) -> str:
+    """A response's or message's text: a str — or ``null``, which a version before the value types were checked
+    recorded for a custom provider's ``content=None`` (no text: read as ``""``, as it meant)."""
+    value = doc.get("content")
+    return "" if value is None else _checked(str, f"{what}'s 'content'", value)
+
+
+def _stop(value: Any, what: str) -> StopReason:
+    """A stored stop reason: one of :class:`StopReason`'s values."""
+    _checked(str, f"{what}'s 'stop_reason'", value)
+    try:
+        return StopReason(value)
+    except ValueError:
+        known = ", ".join(r.value for r in StopReason)
+        raise ValueError(f"{what}'s 'stop_reason' is one of {known}, not {value[:40]!r}") from None
 
 
 def _provider_data(value: Any) -> dict[str, Any]:
@@ -129,14 +193,23 @@ def origin_now(parent_run_id: str | None) -> dict[str, Any] | None:
 
 
 def origin_from_json(doc: Mapping[str, Any] | None) -> RunOrigin:
-    """The ``(parent_run_id, parent_call_id, resume)`` :func:`origin_now` encoded."""
-    if not doc:
+    """The ``(parent_run_id, parent_call_id, resume)`` :func:`origin_now` encoded.
+
+    :raises TypeError, ValueError: not what it wrote (an object of run ids, a pause and its decisions: a bool, or a
+        denial's text, by call id) — never coerced.
+    """
+    if doc is None:
         return None, None, None
+    _checked(dict, "a stored origin", doc)
     resume = None
     if doc.get("resume") is not None:
-        decisions = {str(k): v if isinstance(v, bool) else str(v) for k, v in (doc.get("decisions") or {}).items()}
-        resume = (paused_from_json(doc["resume"]), decisions)
-    return doc.get("parent_run_id"), doc.get("parent_call_id"), resume
+        decisions = _checked(dict, "a stored origin's 'decisions'", doc.get("decisions", {}))
+        for value in decisions.values():
+            if not isinstance(value, bool | str):
+                raise TypeError(f"a stored decision is a bool or a denial's text, not {type(value).__name__}")
+        resume = (paused_from_json(doc["resume"]), dict(decisions))
+    what = "a stored origin"
+    return _optional_text(doc, "parent_run_id", what), _optional_text(doc, "parent_call_id", what), resume
 
 
 def session_from_origin(doc: Mapping[str, Any] | None) -> SessionTurn | None:
@@ -145,54 +218,88 @@ def session_from_origin(doc: Mapping[str, Any] | None) -> SessionTurn | None:
     return None if turn is None else SessionTurn.from_json(turn)
 
 
-# --- lenient: what a JSONL event record holds -------------------------------------------------------
+# --- lossy: what a JSONL event record holds ----------------------------------------------------------
 
 
-def _call_from_event(doc: Mapping[str, Any]) -> ToolCall:
+# An event record holds every field of the objects it recorded (to_jsonable: attrs fields, enums as their values),
+# so a key the object had since the first version is required; ``null`` where an older version let a custom
+# provider's ``None`` through (a response's or message's text and reasoning, a stop reason) reads as that field's
+# default, as it meant.
+
+
+def _call_from_event(doc: Any) -> ToolCall:
+    what = "a recorded tool call"
+    _required_keys(_checked(dict, what, doc), what, ("id", "name"))
+    arguments = doc.get("arguments")
     return ToolCall(
         doc["id"],
         doc["name"],
-        dict(doc.get("arguments") or {}),
-        doc.get("raw_arguments"),
-        doc.get("arguments_error"),
-        doc.get("arguments_error_detail"),
-        doc.get("provider_data"),
+        {} if arguments is None else _checked(dict, f"{what}'s 'arguments'", arguments),
+        _optional_text(doc, "raw_arguments", what),
+        _optional_text(doc, "arguments_error", what),
+        _optional_text(doc, "arguments_error_detail", what),
+        _optional_dict(doc, "provider_data", what),
     )
 
 
+def _optional_dict(doc: Mapping[str, Any], name: str, what: str) -> dict[str, Any] | None:
+    value = doc.get(name)
+    return None if value is None else _checked(dict, f"{what}'s {name!r}", value)
+
+
 def _usage_from_event(doc: Any) -> Usage:
-    """The usage an event recorded; a count that is not one (a NaN an older version recorded) is 0, as
-    :class:`Usage` reads it — never an error that makes the whole record unreadable."""
-    if not isinstance(doc, Mapping):
+    """The usage an event recorded (an object, ``null`` read as none); a count that is not one (a NaN an older
+    version recorded) is 0, as :class:`Usage` reads it — never an error that makes the whole record unreadable."""
+    if doc is None:
         return Usage()
+    _checked(dict, "a recorded usage", doc)
     return Usage(**{name: doc.get(name, 0) for name in _USAGE_FIELDS})
 
 
 def message_from_event(doc: Mapping[str, Any]) -> Message:
-    """A message as an event recorded it (its media parts are not rebuilt: their bytes were not recorded)."""
+    """A message as an event recorded it (its media parts are not rebuilt: their bytes were not recorded).
+
+    :raises TypeError, ValueError: not a message as an event records one (no ``role``, a field of the wrong kind).
+    """
+    what = "a recorded message"
+    _required_keys(_checked(dict, what, doc), what, ("role",))
+    is_error = doc.get("is_error")
     return Message(
         doc["role"],
-        doc.get("content") or "",
-        tuple(_call_from_event(c) for c in doc.get("tool_calls") or ()),
-        doc.get("tool_call_id"),
-        doc.get("name"),
-        doc.get("reasoning") or "",
-        doc.get("provider_data"),
-        bool(doc.get("is_error", False)),
+        _content(doc, what),
+        tuple(_call_from_event(c) for c in _list(doc, "tool_calls", what)),
+        _optional_text(doc, "tool_call_id", what),
+        _optional_text(doc, "name", what),
+        _reasoning(doc, what),
+        _optional_dict(doc, "provider_data", what),
+        False if is_error is None else _checked(bool, f"{what}'s 'is_error'", is_error),
     )
 
 
+def _reasoning(doc: Mapping[str, Any], what: str) -> str:
+    value = doc.get("reasoning")
+    return "" if value is None else _checked(str, f"{what}'s 'reasoning'", value)
+
+
 def response_from_event(doc: Mapping[str, Any]) -> LLMResponse:
-    """An ``llm.response`` event's ``response`` as it was recorded."""
+    """An ``llm.response`` event's ``response`` as it was recorded.
+
+    :raises TypeError, ValueError: not a response as an event records one — ``content`` and ``stop_reason``
+        missing (a message where the response belongs), a field of the wrong kind (the JSONL reader makes it
+        the run's :class:`~agentactors.journal.JournalFormatError`).
+    """
+    what = "a recorded response"
+    _required_keys(_checked(dict, what, doc), what, ("content", "stop_reason"))
+    stop = doc["stop_reason"]
     return LLMResponse(
-        doc.get("content") or "",
-        tuple(_call_from_event(c) for c in doc.get("tool_calls") or ()),
-        StopReason(doc.get("stop_reason") or StopReason.end_turn.value),
+        _content(doc, what),
+        tuple(_call_from_event(c) for c in _list(doc, "tool_calls", what)),
+        StopReason.end_turn if stop is None else _stop(stop, what),
         _usage_from_event(doc.get("usage")),
-        doc.get("model"),
-        doc.get("provider"),
-        doc.get("raw_stop_reason"),
-        doc.get("reasoning") or "",
-        doc.get("provider_data"),
-        doc.get("response_id"),
+        _optional_text(doc, "model", what),
+        _optional_text(doc, "provider", what),
+        _optional_text(doc, "raw_stop_reason", what),
+        _reasoning(doc, what),
+        _optional_dict(doc, "provider_data", what),
+        _optional_text(doc, "response_id", what),
     )

@@ -8,7 +8,11 @@ the rest live with ``agent`` (and ``settings``): "what if" from the step where i
 for the steps before it.  The recording is only read.
 
 ``source`` is a JSONL event record (a path: :class:`~agentactors.events.JsonlRecorder`'s file) or a journal
-(anything with ``async load_run(run_id)``: :class:`~agentactors.journal.SqliteJournal`).
+(anything with ``async load_run(run_id)``: :class:`~agentactors.journal.SqliteJournal`,
+:class:`~agentactors.journal.PostgresJournal`).  A ``postgresql://`` URL given as ``source`` is refused with a
+:class:`TypeError` saying to pass ``PostgresJournal(dsn)``: a journal is the caller's to open, configure (its
+timeouts) and close, as a SQLite journal's path given as a record is refused saying to pass ``SqliteJournal(path)``
+— read as a path, it failed as a missing file whose name quoted the password.
 
 Both run in a runtime of their own, whose journal hands the tape to the run (and to no run it delegates to).
 """
@@ -40,6 +44,10 @@ from .records import ForkAgentMissingError, RecordedRun, ReplayDivergedError, St
 
 __all__ = ["ReplayProvider", "RunSource", "fork", "load_run", "replay"]
 
+#: A ``str`` source starting so is a PostgreSQL DSN, not a path (a path never holds ``//`` after its scheme-like head:
+#: ``Path`` would fold it into one ``/`` and look for a file whose name quotes the password).
+_DSN_SCHEMES = ("postgresql://", "postgres://")
+
 
 class RunSource(Protocol):
     """A journal a recorded run can be read from."""
@@ -57,12 +65,18 @@ async def load_run(source: str | os.PathLike[str] | RunSource, run_id: str) -> R
     """The recorded run ``run_id`` of ``source`` (a JSONL path, read in a worker thread, or a journal).
 
     :raises RunNotRecordedError: the source holds no such run.
-    :raises TypeError: ``source`` is neither.
+    :raises TypeError: ``source`` is neither — a ``postgresql://`` / ``postgres://`` URL included (pass
+        ``PostgresJournal(dsn)``; the message never quotes the DSN, which may hold a password).
 
     Cancellation: a read, nothing written.  A JSONL file's read in its worker thread is not interrupted: a
     cancelled caller waits for it to end and the cancellation is delivered at its next checkpoint.  A journal's
     read is cancelled as that journal's ``load_run``.
     """
+    if isinstance(source, str) and source.startswith(_DSN_SCHEMES):
+        raise TypeError(
+            "a run's source given as a PostgreSQL URL is no JSONL path: pass the journal, "
+            "PostgresJournal(dsn) (and close it: async with PostgresJournal(dsn) as journal)"
+        )
     if isinstance(source, str | os.PathLike):
         return await anyio.to_thread.run_sync(read_run, Path(source), run_id)
     load = getattr(source, "load_run", None)
@@ -153,7 +167,8 @@ async def replay(
     last step (its ``RunInterruptedError``, with the recorded reason); no model is asked for what it does not hold.
 
     :raises RunNotRecordedError: ``source`` holds no such run.
-    :raises TypeError: an argument of the wrong kind (``agent``, ``runtime``, ``agents``, ``run_id``).
+    :raises TypeError: an argument of the wrong kind (``agent``, ``runtime``, ``agents``, ``run_id``), or a
+        ``postgresql://`` URL as ``source`` (pass ``PostgresJournal(dsn)``: :func:`load_run`).
     :raises ReplayDivergedError: the run asked for a model call or a tool step its recording does not hold
         (``agent`` does not run as the recorded one did).
 
@@ -203,7 +218,8 @@ async def fork(
     :raises StepOutOfRangeError: ``at_step`` is not a step of the run: ``1 … steps`` — or, a run resumed after a
         pause, the numbers its events and ``explain()`` gave its steps (they go on from the paused run's step).
     :raises RunNotRecordedError: ``source`` holds no such run.
-    :raises TypeError: an argument of the wrong kind (``agent``, ``runtime``, ``agents``, ``run_id``).
+    :raises TypeError: an argument of the wrong kind (``agent``, ``runtime``, ``agents``, ``run_id``), or a
+        ``postgresql://`` URL as ``source`` (pass ``PostgresJournal(dsn)``: :func:`load_run`).
     :raises ForkAgentMissingError: no ``agent``, and none of the recorded name among ``agents`` and
         ``runtime``'s (the live steps need a provider and tools, which a recording does not hold).
 
