@@ -42,7 +42,12 @@ from .errors import classify_http_error
 from .http.bearer import credential_failure
 from .http.checks import check_base_url, check_model
 from .http.keys import clean_api_key
-from .http.provider import HTTPProvider
+from .http.provider import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SSE_LINE_BYTES,
+    HTTPProvider,
+)
 from .http.transport import WireResponse
 from .openai.encode import encode_request as chat_request
 from .openai.models import model_row
@@ -286,6 +291,8 @@ class AzureOpenAIProvider(HTTPProvider):
     :param model: the underlying model (``gpt-4o``, ``gpt-5-mini``): what settings, media, forced tool
         choice and :meth:`capabilities` are judged by.  ``None``: the deployment's name is taken for it.
     :param api: ``"chat"`` or ``"responses"``.
+    :param max_response_bytes: / :param max_sse_line_bytes: / :param max_event_bytes: the byte limits responses
+        are read under, on either wire (see :class:`~agentactors.providers.http.provider.HTTPProvider`).
 
     Vendor-hosted tools (web search, file search, code interpreter) are out of scope on both wires.
     """
@@ -308,6 +315,9 @@ class AzureOpenAIProvider(HTTPProvider):
         settings: ModelSettings | None = None,
         name: str | None = None,
         timeout: httpx.Timeout | float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         check_deployment(deployment)
         endpoint = azure_endpoint(endpoint)  # the resource's URL, https://<resource>.openai.azure.com
@@ -339,6 +349,9 @@ class AzureOpenAIProvider(HTTPProvider):
             carries_forced_tool_choice=True,
             timeout=timeout,
             settings=settings,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
         )
 
     def _key_from_env(self) -> str | None:

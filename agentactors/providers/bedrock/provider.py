@@ -23,13 +23,14 @@ import agentactors.providers.bedrock.decode as decode
 
 from ...errors import ProviderError
 from ...messages import LLMRequest, LLMResponse, Message, ResponseFormat
-from ...redaction import redact
+from ...redaction import redact, register_secret
 from ...settings import ModelSettings
 from .._constrained_schema import anthropic_output_schema
 from ..codec import StreamDecoder
 from ..http.bearer import credential_failure
 from ..http.body import BodyReader
 from ..http.checks import check_base_url
+from ..http.keys import clean_api_key
 from ..http.provider import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -100,7 +101,10 @@ class BedrockProvider(HTTPProvider):
         against the ``base_url`` host's, is a ``ValueError`` (a request signed for another region is a 403).
     :param access_key_id: / :param secret_access_key: / :param session_token: explicit credentials; ``None``
         (all three) uses botocore's default chain (environment, shared credentials and config files, SSO,
-        container and instance roles), resolved on the first request in a worker thread.  The secret key
+        container and instance roles), resolved on the first request in a worker thread (a blank credential
+        variable is an unset one; a set one is stripped).  When they cannot be resolved, the account or transient
+        error names what to fix from botocore's named fields only (the missing variable, the profile not found),
+        never its text.  The secret key
         and tokens are redacted from every error, event and log line, and never shown by ``repr``.
     :param base_url: the endpoint: a FIPS or VPC (``https://vpce-….bedrock-runtime.{region}.vpce.amazonaws.com``)
         endpoint, a proxy; not the control plane's ``bedrock.{region}.amazonaws.com`` (a ``ValueError`` naming the
@@ -115,8 +119,11 @@ class BedrockProvider(HTTPProvider):
     A forced tool choice goes only to the families Bedrock documents it for (:mod:`.models`: ``any`` for
     Claude, Nova and Mistral Large, a named tool for Claude and Nova) and never with Claude's extended
     thinking; anything else raises :class:`~agentactors.UnsupportedToolChoiceError` before sending.
-    :raises ValueError: one of ``access_key_id`` / ``secret_access_key`` without the other, no region, a
-        region that cannot be one, or a region against ``base_url``'s.
+    :raises ValueError: one of ``access_key_id`` / ``secret_access_key`` without the other, an empty or blank
+        credential or one holding a character that is not visible ASCII (surrounding whitespace is stripped; the
+        message names the parameter, never the value), no region, a region that cannot be one, or a region
+        against ``base_url``'s.
+    :raises TypeError: a credential that is not a str.
     :raises ImportError: botocore is not installed.
     """
 
@@ -145,11 +152,12 @@ class BedrockProvider(HTTPProvider):
             base_url, source = _configured_endpoint()
         if base_url is not None:  # "" is refused, not read as the default; checked before its host is read
             check_base_url(base_url, parameter=source)
+        label = name if isinstance(name, str) and name.strip() else WIRE  # a bad name is check_name's error
         signer = SigV4Signer(
             _region(region, base_url, source),
-            access_key_id=access_key_id,
-            secret_access_key=secret_access_key,
-            session_token=session_token,
+            access_key_id=_credential(access_key_id, "access_key_id", label),
+            secret_access_key=_credential(secret_access_key, "secret_access_key", label),
+            session_token=_credential(session_token, "session_token", label),
             provider=name or WIRE,
         )
         super().__init__(
@@ -242,10 +250,43 @@ class BedrockProvider(HTTPProvider):
             raise
         except Exception as exc:
             # botocore's resolver: a broken profile or an expired SSO session (account), a container or instance
-            # credentials endpoint that failed to answer (transient).  Its type only: the text may hold a secret.
+            # credentials endpoint that failed to answer (transient).  Its type and named fields, never its text.
             failure = credential_failure(exc, "AWS credentials could not be resolved", provider=self.name,
                                          model=model)
         raise failure
+
+
+def _credential(value: object, parameter: str, provider: str) -> str | None:
+    """``value`` (a credential given to the provider) stripped of surrounding whitespace; ``None`` stays ``None``.
+
+    Checked as ``api_key`` is on the other HTTP providers (:class:`~agentactors.providers.http.provider.HTTPProvider`),
+    here at construction: a non-str is a ``TypeError`` (``access_key_id=1`` used to end in ``len()``'s own
+    ``TypeError``), an empty or whitespace-only one a ``ValueError`` (an empty secret key signed requests AWS
+    refused with a 403), and so is one holding a character that is not visible ASCII — AWS keys and tokens are
+    made of visible ASCII, and the key id and the token go in headers.  Each message names the parameter and the
+    kind and position of a wrong character, never the value; the value is registered as a secret first.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{parameter} for provider {provider!r} must be a str, not {type(value).__name__}")
+    register_secret(value)
+    if not value.strip():
+        raise ValueError(
+            f"{parameter} for provider {provider!r} is empty (or only whitespace): pass it, or leave access_key_id, "
+            "secret_access_key and session_token out for botocore's default chain (environment, profiles, roles)"
+        )
+    try:
+        checked = clean_api_key(value, provider=provider, what=parameter)
+    except ValueError as exc:
+        if parameter != "secret_access_key":
+            raise
+        # The secret key signs, it is never sent: say what it cannot be (the rest of the message is the same).
+        message = str(exc).replace("cannot be sent in an HTTP header", "cannot be an AWS secret key")
+    else:
+        register_secret(checked)
+        return checked
+    raise ValueError(message)  # outside the except block: the first message is not its context
 
 
 #: An AWS region's shape (``us-east-1``, ``us-gov-west-1``, ``us-isob-east-1``): anything else went into the

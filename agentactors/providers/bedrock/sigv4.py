@@ -10,6 +10,9 @@ abandoned when the caller stops waiting (``with_timeout``, a cancel scope), so a
 answers holds up nobody but that thread.  They are found once however many first calls want them at once
 (a lock taken only while none are known); a refresh is serialised by botocore's own lock.
 
+A blank credential variable (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``) is an unset
+one, and surrounding whitespace is stripped from one that is set (:class:`_CredentialEnviron`).
+
 Secrets: the access key id, the secret key and every session token are registered with
 :func:`~agentactors.redaction.register_secret` as soon as they are known, and botocore's own debug lines
 about a signature (``botocore.auth`` logs the canonical request, the string to sign and the signature) are
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -89,7 +93,8 @@ class SigV4Signer:
         # Before any check: even a refused credential is never shown.  The access key id too: not a secret to
         # AWS, but it names the account's key (and an echoing server or proxy shows it beside the rest).
         for secret in (access_key_id, secret_access_key, session_token):
-            register_secret(secret)
+            if isinstance(secret, str):  # the provider checked them (a non-str is its TypeError, not len()'s)
+                register_secret(secret)
         if (access_key_id is None) != (secret_access_key is None):
             raise ValueError("pass both access_key_id and secret_access_key, or neither (the default chain)")
         if session_token is not None and access_key_id is None:
@@ -179,4 +184,49 @@ class SigV4Signer:
 
     @staticmethod
     def _resolve() -> Any:
-        return _botocore("session").Session().get_credentials()
+        session = _botocore("session").Session()
+        try:
+            env = session.get_component("credential_provider").get_provider("env")
+        except Exception:  # a botocore without the environment provider: nothing to adjust
+            env = None
+        if env is not None and hasattr(env, "environ"):
+            env.environ = _CredentialEnviron()  # its public attribute (EnvProvider(environ=...))
+        return session.get_credentials()
+
+
+#: The variables botocore's environment provider reads the credentials from.
+_CREDENTIAL_VARS = frozenset({"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                              "AWS_SECURITY_TOKEN", "AWS_CREDENTIAL_EXPIRATION", "AWS_ACCOUNT_ID"})
+
+
+class _CredentialEnviron(Mapping[str, str]):
+    """``os.environ`` as botocore's environment provider is given it: a blank credential variable is unset.
+
+    botocore skips only an *empty* ``AWS_ACCESS_KEY_ID``: a whitespace-only one was taken for a key (AWS answered
+    403), and a blank ``AWS_SECRET_ACCESS_KEY`` or ``AWS_SESSION_TOKEN`` beside a key was sent as the secret or
+    the token.  As for every variable this library reads (docs/wire.md: a blank one is unset), a blank one is
+    unset here — the chain goes on to the shared files and roles, or botocore names the missing half — and
+    surrounding whitespace (a value read from a file ends in a line break) is stripped, as it is from a given
+    credential.  Read live, not copied: credentials with an ``AWS_CREDENTIAL_EXPIRATION`` are refreshed by
+    reading the variables again.  Only the resolution reads it (a worker thread, once), never a request.
+    """
+
+    def __getitem__(self, name: str) -> str:
+        value = os.environ[name]
+        if name not in _CREDENTIAL_VARS:
+            return value
+        value = value.strip()
+        if not value:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name in list(os.environ) if name in self])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str) or name not in os.environ:
+            return False
+        return name not in _CREDENTIAL_VARS or bool(os.environ[name].strip())

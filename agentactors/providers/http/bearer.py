@@ -24,7 +24,11 @@ that cannot go in a header is an account error naming its source, never the toke
 be had is classified by :func:`credential_failure`: transient when the token endpoint could not be reached
 or answered in a way worth asking again (a connection or timeout failure, google-auth's ``TransportError``,
 a ``RefreshError`` it calls ``retryable``), an account error otherwise (``invalid_grant``, no credentials
-found).  The cause is not chained either way: it may hold the credential file's contents.
+found).  The cause is not chained either way: it may hold the credential file's contents.  What the message says
+beyond the exception's type comes from facts established here, never from a library's text: when google-auth
+finds no usable default credentials, the credential file it was pointed at is looked at in the same worker thread
+(:func:`_google_file_problem`: missing, a directory, unreadable, not JSON, no or an unknown ``"type"``, required
+fields missing, a private key that does not load) and the message says which.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import json
 import logging
+import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
@@ -194,7 +201,16 @@ _FILE_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirec
 
 
 def credential_failure(exc: BaseException, message: str, *, provider: str, model: str | None) -> ProviderError:
-    """The error a failed credential fetch is: ``message`` and the exception's type, never its text.
+    """The error a failed credential fetch is: ``message``, the exception's type and what to fix — never its text.
+
+    What to fix comes only from fields known to be safe (:func:`_safe_detail`): botocore's exceptions carry
+    their facts as named fields (``kwargs``), of which only names are shown — the variable a
+    ``PartialCredentialsError`` misses and the provider that found the rest, the profile not found, a config
+    file's path, the credential provider that failed — each shown only when shaped like a name or a path, and
+    redacted; a field of free text (``error_msg``: a credentials endpoint's answer) never.  google-auth's
+    ``DefaultCredentialsError`` says what is wrong with the credential file as :func:`_google_file_problem`
+    found it; a ``RefreshError`` the OAuth error code (``invalid_grant``: one of RFC 6749's, never its
+    description).  Any other exception (a ``token_provider``'s own) shows its type only.
 
     Transient (retryable) when asking again may work: the endpoint could not be reached or timed out, or said
     so (google-auth's ``TransportError`` and ``TimeoutError``, a ``RefreshError`` it calls ``retryable``;
@@ -203,9 +219,105 @@ def credential_failure(exc: BaseException, message: str, *, provider: str, model
     the credentials themselves are refused or missing (``invalid_grant``, no credentials found, a credential
     file that cannot be read).  The cause is not chained: it may hold a credential file's contents or a token.
     """
+    if isinstance(exc, _Diagnosed):
+        return ProviderError(f"{message} ({exc.type_name}): {exc.detail}", provider=provider, model=model,
+                             kind=ErrorKind.account, retryable=False)
     kind = ErrorKind.transient if _passing(exc) else ErrorKind.account
-    return ProviderError(f"{message} ({type(exc).__name__})", provider=provider, model=model, kind=kind,
-                         retryable=kind is ErrorKind.transient)
+    detail = _safe_detail(exc)
+    text = f"{message} ({type(exc).__name__})" + (f": {detail}" if detail else "")
+    return ProviderError(text, provider=provider, model=model, kind=kind, retryable=kind is ErrorKind.transient)
+
+
+class _Diagnosed(Exception):
+    """google-auth found no usable default credentials, and this is what is wrong (safe text made here).
+
+    Raised by :func:`_google_default` in place of google-auth's ``DefaultCredentialsError`` (whose text may quote
+    the file) and turned into the account error by :func:`credential_failure`; never leaves this module.
+    """
+
+    def __init__(self, type_name: str, detail: str) -> None:
+        super().__init__(type_name)
+        self.type_name = type_name
+        self.detail = detail
+
+
+# A field of botocore's shown only when shaped like a name (a profile, a variable, a credential provider) ...
+_NAME = re.compile(r"[A-Za-z0-9_.:@+=,/-]{1,64}")
+# ... or like a path or URL no longer than this, without control characters.
+_MAX_SHOWN_PATH = 300
+
+
+def _name(value: object) -> str | None:
+    return redact(value) if isinstance(value, str) and _NAME.fullmatch(value) else None
+
+
+def _path(value: object) -> str | None:
+    if not isinstance(value, str) or not value or len(value) > _MAX_SHOWN_PATH or not value.isprintable():
+        return None
+    return repr(redact(value))
+
+
+def _botocore_detail(exc: BaseException, fields: dict[str, object]) -> str | None:
+    """What to fix, from the named fields of botocore's exceptions (most specific class first)."""
+    module = sys.modules.get("botocore.exceptions")
+    if module is None:
+        return None
+
+    def kind(name: str) -> bool:
+        cls = getattr(module, name, None)
+        return isinstance(cls, type) and isinstance(exc, cls)
+
+    if kind("PartialCredentialsError"):
+        var, source = _name(fields.get("cred_var")), _name(fields.get("provider"))
+        return f"missing {var or 'a credential'}" + (f" (from {source})" if source else "")
+    if kind("ProfileNotFound"):
+        profile = _name(fields.get("profile"))
+        named = f"the profile {profile!r}" if profile else "the profile asked for"
+        return f"{named} is in neither the AWS config nor the credentials file (AWS_PROFILE?)"
+    if kind("ConfigParseError") or kind("ConfigNotFound"):
+        path = _path(fields.get("path"))
+        wrong = "does not parse" if kind("ConfigParseError") else "is not found"
+        return f"the AWS config file {path} {wrong}" if path else f"an AWS config file {wrong}"
+    if kind("InfiniteLoopConfigError"):
+        profile = _name(fields.get("source_profile"))
+        return f"the profiles' source_profile settings loop{f' (at {profile!r})' if profile else ''}"
+    if kind("UnauthorizedSSOTokenError") or kind("SSOTokenLoadError") or kind("SSOError"):
+        return "the SSO session is missing, expired or invalid: run aws sso login"
+    if kind("CredentialRetrievalError"):
+        source = _name(fields.get("provider"))
+        return f"the {source or 'remote'} credential provider failed to hand them out"
+    if kind("EndpointConnectionError") or kind("ConnectTimeoutError") or kind("ReadTimeoutError"):
+        url = _path(fields.get("endpoint_url"))
+        return f"no answer from the credentials endpoint{f' {url}' if url else ''}"
+    if kind("NoCredentialsError"):
+        return "none in the environment, the shared credentials and config files, or a container or instance role"
+    return None
+
+
+# OAuth 2.0 error codes (RFC 6749 5.2): a fixed set of words, safe to show (the description beside one is not).
+_OAUTH_ERRORS = frozenset({"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+                           "unsupported_grant_type", "invalid_scope", "access_denied"})
+_OAUTH_HINTS = {"invalid_grant": " (a revoked or deleted key, a disabled account, or a clock off by minutes)"}
+
+
+def _google_detail(exc: BaseException) -> str | None:
+    """The OAuth error code of google-auth's ``RefreshError`` (its second argument: the token endpoint's answer)."""
+    module = sys.modules.get("google.auth.exceptions")
+    refresh = getattr(module, "RefreshError", None)
+    if not (isinstance(refresh, type) and isinstance(exc, refresh)) or len(exc.args) < 2:
+        return None
+    answer = exc.args[1]
+    code = answer.get("error") if isinstance(answer, dict) else None
+    if isinstance(code, str) and code in _OAUTH_ERRORS:
+        return f"the token endpoint answered {code}{_OAUTH_HINTS.get(code, '')}"
+    return None
+
+
+def _safe_detail(exc: BaseException) -> str | None:
+    """What to fix, from known-safe fields of a botocore or google-auth exception; ``None`` for any other."""
+    fields = getattr(exc, "kwargs", None)
+    detail = _botocore_detail(exc, fields if isinstance(fields, dict) else {})
+    return detail if detail is not None else _google_detail(exc)
 
 
 def _passing(exc: BaseException) -> bool:
@@ -284,8 +396,119 @@ def _check_google_auth() -> None:
 def _google_default() -> Any:
     _mask_google_logs()  # before google-auth reads a credential file or asks for a token
     auth = import_extra("google.auth", "vertex", _WITHOUT_TOKEN_PROVIDER)
-    credentials, _project = auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-    return credentials
+    try:
+        credentials, _project = auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+    except Exception as exc:
+        # Not only its DefaultCredentialsError: google-auth lets an IsADirectoryError, or an AttributeError for a
+        # file holding a JSON list, out as they are.  A failure asking again may fix (a metadata server that did
+        # not answer) is raised as it is, classified transient.
+        if _passing(exc):
+            raise
+        diagnosed = _Diagnosed(type(exc).__name__, _google_problem())
+    else:
+        return credentials
+    raise diagnosed  # outside the except block: google-auth's exception (its text may quote the file) is not kept
+
+
+# The credential file types google-auth takes, and the fields without which one of them cannot load.
+_GOOGLE_TYPES = ("service_account", "authorized_user", "external_account", "external_account_authorized_user",
+                 "impersonated_service_account", "gdch_service_account")
+_GOOGLE_REQUIRED = {
+    "service_account": ("client_email", "token_uri", "private_key"),
+    "authorized_user": ("client_id", "client_secret", "refresh_token"),
+    "impersonated_service_account": ("service_account_impersonation_url", "source_credentials"),
+}
+_MAX_CREDENTIAL_FILE = 1 << 20
+_GOOGLE_HELP = ("set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, run gcloud auth "
+                "application-default login, or pass token_provider=")
+
+
+def _google_problem() -> str:
+    """Why google-auth found no usable default credentials, as far as can be told safely (:func:`_google_file_problem`).
+
+    ``GOOGLE_APPLICATION_CREDENTIALS`` (google-auth reads an empty one as unset), else gcloud's
+    application-default credentials file (``$CLOUDSDK_CONFIG`` or gcloud's config folder), else none at all
+    (and no metadata server answered).  Runs in the worker thread google-auth ran in, after it failed.
+    """
+    explicit = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS", "")
+    if explicit:
+        return _google_file_problem(explicit, "GOOGLE_APPLICATION_CREDENTIALS names")
+    gcloud = _gcloud_adc_path()
+    if gcloud is not None and os.path.exists(gcloud):
+        return _google_file_problem(gcloud, "gcloud's application-default credentials file is")
+    return (f"GOOGLE_APPLICATION_CREDENTIALS is not set, there is no gcloud application-default credentials file "
+            f"({_path(gcloud) or 'none'}), and no metadata server answered: {_GOOGLE_HELP}")
+
+
+def _gcloud_adc_path() -> str | None:
+    config = os.environ.get("CLOUDSDK_CONFIG")
+    if not config:
+        if os.name == "nt":
+            root = os.environ.get("APPDATA")
+            if not root:
+                return None
+            config = os.path.join(root, "gcloud")
+        else:
+            config = os.path.join(os.path.expanduser("~"), ".config", "gcloud")
+    return os.path.join(config, "application_default_credentials.json")
+
+
+def _google_file_problem(path: str, where: str) -> str:
+    """What is wrong with the credential file at ``path``, in words made here: never the file's contents.
+
+    Only facts this function establishes itself are told — the file is missing, a directory, unreadable, not
+    JSON, not an object, has no ``"type"`` or one google-auth does not take (shown only if shaped like a name),
+    lacks fields its type needs (their names), or holds a ``private_key`` that does not load as a PEM key —
+    so no value of the file (a private key, a client secret, a refresh token) can reach the message.  The
+    path is shown (redacted, and only when short and printable).
+    """
+    where = f"{where} {_path(path) or 'a path not shown'}"
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(_MAX_CREDENTIAL_FILE + 1)
+    except FileNotFoundError:
+        return f"{where}, which does not exist"
+    except IsADirectoryError:
+        return f"{where}, which is a directory, not a file"
+    except PermissionError:
+        return f"{where}, which this process may not read (permission denied)"
+    except OSError as exc:
+        return f"{where}, which cannot be read ({type(exc).__name__})"
+    if len(raw) > _MAX_CREDENTIAL_FILE:
+        return f"{where}, which is too large for a credential file (over 1 MiB)"
+    try:
+        info = json.loads(raw)
+    except (ValueError, RecursionError):
+        return f"{where}, which is not JSON"
+    if not isinstance(info, dict):
+        return f"{where}, which is JSON but not a JSON object"
+    kind = info.get("type")
+    if kind is None:
+        return f'{where}, which has no "type" field (a service account key file has "type": "service_account")'
+    if kind not in _GOOGLE_TYPES:
+        shown = f" {kind!r}" if _name(kind) is not None else ""
+        return f'{where}, whose "type"{shown} is not one google-auth takes ({", ".join(_GOOGLE_TYPES)})'
+    missing = [field for field in _GOOGLE_REQUIRED.get(kind, ()) if not info.get(field)]
+    if missing:
+        return f"{where}, a {kind} file missing {', '.join(missing)}"
+    if kind == "service_account" and not _loads_as_pem_key(info["private_key"]):
+        return f"{where}, whose private_key does not load as a PEM private key (check how the file was made or copied)"
+    return f"{where}, a {kind} file google-auth could not load"
+
+
+def _loads_as_pem_key(key: object) -> bool:
+    """Whether ``key`` is a private key ``cryptography`` can load (True when it cannot tell: not installed)."""
+    if not isinstance(key, str):
+        return False
+    try:
+        serialization = importlib.import_module("cryptography.hazmat.primitives.serialization")
+    except ImportError:
+        return True
+    try:
+        serialization.load_pem_private_key(key.encode("utf-8", "replace"), password=None)
+    except Exception:
+        return False
+    return True
 
 
 def _refresh(credentials: Any) -> None:

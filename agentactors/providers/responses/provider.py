@@ -26,7 +26,12 @@ from ...messages import LLMRequest, LLMResponse, ResponseFormat
 from ...settings import ModelSettings
 from .._constrained_schema import openai_strict_schema
 from ..http.checks import check_base_url
-from ..http.provider import HTTPProvider
+from ..http.provider import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_SSE_LINE_BYTES,
+    HTTPProvider,
+)
 from ..port import Capabilities
 from .encode import encode_request
 from .models import WIRE, model_row
@@ -130,6 +135,9 @@ class OpenAIResponsesProvider(HTTPProvider):
 
     Vendor-hosted tools (web search, file search, code interpreter) are out of scope.
 
+    ``max_response_bytes``, ``max_sse_line_bytes`` and ``max_event_bytes`` bound what is read of a response
+    (past one: :class:`~agentactors.ResponseTooLargeError`), as on every HTTP provider.
+
     Errors and cancellation: see :class:`~agentactors.providers.http.provider.HTTPProvider`; a
     ``response.incomplete`` answer cut at ``max_output_tokens`` is a
     :attr:`~agentactors.StopReason.max_tokens` response, ``response.failed`` and ``error`` events raise.
@@ -149,6 +157,9 @@ class OpenAIResponsesProvider(HTTPProvider):
         settings: ModelSettings | None = None,
         name: str | None = None,
         timeout: httpx.Timeout | float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_sse_line_bytes: int = DEFAULT_MAX_SSE_LINE_BYTES,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         official = check_base_url(base_url).rstrip("/") == DEFAULT_RESPONSES_BASE_URL
         super().__init__(
@@ -161,6 +172,9 @@ class OpenAIResponsesProvider(HTTPProvider):
             carries_forced_tool_choice=True,
             timeout=timeout,
             settings=settings,
+            max_response_bytes=max_response_bytes,
+            max_sse_line_bytes=max_sse_line_bytes,
+            max_event_bytes=max_event_bytes,
         )
 
     def capabilities(self, model: str | None) -> Capabilities:
