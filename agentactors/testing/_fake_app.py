@@ -21,6 +21,8 @@ import anyio
 
 from ._fake_batch import FakeBatches
 from ._fake_bedrock import sigv4_problem
+from ._fake_control import handle as handle_control
+from ._fake_control import is_control
 from ._fake_parse import WireRejection
 
 # The Responses wire and the Azure routes: each function serves its own and hands the others to the shared one.
@@ -86,8 +88,11 @@ def _key_from_header(name: str, value: str) -> str:
 class FakeVendorApp:
     """ASGI app answering every vendor wire (and the batch APIs) from a :class:`VendorState`."""
 
-    def __init__(self, state: VendorState, *, strict: bool, expected_api_key: str | None, record_bodies: bool) -> None:
+    def __init__(self, state: VendorState, *, strict: bool, expected_api_key: str | None, record_bodies: bool,
+                 control: bool = True) -> None:
         self.state = state
+        #: Whether the control API (:mod:`._fake_control`) answers under ``/_fakevendor``.
+        self.control = control
         self.strict = strict
         self._expected = expected_api_key
         self.record_bodies = record_bodies
@@ -120,6 +125,13 @@ class FakeVendorApp:
             return
         raw, too_large, gone = await _read_body(receive)
         if gone:
+            return
+        if self.control and is_control(path):
+            # Before anything a vendor request goes through: not recorded, not counted, never scripted.
+            status, answer = (413, {"error": {"message": "the control body is too large", "type": "too_large"}}
+                              ) if too_large else handle_control(method, path, query, raw, self.state, self.batches)
+            payload = json.dumps(answer, ensure_ascii=False, default=str).encode("utf-8")
+            await _send_whole(send, status, [("content-type", "application/json")], payload)
             return
         await self._handle(scope, method, path, query, raw, too_large, receive, send)
 
@@ -386,7 +398,7 @@ class FakeVendorApp:
             if frame.content:
                 sent += 1
                 if not last:
-                    await self._pause(reply.chunk_latency)
+                    await self._pause(reply.chunk_latency or self.state.chunk_latency)
 
 
 # --- plumbing -----------------------------------------------------------------------------------

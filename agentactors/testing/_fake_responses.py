@@ -437,6 +437,11 @@ def _events(reply: FakeReply, ctx: WireContext) -> Iterator[tuple[dict[str, Any]
             for piece in _chunks(reply.reasoning, reply.words_per_chunk):
                 yield {"type": "response.reasoning_summary_text.delta", **base, "summary_index": 0,
                        "delta": piece}, True
+            # Each part ends as the service ends it (text, then part): a client may close the part only then.
+            yield {"type": "response.reasoning_summary_text.done", **base, "summary_index": 0,
+                   "text": reply.reasoning}, False
+            yield {"type": "response.reasoning_summary_part.done", **base, "summary_index": 0,
+                   "part": item["summary"][0]}, False
         elif kind == "message":
             yield {"type": "response.output_item.added", "output_index": index,
                    "item": {**item, "status": "in_progress", "content": []}}, False
@@ -446,6 +451,9 @@ def _events(reply: FakeReply, ctx: WireContext) -> Iterator[tuple[dict[str, Any]
                 yield {"type": "response.output_text.delta", **base, "content_index": 0, "delta": piece,
                        "logprobs": [], "obfuscation": "fake"}, True
             yield {"type": "response.output_text.done", **base, "content_index": 0, "text": reply.text}, False
+            # As recorded (tests/corpus): the part, as it ended, between the text's end and the item's.
+            yield {"type": "response.content_part.done", **base, "content_index": 0,
+                   "part": item["content"][0]}, False
         else:
             yield {"type": "response.output_item.added", "output_index": index,
                    "item": {**item, "status": "in_progress", "arguments": ""}}, False

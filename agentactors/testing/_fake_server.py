@@ -16,6 +16,8 @@ mid-message, as a vendor cut off would.
 
 from __future__ import annotations
 
+import functools
+import http
 import logging
 import math
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -38,6 +40,8 @@ _READ = 65536
 _REQUEST_HEAD_TIMEOUT = 30.0  # a client that starts a request must finish sending its head
 _SHUTDOWN_GRACE = 1.0
 _CLOSED = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+#: Statuses the fake sends that :class:`http.HTTPStatus` does not name: Anthropic's "overloaded" 529.
+_UNLISTED = {529: b"Overloaded"}
 
 
 class _Gone(Exception):
@@ -147,7 +151,8 @@ class FakeServer:
     async def _refuse(self, conn: h11.Connection, stream: anyio.abc.ByteStream, status: int) -> None:
         if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             try:
-                head = h11.Response(status_code=status, headers=[("content-length", "0"), ("connection", "close")])
+                head = h11.Response(status_code=status, headers=[("content-length", "0"), ("connection", "close")],
+                                    reason=_reason(status))
                 data = conn.send(head)
                 await stream.send((data or b"") + (conn.send(h11.EndOfMessage()) or b""))
             except (*_CLOSED, h11.LocalProtocolError):
@@ -205,7 +210,8 @@ class FakeServer:
             kind = message["type"]
             if kind == "http.response.start":
                 headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", [])]
-                data = conn.send(h11.Response(status_code=int(message["status"]), headers=headers))
+                status = int(message["status"])
+                data = conn.send(h11.Response(status_code=status, headers=headers, reason=_reason(status)))
             elif kind == "http.response.body":
                 body = bytes(message.get("body", b""))
                 data = conn.send(h11.Data(data=body)) if body else b""
@@ -239,6 +245,21 @@ class FakeServer:
             await self._refuse(conn, stream, broken.error_status_hint)
             return False
         return not gone and conn.our_state is h11.DONE and conn.their_state is h11.DONE
+
+
+@functools.cache
+def _reason(status: int) -> bytes:
+    """The status line's reason phrase: the standard one (``OK``, ``Too Many Requests``), else the class's.
+
+    Without one the line read ``HTTP/1.1 200 `` — valid, but what clients in other languages show as the
+    status (curl's status line, Go's ``Response.Status``) then said nothing.
+    """
+    try:
+        return http.HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        if status in _UNLISTED:
+            return _UNLISTED[status]
+        return {4: b"Client Error", 5: b"Server Error"}.get(status // 100, b"")
 
 
 def _benign(exc: BaseException) -> bool:

@@ -132,11 +132,14 @@ class VendorState:
         *,
         latency: float,
         auto_tools: bool | int,
+        chunk_latency: float = 0.0,
         faults: FaultPlan | None,
         max_records: int | None,
     ) -> None:
         self._lock = threading.Lock()
         self.latency = latency
+        #: Seconds after each streamed content chunk, for answers that set no ``chunk_latency`` of their own.
+        self.chunk_latency = chunk_latency
         self.auto_tools = auto_tools
         self._faults = faults
         self._rng = random.Random(faults.seed if faults else None)

@@ -48,6 +48,11 @@ wire, any); then the default behaviour (an echo, or tool calls in auto-tool
 mode).  Every request is recorded with its credentials redacted, with whether the
 client disconnected before the answer was complete.
 
+Steered over HTTP too, from a test in any language: the control API under ``/_fakevendor``
+(:attr:`FakeVendor.control_url`; :mod:`._fake_control`) queues script items, sets routes, outages, the fault
+plan and the latencies, reads the record back and resets, JSON in and out.  It shares the vendor's listener
+(loopback) and no vendor path reaches it; ``control=False`` (the CLI: ``--no-control``) turns it off.
+
 Over HTTPS: ``FakeVendor(ssl_context=...)`` (the CLI: ``--certfile`` / ``--keyfile``) serves TLS with
 the server certificate that context holds, and :attr:`FakeVendor.base_url` starts with ``https://``;
 the client must trust the certificate's issuer (for the providers' own pools, ``SSL_CERT_FILE``).
@@ -81,6 +86,7 @@ import agentactors._reexport as _reexport
 
 from ._fake_app import FakeVendorApp
 from ._fake_batch import FakeBatches
+from ._fake_control import PREFIX as CONTROL_PREFIX
 from ._fake_script import (
     Conversation,
     FakeError,
@@ -177,6 +183,8 @@ class FakeVendor:
         no authentication worth the name, so think twice before exposing it).
     :param port: ``0`` picks a free port.
     :param latency: seconds before each answer that does not set its own.
+    :param chunk_latency: seconds after each streamed content chunk, for answers that set no ``chunk_latency``
+        of their own (a :class:`FakeReply`'s, when not 0, wins).
     :param auto_tools: unscripted requests that offer tools get tool calls — each
         offered tool once, in order (``True``), or at most this many calls (an
         ``int``) — with arguments made up from the tools' schemas; then a text
@@ -194,6 +202,10 @@ class FakeVendor:
     :param record_bodies: keep each request's parsed body (turn off for long benchmarks).
     :param max_records: keep only the last N requests (``None``: all).
     :param ssl_context: serve HTTPS with this server context (its certificate chain loaded); ``None``: HTTP.
+    :param control: serve the control API under ``/_fakevendor`` (:attr:`control_url`): scripting, faults,
+        outages, the record and a reset as JSON over HTTP, for a test that is not written in Python (see
+        :mod:`agentactors.testing._fake_control`).  It answers on the same listener, so it is as reachable as
+        the vendor endpoints: loopback only, unless ``host`` says otherwise.
     :raises TypeError: / :raises ValueError: an argument of the wrong type or out of range (a port outside
         0-65535, a negative latency or ``max_records``, an empty ``expected_api_key``), here rather than on
         :meth:`start` or on the first request, in the server's thread.  The same holds for the script items,
@@ -219,9 +231,13 @@ class FakeVendor:
         record_bodies: bool = True,
         max_records: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        chunk_latency: float = 0.0,
+        control: bool = True,
     ) -> None:
         _check_address(host, port)
         _check_latency(latency)
+        _check_latency(chunk_latency)
+        _check_flag("control", control)
         _check_auto_tools(auto_tools)
         _check_faults(faults)
         _check_flag("strict", strict)
@@ -242,9 +258,11 @@ class FakeVendor:
         self._host = host
         self._ssl = ssl_context
         self._requested_port = port
-        self._state = VendorState(latency=latency, auto_tools=auto_tools, faults=faults, max_records=max_records)
+        self._state = VendorState(latency=latency, auto_tools=auto_tools, faults=faults, max_records=max_records,
+                                  chunk_latency=chunk_latency)
         self._app = FakeVendorApp(
-            self._state, strict=strict, expected_api_key=expected_api_key, record_bodies=record_bodies
+            self._state, strict=strict, expected_api_key=expected_api_key, record_bodies=record_bodies,
+            control=bool(control),
         )
         self._lifecycle = threading.Lock()
         self._port: int | None = None
@@ -284,6 +302,11 @@ class FakeVendor:
     def openai_base_url(self) -> str:
         """``{base_url}/v1`` — the OpenAI provider's ``base_url`` (it appends ``/chat/completions``)."""
         return f"{self.base_url}/v1"
+
+    @property
+    def control_url(self) -> str:
+        """``{base_url}/_fakevendor`` — the control API (``control=True``, the default)."""
+        return f"{self.base_url}{CONTROL_PREFIX}"
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -432,6 +455,15 @@ class FakeVendor:
         self._state.latency = seconds
 
     @property
+    def chunk_latency(self) -> float:
+        return self._state.chunk_latency
+
+    @chunk_latency.setter
+    def chunk_latency(self, seconds: float) -> None:
+        _check_latency(seconds)
+        self._state.chunk_latency = seconds
+
+    @property
     def auto_tools(self) -> bool | int:
         return self._state.auto_tools
 
@@ -566,10 +598,17 @@ def serve(
     out: Any = None,
     stop_event: threading.Event | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    expected_api_key: str | None = None,
+    chunk_latency: float = 0.0,
+    max_records: int | None = 1000,
+    record_bodies: bool = True,
+    control: bool = True,
 ) -> None:
     """Serve until Ctrl-C / SIGTERM (or ``stop_event``).  Prints the base URL as the first stdout line.
 
-    ``ssl_context``: serve HTTPS with it (:func:`server_context` makes one from certificate files).
+    ``ssl_context``: serve HTTPS with it (:func:`server_context` makes one from certificate files).  The other
+    options are :class:`FakeVendor`'s; the record keeps the last ``max_records`` requests (1000: a long demo's
+    memory stays bounded), with their bodies, which the control API reads back.
     """
     out = out or sys.stdout
     faults = FaultPlan(rate=fault_rate, seed=seed) if fault_rate > 0 else None
@@ -582,15 +621,19 @@ def serve(
 
         previous = signal.signal(signal.SIGTERM, _on_term)
     fv = FakeVendor(host=host, port=port, latency=latency, auto_tools=auto_tools, faults=faults, strict=strict,
-                    record_bodies=False, max_records=1000, ssl_context=ssl_context)
+                    record_bodies=record_bodies, max_records=max_records, ssl_context=ssl_context,
+                    expected_api_key=expected_api_key, chunk_latency=chunk_latency, control=control)
     try:
         with fv:
             print(fv.base_url, file=out, flush=True)
             if host not in ("127.0.0.1", "::1", "localhost"):
-                print(f"warning: listening on {host}, not loopback", file=sys.stderr, flush=True)
+                exposed = " (the control API too: anyone who reaches it can script the fake)" if control else ""
+                print(f"warning: listening on {host}, not loopback{exposed}", file=sys.stderr, flush=True)
             print(
                 f"FakeVendor: OpenAI base_url {fv.openai_base_url} | Anthropic and Gemini base_url {fv.base_url}"
-                f" | fault rate {fault_rate} seed {seed} latency {latency}s — Ctrl-C to stop",
+                f" | fault rate {fault_rate} seed {seed} latency {latency}s chunk latency {chunk_latency}s"
+                f" | API key {'checked' if expected_api_key else 'any'}"
+                f"{f' | control API {fv.control_url}' if control else ''} — Ctrl-C to stop",
                 file=sys.stderr,
                 flush=True,
             )
@@ -650,21 +693,63 @@ def _seconds(text: str) -> float:
     return seconds
 
 
+def _key(text: str) -> str:
+    if not text:  # an unset variable ("--expected-api-key $KEY"): every request would get a 401
+        raise ValueError(text)
+    return text
+
+
+def _count(text: str) -> int:
+    count = int(text)
+    if count < 0:
+        raise ValueError(count)
+    return count
+
+
 # argparse names the expected kind of value in its usage error after the function's __name__.
 _port.__name__, _rate.__name__, _seconds.__name__ = "port (0-65535)", "rate within [0, 1]", "number of seconds >= 0"
 _host.__name__ = "host (not empty)"
+_key.__name__, _count.__name__ = "key (not empty)", "count >= 0"
+
+#: The control API, for ``--help`` (docs/testing.md, "Steering it over HTTP", has the whole of it).
+_EPILOG = """\
+control API (same port; JSON in, JSON out; a bad body is a 400 naming the problem):
+  GET    /_fakevendor                  what it holds: pending items, counts, settings
+  POST   /_fakevendor/script           {"items": [ITEM, ...], "wire"?: W, "model"?: M}  queue answers
+  POST   /_fakevendor/on               {"item": ITEM | null, "wire"?, "model"?}  answer every such request
+  POST   /_fakevendor/outage           {"wire"?, "model"?, "duration"?, "status"?}  (DELETE: end them)
+  POST   /_fakevendor/faults           {"rate": 0.2, "seed": 1, ...} (a FaultPlan's fields) or null
+  POST   /_fakevendor/settings         {"latency"?, "chunk_latency"?, "auto_tools"?}
+  GET    /_fakevendor/requests         the recorded requests (?since=INDEX)
+  POST   /_fakevendor/reset            forget items, routes, outages and the record
+ITEM: "text" | {"reply": {"text", "tool_calls": [{"name", "arguments"}], "reasoning", "latency",
+  "chunk_latency", "cut_after", "stream_error", ...}} | {"error": {"status", "message", "code",
+  "retry_after", ...}} | {"malformed": {"body", "status"}}
+  e.g. curl -d '{"items": [{"error": {"status": 429, "retry_after": 2}}]}' $URL/_fakevendor/script
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The serving options, for this module's command line and ``python -m agentactors fakevendor`` alike.
 
     Numbers are checked here, so that a bad one is a usage error (exit 2), not a traceback from the server.
+    The help ends with the control API's endpoints (``--no-control`` turns it off).
     """
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
     parser.add_argument("--host", type=_host, default="127.0.0.1", help="the interface to listen on (loopback)")
     parser.add_argument("--port", type=_port, default=8765, help="0 picks a free port")
     parser.add_argument("--fault-rate", type=_rate, default=0.0, help="share of requests failed at random (0..1)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--latency", type=_seconds, default=0.0, help="seconds before each answer")
+    parser.add_argument("--chunk-latency", type=_seconds, default=0.0,
+                        help="seconds after each streamed content chunk (an item's own chunk_latency wins)")
+    parser.add_argument("--expected-api-key", type=_key, default=None, metavar="KEY",
+                        help="answer any other key with a 401 (default: any key goes); a test key, never a real one")
+    parser.add_argument("--max-records", type=_count, default=1000, metavar="N",
+                        help="keep the last N requests in the record (default 1000)")
+    parser.add_argument("--no-record-bodies", action="store_true", help="record no request bodies")
+    parser.add_argument("--no-control", action="store_true", help="serve no control API under /_fakevendor")
     parser.add_argument("--no-auto-tools", action="store_true", help="answer tool offers with text, not tool calls")
     parser.add_argument("--lenient", action="store_true", help="accept requests the real vendors would reject")
     parser.add_argument("--certfile", help="serve HTTPS with this PEM certificate chain")
@@ -682,7 +767,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(str(exc))
     try:
         serve(args.host, args.port, fault_rate=args.fault_rate, seed=args.seed, latency=args.latency,
-              auto_tools=not args.no_auto_tools, strict=not args.lenient, ssl_context=context)
+              auto_tools=not args.no_auto_tools, strict=not args.lenient, ssl_context=context,
+              expected_api_key=args.expected_api_key, chunk_latency=args.chunk_latency,
+              max_records=args.max_records, record_bodies=not args.no_record_bodies, control=not args.no_control)
     except OSError as exc:
         print(f"fakevendor: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1

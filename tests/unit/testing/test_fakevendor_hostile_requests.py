@@ -16,7 +16,7 @@ import h11
 import httpx
 import pytest
 
-from agentactors.testing import FakeVendor
+from agentactors.testing import FakeError, FakeVendor
 from agentactors.testing._fake_server import FakeServer
 
 pytestmark = pytest.mark.anyio
@@ -269,3 +269,40 @@ async def test_strict_mode_refuses_wrongly_typed_fields_the_real_vendors_refuse(
     async with FakeVendor(strict=False) as fv, httpx.AsyncClient(base_url=fv.base_url, timeout=10) as client:
         response = await client.post(path, json=body, headers=headers)
         assert response.status_code == 200, response.text
+
+
+# --- status lines -----------------------------------------------------------------------------------
+
+
+def _request(method: str, path: str, headers: dict[str, str], body: bytes = b"") -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: x", "Connection: close", f"Content-Length: {len(body)}",
+             *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def test_every_status_line_carries_its_reason_phrase() -> None:
+    """``HTTP/1.1 200 `` (no phrase) is valid HTTP, but clients in other languages print it, and some
+    (curl's status line, a Go ``resp.Status``) show nothing where a reader expects ``OK``."""
+    chat = json.dumps(CHAT).encode()
+    async with FakeVendor() as fv:
+        fv.script(FakeError(429, retry_after=1), FakeError(529), FakeError(599), wire="openai")
+        answers = [
+            await raw_exchange(fv.port, _request("GET", "/health", {})),
+            await raw_exchange(fv.port, _request("POST", "/v1/chat/completions", OPENAI, chat)),
+            await raw_exchange(fv.port, _request("POST", "/v1/chat/completions", OPENAI, chat)),
+            await raw_exchange(fv.port, _request("POST", "/v1/chat/completions", OPENAI, chat)),
+            await raw_exchange(fv.port, _request("POST", "/v1/chat/completions", OPENAI, chat)),
+            await raw_exchange(fv.port, _request("POST", "/v1/nowhere", OPENAI, chat)),
+            await raw_exchange(fv.port, _request("POST", "/v1/chat/completions", {}, chat)),
+            await raw_exchange(fv.port, BAD_CHUNK),
+        ]
+    assert [a.split(b"\r\n", 1)[0] for a in answers] == [
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 429 Too Many Requests",
+        b"HTTP/1.1 529 Overloaded",  # no standard phrase: the name Anthropic's 529 goes by
+        b"HTTP/1.1 599 Server Error",  # no phrase at all: its class's
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 404 Not Found",
+        b"HTTP/1.1 401 Unauthorized",
+        b"HTTP/1.1 400 Bad Request",
+    ]
