@@ -31,6 +31,8 @@ __all__ = [
     "AppRuntime",
     "BodyError",
     "Disconnected",
+    "DEFAULT_KEEPALIVE",
+    "KEEPALIVE_COMMENT",
     "EventStream",
     "Outbound",
     "Receive",
@@ -40,11 +42,13 @@ __all__ = [
     "authorized",
     "client_text",
     "header",
+    "keepalive_interval",
     "cancelled_on_disconnect",
     "paused_text",
     "read_json",
     "route_path",
     "runtime_to_enter",
+    "sent_path",
     "send_json",
     "session_refusal",
 ]
@@ -80,6 +84,18 @@ def route_path(scope: Scope) -> str:
     if root and path.startswith(root):
         path = path[len(root) :] or "/"
     return path
+
+
+def sent_path(scope: Scope, limit: int = 200) -> str:
+    """The request's path as the client sent it — the mount's ``root_path`` and all — for a message naming it (an
+    unknown path's 404), clipped to ``limit`` characters: an app's route inside the mount is not a path the client
+    knows.  A server may leave the ``root_path`` on ``path`` (uvicorn's ``--root-path``, Starlette's ``Mount``) or
+    take it off (the older ASGI reading); either way the client sent it."""
+    path: str = scope.get("path") or "/"
+    root: str = scope.get("root_path") or ""
+    if root and not path.startswith(root):
+        path = root.rstrip("/") + path
+    return path if len(path) <= limit else path[: limit - 1] + "…"
 
 
 async def read_json(
@@ -324,31 +340,146 @@ async def send_json(
     await send({"type": "http.response.body", "body": body})
 
 
-class EventStream:
-    """A ``text/event-stream`` answer: :meth:`start` once, :meth:`data` per event, :meth:`end`."""
+#: What a keep-alive writes: an SSE comment (a line starting with ``:``), which every SSE reader skips — the openai
+#: SDKs' and AG-UI's clients, a browser's ``EventSource`` — and which a proxy counts as traffic.
+KEEPALIVE_COMMENT = b": keep-alive\n\n"
 
-    __slots__ = ("_send", "started")
+#: The apps' default ``keepalive``: under the shortest idle timeouts of proxies in front of a server (30 s in some
+#: corporate proxies; nginx's ``proxy_read_timeout`` and AWS ALB's idle timeout are 60 s, Cloudflare's 100 s).
+DEFAULT_KEEPALIVE = 15.0
+
+
+def keepalive_interval(value: float | None) -> float | None:
+    """An app's ``keepalive=`` checked: seconds (a positive, finite number) or ``None`` (no keep-alive).
+
+    :raises TypeError: not a number (a bool is not one either: ``True`` is no interval).
+    :raises ValueError: zero, negative, NaN or infinite.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"keepalive must be seconds (a float) or None, not {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"keepalive must be a positive, finite number of seconds or None, not {value!r}")
+    return float(value)
+
+
+class EventStream:
+    """A ``text/event-stream`` answer: :meth:`start` once, :meth:`data` per event, :meth:`end`.
+
+    While a :meth:`kept_alive` block runs, a stream that has been silent for its interval gets an SSE comment
+    (:data:`KEEPALIVE_COMMENT`), so a proxy in front does not take a slow model or tool for a dead connection and cut
+    it.  Every write — an event, a comment — is one whole ``send``, and never two at once: a comment waits for no
+    event, and an event waits only for a comment being written.
+    """
+
+    __slots__ = ("_pinging", "_send", "_stop", "_writes", "_writing", "ended", "started")
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self.started = False
+        self.ended = False
+        self._writes = 0  # counts the writes, for the keep-alive to see the stream was silent: no clock per event
+        self._writing = False  # a write is under way (a slow client may hold it): no comment beside it
+        self._pinging: anyio.Event | None = None  # set once the comment being written is out
+        self._stop: anyio.Event | None = None
 
     async def start(self) -> None:
-        headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
-            (b"cache-control", b"no-store"),
-            (b"x-accel-buffering", b"no"),  # a proxy in front must not hold the events back
-        ]
-        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
-        self.started = True
+        """Send the headers — once: a keep-alive may have sent them already (:meth:`kept_alive`)."""
+        while self._pinging is not None:
+            await self._pinging.wait()
+        if self.started:
+            return
+        await self._put({"type": "http.response.start", "status": 200, "headers": _STREAM_HEADERS})
 
     async def data(self, value: Any) -> None:
         """One event: ``data: <value as JSON>`` (a str is sent as it is)."""
         text = value.encode() if isinstance(value, str) else json_bytes(value, separators=(",", ":"))
-        await self._send({"type": "http.response.body", "body": b"data: " + text + b"\n\n", "more_body": True})
+        while self._pinging is not None:
+            await self._pinging.wait()
+        self._writes += 1
+        self._writing = True
+        try:
+            await self._send({"type": "http.response.body", "body": b"data: " + text + b"\n\n", "more_body": True})
+        finally:
+            self._writing = False
 
     async def end(self) -> None:
-        await self._send({"type": "http.response.body", "body": b""})
+        while self._pinging is not None:
+            await self._pinging.wait()
+        self.ended = True  # no comment after the end
+        if self._stop is not None:
+            self._stop.set()
+        await self._put({"type": "http.response.body", "body": b""})
+
+    async def _put(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True  # before the send: a keep-alive meanwhile must not send headers again
+        self._writes += 1
+        self._writing = True
+        try:
+            await self._send(message)
+        finally:
+            self._writing = False
+
+    @asynccontextmanager
+    async def kept_alive(self, interval: float | None) -> AsyncIterator[None]:
+        """A block during which the stream is kept alive: once nothing was written for ``interval`` seconds (at
+        most), a comment — and another every ``interval`` while the silence lasts.  A stream not yet started is
+        started by the first comment (its headers, then the comment): a proxy waits for headers as it waits for
+        data.  ``None``: nothing is added.
+
+        One task per block, waking every half ``interval`` to see whether the stream wrote since it last looked —
+        an event costs a counter's increment, no timer.  It stops as the block ends or the stream ends, after any
+        comment it is writing (never cut half-way, to be followed by an event); it is cancelled with the block's
+        scope (the client's disconnect).  Write the stream's own answer — and any other answer, such as a status
+        in its place — after the block has ended, or through the stream, never around it.
+        """
+        if interval is None or self.ended:
+            yield
+            return
+        stop = self._stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._keep_alive, interval / 2, stop)
+            try:
+                yield
+            finally:
+                stop.set()
+
+    async def _keep_alive(self, tick: float, stop: anyio.Event) -> None:
+        seen = self._writes
+        quiet = 0  # the ticks since the last write: a comment at the first (the silence is tick to 2 * tick), then
+        # at every second (one per interval)
+        while True:
+            with anyio.move_on_after(tick):
+                await stop.wait()
+            if stop.is_set() or self.ended:
+                return
+            if self._writes != seen or self._writing:
+                seen, quiet = self._writes, 0
+                continue
+            quiet += 1
+            if quiet % 2 == 1:
+                await self._ping()
+                seen = self._writes
+
+    async def _ping(self) -> None:
+        done = self._pinging = anyio.Event()
+        try:
+            if not self.started:
+                self.started = True
+                await self._send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEADERS})
+            await self._send({"type": "http.response.body", "body": KEEPALIVE_COMMENT, "more_body": True})
+        finally:
+            self._pinging = None
+            done.set()
+
+
+_STREAM_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-store"),
+    (b"x-accel-buffering", b"no"),  # a proxy in front must not hold the events back
+]
 
 
 class Outbound:

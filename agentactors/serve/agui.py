@@ -8,7 +8,8 @@ then ``RUN_FINISHED`` (its ``result`` the typed output of an agent with an ``out
 str, anything else as JSON) or ``RUN_ERROR``: for a run that failed — ``generation_failed``, cancelled, or any
 ``error`` (a provider that failed after an earlier step, a typed answer that never validated) — for a typed run that
 stopped at its step limit with no answer (``no_answer``), and for an output JSON cannot carry (``output_unsendable``).
-A client that disconnects cancels the run — but a resumed one (below).
+A client that disconnects cancels the run — but a resumed one (below).  A stream silent for the app's ``keepalive``
+gets SSE comments (``: keep-alive``), which every SSE client skips, so a proxy's idle timeout does not cut it.
 
 A run that pauses for a person's approval of a tool call did not complete, and did not fail: it ends with
 ``RUN_FINISHED`` (the protocol's end of every run that did not fail) whose ``outcome`` is AG-UI 1.0's
@@ -70,6 +71,7 @@ from ._agui_input import (
     read_run_input,
 )
 from ._http import (
+    DEFAULT_KEEPALIVE,
     DEFAULT_MAX_BODY,
     AppRuntime,
     BodyError,
@@ -82,6 +84,7 @@ from ._http import (
     cancelled_on_disconnect,
     client_text,
     json_bytes,
+    keepalive_interval,
     read_json,
     route_path,
     send_json,
@@ -102,6 +105,7 @@ def agui_app(
     store: SessionStore | None = None,
     max_body_size: int = DEFAULT_MAX_BODY,
     tracer_provider: Any = None,
+    keepalive: float | None = DEFAULT_KEEPALIVE,
 ) -> AGUIApp:
     """An ASGI app streaming ``agent``'s runs as AG-UI events at its root path.
 
@@ -134,11 +138,17 @@ def agui_app(
     ``tracer_provider``: where each request's OpenTelemetry span goes (default: the global provider;
     nothing without ``opentelemetry-api``).
 
-    :raises TypeError: ``agent`` is not an :class:`~agentactors.Agent`.
+    ``keepalive``: seconds a stream may stay silent — a slow model, a long tool call, a steer waiting for the live
+    run's step boundary — before the app writes an SSE comment (``: keep-alive``), which every SSE client skips (AG-UI's
+    among them) and a proxy in front counts as traffic, so its idle timeout (30 s in some, 60 s in nginx and AWS ALB)
+    does not cut the stream; one every ``keepalive`` seconds while the silence lasts.  ``None``: no comments.
+
+    :raises TypeError: ``agent`` is not an :class:`~agentactors.Agent`; ``keepalive`` is not a number or ``None``.
+    :raises ValueError: a ``store`` without ``sessions``; a ``keepalive`` that is not positive and finite.
     """
     return AGUIApp(
         agent, runtime=runtime, sessions=sessions, store=store, max_body_size=max_body_size,
-        tracer_provider=tracer_provider,
+        tracer_provider=tracer_provider, keepalive=keepalive,
     )
 
 
@@ -154,6 +164,7 @@ class AGUIApp:
         store: SessionStore | None = None,
         max_body_size: int = DEFAULT_MAX_BODY,
         tracer_provider: Any = None,
+        keepalive: float | None = DEFAULT_KEEPALIVE,
     ) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"agui_app serves an Agent, not {type(agent).__name__}")
@@ -165,6 +176,7 @@ class AGUIApp:
         self._runtime = AppRuntime(runtime, (agent,))
         self._max_body = max_body_size
         self._tracing = Tracing(tracer_provider)
+        self.keepalive = keepalive_interval(keepalive)
         self._threads: dict[str, _Live] = {}  # the live run of each thread that has one
         # Each thread's last resumed run (the most recent threads'), until the thread's next run: what the same answers
         # posted again get (AG-UI: a resume is safe to replay) — also by a client that left while it ran.
@@ -231,7 +243,11 @@ class AGUIApp:
         # resumed run is the exception: it goes on in ``keep``, outside what the client's leaving cancels, and
         # releases the thread itself when it ends (:meth:`_resume`).
         try:
-            async with anyio.create_task_group() as keep, cancelled_on_disconnect(receive, send):
+            async with (
+                anyio.create_task_group() as keep,
+                cancelled_on_disconnect(receive, send),
+                stream.kept_alive(self.keepalive),  # the events and the stream's end are written through the stream
+            ):
                 await stream.start()
                 if live is not None and run_input.resume:  # no steer: the answers are to a run that has ended
                     await self._answer_live(translation, live)

@@ -23,7 +23,8 @@ call, 503 (``run_cancelled``) when the server cancelled the run — never an emp
 answer.  Every error carries ``x-should-retry: false`` (the OpenAI SDKs' own header: they retry 408, 409, 429 and
 5xx by default, re-running the agent and its tools) except the three a retry may mend — the 429, the 503 and a 502
 for a transient provider failure — and those too once a tool of the run has been called (:func:`_retry_mends`).
-A client that disconnects cancels its run.
+A client that disconnects cancels its run.  A stream silent for the app's ``keepalive`` gets SSE comments, which
+every SSE client skips, so a proxy's idle timeout does not cut it (:func:`openai_app`).
 
 Sessions (``sessions=True``, off by default): a request with an ``X-Session-Id: <key>`` header is a turn of
 the runtime's session ``key`` — the server keeps the conversation, and the request's messages after its last
@@ -61,6 +62,7 @@ from ..sessions.store import SessionStore, check_key
 from ..tools.results import render_result
 from ._http import (
     CANCELLED_TEXT,
+    DEFAULT_KEEPALIVE,
     DEFAULT_MAX_BODY,
     AppRuntime,
     BodyError,
@@ -75,10 +77,12 @@ from ._http import (
     cancelled_on_disconnect,
     client_text,
     header,
+    keepalive_interval,
     paused_text,
     read_json,
     route_path,
     send_json,
+    sent_path,
     session_refusal,
 )
 from ._openai_format import for_format
@@ -107,6 +111,7 @@ def openai_app(
     tracer_provider: Any = None,
     max_completion_tokens: int | None = None,
     ignored_fields: Iterable[str] = (),
+    keepalive: float | None = DEFAULT_KEEPALIVE,
 ) -> OpenAIApp:
     """An ASGI app serving ``agents`` (``{model name: agent}``) as an OpenAI-compatible API.
 
@@ -127,14 +132,23 @@ def openai_app(
     the app takes and does not read (a compatible server's extensions your clients send, ``"top_k"``); any other
     unknown field is a 400 (``unknown_parameter``), as OpenAI answers it.
 
+    ``keepalive``: seconds a stream may stay silent — a slow model, a long tool call — before the app writes an SSE
+    comment (``: keep-alive``), which every SSE client skips (the openai SDKs among them) and a proxy in front counts
+    as traffic, so its idle timeout (30 s in some, 60 s in nginx and AWS ALB) does not cut the stream; one every
+    ``keepalive`` seconds while the silence lasts.  A stream silent that long before its first chunk starts with the
+    comment: its ``200`` is then sent, and a refusal after that (a 429 from the admission, a 502) comes as an error
+    event in the stream, as one after text does.  ``None``: no comments (a stream then starts with its first chunk,
+    however long that takes).  A JSON answer (``stream`` off) has no keep-alive: nothing can be sent before it.
+
     :raises TypeError, ValueError: ``agents`` is empty or not ``{str: Agent}``; a ``store`` without
         ``sessions``; a ``max_completion_tokens`` that is not a positive int; ``ignored_fields`` not names, or
-        naming one of OpenAI's fields (each is decided: ``docs/serve.md``); see also ``api_keys``.
+        naming one of OpenAI's fields (each is decided: ``docs/serve.md``); a ``keepalive`` that is not a positive,
+        finite number of seconds or ``None``; see also ``api_keys``.
     """
     return OpenAIApp(
         agents, runtime=runtime, api_keys=api_keys, max_body_size=max_body_size, sessions=sessions, store=store,
         tracer_provider=tracer_provider,
-        max_completion_tokens=max_completion_tokens, ignored_fields=ignored_fields,
+        max_completion_tokens=max_completion_tokens, ignored_fields=ignored_fields, keepalive=keepalive,
     )
 
 
@@ -153,6 +167,7 @@ class OpenAIApp:
         tracer_provider: Any = None,
         max_completion_tokens: int | None = None,
         ignored_fields: Iterable[str] = (),
+        keepalive: float | None = DEFAULT_KEEPALIVE,
     ) -> None:
         if max_completion_tokens is not None and (
             isinstance(max_completion_tokens, bool)
@@ -177,6 +192,7 @@ class OpenAIApp:
         self._tracing = Tracing(tracer_provider)
         self.max_completion_tokens = max_completion_tokens
         self.ignored_fields = _ignored_fields(ignored_fields)
+        self.keepalive = keepalive_interval(keepalive)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app: the lifespan, and each HTTP request (see the module docstring).
@@ -210,9 +226,10 @@ class OpenAIApp:
         elif path == "/chat/completions" and method == "POST":
             await self._chat(scope, receive, send, span)
         elif path in ("/models", "/chat/completions"):
-            await _error(send, 405, f"{method} is not allowed on {path}", "invalid_request_error")
+            await _error(send, 405, f"{method} is not allowed on {sent_path(scope)}", "invalid_request_error")
         else:
-            await _error(send, 404, f"Unknown path: {path}", "invalid_request_error", code="unknown_url")
+            # The path as the client sent it (its /v1, the mount's prefix): the route inside them is not one it knows.
+            await _error(send, 404, f"Unknown path: {sent_path(scope)}", "invalid_request_error", code="unknown_url")
 
     def _model(self, name: str) -> dict[str, Any]:
         return {"id": name, "object": "model", "created": self._created, "owned_by": "agentactors"}
@@ -271,7 +288,7 @@ class OpenAIApp:
                 await _error(send, 500, "sessions need a runtime: bind the agent or pass runtime=", "server_error")
                 return
             session = open_session(agent, key, runtime=runtime, store=self._store, idle_timeout=60.0)
-        completion = _Completion(request, agent, runtime, send, span, session)
+        completion = _Completion(request, agent, runtime, send, span, session, self.keepalive)
         async with cancelled_on_disconnect(receive, send):
             if request.stream:
                 await completion.stream()
@@ -290,8 +307,10 @@ class _Completion:
         send: Send,
         span: RequestSpan,
         session: AgentSession[Any] | None = None,
+        keepalive: float | None = None,
     ) -> None:
         self.request = request
+        self.keepalive = keepalive
         self.agent = agent
         self.runtime = runtime
         self.send = send
@@ -300,6 +319,7 @@ class _Completion:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.events: EventStream | None = None
+        self.opened = False  # the stream's first chunk (the role) was sent
         # A typed answer (the client's response_format, or the agent's own output type) is its output as JSON:
         # under the output-tool strategy the run's text is empty, and a refused answer's text is no answer.
         self.typed = agent.output_type is not str
@@ -344,29 +364,40 @@ class _Completion:
 
     async def stream(self) -> None:
         """The run as chunks.  The response starts with the run's first model answer, so a run the
-        admission refused before that is still a 429, not a stream that fails."""
+        admission refused before that is still a 429, not a stream that fails — unless the run is silent for the
+        app's ``keepalive`` first: its keep-alive then starts the response (headers, a comment), and a refusal or
+        failure after that is an error event in the stream, as one after text is.
+
+        The keep-alive runs while the run does (:meth:`EventStream.kept_alive`); what is sent once the run ended —
+        a status, the last chunks, ``[DONE]`` — comes after it stopped, so no comment is ever written beside it."""
         events = self.events = EventStream(self.send)
-        try:
-            if self.session is None:
-                async with self.agent.stream(
-                    self.request.messages, runtime=self.runtime, settings=self.request.settings
-                ) as run:
-                    await self._follow(run)
-                    result = await run.wait()
-            else:  # a turn of the session, streamed
-                turn = open_session(
-                    streamed_turn(self.agent, self._follow), self.session.key, runtime=self.session.runtime,
-                    store=self.session.store, idle_timeout=self.session.idle_timeout,
-                )
-                result = await turn.send(self.request.new, settings=self.request.settings)
-        except Exception as exc:
+        raised: Exception | None = None
+        result: RunResult[Any] | None = None
+        async with events.kept_alive(self.keepalive):
+            try:
+                if self.session is None:
+                    async with self.agent.stream(
+                        self.request.messages, runtime=self.runtime, settings=self.request.settings
+                    ) as run:
+                        await self._follow(run)
+                        result = await run.wait()
+                else:  # a turn of the session, streamed
+                    turn = open_session(
+                        streamed_turn(self.agent, self._follow), self.session.key, runtime=self.session.runtime,
+                        store=self.session.store, idle_timeout=self.session.idle_timeout,
+                    )
+                    result = await turn.send(self.request.new, settings=self.request.settings)
+            except Exception as exc:  # told below, once the keep-alive stopped
+                raised = exc
+        if raised is not None:
             if not events.started:
-                await _run_raised(self.send, exc, self.span)
+                await _run_raised(self.send, raised, self.span)
                 return
-            self.span.failed(type(exc).__name__)
-            await events.data({"error": _error_body(_raised_text(exc), "server_error")})
+            self.span.failed(type(raised).__name__)
+            await events.data({"error": _error_body(_raised_text(raised), "server_error")})
             await events.end()
             return
+        assert result is not None  # the block ran to its end, so the run gave its result
         unmet = self._unmet(result)
         if not events.started:
             if await _refused(self.send, result, self.span, self.request):
@@ -376,9 +407,6 @@ class _Completion:
                 self.span.failed(code)
                 await _error(self.send, status, message, kind, code=code)
                 return
-            await self._started(events)
-            if content := self._content(result):
-                await events.data(self._chunk({"content": content}))
         elif result.generation_failed:
             self.span.failed(_error_type(result))
             await events.data({"error": _error_body(_failure_text(result), "server_error")})
@@ -396,6 +424,10 @@ class _Completion:
             await events.data({"error": _error_body(message, kind, code=code)})
             await events.end()
             return
+        if not self.opened:  # no chunk yet (a keep-alive may have sent the headers): the answer whole
+            await self._started(events)
+            if content := self._content(result):
+                await events.data(self._chunk({"content": content}))
         elif self.typed:  # the validated answer, whole: the text that streamed (if any) was not sent
             await events.data(self._chunk({"content": self._content(result)}))
         await events.data(self._chunk({}, finish_reason=_finish_reason(result)))
@@ -485,7 +517,9 @@ class _Completion:
         return 502, f"the run ended before a valid answer: {reason}", "server_error", "no_answer"
 
     async def _started(self, events: EventStream) -> None:
-        if not events.started:
+        """The stream's first chunk (the assistant's role), after its headers unless a keep-alive sent them."""
+        if not self.opened:
+            self.opened = True
             await events.start()
             await events.data(self._chunk({"role": "assistant", "content": ""}))
 

@@ -324,7 +324,7 @@ def check_openai_error(out: Exchange) -> dict[str, Any]:
 def sse_events(body: bytes) -> list[str]:
     text = body.decode()
     assert text.endswith("\n\n"), text[-200:]
-    frames = text.split("\n\n")[:-1]
+    frames = [f for f in text.split("\n\n")[:-1] if f != ": keep-alive"]  # a keep-alive comment: no event
     assert all(f.startswith("data: ") and "\n" not in f for f in frames), frames[:3]
     return [f[6:] for f in frames]
 
