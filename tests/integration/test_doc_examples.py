@@ -1115,6 +1115,72 @@ async def _testing_scripted_declarations(doc: Doc) -> None:
     assert doc.out().splitlines() == ["request 0", "new lookup"]
 
 
+@example("docs/wire.md: Configuring the cloud endpoints [1]")
+async def _wire_responses(doc: Doc) -> None:
+    async with FakeVendor() as vendor:
+        await doc.run(vendor=vendor)
+        assert [(r.wire, r.path) for r in vendor.requests] == [("responses", "/v1/responses")]
+    assert doc.out() == "Echo: Say hello.\n"
+
+
+@example("docs/wire.md: Configuring the cloud endpoints [2]")
+async def _wire_azure(doc: Doc) -> None:
+    doc.monkeypatch.setenv("AZURE_AD_TOKEN", "entra-doc-example-token")
+    async with FakeVendor() as vendor:
+        await doc.run(vendor=vendor)
+        sent = [(r.wire, r.path.split("?")[0], "api-key" in r.headers, "authorization" in r.headers)
+                for r in vendor.requests]
+    assert sent == [  # the first with its key, the second with the Entra token
+        ("openai", "/openai/deployments/gpt-4o-prod/chat/completions", True, False),
+        ("responses", "/openai/v1/responses", False, True),
+    ], sent
+    assert doc.out() == "Echo: Say hello.\n" * 2
+
+
+@example("docs/wire.md: Configuring the cloud endpoints [3]")
+async def _wire_bedrock(doc: Doc) -> None:
+    async with FakeVendor() as vendor:
+        await doc.run(vendor=vendor)
+        assert [r.wire for r in vendor.requests] == ["bedrock"]
+        assert "authorization" in vendor.requests[0].headers  # signed (the record keeps no credential)
+    assert doc.out() == "Echo: Say hello.\n"
+
+
+@example("docs/wire.md: Configuring the cloud endpoints [4]")
+async def _wire_vertex(doc: Doc) -> None:
+    """Gemini on Google's default credentials as printed: a service-account key file whose token endpoint is local."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from tests.support.echo_vendor import EchoVendor
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    for name in ("GOOGLE_CLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"):
+        doc.monkeypatch.delenv(name, raising=False)
+    doc.monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    doc.monkeypatch.setenv("GOOGLE_ACCESS_TOKEN", "ya29.doc-example-claude")
+    async with EchoVendor(access_token="ya29.doc-example-gemini") as tokens, FakeVendor() as vendor:
+        account = doc.cwd / "service-account.json"
+        account.write_text(json.dumps({
+            "type": "service_account", "project_id": "sa-proj", "private_key_id": "kid", "private_key": pem,
+            "client_email": "sa@sa-proj.iam.gserviceaccount.com", "client_id": "1",
+            "token_uri": f"{tokens.base_url}/token",
+        }))
+        doc.monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(account))
+        url = repr(vendor.base_url)
+        await doc.run(replace=[('location="us-central1")', f'location="us-central1", base_url={url})'),
+                               ('region="us-east5",', f'region="us-east5", base_url={url},')])
+        sent = [r.path.split(":")[0] for r in vendor.requests]
+        assert len(tokens.token_requests) == 1, "Gemini's token came from the key file, as printed"
+    assert sent == [
+        "/v1/projects/my-proj-123/locations/us-central1/publishers/google/models/gemini-2.5-flash",
+        "/v1/projects/my-proj-123/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929",
+    ], sent
+    assert doc.out() == "Echo: Say hello.\n" * 2
+
+
 @example("docs/testing.md: Wires and URLs")
 async def _testing_wires(doc: Doc) -> None:
     namespace = await doc.run()
