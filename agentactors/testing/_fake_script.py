@@ -403,6 +403,11 @@ def _retry_after(value: float) -> float:
     return value
 
 
+def _seed(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise TypeError(f"FaultPlan.seed must be an int or None, not {type(value).__name__}")
+
+
 def _count(_: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"FaultPlan.{attribute.name} must be an int >= 0, not {value!r}")
@@ -422,11 +427,11 @@ class FaultPlan:
 
     Raises ``ValueError`` for what it could not honour: a rate outside [0, 1] or NaN, an unknown fault kind,
     weights that are negative, infinite or all zero, a negative or non-finite ``retry_after`` or ``hang``, an
-    unknown wire name.
+    unknown wire name; ``TypeError`` for a ``seed`` that is not an int.
     """
 
     rate: float = attrs.field(default=0.0, converter=_rate)
-    seed: int | None = None
+    seed: int | None = attrs.field(default=None, validator=_seed)
     weights: Mapping[FaultKind, float] = attrs.field(default=None, converter=_weights)
     retry_after: float = attrs.field(default=1.0, converter=_retry_after)
     hang: float = attrs.field(default=30.0, converter=_delay_or_zero)

@@ -185,9 +185,9 @@ class VendorState:
 
     @faults.setter
     def faults(self, plan: FaultPlan | None) -> None:
+        rng = random.Random(plan.seed if plan else None)  # before anything is set: a seed it refuses changes nothing
         with self._lock:
-            self._faults = plan
-            self._rng = random.Random(plan.seed if plan else None)
+            self._faults, self._rng = plan, rng
 
     def add_outage(self, outage: Outage) -> Outage:
         with self._lock:
