@@ -27,6 +27,7 @@ registered.  agentactors' own errors (redacted when made) round-trip as they are
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import pickle
 import sys
 import sysconfig
@@ -49,6 +50,7 @@ __all__ = [
     "pack_results",
     "remote_error",
     "sendable",
+    "sendable_error",
     "unpack_factory",
     "unpack_results",
 ]
@@ -93,7 +95,12 @@ def _needs_value(module_name: str) -> bool:
 
 
 def pack_factory(factory: Callable[..., Any]) -> bytes:
-    """``factory`` pickled for the workers, its module by value when the workers may not import it."""
+    """``factory`` pickled for the workers, its module by value when the workers may not import it.
+
+    :raises TypeError: it cannot be pickled — naming the ``agent_factory`` and, when one is found, the module
+        global or closed-over variable that cannot travel (:func:`_unshippable`), instead of cloudpickle's bare
+        ``cannot pickle '_thread.lock' object``.
+    """
     import ray.cloudpickle
 
     cloudpickle: Any = ray.cloudpickle  # untyped
@@ -107,10 +114,68 @@ def pack_factory(factory: Callable[..., Any]) -> bytes:
         except ValueError:
             registered = False  # already registered by the user: leave it so
     try:
-        return bytes(cloudpickle.dumps(factory))
+        try:
+            return bytes(cloudpickle.dumps(factory))
+        except Exception as exc:
+            # Searched while the module is still registered by value: what the workers would get is what fails.
+            raise _unshippable(factory, exc, cloudpickle) from exc
     finally:
         if registered and module is not None:
             cloudpickle.unregister_pickle_by_value(module)
+
+
+def _unshippable(factory: Callable[..., Any], exc: Exception, cloudpickle: Any) -> TypeError:
+    """The error for a factory that does not pickle: what failed, where (when found), and what to do.
+
+    Only after the whole failed, so a factory that ships pays nothing: each global the factory's code names
+    and each variable it closes over is pickled alone, and one that fails is searched the same way when it is a
+    function (or wraps one: a ``@tool``), a few levels deep — ``make_agent`` → ``lookup`` → ``LOCK``.
+    """
+    name = getattr(factory, "__qualname__", None) or type(factory).__qualname__
+    path = _culprit(factory, cloudpickle, depth=4, seen=set())
+    if path:
+        kind, *chain = path
+        used = "".join(f" (used by {step!r})" for step in chain[1:])
+        where = f"; the {kind} {chain[0]!r}{used} cannot be pickled: create it inside the factory"
+        where += " (or in a module the workers import) rather than in the driver"
+    else:
+        where = "; build what it holds (locks, clients, open files, sockets) inside the factory instead"
+    return TypeError(redact(f"the agent_factory {name!r} cannot be shipped to the Ray workers: "
+                            f"{type(exc).__name__}: {exc}{where}")[:2000])
+
+
+def _culprit(fn: Any, cloudpickle: Any, *, depth: int, seen: set[int]) -> list[str] | None:
+    """``[kind, name, ...]``: the value that does not pickle (its kind and name), then the functions that use it,
+    innermost first (the factory itself not named); ``None`` when no single global or variable is to blame."""
+    inner = fn if inspect.isfunction(fn) else getattr(fn, "__wrapped__", None) or getattr(fn, "fn", None)
+    if not inspect.isfunction(inner) or id(inner) in seen or depth <= 0:
+        return None
+    seen.add(id(inner))
+    code = inner.__code__
+    found: list[tuple[str, str, Any]] = []
+    for var, cell in zip(code.co_freevars, inner.__closure__ or (), strict=False):
+        try:
+            found.append(("variable", var, cell.cell_contents))
+        except ValueError:  # an empty cell
+            continue
+    module_globals = inner.__globals__
+    found += [("module global", n, module_globals[n]) for n in _global_names(code) if n in module_globals]
+    for kind, var, value in found:
+        try:
+            cloudpickle.dumps(value)
+        except Exception:
+            deeper = _culprit(value, cloudpickle, depth=depth - 1, seen=seen)
+            return [*deeper, var] if deeper else [kind, var]
+    return None
+
+
+def _global_names(code: Any) -> list[str]:
+    """The global names ``code`` and the code nested in it (comprehensions, inner functions) use."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names += _global_names(const)
+    return names
 
 
 def unpack_factory(blob: bytes) -> Callable[..., Any]:
@@ -169,15 +234,23 @@ def sendable(result: RunResult[Any]) -> RunResult[Any]:
     is not an ``Exception`` (a ``SystemExit`` the driver would re-raise) become a :class:`RemoteError`.
     """
     error = result.error
-    if error is not None and (
-        not isinstance(error, Exception)
-        or scrub_chain(error) is not error
-        or not _travels_clean(error, scan=not _is_ours(error))
-    ):
+    if error is not None and not _sendable_as_is(error):
         result = attrs.evolve(result, error=remote_error(error))
     if result.children:
         result = attrs.evolve(result, children=tuple(sendable(child) for child in result.children))
     return result
+
+
+def sendable_error(exc: BaseException, *, doing: str) -> BaseException:
+    """``exc`` as it may travel (on the worker), as :func:`sendable` makes a result's error, but its stand-in
+    names ``doing`` — the step that raised it when that is not a run (``"running its agent_factory"``): a
+    credential-masked factory failure says it was the factory's, not only ``VendorSDKError: ...``."""
+    return exc if _sendable_as_is(exc) else remote_error(exc, doing=doing)
+
+
+def _sendable_as_is(exc: BaseException) -> bool:
+    """Whether ``exc`` travels as it is: an ``Exception`` that pickles, its chain and pickled form clean."""
+    return isinstance(exc, Exception) and scrub_chain(exc) is exc and _travels_clean(exc, scan=not _is_ours(exc))
 
 
 def _is_ours(exc: BaseException) -> bool:

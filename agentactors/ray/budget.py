@@ -18,6 +18,14 @@ What the bounds promise (docs/ray.md derives them):
   (``rate`` per second; ``lease`` the largest batch a worker holds unspent,
   :attr:`SharedBudget.request_lease` / :attr:`SharedBudget.token_lease`).
   Unspent leased units go back to the ledger after ``token_ttl`` seconds.
+  That bounds the units *taken*.  A token estimate that falls short of the
+  usage reported becomes a debt paid from the worker's next lease, after the
+  request went: the tokens used in a window may pass the bound by the
+  shortfalls of its requests (an estimate counts no output without
+  ``max_tokens``; ``max_tokens`` counts up to the bucket's size).
+- A request whose wait for its units would exceed 15 minutes is refused at
+  once with :class:`~agentactors.errors.Overloaded`, as at a ProviderActor
+  (:mod:`agentactors.ray.shared`).
 """
 
 from __future__ import annotations

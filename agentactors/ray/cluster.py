@@ -65,6 +65,7 @@ import functools
 import logging
 import math
 import os
+import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
@@ -79,7 +80,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from .._extras import needs_extra
 from .._version import __version__
 from ..errors import redact
+from ..gateway.cost_budget import CostBudget, check_cost_limit
+from ..gateway.ticket import check_deadline, check_priority
 from ..loop.result import RunResult
+from ..settings import ModelSettings
 from ._budget_actor import BudgetActor
 from ._refs import RefWaiter, ray_gone_error
 from ._shipping import input_messages, pack_factory, remote_error, unpack_results
@@ -632,13 +636,26 @@ class RayCluster:
     # -- running -----------------------------------------------------------------------------------
 
     async def run_many(
-        self, inputs: Iterable[Any], *, progress: Callable[[int, int, int], Any] | None = None
+        self,
+        inputs: Iterable[Any],
+        *,
+        progress: Callable[[int, int, int], Any] | None = None,
+        deps: Any = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        cost_limit: float | None = None,
+        input_key: str | None = None,
     ) -> list[RunResult[Any]]:
         """Run the agent on every input; one :class:`~agentactors.RunResult` per input, in input order.
 
         ``progress(done, failed, total)`` is called on the driver as results arrive (a callback
         that raises is logged once and ignored).  Failed runs (the run's own failure, a
-        ``WorkerLost``, a ``RemoteError``) are results like the others.
+        ``WorkerLost``, a ``RemoteError``) are results like the others.  The run options are
+        :meth:`as_completed`'s (``rt.run_many``'s, as far as they can cross processes).
+
+        :raises TypeError, ValueError: an option a run would refuse, or one that cannot be sent to the workers
+            (see :meth:`as_completed`); nothing was sent.
 
         Cancellation: cancels the chunks in flight (``ray.cancel``) and propagates.
         """
@@ -646,7 +663,16 @@ class RayCluster:
         results: list[RunResult[Any] | None] = [None] * len(items)
         done = failed = 0
         warned = False
-        async with self.as_completed(items) as completions:
+        completions_of = self.as_completed(
+            items,
+            deps=deps,
+            settings=settings,
+            deadline=deadline,
+            priority=priority,
+            cost_limit=cost_limit,
+            input_key=input_key,
+        )
+        async with completions_of as completions:
             async for index, result in completions:
                 results[index] = result
                 done += 1
@@ -662,14 +688,55 @@ class RayCluster:
         assert not missing, f"inputs {missing[:5]} were never delivered"
         return [r for r in results if r is not None]
 
-    def as_completed(self, inputs: Iterable[Any]) -> ClusterCompletions:
+    def as_completed(
+        self,
+        inputs: Iterable[Any],
+        *,
+        deps: Any = None,
+        settings: ModelSettings | None = None,
+        deadline: float | None = None,
+        priority: int | None = None,
+        cost_limit: float | None = None,
+        input_key: str | None = None,
+    ) -> ClusterCompletions:
         """``async with cluster.as_completed(inputs) as results: async for index, result in results:``.
 
         Yields ``(index, RunResult)`` pairs as chunks finish, each index exactly once.  Leaving
         the block early cancels the chunks still running.
+
+        Every run of the job gets ``agent.run``'s options, with their local meaning: ``deps`` (reaches
+        tools as ``ToolContext.deps``), ``settings``, ``deadline`` (seconds, each run's own, from its start
+        on its worker), ``priority`` (its class at the worker's ProviderActor) and ``cost_limit`` (a number:
+        each run's own limit).  ``input_key`` names the job: each run's ``ToolContext.input_key`` is
+        ``"{input_key}:{index}"`` (default: a random job id, :attr:`ClusterCompletions.job`).  The options
+        are pickled once for the job (``ray.cloudpickle``), stored once in Ray's object store, and unpickled
+        on a worker for each chunk: ``deps`` must be data that travels (no locks, clients, open files — build
+        those in the ``agent_factory``), and a chunk's runs share one copy of it.
+
+        :raises TypeError: ``deps`` (or another option) cannot be pickled — the message names it; a
+            :class:`~agentactors.CostBudget` as ``cost_limit`` (a budget shared by runs lives in one process:
+            give each run a number, or bound the cluster's spend with its budgets' rates); ``settings`` that
+            are not ``ModelSettings``; a ``priority`` or ``input_key`` of the wrong type.
+        :raises ValueError: a ``deadline`` or ``cost_limit`` out of range.
+        :raises RuntimeError: outside ``async with``.
         """
         self._check()
-        return ClusterCompletions(self, list(inputs))
+        options = _job_options(deps, settings, deadline, priority, cost_limit)
+        if input_key is not None and not isinstance(input_key, str):
+            raise TypeError(f"input_key must be a str (it names the job), not {type(input_key).__name__}")
+        ref = None
+        if options is not None:
+            import ray
+
+            try:
+                ref = ray.put(options)  # once for the job: each chunk's call passes the reference
+            except Exception:
+                if ray.is_initialized():
+                    raise
+                # Ray was shut down: the job sends nothing, and fails every input with WorkerLost (as without
+                # options), so nothing runs without its options.
+                ref = None
+        return ClusterCompletions(self, list(inputs), job=input_key, options=ref)
 
     def _chunk_size(self, remaining: int) -> int:
         if self._chunk is not None:
@@ -690,11 +757,12 @@ class RayCluster:
 class ClusterCompletions:
     """Results of :meth:`RayCluster.as_completed` as ``(index, RunResult)`` (see there)."""
 
-    def __init__(self, cluster: RayCluster, items: list[Any]) -> None:
+    def __init__(self, cluster: RayCluster, items: list[Any], *, job: str | None = None, options: Any = None) -> None:
         self._cluster = cluster
         self._items = items
         self._total = len(items)
-        self._job = os.urandom(4).hex()
+        self._job = job if job is not None else os.urandom(4).hex()
+        self._options = options  # the object ref of the job's run options (pickled), or None
         self._cursor = 0
         self._requeued: deque[_Chunk] = deque()
         self._in_flight = 0
@@ -826,7 +894,7 @@ class ClusterCompletions:
                 await self._changed.wait()
                 continue
             try:
-                ref = worker.handle.run_chunk.remote(self._job, chunk.start, chunk.items)
+                ref = worker.handle.run_chunk.remote(self._job, chunk.start, chunk.items, self._options)
             except Exception as exc:
                 if not ray.is_initialized():  # Ray is gone: so is every worker
                     cluster._ray_gone()
@@ -970,6 +1038,58 @@ class ClusterCompletions:
             )
             self._deliver(index, RunResult("", input_messages(item), error=error))
         self._notify()
+
+
+def _job_options(
+    deps: Any, settings: Any, deadline: Any, priority: Any, cost_limit: Any
+) -> bytes | None:
+    """A job's run options, checked as ``agent.run`` checks them and pickled for the workers (``None``: none).
+
+    :raises TypeError, ValueError: see :meth:`RayCluster.as_completed`.
+    """
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise TypeError(f"settings must be a ModelSettings or None, not {type(settings).__name__}")
+    check_deadline(deadline)
+    check_priority(priority)
+    if isinstance(cost_limit, CostBudget):
+        raise TypeError(
+            "cost_limit: a CostBudget is shared by the runs of one process, and a cluster's runs are in its "
+            "workers' processes: give a number (each run's own limit), and bound the cluster's spend with its "
+            "budgets' rates"
+        )
+    cost_limit = check_cost_limit(cost_limit)
+    given = {
+        name: value
+        for name, value in (
+            ("deps", deps),
+            ("settings", settings),
+            ("deadline", deadline),
+            ("priority", priority),
+            ("cost_limit", cost_limit),
+        )
+        if value is not None
+    }
+    if not given:
+        return None
+    import ray.cloudpickle
+
+    cloudpickle: Any = ray.cloudpickle  # untyped
+    try:
+        return bytes(cloudpickle.dumps(given, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception as exc:
+        culprit = "the run options"
+        for name, value in given.items():
+            try:
+                cloudpickle.dumps(value)
+            except Exception:
+                culprit = name
+                break
+        raise TypeError(
+            redact(
+                f"{culprit} cannot be sent to the Ray workers: {type(exc).__name__}: {exc} — pass data that "
+                "pickles; build what holds locks, clients or open files in the agent_factory (once per worker)"
+            )[:2000]
+        ) from exc
 
 
 def _seconds(value: Any, label: str, *, zero: bool) -> float:

@@ -211,6 +211,21 @@ class LeaseClient:
         finally:
             self._release_slot()
 
+    def least_wait(self, kind: str, units: float) -> float:
+        """The fewest seconds a request needing ``units`` of ``kind`` must wait for them (0 when the pool has them).
+
+        A lower bound: what this worker's pool holds (less its debt) and what its requests ahead of this one
+        wait for count; the cluster's bucket gives at most its capacity at once, then its rate.  The other
+        workers' demand is not known here, so the real wait may be longer, never shorter.  The caller
+        refuses a request whose wait this says is beyond any sane bound, as a ProviderActor does.
+        """
+        pool = self._pools.get(kind)
+        if pool is None or (not pool.waiters and pool.available >= units):
+            return 0.0
+        ahead = sum(waiter.units for waiter in pool.waiters)
+        short = ahead + units - pool.available - self.budget.capacity(kind)
+        return short / self.budget.rate(kind) if short > 0 else 0.0
+
     def settle(self, estimate: int, actual: int) -> None:
         """Correct a request's token estimate by the usage reported (no-op without a token budget)."""
         pool = self._pools.get("tokens")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ from ..actors.runtime import Runtime
 from ..loop.result import RunResult
 from ._budget_actor import RayLedgerPort
 from ._env import WorkerEnv, use_env
-from ._shipping import failed_results, input_messages, pack_results, remote_error, unpack_factory
+from ._shipping import failed_results, input_messages, pack_results, remote_error, sendable_error, unpack_factory
 from .budget import SharedBudget
 from .errors import WorkerLostError
 from .lease import LeaseClient
@@ -214,11 +215,14 @@ class ClusterWorker:
         for lease in self._leases.values():
             lease.set_roster(roster)
 
-    async def run_chunk(self, job: str, start: int, inputs: Sequence[Any]) -> list[bytes]:
+    async def run_chunk(self, job: str, start: int, inputs: Sequence[Any], options: bytes | None = None) -> list[bytes]:
         """Run ``inputs`` (indexes ``start``, ``start + 1``, ...) concurrently; their results, packed one by one.
 
-        It raises nothing of the user's to Ray: a factory that failed, or a runtime that is gone,
-        makes every input a failed result (see the module docstring).
+        ``options``: the job's run options (``deps``, ``settings``, ...; a pickled dict, Ray resolves the
+        driver's object ref to it), unpickled here for this chunk: its runs share one ``deps``.
+
+        It raises nothing of the user's to Ray: a factory that failed, a runtime that is gone, or options
+        that do not unpickle here make every input a failed result (see the module docstring).
 
         Cancellation: ``ray.cancel`` of this call cancels every run of the chunk (their provider
         requests and tools included) and the call ends with Ray's ``TaskCancelledError``.
@@ -227,14 +231,23 @@ class ClusterWorker:
         await ready.wait()
         items = list(inputs)
         rt = self._rt
+        run_options: dict[str, Any] = {}
+        unpacked: BaseException | None = None
+        if options is not None:
+            try:
+                run_options = pickle.loads(options)
+            except Exception as exc:  # a class of the deps the worker lacks: every input says so
+                unpacked = sendable_error(exc, doing="unpickling the job's run options (deps, settings, ...)")
         if self._failure is not None:
             results = failed_results(items, self._failure)
         elif rt is None:
             results = failed_results(items, RuntimeError(f"worker {self._id} is not serving"))
+        elif unpacked is not None:
+            results = failed_results(items, unpacked)
         else:
             self._chunks += 1
             try:
-                results = await rt.call(self._run_all, job, start, items)
+                results = await rt.call(self._run_all, job, start, items, run_options)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:  # the runtime refused the call, or closed under it: nothing goes to Ray
@@ -249,14 +262,16 @@ class ClusterWorker:
                     self._chunks_done.set()
         return pack_results(results)
 
-    async def _run_all(self, job: str, start: int, inputs: list[Any]) -> list[RunResult[Any]]:
+    async def _run_all(
+        self, job: str, start: int, inputs: list[Any], options: dict[str, Any]
+    ) -> list[RunResult[Any]]:
         results: list[RunResult[Any] | None] = [None] * len(inputs)
         agent = self._agent
 
         async def one(i: int) -> None:
             prompt = inputs[i]
             try:
-                results[i] = await agent.run(prompt, input_key=f"{job}:{start + i}")
+                results[i] = await agent.run(prompt, input_key=f"{job}:{start + i}", **options)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:
@@ -303,7 +318,11 @@ def _failure(exc: BaseException, *, doing: str | None = None) -> BaseException:
 
     A ``SystemExit`` or ``KeyboardInterrupt`` in the driver's ``RunResult.error`` would end the driver
     wherever someone re-raises it, and ``except Exception`` would not catch it: it travels as a
-    :class:`~agentactors.ray.errors.RemoteError` naming its type (and ``doing``, the step that raised
-    it when that is not the run itself).
+    :class:`~agentactors.ray.errors.RemoteError` naming its type.  With ``doing`` (the step that raised
+    it when that is not the run itself: the factory), an ``Exception`` is made sendable here
+    (:func:`~agentactors.ray._shipping.sendable_error`), so a stand-in for one that does not travel — a
+    credential masked — names that step too, as a ``BaseException``'s does.
     """
-    return exc if isinstance(exc, Exception) else remote_error(exc, doing=doing)
+    if doing is not None:
+        return sendable_error(exc, doing=doing)
+    return exc if isinstance(exc, Exception) else remote_error(exc)
