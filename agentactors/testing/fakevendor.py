@@ -353,9 +353,12 @@ class FakeVendor:
                 raise RuntimeError("the FakeVendor server failed") from error
 
     async def _serve(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-        # Listening before started() returns: connections queue even before the first accept.
+        # Listening before started() returns: connections queue even before the first accept.  The backlog is the
+        # most the kernel allows (net.core.somaxconn caps it): a load test opening thousands of connections at
+        # once must not have some completed by the kernel and never accepted, each then waiting out the client's
+        # read timeout.
         listener = await anyio.create_tcp_listener(
-            local_host=self._host, local_port=self._requested_port, backlog=1024
+            local_host=self._host, local_port=self._requested_port, backlog=65535
         )
         port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
         served: anyio.abc.Listener[Any] = listener
