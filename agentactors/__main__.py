@@ -1,4 +1,4 @@
-"""Command line: ``python -m agentactors demo | exchange | fakevendor | explain | replay | fork``.
+"""Command line: ``python -m agentactors demo | exchange | fakevendor | explain | replay | fork | serve``.
 
 ``demo`` is what ``make demo`` runs: offline, no API key, against the built-in
 fake vendor on 127.0.0.1.  ``exchange`` is the smallest possible look at the
@@ -10,7 +10,9 @@ OpenAI Responses, Anthropic Messages, Gemini, Bedrock Converse, and the Azure Op
 from a JSONL record, a SQLite journal or a PostgreSQL journal (FILE a ``postgresql://`` URL) with no vendor and
 no tool call; ``fork FILE RUN_ID --at STEP --agent module:attr`` reuses its steps before STEP and runs the rest
 live with that agent, then shows the fork beside its original (:mod:`agentactors.journal`,
-:mod:`agentactors.journal.compare`).
+:mod:`agentactors.journal.compare`).  ``serve MODULE:ATTR`` serves one agent (or what a function of no arguments
+returns) as the OpenAI API, an MCP server and an AG-UI endpoint on one port, its URLs the first stdout lines
+(:mod:`agentactors.serve`, docs/serve.md, "Serving from the command line").
 
 What a command says on stderr passes through :func:`~agentactors.redaction.redact`, and a DSN's passwords are
 masked wherever it is shown (:func:`agentactors._postgres.safe_dsn`) or quoted (:func:`agentactors._postgres.scrub`).
@@ -90,6 +92,7 @@ _DESCRIPTION = (
     "replay FILE RUN_ID: run a recorded run again, with no vendor and no tool call. "
     "fork FILE RUN_ID --at STEP --agent module:attr: reuse a recorded run's steps before STEP, run the rest "
     "live with that agent, and show the fork beside its original. "
+    "serve MODULE:ATTR: serve one agent as the OpenAI API, an MCP server and an AG-UI endpoint on one port. "
     "For replay and fork, FILE is a JSONL record, a SQLite journal, or a PostgreSQL journal's URL "
     "(postgresql://user:password@host/db or postgres://...; needs the [postgres] extra; its password is never shown)."
 )
@@ -218,7 +221,11 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     fk.add_argument("--at", type=int, required=True, dest="at_step", help="the first step run live (from 1)")
     fk.add_argument("--agent", required=True, help="the live agent, as module:attribute (an Agent)")
     fk.add_argument("--temperature", type=float, default=None, help="the live steps' temperature")
-    return parser, {"fakevendor": fv, "replay": rp, "fork": fk}
+    sv = sub.add_parser("serve", help="serve an agent over HTTP: OpenAI API, MCP and AG-UI on one port")
+    from ._serve_cli.command import add_arguments as serve_arguments  # (the apps and servers load when it runs)
+
+    serve_arguments(sv)
+    return parser, {"fakevendor": fv, "replay": rp, "fork": fk, "serve": sv}
 
 
 def _source(path: str) -> object:
@@ -271,17 +278,21 @@ def _holds_runs(path: str) -> bool:
     return found is not None
 
 
-def _load_agent(spec: str) -> object:
+def _load_agent(spec: str, *, option: str = "--agent", factory: bool = False) -> object:
     """``module:attribute`` imported (``package.module:name.attr`` works too).
 
+    ``option`` names the argument in messages; with ``factory``, a callable that is not an Agent is returned
+    as it is (``serve`` calls it in its event loop: a function that makes the agent).
+
     :raises ValueError: a usage mistake — ``spec`` malformed, no module or attribute of that name, not an
-        Agent.  What the named module raises as it imports (a dependency of its own missing) propagates.
+        Agent (nor callable, with ``factory``).  What the named module raises as it imports (a dependency of its
+        own missing) propagates.
     """
     import importlib
 
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute or module_name.startswith("."):
-        raise ValueError(f"--agent takes module:attribute, not {spec!r}")
+        raise ValueError(f"{option} takes module:attribute, not {spec!r}")
     # The working directory's modules, as `python -m agentactors` finds them (it puts the directory first on the
     # path): the installed `agentactors` script does not, and `--agent myagent:agent` next to myagent.py failed.
     if "" not in sys.path and os.getcwd() not in sys.path:
@@ -293,18 +304,21 @@ def _load_agent(spec: str) -> object:
         # name: the module is there, and it is what it imports that is missing.
         if exc.name is None or not (module_name == exc.name or module_name.startswith(exc.name + ".")):
             raise
-        raise ValueError(f"--agent {spec}: no module named {exc.name!r}") from None
+        raise ValueError(f"{option} {spec}: no module named {exc.name!r}") from None
     owner = module_name
     for part in attribute.split("."):
         try:
             value = getattr(value, part)
         except AttributeError:
-            raise ValueError(f"--agent {spec}: {owner} has no attribute {part!r}") from None
+            raise ValueError(f"{option} {spec}: {owner} has no attribute {part!r}") from None
         owner = f"{owner}.{part}"
     from .agent import Agent
 
+    if factory and callable(value) and not isinstance(value, Agent):
+        return value
     if not isinstance(value, Agent):
-        raise ValueError(f"--agent {spec} is a {type(value).__name__}, not an Agent")
+        also = " or a function returning one" if factory else ""
+        raise ValueError(f"{option} {spec} is a {type(value).__name__}, not an Agent{also}")
     return value
 
 
@@ -473,6 +487,10 @@ def _run(args: argparse.Namespace, commands: dict[str, argparse.ArgumentParser])
         from .testing.fakevendor import run
 
         return run(args, commands["fakevendor"])
+    if args.command == "serve":
+        from ._serve_cli.command import run as serve
+
+        return serve(args, commands["serve"], lambda spec: _load_agent(spec, option="serve", factory=True))
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 
