@@ -63,6 +63,8 @@ _TITLES = {"openai": "OpenAI", "mcp": "MCP", "agui": "AG-UI"}
 #: Seconds open requests get to finish once a stop is asked for (a stream still going then is cut); the
 #: runtime then drains what still runs for its own ``drain_timeout``.
 GRACE = 5.0
+#: How long before the server's grace runs out the requests still open are cut (:meth:`ServedApp.cut_open_requests`).
+_CUT_MARGIN = 1.0
 
 _DESCRIPTION = (
     "Serve one agent over HTTP as the OpenAI Chat Completions API (/openai/v1), an MCP server (/mcp/, streamable "
@@ -327,6 +329,13 @@ async def _main(target: object, name: str, protocols: Sequence[str], keys: list[
                         return
                     _say("stopping (Ctrl-C again to stop at once)")
                     stop.set()
+                    tg.start_soon(cut_late)
+
+        async def cut_late() -> None:
+            # Just before the server's own grace runs out: the requests still open are ended here, cleanly.
+            await anyio.sleep(GRACE - _CUT_MARGIN)
+            if cut := served.cut_open_requests():
+                _say(f"{cut} request(s) still open after {GRACE - _CUT_MARGIN:g} s: cut")
 
         async def announce() -> None:
             await served.ready.wait()
@@ -413,6 +422,15 @@ class ServedApp:
         self._keys = keys
         self._guarded = guarded
         self._enter = enter
+        self._open: set[anyio.CancelScope] = set()
+
+    def cut_open_requests(self) -> int:
+        """End every request still open (a stream a client keeps reading): its run is cancelled and a response
+        already begun is ended with an empty last body, so the server sees each request finish — uvicorn would
+        otherwise cancel them itself at its graceful timeout and log a traceback for each.  How many were cut."""
+        for scope in self._open:
+            scope.cancel()
+        return len(self._open)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -428,10 +446,38 @@ class ServedApp:
                                                          "'Authorization: Bearer <key>'."},
                                     {"www-authenticate": "Bearer"})
                     return
-                await app(self._mounted(scope, mount, path == mount), receive, send)
+                await self._serve_one(app, self._mounted(scope, mount, path == mount), receive, send)
                 return
         await _send_json(send, 404, {"error": f"no endpoint at {path}: serving "
                                              f"{', '.join(m + '/' for m in self.mounts)}"})
+
+    async def _serve_one(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        """``app`` on one request, cut by :meth:`cut_open_requests` into a finished response."""
+        state = {"started": False, "ended": False}
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            kind = message.get("type")
+            if kind == "http.response.start":
+                state["started"] = True
+            elif kind == "http.response.body" and not message.get("more_body", False):
+                state["ended"] = True
+            await send(message)
+
+        with anyio.CancelScope() as cut:
+            self._open.add(cut)
+            try:
+                await app(scope, receive, tracked)
+            finally:
+                self._open.discard(cut)
+        if cut.cancelled_caught and state["started"] and not state["ended"]:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                try:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                except OSError:
+                    pass  # the client had gone: nothing to end
+        elif cut.cancelled_caught and not state["started"]:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                await _send_json(send, 503, {"error": "the server is stopping"})
 
     @staticmethod
     def _mounted(scope: Scope, mount: str, bare: bool) -> Scope:

@@ -230,3 +230,28 @@ def test_without_the_mcp_sdk_mcp_is_skipped_by_default_and_an_error_when_asked_f
     skipped, cannot = capsys.readouterr().err.strip().splitlines()
     assert skipped == "serve: MCP not served: it needs the mcp SDK (pip install 'agentactors[mcp]')"
     assert "cannot listen" in cannot
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_stream_still_open_at_a_stop_is_cut_cleanly_within_the_grace(backend: str) -> None:
+    """A client reading a stream whose model never answers: SIGTERM ends the stream (an empty last body, not a
+    reset), the process exits 0 after the grace, and the server logs no traceback for it (uvicorn, left to its own
+    graceful timeout, cancelled the request itself and logged one)."""
+    with FakeVendor(latency=120) as slow, started(slow, "serve_cli_agent:agent", "--port", "0", "--backend", backend,
+                                                  "--keepalive", "0.2", "--openai") as proc:
+        (openai_url,) = urls(proc, 1)
+        body = {"model": "assistant", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        with httpx.Client(timeout=60) as http, http.stream("POST", f"{openai_url}/chat/completions",
+                                                            json=body) as response:
+            assert response.status_code == 200
+            lines = response.iter_lines()
+            assert next(lines) == ": keep-alive"  # the stream is open, its model silent
+            began = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            rest = list(lines)  # ends: the server cut it
+            took = time.monotonic() - began
+        assert "data: [DONE]" not in rest and all(line in ("", ": keep-alive") for line in rest), rest
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-3000:]
+    assert 3 < took < 20, took  # the grace less its margin, then cut
+    assert "Traceback" not in err and "request(s) still open" in err, err[-3000:]
