@@ -36,6 +36,7 @@ never estimated.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,6 +59,31 @@ from ..pricing import (
 from .result import RunResult
 
 __all__ = ["RunCost", "check_cost_limit", "message_tokens", "stop_before"]
+
+log = logging.getLogger("agentactors.pricing")
+
+# The (provider, model) pairs already warned of (_warn_unpriced), bounded: past it, no more warnings.
+_WARNED: set[tuple[str | None, str | None]] = set()
+_MOST_WARNED = 256
+
+
+def _warn_unpriced(response: LLMResponse, budgets: Sequence[CostBudget]) -> None:
+    """One WARNING per process and model the first time a call without a price is charged to a budget with a
+    limit: the limit does not count it (a budget counts what is priced), which would otherwise overspend with no
+    sign but ``CostBudget.unpriced`` (a fine-tune, a gateway's own name, a model newer than the price table)."""
+    key = (response.provider, response.model)
+    if key in _WARNED or len(_WARNED) >= _MOST_WARNED:
+        return
+    limited = [b for b in budgets if b.limit is not None]
+    if not limited:
+        return
+    _WARNED.add(key)
+    log.warning(
+        "model %r (provider %r) has no price: its calls are not counted against the cost limit of %s — price it "
+        "with agentactors.pricing.set_price(%r, %r, ...) (warned once per model)",
+        response.model, response.provider, ", ".join(repr(b.name) for b in limited), response.provider,
+        response.model,
+    )
 
 _ZERO = Cost()
 
@@ -183,6 +209,8 @@ class RunCost:
         if budgets:
             for budget in budgets:
                 budget.charge(cost)
+            if cost is None:
+                _warn_unpriced(response, budgets)
             track = self._track
             if track is not None:
                 track.key = (response.provider, response.model, is_batch(response))

@@ -302,3 +302,32 @@ def test_the_error_keeps_whose_limit_it_was_and_the_estimate_through_a_pickle() 
     again = pickle.loads(pickle.dumps(error))
     assert (again.limit, again.spent, again.scope, again.estimate) == (1.0, 0.9, "session 'k'", 0.2)
     assert str(again) == "stopped"
+
+
+# --- a model without a price under a limit ---------------------------------------------------------------------
+
+
+async def test_a_model_without_a_price_under_a_limit_is_warned_of_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Its calls are not counted against the limit (docs/costs.md): that is said once per model, as a WARNING,
+    rather than only in ``CostBudget.unpriced`` — a fine-tune under a $0.01 limit otherwise spends on unseen."""
+    import uuid
+
+    model = f"ft:unpriced-{uuid.uuid4().hex[:8]}"
+    unpriced = ScriptedProvider(lambda r: LLMResponse("ok", usage=USAGE), name="openai", model=model)
+    agent = Agent(unpriced)
+    with caplog.at_level("WARNING", logger="agentactors.pricing"):
+        await agent.run("no limit")  # counted by nobody's limit: nothing to say
+        assert not [r for r in caplog.records if model in r.getMessage()]
+        for _ in range(3):
+            result = await agent.run("hi", cost_limit=0.01)
+            assert result.ok and result.cost is None
+        with CostBudget(1.0, name="team") as budget:
+            await agent.run("hi")
+    warned = [r.getMessage() for r in caplog.records if model in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert "has no price" in warned[0] and "set_price('openai'" in warned[0], warned[0]
+    assert budget.unpriced == 1
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="agentactors.pricing"):
+        await Agent(always()).run("priced", cost_limit=1.0)
+    assert not caplog.records
