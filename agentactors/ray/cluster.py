@@ -131,9 +131,10 @@ class _Chunk:
 class RayCluster:
     """Runs one agent over many inputs on Ray workers (an async context manager; asyncio or trio).
 
-    :param agent_factory: builds the agent, once per worker, inside that worker's runtime
-        (picklable; shipped by value when its module is not importable on the workers). It may
-        call :func:`~agentactors.ray.with_shared_budget`; it may be async.
+    :param agent_factory: builds the agent, once per worker, inside that worker's runtime, while the
+        cluster starts: its failure on a worker fails ``async with`` (picklable; shipped by value when its
+        module is not importable on the workers). It may call :func:`~agentactors.ray.with_shared_budget`;
+        it may be async.
     :param workers: how many workers (Ray actors, one process and one Runtime each).
     :param budgets: ``{name: SharedBudget(...)}``: one Ray actor per budget, shared by all workers.
     :param worker_options: Ray actor options for the workers (``num_cpus``, ``resources``,
@@ -146,7 +147,7 @@ class RayCluster:
     :param init: ``ray.init`` keyword arguments, used when Ray is not initialized yet (the
         cluster then shuts Ray down at its exit).  Without it, Ray must be initialized already.
     :param drain_timeout: seconds a worker's runs may finish in when the cluster exits.
-    :param start_timeout: seconds the workers may take to start.
+    :param start_timeout: seconds the workers may take to start, their ``agent_factory`` calls included.
     :param unresponsive_timeout: seconds a worker may go without answering before it is lost (and killed):
         Ray unable to reach it (``ActorUnavailableError`` each time), or its event loop blocked (a chunk's
         reply late by this much, then no answer to a ping within as much again).  A slow chunk whose
@@ -224,6 +225,8 @@ class RayCluster:
         self._started_ray = False
         self._result_bytes = 0.0
         self._entered = False
+        #: What the start was waiting for (said by the TimeoutError of a start past ``start_timeout``).
+        self._phase = "Ray's workers were being created"
         #: The block is exiting: a job still running ends its inputs with "the cluster closed".
         self._closing = False
 
@@ -236,7 +239,20 @@ class RayCluster:
     async def __aenter__(self) -> RayCluster:
         """Start the workers (and the budget actors; Ray itself when ``init=`` was given), within ``start_timeout``.
 
+        The start ends once every worker has built its agent with the ``agent_factory``: a factory that fails
+        on the workers (a budget name missing from ``budgets``, a missing environment variable, argparse's
+        ``SystemExit``, a provider refusing its arguments) fails the entry, once, with the error its runs would
+        have carried — what was started is shut down first.
+
         :raises RuntimeError: the cluster was entered before, or Ray is not initialized and no ``init=`` was given.
+        :raises Exception: the ``agent_factory``'s own exception when it failed on a worker and travels (a
+            ``KeyError``, ...; a note names the worker), else a :class:`~agentactors.ray.errors.RemoteError`
+            naming its type and saying it was raised "while running its agent_factory" (a ``SystemExit``, an
+            error that does not pickle or holds a credential).
+        :raises WorkerLostError: a worker's process died while it built its agent (a factory ending its process).
+        :raises VersionMismatchError: a worker runs another agentactors version.
+        :raises TimeoutError: the start took longer than ``start_timeout`` (saying whether the factory had not
+            returned yet).
 
         Cancellation: a ``ray.init`` running in its worker thread is not interrupted; once it ended, the start
         stops where it waits, and what it started — workers, budget actors, a Ray it started — is shut down
@@ -259,8 +275,12 @@ class RayCluster:
             self._started_ray = True
         waiter = self._waiter = RefWaiter()
         try:
-            with anyio.fail_after(self._start_timeout):
+            with anyio.move_on_after(self._start_timeout) as bound:
                 await self._start(ray, waiter)
+            if bound.cancelled_caught:  # (a TimeoutError of the factory's own, raised above, is left as it is)
+                raise TimeoutError(
+                    f"the cluster did not start within start_timeout={self._start_timeout:g} s: {self._phase}"
+                )
             tg = self._tg = anyio.create_task_group()
             await tg.__aenter__()
             for worker in self._workers:
@@ -290,7 +310,9 @@ class RayCluster:
         for worker_id in ids:
             handle = worker_cls.options(**options).remote(worker_id, blob, shared, roster, self._drain_timeout)
             self._workers.append(_Worker(worker_id, handle))
-        infos = [await waiter.wait(w.handle.ready.remote()) for w in self._workers]
+        self._phase = "the workers had not all started (Ray had not placed or started their processes)"
+        pings = [w.handle.ready.remote() for w in self._workers]  # all sent first: the workers start side by side
+        infos = [await waiter.wait(ref) for ref in pings]
         for info in infos:
             if info["version"] != __version__:
                 raise VersionMismatch(
@@ -301,6 +323,50 @@ class RayCluster:
             await waiter.wait(handle.set_roster.remote(roster))
         for worker in self._workers:
             worker.serve = worker.handle.serve.remote()
+        self._phase = "the agent_factory had not returned on every worker"
+        await self._built(waiter)
+
+    async def _built(self, waiter: RefWaiter) -> None:
+        """Wait until every worker built its agent (its :meth:`ClusterWorker.started`); raise the first failure.
+
+        Each ``started`` call is sent with ``serve`` and answers as soon as the factory returned: a factory
+        that works adds one small call per worker, sent side by side, and no wait beyond the factory itself
+        (the first chunk used to wait for it instead).  The first failure ends the wait (the other workers'
+        factories are not waited for: the cluster is shut down).
+
+        :raises Exception: see :meth:`__aenter__`.
+        """
+        import ray.exceptions
+
+        failure: BaseException | None = None
+
+        async def built(worker: _Worker, ref: Any) -> None:
+            nonlocal failure
+            error: BaseException | None
+            try:
+                blobs = await waiter.wait(ref)
+                error = unpack_results(blobs, [None])[0].error if blobs else None
+                if error is not None:
+                    error.add_note(f"(from Ray worker {worker.id}, building its agent at the cluster's start)")
+            except ray.exceptions.ActorUnavailableError as exc:  # not its death: Ray's word, as the ping's
+                error = exc
+            except ray.exceptions.RayActorError:
+                error = WorkerLost(
+                    f"worker {worker.id} died while building its agent (running its agent_factory)",
+                    worker=worker.id,
+                    attempts=0,
+                )
+            except Exception as exc:  # Ray shut down under the start (WorkerLost), another Ray error
+                error = exc
+            if error is not None and failure is None:
+                failure = error
+                tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            for worker in self._workers:
+                tg.start_soon(built, worker, worker.handle.started.remote())
+        if failure is not None:
+            raise failure
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -11,7 +11,9 @@ asyncio** whatever the driver runs on.
   it enters ``async with Runtime()``, starts the budgets' lease maintainers,
   builds the agent with the user's factory (inside the runtime, so every run of
   this worker shares its ProviderActor and connection pool), and returns when
-  :meth:`ClusterWorker.stop` is called.  Its object ref failing is how the
+  :meth:`ClusterWorker.stop` is called.  The driver learns whether the factory
+  worked through :meth:`ClusterWorker.started`, called with it at the
+  cluster's start (a factory's failure fails the start, not the runs).  Its object ref failing is how the
   driver learns the process died.  When Ray could not reach the worker for a
   moment (that ref failed with ``ActorUnavailableError``, though the worker
   lives on), the driver watches again through :meth:`ClusterWorker.served`.
@@ -105,11 +107,27 @@ class ClusterWorker:
         """
         return {"version": __version__, "pid": os.getpid(), "worker": self._id}
 
+    async def started(self) -> list[bytes]:
+        """Wait until :meth:`serve` built the agent (or gave up); ``[]``, or its failure packed as a failed result.
+
+        The driver calls it with :meth:`serve`, at the cluster's start, so that a factory that fails on the
+        workers (a budget name the cluster lacks, a missing environment variable, argparse's ``SystemExit``)
+        fails ``async with RayCluster(...)`` once, instead of every input of every job.  The failure travels
+        as a chunk's would (:func:`~agentactors.ray._shipping.pack_results`, already made sendable here): the
+        driver raises the very error the runs would have carried.
+
+        Cancellation: a wait, nothing changes.
+        """
+        await self._events()[0].wait()
+        failure = self._failure
+        return [] if failure is None else pack_results(failed_results([None], failure))
+
     async def serve(self) -> str | None:
         """Host the runtime until :meth:`stop` (see the module docstring); ``None``, or why it stopped early.
 
         A factory that raises — anything, ``SystemExit`` from argparse on a worker whose ``sys.argv`` is
-        Ray's included — makes every chunk fail with that error at once; this call then returns the
+        Ray's included — is what :meth:`started` answers (the cluster's start fails with it), and makes every
+        chunk fail with that error at once; this call then returns the
         error's type name (never the error itself: see the module docstring).  However it ends, the
         chunks stop waiting for the agent: a chunk never waits for an agent that will not come.
 
