@@ -221,25 +221,33 @@ def _attach(exc: BaseException, results: list[RunResult[Any]], *, note: bool) ->
 
 
 def results_of(exc: BaseException) -> list[RunResult[Any]] | None:
-    """The results a stopped ``run_many`` hung on ``exc``, or on an exception ``exc`` was raised from.
+    """The results a stopped ``run_many`` hung on ``exc``, on an exception ``exc`` was raised from, or on a member
+    of an exception group ``exc`` is (or was raised from).
 
     ``except KeyboardInterrupt as exc: results = results_of(exc)`` works on both backends: on trio
     (and for an interrupt raised in a run) the interrupt itself carries them; on asyncio,
     ``anyio.run`` turns Ctrl-C into a cancellation of the main task and raises its
     ``KeyboardInterrupt`` once that cancellation has gone through the batch — from it, as its
-    ``__context__``.  ``None`` when no batch was stopped by this exception.
+    ``__context__``.  A program with a task group (a nursery) of its own between ``anyio.run`` / ``trio.run``
+    and the batch gets the interrupt inside a ``BaseExceptionGroup`` (trio's groups are strict): ``except*
+    KeyboardInterrupt as group: results_of(group)`` finds them in its members.  ``None`` when no batch was
+    stopped by this exception.
     """
     seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
         seen.add(id(current))
         results = getattr(current, "results", None)
         if isinstance(results, list) and all(isinstance(r, RunResult) for r in results):
             return results
-        if current.__cause__ is not None:
-            current = current.__cause__
-        else:
-            current = None if current.__suppress_context__ else current.__context__
+        following = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+        if following is not None:
+            pending.append(following)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(reversed(current.exceptions))  # the first member first
     return None
 
 

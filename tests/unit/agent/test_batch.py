@@ -321,3 +321,33 @@ async def test_cancelling_run_many_leaves_nothing_running_and_fills_the_slots() 
     assert results is not None
     assert [(r.content, r.cancelled) for r in results] == [("done", False), ("", True), ("done", False), ("", True)]
 
+
+
+async def test_results_of_finds_them_in_a_task_group_of_the_programs_own() -> None:
+    """A program with a nursery of its own around the batch (trio's groups are strict) gets the interrupt inside a
+    BaseExceptionGroup: ``except* KeyboardInterrupt as group: results_of(group)`` finds the results in its member."""
+
+    async def run(messages: tuple[Message, ...]) -> RunResult:
+        if messages[0].content == "stop":
+            await anyio.sleep(0.5)
+            raise KeyboardInterrupt
+        await anyio.sleep(100 if messages[0].content == "long" else 0)
+        return RunResult("ran", messages)
+
+    async def beside() -> None:
+        await anyio.sleep(100)
+
+    found: list[RunResult] | None = None
+    with anyio.fail_after(10):
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(beside)
+                await run_batch(["a", "long", "stop"], prepare, run, concurrency=3)
+        except* KeyboardInterrupt as group:
+            found = results_of(group)
+    assert found is not None
+    assert [(r.content, r.cancelled) for r in found] == [("ran", False), ("", True), ("", True)]
+    interrupt = KeyboardInterrupt()
+    interrupt.results = found  # type: ignore[attr-defined]
+    nested = BaseExceptionGroup("outer", [ValueError("other"), BaseExceptionGroup("inner", [interrupt])])
+    assert results_of(nested) is found
