@@ -418,7 +418,8 @@ def encodable_text(text: str) -> tuple[str, int]:
 
 
 def format_error(exc: BaseException) -> str:
-    """``Error: <ExcType>: <message>`` with registered secrets removed, no traceback.
+    """``Error: <ExcType>: <message>`` with registered secrets removed, no traceback; an exception group's (a
+    tool's own task group failed) followed by what its members were (``— ValueError: bad input``, at most five).
 
     Never raises: an exception whose ``__str__`` raises (or returns something odd) is named
     by its type alone, with a note that its message could not be read.  A
@@ -433,7 +434,30 @@ def format_error(exc: BaseException) -> str:
     if message is None:
         return f"Error: {name} (its message could not be read)"
     message = redact(message).strip()
-    return f"Error: {name}: {message}" if message else f"Error: {name}"
+    text = f"Error: {name}: {message}" if message else f"Error: {name}"
+    if isinstance(exc, BaseExceptionGroup):
+        # A tool's own task group (a nursery) raised: its message says only how many failed ("Exceptions from Trio
+        # nursery (1 sub-exception)"), so the model is told what they were.
+        return f"{text} — {_leaves_text(exc)}"
+    return text
+
+
+_MOST_LEAVES = 5
+
+
+def _leaves_text(group: BaseExceptionGroup[BaseException]) -> str:
+    """The first :data:`_MOST_LEAVES` exceptions of ``group``'s tree, each as :func:`format_error` words it."""
+    leaves: list[BaseException] = []
+    pending = list(reversed(group.exceptions))
+    while pending and len(leaves) <= _MOST_LEAVES:
+        current = pending.pop()
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(reversed(current.exceptions))
+        else:
+            leaves.append(current)
+    more = len(leaves) > _MOST_LEAVES or bool(pending)
+    shown = "; ".join(format_error(leaf).removeprefix("Error: ") for leaf in leaves[:_MOST_LEAVES])
+    return f"{shown}; and more" if more else shown
 
 
 def _message_of(exc: BaseException) -> str | None:

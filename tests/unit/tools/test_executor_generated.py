@@ -183,7 +183,7 @@ def expected_raw(kind: str, n: int, name: str) -> tuple[ToolStatus, str]:
     if kind == "surrogate_error":
         return ToolStatus.error, "Error: ValueError: half \ufffd a character"
     if kind == "group":
-        return ToolStatus.error, "Error: BaseExceptionGroup: many (2 sub-exceptions)"
+        return ToolStatus.error, "Error: BaseExceptionGroup: many (2 sub-exceptions) — OwnBase: own; ValueError: v"
     if kind == "own_base":
         return ToolStatus.error, "Error: OwnBase: own"
     if kind == "system_exit":

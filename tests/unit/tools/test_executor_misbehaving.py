@@ -108,7 +108,7 @@ async def test_a_future_cancelled_by_someone_else_is_the_tools_error_on_asyncio(
         (lambda: Unprintable(), "Error: Unprintable (its message could not be read)"),
         (
             lambda: BaseExceptionGroup("many", [SystemExit(1), Custom("x")]),
-            "Error: BaseExceptionGroup: many (2 sub-exceptions)",
+            "Error: BaseExceptionGroup: many (2 sub-exceptions) — SystemExit: 1; Custom: x",
         ),
     ],
 )
@@ -326,3 +326,21 @@ async def test_stuck_sync_tools_do_not_starve_the_others_and_are_counted() -> No
     with anyio.fail_after(10):
         while worker_threads().abandoned > before:  # noqa: ASYNC110 - a count the released threads change
             await anyio.sleep(0.01)
+
+
+def test_an_exception_groups_members_are_named_nested_and_at_most_five() -> None:
+    """A tool's own task group fails as a group whose message says only how many failed: the model reads what."""
+    from agentactors.redaction import register_secret
+    from agentactors.tools.results import format_error
+
+    register_secret("sk-group-member-SECRET-0123456789")
+    nested = ExceptionGroup("Exceptions from Trio nursery", [
+        ExceptionGroup("inner", [KeyError("k")]), ValueError("key sk-group-member-SECRET-0123456789 refused"),
+    ])
+    assert format_error(nested) == (
+        "Error: ExceptionGroup: Exceptions from Trio nursery (2 sub-exceptions) — KeyError: 'k'; "
+        "ValueError: key [REDACTED] refused"
+    )
+    many = ExceptionGroup("g", [ValueError(str(i)) for i in range(7)])
+    assert format_error(many).endswith("— ValueError: 0; ValueError: 1; ValueError: 2; ValueError: 3; "
+                                       "ValueError: 4; and more")
