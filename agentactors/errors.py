@@ -545,13 +545,17 @@ class AllProvidersFailedError(ProviderError, ExceptionGroup):
         return AllProvidersFailedError(self.message, list(excs), provider=self.provider, skipped=self.skipped)
 
     def __reduce__(self) -> Any:
-        state = {"provider": self.provider, "skipped": self.skipped}
+        state: dict[str, Any] = {"provider": self.provider, "skipped": self.skipped}
+        if notes := getattr(self, "__notes__", None):  # notes come back as the other errors' do
+            state["__notes__"] = list(notes)
         return (AllProvidersFailedError, (self.message, list(self.errors)), state)
 
     def __setstate__(self, state: dict[str, Any] | None) -> None:
         if state:
             self.provider = state["provider"]
             self.skipped = tuple(state.get("skipped", ()))
+            if "__notes__" in state:
+                self.__notes__ = list(state["__notes__"])
 
 
 class ActorError(AgentActorsError):
@@ -628,6 +632,13 @@ class RedactedException(Exception):
     def __init__(self, original_type: str, message: str) -> None:
         self.original_type = original_type
         super().__init__(f"{original_type}: {message}" if message else original_type)
+
+    def __reduce__(self) -> Any:
+        # Exception's own pickling would call __init__ with the joined text alone (and fail: it takes two); the
+        # message is that text less the type, and the note holding the traceback comes back with the __dict__.
+        text = str(self.args[0]) if self.args else self.original_type
+        message = "" if text == self.original_type else text.removeprefix(f"{self.original_type}: ")
+        return (type(self), (self.original_type, message), dict(self.__dict__))
 
 
 class Signal(Exception):
@@ -769,12 +780,13 @@ class RunInterruptedError(RunError):
     """A run ended by ``run.interrupt(reason)``: found in ``RunResult.error``, never raised by the run.
 
     The run ended at a step boundary: the tools that were running finished and their results are in
-    ``RunResult.messages``; no model call was made after the interrupt.  ``reason`` is the one given.
+    ``RunResult.messages``; no model call was made after the interrupt.  ``reason`` is the one given, credentials
+    removed (as in the message): it is shown, logged and pickled to another process as the message is.
     """
 
     def __init__(self, message: str, *, reason: str | None = None, step: int | None = None) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.reason = None if reason is None else redact(str(reason))
         self.step = step
 
 

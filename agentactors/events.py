@@ -60,6 +60,7 @@ import threading
 import time as _time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -1405,6 +1406,11 @@ class EventRecordError(AgentActorsError, ValueError):
         super().__init__(message)
         self.path = path
         self.line = line
+
+    def __reduce__(self) -> Any:
+        # Exception's own pickling would call __init__ without its keywords (Ray and multiprocessing ship errors);
+        # the notes come back with the __dict__.
+        return (partial(type(self), path=self.path, line=self.line), self.args, dict(self.__dict__))
 
 
 def event_from_dict(record: Mapping[str, Any]) -> Event:

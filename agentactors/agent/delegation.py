@@ -115,6 +115,11 @@ def _refuse(ctx: ToolContext, error: DelegationLimitError) -> DelegationLimitErr
     return error
 
 
+def _runs(count: int) -> str:
+    """``count`` runs, in words: "1 run", "256 runs" (the refusal the calling model reads)."""
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
 def _unanswered(result: Any) -> bool:
     """Whether a child ended without an answer its caller's model could read as one.
 
@@ -250,7 +255,7 @@ class AgentTool(Tool[..., Any]):
                         shown,
                         "runs",
                         f"delegating to {shown!r} would start one more run in a delegation tree that has started "
-                        f"{tree.started} runs; the limit is {max_runs} runs: answer from what you have instead "
+                        f"{_runs(tree.started)}; the limit is {_runs(max_runs)}: answer from what you have instead "
                         "of delegating again",
                         max_runs=max_runs,
                         started=tree.started,

@@ -7,6 +7,7 @@ its steps into a :class:`~agentactors.loop.tape.Tape` (:meth:`RecordedRun.tape`)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import attrs
@@ -58,6 +59,11 @@ class RecoveryError(JournalError):
         self.results = results
         self.errors = dict(errors)
 
+    def __reduce__(self) -> Any:
+        # Exception's own pickling would call __init__ with the message alone (Ray and multiprocessing ship
+        # errors); the notes come back with the __dict__.
+        return (type(self), (self.results, self.errors), dict(self.__dict__))
+
 
 class RunNotRecordedError(JournalError, LookupError):
     """The source holds no run of that id (or not enough of it to run it again: no ``run.started``)."""
@@ -78,6 +84,12 @@ class StepOutOfRangeError(JournalError, ValueError):
         self.steps = steps
         self.first = first
 
+    def __reduce__(self) -> Any:
+        # Exception's own pickling would call __init__ with the message alone, without its keywords; the notes
+        # come back with the __dict__.
+        rebuild = partial(type(self), at_step=self.at_step, steps=self.steps, first=self.first)
+        return (rebuild, self.args, dict(self.__dict__))
+
 
 class ForkAgentMissingError(JournalError, TypeError):
     """``fork(..., agent=None)`` found no agent to run the live steps: none of the recorded name among the
@@ -86,6 +98,10 @@ class ForkAgentMissingError(JournalError, TypeError):
     def __init__(self, message: str, *, agent: str | None) -> None:
         super().__init__(message)
         self.agent = agent
+
+    def __reduce__(self) -> Any:
+        # Exception's own pickling would call __init__ without its keyword; the notes come back with the __dict__.
+        return (partial(type(self), agent=self.agent), self.args, dict(self.__dict__))
 
 
 def checked_agents(agents: Iterable[Any]) -> tuple[Any, ...]:

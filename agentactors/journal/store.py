@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -26,6 +27,11 @@ class LeaseLostError(JournalError):
     def __init__(self, message: str, *, run_id: str) -> None:
         super().__init__(message)
         self.run_id = run_id
+
+    def __reduce__(self) -> Any:
+        # Exception's own pickling would call __init__ without its keyword (Ray and multiprocessing ship errors);
+        # the notes come back with the __dict__.
+        return (partial(type(self), run_id=self.run_id), self.args, dict(self.__dict__))
 
 
 @runtime_checkable

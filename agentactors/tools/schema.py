@@ -102,6 +102,11 @@ class ConversionError(AgentActorsError, ValueError):
         self.path = path
         self.expected = expected
 
+    def __reduce__(self) -> Any:
+        # Exception's own pickling would call __init__ with the one message (Ray and multiprocessing ship errors);
+        # the notes come back with the __dict__.
+        return (type(self), (self.path, self.expected), dict(self.__dict__))
+
 
 _TypeAliasType: Any = getattr(typing, "TypeAliasType", None)  # ``type X = ...`` (Python 3.12 on)
 
