@@ -295,6 +295,7 @@ class Runtime:
         "_host",
         "_idle",
         "_ids",
+        "_kept",
         "_reaping",
         "_running",
         "_scope_checkpoint",
@@ -341,6 +342,8 @@ class Runtime:
         self.journal = journal
         #: What was bound to this runtime (``agent.bind(rt)``), held weakly: where :meth:`recover` looks for agents.
         self.bound: weakref.WeakSet[Any] = weakref.WeakSet()
+        # With a journal, the latest of each name bound here, held strongly (keep_bound).
+        self._kept: dict[str, Any] = {}
         self._sink = EventSink(FanOut(_recorders(recorders)))
         # Recorders flushed at the exit besides the runtime's own, by the owner that attached them (an agent that
         # ran here), held weakly: an owner dropped takes its entry with it (flush_at_exit).
@@ -862,6 +865,18 @@ class Runtime:
             scope_checkpoint=self._scope_checkpoint,
         )
         return spec
+
+    def keep_bound(self, obj: Any, name: str | None) -> None:
+        """Note ``obj`` — an agent bound to this runtime, named ``name`` — for :meth:`recover`.
+
+        Held weakly (a service that binds an agent per request must not keep them all); but with a journal, the
+        latest one bound under each name is also held strongly, so that a bound copy nobody kept
+        (``agent.bind(rt)`` written as a statement, its value dropped) is still there to recover that name's
+        crashed runs — recovery finds agents by name, and one name's latest binding is as good as any.
+        """
+        self.bound.add(obj)
+        if self.journal is not None and name:
+            self._kept[name] = obj
 
     async def recover(self, *, agents: Iterable[Any] = (), sessions: Any = None) -> list[Any]:
         """Finish the runs a crashed process left in this runtime's journal; their results, in the order they started.

@@ -647,7 +647,7 @@ class Agent(Generic[OutputT]):
             raise TypeError(f"bind() takes a Runtime, not {type(runtime).__name__}")
         bound: Agent[OutputT] = attrs.evolve(self)
         object.__setattr__(bound, "_home", runtime)
-        runtime.bound.add(bound)  # where rt.recover() finds a crashed run's agent by name
+        runtime.keep_bound(bound, bound.name)  # where rt.recover() finds a crashed run's agent by name
         return bound
 
     @property

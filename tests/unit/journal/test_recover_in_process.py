@@ -349,3 +349,20 @@ async def test_a_resumed_run_recovered_from_a_dead_process_consumes_its_pause_he
         assert result.content == f"charged {STEPS} times"
         with pytest.raises(PauseConsumedError):  # a person's click arriving late: the recovered resume consumed it
             await payer.resume(paused, decisions)
+
+
+async def test_an_agent_bound_as_a_statement_is_still_found_by_recover(tmp_path: Path, db: str) -> None:
+    """``agent.bind(rt)`` written as a statement (its bound copy dropped, as a reader of "agents bound to the
+    runtime" may write it): a runtime with a journal keeps the latest bound under each name, so recover() finds it
+    (held only weakly, the copy was collected and the run left for later with a warning)."""
+    import gc
+
+    ledger = tmp_path / "ledger.txt"
+    crashed = _crash(db, ledger, "tool:2")
+    async with open_journal(db) as journal, Runtime(journal=journal) as rt:
+        _payer(ledger).bind(rt)
+        gc.collect()
+        found = await rt.recover()
+    assert [r.run_id for r in found] == [crashed] and found[0].ok
+    _once_each(_effects(ledger), crashed, 2)
+    assert _statuses(db) == {crashed: "finished"}
