@@ -38,7 +38,7 @@ class WorkerLostError(AgentActorsError):
         self.attempts = attempts
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_worker_lost, (str(self), self.worker, self.attempts))
+        return (_rebuild_worker_lost, (str(self), self.worker, self.attempts), dict(self.__dict__))  # notes too
 
 
 def _rebuild_worker_lost(message: str, worker: str | None, attempts: int) -> WorkerLostError:
@@ -56,7 +56,7 @@ class WorkerUnavailableError(WorkerLostError):
     """
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_worker_unavailable, (str(self), self.worker, self.attempts))
+        return (_rebuild_worker_unavailable, (str(self), self.worker, self.attempts), dict(self.__dict__))
 
 
 def _rebuild_worker_unavailable(message: str, worker: str | None, attempts: int) -> WorkerUnavailableError:
@@ -75,7 +75,7 @@ class RemoteError(AgentActorsError):
         self.type_name = type_name
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_remote_error, (str(self), self.type_name))
+        return (_rebuild_remote_error, (str(self), self.type_name), dict(self.__dict__))
 
 
 def _rebuild_remote_error(message: str, type_name: str) -> RemoteError:

@@ -145,8 +145,8 @@ STAYS_HOME: dict[str, str] = {
 }
 
 #: Classes whose pickle carries their type, text and attributes but not their notes (``add_note``): their
-#: ``__reduce__`` rebuilds them from their fields alone.
-NOTES_DROPPED: frozenset[str] = frozenset({"WorkerLostError", "WorkerUnavailableError", "RemoteError"})
+#: ``__reduce__`` rebuilds them from their fields alone (none now: the Ray errors carry their notes too).
+NOTES_DROPPED: frozenset[str] = frozenset()
 
 
 def _classes() -> dict[str, type[BaseException]]:
