@@ -109,6 +109,10 @@ _RUNNING_LOCK = threading.Lock()
 _running_in_process = 0
 
 
+#: How many names' latest bindings a runtime with a journal holds strongly (:meth:`Runtime.keep_bound`).
+_MOST_KEPT = 256
+
+
 @attrs.frozen(slots=True)
 class RuntimeStats:
     """The runtime's own accounting, at the moment of the call.
@@ -872,11 +876,17 @@ class Runtime:
         Held weakly (a service that binds an agent per request must not keep them all); but with a journal, the
         latest one bound under each name is also held strongly, so that a bound copy nobody kept
         (``agent.bind(rt)`` written as a statement, its value dropped) is still there to recover that name's
-        crashed runs — recovery finds agents by name, and one name's latest binding is as good as any.
+        crashed runs — recovery finds agents by name, and one name's latest binding is as good as any.  At most
+        the :data:`_MOST_KEPT` names bound last are held so (a service naming an agent per user binds without
+        bound): an older one is held weakly again, as every binding is without a journal.
         """
         self.bound.add(obj)
         if self.journal is not None and name:
-            self._kept[name] = obj
+            kept = self._kept
+            kept.pop(name, None)  # the latest binding of a name is the last in the dict
+            kept[name] = obj
+            if len(kept) > _MOST_KEPT:  # names made per request or per user: the oldest goes back to weak
+                del kept[next(iter(kept))]
 
     async def recover(self, *, agents: Iterable[Any] = (), sessions: Any = None) -> list[Any]:
         """Finish the runs a crashed process left in this runtime's journal; their results, in the order they started.
