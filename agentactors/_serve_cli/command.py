@@ -325,6 +325,8 @@ async def _main(target: object, name: str, protocols: Sequence[str], keys: list[
                 async for _ in signals:
                     if stop.is_set():
                         forced.append(True)
+                        served.forced = True
+                        served.cut_open_requests()  # ended by their own scopes: no server logs them as failed
                         tg.cancel_scope.cancel()
                         return
                     _say("stopping (Ctrl-C again to stop at once)")
@@ -423,6 +425,8 @@ class ServedApp:
         self._guarded = guarded
         self._enter = enter
         self._open: set[anyio.CancelScope] = set()
+        #: Set by a second Ctrl-C: the stop is forced (the lifespan's cancellation is then no failure to report).
+        self.forced = False
 
     def cut_open_requests(self) -> int:
         """End every request still open (a stream a client keeps reading): its run is cancelled and a response
@@ -497,6 +501,15 @@ class ServedApp:
         A mounted app's own lifespan is not run (as under Starlette's ``Mount``): the agent is bound to this
         runtime, which every app then uses."""
         await receive()  # lifespan.startup
+        try:
+            await self._lifespan_body(receive, send)
+        except anyio.get_cancelled_exc_class():
+            # A second Ctrl-C stops at once, as asked: the lifespan (a task of uvicorn's own, on asyncio) ends
+            # quietly rather than have the server log the cancellation as a failed lifespan, with its traceback.
+            if not self.forced:
+                raise
+
+    async def _lifespan_body(self, receive: Receive, send: Send) -> None:
         try:
             async with AsyncExitStack() as stack:
                 try:

@@ -255,3 +255,37 @@ def test_a_stream_still_open_at_a_stop_is_cut_cleanly_within_the_grace(backend: 
     assert proc.returncode == 0, err[-3000:]
     assert 3 < took < 20, took  # the grace less its margin, then cut
     assert "Traceback" not in err and "request(s) still open" in err, err[-3000:]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_second_ctrl_c_with_a_request_open_stops_at_once_without_a_traceback(backend: str) -> None:
+    """Ctrl-C twice while a model is still thinking: exit 130 at once, and neither the request nor the lifespan
+    is logged as a failure (uvicorn logged both, with their tracebacks, when the stop cancelled them)."""
+    import threading
+
+    with FakeVendor(latency=120) as slow, started(slow, "serve_cli_agent:agent", "--port", "0", "--backend", backend,
+                                                  "--openai") as proc:
+        (openai_url,) = urls(proc, 1)
+
+        def ask() -> None:
+            try:
+                httpx.post(f"{openai_url}/chat/completions", timeout=60,
+                           json={"model": "assistant", "messages": [{"role": "user", "content": "hi"}]})
+            except httpx.HTTPError:
+                pass  # the server went away: what the test is about is the server's side
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        deadline = time.monotonic() + 30
+        while not slow.requests and time.monotonic() < deadline:  # the run reached the vendor: a request is open
+            time.sleep(0.05)
+        began = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - began
+        asking.join(timeout=60)
+    assert proc.returncode == 130, err[-3000:]
+    assert took < 10, took
+    assert "Traceback" not in err and "ERROR" not in err, err[-3000:]
