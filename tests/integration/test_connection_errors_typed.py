@@ -20,10 +20,8 @@ Real servers and files on real threads: the real clock, generous bounds.  A serv
 from __future__ import annotations
 
 import pickle
-import shutil
 import socket
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +35,8 @@ from agentactors.errors import SessionError
 from agentactors.journal import JournalError
 from agentactors.sessions import PostgresStore, SqliteStore
 from tests.support.chains import leaks
-from tests.support.postgres import PASSWORD, USER, PostgresServer, postgres_server, start  # noqa: F401  (fixture)
+from tests.support.postgres import PASSWORD, USER, PostgresServer, postgres_server  # noqa: F401  (fixture)
+from tests.support.postgres_faults import own_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -136,15 +135,8 @@ async def test_a_refused_password_and_an_unparseable_dsn_are_typed_too(
 @pytest.fixture
 def stoppable_server() -> Iterator[PostgresServer]:
     """A server of this test's own, which the test stops; removed at the end."""
-    directory = Path(tempfile.mkdtemp(prefix="agentactors-pg-"))
-    server = None
-    try:
-        server = start(directory)
+    with own_server() as server:
         yield server
-    finally:
-        if server is not None:
-            server.stop()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 async def test_a_server_that_stopped_is_typed_for_a_journaled_run_and_a_turn(

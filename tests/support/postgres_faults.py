@@ -53,9 +53,10 @@ def frozen(server: PostgresServer) -> Iterator[None]:
                 pass
 
 
-@pytest.fixture(scope="module")
-def own_postgres_server() -> Iterator[PostgresServer]:
-    """A server for this module alone (frozen by its tests), stopped and removed at the end."""
+@contextmanager
+def own_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the caller's own (to freeze, stop or kill), in a temporary directory; stopped and
+    removed at the end."""
     directory = Path(tempfile.mkdtemp(prefix="agentactors-pg-"))
     server = None
     try:
@@ -65,3 +66,10 @@ def own_postgres_server() -> Iterator[PostgresServer]:
         if server is not None:
             server.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def own_postgres_server() -> Iterator[PostgresServer]:
+    """A server for this module alone (frozen by its tests), stopped and removed at the end."""
+    with own_server() as server:
+        yield server
