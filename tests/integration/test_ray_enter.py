@@ -156,7 +156,9 @@ async def test_a_failing_factory_shuts_down_the_ray_that_init_started() -> None:
 
 async def test_a_factory_that_never_returns_fails_the_entry_at_start_timeout() -> None:
     with anyio.fail_after(120), pytest.raises(TimeoutError, match=r"start_timeout.*agent_factory"):
-        async with RayCluster(hanging_agent, workers=1, worker_options=WORKER, start_timeout=3, drain_timeout=0):
+        # start_timeout bounds the workers' own start too: 3 s was not always enough for Ray to start one on a
+        # machine whose two cores were busy (the timeout then named the workers, not the factory).
+        async with RayCluster(hanging_agent, workers=1, worker_options=WORKER, start_timeout=10, drain_timeout=0):
             pytest.fail("the cluster started with a factory that never returned")
     await assert_no_actor_left()
 
