@@ -222,7 +222,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     fk.add_argument("--agent", required=True, help="the live agent, as module:attribute (an Agent)")
     fk.add_argument("--temperature", type=float, default=None, help="the live steps' temperature")
     sv = sub.add_parser("serve", help="serve an agent over HTTP: OpenAI API, MCP and AG-UI on one port")
-    from ._serve_cli.command import add_arguments as serve_arguments  # (the apps and servers load when it runs)
+    from .serve.cli import add_arguments as serve_arguments  # (the apps and servers load when it runs)
 
     serve_arguments(sv)
     return parser, {"fakevendor": fv, "replay": rp, "fork": fk, "serve": sv}
@@ -488,7 +488,7 @@ def _run(args: argparse.Namespace, commands: dict[str, argparse.ArgumentParser])
 
         return run(args, commands["fakevendor"])
     if args.command == "serve":
-        from ._serve_cli.command import run as serve
+        from .serve.cli import run as serve
 
         return serve(args, commands["serve"], lambda spec: _load_agent(spec, option="serve", factory=True))
     return 2  # pragma: no cover - argparse rejects unknown commands

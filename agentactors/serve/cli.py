@@ -16,7 +16,7 @@ Ctrl-C at once.
 The mounts are a small router of this module's own rather than Starlette's ``Mount``: serving the OpenAI and
 AG-UI endpoints then needs no web framework, only the server (MCP's app is Starlette's, and comes with the
 ``mcp`` extra).  It leaves ``path`` whole and sets ``root_path``, as Starlette's ``Mount`` does, which each app
-reads.  It uses :mod:`agentactors.serve`'s public names only.
+reads.  Its bearer-key check, path and JSON answers are the apps' own (:mod:`._http`).
 
 ``--api-key`` guards all three endpoints, not only the OpenAI one whose app takes ``api_keys=``: MCP's app takes
 only OAuth settings, and AG-UI's none, so the router checks the same bearer keys in front of them (constant
@@ -27,10 +27,8 @@ open through the other two on the same port.
 from __future__ import annotations
 
 import argparse
-import hmac
 import inspect
 import ipaddress
-import json
 import math
 import os
 import signal
@@ -44,6 +42,7 @@ import anyio
 
 from ..actors.runtime import Runtime
 from ..agent.core import Agent
+from ._http import authorized, bearer_keys, route_path, send_json
 
 __all__ = ["GRACE", "PROTOCOLS", "ServedApp", "add_arguments", "build_app", "run"]
 
@@ -192,7 +191,7 @@ def _protocols(args: argparse.Namespace) -> list[str] | None:
     chosen = asked or list(PROTOCOLS)
     if "mcp" in chosen:
         try:
-            from ..serve.mcp import mcp_server  # noqa: F401  (its import names the missing extra)
+            from .mcp import mcp_server  # noqa: F401  (its import names the missing extra)
         except ImportError:
             if asked:
                 _say("--mcp needs the mcp SDK: pip install 'agentactors[mcp]'")
@@ -367,51 +366,6 @@ async def _main(target: object, name: str, protocols: Sequence[str], keys: list[
         outcome.append(0)
 
 
-def _route_path(scope: Scope) -> str:
-    """The request's path below the server's own ``root_path`` (uvicorn's ``--root-path`` leaves it on ``path``)."""
-    path: str = scope.get("path") or "/"
-    root: str = scope.get("root_path") or ""
-    return (path[len(root):] or "/") if root and path.startswith(root) else path
-
-
-def _bearer_keys(api_keys: Sequence[str] | None) -> tuple[bytes, ...] | None:
-    """The keys as :func:`_authorized` compares them; ``None`` for open endpoints.
-
-    :raises ValueError: an empty list or an empty key (nobody could call, or anybody could).
-    """
-    if api_keys is None:
-        return None
-    if not api_keys or not all(api_keys):
-        raise ValueError("api_keys: one or more non-empty keys, or None for open endpoints")
-    return tuple(k.encode() for k in api_keys)
-
-
-def _authorized(scope: Scope, keys: tuple[bytes, ...] | None) -> bool:
-    """Whether the request's ``Authorization: Bearer ...`` is one of ``keys``: every key compared, each in constant
-    time (as the OpenAI app compares them), so neither the time nor the answer tells how near a guess was."""
-    if keys is None:
-        return True
-    header = b""
-    for name, value in scope.get("headers") or ():
-        if bytes(name).lower() == b"authorization":
-            header = bytes(value)
-            break
-    scheme, _, token = header.partition(b" ")
-    given = token.strip() if scheme.lower() == b"bearer" else b""
-    found = False
-    for key in keys:
-        found |= hmac.compare_digest(given, key)
-    return found and bool(given)
-
-
-async def _send_json(send: Send, status: int, payload: object, headers: Mapping[str, str] | None = None) -> None:
-    body = json.dumps(payload).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items())
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
-
-
 class ServedApp:
     """The ASGI app :func:`build_app` makes: the protocols' apps under their mounts, the lifespan that enters the
     runtime (and MCP's session manager), and ``ready``, set once the lifespan has started them."""
@@ -437,22 +391,27 @@ class ServedApp:
         return len(self._open)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One ASGI call: the lifespan, or a request routed to its protocol's app (401 without a key it takes).
+
+        Cancellation: a request the server cancels is cancelled in the app it reached (its run with it), as a
+        client's disconnect is; :meth:`cut_open_requests` ends the requests still open with a finished response.
+        """
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
         if scope["type"] != "http":  # no endpoint here speaks websockets: the server closes the connection
             return
-        path = _route_path(scope)
+        path = route_path(scope)
         for mount, app in self.mounts.items():
             if path == mount or path.startswith(mount + "/"):
-                if mount in self._guarded and not _authorized(scope, self._keys):
-                    await _send_json(send, 401, {"error": "Incorrect or missing API key: send it as "
+                if mount in self._guarded and not authorized(scope, self._keys):
+                    await send_json(send, 401, {"error": "Incorrect or missing API key: send it as "
                                                          "'Authorization: Bearer <key>'."},
                                     {"www-authenticate": "Bearer"})
                     return
                 await self._serve_one(app, self._mounted(scope, mount, path == mount), receive, send)
                 return
-        await _send_json(send, 404, {"error": f"no endpoint at {path}: serving "
+        await send_json(send, 404, {"error": f"no endpoint at {path}: serving "
                                              f"{', '.join(m + '/' for m in self.mounts)}"})
 
     async def _serve_one(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
@@ -481,7 +440,7 @@ class ServedApp:
                     pass  # the client had gone: nothing to end
         elif cut.cancelled_caught and not state["started"]:
             with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                await _send_json(send, 503, {"error": "the server is stopping"})
+                await send_json(send, 503, {"error": "the server is stopping"})
 
     @staticmethod
     def _mounted(scope: Scope, mount: str, bare: bool) -> Scope:
@@ -550,26 +509,26 @@ def build_app(
     unknown = [p for p in protocols if p not in PROTOCOLS]
     if unknown or not protocols:
         raise ValueError(f"protocols are some of {', '.join(PROTOCOLS)}, not {list(protocols)!r}")
-    keys = _bearer_keys(api_keys)
+    keys = bearer_keys(api_keys)
     runtime = Runtime()
     bound = agent.bind(runtime)  # bound before it runs: every endpoint's runs share the runtime
     mounts: dict[str, ASGIApp] = {}
     sized: dict[str, Any] = {} if max_body_size is None else {"max_body_size": max_body_size}  # else the apps' own
     session_manager: Any = None
     if "openai" in protocols:
-        from ..serve import openai_app
+        from .openai import openai_app
 
         mounts[PROTOCOLS["openai"]] = openai_app({name: bound}, api_keys=api_keys, sessions=sessions,
                                                  keepalive=keepalive, **sized)
     if "mcp" in protocols:
-        from ..serve import mcp_server
+        from .mcp import mcp_server
 
         server = mcp_server({name: bound}, runtime=runtime)
         mcp_sized: dict[str, Any] = {} if max_body_size is None else {"max_request_body_size": max_body_size}
         mounts[PROTOCOLS["mcp"]] = server.streamable_http_app(streamable_http_path="/", host=host, **mcp_sized)
         session_manager = server.session_manager
     if "agui" in protocols:
-        from ..serve import agui_app
+        from .agui import agui_app
 
         mounts[PROTOCOLS["agui"]] = agui_app(bound, sessions=sessions, keepalive=keepalive, **sized)
 
